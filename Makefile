@@ -1,0 +1,38 @@
+# One command to run, one to test; both create .venv and install what they need.
+PY ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint format bench clean java
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev,spark]'
+	touch $(STAMP)
+
+java:
+	@command -v java >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q openjdk-17-jre-headless; }
+
+run: $(STAMP)
+	$(BIN)/quorumq cluster start --nodes 3 --demo
+
+test: $(STAMP) java
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff format . && $(BIN)/ruff check --fix .
+
+bench: $(STAMP)
+	$(BIN)/python -m bench.state_machine
+	$(BIN)/python -m bench.raft_core
+	$(BIN)/python -m bench.storage
+
+clean:
+	rm -rf $(VENV) .pytest_cancel .ruff_cache
