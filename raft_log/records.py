@@ -1,0 +1,108 @@
+"""Value encodings of the node database: msgpack payloads sealed with a CRC32 over key and payload.
+
+The checksum covers the key too, so an entry's checksum covers its index (in the key), term, kind and
+data, and a value copied under the wrong key fails its check.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+from typing import TypeVar
+
+import msgpack
+
+from .types import ConfState, Entry, EntryKind, HardState, SnapshotMeta
+
+_CRC_BYTES = 4
+T = TypeVar("T")
+
+
+class BadRecord(Exception):
+    """A stored value failed its checksum or could not be decoded."""
+
+
+def seal(key: bytes, payload: bytes) -> bytes:
+    """`payload` prefixed with the CRC32 of `key + payload`."""
+    return zlib.crc32(payload, zlib.crc32(key)).to_bytes(_CRC_BYTES, "big") + payload
+
+
+def unseal(key: bytes, value: bytes) -> bytes:
+    """The payload of a sealed value; raises `BadRecord` when the checksum does not match."""
+    payload = value[_CRC_BYTES:]
+    if len(value) < _CRC_BYTES or zlib.crc32(payload, zlib.crc32(key)) != int.from_bytes(
+        value[:_CRC_BYTES], "big"
+    ):
+        raise BadRecord("checksum mismatch")
+    return payload
+
+
+def _pack(key: bytes, obj: object) -> bytes:
+    return seal(key, msgpack.packb(obj, use_bin_type=True))
+
+
+def _unpack(key: bytes, value: bytes, what: str, build: Callable[..., T]) -> T:
+    """Unseal and unpack a msgpack array and build a value from its fields; raises `BadRecord`."""
+    try:
+        fields = msgpack.unpackb(unseal(key, value), raw=False)
+        if not isinstance(fields, list):
+            raise TypeError("not an array")
+        return build(*fields)
+    except (ValueError, TypeError, msgpack.UnpackException) as exc:
+        raise BadRecord(f"malformed {what}: {exc}") from exc
+
+
+def _conf(voters: list, learners: list) -> ConfState:
+    return ConfState(voters=tuple(voters), learners=tuple(learners))
+
+
+def encode_entry(key: bytes, entry: Entry) -> bytes:
+    """The stored value of `entry` under `key`."""
+    return _pack(key, [entry.term, int(entry.kind), entry.data])
+
+
+def decode_entry(key: bytes, index: int, value: bytes) -> Entry:
+    """The entry at `index` stored under `key`; raises `BadRecord`."""
+    return _unpack(key, value, "entry", lambda term, kind, data: Entry(index, term, EntryKind(kind), data))
+
+
+def encode_hard_state(key: bytes, hs: HardState) -> bytes:
+    """The stored value of a hard state."""
+    return _pack(key, [hs.term, hs.vote, hs.commit])
+
+
+def decode_hard_state(key: bytes, value: bytes) -> HardState:
+    """A stored hard state; raises `BadRecord`."""
+    return _unpack(key, value, "hard state", HardState)
+
+
+def encode_conf_state(key: bytes, conf: ConfState) -> bytes:
+    """The stored value of a membership."""
+    return _pack(key, [list(conf.voters), list(conf.learners)])
+
+
+def decode_conf_state(key: bytes, value: bytes) -> ConfState:
+    """A stored membership; raises `BadRecord`."""
+    return _unpack(key, value, "conf state", _conf)
+
+
+def encode_position(key: bytes, index: int, term: int) -> bytes:
+    """The stored value of a log position (index and term)."""
+    return _pack(key, [index, term])
+
+
+def decode_position(key: bytes, value: bytes) -> tuple[int, int]:
+    """A stored log position `(index, term)`; raises `BadRecord`."""
+    return _unpack(key, value, "log position", lambda index, term: (index, term))
+
+
+def encode_snapshot_meta(key: bytes, meta: SnapshotMeta) -> bytes:
+    """The stored value of a snapshot's metadata."""
+    return _pack(key, [meta.index, meta.term, list(meta.conf.voters), list(meta.conf.learners)])
+
+
+def decode_snapshot_meta(key: bytes, value: bytes) -> SnapshotMeta:
+    """Stored snapshot metadata; raises `BadRecord`."""
+    return _unpack(
+        key, value, "snapshot meta", lambda index, term, *conf: SnapshotMeta(index, term, _conf(*conf))
+    )

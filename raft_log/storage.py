@@ -1,0 +1,492 @@
+"""Durable Raft log storage: one RocksDB database per node, one `GroupLog` per Raft group.
+
+Every write of every group is staged into the node's single pending write batch; `NodeStore.commit()`
+writes it with one write and one fsync (group commit). Reads see staged changes at once, and nothing
+staged is durable, or may be acknowledged, before `commit()` returns. Not thread-safe: one event loop
+drives a store. See docs/storage.md for key layout and recovery rules.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+from rocksdict import (
+    DBCompressionType,
+    DBRecoveryMode,
+    Options,
+    Rdict,
+    ReadOptions,
+    WriteBatch,
+    WriteOptions,
+)
+
+from . import keys, records
+from .types import (
+    CompactedError,
+    ConfState,
+    Entry,
+    GroupId,
+    HardState,
+    Snapshot,
+    SnapshotMeta,
+    StorageError,
+    UnavailableError,
+)
+
+log = logging.getLogger(__name__)
+
+TERM_CACHE_SIZE = 4096
+"""How many terms of the newest entries each group keeps in memory."""
+
+T = TypeVar("T")
+
+
+class CorruptionError(StorageError):
+    """Stored data of a group is damaged in a way that cannot be a torn, unacknowledged write."""
+
+    def __init__(self, group: GroupId, index: int | None, reason: str) -> None:
+        self.group = group
+        self.index = index
+        self.reason = reason
+        where = f"index {index}" if index is not None else "metadata"
+        super().__init__(f"group {group!r} {where}: {reason}")
+
+
+class SnapshotOutOfDateError(StorageError):
+    """A snapshot at or below the index of the snapshot already held."""
+
+
+def _options() -> Options:
+    options = Options(raw_mode=True)
+    options.create_if_missing(True)
+    options.set_compression_type(DBCompressionType.none())
+    options.set_wal_recovery_mode(DBRecoveryMode.point_in_time())
+    options.set_paranoid_checks(True)
+    options.set_max_background_jobs(2)
+    return options
+
+
+def _splice(base: int, items: list[T], at: int, new: list[T]) -> tuple[int, list[T]]:
+    """A run of values starting at index `base` with `new` written from index `at` on (later ones dropped)."""
+    if base <= at <= base + len(items):
+        return base, items[: at - base] + new
+    return at, list(new)
+
+
+class NodeStore:
+    """A node's database: every group's log, state, snapshot and application keys, with group commit."""
+
+    def __init__(self, db: Rdict) -> None:
+        """Use `NodeStore.open`."""
+        self._db = db
+        self._batch = WriteBatch(raw_mode=True)
+        self._staged: dict[bytes, bytes | None] = {}
+        self._groups: dict[GroupId, GroupLog] = {}
+        self._failed: BaseException | None = None
+
+    @classmethod
+    def open(cls, path: str | Path) -> NodeStore:
+        """Open (or create) the database at `path`, verify every group and drop torn log tails.
+
+        Raises `CorruptionError` when a group's data is damaged beyond a torn tail.
+        """
+        store = cls(Rdict(str(path), _options()))
+        try:
+            lo, hi = keys.registry_range()
+            for key, _ in store._scan(lo, hi):
+                gid = keys.group_id_of(key)
+                store._groups[gid] = GroupLog._recover(store, gid)
+            store.commit()
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    def close(self) -> None:
+        """Close the database; staged changes that were not committed are discarded."""
+        self._batch = WriteBatch(raw_mode=True)
+        self._staged.clear()
+        self._db.close()
+
+    def group_ids(self) -> list[GroupId]:
+        """The ids of every group, sorted."""
+        return sorted(self._groups)
+
+    def group(self, gid: GroupId) -> GroupLog:
+        """The log of group `gid` (the same object on every call); raises `KeyError` if unknown."""
+        return self._groups[gid]
+
+    def create_group(self, gid: GroupId, conf: ConfState) -> GroupLog:
+        """Stage a new group: an empty log at index 0 with membership `conf`."""
+        if gid in self._groups:
+            raise ValueError(f"group {gid!r} already exists")
+        if self._staged.get(keys.registry_key(gid), b"") is None:
+            raise ValueError(f"group {gid!r} was dropped in this batch: commit before creating it again")
+        group_keys = keys.GroupKeys(gid)
+        self._put(keys.registry_key(gid), b"")
+        group = GroupLog(self, gid, group_keys, conf)
+        group.set_hard_state(HardState())
+        group.set_conf_state(conf)
+        group._stage_log_start(0, 0)
+        group._stage_snapshot(Snapshot())
+        self._groups[gid] = group
+        return group
+
+    def drop_group(self, gid: GroupId) -> None:
+        """Stage the deletion of every key of group `gid`; its `GroupLog` refuses further writes."""
+        group = self._groups.pop(gid)
+        group._dropped = True
+        self._delete(keys.registry_key(gid))
+        self._delete_range(group._keys.prefix, group._keys.end)
+
+    def commit(self, sync: bool = True) -> None:
+        """Write everything staged by every group with one write (and one fsync when `sync`)."""
+        self._check_usable()
+        if self._batch.is_empty():
+            return
+        options = WriteOptions()
+        options.sync = sync
+        batch, self._batch = self._batch, WriteBatch(raw_mode=True)
+        try:
+            self._db.write(batch, options)
+        except BaseException as exc:
+            # The in-memory view already shows the staged changes: only a reopen is truthful now.
+            self._failed = exc
+            raise
+        self._staged.clear()
+        for group in self._groups.values():
+            group._committed()
+
+    # -- staging and reading, for GroupLog ------------------------------------------------------
+
+    def _check_usable(self) -> None:
+        if self._failed is not None:
+            raise StorageError("a commit failed; reopen the store") from self._failed
+
+    def _put(self, key: bytes, value: bytes) -> None:
+        self._check_usable()
+        self._batch.put(key, value)
+        self._staged[key] = value
+
+    def _delete(self, key: bytes) -> None:
+        self._check_usable()
+        self._batch.delete(key)
+        self._staged[key] = None
+
+    def _delete_range(self, lo: bytes, hi: bytes) -> None:
+        """Stage the deletion of `[lo, hi)`; ranges never hold staged point keys except on group drop."""
+        self._check_usable()
+        self._batch.delete_range(lo, hi)
+        for key in [key for key in self._staged if lo <= key < hi]:
+            self._staged[key] = None
+
+    def _get(self, key: bytes) -> bytes | None:
+        if key in self._staged:
+            return self._staged[key]
+        return self._db.get(key)
+
+    def _scan(self, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]:
+        """Committed keys and values in `[lo, hi)`, in key order."""
+        read_options = ReadOptions()
+        read_options.set_iterate_upper_bound(hi)
+        cursor = self._db.iter(read_options)
+        cursor.seek(lo)
+        while cursor.valid():
+            yield cursor.key(), cursor.value()
+            cursor.next()
+
+    def _scan_staged(self, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]:
+        """Keys and values in `[lo, hi)` as committed and then staged, in key order."""
+        staged = sorted((key, 0, value) for key, value in self._staged.items() if lo <= key < hi)
+        committed = ((key, 1, value) for key, value in self._scan(lo, hi))
+        previous = None
+        for key, _, value in heapq.merge(staged, committed):
+            if key != previous and value is not None:
+                yield key, value
+            previous = key
+
+
+class GroupLog:
+    """The durable log of one Raft group (the `LogStorage` protocol plus its write side).
+
+    Memory holds only the hard state, membership, log bounds, snapshot metadata, the terms of the
+    newest entries and the entries staged since the last commit; entries are read by range.
+    """
+
+    def __init__(self, store: NodeStore, gid: GroupId, group_keys: keys.GroupKeys, conf: ConfState) -> None:
+        """Use `NodeStore.create_group` or `NodeStore.group`."""
+        self._store = store
+        self.gid = gid
+        self._keys = group_keys
+        self._dropped = False
+        self._hard_state = HardState()
+        self._conf = conf
+        self._start_index = 0  # the compaction point: first_index() - 1
+        self._start_term = 0
+        self._snapshot_meta = SnapshotMeta()
+        self._last_index = 0
+        self._tail_base = 1  # terms of entries _tail_base .. _last_index
+        self._tail_terms: list[int] = []
+        self._pending_base: int | None = None  # entries >= _pending_base are the staged _pending ones
+        self._pending: list[Entry] = []
+
+    # -- reads (LogStorage) ---------------------------------------------------------------------
+
+    def initial_state(self) -> tuple[HardState, ConfState]:
+        """The persisted hard state and membership."""
+        return self._hard_state, self._conf
+
+    def first_index(self) -> int:
+        """The first index held as an entry."""
+        return self._start_index + 1
+
+    def last_index(self) -> int:
+        """The last index held (the compaction point when no entry follows it)."""
+        return self._last_index
+
+    def term(self, index: int) -> int:
+        """The term at `index`; raises `CompactedError` or `UnavailableError` outside the log."""
+        if index == self._start_index:
+            return self._start_term
+        self._check_readable(index, index + 1)
+        if index >= self._tail_base:
+            return self._tail_terms[index - self._tail_base]
+        return next(self._iter_entries(index, index + 1)).term
+
+    def entries(self, lo: int, hi: int, max_bytes: int | None = None) -> list[Entry]:
+        """Entries `lo <= index < hi`: at least one, then more while their data stays within `max_bytes`."""
+        self._check_readable(lo, hi)
+        result: list[Entry] = []
+        size = 0
+        for entry in self._iter_entries(lo, hi):
+            size += len(entry.data)
+            if result and max_bytes is not None and size > max_bytes:
+                break
+            result.append(entry)
+        return result
+
+    def snapshot(self) -> Snapshot:
+        """The latest snapshot (index 0 and empty data when none was taken)."""
+        data = self._read_record(self._keys.snapshot_data, records.unseal, self._snapshot_meta.index)
+        return Snapshot(meta=self._snapshot_meta, data=data)
+
+    # -- writes (staged until NodeStore.commit) -------------------------------------------------
+
+    def append(self, entries: Sequence[Entry]) -> None:
+        """Stage contiguous entries; existing entries at `entries[0].index` and after are replaced."""
+        entries = list(entries)
+        for previous, entry in itertools.pairwise(entries):
+            if entry.index != previous.index + 1:
+                raise ValueError(f"entries not contiguous at index {entry.index}")
+        entries = [entry for entry in entries if entry.index > self._start_index]  # compacted: committed
+        if not entries:
+            return
+        first = entries[0].index
+        if first > self._last_index + 1:
+            raise ValueError(f"append at {first} leaves a gap after last index {self._last_index}")
+        self._check_not_rewriting_committed(entries)
+        store = self._writer()
+        if first <= self._last_index:
+            store._delete_range(self._keys.entry(first), self._keys.entries_end)
+        for entry in entries:
+            key = self._keys.entry(entry.index)
+            store._put(key, records.encode_entry(key, entry))
+        self._last_index = entries[-1].index
+        self._pending_base, self._pending = _splice(
+            first if self._pending_base is None else self._pending_base, self._pending, first, entries
+        )
+        self._tail_base, self._tail_terms = _splice(
+            self._tail_base, self._tail_terms, first, [entry.term for entry in entries]
+        )
+        if len(self._tail_terms) > TERM_CACHE_SIZE:
+            drop = len(self._tail_terms) - TERM_CACHE_SIZE
+            self._tail_base, self._tail_terms = self._tail_base + drop, self._tail_terms[drop:]
+
+    def set_hard_state(self, hs: HardState) -> None:
+        """Stage the term, vote and commit index."""
+        self._writer()._put(self._keys.hard_state, records.encode_hard_state(self._keys.hard_state, hs))
+        self._hard_state = hs
+
+    def set_conf_state(self, cs: ConfState) -> None:
+        """Stage the membership in force."""
+        self._writer()._put(self._keys.conf_state, records.encode_conf_state(self._keys.conf_state, cs))
+        self._conf = cs
+
+    def apply_snapshot(self, snapshot: Snapshot) -> None:
+        """Stage replacing the whole log with a snapshot received from a leader."""
+        meta = snapshot.meta
+        if meta.index <= self._snapshot_meta.index:
+            raise SnapshotOutOfDateError(f"snapshot {meta.index} not newer than {self._snapshot_meta.index}")
+        store = self._writer()
+        store._delete_range(self._keys.entry(0), self._keys.entries_end)
+        self._stage_snapshot(snapshot)
+        self._stage_log_start(meta.index, meta.term)
+        self.set_conf_state(meta.conf)
+        self._last_index = meta.index
+        self._pending_base, self._pending = meta.index + 1, []
+        self._tail_base, self._tail_terms = meta.index + 1, []
+
+    def create_snapshot(self, index: int, conf: ConfState, data: bytes) -> Snapshot:
+        """Stage the application's snapshot `data` taken at applied index `index` with membership `conf`."""
+        if index <= self._snapshot_meta.index:
+            raise SnapshotOutOfDateError(f"snapshot {index} is not newer than {self._snapshot_meta.index}")
+        snapshot = Snapshot(meta=SnapshotMeta(index=index, term=self.term(index), conf=conf), data=data)
+        self._stage_snapshot(snapshot)
+        return snapshot
+
+    def compact(self, index: int) -> None:
+        """Stage dropping every entry up to `index` (at most the snapshot's index)."""
+        if index <= self._start_index:
+            raise CompactedError(f"index {index} is already compacted (first index {self.first_index()})")
+        if index > self._snapshot_meta.index:
+            raise ValueError(f"cannot compact to {index}, beyond the snapshot at {self._snapshot_meta.index}")
+        term = self.term(index)
+        self._writer()._delete_range(self._keys.entry(0), self._keys.entry(index + 1))
+        self._stage_log_start(index, term)
+
+    # -- the application's key space --------------------------------------------------------------
+
+    def app_put(self, key: bytes, value: bytes) -> None:
+        """Stage `key = value` in the group's application key space."""
+        self._writer()._put(self._keys.app(key), value)
+
+    def app_delete(self, key: bytes) -> None:
+        """Stage the deletion of an application key."""
+        self._writer()._delete(self._keys.app(key))
+
+    def app_get(self, key: bytes) -> bytes | None:
+        """The value of an application key (staged changes included), None when absent."""
+        return self._store._get(self._keys.app(key))
+
+    def app_items(self, prefix: bytes = b"") -> Iterator[tuple[bytes, bytes]]:
+        """Application keys starting with `prefix` and their values, in key order."""
+        lo, hi = self._keys.app_range(prefix)
+        for key, value in self._store._scan_staged(lo, hi):
+            yield self._keys.app_key(key), value
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _writer(self) -> NodeStore:
+        if self._dropped:
+            raise StorageError(f"group {self.gid!r} was dropped")
+        return self._store
+
+    def _committed(self) -> None:
+        self._pending_base, self._pending = None, []
+
+    def _check_readable(self, lo: int, hi: int) -> None:
+        if lo > hi:
+            raise ValueError(f"invalid range [{lo}, {hi})")
+        if lo <= self._start_index:
+            raise CompactedError(f"index {lo} is compacted (first index {self.first_index()})")
+        if hi > self._last_index + 1:
+            raise UnavailableError(f"index {hi - 1} is beyond the last index {self._last_index}")
+
+    def _check_not_rewriting_committed(self, entries: list[Entry]) -> None:
+        """Raft never replaces a committed entry; refuse to, rather than lose a confirmed one."""
+        overlap_hi = min(self._hard_state.commit, self._last_index) + 1
+        if entries[0].index >= overlap_hi:
+            return
+        for old, new in zip(self._iter_entries(entries[0].index, overlap_hi), entries, strict=False):
+            if old.term != new.term:
+                raise ValueError(f"entry {new.index} is committed at term {old.term}, not {new.term}")
+
+    def _iter_entries(self, lo: int, hi: int) -> Iterator[Entry]:
+        """Entries `lo <= index < hi` (within bounds), committed ones checked against their checksums."""
+        split = hi if self._pending_base is None else min(hi, max(lo, self._pending_base))
+        expected = lo
+        for key, value in self._store._scan(self._keys.entry(lo), self._keys.entry(split)):
+            index = self._keys.entry_index(key)
+            if index != expected:
+                raise CorruptionError(self.gid, expected, "entry missing")
+            yield self._decode_entry(key, index, value)
+            expected += 1
+        if expected != split:
+            raise CorruptionError(self.gid, expected, "entry missing")
+        if self._pending_base is not None:
+            yield from self._pending[split - self._pending_base : hi - self._pending_base]
+
+    def _decode_entry(self, key: bytes, index: int, value: bytes) -> Entry:
+        try:
+            return records.decode_entry(key, index, value)
+        except records.BadRecord as exc:
+            raise CorruptionError(self.gid, index, str(exc)) from exc
+
+    def _read_record(self, key: bytes, decode: Callable[[bytes, bytes], T], index: int | None = None) -> T:
+        value = self._store._get(key)
+        try:
+            if value is None:
+                raise records.BadRecord("missing")
+            return decode(key, value)
+        except records.BadRecord as exc:
+            what = key[len(self._keys.prefix) :].decode()
+            raise CorruptionError(self.gid, index, f"record {what}: {exc}") from exc
+
+    def _stage_snapshot(self, snapshot: Snapshot) -> None:
+        store, group_keys = self._writer(), self._keys
+        store._put(
+            group_keys.snapshot_meta, records.encode_snapshot_meta(group_keys.snapshot_meta, snapshot.meta)
+        )
+        store._put(group_keys.snapshot_data, records.seal(group_keys.snapshot_data, snapshot.data))
+        self._snapshot_meta = snapshot.meta
+
+    def _stage_log_start(self, index: int, term: int) -> None:
+        self._writer()._put(self._keys.log_start, records.encode_position(self._keys.log_start, index, term))
+        self._start_index, self._start_term = index, term
+
+    @classmethod
+    def _recover(cls, store: NodeStore, gid: GroupId) -> GroupLog:
+        """Load a group's state and verify its whole log, staging the removal of a torn tail.
+
+        The log is the contiguous run of valid entries after the compaction point. What follows the
+        first missing or damaged entry is a torn tail (never acknowledged) and is dropped, unless a
+        damaged entry is followed by a valid one, or the commit index or snapshot lies beyond the
+        run: that is corruption, and opening fails.
+        """
+        group = cls(store, gid, keys.GroupKeys(gid), ConfState())
+        group_keys = group._keys
+        group._hard_state = group._read_record(group_keys.hard_state, records.decode_hard_state)
+        group._conf = group._read_record(group_keys.conf_state, records.decode_conf_state)
+        group._start_index, group._start_term = group._read_record(
+            group_keys.log_start, records.decode_position
+        )
+        group._snapshot_meta = group._read_record(group_keys.snapshot_meta, records.decode_snapshot_meta)
+        expected = group._start_index + 1
+        tail_start: int | None = None
+        first_damaged: int | None = None
+        terms: deque[int] = deque(maxlen=TERM_CACHE_SIZE)
+        for key, value in store._scan(group._keys.entry(expected), group._keys.entries_end):
+            index = group._keys.entry_index(key)
+            try:
+                entry: Entry | None = records.decode_entry(key, index, value)
+            except records.BadRecord:
+                entry = None
+            if tail_start is None and index == expected and entry is not None:
+                terms.append(entry.term)
+                expected += 1
+                continue
+            tail_start = expected if tail_start is None else tail_start
+            if entry is None:
+                first_damaged = index if first_damaged is None else first_damaged
+            elif first_damaged is not None:
+                raise CorruptionError(gid, first_damaged, f"damaged entry followed by valid entry {index}")
+        group._last_index = expected - 1
+        group._tail_base, group._tail_terms = expected - len(terms), list(terms)
+        if group._hard_state.commit > group._last_index:
+            raise CorruptionError(
+                gid, group._hard_state.commit, f"commit index beyond the last valid entry {group._last_index}"
+            )
+        if group._snapshot_meta.index > group._last_index:
+            raise CorruptionError(
+                gid, group._snapshot_meta.index, f"snapshot beyond the last valid entry {group._last_index}"
+            )
+        if tail_start is not None:
+            log.warning("group %r: dropping torn log tail from index %d", gid, tail_start)
+            store._delete_range(group._keys.entry(tail_start), group._keys.entries_end)
+        return group
