@@ -1,0 +1,49 @@
+"""The quorumq client: asyncio (QuorumqClient) and blocking (SyncClient), with its messages and errors.
+
+async with QuorumqClient(["127.0.0.1:8080", "127.0.0.1:8081"]) as client:
+    await client.declare("orders", {"x-delivery-limit": 5})
+    ids = await client.publish("orders", [b"raw bytes", "text", Message("x", headers={"k": 1})])
+    async with client.subscribe("orders") as sub:
+        async for delivery in sub:
+            await sub.ack([delivery])
+"""
+
+from api.client_async import DEFAULT_PREFETCH, QuorumqClient, queue_path
+from api.client_errors import (
+    BadRequestError,
+    ConflictError,
+    NoNodeAvailableError,
+    NotFoundError,
+    PayloadTooLargeError,
+    QuorumqError,
+    RejectedPublishError,
+    TransportError,
+    UnavailableError,
+)
+from api.client_messages import Delivery, Message, Publishable
+from api.client_publisher import Publisher
+from api.client_subscription import Subscription
+from api.client_sync import SyncClient
+from api.client_transport import normalize_node
+
+__all__ = [
+    "DEFAULT_PREFETCH",
+    "BadRequestError",
+    "ConflictError",
+    "Delivery",
+    "Message",
+    "NoNodeAvailableError",
+    "NotFoundError",
+    "PayloadTooLargeError",
+    "Publishable",
+    "Publisher",
+    "QuorumqClient",
+    "QuorumqError",
+    "RejectedPublishError",
+    "Subscription",
+    "SyncClient",
+    "TransportError",
+    "UnavailableError",
+    "normalize_node",
+    "queue_path",
+]

@@ -1,0 +1,271 @@
+"""QuorumqClient: the asyncio client for the quorumq HTTP API (one method per endpoint)."""
+
+import itertools
+import uuid
+from collections.abc import Iterable, Sequence
+from types import TracebackType
+from typing import Any, Literal, Self
+from urllib.parse import quote
+
+import aiohttp
+
+from api.client_errors import QuorumqError
+from api.client_messages import (
+    Delivery,
+    Publishable,
+    as_message_list,
+    decode_deliveries,
+    encode_message,
+)
+from api.client_publisher import Publisher
+from api.client_subscription import Subscription
+from api.client_transport import NodeTransport
+
+DEFAULT_PREFETCH = 100
+
+
+def queue_path(queue: str, *parts: str) -> str:
+    """The URL path of a queue resource, each segment percent-encoded."""
+    return "/".join(["/api/queues", *(quote(segment, safe="") for segment in (queue, *parts))])
+
+
+class QuorumqClient:
+    """An asyncio client for a quorumq cluster reachable through any of `nodes` (base URLs or HOST:PORT).
+
+    Every request is bounded by `timeout` seconds in total (plus the long-poll wait for deliveries);
+    connecting to one node gives up after `connect_timeout` and moves on to the next node. Publishes
+    carry this client's `publisher_id` and a fresh sequence number, so retries never duplicate.
+    Use as `async with QuorumqClient([...]) as client:` or call `close()`.
+    """
+
+    def __init__(
+        self,
+        nodes: Sequence[str],
+        *,
+        timeout: float = 10.0,
+        connect_timeout: float = 2.0,
+        session: aiohttp.ClientSession | None = None,
+        auth: aiohttp.BasicAuth | None = None,
+    ) -> None:
+        self._transport = NodeTransport(
+            nodes, timeout=timeout, connect_timeout=connect_timeout, session=session, auth=auth
+        )
+        self.publisher_id = uuid.uuid4().hex
+        self._publish_seq = itertools.count(1)
+
+    @property
+    def node_urls(self) -> list[str]:
+        """The node base URLs this client fails over between."""
+        return list(self._transport.nodes)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Release the HTTP session (unless it was passed in)."""
+        await self._transport.close()
+
+    # Queues
+
+    async def declare(self, queue: str, arguments: dict[str, Any] | None = None) -> bool:
+        """Declare `queue`; True if it was created, False if it existed with the same arguments.
+
+        Raises ConflictError if it exists with different arguments, BadRequestError for bad ones."""
+        reply = await self._transport.request(
+            "PUT", queue_path(queue), body={"arguments": arguments or {}}, retry_sent=True
+        )
+        return reply.status == 201
+
+    async def delete_queue(self, queue: str, if_empty: bool = False, if_unused: bool = False) -> None:
+        """Delete `queue` (optionally only when it is empty / has no consumers)."""
+        params = {
+            name: "true" for name, wanted in (("if_empty", if_empty), ("if_unused", if_unused)) if wanted
+        }
+        await self._transport.request("DELETE", queue_path(queue), params=params)
+
+    async def purge(self, queue: str) -> int:
+        """Remove every ready message of `queue`; returns how many were removed."""
+        reply = await self._transport.request("DELETE", queue_path(queue, "contents"))
+        return _count_from(reply.payload, "purged")
+
+    async def queue(self, queue: str) -> dict[str, Any]:
+        """The statistics and definition of one queue."""
+        return (await self._transport.request("GET", queue_path(queue), retry_sent=True)).payload
+
+    async def queues(self) -> list[dict[str, Any]]:
+        """The statistics and definitions of every queue."""
+        return (await self._transport.request("GET", "/api/queues", retry_sent=True)).payload
+
+    # Publishing
+
+    async def publish(
+        self,
+        queue: str,
+        messages: Publishable | Iterable[Publishable],
+        *,
+        publisher: str | None = None,
+        seq: int | None = None,
+    ) -> list[int]:
+        """Publish `messages` in one request and return their ids once a majority confirmed them.
+
+        `publisher`/`seq` default to this client's id and next sequence number; a request that fails
+        with a connection error, a timeout or a 503 is retried with the same pair, which the server
+        answers with the same ids without enqueuing again. Raises RejectedPublishError when full."""
+        batch = as_message_list(messages)
+        if not batch:
+            return []
+        body = {
+            "messages": [encode_message(message) for message in batch],
+            "publisher": publisher or self.publisher_id,
+            "seq": next(self._publish_seq) if seq is None else seq,
+        }
+        reply = await self._transport.request(
+            "POST", queue_path(queue, "messages"), body=body, retry_sent=True
+        )
+        try:
+            ids = [int(message_id) for message_id in reply.payload["ids"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise QuorumqError(0, "bad_response", f"publish answer without ids: {reply.payload!r}") from exc
+        if len(ids) != len(batch):
+            raise QuorumqError(0, "bad_response", f"{len(batch)} messages published but {len(ids)} ids")
+        return ids
+
+    def publisher(self, queue: str, *, window: int = 64, batch: int = 100) -> Publisher:
+        """A pipelined publisher: `async with client.publisher(q) as pub: confirm = await pub.send(m)`."""
+        return Publisher(self, queue, window=window, batch=batch)
+
+    async def publish_all(
+        self, queue: str, messages: Iterable[Publishable], *, window: int = 64, batch: int = 100
+    ) -> list[int]:
+        """Publish many messages through a pipelined Publisher; returns their ids in order."""
+        async with self.publisher(queue, window=window, batch=batch) as pub:
+            confirms = [await pub.send(message) for message in messages]
+        return [confirm.result() for confirm in confirms]
+
+    # Consumers
+
+    async def consume(
+        self,
+        queue: str,
+        prefetch: int = DEFAULT_PREFETCH,
+        priority: int = 0,
+        durable: bool = False,
+        name: str | None = None,
+    ) -> str:
+        """Register a consumer and return its tag (a durable consumer is named `name`)."""
+        body: dict[str, Any] = {"prefetch": prefetch, "priority": priority}
+        if durable:
+            body["durable"] = True
+        if name is not None:
+            body["name"] = name
+        reply = await self._transport.request("POST", queue_path(queue, "consumers"), body=body)
+        try:
+            return str(reply.payload["consumer"])
+        except (KeyError, TypeError) as exc:
+            raise QuorumqError(0, "bad_response", f"consume answer without a tag: {reply.payload!r}") from exc
+
+    async def deliveries(self, queue: str, tag: str, max: int = 100, wait: float = 1.0) -> list[Delivery]:
+        """Long-poll up to `max` deliveries for consumer `tag`, waiting up to `wait` seconds for one."""
+        reply = await self._transport.request(
+            "GET",
+            queue_path(queue, "consumers", tag, "deliveries"),
+            params={"max": str(max), "wait": str(wait)},
+            timeout=self._transport.timeout + wait,
+        )
+        return decode_deliveries(reply.payload)
+
+    async def ack(self, queue: str, tag: str, ids: Iterable[int]) -> None:
+        """Settle deliveries of consumer `tag`."""
+        await self._settle(queue_path(queue, "consumers", tag, "ack"), {"ids": list(ids)})
+
+    async def nack(self, queue: str, tag: str, ids: Iterable[int], requeue: bool = True) -> None:
+        """Return deliveries of consumer `tag` (requeue) or discard/dead-letter them (requeue=False)."""
+        await self._settle(
+            queue_path(queue, "consumers", tag, "nack"), {"ids": list(ids), "requeue": requeue}
+        )
+
+    async def cancel(self, queue: str, tag: str) -> None:
+        """Cancel consumer `tag`; its unacked messages return to the queue."""
+        await self._transport.request("DELETE", queue_path(queue, "consumers", tag))
+
+    def subscribe(
+        self, queue: str, prefetch: int = DEFAULT_PREFETCH, *, priority: int = 0, wait: float = 1.0
+    ) -> Subscription:
+        """A consumer to iterate: `async with client.subscribe(q) as sub: async for d in sub: ...`."""
+        return Subscription(self, queue, prefetch=prefetch, priority=priority, wait=wait)
+
+    # One-shot get
+
+    async def get(
+        self, queue: str, count: int = 1, ack: Literal["manual", "auto"] = "manual"
+    ) -> list[Delivery]:
+        """Take up to `count` ready messages (basic.get); manual ones are settled with ack_got/nack_got."""
+        reply = await self._transport.request(
+            "POST", queue_path(queue, "get"), body={"count": count, "ack": ack}
+        )
+        return decode_deliveries(reply.payload)
+
+    async def ack_got(self, queue: str, ids: Iterable[int]) -> None:
+        """Settle messages taken by `get` with manual ack."""
+        await self._settle(queue_path(queue, "ack"), {"ids": list(ids)})
+
+    async def nack_got(self, queue: str, ids: Iterable[int], requeue: bool = True) -> None:
+        """Return (or discard/dead-letter) messages taken by `get` with manual ack."""
+        await self._settle(queue_path(queue, "nack"), {"ids": list(ids), "requeue": requeue})
+
+    async def consumer_log(self, queue: str, name: str, from_: int, to: int) -> list[Delivery]:
+        """A durable consumer's unsettled deliveries numbered from `from_` to `to` (non-destructive)."""
+        reply = await self._transport.request(
+            "GET",
+            queue_path(queue, "consumers", name, "log"),
+            params={"from": str(from_), "to": str(to)},
+            retry_sent=True,
+        )
+        return decode_deliveries(reply.payload)
+
+    # Membership and cluster
+
+    async def members(self, queue: str) -> Any:
+        """The queue's replica set, as the server reports it."""
+        return (await self._transport.request("GET", queue_path(queue, "members"), retry_sent=True)).payload
+
+    async def add_member(self, queue: str, node: str) -> Any:
+        """Add a replica of `queue` on `node`."""
+        return (
+            await self._transport.request("POST", queue_path(queue, "members"), body={"node": node})
+        ).payload
+
+    async def delete_member(self, queue: str, node: str) -> Any:
+        """Remove the replica of `queue` on `node`."""
+        return (await self._transport.request("DELETE", queue_path(queue, "members", node))).payload
+
+    async def nodes(self) -> list[dict[str, Any]]:
+        """Every cluster member: name, http, raft, status."""
+        return (await self._transport.request("GET", "/api/nodes", retry_sent=True)).payload
+
+    async def health(self) -> dict[str, Any]:
+        """The answering node's health report."""
+        return (await self._transport.request("GET", "/api/health", retry_sent=True)).payload
+
+    async def metrics_text(self) -> str:
+        """The answering node's Prometheus metrics, as text."""
+        return (await self._transport.request("GET", "/metrics", retry_sent=True)).payload
+
+    async def _settle(self, path: str, body: dict[str, Any]) -> None:
+        await self._transport.request("POST", path, body=body)
+
+
+def _count_from(payload: Any, key: str) -> int:
+    """The count an answer reports, as `{key: n}` or a bare number (0 for an empty 204 answer)."""
+    if payload is None:
+        return 0
+    value = payload.get(key) if isinstance(payload, dict) else payload
+    try:
+        return int(value)
+    except (TypeError, ValueError) as exc:
+        raise QuorumqError(0, "bad_response", f"expected a {key!r} count, got {payload!r}") from exc

@@ -1,0 +1,85 @@
+"""The errors raised by the quorumq client: one hierarchy, never a raw aiohttp exception."""
+
+from collections.abc import Sequence
+from typing import Any
+
+
+class QuorumqError(Exception):
+    """A request failed: `status` is the HTTP status (0 when no response arrived), `code` and `reason`
+    come from the server's `{"error", "reason"}` body, `leader`/`leader_http` from a 503 leader hint."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        reason: str,
+        leader: str | None = None,
+        leader_http: str | None = None,
+    ) -> None:
+        super().__init__(f"{code}: {reason}" if reason else code)
+        self.status = status
+        self.code = code
+        self.reason = reason
+        self.leader = leader
+        self.leader_http = leader_http
+
+
+class BadRequestError(QuorumqError):
+    """400: the server rejected the request's input (for example an unknown queue argument)."""
+
+
+class NotFoundError(QuorumqError):
+    """404: unknown queue, consumer or member."""
+
+
+class ConflictError(QuorumqError):
+    """409: a declare with arguments different from the existing queue's, or a refused delete."""
+
+
+class PayloadTooLargeError(QuorumqError):
+    """413: the request or one of its messages is too large."""
+
+
+class UnavailableError(QuorumqError):
+    """503: the queue has no quorum or no leader right now (possibly with a leader hint)."""
+
+
+class RejectedPublishError(QuorumqError):
+    """507: the queue is full and its overflow mode is reject-publish; nothing was enqueued."""
+
+
+class TransportError(QuorumqError):
+    """The request reached a node but no usable answer came back (timeout, dropped connection)."""
+
+
+class NoNodeAvailableError(QuorumqError):
+    """Every node was tried and none accepted a connection; `nodes` lists them."""
+
+    def __init__(self, nodes: Sequence[str]) -> None:
+        super().__init__(0, "no_node_available", "could not connect to any of " + ", ".join(nodes))
+        self.nodes = list(nodes)
+
+
+_ERRORS_BY_STATUS: dict[int, type[QuorumqError]] = {
+    400: BadRequestError,
+    404: NotFoundError,
+    409: ConflictError,
+    413: PayloadTooLargeError,
+    503: UnavailableError,
+    507: RejectedPublishError,
+}
+
+
+def error_from_response(status: int, payload: Any) -> QuorumqError:
+    """Build the error for a non-2xx answer whose body is `payload` (parsed JSON or text)."""
+    error_class = _ERRORS_BY_STATUS.get(status, QuorumqError)
+    if isinstance(payload, dict) and "error" in payload:
+        return error_class(
+            status,
+            str(payload["error"]),
+            str(payload.get("reason", "")),
+            leader=payload.get("leader"),
+            leader_http=payload.get("leader_http"),
+        )
+    text = payload if isinstance(payload, str) else ""
+    return error_class(status, f"http_{status}", text.strip()[:500])

@@ -1,0 +1,100 @@
+"""Message bodies on the wire: what the client publishes and what a delivery holds."""
+
+import base64
+import binascii
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from api.client_errors import QuorumqError
+
+
+@dataclass(frozen=True)
+class Message:
+    """A message to publish: `body` (bytes are sent base64, str as utf8), optional headers and
+    per-message `expiration` in milliseconds."""
+
+    body: bytes | str
+    headers: dict[str, Any] | None = None
+    expiration: int | None = None
+
+
+Publishable = bytes | str | Message
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """A message handed to a consumer (or returned by get): `id` settles it, `body` is always bytes.
+
+    `seq` is the durable consumer's delivery sequence number when the server reports one."""
+
+    id: int
+    body: bytes
+    headers: dict[str, Any] = field(default_factory=dict)
+    delivery_count: int = 0
+    redelivered: bool = False
+    seq: int | None = None
+
+    @property
+    def text(self) -> str:
+        """The body decoded as UTF-8 (invalid bytes replaced)."""
+        return self.body.decode("utf-8", errors="replace")
+
+
+def encode_message(message: Publishable) -> dict[str, Any]:
+    """The JSON object the publish endpoint expects for one message."""
+    if not isinstance(message, Message):
+        message = Message(message)
+    if isinstance(message.body, bytes | bytearray | memoryview):
+        wire: dict[str, Any] = {"body": base64.b64encode(message.body).decode("ascii"), "encoding": "base64"}
+    elif isinstance(message.body, str):
+        wire = {"body": message.body, "encoding": "utf8"}
+    else:
+        raise TypeError(f"a message body must be bytes or str, not {type(message.body).__name__}")
+    if message.headers:
+        wire["headers"] = message.headers
+    if message.expiration is not None:
+        wire["expiration"] = message.expiration
+    return wire
+
+
+def as_message_list(messages: Publishable | Iterable[Publishable]) -> list[Publishable]:
+    """Accept one message or an iterable of them (a lone bytes/str is one message, not many)."""
+    if isinstance(messages, bytes | str | Message):
+        return [messages]
+    return list(messages)
+
+
+def decode_body(body: str, encoding: str) -> bytes:
+    """The raw bytes of a body received with the given wire encoding."""
+    if encoding == "base64":
+        try:
+            return base64.b64decode(body, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise QuorumqError(0, "bad_response", f"invalid base64 body: {exc}") from exc
+    if encoding == "utf8":
+        return body.encode("utf-8")
+    raise QuorumqError(0, "bad_response", f"unknown body encoding {encoding!r}")
+
+
+def decode_delivery(wire: dict[str, Any]) -> Delivery:
+    """A Delivery from one element of the deliveries/get/log answers."""
+    try:
+        return Delivery(
+            id=int(wire["id"]),
+            body=decode_body(wire["body"], wire.get("encoding", "utf8")),
+            headers=dict(wire.get("headers") or {}),
+            delivery_count=int(wire.get("delivery_count", 0)),
+            redelivered=bool(wire.get("redelivered", False)),
+            seq=int(wire["seq"]) if wire.get("seq") is not None else None,
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise QuorumqError(0, "bad_response", f"malformed delivery {wire!r}: {exc}") from exc
+
+
+def decode_deliveries(payload: Any) -> list[Delivery]:
+    """Deliveries from an answer that is a list of them (or an object holding `deliveries`)."""
+    items = payload.get("deliveries") if isinstance(payload, dict) else payload
+    if not isinstance(items, list):
+        raise QuorumqError(0, "bad_response", f"expected a list of deliveries, got {payload!r}")
+    return [decode_delivery(item) for item in items]

@@ -1,0 +1,133 @@
+"""Publisher: pipelined confirmed publishing (batches of messages, a bounded window of requests)."""
+
+import asyncio
+from types import TracebackType
+from typing import TYPE_CHECKING, Self
+
+from api.client_messages import Publishable
+
+if TYPE_CHECKING:
+    from api.client_async import QuorumqClient
+
+
+class Publisher:
+    """Groups sent messages into batches of up to `batch` and keeps up to `window` publish requests in flight.
+
+    `await pub.send(message)` returns a future resolved with the message's id once the cluster confirmed
+    it (or failed with the request's QuorumqError); `send` waits while a full batch is already waiting
+    for a free window slot. `flush()` waits for every confirm and raises the first failure since the
+    previous flush. Leaving `async with` flushes (or, on an exception, cancels what is unconfirmed).
+    """
+
+    def __init__(self, client: "QuorumqClient", queue: str, *, window: int = 64, batch: int = 100) -> None:
+        if window < 1 or batch < 1:
+            raise ValueError("window and batch must be at least 1")
+        self._client = client
+        self._queue = queue
+        self._batch = batch
+        self._slots = asyncio.Semaphore(window)
+        self._changed = asyncio.Condition()
+        self._pending: list[tuple[Publishable, asyncio.Future[int]]] = []
+        self._in_flight: set[asyncio.Task[None]] = set()
+        self._failed: list[asyncio.Future[int]] = []
+        self._pump: asyncio.Task[None] | None = None
+        self._closed = False
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc_type is None:
+            await self.close()
+        else:
+            await self.abort()
+
+    async def send(self, message: Publishable) -> asyncio.Future[int]:
+        """Queue `message` for publishing; returns the future of its confirmed id."""
+        if self._closed:
+            raise RuntimeError("this publisher is closed")
+        if self._pump is None:
+            self._pump = asyncio.create_task(self._dispatch_batches())
+        confirm: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        async with self._changed:
+            await self._changed.wait_for(lambda: len(self._pending) < self._batch)
+            self._pending.append((message, confirm))
+            self._changed.notify_all()
+        return confirm
+
+    async def flush(self) -> None:
+        """Wait until every message sent so far is confirmed or failed; raise the first failure."""
+        async with self._changed:
+            await self._changed.wait_for(lambda: not self._pending)
+        while self._in_flight:
+            await asyncio.wait(set(self._in_flight))
+        errors = self._take_failures()
+        if errors:
+            raise errors[0]
+
+    async def close(self) -> None:
+        """Flush, then stop accepting messages."""
+        try:
+            await self.flush()
+        finally:
+            await self._stop()
+
+    async def abort(self) -> None:
+        """Stop now: unsent messages and unconfirmed requests are cancelled (they may still be enqueued)."""
+        self._closed = True
+        if self._pump is not None:
+            self._pump.cancel()
+            await asyncio.gather(self._pump, return_exceptions=True)
+        for _, confirm in self._pending:
+            confirm.cancel()
+        self._pending.clear()
+        for request in list(self._in_flight):
+            request.cancel()
+        await asyncio.gather(*self._in_flight, return_exceptions=True)
+        self._take_failures()
+
+    async def _stop(self) -> None:
+        self._closed = True
+        async with self._changed:
+            self._changed.notify_all()
+        if self._pump is not None:
+            await self._pump
+
+    def _take_failures(self) -> list[BaseException]:
+        """The errors of the confirms failed since the last call (marking them as retrieved)."""
+        failed, self._failed = self._failed, []
+        errors = [confirm.exception() for confirm in failed if not confirm.cancelled()]
+        return [error for error in errors if error is not None]
+
+    async def _dispatch_batches(self) -> None:
+        while True:
+            async with self._changed:
+                await self._changed.wait_for(lambda: self._pending or self._closed)
+                if not self._pending:
+                    return
+            await self._slots.acquire()
+            async with self._changed:
+                batch, self._pending = self._pending[: self._batch], self._pending[self._batch :]
+                self._changed.notify_all()
+                request = asyncio.create_task(self._publish(batch))
+                self._in_flight.add(request)
+                request.add_done_callback(self._in_flight.discard)
+
+    async def _publish(self, batch: list[tuple[Publishable, asyncio.Future[int]]]) -> None:
+        try:
+            ids = await self._client.publish(self._queue, [message for message, _ in batch])
+        except Exception as exc:
+            for _, confirm in batch:
+                if not confirm.done():
+                    confirm.set_exception(exc)
+            self._failed.extend(confirm for _, confirm in batch)
+        else:
+            for (_, confirm), message_id in zip(batch, ids, strict=True):
+                if not confirm.done():
+                    confirm.set_result(message_id)
+        finally:
+            self._slots.release()
+            for _, confirm in batch:
+                confirm.cancel()

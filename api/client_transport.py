@@ -1,0 +1,187 @@
+"""Sending one API request to a cluster: node failover, leader hints, 503 backoff, one deadline."""
+
+import asyncio
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+import aiohttp
+from yarl import URL
+
+from api.client_errors import NoNodeAvailableError, QuorumqError, TransportError, error_from_response
+
+RETRY_BACKOFF_START = 0.02
+RETRY_BACKOFF_MAX = 0.5
+
+
+def normalize_node(node: str) -> str:
+    """A node's base URL: `HOST:PORT` gains `http://`; a trailing slash is dropped."""
+    text = node.strip().rstrip("/")
+    if "://" not in text:
+        text = "http://" + text
+    url = URL(text)
+    if url.scheme not in ("http", "https") or not url.host or url.path not in ("", "/"):
+        raise ValueError(f"not a node address (HOST:PORT or http://HOST:PORT): {node!r}")
+    return text
+
+
+class Reply(NamedTuple):
+    """A 2xx answer: its status and its parsed body (JSON, text, or None for 204)."""
+
+    status: int
+    payload: Any
+
+
+class _ConnectFailed(Exception):
+    """No connection could be opened to the node: the request was certainly not sent."""
+
+
+class _NoAnswer(Exception):
+    """The request may have been sent but no complete answer came back."""
+
+    def __init__(self, code: str, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+
+
+class NodeTransport:
+    """Sends requests to whichever node answers, following leader hints, within a per-request deadline.
+
+    A node that refuses (or times out) the connection is skipped for the next one, round-robin, until
+    every node has failed; a 503 is retried with a short growing backoff, on the hinted leader when the
+    answer names one. Requests flagged `retry_sent` (reads and deduplicated publishes) are also retried,
+    on the next node, when a sent request times out or loses its connection.
+    """
+
+    def __init__(
+        self,
+        nodes: Sequence[str],
+        *,
+        timeout: float,
+        connect_timeout: float,
+        session: aiohttp.ClientSession | None,
+        auth: aiohttp.BasicAuth | None,
+    ) -> None:
+        if isinstance(nodes, str):
+            nodes = [nodes]
+        self.nodes = [normalize_node(node) for node in nodes]
+        if not self.nodes:
+            raise ValueError("at least one node is required")
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self._auth = auth
+        self._session = session
+        self._owns_session = session is None
+        self._current = 0
+
+    @property
+    def current_node(self) -> str:
+        """The node the next request goes to first (the last one that answered)."""
+        return self.nodes[self._current]
+
+    async def close(self) -> None:
+        """Close the HTTP session if this transport created it."""
+        if self._owns_session and self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        params: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        retry_sent: bool = False,
+    ) -> Reply:
+        """Send `method path` (with JSON `body`) and return the first 2xx answer.
+
+        Raises the QuorumqError subclass matching a non-2xx answer, NoNodeAvailableError when no node
+        accepts a connection, TransportError when the deadline passes without an answer."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + (self.timeout if timeout is None else timeout)
+        unreachable: set[str] = set()
+        hinted: str | None = None
+        backoff = RETRY_BACKOFF_START
+        last_error: QuorumqError | None = None
+        while True:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise last_error or TransportError(0, "timeout", f"{method} {path}: no answer in time")
+            base = hinted or self.current_node
+            try:
+                status, payload = await self._attempt(method, base + path, body, params, remaining)
+            except _ConnectFailed:
+                unreachable.add(base)
+                if hinted is None:
+                    self._advance()
+                hinted = None
+                if unreachable.issuperset(self.nodes):
+                    raise NoNodeAvailableError(self.nodes) from None
+                continue
+            except _NoAnswer as exc:
+                last_error = TransportError(0, exc.code, f"{method} {base}{path}: {exc.reason}")
+                if not retry_sent:
+                    raise last_error from None
+                if hinted is None:
+                    self._advance()
+                hinted = None
+            else:
+                unreachable.clear()
+                if 200 <= status < 300:
+                    return Reply(status, payload)
+                last_error = error_from_response(status, payload)
+                if status != 503:
+                    raise last_error
+                hinted = _hint(last_error, base)
+            await asyncio.sleep(max(0.0, min(backoff, deadline - loop.time())))
+            backoff = min(backoff * 2, RETRY_BACKOFF_MAX)
+
+    def _advance(self) -> None:
+        self._current = (self._current + 1) % len(self.nodes)
+
+    def _session_for_loop(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            self._session = aiohttp.ClientSession()
+        return self._session
+
+    async def _attempt(
+        self, method: str, url: str, body: Any, params: Mapping[str, str] | None, remaining: float
+    ) -> tuple[int, Any]:
+        timeout = aiohttp.ClientTimeout(total=remaining, sock_connect=min(self.connect_timeout, remaining))
+        try:
+            async with self._session_for_loop().request(
+                method, URL(url, encoded=True), json=body, params=params, timeout=timeout, auth=self._auth
+            ) as response:
+                return response.status, await _read_payload(response)
+        except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
+            raise _ConnectFailed(str(exc)) from exc
+        except TimeoutError as exc:
+            raise _NoAnswer("timeout", "timed out waiting for the answer") from exc
+        except aiohttp.ClientError as exc:
+            raise _NoAnswer("connection_lost", str(exc) or type(exc).__name__) from exc
+
+
+def _hint(error: QuorumqError, base: str) -> str | None:
+    """The hinted leader's base URL when a 503 names one other than the node that answered."""
+    if not error.leader_http:
+        return None
+    try:
+        hinted = normalize_node(error.leader_http)
+    except ValueError:
+        return None
+    return hinted if hinted != base else None
+
+
+async def _read_payload(response: aiohttp.ClientResponse) -> Any:
+    if response.status == 204:
+        return None
+    text = await response.text()
+    if response.content_type != "application/json":
+        return text
+    try:
+        return json.loads(text) if text else None
+    except ValueError as exc:
+        raise _NoAnswer("bad_response", f"invalid JSON in answer: {exc}") from exc
