@@ -1,0 +1,126 @@
+"""Node configuration: command-line flags, a TOML file and QUORUMQ_* environment variables."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+ENV_PREFIX = "QUORUMQ_"
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing or malformed."""
+
+
+@dataclass(frozen=True)
+class Address:
+    """A host and a TCP port."""
+
+    host: str
+    port: int
+
+    @classmethod
+    def parse(cls, text: str, *, what: str) -> Address:
+        """Parse `HOST:PORT` (IPv6 hosts in brackets)."""
+        host, sep, port = text.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ConfigError(f"{what}: expected HOST:PORT, got {text!r}")
+        return cls(host.strip("[]"), int(port))
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class Seed:
+    """One member of the initial cluster: `NAME@HOST:RAFTPORT`."""
+
+    name: str
+    raft: Address
+
+    @classmethod
+    def parse(cls, text: str) -> Seed:
+        """Parse `NAME@HOST:RAFTPORT`."""
+        name, sep, address = text.partition("@")
+        if not sep or not name:
+            raise ConfigError(f"seed: expected NAME@HOST:RAFTPORT, got {text!r}")
+        return cls(name, Address.parse(address, what="seed"))
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """Everything a node needs to start; timings are in milliseconds."""
+
+    node: str
+    data_dir: Path
+    http: Address
+    raft: Address
+    seeds: tuple[Seed, ...] = ()
+    join: str | None = None
+    cluster_secret: str = "quorumq-dev-secret"
+    tick_ms: int = 100
+    election_ticks: int = 10
+    heartbeat_ticks: int = 2
+    batch_delay_ms: float = 1.0
+    snapshot_every_entries: int = 20000
+    consumer_timeout_ms: int = 30000
+    max_message_bytes: int = 16 * 1024 * 1024
+    max_request_bytes: int = 64 * 1024 * 1024
+    advertise_http: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def http_url(self) -> str:
+        """The base URL other nodes and clients use to reach this node's HTTP API."""
+        return self.advertise_http or f"http://{self.http}"
+
+    @property
+    def seed_names(self) -> tuple[str, ...]:
+        """The names of the initial cluster members."""
+        return tuple(seed.name for seed in self.seeds)
+
+
+_COERCE = {
+    "data_dir": Path,
+    "http": lambda v: Address.parse(str(v), what="http"),
+    "raft": lambda v: Address.parse(str(v), what="raft"),
+    "seeds": lambda v: tuple(Seed.parse(s) for s in (v.split(",") if isinstance(v, str) else v) if s),
+}
+
+
+def load_config(flags: dict[str, Any], config_file: Path | None = None) -> NodeConfig:
+    """Merge (lowest to highest precedence) a TOML file, QUORUMQ_* variables and flags."""
+    merged: dict[str, Any] = {}
+    if config_file is not None:
+        try:
+            merged.update(tomllib.loads(config_file.read_text()))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"config file {config_file}: {exc}") from exc
+    known = {f.name: f for f in fields(NodeConfig)}
+    for key, value in os.environ.items():
+        if key.startswith(ENV_PREFIX):
+            name = key[len(ENV_PREFIX) :].lower()
+            if name in known:
+                merged[name] = value
+    merged.update({k: v for k, v in flags.items() if v not in (None, ())})
+    unknown = sorted(set(merged) - set(known))
+    if unknown:
+        raise ConfigError(f"unknown configuration keys: {', '.join(unknown)}")
+    for required in ("node", "data_dir", "http", "raft"):
+        if required not in merged:
+            raise ConfigError(f"missing required setting {required!r} (flag --{required.replace('_', '-')})")
+    values: dict[str, Any] = {}
+    for name, value in merged.items():
+        coerce = _COERCE.get(name)
+        if coerce is not None:
+            value = coerce(value)
+        elif known[name].type in ("int", "float") and isinstance(value, str):
+            try:
+                value = int(value) if known[name].type == "int" else float(value)
+            except ValueError as exc:
+                raise ConfigError(f"{name}: expected a number, got {value!r}") from exc
+        values[name] = value
+    return NodeConfig(**values)

@@ -1,0 +1,37 @@
+"""Dead-letter metadata: the x-death history and first-death headers RabbitMQ users expect."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cluster.bodies import StoredMessage
+from queue_state.effects import Delivery
+
+
+def with_death(headers: dict[str, Any], queue: str, reason: str, now_ms: int) -> dict[str, Any]:
+    """Headers with this death recorded: `x-death` counts per (queue, reason), newest first."""
+    deaths = [dict(d) for d in headers.get("x-death", []) if isinstance(d, dict)]
+    for death in deaths:
+        if death.get("queue") == queue and death.get("reason") == reason:
+            death["count"] = int(death.get("count", 0)) + 1
+            death["time"] = now_ms
+            deaths.remove(death)
+            deaths.insert(0, death)
+            break
+    else:
+        deaths.insert(0, {"queue": queue, "reason": reason, "count": 1, "time": now_ms})
+    updated = dict(headers)
+    updated["x-death"] = deaths
+    updated.setdefault("x-first-death-queue", queue)
+    updated.setdefault("x-first-death-reason", reason)
+    return updated
+
+
+def dead_letter_messages(
+    source: str, reason: str, held: list[tuple[Delivery, StoredMessage]], now_ms: int
+) -> list[tuple[StoredMessage, int | None]]:
+    """The messages to publish to the dead-letter target, bodies untouched, no expiration."""
+    return [
+        (StoredMessage(m.body, with_death(m.headers, source, reason, now_ms), m.encoding), None)
+        for _, m in held
+    ]

@@ -1,0 +1,106 @@
+"""The metadata group's state machine: cluster members and queue definitions with their replica sets.
+
+Deterministic like every state machine here: placement choices are made by the proposer and arrive
+inside the command; `apply` only checks and records them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import msgpack
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """A cluster member and where to reach it."""
+
+    name: str
+    http: str
+    raft: str
+
+
+@dataclass
+class QueueInfo:
+    """A declared queue: its Raft group id, canonical arguments and intended replica set."""
+
+    name: str
+    group: str
+    arguments: dict[str, Any]
+    members: list[str]
+    created_ms: int
+
+
+@dataclass
+class Metadata:
+    """What the metadata group replicates."""
+
+    nodes: dict[str, NodeInfo] = field(default_factory=dict)
+    queues: dict[str, QueueInfo] = field(default_factory=dict)
+    next_group: int = 1
+
+    def apply(self, command: list) -> Any:
+        """Apply one metadata command (a list whose first item names it) and return its reply."""
+        op, *args = command
+        handler = getattr(self, f"_apply_{op}", None)
+        if handler is None:
+            return ["error", f"unknown metadata command {op!r}"]
+        return handler(*args)
+
+    def _apply_register_node(self, name: str, http: str, raft: str) -> Any:
+        self.nodes[name] = NodeInfo(name, http, raft)
+        return ["ok"]
+
+    def _apply_forget_node(self, name: str) -> Any:
+        if self.nodes.pop(name, None) is None:
+            return ["error", f"unknown node {name!r}"]
+        return ["ok"]
+
+    def _apply_declare(self, name: str, arguments: dict, members: list[str], now_ms: int) -> Any:
+        existing = self.queues.get(name)
+        if existing is not None:
+            if existing.arguments == arguments:
+                return ["exists", existing.group]
+            return ["conflict", existing.arguments]
+        unknown = [m for m in members if m not in self.nodes]
+        if unknown or not members:
+            return ["error", f"cannot place queue on unknown nodes {unknown}"]
+        group = f"q{self.next_group}.{name}"
+        self.next_group += 1
+        self.queues[name] = QueueInfo(name, group, arguments, list(members), now_ms)
+        return ["created", group]
+
+    def _apply_delete(self, name: str, group: str) -> Any:
+        existing = self.queues.get(name)
+        if existing is None or existing.group != group:
+            return ["error", f"no queue {name!r} with group {group!r}"]
+        del self.queues[name]
+        return ["ok"]
+
+    def _apply_set_members(self, name: str, group: str, members: list[str]) -> Any:
+        existing = self.queues.get(name)
+        if existing is None or existing.group != group:
+            return ["error", f"no queue {name!r} with group {group!r}"]
+        existing.members = list(members)
+        return ["ok"]
+
+    def snapshot(self) -> bytes:
+        """The whole state as msgpack."""
+        return msgpack.packb(
+            {
+                "nodes": [asdict(n) for n in self.nodes.values()],
+                "queues": [asdict(q) for q in self.queues.values()],
+                "next_group": self.next_group,
+            }
+        )
+
+    @classmethod
+    def restore(cls, data: bytes) -> Metadata:
+        """Rebuild the state from `snapshot()` output."""
+        raw = msgpack.unpackb(data, raw=False)
+        return cls(
+            nodes={n["name"]: NodeInfo(**n) for n in raw["nodes"]},
+            queues={q["name"]: QueueInfo(**q) for q in raw["queues"]},
+            next_group=raw["next_group"],
+        )

@@ -1,0 +1,341 @@
+"""A quorumq node: storage, transport, the metadata group and every queue group it hosts.
+
+Bootstrap: on the first start a node given seeds creates the metadata group with the seeds as voters
+(every seed lists the same set). Later starts take membership from the data directory. Each node
+registers its own addresses in the metadata; every node reconciles what it hosts with the metadata
+after each change (open new queue groups, drop deleted ones, learn peers' addresses).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+from cluster.bodies import StoredMessage
+from cluster.config import Address, NodeConfig
+from cluster.dead_letter import dead_letter_messages
+from cluster.errors import BadRequest, NotLeader, QueueConflict, QueueNotFound
+from cluster.metadata import NodeInfo, QueueInfo
+from cluster.metadata_app import MetadataApp
+from cluster.placement import place_replicas
+from cluster.proposals import ProposalFailed
+from cluster.queue_replica import QueueReplica
+from cluster.queue_service import QueueService
+from cluster.raft_host import RaftHost
+from cluster.remote import publish_remote
+from cluster.transport import Transport
+from queue_state.arguments import ArgumentError, QueueConfig, parse_arguments
+from queue_state.commands import Enqueue, NewMessage
+from raft_log.storage import NodeStore
+from raft_log.types import ConfState
+
+log = logging.getLogger(__name__)
+
+META_GROUP = "meta"
+NODE_FILE = "node.json"
+REGISTER_EVERY_S = 1.0
+LEADER_WAIT_S = 10.0
+
+
+def wall_clock_ms() -> int:
+    """Milliseconds since the epoch: the leader's stamp for commands."""
+    return int(time.time() * 1000)
+
+
+class Node:
+    """One running quorumq node."""
+
+    def __init__(self, config: NodeConfig) -> None:
+        self.config = config
+        self.name = config.node
+        self.store: NodeStore | None = None
+        self.transport = Transport(self.name, config.raft, config.cluster_secret, self._on_frame)
+        self.host: RaftHost | None = None
+        self.meta = MetadataApp(self._metadata_changed)
+        self.queues: dict[str, QueueService] = {}
+        self._seed_peers: dict[str, Address] = {}
+        self._tasks: list[asyncio.Task] = []
+        self._reconcile_scheduled = False
+        self.started_ms = wall_clock_ms()
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Open storage, listen for peers and start driving the groups."""
+        data_dir = Path(self.config.data_dir)
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self._seed_peers = self._load_or_record_seeds(data_dir)
+        self.store = NodeStore.open(data_dir / "rocksdb")
+        self.host = RaftHost(
+            self.name,
+            self.store,
+            self.transport,
+            tick_ms=self.config.tick_ms,
+            election_ticks=self.config.election_ticks,
+            heartbeat_ticks=self.config.heartbeat_ticks,
+            snapshot_every=self.config.snapshot_every_entries,
+            batch_delay_ms=self.config.batch_delay_ms,
+            rng=random.Random(),
+            on_control=self._on_control,
+        )
+        await self.transport.start()
+        for name, address in self._seed_peers.items():
+            self.transport.set_peer(name, address)
+        bootstrap = ConfState(voters=tuple(sorted(self._seed_peers))) if self._seed_peers else None
+        self.host.open_group(META_GROUP, self.meta, bootstrap)
+        self.host.start()
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._register_loop()), loop.create_task(self._timer_loop())]
+
+    async def stop(self) -> None:
+        """Stop cleanly: timers, groups, transport, storage."""
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.host is not None:
+            await self.host.stop()
+        await self.transport.stop()
+        if self.store is not None:
+            self.store.commit(sync=True)
+            self.store.close()
+
+    def _load_or_record_seeds(self, data_dir: Path) -> dict[str, Address]:
+        """Seeds from the first start are kept in the data dir; later flags are ignored."""
+        path = data_dir / NODE_FILE
+        if path.exists():
+            recorded = json.loads(path.read_text())
+            if recorded["node"] != self.name:
+                owner = recorded["node"]
+                raise SystemExit(f"data dir {data_dir} belongs to node {owner!r}, not {self.name!r}")
+            return {n: Address.parse(a, what="seed") for n, a in recorded["seeds"].items()}
+        seeds = {s.name: s.raft for s in self.config.seeds} or {self.name: self.config.raft}
+        if self.name not in seeds:
+            raise SystemExit(f"the seed list must include this node ({self.name})")
+        path.write_text(json.dumps({"node": self.name, "seeds": {n: str(a) for n, a in seeds.items()}}))
+        return seeds
+
+    # -- transport and control ------------------------------------------------------------------
+
+    def _on_frame(self, peer: str, kind: int, body: bytes) -> None:
+        if self.host is not None:
+            self.host.on_frame(peer, kind, body)
+
+    def _on_control(self, peer: str, control: dict[str, Any]) -> None:
+        if not self.meta.is_leader:
+            return
+        register = control.get("register")
+        if isinstance(register, list) and len(register) == 3:
+            self._fire_meta(["register_node", *map(str, register)])
+        expire = control.get("expire")
+        if isinstance(expire, list) and len(expire) == 2:
+            self._fire_meta(["delete", *map(str, expire)])
+
+    def _fire_meta(self, op: list) -> None:
+        assert self.host is not None
+        with contextlib.suppress(ProposalFailed):
+            future = self.host.submit(META_GROUP, op)
+            future.add_done_callback(lambda f: f.exception() if not f.cancelled() else None)
+
+    async def _register_loop(self) -> None:
+        """Keep this node's addresses in the metadata (through the metadata leader)."""
+        assert self.host is not None
+        mine = NodeInfo(self.name, self.config.http_url, str(self.config.raft))
+        while True:
+            if self.meta.state.nodes.get(self.name) != mine:
+                leader = self.host.leader_of(META_GROUP)
+                op = ["register_node", mine.name, mine.http, mine.raft]
+                if leader == self.name:
+                    self._fire_meta(op)
+                elif leader is not None:
+                    self.host.send_control(leader, {"register": op[1:]})
+            await asyncio.sleep(REGISTER_EVERY_S)
+
+    async def _timer_loop(self) -> None:
+        """Leader timers of every hosted queue (TTL, leases, queue expiry, consumer timeouts)."""
+        while True:
+            await asyncio.sleep(self.config.tick_ms / 1000)
+            for service in list(self.queues.values()):
+                service.on_timer()
+
+    # -- reconciliation with the metadata -------------------------------------------------------
+
+    def _metadata_changed(self) -> None:
+        if not self._reconcile_scheduled:
+            self._reconcile_scheduled = True
+            asyncio.get_running_loop().call_soon(self._reconcile)
+
+    def _reconcile(self) -> None:
+        self._reconcile_scheduled = False
+        assert self.host is not None and self.store is not None
+        state = self.meta.state
+        for info in state.nodes.values():
+            if info.name != self.name:
+                self.transport.set_peer(info.name, Address.parse(info.raft, what="raft"))
+        wanted = {q.group: q for q in state.queues.values() if self.name in q.members}
+        for name, service in list(self.queues.items()):
+            if service.group not in wanted:
+                del self.queues[name]
+                self.host.close_group(service.group, drop=True)
+        for info in wanted.values():
+            if info.name not in self.queues:
+                self._host_queue(info)
+
+    def _host_queue(self, info: QueueInfo) -> None:
+        assert self.host is not None and self.store is not None
+        config = parse_arguments(info.arguments)
+        existing = info.group in self.store.group_ids()
+        group_log = self.store.group(info.group) if existing else None
+        replica = QueueReplica(info.name, info.group, config, group_log or self._new_group_log(info))
+        service = QueueService(
+            info.name,
+            info.group,
+            replica,
+            self.host,
+            wall_clock_ms,
+            on_dead_letter=self._dead_letter,
+            on_expired=self._queue_expired,
+            consumer_timeout_ms=self.config.consumer_timeout_ms,
+        )
+        self.queues[info.name] = service
+        self.host.open_group(info.group, replica)
+        if not existing and info.members[0] == self.name:
+            self.host.campaign(info.group)
+
+    def _new_group_log(self, info: QueueInfo) -> Any:
+        assert self.store is not None
+        group_log = self.store.create_group(info.group, ConfState(voters=tuple(info.members)))
+        self.store.commit(sync=True)
+        return group_log
+
+    # -- what the API asks of the node ----------------------------------------------------------
+
+    def node_http(self, name: str | None) -> str | None:
+        """The HTTP base URL of a node, from the metadata."""
+        info = self.meta.state.nodes.get(name) if name else None
+        return info.http if info else None
+
+    def meta_leader(self) -> str | None:
+        """The node leading the metadata group, when known."""
+        assert self.host is not None
+        return self.host.leader_of(META_GROUP)
+
+    def queue_info(self, name: str) -> QueueInfo:
+        """A declared queue, or QueueNotFound."""
+        info = self.meta.state.queues.get(name)
+        if info is None:
+            raise QueueNotFound(f"no queue '{name}'")
+        return info
+
+    def queue_leader(self, name: str) -> str | None:
+        """The node leading a queue's group, when known."""
+        assert self.host is not None
+        return self.host.leader_of(self.queue_info(name).group)
+
+    def led_queue(self, name: str) -> QueueService:
+        """The local service of a queue this node leads, or NotLeader with a hint."""
+        info = self.queue_info(name)
+        service = self.queues.get(name)
+        if service is None or service.group != info.group or not service.is_leader:
+            raise NotLeader(f"this node does not lead queue '{name}'", self.queue_leader(name))
+        return service
+
+    async def declare(self, name: str, arguments: dict[str, Any], client_node: str | None) -> str:
+        """Declare a queue through the metadata leader: 'created' or 'exists' (QueueConflict else)."""
+        try:
+            config = parse_arguments(arguments)
+        except ArgumentError as exc:
+            raise BadRequest(f"argument {exc.argument}: {exc.reason}") from exc
+        canonical = config.to_arguments()
+        state = self.meta.state
+        members = place_replicas(
+            state.nodes,
+            state.queues.values(),
+            size=config.initial_group_size,
+            locator=config.leader_locator,
+            client_node=client_node,
+        )
+        reply = await self._meta_submit(["declare", name, canonical, members, wall_clock_ms()])
+        if reply[0] == "conflict":
+            raise QueueConflict(f"queue '{name}' exists with different arguments {reply[1]}")
+        if reply[0] == "error":
+            raise BadRequest(reply[1])
+        await self._await_queue_leader(reply[1])
+        return reply[0]
+
+    async def delete(self, name: str) -> None:
+        """Delete a queue through the metadata leader."""
+        info = self.queue_info(name)
+        reply = await self._meta_submit(["delete", name, info.group])
+        if reply[0] == "error":
+            raise QueueNotFound(reply[1])
+
+    async def _meta_submit(self, op: list) -> Any:
+        assert self.host is not None
+        try:
+            return await self.host.submit(META_GROUP, op)
+        except ProposalFailed as exc:
+            raise NotLeader(str(exc), exc.leader) from exc
+
+    async def _await_queue_leader(self, group: str) -> None:
+        assert self.host is not None
+        deadline = time.monotonic() + LEADER_WAIT_S
+        while self.host.leader_of(group) is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+
+    async def publish(
+        self,
+        name: str,
+        messages: list[tuple[StoredMessage, int | None]],
+        publisher: str | None,
+        seq: int | None,
+    ) -> Any:
+        """Enqueue a batch on the queue's leader; returns the state machine's reply once applied."""
+        service = self.led_queue(name)
+        command = Enqueue(
+            service.now_ms(),
+            tuple(NewMessage(len(m.body), expiration) for m, expiration in messages),
+            publisher,
+            seq,
+        )
+        return await self.submit(service, command, [m for m, _ in messages])
+
+    async def submit(self, service: QueueService, command: Any, bodies: list | None = None) -> Any:
+        """Replicate a command on a led queue, mapping lost leadership to NotLeader."""
+        try:
+            return await service.submit(command, bodies)
+        except ProposalFailed as exc:
+            raise NotLeader(str(exc), exc.leader) from exc
+
+    def queue_config(self, name: str) -> QueueConfig:
+        """The parsed arguments of a declared queue."""
+        return parse_arguments(self.queue_info(name).arguments)
+
+    def _dead_letter(self, source: str, effect: Any, held: list, now_ms: int) -> None:
+        target = effect.target
+        if not target or target not in self.meta.state.queues:
+            log.info("queue %s: %d dead-lettered (%s), no target", source, len(held), effect.reason)
+            return
+        messages = dead_letter_messages(source, effect.reason, held, now_ms)
+        asyncio.get_running_loop().create_task(self._publish_anywhere(target, messages))
+
+    async def _publish_anywhere(self, target: str, messages: list[tuple[StoredMessage, int | None]]) -> None:
+        """At-most-once: publish where the target's leader is, forget on failure."""
+        with contextlib.suppress(Exception):
+            if target in self.queues and self.queues[target].is_leader:
+                await self.publish(target, messages, None, None)
+                return
+            await publish_remote(self.config.http_url, target, messages)
+
+    def _queue_expired(self, name: str, group: str) -> None:
+        if self.meta.is_leader:
+            self._fire_meta(["delete", name, group])
+        else:
+            leader = self.meta_leader()
+            if leader is not None and self.host is not None:
+                self.host.send_control(leader, {"expire": [name, group]})

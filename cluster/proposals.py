@@ -1,0 +1,84 @@
+"""Leader-side group commit: many operations coalesced into one Raft entry, one future per operation."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgpack
+
+
+class ProposalFailed(Exception):
+    """The operation was not committed here (no leader, lost leadership, entry overwritten).
+
+    `leader` names the node believed to lead, when known; the caller may retry there.
+    """
+
+    def __init__(self, reason: str, leader: str | None = None) -> None:
+        super().__init__(reason)
+        self.leader = leader
+
+
+@dataclass
+class _InFlight:
+    term: int
+    futures: list[asyncio.Future]
+
+
+@dataclass
+class ProposalBatcher:
+    """Collects operations for one group and tracks the entries that carry them until applied."""
+
+    pending_ops: list[Any] = field(default_factory=list)
+    pending_futures: list[asyncio.Future] = field(default_factory=list)
+    in_flight: dict[int, _InFlight] = field(default_factory=dict)
+
+    def submit(self, op: Any) -> asyncio.Future:
+        """Queue an operation for the next entry; the future gets its result once applied."""
+        future = asyncio.get_running_loop().create_future()
+        self.pending_ops.append(op)
+        self.pending_futures.append(future)
+        return future
+
+    def has_pending(self) -> bool:
+        """True when operations wait for an entry."""
+        return bool(self.pending_ops)
+
+    def take(self) -> tuple[bytes, list[asyncio.Future]]:
+        """Encode every pending operation into one entry payload."""
+        data = msgpack.packb(self.pending_ops)
+        futures = self.pending_futures
+        self.pending_ops, self.pending_futures = [], []
+        return data, futures
+
+    def proposed(self, index: int, term: int, futures: list[asyncio.Future]) -> None:
+        """Remember that the entry at `index` of `term` carries these operations."""
+        self.in_flight[index] = _InFlight(term, futures)
+
+    def applied(self, index: int, term: int, results: list[Any]) -> None:
+        """Resolve the futures of the entry applied at `index`, or fail them if another entry won."""
+        flight = self.in_flight.pop(index, None)
+        if flight is None:
+            return
+        if flight.term != term:
+            _fail(flight.futures, ProposalFailed("entry was overwritten by a newer leader"))
+            return
+        for future, result in zip(flight.futures, results, strict=False):
+            if not future.done():
+                future.set_result(result)
+
+    def fail(self, error: ProposalFailed, *, in_flight: bool = False) -> None:
+        """Fail pending operations (and, with `in_flight`, every entry still awaited)."""
+        _fail(self.pending_futures, error)
+        self.pending_ops, self.pending_futures = [], []
+        if in_flight:
+            for flight in self.in_flight.values():
+                _fail(flight.futures, error)
+            self.in_flight.clear()
+
+
+def _fail(futures: list[asyncio.Future], error: Exception) -> None:
+    for future in futures:
+        if not future.done():
+            future.set_exception(error)

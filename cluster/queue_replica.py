@@ -1,0 +1,105 @@
+"""One replica of a queue: the queue_state machine plus its bodies, applied entry by entry.
+
+An entry carries a batch of operations `[command_bytes, bodies]`; `bodies` accompanies an Enqueue as a
+list of `[body, headers, encoding]`, one per message. Effects are handed to the leader's services
+(deliveries, dead-letters, expiry); on followers they are only used to forget bodies.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import msgpack
+
+from cluster.bodies import BodyStore, StoredMessage
+from queue_state.arguments import QueueConfig
+from queue_state.commands import Command, CommandDecodeError, decode_command, encode_command
+from queue_state.effects import Enqueued, ForgetBodies
+from queue_state.machine import QueueMachine
+from raft_log.storage import GroupLog
+from raft_log.types import Entry
+
+log = logging.getLogger(__name__)
+
+EffectSink = Callable[[list[Any]], None]
+
+
+def encode_op(command: Command, bodies: list[StoredMessage] | None = None) -> list:
+    """One operation as it travels inside an entry."""
+    payload = None if bodies is None else [[m.body, m.headers, m.encoding] for m in bodies]
+    return [encode_command(command), payload]
+
+
+class QueueReplica:
+    """The application of a queue's Raft group on one node."""
+
+    def __init__(self, name: str, group: str, config: QueueConfig, group_log: GroupLog) -> None:
+        self.name = name
+        self.group = group
+        self.config = config
+        self.machine = QueueMachine(name, config)
+        self.bodies = BodyStore(group_log)
+        self.is_leader = False
+        self.effect_sink: EffectSink | None = None
+        self.role_listener: Callable[[bool], None] | None = None
+
+    def apply(self, entry: Entry) -> list[Any]:
+        """Apply every operation of a committed entry; returns their replies."""
+        try:
+            ops = msgpack.unpackb(entry.data, raw=False)
+        except (ValueError, msgpack.UnpackException):
+            log.error("queue %s: undecodable entry at index %d skipped", self.name, entry.index)
+            return []
+        replies = []
+        for op in ops:
+            replies.append(self._apply_op(op, entry.index))
+        return replies
+
+    def _apply_op(self, op: Any, index: int) -> Any:
+        try:
+            command = decode_command(op[0])
+        except (CommandDecodeError, TypeError, IndexError) as exc:
+            log.error("queue %s: bad command at index %d: %s", self.name, index, exc)
+            return None
+        reply, effects = self.machine.apply(command)
+        if isinstance(reply, Enqueued) and op[1] is not None:
+            for message_id, (body, headers, encoding) in zip(reply.ids, op[1], strict=True):
+                self.bodies.put(message_id, StoredMessage(body, headers, encoding))
+        if effects and self.is_leader and self.effect_sink is not None:
+            self.effect_sink(effects)
+        for effect in effects:
+            if isinstance(effect, ForgetBodies):
+                self.bodies.delete(effect.ids)
+        return reply
+
+    def snapshot_data(self) -> bytes:
+        """The machine state only: bodies already live in the database."""
+        return msgpack.packb([list(self.machine.snapshot_chunks()), None])
+
+    def export_snapshot(self, stored: bytes) -> bytes:
+        """A stored snapshot plus every body this replica holds, for a follower that is far behind.
+
+        Bodies are taken as of now (at or after the snapshot's index); the follower replays the log
+        from the snapshot's index, which re-stores and forgets bodies exactly as the leader did.
+        """
+        chunks, _ = msgpack.unpackb(stored, raw=False)
+        return msgpack.packb([chunks, list(self.bodies.items())])
+
+    def restore(self, data: bytes) -> None:
+        """Install a snapshot (local, or exported by a leader with bodies)."""
+        chunks, bodies = msgpack.unpackb(data, raw=False)
+        self.machine = QueueMachine.restore(chunks)
+        if bodies is not None:
+            self.bodies.replace_all((bytes(k), bytes(v)) for k, v in bodies)
+
+    def flushed(self) -> None:
+        """The node's pending writes reached the database."""
+        self.bodies.committed()
+
+    def role_changed(self, is_leader: bool) -> None:
+        """Start or stop acting on effects."""
+        self.is_leader = is_leader
+        if self.role_listener is not None:
+            self.role_listener(is_leader)

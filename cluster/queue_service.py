@@ -1,0 +1,117 @@
+"""What a queue's leader does beyond applying: consumer sessions, timers, and acting on effects."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from cluster.bodies import StoredMessage
+from cluster.consumers import ConsumerSessions
+from cluster.queue_replica import QueueReplica, encode_op
+from cluster.raft_host import RaftHost
+from queue_state.commands import Command, ConsumerDown, Tick
+from queue_state.effects import DeadLetter, Deliver, Delivery, QueueExpired
+
+log = logging.getLogger(__name__)
+
+DeadLetterSink = Callable[[str, DeadLetter, list[tuple[Delivery, StoredMessage]], int], None]
+
+
+class QueueService:
+    """Leader-side services of one queue hosted on this node."""
+
+    def __init__(
+        self,
+        name: str,
+        group: str,
+        replica: QueueReplica,
+        host: RaftHost,
+        clock_ms: Callable[[], int],
+        *,
+        on_dead_letter: DeadLetterSink,
+        on_expired: Callable[[str, str], None],
+        consumer_timeout_ms: int,
+    ) -> None:
+        self.name = name
+        self.group = group
+        self.replica = replica
+        self.host = host
+        self.clock_ms = clock_ms
+        self.consumer_timeout_ms = consumer_timeout_ms
+        self.sessions = ConsumerSessions()
+        self._on_dead_letter = on_dead_letter
+        self._on_expired = on_expired
+        self._tick_in_flight = False
+        self._last_now_ms = 0
+        replica.effect_sink = self._on_effects
+        replica.role_listener = self._on_role
+
+    @property
+    def is_leader(self) -> bool:
+        """True while this node leads the queue's group."""
+        return self.replica.is_leader
+
+    def now_ms(self) -> int:
+        """The leader's stamp for the next command: wall clock, never going backwards here."""
+        self._last_now_ms = max(self._last_now_ms, self.clock_ms())
+        return self._last_now_ms
+
+    async def submit(self, command: Command, bodies: list[StoredMessage] | None = None) -> Any:
+        """Replicate one command and return its reply once applied on this leader."""
+        return await self.host.submit(self.group, encode_op(command, bodies))
+
+    def _on_effects(self, effects: list[Any]) -> None:
+        for effect in effects:
+            if isinstance(effect, Deliver):
+                session = self.sessions.get(effect.consumer)
+                if session is None:
+                    session = self.sessions.open(effect.consumer, self.consumer_timeout_ms, self.now_ms())
+                session.offer(effect.deliveries)
+            elif isinstance(effect, DeadLetter):
+                held = [(d, self.replica.bodies.get(d.id)) for d in effect.deliveries]
+                found = [(d, m) for d, m in held if m is not None]
+                self._on_dead_letter(self.name, effect, found, self.now_ms())
+            elif isinstance(effect, QueueExpired):
+                self._on_expired(self.name, self.group)
+
+    def _on_role(self, is_leader: bool) -> None:
+        self.sessions.close_all()
+        if not is_leader:
+            return
+        now = self.now_ms()
+        for consumer in self.replica.machine.consumers():
+            session = self.sessions.open(consumer.tag, self.consumer_timeout_ms, now)
+            session.offer(self.replica.machine.checked_out(consumer.tag))
+
+    def on_timer(self) -> None:
+        """Called periodically on the leader: due Ticks and silent consumers go through the log."""
+        if not self.is_leader:
+            return
+        now = self.now_ms()
+        deadline = self.replica.machine.next_deadline_ms()
+        if deadline is not None and deadline <= now and not self._tick_in_flight:
+            self._tick_in_flight = True
+            self._fire(Tick(now), done=self._tick_done)
+        for tag in self.sessions.expired(now):
+            session = self.sessions.get(tag)
+            assert session is not None
+            session.down_requested = True
+            log.info("queue %s: consumer %s timed out", self.name, tag)
+            self._fire(ConsumerDown(now, tag))
+
+    def _tick_done(self, _: asyncio.Future) -> None:
+        self._tick_in_flight = False
+
+    def _fire(self, command: Command, done: Callable[[asyncio.Future], None] | None = None) -> None:
+        try:
+            future = self.host.submit(self.group, encode_op(command))
+        except Exception as exc:  # not leader any more: the next leader's timer takes over
+            log.debug("queue %s: %s not submitted: %s", self.name, type(command).__name__, exc)
+            if done is not None:
+                self._tick_in_flight = False
+            return
+        future.add_done_callback(lambda f: f.exception() if not f.cancelled() else None)
+        if done is not None:
+            future.add_done_callback(done)

@@ -1,0 +1,368 @@
+"""Drives every Raft group of a node from one asyncio loop.
+
+One iteration: turn pending operations into entries, collect the Ready of every touched group, persist
+all of them with one RocksDB write and one fsync (group commit), only then send their messages, apply
+committed entries and advance. One timer ticks every group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import msgpack
+
+from cluster.proposals import ProposalBatcher, ProposalFailed
+from cluster.transport import KIND_CONTROL, KIND_RAFT, Transport
+from raft_log.core import Config, NotLeaderError, ProposalDroppedError, RaftNode
+from raft_log.messages import MessageDecodeError, decode_message, encode_message
+from raft_log.storage import GroupLog, NodeStore
+from raft_log.types import ConfState, Entry, EntryKind, Snapshot
+
+log = logging.getLogger(__name__)
+
+LEADER_ANNOUNCE_EVERY_TICKS = 10
+
+
+class GroupApp(Protocol):
+    """The application a group replicates (the metadata, or one queue)."""
+
+    def apply(self, entry: Entry) -> list[Any]:
+        """Apply a committed NORMAL entry; one result per operation it carries."""
+        ...
+
+    def snapshot_data(self) -> bytes:
+        """The application state to store in a local snapshot."""
+        ...
+
+    def restore(self, data: bytes) -> None:
+        """Replace the application state with a snapshot's data."""
+        ...
+
+    def role_changed(self, is_leader: bool) -> None:
+        """Called when this node starts or stops leading the group."""
+        ...
+
+    def export_snapshot(self, stored: bytes) -> bytes:
+        """What to send a follower for a stored snapshot (e.g. with message bodies added)."""
+        ...
+
+    def flushed(self) -> None:
+        """The node's pending writes, including those of the last apply, reached the database."""
+        ...
+
+
+class _ExportingStorage:
+    """The group's log as the core sees it: snapshots leave through the application's export."""
+
+    def __init__(self, group_log: GroupLog, app: GroupApp) -> None:
+        self._log = group_log
+        self._app = app
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._log, name)
+
+    def snapshot(self) -> Snapshot:
+        stored = self._log.snapshot()
+        if stored.meta.index == 0:
+            return stored
+        return Snapshot(stored.meta, self._app.export_snapshot(stored.data))
+
+
+@dataclass
+class Group:
+    """One Raft group hosted by this node."""
+
+    gid: str
+    raft: RaftNode
+    log: GroupLog
+    app: GroupApp
+    batcher: ProposalBatcher = field(default_factory=ProposalBatcher)
+    applied: int = 0
+    snapshot_index: int = 0
+    previous_snapshot_index: int = 0
+    was_leader: bool = False
+
+
+class RaftHost:
+    """All groups of one node: ticking, stepping, group commit, sending and applying."""
+
+    def __init__(
+        self,
+        node: str,
+        store: NodeStore,
+        transport: Transport,
+        *,
+        tick_ms: int,
+        election_ticks: int,
+        heartbeat_ticks: int,
+        snapshot_every: int,
+        batch_delay_ms: float,
+        rng: random.Random,
+        on_control: Callable[[str, dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.node = node
+        self.store = store
+        self.transport = transport
+        self.tick_ms = tick_ms
+        self.election_ticks = election_ticks
+        self.heartbeat_ticks = heartbeat_ticks
+        self.snapshot_every = snapshot_every
+        self.batch_delay_s = batch_delay_ms / 1000
+        self.rng = rng
+        self.groups: dict[str, Group] = {}
+        self.leader_hints: dict[str, tuple[str, int]] = {}
+        self._on_control_hook = on_control
+        self._dirty: set[str] = set()
+        self._wake = asyncio.Event()
+        self._tasks: list[asyncio.Task] = []
+        self._ticks = 0
+        self.dropped_messages = 0
+
+    # -- groups ---------------------------------------------------------------------------------
+
+    def open_group(self, gid: str, app: GroupApp, bootstrap: ConfState | None = None) -> Group:
+        """Host a group: from its stored log, or created empty with `bootstrap` membership."""
+        if gid in self.store.group_ids():
+            group_log = self.store.group(gid)
+        else:
+            group_log = self.store.create_group(gid, bootstrap or ConfState())
+            self.store.commit(sync=True)
+        snapshot = group_log.snapshot()
+        if snapshot.meta.index > 0:
+            app.restore(snapshot.data)
+        config = Config(
+            node_id=self.node,
+            group=gid,
+            election_tick=self.election_ticks,
+            heartbeat_tick=self.heartbeat_ticks,
+            applied=snapshot.meta.index,
+        )
+        raft = RaftNode(config, _ExportingStorage(group_log, app), random.Random(self.rng.random()))
+        group = Group(gid, raft, group_log, app, applied=snapshot.meta.index)
+        group.snapshot_index = group.previous_snapshot_index = snapshot.meta.index
+        self.groups[gid] = group
+        self._touch(gid)
+        return group
+
+    def close_group(self, gid: str, *, drop: bool) -> None:
+        """Stop hosting a group; with `drop`, delete its log and application data."""
+        group = self.groups.pop(gid, None)
+        if group is not None:
+            group.batcher.fail(ProposalFailed(f"group {gid} closed"), in_flight=True)
+            if group.was_leader:
+                group.app.role_changed(False)
+        if drop and gid in self.store.group_ids():
+            self.store.drop_group(gid)
+            self.store.commit(sync=True)
+        self._dirty.discard(gid)
+
+    def campaign(self, gid: str) -> None:
+        """Ask a group to hold an election now (used for a new queue's preferred leader)."""
+        group = self.groups.get(gid)
+        if group is not None:
+            group.raft.campaign()
+            self._touch(gid)
+
+    def leader_of(self, gid: str) -> str | None:
+        """The leader this node believes a group has (local knowledge first, then peers' hints)."""
+        group = self.groups.get(gid)
+        if group is not None and group.raft.leader:
+            return group.raft.leader
+        hint = self.leader_hints.get(gid)
+        return hint[0] if hint else None
+
+    def submit(self, gid: str, op: Any) -> asyncio.Future:
+        """Propose an operation through the group's batcher; fails fast when not the leader."""
+        group = self.groups.get(gid)
+        if group is None:
+            raise ProposalFailed(f"group {gid} is not hosted here", self.leader_of(gid))
+        if not group.raft.is_leader:
+            raise ProposalFailed(f"not the leader of {gid}", group.raft.leader)
+        future = group.batcher.submit(op)
+        self._touch(gid)
+        return future
+
+    # -- running --------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the tick timer and the processing loop."""
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._tick_loop()), loop.create_task(self._process_loop())]
+
+    async def stop(self) -> None:
+        """Stop ticking and processing; fail whatever still waits."""
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for group in self.groups.values():
+            group.batcher.fail(ProposalFailed("node stopping"), in_flight=True)
+
+    def on_frame(self, peer: str, kind: int, body: bytes) -> None:
+        """Transport callback: a Raft message to step, or a peer's leader announcement."""
+        if kind == KIND_RAFT:
+            try:
+                message = decode_message(body)
+            except MessageDecodeError as exc:
+                log.warning("dropping undecodable raft message from %s: %s", peer, exc)
+                return
+            group = self.groups.get(message.group)
+            if group is None or message.frm != peer:
+                self.dropped_messages += 1
+                return
+            group.raft.step(message)
+            self._touch(message.group)
+        elif kind == KIND_CONTROL:
+            self._on_control(peer, body)
+
+    def _on_control(self, peer: str, body: bytes) -> None:
+        try:
+            control = msgpack.unpackb(body, raw=False)
+            if not isinstance(control, dict):
+                raise TypeError("control frame is not a map")
+            announced = control.pop("leaders", None)
+            if announced is not None:
+                self._learn_leaders(peer, announced)
+        except (ValueError, KeyError, TypeError, msgpack.UnpackException) as exc:
+            log.warning("dropping malformed control frame from %s: %s", peer, exc)
+            return
+        if control and self._on_control_hook is not None:
+            self._on_control_hook(peer, control)
+
+    def _learn_leaders(self, peer: str, announced: dict[str, list]) -> None:
+        for gid, (leader, term) in announced.items():
+            known = self.leader_hints.get(gid)
+            if known is None or known[1] <= term:
+                self.leader_hints[gid] = (leader, term)
+        for gid, hint in list(self.leader_hints.items()):
+            if hint[0] == peer and gid not in announced:
+                del self.leader_hints[gid]
+
+    def send_control(self, peer: str, control: dict[str, Any]) -> bool:
+        """Send a small control map (not a Raft message) to a peer."""
+        return self.transport.send(peer, "", KIND_CONTROL, msgpack.packb(control))
+
+    def _touch(self, gid: str) -> None:
+        self._dirty.add(gid)
+        self._wake.set()
+
+    async def _tick_loop(self) -> None:
+        interval = self.tick_ms / 1000
+        while True:
+            await asyncio.sleep(interval)
+            self._ticks += 1
+            for gid, group in self.groups.items():
+                group.raft.tick()
+                self._dirty.add(gid)
+            if self._ticks % LEADER_ANNOUNCE_EVERY_TICKS == 0:
+                self._announce_leaders()
+            self._wake.set()
+
+    def _announce_leaders(self) -> None:
+        led = {gid: [self.node, g.raft.term] for gid, g in self.groups.items() if g.raft.is_leader}
+        for peer in self.transport.peers():
+            self.send_control(peer, {"leaders": led})
+
+    async def _process_loop(self) -> None:
+        while True:
+            await self._wake.wait()
+            if self.batch_delay_s > 0 and any(
+                self.groups[g].batcher.has_pending() for g in self._dirty if g in self.groups
+            ):
+                await asyncio.sleep(self.batch_delay_s)
+            self._wake.clear()
+            try:
+                self.process_once()
+            except Exception:
+                log.exception("raft processing failed; stopping the node's raft loop")
+                raise
+
+    def process_once(self) -> None:
+        """One group-commit round over every group touched since the last one."""
+        dirty, self._dirty = self._dirty, set()
+        readies = []
+        for gid in dirty:
+            group = self.groups.get(gid)
+            if group is None:
+                continue
+            self._flush_proposals(group)
+            if group.raft.has_ready():
+                ready = group.raft.ready()
+                self._stage(group, ready)
+                readies.append((group, ready))
+        if not readies:
+            return
+        self.store.commit(sync=True)
+        for group, ready in readies:
+            for message in ready.messages:
+                if not self.transport.send(message.to, group.gid, KIND_RAFT, encode_message(message)):
+                    self.dropped_messages += 1
+        for group, ready in readies:
+            self._apply(group, ready)
+            group.raft.advance(ready)
+            if group.raft.has_ready() or group.batcher.has_pending():
+                self._touch(group.gid)
+        self.store.commit(sync=False)
+        for group, _ in readies:
+            group.app.flushed()
+
+    def _flush_proposals(self, group: Group) -> None:
+        if not group.batcher.has_pending():
+            return
+        data, futures = group.batcher.take()
+        try:
+            index = group.raft.propose(data)
+        except NotLeaderError as exc:
+            leader = getattr(exc, "leader_hint", None)
+            for future in futures:
+                future.set_exception(ProposalFailed(f"not the leader of {group.gid}", leader))
+            return
+        except ProposalDroppedError:
+            for future in futures:
+                future.set_exception(ProposalFailed(f"leadership of {group.gid} is moving"))
+            return
+        group.batcher.proposed(index, group.raft.term, futures)
+
+    @staticmethod
+    def _stage(group: Group, ready: Any) -> None:
+        if ready.snapshot is not None:
+            group.log.apply_snapshot(ready.snapshot)
+        if ready.entries:
+            group.log.append(ready.entries)
+        if ready.hard_state is not None:
+            group.log.set_hard_state(ready.hard_state)
+        if ready.conf_state is not None:
+            group.log.set_conf_state(ready.conf_state)
+
+    def _apply(self, group: Group, ready: Any) -> None:
+        if ready.snapshot is not None:
+            group.app.restore(ready.snapshot.data)
+            group.applied = group.snapshot_index = ready.snapshot.meta.index
+            group.previous_snapshot_index = group.snapshot_index
+        for entry in ready.committed_entries:
+            results: list[Any] = []
+            if entry.kind == EntryKind.NORMAL and entry.data:
+                results = group.app.apply(entry)
+            group.batcher.applied(entry.index, entry.term, results)
+            group.applied = entry.index
+        is_leader = group.raft.is_leader
+        if is_leader != group.was_leader:
+            group.was_leader = is_leader
+            if not is_leader:
+                group.batcher.fail(ProposalFailed("lost leadership", group.raft.leader))
+            group.app.role_changed(is_leader)
+        if group.applied - group.snapshot_index >= self.snapshot_every:
+            self._snapshot(group)
+
+    def _snapshot(self, group: Group) -> None:
+        status = group.raft.status()
+        conf = ConfState(tuple(status.conf.voters), tuple(status.conf.learners))
+        group.log.create_snapshot(group.applied, conf, group.app.snapshot_data())
+        if group.previous_snapshot_index > 0:
+            group.log.compact(group.previous_snapshot_index)
+        group.previous_snapshot_index = group.snapshot_index
+        group.snapshot_index = group.applied

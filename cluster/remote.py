@@ -1,0 +1,32 @@
+"""Node-to-node HTTP calls a node makes on its own behalf (e.g. dead-lettering to another leader)."""
+
+from __future__ import annotations
+
+import base64
+
+import aiohttp
+
+from cluster.bodies import StoredMessage
+
+REMOTE_TIMEOUT_S = 10.0
+
+
+async def publish_remote(http_url: str, queue: str, messages: list[tuple[StoredMessage, int | None]]) -> None:
+    """Publish through any node's HTTP API (it forwards to the queue's leader); raises on failure."""
+    payload = {
+        "messages": [
+            {
+                "body": base64.b64encode(m.body).decode(),
+                "encoding": "base64",
+                "headers": m.headers,
+                **({"expiration": expiration} if expiration is not None else {}),
+            }
+            for m, expiration in messages
+        ]
+    }
+    timeout = aiohttp.ClientTimeout(total=REMOTE_TIMEOUT_S)
+    async with (
+        aiohttp.ClientSession(timeout=timeout) as session,
+        session.post(f"{http_url}/api/queues/{queue}/messages", json=payload) as response,
+    ):
+        response.raise_for_status()

@@ -1,0 +1,269 @@
+"""The peer transport: one Raft TCP port per node, one outbound connection per peer for all groups.
+
+Connections start with a mutual HMAC challenge over the cluster secret (the secret never crosses the
+wire). Then each side sends length-prefixed msgpack frames `[kind, body]`. Outgoing frames are queued
+per peer and per group and written round-robin over groups, so a group sending a large catch-up cannot
+starve another group's heartbeats. A lost connection drops what was queued; Raft retransmits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import logging
+import os
+import struct
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import msgpack
+
+from cluster.config import Address
+
+log = logging.getLogger(__name__)
+
+FRAME_HEADER = struct.Struct(">I")
+MAX_FRAME_BYTES = 64 * 1024 * 1024
+MAX_QUEUED_PER_PEER = 20000
+HANDSHAKE_TIMEOUT_S = 5.0
+NONCE_BYTES = 16
+
+KIND_RAFT = 0
+KIND_CONTROL = 1
+
+FrameHandler = Callable[[str, int, bytes], None]
+
+
+class HandshakeError(Exception):
+    """The peer could not prove it knows the cluster secret, or spoke out of turn."""
+
+
+def _proof(secret: bytes, *parts: bytes) -> bytes:
+    return hmac.new(secret, b"\x00".join(parts), hashlib.sha256).digest()
+
+
+async def _read_frame(reader: asyncio.StreamReader) -> bytes:
+    (length,) = FRAME_HEADER.unpack(await reader.readexactly(FRAME_HEADER.size))
+    if length > MAX_FRAME_BYTES:
+        raise HandshakeError(f"frame of {length} bytes exceeds {MAX_FRAME_BYTES}")
+    return await reader.readexactly(length)
+
+
+def _frame(payload: bytes) -> bytes:
+    return FRAME_HEADER.pack(len(payload)) + payload
+
+
+def _decode(payload: bytes) -> list:
+    try:
+        value = msgpack.unpackb(payload, raw=False)
+    except (ValueError, msgpack.UnpackException) as exc:
+        raise HandshakeError(f"undecodable frame: {exc}") from exc
+    if not isinstance(value, list):
+        raise HandshakeError("frame is not a list")
+    return value
+
+
+@dataclass
+class _Peer:
+    """Outbound state for one peer: per-group queues served round-robin, and the writer task."""
+
+    name: str
+    address: Address
+    queues: OrderedDict[str, deque[bytes]]
+    queued: int = 0
+    wake: asyncio.Event | None = None
+    task: asyncio.Task | None = None
+    connected: bool = False
+
+
+class Transport:
+    """Sends frames to peers by name and hands received frames to `on_frame(peer, kind, body)`."""
+
+    def __init__(self, node: str, listen: Address, secret: str, on_frame: FrameHandler) -> None:
+        self.node = node
+        self.listen = listen
+        self._secret = secret.encode()
+        self._on_frame = on_frame
+        self._peers: dict[str, _Peer] = {}
+        self._server: asyncio.base_events.Server | None = None
+        self._inbound: set[asyncio.Task] = set()
+        self.rejected_handshakes = 0
+
+    async def start(self) -> None:
+        """Listen on the Raft port."""
+        self._server = await asyncio.start_server(
+            self._accept, self.listen.host, self.listen.port, reuse_address=True
+        )
+
+    async def stop(self) -> None:
+        """Close the listener and every connection."""
+        if self._server is not None:
+            self._server.close()
+        for peer in self._peers.values():
+            if peer.task is not None:
+                peer.task.cancel()
+        tasks = [p.task for p in self._peers.values() if p.task is not None] + list(self._inbound)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def set_peer(self, name: str, address: Address) -> None:
+        """Add a peer or change its address (the connection is re-made)."""
+        if name == self.node:
+            return
+        peer = self._peers.get(name)
+        if peer is not None and peer.address == address:
+            return
+        if peer is not None and peer.task is not None:
+            peer.task.cancel()
+        peer = _Peer(name, address, OrderedDict(), wake=asyncio.Event())
+        self._peers[name] = peer
+        peer.task = asyncio.get_running_loop().create_task(self._run_peer(peer))
+
+    def remove_peer(self, name: str) -> None:
+        """Forget a peer and close its connection."""
+        peer = self._peers.pop(name, None)
+        if peer is not None and peer.task is not None:
+            peer.task.cancel()
+
+    def peers(self) -> dict[str, bool]:
+        """Known peers and whether an outbound connection to each is up."""
+        return {name: peer.connected for name, peer in self._peers.items()}
+
+    def send(self, to: str, group: str, kind: int, body: bytes) -> bool:
+        """Queue a frame for a peer; False when the peer is unknown or its queue is full."""
+        peer = self._peers.get(to)
+        if peer is None or peer.queued >= MAX_QUEUED_PER_PEER:
+            return False
+        queue = peer.queues.get(group)
+        if queue is None:
+            queue = peer.queues[group] = deque()
+        queue.append(msgpack.packb([kind, body]))
+        peer.queued += 1
+        assert peer.wake is not None
+        peer.wake.set()
+        return True
+
+    def _next_frame(self, peer: _Peer) -> bytes | None:
+        """Take one frame from the next non-empty group queue, rotating groups for fairness."""
+        while peer.queues:
+            group, queue = next(iter(peer.queues.items()))
+            peer.queues.move_to_end(group)
+            if queue:
+                peer.queued -= 1
+                frame = queue.popleft()
+                if not queue:
+                    del peer.queues[group]
+                return frame
+            del peer.queues[group]
+        return None
+
+    async def _run_peer(self, peer: _Peer) -> None:
+        backoff = 0.05
+        while True:
+            try:
+                reader, writer = await asyncio.wait_for(
+                    asyncio.open_connection(peer.address.host, peer.address.port), HANDSHAKE_TIMEOUT_S
+                )
+            except (OSError, TimeoutError):
+                self._drop_queued(peer)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 1.0)
+                continue
+            try:
+                await asyncio.wait_for(self._dial_handshake(peer, reader, writer), HANDSHAKE_TIMEOUT_S)
+                peer.connected = True
+                backoff = 0.05
+                await self._pump(peer, reader, writer)
+            except (OSError, TimeoutError, asyncio.IncompleteReadError, HandshakeError) as exc:
+                log.info("connection to %s lost: %s", peer.name, exc)
+            finally:
+                peer.connected = False
+                writer.close()
+                self._drop_queued(peer)
+            await asyncio.sleep(backoff)
+
+    @staticmethod
+    def _drop_queued(peer: _Peer) -> None:
+        peer.queues.clear()
+        peer.queued = 0
+
+    async def _pump(self, peer: _Peer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        assert peer.wake is not None
+        closed = asyncio.ensure_future(reader.read(1))  # the dialled side never writes after handshake
+        try:
+            while not closed.done():
+                frame = self._next_frame(peer)
+                if frame is None:
+                    peer.wake.clear()
+                    waiter = asyncio.ensure_future(peer.wake.wait())
+                    await asyncio.wait({waiter, closed}, return_when=asyncio.FIRST_COMPLETED)
+                    waiter.cancel()
+                    continue
+                writer.write(_frame(frame))
+                if writer.transport.get_write_buffer_size() > 256 * 1024:
+                    await writer.drain()
+            raise OSError("peer closed the connection")
+        finally:
+            closed.cancel()
+
+    async def _dial_handshake(
+        self, peer: _Peer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        challenge = _decode(await _read_frame(reader))
+        if len(challenge) != 2 or challenge[0] != "challenge" or not isinstance(challenge[1], bytes):
+            raise HandshakeError("expected a challenge")
+        server_nonce = challenge[1]
+        client_nonce = os.urandom(NONCE_BYTES)
+        proof = _proof(self._secret, b"dial", server_nonce, client_nonce, self.node.encode())
+        writer.write(_frame(msgpack.packb(["hello", self.node, client_nonce, proof])))
+        await writer.drain()
+        answer = _decode(await _read_frame(reader))
+        expected = _proof(self._secret, b"accept", client_nonce, server_nonce, peer.name.encode())
+        if len(answer) != 3 or answer[0] != "welcome" or answer[1] != peer.name:
+            raise HandshakeError(f"peer at {peer.address} is not {peer.name}")
+        if not isinstance(answer[2], bytes) or not hmac.compare_digest(answer[2], expected):
+            raise HandshakeError(f"peer {peer.name} failed to prove the cluster secret")
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._inbound.add(task)
+        try:
+            name = await asyncio.wait_for(self._accept_handshake(reader, writer), HANDSHAKE_TIMEOUT_S)
+            while True:
+                frame = _decode(await _read_frame(reader))
+                if len(frame) != 2 or not isinstance(frame[0], int) or not isinstance(frame[1], bytes):
+                    raise HandshakeError("malformed frame")
+                self._on_frame(name, frame[0], frame[1])
+        except HandshakeError as exc:
+            self.rejected_handshakes += 1
+            log.warning("rejected peer connection: %s", exc)
+        except (OSError, TimeoutError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            self._inbound.discard(task)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _accept_handshake(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> str:
+        server_nonce = os.urandom(NONCE_BYTES)
+        writer.write(_frame(msgpack.packb(["challenge", server_nonce])))
+        await writer.drain()
+        hello = _decode(await _read_frame(reader))
+        if len(hello) != 4 or hello[0] != "hello" or not isinstance(hello[1], str):
+            raise HandshakeError("expected hello")
+        name, client_nonce, proof = hello[1], hello[2], hello[3]
+        if not isinstance(client_nonce, bytes) or not isinstance(proof, bytes):
+            raise HandshakeError("malformed hello")
+        expected = _proof(self._secret, b"dial", server_nonce, client_nonce, name.encode())
+        if not hmac.compare_digest(proof, expected):
+            raise HandshakeError(f"{name!r} failed to prove the cluster secret")
+        answer = _proof(self._secret, b"accept", client_nonce, server_nonce, self.node.encode())
+        writer.write(_frame(msgpack.packb(["welcome", self.node, answer])))
+        await writer.drain()
+        return name
