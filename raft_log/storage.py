@@ -11,6 +11,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
+import re
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -58,7 +59,7 @@ class CorruptionError(StorageError):
         super().__init__(f"group {group!r} {where}: {reason}")
 
 
-class SnapshotOutOfDateError(StorageError):
+class SnapshotOutOfDateError(StorageError, ValueError):
     """A snapshot at or below the index of the snapshot already held."""
 
 
@@ -89,6 +90,7 @@ class NodeStore:
         self._staged: dict[bytes, bytes | None] = {}
         self._groups: dict[GroupId, GroupLog] = {}
         self._failed: BaseException | None = None
+        self._closed = False
 
     @classmethod
     def open(cls, path: str | Path) -> NodeStore:
@@ -109,7 +111,10 @@ class NodeStore:
         return store
 
     def close(self) -> None:
-        """Close the database; staged changes that were not committed are discarded."""
+        """Close the database (again: no effect); staged changes that were not committed are discarded."""
+        if self._closed:
+            return
+        self._closed = True
         self._batch = WriteBatch(raw_mode=True)
         self._staged.clear()
         self._db.close()
@@ -134,7 +139,7 @@ class NodeStore:
         group.set_hard_state(HardState())
         group.set_conf_state(conf)
         group._stage_log_start(0, 0)
-        group._stage_snapshot(Snapshot())
+        group._stage_snapshot(Snapshot(meta=SnapshotMeta(conf=conf)))
         self._groups[gid] = group
         return group
 
@@ -162,6 +167,12 @@ class NodeStore:
         self._staged.clear()
         for group in self._groups.values():
             group._committed()
+
+    def wal_stats(self) -> tuple[int, int]:
+        """Cumulative `(writes, syncs)` of the write-ahead log since open (each commit adds one write)."""
+        stats = self._db.property_value("rocksdb.dbstats") or ""
+        found = re.search(r"Cumulative WAL: (\d+) writes, (\d+) syncs", stats)
+        return (int(found[1]), int(found[2])) if found else (0, 0)
 
     # -- staging and reading, for GroupLog ------------------------------------------------------
 
@@ -336,14 +347,16 @@ class GroupLog:
         """Stage the application's snapshot `data` taken at applied index `index` with membership `conf`."""
         if index <= self._snapshot_meta.index:
             raise SnapshotOutOfDateError(f"snapshot {index} is not newer than {self._snapshot_meta.index}")
+        if index > self._hard_state.commit:
+            raise ValueError(f"snapshot at {index} is beyond the commit index {self._hard_state.commit}")
         snapshot = Snapshot(meta=SnapshotMeta(index=index, term=self.term(index), conf=conf), data=data)
         self._stage_snapshot(snapshot)
         return snapshot
 
     def compact(self, index: int) -> None:
-        """Stage dropping every entry up to `index` (at most the snapshot's index)."""
+        """Stage dropping every entry up to `index` (at most the snapshot's index); no effect if done already."""
         if index <= self._start_index:
-            raise CompactedError(f"index {index} is already compacted (first index {self.first_index()})")
+            return
         if index > self._snapshot_meta.index:
             raise ValueError(f"cannot compact to {index}, beyond the snapshot at {self._snapshot_meta.index}")
         term = self.term(index)

@@ -1,0 +1,512 @@
+"""Unit and corruption tests of the RocksDB node store (`raft_log.storage`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from rocksdict import AccessType, Options, Rdict
+
+from raft_log.keys import GroupKeys, registry_key
+from raft_log.storage import CorruptionError, NodeStore, SnapshotOutOfDateError
+from raft_log.types import (
+    CompactedError,
+    ConfState,
+    Entry,
+    EntryKind,
+    HardState,
+    Snapshot,
+    SnapshotMeta,
+    StorageError,
+    UnavailableError,
+)
+
+CONF = ConfState(voters=("n1", "n2", "n3"))
+
+
+def entries(lo: int, hi: int, term: int, size: int = 4) -> list[Entry]:
+    """Entries `lo <= index < hi` of `term` whose data names them."""
+    return [Entry(index=i, term=term, data=f"{term}:{i}".encode().ljust(size, b".")) for i in range(lo, hi)]
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "node.db"
+
+
+@pytest.fixture
+def store(db_path: Path) -> Iterator[NodeStore]:
+    opened = NodeStore.open(db_path)
+    yield opened
+    opened.close()
+
+
+def reopen(store: NodeStore, db_path: Path) -> NodeStore:
+    store.close()
+    return NodeStore.open(db_path)
+
+
+def committed_group(store: NodeStore, gid: str = "q1", upto: int = 10, term: int = 1, commit: int = 0):
+    group = store.create_group(gid, CONF)
+    group.append(entries(1, upto + 1, term))
+    group.set_hard_state(HardState(term=term, commit=commit))
+    store.commit()
+    return group
+
+
+def raw_keys(db_path: Path) -> list[bytes]:
+    options = Options(raw_mode=True)
+    db = Rdict(str(db_path), options, access_type=AccessType.read_only())
+    try:
+        return list(db.keys())
+    finally:
+        db.close()
+
+
+def stored_entry_indexes(db_path: Path, gid: str) -> list[int]:
+    """Indexes of the entries of `gid` on disk (a read-only look, also while the store is open)."""
+    group_keys = GroupKeys(gid)
+    return [
+        group_keys.entry_index(key)
+        for key in raw_keys(db_path)
+        if group_keys.entry(0) <= key < group_keys.entries_end
+    ]
+
+
+def raw_write(db_path: Path, changes: dict[bytes, bytes | None]) -> None:
+    """Change stored values behind the store's back (the store must be closed)."""
+    db = Rdict(str(db_path), Options(raw_mode=True))
+    try:
+        for key, value in changes.items():
+            if value is None:
+                db.delete(key)
+            else:
+                db[key] = value
+    finally:
+        db.close()
+
+
+def flipped(db_path: Path, key: bytes) -> bytes:
+    db = Rdict(str(db_path), Options(raw_mode=True), access_type=AccessType.read_only())
+    try:
+        value = db[key]
+    finally:
+        db.close()
+    return value[:-1] + bytes([value[-1] ^ 0x5A])
+
+
+# -- groups -------------------------------------------------------------------------------------------
+
+
+def test_new_group_is_an_empty_log_at_index_zero_with_its_conf(store):
+    group = store.create_group("q1", CONF)
+    assert (group.first_index(), group.last_index(), group.term(0)) == (1, 0, 0)
+    assert group.initial_state() == (HardState(), CONF)
+    assert group.snapshot() == Snapshot(SnapshotMeta(conf=CONF))
+    assert store.group("q1") is group
+
+
+def test_creating_an_existing_group_is_refused(store):
+    store.create_group("q1", CONF)
+    with pytest.raises(ValueError, match="exists"):
+        store.create_group("q1", CONF)
+
+
+def test_group_ids_lists_every_group_sorted_and_survives_reopen(store, db_path):
+    for gid in ("b", "a", "ab", "ü-queue"):
+        store.create_group(gid, CONF)
+    store.commit()
+    assert store.group_ids() == ["a", "ab", "b", "ü-queue"]
+    store = reopen(store, db_path)
+    assert store.group_ids() == ["a", "ab", "b", "ü-queue"]
+    store.close()
+
+
+def test_groups_whose_ids_share_a_prefix_keep_separate_logs(store, db_path):
+    committed_group(store, "a", upto=3, term=1)
+    committed_group(store, "ab", upto=5, term=2)
+    store = reopen(store, db_path)
+    assert store.group("a").entries(1, 4) == entries(1, 4, 1)
+    assert store.group("ab").entries(1, 6) == entries(1, 6, 2)
+    store.close()
+
+
+def test_drop_group_deletes_every_key_of_the_group(store, db_path):
+    committed_group(store, "a", upto=3)
+    dropped = committed_group(store, "ab", upto=5, commit=5)
+    dropped.app_put(b"body", b"x")
+    dropped.create_snapshot(2, CONF, b"state")
+    store.commit()
+    store.drop_group("ab")
+    store.commit()
+    assert store.group_ids() == ["a"]
+    store.close()
+    prefix = GroupKeys("ab").prefix
+    remaining = raw_keys(db_path)
+    assert not [key for key in remaining if key.startswith(prefix) or key == registry_key("ab")]
+    assert any(key.startswith(GroupKeys("a").prefix) for key in remaining)
+
+
+def test_writes_to_a_dropped_group_are_refused(store):
+    group = committed_group(store)
+    store.drop_group("q1")
+    with pytest.raises(StorageError, match="dropped"):
+        group.append(entries(11, 12, 1))
+    with pytest.raises(KeyError):
+        store.group("q1")
+
+
+def test_recreating_a_group_dropped_in_the_same_batch_is_refused(store):
+    committed_group(store)
+    store.drop_group("q1")
+    with pytest.raises(ValueError, match="dropped in this batch"):
+        store.create_group("q1", CONF)
+    store.commit()
+    assert store.create_group("q1", CONF).last_index() == 0
+
+
+# -- append and read ----------------------------------------------------------------------------------
+
+
+def test_appended_entries_are_readable_before_and_after_commit(store):
+    group = store.create_group("q1", CONF)
+    group.append(entries(1, 6, 1))
+    assert group.entries(1, 6) == entries(1, 6, 1)
+    store.commit()
+    group.append(entries(6, 9, 2))
+    assert group.entries(4, 9) == entries(4, 6, 1) + entries(6, 9, 2)
+    assert [group.term(i) for i in range(0, 9)] == [0, 1, 1, 1, 1, 1, 2, 2, 2]
+    store.commit()
+    assert group.entries(1, 9) == entries(1, 6, 1) + entries(6, 9, 2)
+
+
+def test_append_replaces_the_conflicting_suffix(store, db_path):
+    group = committed_group(store, upto=10, term=1)
+    group.append(entries(6, 8, 2))
+    assert group.last_index() == 7
+    assert group.entries(5, 8) == entries(5, 6, 1) + entries(6, 8, 2)
+    store.commit()
+    store = reopen(store, db_path)
+    group = store.group("q1")
+    assert group.last_index() == 7
+    assert group.entries(1, 8) == entries(1, 6, 1) + entries(6, 8, 2)
+    store.close()
+
+
+def test_a_staged_suffix_can_be_replaced_again_before_commit(store):
+    group = committed_group(store, upto=5, term=1)
+    group.append(entries(6, 10, 2))
+    group.append(entries(8, 9, 3))
+    assert group.entries(1, 9) == entries(1, 6, 1) + entries(6, 8, 2) + entries(8, 9, 3)
+    store.commit()
+    assert group.entries(1, 9) == entries(1, 6, 1) + entries(6, 8, 2) + entries(8, 9, 3)
+    assert group.last_index() == 8
+
+
+def test_append_leaving_a_gap_or_not_contiguous_is_refused(store):
+    group = committed_group(store, upto=3)
+    with pytest.raises(ValueError, match="gap"):
+        group.append(entries(5, 6, 1))
+    with pytest.raises(ValueError, match="contiguous"):
+        group.append([Entry(4, 1), Entry(6, 1)])
+
+
+def test_append_never_rewrites_a_committed_entry_with_another_term(store):
+    group = committed_group(store, upto=5)
+    group.set_hard_state(HardState(term=1, vote="n1", commit=4))
+    with pytest.raises(ValueError, match="committed"):
+        group.append(entries(4, 6, 2))
+    group.append(entries(4, 5, 1) + entries(5, 6, 2))
+    assert group.term(5) == 2
+
+
+def test_entries_with_max_bytes_return_at_least_one_and_stop_at_the_limit(store):
+    group = store.create_group("q1", CONF)
+    group.append(entries(1, 11, 1, size=100))
+    store.commit()
+    assert group.entries(1, 11, max_bytes=10) == entries(1, 2, 1, size=100)
+    assert group.entries(1, 11, max_bytes=300) == entries(1, 4, 1, size=100)
+    assert group.entries(1, 11, max_bytes=299) == entries(1, 3, 1, size=100)
+    assert len(group.entries(1, 11)) == 10
+
+
+def test_reads_outside_the_log_raise_compacted_or_unavailable(store):
+    group = committed_group(store, upto=5)
+    with pytest.raises(UnavailableError):
+        group.term(6)
+    with pytest.raises(UnavailableError):
+        group.entries(3, 7)
+    with pytest.raises(CompactedError):
+        group.entries(0, 2)
+
+
+def test_hard_state_and_conf_state_survive_reopen(store, db_path):
+    group = committed_group(store, upto=4)
+    group.set_hard_state(HardState(term=3, vote="n2", commit=4))
+    group.set_conf_state(ConfState(voters=("n1", "n2"), learners=("n4",)))
+    store.commit()
+    store = reopen(store, db_path)
+    assert store.group("q1").initial_state() == (
+        HardState(term=3, vote="n2", commit=4),
+        ConfState(voters=("n1", "n2"), learners=("n4",)),
+    )
+    store.close()
+
+
+def test_entry_kind_and_binary_data_round_trip(store, db_path):
+    group = store.create_group("q1", CONF)
+    stored = [Entry(1, 1, EntryKind.CONF_CHANGE, b"\x00\xff" * 50), Entry(2, 1)]
+    group.append(stored)
+    store.commit()
+    store = reopen(store, db_path)
+    assert store.group("q1").entries(1, 3) == stored
+    store.close()
+
+
+# -- snapshots and compaction ---------------------------------------------------------------------
+
+
+def test_create_snapshot_takes_the_term_from_the_log(store, db_path):
+    group = committed_group(store, upto=5, term=1)
+    group.append(entries(6, 9, 2))
+    group.set_hard_state(HardState(term=2, commit=8))
+    snapshot = group.create_snapshot(7, CONF, b"state@7")
+    assert snapshot == Snapshot(SnapshotMeta(7, 2, CONF), b"state@7")
+    store.commit()
+    store = reopen(store, db_path)
+    assert store.group("q1").snapshot() == snapshot
+    assert store.group("q1").last_index() == 8
+    store.close()
+
+
+def test_create_snapshot_not_newer_or_beyond_the_commit_index_is_refused(store):
+    group = committed_group(store, upto=5, commit=4)
+    group.create_snapshot(3, CONF, b"s")
+    with pytest.raises(SnapshotOutOfDateError):
+        group.create_snapshot(3, CONF, b"s")
+    with pytest.raises(ValueError, match="beyond the commit index"):
+        group.create_snapshot(5, CONF, b"s")
+
+
+def test_compact_drops_the_prefix_and_the_compaction_point_keeps_its_term(store, db_path):
+    group = committed_group(store, upto=5, term=1)
+    group.append(entries(6, 11, 2))
+    group.set_hard_state(HardState(term=2, commit=7))
+    group.create_snapshot(7, CONF, b"s")
+    group.compact(6)
+    store.commit()
+    store = reopen(store, db_path)
+    group = store.group("q1")
+    assert (group.first_index(), group.last_index(), group.term(6)) == (7, 10, 2)
+    with pytest.raises(CompactedError):
+        group.term(5)
+    with pytest.raises(CompactedError):
+        group.entries(6, 8)
+    assert group.entries(7, 11) == entries(7, 11, 2)
+    store.close()
+
+
+def test_compact_beyond_the_snapshot_is_refused_and_repeating_it_changes_nothing(store):
+    group = committed_group(store, upto=5, commit=5)
+    group.create_snapshot(3, CONF, b"s")
+    with pytest.raises(ValueError, match="beyond the snapshot"):
+        group.compact(4)
+    group.compact(3)
+    group.compact(2)
+    assert (group.first_index(), group.term(3)) == (4, 1)
+
+
+def test_append_of_entries_below_the_compaction_point_keeps_only_the_new_ones(store):
+    group = committed_group(store, upto=5, commit=4)
+    group.create_snapshot(4, CONF, b"s")
+    group.compact(4)
+    group.append(entries(3, 8, 1))
+    assert (group.first_index(), group.last_index()) == (5, 7)
+    assert group.entries(5, 8) == entries(5, 8, 1)
+
+
+def test_apply_snapshot_replaces_the_whole_log(store, db_path):
+    group = committed_group(store, upto=10, term=1)
+    received = Snapshot(SnapshotMeta(20, 4, ConfState(voters=("n1", "n5"))), b"leader state")
+    group.apply_snapshot(received)
+    assert (group.first_index(), group.last_index(), group.term(20)) == (21, 20, 4)
+    group.append(entries(21, 23, 4))
+    store.commit()
+    store = reopen(store, db_path)
+    group = store.group("q1")
+    assert group.snapshot() == received
+    assert group.initial_state()[1] == received.meta.conf
+    assert (group.first_index(), group.last_index()) == (21, 22)
+    assert group.entries(21, 23) == entries(21, 23, 4)
+    assert stored_entry_indexes(db_path, "q1") == [21, 22]
+    store.close()
+
+
+def test_apply_snapshot_older_than_the_current_one_is_refused(store):
+    group = committed_group(store, upto=5, commit=5)
+    group.create_snapshot(5, CONF, b"s")
+    with pytest.raises(SnapshotOutOfDateError):
+        group.apply_snapshot(Snapshot(SnapshotMeta(5, 1, CONF), b"old"))
+
+
+# -- application key space ------------------------------------------------------------------------
+
+
+def test_app_keys_are_staged_readable_and_ordered(store, db_path):
+    group = store.create_group("q1", CONF)
+    group.app_put(b"m:2", b"two")
+    group.app_put(b"m:1", b"one")
+    store.commit()
+    group.app_put(b"m:3", b"three")
+    group.app_delete(b"m:1")
+    group.app_put(b"n:1", b"other")
+    assert group.app_get(b"m:1") is None
+    assert group.app_get(b"m:3") == b"three"
+    assert list(group.app_items(b"m:")) == [(b"m:2", b"two"), (b"m:3", b"three")]
+    store.commit()
+    store = reopen(store, db_path)
+    group = store.group("q1")
+    assert list(group.app_items()) == [(b"m:2", b"two"), (b"m:3", b"three"), (b"n:1", b"other")]
+    store.close()
+
+
+def test_app_keys_of_one_group_are_invisible_to_another(store):
+    first = store.create_group("a", CONF)
+    second = store.create_group("ab", CONF)
+    first.app_put(b"\xff\xff", b"edge")
+    store.commit()
+    assert list(first.app_items(b"\xff")) == [(b"\xff\xff", b"edge")]
+    assert second.app_get(b"\xff\xff") is None
+    assert list(second.app_items()) == []
+
+
+# -- group commit ---------------------------------------------------------------------------------
+
+
+def test_staged_changes_of_many_groups_are_written_by_one_synced_commit(store, db_path):
+    groups = [store.create_group(f"q{i}", CONF) for i in range(50)]
+    store.commit()
+    writes_before, syncs_before = store.wal_stats()
+    for group in groups:
+        group.append(entries(1, 4, 1))
+        group.set_hard_state(HardState(term=1, vote="n1", commit=2))
+        group.app_put(b"body", b"x")
+    assert store.wal_stats() == (writes_before, syncs_before)
+    assert stored_entry_indexes(db_path, "q0") == []
+    store.commit()
+    assert store.wal_stats() == (writes_before + 1, syncs_before + 1)
+    assert stored_entry_indexes(db_path, "q7") == [1, 2, 3]
+    store = reopen(store, db_path)
+    assert all(store.group(f"q{i}").entries(1, 4) == entries(1, 4, 1) for i in range(50))
+    store.close()
+
+
+def test_uncommitted_changes_are_lost_on_close(store, db_path):
+    group = committed_group(store, upto=3)
+    group.append(entries(4, 6, 1))
+    group.set_hard_state(HardState(term=9))
+    store = reopen(store, db_path)
+    assert store.group("q1").last_index() == 3
+    assert store.group("q1").initial_state()[0] == HardState(term=1)
+    store.close()
+
+
+def test_reopen_keeps_every_group_state_snapshot_and_entry(store, db_path):
+    group = committed_group(store, upto=20, term=2)
+    group.set_hard_state(HardState(term=2, vote="n3", commit=15))
+    group.create_snapshot(12, CONF, b"snap")
+    group.compact(10)
+    store.commit()
+    before = (
+        group.initial_state(),
+        group.first_index(),
+        group.last_index(),
+        group.snapshot(),
+        group.term(10),
+    )
+    store = reopen(store, db_path)
+    group = store.group("q1")
+    after = (group.initial_state(), group.first_index(), group.last_index(), group.snapshot(), group.term(10))
+    assert after == before
+    assert group.entries(11, 21) == entries(11, 21, 2)
+    store.close()
+
+
+# -- corruption and torn tails ----------------------------------------------------------------------
+
+
+def test_a_damaged_entry_in_the_middle_refuses_to_open_naming_group_and_index(store, db_path):
+    committed_group(store, upto=10)
+    store.close()
+    key = GroupKeys("q1").entry(5)
+    raw_write(db_path, {key: flipped(db_path, key)})
+    with pytest.raises(CorruptionError, match="'q1' index 5") as caught:
+        NodeStore.open(db_path)
+    assert (caught.value.group, caught.value.index) == ("q1", 5)
+
+
+def test_damaged_last_entries_are_discarded_on_open(store, db_path):
+    committed_group(store, upto=10)
+    store.close()
+    group_keys = GroupKeys("q1")
+    raw_write(db_path, {group_keys.entry(i): flipped(db_path, group_keys.entry(i)) for i in (9, 10)})
+    store = NodeStore.open(db_path)
+    assert store.group("q1").last_index() == 8
+    assert store.group("q1").entries(1, 9) == entries(1, 9, 1)
+    store = reopen(store, db_path)
+    assert store.group("q1").last_index() == 8
+    assert stored_entry_indexes(db_path, "q1") == list(range(1, 9))
+    store.close()
+
+
+def test_entries_after_a_gap_at_the_end_are_discarded_on_open(store, db_path):
+    committed_group(store, upto=10)
+    store.close()
+    raw_write(db_path, {GroupKeys("q1").entry(8): None})
+    store = NodeStore.open(db_path)
+    assert store.group("q1").last_index() == 7
+    store.close()
+
+
+def test_a_commit_index_beyond_the_last_valid_entry_refuses_to_open(store, db_path):
+    group = committed_group(store, upto=10)
+    group.set_hard_state(HardState(term=1, commit=10))
+    store.commit()
+    store.close()
+    key = GroupKeys("q1").entry(10)
+    raw_write(db_path, {key: flipped(db_path, key)})
+    with pytest.raises(CorruptionError, match="'q1' index 10: commit index beyond"):
+        NodeStore.open(db_path)
+
+
+def test_an_unreadable_hard_state_refuses_to_open(store, db_path):
+    committed_group(store)
+    store.close()
+    key = GroupKeys("q1").hard_state
+    raw_write(db_path, {key: flipped(db_path, key)})
+    with pytest.raises(CorruptionError, match="'q1' metadata: record H"):
+        NodeStore.open(db_path)
+
+
+def test_a_value_copied_under_another_index_fails_its_checksum(store, db_path):
+    committed_group(store, upto=10)
+    store.close()
+    group_keys = GroupKeys("q1")
+    copied = Rdict(str(db_path), Options(raw_mode=True), access_type=AccessType.read_only())
+    value = copied[group_keys.entry(4)]
+    copied.close()
+    raw_write(db_path, {group_keys.entry(3): value})
+    with pytest.raises(CorruptionError, match="index 3"):
+        NodeStore.open(db_path)
+
+
+def test_corruption_found_by_a_read_names_group_and_index(store, db_path):
+    committed_group(store, upto=10)
+    store = reopen(store, db_path)
+    group = store.group("q1")
+    key = GroupKeys("q1").entry(4)
+    store._db[key] = b"garbage"
+    with pytest.raises(CorruptionError, match="'q1' index 4"):
+        group.entries(1, 11)
+    store.close()
