@@ -354,7 +354,7 @@ class GroupLog:
         return snapshot
 
     def compact(self, index: int) -> None:
-        """Stage dropping every entry up to `index` (at most the snapshot's index); no effect if done already."""
+        """Stage dropping entries up to `index` (at most the snapshot index); no effect if already done."""
         if index <= self._start_index:
             return
         if index > self._snapshot_meta.index:
