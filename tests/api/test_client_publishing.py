@@ -1,0 +1,136 @@
+"""Confirmed publishing: retries reuse publisher and seq; the pipelined Publisher bounds its window."""
+
+import asyncio
+from typing import Any
+
+import pytest
+from aiohttp import web
+from client_fakes import error, serve
+
+from api.client import QuorumqClient, RejectedPublishError
+
+
+class DedupQueue:
+    """A fake publish endpoint that assigns ids and answers a repeated (publisher, seq) with the same ids."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, int]] = []
+        self.confirmed: dict[tuple[str, int], list[int]] = {}
+        self.next_id = 0
+        self.bodies: dict[int, str] = {}
+
+    def confirm(self, body: dict[str, Any]) -> web.Response:
+        key = (body["publisher"], body["seq"])
+        if key not in self.confirmed:
+            count = len(body["messages"])
+            self.confirmed[key] = list(range(self.next_id, self.next_id + count))
+            self.next_id += count
+            self.bodies.update(zip(self.confirmed[key], (m["body"] for m in body["messages"]), strict=True))
+        return web.json_response({"ids": self.confirmed[key]}, status=201)
+
+    def app(self, first_answers: list[str]) -> web.Application:
+        """Answer publishes; the first ones instead do what `first_answers` says ('503' or 'drop')."""
+
+        async def publish(request: web.Request) -> web.Response:
+            body = await request.json()
+            self.requests.append((body["publisher"], body["seq"]))
+            if first_answers:
+                if first_answers.pop(0) == "drop":
+                    assert request.transport is not None
+                    request.transport.close()
+                    return web.Response()
+                return error(503, "no_leader", "election running")
+            return self.confirm(body)
+
+        app = web.Application()
+        app.router.add_post("/api/queues/{q}/messages", publish)
+        return app
+
+
+@pytest.mark.parametrize("failure", ["503", "drop"])
+async def test_retried_publish_keeps_publisher_and_seq(failure: str) -> None:
+    queue = DedupQueue()
+    async with serve(queue.app([failure, failure])) as node, QuorumqClient([node]) as client:
+        assert await client.publish("q", [b"a", b"b"]) == [0, 1]
+    assert len(queue.requests) == 3
+    assert set(queue.requests) == {(client.publisher_id, 1)}
+
+
+async def test_publish_retry_after_dropped_connection_moves_to_next_node_with_same_seq() -> None:
+    queue = DedupQueue()
+    async with (
+        serve(queue.app(["drop"])) as first,
+        serve(queue.app([])) as second,
+        QuorumqClient([first, second]) as client,
+    ):
+        assert await client.publish("q", "x") == [0]
+    assert queue.requests == [(client.publisher_id, 1), (client.publisher_id, 1)]
+
+
+async def test_each_publish_request_takes_the_next_seq() -> None:
+    queue = DedupQueue()
+    async with serve(queue.app([])) as node, QuorumqClient([node]) as client:
+        await client.publish("q", "a")
+        await client.publish("q", "b")
+        await client.publish("q", "c", publisher="spark-query-1", seq=42)
+    assert queue.requests == [(client.publisher_id, 1), (client.publisher_id, 2), ("spark-query-1", 42)]
+
+
+async def test_publisher_keeps_at_most_window_requests_in_flight_and_confirms_every_message() -> None:
+    window, batch, total = 4, 10, 200
+    in_flight = 0
+    most_in_flight = 0
+    batch_sizes: list[int] = []
+    window_filled = asyncio.Event()
+    queue = DedupQueue()
+
+    async def publish(request: web.Request) -> web.Response:
+        nonlocal in_flight, most_in_flight
+        body = await request.json()
+        batch_sizes.append(len(body["messages"]))
+        in_flight += 1
+        most_in_flight = max(most_in_flight, in_flight)
+        if in_flight == window:
+            # Hold the full window a moment: a publisher ignoring its window would send more meanwhile.
+            await asyncio.sleep(0.1)
+            window_filled.set()
+        await window_filled.wait()
+        in_flight -= 1
+        return queue.confirm(body)
+
+    app = web.Application()
+    app.router.add_post("/api/queues/{q}/messages", publish)
+    async with (
+        serve(app) as node,
+        QuorumqClient([node]) as client,
+        client.publisher("q", window=window, batch=batch) as pub,
+    ):
+        confirms = [await pub.send(f"m{i}") for i in range(total)]
+    assert most_in_flight == window
+    assert batch_sizes == [batch] * (total // batch)
+    assert sorted(confirm.result() for confirm in confirms) == list(range(total))
+
+
+async def test_publisher_fails_the_confirms_of_a_rejected_batch_and_flush_raises() -> None:
+    async def full(request: web.Request) -> web.Response:
+        return error(507, "reject-publish", "queue is full")
+
+    app = web.Application()
+    app.router.add_post("/api/queues/{q}/messages", full)
+    async with serve(app) as node, QuorumqClient([node]) as client:
+        pub = client.publisher("q")
+        confirm = await pub.send(b"x")
+        with pytest.raises(RejectedPublishError):
+            await confirm
+        with pytest.raises(RejectedPublishError):
+            await pub.flush()
+        await pub.close()
+
+
+async def test_publish_all_returns_ids_in_message_order() -> None:
+    queue = DedupQueue()
+    messages = [f"m{i}" for i in range(25)]
+    async with serve(queue.app([])) as node, QuorumqClient([node]) as client:
+        ids = await client.publish_all("q", iter(messages), window=3, batch=4)
+    assert [queue.bodies[message_id] for message_id in ids] == messages
+    assert len(queue.requests) == 7
