@@ -1,0 +1,133 @@
+"""Declare-time queue arguments (RabbitMQ names) parsed into a validated, canonical `QueueConfig`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+INT64_MAX = 2**63 - 1
+AT_LEAST_ONCE_RULE = "at-least-once dead-lettering requires x-overflow reject-publish"
+
+
+class ArgumentError(ValueError):
+    """A queue argument is unknown or has a value it cannot take; `argument` names it."""
+
+    def __init__(self, argument: str, reason: str) -> None:
+        super().__init__(f"{argument}: {reason}")
+        self.argument = argument
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class QueueConfig:
+    """A quorum queue's configuration; every optional setting is `None` when unset."""
+
+    queue_type: str = "quorum"
+    initial_group_size: int | None = None
+    target_group_size: int | None = None
+    leader_locator: str | None = None
+    max_length: int | None = None
+    max_length_bytes: int | None = None
+    overflow: str | None = None
+    delivery_limit: int | None = None
+    dead_letter_queue: str | None = None
+    dead_letter_strategy: str | None = None
+    message_ttl: int | None = None
+    expires: int | None = None
+    single_active_consumer: bool | None = None
+    lease_period: int | None = None
+
+    @property
+    def rejects_publish(self) -> bool:
+        """True when a full queue refuses publishes instead of dropping its head."""
+        return self.overflow == "reject-publish"
+
+    @property
+    def dead_letters_at_least_once(self) -> bool:
+        """At-least-once dead-lettering is in force only with a target and reject-publish."""
+        return (
+            self.dead_letter_strategy == "at-least-once"
+            and self.dead_letter_queue is not None
+            and self.rejects_publish
+        )
+
+    def to_arguments(self) -> dict[str, Any]:
+        """The canonical argument dict: the queue type plus every set value, in a fixed order."""
+        return {
+            argument: getattr(self, field_name)
+            for argument, (field_name, _) in _ARGUMENTS.items()
+            if getattr(self, field_name) is not None
+        }
+
+
+def _integer(minimum: int) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        if type(value) is not int:
+            return f"must be an integer, got {type(value).__name__}"
+        if value < minimum:
+            return f"must be >= {minimum}, got {value}"
+        if value > INT64_MAX:
+            return f"must be <= {INT64_MAX}"
+        return None
+
+    return check
+
+
+def _one_of(*choices: str) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        if value not in choices or type(value) is not str:
+            return f"must be one of {', '.join(choices)}, got {value!r}"
+        return None
+
+    return check
+
+
+def _queue_name(value: Any) -> str | None:
+    if type(value) is not str or not value:
+        return f"must be a non-empty string, got {value!r}"
+    return None
+
+
+def _boolean(value: Any) -> str | None:
+    if type(value) is not bool:
+        return f"must be a boolean, got {type(value).__name__}"
+    return None
+
+
+_ARGUMENTS: dict[str, tuple[str, Callable[[Any], str | None]]] = {
+    "x-queue-type": ("queue_type", _one_of("quorum")),
+    "x-quorum-initial-group-size": ("initial_group_size", _integer(1)),
+    "x-quorum-target-group-size": ("target_group_size", _integer(1)),
+    "x-queue-leader-locator": ("leader_locator", _one_of("client-local", "balanced")),
+    "x-max-length": ("max_length", _integer(0)),
+    "x-max-length-bytes": ("max_length_bytes", _integer(0)),
+    "x-overflow": ("overflow", _one_of("drop-head", "reject-publish")),
+    "x-delivery-limit": ("delivery_limit", _integer(0)),
+    "x-dead-letter-queue": ("dead_letter_queue", _queue_name),
+    "x-dead-letter-strategy": ("dead_letter_strategy", _one_of("at-most-once", "at-least-once")),
+    "x-message-ttl": ("message_ttl", _integer(0)),
+    "x-expires": ("expires", _integer(1)),
+    "x-single-active-consumer": ("single_active_consumer", _boolean),
+    "x-lease-period": ("lease_period", _integer(1)),
+}
+
+
+def parse_arguments(args: dict[str, Any]) -> QueueConfig:
+    """Validate RabbitMQ-style queue arguments; raise `ArgumentError` naming the first bad one."""
+    if not isinstance(args, dict):
+        raise ArgumentError("arguments", f"must be an object, got {type(args).__name__}")
+    values: dict[str, Any] = {}
+    for argument in sorted(args, key=str):
+        known = _ARGUMENTS.get(argument) if isinstance(argument, str) else None
+        if known is None:
+            raise ArgumentError(str(argument), "unknown argument")
+        field_name, check = known
+        problem = check(args[argument])
+        if problem is not None:
+            raise ArgumentError(argument, problem)
+        values[field_name] = args[argument]
+    config = QueueConfig(**values)
+    if config.dead_letter_strategy == "at-least-once" and not config.rejects_publish:
+        raise ArgumentError("x-dead-letter-strategy", AT_LEAST_ONCE_RULE)
+    return config

@@ -1,0 +1,307 @@
+"""Commands every replica applies, as validated frozen dataclasses, and their msgpack wire form.
+
+Each command carries `now_ms`, the leader's clock when it entered the log. Constructing a command with
+a value it cannot take raises `InvalidCommand`; `decode_command` turns every problem into
+`CommandDecodeError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+import msgpack
+
+from queue_state.arguments import INT64_MAX, ArgumentError, QueueConfig, parse_arguments
+
+
+class InvalidCommand(ValueError):
+    """A command field has a type or value the state machine does not accept."""
+
+
+class CommandDecodeError(ValueError):
+    """Bytes that are not a valid encoded command."""
+
+
+def _check_int(name: str, value: Any, minimum: int = 0) -> None:
+    if type(value) is not int or not minimum <= value <= INT64_MAX:
+        raise InvalidCommand(f"{name} must be an integer in [{minimum}, {INT64_MAX}], got {value!r}")
+
+
+def _check_optional_int(name: str, value: Any, minimum: int = 0) -> None:
+    if value is not None:
+        _check_int(name, value, minimum)
+
+
+def _check_name(name: str, value: Any) -> None:
+    if type(value) is not str or not value:
+        raise InvalidCommand(f"{name} must be a non-empty string, got {value!r}")
+
+
+def _check_optional_name(name: str, value: Any) -> None:
+    if value is not None:
+        _check_name(name, value)
+
+
+def _check_ids(ids: Any) -> None:
+    if type(ids) is not tuple:
+        raise InvalidCommand(f"ids must be a tuple, got {type(ids).__name__}")
+    for message_id in ids:
+        _check_int("id", message_id)
+
+
+@dataclass(frozen=True, slots=True)
+class NewMessage:
+    """A message to enqueue: body size in bytes and an optional per-message TTL in ms."""
+
+    size: int
+    expiration_ms: int | None = None
+
+    def __post_init__(self) -> None:
+        _check_int("size", self.size)
+        _check_optional_int("expiration_ms", self.expiration_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class Enqueue:
+    """Publish a batch; with `publisher` and `seq` a retry is answered with the first answer's ids."""
+
+    now_ms: int
+    messages: tuple[NewMessage, ...]
+    publisher: str | None = None
+    seq: int | None = None
+
+    def __post_init__(self) -> None:
+        _check_int("now_ms", self.now_ms)
+        if type(self.messages) is not tuple or any(type(m) is not NewMessage for m in self.messages):
+            raise InvalidCommand("messages must be a tuple of NewMessage")
+        _check_optional_name("publisher", self.publisher)
+        _check_optional_int("seq", self.seq)
+        if self.seq is not None and self.publisher is None:
+            raise InvalidCommand("seq requires a publisher")
+
+
+@dataclass(frozen=True, slots=True)
+class Checkout:
+    """Register a consumer or update its prefetch and priority."""
+
+    now_ms: int
+    consumer: str
+    prefetch: int
+    priority: int = 0
+
+    def __post_init__(self) -> None:
+        _check_int("now_ms", self.now_ms)
+        _check_name("consumer", self.consumer)
+        _check_int("prefetch", self.prefetch, minimum=1)
+        _check_int("priority", self.priority, minimum=-INT64_MAX)
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    """Cancel a consumer (or release a get holder); its unacked messages return to the queue."""
+
+    now_ms: int
+    consumer: str
+
+    def __post_init__(self) -> None:
+        _check_int("now_ms", self.now_ms)
+        _check_name("consumer", self.consumer)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerDown:
+    """The consumer (or get holder) is gone; its unacked messages return to the queue."""
+
+    now_ms: int
+    consumer: str
+
+    def __post_init__(self) -> None:
+        _check_int("now_ms", self.now_ms)
+        _check_name("consumer", self.consumer)
+
+
+@dataclass(frozen=True, slots=True)
+class _ByIds:
+    now_ms: int
+    ids: tuple[int, ...]
+    consumer: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_int("now_ms", self.now_ms)
+        _check_ids(self.ids)
+        _check_optional_name("consumer", self.consumer)
+
+
+@dataclass(frozen=True, slots=True)
+class Settle(_ByIds):
+    """Acknowledge checked-out messages; `consumer` None means whoever holds each one."""
+
+
+@dataclass(frozen=True, slots=True)
+class Return(_ByIds):
+    """Nack with requeue: the messages go back to the queue with one more failed delivery."""
+
+
+@dataclass(frozen=True, slots=True)
+class Discard(_ByIds):
+    """Nack without requeue: the messages are dead-lettered with reason `rejected`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Get:
+    """basic.get: take up to `count` ready messages; manual-ack ones are held by `holder`."""
+
+    now_ms: int
+    holder: str
+    count: int
+    auto_ack: bool
+
+    def __post_init__(self) -> None:
+        _check_int("now_ms", self.now_ms)
+        _check_name("holder", self.holder)
+        _check_int("count", self.count, minimum=1)
+        if type(self.auto_ack) is not bool:
+            raise InvalidCommand(f"auto_ack must be a boolean, got {self.auto_ack!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class _Timed:
+    now_ms: int
+
+    def __post_init__(self) -> None:
+        _check_int("now_ms", self.now_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class Purge(_Timed):
+    """Remove every ready message."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tick(_Timed):
+    """Let time pass: expire messages, leases, idle publishers and the queue itself."""
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateConfig:
+    """Replace the queue's configuration (policy change)."""
+
+    now_ms: int
+    config: QueueConfig
+
+    def __post_init__(self) -> None:
+        _check_int("now_ms", self.now_ms)
+        if type(self.config) is not QueueConfig:
+            raise InvalidCommand("config must be a QueueConfig")
+
+
+@dataclass(frozen=True, slots=True)
+class DlxCheckout:
+    """The at-least-once dead-letter worker asks for pending dead letters (taking over from another)."""
+
+    now_ms: int
+    worker: str
+    prefetch: int
+
+    def __post_init__(self) -> None:
+        _check_int("now_ms", self.now_ms)
+        _check_name("worker", self.worker)
+        _check_int("prefetch", self.prefetch, minimum=1)
+
+
+@dataclass(frozen=True, slots=True)
+class DlxSettle:
+    """The dead-letter target confirmed these messages; they leave the queue."""
+
+    now_ms: int
+    ids: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        _check_int("now_ms", self.now_ms)
+        _check_ids(self.ids)
+
+
+Command = (
+    Enqueue
+    | Checkout
+    | Cancel
+    | ConsumerDown
+    | Settle
+    | Return
+    | Discard
+    | Get
+    | Purge
+    | Tick
+    | UpdateConfig
+    | DlxCheckout
+    | DlxSettle
+)
+
+# Wire tags are part of the log format: append new ones, never renumber.
+_TAGS: dict[type, int] = {
+    Enqueue: 1,
+    Checkout: 2,
+    Cancel: 3,
+    ConsumerDown: 4,
+    Settle: 5,
+    Return: 6,
+    Discard: 7,
+    Get: 8,
+    Purge: 9,
+    Tick: 10,
+    UpdateConfig: 11,
+    DlxCheckout: 12,
+    DlxSettle: 13,
+}
+_TYPES: dict[int, type] = {tag: kind for kind, tag in _TAGS.items()}
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {kind: tuple(f.name for f in fields(kind)) for kind in _TAGS}
+
+
+def _to_wire(value: Any) -> Any:
+    if type(value) is tuple:
+        return [_to_wire(item) for item in value]
+    if type(value) is NewMessage:
+        return [value.size, value.expiration_ms]
+    if type(value) is QueueConfig:
+        return value.to_arguments()
+    return value
+
+
+def _from_wire(field_name: str, value: Any) -> Any:
+    if field_name == "messages":
+        if type(value) is not list:
+            raise InvalidCommand("messages must be a list")
+        return tuple(NewMessage(*message) for message in value)
+    if field_name == "ids":
+        if type(value) is not list:
+            raise InvalidCommand("ids must be a list")
+        return tuple(value)
+    if field_name == "config":
+        return parse_arguments(value)
+    return value
+
+
+def encode_command(cmd: Command) -> bytes:
+    """The msgpack form of a command: [tag, field values in declaration order]."""
+    kind = type(cmd)
+    return msgpack.packb([_TAGS[kind], *(_to_wire(getattr(cmd, name)) for name in _FIELD_NAMES[kind])])
+
+
+def decode_command(data: bytes) -> Command:
+    """Parse bytes from `encode_command`; any malformed input raises `CommandDecodeError`."""
+    try:
+        raw = msgpack.unpackb(data, raw=False, strict_map_key=True)
+        if type(raw) is not list or not raw or type(raw[0]) is not int or raw[0] not in _TYPES:
+            raise CommandDecodeError("not a tagged command")
+        kind = _TYPES[raw[0]]
+        names = _FIELD_NAMES[kind]
+        if len(raw) != len(names) + 1:
+            raise CommandDecodeError(f"{kind.__name__} takes {len(names)} fields, got {len(raw) - 1}")
+        return kind(*(_from_wire(name, value) for name, value in zip(names, raw[1:], strict=True)))
+    except CommandDecodeError:
+        raise
+    except (InvalidCommand, ArgumentError) as error:
+        raise CommandDecodeError(str(error)) from error
+    except Exception as error:  # msgpack raises several unrelated types on malformed bytes
+        raise CommandDecodeError(f"malformed command bytes: {error}") from error

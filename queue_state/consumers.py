@@ -1,0 +1,150 @@
+"""Who holds checked-out messages, and which consumer is served next.
+
+Consumers are served by priority (higher first) and round-robin among equal priority, each up to its
+prefetch. With single active consumer only one is served; the others wait, ordered by priority and
+then by registration, and the first of them takes over when the active one leaves.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from queue_state.messages import HeldMessage
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerInfo:
+    """A consumer as seen from outside."""
+
+    name: str
+    prefetch: int
+    priority: int
+    active: bool
+    unacknowledged: int
+
+
+class Holder:
+    """Anything holding checked-out messages: a `Get` with manual ack, or a consumer."""
+
+    __slots__ = ("held", "name")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.held: dict[int, HeldMessage] = {}
+
+
+class Consumer(Holder):
+    """A registered consumer: served while it has credit (prefetch minus held messages)."""
+
+    __slots__ = ("prefetch", "priority", "registration")
+
+    def __init__(self, name: str, prefetch: int, priority: int, registration: int) -> None:
+        super().__init__(name)
+        self.prefetch = prefetch
+        self.priority = priority
+        self.registration = registration
+
+    @property
+    def has_credit(self) -> bool:
+        return len(self.held) < self.prefetch
+
+
+class ConsumerRegistry:
+    """The queue's consumers, their service order, and (with single active consumer) the active one."""
+
+    __slots__ = ("_active", "_by_name", "_next_registration", "_rotations", "_single_active")
+
+    def __init__(self, single_active: bool) -> None:
+        self._single_active = single_active
+        self._by_name: dict[str, Consumer] = {}
+        self._rotations: dict[int, deque[Consumer]] = {}
+        self._active: Consumer | None = None
+        self._next_registration = 0
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def __iter__(self):
+        return iter(self._by_name.values())
+
+    def get(self, name: str) -> Consumer | None:
+        return self._by_name.get(name)
+
+    def is_active(self, consumer: Consumer) -> bool:
+        return not self._single_active or consumer is self._active
+
+    def register(self, name: str, prefetch: int, priority: int) -> None:
+        """Add a consumer, or update an existing one's prefetch and priority."""
+        consumer = self._by_name.get(name)
+        if consumer is None:
+            consumer = Consumer(name, prefetch, priority, self._next_registration)
+            self._next_registration += 1
+            self._by_name[name] = consumer
+        else:
+            self._leave_rotation(consumer)
+            consumer.prefetch = prefetch
+            consumer.priority = priority
+        self._rotations.setdefault(priority, deque()).append(consumer)
+        self._elect()
+
+    def remove(self, name: str) -> Consumer | None:
+        consumer = self._by_name.pop(name, None)
+        if consumer is not None:
+            self._leave_rotation(consumer)
+            if consumer is self._active:
+                self._active = None
+            self._elect()
+        return consumer
+
+    def set_single_active(self, single_active: bool) -> None:
+        self._single_active = single_active
+        if not single_active:
+            self._active = None
+        self._elect()
+
+    def next_with_credit(self) -> Consumer | None:
+        """The consumer to serve next, rotated to the back of its priority level; None if nobody can."""
+        if self._single_active:
+            active = self._active
+            return active if active is not None and active.has_credit else None
+        for priority in sorted(self._rotations, reverse=True):
+            rotation = self._rotations[priority]
+            for _ in range(len(rotation)):
+                consumer = rotation[0]
+                rotation.rotate(-1)
+                if consumer.has_credit:
+                    return consumer
+        return None
+
+    def _leave_rotation(self, consumer: Consumer) -> None:
+        rotation = self._rotations[consumer.priority]
+        rotation.remove(consumer)
+        if not rotation:
+            del self._rotations[consumer.priority]
+
+    def _elect(self) -> None:
+        if self._single_active and self._active is None and self._by_name:
+            self._active = min(self._by_name.values(), key=lambda c: (-c.priority, c.registration))
+
+    def to_wire(self) -> dict[str, Any]:
+        """Registration counter, consumers in registration-dict order, rotation order, active one."""
+        return {
+            "next_registration": self._next_registration,
+            "consumers": [[c.name, c.prefetch, c.priority, c.registration] for c in self._by_name.values()],
+            "rotations": [[p, [c.name for c in r]] for p, r in self._rotations.items()],
+            "active": None if self._active is None else self._active.name,
+        }
+
+    @classmethod
+    def from_wire(cls, single_active: bool, wire: dict[str, Any]) -> ConsumerRegistry:
+        registry = cls(single_active)
+        registry._next_registration = wire["next_registration"]
+        for name, prefetch, priority, registration in wire["consumers"]:
+            registry._by_name[name] = Consumer(name, prefetch, priority, registration)
+        for priority, names in wire["rotations"]:
+            registry._rotations[priority] = deque(registry._by_name[name] for name in names)
+        if wire["active"] is not None:
+            registry._active = registry._by_name[wire["active"]]
+        return registry

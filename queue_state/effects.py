@@ -1,0 +1,153 @@
+"""What `QueueMachine.apply` returns: a reply for the caller and effects for the node to carry out.
+
+Effects are data; the node performs them in list order. Bodies live in the node's store, keyed by
+message id: a `DeadLetter` needs them, so `ForgetBodies` always comes after it. For an auto-ack `Get`
+the reply's messages are forgotten at once: the node reads the reply's bodies before running effects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEAD_LETTER_REASONS = ("rejected", "expired", "maxlen", "delivery_limit")
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One message handed out; `delivery_count` is the number of failed attempts before this one."""
+
+    id: int
+    delivery_count: int
+    redelivered: bool
+    enqueued_at_ms: int
+
+
+# Effects
+
+
+@dataclass(frozen=True, slots=True)
+class Deliver:
+    """Send these messages (bodies read by id) to a consumer, in order."""
+
+    consumer: str
+    deliveries: tuple[Delivery, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """At-most-once dead-lettering: publish these messages to `target` with x-death, then forget."""
+
+    reason: str
+    target: str | None
+    deliveries: tuple[Delivery, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetBodies:
+    """These messages left the queue for good; their bodies may be deleted."""
+
+    ids: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class QueueExpired:
+    """The queue stayed unused for its `x-expires` period; the node should delete it."""
+
+
+Effect = Deliver | DeadLetter | ForgetBodies | QueueExpired
+
+
+# Replies
+
+
+@dataclass(frozen=True, slots=True)
+class Enqueued:
+    """The publish was taken; these ids were assigned, in message order."""
+
+    ids: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Duplicate:
+    """The (publisher, seq) was seen before: its ids, or None when it fell below the dedup window."""
+
+    ids: tuple[int, ...] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """The whole publish was refused (reject-publish overflow)."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Ok:
+    """The command was applied."""
+
+
+@dataclass(frozen=True, slots=True)
+class Deliveries:
+    """Messages returned by `Get` or `DlxCheckout`; for the latter `reasons[i]` is why deliveries[i] died."""
+
+    deliveries: tuple[Delivery, ...]
+    reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Purged:
+    """`count` ready messages were removed."""
+
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """The command (or part of it, for unknown ids) could not be applied."""
+
+    code: str
+    reason: str
+
+
+Reply = Enqueued | Duplicate | Rejected | Ok | Deliveries | Purged | Failure
+
+
+class EffectCollector:
+    """Gathers one command's effects; emits deliveries, then dead letters, then forgets."""
+
+    __slots__ = ("_dead_letters", "_deliveries", "_forgotten", "_queue_expired")
+
+    def __init__(self) -> None:
+        self._deliveries: dict[str, list[Delivery]] = {}
+        self._dead_letters: dict[tuple[str, str | None], list[Delivery]] = {}
+        self._forgotten: list[int] = []
+        self._queue_expired = False
+
+    def deliver(self, consumer: str, delivery: Delivery) -> None:
+        self._deliveries.setdefault(consumer, []).append(delivery)
+
+    def dead_letter(self, reason: str, target: str | None, delivery: Delivery) -> None:
+        self._dead_letters.setdefault((reason, target), []).append(delivery)
+
+    def forget(self, message_id: int) -> None:
+        self._forgotten.append(message_id)
+
+    def forget_all(self, message_ids: list[int]) -> None:
+        self._forgotten.extend(message_ids)
+
+    def queue_expired(self) -> None:
+        self._queue_expired = True
+
+    def effects(self) -> list[Effect]:
+        effects: list[Effect] = [
+            Deliver(consumer, tuple(deliveries)) for consumer, deliveries in self._deliveries.items()
+        ]
+        effects.extend(
+            DeadLetter(reason, target, tuple(deliveries))
+            for (reason, target), deliveries in self._dead_letters.items()
+        )
+        if self._forgotten:
+            effects.append(ForgetBodies(tuple(self._forgotten)))
+        if self._queue_expired:
+            effects.append(QueueExpired())
+        return effects

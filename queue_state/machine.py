@@ -1,0 +1,487 @@
+"""`QueueMachine`: the quorum queue every replica builds by applying the same commands in order.
+
+`apply(cmd)` mutates the state and returns `(reply, effects)`; it reads no clock (time is
+`max(last seen, cmd.now_ms)`) and performs no I/O. After every command the machine expires messages at
+the head, hands ready messages to consumers with credit and enforces drop-head length limits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from queue_state.arguments import QueueConfig, parse_arguments
+from queue_state.commands import (
+    Cancel,
+    Checkout,
+    Command,
+    ConsumerDown,
+    Discard,
+    DlxCheckout,
+    DlxSettle,
+    Enqueue,
+    Get,
+    Purge,
+    Return,
+    Settle,
+    Tick,
+    UpdateConfig,
+)
+from queue_state.consumers import ConsumerInfo, ConsumerRegistry, Holder
+from queue_state.dead_letters import DeadLetterQueue
+from queue_state.effects import (
+    Deliveries,
+    Delivery,
+    Effect,
+    EffectCollector,
+    Enqueued,
+    Failure,
+    Ok,
+    Purged,
+    Rejected,
+    Reply,
+)
+from queue_state.messages import NO_EXPIRY, HeldMessage, MessageFifo, ReadyMessage
+from queue_state.publishers import PublisherDedup
+from queue_state.snapshot import END_OF_SNAPSHOT, SnapshotError, SnapshotReader, pack_chunk, snapshot_header
+from queue_state.stats import QueueStats
+
+STRATEGY_CHANGED = "dead_letter_strategy_changed"
+_ROWS_PER_CHUNK = 65536
+_PUBLISHERS_PER_CHUNK = 64
+
+
+class QueueMachine:
+    """One quorum queue's replicated state: ready, checked-out and dead-lettered message metadata."""
+
+    def __init__(self, name: str, config: QueueConfig) -> None:
+        self.name = name
+        self._config = config
+        self._now = 0
+        self._next_id = 1
+        self._returns = MessageFifo()
+        self._main = MessageFifo()
+        self._consumers = ConsumerRegistry(bool(config.single_active_consumer))
+        self._get_holders: dict[str, Holder] = {}
+        self._holder_of: dict[int, Holder] = {}
+        self._held_bytes = 0
+        self._dead_letters = DeadLetterQueue()
+        self._publishers = PublisherDedup()
+        self._dead_lettered: dict[str, int] = {}
+        self._dropped: dict[str, int] = {}
+        self._last_active_ms: int | None = None
+        self._expiry_signalled = False
+
+    @property
+    def config(self) -> QueueConfig:
+        return self._config
+
+    def apply(self, cmd: Command) -> tuple[Reply, list[Effect]]:
+        """Apply one committed command; return the reply for its caller and the effects to carry out."""
+        handler = _HANDLERS.get(type(cmd))
+        if handler is None:
+            raise TypeError(f"not a queue command: {type(cmd).__name__}")
+        self._now = max(self._now, cmd.now_ms)
+        if self._last_active_ms is None:
+            self._last_active_ms = self._now
+        out = EffectCollector()
+        reply = handler(self, cmd, out)
+        self._serve(out)
+        return reply, out.effects()
+
+    # Command handlers
+
+    def _enqueue(self, cmd: Enqueue, out: EffectCollector) -> Reply:
+        self._mark_used()
+        window = None
+        if cmd.publisher is not None:
+            window = self._publishers.touch(cmd.publisher, self._now)
+            if cmd.seq is not None:
+                duplicate = self._publishers.duplicate_of(cmd.publisher, cmd.seq)
+                if duplicate is not None:
+                    return duplicate
+        if self._config.rejects_publish and self._over_limit(headroom=1):
+            return Rejected("reject-publish: the queue is at its length limit")
+        first_id, count = self._next_id, len(cmd.messages)
+        self._next_id += count
+        queue_ttl = self._config.message_ttl
+        self._main.push_new(
+            first_id,
+            [message.size for message in cmd.messages],
+            self._now,
+            [_expires_at(self._now, queue_ttl, message.expiration_ms) for message in cmd.messages],
+        )
+        if window is not None and cmd.seq is not None:
+            window.record(cmd.seq, first_id, count)
+        return Enqueued(tuple(range(first_id, first_id + count)))
+
+    def _checkout(self, cmd: Checkout, out: EffectCollector) -> Reply:
+        self._mark_used()
+        self._consumers.register(cmd.consumer, cmd.prefetch, cmd.priority)
+        return Ok()
+
+    def _release_client(self, cmd: Cancel | ConsumerDown, out: EffectCollector) -> Reply:
+        """Cancel and down: the consumer and get holder of that name give back what they hold."""
+        consumer = self._consumers.remove(cmd.consumer)
+        get_holder = self._get_holders.pop(cmd.consumer, None)
+        if consumer is None and get_holder is None:
+            return Failure("unknown_consumer", f"no consumer {cmd.consumer!r}")
+        for holder in (consumer, get_holder):
+            if holder is not None:
+                for held in list(holder.held.values()):
+                    self._requeue(self._release(holder, held.message.id).failed_once_more(), out)
+        if consumer is not None and not len(self._consumers):
+            self._mark_used()
+        return Ok()
+
+    def _settle(self, cmd: Settle, out: EffectCollector) -> Reply:
+        messages, failure = self._take_held(cmd.ids, cmd.consumer)
+        out.forget_all([message.id for message in messages])
+        return failure or Ok()
+
+    def _return(self, cmd: Return, out: EffectCollector) -> Reply:
+        messages, failure = self._take_held(cmd.ids, cmd.consumer)
+        for message in messages:
+            self._requeue(message.failed_once_more(), out)
+        return failure or Ok()
+
+    def _discard(self, cmd: Discard, out: EffectCollector) -> Reply:
+        messages, failure = self._take_held(cmd.ids, cmd.consumer)
+        for message in messages:
+            self._dead_letter(message, "rejected", out)
+        return failure or Ok()
+
+    def _get(self, cmd: Get, out: EffectCollector) -> Reply:
+        self._mark_used()
+        deliveries: list[Delivery] = []
+        while len(deliveries) < cmd.count:
+            self._expire_heads(out)
+            if not self._has_ready():
+                break
+            message = self._pop_ready()
+            deliveries.append(message.delivery())
+            if cmd.auto_ack:
+                out.forget(message.id)
+            else:
+                holder = self._get_holders.setdefault(cmd.holder, Holder(cmd.holder))
+                self._hold(holder, message, self._now)
+        return Deliveries(tuple(deliveries))
+
+    def _purge(self, cmd: Purge, out: EffectCollector) -> Reply:
+        ids = self._returns.clear() + self._main.clear()
+        out.forget_all(ids)
+        return Purged(len(ids))
+
+    def _tick(self, cmd: Tick, out: EffectCollector) -> Reply:
+        self._publishers.forget_idle(self._now)
+        lease = self._config.lease_period
+        if lease is not None:
+            for holder in [*self._consumers, *self._get_holders.values()]:
+                while holder.held:
+                    oldest = next(iter(holder.held.values()))
+                    if oldest.since_ms + lease > self._now:
+                        break
+                    self._requeue(self._release(holder, oldest.message.id).failed_once_more(), out)
+        expiry = self._queue_expiry_ms()
+        if expiry is not None and self._now >= expiry:
+            self._expiry_signalled = True
+            out.queue_expired()
+        return Ok()
+
+    def _update_config(self, cmd: UpdateConfig, out: EffectCollector) -> Reply:
+        was_at_least_once = self._config.dead_letters_at_least_once
+        self._config = cmd.config
+        self._consumers.set_single_active(bool(cmd.config.single_active_consumer))
+        if was_at_least_once and not cmd.config.dead_letters_at_least_once:
+            ids = self._dead_letters.drop_all()
+            _count(self._dropped, STRATEGY_CHANGED, len(ids))
+            out.forget_all(ids)
+        return Ok()
+
+    def _dlx_checkout(self, cmd: DlxCheckout, out: EffectCollector) -> Reply:
+        if not self._config.dead_letters_at_least_once:
+            return Failure("not_at_least_once", "the queue does not dead-letter at-least-once")
+        letters = self._dead_letters.checkout(cmd.worker, cmd.prefetch)
+        return Deliveries(
+            tuple(letter.delivery() for letter in letters), tuple(letter.reason for letter in letters)
+        )
+
+    def _dlx_settle(self, cmd: DlxSettle, out: EffectCollector) -> Reply:
+        settled, unknown = self._dead_letters.settle(cmd.ids)
+        out.forget_all(settled)
+        if unknown:
+            return Failure("unknown_ids", f"not checked out by the dead-letter worker: {unknown}")
+        return Ok()
+
+    # Moving messages
+
+    def _serve(self, out: EffectCollector) -> None:
+        """Expire the head, deliver to consumers with credit, then drop the head while over a limit."""
+        while True:
+            self._expire_heads(out)
+            if not self._has_ready():
+                break
+            consumer = self._consumers.next_with_credit()
+            if consumer is None:
+                break
+            message = self._pop_ready()
+            self._hold(consumer, message, self._now)
+            out.deliver(consumer.name, message.delivery())
+        if not self._config.rejects_publish:
+            while self._has_ready() and self._over_limit():
+                self._dead_letter(self._pop_ready(), "maxlen", out)
+
+    def _expire_heads(self, out: EffectCollector) -> None:
+        for fifo in (self._returns, self._main):
+            while fifo.head_expires_at() < self._now:
+                self._dead_letter(fifo.pop(), "expired", out)
+
+    def _has_ready(self) -> bool:
+        return bool(self._returns) or bool(self._main)
+
+    def _pop_ready(self) -> ReadyMessage:
+        return self._returns.pop() if self._returns else self._main.pop()
+
+    def _hold(self, holder: Holder, message: ReadyMessage, since_ms: int) -> None:
+        holder.held[message.id] = HeldMessage(message, since_ms)
+        self._holder_of[message.id] = holder
+        self._held_bytes += message.size
+
+    def _release(self, holder: Holder, message_id: int) -> ReadyMessage:
+        message = holder.held.pop(message_id).message
+        del self._holder_of[message_id]
+        self._held_bytes -= message.size
+        if not holder.held and self._get_holders.get(holder.name) is holder:
+            del self._get_holders[holder.name]
+        return message
+
+    def _take_held(
+        self, ids: tuple[int, ...], owner: str | None
+    ) -> tuple[list[ReadyMessage], Failure | None]:
+        """Release the ids `owner` (anyone if None) holds; a Failure names the ids it did not hold."""
+        if owner is not None and self._consumers.get(owner) is None and owner not in self._get_holders:
+            return [], Failure("unknown_consumer", f"no consumer {owner!r}")
+        taken, unknown = [], []
+        for message_id in ids:
+            holder = self._holder_of.get(message_id)
+            if holder is None or (owner is not None and holder.name != owner):
+                unknown.append(message_id)
+            else:
+                taken.append(self._release(holder, message_id))
+        failure = Failure("unknown_ids", f"not checked out: {unknown}") if unknown else None
+        return taken, failure
+
+    def _requeue(self, message: ReadyMessage, out: EffectCollector) -> None:
+        """A failed delivery: dead-letter past the delivery limit, else back to returns or the tail."""
+        limit = self._config.delivery_limit
+        if limit is None:
+            self._main.push(message)
+        elif message.delivery_count > limit:
+            self._dead_letter(message, "delivery_limit", out)
+        else:
+            self._returns.push(message)
+
+    def _dead_letter(self, message: ReadyMessage, reason: str, out: EffectCollector) -> None:
+        target = self._config.dead_letter_queue
+        if self._config.dead_letters_at_least_once:
+            self._dead_letters.add(message, reason)
+            _count(self._dead_lettered, reason)
+            return
+        if target is None:
+            _count(self._dropped, reason)
+        else:
+            out.dead_letter(reason, target, message.delivery())
+            _count(self._dead_lettered, reason)
+        out.forget(message.id)
+
+    # Limits and time
+
+    def _limited_count_and_bytes(self) -> tuple[int, int]:
+        """What length limits count: ready plus dead letters pending, never checked-out messages."""
+        ready = len(self._returns) + len(self._main)
+        ready_bytes = self._returns.total_bytes + self._main.total_bytes
+        return ready + len(self._dead_letters), ready_bytes + self._dead_letters.total_bytes
+
+    def _over_limit(self, headroom: int = 0) -> bool:
+        """True when the limited count or bytes exceed a limit minus `headroom` (1: at or over it)."""
+        count, size = self._limited_count_and_bytes()
+        max_length, max_bytes = self._config.max_length, self._config.max_length_bytes
+        return (max_length is not None and count > max_length - headroom) or (
+            max_bytes is not None and size > max_bytes - headroom
+        )
+
+    def _mark_used(self) -> None:
+        self._last_active_ms = self._now
+        self._expiry_signalled = False
+
+    def _queue_expiry_ms(self) -> int | None:
+        expires = self._config.expires
+        if expires is None or self._expiry_signalled or len(self._consumers) or self._last_active_ms is None:
+            return None
+        return self._last_active_ms + expires
+
+    # Queries
+
+    def stats(self) -> QueueStats:
+        """Counts and bytes by where messages are, and counts of messages that left with a reason."""
+        ready = len(self._returns) + len(self._main)
+        ready_bytes = self._returns.total_bytes + self._main.total_bytes
+        unacked, dlx = len(self._holder_of), len(self._dead_letters)
+        return QueueStats(
+            messages_ready=ready,
+            messages_unacknowledged=unacked,
+            dlx_pending=dlx,
+            messages=ready + unacked + dlx,
+            message_bytes=ready_bytes + self._held_bytes + self._dead_letters.total_bytes,
+            message_bytes_ready=ready_bytes,
+            message_bytes_unacknowledged=self._held_bytes,
+            message_bytes_dlx=self._dead_letters.total_bytes,
+            consumers=len(self._consumers),
+            publishers=len(self._publishers),
+            dead_lettered=dict(self._dead_lettered),
+            dropped=dict(self._dropped),
+        )
+
+    def next_deadline_ms(self) -> int | None:
+        """The earliest `now_ms` at which a Tick would change something (TTL, lease, expiry, publishers)."""
+        deadlines = []
+        head_expiry = min(self._returns.head_expires_at(), self._main.head_expires_at())
+        if head_expiry != NO_EXPIRY:
+            deadlines.append(head_expiry + 1)
+        lease = self._config.lease_period
+        if lease is not None:
+            deadlines.extend(
+                next(iter(holder.held.values())).since_ms + lease
+                for holder in (*self._consumers, *self._get_holders.values())
+                if holder.held
+            )
+        for deadline in (self._queue_expiry_ms(), self._publishers.next_forget_ms()):
+            if deadline is not None:
+                deadlines.append(deadline)
+        return min(deadlines) if deadlines else None
+
+    def checked_out(self, consumer: str) -> list[Delivery]:
+        """What a consumer (or get holder) of that name holds, in checkout order."""
+        holders = [h for h in (self._consumers.get(consumer), self._get_holders.get(consumer)) if h]
+        return [held.message.delivery() for holder in holders for held in holder.held.values()]
+
+    def consumers(self) -> list[ConsumerInfo]:
+        """Registered consumers in registration order."""
+        return [
+            ConsumerInfo(c.name, c.prefetch, c.priority, self._consumers.is_active(c), len(c.held))
+            for c in self._consumers
+        ]
+
+    def ready_messages(self) -> Iterator[ReadyMessage]:
+        """Ready messages in the order they will be served (returns first)."""
+        yield from self._returns
+        yield from self._main
+
+    def dead_letter_ids(self) -> list[int]:
+        """Ids of at-least-once dead letters not yet confirmed."""
+        return [letter.message.id for letter in self._dead_letters]
+
+    # Snapshots
+
+    def snapshot_chunks(self) -> Iterator[bytes]:
+        """The whole state as a stream of msgpack chunks, ready messages in bounded column slices."""
+        yield snapshot_header(
+            name=self.name,
+            config=self._config.to_arguments(),
+            now=self._now,
+            next_id=self._next_id,
+            last_active_ms=self._last_active_ms,
+            expiry_signalled=self._expiry_signalled,
+            dead_lettered=self._dead_lettered,
+            dropped=self._dropped,
+            consumers=self._consumers.to_wire(),
+        )
+        for kind, fifo in (("returns", self._returns), ("main", self._main)):
+            for columns in fifo.column_chunks(_ROWS_PER_CHUNK):
+                yield pack_chunk(kind, columns)
+        holders = [(True, consumer) for consumer in self._consumers]
+        holders += [(False, holder) for holder in self._get_holders.values()]
+        for is_consumer, holder in holders:
+            held = [[*item.message, item.since_ms] for item in holder.held.values()]
+            yield pack_chunk("held", [holder.name, is_consumer, held])
+        yield pack_chunk("dead_letters", self._dead_letters.to_wire())
+        publishers = self._publishers.to_wire()
+        for start in range(0, len(publishers), _PUBLISHERS_PER_CHUNK):
+            yield pack_chunk("publishers", publishers[start : start + _PUBLISHERS_PER_CHUNK])
+        yield pack_chunk(END_OF_SNAPSHOT, None)
+
+    @classmethod
+    def restore(cls, chunks: Iterable[bytes]) -> QueueMachine:
+        """Rebuild a machine from `snapshot_chunks` output; raises `SnapshotError` on bad input."""
+        try:
+            return cls._restore(SnapshotReader(chunks))
+        except SnapshotError:
+            raise
+        except Exception as error:  # a damaged snapshot can fail in many ways; report one
+            raise SnapshotError(f"malformed snapshot: {error!r}") from error
+
+    @classmethod
+    def _restore(cls, reader: SnapshotReader) -> QueueMachine:
+        header = reader.header
+        machine = cls(header["name"], parse_arguments(header["config"]))
+        machine._now = header["now"]
+        machine._next_id = header["next_id"]
+        machine._last_active_ms = header["last_active_ms"]
+        machine._expiry_signalled = header["expiry_signalled"]
+        machine._dead_lettered = dict(header["dead_lettered"])
+        machine._dropped = dict(header["dropped"])
+        machine._consumers = ConsumerRegistry.from_wire(
+            bool(machine._config.single_active_consumer), header["consumers"]
+        )
+        for kind, payload in reader.parts():
+            if kind in ("returns", "main"):
+                (machine._returns if kind == "returns" else machine._main).extend_from_columns(payload)
+            elif kind == "held":
+                machine._restore_held(*payload)
+            elif kind == "dead_letters":
+                machine._dead_letters = DeadLetterQueue.from_wire(payload)
+            elif kind == "publishers":
+                machine._publishers.extend_from_wire(payload)
+            else:
+                raise SnapshotError(f"unknown snapshot chunk {kind!r}")
+        return machine
+
+    def _restore_held(self, name: str, is_consumer: bool, held: list[list[int]]) -> None:
+        if is_consumer:
+            holder = self._consumers.get(name)
+        else:
+            holder = self._get_holders.setdefault(name, Holder(name))
+        if holder is None:
+            raise ValueError(f"held messages for unknown consumer {name!r}")
+        for *message, since_ms in held:
+            self._hold(holder, ReadyMessage(*message), since_ms)
+
+
+def _expires_at(now: int, queue_ttl: int | None, message_ttl: int | None) -> int:
+    """The last ms a message is alive: enqueue time plus the shorter of the queue and message TTLs."""
+    if queue_ttl is None and message_ttl is None:
+        return NO_EXPIRY
+    ttl = min(ttl for ttl in (queue_ttl, message_ttl) if ttl is not None)
+    return min(now + ttl, NO_EXPIRY - 1)
+
+
+def _count(counter: dict[str, int], reason: str, amount: int = 1) -> None:
+    if amount:
+        counter[reason] = counter.get(reason, 0) + amount
+
+
+_HANDLERS: dict[type, Callable[[QueueMachine, Any, EffectCollector], Reply]] = {
+    Enqueue: QueueMachine._enqueue,
+    Checkout: QueueMachine._checkout,
+    Cancel: QueueMachine._release_client,
+    ConsumerDown: QueueMachine._release_client,
+    Settle: QueueMachine._settle,
+    Return: QueueMachine._return,
+    Discard: QueueMachine._discard,
+    Get: QueueMachine._get,
+    Purge: QueueMachine._purge,
+    Tick: QueueMachine._tick,
+    UpdateConfig: QueueMachine._update_config,
+    DlxCheckout: QueueMachine._dlx_checkout,
+    DlxSettle: QueueMachine._dlx_settle,
+}

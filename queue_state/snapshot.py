@@ -1,0 +1,50 @@
+"""The snapshot stream format: a header chunk, then `[kind, payload]` chunks, then an end marker.
+
+Every chunk is one msgpack document, so a snapshot can be written and read piece by piece. The header
+carries the format version; a stream without its end marker is truncated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import msgpack
+
+SNAPSHOT_VERSION = 1
+END_OF_SNAPSHOT = "end"
+
+
+class SnapshotError(ValueError):
+    """Snapshot chunks that cannot be restored (wrong version, truncated, malformed)."""
+
+
+def snapshot_header(**fields: Any) -> bytes:
+    """The first chunk: the format version and the machine's scalar state."""
+    return msgpack.packb({"version": SNAPSHOT_VERSION, **fields})
+
+
+def pack_chunk(kind: str, payload: Any) -> bytes:
+    return msgpack.packb([kind, payload])
+
+
+class SnapshotReader:
+    """Reads a snapshot stream: `header` first, then `parts()` up to the end marker."""
+
+    def __init__(self, chunks: Iterable[bytes]) -> None:
+        self._chunks = iter(chunks)
+        first = next(self._chunks, None)
+        if first is None:
+            raise SnapshotError("empty snapshot")
+        header = msgpack.unpackb(first, raw=False, strict_map_key=False)
+        if not isinstance(header, dict) or header.get("version") != SNAPSHOT_VERSION:
+            raise SnapshotError(f"unsupported snapshot header (expected version {SNAPSHOT_VERSION})")
+        self.header: dict[str, Any] = header
+
+    def parts(self) -> Iterator[tuple[str, Any]]:
+        for chunk in self._chunks:
+            kind, payload = msgpack.unpackb(chunk, raw=False, strict_map_key=False)
+            if kind == END_OF_SNAPSHOT:
+                return
+            yield kind, payload
+        raise SnapshotError("truncated snapshot: no end marker")

@@ -1,0 +1,28 @@
+"""A queue's counters as reported to the API and metrics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStats:
+    """Message counts and bytes by where messages are, plus counts of messages that left with a reason.
+
+    `dead_lettered[reason]` counts messages handed to the dead-letter target (at-most-once effect or
+    at-least-once pending); `dropped[reason]` counts messages removed for a reason with no target, and
+    `dropped["dead_letter_strategy_changed"]` pending dead letters dropped by leaving at-least-once.
+    """
+
+    messages_ready: int
+    messages_unacknowledged: int
+    dlx_pending: int
+    messages: int
+    message_bytes: int
+    message_bytes_ready: int
+    message_bytes_unacknowledged: int
+    message_bytes_dlx: int
+    consumers: int
+    publishers: int
+    dead_lettered: dict[str, int] = field(default_factory=dict)
+    dropped: dict[str, int] = field(default_factory=dict)
