@@ -1,0 +1,67 @@
+"""Single-server membership changes: the change record, its encoding and its effect on a ConfState."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+import msgpack
+
+from raft_log.errors import InvalidConfChangeError
+from raft_log.types import ConfState, NodeId
+
+
+class ConfChangeKind(IntEnum):
+    """What a membership change does to one node."""
+
+    ADD_VOTER = 0
+    ADD_LEARNER = 1
+    PROMOTE = 2
+    REMOVE = 3
+
+
+@dataclass(frozen=True, slots=True)
+class ConfChange:
+    """Change the role of exactly one node (Raft's single-server change)."""
+
+    kind: ConfChangeKind
+    node: NodeId
+
+
+def encode_conf_change(change: ConfChange) -> bytes:
+    """The payload of a CONF_CHANGE log entry."""
+    return msgpack.packb([int(change.kind), change.node])
+
+
+def decode_conf_change(data: bytes) -> ConfChange:
+    """Read back a payload written by `encode_conf_change`."""
+    kind, node = msgpack.unpackb(data)
+    return ConfChange(ConfChangeKind(kind), node)
+
+
+def apply_conf_change(conf: ConfState, change: ConfChange) -> ConfState:
+    """The membership after `change`; raises `InvalidConfChangeError` if it does not fit `conf`."""
+    voters, learners, node = list(conf.voters), list(conf.learners), change.node
+    if change.kind is ConfChangeKind.ADD_VOTER:
+        if node in voters or node in learners:
+            raise InvalidConfChangeError(f"{node} is already a member (promote a learner instead)")
+        voters.append(node)
+    elif change.kind is ConfChangeKind.ADD_LEARNER:
+        if node in voters or node in learners:
+            raise InvalidConfChangeError(f"{node} is already a member")
+        learners.append(node)
+    elif change.kind is ConfChangeKind.PROMOTE:
+        if node not in learners:
+            raise InvalidConfChangeError(f"{node} is not a learner")
+        learners.remove(node)
+        voters.append(node)
+    else:
+        if node in voters:
+            if len(voters) == 1:
+                raise InvalidConfChangeError(f"{node} is the last voter")
+            voters.remove(node)
+        elif node in learners:
+            learners.remove(node)
+        else:
+            raise InvalidConfChangeError(f"{node} is not a member")
+    return ConfState(voters=tuple(voters), learners=tuple(learners))

@@ -1,0 +1,732 @@
+"""The pure Raft consensus core of one group: inputs tick/step/propose, output Ready batches.
+
+No sockets, threads, clock or disk: the driver feeds it ticks and messages, persists and sends what
+each `Ready` holds, applies committed entries and calls `advance`. See docs/raft.md.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from enum import Enum
+
+from raft_log.confchange import ConfChange, apply_conf_change, decode_conf_change, encode_conf_change
+from raft_log.errors import ConfChangeInProgressError, NotLeaderError, ProposalDroppedError
+from raft_log.log import RaftLog
+from raft_log.messages import Message, MessageType
+from raft_log.progress import Progress, ProgressState
+from raft_log.quorum import VoteResult, has_quorum
+from raft_log.read_only import PendingReads, ReadRequest
+from raft_log.ready import PeerStatus, ReadState, Ready, Role, SoftState, Status
+from raft_log.tracker import ProgressTracker
+from raft_log.types import (
+    CompactedError,
+    ConfState,
+    Entry,
+    EntryKind,
+    GroupId,
+    HardState,
+    LogStorage,
+    NodeId,
+    Snapshot,
+    SnapshotMeta,
+)
+
+CAMPAIGN_TRANSFER = b"transfer"
+"""Vote context of an election started by MsgTimeoutNow: voters skip their leader lease for it."""
+
+_FROM_LEADER = (MessageType.APP, MessageType.HEARTBEAT, MessageType.SNAP)
+
+
+class _Campaign(Enum):
+    PRE_ELECTION = "pre_election"  # a pre-vote round that does not touch the term
+    ELECTION = "election"
+    TRANSFER = "transfer"  # an election asked for by the leader: skips pre-vote and leases
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """Parameters of one node in one group (ticks are the driver's unit of time)."""
+
+    node_id: NodeId
+    group: GroupId = ""
+    election_tick: int = 10
+    heartbeat_tick: int = 1
+    max_size_per_msg: int = 1 << 20
+    max_inflight_msgs: int = 256
+    pre_vote: bool = True
+    check_quorum: bool = True
+    applied: int = 0
+    max_snapshot_chunk: int = 1 << 20
+    max_committed_size_per_ready: int = 64 << 20
+
+    def __post_init__(self) -> None:
+        if self.heartbeat_tick < 1 or self.election_tick <= self.heartbeat_tick:
+            raise ValueError("need 1 <= heartbeat_tick < election_tick")
+        if self.max_inflight_msgs < 1 or self.max_snapshot_chunk < 1 or self.max_size_per_msg < 0:
+            raise ValueError("max_inflight_msgs and max_snapshot_chunk must be positive")
+
+
+@dataclass(slots=True)
+class _SnapshotAssembly:
+    """Chunks of a snapshot received so far from the leader."""
+
+    meta: SnapshotMeta
+    data: bytearray
+
+
+class RaftNode:
+    """One replica of one Raft group (see the module docstring)."""
+
+    def __init__(self, config: Config, storage: LogStorage, rng: random.Random) -> None:
+        self.config = config
+        self.id = config.node_id
+        self._rng = rng
+        hard_state, conf = storage.initial_state()
+        compacted = storage.first_index() - 1
+        if not compacted <= config.applied <= max(hard_state.commit, compacted):
+            raise ValueError(
+                f"applied {config.applied} must lie between the compaction point {compacted} "
+                f"and the commit index {hard_state.commit}"
+            )
+        self._log = RaftLog(storage, committed=max(hard_state.commit, compacted), applied=config.applied)
+        self._tracker = ProgressTracker(conf, config.max_inflight_msgs)
+        self._term = hard_state.term
+        self._vote = hard_state.vote
+        self._lead: NodeId | None = None
+        self._role = Role.FOLLOWER
+        self._election_elapsed = 0
+        self._heartbeat_elapsed = 0
+        self._randomized_election_timeout = config.election_tick
+        self._lead_transferee: NodeId | None = None
+        self._pending_conf_index = 0
+        self._pending_reads = PendingReads()
+        self._reads_awaiting_commit: list[tuple[bytes, NodeId]] = []
+        self._snapshot_assembly: _SnapshotAssembly | None = None
+        self._messages: list[Message] = []
+        self._read_states: list[ReadState] = []
+        self._prev_soft = SoftState(Role.FOLLOWER, None)
+        self._prev_hard = hard_state
+        self._prev_conf = conf
+        self._become_follower(self._term, None)
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def leader(self) -> NodeId | None:
+        return self._lead
+
+    @property
+    def role(self) -> Role:
+        return self._role
+
+    @property
+    def term(self) -> int:
+        return self._term
+
+    @property
+    def is_leader(self) -> bool:
+        return self._role is Role.LEADER
+
+    def status(self) -> Status:
+        """Where this node stands; `progress` is filled on the leader only."""
+        progress = {}
+        if self.is_leader:
+            progress = {
+                node: PeerStatus(pr.match, pr.next, pr.state, pr.recent_active, pr.is_learner)
+                for node, pr in self._tracker.progress.items()
+            }
+        return Status(
+            node_id=self.id,
+            role=self._role,
+            term=self._term,
+            leader=self._lead,
+            commit=self._log.committed,
+            applied=self._log.applied,
+            last_index=self._log.last_index(),
+            conf=self._tracker.conf,
+            progress=progress,
+        )
+
+    # ------------------------------------------------------------------ inputs
+
+    def tick(self) -> None:
+        """One unit of logical time passed."""
+        if self.is_leader:
+            self._tick_leader()
+        else:
+            self._election_elapsed += 1
+            if self._promotable() and self._election_elapsed >= self._randomized_election_timeout:
+                self._election_elapsed = 0
+                self._campaign(_Campaign.PRE_ELECTION if self.config.pre_vote else _Campaign.ELECTION)
+
+    def campaign(self) -> None:
+        """Start an election now (a pre-vote first when enabled); no-op for a leader or a non-voter."""
+        if not self.is_leader:
+            self._campaign(_Campaign.PRE_ELECTION if self.config.pre_vote else _Campaign.ELECTION)
+
+    def propose(self, data: bytes) -> int:
+        """Append `data` to the log; returns its index. Raises rather than dropping the proposal."""
+        self._check_can_propose()
+        return self._append_entry(EntryKind.NORMAL, data)
+
+    def propose_conf_change(self, change: ConfChange) -> int:
+        """Propose a single-server membership change; it takes effect when it commits."""
+        self._check_can_propose()
+        if self._pending_conf_index > self._log.committed:
+            raise ConfChangeInProgressError(f"change at {self._pending_conf_index} is not committed yet")
+        if self._log.term(self._log.committed) != self._term:
+            raise ConfChangeInProgressError("the leader has not committed an entry of its own term yet")
+        apply_conf_change(self._tracker.conf, change)  # validates, raising InvalidConfChangeError
+        self._pending_conf_index = self._append_entry(EntryKind.CONF_CHANGE, encode_conf_change(change))
+        return self._pending_conf_index
+
+    def transfer_leadership(self, to: NodeId) -> None:
+        """Hand leadership to voter `to` once it is caught up; aborted after an election timeout."""
+        if not self.is_leader:
+            raise NotLeaderError(self._lead)
+        if to == self.id or to == self._lead_transferee:
+            return
+        if not self._tracker.is_voter(to):
+            raise ValueError(f"{to} is not a voter")
+        self._lead_transferee = to
+        self._election_elapsed = 0
+        if self._tracker.progress[to].match == self._log.last_index():
+            self._send(MessageType.TIMEOUT_NOW, to)
+        else:
+            self._send_appends(to)
+
+    def read_index(self, context: bytes) -> None:
+        """Ask for a linearizable read; answered as a `ReadState(context, index)` in a later Ready.
+
+        `context` must be unique among outstanding reads. Reads pending on a leader that steps down
+        are forgotten: the caller retries after its timeout.
+        """
+        if self.is_leader:
+            self._leader_read(context, self.id)
+        elif self._role is Role.FOLLOWER and self._lead is not None:
+            self._send(MessageType.READ_INDEX, self._lead, context=context)
+        else:
+            raise NotLeaderError(self._lead)
+
+    def step(self, msg: Message) -> None:
+        """Handle one message from a peer."""
+        if msg.group != self.config.group or msg.to != self.id:
+            raise ValueError(f"message for {msg.group}/{msg.to} stepped into {self.config.group}/{self.id}")
+        if msg.term > self._term:
+            if msg.type in (MessageType.VOTE, MessageType.PRE_VOTE) and self._in_leader_lease(msg):
+                return
+            keeps_term = msg.type is MessageType.PRE_VOTE or (
+                msg.type is MessageType.PRE_VOTE_RESP and not msg.reject
+            )
+            if not keeps_term:
+                self._become_follower(msg.term, msg.frm if msg.type in _FROM_LEADER else None)
+        elif msg.term < self._term:
+            self._answer_stale_term(msg)
+            return
+        if msg.type in (MessageType.VOTE, MessageType.PRE_VOTE):
+            self._handle_vote_request(msg)
+        elif self.is_leader:
+            self._step_leader(msg)
+        elif self._role is Role.FOLLOWER:
+            self._step_follower(msg)
+        else:
+            self._step_candidate(msg)
+
+    # ------------------------------------------------------------------ Ready / advance
+
+    def has_ready(self) -> bool:
+        """Whether `ready()` would return any work."""
+        return bool(
+            self._messages
+            or self._read_states
+            or self._log.unstable
+            or self._log.pending_snapshot is not None
+            or self._soft_state() != self._prev_soft
+            or self._hard_state() != self._prev_hard
+            or self._tracker.conf != self._prev_conf
+            or self._log.has_next_committed_entries()
+        )
+
+    def ready(self) -> Ready:
+        """Take the pending work. Exactly one Ready may be outstanding until `advance`."""
+        soft, hard, conf = self._soft_state(), self._hard_state(), self._tracker.conf
+        rd = Ready(
+            soft_state=soft if soft != self._prev_soft else None,
+            hard_state=hard if hard != self._prev_hard else None,
+            conf_state=conf if conf != self._prev_conf else None,
+            entries=tuple(self._log.unstable),
+            snapshot=self._log.pending_snapshot,
+            messages=tuple(self._messages),
+            committed_entries=tuple(
+                self._log.next_committed_entries(self.config.max_committed_size_per_ready)
+            ),
+            read_states=tuple(self._read_states),
+        )
+        self._messages = []
+        self._read_states = []
+        self._prev_soft = soft
+        return rd
+
+    def advance(self, rd: Ready) -> None:
+        """The driver has persisted, sent and applied everything in `rd`."""
+        if rd.hard_state is not None:
+            self._prev_hard = rd.hard_state
+        if rd.conf_state is not None:
+            self._prev_conf = rd.conf_state
+        if rd.snapshot is not None:
+            self._log.stable_snapshot_to(rd.snapshot.meta.index)
+            self._log.applied_to(rd.snapshot.meta.index)
+        if rd.entries:
+            self._log.stable_to(rd.entries[-1].index, rd.entries[-1].term)
+        if rd.committed_entries:
+            self._log.applied_to(rd.committed_entries[-1].index)
+
+    def _soft_state(self) -> SoftState:
+        return SoftState(self._role, self._lead)
+
+    def _hard_state(self) -> HardState:
+        return HardState(self._term, self._vote, self._log.committed)
+
+    # ------------------------------------------------------------------ roles
+
+    def _reset(self, term: int) -> None:
+        if term != self._term:
+            self._term = term
+            self._vote = None
+        self._lead = None
+        self._election_elapsed = 0
+        self._heartbeat_elapsed = 0
+        self._randomized_election_timeout = self.config.election_tick + self._rng.randrange(
+            self.config.election_tick
+        )
+        self._lead_transferee = None
+        self._tracker.reset_votes()
+        self._tracker.reset_progress(self._log.last_index() + 1)
+        own = self._tracker.progress.get(self.id)
+        if own is not None:
+            own.match = self._log.last_index()
+        self._pending_conf_index = 0
+        self._pending_reads.clear()
+        self._reads_awaiting_commit = []
+        self._snapshot_assembly = None
+
+    def _become_follower(self, term: int, lead: NodeId | None) -> None:
+        self._reset(term)
+        self._role = Role.FOLLOWER
+        self._lead = lead
+
+    def _become_pre_candidate(self) -> None:
+        self._role = Role.PRE_CANDIDATE
+        self._lead = None
+        self._tracker.reset_votes()
+
+    def _become_candidate(self) -> None:
+        self._reset(self._term + 1)
+        self._role = Role.CANDIDATE
+        self._vote = self.id
+
+    def _become_leader(self) -> None:
+        self._reset(self._term)
+        self._role = Role.LEADER
+        self._lead = self.id
+        for pr in self._tracker.progress.values():
+            pr.recent_active = True
+        # The no-op of the new term: committing it commits every earlier entry (Raft section 5.4.2).
+        self._append_entry(EntryKind.NORMAL, b"", broadcast=False)
+
+    def _promotable(self) -> bool:
+        return self._tracker.is_voter(self.id)
+
+    def _campaign(self, kind: _Campaign) -> None:
+        if not self._promotable():
+            return
+        if kind is _Campaign.PRE_ELECTION:
+            self._become_pre_candidate()
+            request, vote_term = MessageType.PRE_VOTE, self._term + 1
+        else:
+            self._become_candidate()
+            request, vote_term = MessageType.VOTE, self._term
+        if self._poll(self.id, granted=True):
+            return
+        for voter in self._tracker.voters:
+            if voter != self.id:
+                self._send(
+                    request,
+                    voter,
+                    term=vote_term,
+                    index=self._log.last_index(),
+                    log_term=self._log.last_term(),
+                    context=CAMPAIGN_TRANSFER if kind is _Campaign.TRANSFER else b"",
+                )
+
+    def _poll(self, voter: NodeId, granted: bool) -> bool:
+        """Count a vote; True when the election was decided (won or lost) by it."""
+        self._tracker.record_vote(voter, granted)
+        result = self._tracker.tally()
+        if result is VoteResult.WON:
+            if self._role is Role.PRE_CANDIDATE:
+                self._campaign(_Campaign.ELECTION)  # the pre-vote is won: run the real election
+            else:
+                self._become_leader()
+                self._bcast_append()
+            return True
+        if result is VoteResult.LOST:
+            self._become_follower(self._term, None)
+            return True
+        return False
+
+    # ------------------------------------------------------------------ message handling
+
+    def _in_leader_lease(self, msg: Message) -> bool:
+        """A vote request while we hear from a live leader is ignored (unless it is a transfer)."""
+        return (
+            self.config.check_quorum
+            and msg.context != CAMPAIGN_TRANSFER
+            and self._lead is not None
+            and self._election_elapsed < self.config.election_tick
+        )
+
+    def _answer_stale_term(self, msg: Message) -> None:
+        """Tell a node with an old term about ours, so a deposed leader or pre-candidate backs off."""
+        if msg.type in (MessageType.APP, MessageType.HEARTBEAT) and (
+            self.config.check_quorum or self.config.pre_vote
+        ):
+            self._send(MessageType.APP_RESP, msg.frm)
+        elif msg.type is MessageType.PRE_VOTE:
+            self._send(MessageType.PRE_VOTE_RESP, msg.frm, reject=True)
+
+    def _handle_vote_request(self, msg: Message) -> None:
+        response = MessageType.VOTE_RESP if msg.type is MessageType.VOTE else MessageType.PRE_VOTE_RESP
+        can_vote = (
+            self._vote == msg.frm
+            or (self._vote is None and self._lead is None)
+            or (msg.type is MessageType.PRE_VOTE and msg.term > self._term)
+        )
+        if can_vote and self._log.is_up_to_date(msg.index, msg.log_term):
+            self._send(response, msg.frm, term=msg.term)
+            if msg.type is MessageType.VOTE:
+                self._election_elapsed = 0
+                self._vote = msg.frm
+        else:
+            self._send(response, msg.frm, reject=True)
+
+    def _step_candidate(self, msg: Message) -> None:
+        if msg.type in _FROM_LEADER:
+            self._become_follower(self._term, msg.frm)
+            self._step_follower(msg)
+        elif (msg.type is MessageType.VOTE_RESP and self._role is Role.CANDIDATE) or (
+            msg.type is MessageType.PRE_VOTE_RESP and self._role is Role.PRE_CANDIDATE
+        ):
+            self._poll(msg.frm, granted=not msg.reject)
+
+    def _step_follower(self, msg: Message) -> None:
+        if msg.type in _FROM_LEADER:
+            self._election_elapsed = 0
+            self._lead = msg.frm
+            if msg.type is MessageType.APP:
+                self._handle_append(msg)
+            elif msg.type is MessageType.HEARTBEAT:
+                self._log.commit_to(msg.commit)
+                self._on_commit()
+                self._send(MessageType.HEARTBEAT_RESP, msg.frm, context=msg.context)
+            else:
+                self._handle_snapshot_chunk(msg)
+        elif msg.type is MessageType.TIMEOUT_NOW:
+            self._campaign(_Campaign.TRANSFER)
+        elif msg.type is MessageType.READ_INDEX_RESP:
+            self._read_states.append(ReadState(msg.context, msg.index))
+
+    def _handle_append(self, msg: Message) -> None:
+        if msg.index < self._log.committed:
+            self._send(MessageType.APP_RESP, msg.frm, index=self._log.committed)
+            return
+        last_new = self._log.maybe_append(msg.index, msg.log_term, msg.commit, msg.entries)
+        if last_new is None:
+            hint = self._log.find_conflict_by_term(min(msg.index, self._log.last_index()), msg.log_term)
+            self._send(
+                MessageType.APP_RESP,
+                msg.frm,
+                index=msg.index,
+                reject=True,
+                reject_hint=hint,
+                log_term=self._log.term(hint),
+            )
+            return
+        self._on_commit()
+        self._send(MessageType.APP_RESP, msg.frm, index=last_new)
+
+    def _handle_snapshot_chunk(self, msg: Message) -> None:
+        meta = msg.snapshot
+        if meta is None:
+            return
+        if meta.index <= self._log.committed:  # older than what we committed: ignore it
+            self._snapshot_assembly = None
+            self._send(MessageType.APP_RESP, msg.frm, index=self._log.committed)
+            return
+        if msg.chunk_offset == 0:
+            self._snapshot_assembly = _SnapshotAssembly(meta, bytearray())
+        assembly = self._snapshot_assembly
+        if assembly is None or assembly.meta != meta or msg.chunk_offset != len(assembly.data):
+            have = len(assembly.data) if assembly is not None and assembly.meta == meta else 0
+            self._send(
+                MessageType.SNAP_RESP,
+                msg.frm,
+                index=meta.index,
+                chunk_offset=have,
+                reject=msg.chunk_offset > have,
+            )
+            return
+        assembly.data += msg.chunk_data
+        if not msg.chunk_done:
+            self._send(MessageType.SNAP_RESP, msg.frm, index=meta.index, chunk_offset=len(assembly.data))
+            return
+        self._snapshot_assembly = None
+        if self._restore(Snapshot(meta, bytes(assembly.data))):
+            self._send(MessageType.APP_RESP, msg.frm, index=self._log.last_index())
+        else:
+            self._send(MessageType.APP_RESP, msg.frm, index=self._log.committed)
+
+    def _restore(self, snapshot: Snapshot) -> bool:
+        """Install a leader's snapshot unless we already have it; True if it replaced our log."""
+        meta = snapshot.meta
+        if meta.index <= self._log.committed:
+            return False
+        if self._log.match_term(meta.index, meta.term):
+            # Our log already holds the snapshot's last entry, so (log matching) everything before it.
+            self._log.commit_to(meta.index)
+            self._on_commit()
+            return False
+        self._log.restore(snapshot)
+        self._tracker.set_conf(meta.conf, self._log.last_index() + 1)
+        return True
+
+    def _step_leader(self, msg: Message) -> None:
+        pr = self._tracker.progress.get(msg.frm)
+        if msg.type is MessageType.READ_INDEX:
+            self._leader_read(msg.context, msg.frm)
+        if pr is None:
+            return
+        pr.recent_active = True
+        if msg.type is MessageType.APP_RESP:
+            self._handle_append_response(msg, pr)
+        elif msg.type is MessageType.HEARTBEAT_RESP:
+            self._handle_heartbeat_response(msg, pr)
+        elif msg.type is MessageType.SNAP_RESP:
+            self._handle_snapshot_response(msg, pr)
+
+    def _handle_append_response(self, msg: Message, pr: Progress) -> None:
+        if msg.reject:
+            next_probe = msg.reject_hint
+            if msg.log_term > 0:
+                next_probe = self._log.find_conflict_by_term(msg.reject_hint, msg.log_term)
+            if pr.maybe_decr_to(msg.index, next_probe):
+                if pr.state is ProgressState.REPLICATE:
+                    pr.become_probe()
+                self._send_appends(msg.frm)
+            return
+        was_paused = pr.is_paused()
+        if not pr.maybe_update(msg.index):
+            return  # a stale or duplicate ack: nothing moves, next never goes backwards
+        if pr.state is ProgressState.PROBE:
+            pr.become_replicate()
+        elif pr.state is ProgressState.SNAPSHOT and pr.match + 1 >= self._log.first_index():
+            pr.become_probe()
+            pr.become_replicate()
+        elif pr.state is ProgressState.REPLICATE:
+            pr.inflights.free_le(msg.index)
+        if self._maybe_commit():
+            self._bcast_append()
+        elif was_paused or pr.state is ProgressState.REPLICATE:
+            self._send_appends(msg.frm, send_if_empty=False)
+        if self.is_leader and msg.frm == self._lead_transferee and pr.match == self._log.last_index():
+            self._send(MessageType.TIMEOUT_NOW, msg.frm)
+
+    def _handle_heartbeat_response(self, msg: Message, pr: Progress) -> None:
+        pr.probe_sent = False
+        if pr.state is ProgressState.REPLICATE and pr.inflights.full():
+            pr.inflights.free_first_one()
+        if pr.state is ProgressState.SNAPSHOT and pr.transfer is not None:
+            if not pr.transfer.progressed:
+                pr.transfer.rewind(pr.transfer.acked_offset)
+                self._send_snapshot_chunks(msg.frm, pr)
+            pr.transfer.progressed = False
+        elif pr.match < self._log.last_index():
+            self._send_appends(msg.frm)
+        if msg.context:
+            acks = self._pending_reads.ack(msg.context, msg.frm)
+            if acks is not None and has_quorum(self._tracker.voters, acks):
+                for request in self._pending_reads.release_through(msg.context):
+                    self._answer_read(request.context, request.index, request.requester)
+
+    def _handle_snapshot_response(self, msg: Message, pr: Progress) -> None:
+        transfer = pr.transfer
+        if pr.state is not ProgressState.SNAPSHOT or transfer is None:
+            return
+        if msg.index != transfer.snapshot.meta.index:
+            return
+        transfer.progressed = True
+        if msg.reject:
+            transfer.rewind(msg.chunk_offset)
+        elif msg.chunk_offset > transfer.acked_offset:
+            transfer.acked_offset = msg.chunk_offset
+        self._send_snapshot_chunks(msg.frm, pr)
+
+    # ------------------------------------------------------------------ leader duties
+
+    def _tick_leader(self) -> None:
+        self._heartbeat_elapsed += 1
+        self._election_elapsed += 1
+        if self._election_elapsed >= self.config.election_tick:
+            self._election_elapsed = 0
+            if self.config.check_quorum:
+                if not self._tracker.quorum_active():
+                    self._become_follower(self._term, None)
+                    return
+                self._tracker.reset_recent_active(self.id)
+            self._lead_transferee = None
+        if self._heartbeat_elapsed >= self.config.heartbeat_tick:
+            self._heartbeat_elapsed = 0
+            self._bcast_heartbeat(self._pending_reads.last_context())
+
+    def _check_can_propose(self) -> None:
+        if not self.is_leader:
+            raise NotLeaderError(self._lead)
+        if self._lead_transferee is not None:
+            raise ProposalDroppedError(f"leadership is being transferred to {self._lead_transferee}")
+
+    def _append_entry(self, kind: EntryKind, data: bytes, broadcast: bool = True) -> int:
+        index = self._log.last_index() + 1
+        entry = Entry(index=index, term=self._term, kind=kind, data=data)
+        self._log.append([entry])
+        self._tracker.progress[self.id].maybe_update(index)
+        self._maybe_commit()
+        if broadcast:
+            self._bcast_append()
+        return index
+
+    def _maybe_commit(self) -> bool:
+        """Advance the commit index to what a majority matched, if that entry is of our term."""
+        if not self.is_leader or not self._log.maybe_commit(self._tracker.committed(), self._term):
+            return False
+        self._on_commit()
+        return True
+
+    def _bcast_append(self) -> None:
+        if self.is_leader:
+            for node in list(self._tracker.progress):
+                if node != self.id:
+                    self._send_appends(node)
+
+    def _bcast_heartbeat(self, context: bytes) -> None:
+        for node, pr in self._tracker.progress.items():
+            if node != self.id:
+                commit = min(pr.match, self._log.committed)
+                self._send(MessageType.HEARTBEAT, node, commit=commit, context=context)
+
+    def _send_appends(self, to: NodeId, send_if_empty: bool = True) -> None:
+        """Send as many appends as flow control allows (one while probing, a pipeline when replicating)."""
+        while self._send_append(to, send_if_empty):
+            send_if_empty = False
+
+    def _send_append(self, to: NodeId, send_if_empty: bool) -> bool:
+        pr = self._tracker.progress.get(to)
+        if pr is None or pr.is_paused():
+            return False
+        last = self._log.last_index()
+        try:
+            prev_term = self._log.term(pr.next - 1)
+            entries = self._log.slice(pr.next, last + 1, self.config.max_size_per_msg)
+        except CompactedError:
+            return self._start_snapshot(to, pr)
+        if not entries and not send_if_empty:
+            return False
+        self._send(
+            MessageType.APP,
+            to,
+            index=pr.next - 1,
+            log_term=prev_term,
+            entries=tuple(entries),
+            commit=self._log.committed,
+        )
+        pr.sent_entries(entries[-1].index if entries else None)
+        return bool(entries) and pr.state is ProgressState.REPLICATE
+
+    def _start_snapshot(self, to: NodeId, pr: Progress) -> bool:
+        if pr.recent_active:
+            pr.become_snapshot(self._log.storage.snapshot())
+            self._send_snapshot_chunks(to, pr)
+        return False
+
+    def _send_snapshot_chunks(self, to: NodeId, pr: Progress) -> None:
+        """Send the next chunks of the snapshot, at most `max_inflight_msgs` beyond the last ack."""
+        transfer = pr.transfer
+        if transfer is None:
+            return
+        data, size = transfer.snapshot.data, self.config.max_snapshot_chunk
+        window_end = transfer.acked_offset + size * self.config.max_inflight_msgs
+        while not transfer.all_sent and transfer.sent_offset < window_end:
+            start = transfer.sent_offset
+            end = min(start + size, len(data))
+            self._send(
+                MessageType.SNAP,
+                to,
+                snapshot=transfer.snapshot.meta,
+                chunk_offset=start,
+                chunk_data=data[start:end],
+                chunk_done=end == len(data),
+            )
+            transfer.sent_offset = end
+            transfer.all_sent = end == len(data)
+
+    def _leader_read(self, context: bytes, requester: NodeId) -> None:
+        if self._log.term(self._log.committed) != self._term:
+            self._reads_awaiting_commit.append((context, requester))  # answered once our no-op commits
+        elif self._tracker.voters == (self.id,):
+            self._answer_read(context, self._log.committed, requester)
+        elif self._pending_reads.add(ReadRequest(context, self._log.committed, requester, {self.id})):
+            self._bcast_heartbeat(context)
+
+    def _answer_read(self, context: bytes, index: int, requester: NodeId) -> None:
+        if requester == self.id:
+            self._read_states.append(ReadState(context, index))
+        else:
+            self._send(MessageType.READ_INDEX_RESP, requester, index=index, context=context)
+
+    # ------------------------------------------------------------------ commit side effects
+
+    def _on_commit(self) -> None:
+        """Apply membership changes that just committed; answer reads waiting for our term's commit."""
+        for entry in self._log.pop_committed_conf_changes():
+            self._apply_conf_change(decode_conf_change(entry.data))
+        committed_in_term = self._log.term(self._log.committed) == self._term
+        if self.is_leader and self._reads_awaiting_commit and committed_in_term:
+            waiting, self._reads_awaiting_commit = self._reads_awaiting_commit, []
+            for context, requester in waiting:
+                self._leader_read(context, requester)
+
+    def _apply_conf_change(self, change: ConfChange) -> None:
+        conf: ConfState = apply_conf_change(self._tracker.conf, change)
+        self._tracker.set_conf(conf, self._log.last_index() + 1)
+        if not self.is_leader:
+            return
+        if self.id not in conf.voters:
+            self._bcast_append()  # let the remaining members learn the commit, then step down
+            self._become_follower(self._term, None)
+            return
+        if self._lead_transferee is not None and not self._tracker.is_voter(self._lead_transferee):
+            self._lead_transferee = None
+        if self._maybe_commit():
+            self._bcast_append()
+
+    def _send(self, kind: MessageType, to: NodeId, term: int | None = None, **fields: object) -> None:
+        self._messages.append(
+            Message(
+                type=kind,
+                group=self.config.group,
+                frm=self.id,
+                to=to,
+                term=self._term if term is None else term,
+                **fields,  # type: ignore[arg-type]
+            )
+        )

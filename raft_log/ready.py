@@ -1,0 +1,81 @@
+"""What the core hands its driver: Ready batches and Status snapshots."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from raft_log.messages import Message
+from raft_log.progress import ProgressState
+from raft_log.types import ConfState, Entry, HardState, NodeId, Snapshot
+
+
+class Role(Enum):
+    """The role a node plays in its current term."""
+
+    FOLLOWER = "follower"
+    PRE_CANDIDATE = "pre_candidate"
+    CANDIDATE = "candidate"
+    LEADER = "leader"
+
+
+@dataclass(frozen=True, slots=True)
+class SoftState:
+    """Volatile state worth reporting (never persisted)."""
+
+    role: Role
+    leader: NodeId | None
+
+
+@dataclass(frozen=True, slots=True)
+class ReadState:
+    """A linearizable read may be served once the state machine has applied `index`."""
+
+    context: bytes
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class Ready:
+    """One batch of work for the driver, carried out in this order:
+
+    1. persist `snapshot`, `entries`, `hard_state`, `conf_state` (synced);
+    2. send `messages` -- only now, since they may acknowledge what step 1 made durable;
+    3. apply `committed_entries` in order (a received `snapshot` first), serve `read_states`;
+    4. call `advance(ready)`.
+    """
+
+    soft_state: SoftState | None = None
+    hard_state: HardState | None = None
+    conf_state: ConfState | None = None
+    entries: tuple[Entry, ...] = ()
+    snapshot: Snapshot | None = None
+    messages: tuple[Message, ...] = ()
+    committed_entries: tuple[Entry, ...] = ()
+    read_states: tuple[ReadState, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PeerStatus:
+    """The leader's view of one member's replication."""
+
+    match: int
+    next: int
+    state: ProgressState
+    recent_active: bool
+    is_learner: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """A point-in-time description of a node, for operators and tests."""
+
+    node_id: NodeId
+    role: Role
+    term: int
+    leader: NodeId | None
+    commit: int
+    applied: int
+    last_index: int
+    conf: ConfState
+    progress: dict[NodeId, PeerStatus] = field(default_factory=dict)
