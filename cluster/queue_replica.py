@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import msgpack
 
 from cluster.bodies import BodyStore, StoredMessage
 from queue_state.arguments import QueueConfig
-from queue_state.commands import Command, CommandDecodeError, decode_command, encode_command
-from queue_state.effects import Enqueued, ForgetBodies
+from queue_state.commands import Command, CommandDecodeError, Get, decode_command, encode_command
+from queue_state.effects import Deliveries, Delivery, Enqueued, ForgetBodies
 from queue_state.machine import QueueMachine
 from raft_log.storage import GroupLog
 from raft_log.types import Entry
@@ -24,6 +25,13 @@ from raft_log.types import Entry
 log = logging.getLogger(__name__)
 
 EffectSink = Callable[[list[Any]], None]
+
+
+@dataclass(frozen=True)
+class AutoAcked:
+    """The reply to an auto-ack Get on the leader: deliveries with bodies read before they were forgotten."""
+
+    messages: list[tuple[Delivery, StoredMessage]]
 
 
 def encode_op(command: Command, bodies: list[StoredMessage] | None = None) -> list:
@@ -67,6 +75,9 @@ class QueueReplica:
         if isinstance(reply, Enqueued) and op[1] is not None:
             for message_id, (body, headers, encoding) in zip(reply.ids, op[1], strict=True):
                 self.bodies.put(message_id, StoredMessage(body, headers, encoding))
+        if self.is_leader and isinstance(command, Get) and command.auto_ack and isinstance(reply, Deliveries):
+            got = [(d, self.bodies.get(d.id)) for d in reply.deliveries]
+            reply = AutoAcked([(d, m) for d, m in got if m is not None])
         if effects and self.is_leader and self.effect_sink is not None:
             self.effect_sink(effects)
         for effect in effects:

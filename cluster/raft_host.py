@@ -122,6 +122,7 @@ class RaftHost:
         self._tasks: list[asyncio.Task] = []
         self._ticks = 0
         self.dropped_messages = 0
+        self.leader_changes = 0
 
     # -- groups ---------------------------------------------------------------------------------
 
@@ -352,6 +353,7 @@ class RaftHost:
         is_leader = group.raft.is_leader
         if is_leader != group.was_leader:
             group.was_leader = is_leader
+            self.leader_changes += 1
             if not is_leader:
                 group.batcher.fail(ProposalFailed("lost leadership", group.raft.leader))
             group.app.role_changed(is_leader)

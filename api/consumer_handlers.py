@@ -1,0 +1,88 @@
+"""Handlers for consumers: register, long-poll deliveries, ack/nack, cancel."""
+
+from __future__ import annotations
+
+import uuid
+
+from aiohttp import web
+
+from api.errors import ApiError
+from api.forwarding import on_queue_leader
+from api.queue_handlers import deliveries_json, settle
+from api.validation import MAX_POLL, MAX_WAIT_S, bad, field_int, json_object, query_number
+from cluster.consumers import ConsumerSession, poll
+from cluster.queue_service import QueueService
+from queue_state.commands import Cancel, Checkout
+from queue_state.effects import Failure
+
+DEFAULT_PREFETCH = 100
+MAX_PREFETCH = 65535
+
+
+@on_queue_leader
+async def register_consumer(request: web.Request, service: QueueService) -> web.StreamResponse:
+    """POST /api/queues/{q}/consumers: 201 with the new consumer's tag."""
+    body = await json_object(request, optional=True)
+    unknown = set(body) - {"prefetch", "priority", "timeout"}
+    if unknown:
+        raise bad(f"unknown fields {sorted(unknown)}")
+    prefetch = field_int(body, "prefetch", DEFAULT_PREFETCH, minimum=1)
+    priority = field_int(body, "priority", 0, minimum=-(2**31))
+    timeout = field_int(body, "timeout", service.consumer_timeout_ms, minimum=1)
+    assert prefetch is not None and priority is not None
+    if prefetch > MAX_PREFETCH:
+        raise bad(f"prefetch must be <= {MAX_PREFETCH}")
+    tag = uuid.uuid4().hex
+    now = service.now_ms()
+    service.sessions.open(tag, timeout, now)
+    reply = await request.app["node"].submit(service, Checkout(now, tag, prefetch, priority))
+    if isinstance(reply, Failure):
+        service.sessions.close(tag)
+        raise ApiError(400, reply.code, reply.reason)
+    return web.json_response({"consumer": tag}, status=201)
+
+
+def _session(service: QueueService, tag: str) -> ConsumerSession:
+    """The session of a consumer registered in the queue state, made anew after a leader change."""
+    session = service.sessions.get(tag)
+    if session is not None:
+        return session
+    if all(c.tag != tag for c in service.replica.machine.consumers()):
+        raise ApiError(404, "not_found", f"no consumer '{tag}' on queue '{service.name}'")
+    session = service.sessions.open(tag, service.consumer_timeout_ms, service.now_ms())
+    session.offer(service.replica.machine.checked_out(tag))
+    return session
+
+
+@on_queue_leader
+async def deliveries(request: web.Request, service: QueueService) -> web.StreamResponse:
+    """GET /api/queues/{q}/consumers/{tag}/deliveries?max=&wait=: long-poll."""
+    tag = request.match_info["tag"]
+    limit = int(query_number(request, "max", 100, maximum=MAX_POLL))
+    wait = query_number(request, "wait", 1.0, maximum=MAX_WAIT_S)
+    session = _session(service, tag)
+    service.sessions.touch(tag, service.now_ms())
+    taken = await poll(session, max(limit, 1), wait)
+    service.sessions.touch(tag, service.now_ms())
+    request.app["metrics"].delivered.labels(service.name).inc(len(taken))
+    return web.json_response(deliveries_json(service, taken))
+
+
+@on_queue_leader
+async def settle_consumer(request: web.Request, service: QueueService) -> web.StreamResponse:
+    """POST /api/queues/{q}/consumers/{tag}/ack and /nack."""
+    tag = request.match_info["tag"]
+    _session(service, tag)
+    return await settle(request, service, tag)
+
+
+@on_queue_leader
+async def cancel_consumer(request: web.Request, service: QueueService) -> web.StreamResponse:
+    """DELETE /api/queues/{q}/consumers/{tag}: unacked messages return to the queue."""
+    tag = request.match_info["tag"]
+    _session(service, tag)
+    reply = await request.app["node"].submit(service, Cancel(service.now_ms(), tag))
+    service.sessions.close(tag)
+    if isinstance(reply, Failure):
+        raise ApiError(404, reply.code, reply.reason)
+    return web.Response(status=204)

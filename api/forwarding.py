@@ -1,0 +1,91 @@
+"""Any node accepts any request and passes it to the node that can serve it.
+
+A request is served where the queue's (or the metadata's) leader is. Another node proxies it there,
+adding a hop count; a node that still cannot serve a request that used up its hops answers 503 with a
+leader hint, so requests never loop. Two hops cover a node whose metadata is a moment behind: it
+passes the request to the metadata leader, which knows every committed queue.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable
+
+import aiohttp
+from aiohttp import web
+
+from api.validation import queue_name
+from cluster.errors import NotLeader, QueueNotFound
+from cluster.node import Node
+from cluster.queue_service import QueueService
+
+HOPS_HEADER = "X-Quorumq-Hops"
+CLIENT_NODE_HEADER = "X-Quorumq-Client-Node"
+MAX_HOPS = 2
+FORWARD_TIMEOUT_S = 90.0
+
+QueueHandler = Callable[[web.Request, QueueService], Awaitable[web.StreamResponse]]
+
+
+def client_node(request: web.Request) -> str:
+    """The node the client first talked to (for client-local leader placement)."""
+    return request.headers.get(CLIENT_NODE_HEADER) or request.app["node"].name
+
+
+async def forward(request: web.Request, target: str | None) -> web.StreamResponse:
+    """Proxy the request to `target`, or answer 503 when that is impossible."""
+    node: Node = request.app["node"]
+    hops = int(request.headers.get(HOPS_HEADER, "0") or 0)
+    url = node.node_http(target)
+    if target is None or url is None or hops >= MAX_HOPS:
+        raise NotLeader("no reachable leader for this request yet", target)
+    headers = {
+        HOPS_HEADER: str(hops + 1),
+        CLIENT_NODE_HEADER: client_node(request),
+        "Content-Type": request.headers.get("Content-Type", "application/json"),
+    }
+    session: aiohttp.ClientSession = request.app["forward_session"]
+    try:
+        async with session.request(
+            request.method, url + request.path_qs, data=await request.read(), headers=headers
+        ) as answer:
+            body = await answer.read()
+            return web.Response(status=answer.status, body=body, content_type=answer.content_type)
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        raise NotLeader(f"leader {target} unreachable: {exc}", target) from exc
+
+
+def on_queue_leader(handler: QueueHandler) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """Run `handler` on the queue's leader, forwarding the request there when it is elsewhere."""
+
+    @functools.wraps(handler)
+    async def serve(request: web.Request) -> web.StreamResponse:
+        node: Node = request.app["node"]
+        name = queue_name(request)
+        try:
+            leader = node.queue_leader(name)
+        except QueueNotFound:
+            if node.meta_leader() in (None, node.name):
+                raise
+            return await forward(request, node.meta_leader())
+        if leader != node.name:
+            return await forward(request, leader)
+        return await handler(request, node.led_queue(name))
+
+    return serve
+
+
+def on_meta_leader(
+    handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
+) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """Run `handler` on the metadata leader, forwarding the request there when it is elsewhere."""
+
+    @functools.wraps(handler)
+    async def serve(request: web.Request) -> web.StreamResponse:
+        node: Node = request.app["node"]
+        leader = node.meta_leader()
+        if leader != node.name:
+            return await forward(request, leader)
+        return await handler(request)
+
+    return serve

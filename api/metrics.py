@@ -1,0 +1,65 @@
+"""Prometheus metrics of one node: rates counted by the handlers, depths and Raft state at scrape."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from cluster.node import Node
+
+
+class _NodeCollector(Collector):
+    """Queue depths and Raft group state, read from the node when scraped."""
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        depth = GaugeMetricFamily(
+            "quorumq_queue_messages", "Messages in a queue by state", labels=["queue", "state"]
+        )
+        consumers = GaugeMetricFamily("quorumq_queue_consumers", "Consumers of a queue", labels=["queue"])
+        for name, service in self.node.queues.items():
+            if not service.is_leader:
+                continue
+            stats = service.replica.machine.stats()
+            depth.add_metric([name, "ready"], stats.messages_ready)
+            depth.add_metric([name, "unacked"], stats.messages_unacknowledged)
+            depth.add_metric([name, "dlx"], stats.dlx_pending)
+            consumers.add_metric([name], stats.consumers)
+        yield depth
+        yield consumers
+        host = self.node.host
+        if host is None:
+            return
+        led = GaugeMetricFamily("quorumq_raft_groups_led", "Raft groups this node leads")
+        led.add_metric([], sum(1 for g in host.groups.values() if g.raft.is_leader))
+        yield led
+        hosted = GaugeMetricFamily("quorumq_raft_groups", "Raft groups hosted on this node")
+        hosted.add_metric([], len(host.groups))
+        yield hosted
+        changes = GaugeMetricFamily("quorumq_raft_leader_changes", "Leadership changes seen on this node")
+        changes.add_metric([], host.leader_changes)
+        yield changes
+
+
+class Metrics:
+    """The registry served at /metrics and the counters handlers update."""
+
+    def __init__(self, node: Node) -> None:
+        self.registry = CollectorRegistry()
+        self.published = Counter("quorumq_published", "Messages confirmed", ["queue"], registry=self.registry)
+        self.delivered = Counter("quorumq_delivered", "Messages delivered", ["queue"], registry=self.registry)
+        self.settled = Counter(
+            "quorumq_settled", "Messages acked or nacked", ["queue", "outcome"], registry=self.registry
+        )
+        self.confirm_seconds = Histogram(
+            "quorumq_publish_confirm_seconds",
+            "Time from a publish request to its majority confirm (Raft commit + apply)",
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+            registry=self.registry,
+        )
+        self.registry.register(_NodeCollector(node))

@@ -1,0 +1,245 @@
+"""Handlers for queues and their messages: declare, stats, delete, purge, publish, get, settle."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import time
+import uuid
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from api.errors import ApiError
+from api.forwarding import client_node, on_meta_leader, on_queue_leader
+from api.validation import (
+    bad,
+    field_bool,
+    field_int,
+    field_str,
+    json_object,
+    message_ids,
+    published_messages,
+    query_flag,
+    queue_name,
+)
+from cluster.bodies import StoredMessage
+from cluster.errors import QueueConflict
+from cluster.node import Node
+from cluster.queue_replica import AutoAcked
+from cluster.queue_service import QueueService
+from queue_state.commands import Discard, Get, Purge, Return, Settle
+from queue_state.effects import Deliveries, Delivery, Duplicate, Enqueued, Failure, Purged, Rejected
+
+MAX_GET = 1000
+
+
+def delivery_json(delivery: Delivery, stored: StoredMessage) -> dict[str, Any]:
+    """A delivery as the API shows it: bodies that are valid UTF-8 and were sent so stay text."""
+    headers = dict(stored.headers)
+    if delivery.delivery_count:
+        headers["x-delivery-count"] = delivery.delivery_count
+    body, encoding = None, "base64"
+    if stored.encoding == "utf8":
+        try:
+            body, encoding = stored.body.decode(), "utf8"
+        except UnicodeDecodeError:
+            body = None
+    if body is None:
+        body = base64.b64encode(stored.body).decode()
+    return {
+        "id": delivery.id,
+        "body": body,
+        "encoding": encoding,
+        "headers": headers,
+        "delivery_count": delivery.delivery_count,
+        "redelivered": delivery.redelivered,
+        "published_at": delivery.enqueued_at_ms,
+    }
+
+
+def deliveries_json(service: QueueService, deliveries: list[Delivery]) -> list[dict[str, Any]]:
+    """Deliveries with their bodies, skipping any that left the queue meanwhile."""
+    shown = []
+    for delivery in deliveries:
+        stored = service.replica.bodies.get(delivery.id)
+        if stored is not None:
+            shown.append(delivery_json(delivery, stored))
+    return shown
+
+
+def queue_json(node: Node, name: str, service: QueueService | None) -> dict[str, Any]:
+    """A queue's definition and, from a local replica, its statistics."""
+    info = node.queue_info(name)
+    online = [m for m in info.members if m == node.name or node.transport.peers().get(m)]
+    result: dict[str, Any] = {
+        "name": name,
+        "arguments": info.arguments,
+        "leader": node.queue_leader(name),
+        "members": info.members,
+        "online": online,
+    }
+    if service is not None:
+        stats = service.replica.machine.stats()
+        result.update(
+            messages=stats.messages,
+            messages_ready=stats.messages_ready,
+            messages_unacknowledged=stats.messages_unacknowledged,
+            messages_dlx=stats.dlx_pending,
+            message_bytes=stats.message_bytes,
+            consumers=stats.consumers,
+            dead_lettered=dict(stats.dead_lettered),
+        )
+    return result
+
+
+@on_meta_leader
+async def declare_queue(request: web.Request) -> web.StreamResponse:
+    """PUT /api/queues/{q}: 201 created, 204 already there with the same arguments, 409 otherwise."""
+    name = queue_name(request)
+    body = await json_object(request, optional=True)
+    unknown = set(body) - {"arguments"}
+    if unknown:
+        raise bad(f"unknown fields {sorted(unknown)}")
+    arguments = body.get("arguments", {})
+    if not isinstance(arguments, dict):
+        raise bad("arguments must be an object")
+    outcome = await request.app["node"].declare(name, arguments, client_node(request))
+    if outcome == "created":
+        return web.json_response({"queue": name}, status=201)
+    return web.Response(status=204)
+
+
+@on_queue_leader
+async def get_queue(request: web.Request, service: QueueService) -> web.StreamResponse:
+    """GET /api/queues/{q}."""
+    return web.json_response(queue_json(request.app["node"], service.name, service))
+
+
+async def list_queues(request: web.Request) -> web.StreamResponse:
+    """GET /api/queues: local replicas answer for themselves, other queues are asked of their leader."""
+    node: Node = request.app["node"]
+    names = sorted(node.meta.state.queues)
+    results = await asyncio.gather(*(_queue_anywhere(request, node, n) for n in names))
+    return web.json_response([r for r in results if r is not None])
+
+
+async def _queue_anywhere(request: web.Request, node: Node, name: str) -> dict[str, Any] | None:
+    service = node.queues.get(name)
+    if service is not None:
+        return queue_json(node, name, service)
+    url = node.node_http(node.queue_leader(name))
+    if url is not None:
+        session: aiohttp.ClientSession = request.app["forward_session"]
+        try:
+            async with session.get(f"{url}/api/queues/{name}") as answer:
+                if answer.status == 200:
+                    return await answer.json()
+        except (aiohttp.ClientError, TimeoutError):
+            pass
+    return queue_json(node, name, None)
+
+
+@on_meta_leader
+async def delete_queue(request: web.Request) -> web.StreamResponse:
+    """DELETE /api/queues/{q}[?if_empty=true][&if_unused=true]."""
+    node: Node = request.app["node"]
+    name = queue_name(request)
+    if_empty, if_unused = query_flag(request, "if_empty"), query_flag(request, "if_unused")
+    if if_empty or if_unused:
+        stats = await _queue_anywhere(request, node, name)
+        if stats is None or "messages" not in stats:
+            raise ApiError(503, "no_leader", f"cannot read the state of queue '{name}' now")
+        if if_empty and stats["messages"]:
+            raise QueueConflict(f"queue '{name}' is not empty")
+        if if_unused and stats["consumers"]:
+            raise QueueConflict(f"queue '{name}' has consumers")
+    await node.delete(name)
+    return web.Response(status=204)
+
+
+@on_queue_leader
+async def purge_queue(request: web.Request, service: QueueService) -> web.StreamResponse:
+    """DELETE /api/queues/{q}/contents: remove every ready message."""
+    reply = await request.app["node"].submit(service, Purge(service.now_ms()))
+    count = reply.count if isinstance(reply, Purged) else 0
+    return web.json_response({"purged": count})
+
+
+@on_queue_leader
+async def publish(request: web.Request, service: QueueService) -> web.StreamResponse:
+    """POST /api/queues/{q}/messages: 201 with ids once a majority has the messages."""
+    node: Node = request.app["node"]
+    body = await json_object(request)
+    unknown = set(body) - {"messages", "publisher", "seq"}
+    if unknown:
+        raise bad(f"unknown fields {sorted(unknown)}")
+    messages = published_messages(body, node.config.max_message_bytes)
+    publisher = field_str(body, "publisher")
+    seq = field_int(body, "seq", None)
+    if (publisher is None) != (seq is None):
+        raise bad("publisher and seq go together")
+    started = time.perf_counter()
+    reply = await node.publish(service.name, messages, publisher, seq)
+    metrics = request.app["metrics"]
+    metrics.confirm_seconds.observe(time.perf_counter() - started)
+    if isinstance(reply, Rejected):
+        raise ApiError(507, "reject-publish", f"queue '{service.name}' is full: {reply.reason}")
+    if isinstance(reply, Enqueued | Duplicate):
+        ids = list(reply.ids or [])
+        metrics.published.labels(service.name).inc(len(ids))
+        return web.json_response({"ids": ids, "duplicate": isinstance(reply, Duplicate)}, status=201)
+    raise ApiError(500, "internal_error", f"unexpected reply {reply!r}")
+
+
+@on_queue_leader
+async def basic_get(request: web.Request, service: QueueService) -> web.StreamResponse:
+    """POST /api/queues/{q}/get: up to `count` messages, auto-acked or held for a manual ack."""
+    body = await json_object(request, optional=True)
+    count = field_int(body, "count", 1, minimum=1)
+    assert count is not None
+    if count > MAX_GET:
+        raise bad(f"count must be <= {MAX_GET}")
+    ack = field_str(body, "ack", "manual")
+    if ack not in ("manual", "auto"):
+        raise bad("ack must be 'manual' or 'auto'")
+    holder = f"get-{uuid.uuid4().hex}"
+    now = service.now_ms()
+    if ack == "manual":
+        service.sessions.open(holder, service.consumer_timeout_ms, now)
+    reply = await request.app["node"].submit(service, Get(now, holder, count, ack == "auto"))
+    if isinstance(reply, AutoAcked):
+        return web.json_response([delivery_json(d, m) for d, m in reply.messages])
+    deliveries = list(reply.deliveries) if isinstance(reply, Deliveries) else []
+    if not deliveries:
+        service.sessions.close(holder)
+    return web.json_response(deliveries_json(service, deliveries))
+
+
+async def settle(request: web.Request, service: QueueService, consumer: str | None) -> web.StreamResponse:
+    """Ack (settle) or nack (return, or discard with requeue=false) delivered messages."""
+    body = await json_object(request)
+    ids = message_ids(body)
+    now = service.now_ms()
+    kind = request.path.rsplit("/", 1)[-1]
+    if kind == "ack":
+        command: Any = Settle(now, ids, consumer)
+    elif field_bool(body, "requeue", True):
+        command = Return(now, ids, consumer)
+    else:
+        command = Discard(now, ids, consumer)
+    if consumer is not None:
+        service.sessions.touch(consumer, now)
+    reply = await request.app["node"].submit(service, command)
+    if isinstance(reply, Failure):
+        status = 404 if reply.code == "unknown_consumer" else 400
+        raise ApiError(status, reply.code, reply.reason)
+    request.app["metrics"].settled.labels(service.name, kind).inc(len(ids))
+    return web.json_response({"settled": len(ids)})
+
+
+@on_queue_leader
+async def settle_got(request: web.Request, service: QueueService) -> web.StreamResponse:
+    """POST /api/queues/{q}/ack and /nack: settle messages obtained by a manual-ack get."""
+    return await settle(request, service, None)

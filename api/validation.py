@@ -1,0 +1,148 @@
+"""Parsing request bodies and parameters into typed values, with a 4xx ApiError for anything wrong."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from typing import Any
+
+from aiohttp import web
+
+from api.errors import ApiError
+from cluster.bodies import StoredMessage
+
+QUEUE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,254}$")
+ENCODINGS = ("utf8", "base64")
+MAX_BATCH_MESSAGES = 10000
+MAX_POLL = 10000
+MAX_WAIT_S = 60.0
+
+
+def bad(reason: str) -> ApiError:
+    """A 400 naming what is wrong."""
+    return ApiError(400, "bad_request", reason)
+
+
+def queue_name(request: web.Request) -> str:
+    """The `{q}` of the path, checked against the allowed length and characters."""
+    name = request.match_info["q"]
+    if not QUEUE_NAME.match(name):
+        raise bad(f"queue name {name!r} must be 1-255 characters of letters, digits, '.', '_', ':' or '-'")
+    return name
+
+
+async def json_object(request: web.Request, *, optional: bool = False) -> dict[str, Any]:
+    """The request body as a JSON object."""
+    if optional and not request.can_read_body:
+        return {}
+    try:
+        body = await request.json()
+    except ValueError as exc:
+        raise bad(f"body is not valid JSON: {exc}") from exc
+    if not isinstance(body, dict):
+        raise bad("body must be a JSON object")
+    return body
+
+
+def field_int(body: dict[str, Any], name: str, default: int | None, *, minimum: int = 0) -> int | None:
+    """An optional integer field (booleans are not integers)."""
+    value = body.get(name, default)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise bad(f"{name} must be an integer")
+    if value < minimum:
+        raise bad(f"{name} must be >= {minimum}")
+    return value
+
+
+def field_str(body: dict[str, Any], name: str, default: str | None = None) -> str | None:
+    """An optional string field."""
+    value = body.get(name, default)
+    if value is not None and not isinstance(value, str):
+        raise bad(f"{name} must be a string")
+    return value
+
+
+def field_bool(body: dict[str, Any], name: str, default: bool) -> bool:
+    """An optional boolean field."""
+    value = body.get(name, default)
+    if not isinstance(value, bool):
+        raise bad(f"{name} must be true or false")
+    return value
+
+
+def message_ids(body: dict[str, Any]) -> tuple[int, ...]:
+    """The `ids` list of an ack/nack body."""
+    ids = body.get("ids")
+    if not isinstance(ids, list) or not ids:
+        raise bad("ids must be a non-empty list of message ids")
+    if any(isinstance(i, bool) or not isinstance(i, int) or i < 0 for i in ids):
+        raise bad("ids must be non-negative integers")
+    return tuple(ids)
+
+
+def query_number(request: web.Request, name: str, default: float, *, maximum: float) -> float:
+    """A numeric query parameter within [0, maximum]."""
+    raw = request.query.get(name)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise bad(f"query parameter {name} must be a number") from exc
+    if not 0 <= value <= maximum:
+        raise bad(f"query parameter {name} must be between 0 and {maximum:g}")
+    return value
+
+
+def query_flag(request: web.Request, name: str) -> bool:
+    """A boolean query parameter (`true`/`false`, absent is false)."""
+    raw = request.query.get(name, "false").lower()
+    if raw not in ("true", "false", "1", "0"):
+        raise bad(f"query parameter {name} must be true or false")
+    return raw in ("true", "1")
+
+
+def published_messages(body: dict[str, Any], max_bytes: int) -> list[tuple[StoredMessage, int | None]]:
+    """The `messages` of a publish body: decoded bodies, headers and optional expiration (ms)."""
+    raw = body.get("messages")
+    if not isinstance(raw, list) or not raw:
+        raise bad("messages must be a non-empty list")
+    if len(raw) > MAX_BATCH_MESSAGES:
+        raise ApiError(413, "too_large", f"at most {MAX_BATCH_MESSAGES} messages per request")
+    return [_published_message(i, m, max_bytes) for i, m in enumerate(raw)]
+
+
+def _published_message(index: int, raw: Any, max_bytes: int) -> tuple[StoredMessage, int | None]:
+    where = f"messages[{index}]"
+    if not isinstance(raw, dict):
+        raise bad(f"{where} must be an object")
+    unknown = set(raw) - {"body", "encoding", "headers", "expiration"}
+    if unknown:
+        raise bad(f"{where} has unknown fields {sorted(unknown)}")
+    text = raw.get("body")
+    if not isinstance(text, str):
+        raise bad(f"{where}.body must be a string")
+    encoding = raw.get("encoding", "utf8")
+    if encoding not in ENCODINGS:
+        raise bad(f"{where}.encoding must be one of {', '.join(ENCODINGS)}")
+    if encoding == "base64":
+        try:
+            data = base64.b64decode(text, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise bad(f"{where}.body is not valid base64") from exc
+    else:
+        data = text.encode()
+    if len(data) > max_bytes:
+        raise ApiError(413, "too_large", f"{where} is {len(data)} bytes; the limit is {max_bytes}")
+    headers = raw.get("headers", {})
+    if not isinstance(headers, dict) or not all(isinstance(k, str) for k in headers):
+        raise bad(f"{where}.headers must be an object")
+    expiration = raw.get("expiration")
+    if expiration is not None and (
+        isinstance(expiration, bool) or not isinstance(expiration, int) or expiration < 0
+    ):
+        raise bad(f"{where}.expiration must be a non-negative integer (milliseconds)")
+    return StoredMessage(data, headers, encoding), expiration
