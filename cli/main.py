@@ -1,11 +1,353 @@
 """The `quorumq` command: run a node, run a local cluster, and talk to queues."""
 
+import contextlib
+import itertools
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from importlib.metadata import version
+from typing import Any, BinaryIO
 
 import click
 
+from api.client import Message, NoNodeAvailableError, NotFoundError, QuorumqError, SyncClient
+from cli import output
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+DEFAULT_NODE = "127.0.0.1:8080"
+NODES_ENV = "QUORUMQ_NODES"
+EXIT_SERVER_ERROR = 1
+EXIT_UNAVAILABLE = 69  # EX_UNAVAILABLE from sysexits.h: no node could be reached
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The group's global options, handed to every subcommand."""
+
+    nodes: tuple[str, ...]
+    formatter: str
+    timeout: float
+
+    def connect(self) -> SyncClient:
+        """A client for the configured nodes (a bad address is a usage error)."""
+        try:
+            return SyncClient(self.nodes, timeout=self.timeout)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--node") from exc
+
+
+class QuorumqGroup(click.Group):
+    """A click group that reports client errors as one line on stderr with a meaningful exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except NoNodeAvailableError as exc:
+            click.echo(f"Error: no quorumq node reachable (tried {', '.join(exc.nodes)})", err=True)
+            sys.exit(EXIT_UNAVAILABLE)
+        except QuorumqError as exc:
+            status = f", HTTP {exc.status}" if exc.status else ""
+            click.echo(f"Error: {exc.reason or exc.code} ({exc.code}{status})", err=True)
+            sys.exit(EXIT_SERVER_ERROR)
+
+
+def node_list(given: Sequence[str]) -> tuple[str, ...]:
+    """Nodes from --node (each may hold a comma-separated list), else $QUORUMQ_NODES, else the default."""
+    entries = list(given) or [os.environ.get(NODES_ENV, "")]
+    nodes = tuple(node.strip() for entry in entries for node in entry.split(",") if node.strip())
+    return nodes or (DEFAULT_NODE,)
+
+
+@click.group(cls=QuorumqGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(version("quorumq"), prog_name="quorumq")
-def cli() -> None:
+@click.option(
+    "--node",
+    "nodes",
+    multiple=True,
+    metavar="HOST:PORT",
+    help=f"A node's HTTP address; repeatable (default ${NODES_ENV}, comma-separated, or {DEFAULT_NODE}).",
+)
+@click.option("--formatter", type=click.Choice(output.FORMATTERS), default="table", show_default=True)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0.1),
+    default=10.0,
+    show_default=True,
+    help="Seconds each request may take, retries included.",
+)
+@click.pass_context
+def cli(ctx: click.Context, nodes: tuple[str, ...], formatter: str, timeout: float) -> None:
     """quorumq: Raft-replicated quorum queues with an HTTP API."""
+    ctx.obj = Settings(node_list(nodes), formatter, timeout)
+
+
+pass_settings = click.make_pass_decorator(Settings)
+
+
+def parse_value(text: str) -> Any:
+    """A command-line value: JSON when it parses (10, true, [1]), else the text itself."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def parse_pairs(pairs: Sequence[str], option: str) -> dict[str, Any]:
+    """KEY=VALUE options as a dict, values parsed by parse_value."""
+    parsed: dict[str, Any] = {}
+    for pair in pairs:
+        key, separator, value = pair.partition("=")
+        if not separator or not key.strip():
+            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint=option)
+        parsed[key.strip()] = parse_value(value)
+    return parsed
+
+
+def queue_arguments(arguments_json: str | None, pairs: Sequence[str]) -> dict[str, Any]:
+    """The declare arguments: --arguments JSON object, overridden by each --arg KEY=VALUE."""
+    arguments: dict[str, Any] = {}
+    if arguments_json is not None:
+        try:
+            arguments = json.loads(arguments_json)
+        except ValueError as exc:
+            raise click.BadParameter(f"not valid JSON: {exc}", param_hint="--arguments") from exc
+        if not isinstance(arguments, dict):
+            raise click.BadParameter("must be a JSON object", param_hint="--arguments")
+    return arguments | parse_pairs(pairs, "--arg")
+
+
+@cli.command()
+@click.argument("queue")
+@click.option("--arg", "pairs", multiple=True, metavar="KEY=VALUE", help="A queue argument; repeatable.")
+@click.option("--arguments", "arguments_json", metavar="JSON", help="Queue arguments as a JSON object.")
+@pass_settings
+def declare(settings: Settings, queue: str, pairs: tuple[str, ...], arguments_json: str | None) -> None:
+    """Declare QUEUE (values of --arg are JSON when they parse: x-max-length=10 is a number)."""
+    arguments = queue_arguments(arguments_json, pairs)
+    with settings.connect() as client:
+        created = client.declare(queue, arguments)
+    if settings.formatter == "json":
+        output.print_json({"queue": queue, "created": created, "arguments": arguments})
+    else:
+        output.print_line(f"queue '{queue}' {'declared' if created else 'already exists'}")
+
+
+def body_from_line(line: bytes) -> bytes | str:
+    """A message body read from a file line: text when it is UTF-8, else the raw bytes."""
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError:
+        return line
+
+
+def synthetic_body(index: int, size: int | None) -> str:
+    """A generated ASCII body `message N`, padded or cut to exactly `size` bytes when a size is given."""
+    text = f"message {index}"
+    return text if size is None else f"{text} {'.' * size}"[:size]
+
+
+def messages_to_publish(
+    bodies: Sequence[str],
+    source: BinaryIO | None,
+    count: int | None,
+    size: int | None,
+    headers: dict[str, Any],
+) -> list[Message]:
+    """The messages `publish` sends: given bodies (cycled to --count) or generated ones."""
+    given: list[bytes | str] = list(bodies)
+    if source is not None:
+        given.extend(body_from_line(line) for line in source.read().splitlines())
+    if given and size is not None:
+        raise click.UsageError("--size generates bodies; do not combine it with BODY or --file")
+    if not given and count is None and size is None:
+        raise click.UsageError("nothing to publish: give BODY arguments, --file, --count or --size")
+    if given:
+        chosen = list(itertools.islice(itertools.cycle(given), count or len(given)))
+    else:
+        chosen = [synthetic_body(index, size) for index in range(1, (count or 1) + 1)]
+    return [Message(body, headers=headers or None) for body in chosen]
+
+
+def describe_ids(ids: Sequence[int]) -> str:
+    """Ids as a short text: a range when they are consecutive, else a list."""
+    if len(ids) > 1 and list(ids) == list(range(ids[0], ids[0] + len(ids))):
+        return f"{ids[0]}..{ids[-1]}"
+    return ", ".join(map(str, ids))
+
+
+@cli.command()
+@click.argument("queue")
+@click.argument("bodies", nargs=-1)
+@click.option("--count", type=click.IntRange(min=1), help="How many messages (given bodies are cycled).")
+@click.option("--size", type=click.IntRange(min=0), help="Generate bodies of this many bytes.")
+@click.option("--header", "header_pairs", multiple=True, metavar="KEY=VALUE", help="A header; repeatable.")
+@click.option("--file", "source", type=click.File("rb"), help="Publish each line of this file ('-': stdin).")
+@click.option(
+    "--batch", type=click.IntRange(min=1), default=100, show_default=True, help="Messages a request."
+)
+@click.option(
+    "--window", type=click.IntRange(min=1), default=16, show_default=True, help="Requests in flight."
+)
+@pass_settings
+def publish(
+    settings: Settings,
+    queue: str,
+    bodies: tuple[str, ...],
+    count: int | None,
+    size: int | None,
+    header_pairs: tuple[str, ...],
+    source: BinaryIO | None,
+    batch: int,
+    window: int,
+) -> None:
+    """Publish messages to QUEUE and print the ids the cluster confirmed."""
+    messages = messages_to_publish(bodies, source, count, size, parse_pairs(header_pairs, "--header"))
+    with settings.connect() as client:
+        ids = client.publish_all(queue, messages, window=window, batch=batch)
+    if settings.formatter == "json":
+        output.print_json({"queue": queue, "published": len(ids), "ids": ids})
+    else:
+        output.print_line(f"published {len(ids)} message(s) to '{queue}', confirmed ids {describe_ids(ids)}")
+
+
+@cli.command()
+@click.argument("queue")
+@click.option("--count", type=click.IntRange(min=1), help="Stop after this many messages.")
+@click.option("--prefetch", type=click.IntRange(min=1), default=100, show_default=True)
+@click.option("--no-ack", is_flag=True, help="Leave messages unacked (they return when the consumer ends).")
+@click.option("--nack", is_flag=True, help="Reject messages back to the queue instead of acking them.")
+@click.option(
+    "--timeout", type=click.FloatRange(min=0), help="Stop after this many seconds without a message."
+)
+@pass_settings
+def consume(
+    settings: Settings,
+    queue: str,
+    count: int | None,
+    prefetch: int,
+    no_ack: bool,
+    nack: bool,
+    timeout: float | None,
+) -> None:
+    """Consume from QUEUE, printing each delivery and acking it (or nacking with --nack)."""
+    if no_ack and nack:
+        raise click.UsageError("--no-ack and --nack exclude each other")
+    received = 0
+    with settings.connect() as client:
+        tag = client.consume(queue, prefetch=prefetch)
+        try:
+            idle_since = time.monotonic()
+            while count is None or received < count:
+                idle_left = None if timeout is None else timeout - (time.monotonic() - idle_since)
+                if idle_left is not None and idle_left <= 0:
+                    break
+                wanted = prefetch if count is None else min(prefetch, count - received)
+                wait = 1.0 if idle_left is None else min(1.0, idle_left)
+                deliveries = client.deliveries(queue, tag, max=wanted, wait=wait)
+                if not deliveries:
+                    continue
+                for delivery in deliveries:
+                    output.stream_delivery(delivery, settings.formatter)
+                ids = [delivery.id for delivery in deliveries]
+                if nack:
+                    client.nack(queue, tag, ids, requeue=True)
+                elif not no_ack:
+                    client.ack(queue, tag, ids)
+                received += len(deliveries)
+                idle_since = time.monotonic()
+        finally:
+            with contextlib.suppress(NotFoundError):
+                client.cancel(queue, tag)
+    if settings.formatter == "table":
+        settled = "left unacked" if no_ack else "nacked" if nack else "acked"
+        output.print_line(f"{received} message(s) consumed from '{queue}', {settled}")
+
+
+@cli.command()
+@click.argument("queue")
+@click.option("--count", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option(
+    "--ack",
+    "ack_mode",
+    type=click.Choice(["auto", "manual"]),
+    default="auto",
+    show_default=True,
+    help="manual leaves the messages checked out until settled through the API.",
+)
+@pass_settings
+def get(settings: Settings, queue: str, count: int, ack_mode: str) -> None:
+    """Take up to --count ready messages from QUEUE at once (basic.get)."""
+    with settings.connect() as client:
+        deliveries = client.get(queue, count=count, ack=ack_mode)
+    output.print_deliveries(deliveries, settings.formatter)
+
+
+QUEUE_COLUMNS = {  # table column: field of the queue's stats
+    "name": "name",
+    "messages": "messages",
+    "ready": "messages_ready",
+    "unacked": "messages_unacknowledged",
+    "consumers": "consumers",
+    "leader": "leader",
+    "members": "members",
+}
+
+
+@cli.command()
+@pass_settings
+def queues(settings: Settings) -> None:
+    """List queues with their message counts, consumers, leader and members."""
+    with settings.connect() as client:
+        listed = client.queues()
+    if settings.formatter == "json":
+        output.print_json(listed)
+    else:
+        rows = ([queue.get(field) for field in QUEUE_COLUMNS.values()] for queue in listed)
+        output.print_table(list(QUEUE_COLUMNS), rows)
+
+
+NODE_COLUMNS = ("name", "http", "raft", "status")
+
+
+@cli.command()
+@pass_settings
+def status(settings: Settings) -> None:
+    """Show the cluster's nodes and the health of the node that answers."""
+    with settings.connect() as client:
+        nodes = client.nodes()
+        health = client.health()
+    if settings.formatter == "json":
+        output.print_json({"nodes": nodes, "health": health})
+        return
+    output.print_table(NODE_COLUMNS, ([node.get(field) for field in NODE_COLUMNS] for node in nodes), "nodes")
+    output.print_table(("check", "value"), sorted(health.items()), "health")
+
+
+@cli.command()
+@click.argument("queue")
+@click.option("--if-empty", is_flag=True, help="Only delete QUEUE if it has no messages.")
+@click.option("--if-unused", is_flag=True, help="Only delete QUEUE if it has no consumers.")
+@pass_settings
+def delete(settings: Settings, queue: str, if_empty: bool, if_unused: bool) -> None:
+    """Delete QUEUE and its messages."""
+    with settings.connect() as client:
+        client.delete_queue(queue, if_empty=if_empty, if_unused=if_unused)
+    if settings.formatter == "json":
+        output.print_json({"queue": queue, "deleted": True})
+    else:
+        output.print_line(f"queue '{queue}' deleted")
+
+
+@cli.command()
+@click.argument("queue")
+@pass_settings
+def purge(settings: Settings, queue: str) -> None:
+    """Remove every ready message of QUEUE."""
+    with settings.connect() as client:
+        purged = client.purge(queue)
+    if settings.formatter == "json":
+        output.print_json({"queue": queue, "purged": purged})
+    else:
+        output.print_line(f"purged {purged} message(s) from '{queue}'")

@@ -1,0 +1,115 @@
+"""Printing command results: rich tables for people (`--formatter table`), JSON for programs."""
+
+import base64
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from api.client import Delivery
+
+FORMATTERS = ("table", "json")
+_PIPE_WIDTH = 200
+
+
+def console() -> Console:
+    """A rich console on the current stdout (wide when stdout is not a terminal, so tables stay intact)."""
+    out = Console(file=sys.stdout, highlight=False)
+    if not out.is_terminal:
+        out.width = _PIPE_WIDTH
+    return out
+
+
+def print_json(data: Any) -> None:
+    """Print `data` as indented JSON."""
+    click.echo(json.dumps(data, indent=2, default=str))
+
+
+def print_json_line(data: Any) -> None:
+    """Print `data` as one compact JSON line (for streams)."""
+    click.echo(json.dumps(data, separators=(",", ":"), default=str))
+
+
+def print_table(columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None) -> None:
+    """Print a rich table with the given column headers."""
+    table = Table(*columns, title=title, title_justify="left")
+    for row in rows:
+        table.add_row(*(cell_text(value) for value in row))
+    console().print(table)
+
+
+def print_line(text: str) -> None:
+    """Print a plain line of text (no markup interpretation)."""
+    console().print(text, markup=False)
+
+
+def cell_text(value: Any) -> str:
+    """How a value reads in a table cell: lists joined, booleans as yes/no, None blank."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list | tuple):
+        return ", ".join(cell_text(item) for item in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{key}={cell_text(item)}" for key, item in value.items())
+    return str(value)
+
+
+def delivery_json(delivery: Delivery) -> dict[str, Any]:
+    """A delivery in the API's wire shape (body as utf8 text when it is valid UTF-8, else base64)."""
+    body, encoding = body_text(delivery.body)
+    return {
+        "id": delivery.id,
+        "body": body,
+        "encoding": encoding,
+        "headers": delivery.headers,
+        "delivery_count": delivery.delivery_count,
+        "redelivered": delivery.redelivered,
+    }
+
+
+def body_text(body: bytes) -> tuple[str, str]:
+    """The body as (text, "utf8") when it decodes, else (base64 text, "base64")."""
+    try:
+        return body.decode("utf-8"), "utf8"
+    except UnicodeDecodeError:
+        return base64.b64encode(body).decode("ascii"), "base64"
+
+
+def delivery_row(delivery: Delivery) -> list[Any]:
+    """A delivery as a row under DELIVERY_COLUMNS."""
+    text, encoding = body_text(delivery.body)
+    return [
+        delivery.id,
+        delivery.delivery_count,
+        delivery.redelivered,
+        delivery.headers or None,
+        text if encoding == "utf8" else f"base64:{text}",
+    ]
+
+
+DELIVERY_COLUMNS = ("id", "delivery count", "redelivered", "headers", "body")
+
+
+def print_deliveries(deliveries: Sequence[Delivery], formatter: str) -> None:
+    """Print a finished list of deliveries: one table, or a JSON list."""
+    if formatter == "json":
+        print_json([delivery_json(delivery) for delivery in deliveries])
+    else:
+        print_table(DELIVERY_COLUMNS, (delivery_row(delivery) for delivery in deliveries))
+
+
+def stream_delivery(delivery: Delivery, formatter: str) -> None:
+    """Print one delivery of a running stream: a JSON line, or a readable line."""
+    if formatter == "json":
+        print_json_line(delivery_json(delivery))
+        return
+    text, encoding = body_text(delivery.body)
+    marks = f" (redelivered, count {delivery.delivery_count})" if delivery.redelivered else ""
+    headers = f" {cell_text(delivery.headers)}" if delivery.headers else ""
+    print_line(f"#{delivery.id}{marks}{headers}: {text if encoding == 'utf8' else 'base64:' + text}")
