@@ -47,7 +47,7 @@ def _session(service: QueueService, tag: str) -> ConsumerSession:
     session = service.sessions.get(tag)
     if session is not None:
         return session
-    if all(c.tag != tag for c in service.replica.machine.consumers()):
+    if all(c.name != tag for c in service.replica.machine.consumers()):
         raise ApiError(404, "not_found", f"no consumer '{tag}' on queue '{service.name}'")
     session = service.sessions.open(tag, service.consumer_timeout_ms, service.now_ms())
     session.offer(service.replica.machine.checked_out(tag))

@@ -63,9 +63,8 @@ class Metadata:
             if existing.arguments == arguments:
                 return ["exists", existing.group]
             return ["conflict", existing.arguments]
-        unknown = [m for m in members if m not in self.nodes]
-        if unknown or not members:
-            return ["error", f"cannot place queue on unknown nodes {unknown}"]
+        if not members:
+            return ["error", "a queue needs at least one member"]
         group = f"q{self.next_group}.{name}"
         self.next_group += 1
         self.queues[name] = QueueInfo(name, group, arguments, list(members), now_ms)

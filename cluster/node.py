@@ -114,6 +114,8 @@ class Node:
                 owner = recorded["node"]
                 raise SystemExit(f"data dir {data_dir} belongs to node {owner!r}, not {self.name!r}")
             return {n: Address.parse(a, what="seed") for n, a in recorded["seeds"].items()}
+        if self.config.join:
+            raise SystemExit("--join is not supported yet: start every node of a new cluster with --seed")
         seeds = {s.name: s.raft for s in self.config.seeds} or {self.name: self.config.raft}
         if self.name not in seeds:
             raise SystemExit(f"the seed list must include this node ({self.name})")
@@ -220,6 +222,15 @@ class Node:
         info = self.meta.state.nodes.get(name) if name else None
         return info.http if info else None
 
+    def cluster_members(self) -> list[str]:
+        """Every node of the cluster: the metadata group's voters."""
+        assert self.host is not None
+        return list(self.host.groups[META_GROUP].raft.status().conf.voters)
+
+    def is_ready(self) -> bool:
+        """True once a metadata leader is known and this node's addresses are registered."""
+        return self.meta_leader() is not None and self.name in self.meta.state.nodes
+
     def meta_leader(self) -> str | None:
         """The node leading the metadata group, when known."""
         assert self.host is not None
@@ -254,7 +265,7 @@ class Node:
         canonical = config.to_arguments()
         state = self.meta.state
         members = place_replicas(
-            state.nodes,
+            self.cluster_members(),
             state.queues.values(),
             size=config.initial_group_size,
             locator=config.leader_locator,

@@ -82,8 +82,8 @@ class QueueService:
             return
         now = self.now_ms()
         for consumer in self.replica.machine.consumers():
-            session = self.sessions.open(consumer.tag, self.consumer_timeout_ms, now)
-            session.offer(self.replica.machine.checked_out(consumer.tag))
+            session = self.sessions.open(consumer.name, self.consumer_timeout_ms, now)
+            session.offer(self.replica.machine.checked_out(consumer.name))
 
     def on_timer(self) -> None:
         """Called periodically on the leader: due Ticks and silent consumers go through the log."""

@@ -89,7 +89,7 @@ class Transport:
         self._on_frame = on_frame
         self._peers: dict[str, _Peer] = {}
         self._server: asyncio.base_events.Server | None = None
-        self._inbound: set[asyncio.Task] = set()
+        self._inbound: dict[asyncio.Task, asyncio.StreamWriter] = {}
         self.rejected_handshakes = 0
 
     async def start(self) -> None:
@@ -105,10 +105,12 @@ class Transport:
         for peer in self._peers.values():
             if peer.task is not None:
                 peer.task.cancel()
-        tasks = [p.task for p in self._peers.values() if p.task is not None] + list(self._inbound)
+        tasks = [p.task for p in self._peers.values() if p.task is not None]
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        for writer in self._inbound.values():
+            writer.close()
+        await asyncio.gather(*tasks, *self._inbound, return_exceptions=True)
 
     def set_peer(self, name: str, address: Address) -> None:
         """Add a peer or change its address (the connection is re-made)."""
@@ -231,7 +233,7 @@ class Transport:
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
-        self._inbound.add(task)
+        self._inbound[task] = writer
         try:
             name = await asyncio.wait_for(self._accept_handshake(reader, writer), HANDSHAKE_TIMEOUT_S)
             while True:
@@ -245,7 +247,7 @@ class Transport:
         except (OSError, TimeoutError, asyncio.IncompleteReadError):
             pass
         finally:
-            self._inbound.discard(task)
+            self._inbound.pop(task, None)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()

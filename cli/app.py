@@ -1,0 +1,11 @@
+"""The full `quorumq` command: the client commands of cli.main plus the node-side ones."""
+
+from cli.local_cluster import cluster_group
+from cli.main import cli
+from cli.server import server
+
+cli.add_command(server)
+cli.add_command(cluster_group)
+
+if __name__ == "__main__":
+    cli()

@@ -1,0 +1,71 @@
+"""`quorumq server`: run one node in the foreground until SIGTERM or SIGINT."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from pathlib import Path
+
+import click
+
+from cluster.config import ConfigError, load_config
+
+
+@click.command("server")
+@click.option("--node", help="This node's name (unique in the cluster).")
+@click.option("--data-dir", type=click.Path(path_type=Path), help="Where the node keeps its data.")
+@click.option("--http", "http", help="HOST:PORT for the HTTP API (default port 8080).")
+@click.option("--raft", "raft", help="HOST:PORT for Raft traffic between nodes.")
+@click.option("--seed", "seeds", multiple=True, help="NAME@HOST:RAFTPORT of an initial member (repeat).")
+@click.option("--join", help="http://HOST:PORT of a running member to join through.")
+@click.option("--advertise-http", help="The HTTP URL other nodes use to reach this one.")
+@click.option("--config", "config_file", type=click.Path(path_type=Path, exists=True), help="A TOML file.")
+@click.option("--log-level", default="INFO", show_default=True, help="Python logging level.")
+def server(
+    node: str | None,
+    data_dir: Path | None,
+    http: str | None,
+    raft: str | None,
+    seeds: tuple[str, ...],
+    join: str | None,
+    advertise_http: str | None,
+    config_file: Path | None,
+    log_level: str,
+) -> None:
+    """Run a node. Flags override QUORUMQ_* environment variables, which override --config."""
+    flags = {
+        "node": node,
+        "data_dir": data_dir,
+        "http": http,
+        "raft": raft,
+        "seeds": seeds,
+        "join": join,
+        "advertise_http": advertise_http,
+    }
+    try:
+        config = load_config(flags, config_file)
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from exc
+    logging.basicConfig(
+        level=log_level.upper(), format=f"%(asctime)s {config.node} %(levelname)s %(name)s: %(message)s"
+    )
+    asyncio.run(_run(config))
+
+
+async def _run(config) -> None:  # type: ignore[no-untyped-def]
+    from api.server import serve
+    from cluster.node import Node
+
+    node = Node(config)
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stopping.set)
+    runner = await serve(node)
+    logging.getLogger("quorumq").info(
+        "node %s serving HTTP on %s, Raft on %s", config.node, config.http, config.raft
+    )
+    await stopping.wait()
+    await runner.cleanup()
+    await node.stop()
