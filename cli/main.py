@@ -71,7 +71,8 @@ def node_list(given: Sequence[str]) -> tuple[str, ...]:
 )
 @click.option("--formatter", type=click.Choice(output.FORMATTERS), default="table", show_default=True)
 @click.option(
-    "--timeout",
+    "--request-timeout",
+    "timeout",
     type=click.FloatRange(min=0.1),
     default=10.0,
     show_default=True,

@@ -134,3 +134,24 @@ async def test_publish_all_returns_ids_in_message_order() -> None:
         ids = await client.publish_all("q", iter(messages), window=3, batch=4)
     assert [queue.bodies[message_id] for message_id in ids] == messages
     assert len(queue.requests) == 7
+
+
+async def test_publisher_left_by_an_exception_cancels_unconfirmed_messages() -> None:
+    never = asyncio.Event()
+    arrived = asyncio.Event()
+
+    async def hang(request: web.Request) -> web.Response:
+        arrived.set()
+        await never.wait()
+        return web.json_response({"ids": []}, status=201)
+
+    app = web.Application()
+    app.router.add_post("/api/queues/{q}/messages", hang)
+    confirms = []
+    async with serve(app) as node, QuorumqClient([node]) as client:
+        with pytest.raises(KeyError):
+            async with client.publisher("q", window=1, batch=1) as pub:
+                confirms = [await pub.send("a"), await pub.send("b")]
+                await arrived.wait()
+                raise KeyError("stop")
+    assert [confirm.cancelled() for confirm in confirms] == [True, True]
