@@ -22,6 +22,7 @@ from api.client_subscription import Subscription
 from api.client_transport import NodeTransport
 
 DEFAULT_PREFETCH = 100
+_NOT_READY = frozenset({503})
 
 
 def queue_path(queue: str, *parts: str) -> str:
@@ -249,8 +250,9 @@ class QuorumqClient:
         return (await self._transport.request("GET", "/api/nodes", retry_sent=True)).payload
 
     async def health(self) -> dict[str, Any]:
-        """The answering node's health report."""
-        return (await self._transport.request("GET", "/api/health", retry_sent=True)).payload
+        """The answering node's health report, also when it answers 503 because it is not ready."""
+        reply = await self._transport.request("GET", "/api/health", retry_sent=True, accept=_NOT_READY)
+        return reply.payload
 
     async def metrics_text(self) -> str:
         """The answering node's Prometheus metrics, as text."""

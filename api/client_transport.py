@@ -26,7 +26,7 @@ def normalize_node(node: str) -> str:
 
 
 class Reply(NamedTuple):
-    """A 2xx answer: its status and its parsed body (JSON, text, or None for 204)."""
+    """A successful (or accepted) answer: its status and its parsed body (JSON, text, or None for 204)."""
 
     status: int
     payload: Any
@@ -95,10 +95,12 @@ class NodeTransport:
         params: Mapping[str, str] | None = None,
         timeout: float | None = None,
         retry_sent: bool = False,
+        accept: frozenset[int] = frozenset(),
     ) -> Reply:
         """Send `method path` (with JSON `body`) and return the first 2xx answer.
 
-        Raises the QuorumqError subclass matching a non-2xx answer, NoNodeAvailableError when no node
+        Statuses in `accept` are answers too, not errors. Raises the QuorumqError subclass matching any
+        other non-2xx answer, NoNodeAvailableError when no node
         accepts a connection, TransportError when the deadline passes without an answer."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + (self.timeout if timeout is None else timeout)
@@ -130,7 +132,7 @@ class NodeTransport:
                 hinted = None
             else:
                 unreachable.clear()
-                if 200 <= status < 300:
+                if 200 <= status < 300 or status in accept:
                     return Reply(status, payload)
                 last_error = error_from_response(status, payload)
                 if status != 503:
