@@ -128,6 +128,12 @@ class RaftNode:
     def is_leader(self) -> bool:
         return self._role is Role.LEADER
 
+    def entry_term(self, index: int) -> int | None:
+        """Term of this node's entry at `index` (persisted or not), None if compacted or absent."""
+        if index == 0:
+            return 0
+        return self._log.term(index) if self._log.first_index() <= index <= self._log.last_index() else None
+
     def status(self) -> Status:
         """Where this node stands; `progress` is filled on the leader only."""
         progress = {}
@@ -143,6 +149,7 @@ class RaftNode:
             leader=self._lead,
             commit=self._log.committed,
             applied=self._log.applied,
+            first_index=self._log.first_index(),
             last_index=self._log.last_index(),
             conf=self._tracker.conf,
             progress=progress,
@@ -335,6 +342,10 @@ class RaftNode:
         # The no-op of the new term: committing it commits every earlier entry (Raft section 5.4.2).
         self._append_entry(EntryKind.NORMAL, b"", broadcast=False)
 
+    def _unconfigured(self) -> bool:
+        """A brand-new replica that has not learned any membership yet."""
+        return not self._tracker.conf.voters and not self._tracker.conf.learners
+
     def _promotable(self) -> bool:
         return self._tracker.is_voter(self.id)
 
@@ -441,6 +452,9 @@ class RaftNode:
         if msg.index < self._log.committed:
             self._send(MessageType.APP_RESP, msg.frm, index=self._log.committed)
             return
+        if self._unconfigured():  # a new replica starts from a snapshot, which carries the membership
+            self._send(MessageType.APP_RESP, msg.frm, index=msg.index, reject=True)
+            return
         last_new = self._log.maybe_append(msg.index, msg.log_term, msg.commit, msg.entries)
         if last_new is None:
             hint = self._log.find_conflict_by_term(min(msg.index, self._log.last_index()), msg.log_term)
@@ -460,7 +474,7 @@ class RaftNode:
         meta = msg.snapshot
         if meta is None:
             return
-        if meta.index <= self._log.committed:  # older than what we committed: ignore it
+        if meta.index <= self._log.committed and not self._unconfigured():  # older than our commit
             self._snapshot_assembly = None
             self._send(MessageType.APP_RESP, msg.frm, index=self._log.committed)
             return
@@ -490,13 +504,14 @@ class RaftNode:
     def _restore(self, snapshot: Snapshot) -> bool:
         """Install a leader's snapshot unless we already have it; True if it replaced our log."""
         meta = snapshot.meta
-        if meta.index <= self._log.committed:
-            return False
-        if self._log.match_term(meta.index, meta.term):
-            # Our log already holds the snapshot's last entry, so (log matching) everything before it.
-            self._log.commit_to(meta.index)
-            self._on_commit()
-            return False
+        if not self._unconfigured():  # a new replica takes even an index-0 snapshot: it brings membership
+            if meta.index <= self._log.committed:
+                return False
+            if self._log.match_term(meta.index, meta.term):
+                # Our log already holds the snapshot's last entry, so (log matching) everything before it.
+                self._log.commit_to(meta.index)
+                self._on_commit()
+                return False
         self._log.restore(snapshot)
         self._tracker.set_conf(meta.conf, self._log.last_index() + 1)
         return True
@@ -523,15 +538,20 @@ class RaftNode:
             if pr.maybe_decr_to(msg.index, next_probe):
                 if pr.state is ProgressState.REPLICATE:
                     pr.become_probe()
-                self._send_appends(msg.frm)
+                if msg.index == 0:  # not even the empty prefix matched: a new replica needs a snapshot
+                    self._start_snapshot(msg.frm, pr)
+                else:
+                    self._send_appends(msg.frm)
             return
         was_paused = pr.is_paused()
-        if not pr.maybe_update(msg.index):
+        updated = pr.maybe_update(msg.index)
+        if pr.transfer is not None and msg.index >= pr.transfer.snapshot.meta.index:
+            pr.become_probe()  # the follower installed the snapshot (or already had its entries)
+            if updated:
+                pr.become_replicate()
+        elif not updated:
             return  # a stale or duplicate ack: nothing moves, next never goes backwards
-        if pr.state is ProgressState.PROBE:
-            pr.become_replicate()
-        elif pr.state is ProgressState.SNAPSHOT and pr.match + 1 >= self._log.first_index():
-            pr.become_probe()
+        elif pr.state is ProgressState.PROBE:
             pr.become_replicate()
         elif pr.state is ProgressState.REPLICATE:
             pr.inflights.free_le(msg.index)

@@ -85,7 +85,8 @@ class MemoryStorage:
         for before, after in itertools.pairwise(entries):
             if after.index != before.index + 1:
                 raise ValueError("appended entries must be contiguous")
-        self._entries = self._entries[: first - self._base_index - 1] + list(entries)
+        del self._entries[first - self._base_index - 1 :]
+        self._entries.extend(entries)
 
     def set_hard_state(self, hard_state: HardState) -> None:
         self._hard_state = hard_state

@@ -76,6 +76,7 @@ class Status:
     leader: NodeId | None
     commit: int
     applied: int
+    first_index: int
     last_index: int
     conf: ConfState
     progress: dict[NodeId, PeerStatus] = field(default_factory=dict)
