@@ -26,7 +26,8 @@ Publishable = bytes | str | Message
 class Delivery:
     """A message handed to a consumer (or returned by get): `id` settles it, `body` is always bytes.
 
-    `seq` is the durable consumer's delivery sequence number when the server reports one."""
+    `seq` (a durable consumer's delivery sequence number) and `published_at` (enqueue time, ms since
+    the epoch) are set when the server reports them."""
 
     id: int
     body: bytes
@@ -34,6 +35,7 @@ class Delivery:
     delivery_count: int = 0
     redelivered: bool = False
     seq: int | None = None
+    published_at: int | None = None
 
     @property
     def text(self) -> str:
@@ -86,7 +88,8 @@ def decode_delivery(wire: dict[str, Any]) -> Delivery:
             headers=dict(wire.get("headers") or {}),
             delivery_count=int(wire.get("delivery_count", 0)),
             redelivered=bool(wire.get("redelivered", False)),
-            seq=int(wire["seq"]) if wire.get("seq") is not None else None,
+            seq=_optional_int(wire.get("seq")),
+            published_at=_optional_int(wire.get("published_at")),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise QuorumqError(0, "bad_response", f"malformed delivery {wire!r}: {exc}") from exc
@@ -98,3 +101,7 @@ def decode_deliveries(payload: Any) -> list[Delivery]:
     if not isinstance(items, list):
         raise QuorumqError(0, "bad_response", f"expected a list of deliveries, got {payload!r}")
     return [decode_delivery(item) for item in items]
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)

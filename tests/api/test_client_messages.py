@@ -46,6 +46,7 @@ async def test_deliveries_decode_base64_and_utf8_bodies_to_bytes() -> None:
                     "headers": {"x-delivery-count": 2},
                     "delivery_count": 2,
                     "redelivered": True,
+                    "published_at": 1700000000000,
                 },
             ]
         )
@@ -57,6 +58,7 @@ async def test_deliveries_decode_base64_and_utf8_bodies_to_bytes() -> None:
     assert (first.id, first.body, first.redelivered) == (7, b"\x00\xff", False)
     assert (second.id, second.body, second.text) == (8, "héllo".encode(), "héllo")
     assert (second.delivery_count, second.redelivered, second.headers) == (2, True, {"x-delivery-count": 2})
+    assert (first.published_at, second.published_at) == (None, 1700000000000)
 
 
 @given(st.binary() | st.text())
