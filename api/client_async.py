@@ -157,9 +157,15 @@ class QuorumqClient:
         priority: int = 0,
         durable: bool = False,
         name: str | None = None,
+        timeout_ms: int | None = None,
     ) -> str:
-        """Register a consumer and return its tag (a durable consumer is named `name`)."""
+        """Register a consumer and return its tag (a durable consumer is named `name`).
+
+        `timeout_ms`: how long the consumer may neither poll nor ack before the server cancels it
+        and returns its unacked messages (server default 30 s)."""
         body: dict[str, Any] = {"prefetch": prefetch, "priority": priority}
+        if timeout_ms is not None:
+            body["timeout"] = timeout_ms
         if durable:
             body["durable"] = True
         if name is not None:

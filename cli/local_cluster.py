@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -15,106 +11,37 @@ from rich.progress import Progress, SpinnerColumn, TextColumn
 from rich.table import Table
 
 from api.client import SyncClient
-from api.client_errors import QuorumqError
+from cli.node_processes import ClusterError, NodeProcess, plan_cluster, wait_healthy
 
-READY_TIMEOUT_S = 60.0
 DEMO_QUEUE = "demo"
 DEMO_MESSAGES = 10
 
 
-@dataclass
-class LocalNode:
-    """One node process of a local cluster."""
-
-    name: str
-    http_port: int
-    raft_port: int
-    data_dir: Path
-    process: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        """The node's HTTP base URL."""
-        return f"http://127.0.0.1:{self.http_port}"
-
-
-def plan_nodes(count: int, base_port: int, data_dir: Path) -> list[LocalNode]:
-    """Node i serves HTTP on base+i-1 and Raft on base+100+i-1."""
-    return [
-        LocalNode(f"node{i}", base_port + i - 1, base_port + 100 + i - 1, data_dir / f"node{i}")
-        for i in range(1, count + 1)
-    ]
-
-
-def start_nodes(nodes: list[LocalNode], log_dir: Path) -> None:
-    """Spawn every node as its own `quorumq server` process."""
-    seeds = [f"--seed={n.name}@127.0.0.1:{n.raft_port}" for n in nodes]
-    log_dir.mkdir(parents=True, exist_ok=True)
-    for node in nodes:
-        command = [
-            sys.executable,
-            "-m",
-            "cli.app",
-            "server",
-            f"--node={node.name}",
-            f"--data-dir={node.data_dir}",
-            f"--http=127.0.0.1:{node.http_port}",
-            f"--raft=127.0.0.1:{node.raft_port}",
-            *seeds,
-        ]
-        log_file = (log_dir / f"{node.name}.log").open("ab")
-        node.process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT)
-
-
-def stop_nodes(nodes: list[LocalNode]) -> None:
-    """SIGTERM every node, then wait for each (SIGKILL after 10 s)."""
-    for node in nodes:
-        if node.process is not None and node.process.poll() is None:
-            node.process.send_signal(signal.SIGTERM)
-    for node in nodes:
-        if node.process is not None:
-            try:
-                node.process.wait(10)
-            except subprocess.TimeoutExpired:
-                node.process.kill()
-                node.process.wait()
-
-
-def wait_ready(nodes: list[LocalNode], console: Console) -> None:
-    """Wait until every node reports a metadata leader, showing progress."""
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    pending = {n.name: n for n in nodes}
+def wait_ready(nodes: list[NodeProcess], console: Console) -> None:
+    """Wait until every node is healthy, showing progress."""
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), console=console, transient=True) as bar:
         task = bar.add_task(f"waiting for {len(nodes)} nodes", total=len(nodes))
-        while pending:
-            for name, node in list(pending.items()):
-                if node.process is not None and node.process.poll() is not None:
-                    raise click.ClickException(f"{name} exited with code {node.process.returncode}")
-                try:
-                    with SyncClient([node.url], timeout=1.0) as client:
-                        if client.health().get("status") == "ok":
-                            del pending[name]
-                            bar.advance(task)
-                except QuorumqError:
-                    pass
-            if time.monotonic() > deadline:
-                raise click.ClickException(f"nodes not ready after {READY_TIMEOUT_S:.0f}s: {sorted(pending)}")
-            bar.update(task, description=f"waiting for {', '.join(sorted(pending)) or 'nothing'}")
-            time.sleep(0.2)
+        for node in nodes:
+            bar.update(task, description=f"waiting for {node.name}")
+            try:
+                wait_healthy([node])
+            except ClusterError as exc:
+                raise click.ClickException(f"{exc}; see {node.log_path}") from exc
+            bar.advance(task)
 
 
-def node_table(nodes: list[LocalNode]) -> Table:
+def node_table(nodes: list[NodeProcess]) -> Table:
     """The table printed once the cluster is ready."""
     table = Table(title="quorumq local cluster")
     for column in ("node", "http", "raft", "pid"):
         table.add_column(column)
     for node in nodes:
         pid = str(node.process.pid) if node.process else "-"
-        table.add_row(node.name, node.url, f"127.0.0.1:{node.raft_port}", pid)
+        table.add_row(node.name, node.url, f"{node.host}:{node.raft_port}", pid)
     return table
 
 
-def run_demo(nodes: list[LocalNode], console: Console) -> None:
+def run_demo(nodes: list[NodeProcess], console: Console) -> None:
     """Declare, publish with confirms, consume and ack through different nodes."""
     urls = [n.url for n in nodes]
     with SyncClient(urls) as client:
@@ -163,8 +90,10 @@ def cluster_group() -> None:
 def start(count: int, base_port: int, data_dir: Path, demo: bool, once: bool) -> None:
     """Start NODES nodes on 127.0.0.1 in the foreground; Ctrl-C stops them cleanly."""
     console = Console()
-    nodes = plan_nodes(count, base_port, data_dir.resolve())
-    start_nodes(nodes, data_dir.resolve() / "logs")
+    ports = [base_port + i for i in range(count)] + [base_port + 100 + i for i in range(count)]
+    nodes = plan_cluster(count, data_dir.resolve(), ports=ports)
+    for node in nodes:
+        node.start()
     try:
         wait_ready(nodes, console)
         console.print(node_table(nodes))
@@ -173,10 +102,11 @@ def start(count: int, base_port: int, data_dir: Path, demo: bool, once: bool) ->
         if once:
             return
         console.print("cluster running; press Ctrl-C to stop")
-        while all(n.process is not None and n.process.poll() is None for n in nodes):
+        while all(n.running for n in nodes):
             time.sleep(0.5)
         raise click.ClickException("a node exited; stopping the cluster")
     except KeyboardInterrupt:
         console.print("stopping")
     finally:
-        stop_nodes(nodes)
+        for node in nodes:
+            node.stop()

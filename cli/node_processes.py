@@ -1,0 +1,209 @@
+"""Node processes on this machine: start, stop, SIGKILL, restart, wait for health.
+
+Used by `quorumq cluster start`, the tests, the benchmarks and the fault suite, so that every one of
+them runs real `quorumq server` processes talking real TCP.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from api.client import SyncClient
+from api.client_errors import QuorumqError
+
+READY_TIMEOUT_S = 60.0
+
+
+class ClusterError(RuntimeError):
+    """A node exited or did not become ready in time."""
+
+
+@dataclass
+class NodeProcess:
+    """One node: its addresses, data dir, and the process while it runs."""
+
+    name: str
+    host: str
+    http_port: int
+    raft_port: int
+    data_dir: Path
+    log_path: Path
+    seeds: list[str] = field(default_factory=list)
+    extra_args: list[str] = field(default_factory=list)
+    env: dict[str, str] | None = None
+    process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        """The node's HTTP base URL."""
+        return f"http://{self.host}:{self.http_port}"
+
+    @property
+    def seed(self) -> str:
+        """This node as a `--seed` value."""
+        return f"{self.name}@{self.host}:{self.raft_port}"
+
+    def command(self) -> list[str]:
+        """The command line that runs this node."""
+        return [
+            sys.executable,
+            "-m",
+            "cli.app",
+            "server",
+            f"--node={self.name}",
+            f"--data-dir={self.data_dir}",
+            f"--http={self.host}:{self.http_port}",
+            f"--raft={self.host}:{self.raft_port}",
+            *(f"--seed={s}" for s in self.seeds),
+            *self.extra_args,
+        ]
+
+    def start(self, prefix: Sequence[str] = ()) -> None:
+        """Spawn the node (optionally behind a prefix such as `ip netns exec NS`)."""
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as log_file:
+            self.process = subprocess.Popen(
+                [*prefix, *self.command()], stdout=log_file, stderr=subprocess.STDOUT, env=self.env
+            )
+
+    @property
+    def running(self) -> bool:
+        """True while the process is alive."""
+        return self.process is not None and self.process.poll() is None
+
+    def signal(self, signum: int) -> None:
+        """Send a signal to the running process."""
+        if self.running:
+            assert self.process is not None
+            self.process.send_signal(signum)
+
+    def kill(self) -> None:
+        """SIGKILL: everything not fsynced is lost, as in a crash."""
+        if self.process is not None:
+            self.signal(signal.SIGKILL)
+            self.process.wait()
+
+    def stop(self, timeout: float = 15.0) -> None:
+        """SIGTERM and wait; SIGKILL if it does not stop in time."""
+        if self.process is None:
+            return
+        self.signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def healthy(self) -> bool:
+        """True when the node answers /api/health with status ok."""
+        try:
+            with SyncClient([self.url], timeout=1.0) as client:
+                return client.health().get("status") == "ok"
+        except QuorumqError:
+            return False
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """Ports that were free a moment ago (bound to port 0 and released)."""
+    sockets = []
+    try:
+        for _ in range(count):
+            s = socket.socket()
+            s.bind((host, 0))
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def plan_cluster(
+    count: int, data_dir: Path, *, host: str = "127.0.0.1", ports: list[int] | None = None
+) -> list[NodeProcess]:
+    """Nodes node1..nodeN; `ports` gives HTTP ports then Raft ports (free ones when omitted)."""
+    ports = ports or free_ports(2 * count, host)
+    nodes = [
+        NodeProcess(
+            f"node{i + 1}",
+            host,
+            ports[i],
+            ports[count + i],
+            data_dir / f"node{i + 1}",
+            data_dir / "logs" / f"node{i + 1}.log",
+        )
+        for i in range(count)
+    ]
+    for node in nodes:
+        node.seeds = [n.seed for n in nodes]
+    return nodes
+
+
+def wait_until(
+    condition: Callable[[], bool], timeout: float, what: str, nodes: Sequence[NodeProcess] = ()
+) -> None:
+    """Poll `condition` until true; fail early if a node process has exited."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        for node in nodes:
+            if node.process is not None and node.process.poll() is not None:
+                raise ClusterError(f"{node.name} exited with code {node.process.returncode}")
+        if time.monotonic() > deadline:
+            raise ClusterError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(0.05)
+
+
+def wait_healthy(nodes: Sequence[NodeProcess], timeout: float = READY_TIMEOUT_S) -> None:
+    """Wait until every given node is healthy."""
+    for node in nodes:
+        wait_until(node.healthy, timeout, f"{node.name} to become healthy", [node])
+
+
+class ProcessCluster:
+    """A set of node processes started together."""
+
+    def __init__(self, nodes: list[NodeProcess]) -> None:
+        self.nodes = nodes
+
+    @classmethod
+    def start(cls, data_dir: Path, count: int = 3, extra_args: Sequence[str] = ()) -> ProcessCluster:
+        """Start `count` nodes on free loopback ports and wait until all are healthy."""
+        nodes = plan_cluster(count, data_dir)
+        for node in nodes:
+            node.extra_args = list(extra_args)
+            node.start()
+        cluster = cls(nodes)
+        try:
+            wait_healthy(nodes)
+        except ClusterError:
+            cluster.stop()
+            raise
+        return cluster
+
+    @property
+    def urls(self) -> list[str]:
+        """Every node's HTTP base URL."""
+        return [n.url for n in self.nodes]
+
+    def node(self, name: str) -> NodeProcess:
+        """A node by name."""
+        return next(n for n in self.nodes if n.name == name)
+
+    def stop(self) -> None:
+        """Stop every node."""
+        for node in self.nodes:
+            node.stop()
+
+    def log_tails(self, lines: int = 40) -> str:
+        """The end of every node's log, for failure reports."""
+        parts = []
+        for node in self.nodes:
+            if node.log_path.exists():
+                tail = node.log_path.read_text(errors="replace").splitlines()[-lines:]
+                parts.append(f"--- {node.name} ---\n" + "\n".join(tail))
+        return "\n".join(parts)

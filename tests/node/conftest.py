@@ -1,0 +1,29 @@
+"""Fixtures that run real node processes on 127.0.0.1 with their own data dirs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cli.node_processes import ProcessCluster
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[ProcessCluster]:
+    """A fresh 3-node cluster per test; node logs are printed when the test fails."""
+    running = ProcessCluster.start(tmp_path)
+    yield running
+    running.stop()
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        print(running.log_tails())
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # type: ignore[no-untyped-def]
+    """Keep each phase's report on the item so fixtures can see whether the test failed."""
+    report = yield
+    setattr(item, f"rep_{report.when}", report)
+    return report
