@@ -231,6 +231,8 @@ class RaftNode:
         elif msg.term < self._term:
             self._answer_stale_term(msg)
             return
+        if msg.type in (MessageType.VOTE_RESP, MessageType.PRE_VOTE_RESP) and msg.reject:
+            self._learn_commit(msg.commit, msg.log_term)
         if msg.type in (MessageType.VOTE, MessageType.PRE_VOTE):
             self._handle_vote_request(msg)
         elif self.is_leader:
@@ -420,7 +422,11 @@ class RaftNode:
                 self._election_elapsed = 0
                 self._vote = msg.frm
         else:
-            self._send(response, msg.frm, reject=True)
+            # Tell the candidate what we know is committed: a node removed from the group may hold a
+            # longer log and refuse its vote, yet the candidate may only be missing the news that the
+            # removal committed (and so still count our vote).
+            committed = self._log.committed
+            self._send(response, msg.frm, reject=True, commit=committed, log_term=self._log.term(committed))
 
     def _step_candidate(self, msg: Message) -> None:
         if msg.type in _FROM_LEADER:
@@ -516,6 +522,12 @@ class RaftNode:
         self._tracker.set_conf(meta.conf, self._log.last_index() + 1)
         return True
 
+    def _learn_commit(self, index: int, term: int) -> None:
+        """Another node knows (`index`, `term`) is committed; if we hold that entry, so is our prefix."""
+        if not self.is_leader and index > self._log.committed and self._log.match_term(index, term):
+            self._log.commit_to(index)
+            self._on_commit()
+
     def _step_leader(self, msg: Message) -> None:
         pr = self._tracker.progress.get(msg.frm)
         if msg.type is MessageType.READ_INDEX:
@@ -605,13 +617,27 @@ class RaftNode:
                     return
                 self._tracker.reset_recent_active(self.id)
             self._lead_transferee = None
+            if not self._promotable():
+                self._hand_over()  # the previous hand-over timed out: try the best voter again
         if self._heartbeat_elapsed >= self.config.heartbeat_tick:
             self._heartbeat_elapsed = 0
             self._bcast_heartbeat(self._pending_reads.last_context())
 
+    def _hand_over(self) -> None:
+        """A leader removed from the group hands leadership to the most up-to-date remaining voter.
+
+        Simply stepping down can deadlock: a remaining voter that has not yet learned the removal
+        committed still needs the removed node's vote, which its shorter log may never win.
+        """
+        progress = self._tracker.progress
+        best = max(self._tracker.voters, key=lambda voter: (progress[voter].match, voter))
+        self.transfer_leadership(best)
+
     def _check_can_propose(self) -> None:
         if not self.is_leader:
             raise NotLeaderError(self._lead)
+        if not self._promotable():
+            raise ProposalDroppedError("this leader was removed from the group and is handing over")
         if self._lead_transferee is not None:
             raise ProposalDroppedError(f"leadership is being transferred to {self._lead_transferee}")
 
@@ -731,8 +757,8 @@ class RaftNode:
         if not self.is_leader:
             return
         if self.id not in conf.voters:
-            self._bcast_append()  # let the remaining members learn the commit, then step down
-            self._become_follower(self._term, None)
+            self._bcast_append()
+            self._hand_over()
             return
         if self._lead_transferee is not None and not self._tracker.is_voter(self._lead_transferee):
             self._lead_transferee = None

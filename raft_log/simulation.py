@@ -151,6 +151,7 @@ class Simulation:
             if not node.alive:
                 self._restart(node)
         marker: bytes | None = None
+        proposed_to: tuple[NodeId, int] | None = None
         for _ in range(max_rounds):
             for node in self._alive():
                 node.raft.tick()
@@ -159,12 +160,13 @@ class Simulation:
             leader = self._current_leader()
             if leader is None:
                 continue
-            if marker is None:
+            if proposed_to != (leader.node_id, leader.raft.term):
                 try:
                     marker = self._propose(leader)
                 except RaftError:
                     continue
-            if self._everyone_applied(leader, marker):
+                proposed_to = (leader.node_id, leader.raft.term)
+            if marker is not None and self._everyone_applied(leader, marker):
                 status = leader.raft.status()
                 self.checker.check_nothing_lost(
                     leader.node_id, leader.raft.entry_term, status.first_index - 1
@@ -185,10 +187,9 @@ class Simulation:
         raise LivenessViolation(f"seed {self.seed}: the cluster never went quiet")
 
     def _current_leader(self) -> SimNode | None:
-        alive = self._alive()
-        top = max(n.raft.term for n in alive)
-        leaders = [n for n in alive if n.raft.is_leader and n.raft.term == top]
-        return leaders[0] if leaders else None
+        """The leader of the highest term (a removed node may campaign alone in higher terms)."""
+        leaders = [n for n in self._alive() if n.raft.is_leader]
+        return max(leaders, key=lambda n: n.raft.term) if leaders else None
 
     def _everyone_applied(self, leader: SimNode, marker: bytes) -> bool:
         index = next(
@@ -415,9 +416,9 @@ class Simulation:
             )
 
 
-def run_seed(seed: int, steps: int) -> SimStats:
+def run_seed(seed: int, steps: int, voters: int = 3) -> SimStats:
     """Run one seed; raises on any safety or liveness violation."""
-    return Simulation(seed).run(steps)
+    return Simulation(seed, voters=voters).run(steps)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -425,12 +426,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=100, help="how many seeds to run")
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--steps", type=int, default=400, help="random actions per seed")
+    parser.add_argument("--voters", type=int, default=3, help="voters the group is bootstrapped with")
     args = parser.parse_args(argv)
     failures = 0
     totals = SimStats()
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         try:
-            stats = run_seed(seed, args.steps)
+            stats = run_seed(seed, args.steps, args.voters)
         except Exception as exc:  # any crash of the core is a failure of that seed too
             failures += 1
             print(f"seed {seed}: FAILED: {type(exc).__name__}: {exc}", file=sys.stderr)
