@@ -232,11 +232,12 @@ async def settle(request: web.Request, service: QueueService, consumer: str | No
     if consumer is not None:
         service.sessions.touch(consumer, now)
     reply = await request.app["node"].submit(service, command)
-    if isinstance(reply, Failure):
-        status = 404 if reply.code == "unknown_consumer" else 400
-        raise ApiError(status, reply.code, reply.reason)
+    if isinstance(reply, Failure) and reply.code == "unknown_consumer":
+        raise ApiError(404, "not_found", reply.reason)
     request.app["metrics"].settled.labels(service.name, kind).inc(len(ids))
-    return web.json_response({"settled": len(ids)})
+    if isinstance(reply, Failure):  # e.g. a retried ack of ids already settled: nothing to undo
+        return web.json_response({"ok": True, "warning": reply.reason})
+    return web.json_response({"ok": True})
 
 
 @on_queue_leader

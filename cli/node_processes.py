@@ -6,6 +6,7 @@ them runs real `quorumq server` processes talking real TCP.
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
@@ -171,11 +172,18 @@ class ProcessCluster:
         self.nodes = nodes
 
     @classmethod
-    def start(cls, data_dir: Path, count: int = 3, extra_args: Sequence[str] = ()) -> ProcessCluster:
-        """Start `count` nodes on free loopback ports and wait until all are healthy."""
+    def start(
+        cls,
+        data_dir: Path,
+        count: int = 3,
+        extra_args: Sequence[str] = (),
+        env: dict[str, str] | None = None,
+    ) -> ProcessCluster:
+        """Start `count` nodes on free loopback ports (extra QUORUMQ_* settings in `env`), wait for health."""
         nodes = plan_cluster(count, data_dir)
         for node in nodes:
             node.extra_args = list(extra_args)
+            node.env = {**os.environ, **env} if env else None
             node.start()
         cluster = cls(nodes)
         try:

@@ -1,0 +1,232 @@
+"""Every 4xx path of the HTTP API answers JSON `{"error", "reason"}` and changes nothing."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from cli.node_processes import ProcessCluster
+
+MAX_MESSAGE_BYTES = 1024
+MAX_REQUEST_BYTES = 64 * 1024
+
+
+@pytest.fixture(scope="module")
+def small_limits_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
+    """One cluster for the module, with small size limits so 413s are cheap to provoke."""
+    env = {
+        "QUORUMQ_MAX_MESSAGE_BYTES": str(MAX_MESSAGE_BYTES),
+        "QUORUMQ_MAX_REQUEST_BYTES": str(MAX_REQUEST_BYTES),
+    }
+    running = ProcessCluster.start(Path(tmp_path_factory.mktemp("api-errors")), env=env)
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+async def http(small_limits_cluster: ProcessCluster) -> AsyncIterator[Api]:
+    async with aiohttp.ClientSession() as session:
+        yield Api(session, small_limits_cluster.urls[1])
+
+
+class Api:
+    """Raw HTTP against one node (the server is under test, not the client)."""
+
+    def __init__(self, session: aiohttp.ClientSession, base: str) -> None:
+        self.session = session
+        self.base = base
+
+    async def call(self, method: str, path: str, **kwargs: Any) -> tuple[int, Any]:
+        async with self.session.request(method, self.base + path, **kwargs) as answer:
+            if answer.content_type == "application/json":
+                return answer.status, await answer.json()
+            return answer.status, await answer.text()
+
+    async def expect_error(self, status: int, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        got, body = await self.call(method, path, **kwargs)
+        assert got == status, body
+        assert isinstance(body, dict) and set(body) >= {"error", "reason"}, body
+        assert "Traceback" not in body["reason"]
+        return body
+
+    async def declare(self, name: str, arguments: dict[str, Any] | None = None) -> None:
+        status, body = await self.call("PUT", f"/api/queues/{name}", json={"arguments": arguments or {}})
+        assert status in (201, 204), body
+
+    async def messages(self, name: str) -> int:
+        status, body = await self.call("GET", f"/api/queues/{name}")
+        assert status == 200, body
+        return body["messages"]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "fragment"),
+    [
+        ("/api/queues/bad%20name", {}, "queue name"),
+        ("/api/queues/q-args", {"arguments": [1]}, "arguments must be an object"),
+        ("/api/queues/q-args", {"arguments": {}, "extra": 1}, "unknown fields"),
+        ("/api/queues/q-args", {"arguments": {"x-no-such-thing": 1}}, "x-no-such-thing"),
+        ("/api/queues/q-args", {"arguments": {"x-max-length": "ten"}}, "x-max-length"),
+        ("/api/queues/q-args", {"arguments": {"x-max-length": True}}, "x-max-length"),
+        ("/api/queues/q-args", {"arguments": {"x-overflow": "explode"}}, "x-overflow"),
+        ("/api/queues/q-args", {"arguments": {"x-queue-type": "classic"}}, "x-queue-type"),
+        (
+            "/api/queues/q-args",
+            {"arguments": {"x-dead-letter-queue": "dlq", "x-dead-letter-strategy": "at-least-once"}},
+            "reject-publish",
+        ),
+    ],
+)
+async def test_declare_with_bad_input_is_400_naming_the_problem(
+    http: Api, path: str, body: dict[str, Any], fragment: str
+) -> None:
+    error = await http.expect_error(400, "PUT", path, json=body)
+    assert fragment in error["reason"]
+    await http.expect_error(404, "GET", "/api/queues/q-args")
+
+
+async def test_declare_body_that_is_not_json_is_400(http: Api) -> None:
+    await http.expect_error(400, "PUT", "/api/queues/q-json", data=b"{not json")
+    await http.expect_error(400, "PUT", "/api/queues/q-json", json=[1, 2])
+
+
+async def test_redeclare_with_other_arguments_is_409_and_same_arguments_204(http: Api) -> None:
+    status, _ = await http.call("PUT", "/api/queues/redeclare", json={"arguments": {"x-max-length": 5}})
+    assert status == 201
+    status, _ = await http.call("PUT", "/api/queues/redeclare", json={"arguments": {"x-max-length": 5}})
+    assert status == 204
+    await http.expect_error(409, "PUT", "/api/queues/redeclare", json={"arguments": {"x-max-length": 6}})
+
+
+@pytest.mark.parametrize(
+    ("method", "suffix"),
+    [
+        ("GET", ""),
+        ("DELETE", ""),
+        ("DELETE", "/contents"),
+        ("POST", "/messages"),
+        ("POST", "/consumers"),
+        ("POST", "/get"),
+        ("POST", "/ack"),
+    ],
+)
+async def test_unknown_queue_is_404(http: Api, method: str, suffix: str) -> None:
+    body = {"messages": [{"body": "x"}], "ids": [1]} if method == "POST" else None
+    await http.expect_error(404, method, f"/api/queues/nowhere{suffix}", json=body)
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ({}, "messages must be a non-empty list"),
+        ({"messages": []}, "messages must be a non-empty list"),
+        ({"messages": ["x"]}, "messages[0] must be an object"),
+        ({"messages": [{"body": 5}]}, "messages[0].body"),
+        ({"messages": [{"body": "x", "encoding": "rot13"}]}, "encoding"),
+        ({"messages": [{"body": "!!!", "encoding": "base64"}]}, "base64"),
+        ({"messages": [{"body": "x", "headers": [1]}]}, "headers"),
+        ({"messages": [{"body": "x", "expiration": -1}]}, "expiration"),
+        ({"messages": [{"body": "x", "colour": "red"}]}, "unknown fields"),
+        ({"messages": [{"body": "x"}], "publisher": "p"}, "publisher and seq"),
+        ({"messages": [{"body": "x"}], "publisher": "p", "seq": "one"}, "seq"),
+        ({"messages": [{"body": "x"}], "priority": 3}, "unknown fields"),
+    ],
+)
+async def test_publish_with_bad_input_is_400_and_enqueues_nothing(
+    http: Api, body: dict[str, Any], fragment: str
+) -> None:
+    await http.declare("publish-errors")
+    error = await http.expect_error(400, "POST", "/api/queues/publish-errors/messages", json=body)
+    assert fragment in error["reason"]
+    assert await http.messages("publish-errors") == 0
+
+
+async def test_oversized_message_is_413(http: Api) -> None:
+    await http.declare("big")
+    body = {"messages": [{"body": "x" * (MAX_MESSAGE_BYTES + 1)}]}
+    error = await http.expect_error(413, "POST", "/api/queues/big/messages", json=body)
+    assert str(MAX_MESSAGE_BYTES) in error["reason"]
+    assert await http.messages("big") == 0
+
+
+async def test_oversized_request_body_is_413(http: Api) -> None:
+    await http.declare("huge")
+    body = {"messages": [{"body": "x"}] * 10000}
+    await http.expect_error(413, "POST", "/api/queues/huge/messages", json=body)
+    assert await http.messages("huge") == 0
+
+
+async def test_publish_to_a_full_reject_publish_queue_is_507(http: Api) -> None:
+    await http.declare("full", {"x-max-length": 2, "x-overflow": "reject-publish"})
+    status, _ = await http.call("POST", "/api/queues/full/messages", json={"messages": [{"body": "a"}] * 2})
+    assert status == 201
+    error = await http.expect_error(
+        507, "POST", "/api/queues/full/messages", json={"messages": [{"body": "c"}]}
+    )
+    assert error["error"] == "reject-publish"
+    assert await http.messages("full") == 2
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ({"prefetch": 0}, "prefetch"),
+        ({"prefetch": True}, "prefetch"),
+        ({"prefetch": 1, "priority": "high"}, "priority"),
+        ({"prefetch": 1, "colour": "red"}, "unknown fields"),
+        ({"timeout": 0}, "timeout"),
+    ],
+)
+async def test_register_consumer_with_bad_input_is_400(
+    http: Api, body: dict[str, Any], fragment: str
+) -> None:
+    await http.declare("consumer-errors")
+    error = await http.expect_error(400, "POST", "/api/queues/consumer-errors/consumers", json=body)
+    assert fragment in error["reason"]
+
+
+async def test_consumer_endpoints_with_unknown_consumer_are_404(http: Api) -> None:
+    await http.declare("no-consumer")
+    base = "/api/queues/no-consumer/consumers/ghost"
+    await http.expect_error(404, "GET", base + "/deliveries")
+    await http.expect_error(404, "POST", base + "/ack", json={"ids": [1]})
+    await http.expect_error(404, "POST", base + "/nack", json={"ids": [1]})
+    await http.expect_error(404, "DELETE", base)
+
+
+async def test_settle_and_poll_with_bad_input_are_400(http: Api) -> None:
+    await http.declare("settle-errors")
+    status, body = await http.call("POST", "/api/queues/settle-errors/consumers", json={"prefetch": 1})
+    assert status == 201
+    base = f"/api/queues/settle-errors/consumers/{body['consumer']}"
+    await http.expect_error(400, "POST", base + "/ack", json={})
+    await http.expect_error(400, "POST", base + "/ack", json={"ids": ["one"]})
+    await http.expect_error(400, "POST", base + "/ack", json={"ids": [True]})
+    await http.expect_error(400, "POST", base + "/nack", json={"ids": [1], "requeue": "yes"})
+    await http.expect_error(400, "POST", base + "/ack", data=b"[")
+    await http.expect_error(400, "GET", base + "/deliveries?max=lots")
+    await http.expect_error(400, "GET", base + "/deliveries?wait=3600")
+
+
+async def test_get_with_bad_input_is_400(http: Api) -> None:
+    await http.declare("get-errors")
+    await http.expect_error(400, "POST", "/api/queues/get-errors/get", json={"count": 0})
+    await http.expect_error(400, "POST", "/api/queues/get-errors/get", json={"ack": "sometimes"})
+
+
+async def test_guarded_delete_is_409_when_not_empty_or_in_use(http: Api) -> None:
+    await http.declare("guarded")
+    status, _ = await http.call("POST", "/api/queues/guarded/messages", json={"messages": [{"body": "a"}]})
+    assert status == 201
+    await http.expect_error(409, "DELETE", "/api/queues/guarded?if_empty=true")
+    await http.expect_error(400, "DELETE", "/api/queues/guarded?if_empty=maybe")
+    assert await http.messages("guarded") == 1
+
+
+async def test_unknown_route_and_wrong_method_are_json(http: Api) -> None:
+    await http.expect_error(404, "GET", "/api/nothing-here")
+    await http.expect_error(405, "PATCH", "/api/queues/x")
