@@ -149,6 +149,8 @@ class NodeStore:
         group._dropped = True
         self._delete(keys.registry_key(gid))
         self._delete_range(group._keys.prefix, group._keys.end)
+        for key in [key for key in self._staged if group._keys.prefix <= key < group._keys.end]:
+            self._staged[key] = None
 
     def commit(self, sync: bool = True) -> None:
         """Write everything staged by every group with one write (and one fsync when `sync`)."""
@@ -180,9 +182,14 @@ class NodeStore:
         if self._failed is not None:
             raise StorageError("a commit failed; reopen the store") from self._failed
 
-    def _put(self, key: bytes, value: bytes) -> None:
+    def _write(self, key: bytes, value: bytes) -> None:
+        """Stage a value the caller keeps in its own in-memory view (entries, states, metadata)."""
         self._check_usable()
         self._batch.put(key, value)
+
+    def _put(self, key: bytes, value: bytes) -> None:
+        """Stage a value that reads fetch by key (`_get`, `_scan_staged`) until it is committed."""
+        self._write(key, value)
         self._staged[key] = value
 
     def _delete(self, key: bytes) -> None:
@@ -191,11 +198,9 @@ class NodeStore:
         self._staged[key] = None
 
     def _delete_range(self, lo: bytes, hi: bytes) -> None:
-        """Stage the deletion of `[lo, hi)`; ranges never hold staged point keys except on group drop."""
+        """Stage the deletion of `[lo, hi)` (the caller's in-memory view already reflects it)."""
         self._check_usable()
         self._batch.delete_range(lo, hi)
-        for key in [key for key in self._staged if lo <= key < hi]:
-            self._staged[key] = None
 
     def _get(self, key: bytes) -> bytes | None:
         if key in self._staged:
@@ -307,7 +312,7 @@ class GroupLog:
             store._delete_range(self._keys.entry(first), self._keys.entries_end)
         for entry in entries:
             key = self._keys.entry(entry.index)
-            store._put(key, records.encode_entry(key, entry))
+            store._write(key, records.encode_entry(key, entry))
         self._last_index = entries[-1].index
         self._pending_base, self._pending = _splice(
             first if self._pending_base is None else self._pending_base, self._pending, first, entries
@@ -321,12 +326,12 @@ class GroupLog:
 
     def set_hard_state(self, hs: HardState) -> None:
         """Stage the term, vote and commit index."""
-        self._writer()._put(self._keys.hard_state, records.encode_hard_state(self._keys.hard_state, hs))
+        self._writer()._write(self._keys.hard_state, records.encode_hard_state(self._keys.hard_state, hs))
         self._hard_state = hs
 
     def set_conf_state(self, cs: ConfState) -> None:
         """Stage the membership in force."""
-        self._writer()._put(self._keys.conf_state, records.encode_conf_state(self._keys.conf_state, cs))
+        self._writer()._write(self._keys.conf_state, records.encode_conf_state(self._keys.conf_state, cs))
         self._conf = cs
 
     def apply_snapshot(self, snapshot: Snapshot) -> None:
@@ -443,14 +448,16 @@ class GroupLog:
 
     def _stage_snapshot(self, snapshot: Snapshot) -> None:
         store, group_keys = self._writer(), self._keys
-        store._put(
+        store._write(
             group_keys.snapshot_meta, records.encode_snapshot_meta(group_keys.snapshot_meta, snapshot.meta)
         )
         store._put(group_keys.snapshot_data, records.seal(group_keys.snapshot_data, snapshot.data))
         self._snapshot_meta = snapshot.meta
 
     def _stage_log_start(self, index: int, term: int) -> None:
-        self._writer()._put(self._keys.log_start, records.encode_position(self._keys.log_start, index, term))
+        self._writer()._write(
+            self._keys.log_start, records.encode_position(self._keys.log_start, index, term)
+        )
         self._start_index, self._start_term = index, term
 
     @classmethod
