@@ -22,8 +22,8 @@ from queue_state.commands import (
 )
 from queue_state.effects import (
     DeadLetter,
-    Deliveries,
     Deliver,
+    Deliveries,
     Duplicate,
     Enqueued,
     Failure,
@@ -132,7 +132,7 @@ def test_delivery_count_counts_nack_lease_expiry_cancel_and_down() -> None:
     m = make_machine(lease_period=100)
     enqueue(m, 0)
     m.apply(Checkout(0, "a", prefetch=1))
-    _, effects = m.apply(Return(1, (1,)))  # nack with requeue
+    m.apply(Return(1, (1,)))  # nack with requeue
     assert m.checked_out("a")[0].delivery_count == 1
     m.apply(Tick(101))  # lease expiry; immediately redelivered to a
     assert m.checked_out("a")[0].delivery_count == 2
@@ -395,7 +395,11 @@ def test_stats_count_dead_lettered_by_reason_and_bytes_held() -> None:
     assert (stats.messages_ready, stats.message_bytes) == (2, 14)
     m.apply(Get(3, "h", count=1, auto_ack=False))
     stats = m.stats()
-    assert (stats.messages_unacknowledged, stats.message_bytes_unacknowledged, stats.message_bytes) == (1, 7, 14)
+    assert (stats.messages_unacknowledged, stats.message_bytes_unacknowledged, stats.message_bytes) == (
+        1,
+        7,
+        14,
+    )
 
 
 def test_settle_of_ids_not_held_fails_naming_them_and_settles_the_rest() -> None:

@@ -1,0 +1,82 @@
+"""Hypothesis strategies for queue configurations and command sequences."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from queue_state.arguments import QueueConfig, parse_arguments
+from queue_state.commands import (
+    Cancel,
+    Checkout,
+    ConsumerDown,
+    Discard,
+    DlxCheckout,
+    DlxSettle,
+    Enqueue,
+    Get,
+    NewMessage,
+    Purge,
+    Return,
+    Settle,
+    Tick,
+    UpdateConfig,
+)
+
+NAME_POOL = ("a", "b", "c", "h")
+NAMES = st.sampled_from(NAME_POOL)
+TIMES = st.integers(min_value=0, max_value=2_000)
+IDS = st.tuples(*[st.integers(min_value=1, max_value=40)] * 2) | st.tuples(st.integers(1, 40))
+
+
+@st.composite
+def configs(draw: st.DrawFn) -> QueueConfig:
+    """Queue configurations that exercise limits, TTLs, leases, dead-lettering and SAC."""
+    overflow = draw(st.sampled_from([None, "drop-head", "reject-publish"]))
+    arguments = {
+        "x-max-length": draw(st.none() | st.integers(0, 8)),
+        "x-max-length-bytes": draw(st.none() | st.integers(0, 200)),
+        "x-overflow": overflow,
+        "x-delivery-limit": draw(st.none() | st.integers(0, 3)),
+        "x-dead-letter-queue": draw(st.none() | st.just("dlq")),
+        "x-dead-letter-strategy": "at-least-once"
+        if overflow == "reject-publish" and draw(st.booleans())
+        else None,
+        "x-message-ttl": draw(st.none() | st.integers(0, 300)),
+        "x-expires": draw(st.none() | st.integers(1, 2_000)),
+        "x-single-active-consumer": draw(st.none() | st.booleans()),
+        "x-lease-period": draw(st.none() | st.integers(1, 300)),
+    }
+    return parse_arguments({k: v for k, v in arguments.items() if v is not None})
+
+
+new_messages = st.builds(NewMessage, st.integers(0, 50), st.none() | st.integers(0, 300))
+
+commands = st.one_of(
+    st.builds(
+        Enqueue,
+        TIMES,
+        st.lists(new_messages, min_size=1, max_size=4).map(tuple),
+        st.none() | st.just("p"),
+    ).flatmap(lambda e: st.just(e) if e.publisher is None else _with_seq(e)),
+    st.builds(Checkout, TIMES, NAMES, st.integers(1, 3), st.integers(0, 2)),
+    st.builds(Cancel, TIMES, NAMES),
+    st.builds(ConsumerDown, TIMES, NAMES),
+    st.builds(Settle, TIMES, IDS, st.none() | NAMES),
+    st.builds(Return, TIMES, IDS, st.none() | NAMES),
+    st.builds(Discard, TIMES, IDS, st.none() | NAMES),
+    st.builds(Get, TIMES, NAMES, st.integers(1, 3), st.booleans()),
+    st.builds(Purge, TIMES),
+    st.builds(Tick, TIMES),
+    st.builds(UpdateConfig, TIMES, configs()),
+    st.builds(DlxCheckout, TIMES, st.sampled_from(["w1", "w2"]), st.integers(1, 3)),
+    st.builds(DlxSettle, TIMES, IDS),
+)
+
+
+def _with_seq(enqueue: Enqueue) -> st.SearchStrategy[Enqueue]:
+    return st.integers(0, 6).map(
+        lambda seq: Enqueue(enqueue.now_ms, enqueue.messages, enqueue.publisher, seq)
+    )
+
+
+command_lists = st.lists(commands, max_size=60)

@@ -1,0 +1,128 @@
+"""parse_arguments: every argument accepted, every kind of bad value rejected naming the argument."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from queue_state.arguments import AT_LEAST_ONCE_RULE, ArgumentError, QueueConfig, parse_arguments
+
+EVERY_ARGUMENT = {
+    "x-queue-type": "quorum",
+    "x-quorum-initial-group-size": 3,
+    "x-quorum-target-group-size": 5,
+    "x-queue-leader-locator": "balanced",
+    "x-max-length": 1000,
+    "x-max-length-bytes": 10_000_000,
+    "x-overflow": "reject-publish",
+    "x-delivery-limit": 3,
+    "x-dead-letter-queue": "dlq",
+    "x-dead-letter-strategy": "at-least-once",
+    "x-message-ttl": 60_000,
+    "x-expires": 3_600_000,
+    "x-single-active-consumer": True,
+    "x-lease-period": 30_000,
+}
+
+
+def test_every_argument_is_accepted_into_its_field() -> None:
+    config = parse_arguments(EVERY_ARGUMENT)
+    assert config == QueueConfig(
+        queue_type="quorum",
+        initial_group_size=3,
+        target_group_size=5,
+        leader_locator="balanced",
+        max_length=1000,
+        max_length_bytes=10_000_000,
+        overflow="reject-publish",
+        delivery_limit=3,
+        dead_letter_queue="dlq",
+        dead_letter_strategy="at-least-once",
+        message_ttl=60_000,
+        expires=3_600_000,
+        single_active_consumer=True,
+        lease_period=30_000,
+    )
+
+
+def test_every_config_field_has_an_argument() -> None:
+    fields = {f.name for f in dataclasses.fields(QueueConfig)}
+    assert set(parse_arguments(EVERY_ARGUMENT).to_arguments()) == set(EVERY_ARGUMENT)
+    assert len(fields) == len(EVERY_ARGUMENT)
+
+
+def test_unset_arguments_are_none_and_the_type_defaults_to_quorum() -> None:
+    config = parse_arguments({})
+    assert config.queue_type == "quorum"
+    assert all(
+        getattr(config, f.name) is None for f in dataclasses.fields(QueueConfig) if f.name != "queue_type"
+    )
+
+
+def test_to_arguments_is_canonical_so_redeclares_compare_equal() -> None:
+    config = parse_arguments(EVERY_ARGUMENT)
+    assert parse_arguments(config.to_arguments()) == config
+    assert parse_arguments({"x-max-length": 5}).to_arguments() == {
+        "x-queue-type": "quorum",
+        "x-max-length": 5,
+    }
+    reordered = dict(reversed(list(EVERY_ARGUMENT.items())))
+    assert list(parse_arguments(reordered).to_arguments()) == list(config.to_arguments())
+
+
+@pytest.mark.parametrize(
+    ("argument", "value"),
+    [
+        ("x-queue-type", "classic"),
+        ("x-queue-type", 1),
+        ("x-quorum-initial-group-size", 0),
+        ("x-quorum-initial-group-size", True),
+        ("x-quorum-target-group-size", "3"),
+        ("x-queue-leader-locator", "random"),
+        ("x-max-length", -1),
+        ("x-max-length", 1.5),
+        ("x-max-length-bytes", False),
+        ("x-max-length-bytes", 2**63),
+        ("x-overflow", "reject-publish-dlx"),
+        ("x-delivery-limit", -1),
+        ("x-delivery-limit", None),
+        ("x-dead-letter-queue", ""),
+        ("x-dead-letter-queue", 7),
+        ("x-dead-letter-strategy", "exactly-once"),
+        ("x-message-ttl", -5),
+        ("x-expires", 0),
+        ("x-single-active-consumer", 1),
+        ("x-single-active-consumer", "true"),
+        ("x-lease-period", 0),
+        ("x-unknown", 1),
+        ("max-length", 1),
+    ],
+)
+def test_bad_values_are_rejected_naming_the_argument(argument: str, value: object) -> None:
+    with pytest.raises(ArgumentError) as caught:
+        parse_arguments({argument: value})
+    assert caught.value.argument == argument
+    assert caught.value.reason
+
+
+@pytest.mark.parametrize("overflow", [None, "drop-head"])
+def test_at_least_once_requires_overflow_reject_publish(overflow: str | None) -> None:
+    arguments = {"x-dead-letter-strategy": "at-least-once", "x-dead-letter-queue": "dlq"}
+    if overflow is not None:
+        arguments["x-overflow"] = overflow
+    with pytest.raises(ArgumentError) as caught:
+        parse_arguments(arguments)
+    assert (caught.value.argument, caught.value.reason) == ("x-dead-letter-strategy", AT_LEAST_ONCE_RULE)
+
+
+def test_non_dict_arguments_are_rejected() -> None:
+    with pytest.raises(ArgumentError):
+        parse_arguments(["x-max-length", 1])  # type: ignore[arg-type]
+
+
+def test_at_least_once_is_in_force_only_with_a_target_and_reject_publish() -> None:
+    with_target = parse_arguments(EVERY_ARGUMENT)
+    without_target = dataclasses.replace(with_target, dead_letter_queue=None)
+    assert with_target.dead_letters_at_least_once
+    assert not without_target.dead_letters_at_least_once

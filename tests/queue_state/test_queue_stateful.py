@@ -1,0 +1,199 @@
+"""Random command sequences against QueueMachine, with the queue's invariants checked after every step.
+
+The test keeps its own ledger from replies and effects only: every id ever enqueued (with its size),
+and every id whose body was forgotten together with why it left. The machine's ready, checked-out and
+dlx-pending sets must partition the live ids exactly.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+from queue_state_strategies import IDS, NAME_POOL, NAMES, configs, new_messages
+
+from queue_state.commands import (
+    Cancel,
+    Checkout,
+    ConsumerDown,
+    Discard,
+    DlxCheckout,
+    DlxSettle,
+    Enqueue,
+    Get,
+    Purge,
+    Return,
+    Settle,
+    Tick,
+    UpdateConfig,
+)
+from queue_state.effects import DeadLetter, Deliver, Deliveries, Enqueued, ForgetBodies
+from queue_state.machine import STRATEGY_CHANGED, QueueMachine
+
+
+class QueueInvariants(RuleBasedStateMachine):
+    """Drives one machine with random commands; the invariants below hold after each of them."""
+
+    @initialize(config=configs())
+    def start(self, config) -> None:
+        self.machine = QueueMachine("q", config)
+        self.now = 0
+        self.sizes: dict[int, int] = {}
+        self.removed: dict[int, str] = {}
+        self.dead_letter_effects = 0
+        self.entered_dlx_pending: set[int] = set()
+        self.last_first_delivery = 0
+
+    def _apply(self, cmd):
+        before_pending = set(self.machine.dead_letter_ids())
+        self.held_before = {d.id for name in NAME_POOL for d in self.machine.checked_out(name)}
+        reply, effects = self.machine.apply(cmd)
+        self.entered_dlx_pending |= set(self.machine.dead_letter_ids()) - before_pending
+        handed_out = [d for e in effects if isinstance(e, Deliver) for d in e.deliveries]
+        if isinstance(reply, Enqueued):
+            for message_id, message in zip(reply.ids, cmd.messages, strict=True):
+                self.sizes[message_id] = message.size
+        if isinstance(reply, Deliveries) and isinstance(cmd, Get):
+            handed_out += reply.deliveries
+        for e in effects:
+            if isinstance(e, Deliver):
+                ids = [d.id for d in e.deliveries if d.delivery_count == 0]
+                assert ids == sorted(ids), "a consumer got never-returned messages out of order"
+        first_time = [d.id for d in handed_out if d.delivery_count == 0]
+        if first_time:
+            assert min(first_time) > self.last_first_delivery, "FIFO among never-returned messages"
+            self.last_first_delivery = max(first_time)
+        served = {e.consumer for e in effects if isinstance(e, Deliver)}
+        for consumer in self.machine.consumers():
+            if consumer.name in served:
+                assert consumer.unacknowledged <= consumer.prefetch, "a consumer served beyond its prefetch"
+        reasons = {d.id: e.reason for e in effects if isinstance(e, DeadLetter) for d in e.deliveries}
+        self.dead_letter_effects += len(reasons)
+        forgotten = [i for e in effects if isinstance(e, ForgetBodies) for i in e.ids]
+        assert len(forgotten) == len(set(forgotten)), "a body forgotten twice in one command"
+        for message_id in forgotten:
+            assert message_id not in self.removed, "a body forgotten twice"
+            self.removed[message_id] = reasons.get(message_id) or self._removal_reason(cmd, reply, message_id)
+        kinds = [type(e) for e in effects]
+        if DeadLetter in kinds and ForgetBodies in kinds:
+            assert kinds.index(ForgetBodies) > max(i for i, k in enumerate(kinds) if k is DeadLetter)
+
+    def _removal_reason(self, cmd, reply, message_id: int) -> str:
+        if isinstance(cmd, Settle) and message_id in cmd.ids and message_id in self.held_before:
+            return "settled"
+        if isinstance(cmd, Get) and cmd.auto_ack and message_id in {d.id for d in reply.deliveries}:
+            return "auto_acked"
+        if isinstance(cmd, Purge):
+            return "purged"
+        if isinstance(cmd, DlxSettle) and message_id in cmd.ids:
+            return "dead_letter_confirmed"
+        if isinstance(cmd, UpdateConfig) and message_id in self.entered_dlx_pending:
+            return STRATEGY_CHANGED
+        return "dropped"
+
+    def _time(self, step: int) -> int:
+        self.now = max(0, self.now + step)  # negative steps: a new leader's clock is behind
+        return self.now
+
+    @rule(
+        step=st.integers(-20, 60),
+        messages=st.lists(new_messages, min_size=1, max_size=4),
+        seq=st.none() | st.integers(0, 5),
+    )
+    def enqueue(self, step, messages, seq) -> None:
+        self._apply(Enqueue(self._time(step), tuple(messages), None if seq is None else "p", seq))
+
+    @rule(step=st.integers(0, 60), name=NAMES, prefetch=st.integers(1, 3), priority=st.integers(0, 2))
+    def checkout(self, step, name, prefetch, priority) -> None:
+        self._apply(Checkout(self._time(step), name, prefetch, priority))
+
+    @rule(step=st.integers(0, 60), name=NAMES, down=st.booleans())
+    def cancel(self, step, name, down) -> None:
+        self._apply((ConsumerDown if down else Cancel)(self._time(step), name))
+
+    @rule(
+        step=st.integers(0, 60),
+        kind=st.sampled_from([Settle, Return, Discard]),
+        ids=IDS,
+        name=st.none() | NAMES,
+    )
+    def settle_return_or_discard(self, step, kind, ids, name) -> None:
+        self._apply(kind(self._time(step), ids, name))
+
+    @rule(data=st.data(), kind=st.sampled_from([Settle, Return, Discard]))
+    def answer_a_held_message(self, data, kind) -> None:
+        """Settle, return or discard something a consumer really holds (random ids rarely hit)."""
+        held = [(c.name, d.id) for c in self.machine.consumers() for d in self.machine.checked_out(c.name)]
+        if held:
+            name, message_id = data.draw(st.sampled_from(held))
+            self._apply(kind(self._time(1), (message_id,), name))
+
+    @rule(step=st.integers(0, 60), name=NAMES, count=st.integers(1, 3), auto_ack=st.booleans())
+    def get(self, step, name, count, auto_ack) -> None:
+        self._apply(Get(self._time(step), name, count, auto_ack))
+
+    @rule(step=st.integers(0, 400))
+    def tick(self, step) -> None:
+        self._apply(Tick(self._time(step)))
+
+    @rule()
+    def purge(self) -> None:
+        self._apply(Purge(self._time(0)))
+
+    @rule(config=configs())
+    def update_config(self, config) -> None:
+        self._apply(UpdateConfig(self._time(1), config))
+
+    @rule(worker=st.sampled_from(["w1", "w2"]), prefetch=st.integers(1, 3))
+    def dlx_checkout(self, worker, prefetch) -> None:
+        self._apply(DlxCheckout(self._time(1), worker, prefetch))
+
+    @rule(data=st.data())
+    def dlx_settle(self, data) -> None:
+        pending = self.machine.dead_letter_ids()
+        ids = data.draw(st.lists(st.sampled_from(pending), max_size=3, unique=True)) if pending else []
+        self._apply(DlxSettle(self._time(1), tuple(ids)))
+
+    @invariant()
+    def every_message_is_in_exactly_one_place(self) -> None:
+        ready = [m.id for m in self.machine.ready_messages()]
+        held = [d.id for name in NAME_POOL for d in self.machine.checked_out(name)]
+        pending = self.machine.dead_letter_ids()
+        live = ready + held + pending
+        assert len(live) == len(set(live)), "a message in two places"
+        assert set(live).isdisjoint(self.removed), "a removed message is still live"
+        assert set(live) | set(self.removed) == set(self.sizes), "a message went missing"
+
+    @invariant()
+    def stats_match_the_messages(self) -> None:
+        stats = self.machine.stats()
+        ready = list(self.machine.ready_messages())
+        held = [d.id for name in NAME_POOL for d in self.machine.checked_out(name)]
+        pending = self.machine.dead_letter_ids()
+        assert (stats.messages_ready, stats.messages_unacknowledged, stats.dlx_pending) == (
+            len(ready),
+            len(held),
+            len(pending),
+        )
+        assert stats.messages == len(ready) + len(held) + len(pending)
+        assert stats.message_bytes_ready == sum(self.sizes[m.id] for m in ready)
+        assert stats.message_bytes_unacknowledged == sum(self.sizes[i] for i in held)
+        assert stats.message_bytes_dlx == sum(self.sizes[i] for i in pending)
+        assert stats.message_bytes == sum(self.sizes[i] for i in [m.id for m in ready] + held + pending)
+
+    @invariant()
+    def removals_are_counted_by_reason(self) -> None:
+        stats = self.machine.stats()
+        reasons = Counter(self.removed.values())
+        assert sum(stats.dropped.values()) == reasons["dropped"] + reasons[STRATEGY_CHANGED]
+        assert stats.dropped.get(STRATEGY_CHANGED, 0) == reasons[STRATEGY_CHANGED]
+        assert sum(stats.dead_lettered.values()) == self.dead_letter_effects + len(self.entered_dlx_pending)
+
+
+QueueInvariants.TestCase.settings = settings(
+    max_examples=int(os.environ.get("QUEUE_STATE_EXAMPLES", "60")), stateful_step_count=30, deadline=None
+)
+test_queue_invariants_hold_after_every_command = QueueInvariants.TestCase
