@@ -256,9 +256,11 @@ def test_5_4_2_leader_never_commits_an_entry_of_an_earlier_term_by_counting_figu
         storage.append(entries)
         storage.set_hard_state(HardState(term=2, commit=1))
         h.add(node, storage)
-    h.dropped.append(lambda m: m.type is MessageType.APP and m.entries != ())  # no-op never reaches them
+    h.dropped.append(lambda m: m.type is MessageType.APP and m.entries != ())  # the no-op is held back
     h.elect("a")
-    assert h["a"].status().commit == 1
+    h["a"].step(message(MessageType.APP_RESP, "b", term=3, index=2))  # b holds entry 2 (term 2)
+    assert h["a"].status().progress["b"].match == 2
+    assert h["a"].status().commit == 1  # a majority holds entry 2, but it is from term 2
     h.dropped.clear()
     h.tick_all()  # the no-op of term 3 replicates, committing entry 2 with it
     assert h["a"].status().commit == 3
