@@ -102,7 +102,7 @@ def decode_message(data: bytes) -> Message:
         raise MessageDecodeError(f"not msgpack: {exc}") from exc
     if not isinstance(fields, list) or len(fields) != 17:
         raise MessageDecodeError("a message is a list of 17 fields")
-    if fields[0] != WIRE_VERSION:
+    if type(fields[0]) is not int or fields[0] != WIRE_VERSION:
         raise MessageDecodeError(f"unknown wire version {fields[0]!r}")
     (_, kind, group, frm, to, term, log_term, index, entries, commit, reject, hint, snap, offset, chunk,
      done, context) = fields  # fmt: skip
