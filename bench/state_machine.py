@@ -1,0 +1,92 @@
+"""Throughput and memory of the quorum-queue state machine (`queue_state.QueueMachine`), single core.
+
+`python -m bench.state_machine [--seconds S] [--messages N]` prints:
+- applied commands/s and messages/s for cycles of Enqueue(batch of 100) + Settle(those 100), with one
+  consumer checked out (prefetch 1000), so every message is delivered and acked;
+- the same cycle when each command is also encoded and decoded (what a replica pays per log entry);
+- enqueue-only throughput while the queue grows;
+- bytes per ready message with tracemalloc at N ready messages (default 1,000,000).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import tracemalloc
+from collections.abc import Callable
+
+from queue_state.arguments import QueueConfig
+from queue_state.commands import Checkout, Enqueue, NewMessage, Settle, decode_command, encode_command
+from queue_state.machine import QueueMachine
+
+BATCH = 100
+START_MS = 1_700_000_000_000
+
+
+def _batch() -> tuple[NewMessage, ...]:
+    return tuple(NewMessage(512 + i) for i in range(BATCH))
+
+
+def cycle_rate(seconds: float, through_codec: bool) -> tuple[float, float]:
+    """(commands/s, messages/s) for enqueue+settle cycles with one consumer that takes everything."""
+    machine = QueueMachine("bench", QueueConfig())
+    machine.apply(Checkout(START_MS, "consumer", prefetch=1000))
+    batch = _batch()
+    apply: Callable = (
+        (lambda cmd: machine.apply(decode_command(encode_command(cmd)))) if through_codec else (machine.apply)
+    )
+    cycles = 0
+    started = time.perf_counter()
+    deadline = started + seconds
+    while time.perf_counter() < deadline:
+        now = START_MS + cycles
+        reply, _ = apply(Enqueue(now, batch, "publisher", cycles))
+        apply(Settle(now, reply.ids, "consumer"))
+        cycles += 1
+    elapsed = time.perf_counter() - started
+    return 2 * cycles / elapsed, BATCH * cycles / elapsed
+
+
+def enqueue_rate(messages: int) -> float:
+    """Messages/s enqueued (no consumer) until the queue holds `messages`."""
+    machine = QueueMachine("bench", QueueConfig())
+    batch = _batch()
+    started = time.perf_counter()
+    for seq in range(messages // BATCH):
+        machine.apply(Enqueue(START_MS + seq, batch, "publisher", seq))
+    return messages / (time.perf_counter() - started)
+
+
+def bytes_per_ready_message(messages: int, message_ttl: int | None) -> float:
+    """Traced bytes the machine allocates per ready message, at `messages` ready messages."""
+    machine = QueueMachine("bench", QueueConfig(message_ttl=message_ttl))
+    batch = _batch()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for seq in range(messages // BATCH):
+            machine.apply(Enqueue(START_MS + seq, batch, "publisher", seq))
+        used = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert machine.stats().messages_ready == messages
+    return used / messages
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=3.0, help="duration of each throughput run")
+    parser.add_argument("--messages", type=int, default=1_000_000, help="ready messages for the memory run")
+    args = parser.parse_args()
+    for label, through_codec in (("apply", False), ("encode+decode+apply", True)):
+        commands, messages = cycle_rate(args.seconds, through_codec)
+        print(f"enqueue(100)+settle cycles, {label}: {commands:,.0f} commands/s, {messages:,.0f} messages/s")
+    rate = enqueue_rate(args.messages)
+    print(f"enqueue(100) only, queue growing to {args.messages:,}: {rate:,.0f} messages/s")
+    for ttl in (None, 60_000):
+        per_message = bytes_per_ready_message(args.messages, ttl)
+        print(f"bytes per ready message at {args.messages:,} (message ttl {ttl}): {per_message:.1f}")
+
+
+if __name__ == "__main__":
+    main()
