@@ -8,6 +8,7 @@ then by registration, and the first of them takes over when the active one leave
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,7 +67,8 @@ class ConsumerRegistry:
     def __len__(self) -> int:
         return len(self._by_name)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Consumer]:
+        """Consumers in registration order."""
         return iter(self._by_name.values())
 
     def get(self, name: str) -> Consumer | None:
