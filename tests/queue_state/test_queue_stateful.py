@@ -194,6 +194,6 @@ class QueueInvariants(RuleBasedStateMachine):
 
 
 QueueInvariants.TestCase.settings = settings(
-    max_examples=int(os.environ.get("QUEUE_STATE_EXAMPLES", "60")), stateful_step_count=30, deadline=None
+    max_examples=int(os.environ.get("QUEUE_STATE_EXAMPLES", "200")), stateful_step_count=30, deadline=None
 )
 test_queue_invariants_hold_after_every_command = QueueInvariants.TestCase
