@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-DEAD_LETTER_REASONS = ("rejected", "expired", "maxlen", "delivery_limit")
-
 
 @dataclass(frozen=True, slots=True)
 class Delivery:
@@ -35,7 +33,10 @@ class Deliver:
 
 @dataclass(frozen=True, slots=True)
 class DeadLetter:
-    """At-most-once dead-lettering: publish these messages to `target` with x-death, then forget."""
+    """At-most-once dead-lettering: publish these to `target` with x-death, then forget them.
+
+    `reason` is one of `rejected`, `expired`, `maxlen`, `delivery_limit`.
+    """
 
     reason: str
     target: str | None
