@@ -6,25 +6,12 @@ import asyncio
 import time
 
 import pytest
+from node_helpers import drain, local_queues
 
 from api.client import QuorumqClient
 from api.client_errors import QuorumqError
 from cli.node_processes import ProcessCluster as Cluster
 from cli.node_processes import wait_healthy, wait_until
-
-
-async def drain(client: QuorumqClient, queue: str, expected: int, timeout: float = 30.0) -> list[int]:
-    """Consume and ack until `expected` messages arrived or nothing more comes; returns bodies as ints."""
-    tag = await client.consume(queue, prefetch=500)
-    seen: list[int] = []
-    deadline = time.monotonic() + timeout
-    while len(seen) < expected and time.monotonic() < deadline:
-        batch = await client.deliveries(queue, tag, max=500, wait=1.0)
-        if batch:
-            await client.ack(queue, tag, [d.id for d in batch])
-            seen.extend(int(d.body) for d in batch)
-    await client.cancel(queue, tag)
-    return seen
 
 
 async def test_publish_through_one_node_and_consume_through_another(cluster: Cluster) -> None:
@@ -93,7 +80,7 @@ async def test_restarted_follower_catches_up(cluster: Cluster) -> None:
         await asyncio.to_thread(wait_healthy, [follower])
 
         def follower_has_all() -> bool:
-            listed = _local_queues(follower.url)
+            listed = local_queues(follower.url)
             return listed.get("catchup", {}).get("messages") == 200
 
         await asyncio.to_thread(wait_until, follower_has_all, 30, "the follower to catch up")
@@ -156,15 +143,6 @@ async def test_200_queues_on_3_nodes_declare_publish_consume(cluster: Cluster) -
         assert len(listed) == 200
         leaders = {q["leader"] for q in listed}
         assert leaders <= {"node1", "node2", "node3"} and len(leaders) == 3
-
-
-def _local_queues(url: str) -> dict[str, dict]:
-    """What a node reports from its own replicas (no forwarding for hosted queues)."""
-    import json
-    import urllib.request
-
-    with urllib.request.urlopen(f"{url}/api/queues", timeout=5) as answer:
-        return {q["name"]: q for q in json.load(answer)}
 
 
 async def _until(condition, timeout: float) -> None:  # type: ignore[no-untyped-def]

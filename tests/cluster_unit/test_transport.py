@@ -1,0 +1,67 @@
+"""The peer transport: mutual HMAC authentication and fairness between groups."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict, deque
+
+from cli.node_processes import free_ports
+from cluster.config import Address
+from cluster.transport import KIND_RAFT, Transport, _Peer
+
+
+class Inbox:
+    """Collects frames a transport hands over, and wakes a waiter."""
+
+    def __init__(self) -> None:
+        self.frames: list[tuple[str, int, bytes]] = []
+        self.arrived = asyncio.Event()
+
+    def __call__(self, peer: str, kind: int, body: bytes) -> None:
+        self.frames.append((peer, kind, body))
+        self.arrived.set()
+
+
+async def _pair(secret_a: str, secret_b: str) -> tuple[Transport, Transport, Inbox]:
+    port_a, port_b = free_ports(2)
+    inbox_b = Inbox()
+    a = Transport("a", Address("127.0.0.1", port_a), secret_a, Inbox())
+    b = Transport("b", Address("127.0.0.1", port_b), secret_b, inbox_b)
+    await a.start()
+    await b.start()
+    a.set_peer("b", b.listen)
+    return a, b, inbox_b
+
+
+async def test_peers_sharing_the_secret_exchange_frames() -> None:
+    a, b, inbox = await _pair("s3cret", "s3cret")
+    try:
+        assert a.send("b", "g1", KIND_RAFT, b"hello")
+        await asyncio.wait_for(inbox.arrived.wait(), 10)
+        assert inbox.frames == [("a", KIND_RAFT, b"hello")]
+    finally:
+        await a.stop()
+        await b.stop()
+
+
+async def test_peer_with_a_wrong_secret_is_rejected_and_delivers_nothing() -> None:
+    a, b, inbox = await _pair("wrong", "s3cret")
+    try:
+        while b.rejected_handshakes == 0:
+            a.send("b", "g1", KIND_RAFT, b"injected")
+            await asyncio.sleep(0.05)
+        assert inbox.frames == []
+        assert not a.peers()["b"]
+    finally:
+        await a.stop()
+        await b.stop()
+
+
+def test_frames_are_taken_round_robin_over_groups() -> None:
+    transport = Transport("a", Address("127.0.0.1", 1), "s", Inbox())
+    peer = _Peer("b", Address("127.0.0.1", 2), OrderedDict())
+    peer.queues["catch-up"] = deque(f"big{i}".encode() for i in range(1000))
+    peer.queues["heartbeats"] = deque([b"hb"])
+    peer.queued = 1001
+    first_two = [transport._next_frame(peer), transport._next_frame(peer)]
+    assert b"hb" in first_two

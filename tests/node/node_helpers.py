@@ -1,0 +1,29 @@
+"""Helpers shared by the tests that drive a real cluster."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+
+from api.client import QuorumqClient
+
+
+def local_queues(url: str) -> dict[str, dict]:
+    """A node's own view: GET /api/queues answers hosted queues from the local replica."""
+    with urllib.request.urlopen(f"{url}/api/queues", timeout=5) as answer:
+        return {q["name"]: q for q in json.load(answer)}
+
+
+async def drain(client: QuorumqClient, queue: str, expected: int, timeout: float = 30.0) -> list[int]:
+    """Consume and ack until `expected` messages arrived or time runs out; returns bodies as ints."""
+    tag = await client.consume(queue, prefetch=500)
+    seen: list[int] = []
+    deadline = time.monotonic() + timeout
+    while len(seen) < expected and time.monotonic() < deadline:
+        batch = await client.deliveries(queue, tag, max=500, wait=1.0)
+        if batch:
+            await client.ack(queue, tag, [d.id for d in batch])
+            seen.extend(int(d.body) for d in batch)
+    await client.cancel(queue, tag)
+    return seen
