@@ -104,6 +104,7 @@ class RaftNode:
         self._reads_awaiting_commit: list[tuple[bytes, NodeId]] = []
         self._snapshot_assembly: _SnapshotAssembly | None = None
         self._messages: list[Message] = []
+        self._appends_due = False
         self._read_states: list[ReadState] = []
         self._prev_soft = SoftState(Role.FOLLOWER, None)
         self._prev_hard = hard_state
@@ -246,6 +247,7 @@ class RaftNode:
 
     def has_ready(self) -> bool:
         """Whether `ready()` would return any work."""
+        self._flush_appends()
         return bool(
             self._messages
             or self._read_states
@@ -259,6 +261,7 @@ class RaftNode:
 
     def ready(self) -> Ready:
         """Take the pending work. Exactly one Ready may be outstanding until `advance`."""
+        self._flush_appends()
         soft, hard, conf = self._soft_state(), self._hard_state(), self._tracker.conf
         rd = Ready(
             soft_state=soft if soft != self._prev_soft else None,
@@ -290,6 +293,11 @@ class RaftNode:
             self._log.stable_to(rd.entries[-1].index, rd.entries[-1].term)
         if rd.committed_entries:
             self._log.applied_to(rd.committed_entries[-1].index)
+
+    def _flush_appends(self) -> None:
+        if self._appends_due:
+            self._appends_due = False
+            self._bcast_append()
 
     def _soft_state(self) -> SoftState:
         return SoftState(self._role, self._lead)
@@ -342,7 +350,7 @@ class RaftNode:
         for pr in self._tracker.progress.values():
             pr.recent_active = True
         # The no-op of the new term: committing it commits every earlier entry (Raft section 5.4.2).
-        self._append_entry(EntryKind.NORMAL, b"", broadcast=False)
+        self._append_entry(EntryKind.NORMAL, b"")
 
     def _unconfigured(self) -> bool:
         """A brand-new replica that has not learned any membership yet."""
@@ -641,14 +649,13 @@ class RaftNode:
         if self._lead_transferee is not None:
             raise ProposalDroppedError(f"leadership is being transferred to {self._lead_transferee}")
 
-    def _append_entry(self, kind: EntryKind, data: bytes, broadcast: bool = True) -> int:
+    def _append_entry(self, kind: EntryKind, data: bytes) -> int:
         index = self._log.last_index() + 1
         entry = Entry(index=index, term=self._term, kind=kind, data=data)
         self._log.append([entry])
         self._tracker.progress[self.id].maybe_update(index)
         self._maybe_commit()
-        if broadcast:
-            self._bcast_append()
+        self._appends_due = True  # sent at the next ready(), so one append carries every new entry
         return index
 
     def _maybe_commit(self) -> bool:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Protocol
 
 from raft_log.messages import Message
 from raft_log.progress import ProgressState
@@ -53,6 +55,27 @@ class Ready:
     messages: tuple[Message, ...] = ()
     committed_entries: tuple[Entry, ...] = ()
     read_states: tuple[ReadState, ...] = ()
+
+
+class WritableStorage(Protocol):
+    """The write side shared by MemoryStorage and the RocksDB storage."""
+
+    def apply_snapshot(self, snapshot: Snapshot) -> None: ...
+    def append(self, entries: Sequence[Entry]) -> None: ...
+    def set_hard_state(self, hard_state: HardState) -> None: ...
+    def set_conf_state(self, conf: ConfState) -> None: ...
+
+
+def persist_ready(storage: WritableStorage, rd: Ready) -> None:
+    """Step 1 of the driver loop: make the Ready's snapshot, entries, hard state and membership durable."""
+    if rd.snapshot is not None:
+        storage.apply_snapshot(rd.snapshot)
+    if rd.entries:
+        storage.append(rd.entries)
+    if rd.hard_state is not None:
+        storage.set_hard_state(rd.hard_state)
+    if rd.conf_state is not None:
+        storage.set_conf_state(rd.conf_state)
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ from raft_log.errors import RaftError
 from raft_log.invariants import InvariantViolation, SafetyChecker
 from raft_log.memory_storage import MemoryStorage
 from raft_log.messages import Message, decode_message, encode_message
-from raft_log.ready import Ready
+from raft_log.ready import Ready, persist_ready
 from raft_log.types import ConfState, Entry, EntryKind, NodeId, Snapshot
 
 GROUP = "sim"
@@ -307,16 +307,9 @@ class Simulation:
         raft = node.raft
         rd: Ready = raft.ready()
         storage = node.storage
-        if rd.snapshot is not None:
-            storage.apply_snapshot(rd.snapshot)
-        if rd.entries:
-            storage.append(rd.entries)
-            for entry in rd.entries:
-                self.checker.observe_persisted(node.node_id, entry, storage.term(entry.index - 1))
-        if rd.hard_state is not None:
-            storage.set_hard_state(rd.hard_state)
-        if rd.conf_state is not None:
-            storage.set_conf_state(rd.conf_state)
+        persist_ready(storage, rd)
+        for entry in rd.entries:
+            self.checker.observe_persisted(node.node_id, entry, storage.term(entry.index - 1))
         if self.rng.random() < self.faults.crash_mid_ready:
             self._crash(node)  # persisted, but nothing sent or applied
             return

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from raft_log.core import Config, RaftNode
 from raft_log.memory_storage import MemoryStorage
 from raft_log.messages import Message, MessageType, decode_message, encode_message
-from raft_log.ready import ReadState
+from raft_log.ready import ReadState, persist_ready
 from raft_log.types import ConfState, Entry, NodeId
 
 MessageFilter = Callable[[Message], bool]
@@ -55,14 +55,7 @@ class Harness:
         if not raft.has_ready():
             return []
         rd = raft.ready()
-        if rd.snapshot is not None:
-            storage.apply_snapshot(rd.snapshot)
-        if rd.entries:
-            storage.append(rd.entries)
-        if rd.hard_state is not None:
-            storage.set_hard_state(rd.hard_state)
-        if rd.conf_state is not None:
-            storage.set_conf_state(rd.conf_state)
+        persist_ready(storage, rd)
         self.outbox.extend(rd.messages)
         self.applied[node].extend(rd.committed_entries)
         self.read_states[node].extend(rd.read_states)

@@ -17,6 +17,7 @@ from raft_log.core import Config, RaftNode
 from raft_log.errors import ConfChangeInProgressError, NotLeaderError
 from raft_log.memory_storage import MemoryStorage
 from raft_log.messages import Message, MessageType
+from raft_log.ready import persist_ready
 from raft_log.types import ConfState, Entry, HardState, SnapshotMeta
 
 ABC = ConfState(voters=("a", "b", "c"))
@@ -34,12 +35,7 @@ class Driver:
     def run(self) -> None:
         while self.raft.has_ready():
             rd = self.raft.ready()
-            if rd.snapshot is not None:
-                self.storage.apply_snapshot(rd.snapshot)
-            if rd.entries:
-                self.storage.append(rd.entries)
-            if rd.hard_state is not None:
-                self.storage.set_hard_state(rd.hard_state)
+            persist_ready(self.storage, rd)
             self.sent.extend(rd.messages)
             self.applied.extend(rd.committed_entries)
             self.raft.advance(rd)
