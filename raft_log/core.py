@@ -246,7 +246,7 @@ class RaftNode:
     # ------------------------------------------------------------------ Ready / advance
 
     def has_ready(self) -> bool:
-        """Whether `ready()` would return any work."""
+        """Whether `ready()` would return any work (first queuing appends for newly proposed entries)."""
         self._flush_appends()
         return bool(
             self._messages
@@ -523,8 +523,7 @@ class RaftNode:
                 return False
             if self._log.match_term(meta.index, meta.term):
                 # Our log already holds the snapshot's last entry, so (log matching) everything before it.
-                self._log.commit_to(meta.index)
-                self._on_commit()
+                self._learn_commit(meta.index, meta.term)
                 return False
         self._log.restore(snapshot)
         self._tracker.set_conf(meta.conf, self._log.last_index() + 1)
