@@ -1,0 +1,82 @@
+"""The quorumq side of the benchmark: our asyncio QuorumqClient over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from api.client import Publisher, QuorumqClient
+from bench.drivers import OnMessage
+
+MESSAGES_PER_REQUEST = 100
+POLL_WAIT_S = 0.2
+
+
+class QuorumqConnection:
+    """One QuorumqClient (its own HTTP session) talking to the queue's leader first."""
+
+    def __init__(self, client: QuorumqClient, queue: str, in_flight: int) -> None:
+        self._client = client
+        self._queue = queue
+        batch = min(MESSAGES_PER_REQUEST, in_flight)
+        self._publisher: Publisher = client.publisher(queue, window=-(-in_flight // batch), batch=batch)
+
+    async def send(self, body: bytes) -> asyncio.Future[object]:
+        return await self._publisher.send(body)
+
+    async def flush(self) -> None:
+        await self._publisher.flush()
+
+    async def consume(self, prefetch: int, on_message: OnMessage, stop: asyncio.Event) -> None:
+        tag = await self._client.consume(self._queue, prefetch=prefetch)
+        acking: asyncio.Task[None] | None = None
+        try:
+            while not stop.is_set():
+                batch = await self._client.deliveries(self._queue, tag, max=prefetch, wait=POLL_WAIT_S)
+                for delivery in batch:
+                    on_message(delivery.body)
+                if batch:
+                    if acking is not None:
+                        await acking
+                    acking = asyncio.create_task(self._client.ack(self._queue, tag, [d.id for d in batch]))
+            if acking is not None:
+                await acking
+        finally:
+            with contextlib.suppress(Exception):
+                await self._client.cancel(self._queue, tag)
+
+    async def close(self) -> None:
+        await self._publisher.close()
+        await self._client.close()
+
+
+class QuorumqDriver:
+    """Drives a quorumq cluster given its nodes' HTTP base URLs."""
+
+    broker = "quorumq"
+    client = "quorumq QuorumqClient (aiohttp, asyncio), batches of up to 100 messages per publish request"
+
+    def __init__(self, urls: list[str]) -> None:
+        self.urls = urls
+
+    def _client(self, home: int) -> QuorumqClient:
+        first = home % len(self.urls)
+        return QuorumqClient([*self.urls[first:], *self.urls[:first]], timeout=60.0)
+
+    async def declare(self, queue: str, home: int = 0) -> None:
+        async with self._client(home) as client:
+            with contextlib.suppress(Exception):
+                await client.delete_queue(queue)
+            await client.declare(queue, {"x-queue-type": "quorum"})
+
+    async def connect(self, queue: str, home: int = 0, *, in_flight: int = 1000) -> QuorumqConnection:
+        async with self._client(home) as client:
+            leader = (await client.queue(queue))["leader"]
+            nodes = {node["name"]: node["http"] for node in await client.nodes()}
+        leader_url = nodes.get(leader)
+        urls = [leader_url, *(u for u in self.urls if u != leader_url)] if leader_url else self.urls
+        return QuorumqConnection(QuorumqClient(urls, timeout=60.0), queue, in_flight)
+
+    async def queue_length(self, queue: str) -> int:
+        async with self._client(0) as client:
+            return int((await client.queue(queue))["messages"])

@@ -1,0 +1,52 @@
+"""What a workload needs from a broker: declare queues, open connections, confirmed sends, acked consumes.
+
+A driver is bound to one running cluster; `home` picks the node a queue is declared through and
+connected to (both brokers place a new queue's leader on the node the client talks to).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Protocol
+
+OnMessage = Callable[[bytes], None]
+
+
+class Connection(Protocol):
+    """One client connection to a broker node, used by one publisher or one consumer."""
+
+    async def send(self, body: bytes) -> asyncio.Future[object]:
+        """Queue `body` for publishing; the returned future resolves once the broker confirmed it."""
+        ...
+
+    async def flush(self) -> None:
+        """Wait until every message sent through this connection is confirmed."""
+        ...
+
+    async def consume(self, prefetch: int, on_message: OnMessage, stop: asyncio.Event) -> None:
+        """Consume with manual acks and `prefetch` unacked at most, until `stop` is set."""
+        ...
+
+    async def close(self) -> None:
+        """Release the connection."""
+        ...
+
+
+class Driver(Protocol):
+    """A broker under test, reached through one client library."""
+
+    broker: str
+    client: str
+
+    async def declare(self, queue: str, home: int = 0) -> None:
+        """Declare a replicated queue (3 replicas) through node `home`, deleting any old one first."""
+        ...
+
+    async def connect(self, queue: str, home: int = 0, *, in_flight: int = 1000) -> Connection:
+        """Open a connection for `queue` on node `home`; sends keep at most `in_flight` unconfirmed."""
+        ...
+
+    async def queue_length(self, queue: str) -> int:
+        """How many messages the queue holds."""
+        ...

@@ -1,0 +1,39 @@
+"""A 3-node quorumq cluster of real `quorumq server` processes, shaped like RabbitCluster for the harness."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cli.node_processes import ProcessCluster, wait_healthy
+
+
+class QuorumqCluster:
+    """Starts fresh node processes under `data_dir`, exposes their pids, restarts one, stops them."""
+
+    def __init__(self, processes: ProcessCluster) -> None:
+        self.processes = processes
+
+    @classmethod
+    def start(cls, data_dir: Path, count: int = 3) -> QuorumqCluster:
+        """Start `count` nodes with empty data dirs and wait until they are healthy."""
+        return cls(ProcessCluster.start(data_dir, count))
+
+    @property
+    def urls(self) -> list[str]:
+        """Every node's HTTP base URL."""
+        return self.processes.urls
+
+    def pids(self) -> dict[str, int]:
+        """Node name to process id, for the nodes that run."""
+        return {node.name: node.process.pid for node in self.processes.nodes if node.process and node.running}
+
+    def restart_node(self, index: int) -> None:
+        """SIGTERM node `index`, start it again on the same data dir and wait until it is healthy."""
+        node = self.processes.nodes[index]
+        node.stop()
+        node.start()
+        wait_healthy([node])
+
+    def stop(self) -> None:
+        """Stop every node."""
+        self.processes.stop()
