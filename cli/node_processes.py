@@ -125,14 +125,23 @@ def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
 
 
 def plan_cluster(
-    count: int, data_dir: Path, *, host: str = "127.0.0.1", ports: list[int] | None = None
+    count: int,
+    data_dir: Path,
+    *,
+    host: str = "127.0.0.1",
+    ports: list[int] | None = None,
+    hosts: Sequence[str] | None = None,
 ) -> list[NodeProcess]:
-    """Nodes node1..nodeN; `ports` gives HTTP ports then Raft ports (free ones when omitted)."""
+    """Nodes node1..nodeN; `ports` gives HTTP ports then Raft ports (free ones when omitted).
+
+    `hosts` gives each node its own address instead of `host` (e.g. one network namespace per node,
+    where the nodes may share port numbers)."""
+    addresses = list(hosts) if hosts is not None else [host] * count
     ports = ports or free_ports(2 * count, host)
     nodes = [
         NodeProcess(
             f"node{i + 1}",
-            host,
+            addresses[i],
             ports[i],
             ports[count + i],
             data_dir / f"node{i + 1}",

@@ -1,0 +1,106 @@
+"""`quorumq-jepsen`: run fault schedules against a real cluster in network namespaces, or re-check a run."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+
+import click
+
+from jepsen_tests.checker import check_total_queue
+from jepsen_tests.history import read_history
+from jepsen_tests.hosts import HostsUnavailable
+from jepsen_tests.nemesis import NEMESES
+from jepsen_tests.report import verdict_text, write_report
+from jepsen_tests.runner import RunConfig, run
+
+EXIT_INVALID = 1
+EXIT_UNAVAILABLE = 69
+
+
+def _interrupt_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _nemesis_list(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in value.split(",") if n.strip())
+    unknown = [n for n in names if n not in NEMESES]
+    if unknown:
+        raise click.BadParameter(f"unknown {', '.join(unknown)}; choose from {', '.join(NEMESES)}")
+    return names
+
+
+@click.group()
+def main() -> None:
+    """Jepsen-style fault injection for quorumq (needs root: network namespaces, iptables, tc)."""
+
+
+@main.command("run")
+@click.option(
+    "--time", "duration", type=click.FloatRange(5), default=60.0, show_default=True, help="Workload seconds."
+)
+@click.option(
+    "--nemesis",
+    "nemeses",
+    default=",".join(NEMESES),
+    show_default=True,
+    callback=_nemesis_list,
+    help="Comma-separated nemesis families.",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the schedule and workload.")
+@click.option("--nodes", type=click.IntRange(3, 9), default=5, show_default=True)
+@click.option(
+    "--queues", type=click.IntRange(1, 3), default=None, help="Queue count (default: 1-3 from the seed)."
+)
+@click.option(
+    "--repeat", type=click.IntRange(1), default=1, show_default=True, help="Runs, seeds SEED, SEED+1, ..."
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("runs"),
+    show_default=True,
+)
+@click.option("--keep-data", is_flag=True, help="Keep the nodes' data directories.")
+def run_command(
+    duration: float,
+    nemeses: tuple[str, ...],
+    seed: int,
+    nodes: int,
+    queues: int | None,
+    repeat: int,
+    out_dir: Path,
+    keep_data: bool,
+) -> None:
+    """Run schedules; prints each verdict and exits 1 if any lost or unexpected value was found."""
+    signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
+    failed = []
+    for run_seed in range(seed, seed + repeat):
+        config = RunConfig(duration, nemeses, run_seed, nodes, queues, out_dir=out_dir, keep_data=keep_data)
+        try:
+            result = run(config, progress=lambda line: click.echo(line, err=True))
+        except HostsUnavailable as exc:
+            click.echo(f"cannot run the fault suite here: {exc}", err=True)
+            sys.exit(EXIT_UNAVAILABLE)
+        write_report(result)
+        click.echo(verdict_text(result))
+        click.echo(f"report: {result.run_dir}\n")
+        if not result.passed:
+            failed.append(run_seed)
+    if repeat > 1:
+        click.echo(f"{repeat - len(failed)} of {repeat} runs passed; failed seeds: {failed or 'none'}")
+    if failed:
+        sys.exit(EXIT_INVALID)
+
+
+@main.command("check")
+@click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False, exists=True))
+def check_command(run_dir: Path) -> None:
+    """Re-check RUN_DIR/history.jsonl with the total-queue checker."""
+    verdict = check_total_queue(read_history(run_dir / "history.jsonl"))
+    click.echo(verdict.summary())
+    if not verdict.valid:
+        sys.exit(EXIT_INVALID)

@@ -1,0 +1,124 @@
+"""The cluster under test: one `quorumq server` process per namespace host, and what nemeses do to it."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+from api.client import SyncClient
+from api.client_errors import QuorumqError
+from cli.node_processes import NodeProcess, ProcessCluster, plan_cluster, wait_healthy, wait_until
+from jepsen_tests.hosts import Host, NetnsHosts
+from jepsen_tests.network_faults import heal_partitions, restore_link
+
+HTTP_PORT = 8080
+RAFT_PORT = 9080
+READY_TIMEOUT_S = 90.0
+
+
+class JepsenCluster:
+    """Node processes on `hosts` (node i in namespace i), their data under `data_dir`."""
+
+    def __init__(self, hosts: NetnsHosts, data_dir: Path) -> None:
+        self.hosts = hosts
+        count = len(hosts.hosts)
+        self.processes = ProcessCluster(
+            plan_cluster(
+                count,
+                data_dir,
+                hosts=[h.address for h in hosts.hosts],
+                ports=[HTTP_PORT] * count + [RAFT_PORT] * count,
+            )
+        )
+        self.paused: set[str] = set()
+
+    @property
+    def nodes(self) -> list[NodeProcess]:
+        """Every node process."""
+        return self.processes.nodes
+
+    @property
+    def names(self) -> list[str]:
+        """Every node name."""
+        return [n.name for n in self.nodes]
+
+    @property
+    def urls(self) -> list[str]:
+        """Every node's HTTP base URL (reachable from the root namespace)."""
+        return self.processes.urls
+
+    def node(self, name: str) -> NodeProcess:
+        """A node by name."""
+        return self.processes.node(name)
+
+    def host(self, name: str) -> Host:
+        """A node's host."""
+        return self.hosts.host(name)
+
+    def start(self, name: str) -> None:
+        """Start a node inside its namespace (`ip netns exec` execs, so the PID is the node's)."""
+        self.node(name).start(self.host(name).exec_prefix())
+
+    def start_all(self, timeout: float = READY_TIMEOUT_S) -> None:
+        """Start every node and wait until all are healthy."""
+        for name in self.names:
+            self.start(name)
+        wait_healthy(self.nodes, timeout)
+
+    def kill(self, name: str) -> None:
+        """SIGKILL a node (a paused one too)."""
+        self.paused.discard(name)
+        self.node(name).kill()
+
+    def restart(self, name: str) -> None:
+        """Start a node again if it is not running."""
+        if not self.node(name).running:
+            self.start(name)
+
+    def pause(self, name: str) -> None:
+        """SIGSTOP: the node freezes with its sockets open."""
+        self.node(name).signal(signal.SIGSTOP)
+        self.paused.add(name)
+
+    def resume(self, name: str) -> None:
+        """SIGCONT a paused node."""
+        self.node(name).signal(signal.SIGCONT)
+        self.paused.discard(name)
+
+    def queue_leader(self, queue: str) -> str | None:
+        """The queue's leader as the cluster reports it now, or None when nobody answers."""
+        try:
+            with SyncClient(self.urls, timeout=3.0, connect_timeout=1.0) as client:
+                return client.queue(queue).get("leader")
+        except QuorumqError:
+            return None
+
+    def heal_everything(self) -> None:
+        """Resume paused nodes, remove drop rules and netem, restart dead nodes."""
+        for name in list(self.paused):
+            self.resume(name)
+        heal_partitions(self.hosts)
+        for host in self.hosts.hosts:
+            restore_link(host)
+        for name in self.names:
+            self.restart(name)
+
+    def wait_for_quorum(self, queues: list[str], timeout: float = READY_TIMEOUT_S) -> None:
+        """Wait until every node is healthy and every queue answers through its leader."""
+        wait_healthy(self.nodes, timeout)
+
+        def queues_led() -> bool:
+            return all(self.queue_leader(q) is not None for q in queues)
+
+        wait_until(queues_led, timeout, "every queue to have a leader", self.nodes)
+
+    def stop_all(self) -> None:
+        """Resume and stop every node (SIGTERM, then SIGKILL if needed)."""
+        for name in list(self.paused):
+            self.resume(name)
+        for node in self.nodes:
+            node.stop(timeout=10.0)
+
+    def log_tails(self, lines: int = 30) -> str:
+        """The end of every node's log."""
+        return self.processes.log_tails(lines)

@@ -1,0 +1,93 @@
+"""The operation history: Jepsen-style invoke/ok/fail/info records, written as JSON lines.
+
+Every client operation is an `invoke` followed by exactly one completion by the same process: `ok`
+(it happened), `fail` (it certainly did not happen) or `info` (the outcome is unknown, e.g. a publish
+whose answer timed out after it was sent).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import IO, Literal
+
+OpType = Literal["invoke", "ok", "fail", "info"]
+OpFunction = Literal["enqueue", "dequeue"]
+
+
+@dataclass(frozen=True)
+class Op:
+    """One history line: who (`process`), what (`f`, `value`, `queue`), how it ended (`type`), when."""
+
+    process: str
+    type: OpType
+    f: OpFunction
+    value: int | None
+    time: float
+    queue: str | None = None
+    error: str | None = None
+
+    def to_json(self) -> str:
+        """The op as one compact JSON line (None fields left out)."""
+        return json.dumps({k: v for k, v in asdict(self).items() if v is not None}, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, line: str) -> Op:
+        """Parse one history line."""
+        return cls(**{"value": None, **json.loads(line)})
+
+
+class HistoryWriter:
+    """Appends ops to a JSONL file as they happen (thread-safe), timing them from the run's start."""
+
+    def __init__(self, path: Path, started: float | None = None) -> None:
+        self.path = path
+        self.started = time.monotonic() if started is None else started
+        self._lock = threading.Lock()
+        self._file: IO[str] = path.open("a", encoding="utf-8")
+
+    def now(self) -> float:
+        """Seconds since the run started."""
+        return time.monotonic() - self.started
+
+    def record(
+        self,
+        process: str,
+        type_: OpType,
+        f: OpFunction,
+        value: int | None,
+        queue: str | None = None,
+        error: str | None = None,
+    ) -> Op:
+        """Write one op stamped now and return it."""
+        op = Op(process, type_, f, value, round(self.now(), 4), queue, error)
+        with self._lock:
+            self._file.write(op.to_json() + "\n")
+        return op
+
+    def flush(self) -> None:
+        """Push written lines to the file."""
+        with self._lock:
+            self._file.flush()
+
+    def close(self) -> None:
+        """Flush and close the file."""
+        with self._lock:
+            self._file.close()
+
+
+def read_history(path: Path) -> list[Op]:
+    """Every op of a history file, in the order written."""
+    with path.open(encoding="utf-8") as lines:
+        return list(parse_history(lines))
+
+
+def parse_history(lines: Iterable[str]) -> Iterator[Op]:
+    """Ops from JSON lines, skipping blank ones."""
+    for line in lines:
+        if line.strip():
+            yield Op.from_json(line)

@@ -1,0 +1,148 @@
+"""Nemeses: what a fault does to the cluster and how it is healed, in a registry by family name.
+
+A nemesis picks its variant and its victims with the Random it is given (seeded per fault window, so a
+schedule is reproducible up to who leads at the time) and returns the ActiveFault to heal later. A new
+family (e.g. membership changes once queues can grow and shrink) is one class with `name` and
+`inject`, added to NEMESES.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from jepsen_tests.cluster import JepsenCluster
+from jepsen_tests.network_faults import apply_grudge, degrade_link, heal_partitions, restore_link
+from jepsen_tests.partitions import SHAPES, shapes_for
+
+
+@dataclass
+class ActiveFault:
+    """A fault in force: its family, variant, the nodes it hit, a description and how to undo it."""
+
+    nemesis: str
+    kind: str
+    nodes: list[str]
+    description: str
+    heal: Callable[[], None] = field(repr=False)
+
+    def record(self) -> dict[str, Any]:
+        """The fault as a nemesis-log entry."""
+        return {
+            "nemesis": self.nemesis,
+            "kind": self.kind,
+            "nodes": self.nodes,
+            "description": self.description,
+        }
+
+
+class Nemesis(Protocol):
+    """A family of faults."""
+
+    name: str
+
+    def inject(self, cluster: JepsenCluster, queues: Sequence[str], rng: random.Random) -> ActiveFault:
+        """Start one fault of this family and return it."""
+        ...
+
+
+def pick_victims(
+    cluster: JepsenCluster, queues: Sequence[str], rng: random.Random, variant: str
+) -> list[str]:
+    """The nodes a node-level fault hits: one random node, a queue's current leader, a minority, or all."""
+    names = cluster.names
+    if variant == "leader":
+        leader = cluster.queue_leader(rng.choice(list(queues)))
+        return [leader] if leader in names else [rng.choice(names)]
+    if variant == "minority":
+        return sorted(rng.sample(names, max(1, (len(names) - 1) // 2)))
+    if variant == "all":
+        return list(names)
+    return [rng.choice(names)]
+
+
+class PartitionNemesis:
+    """Drops packets between nodes in one of the partition shapes; heals by flushing every drop rule."""
+
+    name = "partition"
+
+    def inject(self, cluster: JepsenCluster, queues: Sequence[str], rng: random.Random) -> ActiveFault:
+        shape = rng.choice(shapes_for(len(cluster.names)))
+        partition = SHAPES[shape](cluster.names, rng)
+        apply_grudge(cluster.hosts, partition.grudge)
+        cut = sorted(node for node, dropped in partition.grudge.items() if dropped)
+        return ActiveFault(
+            self.name, shape, cut, partition.description, lambda: heal_partitions(cluster.hosts)
+        )
+
+
+class KillNemesis:
+    """SIGKILLs a random node, a queue leader, a minority or every node; heals by restarting them."""
+
+    name = "kill"
+    variants = ("random-node", "leader", "minority", "all")
+
+    def inject(self, cluster: JepsenCluster, queues: Sequence[str], rng: random.Random) -> ActiveFault:
+        variant = rng.choice(self.variants)
+        victims = pick_victims(cluster, queues, rng, variant)
+        for name in victims:
+            cluster.kill(name)
+
+        def restart() -> None:
+            for name in victims:
+                cluster.restart(name)
+
+        return ActiveFault(self.name, variant, victims, f"SIGKILL {','.join(victims)}", restart)
+
+
+class PauseNemesis:
+    """SIGSTOPs a random node, a queue leader or a minority; heals with SIGCONT."""
+
+    name = "pause"
+    variants = ("random-node", "leader", "minority")
+
+    def inject(self, cluster: JepsenCluster, queues: Sequence[str], rng: random.Random) -> ActiveFault:
+        variant = rng.choice(self.variants)
+        victims = pick_victims(cluster, queues, rng, variant)
+        for name in victims:
+            cluster.pause(name)
+
+        def resume() -> None:
+            for name in victims:
+                cluster.resume(name)
+
+        return ActiveFault(self.name, variant, victims, f"SIGSTOP {','.join(victims)}", resume)
+
+
+class NetemNemesis:
+    """Slows down and drops the packets of one node or of all (netem or a fallback); heals by undoing it."""
+
+    name = "netem"
+    variants = ("random-node", "all")
+
+    def inject(self, cluster: JepsenCluster, queues: Sequence[str], rng: random.Random) -> ActiveFault:
+        variant = rng.choice(self.variants)
+        victims = pick_victims(cluster, queues, rng, variant)
+        delay_ms, jitter_ms, loss = rng.randint(20, 300), rng.randint(0, 50), rng.choice((0, 1, 5, 10, 20))
+        done = [degrade_link(cluster.host(name), delay_ms, jitter_ms, loss) for name in victims]
+
+        def clear() -> None:
+            for name in victims:
+                restore_link(cluster.host(name))
+
+        return ActiveFault(self.name, variant, victims, f"{done[0]} on {','.join(victims)}", clear)
+
+
+NEMESES: dict[str, Nemesis] = {
+    nemesis.name: nemesis for nemesis in (PartitionNemesis(), KillNemesis(), PauseNemesis(), NetemNemesis())
+}
+
+
+def nemeses_named(names: Sequence[str]) -> list[Nemesis]:
+    """The registered nemeses for comma-separated family names; ValueError names an unknown one."""
+    unknown = [n for n in names if n not in NEMESES]
+    if unknown:
+        raise ValueError(f"unknown nemesis {', '.join(unknown)}; known: {', '.join(NEMESES)}")
+    return [NEMESES[n] for n in names]

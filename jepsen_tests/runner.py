@@ -1,0 +1,175 @@
+"""One Jepsen-style run: hosts, cluster, workload under a fault schedule, heal, drain, check, report."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from api.client import SyncClient
+from jepsen_tests.checker import TotalQueueVerdict, check_total_queue
+from jepsen_tests.cluster import JepsenCluster
+from jepsen_tests.convergence import Convergence, wait_for_convergence
+from jepsen_tests.history import HistoryWriter, read_history
+from jepsen_tests.hosts import HostsUnavailable, NetnsHosts, unavailable_reason
+from jepsen_tests.nemesis import nemeses_named
+from jepsen_tests.nemesis_log import NemesisLog
+from jepsen_tests.schedule import FaultWindow, plan_schedule
+from jepsen_tests.workload import Workload, WorkloadConfig
+
+DRAIN_TIMEOUT_S = 90.0
+CONVERGENCE_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """What to run: workload seconds, nemesis families, seed, node count, queues (1-3 from the seed)."""
+
+    duration: float = 60.0
+    nemeses: tuple[str, ...] = ("partition", "kill", "pause", "netem")
+    seed: int = 0
+    nodes: int = 5
+    queues: int | None = None
+    publishers: int = 4
+    consumers: int = 3
+    out_dir: Path = Path("runs")
+    keep_data: bool = False
+
+
+@dataclass
+class RunResult:
+    """The verdict of one run and where its report is."""
+
+    run_dir: Path
+    config: RunConfig
+    queues: tuple[str, ...]
+    schedule: list[FaultWindow]
+    verdict: TotalQueueVerdict
+    convergence: Convergence
+    drain_left: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        """Nothing lost, nothing unexpected, and the replicas agree."""
+        return self.verdict.valid and self.convergence.agreed
+
+
+def run(config: RunConfig, progress: Callable[[str], None] = print) -> RunResult:
+    """Run one schedule end to end; raises HostsUnavailable when this machine cannot host it."""
+    nemeses_named(config.nemeses)
+    reason = unavailable_reason()
+    if reason:
+        raise HostsUnavailable(reason)
+    run_dir = new_run_dir(config)
+    rng = random.Random(config.seed)
+    queues = tuple(f"jepsen-{i}" for i in range(config.queues or rng.randint(1, 3)))
+    schedule = plan_schedule(config.seed, config.duration, config.nemeses)
+    progress(f"run {run_dir}: {config.nodes} nodes, queues {', '.join(queues)}, {len(schedule)} faults")
+    with NetnsHosts(config.nodes) as hosts:
+        cluster = JepsenCluster(hosts, run_dir / "data")
+        try:
+            cluster.start_all()
+            declare_queues(cluster, queues)
+            progress("cluster ready; workload and nemeses running")
+            history = HistoryWriter(run_dir / "history.jsonl")
+            try:
+                drain_left, convergence = asyncio.run(
+                    exercise(cluster, queues, schedule, config, history, rng, progress)
+                )
+            finally:
+                history.close()
+        finally:
+            cluster.stop_all()
+            if not config.keep_data:
+                for node in cluster.nodes:
+                    shutil.rmtree(node.data_dir, ignore_errors=True)
+    verdict = check_total_queue(read_history(run_dir / "history.jsonl"))
+    return RunResult(run_dir, config, queues, schedule, verdict, convergence, drain_left)
+
+
+def new_run_dir(config: RunConfig) -> Path:
+    """A fresh directory under `out_dir` named after the time, seed and node count."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    base = config.out_dir / f"{stamp}-seed{config.seed}-n{config.nodes}"
+    run_dir, suffix = base, 1
+    while run_dir.exists():
+        run_dir, suffix = base.with_name(f"{base.name}-{suffix}"), suffix + 1
+    run_dir.mkdir(parents=True)
+    return run_dir
+
+
+def declare_queues(cluster: JepsenCluster, queues: Sequence[str]) -> None:
+    """Declare each queue with a replica on every node, so every fault touches it."""
+    with SyncClient(cluster.urls, timeout=30.0) as client:
+        for queue in queues:
+            client.declare(queue, {"x-quorum-initial-group-size": len(cluster.nodes)})
+
+
+async def exercise(
+    cluster: JepsenCluster,
+    queues: tuple[str, ...],
+    schedule: list[FaultWindow],
+    config: RunConfig,
+    history: HistoryWriter,
+    rng: random.Random,
+    progress: Callable[[str], None],
+) -> tuple[dict[str, int], Convergence]:
+    """Workload under the schedule, then heal, wait for quorum, drain and compare the replicas."""
+    log = NemesisLog(history.path.with_name("nemesis.jsonl"), history.now)
+    workload = Workload(
+        cluster.urls, history, WorkloadConfig(queues, config.publishers, config.consumers), rng
+    )
+    stop = asyncio.Event()
+    clients = asyncio.create_task(workload.run(stop))
+    try:
+        await run_schedule(cluster, queues, schedule, config.seed, log, progress)
+        await asyncio.sleep(max(0.0, config.duration - history.now()))
+    finally:
+        stop.set()
+        await clients
+        await asyncio.to_thread(cluster.heal_everything)
+        log.write("heal-all")
+    progress("healed; waiting for quorum")
+    await asyncio.to_thread(cluster.wait_for_quorum, list(queues))
+    log.write("quorum")
+    progress("draining")
+    drain_left = await workload.drain(DRAIN_TIMEOUT_S)
+    log.write("drained", left=drain_left)
+    node_urls = {node.name: node.url for node in cluster.nodes}
+    convergence = await wait_for_convergence(node_urls, queues, CONVERGENCE_TIMEOUT_S)
+    return drain_left, convergence
+
+
+async def run_schedule(
+    cluster: JepsenCluster,
+    queues: Sequence[str],
+    schedule: list[FaultWindow],
+    seed: int,
+    log: NemesisLog,
+    progress: Callable[[str], None],
+) -> None:
+    """Start and heal each fault at its window's times (nemesis commands run off the event loop)."""
+    loop = asyncio.get_running_loop()
+    began = loop.time() - log.clock()
+    nemeses = {n.name: n for n in nemeses_named(sorted({w.nemesis for w in schedule}))}
+    for window in schedule:
+        await asyncio.sleep(max(0.0, began + window.start - loop.time()))
+        fault = await asyncio.to_thread(nemeses[window.nemesis].inject, cluster, queues, window.rng(seed))
+        log.write("start", window=window.index, **fault.record())
+        progress(f"{log.clock():6.1f}s {fault.nemesis} {fault.kind}: {fault.description}")
+        try:
+            await asyncio.sleep(max(0.0, began + window.end - loop.time()))
+        finally:
+            await asyncio.to_thread(fault.heal)
+            log.write("stop", window=window.index)
+
+
+def config_record(config: RunConfig) -> dict[str, object]:
+    """The run's configuration as JSON-ready values."""
+    record = asdict(config)
+    record["out_dir"] = str(config.out_dir)
+    return record

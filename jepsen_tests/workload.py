@@ -1,0 +1,216 @@
+"""The workload: concurrent publishers and consumers of unique integers, every operation recorded.
+
+Publishers send one value per confirmed publish: `ok` when confirmed, `fail` only when the server
+certainly refused it (4xx, reject-publish), `info` when the outcome is unknown (timeout, connection lost
+after sending, 503 after a possibly sent attempt). Consumers take deliveries with manual acks: a value
+is dequeued (`ok`) once the consumer processed it and sent its ack; a value it nacks with requeue, or
+leaves unacked when it cancels mid-delivery, goes back to the queue and its dequeue is a `fail`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from api.client import QuorumqClient
+from api.client_errors import (
+    BadRequestError,
+    ConflictError,
+    NotFoundError,
+    PayloadTooLargeError,
+    QuorumqError,
+    RejectedPublishError,
+)
+from api.client_messages import Delivery
+from jepsen_tests.history import HistoryWriter
+
+DEFINITE_PUBLISH_FAILURES = (
+    BadRequestError,
+    ConflictError,
+    NotFoundError,
+    PayloadTooLargeError,
+    RejectedPublishError,
+)
+CONSUMER_TIMEOUT_MS = 5000
+RETRY_PAUSE_S = 0.2
+POLL_WAIT_S = 1.0
+
+
+@dataclass(frozen=True)
+class WorkloadConfig:
+    """How many clients of each kind, how fast publishers go, and how consumers misbehave."""
+
+    queues: tuple[str, ...]
+    publishers: int = 4
+    consumers: int = 3
+    publish_rate: float = 40.0
+    publish_timeout: float = 5.0
+    nack_probability: float = 0.1
+    cancel_probability: float = 0.05
+
+
+class Workload:
+    """Clients against `urls` recording into `history`; `rng` decides every client's choices."""
+
+    def __init__(
+        self, urls: Sequence[str], history: HistoryWriter, config: WorkloadConfig, rng: random.Random
+    ) -> None:
+        self.urls = list(urls)
+        self.history = history
+        self.config = config
+        self.rng = rng
+        self._values = itertools.count()
+
+    def _client(self) -> QuorumqClient:
+        """A client that tries the nodes in its own random order."""
+        nodes = self.rng.sample(self.urls, len(self.urls))
+        return QuorumqClient(nodes, timeout=self.config.publish_timeout, connect_timeout=1.0)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Run every client until `stop` is set."""
+        publishers = [
+            self._publisher(f"pub{i}", random.Random(self.rng.random()), stop)
+            for i in range(self.config.publishers)
+        ]
+        consumers = [
+            self._consumer(
+                f"con{i}",
+                self.config.queues[i % len(self.config.queues)],
+                random.Random(self.rng.random()),
+                stop,
+            )
+            for i in range(self.config.consumers)
+        ]
+        await asyncio.gather(*publishers, *consumers)
+
+    async def _publisher(self, process: str, rng: random.Random, stop: asyncio.Event) -> None:
+        pause = 1.0 / self.config.publish_rate
+        async with self._client() as client:
+            while not stop.is_set():
+                queue = rng.choice(self.config.queues)
+                value = next(self._values)
+                self.history.record(process, "invoke", "enqueue", value, queue)
+                try:
+                    await client.publish(queue, [str(value)])
+                except DEFINITE_PUBLISH_FAILURES as exc:
+                    self.history.record(process, "fail", "enqueue", value, queue, exc.code)
+                except QuorumqError as exc:
+                    self.history.record(process, "info", "enqueue", value, queue, exc.code)
+                else:
+                    self.history.record(process, "ok", "enqueue", value, queue)
+                await asyncio.sleep(pause)
+
+    async def _consumer(self, process: str, queue: str, rng: random.Random, stop: asyncio.Event) -> None:
+        prefetch = rng.randint(1, 10)
+        async with self._client() as client:
+            while not stop.is_set():
+                try:
+                    tag = await client.consume(queue, prefetch=prefetch, timeout_ms=CONSUMER_TIMEOUT_MS)
+                except QuorumqError:
+                    await asyncio.sleep(RETRY_PAUSE_S)
+                    continue
+                try:
+                    await self._consume_until_cancelled(process, client, queue, tag, rng, stop)
+                except QuorumqError:
+                    await asyncio.sleep(RETRY_PAUSE_S)  # the consumer may be gone; its unacked return
+                with contextlib.suppress(QuorumqError):
+                    await client.cancel(queue, tag)
+
+    async def _consume_until_cancelled(
+        self,
+        process: str,
+        client: QuorumqClient,
+        queue: str,
+        tag: str,
+        rng: random.Random,
+        stop: asyncio.Event,
+    ) -> None:
+        """Process deliveries until `stop`, an error, or a random cancel in the middle of a batch."""
+        while not stop.is_set():
+            batch = await client.deliveries(queue, tag, max=10, wait=POLL_WAIT_S)
+            for delivery in batch:
+                self.history.record(process, "invoke", "dequeue", int(delivery.body), queue)
+            cut = len(batch)
+            if batch and rng.random() < self.config.cancel_probability:
+                cut = rng.randrange(len(batch))
+            await self._settle(process, client, queue, tag, batch[:cut], rng)
+            if cut < len(batch):
+                self._record_returned(process, queue, batch[cut:])
+                return  # the caller cancels the consumer, which returns the unacked rest
+
+    async def _settle(
+        self,
+        process: str,
+        client: QuorumqClient,
+        queue: str,
+        tag: str,
+        batch: list[Delivery],
+        rng: random.Random,
+    ) -> None:
+        """Ack most of `batch` and nack (requeue) some; an ack that fails raises after recording."""
+        nacked = [d for d in batch if rng.random() < self.config.nack_probability]
+        acked = [d for d in batch if d not in nacked]
+        if nacked:
+            self._record_returned(process, queue, nacked)
+            with contextlib.suppress(QuorumqError):
+                await client.nack(queue, tag, [d.id for d in nacked], requeue=True)
+        failure = await self._ack_and_record(process, client, queue, tag, acked)
+        if failure is not None:
+            raise failure
+
+    async def _ack_and_record(
+        self, process: str, client: QuorumqClient, queue: str, tag: str, deliveries: list[Delivery]
+    ) -> QuorumqError | None:
+        """Ack `deliveries` and record each as dequeued: it was processed whether or not the ack landed
+        (a message left unsettled comes back, and counts as a duplicate). Returns the ack's error."""
+        if not deliveries:
+            return None
+        failure: QuorumqError | None = None
+        try:
+            await client.ack(queue, tag, [d.id for d in deliveries])
+        except QuorumqError as exc:
+            failure = exc
+        for delivery in deliveries:
+            self.history.record(process, "ok", "dequeue", int(delivery.body), queue, failure and failure.code)
+        return failure
+
+    def _record_returned(self, process: str, queue: str, deliveries: list[Delivery]) -> None:
+        for delivery in deliveries:
+            self.history.record(process, "fail", "dequeue", int(delivery.body), queue)
+
+    async def drain(self, timeout: float) -> dict[str, int]:
+        """Consume and ack every queue until it is empty; returns the messages left per queue."""
+        left = {}
+        async with self._client() as client:
+            for queue in self.config.queues:
+                left[queue] = await self._drain_queue(client, queue, timeout)
+        return left
+
+    async def _drain_queue(self, client: QuorumqClient, queue: str, timeout: float) -> int:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        remaining = -1
+        while loop.time() < deadline:
+            try:
+                tag = await client.consume(queue, prefetch=200, timeout_ms=CONSUMER_TIMEOUT_MS)
+                while loop.time() < deadline:
+                    batch = await client.deliveries(queue, tag, max=200, wait=POLL_WAIT_S)
+                    if batch:
+                        for delivery in batch:
+                            self.history.record("drain", "invoke", "dequeue", int(delivery.body), queue)
+                        await self._ack_and_record("drain", client, queue, tag, batch)
+                        continue
+                    remaining = int((await client.queue(queue))["messages"])
+                    if remaining == 0:
+                        break
+                with contextlib.suppress(QuorumqError):
+                    await client.cancel(queue, tag)
+                if remaining == 0:
+                    return 0
+            except QuorumqError:
+                await asyncio.sleep(RETRY_PAUSE_S)
+        return remaining
