@@ -64,7 +64,7 @@ class Config:
         if self.heartbeat_tick < 1 or self.election_tick <= self.heartbeat_tick:
             raise ValueError("need 1 <= heartbeat_tick < election_tick")
         if self.max_inflight_msgs < 1 or self.max_snapshot_chunk < 1 or self.max_size_per_msg < 0:
-            raise ValueError("max_inflight_msgs and max_snapshot_chunk must be positive")
+            raise ValueError("need max_inflight_msgs >= 1, max_snapshot_chunk >= 1, max_size_per_msg >= 0")
 
 
 @dataclass(slots=True)
