@@ -29,7 +29,8 @@ from cluster.errors import QueueConflict
 from cluster.node import Node
 from cluster.queue_replica import AutoAcked
 from cluster.queue_service import QueueService
-from queue_state.commands import Discard, Get, Purge, Return, Settle
+from queue_state.arguments import ArgumentError, parse_arguments
+from queue_state.commands import Discard, Get, Purge, Return, Settle, UpdateConfig
 from queue_state.effects import Deliveries, Delivery, Duplicate, Enqueued, Failure, Purged, Rejected
 
 MAX_GET = 1000
@@ -73,9 +74,10 @@ def queue_json(node: Node, name: str, service: QueueService | None) -> dict[str,
     """A queue's definition and, from a local replica, its statistics."""
     info = node.queue_info(name)
     online = [m for m in info.members if m == node.name or node.transport.peers().get(m)]
+    arguments = service.replica.machine.config.to_arguments() if service is not None else info.arguments
     result: dict[str, Any] = {
         "name": name,
-        "arguments": info.arguments,
+        "arguments": arguments,
         "leader": node.queue_leader(name),
         "members": info.members,
         "online": online,
@@ -90,6 +92,8 @@ def queue_json(node: Node, name: str, service: QueueService | None) -> dict[str,
             message_bytes=stats.message_bytes,
             consumers=stats.consumers,
             dead_lettered=dict(stats.dead_lettered),
+            dropped=dict(stats.dropped),
+            dead_letter_bytes=stats.message_bytes_dlx,
         )
     return result
 
@@ -109,6 +113,46 @@ async def declare_queue(request: web.Request) -> web.StreamResponse:
     if outcome == "created":
         return web.json_response({"queue": name}, status=201)
     return web.Response(status=204)
+
+
+RUNTIME_ARGUMENTS = frozenset(
+    {
+        "x-dead-letter-queue",
+        "x-dead-letter-strategy",
+        "x-max-length",
+        "x-max-length-bytes",
+        "x-overflow",
+        "x-delivery-limit",
+        "x-message-ttl",
+        "x-expires",
+        "x-lease-period",
+        "x-quorum-target-group-size",
+    }
+)
+
+
+@on_queue_leader
+async def update_queue(request: web.Request, service: QueueService) -> web.StreamResponse:
+    """PATCH /api/queues/{q}: change arguments at runtime, like a RabbitMQ policy (null removes one).
+
+    Leaving at-least-once dead-lettering drops the pending dead letters, as RabbitMQ does; the
+    queue's `dropped` stats count them under `dead_letter_strategy_changed`.
+    """
+    body = await json_object(request)
+    unknown = set(body) - {"arguments"}
+    changes = body.get("arguments")
+    if unknown or not isinstance(changes, dict) or not changes:
+        raise bad('body must be {"arguments": {...}} with at least one argument')
+    fixed = sorted(set(changes) - RUNTIME_ARGUMENTS)
+    if fixed:
+        raise bad(f"arguments {fixed} cannot be changed at runtime; declare a new queue")
+    merged = {**service.replica.machine.config.to_arguments(), **changes}
+    try:
+        config = parse_arguments({k: v for k, v in merged.items() if v is not None})
+    except ArgumentError as exc:
+        raise bad(f"argument {exc.argument}: {exc.reason}") from exc
+    await request.app["node"].submit(service, UpdateConfig(service.now_ms(), config))
+    return web.json_response(queue_json(request.app["node"], service.name, service))
 
 
 @on_queue_leader

@@ -24,6 +24,7 @@ def create_app(node: Node) -> web.Application:
     app.router.add_get("/api/queues", queue_handlers.list_queues)
     app.router.add_put(QUEUE, queue_handlers.declare_queue)
     app.router.add_get(QUEUE, queue_handlers.get_queue)
+    app.router.add_patch(QUEUE, queue_handlers.update_queue)
     app.router.add_delete(QUEUE, queue_handlers.delete_queue)
     app.router.add_delete(QUEUE + "/contents", queue_handlers.purge_queue)
     app.router.add_post(QUEUE + "/messages", queue_handlers.publish)

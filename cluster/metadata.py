@@ -84,6 +84,13 @@ class Metadata:
         existing.members = list(members)
         return ["ok"]
 
+    def _apply_set_arguments(self, name: str, group: str, arguments: dict[str, Any]) -> Any:
+        existing = self.queues.get(name)
+        if existing is None or existing.group != group:
+            return ["error", f"no queue {name!r} with group {group!r}"]
+        existing.arguments = dict(arguments)
+        return ["ok"]
+
     def snapshot(self) -> bytes:
         """The whole state as msgpack."""
         return msgpack.packb(

@@ -20,6 +20,7 @@ from typing import Any
 from cluster.bodies import StoredMessage
 from cluster.config import Address, NodeConfig
 from cluster.dead_letter import dead_letter_messages
+from cluster.dlx_worker import DeadLetterWorker
 from cluster.errors import BadRequest, NotLeader, QueueConflict, QueueNotFound
 from cluster.metadata import NodeInfo, QueueInfo
 from cluster.metadata_app import MetadataApp
@@ -32,6 +33,7 @@ from cluster.remote import publish_remote
 from cluster.transport import Transport
 from queue_state.arguments import ArgumentError, QueueConfig, parse_arguments
 from queue_state.commands import Enqueue, NewMessage
+from queue_state.effects import Rejected
 from raft_log.storage import NodeStore
 from raft_log.types import ConfState
 
@@ -39,7 +41,7 @@ log = logging.getLogger(__name__)
 
 META_GROUP = "meta"
 NODE_FILE = "node.json"
-REGISTER_EVERY_S = 1.0
+SYNC_EVERY_S = 1.0
 LEADER_WAIT_S = 10.0
 
 
@@ -59,6 +61,7 @@ class Node:
         self.host: RaftHost | None = None
         self.meta = MetadataApp(self._metadata_changed)
         self.queues: dict[str, QueueService] = {}
+        self.dlx_workers: dict[str, tuple[DeadLetterWorker, asyncio.Task]] = {}
         self._seed_peers: dict[str, Address] = {}
         self._tasks: list[asyncio.Task] = []
         self._reconcile_scheduled = False
@@ -91,7 +94,7 @@ class Node:
         self.host.open_group(META_GROUP, self.meta, bootstrap)
         self.host.start()
         loop = asyncio.get_running_loop()
-        self._tasks = [loop.create_task(self._register_loop()), loop.create_task(self._timer_loop())]
+        self._tasks = [loop.create_task(self._sync_loop()), loop.create_task(self._timer_loop())]
 
     async def stop(self) -> None:
         """Stop cleanly: timers, groups, transport, storage."""
@@ -134,6 +137,9 @@ class Node:
         register = control.get("register")
         if isinstance(register, list) and len(register) == 3:
             self._fire_meta(["register_node", *map(str, register)])
+        arguments = control.get("set_arguments")
+        if isinstance(arguments, list) and len(arguments) == 3 and isinstance(arguments[2], dict):
+            self._fire_meta(["set_arguments", str(arguments[0]), str(arguments[1]), arguments[2]])
         expire = control.get("expire")
         if isinstance(expire, list) and len(expire) == 2:
             self._fire_meta(["delete", *map(str, expire)])
@@ -144,19 +150,29 @@ class Node:
             future = self.host.submit(META_GROUP, op)
             future.add_done_callback(lambda f: f.exception() if not f.cancelled() else None)
 
-    async def _register_loop(self) -> None:
-        """Keep this node's addresses in the metadata (through the metadata leader)."""
+    async def _sync_loop(self) -> None:
+        """Keep the metadata in step with this node: its addresses, and the arguments of queues it
+        leads that were changed at runtime (through the metadata leader)."""
         assert self.host is not None
         mine = NodeInfo(self.name, self.config.http_url, str(self.config.raft))
         while True:
             if self.meta.state.nodes.get(self.name) != mine:
-                leader = self.host.leader_of(META_GROUP)
-                op = ["register_node", mine.name, mine.http, mine.raft]
-                if leader == self.name:
-                    self._fire_meta(op)
-                elif leader is not None:
-                    self.host.send_control(leader, {"register": op[1:]})
-            await asyncio.sleep(REGISTER_EVERY_S)
+                self._to_meta_leader(["register_node", mine.name, mine.http, mine.raft], "register")
+            for name, service in list(self.queues.items()):
+                info = self.meta.state.queues.get(name)
+                current = service.replica.machine.config.to_arguments()
+                if service.is_leader and info is not None and info.arguments != current:
+                    self._to_meta_leader(["set_arguments", name, info.group, current], "set_arguments")
+            await asyncio.sleep(SYNC_EVERY_S)
+
+    def _to_meta_leader(self, op: list, control_key: str) -> None:
+        """Propose a metadata op here when leading, else send it to the metadata leader."""
+        assert self.host is not None
+        leader = self.host.leader_of(META_GROUP)
+        if leader == self.name:
+            self._fire_meta(op)
+        elif leader is not None:
+            self.host.send_control(leader, {control_key: op[1:]})
 
     async def _timer_loop(self) -> None:
         """Leader timers of every hosted queue (TTL, leases, queue expiry, consumer timeouts)."""
@@ -202,6 +218,7 @@ class Node:
             wall_clock_ms,
             on_dead_letter=self._dead_letter,
             on_expired=self._queue_expired,
+            on_leadership=self._leadership_changed,
             consumer_timeout_ms=self.config.consumer_timeout_ms,
         )
         self.queues[info.name] = service
@@ -342,6 +359,30 @@ class Node:
                 await self.publish(target, messages, None, None)
                 return
             await publish_remote(self.config.http_url, target, messages)
+
+    def _leadership_changed(self, service: QueueService, is_leader: bool) -> None:
+        """The dead-letter worker of a queue runs where its leader is."""
+        running = self.dlx_workers.pop(service.group, None)
+        if running is not None:
+            running[1].cancel()
+        if is_leader:
+            worker = DeadLetterWorker(service, self.publish_confirmed)
+            task = asyncio.get_running_loop().create_task(worker.run())
+            self.dlx_workers[service.group] = (worker, task)
+
+    async def publish_confirmed(
+        self, target: str, messages: list[tuple[StoredMessage, int | None]], publisher: str, seq: int
+    ) -> None:
+        """Publish to any queue of the cluster and return only once confirmed; raises otherwise."""
+        service = self.queues.get(target)
+        if service is not None and service.is_leader:
+            reply = await self.publish(target, messages, publisher, seq)
+            if isinstance(reply, Rejected):
+                raise NotLeader(f"queue '{target}' is full: {reply.reason}")
+            return
+        leader = self.queue_leader(target)
+        url = self.node_http(leader) or self.config.http_url
+        await publish_remote(url, target, messages, publisher=publisher, seq=seq)
 
     def _queue_expired(self, name: str, group: str) -> None:
         if self.meta.is_leader:

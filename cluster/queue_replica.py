@@ -52,6 +52,7 @@ class QueueReplica:
         self.is_leader = False
         self.effect_sink: EffectSink | None = None
         self.role_listener: Callable[[bool], None] | None = None
+        self.applied_listener: Callable[[], None] | None = None
 
     def apply(self, entry: Entry) -> list[Any]:
         """Apply every operation of a committed entry; returns their replies."""
@@ -60,9 +61,9 @@ class QueueReplica:
         except (ValueError, msgpack.UnpackException):
             log.error("queue %s: undecodable entry at index %d skipped", self.name, entry.index)
             return []
-        replies = []
-        for op in ops:
-            replies.append(self._apply_op(op, entry.index))
+        replies = [self._apply_op(op, entry.index) for op in ops]
+        if self.is_leader and self.applied_listener is not None:
+            self.applied_listener()
         return replies
 
     def _apply_op(self, op: Any, index: int) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -32,6 +33,7 @@ class QueueService:
         *,
         on_dead_letter: DeadLetterSink,
         on_expired: Callable[[str, str], None],
+        on_leadership: Callable[[QueueService, bool], None],
         consumer_timeout_ms: int,
     ) -> None:
         self.name = name
@@ -43,10 +45,13 @@ class QueueService:
         self.sessions = ConsumerSessions()
         self._on_dead_letter = on_dead_letter
         self._on_expired = on_expired
+        self._on_leadership = on_leadership
+        self._applied = asyncio.Event()
         self._tick_in_flight = False
         self._last_now_ms = 0
         replica.effect_sink = self._on_effects
         replica.role_listener = self._on_role
+        replica.applied_listener = self._applied.set
 
     @property
     def is_leader(self) -> bool:
@@ -76,8 +81,15 @@ class QueueService:
             elif isinstance(effect, QueueExpired):
                 self._on_expired(self.name, self.group)
 
+    async def wait_applied(self, timeout: float) -> None:
+        """Wait until this leader applies another entry of the queue (or the timeout passes)."""
+        self._applied.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._applied.wait(), timeout)
+
     def _on_role(self, is_leader: bool) -> None:
         self.sessions.close_all()
+        self._on_leadership(self, is_leader)
         if not is_leader:
             return
         now = self.now_ms()

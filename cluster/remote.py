@@ -11,9 +11,16 @@ from cluster.bodies import StoredMessage
 REMOTE_TIMEOUT_S = 10.0
 
 
-async def publish_remote(http_url: str, queue: str, messages: list[tuple[StoredMessage, int | None]]) -> None:
-    """Publish through any node's HTTP API (it forwards to the queue's leader); raises on failure."""
-    payload = {
+async def publish_remote(
+    http_url: str,
+    queue: str,
+    messages: list[tuple[StoredMessage, int | None]],
+    *,
+    publisher: str | None = None,
+    seq: int | None = None,
+) -> None:
+    """Publish through any node's HTTP API (it forwards to the queue's leader); raises unless confirmed."""
+    payload: dict = {
         "messages": [
             {
                 "body": base64.b64encode(m.body).decode(),
@@ -24,6 +31,8 @@ async def publish_remote(http_url: str, queue: str, messages: list[tuple[StoredM
             for m, expiration in messages
         ]
     }
+    if publisher is not None:
+        payload.update(publisher=publisher, seq=seq)
     timeout = aiohttp.ClientTimeout(total=REMOTE_TIMEOUT_S)
     async with (
         aiohttp.ClientSession(timeout=timeout) as session,

@@ -229,4 +229,4 @@ async def test_guarded_delete_is_409_when_not_empty_or_in_use(http: Api) -> None
 
 async def test_unknown_route_and_wrong_method_are_json(http: Api) -> None:
     await http.expect_error(404, "GET", "/api/nothing-here")
-    await http.expect_error(405, "PATCH", "/api/queues/x")
+    await http.expect_error(405, "POST", "/api/queues/x")

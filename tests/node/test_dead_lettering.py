@@ -1,0 +1,151 @@
+"""Dead-lettering on a real 3-node cluster: reasons, x-death, at-least-once through failures."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import aiohttp
+import pytest
+from node_helpers import drain
+
+from api.client import Delivery, Message, QuorumqClient
+from cli.node_processes import ProcessCluster as Cluster
+from cli.node_processes import wait_healthy
+
+AT_LEAST_ONCE = {"x-dead-letter-strategy": "at-least-once", "x-overflow": "reject-publish"}
+
+
+async def collect(client: QuorumqClient, queue: str, count: int, timeout: float = 20.0) -> list[Delivery]:
+    """Consume and ack until `count` deliveries arrived (or the time is up)."""
+    tag = await client.consume(queue, prefetch=max(count, 1))
+    got: list[Delivery] = []
+    deadline = time.monotonic() + timeout
+    while len(got) < count and time.monotonic() < deadline:
+        batch = await client.deliveries(queue, tag, max=count, wait=1.0)
+        if batch:
+            await client.ack(queue, tag, [d.id for d in batch])
+            got.extend(batch)
+    await client.cancel(queue, tag)
+    return got
+
+
+def only_death(delivery: Delivery) -> dict[str, Any]:
+    deaths = delivery.headers["x-death"]
+    assert len(deaths) == 1
+    return deaths[0]
+
+
+async def test_message_nacked_past_its_delivery_limit_lands_in_the_dlq_once_with_x_death(
+    cluster: Cluster,
+) -> None:
+    async with QuorumqClient(cluster.urls) as client:
+        await client.declare("poison-dlq")
+        await client.declare("work", {"x-delivery-limit": 2, "x-dead-letter-queue": "poison-dlq"})
+        await client.publish("work", [Message("bad order", headers={"order": 7})])
+        tag = await client.consume("work", prefetch=1)
+        counts = []
+        while len(counts) < 3:
+            for delivery in await client.deliveries("work", tag, max=1, wait=5):
+                counts.append(delivery.delivery_count)
+                await client.nack("work", tag, [delivery.id], requeue=True)
+        assert counts == [0, 1, 2]
+        (dead,) = await collect(client, "poison-dlq", 1)
+        assert dead.body == b"bad order"
+        assert dead.headers["order"] == 7
+        death = only_death(dead)
+        assert (death["queue"], death["reason"], death["count"]) == ("work", "delivery_limit", 1)
+        assert dead.headers["x-first-death-queue"] == "work"
+        assert dead.headers["x-first-death-reason"] == "delivery_limit"
+        stats = await client.queue("work")
+        assert stats["messages"] == 0 and stats["dead_lettered"] == {"delivery_limit": 1}
+        assert await collect(client, "poison-dlq", 1, timeout=2) == []
+
+
+async def test_rejected_expired_and_maxlen_messages_carry_their_reason(cluster: Cluster) -> None:
+    async with QuorumqClient(cluster.urls) as client:
+        await client.declare("reasons-dlq")
+        await client.declare("rejecting", {"x-dead-letter-queue": "reasons-dlq"})
+        await client.declare("expiring", {"x-dead-letter-queue": "reasons-dlq", "x-message-ttl": 100})
+        await client.declare("bounded", {"x-dead-letter-queue": "reasons-dlq", "x-max-length": 2})
+        await client.publish("rejecting", ["r"])
+        (got,) = await client.get("rejecting", count=1, ack="manual")
+        await client.nack_got("rejecting", [got.id], requeue=False)
+        await client.publish("expiring", ["e"])
+        await client.publish("bounded", ["b1", "b2", "b3"])
+        dead = {d.body.decode(): only_death(d) for d in await collect(client, "reasons-dlq", 3)}
+        assert dead["r"]["reason"] == "rejected" and dead["r"]["queue"] == "rejecting"
+        assert dead["e"]["reason"] == "expired" and dead["e"]["queue"] == "expiring"
+        assert dead["b1"]["reason"] == "maxlen" and dead["b1"]["queue"] == "bounded"
+        assert sorted(d.body for d in await client.get("bounded", count=5, ack="auto")) == [b"b2", b"b3"]
+
+
+async def test_at_least_once_waits_for_a_missing_target_then_delivers(cluster: Cluster) -> None:
+    async with QuorumqClient(cluster.urls) as client:
+        await client.declare("source", {**AT_LEAST_ONCE, "x-dead-letter-queue": "late-dlq"})
+        await client.publish("source", [str(i) for i in range(5)])
+        got = await client.get("source", count=5, ack="manual")
+        await client.nack_got("source", [d.id for d in got], requeue=False)
+        stats = await client.queue("source")
+        assert stats["messages_dlx"] == 5 and stats["messages"] == 5
+        await client.declare("late-dlq")
+        dead = await collect(client, "late-dlq", 5, timeout=30)
+        assert sorted(int(d.body) for d in dead) == list(range(5))
+        assert all(only_death(d)["reason"] == "rejected" for d in dead)
+        assert (await client.queue("source"))["messages"] == 0
+
+
+@pytest.mark.faults
+async def test_at_least_once_survives_source_leader_sigkill_without_loss(cluster: Cluster) -> None:
+    total = 300
+    async with QuorumqClient(cluster.urls, timeout=30) as client:
+        await client.declare("sink")
+        await client.declare("src", {**AT_LEAST_ONCE, "x-dead-letter-queue": "sink"})
+        await client.publish_all("src", [str(i) for i in range(total)])
+        leader = cluster.node((await client.queue("src"))["leader"])
+        rejected = 0
+        while rejected < total:
+            got = await client.get("src", count=100, ack="manual")
+            await client.nack_got("src", [d.id for d in got], requeue=False)
+            rejected += len(got)
+        leader.kill()
+        leader.start()
+        await asyncio.to_thread(wait_healthy, [leader])
+        arrived = await drain(client, "sink", total, timeout=60)
+        assert set(arrived) == set(range(total)), "a dead letter was lost"
+        duplicates = len(arrived) - len(set(arrived))
+        print(f"duplicates after leader SIGKILL: {duplicates}")
+        assert (await client.queue("src"))["messages"] == 0
+
+
+async def test_at_most_once_drops_dead_letters_when_the_target_does_not_exist(cluster: Cluster) -> None:
+    async with QuorumqClient(cluster.urls) as client:
+        await client.declare("lossy", {"x-dead-letter-queue": "nowhere"})
+        await client.publish("lossy", ["gone"])
+        (got,) = await client.get("lossy", count=1, ack="manual")
+        await client.nack_got("lossy", [got.id], requeue=False)
+        assert (await client.queue("lossy"))["messages"] == 0
+        await client.declare("nowhere")
+        assert await collect(client, "nowhere", 1, timeout=2) == []
+
+
+async def test_leaving_at_least_once_at_runtime_drops_pending_dead_letters_and_says_so(
+    cluster: Cluster,
+) -> None:
+    async with QuorumqClient(cluster.urls) as client:
+        await client.declare("switch", {**AT_LEAST_ONCE, "x-dead-letter-queue": "absent"})
+        await client.publish("switch", ["a", "b", "c"])
+        got = await client.get("switch", count=3, ack="manual")
+        await client.nack_got("switch", [d.id for d in got], requeue=False)
+        assert (await client.queue("switch"))["messages_dlx"] == 3
+        async with aiohttp.ClientSession() as http:
+            answer = await http.patch(
+                f"{cluster.urls[2]}/api/queues/switch",
+                json={"arguments": {"x-dead-letter-strategy": "at-most-once"}},
+            )
+            assert answer.status == 200, await answer.text()
+            body = await answer.json()
+        assert body["arguments"]["x-dead-letter-strategy"] == "at-most-once"
+        assert body["messages"] == 0
+        assert body["dropped"] == {"dead_letter_strategy_changed": 3}
