@@ -73,6 +73,12 @@ class _ExportingStorage:
         return Snapshot(stored.meta, self._app.export_snapshot(stored.data))
 
 
+def _has_state(snapshot: Snapshot | None) -> bool:
+    """A received snapshot with application state; a new replica's index-0 one brings only membership
+    (which the same Ready's `conf_state` persists)."""
+    return snapshot is not None and snapshot.meta.index > 0
+
+
 @dataclass
 class Group:
     """One Raft group hosted by this node."""
@@ -330,7 +336,7 @@ class RaftHost:
 
     @staticmethod
     def _stage(group: Group, ready: Any) -> None:
-        if ready.snapshot is not None:
+        if _has_state(ready.snapshot):
             group.log.apply_snapshot(ready.snapshot)
         if ready.entries:
             group.log.append(ready.entries)
@@ -340,8 +346,9 @@ class RaftHost:
             group.log.set_conf_state(ready.conf_state)
 
     def _apply(self, group: Group, ready: Any) -> None:
-        if ready.snapshot is not None:
+        if _has_state(ready.snapshot):
             group.app.restore(ready.snapshot.data)
+        if ready.snapshot is not None:
             group.applied = group.snapshot_index = ready.snapshot.meta.index
             group.previous_snapshot_index = group.snapshot_index
         for entry in ready.committed_entries:
