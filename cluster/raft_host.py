@@ -18,6 +18,7 @@ import msgpack
 
 from cluster.proposals import ProposalBatcher, ProposalFailed
 from cluster.transport import KIND_CONTROL, KIND_RAFT, Transport
+from raft_log.confchange import ConfChange
 from raft_log.core import Config, NotLeaderError, ProposalDroppedError, RaftNode
 from raft_log.messages import MessageDecodeError, decode_message, encode_message
 from raft_log.storage import GroupLog, NodeStore
@@ -193,6 +194,26 @@ class RaftHost:
         future = group.batcher.submit(op)
         self._touch(gid)
         return future
+
+    def propose_conf_change(self, gid: str, change: ConfChange) -> tuple[int, int]:
+        """Propose a single-server membership change on a group led here; returns its (index, term).
+
+        Raises ProposalFailed when not the leader, and the core's ConfChangeInProgressError,
+        InvalidConfChangeError or ProposalDroppedError."""
+        group = self.groups.get(gid)
+        if group is None or not group.raft.is_leader:
+            raise ProposalFailed(f"not the leader of {gid}", self.leader_of(gid))
+        index = group.raft.propose_conf_change(change)
+        self._touch(gid)
+        return index, group.raft.term
+
+    def transfer_leadership(self, gid: str, to: str) -> None:
+        """Ask the group's leader (this node) to hand leadership to voter `to`."""
+        group = self.groups.get(gid)
+        if group is None or not group.raft.is_leader:
+            raise ProposalFailed(f"not the leader of {gid}", self.leader_of(gid))
+        group.raft.transfer_leadership(to)
+        self._touch(gid)
 
     # -- running --------------------------------------------------------------------------------
 
