@@ -23,13 +23,18 @@ class NodeInfo:
 
 @dataclass
 class QueueInfo:
-    """A declared queue: its Raft group id, canonical arguments and intended replica set."""
+    """A declared queue: its Raft group id, canonical arguments and intended replica set.
+
+    `initial_members` is the membership the group was created with; it is emptied by the first
+    membership change, after which a node opening the group starts it empty and waits for the leader.
+    """
 
     name: str
     group: str
     arguments: dict[str, Any]
     members: list[str]
     created_ms: int
+    initial_members: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -67,7 +72,7 @@ class Metadata:
             return ["error", "a queue needs at least one member"]
         group = f"q{self.next_group}.{name}"
         self.next_group += 1
-        self.queues[name] = QueueInfo(name, group, arguments, list(members), now_ms)
+        self.queues[name] = QueueInfo(name, group, arguments, list(members), now_ms, list(members))
         return ["created", group]
 
     def _apply_delete(self, name: str, group: str) -> Any:
@@ -82,6 +87,7 @@ class Metadata:
         if existing is None or existing.group != group:
             return ["error", f"no queue {name!r} with group {group!r}"]
         existing.members = list(members)
+        existing.initial_members = []
         return ["ok"]
 
     def _apply_set_arguments(self, name: str, group: str, arguments: dict[str, Any]) -> Any:
