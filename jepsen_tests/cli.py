@@ -9,9 +9,11 @@ from types import FrameType
 
 import click
 
+from api.client_errors import QuorumqError
+from cli.node_processes import ClusterError
 from jepsen_tests.checker import check_total_queue
 from jepsen_tests.history import read_history
-from jepsen_tests.hosts import HostsUnavailable
+from jepsen_tests.hosts import CommandFailed, HostsUnavailable
 from jepsen_tests.nemesis import NEMESES
 from jepsen_tests.report import verdict_text, write_report
 from jepsen_tests.runner import RunConfig, run
@@ -85,6 +87,10 @@ def run_command(
         except HostsUnavailable as exc:
             click.echo(f"cannot run the fault suite here: {exc}", err=True)
             sys.exit(EXIT_UNAVAILABLE)
+        except (ClusterError, CommandFailed, QuorumqError) as exc:
+            click.echo(f"seed {run_seed}: the run broke off: {type(exc).__name__}: {exc}\n")
+            failed.append(run_seed)
+            continue
         write_report(result)
         click.echo(verdict_text(result))
         click.echo(f"report: {result.run_dir}\n")

@@ -46,7 +46,7 @@ def plot_timeline(history: Sequence[Op], faults: Sequence[FaultSpan], path: Path
         counts = Counter(int(op.time) for op in history if op.f == f and op.type == type_)
         rates.plot(seconds, [counts.get(s, 0) for s in seconds], label=label, color=colour, linewidth=1.2)
     rates.set_ylabel("operations / s")
-    rates.legend(loc="upper right", fontsize=8, ncols=4)
+    rates.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     by_type: dict[str, list[tuple[float, float]]] = {}
     for start, seconds_taken, type_ in publish_latencies(history):
         by_type.setdefault(type_, []).append((start, seconds_taken * 1000))
@@ -56,7 +56,7 @@ def plot_timeline(history: Sequence[Op], faults: Sequence[FaultSpan], path: Path
     latency.set_yscale("log")
     latency.set_ylabel("publish latency (ms)")
     latency.set_xlabel("seconds since the workload started")
-    latency.legend(loc="upper right", fontsize=8)
+    latency.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     for fault in faults:
         colour = COLOURS.get(fault.nemesis, "tab:gray")
         for axes in (rates, latency):

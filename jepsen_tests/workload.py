@@ -64,6 +64,7 @@ class Workload:
         self.config = config
         self.rng = rng
         self._values = itertools.count()
+        self._orphans: set[tuple[str, str]] = set()
 
     def _client(self) -> QuorumqClient:
         """A client that tries the nodes in its own random order."""
@@ -117,8 +118,24 @@ class Workload:
                     await self._consume_until_cancelled(process, client, queue, tag, rng, stop)
                 except QuorumqError:
                     await asyncio.sleep(RETRY_PAUSE_S)  # the consumer may be gone; its unacked return
-                with contextlib.suppress(QuorumqError):
-                    await client.cancel(queue, tag)
+                await self._cancel(client, queue, tag)
+
+    async def _cancel(self, client: QuorumqClient, queue: str, tag: str) -> None:
+        """Cancel a consumer; one that cannot be cancelled now is kept for `cancel_orphans`."""
+        try:
+            await client.cancel(queue, tag)
+        except NotFoundError:
+            pass  # already gone (timed out); its unacked messages returned
+        except QuorumqError:
+            self._orphans.add((queue, tag))
+
+    async def cancel_orphans(self) -> None:
+        """Cancel the consumers that could not be cancelled during faults, so that their unacked messages
+        return now rather than after the server's consumer timeout."""
+        async with self._client() as client:
+            for queue, tag in sorted(self._orphans):
+                self._orphans.discard((queue, tag))
+                await self._cancel(client, queue, tag)
 
     async def _consume_until_cancelled(
         self,
@@ -184,6 +201,7 @@ class Workload:
 
     async def drain(self, timeout: float) -> dict[str, int]:
         """Consume and ack every queue until it is empty; returns the messages left per queue."""
+        await self.cancel_orphans()
         left = {}
         async with self._client() as client:
             for queue in self.config.queues:
@@ -207,8 +225,7 @@ class Workload:
                     remaining = int((await client.queue(queue))["messages"])
                     if remaining == 0:
                         break
-                with contextlib.suppress(QuorumqError):
-                    await client.cancel(queue, tag)
+                await self._cancel(client, queue, tag)
                 if remaining == 0:
                     return 0
             except QuorumqError:
