@@ -1,6 +1,6 @@
 """Deterministic fault simulation: thousands of seeds keep every Raft invariant and stay live.
 
-`RAFT_SIM_SEEDS` (default 4000) and `RAFT_SIM_STEPS` (default 600) set the size of the random run;
+`RAFT_SIM_SEEDS` (default 3000) and `RAFT_SIM_STEPS` (default 600) set the size of the random run;
 a failure names its seed, and `python -m raft_log.simulation --first-seed S --seeds 1` replays it.
 """
 
@@ -16,7 +16,7 @@ from raft_log.simulation import FaultRates, Simulation, main
 from raft_log.tracker import ProgressTracker
 from raft_log.types import StorageError
 
-SEEDS = int(os.environ.get("RAFT_SIM_SEEDS", "4000"))
+SEEDS = int(os.environ.get("RAFT_SIM_SEEDS", "3000"))
 STEPS = int(os.environ.get("RAFT_SIM_STEPS", "600"))
 BATCHES = 20
 
