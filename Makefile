@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format bench clean java
+.PHONY: run test lint format bench bench-compare clean java
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -33,6 +33,11 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.state_machine
 	$(BIN)/python -m bench.raft_core
 	$(BIN)/python -m bench.storage
+
+# quorumq vs RabbitMQ quorum queues (installs rabbitmq-server with apt-get when missing); ARGS=--backlog 100000
+bench-compare: $(STAMP)
+	$(BIN)/pip install -q -e '.[bench]'
+	$(BIN)/python -m bench.compare $(ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cancel .ruff_cache

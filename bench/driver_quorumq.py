@@ -69,6 +69,10 @@ class QuorumqDriver:
                 await client.delete_queue(queue)
             await client.declare(queue, {"x-queue-type": "quorum"})
 
+    async def delete(self, queue: str) -> None:
+        async with self._client(0) as client:
+            await client.delete_queue(queue)
+
     async def connect(self, queue: str, home: int = 0, *, in_flight: int = 1000) -> QuorumqConnection:
         async with self._client(home) as client:
             leader = (await client.queue(queue))["leader"]
@@ -77,6 +81,6 @@ class QuorumqDriver:
         urls = [leader_url, *(u for u in self.urls if u != leader_url)] if leader_url else self.urls
         return QuorumqConnection(QuorumqClient(urls, timeout=60.0), queue, in_flight)
 
-    async def queue_length(self, queue: str) -> int:
-        async with self._client(0) as client:
+    async def queue_length(self, queue: str, home: int = 0) -> int:
+        async with QuorumqClient([self.urls[home]], timeout=5.0) as client:
             return int((await client.queue(queue))["messages"])

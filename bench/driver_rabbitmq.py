@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 
 import aio_pika
-from aio_pika.abc import AbstractChannel, AbstractIncomingMessage, AbstractRobustConnection
+from aio_pika.abc import AbstractChannel, AbstractConnection, AbstractIncomingMessage
 
 from bench.drivers import OnMessage
 
@@ -16,7 +16,7 @@ QUORUM = {"x-queue-type": "quorum"}
 class RabbitConnection:
     """One AMQP connection with one confirming channel."""
 
-    def __init__(self, connection: AbstractRobustConnection, channel: AbstractChannel, queue: str) -> None:
+    def __init__(self, connection: AbstractConnection, channel: AbstractChannel, queue: str) -> None:
         self._connection = connection
         self._channel = channel
         self._queue = queue
@@ -70,8 +70,8 @@ class RabbitDriver:
     def __init__(self, urls: list[str]) -> None:
         self.urls = urls
 
-    async def _open(self, home: int) -> tuple[AbstractRobustConnection, AbstractChannel]:
-        connection = await aio_pika.connect_robust(self.urls[home % len(self.urls)])
+    async def _open(self, home: int) -> tuple[AbstractConnection, AbstractChannel]:
+        connection = await aio_pika.connect(self.urls[home % len(self.urls)])
         return connection, await connection.channel(publisher_confirms=True)
 
     async def declare(self, queue: str, home: int = 0) -> None:
@@ -82,12 +82,19 @@ class RabbitDriver:
         finally:
             await connection.close()
 
+    async def delete(self, queue: str) -> None:
+        connection, channel = await self._open(0)
+        try:
+            await channel.queue_delete(queue)
+        finally:
+            await connection.close()
+
     async def connect(self, queue: str, home: int = 0, *, in_flight: int = 1000) -> RabbitConnection:
         connection, channel = await self._open(home)
         return RabbitConnection(connection, channel, queue)
 
-    async def queue_length(self, queue: str) -> int:
-        connection, channel = await self._open(0)
+    async def queue_length(self, queue: str, home: int = 0) -> int:
+        connection, channel = await self._open(home)
         try:
             declared = await channel.declare_queue(queue, durable=True, arguments=QUORUM, passive=True)
             return int(declared.declaration_result.message_count or 0)

@@ -43,10 +43,36 @@ class Driver(Protocol):
         """Declare a replicated queue (3 replicas) through node `home`, deleting any old one first."""
         ...
 
+    async def delete(self, queue: str) -> None:
+        """Delete a queue and its messages."""
+        ...
+
     async def connect(self, queue: str, home: int = 0, *, in_flight: int = 1000) -> Connection:
         """Open a connection for `queue` on node `home`; sends keep at most `in_flight` unconfirmed."""
         ...
 
-    async def queue_length(self, queue: str) -> int:
-        """How many messages the queue holds."""
+    async def queue_length(self, queue: str, home: int = 0) -> int:
+        """How many messages the queue holds, asked through node `home` only."""
+        ...
+
+
+class Cluster(Protocol):
+    """A running 3-node broker cluster the harness can observe and restart node by node."""
+
+    urls: list[str]
+
+    def pids(self) -> dict[str, int]:
+        """Node name to the pid of its broker process."""
+        ...
+
+    def stop_node(self, index: int) -> None:
+        """Stop one node cleanly and wait until it has exited."""
+        ...
+
+    def start_node(self, index: int) -> None:
+        """Start a stopped node again on its existing data."""
+        ...
+
+    def stop(self) -> None:
+        """Stop every node."""
         ...

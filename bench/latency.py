@@ -12,7 +12,7 @@ def percentile(sorted_samples: Sequence[float], pct: float) -> float:
     """The nearest-rank percentile of already sorted samples (NaN when there are none)."""
     if not sorted_samples:
         return math.nan
-    rank = max(1, math.ceil(pct / 100 * len(sorted_samples)))
+    rank = max(1, math.ceil(round(pct * len(sorted_samples) / 100, 9)))  # round away float noise
     return sorted_samples[rank - 1]
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cli.node_processes import ProcessCluster, wait_healthy
+from cli.node_processes import ProcessCluster
 
 
 class QuorumqCluster:
-    """Starts fresh node processes under `data_dir`, exposes their pids, restarts one, stops them."""
+    """Starts fresh node processes under `data_dir`, exposes their pids, stops and starts one, stops all."""
 
     def __init__(self, processes: ProcessCluster) -> None:
         self.processes = processes
@@ -27,12 +27,13 @@ class QuorumqCluster:
         """Node name to process id, for the nodes that run."""
         return {node.name: node.process.pid for node in self.processes.nodes if node.process and node.running}
 
-    def restart_node(self, index: int) -> None:
-        """SIGTERM node `index`, start it again on the same data dir and wait until it is healthy."""
-        node = self.processes.nodes[index]
-        node.stop()
-        node.start()
-        wait_healthy([node])
+    def stop_node(self, index: int) -> None:
+        """SIGTERM node `index` and wait until it has exited."""
+        self.processes.nodes[index].stop()
+
+    def start_node(self, index: int) -> None:
+        """Start node `index` again on its data dir (without waiting for it to serve)."""
+        self.processes.nodes[index].start()
 
     def stop(self) -> None:
         """Stop every node."""

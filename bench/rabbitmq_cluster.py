@@ -155,6 +155,14 @@ class RabbitCluster:
         """Node name to the pid of its Erlang VM, for the nodes that run."""
         return {node.name: node.pid for node in self.nodes if node.pid_file.exists()}
 
+    def stop_node(self, index: int) -> None:
+        """Stop node `index` and wait until its VM has exited."""
+        self.nodes[index].stop()
+
+    def start_node(self, index: int) -> None:
+        """Start node `index` again on its directories and wait until it has booted."""
+        self.nodes[index].start()
+
     def stop(self) -> None:
         """Stop every node that runs."""
         for node in self.nodes:

@@ -1,13 +1,15 @@
-"""CPU seconds and peak RSS of broker node processes (each with its child processes) over a run."""
+"""CPU seconds and peak RSS of broker node processes (each with its descendants), read from /proc."""
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass
-
-import psutil
+from pathlib import Path
 
 SAMPLE_INTERVAL_S = 0.1
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 
 
 @dataclass(frozen=True)
@@ -18,47 +20,54 @@ class NodeUsage:
     peak_rss_bytes: int
 
 
-def _tree(pid: int) -> list[psutil.Process]:
-    root = psutil.Process(pid)
-    return [root, *root.children(recursive=True)]
+def descendants(pid: int) -> list[int]:
+    """`pid` and every process below it (threads' children included)."""
+    found = [pid]
+    for parent in found:
+        for task in Path(f"/proc/{parent}/task").glob("*/children"):
+            try:
+                found.extend(int(child) for child in task.read_text().split())
+            except OSError:
+                continue
+    return found
 
 
-def _cpu_seconds(processes: list[psutil.Process]) -> float:
-    total = 0.0
-    for process in processes:
-        try:
-            times = process.cpu_times()
-        except psutil.NoSuchProcess:
-            continue
-        total += times.user + times.system
-    return total
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU of one process (all its threads), 0 once it has gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
 
 
-def _rss(processes: list[psutil.Process]) -> int:
-    total = 0
-    for process in processes:
-        try:
-            total += process.memory_info().rss
-        except psutil.NoSuchProcess:
-            continue
-    return total
+def _rss(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE_SIZE
+    except OSError:
+        return 0
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds used so far by a process and its descendants."""
+    return sum(_cpu_seconds(p) for p in descendants(pid))
 
 
 def rss_bytes(pid: int) -> int:
-    """The resident memory of a process and its children now."""
-    return _rss(_tree(pid))
+    """The resident memory of a process and its descendants now."""
+    return sum(_rss(p) for p in descendants(pid))
 
 
 class UsageSampler:
-    """Samples RSS of every node in a background thread; `stop()` returns per-node CPU and peak RSS.
+    """Samples RSS of every node in a background thread; leaving `with` fills `usage` (CPU, peak RSS).
 
-    Use as `with UsageSampler({"node1": pid, ...}) as sampler: ...; usage = sampler.usage`.
+    Use as `with UsageSampler({"node1": pid, ...}) as sampler: ...; sampler.usage`.
     """
 
     def __init__(self, pids: dict[str, int]) -> None:
-        self._trees = {name: _tree(pid) for name, pid in pids.items()}
-        self._cpu_start = {name: _cpu_seconds(tree) for name, tree in self._trees.items()}
-        self._peak = {name: _rss(tree) for name, tree in self._trees.items()}
+        self._pids = pids
+        self._cpu_start = {name: cpu_seconds(pid) for name, pid in pids.items()}
+        self._peak = {name: rss_bytes(pid) for name, pid in pids.items()}
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self.usage: dict[str, NodeUsage] = {}
@@ -71,11 +80,11 @@ class UsageSampler:
         self._done.set()
         self._thread.join()
         self.usage = {
-            name: NodeUsage(_cpu_seconds(tree) - self._cpu_start[name], self._peak[name])
-            for name, tree in self._trees.items()
+            name: NodeUsage(cpu_seconds(pid) - self._cpu_start[name], self._peak[name])
+            for name, pid in self._pids.items()
         }
 
     def _sample(self) -> None:
         while not self._done.wait(SAMPLE_INTERVAL_S):
-            for name, tree in self._trees.items():
-                self._peak[name] = max(self._peak[name], _rss(tree))
+            for name, pid in self._pids.items():
+                self._peak[name] = max(self._peak[name], rss_bytes(pid))

@@ -1,0 +1,153 @@
+"""The benchmark suite: which workloads run with which parameters, on one broker cluster at a time."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.backlog import BacklogResult, measure_backlog
+from bench.driver_quorumq import QuorumqDriver
+from bench.drivers import Cluster, Driver
+from bench.quorumq_cluster import QuorumqCluster
+from bench.rabbitmq_cluster import RabbitCluster
+from bench.resources import NodeUsage, UsageSampler
+from bench.workloads import WorkloadResult, consume_acks, publish_confirms, publish_consume
+
+KIB = 1024
+BROKERS = ("quorumq", "rabbitmq")
+
+
+@dataclass(frozen=True)
+class Options:
+    """Sizes and durations of every workload (the defaults are the documented run)."""
+
+    duration: float = 10.0
+    publishers: int = 4
+    in_flight: int = 1000
+    consume_count: int = 50_000
+    rate: float = 1000.0
+    queues: int = 50
+    queue_in_flight: int = 100
+    backlog: int = 1_000_000
+    workloads: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One workload on one broker: its result and what each broker node used meanwhile."""
+
+    key: str
+    label: str
+    broker: str
+    result: WorkloadResult
+    usage: dict[str, NodeUsage]
+    client_cpu_seconds: float
+
+
+@dataclass
+class BrokerRun:
+    """Everything measured on one broker."""
+
+    broker: str
+    client: str
+    measurements: list[Measurement]
+    backlog: BacklogResult | None
+
+
+Workload = Callable[[Driver], Awaitable[WorkloadResult]]
+
+
+def workloads(options: Options) -> list[tuple[str, str, Workload]]:
+    """(key, label, workload) for every shape of the issue, in run order."""
+    o = options
+    shapes: list[tuple[str, str, Workload]] = []
+    for size in (1, 16):
+        shapes.append(
+            (
+                f"a-{size}k",
+                f"(a) publish {size} KiB, {o.publishers} pub x {o.in_flight} unconfirmed",
+                lambda d, size=size: publish_confirms(
+                    d,
+                    body_size=size * KIB,
+                    publishers=o.publishers,
+                    in_flight=o.in_flight,
+                    duration=o.duration,
+                ),
+            )
+        )
+    for prefetch in (100, 1000):
+        shapes.append(
+            (
+                f"b-{prefetch}",
+                f"(b) consume {o.consume_count} x 1 KiB, prefetch {prefetch}",
+                lambda d, prefetch=prefetch: consume_acks(
+                    d, prefetch=prefetch, count=o.consume_count, body_size=KIB
+                ),
+            )
+        )
+    shapes.append(
+        (
+            "c",
+            f"(c) pub+consume {o.rate:g} msg/s 1 KiB, e2e latency",
+            lambda d: publish_consume(d, body_size=KIB, duration=o.duration, rate=o.rate, prefetch=100),
+        )
+    )
+    shapes.append(
+        (
+            "d",
+            f"(d) {o.queues} queues pub+consume, {o.queue_in_flight} unconfirmed each",
+            lambda d: publish_consume(
+                d,
+                body_size=KIB,
+                duration=o.duration,
+                rate=None,
+                queues=o.queues,
+                in_flight=o.queue_in_flight,
+                prefetch=o.queue_in_flight,
+            ),
+        )
+    )
+    return [shape for shape in shapes if not o.workloads or shape[0] in o.workloads]
+
+
+async def run_suite(driver: Driver, cluster: Cluster, options: Options) -> BrokerRun:
+    """The backlog measurement first, on the fresh cluster (when `options.backlog` > 0), then every
+    selected workload, each with the CPU and RSS of the nodes and the CPU of this (client) process."""
+    backlog = None
+    if options.backlog > 0:
+        backlog = await measure_backlog(driver, cluster, count=options.backlog, body_size=KIB)
+    measurements = []
+    for key, label, workload in workloads(options):
+        client_cpu = time.process_time()
+        with UsageSampler(cluster.pids()) as sampler:
+            result = await workload(driver)
+        client_cpu = time.process_time() - client_cpu
+        measurements.append(Measurement(key, label, driver.broker, result, sampler.usage, client_cpu))
+    return BrokerRun(driver.broker, driver.client, measurements, backlog)
+
+
+def start_cluster(broker: str, work_dir: Path) -> tuple[Cluster, Driver]:
+    """Start a fresh 3-node cluster of `broker` under `work_dir` and a driver bound to it."""
+    if broker == "quorumq":
+        quorumq = QuorumqCluster.start(work_dir / "quorumq")
+        return quorumq, QuorumqDriver(quorumq.urls)
+    if broker == "rabbitmq":
+        from bench.driver_rabbitmq import (
+            RabbitDriver,
+        )  # aio-pika is in the bench extra, not needed for quorumq
+
+        rabbit = RabbitCluster.start(work_dir / "rabbitmq")
+        return rabbit, RabbitDriver(rabbit.urls)
+    raise ValueError(f"unknown broker {broker!r}; expected one of {BROKERS}")
+
+
+def run_broker(broker: str, options: Options, work_dir: Path) -> BrokerRun:
+    """Start `broker`'s cluster, run the suite against it, and stop it whatever happens."""
+    cluster, driver = start_cluster(broker, work_dir)
+    try:
+        return asyncio.run(run_suite(driver, cluster, options))
+    finally:
+        cluster.stop()
