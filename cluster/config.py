@@ -70,6 +70,10 @@ class NodeConfig:
     max_message_bytes: int = 16 * 1024 * 1024
     max_request_bytes: int = 64 * 1024 * 1024
     advertise_http: str | None = None
+    target_group_size: int = 0
+    membership_interval_ms: int = 3_600_000
+    membership_trigger_delay_ms: int = 10_000
+    membership_auto_remove: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -88,6 +92,7 @@ _COERCE = {
     "http": lambda v: Address.parse(str(v), what="http"),
     "raft": lambda v: Address.parse(str(v), what="raft"),
     "seeds": lambda v: tuple(Seed.parse(s) for s in (v.split(",") if isinstance(v, str) else v) if s),
+    "membership_auto_remove": lambda v: v if isinstance(v, bool) else str(v).lower() in ("1", "true", "yes"),
 }
 
 
