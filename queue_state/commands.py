@@ -222,6 +222,36 @@ class DlxSettle:
         _check_ids(self.ids)
 
 
+@dataclass(frozen=True, slots=True)
+class DurableCheckout:
+    """Register durable consumer `consumer` if new and check out up to `count` ready messages to it.
+
+    Each message taken gets the next number of the consumer's delivery sequence."""
+
+    now_ms: int
+    consumer: str
+    count: int
+
+    def __post_init__(self) -> None:
+        _check_int("now_ms", self.now_ms)
+        _check_name("consumer", self.consumer)
+        _check_int("count", self.count)
+
+
+@dataclass(frozen=True, slots=True)
+class DurableSettle:
+    """Settle every delivery of durable consumer `consumer` numbered below `below` (idempotent)."""
+
+    now_ms: int
+    consumer: str
+    below: int
+
+    def __post_init__(self) -> None:
+        _check_int("now_ms", self.now_ms)
+        _check_name("consumer", self.consumer)
+        _check_int("below", self.below)
+
+
 Command = (
     Enqueue
     | Checkout
@@ -236,6 +266,8 @@ Command = (
     | UpdateConfig
     | DlxCheckout
     | DlxSettle
+    | DurableCheckout
+    | DurableSettle
 )
 
 # Wire tags are part of the log format: append new ones, never renumber.
@@ -253,6 +285,8 @@ _TAGS: dict[type, int] = {
     UpdateConfig: 11,
     DlxCheckout: 12,
     DlxSettle: 13,
+    DurableCheckout: 14,
+    DurableSettle: 15,
 }
 _TYPES: dict[int, type] = {tag: kind for kind, tag in _TAGS.items()}
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {kind: tuple(f.name for f in fields(kind)) for kind in _TAGS}

@@ -35,6 +35,10 @@ class Holder:
         self.name = name
         self.held: dict[int, HeldMessage] = {}
 
+    def take(self, message_id: int) -> HeldMessage:
+        """Stop holding a message."""
+        return self.held.pop(message_id)
+
 
 class Consumer(Holder):
     """A registered consumer: served while it has credit (prefetch minus held messages)."""

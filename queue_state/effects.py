@@ -103,6 +103,14 @@ class Purged:
 
 
 @dataclass(frozen=True, slots=True)
+class DurablePosition:
+    """A durable consumer's delivery sequence: settled below `settled`, handed out below `end`."""
+
+    settled: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
 class Failure:
     """The command (or part of it, for unknown ids) could not be applied."""
 
@@ -110,7 +118,7 @@ class Failure:
     reason: str
 
 
-Reply = Enqueued | Duplicate | Rejected | Ok | Deliveries | Purged | Failure
+Reply = Enqueued | Duplicate | Rejected | Ok | Deliveries | Purged | DurablePosition | Failure
 
 
 class EffectCollector:

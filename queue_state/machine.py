@@ -19,6 +19,8 @@ from queue_state.commands import (
     Discard,
     DlxCheckout,
     DlxSettle,
+    DurableCheckout,
+    DurableSettle,
     Enqueue,
     Get,
     Purge,
@@ -29,9 +31,11 @@ from queue_state.commands import (
 )
 from queue_state.consumers import ConsumerInfo, ConsumerRegistry, Holder
 from queue_state.dead_letters import DeadLetterQueue
+from queue_state.durable import DurableHolder, DurableInfo
 from queue_state.effects import (
     Deliveries,
     Delivery,
+    DurablePosition,
     Effect,
     EffectCollector,
     Enqueued,
@@ -63,6 +67,7 @@ class QueueMachine:
         self._main = MessageFifo()
         self._consumers = ConsumerRegistry(bool(config.single_active_consumer))
         self._get_holders: dict[str, Holder] = {}
+        self._durables: dict[str, DurableHolder] = {}
         self._holder_of: dict[int, Holder] = {}
         self._held_bytes = 0
         self._dead_letters = DeadLetterQueue()
@@ -116,21 +121,26 @@ class QueueMachine:
         return Enqueued(tuple(range(first_id, first_id + count)))
 
     def _checkout(self, cmd: Checkout, out: EffectCollector) -> Reply:
+        if cmd.consumer in self._durables:
+            return Failure("name_in_use", f"{cmd.consumer!r} is a durable consumer")
         self._mark_used()
         self._consumers.register(cmd.consumer, cmd.prefetch, cmd.priority)
         return Ok()
 
     def _release_client(self, cmd: Cancel | ConsumerDown, out: EffectCollector) -> Reply:
-        """Cancel and down: the consumer and get holder of that name give back what they hold."""
+        """Cancel and down: the consumer and get holder of that name give back what they hold.
+
+        Only Cancel releases a durable consumer: it never goes down."""
         consumer = self._consumers.remove(cmd.consumer)
         get_holder = self._get_holders.pop(cmd.consumer, None)
-        if consumer is None and get_holder is None:
+        durable = self._durables.pop(cmd.consumer, None) if isinstance(cmd, Cancel) else None
+        if consumer is None and get_holder is None and durable is None:
             return Failure("unknown_consumer", f"no consumer {cmd.consumer!r}")
-        for holder in (consumer, get_holder):
+        for holder in (consumer, get_holder, durable):
             if holder is not None:
                 for held in list(holder.held.values()):
                     self._requeue(self._release(holder, held.message.id).failed_once_more(), out)
-        if consumer is not None and not len(self._consumers):
+        if (consumer or durable) and not (len(self._consumers) or self._durables):
             self._mark_used()
         return Ok()
 
@@ -198,6 +208,35 @@ class QueueMachine:
             out.forget_all(ids)
         return Ok()
 
+    def _durable_checkout(self, cmd: DurableCheckout, out: EffectCollector) -> Reply:
+        durable = self._durables.get(cmd.consumer)
+        if durable is None:
+            if self._consumers.get(cmd.consumer) is not None or cmd.consumer in self._get_holders:
+                return Failure("name_in_use", f"{cmd.consumer!r} is an ordinary consumer")
+            durable = self._durables[cmd.consumer] = DurableHolder(cmd.consumer)
+        self._mark_used()
+        for _ in range(cmd.count):
+            self._expire_heads(out)
+            if not self._has_ready():
+                break
+            message = self._pop_ready()
+            self._hold(durable, message, self._now)
+            durable.number(message.id)
+        return DurablePosition(durable.settled_below, durable.next_seq)
+
+    def _durable_settle(self, cmd: DurableSettle, out: EffectCollector) -> Reply:
+        durable = self._durables.get(cmd.consumer)
+        if durable is None:
+            return Failure("unknown_consumer", f"no durable consumer {cmd.consumer!r}")
+        if cmd.below > durable.next_seq:
+            return Failure("beyond_sequence", f"{cmd.consumer!r} has handed out only {durable.next_seq}")
+        ids = durable.ids_below(cmd.below)
+        for message_id in ids:
+            self._release(durable, message_id)
+        out.forget_all(ids)
+        durable.settled_below = max(durable.settled_below, cmd.below)
+        return DurablePosition(durable.settled_below, durable.next_seq)
+
     def _dlx_checkout(self, cmd: DlxCheckout, out: EffectCollector) -> Reply:
         if not self._config.dead_letters_at_least_once:
             return Failure("not_at_least_once", "the queue does not dead-letter at-least-once")
@@ -248,7 +287,7 @@ class QueueMachine:
         self._held_bytes += message.size
 
     def _release(self, holder: Holder, message_id: int) -> ReadyMessage:
-        message = holder.held.pop(message_id).message
+        message = holder.take(message_id).message
         del self._holder_of[message_id]
         self._held_bytes -= message.size
         if not holder.held and self._get_holders.get(holder.name) is holder:
@@ -258,13 +297,15 @@ class QueueMachine:
     def _take_held(
         self, ids: tuple[int, ...], owner: str | None
     ) -> tuple[list[ReadyMessage], Failure | None]:
-        """Release the ids `owner` (anyone if None) holds; a Failure names the ids it did not hold."""
-        if owner is not None and self._consumers.get(owner) is None and owner not in self._get_holders:
+        """Release the ids `owner` (anyone but a durable consumer if None) holds; a Failure names the rest."""
+        known = (self._consumers.get(owner), self._get_holders.get(owner), self._durables.get(owner))
+        if owner is not None and not any(known):
             return [], Failure("unknown_consumer", f"no consumer {owner!r}")
         taken, unknown = [], []
         for message_id in ids:
             holder = self._holder_of.get(message_id)
-            if holder is None or (owner is not None and holder.name != owner):
+            anonymous_durable = owner is None and type(holder) is DurableHolder
+            if holder is None or anonymous_durable or (owner is not None and holder.name != owner):
                 unknown.append(message_id)
             else:
                 taken.append(self._release(holder, message_id))
@@ -316,7 +357,8 @@ class QueueMachine:
 
     def _queue_expiry_ms(self) -> int | None:
         expires = self._config.expires
-        if expires is None or self._expiry_signalled or len(self._consumers) or self._last_active_ms is None:
+        in_use = len(self._consumers) or self._durables
+        if expires is None or self._expiry_signalled or in_use or self._last_active_ms is None:
             return None
         return self._last_active_ms + expires
 
@@ -362,7 +404,8 @@ class QueueMachine:
 
     def checked_out(self, consumer: str) -> list[Delivery]:
         """What a consumer (or get holder) of that name holds, in checkout order."""
-        holders = [h for h in (self._consumers.get(consumer), self._get_holders.get(consumer)) if h]
+        named = (self._consumers.get(consumer), self._get_holders.get(consumer), self._durables.get(consumer))
+        holders = [h for h in named if h]
         return [held.message.delivery() for holder in holders for held in holder.held.values()]
 
     def consumers(self) -> list[ConsumerInfo]:
@@ -371,6 +414,16 @@ class QueueMachine:
             ConsumerInfo(c.name, c.prefetch, c.priority, self._consumers.is_active(c), len(c.held))
             for c in self._consumers
         ]
+
+    def durable_consumers(self) -> list[DurableInfo]:
+        """Durable consumers in registration order."""
+        return [durable.info() for durable in self._durables.values()]
+
+    def durable_log(self, consumer: str, start: int, end: int) -> list[tuple[int, Delivery]]:
+        """(sequence number, delivery) of a durable consumer's unsettled deliveries `start` to `end - 1`.
+
+        Raises KeyError for an unknown consumer and DurableLogGap when any of them is not checked out."""
+        return self._durables[consumer].read(start, end)
 
     def ready_messages(self) -> Iterator[ReadyMessage]:
         """Ready messages in the order they will be served (returns first)."""
@@ -404,6 +457,9 @@ class QueueMachine:
         for is_consumer, holder in holders:
             held = [[*item.message, item.since_ms] for item in holder.held.values()]
             yield pack_chunk("held", [holder.name, is_consumer, held])
+        for durable in self._durables.values():
+            numbered = [[*item.message, item.since_ms, seq] for seq, item in durable.numbered()]
+            yield pack_chunk("durable", [durable.name, durable.next_seq, durable.settled_below, numbered])
         yield pack_chunk("dead_letters", self._dead_letters.to_wire())
         publishers = self._publishers.to_wire()
         for start in range(0, len(publishers), _PUBLISHERS_PER_CHUNK):
@@ -438,6 +494,8 @@ class QueueMachine:
                 (machine._returns if kind == "returns" else machine._main).extend_from_columns(payload)
             elif kind == "held":
                 machine._restore_held(*payload)
+            elif kind == "durable":
+                machine._restore_durable(*payload)
             elif kind == "dead_letters":
                 machine._dead_letters = DeadLetterQueue.from_wire(payload)
             elif kind == "publishers":
@@ -455,6 +513,12 @@ class QueueMachine:
             raise ValueError(f"held messages for unknown consumer {name!r}")
         for *message, since_ms in held:
             self._hold(holder, ReadyMessage(*message), since_ms)
+
+    def _restore_durable(self, name: str, next_seq: int, settled: int, numbered: list[list[int]]) -> None:
+        durable = self._durables[name] = DurableHolder(name, next_seq, settled)
+        for *message, since_ms, seq in numbered:
+            self._hold(durable, ReadyMessage(*message), since_ms)
+            durable.number(message[0], seq)
 
 
 def _expires_at(now: int, queue_ttl: int | None, message_ttl: int | None) -> int:
@@ -484,4 +548,6 @@ _HANDLERS: dict[type, Callable[[QueueMachine, Any, EffectCollector], Reply]] = {
     UpdateConfig: QueueMachine._update_config,
     DlxCheckout: QueueMachine._dlx_checkout,
     DlxSettle: QueueMachine._dlx_settle,
+    DurableCheckout: QueueMachine._durable_checkout,
+    DurableSettle: QueueMachine._durable_settle,
 }

@@ -12,6 +12,8 @@ from queue_state.commands import (
     Discard,
     DlxCheckout,
     DlxSettle,
+    DurableCheckout,
+    DurableSettle,
     Enqueue,
     Get,
     NewMessage,
@@ -24,6 +26,8 @@ from queue_state.commands import (
 
 NAME_POOL = ("a", "b", "c", "h")
 NAMES = st.sampled_from(NAME_POOL)
+DURABLE_POOL = ("d1", "d2")
+DURABLE_NAMES = st.sampled_from((*DURABLE_POOL, "a"))  # "a" collides with an ordinary consumer
 TIMES = st.integers(min_value=0, max_value=2_000)
 IDS = st.tuples(*[st.integers(min_value=1, max_value=40)] * 2) | st.tuples(st.integers(1, 40))
 
@@ -70,6 +74,8 @@ commands = st.one_of(
     st.builds(UpdateConfig, TIMES, configs()),
     st.builds(DlxCheckout, TIMES, st.sampled_from(["w1", "w2"]), st.integers(1, 3)),
     st.builds(DlxSettle, TIMES, IDS),
+    st.builds(DurableCheckout, TIMES, DURABLE_NAMES, st.integers(0, 4)),
+    st.builds(DurableSettle, TIMES, DURABLE_NAMES, st.integers(0, 12)),
 )
 
 

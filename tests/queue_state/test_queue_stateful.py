@@ -2,7 +2,8 @@
 
 The test keeps its own ledger from replies and effects only: every id ever enqueued (with its size),
 and every id whose body was forgotten together with why it left. The machine's ready, checked-out and
-dlx-pending sets must partition the live ids exactly.
+dlx-pending sets must partition the live ids exactly. Durable consumers' deliveries keep their
+sequence numbers and read back unchanged until they leave by a settle, a cancel or the consumer's nack.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections import Counter
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
-from queue_state_strategies import IDS, NAME_POOL, NAMES, configs, new_messages
+from queue_state_strategies import DURABLE_NAMES, DURABLE_POOL, IDS, NAME_POOL, NAMES, configs, new_messages
 
 from queue_state.commands import (
     Cancel,
@@ -22,6 +23,8 @@ from queue_state.commands import (
     Discard,
     DlxCheckout,
     DlxSettle,
+    DurableCheckout,
+    DurableSettle,
     Enqueue,
     Get,
     Purge,
@@ -30,8 +33,11 @@ from queue_state.commands import (
     Tick,
     UpdateConfig,
 )
-from queue_state.effects import DeadLetter, Deliver, Deliveries, Enqueued, ForgetBodies
+from queue_state.durable import DurableLogGap
+from queue_state.effects import DeadLetter, Deliver, Deliveries, DurablePosition, Enqueued, ForgetBodies
 from queue_state.machine import STRATEGY_CHANGED, QueueMachine
+
+HOLDER_NAMES = (*NAME_POOL, *DURABLE_POOL)
 
 
 class QueueInvariants(RuleBasedStateMachine):
@@ -46,11 +52,14 @@ class QueueInvariants(RuleBasedStateMachine):
         self.dead_letter_effects = 0
         self.entered_dlx_pending: set[int] = set()
         self.last_first_delivery = 0
+        self.durable_rows: dict[tuple[str, int], tuple] = {}  # (consumer, seq) -> row read at checkout
 
     def _apply(self, cmd):
         before_pending = set(self.machine.dead_letter_ids())
-        self.held_before = {d.id for name in NAME_POOL for d in self.machine.checked_out(name)}
+        self.held_before = {d.id for name in HOLDER_NAMES for d in self.machine.checked_out(name)}
+        durable_before = {name: self._durable_held(name) for name in DURABLE_POOL}
         reply, effects = self.machine.apply(cmd)
+        self._check_durable_moves(cmd, reply, durable_before)
         self.entered_dlx_pending |= set(self.machine.dead_letter_ids()) - before_pending
         handed_out = [d for e in effects if isinstance(e, Deliver) for d in e.deliveries]
         if isinstance(reply, Enqueued):
@@ -81,7 +90,36 @@ class QueueInvariants(RuleBasedStateMachine):
         if DeadLetter in kinds and ForgetBodies in kinds:
             assert kinds.index(ForgetBodies) > max(i for i, k in enumerate(kinds) if k is DeadLetter)
 
+    def _durable_held(self, name: str) -> set[int]:
+        return {d.id for d in self.machine.checked_out(name)} if self._is_durable(name) else set()
+
+    def _is_durable(self, name: str) -> bool:
+        return any(info.name == name for info in self.machine.durable_consumers())
+
+    def _check_durable_moves(self, cmd, reply, before: dict[str, set[int]]) -> None:
+        """A durable consumer's delivery leaves it only by its settle, its cancel or its own nack."""
+        for name, held in before.items():
+            lost = held - self._durable_held(name)
+            if not lost:
+                continue
+            seq_of = {row[1].id: seq for (owner, seq), row in self.durable_rows.items() if owner == name}
+            if isinstance(cmd, DurableSettle) and cmd.consumer == name:
+                assert all(seq_of[i] < cmd.below for i in lost), "settled a delivery at or above `below`"
+            elif isinstance(cmd, Return | Discard) and cmd.consumer == name:
+                assert lost <= set(cmd.ids), "a nack took deliveries it did not name"
+            else:
+                assert isinstance(cmd, Cancel) and cmd.consumer == name, f"{type(cmd).__name__} took {lost}"
+            for message_id in lost:
+                del self.durable_rows[(name, seq_of[message_id])]
+        if isinstance(cmd, DurableCheckout) and isinstance(reply, DurablePosition):
+            first_new = max([seq + 1 for owner, seq in self.durable_rows if owner == cmd.consumer], default=0)
+            first_new = max(first_new, reply.settled)
+            for row in self.machine.durable_log(cmd.consumer, first_new, reply.end):
+                self.durable_rows[(cmd.consumer, row[0])] = row
+
     def _removal_reason(self, cmd, reply, message_id: int) -> str:
+        if isinstance(cmd, DurableSettle) and message_id in self.held_before:
+            return "settled"
         if isinstance(cmd, Settle) and message_id in cmd.ids and message_id in self.held_before:
             return "settled"
         if isinstance(cmd, Get) and cmd.auto_ack and message_id in {d.id for d in reply.deliveries}:
@@ -157,10 +195,34 @@ class QueueInvariants(RuleBasedStateMachine):
         ids = data.draw(st.lists(st.sampled_from(pending), max_size=3, unique=True)) if pending else []
         self._apply(DlxSettle(self._time(1), tuple(ids)))
 
+    @rule(step=st.integers(0, 60), name=DURABLE_NAMES, count=st.integers(0, 4))
+    def durable_checkout(self, step, name, count) -> None:
+        self._apply(DurableCheckout(self._time(step), name, count))
+
+    @rule(data=st.data(), step=st.integers(0, 60), name=DURABLE_NAMES)
+    def durable_settle(self, data, step, name) -> None:
+        ends = [info.end for info in self.machine.durable_consumers() if info.name == name]
+        below = data.draw(st.integers(0, ends[0] + 1 if ends else 3))
+        self._apply(DurableSettle(self._time(step), name, below))
+
+    @invariant()
+    def durable_deliveries_read_back_unchanged(self) -> None:
+        for info in self.machine.durable_consumers():
+            rows = {seq: row for (owner, seq), row in self.durable_rows.items() if owner == info.name}
+            assert all(info.settled <= seq < info.end for seq in rows), "a held sequence number out of range"
+            for seq, row in rows.items():
+                assert self.machine.durable_log(info.name, seq, seq + 1) == [row]
+            complete = len(rows) == info.end - info.settled
+            try:
+                assert self.machine.durable_log(info.name, info.settled, info.end) == sorted(rows.values())
+                assert complete, "a range with a gap was read without an error"
+            except DurableLogGap:
+                assert not complete, "a complete range failed to read"
+
     @invariant()
     def every_message_is_in_exactly_one_place(self) -> None:
         ready = [m.id for m in self.machine.ready_messages()]
-        held = [d.id for name in NAME_POOL for d in self.machine.checked_out(name)]
+        held = [d.id for name in HOLDER_NAMES for d in self.machine.checked_out(name)]
         pending = self.machine.dead_letter_ids()
         live = ready + held + pending
         assert len(live) == len(set(live)), "a message in two places"
@@ -171,7 +233,7 @@ class QueueInvariants(RuleBasedStateMachine):
     def stats_match_the_messages(self) -> None:
         stats = self.machine.stats()
         ready = list(self.machine.ready_messages())
-        held = [d.id for name in NAME_POOL for d in self.machine.checked_out(name)]
+        held = [d.id for name in HOLDER_NAMES for d in self.machine.checked_out(name)]
         pending = self.machine.dead_letter_ids()
         assert (stats.messages_ready, stats.messages_unacknowledged, stats.dlx_pending) == (
             len(ready),

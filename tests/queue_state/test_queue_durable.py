@@ -1,0 +1,155 @@
+"""Durable consumers: numbered checkouts, identical re-reads, settle-below, no timeouts, cancel returns."""
+
+from __future__ import annotations
+
+import pytest
+from queue_state_helpers import delivered, enqueue, forgotten, make_machine
+
+from queue_state.commands import (
+    Cancel,
+    Checkout,
+    ConsumerDown,
+    DurableCheckout,
+    DurableSettle,
+    Get,
+    Return,
+    Settle,
+    Tick,
+)
+from queue_state.durable import DurableLogGap
+from queue_state.effects import DurablePosition, Failure, Ok
+from queue_state.machine import QueueMachine
+
+
+def test_durable_checkout_numbers_deliveries_from_zero_in_queue_order() -> None:
+    machine = make_machine()
+    enqueue(machine, 1, count=5)
+    assert machine.apply(DurableCheckout(2, "spark", 3))[0] == DurablePosition(0, 3)
+    assert machine.apply(DurableCheckout(3, "spark", 10))[0] == DurablePosition(0, 5)
+    assert [(seq, d.id) for seq, d in machine.durable_log("spark", 0, 5)] == [(i, i + 1) for i in range(5)]
+
+
+def test_a_checkout_of_nothing_registers_the_consumer_and_reports_its_position() -> None:
+    machine = make_machine()
+    assert machine.apply(DurableCheckout(1, "spark", 0))[0] == DurablePosition(0, 0)
+    assert [info.name for info in machine.durable_consumers()] == ["spark"]
+
+
+def test_reading_a_range_again_returns_identical_rows() -> None:
+    machine = make_machine()
+    enqueue(machine, 1, count=4)
+    machine.apply(DurableCheckout(2, "spark", 4))
+    first = machine.durable_log("spark", 1, 4)
+    machine.apply(Tick(10_000))
+    assert machine.durable_log("spark", 1, 4) == first
+
+
+def test_settle_below_releases_every_earlier_delivery_and_is_idempotent_and_monotonic() -> None:
+    machine = make_machine()
+    enqueue(machine, 1, count=5)
+    machine.apply(DurableCheckout(2, "spark", 5))
+    reply, effects = machine.apply(DurableSettle(3, "spark", 3))
+    assert reply == DurablePosition(3, 5)
+    assert forgotten(effects) == [1, 2, 3]
+    assert machine.apply(DurableSettle(4, "spark", 3)) == (DurablePosition(3, 5), [])
+    assert machine.apply(DurableSettle(5, "spark", 1)) == (DurablePosition(3, 5), [])
+    assert machine.stats().messages_unacknowledged == 2
+
+
+def test_settling_beyond_what_was_handed_out_is_refused_and_changes_nothing() -> None:
+    machine = make_machine()
+    enqueue(machine, 1, count=2)
+    machine.apply(DurableCheckout(2, "spark", 2))
+    reply, effects = machine.apply(DurableSettle(3, "spark", 3))
+    assert isinstance(reply, Failure) and reply.code == "beyond_sequence"
+    assert effects == [] and machine.stats().messages_unacknowledged == 2
+
+
+def test_reading_a_settled_or_unassigned_range_fails() -> None:
+    machine = make_machine()
+    enqueue(machine, 1, count=3)
+    machine.apply(DurableCheckout(2, "spark", 3))
+    machine.apply(DurableSettle(3, "spark", 1))
+    with pytest.raises(DurableLogGap):
+        machine.durable_log("spark", 0, 2)
+    with pytest.raises(DurableLogGap):
+        machine.durable_log("spark", 1, 4)
+    with pytest.raises(KeyError):
+        machine.durable_log("nobody", 0, 0)
+
+
+def test_a_range_with_a_returned_delivery_fails_to_read() -> None:
+    machine = make_machine()
+    enqueue(machine, 1, count=3)
+    machine.apply(DurableCheckout(2, "spark", 3))
+    assert machine.apply(Return(3, (2,), "spark"))[0] == Ok()
+    with pytest.raises(DurableLogGap, match="delivery 1"):
+        machine.durable_log("spark", 0, 3)
+
+
+def test_durable_deliveries_outlive_the_lease_and_consumer_down() -> None:
+    machine = make_machine(lease_period=100)
+    enqueue(machine, 1, count=2)
+    machine.apply(DurableCheckout(2, "spark", 2))
+    assert machine.next_deadline_ms() is None
+    machine.apply(Tick(1_000_000))
+    assert machine.apply(ConsumerDown(1_000_001, "spark"))[0] == Failure(
+        "unknown_consumer", "no consumer 'spark'"
+    )
+    assert [d.id for _, d in machine.durable_log("spark", 0, 2)] == [1, 2]
+
+
+def test_cancelling_a_durable_consumer_returns_its_messages_with_one_more_delivery() -> None:
+    machine = make_machine()
+    enqueue(machine, 1, count=2)
+    machine.apply(DurableCheckout(2, "spark", 2))
+    machine.apply(Cancel(3, "spark"))
+    assert [(m.id, m.delivery_count) for m in machine.ready_messages()] == [(1, 1), (2, 1)]
+    assert machine.durable_consumers() == []
+
+
+def test_ordinary_consumers_keep_competing_for_ready_messages() -> None:
+    machine = make_machine()
+    machine.apply(Checkout(1, "c", prefetch=2))
+    _, effects = enqueue(machine, 2, count=5)
+    assert delivered(effects, "c") == [1, 2]
+    machine.apply(DurableCheckout(3, "spark", 2))
+    assert [d.id for _, d in machine.durable_log("spark", 0, 2)] == [3, 4]
+    _, effects = machine.apply(Settle(4, (1, 2), "c"))
+    assert delivered(effects, "c") == [5]
+
+
+def test_an_anonymous_settle_cannot_take_a_durable_delivery() -> None:
+    machine = make_machine()
+    enqueue(machine, 1, count=1)
+    machine.apply(DurableCheckout(2, "spark", 1))
+    reply, effects = machine.apply(Settle(3, (1,), None))
+    assert isinstance(reply, Failure) and forgotten(effects) == []
+
+
+def test_durable_and_ordinary_consumer_names_do_not_collide() -> None:
+    machine = make_machine()
+    machine.apply(Checkout(1, "c", prefetch=1))
+    machine.apply(DurableCheckout(1, "spark", 0))
+    assert machine.apply(DurableCheckout(2, "c", 1))[0].code == "name_in_use"
+    assert machine.apply(Checkout(2, "spark", 1))[0].code == "name_in_use"
+
+
+def test_a_durable_consumer_keeps_the_queue_from_expiring() -> None:
+    machine = make_machine(expires=100)
+    machine.apply(DurableCheckout(1, "spark", 0))
+    assert machine.next_deadline_ms() is None
+    machine.apply(Cancel(2, "spark"))
+    assert machine.next_deadline_ms() == 102
+
+
+def test_a_snapshot_keeps_sequence_numbers_and_settled_position() -> None:
+    machine = make_machine()
+    enqueue(machine, 1, count=4)
+    machine.apply(DurableCheckout(2, "spark", 4))
+    machine.apply(DurableSettle(3, "spark", 1))
+    machine.apply(Get(4, "g", 1, auto_ack=False))
+    restored = QueueMachine.restore(machine.snapshot_chunks())
+    assert restored.durable_consumers() == machine.durable_consumers()
+    assert restored.durable_log("spark", 1, 4) == machine.durable_log("spark", 1, 4)
+    assert restored.apply(DurableCheckout(5, "spark", 1)) == machine.apply(DurableCheckout(5, "spark", 1))
