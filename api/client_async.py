@@ -4,7 +4,7 @@ import itertools
 import uuid
 from collections.abc import Iterable, Sequence
 from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal, NamedTuple, Self
 from urllib.parse import quote
 
 import aiohttp
@@ -23,6 +23,13 @@ from api.client_transport import NodeTransport
 
 DEFAULT_PREFETCH = 100
 _NOT_READY = frozenset({503})
+
+
+class SequencePosition(NamedTuple):
+    """A durable consumer's delivery sequence: settled below `settled`, handed out below `end`."""
+
+    settled: int
+    end: int
 
 
 def queue_path(queue: str, *parts: str) -> str:
@@ -235,6 +242,22 @@ class QuorumqClient:
         )
         return decode_deliveries(reply.payload)
 
+    async def durable_checkout(self, queue: str, name: str, max: int) -> SequencePosition:
+        """Check out up to `max` (<= 10000) more ready messages to durable consumer `name`.
+
+        A retry after a lost answer may check out more; the position returned is always the truth."""
+        reply = await self._transport.request(
+            "POST", queue_path(queue, "consumers", name, "checkout"), body={"max": max}, retry_sent=True
+        )
+        return _position_from(reply.payload)
+
+    async def durable_settle(self, queue: str, name: str, below: int) -> SequencePosition:
+        """Settle every delivery of durable consumer `name` numbered below `below` (idempotent)."""
+        reply = await self._transport.request(
+            "POST", queue_path(queue, "consumers", name, "settle"), body={"below": below}, retry_sent=True
+        )
+        return _position_from(reply.payload)
+
     # Membership and cluster
 
     async def members(self, queue: str) -> Any:
@@ -266,6 +289,13 @@ class QuorumqClient:
 
     async def _settle(self, path: str, body: dict[str, Any]) -> None:
         await self._transport.request("POST", path, body=body)
+
+
+def _position_from(payload: Any) -> SequencePosition:
+    try:
+        return SequencePosition(int(payload["settled"]), int(payload["end"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise QuorumqError(0, "bad_response", f"expected a sequence position, got {payload!r}") from exc
 
 
 def _count_from(payload: Any, key: str) -> int:

@@ -6,6 +6,7 @@ import uuid
 
 from aiohttp import web
 
+from api.durable_handlers import cancel_durable, is_durable, register_durable
 from api.errors import ApiError
 from api.forwarding import on_queue_leader
 from api.queue_handlers import deliveries_json, settle
@@ -23,6 +24,8 @@ MAX_PREFETCH = 65535
 async def register_consumer(request: web.Request, service: QueueService) -> web.StreamResponse:
     """POST /api/queues/{q}/consumers: 201 with the new consumer's tag."""
     body = await json_object(request, optional=True)
+    if body.get("durable") is True:
+        return await register_durable(request, service, body)
     unknown = set(body) - {"prefetch", "priority", "timeout"}
     if unknown:
         raise bad(f"unknown fields {sorted(unknown)}")
@@ -80,6 +83,8 @@ async def settle_consumer(request: web.Request, service: QueueService) -> web.St
 async def cancel_consumer(request: web.Request, service: QueueService) -> web.StreamResponse:
     """DELETE /api/queues/{q}/consumers/{tag}: unacked messages return to the queue."""
     tag = request.match_info["tag"]
+    if is_durable(service, tag):
+        return await cancel_durable(request, service, tag)
     _session(service, tag)
     reply = await request.app["node"].submit(service, Cancel(service.now_ms(), tag))
     service.sessions.close(tag)

@@ -1,0 +1,124 @@
+"""Handlers for durable consumers (Spark): register, check out, read the delivery log, settle below.
+
+A durable consumer's checkouts are numbered by its delivery sequence in the replicated queue state, so
+any leader answers a log read with the same rows; the consumer never times out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from api.errors import ApiError
+from api.forwarding import on_queue_leader
+from api.queue_handlers import delivery_json
+from api.validation import MAX_POLL, bad, field_int, json_object
+from cluster.queue_service import QueueService
+from queue_state.commands import Cancel, Command, DurableCheckout, DurableSettle, Tick
+from queue_state.durable import DurableLogGap
+from queue_state.effects import DurablePosition, Failure
+
+MAX_CHECKOUT = 10000
+_REGISTER_FIELDS = {"durable", "name", "prefetch", "priority"}
+
+
+def is_durable(service: QueueService, name: str) -> bool:
+    """True when `name` is a durable consumer of the queue (as this leader has applied it)."""
+    return any(info.name == name for info in service.replica.machine.durable_consumers())
+
+
+def _position_json(position: DurablePosition, name: str) -> dict[str, Any]:
+    return {"consumer": name, "settled": position.settled, "end": position.end}
+
+
+async def _submit(request: web.Request, service: QueueService, command: Command) -> DurablePosition:
+    reply = await request.app["node"].submit(service, command)
+    if isinstance(reply, Failure):
+        status = {"unknown_consumer": 404, "name_in_use": 409, "beyond_sequence": 409}.get(reply.code, 400)
+        raise ApiError(status, reply.code, reply.reason)
+    assert isinstance(reply, DurablePosition)
+    return reply
+
+
+async def register_durable(request: web.Request, service: QueueService, body: dict[str, Any]) -> web.Response:
+    """POST /api/queues/{q}/consumers with {"durable": true, "name": c}: 201 with the sequence position.
+
+    Registering an existing durable consumer again is allowed and changes nothing."""
+    unknown = set(body) - _REGISTER_FIELDS
+    if unknown:
+        raise bad(f"unknown fields {sorted(unknown)} for a durable consumer (it never times out)")
+    name = body.get("name")
+    if not isinstance(name, str) or not name:
+        raise bad("a durable consumer needs a non-empty string name")
+    position = await _submit(request, service, DurableCheckout(service.now_ms(), name, 0))
+    return web.json_response(_position_json(position, name), status=201)
+
+
+@on_queue_leader
+async def checkout(request: web.Request, service: QueueService) -> web.StreamResponse:
+    """POST /api/queues/{q}/consumers/{c}/checkout {"max": n}: number up to n more ready messages.
+
+    Registers the consumer if it is unknown (then its sequence starts again at 0)."""
+    name = request.match_info["tag"]
+    body = await json_object(request, optional=True)
+    count = field_int(body, "max", 0)
+    assert count is not None
+    if count > MAX_CHECKOUT:
+        raise bad(f"max must be <= {MAX_CHECKOUT}")
+    position = await _submit(request, service, DurableCheckout(service.now_ms(), name, count))
+    return web.json_response(_position_json(position, name))
+
+
+@on_queue_leader
+async def settle_below(request: web.Request, service: QueueService) -> web.StreamResponse:
+    """POST /api/queues/{q}/consumers/{c}/settle {"below": n}: settle every delivery numbered below n."""
+    name = request.match_info["tag"]
+    body = await json_object(request)
+    below = field_int(body, "below", None)
+    if below is None:
+        raise bad("below is required")
+    position = await _submit(request, service, DurableSettle(service.now_ms(), name, below))
+    return web.json_response(_position_json(position, name))
+
+
+def _query_int(request: web.Request, name: str) -> int:
+    raw = request.query.get(name, "")
+    if not raw.isdigit():
+        raise bad(f"query parameter {name} must be a non-negative integer")
+    return int(raw)
+
+
+@on_queue_leader
+async def read_log(request: web.Request, service: QueueService) -> web.StreamResponse:
+    """GET /api/queues/{q}/consumers/{c}/log?from=&to=: the deliveries numbered from..to-1, unchanged.
+
+    Non-destructive. A range this leader has not applied yet waits for one round through the log;
+    anything settled, returned or missing is a 409, never a silent gap."""
+    name = request.match_info["tag"]
+    start, end = _query_int(request, "from"), _query_int(request, "to")
+    if end - start > MAX_POLL:
+        raise bad(f"at most {MAX_POLL} deliveries per read")
+    if not any(info.name == name and end <= info.end for info in service.replica.machine.durable_consumers()):
+        await request.app["node"].submit(service, Tick(service.now_ms()))  # apply all that is committed
+    if not is_durable(service, name):
+        raise ApiError(404, "not_found", f"no durable consumer '{name}' on queue '{service.name}'")
+    try:
+        rows = service.replica.machine.durable_log(name, start, end)
+    except (DurableLogGap, KeyError) as exc:
+        raise ApiError(409, "log_gap", str(exc)) from exc
+    shown = []
+    for seq, delivery in rows:
+        stored = service.replica.bodies.get(delivery.id)
+        if stored is None:
+            raise ApiError(409, "log_gap", f"the body of delivery {seq} (message {delivery.id}) is gone")
+        shown.append({**delivery_json(delivery, stored), "seq": seq})
+    return web.json_response(shown)
+
+
+async def cancel_durable(request: web.Request, service: QueueService, name: str) -> web.Response:
+    """DELETE /api/queues/{q}/consumers/{c} for a durable consumer: its deliveries return to the queue."""
+    reply = await request.app["node"].submit(service, Cancel(service.now_ms(), name))
+    if isinstance(reply, Failure):
+        raise ApiError(404, reply.code, reply.reason)
+    return web.Response(status=204)
