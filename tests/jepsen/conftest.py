@@ -1,0 +1,46 @@
+"""Fault-suite fixtures: skipped, with the reason printed, where network namespaces are unavailable."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from api.client import SyncClient
+from jepsen_tests.cluster import JepsenCluster
+from jepsen_tests.hosts import NetnsHosts, unavailable_reason
+
+QUEUE = "proof"
+
+
+@pytest.fixture(scope="session")
+def netns_ready() -> None:
+    """Skip (printing why) unless this process may create network namespaces."""
+    reason = unavailable_reason()
+    if reason:
+        print(f"fault suite skipped: {reason}")
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def netns_cluster(netns_ready: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[JepsenCluster]:
+    """Three nodes in their own namespaces with queue `proof` replicated on all; removed afterwards."""
+    data_dir: Path = tmp_path_factory.mktemp("netns-cluster")
+    with NetnsHosts(3) as hosts:
+        cluster = JepsenCluster(hosts, data_dir)
+        try:
+            cluster.start_all()
+            with SyncClient(cluster.urls, timeout=30.0) as client:
+                client.declare(QUEUE, {"x-quorum-initial-group-size": 3})
+            yield cluster
+        finally:
+            cluster.stop_all()
+
+
+@pytest.fixture
+def healed(netns_cluster: JepsenCluster) -> Iterator[JepsenCluster]:
+    """The shared cluster, healed of every fault and back to quorum after the test."""
+    yield netns_cluster
+    netns_cluster.heal_everything()
+    netns_cluster.wait_for_quorum([QUEUE])
