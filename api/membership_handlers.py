@@ -1,0 +1,151 @@
+"""Handlers for replica sets and cluster membership: members, leader transfer, join and forget."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from api.errors import ApiError
+from api.forwarding import forward, on_meta_leader, on_queue_leader
+from api.validation import bad, field_str, json_object, queue_name
+from cluster.errors import QueueNotFound
+from cluster.group_changes import MembershipRefused
+from cluster.membership import Membership
+from cluster.node import Node
+from cluster.queue_service import QueueService
+
+QUEUE = "/api/queues/{q}"
+MEMBER_STATUS_TIMEOUT_S = 2.0
+
+Handler = Callable[..., Awaitable[web.StreamResponse]]
+
+
+def add_routes(router: web.UrlDispatcher) -> None:
+    """Register the membership endpoints."""
+    router.add_get(QUEUE + "/members", list_members)
+    router.add_post(QUEUE + "/members", add_member)
+    router.add_get(QUEUE + "/members/{node}", member_status)
+    router.add_delete(QUEUE + "/members/{node}", delete_member)
+    router.add_post(QUEUE + "/leader", transfer_leader)
+    router.add_post("/api/nodes", join_node)
+    router.add_delete("/api/nodes/{node}", forget_node)
+
+
+def refusals_as_conflicts(handler: Handler) -> Handler:
+    """Answer a refused membership change with 409 and the refusal's code (e.g. `last_node`)."""
+
+    @functools.wraps(handler)
+    async def serve(*args: Any) -> web.StreamResponse:
+        try:
+            return await handler(*args)
+        except MembershipRefused as exc:
+            raise ApiError(409, exc.code, exc.reason) from exc
+
+    return serve
+
+
+def _membership(request: web.Request) -> Membership:
+    membership = request.app["node"].membership
+    if membership is None:
+        raise ApiError(503, "starting", "the node is still starting")
+    return membership
+
+
+async def _node_field(request: web.Request) -> str:
+    body = await json_object(request)
+    node = field_str(body, "node")
+    if not node:
+        raise bad("node is required")
+    return node
+
+
+@on_queue_leader
+async def list_members(request: web.Request, service: QueueService) -> web.StreamResponse:
+    """GET /api/queues/{q}/members: every member as the leader sees it, with each member's own status."""
+    node: Node = request.app["node"]
+    rows = _membership(request).queues.leader_view(service.name)
+    statuses = await asyncio.gather(*(_member_status(request, service.name, row["node"]) for row in rows))
+    for row, status in zip(rows, statuses, strict=True):
+        row.update(status)
+    return web.json_response({"queue": service.name, "leader": node.name, "members": rows})
+
+
+async def _member_status(request: web.Request, queue: str, member: str) -> dict[str, Any]:
+    node: Node = request.app["node"]
+    if member == node.name:
+        return _membership(request).queues.local_status(queue)
+    url = node.node_http(member)
+    if url is None:
+        return {"raft_state": "unknown"}
+    session: aiohttp.ClientSession = request.app["forward_session"]
+    try:
+        timeout = aiohttp.ClientTimeout(total=MEMBER_STATUS_TIMEOUT_S)
+        async with session.get(f"{url}/api/queues/{queue}/members/{member}", timeout=timeout) as answer:
+            if answer.status == 200:
+                return await answer.json()
+            return {"raft_state": "no_replica" if answer.status == 404 else "unknown"}
+    except (aiohttp.ClientError, TimeoutError):
+        return {"raft_state": "unreachable"}
+
+
+async def member_status(request: web.Request) -> web.StreamResponse:
+    """GET /api/queues/{q}/members/{node}: that node's replica as its own Raft group sees it."""
+    node: Node = request.app["node"]
+    queue, member = queue_name(request), request.match_info["node"]
+    if member != node.name:
+        if node.node_http(member) is None:
+            raise QueueNotFound(f"node '{member}' is not a member of the cluster")
+        return await forward(request, member)
+    return web.json_response(_membership(request).queues.local_status(queue))
+
+
+@on_queue_leader
+@refusals_as_conflicts
+async def add_member(request: web.Request, service: QueueService) -> web.StreamResponse:
+    """POST /api/queues/{q}/members {"node"}: add a replica (learner first, voter once caught up)."""
+    member = await _node_field(request)
+    members = await _membership(request).queues.add(service.name, member)
+    return web.json_response({"queue": service.name, "members": members}, status=201)
+
+
+@on_queue_leader
+@refusals_as_conflicts
+async def delete_member(request: web.Request, service: QueueService) -> web.StreamResponse:
+    """DELETE /api/queues/{q}/members/{node}: remove a replica (never the last, never the quorum)."""
+    members = await _membership(request).queues.delete(service.name, request.match_info["node"])
+    return web.json_response({"queue": service.name, "members": members})
+
+
+@on_queue_leader
+@refusals_as_conflicts
+async def transfer_leader(request: web.Request, service: QueueService) -> web.StreamResponse:
+    """POST /api/queues/{q}/leader {"node"}: hand the queue's leadership to that voting member."""
+    to = await _node_field(request)
+    await _membership(request).queues.transfer_leader(service.name, to)
+    return web.json_response({"queue": service.name, "leader": to})
+
+
+@on_meta_leader
+@refusals_as_conflicts
+async def join_node(request: web.Request) -> web.StreamResponse:
+    """POST /api/nodes {"name", "http", "raft"}: a new node joins (as a learner of the metadata group)."""
+    body = await json_object(request)
+    name, http, raft = (field_str(body, key) for key in ("name", "http", "raft"))
+    if not name or not http or not raft:
+        raise bad("name, http and raft are required")
+    nodes = await _membership(request).cluster.join(name, http, raft)
+    listed = [{"name": n.name, "http": n.http, "raft": n.raft} for n in nodes]
+    return web.json_response({"nodes": listed}, status=201)
+
+
+@on_meta_leader
+@refusals_as_conflicts
+async def forget_node(request: web.Request) -> web.StreamResponse:
+    """DELETE /api/nodes/{node}: forget a permanently lost node."""
+    await _membership(request).cluster.forget(request.match_info["node"])
+    return web.Response(status=204)

@@ -1,0 +1,110 @@
+"""Cluster membership: nodes joining a running cluster (`--join`) and permanently lost nodes forgotten.
+
+The metadata leader registers a joining node and adds it to the metadata group as a learner; the
+joining node starts with an empty metadata group and receives the leader's snapshot and log; the
+leader promotes it to voter once it has caught up (`promote_learners`, run periodically).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+import aiohttp
+
+from cluster.config import Address, ConfigError
+from cluster.errors import BadRequest, QueueNotFound
+from cluster.group_changes import GroupChanges, MembershipRefused
+from cluster.metadata import NodeInfo
+from raft_log.confchange import ConfChange, ConfChangeKind
+
+if TYPE_CHECKING:
+    from cluster.node import Node
+
+log = logging.getLogger(__name__)
+
+JOIN_RETRY_S = 1.0
+JOIN_TIMEOUT_S = 10.0
+
+
+class ClusterMembers:
+    """The metadata group's membership, changed on its leader."""
+
+    def __init__(self, node: Node, changes: GroupChanges, meta_group: str) -> None:
+        self.node = node
+        self.changes = changes
+        self.meta_group = meta_group
+        self._seen_commit: dict[str, int] = {}
+
+    def _members(self) -> tuple[str, ...]:
+        conf = self.changes.leader_status(self.meta_group).conf
+        return (*conf.voters, *conf.learners)
+
+    async def join(self, name: str, http: str, raft: str) -> list[NodeInfo]:
+        """Register a joining node and add it to the metadata group as a learner; returns every node."""
+        try:
+            address = Address.parse(raft, what="raft")
+        except ConfigError as exc:
+            raise BadRequest(str(exc)) from exc
+        wanted = NodeInfo(name, http, raft)
+        known = self.node.meta.state.nodes.get(name)
+        if name in self._members() and known is not None and known != wanted:
+            raise MembershipRefused("name_taken", f"a node named '{name}' is a member with other addresses")
+        async with self.changes.exclusive(self.meta_group, "the cluster"):
+            if known != wanted:
+                await self.node.submit_metadata(["register_node", name, http, raft])
+            self.node.transport.set_peer(name, address)
+            if name not in self._members():
+                await self.changes.change(self.meta_group, ConfChange(ConfChangeKind.ADD_LEARNER, name))
+                log.info("node %s joined as a learner of the metadata group", name)
+        return sorted(self.node.meta.state.nodes.values(), key=lambda n: n.name)
+
+    async def forget(self, name: str) -> None:
+        """Remove a permanently lost node from the metadata group and the node registry."""
+        if name not in self._members() and name not in self.node.meta.state.nodes:
+            raise QueueNotFound(f"node '{name}' is not a member of the cluster")
+        if self.node.is_up(name):
+            raise MembershipRefused("node_running", f"node '{name}' is running; stop it before forgetting it")
+        async with self.changes.exclusive(self.meta_group, "the cluster"):
+            if name in self._members():
+                await self.changes.remove(self.meta_group, name)
+            if name in self.node.meta.state.nodes:
+                await self.node.submit_metadata(["forget_node", name])
+        self.node.transport.remove_peer(name)
+        log.info("node %s forgotten", name)
+
+    async def promote_learners(self) -> None:
+        """On the metadata leader: promote one learner that has caught up."""
+        if not self.node.meta.is_leader or self.changes.busy(self.meta_group):
+            return
+        learner = self.changes.promotable(self.meta_group, self._seen_commit)
+        if learner is not None:
+            async with self.changes.exclusive(self.meta_group, "the cluster"):
+                await self.changes.change(self.meta_group, ConfChange(ConfChangeKind.PROMOTE, learner))
+            log.info("node %s promoted to voter of the metadata group", learner)
+
+    async def join_through(self, url: str) -> None:
+        """On a joining node: ask the member at `url` to add this node, retrying until it answers."""
+        me = {"name": self.node.name, "http": self.node.config.http_url, "raft": str(self.node.config.raft)}
+        timeout = aiohttp.ClientTimeout(total=JOIN_TIMEOUT_S)
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+            while True:
+                try:
+                    async with session.post(f"{url.rstrip('/')}/api/nodes", json=me) as answer:
+                        body: Any = await answer.json(content_type=None)
+                        if answer.status in (200, 201):
+                            self._learn_peers(body["nodes"])
+                            log.info("joined the cluster through %s", url)
+                            return
+                        if answer.status in (400, 409):
+                            log.error("joining through %s refused: %s", url, body)
+                            return
+                except (aiohttp.ClientError, TimeoutError, ValueError, KeyError, TypeError) as exc:
+                    log.info("joining through %s: %s; retrying", url, exc)
+                await asyncio.sleep(JOIN_RETRY_S)
+
+    def _learn_peers(self, nodes: list[dict[str, str]]) -> None:
+        for info in nodes:
+            if info["name"] != self.node.name:
+                self.node.transport.set_peer(info["name"], Address.parse(info["raft"], what="raft"))

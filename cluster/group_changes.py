@@ -1,0 +1,200 @@
+"""Raft membership changes of groups this node leads: one at a time per group, learners promoted when
+caught up.
+
+Every change is a single-server change (`raft_log.confchange`): a new member joins as a learner, receives
+the log (or a snapshot) without voting, and becomes a voter only once it has caught up with the leader.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable
+
+from cluster.errors import NotLeader
+from cluster.proposals import ProposalFailed
+from cluster.raft_host import RaftHost
+from raft_log.confchange import ConfChange, ConfChangeKind
+from raft_log.errors import (
+    ConfChangeInProgressError,
+    InvalidConfChangeError,
+    NotLeaderError,
+    ProposalDroppedError,
+)
+from raft_log.ready import Status
+from raft_log.types import ConfState
+
+POLL_S = 0.02
+COMMIT_TIMEOUT_S = 10.0
+CATCH_UP_TIMEOUT_S = 60.0
+
+
+class MembershipRefused(Exception):
+    """A membership change that cannot be made now; `code` says why (e.g. `last_node`, `no_quorum`)."""
+
+    def __init__(self, code: str, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+
+
+def majority(size: int) -> int:
+    """Votes needed in a group of `size` voters."""
+    return size // 2 + 1
+
+
+class GroupChanges:
+    """Single-server membership changes of the groups led by this node, serialised per group.
+
+    `is_up(node)` tells whether a peer is reachable right now (this node always is).
+    """
+
+    def __init__(self, host: RaftHost, is_up: Callable[[str], bool]) -> None:
+        self.host = host
+        self.is_up = is_up
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def busy(self, gid: str) -> bool:
+        """True while a membership change of `gid` runs on this node."""
+        lock = self._locks.get(gid)
+        return lock is not None and lock.locked()
+
+    @contextlib.asynccontextmanager
+    async def exclusive(self, gid: str, what: str) -> AsyncIterator[None]:
+        """Hold the group's change slot, refusing at once when another change holds it."""
+        lock = self._locks.setdefault(gid, asyncio.Lock())
+        if lock.locked():
+            raise MembershipRefused("change_in_progress", f"a membership change of {what} is in progress")
+        async with lock:
+            yield
+
+    def leader_status(self, gid: str) -> Status:
+        """The group's status on its leader (this node), or NotLeader."""
+        group = self.host.groups.get(gid)
+        if group is None or not group.raft.is_leader:
+            raise NotLeader(f"this node does not lead {gid}", self.host.leader_of(gid))
+        return group.raft.status()
+
+    def settled_conf(self, gid: str) -> ConfState | None:
+        """The leader's membership once it has committed an entry of its term (so no older change is
+        pending), else None."""
+        status = self.leader_status(gid)
+        raft = self.host.groups[gid].raft
+        return status.conf if raft.entry_term(status.commit) == status.term else None
+
+    def live_voters(self, gid: str, voters: tuple[str, ...]) -> int:
+        """How many of `voters` the leader heard from recently and reaches now."""
+        progress = self.leader_status(gid).progress
+        me = self.host.node
+        return sum(
+            1 for v in voters if v == me or (v in progress and progress[v].recent_active and self.is_up(v))
+        )
+
+    def all_members_up(self, gid: str) -> bool:
+        """True when every member of the group is live as seen from its leader."""
+        conf = self.leader_status(gid).conf
+        members = (*conf.voters, *conf.learners)
+        return self.live_voters(gid, members) == len(members)
+
+    async def change(self, gid: str, change: ConfChange) -> None:
+        """Propose `change` and wait until it is committed here (then it is in force)."""
+        try:
+            index, term = self.host.propose_conf_change(gid, change)
+        except ProposalFailed as exc:
+            raise NotLeader(str(exc), exc.leader) from exc
+        except (NotLeaderError, ProposalDroppedError) as exc:
+            raise NotLeader(f"{gid}: {exc}", self.host.leader_of(gid)) from exc
+        except ConfChangeInProgressError as exc:
+            raise MembershipRefused("change_in_progress", f"{gid}: {exc}") from exc
+        except InvalidConfChangeError as exc:
+            raise MembershipRefused("invalid_change", f"{gid}: {exc}") from exc
+        await self._committed(gid, index, term)
+
+    async def _committed(self, gid: str, index: int, term: int) -> None:
+        deadline = time.monotonic() + COMMIT_TIMEOUT_S
+        while True:
+            group = self.host.groups.get(gid)
+            if group is None:
+                raise NotLeader(f"{gid} is no longer hosted here")
+            written = group.raft.entry_term(index)
+            if written is not None and written != term:
+                raise NotLeader(f"{gid}: another leader replaced the membership change", group.raft.leader)
+            if group.raft.status().commit >= index:
+                return
+            if time.monotonic() > deadline:
+                raise NotLeader(f"{gid}: the membership change was not committed in time", group.raft.leader)
+            await asyncio.sleep(POLL_S)
+
+    async def add(self, gid: str, node: str) -> None:
+        """Add `node` as a learner (unless it is one already), wait until it caught up, promote it."""
+        conf = self.leader_status(gid).conf
+        if node in conf.voters:
+            raise MembershipRefused("already_member", f"{node} is already a member of {gid}")
+        if node not in conf.learners:
+            await self.change(gid, ConfChange(ConfChangeKind.ADD_LEARNER, node))
+        await self.caught_up(gid, node)
+        await self.change(gid, ConfChange(ConfChangeKind.PROMOTE, node))
+
+    async def caught_up(self, gid: str, node: str, timeout: float = CATCH_UP_TIMEOUT_S) -> None:
+        """Wait until `node` holds everything the leader had committed one poll earlier."""
+        deadline = time.monotonic() + timeout
+        target: int | None = None
+        while True:
+            status = self.leader_status(gid)
+            peer = status.progress.get(node)
+            if peer is None:
+                raise MembershipRefused("not_member", f"{node} left {gid} while catching up")
+            if target is not None and peer.match >= target:
+                return
+            if time.monotonic() > deadline:
+                raise MembershipRefused("catch_up_timeout", f"{node} did not catch up with {gid} in time")
+            target = status.commit
+            await asyncio.sleep(POLL_S)
+
+    def promotable(self, gid: str, seen_commit: dict[str, int]) -> str | None:
+        """A learner that matched the commit index noted at the previous call (`seen_commit` keeps the
+        notes between calls), or None."""
+        status = self.leader_status(gid)
+        ready = None
+        for learner in status.conf.learners:
+            peer = status.progress.get(learner)
+            noted = seen_commit.get(learner)
+            if peer is not None and noted is not None and peer.match >= noted and ready is None:
+                ready = learner
+            seen_commit[learner] = status.commit
+        for gone in set(seen_commit) - set(status.conf.learners):
+            del seen_commit[gone]
+        return ready
+
+    async def remove(self, gid: str, node: str) -> None:
+        """Remove `node`, refusing to remove the last voter or to leave the voters without a live majority."""
+        conf = self.leader_status(gid).conf
+        if node in conf.voters:
+            remaining = tuple(v for v in conf.voters if v != node)
+            if not remaining:
+                raise MembershipRefused("last_node", f"{node} is the last member of {gid}")
+            if self.live_voters(gid, remaining) < majority(len(remaining)):
+                raise MembershipRefused(
+                    "no_quorum", f"removing {node} would leave {gid} without a live majority of {remaining}"
+                )
+        elif node not in conf.learners:
+            raise MembershipRefused("not_member", f"{node} is not a member of {gid}")
+        await self.change(gid, ConfChange(ConfChangeKind.REMOVE, node))
+
+    async def transfer(self, gid: str, to: str, timeout: float) -> None:
+        """Hand leadership of `gid` to voter `to` and wait until it leads."""
+        conf = self.leader_status(gid).conf
+        if to not in conf.voters:
+            raise MembershipRefused("not_member", f"{to} is not a voting member of {gid}")
+        try:
+            self.host.transfer_leadership(gid, to)
+        except ProposalFailed as exc:
+            raise NotLeader(str(exc), exc.leader) from exc
+        except NotLeaderError as exc:
+            raise NotLeader(f"{gid}: {exc}", self.host.leader_of(gid)) from exc
+        deadline = time.monotonic() + timeout
+        while self.host.leader_of(gid) != to:
+            if time.monotonic() > deadline:
+                raise MembershipRefused("transfer_failed", f"{to} did not take over {gid} in {timeout:.0f}s")
+            await asyncio.sleep(POLL_S)

@@ -1,0 +1,89 @@
+"""Continuous membership reconciliation: queue leaders grow their groups towards a target size.
+
+The target is the queue's `x-quorum-target-group-size`, else the node's `target_group_size` (0: none).
+Every `membership_interval_ms`, and `membership_trigger_delay_ms` after nodes join or are forgotten or
+queues are declared, each leader adds one node that hosts no replica, only when every current member
+is up; with `membership_auto_remove` it first removes members the cluster has forgotten. A step that
+changed something schedules the next one after the trigger delay, so groups grow one node at a time.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from cluster.group_changes import GroupChanges
+from cluster.queue_members import QueueMembers
+from queue_state.arguments import ArgumentError, parse_arguments
+
+if TYPE_CHECKING:
+    from cluster.node import Node
+
+log = logging.getLogger(__name__)
+
+
+class GroupSizeReconciler:
+    """Runs the target-group-size step of every queue this node leads when it is due."""
+
+    def __init__(self, node: Node, members: QueueMembers, changes: GroupChanges) -> None:
+        self.node = node
+        self.members = members
+        self.changes = changes
+        self._due = time.monotonic() + node.config.membership_interval_ms / 1000
+
+    def trigger(self) -> None:
+        """Reconcile soon (after the trigger delay) rather than at the next interval."""
+        self._due = min(self._due, time.monotonic() + self.node.config.membership_trigger_delay_ms / 1000)
+
+    async def run_if_due(self) -> None:
+        """One step for every led queue when the interval or a trigger says so."""
+        if time.monotonic() < self._due:
+            return
+        self._due = time.monotonic() + self.node.config.membership_interval_ms / 1000
+        changed = False
+        for name in sorted(self.node.queues):
+            try:
+                changed |= await self.step(name)
+            except Exception as exc:  # one queue's failure must not stop the others
+                log.warning("queue %s: membership reconciliation failed: %s", name, exc)
+        if changed:
+            self.trigger()
+
+    def target_size(self, name: str) -> int:
+        """The queue's target group size (0 when it has none)."""
+        try:
+            wanted = parse_arguments(self.node.queue_info(name).arguments).target_group_size
+        except ArgumentError:
+            wanted = None
+        return wanted or self.node.config.target_group_size
+
+    async def step(self, name: str) -> bool:
+        """Remove one forgotten member (auto_remove) or add one node towards the target; True if changed."""
+        service = self.node.queues.get(name)
+        if service is None or not service.is_leader or self.changes.busy(service.group):
+            return False
+        conf = self.changes.settled_conf(service.group)
+        if conf is None:
+            return False
+        in_group = (*conf.voters, *conf.learners)
+        cluster = set(self.node.cluster_members())
+        if self.node.config.membership_auto_remove:
+            forgotten = [m for m in in_group if m not in cluster and m not in self.node.meta.state.nodes]
+            if forgotten:
+                await self.members.delete(name, forgotten[0])
+                return True
+        target = self.target_size(name)
+        if len(in_group) >= target or not self.changes.all_members_up(service.group):
+            return False
+        candidates = [
+            n for n in cluster if n not in in_group and n in self.node.meta.state.nodes and self.node.is_up(n)
+        ]
+        if not candidates:
+            return False
+        replicas = Counter(m for q in self.node.meta.state.queues.values() for m in q.members)
+        chosen = min(candidates, key=lambda n: (replicas[n], n))
+        log.info("queue %s: growing towards %d replicas onto %s", name, target, chosen)
+        await self.members.add(name, chosen)
+        return True

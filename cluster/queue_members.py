@@ -1,0 +1,193 @@
+"""A queue's replica set, changed on the queue's leader; the metadata's `members` list follows the group.
+
+Adding a member first lists it in the metadata (so the new node opens the group, empty, and waits for
+the leader), then adds it to the Raft group as a learner and promotes it once it caught up. Removing a
+member changes the group first and the metadata after. The leader's periodic `heal` finishes what an
+interrupted change left behind: it promotes caught-up learners and makes the metadata match the group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from cluster.errors import NotLeader, QueueNotFound
+from cluster.group_changes import GroupChanges, MembershipRefused
+from raft_log.confchange import ConfChange, ConfChangeKind
+from raft_log.types import ConfState
+
+if TYPE_CHECKING:
+    from cluster.node import Node
+
+log = logging.getLogger(__name__)
+
+METADATA_TIMEOUT_S = 10.0
+RESEND_EVERY_S = 0.5
+TRANSFER_TIMEOUT_S = 5.0
+
+
+def ordered_members(listed: list[str], conf: ConfState) -> list[str]:
+    """The group's members in the metadata's order (preferred leader first), newcomers last."""
+    in_group = [*conf.voters, *conf.learners]
+    return [m for m in listed if m in in_group] + [m for m in in_group if m not in listed]
+
+
+class QueueMembers:
+    """Replica-set operations of the queues this node leads."""
+
+    def __init__(self, node: Node, changes: GroupChanges) -> None:
+        self.node = node
+        self.changes = changes
+        self._seen_commit: dict[str, dict[str, int]] = {}
+
+    def require_cluster_node(self, name: str) -> None:
+        """QueueNotFound unless `name` is a registered member of the cluster."""
+        if name not in self.node.meta.state.nodes or name not in self.node.cluster_members():
+            raise QueueNotFound(f"node '{name}' is not a member of the cluster")
+
+    def _settled_conf(self, gid: str) -> ConfState:
+        conf = self.changes.settled_conf(gid)
+        if conf is None:
+            raise NotLeader(f"the new leader of {gid} has not settled its membership yet", self.node.name)
+        return conf
+
+    async def add(self, queue: str, member: str) -> list[str]:
+        """Add a replica of `queue` on `member`; returns the new member list."""
+        service = self.node.led_queue(queue)
+        self.require_cluster_node(member)
+        async with self.changes.exclusive(service.group, f"queue '{queue}'"):
+            conf = self._settled_conf(service.group)
+            if member in conf.voters:
+                raise MembershipRefused("already_member", f"node '{member}' is already a member of '{queue}'")
+            members = [*ordered_members(self.node.queue_info(queue).members, conf), member]
+            members = list(dict.fromkeys(members))
+            await self.publish_members(queue, members)
+            try:
+                await self.changes.add(service.group, member)
+            except MembershipRefused as exc:
+                if exc.code == "catch_up_timeout":
+                    await self._undo_add(queue, service.group, member)
+                raise
+            log.info("queue %s: %s added, members now %s", queue, member, members)
+            return members
+
+    async def _undo_add(self, queue: str, gid: str, member: str) -> None:
+        await self.changes.change(gid, ConfChange(ConfChangeKind.REMOVE, member))
+        listed = self.node.queue_info(queue).members
+        await self.publish_members(queue, ordered_members(listed, self._settled_conf(gid)))
+
+    async def delete(self, queue: str, member: str) -> list[str]:
+        """Remove the replica of `queue` on `member`; returns the new member list."""
+        service = self.node.led_queue(queue)
+        async with self.changes.exclusive(service.group, f"queue '{queue}'"):
+            conf = self._settled_conf(service.group)
+            listed = self.node.queue_info(queue).members
+            if member not in (*conf.voters, *conf.learners):
+                if member not in listed:
+                    raise QueueNotFound(f"node '{member}' is not a member of queue '{queue}'")
+            else:
+                await self.changes.remove(service.group, member)
+            remaining = [m for m in listed if m != member]
+            members = ordered_members(remaining, self._conf_after_removal(conf, member))
+            await self.publish_members(queue, members)
+            log.info("queue %s: %s removed, members now %s", queue, member, members)
+            return members
+
+    @staticmethod
+    def _conf_after_removal(conf: ConfState, member: str) -> ConfState:
+        return ConfState(
+            tuple(v for v in conf.voters if v != member), tuple(v for v in conf.learners if v != member)
+        )
+
+    async def transfer_leader(self, queue: str, to: str) -> None:
+        """Hand the leadership of `queue` to its voting member `to` (no membership change)."""
+        service = self.node.led_queue(queue)
+        async with self.changes.exclusive(service.group, f"queue '{queue}'"):
+            await self.changes.transfer(service.group, to, TRANSFER_TIMEOUT_S)
+
+    async def publish_members(self, queue: str, members: list[str]) -> None:
+        """Make the metadata list `members` for `queue` and wait until this node sees it applied."""
+        group = self.node.queue_info(queue).group
+        deadline = time.monotonic() + METADATA_TIMEOUT_S
+        next_send = 0.0
+        while True:
+            current = self.node.meta.state.queues.get(queue)
+            if current is None or current.group != group:
+                raise QueueNotFound(f"queue '{queue}' was deleted")
+            if current.members == members:
+                return
+            now = time.monotonic()
+            if now > deadline:
+                reason = f"the metadata did not take the members of '{queue}' in time"
+                raise NotLeader(reason, self.node.meta_leader())
+            if now >= next_send:
+                self.node.fire_metadata(["set_members", queue, group, members])
+                next_send = now + RESEND_EVERY_S
+            await asyncio.sleep(0.02)
+
+    async def heal(self, queue: str) -> None:
+        """On the leader, when no change runs: promote a caught-up learner, align the metadata's members."""
+        service = self.node.queues.get(queue)
+        if service is None or not service.is_leader or self.changes.busy(service.group):
+            return
+        conf = self.changes.settled_conf(service.group)
+        if conf is None:
+            return
+        seen = self._seen_commit.setdefault(service.group, {})
+        learner = self.changes.promotable(service.group, seen)
+        if learner is not None:
+            async with self.changes.exclusive(service.group, f"queue '{queue}'"):
+                await self.changes.change(service.group, ConfChange(ConfChangeKind.PROMOTE, learner))
+            log.info("queue %s: promoted caught-up learner %s", queue, learner)
+            return
+        info = self.node.queue_info(queue)
+        wanted = ordered_members(info.members, conf)
+        if info.members != wanted:
+            self.node.fire_metadata(["set_members", queue, info.group, wanted])
+
+    def leader_view(self, queue: str) -> list[dict[str, Any]]:
+        """Each member as the queue's leader (this node) sees it: membership, match, lag, liveness."""
+        service = self.node.led_queue(queue)
+        status = self.changes.leader_status(service.group)
+        rows = []
+        for member in ordered_members(self.node.queue_info(queue).members, status.conf):
+            peer = status.progress.get(member)
+            rows.append(
+                {
+                    "node": member,
+                    "membership": "voter" if member in status.conf.voters else "learner",
+                    "match": peer.match if peer else None,
+                    "lag": status.last_index - peer.match if peer else None,
+                    "recently_active": member == self.node.name or bool(peer and peer.recent_active),
+                    "up": self.node.is_up(member),
+                }
+            )
+        for member in self.node.queue_info(queue).members:
+            if member not in status.conf.voters and member not in status.conf.learners:
+                rows.append({"node": member, "membership": "pending", "up": self.node.is_up(member)})
+        return rows
+
+    def local_status(self, queue: str) -> dict[str, Any]:
+        """This node's replica of `queue`, as its own Raft group sees it."""
+        info = self.node.queue_info(queue)
+        assert self.node.host is not None
+        group = self.node.host.groups.get(info.group)
+        if group is None:
+            raise QueueNotFound(f"node '{self.node.name}' hosts no replica of queue '{queue}'")
+        status = group.raft.status()
+        me = self.node.name
+        conf = status.conf
+        membership = "voter" if me in conf.voters else "learner" if me in conf.learners else "none"
+        return {
+            "node": me,
+            "raft_state": status.role.value,
+            "membership": membership,
+            "last_log_index": status.last_index,
+            "commit_index": status.commit,
+            "last_applied": group.applied,
+            "snapshot_index": group.snapshot_index,
+            "term": status.term,
+            "leader": status.leader,
+        }
