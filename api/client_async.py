@@ -274,6 +274,16 @@ class QuorumqClient:
         """Remove the replica of `queue` on `node`."""
         return (await self._transport.request("DELETE", queue_path(queue, "members", node))).payload
 
+    async def transfer_leader(self, queue: str, node: str) -> Any:
+        """Hand the leadership of `queue` to its voting member `node` (no membership change)."""
+        return (
+            await self._transport.request("POST", queue_path(queue, "leader"), body={"node": node})
+        ).payload
+
+    async def forget_node(self, node: str) -> None:
+        """Remove a permanently lost (stopped) node from the cluster."""
+        await self._transport.request("DELETE", "/api/nodes/" + quote(node, safe=""))
+
     async def nodes(self) -> list[dict[str, Any]]:
         """Every cluster member: name, http, raft, status."""
         return (await self._transport.request("GET", "/api/nodes", retry_sent=True)).payload

@@ -33,6 +33,8 @@ _BLOCKING_METHODS = (
     "members",
     "add_member",
     "delete_member",
+    "transfer_leader",
+    "forget_node",
     "nodes",
     "health",
     "metrics_text",

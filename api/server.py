@@ -5,9 +5,10 @@ from __future__ import annotations
 import aiohttp
 from aiohttp import web
 
-from api import cluster_handlers, consumer_handlers, durable_handlers, queue_handlers
+from api import cluster_handlers, consumer_handlers, queue_handlers
 from api.errors import error_middleware
 from api.forwarding import FORWARD_TIMEOUT_S
+from api.membership_handlers import add_routes as add_membership_routes
 from api.metrics import Metrics
 from cluster.node import Node
 
@@ -36,12 +37,10 @@ def create_app(node: Node) -> web.Application:
     app.router.add_post(CONSUMER + "/ack", consumer_handlers.settle_consumer)
     app.router.add_post(CONSUMER + "/nack", consumer_handlers.settle_consumer)
     app.router.add_delete(CONSUMER, consumer_handlers.cancel_consumer)
-    app.router.add_post(CONSUMER + "/checkout", durable_handlers.checkout)
-    app.router.add_post(CONSUMER + "/settle", durable_handlers.settle_below)
-    app.router.add_get(CONSUMER + "/log", durable_handlers.read_log)
     app.router.add_get("/api/nodes", cluster_handlers.list_nodes)
     app.router.add_get("/api/health", cluster_handlers.health)
     app.router.add_get("/metrics", cluster_handlers.metrics)
+    add_membership_routes(app.router)
     return app
 
 

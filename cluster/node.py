@@ -22,6 +22,7 @@ from cluster.config import Address, NodeConfig
 from cluster.dead_letter import dead_letter_messages
 from cluster.dlx_worker import DeadLetterWorker
 from cluster.errors import BadRequest, NotLeader, QueueConflict, QueueNotFound
+from cluster.membership import Membership
 from cluster.metadata import NodeInfo, QueueInfo
 from cluster.metadata_app import MetadataApp
 from cluster.placement import place_replicas
@@ -63,6 +64,8 @@ class Node:
         self.queues: dict[str, QueueService] = {}
         self.dlx_workers: dict[str, tuple[DeadLetterWorker, asyncio.Task]] = {}
         self._seed_peers: dict[str, Address] = {}
+        self._join_url: str | None = None
+        self.membership: Membership | None = None
         self._tasks: list[asyncio.Task] = []
         self._reconcile_scheduled = False
         self.started_ms = wall_clock_ms()
@@ -91,10 +94,15 @@ class Node:
         for name, address in self._seed_peers.items():
             self.transport.set_peer(name, address)
         bootstrap = ConfState(voters=tuple(sorted(self._seed_peers))) if self._seed_peers else None
-        self.host.open_group(META_GROUP, self.meta, bootstrap)
+        meta_group = self.host.open_group(META_GROUP, self.meta, bootstrap)
+        self.membership = Membership(self, META_GROUP)
         self.host.start()
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._sync_loop()), loop.create_task(self._timer_loop())]
+        self._tasks.append(loop.create_task(self.membership.run()))
+        conf = meta_group.raft.status().conf
+        if self._join_url and not conf.voters and not conf.learners:
+            self._tasks.append(loop.create_task(self.membership.cluster.join_through(self._join_url)))
 
     async def stop(self) -> None:
         """Stop cleanly: timers, groups, transport, storage."""
@@ -116,9 +124,12 @@ class Node:
             if recorded["node"] != self.name:
                 owner = recorded["node"]
                 raise SystemExit(f"data dir {data_dir} belongs to node {owner!r}, not {self.name!r}")
+            self._join_url = recorded.get("join")
             return {n: Address.parse(a, what="seed") for n, a in recorded["seeds"].items()}
-        if self.config.join:
-            raise SystemExit("--join is not supported yet: start every node of a new cluster with --seed")
+        if self.config.join:  # an empty metadata group that waits for the leader's snapshot and log
+            self._join_url = self.config.join
+            path.write_text(json.dumps({"node": self.name, "seeds": {}, "join": self.config.join}))
+            return {}
         seeds = {s.name: s.raft for s in self.config.seeds} or {self.name: self.config.raft}
         if self.name not in seeds:
             raise SystemExit(f"the seed list must include this node ({self.name})")
@@ -143,12 +154,27 @@ class Node:
         expire = control.get("expire")
         if isinstance(expire, list) and len(expire) == 2:
             self._fire_meta(["delete", *map(str, expire)])
+        members = control.get("set_members")
+        if isinstance(members, list) and len(members) == 3 and isinstance(members[2], list):
+            self._fire_meta(["set_members", str(members[0]), str(members[1]), [str(m) for m in members[2]]])
 
     def _fire_meta(self, op: list) -> None:
         assert self.host is not None
         with contextlib.suppress(ProposalFailed):
             future = self.host.submit(META_GROUP, op)
             future.add_done_callback(lambda f: f.exception() if not f.cancelled() else None)
+
+    def fire_metadata(self, op: list) -> None:
+        """Propose a metadata command without waiting (relayed to the metadata leader from elsewhere)."""
+        self._to_meta_leader(op, op[0])
+
+    async def submit_metadata(self, op: list) -> Any:
+        """Propose a metadata command on the metadata leader (this node) and return its reply."""
+        return await self._meta_submit(op)
+
+    def is_up(self, name: str) -> bool:
+        """True for this node and for peers with a live Raft connection."""
+        return name == self.name or bool(self.transport.peers().get(name))
 
     async def _sync_loop(self) -> None:
         """Keep the metadata in step with this node: its addresses, and the arguments of queues it
@@ -203,6 +229,8 @@ class Node:
         for info in wanted.values():
             if info.name not in self.queues:
                 self._host_queue(info)
+        if self.membership is not None:
+            self.membership.metadata_changed()
 
     def _host_queue(self, info: QueueInfo) -> None:
         assert self.host is not None and self.store is not None
@@ -223,12 +251,14 @@ class Node:
         )
         self.queues[info.name] = service
         self.host.open_group(info.group, replica)
-        if not existing and info.members[0] == self.name:
+        if not existing and info.initial_members[:1] == [self.name]:
             self.host.campaign(info.group)
 
     def _new_group_log(self, info: QueueInfo) -> Any:
         assert self.store is not None
-        group_log = self.store.create_group(info.group, ConfState(voters=tuple(info.members)))
+        # An initial member bootstraps the group; a member added later starts empty and waits for the leader.
+        initial = info.initial_members if self.name in info.initial_members else []
+        group_log = self.store.create_group(info.group, ConfState(voters=tuple(initial)))
         self.store.commit(sync=True)
         return group_log
 
