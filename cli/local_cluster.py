@@ -11,7 +11,9 @@ from rich.progress import Progress, SpinnerColumn, TextColumn
 from rich.table import Table
 
 from api.client import SyncClient
+from cli.main import Settings, pass_settings
 from cli.node_processes import ClusterError, NodeProcess, plan_cluster, wait_healthy
+from cli.output import print_json, print_line
 
 DEMO_QUEUE = "demo"
 DEMO_MESSAGES = 10
@@ -110,3 +112,16 @@ def start(count: int, base_port: int, data_dir: Path, demo: bool, once: bool) ->
     finally:
         for node in nodes:
             node.stop()
+
+
+@cluster_group.command("forget")
+@click.argument("node_name")
+@pass_settings
+def forget(settings: Settings, node_name: str) -> None:
+    """Remove NODE_NAME, a permanently lost node that is stopped, from the cluster (talks to --node)."""
+    with settings.connect() as client:
+        client.forget_node(node_name)
+    if settings.formatter == "json":
+        print_json({"forgotten": node_name})
+    else:
+        print_line(f"node {node_name} forgotten; drop its replicas with: quorumq-queues shrink {node_name}")

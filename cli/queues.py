@@ -1,11 +1,230 @@
-"""The `quorumq-queues` command: replica management in the style of `rabbitmq-queues`."""
+"""The `quorumq-queues` command: replica management in the style of `rabbitmq-queues`.
 
+Exit codes follow rabbitmq-queues: 0 done, 2 usage error, 69 no node reachable or (for
+check_if_node_is_quorum_critical) the check failed, 70 the cluster refused or failed the operation.
+"""
+
+import sys
 from importlib.metadata import version
+from typing import Any
 
 import click
 
+from api.client import NoNodeAvailableError, QuorumqError, SyncClient
+from cli import output
+from cli.main import DEFAULT_NODE, NODES_ENV, Settings, node_list
+from cli.replica_plans import (
+    VHOST,
+    grow_targets,
+    leader_counts,
+    matching,
+    quorum_critical,
+    rebalance_moves,
+    shrink_targets,
+)
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+EXIT_UNAVAILABLE = 69
+EXIT_SOFTWARE = 70
+MEMBER_COLUMNS = ("vhost", "name", "size", "result")
+STATUS_COLUMNS = (
+    ("Node Name", "node"),
+    ("Raft State", "raft_state"),
+    ("Membership", "membership"),
+    ("Last Log Index", "last_log_index"),
+    ("Commit Index", "commit_index"),
+    ("Last Applied", "last_applied"),
+    ("Snapshot Index", "snapshot_index"),
+    ("Term", "term"),
+    ("Lag", "lag"),
+    ("Recently Active", "recently_active"),
+)
+
+
+class QueuesGroup(click.Group):
+    """Client errors become one line on stderr and a rabbitmq-queues exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except NoNodeAvailableError as exc:
+            click.echo(f"Error: no quorumq node reachable (tried {', '.join(exc.nodes)})", err=True)
+            sys.exit(EXIT_UNAVAILABLE)
+        except QuorumqError as exc:
+            click.echo(f"Error: {exc.reason or exc.code} ({exc.code})", err=True)
+            sys.exit(EXIT_SOFTWARE)
+
+
+@click.group(cls=QueuesGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(version("quorumq"), prog_name="quorumq-queues")
-def cli() -> None:
+@click.option(
+    "--node",
+    "nodes",
+    multiple=True,
+    metavar="HOST:PORT",
+    help=f"The node to talk to; repeatable (default ${NODES_ENV}, comma-separated, or {DEFAULT_NODE}).",
+)
+@click.option("--formatter", type=click.Choice(output.FORMATTERS), default="table", show_default=True)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=1.0),
+    default=90.0,
+    show_default=True,
+    help="Seconds each request may take (adding a member waits until it caught up).",
+)
+@click.pass_context
+def cli(ctx: click.Context, nodes: tuple[str, ...], formatter: str, timeout: float) -> None:
     """Manage quorum queue replicas (add_member, delete_member, grow, shrink, rebalance)."""
+    ctx.obj = Settings(node_list(nodes), formatter, timeout)
+
+
+pass_settings = click.make_pass_decorator(Settings)
+
+
+def _member_result(settings: Settings, queue: str, node: str, members: list[str]) -> None:
+    if settings.formatter == "json":
+        output.print_json({"queue": queue, "node": node, "members": members})
+    else:
+        output.print_line(f"queue '{queue}' members: {', '.join(members)}")
+
+
+@cli.command("add_member")
+@click.argument("queue")
+@click.argument("node")
+@pass_settings
+def add_member(settings: Settings, queue: str, node: str) -> None:
+    """Add a replica of QUEUE on NODE (a learner until it caught up, then a voter)."""
+    with settings.connect() as client:
+        answer = client.add_member(queue, node)
+    _member_result(settings, queue, node, answer["members"])
+
+
+@cli.command("delete_member")
+@click.argument("queue")
+@click.argument("node")
+@pass_settings
+def delete_member(settings: Settings, queue: str, node: str) -> None:
+    """Remove the replica of QUEUE on NODE (never the last member, never the live majority)."""
+    with settings.connect() as client:
+        answer = client.delete_member(queue, node)
+    _member_result(settings, queue, node, answer["members"])
+
+
+def _require_node(client: SyncClient, node: str) -> None:
+    if node not in {n["name"] for n in client.nodes()}:
+        raise click.ClickException(f"node '{node}' is not a member of the cluster")
+
+
+def _print_member_rows(settings: Settings, rows: list[dict[str, Any]], errors_only: bool) -> None:
+    shown = [r for r in rows if r["result"] != "ok"] if errors_only else rows
+    if settings.formatter == "json":
+        output.print_json(shown)
+    else:
+        output.print_table(MEMBER_COLUMNS, ([r[c] for c in MEMBER_COLUMNS] for r in shown))
+
+
+def _change_each(client: SyncClient, queues: list[dict], node: str, add: bool) -> list[dict[str, Any]]:
+    rows = []
+    for queue in queues:
+        size = len(queue["members"])
+        try:
+            change = client.add_member if add else client.delete_member
+            size, result = len(change(queue["name"], node)["members"]), "ok"
+        except QuorumqError as exc:
+            result = f"error: {exc.reason or exc.code}"
+        rows.append({"vhost": VHOST, "name": queue["name"], "size": size, "result": result})
+    return rows
+
+
+@cli.command("grow")
+@click.argument("node")
+@click.argument("strategy", type=click.Choice(["all", "even"]))
+@click.option("--queue-pattern", help="Only queues whose name matches this regular expression.")
+@click.option("--errors-only", is_flag=True, help="Show only the queues that failed.")
+@pass_settings
+def grow(settings: Settings, node: str, strategy: str, queue_pattern: str | None, errors_only: bool) -> None:
+    """Add a replica on NODE to every matching queue (`all`) or those with an even member count."""
+    with settings.connect() as client:
+        _require_node(client, node)
+        queues = grow_targets(client.queues(), node, strategy, queue_pattern)
+        rows = _change_each(client, queues, node, add=True)
+    _print_member_rows(settings, rows, errors_only)
+
+
+@cli.command("shrink")
+@click.argument("node")
+@click.option("--errors-only", is_flag=True, help="Show only the queues that failed.")
+@pass_settings
+def shrink(settings: Settings, node: str, errors_only: bool) -> None:
+    """Remove NODE's replica from every queue that has one (e.g. before decommissioning NODE)."""
+    with settings.connect() as client:
+        rows = _change_each(client, shrink_targets(client.queues(), node), node, add=False)
+    _print_member_rows(settings, rows, errors_only)
+
+
+@cli.command("rebalance")
+@click.argument("queue_type", required=False, type=click.Choice(["quorum", "all"]), default="all")
+@click.option("--queue-pattern", help="Only queues whose name matches this regular expression.")
+@pass_settings
+def rebalance(settings: Settings, queue_type: str, queue_pattern: str | None) -> None:
+    """Spread queue leaders evenly over the running nodes by leadership transfer (members stay)."""
+    with settings.connect() as client:
+        running = sorted(n["name"] for n in client.nodes() if n["status"] == "up")
+        queues = matching(client.queues(), queue_pattern)
+        before = leader_counts(queues, running)
+        failures = []
+        for move in rebalance_moves(queues, running):
+            try:
+                client.transfer_leader(move.queue, move.target)
+            except QuorumqError as exc:
+                failures.append({"queue": move.queue, "target": move.target, "error": exc.reason or exc.code})
+        after = leader_counts(matching(client.queues(), queue_pattern), running)
+    rows = [{"node": n, "leaders_before": before[n], "leaders_after": after[n]} for n in running]
+    if settings.formatter == "json":
+        output.print_json({"nodes": rows, "failures": failures})
+        return
+    output.print_table(
+        ("Node Name", "Leaders Before", "Leaders After"),
+        ([r["node"], r["leaders_before"], r["leaders_after"]] for r in rows),
+    )
+    for failure in failures:
+        output.print_line(f"queue '{failure['queue']}' stayed: {failure['error']}")
+
+
+@cli.command("quorum_status")
+@click.argument("queue")
+@pass_settings
+def quorum_status(settings: Settings, queue: str) -> None:
+    """Every member of QUEUE: Raft state, membership, log indexes, term, lag behind the leader."""
+    with settings.connect() as client:
+        status = client.members(queue)
+    if settings.formatter == "json":
+        output.print_json(status["members"])
+        return
+    output.print_line(f"Status of quorum queue '{queue}' (leader {status['leader']})")
+    output.print_table(
+        [title for title, _ in STATUS_COLUMNS],
+        ([m.get(key) for _, key in STATUS_COLUMNS] for m in status["members"]),
+    )
+
+
+@cli.command("check_if_node_is_quorum_critical")
+@click.argument("node")
+@pass_settings
+def check_if_node_is_quorum_critical(settings: Settings, node: str) -> None:
+    """Fail (exit 69) when stopping NODE would leave some quorum queue without a quorum."""
+    with settings.connect() as client:
+        _require_node(client, node)
+        up = {n["name"] for n in client.nodes() if n["status"] == "up"}
+        critical = quorum_critical(client.queues(), node, up)
+    if settings.formatter == "json":
+        output.print_json({"node": node, "quorum_critical": critical})
+    elif critical:
+        output.print_line(f"There are quorum queues that would lose their quorum if node {node} stopped:")
+        for name in critical:
+            output.print_line(
+                f"quorum queue '{name}' in vhost '{VHOST}' will become unavailable if node {node} stops"
+            )
+    else:
+        output.print_line(f"Node {node} is not quorum critical for any quorum queue")
+    if critical:
+        sys.exit(EXIT_UNAVAILABLE)
