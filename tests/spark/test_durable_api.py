@@ -1,0 +1,63 @@
+"""The durable consumer HTTP endpoints against a real cluster (what the Spark source relies on)."""
+
+from __future__ import annotations
+
+import pytest
+
+from api.client import QuorumqClient
+from api.client_async import SequencePosition
+from api.client_errors import QuorumqError
+from cli.node_processes import ProcessCluster
+
+
+async def test_checkout_numbers_messages_and_every_node_reads_them_back(cluster: ProcessCluster) -> None:
+    async with QuorumqClient(cluster.urls) as client:
+        await client.declare("durable-log")
+        await client.publish("durable-log", [f"m{i}" for i in range(10)])
+        assert await client.consume("durable-log", durable=True, name="job") == "job"
+        assert await client.durable_checkout("durable-log", "job", 6) == SequencePosition(0, 6)
+        for url in cluster.urls:
+            async with QuorumqClient([url]) as one_node:
+                rows = await one_node.consumer_log("durable-log", "job", 2, 6)
+                assert [(d.seq, d.text) for d in rows] == [(i, f"m{i}") for i in range(2, 6)]
+        stats = await client.queue("durable-log")
+        assert (stats["messages_ready"], stats["messages_unacknowledged"]) == (4, 6)
+
+
+async def test_settle_below_is_idempotent_and_a_settled_range_cannot_be_read(cluster: ProcessCluster) -> None:
+    async with QuorumqClient(cluster.urls) as client:
+        await client.declare("durable-settle")
+        await client.publish("durable-settle", ["a", "b", "c"])
+        await client.consume("durable-settle", durable=True, name="job")
+        await client.durable_checkout("durable-settle", "job", 3)
+        assert await client.durable_settle("durable-settle", "job", 2) == SequencePosition(2, 3)
+        assert await client.durable_settle("durable-settle", "job", 2) == SequencePosition(2, 3)
+        with pytest.raises(QuorumqError) as gap:
+            await client.consumer_log("durable-settle", "job", 0, 3)
+        assert gap.value.status == 409
+        with pytest.raises(QuorumqError) as beyond:
+            await client.durable_settle("durable-settle", "job", 4)
+        assert beyond.value.status == 409
+        assert (await client.queue("durable-settle"))["messages"] == 1
+
+
+async def test_cancelling_a_durable_consumer_returns_its_messages(cluster: ProcessCluster) -> None:
+    async with QuorumqClient(cluster.urls) as client:
+        await client.declare("durable-cancel")
+        await client.publish("durable-cancel", ["a", "b"])
+        await client.consume("durable-cancel", durable=True, name="job")
+        await client.durable_checkout("durable-cancel", "job", 2)
+        await client.cancel("durable-cancel", "job")
+        stats = await client.queue("durable-cancel")
+        assert (stats["messages_ready"], stats["messages_unacknowledged"]) == (2, 0)
+        with pytest.raises(QuorumqError) as gone:
+            await client.consumer_log("durable-cancel", "job", 0, 1)
+        assert gone.value.status == 404
+
+
+async def test_a_durable_registration_rejects_a_timeout(cluster: ProcessCluster) -> None:
+    async with QuorumqClient(cluster.urls) as client:
+        await client.declare("durable-bad")
+        with pytest.raises(QuorumqError) as bad:
+            await client.consume("durable-bad", durable=True, name="job", timeout_ms=100)
+        assert bad.value.status == 400
