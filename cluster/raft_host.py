@@ -18,7 +18,7 @@ import msgpack
 
 from cluster.proposals import ProposalBatcher, ProposalFailed
 from cluster.transport import KIND_CONTROL, KIND_RAFT, Transport
-from raft_log.confchange import ConfChange
+from raft_log.confchange import ConfChange, apply_conf_change, decode_conf_change
 from raft_log.core import Config, NotLeaderError, ProposalDroppedError, RaftNode
 from raft_log.messages import MessageDecodeError, decode_message, encode_message
 from raft_log.storage import GroupLog, NodeStore
@@ -93,6 +93,7 @@ class Group:
     snapshot_index: int = 0
     previous_snapshot_index: int = 0
     was_leader: bool = False
+    conf: ConfState = field(default_factory=ConfState)
 
 
 class RaftHost:
@@ -151,7 +152,7 @@ class RaftHost:
             applied=snapshot.meta.index,
         )
         raft = RaftNode(config, _ExportingStorage(group_log, app), random.Random(self.rng.random()))
-        group = Group(gid, raft, group_log, app, applied=snapshot.meta.index)
+        group = Group(gid, raft, group_log, app, applied=snapshot.meta.index, conf=snapshot.meta.conf)
         group.snapshot_index = group.previous_snapshot_index = snapshot.meta.index
         self.groups[gid] = group
         self._touch(gid)
@@ -372,10 +373,13 @@ class RaftHost:
         if ready.snapshot is not None:
             group.applied = group.snapshot_index = ready.snapshot.meta.index
             group.previous_snapshot_index = group.snapshot_index
+            group.conf = ready.snapshot.meta.conf
         for entry in ready.committed_entries:
             results: list[Any] = []
             if entry.kind == EntryKind.NORMAL and entry.data:
                 results = group.app.apply(entry)
+            elif entry.kind == EntryKind.CONF_CHANGE:
+                group.conf = apply_conf_change(group.conf, decode_conf_change(entry.data))
             group.batcher.applied(entry.index, entry.term, results)
             group.applied = entry.index
         is_leader = group.raft.is_leader
@@ -389,9 +393,8 @@ class RaftHost:
             self._snapshot(group)
 
     def _snapshot(self, group: Group) -> None:
-        status = group.raft.status()
-        conf = ConfState(tuple(status.conf.voters), tuple(status.conf.learners))
-        group.log.create_snapshot(group.applied, conf, group.app.snapshot_data())
+        """A local snapshot at the applied index, with the membership in force there."""
+        group.log.create_snapshot(group.applied, group.conf, group.app.snapshot_data())
         if group.previous_snapshot_index > 0:
             group.log.compact(group.previous_snapshot_index)
         group.previous_snapshot_index = group.snapshot_index
