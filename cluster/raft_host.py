@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from raft_log.types import ConfState, Entry, EntryKind, Snapshot
 log = logging.getLogger(__name__)
 
 LEADER_ANNOUNCE_EVERY_TICKS = 10
+FATAL_EXIT_CODE = 70
 
 
 class GroupApp(Protocol):
@@ -243,7 +245,10 @@ class RaftHost:
             if group is None or message.frm != peer:
                 self.dropped_messages += 1
                 return
-            group.raft.step(message)
+            try:
+                group.raft.step(message)
+            except Exception:
+                self._fatal(f"stepping a message of group {message.group} from {peer}")
             self._touch(message.group)
         elif kind == KIND_CONTROL:
             self._on_control(peer, body)
@@ -274,6 +279,17 @@ class RaftHost:
     def send_control(self, peer: str, control: dict[str, Any]) -> bool:
         """Send a small control map (not a Raft message) to a peer."""
         return self.transport.send(peer, "", KIND_CONTROL, msgpack.packb(control))
+
+    @staticmethod
+    def _fatal(what: str) -> None:
+        """A consensus invariant broke: stop the process at once, like etcd's panics.
+
+        Everything acknowledged is durable, so a supervisor restarting the node loses nothing;
+        carrying on with a suspect in-memory state could.
+        """
+        log.critical("fatal error while %s; exiting", what, exc_info=True)
+        logging.shutdown()
+        os._exit(FATAL_EXIT_CODE)
 
     def _touch(self, gid: str) -> None:
         self._dirty.add(gid)
@@ -307,8 +323,7 @@ class RaftHost:
             try:
                 self.process_once()
             except Exception:
-                log.exception("raft processing failed; stopping the node's raft loop")
-                raise
+                self._fatal("processing ready groups")
 
     def process_once(self) -> None:
         """One group-commit round over every group touched since the last one."""
