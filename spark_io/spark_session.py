@@ -1,0 +1,31 @@
+"""Making format("quorumq") available in a SparkSession."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from pyspark.sql import SparkSession
+
+from spark_io.datasource import QuorumqDataSource
+
+
+def register(spark: SparkSession) -> SparkSession:
+    """Register format("quorumq") in `spark` (each session needs it once)."""
+    spark.dataSource.register(QuorumqDataSource)
+    return spark
+
+
+def local_session(app_name: str, master: str = "local[2]") -> SparkSession:
+    """A small local session whose Python workers run this interpreter, with format("quorumq") registered."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.memory", "1g")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("WARN")
+    return register(spark)
