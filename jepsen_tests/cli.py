@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import sys
+from importlib.metadata import version
 from pathlib import Path
 from types import FrameType
 
@@ -35,6 +36,7 @@ def _nemesis_list(ctx: click.Context, param: click.Parameter, value: str) -> tup
 
 
 @click.group()
+@click.version_option(version("quorumq"), prog_name="quorumq-jepsen")
 def main() -> None:
     """Jepsen-style fault injection for quorumq (needs root: network namespaces, iptables, tc)."""
 
