@@ -26,7 +26,7 @@ from api.client_errors import (
     RejectedPublishError,
 )
 from api.client_messages import Delivery
-from jepsen_tests.history import HistoryWriter
+from jepsen_tests.history import HistoryWriter, OpType
 
 DEFINITE_PUBLISH_FAILURES = (
     BadRequestError,
@@ -149,14 +149,13 @@ class Workload:
         """Process deliveries until `stop`, an error, or a random cancel in the middle of a batch."""
         while not stop.is_set():
             batch = await client.deliveries(queue, tag, max=10, wait=POLL_WAIT_S)
-            for delivery in batch:
-                self.history.record(process, "invoke", "dequeue", int(delivery.body), queue)
+            self._record(process, "invoke", queue, batch)
             cut = len(batch)
             if batch and rng.random() < self.config.cancel_probability:
                 cut = rng.randrange(len(batch))
             await self._settle(process, client, queue, tag, batch[:cut], rng)
             if cut < len(batch):
-                self._record_returned(process, queue, batch[cut:])
+                self._record(process, "fail", queue, batch[cut:])
                 return  # the caller cancels the consumer, which returns the unacked rest
 
     async def _settle(
@@ -172,7 +171,7 @@ class Workload:
         nacked = [d for d in batch if rng.random() < self.config.nack_probability]
         acked = [d for d in batch if d not in nacked]
         if nacked:
-            self._record_returned(process, queue, nacked)
+            self._record(process, "fail", queue, nacked)
             with contextlib.suppress(QuorumqError):
                 await client.nack(queue, tag, [d.id for d in nacked], requeue=True)
         failure = await self._ack_and_record(process, client, queue, tag, acked)
@@ -191,13 +190,15 @@ class Workload:
             await client.ack(queue, tag, [d.id for d in deliveries])
         except QuorumqError as exc:
             failure = exc
-        for delivery in deliveries:
-            self.history.record(process, "ok", "dequeue", int(delivery.body), queue, failure and failure.code)
+        self._record(process, "ok", queue, deliveries, failure and failure.code)
         return failure
 
-    def _record_returned(self, process: str, queue: str, deliveries: list[Delivery]) -> None:
+    def _record(
+        self, process: str, type_: OpType, queue: str, deliveries: list[Delivery], error: str | None = None
+    ) -> None:
+        """One dequeue op of `type_` per delivery (a `fail` is a value handed back to the queue)."""
         for delivery in deliveries:
-            self.history.record(process, "fail", "dequeue", int(delivery.body), queue)
+            self.history.record(process, type_, "dequeue", int(delivery.body), queue, error)
 
     async def drain(self, timeout: float) -> dict[str, int]:
         """Consume and ack every queue until it is empty; returns the messages left per queue."""
@@ -218,8 +219,7 @@ class Workload:
                 while loop.time() < deadline:
                     batch = await client.deliveries(queue, tag, max=200, wait=POLL_WAIT_S)
                     if batch:
-                        for delivery in batch:
-                            self.history.record("drain", "invoke", "dequeue", int(delivery.body), queue)
+                        self._record("drain", "invoke", queue, batch)
                         await self._ack_and_record("drain", client, queue, tag, batch)
                         continue
                     remaining = int((await client.queue(queue))["messages"])
