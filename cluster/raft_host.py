@@ -77,8 +77,7 @@ class _ExportingStorage:
 
 
 def _has_state(snapshot: Snapshot | None) -> bool:
-    """A received snapshot with application state; a new replica's index-0 one brings only membership
-    (which the same Ready's `conf_state` persists)."""
+    """A received snapshot with application state; a new replica's index-0 one brings only membership."""
     return snapshot is not None and snapshot.meta.index > 0
 
 
@@ -373,7 +372,7 @@ class RaftHost:
 
     @staticmethod
     def _stage(group: Group, ready: Any) -> None:
-        if _has_state(ready.snapshot):
+        if ready.snapshot is not None:
             group.log.apply_snapshot(ready.snapshot)
         if ready.entries:
             group.log.append(ready.entries)

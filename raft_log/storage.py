@@ -337,7 +337,8 @@ class GroupLog:
     def apply_snapshot(self, snapshot: Snapshot) -> None:
         """Stage replacing the whole log with a snapshot received from a leader."""
         meta = snapshot.meta
-        if meta.index <= self._snapshot_meta.index:
+        membership_only = meta.index == 0 and self._last_index == 0  # a new replica learns its group
+        if meta.index <= self._snapshot_meta.index and not membership_only:
             raise SnapshotOutOfDateError(f"snapshot {meta.index} not newer than {self._snapshot_meta.index}")
         store = self._writer()
         store._delete_range(self._keys.entry(0), self._keys.entries_end)

@@ -51,6 +51,8 @@ async def test_new_replica_installs_index_zero_snapshot_that_only_brings_members
         store.close()
     reopened = NodeStore.open(tmp_path / "rocksdb")
     try:
-        assert reopened.group("meta").initial_state()[1] == initial
+        group = reopened.group("meta")
+        assert group.initial_state()[1] == initial
+        assert group.snapshot().meta.conf == initial  # a restart replays the log from this membership
     finally:
         reopened.close()
