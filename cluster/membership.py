@@ -31,6 +31,7 @@ class Membership:
         self.group_size = GroupSizeReconciler(node, self.queues, self.changes)
         self._known_nodes: frozenset[str] = frozenset()
         self._known_queues: frozenset[str] = frozenset()
+        self._known_voters: frozenset[str] = frozenset()
 
     def metadata_changed(self) -> None:
         """Nodes joined or were forgotten, or queues appeared: reconcile group sizes soon."""
@@ -46,6 +47,10 @@ class Membership:
         """Promote caught-up learners, heal interrupted changes, grow groups towards their target."""
         while True:
             await asyncio.sleep(UPKEEP_EVERY_S)
+            voters = frozenset(self.node.cluster_members())
+            if voters != self._known_voters:  # a joined node was promoted, or a node forgotten
+                self._known_voters = voters
+                self.group_size.trigger()
             try:
                 await self.cluster.promote_learners()
                 for name in sorted(self.node.queues):
