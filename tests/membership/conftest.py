@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from membership_helpers import AUTO_REMOVE, FAST_RECONCILE
 
 from cli.node_processes import ProcessCluster
-
-FAST_RECONCILE = {"QUORUMQ_MEMBERSHIP_TRIGGER_DELAY_MS": "300"}
 
 
 @pytest.fixture(scope="module")
@@ -22,8 +21,7 @@ def five(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
 @pytest.fixture(scope="module")
 def three(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
     """A 3-node cluster that forgets forgotten members' replicas by itself (auto_remove)."""
-    env = {**FAST_RECONCILE, "QUORUMQ_MEMBERSHIP_AUTO_REMOVE": "true"}
-    running = ProcessCluster.start(tmp_path_factory.mktemp("three"), 3, env=env)
+    running = ProcessCluster.start(tmp_path_factory.mktemp("three"), 3, env=AUTO_REMOVE)
     yield running
     running.stop()
 

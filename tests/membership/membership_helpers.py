@@ -15,6 +15,8 @@ from api.client import NotFoundError, QuorumqClient, QuorumqError
 from cli.queues import cli as queues_command
 
 DRAIN_TIMEOUT_S = 30.0
+FAST_RECONCILE = {"QUORUMQ_MEMBERSHIP_TRIGGER_DELAY_MS": "300"}
+AUTO_REMOVE = {**FAST_RECONCILE, "QUORUMQ_MEMBERSHIP_AUTO_REMOVE": "true"}
 
 
 def run_queues_cli(node_url: str, *args: str) -> tuple[int, str, str]:
@@ -33,6 +35,12 @@ def local_queues(url: str) -> dict[str, dict]:
     """A node's view: hosted queues answer from the local replica, others from their leader."""
     with urllib.request.urlopen(f"{url}/api/queues", timeout=5) as answer:
         return {q["name"]: q for q in json.load(answer)}
+
+
+def node_statuses(url: str) -> dict[str, str]:
+    """Every registered node and whether the node at `url` reaches it ("up"/"down")."""
+    with urllib.request.urlopen(f"{url}/api/nodes", timeout=5) as answer:
+        return {n["name"]: n["status"] for n in json.load(answer)}
 
 
 def hosts_replica(url: str, queue: str, node: str) -> bool:
