@@ -1,0 +1,117 @@
+"""The quorumq streaming source under real Spark (local[2]) and a real 3-node cluster."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from spark_helpers import publish_orders, queue_stats, run, wait_for
+
+from api.client import SyncClient
+from cli.node_processes import ProcessCluster
+
+
+def _stream_to_parquet(spark, nodes: str, queue: str, tmp_path: Path, **options: str):  # type: ignore[no-untyped-def]
+    reader = spark.readStream.format("quorumq").option("nodes", nodes).option("queue", queue)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return (
+        reader.load()
+        .writeStream.format("parquet")
+        .option("path", str(tmp_path / "out"))
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+    )
+
+
+def test_a_backlog_is_consumed_exactly_once_into_parquet_and_the_queue_ends_empty(
+    spark, cluster: ProcessCluster, tmp_path: Path
+) -> None:
+    ids = publish_orders(cluster.urls, "exactly-once", 1200)
+    query = _stream_to_parquet(
+        spark, ",".join(cluster.urls), "exactly-once", tmp_path, maxRecordsPerBatch="500", partitionSize="200"
+    )
+    query.trigger(availableNow=True).start().awaitTermination()
+    rows = spark.read.parquet(str(tmp_path / "out")).select("id", "queue", "delivery_count").collect()
+    assert sorted(r.id for r in rows) == sorted(ids)
+    assert {(r.queue, r.delivery_count) for r in rows} == {("exactly-once", 0)}
+    assert queue_stats(cluster.urls, "exactly-once")["messages"] == 0
+
+
+def test_a_competing_http_consumer_shares_the_queue_without_loss_or_overlap(
+    spark, cluster: ProcessCluster, tmp_path: Path
+) -> None:
+    ids = publish_orders(cluster.urls, "shared", 1500)
+    taken_over_http: list[int] = []
+    stop = threading.Event()
+
+    def http_consumer() -> None:
+        with SyncClient(cluster.urls) as client:
+            tag = client.consume("shared", prefetch=20)
+            while not stop.is_set():
+                batch = client.deliveries("shared", tag, max=20, wait=0.2)
+                if batch:
+                    stop.wait(0.02)  # simulated work per batch, so Spark gets its share
+                    client.ack("shared", tag, [d.id for d in batch])
+                    taken_over_http.extend(d.id for d in batch)
+            client.cancel("shared", tag)
+
+    consumer = threading.Thread(target=http_consumer)
+    consumer.start()
+    query = (
+        _stream_to_parquet(spark, ",".join(cluster.urls), "shared", tmp_path, maxRecordsPerBatch="300")
+        .trigger(processingTime="0.5 seconds")
+        .start()
+    )
+    try:
+        wait_for(lambda: queue_stats(cluster.urls, "shared")["messages"] == 0, 90, "the queue to empty")
+    finally:
+        stop.set()
+        consumer.join()
+        query.stop()
+    by_spark = [r.id for r in spark.read.parquet(str(tmp_path / "out")).select("id").collect()]
+    assert by_spark and taken_over_http, "both consumers should have taken part"
+    assert len(by_spark) == len(set(by_spark))
+    assert set(by_spark).isdisjoint(taken_over_http)
+    assert sorted(by_spark + taken_over_http) == sorted(ids)
+
+
+def test_the_leader_killed_while_the_query_runs_loses_and_duplicates_nothing(spark, tmp_path: Path) -> None:
+    cluster = ProcessCluster.start(tmp_path / "cluster")
+    try:
+        ids = publish_orders(cluster.urls, "failover", 2000)
+        query = (
+            _stream_to_parquet(spark, ",".join(cluster.urls), "failover", tmp_path, maxRecordsPerBatch="200")
+            .trigger(processingTime="0.5 seconds")
+            .start()
+        )
+        try:
+            wait_for(lambda: sum(p["numInputRows"] for p in query.recentProgress) >= 400, 60, "some batches")
+            leader = cluster.node(queue_stats(cluster.urls, "failover")["leader"])
+            leader.kill()
+            survivors = [n.url for n in cluster.nodes if n is not leader]
+            wait_for(lambda: queue_stats(survivors, "failover")["messages"] == 0, 90, "the queue to empty")
+            assert query.exception() is None
+        finally:
+            query.stop()
+        got = [r.id for r in spark.read.parquet(str(tmp_path / "out")).select("id").collect()]
+        assert sorted(got) == sorted(ids)
+    finally:
+        cluster.stop()
+
+
+def test_a_cancelled_consumer_fails_the_restarted_query_loudly(
+    spark, cluster: ProcessCluster, tmp_path: Path
+) -> None:
+    publish_orders(cluster.urls, "cancelled", 300)
+    nodes = ",".join(cluster.urls)
+    query = _stream_to_parquet(spark, nodes, "cancelled", tmp_path, consumer="job", maxRecordsPerBatch="100")
+    query.trigger(availableNow=True).start().awaitTermination()
+    run(cluster.urls, lambda client: client.cancel("cancelled", "job"))
+    publish_orders(cluster.urls, "cancelled", 10)
+    restarted = query.trigger(availableNow=True).start()
+    try:
+        restarted.awaitTermination()
+    except Exception as error:  # the StreamingQueryException names our SequenceGap
+        assert "SequenceGap" in str(error) or "behind the checkpoint" in str(error)
+    else:
+        raise AssertionError("a query whose consumer was cancelled must not silently continue")
