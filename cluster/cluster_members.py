@@ -91,7 +91,11 @@ class ClusterMembers:
         async with aiohttp.ClientSession(timeout=timeout) as session:
             while True:
                 try:
-                    async with session.post(f"{url.rstrip('/')}/api/nodes", json=me) as answer:
+                    headers = self.node.caller.headers("POST", "/api/nodes")
+                    ssl_context = self.node.caller.ssl or True
+                    async with session.post(
+                        f"{url.rstrip('/')}/api/nodes", json=me, headers=headers, ssl=ssl_context
+                    ) as answer:
                         body: Any = await answer.json(content_type=None)
                         if answer.status in (200, 201):
                             self._learn_peers(body["nodes"])

@@ -74,12 +74,27 @@ class NodeConfig:
     membership_interval_ms: int = 3_600_000
     membership_trigger_delay_ms: int = 10_000
     membership_auto_remove: bool = False
+    bootstrap_user: str = ""
+    bootstrap_password: str = ""
+    loopback_guest: bool = True
+    metrics_public: bool = False
+    tls_cert: str = ""
+    tls_key: str = ""
+    tls_ca: str = ""
+    tls_http: bool = False
+    tls_raft: bool = False
+    max_message_headers: int = 128
+    max_header_bytes: int = 64 * 1024
+    max_queue_name_length: int = 255
+    max_consumers_per_queue: int = 1000
+    request_read_timeout_ms: int = 30000
+    keepalive_timeout_ms: int = 75000
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def http_url(self) -> str:
         """The base URL other nodes and clients use to reach this node's HTTP API."""
-        return self.advertise_http or f"http://{self.http}"
+        return self.advertise_http or f"{'https' if self.tls_http else 'http'}://{self.http}"
 
     @property
     def seed_names(self) -> tuple[str, ...]:
@@ -92,8 +107,17 @@ _COERCE = {
     "http": lambda v: Address.parse(str(v), what="http"),
     "raft": lambda v: Address.parse(str(v), what="raft"),
     "seeds": lambda v: tuple(Seed.parse(s) for s in (v.split(",") if isinstance(v, str) else v) if s),
-    "membership_auto_remove": lambda v: v if isinstance(v, bool) else str(v).lower() in ("1", "true", "yes"),
+    "membership_auto_remove": lambda v: _flag(v),
+    "loopback_guest": lambda v: _flag(v),
+    "metrics_public": lambda v: _flag(v),
+    "tls_http": lambda v: _flag(v),
+    "tls_raft": lambda v: _flag(v),
 }
+
+
+def _flag(value: Any) -> bool:
+    """A boolean setting from TOML (a bool) or from a flag or variable (`1`, `true`, `yes`)."""
+    return value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes")
 
 
 def load_config(flags: dict[str, Any], config_file: Path | None = None) -> NodeConfig:

@@ -11,6 +11,8 @@ from typing import Any
 
 import msgpack
 
+from cluster.users import FULL_ACCESS, UserRecord
+
 
 @dataclass(frozen=True)
 class NodeInfo:
@@ -44,6 +46,8 @@ class Metadata:
     nodes: dict[str, NodeInfo] = field(default_factory=dict)
     queues: dict[str, QueueInfo] = field(default_factory=dict)
     next_group: int = 1
+    users: dict[str, UserRecord] = field(default_factory=dict)
+    users_initialised: bool = False
 
     def apply(self, command: list) -> Any:
         """Apply one metadata command (a list whose first item names it) and return its reply."""
@@ -97,6 +101,39 @@ class Metadata:
         existing.arguments = dict(arguments)
         return ["ok"]
 
+    def _apply_bootstrap_users(self, name: str, password_hash: str) -> Any:
+        """Once per cluster: create the bootstrap administrator (none when `name` is empty)."""
+        if self.users_initialised:
+            return ["exists"]
+        self.users_initialised = True
+        if name:
+            self.users[name] = UserRecord(name, password_hash, ["administrator"], *[FULL_ACCESS] * 3)
+        return ["created"]
+
+    def _apply_put_user(self, name: str, password_hash: str, tags: list[str]) -> Any:
+        """Create a user (no permissions yet) or update one; an empty hash keeps the password."""
+        existing = self.users.get(name)
+        if existing is None:
+            if not password_hash:
+                return ["error", f"a new user needs a password ({name!r})"]
+            self.users[name] = UserRecord(name, password_hash, list(tags))
+            return ["created"]
+        existing.tags = list(tags)
+        existing.password_hash = password_hash or existing.password_hash
+        return ["updated"]
+
+    def _apply_delete_user(self, name: str) -> Any:
+        if self.users.pop(name, None) is None:
+            return ["error", f"no user {name!r}"]
+        return ["ok"]
+
+    def _apply_set_permissions(self, name: str, configure: str, write: str, read: str) -> Any:
+        existing = self.users.get(name)
+        if existing is None:
+            return ["error", f"no user {name!r}"]
+        existing.configure, existing.write, existing.read = str(configure), str(write), str(read)
+        return ["ok"]
+
     def snapshot(self) -> bytes:
         """The whole state as msgpack."""
         return msgpack.packb(
@@ -104,6 +141,8 @@ class Metadata:
                 "nodes": [asdict(n) for n in self.nodes.values()],
                 "queues": [asdict(q) for q in self.queues.values()],
                 "next_group": self.next_group,
+                "users": [asdict(u) for u in self.users.values()],
+                "users_initialised": self.users_initialised,
             }
         )
 
@@ -115,4 +154,6 @@ class Metadata:
             nodes={n["name"]: NodeInfo(**n) for n in raw["nodes"]},
             queues={q["name"]: QueueInfo(**q) for q in raw["queues"]},
             next_group=raw["next_group"],
+            users={u["name"]: UserRecord(**u) for u in raw.get("users", [])},
+            users_initialised=raw.get("users_initialised", False),
         )

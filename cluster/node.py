@@ -25,12 +25,14 @@ from cluster.errors import BadRequest, NotLeader, QueueConflict, QueueNotFound
 from cluster.membership import Membership
 from cluster.metadata import NodeInfo, QueueInfo
 from cluster.metadata_app import MetadataApp
+from cluster.peer_auth import NodeCaller
 from cluster.placement import place_replicas
 from cluster.proposals import ProposalFailed
 from cluster.queue_replica import QueueReplica
 from cluster.queue_service import QueueService
 from cluster.raft_host import RaftHost
 from cluster.remote import publish_remote
+from cluster.tls import raft_contexts
 from cluster.transport import Transport
 from queue_state.arguments import ArgumentError, QueueConfig, parse_arguments
 from queue_state.commands import Enqueue, NewMessage
@@ -58,7 +60,10 @@ class Node:
         self.config = config
         self.name = config.node
         self.store: NodeStore | None = None
-        self.transport = Transport(self.name, config.raft, config.cluster_secret, self._on_frame)
+        self.transport = Transport(
+            self.name, config.raft, config.cluster_secret, self._on_frame, tls=raft_contexts(config)
+        )
+        self.caller = NodeCaller.from_config(config)
         self.host: RaftHost | None = None
         self.meta = MetadataApp(self._metadata_changed)
         self.queues: dict[str, QueueService] = {}
@@ -388,7 +393,7 @@ class Node:
             if target in self.queues and self.queues[target].is_leader:
                 await self.publish(target, messages, None, None)
                 return
-            await publish_remote(self.config.http_url, target, messages)
+            await publish_remote(self.config.http_url, target, messages, caller=self.caller)
 
     def _leadership_changed(self, service: QueueService, is_leader: bool) -> None:
         """The dead-letter worker of a queue runs where its leader is."""
@@ -412,7 +417,7 @@ class Node:
             return
         leader = self.queue_leader(target)
         url = self.node_http(leader) or self.config.http_url
-        await publish_remote(url, target, messages, publisher=publisher, seq=seq)
+        await publish_remote(url, target, messages, publisher=publisher, seq=seq, caller=self.caller)
 
     def _queue_expired(self, name: str, group: str) -> None:
         if self.meta.is_leader:

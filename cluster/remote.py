@@ -7,6 +7,7 @@ import base64
 import aiohttp
 
 from cluster.bodies import StoredMessage
+from cluster.peer_auth import NodeCaller
 
 REMOTE_TIMEOUT_S = 10.0
 
@@ -18,6 +19,7 @@ async def publish_remote(
     *,
     publisher: str | None = None,
     seq: int | None = None,
+    caller: NodeCaller | None = None,
 ) -> None:
     """Publish through any node's HTTP API (it forwards to the queue's leader); raises unless confirmed."""
     payload: dict = {
@@ -34,8 +36,11 @@ async def publish_remote(
     if publisher is not None:
         payload.update(publisher=publisher, seq=seq)
     timeout = aiohttp.ClientTimeout(total=REMOTE_TIMEOUT_S)
+    path = f"/api/queues/{queue}/messages"
+    headers = caller.headers("POST", path) if caller else {}
+    ssl_context = caller.ssl if caller and caller.ssl else True
     async with (
         aiohttp.ClientSession(timeout=timeout) as session,
-        session.post(f"{http_url}/api/queues/{queue}/messages", json=payload) as response,
+        session.post(http_url + path, json=payload, headers=headers, ssl=ssl_context) as response,
     ):
         response.raise_for_status()

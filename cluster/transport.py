@@ -14,6 +14,7 @@ import hashlib
 import hmac
 import logging
 import os
+import ssl
 import struct
 from collections import OrderedDict, deque
 from collections.abc import Callable
@@ -82,8 +83,18 @@ class _Peer:
 class Transport:
     """Sends frames to peers by name and hands received frames to `on_frame(peer, kind, body)`."""
 
-    def __init__(self, node: str, listen: Address, secret: str, on_frame: FrameHandler) -> None:
+    def __init__(
+        self,
+        node: str,
+        listen: Address,
+        secret: str,
+        on_frame: FrameHandler,
+        *,
+        tls: tuple[ssl.SSLContext, ssl.SSLContext] | None = None,
+    ) -> None:
+        """`tls` is (server, client) contexts for mutual TLS on the Raft port (plain TCP when None)."""
         self.node = node
+        self._tls = tls
         self.listen = listen
         self._secret = secret.encode()
         self._on_frame = on_frame
@@ -95,7 +106,11 @@ class Transport:
     async def start(self) -> None:
         """Listen on the Raft port."""
         self._server = await asyncio.start_server(
-            self._accept, self.listen.host, self.listen.port, reuse_address=True
+            self._accept,
+            self.listen.host,
+            self.listen.port,
+            reuse_address=True,
+            ssl=self._tls[0] if self._tls else None,
         )
 
     async def stop(self) -> None:
@@ -168,7 +183,10 @@ class Transport:
         while True:
             try:
                 reader, writer = await asyncio.wait_for(
-                    asyncio.open_connection(peer.address.host, peer.address.port), HANDSHAKE_TIMEOUT_S
+                    asyncio.open_connection(
+                        peer.address.host, peer.address.port, ssl=self._tls[1] if self._tls else None
+                    ),
+                    HANDSHAKE_TIMEOUT_S,
                 )
             except (OSError, TimeoutError):
                 self._drop_queued(peer)
@@ -265,6 +283,8 @@ class Transport:
         expected = _proof(self._secret, b"dial", server_nonce, client_nonce, name.encode())
         if not hmac.compare_digest(proof, expected):
             raise HandshakeError(f"{name!r} failed to prove the cluster secret")
+        if name not in self._peers:
+            raise HandshakeError(f"{name!r} is not a known member of this cluster")
         answer = _proof(self._secret, b"accept", client_nonce, server_nonce, self.node.encode())
         writer.write(_frame(msgpack.packb(["welcome", self.node, answer])))
         await writer.drain()

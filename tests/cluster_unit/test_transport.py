@@ -30,6 +30,7 @@ async def _pair(secret_a: str, secret_b: str) -> tuple[Transport, Transport, Inb
     await a.start()
     await b.start()
     a.set_peer("b", b.listen)
+    b.set_peer("a", a.listen)  # a node accepts connections only from peers it knows
     return a, b, inbox_b
 
 

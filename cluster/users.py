@@ -1,0 +1,128 @@
+"""User records replicated in the metadata group: salted scrypt password hashes, tags, permissions.
+
+Hashing happens where the request arrives (it is slow and salted with fresh randomness); the metadata
+group only records the resulting hash, so applying a user command stays deterministic.
+Permissions follow RabbitMQ: three regular expressions on queue names (configure, write, read).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import os
+import re
+from dataclasses import dataclass, field
+
+ADMINISTRATOR = "administrator"
+GUEST = "guest"
+FULL_ACCESS = ".*"
+NO_ACCESS = ""
+USER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@\-]{0,63}$")
+KNOWN_TAGS = frozenset({ADMINISTRATOR, "monitoring"})
+MAX_PASSWORD_BYTES = 1024
+
+SCRYPT_N = 2**14
+SCRYPT_R = 8
+SCRYPT_P = 1
+SALT_BYTES = 16
+HASH_BYTES = 32
+
+
+class UserError(ValueError):
+    """A user name, tag, password or permission pattern is not acceptable."""
+
+
+@dataclass
+class UserRecord:
+    """One user: the encoded password hash, tags, and the three permission regexes."""
+
+    name: str
+    password_hash: str
+    tags: list[str] = field(default_factory=list)
+    configure: str = NO_ACCESS
+    write: str = NO_ACCESS
+    read: str = NO_ACCESS
+
+    @property
+    def is_administrator(self) -> bool:
+        """True for users tagged `administrator`."""
+        return ADMINISTRATOR in self.tags
+
+
+def hash_password(password: str, *, salt: bytes | None = None) -> str:
+    """`scrypt$N$r$p$salt$hash` (base64 parts) of a password, with a fresh random salt by default."""
+    check_password(password)
+    salt = os.urandom(SALT_BYTES) if salt is None else salt
+    digest = _scrypt(password, salt, SCRYPT_N, SCRYPT_R, SCRYPT_P)
+    parts = ("scrypt", str(SCRYPT_N), str(SCRYPT_R), str(SCRYPT_P), _b64(salt), _b64(digest))
+    return "$".join(parts)
+
+
+def verify_password(password: str, encoded: str) -> bool:
+    """True when `password` matches an encoded hash; False for a wrong password or a malformed hash."""
+    try:
+        scheme, n, r, p, salt, digest = encoded.split("$")
+        if scheme != "scrypt":
+            return False
+        expected = base64.b64decode(digest, validate=True)
+        actual = _scrypt(password, base64.b64decode(salt, validate=True), int(n), int(r), int(p))
+    except (ValueError, binascii.Error, MemoryError):
+        return False
+    return hmac.compare_digest(actual, expected)
+
+
+def password_generation(encoded: str) -> str:
+    """A short fingerprint of a stored hash: tokens carry it, so changing the password revokes them."""
+    return hashlib.sha256(encoded.encode()).hexdigest()[:16]
+
+
+def check_user_name(name: object) -> str:
+    """A valid user name, or UserError."""
+    if not isinstance(name, str) or not USER_NAME.match(name):
+        raise UserError("user names are 1-64 characters of letters, digits, '.', '_', '@' or '-'")
+    return name
+
+
+def check_password(password: object) -> str:
+    """A non-empty password of bounded size, or UserError."""
+    if not isinstance(password, str) or not password or len(password.encode()) > MAX_PASSWORD_BYTES:
+        raise UserError(f"password must be a non-empty string of at most {MAX_PASSWORD_BYTES} bytes")
+    return password
+
+
+def check_tags(tags: object) -> list[str]:
+    """A list of known tags, or UserError."""
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise UserError("tags must be a list of strings")
+    unknown = sorted(set(tags) - KNOWN_TAGS)
+    if unknown:
+        raise UserError(f"unknown tags {unknown}; known: {sorted(KNOWN_TAGS)}")
+    return sorted(set(tags))
+
+
+def check_pattern(what: str, pattern: object) -> str:
+    """A permission regex that compiles, or UserError (the empty pattern grants nothing)."""
+    if not isinstance(pattern, str) or len(pattern) > 1024:
+        raise UserError(f"{what} must be a regular expression string of at most 1024 characters")
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise UserError(f"{what} is not a valid regular expression: {exc}") from exc
+    return pattern
+
+
+def pattern_allows(pattern: str, queue: str) -> bool:
+    """RabbitMQ semantics: the empty pattern matches nothing; otherwise a search (anchor with `^...$`)."""
+    return bool(pattern) and re.search(pattern, queue) is not None
+
+
+def _scrypt(password: str, salt: bytes, n: int, r: int, p: int) -> bytes:
+    return hashlib.scrypt(
+        password.encode(), salt=salt, n=n, r=r, p=p, maxmem=64 * 1024 * 1024, dklen=HASH_BYTES
+    )
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
