@@ -73,9 +73,11 @@ def main(
     machine = describe_machine()
     runs = []
     with tempfile.TemporaryDirectory(prefix="quorumq-bench-") as work_dir:
+        Path(work_dir).chmod(0o755)  # RabbitMQ nodes run as the rabbitmq user
         for broker in brokers:
             console.print(f"[bold]{broker}[/]: starting a fresh 3-node cluster")
             runs.append(run_broker(broker, options, Path(work_dir)))
+            console.print(rich_table(runs[-1:]))
     console.print(rich_table(runs))
     if any(run.backlog is not None for run in runs):
         console.print(backlog_table(runs))

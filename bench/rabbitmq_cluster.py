@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,15 +80,22 @@ class RabbitNode:
 
     def start(self) -> None:
         """Start the node in its own session and wait until it has booted."""
-        with (self.base_dir / "console.log").open("ab") as log_file:
-            subprocess.Popen(
+        log_path = self.base_dir / "console.log"
+        with log_path.open("ab") as log_file:
+            server = subprocess.Popen(
                 ["setsid", "rabbitmq-server"],
                 env=self.environment(),
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
             )
-        wait_until(self.pid_file.exists, START_TIMEOUT_S, f"{self.name} pid file")
+
+        def booted() -> bool:
+            if server.poll() is not None:
+                raise RuntimeError(f"{self.name} exited with code {server.returncode}; see {log_path}")
+            return self.pid_file.exists()
+
+        wait_until(booted, START_TIMEOUT_S, f"{self.name} pid file")
         self.ctl("await_startup")
 
     def ctl(self, *args: str) -> str:
@@ -127,7 +135,10 @@ class RabbitCluster:
         """Start `count` fresh nodes on free loopback ports and join nodes 2..N to node 1."""
         ensure_rabbitmq_installed()
         base_dir.mkdir(parents=True, exist_ok=True)
-        base_dir.chmod(0o755)  # the nodes run as the rabbitmq user and must reach their dirs
+        base_dir.chmod(0o755)
+        closed = [d for d in base_dir.parents if not d.stat().st_mode & stat.S_IXOTH]
+        if closed:
+            raise PermissionError(f"the rabbitmq user cannot reach {base_dir}: {closed[0]} is not o+x")
         ports = free_ports(2 * count)
         nodes = [
             RabbitNode(i + 1, ports[i], ports[count + i], base_dir / f"rabbit{i + 1}") for i in range(count)
