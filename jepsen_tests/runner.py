@@ -74,7 +74,7 @@ def run(config: RunConfig, progress: Callable[[str], None] = print) -> RunResult
         try:
             cluster.start_all()
             declare_queues(cluster, queues)
-            progress("cluster ready; workload and nemeses running")
+            progress(f"cluster ready on bridge {hosts.bridge}; workload and nemeses running")
             history = HistoryWriter(run_dir / "history.jsonl")
             try:
                 drain_left, convergence = asyncio.run(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -60,3 +61,44 @@ def test_run_refuses_politely_where_namespaces_are_unavailable(
     assert answer.exit_code == EXIT_UNAVAILABLE
     assert "cannot run the fault suite here: the fault suite needs root" in answer.output
     assert list(tmp_path.iterdir()) == []
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """PIDs whose command line contains `text`."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if text.encode() in cmdline.read_bytes():
+                found.append(int(cmdline.parent.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.faults
+@pytest.mark.timeout(120)
+def test_interrupted_run_removes_its_namespaces_bridge_rules_and_nodes(
+    netns_ready: None, tmp_path: Path
+) -> None:
+    command = [BIN / "quorumq-jepsen", "run", "--time", "60", "--nodes", "3", "--out", str(tmp_path)]
+    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as suite:
+        assert suite.stderr is not None
+        bridge = ""
+        for line in suite.stderr:
+            if "cluster ready on bridge" in line:
+                bridge = line.split("bridge ")[1].split(";")[0]
+                break
+        assert bridge.startswith("qqj"), "the run never got its cluster ready"
+        assert processes_mentioning(str(tmp_path))
+        suite.send_signal(signal.SIGINT)
+        suite.wait(60)
+    assert run_quietly(["ip", "link", "show", bridge]).returncode != 0
+    assert not [
+        ns for ns in run_quietly(["ip", "netns", "list"]).stdout.split() if ns.startswith(f"{bridge}n")
+    ]
+    assert f"-i {bridge} " not in run_quietly(["iptables", "-S", "FORWARD"]).stdout
+    assert processes_mentioning(str(tmp_path)) == []
+
+
+def run_quietly(command: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, capture_output=True, text=True, check=False)
