@@ -16,11 +16,14 @@ def local_queues(url: str) -> dict[str, dict]:
 
 
 async def drain(client: QuorumqClient, queue: str, expected: int, timeout: float = 30.0) -> list[int]:
-    """Consume and ack until `expected` messages arrived or time runs out; returns bodies as ints."""
+    """Consume and ack until `expected` distinct bodies arrived or time runs out.
+
+    Returns every body received as an int, duplicates included (at-least-once paths may repeat).
+    """
     tag = await client.consume(queue, prefetch=500)
     seen: list[int] = []
     deadline = time.monotonic() + timeout
-    while len(seen) < expected and time.monotonic() < deadline:
+    while len(set(seen)) < expected and time.monotonic() < deadline:
         batch = await client.deliveries(queue, tag, max=500, wait=1.0)
         if batch:
             await client.ack(queue, tag, [d.id for d in batch])
