@@ -12,12 +12,15 @@ from api.client_async import DEFAULT_PREFETCH, QuorumqClient, queue_path
 from api.client_errors import (
     BadRequestError,
     ConflictError,
+    ForbiddenError,
     NoNodeAvailableError,
     NotFoundError,
     PayloadTooLargeError,
     QuorumqError,
     RejectedPublishError,
+    TooManyRequestsError,
     TransportError,
+    UnauthorizedError,
     UnavailableError,
 )
 from api.client_messages import Delivery, Message, Publishable
@@ -31,6 +34,7 @@ __all__ = [
     "BadRequestError",
     "ConflictError",
     "Delivery",
+    "ForbiddenError",
     "Message",
     "NoNodeAvailableError",
     "NotFoundError",
@@ -42,7 +46,9 @@ __all__ = [
     "RejectedPublishError",
     "Subscription",
     "SyncClient",
+    "TooManyRequestsError",
     "TransportError",
+    "UnauthorizedError",
     "UnavailableError",
     "normalize_node",
     "queue_path",

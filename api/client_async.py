@@ -1,6 +1,7 @@
 """QuorumqClient: the asyncio client for the quorumq HTTP API (one method per endpoint)."""
 
 import itertools
+import ssl
 import uuid
 from collections.abc import Iterable, Sequence
 from types import TracebackType
@@ -9,6 +10,7 @@ from urllib.parse import quote
 
 import aiohttp
 
+from api.client_auth import resolve_credentials
 from api.client_errors import QuorumqError
 from api.client_messages import (
     Delivery,
@@ -37,12 +39,18 @@ def queue_path(queue: str, *parts: str) -> str:
     return "/".join(["/api/queues", *(quote(segment, safe="") for segment in (queue, *parts))])
 
 
+def _user_path(name: str, *parts: str) -> str:
+    return "/".join(["/api/users", *(quote(segment, safe="") for segment in (name, *parts))])
+
+
 class QuorumqClient:
     """An asyncio client for a quorumq cluster reachable through any of `nodes` (base URLs or HOST:PORT).
 
     Every request is bounded by `timeout` seconds in total (plus the long-poll wait for deliveries);
     connecting to one node gives up after `connect_timeout` and moves on to the next node. Publishes
     carry this client's `publisher_id` and a fresh sequence number, so retries never duplicate.
+    Credentials: `auth` (HTTP Basic) or `token` (bearer); `tls` is an SSL context or a bool for HTTPS
+    verification; whatever is not given comes from QUORUMQ_USER/PASSWORD/TOKEN/CA_FILE (api.client_auth).
     Use as `async with QuorumqClient([...]) as client:` or call `close()`.
     """
 
@@ -54,9 +62,12 @@ class QuorumqClient:
         connect_timeout: float = 2.0,
         session: aiohttp.ClientSession | None = None,
         auth: aiohttp.BasicAuth | None = None,
+        token: str | None = None,
+        tls: ssl.SSLContext | bool | None = None,
     ) -> None:
+        credentials = resolve_credentials(auth, token, tls)
         self._transport = NodeTransport(
-            nodes, timeout=timeout, connect_timeout=connect_timeout, session=session, auth=auth
+            nodes, timeout=timeout, connect_timeout=connect_timeout, session=session, credentials=credentials
         )
         self.publisher_id = uuid.uuid4().hex
         self._publish_seq = itertools.count(1)
@@ -296,6 +307,43 @@ class QuorumqClient:
     async def metrics_text(self) -> str:
         """The answering node's Prometheus metrics, as text."""
         return (await self._transport.request("GET", "/metrics", retry_sent=True)).payload
+
+    async def whoami(self) -> dict[str, Any]:
+        """The caller's name, tags and permissions as the cluster sees them."""
+        return (await self._transport.request("GET", "/api/whoami", retry_sent=True)).payload
+
+    async def users(self) -> list[dict[str, Any]]:
+        """Every user with tags and permissions (administrators only)."""
+        return (await self._transport.request("GET", "/api/users", retry_sent=True)).payload
+
+    async def put_user(
+        self, name: str, password: str | None = None, tags: Sequence[str] | None = None
+    ) -> bool:
+        """Create a user (a password is required) or update one; True when it was created."""
+        body: dict[str, Any] = {}
+        if password is not None:
+            body["password"] = password
+        if tags is not None:
+            body["tags"] = list(tags)
+        reply = await self._transport.request("PUT", _user_path(name), body=body, retry_sent=True)
+        return reply.status == 201
+
+    async def delete_user(self, name: str) -> None:
+        """Delete a user."""
+        await self._transport.request("DELETE", _user_path(name))
+
+    async def set_permissions(
+        self, name: str, *, configure: str = "", write: str = "", read: str = ""
+    ) -> None:
+        """Set a user's configure/write/read regexes on queue names ("" grants nothing)."""
+        body = {"configure": configure, "write": write, "read": read}
+        await self._transport.request("PUT", _user_path(name, "permissions"), body=body, retry_sent=True)
+
+    async def create_token(self, ttl_s: int | None = None) -> tuple[str, int]:
+        """A bearer token for the caller and its expiry (ms since the epoch)."""
+        body = {"ttl_s": ttl_s} if ttl_s is not None else {}
+        payload = (await self._transport.request("POST", "/api/tokens", body=body)).payload
+        return payload["token"], payload["expires_ms"]
 
     async def _settle(self, path: str, body: dict[str, Any]) -> None:
         await self._transport.request("POST", path, body=body)

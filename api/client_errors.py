@@ -28,6 +28,18 @@ class BadRequestError(QuorumqError):
     """400: the server rejected the request's input (for example an unknown queue argument)."""
 
 
+class UnauthorizedError(QuorumqError):
+    """401: credentials are missing or wrong."""
+
+
+class ForbiddenError(QuorumqError):
+    """403: the credentials are valid but lack the permission for this request."""
+
+
+class TooManyRequestsError(QuorumqError):
+    """429: a limit on concurrent use was reached (for example consumers per queue)."""
+
+
 class NotFoundError(QuorumqError):
     """404: unknown queue, consumer or member."""
 
@@ -62,9 +74,12 @@ class NoNodeAvailableError(QuorumqError):
 
 _ERRORS_BY_STATUS: dict[int, type[QuorumqError]] = {
     400: BadRequestError,
+    401: UnauthorizedError,
+    403: ForbiddenError,
     404: NotFoundError,
     409: ConflictError,
     413: PayloadTooLargeError,
+    429: TooManyRequestsError,
     503: UnavailableError,
     507: RejectedPublishError,
 }

@@ -2,6 +2,7 @@
 
 import asyncio
 import functools
+import ssl
 import threading
 from collections.abc import Callable, Coroutine, Sequence
 from types import TracebackType
@@ -38,6 +39,12 @@ _BLOCKING_METHODS = (
     "nodes",
     "health",
     "metrics_text",
+    "whoami",
+    "users",
+    "put_user",
+    "delete_user",
+    "set_permissions",
+    "create_token",
 )
 
 
@@ -55,11 +62,15 @@ class SyncClient:
         timeout: float = 10.0,
         connect_timeout: float = 2.0,
         auth: aiohttp.BasicAuth | None = None,
+        token: str | None = None,
+        tls: ssl.SSLContext | bool | None = None,
     ) -> None:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="quorumq-client", daemon=True)
         self._thread.start()
-        self._client = QuorumqClient(nodes, timeout=timeout, connect_timeout=connect_timeout, auth=auth)
+        self._client = QuorumqClient(
+            nodes, timeout=timeout, connect_timeout=connect_timeout, auth=auth, token=token, tls=tls
+        )
 
     @property
     def publisher_id(self) -> str:

@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 import aiohttp
 from yarl import URL
 
+from api.client_auth import ClientCredentials
 from api.client_errors import NoNodeAvailableError, QuorumqError, TransportError, error_from_response
 
 RETRY_BACKOFF_START = 0.02
@@ -61,7 +62,7 @@ class NodeTransport:
         timeout: float,
         connect_timeout: float,
         session: aiohttp.ClientSession | None,
-        auth: aiohttp.BasicAuth | None,
+        credentials: ClientCredentials,
     ) -> None:
         if isinstance(nodes, str):
             nodes = [nodes]
@@ -70,7 +71,7 @@ class NodeTransport:
             raise ValueError("at least one node is required")
         self.timeout = timeout
         self.connect_timeout = connect_timeout
-        self._auth = auth
+        self._credentials = credentials
         self._session = session
         self._owns_session = session is None
         self._current = 0
@@ -155,7 +156,13 @@ class NodeTransport:
         timeout = aiohttp.ClientTimeout(total=remaining, sock_connect=min(self.connect_timeout, remaining))
         try:
             async with self._session_for_loop().request(
-                method, URL(url, encoded=True), json=body, params=params, timeout=timeout, auth=self._auth
+                method,
+                URL(url, encoded=True),
+                json=body,
+                params=params,
+                timeout=timeout,
+                headers=self._credentials.headers,
+                ssl=self._credentials.ssl,
             ) as response:
                 return response.status, await _read_payload(response)
         except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:

@@ -13,6 +13,7 @@ from aiohttp import web
 
 from api.errors import ApiError
 from api.forwarding import client_node, on_meta_leader, on_queue_leader
+from api.limits import check_message_headers
 from api.validation import (
     bad,
     field_bool,
@@ -220,6 +221,8 @@ async def publish(request: web.Request, service: QueueService) -> web.StreamResp
     if unknown:
         raise bad(f"unknown fields {sorted(unknown)}")
     messages = published_messages(body, node.config.max_message_bytes)
+    for index, (message, _) in enumerate(messages):
+        check_message_headers(f"messages[{index}]", message.headers, node.config)
     publisher = field_str(body, "publisher")
     seq = field_int(body, "seq", None)
     if (publisher is None) != (seq is None):

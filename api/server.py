@@ -5,12 +5,17 @@ from __future__ import annotations
 import aiohttp
 from aiohttp import web
 
-from api import cluster_handlers, consumer_handlers, queue_handlers
+from api import cluster_handlers, consumer_handlers, durable_handlers, queue_handlers
+from api.auth import auth_middleware, bootstrap_users, vouching_trace
 from api.errors import error_middleware
 from api.forwarding import FORWARD_TIMEOUT_S
+from api.limits import limits_middleware
 from api.membership_handlers import add_routes as add_membership_routes
 from api.metrics import Metrics
+from api.openapi import serve_spec
+from api.user_handlers import add_routes as add_user_routes
 from cluster.node import Node
+from cluster.tls import http_client_context, http_server_context
 
 QUEUE = "/api/queues/{q}"
 CONSUMER = QUEUE + "/consumers/{tag}"
@@ -18,10 +23,14 @@ CONSUMER = QUEUE + "/consumers/{tag}"
 
 def create_app(node: Node) -> web.Application:
     """An aiohttp application serving the API contract for `node` (tests start it in-process)."""
-    app = web.Application(middlewares=[error_middleware], client_max_size=node.config.max_request_bytes)
+    app = web.Application(
+        middlewares=[error_middleware, auth_middleware, limits_middleware],
+        client_max_size=node.config.max_request_bytes,
+    )
     app["node"] = node
     app["metrics"] = Metrics(node)
     app.cleanup_ctx.append(_forward_session)
+    app.cleanup_ctx.append(bootstrap_users)
     app.router.add_get("/api/queues", queue_handlers.list_queues)
     app.router.add_put(QUEUE, queue_handlers.declare_queue)
     app.router.add_get(QUEUE, queue_handlers.get_queue)
@@ -37,16 +46,26 @@ def create_app(node: Node) -> web.Application:
     app.router.add_post(CONSUMER + "/ack", consumer_handlers.settle_consumer)
     app.router.add_post(CONSUMER + "/nack", consumer_handlers.settle_consumer)
     app.router.add_delete(CONSUMER, consumer_handlers.cancel_consumer)
+    app.router.add_post(CONSUMER + "/checkout", durable_handlers.checkout)
+    app.router.add_post(CONSUMER + "/settle", durable_handlers.settle_below)
+    app.router.add_get(CONSUMER + "/log", durable_handlers.read_log)
     app.router.add_get("/api/nodes", cluster_handlers.list_nodes)
     app.router.add_get("/api/health", cluster_handlers.health)
     app.router.add_get("/metrics", cluster_handlers.metrics)
     add_membership_routes(app.router)
+    add_user_routes(app.router)
+    app.router.add_get("/api/openapi.json", serve_spec)
     return app
 
 
 async def _forward_session(app: web.Application):  # type: ignore[no-untyped-def]
     timeout = aiohttp.ClientTimeout(total=FORWARD_TIMEOUT_S, connect=2.0)
-    app["forward_session"] = aiohttp.ClientSession(timeout=timeout)
+    config = app["node"].config
+    app["forward_session"] = aiohttp.ClientSession(
+        timeout=timeout,
+        connector=aiohttp.TCPConnector(ssl=http_client_context(config) or True),
+        trace_configs=[vouching_trace(config.cluster_secret)],
+    )
     yield
     await app["forward_session"].close()
 
@@ -54,8 +73,11 @@ async def _forward_session(app: web.Application):  # type: ignore[no-untyped-def
 async def serve(node: Node) -> web.AppRunner:
     """Start the node and its HTTP API; returns the runner (call `cleanup()` then `node.stop()`)."""
     await node.start()
-    runner = web.AppRunner(create_app(node), access_log=None)
+    config = node.config
+    keepalive_s = config.keepalive_timeout_ms / 1000
+    runner = web.AppRunner(create_app(node), access_log=None, keepalive_timeout=keepalive_s)
     await runner.setup()
-    site = web.TCPSite(runner, node.config.http.host, node.config.http.port, reuse_address=True)
+    tls = http_server_context(config)
+    site = web.TCPSite(runner, config.http.host, config.http.port, reuse_address=True, ssl_context=tls)
     await site.start()
     return runner

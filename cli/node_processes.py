@@ -6,6 +6,7 @@ them runs real `quorumq server` processes talking real TCP.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import signal
 import socket
@@ -17,9 +18,35 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from api.client import SyncClient
+from api.client_auth import PASSWORD_ENV, USER_ENV
 from api.client_errors import QuorumqError
 
 READY_TIMEOUT_S = 60.0
+HARNESS_USER = "quorumq-harness"
+HARNESS_PASSWORD = "quorumq-harness-password"
+BOOTSTRAP_ENV = {"QUORUMQ_BOOTSTRAP_USER": HARNESS_USER, "QUORUMQ_BOOTSTRAP_PASSWORD": HARNESS_PASSWORD}
+
+
+def harness_env(env: dict[str, str] | None) -> dict[str, str]:
+    """A node's environment: `env` (or this process's) plus the harness bootstrap administrator,
+    unless the caller chose another one."""
+    return {**BOOTSTRAP_ENV, **(os.environ if env is None else env)}
+
+
+def use_harness_credentials() -> None:
+    """Make clients created in this process (and its child tools) log in as the harness administrator,
+    unless QUORUMQ_USER is already set. Needed for nodes off loopback, where the guest is refused."""
+    if not os.environ.get(USER_ENV):
+        os.environ[USER_ENV] = HARNESS_USER
+        os.environ[PASSWORD_ENV] = HARNESS_PASSWORD
+
+
+def is_loopback_host(host: str) -> bool:
+    """True for a loopback IP address or `localhost`."""
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class ClusterError(RuntimeError):
@@ -67,11 +94,19 @@ class NodeProcess:
         ]
 
     def start(self, prefix: Sequence[str] = ()) -> None:
-        """Spawn the node (optionally behind a prefix such as `ip netns exec NS`)."""
+        """Spawn the node (optionally behind a prefix such as `ip netns exec NS`).
+
+        Every node gets the harness bootstrap administrator; a node off loopback also makes this
+        process's clients use it (see `use_harness_credentials`)."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        if not is_loopback_host(self.host):
+            use_harness_credentials()
         with self.log_path.open("ab") as log_file:
             self.process = subprocess.Popen(
-                [*prefix, *self.command()], stdout=log_file, stderr=subprocess.STDOUT, env=self.env
+                [*prefix, *self.command()],
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                env=harness_env(self.env),
             )
 
     @property

@@ -1,0 +1,350 @@
+"""Who is calling and what they may do: authentication (Basic, bearer, node assertions, loopback guest)
+and authorisation (RabbitMQ's configure/write/read regexes per queue, the administrator tag).
+
+Every route has an access rule in `ROUTE_ACCESS`; a route without one needs an administrator, so a
+new endpoint is never open by accident. Missing or wrong credentials answer 401 (with
+`WWW-Authenticate`), valid credentials without the permission answer 403.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import enum
+import hashlib
+import hmac
+import ipaddress
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import aiohttp
+from aiohttp import web
+
+from api.errors import error_response
+from api.tokens import verify_token
+from cluster.config import ConfigError
+from cluster.metadata import Metadata
+from cluster.node import META_GROUP, Node
+from cluster.peer_auth import NODE_AUTH_HEADER, NODE_PRINCIPAL, sign_assertion, verify_assertion
+from cluster.proposals import ProposalFailed
+from cluster.users import (
+    FULL_ACCESS,
+    GUEST,
+    UserError,
+    UserRecord,
+    check_password,
+    check_user_name,
+    hash_password,
+    pattern_allows,
+    verify_password,
+)
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+PRINCIPAL_KEY = "principal"
+REALM = 'Basic realm="quorumq", charset="UTF-8"'
+BOOTSTRAP_RETRY_S = 0.5
+PASSWORD_CHECKS_AT_ONCE = 2
+VERIFIED_CACHE_SIZE = 4096
+
+
+class Access(enum.Enum):
+    """What a route requires of the caller."""
+
+    PUBLIC = "public"
+    METRICS = "metrics"  # public when `metrics_public`, else any authenticated user
+    AUTHENTICATED = "authenticated"
+    ANY_QUEUE_PERMISSION = "any"  # configure, write or read on the queue
+    CONFIGURE = "configure"
+    WRITE = "write"
+    READ = "read"
+    CONFIGURE_ADMIN = "configure+administrator"
+    ADMINISTRATOR = "administrator"
+
+
+QUEUE = "/api/queues/{q}"
+CONSUMER = QUEUE + "/consumers/{tag}"
+USER = "/api/users/{user}"
+
+ROUTE_ACCESS: dict[tuple[str, str], Access] = {
+    ("GET", "/api/health"): Access.PUBLIC,
+    ("GET", "/metrics"): Access.METRICS,
+    ("GET", "/api/openapi.json"): Access.AUTHENTICATED,
+    ("GET", "/api/whoami"): Access.AUTHENTICATED,
+    ("POST", "/api/tokens"): Access.AUTHENTICATED,
+    ("GET", "/api/queues"): Access.AUTHENTICATED,
+    ("GET", "/api/nodes"): Access.AUTHENTICATED,
+    ("GET", QUEUE): Access.ANY_QUEUE_PERMISSION,
+    ("PUT", QUEUE): Access.CONFIGURE,
+    ("PATCH", QUEUE): Access.CONFIGURE,
+    ("DELETE", QUEUE): Access.CONFIGURE,
+    ("DELETE", QUEUE + "/contents"): Access.CONFIGURE,
+    ("POST", QUEUE + "/messages"): Access.WRITE,
+    ("POST", QUEUE + "/get"): Access.READ,
+    ("POST", QUEUE + "/ack"): Access.READ,
+    ("POST", QUEUE + "/nack"): Access.READ,
+    ("POST", QUEUE + "/consumers"): Access.READ,
+    ("GET", CONSUMER + "/deliveries"): Access.READ,
+    ("POST", CONSUMER + "/ack"): Access.READ,
+    ("POST", CONSUMER + "/nack"): Access.READ,
+    ("DELETE", CONSUMER): Access.READ,
+    ("POST", CONSUMER + "/checkout"): Access.READ,
+    ("POST", CONSUMER + "/settle"): Access.READ,
+    ("GET", CONSUMER + "/log"): Access.READ,
+    ("GET", QUEUE + "/members"): Access.ANY_QUEUE_PERMISSION,
+    ("GET", QUEUE + "/members/{node}"): Access.ANY_QUEUE_PERMISSION,
+    ("POST", QUEUE + "/members"): Access.CONFIGURE_ADMIN,
+    ("DELETE", QUEUE + "/members/{node}"): Access.CONFIGURE_ADMIN,
+    ("POST", QUEUE + "/leader"): Access.CONFIGURE_ADMIN,
+    ("POST", "/api/nodes"): Access.ADMINISTRATOR,
+    ("DELETE", "/api/nodes/{node}"): Access.ADMINISTRATOR,
+    ("GET", "/api/users"): Access.ADMINISTRATOR,
+    ("GET", USER): Access.ADMINISTRATOR,
+    ("PUT", USER): Access.ADMINISTRATOR,
+    ("DELETE", USER): Access.ADMINISTRATOR,
+    ("PUT", USER + "/permissions"): Access.ADMINISTRATOR,
+}
+
+
+@dataclass(frozen=True)
+class Principal:
+    """An authenticated caller and its rights."""
+
+    name: str
+    administrator: bool
+    configure: str = ""
+    write: str = ""
+    read: str = ""
+
+    @classmethod
+    def of(cls, record: UserRecord) -> Principal:
+        """The rights a user record grants."""
+        return cls(record.name, record.is_administrator, record.configure, record.write, record.read)
+
+    @classmethod
+    def superuser(cls, name: str) -> Principal:
+        """Full rights (the loopback guest, a node acting on its own behalf)."""
+        return cls(name, True, FULL_ACCESS, FULL_ACCESS, FULL_ACCESS)
+
+    def may(self, access: Access, queue: str | None) -> bool:
+        """Whether this principal passes `access` (on `queue` for per-queue rules)."""
+        if access in (Access.PUBLIC, Access.METRICS, Access.AUTHENTICATED):
+            return True
+        if access is Access.ADMINISTRATOR:
+            return self.administrator
+        if queue is None:
+            return False
+        if access is Access.ANY_QUEUE_PERMISSION:
+            return any(pattern_allows(p, queue) for p in (self.configure, self.write, self.read))
+        if access is Access.CONFIGURE_ADMIN:
+            return self.administrator and pattern_allows(self.configure, queue)
+        return pattern_allows(getattr(self, access.value), queue)
+
+
+class Unauthenticated(Exception):
+    """Credentials are missing or wrong; `status` is 401, or 503 while the user table is not ready."""
+
+    def __init__(self, reason: str, status: int = 401) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.status = status
+
+
+class PasswordChecker:
+    """Checks passwords against scrypt hashes off the event loop, a few at a time, remembering successes.
+
+    Remembered successes are keyed by an HMAC (with a per-process key) of the name, the stored hash and
+    the password, so a changed password or a new hash never matches an old entry.
+    """
+
+    def __init__(self) -> None:
+        self._key = os.urandom(32)
+        self._verified: set[bytes] = set()
+        self._slots = asyncio.Semaphore(PASSWORD_CHECKS_AT_ONCE)
+
+    async def check(self, record: UserRecord, password: str) -> bool:
+        """True when `password` is the user's."""
+        material = "\x00".join((record.name, record.password_hash, password)).encode()
+        fingerprint = hmac.new(self._key, material, hashlib.sha256).digest()
+        if fingerprint in self._verified:
+            return True
+        async with self._slots:
+            loop = asyncio.get_running_loop()
+            ok = await loop.run_in_executor(None, verify_password, password, record.password_hash)
+        if ok:
+            if len(self._verified) >= VERIFIED_CACHE_SIZE:
+                self._verified.clear()
+            self._verified.add(fingerprint)
+        return ok
+
+
+def is_loopback(request: web.Request) -> bool:
+    """True when the TCP peer is a loopback address."""
+    try:
+        return request.remote is not None and ipaddress.ip_address(request.remote).is_loopback
+    except ValueError:
+        return False
+
+
+def route_access(request: web.Request) -> Access:
+    """The access rule of the matched route (administrator for routes without one)."""
+    resource = request.match_info.route.resource
+    if resource is None:  # no route matched: the 404/405 still needs a known caller
+        return Access.AUTHENTICATED
+    method = "GET" if request.method == "HEAD" else request.method
+    return ROUTE_ACCESS.get((method, resource.canonical), Access.ADMINISTRATOR)
+
+
+async def authenticate(request: web.Request) -> Principal | None:
+    """The caller's principal, or None when no credentials came; raises Unauthenticated when wrong."""
+    node: Node = request.app["node"]
+    asserted = request.headers.get(NODE_AUTH_HEADER)
+    if asserted is not None:
+        name = verify_assertion(node.config.cluster_secret, asserted, request.method, request.path)
+        if name is None:
+            raise Unauthenticated("invalid node assertion")
+        if name in (NODE_PRINCIPAL, GUEST) and (name == NODE_PRINCIPAL or node.config.loopback_guest):
+            return Principal.superuser(name)
+        return _known_user(node.meta.state, name)
+    header = request.headers.get("Authorization")
+    if header is None:
+        if node.config.loopback_guest and is_loopback(request):
+            return Principal.superuser(GUEST)
+        return None
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() == "basic":
+        return await _basic(request, node, value.strip())
+    if scheme.lower() == "bearer":
+        name = verify_token(node.config.cluster_secret, value.strip(), node.meta.state.users)
+        if name is None:
+            raise Unauthenticated("invalid or expired token")
+        return _known_user(node.meta.state, name)
+    raise Unauthenticated(f"unsupported authorization scheme {scheme!r}")
+
+
+async def _basic(request: web.Request, node: Node, value: str) -> Principal:
+    try:
+        name, sep, password = base64.b64decode(value, validate=True).decode().partition(":")
+    except (binascii.Error, ValueError) as exc:
+        raise Unauthenticated("malformed basic credentials") from exc
+    if not sep:
+        raise Unauthenticated("malformed basic credentials")
+    if name == GUEST and node.config.loopback_guest:
+        if not is_loopback(request):
+            raise Unauthenticated("the guest user may only connect from loopback")
+        if password != GUEST:
+            raise Unauthenticated("wrong user name or password")
+        return Principal.superuser(GUEST)
+    state = node.meta.state
+    record = state.users.get(name)
+    if record is None or not await request.app["password_checker"].check(record, password):
+        if not state.users_initialised:
+            raise Unauthenticated("the user table is not initialised yet", status=503)
+        raise Unauthenticated("wrong user name or password")
+    return Principal.of(record)
+
+
+def _known_user(state: Metadata, name: str) -> Principal:
+    record = state.users.get(name)
+    if record is None:
+        raise Unauthenticated(f"no user {name!r}", status=401 if state.users_initialised else 503)
+    return Principal.of(record)
+
+
+def principal(request: web.Request) -> Principal:
+    """The principal the middleware authenticated for this request."""
+    return request[PRINCIPAL_KEY]
+
+
+_acting_for: ContextVar[Principal | None] = ContextVar("quorumq_acting_for", default=None)
+
+
+def vouching_trace(secret: str) -> aiohttp.TraceConfig:
+    """A client trace that signs every node-to-node request a handler makes (forwarding, asking a
+    queue's leader for stats) as the principal the handler serves, so the other node applies the same
+    permissions without seeing the caller's credentials."""
+
+    async def on_request_start(
+        session: aiohttp.ClientSession, context: SimpleNamespace, params: aiohttp.TraceRequestStartParams
+    ) -> None:
+        caller = _acting_for.get()
+        if caller is not None:
+            params.headers[NODE_AUTH_HEADER] = sign_assertion(
+                secret, caller.name, params.method, params.url.path
+            )
+
+    trace = aiohttp.TraceConfig()
+    trace.on_request_start.append(on_request_start)
+    return trace
+
+
+def _unauthorised(reason: str, status: int) -> web.Response:
+    if status == 503:
+        return error_response(503, "not_ready", reason)
+    response = error_response(401, "unauthorized", reason)
+    response.headers["WWW-Authenticate"] = REALM
+    return response
+
+
+@web.middleware
+async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Authenticate the caller and check the route's access rule before the handler runs."""
+    access = route_access(request)
+    if access is Access.PUBLIC or (access is Access.METRICS and request.app["node"].config.metrics_public):
+        return await handler(request)
+    try:
+        caller = await authenticate(request)
+    except Unauthenticated as exc:
+        return _unauthorised(exc.reason, exc.status)
+    if caller is None:
+        return _unauthorised("authentication required", 401)
+    queue = request.match_info.get("q")
+    if not caller.may(access, queue):
+        target = f" on queue '{queue}'" if queue is not None and access is not Access.ADMINISTRATOR else ""
+        reason = f"user '{caller.name}' lacks {access.value} permission{target}"
+        return error_response(403, "forbidden", reason)
+    request[PRINCIPAL_KEY] = caller
+    acting = _acting_for.set(caller)
+    try:
+        return await handler(request)
+    finally:
+        _acting_for.reset(acting)
+
+
+async def bootstrap_users(app: web.Application):  # type: ignore[no-untyped-def]
+    """Cleanup context: the metadata leader creates the configured bootstrap user once per cluster."""
+    config = app["node"].config
+    if config.bootstrap_user:
+        try:
+            check_user_name(config.bootstrap_user)
+            check_password(config.bootstrap_password)
+        except UserError as exc:
+            raise ConfigError(f"bootstrap user: {exc}") from exc
+        if config.bootstrap_user == GUEST:
+            raise ConfigError("bootstrap user: 'guest' is the built-in loopback user")
+    app["password_checker"] = PasswordChecker()
+    task = asyncio.get_running_loop().create_task(_bootstrap_loop(app["node"]))
+    yield
+    task.cancel()
+
+
+async def _bootstrap_loop(node: Node) -> None:
+    config = node.config
+    password_hash = ""
+    if config.bootstrap_user:
+        password_hash = await asyncio.get_running_loop().run_in_executor(
+            None, hash_password, config.bootstrap_password
+        )
+    while not node.meta.state.users_initialised:
+        if node.meta.is_leader and node.host is not None:
+            try:
+                await node.host.submit(META_GROUP, ["bootstrap_users", config.bootstrap_user, password_hash])
+            except ProposalFailed as exc:
+                log.info("bootstrap user not created yet: %s", exc)
+        await asyncio.sleep(BOOTSTRAP_RETRY_S)

@@ -1,0 +1,73 @@
+"""Limits on hostile or careless requests, each with a clear 4xx before any work is done.
+
+- a request body must arrive within `request_read_timeout_ms` (408) and fit `max_request_bytes` (413);
+- a queue name in the path longer than `max_queue_name_length` is 414 (its characters are checked by
+  `api.validation.queue_name`, 400);
+- a queue accepts at most `max_consumers_per_queue` consumers (429, checked wherever a replica is);
+- a published message carries at most `max_message_headers` headers (422) of at most
+  `max_header_bytes` as JSON (413).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+
+from api.errors import ApiError
+from cluster.config import NodeConfig
+from cluster.node import Node
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+CONSUMERS_ROUTE = "/api/queues/{q}/consumers"
+
+
+@web.middleware
+async def limits_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Enforce the request-level limits, then run the handler."""
+    node: Node = request.app["node"]
+    config = node.config
+    queue = request.match_info.get("q")
+    if queue is not None and len(queue) > config.max_queue_name_length:
+        raise ApiError(
+            414, "name_too_long", f"queue names are at most {config.max_queue_name_length} characters"
+        )
+    if request.body_exists:
+        try:
+            await asyncio.wait_for(request.read(), config.request_read_timeout_ms / 1000)
+        except TimeoutError as exc:
+            raise ApiError(408, "request_timeout", "the request body did not arrive in time") from exc
+    resource = request.match_info.route.resource
+    if queue is not None and request.method == "POST" and resource and resource.canonical == CONSUMERS_ROUTE:
+        _check_consumer_room(node, queue)
+    return await handler(request)
+
+
+def _check_consumer_room(node: Node, queue: str) -> None:
+    service = node.queues.get(queue)
+    if service is None:
+        return  # no local replica: the leader this request is forwarded to checks
+    consumers = service.replica.machine.stats().consumers
+    if consumers >= node.config.max_consumers_per_queue:
+        limit = node.config.max_consumers_per_queue
+        raise ApiError(
+            429, "too_many_consumers", f"queue '{queue}' already has {consumers} consumers (limit {limit})"
+        )
+
+
+def check_message_headers(where: str, headers: dict[str, Any], config: NodeConfig) -> None:
+    """Reject a published message's headers beyond the configured count (422) or size (413)."""
+    if len(headers) > config.max_message_headers:
+        raise ApiError(
+            422,
+            "too_many_headers",
+            f"{where} has {len(headers)} headers; the limit is {config.max_message_headers}",
+        )
+    size = len(json.dumps(headers, separators=(",", ":")))
+    if size > config.max_header_bytes:
+        raise ApiError(
+            413, "too_large", f"{where}.headers are {size} bytes; the limit is {config.max_header_bytes}"
+        )

@@ -1,0 +1,294 @@
+"""The OpenAPI 3 description of the whole HTTP API, served at `/api/openapi.json`.
+
+`tests/security/test_openapi.py` compares its paths and methods with the routes the server registers,
+so the two cannot drift apart silently. Request schemas describe what handlers accept; the fuzzer
+generates valid and invalid requests from them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+JSON = "application/json"
+Schema = dict[str, Any]
+
+QUEUE_NAME: Schema = {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._:\\-]{0,254}$"}
+USER_NAME: Schema = {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._@\\-]{0,63}$"}
+ERROR: Schema = {
+    "type": "object",
+    "required": ["error", "reason"],
+    "properties": {
+        "error": {"type": "string"},
+        "reason": {"type": "string"},
+        "leader": {"type": ["string", "null"]},
+        "leader_http": {"type": ["string", "null"]},
+    },
+}
+IDS: Schema = {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 0}}
+MESSAGE: Schema = {
+    "type": "object",
+    "required": ["body"],
+    "additionalProperties": False,
+    "properties": {
+        "body": {"type": "string"},
+        "encoding": {"enum": ["utf8", "base64"]},
+        "headers": {"type": "object"},
+        "expiration": {"type": "integer", "minimum": 0},
+    },
+}
+PERMISSIONS: Schema = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {"configure": {"type": "string"}, "write": {"type": "string"}, "read": {"type": "string"}},
+}
+
+
+def _object(properties: dict[str, Schema], required: tuple[str, ...] = ()) -> Schema:
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": properties,
+        **({"required": list(required)} if required else {}),
+    }
+
+
+def _path_param(name: str, schema: Schema) -> dict[str, Any]:
+    return {"name": name, "in": "path", "required": True, "schema": schema}
+
+
+def _query(name: str, schema: Schema) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": False, "schema": schema}
+
+
+def _operation(
+    summary: str,
+    ok: dict[str, str],
+    *,
+    body: Schema | None = None,
+    body_required: bool = True,
+    query: tuple[dict[str, Any], ...] = (),
+    public: bool = False,
+) -> dict[str, Any]:
+    responses: dict[str, Any] = {status: {"description": text} for status, text in ok.items()}
+    errors = {"400": "bad input", "404": "unknown resource", "503": "no leader or quorum yet"}
+    if not public:
+        errors |= {"401": "missing or wrong credentials", "403": "not permitted"}
+    for status, text in errors.items():
+        responses.setdefault(status, {"description": text, "content": {JSON: {"schema": ERROR}}})
+    operation: dict[str, Any] = {"summary": summary, "responses": responses}
+    if public:
+        operation["security"] = []
+    if body is not None:
+        operation["requestBody"] = {"required": body_required, "content": {JSON: {"schema": body}}}
+    if query:
+        operation["parameters"] = list(query)
+    return operation
+
+
+Q = "/api/queues/{q}"
+C = Q + "/consumers/{tag}"
+SETTLE = _object({"ids": IDS, "requeue": {"type": "boolean"}}, ("ids",))
+DECLARE = _object({"arguments": {"type": "object"}})
+PUBLISH = _object(
+    {
+        "messages": {"type": "array", "minItems": 1, "items": MESSAGE},
+        "publisher": {"type": "string"},
+        "seq": {"type": "integer", "minimum": 0},
+    },
+    ("messages",),
+)
+CONSUMER = {
+    "type": "object",
+    "properties": {
+        "prefetch": {"type": "integer", "minimum": 1, "maximum": 65535},
+        "priority": {"type": "integer"},
+        "timeout": {"type": "integer", "minimum": 1},
+        "durable": {"type": "boolean"},
+        "name": {"type": "string"},
+    },
+}
+
+PATHS: dict[str, dict[str, Any]] = {
+    "/api/health": {"get": _operation("node health", {"200": "ready", "503": "not ready"}, public=True)},
+    "/metrics": {"get": _operation("Prometheus metrics", {"200": "text exposition format"})},
+    "/api/openapi.json": {"get": _operation("this document", {"200": "the OpenAPI document"})},
+    "/api/whoami": {"get": _operation("the caller's name, tags and permissions", {"200": "the caller"})},
+    "/api/tokens": {
+        "post": _operation(
+            "issue a bearer token",
+            {"201": "token and expiry"},
+            body=_object({"ttl_s": {"type": "integer", "minimum": 1, "maximum": 604800}}),
+            body_required=False,
+        )
+    },
+    "/api/users": {"get": _operation("list users", {"200": "users"})},
+    "/api/users/{user}": {
+        "get": _operation("one user", {"200": "the user"}),
+        "put": _operation(
+            "create or update a user",
+            {"201": "created", "204": "updated", "409": "reserved name or last administrator"},
+            body=_object(
+                {"password": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}}}
+            ),
+        ),
+        "delete": _operation(
+            "delete a user", {"204": "deleted", "409": "yourself or the last administrator"}
+        ),
+    },
+    "/api/users/{user}/permissions": {
+        "put": _operation("set a user's configure/write/read regexes", {"204": "set"}, body=PERMISSIONS)
+    },
+    "/api/queues": {"get": _operation("every queue with statistics", {"200": "queues"})},
+    Q: {
+        "put": _operation(
+            "declare a queue",
+            {"201": "created", "204": "exists with these arguments", "409": "exists with other arguments"},
+            body=DECLARE,
+            body_required=False,
+        ),
+        "get": _operation("a queue's statistics", {"200": "the queue"}),
+        "patch": _operation("change runtime arguments", {"200": "the queue"}, body=DECLARE),
+        "delete": _operation(
+            "delete a queue",
+            {"204": "deleted", "409": "not empty or not unused"},
+            query=(_query("if_empty", {"type": "boolean"}), _query("if_unused", {"type": "boolean"})),
+        ),
+    },
+    Q + "/contents": {"delete": _operation("purge ready messages", {"200": "count purged"})},
+    Q + "/messages": {
+        "post": _operation(
+            "publish with confirms",
+            {"201": "ids", "413": "too large", "422": "too many headers", "507": "queue full"},
+            body=PUBLISH,
+        )
+    },
+    Q + "/get": {
+        "post": _operation(
+            "basic.get",
+            {"200": "deliveries"},
+            body=_object({"count": {"type": "integer", "minimum": 1}, "ack": {"enum": ["manual", "auto"]}}),
+            body_required=False,
+        )
+    },
+    Q + "/ack": {"post": _operation("settle got messages", {"200": "settled"}, body=SETTLE)},
+    Q + "/nack": {"post": _operation("return or discard got messages", {"200": "returned"}, body=SETTLE)},
+    Q + "/consumers": {
+        "post": _operation(
+            "register a consumer",
+            {"201": "consumer tag", "429": "too many consumers"},
+            body=CONSUMER,
+            body_required=False,
+        )
+    },
+    C: {"delete": _operation("cancel a consumer", {"204": "cancelled"})},
+    C + "/deliveries": {
+        "get": _operation(
+            "long-poll deliveries",
+            {"200": "deliveries"},
+            query=(
+                _query("max", {"type": "integer", "minimum": 0, "maximum": 10000}),
+                _query("wait", {"type": "number", "minimum": 0, "maximum": 60}),
+            ),
+        )
+    },
+    C + "/ack": {"post": _operation("settle deliveries", {"200": "settled"}, body=SETTLE)},
+    C + "/nack": {"post": _operation("return or discard deliveries", {"200": "returned"}, body=SETTLE)},
+    C + "/checkout": {
+        "post": _operation(
+            "durable consumer: number more messages",
+            {"200": "sequence position"},
+            body=_object({"max": {"type": "integer", "minimum": 0}}),
+            body_required=False,
+        )
+    },
+    C + "/settle": {
+        "post": _operation(
+            "durable consumer: settle below a sequence number",
+            {"200": "sequence position"},
+            body=_object({"below": {"type": "integer", "minimum": 0}}, ("below",)),
+        )
+    },
+    C + "/log": {
+        "get": _operation(
+            "durable consumer: read deliveries by sequence number",
+            {"200": "deliveries", "409": "log gap"},
+            query=(
+                _query("from", {"type": "integer", "minimum": 0}),
+                _query("to", {"type": "integer", "minimum": 0}),
+            ),
+        )
+    },
+    Q + "/members": {
+        "get": _operation("the queue's replica set", {"200": "members"}),
+        "post": _operation(
+            "add a member",
+            {"200": "added", "409": "refused"},
+            body=_object({"node": {"type": "string"}}, ("node",)),
+        ),
+    },
+    Q + "/members/{node}": {
+        "get": _operation("one member's status", {"200": "status"}),
+        "delete": _operation("remove a member", {"200": "removed", "409": "refused"}),
+    },
+    Q + "/leader": {
+        "post": _operation(
+            "transfer leadership",
+            {"200": "transferred", "409": "refused"},
+            body=_object({"node": {"type": "string"}}),
+        )
+    },
+    "/api/nodes": {
+        "get": _operation("cluster members", {"200": "nodes"}),
+        "post": _operation(
+            "join a node",
+            {"200": "joined", "201": "joined", "409": "refused"},
+            body=_object(
+                {"name": {"type": "string"}, "http": {"type": "string"}, "raft": {"type": "string"}}
+            ),
+        ),
+    },
+    "/api/nodes/{node}": {
+        "delete": _operation("forget a stopped node", {"204": "forgotten", "409": "running"})
+    },
+}
+
+PATH_PARAMETERS: dict[str, Schema] = {
+    "q": QUEUE_NAME,
+    "tag": {"type": "string", "minLength": 1},
+    "user": USER_NAME,
+    "node": {"type": "string", "minLength": 1},
+}
+
+
+def _with_path_parameters(path: str, item: dict[str, Any]) -> dict[str, Any]:
+    names = [part[1:-1] for part in path.split("/") if part.startswith("{")]
+    if names:
+        return {"parameters": [_path_param(n, PATH_PARAMETERS[n]) for n in names], **item}
+    return item
+
+
+def spec() -> dict[str, Any]:
+    """The OpenAPI 3.1 document."""
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "quorumq",
+            "version": "1",
+            "description": "Raft-replicated quorum queues. Errors are JSON {error, reason}.",
+        },
+        "components": {
+            "securitySchemes": {
+                "basic": {"type": "http", "scheme": "basic"},
+                "bearer": {"type": "http", "scheme": "bearer"},
+            }
+        },
+        "security": [{"basic": []}, {"bearer": []}],
+        "paths": {path: _with_path_parameters(path, item) for path, item in PATHS.items()},
+    }
+
+
+async def serve_spec(request: web.Request) -> web.StreamResponse:
+    """GET /api/openapi.json."""
+    return web.json_response(spec())

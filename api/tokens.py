@@ -1,0 +1,64 @@
+"""Bearer tokens: `qq1.PAYLOAD.MAC`, signed with a key derived from the cluster secret.
+
+The payload names the user, the expiry and the generation of the user's password hash, so any node can
+check a token without shared state, and changing the password or deleting the user revokes it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import time
+
+import msgpack
+
+from cluster.peer_auth import derived_key
+from cluster.users import UserRecord, password_generation
+
+PREFIX = "qq1"
+DEFAULT_TTL_S = 3600
+MAX_TTL_S = 7 * 24 * 3600
+MAX_TOKEN_CHARS = 1024
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def _mac(secret: str, payload: str) -> str:
+    return _b64(hmac.new(derived_key(secret, "token"), payload.encode(), hashlib.sha256).digest())
+
+
+def issue_token(secret: str, record: UserRecord, ttl_s: int, now_s: float | None = None) -> tuple[str, int]:
+    """A token for `record` valid `ttl_s` seconds, and its expiry in ms since the epoch."""
+    now_s = time.time() if now_s is None else now_s
+    expires_ms = int((now_s + ttl_s) * 1000)
+    payload = _b64(msgpack.packb([record.name, expires_ms, password_generation(record.password_hash)]))
+    return f"{PREFIX}.{payload}.{_mac(secret, payload)}", expires_ms
+
+
+def verify_token(
+    secret: str, token: str, users: dict[str, UserRecord], now_s: float | None = None
+) -> str | None:
+    """The user a genuine, unexpired, unrevoked token names; None for anything else."""
+    if len(token) > MAX_TOKEN_CHARS:
+        return None
+    prefix, _, rest = token.partition(".")
+    payload, _, mac = rest.partition(".")
+    if prefix != PREFIX or not hmac.compare_digest(mac.encode(), _mac(secret, payload).encode()):
+        return None
+    try:
+        name, expires_ms, generation = msgpack.unpackb(_unb64(payload), raw=False)
+    except (ValueError, TypeError, binascii.Error, msgpack.UnpackException):
+        return None
+    now_s = time.time() if now_s is None else now_s
+    record = users.get(name) if isinstance(name, str) else None
+    if record is None or not isinstance(expires_ms, int) or expires_ms <= now_s * 1000:
+        return None
+    return name if generation == password_generation(record.password_hash) else None

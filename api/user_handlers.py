@@ -1,0 +1,168 @@
+"""HTTP endpoints for users, permissions, bearer tokens and `whoami` (changes run on the metadata leader)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from aiohttp import web
+
+from api.auth import principal
+from api.errors import ApiError
+from api.forwarding import on_meta_leader
+from api.tokens import DEFAULT_TTL_S, MAX_TTL_S, issue_token
+from api.validation import bad, field_int, json_object
+from cluster.node import Node
+from cluster.users import (
+    ADMINISTRATOR,
+    GUEST,
+    UserError,
+    UserRecord,
+    check_password,
+    check_pattern,
+    check_tags,
+    check_user_name,
+    hash_password,
+)
+
+USER = "/api/users/{user}"
+
+
+def add_routes(router: web.UrlDispatcher) -> None:
+    """Register the user management routes."""
+    router.add_get("/api/users", list_users)
+    router.add_get(USER, get_user)
+    router.add_put(USER, put_user)
+    router.add_delete(USER, delete_user)
+    router.add_put(USER + "/permissions", set_permissions)
+    router.add_get("/api/whoami", whoami)
+    router.add_post("/api/tokens", create_token)
+
+
+def user_json(record: UserRecord) -> dict[str, Any]:
+    """A user as the API shows it (never the hash)."""
+    permissions = {"configure": record.configure, "write": record.write, "read": record.read}
+    return {"name": record.name, "tags": list(record.tags), "permissions": permissions}
+
+
+def _user_name(request: web.Request) -> str:
+    try:
+        name = check_user_name(request.match_info["user"])
+    except UserError as exc:
+        raise bad(str(exc)) from exc
+    if name == GUEST:
+        raise ApiError(409, "reserved", "'guest' is the built-in loopback user and cannot be changed")
+    return name
+
+
+def _record(node: Node, name: str) -> UserRecord:
+    record = node.meta.state.users.get(name)
+    if record is None:
+        raise ApiError(404, "not_found", f"no user '{name}'")
+    return record
+
+
+async def _submit(node: Node, op: list) -> list:
+    reply = await node.submit_metadata(op)
+    if reply[0] == "error":
+        raise ApiError(404 if reply[1].startswith("no user") else 400, "bad_request", reply[1])
+    return reply
+
+
+async def list_users(request: web.Request) -> web.StreamResponse:
+    """GET /api/users: every user with tags and permissions."""
+    users = request.app["node"].meta.state.users.values()
+    return web.json_response([user_json(u) for u in sorted(users, key=lambda u: u.name)])
+
+
+async def get_user(request: web.Request) -> web.StreamResponse:
+    """GET /api/users/{user}."""
+    return web.json_response(user_json(_record(request.app["node"], _user_name(request))))
+
+
+@on_meta_leader
+async def put_user(request: web.Request) -> web.StreamResponse:
+    """PUT /api/users/{user} `{"password", "tags"}`: 201 created, 204 updated (no password keeps it)."""
+    node: Node = request.app["node"]
+    name = _user_name(request)
+    body = await json_object(request)
+    unknown = set(body) - {"password", "tags"}
+    if unknown:
+        raise bad(f"unknown fields {sorted(unknown)}")
+    existing = node.meta.state.users.get(name)
+    try:
+        tags = check_tags(body.get("tags", existing.tags if existing else []))
+        password = check_password(body["password"]) if "password" in body or existing is None else None
+    except UserError as exc:
+        raise bad(str(exc)) from exc
+    if existing is not None and existing.is_administrator and ADMINISTRATOR not in tags:
+        _refuse_losing_last_administrator(node, name)
+    password_hash = ""
+    if password is not None:
+        password_hash = await asyncio.get_running_loop().run_in_executor(None, hash_password, password)
+    reply = await _submit(node, ["put_user", name, password_hash, tags])
+    return web.Response(status=201 if reply[0] == "created" else 204)
+
+
+def _refuse_losing_last_administrator(node: Node, name: str) -> None:
+    others = [u for u in node.meta.state.users.values() if u.is_administrator and u.name != name]
+    if not others:
+        raise ApiError(409, "last_administrator", f"'{name}' is the last administrator")
+
+
+@on_meta_leader
+async def delete_user(request: web.Request) -> web.StreamResponse:
+    """DELETE /api/users/{user}: 204; never yourself nor the last administrator (409)."""
+    node: Node = request.app["node"]
+    name = _user_name(request)
+    record = _record(node, name)
+    if name == principal(request).name:
+        raise ApiError(409, "self", "a user cannot delete itself")
+    if record.is_administrator:
+        _refuse_losing_last_administrator(node, name)
+    await _submit(node, ["delete_user", name])
+    return web.Response(status=204)
+
+
+@on_meta_leader
+async def set_permissions(request: web.Request) -> web.StreamResponse:
+    """PUT /api/users/{user}/permissions `{"configure", "write", "read"}` (regexes; "" grants nothing)."""
+    node: Node = request.app["node"]
+    name = _user_name(request)
+    _record(node, name)
+    body = await json_object(request)
+    unknown = set(body) - {"configure", "write", "read"}
+    if unknown:
+        raise bad(f"unknown fields {sorted(unknown)}")
+    try:
+        patterns = [check_pattern(kind, body.get(kind, "")) for kind in ("configure", "write", "read")]
+    except UserError as exc:
+        raise bad(str(exc)) from exc
+    await _submit(node, ["set_permissions", name, *patterns])
+    return web.Response(status=204)
+
+
+async def whoami(request: web.Request) -> web.StreamResponse:
+    """GET /api/whoami: the caller's name, tags and permissions."""
+    caller = principal(request)
+    permissions = {"configure": caller.configure, "write": caller.write, "read": caller.read}
+    tags = [ADMINISTRATOR] if caller.administrator else []
+    return web.json_response({"name": caller.name, "tags": tags, "permissions": permissions})
+
+
+async def create_token(request: web.Request) -> web.StreamResponse:
+    """POST /api/tokens `{"ttl_s"}`: 201 `{"token", "expires_ms"}`, a bearer token for the caller."""
+    node: Node = request.app["node"]
+    body = await json_object(request, optional=True)
+    unknown = set(body) - {"ttl_s"}
+    if unknown:
+        raise bad(f"unknown fields {sorted(unknown)}")
+    ttl_s = field_int(body, "ttl_s", DEFAULT_TTL_S, minimum=1)
+    assert ttl_s is not None
+    if ttl_s > MAX_TTL_S:
+        raise bad(f"ttl_s must be at most {MAX_TTL_S}")
+    record = node.meta.state.users.get(principal(request).name)
+    if record is None:
+        raise ApiError(400, "bad_request", "tokens are issued to stored users, not to the built-in ones")
+    token, expires_ms = issue_token(node.config.cluster_secret, record, ttl_s)
+    return web.json_response({"token": token, "expires_ms": expires_ms}, status=201)
