@@ -34,7 +34,7 @@ def queue_name(request: web.Request) -> str:
 
 async def json_object(request: web.Request, *, optional: bool = False) -> dict[str, Any]:
     """The request body as a JSON object."""
-    if optional and not request.can_read_body:
+    if optional and not request.body_exists:  # the body may already be read (limits middleware)
         return {}
     try:
         body = await request.json()

@@ -1,0 +1,81 @@
+"""Raw HTTP calls for the security tests: every status and header visible, no client retries."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from typing import Any, NamedTuple
+
+import aiohttp
+
+from api.auth import ROUTE_ACCESS, Access
+from api.client_auth import basic_header
+from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER
+
+ADMIN = basic_header(HARNESS_USER, HARNESS_PASSWORD)
+PATH_VALUES = {"{q}": "sec-q", "{tag}": "t1", "{node}": "node1", "{user}": "someone"}
+
+
+class Answer(NamedTuple):
+    """One HTTP answer."""
+
+    status: int
+    body: Any
+    headers: dict[str, str]
+
+
+async def call(
+    method: str,
+    url: str,
+    *,
+    authorization: str | None = None,
+    json: Any = None,
+    data: bytes | None = None,
+    headers: dict[str, str] | None = None,
+) -> Answer:
+    """Send one request with an optional Authorization header and return status, parsed body, headers."""
+    headers = {**(headers or {}), **({"Authorization": authorization} if authorization else {})}
+    timeout = aiohttp.ClientTimeout(total=20)
+    async with (
+        aiohttp.ClientSession(timeout=timeout) as session,
+        session.request(method, url, headers=headers, json=json, data=data) as response,
+    ):
+        text = await response.text()
+        body: Any = text
+        if response.content_type == "application/json" and text:
+            body = await response.json()
+        return Answer(response.status, body, dict(response.headers))
+
+
+async def eventually_status(url: str, authorization: str, status: int) -> None:
+    """Followers apply a metadata change a moment after the leader: poll until it shows."""
+    for _ in range(200):
+        if (await call("GET", url, authorization=authorization)).status == status:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{url} never answered {status}")
+
+
+def concrete(path: str, **values: str) -> str:
+    """A route template with its placeholders filled in."""
+    for placeholder, default in PATH_VALUES.items():
+        path = path.replace(placeholder, values.get(placeholder[1:-1], default))
+    return path
+
+
+def protected_routes() -> list[tuple[str, str, Access]]:
+    """Every route that needs credentials (all but the public ones)."""
+    return [(m, p, a) for (m, p), a in sorted(ROUTE_ACCESS.items()) if a is not Access.PUBLIC]
+
+
+def non_loopback_address() -> str | None:
+    """An address of this machine that is not loopback (the source of its default route), if any."""
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect(("192.0.2.1", 9))
+        address = probe.getsockname()[0]
+    except OSError:
+        return None
+    finally:
+        probe.close()
+    return None if address.startswith("127.") else address

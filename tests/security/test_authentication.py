@@ -1,0 +1,87 @@
+"""Authentication: every endpoint but /api/health needs credentials; wrong ones are 401 with JSON."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+from security_helpers import ADMIN, call, concrete, eventually_status, protected_routes
+
+from api.client_auth import basic_header
+from cli.node_processes import ProcessCluster
+from cluster.peer_auth import NODE_AUTH_HEADER, sign_assertion
+
+
+async def test_every_protected_route_answers_401_without_credentials(secured: ProcessCluster) -> None:
+    base = secured.urls[0]
+    for method, path, _ in protected_routes():
+        answer = await call(method, base + concrete(path))
+        assert answer.status == 401, (method, path, answer.body)
+        assert answer.body["error"] == "unauthorized", (method, path)
+        assert answer.headers["WWW-Authenticate"].startswith("Basic")
+
+
+async def test_health_is_public(secured: ProcessCluster) -> None:
+    answer = await call("GET", secured.urls[0] + "/api/health")
+    assert answer.status == 200 and answer.body["status"] == "ok"
+
+
+async def test_unknown_routes_need_credentials_before_they_are_404(secured: ProcessCluster) -> None:
+    assert (await call("GET", secured.urls[0] + "/api/nothing-here")).status == 401
+    assert (await call("GET", secured.urls[0] + "/api/nothing-here", authorization=ADMIN)).status == 404
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [
+        basic_header("quorumq-harness", "not-the-password"),
+        basic_header("nobody", "whatever"),
+        basic_header("guest", "guest"),  # the guest is disabled on this cluster
+        "Basic " + base64.b64encode(b"no-colon").decode(),
+        "Basic %%%not-base64",
+        "Bearer qq1.forged.token",
+        "Bearer ",
+        "Digest username=admin",
+    ],
+)
+async def test_wrong_credentials_are_401(secured: ProcessCluster, authorization: str) -> None:
+    answer = await call("GET", secured.urls[1] + "/api/queues", authorization=authorization)
+    assert answer.status == 401, answer.body
+    assert answer.body["error"] == "unauthorized"
+
+
+async def test_a_forged_node_assertion_is_401(secured: ProcessCluster) -> None:
+    forged = sign_assertion("not-the-cluster-secret", "@node", "GET", "/api/queues")
+    answer = await _with_header(secured.urls[0] + "/api/queues", forged)
+    assert answer == 401
+    other_path = sign_assertion("quorumq-dev-secret", "@node", "GET", "/api/users")
+    assert await _with_header(secured.urls[0] + "/api/queues", other_path) == 401
+    genuine = sign_assertion("quorumq-dev-secret", "@node", "GET", "/api/queues")
+    assert await _with_header(secured.urls[0] + "/api/queues", genuine) == 200
+
+
+async def _with_header(url: str, assertion: str) -> int:
+    return (await call("GET", url, headers={NODE_AUTH_HEADER: assertion})).status
+
+
+async def test_bearer_tokens_authenticate_on_every_node_until_the_password_changes(
+    secured: ProcessCluster,
+) -> None:
+    base = secured.urls[0]
+    assert (
+        await call("PUT", base + "/api/users/tok-user", authorization=ADMIN, json={"password": "p1"})
+    ).status == 201
+    issued = await call(
+        "POST", base + "/api/tokens", authorization=basic_header("tok-user", "p1"), json={"ttl_s": 60}
+    )
+    assert issued.status == 201
+    bearer = "Bearer " + issued.body["token"]
+    for url in secured.urls:
+        answer = await call("GET", url + "/api/whoami", authorization=bearer)
+        assert answer.status == 200 and answer.body["name"] == "tok-user"
+    tampered = bearer[:-2] + ("AA" if not bearer.endswith("AA") else "BB")
+    assert (await call("GET", base + "/api/whoami", authorization=tampered)).status == 401
+    changed = await call("PUT", base + "/api/users/tok-user", authorization=ADMIN, json={"password": "p2"})
+    assert changed.status == 204
+    for url in secured.urls:
+        await eventually_status(url + "/api/whoami", bearer, 401)
