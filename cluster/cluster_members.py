@@ -101,7 +101,8 @@ class ClusterMembers:
                             self._learn_peers(body["nodes"])
                             log.info("joined the cluster through %s", url)
                             return
-                        if answer.status in (400, 409):
+                        retry_later = answer.status == 409 and body["error"] == "change_in_progress"
+                        if answer.status in (400, 409) and not retry_later:
                             log.error("joining through %s refused: %s", url, body)
                             return
                 except (aiohttp.ClientError, TimeoutError, ValueError, KeyError, TypeError) as exc:

@@ -83,19 +83,17 @@ class GroupChanges:
         raft = self.host.groups[gid].raft
         return status.conf if raft.entry_term(status.commit) == status.term else None
 
-    def live_voters(self, gid: str, voters: tuple[str, ...]) -> int:
-        """How many of `voters` the leader heard from recently and reaches now."""
-        progress = self.leader_status(gid).progress
-        me = self.host.node
-        return sum(
-            1 for v in voters if v == me or (v in progress and progress[v].recent_active and self.is_up(v))
-        )
+    def live_voters(self, voters: tuple[str, ...]) -> int:
+        """How many of `voters` are reachable now (a connection up; this node always is).
+
+        Raft's `recent_active` is not used: the leader clears it every election timeout."""
+        return sum(1 for v in voters if self.is_up(v))
 
     def all_members_up(self, gid: str) -> bool:
-        """True when every member of the group is live as seen from its leader."""
+        """True when every member of the group is reachable from its leader."""
         conf = self.leader_status(gid).conf
         members = (*conf.voters, *conf.learners)
-        return self.live_voters(gid, members) == len(members)
+        return self.live_voters(members) == len(members)
 
     async def change(self, gid: str, change: ConfChange) -> None:
         """Propose `change` and wait until it is committed here (then it is in force)."""
@@ -174,7 +172,7 @@ class GroupChanges:
             remaining = tuple(v for v in conf.voters if v != node)
             if not remaining:
                 raise MembershipRefused("last_node", f"{node} is the last member of {gid}")
-            if self.live_voters(gid, remaining) < majority(len(remaining)):
+            if self.live_voters(remaining) < majority(len(remaining)):
                 raise MembershipRefused(
                     "no_quorum", f"removing {node} would leave {gid} without a live majority of {remaining}"
                 )

@@ -57,6 +57,8 @@ class QueueMembers:
         """Add a replica of `queue` on `member`; returns the new member list."""
         service = self.node.led_queue(queue)
         self.require_cluster_node(member)
+        if not self.node.is_up(member):
+            raise MembershipRefused("node_down", f"node '{member}' is not reachable")
         async with self.changes.exclusive(service.group, f"queue '{queue}'"):
             conf = self._settled_conf(service.group)
             if member in conf.voters:
