@@ -1,0 +1,78 @@
+"""Limits: each one answers a clear 4xx (408/413/414/422/429) and the node keeps serving."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+from security_helpers import ADMIN, call
+
+from cli.node_processes import ProcessCluster
+
+LIMITS = {
+    "QUORUMQ_MAX_CONSUMERS_PER_QUEUE": "2",
+    "QUORUMQ_MAX_MESSAGE_HEADERS": "4",
+    "QUORUMQ_MAX_HEADER_BYTES": "200",
+    "QUORUMQ_MAX_REQUEST_BYTES": "100000",
+    "QUORUMQ_MAX_QUEUE_NAME_LENGTH": "40",
+    "QUORUMQ_REQUEST_READ_TIMEOUT_MS": "500",
+}
+
+
+@pytest.fixture(scope="module")
+def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
+    """A cluster with small limits."""
+    cluster = ProcessCluster.start(tmp_path_factory.mktemp("limited"), 3, env=LIMITS)
+    yield cluster
+    cluster.stop()
+
+
+async def test_a_queue_name_over_the_limit_is_414(limited: ProcessCluster) -> None:
+    answer = await call("PUT", limited.urls[0] + "/api/queues/" + "q" * 41, authorization=ADMIN, json={})
+    assert answer.status == 414 and answer.body["error"] == "name_too_long"
+    assert (await call("PUT", limited.urls[0] + "/api/queues/" + "q" * 40, authorization=ADMIN)).status == 201
+
+
+async def test_too_many_or_too_large_message_headers_are_422_and_413(limited: ProcessCluster) -> None:
+    url = limited.urls[0] + "/api/queues/headers"
+    assert (await call("PUT", url, authorization=ADMIN)).status == 201
+    many = {"messages": [{"body": "m", "headers": {f"h{i}": i for i in range(5)}}]}
+    answer = await call("POST", url + "/messages", authorization=ADMIN, json=many)
+    assert answer.status == 422 and answer.body["error"] == "too_many_headers"
+    large = {"messages": [{"body": "m", "headers": {"h": "x" * 300}}]}
+    assert (await call("POST", url + "/messages", authorization=ADMIN, json=large)).status == 413
+    fine = {"messages": [{"body": "m", "headers": {f"h{i}": i for i in range(4)}}]}
+    assert (await call("POST", url + "/messages", authorization=ADMIN, json=fine)).status == 201
+
+
+async def test_a_request_body_over_the_limit_is_413(limited: ProcessCluster) -> None:
+    url = limited.urls[1] + "/api/queues/big/messages"
+    answer = await call("POST", url, authorization=ADMIN, json={"messages": [{"body": "x" * 200_000}]})
+    assert answer.status == 413 and answer.body["error"] == "too_large"
+
+
+async def test_consumers_beyond_the_limit_are_429_on_any_node(limited: ProcessCluster) -> None:
+    url = "/api/queues/crowded"
+    assert (await call("PUT", limited.urls[0] + url, authorization=ADMIN)).status == 201
+    for _ in range(2):
+        assert (
+            await call("POST", limited.urls[0] + url + "/consumers", authorization=ADMIN, json={})
+        ).status == 201
+    for base in limited.urls:
+        answer = await call("POST", base + url + "/consumers", authorization=ADMIN, json={})
+        assert answer.status == 429 and answer.body["error"] == "too_many_consumers"
+
+
+async def test_a_body_that_does_not_arrive_in_time_is_408(limited: ProcessCluster) -> None:
+    node = limited.nodes[0]
+    reader, writer = await asyncio.open_connection(node.host, node.http_port)
+    writer.write(
+        b"POST /api/queues/slow/messages HTTP/1.1\r\nHost: x\r\nAuthorization: " + ADMIN.encode() + b"\r\n"
+        b'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"messages"'
+    )
+    await writer.drain()
+    status_line = await asyncio.wait_for(reader.readline(), 10)
+    writer.close()
+    assert status_line.split()[1] == b"408"
+    assert (await call("GET", limited.urls[0] + "/api/health")).status == 200
