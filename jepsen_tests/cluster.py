@@ -118,7 +118,3 @@ class JepsenCluster:
             self.resume(name)
         for node in self.nodes:
             node.stop(timeout=10.0)
-
-    def log_tails(self, lines: int = 30) -> str:
-        """The end of every node's log."""
-        return self.processes.log_tails(lines)

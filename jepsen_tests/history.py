@@ -69,11 +69,6 @@ class HistoryWriter:
             self._file.write(op.to_json() + "\n")
         return op
 
-    def flush(self) -> None:
-        """Push written lines to the file."""
-        with self._lock:
-            self._file.flush()
-
     def close(self) -> None:
         """Flush and close the file."""
         with self._lock:
