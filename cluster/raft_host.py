@@ -28,6 +28,8 @@ from raft_log.types import ConfState, Entry, EntryKind, Snapshot
 log = logging.getLogger(__name__)
 
 LEADER_ANNOUNCE_EVERY_TICKS = 10
+# A peer's leader announcement counts for this long: a node cut off from that peer must not keep it.
+LEADER_HINT_TICKS = 3 * LEADER_ANNOUNCE_EVERY_TICKS
 FATAL_EXIT_CODE = 70
 
 
@@ -125,6 +127,7 @@ class RaftHost:
         self.rng = rng
         self.groups: dict[str, Group] = {}
         self.leader_hints: dict[str, tuple[str, int]] = {}
+        self._hint_ticks: dict[str, int] = {}  # when each hint was last announced
         self._on_control_hook = on_control
         self._dirty: set[str] = set()
         self._wake = asyncio.Event()
@@ -184,7 +187,9 @@ class RaftHost:
         if group is not None and group.raft.leader:
             return group.raft.leader
         hint = self.leader_hints.get(gid)
-        return hint[0] if hint else None
+        if hint is None or self._ticks - self._hint_ticks[gid] > LEADER_HINT_TICKS:
+            return None
+        return hint[0]
 
     def submit(self, gid: str, op: Any) -> asyncio.Future:
         """Propose an operation through the group's batcher; fails fast when not the leader."""
@@ -271,9 +276,10 @@ class RaftHost:
             known = self.leader_hints.get(gid)
             if known is None or known[1] <= term:
                 self.leader_hints[gid] = (leader, term)
+                self._hint_ticks[gid] = self._ticks
         for gid, hint in list(self.leader_hints.items()):
             if hint[0] == peer and gid not in announced:
-                del self.leader_hints[gid]
+                del self.leader_hints[gid], self._hint_ticks[gid]
 
     def send_control(self, peer: str, control: dict[str, Any]) -> bool:
         """Send a small control map (not a Raft message) to a peer."""
