@@ -44,13 +44,24 @@ class DeadLetterWorker:
         self.retries = 0
 
     async def run(self) -> None:
-        """Work until cancelled (the node cancels it when leadership moves away)."""
+        """Work until cancelled (the node cancels it when leadership moves away).
+
+        An unexpected error never ends the worker: it is logged and the loop goes on, since a
+        queue without its worker would keep its dead letters forever.
+        """
         while True:
-            batch = await self._checkout()
-            if not batch:
-                await self.service.wait_applied(IDLE_WAIT_S)
-                continue
-            await self._deliver(batch)
+            try:
+                batch = await self._checkout()
+                if not batch:
+                    await self.service.wait_applied(IDLE_WAIT_S)
+                    continue
+                log.debug("queue %s: %d dead letters checked out", self.service.name, len(batch))
+                await self._deliver(batch)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("queue %s: dead-letter worker error; going on", self.service.name)
+                await asyncio.sleep(MAX_BACKOFF_S)
 
     async def _checkout(self) -> list[tuple[int, StoredMessage]]:
         config = self.service.replica.machine.config
