@@ -1,0 +1,76 @@
+"""The compose variants: a fresh 5-node cluster, a node added to a running cluster with --join, and
+the Spark example job run by the `spark` profile against the cluster."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from client_helpers import take_all, until
+from compose_project import BASE_FILE, BUILD_TIMEOUT_S, FIVE_FILE, JOIN_FILE, REPO, ProjectFactory
+
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
+
+THREE_NODES = ["node1", "node2", "node3"]
+FIVE_NODES = [*THREE_NODES, "node4", "node5"]
+SPARK_EXAMPLE = REPO / "examples" / "spark_pipeline.py"
+
+
+async def test_five_node_override_starts_one_cluster_of_five(new_project: ProjectFactory) -> None:
+    project = new_project(FIVE_NODES, [BASE_FILE, FIVE_FILE])
+    await asyncio.to_thread(project.up)
+    await asyncio.to_thread(project.wait_health, project.nodes)
+    async with project.client() as client:
+        assert sorted(n["name"] for n in await client.nodes()) == FIVE_NODES
+        await client.declare("wide", {"x-quorum-initial-group-size": 5})
+        assert sorted((await client.queue("wide"))["members"]) == FIVE_NODES
+    async with project.client("node5") as fifth, project.client("node4") as fourth:
+        await fifth.publish("wide", ["a", "b"])
+        assert await take_all(fourth, "wide") == ["a", "b"]
+
+
+async def test_node_added_later_joins_and_a_queue_grows_onto_it(new_project: ProjectFactory) -> None:
+    project = new_project([*THREE_NODES, "node4"], [BASE_FILE, JOIN_FILE])
+    await asyncio.to_thread(project.up, *THREE_NODES)
+    await asyncio.to_thread(project.wait_health, THREE_NODES)
+    async with project.client(*THREE_NODES) as client:
+        await client.declare("grown")
+        await client.publish("grown", [str(i) for i in range(20)])
+        await asyncio.to_thread(project.up, "node4")
+        await asyncio.to_thread(project.wait_health, ["node4"])
+        await client.add_member("grown", "node4")
+    async with project.client("node4") as fourth:
+
+        async def fourth_replica_has_everything() -> bool:
+            local = {q["name"]: q for q in await fourth.queues()}
+            return local.get("grown", {}).get("messages") == 20
+
+        await until(fourth_replica_has_everything, 30, "node4's replica to catch up")
+        assert "node4" in (await fourth.queue("grown"))["members"]
+
+
+@pytest.mark.slow
+async def test_spark_profile_runs_the_example_pipeline_against_the_cluster(
+    new_project: ProjectFactory,
+) -> None:
+    if not SPARK_EXAMPLE.exists():
+        pytest.skip(f"{SPARK_EXAMPLE.relative_to(REPO)} is not there yet")
+    project = new_project(THREE_NODES, [BASE_FILE])
+    await asyncio.to_thread(project.compose, "--profile", "spark", "build", "spark", timeout=BUILD_TIMEOUT_S)
+    await asyncio.to_thread(project.up)
+    await asyncio.to_thread(project.wait_health, project.nodes)
+    orders = [{"order": f"o-{i}", "items": [{"price": 2.5, "qty": i}]} for i in range(1, 21)]
+    async with project.client() as client:
+        await client.declare("orders")
+        await client.publish("orders", [json.dumps(order) for order in orders])
+        await asyncio.to_thread(
+            project.compose, "--profile", "spark", "run", "--rm", "spark",
+            "/opt/quorumq/examples/spark_pipeline.py",
+            "--nodes=http://node1:8080,http://node2:8080,http://node3:8080",
+            "--checkpoint=/var/lib/quorumq/checkpoint", "--output=/var/lib/quorumq/order-totals",
+            "--trigger=available-now", timeout=BUILD_TIMEOUT_S,
+        )  # fmt: skip
+        totals = {t["order"]: t["total"] for t in map(json.loads, await take_all(client, "order-totals"))}
+        assert totals == {f"o-{i}": 2.5 * i for i in range(1, 21)}
+        assert (await client.queue("orders"))["messages"] == 0
