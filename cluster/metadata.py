@@ -103,6 +103,8 @@ class Metadata:
 
     def _apply_bootstrap_users(self, name: str, password_hash: str) -> Any:
         """Once per cluster: create the bootstrap administrator (none when `name` is empty)."""
+        if not _all_strings(name, password_hash):
+            return ["error", "bootstrap_users takes a name and a password hash"]
         if self.users_initialised:
             return ["exists"]
         self.users_initialised = True
@@ -112,6 +114,8 @@ class Metadata:
 
     def _apply_put_user(self, name: str, password_hash: str, tags: list[str]) -> Any:
         """Create a user (no permissions yet) or update one; an empty hash keeps the password."""
+        if not isinstance(tags, list) or not _all_strings(name, password_hash, *tags):
+            return ["error", "put_user takes a name, a password hash and a list of tags"]
         existing = self.users.get(name)
         if existing is None:
             if not password_hash:
@@ -128,10 +132,12 @@ class Metadata:
         return ["ok"]
 
     def _apply_set_permissions(self, name: str, configure: str, write: str, read: str) -> Any:
+        if not _all_strings(name, configure, write, read):
+            return ["error", "set_permissions takes a name and three patterns"]
         existing = self.users.get(name)
         if existing is None:
             return ["error", f"no user {name!r}"]
-        existing.configure, existing.write, existing.read = str(configure), str(write), str(read)
+        existing.configure, existing.write, existing.read = configure, write, read
         return ["ok"]
 
     def snapshot(self) -> bytes:
@@ -157,3 +163,7 @@ class Metadata:
             users={u["name"]: UserRecord(**u) for u in raw.get("users", [])},
             users_initialised=raw.get("users_initialised", False),
         )
+
+
+def _all_strings(*values: Any) -> bool:
+    return all(isinstance(v, str) for v in values)
