@@ -29,6 +29,9 @@ class MetadataApp:
         except (ValueError, msgpack.UnpackException):
             log.error("metadata: undecodable entry at index %d skipped", entry.index)
             return []
+        if not isinstance(ops, list):
+            log.error("metadata: entry at index %d is not a list of commands; skipped", entry.index)
+            return []
         replies = []
         for op in ops:
             try:

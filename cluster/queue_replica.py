@@ -16,7 +16,7 @@ import msgpack
 
 from cluster.bodies import BodyStore, StoredMessage
 from queue_state.arguments import QueueConfig
-from queue_state.commands import Command, CommandDecodeError, Get, decode_command, encode_command
+from queue_state.commands import Command, CommandDecodeError, Enqueue, Get, decode_command, encode_command
 from queue_state.effects import Deliveries, Delivery, Enqueued, ForgetBodies
 from queue_state.machine import QueueMachine
 from raft_log.storage import GroupLog
@@ -40,6 +40,17 @@ def encode_op(command: Command, bodies: list[StoredMessage] | None = None) -> li
     return [encode_command(command), payload]
 
 
+def _bodies_fit(command: Command, bodies: Any) -> bool:
+    """True when an operation's bodies are absent, or are one (bytes, headers, encoding) per message."""
+    if bodies is None:
+        return True
+    if not isinstance(command, Enqueue) or not isinstance(bodies, list):
+        return False
+    if len(bodies) != len(command.messages):
+        return False
+    return all(isinstance(b, list) and len(b) == 3 and isinstance(b[0], bytes) for b in bodies)
+
+
 class QueueReplica:
     """The application of a queue's Raft group on one node."""
 
@@ -61,6 +72,9 @@ class QueueReplica:
         except (ValueError, msgpack.UnpackException):
             log.error("queue %s: undecodable entry at index %d skipped", self.name, entry.index)
             return []
+        if not isinstance(ops, list):
+            log.error("queue %s: entry at index %d is not a command list; skipped", self.name, entry.index)
+            return []
         replies = [self._apply_op(op, entry.index) for op in ops]
         if self.is_leader and self.applied_listener is not None:
             self.applied_listener()
@@ -69,7 +83,9 @@ class QueueReplica:
     def _apply_op(self, op: Any, index: int) -> Any:
         try:
             command = decode_command(op[0])
-        except (CommandDecodeError, TypeError, IndexError) as exc:
+            if not _bodies_fit(command, op[1]):
+                raise CommandDecodeError("message bodies do not match the command")
+        except (CommandDecodeError, TypeError, IndexError, KeyError) as exc:
             log.error("queue %s: bad command at index %d: %s", self.name, index, exc)
             return None
         reply, effects = self.machine.apply(command)

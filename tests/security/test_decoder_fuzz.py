@@ -1,0 +1,164 @@
+"""Hypothesis against every decoder of bytes from the network: malformed input is rejected with the
+decoder's own error, never another exception, and never changes state.
+
+Examples per test: QUORUMQ_FUZZ_EXAMPLES (default 200 in CI; see docs/security.md for long runs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import itertools
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from api.errors import ApiError
+from api.tokens import verify_token
+from api.validation import published_messages
+from cluster.metadata import Metadata
+from cluster.metadata_app import MetadataApp
+from cluster.peer_auth import verify_assertion
+from cluster.queue_replica import QueueReplica
+from cluster.transport import HandshakeError, _decode
+from queue_state.arguments import parse_arguments
+from queue_state.commands import CommandDecodeError, decode_command
+from queue_state.machine import QueueMachine
+from queue_state.snapshot import SnapshotError
+from raft_log.errors import MessageDecodeError
+from raft_log.messages import decode_message
+from raft_log.storage import NodeStore
+from raft_log.types import ConfState, Entry, EntryKind
+
+GROUP_NUMBERS = itertools.count()
+EXAMPLES = int(os.environ.get("QUORUMQ_FUZZ_EXAMPLES", "200"))
+FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**63), max_value=2**64 - 1),
+    st.floats(allow_nan=False),
+    st.text(max_size=20),
+    st.binary(max_size=20),
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=6), st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+packed = values.map(msgpack.packb)
+wire_bytes = st.one_of(st.binary(max_size=200), packed)
+METADATA_OPS = [
+    "register_node",
+    "forget_node",
+    "declare",
+    "delete",
+    "set_members",
+    "set_arguments",
+    "bootstrap_users",
+    "put_user",
+    "delete_user",
+    "set_permissions",
+    "no_such_op",
+]
+metadata_ops = st.lists(
+    st.builds(lambda op, args: [op, *args], st.sampled_from(METADATA_OPS), st.lists(values, max_size=5)),
+    max_size=4,
+)
+
+
+@FUZZ
+@given(wire_bytes)
+def test_raft_frames_decode_or_raise_message_decode_error(data: bytes) -> None:
+    with contextlib.suppress(MessageDecodeError):
+        decode_message(data)
+
+
+@FUZZ
+@given(wire_bytes)
+def test_transport_frames_decode_or_raise_handshake_error(data: bytes) -> None:
+    with contextlib.suppress(HandshakeError):
+        assert isinstance(_decode(data), list)
+
+
+@FUZZ
+@given(wire_bytes)
+def test_queue_commands_decode_or_raise_command_decode_error(data: bytes) -> None:
+    with contextlib.suppress(CommandDecodeError):
+        decode_command(data)
+
+
+@FUZZ
+@given(st.lists(wire_bytes, max_size=4))
+def test_queue_snapshot_chunks_restore_or_raise_snapshot_error(chunks: list[bytes]) -> None:
+    with contextlib.suppress(SnapshotError):
+        QueueMachine.restore(chunks)
+
+
+@FUZZ
+@given(st.one_of(metadata_ops.map(msgpack.packb), wire_bytes))
+def test_metadata_entries_never_raise_and_failed_commands_change_nothing(data: bytes) -> None:
+    app = MetadataApp(lambda: None)
+    app.state.apply(["register_node", "n1", "http://h:1", "h:2"])
+    try:
+        ops = msgpack.unpackb(data, raw=False)
+    except (ValueError, msgpack.UnpackException):
+        ops = None
+    if isinstance(ops, list):
+        for op in ops:
+            before = copy.deepcopy(app.state)
+            reply = _apply_one(app, op)
+            if isinstance(reply, list) and reply[:1] == ["error"]:
+                assert app.state == before, (op, reply)
+    else:
+        app.apply(Entry(index=1, term=1, kind=EntryKind.NORMAL, data=data))
+    assert Metadata.restore(app.snapshot_data()) == app.state
+
+
+def _apply_one(app: MetadataApp, op: Any) -> Any:
+    replies = app.apply(Entry(index=1, term=1, kind=EntryKind.NORMAL, data=msgpack.packb([op])))
+    return replies[0] if replies else None
+
+
+@pytest.fixture(scope="module")
+def replica_store() -> Any:
+    with tempfile.TemporaryDirectory() as directory:
+        store = NodeStore.open(Path(directory) / "db")
+        yield store
+        store.close()
+
+
+@settings(FUZZ, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=wire_bytes)
+def test_queue_entries_never_raise_and_keep_a_consistent_state(replica_store: Any, data: bytes) -> None:
+    group = f"g{next(GROUP_NUMBERS)}"
+    log = replica_store.create_group(group, ConfState(voters=("n1",)))
+    replica = QueueReplica("q", group, parse_arguments({}), log)
+    replica.apply(Entry(index=1, term=1, kind=EntryKind.NORMAL, data=data))
+    restored = QueueMachine.restore(list(replica.machine.snapshot_chunks()))
+    assert restored.stats() == replica.machine.stats()
+
+
+@FUZZ
+@given(values)
+def test_publish_bodies_parse_or_answer_a_4xx(body: Any) -> None:
+    try:
+        published_messages(body if isinstance(body, dict) else {"messages": body}, 1024)
+    except ApiError as exc:
+        assert 400 <= exc.status < 500
+
+
+@FUZZ
+@given(st.text(max_size=300))
+def test_tokens_and_node_assertions_never_raise(text: str) -> None:
+    assert verify_token("secret", text, {}) is None
+    assert verify_assertion("secret", text, "GET", "/api/queues") is None
