@@ -92,7 +92,7 @@ async def put_user(request: web.Request) -> web.StreamResponse:
     existing = node.meta.state.users.get(name)
     try:
         tags = check_tags(body.get("tags", existing.tags if existing else []))
-        password = check_password(body["password"]) if "password" in body or existing is None else None
+        password = check_password(body.get("password")) if "password" in body or existing is None else None
     except UserError as exc:
         raise bad(str(exc)) from exc
     if existing is not None and existing.is_administrator and ADMINISTRATOR not in tags:
