@@ -150,12 +150,17 @@ class Discard(_ByIds):
 
 @dataclass(frozen=True, slots=True)
 class Get:
-    """basic.get: take up to `count` ready messages; manual-ack ones are held by `holder`."""
+    """basic.get: take up to `count` ready messages; manual-ack ones are held by `holder`.
+
+    With `since_ms`, only messages enqueued at or after that time are taken, older ones staying where
+    they are (reading a dead-letter queue from a point in time, the Logstash way).
+    """
 
     now_ms: int
     holder: str
     count: int
     auto_ack: bool
+    since_ms: int | None = None
 
     def __post_init__(self) -> None:
         _check_int("now_ms", self.now_ms)
@@ -163,6 +168,7 @@ class Get:
         _check_int("count", self.count, minimum=1)
         if type(self.auto_ack) is not bool:
             raise InvalidCommand(f"auto_ack must be a boolean, got {self.auto_ack!r}")
+        _check_optional_int("since_ms", self.since_ms)
 
 
 @dataclass(frozen=True, slots=True)

@@ -164,11 +164,7 @@ class QueueMachine:
     def _get(self, cmd: Get, out: EffectCollector) -> Reply:
         self._mark_used()
         deliveries: list[Delivery] = []
-        while len(deliveries) < cmd.count:
-            self._expire_heads(out)
-            if not self._has_ready():
-                break
-            message = self._pop_ready()
+        for message in self._messages_to_get(cmd, out):
             deliveries.append(message.delivery())
             if cmd.auto_ack:
                 out.forget(message.id)
@@ -176,6 +172,20 @@ class QueueMachine:
                 holder = self._get_holders.setdefault(cmd.holder, Holder(cmd.holder))
                 self._hold(holder, message, self._now)
         return Deliveries(tuple(deliveries))
+
+    def _messages_to_get(self, cmd: Get, out: EffectCollector) -> Iterator[ReadyMessage]:
+        """From the head (returns first), or with `since_ms` the first ones enqueued at or after it."""
+        self._expire_heads(out)
+        if cmd.since_ms is not None:
+            taken = self._returns.take_since(cmd.since_ms, cmd.count)
+            taken += self._main.take_since(cmd.since_ms, cmd.count - len(taken))
+            yield from taken
+            return
+        for _ in range(cmd.count):
+            self._expire_heads(out)
+            if not self._has_ready():
+                return
+            yield self._pop_ready()
 
     def _purge(self, cmd: Purge, out: EffectCollector) -> Reply:
         ids = self._returns.clear() + self._main.clear()

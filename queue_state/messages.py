@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from array import array
 from collections.abc import Iterator
+from itertools import islice
 from typing import NamedTuple
 
 from queue_state.effects import Delivery
@@ -95,6 +96,22 @@ class MessageFifo:
         if self._head >= _COMPACT_AFTER and self._head * 2 >= len(self._ids):
             self._compact()
         return message
+
+    def take_since(self, since_ms: int, limit: int) -> list[ReadyMessage]:
+        """Remove and return, in queue order, up to `limit` messages enqueued at or after `since_ms`.
+
+        Older messages stay in place. This scans and shifts the columns (linear in the queue's
+        length), which suits reading a dead-letter queue from a time, not the delivery hot path.
+        """
+        self._compact()
+        picked = list(islice((i for i, at in enumerate(self._enqueued) if at >= since_ms), limit))
+        columns = (self._ids, self._sizes, self._enqueued, self._expires, self._counts)
+        taken = [ReadyMessage(*(column[i] for column in columns)) for i in picked]
+        for i in reversed(picked):
+            for column in columns:
+                del column[i]
+        self._bytes -= sum(message.size for message in taken)
+        return taken
 
     def clear(self) -> list[int]:
         """Remove every message; return their ids in queue order."""

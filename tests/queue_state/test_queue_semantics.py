@@ -447,3 +447,31 @@ def test_message_ids_are_assigned_ascending_from_a_counter() -> None:
     m = make_machine()
     assert enqueue(m, 0, count=2)[0] == Enqueued((1, 2))
     assert enqueue(m, 0, count=1)[0] == Enqueued((3,))
+
+
+# Reading from a time (Logstash-style dead-letter queue reads)
+
+
+def test_get_since_takes_only_messages_enqueued_at_or_after_it_and_leaves_older_ones() -> None:
+    m = make_machine()
+    enqueue(m, 100, count=2)
+    enqueue(m, 200, count=2)
+    enqueue(m, 300, count=1)
+    reply, _ = m.apply(Get(400, "reader", count=10, auto_ack=True, since_ms=200))
+    assert [d.enqueued_at_ms for d in reply.deliveries] == [200, 200, 300]
+    later_ids = [d.id for d in reply.deliveries]
+    reply, _ = m.apply(Get(401, "other", count=10, auto_ack=True))
+    assert [d.enqueued_at_ms for d in reply.deliveries] == [100, 100]
+    assert max(d.id for d in reply.deliveries) < min(later_ids)
+
+
+def test_get_since_holds_manual_ack_messages_like_any_get() -> None:
+    m = make_machine()
+    enqueue(m, 100, count=1)
+    enqueue(m, 200, count=1)
+    reply, _ = m.apply(Get(300, "reader", count=5, auto_ack=False, since_ms=150))
+    (got,) = reply.deliveries
+    assert got.enqueued_at_ms == 200
+    assert m.stats().messages_unacknowledged == 1 and m.stats().messages_ready == 1
+    reply, _ = m.apply(Settle(301, (got.id,), "reader"))
+    assert reply == Ok()
