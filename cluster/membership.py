@@ -32,6 +32,7 @@ class Membership:
         self._known_nodes: frozenset[str] = frozenset()
         self._known_queues: frozenset[str] = frozenset()
         self._known_voters: frozenset[str] = frozenset()
+        self._known_led: frozenset[str] = frozenset()
 
     def metadata_changed(self) -> None:
         """Nodes joined or were forgotten, or queues appeared: reconcile group sizes soon."""
@@ -43,14 +44,20 @@ class Membership:
             self.node.transport.remove_peer(gone)
         self._known_nodes, self._known_queues = nodes, queues
 
+    def _watch_changes(self) -> None:
+        """Reconcile soon when a joined node was promoted, a node forgotten, or this node took over
+        queues (their previous leader may have stopped before reconciling)."""
+        voters = frozenset(self.node.cluster_members())
+        led = frozenset(name for name, service in self.node.queues.items() if service.is_leader)
+        if voters != self._known_voters or not led <= self._known_led:
+            self.group_size.trigger()
+        self._known_voters, self._known_led = voters, led
+
     async def run(self) -> None:
         """Promote caught-up learners, heal interrupted changes, grow groups towards their target."""
         while True:
             await asyncio.sleep(UPKEEP_EVERY_S)
-            voters = frozenset(self.node.cluster_members())
-            if voters != self._known_voters:  # a joined node was promoted, or a node forgotten
-                self._known_voters = voters
-                self.group_size.trigger()
+            self._watch_changes()
             try:
                 await self.cluster.promote_learners()
                 for name in sorted(self.node.queues):
