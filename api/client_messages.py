@@ -1,6 +1,5 @@
 """Message bodies on the wire: what the client publishes and what a delivery holds."""
 
-import base64
 import binascii
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -45,18 +44,23 @@ class Delivery:
 
 def encode_message(message: Publishable) -> dict[str, Any]:
     """The JSON object the publish endpoint expects for one message."""
-    if not isinstance(message, Message):
-        message = Message(message)
-    if isinstance(message.body, bytes | bytearray | memoryview):
-        wire: dict[str, Any] = {"body": base64.b64encode(message.body).decode("ascii"), "encoding": "base64"}
-    elif isinstance(message.body, str):
-        wire = {"body": message.body, "encoding": "utf8"}
+    if isinstance(message, Message):
+        body, headers, expiration = message.body, message.headers, message.expiration
+    else:  # a bare body, the common case: no Message is built for it
+        body, headers, expiration = message, None, None
+    if isinstance(body, bytes | bytearray | memoryview):
+        wire: dict[str, Any] = {
+            "body": binascii.b2a_base64(body, newline=False).decode("ascii"),
+            "encoding": "base64",
+        }
+    elif isinstance(body, str):
+        wire = {"body": body, "encoding": "utf8"}
     else:
-        raise TypeError(f"a message body must be bytes or str, not {type(message.body).__name__}")
-    if message.headers:
-        wire["headers"] = message.headers
-    if message.expiration is not None:
-        wire["expiration"] = message.expiration
+        raise TypeError(f"a message body must be bytes or str, not {type(body).__name__}")
+    if headers:
+        wire["headers"] = headers
+    if expiration is not None:
+        wire["expiration"] = expiration
     return wire
 
 
@@ -71,7 +75,7 @@ def decode_body(body: str, encoding: str) -> bytes:
     """The raw bytes of a body received with the given wire encoding."""
     if encoding == "base64":
         try:
-            return base64.b64decode(body, validate=True)
+            return binascii.a2b_base64(body, strict_mode=True)
         except (binascii.Error, ValueError) as exc:
             raise QuorumqError(0, "bad_response", f"invalid base64 body: {exc}") from exc
     if encoding == "utf8":

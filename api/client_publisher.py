@@ -26,7 +26,11 @@ class Publisher:
         self._queue = queue
         self._batch = batch
         self._slots = asyncio.Semaphore(window)
-        self._changed = asyncio.Condition()
+        # Plain events rather than a Condition: send() runs once per message and must stay cheap.
+        self._has_work = asyncio.Event()  # pending messages, or closing
+        self._has_room = asyncio.Event()  # fewer than `batch` pending
+        self._has_room.set()
+        self._taken = asyncio.Event()  # the pump took a batch
         self._pending: list[tuple[Publishable, asyncio.Future[int]]] = []
         self._in_flight: set[asyncio.Task[None]] = set()
         self._failed: list[asyncio.Future[int]] = []
@@ -50,17 +54,20 @@ class Publisher:
             raise RuntimeError("this publisher is closed")
         if self._pump is None:
             self._pump = asyncio.create_task(self._dispatch_batches())
+        while len(self._pending) >= self._batch:
+            await self._has_room.wait()
         confirm: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        async with self._changed:
-            await self._changed.wait_for(lambda: len(self._pending) < self._batch)
-            self._pending.append((message, confirm))
-            self._changed.notify_all()
+        self._pending.append((message, confirm))
+        if len(self._pending) >= self._batch:
+            self._has_room.clear()
+        self._has_work.set()
         return confirm
 
     async def flush(self) -> None:
         """Wait until every message sent so far is confirmed or failed; raise the first failure."""
-        async with self._changed:
-            await self._changed.wait_for(lambda: not self._pending)
+        while self._pending:
+            self._taken.clear()
+            await self._taken.wait()
         while self._in_flight:
             await asyncio.wait(set(self._in_flight))
         errors = self._take_failures()
@@ -83,6 +90,8 @@ class Publisher:
         for _, confirm in self._pending:
             confirm.cancel()
         self._pending.clear()
+        self._has_room.set()
+        self._taken.set()
         for request in list(self._in_flight):
             request.cancel()
         await asyncio.gather(*self._in_flight, return_exceptions=True)
@@ -90,8 +99,7 @@ class Publisher:
 
     async def _stop(self) -> None:
         self._closed = True
-        async with self._changed:
-            self._changed.notify_all()
+        self._has_work.set()
         if self._pump is not None:
             await self._pump
 
@@ -103,17 +111,20 @@ class Publisher:
 
     async def _dispatch_batches(self) -> None:
         while True:
-            async with self._changed:
-                await self._changed.wait_for(lambda: self._pending or self._closed)
-                if not self._pending:
+            await self._has_work.wait()
+            if not self._pending:
+                if self._closed:
                     return
+                self._has_work.clear()
+                continue
             await self._slots.acquire()
-            async with self._changed:
-                batch, self._pending = self._pending[: self._batch], self._pending[self._batch :]
-                self._changed.notify_all()
-                request = asyncio.create_task(self._publish(batch))
-                self._in_flight.add(request)
-                request.add_done_callback(self._in_flight.discard)
+            batch, self._pending = self._pending[: self._batch], self._pending[self._batch :]
+            if len(self._pending) < self._batch:
+                self._has_room.set()
+            self._taken.set()
+            request = asyncio.create_task(self._publish(batch))
+            self._in_flight.add(request)
+            request.add_done_callback(self._in_flight.discard)
 
     async def _publish(self, batch: list[tuple[Publishable, asyncio.Future[int]]]) -> None:
         try:
