@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 import aiohttp
 
-from api.client_auth import resolve_credentials
+from api.client_auth import Auth, resolve_credentials
 from api.client_errors import QuorumqError
 from api.client_messages import (
     Delivery,
@@ -49,8 +49,9 @@ class QuorumqClient:
     Every request is bounded by `timeout` seconds in total (plus the long-poll wait for deliveries);
     connecting to one node gives up after `connect_timeout` and moves on to the next node. Publishes
     carry this client's `publisher_id` and a fresh sequence number, so retries never duplicate.
-    Credentials: `auth` (HTTP Basic) or `token` (bearer); `tls` is an SSL context or a bool for HTTPS
-    verification; whatever is not given comes from QUORUMQ_USER/PASSWORD/TOKEN/CA_FILE (api.client_auth).
+    Credentials: `auth` (HTTP Basic, a (user, password) pair) or `token` (bearer); `tls` is an SSL
+    context or a bool for HTTPS verification; whatever is not given comes from
+    QUORUMQ_USER/PASSWORD/TOKEN/CA_FILE (api.client_auth).
     Use as `async with QuorumqClient([...]) as client:` or call `close()`.
     """
 
@@ -61,7 +62,7 @@ class QuorumqClient:
         timeout: float = 10.0,
         connect_timeout: float = 2.0,
         session: aiohttp.ClientSession | None = None,
-        auth: aiohttp.BasicAuth | None = None,
+        auth: Auth | None = None,
         token: str | None = None,
         tls: ssl.SSLContext | bool | None = None,
     ) -> None:

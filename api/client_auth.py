@@ -33,15 +33,18 @@ def basic_header(user: str, password: str) -> str:
     return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
 
 
+Auth = aiohttp.BasicAuth | tuple[str, str]
+
+
 def resolve_credentials(
-    auth: aiohttp.BasicAuth | None, token: str | None, tls: ssl.SSLContext | bool | None
+    auth: Auth | None, token: str | None, tls: ssl.SSLContext | bool | None
 ) -> ClientCredentials:
     """Explicit `auth`/`token`/`tls` win; the environment fills in what was not given."""
     if auth is not None and token is not None:
         raise ValueError("give either auth or token, not both")
     headers: dict[str, str] = {}
     if auth is not None:
-        headers["Authorization"] = basic_header(auth.login, auth.password)
+        headers["Authorization"] = basic_header(auth[0], auth[1])
     elif token is not None:
         headers["Authorization"] = f"Bearer {token}"
     elif os.environ.get(TOKEN_ENV):

@@ -8,9 +8,8 @@ from collections.abc import Callable, Coroutine, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-import aiohttp
-
 from api.client_async import QuorumqClient
+from api.client_auth import Auth
 
 T = TypeVar("T")
 
@@ -61,7 +60,7 @@ class SyncClient:
         *,
         timeout: float = 10.0,
         connect_timeout: float = 2.0,
-        auth: aiohttp.BasicAuth | None = None,
+        auth: Auth | None = None,
         token: str | None = None,
         tls: ssl.SSLContext | bool | None = None,
     ) -> None:

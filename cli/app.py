@@ -3,9 +3,11 @@
 from cli.local_cluster import cluster_group
 from cli.main import cli
 from cli.server import server
+from cli.users import users_group
 
 cli.add_command(server)
 cli.add_command(cluster_group)
+cli.add_command(users_group)
 
 if __name__ == "__main__":
     cli()

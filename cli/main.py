@@ -4,6 +4,7 @@ import contextlib
 import itertools
 import json
 import os
+import ssl
 import sys
 import time
 from collections.abc import Sequence
@@ -29,11 +30,18 @@ class Settings:
     nodes: tuple[str, ...]
     formatter: str
     timeout: float
+    user: str | None = None
+    password: str | None = None
+    token: str | None = None
+    ca_file: str | None = None
 
     def connect(self) -> SyncClient:
-        """A client for the configured nodes (a bad address is a usage error)."""
+        """A client for the configured nodes (a bad address is a usage error); credentials and the CA
+        file not given here come from QUORUMQ_USER/PASSWORD/TOKEN/CA_FILE (api.client_auth)."""
+        auth = (self.user, self.password or "") if self.user else None
+        tls = ssl.create_default_context(cafile=self.ca_file) if self.ca_file else None
         try:
-            return SyncClient(self.nodes, timeout=self.timeout)
+            return SyncClient(self.nodes, timeout=self.timeout, auth=auth, token=self.token, tls=tls)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--node") from exc
 
@@ -78,10 +86,23 @@ def node_list(given: Sequence[str]) -> tuple[str, ...]:
     show_default=True,
     help="Seconds each request may take, retries included.",
 )
+@click.option("--user", help="User name for HTTP Basic authentication (default $QUORUMQ_USER).")
+@click.option("--password", help="Password of --user (default $QUORUMQ_PASSWORD).")
+@click.option("--token", help="A bearer token instead of a user (default $QUORUMQ_TOKEN).")
+@click.option("--ca-file", type=click.Path(exists=True, dir_okay=False), help="CA bundle for HTTPS nodes.")
 @click.pass_context
-def cli(ctx: click.Context, nodes: tuple[str, ...], formatter: str, timeout: float) -> None:
+def cli(
+    ctx: click.Context,
+    nodes: tuple[str, ...],
+    formatter: str,
+    timeout: float,
+    user: str | None,
+    password: str | None,
+    token: str | None,
+    ca_file: str | None,
+) -> None:
     """quorumq: Raft-replicated quorum queues with an HTTP API."""
-    ctx.obj = Settings(node_list(nodes), formatter, timeout)
+    ctx.obj = Settings(node_list(nodes), formatter, timeout, user, password, token, ca_file)
 
 
 pass_settings = click.make_pass_decorator(Settings)

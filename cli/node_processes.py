@@ -10,6 +10,7 @@ import ipaddress
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -69,9 +70,15 @@ class NodeProcess:
     process: subprocess.Popen | None = None
 
     @property
+    def tls_ca(self) -> str | None:
+        """The CA file when this node serves HTTPS (QUORUMQ_TLS_HTTP in its env), else None."""
+        env = self.env or {}
+        return env.get("QUORUMQ_TLS_CA") if env.get("QUORUMQ_TLS_HTTP", "").lower() in ("1", "true") else None
+
+    @property
     def url(self) -> str:
-        """The node's HTTP base URL."""
-        return f"http://{self.host}:{self.http_port}"
+        """The node's HTTP (or HTTPS) base URL."""
+        return f"{'https' if self.tls_ca else 'http'}://{self.host}:{self.http_port}"
 
     @property
     def seed(self) -> str:
@@ -139,7 +146,8 @@ class NodeProcess:
     def healthy(self) -> bool:
         """True when the node answers /api/health with status ok."""
         try:
-            with SyncClient([self.url], timeout=1.0) as client:
+            tls = ssl.create_default_context(cafile=self.tls_ca) if self.tls_ca else None
+            with SyncClient([self.url], timeout=1.0, tls=tls) as client:
                 return client.health().get("status") == "ok"
         except QuorumqError:
             return False
