@@ -177,14 +177,19 @@ class QuorumqClient:
         durable: bool = False,
         name: str | None = None,
         timeout_ms: int | None = None,
+        since: int | str | None = None,
     ) -> str:
         """Register a consumer and return its tag (a durable consumer is named `name`).
 
         `timeout_ms`: how long the consumer may neither poll nor ack before the server cancels it
-        and returns its unacked messages (server default 30 s)."""
+        and returns its unacked messages (server default 30 s). `since` (epoch ms or ISO-8601):
+        receive only messages enqueued at or after that time (reading a dead-letter queue from a time).
+        """
         body: dict[str, Any] = {"prefetch": prefetch, "priority": priority}
         if timeout_ms is not None:
             body["timeout"] = timeout_ms
+        if since is not None:
+            body["since"] = since
         if durable:
             body["durable"] = True
         if name is not None:
@@ -228,12 +233,19 @@ class QuorumqClient:
     # One-shot get
 
     async def get(
-        self, queue: str, count: int = 1, ack: Literal["manual", "auto"] = "manual"
+        self,
+        queue: str,
+        count: int = 1,
+        ack: Literal["manual", "auto"] = "manual",
+        since: int | str | None = None,
     ) -> list[Delivery]:
-        """Take up to `count` ready messages (basic.get); manual ones are settled with ack_got/nack_got."""
-        reply = await self._transport.request(
-            "POST", queue_path(queue, "get"), body={"count": count, "ack": ack}
-        )
+        """Take up to `count` ready messages (basic.get); manual ones are settled with ack_got/nack_got.
+
+        `since` (epoch ms or ISO-8601): only messages enqueued at or after that time."""
+        body: dict[str, Any] = {"count": count, "ack": ack}
+        if since is not None:
+            body["since"] = since
+        reply = await self._transport.request("POST", queue_path(queue, "get"), body=body)
         return decode_deliveries(reply.payload)
 
     async def ack_got(self, queue: str, ids: Iterable[int]) -> None:

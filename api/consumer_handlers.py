@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 
 from aiohttp import web
@@ -10,11 +11,11 @@ from api.durable_handlers import cancel_durable, is_durable, register_durable
 from api.errors import ApiError
 from api.forwarding import on_queue_leader
 from api.queue_handlers import deliveries_json, settle
-from api.validation import MAX_POLL, MAX_WAIT_S, bad, field_int, json_object, query_number
+from api.validation import MAX_POLL, MAX_WAIT_S, bad, field_int, field_since, json_object, query_number
 from cluster.consumers import ConsumerSession, poll
 from cluster.queue_service import QueueService
-from queue_state.commands import Cancel, Checkout
-from queue_state.effects import Failure
+from queue_state.commands import Cancel, Checkout, Get
+from queue_state.effects import Deliveries, Delivery, Failure
 
 DEFAULT_PREFETCH = 100
 MAX_PREFETCH = 65535
@@ -26,7 +27,7 @@ async def register_consumer(request: web.Request, service: QueueService) -> web.
     body = await json_object(request, optional=True)
     if body.get("durable") is True:
         return await register_durable(request, service, body)
-    unknown = set(body) - {"prefetch", "priority", "timeout"}
+    unknown = set(body) - {"prefetch", "priority", "timeout", "since"}
     if unknown:
         raise bad(f"unknown fields {sorted(unknown)}")
     prefetch = field_int(body, "prefetch", DEFAULT_PREFETCH, minimum=1)
@@ -37,7 +38,11 @@ async def register_consumer(request: web.Request, service: QueueService) -> web.
         raise bad(f"prefetch must be <= {MAX_PREFETCH}")
     tag = uuid.uuid4().hex
     now = service.now_ms()
-    service.sessions.open(tag, timeout, now)
+    session = service.sessions.open(tag, timeout, now)
+    since = field_since(body)
+    if since is not None:
+        session.since_ms, session.prefetch = since, prefetch
+        return web.json_response({"consumer": tag}, status=201)
     reply = await request.app["node"].submit(service, Checkout(now, tag, prefetch, priority))
     if isinstance(reply, Failure):
         service.sessions.close(tag)
@@ -65,10 +70,32 @@ async def deliveries(request: web.Request, service: QueueService) -> web.StreamR
     wait = query_number(request, "wait", 1.0, maximum=MAX_WAIT_S)
     session = _session(service, tag)
     service.sessions.touch(tag, service.now_ms())
-    taken = await poll(session, max(limit, 1), wait)
+    if session.since_ms is not None:
+        taken = await _read_since(request, service, session, max(limit, 1), wait)
+    else:
+        taken = await poll(session, max(limit, 1), wait)
     service.sessions.touch(tag, service.now_ms())
     request.app["metrics"].delivered.labels(service.name).inc(len(taken))
     return web.json_response(deliveries_json(service, taken))
+
+
+async def _read_since(
+    request: web.Request, service: QueueService, session: ConsumerSession, limit: int, wait: float
+) -> list[Delivery]:
+    """A reader from a time: get what it may hold (prefetch) among messages enqueued since then,
+    waiting for newly applied entries until `wait` runs out."""
+    deadline = time.monotonic() + wait
+    while True:
+        room = min(limit, session.prefetch - len(service.replica.machine.checked_out(session.tag)))
+        if room > 0:
+            command = Get(service.now_ms(), session.tag, room, False, session.since_ms)
+            reply = await request.app["node"].submit(service, command)
+            if isinstance(reply, Deliveries) and reply.deliveries:
+                return list(reply.deliveries)
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return []
+        await service.wait_applied(remaining)
 
 
 @on_queue_leader
@@ -85,9 +112,9 @@ async def cancel_consumer(request: web.Request, service: QueueService) -> web.St
     tag = request.match_info["tag"]
     if is_durable(service, tag):
         return await cancel_durable(request, service, tag)
-    _session(service, tag)
+    session = _session(service, tag)
     reply = await request.app["node"].submit(service, Cancel(service.now_ms(), tag))
     service.sessions.close(tag)
-    if isinstance(reply, Failure):
+    if isinstance(reply, Failure) and session.since_ms is None:
         raise ApiError(404, reply.code, reply.reason)
     return web.Response(status=204)

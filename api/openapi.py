@@ -99,6 +99,10 @@ PUBLISH = _object(
     },
     ("messages",),
 )
+SINCE = {
+    "description": "read only messages enqueued at or after this time",
+    "oneOf": [{"type": "integer", "minimum": 0}, {"type": "string", "format": "date-time"}],
+}
 CONSUMER = {
     "type": "object",
     "properties": {
@@ -107,6 +111,7 @@ CONSUMER = {
         "timeout": {"type": "integer", "minimum": 1},
         "durable": {"type": "boolean"},
         "name": {"type": "string"},
+        "since": SINCE,
     },
 }
 
@@ -168,7 +173,13 @@ PATHS: dict[str, dict[str, Any]] = {
         "post": _operation(
             "basic.get",
             {"200": "deliveries"},
-            body=_object({"count": {"type": "integer", "minimum": 1}, "ack": {"enum": ["manual", "auto"]}}),
+            body=_object(
+                {
+                    "count": {"type": "integer", "minimum": 1},
+                    "ack": {"enum": ["manual", "auto"]},
+                    "since": SINCE,
+                }
+            ),
             body_required=False,
         )
     },

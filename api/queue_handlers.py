@@ -18,6 +18,7 @@ from api.validation import (
     bad,
     field_bool,
     field_int,
+    field_since,
     field_str,
     json_object,
     message_ids,
@@ -242,7 +243,10 @@ async def publish(request: web.Request, service: QueueService) -> web.StreamResp
 
 @on_queue_leader
 async def basic_get(request: web.Request, service: QueueService) -> web.StreamResponse:
-    """POST /api/queues/{q}/get: up to `count` messages, auto-acked or held for a manual ack."""
+    """POST /api/queues/{q}/get: up to `count` messages, auto-acked or held for a manual ack.
+
+    With `since` (epoch ms or ISO-8601), only messages enqueued at or after it are returned.
+    """
     body = await json_object(request, optional=True)
     count = field_int(body, "count", 1, minimum=1)
     assert count is not None
@@ -255,7 +259,8 @@ async def basic_get(request: web.Request, service: QueueService) -> web.StreamRe
     now = service.now_ms()
     if ack == "manual":
         service.sessions.open(holder, service.consumer_timeout_ms, now)
-    reply = await request.app["node"].submit(service, Get(now, holder, count, ack == "auto"))
+    since = field_since(body)
+    reply = await request.app["node"].submit(service, Get(now, holder, count, ack == "auto", since))
     if isinstance(reply, AutoAcked):
         return web.json_response([delivery_json(d, m) for d, m in reply.messages])
     deliveries = list(reply.deliveries) if isinstance(reply, Deliveries) else []

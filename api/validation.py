@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
@@ -71,6 +72,24 @@ def field_bool(body: dict[str, Any], name: str, default: bool) -> bool:
     if not isinstance(value, bool):
         raise bad(f"{name} must be true or false")
     return value
+
+
+def field_since(body: dict[str, Any]) -> int | None:
+    """The optional `since` of a get or consumer: epoch milliseconds or an ISO-8601 time."""
+    value = body.get("since")
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError as exc:
+            raise bad(f"since must be epoch milliseconds or an ISO-8601 time, got {value!r}") from exc
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        return max(0, int(moment.timestamp() * 1000))
+    raise bad("since must be epoch milliseconds or an ISO-8601 time")
 
 
 def message_ids(body: dict[str, Any]) -> tuple[int, ...]:

@@ -19,7 +19,11 @@ DEFAULT_CONSUMER_TIMEOUT_MS = 30000
 
 @dataclass
 class ConsumerSession:
-    """One consumer (or basic.get holder) as seen by the queue's leader."""
+    """One consumer (or basic.get holder) as seen by the queue's leader.
+
+    A consumer reading from a time (`since_ms`) is served by gets held under its tag, `prefetch` at
+    most outstanding, instead of by the state machine's push delivery.
+    """
 
     tag: str
     timeout_ms: int | None
@@ -27,6 +31,8 @@ class ConsumerSession:
     buffer: deque[Delivery] = field(default_factory=deque)
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     down_requested: bool = False
+    since_ms: int | None = None
+    prefetch: int = 0
 
     def offer(self, deliveries: Iterable[Delivery]) -> None:
         """Add deliveries for the next poll."""

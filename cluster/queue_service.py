@@ -107,11 +107,9 @@ class QueueService:
             self._tick_in_flight = True
             self._fire(Tick(now), done=self._tick_done)
         for tag in self.sessions.expired(now):
-            session = self.sessions.get(tag)
-            assert session is not None
-            session.down_requested = True
             log.info("queue %s: consumer %s timed out", self.name, tag)
             self._fire(ConsumerDown(now, tag))
+            self.sessions.close(tag)
 
     def _tick_done(self, _: asyncio.Future) -> None:
         self._tick_in_flight = False

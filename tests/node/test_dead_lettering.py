@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
@@ -151,3 +152,35 @@ async def test_leaving_at_least_once_at_runtime_drops_pending_dead_letters_and_s
         assert body["arguments"]["x-dead-letter-strategy"] == "at-most-once"
         assert body["messages"] == 0
         assert body["dropped"] == {"dead_letter_strategy_changed": 3}
+
+
+async def test_reading_a_dead_letter_queue_from_a_time_sees_only_later_dead_letters(cluster: Cluster) -> None:
+    async with QuorumqClient(cluster.urls) as client:
+        await client.declare("aged-dlq")
+        await client.declare("aged", {"x-dead-letter-queue": "aged-dlq"})
+
+        async def dead_letter(body: str) -> int:
+            await client.publish("aged", [body])
+            (got,) = await client.get("aged", count=1, ack="manual")
+            await client.nack_got("aged", [got.id], requeue=False)
+            while True:  # wait until it is in the dead-letter queue, and read when it got there
+                (seen,) = await client.get("aged-dlq", count=1, ack="manual", since=0) or [None]
+                if seen is not None and seen.body == body.encode():
+                    await client.nack_got("aged-dlq", [seen.id], requeue=True)
+                    assert seen.published_at is not None
+                    return seen.published_at
+                if seen is not None:
+                    await client.nack_got("aged-dlq", [seen.id], requeue=True)
+
+        early_at = await dead_letter("early")
+        since = datetime.fromtimestamp((early_at + 1) / 1000, UTC).isoformat()
+        reader = await client.consume("aged-dlq", prefetch=10, since=since)
+        late_at = await dead_letter("late")
+        assert late_at > early_at
+        read = await client.deliveries("aged-dlq", reader, max=10, wait=10)
+        assert [d.body for d in read] == [b"late"]
+        await client.ack("aged-dlq", reader, [d.id for d in read])
+        await client.cancel("aged-dlq", reader)
+        assert await client.get("aged-dlq", count=10, ack="auto", since=late_at + 1) == []
+        rest = await client.get("aged-dlq", count=10, ack="auto")
+        assert [d.body for d in rest] == [b"early"]
