@@ -162,6 +162,8 @@ class QueueMachine:
         return failure or Ok()
 
     def _get(self, cmd: Get, out: EffectCollector) -> Reply:
+        if not cmd.auto_ack and cmd.holder in self._durables:
+            return Failure("name_in_use", f"{cmd.holder!r} is a durable consumer")
         self._mark_used()
         deliveries: list[Delivery] = []
         for message in self._messages_to_get(cmd, out):

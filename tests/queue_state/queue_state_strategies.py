@@ -26,8 +26,8 @@ from queue_state.commands import (
 
 NAME_POOL = ("a", "b", "c", "h")
 NAMES = st.sampled_from(NAME_POOL)
-DURABLE_POOL = ("d1", "d2")
-DURABLE_NAMES = st.sampled_from((*DURABLE_POOL, "a"))  # "a" collides with an ordinary consumer
+DURABLE_POOL = ("d1", "d2", "a")  # "a" may also be an ordinary consumer or get holder: names collide
+DURABLE_NAMES = st.sampled_from(DURABLE_POOL)
 TIMES = st.integers(min_value=0, max_value=2_000)
 IDS = st.tuples(*[st.integers(min_value=1, max_value=40)] * 2) | st.tuples(st.integers(1, 40))
 

@@ -37,7 +37,7 @@ from queue_state.durable import DurableLogGap
 from queue_state.effects import DeadLetter, Deliver, Deliveries, DurablePosition, Enqueued, ForgetBodies
 from queue_state.machine import STRATEGY_CHANGED, QueueMachine
 
-HOLDER_NAMES = (*NAME_POOL, *DURABLE_POOL)
+HOLDER_NAMES = tuple(dict.fromkeys((*NAME_POOL, *DURABLE_POOL)))
 
 
 class QueueInvariants(RuleBasedStateMachine):
