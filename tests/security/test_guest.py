@@ -27,7 +27,11 @@ async def test_loopback_callers_are_the_guest_without_credentials(tmp_path) -> N
         cluster.stop()
 
 
-async def test_the_guest_is_refused_off_loopback_while_real_users_work(tmp_path) -> None:  # type: ignore[no-untyped-def]
+async def test_the_guest_is_refused_off_loopback_while_real_users_work(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    for name in ("QUORUMQ_USER", "QUORUMQ_PASSWORD"):  # starting nodes off loopback sets these: undo after
+        monkeypatch.setenv(name, "")
     address = non_loopback_address()
     if address is None:
         pytest.skip("this machine has no non-loopback address")

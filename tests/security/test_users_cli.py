@@ -9,11 +9,14 @@ from click.testing import CliRunner
 from cli.app import cli
 from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER, ProcessCluster
 
+NO_ENV_CREDENTIALS = {"QUORUMQ_USER": None, "QUORUMQ_PASSWORD": None, "QUORUMQ_TOKEN": None}
+
 
 def run(cluster: ProcessCluster, *args: str) -> tuple[int, str]:
-    """Run `quorumq --node N ... ARGS`; returns the exit code and the combined output."""
+    """Run `quorumq --node N ... ARGS` with no credentials from the environment; returns the exit code
+    and the combined output."""
     nodes = ",".join(cluster.urls)
-    result = CliRunner().invoke(cli, ["--node", nodes, *args])
+    result = CliRunner().invoke(cli, ["--node", nodes, *args], env=NO_ENV_CREDENTIALS)
     return result.exit_code, result.output
 
 
