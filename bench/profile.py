@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import shutil
 import signal
 import subprocess
@@ -22,10 +23,12 @@ from pyinstrument import Profiler
 
 from bench.driver_quorumq import QuorumqDriver
 from bench.quorumq_cluster import QuorumqCluster
-from bench.suite import Options, workloads
+from bench.suite import KIB, Options, workloads
+from bench.workloads import CONSUME_QUEUE, drain, prefill
 
 TOP = 15
 SAMPLE_RATE_HZ = 200
+PROJECT_PACKAGES = ("api/", "cluster/", "raft_log/", "queue_state/")
 
 
 def frame_name(frame: str) -> str:
@@ -39,7 +42,9 @@ def frame_name(frame: str) -> str:
 
 
 def hotspots(collapsed: str, top: int = TOP) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
-    """(own-time, inclusive-time) shares of the busiest functions from py-spy's raw (collapsed) output."""
+    """(own-time, inclusive-time) shares of the busiest functions from py-spy's raw (collapsed) output.
+
+    Inclusive time counts only the project's own functions (api, cluster, raft_log, queue_state)."""
     own: collections.Counter[str] = collections.Counter()
     inclusive: collections.Counter[str] = collections.Counter()
     total = 0
@@ -54,7 +59,8 @@ def hotspots(collapsed: str, top: int = TOP) -> tuple[list[tuple[str, float]], l
         total += count
         own[frames[-1]] += count
         for name in set(frames):
-            inclusive[name] += count
+            if name.rsplit(" (", 1)[1].startswith(PROJECT_PACKAGES):
+                inclusive[name] += count
     if total == 0:
         return [], []
     return (
@@ -79,19 +85,25 @@ def main(key: str, duration: float, consume_count: int, out: Path | None) -> Non
     py_spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     options = Options(duration=duration, consume_count=consume_count, backlog=0, workloads=(key,))
     [(_, label, workload)] = workloads(options)
+    if key.startswith("b-"):  # profile the drain only, not the prefill before it
+        label = f"{label} (drain only)"
+        workload = functools.partial(drain, queue=CONSUME_QUEUE, prefetch=int(key[2:]), count=consume_count)
     out = out or Path(tempfile.mkdtemp(prefix="quorumq-profile-"))
     out.mkdir(parents=True, exist_ok=True)
     raw = out / f"node-{key}.txt"
     with tempfile.TemporaryDirectory(prefix="quorumq-profile-cluster-") as data_dir:
         cluster = QuorumqCluster.start(Path(data_dir))
         try:
+            driver = QuorumqDriver(cluster.urls)
+            if key.startswith("b-"):
+                asyncio.run(prefill(driver, CONSUME_QUEUE, consume_count, KIB))
             leader_pid = cluster.pids()["node1"]  # queues are declared through node1, which leads them
             record = [py_spy, "record", "--pid", str(leader_pid), "--rate", str(SAMPLE_RATE_HZ)]
             record += ["--format", "raw", "--output", str(raw), "--nonblocking", "--threads"]
             spy = subprocess.Popen(record, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             profiler = Profiler(async_mode="disabled")
             profiler.start()
-            result = asyncio.run(workload(QuorumqDriver(cluster.urls)))
+            result = asyncio.run(workload(driver))
             profiler.stop()
             spy.send_signal(signal.SIGINT)
             spy.wait()
@@ -100,7 +112,7 @@ def main(key: str, duration: float, consume_count: int, out: Path | None) -> Non
     click.echo(f"{label}: {result.rate:,.0f} msg/s")
     own, inclusive = hotspots(raw.read_text())
     _print_shares(f"node (py-spy, leader node1, {raw}): own time", own)
-    _print_shares("node: inclusive time", inclusive)
+    _print_shares("node: inclusive time of project functions", inclusive)
     client_text = profiler.output_text(unicode=False, color=False, show_all=False)
     (out / f"client-{key}.txt").write_text(client_text)
     click.echo(f"client (pyinstrument, {out / f'client-{key}.txt'}):")

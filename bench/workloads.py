@@ -13,6 +13,7 @@ STAMP = struct.Struct("<d")
 DRAIN_TIMEOUT_S = 30.0
 PREFILL_PUBLISHERS = 4
 PREFILL_IN_FLIGHT = 1000
+CONSUME_QUEUE = "bench-consume"
 
 
 @dataclass
@@ -121,8 +122,12 @@ async def prefill(driver: Driver, queue: str, count: int, body_size: int) -> Non
 
 async def consume_acks(driver: Driver, *, prefetch: int, count: int, body_size: int) -> WorkloadResult:
     """(b) One consumer with manual acks drains `count` pre-filled messages with `prefetch` unacked."""
-    queue = "bench-consume"
-    await prefill(driver, queue, count, body_size)
+    await prefill(driver, CONSUME_QUEUE, count, body_size)
+    return await drain(driver, CONSUME_QUEUE, prefetch=prefetch, count=count)
+
+
+async def drain(driver: Driver, queue: str, *, prefetch: int, count: int) -> WorkloadResult:
+    """Consume `count` messages from `queue` with manual acks and `prefetch` unacked; timed from the start."""
     connection = await driver.connect(queue)
     received = 0
     done = asyncio.Event()
