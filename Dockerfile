@@ -5,7 +5,7 @@ ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS install
 COPY . /src/
-RUN python3 -m venv /opt/quorumq && /src/docker/pip-install.sh /src
+RUN python3 -m venv /opt/quorumq && /src/docker/pip-install.sh /src/docker/wheels /src
 
 FROM ${PYTHON_IMAGE}
 RUN useradd --system --uid 10001 --user-group --no-create-home --home-dir /var/lib/quorumq quorumq \

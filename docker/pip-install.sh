@@ -1,8 +1,9 @@
 #!/bin/sh
-# Install into the image's venv: offline from /src/docker/wheels when the host built wheels there
-# (scripts/build-docker-wheels.sh), otherwise from the package index as any other build would.
+# pip-install.sh WHEEL_DIR REQUIREMENT...: install into the image's venv, offline from WHEEL_DIR when
+# the host built wheels there (scripts/build-docker-wheels.sh), else from the package index.
 set -eu
-wheels=/src/docker/wheels
+wheels="$1"
+shift
 if ls "$wheels"/*.whl >/dev/null 2>&1; then
     set -- --no-index --find-links "$wheels" "$@"
 fi

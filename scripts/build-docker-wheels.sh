@@ -1,20 +1,31 @@
 #!/usr/bin/env bash
-# Build the node image's dependency wheels on the host into docker/wheels (gitignored), so that
-# `docker build` installs offline. Optional: without wheels the image build uses the package index.
-# The project itself is not among them: the image always installs the current sources.
+# Build the images' dependency wheels on the host, so that `docker build` installs offline:
+# the node's into docker/wheels, with --spark the Spark extra's into docker/spark-wheels (both
+# gitignored). Optional: without wheels the image builds use the package index. The project itself
+# is not among them: the image always installs the current sources.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 python="${PYTHON:-.venv/bin/python}"
+case "${1:-}" in
+    "") extra="" wheels=docker/wheels ;;
+    --spark) extra=spark wheels=docker/spark-wheels ;;
+    *) echo "usage: $0 [--spark]" >&2; exit 2 ;;
+esac
 
-# The build requirements and dependencies named in pyproject.toml.
-mapfile -t requirements < <("$python" - <<'PY'
+# The requirements pyproject.toml names: build system and dependencies, or one extra's.
+mapfile -t requirements < <("$python" - "$extra" <<'PY'
+import sys
 import tomllib
 
 with open("pyproject.toml", "rb") as file:
     project = tomllib.load(file)
-print("\n".join(project["build-system"]["requires"] + project["project"]["dependencies"]))
+extra = sys.argv[1]
+if extra:
+    print("\n".join(project["project"]["optional-dependencies"][extra]))
+else:
+    print("\n".join(project["build-system"]["requires"] + project["project"]["dependencies"]))
 PY
 )
-"$python" -m pip wheel --quiet --disable-pip-version-check --wheel-dir docker/wheels "${requirements[@]}"
-echo "wheels in docker/wheels: $(ls docker/wheels/*.whl | wc -l)"
+"$python" -m pip wheel --quiet --disable-pip-version-check --wheel-dir "$wheels" "${requirements[@]}"
+echo "wheels in $wheels: $(ls "$wheels"/*.whl | wc -l)"

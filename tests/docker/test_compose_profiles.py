@@ -8,7 +8,7 @@ import json
 
 import pytest
 from client_helpers import take_all, until
-from compose_project import BASE_FILE, BUILD_TIMEOUT_S, FIVE_FILE, JOIN_FILE, REPO, ProjectFactory
+from compose_project import BASE_FILE, BUILD_TIMEOUT_S, FIVE_FILE, JOIN_FILE, REPO, ProjectFactory, run
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 
@@ -57,12 +57,15 @@ async def test_spark_profile_runs_the_example_pipeline_against_the_cluster(
     if not SPARK_EXAMPLE.exists():
         pytest.skip(f"{SPARK_EXAMPLE.relative_to(REPO)} is not there yet")
     project = new_project(THREE_NODES, [BASE_FILE])
+    spark_wheels = [REPO / "scripts/build-docker-wheels.sh", "--spark"]
+    await asyncio.to_thread(run, spark_wheels, timeout=BUILD_TIMEOUT_S)
     await asyncio.to_thread(project.compose, "--profile", "spark", "build", "spark", timeout=BUILD_TIMEOUT_S)
     await asyncio.to_thread(project.up)
     await asyncio.to_thread(project.wait_health, project.nodes)
     orders = [{"order": f"o-{i}", "items": [{"price": 2.5, "qty": i}]} for i in range(1, 21)]
     async with project.client() as client:
         await client.declare("orders")
+        await client.declare("order-totals")
         await client.publish("orders", [json.dumps(order) for order in orders])
         await asyncio.to_thread(
             project.compose, "--profile", "spark", "run", "--rm", "spark",
