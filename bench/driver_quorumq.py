@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from api.client import Publisher, QuorumqClient
+from api.client import NotFoundError, Publisher, QuorumqClient
 from bench.drivers import OnMessage
 
 MESSAGES_PER_REQUEST = 100
@@ -65,7 +65,7 @@ class QuorumqDriver:
 
     async def declare(self, queue: str, home: int = 0) -> None:
         async with self._client(home) as client:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(NotFoundError):
                 await client.delete_queue(queue)
             await client.declare(queue, {"x-queue-type": "quorum"})
 
