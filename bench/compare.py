@@ -19,7 +19,7 @@ from rich.console import Console
 
 from bench.machine import describe_machine
 from bench.report import backlog_table, markdown, rich_table, write_results
-from bench.suite import BROKERS, Options, run_broker
+from bench.suite import BROKERS, WORKLOAD_KEYS, Options, run_broker
 
 CONSOLE_WIDTH = 200
 DEFAULT_DOC = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
@@ -41,8 +41,9 @@ DEFAULT_DOC = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
     "--backlog", type=int, default=Options.backlog, show_default=True, help="0 skips the backlog run"
 )
 @click.option(
-    "--workload", "selected", multiple=True, help="run only these keys (a-1k a-16k b-100 b-1000 c d)"
+    "--workload", "selected", multiple=True, type=click.Choice(WORKLOAD_KEYS), help="only these (repeat it)"
 )
+@click.option("--backlog-only", is_flag=True, help="skip the workloads, measure only the backlog")
 @click.option("--doc", type=click.Path(path_type=Path), default=DEFAULT_DOC, show_default=True)
 @click.option("--no-doc", is_flag=True, help="print the table only")
 def main(
@@ -55,6 +56,7 @@ def main(
     queues: int,
     backlog: int,
     selected: tuple[str, ...],
+    backlog_only: bool,
     doc: Path,
     no_doc: bool,
 ) -> None:
@@ -67,7 +69,7 @@ def main(
         rate=rate,
         queues=queues,
         backlog=backlog,
-        workloads=selected,
+        workloads=() if backlog_only else selected or WORKLOAD_KEYS,
     )
     console = Console(width=CONSOLE_WIDTH)
     machine = describe_machine()

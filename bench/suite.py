@@ -18,6 +18,7 @@ from bench.workloads import WorkloadResult, consume_acks, publish_confirms, publ
 
 KIB = 1024
 BROKERS = ("quorumq", "rabbitmq")
+WORKLOAD_KEYS = ("a-1k", "a-16k", "b-100", "b-1000", "c", "d")
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ class Options:
     queues: int = 50
     queue_in_flight: int = 100
     backlog: int = 1_000_000
-    workloads: tuple[str, ...] = ()
+    workloads: tuple[str, ...] = WORKLOAD_KEYS
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,7 @@ def workloads(options: Options) -> list[tuple[str, str, Workload]]:
             ),
         )
     )
-    return [shape for shape in shapes if not o.workloads or shape[0] in o.workloads]
+    return [shape for shape in shapes if shape[0] in o.workloads]
 
 
 async def run_suite(driver: Driver, cluster: Cluster, options: Options) -> BrokerRun:
