@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import functools
 import shutil
 import signal
 import subprocess
@@ -23,8 +22,7 @@ from pyinstrument import Profiler
 
 from bench.driver_quorumq import QuorumqDriver
 from bench.quorumq_cluster import QuorumqCluster
-from bench.suite import KIB, Options, workloads
-from bench.workloads import CONSUME_QUEUE, drain, prefill
+from bench.suite import Options, workloads
 
 TOP = 15
 SAMPLE_RATE_HZ = 200
@@ -84,10 +82,7 @@ def main(key: str, duration: float, consume_count: int, out: Path | None) -> Non
     """Run one workload against a fresh quorumq cluster with the leader node under py-spy."""
     py_spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     options = Options(duration=duration, consume_count=consume_count, backlog=0, workloads=(key,))
-    [(_, label, workload)] = workloads(options)
-    if key.startswith("b-"):  # profile the drain only, not the prefill before it
-        label = f"{label} (drain only)"
-        workload = functools.partial(drain, queue=CONSUME_QUEUE, prefetch=int(key[2:]), count=consume_count)
+    [shape] = workloads(options)
     out = out or Path(tempfile.mkdtemp(prefix="quorumq-profile-"))
     out.mkdir(parents=True, exist_ok=True)
     raw = out / f"node-{key}.txt"
@@ -95,21 +90,21 @@ def main(key: str, duration: float, consume_count: int, out: Path | None) -> Non
         cluster = QuorumqCluster.start(Path(data_dir))
         try:
             driver = QuorumqDriver(cluster.urls)
-            if key.startswith("b-"):
-                asyncio.run(prefill(driver, CONSUME_QUEUE, consume_count, KIB))
+            if shape.setup is not None:  # not profiled (e.g. the prefill before a drain)
+                asyncio.run(shape.setup(driver))
             leader_pid = cluster.pids()["node1"]  # queues are declared through node1, which leads them
             record = [py_spy, "record", "--pid", str(leader_pid), "--rate", str(SAMPLE_RATE_HZ)]
             record += ["--format", "raw", "--output", str(raw), "--nonblocking", "--threads"]
             spy = subprocess.Popen(record, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             profiler = Profiler(async_mode="disabled")
             profiler.start()
-            result = asyncio.run(workload(driver))
+            result = asyncio.run(shape.run(driver))
             profiler.stop()
             spy.send_signal(signal.SIGINT)
             spy.wait()
         finally:
             cluster.stop()
-    click.echo(f"{label}: {result.rate:,.0f} msg/s")
+    click.echo(f"{shape.label}: {result.rate:,.0f} msg/s")
     own, inclusive = hotspots(raw.read_text())
     _print_shares(f"node (py-spy, leader node1, {raw}): own time", own)
     _print_shares("node: inclusive time of project functions", inclusive)

@@ -14,7 +14,7 @@ from bench.drivers import Cluster, Driver
 from bench.quorumq_cluster import QuorumqCluster
 from bench.rabbitmq_cluster import RabbitCluster
 from bench.resources import NodeUsage, UsageSampler
-from bench.workloads import WorkloadResult, consume_acks, publish_confirms, publish_consume
+from bench.workloads import CONSUME_QUEUE, WorkloadResult, drain, prefill, publish_confirms, publish_consume
 
 KIB = 1024
 BROKERS = ("quorumq", "rabbitmq")
@@ -59,15 +59,26 @@ class BrokerRun:
 
 
 Workload = Callable[[Driver], Awaitable[WorkloadResult]]
+Setup = Callable[[Driver], Awaitable[None]]
 
 
-def workloads(options: Options) -> list[tuple[str, str, Workload]]:
-    """(key, label, workload) for every shape of the issue, in run order."""
+@dataclass(frozen=True)
+class Shape:
+    """One workload: `setup` (untimed, unsampled, may be None) then the measured `run`."""
+
+    key: str
+    label: str
+    run: Workload
+    setup: Setup | None = None
+
+
+def workloads(options: Options) -> list[Shape]:
+    """Every selected shape of the issue, in run order."""
     o = options
-    shapes: list[tuple[str, str, Workload]] = []
+    shapes: list[Shape] = []
     for size in (1, 16):
         shapes.append(
-            (
+            Shape(
                 f"a-{size}k",
                 f"(a) publish {size} KiB, {o.publishers} pub x {o.in_flight} unconfirmed",
                 lambda d, size=size: publish_confirms(
@@ -81,23 +92,24 @@ def workloads(options: Options) -> list[tuple[str, str, Workload]]:
         )
     for prefetch in (100, 1000):
         shapes.append(
-            (
+            Shape(
                 f"b-{prefetch}",
                 f"(b) consume {o.consume_count} x 1 KiB, prefetch {prefetch}",
-                lambda d, prefetch=prefetch: consume_acks(
-                    d, prefetch=prefetch, count=o.consume_count, body_size=KIB
+                lambda d, prefetch=prefetch: drain(
+                    d, CONSUME_QUEUE, prefetch=prefetch, count=o.consume_count
                 ),
+                setup=lambda d: prefill(d, CONSUME_QUEUE, o.consume_count, KIB),
             )
         )
     shapes.append(
-        (
+        Shape(
             "c",
             f"(c) pub+consume {o.rate:g} msg/s 1 KiB, e2e latency",
             lambda d: publish_consume(d, body_size=KIB, duration=o.duration, rate=o.rate, prefetch=100),
         )
     )
     shapes.append(
-        (
+        Shape(
             "d",
             f"(d) {o.queues} queues pub+consume, {o.queue_in_flight} unconfirmed each",
             lambda d: publish_consume(
@@ -111,22 +123,27 @@ def workloads(options: Options) -> list[tuple[str, str, Workload]]:
             ),
         )
     )
-    return [shape for shape in shapes if shape[0] in o.workloads]
+    return [shape for shape in shapes if shape.key in o.workloads]
 
 
 async def run_suite(driver: Driver, cluster: Cluster, options: Options) -> BrokerRun:
     """The backlog measurement first, on the fresh cluster (when `options.backlog` > 0), then every
-    selected workload, each with the CPU and RSS of the nodes and the CPU of this (client) process."""
+    selected workload, each with the CPU and RSS of the nodes and the CPU of this (client) process
+    during its measured part (a setup such as pre-filling a queue is not counted)."""
     backlog = None
     if options.backlog > 0:
         backlog = await measure_backlog(driver, cluster, count=options.backlog, body_size=KIB)
     measurements = []
-    for key, label, workload in workloads(options):
+    for shape in workloads(options):
+        if shape.setup is not None:
+            await shape.setup(driver)
         client_cpu = time.process_time()
         with UsageSampler(cluster.pids()) as sampler:
-            result = await workload(driver)
+            result = await shape.run(driver)
         client_cpu = time.process_time() - client_cpu
-        measurements.append(Measurement(key, label, driver.broker, result, sampler.usage, client_cpu))
+        measurements.append(
+            Measurement(shape.key, shape.label, driver.broker, result, sampler.usage, client_cpu)
+        )
     return BrokerRun(driver.broker, driver.client, measurements, backlog)
 
 

@@ -120,14 +120,8 @@ async def prefill(driver: Driver, queue: str, count: int, body_size: int) -> Non
             await connection.close()
 
 
-async def consume_acks(driver: Driver, *, prefetch: int, count: int, body_size: int) -> WorkloadResult:
-    """(b) One consumer with manual acks drains `count` pre-filled messages with `prefetch` unacked."""
-    await prefill(driver, CONSUME_QUEUE, count, body_size)
-    return await drain(driver, CONSUME_QUEUE, prefetch=prefetch, count=count)
-
-
 async def drain(driver: Driver, queue: str, *, prefetch: int, count: int) -> WorkloadResult:
-    """Consume `count` messages from `queue` with manual acks and `prefetch` unacked; timed from the start."""
+    """(b) Consume `count` pre-filled messages from `queue` with manual acks and `prefetch` unacked."""
     connection = await driver.connect(queue)
     received = 0
     done = asyncio.Event()

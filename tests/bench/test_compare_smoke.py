@@ -19,7 +19,7 @@ SMOKE = Options(
 @pytest.mark.slow
 def test_every_workload_and_the_backlog_run_against_quorumq_and_reach_the_doc(tmp_path: Path) -> None:
     run = run_broker("quorumq", SMOKE, tmp_path / "cluster")
-    assert [m.key for m in run.measurements] == [key for key, _, _ in workloads(SMOKE)]
+    assert [m.key for m in run.measurements] == [shape.key for shape in workloads(SMOKE)]
     for measurement in run.measurements:
         assert measurement.result.messages > 0, measurement.key
         assert set(measurement.usage) == {"node1", "node2", "node3"}
