@@ -41,8 +41,8 @@ async def _serves_backlog(driver: Driver, home: int, count: int) -> bool:
 async def measure_backlog(driver: Driver, cluster: Cluster, *, count: int, body_size: int) -> BacklogResult:
     """Fill one queue (declared on node 0) with `count` messages, compare RSS, then restart node 0.
 
-    The restart time runs from starting the stopped node until that node alone answers with the queue
-    holding the whole backlog."""
+    The restart time runs from starting the stopped node until a request to that node alone reports
+    the whole backlog (the answer may come from the queue's new leader through it)."""
     home_name = next(iter(cluster.pids()))
     before = _rss_by_node(cluster)
     await prefill(driver, BACKLOG_QUEUE, count, body_size)

@@ -137,7 +137,7 @@ def markdown(runs: list[BrokerRun], machine: dict[str, str], command: str) -> st
             "",
             "Backlog: one queue filled with N messages; RSS growth per message on the queue's home node",
             "and summed over all three nodes; then the home node is stopped and started again, timed until",
-            "it alone answers with the whole backlog.",
+            "a request to it alone reports the whole backlog (the new leader may answer through it).",
             "",
             "| " + " | ".join(BACKLOG_COLUMNS) + " |",
             "|" + "---|" * len(BACKLOG_COLUMNS),
