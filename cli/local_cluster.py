@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import time
 from pathlib import Path
 
@@ -78,6 +79,11 @@ def cluster_group() -> None:
     """Run a local cluster."""
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM stops the local cluster the way Ctrl-C does."""
+    raise KeyboardInterrupt
+
+
 @cluster_group.command("start")
 @click.option("--nodes", "count", type=click.IntRange(1, 9), default=3, show_default=True)
 @click.option("--base-port", type=click.IntRange(1024, 65000), default=8080, show_default=True)
@@ -90,7 +96,8 @@ def cluster_group() -> None:
 @click.option("--demo/--no-demo", default=False, help="Show a publish/confirm/consume round trip.")
 @click.option("--once", is_flag=True, help="Stop the cluster after it is ready (and the demo ran).")
 def start(count: int, base_port: int, data_dir: Path, demo: bool, once: bool) -> None:
-    """Start NODES nodes on 127.0.0.1 in the foreground; Ctrl-C stops them cleanly."""
+    """Start NODES nodes on 127.0.0.1 in the foreground; Ctrl-C (or SIGTERM) stops them cleanly."""
+    signal.signal(signal.SIGTERM, _interrupt)
     console = Console()
     ports = [base_port + i for i in range(count)] + [base_port + 100 + i for i in range(count)]
     nodes = plan_cluster(count, data_dir.resolve(), ports=ports)
