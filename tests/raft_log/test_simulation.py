@@ -7,6 +7,8 @@ a failure names its seed, and `python -m raft_log.simulation --first-seed S --se
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -95,3 +97,14 @@ def test_broken_core_voting_for_stale_logs_is_caught(monkeypatch: pytest.MonkeyP
 def test_command_line_runs_seeds_and_reports(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--seeds", "3", "--steps", "200"]) == 0
     assert "3 seeds x 200 steps: 0 failed" in capsys.readouterr().out
+
+
+def test_seed_2008_under_hash_seed_113_a_candidate_removed_by_a_commit_does_not_lead() -> None:
+    """Found in CI: a candidate committed its own removal (learned from a rejected vote), then won.
+
+    The run depends on string hash order, so it replays in a child with that PYTHONHASHSEED.
+    """
+    replay = "from raft_log.simulation import Simulation; Simulation(2008, voters=5).run(600)"
+    env = {**os.environ, "PYTHONHASHSEED": "113"}
+    result = subprocess.run([sys.executable, "-c", replay], env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
