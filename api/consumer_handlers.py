@@ -43,7 +43,7 @@ async def register_consumer(request: web.Request, service: QueueService) -> web.
     if since is not None:
         session.since_ms, session.prefetch = since, prefetch
         return web.json_response({"consumer": tag}, status=201)
-    reply = await request.app["node"].submit(service, Checkout(now, tag, prefetch, priority))
+    reply = await request.app["node"].submit(service, Checkout(now, tag, prefetch, priority, timeout))
     if isinstance(reply, Failure):
         service.sessions.close(tag)
         raise ApiError(400, reply.code, reply.reason)
@@ -57,7 +57,7 @@ def _session(service: QueueService, tag: str) -> ConsumerSession:
         return session
     if all(c.name != tag for c in service.replica.machine.consumers()):
         raise ApiError(404, "not_found", f"no consumer '{tag}' on queue '{service.name}'")
-    session = service.sessions.open(tag, service.consumer_timeout_ms, service.now_ms())
+    session = service.sessions.open(tag, service.timeout_of(tag), service.now_ms())
     session.offer(service.replica.machine.checked_out(tag))
     return session
 

@@ -72,7 +72,9 @@ class QueueService:
             if isinstance(effect, Deliver):
                 session = self.sessions.get(effect.consumer)
                 if session is None:
-                    session = self.sessions.open(effect.consumer, self.consumer_timeout_ms, self.now_ms())
+                    session = self.sessions.open(
+                        effect.consumer, self.timeout_of(effect.consumer), self.now_ms()
+                    )
                 session.offer(effect.deliveries)
             elif isinstance(effect, DeadLetter):
                 held = [(d, self.replica.bodies.get(d.id)) for d in effect.deliveries]
@@ -80,6 +82,13 @@ class QueueService:
                 self._on_dead_letter(self.name, effect, found, self.now_ms())
             elif isinstance(effect, QueueExpired):
                 self._on_expired(self.name, self.group)
+
+    def timeout_of(self, consumer: str) -> int:
+        """A consumer's own timeout as registered through the log, else the node's default."""
+        for info in self.replica.machine.consumers():
+            if info.name == consumer and info.timeout_ms is not None:
+                return info.timeout_ms
+        return self.consumer_timeout_ms
 
     async def wait_applied(self, timeout: float) -> None:
         """Wait until this leader applies another entry of the queue (or the timeout passes)."""
@@ -94,7 +103,7 @@ class QueueService:
             return
         now = self.now_ms()
         for consumer in self.replica.machine.consumers():
-            session = self.sessions.open(consumer.name, self.consumer_timeout_ms, now)
+            session = self.sessions.open(consumer.name, consumer.timeout_ms or self.consumer_timeout_ms, now)
             session.offer(self.replica.machine.checked_out(consumer.name))
 
     def on_timer(self) -> None:

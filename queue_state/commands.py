@@ -83,18 +83,24 @@ class Enqueue:
 
 @dataclass(frozen=True, slots=True)
 class Checkout:
-    """Register a consumer or update its prefetch and priority."""
+    """Register a consumer or update its prefetch and priority.
+
+    `timeout_ms` is how long the consumer may stay silent before its leader declares it down; it is
+    kept in the state so that a new leader applies the consumer's own timeout, not a default.
+    """
 
     now_ms: int
     consumer: str
     prefetch: int
     priority: int = 0
+    timeout_ms: int | None = None
 
     def __post_init__(self) -> None:
         _check_int("now_ms", self.now_ms)
         _check_name("consumer", self.consumer)
         _check_int("prefetch", self.prefetch, minimum=1)
         _check_int("priority", self.priority, minimum=-INT64_MAX)
+        _check_optional_int("timeout_ms", self.timeout_ms, minimum=1)
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ class ConsumerInfo:
     priority: int
     active: bool
     unacknowledged: int
+    timeout_ms: int | None = None
 
 
 class Holder:
@@ -43,13 +44,16 @@ class Holder:
 class Consumer(Holder):
     """A registered consumer: served while it has credit (prefetch minus held messages)."""
 
-    __slots__ = ("prefetch", "priority", "registration")
+    __slots__ = ("prefetch", "priority", "registration", "timeout_ms")
 
-    def __init__(self, name: str, prefetch: int, priority: int, registration: int) -> None:
+    def __init__(
+        self, name: str, prefetch: int, priority: int, registration: int, timeout_ms: int | None = None
+    ) -> None:
         super().__init__(name)
         self.prefetch = prefetch
         self.priority = priority
         self.registration = registration
+        self.timeout_ms = timeout_ms
 
     @property
     def has_credit(self) -> bool:
@@ -81,17 +85,18 @@ class ConsumerRegistry:
     def is_active(self, consumer: Consumer) -> bool:
         return not self._single_active or consumer is self._active
 
-    def register(self, name: str, prefetch: int, priority: int) -> None:
-        """Add a consumer, or update an existing one's prefetch and priority."""
+    def register(self, name: str, prefetch: int, priority: int, timeout_ms: int | None = None) -> None:
+        """Add a consumer, or update an existing one's prefetch, priority and timeout."""
         consumer = self._by_name.get(name)
         if consumer is None:
-            consumer = Consumer(name, prefetch, priority, self._next_registration)
+            consumer = Consumer(name, prefetch, priority, self._next_registration, timeout_ms)
             self._next_registration += 1
             self._by_name[name] = consumer
         else:
             self._leave_rotation(consumer)
             consumer.prefetch = prefetch
             consumer.priority = priority
+            consumer.timeout_ms = timeout_ms
         self._rotations.setdefault(priority, deque()).append(consumer)
         self._elect()
 
@@ -138,7 +143,9 @@ class ConsumerRegistry:
         """Registration counter, consumers in registration-dict order, rotation order, active one."""
         return {
             "next_registration": self._next_registration,
-            "consumers": [[c.name, c.prefetch, c.priority, c.registration] for c in self._by_name.values()],
+            "consumers": [
+                [c.name, c.prefetch, c.priority, c.registration, c.timeout_ms] for c in self._by_name.values()
+            ],
             "rotations": [[p, [c.name for c in r]] for p, r in self._rotations.items()],
             "active": None if self._active is None else self._active.name,
         }
@@ -147,8 +154,8 @@ class ConsumerRegistry:
     def from_wire(cls, single_active: bool, wire: dict[str, Any]) -> ConsumerRegistry:
         registry = cls(single_active)
         registry._next_registration = wire["next_registration"]
-        for name, prefetch, priority, registration in wire["consumers"]:
-            registry._by_name[name] = Consumer(name, prefetch, priority, registration)
+        for name, *fields in wire["consumers"]:  # snapshots before timeouts had four fields
+            registry._by_name[name] = Consumer(name, *fields)
         for priority, names in wire["rotations"]:
             registry._rotations[priority] = deque(registry._by_name[name] for name in names)
         if wire["active"] is not None:

@@ -124,7 +124,7 @@ class QueueMachine:
         if cmd.consumer in self._durables:
             return Failure("name_in_use", f"{cmd.consumer!r} is a durable consumer")
         self._mark_used()
-        self._consumers.register(cmd.consumer, cmd.prefetch, cmd.priority)
+        self._consumers.register(cmd.consumer, cmd.prefetch, cmd.priority, cmd.timeout_ms)
         return Ok()
 
     def _release_client(self, cmd: Cancel | ConsumerDown, out: EffectCollector) -> Reply:
@@ -423,7 +423,9 @@ class QueueMachine:
     def consumers(self) -> list[ConsumerInfo]:
         """Registered consumers in registration order."""
         return [
-            ConsumerInfo(c.name, c.prefetch, c.priority, self._consumers.is_active(c), len(c.held))
+            ConsumerInfo(
+                c.name, c.prefetch, c.priority, self._consumers.is_active(c), len(c.held), c.timeout_ms
+            )
             for c in self._consumers
         ]
 

@@ -13,11 +13,6 @@ from cli.node_processes import ProcessCluster
 pytestmark = pytest.mark.faults
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cluster/queue_service reopens consumer sessions with the node default (30 s) on a leader change: "
-    "a consumer's own timeout is not in the log",
-)
 def test_seed1000_n3_consumer_timeout_survives_a_leader_change(tmp_path: Path) -> None:
     cluster = ProcessCluster.start(tmp_path)
     try:
