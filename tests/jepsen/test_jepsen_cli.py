@@ -91,7 +91,7 @@ def test_interrupted_run_removes_its_namespaces_bridge_rules_and_nodes(
         assert bridge.startswith("qqj"), "the run never got its cluster ready"
         assert processes_mentioning(str(tmp_path))
         suite.send_signal(signal.SIGINT)
-        suite.wait(60)
+        suite.communicate(timeout=60)  # keep draining stderr: a full pipe would block its shutdown
     assert run_quietly(["ip", "link", "show", bridge]).returncode != 0
     assert not [
         ns for ns in run_quietly(["ip", "netns", "list"]).stdout.split() if ns.startswith(f"{bridge}n")
