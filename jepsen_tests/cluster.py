@@ -93,6 +93,26 @@ class JepsenCluster:
         except QuorumqError:
             return None
 
+    def queue_members(self, queue: str) -> list[str]:
+        """The nodes holding a replica of the queue now, or [] when nobody answers."""
+        try:
+            with SyncClient(self.urls, timeout=5.0, connect_timeout=1.0) as client:
+                return [row["node"] for row in client.members(queue)["members"]]
+        except (QuorumqError, KeyError, TypeError):
+            return []
+
+    def change_member(self, queue: str, node: str, *, add: bool) -> str:
+        """Add or remove a replica; 'ok', or the refusal (no quorum, change running, ...) as text."""
+        try:
+            with SyncClient(self.urls, timeout=15.0, connect_timeout=1.0) as client:
+                if add:
+                    client.add_member(queue, node)
+                else:
+                    client.delete_member(queue, node)
+        except QuorumqError as exc:
+            return f"refused: {exc.code}"
+        return "ok"
+
     def heal_everything(self) -> None:
         """Resume paused nodes, remove drop rules and netem, restart dead nodes."""
         for name in list(self.paused):

@@ -2,8 +2,7 @@
 
 A nemesis picks its variant and its victims with the Random it is given (seeded per fault window, so a
 schedule is reproducible up to who leads at the time) and returns the ActiveFault to heal later. A new
-family (e.g. membership changes once queues can grow and shrink) is one class with `name` and
-`inject`, added to NEMESES.
+family is one class with `name` and `inject`, added to NEMESES.
 """
 
 from __future__ import annotations
@@ -135,8 +134,33 @@ class NetemNemesis:
         return ActiveFault(self.name, variant, victims, f"{done[0]} on {','.join(victims)}", clear)
 
 
+class MembershipNemesis:
+    """Changes a queue's replica set while other faults run: grows it onto a node holding no replica
+    (healed by removing that replica) or removes a replica (healed by adding it back). A change the
+    cluster refuses (no quorum, another change running, a node down) is logged, never fatal: refusing
+    is the right answer during some faults."""
+
+    name = "membership"
+
+    def inject(self, cluster: JepsenCluster, queues: Sequence[str], rng: random.Random) -> ActiveFault:
+        queue = rng.choice(list(queues))
+        members = cluster.queue_members(queue) or list(cluster.names)
+        outside = [n for n in cluster.names if n not in members]
+        add = bool(outside) and rng.random() < 0.5
+        node = rng.choice(outside if add else members)
+        outcome = cluster.change_member(queue, node, add=add)
+        kind = "add" if add else "remove"
+
+        def undo() -> None:
+            if outcome == "ok":
+                cluster.change_member(queue, node, add=not add)
+
+        return ActiveFault(self.name, kind, [node], f"{kind} replica of {queue} on {node}: {outcome}", undo)
+
+
 NEMESES: dict[str, Nemesis] = {
-    nemesis.name: nemesis for nemesis in (PartitionNemesis(), KillNemesis(), PauseNemesis(), NetemNemesis())
+    nemesis.name: nemesis
+    for nemesis in (PartitionNemesis(), KillNemesis(), PauseNemesis(), NetemNemesis(), MembershipNemesis())
 }
 
 

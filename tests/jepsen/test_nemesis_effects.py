@@ -17,7 +17,7 @@ from api.client import SyncClient
 from api.client_errors import QuorumqError
 from cli.node_processes import wait_healthy, wait_until
 from jepsen_tests.cluster import RAFT_PORT, JepsenCluster
-from jepsen_tests.nemesis import KillNemesis, PauseNemesis
+from jepsen_tests.nemesis import KillNemesis, MembershipNemesis, PauseNemesis
 from jepsen_tests.network_faults import (
     apply_grudge,
     degrade_link,
@@ -95,6 +95,20 @@ def test_killed_nodes_stop_answering_and_come_back_when_healed(healed: JepsenClu
         assert not cluster.node(name).healthy()
     fault.heal()
     wait_healthy([cluster.node(n) for n in fault.nodes], 60)
+
+
+def test_membership_nemesis_changes_the_replica_set_and_heals_it_back(healed: JepsenCluster) -> None:
+    cluster = healed
+    before = sorted(cluster.queue_members(QUEUE))
+    assert len(before) == 3
+    fault = MembershipNemesis().inject(cluster, [QUEUE], random.Random(1))
+    assert fault.description.endswith(": ok"), fault.description
+    (node,) = fault.nodes
+    during = sorted(cluster.queue_members(QUEUE))
+    assert (node in during) == (fault.kind == "add") and during != before
+    assert publish_confirmed(cluster.urls, 15)
+    fault.heal()
+    wait_until(lambda: sorted(cluster.queue_members(QUEUE)) == before, 30, "the replica set to heal")
 
 
 def test_paused_nodes_keep_running_but_do_not_answer_until_resumed(healed: JepsenCluster) -> None:
