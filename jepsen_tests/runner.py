@@ -19,7 +19,7 @@ from jepsen_tests.hosts import HostsUnavailable, NetnsHosts, unavailable_reason
 from jepsen_tests.nemesis import nemeses_named
 from jepsen_tests.nemesis_log import NemesisLog
 from jepsen_tests.schedule import FaultWindow, plan_schedule
-from jepsen_tests.workload import Workload, WorkloadConfig
+from jepsen_tests.workload import Workload, WorkloadConfig, dead_letter_queue
 
 DRAIN_TIMEOUT_S = 90.0
 CONVERGENCE_TIMEOUT_S = 30.0
@@ -103,10 +103,21 @@ def new_run_dir(config: RunConfig) -> Path:
 
 
 def declare_queues(cluster: JepsenCluster, queues: Sequence[str]) -> None:
-    """Declare each queue with a replica on every node, so every fault touches it."""
+    """Declare each queue with a replica on every node, so every fault touches it, and an
+    at-least-once dead-letter queue that the workload's rejections go to."""
+    size = {"x-quorum-initial-group-size": len(cluster.nodes)}
     with SyncClient(cluster.urls, timeout=30.0) as client:
         for queue in queues:
-            client.declare(queue, {"x-quorum-initial-group-size": len(cluster.nodes)})
+            client.declare(dead_letter_queue(queue), size)
+            client.declare(
+                queue,
+                {
+                    **size,
+                    "x-dead-letter-queue": dead_letter_queue(queue),
+                    "x-dead-letter-strategy": "at-least-once",
+                    "x-overflow": "reject-publish",
+                },
+            )
 
 
 async def exercise(

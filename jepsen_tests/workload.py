@@ -51,6 +51,12 @@ class WorkloadConfig:
     publish_timeout: float = 5.0
     nack_probability: float = 0.1
     cancel_probability: float = 0.05
+    reject_probability: float = 0.03
+
+
+def dead_letter_queue(queue: str) -> str:
+    """Where a work queue's rejected messages go (at-least-once dead-lettering)."""
+    return f"{queue}-dlq"
 
 
 class Workload:
@@ -167,13 +173,22 @@ class Workload:
         batch: list[Delivery],
         rng: random.Random,
     ) -> None:
-        """Ack most of `batch` and nack (requeue) some; an ack that fails raises after recording."""
-        nacked = [d for d in batch if rng.random() < self.config.nack_probability]
-        acked = [d for d in batch if d not in nacked]
-        if nacked:
-            self._record(process, "fail", queue, nacked)
-            with contextlib.suppress(QuorumqError):
-                await client.nack(queue, tag, [d.id for d in nacked], requeue=True)
+        """Ack most of `batch`, nack (requeue) some and reject a few to the dead-letter queue; an ack
+        that fails raises after recording. A rejected value is not dequeued here: it must reach the
+        dead-letter queue, whose drain dequeues it, or the checker reports it lost."""
+        draws = [(d, rng.random()) for d in batch]
+        nacked = [d for d, draw in draws if draw < self.config.nack_probability]
+        rejected = [
+            d
+            for d, draw in draws
+            if 0 <= draw - self.config.nack_probability < self.config.reject_probability
+        ]
+        acked = [d for d in batch if d not in nacked and d not in rejected]
+        for handed_back, requeue in ((nacked, True), (rejected, False)):
+            if handed_back:
+                self._record(process, "fail", queue, handed_back)
+                with contextlib.suppress(QuorumqError):
+                    await client.nack(queue, tag, [d.id for d in handed_back], requeue=requeue)
         failure = await self._ack_and_record(process, client, queue, tag, acked)
         if failure is not None:
             raise failure
@@ -201,12 +216,19 @@ class Workload:
             self.history.record(process, type_, "dequeue", int(delivery.body), queue, error)
 
     async def drain(self, timeout: float) -> dict[str, int]:
-        """Consume and ack every queue until it is empty; returns the messages left per queue."""
+        """Consume and ack every queue, then its dead-letter queue, until empty; returns what is left.
+
+        A work queue counts as empty only once its pending dead letters have moved on, so draining
+        its dead-letter queue afterwards sees every rejected value."""
         await self.cancel_orphans()
         left = {}
         async with self._client() as client:
             for queue in self.config.queues:
                 left[queue] = await self._drain_queue(client, queue, timeout)
+            for queue in self.config.queues:
+                left[dead_letter_queue(queue)] = await self._drain_queue(
+                    client, dead_letter_queue(queue), timeout
+                )
         return left
 
     async def _drain_queue(self, client: QuorumqClient, queue: str, timeout: float) -> int:
