@@ -23,7 +23,8 @@ EXIT_INVALID = 1
 EXIT_UNAVAILABLE = 69
 
 
-def _interrupt_on_sigterm(signum: int, frame: FrameType | None) -> None:
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    """SIGINT and SIGTERM stop a run the same way: as Ctrl-C, so every host is cleaned up."""
     raise KeyboardInterrupt(f"signal {signum}")
 
 
@@ -80,7 +81,10 @@ def run_command(
     keep_data: bool,
 ) -> None:
     """Run schedules; prints each verdict and exits 1 if any lost or unexpected value was found."""
-    signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
+    # SIGINT too: a process started in the background of a non-interactive shell inherits SIGINT
+    # ignored, and then Ctrl-C (or a test's SIGINT) would not stop the run and clean up.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _interrupt)
     failed = []
     for run_seed in range(seed, seed + repeat):
         config = RunConfig(duration, nemeses, run_seed, nodes, queues, out_dir=out_dir, keep_data=keep_data)
