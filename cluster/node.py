@@ -46,6 +46,8 @@ META_GROUP = "meta"
 NODE_FILE = "node.json"
 SYNC_EVERY_S = 1.0
 LEADER_WAIT_S = 10.0
+PREFERRED_WAIT_S = 3.0
+NEW_GROUP_HOLD_ELECTIONS = 2
 
 
 def wall_clock_ms() -> int:
@@ -256,8 +258,16 @@ class Node:
         )
         self.queues[info.name] = service
         self.host.open_group(info.group, replica)
-        if not existing and info.initial_members[:1] == [self.name]:
+        if existing:
+            return
+        if info.initial_members[:1] == [self.name]:
             self.host.campaign(info.group)
+        elif self.name in info.initial_members:
+            # The placed leader campaigns at once, but its first votes can reach members that have
+            # not created the group yet and be dropped. Holding the others' election timers for a
+            # while lets its retry win, so placement (client-local, balanced) holds; if the placed
+            # node is down, the others elect a leader once the hold is over.
+            self.host.hold_elections(info.group, NEW_GROUP_HOLD_ELECTIONS * self.config.election_ticks)
 
     def _new_group_log(self, info: QueueInfo) -> Any:
         assert self.store is not None
@@ -328,7 +338,8 @@ class Node:
             raise QueueConflict(f"queue '{name}' exists with different arguments {reply[1]}")
         if reply[0] == "error":
             raise BadRequest(reply[1])
-        await self._await_queue_leader(reply[1])
+        placed = self.meta.state.queues.get(name)
+        await self._await_queue_leader(reply[1], placed.members[0] if placed and placed.members else None)
         return reply[0]
 
     async def delete(self, name: str) -> None:
@@ -345,10 +356,14 @@ class Node:
         except ProposalFailed as exc:
             raise NotLeader(str(exc), exc.leader) from exc
 
-    async def _await_queue_leader(self, group: str) -> None:
+    async def _await_queue_leader(self, group: str, preferred: str | None) -> None:
+        """Wait for the new queue's preferred leader to lead it (any leader after a short while)."""
         assert self.host is not None
-        deadline = time.monotonic() + LEADER_WAIT_S
-        while self.host.leader_of(group) is None and time.monotonic() < deadline:
+        started = time.monotonic()
+        while time.monotonic() < started + LEADER_WAIT_S:
+            leader = self.host.leader_of(group)
+            if leader is not None and (leader == preferred or time.monotonic() > started + PREFERRED_WAIT_S):
+                return
             await asyncio.sleep(0.02)
 
     async def publish(

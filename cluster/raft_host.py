@@ -96,6 +96,7 @@ class Group:
     snapshot_index: int = 0
     previous_snapshot_index: int = 0
     was_leader: bool = False
+    held_ticks: int = 0
     conf: ConfState = field(default_factory=ConfState)
 
 
@@ -173,6 +174,12 @@ class RaftHost:
             self.store.drop_group(gid)
             self.store.commit(sync=True)
         self._dirty.discard(gid)
+
+    def hold_elections(self, gid: str, ticks: int) -> None:
+        """Keep a group's election timer still for `ticks` (it still answers messages meanwhile)."""
+        group = self.groups.get(gid)
+        if group is not None:
+            group.held_ticks = ticks
 
     def campaign(self, gid: str) -> None:
         """Ask a group to hold an election now (used for a new queue's preferred leader)."""
@@ -306,6 +313,9 @@ class RaftHost:
             await asyncio.sleep(interval)
             self._ticks += 1
             for gid, group in self.groups.items():
+                if group.held_ticks and not group.raft.is_leader:
+                    group.held_ticks -= 1
+                    continue
                 group.raft.tick()
                 self._dirty.add(gid)
             if self._ticks % LEADER_ANNOUNCE_EVERY_TICKS == 0:
