@@ -289,6 +289,12 @@ class Node:
         assert self.host is not None
         return list(self.host.groups[META_GROUP].raft.status().conf.voters)
 
+    def is_cluster_node(self, name: str) -> bool:
+        """True for a registered node of the metadata group, a joining learner included."""
+        assert self.host is not None
+        conf = self.host.groups[META_GROUP].raft.status().conf
+        return name in self.meta.state.nodes and name in (*conf.voters, *conf.learners)
+
     def is_ready(self) -> bool:
         """True once a metadata leader is known and this node's addresses are registered."""
         return self.meta_leader() is not None and self.name in self.meta.state.nodes

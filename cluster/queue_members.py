@@ -43,8 +43,8 @@ class QueueMembers:
         self._seen_commit: dict[str, dict[str, int]] = {}
 
     def require_cluster_node(self, name: str) -> None:
-        """QueueNotFound unless `name` is a registered member of the cluster."""
-        if name not in self.node.meta.state.nodes or name not in self.node.cluster_members():
+        """QueueNotFound unless `name` is a registered member of the cluster (a joining one included)."""
+        if not self.node.is_cluster_node(name):
             raise QueueNotFound(f"node '{name}' is not a member of the cluster")
 
     def _settled_conf(self, gid: str) -> ConfState:
