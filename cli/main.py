@@ -49,6 +49,9 @@ class Settings:
 class QuorumqGroup(click.Group):
     """A click group that reports client errors as one line on stderr with a meaningful exit code."""
 
+    server_error_exit = EXIT_SERVER_ERROR
+    show_http_status = True
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -56,9 +59,9 @@ class QuorumqGroup(click.Group):
             click.echo(f"Error: no quorumq node reachable (tried {', '.join(exc.nodes)})", err=True)
             sys.exit(EXIT_UNAVAILABLE)
         except QuorumqError as exc:
-            status = f", HTTP {exc.status}" if exc.status else ""
+            status = f", HTTP {exc.status}" if exc.status and self.show_http_status else ""
             click.echo(f"Error: {exc.reason or exc.code} ({exc.code}{status})", err=True)
-            sys.exit(EXIT_SERVER_ERROR)
+            sys.exit(self.server_error_exit)
 
 
 def node_list(given: Sequence[str]) -> tuple[str, ...]:

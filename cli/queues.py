@@ -10,9 +10,9 @@ from typing import Any
 
 import click
 
-from api.client import NoNodeAvailableError, QuorumqError, SyncClient
+from api.client import QuorumqError, SyncClient
 from cli import output
-from cli.main import DEFAULT_NODE, NODES_ENV, Settings, node_list
+from cli.main import DEFAULT_NODE, NODES_ENV, QuorumqGroup, Settings, node_list
 from cli.replica_plans import (
     VHOST,
     grow_targets,
@@ -40,18 +40,11 @@ STATUS_COLUMNS = (
 )
 
 
-class QueuesGroup(click.Group):
+class QueuesGroup(QuorumqGroup):
     """Client errors become one line on stderr and a rabbitmq-queues exit code."""
 
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except NoNodeAvailableError as exc:
-            click.echo(f"Error: no quorumq node reachable (tried {', '.join(exc.nodes)})", err=True)
-            sys.exit(EXIT_UNAVAILABLE)
-        except QuorumqError as exc:
-            click.echo(f"Error: {exc.reason or exc.code} ({exc.code})", err=True)
-            sys.exit(EXIT_SOFTWARE)
+    server_error_exit = EXIT_SOFTWARE
+    show_http_status = False
 
 
 @click.group(cls=QueuesGroup, context_settings={"help_option_names": ["-h", "--help"]})
