@@ -24,7 +24,7 @@ EXIT_UNAVAILABLE = 69
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
-    """SIGINT and SIGTERM stop a run the same way: as Ctrl-C, so every host is cleaned up."""
+    """SIGTERM stops a run as Ctrl-C does, so every host is cleaned up."""
     raise KeyboardInterrupt(f"signal {signum}")
 
 
@@ -81,10 +81,12 @@ def run_command(
     keep_data: bool,
 ) -> None:
     """Run schedules; prints each verdict and exits 1 if any lost or unexpected value was found."""
-    # SIGINT too: a process started in the background of a non-interactive shell inherits SIGINT
-    # ignored, and then Ctrl-C (or a test's SIGINT) would not stop the run and clean up.
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, _interrupt)
+    # A process started in the background of a non-interactive shell inherits SIGINT ignored; put
+    # Python's own handler back so Ctrl-C stops the run. It must be `default_int_handler` itself:
+    # asyncio.run then takes SIGINT over and cancels the run cleanly, where a handler raising at an
+    # arbitrary point can land in a finaliser and be swallowed.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _interrupt)
     failed = []
     for run_seed in range(seed, seed + repeat):
         config = RunConfig(duration, nemeses, run_seed, nodes, queues, out_dir=out_dir, keep_data=keep_data)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -75,6 +76,9 @@ def processes_mentioning(text: str) -> list[int]:
     return found
 
 
+FAULT_LINE = re.compile(r"^\s+\d+\.\ds ")  # a nemesis line of the schedule, e.g. "   4.6s kill ..."
+
+
 @pytest.mark.faults
 @pytest.mark.timeout(120)
 def test_interrupted_run_removes_its_namespaces_bridge_rules_and_nodes(
@@ -87,7 +91,8 @@ def test_interrupted_run_removes_its_namespaces_bridge_rules_and_nodes(
         for line in suite.stderr:
             if "cluster ready on bridge" in line:
                 bridge = line.split("bridge ")[1].split(";")[0]
-                break
+            if bridge and FAULT_LINE.match(line):
+                break  # the schedule runs: interrupt the run in the middle of its work
         assert bridge.startswith("qqj"), "the run never got its cluster ready"
         assert processes_mentioning(str(tmp_path))
         suite.send_signal(signal.SIGINT)
