@@ -7,7 +7,7 @@ import os
 import ssl
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Any, BinaryIO
@@ -71,16 +71,26 @@ def node_list(given: Sequence[str]) -> tuple[str, ...]:
     return nodes or (DEFAULT_NODE,)
 
 
+def node_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The `--node` option both CLIs take; `what` starts its help text."""
+    return click.option(
+        "--node",
+        "nodes",
+        multiple=True,
+        metavar="HOST:PORT",
+        help=f"{what}; repeatable (default ${NODES_ENV}, comma-separated, or {DEFAULT_NODE}).",
+    )
+
+
+formatter_option = click.option(
+    "--formatter", type=click.Choice(output.FORMATTERS), default="table", show_default=True
+)
+
+
 @click.group(cls=QuorumqGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(version("quorumq"), prog_name="quorumq")
-@click.option(
-    "--node",
-    "nodes",
-    multiple=True,
-    metavar="HOST:PORT",
-    help=f"A node's HTTP address; repeatable (default ${NODES_ENV}, comma-separated, or {DEFAULT_NODE}).",
-)
-@click.option("--formatter", type=click.Choice(output.FORMATTERS), default="table", show_default=True)
+@node_option("A node's HTTP address")
+@formatter_option
 @click.option(
     "--request-timeout",
     "timeout",

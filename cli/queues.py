@@ -12,7 +12,7 @@ import click
 
 from api.client import QuorumqError, SyncClient
 from cli import output
-from cli.main import DEFAULT_NODE, NODES_ENV, QuorumqGroup, Settings, node_list
+from cli.main import QuorumqGroup, Settings, formatter_option, node_list, node_option
 from cli.replica_plans import (
     VHOST,
     grow_targets,
@@ -49,14 +49,8 @@ class QueuesGroup(QuorumqGroup):
 
 @click.group(cls=QueuesGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(version("quorumq"), prog_name="quorumq-queues")
-@click.option(
-    "--node",
-    "nodes",
-    multiple=True,
-    metavar="HOST:PORT",
-    help=f"The node to talk to; repeatable (default ${NODES_ENV}, comma-separated, or {DEFAULT_NODE}).",
-)
-@click.option("--formatter", type=click.Choice(output.FORMATTERS), default="table", show_default=True)
+@node_option("The node to talk to")
+@formatter_option
 @click.option(
     "--timeout",
     type=click.FloatRange(min=1.0),
