@@ -58,18 +58,20 @@ def _check_consumer_room(node: Node, queue: str) -> None:
         )
 
 
-def check_message_headers(where: str, headers: dict[str, Any], config: NodeConfig) -> None:
-    """Reject a published message's headers beyond the configured count (422) or size (413)."""
+def check_message_headers(index: int, headers: dict[str, Any], config: NodeConfig) -> None:
+    """Reject the headers of published message `index` beyond the configured count (422) or size (413)."""
     if not headers:
         return  # the common case: nothing to measure (serialising it was 9% of a publishing leader)
     if len(headers) > config.max_message_headers:
         raise ApiError(
             422,
             "too_many_headers",
-            f"{where} has {len(headers)} headers; the limit is {config.max_message_headers}",
+            f"messages[{index}] has {len(headers)} headers; the limit is {config.max_message_headers}",
         )
     size = len(json.dumps(headers, separators=(",", ":")))
     if size > config.max_header_bytes:
         raise ApiError(
-            413, "too_large", f"{where}.headers are {size} bytes; the limit is {config.max_header_bytes}"
+            413,
+            "too_large",
+            f"messages[{index}].headers are {size} bytes; the limit is {config.max_header_bytes}",
         )

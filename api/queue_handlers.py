@@ -223,7 +223,7 @@ async def publish(request: web.Request, service: QueueService) -> web.StreamResp
         raise bad(f"unknown fields {sorted(unknown)}")
     messages = published_messages(body, node.config.max_message_bytes)
     for index, (message, _) in enumerate(messages):
-        check_message_headers(f"messages[{index}]", message.headers, node.config)
+        check_message_headers(index, message.headers, node.config)
     publisher = field_str(body, "publisher")
     seq = field_int(body, "seq", None)
     if (publisher is None) != (seq is None):

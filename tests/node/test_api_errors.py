@@ -128,6 +128,7 @@ async def test_unknown_queue_is_404(http: Api, method: str, suffix: str) -> None
         ({"messages": [{"body": 5}]}, "messages[0].body"),
         ({"messages": [{"body": "x", "encoding": "rot13"}]}, "encoding"),
         ({"messages": [{"body": "!!!", "encoding": "base64"}]}, "base64"),
+        ({"messages": [{"body": "\ud800"}]}, "messages[0].body is not valid UTF-8"),
         ({"messages": [{"body": "x", "headers": [1]}]}, "headers"),
         ({"messages": [{"body": "x", "expiration": -1}]}, "expiration"),
         ({"messages": [{"body": "x", "colour": "red"}]}, "unknown fields"),
