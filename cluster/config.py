@@ -64,7 +64,7 @@ class NodeConfig:
     tick_ms: int = 100
     election_ticks: int = 10
     heartbeat_ticks: int = 2
-    batch_delay_ms: float = 1.0
+    batch_delay_ms: float = 0.0
     snapshot_every_entries: int = 20000
     consumer_timeout_ms: int = 30000
     max_message_bytes: int = 16 * 1024 * 1024

@@ -3,7 +3,8 @@
 Connections start with a mutual HMAC challenge over the cluster secret (the secret never crosses the
 wire). Then each side sends length-prefixed msgpack frames `[kind, body]`. Outgoing frames are queued
 per peer and per group and written round-robin over groups, so a group sending a large catch-up cannot
-starve another group's heartbeats. A lost connection drops what was queued; Raft retransmits.
+starve another group's heartbeats; a frame is written at once instead when nothing is queued for the
+peer and its socket keeps up. A lost connection drops what was queued; Raft retransmits.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ log = logging.getLogger(__name__)
 FRAME_HEADER = struct.Struct(">I")
 MAX_FRAME_BYTES = 64 * 1024 * 1024
 MAX_QUEUED_PER_PEER = 20000
+WRITE_BUFFER_LIMIT = 256 * 1024  # bytes the socket may hold unsent before frames queue (and the pump drains)
 HANDSHAKE_TIMEOUT_S = 5.0
 NONCE_BYTES = 16
 
@@ -57,6 +59,11 @@ def _frame(payload: bytes) -> bytes:
     return FRAME_HEADER.pack(len(payload)) + payload
 
 
+def _has_room(writer: asyncio.StreamWriter) -> bool:
+    """Whether the socket holds less unsent data than the limit."""
+    return writer.transport.get_write_buffer_size() < WRITE_BUFFER_LIMIT
+
+
 def _decode(payload: bytes) -> list:
     try:
         value = msgpack.unpackb(payload, raw=False)
@@ -78,6 +85,7 @@ class _Peer:
     wake: asyncio.Event | None = None
     task: asyncio.Task | None = None
     connected: bool = False
+    writer: asyncio.StreamWriter | None = None  # while connected and pumping
 
 
 class Transport:
@@ -155,10 +163,15 @@ class Transport:
         peer = self._peers.get(to)
         if peer is None or peer.queued >= MAX_QUEUED_PER_PEER:
             return False
+        frame = msgpack.packb([kind, body])
+        writer = peer.writer
+        if not peer.queued and writer is not None and _has_room(writer):
+            writer.write(_frame(frame))  # nothing waits and the socket keeps up: no need to queue
+            return True
         queue = peer.queues.get(group)
         if queue is None:
             queue = peer.queues[group] = deque()
-        queue.append(msgpack.packb([kind, body]))
+        queue.append(frame)
         peer.queued += 1
         assert peer.wake is not None
         peer.wake.set()
@@ -214,6 +227,7 @@ class Transport:
     async def _pump(self, peer: _Peer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         assert peer.wake is not None
         closed = asyncio.ensure_future(reader.read(1))  # the dialled side never writes after handshake
+        peer.writer = writer
         try:
             while not closed.done():
                 frame = self._next_frame(peer)
@@ -224,10 +238,11 @@ class Transport:
                     waiter.cancel()
                     continue
                 writer.write(_frame(frame))
-                if writer.transport.get_write_buffer_size() > 256 * 1024:
+                if not _has_room(writer):
                     await writer.drain()
             raise OSError("peer closed the connection")
         finally:
+            peer.writer = None
             closed.cancel()
 
     async def _dial_handshake(

@@ -2,8 +2,10 @@
 
 Every write of every group is staged into the node's single pending write batch; `NodeStore.commit()`
 writes it with one write and one fsync (group commit). Reads see staged changes at once, and nothing
-staged is durable, or may be acknowledged, before `commit()` returns. Not thread-safe: one event loop
-drives a store. See docs/storage.md for key layout and recovery rules.
+staged is durable, or may be acknowledged, before `commit()` returns. One event loop drives a store;
+the only work it may hand to another thread is `write_taken`, so a synced write need not block the loop
+(`take` / `write_taken` / `finish`). Writes reach the database in the order their batches were taken.
+See docs/storage.md for key layout and recovery rules.
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ import heapq
 import itertools
 import logging
 import re
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -80,6 +84,14 @@ def _splice(base: int, items: list[T], at: int, new: list[T]) -> tuple[int, list
     return at, list(new)
 
 
+@dataclass(frozen=True, slots=True)
+class TakenBatch:
+    """Staged writes taken for writing (possibly from a worker thread); `ticket` orders the writes."""
+
+    batch: WriteBatch
+    ticket: int
+
+
 class NodeStore:
     """A node's database: every group's log, state, snapshot and application keys, with group commit."""
 
@@ -91,6 +103,9 @@ class NodeStore:
         self._groups: dict[GroupId, GroupLog] = {}
         self._failed: BaseException | None = None
         self._closed = False
+        self._taken = 0  # tickets handed out by take()
+        self._written = 0  # tickets whose batch is in the database (or failed)
+        self._turn = threading.Condition()
 
     @classmethod
     def open(cls, path: str | Path) -> NodeStore:
@@ -111,9 +126,11 @@ class NodeStore:
         return store
 
     def close(self) -> None:
-        """Close the database (again: no effect); staged changes that were not committed are discarded."""
+        """Close the database (again: no effect) once taken batches are written; staged ones are discarded."""
         if self._closed:
             return
+        with self._turn:
+            self._turn.wait_for(lambda: self._written == self._taken)
         self._closed = True
         self._batch = WriteBatch(raw_mode=True)
         self._staged.clear()
@@ -154,21 +171,53 @@ class NodeStore:
 
     def commit(self, sync: bool = True) -> None:
         """Write everything staged by every group with one write (and one fsync when `sync`)."""
+        taken = self.take()
+        if taken is not None:
+            self.write_taken(taken, sync)
+            self.finish(taken)
+
+    def take(self) -> TakenBatch | None:
+        """Take everything staged so far for `write_taken`; None when nothing is staged.
+
+        Reads keep seeing the taken changes (they are not in the database yet) until `finish`.
+        """
         self._check_usable()
         if self._batch.is_empty():
-            return
+            return None
+        self._taken += 1
+        taken, self._batch = TakenBatch(self._batch, self._taken), WriteBatch(raw_mode=True)
+        return taken
+
+    def write_taken(self, taken: TakenBatch, sync: bool) -> None:
+        """Write a taken batch after every batch taken before it; safe to call from a worker thread.
+
+        A failure leaves the store unusable: the in-memory view already shows the staged changes,
+        so only a reopen is truthful.
+        """
         options = WriteOptions()
         options.sync = sync
-        batch, self._batch = self._batch, WriteBatch(raw_mode=True)
-        try:
-            self._db.write(batch, options)
-        except BaseException as exc:
-            # The in-memory view already shows the staged changes: only a reopen is truthful now.
-            self._failed = exc
-            raise
-        self._staged.clear()
-        for group in self._groups.values():
-            group._committed()
+        with self._turn:
+            self._turn.wait_for(lambda: self._written == taken.ticket - 1)
+            try:
+                self._check_usable()
+                self._db.write(taken.batch, options)
+            except BaseException as exc:
+                self._failed = self._failed or exc
+                raise
+            finally:
+                self._written = taken.ticket
+                self._turn.notify_all()
+
+    def finish(self, taken: TakenBatch) -> None:
+        """After `write_taken`, on the store's loop: drop the in-memory view of what is now written.
+
+        The view is kept when more was staged or taken since, so reads still see those changes.
+        """
+        self._check_usable()
+        if taken.ticket == self._taken and self._batch.is_empty():
+            self._staged.clear()
+            for group in self._groups.values():
+                group._committed()
 
     def wal_stats(self) -> tuple[int, int]:
         """Cumulative `(writes, syncs)` of the write-ahead log since open (each commit adds one write)."""

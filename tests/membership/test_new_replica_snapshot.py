@@ -44,7 +44,7 @@ async def test_new_replica_installs_index_zero_snapshot_that_only_brings_members
             chunk_done=True,
         )
         host.on_frame("a", KIND_RAFT, encode_message(snapshot))
-        host.process_once()
+        await host.process_once()
         assert host.groups["meta"].raft.status().conf == initial
         assert app.state.nodes == {} and app.state.queues == {}
     finally:
