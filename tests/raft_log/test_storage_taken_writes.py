@@ -1,0 +1,132 @@
+"""Writes taken off the loop (`NodeStore.take` / `write_taken` / `finish`): order, visibility, close."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from raft_log.storage import NodeStore
+from raft_log.types import ConfState, Entry
+
+CONF = ConfState(voters=("n1",))
+
+
+def entry(index: int) -> Entry:
+    return Entry(index=index, term=1, data=f"e{index}".encode())
+
+
+def test_a_taken_batch_stays_readable_until_written_and_finished(tmp_path: Path) -> None:
+    store = NodeStore.open(tmp_path / "db")
+    group = store.create_group("g", CONF)
+    store.commit()
+    group.append([entry(1)])
+    group.app_put(b"k", b"v")
+    taken = store.take()
+    assert taken is not None
+    assert group.entries(1, 2) == [entry(1)] and group.app_get(b"k") == b"v"  # not in the database yet
+    store.write_taken(taken, sync=True)
+    store.finish(taken)
+    assert group.entries(1, 2) == [entry(1)] and group.app_get(b"k") == b"v"  # now read from the database
+    assert store.take() is None
+    store.close()
+    reopened = NodeStore.open(tmp_path / "db")
+    assert reopened.group("g").entries(1, 2) == [entry(1)]
+    reopened.close()
+
+
+def test_writes_reach_the_database_in_the_order_they_were_taken(tmp_path: Path) -> None:
+    store = NodeStore.open(tmp_path / "db")
+    group = store.create_group("g", CONF)
+    store.commit()
+    group.app_put(b"k", b"first")
+    first = store.take()
+    group.app_put(b"k", b"second")
+    second = store.take()
+    assert first is not None and second is not None
+    writer = threading.Thread(target=store.write_taken, args=(second, True))
+    writer.start()
+    writer.join(timeout=0.2)
+    assert writer.is_alive()  # the second waits for the first, whatever the threads' timing
+    store.write_taken(first, sync=True)
+    writer.join(timeout=10)
+    assert not writer.is_alive()
+    store.finish(first)
+    assert group.app_get(b"k") == b"second"
+    store.finish(second)
+    store.close()
+    reopened = NodeStore.open(tmp_path / "db")
+    assert reopened.group("g").app_get(b"k") == b"second"
+    reopened.close()
+
+
+def test_finishing_an_older_write_keeps_what_was_staged_since(tmp_path: Path) -> None:
+    store = NodeStore.open(tmp_path / "db")
+    group = store.create_group("g", CONF)
+    store.commit()
+    group.append([entry(1)])
+    taken = store.take()
+    assert taken is not None
+    group.append([entry(2)])  # staged while the first write is out
+    store.write_taken(taken, sync=True)
+    store.finish(taken)
+    assert group.entries(1, 3) == [entry(1), entry(2)]  # entry 2 is still only in memory
+    store.commit()
+    assert group.entries(1, 3) == [entry(1), entry(2)]
+    store.close()
+
+
+def test_a_synchronous_commit_waits_for_a_write_taken_before_it(tmp_path: Path) -> None:
+    store = NodeStore.open(tmp_path / "db")
+    group = store.create_group("g", CONF)
+    store.commit()
+    group.app_put(b"a", b"1")
+    taken = store.take()
+    assert taken is not None
+    group.app_put(b"b", b"2")
+    committing = threading.Thread(target=store.commit)
+    committing.start()
+    committing.join(timeout=0.2)
+    assert committing.is_alive()
+    store.write_taken(taken, sync=True)
+    committing.join(timeout=10)
+    assert not committing.is_alive()
+    store.finish(taken)
+    store.close()
+    reopened = NodeStore.open(tmp_path / "db")
+    assert (reopened.group("g").app_get(b"a"), reopened.group("g").app_get(b"b")) == (b"1", b"2")
+    reopened.close()
+
+
+def test_close_waits_for_a_taken_write(tmp_path: Path) -> None:
+    store = NodeStore.open(tmp_path / "db")
+    group = store.create_group("g", CONF)
+    store.commit()
+    group.app_put(b"k", b"v")
+    taken = store.take()
+    assert taken is not None
+    closing = threading.Thread(target=store.close)
+    closing.start()
+    closing.join(timeout=0.2)
+    assert closing.is_alive()
+    store.write_taken(taken, sync=True)
+    closing.join(timeout=10)
+    assert not closing.is_alive()
+    reopened = NodeStore.open(tmp_path / "db")
+    assert reopened.group("g").app_get(b"k") == b"v"
+    reopened.close()
+
+
+def test_a_failed_write_leaves_the_store_unusable(tmp_path: Path) -> None:
+    store = NodeStore.open(tmp_path / "db")
+    group = store.create_group("g", CONF)
+    store.commit()
+    group.app_put(b"k", b"v")
+    taken = store.take()
+    assert taken is not None
+    store._db.close()  # the database goes away under the write
+    with pytest.raises(Exception):  # noqa: B017 - whatever rocksdict raises for a closed database
+        store.write_taken(taken, sync=True)
+    with pytest.raises(Exception, match="reopen the store"):
+        store.commit()
