@@ -28,19 +28,19 @@ class QuorumqConnection:
         await self._publisher.flush()
 
     async def consume(self, prefetch: int, on_message: OnMessage, stop: asyncio.Event) -> None:
+        """Settle each polled batch at once, not waiting for earlier acks (AMQP acks are not confirmed)."""
         tag = await self._client.consume(self._queue, prefetch=prefetch)
-        acking: asyncio.Task[None] | None = None
+        acking: set[asyncio.Task[None]] = set()
         try:
             while not stop.is_set():
                 batch = await self._client.deliveries(self._queue, tag, max=prefetch, wait=POLL_WAIT_S)
                 for delivery in batch:
                     on_message(delivery.body)
                 if batch:
-                    if acking is not None:
-                        await acking
-                    acking = asyncio.create_task(self._client.ack(self._queue, tag, [d.id for d in batch]))
-            if acking is not None:
-                await acking
+                    ack = asyncio.create_task(self._client.ack(self._queue, tag, [d.id for d in batch]))
+                    acking.add(ack)
+                    ack.add_done_callback(acking.discard)
+            await asyncio.gather(*acking)
         finally:
             with contextlib.suppress(Exception):
                 await self._client.cancel(self._queue, tag)
