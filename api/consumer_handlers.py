@@ -7,10 +7,11 @@ import uuid
 
 from aiohttp import web
 
+from api.deliveries import deliveries_response
 from api.durable_handlers import cancel_durable, is_durable, register_durable
 from api.errors import ApiError
 from api.forwarding import on_queue_leader
-from api.queue_handlers import deliveries_json, settle
+from api.queue_handlers import settle
 from api.validation import MAX_POLL, MAX_WAIT_S, bad, field_int, field_since, json_object, query_number
 from cluster.consumers import ConsumerSession, poll
 from cluster.queue_service import QueueService
@@ -76,7 +77,7 @@ async def deliveries(request: web.Request, service: QueueService) -> web.StreamR
         taken = await poll(session, max(limit, 1), wait)
     service.sessions.touch(tag, service.now_ms())
     request.app["metrics"].delivered.labels(service.name).inc(len(taken))
-    return web.json_response(deliveries_json(service, taken))
+    return deliveries_response(service.replica.bodies.with_bodies(taken))
 
 
 async def _read_since(

@@ -10,9 +10,9 @@ from typing import Any
 
 from aiohttp import web
 
+from api.deliveries import deliveries_response
 from api.errors import ApiError
 from api.forwarding import on_queue_leader
-from api.queue_handlers import delivery_json
 from api.validation import MAX_POLL, bad, field_int, json_object
 from cluster.queue_service import QueueService
 from queue_state.commands import Cancel, Command, DurableCheckout, DurableSettle, Tick
@@ -107,13 +107,13 @@ async def read_log(request: web.Request, service: QueueService) -> web.StreamRes
         rows = service.replica.machine.durable_log(name, start, end)
     except (DurableLogGap, KeyError) as exc:
         raise ApiError(409, "log_gap", str(exc)) from exc
-    shown = []
-    for seq, delivery in rows:
-        stored = service.replica.bodies.get(delivery.id)
+    found = []
+    bodies = service.replica.bodies.get_many(delivery.id for _, delivery in rows)
+    for (seq, delivery), stored in zip(rows, bodies, strict=True):
         if stored is None:
             raise ApiError(409, "log_gap", f"the body of delivery {seq} (message {delivery.id}) is gone")
-        shown.append({**delivery_json(delivery, stored), "seq": seq})
-    return web.json_response(shown)
+        found.append((delivery, stored))
+    return deliveries_response(found, [seq for seq, _ in rows])
 
 
 async def cancel_durable(request: web.Request, service: QueueService, name: str) -> web.Response:

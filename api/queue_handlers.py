@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import time
 import uuid
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from api.deliveries import deliveries_response
 from api.errors import ApiError
 from api.forwarding import client_node, on_meta_leader, on_queue_leader
 from api.limits import check_message_headers
@@ -26,50 +26,15 @@ from api.validation import (
     query_flag,
     queue_name,
 )
-from cluster.bodies import StoredMessage
 from cluster.errors import QueueConflict
 from cluster.node import Node
 from cluster.queue_replica import AutoAcked
 from cluster.queue_service import QueueService
 from queue_state.arguments import ArgumentError, parse_arguments
 from queue_state.commands import Discard, Get, Purge, Return, Settle, UpdateConfig
-from queue_state.effects import Deliveries, Delivery, Duplicate, Enqueued, Failure, Purged, Rejected
+from queue_state.effects import Deliveries, Duplicate, Enqueued, Failure, Purged, Rejected
 
 MAX_GET = 1000
-
-
-def delivery_json(delivery: Delivery, stored: StoredMessage) -> dict[str, Any]:
-    """A delivery as the API shows it: bodies that are valid UTF-8 and were sent so stay text."""
-    headers = dict(stored.headers)
-    if delivery.delivery_count:
-        headers["x-delivery-count"] = delivery.delivery_count
-    body, encoding = None, "base64"
-    if stored.encoding == "utf8":
-        try:
-            body, encoding = stored.body.decode(), "utf8"
-        except UnicodeDecodeError:
-            body = None
-    if body is None:
-        body = base64.b64encode(stored.body).decode()
-    return {
-        "id": delivery.id,
-        "body": body,
-        "encoding": encoding,
-        "headers": headers,
-        "delivery_count": delivery.delivery_count,
-        "redelivered": delivery.redelivered,
-        "published_at": delivery.enqueued_at_ms,
-    }
-
-
-def deliveries_json(service: QueueService, deliveries: list[Delivery]) -> list[dict[str, Any]]:
-    """Deliveries with their bodies, skipping any that left the queue meanwhile."""
-    shown = []
-    for delivery in deliveries:
-        stored = service.replica.bodies.get(delivery.id)
-        if stored is not None:
-            shown.append(delivery_json(delivery, stored))
-    return shown
 
 
 def queue_json(node: Node, name: str, service: QueueService | None) -> dict[str, Any]:
@@ -262,11 +227,11 @@ async def basic_get(request: web.Request, service: QueueService) -> web.StreamRe
     since = field_since(body)
     reply = await request.app["node"].submit(service, Get(now, holder, count, ack == "auto", since))
     if isinstance(reply, AutoAcked):
-        return web.json_response([delivery_json(d, m) for d, m in reply.messages])
-    deliveries = list(reply.deliveries) if isinstance(reply, Deliveries) else []
+        return deliveries_response(reply.messages)
+    deliveries = reply.deliveries if isinstance(reply, Deliveries) else ()
     if not deliveries:
         service.sessions.close(holder)
-    return web.json_response(deliveries_json(service, deliveries))
+    return deliveries_response(service.replica.bodies.with_bodies(deliveries))
 
 
 async def settle(request: web.Request, service: QueueService, consumer: str | None) -> web.StreamResponse:

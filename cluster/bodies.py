@@ -7,9 +7,9 @@ write-through dict lets the leader read a body staged in this very round.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import msgpack
 
@@ -19,13 +19,24 @@ _ID = struct.Struct(">Q")
 BODY_PREFIX = b"b"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StoredMessage:
-    """A body with its headers and the encoding the publisher used."""
+    """A body with its headers and the encoding the publisher used.
+
+    Not frozen: a frozen dataclass takes three times as long to build (0.3 us more per message, and a
+    publishing and delivering leader builds several per message)."""
 
     body: bytes
     headers: dict[str, Any]
     encoding: str
+
+
+class _Identified(Protocol):
+    @property
+    def id(self) -> int: ...
+
+
+M = TypeVar("M", bound=_Identified)
 
 
 def _key(message_id: int) -> bytes:
@@ -53,14 +64,22 @@ class BodyStore:
 
     def get(self, message_id: int) -> StoredMessage | None:
         """A body, or None when it is not stored."""
-        if message_id in self._staged:
-            value = self._staged[message_id]
-        else:
-            value = self._log.app_get(_key(message_id))
-        if value is None:
-            return None
-        body, headers, encoding = msgpack.unpackb(value, raw=False)
-        return StoredMessage(body, headers, encoding)
+        return self.get_many((message_id,))[0]
+
+    def get_many(self, ids: Iterable[int]) -> list[StoredMessage | None]:
+        """The bodies of `ids` in order, None for any not stored (one pass for a batch of deliveries)."""
+        staged, app_get = self._staged, self._log.app_get
+        found: list[StoredMessage | None] = []
+        for message_id in ids:
+            value = staged[message_id] if message_id in staged else app_get(_key(message_id))
+            found.append(None if value is None else StoredMessage(*msgpack.unpackb(value, raw=False)))
+        return found
+
+    def with_bodies(self, items: Sequence[M]) -> list[tuple[M, StoredMessage]]:
+        """`items` (deliveries: anything with a message `id`) paired with their bodies, leaving out any
+        whose body is no longer stored."""
+        found = self.get_many(item.id for item in items)
+        return [(item, stored) for item, stored in zip(items, found, strict=True) if stored is not None]
 
     def committed(self) -> None:
         """The staged writes are now in the database."""

@@ -93,8 +93,7 @@ class QueueReplica:
             for message_id, (body, headers, encoding) in zip(reply.ids, op[1], strict=True):
                 self.bodies.put(message_id, StoredMessage(body, headers, encoding))
         if self.is_leader and isinstance(command, Get) and command.auto_ack and isinstance(reply, Deliveries):
-            got = [(d, self.bodies.get(d.id)) for d in reply.deliveries]
-            reply = AutoAcked([(d, m) for d, m in got if m is not None])
+            reply = AutoAcked(self.bodies.with_bodies(reply.deliveries))
         if effects and self.is_leader and self.effect_sink is not None:
             self.effect_sink(effects)
         for effect in effects:

@@ -77,8 +77,7 @@ class QueueService:
                     )
                 session.offer(effect.deliveries)
             elif isinstance(effect, DeadLetter):
-                held = [(d, self.replica.bodies.get(d.id)) for d in effect.deliveries]
-                found = [(d, m) for d, m in held if m is not None]
+                found = self.replica.bodies.with_bodies(effect.deliveries)
                 self._on_dead_letter(self.name, effect, found, self.now_ms())
             elif isinstance(effect, QueueExpired):
                 self._on_expired(self.name, self.group)

@@ -1,0 +1,75 @@
+"""What a leader spends answering a poll for deliveries: reading the bodies and encoding the answer.
+
+`python -m bench.deliveries [--count N] [--rounds R]`: N stored messages (1 KiB and 16 KiB, published as
+text or binary) are read through `BodyStore.with_bodies` and encoded as the JSON answer; the best of R
+rounds is printed in ms per batch and µs per message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+
+from api.deliveries import json_deliveries
+from cluster.bodies import BodyStore, StoredMessage
+from queue_state.effects import Delivery
+from raft_log.storage import NodeStore
+from raft_log.types import ConfState
+
+SIZES = (1024, 16384)
+ENCODINGS = ("utf8", "base64")
+
+
+def best_seconds(action: Callable[[], object], rounds: int) -> float:
+    """The fastest of `rounds` calls of `action`."""
+    best = float("inf")
+    for _ in range(rounds):
+        started = time.perf_counter()
+        action()
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def measure(directory: str, count: int, size: int, encoding: str, rounds: int) -> tuple[float, float]:
+    """Seconds to read `count` bodies of `size` bytes, and to read and encode them as JSON."""
+    store = NodeStore.open(tempfile.mkdtemp(prefix="deliveries-", dir=directory))
+    try:
+        bodies = BodyStore(store.create_group("bench", ConfState(voters=("n1",))))
+        body = b"x" * size if encoding == "utf8" else os.urandom(size)
+        for message_id in range(count):
+            bodies.put(message_id, StoredMessage(body, {}, encoding))
+        store.commit(sync=False)
+        bodies.committed()
+        deliveries = [Delivery(message_id, 0, False, 0) for message_id in range(count)]
+        read = best_seconds(lambda: bodies.with_bodies(deliveries), rounds)
+        answer = best_seconds(lambda: json_deliveries(bodies.with_bodies(deliveries)), rounds)
+        return read, answer
+    finally:
+        store.close()
+
+
+def main() -> None:
+    """Run every size and encoding and print a table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--count", type=int, default=1000, help="messages per answer")
+    parser.add_argument("--rounds", type=int, default=20, help="rounds per figure (the best is kept)")
+    args = parser.parse_args()
+    directory = tempfile.mkdtemp(prefix="bench-deliveries-")
+    try:
+        print(f"{args.count} messages per answer, best of {args.rounds} rounds")
+        print(f"{'body':>12} {'read ms':>8} {'JSON ms':>8} {'JSON µs/msg':>12}")
+        for size in SIZES:
+            for encoding in ENCODINGS:
+                read, answer = measure(directory, args.count, size, encoding, args.rounds)
+                label, per_message = f"{size // 1024} KiB {encoding}", answer / args.count * 1e6
+                print(f"{label:>12} {read * 1e3:>8.2f} {answer * 1e3:>8.2f} {per_message:>12.2f}")
+    finally:
+        shutil.rmtree(directory)
+
+
+if __name__ == "__main__":
+    main()
