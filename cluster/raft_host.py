@@ -377,8 +377,11 @@ class RaftHost:
         if not readies:
             return
         taken = self.store.take()
+        if taken is not None and sync:
+            await asyncio.get_running_loop().run_in_executor(self._disk, self.store.write_taken, taken, True)
+        elif taken is not None:
+            self.store.write_taken(taken, False)  # no fsync to wait for: a thread would only add latency
         if taken is not None:
-            await asyncio.get_running_loop().run_in_executor(self._disk, self.store.write_taken, taken, sync)
             self.store.finish(taken)
         # A group closed while the round was being written is gone: nothing of it is sent or applied.
         readies = [(group, ready) for group, ready in readies if self.groups.get(group.gid) is group]
