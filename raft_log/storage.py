@@ -49,6 +49,10 @@ log = logging.getLogger(__name__)
 TERM_CACHE_SIZE = 4096
 """How many terms of the newest entries each group keeps in memory."""
 
+RECENT_ENTRY_BYTES = 4 * 1024 * 1024
+"""How much data of its newest written entries each group keeps in memory, so applying them (the next
+round) and sending them to a follower that is just behind read no RocksDB."""
+
 T = TypeVar("T")
 
 
@@ -281,7 +285,8 @@ class GroupLog:
     """The durable log of one Raft group (the `LogStorage` protocol plus its write side).
 
     Memory holds only the hard state, membership, log bounds, snapshot metadata, the terms of the
-    newest entries and the entries staged since the last commit; entries are read by range.
+    newest entries, the entries staged since the last commit and the newest written ones (up to
+    RECENT_ENTRY_BYTES); other entries are read by range.
     """
 
     def __init__(self, store: NodeStore, gid: GroupId, group_keys: keys.GroupKeys, conf: ConfState) -> None:
@@ -298,8 +303,9 @@ class GroupLog:
         self._last_index = 0
         self._tail_base = 1  # terms of entries _tail_base .. _last_index
         self._tail_terms: list[int] = []
-        self._pending_base: int | None = None  # entries >= _pending_base are the staged _pending ones
-        self._pending: list[Entry] = []
+        # Entries >= _recent_base are in _recent: every staged one, and the newest written ones.
+        self._recent_base: int | None = None
+        self._recent: list[Entry] = []
 
     # -- reads (LogStorage) ---------------------------------------------------------------------
 
@@ -363,8 +369,8 @@ class GroupLog:
             key = self._keys.entry(entry.index)
             store._write(key, records.encode_entry(key, entry))
         self._last_index = entries[-1].index
-        self._pending_base, self._pending = _splice(
-            first if self._pending_base is None else self._pending_base, self._pending, first, entries
+        self._recent_base, self._recent = _splice(
+            first if self._recent_base is None else self._recent_base, self._recent, first, entries
         )
         self._tail_base, self._tail_terms = _splice(
             self._tail_base, self._tail_terms, first, [entry.term for entry in entries]
@@ -395,7 +401,7 @@ class GroupLog:
         self._stage_log_start(meta.index, meta.term)
         self.set_conf_state(meta.conf)
         self._last_index = meta.index
-        self._pending_base, self._pending = meta.index + 1, []
+        self._recent_base, self._recent = meta.index + 1, []
         self._tail_base, self._tail_terms = meta.index + 1, []
 
     def create_snapshot(self, index: int, conf: ConfState, data: bytes) -> Snapshot:
@@ -446,7 +452,16 @@ class GroupLog:
         return self._store
 
     def _committed(self) -> None:
-        self._pending_base, self._pending = None, []
+        """Everything staged is written: keep only the newest entries, up to RECENT_ENTRY_BYTES of data."""
+        size, drop = 0, len(self._recent)
+        while drop > 0 and size + len(self._recent[drop - 1].data) <= RECENT_ENTRY_BYTES:
+            drop -= 1
+            size += len(self._recent[drop].data)
+        if drop == len(self._recent):
+            self._recent_base, self._recent = None, []
+        elif drop > 0:
+            assert self._recent_base is not None
+            self._recent_base, self._recent = self._recent_base + drop, self._recent[drop:]
 
     def _check_readable(self, lo: int, hi: int) -> None:
         if lo > hi:
@@ -467,7 +482,7 @@ class GroupLog:
 
     def _iter_entries(self, lo: int, hi: int) -> Iterator[Entry]:
         """Entries `lo <= index < hi` (within bounds), committed ones checked against their checksums."""
-        split = hi if self._pending_base is None else min(hi, max(lo, self._pending_base))
+        split = hi if self._recent_base is None else min(hi, max(lo, self._recent_base))
         expected = lo
         for key, value in self._store._scan(self._keys.entry(lo), self._keys.entry(split)):
             index = self._keys.entry_index(key)
@@ -477,8 +492,8 @@ class GroupLog:
             expected += 1
         if expected != split:
             raise CorruptionError(self.gid, expected, "entry missing")
-        if self._pending_base is not None:
-            yield from self._pending[split - self._pending_base : hi - self._pending_base]
+        if self._recent_base is not None:
+            yield from self._recent[split - self._recent_base : hi - self._recent_base]
 
     def _decode_entry(self, key: bytes, index: int, value: bytes) -> Entry:
         try:

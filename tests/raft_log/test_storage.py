@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from rocksdict import AccessType, Options, Rdict
 
+from raft_log import storage as storage_module
 from raft_log.keys import GroupKeys, registry_key
 from raft_log.storage import CorruptionError, NodeStore, SnapshotOutOfDateError
 from raft_log.types import (
@@ -509,4 +510,23 @@ def test_corruption_found_by_a_read_names_group_and_index(store, db_path):
     store._db[key] = b"garbage"
     with pytest.raises(CorruptionError, match="'q1' index 4"):
         group.entries(1, 11)
+    store.close()
+
+
+def test_the_newest_written_entries_are_read_from_memory_older_ones_from_the_database(db_path: Path) -> None:
+    store = NodeStore.open(db_path)
+    group = store.create_group("g", CONF)
+    big = storage_module.RECENT_ENTRY_BYTES // 4 + 1  # four of them do not fit in memory
+    written = entries(1, 7, term=1, size=big)
+    group.append(written)
+    store.commit()
+    damaged = {1, 6}
+    for index in damaged:  # the database copies go bad behind the store's back
+        store._db[GroupKeys("g").entry(index)] = b"garbage"
+    assert group.entries(4, 7) == written[3:]  # the newest three: memory
+    with pytest.raises(CorruptionError):
+        group.entries(1, 2)  # too old to be kept: the database
+    group.append(entries(5, 6, term=2, size=big))  # a new leader replaces entries 5 and 6
+    store.commit()
+    assert group.entries(4, 6) == [written[3], *entries(5, 6, term=2, size=big)]
     store.close()
