@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import msgpack
 
 from cluster.config import Address
+from raft_log.msgpack_parts import array_header, bin_header
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,12 @@ async def _read_frame(reader: asyncio.StreamReader) -> bytes:
 
 def _frame(payload: bytes) -> bytes:
     return FRAME_HEADER.pack(len(payload)) + payload
+
+
+def _kind_and_body_frame(kind: int, body: bytes) -> bytes:
+    """The frame of the msgpack array `[kind, body]`, built with a single copy of `body`."""
+    prefix = array_header(2) + msgpack.packb(kind) + bin_header(len(body))
+    return b"".join((FRAME_HEADER.pack(len(prefix) + len(body)), prefix, body))
 
 
 def _has_room(writer: asyncio.StreamWriter) -> bool:
@@ -163,10 +170,10 @@ class Transport:
         peer = self._peers.get(to)
         if peer is None or peer.queued >= MAX_QUEUED_PER_PEER:
             return False
-        frame = msgpack.packb([kind, body])
+        frame = _kind_and_body_frame(kind, body)
         writer = peer.writer
         if not peer.queued and writer is not None and _has_room(writer):
-            writer.write(_frame(frame))  # nothing waits and the socket keeps up: no need to queue
+            writer.write(frame)  # nothing waits and the socket keeps up: no need to queue
             return True
         queue = peer.queues.get(group)
         if queue is None:
@@ -237,7 +244,7 @@ class Transport:
                     await asyncio.wait({waiter, closed}, return_when=asyncio.FIRST_COMPLETED)
                     waiter.cancel()
                     continue
-                writer.write(_frame(frame))
+                writer.write(frame)
                 if not _has_room(writer):
                     await writer.drain()
             raise OSError("peer closed the connection")

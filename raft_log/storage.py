@@ -49,9 +49,11 @@ log = logging.getLogger(__name__)
 TERM_CACHE_SIZE = 4096
 """How many terms of the newest entries each group keeps in memory."""
 
-RECENT_ENTRY_BYTES = 4 * 1024 * 1024
-"""How much data of its newest written entries each group keeps in memory, so applying them (the next
-round) and sending them to a follower that is just behind read no RocksDB."""
+RECENT_ENTRY_BYTES = 64 * 1024 * 1024
+"""How much data of their newest written entries a node's groups keep in memory, shared evenly (at least
+MIN_RECENT_ENTRY_BYTES each), so applying them (the next round) and sending them to a follower that is
+just behind read no RocksDB."""
+MIN_RECENT_ENTRY_BYTES = 1024 * 1024
 
 T = TypeVar("T")
 
@@ -220,8 +222,9 @@ class NodeStore:
         self._check_usable()
         if taken.ticket == self._taken and self._batch.is_empty():
             self._staged.clear()
+            budget = max(MIN_RECENT_ENTRY_BYTES, RECENT_ENTRY_BYTES // max(1, len(self._groups)))
             for group in self._groups.values():
-                group._committed()
+                group._committed(budget)
 
     def wal_stats(self) -> tuple[int, int]:
         """Cumulative `(writes, syncs)` of the write-ahead log since open (each commit adds one write)."""
@@ -285,7 +288,7 @@ class GroupLog:
     """The durable log of one Raft group (the `LogStorage` protocol plus its write side).
 
     Memory holds only the hard state, membership, log bounds, snapshot metadata, the terms of the
-    newest entries, the entries staged since the last commit and the newest written ones (up to
+    newest entries, the entries staged since the last commit and the newest written ones (a share of
     RECENT_ENTRY_BYTES); other entries are read by range.
     """
 
@@ -451,10 +454,10 @@ class GroupLog:
             raise StorageError(f"group {self.gid!r} was dropped")
         return self._store
 
-    def _committed(self) -> None:
-        """Everything staged is written: keep only the newest entries, up to RECENT_ENTRY_BYTES of data."""
+    def _committed(self, budget: int) -> None:
+        """Everything staged is written: keep only the newest entries, up to `budget` bytes of data."""
         size, drop = 0, len(self._recent)
-        while drop > 0 and size + len(self._recent[drop - 1].data) <= RECENT_ENTRY_BYTES:
+        while drop > 0 and size + len(self._recent[drop - 1].data) <= budget:
             drop -= 1
             size += len(self._recent[drop].data)
         if drop == len(self._recent):

@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict, deque
 
+import msgpack
+import pytest
+
 from cli.node_processes import free_ports
 from cluster.config import Address
-from cluster.transport import KIND_RAFT, Transport, _Peer
+from cluster.transport import KIND_CONTROL, KIND_RAFT, Transport, _frame, _kind_and_body_frame, _Peer
 
 
 class Inbox:
@@ -66,3 +69,10 @@ def test_frames_are_taken_round_robin_over_groups() -> None:
     peer.queued = 1001
     first_two = [transport._next_frame(peer), transport._next_frame(peer)]
     assert b"hb" in first_two
+
+
+@pytest.mark.parametrize("size", [0, 1, 255, 256, 65535, 65536, 1 << 20])
+@pytest.mark.parametrize("kind", [KIND_RAFT, KIND_CONTROL])
+def test_a_frame_built_without_copies_is_the_msgpack_frame_peers_decode(kind: int, size: int) -> None:
+    body = bytes(index % 251 for index in range(size))
+    assert _kind_and_body_frame(kind, body) == _frame(msgpack.packb([kind, body]))

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgpack
 import pytest
 from rocksdict import AccessType, Options, Rdict
 
+from raft_log import records
 from raft_log import storage as storage_module
 from raft_log.keys import GroupKeys, registry_key
 from raft_log.storage import CorruptionError, NodeStore, SnapshotOutOfDateError
@@ -513,10 +515,14 @@ def test_corruption_found_by_a_read_names_group_and_index(store, db_path):
     store.close()
 
 
-def test_the_newest_written_entries_are_read_from_memory_older_ones_from_the_database(db_path: Path) -> None:
+def test_the_newest_written_entries_are_read_from_memory_older_ones_from_the_database(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(storage_module, "RECENT_ENTRY_BYTES", 4096)
+    monkeypatch.setattr(storage_module, "MIN_RECENT_ENTRY_BYTES", 4096)
     store = NodeStore.open(db_path)
     group = store.create_group("g", CONF)
-    big = storage_module.RECENT_ENTRY_BYTES // 4 + 1  # four of them do not fit in memory
+    big = 4096 // 4 + 1  # four of them do not fit in the group's share
     written = entries(1, 7, term=1, size=big)
     group.append(written)
     store.commit()
@@ -530,3 +536,12 @@ def test_the_newest_written_entries_are_read_from_memory_older_ones_from_the_dat
     store.commit()
     assert group.entries(4, 6) == [written[3], *entries(5, 6, term=2, size=big)]
     store.close()
+
+
+@pytest.mark.parametrize("size", [0, 1, 255, 256, 65535, 65536, 1 << 20])
+def test_an_entry_record_is_the_sealed_msgpack_of_its_fields(size: int) -> None:
+    key = GroupKeys("g").entry(7)
+    entry = Entry(index=7, term=2**40, kind=EntryKind.CONF_CHANGE, data=bytes(i % 253 for i in range(size)))
+    value = records.encode_entry(key, entry)
+    assert value == records.seal(key, msgpack.packb([entry.term, int(entry.kind), entry.data]))
+    assert records.decode_entry(key, 7, value) == entry
