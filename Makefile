@@ -33,6 +33,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.state_machine
 	$(BIN)/python -m bench.raft_core
 	$(BIN)/python -m bench.storage
+	$(BIN)/python -m bench.deliveries
 
 # quorumq vs RabbitMQ quorum queues (installs rabbitmq-server with apt-get when missing); ARGS=--backlog 100000
 bench-compare: $(STAMP)

@@ -21,10 +21,11 @@ from api.client_messages import (
 )
 from api.client_publisher import Publisher
 from api.client_subscription import Subscription
-from api.client_transport import NodeTransport
+from api.client_transport import JSON, MSGPACK, NodeTransport
 
 DEFAULT_PREFETCH = 100
 _NOT_READY = frozenset({503})
+Wire = Literal["msgpack", "json"]
 
 
 class SequencePosition(NamedTuple):
@@ -52,6 +53,8 @@ class QuorumqClient:
     Credentials: `auth` (HTTP Basic, a (user, password) pair) or `token` (bearer); `tls` is an SSL
     context or a bool for HTTPS verification; whatever is not given comes from
     QUORUMQ_USER/PASSWORD/TOKEN/CA_FILE (api.client_auth).
+    `wire` is how message bodies travel: "msgpack" (the default; publishes and deliveries carry raw bytes)
+    or "json" (the plain JSON contract; bytes go as base64, a third larger and encoded at both ends).
     Use as `async with QuorumqClient([...]) as client:` or call `close()`.
     """
 
@@ -65,13 +68,18 @@ class QuorumqClient:
         auth: Auth | None = None,
         token: str | None = None,
         tls: ssl.SSLContext | bool | None = None,
+        wire: Wire = "msgpack",
     ) -> None:
+        if wire not in ("msgpack", "json"):
+            raise ValueError(f"wire must be 'msgpack' or 'json', not {wire!r}")
         credentials = resolve_credentials(auth, token, tls)
         self._transport = NodeTransport(
             nodes, timeout=timeout, connect_timeout=connect_timeout, session=session, credentials=credentials
         )
         self.publisher_id = uuid.uuid4().hex
         self._publish_seq = itertools.count(1)
+        self._packed = wire == "msgpack"
+        self._message_type = MSGPACK if self._packed else JSON
 
     @property
     def node_urls(self) -> list[str]:
@@ -140,12 +148,12 @@ class QuorumqClient:
         if not batch:
             return []
         body = {
-            "messages": [encode_message(message) for message in batch],
+            "messages": [encode_message(message, packed=self._packed) for message in batch],
             "publisher": publisher or self.publisher_id,
             "seq": next(self._publish_seq) if seq is None else seq,
         }
         reply = await self._transport.request(
-            "POST", queue_path(queue, "messages"), body=body, retry_sent=True
+            "POST", queue_path(queue, "messages"), body=body, retry_sent=True, body_type=self._message_type
         )
         try:
             ids = [int(message_id) for message_id in reply.payload["ids"]]
@@ -207,6 +215,7 @@ class QuorumqClient:
             queue_path(queue, "consumers", tag, "deliveries"),
             params={"max": str(max), "wait": str(wait)},
             timeout=self._transport.timeout + wait,
+            answer_type=self._message_type,
         )
         return decode_deliveries(reply.payload)
 
@@ -245,7 +254,9 @@ class QuorumqClient:
         body: dict[str, Any] = {"count": count, "ack": ack}
         if since is not None:
             body["since"] = since
-        reply = await self._transport.request("POST", queue_path(queue, "get"), body=body)
+        reply = await self._transport.request(
+            "POST", queue_path(queue, "get"), body=body, answer_type=self._message_type
+        )
         return decode_deliveries(reply.payload)
 
     async def ack_got(self, queue: str, ids: Iterable[int]) -> None:
@@ -263,6 +274,7 @@ class QuorumqClient:
             queue_path(queue, "consumers", name, "log"),
             params={"from": str(from_), "to": str(to)},
             retry_sent=True,
+            answer_type=self._message_type,
         )
         return decode_deliveries(reply.payload)
 

@@ -1,4 +1,6 @@
-"""Message bodies on the wire: what the client publishes and what a delivery holds."""
+"""Message bodies on the wire: what the client publishes and what a delivery holds.
+
+In msgpack (the client's default) bodies travel as raw bytes; in JSON, bytes travel as base64."""
 
 import binascii
 from collections.abc import Iterable
@@ -10,8 +12,8 @@ from api.client_errors import QuorumqError
 
 @dataclass(frozen=True)
 class Message:
-    """A message to publish: `body` (bytes are sent base64, str as utf8), optional headers and
-    per-message `expiration` in milliseconds."""
+    """A message to publish: `body` (bytes or text; a consumer receives it as bytes), optional headers
+    (JSON values) and per-message `expiration` in milliseconds."""
 
     body: bytes | str
     headers: dict[str, Any] | None = None
@@ -42,19 +44,21 @@ class Delivery:
         return self.body.decode("utf-8", errors="replace")
 
 
-def encode_message(message: Publishable) -> dict[str, Any]:
-    """The JSON object the publish endpoint expects for one message."""
+def encode_message(message: Publishable, *, packed: bool = False) -> dict[str, Any]:
+    """The map the publish endpoint expects for one message: for msgpack (`packed`) a body goes as it is
+    (bytes as bin, str as str), for JSON bytes go as base64."""
     if isinstance(message, Message):
         body, headers, expiration = message.body, message.headers, message.expiration
     else:  # a bare body, the common case: no Message is built for it
         body, headers, expiration = message, None, None
     if isinstance(body, bytes | bytearray | memoryview):
-        wire: dict[str, Any] = {
-            "body": binascii.b2a_base64(body, newline=False).decode("ascii"),
-            "encoding": "base64",
-        }
+        wire: dict[str, Any] = (
+            {"body": body}
+            if packed
+            else {"body": binascii.b2a_base64(body, newline=False).decode("ascii"), "encoding": "base64"}
+        )
     elif isinstance(body, str):
-        wire = {"body": body, "encoding": "utf8"}
+        wire = {"body": body} if packed else {"body": body, "encoding": "utf8"}
     else:
         raise TypeError(f"a message body must be bytes or str, not {type(body).__name__}")
     if headers:
@@ -88,7 +92,7 @@ def decode_delivery(wire: dict[str, Any]) -> Delivery:
     try:
         return Delivery(
             id=int(wire["id"]),
-            body=decode_body(wire["body"], wire.get("encoding", "utf8")),
+            body=_body_of(wire),
             headers=dict(wire.get("headers") or {}),
             delivery_count=int(wire.get("delivery_count", 0)),
             redelivered=bool(wire.get("redelivered", False)),
@@ -105,6 +109,12 @@ def decode_deliveries(payload: Any) -> list[Delivery]:
     if not isinstance(items, list):
         raise QuorumqError(0, "bad_response", f"expected a list of deliveries, got {payload!r}")
     return [decode_delivery(item) for item in items]
+
+
+def _body_of(wire: dict[str, Any]) -> bytes:
+    """A delivery's raw body: as it is from msgpack (bin), decoded from JSON's text or base64."""
+    body = wire["body"]
+    return body if isinstance(body, bytes) else decode_body(body, wire.get("encoding", "utf8"))
 
 
 def _optional_int(value: Any) -> int | None:

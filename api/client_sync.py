@@ -8,7 +8,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-from api.client_async import QuorumqClient
+from api.client_async import QuorumqClient, Wire
 from api.client_auth import Auth
 
 T = TypeVar("T")
@@ -63,12 +63,19 @@ class SyncClient:
         auth: Auth | None = None,
         token: str | None = None,
         tls: ssl.SSLContext | bool | None = None,
+        wire: Wire = "msgpack",
     ) -> None:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="quorumq-client", daemon=True)
         self._thread.start()
         self._client = QuorumqClient(
-            nodes, timeout=timeout, connect_timeout=connect_timeout, auth=auth, token=token, tls=tls
+            nodes,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            auth=auth,
+            token=token,
+            tls=tls,
+            wire=wire,
         )
 
     @property

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import aiohttp
+import msgpack
 from yarl import URL
 
 from api.client_auth import ClientCredentials
@@ -13,6 +14,8 @@ from api.client_errors import NoNodeAvailableError, QuorumqError, TransportError
 
 RETRY_BACKOFF_START = 0.02
 RETRY_BACKOFF_MAX = 0.5
+JSON = "application/json"
+MSGPACK = "application/msgpack"
 
 
 def normalize_node(node: str) -> str:
@@ -24,6 +27,18 @@ def normalize_node(node: str) -> str:
     if url.scheme not in ("http", "https") or not url.host or url.path not in ("", "/"):
         raise ValueError(f"not a node address (HOST:PORT or http://HOST:PORT): {node!r}")
     return text
+
+
+class _Body:
+    """A request's body, encoded once for every attempt, and the headers naming its format."""
+
+    def __init__(self, body: Any, body_type: str, answer_type: str | None) -> None:
+        self.headers = {"Accept": answer_type} if answer_type else {}
+        if body is None:
+            self.data: bytes | None = None
+            return
+        self.headers["Content-Type"] = body_type
+        self.data = msgpack.packb(body) if body_type == MSGPACK else json.dumps(body).encode()
 
 
 class Reply(NamedTuple):
@@ -97,14 +112,18 @@ class NodeTransport:
         timeout: float | None = None,
         retry_sent: bool = False,
         accept: frozenset[int] = frozenset(),
+        body_type: str = JSON,
+        answer_type: str | None = None,
     ) -> Reply:
-        """Send `method path` (with JSON `body`) and return the first 2xx answer.
+        """Send `method path` (with `body` as JSON or msgpack, `body_type`) and return the first 2xx answer.
 
+        `answer_type` is the format asked for (Accept), if any; an answer is decoded by the type it declares.
         Statuses in `accept` are answers too, not errors. Raises the QuorumqError subclass matching any
         other non-2xx answer, NoNodeAvailableError when no node
         accepts a connection, TransportError when the deadline passes without an answer."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + (self.timeout if timeout is None else timeout)
+        encoded = _Body(body, body_type, answer_type)
         unreachable: set[str] = set()
         hinted: str | None = None
         backoff = RETRY_BACKOFF_START
@@ -115,7 +134,7 @@ class NodeTransport:
                 raise last_error or TransportError(0, "timeout", f"{method} {path}: no answer in time")
             base = hinted or self.current_node
             try:
-                status, payload = await self._attempt(method, base + path, body, params, remaining)
+                status, payload = await self._attempt(method, base + path, encoded, params, remaining)
             except _ConnectFailed:
                 unreachable.add(base)
                 if hinted is None:
@@ -151,17 +170,17 @@ class NodeTransport:
         return self._session
 
     async def _attempt(
-        self, method: str, url: str, body: Any, params: Mapping[str, str] | None, remaining: float
+        self, method: str, url: str, body: _Body, params: Mapping[str, str] | None, remaining: float
     ) -> tuple[int, Any]:
         timeout = aiohttp.ClientTimeout(total=remaining, sock_connect=min(self.connect_timeout, remaining))
         try:
             async with self._session_for_loop().request(
                 method,
                 URL(url, encoded=True),
-                json=body,
+                data=body.data,
                 params=params,
                 timeout=timeout,
-                headers=self._credentials.headers,
+                headers={**self._credentials.headers, **body.headers},
                 ssl=self._credentials.ssl,
             ) as response:
                 return response.status, await _read_payload(response)
@@ -187,6 +206,11 @@ def _hint(error: QuorumqError, base: str) -> str | None:
 async def _read_payload(response: aiohttp.ClientResponse) -> Any:
     if response.status == 204:
         return None
+    if response.content_type == MSGPACK:
+        try:
+            return msgpack.unpackb(await response.read(), raw=False)
+        except (ValueError, TypeError, msgpack.UnpackException) as exc:
+            raise _NoAnswer("bad_response", f"invalid msgpack in answer: {exc}") from exc
     text = await response.text()
     if response.content_type != "application/json":
         return text

@@ -77,7 +77,7 @@ async def deliveries(request: web.Request, service: QueueService) -> web.StreamR
         taken = await poll(session, max(limit, 1), wait)
     service.sessions.touch(tag, service.now_ms())
     request.app["metrics"].delivered.labels(service.name).inc(len(taken))
-    return deliveries_response(service.replica.bodies.with_bodies(taken))
+    return deliveries_response(request, service.replica.bodies.with_bodies(taken))
 
 
 async def _read_since(

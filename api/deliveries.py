@@ -4,6 +4,10 @@ JSON is the contract: `[{"id", "body", "encoding", "headers", "delivery_count", 
 "published_at"}]`, a body that was published as valid UTF-8 text stays text, anything else is base64.
 The answer is assembled as bytes: base64 needs no JSON escaping, so only text bodies and non-empty
 headers go through the json encoder.
+
+A request with `Accept: application/msgpack` gets the same maps as msgpack instead, each body raw bytes
+(bin) whatever it was published as, `encoding` telling which (`utf8` text or `base64` binary): no base64
+on either side and a quarter fewer bytes on the wire.
 """
 
 from __future__ import annotations
@@ -13,8 +17,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+import msgpack
 from aiohttp import web
 
+from api.validation import MSGPACK
 from cluster.bodies import StoredMessage
 from queue_state.effects import Delivery
 
@@ -28,8 +34,18 @@ _encode = json.JSONEncoder(separators=(",", ":")).encode
 _encode_text = json.JSONEncoder(ensure_ascii=False).encode  # 25% faster; stored text is valid UTF-8
 
 
-def deliveries_response(rows: Sequence[Row], seqs: Sequence[int] | None = None) -> web.Response:
-    """The answer listing `rows` (with a durable consumer's sequence numbers `seqs`)."""
+def wants_msgpack(request: web.Request) -> bool:
+    """True when the request's Accept header names msgpack."""
+    accept = request.headers.get("Accept", "")
+    return MSGPACK in accept and any(part.split(";")[0].strip() == MSGPACK for part in accept.split(","))
+
+
+def deliveries_response(
+    request: web.Request, rows: Sequence[Row], seqs: Sequence[int] | None = None
+) -> web.Response:
+    """The answer listing `rows` (with a durable consumer's sequence numbers `seqs`), as the client asked."""
+    if wants_msgpack(request):
+        return web.Response(body=msgpack_deliveries(rows, seqs), content_type=MSGPACK)
     return web.Response(body=json_deliveries(rows, seqs), content_type=JSON, charset="utf-8")
 
 
@@ -54,6 +70,26 @@ def json_deliveries(rows: Sequence[Row], seqs: Sequence[int] | None = None) -> b
         del out[-1]  # the last row's comma
     out += b"]"
     return out
+
+
+def msgpack_deliveries(rows: Sequence[Row], seqs: Sequence[int] | None = None) -> bytes:
+    """The msgpack array of `rows`, bodies as bin (each with its `seq` when `seqs` is given)."""
+    maps: list[dict[str, Any]] = [
+        {
+            "id": delivery.id,
+            "body": stored.body,
+            "encoding": stored.encoding,
+            "headers": _headers(delivery, stored),
+            "delivery_count": delivery.delivery_count,
+            "redelivered": delivery.redelivered,
+            "published_at": delivery.enqueued_at_ms,
+        }
+        for delivery, stored in rows
+    ]
+    if seqs is not None:
+        for row, seq in zip(maps, seqs, strict=True):
+            row["seq"] = seq
+    return msgpack.packb(maps)
 
 
 def _json_body(stored: StoredMessage) -> tuple[bytes, bytes]:

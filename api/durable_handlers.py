@@ -13,7 +13,7 @@ from aiohttp import web
 from api.deliveries import deliveries_response
 from api.errors import ApiError
 from api.forwarding import on_queue_leader
-from api.validation import MAX_POLL, bad, field_int, json_object
+from api.validation import MAX_POLL, bad, field_int, field_str, json_object
 from cluster.queue_service import QueueService
 from queue_state.commands import Cancel, Command, DurableCheckout, DurableSettle, Tick
 from queue_state.durable import DurableLogGap
@@ -48,8 +48,8 @@ async def register_durable(request: web.Request, service: QueueService, body: di
     unknown = set(body) - _REGISTER_FIELDS
     if unknown:
         raise bad(f"unknown fields {sorted(unknown)} for a durable consumer (it never times out)")
-    name = body.get("name")
-    if not isinstance(name, str) or not name:
+    name = field_str(body, "name")
+    if not name:
         raise bad("a durable consumer needs a non-empty string name")
     position = await _submit(request, service, DurableCheckout(service.now_ms(), name, 0))
     return web.json_response(_position_json(position, name), status=201)
@@ -113,7 +113,7 @@ async def read_log(request: web.Request, service: QueueService) -> web.StreamRes
         if stored is None:
             raise ApiError(409, "log_gap", f"the body of delivery {seq} (message {delivery.id}) is gone")
         found.append((delivery, stored))
-    return deliveries_response(found, [seq for seq, _ in rows])
+    return deliveries_response(request, found, [seq for seq, _ in rows])
 
 
 async def cancel_durable(request: web.Request, service: QueueService, name: str) -> web.Response:

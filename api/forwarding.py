@@ -43,6 +43,7 @@ async def forward(request: web.Request, target: str | None) -> web.StreamRespons
         HOPS_HEADER: str(hops + 1),
         CLIENT_NODE_HEADER: client_node(request),
         "Content-Type": request.headers.get("Content-Type", "application/json"),
+        "Accept": request.headers.get("Accept", "application/json"),
     }
     session: aiohttp.ClientSession = request.app["forward_session"]
     try:

@@ -5,7 +5,7 @@
   `api.validation.queue_name`, 400);
 - a queue accepts at most `max_consumers_per_queue` consumers (429, checked wherever a replica is);
 - a published message carries at most `max_message_headers` headers (422) of at most
-  `max_header_bytes` as JSON (413).
+  `max_header_bytes` as JSON (413), holding only values both JSON and msgpack can carry (400).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import msgpack
 from aiohttp import web
 
 from api.errors import ApiError
@@ -68,7 +69,11 @@ def check_message_headers(index: int, headers: dict[str, Any], config: NodeConfi
             "too_many_headers",
             f"messages[{index}] has {len(headers)} headers; the limit is {config.max_message_headers}",
         )
-    size = len(json.dumps(headers, separators=(",", ":")))
+    try:
+        size = len(json.dumps(headers, separators=(",", ":")))  # also: JSON readers can be given them
+        msgpack.packb(headers)  # and they can be stored (no lone surrogate, no integer beyond 64 bits)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ApiError(400, "bad_request", f"messages[{index}].headers must hold JSON values: {exc}") from exc
     if size > config.max_header_bytes:
         raise ApiError(
             413,

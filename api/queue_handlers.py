@@ -22,6 +22,7 @@ from api.validation import (
     field_str,
     json_object,
     message_ids,
+    publish_object,
     published_messages,
     query_flag,
     queue_name,
@@ -180,12 +181,14 @@ async def purge_queue(request: web.Request, service: QueueService) -> web.Stream
 
 @on_queue_leader
 async def publish(request: web.Request, service: QueueService) -> web.StreamResponse:
-    """POST /api/queues/{q}/messages: 201 with ids once a majority has the messages."""
+    """POST /api/queues/{q}/messages: 201 with ids once a majority has the messages.
+
+    The body is JSON, or msgpack (`Content-Type: application/msgpack`, bodies as bin); the answer is JSON."""
     node: Node = request.app["node"]
-    body = await json_object(request)
+    body = await publish_object(request)
     unknown = set(body) - {"messages", "publisher", "seq"}
     if unknown:
-        raise bad(f"unknown fields {sorted(unknown)}")
+        raise bad(f"unknown fields {sorted(unknown, key=str)}")
     messages = published_messages(body, node.config.max_message_bytes)
     for index, (message, _) in enumerate(messages):
         check_message_headers(index, message.headers, node.config)
@@ -227,11 +230,11 @@ async def basic_get(request: web.Request, service: QueueService) -> web.StreamRe
     since = field_since(body)
     reply = await request.app["node"].submit(service, Get(now, holder, count, ack == "auto", since))
     if isinstance(reply, AutoAcked):
-        return deliveries_response(reply.messages)
+        return deliveries_response(request, reply.messages)
     deliveries = reply.deliveries if isinstance(reply, Deliveries) else ()
     if not deliveries:
         service.sessions.close(holder)
-    return deliveries_response(service.replica.bodies.with_bodies(deliveries))
+    return deliveries_response(request, service.replica.bodies.with_bodies(deliveries))
 
 
 async def settle(request: web.Request, service: QueueService, consumer: str | None) -> web.StreamResponse:

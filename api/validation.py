@@ -7,11 +7,14 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+import msgpack
 from aiohttp import web
 
 from api.errors import ApiError
 from cluster.bodies import StoredMessage
+from queue_state.arguments import INT64_MAX
 
+MSGPACK = "application/msgpack"
 QUEUE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,254}$")
 ENCODINGS = ("utf8", "base64")
 MESSAGE_FIELDS = frozenset({"body", "encoding", "headers", "expiration"})
@@ -46,6 +49,24 @@ async def json_object(request: web.Request, *, optional: bool = False) -> dict[s
     return body
 
 
+async def publish_object(request: web.Request) -> dict[str, Any]:
+    """A publish body: a JSON object, or a msgpack map when sent as `Content-Type: application/msgpack`."""
+    if request.content_type == MSGPACK:
+        return msgpack_object(await request.read())
+    return await json_object(request)
+
+
+def msgpack_object(data: bytes) -> dict[Any, Any]:
+    """A msgpack map (keys str or bytes, strings valid UTF-8)."""
+    try:
+        body = msgpack.unpackb(data, raw=False)
+    except (ValueError, TypeError, msgpack.UnpackException) as exc:  # invalid UTF-8 is a ValueError
+        raise bad(f"body is not valid msgpack: {exc or type(exc).__name__}") from exc
+    if not isinstance(body, dict):
+        raise bad("body must be a msgpack map")
+    return body
+
+
 def field_int(body: dict[str, Any], name: str, default: int | None, *, minimum: int = 0) -> int | None:
     """An optional integer field (booleans are not integers)."""
     value = body.get(name, default)
@@ -55,6 +76,8 @@ def field_int(body: dict[str, Any], name: str, default: int | None, *, minimum: 
         raise bad(f"{name} must be an integer")
     if value < minimum:
         raise bad(f"{name} must be >= {minimum}")
+    if value > INT64_MAX:
+        raise bad(f"{name} must be <= {INT64_MAX}")
     return value
 
 
@@ -63,6 +86,8 @@ def field_str(body: dict[str, Any], name: str, default: str | None = None) -> st
     value = body.get(name, default)
     if value is not None and not isinstance(value, str):
         raise bad(f"{name} must be a string")
+    if value is not None and not _is_utf8(value):
+        raise bad(f"{name} must be valid UTF-8 text (no lone surrogates)")
     return value
 
 
@@ -79,7 +104,7 @@ def field_since(body: dict[str, Any]) -> int | None:
     value = body.get("since")
     if value is None:
         return None
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= INT64_MAX:
         return value
     if isinstance(value, str):
         try:
@@ -97,8 +122,8 @@ def message_ids(body: dict[str, Any]) -> tuple[int, ...]:
     ids = body.get("ids")
     if not isinstance(ids, list) or not ids:
         raise bad("ids must be a non-empty list of message ids")
-    if any(isinstance(i, bool) or not isinstance(i, int) or i < 0 for i in ids):
-        raise bad("ids must be non-negative integers")
+    if any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i <= INT64_MAX for i in ids):
+        raise bad("ids must be non-negative 64-bit integers")
     return tuple(ids)
 
 
@@ -125,7 +150,9 @@ def query_flag(request: web.Request, name: str) -> bool:
 
 
 def published_messages(body: dict[str, Any], max_bytes: int) -> list[tuple[StoredMessage, int | None]]:
-    """The `messages` of a publish body: decoded bodies, headers and optional expiration (ms)."""
+    """The `messages` of a publish body: decoded bodies, headers and optional expiration (ms).
+
+    A body is a string (utf8, or base64 with `"encoding": "base64"`) or, in msgpack, bin (raw bytes)."""
     raw = body.get("messages")
     if not isinstance(raw, list) or not raw:
         raise bad("messages must be a non-empty list")
@@ -139,23 +166,18 @@ def _published_message(index: int, raw: Any, max_bytes: int) -> tuple[StoredMess
     if not isinstance(raw, dict):
         raise bad(f"{_where(index)} must be an object")
     if not raw.keys() <= MESSAGE_FIELDS:
-        raise bad(f"{_where(index)} has unknown fields {sorted(raw.keys() - MESSAGE_FIELDS)}")
+        raise bad(f"{_where(index)} has unknown fields {sorted(raw.keys() - MESSAGE_FIELDS, key=str)}")
     text = raw.get("body")
-    if not isinstance(text, str):
-        raise bad(f"{_where(index)}.body must be a string")
-    encoding = raw.get("encoding", "utf8")
-    if encoding == "base64":
-        try:
-            data = binascii.a2b_base64(text, strict_mode=True)  # what b64decode(validate=True) runs
-        except (binascii.Error, ValueError) as exc:
-            raise bad(f"{_where(index)}.body is not valid base64") from exc
-    elif encoding == "utf8":
-        try:
-            data = text.encode()
-        except UnicodeEncodeError as exc:  # a lone surrogate ("\ud800") is valid JSON but not UTF-8
-            raise bad(f"{_where(index)}.body is not valid UTF-8 text: {exc.reason}") from exc
+    if isinstance(text, bytes):  # msgpack bin: the raw body, stored as binary
+        encoding = raw.get("encoding", "base64")
+        if encoding != "base64":
+            raise bad(f"{_where(index)}.encoding of a binary body must be base64 (or left out)")
+        data = text
+    elif isinstance(text, str):
+        encoding = raw.get("encoding", "utf8")
+        data = _text_body(index, text, encoding)
     else:
-        raise bad(f"{_where(index)}.encoding must be one of {', '.join(ENCODINGS)}")
+        raise bad(f"{_where(index)}.body must be a string (or bin in msgpack)")
     if len(data) > max_bytes:
         raise ApiError(413, "too_large", f"{_where(index)} is {len(data)} bytes; the limit is {max_bytes}")
     headers = raw.get("headers", {})
@@ -163,10 +185,33 @@ def _published_message(index: int, raw: Any, max_bytes: int) -> tuple[StoredMess
         raise bad(f"{_where(index)}.headers must be an object")
     expiration = raw.get("expiration")
     if expiration is not None and (
-        isinstance(expiration, bool) or not isinstance(expiration, int) or expiration < 0
+        isinstance(expiration, bool) or not isinstance(expiration, int) or not 0 <= expiration <= INT64_MAX
     ):
         raise bad(f"{_where(index)}.expiration must be a non-negative integer (milliseconds)")
     return StoredMessage(data, headers, encoding), expiration
+
+
+def _text_body(index: int, text: str, encoding: Any) -> bytes:
+    """The bytes of a string body: its UTF-8, or what its base64 decodes to."""
+    if encoding == "utf8":
+        try:
+            return text.encode()
+        except UnicodeEncodeError as exc:  # a lone surrogate ("\ud800") is valid JSON but not UTF-8
+            raise bad(f"{_where(index)}.body is not valid UTF-8 text: {exc.reason}") from exc
+    if encoding == "base64":
+        try:
+            return binascii.a2b_base64(text, strict_mode=True)  # what b64decode(validate=True) runs
+        except (binascii.Error, ValueError) as exc:
+            raise bad(f"{_where(index)}.body is not valid base64") from exc
+    raise bad(f"{_where(index)}.encoding must be one of {', '.join(ENCODINGS)}")
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _where(index: int) -> str:

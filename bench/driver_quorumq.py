@@ -54,7 +54,7 @@ class QuorumqDriver:
     """Drives a quorumq cluster given its nodes' HTTP base URLs."""
 
     broker = "quorumq"
-    client = "quorumq QuorumqClient (aiohttp, asyncio), batches of up to 100 messages per publish request"
+    client = "quorumq QuorumqClient (aiohttp, asyncio, msgpack), up to 100 messages per publish request"
 
     def __init__(self, urls: list[str]) -> None:
         self.urls = urls

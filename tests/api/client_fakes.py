@@ -3,7 +3,9 @@
 import contextlib
 import socket
 from collections.abc import AsyncIterator
+from typing import Any
 
+import msgpack
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
@@ -30,3 +32,10 @@ def refused_node() -> str:
 def error(status: int, code: str, reason: str, **hint: str) -> web.Response:
     """A JSON error answer in the API's `{"error", "reason"}` shape."""
     return web.json_response({"error": code, "reason": reason, **hint}, status=status)
+
+
+async def published(request: web.Request) -> Any:
+    """A publish request's body, msgpack (the client's default) or JSON."""
+    if request.content_type == "application/msgpack":
+        return msgpack.unpackb(await request.read())
+    return await request.json()

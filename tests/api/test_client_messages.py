@@ -1,36 +1,82 @@
-"""Message bodies cross the wire intact: bytes as base64, str as utf8, in both directions."""
+"""Message bodies cross the wire intact, in both directions: in msgpack as they are, in JSON bytes as
+base64 and str as utf8."""
 
 from typing import Any
 
+import msgpack
+import pytest
 from aiohttp import web
-from client_fakes import serve
+from client_fakes import published, serve
 from hypothesis import given
 from hypothesis import strategies as st
 
 from api.client import Message, QuorumqClient
-from api.client_messages import decode_body, encode_message
+from api.client_async import Wire
+from api.client_messages import decode_body, decode_delivery, encode_message
+
+PUBLISHED = [b"\x00\xff", "héllo", Message("t", headers={"k": 1}, expiration=500)]
+ON_THE_WIRE = {
+    "json": (
+        "application/json",
+        [
+            {"body": "AP8=", "encoding": "base64"},
+            {"body": "héllo", "encoding": "utf8"},
+            {"body": "t", "encoding": "utf8", "headers": {"k": 1}, "expiration": 500},
+        ],
+    ),
+    "msgpack": (
+        "application/msgpack",
+        [{"body": b"\x00\xff"}, {"body": "héllo"}, {"body": "t", "headers": {"k": 1}, "expiration": 500}],
+    ),
+}
 
 
-async def test_publish_sends_bytes_as_base64_and_text_as_utf8() -> None:
-    received: list[dict[str, Any]] = []
+@pytest.mark.parametrize("wire", ["json", "msgpack"])
+async def test_publish_sends_bytes_as_base64_in_json_and_as_bin_in_msgpack(wire: Wire) -> None:
+    received: list[tuple[str, dict[str, Any]]] = []
 
     async def publish(request: web.Request) -> web.Response:
-        body = await request.json()
-        received.append(body)
+        body = await published(request)
+        received.append((request.content_type, body))
         return web.json_response({"ids": list(range(len(body["messages"])))}, status=201)
 
     app = web.Application()
     app.router.add_post("/api/queues/{q}/messages", publish)
-    async with serve(app) as node, QuorumqClient([node]) as client:
-        ids = await client.publish(
-            "q", [b"\x00\xff", "héllo", Message("t", headers={"k": 1}, expiration=500)]
-        )
+    async with serve(app) as node, QuorumqClient([node], wire=wire) as client:
+        ids = await client.publish("q", PUBLISHED)
     assert ids == [0, 1, 2]
-    assert received[0]["messages"] == [
-        {"body": "AP8=", "encoding": "base64"},
-        {"body": "héllo", "encoding": "utf8"},
-        {"body": "t", "encoding": "utf8", "headers": {"k": 1}, "expiration": 500},
-    ]
+    content_type, messages = ON_THE_WIRE[wire]
+    assert received[0][0] == content_type
+    assert received[0][1]["messages"] == messages
+
+
+async def test_msgpack_deliveries_are_asked_for_and_carry_raw_bodies() -> None:
+    async def deliveries(request: web.Request) -> web.Response:
+        assert request.headers["Accept"] == "application/msgpack"
+        rows = [
+            {"id": 7, "body": b"\x00\xff", "encoding": "base64", "headers": {}, "delivery_count": 0},
+            {"id": 8, "body": "héllo".encode(), "encoding": "utf8", "headers": {"h": 1}, "seq": 3},
+        ]
+        return web.Response(body=msgpack.packb(rows), content_type="application/msgpack")
+
+    app = web.Application()
+    app.router.add_get("/api/queues/{q}/consumers/{tag}/deliveries", deliveries)
+    async with serve(app) as node, QuorumqClient([node]) as client:
+        first, second = await client.deliveries("q", "c1", wait=0.1)
+    assert (first.id, first.body, second.id, second.text) == (7, b"\x00\xff", 8, "héllo")
+    assert (second.headers, second.seq) == ({"h": 1}, 3)
+
+
+async def test_a_json_client_asks_for_no_msgpack() -> None:
+    async def deliveries(request: web.Request) -> web.Response:
+        assert "msgpack" not in request.headers.get("Accept", "")
+        return web.json_response([{"id": 1, "body": "AP8=", "encoding": "base64"}])
+
+    app = web.Application()
+    app.router.add_get("/api/queues/{q}/consumers/{tag}/deliveries", deliveries)
+    async with serve(app) as node, QuorumqClient([node], wire="json") as client:
+        [only] = await client.deliveries("q", "c1", wait=0.1)
+    assert only.body == b"\x00\xff"
 
 
 async def test_deliveries_decode_base64_and_utf8_bodies_to_bytes() -> None:
@@ -63,6 +109,13 @@ async def test_deliveries_decode_base64_and_utf8_bodies_to_bytes() -> None:
 
 @given(st.binary() | st.text())
 def test_any_body_survives_encoding_and_decoding(body: bytes | str) -> None:
-    wire = encode_message(body)
     expected = body if isinstance(body, bytes) else body.encode()
+    wire = encode_message(body)
     assert decode_body(wire["body"], wire["encoding"]) == expected
+    packed = msgpack.unpackb(msgpack.packb(encode_message(body, packed=True)))
+    assert decode_delivery({"id": 1, **packed}).body == expected
+
+
+def test_an_unknown_wire_format_is_refused() -> None:
+    with pytest.raises(ValueError, match="wire"):
+        QuorumqClient(["127.0.0.1:1"], wire="xml")  # type: ignore[arg-type]

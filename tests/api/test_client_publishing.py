@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from client_fakes import error, serve
+from client_fakes import error, published, serve
 
 from api.client import QuorumqClient, RejectedPublishError
 
@@ -32,7 +32,7 @@ class DedupQueue:
         """Answer publishes; the first ones instead do what `first_answers` says ('503' or 'drop')."""
 
         async def publish(request: web.Request) -> web.Response:
-            body = await request.json()
+            body = await published(request)
             self.requests.append((body["publisher"], body["seq"]))
             if first_answers:
                 if first_answers.pop(0) == "drop":
@@ -86,7 +86,7 @@ async def test_publisher_keeps_at_most_window_requests_in_flight_and_confirms_ev
 
     async def publish(request: web.Request) -> web.Response:
         nonlocal in_flight, most_in_flight
-        body = await request.json()
+        body = await published(request)
         batch_sizes.append(len(body["messages"]))
         in_flight += 1
         most_in_flight = max(most_in_flight, in_flight)

@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 from aiohttp import web
-from client_fakes import error, refused_node, serve
+from client_fakes import error, published, refused_node, serve
 
 from api.client import NoNodeAvailableError, NotFoundError, SyncClient
 
@@ -23,7 +23,7 @@ async def test_sync_client_works_from_plain_code() -> None:
     publishers: list[str] = []
 
     async def publish(request: web.Request) -> web.Response:
-        publishers.append((await request.json())["publisher"])
+        publishers.append((await published(request))["publisher"])
         return web.json_response({"ids": [10, 11]}, status=201)
 
     async def stats(request: web.Request) -> web.Response:

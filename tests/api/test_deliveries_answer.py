@@ -1,8 +1,11 @@
-"""The server's deliveries answer: the JSON contract, built as bytes, parses to exactly its fields."""
+"""The server's deliveries answer: the JSON contract, built as bytes, parses to exactly its fields; the
+msgpack extension carries the same fields with every body raw."""
 
 import json
 
-from api.deliveries import json_deliveries
+import msgpack
+
+from api.deliveries import json_deliveries, msgpack_deliveries
 from cluster.bodies import StoredMessage
 from queue_state.effects import Delivery
 
@@ -65,3 +68,15 @@ def test_json_answer_carries_durable_sequence_numbers_and_an_empty_batch_is_an_e
 def test_stored_headers_are_not_changed_by_a_redelivery() -> None:
     json_deliveries(ROWS)
     assert ROWS[1][1].headers == {"k": "ü", "n": [1, 2.5, None]}
+
+
+def test_msgpack_answer_has_the_same_fields_with_raw_bodies_and_the_published_encoding() -> None:
+    rows = msgpack.unpackb(msgpack_deliveries(ROWS, [7, 8, 9, 10]))
+    raw = [stored.body for _, stored in ROWS]
+    published = [stored.encoding for _, stored in ROWS]
+    expected = [
+        {**row, "body": body, "encoding": encoding, "seq": seq}
+        for row, body, encoding, seq in zip(EXPECTED, raw, published, [7, 8, 9, 10], strict=True)
+    ]
+    assert rows == expected
+    assert msgpack.unpackb(msgpack_deliveries([])) == []

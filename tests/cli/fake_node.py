@@ -5,6 +5,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgpack
 from aiohttp import web
 
 
@@ -94,7 +95,11 @@ class FakeNode:
         return web.json_response({"purged": purged})
 
     async def publish(self, request: web.Request) -> web.Response:
-        queue, body = self.queue(request), await request.json()
+        queue = self.queue(request)
+        if request.content_type == "application/msgpack":  # the client's default: bodies as they are
+            body = msgpack.unpackb(await request.read())
+        else:
+            body = await request.json()
         ids = []
         for message in body["messages"]:
             queue.ready.append((self.next_id, message))
@@ -120,7 +125,7 @@ class FakeNode:
         queue = self.queue(request)
         if not queue.ready:
             await asyncio.sleep(float(request.query["wait"]))  # the long poll finds nothing new
-        return web.json_response(self.checkout(queue, int(request.query["max"])))
+        return deliveries(request, self.checkout(queue, int(request.query["max"])))
 
     async def get(self, request: web.Request) -> web.Response:
         body = await request.json()
@@ -129,7 +134,7 @@ class FakeNode:
         if body["ack"] == "auto":
             for delivery in taken:
                 del queue.unacked[delivery["id"]]
-        return web.json_response(taken)
+        return deliveries(request, taken)
 
     async def ack(self, request: web.Request) -> web.Response:
         queue = self.queue(request)
@@ -157,6 +162,13 @@ class FakeNode:
 
     async def health(self, request: web.Request) -> web.Response:
         return web.json_response({"status": "ok", "leader_of": 1})
+
+
+def deliveries(request: web.Request, rows: list[dict[str, Any]]) -> web.Response:
+    """Deliveries in msgpack when the client asks for it (bodies as published), else JSON."""
+    if "application/msgpack" in request.headers.get("Accept", ""):
+        return web.Response(body=msgpack.packb(rows), content_type="application/msgpack")
+    return web.json_response(rows)
 
 
 def error(status: int, code: str, reason: str) -> web.Response:

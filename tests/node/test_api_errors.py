@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import msgpack
 import pytest
 
 from cli.node_processes import ProcessCluster
@@ -130,10 +131,15 @@ async def test_unknown_queue_is_404(http: Api, method: str, suffix: str) -> None
         ({"messages": [{"body": "!!!", "encoding": "base64"}]}, "base64"),
         ({"messages": [{"body": "\ud800"}]}, "messages[0].body is not valid UTF-8"),
         ({"messages": [{"body": "x", "headers": [1]}]}, "headers"),
+        ({"messages": [{"body": "x", "headers": {"h": "\ud800"}}]}, "headers must hold JSON values"),
+        ({"messages": [{"body": "x", "headers": {"h": 10**30}}]}, "headers must hold JSON values"),
         ({"messages": [{"body": "x", "expiration": -1}]}, "expiration"),
         ({"messages": [{"body": "x", "colour": "red"}]}, "unknown fields"),
         ({"messages": [{"body": "x"}], "publisher": "p"}, "publisher and seq"),
         ({"messages": [{"body": "x"}], "publisher": "p", "seq": "one"}, "seq"),
+        ({"messages": [{"body": "x"}], "publisher": "p", "seq": 2**64}, "seq must be <="),
+        ({"messages": [{"body": "x"}], "publisher": "\ud800", "seq": 1}, "publisher must be valid UTF-8"),
+        ({"messages": [{"body": "x"}], "publisher": "", "seq": 0}, "publisher must be a non-empty string"),
         ({"messages": [{"body": "x"}], "priority": 3}, "unknown fields"),
     ],
 )
@@ -144,6 +150,40 @@ async def test_publish_with_bad_input_is_400_and_enqueues_nothing(
     error = await http.expect_error(400, "POST", "/api/queues/publish-errors/messages", json=body)
     assert fragment in error["reason"]
     assert await http.messages("publish-errors") == 0
+
+
+def packed(body: Any) -> bytes:
+    return msgpack.packb(body)
+
+
+@pytest.mark.parametrize(
+    ("data", "status", "fragment"),
+    [
+        (b"\xc1", 400, "not valid msgpack"),
+        (b"\x92\x01", 400, "not valid msgpack"),
+        (b"\x81\xa8messages\x91\x81\xa4body\xa2\xff\xfe", 400, "not valid msgpack"),  # str not UTF-8
+        (packed([1]), 400, "must be a msgpack map"),
+        (packed({"messages": [{"body": 5}]}), 400, "messages[0].body"),
+        (packed({"messages": [{"body": msgpack.ExtType(1, b"x")}]}), 400, "messages[0].body"),
+        (packed({"messages": [{"body": b"x", "encoding": "utf8"}]}), 400, "binary body must be base64"),
+        (packed({"messages": [{"body": b"x", "headers": {"h": b"raw"}}]}), 400, "JSON values"),
+        (packed({"messages": [{"body": b"x", "headers": {b"k": 1}}]}), 400, "headers must be an object"),
+        (packed({"messages": [{"body": b"x", b"colour": 1}]}), 400, "unknown fields"),
+        (packed({"messages": [{"body": b"x"}], b"priority": 1, "extra": 2}), 400, "unknown fields"),
+        (packed({"messages": [{"body": b"x"}], "publisher": "p", "seq": 2**64 - 1}), 400, "seq"),
+        (packed({"messages": [{"body": b"x", "expiration": -1}]}), 400, "expiration"),
+        (packed({"messages": [{"body": b"x" * (MAX_MESSAGE_BYTES + 1)}]}), 413, str(MAX_MESSAGE_BYTES)),
+        (packed({"messages": [{"body": b"x" * 1000}] * 70}), 413, str(MAX_REQUEST_BYTES)),
+    ],
+)
+async def test_bad_msgpack_publish_is_a_json_4xx_and_enqueues_nothing(
+    http: Api, data: bytes, status: int, fragment: str
+) -> None:
+    await http.declare("msgpack-errors")
+    path, headers = "/api/queues/msgpack-errors/messages", {"Content-Type": "application/msgpack"}
+    error = await http.expect_error(status, "POST", path, data=data, headers=headers)
+    assert fragment in error["reason"]
+    assert await http.messages("msgpack-errors") == 0
 
 
 async def test_oversized_message_is_413(http: Api) -> None:
@@ -180,6 +220,7 @@ async def test_publish_to_a_full_reject_publish_queue_is_507(http: Api) -> None:
         ({"prefetch": 1, "priority": "high"}, "priority"),
         ({"prefetch": 1, "colour": "red"}, "unknown fields"),
         ({"timeout": 0}, "timeout"),
+        ({"durable": True, "name": "\ud800"}, "name must be valid UTF-8"),
     ],
 )
 async def test_register_consumer_with_bad_input_is_400(

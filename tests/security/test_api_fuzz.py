@@ -4,7 +4,8 @@ it confirmed before the fuzzing.
 
 Examples per operation: QUORUMQ_API_FUZZ_EXAMPLES (default 10 in CI; see docs/security.md).
 Cluster membership changes (join, forget) are left out: they would fuzz the cluster's shape, not input
-handling. Requests are made as the loopback guest (an administrator that cannot be deleted or changed).
+handling. Publishes are also sent as msgpack (the extension). Requests are made as the loopback guest
+(an administrator that cannot be deleted or changed).
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Iterator
+from typing import Any
 
+import msgpack
 import pytest
 import requests
 import schemathesis
@@ -29,6 +32,23 @@ CANARY_MESSAGES = 50
 LONG_POLL_CAP_S = "0.1"
 
 schema = schemathesis.openapi.from_dict(spec()).exclude(path_regex="^/api/nodes")
+
+
+@schemathesis.serializer("application/msgpack")
+def _msgpack(ctx, value):  # type: ignore[no-untyped-def]
+    """Publishes in msgpack too."""
+    return msgpack.packb(_fits_msgpack(value))
+
+
+def _fits_msgpack(value: Any) -> Any:
+    """`value` with integers msgpack cannot carry (beyond 64 bits, as JSON can) turned into text."""
+    if isinstance(value, dict):
+        return {key: _fits_msgpack(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_fits_msgpack(item) for item in value]
+    if isinstance(value, int) and not -(2**63) <= value < 2**64:
+        return str(value)
+    return value
 
 
 @pytest.fixture(scope="module")

@@ -20,8 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from api.errors import ApiError
+from api.limits import check_message_headers
 from api.tokens import verify_token
-from api.validation import published_messages
+from api.validation import msgpack_object, published_messages
+from cluster.config import Address, NodeConfig
 from cluster.metadata import Metadata
 from cluster.metadata_app import MetadataApp
 from cluster.peer_auth import verify_assertion
@@ -155,6 +157,33 @@ def test_publish_bodies_parse_or_answer_a_4xx(body: Any) -> None:
         published_messages(body if isinstance(body, dict) else {"messages": body}, 1024)
     except ApiError as exc:
         assert 400 <= exc.status < 500
+
+
+message_maps = st.fixed_dictionaries(
+    {"body": st.binary(max_size=40) | st.text(max_size=40) | values},
+    optional={
+        "encoding": st.sampled_from(["utf8", "base64"]) | values,
+        "headers": values,
+        "expiration": values,
+    },
+)
+publish_maps = st.fixed_dictionaries(
+    {"messages": st.lists(message_maps | values, max_size=4)}, optional={"publisher": values, "seq": values}
+)
+
+
+@FUZZ
+@given(st.one_of(wire_bytes, publish_maps.map(msgpack.packb)))
+def test_msgpack_publish_bodies_parse_or_answer_a_4xx_and_what_parses_can_be_logged(data: bytes) -> None:
+    config = NodeConfig("n1", Path("/nonexistent"), Address("127.0.0.1", 1), Address("127.0.0.1", 2))
+    try:
+        messages = published_messages(msgpack_object(data), 1024)
+        for index, (message, _) in enumerate(messages):
+            check_message_headers(index, message.headers, config)
+    except ApiError as exc:
+        assert 400 <= exc.status < 500
+        return
+    msgpack.packb([[m.body, m.headers, m.encoding, expiration] for m, expiration in messages])
 
 
 @FUZZ
