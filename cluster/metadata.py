@@ -74,10 +74,10 @@ class Metadata:
             return ["conflict", existing.arguments]
         if not members:
             return ["error", "a queue needs at least one member"]
-        group = f"q{self.next_group}.{name}"
-        self.next_group += 1
-        self.queues[name] = QueueInfo(name, group, arguments, list(members), now_ms, list(members))
-        return ["created", group]
+        info = QueueInfo(name, f"q{self.next_group}.{name}", arguments, list(members), now_ms, list(members))
+        self.next_group += 1  # only once the command is known to be well formed
+        self.queues[name] = info
+        return ["created", info.group]
 
     def _apply_delete(self, name: str, group: str) -> Any:
         existing = self.queues.get(name)
