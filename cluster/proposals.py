@@ -8,6 +8,8 @@ from typing import Any
 
 import msgpack
 
+from raft_log.msgpack_parts import array_header
+
 
 class ProposalFailed(Exception):
     """The operation was not committed here (no leader, lost leadership, entry overwritten).
@@ -30,14 +32,19 @@ class _InFlight:
 class ProposalBatcher:
     """Collects operations for one group and tracks the entries that carry them until applied."""
 
-    pending_ops: list[Any] = field(default_factory=list)
+    pending_ops: list[bytes] = field(default_factory=list)  # each already msgpack-encoded
     pending_futures: list[asyncio.Future] = field(default_factory=list)
     in_flight: dict[int, _InFlight] = field(default_factory=dict)
 
     def submit(self, op: Any) -> asyncio.Future:
-        """Queue an operation for the next entry; the future gets its result once applied."""
+        """Queue an operation for the next entry; the future gets its result once applied.
+
+        The operation is encoded here, so one that msgpack cannot encode fails its caller
+        (TypeError, ValueError or OverflowError) instead of the entry it would have shared.
+        """
+        packed = msgpack.packb(op)
         future = asyncio.get_running_loop().create_future()
-        self.pending_ops.append(op)
+        self.pending_ops.append(packed)
         self.pending_futures.append(future)
         return future
 
@@ -46,8 +53,8 @@ class ProposalBatcher:
         return bool(self.pending_ops)
 
     def take(self) -> tuple[bytes, list[asyncio.Future]]:
-        """Encode every pending operation into one entry payload."""
-        data = msgpack.packb(self.pending_ops)
+        """Every pending operation in one entry payload: the msgpack array of them."""
+        data = b"".join((array_header(len(self.pending_ops)), *self.pending_ops))
         futures = self.pending_futures
         self.pending_ops, self.pending_futures = [], []
         return data, futures

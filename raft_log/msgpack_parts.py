@@ -13,7 +13,9 @@ def bin_header(size: int) -> bytes:
 
 
 def array_header(length: int) -> bytes:
-    """The msgpack header of an array of `length` (< 16) items."""
-    if not 0 <= length < 16:
-        raise ValueError("only fixarray headers are built here")
-    return bytes([0x90 | length])
+    """The msgpack header of an array of `length` items."""
+    if length < 16:
+        return bytes([0x90 | length])
+    if length < 1 << 16:
+        return b"\xdc" + length.to_bytes(2, "big")
+    return b"\xdd" + length.to_bytes(4, "big")

@@ -1,0 +1,30 @@
+"""ProposalBatcher: operations coalesced into one entry, one future each."""
+
+from __future__ import annotations
+
+import msgpack
+import pytest
+
+from cluster.proposals import ProposalBatcher
+
+
+async def test_pending_operations_become_one_entry_holding_their_msgpack_array() -> None:
+    batcher = ProposalBatcher()
+    ops = [["publish", i, b"body" * i] for i in range(20)]
+    futures = [batcher.submit(op) for op in ops]
+    data, taken = batcher.take()
+    assert msgpack.unpackb(data) == ops and taken == futures and not batcher.has_pending()
+    batcher.proposed(7, 2, taken)
+    batcher.applied(7, 2, [f"reply {i}" for i in range(20)])
+    assert [f.result() for f in futures] == [f"reply {i}" for i in range(20)]
+
+
+async def test_an_operation_msgpack_cannot_encode_fails_its_caller_only() -> None:
+    batcher = ProposalBatcher()
+    good = batcher.submit(["publish", 1])
+    with pytest.raises(OverflowError):
+        batcher.submit(["publish", 2**70])
+    with pytest.raises(TypeError):
+        batcher.submit(["publish", object()])
+    data, taken = batcher.take()
+    assert msgpack.unpackb(data) == [["publish", 1]] and taken == [good]
