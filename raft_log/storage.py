@@ -55,6 +55,9 @@ MIN_RECENT_ENTRY_BYTES each), so applying them (the next round) and sending them
 just behind read no RocksDB."""
 MIN_RECENT_ENTRY_BYTES = 1024 * 1024
 
+BLOB_MIN_BYTES = 4096
+"""Values at least this large are kept in RocksDB blob files rather than in the SST files."""
+
 T = TypeVar("T")
 
 
@@ -80,6 +83,11 @@ def _options() -> Options:
     options.set_wal_recovery_mode(DBRecoveryMode.point_in_time())
     options.set_paranoid_checks(True)
     options.set_max_background_jobs(2)
+    # Large values (batched log entries, big bodies) go to blob files, so compactions move references
+    # instead of rewriting the data: +15 % on 16 KiB publishes (docs/benchmarks.md).
+    options.set_enable_blob_files(True)
+    options.set_min_blob_size(BLOB_MIN_BYTES)
+    options.set_enable_blob_gc(True)
     return options
 
 
