@@ -54,6 +54,7 @@ RECENT_ENTRY_BYTES = 64 * 1024 * 1024
 MIN_RECENT_ENTRY_BYTES each), so applying them (the next round) and sending them to a follower that is
 just behind read no RocksDB."""
 MIN_RECENT_ENTRY_BYTES = 1024 * 1024
+ENTRY_OVERHEAD_BYTES = 200  # an Entry object and its place in a list, roughly
 
 BLOB_MIN_BYTES = 4096
 """Values at least this large are kept in RocksDB blob files rather than in the SST files."""
@@ -89,6 +90,11 @@ def _options() -> Options:
     options.set_min_blob_size(BLOB_MIN_BYTES)
     options.set_enable_blob_gc(True)
     return options
+
+
+def _entry_cost(entry: Entry) -> int:
+    """What keeping an entry in memory costs against the recent-entries budget (data plus the object)."""
+    return len(entry.data) + ENTRY_OVERHEAD_BYTES
 
 
 def _splice(base: int, items: list[T], at: int, new: list[T]) -> tuple[int, list[T]]:
@@ -317,6 +323,7 @@ class GroupLog:
         # Entries >= _recent_base are in _recent: every staged one, and the newest written ones.
         self._recent_base: int | None = None
         self._recent: list[Entry] = []
+        self._recent_bytes = 0  # what _recent costs against the budget
 
     # -- reads (LogStorage) ---------------------------------------------------------------------
 
@@ -380,9 +387,14 @@ class GroupLog:
             key = self._keys.entry(entry.index)
             store._write(key, records.encode_entry(key, entry))
         self._last_index = entries[-1].index
+        kept = len(self._recent)
         self._recent_base, self._recent = _splice(
             first if self._recent_base is None else self._recent_base, self._recent, first, entries
         )
+        if len(self._recent) == kept + len(entries):  # appended at the end, nothing replaced
+            self._recent_bytes += sum(map(_entry_cost, entries))
+        else:
+            self._recent_bytes = sum(map(_entry_cost, self._recent))
         self._tail_base, self._tail_terms = _splice(
             self._tail_base, self._tail_terms, first, [entry.term for entry in entries]
         )
@@ -412,7 +424,7 @@ class GroupLog:
         self._stage_log_start(meta.index, meta.term)
         self.set_conf_state(meta.conf)
         self._last_index = meta.index
-        self._recent_base, self._recent = meta.index + 1, []
+        self._recent_base, self._recent, self._recent_bytes = meta.index + 1, [], 0
         self._tail_base, self._tail_terms = meta.index + 1, []
 
     def create_snapshot(self, index: int, conf: ConfState, data: bytes) -> Snapshot:
@@ -463,13 +475,18 @@ class GroupLog:
         return self._store
 
     def _committed(self, budget: int) -> None:
-        """Everything staged is written: keep only the newest entries, up to `budget` bytes of data."""
-        size, drop = 0, len(self._recent)
-        while drop > 0 and size + len(self._recent[drop - 1].data) <= budget:
-            drop -= 1
-            size += len(self._recent[drop].data)
+        """Everything staged is written: keep only the newest entries, within `budget` bytes.
+
+        Over budget, the oldest go until a quarter of it is free, so trimming (which copies the list)
+        happens once per many rounds rather than in every one."""
+        if self._recent_bytes <= budget:
+            return
+        drop = 0
+        while self._recent_bytes > budget * 3 // 4 and drop < len(self._recent):
+            self._recent_bytes -= _entry_cost(self._recent[drop])
+            drop += 1
         if drop == len(self._recent):
-            self._recent_base, self._recent = None, []
+            self._recent_base, self._recent, self._recent_bytes = None, [], 0
         elif drop > 0:
             assert self._recent_base is not None
             self._recent_base, self._recent = self._recent_base + drop, self._recent[drop:]

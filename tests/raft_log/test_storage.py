@@ -529,7 +529,7 @@ def test_the_newest_written_entries_are_read_from_memory_older_ones_from_the_dat
     damaged = {1, 6}
     for index in damaged:  # the database copies go bad behind the store's back
         store._db[GroupKeys("g").entry(index)] = b"garbage"
-    assert group.entries(4, 7) == written[3:]  # the newest three: memory
+    assert group.entries(4, 7) == written[3:]  # entry 6 (damaged in the database) comes from memory
     with pytest.raises(CorruptionError):
         group.entries(1, 2)  # too old to be kept: the database
     group.append(entries(5, 6, term=2, size=big))  # a new leader replaces entries 5 and 6
