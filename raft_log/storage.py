@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
+import os
 import re
 import threading
 from collections import deque
@@ -56,6 +57,7 @@ just behind read no RocksDB."""
 MIN_RECENT_ENTRY_BYTES = 1024 * 1024
 ENTRY_OVERHEAD_BYTES = 200  # an Entry object and its place in a list, roughly
 
+COMPACTION_NICENESS = 19
 BLOB_MIN_BYTES = 4096
 """Values at least this large are kept in RocksDB blob files rather than in the SST files."""
 
@@ -90,6 +92,25 @@ def _options() -> Options:
     options.set_min_blob_size(BLOB_MIN_BYTES)
     options.set_enable_blob_gc(True)
     return options
+
+
+def _lower_compaction_priority() -> None:
+    """Give RocksDB's compaction threads the lowest CPU priority (Linux, best effort).
+
+    Compactions catch up later at no cost to durability; on a busy machine they should not take CPU
+    from the event loop, which would show as latency. (RocksDB's own LowerThreadPoolCPUPriority is not
+    exposed by rocksdict.)"""
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/comm") as comm:
+                if comm.read().strip() == "rocksdb:low":
+                    os.setpriority(os.PRIO_PROCESS, int(task), COMPACTION_NICENESS)
+        except OSError:
+            continue
 
 
 def _entry_cost(entry: Entry) -> int:
@@ -134,6 +155,7 @@ class NodeStore:
         Raises `CorruptionError` when a group's data is damaged beyond a torn tail.
         """
         store = cls(Rdict(str(path), _options()))
+        _lower_compaction_priority()
         try:
             lo, hi = keys.registry_range()
             for key, _ in store._scan(lo, hi):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
@@ -130,3 +131,18 @@ def test_a_failed_write_leaves_the_store_unusable(tmp_path: Path) -> None:
         store.write_taken(taken, sync=True)
     with pytest.raises(Exception, match="reopen the store"):
         store.commit()
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+def test_compaction_threads_run_at_the_lowest_cpu_priority(tmp_path: Path) -> None:
+    store = NodeStore.open(tmp_path / "db")
+    try:
+        compaction = [
+            int(task.name)
+            for task in Path("/proc/self/task").iterdir()
+            if (task / "comm").read_text().strip() == "rocksdb:low"
+        ]
+        assert compaction
+        assert all(os.getpriority(os.PRIO_PROCESS, tid) == 19 for tid in compaction)
+    finally:
+        store.close()
