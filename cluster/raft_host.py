@@ -4,9 +4,11 @@ One iteration (a round): turn pending operations into entries, collect the Ready
 group, persist all of them with one RocksDB write and one fsync (group commit), only then send their
 messages, apply committed entries and advance. One timer ticks every group.
 
-The fsync runs in a worker thread, so the loop keeps reading sockets, serving HTTP and stepping Raft
-messages meanwhile (the core allows steps between `ready` and `advance`); rounds never overlap. Two
-rules shorten a publish's critical path, both from the Raft thesis (section 10.2.1):
+A slow fsync (or one of a large batch) runs in a worker thread, so the loop keeps reading sockets,
+serving HTTP and stepping Raft messages meanwhile (the core allows steps between `ready` and
+`advance`); a small write while fsyncs are fast is done on the loop, where it costs less than handing
+it over. Rounds never overlap. Two rules shorten a publish's critical path, both from the Raft thesis
+(section 10.2.1):
 
 - a leader sends its appends and heartbeats before its own fsync, unless the round changes its term
   or vote. It can still count itself towards a commit before the fsync returns, but nothing reveals
@@ -21,6 +23,7 @@ import asyncio
 import logging
 import os
 import random
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -34,7 +37,7 @@ from raft_log.confchange import ConfChange, apply_conf_change, decode_conf_chang
 from raft_log.core import Config, NotLeaderError, ProposalDroppedError, RaftNode
 from raft_log.messages import Message, MessageDecodeError, MessageType, decode_message, encode_message
 from raft_log.ready import Ready
-from raft_log.storage import GroupLog, NodeStore
+from raft_log.storage import GroupLog, NodeStore, TakenBatch
 from raft_log.types import ConfState, Entry, EntryKind, Snapshot
 
 log = logging.getLogger(__name__)
@@ -43,6 +46,8 @@ LEADER_ANNOUNCE_EVERY_TICKS = 10
 # A peer's leader announcement counts for this long: a node cut off from that peer must not keep it.
 LEADER_HINT_TICKS = 3 * LEADER_ANNOUNCE_EVERY_TICKS
 FATAL_EXIT_CODE = 70
+# A synced write of at most this many bytes is done on the loop while fsyncs are fast.
+INLINE_WRITE_MAX_BYTES = 256 * 1024
 # What a leader may send before its own fsync: they ask followers to persist, they acknowledge nothing.
 EARLY_MESSAGE_TYPES = frozenset({MessageType.APP, MessageType.HEARTBEAT})
 
@@ -130,6 +135,7 @@ class RaftHost:
         batch_delay_ms: float,
         rng: random.Random,
         on_control: Callable[[str, dict[str, Any]], None] | None = None,
+        inline_fsync_max_ms: float = 1.0,
     ) -> None:
         self.node = node
         self.store = store
@@ -146,6 +152,8 @@ class RaftHost:
         self._on_control_hook = on_control
         self._dirty: set[str] = set()
         self._wake = asyncio.Event()
+        self.inline_fsync_max_s = inline_fsync_max_ms / 1000
+        self._fsync_s = 0.0  # a moving average of synced write times
         self._disk = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"fsync-{node}")
         self._tasks: list[asyncio.Task] = []
         self._ticks = 0
@@ -377,11 +385,14 @@ class RaftHost:
         if not readies:
             return
         taken = self.store.take()
-        if taken is not None and sync:
-            await asyncio.get_running_loop().run_in_executor(self._disk, self.store.write_taken, taken, True)
-        elif taken is not None:
-            self.store.write_taken(taken, False)  # no fsync to wait for: a thread would only add latency
         if taken is not None:
+            if sync and self._write_in_thread(taken):
+                loop = asyncio.get_running_loop()
+                took = await loop.run_in_executor(self._disk, self._timed_write, taken, True)
+            else:
+                took = self._timed_write(taken, sync)
+            if sync:
+                self._fsync_s += (took - self._fsync_s) / 8
             self.store.finish(taken)
         # A group closed while the round was being written is gone: nothing of it is sent or applied.
         readies = [(group, ready) for group, ready in readies if self.groups.get(group.gid) is group]
@@ -396,6 +407,19 @@ class RaftHost:
         self.store.commit(sync=False)
         for group, _ in readies:
             group.app.flushed()
+
+    def _write_in_thread(self, taken: TakenBatch) -> bool:
+        """A synced write goes to the worker thread when fsyncs have been slow or the batch is large;
+        otherwise handing it over (a thread wake-up each way, the GIL back and forth) costs more
+        than the loop waits for it."""
+        return (
+            self._fsync_s >= self.inline_fsync_max_s or taken.batch.size_in_bytes() > INLINE_WRITE_MAX_BYTES
+        )
+
+    def _timed_write(self, taken: TakenBatch, sync: bool) -> float:
+        started = time.perf_counter()
+        self.store.write_taken(taken, sync)
+        return time.perf_counter() - started
 
     def _send(self, group: Group, messages: list[Message] | tuple[Message, ...]) -> None:
         for message in messages:

@@ -1,6 +1,7 @@
 """RaftHost rounds over real transports and RocksDB stores: what may leave a node before its fsync.
 
-The leader's own write is held back with a gate, so the order of events does not depend on timing:
+The leader's own write is held back with a gate (in the fsync worker thread, so the loop runs on),
+so the order of events does not depend on timing:
 its appends reach the followers and are acknowledged, the commit index moves, yet the proposal is not
 confirmed (nor applied) until the leader's write is done.
 """
@@ -75,6 +76,7 @@ async def nodes(tmp_path: Path) -> AsyncIterator[dict[str, Node]]:
             snapshot_every=1000,
             batch_delay_ms=0,
             rng=random.Random(name),
+            inline_fsync_max_ms=0,  # every synced write in the worker thread, where the gate holds it
         )
         holder.append(host)
         result[name] = Node(name, store, transport, host, MetadataApp(lambda: None))
