@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from bench.machine import describe_machine
+from bench.machine import describe_machine, rabbitmq_version
 from bench.report import backlog_table, markdown, rich_table, write_results
 from bench.suite import BROKERS, WORKLOAD_KEYS, Options, run_broker
 
@@ -84,6 +84,7 @@ def main(
     if any(run.backlog is not None for run in runs):
         console.print(backlog_table(runs))
     if not no_doc:
+        machine["RabbitMQ (Debian package)"] = rabbitmq_version()  # installed by the run when it was missing
         command = "python -m bench.compare " + shlex.join(sys.argv[1:])
         write_results(doc, markdown(runs, machine, command))
         console.print(f"written to {doc}")
