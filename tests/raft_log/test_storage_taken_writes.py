@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from raft_log.storage import NodeStore
+from raft_log.storage import GroupLog, NodeStore, TakenBatch
 from raft_log.types import ConfState, Entry
 
 CONF = ConfState(voters=("n1",))
@@ -18,10 +18,26 @@ def entry(index: int) -> Entry:
     return Entry(index=index, term=1, data=f"e{index}".encode())
 
 
-def test_a_taken_batch_stays_readable_until_written_and_finished(tmp_path: Path) -> None:
-    store = NodeStore.open(tmp_path / "db")
+def open_with_group(path: Path) -> tuple[NodeStore, GroupLog]:
+    """A store at `path` holding group "g", committed."""
+    store = NodeStore.open(path)
     group = store.create_group("g", CONF)
     store.commit()
+    return store, group
+
+
+def assert_waits_for(taken: TakenBatch, store: NodeStore, waiter: threading.Thread) -> None:
+    """`waiter` blocks, whatever the threads' timing, until `taken` is written; then it ends."""
+    waiter.start()
+    waiter.join(timeout=0.2)
+    assert waiter.is_alive()
+    store.write_taken(taken, sync=True)
+    waiter.join(timeout=10)
+    assert not waiter.is_alive()
+
+
+def test_a_taken_batch_stays_readable_until_written_and_finished(tmp_path: Path) -> None:
+    store, group = open_with_group(tmp_path / "db")
     group.append([entry(1)])
     group.app_put(b"k", b"v")
     taken = store.take()
@@ -38,21 +54,13 @@ def test_a_taken_batch_stays_readable_until_written_and_finished(tmp_path: Path)
 
 
 def test_writes_reach_the_database_in_the_order_they_were_taken(tmp_path: Path) -> None:
-    store = NodeStore.open(tmp_path / "db")
-    group = store.create_group("g", CONF)
-    store.commit()
+    store, group = open_with_group(tmp_path / "db")
     group.app_put(b"k", b"first")
     first = store.take()
     group.app_put(b"k", b"second")
     second = store.take()
     assert first is not None and second is not None
-    writer = threading.Thread(target=store.write_taken, args=(second, True))
-    writer.start()
-    writer.join(timeout=0.2)
-    assert writer.is_alive()  # the second waits for the first, whatever the threads' timing
-    store.write_taken(first, sync=True)
-    writer.join(timeout=10)
-    assert not writer.is_alive()
+    assert_waits_for(first, store, threading.Thread(target=store.write_taken, args=(second, True)))
     store.finish(first)
     assert group.app_get(b"k") == b"second"
     store.finish(second)
@@ -63,9 +71,7 @@ def test_writes_reach_the_database_in_the_order_they_were_taken(tmp_path: Path) 
 
 
 def test_finishing_an_older_write_keeps_what_was_staged_since(tmp_path: Path) -> None:
-    store = NodeStore.open(tmp_path / "db")
-    group = store.create_group("g", CONF)
-    store.commit()
+    store, group = open_with_group(tmp_path / "db")
     group.append([entry(1)])
     taken = store.take()
     assert taken is not None
@@ -79,20 +85,12 @@ def test_finishing_an_older_write_keeps_what_was_staged_since(tmp_path: Path) ->
 
 
 def test_a_synchronous_commit_waits_for_a_write_taken_before_it(tmp_path: Path) -> None:
-    store = NodeStore.open(tmp_path / "db")
-    group = store.create_group("g", CONF)
-    store.commit()
+    store, group = open_with_group(tmp_path / "db")
     group.app_put(b"a", b"1")
     taken = store.take()
     assert taken is not None
     group.app_put(b"b", b"2")
-    committing = threading.Thread(target=store.commit)
-    committing.start()
-    committing.join(timeout=0.2)
-    assert committing.is_alive()
-    store.write_taken(taken, sync=True)
-    committing.join(timeout=10)
-    assert not committing.is_alive()
+    assert_waits_for(taken, store, threading.Thread(target=store.commit))
     store.finish(taken)
     store.close()
     reopened = NodeStore.open(tmp_path / "db")
@@ -101,28 +99,18 @@ def test_a_synchronous_commit_waits_for_a_write_taken_before_it(tmp_path: Path) 
 
 
 def test_close_waits_for_a_taken_write(tmp_path: Path) -> None:
-    store = NodeStore.open(tmp_path / "db")
-    group = store.create_group("g", CONF)
-    store.commit()
+    store, group = open_with_group(tmp_path / "db")
     group.app_put(b"k", b"v")
     taken = store.take()
     assert taken is not None
-    closing = threading.Thread(target=store.close)
-    closing.start()
-    closing.join(timeout=0.2)
-    assert closing.is_alive()
-    store.write_taken(taken, sync=True)
-    closing.join(timeout=10)
-    assert not closing.is_alive()
+    assert_waits_for(taken, store, threading.Thread(target=store.close))
     reopened = NodeStore.open(tmp_path / "db")
     assert reopened.group("g").app_get(b"k") == b"v"
     reopened.close()
 
 
 def test_a_failed_write_leaves_the_store_unusable(tmp_path: Path) -> None:
-    store = NodeStore.open(tmp_path / "db")
-    group = store.create_group("g", CONF)
-    store.commit()
+    store, group = open_with_group(tmp_path / "db")
     group.app_put(b"k", b"v")
     taken = store.take()
     assert taken is not None
