@@ -56,14 +56,14 @@ async def _read_frame(reader: asyncio.StreamReader) -> bytes:
     return await reader.readexactly(length)
 
 
-def _frame(payload: bytes) -> bytes:
-    return FRAME_HEADER.pack(len(payload)) + payload
+def _frame(*payload: bytes) -> bytes:
+    """The length-prefixed frame of the payload (its parts joined, each copied once)."""
+    return b"".join((FRAME_HEADER.pack(sum(map(len, payload))), *payload))
 
 
 def _kind_and_body_frame(kind: int, body: bytes) -> bytes:
     """The frame of the msgpack array `[kind, body]`, built with a single copy of `body`."""
-    prefix = array_header(2) + msgpack.packb(kind) + bin_header(len(body))
-    return b"".join((FRAME_HEADER.pack(len(prefix) + len(body)), prefix, body))
+    return _frame(array_header(2) + msgpack.packb(kind) + bin_header(len(body)), body)
 
 
 def _has_room(writer: asyncio.StreamWriter) -> bool:

@@ -23,9 +23,12 @@ class BadRecord(Exception):
     """A stored value failed its checksum or could not be decoded."""
 
 
-def seal(key: bytes, payload: bytes) -> bytes:
-    """`payload` prefixed with the CRC32 of `key + payload`."""
-    return zlib.crc32(payload, zlib.crc32(key)).to_bytes(_CRC_BYTES, "big") + payload
+def seal(key: bytes, *payload: bytes) -> bytes:
+    """The payload (its parts joined, each copied once) prefixed with the CRC32 of `key + payload`."""
+    crc = zlib.crc32(key)
+    for part in payload:
+        crc = zlib.crc32(part, crc)
+    return b"".join((crc.to_bytes(_CRC_BYTES, "big"), *payload))
 
 
 def unseal(key: bytes, value: bytes) -> bytes:
@@ -60,9 +63,7 @@ def _conf(voters: list, learners: list) -> ConfState:
 def encode_entry(key: bytes, entry: Entry) -> bytes:
     """The stored value of `entry` under `key`: `_pack` of its fields, built with one copy of the data."""
     prefix = array_header(3) + msgpack.packb(entry.term) + msgpack.packb(int(entry.kind))
-    prefix += bin_header(len(entry.data))
-    crc = zlib.crc32(entry.data, zlib.crc32(prefix, zlib.crc32(key)))
-    return b"".join((crc.to_bytes(_CRC_BYTES, "big"), prefix, entry.data))
+    return seal(key, prefix + bin_header(len(entry.data)), entry.data)
 
 
 def decode_entry(key: bytes, index: int, value: bytes) -> Entry:
