@@ -367,8 +367,7 @@ class RaftHost:
     async def process_once(self) -> None:
         """One group-commit round over every group touched since the last one."""
         dirty, self._dirty = self._dirty, set()
-        readies: list[tuple[Group, Ready]] = []
-        later: list[tuple[Group, list[Message]]] = []  # messages to send once the round is durable
+        readies: list[tuple[Group, Ready, list[Message]]] = []  # with the messages to send once durable
         sync = False
         for gid in dirty:
             group = self.groups.get(gid)
@@ -380,8 +379,7 @@ class RaftHost:
                 keeps_vote = self._keeps_term_and_vote(group, ready)
                 sync |= not keeps_vote or self._persists_log(ready)
                 self._stage(group, ready)
-                readies.append((group, ready))
-                later.append((group, self._send_early(group, ready) if keeps_vote else list(ready.messages)))
+                readies.append((group, ready, self._send_early(group, ready, keeps_vote)))
         if not readies:
             return
         taken = self.store.take()
@@ -395,17 +393,16 @@ class RaftHost:
                 self._fsync_s += (took - self._fsync_s) / 8
             self.store.finish(taken)
         # A group closed while the round was being written is gone: nothing of it is sent or applied.
-        readies = [(group, ready) for group, ready in readies if self.groups.get(group.gid) is group]
-        for group, messages in later:
-            if self.groups.get(group.gid) is group:
-                self._send(group, messages)
-        for group, ready in readies:
+        readies = [(g, ready, later) for g, ready, later in readies if self.groups.get(g.gid) is g]
+        for group, _, later in readies:
+            self._send(group, later)
+        for group, ready, _ in readies:
             self._apply(group, ready)
             group.raft.advance(ready)
             if group.raft.has_ready() or group.batcher.has_pending():
                 self._touch(group.gid)
         self.store.commit(sync=False)
-        for group, _ in readies:
+        for group, _, _ in readies:
             group.app.flushed()
 
     def _write_in_thread(self, taken: TakenBatch) -> bool:
@@ -439,9 +436,10 @@ class RaftHost:
         """Whether the Ready brings entries, a snapshot or membership: they must be synced."""
         return bool(ready.entries) or ready.snapshot is not None or ready.conf_state is not None
 
-    def _send_early(self, group: Group, ready: Ready) -> list[Message]:
-        """A leader sends its appends and heartbeats now; returns the messages that must wait."""
-        if not group.raft.is_leader or ready.snapshot is not None:
+    def _send_early(self, group: Group, ready: Ready, keeps_vote: bool) -> list[Message]:
+        """A leader whose round keeps its term and vote sends its appends and heartbeats now;
+        returns the messages that must wait until the round is durable."""
+        if not keeps_vote or not group.raft.is_leader or ready.snapshot is not None:
             return list(ready.messages)
         self._send(group, [m for m in ready.messages if m.type in EARLY_MESSAGE_TYPES])
         return [m for m in ready.messages if m.type not in EARLY_MESSAGE_TYPES]
