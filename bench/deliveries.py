@@ -14,11 +14,16 @@ import tempfile
 import time
 from collections.abc import Callable
 
+import msgpack
+
 from api.deliveries import json_deliveries, msgpack_deliveries
-from cluster.bodies import BodyStore, StoredMessage
+from cluster.bodies import StoredMessage
+from cluster.queue_replica import QueueReplica, encode_op
+from queue_state.arguments import QueueConfig
+from queue_state.commands import Enqueue, NewMessage
 from queue_state.effects import Delivery
 from raft_log.storage import NodeStore
-from raft_log.types import ConfState
+from raft_log.types import ConfState, Entry, EntryKind
 
 SIZES = (1024, 16384)
 ENCODINGS = ("utf8", "base64")
@@ -38,13 +43,17 @@ def measure(directory: str, count: int, size: int, encoding: str, rounds: int) -
     """Seconds to read `count` bodies of `size` bytes, and to read and encode them as JSON and as msgpack."""
     store = NodeStore.open(tempfile.mkdtemp(prefix="deliveries-", dir=directory))
     try:
-        bodies = BodyStore(store.create_group("bench", ConfState(voters=("n1",))))
+        group_log = store.create_group("bench", ConfState(voters=("n1",)))
+        replica = QueueReplica("bench", "bench", QueueConfig(), group_log)
         body = b"x" * size if encoding == "utf8" else os.urandom(size)
-        for message_id in range(count):
-            bodies.put(message_id, StoredMessage(body, {}, encoding))
+        messages = [StoredMessage(body, {}, encoding)] * count
+        enqueue = Enqueue(0, tuple(NewMessage(size) for _ in messages))
+        entry = Entry(1, 1, EntryKind.NORMAL, msgpack.packb([encode_op(enqueue, messages)]))
+        group_log.append([entry])
         store.commit(sync=False)
-        bodies.committed()
-        deliveries = [Delivery(message_id, 0, False, 0) for message_id in range(count)]
+        (enqueued,) = replica.apply(entry)
+        bodies = replica.bodies
+        deliveries = [Delivery(message_id, 0, False, 0) for message_id in enqueued.ids]
         read = best_seconds(lambda: bodies.with_bodies(deliveries), rounds)
         as_json = best_seconds(lambda: json_deliveries(bodies.with_bodies(deliveries)), rounds)
         as_msgpack = best_seconds(lambda: msgpack_deliveries(bodies.with_bodies(deliveries)), rounds)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from cluster.allocator import keep_freed_memory
 from cluster.config import ConfigError, load_config
 
 
@@ -50,6 +51,7 @@ def server(
     logging.basicConfig(
         level=log_level.upper(), format=f"%(asctime)s {config.node} %(levelname)s %(name)s: %(message)s"
     )
+    keep_freed_memory()
     asyncio.run(_run(config))
 
 

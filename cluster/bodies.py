@@ -1,12 +1,17 @@
-"""Message bodies of one queue replica, kept in the node's RocksDB next to the group's log.
+"""Message bodies of one queue replica.
 
-Writes are staged into the node's pending batch (made durable by the next group commit); a small
-write-through dict lets the leader read a body staged in this very round.
+A body is written once: it stays inside the committed log entry that enqueued it, and `LoggedBodies`
+says where. When the log is compacted, entries that still hold queued messages are kept below the
+compaction point, unless few of their messages are left: those bodies are copied to a record of their
+own (`b<id>` in the group's application key space) and the entry goes. Bodies that arrive in a leader's
+snapshot are stored as such records too. See docs/decisions/0003-bodies-in-the-log.md.
 """
 
 from __future__ import annotations
 
 import struct
+from bisect import bisect_right
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -17,6 +22,8 @@ from raft_log.storage import GroupLog
 
 _ID = struct.Struct(">Q")
 BODY_PREFIX = b"b"
+DECODED_ENTRY_BYTES = 16 * 1024 * 1024
+"""How much entry data the decoded operations of the newest entries read for bodies may stand for."""
 
 
 @dataclass(slots=True)
@@ -39,28 +46,114 @@ class _Identified(Protocol):
 M = TypeVar("M", bound=_Identified)
 
 
-def _key(message_id: int) -> bytes:
+def body_key(message_id: int) -> bytes:
+    """The application key of a body stored as a record of its own."""
     return BODY_PREFIX + _ID.pack(message_id)
 
 
+def body_id(key: bytes) -> int:
+    """The message id a body record's key names."""
+    return _ID.unpack(key[len(BODY_PREFIX) :])[0]
+
+
+@dataclass(slots=True)
+class LoggedBodies:
+    """The messages one committed entry enqueued (ids `first_id` .. `first_id + count - 1`), whose bodies
+    are still read from that entry."""
+
+    index: int
+    first_id: int
+    count: int
+    op_first_ids: list[int]  # the first id each enqueueing operation got, ascending
+    op_positions: list[int]  # that operation's position among the entry's operations
+    forgotten: bytearray  # one bit per message, set once its body is no longer needed
+
+    @property
+    def live(self) -> int:
+        """How many of these bodies are still needed."""
+        return self.count - int.from_bytes(self.forgotten, "little").bit_count()
+
+    def is_forgotten(self, message_id: int) -> bool:
+        """Whether the body of `message_id` (one of these) was forgotten."""
+        offset = message_id - self.first_id
+        return bool(self.forgotten[offset >> 3] & (1 << (offset & 7)))
+
+    def forget(self, message_id: int) -> None:
+        """Mark one of these bodies as no longer needed (again: no effect)."""
+        offset = message_id - self.first_id
+        self.forgotten[offset >> 3] |= 1 << (offset & 7)
+
+    def live_ids(self) -> Iterator[int]:
+        """The ids whose bodies are still needed."""
+        return (i for i in range(self.first_id, self.first_id + self.count) if not self.is_forgotten(i))
+
+    def locate(self, message_id: int) -> tuple[int, int]:
+        """(position of the operation in the entry, position of the message in that operation)."""
+        op = bisect_right(self.op_first_ids, message_id) - 1
+        return self.op_positions[op], message_id - self.op_first_ids[op]
+
+    def to_wire(self) -> list:
+        """This record as a snapshot carries it."""
+        forgotten = bytes(self.forgotten)
+        return [self.index, self.first_id, self.count, self.op_first_ids, self.op_positions, forgotten]
+
+    @classmethod
+    def from_wire(cls, wire: list) -> LoggedBodies:
+        """A record from `to_wire`."""
+        index, first_id, count, op_first_ids, op_positions, forgotten = wire
+        return cls(index, first_id, count, list(op_first_ids), list(op_positions), bytearray(forgotten))
+
+
 class BodyStore:
-    """Bodies by message id."""
+    """Bodies by message id: read from the log entries that carried them, or from their own records."""
 
     def __init__(self, group_log: GroupLog) -> None:
         self._log = group_log
-        self._staged: dict[int, bytes | None] = {}
+        self._logged: list[LoggedBodies] = []  # ascending by first_id (and so by entry index)
+        self._first_ids: list[int] = []
+        self._decoded: OrderedDict[int, tuple[int, list]] = OrderedDict()  # entry index -> (size, operations)
+        self._decoded_bytes = 0
 
-    def put(self, message_id: int, message: StoredMessage) -> None:
-        """Store a body under its id."""
-        value = msgpack.packb([message.body, message.headers, message.encoding])
-        self._log.app_put(_key(message_id), value)
-        self._staged[message_id] = value
+    # -- applying entries ---------------------------------------------------------------------------
 
-    def delete(self, ids: Iterable[int]) -> None:
+    def entry_decoded(self, index: int, size: int, ops: list) -> None:
+        """The operations of the entry at `index` (`size` bytes of data), decoded for applying it: later
+        body reads of its messages use them while they are among the newest."""
+        self._decoded[index] = (size, ops)
+        self._decoded_bytes += size
+        while self._decoded_bytes > DECODED_ENTRY_BYTES and len(self._decoded) > 1:
+            _, (dropped, _) = self._decoded.popitem(last=False)
+            self._decoded_bytes -= dropped
+
+    def logged(self, index: int, op_position: int, first_id: int, count: int) -> None:
+        """Operation `op_position` of the entry at `index` enqueued ids `first_id` .. `+ count - 1`; their
+        bodies are that operation's."""
+        if count == 0:
+            return
+        last = self._logged[-1] if self._logged else None
+        if last is not None and last.index == index:
+            last.op_first_ids.append(first_id)
+            last.op_positions.append(op_position)
+            grown = last.count + count
+            last.forgotten.extend(bytes((grown + 7) // 8 - len(last.forgotten)))
+            last.count = grown
+            return
+        if last is not None and first_id < last.first_id + last.count:
+            raise ValueError(f"ids from {first_id} are not after those of entry {last.index}")
+        forgotten = bytearray((count + 7) // 8)
+        self._logged.append(LoggedBodies(index, first_id, count, [first_id], [op_position], forgotten))
+        self._first_ids.append(first_id)
+
+    def forget(self, ids: Iterable[int]) -> None:
         """Forget bodies for good."""
         for message_id in ids:
-            self._log.app_delete(_key(message_id))
-            self._staged[message_id] = None
+            logged = self._logged_of(message_id)
+            if logged is None:
+                self._log.app_delete(body_key(message_id))
+                continue
+            logged.forget(message_id)
+
+    # -- reading ----------------------------------------------------------------------------------
 
     def get(self, message_id: int) -> StoredMessage | None:
         """A body, or None when it is not stored."""
@@ -68,11 +161,16 @@ class BodyStore:
 
     def get_many(self, ids: Iterable[int]) -> list[StoredMessage | None]:
         """The bodies of `ids` in order, None for any not stored (one pass for a batch of deliveries)."""
-        staged, app_get = self._staged, self._log.app_get
         found: list[StoredMessage | None] = []
         for message_id in ids:
-            value = staged[message_id] if message_id in staged else app_get(_key(message_id))
-            found.append(None if value is None else StoredMessage(*msgpack.unpackb(value, raw=False)))
+            logged = self._logged_of(message_id)
+            if logged is None:
+                value = self._log.app_get(body_key(message_id))
+                found.append(None if value is None else StoredMessage(*msgpack.unpackb(value, raw=False)))
+            elif logged.is_forgotten(message_id):
+                found.append(None)
+            else:
+                found.append(self._logged_body(logged, message_id))
         return found
 
     def with_bodies(self, items: Sequence[M]) -> list[tuple[M, StoredMessage]]:
@@ -81,18 +179,91 @@ class BodyStore:
         found = self.get_many(item.id for item in items)
         return [(item, stored) for item, stored in zip(items, found, strict=True) if stored is not None]
 
-    def committed(self) -> None:
-        """The staged writes are now in the database."""
-        self._staged.clear()
+    # -- compaction and snapshots -------------------------------------------------------------------
 
-    def items(self) -> Iterator[tuple[bytes, bytes]]:
-        """Every stored (key, value), for exporting a snapshot."""
+    def release_log(self, index: int) -> list[int]:
+        """The log is about to be compacted up to `index`: the entries to keep for their bodies.
+
+        An entry with no body left goes; one with fewer than half of its bodies left has them copied
+        to records of their own and goes too, so kept entries are at least half live. Entries are
+        dropped only here, in the same write as the snapshot that stops naming them."""
+        first_index = self._log.first_index()
+        keep: list[int] = []
+        remaining: list[LoggedBodies] = []
+        for logged in self._logged:
+            if logged.index > index:
+                remaining.append(logged)
+            elif logged.live * 2 >= logged.count:
+                remaining.append(logged)
+                keep.append(logged.index)
+            else:
+                self._copy_out(logged)
+                if logged.index < first_index:
+                    self._log.drop_kept(logged.index)
+        self._logged = remaining
+        self._first_ids = [logged.first_id for logged in remaining]
+        return keep
+
+    def snapshot_state(self) -> list:
+        """Where the bodies of the log are, for a local snapshot (the log itself stays on this node)."""
+        return [logged.to_wire() for logged in self._logged]
+
+    def restore_state(self, state: list) -> None:
+        """Take up a local snapshot's `snapshot_state` (the entries it names are in this node's log)."""
+        self._logged = [LoggedBodies.from_wire(wire) for wire in state]
+        self._first_ids = [logged.first_id for logged in self._logged]
+        self._decoded.clear()
+        self._decoded_bytes = 0
+
+    def exported_items(self) -> Iterator[tuple[bytes, bytes]]:
+        """Every body still needed as a (key, record) pair, for a follower that gets a snapshot instead of
+        the log."""
         yield from self._log.app_items(BODY_PREFIX)
+        for logged in self._logged:
+            yield from self._records(logged)
 
-    def replace_all(self, items: Iterable[tuple[bytes, bytes]]) -> None:
-        """Drop every body and store these instead (installing a leader's snapshot)."""
+    def replace_all(self, items: Iterable[tuple[bytes, bytes]], below_id: int) -> None:
+        """Drop every body and store these records instead, those with ids below `below_id` (installing a
+        leader's snapshot: the log that follows it brings the later ones)."""
         for key, _ in list(self._log.app_items(BODY_PREFIX)):
             self._log.app_delete(key)
         for key, value in items:
-            self._log.app_put(key, value)
-        self._staged.clear()
+            if body_id(key) < below_id:
+                self._log.app_put(key, value)
+        self.restore_state([])
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _logged_of(self, message_id: int) -> LoggedBodies | None:
+        at = bisect_right(self._first_ids, message_id) - 1
+        if at < 0:
+            return None
+        logged = self._logged[at]
+        return logged if message_id < logged.first_id + logged.count else None
+
+    def _logged_body(self, logged: LoggedBodies, message_id: int) -> StoredMessage:
+        return StoredMessage(*self._logged_fields(logged, message_id))
+
+    def _logged_fields(self, logged: LoggedBodies, message_id: int) -> list:
+        """`[body, headers, encoding]` as the entry carries them."""
+        op_position, position = logged.locate(message_id)
+        return self._ops(logged.index)[op_position][1][position]
+
+    def _ops(self, index: int) -> list:
+        decoded = self._decoded.get(index)
+        if decoded is not None:
+            self._decoded.move_to_end(index)
+            return decoded[1]
+        entry = self._log.kept_entry(index)
+        ops = msgpack.unpackb(entry.data, raw=False)
+        self.entry_decoded(index, len(entry.data), ops)
+        return ops
+
+    def _copy_out(self, logged: LoggedBodies) -> None:
+        for key, record in self._records(logged):
+            self._log.app_put(key, record)
+
+    def _records(self, logged: LoggedBodies) -> Iterator[tuple[bytes, bytes]]:
+        """The still-needed bodies of `logged` as (key, record) pairs, as records of their own store them."""
+        for message_id in logged.live_ids():
+            yield body_key(message_id), msgpack.packb(self._logged_fields(logged, message_id))

@@ -54,8 +54,9 @@ class MetadataApp:
         self.state = Metadata.restore(data)
         self._on_change()
 
-    def flushed(self) -> None:
-        """Nothing is cached between writes."""
+    def release_log(self, index: int) -> list[int]:
+        """The metadata needs no entry once it is snapshotted."""
+        return []
 
     def role_changed(self, is_leader: bool) -> None:
         """Remember whether this node leads the metadata group."""

@@ -1,8 +1,9 @@
 """One replica of a queue: the queue_state machine plus its bodies, applied entry by entry.
 
 An entry carries a batch of operations `[command_bytes, bodies]`; `bodies` accompanies an Enqueue as a
-list of `[body, headers, encoding]`, one per message. Effects are handed to the leader's services
-(deliveries, dead-letters, expiry); on followers they are only used to forget bodies.
+list of `[body, headers, encoding]`, one per message, and stays there (`BodyStore`). Effects are handed
+to the leader's services (deliveries, dead-letters, expiry); on followers they are only used to forget
+bodies.
 """
 
 from __future__ import annotations
@@ -75,12 +76,14 @@ class QueueReplica:
         if not isinstance(ops, list):
             log.error("queue %s: entry at index %d is not a command list; skipped", self.name, entry.index)
             return []
-        replies = [self._apply_op(op, entry.index) for op in ops]
+        if any(isinstance(op, list) and len(op) == 2 and op[1] is not None for op in ops):
+            self.bodies.entry_decoded(entry.index, len(entry.data), ops)
+        replies = [self._apply_op(op, entry.index, position) for position, op in enumerate(ops)]
         if self.is_leader and self.applied_listener is not None:
             self.applied_listener()
         return replies
 
-    def _apply_op(self, op: Any, index: int) -> Any:
+    def _apply_op(self, op: Any, index: int, position: int) -> Any:
         try:
             command = decode_command(op[0])
             if not _bodies_fit(command, op[1]):
@@ -89,41 +92,45 @@ class QueueReplica:
             log.error("queue %s: bad command at index %d: %s", self.name, index, exc)
             return None
         reply, effects = self.machine.apply(command)
-        if isinstance(reply, Enqueued) and op[1] is not None:
-            for message_id, (body, headers, encoding) in zip(reply.ids, op[1], strict=True):
-                self.bodies.put(message_id, StoredMessage(body, headers, encoding))
+        if isinstance(reply, Enqueued) and op[1] is not None and reply.ids:
+            self.bodies.logged(index, position, reply.ids[0], len(reply.ids))
         if self.is_leader and isinstance(command, Get) and command.auto_ack and isinstance(reply, Deliveries):
             reply = AutoAcked(self.bodies.with_bodies(reply.deliveries))
         if effects and self.is_leader and self.effect_sink is not None:
             self.effect_sink(effects)
         for effect in effects:
             if isinstance(effect, ForgetBodies):
-                self.bodies.delete(effect.ids)
+                self.bodies.forget(effect.ids)
         return reply
 
     def snapshot_data(self) -> bytes:
-        """The machine state only: bodies already live in the database."""
-        return msgpack.packb([list(self.machine.snapshot_chunks()), None])
+        """The machine state and where in the log the bodies are (the bodies stay in this node's log)."""
+        return msgpack.packb([list(self.machine.snapshot_chunks()), None, self.bodies.snapshot_state()])
+
+    def release_log(self, index: int) -> list[int]:
+        """The entries up to `index` that still hold bodies and stay stored."""
+        return self.bodies.release_log(index)
 
     def export_snapshot(self, stored: bytes) -> bytes:
-        """A stored snapshot plus every body this replica holds, for a follower that is far behind.
+        """A stored snapshot with every body this replica holds, for a follower that is far behind.
 
-        Bodies are taken as of now (at or after the snapshot's index); the follower replays the log
-        from the snapshot's index, which re-stores and forgets bodies exactly as the leader did.
+        Bodies are taken as of now (at or after the snapshot's index); the follower keeps those the
+        snapshot's machine knows and replays the log from the snapshot's index, which brings and
+        forgets bodies exactly as on the leader.
         """
-        chunks, _ = msgpack.unpackb(stored, raw=False)
-        return msgpack.packb([chunks, list(self.bodies.items())])
+        chunks = msgpack.unpackb(stored, raw=False)[0]
+        return msgpack.packb([chunks, list(self.bodies.exported_items())])
 
     def restore(self, data: bytes) -> None:
-        """Install a snapshot (local, or exported by a leader with bodies)."""
-        chunks, bodies = msgpack.unpackb(data, raw=False)
+        """Install a snapshot: a local one, or one a leader exported with bodies."""
+        snapshot = msgpack.unpackb(data, raw=False)
+        chunks, bodies = snapshot[0], snapshot[1]
         self.machine = QueueMachine.restore(chunks)
         if bodies is not None:
-            self.bodies.replace_all((bytes(k), bytes(v)) for k, v in bodies)
-
-    def flushed(self) -> None:
-        """The node's pending writes reached the database."""
-        self.bodies.committed()
+            exported = ((bytes(key), bytes(value)) for key, value in bodies)
+            self.bodies.replace_all(exported, below_id=self.machine.next_id)
+        else:
+            self.bodies.restore_state(snapshot[2] if len(snapshot) > 2 else [])
 
     def role_changed(self, is_leader: bool) -> None:
         """Start or stop acting on effects."""

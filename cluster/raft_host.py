@@ -35,7 +35,7 @@ from cluster.proposals import ProposalBatcher, ProposalFailed
 from cluster.transport import KIND_CONTROL, KIND_RAFT, Transport
 from raft_log.confchange import ConfChange, apply_conf_change, decode_conf_change
 from raft_log.core import Config, NotLeaderError, ProposalDroppedError, RaftNode
-from raft_log.messages import Message, MessageDecodeError, MessageType, decode_message, encode_message
+from raft_log.messages import Message, MessageDecodeError, MessageType, decode_message, encode_message_parts
 from raft_log.ready import Ready
 from raft_log.storage import GroupLog, NodeStore, TakenBatch
 from raft_log.types import ConfState, Entry, EntryKind, Snapshot
@@ -75,8 +75,9 @@ class GroupApp(Protocol):
         """What to send a follower for a stored snapshot (e.g. with message bodies added)."""
         ...
 
-    def flushed(self) -> None:
-        """The node's pending writes, including those of the last apply, reached the database."""
+    def release_log(self, index: int) -> list[int]:
+        """The log is about to be compacted up to `index`: the entries the application still reads and
+        that must stay stored (`GroupLog.compact`); it moves anything else it needs out of them first."""
         ...
 
 
@@ -402,8 +403,6 @@ class RaftHost:
             if group.raft.has_ready() or group.batcher.has_pending():
                 self._touch(group.gid)
         self.store.commit(sync=False)
-        for group, _, _ in readies:
-            group.app.flushed()
 
     def _write_in_thread(self, taken: TakenBatch) -> bool:
         """A synced write goes to the worker thread when fsyncs have been slow or the batch is large;
@@ -420,7 +419,7 @@ class RaftHost:
 
     def _send(self, group: Group, messages: list[Message] | tuple[Message, ...]) -> None:
         for message in messages:
-            if not self.transport.send(message.to, group.gid, KIND_RAFT, encode_message(message)):
+            if not self.transport.send(message.to, group.gid, KIND_RAFT, *encode_message_parts(message)):
                 self.dropped_messages += 1
 
     @staticmethod
@@ -499,8 +498,9 @@ class RaftHost:
 
     def _snapshot(self, group: Group) -> None:
         """A local snapshot at the applied index, with the membership in force there."""
+        if group.previous_snapshot_index > 0:  # the previous snapshot allows it; the same write holds both
+            previous = group.previous_snapshot_index
+            group.log.compact(previous, group.app.release_log(previous))
         group.log.create_snapshot(group.applied, group.conf, group.app.snapshot_data())
-        if group.previous_snapshot_index > 0:
-            group.log.compact(group.previous_snapshot_index)
         group.previous_snapshot_index = group.snapshot_index
         group.snapshot_index = group.applied

@@ -61,9 +61,9 @@ def _frame(*payload: bytes) -> bytes:
     return b"".join((FRAME_HEADER.pack(sum(map(len, payload))), *payload))
 
 
-def _kind_and_body_frame(kind: int, body: bytes) -> bytes:
-    """The frame of the msgpack array `[kind, body]`, built with a single copy of `body`."""
-    return _frame(array_header(2) + msgpack.packb(kind) + bin_header(len(body)), body)
+def _kind_and_body_frame(kind: int, *body: bytes) -> bytes:
+    """The frame of the msgpack array `[kind, body]` (`body` given in parts), copying the body once."""
+    return _frame(array_header(2) + msgpack.packb(kind) + bin_header(sum(map(len, body))), *body)
 
 
 def _has_room(writer: asyncio.StreamWriter) -> bool:
@@ -165,12 +165,13 @@ class Transport:
         """Known peers and whether an outbound connection to each is up."""
         return {name: peer.connected for name, peer in self._peers.items()}
 
-    def send(self, to: str, group: str, kind: int, body: bytes) -> bool:
-        """Queue a frame for a peer; False when the peer is unknown or its queue is full."""
+    def send(self, to: str, group: str, kind: int, *body: bytes) -> bool:
+        """Queue a frame for a peer (`body` may come in parts); False when the peer is unknown or its
+        queue is full."""
         peer = self._peers.get(to)
         if peer is None or peer.queued >= MAX_QUEUED_PER_PEER:
             return False
-        frame = _kind_and_body_frame(kind, body)
+        frame = _kind_and_body_frame(kind, *body)
         writer = peer.writer
         if not peer.queued and writer is not None and _has_room(writer):
             writer.write(frame)  # nothing waits and the socket keeps up: no need to queue

@@ -78,6 +78,11 @@ class QueueMachine:
         self._expiry_signalled = False
 
     @property
+    def next_id(self) -> int:
+        """The id the next enqueued message gets: every id below it has been handed out."""
+        return self._next_id
+
+    @property
     def config(self) -> QueueConfig:
         return self._config
 

@@ -13,6 +13,7 @@ from typing import Any
 import msgpack
 
 from raft_log.errors import MessageDecodeError
+from raft_log.msgpack_parts import array_header, bin_header
 from raft_log.types import ConfState, Entry, EntryKind, GroupId, NodeId, SnapshotMeta
 
 WIRE_VERSION = 1
@@ -66,32 +67,34 @@ class Message:
 
 def encode_message(msg: Message) -> bytes:
     """The msgpack bytes of `msg`."""
+    return b"".join(encode_message_parts(msg))
+
+
+def encode_message_parts(msg: Message) -> list[bytes]:
+    """The msgpack encoding of `msg` in parts to be joined: entry data and the snapshot chunk are parts
+    of their own, so a frame holding them copies each once (and one entry list serves every follower)."""
     snapshot = None
     if msg.snapshot is not None:
         meta = msg.snapshot
         snapshot = [meta.index, meta.term, list(meta.conf.voters), list(meta.conf.learners)]
-    return msgpack.packb(
-        [
-            WIRE_VERSION,
-            int(msg.type),
-            msg.group,
-            msg.frm,
-            msg.to,
-            msg.term,
-            msg.log_term,
-            msg.index,
-            [[e.index, e.term, int(e.kind), e.data] for e in msg.entries],
-            msg.commit,
-            msg.reject,
-            msg.reject_hint,
-            snapshot,
-            msg.chunk_offset,
-            msg.chunk_data,
-            msg.chunk_done,
-            msg.context,
-        ],
-        use_bin_type=True,
-    )
+    head = (WIRE_VERSION, int(msg.type), msg.group, msg.frm, msg.to, msg.term, msg.log_term, msg.index)
+    parts = [array_header(17) + _items(head) + array_header(len(msg.entries))]
+    for entry in msg.entries:
+        numbers = _items((entry.index, entry.term, int(entry.kind)))
+        parts += (_ENTRY_HEADER + numbers + bin_header(len(entry.data)), entry.data)
+    middle = (msg.commit, msg.reject, msg.reject_hint, snapshot, msg.chunk_offset)
+    parts += (_items(middle) + bin_header(len(msg.chunk_data)), msg.chunk_data)
+    parts.append(_items((msg.chunk_done, msg.context)))
+    return parts
+
+
+def _items(values: tuple) -> bytes:
+    """The msgpack encodings of up to 15 values, one after the other (a packed array without its
+    one-byte header: one call instead of one per value)."""
+    return msgpack.packb(values, use_bin_type=True)[1:]
+
+
+_ENTRY_HEADER = array_header(4)
 
 
 def decode_message(data: bytes) -> Message:

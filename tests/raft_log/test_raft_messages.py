@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from raft_log.errors import MessageDecodeError
-from raft_log.messages import Message, MessageType, decode_message, encode_message
+from raft_log.messages import Message, MessageType, decode_message, encode_message, encode_message_parts
 from raft_log.types import ConfState, Entry, EntryKind, SnapshotMeta
 
 counters = st.integers(min_value=0, max_value=2**63 - 1)
@@ -46,6 +46,14 @@ messages = st.builds(
 @given(messages)
 def test_every_message_round_trips_through_the_wire_format(msg: Message) -> None:
     assert decode_message(encode_message(msg)) == msg
+
+
+@given(messages)
+def test_the_encoding_built_in_parts_is_msgpacks_own_and_keeps_entry_data_uncopied(msg: Message) -> None:
+    parts = encode_message_parts(msg)
+    encoded = b"".join(parts)
+    assert msgpack.packb(msgpack.unpackb(encoded, raw=False), use_bin_type=True) == encoded
+    assert all(any(part is entry.data for part in parts) for entry in msg.entries)
 
 
 @given(st.binary())

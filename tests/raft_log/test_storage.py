@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -97,6 +98,26 @@ def flipped(db_path: Path, key: bytes) -> bytes:
     finally:
         db.close()
     return value[:-1] + bytes([value[-1] ^ 0x5A])
+
+
+# -- direct I/O -------------------------------------------------------------------------------------------
+
+
+TMPFS = Path("/dev/shm")
+
+
+@pytest.mark.skipif(not TMPFS.is_dir(), reason="no tmpfs at /dev/shm")
+def test_flushes_work_with_direct_io_on_disk_and_on_tmpfs(tmp_path):
+    """Older kernels refuse O_DIRECT on tmpfs (the probe then turns it off); newer ones take it."""
+    assert storage_module.supports_direct_io(tmp_path) is True  # ext4 here, as on the CI machines
+    with tempfile.TemporaryDirectory(dir=TMPFS) as directory:
+        for path in (tmp_path / "node.db", Path(directory) / "node.db"):
+            store = NodeStore.open(path)
+            committed_group(store, upto=3)
+            store._db.flush()  # a flush writes with O_DIRECT when the probe allowed it
+            store = reopen(store, path)
+            assert store.group("q1").entries(1, 4) == entries(1, 4, 1)
+            store.close()
 
 
 # -- groups -------------------------------------------------------------------------------------------
@@ -318,6 +339,52 @@ def test_compact_beyond_the_snapshot_is_refused_and_repeating_it_changes_nothing
     group.compact(3)
     group.compact(2)
     assert (group.first_index(), group.term(3)) == (4, 1)
+
+
+def test_compact_keeps_the_named_entries_readable_below_the_log_across_reopen(store, db_path):
+    group = committed_group(store, upto=10, commit=10)
+    group.create_snapshot(8, CONF, b"s")
+    group.compact(8, keep=[2, 5, 6, 9])  # 9 is beyond the compaction point: it stays in the log anyway
+    store.commit()
+    assert stored_entry_indexes(db_path, "q1") == [2, 5, 6, 9, 10]
+    store = reopen(store, db_path)
+    group = store.group("q1")
+    assert (group.first_index(), group.last_index()) == (9, 10)
+    with pytest.raises(CompactedError):
+        group.entries(5, 6)
+    assert [group.kept_entry(i) for i in (2, 5, 6, 9)] == [entries(i, i + 1, 1)[0] for i in (2, 5, 6, 9)]
+    store.close()
+
+
+def test_a_later_compaction_leaves_earlier_kept_entries_alone_until_they_are_dropped(store, db_path):
+    group = committed_group(store, upto=10, commit=10)
+    group.create_snapshot(4, CONF, b"s")
+    group.compact(4, keep=[2])
+    group.create_snapshot(8, CONF, b"s")
+    group.compact(8, keep=[7])
+    store.commit()
+    assert stored_entry_indexes(db_path, "q1") == [2, 7, 9, 10]
+    group.drop_kept(2)
+    store.commit()
+    assert stored_entry_indexes(db_path, "q1") == [7, 9, 10]
+    with pytest.raises(CorruptionError, match="kept entry missing"):
+        group.kept_entry(2)
+    with pytest.raises(ValueError, match="not kept"):
+        group.drop_kept(9)
+
+
+def test_a_damaged_kept_entry_is_reported_as_corruption(store, db_path):
+    group = committed_group(store, upto=6, commit=6)
+    group.create_snapshot(4, CONF, b"s")
+    group.compact(4, keep=[3])
+    store.commit()
+    key = GroupKeys("q1").entry(3)
+    store.close()
+    raw_write(db_path, {key: flipped(db_path, key)})
+    store = NodeStore.open(db_path)  # opening checks the log, not what is kept below it
+    with pytest.raises(CorruptionError, match="index 3"):
+        store.group("q1").kept_entry(3)
+    store.close()
 
 
 def test_append_of_entries_below_the_compaction_point_keeps_only_the_new_ones(store):

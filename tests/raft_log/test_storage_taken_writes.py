@@ -26,6 +26,15 @@ def open_with_group(path: Path) -> tuple[NodeStore, GroupLog]:
     return store, group
 
 
+def app_values_after_reopen(path: Path, *keys: bytes) -> tuple[bytes | None, ...]:
+    """Group "g"'s application values for `keys`, read from the store reopened at `path`."""
+    reopened = NodeStore.open(path)
+    try:
+        return tuple(reopened.group("g").app_get(key) for key in keys)
+    finally:
+        reopened.close()
+
+
 def assert_waits_for(taken: TakenBatch, store: NodeStore, waiter: threading.Thread) -> None:
     """`waiter` blocks, whatever the threads' timing, until `taken` is written; then it ends."""
     waiter.start()
@@ -65,9 +74,7 @@ def test_writes_reach_the_database_in_the_order_they_were_taken(tmp_path: Path) 
     assert group.app_get(b"k") == b"second"
     store.finish(second)
     store.close()
-    reopened = NodeStore.open(tmp_path / "db")
-    assert reopened.group("g").app_get(b"k") == b"second"
-    reopened.close()
+    assert app_values_after_reopen(tmp_path / "db", b"k") == (b"second",)
 
 
 def test_finishing_an_older_write_keeps_what_was_staged_since(tmp_path: Path) -> None:
@@ -93,9 +100,7 @@ def test_a_synchronous_commit_waits_for_a_write_taken_before_it(tmp_path: Path) 
     assert_waits_for(taken, store, threading.Thread(target=store.commit))
     store.finish(taken)
     store.close()
-    reopened = NodeStore.open(tmp_path / "db")
-    assert (reopened.group("g").app_get(b"a"), reopened.group("g").app_get(b"b")) == (b"1", b"2")
-    reopened.close()
+    assert app_values_after_reopen(tmp_path / "db", b"a", b"b") == (b"1", b"2")
 
 
 def test_close_waits_for_a_taken_write(tmp_path: Path) -> None:
@@ -104,9 +109,7 @@ def test_close_waits_for_a_taken_write(tmp_path: Path) -> None:
     taken = store.take()
     assert taken is not None
     assert_waits_for(taken, store, threading.Thread(target=store.close))
-    reopened = NodeStore.open(tmp_path / "db")
-    assert reopened.group("g").app_get(b"k") == b"v"
-    reopened.close()
+    assert app_values_after_reopen(tmp_path / "db", b"k") == (b"v",)
 
 
 def test_a_failed_write_leaves_the_store_unusable(tmp_path: Path) -> None:
