@@ -25,21 +25,22 @@ async def list_nodes(request: web.Request) -> web.StreamResponse:
 
 
 async def health(request: web.Request) -> web.StreamResponse:
-    """GET /api/health: 200 once the node sees a metadata leader and is registered, else 503."""
+    """GET /api/health: 200 once `Node.readiness` is ok (leader known, registered, users known), else 503."""
     node: Node = request.app["node"]
     assert node.host is not None
     groups = node.host.groups
     without_quorum = sorted(gid for gid in groups if gid != META_GROUP and node.host.leader_of(gid) is None)
+    status = node.readiness()
     body = {
         "node": node.name,
-        "status": "ok" if node.is_ready() else "no_quorum",
+        "status": status,
         "metadata_leader": node.meta_leader(),
         "groups_hosted": len(groups),
         "groups_led": sum(1 for g in groups.values() if g.raft.is_leader),
         "groups_without_leader": without_quorum,
         "queues": len(node.meta.state.queues),
     }
-    return web.json_response(body, status=200 if node.is_ready() else 503)
+    return web.json_response(body, status=200 if status == "ok" else 503)
 
 
 async def metrics(request: web.Request) -> web.StreamResponse:

@@ -295,9 +295,14 @@ class Node:
         conf = self.host.groups[META_GROUP].raft.status().conf
         return name in self.meta.state.nodes and name in (*conf.voters, *conf.learners)
 
-    def is_ready(self) -> bool:
-        """True once a metadata leader is known and this node's addresses are registered."""
-        return self.meta_leader() is not None and self.name in self.meta.state.nodes
+    def readiness(self) -> str:
+        """`ok` once a metadata leader is known, this node's addresses are registered and the user
+        table is initialised (before that every login is answered 503); else `no_quorum` or
+        `initialising`."""
+        state = self.meta.state
+        if self.meta_leader() is None:
+            return "no_quorum"
+        return "ok" if self.name in state.nodes and state.users_initialised else "initialising"
 
     def meta_leader(self) -> str | None:
         """The node leading the metadata group, when known."""

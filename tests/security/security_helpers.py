@@ -13,6 +13,7 @@ from api.client_auth import basic_header
 from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER
 
 ADMIN = basic_header(HARNESS_USER, HARNESS_PASSWORD)
+NO_GUEST = {"QUORUMQ_LOOPBACK_GUEST": "false"}
 PATH_VALUES = {"{q}": "sec-q", "{tag}": "t1", "{node}": "node1", "{user}": "someone"}
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import base64
+import os
+import time
 
 import pytest
-from security_helpers import ADMIN, call, concrete, eventually_status, protected_routes
+from security_helpers import ADMIN, NO_GUEST, call, concrete, eventually_status, protected_routes
 
 from api.client_auth import basic_header
-from cli.node_processes import ProcessCluster
+from cli.node_processes import READY_TIMEOUT_S, ProcessCluster, plan_cluster
 from cluster.peer_auth import NODE_AUTH_HEADER, sign_assertion
 
 
@@ -24,6 +26,25 @@ async def test_every_protected_route_answers_401_without_credentials(secured: Pr
 async def test_health_is_public(secured: ProcessCluster) -> None:
     answer = await call("GET", secured.urls[0] + "/api/health")
     assert answer.status == 200 and answer.body["status"] == "ok"
+
+
+async def test_a_node_is_healthy_only_once_it_can_check_passwords(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    nodes = plan_cluster(3, tmp_path)
+    for node in nodes:
+        node.env = {**os.environ, **NO_GUEST}
+        node.start()
+    try:
+        waiting, deadline = list(nodes), time.monotonic() + READY_TIMEOUT_S
+        while waiting:  # the first moment each node says healthy, a login must already work there
+            assert time.monotonic() < deadline, f"never healthy: {[n.name for n in waiting]}"
+            for node in list(waiting):
+                if node.healthy():
+                    answer = await call("GET", node.url + "/api/whoami", authorization=ADMIN)
+                    assert answer.status == 200, (node.name, answer.body)
+                    waiting.remove(node)
+    finally:
+        for node in nodes:
+            node.stop()
 
 
 async def test_unknown_routes_need_credentials_before_they_are_404(secured: ProcessCluster) -> None:
