@@ -132,6 +132,11 @@ class Principal:
         """Full rights (the loopback guest, a node acting on its own behalf)."""
         return cls(name, True, FULL_ACCESS, FULL_ACCESS, FULL_ACCESS)
 
+    def lists(self, queue: str) -> bool:
+        """Whether `GET /api/queues` shows `queue` to this principal: administrators see every queue,
+        other users those they hold any permission on."""
+        return self.administrator or self.may(Access.ANY_QUEUE_PERMISSION, queue)
+
     def may(self, access: Access, queue: str | None) -> bool:
         """Whether this principal passes `access` (on `queue` for per-queue rules)."""
         if access in (Access.PUBLIC, Access.METRICS, Access.AUTHENTICATED):

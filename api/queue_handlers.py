@@ -10,6 +10,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from api.auth import principal
 from api.deliveries import deliveries_response
 from api.errors import ApiError
 from api.forwarding import client_node, on_meta_leader, on_queue_leader
@@ -130,9 +131,11 @@ async def get_queue(request: web.Request, service: QueueService) -> web.StreamRe
 
 
 async def list_queues(request: web.Request) -> web.StreamResponse:
-    """GET /api/queues: local replicas answer for themselves, other queues are asked of their leader."""
+    """GET /api/queues: the queues the caller may see (`Principal.lists`); local replicas answer for
+    themselves, other queues are asked of their leader."""
     node: Node = request.app["node"]
-    names = sorted(node.meta.state.queues)
+    caller = principal(request)
+    names = sorted(name for name in node.meta.state.queues if caller.lists(name))
     results = await asyncio.gather(*(_queue_anywhere(request, node, n) for n in names))
     return web.json_response([r for r in results if r is not None])
 

@@ -82,6 +82,19 @@ async def test_write_permission_allows_publishing_and_nothing_else(users: Proces
     assert other.status == 403
 
 
+async def test_the_queue_list_shows_each_user_only_the_queues_it_holds_a_permission_on(
+    users: ProcessCluster,
+) -> None:
+    async def listed(authorization: str) -> set[str]:
+        answer = await call("GET", users.urls[1] + "/api/queues", authorization=authorization)
+        assert answer.status == 200, answer.body
+        return {queue["name"] for queue in answer.body}
+
+    assert await listed(ALICE) == {"alice-q"}
+    assert await listed(WRITER) == {"shared"}
+    assert {"alice-q", "shared", "other"} <= await listed(ADMIN)
+
+
 async def test_user_management_refuses_removing_yourself_the_last_administrator_and_the_guest(
     users: ProcessCluster,
 ) -> None:
