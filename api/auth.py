@@ -25,6 +25,7 @@ from types import SimpleNamespace
 import aiohttp
 from aiohttp import web
 
+from api.app_keys import NODE, PASSWORD_CHECKER
 from api.errors import error_response
 from api.tokens import verify_token
 from cluster.config import ConfigError
@@ -208,7 +209,7 @@ def route_access(request: web.Request) -> Access:
 
 async def authenticate(request: web.Request) -> Principal | None:
     """The caller's principal, or None when no credentials came; raises Unauthenticated when wrong."""
-    node: Node = request.app["node"]
+    node: Node = request.app[NODE]
     asserted = request.headers.get(NODE_AUTH_HEADER)
     if asserted is not None:
         name = verify_assertion(node.config.cluster_secret, asserted, request.method, request.path)
@@ -248,7 +249,7 @@ async def _basic(request: web.Request, node: Node, value: str) -> Principal:
         return Principal.superuser(GUEST)
     state = node.meta.state
     record = state.users.get(name)
-    if record is None or not await request.app["password_checker"].check(record, password):
+    if record is None or not await request.app[PASSWORD_CHECKER].check(record, password):
         if not state.users_initialised:
             raise Unauthenticated("the user table is not initialised yet", status=503)
         raise Unauthenticated("wrong user name or password")
@@ -301,7 +302,7 @@ def _unauthorised(reason: str, status: int) -> web.Response:
 async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Authenticate the caller and check the route's access rule before the handler runs."""
     access = route_access(request)
-    if access is Access.PUBLIC or (access is Access.METRICS and request.app["node"].config.metrics_public):
+    if access is Access.PUBLIC or (access is Access.METRICS and request.app[NODE].config.metrics_public):
         return await handler(request)
     try:
         caller = await authenticate(request)
@@ -324,7 +325,7 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
 
 async def bootstrap_users(app: web.Application):  # type: ignore[no-untyped-def]
     """Cleanup context: the metadata leader creates the configured bootstrap user once per cluster."""
-    config = app["node"].config
+    config = app[NODE].config
     if config.bootstrap_user:
         try:
             check_user_name(config.bootstrap_user)
@@ -333,8 +334,8 @@ async def bootstrap_users(app: web.Application):  # type: ignore[no-untyped-def]
             raise ConfigError(f"bootstrap user: {exc}") from exc
         if config.bootstrap_user == GUEST:
             raise ConfigError("bootstrap user: 'guest' is the built-in loopback user")
-    app["password_checker"] = PasswordChecker()
-    task = asyncio.get_running_loop().create_task(_bootstrap_loop(app["node"]))
+    app[PASSWORD_CHECKER] = PasswordChecker()
+    task = asyncio.get_running_loop().create_task(_bootstrap_loop(app[NODE]))
     yield
     task.cancel()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from api.app_keys import METRICS, NODE
 from cluster.node import META_GROUP, Node
 
 
@@ -16,7 +17,7 @@ def _node_status(node: Node, name: str) -> str:
 
 async def list_nodes(request: web.Request) -> web.StreamResponse:
     """GET /api/nodes: every member with its addresses and whether this node reaches it."""
-    node: Node = request.app["node"]
+    node: Node = request.app[NODE]
     nodes = [
         {"name": info.name, "http": info.http, "raft": info.raft, "status": _node_status(node, info.name)}
         for info in sorted(node.meta.state.nodes.values(), key=lambda i: i.name)
@@ -26,7 +27,7 @@ async def list_nodes(request: web.Request) -> web.StreamResponse:
 
 async def health(request: web.Request) -> web.StreamResponse:
     """GET /api/health: 200 once `Node.readiness` is ok (leader known, registered, users known), else 503."""
-    node: Node = request.app["node"]
+    node: Node = request.app[NODE]
     assert node.host is not None
     groups = node.host.groups
     without_quorum = sorted(gid for gid in groups if gid != META_GROUP and node.host.leader_of(gid) is None)
@@ -45,5 +46,5 @@ async def health(request: web.Request) -> web.StreamResponse:
 
 async def metrics(request: web.Request) -> web.StreamResponse:
     """GET /metrics: Prometheus text format."""
-    payload = generate_latest(request.app["metrics"].registry)
+    payload = generate_latest(request.app[METRICS].registry)
     return web.Response(body=payload, headers={"Content-Type": CONTENT_TYPE_LATEST})

@@ -7,6 +7,7 @@ import uuid
 
 from aiohttp import web
 
+from api.app_keys import METRICS, NODE
 from api.deliveries import deliveries_response
 from api.durable_handlers import cancel_durable, is_durable, register_durable
 from api.errors import ApiError
@@ -44,7 +45,7 @@ async def register_consumer(request: web.Request, service: QueueService) -> web.
     if since is not None:
         session.since_ms, session.prefetch = since, prefetch
         return web.json_response({"consumer": tag}, status=201)
-    reply = await request.app["node"].submit(service, Checkout(now, tag, prefetch, priority, timeout))
+    reply = await request.app[NODE].submit(service, Checkout(now, tag, prefetch, priority, timeout))
     if isinstance(reply, Failure):
         service.sessions.close(tag)
         raise ApiError(400, reply.code, reply.reason)
@@ -76,7 +77,7 @@ async def deliveries(request: web.Request, service: QueueService) -> web.StreamR
     else:
         taken = await poll(session, max(limit, 1), wait)
     service.sessions.touch(tag, service.now_ms())
-    request.app["metrics"].delivered.labels(service.name).inc(len(taken))
+    request.app[METRICS].delivered.labels(service.name).inc(len(taken))
     return deliveries_response(request, service.replica.bodies.with_bodies(taken))
 
 
@@ -90,7 +91,7 @@ async def _read_since(
         room = min(limit, session.prefetch - len(service.replica.machine.checked_out(session.tag)))
         if room > 0:
             command = Get(service.now_ms(), session.tag, room, False, session.since_ms)
-            reply = await request.app["node"].submit(service, command)
+            reply = await request.app[NODE].submit(service, command)
             if isinstance(reply, Deliveries) and reply.deliveries:
                 return list(reply.deliveries)
         remaining = deadline - time.monotonic()
@@ -114,7 +115,7 @@ async def cancel_consumer(request: web.Request, service: QueueService) -> web.St
     if is_durable(service, tag):
         return await cancel_durable(request, service, tag)
     session = _session(service, tag)
-    reply = await request.app["node"].submit(service, Cancel(service.now_ms(), tag))
+    reply = await request.app[NODE].submit(service, Cancel(service.now_ms(), tag))
     service.sessions.close(tag)
     if isinstance(reply, Failure) and session.since_ms is None:
         raise ApiError(404, reply.code, reply.reason)

@@ -10,6 +10,7 @@ from typing import Any
 
 from aiohttp import web
 
+from api.app_keys import NODE
 from api.deliveries import deliveries_response
 from api.errors import ApiError
 from api.forwarding import on_queue_leader
@@ -33,7 +34,7 @@ def _position_json(position: DurablePosition, name: str) -> dict[str, Any]:
 
 
 async def _submit(request: web.Request, service: QueueService, command: Command) -> DurablePosition:
-    reply = await request.app["node"].submit(service, command)
+    reply = await request.app[NODE].submit(service, command)
     if isinstance(reply, Failure):
         status = {"unknown_consumer": 404, "name_in_use": 409, "beyond_sequence": 409}.get(reply.code, 400)
         raise ApiError(status, reply.code, reply.reason)
@@ -100,7 +101,7 @@ async def read_log(request: web.Request, service: QueueService) -> web.StreamRes
     if end - start > MAX_POLL:
         raise bad(f"at most {MAX_POLL} deliveries per read")
     if not any(info.name == name and end <= info.end for info in service.replica.machine.durable_consumers()):
-        await request.app["node"].submit(service, Tick(service.now_ms()))  # apply all that is committed
+        await request.app[NODE].submit(service, Tick(service.now_ms()))  # apply all that is committed
     if not is_durable(service, name):
         raise ApiError(404, "not_found", f"no durable consumer '{name}' on queue '{service.name}'")
     try:
@@ -118,7 +119,7 @@ async def read_log(request: web.Request, service: QueueService) -> web.StreamRes
 
 async def cancel_durable(request: web.Request, service: QueueService, name: str) -> web.Response:
     """DELETE /api/queues/{q}/consumers/{c} for a durable consumer: its deliveries return to the queue."""
-    reply = await request.app["node"].submit(service, Cancel(service.now_ms(), name))
+    reply = await request.app[NODE].submit(service, Cancel(service.now_ms(), name))
     if isinstance(reply, Failure):
         raise ApiError(404, reply.code, reply.reason)
     return web.Response(status=204)

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
+from api.app_keys import NODE
 from cluster.errors import BadRequest, NodeError, NotLeader, QueueConflict, QueueNotFound
 from queue_state.commands import InvalidCommand
 
@@ -46,7 +47,7 @@ def node_error_response(request: web.Request, exc: NodeError) -> web.Response:
     status = _NODE_ERRORS.get(type(exc), 500)
     extra: dict[str, object] = {}
     if isinstance(exc, NotLeader) and exc.leader:
-        extra = {"leader": exc.leader, "leader_http": request.app["node"].node_http(exc.leader)}
+        extra = {"leader": exc.leader, "leader_http": request.app[NODE].node_http(exc.leader)}
     return error_response(status, exc.code, exc.reason, **extra)
 
 

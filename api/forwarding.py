@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 import aiohttp
 from aiohttp import web
 
+from api.app_keys import FORWARD_SESSION, NODE
 from api.validation import queue_name
 from cluster.errors import NotLeader, QueueNotFound
 from cluster.node import Node
@@ -29,12 +30,12 @@ QueueHandler = Callable[[web.Request, QueueService], Awaitable[web.StreamRespons
 
 def client_node(request: web.Request) -> str:
     """The node the client first talked to (for client-local leader placement)."""
-    return request.headers.get(CLIENT_NODE_HEADER) or request.app["node"].name
+    return request.headers.get(CLIENT_NODE_HEADER) or request.app[NODE].name
 
 
 async def forward(request: web.Request, target: str | None) -> web.StreamResponse:
     """Proxy the request to `target`, or answer 503 when that is impossible."""
-    node: Node = request.app["node"]
+    node: Node = request.app[NODE]
     hops = int(request.headers.get(HOPS_HEADER, "0") or 0)
     url = node.node_http(target)
     if target is None or url is None or hops >= MAX_HOPS:
@@ -45,7 +46,7 @@ async def forward(request: web.Request, target: str | None) -> web.StreamRespons
         "Content-Type": request.headers.get("Content-Type", "application/json"),
         "Accept": request.headers.get("Accept", "application/json"),
     }
-    session: aiohttp.ClientSession = request.app["forward_session"]
+    session: aiohttp.ClientSession = request.app[FORWARD_SESSION]
     try:
         async with session.request(
             request.method, url + request.path_qs, data=await request.read(), headers=headers
@@ -61,7 +62,7 @@ def on_queue_leader(handler: QueueHandler) -> Callable[[web.Request], Awaitable[
 
     @functools.wraps(handler)
     async def serve(request: web.Request) -> web.StreamResponse:
-        node: Node = request.app["node"]
+        node: Node = request.app[NODE]
         name = queue_name(request)
         try:
             leader = node.queue_leader(name)
@@ -83,7 +84,7 @@ def on_meta_leader(
 
     @functools.wraps(handler)
     async def serve(request: web.Request) -> web.StreamResponse:
-        node: Node = request.app["node"]
+        node: Node = request.app[NODE]
         leader = node.meta_leader()
         if leader != node.name:
             return await forward(request, leader)

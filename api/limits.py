@@ -18,6 +18,7 @@ from typing import Any
 import msgpack
 from aiohttp import web
 
+from api.app_keys import NODE
 from api.errors import ApiError
 from cluster.config import NodeConfig
 from cluster.node import Node
@@ -29,7 +30,7 @@ CONSUMERS_ROUTE = "/api/queues/{q}/consumers"
 @web.middleware
 async def limits_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Enforce the request-level limits, then run the handler."""
-    node: Node = request.app["node"]
+    node: Node = request.app[NODE]
     config = node.config
     queue = request.match_info.get("q")
     if queue is not None and len(queue) > config.max_queue_name_length:

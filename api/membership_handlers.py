@@ -10,6 +10,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from api.app_keys import FORWARD_SESSION, NODE
 from api.errors import ApiError
 from api.forwarding import forward, on_meta_leader, on_queue_leader
 from api.validation import bad, field_str, json_object, queue_name
@@ -50,7 +51,7 @@ def refusals_as_conflicts(handler: Handler) -> Handler:
 
 
 def _membership(request: web.Request) -> Membership:
-    membership = request.app["node"].membership
+    membership = request.app[NODE].membership
     if membership is None:
         raise ApiError(503, "starting", "the node is still starting")
     return membership
@@ -67,7 +68,7 @@ async def _node_field(request: web.Request) -> str:
 @on_queue_leader
 async def list_members(request: web.Request, service: QueueService) -> web.StreamResponse:
     """GET /api/queues/{q}/members: every member as the leader sees it, with each member's own status."""
-    node: Node = request.app["node"]
+    node: Node = request.app[NODE]
     rows = _membership(request).queues.leader_view(service.name)
     statuses = await asyncio.gather(*(_member_status(request, service.name, row["node"]) for row in rows))
     for row, status in zip(rows, statuses, strict=True):
@@ -76,13 +77,13 @@ async def list_members(request: web.Request, service: QueueService) -> web.Strea
 
 
 async def _member_status(request: web.Request, queue: str, member: str) -> dict[str, Any]:
-    node: Node = request.app["node"]
+    node: Node = request.app[NODE]
     if member == node.name:
         return _membership(request).queues.local_status(queue)
     url = node.node_http(member)
     if url is None:
         return {"raft_state": "unknown"}
-    session: aiohttp.ClientSession = request.app["forward_session"]
+    session: aiohttp.ClientSession = request.app[FORWARD_SESSION]
     try:
         timeout = aiohttp.ClientTimeout(total=MEMBER_STATUS_TIMEOUT_S)
         async with session.get(f"{url}/api/queues/{queue}/members/{member}", timeout=timeout) as answer:
@@ -95,7 +96,7 @@ async def _member_status(request: web.Request, queue: str, member: str) -> dict[
 
 async def member_status(request: web.Request) -> web.StreamResponse:
     """GET /api/queues/{q}/members/{node}: that node's replica as its own Raft group sees it."""
-    node: Node = request.app["node"]
+    node: Node = request.app[NODE]
     queue, member = queue_name(request), request.match_info["node"]
     if member != node.name:
         if node.node_http(member) is None:

@@ -10,6 +10,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from api.app_keys import FORWARD_SESSION, METRICS, NODE
 from api.auth import principal
 from api.deliveries import deliveries_response
 from api.errors import ApiError
@@ -78,7 +79,7 @@ async def declare_queue(request: web.Request) -> web.StreamResponse:
     arguments = body.get("arguments", {})
     if not isinstance(arguments, dict):
         raise bad("arguments must be an object")
-    outcome = await request.app["node"].declare(name, arguments, client_node(request))
+    outcome = await request.app[NODE].declare(name, arguments, client_node(request))
     if outcome == "created":
         return web.json_response({"queue": name}, status=201)
     return web.Response(status=204)
@@ -120,20 +121,20 @@ async def update_queue(request: web.Request, service: QueueService) -> web.Strea
         config = parse_arguments({k: v for k, v in merged.items() if v is not None})
     except ArgumentError as exc:
         raise bad(f"argument {exc.argument}: {exc.reason}") from exc
-    await request.app["node"].submit(service, UpdateConfig(service.now_ms(), config))
-    return web.json_response(queue_json(request.app["node"], service.name, service))
+    await request.app[NODE].submit(service, UpdateConfig(service.now_ms(), config))
+    return web.json_response(queue_json(request.app[NODE], service.name, service))
 
 
 @on_queue_leader
 async def get_queue(request: web.Request, service: QueueService) -> web.StreamResponse:
     """GET /api/queues/{q}."""
-    return web.json_response(queue_json(request.app["node"], service.name, service))
+    return web.json_response(queue_json(request.app[NODE], service.name, service))
 
 
 async def list_queues(request: web.Request) -> web.StreamResponse:
     """GET /api/queues: the queues the caller may see (`Principal.lists`); local replicas answer for
     themselves, other queues are asked of their leader."""
-    node: Node = request.app["node"]
+    node: Node = request.app[NODE]
     caller = principal(request)
     names = sorted(name for name in node.meta.state.queues if caller.lists(name))
     results = await asyncio.gather(*(_queue_anywhere(request, node, n) for n in names))
@@ -146,7 +147,7 @@ async def _queue_anywhere(request: web.Request, node: Node, name: str) -> dict[s
         return queue_json(node, name, service)
     url = node.node_http(node.queue_leader(name))
     if url is not None:
-        session: aiohttp.ClientSession = request.app["forward_session"]
+        session: aiohttp.ClientSession = request.app[FORWARD_SESSION]
         try:
             async with session.get(f"{url}/api/queues/{name}") as answer:
                 if answer.status == 200:
@@ -159,7 +160,7 @@ async def _queue_anywhere(request: web.Request, node: Node, name: str) -> dict[s
 @on_meta_leader
 async def delete_queue(request: web.Request) -> web.StreamResponse:
     """DELETE /api/queues/{q}[?if_empty=true][&if_unused=true]."""
-    node: Node = request.app["node"]
+    node: Node = request.app[NODE]
     name = queue_name(request)
     if_empty, if_unused = query_flag(request, "if_empty"), query_flag(request, "if_unused")
     if if_empty or if_unused:
@@ -177,7 +178,7 @@ async def delete_queue(request: web.Request) -> web.StreamResponse:
 @on_queue_leader
 async def purge_queue(request: web.Request, service: QueueService) -> web.StreamResponse:
     """DELETE /api/queues/{q}/contents: remove every ready message."""
-    reply = await request.app["node"].submit(service, Purge(service.now_ms()))
+    reply = await request.app[NODE].submit(service, Purge(service.now_ms()))
     count = reply.count if isinstance(reply, Purged) else 0
     return web.json_response({"purged": count})
 
@@ -187,7 +188,7 @@ async def publish(request: web.Request, service: QueueService) -> web.StreamResp
     """POST /api/queues/{q}/messages: 201 with ids once a majority has the messages.
 
     The body is JSON, or msgpack (`Content-Type: application/msgpack`, bodies as bin); the answer is JSON."""
-    node: Node = request.app["node"]
+    node: Node = request.app[NODE]
     body = await publish_object(request)
     unknown = set(body) - {"messages", "publisher", "seq"}
     if unknown:
@@ -201,7 +202,7 @@ async def publish(request: web.Request, service: QueueService) -> web.StreamResp
         raise bad("publisher and seq go together")
     started = time.perf_counter()
     reply = await node.publish(service.name, messages, publisher, seq)
-    metrics = request.app["metrics"]
+    metrics = request.app[METRICS]
     metrics.confirm_seconds.observe(time.perf_counter() - started)
     if isinstance(reply, Rejected):
         raise ApiError(507, "reject-publish", f"queue '{service.name}' is full: {reply.reason}")
@@ -231,7 +232,7 @@ async def basic_get(request: web.Request, service: QueueService) -> web.StreamRe
     if ack == "manual":
         service.sessions.open(holder, service.consumer_timeout_ms, now)
     since = field_since(body)
-    reply = await request.app["node"].submit(service, Get(now, holder, count, ack == "auto", since))
+    reply = await request.app[NODE].submit(service, Get(now, holder, count, ack == "auto", since))
     if isinstance(reply, AutoAcked):
         return deliveries_response(request, reply.messages)
     deliveries = reply.deliveries if isinstance(reply, Deliveries) else ()
@@ -254,10 +255,10 @@ async def settle(request: web.Request, service: QueueService, consumer: str | No
         command = Discard(now, ids, consumer)
     if consumer is not None:
         service.sessions.touch(consumer, now)
-    reply = await request.app["node"].submit(service, command)
+    reply = await request.app[NODE].submit(service, command)
     if isinstance(reply, Failure) and reply.code == "unknown_consumer":
         raise ApiError(404, "not_found", reply.reason)
-    request.app["metrics"].settled.labels(service.name, kind).inc(len(ids))
+    request.app[METRICS].settled.labels(service.name, kind).inc(len(ids))
     if isinstance(reply, Failure):  # e.g. a retried ack of ids already settled: nothing to undo
         return web.json_response({"ok": True, "warning": reply.reason})
     return web.json_response({"ok": True})

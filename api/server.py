@@ -6,6 +6,7 @@ import aiohttp
 from aiohttp import web
 
 from api import cluster_handlers, consumer_handlers, durable_handlers, queue_handlers
+from api.app_keys import FORWARD_SESSION, METRICS, NODE
 from api.auth import auth_middleware, bootstrap_users, vouching_trace
 from api.errors import error_middleware
 from api.forwarding import FORWARD_TIMEOUT_S
@@ -27,8 +28,8 @@ def create_app(node: Node) -> web.Application:
         middlewares=[error_middleware, auth_middleware, limits_middleware],
         client_max_size=node.config.max_request_bytes,
     )
-    app["node"] = node
-    app["metrics"] = Metrics(node)
+    app[NODE] = node
+    app[METRICS] = Metrics(node)
     app.cleanup_ctx.append(_forward_session)
     app.cleanup_ctx.append(bootstrap_users)
     app.router.add_get("/api/queues", queue_handlers.list_queues)
@@ -60,14 +61,14 @@ def create_app(node: Node) -> web.Application:
 
 async def _forward_session(app: web.Application):  # type: ignore[no-untyped-def]
     timeout = aiohttp.ClientTimeout(total=FORWARD_TIMEOUT_S, connect=2.0)
-    config = app["node"].config
-    app["forward_session"] = aiohttp.ClientSession(
+    config = app[NODE].config
+    app[FORWARD_SESSION] = aiohttp.ClientSession(
         timeout=timeout,
         connector=aiohttp.TCPConnector(ssl=http_client_context(config) or True),
         trace_configs=[vouching_trace(config.cluster_secret)],
     )
     yield
-    await app["forward_session"].close()
+    await app[FORWARD_SESSION].close()
 
 
 async def serve(node: Node) -> web.AppRunner:

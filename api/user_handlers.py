@@ -7,6 +7,7 @@ from typing import Any
 
 from aiohttp import web
 
+from api.app_keys import NODE
 from api.auth import principal
 from api.errors import ApiError
 from api.forwarding import on_meta_leader
@@ -71,19 +72,19 @@ async def _submit(node: Node, op: list) -> list:
 
 async def list_users(request: web.Request) -> web.StreamResponse:
     """GET /api/users: every user with tags and permissions."""
-    users = request.app["node"].meta.state.users.values()
+    users = request.app[NODE].meta.state.users.values()
     return web.json_response([user_json(u) for u in sorted(users, key=lambda u: u.name)])
 
 
 async def get_user(request: web.Request) -> web.StreamResponse:
     """GET /api/users/{user}."""
-    return web.json_response(user_json(_record(request.app["node"], _user_name(request))))
+    return web.json_response(user_json(_record(request.app[NODE], _user_name(request))))
 
 
 @on_meta_leader
 async def put_user(request: web.Request) -> web.StreamResponse:
     """PUT /api/users/{user} `{"password", "tags"}`: 201 created, 204 updated (no password keeps it)."""
-    node: Node = request.app["node"]
+    node: Node = request.app[NODE]
     name = _user_name(request)
     body = await json_object(request)
     unknown = set(body) - {"password", "tags"}
@@ -113,7 +114,7 @@ def _refuse_losing_last_administrator(node: Node, name: str) -> None:
 @on_meta_leader
 async def delete_user(request: web.Request) -> web.StreamResponse:
     """DELETE /api/users/{user}: 204; never yourself nor the last administrator (409)."""
-    node: Node = request.app["node"]
+    node: Node = request.app[NODE]
     name = _user_name(request)
     record = _record(node, name)
     if name == principal(request).name:
@@ -127,7 +128,7 @@ async def delete_user(request: web.Request) -> web.StreamResponse:
 @on_meta_leader
 async def set_permissions(request: web.Request) -> web.StreamResponse:
     """PUT /api/users/{user}/permissions `{"configure", "write", "read"}` (regexes; "" grants nothing)."""
-    node: Node = request.app["node"]
+    node: Node = request.app[NODE]
     name = _user_name(request)
     _record(node, name)
     body = await json_object(request)
@@ -152,7 +153,7 @@ async def whoami(request: web.Request) -> web.StreamResponse:
 
 async def create_token(request: web.Request) -> web.StreamResponse:
     """POST /api/tokens `{"ttl_s"}`: 201 `{"token", "expires_ms"}`, a bearer token for the caller."""
-    node: Node = request.app["node"]
+    node: Node = request.app[NODE]
     body = await json_object(request, optional=True)
     unknown = set(body) - {"ttl_s"}
     if unknown:
