@@ -12,8 +12,6 @@ import os
 import ssl
 from dataclasses import dataclass
 
-import aiohttp
-
 USER_ENV = "QUORUMQ_USER"
 PASSWORD_ENV = "QUORUMQ_PASSWORD"
 TOKEN_ENV = "QUORUMQ_TOKEN"
@@ -33,7 +31,8 @@ def basic_header(user: str, password: str) -> str:
     return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
 
 
-Auth = aiohttp.BasicAuth | tuple[str, str]
+Auth = tuple[str, str]
+"""(user, password) of HTTP Basic credentials; an `aiohttp.BasicAuth` is one too."""
 
 
 def resolve_credentials(

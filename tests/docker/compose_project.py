@@ -12,8 +12,6 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
 
-import aiohttp
-
 from api.client import QuorumqClient
 from cli.node_processes import ClusterError, free_ports, wait_until
 
@@ -80,14 +78,14 @@ class ComposeProject:
         self.http_ports = dict(zip(self.nodes, free_ports(len(self.nodes)), strict=True))
         self.network = f"{self.name}_{NETWORK}"
         self._addresses: dict[str, str] = {}
-        self.admin = aiohttp.BasicAuth("admin", uuid.uuid4().hex)
+        self.admin = ("admin", uuid.uuid4().hex)
         self.env = {
             **os.environ,
             "COMPOSE_PROJECT_NAME": self.name,
             "QUORUMQ_HEALTHCHECK_INTERVAL": "1s",
             "QUORUMQ_CLUSTER_SECRET": uuid.uuid4().hex,
-            "QUORUMQ_BOOTSTRAP_USER": self.admin.login,
-            "QUORUMQ_BOOTSTRAP_PASSWORD": self.admin.password,
+            "QUORUMQ_BOOTSTRAP_USER": self.admin[0],
+            "QUORUMQ_BOOTSTRAP_PASSWORD": self.admin[1],
             **{f"QUORUMQ_{node.upper()}_PORT": str(port) for node, port in self.http_ports.items()},
         }
 
