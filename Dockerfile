@@ -1,5 +1,5 @@
 # A production image of one quorumq node. Configure it with QUORUMQ_* environment variables
-# (QUORUMQ_NODE, QUORUMQ_RAFT, QUORUMQ_SEEDS, QUORUMQ_ADVERTISE_HTTP, QUORUMQ_CLUSTER_SECRET, ...);
+# (QUORUMQ_NODE, QUORUMQ_ADVERTISE_RAFT, QUORUMQ_SEEDS, QUORUMQ_ADVERTISE_HTTP, QUORUMQ_CLUSTER_SECRET, ...);
 # see docs/docker.md. docker/spark.Dockerfile extends it with Java and PySpark for the Spark example.
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
@@ -15,7 +15,8 @@ COPY docker/healthcheck.py /opt/quorumq/healthcheck.py
 ENV PATH=/opt/quorumq/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     QUORUMQ_DATA_DIR=/var/lib/quorumq \
-    QUORUMQ_HTTP=0.0.0.0:8080
+    QUORUMQ_HTTP=0.0.0.0:8080 \
+    QUORUMQ_RAFT=0.0.0.0:8180
 USER quorumq
 VOLUME ["/var/lib/quorumq"]
 EXPOSE 8080 8180

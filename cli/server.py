@@ -21,6 +21,7 @@ from cluster.config import ConfigError, load_config
 @click.option("--seed", "seeds", multiple=True, help="NAME@HOST:RAFTPORT of an initial member (repeat).")
 @click.option("--join", help="http://HOST:PORT of a running member to join through.")
 @click.option("--advertise-http", help="The HTTP URL other nodes use to reach this one.")
+@click.option("--advertise-raft", help="HOST:PORT other nodes dial for Raft (default: --raft).")
 @click.option("--config", "config_file", type=click.Path(path_type=Path, exists=True), help="A TOML file.")
 @click.option("--log-level", default="INFO", show_default=True, help="Python logging level.")
 def server(
@@ -31,6 +32,7 @@ def server(
     seeds: tuple[str, ...],
     join: str | None,
     advertise_http: str | None,
+    advertise_raft: str | None,
     config_file: Path | None,
     log_level: str,
 ) -> None:
@@ -43,6 +45,7 @@ def server(
         "seeds": seeds,
         "join": join,
         "advertise_http": advertise_http,
+        "advertise_raft": advertise_raft,
     }
     try:
         config = load_config(flags, config_file)

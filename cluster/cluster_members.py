@@ -86,7 +86,11 @@ class ClusterMembers:
 
     async def join_through(self, url: str) -> None:
         """On a joining node: ask the member at `url` to add this node, retrying until it answers."""
-        me = {"name": self.node.name, "http": self.node.config.http_url, "raft": str(self.node.config.raft)}
+        me = {
+            "name": self.node.name,
+            "http": self.node.config.http_url,
+            "raft": str(self.node.config.raft_address),
+        }
         timeout = aiohttp.ClientTimeout(total=JOIN_TIMEOUT_S)
         async with aiohttp.ClientSession(timeout=timeout) as session:
             while True:

@@ -70,6 +70,7 @@ class NodeConfig:
     max_message_bytes: int = 16 * 1024 * 1024
     max_request_bytes: int = 64 * 1024 * 1024
     advertise_http: str | None = None
+    advertise_raft: Address | None = None
     target_group_size: int = 0
     membership_interval_ms: int = 3_600_000
     membership_trigger_delay_ms: int = 10_000
@@ -97,6 +98,11 @@ class NodeConfig:
         return self.advertise_http or f"{'https' if self.tls_http else 'http'}://{self.http}"
 
     @property
+    def raft_address(self) -> Address:
+        """The Raft address other nodes dial: `advertise_raft`, else the one this node listens on."""
+        return self.advertise_raft or self.raft
+
+    @property
     def seed_names(self) -> tuple[str, ...]:
         """The names of the initial cluster members."""
         return tuple(seed.name for seed in self.seeds)
@@ -106,6 +112,7 @@ _COERCE = {
     "data_dir": Path,
     "http": lambda v: Address.parse(str(v), what="http"),
     "raft": lambda v: Address.parse(str(v), what="raft"),
+    "advertise_raft": lambda v: Address.parse(str(v), what="advertise_raft"),
     "seeds": lambda v: tuple(Seed.parse(s) for s in (v.split(",") if isinstance(v, str) else v) if s),
     "membership_auto_remove": lambda v: _flag(v),
     "loopback_guest": lambda v: _flag(v),

@@ -137,7 +137,7 @@ class Node:
             self._join_url = self.config.join
             path.write_text(json.dumps({"node": self.name, "seeds": {}, "join": self.config.join}))
             return {}
-        seeds = {s.name: s.raft for s in self.config.seeds} or {self.name: self.config.raft}
+        seeds = {s.name: s.raft for s in self.config.seeds} or {self.name: self.config.raft_address}
         if self.name not in seeds:
             raise SystemExit(f"the seed list must include this node ({self.name})")
         path.write_text(json.dumps({"node": self.name, "seeds": {n: str(a) for n, a in seeds.items()}}))
@@ -187,7 +187,7 @@ class Node:
         """Keep the metadata in step with this node: its addresses, and the arguments of queues it
         leads that were changed at runtime (through the metadata leader)."""
         assert self.host is not None
-        mine = NodeInfo(self.name, self.config.http_url, str(self.config.raft))
+        mine = NodeInfo(self.name, self.config.http_url, str(self.config.raft_address))
         while True:
             if self.meta.state.nodes.get(self.name) != mine:
                 self._to_meta_leader(["register_node", mine.name, mine.http, mine.raft], "register")

@@ -31,6 +31,7 @@ def test_flags_override_environment_which_overrides_the_file(
         ({**REQUIRED, "http": "nohost"}, "HOST:PORT"),
         ({**REQUIRED, "raft": "127.0.0.1:99999"}, "HOST:PORT"),
         ({**REQUIRED, "seeds": ("just-a-name",)}, "NAME@HOST:RAFTPORT"),
+        ({**REQUIRED, "advertise_raft": "node1"}, "advertise_raft: expected HOST:PORT"),
         ({k: v for k, v in REQUIRED.items() if k != "node"}, "node"),
     ],
 )
@@ -50,3 +51,11 @@ def test_non_numeric_environment_number_is_refused(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("QUORUMQ_TICK_MS", "fast")
     with pytest.raises(ConfigError, match="tick_ms"):
         load_config(REQUIRED)
+
+
+def test_the_advertised_raft_address_defaults_to_the_listening_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert load_config(REQUIRED).raft_address == Address("127.0.0.1", 8180)
+    monkeypatch.setenv("QUORUMQ_ADVERTISE_RAFT", "node1:8180")
+    config = load_config({**REQUIRED, "raft": "0.0.0.0:8180"})
+    assert config.raft == Address("0.0.0.0", 8180)
+    assert config.raft_address == Address("node1", 8180)
