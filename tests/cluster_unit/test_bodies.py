@@ -33,18 +33,17 @@ class Replica:
     def append(self, *ops: int | None) -> int:
         """An entry with one operation per argument: n messages published, or None (no bodies)."""
         index = self.log.last_index() + 1
-        wire = [[b"cmd", None if n is None else [[b"", {}, ""]] * n] for n in ops]
+        wire: list[list] = []
         first_ids: list[int | None] = []
-        for op in wire:
-            if op[1] is None:
+        for n in ops:
+            if n is None:
+                wire.append([b"cmd", None])
                 first_ids.append(None)
                 continue
+            published = map(message, range(self.next_id, self.next_id + n))
+            wire.append([b"cmd", [[m.body, m.headers, m.encoding] for m in published]])
             first_ids.append(self.next_id)
-            op[1] = [
-                [m.body, m.headers, m.encoding]
-                for m in map(message, range(self.next_id, self.next_id + len(op[1])))
-            ]
-            self.next_id += len(op[1])
+            self.next_id += n
         data = msgpack.packb(wire)
         self.log.append([Entry(index, 1, data=data)])
         self.log.set_hard_state(HardState(term=1, commit=index))
