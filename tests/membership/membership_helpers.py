@@ -37,10 +37,15 @@ def local_queues(url: str) -> dict[str, dict]:
         return {q["name"]: q for q in json.load(answer)}
 
 
+def registered_nodes(url: str) -> dict[str, dict]:
+    """Every registered node's record (name, http, raft, status) as the node at `url` lists it."""
+    with urllib.request.urlopen(f"{url}/api/nodes", timeout=5) as answer:
+        return {n["name"]: n for n in json.load(answer)}
+
+
 def node_statuses(url: str) -> dict[str, str]:
     """Every registered node and whether the node at `url` reaches it ("up"/"down")."""
-    with urllib.request.urlopen(f"{url}/api/nodes", timeout=5) as answer:
-        return {n["name"]: n["status"] for n in json.load(answer)}
+    return {name: n["status"] for name, n in registered_nodes(url).items()}
 
 
 def hosts_replica(url: str, queue: str, node: str) -> bool:

@@ -4,11 +4,9 @@ register and what peers dial, for the seeds, a restarted node and a node that jo
 from __future__ import annotations
 
 import asyncio
-import json
-import urllib.request
 from pathlib import Path
 
-from node_helpers import local_queues
+from membership_helpers import local_queues, registered_nodes
 
 from api.client import QuorumqClient
 from cli.node_processes import NodeProcess, ProcessCluster, free_ports, plan_cluster, wait_healthy, wait_until
@@ -22,12 +20,6 @@ def listen_everywhere_advertise_name(node: NodeProcess) -> None:
 def advertised(node: NodeProcess) -> str:
     """The Raft address `node` advertises in this test."""
     return f"localhost:{node.raft_port}"
-
-
-def registered_raft_addresses(url: str) -> dict[str, str]:
-    """Each node's Raft address as the cluster's metadata records it."""
-    with urllib.request.urlopen(f"{url}/api/nodes", timeout=5) as answer:
-        return {info["name"]: info["raft"] for info in json.load(answer)}
 
 
 async def test_nodes_register_and_dial_the_advertised_raft_address(tmp_path: Path) -> None:
@@ -69,7 +61,7 @@ async def test_nodes_register_and_dial_the_advertised_raft_address(tmp_path: Pat
             expected = {n.name: advertised(n) for n in cluster.nodes}
             await asyncio.to_thread(
                 wait_until,
-                lambda: registered_raft_addresses(cluster.urls[1]) == expected,
+                lambda: {n: r["raft"] for n, r in registered_nodes(cluster.urls[1]).items()} == expected,
                 15,
                 "every node to be registered under its advertised address",
             )
