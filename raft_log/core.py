@@ -293,6 +293,15 @@ class RaftNode:
             self._log.stable_to(rd.entries[-1].index, rd.entries[-1].term)
         if rd.committed_entries:
             self._log.applied_to(rd.committed_entries[-1].index)
+        self._count_own_writes()
+
+    def _count_own_writes(self) -> None:
+        """The self-ack: a leader counts itself only for entries it has written (see _append_entry)."""
+        own = self._tracker.progress.get(self.id)
+        if not self.is_leader or own is None or not own.maybe_update(self._log.stable_last_index()):
+            return
+        if self._maybe_commit():
+            self._bcast_append()
 
     def _flush_appends(self) -> None:
         if self._appends_due:
@@ -322,7 +331,7 @@ class RaftNode:
         self._tracker.reset_progress(self._log.last_index() + 1)
         own = self._tracker.progress.get(self.id)
         if own is not None:
-            own.match = self._log.last_index()
+            own.match = self._log.stable_last_index()
         self._pending_conf_index = 0
         self._pending_reads.clear()
         self._reads_awaiting_commit = []
@@ -652,8 +661,9 @@ class RaftNode:
         index = self._log.last_index() + 1
         entry = Entry(index=index, term=self._term, kind=kind, data=data)
         self._log.append([entry])
-        self._tracker.progress[self.id].maybe_update(index)
-        self._maybe_commit()
+        # The leader does not count itself yet: a driver may send this entry before writing it, and an
+        # append carrying a commit that covers it would let a learner (or, with one voter, everyone)
+        # apply an entry the leader can still lose. `advance` counts it once written.
         self._appends_due = True  # sent at the next ready(), so one append carries every new entry
         return index
 

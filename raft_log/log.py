@@ -191,6 +191,10 @@ class RaftLog:
     def applied_to(self, index: int) -> None:
         self.applied = max(self.applied, index)
 
+    def stable_last_index(self) -> int:
+        """The last index of the persisted log that this log still holds (0 while a snapshot is pending)."""
+        return 0 if self.pending_snapshot is not None else self.unstable_offset - 1
+
     def stable_to(self, index: int, term: int) -> None:
         """Entries through (`index`, `term`) are persisted: drop them from the unstable tail."""
         if self.unstable_offset <= index <= self.last_index() and self.term(index) == term:
