@@ -120,6 +120,24 @@ class Group:
     conf: ConfState = field(default_factory=ConfState)
 
 
+@dataclass(frozen=True, slots=True)
+class _GroupReady:
+    """One group's Ready in a round, with the messages held back until the round is written."""
+
+    group: Group
+    ready: Ready
+    held_back: list[Message]
+
+
+@dataclass(frozen=True, slots=True)
+class Round:
+    """A round between `RaftHost.begin_round` and `end_round`: what to write, and whether to fsync it."""
+
+    readies: list[_GroupReady]
+    taken: TakenBatch | None
+    sync: bool
+
+
 class RaftHost:
     """All groups of one node: ticking, stepping, group commit, sending and applying."""
 
@@ -336,16 +354,20 @@ class RaftHost:
         interval = self.tick_ms / 1000
         while True:
             await asyncio.sleep(interval)
-            self._ticks += 1
-            for gid, group in self.groups.items():
-                if group.held_ticks and not group.raft.is_leader:
-                    group.held_ticks -= 1
-                    continue
-                group.raft.tick()
-                self._dirty.add(gid)
-            if self._ticks % LEADER_ANNOUNCE_EVERY_TICKS == 0:
-                self._announce_leaders()
-            self._wake.set()
+            self.tick()
+
+    def tick(self) -> None:
+        """One tick of every group's clock (and, every few, a leader announcement to the peers)."""
+        self._ticks += 1
+        for gid, group in self.groups.items():
+            if group.held_ticks and not group.raft.is_leader:
+                group.held_ticks -= 1
+                continue
+            group.raft.tick()
+            self._dirty.add(gid)
+        if self._ticks % LEADER_ANNOUNCE_EVERY_TICKS == 0:
+            self._announce_leaders()
+        self._wake.set()
 
     def _announce_leaders(self) -> None:
         led = {gid: [self.node, g.raft.term] for gid, g in self.groups.items() if g.raft.is_leader}
@@ -367,8 +389,27 @@ class RaftHost:
 
     async def process_once(self) -> None:
         """One group-commit round over every group touched since the last one."""
+        round_ = self.begin_round()
+        if round_ is None:
+            return
+        taken = round_.taken
+        if taken is not None:
+            if round_.sync and self._write_in_thread(taken):
+                loop = asyncio.get_running_loop()
+                took = await loop.run_in_executor(self._disk, self._timed_write, taken, True)
+            else:
+                took = self._timed_write(taken, round_.sync)
+            if round_.sync:
+                self._fsync_s += (took - self._fsync_s) / 8
+            self.store.finish(taken)
+        self.end_round(round_)
+
+    def begin_round(self) -> Round | None:
+        """The first half of a round: take every touched group's Ready, stage it, send what may leave
+        before the write, and take the staged batch. The caller writes `taken` (synced when `sync`),
+        calls `store.finish`, then `end_round`; no round may begin before that."""
         dirty, self._dirty = self._dirty, set()
-        readies: list[tuple[Group, Ready, list[Message]]] = []  # with the messages to send once durable
+        readies: list[_GroupReady] = []
         sync = False
         for gid in dirty:
             group = self.groups.get(gid)
@@ -380,28 +421,22 @@ class RaftHost:
                 keeps_vote = self._keeps_term_and_vote(group, ready)
                 sync |= not keeps_vote or self._persists_log(ready)
                 self._stage(group, ready)
-                readies.append((group, ready, self._send_early(group, ready, keeps_vote)))
+                readies.append(_GroupReady(group, ready, self._send_early(group, ready, keeps_vote)))
         if not readies:
-            return
-        taken = self.store.take()
-        if taken is not None:
-            if sync and self._write_in_thread(taken):
-                loop = asyncio.get_running_loop()
-                took = await loop.run_in_executor(self._disk, self._timed_write, taken, True)
-            else:
-                took = self._timed_write(taken, sync)
-            if sync:
-                self._fsync_s += (took - self._fsync_s) / 8
-            self.store.finish(taken)
+            return None
+        return Round(readies, self.store.take(), sync)
+
+    def end_round(self, round_: Round) -> None:
+        """The second half of a round, once its batch is written: send, apply and advance."""
         # A group closed while the round was being written is gone: nothing of it is sent or applied.
-        readies = [(g, ready, later) for g, ready, later in readies if self.groups.get(g.gid) is g]
-        for group, _, later in readies:
-            self._send(group, later)
-        for group, ready, _ in readies:
-            self._apply(group, ready)
-            group.raft.advance(ready)
-            if group.raft.has_ready() or group.batcher.has_pending():
-                self._touch(group.gid)
+        readies = [r for r in round_.readies if self.groups.get(r.group.gid) is r.group]
+        for r in readies:
+            self._send(r.group, r.held_back)
+        for r in readies:
+            self._apply(r.group, r.ready)
+            r.group.raft.advance(r.ready)
+            if r.group.raft.has_ready() or r.group.batcher.has_pending():
+                self._touch(r.group.gid)
         self.store.commit(sync=False)
 
     def _write_in_thread(self, taken: TakenBatch) -> bool:

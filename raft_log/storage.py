@@ -13,8 +13,6 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
-import os
-import re
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -22,17 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from rocksdict import (
-    DBCompressionType,
-    DBRecoveryMode,
-    Options,
-    Rdict,
-    ReadOptions,
-    WriteBatch,
-    WriteOptions,
-)
-
 from . import keys, records
+from .database import Database, WriteBatch
+from .rocksdb_database import RocksDatabase
 from .types import (
     CompactedError,
     ConfState,
@@ -57,10 +47,6 @@ just behind read no RocksDB."""
 MIN_RECENT_ENTRY_BYTES = 1024 * 1024
 ENTRY_OVERHEAD_BYTES = 200  # an Entry object and its place in a list, roughly
 
-COMPACTION_NICENESS = 19
-BLOB_MIN_BYTES = 4096
-"""Values at least this large are kept in RocksDB blob files rather than in the SST files."""
-
 T = TypeVar("T")
 
 
@@ -77,60 +63,6 @@ class CorruptionError(StorageError):
 
 class SnapshotOutOfDateError(StorageError, ValueError):
     """A snapshot at or below the index of the snapshot already held."""
-
-
-def _options(direct_io: bool) -> Options:
-    options = Options(raw_mode=True)
-    options.create_if_missing(True)
-    options.set_compression_type(DBCompressionType.none())
-    options.set_wal_recovery_mode(DBRecoveryMode.point_in_time())
-    options.set_paranoid_checks(True)
-    options.set_max_background_jobs(2)
-    # Large values (batched log entries, big bodies) go to blob files, so compactions move references
-    # instead of rewriting the data: +15 % on 16 KiB publishes (docs/benchmarks.md).
-    options.set_enable_blob_files(True)
-    options.set_min_blob_size(BLOB_MIN_BYTES)
-    options.set_enable_blob_gc(True)
-    # Flushes and compactions write with O_DIRECT where the file system allows it: the data is in the
-    # WAL and the memtable already, and copying it through the page cache again cost a tenth of all
-    # CPU on 16 KiB publishes (docs/benchmarks.md). Reads stay buffered.
-    options.set_use_direct_io_for_flush_and_compaction(direct_io)
-    return options
-
-
-def supports_direct_io(directory: Path) -> bool:
-    """Whether files in `directory` can be opened with O_DIRECT (some file systems refuse it, as tmpfs did
-    before Linux 6.6)."""
-    if not hasattr(os, "O_DIRECT"):
-        return False
-    directory.mkdir(parents=True, exist_ok=True)
-    probe = directory / ".direct-io-probe"
-    try:
-        descriptor = os.open(probe, os.O_CREAT | os.O_WRONLY | os.O_DIRECT, 0o600)
-    except OSError:
-        return False
-    os.close(descriptor)
-    probe.unlink(missing_ok=True)
-    return True
-
-
-def _lower_compaction_priority() -> None:
-    """Give RocksDB's compaction threads the lowest CPU priority (Linux, best effort).
-
-    Compactions catch up later at no cost to durability; on a busy machine they should not take CPU
-    from the event loop, which would show as latency. (RocksDB's own LowerThreadPoolCPUPriority is not
-    exposed by rocksdict.)"""
-    try:
-        tasks = os.listdir("/proc/self/task")
-    except OSError:
-        return
-    for task in tasks:
-        try:
-            with open(f"/proc/self/task/{task}/comm") as comm:
-                if comm.read().strip() == "rocksdb:low":
-                    os.setpriority(os.PRIO_PROCESS, int(task), COMPACTION_NICENESS)
-        except OSError:
-            continue
 
 
 def _entry_cost(entry: Entry) -> int:
@@ -156,10 +88,10 @@ class TakenBatch:
 class NodeStore:
     """A node's database: every group's log, state, snapshot and application keys, with group commit."""
 
-    def __init__(self, db: Rdict) -> None:
-        """Use `NodeStore.open`."""
+    def __init__(self, db: Database) -> None:
+        """Use `NodeStore.open` or `NodeStore.recover`."""
         self._db = db
-        self._batch = WriteBatch(raw_mode=True)
+        self._batch = db.new_batch()
         self._staged: dict[bytes, bytes | None] = {}
         self._groups: dict[GroupId, GroupLog] = {}
         self._failed: BaseException | None = None
@@ -170,12 +102,16 @@ class NodeStore:
 
     @classmethod
     def open(cls, path: str | Path) -> NodeStore:
-        """Open (or create) the database at `path`, verify every group and drop torn log tails.
+        """Open (or create) the RocksDB database at `path` and `recover` it."""
+        return cls.recover(RocksDatabase.open(path))
+
+    @classmethod
+    def recover(cls, db: Database) -> NodeStore:
+        """A store over `db` after verifying every group and dropping torn log tails.
 
         Raises `CorruptionError` when a group's data is damaged beyond a torn tail.
         """
-        store = cls(Rdict(str(path), _options(direct_io=supports_direct_io(Path(path)))))
-        _lower_compaction_priority()
+        store = cls(db)
         try:
             lo, hi = keys.registry_range()
             for key, _ in store._scan(lo, hi):
@@ -194,7 +130,7 @@ class NodeStore:
         with self._turn:
             self._turn.wait_for(lambda: self._written == self._taken)
         self._closed = True
-        self._batch = WriteBatch(raw_mode=True)
+        self._batch = self._db.new_batch()
         self._staged.clear()
         self._db.close()
 
@@ -247,7 +183,7 @@ class NodeStore:
         if self._batch.is_empty():
             return None
         self._taken += 1
-        taken, self._batch = TakenBatch(self._batch, self._taken), WriteBatch(raw_mode=True)
+        taken, self._batch = TakenBatch(self._batch, self._taken), self._db.new_batch()
         return taken
 
     def write_taken(self, taken: TakenBatch, sync: bool) -> None:
@@ -256,13 +192,11 @@ class NodeStore:
         A failure leaves the store unusable: the in-memory view already shows the staged changes,
         so only a reopen is truthful.
         """
-        options = WriteOptions()
-        options.sync = sync
         with self._turn:
             self._turn.wait_for(lambda: self._written == taken.ticket - 1)
             try:
                 self._check_usable()
-                self._db.write(taken.batch, options)
+                self._db.write(taken.batch, sync)
             except BaseException as exc:
                 self._failed = self._failed or exc
                 raise
@@ -284,9 +218,7 @@ class NodeStore:
 
     def wal_stats(self) -> tuple[int, int]:
         """Cumulative `(writes, syncs)` of the write-ahead log since open (each commit adds one write)."""
-        stats = self._db.property_value("rocksdb.dbstats") or ""
-        found = re.search(r"Cumulative WAL: (\d+) writes, (\d+) syncs", stats)
-        return (int(found[1]), int(found[2])) if found else (0, 0)
+        return self._db.wal_stats()
 
     # -- staging and reading, for GroupLog ------------------------------------------------------
 
@@ -321,13 +253,7 @@ class NodeStore:
 
     def _scan(self, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]:
         """Committed keys and values in `[lo, hi)`, in key order."""
-        read_options = ReadOptions()
-        read_options.set_iterate_upper_bound(hi)
-        cursor = self._db.iter(read_options)
-        cursor.seek(lo)
-        while cursor.valid():
-            yield cursor.key(), cursor.value()
-            cursor.next()
+        return self._db.scan(lo, hi)
 
     def _scan_staged(self, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]:
         """Keys and values in `[lo, hi)` as committed and then staged, in key order."""

@@ -13,6 +13,7 @@ from rocksdict import AccessType, Options, Rdict
 from raft_log import records
 from raft_log import storage as storage_module
 from raft_log.keys import GroupKeys, registry_key
+from raft_log.rocksdb_database import supports_direct_io
 from raft_log.storage import CorruptionError, NodeStore, SnapshotOutOfDateError
 from raft_log.types import (
     CompactedError,
@@ -109,12 +110,12 @@ TMPFS = Path("/dev/shm")
 @pytest.mark.skipif(not TMPFS.is_dir(), reason="no tmpfs at /dev/shm")
 def test_flushes_work_with_direct_io_on_disk_and_on_tmpfs(tmp_path):
     """Older kernels refuse O_DIRECT on tmpfs (the probe then turns it off); newer ones take it."""
-    assert storage_module.supports_direct_io(tmp_path) is True  # ext4 here, as on the CI machines
+    assert supports_direct_io(tmp_path) is True  # ext4 here, as on the CI machines
     with tempfile.TemporaryDirectory(dir=TMPFS) as directory:
         for path in (tmp_path / "node.db", Path(directory) / "node.db"):
             store = NodeStore.open(path)
             committed_group(store, upto=3)
-            store._db.flush()  # a flush writes with O_DIRECT when the probe allowed it
+            store._db.rdict.flush()  # a flush writes with O_DIRECT when the probe allowed it
             store = reopen(store, path)
             assert store.group("q1").entries(1, 4) == entries(1, 4, 1)
             store.close()
@@ -576,7 +577,7 @@ def test_corruption_found_by_a_read_names_group_and_index(store, db_path):
     store = reopen(store, db_path)
     group = store.group("q1")
     key = GroupKeys("q1").entry(4)
-    store._db[key] = b"garbage"
+    store._db.rdict[key] = b"garbage"
     with pytest.raises(CorruptionError, match="'q1' index 4"):
         group.entries(1, 11)
     store.close()
@@ -595,7 +596,7 @@ def test_the_newest_written_entries_are_read_from_memory_older_ones_from_the_dat
     store.commit()
     damaged = {1, 6}
     for index in damaged:  # the database copies go bad behind the store's back
-        store._db[GroupKeys("g").entry(index)] = b"garbage"
+        store._db.rdict[GroupKeys("g").entry(index)] = b"garbage"
     assert group.entries(4, 7) == written[3:]  # entry 6 (damaged in the database) comes from memory
     with pytest.raises(CorruptionError):
         group.entries(1, 2)  # too old to be kept: the database
