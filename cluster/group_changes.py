@@ -77,11 +77,12 @@ class GroupChanges:
         return group.raft.status()
 
     def settled_conf(self, gid: str) -> ConfState | None:
-        """The leader's membership once it has committed an entry of its term (so no older change is
-        pending), else None."""
+        """The leader's membership once it has applied an entry of its term and every membership change
+        the core counts as committed (so no change is pending, and each is durable here), else None."""
         status = self.leader_status(gid)
-        raft = self.host.groups[gid].raft
-        return status.conf if raft.entry_term(status.commit) == status.term else None
+        group = self.host.groups[gid]
+        settled = group.raft.entry_term(group.applied) == status.term and group.conf == status.conf
+        return status.conf if settled else None
 
     def live_voters(self, voters: tuple[str, ...]) -> int:
         """How many of `voters` are reachable now (a connection up; this node always is).
@@ -96,7 +97,8 @@ class GroupChanges:
         return self.live_voters(members) == len(members)
 
     async def change(self, gid: str, change: ConfChange) -> None:
-        """Propose `change` and wait until it is committed here (then it is in force)."""
+        """Propose `change` and wait until this node has applied it: it is then in force, and durable on
+        a majority that includes this leader."""
         try:
             index, term = self.host.propose_conf_change(gid, change)
         except ProposalFailed as exc:
@@ -107,22 +109,22 @@ class GroupChanges:
             raise MembershipRefused("change_in_progress", f"{gid}: {exc}") from exc
         except InvalidConfChangeError as exc:
             raise MembershipRefused("invalid_change", f"{gid}: {exc}") from exc
-        await self._committed(gid, index, term)
+        await self._applied(gid, index, term)
 
-    async def _committed(self, gid: str, index: int, term: int) -> None:
-        deadline = time.monotonic() + COMMIT_TIMEOUT_S
-        while True:
-            group = self.host.groups.get(gid)
-            if group is None:
-                raise NotLeader(f"{gid} is no longer hosted here")
-            written = group.raft.entry_term(index)
-            if written is not None and written != term:
-                raise NotLeader(f"{gid}: another leader replaced the membership change", group.raft.leader)
-            if group.raft.status().commit >= index:
-                return
-            if time.monotonic() > deadline:
-                raise NotLeader(f"{gid}: the membership change was not committed in time", group.raft.leader)
-            await asyncio.sleep(POLL_S)
+    async def _applied(self, gid: str, index: int, term: int) -> None:
+        """Wait until the host applies the entry at `index` with `term`, like a publish.
+
+        The core's commit index acknowledges nothing: it moves before the leader's own write is durable
+        (the leader counts itself first), so a change committed only in memory may be held by the node
+        it removes alone."""
+        applied = self.host.groups[gid].batcher.watch(index, term)
+        try:
+            await asyncio.wait_for(applied, COMMIT_TIMEOUT_S)
+        except ProposalFailed as exc:
+            raise NotLeader(f"{gid}: the membership change failed: {exc}", self.host.leader_of(gid)) from exc
+        except TimeoutError as exc:
+            reason = f"{gid}: the membership change was not applied in time"
+            raise NotLeader(reason, self.host.leader_of(gid)) from exc
 
     async def add(self, gid: str, node: str) -> None:
         """Add `node` as a learner (unless it is one already), wait until it caught up, promote it."""

@@ -63,17 +63,25 @@ class ProposalBatcher:
         """Remember that the entry at `index` of `term` carries these operations."""
         self.in_flight[index] = _InFlight(term, futures)
 
+    def watch(self, index: int, term: int) -> asyncio.Future:
+        """A future resolved with None once the entry at `index` is applied with `term` (an entry that
+        carries no operation, e.g. a membership change), failed like a proposal if another entry won."""
+        future = asyncio.get_running_loop().create_future()
+        self.proposed(index, term, [future])
+        return future
+
     def applied(self, index: int, term: int, results: list[Any]) -> None:
-        """Resolve the futures of the entry applied at `index`, or fail them if another entry won."""
+        """Resolve the futures of the entry applied at `index` (None for those without a result), or fail
+        them if another entry won."""
         flight = self.in_flight.pop(index, None)
         if flight is None:
             return
         if flight.term != term:
             _fail(flight.futures, ProposalFailed("entry was overwritten by a newer leader"))
             return
-        for future, result in zip(flight.futures, results, strict=False):
+        for i, future in enumerate(flight.futures):
             if not future.done():
-                future.set_result(result)
+                future.set_result(results[i] if i < len(results) else None)
 
     def fail(self, error: ProposalFailed, *, in_flight: bool = False) -> None:
         """Fail pending operations (and, with `in_flight`, every entry still awaited)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgpack
 import pytest
 
-from cluster.proposals import ProposalBatcher
+from cluster.proposals import ProposalBatcher, ProposalFailed
 
 
 async def test_pending_operations_become_one_entry_holding_their_msgpack_array() -> None:
@@ -28,3 +28,13 @@ async def test_an_operation_msgpack_cannot_encode_fails_its_caller_only() -> Non
         batcher.submit(["publish", object()])
     data, taken = batcher.take()
     assert msgpack.unpackb(data) == [["publish", 1]] and taken == [good]
+
+
+async def test_a_watched_entry_resolves_once_applied_with_its_term_and_fails_if_another_entry_won() -> None:
+    batcher = ProposalBatcher()
+    kept, replaced = batcher.watch(5, 2), batcher.watch(6, 2)
+    batcher.applied(5, 2, [])
+    assert kept.result() is None and not replaced.done()
+    batcher.applied(6, 3, [])
+    with pytest.raises(ProposalFailed, match="overwritten"):
+        replaced.result()

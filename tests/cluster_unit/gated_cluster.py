@@ -1,0 +1,94 @@
+"""Three RaftHosts over real transports and RocksDB stores whose writes can be held back with a gate.
+
+A closed gate holds a node's writes in the fsync worker thread while its loop runs on, so a test can
+order events without depending on timing (e.g. followers acknowledge while the leader's write waits).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+from cli.node_processes import free_ports
+from cluster.config import Address
+from cluster.metadata_app import MetadataApp
+from cluster.raft_host import RaftHost
+from cluster.transport import Transport
+from raft_log.storage import NodeStore, TakenBatch
+from raft_log.types import ConfState
+
+NAMES = ("a", "b", "c")
+GROUP = "g"
+
+
+class GatedStore(NodeStore):
+    """A real node store whose writes wait while the gate is closed."""
+
+    gate: threading.Event
+
+    def write_taken(self, taken: TakenBatch, sync: bool) -> None:
+        assert self.gate.wait(30), "the gate was never opened"
+        super().write_taken(taken, sync)
+
+
+class Node:
+    def __init__(self, name: str, store: GatedStore, transport: Transport, host: RaftHost, app: MetadataApp):
+        self.name, self.store, self.transport, self.host, self.app = name, store, transport, host, app
+
+
+async def eventually(condition: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
+    """Wait (yielding to the loop) until `condition` holds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
+@contextlib.asynccontextmanager
+async def gated_cluster(tmp_path: Path) -> AsyncIterator[dict[str, Node]]:
+    """Nodes a, b, c hosting GROUP (a metadata machine), every gate open, no election yet."""
+    ports = free_ports(len(NAMES))
+    result: dict[str, Node] = {}
+    for name, port in zip(NAMES, ports, strict=True):
+        store = GatedStore.open(tmp_path / name)
+        store.gate = threading.Event()
+        store.gate.set()
+        holder: list[RaftHost] = []  # the transport is made before the host it hands frames to
+        transport = Transport(
+            name, Address("127.0.0.1", port), "secret", lambda *f, h=holder: h[0].on_frame(*f)
+        )
+        host = RaftHost(
+            name,
+            store,
+            transport,
+            tick_ms=50,
+            election_ticks=200,  # 10 s: no election while a write is held back
+            heartbeat_ticks=2,
+            snapshot_every=1000,
+            batch_delay_ms=0,
+            rng=random.Random(name),
+            inline_fsync_max_ms=0,  # every synced write in the worker thread, where the gate holds it
+        )
+        holder.append(host)
+        result[name] = Node(name, store, transport, host, MetadataApp(lambda: None))
+    for node in result.values():
+        for peer in result.values():
+            if peer is not node:
+                node.transport.set_peer(peer.name, peer.transport.listen)
+        await node.transport.start()
+        node.host.open_group(GROUP, node.app, ConfState(voters=NAMES))
+        node.host.start()
+    try:
+        yield result
+    finally:
+        for node in result.values():
+            node.store.gate.set()
+            await node.host.stop()
+            await node.transport.stop()
+            node.store.close()

@@ -1,0 +1,47 @@
+"""GroupChanges over real RaftHosts, transports and RocksDB stores: when a membership change counts.
+
+The gates of `gated_cluster` hold a node's writes back, so the core's in-memory commit index can be
+made to move before the leader's own write of a change is durable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from gated_cluster import GROUP, NAMES, Node, eventually
+
+from cluster.group_changes import GroupChanges
+from raft_log.types import ConfState
+
+OBSERVE_S = 1.0  # far longer than a poll of the commit index takes to report a change
+
+
+async def test_finding2_membership_change_is_confirmed_only_once_applied_on_the_leader(
+    nodes: dict[str, Node],
+) -> None:
+    leader = nodes["a"]
+    leader.host.campaign(GROUP)
+    group = leader.host.groups[GROUP]
+    raft = group.raft
+    await eventually(
+        lambda: raft.is_leader and all(n.host.groups[GROUP].applied >= 1 for n in nodes.values()),
+        "a to lead and every node to apply its no-op",
+    )
+    changes = GroupChanges(leader.host, lambda _: True)
+    assert changes.settled_conf(GROUP) == ConfState(voters=NAMES)
+    index = raft.status().last_index + 1
+
+    leader.store.gate.clear()
+    nodes["b"].store.gate.clear()  # b lags: c, the node removed, is the only one to persist the change
+    removal = asyncio.create_task(changes.remove(GROUP, "c"))
+    await eventually(lambda: raft.status().commit >= index, "the core to count the removal as committed")
+    assert raft.status().progress["b"].match < index and group.applied < index
+
+    done, _ = await asyncio.wait({removal}, timeout=OBSERVE_S)
+    assert not done, "the removal was reported while it was durable only on the node removed"
+    assert changes.settled_conf(GROUP) is None  # nor may the membership without c count as settled
+
+    leader.store.gate.set()
+    await asyncio.wait_for(removal, 20)
+    assert group.applied >= index and raft.entry_term(index) == raft.term
+    assert changes.settled_conf(GROUP) == ConfState(voters=("a", "b"))
