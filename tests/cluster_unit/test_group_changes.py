@@ -31,14 +31,13 @@ async def test_finding2_membership_change_is_confirmed_only_once_applied_on_the_
     assert changes.settled_conf(GROUP) == ConfState(voters=NAMES)
     index = raft.status().last_index + 1
 
-    leader.store.gate.clear()
-    nodes["b"].store.gate.clear()  # b lags: c, the node removed, is the only one to persist the change
+    leader.store.gate.clear()  # b and c persist the change; the leader's own write is held back
     removal = asyncio.create_task(changes.remove(GROUP, "c"))
     await eventually(lambda: raft.status().commit >= index, "the core to count the removal as committed")
-    assert raft.status().progress["b"].match < index and group.applied < index
+    assert group.applied < index
 
     done, _ = await asyncio.wait({removal}, timeout=OBSERVE_S)
-    assert not done, "the removal was reported while it was durable only on the node removed"
+    assert not done, "the removal was reported before the leader had written and applied it"
     assert changes.settled_conf(GROUP) is None  # nor may the membership without c count as settled
 
     leader.store.gate.set()
