@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 import msgpack
 
@@ -50,6 +50,17 @@ FATAL_EXIT_CODE = 70
 INLINE_WRITE_MAX_BYTES = 256 * 1024
 # What a leader may send before its own fsync: they ask followers to persist, they acknowledge nothing.
 EARLY_MESSAGE_TYPES = frozenset({MessageType.APP, MessageType.HEARTBEAT})
+
+
+def exit_on_fatal(what: str) -> NoReturn:
+    """A consensus invariant broke: stop the process at once, like etcd's panics.
+
+    Everything acknowledged is durable, so a supervisor restarting the node loses nothing;
+    carrying on with a suspect in-memory state could.
+    """
+    log.critical("fatal error while %s; exiting", what, exc_info=True)
+    logging.shutdown()
+    os._exit(FATAL_EXIT_CODE)
 
 
 class GroupApp(Protocol):
@@ -155,7 +166,9 @@ class RaftHost:
         rng: random.Random,
         on_control: Callable[[str, dict[str, Any]], None] | None = None,
         inline_fsync_max_ms: float = 1.0,
+        on_fatal: Callable[[str], NoReturn] = exit_on_fatal,
     ) -> None:
+        """`on_fatal` is called, inside the handler of the exception, when stepping or processing fails."""
         self.node = node
         self.store = store
         self.transport = transport
@@ -169,6 +182,7 @@ class RaftHost:
         self.leader_hints: dict[str, tuple[str, int]] = {}
         self._hint_ticks: dict[str, int] = {}  # when each hint was last announced
         self._on_control_hook = on_control
+        self._fatal = on_fatal
         self._dirty: set[str] = set()
         self._wake = asyncio.Event()
         self.inline_fsync_max_s = inline_fsync_max_ms / 1000
@@ -335,16 +349,9 @@ class RaftHost:
         """Send a small control map (not a Raft message) to a peer."""
         return self.transport.send(peer, "", KIND_CONTROL, msgpack.packb(control))
 
-    @staticmethod
-    def _fatal(what: str) -> None:
-        """A consensus invariant broke: stop the process at once, like etcd's panics.
-
-        Everything acknowledged is durable, so a supervisor restarting the node loses nothing;
-        carrying on with a suspect in-memory state could.
-        """
-        log.critical("fatal error while %s; exiting", what, exc_info=True)
-        logging.shutdown()
-        os._exit(FATAL_EXIT_CODE)
+    def has_work(self) -> bool:
+        """Whether a group was touched since the last round began (the next one has something to do)."""
+        return bool(self._dirty)
 
     def _touch(self, gid: str) -> None:
         self._dirty.add(gid)

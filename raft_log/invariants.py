@@ -70,6 +70,10 @@ class SafetyChecker:
         if self._digest_at.setdefault(index, digest) != digest:
             raise InvariantViolation(f"state machine safety: {node} has a different state at {index}")
 
+    def digest_at(self, index: int) -> bytes:
+        """The application state's digest after `index`, as first observed (to carry on from a snapshot)."""
+        return self._digest_at[index]
+
     def check_leader_completeness(
         self, node: NodeId, term: int, term_at: Callable[[int], int | None], compacted_through: int
     ) -> None:
