@@ -143,7 +143,10 @@ class QuorumqClient:
 
         `publisher`/`seq` default to this client's id and next sequence number; a request that fails
         with a connection error, a timeout or a 503 is retried with the same pair, which the server
-        answers with the same ids without enqueuing again. Raises RejectedPublishError when full."""
+        answers with the same ids without enqueuing again. Raises RejectedPublishError when full,
+        SeqTooOldError when the seq is too old for the server to tell whether it was enqueued (it was
+        not now), and QuorumqError `ids_forgotten` when it was enqueued so long ago that its ids are
+        forgotten."""
         batch = as_message_list(messages)
         if not batch:
             return []
@@ -159,6 +162,9 @@ class QuorumqClient:
             ids = [int(message_id) for message_id in reply.payload["ids"]]
         except (KeyError, TypeError, ValueError) as exc:
             raise QuorumqError(0, "bad_response", f"publish answer without ids: {reply.payload!r}") from exc
+        if not ids and reply.payload.get("duplicate"):
+            enqueued = f"seq {body['seq']} of publisher {body['publisher']} was enqueued long ago"
+            raise QuorumqError(reply.status, "ids_forgotten", enqueued + "; its ids are forgotten")
         if len(ids) != len(batch):
             raise QuorumqError(0, "bad_response", f"{len(batch)} messages published but {len(ids)} ids")
         return ids

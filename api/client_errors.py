@@ -48,6 +48,11 @@ class ConflictError(QuorumqError):
     """409: a declare with arguments different from the existing queue's, or a refused delete."""
 
 
+class SeqTooOldError(ConflictError):
+    """409 `seq_too_old`: a publish's seq is below its publisher's dedup window and not known to have been
+    enqueued; it was not enqueued now (and retrying the same seq cannot help): publish with a new seq."""
+
+
 class PayloadTooLargeError(QuorumqError):
     """413: the request or one of its messages is too large."""
 
@@ -83,15 +88,17 @@ _ERRORS_BY_STATUS: dict[int, type[QuorumqError]] = {
     503: UnavailableError,
     507: RejectedPublishError,
 }
+_ERRORS_BY_CODE: dict[tuple[int, str], type[QuorumqError]] = {(409, "seq_too_old"): SeqTooOldError}
 
 
 def error_from_response(status: int, payload: Any) -> QuorumqError:
     """Build the error for a non-2xx answer whose body is `payload` (parsed JSON or text)."""
     error_class = _ERRORS_BY_STATUS.get(status, QuorumqError)
     if isinstance(payload, dict) and "error" in payload:
-        return error_class(
+        code = str(payload["error"])
+        return _ERRORS_BY_CODE.get((status, code), error_class)(
             status,
-            str(payload["error"]),
+            code,
             str(payload.get("reason", "")),
             leader=payload.get("leader"),
             leader_http=payload.get("leader_http"),

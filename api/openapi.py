@@ -224,7 +224,13 @@ PATHS: dict[str, dict[str, Any]] = {
     Q + "/messages": {
         "post": _operation(
             "publish with confirms",
-            {"201": "ids", "413": "too large", "422": "too many headers", "507": "queue full"},
+            {
+                "201": "ids",
+                "409": "seq_too_old: seq below the dedup window, status unknown",
+                "413": "too large",
+                "422": "too many headers",
+                "507": "queue full",
+            },
             body=PUBLISH,
             packed_body=PACKED_PUBLISH,
         )

@@ -187,7 +187,9 @@ async def purge_queue(request: web.Request, service: QueueService) -> web.Stream
 async def publish(request: web.Request, service: QueueService) -> web.StreamResponse:
     """POST /api/queues/{q}/messages: 201 with ids once a majority has the messages.
 
-    The body is JSON, or msgpack (`Content-Type: application/msgpack`, bodies as bin); the answer is JSON."""
+    A seq too old for the publisher's dedup window to tell whether it was enqueued is 409 `seq_too_old`
+    (nothing enqueued). The body is JSON, or msgpack (`Content-Type: application/msgpack`, bodies as
+    bin); the answer is JSON."""
     node: Node = request.app[NODE]
     body = await publish_object(request)
     unknown = set(body) - {"messages", "publisher", "seq"}
@@ -206,6 +208,8 @@ async def publish(request: web.Request, service: QueueService) -> web.StreamResp
     metrics.confirm_seconds.observe(time.perf_counter() - started)
     if isinstance(reply, Rejected):
         raise ApiError(507, "reject-publish", f"queue '{service.name}' is full: {reply.reason}")
+    if isinstance(reply, Failure):
+        raise ApiError(409, reply.code, reply.reason)
     if isinstance(reply, Enqueued | Duplicate):
         ids = list(reply.ids or [])
         metrics.published.labels(service.name).inc(len(ids))

@@ -36,7 +36,7 @@ from cluster.tls import raft_contexts
 from cluster.transport import Transport
 from queue_state.arguments import ArgumentError, QueueConfig, parse_arguments
 from queue_state.commands import Enqueue, NewMessage
-from queue_state.effects import Rejected
+from queue_state.effects import Failure, Rejected
 from raft_log.storage import NodeStore
 from raft_log.types import ConfState
 
@@ -438,8 +438,8 @@ class Node:
         service = self.queues.get(target)
         if service is not None and service.is_leader:
             reply = await self.publish(target, messages, publisher, seq)
-            if isinstance(reply, Rejected):
-                raise NotLeader(f"queue '{target}' is full: {reply.reason}")
+            if isinstance(reply, Rejected | Failure):
+                raise NotLeader(f"queue '{target}' did not take the publish: {reply.reason}")
             return
         leader = self.queue_leader(target)
         url = self.node_http(leader) or self.config.http_url

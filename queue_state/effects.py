@@ -70,7 +70,7 @@ class Enqueued:
 
 @dataclass(frozen=True, slots=True)
 class Duplicate:
-    """The (publisher, seq) was seen before: its ids, or None when it fell below the dedup window."""
+    """The (publisher, seq) was enqueued before: its ids, or None when they were trimmed from the window."""
 
     ids: tuple[int, ...] | None
 

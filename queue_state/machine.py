@@ -107,9 +107,9 @@ class QueueMachine:
         if cmd.publisher is not None:
             window = self._publishers.touch(cmd.publisher, self._now)
             if cmd.seq is not None:
-                duplicate = self._publishers.duplicate_of(cmd.publisher, cmd.seq)
-                if duplicate is not None:
-                    return duplicate
+                not_new = self._publishers.answer_if_not_new(cmd.publisher, cmd.seq)
+                if not_new is not None:
+                    return not_new
         if self._config.rejects_publish and self._over_limit(headroom=1):
             return Rejected("reject-publish: the queue is at its length limit")
         first_id, count = self._next_id, len(cmd.messages)
@@ -518,7 +518,7 @@ class QueueMachine:
             elif kind == "dead_letters":
                 machine._dead_letters = DeadLetterQueue.from_wire(payload)
             elif kind == "publishers":
-                machine._publishers.extend_from_wire(payload)
+                machine._publishers.extend_from_wire(payload, reader.version)
             else:
                 raise SnapshotError(f"unknown snapshot chunk {kind!r}")
         return machine

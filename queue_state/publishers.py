@@ -1,10 +1,17 @@
-"""Publisher deduplication: a bounded window of seen sequence numbers per publisher.
+"""Publisher deduplication: per publisher, a contiguous watermark and a bounded window of seen seqs.
 
 rabbit_fifo takes `seq == next` and calls `seq < next` a duplicate. Our publishers pipeline concurrent
-HTTP requests, so seqs may arrive out of order: we remember each seen seq (its first id and message
-count) in a window of `WINDOW_SIZE` seqs. A seen seq is answered with its ids; a seq below the window's
-floor (the smallest seq ever evicted, plus one) is a duplicate whose ids are forgotten. Publishers idle
-for `IDLE_MS` are forgotten on `Tick`.
+HTTP requests, so seqs may arrive out of order. Each publisher keeps:
+
+- the **window**: the `WINDOW_SIZE` highest seqs taken, each with its first id and message count; a
+  seq in it is a duplicate answered with its ids;
+- the **watermark**: every seq from 1 up to it was taken (seqs count from 1, as the client's and
+  AMQP's confirms do), so such a seq is a duplicate even once its ids have left the window;
+- the **floor**: one above the highest seq ever evicted from the window. A seq below it, not in the
+  window and above the watermark, may never have been taken (a request delayed past the window) or
+  was taken and trimmed: its status is unknown, so it is refused as `seq_too_old`, never enqueued.
+
+Publishers idle for `IDLE_MS` are forgotten on `Tick`.
 """
 
 from __future__ import annotations
@@ -12,31 +19,58 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
-from queue_state.effects import Duplicate
+from queue_state.effects import Duplicate, Failure
 
 WINDOW_SIZE = 1024
 IDLE_MS = 60 * 60 * 1000
+SEQ_TOO_OLD = "seq_too_old"
 
 
 class PublisherWindow:
-    """The seqs one publisher used recently, each mapped to (first id, message count)."""
+    """One publisher's watermark, floor and recent seqs (each mapped to (first id, message count))."""
 
-    __slots__ = ("_order", "floor", "last_seen_ms", "seen")
+    __slots__ = ("_order", "floor", "last_seen_ms", "seen", "watermark")
 
-    def __init__(self, floor: int, last_seen_ms: int, seen: dict[int, tuple[int, int]]) -> None:
+    def __init__(
+        self, watermark: int, floor: int, last_seen_ms: int, seen: dict[int, tuple[int, int]]
+    ) -> None:
+        self.watermark = watermark
         self.floor = floor
         self.last_seen_ms = last_seen_ms
         self.seen = seen
         self._order = list(seen)
         heapq.heapify(self._order)
+        self._raise_watermark()
+
+    def answer_if_not_new(self, seq: int) -> Duplicate | Failure | None:
+        """The answer to a seq that must not be enqueued (a duplicate, or too old to tell); None if new."""
+        first_and_count = self.seen.get(seq)
+        if first_and_count is not None:
+            first_id, count = first_and_count
+            return Duplicate(tuple(range(first_id, first_id + count)))
+        if seq >= self.floor:
+            return None
+        if 0 < seq <= self.watermark:
+            return Duplicate(None)
+        return Failure(
+            SEQ_TOO_OLD,
+            f"seq {seq} is below this publisher's dedup window (seqs from {self.floor}) and not in an"
+            " unbroken run of seqs from 1, so whether it was ever enqueued is unknown; it was not"
+            " enqueued now (publish it again with a new seq)",
+        )
 
     def record(self, seq: int, first_id: int, count: int) -> None:
         self.seen[seq] = (first_id, count)
         heapq.heappush(self._order, seq)
+        self._raise_watermark()
         while len(self.seen) > WINDOW_SIZE:
             evicted = heapq.heappop(self._order)
             del self.seen[evicted]
             self.floor = max(self.floor, evicted + 1)
+
+    def _raise_watermark(self) -> None:
+        while self.watermark + 1 in self.seen:
+            self.watermark += 1
 
 
 class PublisherDedup:
@@ -50,20 +84,14 @@ class PublisherDedup:
     def __len__(self) -> int:
         return len(self._windows)
 
-    def duplicate_of(self, publisher: str, seq: int) -> Duplicate | None:
-        """The answer to a seq seen before (with its ids, or None below the window); None if it is new."""
+    def answer_if_not_new(self, publisher: str, seq: int) -> Duplicate | Failure | None:
+        """The answer to a (publisher, seq) that must not be enqueued; None if it is new."""
         window = self._windows.get(publisher)
-        if window is None:
-            return None
-        first_and_count = window.seen.get(seq)
-        if first_and_count is not None:
-            first_id, count = first_and_count
-            return Duplicate(tuple(range(first_id, first_id + count)))
-        return Duplicate(None) if seq < window.floor else None
+        return None if window is None else window.answer_if_not_new(seq)
 
     def touch(self, publisher: str, now_ms: int) -> PublisherWindow:
         """Mark the publisher active now (moving it to the end of the idle order) and return its window."""
-        window = self._windows.pop(publisher, None) or PublisherWindow(0, now_ms, {})
+        window = self._windows.pop(publisher, None) or PublisherWindow(0, 0, now_ms, {})
         window.last_seen_ms = now_ms
         self._windows[publisher] = window
         return window
@@ -80,13 +108,19 @@ class PublisherDedup:
         return None if oldest is None else oldest.last_seen_ms + IDLE_MS
 
     def to_wire(self) -> list[Any]:
+        """Rows `[publisher, watermark, floor, last_seen_ms, [[seq, first_id, count], ...]]`."""
         return [
-            [publisher, window.floor, window.last_seen_ms, [[s, *v] for s, v in window.seen.items()]]
-            for publisher, window in self._windows.items()
+            [publisher, w.watermark, w.floor, w.last_seen_ms, [[s, *v] for s, v in w.seen.items()]]
+            for publisher, w in self._windows.items()
         ]
 
-    def extend_from_wire(self, publishers: list[Any]) -> None:
-        for publisher, floor, last_seen_ms, seen in publishers:
+    def extend_from_wire(self, publishers: list[Any], snapshot_version: int) -> None:
+        """Add `to_wire` rows; version 1 rows have no watermark: it is rebuilt from 0 over the window."""
+        for row in publishers:
+            if snapshot_version == 1:
+                watermark, (publisher, floor, last_seen_ms, seen) = 0, row
+            else:
+                publisher, watermark, floor, last_seen_ms, seen = row
             self._windows[publisher] = PublisherWindow(
-                floor, last_seen_ms, {seq: (first_id, count) for seq, first_id, count in seen}
+                watermark, floor, last_seen_ms, {seq: (first_id, count) for seq, first_id, count in seen}
             )

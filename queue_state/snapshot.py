@@ -1,7 +1,8 @@
 """The snapshot stream format: a header chunk, then `[kind, payload]` chunks, then an end marker.
 
 Every chunk is one msgpack document, so a snapshot can be written and read piece by piece. The header
-carries the format version; a stream without its end marker is truncated.
+carries the format version; a stream without its end marker is truncated. Version 2 added each
+publisher's watermark; version 1 snapshots still restore.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from typing import Any
 
 import msgpack
 
-SNAPSHOT_VERSION = 1
+SNAPSHOT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 END_OF_SNAPSHOT = "end"
 
 
@@ -37,9 +39,10 @@ class SnapshotReader:
         if first is None:
             raise SnapshotError("empty snapshot")
         header = msgpack.unpackb(first, raw=False, strict_map_key=False)
-        if not isinstance(header, dict) or header.get("version") != SNAPSHOT_VERSION:
-            raise SnapshotError(f"unsupported snapshot header (expected version {SNAPSHOT_VERSION})")
+        if not isinstance(header, dict) or header.get("version") not in READABLE_VERSIONS:
+            raise SnapshotError(f"unsupported snapshot header (expected a version in {READABLE_VERSIONS})")
         self.header: dict[str, Any] = header
+        self.version: int = header["version"]
 
     def parts(self) -> Iterator[tuple[str, Any]]:
         for chunk in self._chunks:

@@ -7,7 +7,7 @@ import pytest
 from aiohttp import web
 from client_fakes import error, published, serve
 
-from api.client import QuorumqClient, RejectedPublishError
+from api.client import ConflictError, QuorumqClient, QuorumqError, RejectedPublishError, SeqTooOldError
 
 
 class DedupQueue:
@@ -118,13 +118,52 @@ async def test_publisher_fails_the_confirms_of_a_rejected_batch_and_flush_raises
     app = web.Application()
     app.router.add_post("/api/queues/{q}/messages", full)
     async with serve(app) as node, QuorumqClient([node]) as client:
-        pub = client.publisher("q")
-        confirm = await pub.send(b"x")
-        with pytest.raises(RejectedPublishError):
-            await confirm
-        with pytest.raises(RejectedPublishError):
-            await pub.flush()
-        await pub.close()
+        await assert_publisher_confirm_and_flush_fail_with(client, RejectedPublishError)
+
+
+async def assert_publisher_confirm_and_flush_fail_with(
+    client: QuorumqClient, expected: type[QuorumqError]
+) -> None:
+    pub = client.publisher("q")
+    confirm = await pub.send(b"x")
+    with pytest.raises(expected):
+        await confirm
+    with pytest.raises(expected):
+        await pub.flush()
+    await pub.close()
+
+
+async def test_finding3_seq_too_old_raises_at_once_and_fails_the_publishers_confirms() -> None:
+    requests = 0
+
+    async def too_old(request: web.Request) -> web.Response:
+        nonlocal requests
+        requests += 1
+        return error(409, "seq_too_old", "seq 1 is below this publisher's dedup window")
+
+    app = web.Application()
+    app.router.add_post("/api/queues/{q}/messages", too_old)
+    async with serve(app) as node, QuorumqClient([node]) as client:
+        with pytest.raises(SeqTooOldError) as raised:
+            await client.publish("q", [b"x"], publisher="p", seq=1)
+        assert isinstance(raised.value, ConflictError)
+        assert (raised.value.status, raised.value.code) == (409, "seq_too_old")
+        assert "dedup window" in raised.value.reason
+        assert requests == 1  # never retried: the same seq can only be refused again
+        await assert_publisher_confirm_and_flush_fail_with(client, SeqTooOldError)
+
+
+async def test_a_duplicate_whose_ids_are_forgotten_is_an_ids_forgotten_error_not_ids() -> None:
+    async def forgotten(request: web.Request) -> web.Response:
+        return web.json_response({"ids": [], "duplicate": True}, status=201)
+
+    app = web.Application()
+    app.router.add_post("/api/queues/{q}/messages", forgotten)
+    async with serve(app) as node, QuorumqClient([node]) as client:
+        with pytest.raises(QuorumqError) as raised:
+            await client.publish("q", [b"x", b"y"], publisher="p", seq=7)
+    assert (raised.value.status, raised.value.code) == (201, "ids_forgotten")
+    assert "seq 7 of publisher p was enqueued" in raised.value.reason
 
 
 async def test_publish_all_returns_ids_in_message_order() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,9 @@ import aiohttp
 import msgpack
 import pytest
 
+from api.client import QuorumqClient, SeqTooOldError
 from cli.node_processes import ProcessCluster
+from queue_state.publishers import WINDOW_SIZE
 
 MAX_MESSAGE_BYTES = 1024
 MAX_REQUEST_BYTES = 64 * 1024
@@ -210,6 +213,28 @@ async def test_publish_to_a_full_reject_publish_queue_is_507(http: Api) -> None:
     )
     assert error["error"] == "reject-publish"
     assert await http.messages("full") == 2
+
+
+async def test_finding3_a_seq_below_the_dedup_window_is_409_seq_too_old_and_the_client_raises(
+    http: Api,
+) -> None:
+    await http.declare("late-seq")
+    path = "/api/queues/late-seq/messages"
+
+    def request(seq: int) -> dict[str, Any]:
+        return {"json": {"messages": [{"body": str(seq)}], "publisher": "p", "seq": seq}}
+
+    assert (await http.call("POST", path, **request(1)))[0] == 201
+    later = range(3, WINDOW_SIZE + 4)  # seq 2 is held back while more than a window of later seqs commit
+    answers = await asyncio.gather(*(http.call("POST", path, **request(seq)) for seq in later))
+    assert {status for status, _ in answers} == {201}
+    error = await http.expect_error(409, "POST", path, **request(2))
+    assert error["error"] == "seq_too_old"
+    async with QuorumqClient([http.base]) as client:
+        with pytest.raises(SeqTooOldError):
+            await client.publish("late-seq", ["2"], publisher="p", seq=2)
+    assert await http.call("POST", path, **request(1)) == (201, {"ids": [], "duplicate": True})
+    assert await http.messages("late-seq") == 1 + len(later)
 
 
 @pytest.mark.parametrize(
