@@ -123,6 +123,7 @@ class SimStats:
     crashes: int = 0
     power_losses: int = 0
     slow_writes: int = 0
+    snapshots_installed: int = 0
     conf_changes: int = 0
     confirmed: int = 0
     committed: int = 0
@@ -356,6 +357,7 @@ class Simulation:
         for r in round_.readies:
             snapshot = r.ready.snapshot
             if snapshot is not None and snapshot.meta.index > 0:
+                self.stats.snapshots_installed += 1
                 node.applied, node.digest = snapshot.meta.index, self.checker.digest_at(snapshot.meta.index)
             for entry in r.ready.committed_entries:
                 node.digest = hashlib.sha256(
@@ -554,12 +556,14 @@ def main(argv: list[str] | None = None) -> int:
             failures += 1
             print(f"seed {seed}: FAILED: {type(exc).__name__}: {exc}", file=sys.stderr)
             continue
-        for name in ("leaders", "crashes", "power_losses", "slow_writes", "conf_changes", "confirmed"):
+        names = ("leaders", "crashes", "power_losses", "slow_writes", "snapshots_installed", "conf_changes")
+        for name in (*names, "confirmed"):
             setattr(totals, name, getattr(totals, name) + getattr(stats, name))
     print(
         f"{args.seeds} seeds x {args.steps} steps: {failures} failed; leaders {totals.leaders}, "
         f"crashes {totals.crashes}, power losses {totals.power_losses}, slow writes {totals.slow_writes}, "
-        f"conf changes {totals.conf_changes}, publishes confirmed {totals.confirmed}"
+        f"snapshots installed {totals.snapshots_installed}, conf changes {totals.conf_changes}, "
+        f"publishes confirmed {totals.confirmed}"
     )
     return 1 if failures else 0
 

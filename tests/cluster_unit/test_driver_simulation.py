@@ -28,12 +28,14 @@ def test_random_faults_never_lose_a_confirmed_publish_and_healing_restores_liven
 
 
 def test_faults_of_every_kind_happen() -> None:
-    """The run is as hostile as it claims: crashes, power losses, slow fsyncs and membership changes."""
+    """The run is as hostile as it claims: crashes, power losses, slow fsyncs, snapshot transfers and
+    membership changes."""
     totals = [run_seed(seed, STEPS) for seed in range(40)]
     assert sum(s.crashes for s in totals) > 0
     assert sum(s.power_losses for s in totals) > 0
     assert sum(s.slow_writes for s in totals) > 0
     assert sum(s.conf_changes for s in totals) > 0
+    assert sum(s.snapshots_installed for s in totals) > 0
     assert sum(s.confirmed for s in totals) > 100
 
 
