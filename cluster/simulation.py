@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
 import random
 import sys
 from dataclasses import dataclass, field
@@ -32,9 +31,9 @@ from cluster.simulated_network import SimulatedNetwork
 from queue_state.arguments import QueueConfig
 from queue_state.commands import Enqueue, NewMessage
 from queue_state.effects import Enqueued
-from raft_log.confchange import ConfChange, ConfChangeKind
+from raft_log.confchange import random_conf_change
 from raft_log.errors import RaftError
-from raft_log.invariants import InvariantViolation, SafetyChecker
+from raft_log.invariants import InvariantViolation, LivenessViolation, SafetyChecker, chain_digest
 from raft_log.simulated_database import SimulatedDatabase
 from raft_log.storage import NodeStore
 from raft_log.types import ConfState
@@ -43,10 +42,6 @@ GROUP = "q-sim"
 QUEUE = "sim"
 TICK_MS = 10
 EMPTY_DIGEST = bytes(32)
-
-
-class LivenessViolation(AssertionError):
-    """After healing every fault, no leader committed, or a member never caught up."""
 
 
 class SimulationFatal(AssertionError):
@@ -157,7 +152,6 @@ class Simulation:
         self.confirmed: dict[int, bytes] = {}  # message id -> body, of every confirmed publish
         self._publishes: list[_Publish] = []
         self._next_node = 1
-        self._leaders_checked: set[tuple[str, int]] = set()
         names = [f"n{i}" for i in range(1, voters + learners + 1)]
         bootstrap = ConfState(voters=tuple(names[:voters]), learners=tuple(names[voters:]))
         for _ in names:
@@ -300,15 +294,8 @@ class Simulation:
         if leader is None:
             return
         conf = leader.host.groups[GROUP].raft.status().conf
-        members = conf.voters + conf.learners
-        options = [ConfChange(ConfChangeKind.REMOVE, self.rng.choice(members))]
-        if conf.learners:
-            options.append(ConfChange(ConfChangeKind.PROMOTE, self.rng.choice(conf.learners)))
-        if len(members) < 5 and self._next_node <= 8:
-            fresh = f"n{self._next_node}"
-            options.append(ConfChange(ConfChangeKind.ADD_LEARNER, fresh))
-            options.append(ConfChange(ConfChangeKind.ADD_VOTER, fresh))
-        change = self.rng.choice(options)
+        room = len(conf.voters + conf.learners) < 5 and self._next_node <= 8
+        change = random_conf_change(self.rng, conf, f"n{self._next_node}" if room else None)
         try:
             leader.host.propose_conf_change(GROUP, change)
         except (RaftError, ProposalFailed):
@@ -360,9 +347,7 @@ class Simulation:
                 self.stats.snapshots_installed += 1
                 node.applied, node.digest = snapshot.meta.index, self.checker.digest_at(snapshot.meta.index)
             for entry in r.ready.committed_entries:
-                node.digest = hashlib.sha256(
-                    node.digest + f"{entry.index}/{entry.term}/{int(entry.kind)}/".encode() + entry.data
-                ).digest()
+                node.digest = chain_digest(node.digest, entry)
                 node.applied = entry.index
                 self.checker.observe_applied(node.name, entry, term, node.digest)
                 self.stats.committed = max(self.stats.committed, entry.index)
@@ -524,14 +509,10 @@ class Simulation:
     def _check_leaders(self) -> None:
         for node in self._leaders():
             raft = node.host.groups[GROUP].raft
-            if (node.name, raft.term) in self._leaders_checked:
-                continue
-            self._leaders_checked.add((node.name, raft.term))
-            self.stats.leaders += 1
-            self.checker.observe_leader(node.name, raft.term)
-            self.checker.check_leader_completeness(
+            if self.checker.check_new_leader(
                 node.name, raft.term, raft.entry_term, raft.status().first_index - 1
-            )
+            ):
+                self.stats.leaders += 1
 
 
 def run_seed(seed: int, steps: int) -> SimStats:

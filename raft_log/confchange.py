@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -65,3 +66,16 @@ def apply_conf_change(conf: ConfState, change: ConfChange) -> ConfState:
         else:
             raise InvalidConfChangeError(f"{node} is not a member")
     return ConfState(voters=tuple(voters), learners=tuple(learners))
+
+
+def random_conf_change(rng: random.Random, conf: ConfState, fresh: NodeId | None) -> ConfChange:
+    """A membership change a simulation proposes: remove any member, promote a learner, or (with a
+    `fresh` node name) add it as a learner or a voter."""
+    members = conf.voters + conf.learners
+    options = [ConfChange(ConfChangeKind.REMOVE, rng.choice(members))]
+    if conf.learners:
+        options.append(ConfChange(ConfChangeKind.PROMOTE, rng.choice(conf.learners)))
+    if fresh is not None:
+        options.append(ConfChange(ConfChangeKind.ADD_LEARNER, fresh))
+        options.append(ConfChange(ConfChangeKind.ADD_VOTER, fresh))
+    return rng.choice(options)

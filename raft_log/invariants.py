@@ -7,6 +7,7 @@ quorumq promise that nothing acknowledged as committed is ever lost.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -15,6 +16,18 @@ from raft_log.types import Entry, NodeId
 
 class InvariantViolation(AssertionError):
     """A Raft safety property does not hold in the observed history."""
+
+
+class LivenessViolation(AssertionError):
+    """After healing every fault, the group did not elect a leader that commits (or members stayed behind)."""
+
+
+def chain_digest(digest: bytes, entry: Entry) -> bytes:
+    """The digest of a state after applying `entry` to a state of digest `digest` (a simulation's stand-in
+    for the application state)."""
+    return hashlib.sha256(
+        digest + f"{entry.index}/{entry.term}/{int(entry.kind)}/".encode() + entry.data
+    ).digest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +47,7 @@ class SafetyChecker:
         self._content_of: dict[tuple[int, int], tuple[int, bytes]] = {}
         self.committed: dict[int, CommittedEntry] = {}
         self._digest_at: dict[int, bytes] = {}
+        self._leaders_checked: set[tuple[NodeId, int]] = set()
 
     def observe_leader(self, node: NodeId, term: int) -> None:
         """Election safety: at most one leader per term."""
@@ -73,6 +87,17 @@ class SafetyChecker:
     def digest_at(self, index: int) -> bytes:
         """The application state's digest after `index`, as first observed (to carry on from a snapshot)."""
         return self._digest_at[index]
+
+    def check_new_leader(
+        self, node: NodeId, term: int, term_at: Callable[[int], int | None], compacted_through: int
+    ) -> bool:
+        """Election safety and leader completeness, once per (node, term); True when the leader is new."""
+        if (node, term) in self._leaders_checked:
+            return False
+        self._leaders_checked.add((node, term))
+        self.observe_leader(node, term)
+        self.check_leader_completeness(node, term, term_at, compacted_through)
+        return True
 
     def check_leader_completeness(
         self, node: NodeId, term: int, term_at: Callable[[int], int | None], compacted_through: int

@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import random
 import sys
 from dataclasses import dataclass, field
 
-from raft_log.confchange import ConfChange, ConfChangeKind, apply_conf_change, decode_conf_change
+from raft_log.confchange import apply_conf_change, decode_conf_change, random_conf_change
 from raft_log.core import Config, RaftNode
 from raft_log.errors import RaftError
-from raft_log.invariants import InvariantViolation, SafetyChecker
+from raft_log.invariants import InvariantViolation, LivenessViolation, SafetyChecker, chain_digest
 from raft_log.memory_storage import MemoryStorage
 from raft_log.messages import Message, decode_message, encode_message
 from raft_log.ready import Ready, persist_ready
@@ -29,10 +28,6 @@ from raft_log.types import ConfState, Entry, EntryKind, NodeId, Snapshot
 
 GROUP = "sim"
 EMPTY_DIGEST = bytes(32)
-
-
-class LivenessViolation(AssertionError):
-    """After healing every fault, the group did not elect a leader that commits."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +115,6 @@ class Simulation:
         self._next_node = 1
         self._proposals = 0
         self._reads: dict[bytes, int] = {}
-        self._leaders_checked: set[tuple[NodeId, int]] = set()
         bootstrap = ConfState(voters=tuple(f"n{i}" for i in range(1, voters + 1)))
         for _ in range(voters):
             self._add_node(MemoryStorage(bootstrap))
@@ -266,15 +260,8 @@ class Simulation:
         if leader is None:
             return
         conf = leader.raft.status().conf
-        members = conf.voters + conf.learners
-        options = [ConfChange(ConfChangeKind.REMOVE, self.rng.choice(members))]
-        if conf.learners:
-            options.append(ConfChange(ConfChangeKind.PROMOTE, self.rng.choice(conf.learners)))
-        if len(members) < 5 and self._next_node <= 8:
-            fresh = f"n{self._next_node}"
-            options.append(ConfChange(ConfChangeKind.ADD_LEARNER, fresh))
-            options.append(ConfChange(ConfChangeKind.ADD_VOTER, fresh))
-        change = self.rng.choice(options)
+        room = len(conf.voters + conf.learners) < 5 and self._next_node <= 8
+        change = random_conf_change(self.rng, conf, f"n{self._next_node}" if room else None)
         try:
             leader.raft.propose_conf_change(change)
         except RaftError:
@@ -331,9 +318,7 @@ class Simulation:
     def _apply(self, node: SimNode, entry: Entry, term: int) -> None:
         if entry.index != node.applied + 1:
             raise InvariantViolation(f"{node.node_id} applied {entry.index} after {node.applied}")
-        node.digest = hashlib.sha256(
-            node.digest + f"{entry.index}/{entry.term}/{int(entry.kind)}/".encode() + entry.data
-        ).digest()
+        node.digest = chain_digest(node.digest, entry)
         node.applied = entry.index
         if entry.kind is EntryKind.CONF_CHANGE:
             node.conf = apply_conf_change(node.conf, decode_conf_change(entry.data))
@@ -399,14 +384,10 @@ class Simulation:
     def _check_leaders(self) -> None:
         for node in self._alive():
             raft = node.raft
-            if not raft.is_leader or (node.node_id, raft.term) in self._leaders_checked:
-                continue
-            self._leaders_checked.add((node.node_id, raft.term))
-            self.stats.leaders += 1
-            self.checker.observe_leader(node.node_id, raft.term)
-            self.checker.check_leader_completeness(
+            if raft.is_leader and self.checker.check_new_leader(
                 node.node_id, raft.term, raft.entry_term, raft.status().first_index - 1
-            )
+            ):
+                self.stats.leaders += 1
 
 
 def run_seed(seed: int, steps: int, voters: int = 3) -> SimStats:
