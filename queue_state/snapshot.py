@@ -11,7 +11,8 @@ from typing import Any
 
 import msgpack
 
-SNAPSHOT_VERSION = 1
+SNAPSHOT_VERSION = 2  # 2 added the header's `sealed`
+READABLE_VERSIONS = (1, 2)
 END_OF_SNAPSHOT = "end"
 
 
@@ -37,8 +38,8 @@ class SnapshotReader:
         if first is None:
             raise SnapshotError("empty snapshot")
         header = msgpack.unpackb(first, raw=False, strict_map_key=False)
-        if not isinstance(header, dict) or header.get("version") != SNAPSHOT_VERSION:
-            raise SnapshotError(f"unsupported snapshot header (expected version {SNAPSHOT_VERSION})")
+        if not isinstance(header, dict) or header.get("version") not in READABLE_VERSIONS:
+            raise SnapshotError(f"unsupported snapshot header (expected a version in {READABLE_VERSIONS})")
         self.header: dict[str, Any] = header
 
     def parts(self) -> Iterator[tuple[str, Any]]:
