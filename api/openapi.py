@@ -224,7 +224,13 @@ PATHS: dict[str, dict[str, Any]] = {
     Q + "/messages": {
         "post": _operation(
             "publish with confirms",
-            {"201": "ids", "413": "too large", "422": "too many headers", "507": "queue full"},
+            {
+                "201": "ids",
+                "409": "the queue is being deleted",
+                "413": "too large",
+                "422": "too many headers",
+                "507": "queue full",
+            },
             body=PUBLISH,
             packed_body=PACKED_PUBLISH,
         )
@@ -249,7 +255,7 @@ PATHS: dict[str, dict[str, Any]] = {
     Q + "/consumers": {
         "post": _operation(
             "register a consumer",
-            {"201": "consumer tag", "429": "too many consumers"},
+            {"201": "consumer tag", "409": "the queue is being deleted", "429": "too many consumers"},
             body=CONSUMER,
             body_required=False,
         )
