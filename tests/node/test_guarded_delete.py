@@ -81,6 +81,7 @@ async def gated(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator
             print(cluster.log_tails())
 
 
+@pytest.mark.faults
 async def test_finding4_if_empty_delete_is_refused_though_the_metadata_leaders_replica_is_stale(
     gated: Gated,
 ) -> None:
@@ -100,6 +101,7 @@ async def test_finding4_if_empty_delete_is_refused_though_the_metadata_leaders_r
     assert [d.text for d in served] == [str(i) for i in range(5)]
 
 
+@pytest.mark.faults
 async def test_finding4_a_sealed_queue_refuses_publishes_and_is_deleted_once_the_metadata_is_reached(
     gated: Gated,
 ) -> None:
