@@ -18,6 +18,7 @@ from cluster.consumers import ConsumerSession, poll
 from cluster.queue_service import QueueService
 from queue_state.commands import Cancel, Checkout, Get
 from queue_state.effects import Deliveries, Delivery, Failure
+from queue_state.machine import QUEUE_DELETING
 
 DEFAULT_PREFETCH = 100
 MAX_PREFETCH = 65535
@@ -48,7 +49,7 @@ async def register_consumer(request: web.Request, service: QueueService) -> web.
     reply = await request.app[NODE].submit(service, Checkout(now, tag, prefetch, priority, timeout))
     if isinstance(reply, Failure):
         service.sessions.close(tag)
-        raise ApiError(400, reply.code, reply.reason)
+        raise ApiError(409 if reply.code == QUEUE_DELETING else 400, reply.code, reply.reason)
     return web.json_response({"consumer": tag}, status=201)
 
 

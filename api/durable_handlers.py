@@ -19,8 +19,10 @@ from cluster.queue_service import QueueService
 from queue_state.commands import Cancel, Command, DurableCheckout, DurableSettle, Tick
 from queue_state.durable import DurableLogGap
 from queue_state.effects import DurablePosition, Failure
+from queue_state.machine import QUEUE_DELETING
 
 MAX_CHECKOUT = 10000
+_FAILURE_STATUS = {"unknown_consumer": 404, "name_in_use": 409, "beyond_sequence": 409, QUEUE_DELETING: 409}
 _REGISTER_FIELDS = {"durable", "name", "prefetch", "priority"}
 
 
@@ -36,7 +38,7 @@ def _position_json(position: DurablePosition, name: str) -> dict[str, Any]:
 async def _submit(request: web.Request, service: QueueService, command: Command) -> DurablePosition:
     reply = await request.app[NODE].submit(service, command)
     if isinstance(reply, Failure):
-        status = {"unknown_consumer": 404, "name_in_use": 409, "beyond_sequence": 409}.get(reply.code, 400)
+        status = _FAILURE_STATUS.get(reply.code, 400)
         raise ApiError(status, reply.code, reply.reason)
     assert isinstance(reply, DurablePosition)
     return reply

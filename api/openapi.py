@@ -226,7 +226,7 @@ PATHS: dict[str, dict[str, Any]] = {
             "publish with confirms",
             {
                 "201": "ids",
-                "409": "seq_too_old: seq below the dedup window, status unknown",
+                "409": "seq_too_old (seq below the dedup window, status unknown) or queue_deleting",
                 "413": "too large",
                 "422": "too many headers",
                 "507": "queue full",
@@ -255,7 +255,7 @@ PATHS: dict[str, dict[str, Any]] = {
     Q + "/consumers": {
         "post": _operation(
             "register a consumer",
-            {"201": "consumer tag", "429": "too many consumers"},
+            {"201": "consumer tag", "409": "the queue is being deleted", "429": "too many consumers"},
             body=CONSUMER,
             body_required=False,
         )

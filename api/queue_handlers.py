@@ -29,7 +29,6 @@ from api.validation import (
     query_flag,
     queue_name,
 )
-from cluster.errors import QueueConflict
 from cluster.node import Node
 from cluster.queue_replica import AutoAcked
 from cluster.queue_service import QueueService
@@ -157,21 +156,24 @@ async def _queue_anywhere(request: web.Request, node: Node, name: str) -> dict[s
     return queue_json(node, name, None)
 
 
-@on_meta_leader
 async def delete_queue(request: web.Request) -> web.StreamResponse:
-    """DELETE /api/queues/{q}[?if_empty=true][&if_unused=true]."""
-    node: Node = request.app[NODE]
-    name = queue_name(request)
+    """DELETE /api/queues/{q}[?if_empty=true][&if_unused=true]: a guarded delete is decided by the
+    queue's leader in the queue's log (`Node.delete_if`), a plain one by the metadata leader."""
+    if query_flag(request, "if_empty") or query_flag(request, "if_unused"):
+        return await _delete_guarded(request)
+    return await _delete(request)
+
+
+@on_meta_leader
+async def _delete(request: web.Request) -> web.StreamResponse:
+    await request.app[NODE].delete(queue_name(request))
+    return web.Response(status=204)
+
+
+@on_queue_leader
+async def _delete_guarded(request: web.Request, service: QueueService) -> web.StreamResponse:
     if_empty, if_unused = query_flag(request, "if_empty"), query_flag(request, "if_unused")
-    if if_empty or if_unused:
-        stats = await _queue_anywhere(request, node, name)
-        if stats is None or "messages" not in stats:
-            raise ApiError(503, "no_leader", f"cannot read the state of queue '{name}' now")
-        if if_empty and stats["messages"]:
-            raise QueueConflict(f"queue '{name}' is not empty")
-        if if_unused and stats["consumers"]:
-            raise QueueConflict(f"queue '{name}' has consumers")
-    await node.delete(name)
+    await request.app[NODE].delete_if(service, if_empty, if_unused)
     return web.Response(status=204)
 
 
@@ -214,6 +216,8 @@ async def publish(request: web.Request, service: QueueService) -> web.StreamResp
         ids = list(reply.ids or [])
         metrics.published.labels(service.name).inc(len(ids))
         return web.json_response({"ids": ids, "duplicate": isinstance(reply, Duplicate)}, status=201)
+    if isinstance(reply, Failure):  # sealed for a delete
+        raise ApiError(409, reply.code, reply.reason)
     raise ApiError(500, "internal_error", f"unexpected reply {reply!r}")
 
 

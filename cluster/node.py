@@ -14,6 +14,7 @@ import json
 import logging
 import random
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ from cluster.remote import publish_remote
 from cluster.tls import raft_contexts
 from cluster.transport import Transport
 from queue_state.arguments import ArgumentError, QueueConfig, parse_arguments
-from queue_state.commands import Enqueue, NewMessage
+from queue_state.commands import Enqueue, NewMessage, Seal
 from queue_state.effects import Failure, Rejected
 from raft_log.storage import NodeStore
 from raft_log.types import ConfState
@@ -48,6 +49,8 @@ SYNC_EVERY_S = 1.0
 LEADER_WAIT_S = 10.0
 PREFERRED_WAIT_S = 3.0
 NEW_GROUP_HOLD_ELECTIONS = 2
+METADATA_WAIT_S = 10.0
+RELAY_EVERY_S = 0.5
 
 
 def wall_clock_ms() -> int:
@@ -207,6 +210,21 @@ class Node:
         elif leader is not None:
             self.host.send_control(leader, {control_key: op[1:]})
 
+    async def relay_until(self, op: list, control_key: str, done: Callable[[], bool]) -> bool:
+        """Propose `op` through the metadata leader (`_to_meta_leader`, again every RELAY_EVERY_S) until
+        `done()` holds in this node's metadata; False when METADATA_WAIT_S pass first."""
+        deadline = time.monotonic() + METADATA_WAIT_S
+        next_send = 0.0
+        while not done():
+            now = time.monotonic()
+            if now > deadline:
+                return False
+            if now >= next_send:
+                self._to_meta_leader(op, control_key)
+                next_send = now + RELAY_EVERY_S
+            await asyncio.sleep(0.02)
+        return True
+
     async def _timer_loop(self) -> None:
         """Leader timers of every hosted queue (TTL, leases, queue expiry, consumer timeouts)."""
         while True:
@@ -252,7 +270,7 @@ class Node:
             self.host,
             wall_clock_ms,
             on_dead_letter=self._dead_letter,
-            on_expired=self._queue_expired,
+            request_delete=self.request_delete,
             on_leadership=self._leadership_changed,
             consumer_timeout_ms=self.config.consumer_timeout_ms,
         )
@@ -360,6 +378,25 @@ class Node:
         if reply[0] == "error":
             raise QueueNotFound(reply[1])
 
+    async def delete_if(self, service: QueueService, if_empty: bool, if_unused: bool) -> None:
+        """Delete a queue this node leads only if empty and/or unused, as decided in its log: a `Seal`
+        that holds refuses every later publish and new consumer, then the metadata deletes the queue.
+
+        QueueConflict when a condition fails. Once sealed, the queue is deleted even if this call
+        fails: its leader's timer asks the metadata again (`QueueService.on_timer`)."""
+        reply = await self.submit(service, Seal(service.now_ms(), if_empty, if_unused))
+        if isinstance(reply, Failure):
+            raise QueueConflict(reply.reason)
+        name, group = service.name, service.group
+
+        def gone() -> bool:
+            info = self.meta.state.queues.get(name)
+            return info is None or info.group != group
+
+        if not await self.relay_until(["delete", name, group], "expire", gone):
+            reason = f"queue '{name}' is sealed; the metadata did not delete it in time (retried)"
+            raise NotLeader(reason, self.meta_leader())
+
     async def _meta_submit(self, op: list) -> Any:
         assert self.host is not None
         try:
@@ -438,17 +475,15 @@ class Node:
         service = self.queues.get(target)
         if service is not None and service.is_leader:
             reply = await self.publish(target, messages, publisher, seq)
-            if isinstance(reply, Rejected | Failure):
-                raise NotLeader(f"queue '{target}' did not take the publish: {reply.reason}")
+            if isinstance(reply, Rejected):
+                raise NotLeader(f"queue '{target}' is full: {reply.reason}")
+            if isinstance(reply, Failure):
+                raise QueueConflict(reply.reason)
             return
         leader = self.queue_leader(target)
         url = self.node_http(leader) or self.config.http_url
         await publish_remote(url, target, messages, publisher=publisher, seq=seq, caller=self.caller)
 
-    def _queue_expired(self, name: str, group: str) -> None:
-        if self.meta.is_leader:
-            self._fire_meta(["delete", name, group])
-        else:
-            leader = self.meta_leader()
-            if leader is not None and self.host is not None:
-                self.host.send_control(leader, {"expire": [name, group]})
+    def request_delete(self, name: str, group: str) -> None:
+        """Ask the metadata leader, without waiting, to delete a queue (expired or sealed)."""
+        self._to_meta_leader(["delete", name, group], "expire")

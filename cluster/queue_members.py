@@ -8,9 +8,7 @@ interrupted change left behind: it promotes caught-up learners and makes the met
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from typing import TYPE_CHECKING, Any
 
 from cluster.errors import NotLeader, QueueNotFound
@@ -23,8 +21,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-METADATA_TIMEOUT_S = 10.0
-RESEND_EVERY_S = 0.5
 TRANSFER_TIMEOUT_S = 5.0
 
 
@@ -112,22 +108,16 @@ class QueueMembers:
     async def publish_members(self, queue: str, members: list[str]) -> None:
         """Make the metadata list `members` for `queue` and wait until this node sees it applied."""
         group = self.node.queue_info(queue).group
-        deadline = time.monotonic() + METADATA_TIMEOUT_S
-        next_send = 0.0
-        while True:
+
+        def taken() -> bool:
             current = self.node.meta.state.queues.get(queue)
             if current is None or current.group != group:
                 raise QueueNotFound(f"queue '{queue}' was deleted")
-            if current.members == members:
-                return
-            now = time.monotonic()
-            if now > deadline:
-                reason = f"the metadata did not take the members of '{queue}' in time"
-                raise NotLeader(reason, self.node.meta_leader())
-            if now >= next_send:
-                self.node.fire_metadata(["set_members", queue, group, members])
-                next_send = now + RESEND_EVERY_S
-            await asyncio.sleep(0.02)
+            return current.members == members
+
+        if not await self.node.relay_until(["set_members", queue, group, members], "set_members", taken):
+            reason = f"the metadata did not take the members of '{queue}' in time"
+            raise NotLeader(reason, self.node.meta_leader())
 
     async def heal(self, queue: str) -> None:
         """On the leader, when no change runs: promote a caught-up learner, align the metadata's members."""

@@ -17,6 +17,8 @@ from queue_state.effects import DeadLetter, Deliver, Delivery, QueueExpired
 
 log = logging.getLogger(__name__)
 
+DELETE_RETRY_MS = 1000
+
 DeadLetterSink = Callable[[str, DeadLetter, list[tuple[Delivery, StoredMessage]], int], None]
 
 
@@ -32,7 +34,7 @@ class QueueService:
         clock_ms: Callable[[], int],
         *,
         on_dead_letter: DeadLetterSink,
-        on_expired: Callable[[str, str], None],
+        request_delete: Callable[[str, str], None],
         on_leadership: Callable[[QueueService, bool], None],
         consumer_timeout_ms: int,
     ) -> None:
@@ -44,11 +46,12 @@ class QueueService:
         self.consumer_timeout_ms = consumer_timeout_ms
         self.sessions = ConsumerSessions()
         self._on_dead_letter = on_dead_letter
-        self._on_expired = on_expired
+        self._request_delete = request_delete
         self._on_leadership = on_leadership
         self._applied = asyncio.Event()
         self._tick_in_flight = False
         self._last_now_ms = 0
+        self._delete_due_ms: int | None = None
         replica.effect_sink = self._on_effects
         replica.role_listener = self._on_role
         replica.applied_listener = self._applied.set
@@ -80,7 +83,7 @@ class QueueService:
                 found = self.replica.bodies.with_bodies(effect.deliveries)
                 self._on_dead_letter(self.name, effect, found, self.now_ms())
             elif isinstance(effect, QueueExpired):
-                self._on_expired(self.name, self.group)
+                self._request_delete(self.name, self.group)
 
     def timeout_of(self, consumer: str) -> int:
         """A consumer's own timeout as registered through the log, else the node's default."""
@@ -106,10 +109,16 @@ class QueueService:
             session.offer(self.replica.machine.checked_out(consumer.name))
 
     def on_timer(self) -> None:
-        """Called periodically on the leader: due Ticks and silent consumers go through the log."""
+        """Called periodically on the leader: due Ticks and silent consumers go through the log, and a
+        sealed queue's deletion is asked of the metadata every DELETE_RETRY_MS until it is gone."""
         if not self.is_leader:
             return
         now = self.now_ms()
+        if self.replica.machine.sealed:
+            self._delete_due_ms = self._delete_due_ms or now + DELETE_RETRY_MS
+            if now >= self._delete_due_ms:
+                self._delete_due_ms = now + DELETE_RETRY_MS
+                self._request_delete(self.name, self.group)
         deadline = self.replica.machine.next_deadline_ms()
         if deadline is not None and deadline <= now and not self._tick_in_flight:
             self._tick_in_flight = True

@@ -264,6 +264,22 @@ class DurableSettle:
         _check_int("below", self.below)
 
 
+@dataclass(frozen=True, slots=True)
+class Seal:
+    """The first step of a guarded delete: if the queue is empty (`if_empty`) and has no consumers
+    (`if_unused`), stop taking publishes and new consumers for good, so that it can be deleted."""
+
+    now_ms: int
+    if_empty: bool
+    if_unused: bool
+
+    def __post_init__(self) -> None:
+        _check_int("now_ms", self.now_ms)
+        for name in ("if_empty", "if_unused"):
+            if type(getattr(self, name)) is not bool:
+                raise InvalidCommand(f"{name} must be a boolean, got {getattr(self, name)!r}")
+
+
 Command = (
     Enqueue
     | Checkout
@@ -280,6 +296,7 @@ Command = (
     | DlxSettle
     | DurableCheckout
     | DurableSettle
+    | Seal
 )
 
 # Wire tags are part of the log format: append new ones, never renumber.
@@ -299,6 +316,7 @@ _TAGS: dict[type, int] = {
     DlxSettle: 13,
     DurableCheckout: 14,
     DurableSettle: 15,
+    Seal: 16,
 }
 _TYPES: dict[int, type] = {tag: kind for kind, tag in _TAGS.items()}
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {kind: tuple(f.name for f in fields(kind)) for kind in _TAGS}

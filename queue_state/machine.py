@@ -25,6 +25,7 @@ from queue_state.commands import (
     Get,
     Purge,
     Return,
+    Seal,
     Settle,
     Tick,
     UpdateConfig,
@@ -51,6 +52,7 @@ from queue_state.snapshot import END_OF_SNAPSHOT, SnapshotError, SnapshotReader,
 from queue_state.stats import QueueStats
 
 STRATEGY_CHANGED = "dead_letter_strategy_changed"
+QUEUE_DELETING = "queue_deleting"
 _ROWS_PER_CHUNK = 65536
 _PUBLISHERS_PER_CHUNK = 64
 
@@ -76,6 +78,7 @@ class QueueMachine:
         self._dropped: dict[str, int] = {}
         self._last_active_ms: int | None = None
         self._expiry_signalled = False
+        self._sealed = False
 
     @property
     def next_id(self) -> int:
@@ -85,6 +88,11 @@ class QueueMachine:
     @property
     def config(self) -> QueueConfig:
         return self._config
+
+    @property
+    def sealed(self) -> bool:
+        """True once a `Seal` held: the queue takes no publish or new consumer and is to be deleted."""
+        return self._sealed
 
     def apply(self, cmd: Command) -> tuple[Reply, list[Effect]]:
         """Apply one committed command; return the reply for its caller and the effects to carry out."""
@@ -102,6 +110,8 @@ class QueueMachine:
     # Command handlers
 
     def _enqueue(self, cmd: Enqueue, out: EffectCollector) -> Reply:
+        if self._sealed:
+            return self._deleting()
         self._mark_used()
         window = None
         if cmd.publisher is not None:
@@ -128,6 +138,8 @@ class QueueMachine:
     def _checkout(self, cmd: Checkout, out: EffectCollector) -> Reply:
         if cmd.consumer in self._durables:
             return Failure("name_in_use", f"{cmd.consumer!r} is a durable consumer")
+        if self._sealed and self._consumers.get(cmd.consumer) is None:
+            return self._deleting()
         self._mark_used()
         self._consumers.register(cmd.consumer, cmd.prefetch, cmd.priority, cmd.timeout_ms)
         return Ok()
@@ -230,6 +242,8 @@ class QueueMachine:
         if durable is None:
             if self._consumers.get(cmd.consumer) is not None or cmd.consumer in self._get_holders:
                 return Failure("name_in_use", f"{cmd.consumer!r} is an ordinary consumer")
+            if self._sealed:
+                return self._deleting()
             durable = self._durables[cmd.consumer] = DurableHolder(cmd.consumer)
         self._mark_used()
         for _ in range(cmd.count):
@@ -253,6 +267,19 @@ class QueueMachine:
         out.forget_all(ids)
         durable.settled_below = max(durable.settled_below, cmd.below)
         return DurablePosition(durable.settled_below, durable.next_seq)
+
+    def _seal(self, cmd: Seal, out: EffectCollector) -> Reply:
+        """Seal when the conditions hold in this state; a sealed queue answers Ok whatever they ask."""
+        if not self._sealed:
+            if cmd.if_empty and (self._has_ready() or self._holder_of or len(self._dead_letters)):
+                return Failure("not_empty", f"queue '{self.name}' is not empty")
+            if cmd.if_unused and len(self._consumers):
+                return Failure("in_use", f"queue '{self.name}' has consumers")
+            self._sealed = True
+        return Ok()
+
+    def _deleting(self) -> Failure:
+        return Failure(QUEUE_DELETING, f"queue '{self.name}' is being deleted")
 
     def _dlx_checkout(self, cmd: DlxCheckout, out: EffectCollector) -> Reply:
         if not self._config.dead_letters_at_least_once:
@@ -467,6 +494,7 @@ class QueueMachine:
             dead_lettered=self._dead_lettered,
             dropped=self._dropped,
             consumers=self._consumers.to_wire(),
+            sealed=self._sealed,
         )
         for kind, fifo in (("returns", self._returns), ("main", self._main)):
             for columns in fifo.column_chunks(_ROWS_PER_CHUNK):
@@ -505,6 +533,7 @@ class QueueMachine:
         machine._expiry_signalled = header["expiry_signalled"]
         machine._dead_lettered = dict(header["dead_lettered"])
         machine._dropped = dict(header["dropped"])
+        machine._sealed = header.get("sealed", False)  # version 1 snapshots predate sealing
         machine._consumers = ConsumerRegistry.from_wire(
             bool(machine._config.single_active_consumer), header["consumers"]
         )
@@ -569,4 +598,5 @@ _HANDLERS: dict[type, Callable[[QueueMachine, Any, EffectCollector], Reply]] = {
     DlxSettle: QueueMachine._dlx_settle,
     DurableCheckout: QueueMachine._durable_checkout,
     DurableSettle: QueueMachine._durable_settle,
+    Seal: QueueMachine._seal,
 }

@@ -2,7 +2,7 @@
 
 Every chunk is one msgpack document, so a snapshot can be written and read piece by piece. The header
 carries the format version; a stream without its end marker is truncated. Version 2 added each
-publisher's watermark; version 1 snapshots still restore.
+publisher's watermark and the header's `sealed`; version 1 snapshots still restore.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import msgpack
 
-SNAPSHOT_VERSION = 2
+SNAPSHOT_VERSION = 2  # 2 added each publisher's watermark and the header's `sealed`
 READABLE_VERSIONS = (1, 2)
 END_OF_SNAPSHOT = "end"
 

@@ -19,6 +19,7 @@ from queue_state.commands import (
     NewMessage,
     Purge,
     Return,
+    Seal,
     Settle,
     Tick,
     UpdateConfig,
@@ -76,6 +77,7 @@ commands = st.one_of(
     st.builds(DlxSettle, TIMES, IDS),
     st.builds(DurableCheckout, TIMES, DURABLE_NAMES, st.integers(0, 4)),
     st.builds(DurableSettle, TIMES, DURABLE_NAMES, st.integers(0, 12)),
+    st.builds(Seal, TIMES, st.booleans(), st.booleans()),
 )
 
 

@@ -44,7 +44,7 @@ wire_values = st.recursive(
 )
 
 
-@given(st.integers(0, 14), st.lists(wire_values, max_size=5))
+@given(st.integers(0, 17), st.lists(wire_values, max_size=5))
 def test_decoding_wrongly_shaped_commands_raises_only_command_decode_error(tag: int, fields) -> None:
     with contextlib.suppress(CommandDecodeError):
         decode_command(msgpack.packb([tag, *fields]))
