@@ -1,0 +1,119 @@
+"""A deposed queue leader's heal cannot make a current voter drop its replica (finding 5 of issue 17).
+
+Four real nodes (RocksDB, TCP, Raft) run in this process so the test can hold back the message a
+queue leader's heal sends to the metadata, as a slow network or a paused process would, and let it
+arrive only after that leader was deposed and its successor changed the members.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cli.node_processes import free_ports
+from cluster.config import Address, NodeConfig, Seed
+from cluster.membership import Membership
+from cluster.node import META_GROUP, Node
+
+NAMES = ("n1", "n2", "n3", "n4")
+QUEUE = "fenced"
+
+
+async def eventually(condition: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
+    """Poll `condition` (yielding to the nodes' loop) until it holds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.02)
+
+
+@pytest.fixture
+async def nodes(tmp_path: Path) -> AsyncIterator[dict[str, Node]]:
+    ports = free_ports(2 * len(NAMES))
+    raft = {name: Address("127.0.0.1", ports[2 * i]) for i, name in enumerate(NAMES)}
+    seeds = tuple(Seed(name, address) for name, address in raft.items())
+    running = {
+        name: Node(
+            NodeConfig(
+                name,
+                tmp_path / name,
+                Address("127.0.0.1", ports[2 * i + 1]),
+                raft[name],
+                seeds=seeds,
+                tick_ms=50,
+            )
+        )
+        for i, name in enumerate(NAMES)
+    }
+    for node in running.values():
+        await node.start()
+    try:
+        await eventually(
+            lambda: all(len(n.meta.state.nodes) == len(NAMES) for n in running.values()), "registrations"
+        )
+        yield running
+    finally:
+        for node in running.values():
+            await node.stop()
+
+
+def metadata_leader(nodes: dict[str, Node]) -> Node:
+    leader = nodes["n1"].meta_leader()
+    assert leader is not None
+    return nodes[leader]
+
+
+def raft_group(node: Node, gid: str) -> Any:
+    """The node's hosted Raft group `gid` (KeyError when it hosts none)."""
+    assert node.host is not None
+    return node.host.groups[gid]
+
+
+def members_of(node: Node) -> Membership:
+    assert node.membership is not None
+    return node.membership
+
+
+async def test_finding5_a_deposed_queue_leaders_heal_cannot_make_a_voter_drop_its_replica(
+    nodes: dict[str, Node],
+) -> None:
+    await metadata_leader(nodes).declare(QUEUE, {"x-quorum-initial-group-size": 3}, client_node="n1")
+    info = nodes["n1"].queue_info(QUEUE)
+    gid = info.group
+    a, b, c = (nodes[m] for m in info.members)
+    x = next(n for n in nodes.values() if n.name not in info.members)
+    await eventually(lambda: members_of(a).changes.settled_conf(gid) is not None, f"{a.name} to lead {QUEUE}")
+
+    # A's heal sends set_members from now on; the network holds those messages back.
+    held: list[list] = []
+    send_to_metadata = a.fire_metadata
+    a.fire_metadata = lambda op: held.append(op) if op[0] == "set_members" else send_to_metadata(op)  # type: ignore[method-assign]
+    # A delete interrupted after its Raft change and before its metadata update: heal finishes it.
+    await members_of(a).changes.remove(gid, c.name)
+    await eventually(lambda: bool(held), f"{a.name}'s heal to send set_members")
+    stale = held[-1]
+    assert stale[3] == [a.name, b.name]
+
+    # A is deposed; its successor B finishes the removal itself, then adds X, which becomes a voter.
+    await members_of(a).queues.transfer_leader(QUEUE, b.name)
+    a.fire_metadata = send_to_metadata  # type: ignore[method-assign]
+    await eventually(lambda: members_of(b).changes.settled_conf(gid) is not None, f"{b.name} to settle")
+    assert await members_of(b).queues.add(QUEUE, x.name) == [a.name, b.name, x.name]
+
+    # The held message reaches the metadata leader at last.
+    meta = metadata_leader(nodes)
+    reply = await meta.submit_metadata(stale)
+    applied = raft_group(meta, META_GROUP).applied
+
+    def x_applied_it() -> bool:
+        return raft_group(x, META_GROUP).applied >= applied and not x._reconcile_scheduled
+
+    await eventually(x_applied_it, f"{x.name} to apply the metadata up to {applied}")
+    assert QUEUE in x.queues and x.name in raft_group(x, gid).raft.status().conf.voters
+    assert x.queue_info(QUEUE).members == [a.name, b.name, x.name]
+    assert reply[0] == "stale", reply
