@@ -2,6 +2,11 @@
 
 Deterministic like every state machine here: placement choices are made by the proposer and arrive
 inside the command; `apply` only checks and records them.
+
+A queue's member list is written by the leader of the queue's group (`set_members`), each list with a
+fence `[term, sequence]`: the group's term in which that leader decided it and the rank of the decision
+among that leader's decisions. A list whose fence is older than the applied one is refused, so a
+deposed leader cannot undo what its successor decided (docs/decisions/0007-members-fence.md).
 """
 
 from __future__ import annotations
@@ -12,6 +17,11 @@ from typing import Any
 import msgpack
 
 from cluster.users import FULL_ACCESS, UserRecord
+
+# 1: no version key, queues without `members_fence`; 2: adds both.
+SNAPSHOT_VERSION = 2
+# The fence of a queue no fenced `set_members` wrote yet, and of a `set_members` logged without one.
+UNFENCED = (0, 0)
 
 
 @dataclass(frozen=True)
@@ -29,6 +39,7 @@ class QueueInfo:
 
     `initial_members` is the membership the group was created with; it is emptied by the first
     membership change, after which a node opening the group starts it empty and waits for the leader.
+    `members_fence` is the fence of the `set_members` that wrote `members` (`UNFENCED` until one did).
     """
 
     name: str
@@ -37,6 +48,7 @@ class QueueInfo:
     members: list[str]
     created_ms: int
     initial_members: list[str] = field(default_factory=list)
+    members_fence: list[int] = field(default_factory=lambda: list(UNFENCED))
 
 
 @dataclass
@@ -86,11 +98,23 @@ class Metadata:
         del self.queues[name]
         return ["ok"]
 
-    def _apply_set_members(self, name: str, group: str, members: list[str]) -> Any:
+    def _apply_set_members(self, name: str, group: str, members: list[str], fence: Any = None) -> Any:
+        """Record a queue's member list unless its fence is older than the applied one (`stale`).
+
+        A command without a fence (None; every one logged before fences existed) counts as UNFENCED:
+        it applies as it always did while no fenced list was applied to the queue."""
+        if fence is None:
+            fence = list(UNFENCED)
+        elif not _is_fence(fence):
+            return ["error", "a set_members fence is [term, sequence], two non-negative integers"]
         existing = self.queues.get(name)
         if existing is None or existing.group != group:
             return ["error", f"no queue {name!r} with group {group!r}"]
+        if fence < existing.members_fence:
+            applied = existing.members_fence
+            return ["stale", f"the members of {name!r} at fence {fence} are older than those at {applied}"]
         existing.members = list(members)
+        existing.members_fence = list(fence)
         existing.initial_members = []
         return ["ok"]
 
@@ -144,6 +168,7 @@ class Metadata:
         """The whole state as msgpack."""
         return msgpack.packb(
             {
+                "version": SNAPSHOT_VERSION,
                 "nodes": [asdict(n) for n in self.nodes.values()],
                 "queues": [asdict(q) for q in self.queues.values()],
                 "next_group": self.next_group,
@@ -154,8 +179,12 @@ class Metadata:
 
     @classmethod
     def restore(cls, data: bytes) -> Metadata:
-        """Rebuild the state from `snapshot()` output."""
+        """Rebuild the state from `snapshot()` output of this version or an earlier one (ValueError
+        for a later one); a version-1 queue gets its field defaults (UNFENCED)."""
         raw = msgpack.unpackb(data, raw=False)
+        version = raw.get("version", 1)
+        if version > SNAPSHOT_VERSION:
+            raise ValueError(f"metadata snapshot version {version} is newer than {SNAPSHOT_VERSION}")
         return cls(
             nodes={n["name"]: NodeInfo(**n) for n in raw["nodes"]},
             queues={q["name"]: QueueInfo(**q) for q in raw["queues"]},
@@ -167,3 +196,11 @@ class Metadata:
 
 def _all_strings(*values: Any) -> bool:
     return all(isinstance(v, str) for v in values)
+
+
+def _is_fence(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) == len(UNFENCED)
+        and all(type(v) is int and v >= 0 for v in value)
+    )

@@ -164,9 +164,10 @@ class Node:
         expire = control.get("expire")
         if isinstance(expire, list) and len(expire) == 2:
             self._fire_meta(["delete", *map(str, expire)])
-        members = control.get("set_members")
-        if isinstance(members, list) and len(members) == 3 and isinstance(members[2], list):
-            self._fire_meta(["set_members", str(members[0]), str(members[1]), [str(m) for m in members[2]]])
+        members = control.get("set_members")  # [queue, group, members, fence]; older nodes send no fence
+        if isinstance(members, list) and len(members) in (3, 4) and isinstance(members[2], list):
+            queue, group, listed, *fence = members
+            self._fire_meta(["set_members", str(queue), str(group), [str(m) for m in listed], *fence])
 
     def _fire_meta(self, op: list) -> None:
         assert self.host is not None

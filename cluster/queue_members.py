@@ -4,10 +4,16 @@ Adding a member first lists it in the metadata (so the new node opens the group,
 the leader), then adds it to the Raft group as a learner and promotes it once it caught up. Removing a
 member changes the group first and the metadata after. The leader's periodic `heal` finishes what an
 interrupted change left behind: it promotes caught-up learners and makes the metadata match the group.
+
+Every member list sent to the metadata carries a fence `[term, sequence]`: the group's term in which
+this node leads and decided the list, and a number this node raises with each decision. Terms order
+the group's leaders and the sequence orders one leader's decisions, so the metadata can refuse a list
+decided before the one it holds (`cluster/metadata.py`).
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -37,17 +43,27 @@ class QueueMembers:
         self.node = node
         self.changes = changes
         self._seen_commit: dict[str, dict[str, int]] = {}
+        self._decisions = itertools.count(1)
 
     def require_cluster_node(self, name: str) -> None:
         """QueueNotFound unless `name` is a registered member of the cluster (a joining one included)."""
         if not self.node.is_cluster_node(name):
             raise QueueNotFound(f"node '{name}' is not a member of the cluster")
 
-    def _settled_conf(self, gid: str) -> ConfState:
+    def _settled(self, gid: str) -> tuple[ConfState, int] | None:
+        """The leader's settled membership and its term (the term of the fences it decides), or None."""
         conf = self.changes.settled_conf(gid)
-        if conf is None:
+        return None if conf is None else (conf, self.changes.leader_status(gid).term)
+
+    def _require_settled(self, gid: str) -> tuple[ConfState, int]:
+        settled = self._settled(gid)
+        if settled is None:
             raise NotLeader(f"the new leader of {gid} has not settled its membership yet", self.node.name)
-        return conf
+        return settled
+
+    def _fence(self, term: int) -> list[int]:
+        """The fence of a member list this node decides now as the leader of `term`."""
+        return [term, next(self._decisions)]
 
     async def add(self, queue: str, member: str) -> list[str]:
         """Add a replica of `queue` on `member`; returns the new member list."""
@@ -56,12 +72,12 @@ class QueueMembers:
         if not self.node.is_up(member):
             raise MembershipRefused("node_down", f"node '{member}' is not reachable")
         async with self.changes.exclusive(service.group, f"queue '{queue}'"):
-            conf = self._settled_conf(service.group)
+            conf, term = self._require_settled(service.group)
             if member in conf.voters:
                 raise MembershipRefused("already_member", f"node '{member}' is already a member of '{queue}'")
             members = [*ordered_members(self.node.queue_info(queue).members, conf), member]
             members = list(dict.fromkeys(members))
-            await self.publish_members(queue, members)
+            await self.publish_members(queue, members, term)
             try:
                 await self.changes.add(service.group, member)
             except MembershipRefused as exc:
@@ -74,13 +90,14 @@ class QueueMembers:
     async def _undo_add(self, queue: str, gid: str, member: str) -> None:
         await self.changes.change(gid, ConfChange(ConfChangeKind.REMOVE, member))
         listed = self.node.queue_info(queue).members
-        await self.publish_members(queue, ordered_members(listed, self._settled_conf(gid)))
+        conf, term = self._require_settled(gid)
+        await self.publish_members(queue, ordered_members(listed, conf), term)
 
     async def delete(self, queue: str, member: str) -> list[str]:
         """Remove the replica of `queue` on `member`; returns the new member list."""
         service = self.node.led_queue(queue)
         async with self.changes.exclusive(service.group, f"queue '{queue}'"):
-            conf = self._settled_conf(service.group)
+            conf, term = self._require_settled(service.group)
             listed = self.node.queue_info(queue).members
             if member not in (*conf.voters, *conf.learners):
                 if member not in listed:
@@ -89,7 +106,7 @@ class QueueMembers:
                 await self.changes.remove(service.group, member)
             remaining = [m for m in listed if m != member]
             members = ordered_members(remaining, self._conf_after_removal(conf, member))
-            await self.publish_members(queue, members)
+            await self.publish_members(queue, members, term)
             log.info("queue %s: %s removed, members now %s", queue, member, members)
             return members
 
@@ -105,17 +122,24 @@ class QueueMembers:
         async with self.changes.exclusive(service.group, f"queue '{queue}'"):
             await self.changes.transfer(service.group, to, TRANSFER_TIMEOUT_S)
 
-    async def publish_members(self, queue: str, members: list[str]) -> None:
-        """Make the metadata list `members` for `queue` and wait until this node sees it applied."""
+    async def publish_members(self, queue: str, members: list[str], term: int) -> None:
+        """Make the metadata list `members` for `queue`, decided now as the group's leader of `term`, and
+        wait until this node sees it applied; NotLeader once a newer decision is applied instead."""
         group = self.node.queue_info(queue).group
+        fence = self._fence(term)
 
         def taken() -> bool:
             current = self.node.meta.state.queues.get(queue)
             if current is None or current.group != group:
                 raise QueueNotFound(f"queue '{queue}' was deleted")
-            return current.members == members
+            if current.members_fence > fence:
+                raise NotLeader(
+                    f"a newer leader of '{queue}' changed its members", self.node.queue_leader(queue)
+                )
+            return current.members_fence == fence
 
-        if not await self.node.relay_until(["set_members", queue, group, members], "set_members", taken):
+        op = ["set_members", queue, group, members, fence]
+        if not await self.node.relay_until(op, "set_members", taken):
             reason = f"the metadata did not take the members of '{queue}' in time"
             raise NotLeader(reason, self.node.meta_leader())
 
@@ -124,9 +148,10 @@ class QueueMembers:
         service = self.node.queues.get(queue)
         if service is None or not service.is_leader or self.changes.busy(service.group):
             return
-        conf = self.changes.settled_conf(service.group)
-        if conf is None:
+        settled = self._settled(service.group)
+        if settled is None:
             return
+        conf, term = settled
         seen = self._seen_commit.setdefault(service.group, {})
         learner = self.changes.promotable(service.group, seen)
         if learner is not None:
@@ -137,7 +162,7 @@ class QueueMembers:
         info = self.node.queue_info(queue)
         wanted = ordered_members(info.members, conf)
         if info.members != wanted:
-            self.node.fire_metadata(["set_members", queue, info.group, wanted])
+            self.node.fire_metadata(["set_members", queue, info.group, wanted, self._fence(term)])
 
     def leader_view(self, queue: str) -> list[dict[str, Any]]:
         """Each member as the queue's leader (this node) sees it: membership, match, lag, liveness."""
