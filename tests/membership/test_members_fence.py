@@ -1,8 +1,9 @@
-"""A deposed queue leader's heal cannot make a current voter drop its replica (finding 5 of issue 17).
+"""A deposed queue leader cannot make a current voter drop its replica (finding 5 of issue 17).
 
-Four real nodes (RocksDB, TCP, Raft) run in this process so the test can hold back the message a
+Four real nodes (RocksDB, TCP, Raft) run in this process so the tests can hold back the message a
 queue leader's heal sends to the metadata, as a slow network or a paused process would, and let it
-arrive only after that leader was deposed and its successor changed the members.
+arrive only after that leader was deposed and its successor changed the members; or interrupt a
+leader's add between two of its steps.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from cli.node_processes import free_ports
 from cluster.config import Address, NodeConfig, Seed
 from cluster.membership import Membership
 from cluster.node import META_GROUP, Node
+from raft_log.confchange import ConfChange, ConfChangeKind
 
 NAMES = ("n1", "n2", "n3", "n4")
 QUEUE = "fenced"
+LATER_DECISION = 10**9  # beyond any number a leader's counter reaches in a test
 
 
 async def eventually(condition: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
@@ -88,18 +91,34 @@ def settled_leader(nodes: dict[str, Node], gid: str) -> Node | None:
     return None
 
 
-async def test_finding5_a_deposed_queue_leaders_heal_cannot_make_a_voter_drop_its_replica(
-    nodes: dict[str, Node],
-) -> None:
+async def declared_queue(nodes: dict[str, Node]) -> tuple[str, Node, Node, Node, Node]:
+    """Declare QUEUE on three of the nodes; its group, its settled leader, the two other members and
+    the node without a replica."""
     await metadata_leader(nodes).declare(QUEUE, {"x-quorum-initial-group-size": 3}, client_node="n1")
     info = nodes["n1"].queue_info(QUEUE)
-    gid = info.group
-    await eventually(lambda: settled_leader(nodes, gid) is not None, f"a leader of {QUEUE}")
-    a = settled_leader(nodes, gid)
+    await eventually(lambda: settled_leader(nodes, info.group) is not None, f"a leader of {QUEUE}")
+    a = settled_leader(nodes, info.group)
     assert a is not None
     b, c = (nodes[m] for m in info.members if m != a.name)
     x = next(n for n in nodes.values() if n.name not in info.members)
-    kept = [m for m in info.members if m != c.name]  # in the metadata's order
+    return info.group, a, b, c, x
+
+
+async def x_applied(meta: Node, x: Node) -> None:
+    """Wait until `x` applied the metadata up to what `meta` applied, and reconciled with it."""
+    applied = raft_group(meta, META_GROUP).applied
+
+    def caught_up() -> bool:
+        return raft_group(x, META_GROUP).applied >= applied and not x._reconcile_scheduled
+
+    await eventually(caught_up, f"{x.name} to apply the metadata up to {applied}")
+
+
+async def test_finding5_a_deposed_queue_leaders_heal_cannot_make_a_voter_drop_its_replica(
+    nodes: dict[str, Node],
+) -> None:
+    gid, a, b, c, x = await declared_queue(nodes)
+    kept = [m for m in a.queue_info(QUEUE).members if m != c.name]  # in the metadata's order
 
     # A's heal sends set_members from now on; the network holds those messages back.
     held: list[list] = []
@@ -120,12 +139,33 @@ async def test_finding5_a_deposed_queue_leaders_heal_cannot_make_a_voter_drop_it
     # The held message reaches the metadata leader at last.
     meta = metadata_leader(nodes)
     reply = await meta.submit_metadata(stale)
-    applied = raft_group(meta, META_GROUP).applied
-
-    def x_applied_it() -> bool:
-        return raft_group(x, META_GROUP).applied >= applied and not x._reconcile_scheduled
-
-    await eventually(x_applied_it, f"{x.name} to apply the metadata up to {applied}")
+    await x_applied(meta, x)
     assert QUEUE in x.queues and x.name in raft_group(x, gid).raft.status().conf.voters
     assert x.queue_info(QUEUE).members == [*kept, x.name]
+    assert reply[0] == "stale", reply
+
+
+async def test_finding5_a_successor_promotes_a_learner_only_under_a_fence_of_its_own_term(
+    nodes: dict[str, Node],
+) -> None:
+    gid, a, b, _, x = await declared_queue(nodes)
+    listed = a.queue_info(QUEUE).members
+    term_a = raft_group(a, gid).raft.term
+    # A's add of X is interrupted once X is a learner: A loses the leadership to B.
+    async with members_of(a).changes.exclusive(gid, "the test"):  # keeps A's own heal out
+        await members_of(a).queues.publish_members(QUEUE, [*listed, x.name], term_a)
+        await members_of(a).changes.change(gid, ConfChange(ConfChangeKind.ADD_LEARNER, x.name))
+        await members_of(a).changes.transfer(gid, b.name, 5.0)
+
+    # B's heal finishes the add: X becomes a voter only once the metadata holds B's fence.
+    await eventually(lambda: x.name in raft_group(b, gid).raft.status().conf.voters, f"{x.name} a voter")
+    term_b = raft_group(b, gid).raft.term
+    assert b.queue_info(QUEUE).members == [*listed, x.name]
+    assert b.queue_info(QUEUE).members_fence[0] == term_b > term_a
+
+    # Whatever A decided later in its term, from a configuration without X, is refused.
+    meta = metadata_leader(nodes)
+    reply = await meta.submit_metadata(["set_members", QUEUE, gid, listed, [term_a, LATER_DECISION]])
+    await x_applied(meta, x)
+    assert QUEUE in x.queues and x.queue_info(QUEUE).members == [*listed, x.name]
     assert reply[0] == "stale", reply
