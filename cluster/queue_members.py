@@ -144,7 +144,12 @@ class QueueMembers:
             raise NotLeader(reason, self.node.meta_leader())
 
     async def heal(self, queue: str) -> None:
-        """On the leader, when no change runs: promote a caught-up learner, align the metadata's members."""
+        """On the leader, when no change runs: align the metadata's members with the group, then promote
+        a caught-up learner.
+
+        A learner is promoted only once the metadata lists exactly the group under a fence of this
+        leader's term (else this pass publishes one), so that no list decided in an earlier term can
+        unlist the new voter afterwards."""
         service = self.node.queues.get(queue)
         if service is None or not service.is_leader or self.changes.busy(service.group):
             return
@@ -154,14 +159,13 @@ class QueueMembers:
         conf, term = settled
         seen = self._seen_commit.setdefault(service.group, {})
         learner = self.changes.promotable(service.group, seen)
-        if learner is not None:
+        info = self.node.queue_info(queue)
+        wanted = ordered_members(info.members, conf)
+        if learner is not None and info.members == wanted and info.members_fence[0] == term:
             async with self.changes.exclusive(service.group, f"queue '{queue}'"):
                 await self.changes.change(service.group, ConfChange(ConfChangeKind.PROMOTE, learner))
             log.info("queue %s: promoted caught-up learner %s", queue, learner)
-            return
-        info = self.node.queue_info(queue)
-        wanted = ordered_members(info.members, conf)
-        if info.members != wanted:
+        elif learner is not None or info.members != wanted:
             self.node.fire_metadata(["set_members", queue, info.group, wanted, self._fence(term)])
 
     def leader_view(self, queue: str) -> list[dict[str, Any]]:
