@@ -3,12 +3,13 @@
 Adding a member first lists it in the metadata (so the new node opens the group, empty, and waits for
 the leader), then adds it to the Raft group as a learner and promotes it once it caught up. Removing a
 member changes the group first and the metadata after. The leader's periodic `heal` finishes what an
-interrupted change left behind: it promotes caught-up learners and makes the metadata match the group.
+interrupted change left behind: it makes the metadata match the group and promotes caught-up learners.
 
 Every member list sent to the metadata carries a fence `[term, sequence]`: the group's term in which
 this node leads and decided the list, and a number this node raises with each decision. Terms order
 the group's leaders and the sequence orders one leader's decisions, so the metadata can refuse a list
-decided before the one it holds (`cluster/metadata.py`).
+decided before the one it holds (`cluster/metadata.py`). A learner becomes a voter only after the
+metadata holds a fence of the promoting leader's term, so no list of an earlier term can unlist it.
 """
 
 from __future__ import annotations
