@@ -625,7 +625,7 @@ class GroupLog:
         if hs.commit > group._last_index:
             damage.append(Repair("commit index beyond the last valid entry", hs.commit, 0))
         if hard_state_lost:  # whom it voted for is unknown: no vote in the highest term found
-            hs = HardState(term=top_term, vote=UNKNOWN_VOTE)
+            hs = HardState(term=top_term, vote=UNKNOWN_VOTE, commit=group._snapshot_meta.index)
         group._hard_state = replace(hs, commit=min(hs.commit, group._last_index))
         if damage:
             through = max([highest, hs.commit, group._hard_state.commit] + [d.through for d in damage])

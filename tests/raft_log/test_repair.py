@@ -14,7 +14,7 @@ from raft_harness import Harness
 
 from raft_log.memory_storage import MemoryStorage
 from raft_log.messages import Message, MessageType, decode_message, encode_message
-from raft_log.types import Repair
+from raft_log.types import UNKNOWN_VOTE, HardState, Repair
 
 
 def restart_damaged(h: Harness, node: str, keep: int, through: int | None = None) -> Repair:
@@ -93,3 +93,14 @@ def test_finding6_the_repairing_flag_is_an_optional_18th_field_of_the_wire_forma
     assert len(msgpack.unpackb(encode_message(flagged))) == 18
     assert decode_message(encode_message(flagged)) == flagged
     assert decode_message(encode_message(plain)).repairing is False
+
+
+def test_finding6_a_rebuilt_hard_state_grants_no_vote_in_its_term_only_in_later_ones() -> None:
+    h = Harness()
+    storage = MemoryStorage(h.conf)
+    storage.set_hard_state(HardState(term=2, vote=UNKNOWN_VOTE))  # as recovery rebuilds a lost one
+    h.add("c", storage)
+    for term, granted in ((2, False), (3, True)):
+        h["c"].step(Message(MessageType.VOTE, "g", "b", "c", term=term))
+        (answer,) = [m for m in h.take(MessageType.VOTE_RESP) if m.frm == "c"]
+        assert answer.reject is not granted

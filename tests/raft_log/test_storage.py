@@ -624,6 +624,19 @@ def test_finding6_an_unreadable_hard_state_opens_repairing_without_a_vote_in_the
     store.close()
 
 
+def test_finding6_a_lost_hard_state_keeps_the_snapshot_committed(store, db_path):
+    group = committed_group(store, upto=10, commit=10)
+    group.create_snapshot(6, CONF, b"state at 6")
+    store.commit()
+    store.close()
+    raw_write(db_path, {GroupKeys("q1").hard_state: None})
+    store = NodeStore.open(db_path)
+    group = store.group("q1")
+    assert group.repair() == Repair("record H: missing", None, 10)
+    assert group.initial_state()[0] == HardState(term=1, vote=UNKNOWN_VOTE, commit=6)
+    store.close()
+
+
 def test_finding6_repair_survives_restarts_until_finished_and_entries_from_the_leader_replace_the_damage(
     store, db_path
 ):
