@@ -94,7 +94,12 @@ class RaftNode:
                 f"applied {config.applied} must lie between the compaction point {compacted} "
                 f"and the commit index {hard_state.commit}"
             )
-        self._log = RaftLog(storage, committed=max(hard_state.commit, compacted), applied=config.applied)
+        self._log = RaftLog(
+            storage,
+            committed=max(hard_state.commit, compacted),
+            applied=config.applied,
+            conf_through=repair.conf_through if repair is not None else 0,
+        )
         self._tracker = ProgressTracker(conf, config.max_inflight_msgs)
         self._term = hard_state.term
         self._vote = hard_state.vote

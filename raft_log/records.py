@@ -115,7 +115,7 @@ def decode_snapshot_meta(key: bytes, value: bytes) -> SnapshotMeta:
 
 def encode_repair(key: bytes, repair: Repair) -> bytes:
     """The stored value of a repair marker."""
-    return _pack(key, [repair.reason, repair.index, repair.through])
+    return _pack(key, [repair.reason, repair.index, repair.through, repair.conf_through])
 
 
 def decode_repair(key: bytes, value: bytes) -> Repair:

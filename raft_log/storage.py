@@ -629,8 +629,11 @@ class GroupLog:
         group._hard_state = replace(hs, commit=min(hs.commit, group._last_index))
         if damage:
             through = max([highest, hs.commit, group._hard_state.commit] + [d.through for d in damage])
+            # The stored membership holds every change up to the stored commit (they are written
+            # together); with the hard state lost, assume up to `through`.
+            conf_through = max([through if hard_state_lost else hs.commit] + [d.conf_through for d in damage])
             first = damage[0]
-            group._repair = Repair(first.reason, first.index, through)
+            group._repair = Repair(first.reason, first.index, through, conf_through)
             store._put(group_keys.repair, records.encode_repair(group_keys.repair, group._repair))
             group.set_hard_state(group._hard_state)
             log.warning(

@@ -51,6 +51,7 @@ class Repair:
     reason: str
     index: int | None  # where the damage was found (None: a metadata record)
     through: int
+    conf_through: int = 0  # the stored membership already holds the changes up to here (the old commit)
 
 
 @dataclass(frozen=True, slots=True)

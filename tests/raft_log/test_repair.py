@@ -12,6 +12,7 @@ from dataclasses import replace
 import msgpack
 from raft_harness import Harness
 
+from raft_log.confchange import ConfChange, ConfChangeKind
 from raft_log.memory_storage import MemoryStorage
 from raft_log.messages import Message, MessageType, decode_message, encode_message
 from raft_log.types import UNKNOWN_VOTE, HardState, Repair
@@ -104,3 +105,19 @@ def test_finding6_a_rebuilt_hard_state_grants_no_vote_in_its_term_only_in_later_
         h["c"].step(Message(MessageType.VOTE, "g", "b", "c", term=term))
         (answer,) = [m for m in h.take(MessageType.VOTE_RESP) if m.frm == "c"]
         assert answer.reject is not granted
+
+
+def test_finding6_membership_changes_the_stored_membership_holds_are_not_applied_again() -> None:
+    h = Harness()
+    leader = h.elect("a")
+    leader.propose_conf_change(ConfChange(ConfChangeKind.ADD_LEARNER, "d"))
+    h.stabilize()
+    last = leader.status().last_index
+    assert h["c"].status().conf.learners == ("d",)
+    old = h.storages["c"]
+    storage = MemoryStorage(old.initial_state()[1])  # the membership as of the commit, change included
+    storage.append(old.entries(1, last))  # the change's entry is lost
+    storage.set_hard_state(replace(old.initial_state()[0], commit=last - 1))
+    h.add("c", storage, repair=Repair("entry damaged", last, last, conf_through=last))
+    h.tick_all(3)  # the leader resends the change; c must not apply it a second time
+    assert h["c"].repair is None and h["c"].status().conf.learners == ("d",)
