@@ -686,7 +686,10 @@ class RaftNode:
         committed still needs the removed node's vote, which its shorter log may never win.
         """
         progress = self._tracker.progress
-        best = max(self._tracker.voters, key=lambda voter: (progress[voter].match, voter))
+        best = max(
+            self._tracker.voters,
+            key=lambda voter: (not progress[voter].repairing, progress[voter].match, voter),  # it cannot run
+        )
         self.transfer_leadership(best)
 
     def _check_can_propose(self) -> None:
