@@ -31,6 +31,7 @@ async def health(request: web.Request) -> web.StreamResponse:
     assert node.host is not None
     groups = node.host.groups
     without_quorum = sorted(gid for gid in groups if gid != META_GROUP and node.host.leader_of(gid) is None)
+    repairing = sorted(gid for gid, group in groups.items() if group.raft.repair is not None)
     status = node.readiness()
     body = {
         "node": node.name,
@@ -39,6 +40,7 @@ async def health(request: web.Request) -> web.StreamResponse:
         "groups_hosted": len(groups),
         "groups_led": sum(1 for g in groups.values() if g.raft.is_leader),
         "groups_without_leader": without_quorum,
+        "groups_repairing": repairing,
         "queues": len(node.meta.state.queues),
     }
     return web.json_response(body, status=200 if status == "ok" else 503)

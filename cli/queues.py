@@ -37,6 +37,8 @@ STATUS_COLUMNS = (
     ("Term", "term"),
     ("Lag", "lag"),
     ("Recently Active", "recently_active"),
+    ("Counted", "counted"),
+    ("Repairing", "repairing"),
 )
 
 
@@ -181,7 +183,8 @@ def rebalance(settings: Settings, queue_type: str, queue_pattern: str | None) ->
 @click.argument("queue")
 @pass_settings
 def quorum_status(settings: Settings, queue: str) -> None:
-    """Every member of QUEUE: Raft state, membership, log indexes, term, lag behind the leader."""
+    """Every member of QUEUE: Raft state, membership, log indexes, term, lag behind the leader, and
+    whether it is repairing damage found at open (then the leader does not count it)."""
     with settings.connect() as client:
         status = client.members(queue)
     if settings.formatter == "json":

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from cluster.errors import NotLeader, QueueNotFound
 from cluster.group_changes import GroupChanges, MembershipRefused
 from raft_log.confchange import ConfChange, ConfChangeKind
-from raft_log.types import ConfState
+from raft_log.types import ConfState, Repair
 
 if TYPE_CHECKING:
     from cluster.node import Node
@@ -183,6 +183,7 @@ class QueueMembers:
                     "match": peer.match if peer else None,
                     "lag": status.last_index - peer.match if peer else None,
                     "recently_active": member == self.node.name or bool(peer and peer.recent_active),
+                    "counted": not (peer and peer.repairing),
                     "up": self.node.is_up(member),
                 }
             )
@@ -212,4 +213,12 @@ class QueueMembers:
             "snapshot_index": group.snapshot_index,
             "term": status.term,
             "leader": status.leader,
+            "repairing": _repairing(status.repair),
         }
+
+
+def _repairing(repair: Repair | None) -> dict[str, Any] | None:
+    """A damaged replica's repair as shown to operators: why, where, and through which index."""
+    if repair is None:
+        return None
+    return {"reason": repair.reason, "index": repair.index, "through": repair.through}

@@ -212,7 +212,8 @@ class RaftHost:
             heartbeat_tick=self.heartbeat_ticks,
             applied=snapshot.meta.index,
         )
-        raft = RaftNode(config, _ExportingStorage(group_log, app), random.Random(self.rng.random()))
+        storage = _ExportingStorage(group_log, app)
+        raft = RaftNode(config, storage, random.Random(self.rng.random()), group_log.repair())
         group = Group(gid, raft, group_log, app, applied=snapshot.meta.index, conf=snapshot.meta.conf)
         group.snapshot_index = group.previous_snapshot_index = snapshot.meta.index
         self.groups[gid] = group
@@ -442,6 +443,8 @@ class RaftHost:
         for r in readies:
             self._apply(r.group, r.ready)
             r.group.raft.advance(r.ready)
+            if r.group.raft.repair is None:
+                r.group.log.finish_repair()  # the entries that repaired it are written: stage the end
             if r.group.raft.has_ready() or r.group.batcher.has_pending():
                 self._touch(r.group.gid)
         self.store.commit(sync=False)

@@ -28,6 +28,7 @@ from raft_log.types import (
     HardState,
     LogStorage,
     NodeId,
+    Repair,
     Snapshot,
     SnapshotMeta,
 )
@@ -78,8 +79,12 @@ class _SnapshotAssembly:
 class RaftNode:
     """One replica of one Raft group (see the module docstring)."""
 
-    def __init__(self, config: Config, storage: LogStorage, rng: random.Random) -> None:
+    def __init__(
+        self, config: Config, storage: LogStorage, rng: random.Random, repair: Repair | None = None
+    ) -> None:
+        """`repair`: the storage found damage at open (see `repair`)."""
         self.config = config
+        self._repair = repair
         self.id = config.node_id
         self._rng = rng
         hard_state, conf = storage.initial_state()
@@ -89,7 +94,12 @@ class RaftNode:
                 f"applied {config.applied} must lie between the compaction point {compacted} "
                 f"and the commit index {hard_state.commit}"
             )
-        self._log = RaftLog(storage, committed=max(hard_state.commit, compacted), applied=config.applied)
+        self._log = RaftLog(
+            storage,
+            committed=max(hard_state.commit, compacted),
+            applied=config.applied,
+            conf_through=repair.conf_through if repair is not None else 0,
+        )
         self._tracker = ProgressTracker(conf, config.max_inflight_msgs)
         self._term = hard_state.term
         self._vote = hard_state.vote
@@ -126,6 +136,14 @@ class RaftNode:
         return self._term
 
     @property
+    def repair(self) -> Repair | None:
+        """Why this replica is repairing, or None. While repairing it neither votes nor campaigns and flags
+        its messages so the leader resets its match and counts it for no commit; it stops once it holds,
+        written, entries through `repair.through` and a leader's commit covers them. The driver then
+        ends the repair in storage (`GroupLog.finish_repair`)."""
+        return self._repair
+
+    @property
     def is_leader(self) -> bool:
         return self._role is Role.LEADER
 
@@ -140,7 +158,7 @@ class RaftNode:
         progress = {}
         if self.is_leader:
             progress = {
-                node: PeerStatus(pr.match, pr.next, pr.state, pr.recent_active, pr.is_learner)
+                node: PeerStatus(pr.match, pr.next, pr.state, pr.recent_active, pr.is_learner, pr.repairing)
                 for node, pr in self._tracker.progress.items()
             }
         return Status(
@@ -154,6 +172,7 @@ class RaftNode:
             last_index=self._log.last_index(),
             conf=self._tracker.conf,
             progress=progress,
+            repair=self._repair,
         )
 
     # ------------------------------------------------------------------ inputs
@@ -294,6 +313,18 @@ class RaftNode:
         if rd.committed_entries:
             self._log.applied_to(rd.committed_entries[-1].index)
         self._count_own_writes()
+        self._maybe_end_repair()
+
+    def _maybe_end_repair(self) -> None:
+        """Repaired: a leader's commit covers everything this replica may have acknowledged, and it holds
+        (written) those entries again, matching that leader's log."""
+        repair = self._repair
+        if (
+            repair is not None
+            and self._lead is not None
+            and min(self._log.committed, self._log.stable_last_index()) >= repair.through
+        ):
+            self._repair = None
 
     def _count_own_writes(self) -> None:
         """The self-ack: a leader counts itself only for entries it has written (see _append_entry)."""
@@ -366,7 +397,7 @@ class RaftNode:
         return not self._tracker.conf.voters and not self._tracker.conf.learners
 
     def _promotable(self) -> bool:
-        return self._tracker.is_voter(self.id)
+        return self._tracker.is_voter(self.id) and self._repair is None
 
     def _campaign(self, kind: _Campaign) -> None:
         if not self._promotable():
@@ -428,7 +459,7 @@ class RaftNode:
 
     def _handle_vote_request(self, msg: Message) -> None:
         response = MessageType.VOTE_RESP if msg.type is MessageType.VOTE else MessageType.PRE_VOTE_RESP
-        can_vote = (
+        can_vote = self._repair is None and (
             self._vote == msg.frm
             or (self._vote is None and self._lead is None)
             or (msg.type is MessageType.PRE_VOTE and msg.term > self._term)
@@ -461,7 +492,9 @@ class RaftNode:
             if msg.type is MessageType.APP:
                 self._handle_append(msg)
             elif msg.type is MessageType.HEARTBEAT:
-                self._log.commit_to(msg.commit)
+                # The leader's commit for us is at most what we acknowledged; a repairing replica may
+                # hold less, and what it holds of that is a prefix of what it acknowledged.
+                self._log.commit_to(min(msg.commit, self._log.last_index()))
                 self._on_commit()
                 self._send(MessageType.HEARTBEAT_RESP, msg.frm, context=msg.context)
             else:
@@ -551,14 +584,21 @@ class RaftNode:
         if pr is None:
             return
         pr.recent_active = True
+        was_repairing, pr.repairing = pr.repairing, msg.repairing
         if msg.type is MessageType.APP_RESP:
             self._handle_append_response(msg, pr)
         elif msg.type is MessageType.HEARTBEAT_RESP:
             self._handle_heartbeat_response(msg, pr)
         elif msg.type is MessageType.SNAP_RESP:
             self._handle_snapshot_response(msg, pr)
+        if was_repairing and not pr.repairing and self._maybe_commit():
+            self._bcast_append()
 
     def _handle_append_response(self, msg: Message, pr: Progress) -> None:
+        if msg.reject and msg.repairing and msg.reject_hint < pr.match:
+            pr.lost_entries(msg.reject_hint)  # it no longer holds what it acknowledged: probe from there
+            self._send_appends(msg.frm)
+            return
         if msg.reject:
             next_probe = msg.reject_hint
             if msg.log_term > 0:
@@ -599,7 +639,7 @@ class RaftNode:
                 pr.transfer.rewind(pr.transfer.acked_offset)
                 self._send_snapshot_chunks(msg.frm, pr)
             pr.transfer.progressed = False
-        elif pr.match < self._log.last_index():
+        elif pr.match < self._log.last_index() or msg.repairing:  # repairing: it may hold less than match
             self._send_appends(msg.frm)
         if msg.context:
             acks = self._pending_reads.ack(msg.context, msg.frm)
@@ -646,7 +686,10 @@ class RaftNode:
         committed still needs the removed node's vote, which its shorter log may never win.
         """
         progress = self._tracker.progress
-        best = max(self._tracker.voters, key=lambda voter: (progress[voter].match, voter))
+        best = max(
+            self._tracker.voters,
+            key=lambda voter: (not progress[voter].repairing, progress[voter].match, voter),  # it cannot run
+        )
         self.transfer_leadership(best)
 
     def _check_can_propose(self) -> None:
@@ -796,6 +839,7 @@ class RaftNode:
                 frm=self.id,
                 to=to,
                 term=self._term if term is None else term,
+                repairing=self._repair is not None,
                 **fields,  # type: ignore[arg-type]
             )
         )

@@ -4,8 +4,8 @@
 - `g<u16 length><group id><kind>...`: every record of one group. The length prefix keeps one group's
   keys from being a prefix of another's, so a group is the contiguous range `[prefix, prefix + 0xff)`.
   Kinds: `H` hard state, `C` conf state, `O` log start (index and term of the compaction point),
-  `M` snapshot meta, `S` snapshot data, `E<u64 big-endian index>` entries (sorted by index),
-  `A<key>` the application's own key space.
+  `M` snapshot meta, `S` snapshot data, `R` repair marker (only while the group is repairing),
+  `E<u64 big-endian index>` entries (sorted by index), `A<key>` the application's own key space.
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ class GroupKeys:
         self.log_start = self.prefix + b"O"
         self.snapshot_meta = self.prefix + b"M"
         self.snapshot_data = self.prefix + b"S"
+        self.repair = self.prefix + b"R"
         self._entry = self.prefix + _ENTRY
         self.entries_end = self.prefix + bytes([_ENTRY[0] + 1])
         self._app = self.prefix + _APP

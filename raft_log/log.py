@@ -24,14 +24,19 @@ class RaftLog:
     each one when it commits without rescanning the log.
     """
 
-    def __init__(self, storage: LogStorage, committed: int, applied: int) -> None:
+    def __init__(self, storage: LogStorage, committed: int, applied: int, conf_through: int = 0) -> None:
+        """`conf_through`: the membership given with `storage` already holds every change up to there
+        (a repairing replica's commit index may be below what its membership reflects)."""
         self.storage = storage
+        self.conf_through = conf_through
         self.unstable: list[Entry] = []
         self.unstable_offset = storage.last_index() + 1
         self.pending_snapshot: Snapshot | None = None
         self.committed = committed
         self.applied = applied
-        uncommitted = self.slice(committed + 1, self.last_index() + 1)
+        uncommitted = self.slice(
+            max(committed, min(conf_through, self.last_index())) + 1, self.last_index() + 1
+        )
         self.conf_change_indexes = [e.index for e in uncommitted if e.kind is EntryKind.CONF_CHANGE]
 
     # --- reading ---
@@ -113,7 +118,9 @@ class RaftLog:
             raise AssertionError(f"would overwrite committed entry {first} (committed {self.committed})")
         cut = bisect.bisect_left(self.conf_change_indexes, first)
         del self.conf_change_indexes[cut:]
-        self.conf_change_indexes.extend(e.index for e in entries if e.kind is EntryKind.CONF_CHANGE)
+        self.conf_change_indexes.extend(
+            e.index for e in entries if e.kind is EntryKind.CONF_CHANGE and e.index > self.conf_through
+        )
         if first == self.unstable_offset + len(self.unstable):
             self.unstable.extend(entries)
         elif first <= self.unstable_offset:

@@ -44,7 +44,10 @@ class Message:
     APP: `index`/`log_term` are the entry before `entries`. APP_RESP: `index` is the last index the
     follower matched, or the rejected index with `reject_hint`/`log_term` pointing at where to retry.
     SNAP carries `snapshot` (meta) and one chunk (`chunk_offset`, `chunk_data`, `chunk_done`); SNAP_RESP
-    answers with the next offset wanted (`reject` when a chunk was missing).
+    answers with the next offset wanted (`reject` when a chunk was missing). `repairing`: the sender lost
+    entries it may have acknowledged and is being repaired (a leader resets its match, counts it for no
+    commit); an 18th field only when set, so every other message keeps the 17-field form older peers read
+    (an older peer drops a flagged one: it could not act on it).
     """
 
     type: MessageType
@@ -63,6 +66,7 @@ class Message:
     chunk_data: bytes = b""
     chunk_done: bool = False
     context: bytes = b""
+    repairing: bool = False
 
 
 def encode_message(msg: Message) -> bytes:
@@ -78,13 +82,14 @@ def encode_message_parts(msg: Message) -> list[bytes]:
         meta = msg.snapshot
         snapshot = [meta.index, meta.term, list(meta.conf.voters), list(meta.conf.learners)]
     head = (WIRE_VERSION, int(msg.type), msg.group, msg.frm, msg.to, msg.term, msg.log_term, msg.index)
-    parts = [array_header(17) + _items(head) + array_header(len(msg.entries))]
+    parts = [array_header(18 if msg.repairing else 17) + _items(head) + array_header(len(msg.entries))]
     for entry in msg.entries:
         numbers = _items((entry.index, entry.term, int(entry.kind)))
         parts += (_ENTRY_HEADER + numbers + bin_header(len(entry.data)), entry.data)
     middle = (msg.commit, msg.reject, msg.reject_hint, snapshot, msg.chunk_offset)
     parts += (_items(middle) + bin_header(len(msg.chunk_data)), msg.chunk_data)
-    parts.append(_items((msg.chunk_done, msg.context)))
+    tail = (msg.chunk_done, msg.context)
+    parts.append(_items((*tail, True) if msg.repairing else tail))
     return parts
 
 
@@ -103,12 +108,12 @@ def decode_message(data: bytes) -> Message:
         fields = msgpack.unpackb(data, raw=False, use_list=True)
     except Exception as exc:  # msgpack raises several unrelated types on garbage
         raise MessageDecodeError(f"not msgpack: {exc}") from exc
-    if not isinstance(fields, list) or len(fields) != 17:
-        raise MessageDecodeError("a message is a list of 17 fields")
+    if not isinstance(fields, list) or len(fields) not in (17, 18):
+        raise MessageDecodeError("a message is a list of 17 fields (18 with the repairing flag)")
     if type(fields[0]) is not int or fields[0] != WIRE_VERSION:
         raise MessageDecodeError(f"unknown wire version {fields[0]!r}")
     (_, kind, group, frm, to, term, log_term, index, entries, commit, reject, hint, snap, offset, chunk,
-     done, context) = fields  # fmt: skip
+     done, context) = fields[:17]  # fmt: skip
     try:
         message_type = MessageType(_int(kind))
     except ValueError as exc:
@@ -130,6 +135,7 @@ def decode_message(data: bytes) -> Message:
         chunk_data=_bytes(chunk),
         chunk_done=_bool(done),
         context=_bytes(context),
+        repairing=len(fields) == 18 and _bool(fields[17]),
     )
 
 

@@ -47,6 +47,7 @@ class Progress:
         self.recent_active = False
         self.is_learner = is_learner
         self.transfer: SnapshotTransfer | None = None
+        self.repairing = False  # the peer lost entries it acknowledged: counted for no commit until repaired
 
     def become_probe(self) -> None:
         """Find the match point again, one append at a time."""
@@ -93,6 +94,12 @@ class Progress:
         self.next = max(min(rejected, match_hint + 1), self.match + 1)
         self.probe_sent = False
         return True
+
+    def lost_entries(self, held: int) -> None:
+        """The peer (repairing) holds matching entries only through `held`: find the match point again."""
+        self.match = min(self.match, held)
+        self._enter(ProgressState.PROBE)
+        self.next = self.match + 1
 
     def sent_entries(self, last_sent: int | None) -> None:
         """Account for an append just sent (`last_sent` is its last entry's index, None if empty)."""

@@ -9,7 +9,7 @@ from typing import Protocol
 
 from raft_log.messages import Message
 from raft_log.progress import ProgressState
-from raft_log.types import ConfState, Entry, HardState, NodeId, Snapshot
+from raft_log.types import ConfState, Entry, HardState, NodeId, Repair, Snapshot
 
 
 class Role(Enum):
@@ -87,6 +87,7 @@ class PeerStatus:
     state: ProgressState
     recent_active: bool
     is_learner: bool
+    repairing: bool = False  # it lost entries it acknowledged: counted for no commit until repaired
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,3 +104,4 @@ class Status:
     last_index: int
     conf: ConfState
     progress: dict[NodeId, PeerStatus] = field(default_factory=dict)
+    repair: Repair | None = None

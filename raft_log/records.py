@@ -13,7 +13,7 @@ from typing import TypeVar
 import msgpack
 
 from .msgpack_parts import array_header, bin_header
-from .types import ConfState, Entry, EntryKind, HardState, SnapshotMeta
+from .types import ConfState, Entry, EntryKind, HardState, Repair, SnapshotMeta
 
 _CRC_BYTES = 4
 T = TypeVar("T")
@@ -111,3 +111,13 @@ def decode_snapshot_meta(key: bytes, value: bytes) -> SnapshotMeta:
     return _unpack(
         key, value, "snapshot meta", lambda index, term, *conf: SnapshotMeta(index, term, _conf(*conf))
     )
+
+
+def encode_repair(key: bytes, repair: Repair) -> bytes:
+    """The stored value of a repair marker."""
+    return _pack(key, [repair.reason, repair.index, repair.through, repair.conf_through])
+
+
+def decode_repair(key: bytes, value: bytes) -> Repair:
+    """A stored repair marker; raises `BadRecord`."""
+    return _unpack(key, value, "repair marker", Repair)

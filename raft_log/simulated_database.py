@@ -112,6 +112,12 @@ class SimulatedDatabase:
         """After a process crash: everything written is still there."""
         self.closed = False
 
+    def rot(self, key: bytes) -> None:
+        """A disk fault while the node is down: the stored value of `key` gets its last byte flipped."""
+        for values in (self._durable, self._visible.values):
+            if key in values:
+                values[key] = values[key][:-1] + bytes([values[key][-1] ^ 0x5A])
+
     def lose_power(self, surviving_writes: int) -> None:
         """A power failure: the synced state plus the first `surviving_writes` unsynced writes remain."""
         keys = _Keys(self._durable)

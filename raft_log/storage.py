@@ -16,7 +16,7 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -24,11 +24,13 @@ from . import keys, records
 from .database import Database, WriteBatch
 from .rocksdb_database import RocksDatabase
 from .types import (
+    UNKNOWN_VOTE,
     CompactedError,
     ConfState,
     Entry,
     GroupId,
     HardState,
+    Repair,
     Snapshot,
     SnapshotMeta,
     StorageError,
@@ -107,9 +109,9 @@ class NodeStore:
 
     @classmethod
     def recover(cls, db: Database) -> NodeStore:
-        """A store over `db` after verifying every group and dropping torn log tails.
+        """A store over `db` after verifying every group; a damaged group opens repairing (`GroupLog.repair`).
 
-        Raises `CorruptionError` when a group's data is damaged beyond a torn tail.
+        Raises `CorruptionError` when a group's membership, log start or snapshot metadata is damaged.
         """
         store = cls(db)
         try:
@@ -292,12 +294,18 @@ class GroupLog:
         self._recent_base: int | None = None
         self._recent: list[Entry] = []
         self._recent_bytes = 0  # what _recent costs against the budget
+        self._repair: Repair | None = None
+        self._stale_tail = False  # damaged or unreachable entry records remain after _last_index
 
     # -- reads (LogStorage) ---------------------------------------------------------------------
 
     def initial_state(self) -> tuple[HardState, ConfState]:
         """The persisted hard state and membership."""
         return self._hard_state, self._conf
+
+    def repair(self) -> Repair | None:
+        """Why this replica is repairing (found damaged at open, until `finish_repair`), or None."""
+        return self._repair
 
     def first_index(self) -> int:
         """The first index held as an entry."""
@@ -349,8 +357,9 @@ class GroupLog:
             raise ValueError(f"append at {first} leaves a gap after last index {self._last_index}")
         self._check_not_rewriting_committed(entries)
         store = self._writer()
-        if first <= self._last_index:
+        if first <= self._last_index or self._stale_tail:
             store._delete_range(self._keys.entry(first), self._keys.entries_end)
+            self._stale_tail = False
         for entry in entries:
             key = self._keys.entry(entry.index)
             store._write(key, records.encode_entry(key, entry))
@@ -375,6 +384,14 @@ class GroupLog:
         self._writer()._write(self._keys.hard_state, records.encode_hard_state(self._keys.hard_state, hs))
         self._hard_state = hs
 
+    def finish_repair(self) -> None:
+        """Stage the end of repair (no effect when not repairing): the replica holds again, from a leader,
+        everything it may have acknowledged."""
+        if self._repair is not None:
+            log.warning("group %r: repaired through index %d; voting again", self.gid, self._repair.through)
+            self._writer()._delete(self._keys.repair)
+            self._repair = None
+
     def set_conf_state(self, cs: ConfState) -> None:
         """Stage the membership in force."""
         self._writer()._write(self._keys.conf_state, records.encode_conf_state(self._keys.conf_state, cs))
@@ -388,6 +405,7 @@ class GroupLog:
             raise SnapshotOutOfDateError(f"snapshot {meta.index} not newer than {self._snapshot_meta.index}")
         store = self._writer()
         store._delete_range(self._keys.entry(0), self._keys.entries_end)
+        self._stale_tail = False
         self._stage_snapshot(snapshot)
         self._stage_log_start(meta.index, meta.term)
         self.set_conf_state(meta.conf)
@@ -550,51 +568,81 @@ class GroupLog:
 
     @classmethod
     def _recover(cls, store: NodeStore, gid: GroupId) -> GroupLog:
-        """Load a group's state and verify its whole log, staging the removal of a torn tail.
+        """Load a group's state and verify its whole log; nothing is deleted.
 
-        The log is the contiguous run of valid entries after the compaction point. What follows the
-        first missing or damaged entry is a torn tail (never acknowledged) and is dropped, unless a
-        damaged entry is followed by a valid one, or the commit index or snapshot lies beyond the
-        run: that is corruption, and opening fails.
+        The log is the contiguous run of valid entries after the compaction point. RocksDB writes a batch
+        atomically, so anything else (a damaged or missing entry, entries past one, a commit index or
+        snapshot beyond the run, a damaged hard state) is damage to what the node may have acknowledged:
+        the group opens repairing (see `repair`), the damaged records stay until entries from a leader
+        replace them. Damaged membership, log start or snapshot metadata still raise `CorruptionError`.
         """
         group = cls(store, gid, keys.GroupKeys(gid), ConfState())
         group_keys = group._keys
-        group._hard_state = group._read_record(group_keys.hard_state, records.decode_hard_state)
         group._conf = group._read_record(group_keys.conf_state, records.decode_conf_state)
         group._start_index, group._start_term = group._read_record(
             group_keys.log_start, records.decode_position
         )
         group._snapshot_meta = group._read_record(group_keys.snapshot_meta, records.decode_snapshot_meta)
+        damage: list[Repair] = []
+        if store._get(group_keys.repair) is not None:
+            damage.append(group._read_record(group_keys.repair, records.decode_repair))
+        hard_state_lost = False
+        try:
+            group._hard_state = group._read_record(group_keys.hard_state, records.decode_hard_state)
+        except CorruptionError as exc:
+            damage.append(Repair(exc.reason, None, 0))
+            hard_state_lost = True
         expected = group._start_index + 1
-        tail_start: int | None = None
-        first_damaged: int | None = None
+        highest, top_term = 0, max(group._start_term, group._snapshot_meta.term)
         terms: deque[int] = deque(maxlen=TERM_CACHE_SIZE)
+        log_damaged = False
         for key, value in store._scan(group._keys.entry(expected), group._keys.entries_end):
             index = group._keys.entry_index(key)
+            highest = index
             try:
                 entry: Entry | None = records.decode_entry(key, index, value)
             except records.BadRecord:
                 entry = None
-            if tail_start is None and index == expected and entry is not None:
+            if entry is not None:
+                top_term = max(top_term, entry.term)
+            if log_damaged:
+                continue
+            if index == expected and entry is not None:
                 terms.append(entry.term)
                 expected += 1
                 continue
-            tail_start = expected if tail_start is None else tail_start
-            if entry is None:
-                first_damaged = index if first_damaged is None else first_damaged
-            elif first_damaged is not None:
-                raise CorruptionError(gid, first_damaged, f"damaged entry followed by valid entry {index}")
+            log_damaged = True
+            damage.append(Repair("entry damaged" if index == expected else "entry missing", expected, 0))
         group._last_index = expected - 1
         group._tail_base, group._tail_terms = expected - len(terms), list(terms)
-        if group._hard_state.commit > group._last_index:
-            raise CorruptionError(
-                gid, group._hard_state.commit, f"commit index beyond the last valid entry {group._last_index}"
-            )
+        group._stale_tail = highest > group._last_index
         if group._snapshot_meta.index > group._last_index:
-            raise CorruptionError(
-                gid, group._snapshot_meta.index, f"snapshot beyond the last valid entry {group._last_index}"
+            damage.append(Repair("snapshot beyond the last valid entry", group._snapshot_meta.index, 0))
+            meta = group._snapshot_meta
+            group._stage_log_start(meta.index, meta.term)
+            group._last_index, group._tail_base, group._tail_terms = meta.index, meta.index + 1, []
+        hs = group._hard_state
+        if hs.commit > group._last_index:
+            damage.append(Repair("commit index beyond the last valid entry", hs.commit, 0))
+        if hard_state_lost:  # whom it voted for is unknown: no vote in the highest term found
+            hs = HardState(term=top_term, vote=UNKNOWN_VOTE, commit=group._snapshot_meta.index)
+        group._hard_state = replace(hs, commit=min(hs.commit, group._last_index))
+        if damage:
+            through = max([highest, hs.commit, group._hard_state.commit] + [d.through for d in damage])
+            # The stored membership holds every change up to the stored commit (they are written
+            # together); with the hard state lost, assume up to `through`.
+            conf_through = max([through if hard_state_lost else hs.commit] + [d.conf_through for d in damage])
+            first = damage[0]
+            group._repair = Repair(first.reason, first.index, through, conf_through)
+            store._put(group_keys.repair, records.encode_repair(group_keys.repair, group._repair))
+            group.set_hard_state(group._hard_state)
+            log.warning(
+                "group %r: %s at %s; the valid log ends at %d; repairing from the leader through index %d, "
+                "not voting until then (nothing was deleted)",
+                gid,
+                first.reason,
+                "metadata" if first.index is None else f"index {first.index}",
+                group._last_index,
+                through,
             )
-        if tail_start is not None:
-            log.warning("group %r: dropping torn log tail from index %d", gid, tail_start)
-            store._delete_range(group._keys.entry(tail_start), group._keys.entries_end)
         return group

@@ -46,8 +46,9 @@ class ProgressTracker:
         self.set_conf(self.conf, next_index)
 
     def committed(self) -> int:
-        """The highest index replicated on a majority of voters."""
-        return quorum.committed_index(self.conf.voters, {n: p.match for n, p in self.progress.items()})
+        """The highest index replicated on a majority of voters (a repairing one counts for none)."""
+        match = {node: 0 if pr.repairing else pr.match for node, pr in self.progress.items()}
+        return quorum.committed_index(self.conf.voters, match)
 
     def record_vote(self, node: NodeId, granted: bool) -> None:
         """Count a vote once (the first answer of each node wins)."""

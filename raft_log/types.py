@@ -36,6 +36,24 @@ class HardState:
     commit: int = 0
 
 
+UNKNOWN_VOTE: NodeId = ""
+"""The vote of a hard state rebuilt after damage: the vote in that term is unknown, so none is granted."""
+
+
+@dataclass(frozen=True, slots=True)
+class Repair:
+    """Why a replica may have lost entries (or its vote) it acknowledged, and what it must get back.
+
+    Until it holds entries through `through` (the highest index it may have acknowledged) and a leader's
+    commit covers them, it neither votes nor campaigns and its leader does not count it towards a commit.
+    """
+
+    reason: str
+    index: int | None  # where the damage was found (None: a metadata record)
+    through: int
+    conf_through: int = 0  # the stored membership already holds the changes up to here (the old commit)
+
+
 @dataclass(frozen=True, slots=True)
 class ConfState:
     """A group's membership: voters decide, learners only receive the log."""

@@ -19,6 +19,7 @@ from cluster.config import Address
 from cluster.metadata_app import MetadataApp
 from cluster.raft_host import RaftHost
 from cluster.transport import Transport
+from raft_log.database import Database
 from raft_log.storage import NodeStore, TakenBatch
 from raft_log.types import ConfState
 
@@ -27,9 +28,12 @@ GROUP = "g"
 
 
 class GatedStore(NodeStore):
-    """A real node store whose writes wait while the gate is closed."""
+    """A real node store whose writes wait while the gate is closed (open from the start: recovery writes)."""
 
-    gate: threading.Event
+    def __init__(self, db: Database) -> None:
+        super().__init__(db)
+        self.gate = threading.Event()
+        self.gate.set()
 
     def write_taken(self, taken: TakenBatch, sync: bool) -> None:
         assert self.gate.wait(30), "the gate was never opened"
@@ -57,8 +61,6 @@ async def gated_cluster(tmp_path: Path) -> AsyncIterator[dict[str, Node]]:
     result: dict[str, Node] = {}
     for name, port in zip(NAMES, ports, strict=True):
         store = GatedStore.open(tmp_path / name)
-        store.gate = threading.Event()
-        store.gate.set()
         holder: list[RaftHost] = []  # the transport is made before the host it hands frames to
         transport = Transport(
             name, Address("127.0.0.1", port), "secret", lambda *f, h=holder: h[0].on_frame(*f)

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from cluster.simulation import CALM, Faults, Simulation, run_seed
+from cluster.simulation import CALM, GROUP, Faults, LivenessViolation, Simulation, run_seed
 from raft_log.core import RaftNode
 from raft_log.invariants import InvariantViolation
 
@@ -83,3 +83,22 @@ def test_finding1_the_simulation_finds_an_early_commit_when_the_fix_is_reverted(
     with pytest.raises(InvariantViolation):
         for seed in range(200):
             Simulation(seed, voters=1, learners=2).run(1500)
+
+
+ROT_SEEDS = int(os.environ.get("DRIVER_SIM_ROT_SEEDS", "150"))
+
+
+def test_finding6_entries_damaged_on_disk_never_lose_a_confirmed_publish() -> None:
+    """Restarts find one of the newest entries damaged; a replica repairs from its leader before voting.
+
+    A group in which a majority of voters is repairing stays leaderless (nobody may vote for a log that
+    could lack what they acknowledged), so only that liveness failure is expected."""
+    for seed in range(ROT_SEEDS):
+        sim = Simulation(seed, voters=3 + 2 * (seed % 2), faults=Faults(rot=0.2))
+        try:
+            sim.run(STEPS)
+        except LivenessViolation:
+            groups = [n.host.groups[GROUP] for n in sim.nodes.values() if n.host and GROUP in n.host.groups]
+            voters = groups[0].raft.status().conf.voters
+            repairing = [g for g in groups if g.raft.id in voters and g.raft.repair is not None]
+            assert 2 * len(repairing) >= len(voters), f"seed {seed}: leaderless with a healthy majority"

@@ -100,8 +100,9 @@ async def test_quorum_status_lists_every_member_with_its_raft_state(five: Proces
     assert {r["membership"] for r in rows} == {"voter"}
     leader = next(r for r in rows if r["raft_state"] == "leader")
     assert leader["commit_index"] == leader["last_log_index"] >= 2
+    assert all(r["repairing"] is None and r["counted"] for r in rows)  # issue 17, finding 6
     code, out, _ = await queues_cli(five.urls[4], "quorum_status", "status")
-    assert "Raft State" in out and "Snapshot Index" in out
+    assert "Raft State" in out and "Snapshot Index" in out and "Repairing" in out
 
 
 async def test_membership_errors_name_the_problem(five: ProcessCluster) -> None:

@@ -9,7 +9,7 @@ from raft_log.core import Config, RaftNode
 from raft_log.memory_storage import MemoryStorage
 from raft_log.messages import Message, MessageType, decode_message, encode_message
 from raft_log.ready import ReadState, persist_ready
-from raft_log.types import ConfState, Entry, NodeId
+from raft_log.types import ConfState, Entry, NodeId, Repair
 
 MessageFilter = Callable[[Message], bool]
 
@@ -37,10 +37,12 @@ class Harness:
         for node in self.conf.voters + self.conf.learners:
             self.add(node, MemoryStorage(self.conf))
 
-    def add(self, node: NodeId, storage: MemoryStorage, applied: int = 0) -> RaftNode:
-        """Start (or restart) `node` on `storage`."""
+    def add(
+        self, node: NodeId, storage: MemoryStorage, applied: int = 0, repair: Repair | None = None
+    ) -> RaftNode:
+        """Start (or restart) `node` on `storage` (repairing when `repair` is given)."""
         cfg = Config(node_id=node, group="g", applied=applied, **self.config)  # type: ignore[arg-type]
-        self.nodes[node] = RaftNode(cfg, storage, random.Random(self.rng.getrandbits(32)))
+        self.nodes[node] = RaftNode(cfg, storage, random.Random(self.rng.getrandbits(32)), repair)
         self.storages[node] = storage
         self.applied.setdefault(node, [])
         self.read_states.setdefault(node, [])

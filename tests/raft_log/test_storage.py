@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,11 +19,13 @@ from raft_log.keys import GroupKeys, registry_key
 from raft_log.rocksdb_database import supports_direct_io
 from raft_log.storage import CorruptionError, NodeStore, SnapshotOutOfDateError
 from raft_log.types import (
+    UNKNOWN_VOTE,
     CompactedError,
     ConfState,
     Entry,
     EntryKind,
     HardState,
+    Repair,
     Snapshot,
     SnapshotMeta,
     StorageError,
@@ -504,60 +509,155 @@ def test_reopen_keeps_every_group_state_snapshot_and_entry(store, db_path):
     store.close()
 
 
-# -- corruption and torn tails ----------------------------------------------------------------------
+# -- the write-ahead log at open (issue 17, finding 6) ------------------------------------------------
+
+WAL_WRITER = """
+import os, sys
+from raft_log.storage import NodeStore
+from raft_log.types import ConfState, Entry
+store = NodeStore.open(sys.argv[1])
+group = store.create_group("q1", ConfState(voters=("n1",)))
+for index in range(1, 21):
+    group.append([Entry(index=index, term=1, data=b"x" * 100)])
+    store.commit(sync=True)
+os._exit(0)  # a crash: nothing flushed, every batch is only in the synced write-ahead log
+"""
 
 
-def test_a_damaged_entry_in_the_middle_refuses_to_open_naming_group_and_index(store, db_path):
+def crash_after_synced_writes(db_path: Path) -> Path:
+    """Write 20 synced batches in a child process that dies without closing; the WAL file left behind."""
+    subprocess.run([sys.executable, "-c", WAL_WRITER, str(db_path)], check=True)
+    (wal,) = db_path.glob("*.log")
+    return wal
+
+
+def test_finding6_a_damaged_synced_wal_record_fails_the_open_loudly(db_path):
+    wal = crash_after_synced_writes(db_path)
+    data = bytearray(wal.read_bytes())
+    data[len(data) // 2] ^= 0x5A  # later synced records follow: point-in-time recovery dropped them silently
+    wal.write_bytes(bytes(data))
+    with pytest.raises(Exception, match="Corruption"):
+        NodeStore.open(db_path)
+
+
+def test_a_torn_last_wal_record_is_a_write_that_never_finished_and_the_store_opens(db_path):
+    wal = crash_after_synced_writes(db_path)
+    os.truncate(wal, wal.stat().st_size - 50)
+    store = NodeStore.open(db_path)
+    assert store.group("q1").last_index() == 19
+    assert store.group("q1").repair() is None
+    store.close()
+
+
+# -- damage: a group opens repairing, nothing is dropped (issue 17, finding 6) -----------------------
+
+
+def test_finding6_a_damaged_entry_in_the_middle_opens_repairing_naming_it(store, db_path, caplog):
     committed_group(store, upto=10)
     store.close()
     key = GroupKeys("q1").entry(5)
     raw_write(db_path, {key: flipped(db_path, key)})
-    with pytest.raises(CorruptionError, match="'q1' index 5") as caught:
-        NodeStore.open(db_path)
-    assert (caught.value.group, caught.value.index) == ("q1", 5)
+    store = NodeStore.open(db_path)
+    group = store.group("q1")
+    assert group.repair() == Repair("entry damaged", 5, 10)
+    assert group.last_index() == 4
+    assert stored_entry_indexes(db_path, "q1") == list(range(1, 11))
+    assert "group 'q1': entry damaged at index 5" in caplog.text
+    store.close()
 
 
-def test_damaged_last_entries_are_discarded_on_open(store, db_path):
+def test_finding6_a_damaged_entry_is_never_dropped_silently(store, db_path):
     committed_group(store, upto=10)
     store.close()
     group_keys = GroupKeys("q1")
     raw_write(db_path, {group_keys.entry(i): flipped(db_path, group_keys.entry(i)) for i in (9, 10)})
     store = NodeStore.open(db_path)
+    assert store.group("q1").repair() == Repair("entry damaged", 9, 10)
     assert store.group("q1").last_index() == 8
     assert store.group("q1").entries(1, 9) == entries(1, 9, 1)
     store = reopen(store, db_path)
-    assert store.group("q1").last_index() == 8
-    assert stored_entry_indexes(db_path, "q1") == list(range(1, 9))
+    assert store.group("q1").repair() == Repair("entry damaged", 9, 10)
+    assert stored_entry_indexes(db_path, "q1") == list(range(1, 11))
     store.close()
 
 
-def test_entries_after_a_gap_at_the_end_are_discarded_on_open(store, db_path):
+def test_finding6_entries_after_a_gap_at_the_end_open_repairing(store, db_path):
     committed_group(store, upto=10)
     store.close()
     raw_write(db_path, {GroupKeys("q1").entry(8): None})
     store = NodeStore.open(db_path)
     assert store.group("q1").last_index() == 7
+    assert store.group("q1").repair() == Repair("entry missing", 8, 10)
     store.close()
 
 
-def test_a_commit_index_beyond_the_last_valid_entry_refuses_to_open(store, db_path):
+def test_finding6_a_commit_index_beyond_the_last_valid_entry_opens_repairing_through_it(store, db_path):
     group = committed_group(store, upto=10)
     group.set_hard_state(HardState(term=1, commit=10))
     store.commit()
     store.close()
-    key = GroupKeys("q1").entry(10)
-    raw_write(db_path, {key: flipped(db_path, key)})
-    with pytest.raises(CorruptionError, match="'q1' index 10: commit index beyond"):
-        NodeStore.open(db_path)
+    group_keys = GroupKeys("q1")
+    raw_write(db_path, {group_keys.entry(10): None})
+    store = NodeStore.open(db_path)
+    group = store.group("q1")
+    assert group.repair() == Repair("commit index beyond the last valid entry", 10, 10, conf_through=10)
+    assert group.initial_state()[0] == HardState(term=1, commit=9)
+    store.close()
 
 
-def test_an_unreadable_hard_state_refuses_to_open(store, db_path):
-    committed_group(store)
+def test_finding6_an_unreadable_hard_state_opens_repairing_without_a_vote_in_the_highest_term_found(
+    store, db_path
+):
+    group = committed_group(store, upto=4, term=3)
+    group.set_hard_state(HardState(term=5, vote="n2", commit=4))
+    store.commit()
     store.close()
     key = GroupKeys("q1").hard_state
     raw_write(db_path, {key: flipped(db_path, key)})
-    with pytest.raises(CorruptionError, match="'q1' metadata: record H"):
-        NodeStore.open(db_path)
+    store = NodeStore.open(db_path)
+    group = store.group("q1")
+    assert group.repair() is not None and group.repair().through == 4
+    assert "record H" in group.repair().reason
+    assert group.initial_state()[0] == HardState(term=3, vote=UNKNOWN_VOTE, commit=0)
+    store = reopen(store, db_path)
+    assert store.group("q1").initial_state()[0] == HardState(term=3, vote=UNKNOWN_VOTE, commit=0)
+    store.close()
+
+
+def test_finding6_a_lost_hard_state_keeps_the_snapshot_committed(store, db_path):
+    group = committed_group(store, upto=10, commit=10)
+    group.create_snapshot(6, CONF, b"state at 6")
+    store.commit()
+    store.close()
+    raw_write(db_path, {GroupKeys("q1").hard_state: None})
+    store = NodeStore.open(db_path)
+    group = store.group("q1")
+    assert group.repair() == Repair("record H: missing", None, 10, conf_through=10)
+    assert group.initial_state()[0] == HardState(term=1, vote=UNKNOWN_VOTE, commit=6)
+    store.close()
+
+
+def test_finding6_repair_survives_restarts_until_finished_and_entries_from_the_leader_replace_the_damage(
+    store, db_path
+):
+    committed_group(store, upto=10, commit=6)
+    store.close()
+    group_keys = GroupKeys("q1")
+    raw_write(db_path, {group_keys.entry(8): flipped(db_path, group_keys.entry(8))})
+    store = NodeStore.open(db_path)
+    group = store.group("q1")
+    group.append(entries(8, 10, 2))  # the leader's log ends at 9: stale entry 10 goes with the damage
+    store.commit()
+    store = reopen(store, db_path)
+    group = store.group("q1")
+    assert group.repair() == Repair("entry damaged", 8, 10, conf_through=6)
+    assert (group.last_index(), stored_entry_indexes(db_path, "q1")) == (9, list(range(1, 10)))
+    group.finish_repair()
+    store.commit()
+    store = reopen(store, db_path)
+    assert store.group("q1").repair() is None
+    assert store.group("q1").entries(8, 10) == entries(8, 10, 2)
+    store.close()
 
 
 def test_a_value_copied_under_another_index_fails_its_checksum(store, db_path):
@@ -568,8 +668,9 @@ def test_a_value_copied_under_another_index_fails_its_checksum(store, db_path):
     value = copied[group_keys.entry(4)]
     copied.close()
     raw_write(db_path, {group_keys.entry(3): value})
-    with pytest.raises(CorruptionError, match="index 3"):
-        NodeStore.open(db_path)
+    store = NodeStore.open(db_path)
+    assert store.group("q1").repair() == Repair("entry damaged", 3, 10)
+    store.close()
 
 
 def test_corruption_found_by_a_read_names_group_and_index(store, db_path):
