@@ -114,9 +114,8 @@ class GroupChanges:
     async def _applied(self, gid: str, index: int, term: int) -> None:
         """Wait until the host applies the entry at `index` with `term`, like a publish.
 
-        The core's commit index acknowledges nothing: it moves before the leader's own write is durable
-        (the leader counts itself first), so a change committed only in memory may be held by the node
-        it removes alone."""
+        The core's commit index acknowledges nothing: followers' acks can move it while the leader's own
+        write is still under way, and it is not applied (nor confirmed to anyone) yet."""
         applied = self.host.groups[gid].batcher.watch(index, term)
         try:
             await asyncio.wait_for(applied, COMMIT_TIMEOUT_S)

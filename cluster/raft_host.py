@@ -11,8 +11,9 @@ it over. Rounds never overlap. Two rules shorten a publish's critical path, both
 (section 10.2.1):
 
 - a leader sends its appends and heartbeats before its own fsync, unless the round changes its term
-  or vote. It can still count itself towards a commit before the fsync returns, but nothing reveals
-  that commit (a message, an apply) before the next round, which starts after the fsync;
+  or vote. They acknowledge nothing, and the core counts the leader itself towards a commit only once
+  `advance` reports the write done, so no commit they carry covers an entry only the leader holds
+  unwritten (docs/raft.md, rule 3);
 - a round that only moves commit indexes is written without an fsync: the commit index need not be
   durable, and RocksDB's write-ahead log recovers writes in order, so a later synced write covers it.
 """

@@ -60,8 +60,11 @@ class SimulatedNetwork:
         """Deliver the frame at `position` twice: a copy joins the frames in flight at `at`."""
         self.in_flight.insert(at, self.in_flight[position])
 
-    def deliver(self, position: int, handler: FrameHandler) -> None:
-        """Take the frame at `position` off the network and hand it over, unless a partition cuts it."""
+    def deliver(self, position: int, handler: FrameHandler) -> Frame | None:
+        """Take the frame at `position` off the network and hand it over, unless a partition cuts it;
+        returns the frame handed over."""
         frame = self.in_flight.pop(position)
-        if self._side.get(frame.frm, 0) == self._side.get(frame.to, 0):
-            handler(frame.to, frame.frm, frame.kind, frame.body)
+        if self._side.get(frame.frm, 0) != self._side.get(frame.to, 0):
+            return None
+        handler(frame.to, frame.frm, frame.kind, frame.body)
+        return frame

@@ -82,10 +82,16 @@ class RocksDatabase:
 
     @classmethod
     def open(cls, path: str | Path) -> RocksDatabase:
-        """Open (or create) the database at `path`."""
-        database = cls(Rdict(str(path), _options(direct_io=supports_direct_io(Path(path)))))
+        """Open (or create) the database at `path`.
+
+        What the write-ahead log held without an fsync (a process crash leaves it in the operating
+        system's cache, and recovery reads it back) is made durable here, before the node can acknowledge
+        any of it: RocksDB flushes recovered writes to synced table files when it opens, and the flush
+        below keeps that true whatever its defaults become."""
+        rdict = Rdict(str(path), _options(direct_io=supports_direct_io(Path(path))))
+        rdict.flush(True)
         _lower_compaction_priority()
-        return database
+        return cls(rdict)
 
     def new_batch(self) -> WriteBatch:
         return WriteBatch(raw_mode=True)

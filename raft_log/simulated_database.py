@@ -1,8 +1,9 @@
 """A `Database` in memory with a disk's failure modes, for the driver simulation.
 
-Writes land in the operating system's cache at once: a process crash keeps them all. Only a synced
-write (and, being one write-ahead log, every write before it) is on the disk: a power failure keeps
-that and an ordered prefix of the later writes, as RocksDB's point-in-time recovery would.
+Writes land in the operating system's cache at once: a process crash keeps them all, and reopening
+makes them durable. Only a synced write (and, being one write-ahead log, every write before it) is on
+the disk: a power failure keeps that and an ordered prefix of the later writes, as RocksDB's
+write-ahead log recovery would.
 """
 
 from __future__ import annotations
@@ -109,7 +110,10 @@ class SimulatedDatabase:
         self.closed = True
 
     def reopen(self) -> None:
-        """After a process crash: everything written is still there."""
+        """After a process crash: everything written is still there, and opening makes it durable (as
+        `RocksDatabase.open` does), so a node may acknowledge what it finds."""
+        self._durable = dict(self._visible.values)
+        self._unsynced = []
         self.closed = False
 
     def rot(self, key: bytes) -> None:

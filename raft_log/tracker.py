@@ -27,7 +27,7 @@ class ProgressTracker:
     def set_conf(self, conf: ConfState, next_index: int) -> None:
         """Switch to `conf`: new members start probing at `next_index`, removed ones are forgotten."""
         self.conf = conf
-        members = set(conf.voters) | set(conf.learners)
+        members = dict.fromkeys(conf.voters + conf.learners)  # ordered: a seed replays whatever the hash seed
         for node in list(self.progress):
             if node not in members:
                 del self.progress[node]

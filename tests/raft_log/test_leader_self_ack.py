@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from raft_harness import Harness
 
+from raft_log.confchange import ConfChange, ConfChangeKind
 from raft_log.messages import MessageType
 from raft_log.ready import persist_ready
 
@@ -58,3 +59,21 @@ def test_three_voters_commit_on_two_followers_while_the_leader_still_writes() ->
             h.outbox.remove(message)
             h.deliver(message)
     assert leader.status().commit == index
+
+
+def test_finding1_an_entry_appended_while_a_write_runs_is_counted_only_once_written() -> None:
+    """`propose_conf_change` (like a leader's no-op) appends straight into the core while the driver writes
+    the previous Ready: `advance` of that Ready must not count the newer, unwritten entry."""
+    h = Harness(voters=("a",), learners=("b",))
+    leader = h.elect("a")
+    first = leader.propose(b"one")
+    rd = leader.ready()  # being written
+    change = leader.propose_conf_change(ConfChange(ConfChangeKind.PROMOTE, "b"))
+    assert change == first + 1
+    persist_ready(h.storages["a"], rd)
+    leader.advance(rd)
+    assert leader.status().commit == first
+    after = leader.ready()
+    assert [e.index for e in after.entries] == [change]  # now to be written
+    assert all(m.commit < change for m in after.messages), "an append reveals a commit of an unwritten entry"
+    assert change not in [e.index for e in after.committed_entries]
