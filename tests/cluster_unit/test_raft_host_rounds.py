@@ -57,3 +57,20 @@ async def test_a_follower_acknowledges_only_after_its_own_fsync(nodes: dict[str,
     nodes["b"].store.gate.set()
     await asyncio.wait_for(confirmed, 20)
     assert raft.status().progress["b"].match >= index
+
+
+async def test_a_vote_leaves_only_once_it_is_written(nodes: dict[str, Node]) -> None:
+    """Rule 1 of docs/raft.md for votes: a reply that grants a vote promises the vote is on disk."""
+    candidate = nodes["a"]
+    for voter in ("b", "c"):
+        nodes[voter].store.gate.clear()
+    candidate.host.campaign(GROUP)
+
+    def voted_for_a(name: str) -> bool:
+        return nodes[name].host.groups[GROUP].log.initial_state()[0].vote == "a"
+
+    await eventually(lambda: voted_for_a("b") and voted_for_a("c"), "b and c to stage their votes for a")
+    assert not candidate.host.groups[GROUP].raft.is_leader, "a vote was counted before it was written"
+    nodes["b"].store.gate.set()
+    await eventually(lambda: candidate.host.groups[GROUP].raft.is_leader, "a to win once b's vote is written")
+    nodes["c"].store.gate.set()
