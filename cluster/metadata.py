@@ -18,19 +18,21 @@ import msgpack
 
 from cluster.users import FULL_ACCESS, UserRecord
 
-# 1: no version key, queues without `members_fence`; 2: adds both.
-SNAPSHOT_VERSION = 2
+# 1: no version key, queues without `members_fence`; 2: adds both; 3: nodes with `incarnation`.
+SNAPSHOT_VERSION = 3
 # The fence of a queue no fenced `set_members` wrote yet, and of a `set_members` logged without one.
 UNFENCED = (0, 0)
 
 
 @dataclass(frozen=True)
 class NodeInfo:
-    """A cluster member and where to reach it."""
+    """A cluster member, where to reach it and the incarnation (database) it registered from ("" when
+    registered before incarnations existed)."""
 
     name: str
     http: str
     raft: str
+    incarnation: str = ""
 
 
 @dataclass
@@ -69,8 +71,11 @@ class Metadata:
             return ["error", f"unknown metadata command {op!r}"]
         return handler(*args)
 
-    def _apply_register_node(self, name: str, http: str, raft: str) -> Any:
-        self.nodes[name] = NodeInfo(name, http, raft)
+    def _apply_register_node(self, name: str, http: str, raft: str, incarnation: str = "") -> Any:
+        """Record a node's addresses and incarnation (commands logged before incarnations carry none)."""
+        if not _all_strings(name, http, raft, incarnation):
+            return ["error", "register_node takes a name, two addresses and an incarnation"]
+        self.nodes[name] = NodeInfo(name, http, raft, incarnation)
         return ["ok"]
 
     def _apply_forget_node(self, name: str) -> Any:
@@ -180,7 +185,8 @@ class Metadata:
     @classmethod
     def restore(cls, data: bytes) -> Metadata:
         """Rebuild the state from `snapshot()` output of this version or an earlier one (ValueError
-        for a later one); a version-1 queue gets its field defaults (UNFENCED)."""
+        for a later one); a version-1 queue gets its field defaults (UNFENCED), a node of version 1 or 2 an
+        unknown incarnation."""
         raw = msgpack.unpackb(data, raw=False)
         version = raw.get("version", 1)
         if version > SNAPSHOT_VERSION:

@@ -15,6 +15,7 @@ import logging
 import random
 import time
 from collections.abc import Callable
+from dataclasses import astuple
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +89,7 @@ class Node:
         data_dir.mkdir(parents=True, exist_ok=True)
         self._seed_peers = self._load_or_record_seeds(data_dir)
         self.store = NodeStore.open(data_dir / "rocksdb")
+        self.transport.incarnation = self.store.incarnation
         self.host = RaftHost(
             self.name,
             self.store,
@@ -156,7 +158,7 @@ class Node:
         if not self.meta.is_leader:
             return
         register = control.get("register")
-        if isinstance(register, list) and len(register) == 3:
+        if isinstance(register, list) and len(register) in (3, 4):  # older nodes send no incarnation
             self._fire_meta(["register_node", *map(str, register)])
         arguments = control.get("set_arguments")
         if isinstance(arguments, list) and len(arguments) == 3 and isinstance(arguments[2], dict):
@@ -191,10 +193,13 @@ class Node:
         """Keep the metadata in step with this node: its addresses, and the arguments of queues it
         leads that were changed at runtime (through the metadata leader)."""
         assert self.host is not None
-        mine = NodeInfo(self.name, self.config.http_url, str(self.config.raft_address))
+        assert self.store is not None
+        mine = NodeInfo(
+            self.name, self.config.http_url, str(self.config.raft_address), self.store.incarnation
+        )
         while True:
             if self.meta.state.nodes.get(self.name) != mine:
-                self._to_meta_leader(["register_node", mine.name, mine.http, mine.raft], "register")
+                self._to_meta_leader(["register_node", *astuple(mine)], "register")
             for name, service in list(self.queues.items()):
                 info = self.meta.state.queues.get(name)
                 current = service.replica.machine.config.to_arguments()

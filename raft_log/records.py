@@ -56,6 +56,12 @@ def _unpack(key: bytes, value: bytes, what: str, build: Callable[..., T]) -> T:
         raise BadRecord(f"malformed {what}: {exc}") from exc
 
 
+def _string(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError("not a string")
+    return value
+
+
 def _conf(voters: list, learners: list) -> ConfState:
     return ConfState(voters=tuple(voters), learners=tuple(learners))
 
@@ -111,6 +117,16 @@ def decode_snapshot_meta(key: bytes, value: bytes) -> SnapshotMeta:
     return _unpack(
         key, value, "snapshot meta", lambda index, term, *conf: SnapshotMeta(index, term, _conf(*conf))
     )
+
+
+def encode_incarnation(key: bytes, incarnation: str) -> bytes:
+    """The stored value of a node's incarnation."""
+    return _pack(key, [incarnation])
+
+
+def decode_incarnation(key: bytes, value: bytes) -> str:
+    """A stored node incarnation; raises `BadRecord`."""
+    return _unpack(key, value, "node incarnation", _string)
 
 
 def encode_repair(key: bytes, repair: Repair) -> bytes:
