@@ -1,12 +1,12 @@
 """The peer transport: one Raft TCP port per node, one outbound connection per peer for all groups.
 
-Connections start with a mutual HMAC challenge over the cluster secret (the secret never crosses the
-wire); the dialling side's hello also names its incarnation (the id of its database), which the proof
-covers, so the accepting side knows which incarnation of the peer its frames come from (a hello from a
-node older than incarnations carries none: unknown). Then each side sends length-prefixed msgpack
-frames `[kind, body]`. Outgoing frames are queued per peer and per group and written round-robin over groups, so a group sending a large catch-up cannot
-starve another group's heartbeats; a frame is written at once instead when nothing is queued for the
-peer and its socket keeps up. A lost connection drops what was queued; Raft retransmits.
+Connections start with a mutual HMAC challenge over the cluster secret (the secret never crosses the wire);
+the dialling side's hello also names its incarnation (the id of its database), which the proof covers, so
+the accepting side knows which incarnation of the peer its frames come from (a hello from a node older than
+incarnations carries none: unknown). Then each side sends length-prefixed msgpack frames `[kind, body]`.
+Outgoing frames are queued per peer and per group and written round-robin over groups, so a group sending a
+large catch-up cannot starve another group's heartbeats; a frame is written at once instead when nothing is
+queued for the peer and its socket keeps up. A lost connection drops what was queued; Raft retransmits.
 """
 
 from __future__ import annotations
