@@ -284,6 +284,8 @@ class Node:
         self.host.open_group(info.group, replica)
         if existing:
             return
+        if not self.host.groups[info.group].raft.conf.voters:
+            return  # waits for the leader to add it
         if info.initial_members[:1] == [self.name]:
             self.host.campaign(info.group)
         elif self.name in info.initial_members:
@@ -295,9 +297,19 @@ class Node:
 
     def _new_group_log(self, info: QueueInfo) -> Any:
         assert self.store is not None
-        # An initial member bootstraps the group; a member added later starts empty and waits for the leader.
+        # An initial member bootstraps the group; a member added later starts empty and waits for the leader,
+        # as does an initial member whose database is not the one the queue was declared with (wiped).
+        recorded = info.initial_incarnations.get(self.name, self.store.incarnation)
         initial = info.initial_members if self.name in info.initial_members else []
-        group_log = self.store.create_group(info.group, ConfState(voters=tuple(initial)))
+        if recorded != self.store.incarnation:
+            log.warning(
+                "queue %s: this node's database is new since it was declared; waiting to be added", info.name
+            )
+            initial = []
+        incarnations = tuple(sorted(info.initial_incarnations.items())) if initial else ()
+        group_log = self.store.create_group(
+            info.group, ConfState(voters=tuple(initial), incarnations=incarnations)
+        )
         self.store.commit(sync=True)
         return group_log
 

@@ -312,7 +312,7 @@ class RaftHost:
                 log.warning("dropping undecodable raft message from %s: %s", peer, exc)
                 return
             group = self.groups.get(message.group)
-            if group is None or message.frm != peer:
+            if group is None or message.frm != peer or not self._same_incarnation(group, peer):
                 self.dropped_messages += 1
                 return
             try:
@@ -322,6 +322,14 @@ class RaftHost:
             self._touch(message.group)
         elif kind == KIND_CONTROL:
             self._on_control(peer, body)
+
+    def _same_incarnation(self, group: Group, peer: str) -> bool:
+        """Whether `peer` proved the incarnation `group`'s configuration records for it (or none is
+        recorded, or it proved none: a version before incarnations). A wiped node's replica is not the
+        member the configuration names: its votes and acknowledgements must not count."""
+        recorded = group.raft.conf.incarnation_of(peer)
+        proved = self.transport.peer_incarnation(peer)
+        return recorded is None or not proved or recorded == proved
 
     def _on_control(self, peer: str, body: bytes) -> None:
         try:

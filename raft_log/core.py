@@ -153,6 +153,11 @@ class RaftNode:
             return 0
         return self._log.term(index) if self._log.first_index() <= index <= self._log.last_index() else None
 
+    @property
+    def conf(self) -> ConfState:
+        """The membership in force (the newest appended configuration)."""
+        return self._tracker.conf
+
     def status(self) -> Status:
         """Where this node stands; `progress` is filled on the leader only."""
         progress = {}

@@ -29,3 +29,14 @@ def test_a_snapshot_without_incarnations_restores_them_unknown() -> None:
     raw = msgpack.unpackb(state.snapshot())
     old = {**raw, "version": 2, "nodes": [{"name": "a", "http": "http://a:1", "raft": "a:2"}]}
     assert Metadata.restore(msgpack.packb(old)).nodes["a"] == NodeInfo("a", "http://a:1", "a:2")
+
+
+def test_finding7_a_declared_queue_records_its_initial_members_incarnations() -> None:
+    state = Metadata()
+    state.apply(["register_node", "a", "http://a:1", "a:2", "ia"])
+    state.apply(["register_node", "b", "http://b:1", "b:2"])
+    state.apply(["declare", "q", {}, ["a", "b", "c"], 1000])
+    assert state.queues["q"].initial_incarnations == {"a": "ia"}
+    assert Metadata.restore(state.snapshot()) == state
+    state.apply(["set_members", "q", state.queues["q"].group, ["a", "b"], [1, 1]])
+    assert state.queues["q"].initial_incarnations == {}
