@@ -56,7 +56,7 @@ class ClusterMembers:
                 await self.node.submit_metadata(["register_node", name, http, raft])
             self.node.transport.set_peer(name, address)
             if name not in self._members():
-                await self.changes.change(self.meta_group, ConfChange(ConfChangeKind.ADD_LEARNER, name))
+                await self.changes.change(self.meta_group, self.changes.new_learner(name))
                 log.info("node %s joined as a learner of the metadata group", name)
         return sorted(self.node.meta.state.nodes.values(), key=lambda n: n.name)
 

@@ -87,9 +87,15 @@ class Node:
         """Open storage, listen for peers and start driving the groups."""
         data_dir = Path(self.config.data_dir)
         data_dir.mkdir(parents=True, exist_ok=True)
+        started_before = (data_dir / NODE_FILE).exists()
         self._seed_peers = self._load_or_record_seeds(data_dir)
         self.store = NodeStore.open(data_dir / "rocksdb")
         self.transport.incarnation = self.store.incarnation
+        # A node that started before but finds a new database lost its data: it must not bootstrap the
+        # metadata group as a voter with an empty log; it waits, unconfigured, for the leader.
+        lost_data = started_before and self.store.created
+        if lost_data:
+            log.warning("the database in %s is new although this node ran before: rejoining", data_dir)
         self.host = RaftHost(
             self.name,
             self.store,
@@ -105,7 +111,8 @@ class Node:
         await self.transport.start()
         for name, address in self._seed_peers.items():
             self.transport.set_peer(name, address)
-        bootstrap = ConfState(voters=tuple(sorted(self._seed_peers))) if self._seed_peers else None
+        seeded = self._seed_peers and not lost_data
+        bootstrap = ConfState(voters=tuple(sorted(self._seed_peers))) if seeded else None
         meta_group = self.host.open_group(META_GROUP, self.meta, bootstrap)
         self.membership = Membership(self, META_GROUP)
         self.host.start()

@@ -112,6 +112,7 @@ class NodeStore:
         self._written = 0  # tickets whose batch is in the database (or failed)
         self._turn = threading.Condition()
         self.incarnation = ""
+        self.created = False  # opening created the database: it held no incarnation and no group
 
     @classmethod
     def open(cls, path: str | Path) -> NodeStore:
@@ -128,11 +129,11 @@ class NodeStore:
         """
         store = cls(db)
         try:
-            store.incarnation = store._recover_incarnation(new_incarnation)
             lo, hi = keys.registry_range()
             for key, _ in store._scan(lo, hi):
                 gid = keys.group_id_of(key)
                 store._groups[gid] = GroupLog._recover(store, gid)
+            store.incarnation = store._recover_incarnation(new_incarnation)
             store.commit()
         except BaseException:
             store.close()
@@ -149,6 +150,7 @@ class NodeStore:
             except records.BadRecord as exc:
                 log.warning("node incarnation record is damaged (%s): starting as a new incarnation", exc)
         incarnation = new_incarnation()
+        self.created = value is None and not self._groups
         self._put(key, records.encode_incarnation(key, incarnation))
         return incarnation
 

@@ -38,3 +38,9 @@ def test_finding7_a_damaged_incarnation_record_makes_a_new_incarnation() -> None
     db.rot(keys.NODE_INCARNATION)
     assert NodeStore.recover(db, lambda: "two").incarnation == "two"
     assert records.decode_incarnation(keys.NODE_INCARNATION, db.get(keys.NODE_INCARNATION) or b"") == "two"
+
+
+def test_finding7_a_store_says_whether_opening_created_it() -> None:
+    db = SimulatedDatabase()
+    assert NodeStore.recover(db).created
+    assert not NodeStore.recover(db).created
