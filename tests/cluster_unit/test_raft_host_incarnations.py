@@ -9,11 +9,10 @@ c's vote must not count, so b is never elected and the committed entry survives.
 from __future__ import annotations
 
 import asyncio
-import random
 import shutil
 from pathlib import Path
 
-from gated_cluster import GROUP, eventually
+from gated_cluster import GROUP, eventually, restarted_host
 
 from cli.node_processes import free_ports
 from cluster.config import Address
@@ -36,17 +35,7 @@ class Running:
         self.transport = Transport(
             name, listen, "secret", lambda *f, h=holder: h[0].on_frame(*f), incarnation=self.store.incarnation
         )
-        self.host = RaftHost(
-            name,
-            self.store,
-            self.transport,
-            tick_ms=20,
-            election_ticks=10,
-            heartbeat_ticks=2,
-            snapshot_every=1000,
-            batch_delay_ms=0,
-            rng=random.Random(name),
-        )
+        self.host = restarted_host(name, self.store, self.transport, tick_ms=20, election_ticks=10)
         holder.append(self.host)
         self.bootstrap = bootstrap
 
