@@ -16,10 +16,16 @@ def _node_status(node: Node, name: str) -> str:
 
 
 async def list_nodes(request: web.Request) -> web.StreamResponse:
-    """GET /api/nodes: every member with its addresses and whether this node reaches it."""
+    """GET /api/nodes: every member with its addresses, its incarnation and whether this node reaches it."""
     node: Node = request.app[NODE]
     nodes = [
-        {"name": info.name, "http": info.http, "raft": info.raft, "status": _node_status(node, info.name)}
+        {
+            "name": info.name,
+            "http": info.http,
+            "raft": info.raft,
+            "incarnation": info.incarnation,
+            "status": _node_status(node, info.name),
+        }
         for info in sorted(node.meta.state.nodes.values(), key=lambda i: i.name)
     ]
     return web.json_response(nodes)

@@ -39,6 +39,7 @@ STATUS_COLUMNS = (
     ("Recently Active", "recently_active"),
     ("Counted", "counted"),
     ("Repairing", "repairing"),
+    ("Replaced", "replaced"),
 )
 
 

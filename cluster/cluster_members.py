@@ -47,16 +47,16 @@ class ClusterMembers:
             address = Address.parse(raft, what="raft")
         except ConfigError as exc:
             raise BadRequest(str(exc)) from exc
-        wanted = NodeInfo(name, http, raft)
         known = self.node.meta.state.nodes.get(name)
-        if name in self._members() and known is not None and known != wanted:
+        moved = known is None or (known.http, known.raft) != (http, raft)
+        if name in self._members() and known is not None and moved:
             raise MembershipRefused("name_taken", f"a node named '{name}' is a member with other addresses")
         async with self.changes.exclusive(self.meta_group, "the cluster"):
-            if known != wanted:
+            if moved:  # its incarnation follows from the node itself once it runs with the metadata
                 await self.node.submit_metadata(["register_node", name, http, raft])
             self.node.transport.set_peer(name, address)
             if name not in self._members():
-                await self.changes.change(self.meta_group, ConfChange(ConfChangeKind.ADD_LEARNER, name))
+                await self.changes.change(self.meta_group, self.changes.new_learner(name))
                 log.info("node %s joined as a learner of the metadata group", name)
         return sorted(self.node.meta.state.nodes.values(), key=lambda n: n.name)
 

@@ -131,9 +131,33 @@ class GroupChanges:
         if node in conf.voters:
             raise MembershipRefused("already_member", f"{node} is already a member of {gid}")
         if node not in conf.learners:
-            await self.change(gid, ConfChange(ConfChangeKind.ADD_LEARNER, node))
+            await self.change(gid, self.new_learner(node))
         await self.caught_up(gid, node)
         await self.change(gid, ConfChange(ConfChangeKind.PROMOTE, node))
+
+    def new_learner(self, node: str) -> ConfChange:
+        """The change adding `node` as a learner, recording the incarnation it proved to this node (none
+        before it connected, or when it runs a version older than incarnations)."""
+        return ConfChange(
+            ConfChangeKind.ADD_LEARNER, node, self.host.transport.peer_incarnation(node) or None
+        )
+
+    def replaced_member(self, gid: str, conf: ConfState) -> tuple[str, str] | None:
+        """A member of `conf` connected as another incarnation than `conf` records (its database was
+        wiped or replaced), with the incarnation recorded for it; else None."""
+        for member in (*conf.voters, *conf.learners):
+            recorded = conf.incarnation_of(member)
+            proved = self.host.transport.peer_incarnation(member)
+            if member != self.host.node and recorded is not None and proved and proved != recorded:
+                return member, recorded
+        return None
+
+    async def replace(self, gid: str, node: str) -> None:
+        """Replace the replica of `node` by its new incarnation: remove the old one (refused, as any removal,
+        when that leaves no live majority), then add the new one as a learner; `promotable` and the
+        caller's promotion make it a voter once it caught up."""
+        await self.remove(gid, node)
+        await self.change(gid, self.new_learner(node))
 
     async def caught_up(self, gid: str, node: str, timeout: float = CATCH_UP_TIMEOUT_S) -> None:
         """Wait until `node` holds everything the leader had committed one poll earlier."""

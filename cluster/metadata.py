@@ -18,19 +18,22 @@ import msgpack
 
 from cluster.users import FULL_ACCESS, UserRecord
 
-# 1: no version key, queues without `members_fence`; 2: adds both.
-SNAPSHOT_VERSION = 2
+# 1: no version key, queues without `members_fence`; 2: adds both; 3: nodes with `incarnation`, queues
+# with `initial_incarnations`.
+SNAPSHOT_VERSION = 3
 # The fence of a queue no fenced `set_members` wrote yet, and of a `set_members` logged without one.
 UNFENCED = (0, 0)
 
 
 @dataclass(frozen=True)
 class NodeInfo:
-    """A cluster member and where to reach it."""
+    """A cluster member, where to reach it and the incarnation (database) it registered from ("" when
+    registered before incarnations existed)."""
 
     name: str
     http: str
     raft: str
+    incarnation: str = ""
 
 
 @dataclass
@@ -40,6 +43,8 @@ class QueueInfo:
     `initial_members` is the membership the group was created with; it is emptied by the first
     membership change, after which a node opening the group starts it empty and waits for the leader.
     `members_fence` is the fence of the `set_members` that wrote `members` (`UNFENCED` until one did).
+    `initial_incarnations` are the registered incarnations of the initial members when the queue was
+    declared (members registered without one are left out): the group's bootstrap configuration.
     """
 
     name: str
@@ -49,6 +54,7 @@ class QueueInfo:
     created_ms: int
     initial_members: list[str] = field(default_factory=list)
     members_fence: list[int] = field(default_factory=lambda: list(UNFENCED))
+    initial_incarnations: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -69,8 +75,11 @@ class Metadata:
             return ["error", f"unknown metadata command {op!r}"]
         return handler(*args)
 
-    def _apply_register_node(self, name: str, http: str, raft: str) -> Any:
-        self.nodes[name] = NodeInfo(name, http, raft)
+    def _apply_register_node(self, name: str, http: str, raft: str, incarnation: str = "") -> Any:
+        """Record a node's addresses and incarnation (commands logged before incarnations carry none)."""
+        if not _all_strings(name, http, raft, incarnation):
+            return ["error", "register_node takes a name, two addresses and an incarnation"]
+        self.nodes[name] = NodeInfo(name, http, raft, incarnation)
         return ["ok"]
 
     def _apply_forget_node(self, name: str) -> Any:
@@ -87,9 +96,14 @@ class Metadata:
         if not members:
             return ["error", "a queue needs at least one member"]
         info = QueueInfo(name, f"q{self.next_group}.{name}", arguments, list(members), now_ms, list(members))
+        info.initial_incarnations = {m: self.nodes[m].incarnation for m in members if self._incarnation(m)}
         self.next_group += 1  # only once the command is known to be well formed
         self.queues[name] = info
         return ["created", info.group]
+
+    def _incarnation(self, node: str) -> str:
+        info = self.nodes.get(node)
+        return info.incarnation if info is not None else ""
 
     def _apply_delete(self, name: str, group: str) -> Any:
         existing = self.queues.get(name)
@@ -116,6 +130,7 @@ class Metadata:
         existing.members = list(members)
         existing.members_fence = list(fence)
         existing.initial_members = []
+        existing.initial_incarnations = {}
         return ["ok"]
 
     def _apply_set_arguments(self, name: str, group: str, arguments: dict[str, Any]) -> Any:
@@ -180,7 +195,8 @@ class Metadata:
     @classmethod
     def restore(cls, data: bytes) -> Metadata:
         """Rebuild the state from `snapshot()` output of this version or an earlier one (ValueError
-        for a later one); a version-1 queue gets its field defaults (UNFENCED)."""
+        for a later one); fields an earlier version lacks get their defaults (a version-1 queue is UNFENCED;
+        nodes and queues of versions 1 and 2 know no incarnations)."""
         raw = msgpack.unpackb(data, raw=False)
         version = raw.get("version", 1)
         if version > SNAPSHOT_VERSION:

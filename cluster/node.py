@@ -15,6 +15,7 @@ import logging
 import random
 import time
 from collections.abc import Callable
+from dataclasses import astuple
 from pathlib import Path
 from typing import Any
 
@@ -86,8 +87,15 @@ class Node:
         """Open storage, listen for peers and start driving the groups."""
         data_dir = Path(self.config.data_dir)
         data_dir.mkdir(parents=True, exist_ok=True)
+        started_before = (data_dir / NODE_FILE).exists()
         self._seed_peers = self._load_or_record_seeds(data_dir)
         self.store = NodeStore.open(data_dir / "rocksdb")
+        self.transport.incarnation = self.store.incarnation
+        # A node that started before but finds a new database lost its data: it must not bootstrap the
+        # metadata group as a voter with an empty log; it waits, unconfigured, for the leader.
+        lost_data = started_before and self.store.created
+        if lost_data:
+            log.warning("the database in %s is new although this node ran before: rejoining", data_dir)
         self.host = RaftHost(
             self.name,
             self.store,
@@ -103,7 +111,8 @@ class Node:
         await self.transport.start()
         for name, address in self._seed_peers.items():
             self.transport.set_peer(name, address)
-        bootstrap = ConfState(voters=tuple(sorted(self._seed_peers))) if self._seed_peers else None
+        seeded = self._seed_peers and not lost_data
+        bootstrap = ConfState(voters=tuple(sorted(self._seed_peers))) if seeded else None
         meta_group = self.host.open_group(META_GROUP, self.meta, bootstrap)
         self.membership = Membership(self, META_GROUP)
         self.host.start()
@@ -156,7 +165,7 @@ class Node:
         if not self.meta.is_leader:
             return
         register = control.get("register")
-        if isinstance(register, list) and len(register) == 3:
+        if isinstance(register, list) and len(register) in (3, 4):  # older nodes send no incarnation
             self._fire_meta(["register_node", *map(str, register)])
         arguments = control.get("set_arguments")
         if isinstance(arguments, list) and len(arguments) == 3 and isinstance(arguments[2], dict):
@@ -191,10 +200,13 @@ class Node:
         """Keep the metadata in step with this node: its addresses, and the arguments of queues it
         leads that were changed at runtime (through the metadata leader)."""
         assert self.host is not None
-        mine = NodeInfo(self.name, self.config.http_url, str(self.config.raft_address))
+        assert self.store is not None
+        mine = NodeInfo(
+            self.name, self.config.http_url, str(self.config.raft_address), self.store.incarnation
+        )
         while True:
             if self.meta.state.nodes.get(self.name) != mine:
-                self._to_meta_leader(["register_node", mine.name, mine.http, mine.raft], "register")
+                self._to_meta_leader(["register_node", *astuple(mine)], "register")
             for name, service in list(self.queues.items()):
                 info = self.meta.state.queues.get(name)
                 current = service.replica.machine.config.to_arguments()
@@ -279,6 +291,8 @@ class Node:
         self.host.open_group(info.group, replica)
         if existing:
             return
+        if not self.host.groups[info.group].raft.conf.voters:
+            return  # waits for the leader to add it
         if info.initial_members[:1] == [self.name]:
             self.host.campaign(info.group)
         elif self.name in info.initial_members:
@@ -290,9 +304,19 @@ class Node:
 
     def _new_group_log(self, info: QueueInfo) -> Any:
         assert self.store is not None
-        # An initial member bootstraps the group; a member added later starts empty and waits for the leader.
+        # An initial member bootstraps the group; a member added later starts empty and waits for the leader,
+        # as does an initial member whose database is not the one the queue was declared with (wiped).
+        recorded = info.initial_incarnations.get(self.name, self.store.incarnation)
         initial = info.initial_members if self.name in info.initial_members else []
-        group_log = self.store.create_group(info.group, ConfState(voters=tuple(initial)))
+        if recorded != self.store.incarnation:
+            log.warning(
+                "queue %s: this node's database is new since it was declared; waiting to be added", info.name
+            )
+            initial = []
+        incarnations = tuple(sorted(info.initial_incarnations.items())) if initial else ()
+        group_log = self.store.create_group(
+            info.group, ConfState(voters=tuple(initial), incarnations=incarnations)
+        )
         self.store.commit(sync=True)
         return group_log
 

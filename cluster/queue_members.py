@@ -4,6 +4,8 @@ Adding a member first lists it in the metadata (so the new node opens the group,
 the leader), then adds it to the Raft group as a learner and promotes it once it caught up. Removing a
 member changes the group first and the metadata after. The leader's periodic `heal` finishes what an
 interrupted change left behind: it makes the metadata match the group and promotes caught-up learners.
+It also replaces a member that connects as another incarnation than the group records (its database was
+wiped): the old replica is removed and the new one added as a learner, promoted once caught up.
 
 Every member list sent to the metadata carries a fence `[term, sequence]`: the group's term in which
 this node leads and decided the list, and a number this node raises with each decision. Terms order
@@ -158,6 +160,16 @@ class QueueMembers:
         if settled is None:
             return
         conf, term = settled
+        replaced = self.changes.replaced_member(service.group, conf)
+        if replaced is not None:
+            member, old = replaced
+            async with self.changes.exclusive(service.group, f"queue '{queue}'"):
+                log.warning("queue %s: replacing %s: incarnation changed (was %s)", queue, member, old)
+                await self.changes.replace(service.group, member)
+            log.warning(
+                "queue %s: %s replaced: incarnation changed; it catches up as a learner", queue, member
+            )
+            return
         seen = self._seen_commit.setdefault(service.group, {})
         learner = self.changes.promotable(service.group, seen)
         info = self.node.queue_info(queue)
@@ -173,6 +185,7 @@ class QueueMembers:
         """Each member as the queue's leader (this node) sees it: membership, match, lag, liveness."""
         service = self.node.led_queue(queue)
         status = self.changes.leader_status(service.group)
+        replaced = self.changes.replaced_member(service.group, status.conf)
         rows = []
         for member in ordered_members(self.node.queue_info(queue).members, status.conf):
             peer = status.progress.get(member)
@@ -184,6 +197,7 @@ class QueueMembers:
                     "lag": status.last_index - peer.match if peer else None,
                     "recently_active": member == self.node.name or bool(peer and peer.recent_active),
                     "counted": not (peer and peer.repairing),
+                    "replaced": "incarnation changed" if replaced and replaced[0] == member else None,
                     "up": self.node.is_up(member),
                 }
             )

@@ -192,6 +192,7 @@ class RaftHost:
         self._tasks: list[asyncio.Task] = []
         self._ticks = 0
         self.dropped_messages = 0
+        self._peer_incarnations: dict[str, str] = {}  # the incarnation each peer proved last
         self.leader_changes = 0
 
     # -- groups ---------------------------------------------------------------------------------
@@ -305,6 +306,7 @@ class RaftHost:
 
     def on_frame(self, peer: str, kind: int, body: bytes) -> None:
         """Transport callback: a Raft message to step, or a peer's leader announcement."""
+        self._note_incarnation(peer)
         if kind == KIND_RAFT:
             try:
                 message = decode_message(body)
@@ -312,7 +314,7 @@ class RaftHost:
                 log.warning("dropping undecodable raft message from %s: %s", peer, exc)
                 return
             group = self.groups.get(message.group)
-            if group is None or message.frm != peer:
+            if group is None or message.frm != peer or not self._same_incarnation(group, peer):
                 self.dropped_messages += 1
                 return
             try:
@@ -322,6 +324,28 @@ class RaftHost:
             self._touch(message.group)
         elif kind == KIND_CONTROL:
             self._on_control(peer, body)
+
+    def _note_incarnation(self, peer: str) -> None:
+        """When `peer` proves another incarnation than before, the groups this node leads forget what it
+        matched (a new database holds nothing), so they probe it from the start."""
+        proved = self.transport.peer_incarnation(peer)
+        known = self._peer_incarnations.setdefault(peer, proved)
+        if known == proved:
+            return
+        self._peer_incarnations[peer] = proved
+        if known:
+            log.warning("peer %s is a new incarnation (was %s): its replicas start over", peer, known)
+            for gid, group in self.groups.items():
+                if group.raft.peer_lost_log(peer):
+                    self._touch(gid)
+
+    def _same_incarnation(self, group: Group, peer: str) -> bool:
+        """Whether `peer` proved the incarnation `group`'s configuration records for it (or none is
+        recorded, or it proved none: a version before incarnations). A wiped node's replica is not the
+        member the configuration names: its votes and acknowledgements must not count."""
+        recorded = group.raft.conf.incarnation_of(peer)
+        proved = self.transport.peer_incarnation(peer)
+        return recorded is None or not proved or recorded == proved
 
     def _on_control(self, peer: str, body: bytes) -> None:
         try:

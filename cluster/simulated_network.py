@@ -34,6 +34,10 @@ class SimulatedTransport:
     def peers(self) -> dict[str, bool]:
         return {name: True for name in self._network.names if name != self._node}
 
+    def peer_incarnation(self, name: str) -> str:
+        """The incarnation `name` runs as now (the simulation's stand-in for the proved hello)."""
+        return self._network.incarnations.get(name, "")
+
 
 class SimulatedNetwork:
     """Frames in flight, and which side of a partition each node is on."""
@@ -41,6 +45,7 @@ class SimulatedNetwork:
     def __init__(self) -> None:
         self.names: list[str] = []
         self.in_flight: list[Frame] = []
+        self.incarnations: dict[str, str] = {}  # each node's current incarnation (set by the simulation)
         self._side: dict[str, int] = {}
 
     def add(self, name: str) -> None:

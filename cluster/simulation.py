@@ -6,7 +6,10 @@ ticks while a write is under way, unsynced commit-only rounds) over a real `Node
 both driven by the seed. Faults: message loss, delay, reordering and duplication; partitions; process
 crashes (unsynced writes survive); power loss of one node or of all at once (unsynced writes are lost,
 an ordered prefix may survive); slow fsyncs that stay under way for many steps; membership changes,
-one voter with learners included; leadership transfers; snapshots and their transfer to laggards.
+one voter with learners included; leadership transfers; snapshots and their transfer to laggards; and
+(when weighted) wiped disks: a node restarts on an empty database, a new incarnation, and re-creates its
+group from its bootstrap configuration; the leader replaces its replica as production does (remove the
+old incarnation, add the new one as a learner).
 
 `SafetyChecker` checks Raft's invariants after every step and every delivered frame; every publish a
 client saw confirmed must, after healing, be in every member's queue with its body. One seed reproduces
@@ -22,7 +25,7 @@ import asyncio
 import hashlib
 import random
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NoReturn
 
 from cluster.bodies import StoredMessage
@@ -34,7 +37,7 @@ from queue_state.arguments import QueueConfig
 from queue_state.commands import Enqueue, NewMessage
 from queue_state.effects import Enqueued
 from raft_log import records
-from raft_log.confchange import random_conf_change
+from raft_log.confchange import ConfChange, ConfChangeKind, random_conf_change
 from raft_log.errors import RaftError
 from raft_log.invariants import InvariantViolation, LivenessViolation, SafetyChecker, chain_digest
 from raft_log.keys import GroupKeys
@@ -65,7 +68,7 @@ class Faults:
     reorder_window: int = 6
     slow_fsync: float = 0.2
     slow_fsync_steps: int = 40
-    weights: tuple[tuple[str, int], ...] = (
+    weights: tuple[tuple[str, int], ...] = (  # an action of weight 0 never happens
         ("deliver", 120),
         ("round", 80),
         ("tick", 45),
@@ -77,6 +80,7 @@ class Faults:
         ("heal", 3),
         ("membership", 5),
         ("transfer", 1),
+        ("wipe", 0),
     )
     power_loss_all: float = 0.2  # the share of power losses that take every node down at once
     rot: float = 0.0  # the share of restarts that find one of the node's newest entries damaged on disk
@@ -108,10 +112,21 @@ class SimNode:
     removed: bool = False  # then it no longer did: the replica is (or will be) dropped
     applied: int = 0
     digest: bytes = EMPTY_DIGEST
+    wipes: int = 0  # how often its disk was wiped
+    replacing: bool = False  # wiped: its old replica is to be removed and its new incarnation added
 
     @property
     def alive(self) -> bool:
         return self.host is not None
+
+    @property
+    def incarnation(self) -> str:
+        """The incarnation of its database (a new one after each wipe)."""
+        return incarnation_of(self.name, self.wipes)
+
+
+def incarnation_of(name: str, wipes: int) -> str:
+    return f"{name}.{wipes}"
 
 
 @dataclass(slots=True)
@@ -127,6 +142,7 @@ class SimStats:
     conf_changes: int = 0
     confirmed: int = 0
     committed: int = 0
+    wipes: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +175,9 @@ class Simulation:
         self._trace = hashlib.sha256()
         self._next_node = 1
         names = [f"n{i}" for i in range(1, voters + learners + 1)]
-        bootstrap = ConfState(voters=tuple(names[:voters]), learners=tuple(names[voters:]))
+        incarnations = tuple((name, incarnation_of(name, 0)) for name in names)
+        bootstrap = ConfState(tuple(names[:voters]), tuple(names[voters:]), incarnations)
+        self.settled_conf = bootstrap  # the membership a settled leader applied last
         for _ in names:
             self._add_node(bootstrap)
         self._actions = [name for name, _ in self.faults.weights]
@@ -192,6 +210,7 @@ class Simulation:
         self._collect_publishes()
         self._check_leaders()
         self._drop_removed()
+        self._replace_wiped()
 
     def heal_and_check(self, max_rounds: int = 400) -> None:
         """Heal everything and restart every node; a leader must then commit, every member catch up, and
@@ -207,6 +226,8 @@ class Simulation:
                 node.host.tick()
             self._settle()
             self._check_leaders()
+            self._drop_removed()
+            self._replace_wiped()
             leader = self._leader()
             if leader is None:
                 continue
@@ -321,6 +342,8 @@ class Simulation:
         conf = leader.host.groups[GROUP].raft.status().conf
         room = len(conf.voters + conf.learners) < 5 and self._next_node <= 8
         change = random_conf_change(self.rng, conf, f"n{self._next_node}" if room else None)
+        if change.kind in (ConfChangeKind.ADD_VOTER, ConfChangeKind.ADD_LEARNER):
+            change = replace(change, incarnation=incarnation_of(change.node, 0))
         try:
             leader.host.propose_conf_change(GROUP, change)
         except (RaftError, ProposalFailed):
@@ -328,6 +351,19 @@ class Simulation:
         self.stats.conf_changes += 1
         if change.node not in self.nodes:
             self._start(self._add_node(ConfState()))
+
+    def _do_wipe(self) -> None:
+        """A node's disk is replaced by an empty one (it restarts later as a new incarnation), one node at
+        a time: a member is replaced before another disk is wiped."""
+        if any(n.replacing for n in self.nodes.values()):
+            return
+        node = self.rng.choice(list(self.nodes.values()))
+        node.replacing = not node.removed
+        if node.alive:
+            self._crash(node)
+        node.db = SimulatedDatabase()
+        node.wipes += 1
+        self.stats.wipes += 1
 
     def _do_transfer(self) -> None:
         leader = self._some_leader()
@@ -387,6 +423,7 @@ class Simulation:
         group = leader.host.groups[GROUP]
         if group.raft.entry_term(group.applied) != group.raft.term:
             return  # the leader has not applied an entry of its term: its membership may be old
+        self.settled_conf = group.conf
         members = group.conf.voters + group.conf.learners
         for node in self.nodes.values():
             if node.name in members:
@@ -398,6 +435,41 @@ class Simulation:
                         self._finish_write(node)
                     node.host.close_group(GROUP, drop=True)
                     node.replica = None
+
+    def _replace_wiped(self) -> None:
+        """As a settled leader does (`cluster.queue_members`): a member that runs as another incarnation
+        than the membership records is removed; once its replica is dropped it is added back as a learner
+        with its new incarnation (again, should that change be lost)."""
+        leader = self._leader()
+        if leader is None:
+            return
+        group = leader.host.groups[GROUP]
+        if group.raft.entry_term(group.applied) != group.raft.term:
+            return
+        members = group.conf.voters + group.conf.learners
+        for node in self.nodes.values():
+            if not node.replacing or node is leader:
+                continue
+            if node.name in members:
+                if group.conf.incarnation_of(node.name) == node.incarnation:
+                    node.replacing = False
+                    continue
+                change = ConfChange(ConfChangeKind.REMOVE, node.name)
+            elif node.joined and not node.removed:
+                continue  # `_drop_removed` drops the old replica first
+            else:
+                change = ConfChange(ConfChangeKind.ADD_LEARNER, node.name, node.incarnation)
+            try:
+                leader.host.propose_conf_change(GROUP, change)
+            except (RaftError, ProposalFailed):
+                return
+            self.stats.conf_changes += 1
+            if change.kind is ConfChangeKind.ADD_LEARNER:  # the new replica starts empty, as a joining one
+                node.removed = node.joined = False
+                node.bootstrap = ConfState()
+                if node.alive and GROUP not in node.host.groups:
+                    self._open_group(node)
+            return
 
     # ------------------------------------------------------------------ nodes
 
@@ -412,7 +484,8 @@ class Simulation:
     def _start(self, node: SimNode) -> None:
         """Start (or restart) a node on what its disk holds, recovering it as `NodeStore.open` does."""
         node.db.reopen()
-        store = NodeStore.recover(node.db)
+        store = NodeStore.recover(node.db, lambda: node.incarnation)
+        self.network.incarnations[node.name] = store.incarnation
         host = RaftHost(
             node.name,
             store,
@@ -431,11 +504,17 @@ class Simulation:
                 store.drop_group(GROUP)
                 store.commit(sync=True)
             return
+        self._open_group(node)
+
+    def _open_group(self, node: SimNode) -> None:
+        """Open the node's replica, creating it from the node's bootstrap membership if its disk has none."""
+        assert node.host is not None and node.store is not None
+        store = node.store
         if GROUP not in store.group_ids():
             store.create_group(GROUP, node.bootstrap)
             store.commit(sync=True)
         node.replica = QueueReplica(QUEUE, GROUP, QueueConfig(), store.group(GROUP))
-        group = host.open_group(GROUP, node.replica)
+        group = node.host.open_group(GROUP, node.replica)
         node.applied = group.applied
         node.digest = self.checker.digest_at(group.applied) if group.applied else EMPTY_DIGEST
 

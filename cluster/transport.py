@@ -1,10 +1,12 @@
 """The peer transport: one Raft TCP port per node, one outbound connection per peer for all groups.
 
-Connections start with a mutual HMAC challenge over the cluster secret (the secret never crosses the
-wire). Then each side sends length-prefixed msgpack frames `[kind, body]`. Outgoing frames are queued
-per peer and per group and written round-robin over groups, so a group sending a large catch-up cannot
-starve another group's heartbeats; a frame is written at once instead when nothing is queued for the
-peer and its socket keeps up. A lost connection drops what was queued; Raft retransmits.
+Connections start with a mutual HMAC challenge over the cluster secret (the secret never crosses the wire);
+the dialling side's hello also names its incarnation (the id of its database), which the proof covers, so
+the accepting side knows which incarnation of the peer its frames come from (a hello from a node older than
+incarnations carries none: unknown). Then each side sends length-prefixed msgpack frames `[kind, body]`.
+Outgoing frames are queued per peer and per group and written round-robin over groups, so a group sending a
+large catch-up cannot starve another group's heartbeats; a frame is written at once instead when nothing is
+queued for the peer and its socket keeps up. A lost connection drops what was queued; Raft retransmits.
 """
 
 from __future__ import annotations
@@ -106,9 +108,13 @@ class Transport:
         on_frame: FrameHandler,
         *,
         tls: tuple[ssl.SSLContext, ssl.SSLContext] | None = None,
+        incarnation: str = "",
     ) -> None:
-        """`tls` is (server, client) contexts for mutual TLS on the Raft port (plain TCP when None)."""
+        """`tls` is (server, client) contexts for mutual TLS on the Raft port (plain TCP when None);
+        `incarnation` is this node's, proved in every hello (it may be set later, before `start`)."""
         self.node = node
+        self.incarnation = incarnation
+        self._incarnations: dict[str, str] = {}
         self._tls = tls
         self.listen = listen
         self._secret = secret.encode()
@@ -160,6 +166,11 @@ class Transport:
         peer = self._peers.pop(name, None)
         if peer is not None and peer.task is not None:
             peer.task.cancel()
+
+    def peer_incarnation(self, name: str) -> str:
+        """The incarnation `name` proved in its latest accepted hello ("" before one, or from a peer
+        older than incarnations)."""
+        return self._incarnations.get(name, "")
 
     def peers(self) -> dict[str, bool]:
         """Known peers and whether an outbound connection to each is up."""
@@ -261,8 +272,9 @@ class Transport:
             raise HandshakeError("expected a challenge")
         server_nonce = challenge[1]
         client_nonce = os.urandom(NONCE_BYTES)
-        proof = _proof(self._secret, b"dial", server_nonce, client_nonce, self.node.encode())
-        writer.write(_frame(msgpack.packb(["hello", self.node, client_nonce, proof])))
+        incarnation = self.incarnation.encode()
+        proof = _proof(self._secret, b"dial", server_nonce, client_nonce, self.node.encode(), incarnation)
+        writer.write(_frame(msgpack.packb(["hello", self.node, client_nonce, proof, self.incarnation])))
         await writer.drain()
         answer = _decode(await _read_frame(reader))
         expected = _proof(self._secret, b"accept", client_nonce, server_nonce, peer.name.encode())
@@ -298,12 +310,17 @@ class Transport:
         writer.write(_frame(msgpack.packb(["challenge", server_nonce])))
         await writer.drain()
         hello = _decode(await _read_frame(reader))
-        if len(hello) != 4 or hello[0] != "hello" or not isinstance(hello[1], str):
+        if len(hello) not in (4, 5) or hello[0] != "hello" or not isinstance(hello[1], str):
             raise HandshakeError("expected hello")
-        name, client_nonce, proof = hello[1], hello[2], hello[3]
+        name, client_nonce, proof, *incarnated = hello[1:]  # a peer older than incarnations sends none
         if not isinstance(client_nonce, bytes) or not isinstance(proof, bytes):
             raise HandshakeError("malformed hello")
-        expected = _proof(self._secret, b"dial", server_nonce, client_nonce, name.encode())
+        proved = [name.encode()]
+        if incarnated:
+            if not isinstance(incarnated[0], str):
+                raise HandshakeError("malformed hello")
+            proved.append(incarnated[0].encode())
+        expected = _proof(self._secret, b"dial", server_nonce, client_nonce, *proved)
         if not hmac.compare_digest(proof, expected):
             raise HandshakeError(f"{name!r} failed to prove the cluster secret")
         if name not in self._peers:
@@ -311,4 +328,5 @@ class Transport:
         answer = _proof(self._secret, b"accept", client_nonce, server_nonce, self.node.encode())
         writer.write(_frame(msgpack.packb(["welcome", self.node, answer])))
         await writer.drain()
+        self._incarnations[name] = incarnated[0] if incarnated else ""
         return name

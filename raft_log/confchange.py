@@ -27,17 +27,21 @@ class ConfChange:
 
     kind: ConfChangeKind
     node: NodeId
+    incarnation: str | None = None  # of the node added (ADD_VOTER / ADD_LEARNER); None: unknown
 
 
 def encode_conf_change(change: ConfChange) -> bytes:
-    """The payload of a CONF_CHANGE log entry."""
-    return msgpack.packb([int(change.kind), change.node])
+    """The payload of a CONF_CHANGE log entry: `[kind, node]`, plus the incarnation when known."""
+    fields: list = [int(change.kind), change.node]
+    if change.incarnation is not None:
+        fields.append(change.incarnation)
+    return msgpack.packb(fields)
 
 
 def decode_conf_change(data: bytes) -> ConfChange:
-    """Read back a payload written by `encode_conf_change`."""
-    kind, node = msgpack.unpackb(data)
-    return ConfChange(ConfChangeKind(kind), node)
+    """Read back a payload written by `encode_conf_change` (one written before incarnations: unknown)."""
+    kind, node, *incarnation = msgpack.unpackb(data)
+    return ConfChange(ConfChangeKind(kind), node, *incarnation)
 
 
 def apply_conf_change(conf: ConfState, change: ConfChange) -> ConfState:
@@ -65,7 +69,13 @@ def apply_conf_change(conf: ConfState, change: ConfChange) -> ConfState:
             learners.remove(node)
         else:
             raise InvalidConfChangeError(f"{node} is not a member")
-    return ConfState(voters=tuple(voters), learners=tuple(learners))
+    incarnations = {m: i for m, i in conf.incarnations if m != node or change.kind is ConfChangeKind.PROMOTE}
+    if change.incarnation is not None and change.kind in (
+        ConfChangeKind.ADD_VOTER,
+        ConfChangeKind.ADD_LEARNER,
+    ):
+        incarnations[node] = change.incarnation
+    return ConfState(tuple(voters), tuple(learners), tuple(sorted(incarnations.items())))
 
 
 def random_conf_change(rng: random.Random, conf: ConfState, fresh: NodeId | None) -> ConfChange:

@@ -153,6 +153,21 @@ class RaftNode:
             return 0
         return self._log.term(index) if self._log.first_index() <= index <= self._log.last_index() else None
 
+    def peer_lost_log(self, node: NodeId) -> bool:
+        """On the leader: `node` came back without its log (its database is a new incarnation), so what it
+        matched is gone: probe it from the start (a snapshot). True when this changed anything."""
+        pr = self._tracker.progress.get(node) if self.is_leader and node != self.id else None
+        if pr is None:
+            return False
+        pr.lost_entries(0)
+        self._send_appends(node)
+        return True
+
+    @property
+    def conf(self) -> ConfState:
+        """The membership in force (the newest appended configuration)."""
+        return self._tracker.conf
+
     def status(self) -> Status:
         """Where this node stands; `progress` is filled on the leader only."""
         progress = {}

@@ -1,5 +1,7 @@
 """Key layout of a node's RocksDB database.
 
+- `N<name>`: node-level records, outside every group: `Nincarnation`, the node's incarnation (a random
+  id written when the database is created; docs/decisions/0009-incarnations.md).
 - `G<group id>`: the registry, one empty value per group (lists groups without scanning their logs).
 - `g<u16 length><group id><kind>...`: every record of one group. The length prefix keeps one group's
   keys from being a prefix of another's, so a group is the contiguous range `[prefix, prefix + 0xff)`.
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 from .types import GroupId
 
+NODE_INCARNATION = b"Nincarnation"
 _REGISTRY = b"G"
 _REGISTRY_END = b"H"
 _GROUP = b"g"

@@ -14,6 +14,7 @@ import msgpack
 
 from raft_log.errors import MessageDecodeError
 from raft_log.msgpack_parts import array_header, bin_header
+from raft_log.records import conf_fields
 from raft_log.types import ConfState, Entry, EntryKind, GroupId, NodeId, SnapshotMeta
 
 WIRE_VERSION = 1
@@ -80,7 +81,7 @@ def encode_message_parts(msg: Message) -> list[bytes]:
     snapshot = None
     if msg.snapshot is not None:
         meta = msg.snapshot
-        snapshot = [meta.index, meta.term, list(meta.conf.voters), list(meta.conf.learners)]
+        snapshot = [meta.index, meta.term, *conf_fields(meta.conf)]
     head = (WIRE_VERSION, int(msg.type), msg.group, msg.frm, msg.to, msg.term, msg.log_term, msg.index)
     parts = [array_header(18 if msg.repairing else 17) + _items(head) + array_header(len(msg.entries))]
     for entry in msg.entries:
@@ -152,11 +153,16 @@ def _entry(value: Any) -> Entry:
 
 def _snapshot_meta(value: Any) -> SnapshotMeta:
     fields = _list(value)
-    if len(fields) != 4:
-        raise MessageDecodeError("snapshot meta is [index, term, voters, learners]")
+    if len(fields) not in (4, 5):
+        raise MessageDecodeError("snapshot meta is [index, term, voters, learners, (incarnations)]")
     voters = tuple(_str(v) for v in _list(fields[2]))
     learners = tuple(_str(v) for v in _list(fields[3]))
-    return SnapshotMeta(index=_int(fields[0]), term=_int(fields[1]), conf=ConfState(voters, learners))
+    pairs = [_list(pair) for pair in _list(fields[4])] if len(fields) == 5 else []
+    if any(len(pair) != 2 for pair in pairs):
+        raise MessageDecodeError("an incarnation is [member, incarnation]")
+    incarnations = tuple((_str(node), _str(inc)) for node, inc in pairs)
+    conf = ConfState(voters, learners, incarnations)
+    return SnapshotMeta(index=_int(fields[0]), term=_int(fields[1]), conf=conf)
 
 
 def _int(value: Any) -> int:

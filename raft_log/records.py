@@ -56,8 +56,25 @@ def _unpack(key: bytes, value: bytes, what: str, build: Callable[..., T]) -> T:
         raise BadRecord(f"malformed {what}: {exc}") from exc
 
 
-def _conf(voters: list, learners: list) -> ConfState:
-    return ConfState(voters=tuple(voters), learners=tuple(learners))
+def _string(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError("not a string")
+    return value
+
+
+def _conf(voters: list, learners: list, incarnations: list | None = None) -> ConfState:
+    """A membership from its stored fields (written before incarnations: none known)."""
+    pairs = tuple((_string(node), _string(inc)) for node, inc in incarnations or ())
+    return ConfState(voters=tuple(voters), learners=tuple(learners), incarnations=pairs)
+
+
+def conf_fields(conf: ConfState) -> list:
+    """The stored fields of a membership: `voters, learners`, plus `[[member, incarnation], ...]` when
+    any incarnation is known (so a membership without any reads back on a version without them)."""
+    fields: list = [list(conf.voters), list(conf.learners)]
+    if conf.incarnations:
+        fields.append([list(pair) for pair in conf.incarnations])
+    return fields
 
 
 def encode_entry(key: bytes, entry: Entry) -> bytes:
@@ -83,7 +100,7 @@ def decode_hard_state(key: bytes, value: bytes) -> HardState:
 
 def encode_conf_state(key: bytes, conf: ConfState) -> bytes:
     """The stored value of a membership."""
-    return _pack(key, [list(conf.voters), list(conf.learners)])
+    return _pack(key, conf_fields(conf))
 
 
 def decode_conf_state(key: bytes, value: bytes) -> ConfState:
@@ -103,7 +120,7 @@ def decode_position(key: bytes, value: bytes) -> tuple[int, int]:
 
 def encode_snapshot_meta(key: bytes, meta: SnapshotMeta) -> bytes:
     """The stored value of a snapshot's metadata."""
-    return _pack(key, [meta.index, meta.term, list(meta.conf.voters), list(meta.conf.learners)])
+    return _pack(key, [meta.index, meta.term, *conf_fields(meta.conf)])
 
 
 def decode_snapshot_meta(key: bytes, value: bytes) -> SnapshotMeta:
@@ -111,6 +128,16 @@ def decode_snapshot_meta(key: bytes, value: bytes) -> SnapshotMeta:
     return _unpack(
         key, value, "snapshot meta", lambda index, term, *conf: SnapshotMeta(index, term, _conf(*conf))
     )
+
+
+def encode_incarnation(key: bytes, incarnation: str) -> bytes:
+    """The stored value of a node's incarnation."""
+    return _pack(key, [incarnation])
+
+
+def decode_incarnation(key: bytes, value: bytes) -> str:
+    """A stored node incarnation; raises `BadRecord`."""
+    return _unpack(key, value, "node incarnation", _string)
 
 
 def encode_repair(key: bytes, repair: Repair) -> bytes:

@@ -14,6 +14,7 @@ import heapq
 import itertools
 import logging
 import threading
+import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -87,8 +88,17 @@ class TakenBatch:
     ticket: int
 
 
+def random_incarnation() -> str:
+    """A new node incarnation: 128 random bits, as 32 hex digits."""
+    return uuid.uuid4().hex
+
+
 class NodeStore:
-    """A node's database: every group's log, state, snapshot and application keys, with group commit."""
+    """A node's database: every group's log, state, snapshot and application keys, with group commit.
+
+    `incarnation` identifies this database: created with it (written synced before anything else is
+    acknowledged) and never changed, so a wiped or replaced database is a new incarnation.
+    """
 
     def __init__(self, db: Database) -> None:
         """Use `NodeStore.open` or `NodeStore.recover`."""
@@ -101,6 +111,8 @@ class NodeStore:
         self._taken = 0  # tickets handed out by take()
         self._written = 0  # tickets whose batch is in the database (or failed)
         self._turn = threading.Condition()
+        self.incarnation = ""
+        self.created = False  # opening created the database: it held no incarnation and no group
 
     @classmethod
     def open(cls, path: str | Path) -> NodeStore:
@@ -108,9 +120,11 @@ class NodeStore:
         return cls.recover(RocksDatabase.open(path))
 
     @classmethod
-    def recover(cls, db: Database) -> NodeStore:
+    def recover(cls, db: Database, new_incarnation: Callable[[], str] = random_incarnation) -> NodeStore:
         """A store over `db` after verifying every group; a damaged group opens repairing (`GroupLog.repair`).
 
+        A database without an incarnation (new, or written before incarnations existed) gets one from
+        `new_incarnation`, as does one whose record is damaged (the node is then treated as new).
         Raises `CorruptionError` when a group's membership, log start or snapshot metadata is damaged.
         """
         store = cls(db)
@@ -119,11 +133,26 @@ class NodeStore:
             for key, _ in store._scan(lo, hi):
                 gid = keys.group_id_of(key)
                 store._groups[gid] = GroupLog._recover(store, gid)
+            store.incarnation = store._recover_incarnation(new_incarnation)
             store.commit()
         except BaseException:
             store.close()
             raise
         return store
+
+    def _recover_incarnation(self, new_incarnation: Callable[[], str]) -> str:
+        """The stored incarnation, or a new one staged (the caller commits it synced)."""
+        key = keys.NODE_INCARNATION
+        value = self._db.get(key)
+        if value is not None:
+            try:
+                return records.decode_incarnation(key, value)
+            except records.BadRecord as exc:
+                log.warning("node incarnation record is damaged (%s): starting as a new incarnation", exc)
+        incarnation = new_incarnation()
+        self.created = value is None and not self._groups
+        self._put(key, records.encode_incarnation(key, incarnation))
+        return incarnation
 
     def close(self) -> None:
         """Close the database (again: no effect) once taken batches are written; staged ones are discarded."""

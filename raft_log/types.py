@@ -56,10 +56,22 @@ class Repair:
 
 @dataclass(frozen=True, slots=True)
 class ConfState:
-    """A group's membership: voters decide, learners only receive the log."""
+    """A group's membership: voters decide, learners only receive the log.
+
+    `incarnations` pairs members with the incarnation (node database) their replica belongs to, sorted
+    by member; a member without a pair has an unknown incarnation (added before incarnations existed).
+    """
 
     voters: tuple[NodeId, ...] = ()
     learners: tuple[NodeId, ...] = ()
+    incarnations: tuple[tuple[NodeId, str], ...] = ()
+
+    def incarnation_of(self, node: NodeId) -> str | None:
+        """The incarnation recorded for `node`, None when unknown."""
+        for member, incarnation in self.incarnations:
+            if member == node:
+                return incarnation
+        return None
 
 
 @dataclass(frozen=True, slots=True)

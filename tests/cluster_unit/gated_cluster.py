@@ -45,6 +45,23 @@ class Node:
         self.name, self.store, self.transport, self.host, self.app = name, store, transport, host, app
 
 
+def restarted_host(
+    name: str, store: NodeStore, transport: Transport, *, tick_ms: int, election_ticks: int
+) -> RaftHost:
+    """A host as a restarted node runs one (batches written at once, a snapshot every 1000 entries)."""
+    return RaftHost(
+        name,
+        store,
+        transport,
+        tick_ms=tick_ms,
+        election_ticks=election_ticks,
+        heartbeat_ticks=2,
+        snapshot_every=1000,
+        batch_delay_ms=0,
+        rng=random.Random(name),
+    )
+
+
 async def eventually(condition: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
     """Wait (yielding to the loop) until `condition` holds."""
     deadline = time.monotonic() + timeout

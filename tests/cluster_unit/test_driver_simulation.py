@@ -6,12 +6,14 @@ names its seed, and `python -m cluster.simulation --first-seed S --seeds 1 --ste
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 
 import pytest
 
+from cluster.raft_host import RaftHost
 from cluster.simulation import CALM, GROUP, Faults, LivenessViolation, Simulation, run_seed
 from raft_log.core import RaftNode
 from raft_log.invariants import InvariantViolation
@@ -103,3 +105,40 @@ def test_finding6_entries_damaged_on_disk_never_lose_a_confirmed_publish() -> No
             voters = newest.raft.status().conf.voters
             repairing = [g for g in groups if g.raft.id in voters and g.raft.repair is not None]
             assert 2 * len(repairing) >= len(voters), f"seed {seed}: leaderless with a healthy majority"
+
+
+WIPE_SEEDS = int(os.environ.get("DRIVER_SIM_WIPE_SEEDS", "100"))
+WIPES = Faults(weights=(*Faults().weights[:-1], ("wipe", 1)))
+
+
+def _wiped_majority(sim: Simulation) -> bool:
+    """Whether a majority of the voters a settled leader knew last are wiped replicas not yet replaced."""
+    conf = sim.settled_conf
+    wiped = [v for v in conf.voters if conf.incarnation_of(v) not in (None, sim.nodes[v].incarnation)]
+    return 2 * len(wiped) >= len(conf.voters)
+
+
+def test_finding7_wiped_disks_never_lose_a_confirmed_publish() -> None:
+    """Nodes come back on empty disks as new incarnations, re-creating the group from its bootstrap
+    configuration; the hosts drop their messages, so their votes and acknowledgements count for nothing,
+    and the leader replaces them. A group that lost a majority of its voters to wipes stays leaderless
+    (what they acknowledged is gone), so only that liveness failure is expected."""
+    wipes = 0
+    for seed in range(WIPE_SEEDS):
+        sim = Simulation(seed, voters=3 + 2 * (seed % 2), faults=WIPES)
+        try:
+            sim.run(STEPS)
+        except LivenessViolation:
+            assert _wiped_majority(sim), f"seed {seed}: leaderless with a majority of voters not wiped"
+        wipes += sim.stats.wipes
+    assert wipes > WIPE_SEEDS
+
+
+def test_finding7_without_the_incarnation_check_a_wiped_disk_loses_a_confirmed_publish(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(RaftHost, "_same_incarnation", lambda self, group, peer: True)
+    with pytest.raises(InvariantViolation):
+        for seed in range(WIPE_SEEDS):
+            with contextlib.suppress(LivenessViolation):
+                Simulation(seed, voters=3 + 2 * (seed % 2), faults=WIPES).run(STEPS)

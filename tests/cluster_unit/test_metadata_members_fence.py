@@ -6,7 +6,7 @@ from __future__ import annotations
 import msgpack
 import pytest
 
-from cluster.metadata import Metadata
+from cluster.metadata import SNAPSHOT_VERSION, Metadata
 
 
 def declared(members: list[str]) -> Metadata:
@@ -95,10 +95,10 @@ def test_a_snapshot_of_the_first_format_restores_with_unfenced_queues() -> None:
     assert state.queues["q"].members == ["a", "b"] and state.queues["q"].members_fence == [0, 0]
     assert state.apply(["set_members", "q", "q1.q", ["a", "b", "c"]]) == ["ok"]
     assert state.apply(["set_members", "q", "q1.q", ["a", "c"], [2, 1]]) == ["ok"]
-    assert msgpack.unpackb(state.snapshot())["version"] == 2
+    assert msgpack.unpackb(state.snapshot())["version"] == SNAPSHOT_VERSION
 
 
 def test_a_snapshot_of_an_unknown_format_is_refused() -> None:
     raw = msgpack.unpackb(declared(["a"]).snapshot())
-    with pytest.raises(ValueError, match="version 3"):
-        Metadata.restore(msgpack.packb({**raw, "version": 3}))
+    with pytest.raises(ValueError, match=f"version {SNAPSHOT_VERSION + 1}"):
+        Metadata.restore(msgpack.packb({**raw, "version": SNAPSHOT_VERSION + 1}))

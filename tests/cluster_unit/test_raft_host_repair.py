@@ -7,10 +7,9 @@ restarts repairing; the leader repairs it, counts it again, and the repair ends 
 from __future__ import annotations
 
 import asyncio
-import random
 from pathlib import Path
 
-from gated_cluster import GROUP, GatedStore, Node, eventually
+from gated_cluster import GROUP, GatedStore, Node, eventually, restarted_host
 from rocksdict import Options, Rdict
 
 from cluster.metadata_app import MetadataApp
@@ -38,17 +37,7 @@ async def restart(nodes: dict[str, Node], name: str, tmp_path: Path, damaged: in
     store = GatedStore.open(tmp_path / name)
     holder: list[RaftHost] = []
     transport = Transport(name, old.transport.listen, "secret", lambda *f, h=holder: h[0].on_frame(*f))
-    host = RaftHost(
-        name,
-        store,
-        transport,
-        tick_ms=50,
-        election_ticks=20,
-        heartbeat_ticks=2,
-        snapshot_every=1000,
-        batch_delay_ms=0,
-        rng=random.Random(name),
-    )
+    host = restarted_host(name, store, transport, tick_ms=50, election_ticks=20)
     holder.append(host)
     node = nodes[name] = Node(name, store, transport, host, MetadataApp(lambda: None))
     for peer in nodes.values():

@@ -10,7 +10,17 @@ import pytest
 
 from cli.node_processes import free_ports
 from cluster.config import Address
-from cluster.transport import KIND_CONTROL, KIND_RAFT, Transport, _frame, _kind_and_body_frame, _Peer
+from cluster.transport import (
+    KIND_CONTROL,
+    KIND_RAFT,
+    Transport,
+    _decode,
+    _frame,
+    _kind_and_body_frame,
+    _Peer,
+    _proof,
+    _read_frame,
+)
 
 
 class Inbox:
@@ -28,7 +38,7 @@ class Inbox:
 async def _pair(secret_a: str, secret_b: str) -> tuple[Transport, Transport, Inbox]:
     port_a, port_b = free_ports(2)
     inbox_b = Inbox()
-    a = Transport("a", Address("127.0.0.1", port_a), secret_a, Inbox())
+    a = Transport("a", Address("127.0.0.1", port_a), secret_a, Inbox(), incarnation="inc-a")
     b = Transport("b", Address("127.0.0.1", port_b), secret_b, inbox_b)
     await a.start()
     await b.start()
@@ -56,6 +66,50 @@ async def test_peer_with_a_wrong_secret_is_rejected_and_delivers_nothing() -> No
             await asyncio.sleep(0.05)
         assert inbox.frames == []
         assert not a.peers()["b"]
+    finally:
+        await a.stop()
+        await b.stop()
+
+
+async def test_finding7_the_accepting_side_learns_the_incarnation_the_peer_proved() -> None:
+    a, b, inbox = await _pair("s3cret", "s3cret")
+    try:
+        assert b.peer_incarnation("a") == ""
+        assert a.send("b", "g1", KIND_RAFT, b"hello")
+        await asyncio.wait_for(inbox.arrived.wait(), 10)
+        assert b.peer_incarnation("a") == "inc-a"
+    finally:
+        await a.stop()
+        await b.stop()
+
+
+async def _raw_hello(b: Transport, hello: list) -> list:
+    """Dial `b` by hand and send `hello` built by `hello[3](server_nonce)`; b's answer ([] if it hung up)."""
+    reader, writer = await asyncio.open_connection(b.listen.host, b.listen.port)
+    try:
+        challenge = _decode(await _read_frame(reader))
+        writer.write(_frame(msgpack.packb([*hello[:3], hello[3](challenge[1]), *hello[4:]])))
+        await writer.drain()
+        try:
+            return _decode(await asyncio.wait_for(_read_frame(reader), 10))
+        except asyncio.IncompleteReadError:
+            return []
+    finally:
+        writer.close()
+        await writer.wait_closed()
+
+
+async def test_finding7_an_old_peers_hello_without_incarnation_is_accepted_and_a_forged_one_is_not() -> None:
+    a, b, _ = await _pair("s3cret", "s3cret")
+    b.set_peer("old", a.listen)  # a name b accepts; nothing listens for it but `a`
+    try:
+        nonce = b"n" * 16
+        old = ["hello", "old", nonce, lambda server: _proof(b"s3cret", b"dial", server, nonce, b"old")]
+        assert (await _raw_hello(b, old))[0] == "welcome"
+        assert b.peer_incarnation("old") == ""
+        proved_other = lambda server: _proof(b"s3cret", b"dial", server, nonce, b"old", b"other")  # noqa: E731
+        assert await _raw_hello(b, ["hello", "old", nonce, proved_other, "forged"]) == []
+        assert b.rejected_handshakes == 1
     finally:
         await a.stop()
         await b.stop()

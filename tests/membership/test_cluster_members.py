@@ -16,6 +16,7 @@ from membership_helpers import (
     local_queues,
     node_statuses,
     queues_cli,
+    registered_nodes,
     run_queues_cli,
 )
 
@@ -48,6 +49,15 @@ def members(url: str, queue: str) -> list[str]:
 async def wait_for(condition, timeout: float, what: str, nodes=()) -> None:  # type: ignore[no-untyped-def]
     """`wait_until` off the event loop."""
     await asyncio.to_thread(wait_until, condition, timeout, what, nodes)
+
+
+async def test_finding7_every_node_registers_its_incarnation(three: ProcessCluster) -> None:
+    def incarnations() -> dict[str, str]:
+        return {name: n["incarnation"] for name, n in registered_nodes(three.urls[0]).items()}
+
+    await wait_for(lambda: len(set(incarnations().values()) - {""}) == 3, 30, "incarnations registered")
+    assert all(len(inc) == 32 for inc in incarnations().values())
+    assert {name: n["incarnation"] for name, n in registered_nodes(three.urls[2]).items()} == incarnations()
 
 
 async def test_joined_node_gets_metadata_then_replicas_by_grow_and_target_size(three: ProcessCluster) -> None:

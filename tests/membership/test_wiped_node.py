@@ -1,0 +1,85 @@
+"""A node whose database is wiped rejoins as a new incarnation (finding 7 of issue 17), on real processes.
+
+The queue's leader sees the member connect with another incarnation than its group records: it removes
+the old replica and adds the new one as a learner, which catches up and is promoted; nothing confirmed
+is lost, and the wiped node never counted as the voter it replaced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from membership_helpers import FAST_RECONCILE, local_queues, registered_nodes
+
+from api.client import QuorumqClient
+from cli.node_processes import ProcessCluster, wait_healthy, wait_until
+
+QUEUE = "wiped"
+MESSAGES = 50
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[ProcessCluster]:
+    running = ProcessCluster.start(tmp_path, 3, env=FAST_RECONCILE)
+    try:
+        yield running
+    except BaseException:
+        print(running.log_tails())
+        raise
+    finally:
+        running.stop()
+
+
+def incarnation(cluster: ProcessCluster, name: str) -> str:
+    return registered_nodes(cluster.urls[0])[name]["incarnation"]
+
+
+async def test_finding7_a_wiped_node_rejoins_as_a_learner_and_is_promoted_losing_nothing(
+    cluster: ProcessCluster,
+) -> None:
+    names = [n.name for n in cluster.nodes]
+    await asyncio.to_thread(
+        wait_until, lambda: all(incarnation(cluster, n) for n in names), 30, "registrations"
+    )
+    async with QuorumqClient(cluster.urls) as client:
+        await client.declare(QUEUE, {"x-quorum-initial-group-size": 3})
+        for i in range(MESSAGES):
+            await client.publish(QUEUE, [f"m{i}"])
+        info = await client.queue(QUEUE)
+        leader = cluster.node(info["leader"])
+        wiped = next(n for n in cluster.nodes if n.name != info["leader"])
+        before = incarnation(cluster, wiped.name)
+
+        wiped.stop()
+        shutil.rmtree(wiped.data_dir / "rocksdb")  # the disk is lost; node.json (its seeds) survives
+        wiped.start()
+        await asyncio.to_thread(wait_healthy, [wiped])
+        await asyncio.to_thread(
+            wait_until,
+            lambda: incarnation(cluster, wiped.name) not in ("", before),
+            30,
+            "the new registration",
+        )
+
+        def replaced() -> bool:
+            return "replaced: incarnation changed" in leader.log_path.read_text()
+
+        await asyncio.to_thread(wait_until, replaced, 30, "the leader to replace the wiped replica")
+
+        async def membership() -> str:
+            rows = (await client.members(QUEUE))["members"]
+            return next(r["membership"] for r in rows if r["node"] == wiped.name)
+
+        deadline = asyncio.get_running_loop().time() + 60
+        while await membership() != "voter":
+            assert asyncio.get_running_loop().time() < deadline, "the new replica was never promoted"
+            await asyncio.sleep(0.1)
+        replica = local_queues(wiped.url)[QUEUE]
+        assert replica["messages_ready"] == MESSAGES, replica
+        await client.publish(QUEUE, ["after"])
+        got = await client.get(QUEUE, MESSAGES + 1, ack="auto")
+        assert [d.body for d in got] == [f"m{i}".encode() for i in range(MESSAGES)] + [b"after"]
