@@ -19,6 +19,8 @@ class ConfChangeKind(IntEnum):
     ADD_LEARNER = 1
     PROMOTE = 2
     REMOVE = 3
+    BIND_INCARNATION = 4  # record the incarnation of a member whose incarnation is unknown (older nodes
+    # cannot decode it: proposed only when every member proved an incarnation, so runs this version)
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +29,7 @@ class ConfChange:
 
     kind: ConfChangeKind
     node: NodeId
-    incarnation: str | None = None  # of the node added (ADD_VOTER / ADD_LEARNER); None: unknown
+    incarnation: str | None = None  # of the node added or bound (ADD_*, BIND_INCARNATION); None: unknown
 
 
 def encode_conf_change(change: ConfChange) -> bytes:
@@ -60,6 +62,13 @@ def apply_conf_change(conf: ConfState, change: ConfChange) -> ConfState:
             raise InvalidConfChangeError(f"{node} is not a learner")
         learners.remove(node)
         voters.append(node)
+    elif change.kind is ConfChangeKind.BIND_INCARNATION:
+        if node not in voters and node not in learners:
+            raise InvalidConfChangeError(f"{node} is not a member")
+        if conf.incarnation_of(node) is not None:
+            raise InvalidConfChangeError(f"{node}'s incarnation is already recorded")
+        if change.incarnation is None:
+            raise InvalidConfChangeError(f"binding {node} needs its incarnation")
     else:
         if node in voters:
             if len(voters) == 1:
@@ -73,6 +82,7 @@ def apply_conf_change(conf: ConfState, change: ConfChange) -> ConfState:
     if change.incarnation is not None and change.kind in (
         ConfChangeKind.ADD_VOTER,
         ConfChangeKind.ADD_LEARNER,
+        ConfChangeKind.BIND_INCARNATION,
     ):
         incarnations[node] = change.incarnation
     return ConfState(tuple(voters), tuple(learners), tuple(sorted(incarnations.items())))

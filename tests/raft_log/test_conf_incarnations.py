@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import msgpack
+import pytest
 
 from raft_log import records
 from raft_log.confchange import (
@@ -12,6 +13,7 @@ from raft_log.confchange import (
     decode_conf_change,
     encode_conf_change,
 )
+from raft_log.errors import InvalidConfChangeError
 from raft_log.keys import GroupKeys
 from raft_log.messages import Message, MessageType, decode_message, encode_message
 from raft_log.types import ConfState, SnapshotMeta
@@ -64,3 +66,24 @@ def test_finding7_a_snapshot_message_carries_incarnations_and_the_old_form_still
     plain = Message(MessageType.SNAP, "g", "a", "c", term=2, snapshot=SnapshotMeta(5, 2, ConfState(("a",))))
     assert msgpack.unpackb(encode_message(plain))[12] == [5, 2, ["a"], []]  # the form older peers read
     assert decode_message(encode_message(plain)) == plain
+
+
+def test_finding7_bind_records_an_unknown_incarnation_of_an_existing_member() -> None:
+    seeds = ConfState(voters=("a", "b"), learners=("c",))
+    bind = ConfChange(ConfChangeKind.BIND_INCARNATION, "b", "ib")
+    assert encode_conf_change(bind) == msgpack.packb([4, "b", "ib"])  # the shape of every change
+    assert decode_conf_change(encode_conf_change(bind)) == bind
+    bound = apply_conf_change(seeds, bind)
+    assert bound == ConfState(voters=("a", "b"), learners=("c",), incarnations=(("b", "ib"),))
+    learner = apply_conf_change(bound, ConfChange(ConfChangeKind.BIND_INCARNATION, "c", "ic"))
+    assert learner.learners == ("c",) and learner.incarnation_of("c") == "ic"
+    assert learner.incarnation_of("b") == "ib"
+    for refused, why in (
+        (ConfChange(ConfChangeKind.BIND_INCARNATION, "d", "id"), "not a member"),
+        (ConfChange(ConfChangeKind.BIND_INCARNATION, "b", "ib2"), "already"),
+        (ConfChange(ConfChangeKind.BIND_INCARNATION, "a"), "incarnation"),
+    ):
+        with pytest.raises(InvalidConfChangeError, match=why):
+            apply_conf_change(bound, refused)
+    for kind, node in ((0, "d"), (1, "d"), (2, "c"), (3, "a")):  # entries written before still decode
+        assert decode_conf_change(msgpack.packb([kind, node])) == ConfChange(ConfChangeKind(kind), node)
