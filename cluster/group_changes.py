@@ -152,6 +152,33 @@ class GroupChanges:
                 return member, recorded
         return None
 
+    def proved_incarnation(self, member: str) -> str:
+        """The incarnation `member` proved to this node (its own for this node; "" when none yet)."""
+        if member == self.host.node:
+            return self.host.transport.incarnation
+        return self.host.transport.peer_incarnation(member)
+
+    def unbound_member(self, conf: ConfState) -> tuple[str, str] | None:
+        """A member whose incarnation `conf` does not record, with the one it proved, once every member
+        proved one; else None. Older nodes cannot decode BIND_INCARNATION: a member that proved an
+        incarnation in its hello runs a version that can."""
+        proved = {m: self.proved_incarnation(m) for m in (*conf.voters, *conf.learners)}
+        if not all(proved.values()):
+            return None
+        return next(((m, i) for m, i in proved.items() if conf.incarnation_of(m) is None), None)
+
+    async def bind_unknown_incarnation(self, gid: str) -> str | None:
+        """On the leader of `gid` with a settled membership: record the incarnation of one member whose
+        incarnation the configuration does not know (`unbound_member`), and wait until it is applied;
+        returns that member, or None when there is nothing to bind now."""
+        conf = self.settled_conf(gid)
+        unbound = None if conf is None else self.unbound_member(conf)
+        if unbound is None:
+            return None
+        member, incarnation = unbound
+        await self.change(gid, ConfChange(ConfChangeKind.BIND_INCARNATION, member, incarnation))
+        return member
+
     async def replace(self, gid: str, node: str) -> None:
         """Replace the replica of `node` by its new incarnation: remove the old one (refused, as any removal,
         when that leaves no live majority), then add the new one as a learner; `promotable` and the

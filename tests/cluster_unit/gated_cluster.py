@@ -62,6 +62,39 @@ def restarted_host(
     )
 
 
+class Running:
+    """One restarted node hosting GROUP (a metadata machine) over a real transport: its store, transport
+    and host."""
+
+    def __init__(self, name: str, path: Path, listen: Address, bootstrap: ConfState | None) -> None:
+        self.name = name
+        self.store = NodeStore.open(path)
+        holder: list[RaftHost] = []
+        self.transport = Transport(
+            name, listen, "secret", lambda *f, h=holder: h[0].on_frame(*f), incarnation=self.store.incarnation
+        )
+        self.host = restarted_host(name, self.store, self.transport, tick_ms=20, election_ticks=10)
+        holder.append(self.host)
+        self.bootstrap = bootstrap
+
+    async def start(self, peers: dict[str, Address]) -> None:
+        for peer, address in peers.items():
+            if peer != self.name:
+                self.transport.set_peer(peer, address)
+        await self.transport.start()
+        self.host.open_group(GROUP, MetadataApp(lambda: None), self.bootstrap)
+        self.host.start()
+
+    async def stop(self) -> None:
+        await self.host.stop()
+        await self.transport.stop()
+        self.store.close()
+
+    @property
+    def raft(self):  # type: ignore[no-untyped-def]
+        return self.host.groups[GROUP].raft
+
+
 async def eventually(condition: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
     """Wait (yielding to the loop) until `condition` holds."""
     deadline = time.monotonic() + timeout

@@ -12,49 +12,14 @@ import asyncio
 import shutil
 from pathlib import Path
 
-from gated_cluster import GROUP, eventually, restarted_host
+from gated_cluster import GROUP, Running, eventually
 
 from cli.node_processes import free_ports
 from cluster.config import Address
-from cluster.metadata_app import MetadataApp
-from cluster.raft_host import RaftHost
-from cluster.transport import Transport
 from raft_log.storage import NodeStore
 from raft_log.types import ConfState
 
 NAMES = ("a", "b", "c")
-
-
-class Running:
-    """One node: its store, transport and host."""
-
-    def __init__(self, name: str, path: Path, listen: Address, bootstrap: ConfState | None) -> None:
-        self.name = name
-        self.store = NodeStore.open(path)
-        holder: list[RaftHost] = []
-        self.transport = Transport(
-            name, listen, "secret", lambda *f, h=holder: h[0].on_frame(*f), incarnation=self.store.incarnation
-        )
-        self.host = restarted_host(name, self.store, self.transport, tick_ms=20, election_ticks=10)
-        holder.append(self.host)
-        self.bootstrap = bootstrap
-
-    async def start(self, peers: dict[str, Address]) -> None:
-        for peer, address in peers.items():
-            if peer != self.name:
-                self.transport.set_peer(peer, address)
-        await self.transport.start()
-        self.host.open_group(GROUP, MetadataApp(lambda: None), self.bootstrap)
-        self.host.start()
-
-    async def stop(self) -> None:
-        await self.host.stop()
-        await self.transport.stop()
-        self.store.close()
-
-    @property
-    def raft(self):  # type: ignore[no-untyped-def]
-        return self.host.groups[GROUP].raft
 
 
 async def test_finding7_a_wiped_voter_cannot_help_elect_a_laggard(tmp_path: Path) -> None:

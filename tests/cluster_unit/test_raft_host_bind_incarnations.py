@@ -1,0 +1,82 @@
+"""A group bootstrapped with unknown incarnations (the metadata group, from its seeds) gets them bound by
+its leader once every member proved one (finding 7 of issue 17); a wiped member then counts for nothing.
+
+Real transports and RocksDB: a, b and c host a group whose bootstrap configuration records no
+incarnation. Once all three connected, a (the leader) binds each member's incarnation, one conf change
+at a time. c's database is then wiped and c restarts from the same bootstrap; with b stopped, an entry
+a proposes must not commit with the wiped c's acknowledgements.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+from pathlib import Path
+
+from gated_cluster import GROUP, Running, eventually
+
+from cli.node_processes import free_ports
+from cluster.config import Address
+from cluster.errors import NotLeader
+from cluster.group_changes import GroupChanges
+from raft_log.types import ConfState
+
+NAMES = ("a", "b", "c")
+
+
+async def bind_all(changes: GroupChanges, nodes: dict[str, Running]) -> ConfState:
+    """Let the leader bind unknown incarnations until none is left; returns the bound configuration."""
+    leader = nodes["a"]
+    wanted = tuple(sorted((n, node.store.incarnation) for n, node in nodes.items()))
+    for _ in range(200):
+        conf = leader.raft.status().conf
+        if conf.incarnations == wanted:
+            return conf
+        with contextlib.suppress(NotLeader):  # not settled yet
+            await changes.bind_unknown_incarnation(GROUP)
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"incarnations never bound: {leader.raft.status().conf}")
+
+
+async def test_finding7_a_leader_binds_unknown_incarnations_and_a_wiped_member_then_counts_for_nothing(
+    tmp_path: Path,
+) -> None:
+    addresses = {name: Address("127.0.0.1", port) for name, port in zip(NAMES, free_ports(3), strict=True)}
+    seeds = ConfState(voters=NAMES)  # as the metadata group bootstraps: no incarnation known
+    nodes = {name: Running(name, tmp_path / name, addresses[name], seeds) for name in NAMES}
+    try:
+        for node in nodes.values():
+            await node.start(addresses)
+        a = nodes["a"]
+        a.host.campaign(GROUP)
+        await eventually(lambda: a.raft.is_leader and a.raft.status().commit >= 1, "a to lead")
+        changes = GroupChanges(a.host, lambda _: True)
+        await eventually(lambda: all(a.transport.peer_incarnation(n) for n in "bc"), "b and c to connect")
+        bound = await bind_all(changes, nodes)
+        assert await changes.bind_unknown_incarnation(GROUP) is None
+        await eventually(lambda: nodes["b"].raft.status().conf == bound, "b to apply the bindings")
+        old_c = bound.incarnation_of("c")
+
+        await nodes.pop("c").stop()
+        shutil.rmtree(tmp_path / "c")  # c's disk is wiped: it restarts from the seeds as a new incarnation
+        nodes["c"] = Running("c", tmp_path / "c", addresses["c"], seeds)
+        assert nodes["c"].store.incarnation != old_c
+        await nodes["c"].start(addresses)
+        await nodes["b"].stop()
+        await eventually(
+            lambda: a.transport.peer_incarnation("c") == nodes["c"].store.incarnation, "c's hello"
+        )
+        dropped, entry = a.host.dropped_messages, a.raft.status().last_index + 1
+        submitted = asyncio.ensure_future(a.host.submit(GROUP, ["no-such-command"]))
+        await eventually(
+            lambda: a.host.dropped_messages >= dropped + 10 or a.raft.status().commit >= entry,
+            "c's answers to reach a",
+        )
+        assert a.raft.status().commit < entry, "an entry committed with the wiped c's acknowledgements"
+        assert not submitted.done() or submitted.exception() is not None  # a may step down: no quorum
+        assert a.raft.status().conf.incarnation_of("c") == old_c
+        submitted.cancel()
+    finally:
+        for node in nodes.values():
+            await node.stop()
