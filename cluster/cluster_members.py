@@ -2,7 +2,8 @@
 
 The metadata leader registers a joining node and adds it to the metadata group as a learner; the
 joining node starts with an empty metadata group and receives the leader's snapshot and log; the
-leader promotes it to voter once it has caught up (`promote_learners`, run periodically).
+leader promotes it to voter once it has caught up (`heal`, run periodically). The same upkeep records the
+seeds' incarnations, unknown when the group bootstraps, and replaces a member whose database was wiped.
 """
 
 from __future__ import annotations
@@ -74,9 +75,13 @@ class ClusterMembers:
         self.node.transport.remove_peer(name)
         log.info("node %s forgotten", name)
 
-    async def promote_learners(self) -> None:
-        """On the metadata leader: promote one learner that has caught up."""
+    async def heal(self) -> None:
+        """On the metadata leader, one change at a time: replace a member that came back as another
+        incarnation or record an unknown one (the group bootstraps from seeds with none), else promote
+        one learner that has caught up."""
         if not self.node.meta.is_leader or self.changes.busy(self.meta_group):
+            return
+        if await self.changes.settle_incarnations(self.meta_group, "the cluster"):
             return
         learner = self.changes.promotable(self.meta_group, self._seen_commit)
         if learner is not None:

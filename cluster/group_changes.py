@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 
@@ -24,6 +25,8 @@ from raft_log.errors import (
 )
 from raft_log.ready import Status
 from raft_log.types import ConfState
+
+log = logging.getLogger(__name__)
 
 POLL_S = 0.02
 COMMIT_TIMEOUT_S = 10.0
@@ -178,6 +181,29 @@ class GroupChanges:
         member, incarnation = unbound
         await self.change(gid, ConfChange(ConfChangeKind.BIND_INCARNATION, member, incarnation))
         return member
+
+    async def settle_incarnations(self, gid: str, what: str) -> bool:
+        """On the leader of `gid`, its membership settled and no change running: make one change towards
+        a configuration that records every member's proved incarnation, holding the change slot. A member
+        that came back as another incarnation is replaced, else an unknown incarnation is bound. Returns
+        whether a change was made; `what` names the group in the log."""
+        conf = self.settled_conf(gid)
+        if conf is None:
+            return False
+        replaced = self.replaced_member(gid, conf)
+        if replaced is not None:
+            member, old = replaced
+            async with self.exclusive(gid, what):
+                log.warning("%s: replacing %s: incarnation changed (was %s)", what, member, old)
+                await self.replace(gid, member)
+            log.warning("%s: %s replaced: incarnation changed; it catches up as a learner", what, member)
+            return True
+        if self.unbound_member(conf) is None:
+            return False
+        async with self.exclusive(gid, what):
+            member = await self.bind_unknown_incarnation(gid)
+        log.info("%s: the incarnation of %s is recorded", what, member)
+        return member is not None
 
     async def replace(self, gid: str, node: str) -> None:
         """Replace the replica of `node` by its new incarnation: remove the old one (refused, as any removal,

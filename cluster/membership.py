@@ -54,12 +54,13 @@ class Membership:
         self._known_voters, self._known_led = voters, led
 
     async def run(self) -> None:
-        """Promote caught-up learners, heal interrupted changes, grow groups towards their target."""
+        """Bind or replace incarnations, promote caught-up learners, heal interrupted changes, grow groups
+        towards their target."""
         while True:
             await asyncio.sleep(UPKEEP_EVERY_S)
             self._watch_changes()
             try:
-                await self.cluster.promote_learners()
+                await self.cluster.heal()
                 for name in sorted(self.node.queues):
                     await self.queues.heal(name)
                 await self.group_size.run_if_due()

@@ -5,7 +5,8 @@ the leader), then adds it to the Raft group as a learner and promotes it once it
 member changes the group first and the metadata after. The leader's periodic `heal` finishes what an
 interrupted change left behind: it makes the metadata match the group and promotes caught-up learners.
 It also replaces a member that connects as another incarnation than the group records (its database was
-wiped): the old replica is removed and the new one added as a learner, promoted once caught up.
+wiped): the old replica is removed and the new one added as a learner, promoted once caught up; and it
+records the incarnations of a group created before incarnations existed, once every member proved one.
 
 Every member list sent to the metadata carries a fence `[term, sequence]`: the group's term in which
 this node leads and decided the list, and a number this node raises with each decision. Terms order
@@ -147,8 +148,9 @@ class QueueMembers:
             raise NotLeader(reason, self.node.meta_leader())
 
     async def heal(self, queue: str) -> None:
-        """On the leader, when no change runs: align the metadata's members with the group, then promote
-        a caught-up learner.
+        """On the leader, when no change runs: replace a member that came back as another incarnation or
+        record an unknown incarnation (`GroupChanges.settle_incarnations`); else align the metadata's
+        members with the group, then promote a caught-up learner.
 
         A learner is promoted only once the metadata lists exactly the group under a fence of this
         leader's term (else this pass publishes one), so that no list decided in an earlier term can
@@ -156,20 +158,12 @@ class QueueMembers:
         service = self.node.queues.get(queue)
         if service is None or not service.is_leader or self.changes.busy(service.group):
             return
+        if await self.changes.settle_incarnations(service.group, f"queue '{queue}'"):
+            return
         settled = self._settled(service.group)
         if settled is None:
             return
         conf, term = settled
-        replaced = self.changes.replaced_member(service.group, conf)
-        if replaced is not None:
-            member, old = replaced
-            async with self.changes.exclusive(service.group, f"queue '{queue}'"):
-                log.warning("queue %s: replacing %s: incarnation changed (was %s)", queue, member, old)
-                await self.changes.replace(service.group, member)
-            log.warning(
-                "queue %s: %s replaced: incarnation changed; it catches up as a learner", queue, member
-            )
-            return
         seen = self._seen_commit.setdefault(service.group, {})
         learner = self.changes.promotable(service.group, seen)
         info = self.node.queue_info(queue)
