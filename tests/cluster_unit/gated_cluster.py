@@ -104,6 +104,23 @@ async def eventually(condition: Callable[[], bool], what: str, timeout: float = 
         await asyncio.sleep(0.01)
 
 
+def local_addresses(names: tuple[str, ...]) -> dict[str, Address]:
+    """A free local port for each of `names`."""
+    return {
+        name: Address("127.0.0.1", port) for name, port in zip(names, free_ports(len(names)), strict=True)
+    }
+
+
+async def start_led_by(nodes: dict[str, Running], addresses: dict[str, Address], leader: str) -> Running:
+    """Start every node, make `leader` campaign, and return it once it leads GROUP and committed."""
+    for node in nodes.values():
+        await node.start(addresses)
+    led = nodes[leader]
+    led.host.campaign(GROUP)
+    await eventually(lambda: led.raft.is_leader and led.raft.status().commit >= 1, f"{leader} to lead")
+    return led
+
+
 @contextlib.asynccontextmanager
 async def gated_cluster(tmp_path: Path) -> AsyncIterator[dict[str, Node]]:
     """Nodes a, b, c hosting GROUP (a metadata machine), every gate open, no election yet."""

@@ -14,10 +14,8 @@ import contextlib
 import shutil
 from pathlib import Path
 
-from gated_cluster import GROUP, Running, eventually
+from gated_cluster import GROUP, Running, eventually, local_addresses, start_led_by
 
-from cli.node_processes import free_ports
-from cluster.config import Address
 from cluster.errors import NotLeader
 from cluster.group_changes import GroupChanges
 from raft_log.types import ConfState
@@ -42,15 +40,11 @@ async def bind_all(changes: GroupChanges, nodes: dict[str, Running]) -> ConfStat
 async def test_finding7_a_leader_binds_unknown_incarnations_and_a_wiped_member_then_counts_for_nothing(
     tmp_path: Path,
 ) -> None:
-    addresses = {name: Address("127.0.0.1", port) for name, port in zip(NAMES, free_ports(3), strict=True)}
+    addresses = local_addresses(NAMES)
     seeds = ConfState(voters=NAMES)  # as the metadata group bootstraps: no incarnation known
     nodes = {name: Running(name, tmp_path / name, addresses[name], seeds) for name in NAMES}
     try:
-        for node in nodes.values():
-            await node.start(addresses)
-        a = nodes["a"]
-        a.host.campaign(GROUP)
-        await eventually(lambda: a.raft.is_leader and a.raft.status().commit >= 1, "a to lead")
+        a = await start_led_by(nodes, addresses, "a")
         changes = GroupChanges(a.host, lambda _: True)
         await eventually(lambda: all(a.transport.peer_incarnation(n) for n in "bc"), "b and c to connect")
         bound = await bind_all(changes, nodes)

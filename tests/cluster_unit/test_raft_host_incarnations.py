@@ -12,10 +12,8 @@ import asyncio
 import shutil
 from pathlib import Path
 
-from gated_cluster import GROUP, Running, eventually
+from gated_cluster import GROUP, Running, eventually, local_addresses, start_led_by
 
-from cli.node_processes import free_ports
-from cluster.config import Address
 from raft_log.storage import NodeStore
 from raft_log.types import ConfState
 
@@ -23,7 +21,7 @@ NAMES = ("a", "b", "c")
 
 
 async def test_finding7_a_wiped_voter_cannot_help_elect_a_laggard(tmp_path: Path) -> None:
-    addresses = {name: Address("127.0.0.1", port) for name, port in zip(NAMES, free_ports(3), strict=True)}
+    addresses = local_addresses(NAMES)
     incarnations = {name: NodeStore.open(tmp_path / name) for name in NAMES}
     bootstrap = ConfState(
         voters=NAMES, incarnations=tuple(sorted((n, s.incarnation) for n, s in incarnations.items()))
@@ -32,11 +30,7 @@ async def test_finding7_a_wiped_voter_cannot_help_elect_a_laggard(tmp_path: Path
         store.close()
     nodes = {name: Running(name, tmp_path / name, addresses[name], bootstrap) for name in ("a", "c")}
     try:
-        for node in nodes.values():
-            await node.start(addresses)
-        a = nodes["a"]
-        a.host.campaign(GROUP)
-        await eventually(lambda: a.raft.is_leader and a.raft.status().commit >= 1, "a to lead with c")
+        a = await start_led_by(nodes, addresses, "a")
         await asyncio.wait_for(a.host.submit(GROUP, ["no-such-command"]), 20)
         confirmed = a.raft.status().commit
         confirmed_entries = a.store.group(GROUP).entries(1, confirmed + 1)
