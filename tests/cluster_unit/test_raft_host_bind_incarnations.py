@@ -74,3 +74,22 @@ async def test_finding7_a_leader_binds_unknown_incarnations_and_a_wiped_member_t
     finally:
         for node in nodes.values():
             await node.stop()
+
+
+async def test_finding7_no_incarnation_is_bound_while_a_member_proved_none(tmp_path: Path) -> None:
+    """A member that proves no incarnation may run a version that cannot decode BIND_INCARNATION."""
+    addresses = local_addresses(NAMES)
+    seeds = ConfState(voters=NAMES)
+    nodes = {name: Running(name, tmp_path / name, addresses[name], seeds) for name in NAMES}
+    nodes["c"].transport.incarnation = ""  # its hello proves none, as an older version's
+    try:
+        a = await start_led_by(nodes, addresses, "a")
+        changes = GroupChanges(a.host, lambda _: True)
+        await eventually(lambda: a.transport.peer_incarnation("b") != "", "b to connect")
+        await eventually(lambda: changes.settled_conf(GROUP) is not None, "a to settle")
+        await eventually(lambda: nodes["c"].raft.status().commit >= 1, "c to follow")
+        assert await changes.bind_unknown_incarnation(GROUP) is None
+        assert a.raft.status().conf == seeds
+    finally:
+        for node in nodes.values():
+            await node.stop()
