@@ -202,8 +202,10 @@ class GroupChanges:
             return False
         async with self.exclusive(gid, what):
             member = await self.bind_unknown_incarnation(gid)
+        if member is None:
+            return False
         log.info("%s: the incarnation of %s is recorded", what, member)
-        return member is not None
+        return True
 
     async def replace(self, gid: str, node: str) -> None:
         """Replace the replica of `node` by its new incarnation: remove the old one (refused, as any removal,
