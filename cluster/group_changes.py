@@ -145,12 +145,12 @@ class GroupChanges:
             ConfChangeKind.ADD_LEARNER, node, self.host.transport.peer_incarnation(node) or None
         )
 
-    def replaced_member(self, gid: str, conf: ConfState) -> tuple[str, str] | None:
+    def replaced_member(self, conf: ConfState) -> tuple[str, str] | None:
         """A member of `conf` connected as another incarnation than `conf` records (its database was
         wiped or replaced), with the incarnation recorded for it; else None."""
         for member in (*conf.voters, *conf.learners):
             recorded = conf.incarnation_of(member)
-            proved = self.host.transport.peer_incarnation(member)
+            proved = self.proved_incarnation(member)
             if member != self.host.node and recorded is not None and proved and proved != recorded:
                 return member, recorded
         return None
@@ -190,7 +190,7 @@ class GroupChanges:
         conf = self.settled_conf(gid)
         if conf is None:
             return False
-        replaced = self.replaced_member(gid, conf)
+        replaced = self.replaced_member(conf)
         if replaced is not None:
             member, old = replaced
             async with self.exclusive(gid, what):

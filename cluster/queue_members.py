@@ -179,7 +179,7 @@ class QueueMembers:
         """Each member as the queue's leader (this node) sees it: membership, match, lag, liveness."""
         service = self.node.led_queue(queue)
         status = self.changes.leader_status(service.group)
-        replaced = self.changes.replaced_member(service.group, status.conf)
+        replaced = self.changes.replaced_member(status.conf)
         rows = []
         for member in ordered_members(self.node.queue_info(queue).members, status.conf):
             peer = status.progress.get(member)
