@@ -96,7 +96,7 @@ class Metadata:
         if not members:
             return ["error", "a queue needs at least one member"]
         info = QueueInfo(name, f"q{self.next_group}.{name}", arguments, list(members), now_ms, list(members))
-        info.initial_incarnations = {m: self.nodes[m].incarnation for m in members if self._incarnation(m)}
+        info.initial_incarnations = {m: i for m in members if (i := self._incarnation(m))}
         self.next_group += 1  # only once the command is known to be well formed
         self.queues[name] = info
         return ["created", info.group]
