@@ -40,7 +40,8 @@ def damageable_files(database_dir: Path) -> list[Path]:
     """The non-empty data files of a RocksDB directory, sorted."""
     if not database_dir.is_dir():
         return []
-    return sorted(p for p in database_dir.iterdir() if p.is_file() and is_database_file(p) and p.stat().st_size)
+    files = (p for p in database_dir.iterdir() if p.is_file() and is_database_file(p))
+    return sorted(p for p in files if p.stat().st_size)
 
 
 def damage_file(path: Path, kind: str, rng: random.Random) -> FileDamage:

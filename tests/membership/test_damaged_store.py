@@ -15,6 +15,7 @@ import random
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
@@ -51,10 +52,18 @@ def health(node: NodeProcess) -> dict[str, Any]:
         return json.load(exc)
 
 
-def damage(node: NodeProcess, suffix: str, kind: str) -> Path:
-    """Damage the largest database file of `node` whose name ends with `suffix` (node stopped)."""
-    files = [p for p in damageable_files(node.data_dir / "rocksdb") if p.name.endswith(suffix)]
-    assert files, f"no *{suffix} file in {node.data_dir}"
+def repairing(node: NodeProcess) -> bool | None:
+    """The `repairing` flag of the node's reported damage; None when it reports none (or is down)."""
+    try:
+        return (health(node).get("damage") or {}).get("repairing")
+    except OSError:
+        return None
+
+
+def damage(node: NodeProcess, pattern: str, kind: str) -> Path:
+    """Damage the largest database file of `node` whose name matches `pattern` (node stopped)."""
+    files = [p for p in damageable_files(node.data_dir / "rocksdb") if fnmatch(p.name, pattern)]
+    assert files, f"no {pattern} file in {node.data_dir}"
     target = max(files, key=lambda p: p.stat().st_size)
     before = target.read_bytes()
     damage_file(target, kind, random.Random(7))
@@ -69,15 +78,17 @@ async def publish_all(client: QuorumqClient, prefix: str) -> None:
 
 async def repaired(victim: NodeProcess) -> None:
     await asyncio.to_thread(
-        wait_until, lambda: health(victim).get("damage", {}).get("repairing") is False, REPAIR_TIMEOUT_S,
+        wait_until,
+        lambda: repairing(victim) is False,
+        REPAIR_TIMEOUT_S,
         "the new incarnation to be rebound in every group",
     )
 
 
 CASES = {
-    "wal-bitflip": ("kill", ".log", "bitflip"),
-    "sst-bitflip": ("stop", ".sst", "bitflip"),
-    "manifest-zero": ("stop", "", "zero"),
+    "wal-bitflip": ("kill", "*.log", "bitflip"),
+    "sst-bitflip": ("stop", "*.sst", "bitflip"),
+    "manifest-zero": ("stop", "MANIFEST-*", "zero"),
 }
 
 
@@ -85,27 +96,25 @@ CASES = {
 async def test_damaged_store_is_set_aside_and_the_node_rejoins_as_a_new_incarnation_losing_nothing(
     cluster: ProcessCluster, case: str
 ) -> None:
-    how, suffix, kind = CASES[case]
+    how, pattern, kind = CASES[case]
     async with QuorumqClient(cluster.urls) as client:
         await client.declare(QUEUE, {"x-quorum-initial-group-size": 3})
         await publish_all(client, "m")
         victim = cluster.node((await client.health())["metadata_leader"])  # leads the metadata group
         before = registered_nodes(victim.url)[victim.name]["incarnation"]
         victim.kill() if how == "kill" else victim.stop()
-        if case == "manifest-zero":
-            (target,) = [p for p in damageable_files(victim.data_dir / "rocksdb") if p.name.startswith("MANIFEST")]
-            damage_file(target, kind, random.Random(7))
-        else:
-            target = damage(victim, suffix, kind)
+        target = damage(victim, pattern, kind)
         victim.start()
         await asyncio.to_thread(wait_healthy, [victim], 60)
         found = health(victim)["damage"]
         assert "Corruption" in found["reason"], found
-        assert (Path(found["moved_to"]) / target.name).exists(), found  # kept, never deleted
+        assert (Path(found["moved_to"]) / "rocksdb" / target.name).exists(), found  # kept, never deleted
         await repaired(victim)
         assert registered_nodes(victim.url)[victim.name]["incarnation"] not in ("", before)
         await asyncio.to_thread(
-            wait_until, lambda: local_queues(victim.url)[QUEUE]["messages_ready"] == MESSAGES, 30,
+            wait_until,
+            lambda: local_queues(victim.url)[QUEUE]["messages_ready"] == MESSAGES,
+            30,
             "the new replica to hold every message",
         )
         got = await client.get(QUEUE, MESSAGES, ack="auto")
@@ -122,18 +131,41 @@ async def test_damaged_store_acknowledges_nothing_until_rebound_and_quorum_statu
         victim, down = [n for n in cluster.nodes if n is not leader]
         down.stop()
         victim.kill()
-        damage(victim, ".log", "bitflip")
+        damage(victim, "*.log", "bitflip")
         victim.start()
-        await asyncio.to_thread(
-            wait_until, lambda: health(victim).get("damage", {}).get("repairing") is True, 30, "damage reported"
-        )
+        await asyncio.to_thread(wait_until, lambda: repairing(victim) is True, 30, "the damage reported")
         async with QuorumqClient([leader.url], timeout=3.0) as lonely:
             with pytest.raises(QuorumqError):  # the new incarnation counts for no commit
                 await lonely.publish(QUEUE, ["never-confirmed"])
-            rows = {r["node"]: r for r in (await lonely.members(QUEUE))["members"]}
-        assert rows[victim.name]["replaced"] == "incarnation changed", rows
         down.start()
+        marks = await marks_until_voter(client, victim.name)
+        assert "repairing: new incarnation" in marks, marks
         await repaired(victim)
         got = await client.get(QUEUE, MESSAGES + 1, ack="auto")
         bodies = {d.body for d in got}
         assert {f"m{i}".encode() for i in range(MESSAGES)} <= bodies, bodies
+
+
+async def marks_until_voter(client: QuorumqClient, member: str) -> set[str]:
+    """Poll the queue's members (what `quorum_status` prints) until `member` is a voter of its new
+    incarnation; returns how its row marked it meanwhile (replaced, learner, repairing)."""
+    marks: set[str] = set()
+    deadline = asyncio.get_running_loop().time() + REPAIR_TIMEOUT_S
+    while asyncio.get_running_loop().time() < deadline:
+        try:
+            rows = {r["node"]: r for r in (await client.members(QUEUE))["members"]}
+        except QuorumqError:
+            await asyncio.sleep(0.05)
+            continue
+        row = rows.get(member, {})
+        if row.get("replaced"):
+            marks.add(f"replaced: {row['replaced']}")
+        if row.get("membership") == "learner":
+            marks.add("learner")
+        if (row.get("repairing") or {}).get("reason", "").startswith("new incarnation"):
+            marks.add("repairing: new incarnation")
+        settled = row.get("membership") == "voter" and not row.get("repairing") and not row.get("replaced")
+        if settled and marks:
+            return marks
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{member} never became a voter again (marks seen: {marks})")
