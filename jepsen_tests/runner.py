@@ -30,7 +30,7 @@ class RunConfig:
     """What to run: workload seconds, nemesis families, seed, node count, queues (1-3 from the seed)."""
 
     duration: float = 60.0
-    nemeses: tuple[str, ...] = ("partition", "kill", "pause", "netem", "membership")
+    nemeses: tuple[str, ...] = ("partition", "kill", "pause", "netem", "membership", "corrupt")
     seed: int = 0
     nodes: int = 5
     queues: int | None = None
