@@ -3,6 +3,7 @@ lose nothing and dequeue nothing unexpected, with replicas that agree afterwards
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -28,3 +29,18 @@ def test_mixed_nemesis_schedule_loses_nothing(
     assert result.convergence.agreed, text
     assert result.verdict.enqueue_count > 100, text  # the workload really ran
     assert result.schedule, text
+
+
+@pytest.mark.timeout(150)
+def test_corrupt_schedule_loses_nothing(netns_ready: None, tmp_path: Path) -> None:
+    config = RunConfig(duration=30, seed=1, nodes=3, nemeses=("corrupt", "kill"), out_dir=tmp_path)
+    result = run(config, progress=print)
+    write_report(result)
+    text = verdict_text(result)
+    assert result.verdict.lost == [], text
+    assert result.verdict.unexpected == [], text
+    assert result.convergence.agreed, text
+    assert result.verdict.enqueue_count > 100, text
+    logged = [json.loads(line) for line in (result.run_dir / "nemesis.jsonl").read_text().splitlines()]
+    damaged = [f for f in logged if f.get("nemesis") == "corrupt" and " at " in f.get("description", "")]
+    assert damaged, logged  # at least one corrupt fault damaged a file

@@ -14,13 +14,12 @@ import json
 import random
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
 import pytest
-from membership_helpers import FAST_RECONCILE, local_queues, registered_nodes
+from membership_helpers import local_queues, registered_nodes
 
 from api.client import QuorumqClient, QuorumqError
 from cli.node_processes import NodeProcess, ProcessCluster, wait_healthy, wait_until
@@ -29,18 +28,6 @@ from jepsen_tests.file_damage import damage_file, damageable_files
 QUEUE = "damaged"
 MESSAGES = 40
 REPAIR_TIMEOUT_S = 60.0
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[ProcessCluster]:
-    running = ProcessCluster.start(tmp_path, 3, env=FAST_RECONCILE)
-    try:
-        yield running
-    except BaseException:
-        print(running.log_tails())
-        raise
-    finally:
-        running.stop()
 
 
 def health(node: NodeProcess) -> dict[str, Any]:
