@@ -362,26 +362,22 @@ class Node:
     def groups_not_rebound(self) -> list[str]:
         """The groups this node belongs to (the metadata's, and those of the queues listing it) that do not
         yet hold it as a voter of its own incarnation with nothing left to repair."""
-        assert self.host is not None and self.store is not None
         wanted = [META_GROUP] + [q.group for q in self.meta.state.queues.values() if self.name in q.members]
-        missing = []
-        for gid in wanted:
-            group = self.host.groups.get(gid)
-            conf = group.raft.status().conf if group is not None else None
-            if (
-                group is None
-                or conf is None
-                or self.name not in conf.voters
-                or conf.incarnation_of(self.name) != self.store.incarnation
-                or group.raft.repair is not None
-            ):
-                missing.append(gid)
-        return missing
+        return [gid for gid in wanted if not self._rebound(gid)]
+
+    def _rebound(self, gid: str) -> bool:
+        assert self.host is not None and self.store is not None
+        group = self.host.groups.get(gid)
+        if group is None:
+            return False
+        conf = group.raft.status().conf
+        mine = conf.incarnation_of(self.name) == self.store.incarnation
+        return self.name in conf.voters and mine and group.raft.repair is None
 
     def rebinding(self, gid: str) -> dict[str, Any] | None:
-        """Why a replica of this node is a new incarnation not yet rebound in group `gid`, for
-        `quorum_status`; None when it is, or no damage was found."""
-        if self.damage is None or gid not in self.groups_not_rebound():
+        """Why this node's replica in group `gid` is a new incarnation not yet rebound, for `quorum_status`;
+        None when it is rebound, or no damage was found."""
+        if self.damage is None or self._rebound(gid):
             return None
         reason = f"new incarnation: database damaged ({self.damage.reason})"
         return {"reason": reason, "index": None, "through": None}
