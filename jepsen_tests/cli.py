@@ -118,3 +118,7 @@ def check_command(run_dir: Path) -> None:
     click.echo(verdict.summary())
     if not verdict.valid:
         sys.exit(EXIT_INVALID)
+
+
+if __name__ == "__main__":
+    main()
