@@ -16,6 +16,7 @@ from jepsen_tests.checker import check_total_queue
 from jepsen_tests.history import read_history
 from jepsen_tests.hosts import CommandFailed, HostsUnavailable
 from jepsen_tests.nemesis import NEMESES
+from jepsen_tests.nemesis_log import read_fault_spans
 from jepsen_tests.report import verdict_text, write_report
 from jepsen_tests.runner import RunConfig, run
 
@@ -113,8 +114,10 @@ def run_command(
 @main.command("check")
 @click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False, exists=True))
 def check_command(run_dir: Path) -> None:
-    """Re-check RUN_DIR/history.jsonl with the total-queue checker."""
-    verdict = check_total_queue(read_history(run_dir / "history.jsonl"))
+    """Re-check RUN_DIR/history.jsonl (with the fault windows of RUN_DIR/nemesis.jsonl)."""
+    verdict = check_total_queue(
+        read_history(run_dir / "history.jsonl"), read_fault_spans(run_dir / "nemesis.jsonl")
+    )
     click.echo(verdict.summary())
     if not verdict.valid:
         sys.exit(EXIT_INVALID)

@@ -17,7 +17,7 @@ from jepsen_tests.convergence import Convergence, wait_for_convergence
 from jepsen_tests.history import HistoryWriter, read_history
 from jepsen_tests.hosts import HostsUnavailable, NetnsHosts, unavailable_reason
 from jepsen_tests.nemesis import nemeses_named
-from jepsen_tests.nemesis_log import NemesisLog
+from jepsen_tests.nemesis_log import NemesisLog, read_fault_spans
 from jepsen_tests.schedule import FaultWindow, plan_schedule
 from jepsen_tests.workload import Workload, WorkloadConfig, dead_letter_queue
 
@@ -54,7 +54,7 @@ class RunResult:
 
     @property
     def passed(self) -> bool:
-        """Nothing lost, nothing unexpected, and the replicas agree."""
+        """The checker found the history valid and the replicas agree."""
         return self.verdict.valid and self.convergence.agreed
 
 
@@ -87,7 +87,9 @@ def run(config: RunConfig, progress: Callable[[str], None] = print) -> RunResult
             if not config.keep_data:
                 for node in cluster.nodes:
                     shutil.rmtree(node.data_dir, ignore_errors=True)
-    verdict = check_total_queue(read_history(run_dir / "history.jsonl"))
+    verdict = check_total_queue(
+        read_history(run_dir / "history.jsonl"), read_fault_spans(run_dir / "nemesis.jsonl")
+    )
     return RunResult(run_dir, config, queues, schedule, verdict, convergence, drain_left)
 
 
