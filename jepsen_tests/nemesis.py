@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from jepsen_tests.client_nemesis import ClientNemesis
 from jepsen_tests.cluster import JepsenCluster
 from jepsen_tests.network_faults import apply_grudge, degrade_link, heal_partitions, restore_link
 from jepsen_tests.partitions import SHAPES, shapes_for
@@ -160,7 +161,14 @@ class MembershipNemesis:
 
 NEMESES: dict[str, Nemesis] = {
     nemesis.name: nemesis
-    for nemesis in (PartitionNemesis(), KillNemesis(), PauseNemesis(), NetemNemesis(), MembershipNemesis())
+    for nemesis in (
+        PartitionNemesis(),
+        KillNemesis(),
+        PauseNemesis(),
+        NetemNemesis(),
+        MembershipNemesis(),
+        ClientNemesis(),
+    )
 }
 
 

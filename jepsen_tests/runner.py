@@ -30,7 +30,7 @@ class RunConfig:
     """What to run: workload seconds, nemesis families, seed, node count, queues (1-3 from the seed)."""
 
     duration: float = 60.0
-    nemeses: tuple[str, ...] = ("partition", "kill", "pause", "netem", "membership")
+    nemeses: tuple[str, ...] = ("partition", "kill", "pause", "netem", "membership", "client")
     seed: int = 0
     nodes: int = 5
     queues: int | None = None
@@ -136,6 +136,7 @@ async def exercise(
     workload = Workload(
         cluster.urls, history, WorkloadConfig(queues, config.publishers, config.consumers), rng
     )
+    cluster.clients = workload
     stop = asyncio.Event()
     clients = asyncio.create_task(workload.run(stop))
     try:
