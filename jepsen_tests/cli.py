@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import signal
 import sys
 from importlib.metadata import version
@@ -89,10 +90,11 @@ def run_command(
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, _interrupt)
     failed = []
+    command = shlex.join(["quorumq-jepsen", *sys.argv[1:]])
     for run_seed in range(seed, seed + repeat):
         config = RunConfig(duration, nemeses, run_seed, nodes, queues, out_dir=out_dir, keep_data=keep_data)
         try:
-            result = run(config, progress=lambda line: click.echo(line, err=True))
+            result = run(config, progress=lambda line: click.echo(line, err=True), command=command)
         except HostsUnavailable as exc:
             click.echo(f"cannot run the fault suite here: {exc}", err=True)
             sys.exit(EXIT_UNAVAILABLE)
