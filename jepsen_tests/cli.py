@@ -82,7 +82,7 @@ def run_command(
     out_dir: Path,
     keep_data: bool,
 ) -> None:
-    """Run schedules; prints each verdict and exits 1 if any lost or unexpected value was found."""
+    """Run schedules; prints each verdict and exits 1 if any run failed its check or broke off."""
     # A process started in the background of a non-interactive shell inherits SIGINT ignored; put
     # Python's own handler back so Ctrl-C stops the run. It must be `default_int_handler` itself:
     # asyncio.run then takes SIGINT over and cancels the run cleanly, where a handler raising at an
