@@ -33,7 +33,7 @@ from api.client_errors import (
     RejectedPublishError,
 )
 from api.client_messages import Delivery
-from jepsen_tests.client_life import CRASHED, CrashableClient, CrashedClient
+from jepsen_tests.client_life import CRASHED, CrashableClient, CrashedClient, Life
 from jepsen_tests.history import HistoryWriter, OpType
 
 DEFINITE_PUBLISH_FAILURES = (
@@ -92,21 +92,18 @@ class Workload:
     async def run(self, stop: asyncio.Event) -> None:
         """Run every client until `stop` is set."""
         self._loop = asyncio.get_running_loop()
-        publisher, consumer = PROCESS_PREFIXES["publisher"], PROCESS_PREFIXES["consumer"]
-        lives = {
-            f"{publisher}{i}": functools.partial(self._publisher, f"{publisher}{i}", rng, stop)
-            for i, rng in enumerate(self._client_rngs(self.config.publishers))
-        } | {
-            f"{consumer}{i}": functools.partial(
-                self._consumer, f"{consumer}{i}", self.config.queues[i % len(self.config.queues)], rng, stop
+        queues = self.config.queues
+        lives: dict[str, Life] = {}
+        for i in range(self.config.publishers):
+            name = f"{PROCESS_PREFIXES['publisher']}{i}"
+            lives[name] = functools.partial(self._publisher, name, random.Random(self.rng.random()), stop)
+        for i in range(self.config.consumers):
+            name, queue = f"{PROCESS_PREFIXES['consumer']}{i}", queues[i % len(queues)]
+            lives[name] = functools.partial(
+                self._consumer, name, queue, random.Random(self.rng.random()), stop
             )
-            for i, rng in enumerate(self._client_rngs(self.config.consumers))
-        }
         self._clients = {name: CrashableClient(name, life, self._client) for name, life in lives.items()}
         await asyncio.gather(*(client.run(stop) for client in self._clients.values()))
-
-    def _client_rngs(self, count: int) -> list[random.Random]:
-        return [random.Random(self.rng.random()) for _ in range(count)]
 
     def crash_client(self, role: str, rng: random.Random) -> CrashedClient:
         """From another thread (the nemesis'): crash one running publisher or consumer, drawn with `rng`,
