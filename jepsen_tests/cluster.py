@@ -8,6 +8,7 @@ from pathlib import Path
 from api.client import SyncClient
 from api.client_errors import QuorumqError
 from cli.node_processes import NodeProcess, ProcessCluster, plan_cluster, wait_healthy, wait_until
+from jepsen_tests.client_life import ClientCrasher
 from jepsen_tests.hosts import Host, NetnsHosts
 from jepsen_tests.network_faults import heal_partitions, restore_link
 
@@ -31,6 +32,7 @@ class JepsenCluster:
             )
         )
         self.paused: set[str] = set()
+        self.clients: ClientCrasher | None = None  # the running workload, for the `client` nemesis
 
     @property
     def nodes(self) -> list[NodeProcess]:

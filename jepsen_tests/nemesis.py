@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from jepsen_tests.client_nemesis import ClientNemesis
 from jepsen_tests.cluster import JepsenCluster
 from jepsen_tests.corrupt_nemesis import CorruptNemesis
 from jepsen_tests.network_faults import apply_grudge, degrade_link, heal_partitions, restore_link
@@ -168,6 +169,7 @@ NEMESES: dict[str, Nemesis] = {
         NetemNemesis(),
         MembershipNemesis(),
         CorruptNemesis(),
+        ClientNemesis(),
     )
 }
 
