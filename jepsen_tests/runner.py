@@ -30,7 +30,7 @@ class RunConfig:
     """What to run: workload seconds, nemesis families, seed, node count, queues (1-3 from the seed)."""
 
     duration: float = 60.0
-    nemeses: tuple[str, ...] = ("partition", "kill", "pause", "netem", "membership")
+    nemeses: tuple[str, ...] = ("partition", "kill", "pause", "netem", "membership", "clock")
     seed: int = 0
     nodes: int = 5
     queues: int | None = None
@@ -70,7 +70,7 @@ def run(config: RunConfig, progress: Callable[[str], None] = print) -> RunResult
     schedule = plan_schedule(config.seed, config.duration, config.nemeses)
     progress(f"run {run_dir}: {config.nodes} nodes, queues {', '.join(queues)}, {len(schedule)} faults")
     with NetnsHosts(config.nodes) as hosts:
-        cluster = JepsenCluster(hosts, run_dir / "data")
+        cluster = JepsenCluster(hosts, run_dir / "data", fake_clocks="clock" in config.nemeses)
         try:
             cluster.start_all()
             declare_queues(cluster, queues)
