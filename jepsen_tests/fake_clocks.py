@@ -1,14 +1,18 @@
 """Per-node wall-clock offsets through libfaketime (Debian `libfaketime`), changed while nodes run.
 
 Each node is started with libfaketime preloaded and its own timestamp file holding an offset such as
-`+3600s`; the library re-reads the file on every clock read (`FAKETIME_NO_CACHE`), so writing the
-file jumps that node's wall clock at once. Monotonic clocks are left alone
+`+3600s`; the library re-reads the file at most every CACHE_S seconds, so writing the file jumps that
+node's wall clock within about a second. Monotonic clocks are left alone
 (`FAKETIME_DONT_FAKE_MONOTONIC`): only the wall clock moves, as when NTP steps it or a VM resumes.
 
-libfaketime 0.9.10 (Debian 12) fails `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)` with EINVAL
-when monotonic time is not faked (upstream issue #426), which breaks Python's `time.sleep` in the
-process; the node never calls it (asyncio waits in epoll), and the nemesis tests prove the node
-keeps working under the library.
+Two bugs of libfaketime 0.9.10 (Debian 12) with monotonic time not faked, found here:
+- a `pthread_cond_timedwait` on a monotonic condition variable times out at once (fixed upstream in
+  2025, PR #503). Python's GIL waits on one, so every hand-over between threads spun and the node
+  ran ten times slower; `FAKETIME_WAIT_MS` makes such a wait last COND_WAIT_MS (the GIL's own
+  switch interval; a timed wait may always wake early), which restores the normal speed.
+- `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)` fails with EINVAL (upstream issue #426), which
+  breaks Python's `time.sleep`; the node never calls it (asyncio waits in epoll), and the nemesis
+  tests prove the node keeps working under the library.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from pathlib import Path
 
 LIBRARY_GLOB = "/usr/lib/*/faketime/libfaketime.so.1"
 INSTALL_HINT = "apt-get install faketime libfaketime"
+CACHE_S = 1
+COND_WAIT_MS = 5
 
 
 def libfaketime() -> Path | None:
@@ -51,8 +57,9 @@ class FakeClocks:
             **os.environ,
             "LD_PRELOAD": str(self.library),
             "FAKETIME_TIMESTAMP_FILE": str(self.file(name)),
-            "FAKETIME_NO_CACHE": "1",
+            "FAKETIME_CACHE_DURATION": str(CACHE_S),
             "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+            "FAKETIME_WAIT_MS": str(COND_WAIT_MS),
         }
 
     def shift(self, name: str, seconds: int) -> None:

@@ -23,6 +23,7 @@ from jepsen_tests.workload import Workload, WorkloadConfig, dead_letter_queue
 
 DRAIN_TIMEOUT_S = 90.0
 CONVERGENCE_TIMEOUT_S = 30.0
+HONEST_TTL_MARGIN_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -51,11 +52,12 @@ class RunResult:
     verdict: TotalQueueVerdict
     convergence: Convergence
     drain_left: dict[str, int] = field(default_factory=dict)
+    expired: dict[str, int] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
-        """Nothing lost, nothing unexpected, and the replicas agree."""
-        return self.verdict.valid and self.convergence.agreed
+        """Nothing lost, nothing unexpected, nothing expired early, and the replicas agree."""
+        return self.verdict.valid and self.convergence.agreed and not any(self.expired.values())
 
 
 def run(config: RunConfig, progress: Callable[[str], None] = print) -> RunResult:
@@ -73,11 +75,11 @@ def run(config: RunConfig, progress: Callable[[str], None] = print) -> RunResult
         cluster = JepsenCluster(hosts, run_dir / "data", fake_clocks="clock" in config.nemeses)
         try:
             cluster.start_all()
-            declare_queues(cluster, queues)
+            declare_queues(cluster, queues, honest_ttl_ms(config.duration))
             progress(f"cluster ready on bridge {hosts.bridge}; workload and nemeses running")
             history = HistoryWriter(run_dir / "history.jsonl")
             try:
-                drain_left, convergence = asyncio.run(
+                drain_left, expired, convergence = asyncio.run(
                     exercise(cluster, queues, schedule, config, history, rng, progress)
                 )
             finally:
@@ -88,7 +90,7 @@ def run(config: RunConfig, progress: Callable[[str], None] = print) -> RunResult
                 for node in cluster.nodes:
                     shutil.rmtree(node.data_dir, ignore_errors=True)
     verdict = check_total_queue(read_history(run_dir / "history.jsonl"))
-    return RunResult(run_dir, config, queues, schedule, verdict, convergence, drain_left)
+    return RunResult(run_dir, config, queues, schedule, verdict, convergence, drain_left, expired)
 
 
 def new_run_dir(config: RunConfig) -> Path:
@@ -102,9 +104,15 @@ def new_run_dir(config: RunConfig) -> Path:
     return run_dir
 
 
-def declare_queues(cluster: JepsenCluster, queues: Sequence[str]) -> None:
-    """Declare each queue with a replica on every node, so every fault touches it, and an
-    at-least-once dead-letter queue that the workload's rejections go to."""
+def honest_ttl_ms(duration: float) -> int:
+    """A message TTL no message reaches in an honest run of `duration` seconds (drain included)."""
+    return int((HONEST_TTL_MARGIN_S + 2 * duration) * 1000)
+
+
+def declare_queues(cluster: JepsenCluster, queues: Sequence[str], ttl_ms: int) -> None:
+    """Declare each queue with a replica on every node, so every fault touches it, an at-least-once
+    dead-letter queue that the workload's rejections go to, and a TTL (`honest_ttl_ms`) that only
+    leader time running ahead (a clock fault) can reach: `expired_early` counts such expiries."""
     size = {"x-quorum-initial-group-size": len(cluster.nodes)}
     with SyncClient(cluster.urls, timeout=30.0) as client:
         for queue in queues:
@@ -116,6 +124,7 @@ def declare_queues(cluster: JepsenCluster, queues: Sequence[str]) -> None:
                     "x-dead-letter-queue": dead_letter_queue(queue),
                     "x-dead-letter-strategy": "at-least-once",
                     "x-overflow": "reject-publish",
+                    "x-message-ttl": ttl_ms,
                 },
             )
 
@@ -128,8 +137,9 @@ async def exercise(
     history: HistoryWriter,
     rng: random.Random,
     progress: Callable[[str], None],
-) -> tuple[dict[str, int], Convergence]:
-    """Workload under the schedule, then heal, wait for quorum, drain and compare the replicas."""
+) -> tuple[dict[str, int], dict[str, int], Convergence]:
+    """Workload under the schedule, then heal, wait for quorum, drain, count early expiries and compare
+    the replicas."""
     log = NemesisLog(history.path.with_name("nemesis.jsonl"), history.now)
     workload = Workload(
         cluster.urls, history, WorkloadConfig(queues, config.publishers, config.consumers), rng
@@ -150,9 +160,21 @@ async def exercise(
     progress("draining")
     drain_left = await workload.drain(DRAIN_TIMEOUT_S)
     log.write("drained", left=drain_left)
+    expired = await asyncio.to_thread(expired_early, cluster, queues)
     node_urls = {node.name: node.url for node in cluster.nodes}
     convergence = await wait_for_convergence(node_urls, queues, CONVERGENCE_TIMEOUT_S)
-    return drain_left, convergence
+    return drain_left, expired, convergence
+
+
+def expired_early(cluster: JepsenCluster, queues: Sequence[str]) -> dict[str, int]:
+    """Messages each work queue expired (dead-lettered or dropped as `expired`): its TTL outlasts an
+    honest run, so any is a message expired early, which the dead-letter drain would otherwise hide."""
+    with SyncClient(cluster.urls, timeout=30.0) as client:
+        stats = {queue: client.queue(queue) for queue in queues}
+    return {
+        queue: row["dead_lettered"].get("expired", 0) + row["dropped"].get("expired", 0)
+        for queue, row in stats.items()
+    }
 
 
 async def run_schedule(

@@ -59,6 +59,18 @@ def wall_offset_s(url: str) -> float:
     return stamped - time.time()
 
 
+def shift(cluster: JepsenCluster, name: str, seconds: int) -> None:
+    """Set a node's clock `seconds` off and wait until the node's `Date` header shows it."""
+    assert cluster.clocks is not None
+    cluster.clocks.shift(name, seconds)
+    wait_until(
+        lambda: abs(wall_offset_s(cluster.node(name).url) - seconds) < 3,
+        10,
+        f"{name}'s clock to read {seconds:+d}s",
+        cluster.nodes,
+    )
+
+
 def declare(cluster: JepsenCluster, queue: str, ttl_ms: int) -> None:
     with SyncClient(cluster.urls, timeout=30.0) as client:
         client.declare(queue, {"x-quorum-initial-group-size": 3, "x-message-ttl": ttl_ms})
@@ -96,12 +108,11 @@ def test_the_nemesis_moves_the_wall_clock_and_not_the_monotonic_one(clocks_heale
         offset = clocks.offset(victim)
         assert abs(offset) >= 5 and fault.kind in ClockNemesis.variants
         if fault.kind != "jump":
-            assert abs(wall_offset_s(cluster.node(victim).url) - offset) < 3
+            shift(cluster, victim, offset)  # the nemesis's offset shows in the running node
         for other in cluster.names:
             if other != victim:
                 assert abs(wall_offset_s(cluster.node(other).url)) < 3
-        clocks.shift(victim, HOUR_S)
-        assert abs(wall_offset_s(cluster.node(victim).url) - HOUR_S) < 3  # at once, while it runs
+        shift(cluster, victim, HOUR_S)
         # The node's own environment in a fresh process: the wall clock moved, the monotonic one did not.
         probe = subprocess.run(
             [sys.executable, "-c", CLOCK_PROBE], env=clocks.env(victim), capture_output=True, check=True
@@ -112,7 +123,7 @@ def test_the_nemesis_moves_the_wall_clock_and_not_the_monotonic_one(clocks_heale
     finally:
         fault.heal()
     assert clocks.offset(victim) == 0
-    assert abs(wall_offset_s(cluster.node(victim).url)) < 3
+    shift(cluster, victim, 0)
     assert cluster.node(victim).healthy()
 
 
@@ -120,30 +131,27 @@ def test_nodes_forward_to_and_from_a_node_whose_clock_jumped(clocks_healed: Jeps
     """Node assertions are timed by the steady clock (`cluster/steady_clock.py`): with the wall clock,
     every request forwarded to or from the skewed node was refused as `invalid node assertion`."""
     cluster, queue = clocks_healed, "forwarded"
-    assert cluster.clocks is not None
     declare(cluster, queue, ttl_ms=60_000)
     leader = cluster.queue_leader(queue)
     for skewed, seconds in ((leader, HOUR_S), (leader, -HOUR_S), (cluster.names[-1], HOUR_S)):
         assert skewed is not None
-        cluster.clocks.shift(skewed, seconds)
+        shift(cluster, skewed, seconds)
         for node in cluster.nodes:  # each asks the leader: a forward unless it leads
             with SyncClient([node.url], timeout=10.0) as client:
                 assert client.queue(queue)["leader"] == leader
                 client.publish(queue, [b"x"])
-        cluster.clocks.shift(skewed, 0)
+        shift(cluster, skewed, 0)
 
 
 def test_ttl_messages_survive_their_leaders_clock_jumping_an_hour_forward(
     clocks_healed: JepsenCluster,
 ) -> None:
     cluster, queue = clocks_healed, "ttl-forward"
-    assert cluster.clocks is not None
     declare(cluster, queue, ttl_ms=60_000)
     publish(cluster, queue, range(50))
     leader = cluster.queue_leader(queue)
     assert leader is not None
-    cluster.clocks.shift(leader, HOUR_S)
-    assert abs(wall_offset_s(cluster.node(leader).url) - HOUR_S) < 3
+    shift(cluster, leader, HOUR_S)
     publish(cluster, queue, range(50, 60))  # stamped by the leader whose clock is an hour ahead
     stats = queue_stats(cluster, queue)
     assert stats["messages"] == 60 and not stats["dropped"], stats
@@ -152,12 +160,11 @@ def test_ttl_messages_survive_their_leaders_clock_jumping_an_hour_forward(
 
 def test_a_new_leader_an_hour_ahead_expires_nothing(clocks_healed: JepsenCluster) -> None:
     cluster, queue = clocks_healed, "ttl-new-leader"
-    assert cluster.clocks is not None
     declare(cluster, queue, ttl_ms=60_000)
     publish(cluster, queue, range(30))
     leader = cluster.queue_leader(queue)
     ahead = next(n for n in cluster.names if n != leader)
-    cluster.clocks.shift(ahead, HOUR_S)
+    shift(cluster, ahead, HOUR_S)
     with SyncClient(cluster.urls, timeout=30.0) as client:
         client.transfer_leader(queue, ahead)
     wait_until(lambda: cluster.queue_leader(queue) == ahead, 30, f"{ahead} to lead {queue}", cluster.nodes)
@@ -169,12 +176,11 @@ def test_a_new_leader_an_hour_ahead_expires_nothing(clocks_healed: JepsenCluster
 
 def test_a_leader_clock_jumping_back_an_hour_does_not_freeze_expiry(clocks_healed: JepsenCluster) -> None:
     cluster, queue = clocks_healed, "ttl-backward"
-    assert cluster.clocks is not None
     declare(cluster, queue, ttl_ms=2_000)
     publish(cluster, queue, range(1))
     leader = cluster.queue_leader(queue)
     assert leader is not None
-    cluster.clocks.shift(leader, -HOUR_S)
+    shift(cluster, leader, -HOUR_S)
     publish(cluster, queue, range(1, 6))
 
     def expired() -> bool:
