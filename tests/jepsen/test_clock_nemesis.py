@@ -15,15 +15,14 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from conftest import running_cluster
 
 from api.client import SyncClient
 from cli.node_processes import wait_until
 from jepsen_tests.clock_nemesis import ClockNemesis
 from jepsen_tests.cluster import JepsenCluster
-from jepsen_tests.hosts import NetnsHosts
 
 pytestmark = pytest.mark.faults
 
@@ -34,14 +33,8 @@ CLOCK_PROBE = "import json, time; print(json.dumps([time.time(), time.monotonic(
 @pytest.fixture(scope="module")
 def clock_cluster(netns_ready: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[JepsenCluster]:
     """Three nodes in namespaces, each under a fake wall clock the test moves."""
-    data_dir: Path = tmp_path_factory.mktemp("clock-cluster")
-    with NetnsHosts(3) as hosts:
-        cluster = JepsenCluster(hosts, data_dir, fake_clocks=True)
-        try:
-            cluster.start_all()
-            yield cluster
-        finally:
-            cluster.stop_all()
+    with running_cluster(tmp_path_factory.mktemp("clock-cluster"), fake_clocks=True) as cluster:
+        yield cluster
 
 
 @pytest.fixture
@@ -90,6 +83,14 @@ def drain(cluster: JepsenCluster, queue: str) -> list[int]:
         while batch := client.get(queue, count=100, ack="auto"):
             taken += [int(d.body) for d in batch]
     return taken
+
+
+def publish_and_keep_all(cluster: JepsenCluster, queue: str, values: range) -> None:
+    """Publish `values` after 0..start-1; every value must still be in the queue, then come out in order."""
+    publish(cluster, queue, values)
+    stats = queue_stats(cluster, queue)
+    assert stats["messages"] == values.stop and not stats["dropped"], stats
+    assert drain(cluster, queue) == list(range(values.stop))
 
 
 def queue_stats(cluster: JepsenCluster, queue: str) -> dict:
@@ -152,10 +153,7 @@ def test_ttl_messages_survive_their_leaders_clock_jumping_an_hour_forward(
     leader = cluster.queue_leader(queue)
     assert leader is not None
     shift(cluster, leader, HOUR_S)
-    publish(cluster, queue, range(50, 60))  # stamped by the leader whose clock is an hour ahead
-    stats = queue_stats(cluster, queue)
-    assert stats["messages"] == 60 and not stats["dropped"], stats
-    assert drain(cluster, queue) == list(range(60))
+    publish_and_keep_all(cluster, queue, range(50, 60))  # stamped by a leader an hour ahead
 
 
 def test_a_new_leader_an_hour_ahead_expires_nothing(clocks_healed: JepsenCluster) -> None:
@@ -168,10 +166,7 @@ def test_a_new_leader_an_hour_ahead_expires_nothing(clocks_healed: JepsenCluster
     with SyncClient(cluster.urls, timeout=30.0) as client:
         client.transfer_leader(queue, ahead)
     wait_until(lambda: cluster.queue_leader(queue) == ahead, 30, f"{ahead} to lead {queue}", cluster.nodes)
-    publish(cluster, queue, range(30, 40))
-    stats = queue_stats(cluster, queue)
-    assert stats["messages"] == 40 and not stats["dropped"], stats
-    assert drain(cluster, queue) == list(range(40))
+    publish_and_keep_all(cluster, queue, range(30, 40))
 
 
 def test_a_leader_clock_jumping_back_an_hour_does_not_freeze_expiry(clocks_healed: JepsenCluster) -> None:
