@@ -110,21 +110,22 @@ def honest_ttl_ms(duration: float) -> int:
 
 
 def declare_queues(cluster: JepsenCluster, queues: Sequence[str], ttl_ms: int) -> None:
-    """Declare each queue with a replica on every node, so every fault touches it, an at-least-once
-    dead-letter queue that the workload's rejections go to, and a TTL (`honest_ttl_ms`) that only
-    leader time running ahead (a clock fault) can reach: `expired_early` counts such expiries."""
-    size = {"x-quorum-initial-group-size": len(cluster.nodes)}
+    """Declare each queue with a replica on every node, so every fault touches it, and an
+    at-least-once dead-letter queue that the workload's rejections go to. Both get a TTL
+    (`honest_ttl_ms`) that only leader time running ahead (a clock fault) can reach; the dead-letter
+    queue, read only by the final drain, holds a backlog of ready messages for such a fault to
+    expire. `expired_early` counts expiries."""
+    common = {"x-quorum-initial-group-size": len(cluster.nodes), "x-message-ttl": ttl_ms}
     with SyncClient(cluster.urls, timeout=30.0) as client:
         for queue in queues:
-            client.declare(dead_letter_queue(queue), size)
+            client.declare(dead_letter_queue(queue), common)
             client.declare(
                 queue,
                 {
-                    **size,
+                    **common,
                     "x-dead-letter-queue": dead_letter_queue(queue),
                     "x-dead-letter-strategy": "at-least-once",
                     "x-overflow": "reject-publish",
-                    "x-message-ttl": ttl_ms,
                 },
             )
 
@@ -160,15 +161,17 @@ async def exercise(
     progress("draining")
     drain_left = await workload.drain(DRAIN_TIMEOUT_S)
     log.write("drained", left=drain_left)
-    expired = await asyncio.to_thread(expired_early, cluster, queues)
+    every_queue = [*queues, *(dead_letter_queue(q) for q in queues)]
+    expired = await asyncio.to_thread(expired_early, cluster, every_queue)
     node_urls = {node.name: node.url for node in cluster.nodes}
     convergence = await wait_for_convergence(node_urls, queues, CONVERGENCE_TIMEOUT_S)
     return drain_left, expired, convergence
 
 
 def expired_early(cluster: JepsenCluster, queues: Sequence[str]) -> dict[str, int]:
-    """Messages each work queue expired (dead-lettered or dropped as `expired`): its TTL outlasts an
-    honest run, so any is a message expired early, which the dead-letter drain would otherwise hide."""
+    """Messages each queue expired (dead-lettered or dropped as `expired`): its TTL outlasts an honest
+    run, so any is a message expired early, which the dead-letter drain would otherwise hide (a
+    dead-letter queue's expired messages are also lost values for the checker)."""
     with SyncClient(cluster.urls, timeout=30.0) as client:
         stats = {queue: client.queue(queue) for queue in queues}
     return {
