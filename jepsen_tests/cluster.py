@@ -34,8 +34,9 @@ class JepsenCluster:
         )
         self.paused: set[str] = set()
         self.clocks = FakeClocks(data_dir / "clocks", self.names) if fake_clocks else None
-        for node in self.nodes:
-            node.env = self.clocks.env(node.name) if self.clocks else node.env
+        if self.clocks is not None:
+            for node in self.nodes:
+                node.env = self.clocks.env(node.name)
 
     @property
     def nodes(self) -> list[NodeProcess]:
