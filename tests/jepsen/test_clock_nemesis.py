@@ -85,6 +85,15 @@ def drain(cluster: JepsenCluster, queue: str) -> list[int]:
     return taken
 
 
+def filled_queue(cluster: JepsenCluster, queue: str, ttl_ms: int, values: range) -> str:
+    """Declare `queue` with a TTL, publish `values` into it, and return its leader."""
+    declare(cluster, queue, ttl_ms)
+    publish(cluster, queue, values)
+    leader = cluster.queue_leader(queue)
+    assert leader is not None
+    return leader
+
+
 def publish_and_keep_all(cluster: JepsenCluster, queue: str, values: range) -> None:
     """Publish `values` after 0..start-1; every value must still be in the queue, then come out in order."""
     publish(cluster, queue, values)
@@ -148,10 +157,7 @@ def test_ttl_messages_survive_their_leaders_clock_jumping_an_hour_forward(
     clocks_healed: JepsenCluster,
 ) -> None:
     cluster, queue = clocks_healed, "ttl-forward"
-    declare(cluster, queue, ttl_ms=60_000)
-    publish(cluster, queue, range(50))
-    leader = cluster.queue_leader(queue)
-    assert leader is not None
+    leader = filled_queue(cluster, queue, 60_000, range(50))
     shift(cluster, leader, HOUR_S)
     publish_and_keep_all(cluster, queue, range(50, 60))  # stamped by a leader an hour ahead
 
@@ -163,10 +169,7 @@ def test_seed118_n3_clock_back_then_forward_hours_on_a_leader_expires_no_backlog
     healed, then 12 h ahead. With the wall clock as the stamp it lost 32 values, the dead-letter
     queues' ready backlog (TTL 640 s) expiring at the first command of the forward jump."""
     cluster, queue = clocks_healed, "seed118"
-    declare(cluster, queue, ttl_ms=640_000)
-    publish(cluster, queue, range(20))
-    leader = cluster.queue_leader(queue)
-    assert leader is not None
+    leader = filled_queue(cluster, queue, 640_000, range(20))
     shift(cluster, leader, -70_091)
     publish(cluster, queue, range(20, 30))
     shift(cluster, leader, 0)
@@ -176,9 +179,7 @@ def test_seed118_n3_clock_back_then_forward_hours_on_a_leader_expires_no_backlog
 
 def test_a_new_leader_an_hour_ahead_expires_nothing(clocks_healed: JepsenCluster) -> None:
     cluster, queue = clocks_healed, "ttl-new-leader"
-    declare(cluster, queue, ttl_ms=60_000)
-    publish(cluster, queue, range(30))
-    leader = cluster.queue_leader(queue)
+    leader = filled_queue(cluster, queue, 60_000, range(30))
     ahead = next(n for n in cluster.names if n != leader)
     shift(cluster, ahead, HOUR_S)
     with SyncClient(cluster.urls, timeout=30.0) as client:
@@ -189,10 +190,7 @@ def test_a_new_leader_an_hour_ahead_expires_nothing(clocks_healed: JepsenCluster
 
 def test_a_leader_clock_jumping_back_an_hour_does_not_freeze_expiry(clocks_healed: JepsenCluster) -> None:
     cluster, queue = clocks_healed, "ttl-backward"
-    declare(cluster, queue, ttl_ms=2_000)
-    publish(cluster, queue, range(1))
-    leader = cluster.queue_leader(queue)
-    assert leader is not None
+    leader = filled_queue(cluster, queue, 2_000, range(1))
     shift(cluster, leader, -HOUR_S)
     publish(cluster, queue, range(1, 6))
 
