@@ -6,8 +6,8 @@ node's wall clock within about a second. Monotonic clocks are left alone
 (`FAKETIME_DONT_FAKE_MONOTONIC`): only the wall clock moves, as when NTP steps it or a VM resumes.
 
 Two bugs of libfaketime 0.9.10 (Debian 12) with monotonic time not faked, found here:
-- a `pthread_cond_timedwait` on a monotonic condition variable times out at once (fixed upstream in
-  2025, PR #503). Python's GIL waits on one, so every hand-over between threads spun and the node
+- a `pthread_cond_timedwait` on a monotonic condition variable times out early (fixed upstream in
+  2025, PR #503). Python's GIL waits on one, so hand-overs between threads went wrong and the node
   ran ten times slower; `FAKETIME_WAIT_MS` makes such a wait last COND_WAIT_MS (the GIL's own
   switch interval; a timed wait may always wake early), which restores the normal speed.
 - `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)` fails with EINVAL (upstream issue #426), which

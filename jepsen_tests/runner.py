@@ -14,6 +14,7 @@ from api.client import SyncClient
 from jepsen_tests.checker import TotalQueueVerdict, check_total_queue
 from jepsen_tests.cluster import JepsenCluster
 from jepsen_tests.convergence import Convergence, wait_for_convergence
+from jepsen_tests.fake_clocks import INSTALL_HINT, libfaketime
 from jepsen_tests.history import HistoryWriter, read_history
 from jepsen_tests.hosts import HostsUnavailable, NetnsHosts, unavailable_reason
 from jepsen_tests.nemesis import nemeses_named
@@ -64,6 +65,8 @@ def run(config: RunConfig, progress: Callable[[str], None] = print) -> RunResult
     """Run one schedule end to end; raises HostsUnavailable when this machine cannot host it."""
     nemeses_named(config.nemeses)
     reason = unavailable_reason()
+    if not reason and "clock" in config.nemeses and libfaketime() is None:
+        reason = f"the clock nemesis needs libfaketime ({INSTALL_HINT})"
     if reason:
         raise HostsUnavailable(reason)
     run_dir = new_run_dir(config)

@@ -23,6 +23,7 @@ from api.client import SyncClient
 from cli.node_processes import wait_until
 from jepsen_tests.clock_nemesis import ClockNemesis
 from jepsen_tests.cluster import JepsenCluster
+from jepsen_tests.fake_clocks import INSTALL_HINT, libfaketime
 
 pytestmark = pytest.mark.faults
 
@@ -33,6 +34,9 @@ CLOCK_PROBE = "import json, time; print(json.dumps([time.time(), time.monotonic(
 @pytest.fixture(scope="module")
 def clock_cluster(netns_ready: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[JepsenCluster]:
     """Three nodes in namespaces, each under a fake wall clock the test moves."""
+    if libfaketime() is None:
+        print(f"clock tests skipped: libfaketime is not installed ({INSTALL_HINT})")
+        pytest.skip(f"libfaketime is not installed ({INSTALL_HINT})")
     with running_cluster(tmp_path_factory.mktemp("clock-cluster"), fake_clocks=True) as cluster:
         yield cluster
 
