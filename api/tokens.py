@@ -10,11 +10,11 @@ import base64
 import binascii
 import hashlib
 import hmac
-import time
 
 import msgpack
 
 from cluster.peer_auth import derived_key
+from cluster.steady_clock import steady_wall_ms
 from cluster.users import UserRecord, password_generation
 
 PREFIX = "qq1"
@@ -37,7 +37,7 @@ def _mac(secret: str, payload: str) -> str:
 
 def issue_token(secret: str, record: UserRecord, ttl_s: int, now_s: float | None = None) -> tuple[str, int]:
     """A token for `record` valid `ttl_s` seconds, and its expiry in ms since the epoch."""
-    now_s = time.time() if now_s is None else now_s
+    now_s = steady_wall_ms() / 1000 if now_s is None else now_s
     expires_ms = int((now_s + ttl_s) * 1000)
     payload = _b64(msgpack.packb([record.name, expires_ms, password_generation(record.password_hash)]))
     return f"{PREFIX}.{payload}.{_mac(secret, payload)}", expires_ms
@@ -57,7 +57,7 @@ def verify_token(
         name, expires_ms, generation = msgpack.unpackb(_unb64(payload), raw=False)
     except (ValueError, TypeError, binascii.Error, msgpack.UnpackException):
         return None
-    now_s = time.time() if now_s is None else now_s
+    now_s = steady_wall_ms() / 1000 if now_s is None else now_s
     record = users.get(name) if isinstance(name, str) else None
     if record is None or not isinstance(expires_ms, int) or expires_ms <= now_s * 1000:
         return None

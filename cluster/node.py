@@ -25,6 +25,7 @@ from cluster.config import Address, NodeConfig
 from cluster.dead_letter import dead_letter_messages
 from cluster.dlx_worker import DeadLetterWorker
 from cluster.errors import BadRequest, NotLeader, QueueConflict, QueueNotFound
+from cluster.leader_clock import LeaderClock
 from cluster.membership import Membership
 from cluster.metadata import NodeInfo, QueueInfo
 from cluster.metadata_app import MetadataApp
@@ -57,7 +58,7 @@ RELAY_EVERY_S = 0.5
 
 
 def wall_clock_ms() -> int:
-    """Milliseconds since the epoch: the leader's stamp for commands."""
+    """Milliseconds since the epoch on this node's wall clock (queue leaders bound it: `LeaderClock`)."""
     return int(time.time() * 1000)
 
 
@@ -286,7 +287,7 @@ class Node:
             info.group,
             replica,
             self.host,
-            wall_clock_ms,
+            LeaderClock(wall_clock_ms),
             on_dead_letter=self._dead_letter,
             request_delete=self.request_delete,
             on_leadership=self._leadership_changed,

@@ -11,10 +11,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ssl
-import time
 from dataclasses import dataclass
 
 from cluster.config import NodeConfig
+from cluster.steady_clock import steady_wall_ms
 from cluster.tls import http_client_context
 
 NODE_AUTH_HEADER = "X-Quorumq-Node-Auth"
@@ -34,7 +34,7 @@ def _mac(key: bytes, user: str, expires_ms: int, method: str, path: str) -> str:
 
 def sign_assertion(secret: str, user: str, method: str, path: str, now_ms: int | None = None) -> str:
     """The header value asserting that `user` makes `method path`, valid for ASSERTION_TTL_MS."""
-    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    now_ms = steady_wall_ms() if now_ms is None else now_ms
     expires_ms = now_ms + ASSERTION_TTL_MS
     return f"{user};{expires_ms};{_mac(derived_key(secret, 'node-auth'), user, expires_ms, method, path)}"
 
@@ -47,7 +47,7 @@ def verify_assertion(
     expires, _, mac = rest.partition(";")
     if not user or not expires.isdigit() or len(expires) > 16:
         return None
-    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    now_ms = steady_wall_ms() if now_ms is None else now_ms
     if not now_ms <= int(expires) <= now_ms + 2 * ASSERTION_TTL_MS:
         return None
     expected = _mac(derived_key(secret, "node-auth"), user, int(expires), method, path)

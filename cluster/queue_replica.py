@@ -65,6 +65,7 @@ class QueueReplica:
         self.effect_sink: EffectSink | None = None
         self.role_listener: Callable[[bool], None] | None = None
         self.applied_listener: Callable[[], None] | None = None
+        self.time_listener: Callable[[int], None] | None = None
 
     def apply(self, entry: Entry) -> list[Any]:
         """Apply every operation of a committed entry; returns their replies."""
@@ -79,6 +80,7 @@ class QueueReplica:
         if any(isinstance(op, list) and len(op) == 2 and op[1] is not None for op in ops):
             self.bodies.entry_decoded(entry.index, len(entry.data), ops)
         replies = [self._apply_op(op, entry.index, position) for position, op in enumerate(ops)]
+        self._time_applied()
         if self.is_leader and self.applied_listener is not None:
             self.applied_listener()
         return replies
@@ -131,6 +133,11 @@ class QueueReplica:
             self.bodies.replace_all(exported, below_id=self.machine.next_id)
         else:
             self.bodies.restore_state(snapshot[2] if len(snapshot) > 2 else [])
+        self._time_applied()
+
+    def _time_applied(self) -> None:
+        if self.time_listener is not None and self.machine.now_ms > 0:
+            self.time_listener(self.machine.now_ms)
 
     def role_changed(self, is_leader: bool) -> None:
         """Start or stop acting on effects."""

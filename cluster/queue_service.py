@@ -10,6 +10,7 @@ from typing import Any
 
 from cluster.bodies import StoredMessage
 from cluster.consumers import ConsumerSessions
+from cluster.leader_clock import LeaderClock
 from cluster.queue_replica import QueueReplica, encode_op
 from cluster.raft_host import RaftHost
 from queue_state.commands import Command, ConsumerDown, Tick
@@ -31,7 +32,7 @@ class QueueService:
         group: str,
         replica: QueueReplica,
         host: RaftHost,
-        clock_ms: Callable[[], int],
+        clock: LeaderClock,
         *,
         on_dead_letter: DeadLetterSink,
         request_delete: Callable[[str, str], None],
@@ -42,7 +43,7 @@ class QueueService:
         self.group = group
         self.replica = replica
         self.host = host
-        self.clock_ms = clock_ms
+        self.clock = clock
         self.consumer_timeout_ms = consumer_timeout_ms
         self.sessions = ConsumerSessions()
         self._on_dead_letter = on_dead_letter
@@ -50,11 +51,11 @@ class QueueService:
         self._on_leadership = on_leadership
         self._applied = asyncio.Event()
         self._tick_in_flight = False
-        self._last_now_ms = 0
         self._delete_due_ms: int | None = None
         replica.effect_sink = self._on_effects
         replica.role_listener = self._on_role
         replica.applied_listener = self._applied.set
+        replica.time_listener = clock.observe
 
     @property
     def is_leader(self) -> bool:
@@ -62,9 +63,8 @@ class QueueService:
         return self.replica.is_leader
 
     def now_ms(self) -> int:
-        """The leader's stamp for the next command: wall clock, never going backwards here."""
-        self._last_now_ms = max(self._last_now_ms, self.clock_ms())
-        return self._last_now_ms
+        """The leader's stamp for the next command (`LeaderClock`: the wall clock, bounded)."""
+        return self.clock.stamp()
 
     async def submit(self, command: Command, bodies: list[StoredMessage] | None = None) -> Any:
         """Replicate one command and return its reply once applied on this leader."""

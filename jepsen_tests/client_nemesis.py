@@ -11,12 +11,9 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from jepsen_tests.cluster import JepsenCluster
-
-if TYPE_CHECKING:
-    from jepsen_tests.nemesis import ActiveFault
+from jepsen_tests.fault import ActiveFault
 
 
 class ClientNemesis:
@@ -26,7 +23,6 @@ class ClientNemesis:
     variants = ("publisher", "consumer")
 
     def inject(self, cluster: JepsenCluster, queues: Sequence[str], rng: random.Random) -> ActiveFault:
-        from jepsen_tests.nemesis import ActiveFault  # the registry there imports this module
 
         variant = rng.choice(self.variants)
         if cluster.clients is None:

@@ -9,6 +9,7 @@ from api.client import SyncClient
 from api.client_errors import QuorumqError
 from cli.node_processes import NodeProcess, ProcessCluster, plan_cluster, wait_healthy, wait_until
 from jepsen_tests.client_life import ClientCrasher
+from jepsen_tests.fake_clocks import FakeClocks
 from jepsen_tests.hosts import Host, NetnsHosts
 from jepsen_tests.network_faults import heal_partitions, restore_link
 
@@ -18,9 +19,10 @@ READY_TIMEOUT_S = 90.0
 
 
 class JepsenCluster:
-    """Node processes on `hosts` (node i in namespace i), their data under `data_dir`."""
+    """Node processes on `hosts` (node i in namespace i), their data under `data_dir`; with
+    `fake_clocks`, every node runs under a wall clock the clock nemesis can move (`clocks`)."""
 
-    def __init__(self, hosts: NetnsHosts, data_dir: Path) -> None:
+    def __init__(self, hosts: NetnsHosts, data_dir: Path, *, fake_clocks: bool = False) -> None:
         self.hosts = hosts
         count = len(hosts.hosts)
         self.processes = ProcessCluster(
@@ -33,6 +35,10 @@ class JepsenCluster:
         )
         self.paused: set[str] = set()
         self.clients: ClientCrasher | None = None  # the running workload, for the `client` nemesis
+        self.clocks = FakeClocks(data_dir / "clocks", self.names) if fake_clocks else None
+        if self.clocks is not None:
+            for node in self.nodes:
+                node.env = self.clocks.env(node.name)
 
     @property
     def nodes(self) -> list[NodeProcess]:
@@ -116,7 +122,9 @@ class JepsenCluster:
         return "ok"
 
     def heal_everything(self) -> None:
-        """Resume paused nodes, remove drop rules and netem, restart dead nodes."""
+        """Resume paused nodes, remove drop rules and netem, set clocks right, restart dead nodes."""
+        if self.clocks is not None:
+            self.clocks.reset_all()
         for name in list(self.paused):
             self.resume(name)
         heal_partitions(self.hosts)

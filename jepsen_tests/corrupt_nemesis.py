@@ -13,15 +13,12 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from api.client import SyncClient
 from api.client_errors import QuorumqError
 from jepsen_tests.cluster import JepsenCluster
+from jepsen_tests.fault import ActiveFault
 from jepsen_tests.file_damage import KINDS, damage_file, damageable_files
-
-if TYPE_CHECKING:
-    from jepsen_tests.nemesis import ActiveFault
 
 DATABASE_DIR = "rocksdb"
 
@@ -54,7 +51,6 @@ class CorruptNemesis:
     variants = KINDS
 
     def inject(self, cluster: JepsenCluster, queues: Sequence[str], rng: random.Random) -> ActiveFault:
-        from jepsen_tests.nemesis import ActiveFault  # the registry there imports this module
 
         kind = rng.choice(self.variants)
         victim = pick_victim(cluster, rng)

@@ -21,6 +21,7 @@ COLOURS = {
     "pause": "tab:orange",
     "netem": "tab:olive",
     "corrupt": "tab:brown",
+    "clock": "tab:cyan",
     "client": "tab:pink",
 }
 SERIES = (

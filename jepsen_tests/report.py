@@ -24,6 +24,7 @@ def verdict_text(result: RunResult) -> str:
         f"replicas agree: {result.convergence.agreed}",
         *result.convergence.disagreements(),
         f"left after drain: {result.drain_left}",
+        f"expired early: {result.expired}",
         "",
         f"faults ({len(result.schedule)}):",
     ]
@@ -51,6 +52,7 @@ def write_report(result: RunResult) -> None:
         "replicas": result.convergence.replicas,
         "left_after_drain": result.drain_left,
         "availability": [gap.to_dict() for gap in result.availability],
+        "expired_early": result.expired,
     }
     (run_dir / "verdict.json").write_text(json.dumps(verdict, indent=2) + "\n", encoding="utf-8")
     (run_dir / "verdict.txt").write_text(verdict_text(result) + "\n", encoding="utf-8")

@@ -16,6 +16,7 @@ from jepsen_tests.availability import PublishGap, publish_gaps
 from jepsen_tests.checker import TotalQueueVerdict, check_total_queue
 from jepsen_tests.cluster import JepsenCluster
 from jepsen_tests.convergence import Convergence, wait_for_convergence
+from jepsen_tests.fake_clocks import INSTALL_HINT, libfaketime
 from jepsen_tests.history import HistoryWriter, read_history
 from jepsen_tests.hosts import HostsUnavailable, NetnsHosts, unavailable_reason
 from jepsen_tests.nemesis import nemeses_named
@@ -26,6 +27,7 @@ from jepsen_tests.workload import Workload, WorkloadConfig, dead_letter_queue
 
 DRAIN_TIMEOUT_S = 90.0
 CONVERGENCE_TIMEOUT_S = 30.0
+HONEST_TTL_MARGIN_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -33,7 +35,16 @@ class RunConfig:
     """What to run: workload seconds, nemesis families, seed, node count, queues (1-3 from the seed)."""
 
     duration: float = 60.0
-    nemeses: tuple[str, ...] = ("partition", "kill", "pause", "netem", "membership", "corrupt", "client")
+    nemeses: tuple[str, ...] = (
+        "partition",
+        "kill",
+        "pause",
+        "netem",
+        "membership",
+        "corrupt",
+        "clock",
+        "client",
+    )
     seed: int = 0
     nodes: int = 5
     queues: int | None = None
@@ -56,11 +67,12 @@ class RunResult:
     provenance: Provenance
     drain_left: dict[str, int] = field(default_factory=dict)
     availability: list[PublishGap] = field(default_factory=list)
+    expired: dict[str, int] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
-        """The checker found the history valid and the replicas agree."""
-        return self.verdict.valid and self.convergence.agreed
+        """The checker found the history valid, nothing expired early, and the replicas agree."""
+        return self.verdict.valid and self.convergence.agreed and not any(self.expired.values())
 
 
 def run(config: RunConfig, progress: Callable[[str], None] = print, command: str | None = None) -> RunResult:
@@ -68,6 +80,8 @@ def run(config: RunConfig, progress: Callable[[str], None] = print, command: str
     line); raises HostsUnavailable when this machine cannot host it."""
     nemeses_named(config.nemeses)
     reason = unavailable_reason()
+    if not reason and "clock" in config.nemeses and libfaketime() is None:
+        reason = f"the clock nemesis needs libfaketime ({INSTALL_HINT})"
     if reason:
         raise HostsUnavailable(reason)
     origin = provenance(command or equivalent_command(config))
@@ -77,14 +91,14 @@ def run(config: RunConfig, progress: Callable[[str], None] = print, command: str
     schedule = plan_schedule(config.seed, config.duration, config.nemeses)
     progress(f"run {run_dir}: {config.nodes} nodes, queues {', '.join(queues)}, {len(schedule)} faults")
     with NetnsHosts(config.nodes) as hosts:
-        cluster = JepsenCluster(hosts, run_dir / "data")
+        cluster = JepsenCluster(hosts, run_dir / "data", fake_clocks="clock" in config.nemeses)
         try:
             cluster.start_all()
-            declare_queues(cluster, queues)
+            declare_queues(cluster, queues, honest_ttl_ms(config.duration))
             progress(f"cluster ready on bridge {hosts.bridge}; workload and nemeses running")
             history = HistoryWriter(run_dir / "history.jsonl")
             try:
-                drain_left, convergence = asyncio.run(
+                drain_left, expired, convergence = asyncio.run(
                     exercise(cluster, queues, schedule, config, history, rng, progress)
                 )
             finally:
@@ -98,7 +112,7 @@ def run(config: RunConfig, progress: Callable[[str], None] = print, command: str
     verdict = check_total_queue(history_ops, faults)
     availability = publish_gaps(history_ops, faults)
     return RunResult(
-        run_dir, config, queues, schedule, verdict, convergence, origin, drain_left, availability
+        run_dir, config, queues, schedule, verdict, convergence, origin, drain_left, availability, expired
     )
 
 
@@ -113,17 +127,25 @@ def new_run_dir(config: RunConfig) -> Path:
     return run_dir
 
 
-def declare_queues(cluster: JepsenCluster, queues: Sequence[str]) -> None:
+def honest_ttl_ms(duration: float) -> int:
+    """A message TTL no message reaches in an honest run of `duration` seconds (drain included)."""
+    return int((HONEST_TTL_MARGIN_S + 2 * duration) * 1000)
+
+
+def declare_queues(cluster: JepsenCluster, queues: Sequence[str], ttl_ms: int) -> None:
     """Declare each queue with a replica on every node, so every fault touches it, and an
-    at-least-once dead-letter queue that the workload's rejections go to."""
-    size = {"x-quorum-initial-group-size": len(cluster.nodes)}
+    at-least-once dead-letter queue that the workload's rejections go to. Both get a TTL
+    (`honest_ttl_ms`) that only leader time running ahead (a clock fault) can reach; the dead-letter
+    queue, read only by the final drain, holds a backlog of ready messages for such a fault to
+    expire. `expired_early` counts expiries."""
+    common = {"x-quorum-initial-group-size": len(cluster.nodes), "x-message-ttl": ttl_ms}
     with SyncClient(cluster.urls, timeout=30.0) as client:
         for queue in queues:
-            client.declare(dead_letter_queue(queue), size)
+            client.declare(dead_letter_queue(queue), common)
             client.declare(
                 queue,
                 {
-                    **size,
+                    **common,
                     "x-dead-letter-queue": dead_letter_queue(queue),
                     "x-dead-letter-strategy": "at-least-once",
                     "x-overflow": "reject-publish",
@@ -139,8 +161,9 @@ async def exercise(
     history: HistoryWriter,
     rng: random.Random,
     progress: Callable[[str], None],
-) -> tuple[dict[str, int], Convergence]:
-    """Workload under the schedule, then heal, wait for quorum, drain and compare the replicas."""
+) -> tuple[dict[str, int], dict[str, int], Convergence]:
+    """Workload under the schedule, then heal, wait for quorum, drain, count early expiries and compare
+    the replicas."""
     log = NemesisLog(history.path.with_name("nemesis.jsonl"), history.now)
     workload = Workload(
         cluster.urls, history, WorkloadConfig(queues, config.publishers, config.consumers), rng
@@ -162,9 +185,23 @@ async def exercise(
     progress("draining")
     drain_left = await workload.drain(DRAIN_TIMEOUT_S)
     log.write("drained", left=drain_left)
+    every_queue = [*queues, *(dead_letter_queue(q) for q in queues)]
+    expired = await asyncio.to_thread(expired_early, cluster, every_queue)
     node_urls = {node.name: node.url for node in cluster.nodes}
     convergence = await wait_for_convergence(node_urls, queues, CONVERGENCE_TIMEOUT_S)
-    return drain_left, convergence
+    return drain_left, expired, convergence
+
+
+def expired_early(cluster: JepsenCluster, queues: Sequence[str]) -> dict[str, int]:
+    """Messages each queue expired (dead-lettered or dropped as `expired`): its TTL outlasts an honest
+    run, so any is a message expired early, which the dead-letter drain would otherwise hide (a
+    dead-letter queue's expired messages are also lost values for the checker)."""
+    with SyncClient(cluster.urls, timeout=30.0) as client:
+        stats = {queue: client.queue(queue) for queue in queues}
+    return {
+        queue: row["dead_lettered"].get("expired", 0) + row["dropped"].get("expired", 0)
+        for queue, row in stats.items()
+    }
 
 
 async def run_schedule(

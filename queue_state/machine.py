@@ -90,6 +90,11 @@ class QueueMachine:
         return self._config
 
     @property
+    def now_ms(self) -> int:
+        """The queue's time: the greatest `now_ms` applied so far."""
+        return self._now
+
+    @property
     def sealed(self) -> bool:
         """True once a `Seal` held: the queue takes no publish or new consumer and is to be deleted."""
         return self._sealed
