@@ -8,6 +8,7 @@ for the next run to trip over.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -22,6 +23,19 @@ STOP_TIMEOUT_S = 10.0
 
 class LazyMountError(RuntimeError):
     """The daemon did not come up."""
+
+
+def unavailable_reason() -> str | None:
+    """Why a lazy filesystem cannot be mounted here, or None when it can."""
+    if os.geteuid() != 0:
+        return "mounting the lazy filesystem needs root"
+    if not Path("/dev/fuse").exists():
+        return "/dev/fuse is missing (load the fuse module, or give the container the device)"
+    try:
+        import mfusepy  # noqa: F401  (loads libfuse3)
+    except (ImportError, OSError) as exc:
+        return f"no FUSE binding: {exc} (pip install mfusepy; apt-get install fuse3)"
+    return None
 
 
 def is_mounted(path: Path) -> bool:
