@@ -7,7 +7,8 @@ Layout (inode 1 is the root directory; an absent file means empty):
                            {"name": [ino, "f" | "d", permission bits], ...}
 
 A file's content is written in place and fsynced before the fsync that made it durable returns; a
-listing is replaced atomically (a temporary file, fsynced, renamed over it, then `dirs/` fsynced).
+listing is replaced atomically (`write_durably`: a temporary file, fsynced, renamed over it, `dirs/`
+fsynced).
 `load` walks the listings from the root and deletes the files of every inode it cannot reach, so the
 store holds exactly the durable tree after a restart or a discard.
 """
@@ -19,6 +20,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
+
+from cluster.durable_files import sync_directory, write_durably
 
 ROOT = 1
 FILE = "f"
@@ -60,7 +63,7 @@ class DurableStore:
             if not create:
                 return None
         descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        fsync_directory(self.data)
+        sync_directory(self.data)
         return descriptor
 
     def listing(self, ino: int) -> Listing:
@@ -73,15 +76,8 @@ class DurableStore:
 
     def write_listing(self, ino: int, listing: Listing) -> None:
         """Replace directory inode `ino`'s synced entries, durably, before returning."""
-        final = self.dirs / str(ino)
-        temporary = self.dirs / f"{ino}.tmp"
         text = json.dumps({name: list(entry) for name, entry in listing.items()})
-        with temporary.open("w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        temporary.replace(final)
-        fsync_directory(self.dirs)
+        write_durably(self.dirs / str(ino), text)
 
     def remove(self, ino: int) -> None:
         """Delete whatever the store holds for an inode no durable entry names any more."""
@@ -122,12 +118,3 @@ class DurableStore:
                     yield int(path.name)
                 else:
                     path.unlink()  # a listing's temporary left by a crash mid-write
-
-
-def fsync_directory(path: Path) -> None:
-    """Make `path`'s entries durable."""
-    descriptor = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)

@@ -11,7 +11,13 @@ from matplotlib.figure import Figure
 from jepsen_tests.history import Op
 from jepsen_tests.nemesis_log import FaultSpan
 
-COLOURS = {"partition": "tab:red", "kill": "tab:purple", "pause": "tab:orange", "netem": "tab:olive"}
+COLOURS = {
+    "partition": "tab:red",
+    "kill": "tab:purple",
+    "pause": "tab:orange",
+    "netem": "tab:olive",
+    "power": "tab:brown",
+}
 SERIES = (
     ("enqueue", "ok", "enqueue ok", "tab:blue"),
     ("enqueue", "info", "enqueue info", "tab:orange"),

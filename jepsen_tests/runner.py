@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -30,7 +29,7 @@ class RunConfig:
     """What to run: workload seconds, nemesis families, seed, node count, queues (1-3 from the seed)."""
 
     duration: float = 60.0
-    nemeses: tuple[str, ...] = ("partition", "kill", "pause", "netem", "membership")
+    nemeses: tuple[str, ...] = ("partition", "kill", "pause", "netem", "membership", "power")
     seed: int = 0
     nodes: int = 5
     queues: int | None = None
@@ -38,6 +37,11 @@ class RunConfig:
     consumers: int = 3
     out_dir: Path = Path("runs")
     keep_data: bool = False
+
+    @property
+    def lazy_fs(self) -> bool:
+        """Whether the nodes' data directories go on lazy filesystems: when a nemesis needs them."""
+        return any(getattr(n, "needs_lazy_fs", False) for n in nemeses_named(self.nemeses))
 
 
 @dataclass
@@ -70,7 +74,7 @@ def run(config: RunConfig, progress: Callable[[str], None] = print) -> RunResult
     schedule = plan_schedule(config.seed, config.duration, config.nemeses)
     progress(f"run {run_dir}: {config.nodes} nodes, queues {', '.join(queues)}, {len(schedule)} faults")
     with NetnsHosts(config.nodes) as hosts:
-        cluster = JepsenCluster(hosts, run_dir / "data")
+        cluster = JepsenCluster(hosts, run_dir / "data", lazy_fs=config.lazy_fs)
         try:
             cluster.start_all()
             declare_queues(cluster, queues)
@@ -85,8 +89,7 @@ def run(config: RunConfig, progress: Callable[[str], None] = print) -> RunResult
         finally:
             cluster.stop_all()
             if not config.keep_data:
-                for node in cluster.nodes:
-                    shutil.rmtree(node.data_dir, ignore_errors=True)
+                cluster.remove_data()
     verdict = check_total_queue(read_history(run_dir / "history.jsonl"))
     return RunResult(run_dir, config, queues, schedule, verdict, convergence, drain_left)
 
@@ -183,4 +186,5 @@ def config_record(config: RunConfig) -> dict[str, object]:
     """The run's configuration as JSON-ready values."""
     record = asdict(config)
     record["out_dir"] = str(config.out_dir)
+    record["lazy_fs"] = config.lazy_fs
     return record
