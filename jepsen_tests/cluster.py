@@ -28,7 +28,7 @@ class JepsenCluster:
     """Node processes on `hosts` (node i in namespace i), their data under `data_dir` (on lazy
     filesystems with `lazy_fs`)."""
 
-    def __init__(self, hosts: NetnsHosts, data_dir: Path, lazy_fs: bool = False) -> None:
+    def __init__(self, hosts: NetnsHosts, data_dir: Path, *, lazy_fs: bool = False) -> None:
         self.hosts = hosts
         count = len(hosts.hosts)
         self.processes = ProcessCluster(

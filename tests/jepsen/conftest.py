@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,19 +24,25 @@ def netns_ready() -> None:
         pytest.skip(reason)
 
 
-@pytest.fixture(scope="module")
-def netns_cluster(netns_ready: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[JepsenCluster]:
-    """Three nodes in their own namespaces with queue `proof` replicated on all; removed afterwards."""
-    data_dir: Path = tmp_path_factory.mktemp("netns-cluster")
+@contextlib.contextmanager
+def running_cluster(data_dir: Path, *, lazy_fs: bool = False) -> Iterator[JepsenCluster]:
+    """Three healthy nodes in their own namespaces; stopped and removed afterwards."""
     with NetnsHosts(3) as hosts:
-        cluster = JepsenCluster(hosts, data_dir)
+        cluster = JepsenCluster(hosts, data_dir, lazy_fs=lazy_fs)
         try:
             cluster.start_all()
-            with SyncClient(cluster.urls, timeout=30.0) as client:
-                client.declare(QUEUE, {"x-quorum-initial-group-size": 3})
             yield cluster
         finally:
             cluster.stop_all()
+
+
+@pytest.fixture(scope="module")
+def netns_cluster(netns_ready: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[JepsenCluster]:
+    """Three nodes in their own namespaces with queue `proof` replicated on all; removed afterwards."""
+    with running_cluster(tmp_path_factory.mktemp("netns-cluster")) as cluster:
+        with SyncClient(cluster.urls, timeout=30.0) as client:
+            client.declare(QUEUE, {"x-quorum-initial-group-size": 3})
+        yield cluster
 
 
 @pytest.fixture

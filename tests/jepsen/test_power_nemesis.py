@@ -14,12 +14,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import QUEUE
+from conftest import QUEUE, running_cluster
 
 from api.client import SyncClient
 from jepsen_tests.cluster import JepsenCluster
-from jepsen_tests.hosts import NetnsHosts
-from jepsen_tests.lazy_mount import unavailable_reason
+from jepsen_tests.lazy_mount import is_mounted, unavailable_reason
 from jepsen_tests.power_nemesis import PowerNemesis
 
 pytestmark = pytest.mark.faults
@@ -36,16 +35,11 @@ def lazy_cluster(netns_ready: None, tmp_path_factory: pytest.TempPathFactory) ->
     reason = unavailable_reason()
     if reason:
         pytest.skip(reason)
-    with NetnsHosts(3) as hosts:
-        cluster = JepsenCluster(hosts, tmp_path_factory.mktemp("power-cluster"), lazy_fs=True)
-        try:
-            cluster.start_all()
-            with SyncClient(cluster.urls, timeout=30.0) as client:
-                client.declare(QUEUE, {"x-quorum-initial-group-size": 3})
-            yield cluster
-        finally:
-            cluster.stop_all()
-    assert not any(os.path.ismount(node.data_dir) for node in cluster.nodes)
+    with running_cluster(tmp_path_factory.mktemp("power-cluster"), lazy_fs=True) as cluster:
+        with SyncClient(cluster.urls, timeout=30.0) as client:
+            client.declare(QUEUE, {"x-quorum-initial-group-size": 3})
+        yield cluster
+    assert not any(is_mounted(node.data_dir) for node in cluster.nodes)
 
 
 def write_markers(data_dir: Path) -> None:
