@@ -11,7 +11,7 @@ from urllib.parse import quote
 import aiohttp
 
 from api.client_auth import Auth, resolve_credentials
-from api.client_errors import QuorumqError
+from api.client_errors import ProtocolError, QuorumqError
 from api.client_messages import (
     Delivery,
     Publishable,
@@ -145,8 +145,8 @@ class QuorumqClient:
         with a connection error, a timeout or a 503 is retried with the same pair, which the server
         answers with the same ids without enqueuing again. Raises RejectedPublishError when full,
         SeqTooOldError when the seq is too old for the server to tell whether it was enqueued (it was
-        not now), and QuorumqError `ids_forgotten` when it was enqueued so long ago that its ids are
-        forgotten."""
+        not now), QuorumqError `ids_forgotten` when it was enqueued so long ago that its ids are
+        forgotten, and ProtocolError when the confirm carries no ids or fewer ids than messages."""
         batch = as_message_list(messages)
         if not batch:
             return []
@@ -161,12 +161,16 @@ class QuorumqClient:
         try:
             ids = [int(message_id) for message_id in reply.payload["ids"]]
         except (KeyError, TypeError, ValueError) as exc:
-            raise QuorumqError(0, "bad_response", f"publish answer without ids: {reply.payload!r}") from exc
+            raise ProtocolError(
+                reply.status, "bad_response", f"publish answer without ids: {reply.payload!r}"
+            ) from exc
         if not ids and reply.payload.get("duplicate"):
             enqueued = f"seq {body['seq']} of publisher {body['publisher']} was enqueued long ago"
             raise QuorumqError(reply.status, "ids_forgotten", enqueued + "; its ids are forgotten")
         if len(ids) != len(batch):
-            raise QuorumqError(0, "bad_response", f"{len(batch)} messages published but {len(ids)} ids")
+            raise ProtocolError(
+                reply.status, "short_ids", f"{len(batch)} messages published but {len(ids)} ids"
+            )
         return ids
 
     def publisher(self, queue: str, *, window: int = 64, batch: int = 100) -> Publisher:

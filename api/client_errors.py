@@ -65,6 +65,11 @@ class RejectedPublishError(QuorumqError):
     """507: the queue is full and its overflow mode is reject-publish; nothing was enqueued."""
 
 
+class ProtocolError(QuorumqError):
+    """A 2xx answer that breaks the API's contract (e.g. a publish answered with fewer ids than messages):
+    the server says the request succeeded, but its answer cannot be used."""
+
+
 class TransportError(QuorumqError):
     """The request reached a node but no usable answer came back (timeout, dropped connection)."""
 

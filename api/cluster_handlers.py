@@ -32,7 +32,8 @@ async def list_nodes(request: web.Request) -> web.StreamResponse:
 
 
 async def health(request: web.Request) -> web.StreamResponse:
-    """GET /api/health: 200 once `Node.readiness` is ok (leader known, registered, users known), else 503."""
+    """GET /api/health: 200 once `Node.readiness` is ok (leader known, registered, users known), else 503;
+    `damage` tells of a damaged database set aside (`Node.damage_status`)."""
     node: Node = request.app[NODE]
     assert node.host is not None
     groups = node.host.groups
@@ -48,6 +49,7 @@ async def health(request: web.Request) -> web.StreamResponse:
         "groups_without_leader": without_quorum,
         "groups_repairing": repairing,
         "queues": len(node.meta.state.queues),
+        "damage": node.damage_status(),
     }
     return web.json_response(body, status=200 if status == "ok" else 503)
 

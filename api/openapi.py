@@ -174,8 +174,48 @@ CONSUMER = {
     },
 }
 
+GROUP_IDS: Schema = {"type": "array", "items": {"type": "string"}}
+DAMAGE: Schema = {
+    "description": "a damaged database this node set aside (decision 0011); null when none was found",
+    "type": ["object", "null"],
+    "required": ["reason", "found_ms", "moved_to", "repairing"],
+    "properties": {
+        "reason": {"type": "string", "description": "what was found damaged (RocksDB's Corruption, ...)"},
+        "found_ms": {"type": "integer", "description": "when, in ms since the epoch"},
+        "moved_to": {"type": "string", "description": "where the damaged copy is kept (DATA_DIR/damaged-N)"},
+        "repairing": {
+            "type": "boolean",
+            "description": "true until every group of this node holds it as a voter of its new incarnation",
+        },
+    },
+}
+HEALTH: Schema = {
+    "type": "object",
+    "required": ["node", "status", "metadata_leader", "groups_hosted", "groups_led", "damage"],
+    "properties": {
+        "node": {"type": "string"},
+        "status": {"enum": ["ok", "no_quorum", "initialising"]},
+        "metadata_leader": {"type": ["string", "null"]},
+        "groups_hosted": {"type": "integer"},
+        "groups_led": {"type": "integer"},
+        "groups_without_leader": GROUP_IDS,
+        "groups_repairing": GROUP_IDS,
+        "queues": {"type": "integer"},
+        "damage": DAMAGE,
+    },
+}
+
+
+def _health() -> dict[str, Any]:
+    """GET /api/health: the same report with 200 (ready) and 503 (not ready)."""
+    answers = {JSON: {"schema": HEALTH}}
+    operation = _operation("node health", {"200": "ready", "503": "not ready"}, public=True, answers=answers)
+    operation["responses"]["503"]["content"] = answers
+    return operation
+
+
 PATHS: dict[str, dict[str, Any]] = {
-    "/api/health": {"get": _operation("node health", {"200": "ready", "503": "not ready"}, public=True)},
+    "/api/health": {"get": _health()},
     "/metrics": {"get": _operation("Prometheus metrics", {"200": "text exposition format"})},
     "/api/openapi.json": {"get": _operation("this document", {"200": "the OpenAPI document"})},
     "/api/whoami": {"get": _operation("the caller's name, tags and permissions", {"200": "the caller"})},

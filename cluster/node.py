@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import random
 import time
 from collections.abc import Callable
-from dataclasses import astuple
+from dataclasses import asdict, astuple
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from cluster.queue_replica import QueueReplica
 from cluster.queue_service import QueueService
 from cluster.raft_host import RaftHost
 from cluster.remote import publish_remote
+from cluster.store_damage import Damage, open_store, stop_on_damage
 from cluster.tls import raft_contexts
 from cluster.transport import Transport
 from queue_state.arguments import ArgumentError, QueueConfig, parse_arguments
@@ -67,6 +69,7 @@ class Node:
         self.config = config
         self.name = config.node
         self.store: NodeStore | None = None
+        self.damage: Damage | None = None  # the latest damage found in this node's database
         self.transport = Transport(
             self.name, config.raft, config.cluster_secret, self._on_frame, tls=raft_contexts(config)
         )
@@ -90,11 +93,13 @@ class Node:
         make_directory(data_dir)
         started_before = (data_dir / NODE_FILE).exists()
         self._seed_peers = self._load_or_record_seeds(data_dir)
-        self.store = NodeStore.open(data_dir / "rocksdb")
+        self.store, self.damage = open_store(data_dir, wall_clock_ms())
+        self.store.on_damage = functools.partial(stop_on_damage, data_dir)
         self.transport.incarnation = self.store.incarnation
         sync_directory(data_dir)  # node.json and the database's directory keep their names after a power loss
-        # A node that started before but finds a new database lost its data: it must not bootstrap the
-        # metadata group as a voter with an empty log; it waits, unconfigured, for the leader.
+        # A node that started before but finds a new database lost its data (or set a damaged one aside):
+        # it must not bootstrap the metadata group as a voter with an empty log; it waits, unconfigured,
+        # for the leader.
         lost_data = started_before and self.store.created
         if lost_data:
             log.warning("the database in %s is new although this node ran before: rejoining", data_dir)
@@ -348,6 +353,36 @@ class Node:
         if self.meta_leader() is None:
             return "no_quorum"
         return "ok" if self.name in state.nodes and state.users_initialised else "initialising"
+
+    def damage_status(self) -> dict[str, Any] | None:
+        """The latest damage found in this node's database: why, when, where the copy is kept, and whether
+        this incarnation is still `repairing` (`groups_not_rebound`); None when none was found."""
+        if self.damage is None:
+            return None
+        return {**asdict(self.damage), "repairing": bool(self.groups_not_rebound())}
+
+    def groups_not_rebound(self) -> list[str]:
+        """The groups this node belongs to (the metadata's, and those of the queues listing it) that do not
+        yet hold it as a voter of its own incarnation with nothing left to repair."""
+        wanted = [META_GROUP] + [q.group for q in self.meta.state.queues.values() if self.name in q.members]
+        return [gid for gid in wanted if not self._rebound(gid)]
+
+    def _rebound(self, gid: str) -> bool:
+        assert self.host is not None and self.store is not None
+        group = self.host.groups.get(gid)
+        if group is None:
+            return False
+        conf = group.raft.status().conf
+        mine = conf.incarnation_of(self.name) == self.store.incarnation
+        return self.name in conf.voters and mine and group.raft.repair is None
+
+    def rebinding(self, gid: str) -> dict[str, Any] | None:
+        """Why this node's replica in group `gid` is a new incarnation not yet rebound, for `quorum_status`;
+        None when it is rebound, or no damage was found."""
+        if self.damage is None or self._rebound(gid):
+            return None
+        reason = f"new incarnation: database damaged ({self.damage.reason})"
+        return {"reason": reason, "index": None, "through": None}
 
     def meta_leader(self) -> str | None:
         """The node leading the metadata group, when known."""

@@ -221,7 +221,7 @@ class QueueMembers:
             "snapshot_index": group.snapshot_index,
             "term": status.term,
             "leader": status.leader,
-            "repairing": _repairing(status.repair),
+            "repairing": _repairing(status.repair) or self.node.rebinding(info.group),
         }
 
 

@@ -1,22 +1,29 @@
-"""Jepsen's total-queue checker over multisets of values, plus the verdict it produces.
+"""Jepsen's total-queue checker over multisets of values, per queue, plus the verdict it produces.
 
 attempts  = values of every invoked enqueue        enqueues = values of ok enqueues
 dequeues  = values of ok dequeues (the drain too)  ok        = dequeues ∩ attempts
 unexpected = dequeued values never attempted        duplicated = values dequeued more than once
 lost      = enqueues - dequeues                     recovered = ok - enqueues (outcome was unknown)
+wrong_queue = values dequeued from a queue other than the one they were published to or its
+              dead-letter queue
+protocol_errors = ok enqueues whose 2xx answer broke the API contract (e.g. fewer ids than messages)
 
-The history is valid iff nothing is lost and nothing unexpected was dequeued; duplicates (at-least-once
-redelivery) and recovered values (a publish answered info that did land) are reported, not failures.
+The history is valid iff nothing is lost, nothing unexpected or from the wrong queue was dequeued, no
+confirm broke the protocol, and duplicates that no fault explains stay within their bound
+(jepsen_tests.duplicates); recovered values (a publish answered info that did land) are reported.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from jepsen_tests.duplicates import Duplicates, classify_duplicates, completed_dequeues
 from jepsen_tests.history import Op
+from jepsen_tests.nemesis_log import FaultSpan
+from jepsen_tests.workload import dead_letter_queue
 
 SHOWN_VALUES = 50
 
@@ -35,12 +42,22 @@ class TotalQueueVerdict:
     recovered: list[int]
     info_enqueues: int = 0
     failed_enqueues: int = 0
+    wrong_queue: dict[int, tuple[str, str]] = field(default_factory=dict)
+    protocol_errors: list[int] = field(default_factory=list)
+    duplicates: Duplicates = field(default_factory=lambda: Duplicates(0))
     notes: list[str] = field(default_factory=list)
 
     @property
     def valid(self) -> bool:
-        """True iff no acknowledged value was lost and no value came from nowhere."""
-        return not self.lost and not self.unexpected
+        """True iff nothing was lost, invented, misrouted or confirmed against the protocol, and the
+        duplicates no fault explains are within their bound."""
+        return (
+            not self.lost
+            and not self.unexpected
+            and not self.wrong_queue
+            and not self.protocol_errors
+            and self.duplicates.within_bound
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form, with the counts spelled out."""
@@ -56,10 +73,15 @@ class TotalQueueVerdict:
             "unexpected_count": len(self.unexpected),
             "duplicated_count": len(self.duplicated),
             "recovered_count": len(self.recovered),
+            "wrong_queue_count": len(self.wrong_queue),
+            "protocol_error_count": len(self.protocol_errors),
             "lost": self.lost,
             "unexpected": self.unexpected,
             "duplicated": {str(v): n for v, n in self.duplicated.items()},
             "recovered": self.recovered,
+            "wrong_queue": {str(v): list(queues) for v, queues in self.wrong_queue.items()},
+            "protocol_errors": self.protocol_errors,
+            "duplicates": self.duplicates.to_dict(),
             "notes": self.notes,
         }
 
@@ -76,39 +98,57 @@ class TotalQueueVerdict:
             ("unexpected", self.unexpected),
             ("duplicated", sorted(self.duplicated)),
             ("recovered", self.recovered),
+            ("wrong queue", sorted(self.wrong_queue)),
+            ("protocol errors", self.protocol_errors),
         ):
             shown = values[:SHOWN_VALUES]
             more = f" … and {len(values) - SHOWN_VALUES} more" if len(values) > SHOWN_VALUES else ""
             lines.append(f"{name}: {len(values)} {shown}{more}")
+        lines.append(self.duplicates.summary())
         lines.extend(self.notes)
         return "\n".join(lines)
 
 
-def check_total_queue(history: Iterable[Op]) -> TotalQueueVerdict:
-    """Apply the total-queue model to a history (ops of every queue together; values are unique)."""
+def check_total_queue(history: Iterable[Op], faults: Sequence[FaultSpan] = ()) -> TotalQueueVerdict:
+    """Apply the total-queue model to a history (ops of every queue together; values are unique);
+    `faults` are the fault windows that may explain duplicates."""
+    ops = list(history)
     attempts: Counter[int] = Counter()
     enqueues: Counter[int] = Counter()
     dequeues: Counter[int] = Counter()
+    home: dict[int, str] = {}
+    wrong_queue: dict[int, tuple[str, str]] = {}
     failed: set[int] = set()
+    protocol_errors: list[int] = []
     info_enqueues = 0
-    for op in history:
+    for op in ops:
         if op.value is None:
             continue
         if op.f == "enqueue":
             if op.type == "invoke":
                 attempts[op.value] += 1
+                if op.queue is not None:
+                    home[op.value] = op.queue
             elif op.type == "ok":
                 enqueues[op.value] += 1
+                if op.error is not None:
+                    protocol_errors.append(op.value)
             elif op.type == "info":
                 info_enqueues += 1
             else:
                 failed.add(op.value)
         elif op.f == "dequeue" and op.type == "ok":
             dequeues[op.value] += 1
+            went_in = home.get(op.value)
+            if went_in is not None and op.queue not in (None, went_in, dead_letter_queue(went_in)):
+                wrong_queue[op.value] = (went_in, op.queue)
     ok = dequeues & attempts
     unexpected = Counter({v: n for v, n in dequeues.items() if v not in attempts})
     failed_but_dequeued = sorted(failed & set(dequeues))
     notes = [f"dequeued although their enqueue failed: {failed_but_dequeued}"] if failed_but_dequeued else []
+    notes += [
+        f"{v} went into {a} and came out of {b}" for v, (a, b) in list(wrong_queue.items())[:SHOWN_VALUES]
+    ]
     return TotalQueueVerdict(
         attempt_count=sum(attempts.values()),
         enqueue_count=sum(enqueues.values()),
@@ -120,5 +160,8 @@ def check_total_queue(history: Iterable[Op]) -> TotalQueueVerdict:
         recovered=sorted(ok - enqueues),
         info_enqueues=info_enqueues,
         failed_enqueues=len(failed),
+        wrong_queue=dict(sorted(wrong_queue.items())),
+        protocol_errors=sorted(protocol_errors),
+        duplicates=classify_duplicates(completed_dequeues(ops), faults),
         notes=notes,
     )

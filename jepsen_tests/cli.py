@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import signal
 import sys
 from importlib.metadata import version
@@ -16,6 +17,7 @@ from jepsen_tests.checker import check_total_queue
 from jepsen_tests.history import read_history
 from jepsen_tests.hosts import CommandFailed, HostsUnavailable
 from jepsen_tests.nemesis import NEMESES
+from jepsen_tests.nemesis_log import read_fault_spans
 from jepsen_tests.report import verdict_text, write_report
 from jepsen_tests.runner import RunConfig, run
 
@@ -80,7 +82,7 @@ def run_command(
     out_dir: Path,
     keep_data: bool,
 ) -> None:
-    """Run schedules; prints each verdict and exits 1 if any lost or unexpected value was found."""
+    """Run schedules; prints each verdict and exits 1 if any run failed its check or broke off."""
     # A process started in the background of a non-interactive shell inherits SIGINT ignored; put
     # Python's own handler back so Ctrl-C stops the run. It must be `default_int_handler` itself:
     # asyncio.run then takes SIGINT over and cancels the run cleanly, where a handler raising at an
@@ -88,10 +90,11 @@ def run_command(
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, _interrupt)
     failed = []
+    command = shlex.join(["quorumq-jepsen", *sys.argv[1:]])
     for run_seed in range(seed, seed + repeat):
         config = RunConfig(duration, nemeses, run_seed, nodes, queues, out_dir=out_dir, keep_data=keep_data)
         try:
-            result = run(config, progress=lambda line: click.echo(line, err=True))
+            result = run(config, progress=lambda line: click.echo(line, err=True), command=command)
         except HostsUnavailable as exc:
             click.echo(f"cannot run the fault suite here: {exc}", err=True)
             sys.exit(EXIT_UNAVAILABLE)
@@ -113,8 +116,14 @@ def run_command(
 @main.command("check")
 @click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False, exists=True))
 def check_command(run_dir: Path) -> None:
-    """Re-check RUN_DIR/history.jsonl with the total-queue checker."""
-    verdict = check_total_queue(read_history(run_dir / "history.jsonl"))
+    """Re-check RUN_DIR/history.jsonl (with the fault windows of RUN_DIR/nemesis.jsonl)."""
+    verdict = check_total_queue(
+        read_history(run_dir / "history.jsonl"), read_fault_spans(run_dir / "nemesis.jsonl")
+    )
     click.echo(verdict.summary())
     if not verdict.valid:
         sys.exit(EXIT_INVALID)
+
+
+if __name__ == "__main__":
+    main()

@@ -15,6 +15,7 @@ from pathlib import Path
 from api.client import SyncClient
 from api.client_errors import QuorumqError
 from cli.node_processes import NodeProcess, ProcessCluster, plan_cluster, wait_healthy, wait_until
+from jepsen_tests.client_life import ClientCrasher
 from jepsen_tests.hosts import Host, NetnsHosts
 from jepsen_tests.lazy_mount import LazyMount
 from jepsen_tests.network_faults import heal_partitions, restore_link
@@ -40,6 +41,7 @@ class JepsenCluster:
             )
         )
         self.paused: set[str] = set()
+        self.clients: ClientCrasher | None = None  # the running workload, for the `client` nemesis
         self.mounts = {
             node.name: LazyMount(
                 node.data_dir, data_dir / "lazyfs" / node.name, data_dir / "logs" / f"{node.name}-lazyfs.log"

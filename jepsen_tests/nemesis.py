@@ -10,7 +10,9 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+from jepsen_tests.client_nemesis import ClientNemesis
 from jepsen_tests.cluster import JepsenCluster
+from jepsen_tests.corrupt_nemesis import CorruptNemesis
 from jepsen_tests.fault import ActiveFault, Nemesis, pick_victims
 from jepsen_tests.network_faults import apply_grudge, degrade_link, heal_partitions, restore_link
 from jepsen_tests.partitions import SHAPES, shapes_for
@@ -121,6 +123,8 @@ NEMESES: dict[str, Nemesis] = {
         PauseNemesis(),
         NetemNemesis(),
         MembershipNemesis(),
+        CorruptNemesis(),
+        ClientNemesis(),
         PowerNemesis(),
     )
 }

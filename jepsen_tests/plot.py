@@ -1,4 +1,6 @@
-"""The run's timeline as a PNG: throughput and publish latency over time, fault windows shaded."""
+"""The run's timeline as a PNG: throughput and publish latency over time, fault windows shaded, and the
+publish gaps (jepsen_tests.availability) drawn as bars from each fault's start and heal to the next
+confirm."""
 
 from __future__ import annotations
 
@@ -6,8 +8,10 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from jepsen_tests.availability import publish_gaps, publish_latencies
 from jepsen_tests.history import Op
 from jepsen_tests.nemesis_log import FaultSpan
 
@@ -16,7 +20,9 @@ COLOURS = {
     "kill": "tab:purple",
     "pause": "tab:orange",
     "netem": "tab:olive",
-    "power": "tab:brown",
+    "corrupt": "tab:brown",
+    "client": "tab:pink",
+    "power": "tab:cyan",
 }
 SERIES = (
     ("enqueue", "ok", "enqueue ok", "tab:blue"),
@@ -26,24 +32,9 @@ SERIES = (
 )
 
 
-def publish_latencies(history: Sequence[Op]) -> list[tuple[float, float, str]]:
-    """(invoke time, seconds until completion, completion type) of every completed enqueue."""
-    invoked: dict[tuple[str, int | None], float] = {}
-    latencies = []
-    for op in history:
-        if op.f != "enqueue":
-            continue
-        key = (op.process, op.value)
-        if op.type == "invoke":
-            invoked[key] = op.time
-        elif key in invoked:
-            start = invoked.pop(key)
-            latencies.append((start, op.time - start, op.type))
-    return latencies
-
-
 def plot_timeline(history: Sequence[Op], faults: Sequence[FaultSpan], path: Path, title: str) -> None:
-    """Draw operations per second by kind and publish latency, with every fault window shaded."""
+    """Draw operations per second by kind and publish latency, with every fault window shaded and its
+    publish gaps drawn near the top of the latency panel (solid from the start, thin from the heal)."""
     figure = Figure(figsize=(13, 7), layout="tight")
     rates, latency = figure.subplots(2, 1, sharex=True, height_ratios=(3, 2))
     end = max((op.time for op in history), default=1.0)
@@ -63,7 +54,8 @@ def plot_timeline(history: Sequence[Op], faults: Sequence[FaultSpan], path: Path
     latency.set_ylabel("publish latency (ms)")
     latency.set_xlabel("seconds since the workload started")
     latency.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
-    for fault in faults:
+    for gap in publish_gaps(history, faults):
+        fault = gap.fault
         colour = COLOURS.get(fault.nemesis, "tab:gray")
         for axes in (rates, latency):
             axes.axvspan(fault.start, fault.end, color=colour, alpha=0.15, linewidth=0)
@@ -77,5 +69,25 @@ def plot_timeline(history: Sequence[Op], faults: Sequence[FaultSpan], path: Path
             va="top",
             color=colour,
         )
+        _draw_gap(latency, fault.start, gap.from_start, 0.95, 4, colour)
+        _draw_gap(latency, fault.end, gap.from_heal, 0.88, 2, colour)
     rates.set_title(title, fontsize=10)
     figure.savefig(path, dpi=100)
+
+
+def _draw_gap(axes: Axes, since: float, gap: float | None, height: float, width: float, colour: str) -> None:
+    """A bar at `height` (axes fraction) from `since` to the next confirm, labelled with its length."""
+    if gap is None:
+        return
+    where = axes.get_xaxis_transform()
+    axes.hlines(height, since, since + gap, transform=where, colors=colour, linewidth=width)
+    axes.annotate(
+        f"{gap:.1f}s",
+        xy=(since + gap, height),
+        xycoords=where,
+        xytext=(2, 0),
+        textcoords="offset points",
+        fontsize=6,
+        va="center",
+        color=colour,
+    )

@@ -27,8 +27,11 @@ def verdict_text(result: RunResult) -> str:
         "",
         f"faults ({len(result.schedule)}):",
     ]
-    for span in read_fault_spans(result.run_dir / "nemesis.jsonl"):
+    for gap in result.availability:
+        span = gap.fault
         lines.append(f"  {span.start:6.1f}-{span.end:6.1f}s {span.nemesis} {span.kind}: {span.description}")
+        lines.append(f"  {'':14}{gap.summary()}")
+    lines += ["", f"command: {result.provenance.command}", f"commit: {_commit(result)}"]
     return "\n".join(lines)
 
 
@@ -37,6 +40,9 @@ def write_report(result: RunResult) -> None:
     run_dir = result.run_dir
     verdict = {
         "passed": result.passed,
+        "command": result.provenance.command,
+        "commit": result.provenance.commit,
+        "dirty": result.provenance.dirty,
         "config": config_record(result.config),
         "queues": list(result.queues),
         "schedule": [asdict(w) for w in result.schedule],
@@ -44,6 +50,7 @@ def write_report(result: RunResult) -> None:
         "replicas_agree": result.convergence.agreed,
         "replicas": result.convergence.replicas,
         "left_after_drain": result.drain_left,
+        "availability": [gap.to_dict() for gap in result.availability],
     }
     (run_dir / "verdict.json").write_text(json.dumps(verdict, indent=2) + "\n", encoding="utf-8")
     (run_dir / "verdict.txt").write_text(verdict_text(result) + "\n", encoding="utf-8")
@@ -59,3 +66,8 @@ def write_report(result: RunResult) -> None:
         run_dir / "timeline.png",
         title,
     )
+
+
+def _commit(result: RunResult) -> str:
+    commit = result.provenance.commit or "unknown (not a git checkout)"
+    return f"{commit} (with uncommitted changes)" if result.provenance.dirty else commit

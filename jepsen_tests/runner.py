@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import random
+import shlex
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from api.client import SyncClient
+from jepsen_tests.availability import PublishGap, publish_gaps
 from jepsen_tests.checker import TotalQueueVerdict, check_total_queue
 from jepsen_tests.cluster import JepsenCluster
 from jepsen_tests.convergence import Convergence, wait_for_convergence
 from jepsen_tests.history import HistoryWriter, read_history
 from jepsen_tests.hosts import HostsUnavailable, NetnsHosts, unavailable_reason
 from jepsen_tests.nemesis import nemeses_named
-from jepsen_tests.nemesis_log import NemesisLog
+from jepsen_tests.nemesis_log import NemesisLog, read_fault_spans
+from jepsen_tests.provenance import Provenance, provenance
 from jepsen_tests.schedule import FaultWindow, plan_schedule
 from jepsen_tests.workload import Workload, WorkloadConfig, dead_letter_queue
 
@@ -29,7 +32,16 @@ class RunConfig:
     """What to run: workload seconds, nemesis families, seed, node count, queues (1-3 from the seed)."""
 
     duration: float = 60.0
-    nemeses: tuple[str, ...] = ("partition", "kill", "pause", "netem", "membership", "power")
+    nemeses: tuple[str, ...] = (
+        "partition",
+        "kill",
+        "pause",
+        "netem",
+        "membership",
+        "corrupt",
+        "client",
+        "power",
+    )
     seed: int = 0
     nodes: int = 5
     queues: int | None = None
@@ -54,20 +66,24 @@ class RunResult:
     schedule: list[FaultWindow]
     verdict: TotalQueueVerdict
     convergence: Convergence
+    provenance: Provenance
     drain_left: dict[str, int] = field(default_factory=dict)
+    availability: list[PublishGap] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
-        """Nothing lost, nothing unexpected, and the replicas agree."""
+        """The checker found the history valid and the replicas agree."""
         return self.verdict.valid and self.convergence.agreed
 
 
-def run(config: RunConfig, progress: Callable[[str], None] = print) -> RunResult:
-    """Run one schedule end to end; raises HostsUnavailable when this machine cannot host it."""
+def run(config: RunConfig, progress: Callable[[str], None] = print, command: str | None = None) -> RunResult:
+    """Run one schedule end to end, started by `command` (by default the equivalent `quorumq-jepsen run`
+    line); raises HostsUnavailable when this machine cannot host it."""
     nemeses_named(config.nemeses)
     reason = unavailable_reason()
     if reason:
         raise HostsUnavailable(reason)
+    origin = provenance(command or equivalent_command(config))
     run_dir = new_run_dir(config)
     rng = random.Random(config.seed)
     queues = tuple(f"jepsen-{i}" for i in range(config.queues or rng.randint(1, 3)))
@@ -90,8 +106,12 @@ def run(config: RunConfig, progress: Callable[[str], None] = print) -> RunResult
             cluster.stop_all()
             if not config.keep_data:
                 cluster.remove_data()
-    verdict = check_total_queue(read_history(run_dir / "history.jsonl"))
-    return RunResult(run_dir, config, queues, schedule, verdict, convergence, drain_left)
+    history_ops, faults = read_history(run_dir / "history.jsonl"), read_fault_spans(run_dir / "nemesis.jsonl")
+    verdict = check_total_queue(history_ops, faults)
+    availability = publish_gaps(history_ops, faults)
+    return RunResult(
+        run_dir, config, queues, schedule, verdict, convergence, origin, drain_left, availability
+    )
 
 
 def new_run_dir(config: RunConfig) -> Path:
@@ -137,6 +157,7 @@ async def exercise(
     workload = Workload(
         cluster.urls, history, WorkloadConfig(queues, config.publishers, config.consumers), rng
     )
+    cluster.clients = workload
     stop = asyncio.Event()
     clients = asyncio.create_task(workload.run(stop))
     try:
@@ -188,3 +209,12 @@ def config_record(config: RunConfig) -> dict[str, object]:
     record["out_dir"] = str(config.out_dir)
     record["lazy_fs"] = config.lazy_fs
     return record
+
+
+def equivalent_command(config: RunConfig) -> str:
+    """The `quorumq-jepsen run` command line of one run of `config` (for runs not started by the CLI)."""
+    words = ["quorumq-jepsen", "run", "--time", f"{config.duration:g}", "--nemesis", ",".join(config.nemeses)]
+    words += ["--seed", str(config.seed), "--nodes", str(config.nodes)]
+    if config.queues is not None:
+        words += ["--queues", str(config.queues)]
+    return shlex.join(words)

@@ -2,19 +2,25 @@
 
 Publishers send one value per confirmed publish: `ok` when confirmed, `fail` only when the server
 certainly refused it (4xx, reject-publish), `info` when the outcome is unknown (timeout, connection lost
-after sending, 503 after a possibly sent attempt). Consumers take deliveries with manual acks: a value
-is dequeued (`ok`) once the consumer processed it and sent its ack; a value it nacks with requeue, or
-leaves unacked when it cancels mid-delivery, goes back to the queue and its dequeue is a `fail`.
+after sending, 503 after a possibly sent attempt, the publisher crashed). A confirm whose answer breaks
+the protocol (fewer ids than messages) is `ok` with the error's code. Consumers take deliveries with
+manual acks: a value is dequeued (`ok`) once the consumer processed it and sent its ack (with the ack's
+error, if it failed); a value it nacks with requeue, or leaves unacked when it cancels mid-delivery,
+goes back to the queue and its dequeue is a `fail`. Every client can be crashed mid-request by the
+`client` nemesis (jepsen_tests.client_life) and comes back as a new client when healed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import aiohttp
 
 from api.client import QuorumqClient
 from api.client_errors import (
@@ -22,10 +28,12 @@ from api.client_errors import (
     ConflictError,
     NotFoundError,
     PayloadTooLargeError,
+    ProtocolError,
     QuorumqError,
     RejectedPublishError,
 )
 from api.client_messages import Delivery
+from jepsen_tests.client_life import CRASHED, CrashableClient, CrashedClient, Life
 from jepsen_tests.history import HistoryWriter, OpType
 
 DEFINITE_PUBLISH_FAILURES = (
@@ -38,6 +46,8 @@ DEFINITE_PUBLISH_FAILURES = (
 CONSUMER_TIMEOUT_MS = 5000
 RETRY_PAUSE_S = 0.2
 POLL_WAIT_S = 1.0
+CRASH_WAIT_S = 5.0
+PROCESS_PREFIXES = {"publisher": "pub", "consumer": "con"}
 
 
 @dataclass(frozen=True)
@@ -71,60 +81,79 @@ class Workload:
         self.rng = rng
         self._values = itertools.count()
         self._orphans: set[tuple[str, str]] = set()
+        self._clients: dict[str, CrashableClient] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
 
-    def _client(self) -> QuorumqClient:
+    def _client(self, session: aiohttp.ClientSession | None = None) -> QuorumqClient:
         """A client that tries the nodes in its own random order."""
         nodes = self.rng.sample(self.urls, len(self.urls))
-        return QuorumqClient(nodes, timeout=self.config.publish_timeout, connect_timeout=1.0)
+        return QuorumqClient(nodes, timeout=self.config.publish_timeout, connect_timeout=1.0, session=session)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run every client until `stop` is set."""
-        publishers = [
-            self._publisher(f"pub{i}", random.Random(self.rng.random()), stop)
-            for i in range(self.config.publishers)
-        ]
-        consumers = [
-            self._consumer(
-                f"con{i}",
-                self.config.queues[i % len(self.config.queues)],
-                random.Random(self.rng.random()),
-                stop,
+        self._loop = asyncio.get_running_loop()
+        queues = self.config.queues
+        lives: dict[str, Life] = {}
+        for i in range(self.config.publishers):
+            name = f"{PROCESS_PREFIXES['publisher']}{i}"
+            lives[name] = functools.partial(self._publisher, name, random.Random(self.rng.random()), stop)
+        for i in range(self.config.consumers):
+            name, queue = f"{PROCESS_PREFIXES['consumer']}{i}", queues[i % len(queues)]
+            lives[name] = functools.partial(
+                self._consumer, name, queue, random.Random(self.rng.random()), stop
             )
-            for i in range(self.config.consumers)
-        ]
-        await asyncio.gather(*publishers, *consumers)
+        self._clients = {name: CrashableClient(name, life, self._client) for name, life in lives.items()}
+        await asyncio.gather(*(client.run(stop) for client in self._clients.values()))
 
-    async def _publisher(self, process: str, rng: random.Random, stop: asyncio.Event) -> None:
+    def crash_client(self, role: str, rng: random.Random) -> CrashedClient:
+        """From another thread (the nemesis'): crash one running publisher or consumer, drawn with `rng`,
+        with its next request on the wire; its `revive` restarts it as a new client."""
+        loop = self._loop
+        names = sorted(name for name in self._clients if name.startswith(PROCESS_PREFIXES[role]))
+        if loop is None or not names:
+            return CrashedClient(f"no {role}", "", lambda: None)
+        client = self._clients[rng.choice(names)]
+        request = asyncio.run_coroutine_threadsafe(client.crash(CRASH_WAIT_S), loop).result()
+        return CrashedClient(client.process, request, lambda: loop.call_soon_threadsafe(client.revive))
+
+    async def _publisher(
+        self, process: str, rng: random.Random, stop: asyncio.Event, client: QuorumqClient
+    ) -> None:
         pause = 1.0 / self.config.publish_rate
-        async with self._client() as client:
-            while not stop.is_set():
-                queue = rng.choice(self.config.queues)
-                value = next(self._values)
-                self.history.record(process, "invoke", "enqueue", value, queue)
-                try:
-                    await client.publish(queue, [str(value)])
-                except DEFINITE_PUBLISH_FAILURES as exc:
-                    self.history.record(process, "fail", "enqueue", value, queue, exc.code)
-                except QuorumqError as exc:
-                    self.history.record(process, "info", "enqueue", value, queue, exc.code)
-                else:
-                    self.history.record(process, "ok", "enqueue", value, queue)
-                await asyncio.sleep(pause)
+        while not stop.is_set():
+            queue = rng.choice(self.config.queues)
+            value = next(self._values)
+            self.history.record(process, "invoke", "enqueue", value, queue)
+            try:
+                await client.publish(queue, [str(value)])
+            except ProtocolError as exc:  # a 2xx: confirmed, but the answer broke the protocol
+                self.history.record(process, "ok", "enqueue", value, queue, exc.code)
+            except DEFINITE_PUBLISH_FAILURES as exc:
+                self.history.record(process, "fail", "enqueue", value, queue, exc.code)
+            except QuorumqError as exc:
+                self.history.record(process, "info", "enqueue", value, queue, exc.code)
+            except asyncio.CancelledError:
+                self.history.record(process, "info", "enqueue", value, queue, CRASHED)
+                raise
+            else:
+                self.history.record(process, "ok", "enqueue", value, queue)
+            await asyncio.sleep(pause)
 
-    async def _consumer(self, process: str, queue: str, rng: random.Random, stop: asyncio.Event) -> None:
+    async def _consumer(
+        self, process: str, queue: str, rng: random.Random, stop: asyncio.Event, client: QuorumqClient
+    ) -> None:
         prefetch = rng.randint(1, 10)
-        async with self._client() as client:
-            while not stop.is_set():
-                try:
-                    tag = await client.consume(queue, prefetch=prefetch, timeout_ms=CONSUMER_TIMEOUT_MS)
-                except QuorumqError:
-                    await asyncio.sleep(RETRY_PAUSE_S)
-                    continue
-                try:
-                    await self._consume_until_cancelled(process, client, queue, tag, rng, stop)
-                except QuorumqError:
-                    await asyncio.sleep(RETRY_PAUSE_S)  # the consumer may be gone; its unacked return
-                await self._cancel(client, queue, tag)
+        while not stop.is_set():
+            try:
+                tag = await client.consume(queue, prefetch=prefetch, timeout_ms=CONSUMER_TIMEOUT_MS)
+            except QuorumqError:
+                await asyncio.sleep(RETRY_PAUSE_S)
+                continue
+            try:
+                await self._consume_until_cancelled(process, client, queue, tag, rng, stop)
+            except QuorumqError:
+                await asyncio.sleep(RETRY_PAUSE_S)  # the consumer may be gone; its unacked return
+            await self._cancel(client, queue, tag)
 
     async def _cancel(self, client: QuorumqClient, queue: str, tag: str) -> None:
         """Cancel a consumer; one that cannot be cancelled now is kept for `cancel_orphans`."""
@@ -197,15 +226,21 @@ class Workload:
         self, process: str, client: QuorumqClient, queue: str, tag: str, deliveries: list[Delivery]
     ) -> QuorumqError | None:
         """Ack `deliveries` and record each as dequeued: it was processed whether or not the ack landed
-        (a message left unsettled comes back, and counts as a duplicate). Returns the ack's error."""
+        (a message left unsettled comes back, and counts as a duplicate), also when the consumer is
+        crashed mid-ack. Returns the ack's error."""
         if not deliveries:
             return None
         failure: QuorumqError | None = None
+        error: str | None = None
         try:
             await client.ack(queue, tag, [d.id for d in deliveries])
         except QuorumqError as exc:
-            failure = exc
-        self._record(process, "ok", queue, deliveries, failure and failure.code)
+            failure, error = exc, exc.code
+        except asyncio.CancelledError:
+            error = CRASHED
+            raise
+        finally:
+            self._record(process, "ok", queue, deliveries, error)
         return failure
 
     def _record(

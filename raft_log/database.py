@@ -9,6 +9,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Protocol
 
+from .types import StorageError
+
+
+class DatabaseCorruptionError(StorageError):
+    """The database found its own files damaged (RocksDB's `Corruption` status) when opening, reading or
+    writing: what it holds can no longer be trusted (docs/storage.md, decision 0011)."""
+
 
 class WriteBatch(Protocol):
     """Changes applied together by one `Database.write`, in the order they were made."""
@@ -30,6 +37,7 @@ class Database(Protocol):
     """An ordered key-value database whose writes are atomic batches, durable once a synced write returns.
 
     A synced write makes every earlier write durable too (one write-ahead log, recovered in order).
+    Damage it finds in its own files raises `DatabaseCorruptionError` (never a silently shorter read).
     """
 
     def new_batch(self) -> WriteBatch: ...

@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from rocksdict import DBCompressionType, DBRecoveryMode, Options, Rdict, ReadOptions, WriteBatch, WriteOptions
+
+from .database import DatabaseCorruptionError
 
 COMPACTION_NICENESS = 19
 BLOB_MIN_BYTES = 4096
@@ -72,9 +75,24 @@ def _lower_compaction_priority() -> None:
             continue
 
 
+@contextmanager
+def _corruption_raised() -> Iterator[None]:
+    """RocksDB's `Corruption` status (rocksdict raises a plain Exception naming it) as
+    `DatabaseCorruptionError`; other errors pass unchanged."""
+    try:
+        yield
+    except DatabaseCorruptionError:
+        raise
+    except Exception as exc:
+        if str(exc).startswith("Corruption"):
+            raise DatabaseCorruptionError(str(exc)) from exc
+        raise
+
+
 class RocksDatabase:
     """One RocksDB database (`rdict`); opening it replays its write-ahead log, dropping only a torn last
-    record and failing on any other damage."""
+    record, and reads everything once: any other damage raises `DatabaseCorruptionError`, at open or at
+    the read or write that meets it."""
 
     def __init__(self, rdict: Rdict) -> None:
         """Use `RocksDatabase.open`."""
@@ -87,11 +105,23 @@ class RocksDatabase:
         What the write-ahead log held without an fsync (a process crash leaves it in the operating
         system's cache, and recovery reads it back) is made durable here, before the node can acknowledge
         any of it: RocksDB flushes recovered writes to synced table files when it opens, and the flush
-        below keeps that true whatever its defaults become."""
-        rdict = Rdict(str(path), _options(direct_io=supports_direct_io(Path(path))))
-        rdict.flush(True)
+        below keeps that true whatever its defaults become.
+
+        Then every key and value is read once (checksums verified), so damage to a table or blob file
+        is found here rather than by a later read, or by none."""
+        with _corruption_raised():
+            rdict = Rdict(str(path), _options(direct_io=supports_direct_io(Path(path))))
+        database = cls(rdict)
+        try:
+            with _corruption_raised():
+                rdict.flush(True)
+            for _ in database._items(b"", None):
+                pass
+        except BaseException:
+            rdict.close()
+            raise
         _lower_compaction_priority()
-        return cls(rdict)
+        return database
 
     def new_batch(self) -> WriteBatch:
         return WriteBatch(raw_mode=True)
@@ -99,19 +129,30 @@ class RocksDatabase:
     def write(self, batch: WriteBatch, sync: bool) -> None:
         options = WriteOptions()
         options.sync = sync
-        self.rdict.write(batch, options)
+        with _corruption_raised():
+            self.rdict.write(batch, options)
 
     def get(self, key: bytes) -> bytes | None:
-        return self.rdict.get(key)
+        with _corruption_raised():
+            return self.rdict.get(key)
 
     def scan(self, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]:
+        return self._items(lo, hi)
+
+    def _items(self, lo: bytes, hi: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+        """Keys and values from `lo` (up to `hi` when given). An iterator that meets an error just stops
+        being valid: its status says whether it reached the end or damage."""
         read_options = ReadOptions()
-        read_options.set_iterate_upper_bound(hi)
-        cursor = self.rdict.iter(read_options)
-        cursor.seek(lo)
-        while cursor.valid():
-            yield cursor.key(), cursor.value()
-            cursor.next()
+        if hi is not None:
+            read_options.set_iterate_upper_bound(hi)
+        with _corruption_raised():
+            cursor = self.rdict.iter(read_options)
+            cursor.seek(lo)
+            while cursor.valid():
+                item = cursor.key(), cursor.value()
+                yield item
+                cursor.next()
+            cursor.status()
 
     def wal_stats(self) -> tuple[int, int]:
         stats = self.rdict.property_value("rocksdb.dbstats") or ""

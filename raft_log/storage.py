@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from . import keys, records
-from .database import Database, WriteBatch
+from .database import Database, DatabaseCorruptionError, WriteBatch
 from .rocksdb_database import RocksDatabase
 from .types import (
     UNKNOWN_VOTE,
@@ -98,6 +98,9 @@ class NodeStore:
 
     `incarnation` identifies this database: created with it (written synced before anything else is
     acknowledged) and never changed, so a wiped or replaced database is a new incarnation.
+
+    `on_damage`, once set (after recovery), hears of damage met at runtime before it is raised: a
+    `DatabaseCorruptionError` of a read or a write, or a `CorruptionError` of a record read back.
     """
 
     def __init__(self, db: Database) -> None:
@@ -113,6 +116,7 @@ class NodeStore:
         self._turn = threading.Condition()
         self.incarnation = ""
         self.created = False  # opening created the database: it held no incarnation and no group
+        self.on_damage: Callable[[StorageError], None] | None = None
 
     @classmethod
     def open(cls, path: str | Path) -> NodeStore:
@@ -125,7 +129,8 @@ class NodeStore:
 
         A database without an incarnation (new, or written before incarnations existed) gets one from
         `new_incarnation`, as does one whose record is damaged (the node is then treated as new).
-        Raises `CorruptionError` when a group's membership, log start or snapshot metadata is damaged.
+        Raises `CorruptionError` when a group's membership, log start or snapshot metadata is damaged, and
+        `DatabaseCorruptionError` when the database met damage in its own files.
         """
         store = cls(db)
         try:
@@ -228,6 +233,10 @@ class NodeStore:
             try:
                 self._check_usable()
                 self._db.write(taken.batch, sync)
+            except DatabaseCorruptionError as exc:
+                self._failed = self._failed or exc
+                self._damaged(exc)
+                raise
             except BaseException as exc:
                 self._failed = self._failed or exc
                 raise
@@ -277,14 +286,28 @@ class NodeStore:
         self._check_usable()
         self._batch.delete_range(lo, hi)
 
+    def _damaged(self, exc: StorageError) -> StorageError:
+        """Tell `on_damage` (which may stop the process) of damage met at runtime; returns `exc` to raise."""
+        if self.on_damage is not None:
+            self.on_damage(exc)
+        return exc
+
     def _get(self, key: bytes) -> bytes | None:
         if key in self._staged:
             return self._staged[key]
-        return self._db.get(key)
+        try:
+            return self._db.get(key)
+        except DatabaseCorruptionError as exc:
+            self._damaged(exc)
+            raise
 
     def _scan(self, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]:
         """Committed keys and values in `[lo, hi)`, in key order."""
-        return self._db.scan(lo, hi)
+        try:
+            yield from self._db.scan(lo, hi)
+        except DatabaseCorruptionError as exc:
+            self._damaged(exc)
+            raise
 
     def _scan_staged(self, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]:
         """Keys and values in `[lo, hi)` as committed and then staged, in key order."""
@@ -480,7 +503,7 @@ class GroupLog:
         key = self._keys.entry(index)
         value = self._store._get(key)
         if value is None:
-            raise CorruptionError(self.gid, index, "kept entry missing")
+            raise self._store._damaged(CorruptionError(self.gid, index, "kept entry missing"))
         return self._decode_entry(key, index, value)
 
     def drop_kept(self, index: int) -> None:
@@ -557,11 +580,11 @@ class GroupLog:
         for key, value in self._store._scan(self._keys.entry(lo), self._keys.entry(split)):
             index = self._keys.entry_index(key)
             if index != expected:
-                raise CorruptionError(self.gid, expected, "entry missing")
+                raise self._store._damaged(CorruptionError(self.gid, expected, "entry missing"))
             yield self._decode_entry(key, index, value)
             expected += 1
         if expected != split:
-            raise CorruptionError(self.gid, expected, "entry missing")
+            raise self._store._damaged(CorruptionError(self.gid, expected, "entry missing"))
         if self._recent_base is not None:
             yield from self._recent[split - self._recent_base : hi - self._recent_base]
 
@@ -569,7 +592,7 @@ class GroupLog:
         try:
             return records.decode_entry(key, index, value)
         except records.BadRecord as exc:
-            raise CorruptionError(self.gid, index, str(exc)) from exc
+            raise self._store._damaged(CorruptionError(self.gid, index, str(exc))) from exc
 
     def _read_record(self, key: bytes, decode: Callable[[bytes, bytes], T], index: int | None = None) -> T:
         value = self._store._get(key)
@@ -579,7 +602,7 @@ class GroupLog:
             return decode(key, value)
         except records.BadRecord as exc:
             what = key[len(self._keys.prefix) :].decode()
-            raise CorruptionError(self.gid, index, f"record {what}: {exc}") from exc
+            raise self._store._damaged(CorruptionError(self.gid, index, f"record {what}: {exc}")) from exc
 
     def _stage_snapshot(self, snapshot: Snapshot) -> None:
         store, group_keys = self._writer(), self._keys

@@ -7,7 +7,14 @@ import pytest
 from aiohttp import web
 from client_fakes import error, published, serve
 
-from api.client import ConflictError, QuorumqClient, QuorumqError, RejectedPublishError, SeqTooOldError
+from api.client import (
+    ConflictError,
+    ProtocolError,
+    QuorumqClient,
+    QuorumqError,
+    RejectedPublishError,
+    SeqTooOldError,
+)
 
 
 class DedupQueue:
@@ -164,6 +171,18 @@ async def test_a_duplicate_whose_ids_are_forgotten_is_an_ids_forgotten_error_not
             await client.publish("q", [b"x", b"y"], publisher="p", seq=7)
     assert (raised.value.status, raised.value.code) == (201, "ids_forgotten")
     assert "seq 7 of publisher p was enqueued" in raised.value.reason
+
+
+async def test_a_confirm_with_fewer_ids_than_messages_is_a_protocol_error_carrying_its_status() -> None:
+    async def short(request: web.Request) -> web.Response:
+        return web.json_response({"ids": [4]}, status=201)
+
+    app = web.Application()
+    app.router.add_post("/api/queues/{q}/messages", short)
+    async with serve(app) as node, QuorumqClient([node]) as client:
+        with pytest.raises(ProtocolError) as raised:
+            await client.publish("q", [b"x", b"y"])
+    assert (raised.value.status, raised.value.code) == (201, "short_ids")
 
 
 async def test_publish_all_returns_ids_in_message_order() -> None:

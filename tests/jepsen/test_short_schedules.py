@@ -1,6 +1,6 @@
-"""The CI short form of the suite: a few ~25 s randomized schedules with every nemesis family, and one of
-power failures only, which must lose nothing and dequeue nothing unexpected, with replicas that agree
-afterwards."""
+"""The CI short form of the suite: a few ~25 s randomized schedules with every nemesis family, one of
+corruption and kills, and one of power failures only, which must lose nothing and dequeue nothing
+unexpected, with replicas that agree afterwards."""
 
 from __future__ import annotations
 
@@ -45,3 +45,12 @@ def test_power_schedule_with_every_node_at_once_loses_nothing(netns_ready: None,
     result = run_passing(config)
     logged = [json.loads(line) for line in (result.run_dir / "nemesis.jsonl").read_text().splitlines()]
     assert [e["kind"] for e in logged if e["event"] == "start"] == ["random-node", "all", "rolling"]
+
+
+@pytest.mark.timeout(150)
+def test_corrupt_schedule_loses_nothing(netns_ready: None, tmp_path: Path) -> None:
+    config = RunConfig(duration=30, seed=1, nodes=3, nemeses=("corrupt", "kill"), out_dir=tmp_path)
+    result = run_passing(config)
+    logged = [json.loads(line) for line in (result.run_dir / "nemesis.jsonl").read_text().splitlines()]
+    damaged = [f for f in logged if f.get("nemesis") == "corrupt" and " at " in f.get("description", "")]
+    assert damaged, logged  # at least one corrupt fault damaged a file

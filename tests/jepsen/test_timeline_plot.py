@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from jepsen_tests.availability import publish_latencies
 from jepsen_tests.history import Op
 from jepsen_tests.nemesis_log import FaultSpan, NemesisLog, read_fault_spans
-from jepsen_tests.plot import plot_timeline, publish_latencies
+from jepsen_tests.plot import plot_timeline
 
 
 def test_publish_latency_is_the_time_from_invoke_to_completion_per_process_and_value() -> None:

@@ -1,9 +1,12 @@
-"""The total-queue checker on hand-written histories: one history per rule of the model."""
+"""The total-queue checker on hand-written histories: one history per rule of the model, per-queue
+checks, protocol errors and the causes of duplicates."""
 
 from __future__ import annotations
 
 from jepsen_tests.checker import check_total_queue
+from jepsen_tests.duplicates import NO_FAULT_BOUND
 from jepsen_tests.history import Op, OpType, parse_history
+from jepsen_tests.nemesis_log import FaultSpan
 
 
 def op(process: str, type_: OpType, f: str, value: int | None, time: float = 0.0) -> Op:
@@ -41,12 +44,14 @@ def test_dequeued_value_never_attempted_is_unexpected_and_invalid() -> None:
     assert verdict.lost == []
 
 
-def test_value_dequeued_twice_is_duplicated_but_valid() -> None:
-    history = [*enqueue(1, "ok"), *dequeue(1, "c0"), *dequeue(1, "c1")]
+def test_value_dequeued_again_after_its_ack_failed_is_duplicated_but_valid() -> None:
+    acked_in_vain = Op("c0", "ok", "dequeue", 1, 0.0, error="timeout")
+    history = [*enqueue(1, "ok"), op("c0", "invoke", "dequeue", 1), acked_in_vain, *dequeue(1, "c1")]
     verdict = check_total_queue(history)
     assert verdict.valid
     assert verdict.duplicated == {1: 2}
     assert verdict.ok == [1]
+    assert verdict.duplicates.causes == {"ack-lost": 1}
 
 
 def test_info_enqueue_later_dequeued_is_recovered_and_valid() -> None:
@@ -98,3 +103,88 @@ def test_history_lines_round_trip_through_json() -> None:
     lines = [o.to_json() for o in ops]
     assert list(parse_history(lines)) == ops
     assert '"value"' not in lines[-1]
+
+
+def at(
+    process: str, type_: OpType, f: str, value: int, time: float, queue: str, error: str | None = None
+) -> Op:
+    return Op(process, type_, f, value, time, queue, error)  # type: ignore[arg-type]
+
+
+def test_value_dequeued_from_its_queue_or_its_dead_letter_queue_is_fine_elsewhere_wrong_queue() -> None:
+    history = [
+        at("p0", "invoke", "enqueue", 1, 0.0, "a"),
+        at("p0", "ok", "enqueue", 1, 0.1, "a"),
+        at("p0", "invoke", "enqueue", 2, 0.2, "a"),
+        at("p0", "ok", "enqueue", 2, 0.3, "a"),
+        at("p0", "invoke", "enqueue", 3, 0.4, "b"),
+        at("p0", "ok", "enqueue", 3, 0.5, "b"),
+        at("c0", "ok", "dequeue", 1, 1.0, "a"),
+        at("c0", "ok", "dequeue", 2, 1.1, "a-dlq"),
+        at("c1", "ok", "dequeue", 3, 1.2, "a"),
+    ]
+    verdict = check_total_queue(history)
+    assert not verdict.valid
+    assert verdict.wrong_queue == {3: ("b", "a")}
+    assert (verdict.lost, verdict.unexpected) == ([], [])
+    assert "3 went into b and came out of a" in verdict.summary()
+    assert verdict.to_dict()["wrong_queue_count"] == 1
+
+
+def test_confirm_with_a_protocol_error_is_counted_and_invalid_even_when_dequeued() -> None:
+    history = [
+        at("p0", "invoke", "enqueue", 1, 0.0, "a"),
+        at("p0", "ok", "enqueue", 1, 0.1, "a", "short_ids"),
+        at("c0", "ok", "dequeue", 1, 1.0, "a"),
+    ]
+    verdict = check_total_queue(history)
+    assert verdict.protocol_errors == [1]
+    assert not verdict.valid
+    assert verdict.lost == []
+
+
+def redelivered(value: int, first: tuple[float, float], error: str | None = None) -> list[Op]:
+    """An enqueue of `value`, a dequeue delivered and acked at `first` (ack error `error`), and a second
+    dequeue later."""
+    delivered, acked = first
+    return [
+        at("p0", "invoke", "enqueue", value, 0.0, "a"),
+        at("p0", "ok", "enqueue", value, 0.01, "a"),
+        at("c0", "invoke", "dequeue", value, delivered, "a"),
+        at("c0", "ok", "dequeue", value, acked, "a", error),
+        at("c1", "invoke", "dequeue", value, acked + 1, "a"),
+        at("c1", "ok", "dequeue", value, acked + 1.01, "a"),
+    ]
+
+
+def test_each_duplicate_is_put_down_to_a_failed_ack_a_fault_a_slow_ack_or_nothing() -> None:
+    kill = FaultSpan(10.0, 15.0, "kill", "leader", "SIGKILL node1")
+    history = [
+        *redelivered(1, (1.0, 1.1), error="timeout"),  # the ack failed
+        *redelivered(2, (14.0, 14.1)),  # held during the kill
+        *redelivered(3, (16.0, 16.5)),  # acked within the aftermath of the heal
+        *redelivered(4, (20.0, 26.0)),  # held longer than the consumer timeout
+        *redelivered(5, (30.0, 30.1)),  # nothing explains it
+    ]
+    ordered = sorted(history, key=lambda o: o.time)
+    duplicates = check_total_queue(ordered, [kill]).duplicates
+    assert duplicates.values == {
+        "ack-lost": [1],
+        "fault": [2, 3],
+        "consumer-timeout": [4],
+        "unexplained": [5],
+    }
+    assert duplicates.count == 5
+    assert duplicates.rate == 5 / 10
+    assert duplicates.no_fault_rate == 2 / 10
+
+
+def test_duplicates_no_fault_explains_above_the_bound_make_the_run_invalid() -> None:
+    clean = [op for v in range(1000, 1000 + 250) for op in [*enqueue(v, "ok"), *dequeue(v)]]
+    one = redelivered(1, (30.0, 30.1))
+    assert check_total_queue([*one, *clean]).valid  # 1 of 252 dequeues: 0.4 % ≤ 0.5 %
+    two = redelivered(2, (31.0, 31.1))
+    verdict = check_total_queue([*one, *two, *clean])  # 2 of 254: 0.8 %
+    assert not verdict.valid
+    assert verdict.duplicates.causes == {"unexplained": 2}
+    assert verdict.to_dict()["duplicates"]["no_fault_bound"] == NO_FAULT_BOUND

@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from membership_helpers import AUTO_REMOVE, FAST_RECONCILE
 
 from cli.node_processes import ProcessCluster
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[ProcessCluster]:
+    """A fresh 3-node cluster for one test (its node logs are printed when the test fails)."""
+    running = ProcessCluster.start(tmp_path, 3, env=FAST_RECONCILE)
+    try:
+        yield running
+    except BaseException:
+        print(running.log_tails())
+        raise
+    finally:
+        running.stop()
 
 
 @pytest.fixture(scope="module")

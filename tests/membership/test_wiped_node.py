@@ -14,11 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
-from membership_helpers import FAST_RECONCILE, local_queues, registered_nodes
+from membership_helpers import local_queues, registered_nodes
 
 from api.client import QuorumqClient
 from cli.node_processes import ProcessCluster, wait_healthy, wait_until
@@ -26,18 +23,6 @@ from cli.node_processes import ProcessCluster, wait_healthy, wait_until
 QUEUE = "wiped"
 SEED_QUEUE = "before-the-wipe"
 MESSAGES = 50
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[ProcessCluster]:
-    running = ProcessCluster.start(tmp_path, 3, env=FAST_RECONCILE)
-    try:
-        yield running
-    except BaseException:
-        print(running.log_tails())
-        raise
-    finally:
-        running.stop()
 
 
 def incarnation(cluster: ProcessCluster, name: str) -> str:

@@ -15,6 +15,7 @@ from rocksdict import AccessType, Options, Rdict
 
 from raft_log import records
 from raft_log import storage as storage_module
+from raft_log.database import DatabaseCorruptionError
 from raft_log.keys import GroupKeys, registry_key
 from raft_log.rocksdb_database import supports_direct_io
 from raft_log.storage import CorruptionError, NodeStore, SnapshotOutOfDateError
@@ -536,7 +537,7 @@ def test_finding6_a_damaged_synced_wal_record_fails_the_open_loudly(db_path):
     data = bytearray(wal.read_bytes())
     data[len(data) // 2] ^= 0x5A  # later synced records follow: point-in-time recovery dropped them silently
     wal.write_bytes(bytes(data))
-    with pytest.raises(Exception, match="Corruption"):
+    with pytest.raises(DatabaseCorruptionError, match="Corruption"):
         NodeStore.open(db_path)
 
 

@@ -1,0 +1,125 @@
+"""The `client` nemesis really kills a client mid-request on a real cluster in network namespaces: a
+crashed consumer's unacked deliveries go to another consumer, and a publisher killed with its publish on
+the wire leaves an `info` that the checker accepts; both come back as new clients when healed."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from api.client import QuorumqClient
+from jepsen_tests.checker import check_total_queue
+from jepsen_tests.client_life import CRASHED
+from jepsen_tests.client_nemesis import ClientNemesis
+from jepsen_tests.cluster import JepsenCluster
+from jepsen_tests.history import HistoryWriter, read_history
+from jepsen_tests.workload import CONSUMER_TIMEOUT_MS, Workload, WorkloadConfig, dead_letter_queue
+
+pytestmark = pytest.mark.faults
+
+VALUES = 200
+POLITE = {"nack_probability": 0.0, "cancel_probability": 0.0, "reject_probability": 0.0}
+
+
+def drawing(variant: str) -> random.Random:
+    """A Random whose first choice among the client nemesis' variants is `variant`."""
+    seed = next(s for s in range(100) if random.Random(s).choice(ClientNemesis.variants) == variant)
+    return random.Random(seed)
+
+
+async def wait_for(condition: Callable[[], Awaitable[bool]], timeout: float, what: str) -> None:
+    """Poll `condition` until it holds; fail after `timeout` seconds."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await condition():
+        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.1)
+
+
+async def queue_stats(cluster: JepsenCluster, queue: str) -> dict:
+    async with QuorumqClient(cluster.urls, timeout=10.0) as client:
+        return await client.queue(queue)
+
+
+async def test_crashed_consumer_unacked_deliveries_are_redelivered_to_another_consumer(
+    healed: JepsenCluster, tmp_path: Path
+) -> None:
+    cluster, queue = healed, "crash-consumer"
+    async with QuorumqClient(cluster.urls, timeout=30.0) as client:
+        await client.declare(queue, {"x-quorum-initial-group-size": 3})
+        await client.publish(queue, [str(v) for v in range(VALUES)])
+    history = HistoryWriter(tmp_path / "history.jsonl")
+    workload = Workload(cluster.urls, history, WorkloadConfig((queue,), 0, 1, **POLITE), random.Random(1))
+    cluster.clients = workload
+    stop = asyncio.Event()
+    running = asyncio.create_task(workload.run(stop))
+
+    async def consumer_acked_some() -> bool:
+        return (await queue_stats(cluster, queue))["messages"] < VALUES
+
+    await wait_for(consumer_acked_some, 30, "the workload's consumer to ack")
+    fault = await asyncio.to_thread(ClientNemesis().inject, cluster, [queue], drawing("consumer"))
+    assert (fault.kind, fault.description.split(" with ")[0]) == ("consumer", "killed con0")
+    held_by_the_dead = (await queue_stats(cluster, queue))["messages_unacknowledged"]
+    assert held_by_the_dead > 0
+
+    other: set[int] = set()
+    async with QuorumqClient(cluster.urls, timeout=30.0) as client:
+        tag = await client.consume(queue, prefetch=50)
+
+        async def other_took_the_rest() -> bool:
+            batch = await client.deliveries(queue, tag, max=50, wait=0.5)
+            if batch:
+                await client.ack(queue, tag, [d.id for d in batch])
+                other.update(int(d.body) for d in batch)
+            return (await queue_stats(cluster, queue))["messages"] == 0
+
+        await wait_for(other_took_the_rest, 30 + CONSUMER_TIMEOUT_MS / 1000, "the queue to empty")
+    fault.heal()
+    stop.set()
+    await running
+    history.close()
+    acked_by_con0 = {op.value for op in read_history(history.path) if op.type == "ok" and op.error is None}
+    assert other | acked_by_con0 >= set(range(VALUES))
+    assert not other & acked_by_con0
+
+
+async def test_publisher_killed_mid_publish_leaves_an_info_the_checker_accepts(
+    healed: JepsenCluster, tmp_path: Path
+) -> None:
+    cluster, queue = healed, "crash-publisher"
+    async with QuorumqClient(cluster.urls, timeout=30.0) as client:
+        for declared in (queue, dead_letter_queue(queue)):
+            await client.declare(declared, {"x-quorum-initial-group-size": 3})
+    history = HistoryWriter(tmp_path / "history.jsonl")
+    workload = Workload(cluster.urls, history, WorkloadConfig((queue,), 1, 0, **POLITE), random.Random(2))
+    cluster.clients = workload
+    stop = asyncio.Event()
+    running = asyncio.create_task(workload.run(stop))
+
+    def published(count: int) -> Callable[[], Awaitable[bool]]:
+        async def enough() -> bool:
+            return (await queue_stats(cluster, queue))["messages"] >= count
+
+        return enough
+
+    await wait_for(published(10), 30, "the workload to publish")
+    fault = await asyncio.to_thread(ClientNemesis().inject, cluster, [queue], drawing("publisher"))
+    assert fault.description == f"killed pub0 with POST /api/queues/{queue}/messages on the wire"
+    before = (await queue_stats(cluster, queue))["messages"]
+    fault.heal()
+    await wait_for(published(before + 10), 30, "the restarted publisher to publish")
+    stop.set()
+    await running
+    assert await workload.drain(30) == {queue: 0, dead_letter_queue(queue): 0}
+    history.close()
+    ops = read_history(history.path)
+    crashed = [op for op in ops if op.f == "enqueue" and op.type == "info"]
+    assert [op.error for op in crashed] == [CRASHED]
+    verdict = check_total_queue(ops)
+    assert verdict.valid, verdict.summary()
+    assert verdict.info_enqueues == 1
+    assert crashed[0].value in verdict.recovered or crashed[0].value not in verdict.ok

@@ -1,0 +1,158 @@
+"""A node whose database is damaged at rest sets it aside and rejoins as a new incarnation (decision 0011).
+
+Real processes: a 3-node cluster confirms messages, one node stops (cleanly, so its data is in table
+files, or by SIGKILL, so the newest is in the write-ahead log), one of its RocksDB files is damaged and
+synced, and it starts again. It must come up, say what happened in its health, keep the damaged copy, be
+replaced in the metadata group and the queue's group by their leaders, and lose nothing confirmed.
+While it is a new incarnation it acknowledges nothing: with a second node down, nothing is confirmed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import urllib.error
+import urllib.request
+from fnmatch import fnmatch
+from pathlib import Path
+from typing import Any
+
+import pytest
+from membership_helpers import local_queues, registered_nodes
+
+from api.client import QuorumqClient, QuorumqError
+from cli.node_processes import NodeProcess, ProcessCluster, wait_healthy, wait_until
+from jepsen_tests.file_damage import damage_file, damageable_files
+
+QUEUE = "damaged"
+MESSAGES = 40
+REPAIR_TIMEOUT_S = 60.0
+
+
+def health(node: NodeProcess) -> dict[str, Any]:
+    """The node's health body, whatever its status code (503 while it has no quorum)."""
+    try:
+        with urllib.request.urlopen(f"{node.url}/api/health", timeout=5) as answer:
+            return json.load(answer)
+    except urllib.error.HTTPError as exc:
+        return json.load(exc)
+
+
+def repairing(node: NodeProcess) -> bool | None:
+    """The `repairing` flag of the node's reported damage; None when it reports none (or is down)."""
+    try:
+        return (health(node).get("damage") or {}).get("repairing")
+    except OSError:
+        return None
+
+
+def damage(node: NodeProcess, pattern: str, kind: str) -> Path:
+    """Damage the largest database file of `node` whose name matches `pattern` (node stopped)."""
+    files = [p for p in damageable_files(node.data_dir / "rocksdb") if fnmatch(p.name, pattern)]
+    assert files, f"no {pattern} file in {node.data_dir}"
+    target = max(files, key=lambda p: p.stat().st_size)
+    before = target.read_bytes()
+    damage_file(target, kind, random.Random(7))
+    assert target.read_bytes() != before, "the damage changed nothing"
+    return target
+
+
+async def publish_all(client: QuorumqClient, prefix: str) -> None:
+    for i in range(MESSAGES):
+        await client.publish(QUEUE, [f"{prefix}{i}"])
+
+
+async def repaired(victim: NodeProcess) -> None:
+    await asyncio.to_thread(
+        wait_until,
+        lambda: repairing(victim) is False,
+        REPAIR_TIMEOUT_S,
+        "the new incarnation to be rebound in every group",
+    )
+
+
+CASES = {
+    "wal-bitflip": ("kill", "*.log", "bitflip"),
+    "sst-bitflip": ("stop", "*.sst", "bitflip"),
+    "manifest-zero": ("stop", "MANIFEST-*", "zero"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+async def test_damaged_store_is_set_aside_and_the_node_rejoins_as_a_new_incarnation_losing_nothing(
+    cluster: ProcessCluster, case: str
+) -> None:
+    how, pattern, kind = CASES[case]
+    async with QuorumqClient(cluster.urls) as client:
+        await client.declare(QUEUE, {"x-quorum-initial-group-size": 3})
+        await publish_all(client, "m")
+        victim = cluster.node((await client.health())["metadata_leader"])  # leads the metadata group
+        before = registered_nodes(victim.url)[victim.name]["incarnation"]
+        victim.kill() if how == "kill" else victim.stop()
+        target = damage(victim, pattern, kind)
+        victim.start()
+        await asyncio.to_thread(wait_healthy, [victim], 60)
+        found = health(victim)["damage"]
+        assert "Corruption" in found["reason"], found
+        assert (Path(found["moved_to"]) / "rocksdb" / target.name).exists(), found  # kept, never deleted
+        await repaired(victim)
+        assert registered_nodes(victim.url)[victim.name]["incarnation"] not in ("", before)
+        await asyncio.to_thread(
+            wait_until,
+            lambda: local_queues(victim.url)[QUEUE]["messages_ready"] == MESSAGES,
+            30,
+            "the new replica to hold every message",
+        )
+        got = await client.get(QUEUE, MESSAGES, ack="auto")
+        assert sorted(d.body for d in got) == sorted(f"m{i}".encode() for i in range(MESSAGES))
+
+
+async def test_damaged_store_acknowledges_nothing_until_rebound_and_quorum_status_says_so(
+    cluster: ProcessCluster,
+) -> None:
+    async with QuorumqClient(cluster.urls, timeout=5.0) as client:
+        await client.declare(QUEUE, {"x-quorum-initial-group-size": 3})
+        await publish_all(client, "m")
+        leader = cluster.node((await client.queue(QUEUE))["leader"])
+        victim, down = [n for n in cluster.nodes if n is not leader]
+        down.stop()
+        victim.kill()
+        damage(victim, "*.log", "bitflip")
+        victim.start()
+        await asyncio.to_thread(wait_until, lambda: repairing(victim) is True, 30, "the damage reported")
+        async with QuorumqClient([leader.url], timeout=3.0) as lonely:
+            with pytest.raises(QuorumqError):  # the new incarnation counts for no commit
+                await lonely.publish(QUEUE, ["never-confirmed"])
+        down.start()
+        marks = await marks_until_voter(client, victim.name)
+        assert "repairing: new incarnation" in marks, marks
+        await repaired(victim)
+        got = await client.get(QUEUE, MESSAGES + 1, ack="auto")
+        bodies = {d.body for d in got}
+        assert {f"m{i}".encode() for i in range(MESSAGES)} <= bodies, bodies
+
+
+async def marks_until_voter(client: QuorumqClient, member: str) -> set[str]:
+    """Poll the queue's members (what `quorum_status` prints) until `member` is a voter of its new
+    incarnation; returns how its row marked it meanwhile (replaced, learner, repairing)."""
+    marks: set[str] = set()
+    deadline = asyncio.get_running_loop().time() + REPAIR_TIMEOUT_S
+    while asyncio.get_running_loop().time() < deadline:
+        try:
+            rows = {r["node"]: r for r in (await client.members(QUEUE))["members"]}
+        except QuorumqError:
+            await asyncio.sleep(0.05)
+            continue
+        row = rows.get(member, {})
+        if row.get("replaced"):
+            marks.add(f"replaced: {row['replaced']}")
+        if row.get("membership") == "learner":
+            marks.add("learner")
+        if (row.get("repairing") or {}).get("reason", "").startswith("new incarnation"):
+            marks.add("repairing: new incarnation")
+        settled = row.get("membership") == "voter" and not row.get("repairing") and not row.get("replaced")
+        if settled and marks:
+            return marks
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{member} never became a voter again (marks seen: {marks})")
