@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from cluster.durable_files import sync_directory
 from jepsen_tests.lazy_mount import LazyMount, is_mounted, unavailable_reason
 
 pytestmark = pytest.mark.faults
@@ -66,19 +67,11 @@ def write(path: Path, data: bytes, *, sync: bool, flags: int = 0) -> None:
         os.close(fd)
 
 
-def sync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def test_unsynced_data_is_gone_after_a_discard_and_synced_data_intact(mount: LazyMount) -> None:
     root = mount.mountpoint
     write(root / "synced", b"kept", sync=True)
     write(root / "unsynced", b"lost" * 1000, sync=False)
-    sync_dir(root)
+    sync_directory(root)
     assert mount.stats()["dirty_bytes"] == 4000
     lost = mount.discard()
     assert (lost["dirty_bytes"], lost["unsynced_files"]) == (4000, 1)
@@ -90,7 +83,7 @@ def test_unsynced_data_is_gone_after_a_discard_and_synced_data_intact(mount: Laz
 def test_a_synced_file_whose_directory_was_not_synced_is_gone(mount: LazyMount) -> None:
     root = mount.mountpoint
     (root / "dir").mkdir()
-    sync_dir(root)
+    sync_directory(root)
     write(root / "dir" / "file", b"content synced, name not", sync=True)
     assert mount.discard()["unsynced_entries"] == 1
     assert list((root / "dir").iterdir()) == []
@@ -100,14 +93,14 @@ def test_an_unsynced_rename_reverts(mount: LazyMount) -> None:
     root = mount.mountpoint
     write(root / "CURRENT", b"old", sync=True)
     write(root / "CURRENT.tmp", b"new", sync=True)
-    sync_dir(root)
+    sync_directory(root)
     os.rename(root / "CURRENT.tmp", root / "CURRENT")
     assert (root / "CURRENT").read_bytes() == b"new"
     mount.discard()
     assert sorted(p.name for p in root.iterdir()) == ["CURRENT", "CURRENT.tmp"]
     assert (root / "CURRENT").read_bytes() == b"old"
     os.rename(root / "CURRENT.tmp", root / "CURRENT")
-    sync_dir(root)
+    sync_directory(root)
     mount.discard()
     assert (root / "CURRENT").read_bytes() == b"new"
 
@@ -116,7 +109,7 @@ def test_an_unsynced_rename_reverts(mount: LazyMount) -> None:
 def test_a_write_through_an_o_sync_or_o_direct_handle_survives(mount: LazyMount, flag: str) -> None:
     root = mount.mountpoint
     write(root / "log", b"", sync=True)
-    sync_dir(root)
+    sync_directory(root)
     page = mmap.mmap(-1, 4096)  # aligned, as O_DIRECT may require
     page.write(b"r" * 4096)
     fd = os.open(root / "log", os.O_WRONLY | getattr(os, flag))
@@ -131,7 +124,7 @@ def test_a_write_through_an_o_sync_or_o_direct_handle_survives(mount: LazyMount,
 def test_nothing_stale_is_read_from_kernel_caches_after_a_discard(mount: LazyMount) -> None:
     root = mount.mountpoint
     write(root / "f", b"durable", sync=True)
-    sync_dir(root)
+    sync_directory(root)
     with (root / "f").open("r+b") as file:
         file.write(b"volatile and longer")
         file.flush()
@@ -178,8 +171,8 @@ def test_the_durable_state_survives_a_daemon_restart(mount: LazyMount) -> None:
     (root / "d").mkdir()
     write(root / "d" / "f", b"synced", sync=True)
     write(root / "d" / "g", b"unsynced", sync=False)
-    sync_dir(root / "d")
-    sync_dir(root)
+    sync_directory(root / "d")
+    sync_directory(root)
     mount.stop()
     assert not is_mounted(root)
     mount.start()

@@ -17,6 +17,7 @@ import pytest
 from conftest import QUEUE, running_cluster
 
 from api.client import SyncClient
+from cluster.durable_files import sync_directory
 from jepsen_tests.cluster import JepsenCluster
 from jepsen_tests.lazy_mount import is_mounted, unavailable_reason
 from jepsen_tests.power_nemesis import PowerNemesis
@@ -51,11 +52,7 @@ def write_markers(data_dir: Path) -> None:
         os.fsync(descriptor)
     finally:
         os.close(descriptor)
-    directory = os.open(data_dir, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
+    sync_directory(data_dir)
     (data_dir / UNSYNCED).write_bytes(MARKER)
 
 
