@@ -24,6 +24,7 @@ from cluster.bodies import StoredMessage
 from cluster.config import Address, NodeConfig
 from cluster.dead_letter import dead_letter_messages
 from cluster.dlx_worker import DeadLetterWorker
+from cluster.durable_files import make_directory, sync_directory, write_durably
 from cluster.errors import BadRequest, NotLeader, QueueConflict, QueueNotFound
 from cluster.leader_clock import LeaderClock
 from cluster.membership import Membership
@@ -90,12 +91,13 @@ class Node:
     async def start(self) -> None:
         """Open storage, listen for peers and start driving the groups."""
         data_dir = Path(self.config.data_dir)
-        data_dir.mkdir(parents=True, exist_ok=True)
+        make_directory(data_dir)
         started_before = (data_dir / NODE_FILE).exists()
         self._seed_peers = self._load_or_record_seeds(data_dir)
         self.store, self.damage = open_store(data_dir, wall_clock_ms())
         self.store.on_damage = functools.partial(stop_on_damage, data_dir)
         self.transport.incarnation = self.store.incarnation
+        sync_directory(data_dir)  # node.json and the database's directory keep their names after a power loss
         # A node that started before but finds a new database lost its data (or set a damaged one aside):
         # it must not bootstrap the metadata group as a voter with an empty log; it waits, unconfigured,
         # for the leader.
@@ -153,12 +155,12 @@ class Node:
             return {n: Address.parse(a, what="seed") for n, a in recorded["seeds"].items()}
         if self.config.join:  # an empty metadata group that waits for the leader's snapshot and log
             self._join_url = self.config.join
-            path.write_text(json.dumps({"node": self.name, "seeds": {}, "join": self.config.join}))
+            write_durably(path, json.dumps({"node": self.name, "seeds": {}, "join": self.config.join}))
             return {}
         seeds = {s.name: s.raft for s in self.config.seeds} or {self.name: self.config.raft_address}
         if self.name not in seeds:
             raise SystemExit(f"the seed list must include this node ({self.name})")
-        path.write_text(json.dumps({"node": self.name, "seeds": {n: str(a) for n, a in seeds.items()}}))
+        write_durably(path, json.dumps({"node": self.name, "seeds": {n: str(a) for n, a in seeds.items()}}))
         return seeds
 
     # -- transport and control ------------------------------------------------------------------

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import NoReturn
 
+from cluster.durable_files import sync_directory
 from raft_log.database import DatabaseCorruptionError
 from raft_log.storage import CorruptionError, NodeStore
 from raft_log.types import StorageError
@@ -54,7 +55,7 @@ def open_store(data_dir: Path, now_ms: int) -> tuple[NodeStore, Damage | None]:
             reason = str(exc)
     damage = _set_aside(data_dir, reason, now_ms)
     marker.unlink(missing_ok=True)
-    _sync_directory(data_dir)
+    sync_directory(data_dir)
     return NodeStore.open(database), damage
 
 
@@ -77,7 +78,7 @@ def stop_on_damage(data_dir: Path, error: StorageError) -> NoReturn:
     failing on it again."""
     marker = data_dir / MARKER_FILE
     _write_synced(marker, json.dumps({"reason": str(error)}))
-    _sync_directory(data_dir)
+    sync_directory(data_dir)
     log.critical(
         "the database in %s is damaged (%s); exiting: the next start keeps it aside and rejoins as a new "
         "incarnation",
@@ -116,8 +117,8 @@ def _set_aside(data_dir: Path, reason: str, now_ms: int) -> Damage:
     database = data_dir / DATABASE_DIR
     if database.exists():
         database.rename(kept / DATABASE_DIR)
-    _sync_directory(kept)
-    _sync_directory(data_dir)
+    sync_directory(kept)
+    sync_directory(data_dir)
     log.error(
         "the database in %s is damaged (%s): kept in %s, starting as a new incarnation with an empty "
         "database; the leaders replace this node's replicas and copy them back",
@@ -132,14 +133,6 @@ def _write_synced(path: Path, text: str) -> None:
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         os.write(descriptor, text.encode())
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-
-
-def _sync_directory(path: Path) -> None:
-    descriptor = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
         os.fsync(descriptor)
     finally:
         os.close(descriptor)

@@ -1,7 +1,14 @@
-"""The cluster under test: one `quorumq server` process per namespace host, and what nemeses do to it."""
+"""The cluster under test: one `quorumq server` process per namespace host, and what nemeses do to it.
+
+With `lazy_fs`, each node's data directory is the mountpoint of its own lazy filesystem
+(`lazy_mount.py`), mounted before the node starts and unmounted after every node has stopped, so a
+power failure can drop what the node had not fsynced. Its durable state lives in
+`<data_dir>/lazyfs/<node>`.
+"""
 
 from __future__ import annotations
 
+import shutil
 import signal
 from pathlib import Path
 
@@ -11,6 +18,7 @@ from cli.node_processes import NodeProcess, ProcessCluster, plan_cluster, wait_h
 from jepsen_tests.client_life import ClientCrasher
 from jepsen_tests.fake_clocks import FakeClocks
 from jepsen_tests.hosts import Host, NetnsHosts
+from jepsen_tests.lazy_mount import LazyMount
 from jepsen_tests.network_faults import heal_partitions, restore_link
 
 HTTP_PORT = 8080
@@ -19,10 +27,13 @@ READY_TIMEOUT_S = 90.0
 
 
 class JepsenCluster:
-    """Node processes on `hosts` (node i in namespace i), their data under `data_dir`; with
-    `fake_clocks`, every node runs under a wall clock the clock nemesis can move (`clocks`)."""
+    """Node processes on `hosts` (node i in namespace i), their data under `data_dir` (on lazy
+    filesystems with `lazy_fs`); with `fake_clocks`, every node runs under a wall clock the clock
+    nemesis can move (`clocks`)."""
 
-    def __init__(self, hosts: NetnsHosts, data_dir: Path, *, fake_clocks: bool = False) -> None:
+    def __init__(
+        self, hosts: NetnsHosts, data_dir: Path, *, lazy_fs: bool = False, fake_clocks: bool = False
+    ) -> None:
         self.hosts = hosts
         count = len(hosts.hosts)
         self.processes = ProcessCluster(
@@ -39,6 +50,13 @@ class JepsenCluster:
         if self.clocks is not None:
             for node in self.nodes:
                 node.env = self.clocks.env(node.name)
+        self.mounts = {
+            node.name: LazyMount(
+                node.data_dir, data_dir / "lazyfs" / node.name, data_dir / "logs" / f"{node.name}-lazyfs.log"
+            )
+            for node in self.nodes
+            if lazy_fs
+        }
 
     @property
     def nodes(self) -> list[NodeProcess]:
@@ -68,7 +86,10 @@ class JepsenCluster:
         self.node(name).start(self.host(name).exec_prefix())
 
     def start_all(self, timeout: float = READY_TIMEOUT_S) -> None:
-        """Start every node and wait until all are healthy."""
+        """Mount the lazy filesystems, start every node and wait until all are healthy."""
+        for mount in self.mounts.values():
+            if not mount.running:
+                mount.start()
         for name in self.names:
             self.start(name)
         wait_healthy(self.nodes, timeout)
@@ -77,6 +98,14 @@ class JepsenCluster:
         """SIGKILL a node (a paused one too)."""
         self.paused.discard(name)
         self.node(name).kill()
+
+    def power_off(self, name: str) -> dict[str, int]:
+        """A power failure: SIGKILL the node, then drop what it had not fsynced (its data directory
+        then holds exactly its durable state). Returns what was dropped (`LazyState.stats`)."""
+        if name not in self.mounts:
+            raise RuntimeError("a power failure needs the nodes on lazy filesystems (JepsenCluster lazy_fs)")
+        self.kill(name)
+        return self.mounts[name].discard()
 
     def restart(self, name: str) -> None:
         """Start a node again if it is not running."""
@@ -143,8 +172,20 @@ class JepsenCluster:
         wait_until(queues_led, timeout, "every queue to have a leader", self.nodes)
 
     def stop_all(self) -> None:
-        """Resume and stop every node (SIGTERM, then SIGKILL if needed)."""
-        for name in list(self.paused):
-            self.resume(name)
+        """Resume and stop every node (SIGTERM, then SIGKILL if needed), then unmount their lazy
+        filesystems (also when stopping a node failed)."""
+        try:
+            for name in list(self.paused):
+                self.resume(name)
+            for node in self.nodes:
+                node.stop(timeout=10.0)
+        finally:
+            for mount in self.mounts.values():
+                mount.stop()
+
+    def remove_data(self) -> None:
+        """Delete every node's data directory and lazy filesystem store (after `stop_all`)."""
         for node in self.nodes:
-            node.stop(timeout=10.0)
+            shutil.rmtree(node.data_dir, ignore_errors=True)
+        for mount in self.mounts.values():
+            shutil.rmtree(mount.store_dir, ignore_errors=True)

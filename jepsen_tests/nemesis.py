@@ -17,6 +17,7 @@ from jepsen_tests.corrupt_nemesis import CorruptNemesis
 from jepsen_tests.fault import ActiveFault, Nemesis, pick_victims
 from jepsen_tests.network_faults import apply_grudge, degrade_link, heal_partitions, restore_link
 from jepsen_tests.partitions import SHAPES, shapes_for
+from jepsen_tests.power_nemesis import PowerNemesis
 
 
 class PartitionNemesis:
@@ -126,6 +127,7 @@ NEMESES: dict[str, Nemesis] = {
         CorruptNemesis(),
         ClockNemesis(),
         ClientNemesis(),
+        PowerNemesis(),
     )
 }
 

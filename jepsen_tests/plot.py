@@ -23,6 +23,7 @@ COLOURS = {
     "corrupt": "tab:brown",
     "clock": "tab:cyan",
     "client": "tab:pink",
+    "power": "gold",
 }
 SERIES = (
     ("enqueue", "ok", "enqueue ok", "tab:blue"),

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import random
 import shlex
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -44,6 +43,7 @@ class RunConfig:
         "corrupt",
         "clock",
         "client",
+        "power",
     )
     seed: int = 0
     nodes: int = 5
@@ -52,6 +52,11 @@ class RunConfig:
     consumers: int = 3
     out_dir: Path = Path("runs")
     keep_data: bool = False
+
+    @property
+    def lazy_fs(self) -> bool:
+        """Whether the nodes' data directories go on lazy filesystems: when a nemesis needs them."""
+        return any(getattr(n, "needs_lazy_fs", False) for n in nemeses_named(self.nemeses))
 
 
 @dataclass
@@ -91,7 +96,9 @@ def run(config: RunConfig, progress: Callable[[str], None] = print, command: str
     schedule = plan_schedule(config.seed, config.duration, config.nemeses)
     progress(f"run {run_dir}: {config.nodes} nodes, queues {', '.join(queues)}, {len(schedule)} faults")
     with NetnsHosts(config.nodes) as hosts:
-        cluster = JepsenCluster(hosts, run_dir / "data", fake_clocks="clock" in config.nemeses)
+        cluster = JepsenCluster(
+            hosts, run_dir / "data", lazy_fs=config.lazy_fs, fake_clocks="clock" in config.nemeses
+        )
         try:
             cluster.start_all()
             declare_queues(cluster, queues, honest_ttl_ms(config.duration))
@@ -106,8 +113,7 @@ def run(config: RunConfig, progress: Callable[[str], None] = print, command: str
         finally:
             cluster.stop_all()
             if not config.keep_data:
-                for node in cluster.nodes:
-                    shutil.rmtree(node.data_dir, ignore_errors=True)
+                cluster.remove_data()
     history_ops, faults = read_history(run_dir / "history.jsonl"), read_fault_spans(run_dir / "nemesis.jsonl")
     verdict = check_total_queue(history_ops, faults)
     availability = publish_gaps(history_ops, faults)
@@ -232,6 +238,7 @@ def config_record(config: RunConfig) -> dict[str, object]:
     """The run's configuration as JSON-ready values."""
     record = asdict(config)
     record["out_dir"] = str(config.out_dir)
+    record["lazy_fs"] = config.lazy_fs
     return record
 
 

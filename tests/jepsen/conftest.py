@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from netns_cluster import QUEUE, running_cluster
 
 from api.client import SyncClient
 from jepsen_tests.cluster import JepsenCluster
-from jepsen_tests.hosts import NetnsHosts, unavailable_reason
-
-QUEUE = "proof"
+from jepsen_tests.hosts import unavailable_reason
 
 
 @pytest.fixture(scope="session")
@@ -22,18 +19,6 @@ def netns_ready() -> None:
     if reason:
         print(f"fault suite skipped: {reason}")
         pytest.skip(reason)
-
-
-@contextlib.contextmanager
-def running_cluster(data_dir: Path, *, fake_clocks: bool = False) -> Iterator[JepsenCluster]:
-    """Three healthy nodes in their own namespaces; stopped and removed afterwards."""
-    with NetnsHosts(3) as hosts:
-        cluster = JepsenCluster(hosts, data_dir, fake_clocks=fake_clocks)
-        try:
-            cluster.start_all()
-            yield cluster
-        finally:
-            cluster.stop_all()
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
-from conftest import running_cluster
+from netns_cluster import running_cluster
 
 from api.client import SyncClient
 from cli.node_processes import wait_until

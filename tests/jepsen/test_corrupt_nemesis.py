@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import QUEUE
+from netns_cluster import QUEUE
 
 from api.client import SyncClient
 from cli.node_processes import wait_healthy, wait_until

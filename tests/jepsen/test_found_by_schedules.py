@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from api.client import SyncClient
-from cli.node_processes import ProcessCluster
+from cli.node_processes import ProcessCluster, plan_cluster, wait_healthy
+from jepsen_tests.lazy_mount import LazyMount, unavailable_reason
 
 pytestmark = pytest.mark.faults
 
@@ -30,3 +31,30 @@ def test_seed1000_n3_consumer_timeout_survives_a_leader_change(tmp_path: Path) -
         assert returned, "the silent consumer's message did not return within 15 s (its timeout is 3 s)"
     finally:
         cluster.stop()
+
+
+def test_seed1_n3_power_all_a_node_keeps_its_data_directory_through_a_power_failure(tmp_path: Path) -> None:
+    """Every node came back empty after `power all` (the cluster bootstrapped anew, every queue was
+    gone): nothing fsynced the data directory, so neither node.json nor the rocksdb directory had a
+    durable name in it."""
+    reason = unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    (node,) = plan_cluster(1, tmp_path)
+    mount = LazyMount(node.data_dir, tmp_path / "lazyfs-store", tmp_path / "lazyfs.log")
+    mount.start()
+    try:
+        node.start()
+        wait_healthy([node])
+        with SyncClient([node.url], timeout=30.0) as client:
+            client.declare("kept")
+            client.publish("kept", ["confirmed"])
+        node.kill()
+        mount.discard()
+        node.start()
+        wait_healthy([node])
+        with SyncClient([node.url], timeout=30.0) as client:
+            assert [d.body for d in client.get("kept", count=1, ack="auto")] == [b"confirmed"]
+    finally:
+        node.stop()
+        mount.stop()

@@ -81,7 +81,7 @@ FAULT_LINE = re.compile(r"^\s+\d+\.\ds ")  # a nemesis line of the schedule, e.g
 
 @pytest.mark.faults
 @pytest.mark.timeout(120)
-def test_interrupted_run_removes_its_namespaces_bridge_rules_and_nodes(
+def test_interrupted_run_removes_its_namespaces_bridge_rules_nodes_and_mounts(
     netns_ready: None, tmp_path: Path
 ) -> None:
     command = [BIN / "quorumq-jepsen", "run", "--time", "60", "--nodes", "3", "--out", str(tmp_path)]
@@ -95,6 +95,7 @@ def test_interrupted_run_removes_its_namespaces_bridge_rules_and_nodes(
                 break  # the schedule runs: interrupt the run in the middle of its work
         assert bridge.startswith("qqj"), "the run never got its cluster ready"
         assert processes_mentioning(str(tmp_path))
+        assert str(tmp_path) in Path("/proc/self/mountinfo").read_text()  # power: lazy filesystems
         suite.send_signal(signal.SIGINT)
         suite.communicate(timeout=60)  # keep draining stderr: a full pipe would block its shutdown
     assert run_quietly(["ip", "link", "show", bridge]).returncode != 0
@@ -102,7 +103,8 @@ def test_interrupted_run_removes_its_namespaces_bridge_rules_and_nodes(
         ns for ns in run_quietly(["ip", "netns", "list"]).stdout.split() if ns.startswith(f"{bridge}n")
     ]
     assert f"-i {bridge} " not in run_quietly(["iptables", "-S", "FORWARD"]).stdout
-    assert processes_mentioning(str(tmp_path)) == []
+    assert processes_mentioning(str(tmp_path)) == []  # nodes and lazy filesystem daemons
+    assert str(tmp_path) not in Path("/proc/self/mountinfo").read_text()  # no mount left behind
 
 
 def run_quietly(command: list[str]) -> subprocess.CompletedProcess[str]:

@@ -11,7 +11,7 @@ import sys
 import time
 
 import pytest
-from conftest import QUEUE
+from netns_cluster import QUEUE
 
 from api.client import SyncClient
 from api.client_errors import QuorumqError

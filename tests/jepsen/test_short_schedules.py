@@ -1,5 +1,6 @@
-"""The CI short form of the suite: a few ~25 s randomized schedules with every nemesis family, which must
-lose nothing and dequeue nothing unexpected, with replicas that agree afterwards."""
+"""The CI short form of the suite: a few ~25 s randomized schedules with every nemesis family, one of
+corruption and kills, and one of power failures only, which must lose nothing and dequeue nothing
+unexpected, with replicas that agree afterwards."""
 
 from __future__ import annotations
 
@@ -9,19 +10,17 @@ from pathlib import Path
 import pytest
 
 from jepsen_tests.report import verdict_text, write_report
-from jepsen_tests.runner import RunConfig, run
+from jepsen_tests.runner import RunConfig, RunResult, run
 
 pytestmark = pytest.mark.faults
 
 SCHEDULES = [(1, 3), (2, 5), (3, 3)]  # (seed, nodes)
+POWER_SEED = 32  # on 3 nodes over 25 s it draws power random-node, all, then rolling
 
 
-@pytest.mark.timeout(150)
-@pytest.mark.parametrize(("seed", "nodes"), SCHEDULES, ids=[f"seed{s}-n{n}" for s, n in SCHEDULES])
-def test_mixed_nemesis_schedule_loses_nothing(
-    netns_ready: None, tmp_path: Path, seed: int, nodes: int
-) -> None:
-    result = run(RunConfig(duration=25, seed=seed, nodes=nodes, out_dir=tmp_path), progress=print)
+def run_passing(config: RunConfig) -> RunResult:
+    """Run a schedule and check that it lost nothing, invented nothing, converged and really ran."""
+    result = run(config, progress=print)
     write_report(result)
     text = verdict_text(result)
     assert result.verdict.lost == [], text
@@ -29,18 +28,29 @@ def test_mixed_nemesis_schedule_loses_nothing(
     assert result.convergence.agreed, text
     assert result.verdict.enqueue_count > 100, text  # the workload really ran
     assert result.schedule, text
+    return result
+
+
+@pytest.mark.timeout(150)
+@pytest.mark.parametrize(("seed", "nodes"), SCHEDULES, ids=[f"seed{s}-n{n}" for s, n in SCHEDULES])
+def test_mixed_nemesis_schedule_loses_nothing(
+    netns_ready: None, tmp_path: Path, seed: int, nodes: int
+) -> None:
+    run_passing(RunConfig(duration=25, seed=seed, nodes=nodes, out_dir=tmp_path))
+
+
+@pytest.mark.timeout(150)
+def test_power_schedule_with_every_node_at_once_loses_nothing(netns_ready: None, tmp_path: Path) -> None:
+    config = RunConfig(duration=25, nemeses=("power",), seed=POWER_SEED, nodes=3, out_dir=tmp_path)
+    result = run_passing(config)
+    logged = [json.loads(line) for line in (result.run_dir / "nemesis.jsonl").read_text().splitlines()]
+    assert [e["kind"] for e in logged if e["event"] == "start"] == ["random-node", "all", "rolling"]
 
 
 @pytest.mark.timeout(150)
 def test_corrupt_schedule_loses_nothing(netns_ready: None, tmp_path: Path) -> None:
     config = RunConfig(duration=30, seed=1, nodes=3, nemeses=("corrupt", "kill"), out_dir=tmp_path)
-    result = run(config, progress=print)
-    write_report(result)
-    text = verdict_text(result)
-    assert result.verdict.lost == [], text
-    assert result.verdict.unexpected == [], text
-    assert result.convergence.agreed, text
-    assert result.verdict.enqueue_count > 100, text
+    result = run_passing(config)
     logged = [json.loads(line) for line in (result.run_dir / "nemesis.jsonl").read_text().splitlines()]
     damaged = [f for f in logged if f.get("nemesis") == "corrupt" and " at " in f.get("description", "")]
     assert damaged, logged  # at least one corrupt fault damaged a file
