@@ -1,7 +1,10 @@
-"""A node that cannot get a request committed answers 503 once it knows so, instead of holding the request
-until the client gives up: a forward to a leader that stopped answering, and a publish on a leader cut
-off from its followers (docs/decisions/0012). The deadline is the client's (30 s); both answers come
-within about two election timeouts."""
+"""Availability around a node that stops answering or is cut off (docs/decisions/0012).
+
+A node that cannot get a request committed answers 503 once it knows so, instead of holding the request
+until the client gives up: a forward to a leader that stopped answering, a publish on a leader cut off
+from its followers, a request to a follower cut off from everyone. The deadline is the client's (30 s);
+each answer comes within about two election timeouts. And the client leaves a frozen leader for the
+others, its publish deduplicated when the old leader wakes up with the request still in its socket."""
 
 from __future__ import annotations
 
@@ -76,3 +79,17 @@ async def test_isolated_follower_answers_503_fast(cluster: ProcessCluster) -> No
     with _Frozen(cluster, [leader, followers[1]]):
         status, body = await _publish(followers[0].url, "cut")
     assert status == 503, body
+
+
+@pytest.mark.faults
+async def test_client_fails_over_from_a_frozen_leader_and_its_publish_is_enqueued_once(
+    cluster: ProcessCluster,
+) -> None:
+    leader, followers = await _leader_and_followers(cluster, "once")
+    nodes = [leader.url, *(node.url for node in followers)]
+    async with QuorumqClient(nodes, timeout=PATIENT_CLIENT_S) as client:
+        with _Frozen(cluster, [leader]):
+            ids = await client.publish("once", "after the freeze")
+            assert (await client.queue("once"))["leader"] != leader.name
+        assert (await client.publish("once", "after the thaw")) == [ids[0] + 1]
+        assert (await client.queue("once"))["messages"] == 3  # the warm-up, and each of these once
