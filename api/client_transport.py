@@ -176,13 +176,11 @@ class NodeTransport:
         _NoAnswer("unresponsive") and abandons the attempt when it does not."""
         task = asyncio.ensure_future(attempt)
         try:
-            while True:
+            while not task.done():
                 done, _ = await asyncio.wait({task}, timeout=self.unresponsive_after)
-                if done or await self._answers(base, task):
-                    if task.done():
-                        return task.result()
-                    continue
-                raise _NoAnswer("unresponsive", f"{base} answered neither the request nor a health check")
+                if not done and not await self._answers(base, task):
+                    raise _NoAnswer("unresponsive", f"{base} answered neither the request nor a health check")
+            return task.result()
         finally:
             task.cancel()
 
