@@ -21,7 +21,7 @@ from api.client_messages import (
 )
 from api.client_publisher import Publisher
 from api.client_subscription import Subscription
-from api.client_transport import JSON, MSGPACK, NodeTransport
+from api.client_transport import DEFAULT_UNRESPONSIVE_AFTER, JSON, MSGPACK, NodeTransport
 
 DEFAULT_PREFETCH = 100
 _NOT_READY = frozenset({503})
@@ -48,7 +48,9 @@ class QuorumqClient:
     """An asyncio client for a quorumq cluster reachable through any of `nodes` (base URLs or HOST:PORT).
 
     Every request is bounded by `timeout` seconds in total (plus the long-poll wait for deliveries);
-    connecting to one node gives up after `connect_timeout` and moves on to the next node. Publishes
+    connecting to one node gives up after `connect_timeout` and moves on to the next node, and so does a
+    retryable request (a read, a publish) to a node that answers neither it nor a health check within
+    `unresponsive_after` each (a frozen or stopped node; api.client_transport). Publishes
     carry this client's `publisher_id` and a fresh sequence number, so retries never duplicate.
     Credentials: `auth` (HTTP Basic, a (user, password) pair) or `token` (bearer); `tls` is an SSL
     context or a bool for HTTPS verification; whatever is not given comes from
@@ -64,6 +66,7 @@ class QuorumqClient:
         *,
         timeout: float = 10.0,
         connect_timeout: float = 2.0,
+        unresponsive_after: float = DEFAULT_UNRESPONSIVE_AFTER,
         session: aiohttp.ClientSession | None = None,
         auth: Auth | None = None,
         token: str | None = None,
@@ -74,7 +77,12 @@ class QuorumqClient:
             raise ValueError(f"wire must be 'msgpack' or 'json', not {wire!r}")
         credentials = resolve_credentials(auth, token, tls)
         self._transport = NodeTransport(
-            nodes, timeout=timeout, connect_timeout=connect_timeout, session=session, credentials=credentials
+            nodes,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            unresponsive_after=unresponsive_after,
+            session=session,
+            credentials=credentials,
         )
         self.publisher_id = uuid.uuid4().hex
         self._publish_seq = itertools.count(1)

@@ -10,6 +10,7 @@ from typing import Any, Self, TypeVar
 
 from api.client_async import QuorumqClient, Wire
 from api.client_auth import Auth
+from api.client_transport import DEFAULT_UNRESPONSIVE_AFTER
 
 T = TypeVar("T")
 
@@ -60,6 +61,7 @@ class SyncClient:
         *,
         timeout: float = 10.0,
         connect_timeout: float = 2.0,
+        unresponsive_after: float = DEFAULT_UNRESPONSIVE_AFTER,
         auth: Auth | None = None,
         token: str | None = None,
         tls: ssl.SSLContext | bool | None = None,
@@ -72,6 +74,7 @@ class SyncClient:
             nodes,
             timeout=timeout,
             connect_timeout=connect_timeout,
+            unresponsive_after=unresponsive_after,
             auth=auth,
             token=token,
             tls=tls,

@@ -2,7 +2,7 @@
 
 import asyncio
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import aiohttp
@@ -14,6 +14,7 @@ from api.client_errors import NoNodeAvailableError, QuorumqError, TransportError
 
 RETRY_BACKOFF_START = 0.02
 RETRY_BACKOFF_MAX = 0.5
+DEFAULT_UNRESPONSIVE_AFTER = 0.5
 JSON = "application/json"
 MSGPACK = "application/msgpack"
 
@@ -66,8 +67,12 @@ class NodeTransport:
 
     A node that refuses (or times out) the connection is skipped for the next one, round-robin, until
     every node has failed; a 503 is retried with a short growing backoff, on the hinted leader when the
-    answer names one. Requests flagged `retry_sent` (reads and deduplicated publishes) are also retried,
-    on the next node, when a sent request times out or loses its connection.
+    answer names one, else on the next node. Requests flagged `retry_sent` (reads and deduplicated
+    publishes) are also retried, on the next node, when a sent request times out or loses its
+    connection, or when the node stops answering: once such a request has waited `unresponsive_after`,
+    the node's health is checked (GET /api/health, any answer within `unresponsive_after` will do) and
+    again each `unresponsive_after` after that; a node that fails the check is left for the next one. A
+    slow node that is alive is waited for, so a slow request is not multiplied across nodes.
     """
 
     def __init__(
@@ -76,6 +81,7 @@ class NodeTransport:
         *,
         timeout: float,
         connect_timeout: float,
+        unresponsive_after: float = DEFAULT_UNRESPONSIVE_AFTER,
         session: aiohttp.ClientSession | None,
         credentials: ClientCredentials,
     ) -> None:
@@ -86,6 +92,7 @@ class NodeTransport:
             raise ValueError("at least one node is required")
         self.timeout = timeout
         self.connect_timeout = connect_timeout
+        self.unresponsive_after = unresponsive_after
         self._credentials = credentials
         self._session = session
         self._owns_session = session is None
@@ -133,8 +140,9 @@ class NodeTransport:
             if remaining <= 0:
                 raise last_error or TransportError(0, "timeout", f"{method} {path}: no answer in time")
             base = hinted or self.current_node
+            attempt = self._attempt(method, base + path, encoded, params, remaining)
             try:
-                status, payload = await self._attempt(method, base + path, encoded, params, remaining)
+                status, payload = await (self._watched(attempt, base) if retry_sent else attempt)
             except _ConnectFailed:
                 unreachable.add(base)
                 if hinted is None:
@@ -158,8 +166,46 @@ class NodeTransport:
                 if status != 503:
                     raise last_error
                 hinted = _hint(last_error, base)
+                if hinted is None and base == self.current_node:
+                    self._advance()  # this node knows no leader (it may be cut off): ask the next one
             await asyncio.sleep(max(0.0, min(backoff, deadline - loop.time())))
             backoff = min(backoff * 2, RETRY_BACKOFF_MAX)
+
+    async def _watched(self, attempt: Coroutine[Any, Any, tuple[int, Any]], base: str) -> tuple[int, Any]:
+        """Await `attempt`, checking every `unresponsive_after` that `base` still answers at all; raises
+        _NoAnswer("unresponsive") and abandons the attempt when it does not."""
+        task = asyncio.ensure_future(attempt)
+        try:
+            while not task.done():
+                done, _ = await asyncio.wait({task}, timeout=self.unresponsive_after)
+                if not done and not await self._answers(base, task):
+                    raise _NoAnswer("unresponsive", f"{base} answered neither the request nor a health check")
+            return task.result()
+        finally:
+            task.cancel()
+
+    async def _answers(self, base: str, attempt: asyncio.Future) -> bool:
+        """Whether `base` answers GET /api/health (any status) within `unresponsive_after`, or `attempt`
+        completes meanwhile."""
+        check = asyncio.ensure_future(self._health_answer(base))
+        try:
+            done, _ = await asyncio.wait(
+                {check, attempt}, timeout=self.unresponsive_after, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            check.cancel()
+        return attempt in done or (check in done and not check.cancelled() and check.result())
+
+    async def _health_answer(self, base: str) -> bool:
+        timeout = aiohttp.ClientTimeout(total=self.unresponsive_after)
+        try:
+            async with self._session_for_loop().get(
+                base + "/api/health", timeout=timeout, ssl=self._credentials.ssl
+            ) as response:
+                await response.read()
+                return True
+        except (aiohttp.ClientError, TimeoutError):
+            return False
 
     def _advance(self) -> None:
         self._current = (self._current + 1) % len(self.nodes)

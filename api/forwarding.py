@@ -4,10 +4,17 @@ A request is served where the queue's (or the metadata's) leader is. Another nod
 adding a hop count; a node that still cannot serve a request that used up its hops answers 503 with a
 leader hint, so requests never loop. Two hops cover a node whose metadata is a moment behind: it
 passes the request to the metadata leader, which knows every committed queue.
+
+A forward to a leader is given up, with a 503 naming the leader known now (if any), as soon as this
+node no longer believes the target leads: a leader that stopped answering (frozen, or cut off) is
+replaced by an election, and the client should go to the new one rather than wait for the old one
+(docs/decisions/0012). Whether the old leader acted on the request is then unknown, as after any lost
+answer; publishes are deduplicated by publisher and seq, so the client's retry is safe.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from collections.abc import Awaitable, Callable
 
@@ -24,6 +31,7 @@ HOPS_HEADER = "X-Quorumq-Hops"
 CLIENT_NODE_HEADER = "X-Quorumq-Client-Node"
 MAX_HOPS = 2
 FORWARD_TIMEOUT_S = 90.0
+LEADER_RECHECK_S = 0.1  # how often a pending forward compares its target with the leader known now
 
 QueueHandler = Callable[[web.Request, QueueService], Awaitable[web.StreamResponse]]
 
@@ -33,8 +41,11 @@ def client_node(request: web.Request) -> str:
     return request.headers.get(CLIENT_NODE_HEADER) or request.app[NODE].name
 
 
-async def forward(request: web.Request, target: str | None) -> web.StreamResponse:
-    """Proxy the request to `target`, or answer 503 when that is impossible."""
+async def forward(
+    request: web.Request, target: str | None, leader_now: Callable[[], str | None] | None = None
+) -> web.StreamResponse:
+    """Proxy the request to `target`, or answer 503 when that is impossible. With `leader_now` (the
+    leader this node knows now), the forward is abandoned with a 503 once that is no longer `target`."""
     node: Node = request.app[NODE]
     hops = int(request.headers.get(HOPS_HEADER, "0") or 0)
     url = node.node_http(target)
@@ -47,14 +58,36 @@ async def forward(request: web.Request, target: str | None) -> web.StreamRespons
         "Accept": request.headers.get("Accept", "application/json"),
     }
     session: aiohttp.ClientSession = request.app[FORWARD_SESSION]
+    proxied = asyncio.ensure_future(
+        _proxy(session, request.method, url + request.path_qs, await request.read(), headers)
+    )
     try:
-        async with session.request(
-            request.method, url + request.path_qs, data=await request.read(), headers=headers
-        ) as answer:
-            body = await answer.read()
-            return web.Response(status=answer.status, body=body, content_type=answer.content_type)
+        while True:
+            done, _ = await asyncio.wait({proxied}, timeout=LEADER_RECHECK_S if leader_now else None)
+            if done:
+                return proxied.result()
+            now = leader_now() if leader_now is not None else target
+            if now != target:  # a new leader, or none that this node can see
+                raise NotLeader(f"leader {target} stopped leading while the request waited on it", now)
     except (aiohttp.ClientError, TimeoutError) as exc:
         raise NotLeader(f"leader {target} unreachable: {exc}", target) from exc
+    finally:
+        proxied.cancel()
+
+
+async def _proxy(
+    session: aiohttp.ClientSession, method: str, url: str, data: bytes, headers: dict[str, str]
+) -> web.Response:
+    async with session.request(method, url, data=data, headers=headers) as answer:
+        body = await answer.read()
+        return web.Response(status=answer.status, body=body, content_type=answer.content_type)
+
+
+def _queue_leader_now(node: Node, name: str) -> str | None:
+    try:
+        return node.queue_leader(name)
+    except QueueNotFound:
+        return None
 
 
 def on_queue_leader(handler: QueueHandler) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
@@ -69,9 +102,9 @@ def on_queue_leader(handler: QueueHandler) -> Callable[[web.Request], Awaitable[
         except QueueNotFound:
             if node.meta_leader() in (None, node.name):
                 raise
-            return await forward(request, node.meta_leader())
+            return await forward(request, node.meta_leader(), node.meta_leader)
         if leader != node.name:
-            return await forward(request, leader)
+            return await forward(request, leader, lambda: _queue_leader_now(node, name))
         return await handler(request, node.led_queue(name))
 
     return serve
@@ -87,7 +120,7 @@ def on_meta_leader(
         node: Node = request.app[NODE]
         leader = node.meta_leader()
         if leader != node.name:
-            return await forward(request, leader)
+            return await forward(request, leader, node.meta_leader)
         return await handler(request)
 
     return serve

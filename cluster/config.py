@@ -62,7 +62,7 @@ class NodeConfig:
     join: str | None = None
     cluster_secret: str = "quorumq-dev-secret"
     tick_ms: int = 100
-    election_ticks: int = 10
+    election_ticks: int = 5
     heartbeat_ticks: int = 2
     batch_delay_ms: float = 0.0
     snapshot_every_entries: int = 20000

@@ -37,7 +37,7 @@ from cluster.transport import KIND_CONTROL, KIND_RAFT, Transport
 from raft_log.confchange import ConfChange, apply_conf_change, decode_conf_change
 from raft_log.core import Config, NotLeaderError, ProposalDroppedError, RaftNode
 from raft_log.messages import Message, MessageDecodeError, MessageType, decode_message, encode_message_parts
-from raft_log.ready import Ready
+from raft_log.ready import Ready, Role
 from raft_log.storage import GroupLog, NodeStore, TakenBatch
 from raft_log.types import ConfState, Entry, EntryKind, Snapshot
 
@@ -128,6 +128,7 @@ class Group:
     snapshot_index: int = 0
     previous_snapshot_index: int = 0
     was_leader: bool = False
+    led_term: int = 0  # the term this node last led the group in
     held_ticks: int = 0
     conf: ConfState = field(default_factory=ConfState)
 
@@ -252,6 +253,8 @@ class RaftHost:
         group = self.groups.get(gid)
         if group is not None and group.raft.leader:
             return group.raft.leader
+        if group is not None and group.raft.role in (Role.PRE_CANDIDATE, Role.CANDIDATE):
+            return None  # it heard no leader for an election timeout: hints (from leaders) are as old
         hint = self.leader_hints.get(gid)
         if hint is None or self._ticks - self._hint_ticks[gid] > LEADER_HINT_TICKS:
             return None
@@ -560,11 +563,25 @@ class RaftHost:
         if is_leader != group.was_leader:
             group.was_leader = is_leader
             self.leader_changes += 1
-            if not is_leader:
-                group.batcher.fail(ProposalFailed("lost leadership", group.raft.leader))
+            if is_leader:
+                group.led_term = group.raft.term
+            else:
+                group.batcher.fail(
+                    ProposalFailed("lost leadership", group.raft.leader),
+                    in_flight=self._stepped_down_alone(group),
+                )
             group.app.role_changed(is_leader)
         if group.applied - group.snapshot_index >= self.snapshot_every:
             self._snapshot(group)
+
+    @staticmethod
+    def _stepped_down_alone(group: Group) -> bool:
+        """A leader that stepped down in its own term with no successor known (CheckQuorum: it heard
+        from no majority). Its entries still awaited cannot commit until it hears from a leader again, so
+        their callers are answered now (503: the outcome is unknown, a deduplicated retry elsewhere is
+        safe) rather than when the fault heals. After a newer term, the new leader's appends settle them
+        soon: applied with their results, or failed as overwritten."""
+        return group.raft.leader is None and group.raft.term == group.led_term
 
     def _snapshot(self, group: Group) -> None:
         """A local snapshot at the applied index, with the membership in force there."""

@@ -7,6 +7,13 @@ incarnations carries none: unknown). Then each side sends length-prefixed msgpac
 Outgoing frames are queued per peer and per group and written round-robin over groups, so a group sending a
 large catch-up cannot starve another group's heartbeats; a frame is written at once instead when nothing is
 queued for the peer and its socket keeps up. A lost connection drops what was queued; Raft retransmits.
+
+A partition must not outlive its heal in a connection: TCP keeps retransmitting into a cut link with a
+doubling timeout, so a connection that survived seconds of partition may stay silent for seconds more
+after it heals, delaying the next election (fault schedule seed 106, `bridge` then `random-halves`:
+3.5 s without confirms). A dialled connection whose data stays unacknowledged for `UNACKED_TIMEOUT_MS`
+is closed by the kernel (TCP_USER_TIMEOUT; heartbeats keep data in flight) and dialled anew, each dial
+given up after `CONNECT_TIMEOUT_S`; a peer's new connection replaces its older inbound one.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import hashlib
 import hmac
 import logging
 import os
+import socket
 import ssl
 import struct
 from collections import OrderedDict, deque
@@ -35,6 +43,8 @@ MAX_FRAME_BYTES = 64 * 1024 * 1024
 MAX_QUEUED_PER_PEER = 20000
 WRITE_BUFFER_LIMIT = 256 * 1024  # bytes the socket may hold unsent before frames queue (and the pump drains)
 HANDSHAKE_TIMEOUT_S = 5.0
+CONNECT_TIMEOUT_S = 1.0
+UNACKED_TIMEOUT_MS = 2000
 NONCE_BYTES = 16
 
 KIND_RAFT = 0
@@ -49,6 +59,13 @@ class HandshakeError(Exception):
 
 def _proof(secret: bytes, *parts: bytes) -> bytes:
     return hmac.new(secret, b"\x00".join(parts), hashlib.sha256).digest()
+
+
+def _give_up_unacknowledged(writer: asyncio.StreamWriter) -> None:
+    """Let the kernel close the connection once sent data stays unacknowledged for UNACKED_TIMEOUT_MS."""
+    sock = writer.get_extra_info("socket")
+    if sock is not None and hasattr(socket, "TCP_USER_TIMEOUT"):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, UNACKED_TIMEOUT_MS)
 
 
 async def _read_frame(reader: asyncio.StreamReader) -> bytes:
@@ -122,6 +139,7 @@ class Transport:
         self._peers: dict[str, _Peer] = {}
         self._server: asyncio.base_events.Server | None = None
         self._inbound: dict[asyncio.Task, asyncio.StreamWriter] = {}
+        self._inbound_from: dict[str, asyncio.StreamWriter] = {}  # each peer's newest inbound connection
         self.rejected_handshakes = 0
 
     async def start(self) -> None:
@@ -218,8 +236,9 @@ class Transport:
                     asyncio.open_connection(
                         peer.address.host, peer.address.port, ssl=self._tls[1] if self._tls else None
                     ),
-                    HANDSHAKE_TIMEOUT_S,
+                    CONNECT_TIMEOUT_S,
                 )
+                _give_up_unacknowledged(writer)
             except (OSError, TimeoutError):
                 self._drop_queued(peer)
                 await asyncio.sleep(backoff)
@@ -289,6 +308,10 @@ class Transport:
         self._inbound[task] = writer
         try:
             name = await asyncio.wait_for(self._accept_handshake(reader, writer), HANDSHAKE_TIMEOUT_S)
+            older = self._inbound_from.get(name)
+            if older is not None:
+                older.close()  # the peer dials one connection at a time: the older one is dead
+            self._inbound_from[name] = writer
             while True:
                 frame = _decode(await _read_frame(reader))
                 if len(frame) != 2 or not isinstance(frame[0], int) or not isinstance(frame[1], bytes):
@@ -301,6 +324,9 @@ class Transport:
             pass
         finally:
             self._inbound.pop(task, None)
+            for name, newest in list(self._inbound_from.items()):
+                if newest is writer:
+                    del self._inbound_from[name]
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()

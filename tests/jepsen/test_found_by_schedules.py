@@ -6,12 +6,19 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import QUEUE
 
 from api.client import SyncClient
 from cli.node_processes import ProcessCluster, plan_cluster, wait_healthy
+from jepsen_tests.cluster import JepsenCluster
 from jepsen_tests.lazy_mount import LazyMount, unavailable_reason
+from jepsen_tests.network_faults import apply_grudge, heal_partitions
+from jepsen_tests.partitions import grudge_from_components
 
 pytestmark = pytest.mark.faults
+
+BRIDGE_HELD_S = 16.0
+NEW_LEADER_S = 6.0  # two election timeouts and a reconnect take about 3 s; a stalled connection ~12 s
 
 
 def test_seed1000_n3_consumer_timeout_survives_a_leader_change(tmp_path: Path) -> None:
@@ -58,3 +65,24 @@ def test_seed1_n3_power_all_a_node_keeps_its_data_directory_through_a_power_fail
     finally:
         node.stop()
         mount.stop()
+
+
+def test_seed106_n3_a_leader_cut_off_just_after_a_bridge_heals_is_replaced_within_seconds(
+    healed: JepsenCluster,
+) -> None:
+    """`bridge` then `random-halves` (partition seed 106, 3 nodes): while the bridge cut the two followers
+    apart, their connection kept retransmitting with a doubling timeout, so after the heal it stayed silent
+    for seconds and they could not elect a leader when the next partition cut theirs off."""
+    cluster = healed
+    leader = cluster.queue_leader(QUEUE)
+    assert leader is not None
+    first, second = (n for n in cluster.names if n != leader)
+    apply_grudge(cluster.hosts, grudge_from_components(cluster.names, [[leader, first], [leader, second]]))
+    time.sleep(BRIDGE_HELD_S)  # the fault's duration, long enough for retransmissions to back off
+    heal_partitions(cluster.hosts)
+    apply_grudge(cluster.hosts, grudge_from_components(cluster.names, [[leader], [first, second]]))
+    try:
+        with SyncClient([cluster.node(first).url, cluster.node(second).url], timeout=NEW_LEADER_S) as client:
+            client.publish(QUEUE, ["after the bridge"])
+    finally:
+        heal_partitions(cluster.hosts)

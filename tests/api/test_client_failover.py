@@ -1,0 +1,113 @@
+"""Failover within one request's deadline: a node that stops answering, or answers 503 without a leader
+hint, is left for the next node; a slow node that is alive is waited for (docs/decisions/0012)."""
+
+import asyncio
+import contextlib
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+from aiohttp import web
+from client_fakes import error, published, serve
+from test_client_publishing import DedupQueue
+
+from api.client import QuorumqClient
+
+
+def _listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def stopped_node() -> Iterator[str]:
+    """The base URL of a real HTTP server process frozen with SIGSTOP: the kernel still accepts its
+    connections, nothing ever answers (a paused node, as the `pause` nemesis makes)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while not _listening(port):
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the HTTP server process did not start listening")
+            time.sleep(0.05)
+        server.send_signal(signal.SIGSTOP)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.send_signal(signal.SIGCONT)
+        server.kill()
+        server.wait()
+
+
+async def test_client_fails_over_from_a_stopped_node_within_its_deadline() -> None:
+    queue = DedupQueue()
+    with stopped_node() as frozen:
+        async with (
+            serve(queue.app([])) as alive,
+            QuorumqClient([frozen, alive], timeout=30.0, unresponsive_after=0.2) as client,
+        ):
+            assert await client.publish("q", "x") == [0]
+            assert client.node_urls[0] == frozen
+    assert queue.requests == [(client.publisher_id, 1)]
+
+
+async def test_a_slow_node_that_answers_its_health_check_is_waited_for() -> None:
+    other = DedupQueue()
+    health_checks = asyncio.Condition()
+    checked = 0
+
+    async def health(request: web.Request) -> web.Response:
+        nonlocal checked
+        async with health_checks:
+            checked += 1
+            health_checks.notify_all()
+        return web.json_response({"status": "ok"})
+
+    async def slow_publish(request: web.Request) -> web.Response:
+        body = await published(request)
+        async with health_checks:  # answer only once the client has checked on this node twice
+            await health_checks.wait_for(lambda: checked >= 2)
+        return web.json_response({"ids": [7] * len(body["messages"])}, status=201)
+
+    slow = web.Application()
+    slow.router.add_get("/api/health", health)
+    slow.router.add_post("/api/queues/{q}/messages", slow_publish)
+    async with (
+        serve(slow) as slow_url,
+        serve(other.app([])) as other_url,
+        QuorumqClient([slow_url, other_url], timeout=30.0, unresponsive_after=0.1) as client,
+    ):
+        assert await client.publish("q", "x") == [7]
+    assert other.requests == []
+
+
+async def test_503_without_a_leader_hint_moves_on_to_the_next_node() -> None:
+    queue = DedupQueue()
+    refusals: list[str] = []
+
+    async def no_leader(request: web.Request) -> web.Response:
+        refusals.append(request.path)
+        return error(503, "not_leader", "no reachable leader for this request yet")
+
+    isolated = web.Application()
+    isolated.router.add_post("/api/queues/{q}/messages", no_leader)
+    async with (
+        serve(isolated) as isolated_url,
+        serve(queue.app([])) as alive,
+        QuorumqClient([isolated_url, alive], timeout=30.0) as client,
+    ):
+        assert await client.publish("q", "x") == [0]
+    assert refusals == ["/api/queues/q/messages"]
+    assert queue.requests == [(client.publisher_id, 1)]
