@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import NoReturn
 
-from cluster.durable_files import sync_directory
+from cluster.durable_files import sync_directory, write_durably
 from raft_log.database import DatabaseCorruptionError
 from raft_log.storage import CorruptionError, NodeStore
 from raft_log.types import StorageError
@@ -76,9 +76,7 @@ def stop_on_damage(data_dir: Path, error: StorageError) -> NoReturn:
     The process exits at once (like a fatal consensus error), so it neither serves nor acknowledges
     anything more from the damaged database, and the next start sets the database aside instead of
     failing on it again."""
-    marker = data_dir / MARKER_FILE
-    _write_synced(marker, json.dumps({"reason": str(error)}))
-    sync_directory(data_dir)
+    write_durably(data_dir / MARKER_FILE, json.dumps({"reason": str(error)}))
     log.critical(
         "the database in %s is damaged (%s); exiting: the next start keeps it aside and rejoins as a new "
         "incarnation",
@@ -113,7 +111,7 @@ def _set_aside(data_dir: Path, reason: str, now_ms: int) -> Damage:
     kept = data_dir / f"{DAMAGED_PREFIX}{max(_kept_numbers(data_dir), default=0) + 1}"
     kept.mkdir()
     damage = Damage(reason, now_ms, str(kept))
-    _write_synced(kept / REASON_FILE, json.dumps(asdict(damage)))
+    write_durably(kept / REASON_FILE, json.dumps(asdict(damage)))
     database = data_dir / DATABASE_DIR
     if database.exists():
         database.rename(kept / DATABASE_DIR)
@@ -127,12 +125,3 @@ def _set_aside(data_dir: Path, reason: str, now_ms: int) -> Damage:
         kept,
     )
     return damage
-
-
-def _write_synced(path: Path, text: str) -> None:
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(descriptor, text.encode())
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)

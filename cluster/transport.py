@@ -306,6 +306,7 @@ class Transport:
         task = asyncio.current_task()
         assert task is not None
         self._inbound[task] = writer
+        name: str | None = None
         try:
             name = await asyncio.wait_for(self._accept_handshake(reader, writer), HANDSHAKE_TIMEOUT_S)
             older = self._inbound_from.get(name)
@@ -324,9 +325,8 @@ class Transport:
             pass
         finally:
             self._inbound.pop(task, None)
-            for name, newest in list(self._inbound_from.items()):
-                if newest is writer:
-                    del self._inbound_from[name]
+            if name is not None and self._inbound_from.get(name) is writer:
+                del self._inbound_from[name]
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
