@@ -218,8 +218,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("store_dir", type=Path)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s lazyfs %(levelname)s %(message)s")
-    state = LazyState(DurableStore(args.store_dir))
-    serve(state, args.store_dir)
+    store_dir = args.store_dir.resolve()  # libfuse moves the daemon to "/" once mounted
+    state = LazyState(DurableStore(store_dir))
+    serve(state, store_dir)
     watch_parent()
     try:
         mfusepy.FUSE(LazyOperations(state), str(args.mountpoint), foreground=True, **MOUNT_OPTIONS)

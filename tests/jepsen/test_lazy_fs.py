@@ -187,3 +187,23 @@ def test_stop_unmounts_even_when_the_daemon_died(mount: LazyMount) -> None:
     assert is_mounted(mount.mountpoint)  # a dead FUSE mount stays until unmounted
     mount.stop()
     assert not is_mounted(mount.mountpoint)
+
+
+def test_a_mount_given_relative_paths_syncs_into_its_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`quorumq-jepsen run` keeps its runs under the relative `runs/`: the daemon must not lose its
+    store when libfuse changes its working directory (fsync failed with ENOENT)."""
+    reason = unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    monkeypatch.chdir(tmp_path)
+    lazy = LazyMount(Path("mnt"), Path("store"), Path("lazyfs.log"))
+    lazy.start()
+    try:
+        write(tmp_path / "mnt" / "synced", b"kept", sync=True)
+        sync_directory(tmp_path / "mnt")
+        lazy.discard()
+        assert (tmp_path / "mnt" / "synced").read_bytes() == b"kept"
+    finally:
+        lazy.stop()
