@@ -6,6 +6,7 @@ each `Ready` holds, applies committed entries and calls `advance`. See docs/raft
 
 from __future__ import annotations
 
+import logging
 import random
 from dataclasses import dataclass
 from enum import Enum
@@ -32,6 +33,8 @@ from raft_log.types import (
     Snapshot,
     SnapshotMeta,
 )
+
+log = logging.getLogger(__name__)
 
 CAMPAIGN_TRANSFER = b"transfer"
 """Vote context of an election started by MsgTimeoutNow: voters skip their leader lease for it."""
@@ -509,9 +512,14 @@ class RaftNode:
             elif msg.type is MessageType.HEARTBEAT:
                 # The leader's commit for us is at most what we acknowledged; a repairing replica may
                 # hold less, and what it holds of that is a prefix of what it acknowledged.
-                self._log.commit_to(min(msg.commit, self._log.last_index()))
+                held = self._log.last_index()
+                self._log.commit_to(min(msg.commit, held))
                 self._on_commit()
-                self._send(MessageType.HEARTBEAT_RESP, msg.frm, context=msg.context)
+                # The commit sent to us is at most what we acknowledged: holding less, we lost entries.
+                lost = msg.commit > held
+                self._send(
+                    MessageType.HEARTBEAT_RESP, msg.frm, context=msg.context, reject=lost, reject_hint=held
+                )
             else:
                 self._handle_snapshot_chunk(msg)
         elif msg.type is MessageType.TIMEOUT_NOW:
@@ -610,9 +618,10 @@ class RaftNode:
             self._bcast_append()
 
     def _handle_append_response(self, msg: Message, pr: Progress) -> None:
-        if msg.reject and msg.repairing and msg.reject_hint < pr.match:
-            pr.lost_entries(msg.reject_hint)  # it no longer holds what it acknowledged: probe from there
-            self._send_appends(msg.frm)
+        if msg.reject and msg.reject_hint < pr.match and (msg.repairing or msg.index >= pr.match):
+            # A log holding the match cannot reject an append at or past it: the follower lost entries it
+            # acknowledged (a stale rejection that looks so only costs a probe; a lower match commits less).
+            self._peer_lost_entries(msg, pr)
             return
         if msg.reject:
             next_probe = msg.reject_hint
@@ -645,7 +654,24 @@ class RaftNode:
         if self.is_leader and msg.frm == self._lead_transferee and pr.match == self._log.last_index():
             self._send(MessageType.TIMEOUT_NOW, msg.frm)
 
+    def _peer_lost_entries(self, msg: Message, pr: Progress) -> None:
+        """`msg.frm` holds matching entries only through `msg.reject_hint`, below its match: probe again."""
+        if not msg.repairing:  # a repairing replica knows and says so; this one's log was cut silently
+            log.warning(
+                "group %r, term %d: %s holds entries through %d only, below the %d it acknowledged (its log "
+                "was cut): sending them again",
+                self.config.group,
+                self._term,
+                msg.frm,
+                msg.reject_hint,
+                pr.match,
+            )
+        pr.lost_entries(msg.reject_hint)
+        self._send_appends(msg.frm)
+
     def _handle_heartbeat_response(self, msg: Message, pr: Progress) -> None:
+        if msg.reject and msg.reject_hint < pr.match:  # it holds less than the commit we sent it
+            self._peer_lost_entries(msg, pr)
         pr.probe_sent = False
         if pr.state is ProgressState.REPLICATE and pr.inflights.full():
             pr.inflights.free_first_one()

@@ -121,3 +121,32 @@ def test_finding6_membership_changes_the_stored_membership_holds_are_not_applied
     h.add("c", storage, repair=Repair("entry damaged", last, last, conf_through=last))
     h.tick_all(3)  # the leader resends the change; c must not apply it a second time
     assert h["c"].repair is None and h["c"].status().conf.learners == ("d",)
+
+
+def restart_cut(h: Harness, node: str, keep: int) -> None:
+    """Restart `node` holding only its entries through `keep` and a hard state as of then, with nothing
+    telling it so: a WAL whose tail was cut off (RocksDB replays what is left and reports no damage)."""
+    old = h.storages[node]
+    hard_state, conf = old.initial_state()
+    storage = MemoryStorage(conf)
+    storage.append(old.entries(1, keep + 1))
+    storage.set_hard_state(replace(hard_state, commit=min(hard_state.commit, keep)))
+    h.add(node, storage)
+
+
+def test_seed10066_a_follower_whose_log_was_silently_cut_is_caught_up_again() -> None:
+    """Schedule seed 10066 cut node1's WAL tail: it came back holding less than it had acknowledged,
+    without knowing. Its rejections are below the leader's match for it, which the leader took for
+    stale answers, so it was never sent its entries again."""
+    h = Harness()
+    leader = h.elect("a")
+    for n in range(5):
+        leader.propose(b"%d" % n)
+    h.stabilize()
+    last = leader.status().last_index
+    assert leader.status().progress["c"].match == last
+    restart_cut(h, "c", keep=last - 3)
+    h.tick_all(10)
+    assert h.storages["c"].last_index() == last, "the leader never re-sent what the follower lost"
+    assert h.storages["c"].entries(1, last + 1) == h.storages["a"].entries(1, last + 1)
+    assert leader.status().progress["c"].match == last
