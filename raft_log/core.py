@@ -659,7 +659,7 @@ class RaftNode:
         if not msg.repairing:  # a repairing replica knows and says so; this one's log was cut silently
             log.warning(
                 "group %r, term %d: %s holds entries through %d only, below the %d it acknowledged (its log "
-                "was cut): sending them again",
+                "was cut, or the answer came late): sending them again",
                 self.config.group,
                 self._term,
                 msg.frm,
