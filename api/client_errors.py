@@ -74,6 +74,11 @@ class TransportError(QuorumqError):
     """The request reached a node but no usable answer came back (timeout, dropped connection)."""
 
 
+class ForkedClientError(RuntimeError):
+    """An async QuorumqClient (or its HTTP session) was used in a process forked after it was created: its
+    connections belong to the parent. Create a client in the child (a SyncClient does so by itself)."""
+
+
 class NoNodeAvailableError(QuorumqError):
     """Every node was tried and none accepted a connection; `nodes` lists them."""
 

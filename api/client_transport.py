@@ -11,6 +11,7 @@ from yarl import URL
 
 from api.client_auth import ClientCredentials
 from api.client_errors import NoNodeAvailableError, QuorumqError, TransportError, error_from_response
+from api.client_fork import ForkSafeConnector, ProcessOwner
 
 RETRY_BACKOFF_START = 0.02
 RETRY_BACKOFF_MAX = 0.5
@@ -73,6 +74,8 @@ class NodeTransport:
     the node's health is checked (GET /api/health, any answer within `unresponsive_after` will do) and
     again each `unresponsive_after` after that; a node that fails the check is left for the next one. A
     slow node that is alive is waited for, so a slow request is not multiplied across nodes.
+    A transport serves only the process that created it: in a forked child it raises ForkedClientError
+    and leaves the parent's connections alone (api.client_fork).
     """
 
     def __init__(
@@ -96,6 +99,7 @@ class NodeTransport:
         self._credentials = credentials
         self._session = session
         self._owns_session = session is None
+        self._owner = ProcessOwner("QuorumqClient")
         self._current = 0
 
     @property
@@ -127,7 +131,9 @@ class NodeTransport:
         `answer_type` is the format asked for (Accept), if any; an answer is decoded by the type it declares.
         Statuses in `accept` are answers too, not errors. Raises the QuorumqError subclass matching any
         other non-2xx answer, NoNodeAvailableError when no node
-        accepts a connection, TransportError when the deadline passes without an answer."""
+        accepts a connection, TransportError when the deadline passes without an answer, and
+        ForkedClientError in a process forked from the one that created this transport."""
+        self._owner.check()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + (self.timeout if timeout is None else timeout)
         encoded = _Body(body, body_type, answer_type)
@@ -212,7 +218,7 @@ class NodeTransport:
 
     def _session_for_loop(self) -> aiohttp.ClientSession:
         if self._session is None:
-            self._session = aiohttp.ClientSession()
+            self._session = aiohttp.ClientSession(connector=ForkSafeConnector())
         return self._session
 
     async def _attempt(
