@@ -27,7 +27,8 @@ START_TIMEOUT_S = 60.0
 @contextmanager
 def gunicorn(nodes: list[str], log_path: Path) -> Iterator[str]:
     """The example served by gunicorn --preload with WORKERS workers on a socket this test listens on
-    (so requests wait in its backlog until a worker is up); yields its base URL."""
+    (so requests wait in its backlog until a worker is up); yields its base URL. Its log is printed
+    when the block fails."""
     command = [GUNICORN, "--preload", f"--workers={WORKERS}", f"--chdir={EXAMPLES}"]
     env = {"PATH": str(GUNICORN.parent), "QUORUMQ_NODES": ",".join(nodes), "ORDERS_QUEUE": "orders"}
     with socket.create_server(("127.0.0.1", 0)) as listener, log_path.open("wb") as log:
@@ -41,6 +42,9 @@ def gunicorn(nodes: list[str], log_path: Path) -> Iterator[str]:
         )
         try:
             yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+        except BaseException:
+            print(log_path.read_text(errors="replace"))  # shown with the failure
+            raise
         finally:
             server.terminate()
             try:
