@@ -11,6 +11,7 @@ async with QuorumqClient(["127.0.0.1:8080", "127.0.0.1:8081"]) as client:
 from api.client_async import DEFAULT_PREFETCH, QuorumqClient, queue_path
 from api.client_errors import (
     BadRequestError,
+    CallTimeoutError,
     ConflictError,
     ForbiddenError,
     ForkedClientError,
@@ -35,6 +36,7 @@ from api.client_transport import normalize_node
 __all__ = [
     "DEFAULT_PREFETCH",
     "BadRequestError",
+    "CallTimeoutError",
     "ConflictError",
     "Delivery",
     "ForbiddenError",

@@ -1,9 +1,12 @@
 """LoopThread: an asyncio event loop run by a daemon thread, on which blocking callers run coroutines."""
 
 import asyncio
+import concurrent.futures
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
+
+from api.client_errors import CallTimeoutError
 
 T = TypeVar("T")
 
@@ -23,17 +26,22 @@ class LoopThread:
         self._thread.start()
         running.wait()
 
-    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        """Run `coroutine` on the loop and return its result; the caller's interruption cancels it."""
+    def run(self, coroutine: Coroutine[Any, Any, T], timeout: float, call: str) -> T:
+        """Run `coroutine` on the loop and return its result. Past `timeout` seconds it is cancelled and
+        CallTimeoutError names the `call`; the caller's own interruption cancels it too."""
         future = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
         try:
-            return future.result()
-        except BaseException:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            if future.done():
+                raise  # the coroutine's own error, not this deadline
+            raise CallTimeoutError(call, timeout) from None
+        finally:
             future.cancel()
-            raise
 
-    def stop(self) -> None:
-        """Stop the loop and its thread, then close the loop."""
+    def stop(self, timeout: float) -> None:
+        """Stop the loop and, once its thread has ended (within `timeout`), close it."""
         self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join()
-        self._loop.close()
+        self._thread.join(timeout)
+        if not self._thread.is_alive():
+            self._loop.close()

@@ -13,6 +13,10 @@ from api.client_auth import Auth
 from api.client_loop import LoopThread
 from api.client_transport import DEFAULT_UNRESPONSIVE_AFTER
 
+CALL_TIMEOUT_ALLOWANCE = 80.0
+"""How much longer than one request's `timeout` a call may take by default: room for the longest long-poll
+wait a node accepts (60 s) and for retries."""
+
 _BLOCKING_METHODS = (
     "declare",
     "delete_queue",
@@ -59,9 +63,14 @@ class SyncClient:
     """A blocking QuorumqClient: every call runs on one private event loop in a daemon thread.
 
     It has the same request methods as QuorumqClient (same arguments, same errors) and is safe to share
-    between threads. It survives fork(): the first call in a forked child (gunicorn `--preload`, Celery
-    prefork, multiprocessing) builds the child's own loop thread, HTTP session and publisher id, and leaves
-    the parent's to the parent. Use as a context manager or call `close()`.
+    between threads. Besides each request's `timeout`, every call as a whole (its retries, a long-poll's
+    wait, the many requests of a publish_all) ends within `call_timeout` seconds: past it the call is
+    cancelled and raises CallTimeoutError (a TransportError). It defaults to `timeout` plus
+    CALL_TIMEOUT_ALLOWANCE (90 s for the default `timeout`).
+
+    It survives fork(): the first call in a forked child (gunicorn `--preload`, Celery prefork,
+    multiprocessing) builds the child's own loop thread, HTTP session and publisher id, and leaves the
+    parent's to the parent. Use as a context manager or call `close()`.
     """
 
     def __init__(
@@ -71,11 +80,17 @@ class SyncClient:
         timeout: float = 10.0,
         connect_timeout: float = 2.0,
         unresponsive_after: float = DEFAULT_UNRESPONSIVE_AFTER,
+        call_timeout: float | None = None,
         auth: Auth | None = None,
         token: str | None = None,
         tls: ssl.SSLContext | bool | None = None,
         wire: Wire = "msgpack",
     ) -> None:
+        if call_timeout is None:
+            call_timeout = timeout + CALL_TIMEOUT_ALLOWANCE
+        if not call_timeout > 0:
+            raise ValueError(f"call_timeout must be a positive number of seconds, not {call_timeout!r}")
+        self.call_timeout = call_timeout
         self._new_client = functools.partial(
             QuorumqClient,
             nodes,
@@ -123,16 +138,16 @@ class SyncClient:
         if here.pid != os.getpid():
             return
         try:
-            here.loop.run(here.client.close())
+            here.loop.run(here.client.close(), self.call_timeout, "close")
         finally:
-            here.loop.stop()
+            here.loop.stop(self.call_timeout)
 
     def _start(self) -> _InProcess:
         loop = LoopThread(name="quorumq-client")
         try:
             return _InProcess(os.getpid(), loop, self._new_client())
         except BaseException:
-            loop.stop()
+            loop.stop(self.call_timeout)
             raise
 
     def _lock(self) -> threading.Lock:
@@ -157,7 +172,7 @@ def _blocking(name: str) -> Callable[..., Any]:
     @functools.wraps(method)
     def call(self: SyncClient, *args: Any, **kwargs: Any) -> Any:
         here = self._in_this_process()
-        return here.loop.run(getattr(here.client, name)(*args, **kwargs))
+        return here.loop.run(getattr(here.client, name)(*args, **kwargs), self.call_timeout, name)
 
     return call
 
