@@ -4,15 +4,17 @@ import functools
 import os
 import ssl
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from types import TracebackType
-from typing import Any, NamedTuple, Self
+from typing import Any, NamedTuple, Self, TypeVar
 
 from api.client_async import QuorumqClient, Wire
 from api.client_auth import Auth
 from api.client_loop import LoopThread
+from api.client_sync_publisher import SyncPublisher
 from api.client_transport import DEFAULT_UNRESPONSIVE_AFTER
 
+T = TypeVar("T")
 CALL_TIMEOUT_ALLOWANCE = 80.0
 """How much longer than one request's `timeout` a call may take by default: room for the longest long-poll
 wait a node accepts (60 s) and for retries."""
@@ -138,9 +140,20 @@ class SyncClient:
         if here.pid != os.getpid():
             return
         try:
-            here.loop.run(here.client.close(), self.call_timeout, "close")
+            self._call(here, here.client.close(), "close")
         finally:
             here.loop.stop(self.call_timeout)
+
+    def publisher(self, queue: str, *, window: int = 64, batch: int = 100) -> SyncPublisher:
+        """A pipelined publisher: `with client.publisher(q) as pub: confirm = pub.send(m)`; leaving the
+        block flushes it (api.client_sync_publisher)."""
+        here = self._in_this_process()
+        publisher = here.client.publisher(queue, window=window, batch=batch)
+        return SyncPublisher(publisher, functools.partial(self._call, here))
+
+    def _call(self, here: _InProcess, coroutine: Coroutine[Any, Any, T], name: str) -> T:
+        """Run `coroutine` on `here`'s loop within call_timeout; `name` names the call if it times out."""
+        return here.loop.run(coroutine, self.call_timeout, name)
 
     def _start(self) -> _InProcess:
         loop = LoopThread(name="quorumq-client")
@@ -172,7 +185,7 @@ def _blocking(name: str) -> Callable[..., Any]:
     @functools.wraps(method)
     def call(self: SyncClient, *args: Any, **kwargs: Any) -> Any:
         here = self._in_this_process()
-        return here.loop.run(getattr(here.client, name)(*args, **kwargs), self.call_timeout, name)
+        return self._call(here, getattr(here.client, name)(*args, **kwargs), name)
 
     return call
 
