@@ -13,7 +13,7 @@ import aiohttp
 
 from api.client_auth import Auth, resolve_credentials
 from api.client_errors import ProtocolError, QuorumqError
-from api.client_incoming import IncomingMessage, Settler
+from api.client_incoming import IncomingMessage, settled_through
 from api.client_messages import (
     Delivery,
     Publishable,
@@ -240,8 +240,10 @@ class QuorumqClient:
             timeout=self._transport.timeout + wait,
             answer_type=self._message_type,
         )
-        settler = Settler(functools.partial(self.ack, queue, tag), functools.partial(self.nack, queue, tag))
-        return decode_deliveries(reply.payload, functools.partial(IncomingMessage, settler=settler))
+        consumer = settled_through(
+            functools.partial(self.ack, queue, tag), functools.partial(self.nack, queue, tag)
+        )
+        return decode_deliveries(reply.payload, consumer)
 
     async def ack(self, queue: str, tag: str, ids: Iterable[int]) -> None:
         """Settle deliveries of consumer `tag`."""
@@ -284,8 +286,8 @@ class QuorumqClient:
         )
         if ack == "auto":
             return decode_deliveries(reply.payload)
-        settler = Settler(functools.partial(self.ack_got, queue), functools.partial(self.nack_got, queue))
-        return decode_deliveries(reply.payload, functools.partial(IncomingMessage, settler=settler))
+        got = settled_through(functools.partial(self.ack_got, queue), functools.partial(self.nack_got, queue))
+        return decode_deliveries(reply.payload, got)
 
     async def ack_got(self, queue: str, ids: Iterable[int]) -> None:
         """Settle messages taken by `get` with manual ack."""

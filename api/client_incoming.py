@@ -1,6 +1,7 @@
 """IncomingMessage: a delivered message that settles itself, and `process()` around the work on it."""
 
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple, Self
@@ -73,3 +74,11 @@ class IncomingMessage(Delivery):
     def _refuse_if_settled(self) -> None:
         if self._settlement.done:
             raise RuntimeError(f"message {self.id} is already settled")
+
+
+def settled_through(
+    ack: Callable[[list[int]], Awaitable[None]], nack: Callable[[list[int], bool], Awaitable[None]]
+) -> Callable[..., IncomingMessage]:
+    """What builds the IncomingMessages of one consumer (or one get) from a delivery's fields, each
+    settled through `ack(ids)` and `nack(ids, requeue)`."""
+    return functools.partial(IncomingMessage, settler=Settler(ack, nack))
