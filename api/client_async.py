@@ -1,5 +1,6 @@
 """QuorumqClient: the asyncio client for the quorumq HTTP API (one method per endpoint)."""
 
+import functools
 import itertools
 import ssl
 import uuid
@@ -12,6 +13,7 @@ import aiohttp
 
 from api.client_auth import Auth, resolve_credentials
 from api.client_errors import ProtocolError, QuorumqError
+from api.client_incoming import IncomingMessage, settled_through
 from api.client_messages import (
     Delivery,
     Publishable,
@@ -226,8 +228,11 @@ class QuorumqClient:
         except (KeyError, TypeError) as exc:
             raise QuorumqError(0, "bad_response", f"consume answer without a tag: {reply.payload!r}") from exc
 
-    async def deliveries(self, queue: str, tag: str, max: int = 100, wait: float = 1.0) -> list[Delivery]:
-        """Long-poll up to `max` deliveries for consumer `tag`, waiting up to `wait` seconds for one."""
+    async def deliveries(
+        self, queue: str, tag: str, max: int = 100, wait: float = 1.0
+    ) -> list[IncomingMessage]:
+        """Long-poll up to `max` deliveries for consumer `tag`, waiting up to `wait` seconds for one; each
+        settles itself through the consumer (`await m.ack()`, `async with m.process(): ...`)."""
         reply = await self._transport.request(
             "GET",
             queue_path(queue, "consumers", tag, "deliveries"),
@@ -235,7 +240,10 @@ class QuorumqClient:
             timeout=self._transport.timeout + wait,
             answer_type=self._message_type,
         )
-        return decode_deliveries(reply.payload)
+        consumer = settled_through(
+            functools.partial(self.ack, queue, tag), functools.partial(self.nack, queue, tag)
+        )
+        return decode_deliveries(reply.payload, consumer)
 
     async def ack(self, queue: str, tag: str, ids: Iterable[int]) -> None:
         """Settle deliveries of consumer `tag`."""
@@ -266,7 +274,8 @@ class QuorumqClient:
         ack: Literal["manual", "auto"] = "manual",
         since: int | str | None = None,
     ) -> list[Delivery]:
-        """Take up to `count` ready messages (basic.get); manual ones are settled with ack_got/nack_got.
+        """Take up to `count` ready messages (basic.get); manual ones are IncomingMessages that settle
+        themselves (or are settled with ack_got/nack_got).
 
         `since` (epoch ms or ISO-8601): only messages enqueued at or after that time."""
         body: dict[str, Any] = {"count": count, "ack": ack}
@@ -275,7 +284,10 @@ class QuorumqClient:
         reply = await self._transport.request(
             "POST", queue_path(queue, "get"), body=body, answer_type=self._message_type
         )
-        return decode_deliveries(reply.payload)
+        if ack == "auto":
+            return decode_deliveries(reply.payload)
+        got = settled_through(functools.partial(self.ack_got, queue), functools.partial(self.nack_got, queue))
+        return decode_deliveries(reply.payload, got)
 
     async def ack_got(self, queue: str, ids: Iterable[int]) -> None:
         """Settle messages taken by `get` with manual ack."""

@@ -74,6 +74,19 @@ class TransportError(QuorumqError):
     """The request reached a node but no usable answer came back (timeout, dropped connection)."""
 
 
+class ForkedClientError(RuntimeError):
+    """An async QuorumqClient (or its HTTP session) was used in a process forked after it was created: its
+    connections belong to the parent. Create a client in the child (a SyncClient does so by itself)."""
+
+
+class CallTimeoutError(TransportError):
+    """A blocking SyncClient call did not finish within its `call_timeout` and was cancelled (a request it
+    had already sent, such as a publish, may still take effect)."""
+
+    def __init__(self, call: str, timeout: float) -> None:
+        super().__init__(0, "call_timeout", f"{call} did not finish within {timeout:g} s and was cancelled")
+
+
 class NoNodeAvailableError(QuorumqError):
     """Every node was tried and none accepted a connection; `nodes` lists them."""
 

@@ -3,9 +3,9 @@
 In msgpack (the client's default) bodies travel as raw bytes; in JSON, bytes travel as base64."""
 
 import binascii
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from api.client_errors import QuorumqError
 
@@ -42,6 +42,9 @@ class Delivery:
     def text(self) -> str:
         """The body decoded as UTF-8 (invalid bytes replaced)."""
         return self.body.decode("utf-8", errors="replace")
+
+
+D = TypeVar("D", bound=Delivery)
 
 
 def encode_message(message: Publishable, *, packed: bool = False) -> dict[str, Any]:
@@ -87,10 +90,10 @@ def decode_body(body: str, encoding: str) -> bytes:
     raise QuorumqError(0, "bad_response", f"unknown body encoding {encoding!r}")
 
 
-def decode_delivery(wire: dict[str, Any]) -> Delivery:
-    """A Delivery from one element of the deliveries/get/log answers."""
+def decode_delivery(wire: dict[str, Any], make: Callable[..., D] = Delivery) -> D:
+    """A Delivery (as `make` builds it from the fields) from one element of the deliveries/get/log answers."""
     try:
-        return Delivery(
+        return make(
             id=int(wire["id"]),
             body=_body_of(wire),
             headers=dict(wire.get("headers") or {}),
@@ -103,12 +106,13 @@ def decode_delivery(wire: dict[str, Any]) -> Delivery:
         raise QuorumqError(0, "bad_response", f"malformed delivery {wire!r}: {exc}") from exc
 
 
-def decode_deliveries(payload: Any) -> list[Delivery]:
-    """Deliveries from an answer that is a list of them (or an object holding `deliveries`)."""
+def decode_deliveries(payload: Any, make: Callable[..., D] = Delivery) -> list[D]:
+    """Deliveries (built by `make`) from an answer that is a list of them (or an object holding
+    `deliveries`)."""
     items = payload.get("deliveries") if isinstance(payload, dict) else payload
     if not isinstance(items, list):
         raise QuorumqError(0, "bad_response", f"expected a list of deliveries, got {payload!r}")
-    return [decode_delivery(item) for item in items]
+    return [decode_delivery(item, make) for item in items]
 
 
 def _body_of(wire: dict[str, Any]) -> bytes:

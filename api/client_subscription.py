@@ -6,6 +6,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
 from api.client_errors import NotFoundError
+from api.client_incoming import IncomingMessage
 from api.client_messages import Delivery
 
 if TYPE_CHECKING:
@@ -13,7 +14,8 @@ if TYPE_CHECKING:
 
 
 class Subscription:
-    """A consumer of `queue` whose deliveries are yielded by `async for`; the caller settles them.
+    """A consumer of `queue` whose deliveries are yielded by `async for`; the caller settles them, each
+    through the subscription (`ack`/`nack`) or by itself (`async with message.process(): ...`).
 
     The consumer is registered on first use (`async with` or iteration) and cancelled by `close()` or
     on leaving `async with` (its unacked messages then return to the queue); a subscription that is only
@@ -47,7 +49,7 @@ class Subscription:
             )
         return self.tag
 
-    async def __aiter__(self) -> AsyncIterator[Delivery]:
+    async def __aiter__(self) -> AsyncIterator[IncomingMessage]:
         tag = await self.start()
         while True:
             for delivery in await self._client.deliveries(

@@ -1,18 +1,23 @@
-"""SyncClient: the QuorumqClient's methods as blocking calls, for plain code (CLI, Spark executors)."""
+"""SyncClient: the QuorumqClient's methods as blocking calls, for plain code (CLI, Spark executors, WSGI)."""
 
-import asyncio
 import functools
+import os
 import ssl
 import threading
 from collections.abc import Callable, Coroutine, Sequence
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, NamedTuple, Self, TypeVar
 
 from api.client_async import QuorumqClient, Wire
 from api.client_auth import Auth
+from api.client_loop import LoopThread
+from api.client_sync_publisher import SyncPublisher
 from api.client_transport import DEFAULT_UNRESPONSIVE_AFTER
 
 T = TypeVar("T")
+CALL_TIMEOUT_ALLOWANCE = 80.0
+"""How much longer than one request's `timeout` a call may take by default: room for the longest long-poll
+wait a node accepts (60 s) and for retries."""
 
 _BLOCKING_METHODS = (
     "declare",
@@ -48,11 +53,26 @@ _BLOCKING_METHODS = (
 )
 
 
+class _InProcess(NamedTuple):
+    """What a SyncClient runs on in one process: its loop thread and its async client."""
+
+    pid: int
+    loop: LoopThread
+    client: QuorumqClient
+
+
 class SyncClient:
     """A blocking QuorumqClient: every call runs on one private event loop in a daemon thread.
 
     It has the same request methods as QuorumqClient (same arguments, same errors) and is safe to share
-    between threads. Use as a context manager or call `close()`.
+    between threads. Besides each request's `timeout`, every call as a whole (its retries, a long-poll's
+    wait, the many requests of a publish_all) ends within `call_timeout` seconds: past it the call is
+    cancelled and raises CallTimeoutError (a TransportError). It defaults to `timeout` plus
+    CALL_TIMEOUT_ALLOWANCE (90 s for the default `timeout`).
+
+    It survives fork(): the first call in a forked child (gunicorn `--preload`, Celery prefork,
+    multiprocessing) builds the child's own loop thread, HTTP session and publisher id, and leaves the
+    parent's to the parent. Use as a context manager or call `close()`.
     """
 
     def __init__(
@@ -62,15 +82,19 @@ class SyncClient:
         timeout: float = 10.0,
         connect_timeout: float = 2.0,
         unresponsive_after: float = DEFAULT_UNRESPONSIVE_AFTER,
+        call_timeout: float | None = None,
         auth: Auth | None = None,
         token: str | None = None,
         tls: ssl.SSLContext | bool | None = None,
         wire: Wire = "msgpack",
     ) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="quorumq-client", daemon=True)
-        self._thread.start()
-        self._client = QuorumqClient(
+        if call_timeout is None:
+            call_timeout = timeout + CALL_TIMEOUT_ALLOWANCE
+        if not call_timeout > 0:
+            raise ValueError(f"call_timeout must be a positive number of seconds, not {call_timeout!r}")
+        self.call_timeout = call_timeout
+        self._new_client = functools.partial(
+            QuorumqClient,
             nodes,
             timeout=timeout,
             connect_timeout=connect_timeout,
@@ -80,16 +104,22 @@ class SyncClient:
             tls=tls,
             wire=wire,
         )
+        # One lock per process, created on first use there: a lock held by another thread at fork()
+        # would stay held forever in the child (dict.setdefault is atomic).
+        self._locks: dict[int, threading.Lock] = {}
+        self._closed = False
+        self._here = self._start()
 
     @property
     def publisher_id(self) -> str:
-        """The publisher id sent with every publish of this client."""
-        return self._client.publisher_id
+        """The publisher id sent with every publish of this client (in this process: a forked child's
+        differs from its parent's, since publisher ids and sequence numbers deduplicate publishes)."""
+        return self._in_this_process().client.publisher_id
 
     @property
     def node_urls(self) -> list[str]:
         """The node base URLs this client fails over between."""
-        return self._client.node_urls
+        return self._here.client.node_urls
 
     def __enter__(self) -> Self:
         return self
@@ -100,24 +130,53 @@ class SyncClient:
         self.close()
 
     def close(self) -> None:
-        """Close the HTTP session and stop the loop thread (idempotent)."""
-        if self._loop.is_closed():
+        """Close this process's HTTP session and stop its loop thread (idempotent). In a forked child it
+        closes only what the child built: the parent's session and loop are the parent's."""
+        with self._lock():
+            if self._closed:
+                return
+            self._closed = True
+            here = self._here
+        if here.pid != os.getpid():
             return
-        self._run(self._client.close())
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join()
-        self._loop.close()
-
-    def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        if self._loop.is_closed():
-            coroutine.close()
-            raise RuntimeError("this SyncClient is closed")
-        future = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
         try:
-            return future.result()
+            self._call(here, here.client.close(), "close")
+        finally:
+            here.loop.stop(self.call_timeout)
+
+    def publisher(self, queue: str, *, window: int = 64, batch: int = 100) -> SyncPublisher:
+        """A pipelined publisher: `with client.publisher(q) as pub: confirm = pub.send(m)`; leaving the
+        block flushes it (api.client_sync_publisher)."""
+        here = self._in_this_process()
+        publisher = here.client.publisher(queue, window=window, batch=batch)
+        return SyncPublisher(publisher, functools.partial(self._call, here))
+
+    def _call(self, here: _InProcess, coroutine: Coroutine[Any, Any, T], name: str) -> T:
+        """Run `coroutine` on `here`'s loop within call_timeout; `name` names the call if it times out."""
+        return here.loop.run(coroutine, self.call_timeout, name)
+
+    def _start(self) -> _InProcess:
+        loop = LoopThread(name="quorumq-client")
+        try:
+            return _InProcess(os.getpid(), loop, self._new_client())
         except BaseException:
-            future.cancel()
+            loop.stop(self.call_timeout)
             raise
+
+    def _lock(self) -> threading.Lock:
+        return self._locks.setdefault(os.getpid(), threading.Lock())
+
+    def _in_this_process(self) -> _InProcess:
+        """The loop and client of this process, built on first use after a fork."""
+        here = self._here
+        if here.pid == os.getpid() and not self._closed:
+            return here
+        with self._lock():
+            if self._closed:
+                raise RuntimeError("this SyncClient is closed")
+            if self._here.pid != os.getpid():
+                self._here = self._start()
+            return self._here
 
 
 def _blocking(name: str) -> Callable[..., Any]:
@@ -125,7 +184,8 @@ def _blocking(name: str) -> Callable[..., Any]:
 
     @functools.wraps(method)
     def call(self: SyncClient, *args: Any, **kwargs: Any) -> Any:
-        return self._run(getattr(self._client, name)(*args, **kwargs))
+        here = self._in_this_process()
+        return self._call(here, getattr(here.client, name)(*args, **kwargs), name)
 
     return call
 

@@ -1,8 +1,11 @@
-"""Sending one API request to a cluster: node failover, leader hints, 503 backoff, one deadline."""
+"""Sending one API request to a cluster: node failover, leader hints, retries (api.client_retry), one
+deadline."""
 
 import asyncio
+import functools
 import json
 from collections.abc import Coroutine, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import aiohttp
@@ -11,9 +14,9 @@ from yarl import URL
 
 from api.client_auth import ClientCredentials
 from api.client_errors import NoNodeAvailableError, QuorumqError, TransportError, error_from_response
+from api.client_fork import ForkSafeConnector, ProcessOwner
+from api.client_retry import RetryableFailure, retrying
 
-RETRY_BACKOFF_START = 0.02
-RETRY_BACKOFF_MAX = 0.5
 DEFAULT_UNRESPONSIVE_AFTER = 0.5
 JSON = "application/json"
 MSGPACK = "application/msgpack"
@@ -42,6 +45,28 @@ class _Body:
         self.data = msgpack.packb(body) if body_type == MSGPACK else json.dumps(body).encode()
 
 
+@dataclass
+class _Pending:
+    """One request across its attempts: what it sends, its deadline, and where its next attempt goes."""
+
+    method: str
+    path: str
+    body: _Body
+    params: Mapping[str, str] | None
+    retry_sent: bool
+    accept: frozenset[int]
+    deadline: float
+    hinted: str | None = None
+    unreachable: set[str] = field(default_factory=set)
+    last_error: QuorumqError | None = None
+
+    def timed_out(self) -> QuorumqError:
+        """What the request raises when its time is up: its last error, else a timeout."""
+        return self.last_error or TransportError(
+            0, "timeout", f"{self.method} {self.path}: no answer in time"
+        )
+
+
 class Reply(NamedTuple):
     """A successful (or accepted) answer: its status and its parsed body (JSON, text, or None for 204)."""
 
@@ -66,13 +91,16 @@ class NodeTransport:
     """Sends requests to whichever node answers, following leader hints, within a per-request deadline.
 
     A node that refuses (or times out) the connection is skipped for the next one, round-robin, until
-    every node has failed; a 503 is retried with a short growing backoff, on the hinted leader when the
-    answer names one, else on the next node. Requests flagged `retry_sent` (reads and deduplicated
-    publishes) are also retried, on the next node, when a sent request times out or loses its
-    connection, or when the node stops answering: once such a request has waited `unresponsive_after`,
-    the node's health is checked (GET /api/health, any answer within `unresponsive_after` will do) and
-    again each `unresponsive_after` after that; a node that fails the check is left for the next one. A
-    slow node that is alive is waited for, so a slow request is not multiplied across nodes.
+    every node has failed; a 503 is retried after a full-jitter backoff (api.client_retry), on the
+    hinted leader when the answer names one, else on the next node. Requests flagged `retry_sent` (reads
+    and deduplicated publishes) are also retried, on the next node, when a sent request times out or
+    loses its connection, or when the node stops answering: once such a request has waited
+    `unresponsive_after`, the node's health is checked (GET /api/health, any answer within
+    `unresponsive_after` will do) and again each `unresponsive_after` after that; a node that fails the
+    check is left for the next one. A slow node that is alive is waited for, so a slow request is not
+    multiplied across nodes.
+    A transport serves only the process that created it: in a forked child it raises ForkedClientError
+    and leaves the parent's connections alone (api.client_fork).
     """
 
     def __init__(
@@ -96,6 +124,7 @@ class NodeTransport:
         self._credentials = credentials
         self._session = session
         self._owns_session = session is None
+        self._owner = ProcessOwner("QuorumqClient")
         self._current = 0
 
     @property
@@ -127,49 +156,54 @@ class NodeTransport:
         `answer_type` is the format asked for (Accept), if any; an answer is decoded by the type it declares.
         Statuses in `accept` are answers too, not errors. Raises the QuorumqError subclass matching any
         other non-2xx answer, NoNodeAvailableError when no node
-        accepts a connection, TransportError when the deadline passes without an answer."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + (self.timeout if timeout is None else timeout)
-        encoded = _Body(body, body_type, answer_type)
-        unreachable: set[str] = set()
-        hinted: str | None = None
-        backoff = RETRY_BACKOFF_START
-        last_error: QuorumqError | None = None
-        while True:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                raise last_error or TransportError(0, "timeout", f"{method} {path}: no answer in time")
-            base = hinted or self.current_node
-            attempt = self._attempt(method, base + path, encoded, params, remaining)
-            try:
-                status, payload = await (self._watched(attempt, base) if retry_sent else attempt)
-            except _ConnectFailed:
-                unreachable.add(base)
-                if hinted is None:
-                    self._advance()
-                hinted = None
-                if unreachable.issuperset(self.nodes):
-                    raise NoNodeAvailableError(self.nodes) from None
-                continue
-            except _NoAnswer as exc:
-                last_error = TransportError(0, exc.code, f"{method} {base}{path}: {exc.reason}")
-                if not retry_sent:
-                    raise last_error from None
-                if hinted is None:
-                    self._advance()
-                hinted = None
-            else:
-                unreachable.clear()
-                if 200 <= status < 300 or status in accept:
-                    return Reply(status, payload)
-                last_error = error_from_response(status, payload)
-                if status != 503:
-                    raise last_error
-                hinted = _hint(last_error, base)
-                if hinted is None and base == self.current_node:
-                    self._advance()  # this node knows no leader (it may be cut off): ask the next one
-            await asyncio.sleep(max(0.0, min(backoff, deadline - loop.time())))
-            backoff = min(backoff * 2, RETRY_BACKOFF_MAX)
+        accepts a connection, TransportError when the deadline passes without an answer, and
+        ForkedClientError in a process forked from the one that created this transport."""
+        self._owner.check()
+        deadline = asyncio.get_running_loop().time() + (self.timeout if timeout is None else timeout)
+        pending = _Pending(
+            method, path, _Body(body, body_type, answer_type), params, retry_sent, accept, deadline
+        )
+        return await retrying(functools.partial(self._try_once, pending), deadline)
+
+    async def _try_once(self, pending: "_Pending") -> Reply:
+        """One attempt at `pending`; RetryableFailure when another attempt may succeed where it failed."""
+        remaining = pending.deadline - asyncio.get_running_loop().time()
+        if remaining <= 0:
+            raise pending.timed_out()
+        base = pending.hinted or self.current_node
+        sending = self._attempt(pending.method, base + pending.path, pending.body, pending.params, remaining)
+        try:
+            status, payload = await (self._watched(sending, base) if pending.retry_sent else sending)
+        except _ConnectFailed:
+            pending.unreachable.add(base)
+            self._move_on(pending)
+            if pending.unreachable.issuperset(self.nodes):
+                raise NoNodeAvailableError(self.nodes) from None
+            raise RetryableFailure(pending.timed_out(), at_once=True) from None
+        except _NoAnswer as exc:
+            error = TransportError(0, exc.code, f"{pending.method} {base}{pending.path}: {exc.reason}")
+            if not pending.retry_sent:
+                raise error from None
+            pending.last_error = error
+            self._move_on(pending)
+            raise RetryableFailure(error) from None
+        pending.unreachable.clear()
+        if 200 <= status < 300 or status in pending.accept:
+            return Reply(status, payload)
+        error = error_from_response(status, payload)
+        if status != 503:
+            raise error
+        pending.last_error = error
+        pending.hinted = _hint(error, base)
+        if pending.hinted is None and base == self.current_node:
+            self._advance()  # this node knows no leader (it may be cut off): ask the next one
+        raise RetryableFailure(error)
+
+    def _move_on(self, pending: "_Pending") -> None:
+        """After a failed attempt: from the hinted leader back to the current node, else to the next one."""
+        if pending.hinted is None:
+            self._advance()
+        pending.hinted = None
 
     async def _watched(self, attempt: Coroutine[Any, Any, tuple[int, Any]], base: str) -> tuple[int, Any]:
         """Await `attempt`, checking every `unresponsive_after` that `base` still answers at all; raises
@@ -212,7 +246,7 @@ class NodeTransport:
 
     def _session_for_loop(self) -> aiohttp.ClientSession:
         if self._session is None:
-            self._session = aiohttp.ClientSession()
+            self._session = aiohttp.ClientSession(connector=ForkSafeConnector())
         return self._session
 
     async def _attempt(

@@ -7,7 +7,6 @@ from dataclasses import asdict
 
 from jepsen_tests.history import read_history
 from jepsen_tests.nemesis_log import read_fault_spans
-from jepsen_tests.plot import plot_timeline
 from jepsen_tests.runner import RunResult, config_record
 
 
@@ -62,6 +61,8 @@ def write_report(result: RunResult) -> None:
         f"unexpected {len(result.verdict.unexpected)}, duplicated {len(result.verdict.duplicated)}, "
         f"recovered {len(result.verdict.recovered)})"
     )
+    from jepsen_tests.plot import plot_timeline  # matplotlib loads only to draw, not for the CLI's usage
+
     plot_timeline(
         read_history(run_dir / "history.jsonl"),
         read_fault_spans(run_dir / "nemesis.jsonl"),

@@ -28,6 +28,21 @@ def test_script_prints_usage_and_version() -> None:
     assert "0.1.0" in version.stdout
 
 
+@pytest.mark.parametrize("arguments", [["--help"], ["run", "--help"], ["check", "--help"]])
+def test_usage_does_not_import_matplotlib(arguments: list[str]) -> None:
+    """matplotlib is only for drawing a run's timeline: asking for usage must not load it."""
+    usage = subprocess.run(
+        [BIN / "quorumq-jepsen", *arguments],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPROFILEIMPORTTIME": "1"},
+    )
+    assert "Usage:" in usage.stdout
+    assert "| jepsen_tests.cli" in usage.stderr  # the import log is there to read
+    assert "matplotlib" not in usage.stderr
+
+
 def write_history(run_dir: Path, lines: list[str]) -> None:
     run_dir.mkdir()
     (run_dir / "history.jsonl").write_text("\n".join(lines) + "\n")

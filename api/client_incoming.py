@@ -1,0 +1,84 @@
+"""IncomingMessage: a delivered message that settles itself, and `process()` around the work on it."""
+
+import contextlib
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import NamedTuple, Self
+
+from api.client_errors import QuorumqError
+from api.client_messages import Delivery
+
+
+class Settler(NamedTuple):
+    """How the messages of one consumer (or of one `get`) are settled: `ack(ids)`, `nack(ids, requeue)`."""
+
+    ack: Callable[[list[int]], Awaitable[None]]
+    nack: Callable[[list[int], bool], Awaitable[None]]
+
+
+class _Settlement:
+    """Whether one message has been settled (the only part of a message that changes)."""
+
+    __slots__ = ("done",)
+
+    def __init__(self) -> None:
+        self.done = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class IncomingMessage(Delivery):
+    """A Delivery that can settle itself, once: `await message.ack()`, `await message.nack(requeue=...)`,
+    or `async with message.process(): ...` around the work on it (as aio-pika's `message.process()`).
+
+    A consumer's deliveries (`subscribe`, `deliveries`) and the messages of a manual-ack `get` are
+    IncomingMessages; it is a Delivery in every other way."""
+
+    settler: Settler = field(repr=False, compare=False)
+    _settlement: _Settlement = field(default_factory=_Settlement, init=False, repr=False, compare=False)
+
+    @property
+    def settled(self) -> bool:
+        """True once this message was acked or nacked through it."""
+        return self._settlement.done
+
+    async def ack(self) -> None:
+        """Settle the message as handled."""
+        self._refuse_if_settled()
+        await self.settler.ack([self.id])
+        self._settlement.done = True
+
+    async def nack(self, requeue: bool = True) -> None:
+        """Return the message to its queue, or, with `requeue=False`, dead-letter (or drop) it."""
+        self._refuse_if_settled()
+        await self.settler.nack([self.id], requeue)
+        self._settlement.done = True
+
+    @contextlib.asynccontextmanager
+    async def process(self, requeue: bool = True) -> AsyncIterator[Self]:
+        """Ack the message when the block ends; when it raises, nack it (`requeue`: back to the queue,
+        else dead-lettered) and re-raise. A message the block settled itself is left as it is; when the
+        nack itself fails, the block's exception is still the one raised, with a note saying so."""
+        try:
+            yield self
+        except BaseException as exc:
+            if not self.settled:
+                try:
+                    await self.nack(requeue=requeue)
+                except QuorumqError as failure:
+                    exc.add_note(f"and nacking message {self.id} failed: {failure}")
+            raise
+        if not self.settled:
+            await self.ack()
+
+    def _refuse_if_settled(self) -> None:
+        if self._settlement.done:
+            raise RuntimeError(f"message {self.id} is already settled")
+
+
+def settled_through(
+    ack: Callable[[list[int]], Awaitable[None]], nack: Callable[[list[int], bool], Awaitable[None]]
+) -> Callable[..., IncomingMessage]:
+    """What builds the IncomingMessages of one consumer (or one get) from a delivery's fields, each
+    settled through `ack(ids)` and `nack(ids, requeue)`."""
+    return functools.partial(IncomingMessage, settler=Settler(ack, nack))

@@ -1,0 +1,71 @@
+"""SyncPublisher: a pipelined Publisher driven from blocking code."""
+
+import asyncio
+import concurrent.futures
+import functools
+from collections.abc import Callable, Coroutine
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+from api.client_messages import Publishable
+from api.client_publisher import Publisher
+
+T = TypeVar("T")
+Runner = Callable[[Coroutine[Any, Any, T], str], T]
+"""Runs a coroutine on a SyncClient's loop under the call's name, within its call_timeout."""
+
+
+class SyncPublisher:
+    """A Publisher (api.client_publisher) whose methods block, from `SyncClient.publisher(queue)`.
+
+    `send` returns a concurrent Future of the message's id and waits only while the publisher's window
+    is full; `flush()` waits for every confirm and raises the first failure. Leaving `with` flushes and
+    closes it, or, when the block raises, aborts it (what is unconfirmed is cancelled, though it may
+    still be enqueued) and lets the exception through.
+    """
+
+    def __init__(self, publisher: Publisher, run: Runner) -> None:
+        self._publisher = publisher
+        self._run = run
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+    def send(self, message: Publishable) -> concurrent.futures.Future[int]:
+        """Queue `message` for publishing; returns the future of its confirmed id."""
+        confirmed: concurrent.futures.Future[int] = concurrent.futures.Future()
+        self._run(self._send(message, confirmed), "publisher.send")
+        return confirmed
+
+    def flush(self) -> None:
+        """Wait until every message sent so far is confirmed or failed; raise the first failure."""
+        self._run(self._publisher.flush(), "publisher.flush")
+
+    def close(self) -> None:
+        """Flush, then stop accepting messages."""
+        self._run(self._publisher.close(), "publisher.close")
+
+    def abort(self) -> None:
+        """Stop now: unsent messages and unconfirmed requests are cancelled (they may still be enqueued)."""
+        self._run(self._publisher.abort(), "publisher.abort")
+
+    async def _send(self, message: Publishable, confirmed: concurrent.futures.Future[int]) -> None:
+        confirm = await self._publisher.send(message)
+        confirm.add_done_callback(functools.partial(_copy_outcome, confirmed))
+
+
+def _copy_outcome(target: concurrent.futures.Future[int], source: asyncio.Future[int]) -> None:
+    if source.cancelled():
+        target.cancel()
+    elif (error := source.exception()) is not None:
+        target.set_exception(error)
+    else:
+        target.set_result(source.result())

@@ -1,0 +1,45 @@
+"""Every blocking SyncClient call ends by its `call_timeout` with CallTimeoutError, also when the node it
+waits on is frozen (SIGSTOP: connections are accepted, nothing answers); the same client works again once
+the node is back."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import pytest
+
+from api.client import CallTimeoutError, SyncClient
+from cli.node_processes import ProcessCluster, wait_healthy
+
+CALL_TIMEOUT_S = 2.0
+SLACK_S = 3.0  # a loaded machine's scheduling, not the client's timing
+
+
+def test_calls_to_a_frozen_node_end_by_their_call_timeout(one_node: ProcessCluster) -> None:
+    node = one_node.nodes[0]
+    with SyncClient(one_node.urls, timeout=30.0, call_timeout=CALL_TIMEOUT_S) as client:
+        client.declare("frozen")
+        tag = client.consume("frozen")
+        node.signal(signal.SIGSTOP)
+        try:
+            for name, call in (
+                ("deliveries", lambda: client.deliveries("frozen", tag, wait=30.0)),
+                ("publish", lambda: client.publish("frozen", "while frozen")),
+                ("queue", lambda: client.queue("frozen")),
+            ):
+                began = time.monotonic()
+                with pytest.raises(CallTimeoutError, match=f"{name} did not finish within 2 s"):
+                    call()
+                assert time.monotonic() - began < CALL_TIMEOUT_S + SLACK_S
+        finally:
+            node.signal(signal.SIGCONT)
+        wait_healthy(one_node.nodes)
+        client.cancel("frozen", tag)
+        [message_id] = client.publish("frozen", "after the thaw")
+        assert message_id in {delivery.id for delivery in client.get("frozen", count=2, ack="auto")}
+
+
+def test_the_call_timeout_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="call_timeout"):
+        SyncClient(["127.0.0.1:1"], call_timeout=0)
