@@ -36,6 +36,8 @@ _BLOCKING_METHODS = (
     "ack_got",
     "nack_got",
     "consumer_log",
+    "durable_checkout",
+    "durable_settle",
     "members",
     "add_member",
     "delete_member",

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import binascii
 import re
-from datetime import UTC, datetime
 from typing import Any
 
 import msgpack
 from aiohttp import web
 
 from api.errors import ApiError
+from api.moments import epoch_ms
 from cluster.bodies import StoredMessage
 from queue_state.arguments import INT64_MAX
 
@@ -104,17 +104,10 @@ def field_since(body: dict[str, Any]) -> int | None:
     value = body.get("since")
     if value is None:
         return None
-    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= INT64_MAX:
-        return value
-    if isinstance(value, str):
-        try:
-            moment = datetime.fromisoformat(value)
-        except ValueError as exc:
-            raise bad(f"since must be epoch milliseconds or an ISO-8601 time, got {value!r}") from exc
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
-        return max(0, int(moment.timestamp() * 1000))
-    raise bad("since must be epoch milliseconds or an ISO-8601 time")
+    try:
+        return epoch_ms(value)
+    except ValueError as exc:
+        raise bad(f"since must be epoch milliseconds or an ISO-8601 time, got {value!r}") from exc
 
 
 def message_ids(body: dict[str, Any]) -> tuple[int, ...]:

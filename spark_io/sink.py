@@ -70,7 +70,7 @@ def publish_rows(options: SinkOptions, publisher: str, rows: Iterable[Any]) -> P
             count += len(batch)
         return count
 
-    return Published(publisher, call(options.nodes, run))
+    return Published(publisher, call(options.connection, run))
 
 
 class QuorumqStreamWriter(DataSourceStreamWriter):

@@ -7,17 +7,16 @@ for as long as it is unsettled; `commit(end)` settles below `end`. Offsets are `
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
-from api.client import QuorumqClient
+from api.client import ConflictError, Delivery, QuorumqClient, SyncClient
 from api.client_async import SequencePosition
-from api.client_errors import ConflictError
-from api.client_messages import Delivery
-from spark_io.calls import call
+from spark_io.calls import call, refusals_explained
+from spark_io.connection import Connection
 from spark_io.options import SourceOptions
 from spark_io.rows import Row, delivery_row
 
@@ -34,6 +33,7 @@ except ImportError:  # PySpark 4.0-4.1: latestOffset() takes no arguments
 CHECKOUT_CHUNK = 10000  # the server's limit per checkout request
 LOG_CHUNK = 10000  # and per log read
 MAX_CHECKOUT_ROUNDS = 100
+T = TypeVar("T")
 
 
 class SequenceGap(RuntimeError):
@@ -44,7 +44,7 @@ class SequenceGap(RuntimeError):
 class LogRange(InputPartition):
     """One task's share of a micro-batch: the consumer's deliveries numbered `first` to `end - 1`."""
 
-    nodes: tuple[str, ...]
+    connection: Connection
     queue: str
     consumer: str
     first: int
@@ -64,19 +64,30 @@ def read_range(part: LogRange) -> Iterator[Row]:
             deliveries.extend(chunk)
         return deliveries
 
-    for delivery in call(part.nodes, fetch):
+    for delivery in call(part.connection, fetch):
         yield delivery_row(part.queue, delivery)
 
 
 class QuorumqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # type: ignore[misc]
-    """Spark's view of a durable consumer. Holds only options and the Trigger.AvailableNow target."""
+    """Spark's view of a durable consumer: options, the Trigger.AvailableNow target, and a client for the
+    driver's calls, built on first use (so the reader pickles before it) and closed by `stop()`."""
 
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
         self.available_now_end: int | None = None
+        self._client: SyncClient | None = None
 
-    def _call(self, action: Any) -> Any:
-        return call(self.options.nodes, action)
+    def _call(self, action: Callable[[SyncClient], T]) -> T:
+        with refusals_explained(self.options.connection):
+            if self._client is None:
+                self._client = self.options.connection.sync_client()
+            return action(self._client)
+
+    def stop(self) -> None:
+        """Close the driver's client (Spark calls this when the query ends)."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
 
     def initialOffset(self) -> dict:
         """Register the consumer; a fresh checkpoint starts at its oldest unsettled delivery."""
@@ -93,9 +104,9 @@ class QuorumqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow): 
         """Aim at what is checked out now plus what is ready now; later messages wait for the next run."""
         options = self.options
 
-        async def target(client: QuorumqClient) -> int:
-            position = await client.durable_checkout(options.queue, options.consumer, 0)
-            return position.end + int((await client.queue(options.queue))["messages_ready"])
+        def target(client: SyncClient) -> int:
+            position = client.durable_checkout(options.queue, options.consumer, 0)
+            return position.end + int(client.queue(options.queue)["messages_ready"])
 
         self.available_now_end = self._call(target)
 
@@ -109,27 +120,27 @@ class QuorumqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow): 
             cap = None
         return {"seq": self._call(lambda client: self._advance(client, begin, cap))}
 
-    async def _advance(self, client: QuorumqClient, begin: int | None, cap: int | None) -> int:
+    def _advance(self, client: SyncClient, begin: int | None, cap: int | None) -> int:
         queue, consumer = self.options.queue, self.options.consumer
         if begin is None:
-            position = await client.durable_checkout(queue, consumer, 0)
+            position = client.durable_checkout(queue, consumer, 0)
             begin = position.end
         else:
-            position = await self._settle(client, begin)
+            position = self._settle(client, begin)
         target = position.end + CHECKOUT_CHUNK * MAX_CHECKOUT_ROUNDS if cap is None else begin + cap
         if self.available_now_end is not None:
             target = min(target, self.available_now_end)
         while position.end < target:
             wanted = min(target - position.end, CHECKOUT_CHUNK)
             before = position.end
-            position = await client.durable_checkout(queue, consumer, wanted)
+            position = client.durable_checkout(queue, consumer, wanted)
             if position.end - before < wanted:
                 break
         return min(position.end, target)
 
-    async def _settle(self, client: QuorumqClient, below: int) -> SequencePosition:
+    def _settle(self, client: SyncClient, below: int) -> SequencePosition:
         try:
-            return await client.durable_settle(self.options.queue, self.options.consumer, below)
+            return client.durable_settle(self.options.queue, self.options.consumer, below)
         except ConflictError as exc:
             raise SequenceGap(
                 f"consumer {self.options.consumer} is behind the checkpoint's {below} ({exc}): "
@@ -141,7 +152,7 @@ class QuorumqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow): 
         size = self.options.partition_size
         options = self.options
         return [
-            LogRange(options.nodes, options.queue, options.consumer, at, min(at + size, last))
+            LogRange(options.connection, options.queue, options.consumer, at, min(at + size, last))
             for at in range(first, last, size)
         ]
 

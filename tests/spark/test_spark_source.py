@@ -5,22 +5,14 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from spark_helpers import publish_orders, queue_stats, run, wait_for
+from spark_helpers import publish_orders, queue_stats, run, stream_to_parquet, wait_for
 
 from api.client import SyncClient
 from cli.node_processes import ProcessCluster
 
 
 def _stream_to_parquet(spark, nodes: str, queue: str, tmp_path: Path, **options: str):  # type: ignore[no-untyped-def]
-    reader = spark.readStream.format("quorumq").option("nodes", nodes).option("queue", queue)
-    for key, value in options.items():
-        reader = reader.option(key, value)
-    return (
-        reader.load()
-        .writeStream.format("parquet")
-        .option("path", str(tmp_path / "out"))
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
-    )
+    return stream_to_parquet(spark, {"nodes": nodes, "queue": queue, **options}, tmp_path)
 
 
 def test_a_backlog_is_consumed_exactly_once_into_parquet_and_the_queue_ends_empty(
