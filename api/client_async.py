@@ -308,12 +308,27 @@ class QuorumqClient:
         )
         return decode_deliveries(reply.payload)
 
-    async def durable_checkout(self, queue: str, name: str, max: int) -> SequencePosition:
-        """Check out up to `max` (<= 10000) more ready messages to durable consumer `name`.
+    async def durable_checkout(
+        self,
+        queue: str,
+        name: str,
+        max: int,
+        *,
+        since: int | str | None = None,
+        max_bytes: int | None = None,
+    ) -> SequencePosition:
+        """Check out up to `max` (<= 10000) more ready messages to durable consumer `name`: with `since`
+        (epoch ms or ISO-8601) only messages enqueued at or after it, with `max_bytes` only while their
+        bodies add up to at most that many bytes (the first one always).
 
         A retry after a lost answer may check out more; the position returned is always the truth."""
+        body: dict[str, Any] = {"max": max}
+        if since is not None:
+            body["since"] = since
+        if max_bytes is not None:
+            body["max_bytes"] = max_bytes
         reply = await self._transport.request(
-            "POST", queue_path(queue, "consumers", name, "checkout"), body={"max": max}, retry_sent=True
+            "POST", queue_path(queue, "consumers", name, "checkout"), body=body, retry_sent=True
         )
         return _position_from(reply.payload)
 

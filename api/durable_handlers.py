@@ -14,7 +14,7 @@ from api.app_keys import NODE
 from api.deliveries import deliveries_response
 from api.errors import ApiError
 from api.forwarding import on_queue_leader
-from api.validation import MAX_POLL, bad, field_int, field_str, json_object
+from api.validation import MAX_POLL, bad, field_int, field_since, field_str, json_object
 from cluster.queue_service import QueueService
 from queue_state.commands import Cancel, Command, DurableCheckout, DurableSettle, Tick
 from queue_state.durable import DurableLogGap
@@ -60,16 +60,25 @@ async def register_durable(request: web.Request, service: QueueService, body: di
 
 @on_queue_leader
 async def checkout(request: web.Request, service: QueueService) -> web.StreamResponse:
-    """POST /api/queues/{q}/consumers/{c}/checkout {"max": n}: number up to n more ready messages.
+    """POST /api/queues/{q}/consumers/{c}/checkout {"max": n, "since": t, "max_bytes": b}: number up to
+    n more ready messages, only those enqueued at or after `since` (epoch ms or ISO-8601) when given,
+    while their bodies add up to at most `max_bytes` (the first one always).
 
     Registers the consumer if it is unknown (then its sequence starts again at 0)."""
     name = request.match_info["tag"]
     body = await json_object(request, optional=True)
+    unknown = set(body) - {"max", "since", "max_bytes"}
+    if unknown:
+        raise bad(f"unknown fields {sorted(unknown)}")
     count = field_int(body, "max", 0)
     assert count is not None
     if count > MAX_CHECKOUT:
         raise bad(f"max must be <= {MAX_CHECKOUT}")
-    position = await _submit(request, service, DurableCheckout(service.now_ms(), name, count))
+    max_bytes = field_int(body, "max_bytes", None)
+    if max_bytes is not None and max_bytes < 1:
+        raise bad("max_bytes must be >= 1")
+    command = DurableCheckout(service.now_ms(), name, count, field_since(body), max_bytes)
+    position = await _submit(request, service, command)
     return web.json_response(_position_json(position, name))
 
 

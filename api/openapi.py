@@ -316,9 +316,15 @@ PATHS: dict[str, dict[str, Any]] = {
     C + "/nack": {"post": _operation("return or discard deliveries", {"200": "returned"}, body=SETTLE)},
     C + "/checkout": {
         "post": _operation(
-            "durable consumer: number more messages",
+            "durable consumer: number more messages (since a time, within a byte budget)",
             {"200": "sequence position"},
-            body=_object({"max": {"type": "integer", "minimum": 0}}),
+            body=_object(
+                {
+                    "max": {"type": "integer", "minimum": 0, "maximum": 10000},
+                    "since": SINCE,
+                    "max_bytes": {"type": "integer", "minimum": 1},
+                }
+            ),
             body_required=False,
         )
     },

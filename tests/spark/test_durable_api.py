@@ -61,3 +61,16 @@ async def test_a_durable_registration_rejects_a_timeout(cluster: ProcessCluster)
         with pytest.raises(QuorumqError) as bad:
             await client.consume("durable-bad", durable=True, name="job", timeout_ms=100)
         assert bad.value.status == 400
+
+
+async def test_checkout_since_a_time_and_within_a_byte_budget(cluster: ProcessCluster) -> None:
+    async with QuorumqClient(cluster.urls) as client:
+        await client.declare("durable-filtered")
+        await client.publish("durable-filtered", [b"0123456789"] * 4)
+        future = await client.durable_checkout("durable-filtered", "job", 10, since="2999-01-01T00:00:00")
+        assert future == SequencePosition(0, 0)
+        assert await client.durable_checkout("durable-filtered", "job", 10, since=0, max_bytes=25) == (0, 2)
+        assert await client.durable_checkout("durable-filtered", "job", 10, max_bytes=1) == (0, 3)
+        with pytest.raises(QuorumqError) as bad:
+            await client.durable_checkout("durable-filtered", "job", 1, max_bytes=0)
+        assert bad.value.status == 400
