@@ -31,10 +31,12 @@ Wire = Literal["msgpack", "json"]
 
 
 class SequencePosition(NamedTuple):
-    """A durable consumer's delivery sequence: settled below `settled`, handed out below `end`."""
+    """A durable consumer's delivery sequence: settled below `settled`, handed out below `end`; after a
+    checkout, `taken_bytes` is the body bytes of the messages it took."""
 
     settled: int
     end: int
+    taken_bytes: int = 0
 
 
 def queue_path(queue: str, *parts: str) -> str:
@@ -421,7 +423,7 @@ class QuorumqClient:
 
 def _position_from(payload: Any) -> SequencePosition:
     try:
-        return SequencePosition(int(payload["settled"]), int(payload["end"]))
+        return SequencePosition(int(payload["settled"]), int(payload["end"]), int(payload.get("bytes", 0)))
     except (KeyError, TypeError, ValueError) as exc:
         raise QuorumqError(0, "bad_response", f"expected a sequence position, got {payload!r}") from exc
 

@@ -32,7 +32,7 @@ def is_durable(service: QueueService, name: str) -> bool:
 
 
 def _position_json(position: DurablePosition, name: str) -> dict[str, Any]:
-    return {"consumer": name, "settled": position.settled, "end": position.end}
+    return {"consumer": name, "settled": position.settled, "end": position.end, "bytes": position.taken_bytes}
 
 
 async def _submit(request: web.Request, service: QueueService, command: Command) -> DurablePosition:

@@ -237,10 +237,11 @@ class QueueMachine:
                 return self._deleting()
             durable = self._durables[cmd.consumer] = DurableHolder(cmd.consumer)
         self._mark_used()
-        for message in self._take_ready(TakeLimit(cmd.count, cmd.max_bytes), cmd.since_ms, out):
+        taken = self._take_ready(TakeLimit(cmd.count, cmd.max_bytes), cmd.since_ms, out)
+        for message in taken:
             self._hold(durable, message, self._now)
             durable.number(message.id)
-        return DurablePosition(durable.settled_below, durable.next_seq)
+        return DurablePosition(durable.settled_below, durable.next_seq, sum(m.size for m in taken))
 
     def _durable_settle(self, cmd: DurableSettle, out: EffectCollector) -> Reply:
         durable = self._durables.get(cmd.consumer)

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from spark_io.connection import Connection
-from spark_io.option_values import positive, required
+from spark_io.option_values import OptionError, positive, required
 
 DEFAULT_PARTITION_SIZE = 5000
 DEFAULT_PUBLISH_BATCH = 500
@@ -15,12 +15,14 @@ DEFAULT_PUBLISH_BATCH = 500
 @dataclass(frozen=True)
 class SourceOptions:
     """The connection, `queue`, `consumer` (durable consumer name, default `spark-<queue>`),
-    `maxRecordsPerBatch` (none: everything ready), `partitionSize` (rows per task)."""
+    `maxMessagesPerTrigger` (alias `maxRecordsPerBatch`) and `maxBytesPerTrigger` (none: everything
+    ready), `partitionSize` (rows per task)."""
 
     connection: Connection
     queue: str
     consumer: str
-    max_records_per_batch: int | None
+    max_messages: int | None
+    max_bytes: int | None
     partition_size: int
 
     @classmethod
@@ -32,9 +34,19 @@ class SourceOptions:
             connection=Connection.parse(options),
             queue=queue,
             consumer=options.get("consumer") or f"spark-{queue}",
-            max_records_per_batch=positive(options, "maxRecordsPerBatch", None),
+            max_messages=_max_messages(options),
+            max_bytes=positive(options, "maxBytesPerTrigger", None),
             partition_size=partition_size,
         )
+
+
+def _max_messages(options: Mapping[str, str]) -> int | None:
+    """`maxMessagesPerTrigger`, or its older name `maxRecordsPerBatch` (which Spark also uses for Arrow)."""
+    values = {positive(options, name, None) for name in ("maxMessagesPerTrigger", "maxRecordsPerBatch")}
+    values.discard(None)
+    if len(values) > 1:
+        raise OptionError("options 'maxMessagesPerTrigger' and its alias 'maxRecordsPerBatch' differ")
+    return values.pop() if values else None
 
 
 @dataclass(frozen=True)

@@ -20,14 +20,15 @@ from spark_io.connection import Connection
 from spark_io.options import SourceOptions
 from spark_io.rows import Row, delivery_row
 
-try:  # PySpark 4.2+: admission control and Trigger.AvailableNow
+try:  # PySpark 4.2+: admission control, Trigger.AvailableNow, reportLatestOffset
     from pyspark.sql.streaming.datasource import (
         ReadAllAvailable,
+        ReadMaxBytes,
         ReadMaxRows,
         SupportsTriggerAvailableNow,
     )
 except ImportError:  # PySpark 4.0-4.1: latestOffset() takes no arguments
-    ReadAllAvailable = ReadMaxRows = None  # type: ignore[assignment,misc]
+    ReadAllAvailable = ReadMaxBytes = ReadMaxRows = None  # type: ignore[assignment,misc]
     SupportsTriggerAvailableNow = object  # type: ignore[assignment,misc]
 
 CHECKOUT_CHUNK = 10000  # the server's limit per checkout request
@@ -75,6 +76,7 @@ class QuorumqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow): 
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
         self.available_now_end: int | None = None
+        self.checked_out_end: int | None = None
         self._client: SyncClient | None = None
 
     def _call(self, action: Callable[[SyncClient], T]) -> T:
@@ -96,9 +98,14 @@ class QuorumqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow): 
         return {"seq": position.settled}
 
     def getDefaultReadLimit(self) -> Any:
-        if ReadMaxRows is None or self.options.max_records_per_batch is None:
-            return ReadAllAvailable() if ReadAllAvailable is not None else None
-        return ReadMaxRows(self.options.max_records_per_batch)
+        """maxMessagesPerTrigger as ReadMaxRows, else maxBytesPerTrigger as ReadMaxBytes (the other option
+        still applies in latestOffset), else ReadAllAvailable."""
+        options = self.options
+        if options.max_messages is not None:
+            return ReadMaxRows(options.max_messages)
+        if options.max_bytes is not None:
+            return ReadMaxBytes(options.max_bytes)
+        return ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
         """Aim at what is checked out now plus what is ready now; later messages wait for the next run."""
@@ -113,27 +120,52 @@ class QuorumqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow): 
     def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:
         """Settle below `start` (committed by Spark), check out up to the read limit, return the new end."""
         begin = None if start is None else int(start["seq"])
-        cap = self.options.max_records_per_batch
-        if ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
-            cap = limit.max_rows
-        elif ReadAllAvailable is not None and isinstance(limit, ReadAllAvailable):
-            cap = None
-        return {"seq": self._call(lambda client: self._advance(client, begin, cap))}
+        count, size = self._limits(limit)
+        self.checked_out_end = self._call(lambda client: self._advance(client, begin, count, size))
+        return {"seq": self.checked_out_end}
 
-    def _advance(self, client: SyncClient, begin: int | None, cap: int | None) -> int:
+    def reportLatestOffset(self) -> dict | None:
+        """Where the sequence would end if every message ready now were checked out (progress shows it
+        as `latestOffset`, so its distance from `endOffset` is the backlog)."""
+        if self.checked_out_end is None:
+            return None
+        ready = int(self._call(lambda client: client.queue(self.options.queue))["messages_ready"])
+        return {"seq": self.checked_out_end + ready}
+
+    def _limits(self, limit: Any) -> tuple[int | None, int | None]:
+        """The messages and bytes a batch may take: none when Spark asks for all that is available, else
+        Spark's limit of its kind and the options for the other (only the options on PySpark 4.0-4.1)."""
+        options = self.options
+        if ReadAllAvailable is not None and isinstance(limit, ReadAllAvailable):
+            return None, None
+        if ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
+            return limit.max_rows, options.max_bytes
+        if ReadMaxBytes is not None and isinstance(limit, ReadMaxBytes):
+            return options.max_messages, limit.max_bytes
+        return options.max_messages, options.max_bytes
+
+    def _advance(self, client: SyncClient, begin: int | None, count: int | None, size: int | None) -> int:
+        """Check out up to `count` messages past `begin` with bodies of at most `size` bytes in all.
+
+        Each checkout request takes its first message whatever its size, so a batch is never empty for
+        want of bytes; a batch of more than one request (over 10,000 messages) may go over `size` by one
+        message per further request. Deliveries already checked out past `begin` (by a driver that died
+        before recording them) count towards `count` only."""
         queue, consumer = self.options.queue, self.options.consumer
         if begin is None:
             position = client.durable_checkout(queue, consumer, 0)
             begin = position.end
         else:
             position = self._settle(client, begin)
-        target = position.end + CHECKOUT_CHUNK * MAX_CHECKOUT_ROUNDS if cap is None else begin + cap
+        target = position.end + CHECKOUT_CHUNK * MAX_CHECKOUT_ROUNDS if count is None else begin + count
         if self.available_now_end is not None:
             target = min(target, self.available_now_end)
-        while position.end < target:
+        while position.end < target and (size is None or size > 0):
             wanted = min(target - position.end, CHECKOUT_CHUNK)
             before = position.end
-            position = client.durable_checkout(queue, consumer, wanted)
+            position = client.durable_checkout(queue, consumer, wanted, max_bytes=size)
+            if size is not None:
+                size -= position.taken_bytes
             if position.end - before < wanted:
                 break
         return min(position.end, target)

@@ -15,7 +15,7 @@ async def test_checkout_numbers_messages_and_every_node_reads_them_back(cluster:
         await client.declare("durable-log")
         await client.publish("durable-log", [f"m{i}" for i in range(10)])
         assert await client.consume("durable-log", durable=True, name="job") == "job"
-        assert await client.durable_checkout("durable-log", "job", 6) == SequencePosition(0, 6)
+        assert await client.durable_checkout("durable-log", "job", 6) == SequencePosition(0, 6, 12)
         for url in cluster.urls:
             async with QuorumqClient([url]) as one_node:
                 rows = await one_node.consumer_log("durable-log", "job", 2, 6)
@@ -69,8 +69,10 @@ async def test_checkout_since_a_time_and_within_a_byte_budget(cluster: ProcessCl
         await client.publish("durable-filtered", [b"0123456789"] * 4)
         future = await client.durable_checkout("durable-filtered", "job", 10, since="2999-01-01T00:00:00")
         assert future == SequencePosition(0, 0)
-        assert await client.durable_checkout("durable-filtered", "job", 10, since=0, max_bytes=25) == (0, 2)
-        assert await client.durable_checkout("durable-filtered", "job", 10, max_bytes=1) == (0, 3)
+        two = await client.durable_checkout("durable-filtered", "job", 10, since=0, max_bytes=25)
+        assert two == SequencePosition(0, 2, taken_bytes=20)
+        one = await client.durable_checkout("durable-filtered", "job", 10, max_bytes=1)
+        assert one == SequencePosition(0, 3, taken_bytes=10)
         with pytest.raises(QuorumqError) as bad:
             await client.durable_checkout("durable-filtered", "job", 1, max_bytes=0)
         assert bad.value.status == 400

@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 
+import pytest
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes
 from spark_helpers import publish_orders, queue_stats, run, stream_to_parquet, wait_for
 
-from api.client import SyncClient
+from api.client import QuorumqClient, SyncClient
 from cli.node_processes import ProcessCluster
+from spark_io.options import SourceOptions
+from spark_io.source import QuorumqStreamReader
+
+
+def _publish_sized(nodes: list[str], queue: str, sizes: list[int]) -> None:
+    """Declare `queue` and publish one message of each size (in bytes), in order."""
+
+    async def go(client: QuorumqClient) -> None:
+        await client.declare(queue)
+        await client.publish(queue, [bytes([65 + i % 26]) * size for i, size in enumerate(sizes)])
+
+    run(nodes, go)
 
 
 def _stream_to_parquet(spark, nodes: str, queue: str, tmp_path: Path, **options: str):  # type: ignore[no-untyped-def]
@@ -107,3 +122,37 @@ def test_a_cancelled_consumer_fails_the_restarted_query_loudly(
         assert "SequenceGap" in str(error) or "behind the checkpoint" in str(error)
     else:
         raise AssertionError("a query whose consumer was cancelled must not silently continue")
+
+
+def test_the_reader_limits_by_messages_and_bytes_reports_the_backlog_and_closes_its_client(
+    cluster: ProcessCluster,
+) -> None:
+    _publish_sized(cluster.urls, "reader-limits", [100] * 30)
+    options = {"queue": "reader-limits", "maxMessagesPerTrigger": "25", "maxBytesPerTrigger": "1000"}
+    reader = QuorumqStreamReader(SourceOptions.parse({"nodes": ",".join(cluster.urls), **options}))
+    start = reader.initialOffset()
+    assert reader.reportLatestOffset() is None, "nothing to report before the first batch is planned"
+    assert reader.latestOffset(start, reader.getDefaultReadLimit()) == {"seq": 10}
+    assert reader.reportLatestOffset() == {"seq": 30}
+    assert reader.latestOffset({"seq": 10}, ReadMaxBytes(250)) == {"seq": 12}, "Spark's limit wins"
+    assert reader.latestOffset({"seq": 12}, ReadAllAvailable()) == {"seq": 30}
+    client = reader._client
+    reader.stop()
+    assert reader._client is None
+    with pytest.raises(RuntimeError, match="closed"):
+        client.queue("reader-limits")
+
+
+def test_batches_keep_to_the_byte_limit_an_oversized_message_gets_its_own_and_progress_shows_the_backlog(
+    spark, cluster: ProcessCluster, tmp_path: Path
+) -> None:
+    _publish_sized(cluster.urls, "by-bytes", [100] * 20 + [3000] + [100] * 20)
+    options = {"maxMessagesPerTrigger": "25", "maxBytesPerTrigger": "1000"}
+    query = _stream_to_parquet(spark, ",".join(cluster.urls), "by-bytes", tmp_path, **options)
+    running = query.trigger(availableNow=True).start()
+    running.awaitTermination()
+    batches = [p for p in running.recentProgress if p["numInputRows"]]
+    assert [p["numInputRows"] for p in batches] == [10, 10, 1, 10, 10]
+    first = batches[0]["sources"][0]
+    backlog = json.loads(first["latestOffset"])["seq"] - json.loads(first["endOffset"])["seq"]
+    assert backlog == 31

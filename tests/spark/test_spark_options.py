@@ -1,0 +1,58 @@
+"""Parsing the options of format("quorumq") (no Spark session or cluster needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from spark_io.option_values import OptionError
+from spark_io.options import SinkOptions, SourceOptions
+
+NODES = {"nodes": "http://127.0.0.1:8080, http://127.0.0.1:8081", "queue": "orders"}
+
+
+def test_max_records_per_batch_is_an_alias_of_max_messages_per_trigger() -> None:
+    assert SourceOptions.parse({**NODES, "maxRecordsPerBatch": "7"}).max_messages == 7
+    assert (
+        SourceOptions.parse({**NODES, "maxMessagesPerTrigger": "7", "maxRecordsPerBatch": "7"}).max_messages
+        == 7
+    )
+    with pytest.raises(OptionError, match="differ"):
+        SourceOptions.parse({**NODES, "maxMessagesPerTrigger": "7", "maxRecordsPerBatch": "8"})
+    parsed = SourceOptions.parse({**NODES, "maxBytesPerTrigger": "1048576"})
+    assert (parsed.max_messages, parsed.max_bytes, parsed.consumer) == (None, 1048576, "spark-orders")
+    with pytest.raises(OptionError, match="maxBytesPerTrigger"):
+        SourceOptions.parse({**NODES, "maxBytesPerTrigger": "0"})
+
+
+@pytest.mark.parametrize(
+    ("credentials", "complaint"),
+    [
+        ({"user": "etl", "password": "p", "passwordFile": "/run/secrets/p"}, "not both"),
+        ({"user": "etl"}, "needs 'password' or 'passwordFile'"),
+        ({"password": "p"}, "needs option 'user'"),
+        ({"token": "t", "user": "etl", "password": "p"}, "not both"),
+        ({"nodes": " , "}, "lists no address"),
+    ],
+)
+def test_credentials_that_cannot_work_are_refused_when_parsed(
+    credentials: dict[str, str], complaint: str
+) -> None:
+    with pytest.raises(OptionError, match=complaint):
+        SinkOptions.parse({**NODES, **credentials})
+
+
+def test_the_repr_of_options_hides_the_password_and_the_token() -> None:
+    with_password = repr(SourceOptions.parse({**NODES, "user": "etl", "password": "hunter2-secret"}))
+    with_token = repr(SinkOptions.parse({**NODES, "token": "token-secret-abc"}))
+    assert "hunter2-secret" not in with_password and "password='<hidden>'" in with_password
+    assert "token-secret-abc" not in with_token and "token='<hidden>'" in with_token
+    assert "user='etl'" in with_password
+
+
+def test_a_password_file_is_read_where_the_client_is_built(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    secret = tmp_path / "password"
+    options = SinkOptions.parse({**NODES, "user": "etl", "passwordFile": str(secret)})
+    with pytest.raises(OptionError, match="no file"):
+        options.connection.client_arguments()
+    secret.write_text("s3cret\n")
+    assert options.connection.client_arguments()["auth"] == ("etl", "s3cret")
