@@ -299,6 +299,23 @@ class QuorumqClient:
         """Return (or discard/dead-letter) messages taken by `get` with manual ack."""
         await self._settle(queue_path(queue, "nack"), {"ids": list(ids), "requeue": requeue})
 
+    async def browse(
+        self, queue: str, from_: int = 0, to: int | None = None, limit: int = 1000
+    ) -> list[Delivery]:
+        """Up to `limit` (<= 10000) of the messages `queue` holds, ready or checked out, with ids from
+        `from_` to below `to`, lowest id first, without consuming them (page with from_ = last id + 1)."""
+        params = {"from": str(from_), "limit": str(limit)}
+        if to is not None:
+            params["to"] = str(to)
+        reply = await self._transport.request(
+            "GET",
+            queue_path(queue, "messages"),
+            params=params,
+            retry_sent=True,
+            answer_type=self._message_type,
+        )
+        return decode_deliveries(reply.payload)
+
     async def consumer_log(self, queue: str, name: str, from_: int, to: int) -> list[Delivery]:
         """A durable consumer's unsettled deliveries numbered from `from_` to `to` (non-destructive)."""
         reply = await self._transport.request(

@@ -36,6 +36,7 @@ _BLOCKING_METHODS = (
     "ack_got",
     "nack_got",
     "consumer_log",
+    "browse",
     "durable_checkout",
     "durable_settle",
     "members",

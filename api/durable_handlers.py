@@ -14,7 +14,7 @@ from api.app_keys import NODE
 from api.deliveries import deliveries_response
 from api.errors import ApiError
 from api.forwarding import on_queue_leader
-from api.validation import MAX_POLL, bad, field_int, field_since, field_str, json_object
+from api.validation import MAX_POLL, bad, field_int, field_since, field_str, json_object, query_int
 from cluster.queue_service import QueueService
 from queue_state.commands import Cancel, Command, DurableCheckout, DurableSettle, Tick
 from queue_state.durable import DurableLogGap
@@ -94,13 +94,6 @@ async def settle_below(request: web.Request, service: QueueService) -> web.Strea
     return web.json_response(_position_json(position, name))
 
 
-def _query_int(request: web.Request, name: str) -> int:
-    raw = request.query.get(name, "")
-    if not raw.isdigit():
-        raise bad(f"query parameter {name} must be a non-negative integer")
-    return int(raw)
-
-
 @on_queue_leader
 async def read_log(request: web.Request, service: QueueService) -> web.StreamResponse:
     """GET /api/queues/{q}/consumers/{c}/log?from=&to=: the deliveries numbered from..to-1, unchanged.
@@ -108,7 +101,7 @@ async def read_log(request: web.Request, service: QueueService) -> web.StreamRes
     Non-destructive. A range this leader has not applied yet waits for one round through the log;
     anything settled, returned or missing is a 409, never a silent gap."""
     name = request.match_info["tag"]
-    start, end = _query_int(request, "from"), _query_int(request, "to")
+    start, end = query_int(request, "from"), query_int(request, "to")
     if end - start > MAX_POLL:
         raise bad(f"at most {MAX_POLL} deliveries per read")
     if not any(info.name == name and end <= info.end for info in service.replica.machine.durable_consumers()):

@@ -273,7 +273,17 @@ PATHS: dict[str, dict[str, Any]] = {
             },
             body=PUBLISH,
             packed_body=PACKED_PUBLISH,
-        )
+        ),
+        "get": _operation(
+            "browse: the messages the queue holds (ready or checked out) by id, without consuming them",
+            {"200": "deliveries, lowest id first"},
+            answers=DELIVERIES,
+            query=(
+                _query("from", {"type": "integer", "minimum": 0}),
+                _query("to", {"type": "integer", "minimum": 0}),
+                _query("limit", {"type": "integer", "minimum": 0, "maximum": 10000}),
+            ),
+        ),
     },
     Q + "/get": {
         "post": _operation(

@@ -134,6 +134,21 @@ def query_number(request: web.Request, name: str, default: float, *, maximum: fl
     return value
 
 
+def query_int(
+    request: web.Request, name: str, default: int | None = None, *, maximum: int = INT64_MAX
+) -> int:
+    """A non-negative integer query parameter up to `maximum`; required when `default` is None."""
+    raw = request.query.get(name)
+    if raw is None and default is not None:
+        return default
+    if raw is None or not raw.isdigit():
+        raise bad(f"query parameter {name} must be a non-negative integer")
+    value = int(raw)
+    if value > maximum:
+        raise bad(f"query parameter {name} must be <= {maximum}")
+    return value
+
+
 def query_flag(request: web.Request, name: str) -> bool:
     """A boolean query parameter (`true`/`false`, absent is false)."""
     raw = request.query.get(name, "false").lower()

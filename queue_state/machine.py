@@ -7,6 +7,7 @@ the head, hands ready messages to consumers with credit and enforces drop-head l
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -478,6 +479,17 @@ class QueueMachine:
         """Ready messages in the order they will be served (returns first)."""
         yield from self._returns
         yield from self._main
+
+    def browse(self, first_id: int, end_id: int, limit: int) -> list[Delivery]:
+        """Up to `limit` of the messages the queue holds, ready or checked out (not dead letters waiting
+        to move), with ids from `first_id` to below `end_id`, lowest id first. Changes nothing."""
+        held = [
+            holder.held[message_id].message
+            for message_id, holder in self._holder_of.items()
+            if first_id <= message_id < end_id
+        ]
+        found = self._returns.between(first_id, end_id) + self._main.between(first_id, end_id) + held
+        return [message.delivery() for message in heapq.nsmallest(limit, found)]
 
     def dead_letter_ids(self) -> list[int]:
         """Ids of at-least-once dead letters not yet confirmed."""

@@ -120,6 +120,17 @@ class MessageFifo:
             self._compact()
         return message
 
+    def between(self, first_id: int, end_id: int) -> list[ReadyMessage]:
+        """The messages with ids from `first_id` to below `end_id`, in queue order (nothing moves).
+
+        This scans the ids (linear in the queue's length): for browsing a queue, not for delivering."""
+        columns = (self._ids, self._sizes, self._enqueued, self._expires, self._counts)
+        return [
+            ReadyMessage(*(column[i] for column in columns))
+            for i in range(self._head, len(self._ids))
+            if first_id <= self._ids[i] < end_id
+        ]
+
     def head_size(self) -> int:
         """The body size of the message at the head (the FIFO must not be empty)."""
         return self._sizes[self._head]

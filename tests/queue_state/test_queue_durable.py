@@ -185,3 +185,16 @@ def test_a_checkout_since_a_time_and_by_bytes_applies_both() -> None:
     assert reply == DurablePosition(0, 2, 20)
     assert [d.id for _, d in machine.durable_log("spark", 0, 2)] == [3, 4]
     assert [m.id for m in machine.ready_messages()] == [1, 2, 5]
+
+
+def test_browsing_lists_ready_and_checked_out_messages_by_id_and_changes_nothing() -> None:
+    machine = make_machine()
+    enqueue(machine, 1, count=6)  # ids 1-6
+    machine.apply(DurableCheckout(2, "spark", 2))  # 1, 2 held by a durable consumer
+    machine.apply(Get(3, "reader", 1, auto_ack=False))  # 3 held by a get
+    machine.apply(Return(4, (3,), None))  # 3 back, at the head of the returns
+    before = (machine.stats(), list(machine.ready_messages()), machine.durable_consumers())
+    assert [d.id for d in machine.browse(0, 100, 10)] == [1, 2, 3, 4, 5, 6]
+    assert [(d.id, d.redelivered) for d in machine.browse(2, 5, 10)] == [(2, False), (3, True), (4, False)]
+    assert [d.id for d in machine.browse(0, 100, 2)] == [1, 2]
+    assert (machine.stats(), list(machine.ready_messages()), machine.durable_consumers()) == before

@@ -1,4 +1,4 @@
-"""The durable consumer HTTP endpoints against a real cluster (what the Spark source relies on)."""
+"""The HTTP endpoints the Spark connector relies on (durable consumers, browsing) against a real cluster."""
 
 from __future__ import annotations
 
@@ -76,3 +76,23 @@ async def test_checkout_since_a_time_and_within_a_byte_budget(cluster: ProcessCl
         with pytest.raises(QuorumqError) as bad:
             await client.durable_checkout("durable-filtered", "job", 1, max_bytes=0)
         assert bad.value.status == 400
+
+
+async def test_browsing_pages_through_a_queue_by_id_from_every_node_without_consuming_it(
+    cluster: ProcessCluster,
+) -> None:
+    async with QuorumqClient(cluster.urls) as client:
+        await client.declare("browsed")
+        ids = await client.publish("browsed", [f"m{i}" for i in range(7)])
+        await client.durable_checkout("browsed", "job", 2)  # checked out messages are listed too
+        stats = await client.queue("browsed")
+        assert stats["next_id"] == ids[-1] + 1
+        for url in cluster.urls:
+            async with QuorumqClient([url]) as one_node:
+                page = await one_node.browse("browsed", ids[1], to=stats["next_id"], limit=4)
+                assert [(d.id, d.text) for d in page] == [(ids[n], f"m{n}") for n in range(1, 5)]
+                rest = await one_node.browse("browsed", page[-1].id + 1)
+                assert [d.text for d in rest] == ["m5", "m6"]
+        after = await client.queue("browsed")
+        assert (after["messages_ready"], after["messages_unacknowledged"]) == (5, 2)
+        assert [d.delivery_count for d in await client.browse("browsed")] == [0] * 7
