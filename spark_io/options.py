@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from spark_io.connection import Connection
-from spark_io.option_values import OptionError, positive, required
+from spark_io.option_values import OptionError, moment, positive, required
+from spark_io.rows import headers_format
 
 DEFAULT_PARTITION_SIZE = 5000
 DEFAULT_PUBLISH_BATCH = 500
@@ -14,9 +15,10 @@ DEFAULT_PUBLISH_BATCH = 500
 
 @dataclass(frozen=True)
 class SourceOptions:
-    """The connection, `queue`, `consumer` (durable consumer name, default `spark-<queue>`),
-    `maxMessagesPerTrigger` (alias `maxRecordsPerBatch`) and `maxBytesPerTrigger` (none: everything
-    ready), `partitionSize` (rows per task)."""
+    """What readStream and read take: the connection, `queue`, `since` (only messages enqueued at or after
+    it), `headersFormat` (`map` or `json`), `partitionSize` (rows per task); readStream also
+    `consumer` (durable consumer name, default `spark-<queue>`), `maxMessagesPerTrigger` (alias
+    `maxRecordsPerBatch`) and `maxBytesPerTrigger` (none: everything ready)."""
 
     connection: Connection
     queue: str
@@ -24,6 +26,8 @@ class SourceOptions:
     max_messages: int | None
     max_bytes: int | None
     partition_size: int
+    since_ms: int | None
+    headers: str
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -37,6 +41,8 @@ class SourceOptions:
             max_messages=_max_messages(options),
             max_bytes=positive(options, "maxBytesPerTrigger", None),
             partition_size=partition_size,
+            since_ms=moment(options, "since"),
+            headers=headers_format(options),
         )
 
 

@@ -1,23 +1,62 @@
-"""The rows the source produces, and how a delivery becomes one."""
+"""The rows format("quorumq") reads, and how a delivery becomes one.
+
+Headers are a MAP<STRING, STRING> (text values as they are, any other JSON value as its JSON text), or
+with the option `headersFormat` = `json` one JSON object string, as before the map existed.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
+from typing import Any
 
-from api.client_messages import Delivery
+from api.client import Delivery
+from spark_io.option_values import one_of
 
-SOURCE_SCHEMA = (
-    "id LONG, body BINARY, headers STRING, delivery_count INT, published_at TIMESTAMP, queue STRING"
-)
+HEADERS_FORMATS = ("map", "json")
 
-Row = tuple[int, bytes, str, int, datetime | None, str]
+Row = tuple[int, bytes, Any, int, datetime | None, str, int | None, bool]
 
 
-def delivery_row(queue: str, delivery: Delivery) -> Row:
-    """One source row: headers as a JSON object string, `published_at` in UTC."""
+def headers_format(options: Mapping[str, str]) -> str:
+    """The `headersFormat` option: `map` (the default) or `json`."""
+    return one_of(options, "headersFormat", HEADERS_FORMATS)
+
+
+def source_schema(headers: str) -> str:
+    """The DDL schema of the rows, for a `headersFormat`."""
+    headers_type = "MAP<STRING, STRING>" if headers == "map" else "STRING"
+    return (
+        f"id LONG, body BINARY, headers {headers_type}, delivery_count INT, published_at TIMESTAMP, "
+        "queue STRING, seq LONG, redelivered BOOLEAN"
+    )
+
+
+def delivery_row(queue: str, delivery: Delivery, headers: str) -> Row:
+    """One row: `published_at` in UTC, `seq` the durable consumer's sequence number (None when browsed)."""
     published = None
     if delivery.published_at is not None:
         published = datetime.fromtimestamp(delivery.published_at / 1000, tz=UTC)
-    headers = json.dumps(delivery.headers, sort_keys=True, separators=(",", ":"))
-    return (delivery.id, delivery.body, headers, delivery.delivery_count, published, queue)
+    if headers == "map":
+        shown: Any = {name: _text(value) for name, value in delivery.headers.items()}
+    else:
+        shown = _json(delivery.headers)
+    return (
+        delivery.id,
+        delivery.body,
+        shown,
+        delivery.delivery_count,
+        published,
+        queue,
+        delivery.seq,
+        delivery.redelivered,
+    )
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else _json(value)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))

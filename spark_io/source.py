@@ -50,6 +50,7 @@ class LogRange(InputPartition):
     consumer: str
     first: int
     end: int
+    headers: str
 
 
 def read_range(part: LogRange) -> Iterator[Row]:
@@ -66,7 +67,7 @@ def read_range(part: LogRange) -> Iterator[Row]:
         return deliveries
 
     for delivery in call(part.connection, fetch):
-        yield delivery_row(part.queue, delivery)
+        yield delivery_row(part.queue, delivery, part.headers)
 
 
 class QuorumqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # type: ignore[misc]
@@ -163,7 +164,9 @@ class QuorumqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow): 
         while position.end < target and (size is None or size > 0):
             wanted = min(target - position.end, CHECKOUT_CHUNK)
             before = position.end
-            position = client.durable_checkout(queue, consumer, wanted, max_bytes=size)
+            position = client.durable_checkout(
+                queue, consumer, wanted, since=self.options.since_ms, max_bytes=size
+            )
             if size is not None:
                 size -= position.taken_bytes
             if position.end - before < wanted:
@@ -184,7 +187,9 @@ class QuorumqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow): 
         size = self.options.partition_size
         options = self.options
         return [
-            LogRange(options.connection, options.queue, options.consumer, at, min(at + size, last))
+            LogRange(
+                options.connection, options.queue, options.consumer, at, min(at + size, last), options.headers
+            )
             for at in range(first, last, size)
         ]
 

@@ -56,3 +56,14 @@ def test_a_password_file_is_read_where_the_client_is_built(tmp_path) -> None:  #
         options.connection.client_arguments()
     secret.write_text("s3cret\n")
     assert options.connection.client_arguments()["auth"] == ("etl", "s3cret")
+
+
+def test_since_takes_epoch_milliseconds_or_an_iso_time_and_headers_a_known_format() -> None:
+    assert SourceOptions.parse({**NODES, "since": "2024-06-01T00:00:00"}).since_ms == 1717200000000
+    assert SourceOptions.parse({**NODES, "since": "2024-06-01T02:00:00+02:00"}).since_ms == 1717200000000
+    assert SourceOptions.parse({**NODES, "since": "1717200000000"}).since_ms == 1717200000000
+    assert SourceOptions.parse(NODES).headers == "map"
+    with pytest.raises(OptionError, match="since"):
+        SourceOptions.parse({**NODES, "since": "yesterday"})
+    with pytest.raises(OptionError, match="headersFormat"):
+        SourceOptions.parse({**NODES, "headersFormat": "xml"})
