@@ -8,7 +8,7 @@ from pyspark.sql.types import StructType
 from spark_io.batch_reader import QuorumqBatchReader
 from spark_io.options import SinkOptions, SourceOptions
 from spark_io.rows import headers_format, source_schema
-from spark_io.sink import QuorumqBatchWriter, QuorumqStreamWriter
+from spark_io.sink import QuorumqBatchWriter, QuorumqStreamWriter, routes_by_column
 from spark_io.source import QuorumqStreamReader
 
 
@@ -20,7 +20,7 @@ class QuorumqDataSource(DataSource):
     def name(cls) -> str:
         return "quorumq"
 
-    def schema(self) -> str:
+    def schema(self) -> StructType:
         return source_schema(headers_format(self.options))
 
     def reader(self, schema: StructType) -> QuorumqBatchReader:
@@ -30,7 +30,7 @@ class QuorumqDataSource(DataSource):
         return QuorumqStreamReader(SourceOptions.parse(self.options))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> QuorumqStreamWriter:
-        return QuorumqStreamWriter(SinkOptions.parse(self.options))
+        return QuorumqStreamWriter(SinkOptions.parse(self.options, routes_by_column(schema)))
 
     def writer(self, schema: StructType, overwrite: bool) -> QuorumqBatchWriter:
-        return QuorumqBatchWriter(SinkOptions.parse(self.options))
+        return QuorumqBatchWriter(SinkOptions.parse(self.options, routes_by_column(schema)))

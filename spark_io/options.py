@@ -11,6 +11,8 @@ from spark_io.rows import headers_format
 
 DEFAULT_PARTITION_SIZE = 5000
 DEFAULT_PUBLISH_BATCH = 500
+DEFAULT_PUBLISH_WINDOW = 8
+MAX_PUBLISH_WINDOW = 256  # well inside the 1024 seqs a queue's dedup window keeps per publisher
 
 
 @dataclass(frozen=True)
@@ -57,21 +59,33 @@ def _max_messages(options: Mapping[str, str]) -> int | None:
 
 @dataclass(frozen=True)
 class SinkOptions:
-    """The connection, `queue`, `publishBatch` (messages per confirmed publish request) and, for batch
-    writes, `publisherId` (a stable id that makes a repeated write of the same rows add nothing)."""
+    """What writeStream and write take: the connection, `queue` (where rows without a `queue` value go),
+    `publishBatch` (messages per confirmed publish request), `publishWindow` (requests in flight per
+    task) and, for batch writes, `publisherId` (a stable id that makes a repeated write add nothing).
+    `route` is whether the rows' own `queue` column picks their queue (see spark_io.sink)."""
 
     connection: Connection
-    queue: str
+    queue: str | None
     publish_batch: int
+    publish_window: int
+    route: bool
     publisher_id: str | None = None
 
     @classmethod
-    def parse(cls, options: Mapping[str, str]) -> SinkOptions:
+    def parse(cls, options: Mapping[str, str], route: bool = False) -> SinkOptions:
+        queue = options.get("queue") or None
+        if queue is None and not route:
+            raise OptionError("option 'queue' is required unless the rows have a 'queue' column to route by")
         publish_batch = positive(options, "publishBatch", DEFAULT_PUBLISH_BATCH)
-        assert publish_batch is not None
+        publish_window = positive(options, "publishWindow", DEFAULT_PUBLISH_WINDOW)
+        assert publish_batch is not None and publish_window is not None
+        if publish_window > MAX_PUBLISH_WINDOW:
+            raise OptionError(f"option 'publishWindow' must be <= {MAX_PUBLISH_WINDOW}, got {publish_window}")
         return cls(
             connection=Connection.parse(options),
-            queue=required(options, "queue"),
+            queue=queue,
             publish_batch=publish_batch,
+            publish_window=publish_window,
+            route=route,
             publisher_id=options.get("publisherId") or None,
         )

@@ -11,10 +11,23 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from pyspark.sql.types import (
+    BinaryType,
+    BooleanType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
 from api.client import Delivery
 from spark_io.option_values import one_of
 
 HEADERS_FORMATS = ("map", "json")
+READ_FROM = "quorumq.read_from"
 
 Row = tuple[int, bytes, Any, int, datetime | None, str, int | None, bool]
 
@@ -24,12 +37,21 @@ def headers_format(options: Mapping[str, str]) -> str:
     return one_of(options, "headersFormat", HEADERS_FORMATS)
 
 
-def source_schema(headers: str) -> str:
-    """The DDL schema of the rows, for a `headersFormat`."""
-    headers_type = "MAP<STRING, STRING>" if headers == "map" else "STRING"
-    return (
-        f"id LONG, body BINARY, headers {headers_type}, delivery_count INT, published_at TIMESTAMP, "
-        "queue STRING, seq LONG, redelivered BOOLEAN"
+def source_schema(headers: str) -> StructType:
+    """The schema of the rows, for a `headersFormat`. The `queue` column carries the metadata
+    READ_FROM, which Spark keeps while the column passes through unchanged: the sink does not route
+    by such a column, so a stream piped from one queue into another does not go back where it came from."""
+    return StructType(
+        [
+            StructField("id", LongType()),
+            StructField("body", BinaryType()),
+            StructField("headers", MapType(StringType(), StringType()) if headers == "map" else StringType()),
+            StructField("delivery_count", IntegerType()),
+            StructField("published_at", TimestampType()),
+            StructField("queue", StringType(), metadata={READ_FROM: True}),
+            StructField("seq", LongType()),
+            StructField("redelivered", BooleanType()),
+        ]
     )
 
 

@@ -67,3 +67,12 @@ def test_since_takes_epoch_milliseconds_or_an_iso_time_and_headers_a_known_forma
         SourceOptions.parse({**NODES, "since": "yesterday"})
     with pytest.raises(OptionError, match="headersFormat"):
         SourceOptions.parse({**NODES, "headersFormat": "xml"})
+
+
+def test_the_sink_needs_a_queue_option_unless_rows_route_by_their_queue_column() -> None:
+    nodes = {"nodes": NODES["nodes"]}
+    with pytest.raises(OptionError, match="'queue' is required"):
+        SinkOptions.parse(nodes)
+    assert SinkOptions.parse(nodes, route=True).queue is None
+    with pytest.raises(OptionError, match="publishWindow"):
+        SinkOptions.parse({**NODES, "publishWindow": "1000"})
