@@ -8,6 +8,7 @@ neither shows in Spark plans, the UI or logs.
 
 from __future__ import annotations
 
+import socket
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -97,6 +98,6 @@ class Connection:
     @staticmethod
     def _readable(path: str, option: str) -> str:
         if not Path(path).is_file():
-            where = "it is read where the client runs"
-            raise OptionError(f"option '{option}': no file {path!r} on this host ({where})")
+            where = "it is read where each client runs: the driver and every executor"
+            raise OptionError(f"option '{option}': no file {path!r} on host {socket.gethostname()} ({where})")
         return path
