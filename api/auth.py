@@ -1,8 +1,9 @@
-"""Who is calling and what they may do: authentication (Basic, bearer, node assertions, loopback guest)
-and authorisation (RabbitMQ's configure/write/read regexes per queue, the administrator tag).
+"""Who is calling and what they may do: authentication (Basic, bearer, node assertions, `guest:guest`
+from loopback) and authorisation (RabbitMQ's configure/write/read regexes per queue, the administrator
+tag).
 
 Every route has an access rule in `ROUTE_ACCESS`; a route without one needs an administrator, so a
-new endpoint is never open by accident. Missing or wrong credentials answer 401 (with
+new endpoint is never open by accident. Missing (from anywhere) or wrong credentials answer 401 (with
 `WWW-Authenticate`), valid credentials without the permission answer 403.
 """
 
@@ -219,9 +220,7 @@ async def authenticate(request: web.Request) -> Principal | None:
             return Principal.superuser(name)
         return _known_user(node.meta.state, name)
     header = request.headers.get("Authorization")
-    if header is None:
-        if node.config.loopback_guest and is_loopback(request):
-            return Principal.superuser(GUEST)
+    if header is None:  # never anyone, not even from loopback: a proxy there would make everyone the guest
         return None
     scheme, _, value = header.partition(" ")
     if scheme.lower() == "basic":

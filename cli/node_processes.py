@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from api.client import SyncClient
-from api.client_auth import PASSWORD_ENV, USER_ENV
+from api.client_auth import PASSWORD_ENV, USER_ENV, basic_header
 from api.client_errors import QuorumqError
 from cluster.config import is_loopback_host
 
@@ -27,6 +27,8 @@ READY_TIMEOUT_S = 60.0
 SECRET_ENV, SECRET_FILE_ENV = "QUORUMQ_CLUSTER_SECRET", "QUORUMQ_CLUSTER_SECRET_FILE"
 HARNESS_USER = "quorumq-harness"
 HARNESS_PASSWORD = "quorumq-harness-password"
+HARNESS_HEADERS = {"Authorization": basic_header(HARNESS_USER, HARNESS_PASSWORD)}
+"""Raw HTTP requests (tests of the server, not of the client) log in as the harness administrator."""
 HARNESS_SECRET = secrets.token_hex(32)
 """The cluster secret of every node this process starts (generated anew by each process)."""
 HARNESS_ENV = {

@@ -12,7 +12,7 @@ import msgpack
 import pytest
 
 from api.client import QuorumqClient, SeqTooOldError
-from cli.node_processes import ProcessCluster
+from cli.node_processes import HARNESS_HEADERS, ProcessCluster
 from queue_state.publishers import WINDOW_SIZE
 
 MAX_MESSAGE_BYTES = 1024
@@ -33,7 +33,7 @@ def small_limits_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[P
 
 @pytest.fixture
 async def http(small_limits_cluster: ProcessCluster) -> AsyncIterator[Api]:
-    async with aiohttp.ClientSession() as session:
+    async with aiohttp.ClientSession(headers=HARNESS_HEADERS) as session:
         yield Api(session, small_limits_cluster.urls[1])
 
 

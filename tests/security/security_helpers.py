@@ -9,10 +9,9 @@ from typing import Any, NamedTuple
 import aiohttp
 
 from api.auth import ROUTE_ACCESS, Access
-from api.client_auth import basic_header
-from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER
+from cli.node_processes import HARNESS_HEADERS
 
-ADMIN = basic_header(HARNESS_USER, HARNESS_PASSWORD)
+ADMIN = HARNESS_HEADERS["Authorization"]
 NO_GUEST = {"QUORUMQ_LOOPBACK_GUEST": "false"}
 PATH_VALUES = {"{q}": "sec-q", "{tag}": "t1", "{node}": "node1", "{user}": "someone"}
 
