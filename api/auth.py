@@ -29,6 +29,7 @@ from aiohttp import web
 from api.app_keys import NODE, PASSWORD_CHECKER
 from api.errors import error_response
 from api.tokens import verify_token
+from api.validation import check_queue_name
 from cluster.config import ConfigError
 from cluster.metadata import Metadata
 from cluster.node import META_GROUP, Node
@@ -310,6 +311,8 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     if caller is None:
         return _unauthorised("authentication required", 401)
     queue = request.match_info.get("q")
+    if queue is not None:  # validated before any permission pattern sees it
+        check_queue_name(queue, request.app[NODE].config.max_queue_name_length)
     if not caller.may(access, queue):
         target = f" on queue '{queue}'" if queue is not None and access is not Access.ADMINISTRATOR else ""
         reason = f"user '{caller.name}' lacks {access.value} permission{target}"

@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 import aiohttp
 
 from api.auth import ROUTE_ACCESS, Access
+from api.client_auth import basic_header
 from cli.node_processes import HARNESS_HEADERS
 
 ADMIN = HARNESS_HEADERS["Authorization"]
@@ -54,6 +55,20 @@ async def eventually_status(url: str, authorization: str, status: int) -> None:
             return
         await asyncio.sleep(0.05)
     raise AssertionError(f"{url} never answered {status}")
+
+
+async def add_user(urls: list[str], name: str, password: str, permissions: dict[str, str]) -> None:
+    """Create a user with `permissions` and wait until every node accepts its password."""
+    created = await call(
+        "PUT", f"{urls[0]}/api/users/{name}", authorization=ADMIN, json={"password": password}
+    )
+    assert created.status == 201, created.body
+    granted = await call(
+        "PUT", f"{urls[0]}/api/users/{name}/permissions", authorization=ADMIN, json=permissions
+    )
+    assert granted.status == 204, granted.body
+    for url in urls:
+        await eventually_status(url + "/api/whoami", basic_header(name, password), 200)
 
 
 def concrete(path: str, **values: str) -> str:
