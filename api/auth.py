@@ -27,7 +27,7 @@ import aiohttp
 from aiohttp import web
 
 from api.app_keys import NODE, PASSWORD_CHECKER
-from api.errors import error_response
+from api.errors import ApiError, error_response
 from api.tokens import verify_token
 from api.validation import check_queue_name
 from cluster.config import ConfigError
@@ -268,6 +268,14 @@ def principal(request: web.Request) -> Principal:
     return request[PRINCIPAL_KEY]
 
 
+def require(caller: Principal, access: Access, queue: str | None, why: str = "") -> None:
+    """403 `forbidden`, naming the permission and the queue (and `why` it is needed), unless `caller`
+    passes `access`."""
+    if not caller.may(access, queue):
+        target = f" on queue '{queue}'" if queue is not None and access is not Access.ADMINISTRATOR else ""
+        raise ApiError(403, "forbidden", f"user '{caller.name}' lacks {access.value} permission{target}{why}")
+
+
 _acting_for: ContextVar[Principal | None] = ContextVar("quorumq_acting_for", default=None)
 
 
@@ -313,10 +321,7 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     queue = request.match_info.get("q")
     if queue is not None:  # validated before any permission pattern sees it
         check_queue_name(queue, request.app[NODE].config.max_queue_name_length)
-    if not caller.may(access, queue):
-        target = f" on queue '{queue}'" if queue is not None and access is not Access.ADMINISTRATOR else ""
-        reason = f"user '{caller.name}' lacks {access.value} permission{target}"
-        return error_response(403, "forbidden", reason)
+    require(caller, access, queue)
     request[PRINCIPAL_KEY] = caller
     acting = _acting_for.set(caller)
     try:
