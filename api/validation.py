@@ -79,10 +79,10 @@ def msgpack_object(data: bytes) -> dict[Any, Any]:
 
 
 def field_int(body: dict[str, Any], name: str, default: int | None, *, minimum: int = 0) -> int | None:
-    """An optional integer field (booleans are not integers)."""
-    value = body.get(name, default)
+    """An optional integer field (booleans are not integers); absent or null, `default`."""
+    value = body.get(name)
     if value is None:
-        return None
+        return default
     if isinstance(value, bool) or not isinstance(value, int):
         raise bad(f"{name} must be an integer")
     if value < minimum:
