@@ -1,6 +1,7 @@
 # A production image of one quorumq node. Configure it with QUORUMQ_* environment variables
 # (QUORUMQ_NODE, QUORUMQ_ADVERTISE_RAFT, QUORUMQ_SEEDS, QUORUMQ_ADVERTISE_HTTP, QUORUMQ_CLUSTER_SECRET, ...);
-# see docs/docker.md. docker/spark.Dockerfile extends it with Java and PySpark for the Spark example.
+# see docs/docker.md. The built-in guest is disabled (a port-forward or sidecar reaches a container's
+# loopback). docker/spark.Dockerfile extends it with Java and PySpark for the Spark example.
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS install
@@ -16,7 +17,8 @@ ENV PATH=/opt/quorumq/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     QUORUMQ_DATA_DIR=/var/lib/quorumq \
     QUORUMQ_HTTP=0.0.0.0:8080 \
-    QUORUMQ_RAFT=0.0.0.0:8180
+    QUORUMQ_RAFT=0.0.0.0:8180 \
+    QUORUMQ_LOOPBACK_GUEST=false
 USER quorumq
 VOLUME ["/var/lib/quorumq"]
 EXPOSE 8080 8180

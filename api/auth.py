@@ -1,8 +1,9 @@
-"""Who is calling and what they may do: authentication (Basic, bearer, node assertions, loopback guest)
-and authorisation (RabbitMQ's configure/write/read regexes per queue, the administrator tag).
+"""Who is calling and what they may do: authentication (Basic, bearer, node assertions, `guest:guest`
+from loopback) and authorisation (RabbitMQ's configure/write/read regexes per queue, the administrator
+tag).
 
 Every route has an access rule in `ROUTE_ACCESS`; a route without one needs an administrator, so a
-new endpoint is never open by accident. Missing or wrong credentials answer 401 (with
+new endpoint is never open by accident. Missing (from anywhere) or wrong credentials answer 401 (with
 `WWW-Authenticate`), valid credentials without the permission answer 403.
 """
 
@@ -26,8 +27,9 @@ import aiohttp
 from aiohttp import web
 
 from api.app_keys import NODE, PASSWORD_CHECKER
-from api.errors import error_response
+from api.errors import ApiError, error_response
 from api.tokens import verify_token
+from api.validation import check_queue_name
 from cluster.config import ConfigError
 from cluster.metadata import Metadata
 from cluster.node import META_GROUP, Node
@@ -220,9 +222,7 @@ async def authenticate(request: web.Request) -> Principal | None:
             return Principal.superuser(name)
         return _known_user(node.meta.state, name)
     header = request.headers.get("Authorization")
-    if header is None:
-        if node.config.loopback_guest and is_loopback(request):
-            return Principal.superuser(GUEST)
+    if header is None:  # never anyone, not even from loopback: a proxy there would make everyone the guest
         return None
     scheme, _, value = header.partition(" ")
     if scheme.lower() == "basic":
@@ -269,6 +269,14 @@ def principal(request: web.Request) -> Principal:
     return request[PRINCIPAL_KEY]
 
 
+def require(caller: Principal, access: Access, queue: str | None, why: str = "") -> None:
+    """403 `forbidden`, naming the permission and the queue (and `why` it is needed), unless `caller`
+    passes `access`."""
+    if not caller.may(access, queue):
+        target = f" on queue '{queue}'" if queue is not None and access is not Access.ADMINISTRATOR else ""
+        raise ApiError(403, "forbidden", f"user '{caller.name}' lacks {access.value} permission{target}{why}")
+
+
 _acting_for: ContextVar[Principal | None] = ContextVar("quorumq_acting_for", default=None)
 
 
@@ -312,10 +320,9 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     if caller is None:
         return _unauthorised("authentication required", 401)
     queue = request.match_info.get("q")
-    if not caller.may(access, queue):
-        target = f" on queue '{queue}'" if queue is not None and access is not Access.ADMINISTRATOR else ""
-        reason = f"user '{caller.name}' lacks {access.value} permission{target}"
-        return error_response(403, "forbidden", reason)
+    if queue is not None:  # validated before any permission pattern sees it
+        check_queue_name(queue, request.app[NODE].config.max_queue_name_length)
+    require(caller, access, queue)
     request[PRINCIPAL_KEY] = caller
     acting = _acting_for.set(caller)
     try:

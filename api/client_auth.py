@@ -1,8 +1,8 @@
 """Client credentials and TLS trust: explicit arguments, else QUORUMQ_* environment variables.
 
 `QUORUMQ_USER`/`QUORUMQ_PASSWORD` give HTTP Basic credentials, `QUORUMQ_TOKEN` a bearer token,
-`QUORUMQ_CA_FILE` a CA bundle to verify HTTPS nodes with. Without any, requests carry no credentials
-(a node accepts that only from loopback, as its built-in guest).
+`QUORUMQ_CA_FILE` a CA bundle to verify HTTPS nodes with. Without any, requests carry `guest:guest`,
+as RabbitMQ's clients do (a node accepts the built-in guest only from loopback).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ USER_ENV = "QUORUMQ_USER"
 PASSWORD_ENV = "QUORUMQ_PASSWORD"
 TOKEN_ENV = "QUORUMQ_TOKEN"
 CA_FILE_ENV = "QUORUMQ_CA_FILE"
+GUEST_AUTH = ("guest", "guest")
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,8 @@ def resolve_credentials(
         headers["Authorization"] = f"Bearer {os.environ[TOKEN_ENV]}"
     elif os.environ.get(USER_ENV):
         headers["Authorization"] = basic_header(os.environ[USER_ENV], os.environ.get(PASSWORD_ENV, ""))
+    else:
+        headers["Authorization"] = basic_header(*GUEST_AUTH)
     if tls is None:
         ca_file = os.environ.get(CA_FILE_ENV)
         tls = ssl.create_default_context(cafile=ca_file) if ca_file else True

@@ -1,8 +1,9 @@
 """Limits on hostile or careless requests, each with a clear 4xx before any work is done.
 
 - a request body must arrive within `request_read_timeout_ms` (408) and fit `max_request_bytes` (413);
-- a queue name in the path longer than `max_queue_name_length` is 414 (its characters are checked by
-  `api.validation.queue_name`, 400);
+- a queue name in the path longer than `max_queue_name_length` is 414, other characters than the
+  allowed ones 400 (`api.validation.check_queue_name`, run by the auth middleware before any
+  permission pattern sees the name);
 - a queue accepts at most `max_consumers_per_queue` consumers (429, checked wherever a replica is);
 - a published message carries at most `max_message_headers` headers (422) of at most
   `max_header_bytes` as JSON (413), holding only values both JSON and msgpack can carry (400).
@@ -33,10 +34,6 @@ async def limits_middleware(request: web.Request, handler: Handler) -> web.Strea
     node: Node = request.app[NODE]
     config = node.config
     queue = request.match_info.get("q")
-    if queue is not None and len(queue) > config.max_queue_name_length:
-        raise ApiError(
-            414, "name_too_long", f"queue names are at most {config.max_queue_name_length} characters"
-        )
     if request.body_exists:
         try:
             await asyncio.wait_for(request.read(), config.request_read_timeout_ms / 1000)

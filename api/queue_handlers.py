@@ -11,7 +11,7 @@ import aiohttp
 from aiohttp import web
 
 from api.app_keys import FORWARD_SESSION, METRICS, NODE
-from api.auth import principal
+from api.auth import Access, principal, require
 from api.deliveries import deliveries_response
 from api.errors import ApiError
 from api.forwarding import client_node, on_meta_leader, on_queue_leader
@@ -19,6 +19,7 @@ from api.limits import check_message_headers
 from api.validation import (
     MAX_POLL,
     bad,
+    check_queue_name,
     field_bool,
     field_int,
     field_since,
@@ -81,6 +82,7 @@ async def declare_queue(request: web.Request) -> web.StreamResponse:
     arguments = body.get("arguments", {})
     if not isinstance(arguments, dict):
         raise bad("arguments must be an object")
+    _check_dead_letter_target(request, name, arguments)
     outcome = await request.app[NODE].declare(name, arguments, client_node(request))
     if outcome == "created":
         return web.json_response({"queue": name}, status=201)
@@ -118,6 +120,7 @@ async def update_queue(request: web.Request, service: QueueService) -> web.Strea
     fixed = sorted(set(changes) - RUNTIME_ARGUMENTS)
     if fixed:
         raise bad(f"arguments {fixed} cannot be changed at runtime; declare a new queue")
+    _check_dead_letter_target(request, service.name, changes)
     merged = {**service.replica.machine.config.to_arguments(), **changes}
     try:
         config = parse_arguments({k: v for k, v in merged.items() if v is not None})
@@ -125,6 +128,16 @@ async def update_queue(request: web.Request, service: QueueService) -> web.Strea
         raise bad(f"argument {exc.argument}: {exc.reason}") from exc
     await request.app[NODE].submit(service, UpdateConfig(service.now_ms(), config))
     return web.json_response(queue_json(request.app[NODE], service.name, service))
+
+
+def _check_dead_letter_target(request: web.Request, queue: str, arguments: dict[str, Any]) -> None:
+    """Dead-lettering publishes into the `x-dead-letter-queue` being set: its name must be valid and the
+    caller needs write permission on it (403 otherwise). Absent, null (removed) or not a string (400
+    from the argument parser) there is nothing to check."""
+    target = arguments.get("x-dead-letter-queue")
+    if isinstance(target, str) and target:
+        check_queue_name(target, request.app[NODE].config.max_queue_name_length)
+        require(principal(request), Access.WRITE, target, f" (the dead-letter target of '{queue}')")
 
 
 @on_queue_leader

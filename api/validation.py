@@ -9,13 +9,14 @@ from typing import Any
 import msgpack
 from aiohttp import web
 
+from api.app_keys import NODE
 from api.errors import ApiError
 from api.moments import epoch_ms
 from cluster.bodies import StoredMessage
 from queue_state.arguments import INT64_MAX
 
 MSGPACK = "application/msgpack"
-QUEUE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,254}$")
+QUEUE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:\-]*")  # full-matched: no trailing newline
 ENCODINGS = ("utf8", "base64")
 MESSAGE_FIELDS = frozenset({"body", "encoding", "headers", "expiration"})
 MAX_BATCH_MESSAGES = 10000
@@ -28,12 +29,22 @@ def bad(reason: str) -> ApiError:
     return ApiError(400, "bad_request", reason)
 
 
+def check_queue_name(name: str, max_length: int) -> str:
+    """`name` when it is a valid queue name: 414 beyond `max_length` characters, 400 unless it is
+    letters, digits, '.', '_', ':' and '-', starting with a letter or digit."""
+    if len(name) > max_length:
+        raise ApiError(414, "name_too_long", f"queue names are at most {max_length} characters")
+    if not QUEUE_NAME.fullmatch(name):
+        raise bad(
+            f"queue name {name!r} must be 1-{max_length} characters of letters, digits, '.', '_', ':' "
+            "or '-', starting with a letter or digit"
+        )
+    return name
+
+
 def queue_name(request: web.Request) -> str:
     """The `{q}` of the path, checked against the allowed length and characters."""
-    name = request.match_info["q"]
-    if not QUEUE_NAME.match(name):
-        raise bad(f"queue name {name!r} must be 1-255 characters of letters, digits, '.', '_', ':' or '-'")
-    return name
+    return check_queue_name(request.match_info["q"], request.app[NODE].config.max_queue_name_length)
 
 
 async def json_object(request: web.Request, *, optional: bool = False) -> dict[str, Any]:
@@ -68,10 +79,10 @@ def msgpack_object(data: bytes) -> dict[Any, Any]:
 
 
 def field_int(body: dict[str, Any], name: str, default: int | None, *, minimum: int = 0) -> int | None:
-    """An optional integer field (booleans are not integers)."""
-    value = body.get(name, default)
+    """An optional integer field (booleans are not integers); absent or null, `default`."""
+    value = body.get(name)
     if value is None:
-        return None
+        return default
     if isinstance(value, bool) or not isinstance(value, int):
         raise bad(f"{name} must be an integer")
     if value < minimum:

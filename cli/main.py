@@ -99,7 +99,7 @@ formatter_option = click.option(
     show_default=True,
     help="Seconds each request may take, retries included.",
 )
-@click.option("--user", help="User name for HTTP Basic authentication (default $QUORUMQ_USER).")
+@click.option("--user", help="User for HTTP Basic authentication (default $QUORUMQ_USER, else guest).")
 @click.option("--password", help="Password of --user (default $QUORUMQ_PASSWORD).")
 @click.option("--token", help="A bearer token instead of a user (default $QUORUMQ_TOKEN).")
 @click.option("--ca-file", type=click.Path(exists=True, dir_okay=False), help="CA bundle for HTTPS nodes.")

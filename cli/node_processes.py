@@ -6,8 +6,8 @@ them runs real `quorumq server` processes talking real TCP.
 
 from __future__ import annotations
 
-import ipaddress
 import os
+import secrets
 import signal
 import socket
 import ssl
@@ -19,19 +19,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from api.client import SyncClient
-from api.client_auth import PASSWORD_ENV, USER_ENV
+from api.client_auth import PASSWORD_ENV, USER_ENV, basic_header
 from api.client_errors import QuorumqError
+from cluster.config import is_loopback_host
 
 READY_TIMEOUT_S = 60.0
+SECRET_ENV, SECRET_FILE_ENV = "QUORUMQ_CLUSTER_SECRET", "QUORUMQ_CLUSTER_SECRET_FILE"
 HARNESS_USER = "quorumq-harness"
 HARNESS_PASSWORD = "quorumq-harness-password"
-BOOTSTRAP_ENV = {"QUORUMQ_BOOTSTRAP_USER": HARNESS_USER, "QUORUMQ_BOOTSTRAP_PASSWORD": HARNESS_PASSWORD}
+HARNESS_HEADERS = {"Authorization": basic_header(HARNESS_USER, HARNESS_PASSWORD)}
+"""Raw HTTP requests (tests of the server, not of the client) log in as the harness administrator."""
+HARNESS_SECRET = secrets.token_hex(32)
+"""The cluster secret of every node this process starts (generated anew by each process)."""
+HARNESS_ENV = {
+    "QUORUMQ_BOOTSTRAP_USER": HARNESS_USER,
+    "QUORUMQ_BOOTSTRAP_PASSWORD": HARNESS_PASSWORD,
+    SECRET_ENV: HARNESS_SECRET,
+}
 
 
 def harness_env(env: dict[str, str] | None) -> dict[str, str]:
-    """A node's environment: `env` (or this process's) plus the harness bootstrap administrator,
-    unless the caller chose another one."""
-    return {**BOOTSTRAP_ENV, **(os.environ if env is None else env)}
+    """A node's environment: `env` (or this process's) plus the harness bootstrap administrator and
+    cluster secret, unless the caller chose others."""
+    given = os.environ if env is None else env
+    defaults = {k: v for k, v in HARNESS_ENV.items() if k != SECRET_ENV or SECRET_FILE_ENV not in given}
+    return {**defaults, **given}
 
 
 def use_harness_credentials() -> None:
@@ -40,14 +52,6 @@ def use_harness_credentials() -> None:
     if not os.environ.get(USER_ENV):
         os.environ[USER_ENV] = HARNESS_USER
         os.environ[PASSWORD_ENV] = HARNESS_PASSWORD
-
-
-def is_loopback_host(host: str) -> bool:
-    """True for a loopback IP address or `localhost`."""
-    try:
-        return host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class ClusterError(RuntimeError):
@@ -103,8 +107,8 @@ class NodeProcess:
     def start(self, prefix: Sequence[str] = ()) -> None:
         """Spawn the node (optionally behind a prefix such as `ip netns exec NS`).
 
-        Every node gets the harness bootstrap administrator; a node off loopback also makes this
-        process's clients use it (see `use_harness_credentials`)."""
+        Every node gets the harness bootstrap administrator and cluster secret; a node off loopback
+        also makes this process's clients use that administrator (see `use_harness_credentials`)."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         if not is_loopback_host(self.host):
             use_harness_credentials()

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from cluster.allocator import keep_freed_memory
+from cluster.cluster_secret import settle_cluster_secret
 from cluster.config import ConfigError, load_config
 
 
@@ -48,7 +49,7 @@ def server(
         "advertise_raft": advertise_raft,
     }
     try:
-        config = load_config(flags, config_file)
+        config = settle_cluster_secret(load_config(flags, config_file))
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from exc
     logging.basicConfig(

@@ -10,7 +10,7 @@ from cli.main import Settings, pass_settings
 
 @click.group("users")
 def users_group() -> None:
-    """Manage users and their permissions (regexes on queue names, as in RabbitMQ)."""
+    """Manage users and their permissions (regexes matching whole queue names, as in RabbitMQ)."""
 
 
 @users_group.command("add")
@@ -66,7 +66,10 @@ def list_users(settings: Settings) -> None:
 @click.option("--read", default="", help="Regex of queues NAME may consume from, get and ack.")
 @pass_settings
 def set_permissions(settings: Settings, name: str, configure: str, write: str, read: str) -> None:
-    """Set the configure/write/read regexes of user NAME ("" grants nothing, ".*" everything)."""
+    """Set the configure/write/read regexes of user NAME.
+
+    Each regex (RE2 syntax) must match a whole queue name: 'alice-.*' grants alice-1, 'alice-' only
+    the queue named alice-; "" grants nothing, ".*" everything."""
     with settings.connect() as client:
         client.set_permissions(name, configure=configure, write=write, read=read)
     output.print_line(f"permissions of '{name}' set")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import tomllib
 from dataclasses import dataclass, field, fields
@@ -13,6 +14,14 @@ ENV_PREFIX = "QUORUMQ_"
 
 class ConfigError(ValueError):
     """A configuration value is missing or malformed."""
+
+
+def is_loopback_host(host: str) -> bool:
+    """True for a loopback IP address or `localhost` (any other name may resolve anywhere)."""
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -60,7 +69,8 @@ class NodeConfig:
     raft: Address
     seeds: tuple[Seed, ...] = ()
     join: str | None = None
-    cluster_secret: str = "quorumq-dev-secret"
+    cluster_secret: str = ""  # settled by cluster.cluster_secret before a node starts
+    cluster_secret_file: str = ""
     tick_ms: int = 100
     election_ticks: int = 5
     heartbeat_ticks: int = 2

@@ -24,11 +24,14 @@ def make_directory(path: Path) -> None:
         sync_directory(created.parent)
 
 
-def write_durably(path: Path, text: str) -> None:
-    """Replace `path` with `text`, atomically and durably: a temporary file, fsynced, renamed over
-    `path`, then its directory fsynced. A power failure leaves the old content or the new, whole."""
+def write_durably(path: Path, text: str, mode: int | None = None) -> None:
+    """Replace `path` with `text` (permissions `mode` when given), atomically and durably: a temporary
+    file, fsynced, renamed over `path`, then its directory fsynced. A power failure leaves the old
+    content or the new, whole."""
     temporary = path.with_name(f"{path.name}.tmp")
     with temporary.open("w", encoding="utf-8") as out:
+        if mode is not None:
+            os.fchmod(out.fileno(), mode)
         out.write(text)
         out.flush()
         os.fsync(out.fileno())

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from cluster.bodies import StoredMessage
-from cluster.config import Address, NodeConfig
+from cluster.config import Address, ConfigError, NodeConfig
 from cluster.dead_letter import dead_letter_messages
 from cluster.dlx_worker import DeadLetterWorker
 from cluster.durable_files import make_directory, sync_directory, write_durably
@@ -67,6 +67,8 @@ class Node:
     """One running quorumq node."""
 
     def __init__(self, config: NodeConfig) -> None:
+        if not config.cluster_secret:
+            raise ConfigError("a node needs a cluster secret (see cluster.cluster_secret)")
         self.config = config
         self.name = config.node
         self.store: NodeStore | None = None

@@ -2,26 +2,38 @@
 
 Hashing happens where the request arrives (it is slow and salted with fresh randomness); the metadata
 group only records the resulting hash, so applying a user command stays deterministic.
-Permissions follow RabbitMQ: three regular expressions on queue names (configure, write, read).
+Permissions follow RabbitMQ: three regular expressions on queue names (configure, write, read), each
+matching a whole name (as if anchored `^...$`; `alice-` does not grant `alice-1`, `alice-.*` does), and
+run by RE2, whose matching time is linear in the name: no pattern can stall the event loop.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import hmac
+import logging
 import os
 import re
 from dataclasses import dataclass, field
+
+import re2
+
+log = logging.getLogger(__name__)
 
 ADMINISTRATOR = "administrator"
 GUEST = "guest"
 FULL_ACCESS = ".*"
 NO_ACCESS = ""
-USER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@\-]{0,63}$")
+USER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@\-]{0,63}")  # full-matched: no trailing newline
 KNOWN_TAGS = frozenset({ADMINISTRATOR, "monitoring"})
 MAX_PASSWORD_BYTES = 1024
+MAX_PATTERN_LENGTH = 1024
+PATTERNS_CACHED = 1024
+RE2_OPTIONS = re2.Options()
+RE2_OPTIONS.log_errors = False
 
 SCRYPT_N = 2**14
 SCRYPT_R = 8
@@ -80,7 +92,7 @@ def password_generation(encoded: str) -> str:
 
 def check_user_name(name: object) -> str:
     """A valid user name, or UserError."""
-    if not isinstance(name, str) or not USER_NAME.match(name):
+    if not isinstance(name, str) or not USER_NAME.fullmatch(name):
         raise UserError("user names are 1-64 characters of letters, digits, '.', '_', '@' or '-'")
     return name
 
@@ -103,19 +115,35 @@ def check_tags(tags: object) -> list[str]:
 
 
 def check_pattern(what: str, pattern: object) -> str:
-    """A permission regex that compiles, or UserError (the empty pattern grants nothing)."""
-    if not isinstance(pattern, str) or len(pattern) > 1024:
-        raise UserError(f"{what} must be a regular expression string of at most 1024 characters")
+    """A permission regex RE2 compiles, or UserError (the empty pattern grants nothing)."""
+    if not isinstance(pattern, str) or len(pattern) > MAX_PATTERN_LENGTH:
+        raise UserError(f"{what} must be a regular expression of at most {MAX_PATTERN_LENGTH} characters")
     try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise UserError(f"{what} is not a valid regular expression: {exc}") from exc
+        re2.compile(pattern, options=RE2_OPTIONS)
+    except re2.error as exc:
+        reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        raise UserError(
+            f"{what} is not a regular expression RE2 accepts (no backreferences or lookaround): {reason}"
+        ) from exc
     return pattern
 
 
+@functools.lru_cache(maxsize=PATTERNS_CACHED)
+def compiled_pattern(pattern: str) -> re2._Regexp | None:
+    """`pattern` compiled by RE2; None when RE2 refuses it (a pattern stored before RE2 checked them)."""
+    try:
+        return re2.compile(pattern, options=RE2_OPTIONS)
+    except re2.error:
+        log.warning("permission pattern %r is not valid for RE2 and grants nothing; set it again", pattern)
+        return None
+
+
 def pattern_allows(pattern: str, queue: str) -> bool:
-    """RabbitMQ semantics: the empty pattern matches nothing; otherwise a search (anchor with `^...$`)."""
-    return bool(pattern) and re.search(pattern, queue) is not None
+    """Whether `pattern` grants `queue`: the empty pattern nothing, any other the names it matches whole."""
+    if not pattern:
+        return False
+    compiled = compiled_pattern(pattern)
+    return compiled is not None and compiled.fullmatch(queue) is not None
 
 
 def _scrypt(password: str, salt: bytes, n: int, r: int, p: int) -> bytes:

@@ -97,6 +97,11 @@ class ComposeProject:
         """Every node's published HTTP API."""
         return [self.url(node) for node in self.nodes]
 
+    @property
+    def admin_flags(self) -> tuple[str, ...]:
+        """`quorumq` options that log in as the administrator."""
+        return ("--user", self.admin[0], "--password", self.admin[1])
+
     def client(self, *nodes: str, timeout: float = 30.0) -> QuorumqClient:
         """A client of the given nodes' published ports (default: all), logged in as the administrator."""
         return QuorumqClient(

@@ -32,6 +32,14 @@ def test_nodes_run_as_non_root_each_with_its_own_named_data_volume(cluster: Comp
     assert len(volumes) == len(cluster.nodes)
 
 
+def test_the_image_refuses_the_guest_inside_a_container_too(cluster: ComposeProject) -> None:
+    command = ("quorumq", "--node", "127.0.0.1:8080", "queues")
+    as_guest = cluster.exec("node1", *command)  # a client given no credentials sends guest:guest
+    assert as_guest.returncode != 0 and "HTTP 401" in as_guest.stdout + as_guest.stderr
+    as_admin = cluster.exec("node1", command[0], *cluster.admin_flags, *command[1:])
+    assert as_admin.returncode == 0, as_admin.stdout + as_admin.stderr
+
+
 async def test_publish_with_confirms_through_a_follower_and_consume_through_another_port(
     cluster: ComposeProject,
 ) -> None:
@@ -82,9 +90,10 @@ async def test_disconnected_node_cannot_commit_until_it_is_reconnected(cluster: 
             await asyncio.to_thread(cluster.wait_health, [cut], "unhealthy", 30)
             refused = await asyncio.to_thread(
                 cluster.exec, cut, "quorumq", "--node", "127.0.0.1:8080", "--request-timeout", "5",
-                "publish", "partitioned", "sent-to-the-cut-node",
+                *cluster.admin_flags, "publish", "partitioned", "sent-to-the-cut-node",
             )  # fmt: skip
             assert refused.returncode != 0, f"the cut node confirmed a publish: {refused.stdout}"
+            assert "HTTP 401" not in refused.stdout + refused.stderr
             async with cluster.client(*majority) as majority_side:
                 await majority_side.publish("partitioned", [str(i) for i in range(50, 100)])
         finally:

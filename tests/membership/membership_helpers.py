@@ -8,10 +8,12 @@ import time
 import urllib.error
 import urllib.request
 from types import TracebackType
+from typing import Any
 
 from click.testing import CliRunner
 
 from api.client import NotFoundError, QuorumqClient, QuorumqError
+from cli.node_processes import HARNESS_HEADERS
 from cli.queues import cli as queues_command
 
 DRAIN_TIMEOUT_S = 30.0
@@ -31,16 +33,20 @@ async def queues_cli(node_url: str, *args: str) -> tuple[int, str, str]:
     return await asyncio.to_thread(run_queues_cli, node_url, *args)
 
 
+def get_json(url: str) -> Any:
+    """GET `url` as the harness administrator; the parsed JSON answer (HTTPError for a 4xx or 5xx)."""
+    with urllib.request.urlopen(urllib.request.Request(url, headers=HARNESS_HEADERS), timeout=5) as answer:
+        return json.load(answer)
+
+
 def local_queues(url: str) -> dict[str, dict]:
     """A node's view: hosted queues answer from the local replica, others from their leader."""
-    with urllib.request.urlopen(f"{url}/api/queues", timeout=5) as answer:
-        return {q["name"]: q for q in json.load(answer)}
+    return {q["name"]: q for q in get_json(f"{url}/api/queues")}
 
 
 def registered_nodes(url: str) -> dict[str, dict]:
     """Every registered node's record (name, http, raft, status) as the node at `url` lists it."""
-    with urllib.request.urlopen(f"{url}/api/nodes", timeout=5) as answer:
-        return {n["name"]: n for n in json.load(answer)}
+    return {n["name"]: n for n in get_json(f"{url}/api/nodes")}
 
 
 def node_statuses(url: str) -> dict[str, str]:
@@ -51,8 +57,8 @@ def node_statuses(url: str) -> dict[str, str]:
 def hosts_replica(url: str, queue: str, node: str) -> bool:
     """True when node `node` (reached at `url`) holds a replica of `queue`."""
     try:
-        with urllib.request.urlopen(f"{url}/api/queues/{queue}/members/{node}", timeout=5):
-            return True
+        get_json(f"{url}/api/queues/{queue}/members/{node}")
+        return True
     except urllib.error.HTTPError as exc:
         if exc.code == 404:
             return False

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from cli.node_processes import free_ports
+from cli.node_processes import HARNESS_SECRET, free_ports
 from cluster.config import Address, NodeConfig, Seed
 from cluster.membership import Membership
 from cluster.node import META_GROUP, Node
@@ -48,6 +48,7 @@ async def nodes(tmp_path: Path) -> AsyncIterator[dict[str, Node]]:
                 Address("127.0.0.1", ports[2 * i + 1]),
                 raft[name],
                 seeds=seeds,
+                cluster_secret=HARNESS_SECRET,
                 tick_ms=50,
             )
         )

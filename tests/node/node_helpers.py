@@ -7,11 +7,13 @@ import time
 import urllib.request
 
 from api.client import QuorumqClient
+from cli.node_processes import HARNESS_HEADERS
 
 
 def local_queues(url: str) -> dict[str, dict]:
     """A node's own view: GET /api/queues answers hosted queues from the local replica."""
-    with urllib.request.urlopen(f"{url}/api/queues", timeout=5) as answer:
+    request = urllib.request.Request(f"{url}/api/queues", headers=HARNESS_HEADERS)
+    with urllib.request.urlopen(request, timeout=5) as answer:
         return {q["name"]: q for q in json.load(answer)}
 
 

@@ -14,7 +14,7 @@ import aiohttp
 import pytest
 
 from api.client import QuorumqClient
-from cli.node_processes import NodeProcess, ProcessCluster, wait_healthy
+from cli.node_processes import HARNESS_HEADERS, NodeProcess, ProcessCluster, wait_healthy
 
 PATIENT_CLIENT_S = 30.0
 PUBLISH = {"messages": [{"body": "x"}], "publisher": "p1", "seq": 1}
@@ -31,7 +31,7 @@ async def _leader_and_followers(cluster: ProcessCluster, queue: str) -> tuple[No
 async def _publish(url: str, queue: str) -> tuple[int, dict]:
     timeout = aiohttp.ClientTimeout(total=PATIENT_CLIENT_S)
     async with (
-        aiohttp.ClientSession(timeout=timeout) as session,
+        aiohttp.ClientSession(timeout=timeout, headers=HARNESS_HEADERS) as session,
         session.post(f"{url}/api/queues/{queue}/messages", json=PUBLISH) as answer,
     ):
         return answer.status, await answer.json()

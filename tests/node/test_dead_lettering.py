@@ -12,8 +12,8 @@ import pytest
 from node_helpers import drain
 
 from api.client import Delivery, Message, QuorumqClient
+from cli.node_processes import HARNESS_HEADERS, wait_healthy
 from cli.node_processes import ProcessCluster as Cluster
-from cli.node_processes import wait_healthy
 
 AT_LEAST_ONCE = {"x-dead-letter-strategy": "at-least-once", "x-overflow": "reject-publish"}
 
@@ -142,7 +142,7 @@ async def test_leaving_at_least_once_at_runtime_drops_pending_dead_letters_and_s
         got = await client.get("switch", count=3, ack="manual")
         await client.nack_got("switch", [d.id for d in got], requeue=False)
         assert (await client.queue("switch"))["messages_dlx"] == 3
-        async with aiohttp.ClientSession() as http:
+        async with aiohttp.ClientSession(headers=HARNESS_HEADERS) as http:
             answer = await http.patch(
                 f"{cluster.urls[2]}/api/queues/switch",
                 json={"arguments": {"x-dead-letter-strategy": "at-most-once"}},

@@ -18,7 +18,14 @@ from node_helpers import local_queues
 from raft_gate import RaftGate
 
 from api.client import ConflictError, NotFoundError, QuorumqClient
-from cli.node_processes import NodeProcess, ProcessCluster, plan_cluster, wait_healthy, wait_until
+from cli.node_processes import (
+    HARNESS_HEADERS,
+    NodeProcess,
+    ProcessCluster,
+    plan_cluster,
+    wait_healthy,
+    wait_until,
+)
 
 
 async def declare_led_by(node: NodeProcess, queue: str) -> None:
@@ -107,7 +114,7 @@ async def test_finding4_a_sealed_queue_refuses_publishes_and_is_deleted_once_the
 ) -> None:
     await gated.declare_led_by_leader("sealed")
     gated.partition()
-    async with aiohttp.ClientSession() as session:
+    async with aiohttp.ClientSession(headers=HARNESS_HEADERS) as session:
         url = f"{gated.other.url}/api/queues/sealed"
         async with session.delete(url, params={"if_empty": "true"}) as answer:
             assert answer.status == 503, await answer.text()  # sealed, but the metadata was out of reach

@@ -15,7 +15,7 @@ import msgpack
 import pytest
 
 from api.client import QuorumqClient
-from cli.node_processes import ProcessCluster
+from cli.node_processes import HARNESS_HEADERS, ProcessCluster
 
 MSGPACK = "application/msgpack"
 
@@ -63,7 +63,7 @@ class Raw:
 
 @pytest.fixture
 async def raw(wire_cluster: ProcessCluster) -> AsyncIterator[Raw]:
-    async with aiohttp.ClientSession() as session:
+    async with aiohttp.ClientSession(headers=HARNESS_HEADERS) as session:
         yield Raw(session, wire_cluster)
 
 

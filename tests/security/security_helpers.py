@@ -10,9 +10,9 @@ import aiohttp
 
 from api.auth import ROUTE_ACCESS, Access
 from api.client_auth import basic_header
-from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER
+from cli.node_processes import HARNESS_HEADERS
 
-ADMIN = basic_header(HARNESS_USER, HARNESS_PASSWORD)
+ADMIN = HARNESS_HEADERS["Authorization"]
 NO_GUEST = {"QUORUMQ_LOOPBACK_GUEST": "false"}
 PATH_VALUES = {"{q}": "sec-q", "{tag}": "t1", "{node}": "node1", "{user}": "someone"}
 
@@ -55,6 +55,20 @@ async def eventually_status(url: str, authorization: str, status: int) -> None:
             return
         await asyncio.sleep(0.05)
     raise AssertionError(f"{url} never answered {status}")
+
+
+async def add_user(urls: list[str], name: str, password: str, permissions: dict[str, str]) -> None:
+    """Create a user with `permissions` and wait until every node accepts its password."""
+    created = await call(
+        "PUT", f"{urls[0]}/api/users/{name}", authorization=ADMIN, json={"password": password}
+    )
+    assert created.status == 201, created.body
+    granted = await call(
+        "PUT", f"{urls[0]}/api/users/{name}/permissions", authorization=ADMIN, json=permissions
+    )
+    assert granted.status == 204, granted.body
+    for url in urls:
+        await eventually_status(url + "/api/whoami", basic_header(name, password), 200)
 
 
 def concrete(path: str, **values: str) -> str:

@@ -24,7 +24,7 @@ from schemathesis.checks import not_a_server_error
 
 from api.client import QuorumqClient
 from api.openapi import spec
-from cli.node_processes import ProcessCluster
+from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER, ProcessCluster
 
 EXAMPLES = int(os.environ.get("QUORUMQ_API_FUZZ_EXAMPLES", "10"))
 CANARY = "fuzz-canary"
@@ -70,6 +70,7 @@ async def _fill_canary(urls: list[str]) -> None:
 @pytest.fixture(scope="module")
 def http() -> Iterator[requests.Session]:
     with requests.Session() as session:
+        session.auth = (HARNESS_USER, HARNESS_PASSWORD)
         yield session
 
 

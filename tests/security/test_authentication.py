@@ -10,7 +10,7 @@ import pytest
 from security_helpers import ADMIN, NO_GUEST, call, concrete, eventually_status, protected_routes
 
 from api.client_auth import basic_header
-from cli.node_processes import READY_TIMEOUT_S, ProcessCluster, plan_cluster
+from cli.node_processes import HARNESS_SECRET, READY_TIMEOUT_S, ProcessCluster, plan_cluster
 from cluster.peer_auth import NODE_AUTH_HEADER, sign_assertion
 
 
@@ -75,9 +75,9 @@ async def test_a_forged_node_assertion_is_401(secured: ProcessCluster) -> None:
     forged = sign_assertion("not-the-cluster-secret", "@node", "GET", "/api/queues")
     answer = await _with_header(secured.urls[0] + "/api/queues", forged)
     assert answer == 401
-    other_path = sign_assertion("quorumq-dev-secret", "@node", "GET", "/api/users")
+    other_path = sign_assertion(HARNESS_SECRET, "@node", "GET", "/api/users")
     assert await _with_header(secured.urls[0] + "/api/queues", other_path) == 401
-    genuine = sign_assertion("quorumq-dev-secret", "@node", "GET", "/api/queues")
+    genuine = sign_assertion(HARNESS_SECRET, "@node", "GET", "/api/queues")
     assert await _with_header(secured.urls[0] + "/api/queues", genuine) == 200
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from security_helpers import ADMIN, call, concrete, eventually_status, protected_routes
+from security_helpers import ADMIN, add_user, call, concrete, eventually_status, protected_routes
 
 from api.auth import Access
 from api.client_auth import basic_header
@@ -26,18 +26,9 @@ def users(secured: ProcessCluster) -> ProcessCluster:
 
 async def _create_users(secured: ProcessCluster) -> None:
     base = secured.urls[0]
-    for name, password in (("alice", "alice-pw"), ("writer", "writer-pw")):
-        assert (
-            await call("PUT", f"{base}/api/users/{name}", authorization=ADMIN, json={"password": password})
-        ).status == 201
-    alice = {"configure": "^alice-", "write": "^alice-", "read": "^alice-"}
-    writer = {"write": "^shared$"}
-    for name, permissions in (("alice", alice), ("writer", writer)):
-        url = f"{base}/api/users/{name}/permissions"
-        assert (await call("PUT", url, authorization=ADMIN, json=permissions)).status == 204
-    for url in secured.urls:
-        await eventually_status(url + "/api/whoami", ALICE, 200)
-        await eventually_status(url + "/api/whoami", WRITER, 200)
+    alice = {"configure": "^alice-.*", "write": "^alice-.*", "read": "^alice-.*"}
+    await add_user(secured.urls, "alice", "alice-pw", alice)
+    await add_user(secured.urls, "writer", "writer-pw", {"write": "^shared$"})
     for queue in ("alice-q", "shared", "other"):
         assert (await call("PUT", f"{base}/api/queues/{queue}", authorization=ADMIN, json={})).status in (
             201,

@@ -1,28 +1,48 @@
-"""The built-in guest: full rights without credentials from loopback, refused from anywhere else."""
+"""The built-in guest: from loopback with its password only, refused from anywhere else; no request
+without credentials is anyone. Clients given no credentials log in as the guest."""
 
 from __future__ import annotations
 
 import pytest
+from click.testing import CliRunner
 from security_helpers import call, non_loopback_address
 
-from api.client_auth import basic_header
+from api.client import QuorumqClient
+from api.client_auth import PASSWORD_ENV, TOKEN_ENV, USER_ENV, basic_header
+from cli.app import cli
 from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER, ProcessCluster, plan_cluster, wait_healthy
 
+GUEST = basic_header("guest", "guest")
 
-async def test_loopback_callers_are_the_guest_without_credentials(tmp_path) -> None:  # type: ignore[no-untyped-def]
+
+async def test_loopback_callers_need_credentials_and_the_guest_its_password(tmp_path) -> None:  # type: ignore[no-untyped-def]
     cluster = ProcessCluster.start(tmp_path, 3)
     try:
-        answer = await call("GET", cluster.urls[0] + "/api/whoami")
-        assert answer.status == 200 and answer.body["name"] == "guest"
-        assert (await call("PUT", cluster.urls[1] + "/api/queues/by-guest")).status == 201
-        with_password = await call(
-            "GET", cluster.urls[2] + "/api/whoami", authorization=basic_header("guest", "guest")
-        )
-        assert with_password.body["name"] == "guest"
-        wrong = await call(
-            "GET", cluster.urls[2] + "/api/whoami", authorization=basic_header("guest", "nope")
-        )
+        anonymous = await call("GET", cluster.urls[0] + "/api/whoami")
+        assert anonymous.status == 401, anonymous.body
+        assert anonymous.headers["WWW-Authenticate"].startswith("Basic")
+        assert (await call("PUT", cluster.urls[1] + "/api/queues/by-nobody")).status == 401
+        guest = await call("GET", cluster.urls[2] + "/api/whoami", authorization=GUEST)
+        assert guest.status == 200 and guest.body["name"] == "guest"
+        declared = await call("PUT", cluster.urls[1] + "/api/queues/by-guest", authorization=GUEST)
+        assert declared.status == 201
+        wrong = await call("GET", cluster.urls[2] + "/api/whoami", authorization=basic_header("guest", "no"))
         assert wrong.status == 401
+    finally:
+        cluster.stop()
+
+
+async def test_clients_given_no_credentials_log_in_as_the_guest(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    for name in (USER_ENV, PASSWORD_ENV, TOKEN_ENV):
+        monkeypatch.delenv(name, raising=False)
+    cluster = ProcessCluster.start(tmp_path, 3)
+    try:
+        async with QuorumqClient(cluster.urls) as client:
+            assert (await client.whoami())["name"] == "guest"
+        listed = CliRunner().invoke(cli, ["--node", ",".join(cluster.urls), "queues"])
+        assert listed.exit_code == 0, listed.output
     finally:
         cluster.stop()
 

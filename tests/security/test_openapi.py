@@ -19,7 +19,9 @@ METHODS = {"GET", "PUT", "POST", "PATCH", "DELETE"}
 
 def registered_routes() -> set[tuple[str, str]]:
     """(METHOD, path template) of every route the server registers (HEAD mirrors GET)."""
-    config = NodeConfig("n1", Path("/nonexistent"), Address("127.0.0.1", 1), Address("127.0.0.1", 2))
+    config = NodeConfig(
+        "n1", Path("/nonexistent"), Address("127.0.0.1", 1), Address("127.0.0.1", 2), cluster_secret="s"
+    )
     app: web.Application = create_app(Node(config))
     return {
         (route.method, route.resource.canonical)

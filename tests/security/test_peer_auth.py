@@ -8,11 +8,11 @@ import asyncio
 import msgpack
 from security_helpers import ADMIN, call
 
-from cli.node_processes import ProcessCluster
+from cli.node_processes import HARNESS_SECRET, ProcessCluster
 from cluster.peer_auth import ASSERTION_TTL_MS, NODE_AUTH_HEADER, sign_assertion, verify_assertion
 from cluster.transport import FRAME_HEADER, _proof
 
-SECRET = "quorumq-dev-secret"
+SECRET = HARNESS_SECRET
 
 
 async def _handshake(host: str, port: int, name: str, secret: str) -> bool:
