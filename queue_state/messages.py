@@ -142,6 +142,8 @@ class MessageFifo:
         Older messages stay in place. This scans the columns (linear in the queue's length) and cuts
         each run of taken rows out of them, which suits a reader from a time, not the delivery hot path.
         """
+        if limit.count <= 0:
+            return []
         self._compact()
         picked: list[int] = []
         for i, at in enumerate(self._enqueued):
