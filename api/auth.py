@@ -19,22 +19,22 @@ import ipaddress
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from contextvars import ContextVar
 from dataclasses import dataclass
-from types import SimpleNamespace
 
-import aiohttp
 from aiohttp import web
 
-from api.app_keys import NODE, PASSWORD_CHECKER
+from api.app_keys import NODE, PASSWORD_CHECKER, REPLAY_GUARD
 from api.errors import ApiError, error_response
+from api.limits import read_body
 from api.tokens import verify_token
 from api.validation import check_queue_name
 from cluster.config import ConfigError
 from cluster.metadata import Metadata
 from cluster.node import META_GROUP, Node
-from cluster.peer_auth import NODE_AUTH_HEADER, NODE_PRINCIPAL, sign_assertion, verify_assertion
+from cluster.peer_auth import NODE_AUTH_HEADER, NODE_PRINCIPAL, body_digest_off_loop, verify_assertion
 from cluster.proposals import ProposalFailed
+from cluster.replay_guard import ReplayGuardFull
+from cluster.steady_clock import steady_wall_ms
 from cluster.users import (
     FULL_ACCESS,
     GUEST,
@@ -212,11 +212,9 @@ def route_access(request: web.Request) -> Access:
 async def authenticate(request: web.Request) -> Principal | None:
     """The caller's principal, or None when no credentials came; raises Unauthenticated when wrong."""
     node: Node = request.app[NODE]
-    asserted = request.headers.get(NODE_AUTH_HEADER)
-    if asserted is not None:
-        name = verify_assertion(node.config.cluster_secret, asserted, request.method, request.path)
-        if name is None:
-            raise Unauthenticated("invalid node assertion")
+    assertion = request.headers.get(NODE_AUTH_HEADER)
+    if assertion is not None:
+        name = await _asserted_user(request, node, assertion)
         if name in (NODE_PRINCIPAL, GUEST) and (name == NODE_PRINCIPAL or node.config.loopback_guest):
             return Principal.superuser(name)
         return _known_user(node.meta.state, name)
@@ -232,6 +230,22 @@ async def authenticate(request: web.Request) -> Principal | None:
             raise Unauthenticated("invalid or expired token")
         return _known_user(node.meta.state, name)
     raise Unauthenticated(f"unsupported authorization scheme {scheme!r}")
+
+
+async def _asserted_user(request: web.Request, node: Node, assertion: str) -> str:
+    """The user a node assertion names, if it was made for exactly this request and is used once."""
+    digest = await body_digest_off_loop(await read_body(request))
+    now_ms = steady_wall_ms()
+    secret = node.config.cluster_secret
+    asserted = verify_assertion(secret, assertion, request.method, request.raw_path, digest, now_ms)
+    if asserted is None:
+        raise Unauthenticated("invalid node assertion")
+    try:
+        if not request.app[REPLAY_GUARD].first_use(asserted.nonce, asserted.expires_ms, now_ms):
+            raise Unauthenticated("node assertion already used")
+    except ReplayGuardFull as exc:
+        raise Unauthenticated(f"too many node assertions at once: {exc}", status=503) from exc
+    return asserted.user
 
 
 async def _basic(request: web.Request, node: Node, value: str) -> Principal:
@@ -276,26 +290,11 @@ def require(caller: Principal, access: Access, queue: str | None, why: str = "")
         raise ApiError(403, "forbidden", f"user '{caller.name}' lacks {access.value} permission{target}{why}")
 
 
-_acting_for: ContextVar[Principal | None] = ContextVar("quorumq_acting_for", default=None)
-
-
-def vouching_trace(secret: str) -> aiohttp.TraceConfig:
-    """A client trace that signs every node-to-node request a handler makes (forwarding, asking a
-    queue's leader for stats) as the principal the handler serves, so the other node applies the same
+async def vouch(request: web.Request, method: str, url: str, body: bytes = b"") -> dict[str, str]:
+    """Headers for a call this handler makes to another node (forwarding, asking a queue's leader for
+    stats), asserting the principal it serves for exactly that call, so the other node applies the same
     permissions without seeing the caller's credentials."""
-
-    async def on_request_start(
-        session: aiohttp.ClientSession, context: SimpleNamespace, params: aiohttp.TraceRequestStartParams
-    ) -> None:
-        caller = _acting_for.get()
-        if caller is not None:
-            params.headers[NODE_AUTH_HEADER] = sign_assertion(
-                secret, caller.name, params.method, params.url.path
-            )
-
-    trace = aiohttp.TraceConfig()
-    trace.on_request_start.append(on_request_start)
-    return trace
+    return await request.app[NODE].caller.headers(method, url, body, user=principal(request).name)
 
 
 def _unauthorised(reason: str, status: int) -> web.Response:
@@ -323,11 +322,7 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
         check_queue_name(queue, request.app[NODE].config.max_queue_name_length)
     require(caller, access, queue)
     request[PRINCIPAL_KEY] = caller
-    acting = _acting_for.set(caller)
-    try:
-        return await handler(request)
-    finally:
-        _acting_for.reset(acting)
+    return await handler(request)
 
 
 async def bootstrap_users(app: web.Application):  # type: ignore[no-untyped-def]
