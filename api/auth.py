@@ -23,9 +23,10 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from api.app_keys import NODE, PASSWORD_CHECKER, REPLAY_GUARD
+from api.app_keys import LOGIN_THROTTLE, NODE, PASSWORD_CHECKER, REPLAY_GUARD
 from api.errors import ApiError, error_response
 from api.limits import read_body
+from api.login_throttle import LoginThrottled
 from api.tokens import verify_token
 from api.validation import check_queue_name
 from cluster.config import ConfigError
@@ -34,6 +35,7 @@ from cluster.node import META_GROUP, Node
 from cluster.peer_auth import NODE_AUTH_HEADER, NODE_PRINCIPAL, body_digest_off_loop, verify_assertion
 from cluster.proposals import ProposalFailed
 from cluster.replay_guard import ReplayGuardFull
+from cluster.source_address import source_key
 from cluster.steady_clock import steady_wall_ms
 from cluster.users import (
     FULL_ACCESS,
@@ -44,6 +46,7 @@ from cluster.users import (
     check_user_name,
     hash_password,
     pattern_allows,
+    unusable_hash,
     verify_password,
 )
 
@@ -124,11 +127,14 @@ class Principal:
     configure: str = ""
     write: str = ""
     read: str = ""
+    expires_ms: int | None = None  # when the credentials expire (a bearer token's expiry), if ever
 
     @classmethod
-    def of(cls, record: UserRecord) -> Principal:
-        """The rights a user record grants."""
-        return cls(record.name, record.is_administrator, record.configure, record.write, record.read)
+    def of(cls, record: UserRecord, expires_ms: int | None = None) -> Principal:
+        """The rights a user record grants, to credentials valid until `expires_ms` (None: no end)."""
+        return cls(
+            record.name, record.is_administrator, record.configure, record.write, record.read, expires_ms
+        )
 
     @classmethod
     def superuser(cls, name: str) -> Principal:
@@ -165,31 +171,45 @@ class Unauthenticated(Exception):
 
 
 class PasswordChecker:
-    """Checks passwords against scrypt hashes off the event loop, a few at a time, remembering successes.
+    """Hashes and checks passwords with scrypt off the event loop, PASSWORD_CHECKS_AT_ONCE at a time
+    (each takes 128 MiB), remembering successes.
 
     Remembered successes are keyed by an HMAC (with a per-process key) of the name, the stored hash and
-    the password, so a changed password or a new hash never matches an old entry.
+    the password, so a changed password or a new hash never matches an old entry. A user that does not
+    exist costs the same scrypt as one that does (checked against an unusable hash), so the time of a
+    failure does not tell which user names exist.
     """
 
     def __init__(self) -> None:
         self._key = os.urandom(32)
         self._verified: set[bytes] = set()
         self._slots = asyncio.Semaphore(PASSWORD_CHECKS_AT_ONCE)
+        self._unusable = unusable_hash()
 
-    async def check(self, record: UserRecord, password: str) -> bool:
-        """True when `password` is the user's."""
+    async def hash(self, password: str) -> str:
+        """A new hash of `password` (`cluster.users.hash_password`)."""
+        async with self._slots:
+            return await asyncio.get_running_loop().run_in_executor(None, hash_password, password)
+
+    async def check(self, record: UserRecord | None, password: str) -> bool:
+        """True when `password` is the user's; False, at the same cost, when there is no such user."""
+        if record is None:
+            await self._verify(password, self._unusable)
+            return False
         material = "\x00".join((record.name, record.password_hash, password)).encode()
         fingerprint = hmac.new(self._key, material, hashlib.sha256).digest()
         if fingerprint in self._verified:
             return True
-        async with self._slots:
-            loop = asyncio.get_running_loop()
-            ok = await loop.run_in_executor(None, verify_password, password, record.password_hash)
+        ok = await self._verify(password, record.password_hash)
         if ok:
             if len(self._verified) >= VERIFIED_CACHE_SIZE:
                 self._verified.clear()
             self._verified.add(fingerprint)
         return ok
+
+    async def _verify(self, password: str, encoded: str) -> bool:
+        async with self._slots:
+            return await asyncio.get_running_loop().run_in_executor(None, verify_password, password, encoded)
 
 
 def is_loopback(request: web.Request) -> bool:
@@ -225,10 +245,10 @@ async def authenticate(request: web.Request) -> Principal | None:
     if scheme.lower() == "basic":
         return await _basic(request, node, value.strip())
     if scheme.lower() == "bearer":
-        name = verify_token(node.config.cluster_secret, value.strip(), node.meta.state.users)
-        if name is None:
+        claims = verify_token(node.config.cluster_secret, value.strip(), node.meta.state.users)
+        if claims is None:
             raise Unauthenticated("invalid or expired token")
-        return _known_user(node.meta.state, name)
+        return _known_user(node.meta.state, claims.name, claims.expires_ms)
     raise Unauthenticated(f"unsupported authorization scheme {scheme!r}")
 
 
@@ -255,26 +275,31 @@ async def _basic(request: web.Request, node: Node, value: str) -> Principal:
         raise Unauthenticated("malformed basic credentials") from exc
     if not sep:
         raise Unauthenticated("malformed basic credentials")
+    if name == GUEST and node.config.loopback_guest and not is_loopback(request):
+        raise Unauthenticated("the guest user may only connect from loopback")
+    throttle, source = request.app[LOGIN_THROTTLE], source_key(request.remote)
+    throttle.check(source)
     if name == GUEST and node.config.loopback_guest:
-        if not is_loopback(request):
-            raise Unauthenticated("the guest user may only connect from loopback")
-        if password != GUEST:
-            raise Unauthenticated("wrong user name or password")
-        return Principal.superuser(GUEST)
+        if password == GUEST:
+            return Principal.superuser(GUEST)
+        throttle.failed(source)
+        raise Unauthenticated("wrong user name or password")
     state = node.meta.state
     record = state.users.get(name)
-    if record is None or not await request.app[PASSWORD_CHECKER].check(record, password):
+    if not await request.app[PASSWORD_CHECKER].check(record, password):
         if not state.users_initialised:
             raise Unauthenticated("the user table is not initialised yet", status=503)
+        throttle.failed(source)
         raise Unauthenticated("wrong user name or password")
+    assert record is not None
     return Principal.of(record)
 
 
-def _known_user(state: Metadata, name: str) -> Principal:
+def _known_user(state: Metadata, name: str, expires_ms: int | None = None) -> Principal:
     record = state.users.get(name)
     if record is None:
         raise Unauthenticated(f"no user {name!r}", status=401 if state.users_initialised else 503)
-    return Principal.of(record)
+    return Principal.of(record, expires_ms)
 
 
 def principal(request: web.Request) -> Principal:
@@ -315,6 +340,10 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
         caller = await authenticate(request)
     except Unauthenticated as exc:
         return _unauthorised(exc.reason, exc.status)
+    except LoginThrottled as exc:
+        response = error_response(429, "too_many_requests", str(exc))
+        response.headers["Retry-After"] = str(exc.retry_after_s)
+        return response
     if caller is None:
         return _unauthorised("authentication required", 401)
     queue = request.match_info.get("q")
@@ -337,18 +366,14 @@ async def bootstrap_users(app: web.Application):  # type: ignore[no-untyped-def]
         if config.bootstrap_user == GUEST:
             raise ConfigError("bootstrap user: 'guest' is the built-in loopback user")
     app[PASSWORD_CHECKER] = PasswordChecker()
-    task = asyncio.get_running_loop().create_task(_bootstrap_loop(app[NODE]))
+    task = asyncio.get_running_loop().create_task(_bootstrap_loop(app[NODE], app[PASSWORD_CHECKER]))
     yield
     task.cancel()
 
 
-async def _bootstrap_loop(node: Node) -> None:
+async def _bootstrap_loop(node: Node, passwords: PasswordChecker) -> None:
     config = node.config
-    password_hash = ""
-    if config.bootstrap_user:
-        password_hash = await asyncio.get_running_loop().run_in_executor(
-            None, hash_password, config.bootstrap_password
-        )
+    password_hash = await passwords.hash(config.bootstrap_password) if config.bootstrap_user else ""
     while not node.meta.state.users_initialised:
         if node.meta.is_leader and node.host is not None:
             try:

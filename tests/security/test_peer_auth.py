@@ -1,15 +1,14 @@
 """Node to node: a peer without the cluster secret, or with a name the cluster does not know, can
-neither inject Raft frames nor join; signed HTTP assertions are bound to user, path, method and time."""
+neither inject Raft frames nor join; signed HTTP assertions are bound to user, method, request target,
+body and time, and never leave a node with TLS over plain HTTP."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import ssl
 
-import msgpack
 import pytest
-from security_helpers import ADMIN, call
+from security_helpers import ADMIN, call, raft_handshake
 
 from cli.node_processes import HARNESS_SECRET, ProcessCluster
 from cluster.peer_auth import (
@@ -22,34 +21,16 @@ from cluster.peer_auth import (
     sign_assertion,
     verify_assertion,
 )
-from cluster.transport import FRAME_HEADER, _proof
 
 SECRET = HARNESS_SECRET
 
 
-async def _handshake(host: str, port: int, name: str, secret: str) -> bool:
-    """Dial a node's Raft port as `name` proving `secret`; True when the node welcomes us."""
-    reader, writer = await asyncio.open_connection(host, port)
-    try:
-        (length,) = FRAME_HEADER.unpack(await reader.readexactly(FRAME_HEADER.size))
-        _, server_nonce = msgpack.unpackb(await reader.readexactly(length))
-        client_nonce = b"n" * 16
-        proof = _proof(secret.encode(), b"dial", server_nonce, client_nonce, name.encode())
-        hello = msgpack.packb(["hello", name, client_nonce, proof])
-        writer.write(FRAME_HEADER.pack(len(hello)) + hello)
-        await writer.drain()
-        header = await asyncio.wait_for(reader.read(FRAME_HEADER.size), 10)
-        return len(header) == FRAME_HEADER.size
-    finally:
-        writer.close()
-
-
 async def test_raft_port_welcomes_only_known_peers_with_the_secret(secured: ProcessCluster) -> None:
     node = secured.nodes[0]
-    assert await _handshake(node.host, node.raft_port, "node2", SECRET)
-    assert not await _handshake(node.host, node.raft_port, "node2", "wrong-secret")
-    assert not await _handshake(node.host, node.raft_port, "intruder", SECRET)
-    assert not await _handshake(node.host, node.raft_port, "node1", SECRET)  # its own name
+    assert await raft_handshake(node.host, node.raft_port, "node2", SECRET)
+    assert not await raft_handshake(node.host, node.raft_port, "node2", "wrong-secret")
+    assert not await raft_handshake(node.host, node.raft_port, "intruder", SECRET)
+    assert not await raft_handshake(node.host, node.raft_port, "node1", SECRET)  # its own name
 
 
 async def test_a_node_without_the_secret_cannot_join(secured: ProcessCluster) -> None:
