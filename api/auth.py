@@ -253,13 +253,15 @@ async def authenticate(request: web.Request) -> Principal | None:
 
 
 async def _asserted_user(request: web.Request, node: Node, assertion: str) -> str:
-    """The user a node assertion names, if it was made for exactly this request and is used once."""
-    digest = await body_digest_off_loop(await read_body(request))
+    """The user a node assertion names, if it was made for exactly this request and is used once. The
+    body is read only once the assertion proved genuine."""
     now_ms = steady_wall_ms()
     secret = node.config.cluster_secret
-    asserted = verify_assertion(secret, assertion, request.method, request.raw_path, digest, now_ms)
+    asserted = verify_assertion(secret, assertion, request.method, request.raw_path, now_ms)
     if asserted is None:
         raise Unauthenticated("invalid node assertion")
+    if await body_digest_off_loop(await read_body(request)) != asserted.body_sha256:
+        raise Unauthenticated("the body is not the one the node assertion was made for")
     try:
         if not request.app[REPLAY_GUARD].first_use(asserted.nonce, asserted.expires_ms, now_ms):
             raise Unauthenticated("node assertion already used")

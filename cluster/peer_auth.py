@@ -1,12 +1,14 @@
 """How nodes vouch for HTTP requests to each other without passwords: assertions signed with the secret.
 
 A node that forwards a client's request, or calls another node on its own behalf (dead-lettering,
-joining), sends `X-Quorumq-Node-Auth: v2;USER;EXPIRES_MS;NONCE;HMAC`. The HMAC, under a key derived from
-the cluster secret, covers the user, the expiry, the nonce, the method, the request target (path and
-query string exactly as sent) and the SHA-256 of the body, so an assertion authorises that one request
-and nothing else. The receiving node trusts the named user (or `NODE_PRINCIPAL` for a node's own calls)
-only if the HMAC checks, the assertion is fresh, and its nonce is new (`cluster.replay_guard`). The
-older format without nonce, query or body (`USER;EXPIRES_MS;HMAC`) is refused.
+joining), sends `X-Quorumq-Node-Auth: v2;USER;EXPIRES_MS;NONCE;BODY_SHA256;HMAC`. The HMAC, under a key
+derived from the cluster secret, covers the user, the expiry, the nonce, the body's SHA-256, the method
+and the request target (path and query string exactly as sent), so an assertion authorises that one
+request and nothing else. The receiving node trusts the named user (or `NODE_PRINCIPAL` for a node's own
+calls) only if the HMAC checks and the assertion is fresh (then, and only then, it reads the body and
+compares its digest: a caller without the secret never makes a node read a body), and its nonce is new
+(`cluster.replay_guard`). The older format without nonce, query or body (`USER;EXPIRES_MS;HMAC`) is
+refused.
 """
 
 from __future__ import annotations
@@ -53,15 +55,17 @@ async def body_digest_off_loop(body: bytes) -> str:
 
 
 class Asserted(NamedTuple):
-    """What a genuine assertion says: who, and the nonce to accept once, until `expires_ms`."""
+    """What a genuine assertion says: who, the nonce to accept once until `expires_ms`, and the
+    `body_digest` the request's body must have."""
 
     user: str
     nonce: bytes
     expires_ms: int
+    body_sha256: str
 
 
-def _mac(secret: str, user: str, expires_ms: int, nonce: str, method: str, target: str, digest: str) -> str:
-    parts = (ASSERTION_VERSION, user, str(expires_ms), nonce, method.upper(), target, digest)
+def _mac(secret: str, user: str, expires_ms: int, nonce: str, digest: str, method: str, target: str) -> str:
+    parts = (ASSERTION_VERSION, user, str(expires_ms), nonce, digest, method.upper(), target)
     return hmac.new(derived_key(secret, "node-auth"), "\x00".join(parts).encode(), hashlib.sha256).hexdigest()
 
 
@@ -72,19 +76,19 @@ def sign_assertion(
     with a body whose `body_digest` is `digest`, valid for ASSERTION_TTL_MS, with a fresh nonce."""
     expires_ms = (steady_wall_ms() if now_ms is None else now_ms) + ASSERTION_TTL_MS
     nonce = os.urandom(NONCE_BYTES).hex()
-    mac = _mac(secret, user, expires_ms, nonce, method, target, digest)
-    return f"{ASSERTION_VERSION};{user};{expires_ms};{nonce};{mac}"
+    mac = _mac(secret, user, expires_ms, nonce, digest, method, target)
+    return f"{ASSERTION_VERSION};{user};{expires_ms};{nonce};{digest};{mac}"
 
 
 def verify_assertion(
-    secret: str, value: str, method: str, target: str, digest: str, now_ms: int | None = None
+    secret: str, value: str, method: str, target: str, now_ms: int | None = None
 ) -> Asserted | None:
-    """What the header asserts when it is genuine, fresh and made for this method, target and body
-    digest; else None. Whether its nonce was seen before is the caller's to check."""
+    """What the header asserts when it is genuine, fresh and made for this method and target; else
+    None. That the body has its digest, and that its nonce is new, are the caller's to check."""
     parts = value.split(";")
-    if len(parts) != 5 or parts[0] != ASSERTION_VERSION:
+    if len(parts) != 6 or parts[0] != ASSERTION_VERSION:
         return None
-    _, user, expires, nonce, mac = parts
+    _, user, expires, nonce, digest, mac = parts
     if not user or not expires.isdigit() or len(expires) > 16 or len(nonce) != 2 * NONCE_BYTES:
         return None
     try:
@@ -94,10 +98,10 @@ def verify_assertion(
     now_ms = steady_wall_ms() if now_ms is None else now_ms
     if not now_ms <= int(expires) <= now_ms + 2 * ASSERTION_TTL_MS:
         return None
-    expected = _mac(secret, user, int(expires), nonce, method, target, digest)
+    expected = _mac(secret, user, int(expires), nonce, digest, method, target)
     if not hmac.compare_digest(mac.encode(), expected.encode()):
         return None
-    return Asserted(user, nonce_bytes, int(expires))
+    return Asserted(user, nonce_bytes, int(expires), digest)
 
 
 class PlainHttpRefused(aiohttp.ClientError):

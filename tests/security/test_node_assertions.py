@@ -4,8 +4,10 @@ nodes keeps working with them."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
+from urllib.parse import urlsplit
 
 from security_helpers import ADMIN, call
 
@@ -104,3 +106,21 @@ async def test_requests_forwarded_between_nodes_still_work(secured: ProcessClust
         assert "na-forwarded" in [row["name"] for row in listed.body]
     guarded = await call("DELETE", f"{others[0]}/api/queues/na-forwarded?if_empty=true", authorization=ADMIN)
     assert guarded.status == 204, guarded.body
+
+
+async def test_a_forged_assertion_is_refused_before_the_body_is_read(secured: ProcessCluster) -> None:
+    """Only a genuine assertion makes a node read (and hash) a body: a forged one with a large body
+    announced and never sent is 401 at once, not after the body's read timeout."""
+    node = urlsplit(secured.urls[0])
+    forged = sign_assertion("not-the-secret", "@node", "POST", "/api/queues/na-big/messages", "0" * 64)
+    reader, writer = await asyncio.open_connection(node.hostname, node.port)
+    try:
+        writer.write(
+            b"POST /api/queues/na-big/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"{NODE_AUTH_HEADER}: {forged}\r\nContent-Length: 50000000\r\n\r\n".encode()
+        )
+        await writer.drain()
+        status = await asyncio.wait_for(reader.readline(), 15)  # the read timeout is 30 s
+        assert status.split()[1] == b"401", status
+    finally:
+        writer.close()
