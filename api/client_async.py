@@ -31,10 +31,12 @@ Wire = Literal["msgpack", "json"]
 
 
 class SequencePosition(NamedTuple):
-    """A durable consumer's delivery sequence: settled below `settled`, handed out below `end`."""
+    """A durable consumer's delivery sequence: settled below `settled`, handed out below `end`; after a
+    checkout, `taken_bytes` is the body bytes of the messages it took."""
 
     settled: int
     end: int
+    taken_bytes: int = 0
 
 
 def queue_path(queue: str, *parts: str) -> str:
@@ -297,6 +299,23 @@ class QuorumqClient:
         """Return (or discard/dead-letter) messages taken by `get` with manual ack."""
         await self._settle(queue_path(queue, "nack"), {"ids": list(ids), "requeue": requeue})
 
+    async def browse(
+        self, queue: str, from_: int = 0, to: int | None = None, limit: int = 1000
+    ) -> list[Delivery]:
+        """Up to `limit` (<= 10000) of the messages `queue` holds, ready or checked out, with ids from
+        `from_` to below `to`, lowest id first, without consuming them (page with from_ = last id + 1)."""
+        params = {"from": str(from_), "limit": str(limit)}
+        if to is not None:
+            params["to"] = str(to)
+        reply = await self._transport.request(
+            "GET",
+            queue_path(queue, "messages"),
+            params=params,
+            retry_sent=True,
+            answer_type=self._message_type,
+        )
+        return decode_deliveries(reply.payload)
+
     async def consumer_log(self, queue: str, name: str, from_: int, to: int) -> list[Delivery]:
         """A durable consumer's unsettled deliveries numbered from `from_` to `to` (non-destructive)."""
         reply = await self._transport.request(
@@ -308,12 +327,27 @@ class QuorumqClient:
         )
         return decode_deliveries(reply.payload)
 
-    async def durable_checkout(self, queue: str, name: str, max: int) -> SequencePosition:
-        """Check out up to `max` (<= 10000) more ready messages to durable consumer `name`.
+    async def durable_checkout(
+        self,
+        queue: str,
+        name: str,
+        max: int,
+        *,
+        since: int | str | None = None,
+        max_bytes: int | None = None,
+    ) -> SequencePosition:
+        """Check out up to `max` (<= 10000) more ready messages to durable consumer `name`: with `since`
+        (epoch ms or ISO-8601) only messages enqueued at or after it, with `max_bytes` only while their
+        bodies add up to at most that many bytes (the first one always).
 
         A retry after a lost answer may check out more; the position returned is always the truth."""
+        body: dict[str, Any] = {"max": max}
+        if since is not None:
+            body["since"] = since
+        if max_bytes is not None:
+            body["max_bytes"] = max_bytes
         reply = await self._transport.request(
-            "POST", queue_path(queue, "consumers", name, "checkout"), body={"max": max}, retry_sent=True
+            "POST", queue_path(queue, "consumers", name, "checkout"), body=body, retry_sent=True
         )
         return _position_from(reply.payload)
 
@@ -406,7 +440,7 @@ class QuorumqClient:
 
 def _position_from(payload: Any) -> SequencePosition:
     try:
-        return SequencePosition(int(payload["settled"]), int(payload["end"]))
+        return SequencePosition(int(payload["settled"]), int(payload["end"]), int(payload.get("bytes", 0)))
     except (KeyError, TypeError, ValueError) as exc:
         raise QuorumqError(0, "bad_response", f"expected a sequence position, got {payload!r}") from exc
 

@@ -14,7 +14,7 @@ from api.app_keys import NODE
 from api.deliveries import deliveries_response
 from api.errors import ApiError
 from api.forwarding import on_queue_leader
-from api.validation import MAX_POLL, bad, field_int, field_str, json_object
+from api.validation import MAX_POLL, bad, field_int, field_since, field_str, json_object, query_int
 from cluster.queue_service import QueueService
 from queue_state.commands import Cancel, Command, DurableCheckout, DurableSettle, Tick
 from queue_state.durable import DurableLogGap
@@ -32,7 +32,7 @@ def is_durable(service: QueueService, name: str) -> bool:
 
 
 def _position_json(position: DurablePosition, name: str) -> dict[str, Any]:
-    return {"consumer": name, "settled": position.settled, "end": position.end}
+    return {"consumer": name, "settled": position.settled, "end": position.end, "bytes": position.taken_bytes}
 
 
 async def _submit(request: web.Request, service: QueueService, command: Command) -> DurablePosition:
@@ -60,16 +60,25 @@ async def register_durable(request: web.Request, service: QueueService, body: di
 
 @on_queue_leader
 async def checkout(request: web.Request, service: QueueService) -> web.StreamResponse:
-    """POST /api/queues/{q}/consumers/{c}/checkout {"max": n}: number up to n more ready messages.
+    """POST /api/queues/{q}/consumers/{c}/checkout {"max": n, "since": t, "max_bytes": b}: number up to
+    n more ready messages, only those enqueued at or after `since` (epoch ms or ISO-8601) when given,
+    while their bodies add up to at most `max_bytes` (the first one always).
 
     Registers the consumer if it is unknown (then its sequence starts again at 0)."""
     name = request.match_info["tag"]
     body = await json_object(request, optional=True)
+    unknown = set(body) - {"max", "since", "max_bytes"}
+    if unknown:
+        raise bad(f"unknown fields {sorted(unknown)}")
     count = field_int(body, "max", 0)
     assert count is not None
     if count > MAX_CHECKOUT:
         raise bad(f"max must be <= {MAX_CHECKOUT}")
-    position = await _submit(request, service, DurableCheckout(service.now_ms(), name, count))
+    max_bytes = field_int(body, "max_bytes", None)
+    if max_bytes is not None and max_bytes < 1:
+        raise bad("max_bytes must be >= 1")
+    command = DurableCheckout(service.now_ms(), name, count, field_since(body), max_bytes)
+    position = await _submit(request, service, command)
     return web.json_response(_position_json(position, name))
 
 
@@ -85,13 +94,6 @@ async def settle_below(request: web.Request, service: QueueService) -> web.Strea
     return web.json_response(_position_json(position, name))
 
 
-def _query_int(request: web.Request, name: str) -> int:
-    raw = request.query.get(name, "")
-    if not raw.isdigit():
-        raise bad(f"query parameter {name} must be a non-negative integer")
-    return int(raw)
-
-
 @on_queue_leader
 async def read_log(request: web.Request, service: QueueService) -> web.StreamResponse:
     """GET /api/queues/{q}/consumers/{c}/log?from=&to=: the deliveries numbered from..to-1, unchanged.
@@ -99,7 +101,7 @@ async def read_log(request: web.Request, service: QueueService) -> web.StreamRes
     Non-destructive. A range this leader has not applied yet waits for one round through the log;
     anything settled, returned or missing is a 409, never a silent gap."""
     name = request.match_info["tag"]
-    start, end = _query_int(request, "from"), _query_int(request, "to")
+    start, end = query_int(request, "from"), query_int(request, "to")
     if end - start > MAX_POLL:
         raise bad(f"at most {MAX_POLL} deliveries per read")
     if not any(info.name == name and end <= info.end for info in service.replica.machine.durable_consumers()):

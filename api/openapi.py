@@ -273,7 +273,17 @@ PATHS: dict[str, dict[str, Any]] = {
             },
             body=PUBLISH,
             packed_body=PACKED_PUBLISH,
-        )
+        ),
+        "get": _operation(
+            "browse: the messages the queue holds (ready or checked out) by id, without consuming them",
+            {"200": "deliveries, lowest id first"},
+            answers=DELIVERIES,
+            query=(
+                _query("from", {"type": "integer", "minimum": 0}),
+                _query("to", {"type": "integer", "minimum": 0}),
+                _query("limit", {"type": "integer", "minimum": 0, "maximum": 10000}),
+            ),
+        ),
     },
     Q + "/get": {
         "post": _operation(
@@ -316,9 +326,15 @@ PATHS: dict[str, dict[str, Any]] = {
     C + "/nack": {"post": _operation("return or discard deliveries", {"200": "returned"}, body=SETTLE)},
     C + "/checkout": {
         "post": _operation(
-            "durable consumer: number more messages",
+            "durable consumer: number more messages (since a time, within a byte budget)",
             {"200": "sequence position"},
-            body=_object({"max": {"type": "integer", "minimum": 0}}),
+            body=_object(
+                {
+                    "max": {"type": "integer", "minimum": 0, "maximum": 10000},
+                    "since": SINCE,
+                    "max_bytes": {"type": "integer", "minimum": 1},
+                }
+            ),
             body_required=False,
         )
     },

@@ -17,6 +17,7 @@ from api.errors import ApiError
 from api.forwarding import client_node, on_meta_leader, on_queue_leader
 from api.limits import check_message_headers
 from api.validation import (
+    MAX_POLL,
     bad,
     check_queue_name,
     field_bool,
@@ -28,12 +29,13 @@ from api.validation import (
     publish_object,
     published_messages,
     query_flag,
+    query_int,
     queue_name,
 )
 from cluster.node import Node
 from cluster.queue_replica import AutoAcked
 from cluster.queue_service import QueueService
-from queue_state.arguments import ArgumentError, parse_arguments
+from queue_state.arguments import INT64_MAX, ArgumentError, parse_arguments
 from queue_state.commands import Discard, Get, Purge, Return, Settle, UpdateConfig
 from queue_state.effects import Deliveries, Duplicate, Enqueued, Failure, Purged, Rejected
 
@@ -64,6 +66,7 @@ def queue_json(node: Node, name: str, service: QueueService | None) -> dict[str,
             dead_lettered=dict(stats.dead_lettered),
             dropped=dict(stats.dropped),
             dead_letter_bytes=stats.message_bytes_dlx,
+            next_id=service.replica.machine.next_id,
         )
     return result
 
@@ -233,6 +236,21 @@ async def publish(request: web.Request, service: QueueService) -> web.StreamResp
     if isinstance(reply, Failure):  # sealed for a delete
         raise ApiError(409, reply.code, reply.reason)
     raise ApiError(500, "internal_error", f"unexpected reply {reply!r}")
+
+
+@on_queue_leader
+async def browse(request: web.Request, service: QueueService) -> web.StreamResponse:
+    """GET /api/queues/{q}/messages?from=&to=&limit=: the messages the queue holds, ready or checked
+    out, with ids from `from` (default 0) to below `to` (default: no bound), lowest id first, at most
+    `limit` (default 1000, up to 10000), as deliveries.
+
+    A read from the leader's applied state: nothing is delivered, counted or moved. Page with
+    `from` = the last id + 1. Costs a scan of the queue per page (for reading a dead-letter queue)."""
+    first = query_int(request, "from", 0)
+    end = query_int(request, "to", INT64_MAX)
+    limit = query_int(request, "limit", MAX_GET, maximum=MAX_POLL)
+    deliveries = service.replica.machine.browse(first, end, limit)
+    return deliveries_response(request, service.replica.bodies.with_bodies(deliveries))
 
 
 @on_queue_leader

@@ -43,6 +43,7 @@ def create_app(node: Node) -> web.Application:
     app.router.add_delete(QUEUE, queue_handlers.delete_queue)
     app.router.add_delete(QUEUE + "/contents", queue_handlers.purge_queue)
     app.router.add_post(QUEUE + "/messages", queue_handlers.publish)
+    app.router.add_get(QUEUE + "/messages", queue_handlers.browse)
     app.router.add_post(QUEUE + "/get", queue_handlers.basic_get)
     app.router.add_post(QUEUE + "/ack", queue_handlers.settle_got)
     app.router.add_post(QUEUE + "/nack", queue_handlers.settle_got)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import binascii
 import re
-from datetime import UTC, datetime
 from typing import Any
 
 import msgpack
@@ -12,6 +11,7 @@ from aiohttp import web
 
 from api.app_keys import NODE
 from api.errors import ApiError
+from api.moments import epoch_ms
 from cluster.bodies import StoredMessage
 from queue_state.arguments import INT64_MAX
 
@@ -115,17 +115,10 @@ def field_since(body: dict[str, Any]) -> int | None:
     value = body.get("since")
     if value is None:
         return None
-    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= INT64_MAX:
-        return value
-    if isinstance(value, str):
-        try:
-            moment = datetime.fromisoformat(value)
-        except ValueError as exc:
-            raise bad(f"since must be epoch milliseconds or an ISO-8601 time, got {value!r}") from exc
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
-        return max(0, int(moment.timestamp() * 1000))
-    raise bad("since must be epoch milliseconds or an ISO-8601 time")
+    try:
+        return epoch_ms(value)
+    except ValueError as exc:
+        raise bad(f"since must be epoch milliseconds or an ISO-8601 time, got {value!r}") from exc
 
 
 def message_ids(body: dict[str, Any]) -> tuple[int, ...]:
@@ -149,6 +142,21 @@ def query_number(request: web.Request, name: str, default: float, *, maximum: fl
         raise bad(f"query parameter {name} must be a number") from exc
     if not 0 <= value <= maximum:
         raise bad(f"query parameter {name} must be between 0 and {maximum:g}")
+    return value
+
+
+def query_int(
+    request: web.Request, name: str, default: int | None = None, *, maximum: int = INT64_MAX
+) -> int:
+    """A non-negative integer query parameter up to `maximum`; required when `default` is None."""
+    raw = request.query.get(name)
+    if raw is None and default is not None:
+        return default
+    if raw is None or not raw.isdigit():
+        raise bad(f"query parameter {name} must be a non-negative integer")
+    value = int(raw)
+    if value > maximum:
+        raise bad(f"query parameter {name} must be <= {maximum}")
     return value
 
 

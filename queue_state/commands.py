@@ -238,16 +238,23 @@ class DlxSettle:
 class DurableCheckout:
     """Register durable consumer `consumer` if new and check out up to `count` ready messages to it.
 
-    Each message taken gets the next number of the consumer's delivery sequence."""
+    Each message taken gets the next number of the consumer's delivery sequence. With `since_ms`, only
+    messages enqueued at or after that time are taken, older ones staying where they are (as for Get).
+    With `max_bytes`, messages are taken while their bodies add up to at most that many bytes, but the
+    first one always is, however large."""
 
     now_ms: int
     consumer: str
     count: int
+    since_ms: int | None = None
+    max_bytes: int | None = None
 
     def __post_init__(self) -> None:
         _check_int("now_ms", self.now_ms)
         _check_name("consumer", self.consumer)
         _check_int("count", self.count)
+        _check_optional_int("since_ms", self.since_ms)
+        _check_optional_int("max_bytes", self.max_bytes, minimum=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,6 +327,10 @@ _TAGS: dict[type, int] = {
 }
 _TYPES: dict[int, type] = {tag: kind for kind, tag in _TAGS.items()}
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {kind: tuple(f.name for f in fields(kind)) for kind in _TAGS}
+# How many of a command's last fields were added after its first release (each defaults to None): they
+# are left off the wire while None, so logs written before them decode, and nodes from before them
+# decode every such command that does not use them.
+_ADDED_FIELDS: dict[type, int] = {DurableCheckout: 2}
 
 
 def _to_wire(value: Any) -> Any:
@@ -347,9 +358,15 @@ def _from_wire(field_name: str, value: Any) -> Any:
 
 
 def encode_command(cmd: Command) -> bytes:
-    """The msgpack form of a command: [tag, field values in declaration order]."""
+    """The msgpack form of a command: [tag, field values in declaration order] (trailing added fields
+    that are None left off)."""
     kind = type(cmd)
-    return msgpack.packb([_TAGS[kind], *(_to_wire(getattr(cmd, name)) for name in _FIELD_NAMES[kind])])
+    values = [_to_wire(getattr(cmd, name)) for name in _FIELD_NAMES[kind]]
+    for _ in range(_ADDED_FIELDS.get(kind, 0)):
+        if values[-1] is not None:
+            break
+        values.pop()
+    return msgpack.packb([_TAGS[kind], *values])
 
 
 def decode_command(data: bytes) -> Command:
@@ -360,9 +377,10 @@ def decode_command(data: bytes) -> Command:
             raise CommandDecodeError("not a tagged command")
         kind = _TYPES[raw[0]]
         names = _FIELD_NAMES[kind]
-        if len(raw) != len(names) + 1:
+        least = len(names) - _ADDED_FIELDS.get(kind, 0)
+        if not least <= len(raw) - 1 <= len(names):
             raise CommandDecodeError(f"{kind.__name__} takes {len(names)} fields, got {len(raw) - 1}")
-        return kind(*(_from_wire(name, value) for name, value in zip(names, raw[1:], strict=True)))
+        return kind(*(_from_wire(name, value) for name, value in zip(names, raw[1:], strict=False)))
     except CommandDecodeError:
         raise
     except (InvalidCommand, ArgumentError) as error:

@@ -104,10 +104,12 @@ class Purged:
 
 @dataclass(frozen=True, slots=True)
 class DurablePosition:
-    """A durable consumer's delivery sequence: settled below `settled`, handed out below `end`."""
+    """A durable consumer's delivery sequence: settled below `settled`, handed out below `end`; a
+    checkout also reports the body bytes of the messages it took."""
 
     settled: int
     end: int
+    taken_bytes: int = 0
 
 
 @dataclass(frozen=True, slots=True)

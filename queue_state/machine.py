@@ -7,6 +7,7 @@ the head, hands ready messages to consumers with credit and enforces drop-head l
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -46,7 +47,7 @@ from queue_state.effects import (
     Rejected,
     Reply,
 )
-from queue_state.messages import NO_EXPIRY, HeldMessage, MessageFifo, ReadyMessage
+from queue_state.messages import NO_EXPIRY, HeldMessage, MessageFifo, ReadyMessage, TakeLimit
 from queue_state.publishers import PublisherDedup
 from queue_state.snapshot import END_OF_SNAPSHOT, SnapshotError, SnapshotReader, pack_chunk, snapshot_header
 from queue_state.stats import QueueStats
@@ -188,7 +189,7 @@ class QueueMachine:
             return Failure("name_in_use", f"{cmd.holder!r} is a durable consumer")
         self._mark_used()
         deliveries: list[Delivery] = []
-        for message in self._messages_to_get(cmd, out):
+        for message in self._take_ready(TakeLimit(cmd.count), cmd.since_ms, out):
             deliveries.append(message.delivery())
             if cmd.auto_ack:
                 out.forget(message.id)
@@ -196,20 +197,6 @@ class QueueMachine:
                 holder = self._get_holders.setdefault(cmd.holder, Holder(cmd.holder))
                 self._hold(holder, message, self._now)
         return Deliveries(tuple(deliveries))
-
-    def _messages_to_get(self, cmd: Get, out: EffectCollector) -> Iterator[ReadyMessage]:
-        """From the head (returns first), or with `since_ms` the first ones enqueued at or after it."""
-        self._expire_heads(out)
-        if cmd.since_ms is not None:
-            taken = self._returns.take_since(cmd.since_ms, cmd.count)
-            taken += self._main.take_since(cmd.since_ms, cmd.count - len(taken))
-            yield from taken
-            return
-        for _ in range(cmd.count):
-            self._expire_heads(out)
-            if not self._has_ready():
-                return
-            yield self._pop_ready()
 
     def _purge(self, cmd: Purge, out: EffectCollector) -> Reply:
         ids = self._returns.clear() + self._main.clear()
@@ -251,14 +238,11 @@ class QueueMachine:
                 return self._deleting()
             durable = self._durables[cmd.consumer] = DurableHolder(cmd.consumer)
         self._mark_used()
-        for _ in range(cmd.count):
-            self._expire_heads(out)
-            if not self._has_ready():
-                break
-            message = self._pop_ready()
+        taken = self._take_ready(TakeLimit(cmd.count, cmd.max_bytes), cmd.since_ms, out)
+        for message in taken:
             self._hold(durable, message, self._now)
             durable.number(message.id)
-        return DurablePosition(durable.settled_below, durable.next_seq)
+        return DurablePosition(durable.settled_below, durable.next_seq, sum(m.size for m in taken))
 
     def _durable_settle(self, cmd: DurableSettle, out: EffectCollector) -> Reply:
         durable = self._durables.get(cmd.consumer)
@@ -329,6 +313,21 @@ class QueueMachine:
 
     def _pop_ready(self) -> ReadyMessage:
         return self._returns.pop() if self._returns else self._main.pop()
+
+    def _take_ready(self, limit: TakeLimit, since_ms: int | None, out: EffectCollector) -> list[ReadyMessage]:
+        """Remove the ready messages `limit` admits: from the head (returns first), or with `since_ms` the
+        first ones enqueued at or after it, older ones staying where they are."""
+        self._expire_heads(out)
+        if since_ms is not None:
+            taken = self._returns.take_since(since_ms, limit)
+            return taken + self._main.take_since(since_ms, limit)
+        taken = []
+        while self._has_ready() and limit.admits((self._returns or self._main).head_size()):
+            message = self._pop_ready()
+            limit.take(message.size)
+            taken.append(message)
+            self._expire_heads(out)
+        return taken
 
     def _hold(self, holder: Holder, message: ReadyMessage, since_ms: int) -> None:
         holder.held[message.id] = HeldMessage(message, since_ms)
@@ -480,6 +479,17 @@ class QueueMachine:
         """Ready messages in the order they will be served (returns first)."""
         yield from self._returns
         yield from self._main
+
+    def browse(self, first_id: int, end_id: int, limit: int) -> list[Delivery]:
+        """Up to `limit` of the messages the queue holds, ready or checked out (not dead letters waiting
+        to move), with ids from `first_id` to below `end_id`, lowest id first. Changes nothing."""
+        held = [
+            holder.held[message_id].message
+            for message_id, holder in self._holder_of.items()
+            if first_id <= message_id < end_id
+        ]
+        found = self._returns.between(first_id, end_id) + self._main.between(first_id, end_id) + held
+        return [message.delivery() for message in heapq.nsmallest(limit, found)]
 
     def dead_letter_ids(self) -> list[int]:
         """Ids of at-least-once dead letters not yet confirmed."""

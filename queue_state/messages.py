@@ -9,7 +9,6 @@ from __future__ import annotations
 import sys
 from array import array
 from collections.abc import Iterator
-from itertools import islice
 from typing import NamedTuple
 
 from queue_state.effects import Delivery
@@ -39,6 +38,30 @@ class HeldMessage(NamedTuple):
 
     message: ReadyMessage
     since_ms: int
+
+
+class TakeLimit:
+    """How many more messages one command may take, and how many bytes of body; the first one it takes
+    always fits, however large."""
+
+    __slots__ = ("bytes_left", "count", "taken")
+
+    def __init__(self, count: int, max_bytes: int | None = None) -> None:
+        self.count = count
+        self.bytes_left = max_bytes
+        self.taken = 0
+
+    def admits(self, size: int) -> bool:
+        """Whether a message of `size` bytes may be taken next."""
+        if self.count <= 0:
+            return False
+        return self.bytes_left is None or self.taken == 0 or size <= self.bytes_left
+
+    def take(self, size: int) -> None:
+        self.count -= 1
+        self.taken += 1
+        if self.bytes_left is not None:
+            self.bytes_left -= size
 
 
 class MessageFifo:
@@ -97,19 +120,43 @@ class MessageFifo:
             self._compact()
         return message
 
-    def take_since(self, since_ms: int, limit: int) -> list[ReadyMessage]:
-        """Remove and return, in queue order, up to `limit` messages enqueued at or after `since_ms`.
+    def between(self, first_id: int, end_id: int) -> list[ReadyMessage]:
+        """The messages with ids from `first_id` to below `end_id`, in queue order (nothing moves).
 
-        Older messages stay in place. This scans and shifts the columns (linear in the queue's
-        length), which suits reading a dead-letter queue from a time, not the delivery hot path.
+        This scans the ids (linear in the queue's length): for browsing a queue, not for delivering."""
+        columns = (self._ids, self._sizes, self._enqueued, self._expires, self._counts)
+        return [
+            ReadyMessage(*(column[i] for column in columns))
+            for i in range(self._head, len(self._ids))
+            if first_id <= self._ids[i] < end_id
+        ]
+
+    def head_size(self) -> int:
+        """The body size of the message at the head (the FIFO must not be empty)."""
+        return self._sizes[self._head]
+
+    def take_since(self, since_ms: int, limit: TakeLimit) -> list[ReadyMessage]:
+        """Remove and return, in queue order, the messages enqueued at or after `since_ms` that `limit`
+        admits, up to the first it does not.
+
+        Older messages stay in place. This scans the columns (linear in the queue's length) and cuts
+        each run of taken rows out of them, which suits a reader from a time, not the delivery hot path.
         """
+        if limit.count <= 0:
+            return []
         self._compact()
-        picked = list(islice((i for i, at in enumerate(self._enqueued) if at >= since_ms), limit))
+        picked: list[int] = []
+        for i, at in enumerate(self._enqueued):
+            if at >= since_ms:
+                if not limit.admits(self._sizes[i]):
+                    break
+                limit.take(self._sizes[i])
+                picked.append(i)
         columns = (self._ids, self._sizes, self._enqueued, self._expires, self._counts)
         taken = [ReadyMessage(*(column[i] for column in columns)) for i in picked]
-        for i in reversed(picked):
+        for start, stop in reversed(_runs(picked)):
             for column in columns:
-                del column[i]
+                del column[start:stop]
         self._bytes -= sum(message.size for message in taken)
         return taken
 
@@ -152,6 +199,17 @@ class MessageFifo:
         for column in (self._ids, self._sizes, self._enqueued, self._expires, self._counts):
             del column[:head]
         self._head = 0
+
+
+def _runs(indices: list[int]) -> list[tuple[int, int]]:
+    """Ascending indices as (start, stop) ranges of consecutive ones."""
+    runs: list[tuple[int, int]] = []
+    for i in indices:
+        if runs and runs[-1][1] == i:
+            runs[-1] = (runs[-1][0], i + 1)
+        else:
+            runs.append((i, i + 1))
+    return runs
 
 
 def _little_endian(column: array) -> bytes:

@@ -1,26 +1,47 @@
-"""Blocking calls to the cluster for Spark's synchronous reader and writer methods.
+"""Calls to the cluster from Spark's code, with refusals explained in the connector's terms.
 
-Each call runs on its own short-lived event loop with its own client, so nothing unpicklable (sessions,
-sockets, loops) is ever kept on a reader or writer object.
+Executors run each call on a short-lived event loop with its own client (`call`), so nothing
+unpicklable (sessions, sockets, loops) is ever kept on a reader, partition or writer object.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
-from api.client import QuorumqClient
+from api.client import ForbiddenError, QuorumqClient, UnauthorizedError
+from spark_io.connection import Connection
 
 T = TypeVar("T")
-REQUEST_TIMEOUT_S = 30.0
 
 
-def call(nodes: Sequence[str], action: Callable[[QuorumqClient], Awaitable[T]]) -> T:
-    """Run `action(client)` against the cluster and return its result."""
+class AccessRefused(PermissionError):
+    """The cluster refused the connector's credentials (401) or their permission on a queue (403)."""
+
+
+@contextmanager
+def refusals_explained(connection: Connection) -> Iterator[None]:
+    """Turn a 401 or 403 from the cluster into an AccessRefused that says which options to check."""
+    try:
+        yield
+    except UnauthorizedError as exc:
+        raise AccessRefused(
+            f"format('quorumq'): the cluster refused {connection.who()}: {exc.reason} "
+            "(check the options user, password/passwordFile or token)"
+        ) from exc
+    except ForbiddenError as exc:
+        refused = f"format('quorumq'): permission denied for {connection.who()}: {exc.reason}"
+        raise AccessRefused(refused) from exc
+
+
+def call(connection: Connection, action: Callable[[QuorumqClient], Awaitable[T]]) -> T:
+    """Run `action(client)` against the cluster on a fresh event loop and client; return its result."""
 
     async def run() -> T:
-        async with QuorumqClient(list(nodes), timeout=REQUEST_TIMEOUT_S) as client:
+        async with connection.async_client() as client:
             return await action(client)
 
-    return asyncio.run(run())
+    with refusals_explained(connection):
+        return asyncio.run(run())

@@ -1,29 +1,46 @@
 """The sink: rows published with confirms, idempotently per (query, batch, partition).
 
-Each task publishes its rows in order as numbered batches under one publisher id derived from the
-query id, the micro-batch id and the partition; a replayed batch sends the same (publisher, seq) pairs,
-which the queue answers from its dedup window without enqueuing again. Rows need a `body` column
-(binary or string) and may have `headers` (a map or a JSON object string).
+Each task publishes its rows in order under one publisher id derived from the query id, the micro-batch
+id and the partition: per target queue, in batches numbered 1, 2, ..., with up to `publishWindow`
+requests in flight and their confirms awaited in order. A replayed batch sends the same (publisher,
+seq) pairs, which each queue answers from its dedup window without enqueuing again.
+
+Rows need a `body` column (binary or string) and may have `headers` (a map or a JSON object string)
+and `queue`: a row's non-null `queue` value is where it goes, the option `queue` is for the rest. A
+`queue` column that comes unchanged from format("quorumq") names where the row was read from and does
+not route (spark_io.rows.READ_FROM).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
+from pyspark.sql.types import StructType
 
-from api.client import QuorumqClient
-from api.client_messages import Message
+from api.client import Message, QuorumqClient, QuorumqError
 from spark_io.calls import call
 from spark_io.options import SinkOptions
+from spark_io.rows import READ_FROM
 
 BATCH_ID_PROPERTY = "streaming.sql.batchId"
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
+IDS_FORGOTTEN = "ids_forgotten"
+
+Batch = tuple[str, int, list[Message]]
+"""A publish request: target queue, seq, messages."""
+
+
+def routes_by_column(schema: StructType) -> bool:
+    """Whether rows of `schema` pick their queue: a `queue` column not passed on from a quorumq read."""
+    return "queue" in schema.names and not schema["queue"].metadata.get(READ_FROM)
 
 
 @dataclass
@@ -49,28 +66,74 @@ def row_message(row: Any) -> Message:
     return Message(body, dict(headers) if headers else None)
 
 
-def _batches(rows: Iterable[Any], size: int) -> Iterator[list[Message]]:
-    batch: list[Message] = []
+def _target(options: SinkOptions, row: Any) -> str:
+    queue = row["queue"] if options.route else None
+    queue = queue or options.queue
+    if queue is None:
+        raise ValueError("a row has no 'queue' value and the option 'queue' is not set")
+    return queue
+
+
+def numbered_batches(options: SinkOptions, rows: Iterable[Any]) -> Iterator[Batch]:
+    """The rows as publish requests: per target queue, in row order, `publishBatch` messages a request,
+    numbered 1, 2, ... per queue; a request as soon as it is full, the rest once the rows end."""
+    pending: dict[str, list[Message]] = {}
+    seqs: dict[str, int] = {}
+
+    def take(queue: str) -> Batch:
+        seqs[queue] = seqs.get(queue, 0) + 1
+        return queue, seqs[queue], pending.pop(queue)
+
     for row in rows:
+        queue = _target(options, row)
+        batch = pending.setdefault(queue, [])
         batch.append(row_message(row))
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
+        if len(batch) == options.publish_batch:
+            yield take(queue)
+    for queue in list(pending):
+        yield take(queue)
+
+
+async def _publish(client: QuorumqClient, publisher: str, batch: Batch) -> int:
+    """Publish one request; a duplicate so old that the queue forgot its ids was enqueued: it counts."""
+    queue, seq, messages = batch
+    try:
+        await client.publish(queue, messages, publisher=publisher, seq=seq)
+    except QuorumqError as exc:
+        if exc.code != IDS_FORGOTTEN:
+            raise
+    return len(messages)
+
+
+async def publish_pipelined(
+    client: QuorumqClient, publisher: str, batches: Iterable[Batch], window: int
+) -> int:
+    """Send `batches` with up to `window` requests in flight, awaiting their confirms in order; returns
+    how many messages were confirmed. The first failure cancels the requests still in flight."""
+    in_flight: deque[asyncio.Task[int]] = deque()
+    count = 0
+    try:
+        for batch in batches:
+            if len(in_flight) >= window:
+                count += await in_flight.popleft()
+            in_flight.append(asyncio.create_task(_publish(client, publisher, batch)))
+        while in_flight:
+            count += await in_flight.popleft()
+    finally:
+        for task in in_flight:
+            task.cancel()
+        await asyncio.gather(*in_flight, return_exceptions=True)
+    return count
 
 
 def publish_rows(options: SinkOptions, publisher: str, rows: Iterable[Any]) -> Published:
-    """Publish `rows` in order as batches numbered 1, 2, ... under `publisher`; wait for every confirm."""
-
-    async def run(client: QuorumqClient) -> int:
-        count = 0
-        for seq, batch in enumerate(_batches(rows, options.publish_batch), start=1):
-            await client.publish(options.queue, batch, publisher=publisher, seq=seq)
-            count += len(batch)
-        return count
-
-    return Published(publisher, call(options.nodes, run))
+    """Publish `rows` under `publisher` and return once every message is confirmed."""
+    batches = numbered_batches(options, rows)
+    count = call(
+        options.connection,
+        lambda client: publish_pipelined(client, publisher, batches, options.publish_window),
+    )
+    return Published(publisher, count)
 
 
 class QuorumqStreamWriter(DataSourceStreamWriter):

@@ -7,33 +7,34 @@ for as long as it is unsettled; `commit(end)` settles below `end`. Offsets are `
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
-from api.client import QuorumqClient
+from api.client import ConflictError, Delivery, QuorumqClient, SyncClient
 from api.client_async import SequencePosition
-from api.client_errors import ConflictError
-from api.client_messages import Delivery
-from spark_io.calls import call
+from spark_io.calls import call, refusals_explained
+from spark_io.connection import Connection
 from spark_io.options import SourceOptions
 from spark_io.rows import Row, delivery_row
 
-try:  # PySpark 4.2+: admission control and Trigger.AvailableNow
+try:  # PySpark 4.2+: admission control, Trigger.AvailableNow, reportLatestOffset
     from pyspark.sql.streaming.datasource import (
         ReadAllAvailable,
+        ReadMaxBytes,
         ReadMaxRows,
         SupportsTriggerAvailableNow,
     )
 except ImportError:  # PySpark 4.0-4.1: latestOffset() takes no arguments
-    ReadAllAvailable = ReadMaxRows = None  # type: ignore[assignment,misc]
+    ReadAllAvailable = ReadMaxBytes = ReadMaxRows = None  # type: ignore[assignment,misc]
     SupportsTriggerAvailableNow = object  # type: ignore[assignment,misc]
 
 CHECKOUT_CHUNK = 10000  # the server's limit per checkout request
 LOG_CHUNK = 10000  # and per log read
 MAX_CHECKOUT_ROUNDS = 100
+T = TypeVar("T")
 
 
 class SequenceGap(RuntimeError):
@@ -44,11 +45,12 @@ class SequenceGap(RuntimeError):
 class LogRange(InputPartition):
     """One task's share of a micro-batch: the consumer's deliveries numbered `first` to `end - 1`."""
 
-    nodes: tuple[str, ...]
+    connection: Connection
     queue: str
     consumer: str
     first: int
     end: int
+    headers: str
 
 
 def read_range(part: LogRange) -> Iterator[Row]:
@@ -64,19 +66,31 @@ def read_range(part: LogRange) -> Iterator[Row]:
             deliveries.extend(chunk)
         return deliveries
 
-    for delivery in call(part.nodes, fetch):
-        yield delivery_row(part.queue, delivery)
+    for delivery in call(part.connection, fetch):
+        yield delivery_row(part.queue, delivery, part.headers)
 
 
 class QuorumqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # type: ignore[misc]
-    """Spark's view of a durable consumer. Holds only options and the Trigger.AvailableNow target."""
+    """Spark's view of a durable consumer: options, the Trigger.AvailableNow target, and a client for the
+    driver's calls, built on first use (so the reader pickles before it) and closed by `stop()`."""
 
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
         self.available_now_end: int | None = None
+        self.checked_out_end: int | None = None
+        self._client: SyncClient | None = None
 
-    def _call(self, action: Any) -> Any:
-        return call(self.options.nodes, action)
+    def _call(self, action: Callable[[SyncClient], T]) -> T:
+        with refusals_explained(self.options.connection):
+            if self._client is None:
+                self._client = self.options.connection.sync_client()
+            return action(self._client)
+
+    def stop(self) -> None:
+        """Close the driver's client (Spark calls this when the query ends)."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
 
     def initialOffset(self) -> dict:
         """Register the consumer; a fresh checkpoint starts at its oldest unsettled delivery."""
@@ -85,51 +99,83 @@ class QuorumqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow): 
         return {"seq": position.settled}
 
     def getDefaultReadLimit(self) -> Any:
-        if ReadMaxRows is None or self.options.max_records_per_batch is None:
-            return ReadAllAvailable() if ReadAllAvailable is not None else None
-        return ReadMaxRows(self.options.max_records_per_batch)
+        """maxMessagesPerTrigger as ReadMaxRows, else maxBytesPerTrigger as ReadMaxBytes (the other option
+        still applies in latestOffset), else ReadAllAvailable."""
+        options = self.options
+        if options.max_messages is not None:
+            return ReadMaxRows(options.max_messages)
+        if options.max_bytes is not None:
+            return ReadMaxBytes(options.max_bytes)
+        return ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
         """Aim at what is checked out now plus what is ready now; later messages wait for the next run."""
         options = self.options
 
-        async def target(client: QuorumqClient) -> int:
-            position = await client.durable_checkout(options.queue, options.consumer, 0)
-            return position.end + int((await client.queue(options.queue))["messages_ready"])
+        def target(client: SyncClient) -> int:
+            position = client.durable_checkout(options.queue, options.consumer, 0)
+            return position.end + int(client.queue(options.queue)["messages_ready"])
 
         self.available_now_end = self._call(target)
 
     def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:
         """Settle below `start` (committed by Spark), check out up to the read limit, return the new end."""
         begin = None if start is None else int(start["seq"])
-        cap = self.options.max_records_per_batch
-        if ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
-            cap = limit.max_rows
-        elif ReadAllAvailable is not None and isinstance(limit, ReadAllAvailable):
-            cap = None
-        return {"seq": self._call(lambda client: self._advance(client, begin, cap))}
+        count, size = self._limits(limit)
+        self.checked_out_end = self._call(lambda client: self._advance(client, begin, count, size))
+        return {"seq": self.checked_out_end}
 
-    async def _advance(self, client: QuorumqClient, begin: int | None, cap: int | None) -> int:
+    def reportLatestOffset(self) -> dict | None:
+        """Where the sequence would end if every message ready now were checked out (progress shows it
+        as `latestOffset`, so its distance from `endOffset` is the backlog)."""
+        if self.checked_out_end is None:
+            return None
+        ready = int(self._call(lambda client: client.queue(self.options.queue))["messages_ready"])
+        return {"seq": self.checked_out_end + ready}
+
+    def _limits(self, limit: Any) -> tuple[int | None, int | None]:
+        """The messages and bytes a batch may take: none when Spark asks for all that is available, else
+        Spark's limit of its kind and the options for the other (only the options on PySpark 4.0-4.1)."""
+        options = self.options
+        if ReadAllAvailable is not None and isinstance(limit, ReadAllAvailable):
+            return None, None
+        if ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
+            return limit.max_rows, options.max_bytes
+        if ReadMaxBytes is not None and isinstance(limit, ReadMaxBytes):
+            return options.max_messages, limit.max_bytes
+        return options.max_messages, options.max_bytes
+
+    def _advance(self, client: SyncClient, begin: int | None, count: int | None, size: int | None) -> int:
+        """Check out up to `count` messages past `begin` with bodies of at most `size` bytes in all.
+
+        Each checkout request takes its first message whatever its size, so a batch is never empty for
+        want of bytes; a batch of more than one request (over 10,000 messages) may go over `size` by one
+        message per further request. Deliveries already checked out past `begin` (by a driver that died
+        before recording them) count towards `count` only."""
         queue, consumer = self.options.queue, self.options.consumer
         if begin is None:
-            position = await client.durable_checkout(queue, consumer, 0)
+            position = client.durable_checkout(queue, consumer, 0)
             begin = position.end
         else:
-            position = await self._settle(client, begin)
-        target = position.end + CHECKOUT_CHUNK * MAX_CHECKOUT_ROUNDS if cap is None else begin + cap
+            position = self._settle(client, begin)
+        target = position.end + CHECKOUT_CHUNK * MAX_CHECKOUT_ROUNDS if count is None else begin + count
         if self.available_now_end is not None:
             target = min(target, self.available_now_end)
-        while position.end < target:
+        while position.end < target and (size is None or size > 0):
             wanted = min(target - position.end, CHECKOUT_CHUNK)
             before = position.end
-            position = await client.durable_checkout(queue, consumer, wanted)
+            position = client.durable_checkout(
+                queue, consumer, wanted, since=self.options.since_ms, max_bytes=size
+            )
+            if size is not None:
+                size -= position.taken_bytes
             if position.end - before < wanted:
                 break
         return min(position.end, target)
 
-    async def _settle(self, client: QuorumqClient, below: int) -> SequencePosition:
+    def _settle(self, client: SyncClient, below: int) -> SequencePosition:
         try:
-            return await client.durable_settle(self.options.queue, self.options.consumer, below)
+            return client.durable_settle(self.options.queue, self.options.consumer, below)
         except ConflictError as exc:
             raise SequenceGap(
                 f"consumer {self.options.consumer} is behind the checkpoint's {below} ({exc}): "
@@ -141,7 +187,9 @@ class QuorumqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow): 
         size = self.options.partition_size
         options = self.options
         return [
-            LogRange(options.nodes, options.queue, options.consumer, at, min(at + size, last))
+            LogRange(
+                options.connection, options.queue, options.consumer, at, min(at + size, last), options.headers
+            )
             for at in range(first, last, size)
         ]
 

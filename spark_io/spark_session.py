@@ -16,13 +16,14 @@ def register(spark: SparkSession) -> SparkSession:
     return spark
 
 
-def local_session(app_name: str, master: str = "local[2]") -> SparkSession:
-    """A small local session whose Python workers run this interpreter, with format("quorumq") registered."""
+def local_session(app_name: str, master: str = "local[2]", *, ui: bool = False) -> SparkSession:
+    """A small local session whose Python workers run this interpreter, with format("quorumq") registered;
+    `ui` turns the Spark UI on (port 4040, or the next free one)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (
         SparkSession.builder.master(master)
         .appName(app_name)
-        .config("spark.ui.enabled", "false")
+        .config("spark.ui.enabled", str(ui).lower())
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.memory", "1g")
         .getOrCreate()

@@ -75,7 +75,14 @@ commands = st.one_of(
     st.builds(UpdateConfig, TIMES, configs()),
     st.builds(DlxCheckout, TIMES, st.sampled_from(["w1", "w2"]), st.integers(1, 3)),
     st.builds(DlxSettle, TIMES, IDS),
-    st.builds(DurableCheckout, TIMES, DURABLE_NAMES, st.integers(0, 4)),
+    st.builds(
+        DurableCheckout,
+        TIMES,
+        DURABLE_NAMES,
+        st.integers(0, 4),
+        st.none() | st.integers(0, 500),
+        st.none() | st.integers(1, 100),
+    ),
     st.builds(DurableSettle, TIMES, DURABLE_NAMES, st.integers(0, 12)),
     st.builds(Seal, TIMES, st.booleans(), st.booleans()),
 )

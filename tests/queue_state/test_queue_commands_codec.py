@@ -13,6 +13,7 @@ from queue_state_strategies import commands
 from queue_state.commands import (
     Checkout,
     CommandDecodeError,
+    DurableCheckout,
     Enqueue,
     InvalidCommand,
     NewMessage,
@@ -25,6 +26,15 @@ from queue_state.commands import (
 @given(commands)
 def test_every_command_survives_an_encode_decode_round_trip(cmd) -> None:
     assert decode_command(encode_command(cmd)) == cmd
+
+
+def test_a_durable_checkout_without_its_added_fields_keeps_the_older_three_field_form() -> None:
+    older = msgpack.packb([14, 5, "spark", 3])  # as logged before since_ms and max_bytes existed
+    assert decode_command(older) == DurableCheckout(5, "spark", 3)
+    assert encode_command(DurableCheckout(5, "spark", 3)) == older
+    assert decode_command(encode_command(DurableCheckout(5, "spark", 3, max_bytes=9))).max_bytes == 9
+    with pytest.raises(CommandDecodeError):
+        decode_command(msgpack.packb([14, 5, "spark"]))
 
 
 @given(st.binary(max_size=64))

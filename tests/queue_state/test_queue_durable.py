@@ -24,8 +24,8 @@ from queue_state.machine import QueueMachine
 def test_durable_checkout_numbers_deliveries_from_zero_in_queue_order() -> None:
     machine = make_machine()
     enqueue(machine, 1, count=5)
-    assert machine.apply(DurableCheckout(2, "spark", 3))[0] == DurablePosition(0, 3)
-    assert machine.apply(DurableCheckout(3, "spark", 10))[0] == DurablePosition(0, 5)
+    assert machine.apply(DurableCheckout(2, "spark", 3))[0] == DurablePosition(0, 3, 30)
+    assert machine.apply(DurableCheckout(3, "spark", 10))[0] == DurablePosition(0, 5, 20)
     assert [(seq, d.id) for seq, d in machine.durable_log("spark", 0, 5)] == [(i, i + 1) for i in range(5)]
 
 
@@ -153,3 +153,48 @@ def test_a_snapshot_keeps_sequence_numbers_and_settled_position() -> None:
     assert restored.durable_consumers() == machine.durable_consumers()
     assert restored.durable_log("spark", 1, 4) == machine.durable_log("spark", 1, 4)
     assert restored.apply(DurableCheckout(5, "spark", 1)) == machine.apply(DurableCheckout(5, "spark", 1))
+
+
+def test_a_checkout_since_a_time_numbers_only_newer_messages_and_leaves_older_ones_ready() -> None:
+    machine = make_machine()
+    enqueue(machine, 100, count=2)  # ids 1, 2
+    enqueue(machine, 200, count=3)  # ids 3, 4, 5
+    assert machine.apply(DurableCheckout(300, "spark", 10, since_ms=200))[0] == DurablePosition(0, 3, 30)
+    assert [d.id for _, d in machine.durable_log("spark", 0, 3)] == [3, 4, 5]
+    assert [m.id for m in machine.ready_messages()] == [1, 2]
+    enqueue(machine, 400, count=1)  # id 6
+    assert machine.apply(DurableCheckout(500, "spark", 10, since_ms=200))[0] == DurablePosition(0, 4, 10)
+    assert [m.id for m in machine.ready_messages()] == [1, 2]
+
+
+def test_a_checkout_by_bytes_stops_at_the_first_message_that_does_not_fit_but_takes_at_least_one() -> None:
+    machine = make_machine()
+    enqueue(machine, 1, count=1, size=50)  # id 1: larger than the budget
+    enqueue(machine, 1, count=4, size=10)  # ids 2-5
+    assert machine.apply(DurableCheckout(2, "spark", 10, max_bytes=25))[0] == DurablePosition(0, 1, 50)
+    assert machine.apply(DurableCheckout(3, "spark", 10, max_bytes=25))[0] == DurablePosition(0, 3, 20)
+    assert machine.apply(DurableCheckout(4, "spark", 1, max_bytes=1000))[0] == DurablePosition(0, 4, 10)
+    assert [d.id for _, d in machine.durable_log("spark", 0, 4)] == [1, 2, 3, 4]
+
+
+def test_a_checkout_since_a_time_and_by_bytes_applies_both() -> None:
+    machine = make_machine()
+    enqueue(machine, 100, count=2, size=10)  # ids 1, 2: too old
+    enqueue(machine, 200, count=3, size=10)  # ids 3-5
+    reply, _ = machine.apply(DurableCheckout(300, "spark", 10, since_ms=150, max_bytes=20))
+    assert reply == DurablePosition(0, 2, 20)
+    assert [d.id for _, d in machine.durable_log("spark", 0, 2)] == [3, 4]
+    assert [m.id for m in machine.ready_messages()] == [1, 2, 5]
+
+
+def test_browsing_lists_ready_and_checked_out_messages_by_id_and_changes_nothing() -> None:
+    machine = make_machine()
+    enqueue(machine, 1, count=6)  # ids 1-6
+    machine.apply(DurableCheckout(2, "spark", 2))  # 1, 2 held by a durable consumer
+    machine.apply(Get(3, "reader", 1, auto_ack=False))  # 3 held by a get
+    machine.apply(Return(4, (3,), None))  # 3 back, at the head of the returns
+    before = (machine.stats(), list(machine.ready_messages()), machine.durable_consumers())
+    assert [d.id for d in machine.browse(0, 100, 10)] == [1, 2, 3, 4, 5, 6]
+    assert [(d.id, d.redelivered) for d in machine.browse(2, 5, 10)] == [(2, False), (3, True), (4, False)]
+    assert [d.id for d in machine.browse(0, 100, 2)] == [1, 2]
+    assert (machine.stats(), list(machine.ready_messages()), machine.durable_consumers()) == before

@@ -206,9 +206,26 @@ class QueueInvariants(RuleBasedStateMachine):
         ids = data.draw(st.lists(st.sampled_from(pending), max_size=3, unique=True)) if pending else []
         self._apply(DlxSettle(self._time(1), tuple(ids)))
 
-    @rule(step=st.integers(0, 60), name=DURABLE_NAMES, count=st.integers(0, 4))
-    def durable_checkout(self, step, name, count) -> None:
-        self._apply(DurableCheckout(self._time(step), name, count))
+    @rule(
+        step=st.integers(0, 60),
+        name=DURABLE_NAMES,
+        count=st.integers(0, 4),
+        back=st.none() | st.integers(0, 300),
+        max_bytes=st.none() | st.integers(1, 40),
+    )
+    def durable_checkout(self, step, name, count, back, max_bytes) -> None:
+        now = self._time(step)
+        since = None if back is None else max(0, now - back)
+        before = self.machine.durable_consumers()
+        self._apply(DurableCheckout(now, name, count, since_ms=since, max_bytes=max_bytes))
+        ends = {info.name: info.end for info in before}
+        for info in self.machine.durable_consumers():
+            if info.name != name or info.end == ends.get(name, 0):
+                continue
+            taken = [d for _, d in self.machine.durable_log(name, ends.get(name, 0), info.end)]
+            assert since is None or all(d.enqueued_at_ms >= since for d in taken), "took an older one"
+            sizes = [self.sizes[d.id] for d in taken]
+            assert max_bytes is None or len(sizes) == 1 or sum(sizes) <= max_bytes, "over the bytes"
 
     @rule(data=st.data(), step=st.integers(0, 60), name=DURABLE_NAMES)
     def durable_settle(self, data, step, name) -> None:

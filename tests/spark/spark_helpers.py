@@ -6,17 +6,18 @@ import asyncio
 import json
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from api.client import QuorumqClient
 
 
-def run(nodes: Sequence[str], action: Callable[[QuorumqClient], Any]) -> Any:
-    """Run `action(client)` on a fresh client and event loop."""
+def run(nodes: Sequence[str], action: Callable[[QuorumqClient], Any], **client: Any) -> Any:
+    """Run `action(client)` on a fresh client (QuorumqClient keyword arguments `client`) and event loop."""
 
     async def go() -> Any:
-        async with QuorumqClient(list(nodes), timeout=30.0) as client:
-            return await action(client)
+        async with QuorumqClient(list(nodes), timeout=30.0, **client) as connected:
+            return await action(connected)
 
     return asyncio.run(go())
 
@@ -26,19 +27,32 @@ def order_body(number: int) -> str:
     return json.dumps({"order": f"o-{number}", "items": [{"price": 1.5, "qty": number % 5 + 1}]})
 
 
-def publish_orders(nodes: Sequence[str], queue: str, count: int) -> list[int]:
+def publish_orders(nodes: Sequence[str], queue: str, count: int, **client: Any) -> list[int]:
     """Declare `queue` and publish `count` order messages; returns their ids."""
 
-    async def go(client: QuorumqClient) -> list[int]:
-        await client.declare(queue)
+    async def go(connected: QuorumqClient) -> list[int]:
+        await connected.declare(queue)
         bodies = [order_body(i) for i in range(count)]
-        return await client.publish_all(queue, bodies, batch=200)
+        return await connected.publish_all(queue, bodies, batch=200)
 
-    return run(nodes, go)
+    return run(nodes, go, **client)
 
 
-def queue_stats(nodes: Sequence[str], queue: str) -> dict[str, Any]:
-    return run(nodes, lambda client: client.queue(queue))
+def queue_stats(nodes: Sequence[str], queue: str, **client: Any) -> dict[str, Any]:
+    return run(nodes, lambda connected: connected.queue(queue), **client)
+
+
+def stream_to_parquet(spark, options: dict[str, str], tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A writeStream of format("quorumq") with `options` into parquet at tmp_path/out (not started)."""
+    reader = spark.readStream.format("quorumq")
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return (
+        reader.load()
+        .writeStream.format("parquet")
+        .option("path", str(tmp_path / "out"))
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+    )
 
 
 def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:

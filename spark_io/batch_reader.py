@@ -1,0 +1,83 @@
+"""spark.read.format("quorumq"): the messages a queue holds, read without consuming them.
+
+The driver fixes the ids to read when it plans the query: from the lowest id the queue holds to below
+its `next_id`, split into ranges of `partitionSize` ids. Each task pages through its range with
+`GET /api/queues/{q}/messages` (a browse from the leader): a message in the range that is still in the
+queue, ready or checked out, when the task runs is read once; one consumed meanwhile is not; messages
+published after planning are not read. Nothing is delivered, counted or settled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from pyspark.sql.datasource import DataSourceReader, InputPartition
+
+from api.client import Delivery, QuorumqClient
+from spark_io.calls import call
+from spark_io.connection import Connection
+from spark_io.options import SourceOptions
+from spark_io.rows import Row, delivery_row
+
+BROWSE_PAGE = 10000  # the server's limit per browse request
+
+
+@dataclass(frozen=True)
+class IdRange(InputPartition):
+    """One task's share of a batch read: the messages with ids from `first` to below `end`."""
+
+    connection: Connection
+    queue: str
+    first: int
+    end: int
+    since_ms: int | None
+    headers: str
+
+
+def read_ids(part: IdRange) -> Iterator[Row]:
+    """The rows of the messages in `part` that the queue holds (and enqueued at or after `since_ms`)."""
+
+    async def fetch(client: QuorumqClient) -> list[Delivery]:
+        found: list[Delivery] = []
+        start = part.first
+        while start < part.end:
+            page = await client.browse(part.queue, start, to=part.end, limit=BROWSE_PAGE)
+            found.extend(page)
+            if len(page) < BROWSE_PAGE:
+                break
+            start = page[-1].id + 1
+        return found
+
+    since = part.since_ms
+    for delivery in call(part.connection, fetch):
+        if since is None or (delivery.published_at is not None and delivery.published_at >= since):
+            yield delivery_row(part.queue, delivery, part.headers)
+
+
+class QuorumqBatchReader(DataSourceReader):
+    """Plans id ranges on the driver; each task browses its range."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+
+    def partitions(self) -> list[IdRange]:  # type: ignore[override]
+        options = self.options
+
+        async def bounds(client: QuorumqClient) -> tuple[int, int]:
+            end = int((await client.queue(options.queue))["next_id"])
+            lowest = await client.browse(options.queue, 0, to=end, limit=1)
+            return (lowest[0].id if lowest else end), end
+
+        first, end = call(options.connection, bounds)
+        size = options.partition_size
+        starts = range(first, end, size) if first < end else [end]  # an empty queue: one empty range
+        return [
+            IdRange(
+                options.connection, options.queue, at, min(at + size, end), options.since_ms, options.headers
+            )
+            for at in starts
+        ]
+
+    def read(self, partition: IdRange) -> Iterator[Row]:  # type: ignore[override]
+        return read_ids(partition)
