@@ -19,22 +19,24 @@ import ipaddress
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from contextvars import ContextVar
 from dataclasses import dataclass
-from types import SimpleNamespace
 
-import aiohttp
 from aiohttp import web
 
-from api.app_keys import NODE, PASSWORD_CHECKER
+from api.app_keys import LOGIN_THROTTLE, NODE, PASSWORD_CHECKER, REPLAY_GUARD
 from api.errors import ApiError, error_response
+from api.limits import read_body
+from api.login_throttle import LoginThrottled
 from api.tokens import verify_token
 from api.validation import check_queue_name
 from cluster.config import ConfigError
 from cluster.metadata import Metadata
 from cluster.node import META_GROUP, Node
-from cluster.peer_auth import NODE_AUTH_HEADER, NODE_PRINCIPAL, sign_assertion, verify_assertion
+from cluster.peer_auth import NODE_AUTH_HEADER, NODE_PRINCIPAL, body_digest_off_loop, verify_assertion
 from cluster.proposals import ProposalFailed
+from cluster.replay_guard import ReplayGuardFull
+from cluster.source_address import source_key
+from cluster.steady_clock import steady_wall_ms
 from cluster.users import (
     FULL_ACCESS,
     GUEST,
@@ -44,6 +46,7 @@ from cluster.users import (
     check_user_name,
     hash_password,
     pattern_allows,
+    unusable_hash,
     verify_password,
 )
 
@@ -125,11 +128,14 @@ class Principal:
     configure: str = ""
     write: str = ""
     read: str = ""
+    expires_ms: int | None = None  # when the credentials expire (a bearer token's expiry), if ever
 
     @classmethod
-    def of(cls, record: UserRecord) -> Principal:
-        """The rights a user record grants."""
-        return cls(record.name, record.is_administrator, record.configure, record.write, record.read)
+    def of(cls, record: UserRecord, expires_ms: int | None = None) -> Principal:
+        """The rights a user record grants, to credentials valid until `expires_ms` (None: no end)."""
+        return cls(
+            record.name, record.is_administrator, record.configure, record.write, record.read, expires_ms
+        )
 
     @classmethod
     def superuser(cls, name: str) -> Principal:
@@ -166,31 +172,45 @@ class Unauthenticated(Exception):
 
 
 class PasswordChecker:
-    """Checks passwords against scrypt hashes off the event loop, a few at a time, remembering successes.
+    """Hashes and checks passwords with scrypt off the event loop, PASSWORD_CHECKS_AT_ONCE at a time
+    (each takes 128 MiB), remembering successes.
 
     Remembered successes are keyed by an HMAC (with a per-process key) of the name, the stored hash and
-    the password, so a changed password or a new hash never matches an old entry.
+    the password, so a changed password or a new hash never matches an old entry. A user that does not
+    exist costs the same scrypt as one that does (checked against an unusable hash), so the time of a
+    failure does not tell which user names exist.
     """
 
     def __init__(self) -> None:
         self._key = os.urandom(32)
         self._verified: set[bytes] = set()
         self._slots = asyncio.Semaphore(PASSWORD_CHECKS_AT_ONCE)
+        self._unusable = unusable_hash()
 
-    async def check(self, record: UserRecord, password: str) -> bool:
-        """True when `password` is the user's."""
+    async def hash(self, password: str) -> str:
+        """A new hash of `password` (`cluster.users.hash_password`)."""
+        async with self._slots:
+            return await asyncio.get_running_loop().run_in_executor(None, hash_password, password)
+
+    async def check(self, record: UserRecord | None, password: str) -> bool:
+        """True when `password` is the user's; False, at the same cost, when there is no such user."""
+        if record is None:
+            await self._verify(password, self._unusable)
+            return False
         material = "\x00".join((record.name, record.password_hash, password)).encode()
         fingerprint = hmac.new(self._key, material, hashlib.sha256).digest()
         if fingerprint in self._verified:
             return True
-        async with self._slots:
-            loop = asyncio.get_running_loop()
-            ok = await loop.run_in_executor(None, verify_password, password, record.password_hash)
+        ok = await self._verify(password, record.password_hash)
         if ok:
             if len(self._verified) >= VERIFIED_CACHE_SIZE:
                 self._verified.clear()
             self._verified.add(fingerprint)
         return ok
+
+    async def _verify(self, password: str, encoded: str) -> bool:
+        async with self._slots:
+            return await asyncio.get_running_loop().run_in_executor(None, verify_password, password, encoded)
 
 
 def is_loopback(request: web.Request) -> bool:
@@ -213,11 +233,9 @@ def route_access(request: web.Request) -> Access:
 async def authenticate(request: web.Request) -> Principal | None:
     """The caller's principal, or None when no credentials came; raises Unauthenticated when wrong."""
     node: Node = request.app[NODE]
-    asserted = request.headers.get(NODE_AUTH_HEADER)
-    if asserted is not None:
-        name = verify_assertion(node.config.cluster_secret, asserted, request.method, request.path)
-        if name is None:
-            raise Unauthenticated("invalid node assertion")
+    assertion = request.headers.get(NODE_AUTH_HEADER)
+    if assertion is not None:
+        name = await _asserted_user(request, node, assertion)
         if name in (NODE_PRINCIPAL, GUEST) and (name == NODE_PRINCIPAL or node.config.loopback_guest):
             return Principal.superuser(name)
         return _known_user(node.meta.state, name)
@@ -228,11 +246,29 @@ async def authenticate(request: web.Request) -> Principal | None:
     if scheme.lower() == "basic":
         return await _basic(request, node, value.strip())
     if scheme.lower() == "bearer":
-        name = verify_token(node.config.cluster_secret, value.strip(), node.meta.state.users)
-        if name is None:
+        claims = verify_token(node.config.cluster_secret, value.strip(), node.meta.state.users)
+        if claims is None:
             raise Unauthenticated("invalid or expired token")
-        return _known_user(node.meta.state, name)
+        return _known_user(node.meta.state, claims.name, claims.expires_ms)
     raise Unauthenticated(f"unsupported authorization scheme {scheme!r}")
+
+
+async def _asserted_user(request: web.Request, node: Node, assertion: str) -> str:
+    """The user a node assertion names, if it was made for exactly this request and is used once. The
+    body is read only once the assertion proved genuine."""
+    now_ms = steady_wall_ms()
+    secret = node.config.cluster_secret
+    asserted = verify_assertion(secret, assertion, request.method, request.raw_path, now_ms)
+    if asserted is None:
+        raise Unauthenticated("invalid node assertion")
+    if await body_digest_off_loop(await read_body(request)) != asserted.body_sha256:
+        raise Unauthenticated("the body is not the one the node assertion was made for")
+    try:
+        if not request.app[REPLAY_GUARD].first_use(asserted.nonce, asserted.expires_ms, now_ms):
+            raise Unauthenticated("node assertion already used")
+    except ReplayGuardFull as exc:
+        raise Unauthenticated(f"too many node assertions at once: {exc}", status=503) from exc
+    return asserted.user
 
 
 async def _basic(request: web.Request, node: Node, value: str) -> Principal:
@@ -242,26 +278,31 @@ async def _basic(request: web.Request, node: Node, value: str) -> Principal:
         raise Unauthenticated("malformed basic credentials") from exc
     if not sep:
         raise Unauthenticated("malformed basic credentials")
+    if name == GUEST and node.config.loopback_guest and not is_loopback(request):
+        raise Unauthenticated("the guest user may only connect from loopback")
+    throttle, source = request.app[LOGIN_THROTTLE], source_key(request.remote)
+    throttle.check(source)
     if name == GUEST and node.config.loopback_guest:
-        if not is_loopback(request):
-            raise Unauthenticated("the guest user may only connect from loopback")
-        if password != GUEST:
-            raise Unauthenticated("wrong user name or password")
-        return Principal.superuser(GUEST)
+        if password == GUEST:
+            return Principal.superuser(GUEST)
+        throttle.failed(source)
+        raise Unauthenticated("wrong user name or password")
     state = node.meta.state
     record = state.users.get(name)
-    if record is None or not await request.app[PASSWORD_CHECKER].check(record, password):
+    if not await request.app[PASSWORD_CHECKER].check(record, password):
         if not state.users_initialised:
             raise Unauthenticated("the user table is not initialised yet", status=503)
+        throttle.failed(source)
         raise Unauthenticated("wrong user name or password")
+    assert record is not None
     return Principal.of(record)
 
 
-def _known_user(state: Metadata, name: str) -> Principal:
+def _known_user(state: Metadata, name: str, expires_ms: int | None = None) -> Principal:
     record = state.users.get(name)
     if record is None:
         raise Unauthenticated(f"no user {name!r}", status=401 if state.users_initialised else 503)
-    return Principal.of(record)
+    return Principal.of(record, expires_ms)
 
 
 def principal(request: web.Request) -> Principal:
@@ -277,26 +318,11 @@ def require(caller: Principal, access: Access, queue: str | None, why: str = "")
         raise ApiError(403, "forbidden", f"user '{caller.name}' lacks {access.value} permission{target}{why}")
 
 
-_acting_for: ContextVar[Principal | None] = ContextVar("quorumq_acting_for", default=None)
-
-
-def vouching_trace(secret: str) -> aiohttp.TraceConfig:
-    """A client trace that signs every node-to-node request a handler makes (forwarding, asking a
-    queue's leader for stats) as the principal the handler serves, so the other node applies the same
+async def vouch(request: web.Request, method: str, url: str, body: bytes = b"") -> dict[str, str]:
+    """Headers for a call this handler makes to another node (forwarding, asking a queue's leader for
+    stats), asserting the principal it serves for exactly that call, so the other node applies the same
     permissions without seeing the caller's credentials."""
-
-    async def on_request_start(
-        session: aiohttp.ClientSession, context: SimpleNamespace, params: aiohttp.TraceRequestStartParams
-    ) -> None:
-        caller = _acting_for.get()
-        if caller is not None:
-            params.headers[NODE_AUTH_HEADER] = sign_assertion(
-                secret, caller.name, params.method, params.url.path
-            )
-
-    trace = aiohttp.TraceConfig()
-    trace.on_request_start.append(on_request_start)
-    return trace
+    return await request.app[NODE].caller.headers(method, url, body, user=principal(request).name)
 
 
 def _unauthorised(reason: str, status: int) -> web.Response:
@@ -317,6 +343,10 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
         caller = await authenticate(request)
     except Unauthenticated as exc:
         return _unauthorised(exc.reason, exc.status)
+    except LoginThrottled as exc:
+        response = error_response(429, "too_many_requests", str(exc))
+        response.headers["Retry-After"] = str(exc.retry_after_s)
+        return response
     if caller is None:
         return _unauthorised("authentication required", 401)
     queue = request.match_info.get("q")
@@ -324,11 +354,7 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
         check_queue_name(queue, request.app[NODE].config.max_queue_name_length)
     require(caller, access, queue)
     request[PRINCIPAL_KEY] = caller
-    acting = _acting_for.set(caller)
-    try:
-        return await handler(request)
-    finally:
-        _acting_for.reset(acting)
+    return await handler(request)
 
 
 async def bootstrap_users(app: web.Application):  # type: ignore[no-untyped-def]
@@ -343,18 +369,14 @@ async def bootstrap_users(app: web.Application):  # type: ignore[no-untyped-def]
         if config.bootstrap_user == GUEST:
             raise ConfigError("bootstrap user: 'guest' is the built-in loopback user")
     app[PASSWORD_CHECKER] = PasswordChecker()
-    task = asyncio.get_running_loop().create_task(_bootstrap_loop(app[NODE]))
+    task = asyncio.get_running_loop().create_task(_bootstrap_loop(app[NODE], app[PASSWORD_CHECKER]))
     yield
     task.cancel()
 
 
-async def _bootstrap_loop(node: Node) -> None:
+async def _bootstrap_loop(node: Node, passwords: PasswordChecker) -> None:
     config = node.config
-    password_hash = ""
-    if config.bootstrap_user:
-        password_hash = await asyncio.get_running_loop().run_in_executor(
-            None, hash_password, config.bootstrap_password
-        )
+    password_hash = await passwords.hash(config.bootstrap_password) if config.bootstrap_user else ""
     while not node.meta.state.users_initialised:
         if node.meta.is_leader and node.host is not None:
             try:

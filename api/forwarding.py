@@ -22,6 +22,7 @@ import aiohttp
 from aiohttp import web
 
 from api.app_keys import FORWARD_SESSION, NODE
+from api.auth import vouch
 from api.validation import queue_name
 from cluster.errors import NotLeader, QueueNotFound
 from cluster.node import Node
@@ -58,9 +59,9 @@ async def forward(
         "Accept": request.headers.get("Accept", "application/json"),
     }
     session: aiohttp.ClientSession = request.app[FORWARD_SESSION]
-    proxied = asyncio.ensure_future(
-        _proxy(session, request.method, url + request.path_qs, await request.read(), headers)
-    )
+    body, url = await request.read(), url + request.path_qs
+    headers.update(await vouch(request, request.method, url, body))
+    proxied = asyncio.ensure_future(_proxy(session, request.method, url, body, headers))
     try:
         while True:
             done, _ = await asyncio.wait({proxied}, timeout=LEADER_RECHECK_S if leader_now else None)

@@ -32,17 +32,24 @@ CONSUMERS_ROUTE = "/api/queues/{q}/consumers"
 async def limits_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Enforce the request-level limits, then run the handler."""
     node: Node = request.app[NODE]
-    config = node.config
     queue = request.match_info.get("q")
-    if request.body_exists:
-        try:
-            await asyncio.wait_for(request.read(), config.request_read_timeout_ms / 1000)
-        except TimeoutError as exc:
-            raise ApiError(408, "request_timeout", "the request body did not arrive in time") from exc
+    await read_body(request)
     resource = request.match_info.route.resource
     if queue is not None and request.method == "POST" and resource and resource.canonical == CONSUMERS_ROUTE:
         _check_consumer_room(node, queue)
     return await handler(request)
+
+
+async def read_body(request: web.Request) -> bytes:
+    """The request body (b"" without one), which must arrive within `request_read_timeout_ms` (408);
+    aiohttp keeps it, so later reads cost nothing."""
+    if not request.body_exists:
+        return b""
+    timeout_s = request.app[NODE].config.request_read_timeout_ms / 1000
+    try:
+        return await asyncio.wait_for(request.read(), timeout_s)
+    except TimeoutError as exc:
+        raise ApiError(408, "request_timeout", "the request body did not arrive in time") from exc
 
 
 def _check_consumer_room(node: Node, queue: str) -> None:

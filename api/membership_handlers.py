@@ -11,6 +11,7 @@ import aiohttp
 from aiohttp import web
 
 from api.app_keys import FORWARD_SESSION, NODE
+from api.auth import vouch
 from api.errors import ApiError
 from api.forwarding import forward, on_meta_leader, on_queue_leader
 from api.validation import bad, field_str, json_object, queue_name
@@ -86,7 +87,9 @@ async def _member_status(request: web.Request, queue: str, member: str) -> dict[
     session: aiohttp.ClientSession = request.app[FORWARD_SESSION]
     try:
         timeout = aiohttp.ClientTimeout(total=MEMBER_STATUS_TIMEOUT_S)
-        async with session.get(f"{url}/api/queues/{queue}/members/{member}", timeout=timeout) as answer:
+        status_url = f"{url}/api/queues/{queue}/members/{member}"
+        headers = await vouch(request, "GET", status_url)
+        async with session.get(status_url, headers=headers, timeout=timeout) as answer:
             if answer.status == 200:
                 return await answer.json()
             return {"raft_state": "no_replica" if answer.status == 404 else "unknown"}

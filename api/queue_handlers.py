@@ -11,7 +11,7 @@ import aiohttp
 from aiohttp import web
 
 from api.app_keys import FORWARD_SESSION, METRICS, NODE
-from api.auth import Access, principal, require
+from api.auth import Access, principal, require, vouch
 from api.deliveries import deliveries_response
 from api.errors import ApiError
 from api.forwarding import client_node, on_meta_leader, on_queue_leader
@@ -164,7 +164,8 @@ async def _queue_anywhere(request: web.Request, node: Node, name: str) -> dict[s
     if url is not None:
         session: aiohttp.ClientSession = request.app[FORWARD_SESSION]
         try:
-            async with session.get(f"{url}/api/queues/{name}") as answer:
+            queue_url = f"{url}/api/queues/{name}"
+            async with session.get(queue_url, headers=await vouch(request, "GET", queue_url)) as answer:
                 if answer.status == 200:
                     return await answer.json()
         except (aiohttp.ClientError, TimeoutError):

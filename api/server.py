@@ -6,16 +6,18 @@ import aiohttp
 from aiohttp import web
 
 from api import cluster_handlers, consumer_handlers, durable_handlers, queue_handlers
-from api.app_keys import FORWARD_SESSION, METRICS, NODE
-from api.auth import auth_middleware, bootstrap_users, vouching_trace
+from api.app_keys import FORWARD_SESSION, LOGIN_THROTTLE, METRICS, NODE, REPLAY_GUARD
+from api.auth import auth_middleware, bootstrap_users
 from api.errors import error_middleware
 from api.forwarding import FORWARD_TIMEOUT_S
 from api.limits import limits_middleware
+from api.login_throttle import LoginThrottle
 from api.membership_handlers import add_routes as add_membership_routes
 from api.metrics import Metrics
 from api.openapi import serve_spec
 from api.user_handlers import add_routes as add_user_routes
 from cluster.node import Node
+from cluster.replay_guard import ReplayGuard
 from cluster.tls import http_client_context, http_server_context
 
 QUEUE = "/api/queues/{q}"
@@ -30,6 +32,8 @@ def create_app(node: Node) -> web.Application:
     )
     app[NODE] = node
     app[METRICS] = Metrics(node)
+    app[REPLAY_GUARD] = ReplayGuard()
+    app[LOGIN_THROTTLE] = LoginThrottle()
     app.cleanup_ctx.append(_forward_session)
     app.cleanup_ctx.append(bootstrap_users)
     app.router.add_get("/api/queues", queue_handlers.list_queues)
@@ -66,7 +70,6 @@ async def _forward_session(app: web.Application):  # type: ignore[no-untyped-def
     app[FORWARD_SESSION] = aiohttp.ClientSession(
         timeout=timeout,
         connector=aiohttp.TCPConnector(ssl=http_client_context(config) or True),
-        trace_configs=[vouching_trace(config.cluster_secret)],
     )
     yield
     await app[FORWARD_SESSION].close()

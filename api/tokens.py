@@ -10,6 +10,7 @@ import base64
 import binascii
 import hashlib
 import hmac
+from typing import NamedTuple
 
 import msgpack
 
@@ -35,18 +36,30 @@ def _mac(secret: str, payload: str) -> str:
     return _b64(hmac.new(derived_key(secret, "token"), payload.encode(), hashlib.sha256).digest())
 
 
-def issue_token(secret: str, record: UserRecord, ttl_s: int, now_s: float | None = None) -> tuple[str, int]:
-    """A token for `record` valid `ttl_s` seconds, and its expiry in ms since the epoch."""
+class TokenClaims(NamedTuple):
+    """What a genuine token says: whose it is and until when (ms since the epoch)."""
+
+    name: str
+    expires_ms: int
+
+
+def issue_token(
+    secret: str, record: UserRecord, ttl_s: int, now_s: float | None = None, not_after_ms: int | None = None
+) -> tuple[str, int]:
+    """A token for `record` valid `ttl_s` seconds but not after `not_after_ms` (the expiry of the token
+    that asked for it), and its expiry in ms since the epoch."""
     now_s = steady_wall_ms() / 1000 if now_s is None else now_s
     expires_ms = int((now_s + ttl_s) * 1000)
+    if not_after_ms is not None:
+        expires_ms = min(expires_ms, not_after_ms)
     payload = _b64(msgpack.packb([record.name, expires_ms, password_generation(record.password_hash)]))
     return f"{PREFIX}.{payload}.{_mac(secret, payload)}", expires_ms
 
 
 def verify_token(
     secret: str, token: str, users: dict[str, UserRecord], now_s: float | None = None
-) -> str | None:
-    """The user a genuine, unexpired, unrevoked token names; None for anything else."""
+) -> TokenClaims | None:
+    """The claims of a genuine, unexpired, unrevoked token; None for anything else."""
     if len(token) > MAX_TOKEN_CHARS:
         return None
     prefix, _, rest = token.partition(".")
@@ -61,4 +74,6 @@ def verify_token(
     record = users.get(name) if isinstance(name, str) else None
     if record is None or not isinstance(expires_ms, int) or expires_ms <= now_s * 1000:
         return None
-    return name if generation == password_generation(record.password_hash) else None
+    if generation != password_generation(record.password_hash):
+        return None
+    return TokenClaims(name, expires_ms)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from aiohttp import web
 
-from api.app_keys import NODE
+from api.app_keys import NODE, PASSWORD_CHECKER
 from api.auth import principal
 from api.errors import ApiError
 from api.forwarding import on_meta_leader
@@ -23,7 +22,6 @@ from cluster.users import (
     check_pattern,
     check_tags,
     check_user_name,
-    hash_password,
 )
 
 USER = "/api/users/{user}"
@@ -100,7 +98,7 @@ async def put_user(request: web.Request) -> web.StreamResponse:
         _refuse_losing_last_administrator(node, name)
     password_hash = ""
     if password is not None:
-        password_hash = await asyncio.get_running_loop().run_in_executor(None, hash_password, password)
+        password_hash = await request.app[PASSWORD_CHECKER].hash(password)
     reply = await _submit(node, ["put_user", name, password_hash, tags])
     return web.Response(status=201 if reply[0] == "created" else 204)
 
@@ -152,7 +150,8 @@ async def whoami(request: web.Request) -> web.StreamResponse:
 
 
 async def create_token(request: web.Request) -> web.StreamResponse:
-    """POST /api/tokens `{"ttl_s"}`: 201 `{"token", "expires_ms"}`, a bearer token for the caller."""
+    """POST /api/tokens `{"ttl_s"}`: 201 `{"token", "expires_ms"}`, a bearer token for the caller, expiring
+    no later than the token the caller presented, if it presented one."""
     node: Node = request.app[NODE]
     body = await json_object(request, optional=True)
     unknown = set(body) - {"ttl_s"}
@@ -165,5 +164,6 @@ async def create_token(request: web.Request) -> web.StreamResponse:
     record = node.meta.state.users.get(principal(request).name)
     if record is None:
         raise ApiError(400, "bad_request", "tokens are issued to stored users, not to the built-in ones")
-    token, expires_ms = issue_token(node.config.cluster_secret, record, ttl_s)
+    caller_expires_ms = principal(request).expires_ms  # a token mints none that outlives it
+    token, expires_ms = issue_token(node.config.cluster_secret, record, ttl_s, not_after_ms=caller_expires_ms)
     return web.json_response({"token": token, "expires_ms": expires_ms}, status=201)

@@ -96,15 +96,14 @@ class ClusterMembers:
             "http": self.node.config.http_url,
             "raft": str(self.node.config.raft_address),
         }
+        nodes_url = f"{url.rstrip('/')}/api/nodes"
         timeout = aiohttp.ClientTimeout(total=JOIN_TIMEOUT_S)
         async with aiohttp.ClientSession(timeout=timeout) as session:
             while True:
                 try:
-                    headers = self.node.caller.headers("POST", "/api/nodes")
+                    data, headers = await self.node.caller.json_call("POST", nodes_url, me)
                     ssl_context = self.node.caller.ssl or True
-                    async with session.post(
-                        f"{url.rstrip('/')}/api/nodes", json=me, headers=headers, ssl=ssl_context
-                    ) as answer:
+                    async with session.post(nodes_url, data=data, headers=headers, ssl=ssl_context) as answer:
                         body: Any = await answer.json(content_type=None)
                         if answer.status in (200, 201):
                             self._learn_peers(body["nodes"])

@@ -17,9 +17,9 @@ async def publish_remote(
     queue: str,
     messages: list[tuple[StoredMessage, int | None]],
     *,
+    caller: NodeCaller,
     publisher: str | None = None,
     seq: int | None = None,
-    caller: NodeCaller | None = None,
 ) -> None:
     """Publish through any node's HTTP API (it forwards to the queue's leader); raises unless confirmed."""
     payload: dict = {
@@ -36,11 +36,11 @@ async def publish_remote(
     if publisher is not None:
         payload.update(publisher=publisher, seq=seq)
     timeout = aiohttp.ClientTimeout(total=REMOTE_TIMEOUT_S)
-    path = f"/api/queues/{queue}/messages"
-    headers = caller.headers("POST", path) if caller else {}
-    ssl_context = caller.ssl if caller and caller.ssl else True
+    url = f"{http_url}/api/queues/{queue}/messages"
+    body, headers = await caller.json_call("POST", url, payload)
+    ssl_context = caller.ssl or True
     async with (
         aiohttp.ClientSession(timeout=timeout) as session,
-        session.post(http_url + path, json=payload, headers=headers, ssl=ssl_context) as response,
+        session.post(url, data=body, headers=headers, ssl=ssl_context) as response,
     ):
         response.raise_for_status()

@@ -8,6 +8,10 @@ Outgoing frames are queued per peer and per group and written round-robin over g
 large catch-up cannot starve another group's heartbeats; a frame is written at once instead when nothing is
 queued for the peer and its socket keeps up. A lost connection drops what was queued; Raft retransmits.
 
+Before a connection has authenticated, it is held to little: frames of at most MAX_HANDSHAKE_FRAME_BYTES
+(a larger length is refused before anything of it is read), a deadline of HANDSHAKE_TIMEOUT_S (the TLS
+handshake too), and a bounded number of such connections (`cluster.pending_handshakes`).
+
 A partition must not outlive its heal in a connection: TCP keeps retransmitting into a cut link with a
 doubling timeout, so a connection that survived seconds of partition may stay silent for seconds more
 after it heals, delaying the next election (fault schedule seed 106, `bridge` then `random-halves`:
@@ -34,12 +38,15 @@ from dataclasses import dataclass
 import msgpack
 
 from cluster.config import Address
+from cluster.pending_handshakes import PendingHandshakes
+from cluster.source_address import source_key
 from raft_log.msgpack_parts import array_header, bin_header
 
 log = logging.getLogger(__name__)
 
 FRAME_HEADER = struct.Struct(">I")
-MAX_FRAME_BYTES = 64 * 1024 * 1024
+MAX_FRAME_BYTES = 64 * 1024 * 1024  # from an authenticated peer
+MAX_HANDSHAKE_FRAME_BYTES = 4096  # a challenge, hello or welcome is a few hundred bytes
 MAX_QUEUED_PER_PEER = 20000
 WRITE_BUFFER_LIMIT = 256 * 1024  # bytes the socket may hold unsent before frames queue (and the pump drains)
 HANDSHAKE_TIMEOUT_S = 5.0
@@ -68,10 +75,11 @@ def _give_up_unacknowledged(writer: asyncio.StreamWriter) -> None:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, UNACKED_TIMEOUT_MS)
 
 
-async def _read_frame(reader: asyncio.StreamReader) -> bytes:
+async def _read_frame(reader: asyncio.StreamReader, limit: int = MAX_HANDSHAKE_FRAME_BYTES) -> bytes:
+    """One frame's payload; a length over `limit` is refused before any of the payload is read."""
     (length,) = FRAME_HEADER.unpack(await reader.readexactly(FRAME_HEADER.size))
-    if length > MAX_FRAME_BYTES:
-        raise HandshakeError(f"frame of {length} bytes exceeds {MAX_FRAME_BYTES}")
+    if length > limit:
+        raise HandshakeError(f"frame of {length} bytes exceeds {limit}")
     return await reader.readexactly(length)
 
 
@@ -140,6 +148,7 @@ class Transport:
         self._server: asyncio.base_events.Server | None = None
         self._inbound: dict[asyncio.Task, asyncio.StreamWriter] = {}
         self._inbound_from: dict[str, asyncio.StreamWriter] = {}  # each peer's newest inbound connection
+        self._pending = PendingHandshakes()
         self.rejected_handshakes = 0
 
     async def start(self) -> None:
@@ -150,6 +159,7 @@ class Transport:
             self.listen.port,
             reuse_address=True,
             ssl=self._tls[0] if self._tls else None,
+            ssl_handshake_timeout=HANDSHAKE_TIMEOUT_S if self._tls else None,
         )
 
     async def stop(self) -> None:
@@ -305,16 +315,20 @@ class Transport:
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
+        if not self._pending.admit(writer, source_key(writer.get_extra_info("peername", ("",))[0])):
+            writer.close()  # its source already has as many handshakes under way as it may
+            return
         self._inbound[task] = writer
         name: str | None = None
         try:
             name = await asyncio.wait_for(self._accept_handshake(reader, writer), HANDSHAKE_TIMEOUT_S)
+            self._pending.settled(writer)
             older = self._inbound_from.get(name)
             if older is not None:
                 older.close()  # the peer dials one connection at a time: the older one is dead
             self._inbound_from[name] = writer
             while True:
-                frame = _decode(await _read_frame(reader))
+                frame = _decode(await _read_frame(reader, MAX_FRAME_BYTES))
                 if len(frame) != 2 or not isinstance(frame[0], int) or not isinstance(frame[1], bytes):
                     raise HandshakeError("malformed frame")
                 self._on_frame(name, frame[0], frame[1])
@@ -324,6 +338,7 @@ class Transport:
         except (OSError, TimeoutError, asyncio.IncompleteReadError):
             pass
         finally:
+            self._pending.settled(writer)
             self._inbound.pop(task, None)
             if name is not None and self._inbound_from.get(name) is writer:
                 del self._inbound_from[name]

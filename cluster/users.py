@@ -35,9 +35,10 @@ PATTERNS_CACHED = 1024
 RE2_OPTIONS = re2.Options()
 RE2_OPTIONS.log_errors = False
 
-SCRYPT_N = 2**14
+SCRYPT_N = 2**17  # OWASP's recommendation for scrypt: N=2^17, r=8, p=1 (128 MiB, ~0.5 s per hash)
 SCRYPT_R = 8
 SCRYPT_P = 1
+SCRYPT_MAX_MEMORY = 2 * 128 * SCRYPT_N * SCRYPT_R  # a stored hash needing more is refused, not computed
 SALT_BYTES = 16
 HASH_BYTES = 32
 
@@ -67,13 +68,22 @@ def hash_password(password: str, *, salt: bytes | None = None) -> str:
     """`scrypt$N$r$p$salt$hash` (base64 parts) of a password, with a fresh random salt by default."""
     check_password(password)
     salt = os.urandom(SALT_BYTES) if salt is None else salt
-    digest = _scrypt(password, salt, SCRYPT_N, SCRYPT_R, SCRYPT_P)
-    parts = ("scrypt", str(SCRYPT_N), str(SCRYPT_R), str(SCRYPT_P), _b64(salt), _b64(digest))
-    return "$".join(parts)
+    return _encoded(salt, _scrypt(password, salt, SCRYPT_N, SCRYPT_R, SCRYPT_P))
+
+
+def unusable_hash() -> str:
+    """A well-formed hash at the current cost that no password matches: checking a password against it
+    costs what checking a real one does (for users that do not exist)."""
+    return _encoded(os.urandom(SALT_BYTES), os.urandom(HASH_BYTES))
+
+
+def _encoded(salt: bytes, digest: bytes) -> str:
+    return "$".join(("scrypt", str(SCRYPT_N), str(SCRYPT_R), str(SCRYPT_P), _b64(salt), _b64(digest)))
 
 
 def verify_password(password: str, encoded: str) -> bool:
-    """True when `password` matches an encoded hash; False for a wrong password or a malformed hash."""
+    """True when `password` matches an encoded hash, whatever scrypt cost it was made with (hashes made
+    before the cost was raised keep verifying); False for a wrong password or a malformed hash."""
     try:
         scheme, n, r, p, salt, digest = encoded.split("$")
         if scheme != "scrypt":
@@ -148,7 +158,7 @@ def pattern_allows(pattern: str, queue: str) -> bool:
 
 def _scrypt(password: str, salt: bytes, n: int, r: int, p: int) -> bytes:
     return hashlib.scrypt(
-        password.encode(), salt=salt, n=n, r=r, p=p, maxmem=64 * 1024 * 1024, dklen=HASH_BYTES
+        password.encode(), salt=salt, n=n, r=r, p=p, maxmem=SCRYPT_MAX_MEMORY, dklen=HASH_BYTES
     )
 
 

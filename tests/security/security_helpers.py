@@ -7,10 +7,12 @@ import socket
 from typing import Any, NamedTuple
 
 import aiohttp
+import msgpack
 
 from api.auth import ROUTE_ACCESS, Access
 from api.client_auth import basic_header
 from cli.node_processes import HARNESS_HEADERS
+from cluster.transport import FRAME_HEADER, _proof
 
 ADMIN = HARNESS_HEADERS["Authorization"]
 NO_GUEST = {"QUORUMQ_LOOPBACK_GUEST": "false"}
@@ -33,12 +35,15 @@ async def call(
     json: Any = None,
     data: bytes | None = None,
     headers: dict[str, str] | None = None,
+    source: str | None = None,
 ) -> Answer:
-    """Send one request with an optional Authorization header and return status, parsed body, headers."""
+    """Send one request with an optional Authorization header (from the local address `source`, e.g.
+    another loopback address) and return status, parsed body, headers."""
     headers = {**(headers or {}), **({"Authorization": authorization} if authorization else {})}
     timeout = aiohttp.ClientTimeout(total=20)
+    connector = aiohttp.TCPConnector(local_addr=(source, 0) if source else None)
     async with (
-        aiohttp.ClientSession(timeout=timeout) as session,
+        aiohttp.ClientSession(timeout=timeout, connector=connector) as session,
         session.request(method, url, headers=headers, json=json, data=data) as response,
     ):
         text = await response.text()
@@ -94,3 +99,20 @@ def non_loopback_address() -> str | None:
     finally:
         probe.close()
     return None if address.startswith("127.") else address
+
+
+async def raft_handshake(host: str, port: int, name: str, secret: str) -> bool:
+    """Dial a node's Raft port as `name` proving `secret`; True when the node welcomes us."""
+    reader, writer = await asyncio.open_connection(host, port)
+    try:
+        (length,) = FRAME_HEADER.unpack(await reader.readexactly(FRAME_HEADER.size))
+        _, server_nonce = msgpack.unpackb(await reader.readexactly(length))
+        client_nonce = b"n" * 16
+        proof = _proof(secret.encode(), b"dial", server_nonce, client_nonce, name.encode())
+        hello = msgpack.packb(["hello", name, client_nonce, proof])
+        writer.write(FRAME_HEADER.pack(len(hello)) + hello)
+        await writer.drain()
+        header = await asyncio.wait_for(reader.read(FRAME_HEADER.size), 10)
+        return len(header) == FRAME_HEADER.size
+    finally:
+        writer.close()

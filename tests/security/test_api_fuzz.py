@@ -4,14 +4,19 @@ it confirmed before the fuzzing.
 
 Examples per operation: QUORUMQ_API_FUZZ_EXAMPLES (default 10 in CI; see docs/security.md).
 Cluster membership changes (join, forget) are left out: they would fuzz the cluster's shape, not input
-handling. Publishes are also sent as msgpack (the extension). Requests are made as the loopback guest
-(an administrator that cannot be deleted or changed).
+handling. Publishes are also sent as msgpack (the extension). Authentication is on (no request is
+anonymous): the first run logs in as the harness administrator (a stored user), the second as a user
+with a few permissions, and checks besides that no answer is 2xx for a route or queue (or dead-letter
+target) that user has no permission for, and that queue listings show it only its queues.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
+import zlib
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,14 +27,23 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 
+from api.auth import ROUTE_ACCESS, Access
 from api.client import QuorumqClient
 from api.openapi import spec
-from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER, ProcessCluster
+from cli.node_processes import HARNESS_HEADERS, HARNESS_PASSWORD, HARNESS_USER, ProcessCluster
 
 EXAMPLES = int(os.environ.get("QUORUMQ_API_FUZZ_EXAMPLES", "10"))
 CANARY = "fuzz-canary"
 CANARY_MESSAGES = 50
 LONG_POLL_CAP_S = "0.1"
+LIMITED_USER, LIMITED_PASSWORD = "fuzz-limited", "fuzz-limited-password"
+LIMITED_PERMISSIONS = {
+    "configure": "fuzz-own-.*",
+    "write": "fuzz-own-.*|fuzz-drop",
+    "read": "fuzz-own-.*|fuzz-peek",
+}
+LIMITED_QUEUES = ["fuzz-own-1", "fuzz-drop", "fuzz-peek", CANARY]  # declared by the administrator
+LIMITED_ANSWERS: Counter[str] = Counter()  # "2xx", "403", ... over the limited user's run
 
 schema = schemathesis.openapi.from_dict(spec()).exclude(path_regex="^/api/nodes")
 
@@ -56,6 +70,7 @@ def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]
     """A cluster holding a canary queue with confirmed messages."""
     cluster = ProcessCluster.start(tmp_path_factory.mktemp("fuzzed"), 3)
     asyncio.run(_fill_canary(cluster.urls))
+    _add_limited_user(cluster.urls[0])
     yield cluster
     cluster.stop()
 
@@ -65,6 +80,16 @@ async def _fill_canary(urls: list[str]) -> None:
         await client.declare(CANARY)
         for i in range(CANARY_MESSAGES):
             await client.publish(CANARY, [f"canary-{i}"])
+        for name in LIMITED_QUEUES[:-1]:
+            await client.declare(name)
+
+
+def _add_limited_user(url: str) -> None:
+    with requests.Session() as admin:
+        admin.headers.update(HARNESS_HEADERS)
+        user = f"{url}/api/users/{LIMITED_USER}"
+        assert admin.put(user, json={"password": LIMITED_PASSWORD}, timeout=30).status_code == 201
+        assert admin.put(user + "/permissions", json=LIMITED_PERMISSIONS, timeout=30).status_code == 204
 
 
 @pytest.fixture(scope="module")
@@ -83,6 +108,61 @@ def test_no_generated_request_makes_a_node_fail(case, fuzzed: ProcessCluster, ht
     response = case.call(base_url=node.url, session=http, timeout=30)
     case.validate_response(response, checks=[not_a_server_error])
     assert all(n.running for n in fuzzed.nodes)
+
+
+@pytest.fixture(scope="module")
+def limited_http() -> Iterator[requests.Session]:
+    with requests.Session() as session:
+        session.auth = (LIMITED_USER, LIMITED_PASSWORD)
+        yield session
+
+
+def _may(permission: str, queue: Any) -> bool:
+    return isinstance(queue, str) and re.fullmatch(LIMITED_PERMISSIONS[permission], queue) is not None
+
+
+def _permitted(case: Any, queue: Any) -> bool:
+    """Whether the limited user may have a 2xx for this request (its own reading of ROUTE_ACCESS)."""
+    access = ROUTE_ACCESS.get((case.method.upper(), case.operation.path), Access.ADMINISTRATOR)
+    if access in (Access.ADMINISTRATOR, Access.CONFIGURE_ADMIN):
+        return False
+    if access is Access.ANY_QUEUE_PERMISSION:
+        return any(_may(p, queue) for p in LIMITED_PERMISSIONS)
+    if access in (Access.CONFIGURE, Access.WRITE, Access.READ):
+        arguments = case.body.get("arguments") if isinstance(case.body, dict) else None
+        target = arguments.get("x-dead-letter-queue") if isinstance(arguments, dict) else None
+        return _may(access.value, queue) and (not isinstance(target, str) or _may("write", target))
+    return True
+
+
+@schema.parametrize()
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+def test_a_limited_user_gets_no_more_than_its_permissions(  # type: ignore[no-untyped-def]
+    case, fuzzed: ProcessCluster, limited_http: requests.Session
+) -> None:
+    if case.query and "wait" in case.query:
+        case.query["wait"] = LONG_POLL_CAP_S
+    queue = (case.path_parameters or {}).get("q")
+    if queue is not None:  # mostly queues it has some (or no) permission on, sometimes the generated name
+        choice = zlib.crc32(repr(queue).encode()) % (len(LIMITED_QUEUES) + 1)
+        queue = case.path_parameters["q"] = LIMITED_QUEUES[choice] if choice < len(LIMITED_QUEUES) else queue
+    node = fuzzed.nodes[hash(case.path) % len(fuzzed.nodes)]
+    response = case.call(base_url=node.url, session=limited_http, timeout=30)
+    case.validate_response(response, checks=[not_a_server_error])
+    allowed = 200 <= response.status_code < 300
+    LIMITED_ANSWERS["2xx" if allowed else str(response.status_code)] += 1
+    if allowed:
+        assert _permitted(case, queue), (case.method, case.formatted_path, case.body, response.status_code)
+    if allowed and (case.method.upper(), case.operation.path) == ("GET", "/api/queues"):
+        listed = [row["name"] for row in response.json()]
+        assert all(any(_may(p, name) for p in LIMITED_PERMISSIONS) for name in listed), listed
+    assert all(n.running for n in fuzzed.nodes)
+
+
+def test_the_limited_user_run_was_allowed_some_and_refused_some() -> None:
+    if not LIMITED_ANSWERS:
+        pytest.skip("the limited user's run did not run in this session")
+    assert LIMITED_ANSWERS["2xx"] and LIMITED_ANSWERS["403"], LIMITED_ANSWERS
 
 
 def test_after_fuzzing_the_cluster_is_healthy_and_kept_every_confirmed_message(

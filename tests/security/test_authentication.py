@@ -11,7 +11,7 @@ from security_helpers import ADMIN, NO_GUEST, call, concrete, eventually_status,
 
 from api.client_auth import basic_header
 from cli.node_processes import HARNESS_SECRET, READY_TIMEOUT_S, ProcessCluster, plan_cluster
-from cluster.peer_auth import NODE_AUTH_HEADER, sign_assertion
+from cluster.peer_auth import NODE_AUTH_HEADER, body_digest, sign_assertion
 
 
 async def test_every_protected_route_answers_401_without_credentials(secured: ProcessCluster) -> None:
@@ -72,12 +72,13 @@ async def test_wrong_credentials_are_401(secured: ProcessCluster, authorization:
 
 
 async def test_a_forged_node_assertion_is_401(secured: ProcessCluster) -> None:
-    forged = sign_assertion("not-the-cluster-secret", "@node", "GET", "/api/queues")
+    empty = body_digest(b"")
+    forged = sign_assertion("not-the-cluster-secret", "@node", "GET", "/api/queues", empty)
     answer = await _with_header(secured.urls[0] + "/api/queues", forged)
     assert answer == 401
-    other_path = sign_assertion(HARNESS_SECRET, "@node", "GET", "/api/users")
+    other_path = sign_assertion(HARNESS_SECRET, "@node", "GET", "/api/users", empty)
     assert await _with_header(secured.urls[0] + "/api/queues", other_path) == 401
-    genuine = sign_assertion(HARNESS_SECRET, "@node", "GET", "/api/queues")
+    genuine = sign_assertion(HARNESS_SECRET, "@node", "GET", "/api/queues", empty)
     assert await _with_header(secured.urls[0] + "/api/queues", genuine) == 200
 
 

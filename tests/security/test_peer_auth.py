@@ -1,63 +1,73 @@
 """Node to node: a peer without the cluster secret, or with a name the cluster does not know, can
-neither inject Raft frames nor join; signed HTTP assertions are bound to user, path, method and time."""
+neither inject Raft frames nor join; signed HTTP assertions are bound to user, method, request target,
+body and time, and never leave a node with TLS over plain HTTP."""
 
 from __future__ import annotations
 
-import asyncio
+import json
+import ssl
 
-import msgpack
-from security_helpers import ADMIN, call
+import pytest
+from security_helpers import ADMIN, call, raft_handshake
 
 from cli.node_processes import HARNESS_SECRET, ProcessCluster
-from cluster.peer_auth import ASSERTION_TTL_MS, NODE_AUTH_HEADER, sign_assertion, verify_assertion
-from cluster.transport import FRAME_HEADER, _proof
+from cluster.peer_auth import (
+    ASSERTION_TTL_MS,
+    NODE_AUTH_HEADER,
+    Asserted,
+    NodeCaller,
+    PlainHttpRefused,
+    body_digest,
+    sign_assertion,
+    verify_assertion,
+)
 
 SECRET = HARNESS_SECRET
 
 
-async def _handshake(host: str, port: int, name: str, secret: str) -> bool:
-    """Dial a node's Raft port as `name` proving `secret`; True when the node welcomes us."""
-    reader, writer = await asyncio.open_connection(host, port)
-    try:
-        (length,) = FRAME_HEADER.unpack(await reader.readexactly(FRAME_HEADER.size))
-        _, server_nonce = msgpack.unpackb(await reader.readexactly(length))
-        client_nonce = b"n" * 16
-        proof = _proof(secret.encode(), b"dial", server_nonce, client_nonce, name.encode())
-        hello = msgpack.packb(["hello", name, client_nonce, proof])
-        writer.write(FRAME_HEADER.pack(len(hello)) + hello)
-        await writer.drain()
-        header = await asyncio.wait_for(reader.read(FRAME_HEADER.size), 10)
-        return len(header) == FRAME_HEADER.size
-    finally:
-        writer.close()
-
-
 async def test_raft_port_welcomes_only_known_peers_with_the_secret(secured: ProcessCluster) -> None:
     node = secured.nodes[0]
-    assert await _handshake(node.host, node.raft_port, "node2", SECRET)
-    assert not await _handshake(node.host, node.raft_port, "node2", "wrong-secret")
-    assert not await _handshake(node.host, node.raft_port, "intruder", SECRET)
-    assert not await _handshake(node.host, node.raft_port, "node1", SECRET)  # its own name
+    assert await raft_handshake(node.host, node.raft_port, "node2", SECRET)
+    assert not await raft_handshake(node.host, node.raft_port, "node2", "wrong-secret")
+    assert not await raft_handshake(node.host, node.raft_port, "intruder", SECRET)
+    assert not await raft_handshake(node.host, node.raft_port, "node1", SECRET)  # its own name
 
 
 async def test_a_node_without_the_secret_cannot_join(secured: ProcessCluster) -> None:
     body = {"name": "node9", "http": "http://127.0.0.1:1", "raft": "127.0.0.1:2"}
-    forged = sign_assertion("wrong-secret", "@node", "POST", "/api/nodes")
-    answer = await call("POST", secured.urls[0] + "/api/nodes", json=body, headers={NODE_AUTH_HEADER: forged})
+    data = json.dumps(body).encode()
+    forged = sign_assertion("wrong-secret", "@node", "POST", "/api/nodes", body_digest(data))
+    headers = {NODE_AUTH_HEADER: forged, "Content-Type": "application/json"}
+    answer = await call("POST", secured.urls[0] + "/api/nodes", data=data, headers=headers)
     assert answer.status == 401
     nodes = await call("GET", secured.urls[0] + "/api/nodes", authorization=ADMIN)
     assert sorted(n["name"] for n in nodes.body) == ["node1", "node2", "node3"]
     assert (await call("GET", secured.urls[0] + "/api/health")).status == 200
 
 
-def test_assertions_are_bound_to_user_method_path_and_time() -> None:
-    now = 1_000_000
-    value = sign_assertion(SECRET, "alice", "POST", "/api/queues/a/messages", now)
-    assert verify_assertion(SECRET, value, "POST", "/api/queues/a/messages", now) == "alice"
-    assert verify_assertion(SECRET, value, "GET", "/api/queues/a/messages", now) is None
-    assert verify_assertion(SECRET, value, "POST", "/api/queues/b/messages", now) is None
-    assert verify_assertion("other", value, "POST", "/api/queues/a/messages", now) is None
-    assert (
-        verify_assertion(SECRET, value, "POST", "/api/queues/a/messages", now + ASSERTION_TTL_MS + 1) is None
-    )
-    assert verify_assertion(SECRET, "bob" + value[5:], "POST", "/api/queues/a/messages", now) is None
+def test_assertions_are_bound_to_user_method_target_body_and_time() -> None:
+    now, target, body = 1_000_000, "/api/queues/a/messages?x=1", body_digest(b"{}")
+    value = sign_assertion(SECRET, "alice", "POST", target, body, now)
+    asserted = verify_assertion(SECRET, value, "POST", target, now)
+    assert isinstance(asserted, Asserted) and asserted.user == "alice" and asserted.body_sha256 == body
+    assert asserted.expires_ms == now + ASSERTION_TTL_MS and len(asserted.nonce) == 16
+    assert verify_assertion(SECRET, value, "GET", target, now) is None
+    assert verify_assertion(SECRET, value, "POST", "/api/queues/b/messages?x=1", now) is None
+    assert verify_assertion(SECRET, value, "POST", "/api/queues/a/messages?x=2", now) is None
+    assert verify_assertion(SECRET, value, "POST", "/api/queues/a/messages", now) is None
+    assert verify_assertion(SECRET, value.replace(body, body_digest(b"[]")), "POST", target, now) is None
+    assert verify_assertion("other", value, "POST", target, now) is None
+    assert verify_assertion(SECRET, value, "POST", target, now + ASSERTION_TTL_MS + 1) is None
+    assert verify_assertion(SECRET, value.replace(";alice;", ";bob;"), "POST", target, now) is None
+    assert sign_assertion(SECRET, "alice", "POST", target, body, now) != value  # a fresh nonce each time
+
+
+async def test_a_node_with_tls_never_sends_an_assertion_over_plain_http() -> None:
+    caller = NodeCaller(SECRET, ssl.create_default_context())
+    with pytest.raises(PlainHttpRefused):
+        await caller.headers("GET", "http://127.0.0.1:8080/api/queues")
+    signed = await caller.headers("GET", "https://127.0.0.1:8080/api/queues?x=1")
+    target = "/api/queues?x=1"
+    assert verify_assertion(SECRET, signed[NODE_AUTH_HEADER], "GET", target) is not None
+    plain = await NodeCaller(SECRET).headers("GET", "http://127.0.0.1:8080/api/queues")  # no TLS configured
+    assert NODE_AUTH_HEADER in plain

@@ -13,7 +13,7 @@ from security_helpers import call
 
 from cli.node_processes import ProcessCluster, free_ports, plan_cluster, wait_healthy
 from cluster.cluster_secret import SECRET_FILE
-from cluster.peer_auth import NODE_AUTH_HEADER, sign_assertion
+from cluster.peer_auth import NODE_AUTH_HEADER, body_digest, sign_assertion
 
 START_TIMEOUT_S = 60
 
@@ -40,7 +40,7 @@ def test_a_node_reachable_off_loopback_exits_without_a_secret_of_its_own(
 
 
 async def test_the_development_secret_forges_no_node_assertion(secured: ProcessCluster) -> None:
-    forged = sign_assertion("quorumq-dev-secret", "@node", "GET", "/api/users")
+    forged = sign_assertion("quorumq-dev-secret", "@node", "GET", "/api/users", body_digest(b""))
     answer = await call("GET", secured.urls[0] + "/api/users", headers={NODE_AUTH_HEADER: forged})
     assert answer.status == 401, answer.body
 

@@ -1,0 +1,49 @@
+"""Each node assertion is accepted once: the nonces of accepted assertions are remembered until they
+expire, in bounded memory.
+
+A nonce is forgotten only after its assertion has expired (expired assertions are refused anyway), never
+earlier to make room: when `capacity` nonces are remembered, further assertions are refused
+(`ReplayGuardFull`) until some expire. Only genuine assertions reach the guard, so filling it takes the
+cluster secret.
+"""
+
+from __future__ import annotations
+
+MAX_REMEMBERED_NONCES = 250_000  # ~22 MiB; an assertion lives at most 2 minutes (see verify_assertion)
+
+
+class ReplayGuardFull(Exception):
+    """As many nonces as the guard holds are still within their assertions' validity."""
+
+
+class ReplayGuard:
+    """The nonces seen within their validity: a set for lookups, and per-second lists for forgetting."""
+
+    def __init__(self, capacity: int = MAX_REMEMBERED_NONCES) -> None:
+        self.capacity = capacity
+        self._seen: set[bytes] = set()
+        self._forget_at: dict[int, list[bytes]] = {}  # a second after which these assertions expired
+        self._swept_s = -1
+
+    def __len__(self) -> int:
+        return len(self._seen)
+
+    def first_use(self, nonce: bytes, expires_ms: int, now_ms: int) -> bool:
+        """True the first time `nonce` (of an assertion valid until `expires_ms`) is seen, False for a
+        replay; raises ReplayGuardFull when it cannot remember one more."""
+        self._forget_expired(now_ms)
+        if nonce in self._seen:
+            return False
+        if len(self._seen) >= self.capacity:
+            raise ReplayGuardFull(f"{len(self._seen)} node assertions are still within their validity")
+        self._seen.add(nonce)
+        self._forget_at.setdefault(expires_ms // 1000 + 1, []).append(nonce)
+        return True
+
+    def _forget_expired(self, now_ms: int) -> None:
+        now_s = now_ms // 1000
+        if now_s == self._swept_s:
+            return
+        self._swept_s = now_s
+        for second in [s for s in self._forget_at if s <= now_s]:
+            self._seen.difference_update(self._forget_at.pop(second))

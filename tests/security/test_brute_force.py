@@ -1,0 +1,80 @@
+"""Brute force and enumeration: failed logins are limited per source address, an unknown user costs
+the scrypt of a known one, passwords are hashed at today's recommended cost (older hashes still
+verify), and a token cannot mint a token that outlives it."""
+
+from __future__ import annotations
+
+import time
+
+from security_helpers import ADMIN, add_user, call
+
+from api.client_auth import basic_header
+from api.login_throttle import LOGIN_FAILURES
+from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER, ProcessCluster
+from cluster.users import hash_password, verify_password
+
+WRONG = basic_header(HARNESS_USER, "not-the-password")
+RIGHT = basic_header(HARNESS_USER, HARNESS_PASSWORD)
+
+
+async def test_failed_logins_are_limited_per_source_address(secured: ProcessCluster) -> None:
+    url = secured.urls[2] + "/api/whoami"
+    attacker, bystander = "127.0.0.21", "127.0.0.22"
+    for _ in range(LOGIN_FAILURES):
+        assert (await call("GET", url, authorization=WRONG, source=attacker)).status == 401
+    throttled = await call("GET", url, authorization=WRONG, source=attacker)
+    assert throttled.status == 429, throttled.body
+    assert throttled.body["error"] == "too_many_requests"
+    assert int(throttled.headers["Retry-After"]) >= 1
+    assert (await call("GET", url, authorization=RIGHT, source=attacker)).status == 429  # no check at all
+    assert (await call("GET", url, authorization=RIGHT, source=bystander)).status == 200
+    assert (await call("GET", url, authorization=WRONG, source=bystander)).status == 401
+
+
+async def _failure_seconds(url: str, authorization: str, source: str) -> float:
+    """The quickest of three failed logins."""
+    times = []
+    for _ in range(3):
+        started = time.perf_counter()
+        assert (await call("GET", url, authorization=authorization, source=source)).status == 401
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+async def test_an_unknown_user_costs_the_same_password_check_as_a_known_one(secured: ProcessCluster) -> None:
+    url = secured.urls[1] + "/api/whoami"
+    known = await _failure_seconds(url, WRONG, "127.0.0.31")
+    unknown = await _failure_seconds(url, basic_header("no-such-user", "guess"), "127.0.0.32")
+    assert unknown >= known / 2, (unknown, known)
+
+
+OLD_HASH = (  # "old-password" as stored before the cost was raised (scrypt N=2^14, r=8, p=1)
+    "scrypt$16384$8$1$AAECAwQFBgcICQoLDA0ODw==$LIrDORZeezT+LPJy54dTNZZCGKf3xaCj75Ex9K1MjF0="
+)
+
+
+def test_passwords_are_hashed_at_the_recommended_cost_and_older_hashes_still_verify() -> None:
+    encoded = hash_password("s3cret")
+    scheme, n, r, p, _, _ = encoded.split("$")
+    assert (scheme, int(n), int(r), int(p)) == ("scrypt", 2**17, 8, 1)
+    assert verify_password("s3cret", encoded) and not verify_password("s3cre", encoded)
+    assert verify_password("old-password", OLD_HASH) and not verify_password("new-password", OLD_HASH)
+
+
+async def test_a_token_cannot_mint_a_token_that_outlives_it(secured: ProcessCluster) -> None:
+    base = secured.urls[0]
+    await add_user(secured.urls, "minter", "m1nt", {"configure": "", "write": "", "read": ""})
+    password = basic_header("minter", "m1nt")
+    first = await call("POST", base + "/api/tokens", authorization=password, json={"ttl_s": 60})
+    assert first.status == 201, first.body
+    bearer = "Bearer " + first.body["token"]
+    second = await call("POST", base + "/api/tokens", authorization=bearer, json={"ttl_s": 3600})
+    assert second.status == 201, second.body
+    assert second.body["expires_ms"] <= first.body["expires_ms"]
+    shorter = await call("POST", base + "/api/tokens", authorization=bearer, json={"ttl_s": 5})
+    assert shorter.body["expires_ms"] < first.body["expires_ms"]
+    renewed = await call("GET", base + "/api/whoami", authorization="Bearer " + second.body["token"])
+    assert renewed.status == 200 and renewed.body["name"] == "minter"
+    longer = await call("POST", base + "/api/tokens", authorization=password, json={"ttl_s": 3600})
+    assert longer.body["expires_ms"] > first.body["expires_ms"]  # a password still gets what it asks
+    assert (await call("GET", base + "/api/whoami", authorization=ADMIN)).status == 200

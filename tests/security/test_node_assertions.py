@@ -1,0 +1,126 @@
+"""Node assertions (`X-Quorumq-Node-Auth`) are bound to the request they were made for (method, path,
+query string, body), are accepted once, and the old unbound format is refused; forwarding between real
+nodes keeps working with them."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+from urllib.parse import urlsplit
+
+from security_helpers import ADMIN, call
+
+from cli.node_processes import HARNESS_SECRET, ProcessCluster
+from cluster.peer_auth import NODE_AUTH_HEADER, body_digest, derived_key, sign_assertion
+from cluster.steady_clock import steady_wall_ms
+
+
+def _assertion(user: str, method: str, target: str, body: bytes = b"") -> dict[str, str]:
+    """The header a node sends to make `method target` with `body` as `user`."""
+    return {NODE_AUTH_HEADER: sign_assertion(HARNESS_SECRET, user, method, target, body_digest(body))}
+
+
+async def _declared(base: str, name: str) -> str:
+    url = f"{base}/api/queues/{name}"
+    assert (await call("PUT", url, authorization=ADMIN)).status in (201, 204)
+    return url
+
+
+async def test_a_replayed_assertion_is_401(secured: ProcessCluster) -> None:
+    base = secured.urls[0]
+    url = await _declared(base, "na-replay")
+    header = _assertion("@node", "GET", "/api/queues/na-replay")
+    assert (await call("GET", url, headers=header)).status == 200
+    assert (await call("GET", url, headers=header)).status == 401
+    assert (await call("GET", secured.urls[0] + "/api/queues/na-replay", headers=header)).status == 401
+
+
+async def test_an_assertion_for_one_request_does_not_authorise_another(secured: ProcessCluster) -> None:
+    base = secured.urls[0]
+    url = await _declared(base, "na-bound")
+    get = "/api/queues/na-bound"
+    assert (await call("DELETE", url, headers=_assertion("@node", "GET", get))).status == 401
+    assert (await call("GET", url, authorization=ADMIN)).status == 200  # still there
+    assert (await call("GET", url + "?x=1", headers=_assertion("@node", "GET", get))).status == 401
+    assert (await call("GET", url + "?x=1", headers=_assertion("@node", "GET", get + "?x=2"))).status == 401
+    assert (await call("GET", url + "?x=1", headers=_assertion("@node", "GET", get + "?x=1"))).status == 200
+    publish = get + "/messages"
+    meant, sent = b'{"messages": [{"body": "meant"}]}', b'{"messages": [{"body": "forged"}]}'
+    changed = await call(
+        "POST", base + publish, data=sent, headers=_assertion("@node", "POST", publish, meant)
+    )
+    assert changed.status == 401
+    genuine = await call(
+        "POST", base + publish, data=meant, headers=_assertion("@node", "POST", publish, meant)
+    )
+    assert genuine.status == 201, genuine.body
+    got = await call("POST", url + "/get", authorization=ADMIN, json={"count": 10, "ack": "auto"})
+    assert [m["body"] for m in got.body] == ["meant"]
+
+
+def _old_format(user: str, method: str, path: str) -> str:
+    """An assertion as nodes made them before they were bound to the query, the body and a nonce."""
+    expires = steady_wall_ms() + 60_000
+    message = "\x00".join((user, str(expires), method, path)).encode()
+    mac = hmac.new(derived_key(HARNESS_SECRET, "node-auth"), message, hashlib.sha256).hexdigest()
+    return f"{user};{expires};{mac}"
+
+
+async def test_the_old_assertion_format_is_refused(secured: ProcessCluster) -> None:
+    old = _old_format("@node", "GET", "/api/users")
+    answer = await call("GET", secured.urls[0] + "/api/users", headers={NODE_AUTH_HEADER: old})
+    assert answer.status == 401, answer.body
+
+
+async def test_requests_forwarded_between_nodes_still_work(secured: ProcessCluster) -> None:
+    first = secured.urls[0]
+    url = await _declared(first, "na-forwarded")
+    leader = (await call("GET", url, authorization=ADMIN)).body["leader"]
+    others = [n.url for n in secured.nodes if n.name != leader]
+    large = "x" * (3 << 20)  # hashed off the event loop on both sides
+    for base in others:  # every request below is forwarded to the queue's leader
+        q = f"{base}/api/queues/na-forwarded"
+        assert (await call("GET", q, authorization=ADMIN)).body["leader"] == leader
+        published = await call(
+            "POST", q + "/messages", authorization=ADMIN, json={"messages": [{"body": "a"}, {"body": large}]}
+        )
+        assert published.status == 201, published.body
+        got = await call("POST", q + "/get", authorization=ADMIN, json={"count": 2})
+        assert [m["body"] for m in got.body] == ["a", large]
+        acked = await call("POST", q + "/ack", authorization=ADMIN, json={"ids": [m["id"] for m in got.body]})
+        assert acked.body == {"ok": True}
+        consumer = await call("POST", q + "/consumers", authorization=ADMIN, json={"prefetch": 5})
+        tag = consumer.body["consumer"]
+        await call("POST", q + "/messages", authorization=ADMIN, json={"messages": [{"body": "c"}]})
+        polled = await call("GET", f"{q}/consumers/{tag}/deliveries?max=5&wait=5", authorization=ADMIN)
+        assert [m["body"] for m in polled.body] == ["c"], polled.body
+        acked = await call(
+            "POST", f"{q}/consumers/{tag}/ack", authorization=ADMIN, json={"ids": [polled.body[0]["id"]]}
+        )
+        assert acked.status == 200, acked.body
+        assert (await call("DELETE", f"{q}/consumers/{tag}", authorization=ADMIN)).status == 204
+        members = await call("GET", q + "/members", authorization=ADMIN)
+        assert {m["raft_state"] for m in members.body["members"]} <= {"leader", "follower"}, members.body
+        listed = await call("GET", base + "/api/queues", authorization=ADMIN)
+        assert "na-forwarded" in [row["name"] for row in listed.body]
+    guarded = await call("DELETE", f"{others[0]}/api/queues/na-forwarded?if_empty=true", authorization=ADMIN)
+    assert guarded.status == 204, guarded.body
+
+
+async def test_a_forged_assertion_is_refused_before_the_body_is_read(secured: ProcessCluster) -> None:
+    """Only a genuine assertion makes a node read (and hash) a body: a forged one with a large body
+    announced and never sent is 401 at once, not after the body's read timeout."""
+    node = urlsplit(secured.urls[0])
+    forged = sign_assertion("not-the-secret", "@node", "POST", "/api/queues/na-big/messages", "0" * 64)
+    reader, writer = await asyncio.open_connection(node.hostname, node.port)
+    try:
+        writer.write(
+            b"POST /api/queues/na-big/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"{NODE_AUTH_HEADER}: {forged}\r\nContent-Length: 50000000\r\n\r\n".encode()
+        )
+        await writer.drain()
+        status = await asyncio.wait_for(reader.readline(), 15)  # the read timeout is 30 s
+        assert status.split()[1] == b"401", status
+    finally:
+        writer.close()
