@@ -281,21 +281,26 @@ async def _basic(request: web.Request, node: Node, value: str) -> Principal:
     if name == GUEST and node.config.loopback_guest and not is_loopback(request):
         raise Unauthenticated("the guest user may only connect from loopback")
     throttle, source = request.app[LOGIN_THROTTLE], source_key(request.remote)
-    throttle.check(source)
-    if name == GUEST and node.config.loopback_guest:
-        if password == GUEST:
+    throttle.begin(source)
+    failed = True  # also when the check is cut short: its result is unknown
+    try:
+        if name == GUEST and node.config.loopback_guest:
+            if password != GUEST:
+                raise Unauthenticated("wrong user name or password")
+            failed = False
             return Principal.superuser(GUEST)
-        throttle.failed(source)
-        raise Unauthenticated("wrong user name or password")
-    state = node.meta.state
-    record = state.users.get(name)
-    if not await request.app[PASSWORD_CHECKER].check(record, password):
-        if not state.users_initialised:
-            raise Unauthenticated("the user table is not initialised yet", status=503)
-        throttle.failed(source)
-        raise Unauthenticated("wrong user name or password")
-    assert record is not None
-    return Principal.of(record)
+        state = node.meta.state
+        record = state.users.get(name)
+        if not await request.app[PASSWORD_CHECKER].check(record, password):
+            if not state.users_initialised:
+                failed = False
+                raise Unauthenticated("the user table is not initialised yet", status=503)
+            raise Unauthenticated("wrong user name or password")
+        assert record is not None
+        failed = False
+        return Principal.of(record)
+    finally:
+        throttle.end(source, failed)
 
 
 def _known_user(state: Metadata, name: str, expires_ms: int | None = None) -> Principal:
