@@ -278,13 +278,15 @@ async def _basic(request: web.Request, node: Node, value: str) -> Principal:
         raise Unauthenticated("malformed basic credentials") from exc
     if not sep:
         raise Unauthenticated("malformed basic credentials")
-    if name == GUEST and node.config.loopback_guest and not is_loopback(request):
+    if name == GUEST and not node.config.loopback_guest:  # never a stored user: no check, no failure
+        raise Unauthenticated("the guest user is disabled on this node")
+    if name == GUEST and not is_loopback(request):
         raise Unauthenticated("the guest user may only connect from loopback")
     throttle, source = request.app[LOGIN_THROTTLE], source_key(request.remote)
     throttle.begin(source)
     failed = True  # also when the check is cut short: its result is unknown
     try:
-        if name == GUEST and node.config.loopback_guest:
+        if name == GUEST:
             if password != GUEST:
                 raise Unauthenticated("wrong user name or password")
             failed = False
