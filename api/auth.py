@@ -34,7 +34,7 @@ from cluster.metadata import Metadata
 from cluster.node import META_GROUP, Node
 from cluster.peer_auth import NODE_AUTH_HEADER, NODE_PRINCIPAL, body_digest_off_loop, verify_assertion
 from cluster.proposals import ProposalFailed
-from cluster.replay_guard import ReplayGuardFull
+from cluster.replay_guard import IssuedBeforeGuard, ReplayGuardFull
 from cluster.source_address import source_key
 from cluster.steady_clock import steady_wall_ms
 from cluster.users import (
@@ -268,6 +268,8 @@ async def _asserted_user(request: web.Request, node: Node, assertion: str) -> st
             raise Unauthenticated("node assertion already used")
     except ReplayGuardFull as exc:
         raise Unauthenticated(f"too many node assertions at once: {exc}", status=503) from exc
+    except IssuedBeforeGuard as exc:
+        raise Unauthenticated(f"{exc}; retry with a new one", status=503) from exc
     return asserted.user
 
 
