@@ -34,7 +34,7 @@ from cluster.metadata import Metadata
 from cluster.node import META_GROUP, Node
 from cluster.peer_auth import NODE_AUTH_HEADER, NODE_PRINCIPAL, body_digest_off_loop, verify_assertion
 from cluster.proposals import ProposalFailed
-from cluster.replay_guard import ReplayGuardFull
+from cluster.replay_guard import IssuedBeforeGuard, ReplayGuardFull
 from cluster.source_address import source_key
 from cluster.steady_clock import steady_wall_ms
 from cluster.users import (
@@ -268,6 +268,8 @@ async def _asserted_user(request: web.Request, node: Node, assertion: str) -> st
             raise Unauthenticated("node assertion already used")
     except ReplayGuardFull as exc:
         raise Unauthenticated(f"too many node assertions at once: {exc}", status=503) from exc
+    except IssuedBeforeGuard as exc:
+        raise Unauthenticated(f"{exc}; retry with a new one", status=503) from exc
     return asserted.user
 
 
@@ -278,24 +280,31 @@ async def _basic(request: web.Request, node: Node, value: str) -> Principal:
         raise Unauthenticated("malformed basic credentials") from exc
     if not sep:
         raise Unauthenticated("malformed basic credentials")
-    if name == GUEST and node.config.loopback_guest and not is_loopback(request):
+    if name == GUEST and not node.config.loopback_guest:  # never a stored user: no check, no failure
+        raise Unauthenticated("the guest user is disabled on this node")
+    if name == GUEST and not is_loopback(request):
         raise Unauthenticated("the guest user may only connect from loopback")
     throttle, source = request.app[LOGIN_THROTTLE], source_key(request.remote)
-    throttle.check(source)
-    if name == GUEST and node.config.loopback_guest:
-        if password == GUEST:
+    throttle.begin(source)
+    failed = True  # also when the check is cut short: its result is unknown
+    try:
+        if name == GUEST:
+            if password != GUEST:
+                raise Unauthenticated("wrong user name or password")
+            failed = False
             return Principal.superuser(GUEST)
-        throttle.failed(source)
-        raise Unauthenticated("wrong user name or password")
-    state = node.meta.state
-    record = state.users.get(name)
-    if not await request.app[PASSWORD_CHECKER].check(record, password):
-        if not state.users_initialised:
-            raise Unauthenticated("the user table is not initialised yet", status=503)
-        throttle.failed(source)
-        raise Unauthenticated("wrong user name or password")
-    assert record is not None
-    return Principal.of(record)
+        state = node.meta.state
+        record = state.users.get(name)
+        if not await request.app[PASSWORD_CHECKER].check(record, password):
+            if not state.users_initialised:
+                failed = False
+                raise Unauthenticated("the user table is not initialised yet", status=503)
+            raise Unauthenticated("wrong user name or password")
+        assert record is not None
+        failed = False
+        return Principal.of(record)
+    finally:
+        throttle.end(source, failed)
 
 
 def _known_user(state: Metadata, name: str, expires_ms: int | None = None) -> Principal:

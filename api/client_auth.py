@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import os
 import ssl
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 USER_ENV = "QUORUMQ_USER"
 PASSWORD_ENV = "QUORUMQ_PASSWORD"
@@ -21,9 +21,10 @@ GUEST_AUTH = ("guest", "guest")
 
 @dataclass(frozen=True)
 class ClientCredentials:
-    """What every request of a client carries: an Authorization header (Basic or bearer) and TLS."""
+    """What every request of a client carries: an Authorization header (Basic or bearer) and TLS.
+    The headers are left out of the repr: they hold the password or token."""
 
-    headers: dict[str, str]
+    headers: dict[str, str] = field(repr=False)
     ssl: ssl.SSLContext | bool
 
 

@@ -60,8 +60,7 @@ async def forward(
     }
     session: aiohttp.ClientSession = request.app[FORWARD_SESSION]
     body, url = await request.read(), url + request.path_qs
-    headers.update(await vouch(request, request.method, url, body))
-    proxied = asyncio.ensure_future(_proxy(session, request.method, url, body, headers))
+    proxied = asyncio.ensure_future(_proxy(request, session, url, body, headers))
     try:
         while True:
             done, _ = await asyncio.wait({proxied}, timeout=LEADER_RECHECK_S if leader_now else None)
@@ -77,9 +76,12 @@ async def forward(
 
 
 async def _proxy(
-    session: aiohttp.ClientSession, method: str, url: str, data: bytes, headers: dict[str, str]
+    request: web.Request, session: aiohttp.ClientSession, url: str, data: bytes, headers: dict[str, str]
 ) -> web.Response:
-    async with session.request(method, url, data=data, headers=headers) as answer:
+    """Send the request on, vouching for its caller. A vouch refused (a plain-HTTP URL from a node with
+    TLS: `PlainHttpRefused`) is a ClientError, so the target counts as unreachable."""
+    headers = {**headers, **await vouch(request, request.method, url, data)}
+    async with session.request(request.method, url, data=data, headers=headers) as answer:
         body = await answer.read()
         return web.Response(status=answer.status, body=body, content_type=answer.content_type)
 

@@ -5,6 +5,10 @@ within LOGIN_FAILURE_WINDOW_S is answered 429 with `Retry-After` (until the olde
 leaves the window) before any password is checked, the right one included: else a 429 for a wrong guess
 and a 200 for the right one would let guessing go on. Other sources are not affected. At most
 MAX_SOURCES sources are remembered; beyond that, the one whose last failure is oldest is forgotten.
+
+A password check in progress counts against its source's limit as if it had failed (until it ends), and
+a source has at most MAX_CHECKS_IN_FLIGHT checks in progress: so parallel guesses cannot all pass the
+limit before the first of them fails, nor queue up for the scrypt slots and starve other logins.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from collections.abc import Callable
 LOGIN_FAILURES = 10
 LOGIN_FAILURE_WINDOW_S = 60.0
 MAX_SOURCES = 16384
+MAX_CHECKS_IN_FLIGHT = 2
 
 
 class LoginThrottled(Exception):
@@ -28,32 +33,48 @@ class LoginThrottled(Exception):
 
 
 class LoginThrottle:
-    """The times of each source's latest failed logins."""
+    """The times of each source's latest failed logins, and its password checks in progress."""
 
     def __init__(
         self,
         failures: int = LOGIN_FAILURES,
         window_s: float = LOGIN_FAILURE_WINDOW_S,
         max_sources: int = MAX_SOURCES,
+        max_in_flight: int = MAX_CHECKS_IN_FLIGHT,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.failures = failures
         self.window_s = window_s
         self.max_sources = max_sources
+        self.max_in_flight = max_in_flight
         self._clock = clock
         self._failed_at: OrderedDict[str, deque[float]] = OrderedDict()
+        self._in_flight: dict[str, int] = {}  # checks in progress per source (none: absent)
 
-    def check(self, source: str) -> None:
-        """Raise LoginThrottled when `source` may not try a password now."""
-        times = self._failed_at.get(source)
-        if times is None or len(times) < self.failures:
-            return
-        wait_s = times[0] + self.window_s - self._clock()
-        if wait_s > 0:
+    def begin(self, source: str) -> None:
+        """Reserve a password check for `source` (end it with `end`), or raise LoginThrottled when
+        `source` may not try a password now."""
+        in_flight = self._in_flight.get(source, 0)
+        if in_flight >= self.max_in_flight:
+            raise LoginThrottled(source, 1)
+        times = self._failed_at.get(source, ())
+        now = self._clock()
+        recent = [t for t in times if t + self.window_s > now]
+        if len(recent) + in_flight >= self.failures:
+            # the failures alone: wait until the oldest leaves the window; else until checks in progress end
+            wait_s = recent[0] + self.window_s - now if len(recent) >= self.failures else 1
             raise LoginThrottled(source, math.ceil(wait_s))
+        self._in_flight[source] = in_flight + 1
 
-    def failed(self, source: str) -> None:
-        """Count a failed login from `source`."""
+    def end(self, source: str, failed: bool) -> None:
+        """End a check `begin` reserved for `source`, counting it as a failed login when `failed`."""
+        in_flight = self._in_flight.pop(source) - 1
+        if in_flight:
+            self._in_flight[source] = in_flight
+        if failed:
+            self._failed(source)
+
+    def _failed(self, source: str) -> None:
         times = self._failed_at.get(source)
         if times is None:
             times = self._failed_at[source] = deque(maxlen=self.failures)

@@ -18,6 +18,7 @@ from api.openapi import serve_spec
 from api.user_handlers import add_routes as add_user_routes
 from cluster.node import Node
 from cluster.replay_guard import ReplayGuard
+from cluster.steady_clock import steady_wall_ms
 from cluster.tls import http_client_context, http_server_context
 
 QUEUE = "/api/queues/{q}"
@@ -32,7 +33,7 @@ def create_app(node: Node) -> web.Application:
     )
     app[NODE] = node
     app[METRICS] = Metrics(node)
-    app[REPLAY_GUARD] = ReplayGuard()
+    app[REPLAY_GUARD] = ReplayGuard(since_ms=steady_wall_ms())
     app[LOGIN_THROTTLE] = LoginThrottle()
     app.cleanup_ctx.append(_forward_session)
     app.cleanup_ctx.append(bootstrap_users)

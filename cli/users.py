@@ -10,7 +10,8 @@ from cli.main import Settings, pass_settings
 
 @click.group("users")
 def users_group() -> None:
-    """Manage users and their permissions (regexes matching whole queue names, as in RabbitMQ)."""
+    """Manage users and their permissions: configure/write/read regexes that must match the whole queue
+    name (unlike RabbitMQ, which searches; write `alice-.*`)."""
 
 
 @users_group.command("add")

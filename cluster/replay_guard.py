@@ -5,9 +5,17 @@ A nonce is forgotten only after its assertion has expired (expired assertions ar
 earlier to make room: when `capacity` nonces are remembered, further assertions are refused
 (`ReplayGuardFull`) until some expire. Only genuine assertions reach the guard, so filling it takes the
 cluster secret.
+
+The nonces live in memory, so a guard cannot tell whether an assertion issued before it was created
+(`since_ms`: the node's start) was used: such an assertion is refused (`IssuedBeforeGuard`), so a
+restart does not make captured assertions acceptable again. Assertions are made per request, so only
+replays and requests in flight across the restart are refused, and those the caller may retry; a peer
+whose clock is behind ours by d ms also sees its first d ms of assertions after our start refused.
 """
 
 from __future__ import annotations
+
+from cluster.peer_auth import ASSERTION_TTL_MS
 
 MAX_REMEMBERED_NONCES = 250_000  # ~22 MiB; an assertion lives at most 2 minutes (see verify_assertion)
 
@@ -16,10 +24,16 @@ class ReplayGuardFull(Exception):
     """As many nonces as the guard holds are still within their assertions' validity."""
 
 
+class IssuedBeforeGuard(Exception):
+    """The assertion was issued before the guard started remembering nonces: whether it was used
+    cannot be told."""
+
+
 class ReplayGuard:
     """The nonces seen within their validity: a set for lookups, and per-second lists for forgetting."""
 
-    def __init__(self, capacity: int = MAX_REMEMBERED_NONCES) -> None:
+    def __init__(self, since_ms: int, capacity: int = MAX_REMEMBERED_NONCES) -> None:
+        self.since_ms = since_ms
         self.capacity = capacity
         self._seen: set[bytes] = set()
         self._forget_at: dict[int, list[bytes]] = {}  # a second after which these assertions expired
@@ -30,7 +44,10 @@ class ReplayGuard:
 
     def first_use(self, nonce: bytes, expires_ms: int, now_ms: int) -> bool:
         """True the first time `nonce` (of an assertion valid until `expires_ms`) is seen, False for a
-        replay; raises ReplayGuardFull when it cannot remember one more."""
+        replay; raises ReplayGuardFull when it cannot remember one more, IssuedBeforeGuard when it was
+        issued (by the signer's steady clock) before `since_ms`."""
+        if expires_ms - ASSERTION_TTL_MS < self.since_ms:
+            raise IssuedBeforeGuard("node assertion made before this node started")
         self._forget_expired(now_ms)
         if nonce in self._seen:
             return False

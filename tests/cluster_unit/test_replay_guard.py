@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from cluster.replay_guard import ReplayGuard, ReplayGuardFull
+from cluster.peer_auth import ASSERTION_TTL_MS
+from cluster.replay_guard import IssuedBeforeGuard, ReplayGuard, ReplayGuardFull
 
 
 def test_a_nonce_is_accepted_once_until_its_assertion_expires() -> None:
-    guard = ReplayGuard()
+    guard = ReplayGuard(since_ms=0)
     assert guard.first_use(b"a", expires_ms=60_000, now_ms=0)
     assert not guard.first_use(b"a", expires_ms=60_000, now_ms=59_999)
     assert not guard.first_use(b"a", expires_ms=60_000, now_ms=60_000)  # still valid at its expiry
@@ -18,7 +19,7 @@ def test_a_nonce_is_accepted_once_until_its_assertion_expires() -> None:
 
 
 def test_a_full_guard_refuses_instead_of_forgetting_early() -> None:
-    guard = ReplayGuard(capacity=2)
+    guard = ReplayGuard(since_ms=0, capacity=2)
     assert guard.first_use(b"a", expires_ms=60_000, now_ms=0)
     assert guard.first_use(b"b", expires_ms=90_000, now_ms=0)
     with pytest.raises(ReplayGuardFull):
@@ -26,3 +27,11 @@ def test_a_full_guard_refuses_instead_of_forgetting_early() -> None:
     assert not guard.first_use(b"a", expires_ms=60_000, now_ms=59_000)  # still remembered
     assert guard.first_use(b"c", expires_ms=120_000, now_ms=61_000)  # room again once `a` expired
     assert not guard.first_use(b"b", expires_ms=90_000, now_ms=61_000)
+
+
+def test_an_assertion_issued_before_the_guard_started_is_refused() -> None:
+    started = 1_000_000
+    guard = ReplayGuard(since_ms=started)
+    with pytest.raises(IssuedBeforeGuard):
+        guard.first_use(b"a", expires_ms=started + ASSERTION_TTL_MS - 1, now_ms=started + 5)
+    assert guard.first_use(b"b", expires_ms=started + ASSERTION_TTL_MS, now_ms=started + 5)

@@ -4,12 +4,13 @@ verify), and a token cannot mint a token that outlives it."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
-from security_helpers import ADMIN, add_user, call
+from security_helpers import ADMIN, add_user, call, eventually_status
 
 from api.client_auth import basic_header
-from api.login_throttle import LOGIN_FAILURES
+from api.login_throttle import LOGIN_FAILURES, MAX_CHECKS_IN_FLIGHT
 from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER, ProcessCluster
 from cluster.users import hash_password, verify_password
 
@@ -78,3 +79,28 @@ async def test_a_token_cannot_mint_a_token_that_outlives_it(secured: ProcessClus
     longer = await call("POST", base + "/api/tokens", authorization=password, json={"ttl_s": 3600})
     assert longer.body["expires_ms"] > first.body["expires_ms"]  # a password still gets what it asks
     assert (await call("GET", base + "/api/whoami", authorization=ADMIN)).status == 200
+
+
+async def test_parallel_guesses_are_limited_and_do_not_starve_other_logins(secured: ProcessCluster) -> None:
+    url = secured.urls[0] + "/api/whoami"
+    await call("PUT", secured.urls[0] + "/api/users/bystander", authorization=ADMIN, json={"password": "b1"})
+    await eventually_status(secured.urls[0] + "/api/users/bystander", ADMIN, 200)  # known, never checked
+    finished: list[str] = []
+
+    async def guess() -> int:
+        status = (await call("GET", url, authorization=WRONG, source="127.0.0.41")).status
+        finished.append(f"guess {status}")
+        return status
+
+    async def login() -> int:
+        status = (await call("GET", url, authorization=basic_header("bystander", "b1"))).status
+        finished.append("login")
+        return status
+
+    guesses = [asyncio.create_task(guess()) for _ in range(40)]
+    assert await login() == 200
+    statuses = await asyncio.gather(*guesses)
+    assert set(statuses) <= {401, 429}, statuses
+    assert statuses.count(401) <= LOGIN_FAILURES, statuses  # the rest were answered without a check
+    checked_first = finished[: finished.index("login")].count("guess 401")
+    assert checked_first <= MAX_CHECKS_IN_FLIGHT, finished  # the login queued behind few guesses

@@ -9,6 +9,7 @@ from security_helpers import call, non_loopback_address
 
 from api.client import QuorumqClient
 from api.client_auth import PASSWORD_ENV, TOKEN_ENV, USER_ENV, basic_header
+from api.login_throttle import LOGIN_FAILURES
 from cli.app import cli
 from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER, ProcessCluster, plan_cluster, wait_healthy
 
@@ -72,3 +73,15 @@ async def test_the_guest_is_refused_off_loopback_while_real_users_work(
     finally:
         for node in nodes:
             node.stop()
+
+
+async def test_the_disabled_guest_is_refused_at_once_and_not_counted_as_a_failed_login(
+    secured: ProcessCluster,
+) -> None:
+    url, source = secured.urls[0] + "/api/whoami", "127.0.0.51"  # a NAT of clients sending the default
+    for _ in range(LOGIN_FAILURES + 2):
+        refused = await call("GET", url, authorization=GUEST, source=source)
+        assert refused.status == 401, refused.body
+        assert refused.body["reason"] == "the guest user is disabled on this node"
+    admin = basic_header(HARNESS_USER, HARNESS_PASSWORD)
+    assert (await call("GET", url, authorization=admin, source=source)).status == 200

@@ -9,9 +9,9 @@ import hashlib
 import hmac
 from urllib.parse import urlsplit
 
-from security_helpers import ADMIN, call
+from security_helpers import ADMIN, NO_GUEST, call
 
-from cli.node_processes import HARNESS_SECRET, ProcessCluster
+from cli.node_processes import HARNESS_SECRET, ProcessCluster, wait_healthy
 from cluster.peer_auth import NODE_AUTH_HEADER, body_digest, derived_key, sign_assertion
 from cluster.steady_clock import steady_wall_ms
 
@@ -124,3 +124,24 @@ async def test_a_forged_assertion_is_refused_before_the_body_is_read(secured: Pr
         assert status.split()[1] == b"401", status
     finally:
         writer.close()
+
+
+async def test_an_assertion_made_before_a_node_restarted_is_not_accepted_again(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    cluster = ProcessCluster.start(tmp_path, 3, env=NO_GUEST)
+    try:
+        node = cluster.nodes[0]
+        captured = _assertion("@node", "GET", "/api/whoami")
+        assert (await call("GET", node.url + "/api/whoami", headers=captured)).status == 200
+        node.stop()
+        node.start()
+        wait_healthy([node])
+        replayed = await call("GET", node.url + "/api/whoami", headers=captured)
+        assert replayed.status == 503, replayed.body  # not accepted; retryable for a request in flight
+        fresh = await call("GET", node.url + "/api/whoami", headers=_assertion("@node", "GET", "/api/whoami"))
+        assert fresh.status == 200, fresh.body
+        forwarded = await call(
+            "GET", f"{cluster.urls[1]}/api/queues/any-q/members/{node.name}", authorization=ADMIN
+        )
+        assert forwarded.status in (200, 404), forwarded.body  # other nodes still reach it
+    finally:
+        cluster.stop()

@@ -3,6 +3,7 @@ forms, serves HTTPS to clients that trust its CA, and refuses plain HTTP."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import ssl
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 
 from api.client import QuorumqClient
 from cli.dev_tls import make_certificates
-from cli.node_processes import ProcessCluster
+from cli.node_processes import HARNESS_HEADERS, ProcessCluster, plan_cluster, wait_healthy
 
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
@@ -35,3 +36,29 @@ async def test_a_tls_cluster_serves_https_and_refuses_plain_http(tmp_path: Path)
                     await answer.read()
     finally:
         cluster.stop()
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+async def test_a_forward_to_a_node_advertising_plain_http_fails_as_unreachable(tmp_path: Path) -> None:
+    env = make_certificates(tmp_path)
+    nodes = plan_cluster(3, tmp_path / "data")
+    for node in nodes:
+        node.env = {**os.environ, **env}
+    misconfigured = nodes[1]
+    misconfigured.env["QUORUMQ_ADVERTISE_HTTP"] = f"http://{misconfigured.host}:{misconfigured.http_port}"
+    for node in nodes:
+        node.start()
+    try:
+        wait_healthy(nodes)
+        trust = ssl.create_default_context(cafile=env["QUORUMQ_TLS_CA"])
+        url = f"{nodes[0].url}/api/queues/any-q/members/{misconfigured.name}"  # forwarded to that node
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(url, headers=HARNESS_HEADERS, ssl=trust) as answer,
+        ):
+            body = await answer.json()
+        assert answer.status == 503, body  # no assertion sent in the clear, and no 500
+        assert "unreachable" in body["reason"] and "plain HTTP" in body["reason"], body
+    finally:
+        for node in nodes:
+            node.stop()
