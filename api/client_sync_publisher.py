@@ -7,6 +7,7 @@ from collections.abc import Callable, Coroutine
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
+from api.client_fork import ProcessOwner
 from api.client_messages import Publishable
 from api.client_publisher import Publisher
 
@@ -22,11 +23,17 @@ class SyncPublisher:
     is full; `flush()` waits for every confirm and raises the first failure. Leaving `with` flushes and
     closes it, or, when the block raises, aborts it (what is unconfirmed is cancelled, though it may
     still be enqueued) and lets the exception through.
+
+    It runs on the loop thread of the process that made it: in a forked child every method raises
+    ForkedClientError at once (make the child's publisher from the SyncClient, in the child).
     """
 
     def __init__(self, publisher: Publisher, run: Runner) -> None:
         self._publisher = publisher
         self._run = run
+        self._owner = ProcessOwner(
+            "SyncPublisher", "make the child's publisher from the SyncClient, in the child"
+        )
 
     def __enter__(self) -> Self:
         return self
@@ -41,20 +48,24 @@ class SyncPublisher:
 
     def send(self, message: Publishable) -> concurrent.futures.Future[int]:
         """Queue `message` for publishing; returns the future of its confirmed id."""
+        self._owner.check()
         confirmed: concurrent.futures.Future[int] = concurrent.futures.Future()
         self._run(self._send(message, confirmed), "publisher.send")
         return confirmed
 
     def flush(self) -> None:
         """Wait until every message sent so far is confirmed or failed; raise the first failure."""
+        self._owner.check()
         self._run(self._publisher.flush(), "publisher.flush")
 
     def close(self) -> None:
         """Flush, then stop accepting messages."""
+        self._owner.check()
         self._run(self._publisher.close(), "publisher.close")
 
     def abort(self) -> None:
         """Stop now: unsent messages and unconfirmed requests are cancelled (they may still be enqueued)."""
+        self._owner.check()
         self._run(self._publisher.abort(), "publisher.abort")
 
     async def _send(self, message: Publishable, confirmed: concurrent.futures.Future[int]) -> None:
