@@ -135,8 +135,9 @@ class SyncClient:
         self.close()
 
     def close(self) -> None:
-        """Close this process's HTTP session and stop its loop thread (idempotent). In a forked child it
-        closes only what the child built: the parent's session and loop are the parent's."""
+        """Close this process's HTTP session and stop its loop thread, both within call_timeout
+        (idempotent). In a forked child it closes only what the child built: the parent's session and
+        loop are the parent's."""
         with self._lock():
             if self._closed:
                 return
@@ -144,10 +145,7 @@ class SyncClient:
             here = self._here
         if here.pid != os.getpid():
             return
-        try:
-            self._call(here, here.client.close(), "close")
-        finally:
-            here.loop.stop(self.call_timeout)
+        here.loop.close(here.client.close(), self.call_timeout, "close")
 
     def publish_all(
         self, queue: str, messages: Iterable[Publishable], *, window: int = 64, batch: int = 100
