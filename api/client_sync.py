@@ -70,7 +70,7 @@ class SyncClient:
 
     It has the same request methods as QuorumqClient (same arguments, same errors) and is safe to share
     between threads. Besides each request's `timeout`, every call as a whole (its retries, a long-poll's
-    wait, the many requests of a publish_all) ends within `call_timeout` seconds: past it the call is
+    wait, a publisher's flush) ends within `call_timeout` seconds: past it the call is
     cancelled and raises CallTimeoutError (a TransportError). It defaults to `timeout` plus
     CALL_TIMEOUT_ALLOWANCE (90 s for the default `timeout`). A `publish_all` is the exception: its
     deadline is per step (each batch of sends, the final flush), so a long one is not cut off midway.
