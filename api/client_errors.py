@@ -61,6 +61,11 @@ class UnavailableError(QuorumqError):
     """503: the queue has no quorum or no leader right now (possibly with a leader hint)."""
 
 
+class OutcomeUnknownError(UnavailableError):
+    """503 `outcome_unknown`: the node sent the request on (to the leader, or into the Raft log) and lost
+    track of it, so it may have taken effect. Retried only for a request safe to send again."""
+
+
 class RejectedPublishError(QuorumqError):
     """507: the queue is full and its overflow mode is reject-publish; nothing was enqueued."""
 
@@ -75,8 +80,9 @@ class TransportError(QuorumqError):
 
 
 class ForkedClientError(RuntimeError):
-    """An async QuorumqClient (or its HTTP session) was used in a process forked after it was created: its
-    connections belong to the parent. Create a client in the child (a SyncClient does so by itself)."""
+    """An async QuorumqClient (or its HTTP session), or a SyncClient's publisher, was used in a process
+    forked after it was created: its connections and event loop belong to the parent. Create a client
+    (or publisher) in the child (a SyncClient does so by itself)."""
 
 
 class CallTimeoutError(TransportError):
@@ -106,7 +112,10 @@ _ERRORS_BY_STATUS: dict[int, type[QuorumqError]] = {
     503: UnavailableError,
     507: RejectedPublishError,
 }
-_ERRORS_BY_CODE: dict[tuple[int, str], type[QuorumqError]] = {(409, "seq_too_old"): SeqTooOldError}
+_ERRORS_BY_CODE: dict[tuple[int, str], type[QuorumqError]] = {
+    (409, "seq_too_old"): SeqTooOldError,
+    (503, "outcome_unknown"): OutcomeUnknownError,
+}
 
 
 def error_from_response(status: int, payload: Any) -> QuorumqError:

@@ -38,15 +38,17 @@ class ForkSafeConnector(aiohttp.TCPConnector):
 class ProcessOwner:
     """The process a client was created in; `check()` refuses use from any other (a forked child)."""
 
-    def __init__(self, what: str) -> None:
+    def __init__(
+        self, what: str, remedy: str = "create a client in the child (a SyncClient does so by itself)"
+    ) -> None:
         self.pid = os.getpid()
         self._what = what
+        self._remedy = remedy
 
     def check(self) -> None:
         """Raise ForkedClientError in any process but the creator."""
         if os.getpid() != self.pid:
             raise ForkedClientError(
                 f"this {self._what} was created in process {self.pid} and cannot be used in process "
-                f"{os.getpid()}, forked from it: its connections belong to the parent; create a client "
-                "in the child (a SyncClient does so by itself)"
+                f"{os.getpid()}, forked from it: its connections belong to the parent; {self._remedy}"
             )

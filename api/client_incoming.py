@@ -57,19 +57,29 @@ class IncomingMessage(Delivery):
     @contextlib.asynccontextmanager
     async def process(self, requeue: bool = True) -> AsyncIterator[Self]:
         """Ack the message when the block ends; when it raises, nack it (`requeue`: back to the queue,
-        else dead-lettered) and re-raise. A message the block settled itself is left as it is; when the
-        nack itself fails, the block's exception is still the one raised, with a note saying so."""
+        else dead-lettered) and re-raise. A block stopped by cancellation, KeyboardInterrupt or
+        SystemExit (a worker shutting down) did not reject the message: it is requeued whatever
+        `requeue` says. A message the block settled itself is left as it is; when the nack itself
+        fails, the block's exception is still the one raised, with a note saying so."""
         try:
             yield self
+        except Exception as exc:
+            await self._nack_after(exc, requeue)
+            raise
         except BaseException as exc:
-            if not self.settled:
-                try:
-                    await self.nack(requeue=requeue)
-                except QuorumqError as failure:
-                    exc.add_note(f"and nacking message {self.id} failed: {failure}")
+            await self._nack_after(exc, requeue=True)
             raise
         if not self.settled:
             await self.ack()
+
+    async def _nack_after(self, exc: BaseException, requeue: bool) -> None:
+        """Nack the message (unless already settled) after the block raised `exc`."""
+        if self.settled:
+            return
+        try:
+            await self.nack(requeue=requeue)
+        except QuorumqError as failure:
+            exc.add_note(f"and nacking message {self.id} failed: {failure}")
 
     def _refuse_if_settled(self) -> None:
         if self._settlement.done:

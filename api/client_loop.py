@@ -3,6 +3,7 @@
 import asyncio
 import concurrent.futures
 import threading
+import time
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -38,6 +39,15 @@ class LoopThread:
             raise CallTimeoutError(call, timeout) from None
         finally:
             future.cancel()
+
+    def close(self, final: Coroutine[Any, Any, None], timeout: float, call: str) -> None:
+        """Run `final` on the loop, then stop it: both together within `timeout` seconds (past it,
+        CallTimeoutError names the `call`)."""
+        deadline = time.monotonic() + timeout
+        try:
+            self.run(final, timeout, call)
+        finally:
+            self.stop(max(0.0, deadline - time.monotonic()))
 
     def stop(self, timeout: float) -> None:
         """Stop the loop and, once its thread has ended (within `timeout`), close it."""

@@ -1,16 +1,18 @@
 """SyncClient: the QuorumqClient's methods as blocking calls, for plain code (CLI, Spark executors, WSGI)."""
 
 import functools
+import itertools
 import os
 import ssl
 import threading
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from types import TracebackType
 from typing import Any, NamedTuple, Self, TypeVar
 
 from api.client_async import QuorumqClient, Wire
 from api.client_auth import Auth
 from api.client_loop import LoopThread
+from api.client_messages import Publishable
 from api.client_sync_publisher import SyncPublisher
 from api.client_transport import DEFAULT_UNRESPONSIVE_AFTER
 
@@ -26,7 +28,6 @@ _BLOCKING_METHODS = (
     "queue",
     "queues",
     "publish",
-    "publish_all",
     "consume",
     "deliveries",
     "ack",
@@ -69,9 +70,10 @@ class SyncClient:
 
     It has the same request methods as QuorumqClient (same arguments, same errors) and is safe to share
     between threads. Besides each request's `timeout`, every call as a whole (its retries, a long-poll's
-    wait, the many requests of a publish_all) ends within `call_timeout` seconds: past it the call is
+    wait, a publisher's flush) ends within `call_timeout` seconds: past it the call is
     cancelled and raises CallTimeoutError (a TransportError). It defaults to `timeout` plus
-    CALL_TIMEOUT_ALLOWANCE (90 s for the default `timeout`).
+    CALL_TIMEOUT_ALLOWANCE (90 s for the default `timeout`). A `publish_all` is the exception: its
+    deadline is per step (each batch of sends, the final flush), so a long one is not cut off midway.
 
     It survives fork(): the first call in a forked child (gunicorn `--preload`, Celery prefork,
     multiprocessing) builds the child's own loop thread, HTTP session and publisher id, and leaves the
@@ -133,8 +135,9 @@ class SyncClient:
         self.close()
 
     def close(self) -> None:
-        """Close this process's HTTP session and stop its loop thread (idempotent). In a forked child it
-        closes only what the child built: the parent's session and loop are the parent's."""
+        """Close this process's HTTP session and stop its loop thread, both within call_timeout
+        (idempotent). In a forked child it closes only what the child built: the parent's session and
+        loop are the parent's."""
         with self._lock():
             if self._closed:
                 return
@@ -142,10 +145,19 @@ class SyncClient:
             here = self._here
         if here.pid != os.getpid():
             return
-        try:
-            self._call(here, here.client.close(), "close")
-        finally:
-            here.loop.stop(self.call_timeout)
+        here.loop.close(here.client.close(), self.call_timeout, "close")
+
+    def publish_all(
+        self, queue: str, messages: Iterable[Publishable], *, window: int = 64, batch: int = 100
+    ) -> list[int]:
+        """Publish many messages through a pipelined publisher; returns their ids in order. Each batch of
+        sends and the final flush is a call of its own within call_timeout, the whole is unbounded."""
+        iterator = iter(messages)
+        with self.publisher(queue, window=window, batch=batch) as pub:
+            confirms = []
+            while chunk := list(itertools.islice(iterator, batch)):
+                confirms += pub.send_all(chunk)
+        return [confirm.result() for confirm in confirms]
 
     def publisher(self, queue: str, *, window: int = 64, batch: int = 100) -> SyncPublisher:
         """A pipelined publisher: `with client.publisher(q) as pub: confirm = pub.send(m)`; leaving the

@@ -13,7 +13,13 @@ import msgpack
 from yarl import URL
 
 from api.client_auth import ClientCredentials
-from api.client_errors import NoNodeAvailableError, QuorumqError, TransportError, error_from_response
+from api.client_errors import (
+    NoNodeAvailableError,
+    OutcomeUnknownError,
+    QuorumqError,
+    TransportError,
+    error_from_response,
+)
 from api.client_fork import ForkSafeConnector, ProcessOwner
 from api.client_retry import RetryableFailure, retrying
 
@@ -191,8 +197,8 @@ class NodeTransport:
         if 200 <= status < 300 or status in pending.accept:
             return Reply(status, payload)
         error = error_from_response(status, payload)
-        if status != 503:
-            raise error
+        if status != 503 or (isinstance(error, OutcomeUnknownError) and not pending.retry_sent):
+            raise error  # an outcome_unknown request may have taken effect: resend only what is safe
         pending.last_error = error
         pending.hinted = _hint(error, base)
         if pending.hinted is None and base == self.current_node:

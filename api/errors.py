@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from api.app_keys import NODE
-from cluster.errors import BadRequest, NodeError, NotLeader, QueueConflict, QueueNotFound
+from cluster.errors import BadRequest, NodeError, NotLeader, OutcomeUnknown, QueueConflict, QueueNotFound
 from queue_state.commands import InvalidCommand
 
 log = logging.getLogger(__name__)
@@ -39,6 +39,7 @@ _NODE_ERRORS: dict[type[NodeError], int] = {
     QueueNotFound: 404,
     QueueConflict: 409,
     NotLeader: 503,
+    OutcomeUnknown: 503,
 }
 
 

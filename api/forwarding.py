@@ -9,7 +9,9 @@ A forward to a leader is given up, with a 503 naming the leader known now (if an
 node no longer believes the target leads: a leader that stopped answering (frozen, or cut off) is
 replaced by an election, and the client should go to the new one rather than wait for the old one
 (docs/decisions/0012). Whether the old leader acted on the request is then unknown, as after any lost
-answer; publishes are deduplicated by publisher and seq, so the client's retry is safe.
+answer: that 503 says so with the error code `outcome_unknown` (OutcomeUnknown), and clients resend only
+requests safe to repeat (reads; publishes, deduplicated by publisher and seq). A leader that refused the
+connection got nothing: that 503 is a plain `no_leader`.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from aiohttp import web
 from api.app_keys import FORWARD_SESSION, NODE
 from api.auth import vouch
 from api.validation import queue_name
-from cluster.errors import NotLeader, QueueNotFound
+from cluster.errors import NotLeader, OutcomeUnknown, QueueNotFound
 from cluster.node import Node
 from cluster.queue_service import QueueService
 
@@ -68,9 +70,12 @@ async def forward(
                 return proxied.result()
             now = leader_now() if leader_now is not None else target
             if now != target:  # a new leader, or none that this node can see
-                raise NotLeader(f"leader {target} stopped leading while the request waited on it", now)
-    except (aiohttp.ClientError, TimeoutError) as exc:
+                reason = f"leader {target} stopped leading while the request waited on it"
+                raise OutcomeUnknown(reason, now)
+    except aiohttp.ClientConnectorError as exc:  # nothing was sent
         raise NotLeader(f"leader {target} unreachable: {exc}", target) from exc
+    except (aiohttp.ClientError, TimeoutError) as exc:  # sent, but no answer came back
+        raise OutcomeUnknown(f"leader {target} gave no answer: {exc}", target) from exc
     finally:
         proxied.cancel()
 

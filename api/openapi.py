@@ -29,6 +29,11 @@ ERROR: Schema = {
         "leader_http": {"type": ["string", "null"]},
     },
 }
+UNAVAILABLE = (
+    "no leader or quorum yet (retry, on `leader_http` when given); with error `outcome_unknown` the "
+    "request was sent on (to the leader, or into the Raft log) and lost track of: it may have taken "
+    "effect, so only a request safe to repeat (a read, a deduplicated publish) should be retried"
+)
 INT64: Schema = {"type": "integer", "minimum": 0, "maximum": INT64_MAX}
 IDS: Schema = {"type": "array", "minItems": 1, "items": INT64}
 MESSAGE: Schema = {
@@ -123,7 +128,7 @@ def _operation(
     responses: dict[str, Any] = {status: {"description": text} for status, text in ok.items()}
     if answers is not None:
         responses["200"]["content"] = answers
-    errors = {"400": "bad input", "404": "unknown resource", "503": "no leader or quorum yet"}
+    errors = {"400": "bad input", "404": "unknown resource", "503": UNAVAILABLE}
     if not public:
         errors |= {"401": "missing or wrong credentials", "403": "not permitted"}
     for status, text in errors.items():

@@ -35,6 +35,13 @@ class NotLeader(NodeError):
         self.leader = leader
 
 
+class OutcomeUnknown(NotLeader):
+    """The request was sent on (to the leader, or into the Raft log) and lost track of: it may have taken
+    effect, so only a request safe to repeat may be retried."""
+
+    code = "outcome_unknown"
+
+
 class BadRequest(NodeError):
     """The request is well-formed JSON but asks for something invalid."""
 

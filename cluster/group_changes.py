@@ -14,7 +14,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 
 from cluster.errors import NotLeader
-from cluster.proposals import ProposalFailed
+from cluster.proposals import ProposalFailed, not_committed
 from cluster.raft_host import RaftHost
 from raft_log.confchange import ConfChange, ConfChangeKind
 from raft_log.errors import (
@@ -105,7 +105,7 @@ class GroupChanges:
         try:
             index, term = self.host.propose_conf_change(gid, change)
         except ProposalFailed as exc:
-            raise NotLeader(str(exc), exc.leader) from exc
+            raise not_committed(exc) from exc
         except (NotLeaderError, ProposalDroppedError) as exc:
             raise NotLeader(f"{gid}: {exc}", self.host.leader_of(gid)) from exc
         except ConfChangeInProgressError as exc:
@@ -268,7 +268,7 @@ class GroupChanges:
         try:
             self.host.transfer_leadership(gid, to)
         except ProposalFailed as exc:
-            raise NotLeader(str(exc), exc.leader) from exc
+            raise not_committed(exc) from exc
         except NotLeaderError as exc:
             raise NotLeader(f"{gid}: {exc}", self.host.leader_of(gid)) from exc
         deadline = time.monotonic() + timeout

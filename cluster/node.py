@@ -32,7 +32,7 @@ from cluster.metadata import NodeInfo, QueueInfo
 from cluster.metadata_app import MetadataApp
 from cluster.peer_auth import NodeCaller
 from cluster.placement import place_replicas
-from cluster.proposals import ProposalFailed
+from cluster.proposals import ProposalFailed, not_committed
 from cluster.queue_replica import QueueReplica
 from cluster.queue_service import QueueService
 from cluster.raft_host import RaftHost
@@ -467,7 +467,7 @@ class Node:
         try:
             return await self.host.submit(META_GROUP, op)
         except ProposalFailed as exc:
-            raise NotLeader(str(exc), exc.leader) from exc
+            raise not_committed(exc) from exc
 
     async def _await_queue_leader(self, group: str, preferred: str | None) -> None:
         """Wait for the new queue's preferred leader to lead it (any leader after a short while)."""
@@ -501,7 +501,7 @@ class Node:
         try:
             return await service.submit(command, bodies)
         except ProposalFailed as exc:
-            raise NotLeader(str(exc), exc.leader) from exc
+            raise not_committed(exc) from exc
 
     def queue_config(self, name: str) -> QueueConfig:
         """The parsed arguments of a declared queue."""

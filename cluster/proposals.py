@@ -8,18 +8,29 @@ from typing import Any
 
 import msgpack
 
+from cluster.errors import NotLeader, OutcomeUnknown
 from raft_log.msgpack_parts import array_header
 
 
 class ProposalFailed(Exception):
     """The operation was not committed here (no leader, lost leadership, entry overwritten).
 
-    `leader` names the node believed to lead, when known; the caller may retry there.
+    `leader` names the node believed to lead, when known; the caller may retry there. With
+    `outcome_unknown` the operation's entry was already in the log when its caller was answered, so it may
+    still commit: only an operation safe to repeat may be retried.
     """
 
-    def __init__(self, reason: str, leader: str | None = None) -> None:
+    def __init__(self, reason: str, leader: str | None = None, *, outcome_unknown: bool = False) -> None:
         super().__init__(reason)
         self.leader = leader
+        self.outcome_unknown = outcome_unknown
+
+
+def not_committed(failure: ProposalFailed) -> NotLeader:
+    """The node error answering a caller whose operation `failure` befell: OutcomeUnknown when it may
+    still commit, else NotLeader (it did not happen; it may be retried on `failure.leader`)."""
+    error = OutcomeUnknown if failure.outcome_unknown else NotLeader
+    return error(str(failure), failure.leader)
 
 
 @dataclass
@@ -84,12 +95,14 @@ class ProposalBatcher:
                 future.set_result(results[i] if i < len(results) else None)
 
     def fail(self, error: ProposalFailed, *, in_flight: bool = False) -> None:
-        """Fail pending operations (and, with `in_flight`, every entry still awaited)."""
+        """Fail pending operations (and, with `in_flight`, every entry still awaited, whose outcome is
+        unknown: it may still commit)."""
         _fail(self.pending_futures, error)
         self.pending_ops, self.pending_futures = [], []
         if in_flight:
+            unknown = ProposalFailed(str(error), error.leader, outcome_unknown=True)
             for flight in self.in_flight.values():
-                _fail(flight.futures, error)
+                _fail(flight.futures, unknown)
             self.in_flight.clear()
 
 

@@ -578,8 +578,8 @@ class RaftHost:
     def _stepped_down_alone(group: Group) -> bool:
         """A leader that stepped down in its own term with no successor known (CheckQuorum: it heard
         from no majority). Its entries still awaited cannot commit until it hears from a leader again, so
-        their callers are answered now (503: the outcome is unknown, a deduplicated retry elsewhere is
-        safe) rather than when the fault heals. After a newer term, the new leader's appends settle them
+        their callers are answered now (503 `outcome_unknown`: a deduplicated retry elsewhere is safe)
+        rather than when the fault heals. After a newer term, the new leader's appends settle them
         soon: applied with their results, or failed as overwritten."""
         return group.raft.leader is None and group.raft.term == group.led_term
 

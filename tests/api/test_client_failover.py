@@ -10,11 +10,12 @@ import sys
 import time
 from collections.abc import Iterator
 
+import pytest
 from aiohttp import web
 from client_fakes import error, published, serve
 from test_client_publishing import DedupQueue
 
-from api.client import QuorumqClient
+from api.client import OutcomeUnknownError, QuorumqClient, UnavailableError
 
 
 def _listening(port: int) -> bool:
@@ -111,3 +112,32 @@ async def test_503_without_a_leader_hint_moves_on_to_the_next_node() -> None:
         assert await client.publish("q", "x") == [0]
     assert refusals == ["/api/queues/q/messages"]
     assert queue.requests == [(client.publisher_id, 1)]
+
+
+async def test_an_outcome_unknown_503_is_retried_only_for_a_request_safe_to_resend() -> None:
+    """A 503 `outcome_unknown` (the node sent the request on and lost track of it) may have taken effect:
+    a purge is not sent again, a read is; any other 503 is retried for both."""
+    purges: list[str] = []
+    reads: list[str] = []
+
+    async def purge(request: web.Request) -> web.Response:
+        purges.append(request.match_info["q"])
+        return error(503, "outcome_unknown", "the leader stopped answering after the request was sent")
+
+    async def stats(request: web.Request) -> web.Response:
+        reads.append(request.match_info["q"])
+        if len(reads) == 1:
+            return error(503, "outcome_unknown", "the leader stopped answering after the request was sent")
+        return web.json_response({"name": request.match_info["q"], "messages": 0})
+
+    app = web.Application()
+    app.router.add_delete("/api/queues/{q}/contents", purge)
+    app.router.add_get("/api/queues/{q}", stats)
+    async with serve(app) as url, QuorumqClient([url], timeout=5.0) as client:
+        with pytest.raises(OutcomeUnknownError) as raised:
+            await client.purge("unknown")
+        assert (raised.value.status, raised.value.code) == (503, "outcome_unknown")
+        assert isinstance(raised.value, UnavailableError)
+        assert purges == ["unknown"]  # sent once, never again
+        assert (await client.queue("q"))["name"] == "q"
+        assert reads == ["q", "q"]

@@ -38,3 +38,30 @@ async def test_a_watched_entry_resolves_once_applied_with_its_term_and_fails_if_
     batcher.applied(6, 3, [])
     with pytest.raises(ProposalFailed, match="overwritten"):
         replaced.result()
+
+
+async def test_failing_in_flight_entries_marks_their_outcome_unknown_and_pending_ones_not() -> None:
+    """An entry already in the log may still commit: its callers cannot be told it failed, only that its
+    outcome is unknown. An operation never proposed, or an entry another one overwrote, did not happen."""
+    batcher = ProposalBatcher()
+    [in_flight] = [batcher.submit(["purge"])]
+    batcher.proposed(3, 1, batcher.take()[1])
+    overwritten = batcher.watch(4, 1)
+    never_proposed = batcher.submit(["purge"])
+    batcher.applied(4, 2, [])
+    batcher.fail(ProposalFailed("lost leadership", "n2"), in_flight=True)
+    failures = {
+        name: future.exception()
+        for name, future in [
+            ("in flight", in_flight),
+            ("overwritten", overwritten),
+            ("never proposed", never_proposed),
+        ]
+    }
+    assert all(isinstance(failure, ProposalFailed) for failure in failures.values())
+    assert {name: failure.outcome_unknown for name, failure in failures.items()} == {
+        "in flight": True,
+        "overwritten": False,
+        "never proposed": False,
+    }
+    assert failures["in flight"].leader == "n2"

@@ -68,3 +68,28 @@ def test_an_async_client_used_in_a_forked_child_refuses_and_the_parent_keeps_it(
     finally:
         loop.run_until_complete(client.close())
         loop.close()
+
+
+def test_a_sync_publisher_made_before_a_fork_refuses_in_the_child_and_the_parent_keeps_it(
+    one_node: ProcessCluster,
+) -> None:
+    """The publisher runs on the parent's loop thread, which the child does not have: the child is
+    refused at once instead of waiting out call_timeout (90 s here, past run_forked's limit)."""
+    with SyncClient(one_node.urls, timeout=5.0) as client:
+        client.declare(QUEUE)
+        with client.publisher(QUEUE) as publisher:
+            first = publisher.send("from the parent")
+            publisher.flush()
+
+            def use_in_child() -> list[str]:
+                refusals = []
+                for use in (lambda: publisher.send("from the child"), publisher.flush, publisher.close):
+                    with pytest.raises(ForkedClientError) as refused:
+                        use()
+                    refusals.append(str(refused.value))
+                return refusals
+
+            refusals = run_forked(use_in_child, timeout=20.0)
+            assert all("fork" in refusal for refusal in refusals)
+            second = publisher.send("after the child")
+        assert second.result(timeout=0) == first.result(timeout=0) + 1

@@ -4,6 +4,7 @@ dead-lettered with requeue=False); leaving a publisher's block flushes it, sync 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 
 import pytest
@@ -101,3 +102,43 @@ async def test_a_failed_nack_leaves_the_blocks_exception_with_a_note(
                 raise Failed("the work failed")
     assert any(f"nacking message {message.id} failed" in note for note in raised.value.__notes__)
     assert not message.settled
+
+
+async def test_a_cancelled_or_interrupted_block_requeues_even_with_requeue_false(
+    one_node: ProcessCluster,
+) -> None:
+    """A worker shutting down (its task cancelled, Ctrl-C, sys.exit) did not reject the message: it goes
+    back to the queue instead of being dead-lettered, and the interruption goes on up."""
+    async with QuorumqClient(one_node.urls) as client:
+        await client.declare("stopped-dead")
+        await client.declare("stopped", {"x-dead-letter-queue": "stopped-dead"})
+        await client.publish("stopped", ["cancelled", "interrupted", "exited"])
+        [cancelled, interrupted, exited] = await client.get("stopped", count=3)
+
+        started = asyncio.Event()
+
+        async def work_until_cancelled() -> None:
+            async with cancelled.process(requeue=False):
+                started.set()
+                await asyncio.Event().wait()
+
+        worker = asyncio.create_task(work_until_cancelled())
+        await started.wait()
+        worker.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await worker
+        with pytest.raises(KeyboardInterrupt):
+            async with interrupted.process(requeue=False):
+                raise KeyboardInterrupt
+        with pytest.raises(SystemExit):
+            async with exited.process(requeue=False):
+                raise SystemExit(0)
+
+        assert cancelled.settled and interrupted.settled and exited.settled
+        assert (await client.queue("stopped-dead"))["messages"] == 0
+        again = await client.get("stopped", count=3, ack="auto")
+        assert sorted((message.body, message.redelivered) for message in again) == [
+            (b"cancelled", True),
+            (b"exited", True),
+            (b"interrupted", True),
+        ]
