@@ -178,7 +178,8 @@ class PasswordChecker:
     Remembered successes are keyed by an HMAC (with a per-process key) of the name, the stored hash and
     the password, so a changed password or a new hash never matches an old entry. A user that does not
     exist costs the same scrypt as one that does (checked against an unusable hash), so the time of a
-    failure does not tell which user names exist.
+    failure does not tell which user names exist. Checks of the same credentials at the same time share
+    one scrypt (`in_progress`).
     """
 
     def __init__(self) -> None:
@@ -186,27 +187,46 @@ class PasswordChecker:
         self._verified: set[bytes] = set()
         self._slots = asyncio.Semaphore(PASSWORD_CHECKS_AT_ONCE)
         self._unusable = unusable_hash()
+        self._checking: dict[bytes, asyncio.Future[bool]] = {}
 
     async def hash(self, password: str) -> str:
         """A new hash of `password` (`cluster.users.hash_password`)."""
         async with self._slots:
             return await asyncio.get_running_loop().run_in_executor(None, hash_password, password)
 
+    def remembered(self, record: UserRecord | None, password: str) -> bool:
+        """True when `password` is the user's and was checked before (no scrypt needed)."""
+        return record is not None and self._fingerprint(record, password) in self._verified
+
+    def in_progress(self, record: UserRecord | None, password: str) -> asyncio.Future[bool] | None:
+        """The outcome of a check of these very credentials under way now, if any."""
+        return None if record is None else self._checking.get(self._fingerprint(record, password))
+
     async def check(self, record: UserRecord | None, password: str) -> bool:
         """True when `password` is the user's; False, at the same cost, when there is no such user."""
         if record is None:
             await self._verify(password, self._unusable)
             return False
-        material = "\x00".join((record.name, record.password_hash, password)).encode()
-        fingerprint = hmac.new(self._key, material, hashlib.sha256).digest()
+        fingerprint = self._fingerprint(record, password)
         if fingerprint in self._verified:
             return True
-        ok = await self._verify(password, record.password_hash)
+        outcome = self._checking[fingerprint] = asyncio.get_running_loop().create_future()
+        try:
+            ok = await self._verify(password, record.password_hash)
+            outcome.set_result(ok)
+        finally:
+            del self._checking[fingerprint]
+            if not outcome.done():  # cut short: those waiting check again for themselves
+                outcome.cancel()
         if ok:
             if len(self._verified) >= VERIFIED_CACHE_SIZE:
                 self._verified.clear()
             self._verified.add(fingerprint)
         return ok
+
+    def _fingerprint(self, record: UserRecord, password: str) -> bytes:
+        material = "\x00".join((record.name, record.password_hash, password)).encode()
+        return hmac.new(self._key, material, hashlib.sha256).digest()
 
     async def _verify(self, password: str, encoded: str) -> bool:
         async with self._slots:
@@ -285,6 +305,19 @@ async def _basic(request: web.Request, node: Node, value: str) -> Principal:
     if name == GUEST and not is_loopback(request):
         raise Unauthenticated("the guest user may only connect from loopback")
     throttle, source = request.app[LOGIN_THROTTLE], source_key(request.remote)
+    throttle.refuse_if_blocked(source)
+    checker, record = request.app[PASSWORD_CHECKER], node.meta.state.users.get(name)
+    shared = checker.in_progress(record, password)  # `guest` is never a stored user: no record
+    if record is not None and checker.remembered(record, password):
+        return Principal.of(record)
+    if record is not None and shared is not None:  # the same credentials are being checked: share it
+        try:
+            if await asyncio.shield(shared):
+                return Principal.of(record)
+            raise Unauthenticated("wrong user name or password")  # counted once, by the check itself
+        except asyncio.CancelledError:
+            if not shared.cancelled():
+                raise  # this request was cancelled, not the check it waited on
     throttle.begin(source)
     failed = True  # also when the check is cut short: its result is unknown
     try:
@@ -294,8 +327,7 @@ async def _basic(request: web.Request, node: Node, value: str) -> Principal:
             failed = False
             return Principal.superuser(GUEST)
         state = node.meta.state
-        record = state.users.get(name)
-        if not await request.app[PASSWORD_CHECKER].check(record, password):
+        if not await checker.check(record, password):
             if not state.users_initialised:
                 failed = False
                 raise Unauthenticated("the user table is not initialised yet", status=503)

@@ -28,6 +28,7 @@ from api.auth import vouch
 from api.validation import queue_name
 from cluster.errors import NotLeader, OutcomeUnknown, QueueNotFound
 from cluster.node import Node
+from cluster.peer_auth import PlainHttpRefused
 from cluster.queue_service import QueueService
 
 HOPS_HEADER = "X-Quorumq-Hops"
@@ -72,7 +73,7 @@ async def forward(
             if now != target:  # a new leader, or none that this node can see
                 reason = f"leader {target} stopped leading while the request waited on it"
                 raise OutcomeUnknown(reason, now)
-    except aiohttp.ClientConnectorError as exc:  # nothing was sent
+    except (aiohttp.ClientConnectorError, PlainHttpRefused) as exc:  # nothing was sent
         raise NotLeader(f"leader {target} unreachable: {exc}", target) from exc
     except (aiohttp.ClientError, TimeoutError) as exc:  # sent, but no answer came back
         raise OutcomeUnknown(f"leader {target} gave no answer: {exc}", target) from exc
@@ -84,7 +85,7 @@ async def _proxy(
     request: web.Request, session: aiohttp.ClientSession, url: str, data: bytes, headers: dict[str, str]
 ) -> web.Response:
     """Send the request on, vouching for its caller. A vouch refused (a plain-HTTP URL from a node with
-    TLS: `PlainHttpRefused`) is a ClientError, so the target counts as unreachable."""
+    TLS: `PlainHttpRefused`) sends nothing, so the target counts as unreachable."""
     headers = {**headers, **await vouch(request, request.method, url, data)}
     async with session.request(request.method, url, data=data, headers=headers) as answer:
         body = await answer.read()

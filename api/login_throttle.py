@@ -9,6 +9,8 @@ MAX_SOURCES sources are remembered; beyond that, the one whose last failure is o
 A password check in progress counts against its source's limit as if it had failed (until it ends), and
 a source has at most MAX_CHECKS_IN_FLIGHT checks in progress: so parallel guesses cannot all pass the
 limit before the first of them fails, nor queue up for the scrypt slots and starve other logins.
+Credentials checked before, or being checked by another request now, need no check of their own and
+take no such place (`api.auth`), so many requests of one client logging in at once are not refused.
 """
 
 from __future__ import annotations
@@ -50,6 +52,13 @@ class LoginThrottle:
         self._clock = clock
         self._failed_at: OrderedDict[str, deque[float]] = OrderedDict()
         self._in_flight: dict[str, int] = {}  # checks in progress per source (none: absent)
+
+    def refuse_if_blocked(self, source: str) -> None:
+        """Raise LoginThrottled when `source` failed too often lately, whatever it is about to try."""
+        now = self._clock()
+        recent = [t for t in self._failed_at.get(source, ()) if t + self.window_s > now]
+        if len(recent) >= self.failures:
+            raise LoginThrottled(source, math.ceil(recent[0] + self.window_s - now))
 
     def begin(self, source: str) -> None:
         """Reserve a password check for `source` (end it with `end`), or raise LoginThrottled when

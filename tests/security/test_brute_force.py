@@ -87,8 +87,9 @@ async def test_parallel_guesses_are_limited_and_do_not_starve_other_logins(secur
     await eventually_status(secured.urls[0] + "/api/users/bystander", ADMIN, 200)  # known, never checked
     finished: list[str] = []
 
-    async def guess() -> int:
-        status = (await call("GET", url, authorization=WRONG, source="127.0.0.41")).status
+    async def guess(n: int) -> int:  # distinct guesses: the same one sent at once is checked once
+        wrong = basic_header(HARNESS_USER, f"guess-{n}")
+        status = (await call("GET", url, authorization=wrong, source="127.0.0.41")).status
         finished.append(f"guess {status}")
         return status
 
@@ -97,10 +98,24 @@ async def test_parallel_guesses_are_limited_and_do_not_starve_other_logins(secur
         finished.append("login")
         return status
 
-    guesses = [asyncio.create_task(guess()) for _ in range(40)]
+    guesses = [asyncio.create_task(guess(n)) for n in range(40)]
     assert await login() == 200
     statuses = await asyncio.gather(*guesses)
     assert set(statuses) <= {401, 429}, statuses
     assert statuses.count(401) <= LOGIN_FAILURES, statuses  # the rest were answered without a check
     checked_first = finished[: finished.index("login")].count("guess 401")
     assert checked_first <= MAX_CHECKS_IN_FLIGHT, finished  # the login queued behind few guesses
+
+
+async def test_many_logins_of_one_client_at_once_share_one_check_and_are_all_let_in(
+    secured: ProcessCluster,
+) -> None:
+    """Found by CI (test_200_queues_on_3_nodes...): a client opening many requests at once with the same,
+    right, password was refused 429 as if it were guessing in parallel."""
+    url = secured.urls[1] + "/api/whoami"
+    await call("PUT", secured.urls[0] + "/api/users/busy", authorization=ADMIN, json={"password": "b2"})
+    await eventually_status(secured.urls[1] + "/api/users/busy", ADMIN, 200)  # known there, never checked
+    answers = await asyncio.gather(
+        *(call("GET", url, authorization=basic_header("busy", "b2"), source="127.0.0.42") for _ in range(30))
+    )
+    assert [a.status for a in answers] == [200] * 30, [a.body for a in answers if a.status != 200]
