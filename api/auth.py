@@ -15,7 +15,6 @@ import binascii
 import enum
 import hashlib
 import hmac
-import ipaddress
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -29,7 +28,7 @@ from api.limits import read_body
 from api.login_throttle import LoginThrottled
 from api.tokens import verify_token
 from api.validation import check_queue_name
-from cluster.config import ConfigError
+from cluster.config import ConfigError, is_loopback_host
 from cluster.metadata import Metadata
 from cluster.node import META_GROUP, Node
 from cluster.peer_auth import NODE_AUTH_HEADER, NODE_PRINCIPAL, body_digest_off_loop, verify_assertion
@@ -194,13 +193,21 @@ class PasswordChecker:
         async with self._slots:
             return await asyncio.get_running_loop().run_in_executor(None, hash_password, password)
 
-    def remembered(self, record: UserRecord | None, password: str) -> bool:
-        """True when `password` is the user's and was checked before (no scrypt needed)."""
-        return record is not None and self._fingerprint(record, password) in self._verified
-
-    def in_progress(self, record: UserRecord | None, password: str) -> asyncio.Future[bool] | None:
-        """The outcome of a check of these very credentials under way now, if any."""
-        return None if record is None else self._checking.get(self._fingerprint(record, password))
+    async def known_outcome(self, record: UserRecord, password: str) -> bool | None:
+        """Whether `password` is the user's, when that needs no check of its own: remembered from an
+        earlier check, or shared with a check of the same credentials under way (None: check it)."""
+        fingerprint = self._fingerprint(record, password)
+        if fingerprint in self._verified:
+            return True
+        shared = self._checking.get(fingerprint)
+        if shared is None:
+            return None
+        try:
+            return await asyncio.shield(shared)
+        except asyncio.CancelledError:
+            if not shared.cancelled():
+                raise  # the waiting request was cancelled, not the check it waited on
+            return None
 
     async def check(self, record: UserRecord | None, password: str) -> bool:
         """True when `password` is the user's; False, at the same cost, when there is no such user."""
@@ -235,10 +242,7 @@ class PasswordChecker:
 
 def is_loopback(request: web.Request) -> bool:
     """True when the TCP peer is a loopback address."""
-    try:
-        return request.remote is not None and ipaddress.ip_address(request.remote).is_loopback
-    except ValueError:
-        return False
+    return is_loopback_host(request.remote or "")
 
 
 def route_access(request: web.Request) -> Access:
@@ -307,17 +311,12 @@ async def _basic(request: web.Request, node: Node, value: str) -> Principal:
     throttle, source = request.app[LOGIN_THROTTLE], source_key(request.remote)
     throttle.refuse_if_blocked(source)
     checker, record = request.app[PASSWORD_CHECKER], node.meta.state.users.get(name)
-    shared = checker.in_progress(record, password)  # `guest` is never a stored user: no record
-    if record is not None and checker.remembered(record, password):
+    known = None if record is None else await checker.known_outcome(record, password)  # never `guest`
+    if known is not None:  # no check of its own, so no place among its source's checks
+        if not known:
+            raise Unauthenticated("wrong user name or password")  # counted once, by the shared check
+        assert record is not None
         return Principal.of(record)
-    if record is not None and shared is not None:  # the same credentials are being checked: share it
-        try:
-            if await asyncio.shield(shared):
-                return Principal.of(record)
-            raise Unauthenticated("wrong user name or password")  # counted once, by the check itself
-        except asyncio.CancelledError:
-            if not shared.cancelled():
-                raise  # this request was cancelled, not the check it waited on
     throttle.begin(source)
     failed = True  # also when the check is cut short: its result is unknown
     try:
