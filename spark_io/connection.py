@@ -28,7 +28,8 @@ class Connection:
     (a bearer token), and `caFile` (a PEM bundle to verify HTTPS nodes with).
 
     Without credentials the clients fall back to QUORUMQ_USER/QUORUMQ_PASSWORD/QUORUMQ_TOKEN in the
-    environment of each process, and without `caFile` to QUORUMQ_CA_FILE, then the system's CAs."""
+    environment of each process, then to `guest:guest`; without `caFile` to QUORUMQ_CA_FILE, then the
+    system's CAs."""
 
     nodes: tuple[str, ...]
     user: str | None = None
@@ -69,7 +70,7 @@ class Connection:
         """Who the requests authenticate as, for error messages (never the secret)."""
         if self.user is not None:
             return f"user '{self.user}'"
-        return "the token" if self.token is not None else "the environment's credentials (or none)"
+        return "the token" if self.token is not None else "the environment's credentials (else guest:guest)"
 
     def client_arguments(self) -> dict[str, Any]:
         """Keyword arguments for QuorumqClient/SyncClient; reads `passwordFile` and `caFile` here."""
