@@ -56,8 +56,8 @@ class LoginThrottle:
     def refuse_if_blocked(self, source: str) -> None:
         """Raise LoginThrottled when `source` failed too often lately, whatever it is about to try."""
         now = self._clock()
-        recent = [t for t in self._failed_at.get(source, ()) if t + self.window_s > now]
-        if len(recent) >= self.failures:
+        recent = self._recent_failures(source, now)
+        if len(recent) >= self.failures:  # until the oldest of them leaves the window
             raise LoginThrottled(source, math.ceil(recent[0] + self.window_s - now))
 
     def begin(self, source: str) -> None:
@@ -66,14 +66,13 @@ class LoginThrottle:
         in_flight = self._in_flight.get(source, 0)
         if in_flight >= self.max_in_flight:
             raise LoginThrottled(source, 1)
-        times = self._failed_at.get(source, ())
-        now = self._clock()
-        recent = [t for t in times if t + self.window_s > now]
-        if len(recent) + in_flight >= self.failures:
-            # the failures alone: wait until the oldest leaves the window; else until checks in progress end
-            wait_s = recent[0] + self.window_s - now if len(recent) >= self.failures else 1
-            raise LoginThrottled(source, math.ceil(wait_s))
+        self.refuse_if_blocked(source)
+        if len(self._recent_failures(source, self._clock())) + in_flight >= self.failures:
+            raise LoginThrottled(source, 1)  # until checks in progress end
         self._in_flight[source] = in_flight + 1
+
+    def _recent_failures(self, source: str, now: float) -> list[float]:
+        return [t for t in self._failed_at.get(source, ()) if t + self.window_s > now]
 
     def end(self, source: str, failed: bool) -> None:
         """End a check `begin` reserved for `source`, counting it as a failed login when `failed`."""
