@@ -1,0 +1,46 @@
+"""Old logs still replay: a node starts on a data directory written by an earlier version and holds
+exactly what that version's node held (tests/fixtures/replay_v0/README.md says how it was written)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tarfile
+from pathlib import Path
+from typing import Any
+
+from api.client import QuorumqClient
+from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER, NodeProcess, free_ports, wait_healthy
+
+FIXTURE = Path(__file__).parent.parent / "fixtures" / "replay_v0"
+VOLATILE = {"leader", "online"}
+
+
+async def _observe(url: str) -> dict[str, Any]:
+    """What the node holds, in the form `expected.json` records."""
+    async with QuorumqClient([url], auth=(HARNESS_USER, HARNESS_PASSWORD)) as client:
+        queues = {}
+        for queue in await client.queues():
+            messages = await client.browse(queue["name"], limit=10000)
+            queues[queue["name"]] = {
+                "stats": {k: v for k, v in queue.items() if k not in VOLATILE},
+                "messages": [[m.id, m.body.decode("latin-1"), m.headers, m.delivery_count] for m in messages],
+            }
+        log = await client.consumer_log("stream", "spark", 4, 10)
+        users = sorted([u["name"], sorted(u["tags"]), u.get("permissions")] for u in await client.users())
+        return {"queues": queues, "spark_log": [m.id for m in log], "users": users}
+
+
+def test_a_node_restarts_on_a_version_0_data_directory_with_everything_it_held(tmp_path: Path) -> None:
+    with tarfile.open(FIXTURE / "node1.tar.gz") as archive:
+        archive.extractall(tmp_path, filter="data")
+    http_port, raft_port = free_ports(2)
+    node = NodeProcess("node1", "127.0.0.1", http_port, raft_port, tmp_path / "node1", tmp_path / "node1.log")
+    node.start()
+    try:
+        wait_healthy([node])
+        observed = asyncio.run(_observe(node.url))
+    finally:
+        node.stop()
+    expected = json.loads((FIXTURE / "expected.json").read_text())
+    assert json.loads(json.dumps(observed)) == expected, node.log_path.read_text()[-3000:]
