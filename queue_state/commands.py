@@ -366,7 +366,8 @@ def encode_command(cmd: Command) -> bytes:
         if values[-1] is not None:
             break
         values.pop()
-    return msgpack.packb([_TAGS[kind], *values])
+    packed: bytes = msgpack.packb([_TAGS[kind], *values])
+    return packed
 
 
 def decode_command(data: bytes) -> Command:
@@ -380,7 +381,10 @@ def decode_command(data: bytes) -> Command:
         least = len(names) - _ADDED_FIELDS.get(kind, 0)
         if not least <= len(raw) - 1 <= len(names):
             raise CommandDecodeError(f"{kind.__name__} takes {len(names)} fields, got {len(raw) - 1}")
-        return kind(*(_from_wire(name, value) for name, value in zip(names, raw[1:], strict=False)))
+        command: Command = kind(
+            *(_from_wire(name, value) for name, value in zip(names, raw[1:], strict=False))
+        )
+        return command
     except CommandDecodeError:
         raise
     except (InvalidCommand, ArgumentError) as error:

@@ -342,12 +342,18 @@ class QueueMachine:
             del self._get_holders[holder.name]
         return message
 
+    def _holds_under(self, name: str) -> bool:
+        """True when `name` is a consumer, a get holder or a durable consumer of this queue."""
+        return any(
+            found is not None
+            for found in (self._consumers.get(name), self._get_holders.get(name), self._durables.get(name))
+        )
+
     def _take_held(
         self, ids: tuple[int, ...], owner: str | None
     ) -> tuple[list[ReadyMessage], Failure | None]:
         """Release the ids `owner` (anyone but a durable consumer if None) holds; a Failure names the rest."""
-        known = (self._consumers.get(owner), self._get_holders.get(owner), self._durables.get(owner))
-        if owner is not None and not any(known):
+        if owner is not None and not self._holds_under(owner):
             return [], Failure("unknown_consumer", f"no consumer {owner!r}")
         taken, unknown = [], []
         for message_id in ids:
@@ -514,7 +520,7 @@ class QueueMachine:
         for kind, fifo in (("returns", self._returns), ("main", self._main)):
             for columns in fifo.column_chunks(_ROWS_PER_CHUNK):
                 yield pack_chunk(kind, columns)
-        holders = [(True, consumer) for consumer in self._consumers]
+        holders: list[tuple[bool, Holder]] = [(True, consumer) for consumer in self._consumers]
         holders += [(False, holder) for holder in self._get_holders.values()]
         for is_consumer, holder in holders:
             held = [[*item.message, item.since_ms] for item in holder.held.values()]
@@ -568,6 +574,7 @@ class QueueMachine:
         return machine
 
     def _restore_held(self, name: str, is_consumer: bool, held: list[list[int]]) -> None:
+        holder: Holder | None
         if is_consumer:
             holder = self._consumers.get(name)
         else:

@@ -212,14 +212,14 @@ def _runs(indices: list[int]) -> list[tuple[int, int]]:
     return runs
 
 
-def _little_endian(column: array) -> bytes:
+def _little_endian(column: array[int]) -> bytes:
     if sys.byteorder == "big":
         column = array(column.typecode, column)
         column.byteswap()
     return column.tobytes()
 
 
-def _from_little_endian(typecode: str, data: bytes) -> array:
+def _from_little_endian(typecode: str, data: bytes) -> array[int]:
     column = array(typecode)
     column.frombytes(data)
     if sys.byteorder == "big":

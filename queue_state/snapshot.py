@@ -23,11 +23,13 @@ class SnapshotError(ValueError):
 
 def snapshot_header(**fields: Any) -> bytes:
     """The first chunk: the format version and the machine's scalar state."""
-    return msgpack.packb({"version": SNAPSHOT_VERSION, **fields})
+    packed: bytes = msgpack.packb({"version": SNAPSHOT_VERSION, **fields})
+    return packed
 
 
 def pack_chunk(kind: str, payload: Any) -> bytes:
-    return msgpack.packb([kind, payload])
+    packed: bytes = msgpack.packb([kind, payload])
+    return packed
 
 
 class SnapshotReader:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any
 
 import msgpack
 
@@ -34,10 +35,11 @@ class ConfChange:
 
 def encode_conf_change(change: ConfChange) -> bytes:
     """The payload of a CONF_CHANGE log entry: `[kind, node]`, plus the incarnation when known."""
-    fields: list = [int(change.kind), change.node]
+    fields: list[Any] = [int(change.kind), change.node]
     if change.incarnation is not None:
         fields.append(change.incarnation)
-    return msgpack.packb(fields)
+    packed: bytes = msgpack.packb(fields)
+    return packed
 
 
 def decode_conf_change(data: bytes) -> ConfChange:

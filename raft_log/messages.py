@@ -94,10 +94,11 @@ def encode_message_parts(msg: Message) -> list[bytes]:
     return parts
 
 
-def _items(values: tuple) -> bytes:
+def _items(values: tuple[Any, ...]) -> bytes:
     """The msgpack encodings of up to 15 values, one after the other (a packed array without its
     one-byte header: one call instead of one per value)."""
-    return msgpack.packb(values, use_bin_type=True)[1:]
+    packed: bytes = msgpack.packb(values, use_bin_type=True)
+    return packed[1:]
 
 
 _ENTRY_HEADER = array_header(4)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import msgpack
 
@@ -62,16 +62,16 @@ def _string(value: object) -> str:
     return value
 
 
-def _conf(voters: list, learners: list, incarnations: list | None = None) -> ConfState:
+def _conf(voters: list[str], learners: list[str], incarnations: list[list[str]] | None = None) -> ConfState:
     """A membership from its stored fields (written before incarnations: none known)."""
     pairs = tuple((_string(node), _string(inc)) for node, inc in incarnations or ())
     return ConfState(voters=tuple(voters), learners=tuple(learners), incarnations=pairs)
 
 
-def conf_fields(conf: ConfState) -> list:
+def conf_fields(conf: ConfState) -> list[Any]:
     """The stored fields of a membership: `voters, learners`, plus `[[member, incarnation], ...]` when
     any incarnation is known (so a membership without any reads back on a version without them)."""
-    fields: list = [list(conf.voters), list(conf.learners)]
+    fields: list[Any] = [list(conf.voters), list(conf.learners)]
     if conf.incarnations:
         fields.append([list(pair) for pair in conf.incarnations])
     return fields

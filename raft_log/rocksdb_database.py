@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rocksdict import DBCompressionType, DBRecoveryMode, Options, Rdict, ReadOptions, WriteBatch, WriteOptions
 
+from . import database
 from .database import DatabaseCorruptionError
 
 COMPACTION_NICENESS = 19
@@ -126,7 +127,9 @@ class RocksDatabase:
     def new_batch(self) -> WriteBatch:
         return WriteBatch(raw_mode=True)
 
-    def write(self, batch: WriteBatch, sync: bool) -> None:
+    def write(self, batch: database.WriteBatch, sync: bool) -> None:
+        if not isinstance(batch, WriteBatch):
+            raise TypeError("a RocksDatabase writes only batches of its own `new_batch`")
         options = WriteOptions()
         options.sync = sync
         with _corruption_raised():

@@ -72,6 +72,13 @@ class SimNode:
     def alive(self) -> bool:
         return self.raft is not None
 
+    @property
+    def core(self) -> RaftNode:
+        """The running core (a crashed replica has none)."""
+        if self.raft is None:
+            raise RuntimeError(f"replica {self.node_id} is down")
+        return self.raft
+
 
 @dataclass(slots=True)
 class SimStats:
@@ -148,22 +155,22 @@ class Simulation:
         proposed_to: tuple[NodeId, int] | None = None
         for _ in range(max_rounds):
             for node in self._alive():
-                node.raft.tick()
+                node.core.tick()
             self._settle()
             self._check_leaders()
             leader = self._current_leader()
             if leader is None:
                 continue
-            if proposed_to != (leader.node_id, leader.raft.term):
+            if proposed_to != (leader.node_id, leader.core.term):
                 try:
                     marker = self._propose(leader)
                 except RaftError:
                     continue
-                proposed_to = (leader.node_id, leader.raft.term)
+                proposed_to = (leader.node_id, leader.core.term)
             if marker is not None and self._everyone_applied(leader, marker):
-                status = leader.raft.status()
+                status = leader.core.status()
                 self.checker.check_nothing_lost(
-                    leader.node_id, leader.raft.entry_term, status.first_index - 1
+                    leader.node_id, leader.core.entry_term, status.first_index - 1
                 )
                 return
         raise LivenessViolation(f"seed {self.seed}: no leader committed after healing ({max_rounds} rounds)")
@@ -171,7 +178,7 @@ class Simulation:
     def _settle(self, max_iterations: int = 10_000) -> None:
         """Deliver every message and process every Ready until the cluster is quiet."""
         for _ in range(max_iterations):
-            busy = [n for n in self._alive() if n.raft.has_ready()]
+            busy = [n for n in self._alive() if n.core.has_ready()]
             if not busy and not self.network:
                 return
             for node in busy:
@@ -182,8 +189,8 @@ class Simulation:
 
     def _current_leader(self) -> SimNode | None:
         """The leader of the highest term (a removed node may campaign alone in higher terms)."""
-        leaders = [n for n in self._alive() if n.raft.is_leader]
-        return max(leaders, key=lambda n: n.raft.term) if leaders else None
+        leaders = [n for n in self._alive() if n.core.is_leader]
+        return max(leaders, key=lambda n: n.core.term) if leaders else None
 
     def _everyone_applied(self, leader: SimNode, marker: bytes) -> bool:
         index = next(
@@ -192,7 +199,7 @@ class Simulation:
         )
         if index is None:
             return False
-        conf = leader.raft.status().conf
+        conf = leader.core.status().conf
         return all(self.nodes[m].applied >= index for m in conf.voters + conf.learners)
 
     # ------------------------------------------------------------------ actions
@@ -209,17 +216,17 @@ class Simulation:
         self._deliver(msg)
 
     def _do_ready(self) -> None:
-        busy = [n for n in self._alive() if n.raft.has_ready()]
+        busy = [n for n in self._alive() if n.core.has_ready()]
         if busy:
             self._process_ready(self.rng.choice(busy))
 
     def _do_tick(self) -> None:
         alive = self._alive()
         if self.rng.random() < 0.2 and alive:
-            self.rng.choice(alive).raft.tick()  # one clock runs ahead
+            self.rng.choice(alive).core.tick()  # one clock runs ahead
             return
         for node in alive:
-            node.raft.tick()
+            node.core.tick()
 
     def _do_propose(self) -> None:
         leader = self._some_leader()
@@ -234,7 +241,7 @@ class Simulation:
         node = self.rng.choice(alive)
         context = f"read-{self.stats.steps}".encode()
         try:
-            node.raft.read_index(context)
+            node.core.read_index(context)
         except RaftError:
             return
         self._reads[context] = max(self.checker.committed, default=0)
@@ -259,11 +266,11 @@ class Simulation:
         leader = self._some_leader()
         if leader is None:
             return
-        conf = leader.raft.status().conf
+        conf = leader.core.status().conf
         room = len(conf.voters + conf.learners) < 5 and self._next_node <= 8
         change = random_conf_change(self.rng, conf, f"n{self._next_node}" if room else None)
         try:
-            leader.raft.propose_conf_change(change)
+            leader.core.propose_conf_change(change)
         except RaftError:
             return
         self.stats.conf_changes += 1
@@ -274,9 +281,9 @@ class Simulation:
         leader = self._some_leader()
         if leader is None:
             return
-        voters = [v for v in leader.raft.status().conf.voters if v != leader.node_id]
+        voters = [v for v in leader.core.status().conf.voters if v != leader.node_id]
         if voters:
-            leader.raft.transfer_leadership(self.rng.choice(voters))
+            leader.core.transfer_leadership(self.rng.choice(voters))
 
     def _do_snapshot(self) -> None:
         candidates = [n for n in self._alive() if n.applied > n.storage.snapshot().meta.index]
@@ -291,7 +298,7 @@ class Simulation:
 
     def _process_ready(self, node: SimNode) -> None:
         """The driver contract: persist, then send, then apply, then advance."""
-        raft = node.raft
+        raft = node.core
         rd: Ready = raft.ready()
         storage = node.storage
         persist_ready(storage, rd)
@@ -337,7 +344,7 @@ class Simulation:
             return
         if self.side.get(msg.frm, 0) != self.side.get(msg.to, 0):
             return
-        target.raft.step(decode_message(encode_message(msg)))
+        target.core.step(decode_message(encode_message(msg)))
 
     # ------------------------------------------------------------------ helpers
 
@@ -371,19 +378,19 @@ class Simulation:
     def _propose(self, leader: SimNode) -> bytes:
         self._proposals += 1
         data = f"p{self._proposals}".encode()
-        leader.raft.propose(data)
+        leader.core.propose(data)
         return data
 
     def _alive(self) -> list[SimNode]:
         return [n for n in self.nodes.values() if n.alive]
 
     def _some_leader(self) -> SimNode | None:
-        leaders = [n for n in self._alive() if n.raft.is_leader]
+        leaders = [n for n in self._alive() if n.core.is_leader]
         return self.rng.choice(leaders) if leaders else None
 
     def _check_leaders(self) -> None:
         for node in self._alive():
-            raft = node.raft
+            raft = node.core
             if raft.is_leader and self.checker.check_new_leader(
                 node.node_id, raft.term, raft.entry_term, raft.status().first_index - 1
             ):
