@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import Any
 
 from api.client import NotFoundError, Publisher, QuorumqClient
 from bench.drivers import OnMessage
@@ -21,7 +22,7 @@ class QuorumqConnection:
         batch = min(MESSAGES_PER_REQUEST, in_flight)
         self._publisher: Publisher = client.publisher(queue, window=-(-in_flight // batch), batch=batch)
 
-    async def send(self, body: bytes) -> asyncio.Future[object]:
+    async def send(self, body: bytes) -> asyncio.Future[Any]:
         return await self._publisher.send(body)
 
     async def flush(self) -> None:

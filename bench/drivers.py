@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 OnMessage = Callable[[bytes], None]
 
@@ -16,7 +16,7 @@ OnMessage = Callable[[bytes], None]
 class Connection(Protocol):
     """One client connection to a broker node, used by one publisher or one consumer."""
 
-    async def send(self, body: bytes) -> asyncio.Future[object]:
+    async def send(self, body: bytes) -> asyncio.Future[Any]:
         """Queue `body` for publishing; the returned future resolves once the broker confirmed it."""
         ...
 
@@ -59,7 +59,10 @@ class Driver(Protocol):
 class Cluster(Protocol):
     """A running 3-node broker cluster the harness can observe and restart node by node."""
 
-    urls: list[str]
+    @property
+    def urls(self) -> list[str]:
+        """Every node's client URL."""
+        ...
 
     def pids(self) -> dict[str, int]:
         """Node name to the pid of its broker process."""

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bench.backlog import BacklogResult, measure_backlog
 from bench.driver_quorumq import QuorumqDriver
@@ -58,8 +60,8 @@ class BrokerRun:
     backlog: BacklogResult | None
 
 
-Workload = Callable[[Driver], Awaitable[WorkloadResult]]
-Setup = Callable[[Driver], Awaitable[None]]
+Workload = Callable[[Driver], Coroutine[Any, Any, WorkloadResult]]
+Setup = Callable[[Driver], Coroutine[Any, Any, None]]
 
 
 @dataclass(frozen=True)
@@ -81,8 +83,8 @@ def workloads(options: Options) -> list[Shape]:
             Shape(
                 f"a-{size}k",
                 f"(a) publish {size} KiB, {o.publishers} pub x {o.in_flight} unconfirmed",
-                lambda d, size=size: publish_confirms(
-                    d,
+                functools.partial(
+                    publish_confirms,
                     body_size=size * KIB,
                     publishers=o.publishers,
                     in_flight=o.in_flight,
@@ -95,9 +97,7 @@ def workloads(options: Options) -> list[Shape]:
             Shape(
                 f"b-{prefetch}",
                 f"(b) consume {o.consume_count} x 1 KiB, prefetch {prefetch}",
-                lambda d, prefetch=prefetch: drain(
-                    d, CONSUME_QUEUE, prefetch=prefetch, count=o.consume_count
-                ),
+                functools.partial(drain, queue=CONSUME_QUEUE, prefetch=prefetch, count=o.consume_count),
                 setup=lambda d: prefill(d, CONSUME_QUEUE, o.consume_count, KIB),
             )
         )

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import struct
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from bench.drivers import Connection, Driver
 
@@ -53,7 +55,7 @@ async def _confirmed_sender(
     slots = asyncio.Semaphore(in_flight)
     failures: list[BaseException] = []
 
-    def confirmed(started: float, confirm: asyncio.Future[object]) -> None:
+    def confirmed(started: float, confirm: asyncio.Future[Any]) -> None:
         slots.release()
         if confirm.cancelled() or confirm.exception() is not None:
             failures.append(confirm.exception() or asyncio.CancelledError())
@@ -69,7 +71,7 @@ async def _confirmed_sender(
         await slots.acquire()
         started = time.perf_counter()
         confirm = await connection.send(stamped_body(body_size))
-        confirm.add_done_callback(lambda done, started=started: confirmed(started, done))
+        confirm.add_done_callback(functools.partial(confirmed, started))
         sent += 1
     await connection.flush()
     if failures:

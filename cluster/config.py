@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -118,7 +119,7 @@ class NodeConfig:
         return tuple(seed.name for seed in self.seeds)
 
 
-_COERCE = {
+_COERCE: dict[str, Callable[[Any], Any]] = {
     "data_dir": Path,
     "http": lambda v: Address.parse(str(v), what="http"),
     "raft": lambda v: Address.parse(str(v), what="raft"),
@@ -146,11 +147,11 @@ def load_config(flags: dict[str, Any], config_file: Path | None = None) -> NodeC
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"config file {config_file}: {exc}") from exc
     known = {f.name: f for f in fields(NodeConfig)}
-    for key, value in os.environ.items():
+    for key, text in os.environ.items():
         if key.startswith(ENV_PREFIX):
             name = key[len(ENV_PREFIX) :].lower()
             if name in known:
-                merged[name] = value
+                merged[name] = text
     merged.update({k: v for k, v in flags.items() if v not in (None, ())})
     unknown = sorted(set(merged) - set(known))
     if unknown:

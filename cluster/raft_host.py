@@ -32,8 +32,9 @@ from typing import Any, NoReturn, Protocol
 
 import msgpack
 
+from cluster.peer_links import PeerLinks
 from cluster.proposals import ProposalBatcher, ProposalFailed
-from cluster.transport import KIND_CONTROL, KIND_RAFT, Transport
+from cluster.transport import KIND_CONTROL, KIND_RAFT
 from raft_log.confchange import ConfChange, apply_conf_change, decode_conf_change
 from raft_log.core import Config, NotLeaderError, ProposalDroppedError, RaftNode
 from raft_log.messages import Message, MessageDecodeError, MessageType, decode_message, encode_message_parts
@@ -110,9 +111,9 @@ class _ExportingStorage:
         return Snapshot(stored.meta, self._app.export_snapshot(stored.data))
 
 
-def _has_state(snapshot: Snapshot | None) -> bool:
+def _has_state(snapshot: Snapshot) -> bool:
     """A received snapshot with application state; a new replica's index-0 one brings only membership."""
-    return snapshot is not None and snapshot.meta.index > 0
+    return snapshot.meta.index > 0
 
 
 @dataclass
@@ -158,7 +159,7 @@ class RaftHost:
         self,
         node: str,
         store: NodeStore,
-        transport: Transport,
+        transport: PeerLinks,
         *,
         tick_ms: int,
         election_ticks: int,
@@ -545,7 +546,7 @@ class RaftHost:
             group.log.set_conf_state(ready.conf_state)
 
     def _apply(self, group: Group, ready: Ready) -> None:
-        if _has_state(ready.snapshot):
+        if ready.snapshot is not None and _has_state(ready.snapshot):
             group.app.restore(ready.snapshot.data)
         if ready.snapshot is not None:
             group.applied = group.snapshot_index = ready.snapshot.meta.index

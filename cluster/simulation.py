@@ -120,6 +120,13 @@ class SimNode:
         return self.host is not None
 
     @property
+    def running(self) -> RaftHost:
+        """The running host (a crashed node has none)."""
+        if self.host is None:
+            raise RuntimeError(f"node {self.name} is down")
+        return self.host
+
+    @property
     def incarnation(self) -> str:
         """The incarnation of its database (a new one after each wipe)."""
         return incarnation_of(self.name, self.wipes)
@@ -223,7 +230,7 @@ class Simulation:
         marker: _Publish | None = None
         for _ in range(max_rounds):
             for node in self._alive():
-                node.host.tick()
+                node.running.tick()
             self._settle()
             self._check_leaders()
             self._drop_removed()
@@ -245,7 +252,7 @@ class Simulation:
             for node in self._alive():
                 if node.write is not None:
                     self._finish_write(node)
-            busy = [n for n in self._alive() if n.host.has_work()]
+            busy = [n for n in self._alive() if n.running.has_work()]
             if not busy and not self.network.in_flight:
                 self._collect_publishes()
                 return
@@ -273,17 +280,17 @@ class Simulation:
         self._deliver(position)
 
     def _do_round(self) -> None:
-        ready = [n for n in self._alive() if n.write is None and n.host.has_work()]
+        ready = [n for n in self._alive() if n.write is None and n.running.has_work()]
         if ready:
             self._begin_round(self.rng.choice(ready))
 
     def _do_tick(self) -> None:
         alive = self._alive()
         if alive and self.rng.random() < 0.2:
-            self.rng.choice(alive).host.tick()  # one clock runs ahead
+            self.rng.choice(alive).running.tick()  # one clock runs ahead
             return
         for node in alive:
-            node.host.tick()
+            node.running.tick()
 
     def _do_publish(self) -> None:
         leader = self._some_leader()
@@ -339,13 +346,13 @@ class Simulation:
         leader = self._some_leader()
         if leader is None:
             return
-        conf = leader.host.groups[GROUP].raft.status().conf
+        conf = leader.running.groups[GROUP].raft.status().conf
         room = len(conf.voters + conf.learners) < 5 and self._next_node <= 8
         change = random_conf_change(self.rng, conf, f"n{self._next_node}" if room else None)
         if change.kind in (ConfChangeKind.ADD_VOTER, ConfChangeKind.ADD_LEARNER):
             change = replace(change, incarnation=incarnation_of(change.node, 0))
         try:
-            leader.host.propose_conf_change(GROUP, change)
+            leader.running.propose_conf_change(GROUP, change)
         except (RaftError, ProposalFailed):
             return
         self.stats.conf_changes += 1
@@ -369,15 +376,15 @@ class Simulation:
         leader = self._some_leader()
         if leader is None:
             return
-        voters = [v for v in leader.host.groups[GROUP].raft.status().conf.voters if v != leader.name]
+        voters = [v for v in leader.running.groups[GROUP].raft.status().conf.voters if v != leader.name]
         if voters:
-            leader.host.transfer_leadership(GROUP, self.rng.choice(voters))
+            leader.running.transfer_leadership(GROUP, self.rng.choice(voters))
 
     # ------------------------------------------------------------------ the production round
 
     def _begin_round(self, node: SimNode) -> None:
         assert node.host is not None and node.write is None
-        round_ = node.host.begin_round()
+        round_ = node.running.begin_round()
         if round_ is None:
             return
         slow = round_.sync and self.rng.random() < self.faults.slow_fsync
@@ -393,13 +400,13 @@ class Simulation:
         if round_.taken is not None:
             node.store.write_taken(round_.taken, round_.sync)
             node.store.finish(round_.taken)
-        group = node.host.groups.get(GROUP)
+        group = node.running.groups.get(GROUP)
         if group is not None:
             for r in round_.readies:
                 for entry in r.ready.entries:
                     self.checker.observe_persisted(node.name, entry, group.log.term(entry.index - 1))
-        node.host.end_round(round_)
-        if group is None or node.host.groups.get(GROUP) is not group:
+        node.running.end_round(round_)
+        if group is None or node.running.groups.get(GROUP) is not group:
             return
         term = group.raft.term
         for r in round_.readies:
@@ -420,7 +427,7 @@ class Simulation:
         leader = self._leader()
         if leader is None:
             return
-        group = leader.host.groups[GROUP]
+        group = leader.running.groups[GROUP]
         if group.raft.entry_term(group.applied) != group.raft.term:
             return  # the leader has not applied an entry of its term: its membership may be old
         self.settled_conf = group.conf
@@ -433,7 +440,7 @@ class Simulation:
                 if node.host is not None:
                     if node.write is not None:
                         self._finish_write(node)
-                    node.host.close_group(GROUP, drop=True)
+                    node.running.close_group(GROUP, drop=True)
                     node.replica = None
 
     def _replace_wiped(self) -> None:
@@ -443,7 +450,7 @@ class Simulation:
         leader = self._leader()
         if leader is None:
             return
-        group = leader.host.groups[GROUP]
+        group = leader.running.groups[GROUP]
         if group.raft.entry_term(group.applied) != group.raft.term:
             return
         members = group.conf.voters + group.conf.learners
@@ -460,14 +467,14 @@ class Simulation:
             else:
                 change = ConfChange(ConfChangeKind.ADD_LEARNER, node.name, node.incarnation)
             try:
-                leader.host.propose_conf_change(GROUP, change)
+                leader.running.propose_conf_change(GROUP, change)
             except (RaftError, ProposalFailed):
                 return
             self.stats.conf_changes += 1
             if change.kind is ConfChangeKind.ADD_LEARNER:  # the new replica starts empty, as a joining one
                 node.removed = node.joined = False
                 node.bootstrap = ConfState()
-                if node.alive and GROUP not in node.host.groups:
+                if node.alive and GROUP not in node.running.groups:
                     self._open_group(node)
             return
 
@@ -514,7 +521,7 @@ class Simulation:
             store.create_group(GROUP, node.bootstrap)
             store.commit(sync=True)
         node.replica = QueueReplica(QUEUE, GROUP, QueueConfig(), store.group(GROUP))
-        group = node.host.open_group(GROUP, node.replica)
+        group = node.running.open_group(GROUP, node.replica)
         node.applied = group.applied
         node.digest = self.checker.digest_at(group.applied) if group.applied else EMPTY_DIGEST
 
@@ -531,7 +538,7 @@ class Simulation:
     def _on_frame(self, to: str, frm: str, kind: int, body: bytes) -> None:
         node = self.nodes[to]
         if node.host is not None:
-            node.host.on_frame(frm, kind, body)
+            node.running.on_frame(frm, kind, body)
 
     def _deliver(self, position: int) -> None:
         frame = self.network.deliver(position, self._on_frame)
@@ -552,7 +559,7 @@ class Simulation:
         command = Enqueue(now_ms=self.stats.steps * TICK_MS, messages=(NewMessage(len(body)),))
         op = encode_op(command, [StoredMessage(body, {}, "utf8")])
         try:
-            future = leader.host.submit(GROUP, op)
+            future = leader.running.submit(GROUP, op)
         except ProposalFailed as failed:
             future = asyncio.get_running_loop().create_future()
             future.set_exception(failed)
@@ -578,7 +585,7 @@ class Simulation:
         return future.done() and future.exception() is None and isinstance(future.result(), Enqueued)
 
     def _members_caught_up(self, leader: SimNode) -> bool:
-        raft = leader.host.groups[GROUP].raft
+        raft = leader.running.groups[GROUP].raft
         conf = raft.status().conf
         commit = raft.status().commit
         return all(
@@ -587,7 +594,7 @@ class Simulation:
 
     def _check_queues(self, leader: SimNode) -> None:
         """Nothing confirmed is lost: every member's queue holds every confirmed message and its body."""
-        raft = leader.host.groups[GROUP].raft
+        raft = leader.running.groups[GROUP].raft
         self.checker.check_nothing_lost(leader.name, raft.entry_term, raft.status().first_index - 1)
         conf = raft.status().conf
         for name in conf.voters + conf.learners:
@@ -605,7 +612,9 @@ class Simulation:
         return [n for n in self.nodes.values() if n.alive]
 
     def _leaders(self) -> list[SimNode]:
-        return [n for n in self._alive() if GROUP in n.host.groups and n.host.groups[GROUP].raft.is_leader]
+        return [
+            n for n in self._alive() if GROUP in n.running.groups and n.running.groups[GROUP].raft.is_leader
+        ]
 
     def _some_leader(self) -> SimNode | None:
         leaders = self._leaders()
@@ -614,11 +623,11 @@ class Simulation:
     def _leader(self) -> SimNode | None:
         """The leader of the highest term (a removed node may campaign alone in higher terms)."""
         leaders = self._leaders()
-        return max(leaders, key=lambda n: n.host.groups[GROUP].raft.term) if leaders else None
+        return max(leaders, key=lambda n: n.running.groups[GROUP].raft.term) if leaders else None
 
     def _check_leaders(self) -> None:
         for node in self._leaders():
-            raft = node.host.groups[GROUP].raft
+            raft = node.running.groups[GROUP].raft
             if self.checker.check_new_leader(
                 node.name, raft.term, raft.entry_term, raft.status().first_index - 1
             ):

@@ -52,7 +52,7 @@ class PublishGap:
 def publish_latencies(history: Sequence[Op]) -> list[tuple[float, float, str]]:
     """(invoke time, seconds until completion, completion type) of every completed enqueue."""
     invoked: dict[tuple[str, int | None], float] = {}
-    latencies = []
+    latencies: list[tuple[float, float, str]] = []
     for op in history:
         if op.f != "enqueue":
             continue

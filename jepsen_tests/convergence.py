@@ -44,7 +44,7 @@ async def replica_states(node_urls: dict[str, str], queues: Sequence[str]) -> Co
     by_node = dict(zip(node_urls, listings, strict=True))
     replicas: dict[str, dict[str, dict[str, Any] | None]] = {}
     for queue in queues:
-        members = next(
+        members: list[str] = next(
             (q["members"] for listing in listings for q in listing.values() if q["name"] == queue), []
         )
         replicas[queue] = {

@@ -90,7 +90,7 @@ def one_way(nodes: Sequence[str], rng: random.Random) -> Partition:
     target = rng.choice(sorted(nodes))
     others = frozenset(n for n in nodes if n != target)
     if rng.random() < 0.5:
-        grudge = {n: frozenset() for n in others} | {target: others}
+        grudge: dict[str, frozenset[str]] = {n: frozenset() for n in others} | {target: others}
         return Partition("one-way", grudge, f"{target} hears nobody")
     grudge = {n: frozenset({target}) for n in others} | {target: frozenset()}
     return Partition("one-way", grudge, f"nobody hears {target}")

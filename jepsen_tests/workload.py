@@ -114,7 +114,11 @@ class Workload:
             return CrashedClient(f"no {role}", "", lambda: None)
         client = self._clients[rng.choice(names)]
         request = asyncio.run_coroutine_threadsafe(client.crash(CRASH_WAIT_S), loop).result()
-        return CrashedClient(client.process, request, lambda: loop.call_soon_threadsafe(client.revive))
+
+        def revive() -> None:
+            loop.call_soon_threadsafe(client.revive)
+
+        return CrashedClient(client.process, request, revive)
 
     async def _publisher(
         self, process: str, rng: random.Random, stop: asyncio.Event, client: QuorumqClient
@@ -199,7 +203,7 @@ class Workload:
         client: QuorumqClient,
         queue: str,
         tag: str,
-        batch: list[Delivery],
+        batch: Sequence[Delivery],
         rng: random.Random,
     ) -> None:
         """Ack most of `batch`, nack (requeue) some and reject a few to the dead-letter queue; an ack
@@ -223,7 +227,7 @@ class Workload:
             raise failure
 
     async def _ack_and_record(
-        self, process: str, client: QuorumqClient, queue: str, tag: str, deliveries: list[Delivery]
+        self, process: str, client: QuorumqClient, queue: str, tag: str, deliveries: Sequence[Delivery]
     ) -> QuorumqError | None:
         """Ack `deliveries` and record each as dequeued: it was processed whether or not the ack landed
         (a message left unsettled comes back, and counts as a duplicate), also when the consumer is
@@ -244,7 +248,7 @@ class Workload:
         return failure
 
     def _record(
-        self, process: str, type_: OpType, queue: str, deliveries: list[Delivery], error: str | None = None
+        self, process: str, type_: OpType, queue: str, deliveries: Sequence[Delivery], error: str | None = None
     ) -> None:
         """One dequeue op of `type_` per delivery (a `fail` is a value handed back to the queue)."""
         for delivery in deliveries:

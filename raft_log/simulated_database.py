@@ -12,6 +12,8 @@ import bisect
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from . import database
+
 _PUT, _DELETE, _DELETE_RANGE = 0, 1, 2
 
 
@@ -83,7 +85,9 @@ class SimulatedDatabase:
     def new_batch(self) -> SimulatedBatch:
         return SimulatedBatch()
 
-    def write(self, batch: SimulatedBatch, sync: bool) -> None:
+    def write(self, batch: database.WriteBatch, sync: bool) -> None:
+        if not isinstance(batch, SimulatedBatch):
+            raise TypeError("a SimulatedDatabase writes only batches of its own `new_batch`")
         if self.closed:
             raise RuntimeError("the database is closed")
         self._visible.apply(batch)

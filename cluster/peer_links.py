@@ -1,0 +1,25 @@
+"""What a `RaftHost` needs of the node-to-node transport: send frames to peers and know who is up.
+
+Production uses `cluster.transport.Transport` (TCP, one connection per peer); the driver simulation uses
+`cluster.simulated_network.SimulatedTransport`.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class PeerLinks(Protocol):
+    """Frames to peers, the peers known, and the incarnation each proved."""
+
+    def send(self, to: str, group: str, kind: int, *body: bytes) -> bool:
+        """Queue a frame for `to`; False when the peer is unknown or cannot take more now."""
+        ...
+
+    def peers(self) -> dict[str, bool]:
+        """Known peers and whether each is connected."""
+        ...
+
+    def peer_incarnation(self, name: str) -> str:
+        """The incarnation `name` proved ("" before it proved one)."""
+        ...
