@@ -1,8 +1,8 @@
 """Drives every Raft group of a node from one asyncio loop.
 
 One iteration (a round): turn pending operations into entries, collect the Ready of every touched
-group, persist all of them with one RocksDB write and one fsync (group commit), only then send their
-messages, apply committed entries and advance. One timer ticks every group.
+group, persist all of them with one RocksDB write and one fsync (group commit), send the messages that
+had to wait for it, apply committed entries and advance. One timer ticks every group.
 
 A slow fsync (or one of a large batch) runs in a worker thread, so the loop keeps reading sockets,
 serving HTTP and stepping Raft messages meanwhile (the core allows steps between `ready` and
