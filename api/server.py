@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import aiohttp
 from aiohttp import web
 
@@ -65,7 +67,7 @@ def create_app(node: Node) -> web.Application:
     return app
 
 
-async def _forward_session(app: web.Application):  # type: ignore[no-untyped-def]
+async def _forward_session(app: web.Application) -> AsyncIterator[None]:
     timeout = aiohttp.ClientTimeout(total=FORWARD_TIMEOUT_S, connect=2.0)
     config = app[NODE].config
     app[FORWARD_SESSION] = aiohttp.ClientSession(

@@ -11,7 +11,7 @@ import click
 
 from cluster.allocator import keep_freed_memory
 from cluster.cluster_secret import settle_cluster_secret
-from cluster.config import ConfigError, load_config
+from cluster.config import ConfigError, NodeConfig, load_config
 
 
 @click.command("server")
@@ -59,7 +59,7 @@ def server(
     asyncio.run(_run(config))
 
 
-async def _run(config) -> None:  # type: ignore[no-untyped-def]
+async def _run(config: NodeConfig) -> None:
     from api.server import serve
     from cluster.node import Node
 

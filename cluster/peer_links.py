@@ -10,7 +10,12 @@ from typing import Protocol
 
 
 class PeerLinks(Protocol):
-    """Frames to peers, the peers known, and the incarnation each proved."""
+    """Frames to peers, the peers known, and the incarnations: this node's and the one each peer proved."""
+
+    @property
+    def incarnation(self) -> str:
+        """This node's incarnation (the id of its database), proved to every peer."""
+        ...
 
     def send(self, to: str, group: str, kind: int, *body: bytes) -> bool:
         """Queue a frame for `to`; False when the peer is unknown or cannot take more now."""

@@ -36,8 +36,9 @@ from cluster.peer_links import PeerLinks
 from cluster.proposals import ProposalBatcher, ProposalFailed
 from cluster.transport import KIND_CONTROL, KIND_RAFT
 from raft_log.confchange import ConfChange, apply_conf_change, decode_conf_change
-from raft_log.core import Config, NotLeaderError, ProposalDroppedError, RaftNode
-from raft_log.messages import Message, MessageDecodeError, MessageType, decode_message, encode_message_parts
+from raft_log.core import Config, RaftNode
+from raft_log.errors import MessageDecodeError, NotLeaderError, ProposalDroppedError
+from raft_log.messages import Message, MessageType, decode_message, encode_message_parts
 from raft_log.ready import Ready, Role
 from raft_log.storage import GroupLog, NodeStore, TakenBatch
 from raft_log.types import ConfState, Entry, EntryKind, Snapshot

@@ -34,6 +34,11 @@ class SimulatedTransport:
     def peers(self) -> dict[str, bool]:
         return {name: True for name in self._network.names if name != self._node}
 
+    @property
+    def incarnation(self) -> str:
+        """This node's current incarnation."""
+        return self._network.incarnations.get(self._node, "")
+
     def peer_incarnation(self, name: str) -> str:
         """The incarnation `name` runs as now (the simulation's stand-in for the proved hello)."""
         return self._network.incarnations.get(name, "")

@@ -77,7 +77,7 @@ def attributes(node: Node) -> dict[str, int]:
     }
 
 
-class LazyOperations(mfusepy.Operations):  # type: ignore[misc]
+class LazyOperations(mfusepy.Operations):
     """FUSE operations, each one call into the state (handles `fh` come from open/create/opendir)."""
 
     use_ns = True

@@ -61,7 +61,7 @@ class QuorumqBatchReader(DataSourceReader):
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
 
-    def partitions(self) -> list[IdRange]:  # type: ignore[override]
+    def partitions(self) -> list[IdRange]:
         options = self.options
 
         async def bounds(client: QuorumqClient) -> tuple[int, int]:

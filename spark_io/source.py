@@ -70,7 +70,7 @@ def read_range(part: LogRange) -> Iterator[Row]:
         yield delivery_row(part.queue, delivery, part.headers)
 
 
-class QuorumqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # type: ignore[misc]
+class QuorumqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Spark's view of a durable consumer: options, the Trigger.AvailableNow target, and a client for the
     driver's calls, built on first use (so the reader pickles before it) and closed by `stop()`."""
 
