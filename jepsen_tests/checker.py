@@ -140,7 +140,11 @@ def check_total_queue(history: Iterable[Op], faults: Sequence[FaultSpan] = ()) -
         elif op.f == "dequeue" and op.type == "ok":
             dequeues[op.value] += 1
             went_in = home.get(op.value)
-            if went_in is not None and op.queue is not None and op.queue not in (went_in, dead_letter_queue(went_in)):
+            if (
+                went_in is not None
+                and op.queue is not None
+                and op.queue not in (went_in, dead_letter_queue(went_in))
+            ):
                 wrong_queue[op.value] = (went_in, op.queue)
     ok = dequeues & attempts
     unexpected = Counter({v: n for v, n in dequeues.items() if v not in attempts})

@@ -248,7 +248,12 @@ class Workload:
         return failure
 
     def _record(
-        self, process: str, type_: OpType, queue: str, deliveries: Sequence[Delivery], error: str | None = None
+        self,
+        process: str,
+        type_: OpType,
+        queue: str,
+        deliveries: Sequence[Delivery],
+        error: str | None = None,
     ) -> None:
         """One dequeue op of `type_` per delivery (a `fail` is a value handed back to the queue)."""
         for delivery in deliveries:
