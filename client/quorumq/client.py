@@ -1,4 +1,4 @@
-"""QuorumqClient: the asyncio client for the quorumq HTTP API (one method per endpoint)."""
+"""Client: the asyncio client for the quorumq HTTP API (one method per endpoint)."""
 
 import functools
 import itertools
@@ -11,19 +11,19 @@ from urllib.parse import quote
 
 import aiohttp
 
-from api.client_auth import Auth, resolve_credentials
-from api.client_errors import ProtocolError, QuorumqError
-from api.client_incoming import IncomingMessage, settled_through
-from api.client_messages import (
+from quorumq.auth import Auth, resolve_credentials
+from quorumq.errors import ProtocolError, QuorumqError
+from quorumq.incoming import IncomingMessage, settled_through
+from quorumq.messages import (
     Delivery,
     Publishable,
     as_message_list,
     decode_deliveries,
     encode_message,
 )
-from api.client_publisher import Publisher
-from api.client_subscription import Subscription
-from api.client_transport import DEFAULT_UNRESPONSIVE_AFTER, JSON, MSGPACK, NodeTransport
+from quorumq.publisher import Publisher
+from quorumq.subscription import Subscription
+from quorumq.transport import DEFAULT_UNRESPONSIVE_AFTER, JSON, MSGPACK, NodeTransport
 
 DEFAULT_PREFETCH = 100
 _NOT_READY = frozenset({503})
@@ -48,20 +48,20 @@ def _user_path(name: str, *parts: str) -> str:
     return "/".join(["/api/users", *(quote(segment, safe="") for segment in (name, *parts))])
 
 
-class QuorumqClient:
+class Client:
     """An asyncio client for a quorumq cluster reachable through any of `nodes` (base URLs or HOST:PORT).
 
     Every request is bounded by `timeout` seconds in total (plus the long-poll wait for deliveries);
     connecting to one node gives up after `connect_timeout` and moves on to the next node, and so does a
     retryable request (a read, a publish) to a node that answers neither it nor a health check within
-    `unresponsive_after` each (a frozen or stopped node; api.client_transport). Publishes
+    `unresponsive_after` each (a frozen or stopped node; quorumq.transport). Publishes
     carry this client's `publisher_id` and a fresh sequence number, so retries never duplicate.
     Credentials: `auth` (HTTP Basic, a (user, password) pair) or `token` (bearer); `tls` is an SSL
     context or a bool for HTTPS verification; whatever is not given comes from
-    QUORUMQ_USER/PASSWORD/TOKEN/CA_FILE (api.client_auth).
+    QUORUMQ_USER/PASSWORD/TOKEN/CA_FILE (quorumq.auth).
     `wire` is how message bodies travel: "msgpack" (the default; publishes and deliveries carry raw bytes)
     or "json" (the plain JSON contract; bytes go as base64, a third larger and encoded at both ends).
-    Use as `async with QuorumqClient([...]) as client:` or call `close()`.
+    Use as `async with Client([...]) as client:` or call `close()`.
     """
 
     def __init__(

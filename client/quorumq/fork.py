@@ -10,7 +10,7 @@ import os
 
 import aiohttp
 
-from api.client_errors import ForkedClientError
+from quorumq.errors import ForkedClientError
 
 
 class ForkSafeConnector(aiohttp.TCPConnector):

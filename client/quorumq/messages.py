@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from api.client_errors import QuorumqError
+from quorumq.errors import QuorumqError
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from typing import NoReturn, TypeVar, cast
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wait_random_exponential
 
-from api.client_errors import QuorumqError
+from quorumq.errors import QuorumqError
 
 BACKOFF_START_S = 0.02
 BACKOFF_MAX_S = 0.5

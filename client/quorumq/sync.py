@@ -1,4 +1,4 @@
-"""SyncClient: the QuorumqClient's methods as blocking calls, for plain code (CLI, Spark executors, WSGI)."""
+"""SyncClient: the Client's methods as blocking calls, for plain code (CLI, Spark executors, WSGI)."""
 
 import functools
 import itertools
@@ -9,12 +9,12 @@ from collections.abc import Callable, Coroutine, Iterable, Sequence
 from types import TracebackType
 from typing import Any, NamedTuple, Self, TypeVar
 
-from api.client_async import QuorumqClient, Wire
-from api.client_auth import Auth
-from api.client_loop import LoopThread
-from api.client_messages import Publishable
-from api.client_sync_publisher import SyncPublisher
-from api.client_transport import DEFAULT_UNRESPONSIVE_AFTER
+from quorumq.auth import Auth
+from quorumq.client import Client, Wire
+from quorumq.loop import LoopThread
+from quorumq.messages import Publishable
+from quorumq.sync_publisher import SyncPublisher
+from quorumq.transport import DEFAULT_UNRESPONSIVE_AFTER
 
 T = TypeVar("T")
 CALL_TIMEOUT_ALLOWANCE = 80.0
@@ -62,13 +62,13 @@ class _InProcess(NamedTuple):
 
     pid: int
     loop: LoopThread
-    client: QuorumqClient
+    client: Client
 
 
 class SyncClient:
-    """A blocking QuorumqClient: every call runs on one private event loop in a daemon thread.
+    """A blocking Client: every call runs on one private event loop in a daemon thread.
 
-    It has the same request methods as QuorumqClient (same arguments, same errors) and is safe to share
+    It has the same request methods as Client (same arguments, same errors) and is safe to share
     between threads. Besides each request's `timeout`, every call as a whole (its retries, a long-poll's
     wait, a publisher's flush) ends within `call_timeout` seconds: past it the call is
     cancelled and raises CallTimeoutError (a TransportError). It defaults to `timeout` plus
@@ -99,7 +99,7 @@ class SyncClient:
             raise ValueError(f"call_timeout must be a positive number of seconds, not {call_timeout!r}")
         self.call_timeout = call_timeout
         self._new_client = functools.partial(
-            QuorumqClient,
+            Client,
             nodes,
             timeout=timeout,
             connect_timeout=connect_timeout,
@@ -161,7 +161,7 @@ class SyncClient:
 
     def publisher(self, queue: str, *, window: int = 64, batch: int = 100) -> SyncPublisher:
         """A pipelined publisher: `with client.publisher(q) as pub: confirm = pub.send(m)`; leaving the
-        block flushes it (api.client_sync_publisher)."""
+        block flushes it (quorumq.sync_publisher)."""
         here = self._in_this_process()
         publisher = here.client.publisher(queue, window=window, batch=batch)
         return SyncPublisher(publisher, functools.partial(self._call, here))
@@ -195,7 +195,7 @@ class SyncClient:
 
 
 def _blocking(name: str) -> Callable[..., Any]:
-    method = getattr(QuorumqClient, name)
+    method = getattr(Client, name)
 
     @functools.wraps(method)
     def call(self: SyncClient, *args: Any, **kwargs: Any) -> Any:

@@ -1,4 +1,4 @@
-"""The client's retry policy (api.client_retry): full-jitter waits, none after a refused connection, and
+"""The client's retry policy (quorumq.retry): full-jitter waits, none after a refused connection, and
 the last error once the deadline leaves no room for another wait."""
 
 import asyncio
@@ -6,8 +6,8 @@ import asyncio
 import pytest
 from tenacity import AsyncRetrying, RetryCallState
 
-from api.client_errors import NotFoundError, UnavailableError
-from api.client_retry import BACKOFF_MAX_S, BACKOFF_START_S, RetryableFailure, retrying, wait_before_retry
+from quorumq import NotFoundError, UnavailableError
+from quorumq.retry import BACKOFF_MAX_S, BACKOFF_START_S, RetryableFailure, retrying, wait_before_retry
 
 NO_LEADER = UnavailableError(503, "no_leader", "no leader yet")
 
