@@ -287,7 +287,7 @@ class Client:
             "POST", queue_path(queue, "get"), body=body, answer_type=self._message_type
         )
         if ack == "auto":
-            return decode_deliveries(reply.payload)
+            return decode_deliveries(reply.payload, Delivery)
         got = settled_through(functools.partial(self.ack_got, queue), functools.partial(self.nack_got, queue))
         return decode_deliveries(reply.payload, got)
 
@@ -314,7 +314,7 @@ class Client:
             retry_sent=True,
             answer_type=self._message_type,
         )
-        return decode_deliveries(reply.payload)
+        return decode_deliveries(reply.payload, Delivery)
 
     async def consumer_log(self, queue: str, name: str, from_: int, to: int) -> list[Delivery]:
         """A durable consumer's unsettled deliveries numbered from `from_` to `to` (non-destructive)."""
@@ -325,7 +325,7 @@ class Client:
             retry_sent=True,
             answer_type=self._message_type,
         )
-        return decode_deliveries(reply.payload)
+        return decode_deliveries(reply.payload, Delivery)
 
     async def durable_checkout(
         self,
@@ -449,7 +449,7 @@ def _count_from(payload: Any, key: str) -> int:
     """The count an answer reports, as `{key: n}` or a bare number (0 for an empty 204 answer)."""
     if payload is None:
         return 0
-    value = payload.get(key) if isinstance(payload, dict) else payload
+    value: Any = payload.get(key) if isinstance(payload, dict) else payload
     try:
         return int(value)
     except (TypeError, ValueError) as exc:

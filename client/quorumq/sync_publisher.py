@@ -3,17 +3,21 @@
 import asyncio
 import concurrent.futures
 import functools
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Coroutine, Sequence
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Protocol, Self, TypeVar
 
 from quorumq.fork import ProcessOwner
 from quorumq.messages import Publishable
 from quorumq.publisher import Publisher
 
 T = TypeVar("T")
-Runner = Callable[[Coroutine[Any, Any, T], str], T]
-"""Runs a coroutine on a SyncClient's loop under the call's name, within its call_timeout."""
+
+
+class Runner(Protocol):
+    """Runs a coroutine on a SyncClient's loop under the call's name, within its call_timeout."""
+
+    def __call__(self, coroutine: Coroutine[Any, Any, T], name: str, /) -> T: ...
 
 
 class SyncPublisher:

@@ -187,12 +187,12 @@ class NodeTransport:
                 raise NoNodeAvailableError(self.nodes) from None
             raise RetryableFailure(pending.timed_out(), at_once=True) from None
         except _NoAnswer as exc:
-            error = TransportError(0, exc.code, f"{pending.method} {base}{pending.path}: {exc.reason}")
+            unanswered = TransportError(0, exc.code, f"{pending.method} {base}{pending.path}: {exc.reason}")
             if not pending.retry_sent:
-                raise error from None
-            pending.last_error = error
+                raise unanswered from None
+            pending.last_error = unanswered
             self._move_on(pending)
-            raise RetryableFailure(error) from None
+            raise RetryableFailure(unanswered) from None
         pending.unreachable.clear()
         if 200 <= status < 300 or status in pending.accept:
             return Reply(status, payload)
@@ -224,7 +224,7 @@ class NodeTransport:
         finally:
             task.cancel()
 
-    async def _answers(self, base: str, attempt: asyncio.Future) -> bool:
+    async def _answers(self, base: str, attempt: asyncio.Future[Any]) -> bool:
         """Whether `base` answers GET /api/health (any status) within `unresponsive_after`, or `attempt`
         completes meanwhile."""
         check = asyncio.ensure_future(self._health_answer(base))

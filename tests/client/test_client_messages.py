@@ -10,7 +10,7 @@ from client_fakes import published, serve
 from hypothesis import given
 from hypothesis import strategies as st
 
-from quorumq import Client, Message, Wire
+from quorumq import Client, Delivery, Message, Wire
 from quorumq.messages import decode_body, decode_delivery, encode_message
 
 PUBLISHED = [b"\x00\xff", "héllo", Message("t", headers={"k": 1}, expiration=500)]
@@ -112,7 +112,7 @@ def test_any_body_survives_encoding_and_decoding(body: bytes | str) -> None:
     wire = encode_message(body)
     assert decode_body(wire["body"], wire["encoding"]) == expected
     packed = msgpack.unpackb(msgpack.packb(encode_message(body, packed=True)))
-    assert decode_delivery({"id": 1, **packed}).body == expected
+    assert decode_delivery({"id": 1, **packed}, Delivery).body == expected
 
 
 def test_an_unknown_wire_format_is_refused() -> None:
