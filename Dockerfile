@@ -6,7 +6,8 @@ ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS install
 COPY . /src/
-RUN python3 -m venv /opt/quorumq && /src/docker/pip-install.sh /src/docker/wheels /src
+# the client distribution (client/) first: the server depends on it and it is on no package index
+RUN python3 -m venv /opt/quorumq && /src/docker/pip-install.sh /src/docker/wheels /src/client /src
 
 FROM ${PYTHON_IMAGE}
 RUN useradd --system --uid 10001 --user-group --no-create-home --home-dir /var/lib/quorumq quorumq \

@@ -6,9 +6,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test lint format bench bench-compare clean java
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml client/pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e ./client
 	$(BIN)/pip install -q -e '.[dev,spark]'
 	touch $(STAMP)
 

@@ -1,4 +1,4 @@
-"""The HTTP API (aiohttp application factory, handlers, error mapping) and the asyncio/sync HTTP client.
+"""The HTTP API: aiohttp application factory, handlers, error mapping. Imports cluster.
 
-The server side imports cluster; the client (api.client) imports only aiohttp and the standard library.
+Its client is the separate `quorumq` package (client/, distribution quorumq-client).
 """

@@ -3,7 +3,7 @@
     python -m bench.compare [--duration 10] [--backlog 1000000] [--broker quorumq --broker rabbitmq]
 
 Starts a fresh 3-node cluster of each broker in turn, runs the same asyncio workloads against it
-(aio-pika for RabbitMQ, QuorumqClient for quorumq), stops it, prints the table and writes it into
+(aio-pika for RabbitMQ, quorumq.Client for quorumq), stops it, prints the table and writes it into
 docs/benchmarks.md with the machine description and this command.
 """
 

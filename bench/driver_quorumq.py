@@ -1,4 +1,4 @@
-"""The quorumq side of the benchmark: our asyncio QuorumqClient over HTTP."""
+"""The quorumq side of the benchmark: our asyncio quorumq.Client over HTTP."""
 
 from __future__ import annotations
 
@@ -6,17 +6,17 @@ import asyncio
 import contextlib
 from typing import Any
 
-from api.client import NotFoundError, Publisher, QuorumqClient
 from bench.drivers import OnMessage
+from quorumq import Client, NotFoundError, Publisher
 
 MESSAGES_PER_REQUEST = 100
 POLL_WAIT_S = 0.2
 
 
 class QuorumqConnection:
-    """One QuorumqClient (its own HTTP session) talking to the queue's leader first."""
+    """One quorumq.Client (its own HTTP session) talking to the queue's leader first."""
 
-    def __init__(self, client: QuorumqClient, queue: str, in_flight: int) -> None:
+    def __init__(self, client: Client, queue: str, in_flight: int) -> None:
         self._client = client
         self._queue = queue
         batch = min(MESSAGES_PER_REQUEST, in_flight)
@@ -55,14 +55,14 @@ class QuorumqDriver:
     """Drives a quorumq cluster given its nodes' HTTP base URLs."""
 
     broker = "quorumq"
-    client = "quorumq QuorumqClient (aiohttp, asyncio, msgpack), up to 100 messages per publish request"
+    client = "quorumq.Client (aiohttp, asyncio, msgpack), up to 100 messages per publish request"
 
     def __init__(self, urls: list[str]) -> None:
         self.urls = urls
 
-    def _client(self, home: int) -> QuorumqClient:
+    def _client(self, home: int) -> Client:
         first = home % len(self.urls)
-        return QuorumqClient([*self.urls[first:], *self.urls[:first]], timeout=60.0)
+        return Client([*self.urls[first:], *self.urls[:first]], timeout=60.0)
 
     async def declare(self, queue: str, home: int = 0) -> None:
         async with self._client(home) as client:
@@ -80,8 +80,8 @@ class QuorumqDriver:
             nodes = {node["name"]: node["http"] for node in await client.nodes()}
         leader_url = nodes.get(leader)
         urls = [leader_url, *(u for u in self.urls if u != leader_url)] if leader_url else self.urls
-        return QuorumqConnection(QuorumqClient(urls, timeout=60.0), queue, in_flight)
+        return QuorumqConnection(Client(urls, timeout=60.0), queue, in_flight)
 
     async def queue_length(self, queue: str, home: int = 0) -> int:
-        async with QuorumqClient([self.urls[home]], timeout=5.0) as client:
+        async with Client([self.urls[home]], timeout=5.0) as client:
             return int((await client.queue(queue))["messages"])

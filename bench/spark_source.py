@@ -15,19 +15,19 @@ import tempfile
 import time
 from pathlib import Path
 
-from api.client import QuorumqClient
 from cli.node_processes import ProcessCluster
+from quorumq import Client
 
 
 async def _publish_backlog(nodes: list[str], queue: str, count: int, body_bytes: int) -> None:
-    async with QuorumqClient(nodes, timeout=60.0) as client:
+    async with Client(nodes, timeout=60.0) as client:
         await client.declare(queue)
         body = "x" * body_bytes
         await client.publish_all(queue, (body for _ in range(count)), window=16, batch=1000)
 
 
 async def _stats(nodes: list[str], queue: str) -> dict:
-    async with QuorumqClient(nodes) as client:
+    async with Client(nodes) as client:
         return await client.queue(queue)
 
 

@@ -11,10 +11,10 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn
 from rich.table import Table
 
-from api.client import SyncClient
 from cli.main import Settings, pass_settings
 from cli.node_processes import ClusterError, NodeProcess, plan_cluster, wait_healthy
 from cli.output import print_json, print_line
+from quorumq import SyncClient
 
 DEMO_QUEUE = "demo"
 DEMO_MESSAGES = 10

@@ -14,8 +14,8 @@ from typing import Any, BinaryIO
 
 import click
 
-from api.client import Message, NoNodeAvailableError, NotFoundError, QuorumqError, SyncClient
 from cli import output
+from quorumq import Message, NoNodeAvailableError, NotFoundError, QuorumqError, SyncClient
 
 DEFAULT_NODE = "127.0.0.1:8080"
 NODES_ENV = "QUORUMQ_NODES"
@@ -37,7 +37,7 @@ class Settings:
 
     def connect(self) -> SyncClient:
         """A client for the configured nodes (a bad address is a usage error); credentials and the CA
-        file not given here come from QUORUMQ_USER/PASSWORD/TOKEN/CA_FILE (api.client_auth)."""
+        file not given here come from QUORUMQ_USER/PASSWORD/TOKEN/CA_FILE (quorumq.auth)."""
         auth = (self.user, self.password or "") if self.user else None
         tls = ssl.create_default_context(cafile=self.ca_file) if self.ca_file else None
         try:

@@ -18,10 +18,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from api.client import SyncClient
-from api.client_auth import PASSWORD_ENV, USER_ENV, basic_header
-from api.client_errors import QuorumqError
 from cluster.config import is_loopback_host
+from quorumq import QuorumqError, SyncClient
+from quorumq.auth import PASSWORD_ENV, USER_ENV, basic_header
 
 READY_TIMEOUT_S = 60.0
 SECRET_ENV, SECRET_FILE_ENV = "QUORUMQ_CLUSTER_SECRET", "QUORUMQ_CLUSTER_SECRET_FILE"

@@ -10,7 +10,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from api.client import Delivery
+from quorumq import Delivery
 
 FORMATTERS = ("table", "json")
 _PIPE_WIDTH = 200

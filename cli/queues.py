@@ -10,7 +10,6 @@ from typing import Any
 
 import click
 
-from api.client import QuorumqError, SyncClient
 from cli import output
 from cli.main import QuorumqGroup, Settings, formatter_option, node_list, node_option
 from cli.replica_plans import (
@@ -22,6 +21,7 @@ from cli.replica_plans import (
     rebalance_moves,
     shrink_targets,
 )
+from quorumq import QuorumqError, SyncClient
 
 EXIT_UNAVAILABLE = 69
 EXIT_SOFTWARE = 70

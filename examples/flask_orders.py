@@ -19,7 +19,7 @@ import os
 
 from flask import Flask, Response, jsonify, request
 
-from api.client import QuorumqError, SyncClient
+from quorumq import QuorumqError, SyncClient
 
 QUEUE = os.environ.get("ORDERS_QUEUE", "orders")
 

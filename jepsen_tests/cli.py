@@ -11,7 +11,6 @@ from types import FrameType
 
 import click
 
-from api.client_errors import QuorumqError
 from cli.node_processes import ClusterError
 from jepsen_tests.checker import check_total_queue
 from jepsen_tests.history import read_history
@@ -20,6 +19,7 @@ from jepsen_tests.nemesis import NEMESES
 from jepsen_tests.nemesis_log import read_fault_spans
 from jepsen_tests.report import verdict_text, write_report
 from jepsen_tests.runner import RunConfig, run
+from quorumq import QuorumqError
 
 EXIT_INVALID = 1
 EXIT_UNAVAILABLE = 69

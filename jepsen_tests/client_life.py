@@ -1,6 +1,6 @@
 """A workload client that a nemesis can crash mid-request, as if its process had been killed.
 
-A client runs as successive lives, each with its own HTTP session and QuorumqClient (so its own
+A client runs as successive lives, each with its own HTTP session and quorumq.Client (so its own
 publisher id, consumer tags and connections). `crash()` arms the running life: as soon as a request's
 bytes go on the wire (its body, or its headers when it has none) the life is cancelled one event-loop
 turn later, before the answer can be read; its session then closes every connection it had open.
@@ -20,11 +20,11 @@ from typing import Protocol
 import aiohttp
 from yarl import URL
 
-from api.client import QuorumqClient
+from quorumq import Client
 
 CRASHED = "crashed"
 
-Life = Callable[[QuorumqClient], Awaitable[None]]
+Life = Callable[[Client], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -54,9 +54,7 @@ class ClientCrasher(Protocol):
 class CrashableClient:
     """Runs `life` with a fresh client from `connect(session)` until stopped; can be crashed mid-request."""
 
-    def __init__(
-        self, process: str, life: Life, connect: Callable[[aiohttp.ClientSession], QuorumqClient]
-    ) -> None:
+    def __init__(self, process: str, life: Life, connect: Callable[[aiohttp.ClientSession], Client]) -> None:
         self.process = process
         self._life = life
         self._connect = connect

@@ -12,14 +12,13 @@ import shutil
 import signal
 from pathlib import Path
 
-from api.client import SyncClient
-from api.client_errors import QuorumqError
 from cli.node_processes import NodeProcess, ProcessCluster, plan_cluster, wait_healthy, wait_until
 from jepsen_tests.client_life import ClientCrasher
 from jepsen_tests.fake_clocks import FakeClocks
 from jepsen_tests.hosts import Host, NetnsHosts
 from jepsen_tests.lazy_mount import LazyMount
 from jepsen_tests.network_faults import heal_partitions, restore_link
+from quorumq import QuorumqError, SyncClient
 
 HTTP_PORT = 8080
 RAFT_PORT = 9080

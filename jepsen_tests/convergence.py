@@ -11,8 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from api.client import QuorumqClient
-from api.client_errors import QuorumqError
+from quorumq import Client, QuorumqError
 
 COMPARED_FIELDS = ("messages", "messages_ready", "messages_unacknowledged", "message_bytes", "consumers")
 
@@ -74,7 +73,7 @@ def _compared(stats: dict[str, Any] | None) -> dict[str, Any] | None:
 
 async def _local_queues(url: str) -> dict[str, dict[str, Any]]:
     try:
-        async with QuorumqClient([url], timeout=3.0, connect_timeout=1.0) as client:
+        async with Client([url], timeout=3.0, connect_timeout=1.0) as client:
             return {q["name"]: q for q in await client.queues()}
     except QuorumqError:
         return {}

@@ -14,11 +14,10 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from api.client import SyncClient
-from api.client_errors import QuorumqError
 from jepsen_tests.cluster import JepsenCluster
 from jepsen_tests.fault import ActiveFault
 from jepsen_tests.file_damage import KINDS, damage_file, damageable_files
+from quorumq import QuorumqError, SyncClient
 
 DATABASE_DIR = "rocksdb"
 

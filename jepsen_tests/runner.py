@@ -10,7 +10,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from api.client import SyncClient
 from jepsen_tests.availability import PublishGap, publish_gaps
 from jepsen_tests.checker import TotalQueueVerdict, check_total_queue
 from jepsen_tests.cluster import JepsenCluster
@@ -23,6 +22,7 @@ from jepsen_tests.nemesis_log import NemesisLog, read_fault_spans
 from jepsen_tests.provenance import Provenance, provenance
 from jepsen_tests.schedule import FaultWindow, plan_schedule
 from jepsen_tests.workload import Workload, WorkloadConfig, dead_letter_queue
+from quorumq import SyncClient
 
 DRAIN_TIMEOUT_S = 90.0
 CONVERGENCE_TIMEOUT_S = 30.0

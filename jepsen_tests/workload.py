@@ -22,19 +22,19 @@ from dataclasses import dataclass
 
 import aiohttp
 
-from api.client import QuorumqClient
-from api.client_errors import (
+from jepsen_tests.client_life import CRASHED, CrashableClient, CrashedClient, Life
+from jepsen_tests.history import HistoryWriter, OpType
+from quorumq import (
     BadRequestError,
+    Client,
     ConflictError,
+    Delivery,
     NotFoundError,
     PayloadTooLargeError,
     ProtocolError,
     QuorumqError,
     RejectedPublishError,
 )
-from api.client_messages import Delivery
-from jepsen_tests.client_life import CRASHED, CrashableClient, CrashedClient, Life
-from jepsen_tests.history import HistoryWriter, OpType
 
 DEFINITE_PUBLISH_FAILURES = (
     BadRequestError,
@@ -84,10 +84,10 @@ class Workload:
         self._clients: dict[str, CrashableClient] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def _client(self, session: aiohttp.ClientSession | None = None) -> QuorumqClient:
+    def _client(self, session: aiohttp.ClientSession | None = None) -> Client:
         """A client that tries the nodes in its own random order."""
         nodes = self.rng.sample(self.urls, len(self.urls))
-        return QuorumqClient(nodes, timeout=self.config.publish_timeout, connect_timeout=1.0, session=session)
+        return Client(nodes, timeout=self.config.publish_timeout, connect_timeout=1.0, session=session)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run every client until `stop` is set."""
@@ -120,9 +120,7 @@ class Workload:
 
         return CrashedClient(client.process, request, revive)
 
-    async def _publisher(
-        self, process: str, rng: random.Random, stop: asyncio.Event, client: QuorumqClient
-    ) -> None:
+    async def _publisher(self, process: str, rng: random.Random, stop: asyncio.Event, client: Client) -> None:
         pause = 1.0 / self.config.publish_rate
         while not stop.is_set():
             queue = rng.choice(self.config.queues)
@@ -144,7 +142,7 @@ class Workload:
             await asyncio.sleep(pause)
 
     async def _consumer(
-        self, process: str, queue: str, rng: random.Random, stop: asyncio.Event, client: QuorumqClient
+        self, process: str, queue: str, rng: random.Random, stop: asyncio.Event, client: Client
     ) -> None:
         prefetch = rng.randint(1, 10)
         while not stop.is_set():
@@ -159,7 +157,7 @@ class Workload:
                 await asyncio.sleep(RETRY_PAUSE_S)  # the consumer may be gone; its unacked return
             await self._cancel(client, queue, tag)
 
-    async def _cancel(self, client: QuorumqClient, queue: str, tag: str) -> None:
+    async def _cancel(self, client: Client, queue: str, tag: str) -> None:
         """Cancel a consumer; one that cannot be cancelled now is kept for `cancel_orphans`."""
         try:
             await client.cancel(queue, tag)
@@ -179,7 +177,7 @@ class Workload:
     async def _consume_until_cancelled(
         self,
         process: str,
-        client: QuorumqClient,
+        client: Client,
         queue: str,
         tag: str,
         rng: random.Random,
@@ -200,7 +198,7 @@ class Workload:
     async def _settle(
         self,
         process: str,
-        client: QuorumqClient,
+        client: Client,
         queue: str,
         tag: str,
         batch: Sequence[Delivery],
@@ -227,7 +225,7 @@ class Workload:
             raise failure
 
     async def _ack_and_record(
-        self, process: str, client: QuorumqClient, queue: str, tag: str, deliveries: Sequence[Delivery]
+        self, process: str, client: Client, queue: str, tag: str, deliveries: Sequence[Delivery]
     ) -> QuorumqError | None:
         """Ack `deliveries` and record each as dequeued: it was processed whether or not the ack landed
         (a message left unsettled comes back, and counts as a duplicate), also when the consumer is
@@ -275,7 +273,7 @@ class Workload:
                 )
         return left
 
-    async def _drain_queue(self, client: QuorumqClient, queue: str, timeout: float) -> int:
+    async def _drain_queue(self, client: Client, queue: str, timeout: float) -> int:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         remaining = -1

@@ -13,18 +13,27 @@ case "${1:-}" in
     *) echo "usage: $0 [--spark]" >&2; exit 2 ;;
 esac
 
-# The requirements pyproject.toml names: build system and dependencies, or one extra's.
+# The requirements pyproject.toml names: build system and dependencies, or one extra's. The client
+# (client/pyproject.toml) is one of the sources, not a wheel: its dependencies are listed instead.
 mapfile -t requirements < <("$python" - "$extra" <<'PY'
 import sys
 import tomllib
 
-with open("pyproject.toml", "rb") as file:
-    project = tomllib.load(file)
+
+def project(path):
+    with open(path, "rb") as file:
+        return tomllib.load(file)
+
+
+server, client = project("pyproject.toml"), project("client/pyproject.toml")
 extra = sys.argv[1]
 if extra:
-    print("\n".join(project["project"]["optional-dependencies"][extra]))
+    print("\n".join(server["project"]["optional-dependencies"][extra]))
 else:
-    print("\n".join(project["build-system"]["requires"] + project["project"]["dependencies"]))
+    from_sources = client["project"]["name"]
+    dependencies = [d for d in server["project"]["dependencies"] if not d.startswith(from_sources)]
+    build = server["build-system"]["requires"] + client["build-system"]["requires"]
+    print("\n".join(build + dependencies + client["project"]["dependencies"]))
 PY
 )
 "$python" -m pip wheel --quiet --disable-pip-version-check --wheel-dir "$wheels" "${requirements[@]}"

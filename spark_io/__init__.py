@@ -1,4 +1,4 @@
 """The Spark Structured Streaming source and sink (format 'quorumq') over the HTTP API.
 
-Imports api.client and pyspark only; reads each partition from the queue's leader.
+Imports the client (quorumq) and pyspark only; reads each partition from the queue's leader.
 """

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
-from api.client import Delivery, QuorumqClient
+from quorumq import Client, Delivery
 from spark_io.calls import call
 from spark_io.connection import Connection
 from spark_io.options import SourceOptions
@@ -38,7 +38,7 @@ class IdRange(InputPartition):
 def read_ids(part: IdRange) -> Iterator[Row]:
     """The rows of the messages in `part` that the queue holds (and enqueued at or after `since_ms`)."""
 
-    async def fetch(client: QuorumqClient) -> list[Delivery]:
+    async def fetch(client: Client) -> list[Delivery]:
         found: list[Delivery] = []
         start = part.first
         while start < part.end:
@@ -64,7 +64,7 @@ class QuorumqBatchReader(DataSourceReader):
     def partitions(self) -> list[IdRange]:
         options = self.options
 
-        async def bounds(client: QuorumqClient) -> tuple[int, int]:
+        async def bounds(client: Client) -> tuple[int, int]:
             end = int((await client.queue(options.queue))["next_id"])
             lowest = await client.browse(options.queue, 0, to=end, limit=1)
             return (lowest[0].id if lowest else end), end

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
-from api.client import ForbiddenError, QuorumqClient, UnauthorizedError
+from quorumq import Client, ForbiddenError, UnauthorizedError
 from spark_io.connection import Connection
 
 T = TypeVar("T")
@@ -36,7 +36,7 @@ def refusals_explained(connection: Connection) -> Iterator[None]:
         raise AccessRefused(refused) from exc
 
 
-def call(connection: Connection, action: Callable[[QuorumqClient], Awaitable[T]]) -> T:
+def call(connection: Connection, action: Callable[[Client], Awaitable[T]]) -> T:
     """Run `action(client)` against the cluster on a fresh event loop and client; return its result."""
 
     async def run() -> T:

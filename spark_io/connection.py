@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from api.client import QuorumqClient, SyncClient
+from quorumq import Client, SyncClient
 from spark_io.option_values import OptionError, required
 
 REQUEST_TIMEOUT_S = 30.0
@@ -73,7 +73,7 @@ class Connection:
         return "the token" if self.token is not None else "the environment's credentials (else guest:guest)"
 
     def client_arguments(self) -> dict[str, Any]:
-        """Keyword arguments for QuorumqClient/SyncClient; reads `passwordFile` and `caFile` here."""
+        """Keyword arguments for Client/SyncClient; reads `passwordFile` and `caFile` here."""
         arguments: dict[str, Any] = {"timeout": REQUEST_TIMEOUT_S}
         if self.user is not None:
             arguments["auth"] = (self.user, self._password())
@@ -83,8 +83,8 @@ class Connection:
             arguments["tls"] = ssl.create_default_context(cafile=self._readable(self.ca_file, "caFile"))
         return arguments
 
-    def async_client(self) -> QuorumqClient:
-        return QuorumqClient(list(self.nodes), **self.client_arguments())
+    def async_client(self) -> Client:
+        return Client(list(self.nodes), **self.client_arguments())
 
     def sync_client(self) -> SyncClient:
         return SyncClient(list(self.nodes), **self.client_arguments())

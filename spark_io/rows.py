@@ -23,7 +23,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from api.client import Delivery
+from quorumq import Delivery
 from spark_io.option_values import one_of
 
 HEADERS_FORMATS = ("map", "json")

@@ -25,7 +25,7 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from api.client import Message, QuorumqClient, QuorumqError
+from quorumq import Client, Message, QuorumqError
 from spark_io.calls import call
 from spark_io.options import SinkOptions
 from spark_io.rows import READ_FROM
@@ -94,7 +94,7 @@ def numbered_batches(options: SinkOptions, rows: Iterable[Any]) -> Iterator[Batc
         yield take(queue)
 
 
-async def _publish(client: QuorumqClient, publisher: str, batch: Batch) -> int:
+async def _publish(client: Client, publisher: str, batch: Batch) -> int:
     """Publish one request; a duplicate so old that the queue forgot its ids was enqueued: it counts."""
     queue, seq, messages = batch
     try:
@@ -105,9 +105,7 @@ async def _publish(client: QuorumqClient, publisher: str, batch: Batch) -> int:
     return len(messages)
 
 
-async def publish_pipelined(
-    client: QuorumqClient, publisher: str, batches: Iterable[Batch], window: int
-) -> int:
+async def publish_pipelined(client: Client, publisher: str, batches: Iterable[Batch], window: int) -> int:
     """Send `batches` with up to `window` requests in flight, awaiting their confirms in order; returns
     how many messages were confirmed. The first failure cancels the requests still in flight."""
     in_flight: deque[asyncio.Task[int]] = deque()

@@ -13,8 +13,7 @@ from typing import Any, TypeVar
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
-from api.client import ConflictError, Delivery, QuorumqClient, SyncClient
-from api.client_async import SequencePosition
+from quorumq import Client, ConflictError, Delivery, SequencePosition, SyncClient
 from spark_io.calls import call, refusals_explained
 from spark_io.connection import Connection
 from spark_io.options import SourceOptions
@@ -56,7 +55,7 @@ class LogRange(InputPartition):
 def read_range(part: LogRange) -> Iterator[Row]:
     """The rows of a LogRange, read from the queue's leader; raises SequenceGap if any is missing."""
 
-    async def fetch(client: QuorumqClient) -> list[Delivery]:
+    async def fetch(client: Client) -> list[Delivery]:
         deliveries: list[Delivery] = []
         for chunk_start in range(part.first, part.end, LOG_CHUNK):
             chunk_end = min(chunk_start + LOG_CHUNK, part.end)

@@ -8,14 +8,13 @@ import itertools
 import time
 from collections.abc import Awaitable, Callable
 
-from api.client import QuorumqClient
-from api.client_errors import QuorumqError
+from quorumq import Client, QuorumqError
 
 
 class ConfirmedStream:
     """Publishers sending numbered messages in batches; `confirmed` holds every number a 201 confirmed."""
 
-    def __init__(self, client: QuorumqClient, queue: str, publishers: int = 4, batch: int = 10) -> None:
+    def __init__(self, client: Client, queue: str, publishers: int = 4, batch: int = 10) -> None:
         self.confirmed: set[int] = set()
         self._client, self._queue, self._batch = client, queue, batch
         self._numbers = itertools.count()
@@ -55,7 +54,7 @@ async def _truth(value: bool | Awaitable[bool]) -> bool:
     return await value if inspect.isawaitable(value) else value
 
 
-async def take_all(client: QuorumqClient, queue: str) -> list[str]:
+async def take_all(client: Client, queue: str) -> list[str]:
     """Get (auto-ack) every ready message of `queue` in order, as text."""
     bodies: list[str] = []
     while batch := await client.get(queue, count=500, ack="auto"):

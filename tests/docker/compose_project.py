@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
 
-from api.client import QuorumqClient
 from cli.node_processes import ClusterError, free_ports, wait_until
+from quorumq import Client
 
 REPO = Path(__file__).resolve().parents[2]
 BASE_FILE = REPO / "docker-compose.yml"
@@ -109,11 +109,9 @@ class ComposeProject:
         """`quorumq` options that log in as the administrator."""
         return ("--user", self.admin[0], "--password", self.admin[1])
 
-    def client(self, *nodes: str, timeout: float = 30.0) -> QuorumqClient:
+    def client(self, *nodes: str, timeout: float = 30.0) -> Client:
         """A client of the given nodes' published ports (default: all), logged in as the administrator."""
-        return QuorumqClient(
-            [self.url(node) for node in nodes or self.nodes], timeout=timeout, auth=self.admin
-        )
+        return Client([self.url(node) for node in nodes or self.nodes], timeout=timeout, auth=self.admin)
 
     def compose(
         self, *args: str, check: bool = True, timeout: float = COMMAND_TIMEOUT_S

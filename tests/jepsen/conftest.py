@@ -7,9 +7,9 @@ from collections.abc import Iterator
 import pytest
 from netns_cluster import QUEUE, running_cluster
 
-from api.client import SyncClient
 from jepsen_tests.cluster import JepsenCluster
 from jepsen_tests.hosts import unavailable_reason
+from quorumq import SyncClient
 
 
 @pytest.fixture(scope="session")

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from api.client import QuorumqClient
 from jepsen_tests.checker import check_total_queue
 from jepsen_tests.client_life import CRASHED
 from jepsen_tests.client_nemesis import ClientNemesis
 from jepsen_tests.cluster import JepsenCluster
 from jepsen_tests.history import HistoryWriter, read_history
 from jepsen_tests.workload import CONSUMER_TIMEOUT_MS, Workload, WorkloadConfig, dead_letter_queue
+from quorumq import Client
 
 pytestmark = pytest.mark.faults
 
@@ -41,7 +41,7 @@ async def wait_for(condition: Callable[[], Awaitable[bool]], timeout: float, wha
 
 
 async def queue_stats(cluster: JepsenCluster, queue: str) -> dict:
-    async with QuorumqClient(cluster.urls, timeout=10.0) as client:
+    async with Client(cluster.urls, timeout=10.0) as client:
         return await client.queue(queue)
 
 
@@ -49,7 +49,7 @@ async def test_crashed_consumer_unacked_deliveries_are_redelivered_to_another_co
     healed: JepsenCluster, tmp_path: Path
 ) -> None:
     cluster, queue = healed, "crash-consumer"
-    async with QuorumqClient(cluster.urls, timeout=30.0) as client:
+    async with Client(cluster.urls, timeout=30.0) as client:
         await client.declare(queue, {"x-quorum-initial-group-size": 3})
         await client.publish(queue, [str(v) for v in range(VALUES)])
     history = HistoryWriter(tmp_path / "history.jsonl")
@@ -67,7 +67,7 @@ async def test_crashed_consumer_unacked_deliveries_are_redelivered_to_another_co
 
     # con0 may have emptied the queue before it died: what arrives now, the server hands to the only
     # consumer it knows, the dead one, which never settles it; its timeout must hand it on
-    async with QuorumqClient(cluster.urls, timeout=30.0) as client:
+    async with Client(cluster.urls, timeout=30.0) as client:
         await client.publish(queue, [str(v) for v in range(VALUES, VALUES + LATE)])
 
     async def the_dead_holds_deliveries() -> bool:
@@ -78,7 +78,7 @@ async def test_crashed_consumer_unacked_deliveries_are_redelivered_to_another_co
     )
 
     other: set[int] = set()
-    async with QuorumqClient(cluster.urls, timeout=30.0) as client:
+    async with Client(cluster.urls, timeout=30.0) as client:
         tag = await client.consume(queue, prefetch=50)
 
         async def other_took_the_rest() -> bool:
@@ -104,7 +104,7 @@ async def test_publisher_killed_mid_publish_leaves_an_info_the_checker_accepts(
     healed: JepsenCluster, tmp_path: Path
 ) -> None:
     cluster, queue = healed, "crash-publisher"
-    async with QuorumqClient(cluster.urls, timeout=30.0) as client:
+    async with Client(cluster.urls, timeout=30.0) as client:
         for declared in (queue, dead_letter_queue(queue)):
             await client.declare(declared, {"x-quorum-initial-group-size": 3})
     history = HistoryWriter(tmp_path / "history.jsonl")

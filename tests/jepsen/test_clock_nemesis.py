@@ -19,11 +19,11 @@ from collections.abc import Iterator
 import pytest
 from netns_cluster import running_cluster
 
-from api.client import SyncClient
 from cli.node_processes import wait_until
 from jepsen_tests.clock_nemesis import ClockNemesis
 from jepsen_tests.cluster import JepsenCluster
 from jepsen_tests.fake_clocks import INSTALL_HINT, libfaketime
+from quorumq import SyncClient
 
 pytestmark = pytest.mark.faults
 

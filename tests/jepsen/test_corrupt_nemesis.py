@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from netns_cluster import QUEUE
 
-from api.client import SyncClient
 from cli.node_processes import wait_healthy, wait_until
 from jepsen_tests.cluster import JepsenCluster
 from jepsen_tests.corrupt_nemesis import DATABASE_DIR, CorruptNemesis
 from jepsen_tests.file_damage import KINDS, damageable_files
+from quorumq import SyncClient
 
 pytestmark = pytest.mark.faults
 

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from conftest import QUEUE
 
-from api.client import SyncClient
 from cli.node_processes import ProcessCluster, plan_cluster, wait_healthy
 from jepsen_tests.cluster import JepsenCluster
 from jepsen_tests.lazy_mount import LazyMount, unavailable_reason
 from jepsen_tests.network_faults import apply_grudge, heal_partitions
 from jepsen_tests.partitions import grudge_from_components
+from quorumq import SyncClient
 
 pytestmark = pytest.mark.faults
 

@@ -13,8 +13,6 @@ import time
 import pytest
 from netns_cluster import QUEUE
 
-from api.client import SyncClient
-from api.client_errors import QuorumqError
 from cli.node_processes import wait_healthy, wait_until
 from jepsen_tests.cluster import RAFT_PORT, JepsenCluster
 from jepsen_tests.nemesis import KillNemesis, MembershipNemesis, PauseNemesis
@@ -26,6 +24,7 @@ from jepsen_tests.network_faults import (
     restore_link,
 )
 from jepsen_tests.partitions import SHAPES, grudge_from_components
+from quorumq import QuorumqError, SyncClient
 
 pytestmark = pytest.mark.faults
 

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from netns_cluster import QUEUE, running_cluster
 
-from api.client import SyncClient
 from cluster.durable_files import sync_directory
 from jepsen_tests.cluster import JepsenCluster
 from jepsen_tests.lazy_mount import is_mounted, unavailable_reason
 from jepsen_tests.power_nemesis import PowerNemesis
+from quorumq import SyncClient
 
 pytestmark = pytest.mark.faults
 

@@ -12,9 +12,9 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from api.client import NotFoundError, QuorumqClient, QuorumqError
 from cli.node_processes import HARNESS_HEADERS
 from cli.queues import cli as queues_command
+from quorumq import Client, NotFoundError, QuorumqError
 
 DRAIN_TIMEOUT_S = 30.0
 FAST_RECONCILE = {"QUORUMQ_MEMBERSHIP_TRIGGER_DELAY_MS": "300"}
@@ -75,7 +75,7 @@ class Load:
 
     def __init__(self, urls: list[str], queue: str) -> None:
         self.queue = queue
-        self.client = QuorumqClient(urls, timeout=30.0)
+        self.client = Client(urls, timeout=30.0)
         self.confirmed: set[int] = set()
         self.consumed: set[int] = set()
         self.max_gap_s = 0.0

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from membership_helpers import local_queues, registered_nodes
 
-from api.client import QuorumqClient
 from cli.node_processes import NodeProcess, ProcessCluster, free_ports, plan_cluster, wait_healthy, wait_until
+from quorumq import Client
 
 
 def listen_everywhere_advertise_name(node: NodeProcess) -> None:
@@ -31,7 +31,7 @@ async def test_nodes_register_and_dial_the_advertised_raft_address(tmp_path: Pat
     cluster = ProcessCluster(nodes)
     try:
         await asyncio.to_thread(wait_healthy, nodes)
-        async with QuorumqClient(cluster.urls) as client:
+        async with Client(cluster.urls) as client:
             await client.declare("advertised", {"x-quorum-initial-group-size": 3})
             ids = await client.publish("advertised", [f"m{i}" for i in range(20)])
             stats = await client.queue("advertised")

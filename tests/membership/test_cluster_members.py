@@ -20,9 +20,9 @@ from membership_helpers import (
     run_queues_cli,
 )
 
-from api.client import QuorumqClient
 from cli.app import cli as quorumq_cli
 from cli.node_processes import NodeProcess, ProcessCluster, free_ports, wait_healthy, wait_until
+from quorumq import Client
 
 
 def joining_node(cluster: ProcessCluster, name: str) -> NodeProcess:
@@ -62,7 +62,7 @@ async def test_finding7_every_node_registers_its_incarnation(three: ProcessClust
 
 async def test_joined_node_gets_metadata_then_replicas_by_grow_and_target_size(three: ProcessCluster) -> None:
     url = three.urls[1]
-    async with QuorumqClient(three.urls) as client:
+    async with Client(three.urls) as client:
         await client.declare("existing", {"x-quorum-initial-group-size": 3})
         await client.publish("existing", [str(i) for i in range(100)])
         await client.declare("targeted", {"x-quorum-initial-group-size": 3, "x-quorum-target-group-size": 4})
@@ -88,7 +88,7 @@ async def test_joined_node_gets_metadata_then_replicas_by_grow_and_target_size(t
 
 
 async def test_quorum_critical_node_is_reported_and_its_removal_refused(three: ProcessCluster) -> None:
-    async with QuorumqClient(three.urls) as client:
+    async with Client(three.urls) as client:
         await client.declare("critical", {"x-quorum-initial-group-size": 3})
         down, critical = (await client.queue("critical"))["members"][::-1][:2]
     three.node(down).kill()
@@ -114,7 +114,7 @@ async def test_forgotten_node_leaves_the_cluster_and_loses_its_replicas(three: P
         return all(down.name not in q["members"] for q in local_queues(alive.url).values())
 
     await wait_for(replicas_removed, 15, f"{down.name}'s replicas to be removed")
-    async with QuorumqClient([alive.url]) as client:
+    async with Client([alive.url]) as client:
         assert len(await client.publish("critical", ["still available"])) == 1
 
 

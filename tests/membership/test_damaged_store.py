@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 from membership_helpers import local_queues, registered_nodes
 
-from api.client import QuorumqClient, QuorumqError
 from cli.node_processes import NodeProcess, ProcessCluster, wait_healthy, wait_until
 from jepsen_tests.file_damage import damage_file, damageable_files
+from quorumq import Client, QuorumqError
 
 QUEUE = "damaged"
 MESSAGES = 40
@@ -58,7 +58,7 @@ def damage(node: NodeProcess, pattern: str, kind: str) -> Path:
     return target
 
 
-async def publish_all(client: QuorumqClient, prefix: str) -> None:
+async def publish_all(client: Client, prefix: str) -> None:
     for i in range(MESSAGES):
         await client.publish(QUEUE, [f"{prefix}{i}"])
 
@@ -84,7 +84,7 @@ async def test_damaged_store_is_set_aside_and_the_node_rejoins_as_a_new_incarnat
     cluster: ProcessCluster, case: str
 ) -> None:
     how, pattern, kind = CASES[case]
-    async with QuorumqClient(cluster.urls) as client:
+    async with Client(cluster.urls) as client:
         await client.declare(QUEUE, {"x-quorum-initial-group-size": 3})
         await publish_all(client, "m")
         victim = cluster.node((await client.health())["metadata_leader"])  # leads the metadata group
@@ -111,7 +111,7 @@ async def test_damaged_store_is_set_aside_and_the_node_rejoins_as_a_new_incarnat
 async def test_damaged_store_acknowledges_nothing_until_rebound_and_quorum_status_says_so(
     cluster: ProcessCluster,
 ) -> None:
-    async with QuorumqClient(cluster.urls, timeout=5.0) as client:
+    async with Client(cluster.urls, timeout=5.0) as client:
         await client.declare(QUEUE, {"x-quorum-initial-group-size": 3})
         await publish_all(client, "m")
         leader = cluster.node((await client.queue(QUEUE))["leader"])
@@ -121,7 +121,7 @@ async def test_damaged_store_acknowledges_nothing_until_rebound_and_quorum_statu
         damage(victim, "*.log", "bitflip")
         victim.start()
         await asyncio.to_thread(wait_until, lambda: repairing(victim) is True, 30, "the damage reported")
-        async with QuorumqClient([leader.url], timeout=3.0) as lonely:
+        async with Client([leader.url], timeout=3.0) as lonely:
             with pytest.raises(QuorumqError):  # the new incarnation counts for no commit
                 await lonely.publish(QUEUE, ["never-confirmed"])
         down.start()
@@ -133,7 +133,7 @@ async def test_damaged_store_acknowledges_nothing_until_rebound_and_quorum_statu
         assert {f"m{i}".encode() for i in range(MESSAGES)} <= bodies, bodies
 
 
-async def marks_until_voter(client: QuorumqClient, member: str) -> set[str]:
+async def marks_until_voter(client: Client, member: str) -> set[str]:
     """Poll the queue's members (what `quorum_status` prints) until `member` is a voter of its new
     incarnation; returns how its row marked it meanwhile (replaced, learner, repairing)."""
     marks: set[str] = set()

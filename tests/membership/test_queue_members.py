@@ -7,8 +7,8 @@ import json
 
 from membership_helpers import Load, hosts_replica, local_queues, queues_cli
 
-from api.client import ConflictError, QuorumqClient
 from cli.node_processes import ProcessCluster, wait_until
+from quorumq import Client, ConflictError
 
 MAX_PAUSE_S = 8.0
 
@@ -16,7 +16,7 @@ MAX_PAUSE_S = 8.0
 async def test_growing_to_five_and_shrinking_to_three_under_load_loses_no_confirmed_message(
     five: ProcessCluster,
 ) -> None:
-    async with QuorumqClient(five.urls) as client:
+    async with Client(five.urls) as client:
         await client.declare("grown", {"x-quorum-initial-group-size": 3})
         info = await client.queue("grown")
         original, leader = info["members"], info["leader"]
@@ -45,7 +45,7 @@ async def test_growing_to_five_and_shrinking_to_three_under_load_loses_no_confir
 
 
 async def test_replacing_a_node_under_load_moves_every_message_to_the_newcomer(five: ProcessCluster) -> None:
-    async with QuorumqClient(five.urls) as client:
+    async with Client(five.urls) as client:
         await client.declare("replaced", {"x-quorum-initial-group-size": 3})
         info = await client.queue("replaced")
         newcomer = next(n for n in five.nodes if n.name not in info["members"])
@@ -73,7 +73,7 @@ async def test_replacing_a_node_under_load_moves_every_message_to_the_newcomer(f
 
 async def test_rebalance_spreads_leaders_that_one_node_held(five: ProcessCluster) -> None:
     names = [f"bal{i}" for i in range(5)]
-    async with QuorumqClient([five.urls[0]]) as through_node1:
+    async with Client([five.urls[0]]) as through_node1:
         for name in names:  # client-local placement: node1 leads every one of them
             await through_node1.declare(name, {"x-quorum-initial-group-size": 5})
         leaders = [(await through_node1.queue(name))["leader"] for name in names]
@@ -90,7 +90,7 @@ async def test_rebalance_spreads_leaders_that_one_node_held(five: ProcessCluster
 
 
 async def test_quorum_status_lists_every_member_with_its_raft_state(five: ProcessCluster) -> None:
-    async with QuorumqClient(five.urls) as client:
+    async with Client(five.urls) as client:
         await client.declare("status", {"x-quorum-initial-group-size": 3})
         await client.publish("status", ["a", "b"])
     code, out, err = await queues_cli(five.urls[4], "--formatter", "json", "quorum_status", "status")
@@ -109,7 +109,7 @@ async def test_membership_errors_name_the_problem(five: ProcessCluster) -> None:
     url = five.urls[2]
     code, _, err = await queues_cli(url, "add_member", "no-such-queue", "node2")
     assert (code, "not_found") == (70, err.split("(")[-1].rstrip(")\n"))
-    async with QuorumqClient(five.urls) as client:
+    async with Client(five.urls) as client:
         await client.declare("single", {"x-quorum-initial-group-size": 1})
         (only,) = (await client.queue("single"))["members"]
         code, _, err = await queues_cli(url, "add_member", "single", "node9")

@@ -17,8 +17,8 @@ import shutil
 
 from membership_helpers import local_queues, registered_nodes
 
-from api.client import QuorumqClient
 from cli.node_processes import ProcessCluster, wait_healthy, wait_until
+from quorumq import Client
 
 QUEUE = "wiped"
 SEED_QUEUE = "before-the-wipe"
@@ -36,7 +36,7 @@ async def test_finding7_a_wiped_node_rejoins_as_a_learner_and_is_promoted_losing
     await asyncio.to_thread(
         wait_until, lambda: all(incarnation(cluster, n) for n in names), 30, "registrations"
     )
-    async with QuorumqClient(cluster.urls) as client:
+    async with Client(cluster.urls) as client:
         await client.declare(QUEUE, {"x-quorum-initial-group-size": 3})
         for i in range(MESSAGES):
             await client.publish(QUEUE, [f"m{i}"])
@@ -80,7 +80,7 @@ async def test_finding7_a_wiped_seed_is_replaced_in_the_metadata_group_and_promo
     cluster: ProcessCluster,
 ) -> None:
     names = [n.name for n in cluster.nodes]
-    async with QuorumqClient(cluster.urls) as client:
+    async with Client(cluster.urls) as client:
         meta_leader = cluster.node((await client.health())["metadata_leader"])
 
         def bound() -> bool:

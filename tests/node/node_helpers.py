@@ -6,8 +6,8 @@ import json
 import time
 import urllib.request
 
-from api.client import QuorumqClient
 from cli.node_processes import HARNESS_HEADERS
+from quorumq import Client
 
 
 def local_queues(url: str) -> dict[str, dict]:
@@ -17,7 +17,7 @@ def local_queues(url: str) -> dict[str, dict]:
         return {q["name"]: q for q in json.load(answer)}
 
 
-async def drain(client: QuorumqClient, queue: str, expected: int, timeout: float = 30.0) -> list[int]:
+async def drain(client: Client, queue: str, expected: int, timeout: float = 30.0) -> list[int]:
     """Consume and ack until `expected` distinct bodies arrived or time runs out.
 
     Returns every body received as an int, duplicates included (at-least-once paths may repeat).

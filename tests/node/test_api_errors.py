@@ -11,9 +11,9 @@ import aiohttp
 import msgpack
 import pytest
 
-from api.client import QuorumqClient, SeqTooOldError
 from cli.node_processes import HARNESS_HEADERS, ProcessCluster
 from queue_state.publishers import WINDOW_SIZE
+from quorumq import Client, SeqTooOldError
 
 MAX_MESSAGE_BYTES = 1024
 MAX_REQUEST_BYTES = 64 * 1024
@@ -230,7 +230,7 @@ async def test_finding3_a_seq_below_the_dedup_window_is_409_seq_too_old_and_the_
     assert {status for status, _ in answers} == {201}
     error = await http.expect_error(409, "POST", path, **request(2))
     assert error["error"] == "seq_too_old"
-    async with QuorumqClient([http.base]) as client:
+    async with Client([http.base]) as client:
         with pytest.raises(SeqTooOldError):
             await client.publish("late-seq", ["2"], publisher="p", seq=2)
     assert await http.call("POST", path, **request(1)) == (201, {"ids": [], "duplicate": True})

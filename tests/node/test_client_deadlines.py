@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from api.client import CallTimeoutError, SyncClient
 from cli.node_processes import ProcessCluster, wait_healthy
+from quorumq import CallTimeoutError, SyncClient
 
 CALL_TIMEOUT_S = 2.0
 SLACK_S = 3.0  # a loaded machine's scheduling, not the client's timing

@@ -9,8 +9,8 @@ import asyncio
 import pytest
 from forked import run_forked
 
-from api.client import ForkedClientError, QuorumqClient, SyncClient
 from cli.node_processes import ProcessCluster
+from quorumq import Client, ForkedClientError, SyncClient
 
 QUEUE = "forked"
 
@@ -53,7 +53,7 @@ def test_an_async_client_used_in_a_forked_child_refuses_and_the_parent_keeps_it(
     one_node: ProcessCluster,
 ) -> None:
     loop = asyncio.new_event_loop()
-    client = QuorumqClient(one_node.urls, timeout=5.0)
+    client = Client(one_node.urls, timeout=5.0)
     try:
         loop.run_until_complete(client.declare(QUEUE))
 

@@ -9,8 +9,8 @@ import contextlib
 
 import pytest
 
-from api.client import IncomingMessage, QuorumqClient, SyncClient
 from cli.node_processes import ProcessCluster
+from quorumq import Client, IncomingMessage, SyncClient
 
 
 class Failed(Exception):
@@ -24,7 +24,7 @@ async def _work(message: IncomingMessage) -> None:
 
 
 async def test_process_acks_on_success_and_nacks_and_reraises_on_failure(one_node: ProcessCluster) -> None:
-    async with QuorumqClient(one_node.urls) as client:
+    async with Client(one_node.urls) as client:
         await client.declare("dead")
         await client.declare("work", {"x-dead-letter-queue": "dead"})
         async with client.publisher("work") as publisher:
@@ -58,7 +58,7 @@ async def test_process_acks_on_success_and_nacks_and_reraises_on_failure(one_nod
 
 
 async def test_a_message_settled_inside_process_is_not_settled_again(one_node: ProcessCluster) -> None:
-    async with QuorumqClient(one_node.urls) as client:
+    async with Client(one_node.urls) as client:
         await client.declare("once")
         await client.publish("once", ["first", "second"])
         [first, second] = await client.get("once", count=2)
@@ -92,7 +92,7 @@ def test_sync_publisher_flushes_on_exit_and_aborts_on_an_exception(one_node: Pro
 async def test_a_failed_nack_leaves_the_blocks_exception_with_a_note(
     one_node: ProcessCluster,
 ) -> None:
-    async with QuorumqClient(one_node.urls) as client:
+    async with Client(one_node.urls) as client:
         await client.declare("gone")
         await client.publish("gone", "lost with its node")
         [message] = await client.get("gone")
@@ -109,7 +109,7 @@ async def test_a_cancelled_or_interrupted_block_requeues_even_with_requeue_false
 ) -> None:
     """A worker shutting down (its task cancelled, Ctrl-C, sys.exit) did not reject the message: it goes
     back to the queue instead of being dead-lettered, and the interruption goes on up."""
-    async with QuorumqClient(one_node.urls) as client:
+    async with Client(one_node.urls) as client:
         await client.declare("stopped-dead")
         await client.declare("stopped", {"x-dead-letter-queue": "stopped-dead"})
         await client.publish("stopped", ["cancelled", "interrupted", "exited"])

@@ -9,22 +9,22 @@ import asyncio
 import pytest
 from node_helpers import drain
 
-from api.client import QuorumqClient
 from cli.node_processes import ProcessCluster, wait_healthy
+from quorumq import Client
 
 PATIENT_S = 30.0
 
 
 @pytest.mark.faults
 async def test_publishes_ride_out_a_leader_restart(cluster: ProcessCluster) -> None:
-    async with QuorumqClient(cluster.urls, timeout=PATIENT_S) as client:
+    async with Client(cluster.urls, timeout=PATIENT_S) as client:
         await client.declare("restart", {"x-quorum-initial-group-size": 3})
         first = await client.publish("restart", "0")
         leader = cluster.node((await client.queue("restart"))["leader"])
     followers = [node.url for node in cluster.nodes if node is not leader]
 
     leader.kill()
-    async with QuorumqClient([leader.url, *followers], timeout=PATIENT_S) as client:
+    async with Client([leader.url, *followers], timeout=PATIENT_S) as client:
         # refused by the first node, then answered 503 until the followers elect a leader
         while_down = await client.publish("restart", "1")
         leader.start()

@@ -14,15 +14,15 @@ import signal
 import aiohttp
 import pytest
 
-from api.client import QuorumqClient
 from cli.node_processes import HARNESS_HEADERS, NodeProcess, ProcessCluster, wait_healthy
+from quorumq import Client
 
 PATIENT_CLIENT_S = 30.0
 PUBLISH = {"messages": [{"body": "x"}], "publisher": "p1", "seq": 1}
 
 
 async def _leader_and_followers(cluster: ProcessCluster, queue: str) -> tuple[NodeProcess, list[NodeProcess]]:
-    async with QuorumqClient(cluster.urls, timeout=30.0) as client:
+    async with Client(cluster.urls, timeout=30.0) as client:
         await client.declare(queue, {"x-quorum-initial-group-size": 3})
         await client.publish(queue, "warm-up")  # the group has a leader and every connection is open
         leader = (await client.queue(queue))["leader"]
@@ -88,7 +88,7 @@ async def test_client_fails_over_from_a_frozen_leader_and_its_publish_is_enqueue
 ) -> None:
     leader, followers = await _leader_and_followers(cluster, "once")
     nodes = [leader.url, *(node.url for node in followers)]
-    async with QuorumqClient(nodes, timeout=PATIENT_CLIENT_S) as client:
+    async with Client(nodes, timeout=PATIENT_CLIENT_S) as client:
         with _Frozen(cluster, [leader]):
             ids = await client.publish("once", "after the freeze")
             assert (await client.queue("once"))["leader"] != leader.name

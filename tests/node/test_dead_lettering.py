@@ -11,14 +11,14 @@ import aiohttp
 import pytest
 from node_helpers import drain
 
-from api.client import Delivery, Message, QuorumqClient
 from cli.node_processes import HARNESS_HEADERS, wait_healthy
 from cli.node_processes import ProcessCluster as Cluster
+from quorumq import Client, Delivery, Message
 
 AT_LEAST_ONCE = {"x-dead-letter-strategy": "at-least-once", "x-overflow": "reject-publish"}
 
 
-async def collect(client: QuorumqClient, queue: str, count: int, timeout: float = 20.0) -> list[Delivery]:
+async def collect(client: Client, queue: str, count: int, timeout: float = 20.0) -> list[Delivery]:
     """Consume and ack until `count` deliveries arrived (or the time is up)."""
     tag = await client.consume(queue, prefetch=max(count, 1))
     got: list[Delivery] = []
@@ -41,7 +41,7 @@ def only_death(delivery: Delivery) -> dict[str, Any]:
 async def test_message_nacked_past_its_delivery_limit_lands_in_the_dlq_once_with_x_death(
     cluster: Cluster,
 ) -> None:
-    async with QuorumqClient(cluster.urls) as client:
+    async with Client(cluster.urls) as client:
         await client.declare("poison-dlq")
         await client.declare("work", {"x-delivery-limit": 2, "x-dead-letter-queue": "poison-dlq"})
         await client.publish("work", [Message("bad order", headers={"order": 7})])
@@ -65,7 +65,7 @@ async def test_message_nacked_past_its_delivery_limit_lands_in_the_dlq_once_with
 
 
 async def test_rejected_expired_and_maxlen_messages_carry_their_reason(cluster: Cluster) -> None:
-    async with QuorumqClient(cluster.urls) as client:
+    async with Client(cluster.urls) as client:
         await client.declare("reasons-dlq")
         await client.declare("rejecting", {"x-dead-letter-queue": "reasons-dlq"})
         await client.declare("expiring", {"x-dead-letter-queue": "reasons-dlq", "x-message-ttl": 100})
@@ -83,7 +83,7 @@ async def test_rejected_expired_and_maxlen_messages_carry_their_reason(cluster: 
 
 
 async def test_at_least_once_waits_for_a_missing_target_then_delivers(cluster: Cluster) -> None:
-    async with QuorumqClient(cluster.urls) as client:
+    async with Client(cluster.urls) as client:
         await client.declare("source", {**AT_LEAST_ONCE, "x-dead-letter-queue": "late-dlq"})
         await client.publish("source", [str(i) for i in range(5)])
         got = await client.get("source", count=5, ack="manual")
@@ -100,7 +100,7 @@ async def test_at_least_once_waits_for_a_missing_target_then_delivers(cluster: C
 @pytest.mark.faults
 async def test_at_least_once_survives_source_leader_sigkill_without_loss(cluster: Cluster) -> None:
     total = 300
-    async with QuorumqClient(cluster.urls, timeout=30) as client:
+    async with Client(cluster.urls, timeout=30) as client:
         await client.declare("sink")
         await client.declare("src", {**AT_LEAST_ONCE, "x-dead-letter-queue": "sink"})
         await client.publish_all("src", [str(i) for i in range(total)])
@@ -123,7 +123,7 @@ async def test_at_least_once_survives_source_leader_sigkill_without_loss(cluster
 
 
 async def test_at_most_once_drops_dead_letters_when_the_target_does_not_exist(cluster: Cluster) -> None:
-    async with QuorumqClient(cluster.urls) as client:
+    async with Client(cluster.urls) as client:
         await client.declare("lossy", {"x-dead-letter-queue": "nowhere"})
         await client.publish("lossy", ["gone"])
         (got,) = await client.get("lossy", count=1, ack="manual")
@@ -136,7 +136,7 @@ async def test_at_most_once_drops_dead_letters_when_the_target_does_not_exist(cl
 async def test_leaving_at_least_once_at_runtime_drops_pending_dead_letters_and_says_so(
     cluster: Cluster,
 ) -> None:
-    async with QuorumqClient(cluster.urls) as client:
+    async with Client(cluster.urls) as client:
         await client.declare("switch", {**AT_LEAST_ONCE, "x-dead-letter-queue": "absent"})
         await client.publish("switch", ["a", "b", "c"])
         got = await client.get("switch", count=3, ack="manual")
@@ -155,7 +155,7 @@ async def test_leaving_at_least_once_at_runtime_drops_pending_dead_letters_and_s
 
 
 async def test_reading_a_dead_letter_queue_from_a_time_sees_only_later_dead_letters(cluster: Cluster) -> None:
-    async with QuorumqClient(cluster.urls) as client:
+    async with Client(cluster.urls) as client:
         await client.declare("aged-dlq")
         await client.declare("aged", {"x-dead-letter-queue": "aged-dlq"})
 

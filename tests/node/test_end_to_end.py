@@ -8,14 +8,13 @@ import time
 import pytest
 from node_helpers import drain, local_queues
 
-from api.client import QuorumqClient
-from api.client_errors import QuorumqError
 from cli.node_processes import ProcessCluster as Cluster
 from cli.node_processes import wait_healthy, wait_until
+from quorumq import Client, QuorumqError
 
 
 async def test_publish_through_one_node_and_consume_through_another(cluster: Cluster) -> None:
-    async with QuorumqClient([cluster.urls[0]]) as first, QuorumqClient([cluster.urls[2]]) as third:
+    async with Client([cluster.urls[0]]) as first, Client([cluster.urls[2]]) as third:
         assert await first.declare("orders") is True
         ids = await first.publish("orders", [str(i) for i in range(50)])
         assert len(set(ids)) == 50
@@ -27,7 +26,7 @@ async def test_publish_through_one_node_and_consume_through_another(cluster: Clu
 
 
 async def test_publish_retry_with_same_publisher_and_seq_enqueues_once(cluster: Cluster) -> None:
-    async with QuorumqClient(cluster.urls) as client:
+    async with Client(cluster.urls) as client:
         await client.declare("dedup")
         first = await client.publish("dedup", ["a", "b"], publisher="p1", seq=7)
         again = await client.publish("dedup", ["a", "b"], publisher="p1", seq=7)
@@ -37,7 +36,7 @@ async def test_publish_retry_with_same_publisher_and_seq_enqueues_once(cluster: 
 
 @pytest.mark.faults
 async def test_leader_sigkill_during_publish_stream_loses_no_confirmed_message(cluster: Cluster) -> None:
-    async with QuorumqClient(cluster.urls, timeout=30.0) as client:
+    async with Client(cluster.urls, timeout=30.0) as client:
         await client.declare("payments")
         leader = cluster.node((await client.queue("payments"))["leader"])
         confirmed: set[int] = set()
@@ -70,7 +69,7 @@ async def test_leader_sigkill_during_publish_stream_loses_no_confirmed_message(c
 
 @pytest.mark.faults
 async def test_restarted_follower_catches_up(cluster: Cluster) -> None:
-    async with QuorumqClient(cluster.urls) as client:
+    async with Client(cluster.urls) as client:
         await client.declare("catchup")
         stats = await client.queue("catchup")
         follower = cluster.node(next(m for m in stats["members"] if m != stats["leader"]))
@@ -89,7 +88,7 @@ async def test_restarted_follower_catches_up(cluster: Cluster) -> None:
 
 @pytest.mark.faults
 async def test_whole_cluster_restart_keeps_confirmed_messages_and_queues(cluster: Cluster) -> None:
-    async with QuorumqClient(cluster.urls) as client:
+    async with Client(cluster.urls) as client:
         await client.declare("durable-a", {"x-max-length": 1000})
         await client.declare("durable-b")
         await client.publish("durable-a", [str(i) for i in range(100)])
@@ -99,7 +98,7 @@ async def test_whole_cluster_restart_keeps_confirmed_messages_and_queues(cluster
     for node in cluster.nodes:
         node.start()
     await asyncio.to_thread(wait_healthy, cluster.nodes)
-    async with QuorumqClient(cluster.urls, timeout=30.0) as client:
+    async with Client(cluster.urls, timeout=30.0) as client:
         queues = {q["name"]: q for q in await client.queues()}
         assert set(queues) == {"durable-a", "durable-b"}
         assert queues["durable-a"]["arguments"]["x-max-length"] == 1000
@@ -108,7 +107,7 @@ async def test_whole_cluster_restart_keeps_confirmed_messages_and_queues(cluster
 
 
 async def test_consumer_timeout_returns_unacked_messages_with_delivery_count(cluster: Cluster) -> None:
-    async with QuorumqClient(cluster.urls) as client:
+    async with Client(cluster.urls) as client:
         await client.declare("silent")
         await client.publish("silent", ["1"])
         tag = await client.consume("silent", prefetch=1, timeout_ms=500)
@@ -128,7 +127,7 @@ async def test_consumer_timeout_returns_unacked_messages_with_delivery_count(clu
 async def test_200_queues_on_3_nodes_declare_publish_consume(cluster: Cluster) -> None:
     names = [f"q{i:03d}" for i in range(200)]
     limit = asyncio.Semaphore(16)
-    async with QuorumqClient(cluster.urls, timeout=60.0) as client:
+    async with Client(cluster.urls, timeout=60.0) as client:
 
         async def roundtrip(name: str) -> bytes:
             async with limit:

@@ -15,8 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
-from api.client import SyncClient
 from cli.node_processes import ProcessCluster
+from quorumq import SyncClient
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 GUNICORN = Path(sys.executable).parent / "gunicorn"

@@ -17,7 +17,6 @@ import pytest
 from node_helpers import local_queues
 from raft_gate import RaftGate
 
-from api.client import ConflictError, NotFoundError, QuorumqClient
 from cli.node_processes import (
     HARNESS_HEADERS,
     NodeProcess,
@@ -26,11 +25,12 @@ from cli.node_processes import (
     wait_healthy,
     wait_until,
 )
+from quorumq import Client, ConflictError, NotFoundError
 
 
 async def declare_led_by(node: NodeProcess, queue: str) -> None:
     """Declare `queue` through `node` (client-local placement prefers it) and make sure it leads it."""
-    async with QuorumqClient([node.url]) as client:
+    async with Client([node.url]) as client:
         await client.declare(queue)
         if (await client.queue(queue))["leader"] != node.name:
             await client.transfer_leader(queue, node.name)
@@ -75,7 +75,7 @@ async def gated(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator
         for node in nodes:
             node.start()
         await asyncio.to_thread(wait_healthy, nodes)
-        async with QuorumqClient(cluster.urls) as client:
+        async with Client(cluster.urls) as client:
             meta = cluster.node((await client.health())["metadata_leader"])
         leader, other = (node for node in nodes if node is not meta)
         yield Gated(cluster, gates, meta, leader, other)
@@ -94,15 +94,15 @@ async def test_finding4_if_empty_delete_is_refused_though_the_metadata_leaders_r
 ) -> None:
     await gated.declare_led_by_leader("kept")
     gated.partition()
-    async with QuorumqClient([gated.leader.url]) as client:
+    async with Client([gated.leader.url]) as client:
         ids = await client.publish("kept", [str(i) for i in range(5)])
     assert len(ids) == 5
     stale = await asyncio.to_thread(local_queues, gated.meta.url)
     assert stale["kept"]["messages"] == 0, "the metadata leader's replica should not have heard of them"
-    async with QuorumqClient([gated.other.url]) as client:
+    async with Client([gated.other.url]) as client:
         with pytest.raises(ConflictError):
             await client.delete_queue("kept", if_empty=True)
-    async with QuorumqClient([gated.leader.url]) as client:
+    async with Client([gated.leader.url]) as client:
         assert (await client.queue("kept"))["messages"] == 5
         served = await client.get("kept", count=10, ack="auto")
     assert [d.text for d in served] == [str(i) for i in range(5)]
@@ -126,7 +126,7 @@ async def test_finding4_a_sealed_queue_refuses_publishes_and_is_deleted_once_the
         return all("sealed" not in local_queues(node.url) for node in gated.cluster.nodes)
 
     await asyncio.to_thread(wait_until, deleted_everywhere, 30, "the sealed queue to be deleted")
-    async with QuorumqClient(gated.cluster.urls) as client:
+    async with Client(gated.cluster.urls) as client:
         with pytest.raises(NotFoundError):
             await client.queue("sealed")
 
@@ -134,12 +134,12 @@ async def test_finding4_a_sealed_queue_refuses_publishes_and_is_deleted_once_the
 async def test_finding4_guarded_deletes_off_the_metadata_leader_are_decided_by_the_queue_leader(
     cluster: ProcessCluster,
 ) -> None:
-    async with QuorumqClient(cluster.urls) as client:
+    async with Client(cluster.urls) as client:
         meta = (await client.health())["metadata_leader"]
     leader = next(node for node in cluster.nodes if node.name != meta)
     await declare_led_by(leader, "in-use")
     await declare_led_by(leader, "empty")
-    async with QuorumqClient([leader.url]) as client:
+    async with Client([leader.url]) as client:
         await client.publish("in-use", ["kept"])
         tag = await client.consume("in-use", prefetch=1)
         with pytest.raises(ConflictError):

@@ -7,8 +7,8 @@ import signal
 
 import pytest
 
-from api.client import SyncClient
 from cli.node_processes import ProcessCluster, wait_healthy, wait_until
+from quorumq import SyncClient
 
 
 def _health(url: str) -> dict:

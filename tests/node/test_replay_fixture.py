@@ -9,8 +9,8 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
-from api.client import QuorumqClient
 from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER, NodeProcess, free_ports, wait_healthy
+from quorumq import Client
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "replay_v0"
 VOLATILE = {"leader", "online"}
@@ -18,7 +18,7 @@ VOLATILE = {"leader", "online"}
 
 async def _observe(url: str) -> dict[str, Any]:
     """What the node holds, in the form `expected.json` records."""
-    async with QuorumqClient([url], auth=(HARNESS_USER, HARNESS_PASSWORD)) as client:
+    async with Client([url], auth=(HARNESS_USER, HARNESS_PASSWORD)) as client:
         queues = {}
         for queue in await client.queues():
             messages = await client.browse(queue["name"], limit=10000)

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from node_helpers import local_queues
 
-from api.client import QuorumqClient
 from cli.node_processes import ProcessCluster, wait_healthy, wait_until
+from quorumq import Client
 from raft_log.storage import CorruptionError, GroupLog, NodeStore
 
 SNAPSHOT_EVERY = 20
@@ -22,7 +22,7 @@ async def test_far_behind_follower_installs_a_snapshot_and_serves_exactly_the_li
 ) -> None:
     cluster = ProcessCluster.start(tmp_path, env={"QUORUMQ_SNAPSHOT_EVERY_ENTRIES": str(SNAPSHOT_EVERY)})
     try:
-        async with QuorumqClient(cluster.urls) as client:
+        async with Client(cluster.urls) as client:
             await client.declare("far")
             stats = await client.queue("far")
             follower = cluster.node(next(m for m in stats["members"] if m != stats["leader"]))
@@ -58,7 +58,7 @@ async def test_far_behind_follower_installs_a_snapshot_and_serves_exactly_the_li
 async def test_bodies_kept_or_copied_out_at_compaction_survive_killing_every_node(tmp_path: Path) -> None:
     cluster = ProcessCluster.start(tmp_path, env={"QUORUMQ_SNAPSHOT_EVERY_ENTRIES": str(SNAPSHOT_EVERY)})
     try:
-        async with QuorumqClient(cluster.urls) as client:
+        async with Client(cluster.urls) as client:
             await client.declare("kept")
             published: dict[int, str] = {}
             acked: list[int] = []
@@ -80,7 +80,7 @@ async def test_bodies_kept_or_copied_out_at_compaction_survive_killing_every_nod
         for node in cluster.nodes:
             node.start()
         await asyncio.to_thread(wait_healthy, cluster.nodes)
-        async with QuorumqClient(cluster.urls) as client:
+        async with Client(cluster.urls) as client:
             served = {d.id: d.text for d in await client.get("kept", count=len(published), ack="auto")}
         for message_id in acked:
             del published[message_id]

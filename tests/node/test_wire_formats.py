@@ -14,8 +14,8 @@ import aiohttp
 import msgpack
 import pytest
 
-from api.client import QuorumqClient
 from cli.node_processes import HARNESS_HEADERS, ProcessCluster
+from quorumq import Client
 
 MSGPACK = "application/msgpack"
 
@@ -36,7 +36,7 @@ class Raw:
         self.base = ""
 
     async def declare(self, queue: str) -> None:
-        async with QuorumqClient(self.cluster.urls) as client:
+        async with Client(self.cluster.urls) as client:
             await client.declare(queue)
             leader = (await client.queue(queue))["leader"]
         self.base = next(node.url for node in self.cluster.nodes if node.name != leader)
@@ -112,8 +112,8 @@ async def test_clients_of_either_wire_format_exchange_any_body(
     queue = f"clients-{publisher}"
     bodies = [b"\x00\x01\xfe", "text ☃", b"", "x" * 16384]
     async with (
-        QuorumqClient(wire_cluster.urls, wire=publisher) as sender,  # type: ignore[arg-type]
-        QuorumqClient(wire_cluster.urls, wire=consumer) as receiver,  # type: ignore[arg-type]
+        Client(wire_cluster.urls, wire=publisher) as sender,  # type: ignore[arg-type]
+        Client(wire_cluster.urls, wire=consumer) as receiver,  # type: ignore[arg-type]
     ):
         await sender.declare(queue)
         await sender.publish(queue, bodies)

@@ -10,9 +10,9 @@ import aiohttp
 import msgpack
 
 from api.auth import ROUTE_ACCESS, Access
-from api.client_auth import basic_header
 from cli.node_processes import HARNESS_HEADERS
 from cluster.transport import FRAME_HEADER, _proof
+from quorumq.auth import basic_header
 
 ADMIN = HARNESS_HEADERS["Authorization"]
 NO_GUEST = {"QUORUMQ_LOOPBACK_GUEST": "false"}

@@ -28,9 +28,9 @@ from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 
 from api.auth import ROUTE_ACCESS, Access
-from api.client import QuorumqClient
 from api.openapi import spec
 from cli.node_processes import HARNESS_HEADERS, HARNESS_PASSWORD, HARNESS_USER, ProcessCluster
+from quorumq import Client
 
 EXAMPLES = int(os.environ.get("QUORUMQ_API_FUZZ_EXAMPLES", "10"))
 CANARY = "fuzz-canary"
@@ -76,7 +76,7 @@ def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]
 
 
 async def _fill_canary(urls: list[str]) -> None:
-    async with QuorumqClient(urls) as client:
+    async with Client(urls) as client:
         await client.declare(CANARY)
         for i in range(CANARY_MESSAGES):
             await client.publish(CANARY, [f"canary-{i}"])
@@ -173,6 +173,6 @@ def test_after_fuzzing_the_cluster_is_healthy_and_kept_every_confirmed_message(
 
 async def _check_canary(cluster: ProcessCluster) -> None:
     assert all(node.healthy() for node in cluster.nodes)
-    async with QuorumqClient(cluster.urls) as client:
+    async with Client(cluster.urls) as client:
         got = await client.get(CANARY, count=CANARY_MESSAGES, ack="auto")
         assert sorted(d.body for d in got) == sorted(f"canary-{i}".encode() for i in range(CANARY_MESSAGES))

@@ -9,9 +9,9 @@ import time
 import pytest
 from security_helpers import ADMIN, NO_GUEST, call, concrete, eventually_status, protected_routes
 
-from api.client_auth import basic_header
 from cli.node_processes import HARNESS_SECRET, READY_TIMEOUT_S, ProcessCluster, plan_cluster
 from cluster.peer_auth import NODE_AUTH_HEADER, body_digest, sign_assertion
+from quorumq.auth import basic_header
 
 
 async def test_every_protected_route_answers_401_without_credentials(secured: ProcessCluster) -> None:

@@ -9,8 +9,8 @@ import pytest
 from security_helpers import ADMIN, add_user, call, concrete, eventually_status, protected_routes
 
 from api.auth import Access
-from api.client_auth import basic_header
 from cli.node_processes import ProcessCluster
+from quorumq.auth import basic_header
 
 ALICE = basic_header("alice", "alice-pw")
 WRITER = basic_header("writer", "writer-pw")

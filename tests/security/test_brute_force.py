@@ -9,10 +9,10 @@ import time
 
 from security_helpers import ADMIN, add_user, call, eventually_status
 
-from api.client_auth import basic_header
 from api.login_throttle import LOGIN_FAILURES, MAX_CHECKS_IN_FLIGHT
 from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER, ProcessCluster
 from cluster.users import hash_password, verify_password
+from quorumq.auth import basic_header
 
 WRONG = basic_header(HARNESS_USER, "not-the-password")
 RIGHT = basic_header(HARNESS_USER, HARNESS_PASSWORD)

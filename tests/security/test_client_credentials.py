@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 
-from api.client_auth import resolve_credentials
+from quorumq.auth import resolve_credentials
 
 
 def test_the_repr_of_client_credentials_hides_the_authorization_header() -> None:

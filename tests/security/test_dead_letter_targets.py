@@ -8,8 +8,8 @@ import asyncio
 import pytest
 from security_helpers import ADMIN, add_user, call
 
-from api.client_auth import basic_header
 from cli.node_processes import ProcessCluster
+from quorumq.auth import basic_header
 
 CAROL = basic_header("carol", "carol-pw")
 OWN = "carol-.*"

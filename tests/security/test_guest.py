@@ -7,11 +7,11 @@ import pytest
 from click.testing import CliRunner
 from security_helpers import call, non_loopback_address
 
-from api.client import QuorumqClient
-from api.client_auth import PASSWORD_ENV, TOKEN_ENV, USER_ENV, basic_header
 from api.login_throttle import LOGIN_FAILURES
 from cli.app import cli
 from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER, ProcessCluster, plan_cluster, wait_healthy
+from quorumq import Client
+from quorumq.auth import PASSWORD_ENV, TOKEN_ENV, USER_ENV, basic_header
 
 GUEST = basic_header("guest", "guest")
 
@@ -40,7 +40,7 @@ async def test_clients_given_no_credentials_log_in_as_the_guest(
         monkeypatch.delenv(name, raising=False)
     cluster = ProcessCluster.start(tmp_path, 3)
     try:
-        async with QuorumqClient(cluster.urls) as client:
+        async with Client(cluster.urls) as client:
             assert (await client.whoami())["name"] == "guest"
         listed = CliRunner().invoke(cli, ["--node", ",".join(cluster.urls), "queues"])
         assert listed.exit_code == 0, listed.output

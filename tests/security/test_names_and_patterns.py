@@ -9,8 +9,8 @@ import asyncio
 import pytest
 from security_helpers import ADMIN, add_user, call
 
-from api.client_auth import basic_header
 from cli.node_processes import ProcessCluster
+from quorumq.auth import basic_header
 
 BOB = basic_header("bob", "bob-pw")
 EVE = basic_header("eve", "eve-pw")

@@ -11,9 +11,9 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from api.client import QuorumqClient
 from cli.dev_tls import make_certificates
 from cli.node_processes import HARNESS_HEADERS, ProcessCluster, plan_cluster, wait_healthy
+from quorumq import Client
 
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
@@ -23,7 +23,7 @@ async def test_a_tls_cluster_serves_https_and_refuses_plain_http(tmp_path: Path)
     try:
         https = cluster.urls
         trust = ssl.create_default_context(cafile=env["QUORUMQ_TLS_CA"])
-        async with QuorumqClient(https, tls=trust) as client:
+        async with Client(https, tls=trust) as client:
             await client.declare("over-tls")
             await client.publish("over-tls", ["secret"])
             assert [d.body for d in await client.get("over-tls", ack="auto")] == [b"secret"]

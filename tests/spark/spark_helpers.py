@@ -9,14 +9,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from api.client import QuorumqClient
+from quorumq import Client
 
 
-def run(nodes: Sequence[str], action: Callable[[QuorumqClient], Any], **client: Any) -> Any:
-    """Run `action(client)` on a fresh client (QuorumqClient keyword arguments `client`) and event loop."""
+def run(nodes: Sequence[str], action: Callable[[Client], Any], **client: Any) -> Any:
+    """Run `action(client)` on a fresh client (Client keyword arguments `client`) and event loop."""
 
     async def go() -> Any:
-        async with QuorumqClient(list(nodes), timeout=30.0, **client) as connected:
+        async with Client(list(nodes), timeout=30.0, **client) as connected:
             return await action(connected)
 
     return asyncio.run(go())
@@ -30,7 +30,7 @@ def order_body(number: int) -> str:
 def publish_orders(nodes: Sequence[str], queue: str, count: int, **client: Any) -> list[int]:
     """Declare `queue` and publish `count` order messages; returns their ids."""
 
-    async def go(connected: QuorumqClient) -> list[int]:
+    async def go(connected: Client) -> list[int]:
         await connected.declare(queue)
         bodies = [order_body(i) for i in range(count)]
         return await connected.publish_all(queue, bodies, batch=200)

@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from api.client import QuorumqClient
-from api.client_async import SequencePosition
-from api.client_errors import QuorumqError
 from cli.node_processes import ProcessCluster
+from quorumq import Client, QuorumqError, SequencePosition
 
 
 async def test_checkout_numbers_messages_and_every_node_reads_them_back(cluster: ProcessCluster) -> None:
-    async with QuorumqClient(cluster.urls) as client:
+    async with Client(cluster.urls) as client:
         await client.declare("durable-log")
         await client.publish("durable-log", [f"m{i}" for i in range(10)])
         assert await client.consume("durable-log", durable=True, name="job") == "job"
         assert await client.durable_checkout("durable-log", "job", 6) == SequencePosition(0, 6, 12)
         for url in cluster.urls:
-            async with QuorumqClient([url]) as one_node:
+            async with Client([url]) as one_node:
                 rows = await one_node.consumer_log("durable-log", "job", 2, 6)
                 assert [(d.seq, d.text) for d in rows] == [(i, f"m{i}") for i in range(2, 6)]
         stats = await client.queue("durable-log")
@@ -25,7 +23,7 @@ async def test_checkout_numbers_messages_and_every_node_reads_them_back(cluster:
 
 
 async def test_settle_below_is_idempotent_and_a_settled_range_cannot_be_read(cluster: ProcessCluster) -> None:
-    async with QuorumqClient(cluster.urls) as client:
+    async with Client(cluster.urls) as client:
         await client.declare("durable-settle")
         await client.publish("durable-settle", ["a", "b", "c"])
         await client.consume("durable-settle", durable=True, name="job")
@@ -42,7 +40,7 @@ async def test_settle_below_is_idempotent_and_a_settled_range_cannot_be_read(clu
 
 
 async def test_cancelling_a_durable_consumer_returns_its_messages(cluster: ProcessCluster) -> None:
-    async with QuorumqClient(cluster.urls) as client:
+    async with Client(cluster.urls) as client:
         await client.declare("durable-cancel")
         await client.publish("durable-cancel", ["a", "b"])
         await client.consume("durable-cancel", durable=True, name="job")
@@ -56,7 +54,7 @@ async def test_cancelling_a_durable_consumer_returns_its_messages(cluster: Proce
 
 
 async def test_a_durable_registration_rejects_a_timeout(cluster: ProcessCluster) -> None:
-    async with QuorumqClient(cluster.urls) as client:
+    async with Client(cluster.urls) as client:
         await client.declare("durable-bad")
         with pytest.raises(QuorumqError) as bad:
             await client.consume("durable-bad", durable=True, name="job", timeout_ms=100)
@@ -64,7 +62,7 @@ async def test_a_durable_registration_rejects_a_timeout(cluster: ProcessCluster)
 
 
 async def test_checkout_since_a_time_and_within_a_byte_budget(cluster: ProcessCluster) -> None:
-    async with QuorumqClient(cluster.urls) as client:
+    async with Client(cluster.urls) as client:
         await client.declare("durable-filtered")
         await client.publish("durable-filtered", [b"0123456789"] * 4)
         future = await client.durable_checkout("durable-filtered", "job", 10, since="2999-01-01T00:00:00")
@@ -81,14 +79,14 @@ async def test_checkout_since_a_time_and_within_a_byte_budget(cluster: ProcessCl
 async def test_browsing_pages_through_a_queue_by_id_from_every_node_without_consuming_it(
     cluster: ProcessCluster,
 ) -> None:
-    async with QuorumqClient(cluster.urls) as client:
+    async with Client(cluster.urls) as client:
         await client.declare("browsed")
         ids = await client.publish("browsed", [f"m{i}" for i in range(7)])
         await client.durable_checkout("browsed", "job", 2)  # checked out messages are listed too
         stats = await client.queue("browsed")
         assert stats["next_id"] == ids[-1] + 1
         for url in cluster.urls:
-            async with QuorumqClient([url]) as one_node:
+            async with Client([url]) as one_node:
                 page = await one_node.browse("browsed", ids[1], to=stats["next_id"], limit=4)
                 assert [(d.id, d.text) for d in page] == [(ids[n], f"m{n}") for n in range(1, 5)]
                 rest = await one_node.browse("browsed", page[-1].id + 1)

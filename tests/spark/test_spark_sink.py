@@ -9,8 +9,8 @@ from typing import Any
 from pyspark.sql import Row
 from spark_helpers import queue_stats, run
 
-from api.client import QuorumqClient
 from cli.node_processes import ProcessCluster
+from quorumq import Client
 from spark_io.options import SinkOptions
 from spark_io.sink import numbered_batches, publish_pipelined
 
@@ -72,7 +72,7 @@ def test_a_batch_write_with_a_publisher_id_can_be_repeated_without_duplicates(
     assert queue_stats(cluster.urls, "sink-batch")["messages"] == 300
 
 
-class _CountingClient(QuorumqClient):
+class _CountingClient(Client):
     """A real client that records how many publish requests it had in flight at once."""
 
     in_flight = most_in_flight = 0

@@ -11,8 +11,8 @@ import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes
 from spark_helpers import publish_orders, queue_stats, run, stream_to_parquet, wait_for
 
-from api.client import Message, QuorumqClient, SyncClient
 from cli.node_processes import ProcessCluster
+from quorumq import Client, Message, SyncClient
 from spark_io.options import SourceOptions
 from spark_io.source import QuorumqStreamReader
 
@@ -20,7 +20,7 @@ from spark_io.source import QuorumqStreamReader
 def _publish_sized(nodes: list[str], queue: str, sizes: list[int]) -> None:
     """Declare `queue` and publish one message of each size (in bytes), in order."""
 
-    async def go(client: QuorumqClient) -> None:
+    async def go(client: Client) -> None:
         await client.declare(queue)
         await client.publish(queue, [bytes([65 + i % 26]) * size for i, size in enumerate(sizes)])
 
@@ -171,13 +171,13 @@ def test_a_batch_read_copies_a_dead_letter_queue_into_a_table_without_consuming_
 ) -> None:
     nodes = ",".join(cluster.urls)
 
-    async def direct(client: QuorumqClient) -> None:
+    async def direct(client: Client) -> None:
         await client.declare("dlq")
         await client.declare("dl-source", {"x-dead-letter-queue": "dlq"})
         await client.publish("dlq", [Message(f"d{i}", headers={"n": i, "kind": "direct"}) for i in range(5)])
         await client.durable_checkout("dlq", "someone", 1)  # a checked-out message is read too
 
-    async def reject(client: QuorumqClient) -> None:
+    async def reject(client: Client) -> None:
         await client.publish("dl-source", ["rejected"])
         await client.nack_got("dl-source", [d.id for d in await client.get("dl-source")], requeue=False)
 
@@ -215,7 +215,7 @@ def test_a_stream_since_a_time_takes_only_newer_messages_with_their_sequence_and
     publish_orders(cluster.urls, "since-q", 5)
     since = _after_every_message_of(cluster.urls, "since-q")
 
-    async def newer(client: QuorumqClient) -> list[int]:
+    async def newer(client: Client) -> list[int]:
         ids = await client.publish("since-q", [f"new-{i}" for i in range(5)])
         await client.nack_got("since-q", [d.id for d in await client.get("since-q", since=since)])
         return ids

@@ -80,7 +80,7 @@ class TransportError(QuorumqError):
 
 
 class ForkedClientError(RuntimeError):
-    """An async QuorumqClient (or its HTTP session), or a SyncClient's publisher, was used in a process
+    """An async Client (or its HTTP session), or a SyncClient's publisher, was used in a process
     forked after it was created: its connections and event loop belong to the parent. Create a client
     (or publisher) in the child (a SyncClient does so by itself)."""
 

@@ -4,10 +4,10 @@ import asyncio
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
-from api.client_messages import Publishable
+from quorumq.messages import Publishable
 
 if TYPE_CHECKING:
-    from api.client_async import QuorumqClient
+    from quorumq.client import Client
 
 
 class Publisher:
@@ -19,7 +19,7 @@ class Publisher:
     previous flush. Leaving `async with` flushes (or, on an exception, cancels what is unconfirmed).
     """
 
-    def __init__(self, client: "QuorumqClient", queue: str, *, window: int = 64, batch: int = 100) -> None:
+    def __init__(self, client: "Client", queue: str, *, window: int = 64, batch: int = 100) -> None:
         if window < 1 or batch < 1:
             raise ValueError("window and batch must be at least 1")
         self._client = client

@@ -7,10 +7,10 @@ import pytest
 from aiohttp import web
 from client_fakes import error, published, serve
 
-from api.client import (
+from quorumq import (
+    Client,
     ConflictError,
     ProtocolError,
-    QuorumqClient,
     QuorumqError,
     RejectedPublishError,
     SeqTooOldError,
@@ -57,7 +57,7 @@ class DedupQueue:
 @pytest.mark.parametrize("failure", ["503", "drop"])
 async def test_retried_publish_keeps_publisher_and_seq(failure: str) -> None:
     queue = DedupQueue()
-    async with serve(queue.app([failure, failure])) as node, QuorumqClient([node]) as client:
+    async with serve(queue.app([failure, failure])) as node, Client([node]) as client:
         assert await client.publish("q", [b"a", b"b"]) == [0, 1]
     assert len(queue.requests) == 3
     assert set(queue.requests) == {(client.publisher_id, 1)}
@@ -68,7 +68,7 @@ async def test_publish_retry_after_dropped_connection_moves_to_next_node_with_sa
     async with (
         serve(queue.app(["drop"])) as first,
         serve(queue.app([])) as second,
-        QuorumqClient([first, second]) as client,
+        Client([first, second]) as client,
     ):
         assert await client.publish("q", "x") == [0]
     assert queue.requests == [(client.publisher_id, 1), (client.publisher_id, 1)]
@@ -76,7 +76,7 @@ async def test_publish_retry_after_dropped_connection_moves_to_next_node_with_sa
 
 async def test_each_publish_request_takes_the_next_seq() -> None:
     queue = DedupQueue()
-    async with serve(queue.app([])) as node, QuorumqClient([node]) as client:
+    async with serve(queue.app([])) as node, Client([node]) as client:
         await client.publish("q", "a")
         await client.publish("q", "b")
         await client.publish("q", "c", publisher="spark-query-1", seq=42)
@@ -109,7 +109,7 @@ async def test_publisher_keeps_at_most_window_requests_in_flight_and_confirms_ev
     app.router.add_post("/api/queues/{q}/messages", publish)
     async with (
         serve(app) as node,
-        QuorumqClient([node]) as client,
+        Client([node]) as client,
         client.publisher("q", window=window, batch=batch) as pub,
     ):
         confirms = [await pub.send(f"m{i}") for i in range(total)]
@@ -124,13 +124,11 @@ async def test_publisher_fails_the_confirms_of_a_rejected_batch_and_flush_raises
 
     app = web.Application()
     app.router.add_post("/api/queues/{q}/messages", full)
-    async with serve(app) as node, QuorumqClient([node]) as client:
+    async with serve(app) as node, Client([node]) as client:
         await assert_publisher_confirm_and_flush_fail_with(client, RejectedPublishError)
 
 
-async def assert_publisher_confirm_and_flush_fail_with(
-    client: QuorumqClient, expected: type[QuorumqError]
-) -> None:
+async def assert_publisher_confirm_and_flush_fail_with(client: Client, expected: type[QuorumqError]) -> None:
     pub = client.publisher("q")
     confirm = await pub.send(b"x")
     with pytest.raises(expected):
@@ -150,7 +148,7 @@ async def test_finding3_seq_too_old_raises_at_once_and_fails_the_publishers_conf
 
     app = web.Application()
     app.router.add_post("/api/queues/{q}/messages", too_old)
-    async with serve(app) as node, QuorumqClient([node]) as client:
+    async with serve(app) as node, Client([node]) as client:
         with pytest.raises(SeqTooOldError) as raised:
             await client.publish("q", [b"x"], publisher="p", seq=1)
         assert isinstance(raised.value, ConflictError)
@@ -166,7 +164,7 @@ async def test_a_duplicate_whose_ids_are_forgotten_is_an_ids_forgotten_error_not
 
     app = web.Application()
     app.router.add_post("/api/queues/{q}/messages", forgotten)
-    async with serve(app) as node, QuorumqClient([node]) as client:
+    async with serve(app) as node, Client([node]) as client:
         with pytest.raises(QuorumqError) as raised:
             await client.publish("q", [b"x", b"y"], publisher="p", seq=7)
     assert (raised.value.status, raised.value.code) == (201, "ids_forgotten")
@@ -179,7 +177,7 @@ async def test_a_confirm_with_fewer_ids_than_messages_is_a_protocol_error_carryi
 
     app = web.Application()
     app.router.add_post("/api/queues/{q}/messages", short)
-    async with serve(app) as node, QuorumqClient([node]) as client:
+    async with serve(app) as node, Client([node]) as client:
         with pytest.raises(ProtocolError) as raised:
             await client.publish("q", [b"x", b"y"])
     assert (raised.value.status, raised.value.code) == (201, "short_ids")
@@ -188,7 +186,7 @@ async def test_a_confirm_with_fewer_ids_than_messages_is_a_protocol_error_carryi
 async def test_publish_all_returns_ids_in_message_order() -> None:
     queue = DedupQueue()
     messages = [f"m{i}" for i in range(25)]
-    async with serve(queue.app([])) as node, QuorumqClient([node]) as client:
+    async with serve(queue.app([])) as node, Client([node]) as client:
         ids = await client.publish_all("q", iter(messages), window=3, batch=4)
     assert [queue.bodies[message_id] for message_id in ids] == messages
     assert len(queue.requests) == 7
@@ -206,7 +204,7 @@ async def test_publisher_left_by_an_exception_cancels_unconfirmed_messages() -> 
     app = web.Application()
     app.router.add_post("/api/queues/{q}/messages", hang)
     confirms = []
-    async with serve(app) as node, QuorumqClient([node]) as client:
+    async with serve(app) as node, Client([node]) as client:
         with pytest.raises(KeyError):
             async with client.publisher("q", window=1, batch=1) as pub:
                 confirms = [await pub.send("a"), await pub.send("b")]

@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple, Self
 
-from api.client_errors import QuorumqError
-from api.client_messages import Delivery
+from quorumq.errors import QuorumqError
+from quorumq.messages import Delivery
 
 
 class Settler(NamedTuple):

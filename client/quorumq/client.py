@@ -1,4 +1,4 @@
-"""QuorumqClient: the asyncio client for the quorumq HTTP API (one method per endpoint)."""
+"""Client: the asyncio client for the quorumq HTTP API (one method per endpoint)."""
 
 import functools
 import itertools
@@ -11,19 +11,19 @@ from urllib.parse import quote
 
 import aiohttp
 
-from api.client_auth import Auth, resolve_credentials
-from api.client_errors import ProtocolError, QuorumqError
-from api.client_incoming import IncomingMessage, settled_through
-from api.client_messages import (
+from quorumq.auth import Auth, resolve_credentials
+from quorumq.errors import ProtocolError, QuorumqError
+from quorumq.incoming import IncomingMessage, settled_through
+from quorumq.messages import (
     Delivery,
     Publishable,
     as_message_list,
     decode_deliveries,
     encode_message,
 )
-from api.client_publisher import Publisher
-from api.client_subscription import Subscription
-from api.client_transport import DEFAULT_UNRESPONSIVE_AFTER, JSON, MSGPACK, NodeTransport
+from quorumq.publisher import Publisher
+from quorumq.subscription import Subscription
+from quorumq.transport import DEFAULT_UNRESPONSIVE_AFTER, JSON, MSGPACK, NodeTransport
 
 DEFAULT_PREFETCH = 100
 _NOT_READY = frozenset({503})
@@ -48,20 +48,20 @@ def _user_path(name: str, *parts: str) -> str:
     return "/".join(["/api/users", *(quote(segment, safe="") for segment in (name, *parts))])
 
 
-class QuorumqClient:
+class Client:
     """An asyncio client for a quorumq cluster reachable through any of `nodes` (base URLs or HOST:PORT).
 
     Every request is bounded by `timeout` seconds in total (plus the long-poll wait for deliveries);
     connecting to one node gives up after `connect_timeout` and moves on to the next node, and so does a
     retryable request (a read, a publish) to a node that answers neither it nor a health check within
-    `unresponsive_after` each (a frozen or stopped node; api.client_transport). Publishes
+    `unresponsive_after` each (a frozen or stopped node; quorumq.transport). Publishes
     carry this client's `publisher_id` and a fresh sequence number, so retries never duplicate.
     Credentials: `auth` (HTTP Basic, a (user, password) pair) or `token` (bearer); `tls` is an SSL
     context or a bool for HTTPS verification; whatever is not given comes from
-    QUORUMQ_USER/PASSWORD/TOKEN/CA_FILE (api.client_auth).
+    QUORUMQ_USER/PASSWORD/TOKEN/CA_FILE (quorumq.auth).
     `wire` is how message bodies travel: "msgpack" (the default; publishes and deliveries carry raw bytes)
     or "json" (the plain JSON contract; bytes go as base64, a third larger and encoded at both ends).
-    Use as `async with QuorumqClient([...]) as client:` or call `close()`.
+    Use as `async with Client([...]) as client:` or call `close()`.
     """
 
     def __init__(
@@ -287,7 +287,7 @@ class QuorumqClient:
             "POST", queue_path(queue, "get"), body=body, answer_type=self._message_type
         )
         if ack == "auto":
-            return decode_deliveries(reply.payload)
+            return decode_deliveries(reply.payload, Delivery)
         got = settled_through(functools.partial(self.ack_got, queue), functools.partial(self.nack_got, queue))
         return decode_deliveries(reply.payload, got)
 
@@ -314,7 +314,7 @@ class QuorumqClient:
             retry_sent=True,
             answer_type=self._message_type,
         )
-        return decode_deliveries(reply.payload)
+        return decode_deliveries(reply.payload, Delivery)
 
     async def consumer_log(self, queue: str, name: str, from_: int, to: int) -> list[Delivery]:
         """A durable consumer's unsettled deliveries numbered from `from_` to `to` (non-destructive)."""
@@ -325,7 +325,7 @@ class QuorumqClient:
             retry_sent=True,
             answer_type=self._message_type,
         )
-        return decode_deliveries(reply.payload)
+        return decode_deliveries(reply.payload, Delivery)
 
     async def durable_checkout(
         self,
@@ -449,7 +449,7 @@ def _count_from(payload: Any, key: str) -> int:
     """The count an answer reports, as `{key: n}` or a bare number (0 for an empty 204 answer)."""
     if payload is None:
         return 0
-    value = payload.get(key) if isinstance(payload, dict) else payload
+    value: Any = payload.get(key) if isinstance(payload, dict) else payload
     try:
         return int(value)
     except (TypeError, ValueError) as exc:

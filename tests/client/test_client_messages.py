@@ -10,9 +10,8 @@ from client_fakes import published, serve
 from hypothesis import given
 from hypothesis import strategies as st
 
-from api.client import Message, QuorumqClient
-from api.client_async import Wire
-from api.client_messages import decode_body, decode_delivery, encode_message
+from quorumq import Client, Delivery, Message, Wire
+from quorumq.messages import decode_body, decode_delivery, encode_message
 
 PUBLISHED = [b"\x00\xff", "héllo", Message("t", headers={"k": 1}, expiration=500)]
 ON_THE_WIRE = {
@@ -42,7 +41,7 @@ async def test_publish_sends_bytes_as_base64_in_json_and_as_bin_in_msgpack(wire:
 
     app = web.Application()
     app.router.add_post("/api/queues/{q}/messages", publish)
-    async with serve(app) as node, QuorumqClient([node], wire=wire) as client:
+    async with serve(app) as node, Client([node], wire=wire) as client:
         ids = await client.publish("q", PUBLISHED)
     assert ids == [0, 1, 2]
     content_type, messages = ON_THE_WIRE[wire]
@@ -61,7 +60,7 @@ async def test_msgpack_deliveries_are_asked_for_and_carry_raw_bodies() -> None:
 
     app = web.Application()
     app.router.add_get("/api/queues/{q}/consumers/{tag}/deliveries", deliveries)
-    async with serve(app) as node, QuorumqClient([node]) as client:
+    async with serve(app) as node, Client([node]) as client:
         first, second = await client.deliveries("q", "c1", wait=0.1)
     assert (first.id, first.body, second.id, second.text) == (7, b"\x00\xff", 8, "héllo")
     assert (second.headers, second.seq) == ({"h": 1}, 3)
@@ -74,7 +73,7 @@ async def test_a_json_client_asks_for_no_msgpack() -> None:
 
     app = web.Application()
     app.router.add_get("/api/queues/{q}/consumers/{tag}/deliveries", deliveries)
-    async with serve(app) as node, QuorumqClient([node], wire="json") as client:
+    async with serve(app) as node, Client([node], wire="json") as client:
         [only] = await client.deliveries("q", "c1", wait=0.1)
     assert only.body == b"\x00\xff"
 
@@ -99,7 +98,7 @@ async def test_deliveries_decode_base64_and_utf8_bodies_to_bytes() -> None:
 
     app = web.Application()
     app.router.add_get("/api/queues/{q}/consumers/{tag}/deliveries", deliveries)
-    async with serve(app) as node, QuorumqClient([node]) as client:
+    async with serve(app) as node, Client([node]) as client:
         first, second = await client.deliveries("q", "c1", max=5, wait=0.1)
     assert (first.id, first.body, first.redelivered) == (7, b"\x00\xff", False)
     assert (second.id, second.body, second.text) == (8, "héllo".encode(), "héllo")
@@ -113,9 +112,9 @@ def test_any_body_survives_encoding_and_decoding(body: bytes | str) -> None:
     wire = encode_message(body)
     assert decode_body(wire["body"], wire["encoding"]) == expected
     packed = msgpack.unpackb(msgpack.packb(encode_message(body, packed=True)))
-    assert decode_delivery({"id": 1, **packed}).body == expected
+    assert decode_delivery({"id": 1, **packed}, Delivery).body == expected
 
 
 def test_an_unknown_wire_format_is_refused() -> None:
     with pytest.raises(ValueError, match="wire"):
-        QuorumqClient(["127.0.0.1:1"], wire="xml")  # type: ignore[arg-type]
+        Client(["127.0.0.1:1"], wire="xml")  # type: ignore[arg-type]

@@ -5,12 +5,12 @@ from collections.abc import AsyncIterator, Iterable
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
-from api.client_errors import NotFoundError
-from api.client_incoming import IncomingMessage
-from api.client_messages import Delivery
+from quorumq.errors import NotFoundError
+from quorumq.incoming import IncomingMessage
+from quorumq.messages import Delivery
 
 if TYPE_CHECKING:
-    from api.client_async import QuorumqClient
+    from quorumq.client import Client
 
 
 class Subscription:
@@ -22,9 +22,7 @@ class Subscription:
     iterated is cancelled by the server once it stops polling for the consumer timeout.
     """
 
-    def __init__(
-        self, client: "QuorumqClient", queue: str, *, prefetch: int, priority: int, wait: float
-    ) -> None:
+    def __init__(self, client: "Client", queue: str, *, prefetch: int, priority: int, wait: float) -> None:
         self._client = client
         self.queue = queue
         self._prefetch = prefetch

@@ -4,12 +4,12 @@ import pytest
 from aiohttp import web
 from client_fakes import error, serve
 
-from api.client import (
+from quorumq import (
     BadRequestError,
+    Client,
     ConflictError,
     NotFoundError,
     PayloadTooLargeError,
-    QuorumqClient,
     QuorumqError,
     RejectedPublishError,
 )
@@ -31,7 +31,7 @@ async def test_error_status_maps_to_its_exception(status: int, expected: type[Qu
 
     app = web.Application()
     app.router.add_post("/api/queues/{q}/messages", publish)
-    async with serve(app) as node, QuorumqClient([node]) as client:
+    async with serve(app) as node, Client([node]) as client:
         with pytest.raises(expected) as raised:
             await client.publish("q", [b"x"])
     assert (raised.value.status, raised.value.code, raised.value.reason) == (
@@ -47,7 +47,7 @@ async def test_non_json_error_becomes_a_generic_quorumq_error() -> None:
 
     app = web.Application()
     app.router.add_get("/api/nodes", broken)
-    async with serve(app) as node, QuorumqClient([node]) as client:
+    async with serve(app) as node, Client([node]) as client:
         with pytest.raises(QuorumqError) as raised:
             await client.nodes()
     assert type(raised.value) is QuorumqError
@@ -69,7 +69,7 @@ async def test_declare_reports_created_then_existing_and_conflict() -> None:
 
     app = web.Application()
     app.router.add_put("/api/queues/{q}", declare)
-    async with serve(app) as node, QuorumqClient([node]) as client:
+    async with serve(app) as node, Client([node]) as client:
         assert await client.declare("q", {"x-max-length": 10}) is True
         assert await client.declare("q", {"x-max-length": 10}) is False
         with pytest.raises(ConflictError):

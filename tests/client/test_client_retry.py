@@ -1,35 +1,40 @@
-"""The client's retry policy (api.client_retry): full-jitter waits, none after a refused connection, and
+"""The client's retry policy (quorumq.retry): full-jitter waits, none after a refused connection, and
 the last error once the deadline leaves no room for another wait."""
 
 import asyncio
 
 import pytest
-from tenacity import AsyncRetrying, RetryCallState
 
-from api.client_errors import NotFoundError, UnavailableError
-from api.client_retry import BACKOFF_MAX_S, BACKOFF_START_S, RetryableFailure, retrying, wait_before_retry
+from quorumq import NotFoundError, UnavailableError
+from quorumq.retry import BACKOFF_MAX_S, BACKOFF_START_S, RetryableFailure, retrying, wait_before_retry
 
 NO_LEADER = UnavailableError(503, "no_leader", "no leader yet")
 
 
-def _failed(attempt_number: int, failure: Exception) -> RetryCallState:
-    state = RetryCallState(AsyncRetrying(), fn=None, args=(), kwargs={})
-    state.attempt_number = attempt_number
-    state.set_exception((type(failure), failure, None))
-    return state
-
-
 @pytest.mark.parametrize(
-    ("attempt_number", "ceiling"), [(1, BACKOFF_START_S), (3, 4 * BACKOFF_START_S), (12, BACKOFF_MAX_S)]
+    ("attempt_number", "ceiling"),
+    [(1, BACKOFF_START_S), (3, 4 * BACKOFF_START_S), (12, BACKOFF_MAX_S), (5000, BACKOFF_MAX_S)],
 )
 def test_the_wait_after_a_503_is_full_jitter(attempt_number: int, ceiling: float) -> None:
-    waits = [wait_before_retry(_failed(attempt_number, RetryableFailure(NO_LEADER))) for _ in range(500)]
+    waits = [wait_before_retry(attempt_number, RetryableFailure(NO_LEADER)) for _ in range(500)]
     assert 0 <= min(waits) < 0.1 * ceiling
     assert 0.9 * ceiling < max(waits) <= ceiling
 
 
 def test_a_refused_connection_moves_on_without_waiting() -> None:
-    assert wait_before_retry(_failed(5, RetryableFailure(NO_LEADER, at_once=True))) == 0.0
+    assert wait_before_retry(5, RetryableFailure(NO_LEADER, at_once=True)) == 0.0
+
+
+async def test_retrying_returns_what_the_first_successful_attempt_returns() -> None:
+    failures = [RetryableFailure(NO_LEADER, at_once=True), RetryableFailure(NO_LEADER)]
+
+    async def attempt() -> str:
+        if failures:
+            raise failures.pop(0)
+        return "answer"
+
+    assert await retrying(attempt, asyncio.get_running_loop().time() + 10) == "answer"
+    assert failures == []
 
 
 async def test_retrying_gives_up_with_the_last_error_before_the_deadline() -> None:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from api.client_errors import QuorumqError
+from quorumq.errors import QuorumqError
 
 
 @dataclass(frozen=True)
@@ -90,8 +90,9 @@ def decode_body(body: str, encoding: str) -> bytes:
     raise QuorumqError(0, "bad_response", f"unknown body encoding {encoding!r}")
 
 
-def decode_delivery(wire: dict[str, Any], make: Callable[..., D] = Delivery) -> D:
-    """A Delivery (as `make` builds it from the fields) from one element of the deliveries/get/log answers."""
+def decode_delivery(wire: dict[str, Any], make: Callable[..., D]) -> D:
+    """A Delivery (as `make`, e.g. Delivery itself, builds it from the fields) from one element of the
+    deliveries/get/log answers."""
     try:
         return make(
             id=int(wire["id"]),
@@ -106,7 +107,7 @@ def decode_delivery(wire: dict[str, Any], make: Callable[..., D] = Delivery) -> 
         raise QuorumqError(0, "bad_response", f"malformed delivery {wire!r}: {exc}") from exc
 
 
-def decode_deliveries(payload: Any, make: Callable[..., D] = Delivery) -> list[D]:
+def decode_deliveries(payload: Any, make: Callable[..., D]) -> list[D]:
     """Deliveries (built by `make`) from an answer that is a list of them (or an object holding
     `deliveries`)."""
     items = payload.get("deliveries") if isinstance(payload, dict) else payload

@@ -1,4 +1,4 @@
-"""Sending one API request to a cluster: node failover, leader hints, retries (api.client_retry), one
+"""Sending one API request to a cluster: node failover, leader hints, retries (quorumq.retry), one
 deadline."""
 
 import asyncio
@@ -12,16 +12,16 @@ import aiohttp
 import msgpack
 from yarl import URL
 
-from api.client_auth import ClientCredentials
-from api.client_errors import (
+from quorumq.auth import ClientCredentials
+from quorumq.errors import (
     NoNodeAvailableError,
     OutcomeUnknownError,
     QuorumqError,
     TransportError,
     error_from_response,
 )
-from api.client_fork import ForkSafeConnector, ProcessOwner
-from api.client_retry import RetryableFailure, retrying
+from quorumq.fork import ForkSafeConnector, ProcessOwner
+from quorumq.retry import RetryableFailure, retrying
 
 DEFAULT_UNRESPONSIVE_AFTER = 0.5
 JSON = "application/json"
@@ -97,7 +97,7 @@ class NodeTransport:
     """Sends requests to whichever node answers, following leader hints, within a per-request deadline.
 
     A node that refuses (or times out) the connection is skipped for the next one, round-robin, until
-    every node has failed; a 503 is retried after a full-jitter backoff (api.client_retry), on the
+    every node has failed; a 503 is retried after a full-jitter backoff (quorumq.retry), on the
     hinted leader when the answer names one, else on the next node. Requests flagged `retry_sent` (reads
     and deduplicated publishes) are also retried, on the next node, when a sent request times out or
     loses its connection, or when the node stops answering: once such a request has waited
@@ -106,7 +106,7 @@ class NodeTransport:
     check is left for the next one. A slow node that is alive is waited for, so a slow request is not
     multiplied across nodes.
     A transport serves only the process that created it: in a forked child it raises ForkedClientError
-    and leaves the parent's connections alone (api.client_fork).
+    and leaves the parent's connections alone (quorumq.fork).
     """
 
     def __init__(
@@ -130,7 +130,7 @@ class NodeTransport:
         self._credentials = credentials
         self._session = session
         self._owns_session = session is None
-        self._owner = ProcessOwner("QuorumqClient")
+        self._owner = ProcessOwner("quorumq.Client")
         self._current = 0
 
     @property
@@ -187,12 +187,12 @@ class NodeTransport:
                 raise NoNodeAvailableError(self.nodes) from None
             raise RetryableFailure(pending.timed_out(), at_once=True) from None
         except _NoAnswer as exc:
-            error = TransportError(0, exc.code, f"{pending.method} {base}{pending.path}: {exc.reason}")
+            unanswered = TransportError(0, exc.code, f"{pending.method} {base}{pending.path}: {exc.reason}")
             if not pending.retry_sent:
-                raise error from None
-            pending.last_error = error
+                raise unanswered from None
+            pending.last_error = unanswered
             self._move_on(pending)
-            raise RetryableFailure(error) from None
+            raise RetryableFailure(unanswered) from None
         pending.unreachable.clear()
         if 200 <= status < 300 or status in pending.accept:
             return Reply(status, payload)
@@ -224,7 +224,7 @@ class NodeTransport:
         finally:
             task.cancel()
 
-    async def _answers(self, base: str, attempt: asyncio.Future) -> bool:
+    async def _answers(self, base: str, attempt: asyncio.Future[Any]) -> bool:
         """Whether `base` answers GET /api/health (any status) within `unresponsive_after`, or `attempt`
         completes meanwhile."""
         check = asyncio.ensure_future(self._health_answer(base))

@@ -15,7 +15,7 @@ from aiohttp import web
 from client_fakes import error, published, serve
 from test_client_publishing import DedupQueue
 
-from api.client import OutcomeUnknownError, QuorumqClient, UnavailableError
+from quorumq import Client, OutcomeUnknownError, UnavailableError
 
 
 def _listening(port: int) -> bool:
@@ -57,7 +57,7 @@ async def test_client_fails_over_from_a_stopped_node_within_its_deadline() -> No
     with stopped_node() as frozen:
         async with (
             serve(queue.app([])) as alive,
-            QuorumqClient([frozen, alive], timeout=30.0, unresponsive_after=0.2) as client,
+            Client([frozen, alive], timeout=30.0, unresponsive_after=0.2) as client,
         ):
             assert await client.publish("q", "x") == [0]
             assert client.node_urls[0] == frozen
@@ -88,7 +88,7 @@ async def test_a_slow_node_that_answers_its_health_check_is_waited_for() -> None
     async with (
         serve(slow) as slow_url,
         serve(other.app([])) as other_url,
-        QuorumqClient([slow_url, other_url], timeout=30.0, unresponsive_after=0.1) as client,
+        Client([slow_url, other_url], timeout=30.0, unresponsive_after=0.1) as client,
     ):
         assert await client.publish("q", "x") == [7]
     assert other.requests == []
@@ -107,7 +107,7 @@ async def test_503_without_a_leader_hint_moves_on_to_the_next_node() -> None:
     async with (
         serve(isolated) as isolated_url,
         serve(queue.app([])) as alive,
-        QuorumqClient([isolated_url, alive], timeout=30.0) as client,
+        Client([isolated_url, alive], timeout=30.0) as client,
     ):
         assert await client.publish("q", "x") == [0]
     assert refusals == ["/api/queues/q/messages"]
@@ -133,7 +133,7 @@ async def test_an_outcome_unknown_503_is_retried_only_for_a_request_safe_to_rese
     app = web.Application()
     app.router.add_delete("/api/queues/{q}/contents", purge)
     app.router.add_get("/api/queues/{q}", stats)
-    async with serve(app) as url, QuorumqClient([url], timeout=5.0) as client:
+    async with serve(app) as url, Client([url], timeout=5.0) as client:
         with pytest.raises(OutcomeUnknownError) as raised:
             await client.purge("unknown")
         assert (raised.value.status, raised.value.code) == (503, "outcome_unknown")

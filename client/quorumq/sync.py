@@ -1,4 +1,4 @@
-"""SyncClient: the QuorumqClient's methods as blocking calls, for plain code (CLI, Spark executors, WSGI)."""
+"""SyncClient: the Client's methods as blocking calls, for plain code (CLI, Spark executors, WSGI)."""
 
 import functools
 import itertools
@@ -6,55 +6,21 @@ import os
 import ssl
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Sequence
-from types import TracebackType
-from typing import Any, NamedTuple, Self, TypeVar
+from types import MethodType, TracebackType
+from typing import Any, Concatenate, Generic, NamedTuple, ParamSpec, Self, TypeVar, overload
 
-from api.client_async import QuorumqClient, Wire
-from api.client_auth import Auth
-from api.client_loop import LoopThread
-from api.client_messages import Publishable
-from api.client_sync_publisher import SyncPublisher
-from api.client_transport import DEFAULT_UNRESPONSIVE_AFTER
+from quorumq.auth import Auth
+from quorumq.client import Client, Wire
+from quorumq.loop import LoopThread
+from quorumq.messages import Publishable
+from quorumq.sync_publisher import SyncPublisher
+from quorumq.transport import DEFAULT_UNRESPONSIVE_AFTER
 
 T = TypeVar("T")
+P = ParamSpec("P")
 CALL_TIMEOUT_ALLOWANCE = 80.0
 """How much longer than one request's `timeout` a call may take by default: room for the longest long-poll
 wait a node accepts (60 s) and for retries."""
-
-_BLOCKING_METHODS = (
-    "declare",
-    "delete_queue",
-    "purge",
-    "queue",
-    "queues",
-    "publish",
-    "consume",
-    "deliveries",
-    "ack",
-    "nack",
-    "cancel",
-    "get",
-    "ack_got",
-    "nack_got",
-    "consumer_log",
-    "browse",
-    "durable_checkout",
-    "durable_settle",
-    "members",
-    "add_member",
-    "delete_member",
-    "transfer_leader",
-    "forget_node",
-    "nodes",
-    "health",
-    "metrics_text",
-    "whoami",
-    "users",
-    "put_user",
-    "delete_user",
-    "set_permissions",
-    "create_token",
-)
 
 
 class _InProcess(NamedTuple):
@@ -62,13 +28,41 @@ class _InProcess(NamedTuple):
 
     pid: int
     loop: LoopThread
-    client: QuorumqClient
+    client: Client
+
+
+class _Blocking(Generic[P, T]):
+    """A SyncClient method made of a Client coroutine method: same arguments (type checkers see them),
+    its result returned once the call ends on the SyncClient's loop, within call_timeout."""
+
+    def __init__(self, method: Callable[Concatenate[Client, P], Coroutine[Any, Any, T]]) -> None:
+        name = method.__name__
+
+        @functools.wraps(method)
+        def blocking(sync: "SyncClient", *args: P.args, **kwargs: P.kwargs) -> T:
+            here = sync._in_this_process()
+            return sync._call(here, method(here.client, *args, **kwargs), name)
+
+        self._blocking = blocking
+
+    @overload
+    def __get__(self, sync: None, owner: type) -> "Callable[Concatenate[SyncClient, P], T]": ...
+
+    @overload
+    def __get__(self, sync: "SyncClient", owner: type) -> Callable[P, T]: ...
+
+    def __get__(
+        self, sync: "SyncClient | None", owner: type
+    ) -> "Callable[Concatenate[SyncClient, P], T] | Callable[P, T]":
+        if sync is None:
+            return self._blocking
+        return MethodType(self._blocking, sync)
 
 
 class SyncClient:
-    """A blocking QuorumqClient: every call runs on one private event loop in a daemon thread.
+    """A blocking Client: every call runs on one private event loop in a daemon thread.
 
-    It has the same request methods as QuorumqClient (same arguments, same errors) and is safe to share
+    It has the same request methods as Client (same arguments, same errors) and is safe to share
     between threads. Besides each request's `timeout`, every call as a whole (its retries, a long-poll's
     wait, a publisher's flush) ends within `call_timeout` seconds: past it the call is
     cancelled and raises CallTimeoutError (a TransportError). It defaults to `timeout` plus
@@ -99,7 +93,7 @@ class SyncClient:
             raise ValueError(f"call_timeout must be a positive number of seconds, not {call_timeout!r}")
         self.call_timeout = call_timeout
         self._new_client = functools.partial(
-            QuorumqClient,
+            Client,
             nodes,
             timeout=timeout,
             connect_timeout=connect_timeout,
@@ -147,6 +141,40 @@ class SyncClient:
             return
         here.loop.close(here.client.close(), self.call_timeout, "close")
 
+    # The request methods, as blocking calls (the docstrings are Client's)
+    declare = _Blocking(Client.declare)
+    delete_queue = _Blocking(Client.delete_queue)
+    purge = _Blocking(Client.purge)
+    queue = _Blocking(Client.queue)
+    queues = _Blocking(Client.queues)
+    publish = _Blocking(Client.publish)
+    consume = _Blocking(Client.consume)
+    deliveries = _Blocking(Client.deliveries)
+    ack = _Blocking(Client.ack)
+    nack = _Blocking(Client.nack)
+    cancel = _Blocking(Client.cancel)
+    get = _Blocking(Client.get)
+    ack_got = _Blocking(Client.ack_got)
+    nack_got = _Blocking(Client.nack_got)
+    consumer_log = _Blocking(Client.consumer_log)
+    browse = _Blocking(Client.browse)
+    durable_checkout = _Blocking(Client.durable_checkout)
+    durable_settle = _Blocking(Client.durable_settle)
+    members = _Blocking(Client.members)
+    add_member = _Blocking(Client.add_member)
+    delete_member = _Blocking(Client.delete_member)
+    transfer_leader = _Blocking(Client.transfer_leader)
+    forget_node = _Blocking(Client.forget_node)
+    nodes = _Blocking(Client.nodes)
+    health = _Blocking(Client.health)
+    metrics_text = _Blocking(Client.metrics_text)
+    whoami = _Blocking(Client.whoami)
+    users = _Blocking(Client.users)
+    put_user = _Blocking(Client.put_user)
+    delete_user = _Blocking(Client.delete_user)
+    set_permissions = _Blocking(Client.set_permissions)
+    create_token = _Blocking(Client.create_token)
+
     def publish_all(
         self, queue: str, messages: Iterable[Publishable], *, window: int = 64, batch: int = 100
     ) -> list[int]:
@@ -161,7 +189,7 @@ class SyncClient:
 
     def publisher(self, queue: str, *, window: int = 64, batch: int = 100) -> SyncPublisher:
         """A pipelined publisher: `with client.publisher(q) as pub: confirm = pub.send(m)`; leaving the
-        block flushes it (api.client_sync_publisher)."""
+        block flushes it (quorumq.sync_publisher)."""
         here = self._in_this_process()
         publisher = here.client.publisher(queue, window=window, batch=batch)
         return SyncPublisher(publisher, functools.partial(self._call, here))
@@ -192,18 +220,3 @@ class SyncClient:
             if self._here.pid != os.getpid():
                 self._here = self._start()
             return self._here
-
-
-def _blocking(name: str) -> Callable[..., Any]:
-    method = getattr(QuorumqClient, name)
-
-    @functools.wraps(method)
-    def call(self: SyncClient, *args: Any, **kwargs: Any) -> Any:
-        here = self._in_this_process()
-        return self._call(here, getattr(here.client, name)(*args, **kwargs), name)
-
-    return call
-
-
-for _name in _BLOCKING_METHODS:
-    setattr(SyncClient, _name, _blocking(_name))

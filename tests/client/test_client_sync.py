@@ -6,7 +6,7 @@ import pytest
 from aiohttp import web
 from client_fakes import error, published, refused_node, serve
 
-from api.client import NoNodeAvailableError, NotFoundError, SyncClient
+from quorumq import NoNodeAvailableError, NotFoundError, SyncClient
 
 
 def publish_and_count(nodes: list[str]) -> tuple[list[int], dict, str]:

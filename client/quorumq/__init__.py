@@ -1,6 +1,6 @@
-"""The quorumq client: asyncio (QuorumqClient) and blocking (SyncClient), with its messages and errors.
+"""The quorumq client: asyncio (Client) and blocking (SyncClient), with its messages and errors.
 
-async with QuorumqClient(["127.0.0.1:8080", "127.0.0.1:8081"]) as client:
+async with Client(["127.0.0.1:8080", "127.0.0.1:8081"]) as client:
     await client.declare("orders", {"x-delivery-limit": 5})
     ids = await client.publish("orders", [b"raw bytes", "text", Message("x", headers={"k": 1})])
     async with client.subscribe("orders") as sub:
@@ -12,8 +12,9 @@ with SyncClient(["127.0.0.1:8080"]) as client, client.publisher("orders") as pub
     confirms = [pub.send(body) for body in bodies]  # flushed when the block ends
 """
 
-from api.client_async import DEFAULT_PREFETCH, QuorumqClient, queue_path
-from api.client_errors import (
+from quorumq.auth import Auth
+from quorumq.client import DEFAULT_PREFETCH, Client, SequencePosition, Wire, queue_path
+from quorumq.errors import (
     BadRequestError,
     CallTimeoutError,
     ConflictError,
@@ -32,18 +33,20 @@ from api.client_errors import (
     UnauthorizedError,
     UnavailableError,
 )
-from api.client_incoming import IncomingMessage
-from api.client_messages import Delivery, Message, Publishable
-from api.client_publisher import Publisher
-from api.client_subscription import Subscription
-from api.client_sync import SyncClient
-from api.client_sync_publisher import SyncPublisher
-from api.client_transport import normalize_node
+from quorumq.incoming import IncomingMessage
+from quorumq.messages import Delivery, Message, Publishable
+from quorumq.publisher import Publisher
+from quorumq.subscription import Subscription
+from quorumq.sync import SyncClient
+from quorumq.sync_publisher import SyncPublisher
+from quorumq.transport import normalize_node
 
 __all__ = [
     "DEFAULT_PREFETCH",
+    "Auth",
     "BadRequestError",
     "CallTimeoutError",
+    "Client",
     "ConflictError",
     "Delivery",
     "ForbiddenError",
@@ -57,10 +60,10 @@ __all__ = [
     "ProtocolError",
     "Publishable",
     "Publisher",
-    "QuorumqClient",
     "QuorumqError",
     "RejectedPublishError",
     "SeqTooOldError",
+    "SequencePosition",
     "Subscription",
     "SyncClient",
     "SyncPublisher",
@@ -68,6 +71,7 @@ __all__ = [
     "TransportError",
     "UnauthorizedError",
     "UnavailableError",
+    "Wire",
     "normalize_node",
     "queue_path",
 ]

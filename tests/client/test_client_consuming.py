@@ -6,7 +6,7 @@ from typing import Any
 from aiohttp import web
 from client_fakes import serve
 
-from api.client import QuorumqClient
+from quorumq import Client
 
 
 def consumer_app(batches: list[list[dict[str, Any]]], calls: list[tuple[str, Any]]) -> web.Application:
@@ -46,7 +46,7 @@ async def test_subscribe_yields_deliveries_across_polls_and_cancels_on_exit() ->
     bodies = []
     async with (
         serve(app) as node,
-        QuorumqClient([node]) as client,
+        Client([node]) as client,
         client.subscribe("q", prefetch=10, wait=0.2) as sub,
         contextlib.aclosing(aiter(sub)) as stream,
     ):
@@ -64,6 +64,6 @@ async def test_subscribe_yields_deliveries_across_polls_and_cancels_on_exit() ->
 
 async def test_durable_consumer_is_registered_by_name() -> None:
     calls: list[tuple[str, Any]] = []
-    async with serve(consumer_app([], calls)) as node, QuorumqClient([node]) as client:
+    async with serve(consumer_app([], calls)) as node, Client([node]) as client:
         assert await client.consume("q", prefetch=5, durable=True, name="spark-1") == "c1"
     assert calls == [("consume", {"prefetch": 5, "priority": 0, "durable": True, "name": "spark-1"})]

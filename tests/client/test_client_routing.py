@@ -6,7 +6,7 @@ import pytest
 from aiohttp import web
 from client_fakes import error, refused_node, serve
 
-from api.client import NoNodeAvailableError, QuorumqClient, TransportError, UnavailableError
+from quorumq import Client, NoNodeAvailableError, TransportError, UnavailableError
 
 
 def nodes_app(name: str, hits: list[str] | None = None) -> web.Application:
@@ -24,20 +24,20 @@ def nodes_app(name: str, hits: list[str] | None = None) -> web.Application:
 
 async def test_request_fails_over_to_next_node_when_first_refuses_connections() -> None:
     hits: list[str] = []
-    async with serve(nodes_app("n2", hits)) as good, QuorumqClient([refused_node(), good]) as client:
+    async with serve(nodes_app("n2", hits)) as good, Client([refused_node(), good]) as client:
         assert await client.nodes() == [{"name": "n2"}]
         assert await client.nodes() == [{"name": "n2"}]
     assert hits == ["n2", "n2"]
 
 
 async def test_host_port_nodes_are_accepted_without_scheme() -> None:
-    async with serve(nodes_app("n1")) as good, QuorumqClient([good.removeprefix("http://")]) as client:
+    async with serve(nodes_app("n1")) as good, Client([good.removeprefix("http://")]) as client:
         assert await client.nodes() == [{"name": "n1"}]
 
 
 async def test_no_node_available_lists_every_node_tried() -> None:
     nodes = [refused_node(), refused_node()]
-    async with QuorumqClient(nodes) as client:
+    async with Client(nodes) as client:
         with pytest.raises(NoNodeAvailableError) as raised:
             await client.nodes()
     assert raised.value.nodes == nodes
@@ -54,7 +54,7 @@ async def test_503_leader_hint_is_followed_to_the_named_node() -> None:
 
         follower = web.Application()
         follower.router.add_get("/api/nodes", not_leader)
-        async with serve(follower) as follower_url, QuorumqClient([follower_url]) as client:
+        async with serve(follower) as follower_url, Client([follower_url]) as client:
             assert await client.nodes() == [{"name": "leader"}]
     assert follower_hits == ["/api/nodes"]
 
@@ -67,7 +67,7 @@ async def test_503_without_hint_is_retried_until_a_leader_is_elected() -> None:
 
     app = web.Application()
     app.router.add_get("/api/nodes", nodes)
-    async with serve(app) as node, QuorumqClient([node]) as client:
+    async with serve(app) as node, Client([node]) as client:
         assert await client.nodes() == [{"name": "n1"}]
     assert answers == []
 
@@ -79,7 +79,7 @@ async def test_503_retries_stop_at_the_request_deadline() -> None:
     app = web.Application()
     app.router.add_get("/api/nodes", nodes)
     loop = asyncio.get_running_loop()
-    async with serve(app) as node, QuorumqClient([node], timeout=0.3) as client:
+    async with serve(app) as node, Client([node], timeout=0.3) as client:
         started = loop.time()
         with pytest.raises(UnavailableError) as raised:
             await client.nodes()
@@ -98,7 +98,7 @@ async def test_settle_is_not_resent_after_the_connection_drops_mid_request() -> 
 
     app = web.Application()
     app.router.add_post("/api/queues/{q}/consumers/{tag}/ack", drop)
-    async with serve(app) as node, QuorumqClient([node]) as client:
+    async with serve(app) as node, Client([node]) as client:
         with pytest.raises(TransportError):
             await client.ack("q", "c1", [1])
     assert hits == ["/api/queues/q/consumers/c1/ack"]
@@ -113,7 +113,7 @@ async def test_queue_names_are_percent_encoded_in_paths() -> None:
 
     app = web.Application()
     app.router.add_get("/api/queues/{q}", stats)
-    async with serve(app) as node, QuorumqClient([node]) as client:
+    async with serve(app) as node, Client([node]) as client:
         assert await client.queue("a b/c?") == {"name": "a b/c?"}
     assert seen == ["a b/c?"]
 
@@ -124,5 +124,5 @@ async def test_health_report_is_returned_even_when_the_node_is_not_ready() -> No
 
     app = web.Application()
     app.router.add_get("/api/health", health)
-    async with serve(app) as node, QuorumqClient([node], timeout=5) as client:
+    async with serve(app) as node, Client([node], timeout=5) as client:
         assert await client.health() == {"node": "n1", "status": "no_quorum"}

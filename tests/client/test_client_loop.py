@@ -5,8 +5,8 @@ import time
 
 import pytest
 
-from api.client_errors import CallTimeoutError
-from api.client_loop import LoopThread
+from quorumq import CallTimeoutError
+from quorumq.loop import LoopThread
 
 DEADLINE_S = 2.0
 STUCK_S = 3 * DEADLINE_S

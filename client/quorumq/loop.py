@@ -7,7 +7,7 @@ import time
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from api.client_errors import CallTimeoutError
+from quorumq.errors import CallTimeoutError
 
 T = TypeVar("T")
 

@@ -10,7 +10,7 @@ import os
 
 import aiohttp
 
-from api.client_errors import ForkedClientError
+from quorumq.errors import ForkedClientError
 
 
 class ForkSafeConnector(aiohttp.TCPConnector):
@@ -25,7 +25,7 @@ class ForkSafeConnector(aiohttp.TCPConnector):
         self._closed_by_owner = False
         super().__init__()
 
-    @property  # type: ignore[override]
+    @property
     def _closed(self) -> bool:
         """aiohttp's own closed flag, which every use and close of a connection checks first."""
         return self._closed_by_owner or os.getpid() != self._owner_pid

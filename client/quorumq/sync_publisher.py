@@ -3,21 +3,25 @@
 import asyncio
 import concurrent.futures
 import functools
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Coroutine, Sequence
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Protocol, Self, TypeVar
 
-from api.client_fork import ProcessOwner
-from api.client_messages import Publishable
-from api.client_publisher import Publisher
+from quorumq.fork import ProcessOwner
+from quorumq.messages import Publishable
+from quorumq.publisher import Publisher
 
 T = TypeVar("T")
-Runner = Callable[[Coroutine[Any, Any, T], str], T]
-"""Runs a coroutine on a SyncClient's loop under the call's name, within its call_timeout."""
+
+
+class Runner(Protocol):
+    """Runs a coroutine on a SyncClient's loop under the call's name, within its call_timeout."""
+
+    def __call__(self, coroutine: Coroutine[Any, Any, T], name: str, /) -> T: ...
 
 
 class SyncPublisher:
-    """A Publisher (api.client_publisher) whose methods block, from `SyncClient.publisher(queue)`.
+    """A Publisher (quorumq.publisher) whose methods block, from `SyncClient.publisher(queue)`.
 
     `send` returns a concurrent Future of the message's id and waits only while the publisher's window
     is full (`send_all` does so for many messages in one call); `flush()` waits for every confirm and
