@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib.metadata import version
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Literal
 
 import click
 
@@ -312,7 +312,7 @@ def consume(
     help="manual leaves the messages checked out until settled through the API.",
 )
 @pass_settings
-def get(settings: Settings, queue: str, count: int, ack_mode: str) -> None:
+def get(settings: Settings, queue: str, count: int, ack_mode: Literal["auto", "manual"]) -> None:
     """Take up to --count ready messages from QUEUE at once (basic.get)."""
     with settings.connect() as client:
         deliveries = client.get(queue, count=count, ack=ack_mode)
