@@ -14,8 +14,8 @@ from api.errors import ApiError
 from api.forwarding import on_queue_leader
 from api.queue_handlers import settle
 from api.validation import MAX_POLL, MAX_WAIT_S, bad, field_int, field_since, json_object, query_number
-from cluster.consumers import ConsumerSession, poll
-from cluster.queue_service import QueueService
+from cluster.consumer_sessions import ConsumerSession, poll
+from cluster.queue_leader import QueueLeader
 from queue_state.commands import Cancel, Checkout, Get
 from queue_state.effects import Deliveries, Delivery, Failure
 from queue_state.machine import QUEUE_DELETING
@@ -25,7 +25,7 @@ MAX_PREFETCH = 65535
 
 
 @on_queue_leader
-async def register_consumer(request: web.Request, service: QueueService) -> web.StreamResponse:
+async def register_consumer(request: web.Request, service: QueueLeader) -> web.StreamResponse:
     """POST /api/queues/{q}/consumers: 201 with the new consumer's tag."""
     body = await json_object(request, optional=True)
     if body.get("durable") is True:
@@ -53,7 +53,7 @@ async def register_consumer(request: web.Request, service: QueueService) -> web.
     return web.json_response({"consumer": tag}, status=201)
 
 
-def _session(service: QueueService, tag: str) -> ConsumerSession:
+def _session(service: QueueLeader, tag: str) -> ConsumerSession:
     """The session of a consumer registered in the queue state, made anew after a leader change."""
     session = service.sessions.get(tag)
     if session is not None:
@@ -66,7 +66,7 @@ def _session(service: QueueService, tag: str) -> ConsumerSession:
 
 
 @on_queue_leader
-async def deliveries(request: web.Request, service: QueueService) -> web.StreamResponse:
+async def deliveries(request: web.Request, service: QueueLeader) -> web.StreamResponse:
     """GET /api/queues/{q}/consumers/{tag}/deliveries?max=&wait=: long-poll."""
     tag = request.match_info["tag"]
     limit = int(query_number(request, "max", 100, maximum=MAX_POLL))
@@ -83,7 +83,7 @@ async def deliveries(request: web.Request, service: QueueService) -> web.StreamR
 
 
 async def _read_since(
-    request: web.Request, service: QueueService, session: ConsumerSession, limit: int, wait: float
+    request: web.Request, service: QueueLeader, session: ConsumerSession, limit: int, wait: float
 ) -> list[Delivery]:
     """A reader from a time: get what it may hold (prefetch) among messages enqueued since then,
     waiting for newly applied entries until `wait` runs out."""
@@ -102,7 +102,7 @@ async def _read_since(
 
 
 @on_queue_leader
-async def settle_consumer(request: web.Request, service: QueueService) -> web.StreamResponse:
+async def settle_consumer(request: web.Request, service: QueueLeader) -> web.StreamResponse:
     """POST /api/queues/{q}/consumers/{tag}/ack and /nack."""
     tag = request.match_info["tag"]
     _session(service, tag)
@@ -110,7 +110,7 @@ async def settle_consumer(request: web.Request, service: QueueService) -> web.St
 
 
 @on_queue_leader
-async def cancel_consumer(request: web.Request, service: QueueService) -> web.StreamResponse:
+async def cancel_consumer(request: web.Request, service: QueueLeader) -> web.StreamResponse:
     """DELETE /api/queues/{q}/consumers/{tag}: unacked messages return to the queue."""
     tag = request.match_info["tag"]
     if is_durable(service, tag):

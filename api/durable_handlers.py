@@ -15,7 +15,7 @@ from api.deliveries import deliveries_response
 from api.errors import ApiError
 from api.forwarding import on_queue_leader
 from api.validation import MAX_POLL, bad, field_int, field_since, field_str, json_object, query_int
-from cluster.queue_service import QueueService
+from cluster.queue_leader import QueueLeader
 from queue_state.commands import Cancel, Command, DurableCheckout, DurableSettle, Tick
 from queue_state.durable import DurableLogGap
 from queue_state.effects import DurablePosition, Failure
@@ -26,7 +26,7 @@ _FAILURE_STATUS = {"unknown_consumer": 404, "name_in_use": 409, "beyond_sequence
 _REGISTER_FIELDS = {"durable", "name", "prefetch", "priority"}
 
 
-def is_durable(service: QueueService, name: str) -> bool:
+def is_durable(service: QueueLeader, name: str) -> bool:
     """True when `name` is a durable consumer of the queue (as this leader has applied it)."""
     return any(info.name == name for info in service.replica.machine.durable_consumers())
 
@@ -35,7 +35,7 @@ def _position_json(position: DurablePosition, name: str) -> dict[str, Any]:
     return {"consumer": name, "settled": position.settled, "end": position.end, "bytes": position.taken_bytes}
 
 
-async def _submit(request: web.Request, service: QueueService, command: Command) -> DurablePosition:
+async def _submit(request: web.Request, service: QueueLeader, command: Command) -> DurablePosition:
     reply = await request.app[NODE].submit(service, command)
     if isinstance(reply, Failure):
         status = _FAILURE_STATUS.get(reply.code, 400)
@@ -44,7 +44,7 @@ async def _submit(request: web.Request, service: QueueService, command: Command)
     return reply
 
 
-async def register_durable(request: web.Request, service: QueueService, body: dict[str, Any]) -> web.Response:
+async def register_durable(request: web.Request, service: QueueLeader, body: dict[str, Any]) -> web.Response:
     """POST /api/queues/{q}/consumers with {"durable": true, "name": c}: 201 with the sequence position.
 
     Registering an existing durable consumer again is allowed and changes nothing."""
@@ -59,7 +59,7 @@ async def register_durable(request: web.Request, service: QueueService, body: di
 
 
 @on_queue_leader
-async def checkout(request: web.Request, service: QueueService) -> web.StreamResponse:
+async def checkout(request: web.Request, service: QueueLeader) -> web.StreamResponse:
     """POST /api/queues/{q}/consumers/{c}/checkout {"max": n, "since": t, "max_bytes": b}: number up to
     n more ready messages, only those enqueued at or after `since` (epoch ms or ISO-8601) when given,
     while their bodies add up to at most `max_bytes` (the first one always).
@@ -83,7 +83,7 @@ async def checkout(request: web.Request, service: QueueService) -> web.StreamRes
 
 
 @on_queue_leader
-async def settle_below(request: web.Request, service: QueueService) -> web.StreamResponse:
+async def settle_below(request: web.Request, service: QueueLeader) -> web.StreamResponse:
     """POST /api/queues/{q}/consumers/{c}/settle {"below": n}: settle every delivery numbered below n."""
     name = request.match_info["tag"]
     body = await json_object(request)
@@ -95,7 +95,7 @@ async def settle_below(request: web.Request, service: QueueService) -> web.Strea
 
 
 @on_queue_leader
-async def read_log(request: web.Request, service: QueueService) -> web.StreamResponse:
+async def read_log(request: web.Request, service: QueueLeader) -> web.StreamResponse:
     """GET /api/queues/{q}/consumers/{c}/log?from=&to=: the deliveries numbered from..to-1, unchanged.
 
     Non-destructive. A range this leader has not applied yet waits for one round through the log;
@@ -121,7 +121,7 @@ async def read_log(request: web.Request, service: QueueService) -> web.StreamRes
     return deliveries_response(request, found, [seq for seq, _ in rows])
 
 
-async def cancel_durable(request: web.Request, service: QueueService, name: str) -> web.Response:
+async def cancel_durable(request: web.Request, service: QueueLeader, name: str) -> web.Response:
     """DELETE /api/queues/{q}/consumers/{c} for a durable consumer: its deliveries return to the queue."""
     reply = await request.app[NODE].submit(service, Cancel(service.now_ms(), name))
     if isinstance(reply, Failure):

@@ -33,8 +33,8 @@ from api.validation import (
     queue_name,
 )
 from cluster.node import Node
+from cluster.queue_leader import QueueLeader
 from cluster.queue_replica import AutoAcked
-from cluster.queue_service import QueueService
 from queue_state.arguments import INT64_MAX, ArgumentError, parse_arguments
 from queue_state.commands import Discard, Get, Purge, Return, Settle, UpdateConfig
 from queue_state.effects import Deliveries, Duplicate, Enqueued, Failure, Purged, Rejected
@@ -42,7 +42,7 @@ from queue_state.effects import Deliveries, Duplicate, Enqueued, Failure, Purged
 MAX_GET = 1000
 
 
-def queue_json(node: Node, name: str, service: QueueService | None) -> dict[str, Any]:
+def queue_json(node: Node, name: str, service: QueueLeader | None) -> dict[str, Any]:
     """A queue's definition and, from a local replica, its statistics."""
     info = node.queue_info(name)
     online = [m for m in info.members if m == node.name or node.transport.peers().get(m)]
@@ -106,7 +106,7 @@ RUNTIME_ARGUMENTS = frozenset(
 
 
 @on_queue_leader
-async def update_queue(request: web.Request, service: QueueService) -> web.StreamResponse:
+async def update_queue(request: web.Request, service: QueueLeader) -> web.StreamResponse:
     """PATCH /api/queues/{q}: change arguments at runtime, like a RabbitMQ policy (null removes one).
 
     Leaving at-least-once dead-lettering drops the pending dead letters, as RabbitMQ does; the
@@ -141,7 +141,7 @@ def _check_dead_letter_target(request: web.Request, queue: str, arguments: dict[
 
 
 @on_queue_leader
-async def get_queue(request: web.Request, service: QueueService) -> web.StreamResponse:
+async def get_queue(request: web.Request, service: QueueLeader) -> web.StreamResponse:
     """GET /api/queues/{q}."""
     return web.json_response(queue_json(request.app[NODE], service.name, service))
 
@@ -188,14 +188,14 @@ async def _delete(request: web.Request) -> web.StreamResponse:
 
 
 @on_queue_leader
-async def _delete_guarded(request: web.Request, service: QueueService) -> web.StreamResponse:
+async def _delete_guarded(request: web.Request, service: QueueLeader) -> web.StreamResponse:
     if_empty, if_unused = query_flag(request, "if_empty"), query_flag(request, "if_unused")
     await request.app[NODE].delete_if(service, if_empty, if_unused)
     return web.Response(status=204)
 
 
 @on_queue_leader
-async def purge_queue(request: web.Request, service: QueueService) -> web.StreamResponse:
+async def purge_queue(request: web.Request, service: QueueLeader) -> web.StreamResponse:
     """DELETE /api/queues/{q}/contents: remove every ready message."""
     reply = await request.app[NODE].submit(service, Purge(service.now_ms()))
     count = reply.count if isinstance(reply, Purged) else 0
@@ -203,7 +203,7 @@ async def purge_queue(request: web.Request, service: QueueService) -> web.Stream
 
 
 @on_queue_leader
-async def publish(request: web.Request, service: QueueService) -> web.StreamResponse:
+async def publish(request: web.Request, service: QueueLeader) -> web.StreamResponse:
     """POST /api/queues/{q}/messages: 201 with ids once a majority has the messages.
 
     A seq too old for the publisher's dedup window to tell whether it was enqueued is 409 `seq_too_old`
@@ -239,7 +239,7 @@ async def publish(request: web.Request, service: QueueService) -> web.StreamResp
 
 
 @on_queue_leader
-async def browse(request: web.Request, service: QueueService) -> web.StreamResponse:
+async def browse(request: web.Request, service: QueueLeader) -> web.StreamResponse:
     """GET /api/queues/{q}/messages?from=&to=&limit=: the messages the queue holds, ready or checked
     out, with ids from `from` (default 0) to below `to` (default: no bound), lowest id first, at most
     `limit` (default 1000, up to 10000), as deliveries.
@@ -254,7 +254,7 @@ async def browse(request: web.Request, service: QueueService) -> web.StreamRespo
 
 
 @on_queue_leader
-async def basic_get(request: web.Request, service: QueueService) -> web.StreamResponse:
+async def basic_get(request: web.Request, service: QueueLeader) -> web.StreamResponse:
     """POST /api/queues/{q}/get: up to `count` messages, auto-acked or held for a manual ack.
 
     With `since` (epoch ms or ISO-8601), only messages enqueued at or after it are returned.
@@ -281,7 +281,7 @@ async def basic_get(request: web.Request, service: QueueService) -> web.StreamRe
     return deliveries_response(request, service.replica.bodies.with_bodies(deliveries))
 
 
-async def settle(request: web.Request, service: QueueService, consumer: str | None) -> web.StreamResponse:
+async def settle(request: web.Request, service: QueueLeader, consumer: str | None) -> web.StreamResponse:
     """Ack (settle) or nack (return, or discard with requeue=false) delivered messages."""
     body = await json_object(request)
     ids = message_ids(body)
@@ -305,6 +305,6 @@ async def settle(request: web.Request, service: QueueService, consumer: str | No
 
 
 @on_queue_leader
-async def settle_got(request: web.Request, service: QueueService) -> web.StreamResponse:
+async def settle_got(request: web.Request, service: QueueLeader) -> web.StreamResponse:
     """POST /api/queues/{q}/ack and /nack: settle messages obtained by a manual-ack get."""
     return await settle(request, service, None)

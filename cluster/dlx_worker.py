@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from cluster.bodies import StoredMessage
 from cluster.dead_letter import with_death
 from cluster.proposals import ProposalFailed
-from cluster.queue_service import QueueService
+from cluster.queue_leader import QueueLeader
 from queue_state.commands import DlxCheckout, DlxSettle
 from queue_state.effects import Deliveries
 
@@ -34,7 +34,7 @@ PublishFn = Callable[[str, list[tuple[StoredMessage, int | None]], str, int], Aw
 class DeadLetterWorker:
     """Moves one source queue's pending dead letters to its target, at least once."""
 
-    def __init__(self, service: QueueService, publish: PublishFn, prefetch: int = DEFAULT_PREFETCH) -> None:
+    def __init__(self, service: QueueLeader, publish: PublishFn, prefetch: int = DEFAULT_PREFETCH) -> None:
         self.service = service
         self.publish = publish
         self.prefetch = prefetch

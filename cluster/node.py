@@ -33,8 +33,8 @@ from cluster.metadata_app import MetadataApp
 from cluster.peer_auth import NodeCaller
 from cluster.placement import place_replicas
 from cluster.proposals import ProposalFailed, not_committed
+from cluster.queue_leader import QueueLeader
 from cluster.queue_replica import QueueReplica
-from cluster.queue_service import QueueService
 from cluster.raft_host import RaftHost
 from cluster.remote import publish_remote
 from cluster.store_damage import Damage, open_store, stop_on_damage
@@ -79,7 +79,7 @@ class Node:
         self.caller = NodeCaller.from_config(config)
         self.host: RaftHost | None = None
         self.meta = MetadataApp(self._metadata_changed)
-        self.queues: dict[str, QueueService] = {}
+        self.queues: dict[str, QueueLeader] = {}
         self.dlx_workers: dict[str, tuple[DeadLetterWorker, asyncio.Task]] = {}
         self._seed_peers: dict[str, Address] = {}
         self._join_url: str | None = None
@@ -286,7 +286,7 @@ class Node:
         existing = info.group in self.store.group_ids()
         group_log = self.store.group(info.group) if existing else None
         replica = QueueReplica(info.name, info.group, config, group_log or self._new_group_log(info))
-        service = QueueService(
+        service = QueueLeader(
             info.name,
             info.group,
             replica,
@@ -404,7 +404,7 @@ class Node:
         assert self.host is not None
         return self.host.leader_of(self.queue_info(name).group)
 
-    def led_queue(self, name: str) -> QueueService:
+    def led_queue(self, name: str) -> QueueLeader:
         """The local service of a queue this node leads, or NotLeader with a hint."""
         info = self.queue_info(name)
         service = self.queues.get(name)
@@ -443,12 +443,12 @@ class Node:
         if reply[0] == "error":
             raise QueueNotFound(reply[1])
 
-    async def delete_if(self, service: QueueService, if_empty: bool, if_unused: bool) -> None:
+    async def delete_if(self, service: QueueLeader, if_empty: bool, if_unused: bool) -> None:
         """Delete a queue this node leads only if empty and/or unused, as decided in its log: a `Seal`
         that holds refuses every later publish and new consumer, then the metadata deletes the queue.
 
         QueueConflict when a condition fails. Once sealed, the queue is deleted even if this call
-        fails: its leader's timer asks the metadata again (`QueueService.on_timer`)."""
+        fails: its leader's timer asks the metadata again (`QueueLeader.on_timer`)."""
         reply = await self.submit(service, Seal(service.now_ms(), if_empty, if_unused))
         if isinstance(reply, Failure):
             raise QueueConflict(reply.reason)
@@ -496,7 +496,7 @@ class Node:
         )
         return await self.submit(service, command, [m for m, _ in messages])
 
-    async def submit(self, service: QueueService, command: Any, bodies: list | None = None) -> Any:
+    async def submit(self, service: QueueLeader, command: Any, bodies: list | None = None) -> Any:
         """Replicate a command on a led queue, mapping lost leadership to NotLeader."""
         try:
             return await service.submit(command, bodies)
@@ -523,7 +523,7 @@ class Node:
                 return
             await publish_remote(self.config.http_url, target, messages, caller=self.caller)
 
-    def _leadership_changed(self, service: QueueService, is_leader: bool) -> None:
+    def _leadership_changed(self, service: QueueLeader, is_leader: bool) -> None:
         """The dead-letter worker of a queue runs where its leader is."""
         running = self.dlx_workers.pop(service.group, None)
         if running is not None:

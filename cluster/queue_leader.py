@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cluster.bodies import StoredMessage
-from cluster.consumers import ConsumerSessions
+from cluster.consumer_sessions import ConsumerSessions
 from cluster.leader_clock import LeaderClock
 from cluster.queue_replica import QueueReplica, encode_op
 from cluster.raft_host import RaftHost
@@ -23,7 +23,7 @@ DELETE_RETRY_MS = 1000
 DeadLetterSink = Callable[[str, DeadLetter, list[tuple[Delivery, StoredMessage]], int], None]
 
 
-class QueueService:
+class QueueLeader:
     """Leader-side services of one queue hosted on this node."""
 
     def __init__(
@@ -36,7 +36,7 @@ class QueueService:
         *,
         on_dead_letter: DeadLetterSink,
         request_delete: Callable[[str, str], None],
-        on_leadership: Callable[[QueueService, bool], None],
+        on_leadership: Callable[[QueueLeader, bool], None],
         consumer_timeout_ms: int,
     ) -> None:
         self.name = name
