@@ -9,7 +9,18 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from api.app_keys import NODE
-from cluster.errors import BadRequest, NodeError, NotLeader, OutcomeUnknown, QueueConflict, QueueNotFound
+from cluster.errors import (
+    BadRequest,
+    LogGap,
+    NodeError,
+    NotLeader,
+    OutcomeUnknown,
+    QueueConflict,
+    QueueFull,
+    QueueNotFound,
+    Refused,
+    UnknownConsumer,
+)
 from queue_state.commands import InvalidCommand
 
 log = logging.getLogger(__name__)
@@ -37,7 +48,11 @@ def error_response(status: int, code: str, reason: str, **extra: object) -> web.
 _NODE_ERRORS: dict[type[NodeError], int] = {
     BadRequest: 400,
     QueueNotFound: 404,
+    UnknownConsumer: 404,
     QueueConflict: 409,
+    Refused: 409,
+    LogGap: 409,
+    QueueFull: 507,
     NotLeader: 503,
     OutcomeUnknown: 503,
 }
