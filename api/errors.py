@@ -21,7 +21,6 @@ from cluster.errors import (
     Refused,
     UnknownConsumer,
 )
-from queue_state.commands import InvalidCommand
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +75,6 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         return error_response(exc.status, exc.code, exc.reason, **exc.extra)
     except NodeError as exc:
         return node_error_response(request, exc)
-    except InvalidCommand as exc:  # a request field the state machine refuses, e.g. an empty publisher
-        return error_response(400, "bad_request", str(exc))
     except web.HTTPRequestEntityTooLarge as exc:
         return error_response(413, "too_large", exc.text or "request body too large")
     except web.HTTPException as exc:

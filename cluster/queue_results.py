@@ -7,7 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cluster.bodies import StoredMessage
+    from queue_state.effects import Delivery
 
 
 @dataclass(slots=True)
@@ -26,6 +30,20 @@ class MessageRow:
     redelivered: bool
     published_at_ms: int
     seq: int | None = None
+
+    @classmethod
+    def of(cls, delivery: Delivery, stored: StoredMessage, seq: int | None = None) -> MessageRow:
+        """The row of a delivery with its stored body."""
+        return cls(
+            delivery.id,
+            stored.body,
+            stored.encoding,
+            stored.headers,
+            delivery.delivery_count,
+            delivery.redelivered,
+            delivery.enqueued_at_ms,
+            seq,
+        )
 
 
 @dataclass(frozen=True, slots=True)
