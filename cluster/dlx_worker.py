@@ -69,7 +69,7 @@ class DeadLetterWorker:
     async def _deliver(self, batch: list[tuple[int, StoredMessage]]) -> None:
         self._seq += 1
         backoff = MIN_BACKOFF_S
-        messages = [(message, None) for _, message in batch]
+        messages: list[tuple[StoredMessage, int | None]] = [(message, None) for _, message in batch]
         while True:
             target = self.leader.dead_letter_target()
             if target is None:

@@ -113,7 +113,7 @@ def _invalid_is_bad_request() -> Iterator[None]:
         raise BadRequest(str(exc)) from exc
 
 
-def _unexpected(reply: Any) -> Exception:
+def _refusal(reply: Any) -> Exception:
     """A refusal from the state machine (`Refused` with its code), or an error for a reply it never gives."""
     if isinstance(reply, Failure):
         return Refused(reply.code, reply.reason)
@@ -232,7 +232,7 @@ class QueueLeader:
             raise QueueFull(f"queue '{self.name}' is full: {reply.reason}")
         if isinstance(reply, Enqueued | Duplicate):
             return Published(list(reply.ids or ()), isinstance(reply, Duplicate))
-        raise _unexpected(reply)
+        raise _refusal(reply)
 
     async def get(self, count: int, auto_ack: bool, since_ms: int | None) -> list[MessageRow]:
         """Take up to `count` ready messages (only those enqueued at or after `since_ms`, when given),
@@ -400,7 +400,7 @@ class QueueLeader:
             raise UnknownConsumer(reply.reason, code=reply.code)
         if isinstance(reply, Failure) and reply.code not in _DURABLE_REFUSALS:
             raise BadRequest(reply.reason, code=reply.code)
-        raise _unexpected(reply)  # name_in_use, beyond_sequence, queue_deleting: Refused
+        raise _refusal(reply)  # name_in_use, beyond_sequence, queue_deleting: Refused
 
     # -- at-least-once dead letters -----------------------------------------------------------------
 
