@@ -404,7 +404,7 @@ class Node:
         return self.host.leader_of(self.queue_info(name).group)
 
     def led_queue(self, name: str) -> QueueLeader:
-        """The local service of a queue this node leads, or NotLeader with a hint."""
+        """The door (`QueueLeader`) of a queue this node leads, or NotLeader with a hint."""
         info = self.queue_info(name)
         service = self.queues.get(name)
         if service is None or service.group != info.group or not service.is_leader:
