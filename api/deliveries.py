@@ -21,11 +21,9 @@ import msgpack
 from aiohttp import web
 
 from api.validation import MSGPACK
-from cluster.bodies import StoredMessage
-from queue_state.effects import Delivery
+from cluster.queue_results import MessageRow
 
 JSON = "application/json"
-Row = tuple[Delivery, StoredMessage]
 
 _TEXT_ROW = b'{"id":%d,"body":%b,"encoding":"utf8","headers":%b,"delivery_count":%d,"redelivered":%b'
 _BINARY_ROW = b'{"id":%d,"body":"%b","encoding":"base64","headers":%b,"delivery_count":%d,"redelivered":%b'
@@ -40,70 +38,67 @@ def wants_msgpack(request: web.Request) -> bool:
     return MSGPACK in accept and any(part.split(";")[0].strip() == MSGPACK for part in accept.split(","))
 
 
-def deliveries_response(
-    request: web.Request, rows: Sequence[Row], seqs: Sequence[int] | None = None
-) -> web.Response:
-    """The answer listing `rows` (with a durable consumer's sequence numbers `seqs`), as the client asked."""
+def deliveries_response(request: web.Request, rows: Sequence[MessageRow]) -> web.Response:
+    """The answer listing `rows` (each with its durable sequence number `seq` when it has one), as the
+    client asked."""
     if wants_msgpack(request):
-        return web.Response(body=msgpack_deliveries(rows, seqs), content_type=MSGPACK)
-    return web.Response(body=json_deliveries(rows, seqs), content_type=JSON, charset="utf-8")
+        return web.Response(body=msgpack_deliveries(rows), content_type=MSGPACK)
+    return web.Response(body=json_deliveries(rows), content_type=JSON, charset="utf-8")
 
 
-def json_deliveries(rows: Sequence[Row], seqs: Sequence[int] | None = None) -> bytearray:
-    """The JSON array of `rows` (each with its `seq` when `seqs` is given).
+def json_deliveries(rows: Sequence[MessageRow]) -> bytearray:
+    """The JSON array of `rows`.
 
     One growing buffer: joining a megabyte of parts into fresh memory costs as much as encoding them."""
-    tails = [b',"seq":%d' % seq for seq in seqs] if seqs is not None else [b""] * len(rows)
     out = bytearray(b"[")
-    for (delivery, stored), tail in zip(rows, tails, strict=True):
-        template, body = _json_body(stored)
-        headers = _headers(delivery, stored)
+    for row in rows:
+        template, body = _json_body(row)
+        headers = _headers(row)
         out += template % (
-            delivery.id,
+            row.id,
             body,
             _encode(headers).encode() if headers else b"{}",
-            delivery.delivery_count,
-            b"true" if delivery.redelivered else b"false",
+            row.delivery_count,
+            b"true" if row.redelivered else b"false",
         )
-        out += _ROW_END % (delivery.enqueued_at_ms, tail)
+        out += _ROW_END % (row.published_at_ms, b"" if row.seq is None else b',"seq":%d' % row.seq)
     if rows:
         del out[-1]  # the last row's comma
     out += b"]"
     return out
 
 
-def msgpack_deliveries(rows: Sequence[Row], seqs: Sequence[int] | None = None) -> bytes:
-    """The msgpack array of `rows`, bodies as bin (each with its `seq` when `seqs` is given)."""
-    maps: list[dict[str, Any]] = [
-        {
-            "id": delivery.id,
-            "body": stored.body,
-            "encoding": stored.encoding,
-            "headers": _headers(delivery, stored),
-            "delivery_count": delivery.delivery_count,
-            "redelivered": delivery.redelivered,
-            "published_at": delivery.enqueued_at_ms,
+def msgpack_deliveries(rows: Sequence[MessageRow]) -> bytes:
+    """The msgpack array of `rows`, bodies as bin."""
+    maps: list[dict[str, Any]] = []
+    for row in rows:
+        fields = {
+            "id": row.id,
+            "body": row.body,
+            "encoding": row.encoding,
+            "headers": _headers(row),
+            "delivery_count": row.delivery_count,
+            "redelivered": row.redelivered,
+            "published_at": row.published_at_ms,
         }
-        for delivery, stored in rows
-    ]
-    if seqs is not None:
-        for row, seq in zip(maps, seqs, strict=True):
-            row["seq"] = seq
+        if row.seq is not None:
+            fields["seq"] = row.seq
+        maps.append(fields)
     return msgpack.packb(maps)
 
 
-def _json_body(stored: StoredMessage) -> tuple[bytes, bytes]:
+def _json_body(row: MessageRow) -> tuple[bytes, bytes]:
     """The row template and the body for it: text when published so and valid UTF-8, else base64."""
-    if stored.encoding == "utf8":
+    if row.encoding == "utf8":
         try:
-            return _TEXT_ROW, _encode_text(stored.body.decode()).encode()
+            return _TEXT_ROW, _encode_text(row.body.decode()).encode()
         except UnicodeDecodeError:
             pass
-    return _BINARY_ROW, binascii.b2a_base64(stored.body, newline=False)
+    return _BINARY_ROW, binascii.b2a_base64(row.body, newline=False)
 
 
-def _headers(delivery: Delivery, stored: StoredMessage) -> dict[str, Any]:
+def _headers(row: MessageRow) -> dict[str, Any]:
     """The stored headers, with `x-delivery-count` on a redelivery."""
-    if delivery.delivery_count:
-        return {**stored.headers, "x-delivery-count": delivery.delivery_count}
-    return stored.headers
+    if row.delivery_count:
+        return {**row.headers, "x-delivery-count": row.delivery_count}
+    return row.headers

@@ -9,8 +9,18 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from api.app_keys import NODE
-from cluster.errors import BadRequest, NodeError, NotLeader, OutcomeUnknown, QueueConflict, QueueNotFound
-from queue_state.commands import InvalidCommand
+from cluster.errors import (
+    BadRequest,
+    LogGap,
+    NodeError,
+    NotLeader,
+    OutcomeUnknown,
+    QueueConflict,
+    QueueFull,
+    QueueNotFound,
+    Refused,
+    UnknownConsumer,
+)
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +47,11 @@ def error_response(status: int, code: str, reason: str, **extra: object) -> web.
 _NODE_ERRORS: dict[type[NodeError], int] = {
     BadRequest: 400,
     QueueNotFound: 404,
+    UnknownConsumer: 404,
     QueueConflict: 409,
+    Refused: 409,
+    LogGap: 409,
+    QueueFull: 507,
     NotLeader: 503,
     OutcomeUnknown: 503,
 }
@@ -61,8 +75,6 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         return error_response(exc.status, exc.code, exc.reason, **exc.extra)
     except NodeError as exc:
         return node_error_response(request, exc)
-    except InvalidCommand as exc:  # a request field the state machine refuses, e.g. an empty publisher
-        return error_response(400, "bad_request", str(exc))
     except web.HTTPRequestEntityTooLarge as exc:
         return error_response(413, "too_large", exc.text or "request body too large")
     except web.HTTPException as exc:

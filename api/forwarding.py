@@ -29,7 +29,7 @@ from api.validation import queue_name
 from cluster.errors import NotLeader, OutcomeUnknown, QueueNotFound
 from cluster.node import Node
 from cluster.peer_auth import PlainHttpRefused
-from cluster.queue_service import QueueService
+from cluster.queue_leader import QueueLeader
 
 HOPS_HEADER = "X-Quorumq-Hops"
 CLIENT_NODE_HEADER = "X-Quorumq-Client-Node"
@@ -37,7 +37,7 @@ MAX_HOPS = 2
 FORWARD_TIMEOUT_S = 90.0
 LEADER_RECHECK_S = 0.1  # how often a pending forward compares its target with the leader known now
 
-QueueHandler = Callable[[web.Request, QueueService], Awaitable[web.StreamResponse]]
+QueueHandler = Callable[[web.Request, QueueLeader], Awaitable[web.StreamResponse]]
 
 
 def client_node(request: web.Request) -> str:

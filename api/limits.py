@@ -53,10 +53,10 @@ async def read_body(request: web.Request) -> bytes:
 
 
 def _check_consumer_room(node: Node, queue: str) -> None:
-    service = node.queues.get(queue)
-    if service is None:
+    local = node.queues.get(queue)
+    if local is None:
         return  # no local replica: the leader this request is forwarded to checks
-    consumers = service.replica.machine.stats().consumers
+    consumers = local.stats().consumers
     if consumers >= node.config.max_consumers_per_queue:
         limit = node.config.max_consumers_per_queue
         raise ApiError(

@@ -19,7 +19,7 @@ from cluster.errors import QueueNotFound
 from cluster.group_changes import MembershipRefused
 from cluster.membership import Membership
 from cluster.node import Node
-from cluster.queue_service import QueueService
+from cluster.queue_leader import QueueLeader
 
 QUEUE = "/api/queues/{q}"
 MEMBER_STATUS_TIMEOUT_S = 2.0
@@ -67,7 +67,7 @@ async def _node_field(request: web.Request) -> str:
 
 
 @on_queue_leader
-async def list_members(request: web.Request, service: QueueService) -> web.StreamResponse:
+async def list_members(request: web.Request, service: QueueLeader) -> web.StreamResponse:
     """GET /api/queues/{q}/members: every member as the leader sees it, with each member's own status."""
     node: Node = request.app[NODE]
     rows = _membership(request).queues.leader_view(service.name)
@@ -110,7 +110,7 @@ async def member_status(request: web.Request) -> web.StreamResponse:
 
 @on_queue_leader
 @refusals_as_conflicts
-async def add_member(request: web.Request, service: QueueService) -> web.StreamResponse:
+async def add_member(request: web.Request, service: QueueLeader) -> web.StreamResponse:
     """POST /api/queues/{q}/members {"node"}: add a replica (learner first, voter once caught up)."""
     member = await _node_field(request)
     members = await _membership(request).queues.add(service.name, member)
@@ -119,7 +119,7 @@ async def add_member(request: web.Request, service: QueueService) -> web.StreamR
 
 @on_queue_leader
 @refusals_as_conflicts
-async def delete_member(request: web.Request, service: QueueService) -> web.StreamResponse:
+async def delete_member(request: web.Request, service: QueueLeader) -> web.StreamResponse:
     """DELETE /api/queues/{q}/members/{node}: remove a replica (never the last, never the quorum)."""
     members = await _membership(request).queues.delete(service.name, request.match_info["node"])
     return web.json_response({"queue": service.name, "members": members})
@@ -127,7 +127,7 @@ async def delete_member(request: web.Request, service: QueueService) -> web.Stre
 
 @on_queue_leader
 @refusals_as_conflicts
-async def transfer_leader(request: web.Request, service: QueueService) -> web.StreamResponse:
+async def transfer_leader(request: web.Request, service: QueueLeader) -> web.StreamResponse:
     """POST /api/queues/{q}/leader {"node"}: hand the queue's leadership to that voting member."""
     to = await _node_field(request)
     await _membership(request).queues.transfer_leader(service.name, to)

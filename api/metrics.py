@@ -22,13 +22,13 @@ class _NodeCollector(Collector):
             "quorumq_queue_messages", "Messages in a queue by state", labels=["queue", "state"]
         )
         consumers = GaugeMetricFamily("quorumq_queue_consumers", "Consumers of a queue", labels=["queue"])
-        for name, service in self.node.queues.items():
-            if not service.is_leader:
+        for name, queue in self.node.queues.items():
+            if not queue.is_leader:
                 continue
-            stats = service.replica.machine.stats()
+            stats = queue.stats()
             depth.add_metric([name, "ready"], stats.messages_ready)
             depth.add_metric([name, "unacked"], stats.messages_unacknowledged)
-            depth.add_metric([name, "dlx"], stats.dlx_pending)
+            depth.add_metric([name, "dlx"], stats.messages_dlx)
             consumers.add_metric([name], stats.consumers)
         yield depth
         yield consumers

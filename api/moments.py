@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from queue_state.arguments import INT64_MAX
+from cluster.queue_limits import INT64_MAX
 
 
 def epoch_ms(value: object) -> int:

@@ -11,7 +11,7 @@ from typing import Any
 
 from aiohttp import web
 
-from queue_state.arguments import INT64_MAX
+from cluster.queue_limits import INT64_MAX
 
 JSON = "application/json"
 MSGPACK = "application/msgpack"

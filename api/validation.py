@@ -13,7 +13,7 @@ from api.app_keys import NODE
 from api.errors import ApiError
 from api.moments import epoch_ms
 from cluster.bodies import StoredMessage
-from queue_state.arguments import INT64_MAX
+from cluster.queue_limits import INT64_MAX
 
 MSGPACK = "application/msgpack"
 QUEUE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:\-]*")  # full-matched: no trailing newline

@@ -1,8 +1,8 @@
 """What a leader spends answering a poll for deliveries: reading the bodies and encoding the answer.
 
 `python -m bench.deliveries [--count N] [--rounds R]`: N stored messages (1 KiB and 16 KiB, published as
-text or binary) are read through `BodyStore.with_bodies` and encoded as the JSON answer and as the
-msgpack one; the best of R rounds is printed in ms per batch (reading included).
+text or binary) are read through `BodyStore.with_bodies` into `MessageRow`s and encoded as the JSON
+answer and as the msgpack one; the best of R rounds is printed in ms per batch (reading included).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import msgpack
 from api.deliveries import json_deliveries, msgpack_deliveries
 from cluster.bodies import StoredMessage
 from cluster.queue_replica import QueueReplica, encode_op
+from cluster.queue_results import MessageRow
 from queue_state.arguments import QueueConfig
 from queue_state.commands import Enqueue, NewMessage
 from queue_state.effects import Delivery
@@ -52,11 +53,14 @@ def measure(directory: str, count: int, size: int, encoding: str, rounds: int) -
         group_log.append([entry])
         store.commit(sync=False)
         (enqueued,) = replica.apply(entry)
-        bodies = replica.bodies
         deliveries = [Delivery(message_id, 0, False, 0) for message_id in enqueued.ids]
-        read = best_seconds(lambda: bodies.with_bodies(deliveries), rounds)
-        as_json = best_seconds(lambda: json_deliveries(bodies.with_bodies(deliveries)), rounds)
-        as_msgpack = best_seconds(lambda: msgpack_deliveries(bodies.with_bodies(deliveries)), rounds)
+
+        def rows() -> list[MessageRow]:
+            return [MessageRow.of(d, stored) for d, stored in replica.bodies.with_bodies(deliveries)]
+
+        read = best_seconds(rows, rounds)
+        as_json = best_seconds(lambda: json_deliveries(rows()), rounds)
+        as_msgpack = best_seconds(lambda: msgpack_deliveries(rows()), rounds)
         return read, as_json, as_msgpack
     finally:
         store.close()

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 
 class NodeError(Exception):
-    """Base class: `code` is the stable error code the API returns."""
+    """Base class: `code` is the stable error code the API returns (the class's, unless one is given)."""
 
     code = "error"
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, *, code: str | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
+        if code is not None:
+            self.code = code
 
 
 class QueueNotFound(NodeError):
@@ -43,6 +45,35 @@ class OutcomeUnknown(NotLeader):
 
 
 class BadRequest(NodeError):
-    """The request is well-formed JSON but asks for something invalid."""
+    """The request is well-formed JSON but asks for something invalid (a queue command field it cannot
+    take, a queue argument, a consumer name taken by a durable consumer: `code` says which)."""
 
     code = "bad_request"
+
+
+class UnknownConsumer(NodeError):
+    """The queue has no consumer of that name (`code` is the queue state's `unknown_consumer` when its
+    log said so)."""
+
+    code = "not_found"
+
+
+class Refused(NodeError):
+    """The queue's state refused the command as things stand (`code` is the state machine's: e.g.
+    `seq_too_old`, `queue_deleting`, `name_in_use`, `beyond_sequence`)."""
+
+    def __init__(self, code: str, reason: str) -> None:
+        super().__init__(reason, code=code)
+
+
+class QueueFull(NodeError):
+    """The queue is at its length limit and its overflow rule is reject-publish: nothing was enqueued."""
+
+    code = "reject-publish"
+
+
+class LogGap(NodeError):
+    """Part of a durable consumer's log range is settled, returned or not handed out yet (or its body is
+    gone): it cannot be read again unchanged."""
+
+    code = "log_gap"

@@ -33,16 +33,14 @@ from cluster.metadata_app import MetadataApp
 from cluster.peer_auth import NodeCaller
 from cluster.placement import place_replicas
 from cluster.proposals import ProposalFailed, not_committed
+from cluster.queue_leader import QueueLeader
 from cluster.queue_replica import QueueReplica
-from cluster.queue_service import QueueService
 from cluster.raft_host import RaftHost
 from cluster.remote import publish_remote
 from cluster.store_damage import Damage, open_store, stop_on_damage
 from cluster.tls import raft_contexts
 from cluster.transport import Transport
-from queue_state.arguments import ArgumentError, QueueConfig, parse_arguments
-from queue_state.commands import Enqueue, NewMessage, Seal
-from queue_state.effects import Failure, Rejected
+from queue_state.arguments import ArgumentError, parse_arguments
 from raft_log.storage import NodeStore
 from raft_log.types import ConfState
 
@@ -79,7 +77,7 @@ class Node:
         self.caller = NodeCaller.from_config(config)
         self.host: RaftHost | None = None
         self.meta = MetadataApp(self._metadata_changed)
-        self.queues: dict[str, QueueService] = {}
+        self.queues: dict[str, QueueLeader] = {}
         self.dlx_workers: dict[str, tuple[DeadLetterWorker, asyncio.Task]] = {}
         self._seed_peers: dict[str, Address] = {}
         self._join_url: str | None = None
@@ -219,7 +217,7 @@ class Node:
                 self._to_meta_leader(["register_node", *astuple(mine)], "register")
             for name, service in list(self.queues.items()):
                 info = self.meta.state.queues.get(name)
-                current = service.replica.machine.config.to_arguments()
+                current = service.definition()
                 if service.is_leader and info is not None and info.arguments != current:
                     self._to_meta_leader(["set_arguments", name, info.group, current], "set_arguments")
             await asyncio.sleep(SYNC_EVERY_S)
@@ -286,7 +284,7 @@ class Node:
         existing = info.group in self.store.group_ids()
         group_log = self.store.group(info.group) if existing else None
         replica = QueueReplica(info.name, info.group, config, group_log or self._new_group_log(info))
-        service = QueueService(
+        service = QueueLeader(
             info.name,
             info.group,
             replica,
@@ -294,6 +292,7 @@ class Node:
             LeaderClock(wall_clock_ms),
             on_dead_letter=self._dead_letter,
             request_delete=self.request_delete,
+            delete_sealed=self._delete_sealed,
             on_leadership=self._leadership_changed,
             consumer_timeout_ms=self.config.consumer_timeout_ms,
         )
@@ -404,8 +403,8 @@ class Node:
         assert self.host is not None
         return self.host.leader_of(self.queue_info(name).group)
 
-    def led_queue(self, name: str) -> QueueService:
-        """The local service of a queue this node leads, or NotLeader with a hint."""
+    def led_queue(self, name: str) -> QueueLeader:
+        """The door (`QueueLeader`) of a queue this node leads, or NotLeader with a hint."""
         info = self.queue_info(name)
         service = self.queues.get(name)
         if service is None or service.group != info.group or not service.is_leader:
@@ -443,16 +442,9 @@ class Node:
         if reply[0] == "error":
             raise QueueNotFound(reply[1])
 
-    async def delete_if(self, service: QueueService, if_empty: bool, if_unused: bool) -> None:
-        """Delete a queue this node leads only if empty and/or unused, as decided in its log: a `Seal`
-        that holds refuses every later publish and new consumer, then the metadata deletes the queue.
-
-        QueueConflict when a condition fails. Once sealed, the queue is deleted even if this call
-        fails: its leader's timer asks the metadata again (`QueueService.on_timer`)."""
-        reply = await self.submit(service, Seal(service.now_ms(), if_empty, if_unused))
-        if isinstance(reply, Failure):
-            raise QueueConflict(reply.reason)
-        name, group = service.name, service.group
+    async def _delete_sealed(self, name: str, group: str) -> None:
+        """Delete a queue its leader sealed through the metadata (`QueueLeader.delete_if`), waiting until
+        this node sees it gone; NotLeader when that takes too long (the leader's timer asks again)."""
 
         def gone() -> bool:
             info = self.meta.state.queues.get(name)
@@ -479,34 +471,6 @@ class Node:
                 return
             await asyncio.sleep(0.02)
 
-    async def publish(
-        self,
-        name: str,
-        messages: list[tuple[StoredMessage, int | None]],
-        publisher: str | None,
-        seq: int | None,
-    ) -> Any:
-        """Enqueue a batch on the queue's leader; returns the state machine's reply once applied."""
-        service = self.led_queue(name)
-        command = Enqueue(
-            service.now_ms(),
-            tuple(NewMessage(len(m.body), expiration) for m, expiration in messages),
-            publisher,
-            seq,
-        )
-        return await self.submit(service, command, [m for m, _ in messages])
-
-    async def submit(self, service: QueueService, command: Any, bodies: list | None = None) -> Any:
-        """Replicate a command on a led queue, mapping lost leadership to NotLeader."""
-        try:
-            return await service.submit(command, bodies)
-        except ProposalFailed as exc:
-            raise not_committed(exc) from exc
-
-    def queue_config(self, name: str) -> QueueConfig:
-        """The parsed arguments of a declared queue."""
-        return parse_arguments(self.queue_info(name).arguments)
-
     def _dead_letter(self, source: str, effect: Any, held: list, now_ms: int) -> None:
         target = effect.target
         if not target or target not in self.meta.state.queues:
@@ -518,12 +482,13 @@ class Node:
     async def _publish_anywhere(self, target: str, messages: list[tuple[StoredMessage, int | None]]) -> None:
         """At-most-once: publish where the target's leader is, forget on failure."""
         with contextlib.suppress(Exception):
-            if target in self.queues and self.queues[target].is_leader:
-                await self.publish(target, messages, None, None)
+            local = self.queues.get(target)
+            if local is not None and local.is_leader:
+                await local.publish(messages, None, None)
                 return
             await publish_remote(self.config.http_url, target, messages, caller=self.caller)
 
-    def _leadership_changed(self, service: QueueService, is_leader: bool) -> None:
+    def _leadership_changed(self, service: QueueLeader, is_leader: bool) -> None:
         """The dead-letter worker of a queue runs where its leader is."""
         running = self.dlx_workers.pop(service.group, None)
         if running is not None:
@@ -537,13 +502,9 @@ class Node:
         self, target: str, messages: list[tuple[StoredMessage, int | None]], publisher: str, seq: int
     ) -> None:
         """Publish to any queue of the cluster and return only once confirmed; raises otherwise."""
-        service = self.queues.get(target)
-        if service is not None and service.is_leader:
-            reply = await self.publish(target, messages, publisher, seq)
-            if isinstance(reply, Rejected):
-                raise NotLeader(f"queue '{target}' is full: {reply.reason}")
-            if isinstance(reply, Failure):
-                raise QueueConflict(reply.reason)
+        local = self.queues.get(target)
+        if local is not None and local.is_leader:
+            await local.publish(messages, publisher, seq)
             return
         leader = self.queue_leader(target)
         url = self.node_http(leader) or self.config.http_url

@@ -22,11 +22,13 @@ def test_script_prints_version(script: str) -> None:
 
 
 def test_layers_import_only_downwards() -> None:
-    """queue_state and raft_log never import each other or anything above them."""
+    """queue_state and raft_log never import each other or anything above them; api reaches queues only
+    through cluster (its `QueueLeader` door), never the state machine or the log below it."""
     forbidden = {
         "queue_state": ("raft_log", "cluster", "api", "cli", "spark_io", "jepsen_tests"),
         "raft_log": ("queue_state", "cluster", "api", "cli", "spark_io", "jepsen_tests"),
         "cluster": ("api", "cli", "spark_io", "jepsen_tests"),
+        "api": ("queue_state", "raft_log", "cli", "spark_io", "jepsen_tests"),
     }
     root = Path(__file__).resolve().parents[1]
     offenders = []

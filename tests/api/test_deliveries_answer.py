@@ -2,19 +2,21 @@
 msgpack extension carries the same fields with every body raw."""
 
 import json
+from dataclasses import replace
 
 import msgpack
 
 from api.deliveries import json_deliveries, msgpack_deliveries
-from cluster.bodies import StoredMessage
-from queue_state.effects import Delivery
+from cluster.queue_results import MessageRow
 
 ROWS = [
-    (Delivery(1, 0, False, 10), StoredMessage('héllo "q" \\ \n\x01 ☃'.encode(), {}, "utf8")),
-    (Delivery(2, 3, True, 11), StoredMessage(b"\xff\xfe", {"k": "ü", "n": [1, 2.5, None]}, "utf8")),
-    (Delivery(3, 0, True, 12), StoredMessage(b"\x00\x01bin", {"x-death": [{"queue": "q"}]}, "base64")),
-    (Delivery(4, 1, False, 13), StoredMessage(b"", {}, "base64")),
+    MessageRow(1, 'héllo "q" \\ \n\x01 ☃'.encode(), "utf8", {}, 0, False, 10),
+    MessageRow(2, b"\xff\xfe", "utf8", {"k": "ü", "n": [1, 2.5, None]}, 3, True, 11),
+    MessageRow(3, b"\x00\x01bin", "base64", {"x-death": [{"queue": "q"}]}, 0, True, 12),
+    MessageRow(4, b"", "base64", {}, 1, False, 13),
 ]
+SEQS = [7, 8, 9, 10]
+WITH_SEQS = [replace(row, seq=seq) for row, seq in zip(ROWS, SEQS, strict=True)]
 EXPECTED = [
     {
         "id": 1,
@@ -60,23 +62,21 @@ def test_json_answer_has_the_contract_fields_text_stays_text_and_invalid_utf8_is
 
 
 def test_json_answer_carries_durable_sequence_numbers_and_an_empty_batch_is_an_empty_list() -> None:
-    with_seqs = json.loads(json_deliveries(ROWS, [7, 8, 9, 10]))
-    assert with_seqs == [{**row, "seq": seq} for row, seq in zip(EXPECTED, [7, 8, 9, 10], strict=True)]
+    with_seqs = json.loads(json_deliveries(WITH_SEQS))
+    assert with_seqs == [{**row, "seq": seq} for row, seq in zip(EXPECTED, SEQS, strict=True)]
     assert json.loads(json_deliveries([])) == []
 
 
 def test_stored_headers_are_not_changed_by_a_redelivery() -> None:
     json_deliveries(ROWS)
-    assert ROWS[1][1].headers == {"k": "ü", "n": [1, 2.5, None]}
+    assert ROWS[1].headers == {"k": "ü", "n": [1, 2.5, None]}
 
 
 def test_msgpack_answer_has_the_same_fields_with_raw_bodies_and_the_published_encoding() -> None:
-    rows = msgpack.unpackb(msgpack_deliveries(ROWS, [7, 8, 9, 10]))
-    raw = [stored.body for _, stored in ROWS]
-    published = [stored.encoding for _, stored in ROWS]
+    rows = msgpack.unpackb(msgpack_deliveries(WITH_SEQS))
     expected = [
-        {**row, "body": body, "encoding": encoding, "seq": seq}
-        for row, body, encoding, seq in zip(EXPECTED, raw, published, [7, 8, 9, 10], strict=True)
+        {**row, "body": stored.body, "encoding": stored.encoding, "seq": stored.seq}
+        for row, stored in zip(EXPECTED, WITH_SEQS, strict=True)
     ]
     assert rows == expected
     assert msgpack.unpackb(msgpack_deliveries([])) == []

@@ -47,6 +47,15 @@ class ConsumerSession:
             self.ready.clear()
         return taken
 
+    async def poll(self, limit: int, wait_s: float) -> list[Delivery]:
+        """Wait up to `wait_s` for deliveries, then take up to `limit` of them."""
+        if not self.buffer and wait_s > 0:
+            try:
+                await asyncio.wait_for(self.ready.wait(), wait_s)
+            except TimeoutError:
+                return []
+        return self.take(limit)
+
     def expired(self, now_ms: int) -> bool:
         """True when the consumer has been silent for longer than its timeout."""
         return (
@@ -95,13 +104,3 @@ class ConsumerSessions:
         """Drop every session (leadership moved away)."""
         for tag in list(self.sessions):
             self.close(tag)
-
-
-async def poll(session: ConsumerSession, limit: int, wait_s: float) -> list[Delivery]:
-    """Wait up to `wait_s` for deliveries, then take up to `limit` of them."""
-    if not session.buffer and wait_s > 0:
-        try:
-            await asyncio.wait_for(session.ready.wait(), wait_s)
-        except TimeoutError:
-            return []
-    return session.take(limit)

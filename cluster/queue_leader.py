@@ -1,0 +1,527 @@
+"""`QueueLeader`: the one door into a queue this node hosts, served while this node leads its group.
+
+The HTTP handlers, the dead-letter worker and `Node` reach a queue only through its typed methods. Each
+builds its `queue_state` command in one place (`_command`, stamped once with the leader's clock),
+replicates it, and turns the state machine's reply into a `cluster.queue_results` value or raises a
+`cluster.errors` refusal named for what it means. The door also owns what a leader does beyond
+applying: consumer sessions (deliveries buffered for long polls, liveness, readers from a time), the
+timers (`Tick`, `ConsumerDown`, the retried delete of a sealed queue), acting on effects, and the rule of
+which arguments change at runtime.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from typing import Any, TypeVar
+
+from cluster.bodies import StoredMessage
+from cluster.consumer_sessions import ConsumerSession, ConsumerSessions
+from cluster.dead_letter import with_death
+from cluster.errors import (
+    BadRequest,
+    LogGap,
+    QueueConflict,
+    QueueFull,
+    Refused,
+    UnknownConsumer,
+)
+from cluster.leader_clock import LeaderClock
+from cluster.proposals import ProposalFailed, not_committed
+from cluster.queue_replica import AutoAcked, QueueReplica, encode_op
+from cluster.queue_results import MessageRow, Outcome, Position, Published, QueueCounts, Settled
+from cluster.raft_host import RaftHost
+from queue_state.arguments import ArgumentError, parse_arguments
+from queue_state.commands import (
+    Cancel,
+    Checkout,
+    Command,
+    ConsumerDown,
+    Discard,
+    DlxCheckout,
+    DlxSettle,
+    DurableCheckout,
+    DurableSettle,
+    Enqueue,
+    Get,
+    InvalidCommand,
+    NewMessage,
+    Purge,
+    Return,
+    Seal,
+    Settle,
+    Tick,
+    UpdateConfig,
+)
+from queue_state.durable import DurableLogGap
+from queue_state.effects import (
+    DeadLetter,
+    Deliver,
+    Deliveries,
+    Delivery,
+    Duplicate,
+    DurablePosition,
+    Enqueued,
+    Failure,
+    Purged,
+    QueueExpired,
+    Rejected,
+)
+from queue_state.machine import QUEUE_DELETING
+
+log = logging.getLogger(__name__)
+
+DELETE_RETRY_MS = 1000
+UNKNOWN_CONSUMER = "unknown_consumer"
+RUNTIME_ARGUMENTS = frozenset(
+    {
+        "x-dead-letter-queue",
+        "x-dead-letter-strategy",
+        "x-max-length",
+        "x-max-length-bytes",
+        "x-overflow",
+        "x-delivery-limit",
+        "x-message-ttl",
+        "x-expires",
+        "x-lease-period",
+        "x-quorum-target-group-size",
+    }
+)
+"""The arguments `update_arguments` changes, like a RabbitMQ policy; the others need a new queue."""
+
+_SETTLE_COMMANDS: dict[Outcome, type[Settle | Return | Discard]] = {
+    Outcome.ACK: Settle,
+    Outcome.REQUEUE: Return,
+    Outcome.DISCARD: Discard,
+}
+_DURABLE_REFUSALS = frozenset({"name_in_use", "beyond_sequence", QUEUE_DELETING})
+
+C = TypeVar("C", bound=Command)
+DeadLetterSink = Callable[[str, DeadLetter, list[tuple[Delivery, StoredMessage]], int], None]
+
+
+@contextlib.contextmanager
+def _invalid_is_bad_request() -> Iterator[None]:
+    """A command field the state machine does not take (e.g. an empty publisher) is the caller's error."""
+    try:
+        yield
+    except InvalidCommand as exc:
+        raise BadRequest(str(exc)) from exc
+
+
+def _refusal(reply: Any) -> Exception:
+    """A refusal from the state machine (`Refused` with its code), or an error for a reply it never gives."""
+    if isinstance(reply, Failure):
+        return Refused(reply.code, reply.reason)
+    return RuntimeError(f"unexpected reply {reply!r}")
+
+
+class QueueLeader:
+    """One queue hosted on this node: its door while this node leads the queue's group."""
+
+    def __init__(
+        self,
+        name: str,
+        group: str,
+        replica: QueueReplica,
+        host: RaftHost,
+        clock: LeaderClock,
+        *,
+        on_dead_letter: DeadLetterSink,
+        request_delete: Callable[[str, str], None],
+        delete_sealed: Callable[[str, str], Awaitable[None]],
+        on_leadership: Callable[[QueueLeader, bool], None],
+        consumer_timeout_ms: int,
+    ) -> None:
+        self.name = name
+        self.group = group
+        self._replica = replica
+        self._host = host
+        self._clock = clock
+        self._consumer_timeout_ms = consumer_timeout_ms
+        self._sessions = ConsumerSessions()
+        self._on_dead_letter = on_dead_letter
+        self._request_delete = request_delete
+        self._delete_sealed = delete_sealed
+        self._on_leadership = on_leadership
+        self._applied = asyncio.Event()
+        self._tick_in_flight = False
+        self._delete_due_ms: int | None = None
+        replica.effect_sink = self._on_effects
+        replica.role_listener = self._on_role
+        replica.applied_listener = self._applied.set
+        replica.time_listener = clock.observe
+
+    @property
+    def is_leader(self) -> bool:
+        """True while this node leads the queue's group."""
+        return self._replica.is_leader
+
+    # -- what the queue is ------------------------------------------------------------------------
+
+    def definition(self) -> dict[str, Any]:
+        """The queue's arguments as its leader applies them (canonical, runtime changes included)."""
+        return self._replica.machine.config.to_arguments()
+
+    def stats(self) -> QueueCounts:
+        """The queue's counters as this replica has applied them."""
+        stats = self._replica.machine.stats()
+        return QueueCounts(
+            messages=stats.messages,
+            messages_ready=stats.messages_ready,
+            messages_unacknowledged=stats.messages_unacknowledged,
+            messages_dlx=stats.dlx_pending,
+            message_bytes=stats.message_bytes,
+            consumers=stats.consumers,
+            dead_lettered=dict(stats.dead_lettered),
+            dropped=dict(stats.dropped),
+            dead_letter_bytes=stats.message_bytes_dlx,
+            next_id=self._replica.machine.next_id,
+        )
+
+    async def update_arguments(self, changes: dict[str, Any]) -> dict[str, Any]:
+        """Change `RUNTIME_ARGUMENTS` (a None value removes one) and return the queue's arguments after.
+
+        BadRequest for another argument, or when the merged arguments do not parse. Leaving at-least-once
+        dead-lettering drops the pending dead letters, as RabbitMQ does (counted in `dropped`)."""
+        fixed = sorted(set(changes) - RUNTIME_ARGUMENTS)
+        if fixed:
+            raise BadRequest(f"arguments {fixed} cannot be changed at runtime; declare a new queue")
+        merged = {**self.definition(), **changes}
+        try:
+            config = parse_arguments({k: v for k, v in merged.items() if v is not None})
+        except ArgumentError as exc:
+            raise BadRequest(f"argument {exc.argument}: {exc.reason}") from exc
+        await self._submit(self._command(UpdateConfig, config))
+        return self.definition()
+
+    async def purge(self) -> int:
+        """Remove every ready message; returns how many."""
+        reply = await self._submit(self._command(Purge))
+        return reply.count if isinstance(reply, Purged) else 0
+
+    async def delete_if(self, if_empty: bool, if_unused: bool) -> None:
+        """Delete the queue only if empty and/or unused, as decided in its log: a `Seal` that holds refuses
+        every later publish and new consumer, then the metadata deletes the queue.
+
+        QueueConflict when a condition fails. Once sealed, the queue is deleted even if this call fails:
+        its leader's timer asks the metadata again (`on_timer`)."""
+        reply = await self._submit(self._command(Seal, if_empty, if_unused))
+        if isinstance(reply, Failure):
+            raise QueueConflict(reply.reason)
+        await self._delete_sealed(self.name, self.group)
+
+    # -- publishing and reading ---------------------------------------------------------------------
+
+    async def publish(
+        self, messages: Sequence[tuple[StoredMessage, int | None]], publisher: str | None, seq: int | None
+    ) -> Published:
+        """Enqueue a batch (each message with its optional expiration in ms) once a majority has it.
+
+        With `publisher` and `seq` a retry is answered with the first answer's ids. QueueFull when the
+        queue is full and rejects publishes; Refused `seq_too_old` when the seq is too old for the
+        publisher's window to tell whether it was enqueued, `queue_deleting` once sealed."""
+        with _invalid_is_bad_request():
+            sizes = tuple(NewMessage(len(m.body), expiration) for m, expiration in messages)
+        reply = await self._submit(self._command(Enqueue, sizes, publisher, seq), [m for m, _ in messages])
+        if isinstance(reply, Rejected):
+            raise QueueFull(f"queue '{self.name}' is full: {reply.reason}")
+        if isinstance(reply, Enqueued | Duplicate):
+            return Published(list(reply.ids or ()), isinstance(reply, Duplicate))
+        raise _refusal(reply)
+
+    async def get(self, count: int, auto_ack: bool, since_ms: int | None) -> list[MessageRow]:
+        """Take up to `count` ready messages (only those enqueued at or after `since_ms`, when given),
+        settled at once or held for a manual ack (`settle` with no consumer)."""
+        holder = f"get-{uuid.uuid4().hex}"
+        command = self._command(Get, holder, count, auto_ack, since_ms)
+        if not auto_ack:
+            self._sessions.open(holder, self._consumer_timeout_ms, self._now())
+        reply = await self._submit(command)
+        if isinstance(reply, AutoAcked):
+            return [MessageRow.of(delivery, stored) for delivery, stored in reply.messages]
+        deliveries = reply.deliveries if isinstance(reply, Deliveries) else ()
+        if not deliveries:
+            self._sessions.close(holder)
+        return self._rows(deliveries)
+
+    async def settle(self, ids: tuple[int, ...], consumer: str | None, outcome: Outcome) -> Settled:
+        """Settle checked-out messages held by `consumer` (None: by whoever holds each, as after a get).
+
+        UnknownConsumer when the queue has no such consumer; ids no longer held change nothing and are
+        named in the answer's warning."""
+        if consumer is not None:
+            self._session(consumer)
+            self._sessions.touch(consumer, self._now())
+        reply = await self._submit(self._command(_SETTLE_COMMANDS[outcome], ids, consumer))
+        if isinstance(reply, Failure):
+            if reply.code == UNKNOWN_CONSUMER:
+                raise UnknownConsumer(reply.reason)
+            return Settled(reply.reason)
+        return Settled()
+
+    async def browse(self, first_id: int, end_id: int, limit: int) -> list[MessageRow]:
+        """Up to `limit` messages the queue holds, ready or checked out, with ids from `first_id` to below
+        `end_id`, lowest first: a read of the applied state that delivers, counts and moves nothing."""
+        return self._rows(self._replica.machine.browse(first_id, end_id, limit))
+
+    # -- consumers --------------------------------------------------------------------------------
+
+    async def register_consumer(
+        self, prefetch: int, priority: int, timeout_ms: int | None, since_ms: int | None
+    ) -> str:
+        """A new consumer's tag. It may hold `prefetch` messages and is declared down after `timeout_ms`
+        of silence (the node's default when None). With `since_ms` it reads only messages enqueued at or
+        after then, taking them with gets as it polls instead of being pushed deliveries."""
+        tag = uuid.uuid4().hex
+        timeout = self._consumer_timeout_ms if timeout_ms is None else timeout_ms
+        if since_ms is not None:
+            session = self._sessions.open(tag, timeout, self._now())
+            session.since_ms, session.prefetch = since_ms, prefetch
+            return tag
+        command = self._command(Checkout, tag, prefetch, priority, timeout)
+        self._sessions.open(tag, timeout, self._now())
+        reply = await self._submit(command)
+        if isinstance(reply, Failure):
+            self._sessions.close(tag)
+            if reply.code == QUEUE_DELETING:
+                raise Refused(reply.code, reply.reason)
+            raise BadRequest(reply.reason, code=reply.code)
+        return tag
+
+    async def poll(self, tag: str, limit: int, wait_s: float) -> list[MessageRow]:
+        """Up to `limit` (at least one) deliveries for consumer `tag`, waiting up to `wait_s` for some.
+        UnknownConsumer when the queue has no such consumer."""
+        limit = max(limit, 1)
+        session = self._session(tag)
+        self._sessions.touch(tag, self._now())
+        if session.since_ms is not None:
+            taken = await self._read_since(session, limit, wait_s)
+        else:
+            taken = await session.poll(limit, wait_s)
+        self._sessions.touch(tag, self._now())
+        return self._rows(taken)
+
+    async def cancel(self, tag: str) -> None:
+        """Cancel a consumer, durable or not: what it holds returns to the queue. UnknownConsumer when the
+        queue has no such consumer."""
+        durable = self._is_durable(tag)
+        session = None if durable else self._session(tag)
+        reply = await self._submit(self._command(Cancel, tag))
+        self._sessions.close(tag)
+        if isinstance(reply, Failure) and (session is None or session.since_ms is None):
+            raise UnknownConsumer(reply.reason, code=reply.code)
+
+    def _session(self, tag: str) -> ConsumerSession:
+        """The session of a consumer registered in the queue state, made anew after a leader change."""
+        session = self._sessions.get(tag)
+        if session is not None:
+            return session
+        if all(c.name != tag for c in self._replica.machine.consumers()):
+            raise UnknownConsumer(f"no consumer '{tag}' on queue '{self.name}'")
+        session = self._sessions.open(tag, self._timeout_of(tag), self._now())
+        session.offer(self._replica.machine.checked_out(tag))
+        return session
+
+    async def _read_since(self, session: ConsumerSession, limit: int, wait_s: float) -> list[Delivery]:
+        """A reader from a time: get what it may hold (prefetch) among messages enqueued since then,
+        waiting for newly applied entries until `wait_s` runs out."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            room = min(limit, session.prefetch - len(self._replica.machine.checked_out(session.tag)))
+            if room > 0:
+                reply = await self._submit(self._command(Get, session.tag, room, False, session.since_ms))
+                if isinstance(reply, Deliveries) and reply.deliveries:
+                    return list(reply.deliveries)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return []
+            await self.wait_applied(remaining)
+
+    def _timeout_of(self, consumer: str) -> int:
+        """A consumer's own timeout as registered through the log, else the node's default."""
+        for info in self._replica.machine.consumers():
+            if info.name == consumer and info.timeout_ms is not None:
+                return info.timeout_ms
+        return self._consumer_timeout_ms
+
+    # -- durable consumers --------------------------------------------------------------------------
+
+    async def register_durable(self, name: str) -> Position:
+        """Register durable consumer `name` (again: nothing changes) and return its position."""
+        return await self.durable_checkout(name, 0)
+
+    async def durable_checkout(
+        self, name: str, count: int, since_ms: int | None = None, max_bytes: int | None = None
+    ) -> Position:
+        """Number up to `count` more ready messages for durable consumer `name` (registering it if
+        unknown), only those enqueued at or after `since_ms` when given, while their bodies add up to at
+        most `max_bytes` (the first one always)."""
+        return self._position(
+            name, await self._submit(self._command(DurableCheckout, name, count, since_ms, max_bytes))
+        )
+
+    async def durable_settle(self, name: str, below: int) -> Position:
+        """Settle every delivery of durable consumer `name` numbered below `below` (idempotent)."""
+        return self._position(name, await self._submit(self._command(DurableSettle, name, below)))
+
+    async def read_durable_log(self, name: str, start: int, end: int) -> list[MessageRow]:
+        """The deliveries of durable consumer `name` numbered `start` to `end - 1`, unchanged, each with
+        its `seq`. A range this leader has not applied yet waits for one round through the log;
+        UnknownConsumer for an unknown consumer, LogGap when any of them is settled, returned or gone."""
+        if not any(i.name == name and end <= i.end for i in self._replica.machine.durable_consumers()):
+            await self._submit(self._command(Tick))  # apply all that is committed
+        if not self._is_durable(name):
+            raise UnknownConsumer(f"no durable consumer '{name}' on queue '{self.name}'")
+        try:
+            numbered = self._replica.machine.durable_log(name, start, end)
+        except (DurableLogGap, KeyError) as exc:
+            raise LogGap(str(exc)) from exc
+        bodies = self._replica.bodies.get_many(delivery.id for _, delivery in numbered)
+        rows = []
+        for (seq, delivery), stored in zip(numbered, bodies, strict=True):
+            if stored is None:
+                raise LogGap(f"the body of delivery {seq} (message {delivery.id}) is gone")
+            rows.append(MessageRow.of(delivery, stored, seq))
+        return rows
+
+    def _is_durable(self, name: str) -> bool:
+        return any(info.name == name for info in self._replica.machine.durable_consumers())
+
+    @staticmethod
+    def _position(name: str, reply: Any) -> Position:
+        if isinstance(reply, DurablePosition):
+            return Position(name, reply.settled, reply.end, reply.taken_bytes)
+        if isinstance(reply, Failure) and reply.code == UNKNOWN_CONSUMER:
+            raise UnknownConsumer(reply.reason, code=reply.code)
+        if isinstance(reply, Failure) and reply.code not in _DURABLE_REFUSALS:
+            raise BadRequest(reply.reason, code=reply.code)
+        raise _refusal(reply)  # name_in_use, beyond_sequence, queue_deleting: Refused
+
+    # -- at-least-once dead letters -----------------------------------------------------------------
+
+    def dead_letter_target(self) -> str | None:
+        """The queue dead letters go to at least once, or None when they do not (then none are pending)."""
+        config = self._replica.machine.config
+        return config.dead_letter_queue if config.dead_letters_at_least_once else None
+
+    async def dlx_checkout(self, worker: str, prefetch: int) -> list[tuple[int, StoredMessage]]:
+        """Up to `prefetch` pending dead letters checked out to `worker` (taking them over from another),
+        each (id, message with this death recorded in its headers); none without a pending one."""
+        if self.dead_letter_target() is None or not self._replica.machine.stats().dlx_pending:
+            return []
+        reply = await self._submit(self._command(DlxCheckout, worker, prefetch))
+        if not isinstance(reply, Deliveries):
+            return []
+        now = self._now()
+        letters = []
+        for delivery, reason in zip(reply.deliveries, reply.reasons, strict=True):
+            stored = self._replica.bodies.get(delivery.id)
+            if stored is None:
+                log.error("queue %s: dead letter %d has no body", self.name, delivery.id)
+                continue
+            headers = with_death(stored.headers, self.name, reason, now)
+            letters.append((delivery.id, StoredMessage(stored.body, headers, stored.encoding)))
+        return letters
+
+    async def dlx_settle(self, ids: tuple[int, ...]) -> None:
+        """The dead-letter target confirmed these messages: they leave the queue."""
+        await self._submit(self._command(DlxSettle, ids))
+
+    # -- replicating ----------------------------------------------------------------------------------
+
+    def _now(self) -> int:
+        """The leader's time (`LeaderClock`: the wall clock, bounded)."""
+        return self._clock.stamp()
+
+    def _command(self, kind: Callable[..., C], *fields: Any) -> C:
+        """Every command this leader replicates is built here, stamped once with the leader's time; a
+        field it cannot take is a BadRequest."""
+        with _invalid_is_bad_request():
+            return kind(self._now(), *fields)
+
+    async def _submit(self, command: Command, bodies: list[StoredMessage] | None = None) -> Any:
+        """Replicate one command and return the state machine's reply once applied on this leader;
+        NotLeader (OutcomeUnknown when it may still commit) if it was not committed here."""
+        try:
+            return await self._host.submit(self.group, encode_op(command, bodies))
+        except ProposalFailed as exc:
+            raise not_committed(exc) from exc
+
+    def _rows(self, deliveries: Sequence[Delivery]) -> list[MessageRow]:
+        """Deliveries with their bodies, leaving out any whose body is no longer stored."""
+        return [MessageRow.of(d, stored) for d, stored in self._replica.bodies.with_bodies(deliveries)]
+
+    async def wait_applied(self, timeout: float) -> None:
+        """Wait until this leader applies another entry of the queue (or the timeout passes)."""
+        self._applied.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._applied.wait(), timeout)
+
+    # -- effects and timers -------------------------------------------------------------------------
+
+    def _on_effects(self, effects: list[Any]) -> None:
+        for effect in effects:
+            if isinstance(effect, Deliver):
+                session = self._sessions.get(effect.consumer)
+                if session is None:
+                    session = self._sessions.open(
+                        effect.consumer, self._timeout_of(effect.consumer), self._now()
+                    )
+                session.offer(effect.deliveries)
+            elif isinstance(effect, DeadLetter):
+                found = self._replica.bodies.with_bodies(effect.deliveries)
+                self._on_dead_letter(self.name, effect, found, self._now())
+            elif isinstance(effect, QueueExpired):
+                self._request_delete(self.name, self.group)
+
+    def _on_role(self, is_leader: bool) -> None:
+        self._sessions.close_all()
+        self._on_leadership(self, is_leader)
+        if not is_leader:
+            return
+        now = self._now()
+        for consumer in self._replica.machine.consumers():
+            session = self._sessions.open(
+                consumer.name, consumer.timeout_ms or self._consumer_timeout_ms, now
+            )
+            session.offer(self._replica.machine.checked_out(consumer.name))
+
+    def on_timer(self) -> None:
+        """Called periodically on the leader: due Ticks and silent consumers go through the log, and a
+        sealed queue's deletion is asked of the metadata every DELETE_RETRY_MS until it is gone."""
+        if not self.is_leader:
+            return
+        now = self._now()
+        if self._replica.machine.sealed:
+            self._delete_due_ms = self._delete_due_ms or now + DELETE_RETRY_MS
+            if now >= self._delete_due_ms:
+                self._delete_due_ms = now + DELETE_RETRY_MS
+                self._request_delete(self.name, self.group)
+        deadline = self._replica.machine.next_deadline_ms()
+        if deadline is not None and deadline <= now and not self._tick_in_flight:
+            self._tick_in_flight = True
+            self._fire(self._command(Tick), done=self._tick_done)
+        for tag in self._sessions.expired(now):
+            log.info("queue %s: consumer %s timed out", self.name, tag)
+            self._fire(self._command(ConsumerDown, tag))
+            self._sessions.close(tag)
+
+    def _tick_done(self, _: asyncio.Future) -> None:
+        self._tick_in_flight = False
+
+    def _fire(self, command: Command, done: Callable[[asyncio.Future], None] | None = None) -> None:
+        try:
+            future = self._host.submit(self.group, encode_op(command))
+        except Exception as exc:  # not leader any more: the next leader's timer takes over
+            log.debug("queue %s: %s not submitted: %s", self.name, type(command).__name__, exc)
+            if done is not None:
+                self._tick_in_flight = False
+            return
+        future.add_done_callback(lambda f: f.exception() if not f.cancelled() else None)
+        if done is not None:
+            future.add_done_callback(done)

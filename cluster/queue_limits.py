@@ -1,0 +1,7 @@
+"""Bounds of what a queue command takes, for the API to check requests against before calling a queue."""
+
+from __future__ import annotations
+
+from queue_state.arguments import INT64_MAX
+
+__all__ = ["INT64_MAX"]

@@ -1,0 +1,77 @@
+"""A real one-node cluster in this test's process: a `Node` on a temporary data directory serving the
+HTTP application, so handlers and `QueueLeader`s are tested without subprocesses and without fakes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from aiohttp.test_utils import TestClient, TestServer
+
+from api.client_auth import basic_header
+from api.server import create_app
+from cli.node_processes import free_ports
+from cluster.config import Address, NodeConfig
+from cluster.node import Node
+from cluster.queue_leader import QueueLeader
+
+GUEST = {"Authorization": basic_header("guest", "guest")}  # full rights from loopback
+
+
+class InProcessNode:
+    """The node and an HTTP client of its API (as the loopback guest)."""
+
+    def __init__(self, node: Node, http: TestClient) -> None:
+        self.node = node
+        self.http = http
+
+    async def call(self, method: str, path: str, **kwargs: Any) -> tuple[int, Any]:
+        """The status and the JSON (or text) answer of one request."""
+        async with self.http.request(method, path, **kwargs) as answer:
+            if answer.content_type == "application/json":
+                return answer.status, await answer.json()
+            return answer.status, await answer.text()
+
+    async def declare(self, name: str, arguments: dict[str, Any] | None = None) -> QueueLeader:
+        """Declare a queue and return its door once this node leads it."""
+        status, body = await self.call("PUT", f"/api/queues/{name}", json={"arguments": arguments or {}})
+        assert status in (201, 204), body
+        await until(lambda: name in self.node.queues and self.node.queues[name].is_leader, f"{name} led")
+        return self.node.led_queue(name)
+
+
+async def until(condition: Any, what: str, timeout: float = 20.0) -> None:
+    """Wait (yielding to the loop) until `condition()` holds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.01)
+
+
+@contextlib.asynccontextmanager
+async def in_process_node(data_dir: Path) -> AsyncIterator[InProcessNode]:
+    """A started one-node cluster whose metadata is ready (users initialised), and its API client."""
+    http_port, raft_port = free_ports(2)
+    config = NodeConfig(
+        "n1",
+        data_dir,
+        Address("127.0.0.1", http_port),
+        Address("127.0.0.1", raft_port),
+        cluster_secret="in-process-test-secret",
+        tick_ms=20,
+        consumer_timeout_ms=60_000,
+    )
+    node = Node(config)
+    await node.start()
+    http = TestClient(TestServer(create_app(node), host="127.0.0.1", port=http_port), headers=GUEST)
+    await http.start_server()
+    try:
+        await until(lambda: node.readiness() == "ok", "the metadata to be ready")
+        yield InProcessNode(node, http)
+    finally:
+        await http.close()
+        await node.stop()

@@ -1,0 +1,142 @@
+"""`QueueLeader`, the one door into a queue, on a real in-process node: typed results, and refusals
+raised as `cluster.errors` named for what they mean."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from in_process_node import InProcessNode, in_process_node
+
+from cluster.bodies import StoredMessage
+from cluster.errors import BadRequest, LogGap, QueueConflict, QueueFull, Refused, UnknownConsumer
+from cluster.queue_results import MessageRow, Outcome, Position, Published, Settled
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def running(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[InProcessNode]:
+    async with in_process_node(Path(tmp_path_factory.mktemp("door"))) as node:
+        yield node
+
+
+def texts(*bodies: str) -> list[tuple[StoredMessage, int | None]]:
+    return [(StoredMessage(body.encode(), {"k": body}, "utf8"), None) for body in bodies]
+
+
+async def test_publish_answers_the_ids_and_a_full_reject_publish_queue_raises_queue_full(
+    running: InProcessNode,
+) -> None:
+    door = await running.declare("d-publish", {"x-max-length": 2, "x-overflow": "reject-publish"})
+    assert await door.publish(texts("a", "b"), "p", 1) == Published([1, 2], duplicate=False)
+    assert await door.publish(texts("a", "b"), "p", 1) == Published([1, 2], duplicate=True)
+    with pytest.raises(QueueFull) as full:
+        await door.publish(texts("c"), None, None)
+    assert full.value.code == "reject-publish" and "d-publish" in full.value.reason
+    with pytest.raises(BadRequest):  # a field the state machine does not take
+        await door.publish(texts("c"), "", 2)
+    assert door.stats().messages == 2
+
+
+async def test_get_answers_message_rows_with_bodies_headers_and_publish_time(running: InProcessNode) -> None:
+    door = await running.declare("d-get")
+    before = int(time.time() * 1000) - 1000
+    await door.publish(texts("x"), None, None)
+    [row] = await door.get(5, auto_ack=False, since_ms=None)
+    assert isinstance(row, MessageRow)
+    assert (row.id, row.body, row.encoding, row.headers, row.delivery_count) == (
+        1,
+        b"x",
+        "utf8",
+        {"k": "x"},
+        0,
+    )
+    assert row.published_at_ms >= before and row.seq is None
+    assert await door.settle((1,), None, Outcome.REQUEUE) == Settled()
+    [again] = await door.get(1, auto_ack=True, since_ms=None)
+    assert (again.id, again.delivery_count, again.redelivered) == (1, 1, True)
+    settled = await door.settle((1,), None, Outcome.ACK)
+    assert settled.warning is not None and "1" in settled.warning
+
+
+async def test_poll_waits_for_a_delivery_and_an_unknown_consumer_raises(running: InProcessNode) -> None:
+    door = await running.declare("d-poll")
+    tag = await door.register_consumer(prefetch=5, priority=0, timeout_ms=None, since_ms=None)
+    poll = asyncio.ensure_future(door.poll(tag, 10, 10.0))
+    await asyncio.sleep(0.2)
+    assert not poll.done()
+    await door.publish(texts("late"), None, None)
+    assert [row.body for row in await asyncio.wait_for(poll, 10)] == [b"late"]
+    await door.settle((1,), tag, Outcome.ACK)
+    await door.cancel(tag)
+    with pytest.raises(UnknownConsumer) as unknown:
+        await door.poll(tag, 1, 0)
+    assert unknown.value.code == "not_found"
+    with pytest.raises(UnknownConsumer):
+        await door.settle((1,), tag, Outcome.ACK)
+
+
+async def test_a_reader_from_a_time_gets_only_messages_enqueued_since_then(running: InProcessNode) -> None:
+    door = await running.declare("d-since")
+    await door.publish(texts("old"), None, None)
+    await asyncio.sleep(0.05)
+    since = int(time.time() * 1000)
+    await asyncio.sleep(0.05)
+    await door.publish(texts("new"), None, None)
+    tag = await door.register_consumer(prefetch=10, priority=0, timeout_ms=None, since_ms=since)
+    assert [row.body for row in await door.poll(tag, 10, 1.0)] == [b"new"]
+    assert await door.poll(tag, 10, 0.1) == []
+
+
+async def test_durable_positions_log_rows_with_seqs_and_gaps(running: InProcessNode) -> None:
+    door = await running.declare("d-durable")
+    await door.publish(texts("a", "bb", "ccc"), None, None)
+    assert await door.register_durable("s") == Position("s", 0, 0, 0)
+    assert await door.durable_checkout("s", 2) == Position("s", 0, 2, 3)
+    rows = await door.read_durable_log("s", 0, 2)
+    assert [(row.seq, row.body) for row in rows] == [(0, b"a"), (1, b"bb")]
+    assert await door.durable_settle("s", 1) == Position("s", 1, 2, 0)
+    with pytest.raises(LogGap):
+        await door.read_durable_log("s", 0, 2)
+    with pytest.raises(Refused) as beyond:
+        await door.durable_settle("s", 9)
+    assert beyond.value.code == "beyond_sequence"
+    with pytest.raises(UnknownConsumer) as unknown:
+        await door.read_durable_log("nobody", 0, 1)
+    assert unknown.value.code == "not_found"
+    tag = await door.register_consumer(prefetch=1, priority=0, timeout_ms=None, since_ms=None)
+    with pytest.raises(Refused) as taken:
+        await door.durable_checkout(tag, 1)
+    assert taken.value.code == "name_in_use"
+
+
+async def test_update_arguments_owns_the_runtime_rule_and_answers_the_new_definition(
+    running: InProcessNode,
+) -> None:
+    door = await running.declare("d-update")
+    assert (await door.update_arguments({"x-message-ttl": 1000}))["x-message-ttl"] == 1000
+    assert door.definition()["x-message-ttl"] == 1000
+    with pytest.raises(BadRequest, match="cannot be changed at runtime"):
+        await door.update_arguments({"x-queue-type": "quorum"})
+    with pytest.raises(BadRequest, match="x-overflow"):
+        await door.update_arguments({"x-overflow": "explode"})
+    assert "x-message-ttl" not in await door.update_arguments({"x-message-ttl": None})
+
+
+async def test_purge_counts_and_a_guarded_delete_of_a_queue_in_use_is_a_conflict(
+    running: InProcessNode,
+) -> None:
+    door = await running.declare("d-purge")
+    await door.publish(texts("a", "b"), None, None)
+    assert await door.purge() == 2
+    tag = await door.register_consumer(prefetch=1, priority=0, timeout_ms=None, since_ms=None)
+    with pytest.raises(QueueConflict):
+        await door.delete_if(if_empty=True, if_unused=True)
+    await door.cancel(tag)
+    await door.delete_if(if_empty=True, if_unused=True)
+    assert "d-purge" not in running.node.meta.state.queues
