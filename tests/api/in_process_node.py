@@ -12,12 +12,12 @@ from typing import Any
 
 from aiohttp.test_utils import TestClient, TestServer
 
-from api.client_auth import basic_header
 from api.server import create_app
 from cli.node_processes import free_ports
 from cluster.config import Address, NodeConfig
 from cluster.node import Node
 from cluster.queue_leader import QueueLeader
+from quorumq.auth import basic_header
 
 GUEST = {"Authorization": basic_header("guest", "guest")}  # full rights from loopback
 
