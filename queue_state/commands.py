@@ -1,26 +1,22 @@
-"""Commands every replica applies, as validated frozen dataclasses, and their msgpack wire form.
+"""Commands every replica applies, as validated frozen dataclasses, and `EntryMeta`, what the log says
+about the entry each one came in (its time).
 
-Each command carries `now_ms`, the leader's clock when it entered the log. Constructing a command with
-a value it cannot take raises `InvalidCommand`; `decode_command` turns every problem into
-`CommandDecodeError`.
+A command carries no clock: the leader stamps its time once, in the envelope of the operation that
+carries the command (`cluster/entry_codec.py`), and the machine reads it from `EntryMeta`, as Ra passes
+`Meta` to rabbit_fifo. Constructing a command or meta with a value it cannot take raises
+`InvalidCommand`. The wire forms are in `queue_state/command_codec.py`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
-import msgpack
-
-from queue_state.arguments import INT64_MAX, ArgumentError, QueueConfig, parse_arguments
+from queue_state.arguments import INT64_MAX, QueueConfig
 
 
 class InvalidCommand(ValueError):
     """A command field has a type or value the state machine does not accept."""
-
-
-class CommandDecodeError(ValueError):
-    """Bytes that are not a valid encoded command."""
 
 
 def _check_int(name: str, value: Any, minimum: int = 0) -> None:
@@ -51,6 +47,17 @@ def _check_ids(ids: Any) -> None:
 
 
 @dataclass(frozen=True, slots=True)
+class EntryMeta:
+    """What the log says about the entry an operation came in: `now_ms`, the leader's clock when it
+    proposed the operation. The machine's time is the greatest `now_ms` applied so far."""
+
+    now_ms: int
+
+    def __post_init__(self) -> None:
+        _check_int("now_ms", self.now_ms)
+
+
+@dataclass(frozen=True, slots=True)
 class NewMessage:
     """A message to enqueue: body size in bytes and an optional per-message TTL in ms."""
 
@@ -66,13 +73,11 @@ class NewMessage:
 class Enqueue:
     """Publish a batch; with `publisher` and `seq` a retry is answered with the first answer's ids."""
 
-    now_ms: int
     messages: tuple[NewMessage, ...]
     publisher: str | None = None
     seq: int | None = None
 
     def __post_init__(self) -> None:
-        _check_int("now_ms", self.now_ms)
         if type(self.messages) is not tuple or any(type(m) is not NewMessage for m in self.messages):
             raise InvalidCommand("messages must be a tuple of NewMessage")
         _check_optional_name("publisher", self.publisher)
@@ -89,14 +94,12 @@ class Checkout:
     kept in the state so that a new leader applies the consumer's own timeout, not a default.
     """
 
-    now_ms: int
     consumer: str
     prefetch: int
     priority: int = 0
     timeout_ms: int | None = None
 
     def __post_init__(self) -> None:
-        _check_int("now_ms", self.now_ms)
         _check_name("consumer", self.consumer)
         _check_int("prefetch", self.prefetch, minimum=1)
         _check_int("priority", self.priority, minimum=-INT64_MAX)
@@ -107,11 +110,9 @@ class Checkout:
 class Cancel:
     """Cancel a consumer (or release a get holder); its unacked messages return to the queue."""
 
-    now_ms: int
     consumer: str
 
     def __post_init__(self) -> None:
-        _check_int("now_ms", self.now_ms)
         _check_name("consumer", self.consumer)
 
 
@@ -119,22 +120,18 @@ class Cancel:
 class ConsumerDown:
     """The consumer (or get holder) is gone; its unacked messages return to the queue."""
 
-    now_ms: int
     consumer: str
 
     def __post_init__(self) -> None:
-        _check_int("now_ms", self.now_ms)
         _check_name("consumer", self.consumer)
 
 
 @dataclass(frozen=True, slots=True)
 class _ByIds:
-    now_ms: int
     ids: tuple[int, ...]
     consumer: str | None = None
 
     def __post_init__(self) -> None:
-        _check_int("now_ms", self.now_ms)
         _check_ids(self.ids)
         _check_optional_name("consumer", self.consumer)
 
@@ -162,14 +159,12 @@ class Get:
     they are (reading a dead-letter queue from a point in time, the Logstash way).
     """
 
-    now_ms: int
     holder: str
     count: int
     auto_ack: bool
     since_ms: int | None = None
 
     def __post_init__(self) -> None:
-        _check_int("now_ms", self.now_ms)
         _check_name("holder", self.holder)
         _check_int("count", self.count, minimum=1)
         if type(self.auto_ack) is not bool:
@@ -178,20 +173,12 @@ class Get:
 
 
 @dataclass(frozen=True, slots=True)
-class _Timed:
-    now_ms: int
-
-    def __post_init__(self) -> None:
-        _check_int("now_ms", self.now_ms)
-
-
-@dataclass(frozen=True, slots=True)
-class Purge(_Timed):
+class Purge:
     """Remove every ready message."""
 
 
 @dataclass(frozen=True, slots=True)
-class Tick(_Timed):
+class Tick:
     """Let time pass: expire messages, leases, idle publishers and the queue itself."""
 
 
@@ -199,11 +186,9 @@ class Tick(_Timed):
 class UpdateConfig:
     """Replace the queue's configuration (policy change)."""
 
-    now_ms: int
     config: QueueConfig
 
     def __post_init__(self) -> None:
-        _check_int("now_ms", self.now_ms)
         if type(self.config) is not QueueConfig:
             raise InvalidCommand("config must be a QueueConfig")
 
@@ -212,12 +197,10 @@ class UpdateConfig:
 class DlxCheckout:
     """The at-least-once dead-letter worker asks for pending dead letters (taking over from another)."""
 
-    now_ms: int
     worker: str
     prefetch: int
 
     def __post_init__(self) -> None:
-        _check_int("now_ms", self.now_ms)
         _check_name("worker", self.worker)
         _check_int("prefetch", self.prefetch, minimum=1)
 
@@ -226,11 +209,9 @@ class DlxCheckout:
 class DlxSettle:
     """The dead-letter target confirmed these messages; they leave the queue."""
 
-    now_ms: int
     ids: tuple[int, ...]
 
     def __post_init__(self) -> None:
-        _check_int("now_ms", self.now_ms)
         _check_ids(self.ids)
 
 
@@ -243,14 +224,12 @@ class DurableCheckout:
     With `max_bytes`, messages are taken while their bodies add up to at most that many bytes, but the
     first one always is, however large."""
 
-    now_ms: int
     consumer: str
     count: int
     since_ms: int | None = None
     max_bytes: int | None = None
 
     def __post_init__(self) -> None:
-        _check_int("now_ms", self.now_ms)
         _check_name("consumer", self.consumer)
         _check_int("count", self.count)
         _check_optional_int("since_ms", self.since_ms)
@@ -261,12 +240,10 @@ class DurableCheckout:
 class DurableSettle:
     """Settle every delivery of durable consumer `consumer` numbered below `below` (idempotent)."""
 
-    now_ms: int
     consumer: str
     below: int
 
     def __post_init__(self) -> None:
-        _check_int("now_ms", self.now_ms)
         _check_name("consumer", self.consumer)
         _check_int("below", self.below)
 
@@ -276,12 +253,10 @@ class Seal:
     """The first step of a guarded delete: if the queue is empty (`if_empty`) and has no consumers
     (`if_unused`), stop taking publishes and new consumers for good, so that it can be deleted."""
 
-    now_ms: int
     if_empty: bool
     if_unused: bool
 
     def __post_init__(self) -> None:
-        _check_int("now_ms", self.now_ms)
         for name in ("if_empty", "if_unused"):
             if type(getattr(self, name)) is not bool:
                 raise InvalidCommand(f"{name} must be a boolean, got {getattr(self, name)!r}")
@@ -305,89 +280,3 @@ Command = (
     | DurableSettle
     | Seal
 )
-
-# Wire tags are part of the log format: append new ones, never renumber.
-_TAGS: dict[type, int] = {
-    Enqueue: 1,
-    Checkout: 2,
-    Cancel: 3,
-    ConsumerDown: 4,
-    Settle: 5,
-    Return: 6,
-    Discard: 7,
-    Get: 8,
-    Purge: 9,
-    Tick: 10,
-    UpdateConfig: 11,
-    DlxCheckout: 12,
-    DlxSettle: 13,
-    DurableCheckout: 14,
-    DurableSettle: 15,
-    Seal: 16,
-}
-_TYPES: dict[int, type] = {tag: kind for kind, tag in _TAGS.items()}
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {kind: tuple(f.name for f in fields(kind)) for kind in _TAGS}
-# How many of a command's last fields were added after its first release (each defaults to None): they
-# are left off the wire while None, so logs written before them decode, and nodes from before them
-# decode every such command that does not use them.
-_ADDED_FIELDS: dict[type, int] = {DurableCheckout: 2}
-
-
-def _to_wire(value: Any) -> Any:
-    if type(value) is tuple:
-        return [_to_wire(item) for item in value]
-    if type(value) is NewMessage:
-        return [value.size, value.expiration_ms]
-    if type(value) is QueueConfig:
-        return value.to_arguments()
-    return value
-
-
-def _from_wire(field_name: str, value: Any) -> Any:
-    if field_name == "messages":
-        if type(value) is not list:
-            raise InvalidCommand("messages must be a list")
-        return tuple(NewMessage(*message) for message in value)
-    if field_name == "ids":
-        if type(value) is not list:
-            raise InvalidCommand("ids must be a list")
-        return tuple(value)
-    if field_name == "config":
-        return parse_arguments(value)
-    return value
-
-
-def encode_command(cmd: Command) -> bytes:
-    """The msgpack form of a command: [tag, field values in declaration order] (trailing added fields
-    that are None left off)."""
-    kind = type(cmd)
-    values = [_to_wire(getattr(cmd, name)) for name in _FIELD_NAMES[kind]]
-    for _ in range(_ADDED_FIELDS.get(kind, 0)):
-        if values[-1] is not None:
-            break
-        values.pop()
-    packed: bytes = msgpack.packb([_TAGS[kind], *values])
-    return packed
-
-
-def decode_command(data: bytes) -> Command:
-    """Parse bytes from `encode_command`; any malformed input raises `CommandDecodeError`."""
-    try:
-        raw = msgpack.unpackb(data, raw=False, strict_map_key=True)
-        if type(raw) is not list or not raw or type(raw[0]) is not int or raw[0] not in _TYPES:
-            raise CommandDecodeError("not a tagged command")
-        kind = _TYPES[raw[0]]
-        names = _FIELD_NAMES[kind]
-        least = len(names) - _ADDED_FIELDS.get(kind, 0)
-        if not least <= len(raw) - 1 <= len(names):
-            raise CommandDecodeError(f"{kind.__name__} takes {len(names)} fields, got {len(raw) - 1}")
-        command: Command = kind(
-            *(_from_wire(name, value) for name, value in zip(names, raw[1:], strict=False))
-        )
-        return command
-    except CommandDecodeError:
-        raise
-    except (InvalidCommand, ArgumentError) as error:
-        raise CommandDecodeError(str(error)) from error
-    except Exception as error:  # msgpack raises several unrelated types on malformed bytes
-        raise CommandDecodeError(f"malformed command bytes: {error}") from error

@@ -1,8 +1,9 @@
 """`QueueMachine`: the quorum queue every replica builds by applying the same commands in order.
 
-`apply(cmd)` mutates the state and returns `(reply, effects)`; it reads no clock (time is
-`max(last seen, cmd.now_ms)`) and performs no I/O. After every command the machine expires messages at
-the head, hands ready messages to consumers with credit and enforces drop-head length limits.
+`apply(meta, cmd)` mutates the state and returns `(reply, effects)`; it reads no clock (time is
+`max(last seen, meta.now_ms)`, the time of the entry the command came in) and performs no I/O. After
+every command the machine expires messages at the head, hands ready messages to consumers with credit
+and enforces drop-head length limits.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from queue_state.commands import (
     DurableCheckout,
     DurableSettle,
     Enqueue,
+    EntryMeta,
     Get,
     Purge,
     Return,
@@ -92,7 +94,7 @@ class QueueMachine:
 
     @property
     def now_ms(self) -> int:
-        """The queue's time: the greatest `now_ms` applied so far."""
+        """The queue's time: the greatest `EntryMeta.now_ms` applied so far."""
         return self._now
 
     @property
@@ -100,12 +102,13 @@ class QueueMachine:
         """True once a `Seal` held: the queue takes no publish or new consumer and is to be deleted."""
         return self._sealed
 
-    def apply(self, cmd: Command) -> tuple[Reply, list[Effect]]:
-        """Apply one committed command; return the reply for its caller and the effects to carry out."""
+    def apply(self, meta: EntryMeta, cmd: Command) -> tuple[Reply, list[Effect]]:
+        """Apply one committed command with the meta of its entry; return the reply for its caller and
+        the effects to carry out."""
         handler = _HANDLERS.get(type(cmd))
         if handler is None:
             raise TypeError(f"not a queue command: {type(cmd).__name__}")
-        self._now = max(self._now, cmd.now_ms)
+        self._now = max(self._now, meta.now_ms)
         if self._last_active_ms is None:
             self._last_active_ms = self._now
         out = EffectCollector()
@@ -439,7 +442,7 @@ class QueueMachine:
         )
 
     def next_deadline_ms(self) -> int | None:
-        """The earliest `now_ms` at which a Tick would change something (TTL, lease, expiry, publishers)."""
+        """The earliest entry time at which a Tick would change something (TTL, lease, expiry, publishers)."""
         deadlines = []
         head_expiry = min(self._returns.head_expires_at(), self._main.head_expires_at())
         if head_expiry != NO_EXPIRY:

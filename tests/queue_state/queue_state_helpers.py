@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from queue_state.arguments import parse_arguments
-from queue_state.commands import Enqueue, NewMessage
+from queue_state.commands import Enqueue, EntryMeta, NewMessage
 from queue_state.effects import DeadLetter, Deliver, Effect, ForgetBodies
 from queue_state.machine import QueueMachine
 
@@ -17,7 +17,7 @@ def make_machine(**arguments: Any) -> QueueMachine:
 
 def enqueue(machine: QueueMachine, now_ms: int, count: int = 1, size: int = 10, **kwargs: Any):
     """Publish `count` messages of `size` bytes; return (reply, effects)."""
-    return machine.apply(Enqueue(now_ms, tuple(NewMessage(size) for _ in range(count)), **kwargs))
+    return machine.apply(EntryMeta(now_ms), Enqueue(tuple(NewMessage(size) for _ in range(count)), **kwargs))
 
 
 def delivered(effects: list[Effect], consumer: str | None = None) -> list[int]:

@@ -1,4 +1,4 @@
-"""Hypothesis strategies for queue configurations and command sequences."""
+"""Hypothesis strategies for queue configurations, commands and sequences of (entry meta, command)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from queue_state.commands import (
     DurableCheckout,
     DurableSettle,
     Enqueue,
+    EntryMeta,
     Get,
     NewMessage,
     Purge,
@@ -59,39 +60,36 @@ new_messages = st.builds(NewMessage, st.integers(0, 50), st.none() | st.integers
 commands = st.one_of(
     st.builds(
         Enqueue,
-        TIMES,
         st.lists(new_messages, min_size=1, max_size=4).map(tuple),
         st.none() | st.just("p"),
     ).flatmap(lambda e: st.just(e) if e.publisher is None else _with_seq(e)),
-    st.builds(Checkout, TIMES, NAMES, st.integers(1, 3), st.integers(0, 2)),
-    st.builds(Cancel, TIMES, NAMES),
-    st.builds(ConsumerDown, TIMES, NAMES),
-    st.builds(Settle, TIMES, IDS, st.none() | NAMES),
-    st.builds(Return, TIMES, IDS, st.none() | NAMES),
-    st.builds(Discard, TIMES, IDS, st.none() | NAMES),
-    st.builds(Get, TIMES, NAMES, st.integers(1, 3), st.booleans()),
-    st.builds(Purge, TIMES),
-    st.builds(Tick, TIMES),
-    st.builds(UpdateConfig, TIMES, configs()),
-    st.builds(DlxCheckout, TIMES, st.sampled_from(["w1", "w2"]), st.integers(1, 3)),
-    st.builds(DlxSettle, TIMES, IDS),
+    st.builds(Checkout, NAMES, st.integers(1, 3), st.integers(0, 2)),
+    st.builds(Cancel, NAMES),
+    st.builds(ConsumerDown, NAMES),
+    st.builds(Settle, IDS, st.none() | NAMES),
+    st.builds(Return, IDS, st.none() | NAMES),
+    st.builds(Discard, IDS, st.none() | NAMES),
+    st.builds(Get, NAMES, st.integers(1, 3), st.booleans()),
+    st.builds(Purge),
+    st.builds(Tick),
+    st.builds(UpdateConfig, configs()),
+    st.builds(DlxCheckout, st.sampled_from(["w1", "w2"]), st.integers(1, 3)),
+    st.builds(DlxSettle, IDS),
     st.builds(
         DurableCheckout,
-        TIMES,
         DURABLE_NAMES,
         st.integers(0, 4),
         st.none() | st.integers(0, 500),
         st.none() | st.integers(1, 100),
     ),
-    st.builds(DurableSettle, TIMES, DURABLE_NAMES, st.integers(0, 12)),
-    st.builds(Seal, TIMES, st.booleans(), st.booleans()),
+    st.builds(DurableSettle, DURABLE_NAMES, st.integers(0, 12)),
+    st.builds(Seal, st.booleans(), st.booleans()),
 )
 
 
 def _with_seq(enqueue: Enqueue) -> st.SearchStrategy[Enqueue]:
-    return st.integers(0, 6).map(
-        lambda seq: Enqueue(enqueue.now_ms, enqueue.messages, enqueue.publisher, seq)
-    )
+    return st.integers(0, 6).map(lambda seq: Enqueue(enqueue.messages, enqueue.publisher, seq))
 
 
-command_lists = st.lists(commands, max_size=60)
+metas = st.builds(EntryMeta, TIMES)
+command_lists = st.lists(st.tuples(metas, commands), max_size=60)

@@ -1,46 +1,192 @@
-"""encode_command / decode_command: exact round trips, and only CommandDecodeError on bad bytes."""
+"""The command codec: version 1 by named fields, version 0 positional with the time first.
+
+Version-0 bytes are built here from literal lists, as the code before version 1 wrote them, so these
+tests keep saying what old logs hold whatever the encoder becomes."""
 
 from __future__ import annotations
 
 import contextlib
+from typing import Any, get_args
 
 import msgpack
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from queue_state_strategies import commands
+from queue_state_strategies import commands, metas
 
-from queue_state.commands import (
-    Checkout,
+from queue_state.arguments import parse_arguments
+from queue_state.command_codec import (
     CommandDecodeError,
+    decode_command,
+    decode_command_v0,
+    encode_command,
+    encode_command_v0,
+)
+from queue_state.commands import (
+    Cancel,
+    Checkout,
+    Command,
+    ConsumerDown,
+    Discard,
+    DlxCheckout,
+    DlxSettle,
     DurableCheckout,
+    DurableSettle,
     Enqueue,
+    EntryMeta,
+    Get,
     InvalidCommand,
     NewMessage,
+    Purge,
+    Return,
+    Seal,
     Settle,
-    decode_command,
-    encode_command,
+    Tick,
+    UpdateConfig,
 )
 
 
 @given(commands)
-def test_every_command_survives_an_encode_decode_round_trip(cmd) -> None:
+def test_every_command_survives_a_version_1_round_trip(cmd: Command) -> None:
     assert decode_command(encode_command(cmd)) == cmd
 
 
-def test_a_durable_checkout_without_its_added_fields_keeps_the_older_three_field_form() -> None:
-    older = msgpack.packb([14, 5, "spark", 3])  # as logged before since_ms and max_bytes existed
-    assert decode_command(older) == DurableCheckout(5, "spark", 3)
-    assert encode_command(DurableCheckout(5, "spark", 3)) == older
-    assert decode_command(encode_command(DurableCheckout(5, "spark", 3, max_bytes=9))).max_bytes == 9
+@given(commands)
+def test_the_version_1_form_survives_msgpack(cmd: Command) -> None:
+    wire = msgpack.unpackb(msgpack.packb(encode_command(cmd)), raw=False)
+    assert decode_command(wire) == cmd
+
+
+@given(metas, commands)
+def test_every_command_survives_a_version_0_round_trip_with_its_meta(meta: EntryMeta, cmd: Command) -> None:
+    assert decode_command_v0(encode_command_v0(meta, cmd)) == (meta, cmd)
+
+
+def test_version_1_names_fields_and_leaves_those_at_their_default_off() -> None:
+    assert encode_command(Tick()) == [10, {}]
+    assert encode_command(Checkout("c", 2)) == [2, {"consumer": "c", "prefetch": 2}]
+    assert encode_command(Enqueue((NewMessage(3), NewMessage(4, 60)), "p", 9)) == [
+        1,
+        {"messages": [[3, None], [4, 60]], "publisher": "p", "seq": 9},
+    ]
+    assert encode_command(UpdateConfig(parse_arguments({"x-max-length": 5}))) == [
+        11,
+        {"config": {"x-queue-type": "quorum", "x-max-length": 5}},
+    ]
+
+
+def test_a_field_added_with_a_default_replays_entries_written_before_it() -> None:
+    # as a version-1 entry written before since_ms and max_bytes would read
+    assert decode_command([14, {"consumer": "spark", "count": 3}]) == DurableCheckout("spark", 3)
+    assert decode_command([2, {"consumer": "c", "prefetch": 1}]) == Checkout("c", 1, 0, None)
+
+
+@pytest.mark.parametrize(
+    "wire",
+    [
+        [3, {"consumer": "c", "reason": "gone"}],  # a field the command does not have
+        [3, {}],  # a field without a default missing
+        [3, {1: "c"}],  # a key that is not a field name
+        [99, {}],  # unknown tag
+        [True, {}],  # a bool is not a tag
+        [3, ["c"]],  # positional, not named
+        [3, {"consumer": "c"}, None],
+        [2, {"consumer": "c", "prefetch": True}],  # bool where an int belongs
+        [2, {"consumer": "c", "prefetch": 0}],  # prefetch 0
+        [5, {"ids": [1, "x"]}],  # an id that is not an int
+        [5, {"ids": (1,)}],  # ids not a list
+        [1, {"messages": [[10, None]], "seq": 3}],  # seq without publisher
+        [1, {"messages": [10]}],  # a message that is not [size, expiration_ms]
+        [11, {"config": {"x-max-length": -1}}],  # invalid config
+        {"tag": 1},
+        b"\x92\x0a\x80",  # version-0-like bytes are not a version-1 form
+    ],
+)
+def test_malformed_version_1_commands_are_rejected_with_command_decode_error(wire: Any) -> None:
     with pytest.raises(CommandDecodeError):
-        decode_command(msgpack.packb([14, 5, "spark"]))
+        decode_command(wire)
+
+
+# Every version-0 form: [tag, now_ms, positional values...], as the code before version 1 wrote them.
+VERSION_0_FORMS: list[tuple[list[Any], Command]] = [
+    ([1, 5, [[10, None], [20, 300]], "p", 7], Enqueue((NewMessage(10), NewMessage(20, 300)), "p", 7)),
+    ([1, 5, [[10, None]], None, None], Enqueue((NewMessage(10),))),
+    ([2, 5, "c", 3, 1, 30000], Checkout("c", 3, 1, 30000)),
+    ([2, 5, "c", 3, 0, None], Checkout("c", 3)),
+    ([3, 5, "c"], Cancel("c")),
+    ([4, 5, "c"], ConsumerDown("c")),
+    ([5, 5, [1, 2], "c"], Settle((1, 2), "c")),
+    ([5, 5, [1], None], Settle((1,))),
+    ([6, 5, [3], "c"], Return((3,), "c")),
+    ([7, 5, [4], None], Discard((4,))),
+    ([8, 5, "h", 2, False, None], Get("h", 2, False)),
+    ([8, 5, "h", 2, True, 100], Get("h", 2, True, 100)),
+    ([9, 5], Purge()),
+    ([10, 5], Tick()),
+    ([11, 5, {"x-max-length": 5}], UpdateConfig(parse_arguments({"x-max-length": 5}))),
+    ([12, 5, "w", 4], DlxCheckout("w", 4)),
+    ([13, 5, [1, 2]], DlxSettle((1, 2))),
+    ([14, 5, "spark", 3], DurableCheckout("spark", 3)),  # logged before since_ms and max_bytes
+    ([14, 5, "spark", 3, 100], DurableCheckout("spark", 3, 100)),
+    ([14, 5, "spark", 3, None, 9], DurableCheckout("spark", 3, None, 9)),
+    ([15, 5, "spark", 4], DurableSettle("spark", 4)),
+    ([16, 5, True, False], Seal(True, False)),
+]
+
+
+@pytest.mark.parametrize(("literal", "command"), VERSION_0_FORMS)
+def test_every_version_0_form_decodes_into_the_same_record_and_its_time(
+    literal: list[Any], command: Command
+) -> None:
+    assert decode_command_v0(msgpack.packb(literal)) == (EntryMeta(5), command)
+
+
+def test_every_command_kind_has_a_version_0_form_here() -> None:
+    assert {type(command) for _, command in VERSION_0_FORMS} == set(get_args(Command))
+
+
+@pytest.mark.parametrize(
+    ("command", "literal"),
+    [
+        (DurableCheckout("spark", 3), [14, 5, "spark", 3]),
+        (DurableCheckout("spark", 3, max_bytes=9), [14, 5, "spark", 3, None, 9]),
+        (Checkout("c", 3), [2, 5, "c", 3, 0, None]),
+        (Tick(), [10, 5]),
+    ],
+)
+def test_version_0_is_written_as_the_code_before_version_1_wrote_it(command: Command, literal: list) -> None:
+    assert encode_command_v0(EntryMeta(5), command) == msgpack.packb(literal)
+
+
+@pytest.mark.parametrize(
+    "literal",
+    [
+        [14, 5, "spark"],  # shorter than the oldest form
+        [3, 5, "c", None],  # longer than the form
+        [3],  # no time
+        [3, -1, "c"],  # a negative time
+        [3, "5", "c"],  # a time that is not an int
+        [99, 1],  # unknown tag
+        [2, 1, "c", True, 0, None],  # bool where an int belongs
+        [1, 1, [[10, None]], None, 3],  # seq without publisher
+        [11, 1, {"x-max-length": -1}],  # invalid config
+        {"tag": 1},
+    ],
+)
+def test_malformed_version_0_commands_are_rejected_with_command_decode_error(literal: Any) -> None:
+    with pytest.raises(CommandDecodeError):
+        decode_command_v0(msgpack.packb(literal))
+
+
+def test_truncated_version_0_bytes_are_rejected_with_command_decode_error() -> None:
+    with pytest.raises(CommandDecodeError):
+        decode_command_v0(msgpack.packb([2, 1, "c", 2, 0, None])[:-1])
 
 
 @given(st.binary(max_size=64))
 def test_decoding_random_bytes_raises_only_command_decode_error(data: bytes) -> None:
     with contextlib.suppress(CommandDecodeError):
-        decode_command(data)
+        decode_command_v0(data)
 
 
 wire_values = st.recursive(
@@ -52,36 +198,37 @@ wire_values = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
     max_leaves=12,
 )
+field_names = st.sampled_from(["messages", "publisher", "seq", "consumer", "ids", "config", "count", "x"])
 
 
 @given(st.integers(0, 17), st.lists(wire_values, max_size=5))
-def test_decoding_wrongly_shaped_commands_raises_only_command_decode_error(tag: int, fields) -> None:
+def test_decoding_wrongly_shaped_version_0_commands_raises_only_command_decode_error(
+    tag: int, fields
+) -> None:
     with contextlib.suppress(CommandDecodeError):
-        decode_command(msgpack.packb([tag, *fields]))
+        decode_command_v0(msgpack.packb([tag, *fields]))
 
 
-@pytest.mark.parametrize(
-    "data",
-    [
-        encode_command(Checkout(1, "c", 2))[:-1],  # truncated
-        msgpack.packb([99, 1]),  # unknown tag
-        msgpack.packb([2, 1, "c", True, 0]),  # bool where an int belongs
-        msgpack.packb([2, 1, "c", 0, 0]),  # prefetch 0
-        msgpack.packb([5, 1, [1, "x"], None]),  # an id that is not an int
-        msgpack.packb([1, 1, [[10, None]], None, 3]),  # seq without publisher
-        msgpack.packb([11, 1, {"x-max-length": -1}]),  # invalid config
-        msgpack.packb({"tag": 1}),
-    ],
-)
-def test_malformed_commands_are_rejected_with_command_decode_error(data: bytes) -> None:
-    with pytest.raises(CommandDecodeError):
-        decode_command(data)
+@given(st.integers(0, 17), st.dictionaries(field_names, wire_values, max_size=4))
+def test_decoding_wrongly_shaped_version_1_commands_raises_only_command_decode_error(
+    tag: int, fields
+) -> None:
+    with contextlib.suppress(CommandDecodeError):
+        decode_command([tag, fields])
 
 
-def test_commands_validate_their_fields_when_built() -> None:
+@given(wire_values)
+def test_decoding_any_value_as_version_1_raises_only_command_decode_error(wire: Any) -> None:
+    with contextlib.suppress(CommandDecodeError):
+        decode_command(wire)
+
+
+def test_commands_and_metas_validate_their_fields_when_built() -> None:
     with pytest.raises(InvalidCommand):
         NewMessage(size=-1)
     with pytest.raises(InvalidCommand):
-        Enqueue(0, (NewMessage(1),), seq=1)
+        Enqueue((NewMessage(1),), seq=1)
     with pytest.raises(InvalidCommand):
-        Settle(0, [1])  # a list, not a tuple
+        Settle([1])  # type: ignore[arg-type]  # a list, not a tuple
+    with pytest.raises(InvalidCommand):
+        EntryMeta(-1)

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from queue_state_strategies import command_lists, configs
 
 from queue_state.arguments import QueueConfig
-from queue_state.commands import Checkout, Enqueue, NewMessage
+from queue_state.commands import Checkout, Enqueue, EntryMeta, NewMessage
 from queue_state.machine import QueueMachine
 from queue_state.snapshot import SnapshotError
 
@@ -18,7 +18,7 @@ def state_bytes(machine: QueueMachine) -> bytes:
 
 
 def run(machine: QueueMachine, commands) -> list:
-    return [machine.apply(cmd) for cmd in commands]
+    return [machine.apply(meta, cmd) for meta, cmd in commands]
 
 
 @settings(max_examples=80, deadline=None)
@@ -48,9 +48,9 @@ def test_snapshot_anywhere_then_restore_continues_identically(config, commands, 
 
 def test_snapshot_streams_ready_messages_in_bounded_chunks() -> None:
     machine = QueueMachine("q", QueueConfig())
-    machine.apply(Checkout(0, "c", prefetch=3))
+    machine.apply(EntryMeta(0), Checkout("c", prefetch=3))
     for now in range(1, 1500):
-        machine.apply(Enqueue(now, tuple(NewMessage(now % 97) for _ in range(100)), "p", now))
+        machine.apply(EntryMeta(now), Enqueue(tuple(NewMessage(now % 97) for _ in range(100)), "p", now))
     chunks = list(machine.snapshot_chunks())
     assert len(chunks) > 3
     assert max(len(chunk) for chunk in chunks) < 4 * 1024 * 1024

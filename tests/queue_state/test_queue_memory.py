@@ -5,7 +5,7 @@ from __future__ import annotations
 import tracemalloc
 
 from queue_state.arguments import parse_arguments
-from queue_state.commands import Enqueue, NewMessage
+from queue_state.commands import Enqueue, EntryMeta, NewMessage
 from queue_state.machine import QueueMachine
 
 MESSAGES = 100_000
@@ -19,7 +19,7 @@ def test_a_ready_message_costs_under_200_bytes() -> None:
     try:
         before = tracemalloc.get_traced_memory()[0]
         for seq in range(MESSAGES // BATCH):
-            machine.apply(Enqueue(1_700_000_000_000 + seq, batch, "publisher", seq))
+            machine.apply(EntryMeta(1_700_000_000_000 + seq), Enqueue(batch, "publisher", seq))
         used = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()

@@ -9,7 +9,8 @@ from __future__ import annotations
 import msgpack
 from queue_state_helpers import enqueue, make_machine
 
-from queue_state.commands import Cancel, Checkout, DurableCheckout, Get, Seal, decode_command, encode_command
+from queue_state.command_codec import decode_command, encode_command
+from queue_state.commands import Cancel, Checkout, DurableCheckout, EntryMeta, Get, Seal
 from queue_state.effects import Deliveries, Enqueued, Failure, Ok
 from queue_state.machine import QUEUE_DELETING, QueueMachine
 from queue_state.snapshot import SNAPSHOT_VERSION
@@ -17,7 +18,7 @@ from queue_state.snapshot import SNAPSHOT_VERSION
 
 def test_finding4_a_publish_applied_after_the_seal_is_refused() -> None:
     m = make_machine()
-    assert m.apply(Seal(1, if_empty=True, if_unused=False))[0] == Ok()
+    assert m.apply(EntryMeta(1), Seal(if_empty=True, if_unused=False))[0] == Ok()
     reply, effects = enqueue(m, 2, count=3)
     assert reply == Failure(QUEUE_DELETING, "queue 'q' is being deleted")
     assert effects == [] and m.stats().messages == 0 and m.next_id == 1
@@ -26,7 +27,7 @@ def test_finding4_a_publish_applied_after_the_seal_is_refused() -> None:
 def test_finding4_a_publish_applied_before_the_seal_makes_if_empty_refuse_and_keeps_the_queue_open() -> None:
     m = make_machine()
     assert isinstance(enqueue(m, 1)[0], Enqueued)
-    refused = m.apply(Seal(2, if_empty=True, if_unused=False))[0]
+    refused = m.apply(EntryMeta(2), Seal(if_empty=True, if_unused=False))[0]
     assert refused == Failure("not_empty", "queue 'q' is not empty")
     assert isinstance(enqueue(m, 3)[0], Enqueued)
     assert m.stats().messages == 2
@@ -35,36 +36,38 @@ def test_finding4_a_publish_applied_before_the_seal_makes_if_empty_refuse_and_ke
 def test_finding4_if_empty_counts_checked_out_messages() -> None:
     m = make_machine()
     enqueue(m, 1)
-    m.apply(Get(2, "h", 1, auto_ack=False))
+    m.apply(EntryMeta(2), Get("h", 1, auto_ack=False))
     assert m.stats().messages_ready == 0
-    assert isinstance(m.apply(Seal(3, if_empty=True, if_unused=False))[0], Failure)
+    assert isinstance(m.apply(EntryMeta(3), Seal(if_empty=True, if_unused=False))[0], Failure)
 
 
 def test_finding4_if_unused_refuses_while_a_consumer_is_registered_and_a_seal_refuses_new_ones() -> None:
     m = make_machine()
-    m.apply(Checkout(1, "c", prefetch=1))
-    refused = m.apply(Seal(2, if_empty=False, if_unused=True))[0]
+    m.apply(EntryMeta(1), Checkout("c", prefetch=1))
+    refused = m.apply(EntryMeta(2), Seal(if_empty=False, if_unused=True))[0]
     assert refused == Failure("in_use", "queue 'q' has consumers")
-    m.apply(Cancel(3, "c"))
+    m.apply(EntryMeta(3), Cancel("c"))
     enqueue(m, 4)
-    assert m.apply(Seal(5, if_empty=False, if_unused=True))[0] == Ok()  # not empty, but unused
-    assert m.apply(Checkout(6, "late", prefetch=1))[0].code == QUEUE_DELETING
-    assert m.apply(DurableCheckout(6, "spark", 1))[0].code == QUEUE_DELETING
+    assert m.apply(EntryMeta(5), Seal(if_empty=False, if_unused=True))[0] == Ok()  # not empty, but unused
+    assert m.apply(EntryMeta(6), Checkout("late", prefetch=1))[0].code == QUEUE_DELETING
+    assert m.apply(EntryMeta(6), DurableCheckout("spark", 1))[0].code == QUEUE_DELETING
     assert m.consumers() == [] and m.durable_consumers() == []
-    assert isinstance(m.apply(Get(7, "h", 1, auto_ack=True))[0], Deliveries)  # what is there can be read
+    assert isinstance(
+        m.apply(EntryMeta(7), Get("h", 1, auto_ack=True))[0], Deliveries
+    )  # what is there can be read
 
 
 def test_finding4_a_seal_is_for_good_and_answers_ok_again() -> None:
     m = make_machine()
-    m.apply(Seal(1, if_empty=True, if_unused=True))
+    m.apply(EntryMeta(1), Seal(if_empty=True, if_unused=True))
     assert m.sealed
-    assert m.apply(Seal(2, if_empty=True, if_unused=True))[0] == Ok()
+    assert m.apply(EntryMeta(2), Seal(if_empty=True, if_unused=True))[0] == Ok()
     assert isinstance(enqueue(m, 3)[0], Failure)
 
 
 def test_finding4_the_seal_survives_a_snapshot() -> None:
     m = make_machine()
-    m.apply(Seal(1, if_empty=True, if_unused=False))
+    m.apply(EntryMeta(1), Seal(if_empty=True, if_unused=False))
     restored = QueueMachine.restore(m.snapshot_chunks())
     assert restored.sealed
     assert isinstance(enqueue(restored, 2)[0], Failure)
@@ -84,6 +87,6 @@ def test_finding4_a_version_1_snapshot_restores_unsealed() -> None:
 
 
 def test_finding4_seal_round_trips_on_the_wire_as_tag_16() -> None:
-    seal = Seal(7, if_empty=True, if_unused=False)
-    assert msgpack.unpackb(encode_command(seal)) == [16, 7, True, False]
+    seal = Seal(if_empty=True, if_unused=False)
+    assert encode_command(seal) == [16, {"if_empty": True, "if_unused": False}]
     assert decode_command(encode_command(seal)) == seal

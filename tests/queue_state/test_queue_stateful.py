@@ -26,6 +26,7 @@ from queue_state.commands import (
     DurableCheckout,
     DurableSettle,
     Enqueue,
+    EntryMeta,
     Get,
     Purge,
     Return,
@@ -54,11 +55,11 @@ class QueueInvariants(RuleBasedStateMachine):
         self.last_first_delivery = 0
         self.durable_rows: dict[tuple[str, int], tuple] = {}  # (consumer, seq) -> row read at checkout
 
-    def _apply(self, cmd):
+    def _apply(self, meta, cmd):
         before_pending = set(self.machine.dead_letter_ids())
         self.held_before = {d.id for name in HOLDER_NAMES for d in self.machine.checked_out(name)}
         durable_before = {name: self._durable_held(name) for name in DURABLE_POOL}
-        reply, effects = self.machine.apply(cmd)
+        reply, effects = self.machine.apply(meta, cmd)
         self._check_durable_moves(cmd, reply, durable_before)
         self.entered_dlx_pending |= set(self.machine.dead_letter_ids()) - before_pending
         handed_out = [d for e in effects if isinstance(e, Deliver) for d in e.deliveries]
@@ -142,15 +143,15 @@ class QueueInvariants(RuleBasedStateMachine):
         seq=st.none() | st.integers(0, 5),
     )
     def enqueue(self, step, messages, seq) -> None:
-        self._apply(Enqueue(self._time(step), tuple(messages), None if seq is None else "p", seq))
+        self._apply(EntryMeta(self._time(step)), Enqueue(tuple(messages), None if seq is None else "p", seq))
 
     @rule(step=st.integers(0, 60), name=NAMES, prefetch=st.integers(1, 3), priority=st.integers(0, 2))
     def checkout(self, step, name, prefetch, priority) -> None:
-        self._apply(Checkout(self._time(step), name, prefetch, priority))
+        self._apply(EntryMeta(self._time(step)), Checkout(name, prefetch, priority))
 
     @rule(step=st.integers(0, 60), name=NAMES, down=st.booleans())
     def cancel(self, step, name, down) -> None:
-        self._apply((ConsumerDown if down else Cancel)(self._time(step), name))
+        self._apply(EntryMeta(self._time(step)), (ConsumerDown if down else Cancel)(name))
 
     @rule(
         step=st.integers(0, 60),
@@ -159,7 +160,7 @@ class QueueInvariants(RuleBasedStateMachine):
         name=st.none() | NAMES,
     )
     def settle_return_or_discard(self, step, kind, ids, name) -> None:
-        self._apply(kind(self._time(step), ids, name))
+        self._apply(EntryMeta(self._time(step)), kind(ids, name))
 
     @rule(data=st.data(), kind=st.sampled_from([Settle, Return, Discard]))
     def answer_a_held_message(self, data, kind) -> None:
@@ -167,11 +168,11 @@ class QueueInvariants(RuleBasedStateMachine):
         held = [(c.name, d.id) for c in self.machine.consumers() for d in self.machine.checked_out(c.name)]
         if held:
             name, message_id = data.draw(st.sampled_from(held))
-            self._apply(kind(self._time(1), (message_id,), name))
+            self._apply(EntryMeta(self._time(1)), kind((message_id,), name))
 
     @rule(step=st.integers(0, 60), name=NAMES, count=st.integers(1, 3), auto_ack=st.booleans())
     def get(self, step, name, count, auto_ack) -> None:
-        self._apply(Get(self._time(step), name, count, auto_ack))
+        self._apply(EntryMeta(self._time(step)), Get(name, count, auto_ack))
 
     @rule(
         step=st.integers(0, 60),
@@ -182,29 +183,29 @@ class QueueInvariants(RuleBasedStateMachine):
     )
     def get_since(self, step, name, count, auto_ack, back) -> None:
         now = self._time(step)
-        self._apply(Get(now, name, count, auto_ack, since_ms=max(0, now - back)))
+        self._apply(EntryMeta(now), Get(name, count, auto_ack, since_ms=max(0, now - back)))
 
     @rule(step=st.integers(0, 400))
     def tick(self, step) -> None:
-        self._apply(Tick(self._time(step)))
+        self._apply(EntryMeta(self._time(step)), Tick())
 
     @rule()
     def purge(self) -> None:
-        self._apply(Purge(self._time(0)))
+        self._apply(EntryMeta(self._time(0)), Purge())
 
     @rule(config=configs())
     def update_config(self, config) -> None:
-        self._apply(UpdateConfig(self._time(1), config))
+        self._apply(EntryMeta(self._time(1)), UpdateConfig(config))
 
     @rule(worker=st.sampled_from(["w1", "w2"]), prefetch=st.integers(1, 3))
     def dlx_checkout(self, worker, prefetch) -> None:
-        self._apply(DlxCheckout(self._time(1), worker, prefetch))
+        self._apply(EntryMeta(self._time(1)), DlxCheckout(worker, prefetch))
 
     @rule(data=st.data())
     def dlx_settle(self, data) -> None:
         pending = self.machine.dead_letter_ids()
         ids = data.draw(st.lists(st.sampled_from(pending), max_size=3, unique=True)) if pending else []
-        self._apply(DlxSettle(self._time(1), tuple(ids)))
+        self._apply(EntryMeta(self._time(1)), DlxSettle(tuple(ids)))
 
     @rule(
         step=st.integers(0, 60),
@@ -217,7 +218,7 @@ class QueueInvariants(RuleBasedStateMachine):
         now = self._time(step)
         since = None if back is None else max(0, now - back)
         before = self.machine.durable_consumers()
-        self._apply(DurableCheckout(now, name, count, since_ms=since, max_bytes=max_bytes))
+        self._apply(EntryMeta(now), DurableCheckout(name, count, since_ms=since, max_bytes=max_bytes))
         ends = {info.name: info.end for info in before}
         for info in self.machine.durable_consumers():
             if info.name != name or info.end == ends.get(name, 0):
@@ -231,7 +232,7 @@ class QueueInvariants(RuleBasedStateMachine):
     def durable_settle(self, data, step, name) -> None:
         ends = [info.end for info in self.machine.durable_consumers() if info.name == name]
         below = data.draw(st.integers(0, ends[0] + 1 if ends else 3))
-        self._apply(DurableSettle(self._time(step), name, below))
+        self._apply(EntryMeta(self._time(step)), DurableSettle(name, below))
 
     @invariant()
     def durable_deliveries_read_back_unchanged(self) -> None:

@@ -1,0 +1,210 @@
+"""The wire forms of queue commands, by the version of the queue operation that carries them.
+
+Version 1 (`encode_command`, `decode_command`): the msgpack-ready list `[tag, {field: value}]`. Fields
+travel by name and a field equal to its default is left off, so a field added later with a default
+replays entries written before it (and a node that predates the field reads every command that leaves
+it at its default); a field the record does not have, or a missing one without a default, is an error.
+
+Version 0 (`encode_command_v0`, `decode_command_v0`): msgpack bytes of `[tag, now_ms, values...]`, the
+values positional in `_V0_FIELDS` order, with the time the entry envelope carries since version 1. It
+decodes into the same record plus its `EntryMeta`, and is still written while a member of the queue's
+group may run a version that reads nothing else (`cluster/entry_codec.py`).
+
+Values are the same in both: ids as a list, each `NewMessage` as `[size, expiration_ms]`, a
+`QueueConfig` as its canonical arguments. Decoding raises only `CommandDecodeError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import MISSING, fields
+from typing import Any
+
+import msgpack
+
+from queue_state.arguments import ArgumentError, QueueConfig, parse_arguments
+from queue_state.commands import (
+    Cancel,
+    Checkout,
+    Command,
+    ConsumerDown,
+    Discard,
+    DlxCheckout,
+    DlxSettle,
+    DurableCheckout,
+    DurableSettle,
+    Enqueue,
+    EntryMeta,
+    Get,
+    InvalidCommand,
+    NewMessage,
+    Purge,
+    Return,
+    Seal,
+    Settle,
+    Tick,
+    UpdateConfig,
+)
+
+
+class CommandDecodeError(ValueError):
+    """Data that is not a valid encoded command."""
+
+
+# Wire tags are part of the log format: append new ones, never renumber.
+_TAGS: dict[type[Command], int] = {
+    Enqueue: 1,
+    Checkout: 2,
+    Cancel: 3,
+    ConsumerDown: 4,
+    Settle: 5,
+    Return: 6,
+    Discard: 7,
+    Get: 8,
+    Purge: 9,
+    Tick: 10,
+    UpdateConfig: 11,
+    DlxCheckout: 12,
+    DlxSettle: 13,
+    DurableCheckout: 14,
+    DurableSettle: 15,
+    Seal: 16,
+}
+_TYPES: dict[int, type[Command]] = {tag: kind for kind, tag in _TAGS.items()}
+_FIELD_NAMES: dict[type[Command], tuple[str, ...]] = {
+    kind: tuple(f.name for f in fields(kind)) for kind in _TAGS
+}
+_DEFAULTS: dict[type[Command], dict[str, Any]] = {
+    kind: {f.name: f.default for f in fields(kind) if f.default is not MISSING} for kind in _TAGS
+}
+_REQUIRED: dict[type[Command], frozenset[str]] = {
+    kind: frozenset(_FIELD_NAMES[kind]) - _DEFAULTS[kind].keys() for kind in _TAGS
+}
+
+# Version 0, frozen as it was written: each command's positional fields after `now_ms`, and how many of
+# the last ones an older form of the command left off (DurableCheckout before since_ms and max_bytes).
+_V0_FIELDS: dict[type[Command], tuple[str, ...]] = {
+    Enqueue: ("messages", "publisher", "seq"),
+    Checkout: ("consumer", "prefetch", "priority", "timeout_ms"),
+    Cancel: ("consumer",),
+    ConsumerDown: ("consumer",),
+    Settle: ("ids", "consumer"),
+    Return: ("ids", "consumer"),
+    Discard: ("ids", "consumer"),
+    Get: ("holder", "count", "auto_ack", "since_ms"),
+    Purge: (),
+    Tick: (),
+    UpdateConfig: ("config",),
+    DlxCheckout: ("worker", "prefetch"),
+    DlxSettle: ("ids",),
+    DurableCheckout: ("consumer", "count", "since_ms", "max_bytes"),
+    DurableSettle: ("consumer", "below"),
+    Seal: ("if_empty", "if_unused"),
+}
+_V0_SHORTER: dict[type[Command], int] = {DurableCheckout: 2}
+
+
+def _is_default(kind: type[Command], name: str, value: Any) -> bool:
+    defaults = _DEFAULTS[kind]
+    return name in defaults and type(value) is type(defaults[name]) and value == defaults[name]
+
+
+def _to_wire(value: Any) -> Any:
+    if type(value) is tuple:
+        return [_to_wire(item) for item in value]
+    if type(value) is NewMessage:
+        return [value.size, value.expiration_ms]
+    if type(value) is QueueConfig:
+        return value.to_arguments()
+    return value
+
+
+def _from_wire(field_name: str, value: Any) -> Any:
+    if field_name == "messages":
+        if type(value) is not list or any(type(message) is not list for message in value):
+            raise InvalidCommand("messages must be a list of [size, expiration_ms]")
+        return tuple(NewMessage(*message) for message in value)
+    if field_name == "ids":
+        if type(value) is not list:
+            raise InvalidCommand("ids must be a list")
+        return tuple(value)
+    if field_name == "config":
+        return parse_arguments(value)
+    return value
+
+
+def encode_command(cmd: Command) -> list[Any]:
+    """The version-1 form of a command: `[tag, {field: value}]`, fields at their default left off."""
+    kind = type(cmd)
+    values = {}
+    for name in _FIELD_NAMES[kind]:
+        value = getattr(cmd, name)
+        if not _is_default(kind, name, value):
+            values[name] = _to_wire(value)
+    return [_TAGS[kind], values]
+
+
+def decode_command(wire: Any) -> Command:
+    """The command of a version-1 form; anything else raises `CommandDecodeError`."""
+    with _decode_errors():
+        if type(wire) is not list or len(wire) != 2 or type(wire[1]) is not dict:
+            raise CommandDecodeError("not a command [tag, {field: value}]")
+        kind, values = _kind(wire[0]), wire[1]
+        unknown = [name for name in values if name not in _FIELD_NAMES[kind]]
+        if unknown:
+            raise CommandDecodeError(f"{kind.__name__} has no field {unknown}")
+        missing = sorted(_REQUIRED[kind] - values.keys())
+        if missing:
+            raise CommandDecodeError(f"{kind.__name__} lacks {missing}")
+        return kind(**{name: _from_wire(name, value) for name, value in values.items()})
+
+
+def encode_command_v0(meta: EntryMeta, cmd: Command) -> bytes:
+    """The version-0 bytes of a command applied with `meta`, trailing fields an older form left off
+    omitted while None. A field version 0 has no place for must hold its default."""
+    kind = type(cmd)
+    names = _V0_FIELDS[kind]
+    lost = [n for n in _FIELD_NAMES[kind] if n not in names and not _is_default(kind, n, getattr(cmd, n))]
+    if lost:
+        raise ValueError(f"{kind.__name__} fields {lost} cannot be written in version 0")
+    values = [_to_wire(getattr(cmd, name)) for name in names]
+    for _ in range(_V0_SHORTER.get(kind, 0)):
+        if values[-1] is not None:
+            break
+        values.pop()
+    packed: bytes = msgpack.packb([_TAGS[kind], meta.now_ms, *values])
+    return packed
+
+
+def decode_command_v0(data: bytes) -> tuple[EntryMeta, Command]:
+    """The meta and command of version-0 bytes; anything else raises `CommandDecodeError`."""
+    with _decode_errors():
+        raw = msgpack.unpackb(data, raw=False, strict_map_key=True)
+        if type(raw) is not list or len(raw) < 2:
+            raise CommandDecodeError("not a version-0 command [tag, now_ms, ...]")
+        kind, meta, values = _kind(raw[0]), EntryMeta(raw[1]), raw[2:]
+        names = _V0_FIELDS[kind]
+        if not len(names) - _V0_SHORTER.get(kind, 0) <= len(values) <= len(names):
+            raise CommandDecodeError(f"{kind.__name__} takes {len(names) + 1} fields, got {len(raw) - 1}")
+        command = kind(**{name: _from_wire(name, value) for name, value in zip(names, values, strict=False)})
+        return meta, command
+
+
+@contextlib.contextmanager
+def _decode_errors() -> Iterator[None]:
+    """Every way decoding fails, as `CommandDecodeError`."""
+    try:
+        yield
+    except CommandDecodeError:
+        raise
+    except (InvalidCommand, ArgumentError) as error:
+        raise CommandDecodeError(str(error)) from error
+    except Exception as error:  # msgpack and malformed values fail in several unrelated ways
+        raise CommandDecodeError(f"malformed command: {error!r}") from error
+
+
+def _kind(tag: Any) -> type[Command]:
+    if type(tag) is not int or tag not in _TYPES:
+        raise CommandDecodeError(f"unknown command tag {tag!r}")
+    return _TYPES[tag]
