@@ -18,10 +18,11 @@ import msgpack
 
 from api.deliveries import json_deliveries, msgpack_deliveries
 from cluster.bodies import StoredMessage
-from cluster.queue_replica import QueueReplica, encode_op
+from cluster.entry_codec import encode_queue_op
+from cluster.queue_replica import QueueReplica
 from cluster.queue_results import MessageRow
 from queue_state.arguments import QueueConfig
-from queue_state.commands import Enqueue, NewMessage
+from queue_state.commands import Enqueue, EntryMeta, NewMessage
 from queue_state.effects import Delivery
 from raft_log.storage import NodeStore
 from raft_log.types import ConfState, Entry, EntryKind
@@ -48,8 +49,10 @@ def measure(directory: str, count: int, size: int, encoding: str, rounds: int) -
         replica = QueueReplica("bench", "bench", QueueConfig(), group_log)
         body = b"x" * size if encoding == "utf8" else os.urandom(size)
         messages = [StoredMessage(body, {}, encoding)] * count
-        enqueue = Enqueue(0, tuple(NewMessage(size) for _ in messages))
-        entry = Entry(1, 1, EntryKind.NORMAL, msgpack.packb([encode_op(enqueue, messages)]))
+        enqueue = Enqueue(tuple(NewMessage(size) for _ in messages))
+        entry = Entry(
+            1, 1, EntryKind.NORMAL, msgpack.packb([encode_queue_op(EntryMeta(0), enqueue, messages)])
+        )
         group_log.append([entry])
         store.commit(sync=False)
         (enqueued,) = replica.apply(entry)

@@ -3,7 +3,8 @@
 `python -m bench.state_machine [--seconds S] [--messages N]` prints:
 - applied commands/s and messages/s for cycles of Enqueue(batch of 100) + Settle(those 100), with one
   consumer checked out (prefetch 1000), so every message is delivered and acked;
-- the same cycle when each command is also encoded and decoded (what a replica pays per log entry);
+- the same cycle when each command is also encoded in its operation envelope, packed, unpacked and
+  decoded (what a replica pays per operation of a log entry);
 - enqueue-only throughput while the queue grows;
 - bytes per ready message with tracemalloc at N ready messages (default 1,000,000).
 """
@@ -15,8 +16,12 @@ import time
 import tracemalloc
 from collections.abc import Callable
 
+import msgpack
+
+from cluster.entry_codec import decode_queue_op, encode_queue_op
 from queue_state.arguments import QueueConfig
-from queue_state.commands import Checkout, Enqueue, NewMessage, Settle, decode_command, encode_command
+from queue_state.commands import Checkout, Command, Enqueue, EntryMeta, NewMessage, Settle
+from queue_state.effects import Effect, Reply
 from queue_state.machine import QueueMachine
 
 BATCH = 100
@@ -30,18 +35,21 @@ def _batch() -> tuple[NewMessage, ...]:
 def cycle_rate(seconds: float, through_codec: bool) -> tuple[float, float]:
     """(commands/s, messages/s) for enqueue+settle cycles with one consumer that takes everything."""
     machine = QueueMachine("bench", QueueConfig())
-    machine.apply(Checkout(START_MS, "consumer", prefetch=1000))
+    machine.apply(EntryMeta(START_MS), Checkout("consumer", prefetch=1000))
     batch = _batch()
-    apply: Callable = (
-        (lambda cmd: machine.apply(decode_command(encode_command(cmd)))) if through_codec else (machine.apply)
-    )
+
+    def through(meta: EntryMeta, cmd: Command) -> tuple[Reply, list[Effect]]:
+        op = decode_queue_op(msgpack.unpackb(msgpack.packb(encode_queue_op(meta, cmd)), raw=False))
+        return machine.apply(op.meta, op.command)
+
+    apply: Callable = through if through_codec else machine.apply
     cycles = 0
     started = time.perf_counter()
     deadline = started + seconds
     while time.perf_counter() < deadline:
-        now = START_MS + cycles
-        reply, _ = apply(Enqueue(now, batch, "publisher", cycles))
-        apply(Settle(now, reply.ids, "consumer"))
+        meta = EntryMeta(START_MS + cycles)
+        reply, _ = apply(meta, Enqueue(batch, "publisher", cycles))
+        apply(meta, Settle(reply.ids, "consumer"))
         cycles += 1
     elapsed = time.perf_counter() - started
     return 2 * cycles / elapsed, BATCH * cycles / elapsed
@@ -53,7 +61,7 @@ def enqueue_rate(messages: int) -> float:
     batch = _batch()
     started = time.perf_counter()
     for seq in range(messages // BATCH):
-        machine.apply(Enqueue(START_MS + seq, batch, "publisher", seq))
+        machine.apply(EntryMeta(START_MS + seq), Enqueue(batch, "publisher", seq))
     return messages / (time.perf_counter() - started)
 
 
@@ -65,7 +73,7 @@ def bytes_per_ready_message(messages: int, message_ttl: int | None) -> float:
     try:
         before = tracemalloc.get_traced_memory()[0]
         for seq in range(messages // BATCH):
-            machine.apply(Enqueue(START_MS + seq, batch, "publisher", seq))
+            machine.apply(EntryMeta(START_MS + seq), Enqueue(batch, "publisher", seq))
         used = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
@@ -78,7 +86,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0, help="duration of each throughput run")
     parser.add_argument("--messages", type=int, default=1_000_000, help="ready messages for the memory run")
     args = parser.parse_args()
-    for label, through_codec in (("apply", False), ("encode+decode+apply", True)):
+    for label, through_codec in (("apply", False), ("envelope+msgpack+decode+apply", True)):
         commands, messages = cycle_rate(args.seconds, through_codec)
         print(f"enqueue(100)+settle cycles, {label}: {commands:,.0f} commands/s, {messages:,.0f} messages/s")
     rate = enqueue_rate(args.messages)

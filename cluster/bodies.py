@@ -18,6 +18,7 @@ from typing import Any, Protocol, TypeVar
 
 import msgpack
 
+from cluster.entry_codec import op_bodies
 from raft_log.storage import GroupLog
 
 _ID = struct.Struct(">Q")
@@ -247,7 +248,8 @@ class BodyStore:
     def _logged_fields(self, logged: LoggedBodies, message_id: int) -> list:
         """`[body, headers, encoding]` as the entry carries them."""
         op_position, position = logged.locate(message_id)
-        return self._ops(logged.index)[op_position][1][position]
+        bodies: list = op_bodies(self._ops(logged.index)[op_position])
+        return bodies[position]
 
     def _ops(self, index: int) -> list:
         decoded = self._decoded.get(index)

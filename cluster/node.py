@@ -294,6 +294,7 @@ class Node:
             request_delete=self.request_delete,
             delete_sealed=self._delete_sealed,
             on_leadership=self._leadership_changed,
+            op_version=lambda: 0,  # version 0, which every node reads, until a rule says all read more
             consumer_timeout_ms=self.config.consumer_timeout_ms,
         )
         self.queues[info.name] = service

@@ -1,9 +1,10 @@
 """`QueueLeader`: the one door into a queue this node hosts, served while this node leads its group.
 
 The HTTP handlers, the dead-letter worker and `Node` reach a queue only through its typed methods. Each
-builds its `queue_state` command in one place (`_command`, stamped once with the leader's clock),
-replicates it, and turns the state machine's reply into a `cluster.queue_results` value or raises a
-`cluster.errors` refusal named for what it means. The door also owns what a leader does beyond
+builds its `queue_state` command in one place (`_command`), replicates it in an envelope stamped once
+with the leader's clock (`_envelope`, in the version every member of the group reads), and turns the
+state machine's reply into a `cluster.queue_results` value or raises a `cluster.errors` refusal named
+for what it means. The door also owns what a leader does beyond
 applying: consumer sessions (deliveries buffered for long polls, liveness, readers from a time), the
 timers (`Tick`, `ConsumerDown`, the retried delete of a sealed queue), acting on effects, and the rule of
 which arguments change at runtime.
@@ -22,6 +23,7 @@ from typing import Any, TypeVar
 from cluster.bodies import StoredMessage
 from cluster.consumer_sessions import ConsumerSession, ConsumerSessions
 from cluster.dead_letter import with_death
+from cluster.entry_codec import encode_queue_op
 from cluster.errors import (
     BadRequest,
     LogGap,
@@ -32,7 +34,7 @@ from cluster.errors import (
 )
 from cluster.leader_clock import LeaderClock
 from cluster.proposals import ProposalFailed, not_committed
-from cluster.queue_replica import AutoAcked, QueueReplica, encode_op
+from cluster.queue_replica import AutoAcked, QueueReplica
 from cluster.queue_results import MessageRow, Outcome, Position, Published, QueueCounts, Settled
 from cluster.raft_host import RaftHost
 from queue_state.arguments import ArgumentError, parse_arguments
@@ -47,6 +49,7 @@ from queue_state.commands import (
     DurableCheckout,
     DurableSettle,
     Enqueue,
+    EntryMeta,
     Get,
     InvalidCommand,
     NewMessage,
@@ -135,6 +138,7 @@ class QueueLeader:
         request_delete: Callable[[str, str], None],
         delete_sealed: Callable[[str, str], Awaitable[None]],
         on_leadership: Callable[[QueueLeader, bool], None],
+        op_version: Callable[[], int],
         consumer_timeout_ms: int,
     ) -> None:
         self.name = name
@@ -148,6 +152,7 @@ class QueueLeader:
         self._request_delete = request_delete
         self._delete_sealed = delete_sealed
         self._on_leadership = on_leadership
+        self._op_version = op_version
         self._applied = asyncio.Event()
         self._tick_in_flight = False
         self._delete_due_ms: int | None = None
@@ -439,16 +444,20 @@ class QueueLeader:
         return self._clock.stamp()
 
     def _command(self, kind: Callable[..., C], *fields: Any) -> C:
-        """Every command this leader replicates is built here, stamped once with the leader's time; a
-        field it cannot take is a BadRequest."""
+        """Every command this leader replicates is built here; a field it cannot take is a BadRequest."""
         with _invalid_is_bad_request():
-            return kind(self._now(), *fields)
+            return kind(*fields)
+
+    def _envelope(self, command: Command, bodies: list[StoredMessage] | None = None) -> list[Any]:
+        """The operation replicating `command`, stamped once with the leader's time, in the version every
+        member of the group reads (`op_version`)."""
+        return encode_queue_op(EntryMeta(self._now()), command, bodies, self._op_version())
 
     async def _submit(self, command: Command, bodies: list[StoredMessage] | None = None) -> Any:
         """Replicate one command and return the state machine's reply once applied on this leader;
         NotLeader (OutcomeUnknown when it may still commit) if it was not committed here."""
         try:
-            return await self._host.submit(self.group, encode_op(command, bodies))
+            return await self._host.submit(self.group, self._envelope(command, bodies))
         except ProposalFailed as exc:
             raise not_committed(exc) from exc
 
@@ -516,7 +525,7 @@ class QueueLeader:
 
     def _fire(self, command: Command, done: Callable[[asyncio.Future], None] | None = None) -> None:
         try:
-            future = self._host.submit(self.group, encode_op(command))
+            future = self._host.submit(self.group, self._envelope(command))
         except Exception as exc:  # not leader any more: the next leader's timer takes over
             log.debug("queue %s: %s not submitted: %s", self.name, type(command).__name__, exc)
             if done is not None:

@@ -1,9 +1,9 @@
 """One replica of a queue: the queue_state machine plus its bodies, applied entry by entry.
 
-An entry carries a batch of operations `[command_bytes, bodies]`; `bodies` accompanies an Enqueue as a
-list of `[body, headers, encoding]`, one per message, and stays there (`BodyStore`). Effects are handed
-to the leader's services (deliveries, dead-letters, expiry); on followers they are only used to forget
-bodies.
+An entry carries a batch of operations, each in its envelope (`cluster/entry_codec.py`): the time the
+command is applied with, the command, and for an Enqueue its bodies, which stay in the entry
+(`BodyStore`). Effects are handed to the leader's door (deliveries, dead-letters, expiry); on followers
+they are only used to forget bodies.
 """
 
 from __future__ import annotations
@@ -16,9 +16,11 @@ from typing import Any
 import msgpack
 
 from cluster.bodies import BodyStore, StoredMessage
+from cluster.entry_codec import decode_queue_op, op_bodies
 from queue_state.arguments import QueueConfig
-from queue_state.commands import Command, CommandDecodeError, Enqueue, Get, decode_command, encode_command
-from queue_state.effects import Deliveries, Delivery, Enqueued, ForgetBodies
+from queue_state.command_codec import CommandDecodeError
+from queue_state.commands import Get
+from queue_state.effects import Deliveries, Delivery, Enqueued, ForgetBodies, Reply
 from queue_state.machine import QueueMachine
 from raft_log.storage import GroupLog
 from raft_log.types import Entry
@@ -33,23 +35,6 @@ class AutoAcked:
     """The reply to an auto-ack Get on the leader: deliveries with bodies read before they were forgotten."""
 
     messages: list[tuple[Delivery, StoredMessage]]
-
-
-def encode_op(command: Command, bodies: list[StoredMessage] | None = None) -> list:
-    """One operation as it travels inside an entry."""
-    payload = None if bodies is None else [[m.body, m.headers, m.encoding] for m in bodies]
-    return [encode_command(command), payload]
-
-
-def _bodies_fit(command: Command, bodies: Any) -> bool:
-    """True when an operation's bodies are absent, or are one (bytes, headers, encoding) per message."""
-    if bodies is None:
-        return True
-    if not isinstance(command, Enqueue) or not isinstance(bodies, list):
-        return False
-    if len(bodies) != len(command.messages):
-        return False
-    return all(isinstance(b, list) and len(b) == 3 and isinstance(b[0], bytes) for b in bodies)
 
 
 class QueueReplica:
@@ -77,7 +62,7 @@ class QueueReplica:
         if not isinstance(ops, list):
             log.error("queue %s: entry at index %d is not a command list; skipped", self.name, entry.index)
             return []
-        if any(isinstance(op, list) and len(op) == 2 and op[1] is not None for op in ops):
+        if any(op_bodies(op) is not None for op in ops):
             self.bodies.entry_decoded(entry.index, len(entry.data), ops)
         replies = [self._apply_op(op, entry.index, position) for position, op in enumerate(ops)]
         self._time_applied()
@@ -85,16 +70,16 @@ class QueueReplica:
             self.applied_listener()
         return replies
 
-    def _apply_op(self, op: Any, index: int, position: int) -> Any:
+    def _apply_op(self, op: Any, index: int, position: int) -> Reply | AutoAcked | None:
         try:
-            command = decode_command(op[0])
-            if not _bodies_fit(command, op[1]):
-                raise CommandDecodeError("message bodies do not match the command")
-        except (CommandDecodeError, TypeError, IndexError, KeyError) as exc:
-            log.error("queue %s: bad command at index %d: %s", self.name, index, exc)
+            decoded = decode_queue_op(op)
+        except CommandDecodeError as exc:
+            log.error("queue %s: bad operation at index %d: %s", self.name, index, exc)
             return None
-        reply, effects = self.machine.apply(command)
-        if isinstance(reply, Enqueued) and op[1] is not None and reply.ids:
+        command = decoded.command
+        reply: Reply | AutoAcked
+        reply, effects = self.machine.apply(decoded.meta, command)
+        if isinstance(reply, Enqueued) and decoded.bodies is not None and reply.ids:
             self.bodies.logged(index, position, reply.ids[0], len(reply.ids))
         if self.is_leader and isinstance(command, Get) and command.auto_ack and isinstance(reply, Deliveries):
             reply = AutoAcked(self.bodies.with_bodies(reply.deliveries))

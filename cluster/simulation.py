@@ -29,12 +29,13 @@ from dataclasses import dataclass, field, replace
 from typing import NoReturn
 
 from cluster.bodies import StoredMessage
+from cluster.entry_codec import QUEUE_OP_VERSION, encode_queue_op
 from cluster.proposals import ProposalFailed
-from cluster.queue_replica import QueueReplica, encode_op
+from cluster.queue_replica import QueueReplica
 from cluster.raft_host import RaftHost, Round
 from cluster.simulated_network import SimulatedNetwork
 from queue_state.arguments import QueueConfig
-from queue_state.commands import Enqueue, NewMessage
+from queue_state.commands import Enqueue, EntryMeta, NewMessage
 from queue_state.effects import Enqueued
 from raft_log import records
 from raft_log.confchange import ConfChange, ConfChangeKind, random_conf_change
@@ -556,8 +557,10 @@ class Simulation:
     def _publish(self, leader: SimNode) -> _Publish:
         assert leader.host is not None
         body = f"{self.seed}/{self.stats.steps}/{len(self._publishes)}".encode()
-        command = Enqueue(now_ms=self.stats.steps * TICK_MS, messages=(NewMessage(len(body)),))
-        op = encode_op(command, [StoredMessage(body, {}, "utf8")])
+        meta = EntryMeta(self.stats.steps * TICK_MS)
+        command = Enqueue(messages=(NewMessage(len(body)),))
+        version = len(self._publishes) % (QUEUE_OP_VERSION + 1)  # every version, as mid-upgrade
+        op = encode_queue_op(meta, command, [StoredMessage(body, {}, "utf8")], version)
         try:
             future = leader.running.submit(GROUP, op)
         except ProposalFailed as failed:

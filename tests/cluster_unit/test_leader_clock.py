@@ -6,7 +6,7 @@ import itertools
 
 from cluster.leader_clock import LeaderClock
 from queue_state.arguments import QueueConfig
-from queue_state.commands import Enqueue, NewMessage, Tick
+from queue_state.commands import Enqueue, EntryMeta, NewMessage, Tick
 from queue_state.machine import QueueMachine
 
 HOUR_MS = 3_600_000
@@ -51,18 +51,18 @@ def test_forward_jump_runs_at_the_monotonic_rate_and_expires_nothing_early() -> 
     clocks = Clocks()
     clock = clocks.clock()
     machine = QueueMachine("q", QueueConfig(message_ttl=60_000))
-    machine.apply(Enqueue(clock.stamp(), (NewMessage(1),)))
+    machine.apply(EntryMeta(clock.stamp()), Enqueue((NewMessage(1),)))
     clocks.skew_ms = HOUR_MS
     stamps = clocks.run(clock, 10_000, step_ms=100)
     assert stamps[-1] == START_MS + 10_000
     assert all(b - a == 100 for a, b in itertools.pairwise(stamps))
-    machine.apply(Tick(clock.stamp()))
+    machine.apply(EntryMeta(clock.stamp()), Tick())
     assert machine.stats().messages == 1
     clocks.skew_ms = 0  # healed: the wall clock is right again and the stamps follow it
     clocks.elapsed_ms += 5
     assert clock.stamp() == clocks.wall()
     clocks.elapsed_ms += 60_000
-    machine.apply(Tick(clock.stamp()))
+    machine.apply(EntryMeta(clock.stamp()), Tick())
     assert machine.stats().messages == 0  # the TTL still counts
 
 

@@ -24,13 +24,14 @@ from api.limits import check_message_headers
 from api.tokens import verify_token
 from api.validation import msgpack_object, published_messages
 from cluster.config import Address, NodeConfig
+from cluster.entry_codec import decode_queue_op
 from cluster.metadata import Metadata
 from cluster.metadata_app import MetadataApp
 from cluster.peer_auth import verify_assertion
 from cluster.queue_replica import QueueReplica
 from cluster.transport import HandshakeError, _decode
 from queue_state.arguments import parse_arguments
-from queue_state.commands import CommandDecodeError, decode_command
+from queue_state.command_codec import CommandDecodeError, decode_command_v0
 from queue_state.machine import QueueMachine
 from queue_state.snapshot import SnapshotError
 from raft_log.errors import MessageDecodeError
@@ -72,6 +73,14 @@ METADATA_OPS = [
     "set_permissions",
     "no_such_op",
 ]
+queue_ops = st.builds(  # version-1 envelopes around anything: `[1, now_ms, [tag, {field: value}], bodies]`
+    lambda now, tag, fields, bodies: [1, now, [tag, fields], bodies],
+    st.integers(-1, 2**64 - 1) | values,
+    st.integers(0, 17),
+    st.dictionaries(st.sampled_from(["messages", "publisher", "seq", "consumer", "ids", "x"]), values),
+    st.none() | st.lists(st.lists(values, max_size=3), max_size=3),
+)
+queue_entries = st.one_of(wire_bytes, st.lists(queue_ops, max_size=4).map(msgpack.packb))
 metadata_ops = st.lists(
     st.builds(lambda op, args: [op, *args], st.sampled_from(METADATA_OPS), st.lists(values, max_size=5)),
     max_size=4,
@@ -94,9 +103,16 @@ def test_transport_frames_decode_or_raise_handshake_error(data: bytes) -> None:
 
 @FUZZ
 @given(wire_bytes)
-def test_queue_commands_decode_or_raise_command_decode_error(data: bytes) -> None:
+def test_version_0_queue_commands_decode_or_raise_command_decode_error(data: bytes) -> None:
     with contextlib.suppress(CommandDecodeError):
-        decode_command(data)
+        decode_command_v0(data)
+
+
+@FUZZ
+@given(st.one_of(values, queue_ops))
+def test_queue_operations_decode_or_raise_command_decode_error(op: Any) -> None:
+    with contextlib.suppress(CommandDecodeError):
+        decode_queue_op(op)
 
 
 @FUZZ
@@ -140,7 +156,7 @@ def replica_store() -> Any:
 
 
 @settings(FUZZ, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(data=wire_bytes)
+@given(data=queue_entries)
 def test_queue_entries_never_raise_and_keep_a_consistent_state(replica_store: Any, data: bytes) -> None:
     group = f"g{next(GROUP_NUMBERS)}"
     log = replica_store.create_group(group, ConfState(voters=("n1",)))

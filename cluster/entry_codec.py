@@ -1,0 +1,107 @@
+"""How a queue operation travels inside a Raft entry: the one owner of that framing, every version of it.
+
+A queue group's entry holds a list of operations (the leader's batcher merges the proposals that arrive
+together into one entry, `cluster/proposals.py`), and each operation has its own envelope:
+
+- version 1: `[1, now_ms, command, bodies]`: the leader's time, which the machine applies the command
+  with (`EntryMeta`), the command's named-field form (`queue_state.command_codec.encode_command`), and
+  for an Enqueue its messages as `[body, headers, encoding]`, one per message (None otherwise);
+- version 0: `[command bytes, bodies]`, the time inside the positional command bytes
+  (`decode_command_v0`).
+
+Both decode into the same `QueueOp`, so logs written before version 1 replay (snapshots never held
+operations). A leader writes version 1 only once every member of the group said it reads it
+(`cluster/codec_reads.py`), and version 0 before.
+
+The framing is cluster's, not queue_state's: the envelope carries what the replica keeps beside the
+machine (message bodies, which queue_state never sees), and which version to write depends on the
+group's members. The command forms inside it are pure and stay with the records in queue_state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from queue_state.command_codec import (
+    CommandDecodeError,
+    decode_command,
+    decode_command_v0,
+    encode_command,
+    encode_command_v0,
+)
+from queue_state.commands import Command, Enqueue, EntryMeta, InvalidCommand
+
+if TYPE_CHECKING:
+    from cluster.bodies import StoredMessage
+
+QUEUE_OP_VERSION = 1
+"""The newest version of the queue operation envelope this node reads and may write."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueueOp:
+    """One decoded operation: the meta its command is applied with, the command, and an Enqueue's
+    bodies as the entry carries them (`[body, headers, encoding]` per message), else None."""
+
+    meta: EntryMeta
+    command: Command
+    bodies: list[list[Any]] | None
+
+
+def encode_queue_op(
+    meta: EntryMeta,
+    command: Command,
+    bodies: Sequence[StoredMessage] | None = None,
+    version: int = QUEUE_OP_VERSION,
+) -> list[Any]:
+    """The envelope of one operation in `version` (0 or QUEUE_OP_VERSION)."""
+    payload = None if bodies is None else [[m.body, m.headers, m.encoding] for m in bodies]
+    if version == QUEUE_OP_VERSION:
+        return [QUEUE_OP_VERSION, meta.now_ms, encode_command(command), payload]
+    if version == 0:
+        return [encode_command_v0(meta, command), payload]
+    raise ValueError(f"no queue operation version {version}")
+
+
+def decode_queue_op(op: Any) -> QueueOp:
+    """An operation of either version; anything else raises `CommandDecodeError`."""
+    if _is_version_1(op):
+        try:
+            meta = EntryMeta(op[1])
+        except InvalidCommand as exc:
+            raise CommandDecodeError(str(exc)) from exc
+        command, bodies = decode_command(op[2]), op[3]
+    elif type(op) is list and len(op) == 2 and type(op[0]) is bytes:
+        (meta, command), bodies = decode_command_v0(op[0]), op[1]
+    else:
+        raise CommandDecodeError("not a queue operation")
+    if not _bodies_fit(command, bodies):
+        raise CommandDecodeError("message bodies do not match the command")
+    return QueueOp(meta, command, bodies)
+
+
+def op_bodies(op: Any) -> Any:
+    """What an operation of either version carries in its bodies place (None when nothing, or when it is
+    no operation), read without decoding its command."""
+    if _is_version_1(op):
+        return op[3]
+    if type(op) is list and len(op) == 2:
+        return op[1]
+    return None
+
+
+def _is_version_1(op: Any) -> bool:
+    return type(op) is list and len(op) == 4 and type(op[0]) is int and op[0] == QUEUE_OP_VERSION
+
+
+def _bodies_fit(command: Command, bodies: Any) -> bool:
+    """True when an operation's bodies are absent, or are one (bytes, headers, encoding) per message."""
+    if bodies is None:
+        return True
+    if not isinstance(command, Enqueue) or not isinstance(bodies, list):
+        return False
+    if len(bodies) != len(command.messages):
+        return False
+    return all(isinstance(b, list) and len(b) == 3 and isinstance(b[0], bytes) for b in bodies)

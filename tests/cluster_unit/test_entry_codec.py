@@ -1,0 +1,169 @@
+"""The queue operation envelope (`cluster/entry_codec.py`): version 1 `[1, now_ms, command, bodies]`,
+version 0 `[command bytes, bodies]` still read, and a replica applying an entry that mixes them.
+
+Version-0 operations are built here from literal lists, as the code before version 1 wrote them."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cluster.bodies import StoredMessage
+from cluster.entry_codec import QUEUE_OP_VERSION, QueueOp, decode_queue_op, encode_queue_op, op_bodies
+from cluster.queue_replica import QueueReplica
+from queue_state.arguments import parse_arguments
+from queue_state.command_codec import CommandDecodeError
+from queue_state.commands import (
+    Checkout,
+    Command,
+    DurableCheckout,
+    Enqueue,
+    EntryMeta,
+    Get,
+    NewMessage,
+    Settle,
+    Tick,
+)
+from raft_log.storage import NodeStore
+from raft_log.types import ConfState, Entry, EntryKind
+
+metas = st.builds(EntryMeta, st.integers(0, 2**63 - 1))
+bodyless = st.sampled_from(
+    [Tick(), Checkout("c", 3, 1, 500), Settle((1, 2), "c"), Get("h", 2, True, 7), DurableCheckout("d", 4)]
+)
+stored = st.builds(
+    StoredMessage,
+    st.binary(max_size=8),
+    st.dictionaries(st.text(max_size=4), st.integers(-9, 9) | st.text(max_size=4), max_size=2),
+    st.sampled_from(["utf8", "base64"]),
+)
+
+
+def as_wire(bodies: list[StoredMessage]) -> list[list[Any]]:
+    return [[m.body, m.headers, m.encoding] for m in bodies]
+
+
+def through_an_entry(op: list[Any]) -> Any:
+    """The operation as a replica reads it back out of an entry's data."""
+    return msgpack.unpackb(msgpack.packb([op]), raw=False)[0]
+
+
+@given(metas, bodyless, st.sampled_from([0, QUEUE_OP_VERSION]))
+def test_an_operation_without_bodies_survives_a_round_trip_in_either_version(
+    meta: EntryMeta, command: Command, version: int
+) -> None:
+    op = through_an_entry(encode_queue_op(meta, command, None, version))
+    assert decode_queue_op(op) == QueueOp(meta, command, None)
+    assert op_bodies(op) is None
+
+
+@given(metas, st.lists(stored, min_size=1, max_size=3), st.none() | st.just("p"), st.sampled_from([0, 1]))
+def test_an_enqueue_with_its_bodies_survives_a_round_trip_in_either_version(
+    meta: EntryMeta, bodies: list[StoredMessage], publisher: str | None, version: int
+) -> None:
+    command = Enqueue(tuple(NewMessage(len(m.body)) for m in bodies), publisher)
+    op = through_an_entry(encode_queue_op(meta, command, bodies, version))
+    assert decode_queue_op(op) == QueueOp(meta, command, as_wire(bodies))
+    assert op_bodies(op) == as_wire(bodies)
+
+
+def test_version_1_is_the_time_the_named_command_and_the_bodies() -> None:
+    body = StoredMessage(b"x", {"h": 1}, "utf8")
+    op = encode_queue_op(EntryMeta(42), Enqueue((NewMessage(1),)), [body])
+    assert op == [1, 42, [1, {"messages": [[1, None]]}], [[b"x", {"h": 1}, "utf8"]]]
+    assert encode_queue_op(EntryMeta(7), Tick()) == [1, 7, [10, {}], None]
+
+
+@pytest.mark.parametrize(
+    ("op", "expected"),
+    [
+        (
+            [msgpack.packb([1, 5, [[1, None]], "p", 3]), [[b"x", {}, "utf8"]]],
+            QueueOp(EntryMeta(5), Enqueue((NewMessage(1),), "p", 3), [[b"x", {}, "utf8"]]),
+        ),
+        ([msgpack.packb([10, 9]), None], QueueOp(EntryMeta(9), Tick(), None)),
+        ([msgpack.packb([14, 9, "d", 4]), None], QueueOp(EntryMeta(9), DurableCheckout("d", 4), None)),
+    ],
+)
+def test_version_0_operations_decode_into_the_same_records_with_their_time(
+    op: list, expected: QueueOp
+) -> None:
+    assert decode_queue_op(through_an_entry(op)) == expected
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        [2, 5, [10, {}], None],  # a version this node does not know
+        [True, 5, [10, {}], None],  # a bool is not a version
+        [1, -1, [10, {}], None],  # a negative time
+        [1, "5", [10, {}], None],  # a time that is not an int
+        [1, 5, [10, {"x": 1}], None],  # an unknown field
+        [1, 5, [10, {}], [[b"x", {}, "utf8"]]],  # bodies on a command that carries none
+        [1, 5, [1, {"messages": [[1, None]]}], [[b"x", {}, "utf8"], [b"y", {}, "utf8"]]],  # one body too many
+        [1, 5, [1, {"messages": [[1, None]]}], [["x", {}, "utf8"]]],  # a body that is not bytes
+        [1, 5, [1, {"messages": [[1, None]]}], "bodies"],
+        [msgpack.packb([10, 9]), None, None],
+        ["not bytes", None],
+        [],
+        None,
+        {"op": 1},
+    ],
+)
+def test_malformed_operations_are_rejected_with_command_decode_error(op: Any) -> None:
+    with pytest.raises(CommandDecodeError):
+        decode_queue_op(op)
+
+
+def test_op_bodies_reads_either_version_and_nothing_else() -> None:
+    bodies = [[b"x", {}, "utf8"]]
+    assert op_bodies([msgpack.packb([1, 5, [[1, None]], None, None]), bodies]) == bodies
+    assert op_bodies([1, 5, [1, {"messages": [[1, None]]}], bodies]) == bodies
+    assert [op_bodies(op) for op in (None, [], [1, 2, 3], "op", [2, 5, [], bodies])] == [None] * 5
+
+
+def test_only_known_versions_are_written() -> None:
+    with pytest.raises(ValueError):
+        encode_queue_op(EntryMeta(1), Tick(), None, QUEUE_OP_VERSION + 1)
+
+
+@given(st.recursive(st.none() | st.integers() | st.binary(max_size=4) | st.text(max_size=4), st.lists))
+def test_decoding_anything_raises_only_command_decode_error(op: Any) -> None:
+    with contextlib.suppress(CommandDecodeError):
+        decode_queue_op(op)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[NodeStore]:
+    opened = NodeStore.open(tmp_path / "db")
+    yield opened
+    opened.close()
+
+
+def test_an_entry_mixing_versions_applies_each_operation_with_its_own_time_and_bodies(
+    store: NodeStore,
+) -> None:
+    group_log = store.create_group("g", ConfState(voters=("n1",)))
+    replica = QueueReplica("q", "g", parse_arguments({"x-message-ttl": 1000}), group_log)
+    first, second = StoredMessage(b"old", {"v": 0}, "utf8"), StoredMessage(b"new", {"v": 1}, "utf8")
+    ops = [
+        [msgpack.packb([1, 100, [[3, None]], None, None]), as_wire([first])],  # as version 0 wrote it
+        encode_queue_op(EntryMeta(900), Enqueue((NewMessage(3),)), [second]),
+    ]
+    entry = Entry(1, 1, EntryKind.NORMAL, msgpack.packb(ops))
+    group_log.append([entry])
+    store.commit()
+    replica.apply(entry)
+    assert replica.machine.now_ms == 900
+    assert [m.enqueued_at for m in replica.machine.ready_messages()] == [100, 900]
+    assert replica.bodies.get_many([1, 2]) == [first, second]
+    tick = Entry(2, 1, EntryKind.NORMAL, msgpack.packb([encode_queue_op(EntryMeta(1101), Tick(), None, 0)]))
+    replica.apply(tick)  # message 1 lived through 1100 (100 + ttl), message 2 through 1900
+    assert [m.id for m in replica.machine.ready_messages()] == [2]
