@@ -21,10 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from cluster.bodies import StoredMessage
+from cluster.codec_reads import CodecReads
 from cluster.config import Address, ConfigError, NodeConfig
 from cluster.dead_letter import dead_letter_messages
 from cluster.dlx_worker import DeadLetterWorker
 from cluster.durable_files import make_directory, sync_directory, write_durably
+from cluster.entry_codec import QUEUE_OP_VERSION
 from cluster.errors import BadRequest, NotLeader, QueueConflict, QueueNotFound
 from cluster.leader_clock import LeaderClock
 from cluster.membership import Membership
@@ -54,6 +56,7 @@ PREFERRED_WAIT_S = 3.0
 NEW_GROUP_HOLD_ELECTIONS = 2
 METADATA_WAIT_S = 10.0
 RELAY_EVERY_S = 0.5
+QUEUE_CODEC_KEY = "queue_codec"
 
 
 def wall_clock_ms() -> int:
@@ -78,6 +81,7 @@ class Node:
         self.host: RaftHost | None = None
         self.meta = MetadataApp(self._metadata_changed)
         self.queues: dict[str, QueueLeader] = {}
+        self.queue_codec = CodecReads(QUEUE_CODEC_KEY, QUEUE_OP_VERSION)
         self.dlx_workers: dict[str, tuple[DeadLetterWorker, asyncio.Task]] = {}
         self._seed_peers: dict[str, Address] = {}
         self._join_url: str | None = None
@@ -170,6 +174,7 @@ class Node:
             self.host.on_frame(peer, kind, body)
 
     def _on_control(self, peer: str, control: dict[str, Any]) -> None:
+        self.queue_codec.on_control(peer, control)
         if not self.meta.is_leader:
             return
         register = control.get("register")
@@ -206,13 +211,16 @@ class Node:
 
     async def _sync_loop(self) -> None:
         """Keep the metadata in step with this node: its addresses, and the arguments of queues it
-        leads that were changed at runtime (through the metadata leader)."""
+        leads that were changed at runtime (through the metadata leader); tell peers which queue
+        operation version this node reads."""
         assert self.host is not None
         assert self.store is not None
         mine = NodeInfo(
             self.name, self.config.http_url, str(self.config.raft_address), self.store.incarnation
         )
         while True:
+            for peer in self.transport.peers():
+                self.host.send_control(peer, self.queue_codec.announcement())
             if self.meta.state.nodes.get(self.name) != mine:
                 self._to_meta_leader(["register_node", *astuple(mine)], "register")
             for name, service in list(self.queues.items()):
@@ -294,7 +302,7 @@ class Node:
             request_delete=self.request_delete,
             delete_sealed=self._delete_sealed,
             on_leadership=self._leadership_changed,
-            op_version=lambda: 0,  # version 0, which every node reads, until a rule says all read more
+            op_version=functools.partial(self._queue_op_version, info.group),
             consumer_timeout_ms=self.config.consumer_timeout_ms,
         )
         self.queues[info.name] = service
@@ -311,6 +319,16 @@ class Node:
             # while lets its retry win, so placement (client-local, balanced) holds; if the placed
             # node is down, the others elect a leader once the hold is over.
             self.host.hold_elections(info.group, NEW_GROUP_HOLD_ELECTIONS * self.config.election_ticks)
+
+    def _queue_op_version(self, gid: str) -> int:
+        """The queue operation version this node writes into group `gid`'s log: the newest once every
+        other member (voter or learner) said it reads it (`CodecReads`)."""
+        assert self.host is not None
+        group = self.host.groups.get(gid)
+        if group is None:
+            return 0
+        conf = group.raft.conf
+        return self.queue_codec.version_for(m for m in (*conf.voters, *conf.learners) if m != self.name)
 
     def _new_group_log(self, info: QueueInfo) -> Any:
         assert self.store is not None

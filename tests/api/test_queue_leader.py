@@ -8,11 +8,13 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import msgpack
 import pytest
 import pytest_asyncio
 from in_process_node import InProcessNode, in_process_node
 
 from cluster.bodies import StoredMessage
+from cluster.entry_codec import QUEUE_OP_VERSION, op_bodies
 from cluster.errors import BadRequest, LogGap, QueueConflict, QueueFull, Refused, UnknownConsumer
 from cluster.queue_results import MessageRow, Outcome, Position, Published, Settled
 
@@ -140,3 +142,30 @@ async def test_purge_counts_and_a_guarded_delete_of_a_queue_in_use_is_a_conflict
     await door.cancel(tag)
     await door.delete_if(if_empty=True, if_unused=True)
     assert "d-purge" not in running.node.meta.state.queues
+
+
+def published_op_versions(running: InProcessNode, group: str) -> list[int]:
+    """The envelope version of every publish in a queue group's log, oldest first."""
+    assert running.node.store is not None
+    group_log = running.node.store.group(group)
+    entries = group_log.entries(group_log.first_index(), group_log.last_index() + 1)
+    ops = [op for entry in entries if entry.data for op in msgpack.unpackb(entry.data, raw=False)]
+    return [op[0] if len(op) == 4 else 0 for op in ops if op_bodies(op) is not None]
+
+
+async def test_operations_are_written_in_the_version_every_member_of_the_group_reads(
+    running: InProcessNode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    door = await running.declare("d-versions")
+    await door.publish(texts("alone"), None, None)  # a group of one: no older member to wait for
+    with monkeypatch.context() as older_member:
+        older_member.setattr(running.node.queue_codec, "version_for", lambda others: 0)
+        await door.publish(texts("older"), None, None)
+    await door.publish(texts("again"), None, None)
+    assert published_op_versions(running, door.group) == [QUEUE_OP_VERSION, 0, QUEUE_OP_VERSION]
+    rows = await door.get(5, auto_ack=True, since_ms=None)
+    assert [(row.body, row.headers) for row in rows] == [
+        (b"alone", {"k": "alone"}),
+        (b"older", {"k": "older"}),
+        (b"again", {"k": "again"}),
+    ]

@@ -1,0 +1,40 @@
+"""Which version of a replicated format each peer said it reads, and so which version a writer may use.
+
+The rolling-upgrade rule: a node writes a format's newest version into a group's log only once every
+other member of the group said it reads that version; before, it writes version 0, which every node
+reads. An older node cannot decode a newer entry and would skip it, and its state would part from the
+others'. Every node says what it reads in a control frame to each peer, every second
+(`{key: version}`; nodes that predate this ignore the key and never send it, so they count as reading
+version 0). A peer's word is kept while this node runs: a node downgraded under the same name must
+first be removed from its groups (its log may hold entries it cannot read anyway).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+
+class CodecReads:
+    """What peers said they read of one format: this node reads up to `version`, and says so under
+    `key` in its control frames."""
+
+    def __init__(self, key: str, version: int) -> None:
+        self.key = key
+        self.version = version
+        self._reads: dict[str, int] = {}  # the version each peer said it reads
+
+    def announcement(self) -> dict[str, int]:
+        """The control frame telling a peer which version this node reads."""
+        return {self.key: self.version}
+
+    def on_control(self, peer: str, control: Mapping[str, Any]) -> None:
+        """Note what a peer's control frame says it reads (frames without the key say nothing)."""
+        said = control.get(self.key)
+        if type(said) is int:
+            self._reads[peer] = said
+
+    def version_for(self, others: Iterable[str]) -> int:
+        """The version to write into a log the nodes `others` also read: `version` once every one of them
+        said it reads it, else 0."""
+        return self.version if all(self._reads.get(peer, 0) >= self.version for peer in others) else 0
