@@ -20,11 +20,10 @@ from dataclasses import asdict, astuple
 from pathlib import Path
 from typing import Any
 
-from cluster.bodies import StoredMessage
 from cluster.codec_reads import CodecReads
 from cluster.config import Address, ConfigError, NodeConfig
-from cluster.dead_letter import dead_letter_messages
-from cluster.dlx_worker import DeadLetterWorker
+from cluster.dead_lettering.dispatcher import DeadLetterDispatcher
+from cluster.dead_lettering.publisher import ClusterPublisher, RemotePublisher
 from cluster.durable_files import make_directory, sync_directory, write_durably
 from cluster.entry_codec import QUEUE_OP_VERSION
 from cluster.errors import BadRequest, NotLeader, QueueConflict, QueueNotFound
@@ -38,7 +37,6 @@ from cluster.proposals import ProposalFailed, not_committed
 from cluster.queue_leader import QueueLeader
 from cluster.queue_replica import QueueReplica
 from cluster.raft_host import RaftHost
-from cluster.remote import publish_remote
 from cluster.store_damage import Damage, open_store, stop_on_damage
 from cluster.tls import raft_contexts
 from cluster.transport import Transport
@@ -65,9 +63,10 @@ def wall_clock_ms() -> int:
 
 
 class Node:
-    """One running quorumq node."""
+    """One running quorumq node. It publishes to queues led by other nodes (dead letters) through
+    `remote`, which the server layer provides."""
 
-    def __init__(self, config: NodeConfig) -> None:
+    def __init__(self, config: NodeConfig, *, remote: RemotePublisher | None = None) -> None:
         if not config.cluster_secret:
             raise ConfigError("a node needs a cluster secret (see cluster.cluster_secret)")
         self.config = config
@@ -82,7 +81,9 @@ class Node:
         self.meta = MetadataApp(self._metadata_changed)
         self.queues: dict[str, QueueLeader] = {}
         self.queue_codec = CodecReads(QUEUE_CODEC_KEY, QUEUE_OP_VERSION)
-        self.dlx_workers: dict[str, tuple[DeadLetterWorker, asyncio.Task]] = {}
+        self.dead_letters = DeadLetterDispatcher(
+            ClusterPublisher(self._led_here, self._publish_via, remote), lambda q: q in self.meta.state.queues
+        )
         self._seed_peers: dict[str, Address] = {}
         self._join_url: str | None = None
         self.membership: Membership | None = None
@@ -298,10 +299,10 @@ class Node:
             replica,
             self.host,
             LeaderClock(wall_clock_ms),
-            on_dead_letter=self._dead_letter,
+            on_dead_letter=self.dead_letters.dead_lettered,
             request_delete=self.request_delete,
             delete_sealed=self._delete_sealed,
-            on_leadership=self._leadership_changed,
+            on_leadership=self.dead_letters.leadership_changed,
             op_version=functools.partial(self._queue_op_version, info.group),
             consumer_timeout_ms=self.config.consumer_timeout_ms,
         )
@@ -490,44 +491,15 @@ class Node:
                 return
             await asyncio.sleep(0.02)
 
-    def _dead_letter(self, source: str, effect: Any, held: list, now_ms: int) -> None:
-        target = effect.target
-        if not target or target not in self.meta.state.queues:
-            log.info("queue %s: %d dead-lettered (%s), no target", source, len(held), effect.reason)
-            return
-        messages = dead_letter_messages(source, effect.reason, held, now_ms)
-        asyncio.get_running_loop().create_task(self._publish_anywhere(target, messages))
+    def _led_here(self, name: str) -> QueueLeader | None:
+        """The door of queue `name` when this node leads it, else None."""
+        service = self.queues.get(name)
+        return service if service is not None and service.is_leader else None
 
-    async def _publish_anywhere(self, target: str, messages: list[tuple[StoredMessage, int | None]]) -> None:
-        """At-most-once: publish where the target's leader is, forget on failure."""
-        with contextlib.suppress(Exception):
-            local = self.queues.get(target)
-            if local is not None and local.is_leader:
-                await local.publish(messages, None, None)
-                return
-            await publish_remote(self.config.http_url, target, messages, caller=self.caller)
-
-    def _leadership_changed(self, service: QueueLeader, is_leader: bool) -> None:
-        """The dead-letter worker of a queue runs where its leader is."""
-        running = self.dlx_workers.pop(service.group, None)
-        if running is not None:
-            running[1].cancel()
-        if is_leader:
-            worker = DeadLetterWorker(service, self.publish_confirmed)
-            task = asyncio.get_running_loop().create_task(worker.run())
-            self.dlx_workers[service.group] = (worker, task)
-
-    async def publish_confirmed(
-        self, target: str, messages: list[tuple[StoredMessage, int | None]], publisher: str, seq: int
-    ) -> None:
-        """Publish to any queue of the cluster and return only once confirmed; raises otherwise."""
-        local = self.queues.get(target)
-        if local is not None and local.is_leader:
-            await local.publish(messages, publisher, seq)
-            return
-        leader = self.queue_leader(target)
-        url = self.node_http(leader) or self.config.http_url
-        await publish_remote(url, target, messages, publisher=publisher, seq=seq, caller=self.caller)
+    def _publish_via(self, name: str) -> str:
+        """The HTTP base URL of the node to publish to queue `name` through: its leader when known, else
+        this node (which passes it on)."""
+        return self.node_http(self.queue_leader(name)) or self.config.http_url
 
     def request_delete(self, name: str, group: str) -> None:
         """Ask the metadata leader, without waiting, to delete a queue (expired or sealed)."""

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from cluster.bodies import StoredMessage
 from cluster.consumer_sessions import ConsumerSession, ConsumerSessions
-from cluster.dead_letter import with_death
+from cluster.dead_lettering.messages import with_death
 from cluster.entry_codec import encode_queue_op
 from cluster.errors import (
     BadRequest,

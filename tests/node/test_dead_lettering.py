@@ -184,3 +184,36 @@ async def test_reading_a_dead_letter_queue_from_a_time_sees_only_later_dead_lett
         assert await client.get("aged-dlq", count=10, ack="auto", since=late_at + 1) == []
         rest = await client.get("aged-dlq", count=10, ack="auto")
         assert [d.body for d in rest] == [b"early"]
+
+
+async def declare_led_by(url: str, node: str, queue: str, arguments: dict[str, Any] | None = None) -> None:
+    """Declare `queue` through the node at `url` (client-local placement prefers it) and make sure `node`
+    leads it."""
+    async with Client([url]) as client:
+        await client.declare(queue, arguments)
+        if (await client.queue(queue))["leader"] != node:
+            await client.transfer_leader(queue, node)
+
+
+@pytest.mark.parametrize("strategy", [{}, AT_LEAST_ONCE], ids=["at-most-once", "at-least-once"])
+async def test_a_dead_letter_keeps_its_body_encoding_on_a_target_led_by_another_node(
+    cluster: Cluster, strategy: dict[str, str]
+) -> None:
+    source, target = cluster.nodes[0], cluster.nodes[1]
+    await declare_led_by(target.url, target.name, "encoded-dlq")
+    await declare_led_by(
+        source.url, source.name, "encoded", {**strategy, "x-dead-letter-queue": "encoded-dlq"}
+    )
+    async with Client(cluster.urls) as client:
+        await client.publish("encoded", ["héllo", b"\x00\xff"])
+        got = await client.get("encoded", count=2, ack="manual")
+        await client.nack_got("encoded", [d.id for d in got], requeue=False)
+    rows: list[dict[str, Any]] = []
+    async with aiohttp.ClientSession(headers=HARNESS_HEADERS) as http:
+        deadline = time.monotonic() + 20
+        while len(rows) < 2 and time.monotonic() < deadline:
+            async with http.post(f"{target.url}/api/queues/encoded-dlq/get", json={"count": 2}) as answer:
+                assert answer.status == 200, await answer.text()
+                rows += await answer.json()
+            await asyncio.sleep(0.1)
+    assert sorted((row["encoding"], row["body"]) for row in rows) == [("base64", "AP8="), ("utf8", "héllo")]

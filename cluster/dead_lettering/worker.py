@@ -1,10 +1,10 @@
 """The at-least-once dead-letter worker of one source queue, running beside the source's leader.
 
-It checks out pending dead letters (`QueueLeader.dlx_checkout`), publishes them to the target queue
-with confirms, and only then settles them in the source (`QueueLeader.dlx_settle`). A failed publish
-(target missing, full, without quorum, unreachable) is retried with backoff and the same publisher/seq,
-so the target deduplicates a retry of the same batch. When leadership moves, the new leader's worker
-takes over the unsettled ones: duplicates are possible, loss is not.
+It checks out pending dead letters (`DeadLetterSource.dlx_checkout`), publishes them to the target
+queue with confirms (`ConfirmedPublisher`), and only then settles them in the source (`dlx_settle`). A
+failed publish (target missing, full, without quorum, unreachable) is retried with backoff and the same
+publisher/seq, so the target deduplicates a retry of the same batch. When leadership moves, the new
+leader's worker takes over the unsettled ones: duplicates are possible, loss is not.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Sequence
+from typing import Protocol
 
 from cluster.bodies import StoredMessage
 from cluster.errors import NotLeader
-from cluster.queue_leader import QueueLeader
 
 log = logging.getLogger(__name__)
 
@@ -25,15 +25,57 @@ IDLE_WAIT_S = 1.0
 MIN_BACKOFF_S = 0.05
 MAX_BACKOFF_S = 5.0
 
-PublishFn = Callable[[str, list[tuple[StoredMessage, int | None]], str, int], Awaitable[None]]
+
+class DeadLetterSource(Protocol):
+    """What the worker needs of its source queue: the dead-letter methods of its door (`QueueLeader`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def group(self) -> str:
+        """The source queue's Raft group (a queue declared again under its name has another)."""
+        ...
+
+    @property
+    def is_leader(self) -> bool: ...
+
+    def dead_letter_target(self) -> str | None:
+        """The queue dead letters go to at least once, or None when they do not."""
+        ...
+
+    async def dlx_checkout(self, worker: str, prefetch: int) -> list[tuple[int, StoredMessage]]:
+        """Up to `prefetch` pending dead letters checked out to `worker`, each (id, message)."""
+        ...
+
+    async def dlx_settle(self, ids: tuple[int, ...]) -> None:
+        """The target confirmed these: they leave the source."""
+        ...
+
+    async def wait_applied(self, timeout: float) -> None:
+        """Wait until the source applies another entry (or the timeout passes)."""
+        ...
+
+
+class ConfirmedPublisher(Protocol):
+    """Publishes to any queue of the cluster with confirms."""
+
+    async def publish_confirmed(
+        self, target: str, messages: Sequence[tuple[StoredMessage, int | None]], publisher: str, seq: int
+    ) -> None:
+        """Publish `messages` (each with its optional expiration in ms) to `target` as `publisher`'s `seq`;
+        return only once confirmed, raise otherwise."""
+        ...
 
 
 class DeadLetterWorker:
     """Moves one source queue's pending dead letters to its target, at least once."""
 
-    def __init__(self, leader: QueueLeader, publish: PublishFn, prefetch: int = DEFAULT_PREFETCH) -> None:
+    def __init__(
+        self, leader: DeadLetterSource, publisher: ConfirmedPublisher, prefetch: int = DEFAULT_PREFETCH
+    ) -> None:
         self.leader = leader
-        self.publish = publish
+        self.publisher = publisher
         self.prefetch = prefetch
         self.worker_id = f"dlx-{uuid.uuid4().hex}"
         self._seq = 0
@@ -41,7 +83,7 @@ class DeadLetterWorker:
         self.retries = 0
 
     async def run(self) -> None:
-        """Work until cancelled (the node cancels it when leadership moves away).
+        """Work until cancelled (`DeadLetterDispatcher` cancels it when leadership moves away).
 
         An unexpected error never ends the worker: it is logged and the loop goes on, since a
         queue without its worker would keep its dead letters forever.
@@ -75,7 +117,7 @@ class DeadLetterWorker:
             if target is None:
                 return  # the strategy changed: the state machine dropped the pending letters
             try:
-                await self.publish(target, messages, self.worker_id, self._seq)
+                await self.publisher.publish_confirmed(target, messages, self.worker_id, self._seq)
                 break
             except Exception as exc:  # any failure: keep the letters, try again later
                 self.retries += 1

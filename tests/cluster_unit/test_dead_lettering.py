@@ -1,0 +1,167 @@
+"""The dead-lettering package on its narrow protocols, with fakes instead of a node: the worker settles
+only what was confirmed, publishing goes to the local door or through the injected `RemotePublisher`,
+and the dispatcher runs one worker beside each source queue this node leads."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from cluster.bodies import StoredMessage
+from cluster.dead_lettering.dispatcher import DeadLetterDispatcher
+from cluster.dead_lettering.publisher import ClusterPublisher
+from cluster.dead_lettering.worker import DeadLetterWorker
+from cluster.errors import NotLeader
+from cluster.queue_results import Published
+from queue_state.effects import DeadLetter, Delivery
+
+Messages = Sequence[tuple[StoredMessage, int | None]]
+
+
+class Source:
+    """A source queue's dead-letter methods: `pending` letters, checked out all at once."""
+
+    def __init__(self, pending: list[tuple[int, StoredMessage]], target: str | None = "dlq") -> None:
+        self.name, self.group, self.is_leader = "src", "g1.src", True
+        self.pending = pending
+        self.target = target
+        self.settled: list[tuple[int, ...]] = []
+
+    def dead_letter_target(self) -> str | None:
+        return self.target
+
+    async def dlx_checkout(self, worker: str, prefetch: int) -> list[tuple[int, StoredMessage]]:
+        taken, self.pending = self.pending[:prefetch], self.pending[prefetch:]
+        return taken
+
+    async def dlx_settle(self, ids: tuple[int, ...]) -> None:
+        self.settled.append(ids)
+
+    async def wait_applied(self, timeout: float) -> None:
+        await asyncio.sleep(timeout)
+
+
+class Publisher:
+    """Confirms after `failures` refusals; records every attempt."""
+
+    def __init__(self, failures: int = 0) -> None:
+        self.failures = failures
+        self.attempts: list[tuple[str, list[bytes], str | None, int | None]] = []
+
+    async def publish_confirmed(
+        self, target: str, messages: Messages, publisher: str | None, seq: int | None
+    ) -> None:
+        self.attempts.append((target, [m.body for m, _ in messages], publisher, seq))
+        if self.failures:
+            self.failures -= 1
+            raise NotLeader("no quorum yet")
+
+
+def letter(message_id: int) -> tuple[int, StoredMessage]:
+    return message_id, StoredMessage(f"m{message_id}".encode(), {}, "utf8")
+
+
+async def run_until(worker: DeadLetterWorker, done: Any) -> None:
+    task = asyncio.ensure_future(worker.run())
+    try:
+        for _ in range(500):
+            if done():
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError("the worker did not finish")
+    finally:
+        task.cancel()
+
+
+async def test_the_worker_settles_dead_letters_only_after_their_publish_is_confirmed() -> None:
+    source, publisher = Source([letter(1), letter(2)]), Publisher(failures=2)
+    worker = DeadLetterWorker(source, publisher)
+    await run_until(worker, lambda: source.settled)
+    assert source.settled == [(1, 2)]
+    assert len(publisher.attempts) == 3  # two refusals, then the confirm
+    assert {(t, tuple(b), p, s) for t, b, p, s in publisher.attempts} == {
+        ("dlq", (b"m1", b"m2"), worker.worker_id, 1)
+    }  # every retry the same publisher and seq: the target deduplicates a retried batch
+
+
+async def test_the_worker_drops_a_batch_when_the_source_stops_dead_lettering_at_least_once() -> None:
+    source, publisher = Source([letter(1)], target=None), Publisher()
+    worker = DeadLetterWorker(source, publisher)
+    await run_until(worker, lambda: not source.pending)
+    await asyncio.sleep(0.05)
+    assert publisher.attempts == [] and source.settled == []
+
+
+class Door:
+    def __init__(self) -> None:
+        self.published: list[tuple[list[bytes], str | None, int | None]] = []
+
+    async def publish(self, messages: Messages, publisher: str | None, seq: int | None) -> Published:
+        self.published.append(([m.body for m, _ in messages], publisher, seq))
+        return Published([1], duplicate=False)
+
+
+class Remote:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, list[bytes], str | None, int | None]] = []
+
+    async def publish(
+        self, via: str, queue: str, messages: Messages, publisher: str | None, seq: int | None
+    ) -> None:
+        self.calls.append((via, queue, [m.body for m, _ in messages], publisher, seq))
+
+
+MESSAGES = [(StoredMessage(b"x", {}, "utf8"), None)]
+
+
+async def test_a_target_this_node_leads_is_published_to_through_its_door() -> None:
+    door, remote = Door(), Remote()
+    publisher = ClusterPublisher(lambda q: door if q == "here" else None, lambda q: "http://other", remote)
+    await publisher.publish_confirmed("here", MESSAGES, "w", 3)
+    assert door.published == [([b"x"], "w", 3)] and remote.calls == []
+
+
+async def test_a_target_led_elsewhere_is_published_to_through_the_remote_publisher_via_its_leader() -> None:
+    remote = Remote()
+    publisher = ClusterPublisher(lambda q: None, lambda q: f"http://leader-of-{q}", remote)
+    await publisher.publish_confirmed("there", MESSAGES, "w", 4)
+    assert remote.calls == [("http://leader-of-there", "there", [b"x"], "w", 4)]
+
+
+async def test_without_a_remote_publisher_a_target_led_elsewhere_is_not_leader() -> None:
+    publisher = ClusterPublisher(lambda q: None, lambda q: "http://other", None)
+    with pytest.raises(NotLeader):
+        await publisher.publish_confirmed("there", MESSAGES, "w", 4)
+
+
+def effect(target: str | None) -> tuple[DeadLetter, list[tuple[Delivery, StoredMessage]]]:
+    delivery = Delivery(7, 0, False, 0)
+    return DeadLetter("rejected", target, (delivery,)), [(delivery, StoredMessage(b"d", {}, "utf8"))]
+
+
+async def test_at_most_once_dead_letters_go_to_a_declared_target_with_their_death_and_no_publisher() -> None:
+    remote = Remote()
+    dispatcher = DeadLetterDispatcher(
+        ClusterPublisher(lambda q: None, lambda q: "http://l", remote), {"dlq"}.__contains__
+    )
+    dispatcher.dead_lettered("src", *effect("dlq"), now_ms=5)
+    dispatcher.dead_lettered("src", *effect("missing"), now_ms=5)
+    await asyncio.sleep(0.05)
+    assert [(via, queue, bodies, publisher) for via, queue, bodies, publisher, _ in remote.calls] == [
+        ("http://l", "dlq", [b"d"], None)
+    ]
+
+
+async def test_the_dispatcher_runs_one_worker_beside_each_source_queue_this_node_leads() -> None:
+    dispatcher = DeadLetterDispatcher(ClusterPublisher(lambda q: None, lambda q: "", None), lambda q: True)
+    source = Source([])
+    dispatcher.leadership_changed(source, True)
+    first = dispatcher.workers[source.group][1]
+    dispatcher.leadership_changed(source, True)  # again (a new term): the worker starts over
+    assert first.cancelling() and dispatcher.workers[source.group][1] is not first
+    dispatcher.leadership_changed(source, False)
+    assert dispatcher.workers == {}
+    await asyncio.sleep(0)
