@@ -101,6 +101,8 @@ class Node:
         make_directory(data_dir)
         started_before = (data_dir / NODE_FILE).exists()
         self._seed_peers = self._load_or_record_seeds(data_dir)
+        if self._join_url and self._joiner is None:
+            raise ConfigError("this node joins a cluster through a URL: it needs a JoinRequester")
         self.store, self.damage = open_store(data_dir, wall_clock_ms())
         self.store.on_damage = functools.partial(stop_on_damage, data_dir)
         self.transport.incarnation = self.store.incarnation
@@ -138,9 +140,7 @@ class Node:
         self._tasks = [loop.create_task(self._sync_loop()), loop.create_task(self._timer_loop())]
         self._tasks.append(loop.create_task(self.membership.run()))
         conf = meta_group.raft.status().conf
-        if self._join_url and not conf.voters and not conf.learners:
-            if self._joiner is None:
-                raise ConfigError("this node joins a cluster, which only a server can ask for")
+        if self._joiner is not None and self._join_url and not conf.voters and not conf.learners:
             joining = self.membership.cluster.join_through(self._join_url, self._joiner)
             self._tasks.append(loop.create_task(joining))
 
