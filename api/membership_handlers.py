@@ -16,8 +16,8 @@ from api.errors import ApiError
 from api.forwarding import forward, on_meta_leader, on_queue_leader
 from api.validation import bad, field_str, json_object, queue_name
 from cluster.errors import QueueNotFound
-from cluster.group_changes import MembershipRefused
-from cluster.membership import Membership
+from cluster.membership.group_changes import MembershipRefused
+from cluster.membership.membership import Membership
 from cluster.node import Node
 from cluster.queue_leader import QueueLeader
 

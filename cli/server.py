@@ -60,10 +60,12 @@ def server(
 
 
 async def _run(config: NodeConfig) -> None:
+    from api.join_requester import HttpJoinRequester
     from api.server import serve
     from cluster.node import Node
+    from cluster.peer_auth import NodeCaller
 
-    node = Node(config)
+    node = Node(config, HttpJoinRequester(NodeCaller.from_config(config)))
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
