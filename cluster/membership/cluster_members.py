@@ -12,7 +12,7 @@ import asyncio
 import logging
 
 from cluster.config import Address, ConfigError
-from cluster.errors import BadRequest, QueueNotFound
+from cluster.errors import BadRequest, NodeNotFound
 from cluster.membership.group_changes import GroupChanges, MembershipRefused
 from cluster.membership.host import MembershipHost
 from cluster.membership.join import JoinNotYet, JoinRefused, JoinRequester
@@ -63,7 +63,7 @@ class ClusterMembers:
     async def forget(self, name: str) -> None:
         """Remove a permanently lost node from the metadata group and the node registry."""
         if name not in self._members() and name not in self.node.meta.state.nodes:
-            raise QueueNotFound(f"node '{name}' is not a member of the cluster")
+            raise NodeNotFound(f"node '{name}' is not a member of the cluster")
         if self.node.is_up(name):
             raise MembershipRefused("node_running", f"node '{name}' is running; stop it before forgetting it")
         async with self.changes.exclusive(self.meta_group, "the cluster"):

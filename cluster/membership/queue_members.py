@@ -21,7 +21,7 @@ import itertools
 import logging
 from typing import Any
 
-from cluster.errors import NotLeader, QueueNotFound
+from cluster.errors import NodeNotFound, NotLeader, QueueNotFound
 from cluster.membership.group_changes import GroupChanges, MembershipRefused
 from cluster.membership.host import MembershipHost
 from cluster.metadata.commands import SetMembers
@@ -51,9 +51,9 @@ class QueueMembers:
         self._decisions = itertools.count(1)
 
     def require_cluster_node(self, name: str) -> None:
-        """QueueNotFound unless `name` is a registered member of the cluster (a joining one included)."""
+        """NodeNotFound unless `name` is a registered member of the cluster (a joining one included)."""
         if not self.node.is_cluster_node(name):
-            raise QueueNotFound(f"node '{name}' is not a member of the cluster")
+            raise NodeNotFound(f"node '{name}' is not a member of the cluster")
 
     def _settled(self, gid: str) -> tuple[ConfState, int] | None:
         """The leader's settled membership and its term (the term of the fences it decides), or None."""
@@ -106,7 +106,7 @@ class QueueMembers:
             listed = self.node.queue_info(queue).members
             if member not in (*conf.voters, *conf.learners):
                 if member not in listed:
-                    raise QueueNotFound(f"node '{member}' is not a member of queue '{queue}'")
+                    raise NodeNotFound(f"node '{member}' is not a member of queue '{queue}'")
             else:
                 await self.changes.remove(service.group, member)
             remaining = [m for m in listed if m != member]
@@ -205,7 +205,7 @@ class QueueMembers:
         info = self.node.queue_info(queue)
         group = self.changes.host.groups.get(info.group)
         if group is None:
-            raise QueueNotFound(f"node '{self.node.name}' hosts no replica of queue '{queue}'")
+            raise NodeNotFound(f"node '{self.node.name}' hosts no replica of queue '{queue}'")
         status = group.raft.status()
         me = self.node.name
         conf = status.conf
