@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format bench bench-compare clean java
+.PHONY: run test test-unit check format bench bench-compare clean java
 
 $(STAMP): pyproject.toml client/pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -19,13 +19,19 @@ java:
 run: $(STAMP)
 	$(BIN)/quorumq cluster start --nodes 3 --demo
 
-test: $(STAMP) java
+# The static checks: lint, format, the import contracts of pyproject.toml ([tool.importlinter]).
+check: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+
+test: check java
 	$(BIN)/pytest
 
-lint: $(STAMP)
-	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+# The fast part: the checks and the tests that start no node process, no Spark and no Docker.
+UNIT_TESTS := tests/raft_log tests/queue_state tests/client tests/api tests/cluster_unit tests/cli tests/test_cli_entrypoints.py
+test-unit: check
+	$(BIN)/pytest $(UNIT_TESTS)
 
 format: $(STAMP)
 	$(BIN)/ruff format . && $(BIN)/ruff check --fix .

@@ -17,7 +17,7 @@ import hashlib
 import hmac
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -29,18 +29,17 @@ from api.login_throttle import LoginThrottled
 from api.tokens import verify_token
 from api.validation import check_queue_name
 from cluster.config import ConfigError, is_loopback_host
-from cluster.metadata import Metadata
-from cluster.node import META_GROUP, Node
+from cluster.errors import NotLeader
+from cluster.metadata.machine import MetadataMachine
+from cluster.metadata.records import FULL_ACCESS, UserRecord
+from cluster.node import Node
 from cluster.peer_auth import NODE_AUTH_HEADER, NODE_PRINCIPAL, body_digest_off_loop, verify_assertion
-from cluster.proposals import ProposalFailed
 from cluster.replay_guard import IssuedBeforeGuard, ReplayGuardFull
 from cluster.source_address import source_key
 from cluster.steady_clock import steady_wall_ms
 from cluster.users import (
-    FULL_ACCESS,
     GUEST,
     UserError,
-    UserRecord,
     check_password,
     check_user_name,
     hash_password,
@@ -338,7 +337,7 @@ async def _basic(request: web.Request, node: Node, value: str) -> Principal:
         throttle.end(source, failed)
 
 
-def _known_user(state: Metadata, name: str, expires_ms: int | None = None) -> Principal:
+def _known_user(state: MetadataMachine, name: str, expires_ms: int | None = None) -> Principal:
     record = state.users.get(name)
     if record is None:
         raise Unauthenticated(f"no user {name!r}", status=401 if state.users_initialised else 503)
@@ -397,7 +396,7 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     return await handler(request)
 
 
-async def bootstrap_users(app: web.Application):  # type: ignore[no-untyped-def]
+async def bootstrap_users(app: web.Application) -> AsyncIterator[None]:
     """Cleanup context: the metadata leader creates the configured bootstrap user once per cluster."""
     config = app[NODE].config
     if config.bootstrap_user:
@@ -418,9 +417,9 @@ async def _bootstrap_loop(node: Node, passwords: PasswordChecker) -> None:
     config = node.config
     password_hash = await passwords.hash(config.bootstrap_password) if config.bootstrap_user else ""
     while not node.meta.state.users_initialised:
-        if node.meta.is_leader and node.host is not None:
+        if node.meta.is_leader:
             try:
-                await node.host.submit(META_GROUP, ["bootstrap_users", config.bootstrap_user, password_hash])
-            except ProposalFailed as exc:
+                await node.metadata_door.bootstrap_users(config.bootstrap_user, password_hash)
+            except NotLeader as exc:
                 log.info("bootstrap user not created yet: %s", exc)
         await asyncio.sleep(BOOTSTRAP_RETRY_S)

@@ -13,6 +13,7 @@ from cluster.errors import (
     BadRequest,
     LogGap,
     NodeError,
+    NodeNotFound,
     NotLeader,
     OutcomeUnknown,
     QueueConflict,
@@ -47,6 +48,7 @@ def error_response(status: int, code: str, reason: str, **extra: object) -> web.
 _NODE_ERRORS: dict[type[NodeError], int] = {
     BadRequest: 400,
     QueueNotFound: 404,
+    NodeNotFound: 404,
     UnknownConsumer: 404,
     QueueConflict: 409,
     Refused: 409,

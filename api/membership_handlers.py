@@ -15,9 +15,9 @@ from api.auth import vouch
 from api.errors import ApiError
 from api.forwarding import forward, on_meta_leader, on_queue_leader
 from api.validation import bad, field_str, json_object, queue_name
-from cluster.errors import QueueNotFound
-from cluster.group_changes import MembershipRefused
-from cluster.membership import Membership
+from cluster.errors import NodeNotFound
+from cluster.membership.group_changes import MembershipRefused
+from cluster.membership.membership import Membership
 from cluster.node import Node
 from cluster.queue_leader import QueueLeader
 
@@ -103,7 +103,7 @@ async def member_status(request: web.Request) -> web.StreamResponse:
     queue, member = queue_name(request), request.match_info["node"]
     if member != node.name:
         if node.node_http(member) is None:
-            raise QueueNotFound(f"node '{member}' is not a member of the cluster")
+            raise NodeNotFound(f"node '{member}' is not a member of the cluster")
         return await forward(request, member)
     return web.json_response(_membership(request).queues.local_status(queue))
 

@@ -14,9 +14,10 @@ from typing import NamedTuple
 
 import msgpack
 
+from cluster.metadata.records import UserRecord
 from cluster.peer_auth import derived_key
 from cluster.steady_clock import steady_wall_ms
-from cluster.users import UserRecord, password_generation
+from cluster.users import password_generation
 
 PREFIX = "qq1"
 DEFAULT_TTL_S = 3600

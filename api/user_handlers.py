@@ -12,12 +12,12 @@ from api.errors import ApiError
 from api.forwarding import on_meta_leader
 from api.tokens import DEFAULT_TTL_S, MAX_TTL_S, issue_token
 from api.validation import bad, field_int, json_object
+from cluster.metadata.records import ADMINISTRATOR, UserRecord
+from cluster.metadata.replies import Created, NotFound, Refused, Reply
 from cluster.node import Node
 from cluster.users import (
-    ADMINISTRATOR,
     GUEST,
     UserError,
-    UserRecord,
     check_password,
     check_pattern,
     check_tags,
@@ -61,10 +61,12 @@ def _record(node: Node, name: str) -> UserRecord:
     return record
 
 
-async def _submit(node: Node, op: list) -> list:
-    reply = await node.submit_metadata(op)
-    if reply[0] == "error":
-        raise ApiError(404 if reply[1].startswith("no user") else 400, "bad_request", reply[1])
+def _applied(reply: Reply) -> Reply:
+    """The reply of a user change, or the HTTP error of a refused one."""
+    if isinstance(reply, NotFound):
+        raise ApiError(404, "not_found", reply.reason)
+    if isinstance(reply, Refused):
+        raise ApiError(400, "bad_request", reply.reason)
     return reply
 
 
@@ -99,8 +101,8 @@ async def put_user(request: web.Request) -> web.StreamResponse:
     password_hash = ""
     if password is not None:
         password_hash = await request.app[PASSWORD_CHECKER].hash(password)
-    reply = await _submit(node, ["put_user", name, password_hash, tags])
-    return web.Response(status=201 if reply[0] == "created" else 204)
+    reply = _applied(await node.metadata_door.put_user(name, password_hash, tags))
+    return web.Response(status=201 if isinstance(reply, Created) else 204)
 
 
 def _refuse_losing_last_administrator(node: Node, name: str) -> None:
@@ -119,7 +121,7 @@ async def delete_user(request: web.Request) -> web.StreamResponse:
         raise ApiError(409, "self", "a user cannot delete itself")
     if record.is_administrator:
         _refuse_losing_last_administrator(node, name)
-    await _submit(node, ["delete_user", name])
+    _applied(await node.metadata_door.delete_user(name))
     return web.Response(status=204)
 
 
@@ -137,7 +139,7 @@ async def set_permissions(request: web.Request) -> web.StreamResponse:
         patterns = [check_pattern(kind, body.get(kind, "")) for kind in ("configure", "write", "read")]
     except UserError as exc:
         raise bad(str(exc)) from exc
-    await _submit(node, ["set_permissions", name, *patterns])
+    _applied(await node.metadata_door.set_permissions(name, *patterns))
     return web.Response(status=204)
 
 

@@ -11,9 +11,9 @@ from aiohttp import web
 
 from api.app_keys import NODE
 from api.errors import ApiError
-from api.moments import epoch_ms
 from cluster.bodies import StoredMessage
 from cluster.queue_limits import INT64_MAX
+from quorumq.moments import epoch_ms
 
 MSGPACK = "application/msgpack"
 QUEUE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:\-]*")  # full-matched: no trailing newline

@@ -60,12 +60,14 @@ def server(
 
 
 async def _run(config: NodeConfig) -> None:
+    from api.join_requester import HttpJoinRequester
     from api.remote_publisher import HttpRemotePublisher
     from api.server import serve
     from cluster.node import Node
     from cluster.peer_auth import NodeCaller
 
-    node = Node(config, remote=HttpRemotePublisher(NodeCaller.from_config(config)))
+    caller = NodeCaller.from_config(config)
+    node = Node(config, HttpJoinRequester(caller), remote=HttpRemotePublisher(caller))
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -21,6 +21,12 @@ class QueueNotFound(NodeError):
     code = "not_found"
 
 
+class NodeNotFound(NodeError):
+    """No node of that name is a member of the cluster (or of the queue the request names)."""
+
+    code = "not_found"
+
+
 class QueueConflict(NodeError):
     """A queue of that name exists with other arguments, or is in use/not empty on a guarded delete."""
 

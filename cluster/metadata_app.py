@@ -1,14 +1,17 @@
-"""The metadata group's application: applies metadata commands and tells the node what changed."""
+"""The metadata group's application: decodes and applies metadata commands and tells the node what
+changed."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
 
 import msgpack
 
-from cluster.metadata import Metadata
+from cluster.metadata.codec import MetadataDecodeError, decode
+from cluster.metadata.machine import MetadataMachine
+from cluster.metadata.replies import Refused, Reply
+from cluster.metadata.snapshot import decode_snapshot, encode_snapshot
 from raft_log.types import Entry
 
 log = logging.getLogger(__name__)
@@ -18,12 +21,13 @@ class MetadataApp:
     """Replicated cluster metadata on one node."""
 
     def __init__(self, on_change: Callable[[], None]) -> None:
-        self.state = Metadata()
+        self.state = MetadataMachine()
         self.is_leader = False
         self._on_change = on_change
 
-    def apply(self, entry: Entry) -> list[Any]:
-        """Apply the batch of metadata commands in an entry."""
+    def apply(self, entry: Entry) -> list[Reply]:
+        """Apply the batch of metadata commands in an entry (of any codec version); a command that does
+        not decode is answered `Refused` and changes nothing."""
         try:
             ops = msgpack.unpackb(entry.data, raw=False)
         except (ValueError, msgpack.UnpackException):
@@ -32,18 +36,21 @@ class MetadataApp:
         if not isinstance(ops, list):
             log.error("metadata: entry at index %d is not a list of commands; skipped", entry.index)
             return []
-        replies = []
+        replies: list[Reply] = []
         for op in ops:
             try:
-                replies.append(self.state.apply(op))
-            except (TypeError, ValueError) as exc:
-                replies.append(["error", f"malformed metadata command: {exc}"])
+                command = decode(op)
+            except MetadataDecodeError as exc:
+                log.warning("metadata: malformed command at index %d: %s", entry.index, exc)
+                replies.append(Refused(f"malformed metadata command: {exc}"))
+                continue
+            replies.append(self.state.apply(command))
         self._on_change()
         return replies
 
     def snapshot_data(self) -> bytes:
         """The whole metadata."""
-        return self.state.snapshot()
+        return encode_snapshot(self.state)
 
     def export_snapshot(self, stored: bytes) -> bytes:
         """Metadata snapshots travel as stored."""
@@ -51,7 +58,7 @@ class MetadataApp:
 
     def restore(self, data: bytes) -> None:
         """Replace the metadata with a snapshot's."""
-        self.state = Metadata.restore(data)
+        self.state = decode_snapshot(data)
         self._on_change()
 
     def release_log(self, index: int) -> list[int]:

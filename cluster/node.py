@@ -9,14 +9,12 @@ after each change (open new queue groups, drop deleted ones, learn peers' addres
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import json
 import logging
 import random
 import time
-from collections.abc import Callable
-from dataclasses import asdict, astuple
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +26,16 @@ from cluster.durable_files import make_directory, sync_directory, write_durably
 from cluster.entry_codec import QUEUE_OP_VERSION
 from cluster.errors import BadRequest, NotLeader, QueueConflict, QueueNotFound
 from cluster.leader_clock import LeaderClock
-from cluster.membership import Membership
-from cluster.metadata import NodeInfo, QueueInfo
+from cluster.membership.group_changes import GroupChanges
+from cluster.membership.join import JoinRequester
+from cluster.membership.membership import Membership
+from cluster.metadata.commands import Delete, RegisterNode, SetArguments
+from cluster.metadata.records import NodeInfo, QueueInfo
+from cluster.metadata.replies import Conflict, Created, Exists, NotFound, Refused
 from cluster.metadata_app import MetadataApp
+from cluster.metadata_door import MetadataDoor
 from cluster.peer_auth import NodeCaller
 from cluster.placement import place_replicas
-from cluster.proposals import ProposalFailed, not_committed
 from cluster.queue_leader import QueueLeader
 from cluster.queue_replica import QueueReplica
 from cluster.raft_host import RaftHost
@@ -52,8 +54,6 @@ SYNC_EVERY_S = 1.0
 LEADER_WAIT_S = 10.0
 PREFERRED_WAIT_S = 3.0
 NEW_GROUP_HOLD_ELECTIONS = 2
-METADATA_WAIT_S = 10.0
-RELAY_EVERY_S = 0.5
 QUEUE_CODEC_KEY = "queue_codec"
 
 
@@ -63,10 +63,17 @@ def wall_clock_ms() -> int:
 
 
 class Node:
-    """One running quorumq node. It publishes to queues led by other nodes (dead letters) through
-    `remote`, which the server layer provides."""
+    """One running quorumq node. The server layer provides what it asks of other nodes over HTTP: a node
+    started with `--join` asks the cluster through `joiner`, and publishes to queues led by other nodes
+    (dead letters) go through `remote`."""
 
-    def __init__(self, config: NodeConfig, *, remote: RemotePublisher | None = None) -> None:
+    def __init__(
+        self,
+        config: NodeConfig,
+        joiner: JoinRequester | None = None,
+        *,
+        remote: RemotePublisher | None = None,
+    ) -> None:
         if not config.cluster_secret:
             raise ConfigError("a node needs a cluster secret (see cluster.cluster_secret)")
         self.config = config
@@ -79,6 +86,7 @@ class Node:
         self.caller = NodeCaller.from_config(config)
         self.host: RaftHost | None = None
         self.meta = MetadataApp(self._metadata_changed)
+        self._metadata_door: MetadataDoor | None = None
         self.queues: dict[str, QueueLeader] = {}
         self.queue_codec = CodecReads(QUEUE_CODEC_KEY, QUEUE_OP_VERSION)
         self.dead_letters = DeadLetterDispatcher(
@@ -86,6 +94,7 @@ class Node:
         )
         self._seed_peers: dict[str, Address] = {}
         self._join_url: str | None = None
+        self._joiner = joiner
         self.membership: Membership | None = None
         self._tasks: list[asyncio.Task] = []
         self._reconcile_scheduled = False
@@ -99,6 +108,8 @@ class Node:
         make_directory(data_dir)
         started_before = (data_dir / NODE_FILE).exists()
         self._seed_peers = self._load_or_record_seeds(data_dir)
+        if self._join_url and self._joiner is None:
+            raise ConfigError("this node joins a cluster through a URL: it needs a JoinRequester")
         self.store, self.damage = open_store(data_dir, wall_clock_ms())
         self.store.on_damage = functools.partial(stop_on_damage, data_dir)
         self.transport.incarnation = self.store.incarnation
@@ -127,14 +138,18 @@ class Node:
         seeded = self._seed_peers and not lost_data
         bootstrap = ConfState(voters=tuple(sorted(self._seed_peers))) if seeded else None
         meta_group = self.host.open_group(META_GROUP, self.meta, bootstrap)
-        self.membership = Membership(self, META_GROUP)
+        self._metadata_door = MetadataDoor(self.host, META_GROUP, self._metadata_members)
+        self.membership = Membership(
+            self, self._metadata_door, GroupChanges(self.host, self.is_up), META_GROUP
+        )
         self.host.start()
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._sync_loop()), loop.create_task(self._timer_loop())]
         self._tasks.append(loop.create_task(self.membership.run()))
         conf = meta_group.raft.status().conf
-        if self._join_url and not conf.voters and not conf.learners:
-            self._tasks.append(loop.create_task(self.membership.cluster.join_through(self._join_url)))
+        if self._joiner is not None and self._join_url and not conf.voters and not conf.learners:
+            joining = self.membership.cluster.join_through(self._join_url, self._joiner)
+            self._tasks.append(loop.create_task(joining))
 
     async def stop(self) -> None:
         """Stop cleanly: timers, groups, transport, storage."""
@@ -176,35 +191,19 @@ class Node:
 
     def _on_control(self, peer: str, control: dict[str, Any]) -> None:
         self.queue_codec.on_control(peer, control)
-        if not self.meta.is_leader:
-            return
-        register = control.get("register")
-        if isinstance(register, list) and len(register) in (3, 4):  # older nodes send no incarnation
-            self._fire_meta(["register_node", *map(str, register)])
-        arguments = control.get("set_arguments")
-        if isinstance(arguments, list) and len(arguments) == 3 and isinstance(arguments[2], dict):
-            self._fire_meta(["set_arguments", str(arguments[0]), str(arguments[1]), arguments[2]])
-        expire = control.get("expire")
-        if isinstance(expire, list) and len(expire) == 2:
-            self._fire_meta(["delete", *map(str, expire)])
-        members = control.get("set_members")  # [queue, group, members, fence]; older nodes send no fence
-        if isinstance(members, list) and len(members) in (3, 4) and isinstance(members[2], list):
-            queue, group, listed, *fence = members
-            self._fire_meta(["set_members", str(queue), str(group), [str(m) for m in listed], *fence])
+        if self._metadata_door is not None:
+            self._metadata_door.on_control(peer, control)
 
-    def _fire_meta(self, op: list) -> None:
+    @property
+    def metadata_door(self) -> MetadataDoor:
+        """Where this node proposes metadata commands (once started)."""
+        assert self._metadata_door is not None, "the node is not started"
+        return self._metadata_door
+
+    def _metadata_members(self) -> tuple[str, ...]:
         assert self.host is not None
-        with contextlib.suppress(ProposalFailed):
-            future = self.host.submit(META_GROUP, op)
-            future.add_done_callback(lambda f: f.exception() if not f.cancelled() else None)
-
-    def fire_metadata(self, op: list) -> None:
-        """Propose a metadata command without waiting (relayed to the metadata leader from elsewhere)."""
-        self._to_meta_leader(op, op[0])
-
-    async def submit_metadata(self, op: list) -> Any:
-        """Propose a metadata command on the metadata leader (this node) and return its reply."""
-        return await self._meta_submit(op)
+        conf = self.host.groups[META_GROUP].raft.status().conf
+        return (*conf.voters, *conf.learners)
 
     def is_up(self, name: str) -> bool:
         """True for this node and for peers with a live Raft connection."""
@@ -212,48 +211,26 @@ class Node:
 
     async def _sync_loop(self) -> None:
         """Keep the metadata in step with this node: its addresses, and the arguments of queues it
-        leads that were changed at runtime (through the metadata leader); tell peers which queue
-        operation version this node reads."""
+        leads that were changed at runtime (through the metadata leader); tell peers which metadata
+        codec and which queue operation version this node reads."""
         assert self.host is not None
         assert self.store is not None
+        door = self.metadata_door
         mine = NodeInfo(
             self.name, self.config.http_url, str(self.config.raft_address), self.store.incarnation
         )
         while True:
+            door.announce(self.transport.peers())
             for peer in self.transport.peers():
                 self.host.send_control(peer, self.queue_codec.announcement())
             if self.meta.state.nodes.get(self.name) != mine:
-                self._to_meta_leader(["register_node", *astuple(mine)], "register")
+                door.relay(RegisterNode(mine.name, mine.http, mine.raft, mine.incarnation))
             for name, service in list(self.queues.items()):
                 info = self.meta.state.queues.get(name)
                 current = service.definition()
                 if service.is_leader and info is not None and info.arguments != current:
-                    self._to_meta_leader(["set_arguments", name, info.group, current], "set_arguments")
+                    door.relay(SetArguments(name, info.group, current))
             await asyncio.sleep(SYNC_EVERY_S)
-
-    def _to_meta_leader(self, op: list, control_key: str) -> None:
-        """Propose a metadata op here when leading, else send it to the metadata leader."""
-        assert self.host is not None
-        leader = self.host.leader_of(META_GROUP)
-        if leader == self.name:
-            self._fire_meta(op)
-        elif leader is not None:
-            self.host.send_control(leader, {control_key: op[1:]})
-
-    async def relay_until(self, op: list, control_key: str, done: Callable[[], bool]) -> bool:
-        """Propose `op` through the metadata leader (`_to_meta_leader`, again every RELAY_EVERY_S) until
-        `done()` holds in this node's metadata; False when METADATA_WAIT_S pass first."""
-        deadline = time.monotonic() + METADATA_WAIT_S
-        next_send = 0.0
-        while not done():
-            now = time.monotonic()
-            if now > deadline:
-                return False
-            if now >= next_send:
-                self._to_meta_leader(op, control_key)
-                next_send = now + RELAY_EVERY_S
-            await asyncio.sleep(0.02)
-        return True
 
     async def _timer_loop(self) -> None:
         """Leader timers of every hosted queue (TTL, leases, queue expiry, consumer timeouts)."""
@@ -273,9 +250,9 @@ class Node:
         self._reconcile_scheduled = False
         assert self.host is not None and self.store is not None
         state = self.meta.state
-        for info in state.nodes.values():
-            if info.name != self.name:
-                self.transport.set_peer(info.name, Address.parse(info.raft, what="raft"))
+        for peer in state.nodes.values():
+            if peer.name != self.name:
+                self.transport.set_peer(peer.name, Address.parse(peer.raft, what="raft"))
         wanted = {q.group: q for q in state.queues.values() if self.name in q.members}
         for name, service in list(self.queues.items()):
             if service.group not in wanted:
@@ -446,21 +423,22 @@ class Node:
             locator=config.leader_locator,
             client_node=client_node,
         )
-        reply = await self._meta_submit(["declare", name, canonical, members, wall_clock_ms()])
-        if reply[0] == "conflict":
-            raise QueueConflict(f"queue '{name}' exists with different arguments {reply[1]}")
-        if reply[0] == "error":
-            raise BadRequest(reply[1])
+        reply = await self.metadata_door.declare(name, canonical, members, wall_clock_ms())
+        if isinstance(reply, Conflict):
+            raise QueueConflict(f"queue '{name}' exists with different arguments {reply.arguments}")
+        if isinstance(reply, Refused):
+            raise BadRequest(reply.reason)
+        assert isinstance(reply, Created | Exists) and reply.group is not None, reply
         placed = self.meta.state.queues.get(name)
-        await self._await_queue_leader(reply[1], placed.members[0] if placed and placed.members else None)
-        return reply[0]
+        await self._await_queue_leader(reply.group, placed.members[0] if placed and placed.members else None)
+        return "created" if isinstance(reply, Created) else "exists"
 
     async def delete(self, name: str) -> None:
         """Delete a queue through the metadata leader."""
         info = self.queue_info(name)
-        reply = await self._meta_submit(["delete", name, info.group])
-        if reply[0] == "error":
-            raise QueueNotFound(reply[1])
+        reply = await self.metadata_door.delete(name, info.group)
+        if isinstance(reply, NotFound):
+            raise QueueNotFound(reply.reason)
 
     async def _delete_sealed(self, name: str, group: str) -> None:
         """Delete a queue its leader sealed through the metadata (`QueueLeader.delete_if`), waiting until
@@ -470,16 +448,9 @@ class Node:
             info = self.meta.state.queues.get(name)
             return info is None or info.group != group
 
-        if not await self.relay_until(["delete", name, group], "expire", gone):
+        if not await self.metadata_door.relay_until(Delete(name, group), gone):
             reason = f"queue '{name}' is sealed; the metadata did not delete it in time (retried)"
             raise NotLeader(reason, self.meta_leader())
-
-    async def _meta_submit(self, op: list) -> Any:
-        assert self.host is not None
-        try:
-            return await self.host.submit(META_GROUP, op)
-        except ProposalFailed as exc:
-            raise not_committed(exc) from exc
 
     async def _await_queue_leader(self, group: str, preferred: str | None) -> None:
         """Wait for the new queue's preferred leader to lead it (any leader after a short while)."""
@@ -503,4 +474,4 @@ class Node:
 
     def request_delete(self, name: str, group: str) -> None:
         """Ask the metadata leader, without waiting, to delete a queue (expired or sealed)."""
-        self._to_meta_leader(["delete", name, group], "expire")
+        self.metadata_door.relay(Delete(name, group))

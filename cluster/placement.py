@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from cluster.metadata import QueueInfo
+from cluster.metadata.records import QueueInfo
 
 DEFAULT_GROUP_SIZE = 3
 

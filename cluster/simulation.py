@@ -445,9 +445,9 @@ class Simulation:
                     node.replica = None
 
     def _replace_wiped(self) -> None:
-        """As a settled leader does (`cluster.queue_members`): a member that runs as another incarnation
-        than the membership records is removed; once its replica is dropped it is added back as a learner
-        with its new incarnation (again, should that change be lost)."""
+        """As a settled leader does (`cluster.membership.queue_members`): a member that runs as another
+        incarnation than the membership records is removed; once its replica is dropped it is added back
+        as a learner with its new incarnation (again, should that change be lost)."""
         leader = self._leader()
         if leader is None:
             return

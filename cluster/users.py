@@ -1,4 +1,5 @@
-"""User records replicated in the metadata group: salted scrypt password hashes, tags, permissions.
+"""Users (`cluster.metadata.records.UserRecord`, replicated in the metadata group): salted scrypt
+password hashes, tags, permissions.
 
 Hashing happens where the request arrives (it is slow and salted with fresh randomness); the metadata
 group only records the resulting hash, so applying a user command stays deterministic.
@@ -17,16 +18,14 @@ import hmac
 import logging
 import os
 import re
-from dataclasses import dataclass, field
 
 import re2
 
+from cluster.metadata.records import ADMINISTRATOR
+
 log = logging.getLogger(__name__)
 
-ADMINISTRATOR = "administrator"
 GUEST = "guest"
-FULL_ACCESS = ".*"
-NO_ACCESS = ""
 USER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@\-]{0,63}")  # full-matched: no trailing newline
 KNOWN_TAGS = frozenset({ADMINISTRATOR, "monitoring"})
 MAX_PASSWORD_BYTES = 1024
@@ -45,23 +44,6 @@ HASH_BYTES = 32
 
 class UserError(ValueError):
     """A user name, tag, password or permission pattern is not acceptable."""
-
-
-@dataclass
-class UserRecord:
-    """One user: the encoded password hash, tags, and the three permission regexes."""
-
-    name: str
-    password_hash: str
-    tags: list[str] = field(default_factory=list)
-    configure: str = NO_ACCESS
-    write: str = NO_ACCESS
-    read: str = NO_ACCESS
-
-    @property
-    def is_administrator(self) -> bool:
-        """True for users tagged `administrator`."""
-        return ADMINISTRATOR in self.tags
 
 
 def hash_password(password: str, *, salt: bytes | None = None) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from api.moments import epoch_ms
+from quorumq.moments import epoch_ms
 
 
 class OptionError(ValueError):

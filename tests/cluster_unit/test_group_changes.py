@@ -10,7 +10,7 @@ import asyncio
 
 from gated_cluster import GROUP, NAMES, Node, eventually
 
-from cluster.group_changes import GroupChanges
+from cluster.membership.group_changes import GroupChanges
 from raft_log.types import ConfState
 
 OBSERVE_S = 1.0  # far longer than a poll of the commit index takes to report a change

@@ -17,7 +17,7 @@ from pathlib import Path
 from gated_cluster import GROUP, Running, eventually, local_addresses, start_led_by
 
 from cluster.errors import NotLeader
-from cluster.group_changes import GroupChanges
+from cluster.membership.group_changes import GroupChanges
 from raft_log.types import ConfState
 
 NAMES = ("a", "b", "c")

@@ -12,6 +12,8 @@ import asyncio
 
 from gated_cluster import GROUP, Node, eventually
 
+from cluster.metadata.replies import Refused
+
 
 async def test_a_leader_sends_appends_before_its_fsync_but_confirms_only_after_it(
     nodes: dict[str, Node],
@@ -37,7 +39,7 @@ async def test_a_leader_sends_appends_before_its_fsync_but_confirms_only_after_i
 
     leader.store.gate.set()
     result = await asyncio.wait_for(confirmed, 20)
-    assert result[0] == "error"  # the metadata machine's answer to an unknown command
+    assert isinstance(result, Refused)  # the metadata machine's answer to an unknown command
     assert leader.host.groups[GROUP].applied >= index
 
 

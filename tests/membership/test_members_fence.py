@@ -18,7 +18,10 @@ import pytest
 
 from cli.node_processes import HARNESS_SECRET, free_ports
 from cluster.config import Address, NodeConfig, Seed
-from cluster.membership import Membership
+from cluster.membership.membership import Membership
+from cluster.metadata.commands import Command, SetMembers
+from cluster.metadata.replies import Stale
+from cluster.metadata_door import MetadataDoor
 from cluster.node import META_GROUP, Node
 from raft_log.confchange import ConfChange, ConfChangeKind
 
@@ -122,28 +125,35 @@ async def test_finding5_a_deposed_queue_leaders_heal_cannot_make_a_voter_drop_it
     kept = [m for m in a.queue_info(QUEUE).members if m != c.name]  # in the metadata's order
 
     # A's heal sends set_members from now on; the network holds those messages back.
-    held: list[list] = []
-    send_to_metadata = a.fire_metadata
-    a.fire_metadata = lambda op: held.append(op) if op[0] == "set_members" else send_to_metadata(op)  # type: ignore[method-assign]
+    held: list[SetMembers] = []
+    door = a.metadata_door
+
+    def hold_set_members(command: Command) -> None:
+        if isinstance(command, SetMembers):
+            held.append(command)
+        else:
+            MetadataDoor.relay(door, command)
+
+    door.relay = hold_set_members  # type: ignore[method-assign]
     # A delete interrupted after its Raft change and before its metadata update: heal finishes it.
     await members_of(a).changes.remove(gid, c.name)
     await eventually(lambda: bool(held), f"{a.name}'s heal to send set_members")
     stale = held[-1]
-    assert stale[3] == kept
+    assert list(stale.members) == kept
 
     # A is deposed; its successor B finishes the removal itself, then adds X, which becomes a voter.
     await members_of(a).queues.transfer_leader(QUEUE, b.name)
-    a.fire_metadata = send_to_metadata  # type: ignore[method-assign]
+    del door.relay  # A's door relays again
     await eventually(lambda: settled_leader(nodes, gid) is b, f"{b.name} to lead {QUEUE}")
     assert await members_of(b).queues.add(QUEUE, x.name) == [*kept, x.name]
 
     # The held message reaches the metadata leader at last.
     meta = metadata_leader(nodes)
-    reply = await meta.submit_metadata(stale)
+    reply = await meta.metadata_door.set_members(stale.queue, stale.group, list(stale.members), stale.fence)
     await x_applied(meta, x)
     assert QUEUE in x.queues and x.name in raft_group(x, gid).raft.status().conf.voters
     assert x.queue_info(QUEUE).members == [*kept, x.name]
-    assert reply[0] == "stale", reply
+    assert isinstance(reply, Stale), reply
 
 
 async def test_finding5_a_successor_promotes_a_learner_only_under_a_fence_of_its_own_term(
@@ -166,7 +176,7 @@ async def test_finding5_a_successor_promotes_a_learner_only_under_a_fence_of_its
 
     # Whatever A decided later in its term, from a configuration without X, is refused.
     meta = metadata_leader(nodes)
-    reply = await meta.submit_metadata(["set_members", QUEUE, gid, listed, [term_a, LATER_DECISION]])
+    reply = await meta.metadata_door.set_members(QUEUE, gid, listed, (term_a, LATER_DECISION))
     await x_applied(meta, x)
     assert QUEUE in x.queues and x.queue_info(QUEUE).members == [*listed, x.name]
-    assert reply[0] == "stale", reply
+    assert isinstance(reply, Stale), reply

@@ -25,7 +25,9 @@ from api.tokens import verify_token
 from api.validation import msgpack_object, published_messages
 from cluster.config import Address, NodeConfig
 from cluster.entry_codec import decode_queue_op
-from cluster.metadata import Metadata
+from cluster.metadata.commands import RegisterNode
+from cluster.metadata.replies import Conflict, Exists, NotFound, Refused, Stale
+from cluster.metadata.snapshot import decode_snapshot
 from cluster.metadata_app import MetadataApp
 from cluster.peer_auth import verify_assertion
 from cluster.queue_replica import QueueReplica
@@ -82,7 +84,15 @@ queue_ops = st.builds(  # version-1 envelopes around anything: `[1, now_ms, [tag
 )
 queue_entries = st.one_of(wire_bytes, st.lists(queue_ops, max_size=4).map(msgpack.packb))
 metadata_ops = st.lists(
-    st.builds(lambda op, args: [op, *args], st.sampled_from(METADATA_OPS), st.lists(values, max_size=5)),
+    st.one_of(
+        st.builds(lambda op, args: [op, *args], st.sampled_from(METADATA_OPS), st.lists(values, max_size=5)),
+        st.builds(
+            lambda version, op, fields: [version, op, fields],
+            st.sampled_from([1, 2]),
+            st.sampled_from(METADATA_OPS),
+            st.dictionaries(st.sampled_from(["queue", "group", "node", "user", "members", "fence"]), values),
+        ),
+    ),
     max_size=4,
 )
 
@@ -126,7 +136,7 @@ def test_queue_snapshot_chunks_restore_or_raise_snapshot_error(chunks: list[byte
 @given(st.one_of(metadata_ops.map(msgpack.packb), wire_bytes))
 def test_metadata_entries_never_raise_and_failed_commands_change_nothing(data: bytes) -> None:
     app = MetadataApp(lambda: None)
-    app.state.apply(["register_node", "n1", "http://h:1", "h:2"])
+    app.state.apply(RegisterNode("n1", "http://h:1", "h:2"))
     try:
         ops = msgpack.unpackb(data, raw=False)
     except (ValueError, msgpack.UnpackException):
@@ -135,11 +145,11 @@ def test_metadata_entries_never_raise_and_failed_commands_change_nothing(data: b
         for op in ops:
             before = copy.deepcopy(app.state)
             reply = _apply_one(app, op)
-            if isinstance(reply, list) and reply[:1] == ["error"]:
+            if isinstance(reply, Refused | NotFound | Stale | Conflict | Exists):
                 assert app.state == before, (op, reply)
     else:
         app.apply(Entry(index=1, term=1, kind=EntryKind.NORMAL, data=data))
-    assert Metadata.restore(app.snapshot_data()) == app.state
+    assert decode_snapshot(app.snapshot_data()) == app.state
 
 
 def _apply_one(app: MetadataApp, op: Any) -> Any:

@@ -11,7 +11,7 @@ records the incarnations of a group created before incarnations existed, once ev
 Every member list sent to the metadata carries a fence `[term, sequence]`: the group's term in which
 this node leads and decided the list, and a number this node raises with each decision. Terms order
 the group's leaders and the sequence orders one leader's decisions, so the metadata can refuse a list
-decided before the one it holds (`cluster/metadata.py`). A learner becomes a voter only after the
+decided before the one it holds (`cluster/metadata/machine.py`). A learner becomes a voter only after the
 metadata holds a fence of the promoting leader's term, so no list of an earlier term can unlist it.
 """
 
@@ -19,15 +19,15 @@ from __future__ import annotations
 
 import itertools
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from cluster.errors import NotLeader, QueueNotFound
-from cluster.group_changes import GroupChanges, MembershipRefused
+from cluster.errors import NodeNotFound, NotLeader, QueueNotFound
+from cluster.membership.group_changes import GroupChanges, MembershipRefused
+from cluster.membership.host import MembershipHost
+from cluster.metadata.commands import SetMembers
+from cluster.metadata_door import MetadataDoor
 from raft_log.confchange import ConfChange, ConfChangeKind
 from raft_log.types import ConfState, Repair
-
-if TYPE_CHECKING:
-    from cluster.node import Node
 
 log = logging.getLogger(__name__)
 
@@ -43,16 +43,17 @@ def ordered_members(listed: list[str], conf: ConfState) -> list[str]:
 class QueueMembers:
     """Replica-set operations of the queues this node leads."""
 
-    def __init__(self, node: Node, changes: GroupChanges) -> None:
+    def __init__(self, node: MembershipHost, door: MetadataDoor, changes: GroupChanges) -> None:
         self.node = node
+        self.door = door
         self.changes = changes
         self._seen_commit: dict[str, dict[str, int]] = {}
         self._decisions = itertools.count(1)
 
     def require_cluster_node(self, name: str) -> None:
-        """QueueNotFound unless `name` is a registered member of the cluster (a joining one included)."""
+        """NodeNotFound unless `name` is a registered member of the cluster (a joining one included)."""
         if not self.node.is_cluster_node(name):
-            raise QueueNotFound(f"node '{name}' is not a member of the cluster")
+            raise NodeNotFound(f"node '{name}' is not a member of the cluster")
 
     def _settled(self, gid: str) -> tuple[ConfState, int] | None:
         """The leader's settled membership and its term (the term of the fences it decides), or None."""
@@ -65,9 +66,9 @@ class QueueMembers:
             raise NotLeader(f"the new leader of {gid} has not settled its membership yet", self.node.name)
         return settled
 
-    def _fence(self, term: int) -> list[int]:
+    def _fence(self, term: int) -> tuple[int, int]:
         """The fence of a member list this node decides now as the leader of `term`."""
-        return [term, next(self._decisions)]
+        return term, next(self._decisions)
 
     async def add(self, queue: str, member: str) -> list[str]:
         """Add a replica of `queue` on `member`; returns the new member list."""
@@ -105,7 +106,7 @@ class QueueMembers:
             listed = self.node.queue_info(queue).members
             if member not in (*conf.voters, *conf.learners):
                 if member not in listed:
-                    raise QueueNotFound(f"node '{member}' is not a member of queue '{queue}'")
+                    raise NodeNotFound(f"node '{member}' is not a member of queue '{queue}'")
             else:
                 await self.changes.remove(service.group, member)
             remaining = [m for m in listed if m != member]
@@ -136,14 +137,13 @@ class QueueMembers:
             current = self.node.meta.state.queues.get(queue)
             if current is None or current.group != group:
                 raise QueueNotFound(f"queue '{queue}' was deleted")
-            if current.members_fence > fence:
+            if current.members_fence > list(fence):
                 raise NotLeader(
                     f"a newer leader of '{queue}' changed its members", self.node.queue_leader(queue)
                 )
-            return current.members_fence == fence
+            return current.members_fence == list(fence)
 
-        op = ["set_members", queue, group, members, fence]
-        if not await self.node.relay_until(op, "set_members", taken):
+        if not await self.door.relay_until(SetMembers(queue, group, tuple(members), fence), taken):
             reason = f"the metadata did not take the members of '{queue}' in time"
             raise NotLeader(reason, self.node.meta_leader())
 
@@ -173,7 +173,7 @@ class QueueMembers:
                 await self.changes.change(service.group, ConfChange(ConfChangeKind.PROMOTE, learner))
             log.info("queue %s: promoted caught-up learner %s", queue, learner)
         elif learner is not None or info.members != wanted:
-            self.node.fire_metadata(["set_members", queue, info.group, wanted, self._fence(term)])
+            self.door.relay(SetMembers(queue, info.group, tuple(wanted), self._fence(term)))
 
     def leader_view(self, queue: str) -> list[dict[str, Any]]:
         """Each member as the queue's leader (this node) sees it: membership, match, lag, liveness."""
@@ -203,10 +203,9 @@ class QueueMembers:
     def local_status(self, queue: str) -> dict[str, Any]:
         """This node's replica of `queue`, as its own Raft group sees it."""
         info = self.node.queue_info(queue)
-        assert self.node.host is not None
-        group = self.node.host.groups.get(info.group)
+        group = self.changes.host.groups.get(info.group)
         if group is None:
-            raise QueueNotFound(f"node '{self.node.name}' hosts no replica of queue '{queue}'")
+            raise NodeNotFound(f"node '{self.node.name}' hosts no replica of queue '{queue}'")
         status = group.raft.status()
         me = self.node.name
         conf = status.conf

@@ -10,30 +10,29 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
-
-import aiohttp
 
 from cluster.config import Address, ConfigError
-from cluster.errors import BadRequest, QueueNotFound
-from cluster.group_changes import GroupChanges, MembershipRefused
-from cluster.metadata import NodeInfo
+from cluster.errors import BadRequest, NodeNotFound
+from cluster.membership.group_changes import GroupChanges, MembershipRefused
+from cluster.membership.host import MembershipHost
+from cluster.membership.join import JoinNotYet, JoinRefused, JoinRequester
+from cluster.metadata.records import NodeInfo
+from cluster.metadata_door import MetadataDoor
 from raft_log.confchange import ConfChange, ConfChangeKind
-
-if TYPE_CHECKING:
-    from cluster.node import Node
 
 log = logging.getLogger(__name__)
 
 JOIN_RETRY_S = 1.0
-JOIN_TIMEOUT_S = 10.0
 
 
 class ClusterMembers:
     """The metadata group's membership, changed on its leader."""
 
-    def __init__(self, node: Node, changes: GroupChanges, meta_group: str) -> None:
+    def __init__(
+        self, node: MembershipHost, door: MetadataDoor, changes: GroupChanges, meta_group: str
+    ) -> None:
         self.node = node
+        self.door = door
         self.changes = changes
         self.meta_group = meta_group
         self._seen_commit: dict[str, int] = {}
@@ -54,7 +53,7 @@ class ClusterMembers:
             raise MembershipRefused("name_taken", f"a node named '{name}' is a member with other addresses")
         async with self.changes.exclusive(self.meta_group, "the cluster"):
             if moved:  # its incarnation follows from the node itself once it runs with the metadata
-                await self.node.submit_metadata(["register_node", name, http, raft])
+                await self.door.register_node(name, http, raft)
             self.node.transport.set_peer(name, address)
             if name not in self._members():
                 await self.changes.change(self.meta_group, self.changes.new_learner(name))
@@ -64,14 +63,14 @@ class ClusterMembers:
     async def forget(self, name: str) -> None:
         """Remove a permanently lost node from the metadata group and the node registry."""
         if name not in self._members() and name not in self.node.meta.state.nodes:
-            raise QueueNotFound(f"node '{name}' is not a member of the cluster")
+            raise NodeNotFound(f"node '{name}' is not a member of the cluster")
         if self.node.is_up(name):
             raise MembershipRefused("node_running", f"node '{name}' is running; stop it before forgetting it")
         async with self.changes.exclusive(self.meta_group, "the cluster"):
             if name in self._members():
                 await self.changes.remove(self.meta_group, name)
             if name in self.node.meta.state.nodes:
-                await self.node.submit_metadata(["forget_node", name])
+                await self.door.forget_node(name)
         self.node.transport.remove_peer(name)
         log.info("node %s forgotten", name)
 
@@ -89,35 +88,22 @@ class ClusterMembers:
                 await self.changes.change(self.meta_group, ConfChange(ConfChangeKind.PROMOTE, learner))
             log.info("node %s promoted to voter of the metadata group", learner)
 
-    async def join_through(self, url: str) -> None:
+    async def join_through(self, url: str, requester: JoinRequester) -> None:
         """On a joining node: ask the member at `url` to add this node, retrying until it answers."""
-        me = {
-            "name": self.node.name,
-            "http": self.node.config.http_url,
-            "raft": str(self.node.config.raft_address),
-        }
-        nodes_url = f"{url.rstrip('/')}/api/nodes"
-        timeout = aiohttp.ClientTimeout(total=JOIN_TIMEOUT_S)
-        async with aiohttp.ClientSession(timeout=timeout) as session:
-            while True:
-                try:
-                    data, headers = await self.node.caller.json_call("POST", nodes_url, me)
-                    ssl_context = self.node.caller.ssl or True
-                    async with session.post(nodes_url, data=data, headers=headers, ssl=ssl_context) as answer:
-                        body: Any = await answer.json(content_type=None)
-                        if answer.status in (200, 201):
-                            self._learn_peers(body["nodes"])
-                            log.info("joined the cluster through %s", url)
-                            return
-                        retry_later = answer.status == 409 and body["error"] == "change_in_progress"
-                        if answer.status in (400, 409) and not retry_later:
-                            log.error("joining through %s refused: %s", url, body)
-                            return
-                except (aiohttp.ClientError, TimeoutError, ValueError, KeyError, TypeError) as exc:
-                    log.info("joining through %s: %s; retrying", url, exc)
-                await asyncio.sleep(JOIN_RETRY_S)
-
-    def _learn_peers(self, nodes: list[dict[str, str]]) -> None:
-        for info in nodes:
-            if info["name"] != self.node.name:
-                self.node.transport.set_peer(info["name"], Address.parse(info["raft"], what="raft"))
+        config = self.node.config
+        me = NodeInfo(self.node.name, config.http_url, str(config.raft_address))
+        while True:
+            try:
+                nodes = await requester.request_join(url, me)
+            except JoinRefused as exc:
+                log.error("joining through %s refused: %s", url, exc)
+                return
+            except JoinNotYet as exc:
+                log.info("joining through %s: %s; retrying", url, exc)
+            else:
+                for info in nodes:
+                    if info.name != self.node.name:
+                        self.node.transport.set_peer(info.name, Address.parse(info.raft, what="raft"))
+                log.info("joined the cluster through %s", url)
+                return
+            await asyncio.sleep(JOIN_RETRY_S)

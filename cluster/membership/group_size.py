@@ -12,14 +12,11 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from typing import TYPE_CHECKING
 
-from cluster.group_changes import GroupChanges
-from cluster.queue_members import QueueMembers
+from cluster.membership.group_changes import GroupChanges
+from cluster.membership.host import MembershipHost
+from cluster.membership.queue_members import QueueMembers
 from queue_state.arguments import ArgumentError, parse_arguments
-
-if TYPE_CHECKING:
-    from cluster.node import Node
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +24,7 @@ log = logging.getLogger(__name__)
 class GroupSizeReconciler:
     """Runs the target-group-size step of every queue this node leads when it is due."""
 
-    def __init__(self, node: Node, members: QueueMembers, changes: GroupChanges) -> None:
+    def __init__(self, node: MembershipHost, members: QueueMembers, changes: GroupChanges) -> None:
         self.node = node
         self.members = members
         self.changes = changes

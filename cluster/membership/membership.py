@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
 
-from cluster.cluster_members import ClusterMembers
-from cluster.group_changes import GroupChanges
-from cluster.group_size import GroupSizeReconciler
-from cluster.queue_members import QueueMembers
-
-if TYPE_CHECKING:
-    from cluster.node import Node
+from cluster.membership.cluster_members import ClusterMembers
+from cluster.membership.group_changes import GroupChanges
+from cluster.membership.group_size import GroupSizeReconciler
+from cluster.membership.host import MembershipHost
+from cluster.membership.queue_members import QueueMembers
+from cluster.metadata_door import MetadataDoor
 
 log = logging.getLogger(__name__)
 
@@ -22,13 +20,14 @@ UPKEEP_EVERY_S = 0.5
 class Membership:
     """Everything a node does about membership; `run()` is its periodic upkeep."""
 
-    def __init__(self, node: Node, meta_group: str) -> None:
-        assert node.host is not None
+    def __init__(
+        self, node: MembershipHost, door: MetadataDoor, changes: GroupChanges, meta_group: str
+    ) -> None:
         self.node = node
-        self.changes = GroupChanges(node.host, node.is_up)
-        self.queues = QueueMembers(node, self.changes)
-        self.cluster = ClusterMembers(node, self.changes, meta_group)
-        self.group_size = GroupSizeReconciler(node, self.queues, self.changes)
+        self.changes = changes
+        self.queues = QueueMembers(node, door, changes)
+        self.cluster = ClusterMembers(node, door, changes, meta_group)
+        self.group_size = GroupSizeReconciler(node, self.queues, changes)
         self._known_nodes: frozenset[str] = frozenset()
         self._known_queues: frozenset[str] = frozenset()
         self._known_voters: frozenset[str] = frozenset()
@@ -48,7 +47,7 @@ class Membership:
         """Reconcile soon when a joined node was promoted, a node forgotten, or this node took over
         queues (their previous leader may have stopped before reconciling)."""
         voters = frozenset(self.node.cluster_members())
-        led = frozenset(name for name, service in self.node.queues.items() if service.is_leader)
+        led = frozenset(name for name, queue in self.node.queues.items() if queue.is_leader)
         if voters != self._known_voters or not led <= self._known_led:
             self.group_size.trigger()
         self._known_voters, self._known_led = voters, led

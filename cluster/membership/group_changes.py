@@ -201,10 +201,10 @@ class GroupChanges:
         if self.unbound_member(conf) is None:
             return False
         async with self.exclusive(gid, what):
-            member = await self.bind_unknown_incarnation(gid)
-        if member is None:
+            bound = await self.bind_unknown_incarnation(gid)
+        if bound is None:
             return False
-        log.info("%s: the incarnation of %s is recorded", what, member)
+        log.info("%s: the incarnation of %s is recorded", what, bound)
         return True
 
     async def replace(self, gid: str, node: str) -> None:

@@ -1,0 +1,89 @@
+"""What membership needs of its node (`Node` provides it)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from cluster.config import Address, NodeConfig
+from cluster.metadata.machine import MetadataMachine
+from cluster.metadata.records import QueueInfo
+
+
+class MetadataView(Protocol):
+    """The metadata as this node applied it."""
+
+    @property
+    def state(self) -> MetadataMachine: ...
+
+    @property
+    def is_leader(self) -> bool: ...
+
+
+class PeerLinks(Protocol):
+    """Where the transport reaches each peer."""
+
+    def set_peer(self, name: str, address: Address) -> None: ...
+
+    def remove_peer(self, name: str) -> None: ...
+
+
+class HostedQueue(Protocol):
+    """A queue whose group this node hosts."""
+
+    @property
+    def group(self) -> str: ...
+
+    @property
+    def is_leader(self) -> bool: ...
+
+
+class MembershipHost(Protocol):
+    """The node as membership sees it: its metadata, peers, and the queues it hosts."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def config(self) -> NodeConfig: ...
+
+    @property
+    def meta(self) -> MetadataView: ...
+
+    @property
+    def transport(self) -> PeerLinks: ...
+
+    @property
+    def queues(self) -> Mapping[str, HostedQueue]: ...
+
+    def is_up(self, name: str) -> bool:
+        """True for this node and for peers with a live Raft connection."""
+        ...
+
+    def cluster_members(self) -> list[str]:
+        """The metadata group's voters."""
+        ...
+
+    def is_cluster_node(self, name: str) -> bool:
+        """True for a registered node of the metadata group, a joining learner included."""
+        ...
+
+    def meta_leader(self) -> str | None:
+        """The node leading the metadata group, when known."""
+        ...
+
+    def queue_info(self, name: str) -> QueueInfo:
+        """A declared queue, or QueueNotFound."""
+        ...
+
+    def queue_leader(self, name: str) -> str | None:
+        """The node leading a queue's group, when known."""
+        ...
+
+    def led_queue(self, name: str) -> HostedQueue:
+        """A queue this node leads, or NotLeader with a hint."""
+        ...
+
+    def rebinding(self, gid: str) -> dict[str, Any] | None:
+        """Why this node's replica in `gid` is a new incarnation not yet rebound, or None."""
+        ...

@@ -1,0 +1,128 @@
+"""The wire form of metadata commands (inside the metadata group's entries and relayed in control
+frames), versioned.
+
+- Version 1: `[1, tag, {field: value}]`, fields by name, so a field added later with a default still
+  decodes what was written before it (a field this version does not know is refused: an entry of a
+  later version).
+- Version 0, written before versions existed: the raw list `[tag, value, ...]` with the fields in
+  order, including the short forms older nodes wrote (`register_node` without an incarnation,
+  `set_members` without a fence or with a null one). It still decodes, so old logs replay; and it is
+  what a node writes while a member of the metadata group may run a version that reads nothing else
+  (`cluster/metadata_door.py`).
+
+A change older nodes cannot read (a new command, a new field) raises CODEC_VERSION; keep `encode` able
+to write every version a cluster may still need.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+from cluster.metadata.commands import (
+    BootstrapUsers,
+    Command,
+    Declare,
+    Delete,
+    DeleteUser,
+    ForgetNode,
+    InvalidCommand,
+    PutUser,
+    RegisterNode,
+    SetArguments,
+    SetMembers,
+    SetPermissions,
+)
+
+CODEC_VERSION = 1
+VERSIONS = (0, 1)
+
+_TAGS: dict[type[Command], str] = {
+    RegisterNode: "register_node",
+    ForgetNode: "forget_node",
+    Declare: "declare",
+    Delete: "delete",
+    SetMembers: "set_members",
+    SetArguments: "set_arguments",
+    BootstrapUsers: "bootstrap_users",
+    PutUser: "put_user",
+    DeleteUser: "delete_user",
+    SetPermissions: "set_permissions",
+}
+_KINDS: dict[str, type[Command]] = {tag: kind for kind, tag in _TAGS.items()}
+_FIELDS: dict[type[Command], tuple[str, ...]] = {kind: tuple(f.name for f in fields(kind)) for kind in _TAGS}
+
+
+class MetadataDecodeError(ValueError):
+    """A value that is not a metadata command of a version this node reads."""
+
+
+def tag_of(command: Command) -> str:
+    """The name a command travels under (the first item of its version-0 form)."""
+    return _TAGS[type(command)]
+
+
+def encode(command: Command, version: int = CODEC_VERSION) -> list[Any]:
+    """The msgpack-ready form of `command` in codec `version` (ValueError for an unknown one)."""
+    kind = type(command)
+    values = {name: _to_wire(getattr(command, name)) for name in _FIELDS[kind]}
+    if version == 0:
+        return [_TAGS[kind], *values.values()]
+    if version == 1:
+        return [1, _TAGS[kind], values]
+    raise ValueError(f"no metadata codec version {version!r}")
+
+
+def decode(value: object) -> Command:
+    """The command a value of any version `encode` writes stands for, or MetadataDecodeError."""
+    if not isinstance(value, list) or not value:
+        raise MetadataDecodeError(f"a metadata command is a non-empty list, got {value!r}")
+    head = value[0]
+    if type(head) is str:
+        return _decode_version_0(head, value[1:])
+    if type(head) is int and head == 1 and len(value) == 3:
+        return _decode_version_1(value[1], value[2])
+    raise MetadataDecodeError(f"not a metadata command of a known version: {value!r}")
+
+
+def _decode_version_0(tag: str, values: list[Any]) -> Command:
+    kind = _kind(tag)
+    names = _FIELDS[kind]
+    if len(values) > len(names):
+        raise MetadataDecodeError(f"{tag} takes at most {len(names)} values, got {len(values)}")
+    named = dict(zip(names, values, strict=False))
+    if kind is SetMembers and named.get("fence", ()) is None:  # logged before fences existed
+        del named["fence"]
+    return _build(kind, named)
+
+
+def _decode_version_1(tag: object, named: object) -> Command:
+    kind = _kind(tag)
+    if not isinstance(named, dict):
+        raise MetadataDecodeError(f"the fields of {tag} are a map, got {named!r}")
+    unknown = sorted(map(str, set(named) - set(_FIELDS[kind])))
+    if unknown:
+        raise MetadataDecodeError(f"{tag} has no fields {unknown} (written by a later version?)")
+    return _build(kind, named)
+
+
+def _kind(tag: object) -> type[Command]:
+    kind = _KINDS.get(tag) if isinstance(tag, str) else None
+    if kind is None:
+        raise MetadataDecodeError(f"unknown metadata command {tag!r}")
+    return kind
+
+
+def _build(kind: type[Command], named: dict[str, Any]) -> Command:
+    try:
+        return kind(**{name: _from_wire(value) for name, value in named.items()})
+    except (InvalidCommand, TypeError) as exc:
+        raise MetadataDecodeError(f"malformed {_TAGS[kind]}: {exc}") from exc
+
+
+def _to_wire(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _from_wire(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value

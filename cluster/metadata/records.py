@@ -1,0 +1,62 @@
+"""What the metadata holds: the nodes of the cluster, the declared queues, the users."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+ADMINISTRATOR = "administrator"
+FULL_ACCESS = ".*"
+NO_ACCESS = ""
+# The fence of a queue no fenced `SetMembers` wrote yet, and of a `set_members` logged without one.
+UNFENCED = (0, 0)
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """A cluster member, where to reach it and the incarnation (database) it registered from ("" when
+    registered before incarnations existed)."""
+
+    name: str
+    http: str
+    raft: str
+    incarnation: str = ""
+
+
+@dataclass
+class QueueInfo:
+    """A declared queue: its Raft group id, canonical arguments and intended replica set.
+
+    `initial_members` is the membership the group was created with; it is emptied by the first
+    membership change, after which a node opening the group starts it empty and waits for the leader.
+    `members_fence` is the fence of the `SetMembers` that wrote `members` (`UNFENCED` until one did).
+    `initial_incarnations` are the registered incarnations of the initial members when the queue was
+    declared (members registered without one are left out): the group's bootstrap configuration.
+    """
+
+    name: str
+    group: str
+    arguments: dict[str, Any]
+    members: list[str]
+    created_ms: int
+    initial_members: list[str] = field(default_factory=list)
+    members_fence: list[int] = field(default_factory=lambda: list(UNFENCED))
+    initial_incarnations: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class UserRecord:
+    """One user: the encoded password hash, tags, and the three permission regexes (`cluster.users`
+    hashes passwords and matches patterns; the metadata only records them)."""
+
+    name: str
+    password_hash: str
+    tags: list[str] = field(default_factory=list)
+    configure: str = NO_ACCESS
+    write: str = NO_ACCESS
+    read: str = NO_ACCESS
+
+    @property
+    def is_administrator(self) -> bool:
+        """True for users tagged `administrator`."""
+        return ADMINISTRATOR in self.tags

@@ -1,0 +1,62 @@
+"""What applying a metadata command answers its proposer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+
+@dataclass(frozen=True, slots=True)
+class Ok:
+    """The command took effect."""
+
+
+@dataclass(frozen=True, slots=True)
+class Created:
+    """A queue (with its new group) or a user, or the user table, was created."""
+
+    group: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Updated:
+    """An existing user was updated."""
+
+
+@dataclass(frozen=True, slots=True)
+class Exists:
+    """Nothing to do: the queue (with its group) exists with the same arguments, or the user table was
+    initialised already."""
+
+    group: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """The queue exists with other arguments (these)."""
+
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Stale:
+    """A queue's member list decided before the one applied; nothing changed."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class NotFound:
+    """The node, queue (of that group) or user the command names does not exist; nothing changed."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """The command is malformed or breaks a rule; nothing changed."""
+
+    reason: str
+
+
+Reply: TypeAlias = Ok | Created | Updated | Exists | Conflict | Stale | NotFound | Refused

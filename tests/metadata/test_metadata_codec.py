@@ -1,0 +1,138 @@
+"""The metadata codec: both versions round trip, every version-0 raw list older code wrote still decodes
+to the same command, and nothing but MetadataDecodeError comes out of a malformed value."""
+
+from __future__ import annotations
+
+import contextlib
+
+import msgpack
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from metadata_strategies import commands
+
+from cluster.metadata.codec import CODEC_VERSION, MetadataDecodeError, decode, encode
+from cluster.metadata.commands import (
+    BootstrapUsers,
+    Command,
+    Declare,
+    Delete,
+    DeleteUser,
+    ForgetNode,
+    PutUser,
+    RegisterNode,
+    SetArguments,
+    SetMembers,
+    SetPermissions,
+)
+
+
+def through_msgpack(value: object) -> object:
+    return msgpack.unpackb(msgpack.packb(value), raw=False)
+
+
+@given(commands, st.sampled_from([0, 1]))
+def test_every_command_survives_an_encode_decode_round_trip_in_each_version(
+    command: Command, version: int
+) -> None:
+    assert decode(through_msgpack(encode(command, version))) == command
+
+
+def test_new_commands_are_written_as_a_version_tag_and_named_fields() -> None:
+    assert CODEC_VERSION == 1
+    assert encode(SetMembers("q", "q1.q", ("a", "b"), (3, 1))) == [
+        1,
+        "set_members",
+        {"queue": "q", "group": "q1.q", "members": ["a", "b"], "fence": [3, 1]},
+    ]
+
+
+# Every form the raw-list code (before versions) wrote: Node.declare, delete, the relays of
+# register/set_arguments/expire/set_members, membership's join and forget, the user handlers and the
+# bootstrap of the user table; with the short forms of nodes older still.
+VERSION_0 = [
+    (["register_node", "n1", "http://h:1", "h:2", "inc"], RegisterNode("n1", "http://h:1", "h:2", "inc")),
+    (["register_node", "n1", "http://h:1", "h:2"], RegisterNode("n1", "http://h:1", "h:2", "")),
+    (["forget_node", "n1"], ForgetNode("n1")),
+    (
+        ["declare", "q", {"x-max-length": 5}, ["n1", "n2"], 1700000000000],
+        Declare("q", {"x-max-length": 5}, ("n1", "n2"), 1700000000000),
+    ),
+    (["delete", "q", "q1.q"], Delete("q", "q1.q")),
+    (["set_members", "q", "q1.q", ["n1"], [2, 7]], SetMembers("q", "q1.q", ("n1",), (2, 7))),
+    (["set_members", "q", "q1.q", ["n1"]], SetMembers("q", "q1.q", ("n1",), (0, 0))),
+    (["set_members", "q", "q1.q", ["n1"], None], SetMembers("q", "q1.q", ("n1",), (0, 0))),
+    (["set_arguments", "q", "q1.q", {"x-max-length": 9}], SetArguments("q", "q1.q", {"x-max-length": 9})),
+    (["bootstrap_users", "admin", "scrypt$..."], BootstrapUsers("admin", "scrypt$...")),
+    (["bootstrap_users", "", ""], BootstrapUsers("", "")),
+    (["put_user", "alice", "scrypt$...", ["monitoring"]], PutUser("alice", "scrypt$...", ("monitoring",))),
+    (["put_user", "alice", "", []], PutUser("alice", "", ())),
+    (["delete_user", "bob"], DeleteUser("bob")),
+    (["set_permissions", "alice", "^a$", "", ".*"], SetPermissions("alice", "^a$", "", ".*")),
+]
+
+
+@pytest.mark.parametrize(("raw", "command"), VERSION_0, ids=[str(raw[0]) for raw, _ in VERSION_0])
+def test_every_version_0_raw_list_decodes_to_the_same_command(raw: list[object], command: Command) -> None:
+    assert decode(through_msgpack(raw)) == command
+
+
+def test_a_version_1_entry_without_a_field_that_has_a_default_takes_the_default() -> None:
+    assert decode([1, "register_node", {"node": "n", "http": "h", "raft": "r"}]) == RegisterNode(
+        "n", "h", "r"
+    )
+    assert decode([1, "set_members", {"queue": "q", "group": "g", "members": []}]).fence == (0, 0)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        [],
+        "declare",
+        ["no_such_command", "x"],
+        ["delete", "q"],  # a field missing
+        ["delete", "q", "g", "extra"],  # one too many
+        ["forget_node", 7],
+        ["declare", "q", {}, ["a"], "soon"],
+        ["declare", "q", {1: 2}, ["a"], 1],
+        ["put_user", "alice", "h", "monitoring"],
+        [2, "delete", {"queue": "q", "group": "g"}],  # a later version
+        [1, "delete", {"queue": "q", "group": "g", "why": "later field"}],
+        [1, "delete", ["q", "g"]],
+        [1, "delete"],
+        [True, "delete", {"queue": "q", "group": "g"}],
+    ],
+)
+def test_a_malformed_value_is_refused_with_the_codecs_error(value: object) -> None:
+    with pytest.raises(MetadataDecodeError):
+        decode(value)
+
+
+wire_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**64 - 1)
+    | st.text(max_size=5)
+    | st.binary(max_size=5),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+TAGS = st.sampled_from(["register_node", "declare", "set_members", "put_user", "set_permissions", "x"])
+
+
+@given(
+    st.one_of(wire_values, st.tuples(TAGS, st.lists(wire_values, max_size=5)).map(lambda t: [t[0], *t[1]]))
+)
+def test_decoding_any_value_raises_only_metadata_decode_error(value: object) -> None:
+    with contextlib.suppress(MetadataDecodeError):
+        decode(value)
+
+
+@given(
+    TAGS, st.dictionaries(st.sampled_from(["queue", "group", "members", "fence", "node", "x"]), wire_values)
+)
+def test_decoding_any_named_fields_raises_only_metadata_decode_error(
+    tag: str, named: dict[str, object]
+) -> None:
+    with contextlib.suppress(MetadataDecodeError):
+        decode([1, tag, named])
