@@ -19,11 +19,13 @@ java:
 run: $(STAMP)
 	$(BIN)/quorumq cluster start --nodes 3 --demo
 
-# The static checks: lint, format, the import contracts of pyproject.toml ([tool.importlinter]).
+# The static checks: lint, format, the import contracts and the type checker (pyproject.toml's
+# [tool.importlinter] and [tool.mypy]).
 check: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 test: check java
 	$(BIN)/pytest
