@@ -73,7 +73,6 @@ class Node:
         self.config = config
         self.name = config.node
         self.store: NodeStore | None = None
-        self.damage: Damage | None = None  # the latest damage found in this node's database
         self.transport = Transport(
             self.name, config.raft, config.cluster_secret, self._on_frame, tls=raft_contexts(config)
         )
@@ -102,7 +101,7 @@ class Node:
         seeds, self._join_url = load_or_record_seeds(data_dir, self.config)
         if self._join_url and self._joiner is None:
             raise ConfigError("this node joins a cluster through a URL: it needs a JoinRequester")
-        self.store, self.damage = open_store(data_dir, wall_clock_ms())
+        self.store, damage = open_store(data_dir, wall_clock_ms())
         self.store.on_damage = functools.partial(stop_on_damage, data_dir)
         self.transport.incarnation = self.store.incarnation
         sync_directory(data_dir)  # node.json and the database's directory keep their names after a power loss
@@ -124,7 +123,7 @@ class Node:
             rng=random.Random(),
             on_control=self._on_control,
         )
-        self._build_parts(self.host, self.store)
+        self._build_parts(self.host, self.store, damage)
         await self.transport.start()
         for name, address in seeds.items():
             self.transport.set_peer(name, address)
@@ -139,13 +138,14 @@ class Node:
             joining = self.membership.cluster.join_through(self._join_url, self._joiner)
             self._tasks.append(loop.create_task(joining))
 
-    def _build_parts(self, host: RaftHost, store: NodeStore) -> None:
+    def _build_parts(self, host: RaftHost, store: NodeStore, damage: Damage | None) -> None:
+        """Build the parts requests reach; `damage` is the latest found in this node's database."""
         self._status = NodeStatus(
-            self.name, META_GROUP, host, self.transport, self.metadata, store.incarnation, self.damage
+            self.name, META_GROUP, host, self.transport, self.metadata, store.incarnation, damage
         )
         hold_ticks = NEW_GROUP_HOLD_ELECTIONS * self.config.election_ticks
         self._hosting = QueueHosting(self.name, store, host, self._new_queue_leader, hold_ticks)
-        self._metadata_door = MetadataDoor(host, META_GROUP, self._metadata_members)
+        self._metadata_door = MetadataDoor(host, META_GROUP, self._status.metadata_members)
         self._directory = QueueDirectory(
             self.metadata, self._hosting.queues, host, self._status, self._metadata_door, wall_clock_ms
         )
@@ -205,11 +205,6 @@ class Node:
     def _on_control(self, peer: str, control: dict[str, Any]) -> None:
         if self._metadata_door is not None:
             self._metadata_door.on_control(peer, control)
-
-    def _metadata_members(self) -> tuple[str, ...]:
-        assert self.host is not None
-        conf = self.host.groups[META_GROUP].raft.status().conf
-        return (*conf.voters, *conf.learners)
 
     async def _sync_loop(self) -> None:
         """Keep the metadata in step with this node: its addresses, and the arguments of queues it

@@ -78,10 +78,14 @@ class NodeStatus:
         """Every node of the cluster: the metadata group's voters."""
         return list(self._meta_conf().voters)
 
+    def metadata_members(self) -> tuple[str, ...]:
+        """The metadata group's voters and learners (nodes joining)."""
+        conf = self._meta_conf()
+        return (*conf.voters, *conf.learners)
+
     def is_cluster_node(self, name: str) -> bool:
         """True for a registered node of the metadata group, a joining learner included."""
-        conf = self._meta_conf()
-        return name in self._metadata.nodes and name in (*conf.voters, *conf.learners)
+        return name in self._metadata.nodes and name in self.metadata_members()
 
     def node_http(self, name: str | None) -> str | None:
         """The HTTP base URL of a node, from the metadata."""

@@ -136,7 +136,7 @@ def test_cluster_nodes_are_registered_members_of_the_metadata_group_learners_inc
     app = metadata(*(RegisterNode(name, f"http://{name}", f"{name}:1") for name in (ME, "b", "gone")))
     raft = Raft({META: raft_group(voters=(ME, "c"), learners=("b",))}, {META: ME})
     status = status_of(raft, app)
-    assert status.cluster_members() == [ME, "c"]
+    assert status.cluster_members() == [ME, "c"] and status.metadata_members() == (ME, "c", "b")
     assert [status.is_cluster_node(name) for name in (ME, "b", "c", "gone")] == [True, True, False, False]
     assert (
         status.node_http("b") == "http://b"
