@@ -1,4 +1,5 @@
-"""Typed keys of the values the HTTP application carries (aiohttp's AppKey)."""
+"""Typed keys of the values the HTTP application carries (aiohttp's AppKey): the node's parts the app
+factory (`api.server.create_app`) hands over, and the application's own."""
 
 from __future__ import annotations
 
@@ -11,10 +12,22 @@ if TYPE_CHECKING:
     from api.auth import PasswordChecker
     from api.login_throttle import LoginThrottle
     from api.metrics import Metrics
-    from cluster.node import Node
+    from cluster.config import NodeConfig
+    from cluster.membership.membership import Membership
+    from cluster.metadata_door import MetadataDoor
+    from cluster.metadata_view import MetadataView
+    from cluster.node_status import NodeStatus
+    from cluster.peer_auth import NodeCaller
+    from cluster.queue_directory import QueueDirectory
     from cluster.replay_guard import ReplayGuard
 
-NODE: web.AppKey[Node] = web.AppKey("node")
+CONFIG: web.AppKey[NodeConfig] = web.AppKey("config")
+QUEUES: web.AppKey[QueueDirectory] = web.AppKey("queues")
+METADATA: web.AppKey[MetadataView] = web.AppKey("metadata")
+METADATA_DOOR: web.AppKey[MetadataDoor] = web.AppKey("metadata_door")
+STATUS: web.AppKey[NodeStatus] = web.AppKey("status")
+MEMBERSHIP: web.AppKey[Membership] = web.AppKey("membership")
+CALLER: web.AppKey[NodeCaller] = web.AppKey("caller")
 METRICS: web.AppKey[Metrics] = web.AppKey("metrics")
 FORWARD_SESSION = web.AppKey("forward_session", aiohttp.ClientSession)
 PASSWORD_CHECKER: web.AppKey[PasswordChecker] = web.AppKey("password_checker")

@@ -22,17 +22,25 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from api.app_keys import LOGIN_THROTTLE, NODE, PASSWORD_CHECKER, REPLAY_GUARD
+from api.app_keys import (
+    CALLER,
+    CONFIG,
+    LOGIN_THROTTLE,
+    METADATA,
+    METADATA_DOOR,
+    PASSWORD_CHECKER,
+    REPLAY_GUARD,
+)
 from api.errors import ApiError, error_response
 from api.limits import read_body
 from api.login_throttle import LoginThrottled
 from api.tokens import verify_token
 from api.validation import check_queue_name
-from cluster.config import ConfigError, is_loopback_host
+from cluster.config import ConfigError, NodeConfig, is_loopback_host
 from cluster.errors import NotLeader
-from cluster.metadata.machine import MetadataMachine
 from cluster.metadata.records import FULL_ACCESS, UserRecord
-from cluster.node import Node
+from cluster.metadata_door import MetadataDoor
+from cluster.metadata_view import MetadataView
 from cluster.peer_auth import NODE_AUTH_HEADER, NODE_PRINCIPAL, body_digest_off_loop, verify_assertion
 from cluster.replay_guard import IssuedBeforeGuard, ReplayGuardFull
 from cluster.source_address import source_key
@@ -255,32 +263,31 @@ def route_access(request: web.Request) -> Access:
 
 async def authenticate(request: web.Request) -> Principal | None:
     """The caller's principal, or None when no credentials came; raises Unauthenticated when wrong."""
-    node: Node = request.app[NODE]
+    config, metadata = request.app[CONFIG], request.app[METADATA]
     assertion = request.headers.get(NODE_AUTH_HEADER)
     if assertion is not None:
-        name = await _asserted_user(request, node, assertion)
-        if name in (NODE_PRINCIPAL, GUEST) and (name == NODE_PRINCIPAL or node.config.loopback_guest):
+        name = await _asserted_user(request, config.cluster_secret, assertion)
+        if name in (NODE_PRINCIPAL, GUEST) and (name == NODE_PRINCIPAL or config.loopback_guest):
             return Principal.superuser(name)
-        return _known_user(node.meta.state, name)
+        return _known_user(metadata, name)
     header = request.headers.get("Authorization")
     if header is None:  # never anyone, not even from loopback: a proxy there would make everyone the guest
         return None
     scheme, _, value = header.partition(" ")
     if scheme.lower() == "basic":
-        return await _basic(request, node, value.strip())
+        return await _basic(request, value.strip())
     if scheme.lower() == "bearer":
-        claims = verify_token(node.config.cluster_secret, value.strip(), node.meta.state.users)
+        claims = verify_token(config.cluster_secret, value.strip(), metadata.users)
         if claims is None:
             raise Unauthenticated("invalid or expired token")
-        return _known_user(node.meta.state, claims.name, claims.expires_ms)
+        return _known_user(metadata, claims.name, claims.expires_ms)
     raise Unauthenticated(f"unsupported authorization scheme {scheme!r}")
 
 
-async def _asserted_user(request: web.Request, node: Node, assertion: str) -> str:
+async def _asserted_user(request: web.Request, secret: str, assertion: str) -> str:
     """The user a node assertion names, if it was made for exactly this request and is used once. The
     body is read only once the assertion proved genuine."""
     now_ms = steady_wall_ms()
-    secret = node.config.cluster_secret
     asserted = verify_assertion(secret, assertion, request.method, request.raw_path, now_ms)
     if asserted is None:
         raise Unauthenticated("invalid node assertion")
@@ -296,20 +303,21 @@ async def _asserted_user(request: web.Request, node: Node, assertion: str) -> st
     return asserted.user
 
 
-async def _basic(request: web.Request, node: Node, value: str) -> Principal:
+async def _basic(request: web.Request, value: str) -> Principal:
     try:
         name, sep, password = base64.b64decode(value, validate=True).decode().partition(":")
     except (binascii.Error, ValueError) as exc:
         raise Unauthenticated("malformed basic credentials") from exc
     if not sep:
         raise Unauthenticated("malformed basic credentials")
-    if name == GUEST and not node.config.loopback_guest:  # never a stored user: no check, no failure
+    if name == GUEST and not request.app[CONFIG].loopback_guest:  # never a stored user: no check, no failure
         raise Unauthenticated("the guest user is disabled on this node")
     if name == GUEST and not is_loopback(request):
         raise Unauthenticated("the guest user may only connect from loopback")
     throttle, source = request.app[LOGIN_THROTTLE], source_key(request.remote)
     throttle.refuse_if_blocked(source)
-    checker, record = request.app[PASSWORD_CHECKER], node.meta.state.users.get(name)
+    metadata = request.app[METADATA]
+    checker, record = request.app[PASSWORD_CHECKER], metadata.users.get(name)
     known = None if record is None else await checker.known_outcome(record, password)  # never `guest`
     if known is not None:  # no check of its own, so no place among its source's checks
         if not known:
@@ -324,9 +332,8 @@ async def _basic(request: web.Request, node: Node, value: str) -> Principal:
                 raise Unauthenticated("wrong user name or password")
             failed = False
             return Principal.superuser(GUEST)
-        state = node.meta.state
         if not await checker.check(record, password):
-            if not state.users_initialised:
+            if not metadata.users_initialised:
                 failed = False
                 raise Unauthenticated("the user table is not initialised yet", status=503)
             raise Unauthenticated("wrong user name or password")
@@ -337,10 +344,10 @@ async def _basic(request: web.Request, node: Node, value: str) -> Principal:
         throttle.end(source, failed)
 
 
-def _known_user(state: MetadataMachine, name: str, expires_ms: int | None = None) -> Principal:
-    record = state.users.get(name)
+def _known_user(metadata: MetadataView, name: str, expires_ms: int | None = None) -> Principal:
+    record = metadata.users.get(name)
     if record is None:
-        raise Unauthenticated(f"no user {name!r}", status=401 if state.users_initialised else 503)
+        raise Unauthenticated(f"no user {name!r}", status=401 if metadata.users_initialised else 503)
     return Principal.of(record, expires_ms)
 
 
@@ -361,7 +368,7 @@ async def vouch(request: web.Request, method: str, url: str, body: bytes = b"") 
     """Headers for a call this handler makes to another node (forwarding, asking a queue's leader for
     stats), asserting the principal it serves for exactly that call, so the other node applies the same
     permissions without seeing the caller's credentials."""
-    return await request.app[NODE].caller.headers(method, url, body, user=principal(request).name)
+    return await request.app[CALLER].headers(method, url, body, user=principal(request).name)
 
 
 def _unauthorised(reason: str, status: int) -> web.Response:
@@ -376,7 +383,7 @@ def _unauthorised(reason: str, status: int) -> web.Response:
 async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Authenticate the caller and check the route's access rule before the handler runs."""
     access = route_access(request)
-    if access is Access.PUBLIC or (access is Access.METRICS and request.app[NODE].config.metrics_public):
+    if access is Access.PUBLIC or (access is Access.METRICS and request.app[CONFIG].metrics_public):
         return await handler(request)
     try:
         caller = await authenticate(request)
@@ -390,7 +397,7 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
         return _unauthorised("authentication required", 401)
     queue = request.match_info.get("q")
     if queue is not None:  # validated before any permission pattern sees it
-        check_queue_name(queue, request.app[NODE].config.max_queue_name_length)
+        check_queue_name(queue, request.app[CONFIG].max_queue_name_length)
     require(caller, access, queue)
     request[PRINCIPAL_KEY] = caller
     return await handler(request)
@@ -398,7 +405,7 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
 
 async def bootstrap_users(app: web.Application) -> AsyncIterator[None]:
     """Cleanup context: the metadata leader creates the configured bootstrap user once per cluster."""
-    config = app[NODE].config
+    config = app[CONFIG]
     if config.bootstrap_user:
         try:
             check_user_name(config.bootstrap_user)
@@ -408,18 +415,20 @@ async def bootstrap_users(app: web.Application) -> AsyncIterator[None]:
         if config.bootstrap_user == GUEST:
             raise ConfigError("bootstrap user: 'guest' is the built-in loopback user")
     app[PASSWORD_CHECKER] = PasswordChecker()
-    task = asyncio.get_running_loop().create_task(_bootstrap_loop(app[NODE], app[PASSWORD_CHECKER]))
+    bootstrap = _bootstrap_loop(config, app[METADATA], app[METADATA_DOOR], app[PASSWORD_CHECKER])
+    task = asyncio.get_running_loop().create_task(bootstrap)
     yield
     task.cancel()
 
 
-async def _bootstrap_loop(node: Node, passwords: PasswordChecker) -> None:
-    config = node.config
+async def _bootstrap_loop(
+    config: NodeConfig, metadata: MetadataView, door: MetadataDoor, passwords: PasswordChecker
+) -> None:
     password_hash = await passwords.hash(config.bootstrap_password) if config.bootstrap_user else ""
-    while not node.meta.state.users_initialised:
-        if node.meta.is_leader:
+    while not metadata.users_initialised:
+        if metadata.is_leader:
             try:
-                await node.metadata_door.bootstrap_users(config.bootstrap_user, password_hash)
+                await door.bootstrap_users(config.bootstrap_user, password_hash)
             except NotLeader as exc:
                 log.info("bootstrap user not created yet: %s", exc)
         await asyncio.sleep(BOOTSTRAP_RETRY_S)

@@ -5,53 +5,43 @@ from __future__ import annotations
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from api.app_keys import METRICS, NODE
-from cluster.node import META_GROUP, Node
-
-
-def _node_status(node: Node, name: str) -> str:
-    if name == node.name:
-        return "up"
-    return "up" if node.transport.peers().get(name) else "down"
+from api.app_keys import METADATA, METRICS, STATUS
 
 
 async def list_nodes(request: web.Request) -> web.StreamResponse:
     """GET /api/nodes: every member with its addresses, its incarnation and whether this node reaches it."""
-    node: Node = request.app[NODE]
+    status = request.app[STATUS]
     nodes = [
         {
             "name": info.name,
             "http": info.http,
             "raft": info.raft,
             "incarnation": info.incarnation,
-            "status": _node_status(node, info.name),
+            "status": "up" if status.is_up(info.name) else "down",
         }
-        for info in sorted(node.meta.state.nodes.values(), key=lambda i: i.name)
+        for info in sorted(request.app[METADATA].nodes.values(), key=lambda i: i.name)
     ]
     return web.json_response(nodes)
 
 
 async def health(request: web.Request) -> web.StreamResponse:
-    """GET /api/health: 200 once `Node.readiness` is ok (leader known, registered, users known), else 503;
-    `damage` tells of a damaged database set aside (`Node.damage_status`)."""
-    node: Node = request.app[NODE]
-    assert node.host is not None
-    groups = node.host.groups
-    without_quorum = sorted(gid for gid in groups if gid != META_GROUP and node.host.leader_of(gid) is None)
-    repairing = sorted(gid for gid, group in groups.items() if group.raft.repair is not None)
-    status = node.readiness()
+    """GET /api/health: 200 once `NodeStatus.readiness` is ok (leader known, registered, users known),
+    else 503; `damage` tells of a damaged database set aside (`NodeStatus.damage_status`)."""
+    status = request.app[STATUS]
+    groups = status.groups()
+    readiness = status.readiness()
     body = {
-        "node": node.name,
-        "status": status,
-        "metadata_leader": node.meta_leader(),
-        "groups_hosted": len(groups),
-        "groups_led": sum(1 for g in groups.values() if g.raft.is_leader),
-        "groups_without_leader": without_quorum,
-        "groups_repairing": repairing,
-        "queues": len(node.meta.state.queues),
-        "damage": node.damage_status(),
+        "node": status.name,
+        "status": readiness,
+        "metadata_leader": status.meta_leader(),
+        "groups_hosted": groups.hosted,
+        "groups_led": groups.led,
+        "groups_without_leader": groups.without_leader,
+        "groups_repairing": groups.repairing,
+        "queues": len(request.app[METADATA].queues),
+        "damage": status.damage_status(),
     }
-    return web.json_response(body, status=200 if status == "ok" else 503)
+    return web.json_response(body, status=200 if readiness == "ok" else 503)
 
 
 async def metrics(request: web.Request) -> web.StreamResponse:

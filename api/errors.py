@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from api.app_keys import NODE
+from api.app_keys import STATUS
 from cluster.errors import (
     BadRequest,
     LogGap,
@@ -64,7 +64,7 @@ def node_error_response(request: web.Request, exc: NodeError) -> web.Response:
     status = _NODE_ERRORS.get(type(exc), 500)
     extra: dict[str, object] = {}
     if isinstance(exc, NotLeader) and exc.leader:
-        extra = {"leader": exc.leader, "leader_http": request.app[NODE].node_http(exc.leader)}
+        extra = {"leader": exc.leader, "leader_http": request.app[STATUS].node_http(exc.leader)}
     return error_response(status, exc.code, exc.reason, **extra)
 
 

@@ -23,12 +23,12 @@ from collections.abc import Awaitable, Callable
 import aiohttp
 from aiohttp import web
 
-from api.app_keys import FORWARD_SESSION, NODE
+from api.app_keys import FORWARD_SESSION, QUEUES, STATUS
 from api.auth import vouch
 from api.validation import queue_name
 from cluster.errors import NotLeader, OutcomeUnknown, QueueNotFound
-from cluster.node import Node
 from cluster.peer_auth import PlainHttpRefused
+from cluster.queue_directory import QueueDirectory
 from cluster.queue_leader import QueueLeader
 
 HOPS_HEADER = "X-Quorumq-Hops"
@@ -42,7 +42,7 @@ QueueHandler = Callable[[web.Request, QueueLeader], Awaitable[web.StreamResponse
 
 def client_node(request: web.Request) -> str:
     """The node the client first talked to (for client-local leader placement)."""
-    return request.headers.get(CLIENT_NODE_HEADER) or request.app[NODE].name
+    return request.headers.get(CLIENT_NODE_HEADER) or request.app[STATUS].name
 
 
 async def forward(
@@ -50,9 +50,8 @@ async def forward(
 ) -> web.StreamResponse:
     """Proxy the request to `target`, or answer 503 when that is impossible. With `leader_now` (the
     leader this node knows now), the forward is abandoned with a 503 once that is no longer `target`."""
-    node: Node = request.app[NODE]
     hops = int(request.headers.get(HOPS_HEADER, "0") or 0)
-    url = node.node_http(target)
+    url = request.app[STATUS].node_http(target)
     if target is None or url is None or hops >= MAX_HOPS:
         raise NotLeader("no reachable leader for this request yet", target)
     headers = {
@@ -92,9 +91,9 @@ async def _proxy(
         return web.Response(status=answer.status, body=body, content_type=answer.content_type)
 
 
-def _queue_leader_now(node: Node, name: str) -> str | None:
+def _queue_leader_now(queues: QueueDirectory, name: str) -> str | None:
     try:
-        return node.queue_leader(name)
+        return queues.leader_of(name)
     except QueueNotFound:
         return None
 
@@ -104,17 +103,17 @@ def on_queue_leader(handler: QueueHandler) -> Callable[[web.Request], Awaitable[
 
     @functools.wraps(handler)
     async def serve(request: web.Request) -> web.StreamResponse:
-        node: Node = request.app[NODE]
+        queues, status = request.app[QUEUES], request.app[STATUS]
         name = queue_name(request)
         try:
-            leader = node.queue_leader(name)
+            leader = queues.leader_of(name)
         except QueueNotFound:
-            if node.meta_leader() in (None, node.name):
+            if status.meta_leader() in (None, status.name):
                 raise
-            return await forward(request, node.meta_leader(), node.meta_leader)
-        if leader != node.name:
-            return await forward(request, leader, lambda: _queue_leader_now(node, name))
-        return await handler(request, node.led_queue(name))
+            return await forward(request, status.meta_leader(), status.meta_leader)
+        if leader != status.name:
+            return await forward(request, leader, lambda: _queue_leader_now(queues, name))
+        return await handler(request, queues.led(name))
 
     return serve
 
@@ -126,10 +125,10 @@ def on_meta_leader(
 
     @functools.wraps(handler)
     async def serve(request: web.Request) -> web.StreamResponse:
-        node: Node = request.app[NODE]
-        leader = node.meta_leader()
-        if leader != node.name:
-            return await forward(request, leader, node.meta_leader)
+        status = request.app[STATUS]
+        leader = status.meta_leader()
+        if leader != status.name:
+            return await forward(request, leader, status.meta_leader)
         return await handler(request)
 
     return serve

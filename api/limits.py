@@ -19,10 +19,9 @@ from typing import Any
 import msgpack
 from aiohttp import web
 
-from api.app_keys import NODE
+from api.app_keys import CONFIG, QUEUES
 from api.errors import ApiError
 from cluster.config import NodeConfig
-from cluster.node import Node
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 CONSUMERS_ROUTE = "/api/queues/{q}/consumers"
@@ -31,12 +30,11 @@ CONSUMERS_ROUTE = "/api/queues/{q}/consumers"
 @web.middleware
 async def limits_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Enforce the request-level limits, then run the handler."""
-    node: Node = request.app[NODE]
     queue = request.match_info.get("q")
     await read_body(request)
     resource = request.match_info.route.resource
     if queue is not None and request.method == "POST" and resource and resource.canonical == CONSUMERS_ROUTE:
-        _check_consumer_room(node, queue)
+        _check_consumer_room(request, queue)
     return await handler(request)
 
 
@@ -45,20 +43,20 @@ async def read_body(request: web.Request) -> bytes:
     aiohttp keeps it, so later reads cost nothing."""
     if not request.body_exists:
         return b""
-    timeout_s = request.app[NODE].config.request_read_timeout_ms / 1000
+    timeout_s = request.app[CONFIG].request_read_timeout_ms / 1000
     try:
         return await asyncio.wait_for(request.read(), timeout_s)
     except TimeoutError as exc:
         raise ApiError(408, "request_timeout", "the request body did not arrive in time") from exc
 
 
-def _check_consumer_room(node: Node, queue: str) -> None:
-    local = node.queues.get(queue)
+def _check_consumer_room(request: web.Request, queue: str) -> None:
+    local = request.app[QUEUES].local(queue)
     if local is None:
         return  # no local replica: the leader this request is forwarded to checks
     consumers = local.stats().consumers
-    if consumers >= node.config.max_consumers_per_queue:
-        limit = node.config.max_consumers_per_queue
+    limit = request.app[CONFIG].max_consumers_per_queue
+    if consumers >= limit:
         raise ApiError(
             429, "too_many_consumers", f"queue '{queue}' already has {consumers} consumers (limit {limit})"
         )

@@ -10,15 +10,13 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from api.app_keys import FORWARD_SESSION, NODE
+from api.app_keys import FORWARD_SESSION, MEMBERSHIP, STATUS
 from api.auth import vouch
 from api.errors import ApiError
 from api.forwarding import forward, on_meta_leader, on_queue_leader
 from api.validation import bad, field_str, json_object, queue_name
 from cluster.errors import NodeNotFound
 from cluster.membership.group_changes import MembershipRefused
-from cluster.membership.membership import Membership
-from cluster.node import Node
 from cluster.queue_leader import QueueLeader
 
 QUEUE = "/api/queues/{q}"
@@ -51,13 +49,6 @@ def refusals_as_conflicts(handler: Handler) -> Handler:
     return serve
 
 
-def _membership(request: web.Request) -> Membership:
-    membership = request.app[NODE].membership
-    if membership is None:
-        raise ApiError(503, "starting", "the node is still starting")
-    return membership
-
-
 async def _node_field(request: web.Request) -> str:
     body = await json_object(request)
     node = field_str(body, "node")
@@ -69,19 +60,18 @@ async def _node_field(request: web.Request) -> str:
 @on_queue_leader
 async def list_members(request: web.Request, service: QueueLeader) -> web.StreamResponse:
     """GET /api/queues/{q}/members: every member as the leader sees it, with each member's own status."""
-    node: Node = request.app[NODE]
-    rows = _membership(request).queues.leader_view(service.name)
+    rows = request.app[MEMBERSHIP].queues.leader_view(service.name)
     statuses = await asyncio.gather(*(_member_status(request, service.name, row["node"]) for row in rows))
     for row, status in zip(rows, statuses, strict=True):
         row.update(status)
-    return web.json_response({"queue": service.name, "leader": node.name, "members": rows})
+    return web.json_response({"queue": service.name, "leader": request.app[STATUS].name, "members": rows})
 
 
 async def _member_status(request: web.Request, queue: str, member: str) -> dict[str, Any]:
-    node: Node = request.app[NODE]
-    if member == node.name:
-        return _membership(request).queues.local_status(queue)
-    url = node.node_http(member)
+    status = request.app[STATUS]
+    if member == status.name:
+        return request.app[MEMBERSHIP].queues.local_status(queue)
+    url = status.node_http(member)
     if url is None:
         return {"raft_state": "unknown"}
     session: aiohttp.ClientSession = request.app[FORWARD_SESSION]
@@ -99,13 +89,13 @@ async def _member_status(request: web.Request, queue: str, member: str) -> dict[
 
 async def member_status(request: web.Request) -> web.StreamResponse:
     """GET /api/queues/{q}/members/{node}: that node's replica as its own Raft group sees it."""
-    node: Node = request.app[NODE]
+    status = request.app[STATUS]
     queue, member = queue_name(request), request.match_info["node"]
-    if member != node.name:
-        if node.node_http(member) is None:
+    if member != status.name:
+        if status.node_http(member) is None:
             raise NodeNotFound(f"node '{member}' is not a member of the cluster")
         return await forward(request, member)
-    return web.json_response(_membership(request).queues.local_status(queue))
+    return web.json_response(request.app[MEMBERSHIP].queues.local_status(queue))
 
 
 @on_queue_leader
@@ -113,7 +103,7 @@ async def member_status(request: web.Request) -> web.StreamResponse:
 async def add_member(request: web.Request, service: QueueLeader) -> web.StreamResponse:
     """POST /api/queues/{q}/members {"node"}: add a replica (learner first, voter once caught up)."""
     member = await _node_field(request)
-    members = await _membership(request).queues.add(service.name, member)
+    members = await request.app[MEMBERSHIP].queues.add(service.name, member)
     return web.json_response({"queue": service.name, "members": members}, status=201)
 
 
@@ -121,7 +111,7 @@ async def add_member(request: web.Request, service: QueueLeader) -> web.StreamRe
 @refusals_as_conflicts
 async def delete_member(request: web.Request, service: QueueLeader) -> web.StreamResponse:
     """DELETE /api/queues/{q}/members/{node}: remove a replica (never the last, never the quorum)."""
-    members = await _membership(request).queues.delete(service.name, request.match_info["node"])
+    members = await request.app[MEMBERSHIP].queues.delete(service.name, request.match_info["node"])
     return web.json_response({"queue": service.name, "members": members})
 
 
@@ -130,7 +120,7 @@ async def delete_member(request: web.Request, service: QueueLeader) -> web.Strea
 async def transfer_leader(request: web.Request, service: QueueLeader) -> web.StreamResponse:
     """POST /api/queues/{q}/leader {"node"}: hand the queue's leadership to that voting member."""
     to = await _node_field(request)
-    await _membership(request).queues.transfer_leader(service.name, to)
+    await request.app[MEMBERSHIP].queues.transfer_leader(service.name, to)
     return web.json_response({"queue": service.name, "leader": to})
 
 
@@ -142,7 +132,7 @@ async def join_node(request: web.Request) -> web.StreamResponse:
     name, http, raft = (field_str(body, key) for key in ("name", "http", "raft"))
     if not name or not http or not raft:
         raise bad("name, http and raft are required")
-    nodes = await _membership(request).cluster.join(name, http, raft)
+    nodes = await request.app[MEMBERSHIP].cluster.join(name, http, raft)
     listed = [{"name": n.name, "http": n.http, "raft": n.raft} for n in nodes]
     return web.json_response({"nodes": listed}, status=201)
 
@@ -151,5 +141,5 @@ async def join_node(request: web.Request) -> web.StreamResponse:
 @refusals_as_conflicts
 async def forget_node(request: web.Request) -> web.StreamResponse:
     """DELETE /api/nodes/{node}: forget a permanently lost node."""
-    await _membership(request).cluster.forget(request.match_info["node"])
+    await request.app[MEMBERSHIP].cluster.forget(request.match_info["node"])
     return web.Response(status=204)

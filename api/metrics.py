@@ -8,48 +8,46 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from cluster.node import Node
+from cluster.node_status import NodeStatus
+from cluster.queue_directory import QueueDirectory
 
 
 class _NodeCollector(Collector):
     """Queue depths and Raft group state, read from the node when scraped."""
 
-    def __init__(self, node: Node) -> None:
-        self.node = node
+    def __init__(self, queues: QueueDirectory, status: NodeStatus) -> None:
+        self.queues = queues
+        self.status = status
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         depth = GaugeMetricFamily(
             "quorumq_queue_messages", "Messages in a queue by state", labels=["queue", "state"]
         )
         consumers = GaugeMetricFamily("quorumq_queue_consumers", "Consumers of a queue", labels=["queue"])
-        for name, queue in self.node.queues.items():
-            if not queue.is_leader:
-                continue
+        for queue in self.queues.leading():
             stats = queue.stats()
-            depth.add_metric([name, "ready"], stats.messages_ready)
-            depth.add_metric([name, "unacked"], stats.messages_unacknowledged)
-            depth.add_metric([name, "dlx"], stats.messages_dlx)
-            consumers.add_metric([name], stats.consumers)
+            depth.add_metric([queue.name, "ready"], stats.messages_ready)
+            depth.add_metric([queue.name, "unacked"], stats.messages_unacknowledged)
+            depth.add_metric([queue.name, "dlx"], stats.messages_dlx)
+            consumers.add_metric([queue.name], stats.consumers)
         yield depth
         yield consumers
-        host = self.node.host
-        if host is None:
-            return
+        groups = self.status.groups()
         led = GaugeMetricFamily("quorumq_raft_groups_led", "Raft groups this node leads")
-        led.add_metric([], sum(1 for g in host.groups.values() if g.raft.is_leader))
+        led.add_metric([], groups.led)
         yield led
         hosted = GaugeMetricFamily("quorumq_raft_groups", "Raft groups hosted on this node")
-        hosted.add_metric([], len(host.groups))
+        hosted.add_metric([], groups.hosted)
         yield hosted
         changes = GaugeMetricFamily("quorumq_raft_leader_changes", "Leadership changes seen on this node")
-        changes.add_metric([], host.leader_changes)
+        changes.add_metric([], self.status.leader_changes)
         yield changes
 
 
 class Metrics:
     """The registry served at /metrics and the counters handlers update."""
 
-    def __init__(self, node: Node) -> None:
+    def __init__(self, queues: QueueDirectory, status: NodeStatus) -> None:
         self.registry = CollectorRegistry()
         self.published = Counter("quorumq_published", "Messages confirmed", ["queue"], registry=self.registry)
         self.delivered = Counter("quorumq_delivered", "Messages delivered", ["queue"], registry=self.registry)
@@ -62,4 +60,4 @@ class Metrics:
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
             registry=self.registry,
         )
-        self.registry.register(_NodeCollector(node))
+        self.registry.register(_NodeCollector(queues, status))

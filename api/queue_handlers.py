@@ -10,7 +10,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from api.app_keys import FORWARD_SESSION, METRICS, NODE
+from api.app_keys import CONFIG, FORWARD_SESSION, METRICS, QUEUES, STATUS
 from api.auth import Access, principal, require, vouch
 from api.deliveries import deliveries_response
 from api.forwarding import client_node, on_meta_leader, on_queue_leader
@@ -31,7 +31,6 @@ from api.validation import (
     query_int,
     queue_name,
 )
-from cluster.node import Node
 from cluster.queue_leader import QueueLeader
 from cluster.queue_limits import INT64_MAX
 from cluster.queue_results import Outcome
@@ -39,16 +38,16 @@ from cluster.queue_results import Outcome
 MAX_GET = 1000
 
 
-def queue_json(node: Node, name: str, queue: QueueLeader | None) -> dict[str, Any]:
+def queue_json(request: web.Request, name: str, queue: QueueLeader | None) -> dict[str, Any]:
     """A queue's definition and, from a local replica, its statistics."""
-    info = node.queue_info(name)
-    online = [m for m in info.members if m == node.name or node.transport.peers().get(m)]
+    queues, status = request.app[QUEUES], request.app[STATUS]
+    info = queues.info(name)
     result: dict[str, Any] = {
         "name": name,
         "arguments": queue.definition() if queue is not None else info.arguments,
-        "leader": node.queue_leader(name),
+        "leader": queues.leader_of(name),
         "members": info.members,
-        "online": online,
+        "online": [m for m in info.members if status.is_up(m)],
     }
     if queue is not None:
         result.update(asdict(queue.stats()))
@@ -67,7 +66,7 @@ async def declare_queue(request: web.Request) -> web.StreamResponse:
     if not isinstance(arguments, dict):
         raise bad("arguments must be an object")
     _check_dead_letter_target(request, name, arguments)
-    outcome = await request.app[NODE].declare(name, arguments, client_node(request))
+    outcome = await request.app[QUEUES].declare(name, arguments, client_node(request))
     if outcome == "created":
         return web.json_response({"queue": name}, status=201)
     return web.Response(status=204)
@@ -88,7 +87,7 @@ async def update_queue(request: web.Request, queue: QueueLeader) -> web.StreamRe
         raise bad('body must be {"arguments": {...}} with at least one argument')
     _check_dead_letter_target(request, queue.name, changes)
     await queue.update_arguments(changes)
-    return web.json_response(queue_json(request.app[NODE], queue.name, queue))
+    return web.json_response(queue_json(request, queue.name, queue))
 
 
 def _check_dead_letter_target(request: web.Request, queue: str, arguments: dict[str, Any]) -> None:
@@ -97,31 +96,31 @@ def _check_dead_letter_target(request: web.Request, queue: str, arguments: dict[
     from the argument parser) there is nothing to check."""
     target = arguments.get("x-dead-letter-queue")
     if isinstance(target, str) and target:
-        check_queue_name(target, request.app[NODE].config.max_queue_name_length)
+        check_queue_name(target, request.app[CONFIG].max_queue_name_length)
         require(principal(request), Access.WRITE, target, f" (the dead-letter target of '{queue}')")
 
 
 @on_queue_leader
 async def get_queue(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
     """GET /api/queues/{q}."""
-    return web.json_response(queue_json(request.app[NODE], queue.name, queue))
+    return web.json_response(queue_json(request, queue.name, queue))
 
 
 async def list_queues(request: web.Request) -> web.StreamResponse:
     """GET /api/queues: the queues the caller may see (`Principal.lists`); local replicas answer for
     themselves, other queues are asked of their leader."""
-    node: Node = request.app[NODE]
     caller = principal(request)
-    names = sorted(name for name in node.meta.state.queues if caller.lists(name))
-    results = await asyncio.gather(*(_queue_anywhere(request, node, n) for n in names))
+    names = [name for name in request.app[QUEUES].names() if caller.lists(name)]
+    results = await asyncio.gather(*(_queue_anywhere(request, n) for n in names))
     return web.json_response([r for r in results if r is not None])
 
 
-async def _queue_anywhere(request: web.Request, node: Node, name: str) -> dict[str, Any] | None:
-    local = node.queues.get(name)
+async def _queue_anywhere(request: web.Request, name: str) -> dict[str, Any] | None:
+    queues = request.app[QUEUES]
+    local = queues.local(name)
     if local is not None:
-        return queue_json(node, name, local)
-    url = node.node_http(node.queue_leader(name))
+        return queue_json(request, name, local)
+    url = request.app[STATUS].node_http(queues.leader_of(name))
     if url is not None:
         session: aiohttp.ClientSession = request.app[FORWARD_SESSION]
         try:
@@ -131,7 +130,7 @@ async def _queue_anywhere(request: web.Request, node: Node, name: str) -> dict[s
                     return await answer.json()
         except (aiohttp.ClientError, TimeoutError):
             pass
-    return queue_json(node, name, None)
+    return queue_json(request, name, None)
 
 
 async def delete_queue(request: web.Request) -> web.StreamResponse:
@@ -144,7 +143,7 @@ async def delete_queue(request: web.Request) -> web.StreamResponse:
 
 @on_meta_leader
 async def _delete(request: web.Request) -> web.StreamResponse:
-    await request.app[NODE].delete(queue_name(request))
+    await request.app[QUEUES].delete(queue_name(request))
     return web.Response(status=204)
 
 
@@ -167,14 +166,14 @@ async def publish(request: web.Request, queue: QueueLeader) -> web.StreamRespons
     A full reject-publish queue is 507; a seq too old for the publisher's dedup window to tell whether
     it was enqueued is 409 `seq_too_old` (nothing enqueued). The body is JSON, or msgpack
     (`Content-Type: application/msgpack`, bodies as bin); the answer is JSON."""
-    node: Node = request.app[NODE]
+    config = request.app[CONFIG]
     body = await publish_object(request)
     unknown = set(body) - {"messages", "publisher", "seq"}
     if unknown:
         raise bad(f"unknown fields {sorted(unknown, key=str)}")
-    messages = published_messages(body, node.config.max_message_bytes)
+    messages = published_messages(body, config.max_message_bytes)
     for index, (message, _) in enumerate(messages):
-        check_message_headers(index, message.headers, node.config)
+        check_message_headers(index, message.headers, config)
     publisher = field_str(body, "publisher")
     seq = field_int(body, "seq", None)
     if (publisher is None) != (seq is None):

@@ -8,7 +8,19 @@ import aiohttp
 from aiohttp import web
 
 from api import cluster_handlers, consumer_handlers, durable_handlers, queue_handlers
-from api.app_keys import FORWARD_SESSION, LOGIN_THROTTLE, METRICS, NODE, REPLAY_GUARD
+from api.app_keys import (
+    CALLER,
+    CONFIG,
+    FORWARD_SESSION,
+    LOGIN_THROTTLE,
+    MEMBERSHIP,
+    METADATA,
+    METADATA_DOOR,
+    METRICS,
+    QUEUES,
+    REPLAY_GUARD,
+    STATUS,
+)
 from api.auth import auth_middleware, bootstrap_users
 from api.errors import error_middleware
 from api.forwarding import FORWARD_TIMEOUT_S
@@ -28,48 +40,60 @@ CONSUMER = QUEUE + "/consumers/{tag}"
 
 
 def create_app(node: Node) -> web.Application:
-    """An aiohttp application serving the API contract for `node` (tests start it in-process)."""
+    """An aiohttp application serving the API contract for a started `node` (tests start it in-process).
+    Handlers see only the parts of the node handed over here."""
     app = web.Application(
         middlewares=[error_middleware, auth_middleware, limits_middleware],
         client_max_size=node.config.max_request_bytes,
     )
-    app[NODE] = node
-    app[METRICS] = Metrics(node)
+    app[CONFIG] = node.config
+    app[QUEUES] = node.directory
+    app[METADATA] = node.metadata
+    app[METADATA_DOOR] = node.metadata_door
+    app[STATUS] = node.status
+    app[MEMBERSHIP] = node.membership
+    app[CALLER] = node.caller
+    app[METRICS] = Metrics(node.directory, node.status)
     app[REPLAY_GUARD] = ReplayGuard(since_ms=steady_wall_ms())
     app[LOGIN_THROTTLE] = LoginThrottle()
     app.cleanup_ctx.append(_forward_session)
     app.cleanup_ctx.append(bootstrap_users)
-    app.router.add_get("/api/queues", queue_handlers.list_queues)
-    app.router.add_put(QUEUE, queue_handlers.declare_queue)
-    app.router.add_get(QUEUE, queue_handlers.get_queue)
-    app.router.add_patch(QUEUE, queue_handlers.update_queue)
-    app.router.add_delete(QUEUE, queue_handlers.delete_queue)
-    app.router.add_delete(QUEUE + "/contents", queue_handlers.purge_queue)
-    app.router.add_post(QUEUE + "/messages", queue_handlers.publish)
-    app.router.add_get(QUEUE + "/messages", queue_handlers.browse)
-    app.router.add_post(QUEUE + "/get", queue_handlers.basic_get)
-    app.router.add_post(QUEUE + "/ack", queue_handlers.settle_got)
-    app.router.add_post(QUEUE + "/nack", queue_handlers.settle_got)
-    app.router.add_post(QUEUE + "/consumers", consumer_handlers.register_consumer)
-    app.router.add_get(CONSUMER + "/deliveries", consumer_handlers.deliveries)
-    app.router.add_post(CONSUMER + "/ack", consumer_handlers.settle_consumer)
-    app.router.add_post(CONSUMER + "/nack", consumer_handlers.settle_consumer)
-    app.router.add_delete(CONSUMER, consumer_handlers.cancel_consumer)
-    app.router.add_post(CONSUMER + "/checkout", durable_handlers.checkout)
-    app.router.add_post(CONSUMER + "/settle", durable_handlers.settle_below)
-    app.router.add_get(CONSUMER + "/log", durable_handlers.read_log)
-    app.router.add_get("/api/nodes", cluster_handlers.list_nodes)
-    app.router.add_get("/api/health", cluster_handlers.health)
-    app.router.add_get("/metrics", cluster_handlers.metrics)
-    add_membership_routes(app.router)
-    add_user_routes(app.router)
-    app.router.add_get("/api/openapi.json", serve_spec)
+    add_routes(app.router)
     return app
+
+
+def add_routes(router: web.UrlDispatcher) -> None:
+    """Register every endpoint of the API contract."""
+    router.add_get("/api/queues", queue_handlers.list_queues)
+    router.add_put(QUEUE, queue_handlers.declare_queue)
+    router.add_get(QUEUE, queue_handlers.get_queue)
+    router.add_patch(QUEUE, queue_handlers.update_queue)
+    router.add_delete(QUEUE, queue_handlers.delete_queue)
+    router.add_delete(QUEUE + "/contents", queue_handlers.purge_queue)
+    router.add_post(QUEUE + "/messages", queue_handlers.publish)
+    router.add_get(QUEUE + "/messages", queue_handlers.browse)
+    router.add_post(QUEUE + "/get", queue_handlers.basic_get)
+    router.add_post(QUEUE + "/ack", queue_handlers.settle_got)
+    router.add_post(QUEUE + "/nack", queue_handlers.settle_got)
+    router.add_post(QUEUE + "/consumers", consumer_handlers.register_consumer)
+    router.add_get(CONSUMER + "/deliveries", consumer_handlers.deliveries)
+    router.add_post(CONSUMER + "/ack", consumer_handlers.settle_consumer)
+    router.add_post(CONSUMER + "/nack", consumer_handlers.settle_consumer)
+    router.add_delete(CONSUMER, consumer_handlers.cancel_consumer)
+    router.add_post(CONSUMER + "/checkout", durable_handlers.checkout)
+    router.add_post(CONSUMER + "/settle", durable_handlers.settle_below)
+    router.add_get(CONSUMER + "/log", durable_handlers.read_log)
+    router.add_get("/api/nodes", cluster_handlers.list_nodes)
+    router.add_get("/api/health", cluster_handlers.health)
+    router.add_get("/metrics", cluster_handlers.metrics)
+    add_membership_routes(router)
+    add_user_routes(router)
+    router.add_get("/api/openapi.json", serve_spec)
 
 
 async def _forward_session(app: web.Application) -> AsyncIterator[None]:
     timeout = aiohttp.ClientTimeout(total=FORWARD_TIMEOUT_S, connect=2.0)
-    config = app[NODE].config
+    config = app[CONFIG]
     app[FORWARD_SESSION] = aiohttp.ClientSession(
         timeout=timeout,
         connector=aiohttp.TCPConnector(ssl=http_client_context(config) or True),

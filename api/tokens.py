@@ -10,6 +10,7 @@ import base64
 import binascii
 import hashlib
 import hmac
+from collections.abc import Mapping
 from typing import NamedTuple
 
 import msgpack
@@ -58,7 +59,7 @@ def issue_token(
 
 
 def verify_token(
-    secret: str, token: str, users: dict[str, UserRecord], now_s: float | None = None
+    secret: str, token: str, users: Mapping[str, UserRecord], now_s: float | None = None
 ) -> TokenClaims | None:
     """The claims of a genuine, unexpired, unrevoked token; None for anything else."""
     if len(token) > MAX_TOKEN_CHARS:

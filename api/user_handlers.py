@@ -6,7 +6,7 @@ from typing import Any
 
 from aiohttp import web
 
-from api.app_keys import NODE, PASSWORD_CHECKER
+from api.app_keys import CONFIG, METADATA, METADATA_DOOR, PASSWORD_CHECKER
 from api.auth import principal
 from api.errors import ApiError
 from api.forwarding import on_meta_leader
@@ -14,7 +14,7 @@ from api.tokens import DEFAULT_TTL_S, MAX_TTL_S, issue_token
 from api.validation import bad, field_int, json_object
 from cluster.metadata.records import ADMINISTRATOR, UserRecord
 from cluster.metadata.replies import Created, NotFound, Refused, Reply
-from cluster.node import Node
+from cluster.metadata_view import MetadataView
 from cluster.users import (
     GUEST,
     UserError,
@@ -54,8 +54,8 @@ def _user_name(request: web.Request) -> str:
     return name
 
 
-def _record(node: Node, name: str) -> UserRecord:
-    record = node.meta.state.users.get(name)
+def _record(metadata: MetadataView, name: str) -> UserRecord:
+    record = metadata.users.get(name)
     if record is None:
         raise ApiError(404, "not_found", f"no user '{name}'")
     return record
@@ -72,41 +72,41 @@ def _applied(reply: Reply) -> Reply:
 
 async def list_users(request: web.Request) -> web.StreamResponse:
     """GET /api/users: every user with tags and permissions."""
-    users = request.app[NODE].meta.state.users.values()
+    users = request.app[METADATA].users.values()
     return web.json_response([user_json(u) for u in sorted(users, key=lambda u: u.name)])
 
 
 async def get_user(request: web.Request) -> web.StreamResponse:
     """GET /api/users/{user}."""
-    return web.json_response(user_json(_record(request.app[NODE], _user_name(request))))
+    return web.json_response(user_json(_record(request.app[METADATA], _user_name(request))))
 
 
 @on_meta_leader
 async def put_user(request: web.Request) -> web.StreamResponse:
     """PUT /api/users/{user} `{"password", "tags"}`: 201 created, 204 updated (no password keeps it)."""
-    node: Node = request.app[NODE]
+    metadata = request.app[METADATA]
     name = _user_name(request)
     body = await json_object(request)
     unknown = set(body) - {"password", "tags"}
     if unknown:
         raise bad(f"unknown fields {sorted(unknown)}")
-    existing = node.meta.state.users.get(name)
+    existing = metadata.users.get(name)
     try:
         tags = check_tags(body.get("tags", existing.tags if existing else []))
         password = check_password(body.get("password")) if "password" in body or existing is None else None
     except UserError as exc:
         raise bad(str(exc)) from exc
     if existing is not None and existing.is_administrator and ADMINISTRATOR not in tags:
-        _refuse_losing_last_administrator(node, name)
+        _refuse_losing_last_administrator(metadata, name)
     password_hash = ""
     if password is not None:
         password_hash = await request.app[PASSWORD_CHECKER].hash(password)
-    reply = _applied(await node.metadata_door.put_user(name, password_hash, tags))
+    reply = _applied(await request.app[METADATA_DOOR].put_user(name, password_hash, tags))
     return web.Response(status=201 if isinstance(reply, Created) else 204)
 
 
-def _refuse_losing_last_administrator(node: Node, name: str) -> None:
-    others = [u for u in node.meta.state.users.values() if u.is_administrator and u.name != name]
+def _refuse_losing_last_administrator(metadata: MetadataView, name: str) -> None:
+    others = [u for u in metadata.users.values() if u.is_administrator and u.name != name]
     if not others:
         raise ApiError(409, "last_administrator", f"'{name}' is the last administrator")
 
@@ -114,23 +114,22 @@ def _refuse_losing_last_administrator(node: Node, name: str) -> None:
 @on_meta_leader
 async def delete_user(request: web.Request) -> web.StreamResponse:
     """DELETE /api/users/{user}: 204; never yourself nor the last administrator (409)."""
-    node: Node = request.app[NODE]
+    metadata = request.app[METADATA]
     name = _user_name(request)
-    record = _record(node, name)
+    record = _record(metadata, name)
     if name == principal(request).name:
         raise ApiError(409, "self", "a user cannot delete itself")
     if record.is_administrator:
-        _refuse_losing_last_administrator(node, name)
-    _applied(await node.metadata_door.delete_user(name))
+        _refuse_losing_last_administrator(metadata, name)
+    _applied(await request.app[METADATA_DOOR].delete_user(name))
     return web.Response(status=204)
 
 
 @on_meta_leader
 async def set_permissions(request: web.Request) -> web.StreamResponse:
     """PUT /api/users/{user}/permissions `{"configure", "write", "read"}` (regexes; "" grants nothing)."""
-    node: Node = request.app[NODE]
     name = _user_name(request)
-    _record(node, name)
+    _record(request.app[METADATA], name)
     body = await json_object(request)
     unknown = set(body) - {"configure", "write", "read"}
     if unknown:
@@ -139,7 +138,7 @@ async def set_permissions(request: web.Request) -> web.StreamResponse:
         patterns = [check_pattern(kind, body.get(kind, "")) for kind in ("configure", "write", "read")]
     except UserError as exc:
         raise bad(str(exc)) from exc
-    _applied(await node.metadata_door.set_permissions(name, *patterns))
+    _applied(await request.app[METADATA_DOOR].set_permissions(name, *patterns))
     return web.Response(status=204)
 
 
@@ -154,7 +153,6 @@ async def whoami(request: web.Request) -> web.StreamResponse:
 async def create_token(request: web.Request) -> web.StreamResponse:
     """POST /api/tokens `{"ttl_s"}`: 201 `{"token", "expires_ms"}`, a bearer token for the caller, expiring
     no later than the token the caller presented, if it presented one."""
-    node: Node = request.app[NODE]
     body = await json_object(request, optional=True)
     unknown = set(body) - {"ttl_s"}
     if unknown:
@@ -163,9 +161,11 @@ async def create_token(request: web.Request) -> web.StreamResponse:
     assert ttl_s is not None
     if ttl_s > MAX_TTL_S:
         raise bad(f"ttl_s must be at most {MAX_TTL_S}")
-    record = node.meta.state.users.get(principal(request).name)
+    record = request.app[METADATA].users.get(principal(request).name)
     if record is None:
         raise ApiError(400, "bad_request", "tokens are issued to stored users, not to the built-in ones")
     caller_expires_ms = principal(request).expires_ms  # a token mints none that outlives it
-    token, expires_ms = issue_token(node.config.cluster_secret, record, ttl_s, not_after_ms=caller_expires_ms)
+    token, expires_ms = issue_token(
+        request.app[CONFIG].cluster_secret, record, ttl_s, not_after_ms=caller_expires_ms
+    )
     return web.json_response({"token": token, "expires_ms": expires_ms}, status=201)

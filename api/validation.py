@@ -9,7 +9,7 @@ from typing import Any
 import msgpack
 from aiohttp import web
 
-from api.app_keys import NODE
+from api.app_keys import CONFIG
 from api.errors import ApiError
 from cluster.bodies import StoredMessage
 from cluster.queue_limits import INT64_MAX
@@ -44,7 +44,7 @@ def check_queue_name(name: str, max_length: int) -> str:
 
 def queue_name(request: web.Request) -> str:
     """The `{q}` of the path, checked against the allowed length and characters."""
-    return check_queue_name(request.match_info["q"], request.app[NODE].config.max_queue_name_length)
+    return check_queue_name(request.match_info["q"], request.app[CONFIG].max_queue_name_length)
 
 
 async def json_object(request: web.Request, *, optional: bool = False) -> dict[str, Any]:

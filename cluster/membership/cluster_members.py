@@ -47,7 +47,7 @@ class ClusterMembers:
             address = Address.parse(raft, what="raft")
         except ConfigError as exc:
             raise BadRequest(str(exc)) from exc
-        known = self.node.meta.state.nodes.get(name)
+        known = self.node.metadata.nodes.get(name)
         moved = known is None or (known.http, known.raft) != (http, raft)
         if name in self._members() and known is not None and moved:
             raise MembershipRefused("name_taken", f"a node named '{name}' is a member with other addresses")
@@ -58,18 +58,18 @@ class ClusterMembers:
             if name not in self._members():
                 await self.changes.change(self.meta_group, self.changes.new_learner(name))
                 log.info("node %s joined as a learner of the metadata group", name)
-        return sorted(self.node.meta.state.nodes.values(), key=lambda n: n.name)
+        return sorted(self.node.metadata.nodes.values(), key=lambda n: n.name)
 
     async def forget(self, name: str) -> None:
         """Remove a permanently lost node from the metadata group and the node registry."""
-        if name not in self._members() and name not in self.node.meta.state.nodes:
+        if name not in self._members() and name not in self.node.metadata.nodes:
             raise NodeNotFound(f"node '{name}' is not a member of the cluster")
-        if self.node.is_up(name):
+        if self.node.status.is_up(name):
             raise MembershipRefused("node_running", f"node '{name}' is running; stop it before forgetting it")
         async with self.changes.exclusive(self.meta_group, "the cluster"):
             if name in self._members():
                 await self.changes.remove(self.meta_group, name)
-            if name in self.node.meta.state.nodes:
+            if name in self.node.metadata.nodes:
                 await self.door.forget_node(name)
         self.node.transport.remove_peer(name)
         log.info("node %s forgotten", name)
@@ -78,7 +78,7 @@ class ClusterMembers:
         """On the metadata leader, one change at a time: replace a member that came back as another
         incarnation or record an unknown one (the group bootstraps from seeds with none), else promote
         one learner that has caught up."""
-        if not self.node.meta.is_leader or self.changes.busy(self.meta_group):
+        if not self.node.metadata.is_leader or self.changes.busy(self.meta_group):
             return
         if await self.changes.settle_incarnations(self.meta_group, "the cluster"):
             return

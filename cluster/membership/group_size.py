@@ -51,7 +51,7 @@ class GroupSizeReconciler:
     def target_size(self, name: str) -> int:
         """The queue's target group size (0 when it has none)."""
         try:
-            wanted = parse_arguments(self.node.queue_info(name).arguments).target_group_size
+            wanted = parse_arguments(self.node.directory.info(name).arguments).target_group_size
         except ArgumentError:
             wanted = None
         return wanted or self.node.config.target_group_size
@@ -65,9 +65,9 @@ class GroupSizeReconciler:
         if conf is None:
             return False
         in_group = (*conf.voters, *conf.learners)
-        cluster = set(self.node.cluster_members())
+        cluster = set(self.node.status.cluster_members())
         if self.node.config.membership_auto_remove:
-            forgotten = [m for m in in_group if m not in cluster and m not in self.node.meta.state.nodes]
+            forgotten = [m for m in in_group if m not in cluster and m not in self.node.metadata.nodes]
             if forgotten:
                 await self.members.delete(name, forgotten[0])
                 return True
@@ -75,11 +75,13 @@ class GroupSizeReconciler:
         if len(in_group) >= target or not self.changes.all_members_up(service.group):
             return False
         candidates = [
-            n for n in cluster if n not in in_group and n in self.node.meta.state.nodes and self.node.is_up(n)
+            n
+            for n in cluster
+            if n not in in_group and n in self.node.metadata.nodes and self.node.status.is_up(n)
         ]
         if not candidates:
             return False
-        replicas = Counter(m for q in self.node.meta.state.queues.values() for m in q.members)
+        replicas = Counter(m for q in self.node.metadata.queues.values() for m in q.members)
         chosen = min(candidates, key=lambda n: (replicas[n], n))
         log.info("queue %s: growing towards %d replicas onto %s", name, target, chosen)
         await self.members.add(name, chosen)

@@ -6,18 +6,8 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from cluster.config import Address, NodeConfig
-from cluster.metadata.machine import MetadataMachine
 from cluster.metadata.records import QueueInfo
-
-
-class MetadataView(Protocol):
-    """The metadata as this node applied it."""
-
-    @property
-    def state(self) -> MetadataMachine: ...
-
-    @property
-    def is_leader(self) -> bool: ...
+from cluster.metadata_view import MetadataView
 
 
 class PeerLinks(Protocol):
@@ -38,23 +28,8 @@ class HostedQueue(Protocol):
     def is_leader(self) -> bool: ...
 
 
-class MembershipHost(Protocol):
-    """The node as membership sees it: its metadata, peers, and the queues it hosts."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def config(self) -> NodeConfig: ...
-
-    @property
-    def meta(self) -> MetadataView: ...
-
-    @property
-    def transport(self) -> PeerLinks: ...
-
-    @property
-    def queues(self) -> Mapping[str, HostedQueue]: ...
+class NodeView(Protocol):
+    """This node's view of itself and its cluster (`NodeStatus`)."""
 
     def is_up(self, name: str) -> bool:
         """True for this node and for peers with a live Raft connection."""
@@ -72,18 +47,48 @@ class MembershipHost(Protocol):
         """The node leading the metadata group, when known."""
         ...
 
-    def queue_info(self, name: str) -> QueueInfo:
-        """A declared queue, or QueueNotFound."""
-        ...
-
-    def queue_leader(self, name: str) -> str | None:
-        """The node leading a queue's group, when known."""
-        ...
-
-    def led_queue(self, name: str) -> HostedQueue:
-        """A queue this node leads, or NotLeader with a hint."""
-        ...
-
     def rebinding(self, gid: str) -> dict[str, Any] | None:
         """Why this node's replica in `gid` is a new incarnation not yet rebound, or None."""
         ...
+
+
+class QueueFinder(Protocol):
+    """Declared queues and their leaders (`QueueDirectory`)."""
+
+    def info(self, name: str) -> QueueInfo:
+        """A declared queue, or QueueNotFound."""
+        ...
+
+    def leader_of(self, name: str) -> str | None:
+        """The node leading a queue's group, when known."""
+        ...
+
+    def led(self, name: str) -> HostedQueue:
+        """A queue this node leads, or NotLeader with a hint."""
+        ...
+
+
+class MembershipHost(Protocol):
+    """The node as membership sees it: its metadata, peers, the queues it hosts, and its views of itself
+    and of the declared queues."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def config(self) -> NodeConfig: ...
+
+    @property
+    def metadata(self) -> MetadataView: ...
+
+    @property
+    def transport(self) -> PeerLinks: ...
+
+    @property
+    def queues(self) -> Mapping[str, HostedQueue]: ...
+
+    @property
+    def status(self) -> NodeView: ...
+
+    @property
+    def directory(self) -> QueueFinder: ...

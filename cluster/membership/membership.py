@@ -35,8 +35,8 @@ class Membership:
 
     def metadata_changed(self) -> None:
         """Nodes joined or were forgotten, or queues appeared: reconcile group sizes soon."""
-        state = self.node.meta.state
-        nodes, queues = frozenset(state.nodes), frozenset(state.queues)
+        metadata = self.node.metadata
+        nodes, queues = frozenset(metadata.nodes), frozenset(metadata.queues)
         if nodes != self._known_nodes or not queues <= self._known_queues:
             self.group_size.trigger()
         for gone in self._known_nodes - nodes:
@@ -46,7 +46,7 @@ class Membership:
     def _watch_changes(self) -> None:
         """Reconcile soon when a joined node was promoted, a node forgotten, or this node took over
         queues (their previous leader may have stopped before reconciling)."""
-        voters = frozenset(self.node.cluster_members())
+        voters = frozenset(self.node.status.cluster_members())
         led = frozenset(name for name, queue in self.node.queues.items() if queue.is_leader)
         if voters != self._known_voters or not led <= self._known_led:
             self.group_size.trigger()

@@ -52,7 +52,7 @@ class QueueMembers:
 
     def require_cluster_node(self, name: str) -> None:
         """NodeNotFound unless `name` is a registered member of the cluster (a joining one included)."""
-        if not self.node.is_cluster_node(name):
+        if not self.node.status.is_cluster_node(name):
             raise NodeNotFound(f"node '{name}' is not a member of the cluster")
 
     def _settled(self, gid: str) -> tuple[ConfState, int] | None:
@@ -72,15 +72,15 @@ class QueueMembers:
 
     async def add(self, queue: str, member: str) -> list[str]:
         """Add a replica of `queue` on `member`; returns the new member list."""
-        service = self.node.led_queue(queue)
+        service = self.node.directory.led(queue)
         self.require_cluster_node(member)
-        if not self.node.is_up(member):
+        if not self.node.status.is_up(member):
             raise MembershipRefused("node_down", f"node '{member}' is not reachable")
         async with self.changes.exclusive(service.group, f"queue '{queue}'"):
             conf, term = self._require_settled(service.group)
             if member in conf.voters:
                 raise MembershipRefused("already_member", f"node '{member}' is already a member of '{queue}'")
-            members = [*ordered_members(self.node.queue_info(queue).members, conf), member]
+            members = [*ordered_members(self.node.directory.info(queue).members, conf), member]
             members = list(dict.fromkeys(members))
             await self.publish_members(queue, members, term)
             try:
@@ -94,16 +94,16 @@ class QueueMembers:
 
     async def _undo_add(self, queue: str, gid: str, member: str) -> None:
         await self.changes.change(gid, ConfChange(ConfChangeKind.REMOVE, member))
-        listed = self.node.queue_info(queue).members
+        listed = self.node.directory.info(queue).members
         conf, term = self._require_settled(gid)
         await self.publish_members(queue, ordered_members(listed, conf), term)
 
     async def delete(self, queue: str, member: str) -> list[str]:
         """Remove the replica of `queue` on `member`; returns the new member list."""
-        service = self.node.led_queue(queue)
+        service = self.node.directory.led(queue)
         async with self.changes.exclusive(service.group, f"queue '{queue}'"):
             conf, term = self._require_settled(service.group)
-            listed = self.node.queue_info(queue).members
+            listed = self.node.directory.info(queue).members
             if member not in (*conf.voters, *conf.learners):
                 if member not in listed:
                     raise NodeNotFound(f"node '{member}' is not a member of queue '{queue}'")
@@ -123,29 +123,29 @@ class QueueMembers:
 
     async def transfer_leader(self, queue: str, to: str) -> None:
         """Hand the leadership of `queue` to its voting member `to` (no membership change)."""
-        service = self.node.led_queue(queue)
+        service = self.node.directory.led(queue)
         async with self.changes.exclusive(service.group, f"queue '{queue}'"):
             await self.changes.transfer(service.group, to, TRANSFER_TIMEOUT_S)
 
     async def publish_members(self, queue: str, members: list[str], term: int) -> None:
         """Make the metadata list `members` for `queue`, decided now as the group's leader of `term`, and
         wait until this node sees it applied; NotLeader once a newer decision is applied instead."""
-        group = self.node.queue_info(queue).group
+        group = self.node.directory.info(queue).group
         fence = self._fence(term)
 
         def taken() -> bool:
-            current = self.node.meta.state.queues.get(queue)
+            current = self.node.metadata.queues.get(queue)
             if current is None or current.group != group:
                 raise QueueNotFound(f"queue '{queue}' was deleted")
             if current.members_fence > list(fence):
                 raise NotLeader(
-                    f"a newer leader of '{queue}' changed its members", self.node.queue_leader(queue)
+                    f"a newer leader of '{queue}' changed its members", self.node.directory.leader_of(queue)
                 )
             return current.members_fence == list(fence)
 
         if not await self.door.relay_until(SetMembers(queue, group, tuple(members), fence), taken):
             reason = f"the metadata did not take the members of '{queue}' in time"
-            raise NotLeader(reason, self.node.meta_leader())
+            raise NotLeader(reason, self.node.status.meta_leader())
 
     async def heal(self, queue: str) -> None:
         """On the leader, when no change runs: replace a member that came back as another incarnation or
@@ -166,7 +166,7 @@ class QueueMembers:
         conf, term = settled
         seen = self._seen_commit.setdefault(service.group, {})
         learner = self.changes.promotable(service.group, seen)
-        info = self.node.queue_info(queue)
+        info = self.node.directory.info(queue)
         wanted = ordered_members(info.members, conf)
         if learner is not None and info.members == wanted and info.members_fence[0] == term:
             async with self.changes.exclusive(service.group, f"queue '{queue}'"):
@@ -177,11 +177,11 @@ class QueueMembers:
 
     def leader_view(self, queue: str) -> list[dict[str, Any]]:
         """Each member as the queue's leader (this node) sees it: membership, match, lag, liveness."""
-        service = self.node.led_queue(queue)
+        service = self.node.directory.led(queue)
         status = self.changes.leader_status(service.group)
         replaced = self.changes.replaced_member(status.conf)
         rows = []
-        for member in ordered_members(self.node.queue_info(queue).members, status.conf):
+        for member in ordered_members(self.node.directory.info(queue).members, status.conf):
             peer = status.progress.get(member)
             rows.append(
                 {
@@ -192,17 +192,17 @@ class QueueMembers:
                     "recently_active": member == self.node.name or bool(peer and peer.recent_active),
                     "counted": not (peer and peer.repairing),
                     "replaced": "incarnation changed" if replaced and replaced[0] == member else None,
-                    "up": self.node.is_up(member),
+                    "up": self.node.status.is_up(member),
                 }
             )
-        for member in self.node.queue_info(queue).members:
+        for member in self.node.directory.info(queue).members:
             if member not in status.conf.voters and member not in status.conf.learners:
-                rows.append({"node": member, "membership": "pending", "up": self.node.is_up(member)})
+                rows.append({"node": member, "membership": "pending", "up": self.node.status.is_up(member)})
         return rows
 
     def local_status(self, queue: str) -> dict[str, Any]:
         """This node's replica of `queue`, as its own Raft group sees it."""
-        info = self.node.queue_info(queue)
+        info = self.node.directory.info(queue)
         group = self.changes.host.groups.get(info.group)
         if group is None:
             raise NodeNotFound(f"node '{self.node.name}' hosts no replica of queue '{queue}'")
@@ -220,7 +220,7 @@ class QueueMembers:
             "snapshot_index": group.snapshot_index,
             "term": status.term,
             "leader": status.leader,
-            "repairing": _repairing(status.repair) or self.node.rebinding(info.group),
+            "repairing": _repairing(status.repair) or self.node.status.rebinding(info.group),
         }
 
 

@@ -41,7 +41,7 @@ class InProcessNode:
         status, body = await self.call("PUT", f"/api/queues/{name}", json={"arguments": arguments or {}})
         assert status in (201, 204), body
         await until(lambda: name in self.node.queues and self.node.queues[name].is_leader, f"{name} led")
-        return self.node.led_queue(name)
+        return self.node.directory.led(name)
 
 
 async def until(condition: Any, what: str, timeout: float = 20.0) -> None:
@@ -70,7 +70,7 @@ async def in_process_node(data_dir: Path) -> AsyncIterator[InProcessNode]:
     http = TestClient(TestServer(create_app(node), host="127.0.0.1", port=http_port), headers=GUEST)
     await http.start_server()
     try:
-        await until(lambda: node.readiness() == "ok", "the metadata to be ready")
+        await until(lambda: node.status.readiness() == "ok", "the metadata to be ready")
         yield InProcessNode(node, http)
     finally:
         await http.close()

@@ -166,6 +166,6 @@ async def test_a_name_held_by_an_ordinary_consumer_is_refused_to_a_durable_check
 async def test_a_guarded_delete_of_an_empty_unused_queue_deletes_it(api: InProcessNode) -> None:
     await api.declare("h-guarded")
     assert (await api.call("DELETE", "/api/queues/h-guarded?if_empty=true&if_unused=true"))[0] == 204
-    assert "h-guarded" not in api.node.meta.state.queues
+    assert "h-guarded" not in api.node.metadata.queues
     status, error = await api.call("GET", "/api/queues/h-guarded")
     assert (status, error["error"]) == (404, "not_found")

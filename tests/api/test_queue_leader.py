@@ -141,7 +141,7 @@ async def test_purge_counts_and_a_guarded_delete_of_a_queue_in_use_is_a_conflict
         await door.delete_if(if_empty=True, if_unused=True)
     await door.cancel(tag)
     await door.delete_if(if_empty=True, if_unused=True)
-    assert "d-purge" not in running.node.meta.state.queues
+    assert "d-purge" not in running.node.metadata.queues
 
 
 def published_op_versions(running: InProcessNode, group: str) -> list[int]:

@@ -18,7 +18,6 @@ import pytest
 
 from cli.node_processes import HARNESS_SECRET, free_ports
 from cluster.config import Address, NodeConfig, Seed
-from cluster.membership.membership import Membership
 from cluster.metadata.commands import Command, SetMembers
 from cluster.metadata.replies import Stale
 from cluster.metadata_door import MetadataDoor
@@ -61,7 +60,7 @@ async def nodes(tmp_path: Path) -> AsyncIterator[dict[str, Node]]:
         await node.start()
     try:
         await eventually(
-            lambda: all(len(n.meta.state.nodes) == len(NAMES) for n in running.values()), "registrations"
+            lambda: all(len(n.metadata.nodes) == len(NAMES) for n in running.values()), "registrations"
         )
         yield running
     finally:
@@ -70,7 +69,7 @@ async def nodes(tmp_path: Path) -> AsyncIterator[dict[str, Node]]:
 
 
 def metadata_leader(nodes: dict[str, Node]) -> Node:
-    leader = nodes["n1"].meta_leader()
+    leader = nodes["n1"].status.meta_leader()
     assert leader is not None
     return nodes[leader]
 
@@ -81,16 +80,11 @@ def raft_group(node: Node, gid: str) -> Any:
     return node.host.groups[gid]
 
 
-def members_of(node: Node) -> Membership:
-    assert node.membership is not None
-    return node.membership
-
-
 def settled_leader(nodes: dict[str, Node], gid: str) -> Node | None:
     """The node leading group `gid` once it committed an entry of its term, else None."""
     for node in nodes.values():
         group = node.host.groups.get(gid) if node.host is not None else None
-        if group is not None and group.raft.is_leader and members_of(node).changes.settled_conf(gid):
+        if group is not None and group.raft.is_leader and node.membership.changes.settled_conf(gid):
             return node
     return None
 
@@ -98,8 +92,10 @@ def settled_leader(nodes: dict[str, Node], gid: str) -> Node | None:
 async def declared_queue(nodes: dict[str, Node]) -> tuple[str, Node, Node, Node, Node]:
     """Declare QUEUE on three of the nodes; its group, its settled leader, the two other members and
     the node without a replica."""
-    await metadata_leader(nodes).declare(QUEUE, {"x-quorum-initial-group-size": 3}, client_node="n1")
-    info = nodes["n1"].queue_info(QUEUE)
+    await metadata_leader(nodes).directory.declare(
+        QUEUE, {"x-quorum-initial-group-size": 3}, client_node="n1"
+    )
+    info = nodes["n1"].directory.info(QUEUE)
     await eventually(lambda: settled_leader(nodes, info.group) is not None, f"a leader of {QUEUE}")
     a = settled_leader(nodes, info.group)
     assert a is not None
@@ -122,7 +118,7 @@ async def test_finding5_a_deposed_queue_leaders_heal_cannot_make_a_voter_drop_it
     nodes: dict[str, Node],
 ) -> None:
     gid, a, b, c, x = await declared_queue(nodes)
-    kept = [m for m in a.queue_info(QUEUE).members if m != c.name]  # in the metadata's order
+    kept = [m for m in a.directory.info(QUEUE).members if m != c.name]  # in the metadata's order
 
     # A's heal sends set_members from now on; the network holds those messages back.
     held: list[SetMembers] = []
@@ -136,23 +132,23 @@ async def test_finding5_a_deposed_queue_leaders_heal_cannot_make_a_voter_drop_it
 
     door.relay = hold_set_members  # type: ignore[method-assign]
     # A delete interrupted after its Raft change and before its metadata update: heal finishes it.
-    await members_of(a).changes.remove(gid, c.name)
+    await a.membership.changes.remove(gid, c.name)
     await eventually(lambda: bool(held), f"{a.name}'s heal to send set_members")
     stale = held[-1]
     assert list(stale.members) == kept
 
     # A is deposed; its successor B finishes the removal itself, then adds X, which becomes a voter.
-    await members_of(a).queues.transfer_leader(QUEUE, b.name)
+    await a.membership.queues.transfer_leader(QUEUE, b.name)
     del door.relay  # A's door relays again
     await eventually(lambda: settled_leader(nodes, gid) is b, f"{b.name} to lead {QUEUE}")
-    assert await members_of(b).queues.add(QUEUE, x.name) == [*kept, x.name]
+    assert await b.membership.queues.add(QUEUE, x.name) == [*kept, x.name]
 
     # The held message reaches the metadata leader at last.
     meta = metadata_leader(nodes)
     reply = await meta.metadata_door.set_members(stale.queue, stale.group, list(stale.members), stale.fence)
     await x_applied(meta, x)
     assert QUEUE in x.queues and x.name in raft_group(x, gid).raft.status().conf.voters
-    assert x.queue_info(QUEUE).members == [*kept, x.name]
+    assert x.directory.info(QUEUE).members == [*kept, x.name]
     assert isinstance(reply, Stale), reply
 
 
@@ -160,23 +156,23 @@ async def test_finding5_a_successor_promotes_a_learner_only_under_a_fence_of_its
     nodes: dict[str, Node],
 ) -> None:
     gid, a, b, _, x = await declared_queue(nodes)
-    listed = a.queue_info(QUEUE).members
+    listed = a.directory.info(QUEUE).members
     term_a = raft_group(a, gid).raft.term
     # A's add of X is interrupted once X is a learner: A loses the leadership to B.
-    async with members_of(a).changes.exclusive(gid, "the test"):  # keeps A's own heal out
-        await members_of(a).queues.publish_members(QUEUE, [*listed, x.name], term_a)
-        await members_of(a).changes.change(gid, ConfChange(ConfChangeKind.ADD_LEARNER, x.name))
-        await members_of(a).changes.transfer(gid, b.name, 5.0)
+    async with a.membership.changes.exclusive(gid, "the test"):  # keeps A's own heal out
+        await a.membership.queues.publish_members(QUEUE, [*listed, x.name], term_a)
+        await a.membership.changes.change(gid, ConfChange(ConfChangeKind.ADD_LEARNER, x.name))
+        await a.membership.changes.transfer(gid, b.name, 5.0)
 
     # B's heal finishes the add: X becomes a voter only once the metadata holds B's fence.
     await eventually(lambda: x.name in raft_group(b, gid).raft.status().conf.voters, f"{x.name} a voter")
     term_b = raft_group(b, gid).raft.term
-    assert b.queue_info(QUEUE).members == [*listed, x.name]
-    assert b.queue_info(QUEUE).members_fence[0] == term_b > term_a
+    assert b.directory.info(QUEUE).members == [*listed, x.name]
+    assert b.directory.info(QUEUE).members_fence[0] == term_b > term_a
 
     # Whatever A decided later in its term, from a configuration without X, is refused.
     meta = metadata_leader(nodes)
     reply = await meta.metadata_door.set_members(QUEUE, gid, listed, (term_a, LATER_DECISION))
     await x_applied(meta, x)
-    assert QUEUE in x.queues and x.queue_info(QUEUE).members == [*listed, x.name]
+    assert QUEUE in x.queues and x.directory.info(QUEUE).members == [*listed, x.name]
     assert isinstance(reply, Stale), reply

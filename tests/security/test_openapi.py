@@ -2,30 +2,24 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from aiohttp import web
 from security_helpers import ADMIN, call
 
 from api.auth import ROUTE_ACCESS
 from api.openapi import spec
-from api.server import create_app
+from api.server import add_routes
 from cli.node_processes import ProcessCluster
-from cluster.config import Address, NodeConfig
-from cluster.node import Node
 
 METHODS = {"GET", "PUT", "POST", "PATCH", "DELETE"}
 
 
 def registered_routes() -> set[tuple[str, str]]:
     """(METHOD, path template) of every route the server registers (HEAD mirrors GET)."""
-    config = NodeConfig(
-        "n1", Path("/nonexistent"), Address("127.0.0.1", 1), Address("127.0.0.1", 2), cluster_secret="s"
-    )
-    app: web.Application = create_app(Node(config))
+    router = web.UrlDispatcher()
+    add_routes(router)
     return {
         (route.method, route.resource.canonical)
-        for route in app.router.routes()
+        for route in router.routes()
         if route.method in METHODS and route.resource is not None
     }
 

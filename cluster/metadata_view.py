@@ -1,0 +1,47 @@
+"""The metadata as this node applied it, read-only: what handlers, authentication, membership and the
+node's own parts read instead of the metadata machine itself (changes go through `MetadataDoor`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from cluster.metadata.records import NodeInfo, QueueInfo, UserRecord
+from cluster.metadata_app import MetadataApp
+
+
+class MetadataView:
+    """The node registry, the queue definitions and the users of the metadata this node applied, and
+    whether this node leads the metadata group. Each read sees the latest state (a snapshot installed
+    replaces the machine)."""
+
+    def __init__(self, app: MetadataApp) -> None:
+        self._app = app
+
+    @property
+    def nodes(self) -> Mapping[str, NodeInfo]:
+        """Registered nodes by name."""
+        return self._app.state.nodes
+
+    @property
+    def queues(self) -> Mapping[str, QueueInfo]:
+        """Declared queues by name."""
+        return self._app.state.queues
+
+    @property
+    def users(self) -> Mapping[str, UserRecord]:
+        """Users by name."""
+        return self._app.state.users
+
+    @property
+    def users_initialised(self) -> bool:
+        """True once the user table was initialised (the bootstrap user created, or none configured)."""
+        return self._app.state.users_initialised
+
+    @property
+    def is_leader(self) -> bool:
+        """True while this node leads the metadata group."""
+        return self._app.is_leader
+
+    def queues_on(self, node: str) -> list[QueueInfo]:
+        """The queues listing `node` among their members."""
+        return [info for info in self._app.state.queues.values() if node in info.members]

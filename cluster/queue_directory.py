@@ -1,0 +1,139 @@
+"""Where a request finds a queue: its definition in the metadata, the node leading it, and the door
+(`QueueLeader`) of a queue this node leads; declaring and deleting queues through the metadata door."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from cluster.errors import BadRequest, NotLeader, QueueConflict, QueueNotFound
+from cluster.metadata.commands import Delete
+from cluster.metadata.records import QueueInfo
+from cluster.metadata.replies import Conflict, Created, Exists, NotFound, Refused
+from cluster.metadata_door import MetadataDoor
+from cluster.metadata_view import MetadataView
+from cluster.placement import place_replicas
+from cluster.queue_leader import QueueLeader
+from queue_state.arguments import ArgumentError, parse_arguments
+
+LEADER_WAIT_S = 10.0
+PREFERRED_WAIT_S = 3.0
+
+
+class GroupLeaders(Protocol):
+    """Who leads each Raft group, as this node knows (`RaftHost`)."""
+
+    def leader_of(self, gid: str) -> str | None: ...
+
+
+class ClusterView(Protocol):
+    """The cluster's members and metadata leader (`NodeStatus`)."""
+
+    def cluster_members(self) -> list[str]: ...
+
+    def meta_leader(self) -> str | None: ...
+
+
+class QueueDirectory:
+    """Finds, declares and deletes queues for one node. `hosted` are the doors of the queues this node
+    hosts (leading or following); `clock` is the wall clock in milliseconds that stamps a declaration."""
+
+    def __init__(
+        self,
+        metadata: MetadataView,
+        hosted: Mapping[str, QueueLeader],
+        groups: GroupLeaders,
+        cluster: ClusterView,
+        door: MetadataDoor,
+        clock: Callable[[], int],
+    ) -> None:
+        self._metadata = metadata
+        self._hosted = hosted
+        self._groups = groups
+        self._cluster = cluster
+        self._door = door
+        self._clock = clock
+
+    def names(self) -> list[str]:
+        """Every queue declared in the metadata, by name."""
+        return sorted(self._metadata.queues)
+
+    def info(self, name: str) -> QueueInfo:
+        """A declared queue, or QueueNotFound."""
+        info = self._metadata.queues.get(name)
+        if info is None:
+            raise QueueNotFound(f"no queue '{name}'")
+        return info
+
+    def leader_of(self, name: str) -> str | None:
+        """The node leading a queue's group, when known (QueueNotFound for an undeclared queue)."""
+        return self._groups.leader_of(self.info(name).group)
+
+    def led(self, name: str) -> QueueLeader:
+        """The door of a queue this node leads, or NotLeader naming the leader when known."""
+        info = self.info(name)
+        queue = self._hosted.get(name)
+        if queue is None or queue.group != info.group or not queue.is_leader:
+            raise NotLeader(f"this node does not lead queue '{name}'", self.leader_of(name))
+        return queue
+
+    def local(self, name: str) -> QueueLeader | None:
+        """The door of this node's replica of a queue, leading or following; None when it hosts none."""
+        return self._hosted.get(name)
+
+    def leading(self) -> list[QueueLeader]:
+        """The doors of the queues this node leads."""
+        return [queue for queue in self._hosted.values() if queue.is_leader]
+
+    async def declare(self, name: str, arguments: dict[str, Any], client_node: str | None) -> str:
+        """Declare a queue through the metadata leader: 'created' or 'exists' (QueueConflict when it exists
+        with other arguments), once its placed leader leads it (or a while has passed)."""
+        try:
+            config = parse_arguments(arguments)
+        except ArgumentError as exc:
+            raise BadRequest(f"argument {exc.argument}: {exc.reason}") from exc
+        members = place_replicas(
+            self._cluster.cluster_members(),
+            self._metadata.queues.values(),
+            size=config.initial_group_size,
+            locator=config.leader_locator,
+            client_node=client_node,
+        )
+        reply = await self._door.declare(name, config.to_arguments(), members, self._clock())
+        if isinstance(reply, Conflict):
+            raise QueueConflict(f"queue '{name}' exists with different arguments {reply.arguments}")
+        if isinstance(reply, Refused):
+            raise BadRequest(reply.reason)
+        assert isinstance(reply, Created | Exists) and reply.group is not None, reply
+        placed = self._metadata.queues.get(name)
+        await self._await_leader(reply.group, placed.members[0] if placed and placed.members else None)
+        return "created" if isinstance(reply, Created) else "exists"
+
+    async def delete(self, name: str) -> None:
+        """Delete a queue through the metadata leader."""
+        reply = await self._door.delete(name, self.info(name).group)
+        if isinstance(reply, NotFound):
+            raise QueueNotFound(reply.reason)
+
+    async def delete_sealed(self, name: str, group: str) -> None:
+        """Delete a queue its leader sealed through the metadata (`QueueLeader.delete_if`), waiting until
+        this node sees it gone; NotLeader when that takes too long (the leader's timer asks again)."""
+
+        def gone() -> bool:
+            info = self._metadata.queues.get(name)
+            return info is None or info.group != group
+
+        if not await self._door.relay_until(Delete(name, group), gone):
+            reason = f"queue '{name}' is sealed; the metadata did not delete it in time (retried)"
+            raise NotLeader(reason, self._cluster.meta_leader())
+
+    async def _await_leader(self, group: str, preferred: str | None) -> None:
+        """Wait for a new queue's preferred leader to lead it (any leader after a short while)."""
+        started = time.monotonic()
+        while time.monotonic() < started + LEADER_WAIT_S:
+            leader = self._groups.leader_of(group)
+            if leader is not None and (leader == preferred or time.monotonic() > started + PREFERRED_WAIT_S):
+                return
+            await asyncio.sleep(0.02)

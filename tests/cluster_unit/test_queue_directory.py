@@ -1,0 +1,181 @@
+"""The queue directory: an undeclared queue is not found, only the leader of a queue's current group
+serves it (else NotLeader naming the leader), and declarations and deletions go through the metadata
+door to the metadata machine."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+from typing import Any
+
+import msgpack
+import pytest
+
+import cluster.metadata_door
+import cluster.queue_directory
+from cluster.errors import BadRequest, NotLeader, QueueConflict, QueueNotFound
+from cluster.metadata.replies import Reply
+from cluster.metadata_app import MetadataApp
+from cluster.metadata_door import MetadataDoor
+from cluster.metadata_view import MetadataView
+from cluster.queue_directory import QueueDirectory
+from raft_log.types import Entry
+
+ME = "a"
+
+
+@pytest.fixture(autouse=True)
+def _no_wait_for_a_preferred_leader(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A declaration waits a while for the placed leader; here any leader will do at once."""
+    monkeypatch.setattr(cluster.queue_directory, "PREFERRED_WAIT_S", 0.0)
+
+
+class MetadataLeader:
+    """A Raft host on which this node leads the metadata group: a proposal applies at once."""
+
+    def __init__(self, app: MetadataApp) -> None:
+        self.node = ME
+        self.app = app
+        self.leader: str | None = ME
+        self.index = 0
+
+    def submit(self, gid: str, op: Any) -> asyncio.Future[Reply]:
+        self.index += 1
+        future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+        future.set_result(self.app.apply(Entry(self.index, 1, data=msgpack.packb([op])))[0])
+        return future
+
+    def leader_of(self, gid: str) -> str | None:
+        return self.leader
+
+    def send_control(self, peer: str, control: dict[str, Any]) -> bool:
+        return True
+
+
+class Cluster:
+    """The members and the metadata leader, as `NodeStatus` tells them."""
+
+    def __init__(self, members: list[str]) -> None:
+        self.members = members
+        self.leader: str | None = ME
+
+    def cluster_members(self) -> list[str]:
+        return self.members
+
+    def meta_leader(self) -> str | None:
+        return self.leader
+
+
+class Groups:
+    """Who leads each group: `leader` for every group."""
+
+    def __init__(self, leader: str | None) -> None:
+        self.leader = leader
+
+    def leader_of(self, gid: str) -> str | None:
+        return self.leader
+
+
+def directory(group_leader: str | None = ME) -> tuple[QueueDirectory, dict[str, Any], MetadataView]:
+    """A directory on node ME, which leads the metadata group; `group_leader` leads every queue group."""
+    queues, hosted, metadata, _, _ = directory_parts(group_leader)
+    return queues, hosted, metadata
+
+
+def directory_parts(
+    group_leader: str | None = ME,
+) -> tuple[QueueDirectory, dict[str, Any], MetadataView, MetadataLeader, Cluster]:
+    app = MetadataApp(lambda: None)
+    metadata = MetadataView(app)
+    host, cluster = MetadataLeader(app), Cluster([ME, "b", "c"])
+    door = MetadataDoor(host, "meta", lambda: [ME])
+    hosted: dict[str, Any] = {}
+    queues = QueueDirectory(metadata, hosted, Groups(group_leader), cluster, door, lambda: 1000)
+    return queues, hosted, metadata, host, cluster
+
+
+def hosted_door(group: str, is_leader: bool) -> Any:
+    return SimpleNamespace(group=group, is_leader=is_leader)
+
+
+async def test_an_undeclared_queue_is_not_found() -> None:
+    queues, _, _ = directory()
+    for ask in (queues.info, queues.leader_of, queues.led):
+        with pytest.raises(QueueNotFound):
+            ask("nope")
+    with pytest.raises(QueueNotFound):
+        await queues.delete("nope")
+
+
+async def test_the_leader_of_a_queue_gets_its_door() -> None:
+    queues, hosted, metadata = directory()
+    assert await queues.declare("q", {}, client_node=ME) == "created"
+    hosted["q"] = door = hosted_door(metadata.queues["q"].group, is_leader=True)
+    assert queues.led("q") is door and queues.leading() == [door] and queues.local("q") is door
+
+
+async def test_a_follower_answers_not_leader_naming_the_leader() -> None:
+    queues, hosted, metadata = directory(group_leader="b")
+    await queues.declare("q", {}, client_node=ME)
+    hosted["q"] = follower = hosted_door(metadata.queues["q"].group, is_leader=False)
+    with pytest.raises(NotLeader) as refused:
+        queues.led("q")
+    assert refused.value.leader == "b"
+    assert queues.leader_of("q") == "b" and queues.leading() == [] and queues.local("q") is follower
+
+
+async def test_a_node_without_a_replica_answers_not_leader_naming_the_leader() -> None:
+    queues, _, _ = directory(group_leader="c")
+    await queues.declare("q", {}, client_node=ME)
+    with pytest.raises(NotLeader) as refused:
+        queues.led("q")
+    assert refused.value.leader == "c" and queues.local("q") is None
+
+
+async def test_the_leader_of_a_deleted_and_declared_again_queue_does_not_serve_the_new_one() -> None:
+    queues, hosted, metadata = directory()
+    await queues.declare("q", {}, client_node=ME)
+    old_group = metadata.queues["q"].group
+    await queues.delete("q")
+    await queues.declare("q", {}, client_node=ME)
+    assert metadata.queues["q"].group != old_group
+    hosted["q"] = hosted_door(old_group, is_leader=True)  # not yet reconciled
+    with pytest.raises(NotLeader):
+        queues.led("q")
+
+
+async def test_a_declaration_is_created_then_exists_and_conflicts_with_other_arguments() -> None:
+    queues, _, metadata = directory()
+    assert await queues.declare("q", {"x-max-length": 10}, client_node="b") == "created"
+    info = metadata.queues["q"]
+    assert info.members[0] == "b" and sorted(info.members) == [ME, "b", "c"] and info.created_ms == 1000
+    assert await queues.declare("q", {"x-max-length": 10}, client_node=ME) == "exists"
+    with pytest.raises(QueueConflict):
+        await queues.declare("q", {"x-max-length": 11}, client_node=ME)
+    assert queues.names() == ["q"]
+
+
+async def test_invalid_arguments_are_refused_before_anything_is_proposed() -> None:
+    queues, _, metadata = directory()
+    with pytest.raises(BadRequest, match="x-max-length"):
+        await queues.declare("q", {"x-max-length": "ten"}, client_node=ME)
+    assert queues.names() == [] and metadata.queues == {}
+
+
+async def test_a_sealed_queue_is_deleted_through_the_metadata() -> None:
+    queues, _, metadata = directory()
+    await queues.declare("q", {}, client_node=ME)
+    await queues.delete_sealed("q", metadata.queues["q"].group)
+    assert queues.names() == []
+
+
+async def test_a_sealed_queue_the_metadata_does_not_delete_in_time_is_not_leader_naming_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    queues, _, metadata, host, members = directory_parts()
+    await queues.declare("q", {}, client_node=ME)
+    host.leader = members.leader = None  # the metadata leader is lost: relays are dropped
+    monkeypatch.setattr(cluster.metadata_door, "METADATA_WAIT_S", 0.1)
+    with pytest.raises(NotLeader) as refused:
+        await queues.delete_sealed("q", metadata.queues["q"].group)
+    assert refused.value.leader is None and queues.names() == ["q"]
