@@ -18,7 +18,7 @@ from typing import Any, Protocol, TypeVar
 
 import msgpack
 
-from cluster.entry_codec import op_bodies
+from cluster.entry_codec import entry_ops, op_bodies
 from raft_log.storage import GroupLog
 
 _ID = struct.Struct(">Q")
@@ -257,7 +257,7 @@ class BodyStore:
             self._decoded.move_to_end(index)
             return decoded[1]
         entry = self._log.kept_entry(index)
-        ops = msgpack.unpackb(entry.data, raw=False)
+        ops = entry_ops(entry.data)
         self.entry_decoded(index, len(entry.data), ops)
         return ops
 

@@ -1,7 +1,9 @@
-"""How a queue operation travels inside a Raft entry: the one owner of that framing, every version of it.
+"""How operations travel inside Raft entries: the one owner of that framing, every version of it.
 
-A queue group's entry holds a list of operations (the leader's batcher merges the proposals that arrive
-together into one entry, `cluster/proposals.py`), and each operation has its own envelope:
+An entry of any group (a queue's or the metadata's) holds a msgpack array of operations: the leader's
+batcher merges the proposals that arrive together into one entry (`cluster/proposals.py`, through
+`pack_op` and `entry_payload`), and every reader takes them apart with `entry_ops`. A metadata operation
+is a command of `cluster.metadata.codec`. A queue operation has its own envelope:
 
 - version 1: `[1, now_ms, command, bodies]`: the leader's time, which the machine applies the command
   with (`EntryMeta`), the command's named-field form (`queue_state.command_codec.encode_command`), and
@@ -24,6 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import msgpack
+
 from queue_state.command_codec import (
     CommandDecodeError,
     decode_command,
@@ -32,12 +36,40 @@ from queue_state.command_codec import (
     encode_command_v0,
 )
 from queue_state.commands import Command, Enqueue, EntryMeta, InvalidCommand
+from raft_log.msgpack_parts import array_header
 
 if TYPE_CHECKING:
     from cluster.bodies import StoredMessage
 
 QUEUE_OP_VERSION = 1
 """The newest version of the queue operation envelope this node reads and may write."""
+
+
+class EntryDecodeError(ValueError):
+    """An entry whose data is not a msgpack array of operations."""
+
+
+def pack_op(op: Any) -> bytes:
+    """One operation, encoded for `entry_payload` (msgpack raises TypeError, ValueError or OverflowError
+    for one it cannot encode, so that operation fails alone, not the entry it would have shared)."""
+    packed: bytes = msgpack.packb(op)
+    return packed
+
+
+def entry_payload(packed_ops: Sequence[bytes]) -> bytes:
+    """An entry's data: the msgpack array of operations already encoded by `pack_op`."""
+    return b"".join((array_header(len(packed_ops)), *packed_ops))
+
+
+def entry_ops(data: bytes) -> list[Any]:
+    """The operations of an entry's data; EntryDecodeError when it is not an array of them."""
+    try:
+        ops = msgpack.unpackb(data, raw=False)
+    except (ValueError, msgpack.UnpackException) as exc:
+        raise EntryDecodeError(f"undecodable entry: {exc}") from exc
+    if not isinstance(ops, list):
+        raise EntryDecodeError("the entry is not a list of operations")
+    return ops
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,8 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-import msgpack
-
+from cluster.entry_codec import EntryDecodeError, entry_ops
 from cluster.metadata.codec import MetadataDecodeError, decode
 from cluster.metadata.machine import MetadataMachine
 from cluster.metadata.replies import Refused, Reply
@@ -29,12 +28,9 @@ class MetadataApp:
         """Apply the batch of metadata commands in an entry (of any codec version); a command that does
         not decode is answered `Refused` and changes nothing."""
         try:
-            ops = msgpack.unpackb(entry.data, raw=False)
-        except (ValueError, msgpack.UnpackException):
-            log.error("metadata: undecodable entry at index %d skipped", entry.index)
-            return []
-        if not isinstance(ops, list):
-            log.error("metadata: entry at index %d is not a list of commands; skipped", entry.index)
+            ops = entry_ops(entry.data)
+        except EntryDecodeError as exc:
+            log.error("metadata: entry at index %d skipped: %s", entry.index, exc)
             return []
         replies: list[Reply] = []
         for op in ops:

@@ -6,10 +6,8 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgpack
-
+from cluster.entry_codec import entry_payload, pack_op
 from cluster.errors import NotLeader, OutcomeUnknown
-from raft_log.msgpack_parts import array_header
 
 
 class ProposalFailed(Exception):
@@ -53,7 +51,7 @@ class ProposalBatcher:
         The operation is encoded here, so one that msgpack cannot encode fails its caller
         (TypeError, ValueError or OverflowError) instead of the entry it would have shared.
         """
-        packed = msgpack.packb(op)
+        packed = pack_op(op)
         future = asyncio.get_running_loop().create_future()
         self.pending_ops.append(packed)
         self.pending_futures.append(future)
@@ -65,7 +63,7 @@ class ProposalBatcher:
 
     def take(self) -> tuple[bytes, list[asyncio.Future]]:
         """Every pending operation in one entry payload: the msgpack array of them."""
-        data = b"".join((array_header(len(self.pending_ops)), *self.pending_ops))
+        data = entry_payload(self.pending_ops)
         futures = self.pending_futures
         self.pending_ops, self.pending_futures = [], []
         return data, futures

@@ -16,7 +16,7 @@ from typing import Any
 import msgpack
 
 from cluster.bodies import BodyStore, StoredMessage
-from cluster.entry_codec import decode_queue_op, op_bodies
+from cluster.entry_codec import EntryDecodeError, decode_queue_op, entry_ops, op_bodies
 from queue_state.arguments import QueueConfig
 from queue_state.command_codec import CommandDecodeError
 from queue_state.commands import Get
@@ -55,12 +55,9 @@ class QueueReplica:
     def apply(self, entry: Entry) -> list[Any]:
         """Apply every operation of a committed entry; returns their replies."""
         try:
-            ops = msgpack.unpackb(entry.data, raw=False)
-        except (ValueError, msgpack.UnpackException):
-            log.error("queue %s: undecodable entry at index %d skipped", self.name, entry.index)
-            return []
-        if not isinstance(ops, list):
-            log.error("queue %s: entry at index %d is not a command list; skipped", self.name, entry.index)
+            ops = entry_ops(entry.data)
+        except EntryDecodeError as exc:
+            log.error("queue %s: entry at index %d skipped: %s", self.name, entry.index, exc)
             return []
         if any(op_bodies(op) is not None for op in ops):
             self.bodies.entry_decoded(entry.index, len(entry.data), ops)
