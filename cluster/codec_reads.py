@@ -34,7 +34,11 @@ class CodecReads:
         if type(said) is int:
             self._reads[peer] = said
 
+    def reads(self, peer: str) -> int:
+        """The version `peer` said it reads (0 until it said one)."""
+        return self._reads.get(peer, 0)
+
     def version_for(self, others: Iterable[str]) -> int:
         """The version to write into a log the nodes `others` also read: `version` once every one of them
         said it reads it, else 0."""
-        return self.version if all(self._reads.get(peer, 0) >= self.version for peer in others) else 0
+        return self.version if all(self.reads(peer) >= self.version for peer in others) else 0

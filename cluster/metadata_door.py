@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
+from cluster.codec_reads import CodecReads
 from cluster.metadata.codec import CODEC_VERSION, MetadataDecodeError, decode, encode
 from cluster.metadata.commands import (
     BootstrapUsers,
@@ -75,7 +76,7 @@ class MetadataDoor:
         self._host = host
         self._group = group
         self._members = members
-        self._reads: dict[str, int] = {}  # the codec version each peer said it reads
+        self._codec = CodecReads(CODEC_KEY, CODEC_VERSION)  # the codec version each peer said it reads
 
     # -- proposals on this node, the metadata leader: the reply once applied, NotLeader (or
     # OutcomeUnknown) when not committed ---------------------------------------------------------
@@ -128,8 +129,7 @@ class MetadataDoor:
     def log_version(self) -> int:
         """The codec version of the entries this node writes: CODEC_VERSION once every other member of
         the metadata group said it reads it, else 0."""
-        others = [m for m in self._members() if m != self._host.node]
-        return CODEC_VERSION if all(self._reads.get(m, 0) >= CODEC_VERSION for m in others) else 0
+        return self._codec.version_for(m for m in self._members() if m != self._host.node)
 
     # -- relays: from any node, without a reply ----------------------------------------------------
 
@@ -160,7 +160,7 @@ class MetadataDoor:
     def _relayed(self, command: Command, leader: str) -> dict[str, Any]:
         """The control frame relaying `command` to `leader`: the codec's form, or the key of versions
         before it for a leader that has not said it reads the codec."""
-        if self._reads.get(leader, 0) < CODEC_VERSION:
+        if self._codec.reads(leader) < CODEC_VERSION:
             tag, *values = encode(command, 0)
             older = next((key for key, kind in OLDER_RELAY_KEYS.items() if kind == tag), None)
             if older is not None:
@@ -177,14 +177,12 @@ class MetadataDoor:
     def announce(self, peers: Iterable[str]) -> None:
         """Tell `peers` which codec version this node reads."""
         for peer in peers:
-            self._host.send_control(peer, {CODEC_KEY: CODEC_VERSION})
+            self._host.send_control(peer, self._codec.announcement())
 
     def on_control(self, peer: str, control: dict[str, Any]) -> None:
         """A peer's control frame: note the codec version it reads; on the metadata leader, propose the
         commands it relays (in any form a version sent them)."""
-        reads = control.get(CODEC_KEY)
-        if type(reads) is int:
-            self._reads[peer] = reads
+        self._codec.on_control(peer, control)
         if self._host.leader_of(self._group) != self._host.node:
             return
         for command in _relayed_commands(peer, control):
