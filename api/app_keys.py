@@ -1,5 +1,5 @@
 """Typed keys of the values the HTTP application carries (aiohttp's AppKey): the node's parts the app
-factory (`api.server.create_app`) hands over, and the application's own."""
+factory (`api.app.create_app`) hands over, and the application's own."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 from cli.local_cluster import cluster_group
 from cli.main import cli
-from cli.server import server
+from cli.node_command import server
 from cli.users import users_group
 
 cli.add_command(server)

@@ -12,7 +12,7 @@ from typing import Any
 
 from aiohttp.test_utils import TestClient, TestServer
 
-from api.server import create_app
+from api.app import create_app
 from cli.node_processes import free_ports
 from cluster.config import Address, NodeConfig
 from cluster.node import Node

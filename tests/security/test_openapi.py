@@ -5,9 +5,9 @@ from __future__ import annotations
 from aiohttp import web
 from security_helpers import ADMIN, call
 
+from api.app import add_routes
 from api.auth import ROUTE_ACCESS
 from api.openapi import spec
-from api.server import add_routes
 from cli.node_processes import ProcessCluster
 
 METHODS = {"GET", "PUT", "POST", "PATCH", "DELETE"}

@@ -60,9 +60,9 @@ def server(
 
 
 async def _run(config: NodeConfig) -> None:
+    from api.app import serve
     from api.join_requester import HttpJoinRequester
     from api.remote_publisher import HttpRemotePublisher
-    from api.server import serve
     from cluster.node import Node
     from cluster.peer_auth import NodeCaller
 
