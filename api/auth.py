@@ -59,7 +59,6 @@ from cluster.users import (
 log = logging.getLogger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-PRINCIPAL_KEY = "principal"
 REALM = 'Basic realm="quorumq", charset="UTF-8"'
 BOOTSTRAP_RETRY_S = 0.5
 PASSWORD_CHECKS_AT_ONCE = 2
@@ -166,6 +165,10 @@ class Principal:
         if access is Access.CONFIGURE_ADMIN:
             return self.administrator and pattern_allows(self.configure, queue)
         return pattern_allows(getattr(self, access.value), queue)
+
+
+PRINCIPAL_KEY: web.RequestKey[Principal] = web.RequestKey("principal")
+"""Where the auth middleware leaves the caller for the handlers (`principal`)."""
 
 
 class Unauthenticated(Exception):
