@@ -9,9 +9,9 @@ import aiohttp
 from aiohttp import web
 
 if TYPE_CHECKING:
-    from api.auth import PasswordChecker
     from api.login_throttle import LoginThrottle
     from api.metrics import Metrics
+    from api.password_checker import PasswordChecker
     from cluster.config import NodeConfig
     from cluster.membership.membership import Membership
     from cluster.metadata_door import MetadataDoor

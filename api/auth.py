@@ -13,10 +13,7 @@ import asyncio
 import base64
 import binascii
 import enum
-import hashlib
-import hmac
 import logging
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
@@ -34,6 +31,7 @@ from api.app_keys import (
 from api.errors import ApiError, error_response
 from api.limits import read_body
 from api.login_throttle import LoginThrottled
+from api.password_checker import PasswordChecker
 from api.tokens import verify_token
 from api.validation import check_queue_name
 from cluster.config import ConfigError, NodeConfig, is_loopback_host
@@ -50,10 +48,7 @@ from cluster.users import (
     UserError,
     check_password,
     check_user_name,
-    hash_password,
     pattern_allows,
-    unusable_hash,
-    verify_password,
 )
 
 log = logging.getLogger(__name__)
@@ -61,8 +56,6 @@ log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 REALM = 'Basic realm="quorumq", charset="UTF-8"'
 BOOTSTRAP_RETRY_S = 0.5
-PASSWORD_CHECKS_AT_ONCE = 2
-VERIFIED_CACHE_SIZE = 4096
 
 
 class Access(enum.Enum):
@@ -178,76 +171,6 @@ class Unauthenticated(Exception):
         super().__init__(reason)
         self.reason = reason
         self.status = status
-
-
-class PasswordChecker:
-    """Hashes and checks passwords with scrypt off the event loop, PASSWORD_CHECKS_AT_ONCE at a time
-    (each takes 128 MiB), remembering successes.
-
-    Remembered successes are keyed by an HMAC (with a per-process key) of the name, the stored hash and
-    the password, so a changed password or a new hash never matches an old entry. A user that does not
-    exist costs the same scrypt as one that does (checked against an unusable hash), so the time of a
-    failure does not tell which user names exist. Checks of the same credentials at the same time share
-    one scrypt (`in_progress`).
-    """
-
-    def __init__(self) -> None:
-        self._key = os.urandom(32)
-        self._verified: set[bytes] = set()
-        self._slots = asyncio.Semaphore(PASSWORD_CHECKS_AT_ONCE)
-        self._unusable = unusable_hash()
-        self._checking: dict[bytes, asyncio.Future[bool]] = {}
-
-    async def hash(self, password: str) -> str:
-        """A new hash of `password` (`cluster.users.hash_password`)."""
-        async with self._slots:
-            return await asyncio.get_running_loop().run_in_executor(None, hash_password, password)
-
-    async def known_outcome(self, record: UserRecord, password: str) -> bool | None:
-        """Whether `password` is the user's, when that needs no check of its own: remembered from an
-        earlier check, or shared with a check of the same credentials under way (None: check it)."""
-        fingerprint = self._fingerprint(record, password)
-        if fingerprint in self._verified:
-            return True
-        shared = self._checking.get(fingerprint)
-        if shared is None:
-            return None
-        try:
-            return await asyncio.shield(shared)
-        except asyncio.CancelledError:
-            if not shared.cancelled():
-                raise  # the waiting request was cancelled, not the check it waited on
-            return None
-
-    async def check(self, record: UserRecord | None, password: str) -> bool:
-        """True when `password` is the user's; False, at the same cost, when there is no such user."""
-        if record is None:
-            await self._verify(password, self._unusable)
-            return False
-        fingerprint = self._fingerprint(record, password)
-        if fingerprint in self._verified:
-            return True
-        outcome = self._checking[fingerprint] = asyncio.get_running_loop().create_future()
-        try:
-            ok = await self._verify(password, record.password_hash)
-            outcome.set_result(ok)
-        finally:
-            del self._checking[fingerprint]
-            if not outcome.done():  # cut short: those waiting check again for themselves
-                outcome.cancel()
-        if ok:
-            if len(self._verified) >= VERIFIED_CACHE_SIZE:
-                self._verified.clear()
-            self._verified.add(fingerprint)
-        return ok
-
-    def _fingerprint(self, record: UserRecord, password: str) -> bytes:
-        material = "\x00".join((record.name, record.password_hash, password)).encode()
-        return hmac.new(self._key, material, hashlib.sha256).digest()
-
-    async def _verify(self, password: str, encoded: str) -> bool:
-        async with self._slots:
-            return await asyncio.get_running_loop().run_in_executor(None, verify_password, password, encoded)
 
 
 def is_loopback(request: web.Request) -> bool:

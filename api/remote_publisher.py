@@ -11,8 +11,8 @@ import aiohttp
 import msgpack
 
 from api.validation import MSGPACK
-from cluster.bodies import StoredMessage
 from cluster.peer_auth import NodeCaller
+from cluster.stored_message import StoredMessage
 
 REMOTE_TIMEOUT_S = 10.0
 

@@ -11,8 +11,8 @@ from aiohttp import web
 
 from api.app_keys import CONFIG
 from api.errors import ApiError
-from cluster.bodies import StoredMessage
 from cluster.queue_limits import INT64_MAX
+from cluster.stored_message import StoredMessage
 from quorumq.moments import epoch_ms
 
 MSGPACK = "application/msgpack"

@@ -14,29 +14,18 @@ from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 import msgpack
 
 from cluster.entry_codec import entry_ops, op_bodies
+from cluster.stored_message import StoredMessage
 from raft_log.storage import GroupLog
 
 _ID = struct.Struct(">Q")
 BODY_PREFIX = b"b"
 DECODED_ENTRY_BYTES = 16 * 1024 * 1024
 """How much entry data the decoded operations of the newest entries read for bodies may stand for."""
-
-
-@dataclass(slots=True)
-class StoredMessage:
-    """A body with its headers and the encoding the publisher used.
-
-    Not frozen: a frozen dataclass takes three times as long to build (0.3 us more per message, and a
-    publishing and delivering leader builds several per message)."""
-
-    body: bytes
-    headers: dict[str, Any]
-    encoding: str
 
 
 class _Identified(Protocol):

@@ -24,10 +24,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgpack
 
+from cluster.stored_message import StoredMessage
 from queue_state.command_codec import (
     CommandDecodeError,
     decode_command,
@@ -37,9 +38,6 @@ from queue_state.command_codec import (
 )
 from queue_state.commands import Command, Enqueue, EntryMeta, InvalidCommand
 from raft_log.msgpack_parts import array_header
-
-if TYPE_CHECKING:
-    from cluster.bodies import StoredMessage
 
 QUEUE_OP_VERSION = 1
 """The newest version of the queue operation envelope this node reads and may write."""

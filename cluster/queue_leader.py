@@ -20,7 +20,6 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from cluster.bodies import StoredMessage
 from cluster.consumer_sessions import ConsumerSession, ConsumerSessions
 from cluster.dead_lettering.messages import with_death
 from cluster.entry_codec import encode_queue_op
@@ -37,6 +36,7 @@ from cluster.proposals import ProposalFailed, not_committed
 from cluster.queue_replica import AutoAcked, QueueReplica
 from cluster.queue_results import MessageRow, Outcome, Position, Published, QueueCounts, Settled
 from cluster.raft_host import RaftHost
+from cluster.stored_message import StoredMessage
 from queue_state.arguments import ArgumentError, parse_arguments
 from queue_state.commands import (
     Cancel,

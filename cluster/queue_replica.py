@@ -15,8 +15,9 @@ from typing import Any
 
 import msgpack
 
-from cluster.bodies import BodyStore, StoredMessage
+from cluster.bodies import BodyStore
 from cluster.entry_codec import EntryDecodeError, decode_queue_op, entry_ops, op_bodies
+from cluster.stored_message import StoredMessage
 from queue_state.arguments import QueueConfig
 from queue_state.command_codec import CommandDecodeError
 from queue_state.commands import Get

@@ -8,10 +8,10 @@ import contextlib
 import logging
 from collections.abc import Callable
 
-from cluster.bodies import StoredMessage
 from cluster.dead_lettering.messages import dead_letter_messages
 from cluster.dead_lettering.publisher import ClusterPublisher
 from cluster.dead_lettering.worker import DeadLetterSource, DeadLetterWorker
+from cluster.stored_message import StoredMessage
 from queue_state.effects import DeadLetter, Delivery
 
 log = logging.getLogger(__name__)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cluster.bodies import StoredMessage
+from cluster.stored_message import StoredMessage
 from queue_state.effects import Delivery
 
 

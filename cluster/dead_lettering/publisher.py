@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from cluster.bodies import StoredMessage
 from cluster.errors import NotLeader
 from cluster.queue_results import Published
+from cluster.stored_message import StoredMessage
 
 
 class RemotePublisher(Protocol):

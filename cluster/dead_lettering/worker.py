@@ -15,8 +15,8 @@ import uuid
 from collections.abc import Sequence
 from typing import Protocol
 
-from cluster.bodies import StoredMessage
 from cluster.errors import NotLeader
+from cluster.stored_message import StoredMessage
 
 log = logging.getLogger(__name__)
 

@@ -13,10 +13,10 @@ import pytest
 import pytest_asyncio
 from in_process_node import InProcessNode, in_process_node
 
-from cluster.bodies import StoredMessage
 from cluster.entry_codec import QUEUE_OP_VERSION, op_bodies
 from cluster.errors import BadRequest, LogGap, QueueConflict, QueueFull, Refused, UnknownConsumer
 from cluster.queue_results import MessageRow, Outcome, Position, Published, Settled
+from cluster.stored_message import StoredMessage
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

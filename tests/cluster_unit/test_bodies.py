@@ -9,7 +9,8 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from cluster.bodies import BodyStore, StoredMessage, body_key
+from cluster.bodies import BodyStore, body_key
+from cluster.stored_message import StoredMessage
 from raft_log.keys import GroupKeys
 from raft_log.storage import CorruptionError, GroupLog, NodeStore
 from raft_log.types import ConfState, Entry, HardState

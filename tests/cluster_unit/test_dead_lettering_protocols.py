@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from cluster.bodies import StoredMessage
 from cluster.dead_lettering.dispatcher import DeadLetterDispatcher
 from cluster.dead_lettering.publisher import ClusterPublisher
 from cluster.dead_lettering.worker import DeadLetterWorker
 from cluster.errors import NotLeader
 from cluster.queue_results import Published
+from cluster.stored_message import StoredMessage
 from queue_state.effects import DeadLetter, Delivery
 
 Messages = Sequence[tuple[StoredMessage, int | None]]

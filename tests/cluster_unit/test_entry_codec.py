@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cluster.bodies import StoredMessage
 from cluster.entry_codec import QUEUE_OP_VERSION, QueueOp, decode_queue_op, encode_queue_op, op_bodies
 from cluster.queue_replica import QueueReplica
+from cluster.stored_message import StoredMessage
 from queue_state.arguments import parse_arguments
 from queue_state.command_codec import CommandDecodeError
 from queue_state.commands import (
