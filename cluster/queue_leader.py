@@ -37,7 +37,7 @@ from cluster.queue_replica import AutoAcked, QueueReplica
 from cluster.queue_results import MessageRow, Outcome, Position, Published, QueueCounts, Settled
 from cluster.raft_host import RaftHost
 from cluster.stored_message import StoredMessage
-from queue_state.arguments import ArgumentError, parse_arguments
+from queue_state.arguments import RUNTIME_ARGUMENTS, ArgumentError, parse_arguments
 from queue_state.commands import (
     Cancel,
     Checkout,
@@ -80,21 +80,6 @@ log = logging.getLogger(__name__)
 
 DELETE_RETRY_MS = 1000
 UNKNOWN_CONSUMER = "unknown_consumer"
-RUNTIME_ARGUMENTS = frozenset(
-    {
-        "x-dead-letter-queue",
-        "x-dead-letter-strategy",
-        "x-max-length",
-        "x-max-length-bytes",
-        "x-overflow",
-        "x-delivery-limit",
-        "x-message-ttl",
-        "x-expires",
-        "x-lease-period",
-        "x-quorum-target-group-size",
-    }
-)
-"""The arguments `update_arguments` changes, like a RabbitMQ policy; the others need a new queue."""
 
 _SETTLE_COMMANDS: dict[Outcome, type[Settle | Return | Discard]] = {
     Outcome.ACK: Settle,

@@ -112,6 +112,23 @@ _ARGUMENTS: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "x-lease-period": ("lease_period", _integer(1)),
 }
 
+RUNTIME_ARGUMENTS = frozenset(
+    {
+        "x-dead-letter-queue",
+        "x-dead-letter-strategy",
+        "x-max-length",
+        "x-max-length-bytes",
+        "x-overflow",
+        "x-delivery-limit",
+        "x-message-ttl",
+        "x-expires",
+        "x-lease-period",
+        "x-quorum-target-group-size",
+    }
+)
+"""The arguments a queue may change at runtime, like a RabbitMQ policy (its leader applies a change as an
+`UpdateConfig`); the others are fixed at declaration: a change needs a new queue."""
+
 
 def parse_arguments(args: dict[str, Any]) -> QueueConfig:
     """Validate RabbitMQ-style queue arguments; raise `ArgumentError` naming the first bad one."""
