@@ -31,9 +31,9 @@ test: check java
 	$(BIN)/pytest
 
 # The fast part: the checks and the tests that start no node process, no Spark and no Docker.
-UNIT_TESTS := tests/raft_log tests/queue_state tests/client tests/api tests/cluster_unit tests/cli tests/test_cli_entrypoints.py
+UNIT_TESTS := tests/raft_log tests/queue_state tests/metadata tests/client tests/api tests/cluster_unit tests/cli tests/test_cli_entrypoints.py
 test-unit: check
-	$(BIN)/pytest $(UNIT_TESTS)
+	$(BIN)/pytest $(UNIT_TESTS) --deselect tests/client/test_standalone.py
 
 format: $(STAMP)
 	$(BIN)/ruff format . && $(BIN)/ruff check --fix .

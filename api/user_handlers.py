@@ -13,7 +13,7 @@ from api.forwarding import on_meta_leader
 from api.tokens import DEFAULT_TTL_S, MAX_TTL_S, issue_token
 from api.validation import bad, field_int, json_object
 from cluster.metadata.records import ADMINISTRATOR, UserRecord
-from cluster.metadata.replies import Created, NotFound, Refused, Reply
+from cluster.metadata.replies import Created, Invalid, NotFound, Reply
 from cluster.metadata_view import MetadataView
 from cluster.users import (
     GUEST,
@@ -65,7 +65,7 @@ def _applied(reply: Reply) -> Reply:
     """The reply of a user change, or the HTTP error of a refused one."""
     if isinstance(reply, NotFound):
         raise ApiError(404, "not_found", reply.reason)
-    if isinstance(reply, Refused):
+    if isinstance(reply, Invalid):
         raise ApiError(400, "bad_request", reply.reason)
     return reply
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from cluster.entry_codec import EntryDecodeError, entry_ops
 from cluster.metadata.codec import MetadataDecodeError, decode
 from cluster.metadata.machine import MetadataMachine
-from cluster.metadata.replies import Refused, Reply
+from cluster.metadata.replies import Invalid, Reply
 from cluster.metadata.snapshot import decode_snapshot, encode_snapshot
 from raft_log.types import Entry
 
@@ -26,7 +26,7 @@ class MetadataApp:
 
     def apply(self, entry: Entry) -> list[Reply]:
         """Apply the batch of metadata commands in an entry (of any codec version); a command that does
-        not decode is answered `Refused` and changes nothing."""
+        not decode is answered `Invalid` and changes nothing."""
         try:
             ops = entry_ops(entry.data)
         except EntryDecodeError as exc:
@@ -38,7 +38,7 @@ class MetadataApp:
                 command = decode(op)
             except MetadataDecodeError as exc:
                 log.warning("metadata: malformed command at index %d: %s", entry.index, exc)
-                replies.append(Refused(f"malformed metadata command: {exc}"))
+                replies.append(Invalid(f"malformed metadata command: {exc}"))
                 continue
             replies.append(self.state.apply(command))
         self._on_change()

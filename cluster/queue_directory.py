@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from cluster.errors import BadRequest, NotLeader, QueueConflict, QueueNotFound
 from cluster.metadata.commands import Delete
 from cluster.metadata.records import QueueInfo
-from cluster.metadata.replies import Conflict, Created, Exists, NotFound, Refused
+from cluster.metadata.replies import Conflict, Created, Exists, Invalid, NotFound
 from cluster.metadata_door import MetadataDoor
 from cluster.metadata_view import MetadataView
 from cluster.placement import place_replicas
@@ -104,7 +104,7 @@ class QueueDirectory:
         reply = await self._door.declare(name, config.to_arguments(), members, self._clock())
         if isinstance(reply, Conflict):
             raise QueueConflict(f"queue '{name}' exists with different arguments {reply.arguments}")
-        if isinstance(reply, Refused):
+        if isinstance(reply, Invalid):
             raise BadRequest(reply.reason)
         assert isinstance(reply, Created | Exists) and reply.group is not None, reply
         placed = self._metadata.queues.get(name)

@@ -35,7 +35,6 @@ from cluster.metadata.commands import (
 )
 
 CODEC_VERSION = 1
-VERSIONS = (0, 1)
 
 _TAGS: dict[type[Command], str] = {
     RegisterNode: "register_node",
@@ -55,11 +54,6 @@ _FIELDS: dict[type[Command], tuple[str, ...]] = {kind: tuple(f.name for f in fie
 
 class MetadataDecodeError(ValueError):
     """A value that is not a metadata command of a version this node reads."""
-
-
-def tag_of(command: Command) -> str:
-    """The name a command travels under (the first item of its version-0 form)."""
-    return _TAGS[type(command)]
 
 
 def encode(command: Command, version: int = CODEC_VERSION) -> list[Any]:

@@ -33,9 +33,9 @@ from cluster.metadata.replies import (
     Conflict,
     Created,
     Exists,
+    Invalid,
     NotFound,
     Ok,
-    Refused,
     Reply,
     Stale,
     Updated,
@@ -95,7 +95,7 @@ class MetadataMachine:
                 return Exists(existing.group)
             return Conflict(existing.arguments)
         if not command.members:
-            return Refused("a queue needs at least one member")
+            return Invalid("a queue needs at least one member")
         members = list(command.members)
         info = QueueInfo(
             name, f"q{self.next_group}.{name}", dict(command.arguments), members, command.created_ms
@@ -164,7 +164,7 @@ class MetadataMachine:
         existing = self.users.get(command.user)
         if existing is None:
             if not command.password_hash:
-                return Refused(f"a new user needs a password ({command.user!r})")
+                return Invalid(f"a new user needs a password ({command.user!r})")
             self.users[command.user] = UserRecord(command.user, command.password_hash, list(command.tags))
             return Created()
         existing.tags = list(command.tags)

@@ -53,10 +53,10 @@ class NotFound:
 
 
 @dataclass(frozen=True, slots=True)
-class Refused:
+class Invalid:
     """The command is malformed or breaks a rule; nothing changed."""
 
     reason: str
 
 
-Reply: TypeAlias = Ok | Created | Updated | Exists | Conflict | Stale | NotFound | Refused
+Reply: TypeAlias = Ok | Created | Updated | Exists | Conflict | Stale | NotFound | Invalid

@@ -4,6 +4,7 @@ typed results and refusals to the HTTP contract (statuses, error codes, bodies).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -60,11 +61,12 @@ async def test_a_long_poll_waits_for_a_publish_and_returns_it(api: InProcessNode
     status, registered = await api.call("POST", "/api/queues/h-poll/consumers", json={"prefetch": 10})
     assert status == 201
     tag = registered["consumer"]
-    poll = asyncio.ensure_future(api.call("GET", f"/api/queues/h-poll/consumers/{tag}/deliveries?wait=10"))
-    await asyncio.sleep(0.3)
-    assert not poll.done()
+    started = time.monotonic()
+    assert await api.call("GET", f"/api/queues/h-poll/consumers/{tag}/deliveries?wait=0.5") == (200, [])
+    assert time.monotonic() - started >= 0.5  # an empty queue's poll waited its whole wait
+    poll = asyncio.ensure_future(api.call("GET", f"/api/queues/h-poll/consumers/{tag}/deliveries?wait=30"))
     await publish(api, "h-poll", "late")
-    status, rows = await asyncio.wait_for(poll, 10)
+    status, rows = await asyncio.wait_for(poll, 30)
     assert status == 200 and [r["body"] for r in rows] == ["late"]
 
 

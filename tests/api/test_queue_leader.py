@@ -69,11 +69,12 @@ async def test_get_answers_message_rows_with_bodies_headers_and_publish_time(run
 async def test_poll_waits_for_a_delivery_and_an_unknown_consumer_raises(running: InProcessNode) -> None:
     door = await running.declare("d-poll")
     tag = await door.register_consumer(prefetch=5, priority=0, timeout_ms=None, since_ms=None)
-    poll = asyncio.ensure_future(door.poll(tag, 10, 10.0))
-    await asyncio.sleep(0.2)
-    assert not poll.done()
+    started = time.monotonic()
+    assert await door.poll(tag, 10, 0.3) == []
+    assert time.monotonic() - started >= 0.3  # an empty queue's poll waited its whole wait
+    poll = asyncio.ensure_future(door.poll(tag, 10, 30.0))
     await door.publish(texts("late"), None, None)
-    assert [row.body for row in await asyncio.wait_for(poll, 10)] == [b"late"]
+    assert [row.body for row in await asyncio.wait_for(poll, 30)] == [b"late"]
     await door.settle((1,), tag, Outcome.ACK)
     await door.cancel(tag)
     with pytest.raises(UnknownConsumer) as unknown:

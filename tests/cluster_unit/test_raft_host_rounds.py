@@ -12,7 +12,7 @@ import asyncio
 
 from gated_cluster import GROUP, Node, eventually
 
-from cluster.metadata.replies import Refused
+from cluster.metadata.replies import Invalid
 
 
 async def test_a_leader_sends_appends_before_its_fsync_but_confirms_only_after_it(
@@ -39,7 +39,7 @@ async def test_a_leader_sends_appends_before_its_fsync_but_confirms_only_after_i
 
     leader.store.gate.set()
     result = await asyncio.wait_for(confirmed, 20)
-    assert isinstance(result, Refused)  # the metadata machine's answer to an unknown command
+    assert isinstance(result, Invalid)  # the metadata machine's answer to an unknown command
     assert leader.host.groups[GROUP].applied >= index
 
 

@@ -11,7 +11,7 @@ import msgpack
 
 from cluster.metadata.codec import decode
 from cluster.metadata.machine import MetadataMachine
-from cluster.metadata.replies import Conflict, NotFound, Refused, Stale
+from cluster.metadata.replies import Conflict, Invalid, NotFound, Stale
 from raft_log.storage import NodeStore
 from raft_log.types import EntryKind
 
@@ -35,7 +35,7 @@ def test_every_metadata_command_of_a_version_0_log_decodes_and_applies_to_what_t
             for op in msgpack.unpackb(entry.data, raw=False):
                 assert isinstance(op[0], str), op  # version 0: a raw list
                 reply = state.apply(decode(op))
-                assert not isinstance(reply, Refused | NotFound | Stale | Conflict), (op, reply)
+                assert not isinstance(reply, Invalid | NotFound | Stale | Conflict), (op, reply)
     expected = json.loads((FIXTURE / "expected.json").read_text())
     assert sorted(state.queues) == sorted(expected["queues"])
     users = [

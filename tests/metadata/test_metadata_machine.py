@@ -21,7 +21,7 @@ from cluster.metadata.commands import (
 )
 from cluster.metadata.machine import MetadataMachine
 from cluster.metadata.records import UserRecord
-from cluster.metadata.replies import Conflict, Created, Exists, NotFound, Ok, Refused, Stale, Updated
+from cluster.metadata.replies import Conflict, Created, Exists, Invalid, NotFound, Ok, Stale, Updated
 from cluster.metadata.snapshot import decode_snapshot, encode_snapshot
 
 LIMITED = {"x-max-length": 5}
@@ -45,7 +45,7 @@ def test_declaring_again_with_the_same_arguments_exists_and_with_others_conflict
 
 def test_a_queue_without_members_is_refused_and_takes_no_group_number() -> None:
     state = MetadataMachine()
-    assert isinstance(state.apply(Declare("orders", {}, (), 1)), Refused)
+    assert isinstance(state.apply(Declare("orders", {}, (), 1)), Invalid)
     assert state.queues == {} and state.next_group == 1
 
 
@@ -76,7 +76,7 @@ def test_a_bootstrap_without_a_user_only_initialises_the_table() -> None:
 
 def test_a_new_user_needs_a_password_and_an_update_without_one_keeps_it() -> None:
     state = MetadataMachine()
-    assert isinstance(state.apply(PutUser("alice", "", ())), Refused)
+    assert isinstance(state.apply(PutUser("alice", "", ())), Invalid)
     assert "alice" not in state.users
     assert state.apply(PutUser("alice", "h1", ("monitoring",))) == Created()
     assert state.apply(PutUser("alice", "", ())) == Updated()
@@ -113,5 +113,5 @@ def test_a_refused_command_changes_nothing(log: list[Command]) -> None:
     state = MetadataMachine()
     for command in log:
         before = copy.deepcopy(state)
-        if isinstance(state.apply(command), Refused | NotFound | Stale | Conflict | Exists):
+        if isinstance(state.apply(command), Invalid | NotFound | Stale | Conflict | Exists):
             assert state == before, command

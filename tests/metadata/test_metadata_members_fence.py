@@ -9,7 +9,7 @@ import pytest
 from cluster.metadata.codec import MetadataDecodeError, decode
 from cluster.metadata.commands import Declare, Delete, InvalidCommand, SetMembers
 from cluster.metadata.machine import MetadataMachine
-from cluster.metadata.replies import Created, Ok, Refused, Stale
+from cluster.metadata.replies import Created, Invalid, Ok, Stale
 from cluster.metadata.snapshot import SNAPSHOT_VERSION, decode_snapshot, encode_snapshot
 from cluster.metadata_app import MetadataApp
 from raft_log.types import Entry, EntryKind
@@ -77,7 +77,7 @@ def test_a_malformed_fence_is_refused_and_changes_nothing(fence: object) -> None
         data=msgpack.packb([["set_members", "q", "q1.q", ["a"], fence]]),
     )
     [reply] = app.apply(entry)
-    assert isinstance(reply, Refused) and "fence" in reply.reason
+    assert isinstance(reply, Invalid) and "fence" in reply.reason
     assert app.state == before
 
 

@@ -26,7 +26,7 @@ from api.validation import msgpack_object, published_messages
 from cluster.config import Address, NodeConfig
 from cluster.entry_codec import decode_queue_op
 from cluster.metadata.commands import RegisterNode
-from cluster.metadata.replies import Conflict, Exists, NotFound, Refused, Stale
+from cluster.metadata.replies import Conflict, Exists, Invalid, NotFound, Stale
 from cluster.metadata.snapshot import decode_snapshot
 from cluster.metadata_app import MetadataApp
 from cluster.peer_auth import verify_assertion
@@ -145,7 +145,7 @@ def test_metadata_entries_never_raise_and_failed_commands_change_nothing(data: b
         for op in ops:
             before = copy.deepcopy(app.state)
             reply = _apply_one(app, op)
-            if isinstance(reply, Refused | NotFound | Stale | Conflict | Exists):
+            if isinstance(reply, Invalid | NotFound | Stale | Conflict | Exists):
                 assert app.state == before, (op, reply)
     else:
         app.apply(Entry(index=1, term=1, kind=EntryKind.NORMAL, data=data))
