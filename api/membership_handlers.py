@@ -58,13 +58,13 @@ async def _node_field(request: web.Request) -> str:
 
 
 @on_queue_leader
-async def list_members(request: web.Request, service: QueueLeader) -> web.StreamResponse:
+async def list_members(request: web.Request, door: QueueLeader) -> web.StreamResponse:
     """GET /api/queues/{q}/members: every member as the leader sees it, with each member's own status."""
-    rows = request.app[MEMBERSHIP].queues.leader_view(service.name)
-    statuses = await asyncio.gather(*(_member_status(request, service.name, row["node"]) for row in rows))
+    rows = request.app[MEMBERSHIP].queues.leader_view(door.name)
+    statuses = await asyncio.gather(*(_member_status(request, door.name, row["node"]) for row in rows))
     for row, status in zip(rows, statuses, strict=True):
         row.update(status)
-    return web.json_response({"queue": service.name, "leader": request.app[STATUS].name, "members": rows})
+    return web.json_response({"queue": door.name, "leader": request.app[STATUS].name, "members": rows})
 
 
 async def _member_status(request: web.Request, queue: str, member: str) -> dict[str, Any]:
@@ -100,28 +100,28 @@ async def member_status(request: web.Request) -> web.StreamResponse:
 
 @on_queue_leader
 @refusals_as_conflicts
-async def add_member(request: web.Request, service: QueueLeader) -> web.StreamResponse:
+async def add_member(request: web.Request, door: QueueLeader) -> web.StreamResponse:
     """POST /api/queues/{q}/members {"node"}: add a replica (learner first, voter once caught up)."""
     member = await _node_field(request)
-    members = await request.app[MEMBERSHIP].queues.add(service.name, member)
-    return web.json_response({"queue": service.name, "members": members}, status=201)
+    members = await request.app[MEMBERSHIP].queues.add(door.name, member)
+    return web.json_response({"queue": door.name, "members": members}, status=201)
 
 
 @on_queue_leader
 @refusals_as_conflicts
-async def delete_member(request: web.Request, service: QueueLeader) -> web.StreamResponse:
+async def delete_member(request: web.Request, door: QueueLeader) -> web.StreamResponse:
     """DELETE /api/queues/{q}/members/{node}: remove a replica (never the last, never the quorum)."""
-    members = await request.app[MEMBERSHIP].queues.delete(service.name, request.match_info["node"])
-    return web.json_response({"queue": service.name, "members": members})
+    members = await request.app[MEMBERSHIP].queues.delete(door.name, request.match_info["node"])
+    return web.json_response({"queue": door.name, "members": members})
 
 
 @on_queue_leader
 @refusals_as_conflicts
-async def transfer_leader(request: web.Request, service: QueueLeader) -> web.StreamResponse:
+async def transfer_leader(request: web.Request, door: QueueLeader) -> web.StreamResponse:
     """POST /api/queues/{q}/leader {"node"}: hand the queue's leadership to that voting member."""
     to = await _node_field(request)
-    await request.app[MEMBERSHIP].queues.transfer_leader(service.name, to)
-    return web.json_response({"queue": service.name, "leader": to})
+    await request.app[MEMBERSHIP].queues.transfer_leader(door.name, to)
+    return web.json_response({"queue": door.name, "leader": to})
 
 
 @on_meta_leader

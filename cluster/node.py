@@ -288,8 +288,8 @@ class Node:
 
     def _led_here(self, name: str) -> QueueLeader | None:
         """The door of queue `name` when this node leads it, else None."""
-        service = self.queues.get(name)
-        return service if service is not None and service.is_leader else None
+        door = self.queues.get(name)
+        return door if door is not None and door.is_leader else None
 
     def _publish_via(self, name: str) -> str:
         """The HTTP base URL of the node to publish to queue `name` through: its leader when known, else

@@ -58,10 +58,10 @@ class GroupSizeReconciler:
 
     async def step(self, name: str) -> bool:
         """Remove one forgotten member (auto_remove) or add one node towards the target; True if changed."""
-        service = self.node.queues.get(name)
-        if service is None or not service.is_leader or self.changes.busy(service.group):
+        door = self.node.queues.get(name)
+        if door is None or not door.is_leader or self.changes.busy(door.group):
             return False
-        conf = self.changes.settled_conf(service.group)
+        conf = self.changes.settled_conf(door.group)
         if conf is None:
             return False
         in_group = (*conf.voters, *conf.learners)
@@ -72,7 +72,7 @@ class GroupSizeReconciler:
                 await self.members.delete(name, forgotten[0])
                 return True
         target = self.target_size(name)
-        if len(in_group) >= target or not self.changes.all_members_up(service.group):
+        if len(in_group) >= target or not self.changes.all_members_up(door.group):
             return False
         candidates = [
             n

@@ -72,22 +72,22 @@ class QueueMembers:
 
     async def add(self, queue: str, member: str) -> list[str]:
         """Add a replica of `queue` on `member`; returns the new member list."""
-        service = self.node.directory.led(queue)
+        queue_door = self.node.directory.led(queue)
         self.require_cluster_node(member)
         if not self.node.status.is_up(member):
             raise MembershipRefused("node_down", f"node '{member}' is not reachable")
-        async with self.changes.exclusive(service.group, f"queue '{queue}'"):
-            conf, term = self._require_settled(service.group)
+        async with self.changes.exclusive(queue_door.group, f"queue '{queue}'"):
+            conf, term = self._require_settled(queue_door.group)
             if member in conf.voters:
                 raise MembershipRefused("already_member", f"node '{member}' is already a member of '{queue}'")
             members = [*ordered_members(self.node.directory.info(queue).members, conf), member]
             members = list(dict.fromkeys(members))
             await self.publish_members(queue, members, term)
             try:
-                await self.changes.add(service.group, member)
+                await self.changes.add(queue_door.group, member)
             except MembershipRefused as exc:
                 if exc.code == "catch_up_timeout":
-                    await self._undo_add(queue, service.group, member)
+                    await self._undo_add(queue, queue_door.group, member)
                 raise
             log.info("queue %s: %s added, members now %s", queue, member, members)
             return members
@@ -100,15 +100,15 @@ class QueueMembers:
 
     async def delete(self, queue: str, member: str) -> list[str]:
         """Remove the replica of `queue` on `member`; returns the new member list."""
-        service = self.node.directory.led(queue)
-        async with self.changes.exclusive(service.group, f"queue '{queue}'"):
-            conf, term = self._require_settled(service.group)
+        queue_door = self.node.directory.led(queue)
+        async with self.changes.exclusive(queue_door.group, f"queue '{queue}'"):
+            conf, term = self._require_settled(queue_door.group)
             listed = self.node.directory.info(queue).members
             if member not in (*conf.voters, *conf.learners):
                 if member not in listed:
                     raise NodeNotFound(f"node '{member}' is not a member of queue '{queue}'")
             else:
-                await self.changes.remove(service.group, member)
+                await self.changes.remove(queue_door.group, member)
             remaining = [m for m in listed if m != member]
             members = ordered_members(remaining, self._conf_after_removal(conf, member))
             await self.publish_members(queue, members, term)
@@ -123,9 +123,9 @@ class QueueMembers:
 
     async def transfer_leader(self, queue: str, to: str) -> None:
         """Hand the leadership of `queue` to its voting member `to` (no membership change)."""
-        service = self.node.directory.led(queue)
-        async with self.changes.exclusive(service.group, f"queue '{queue}'"):
-            await self.changes.transfer(service.group, to, TRANSFER_TIMEOUT_S)
+        queue_door = self.node.directory.led(queue)
+        async with self.changes.exclusive(queue_door.group, f"queue '{queue}'"):
+            await self.changes.transfer(queue_door.group, to, TRANSFER_TIMEOUT_S)
 
     async def publish_members(self, queue: str, members: list[str], term: int) -> None:
         """Make the metadata list `members` for `queue`, decided now as the group's leader of `term`, and
@@ -155,30 +155,30 @@ class QueueMembers:
         A learner is promoted only once the metadata lists exactly the group under a fence of this
         leader's term (else this pass publishes one), so that no list decided in an earlier term can
         unlist the new voter afterwards."""
-        service = self.node.queues.get(queue)
-        if service is None or not service.is_leader or self.changes.busy(service.group):
+        queue_door = self.node.queues.get(queue)
+        if queue_door is None or not queue_door.is_leader or self.changes.busy(queue_door.group):
             return
-        if await self.changes.settle_incarnations(service.group, f"queue '{queue}'"):
+        if await self.changes.settle_incarnations(queue_door.group, f"queue '{queue}'"):
             return
-        settled = self._settled(service.group)
+        settled = self._settled(queue_door.group)
         if settled is None:
             return
         conf, term = settled
-        seen = self._seen_commit.setdefault(service.group, {})
-        learner = self.changes.promotable(service.group, seen)
+        seen = self._seen_commit.setdefault(queue_door.group, {})
+        learner = self.changes.promotable(queue_door.group, seen)
         info = self.node.directory.info(queue)
         wanted = ordered_members(info.members, conf)
         if learner is not None and info.members == wanted and info.members_fence[0] == term:
-            async with self.changes.exclusive(service.group, f"queue '{queue}'"):
-                await self.changes.change(service.group, ConfChange(ConfChangeKind.PROMOTE, learner))
+            async with self.changes.exclusive(queue_door.group, f"queue '{queue}'"):
+                await self.changes.change(queue_door.group, ConfChange(ConfChangeKind.PROMOTE, learner))
             log.info("queue %s: promoted caught-up learner %s", queue, learner)
         elif learner is not None or info.members != wanted:
             self.door.relay(SetMembers(queue, info.group, tuple(wanted), self._fence(term)))
 
     def leader_view(self, queue: str) -> list[dict[str, Any]]:
         """Each member as the queue's leader (this node) sees it: membership, match, lag, liveness."""
-        service = self.node.directory.led(queue)
-        status = self.changes.leader_status(service.group)
+        queue_door = self.node.directory.led(queue)
+        status = self.changes.leader_status(queue_door.group)
         replaced = self.changes.replaced_member(status.conf)
         rows = []
         for member in ordered_members(self.node.directory.info(queue).members, status.conf):
