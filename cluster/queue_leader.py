@@ -18,7 +18,7 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from cluster.consumer_sessions import ConsumerSession, ConsumerSessions
 from cluster.dead_lettering.messages import with_death
@@ -35,7 +35,6 @@ from cluster.leader_clock import LeaderClock
 from cluster.proposals import ProposalFailed, not_committed
 from cluster.queue_replica import AutoAcked, QueueReplica
 from cluster.queue_results import MessageRow, Outcome, Position, Published, QueueCounts, Settled
-from cluster.raft_host import RaftHost
 from cluster.stored_message import StoredMessage
 from queue_state.arguments import RUNTIME_ARGUMENTS, ArgumentError, parse_arguments
 from queue_state.commands import (
@@ -108,6 +107,14 @@ def _refusal(reply: Any) -> Exception:
     return RuntimeError(f"unexpected reply {reply!r}")
 
 
+class Replicator(Protocol):
+    """What a queue's door needs of the Raft host: replicate an operation into a group's log."""
+
+    def submit(self, gid: str, op: Any) -> asyncio.Future[Any]:
+        """A future resolved with the operation's reply once its entry is committed and applied here."""
+        ...
+
+
 class QueueLeader:
     """One queue hosted on this node: its door while this node leads the queue's group."""
 
@@ -116,7 +123,7 @@ class QueueLeader:
         name: str,
         group: str,
         replica: QueueReplica,
-        host: RaftHost,
+        host: Replicator,
         clock: LeaderClock,
         *,
         on_dead_letter: DeadLetterSink,

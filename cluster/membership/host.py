@@ -10,7 +10,7 @@ from cluster.metadata.records import QueueInfo
 from cluster.metadata_view import MetadataView
 
 
-class PeerLinks(Protocol):
+class PeerAddresses(Protocol):
     """Where the transport reaches each peer."""
 
     def set_peer(self, name: str, address: Address) -> None: ...
@@ -82,7 +82,7 @@ class MembershipHost(Protocol):
     def metadata(self) -> MetadataView: ...
 
     @property
-    def transport(self) -> PeerLinks: ...
+    def transport(self) -> PeerAddresses: ...
 
     @property
     def queues(self) -> Mapping[str, HostedQueue]: ...
