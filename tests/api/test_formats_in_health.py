@@ -9,8 +9,9 @@ from pathlib import Path
 import msgpack
 from in_process_node import in_process_node
 
-from cluster.entry_codec import op_bodies
+from cluster.entry_codec import QUEUE_OP_VERSION, op_bodies
 from cluster.membership.group_changes import GroupChanges
+from cluster.metadata.codec import CODEC_VERSION
 from cluster.stored_message import StoredMessage
 
 
@@ -26,3 +27,8 @@ async def test_a_queue_writes_version_1_only_once_every_node_of_the_cluster_read
         entries = group_log.entries(group_log.first_index(), group_log.last_index() + 1)
         ops = [op for entry in entries if entry.data for op in msgpack.unpackb(entry.data, raw=False)]
         assert [op[0] if len(op) == 4 else 0 for op in ops if op_bodies(op) is not None] == [0]
+        _, health = await running.call("GET", "/api/health")
+        assert health["formats"] == {
+            "queue_operations": {"reads": QUEUE_OP_VERSION, "writes": 0},
+            "metadata": {"reads": CODEC_VERSION, "writes": 0},
+        }
