@@ -11,6 +11,7 @@ from api import cluster_handlers, consumer_handlers, durable_handlers, queue_han
 from api.app_keys import (
     CALLER,
     CONFIG,
+    FORMATS,
     FORWARD_SESSION,
     LOGIN_THROTTLE,
     MEMBERSHIP,
@@ -51,6 +52,7 @@ def create_app(node: Node) -> web.Application:
     app[METADATA] = node.metadata
     app[METADATA_DOOR] = node.metadata_door
     app[STATUS] = node.status
+    app[FORMATS] = node.formats
     app[MEMBERSHIP] = node.membership
     app[CALLER] = node.caller
     app[METRICS] = Metrics(node.directory, node.status)

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from api.metrics import Metrics
     from api.password_checker import PasswordChecker
     from cluster.config import NodeConfig
+    from cluster.format_versions import FormatVersions
     from cluster.membership.membership import Membership
     from cluster.metadata_door import MetadataDoor
     from cluster.metadata_view import MetadataView
@@ -26,6 +27,7 @@ QUEUES: web.AppKey[QueueDirectory] = web.AppKey("queues")
 METADATA: web.AppKey[MetadataView] = web.AppKey("metadata")
 METADATA_DOOR: web.AppKey[MetadataDoor] = web.AppKey("metadata_door")
 STATUS: web.AppKey[NodeStatus] = web.AppKey("status")
+FORMATS: web.AppKey[FormatVersions] = web.AppKey("formats")
 MEMBERSHIP: web.AppKey[Membership] = web.AppKey("membership")
 CALLER: web.AppKey[NodeCaller] = web.AppKey("caller")
 METRICS: web.AppKey[Metrics] = web.AppKey("metrics")

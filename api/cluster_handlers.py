@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from api.app_keys import METADATA, METRICS, STATUS
+from api.app_keys import FORMATS, METADATA, METRICS, STATUS
 
 
 async def list_nodes(request: web.Request) -> web.StreamResponse:
@@ -26,7 +26,8 @@ async def list_nodes(request: web.Request) -> web.StreamResponse:
 
 async def health(request: web.Request) -> web.StreamResponse:
     """GET /api/health: 200 once `NodeStatus.readiness` is ok (leader known, registered, users known),
-    else 503; `damage` tells of a damaged database set aside (`NodeStatus.damage_status`)."""
+    else 503; `damage` tells of a damaged database set aside (`NodeStatus.damage_status`), `formats` which
+    version of each replicated format the node reads and writes (`FormatVersions.report`)."""
     status = request.app[STATUS]
     groups = status.groups()
     readiness = status.readiness()
@@ -40,6 +41,7 @@ async def health(request: web.Request) -> web.StreamResponse:
         "groups_repairing": groups.repairing,
         "queues": len(request.app[METADATA].queues),
         "damage": status.damage_status(),
+        "formats": request.app[FORMATS].report(),
     }
     return web.json_response(body, status=200 if readiness == "ok" else 503)
 

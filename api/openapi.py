@@ -194,6 +194,23 @@ DAMAGE: Schema = {
         },
     },
 }
+FORMAT: Schema = {
+    "type": "object",
+    "required": ["reads", "writes"],
+    "properties": {
+        "reads": {"type": "integer", "description": "the newest version this node reads"},
+        "writes": {
+            "type": "integer",
+            "description": "the version it writes: its newest once every other node of the cluster reads it",
+        },
+    },
+}
+FORMATS: Schema = {
+    "description": "which version of each replicated format this node reads and writes (docs/cluster.md)",
+    "type": "object",
+    "required": ["queue_operations", "metadata"],
+    "properties": {"queue_operations": FORMAT, "metadata": FORMAT},
+}
 HEALTH: Schema = {
     "type": "object",
     "required": ["node", "status", "metadata_leader", "groups_hosted", "groups_led", "damage"],
@@ -207,6 +224,7 @@ HEALTH: Schema = {
         "groups_repairing": GROUP_IDS,
         "queues": {"type": "integer"},
         "damage": DAMAGE,
+        "formats": FORMATS,
     },
 }
 

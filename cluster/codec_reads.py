@@ -1,12 +1,12 @@
 """Which version of a replicated format each peer said it reads, and so which version a writer may use.
 
-The rolling-upgrade rule: a node writes a format's newest version into a group's log only once every
-other member of the group said it reads that version; before, it writes version 0, which every node
-reads. An older node cannot decode a newer entry and would skip it, and its state would part from the
-others'. Every node says what it reads in a control frame to each peer, every second
+The rolling-upgrade rule: a node writes a format's newest version only once every other node of the
+cluster said it reads that version (`FormatVersions` names them); before, it writes version 0, which
+every node reads. An older node cannot decode a newer entry and would skip it, and its state would part
+from the others'. Every node says what it reads in a control frame to each peer, every second
 (`{key: version}`; nodes that predate this ignore the key and never send it, so they count as reading
 version 0). A peer's word is kept while this node runs: a node downgraded under the same name must
-first be removed from its groups (its log may hold entries it cannot read anyway).
+first be forgotten by the cluster and wiped (its log may hold entries it cannot read anyway).
 """
 
 from __future__ import annotations
@@ -39,6 +39,6 @@ class CodecReads:
         return self._reads.get(peer, 0)
 
     def version_for(self, others: Iterable[str]) -> int:
-        """The version to write into a log the nodes `others` also read: `version` once every one of them
+        """The version to write where the nodes `others` may read it: `version` once every one of them
         said it reads it, else 0."""
         return self.version if all(self.reads(peer) >= self.version for peer in others) else 0

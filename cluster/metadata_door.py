@@ -1,5 +1,5 @@
-"""The node's one door for metadata proposals: typed proposals on the metadata leader, relays to it
-from any node, and the codec version the metadata log is written in.
+"""The node's one door for metadata proposals: typed proposals on the metadata leader, and relays to it
+from any node.
 
 A relay travels to the metadata leader as a control frame, which the leader proposes:
 `{"metadata": <encoded command>}`. Versions before the codec sent one key per command (`register`,
@@ -7,11 +7,9 @@ A relay travels to the metadata leader as a control frame, which the leader prop
 rolling upgrade the leader still accepts those keys from older nodes, and a node sends them to a leader
 that has not said it reads the codec (an older leader ignores the new key).
 
-Every node tells its peers which codec version it reads (`{"metadata_codec": N}`, `announce`, each
-second). The leader writes entries of CODEC_VERSION only once every other member of the metadata group
-said it reads them, and version 0 before: an older node refuses a command it cannot decode, and its
-metadata would part from the others'. A node never forgets what a peer said, so a node downgraded
-under the same name must first be forgotten and wiped (its log holds entries it cannot read anyway).
+Which codec version the door writes, and what the leader said it reads, come from the node's
+`FormatVersions` (`cluster/format_versions.py`): version 1 only once every other node of the cluster
+said it reads it, version 0 before, as an older node refuses a command it cannot decode.
 """
 
 from __future__ import annotations
@@ -20,10 +18,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, Protocol
 
-from cluster.codec_reads import CodecReads
 from cluster.metadata.codec import CODEC_VERSION, MetadataDecodeError, decode, encode
 from cluster.metadata.commands import (
     BootstrapUsers,
@@ -43,7 +40,6 @@ from cluster.proposals import ProposalFailed, not_committed
 log = logging.getLogger(__name__)
 
 RELAY_KEY = "metadata"
-CODEC_KEY = "metadata_codec"
 # The control keys of versions before the codec, each with the command it carried.
 OLDER_RELAY_KEYS = {
     "register": "register_node",
@@ -68,15 +64,21 @@ class ProposingHost(Protocol):
     def send_control(self, peer: str, control: dict[str, Any]) -> bool: ...
 
 
-class MetadataDoor:
-    """Proposes metadata commands for one node. `members()` names the metadata group's members (voters
-    and learners)."""
+class MetadataFormat(Protocol):
+    """Which metadata codec version this node writes and its peers read (`FormatVersions`)."""
 
-    def __init__(self, host: ProposingHost, group: str, members: Callable[[], Iterable[str]]) -> None:
+    def writes_metadata(self) -> int: ...
+
+    def metadata_read_by(self, peer: str) -> int: ...
+
+
+class MetadataDoor:
+    """Proposes metadata commands for one node, in the codec version `formats` says it writes."""
+
+    def __init__(self, host: ProposingHost, group: str, formats: MetadataFormat) -> None:
         self._host = host
         self._group = group
-        self._members = members
-        self._codec = CodecReads(CODEC_KEY, CODEC_VERSION)  # the codec version each peer said it reads
+        self._formats = formats
 
     # -- proposals on this node, the metadata leader: the reply once applied, NotLeader (or
     # OutcomeUnknown) when not committed ---------------------------------------------------------
@@ -121,15 +123,13 @@ class MetadataDoor:
 
     async def _submit(self, command: Command) -> Reply:
         try:
-            reply: Reply = await self._host.submit(self._group, encode(command, self.log_version()))
+            reply: Reply = await self._host.submit(self._group, self._encoded(command))
         except ProposalFailed as exc:
             raise not_committed(exc) from exc
         return reply
 
-    def log_version(self) -> int:
-        """The codec version of the entries this node writes: CODEC_VERSION once every other member of
-        the metadata group said it reads it, else 0."""
-        return self._codec.version_for(m for m in self._members() if m != self._host.node)
+    def _encoded(self, command: Command) -> list[Any]:
+        return encode(command, self._formats.writes_metadata())
 
     # -- relays: from any node, without a reply ----------------------------------------------------
 
@@ -160,7 +160,7 @@ class MetadataDoor:
     def _relayed(self, command: Command, leader: str) -> dict[str, Any]:
         """The control frame relaying `command` to `leader`: the codec's form, or the key of versions
         before it for a leader that has not said it reads the codec."""
-        if self._codec.reads(leader) < CODEC_VERSION:
+        if self._formats.metadata_read_by(leader) < CODEC_VERSION:
             tag, *values = encode(command, 0)
             older = next((key for key, kind in OLDER_RELAY_KEYS.items() if kind == tag), None)
             if older is not None:
@@ -169,20 +169,14 @@ class MetadataDoor:
 
     def _fire(self, command: Command) -> None:
         with contextlib.suppress(ProposalFailed):
-            future = self._host.submit(self._group, encode(command, self.log_version()))
+            future = self._host.submit(self._group, self._encoded(command))
             future.add_done_callback(_ignore_outcome)
 
     # -- control frames ----------------------------------------------------------------------------
 
-    def announce(self, peers: Iterable[str]) -> None:
-        """Tell `peers` which codec version this node reads."""
-        for peer in peers:
-            self._host.send_control(peer, self._codec.announcement())
-
     def on_control(self, peer: str, control: dict[str, Any]) -> None:
-        """A peer's control frame: note the codec version it reads; on the metadata leader, propose the
-        commands it relays (in any form a version sent them)."""
-        self._codec.on_control(peer, control)
+        """A peer's control frame: on the metadata leader, propose the commands it relays (in any form a
+        version sent them)."""
         if self._host.leader_of(self._group) != self._host.node:
             return
         for command in _relayed_commands(peer, control):

@@ -21,12 +21,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cluster.codec_reads import CodecReads
 from cluster.config import Address, ConfigError, NodeConfig
 from cluster.dead_lettering.dispatcher import DeadLetterDispatcher
 from cluster.dead_lettering.publisher import ClusterPublisher, RemotePublisher
 from cluster.durable_files import make_directory, sync_directory
-from cluster.entry_codec import QUEUE_OP_VERSION
+from cluster.format_versions import FormatVersions
 from cluster.leader_clock import LeaderClock
 from cluster.membership.group_changes import GroupChanges
 from cluster.membership.join import JoinRequester
@@ -55,7 +54,6 @@ log = logging.getLogger(__name__)
 META_GROUP = "meta"
 SYNC_EVERY_S = 1.0
 NEW_GROUP_HOLD_ELECTIONS = 2
-QUEUE_CODEC_KEY = "queue_codec"
 
 
 def wall_clock_ms() -> int:
@@ -88,11 +86,11 @@ class Node:
         self.meta = MetadataApp(self._metadata_changed)
         self.metadata = MetadataView(self.meta)
         self._status: NodeStatus | None = None
+        self._formats: FormatVersions | None = None
         self._hosting: QueueHosting | None = None
         self._directory: QueueDirectory | None = None
         self._metadata_door: MetadataDoor | None = None
         self._membership: Membership | None = None
-        self.queue_codec = CodecReads(QUEUE_CODEC_KEY, QUEUE_OP_VERSION)
         self.dead_letters = DeadLetterDispatcher(
             ClusterPublisher(self._led_here, self._publish_via, remote), lambda q: q in self.metadata.queues
         )
@@ -155,7 +153,8 @@ class Node:
         )
         hold_ticks = NEW_GROUP_HOLD_ELECTIONS * self.config.election_ticks
         self._hosting = QueueHosting(self.name, store, host, self._new_queue_leader, hold_ticks)
-        self._metadata_door = MetadataDoor(host, META_GROUP, self._status.metadata_members)
+        self._formats = FormatVersions(self.name, self._status.metadata_members)
+        self._metadata_door = MetadataDoor(host, META_GROUP, self._formats)
         self._directory = QueueDirectory(
             self.metadata, self._hosting.queues, host, self._status, self._metadata_door, wall_clock_ms
         )
@@ -181,6 +180,12 @@ class Node:
         """What this node knows of itself and its cluster."""
         assert self._status is not None, "the node is not started"
         return self._status
+
+    @property
+    def formats(self) -> FormatVersions:
+        """Which version of each replicated format this node reads and writes."""
+        assert self._formats is not None, "the node is not started"
+        return self._formats
 
     @property
     def directory(self) -> QueueDirectory:
@@ -213,23 +218,23 @@ class Node:
             self.host.on_frame(peer, kind, body)
 
     def _on_control(self, peer: str, control: dict[str, Any]) -> None:
-        self.queue_codec.on_control(peer, control)
+        if self._formats is not None:
+            self._formats.on_control(peer, control)
         if self._metadata_door is not None:
             self._metadata_door.on_control(peer, control)
 
     async def _sync_loop(self) -> None:
         """Keep the metadata in step with this node: its addresses, and the arguments of queues it
-        leads that were changed at runtime (through the metadata leader); tell peers which metadata
-        codec and which queue operation version this node reads."""
+        leads that were changed at runtime (through the metadata leader); tell peers which version of each
+        replicated format this node reads."""
         assert self.host is not None and self.store is not None and self._hosting is not None
         door = self.metadata_door
         mine = NodeInfo(
             self.name, self.config.http_url, str(self.config.raft_address), self.store.incarnation
         )
         while True:
-            door.announce(self.transport.peers())
             for peer in self.transport.peers():
-                self.host.send_control(peer, self.queue_codec.announcement())
+                self.host.send_control(peer, self.formats.announcement())
             if self.metadata.nodes.get(self.name) != mine:
                 door.relay(RegisterNode(mine.name, mine.http, mine.raft, mine.incarnation))
             for command in self._hosting.changed_arguments(self.metadata.queues):
@@ -272,19 +277,9 @@ class Node:
             request_delete=self.request_delete,
             delete_sealed=self.directory.delete_sealed,
             on_leadership=self.dead_letters.leadership_changed,
-            op_version=functools.partial(self._queue_op_version, info.group),
+            op_version=self.formats.writes_queue_ops,
             consumer_timeout_ms=self.config.consumer_timeout_ms,
         )
-
-    def _queue_op_version(self, gid: str) -> int:
-        """The queue operation version this node writes into group `gid`'s log: the newest once every
-        other member (voter or learner) said it reads it (`CodecReads`)."""
-        assert self.host is not None
-        group = self.host.groups.get(gid)
-        if group is None:
-            return 0
-        conf = group.raft.conf
-        return self.queue_codec.version_for(m for m in (*conf.voters, *conf.learners) if m != self.name)
 
     def _led_here(self, name: str) -> QueueLeader | None:
         """The door of queue `name` when this node leads it, else None."""

@@ -2,7 +2,7 @@
 
 The HTTP handlers, the dead-letter worker and `Node` reach a queue only through its typed methods. Each
 builds its `queue_state` command in one place (`_command`), replicates it in an envelope stamped once
-with the leader's clock (`_envelope`, in the version every member of the group reads), and turns the
+with the leader's clock (`_envelope`, in the version every node of the cluster reads), and turns the
 state machine's reply into a `cluster.queue_results` value or raises a `cluster.errors` refusal named
 for what it means. The door also owns what a leader does beyond
 applying: consumer sessions (deliveries buffered for long polls, liveness, readers from a time), the
@@ -442,7 +442,7 @@ class QueueLeader:
 
     def _envelope(self, command: Command, bodies: list[StoredMessage] | None = None) -> list[Any]:
         """The operation replicating `command`, stamped once with the leader's time, in the version every
-        member of the group reads (`op_version`)."""
+        node of the cluster reads (`op_version`, `FormatVersions`)."""
         return encode_queue_op(EntryMeta(self._now()), command, bodies, self._op_version())
 
     async def _submit(self, command: Command, bodies: list[StoredMessage] | None = None) -> Any:

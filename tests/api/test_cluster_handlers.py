@@ -10,6 +10,9 @@ import pytest
 import pytest_asyncio
 from in_process_node import InProcessNode, in_process_node
 
+from cluster.entry_codec import QUEUE_OP_VERSION
+from cluster.metadata.codec import CODEC_VERSION
+
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
@@ -37,6 +40,10 @@ async def test_health_of_a_ready_node_counts_its_groups_and_queues(api: InProces
         "groups_repairing": [],
         "queues": 1,
         "damage": None,
+        "formats": {  # no other node to wait for
+            "queue_operations": {"reads": QUEUE_OP_VERSION, "writes": QUEUE_OP_VERSION},
+            "metadata": {"reads": CODEC_VERSION, "writes": CODEC_VERSION},
+        },
     }
 
 

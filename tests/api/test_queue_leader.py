@@ -160,7 +160,7 @@ async def test_operations_are_written_in_the_version_every_member_of_the_group_r
     door = await running.declare("d-versions")
     await door.publish(texts("alone"), None, None)  # a group of one: no older member to wait for
     with monkeypatch.context() as older_member:
-        older_member.setattr(running.node.queue_codec, "version_for", lambda others: 0)
+        older_member.setattr(running.node.formats.queue_operations, "version_for", lambda others: 0)
         await door.publish(texts("older"), None, None)
     await door.publish(texts("again"), None, None)
     assert published_op_versions(running, door.group) == [QUEUE_OP_VERSION, 0, QUEUE_OP_VERSION]

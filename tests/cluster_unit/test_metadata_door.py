@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from cluster.format_versions import FormatVersions
 from cluster.metadata.codec import decode
 from cluster.metadata.commands import Delete, RegisterNode, SetArguments, SetMembers
 from cluster.metadata.replies import Ok
@@ -37,17 +38,19 @@ class FakeHost:
         return True
 
 
-def door_on(node: str, leader: str | None) -> tuple[MetadataDoor, FakeHost]:
+def door_on(node: str, leader: str | None) -> tuple[MetadataDoor, FakeHost, FormatVersions]:
+    """The door of `node`, its host, and what its peers said they read (`formats.on_control`)."""
     host = FakeHost(node, leader)
-    return MetadataDoor(host, "meta", lambda: MEMBERS), host
+    formats = FormatVersions(node, lambda: MEMBERS)
+    return MetadataDoor(host, "meta", formats), host, formats
 
 
 async def test_the_leader_writes_version_0_until_every_other_member_said_it_reads_the_codec() -> None:
-    door, host = door_on("a", "a")
+    door, host, formats = door_on("a", "a")
     assert await door.delete("q", "q1.q") == Ok()
-    door.on_control("b", {"metadata_codec": 1})
+    formats.on_control("b", {"metadata_codec": 1})
     await door.delete("q", "q1.q")
-    door.on_control("c", {"metadata_codec": 1})
+    formats.on_control("c", {"metadata_codec": 1})
     await door.delete("q", "q1.q")
     assert host.proposed == [
         ["delete", "q", "q1.q"],
@@ -57,8 +60,8 @@ async def test_the_leader_writes_version_0_until_every_other_member_said_it_read
 
 
 async def test_a_relay_reaches_a_leader_that_reads_the_codec_as_one_encoded_command() -> None:
-    door, host = door_on("b", "a")
-    door.on_control("a", {"metadata_codec": 1})
+    door, host, formats = door_on("b", "a")
+    formats.on_control("a", {"metadata_codec": 1})
     door.relay(SetMembers("q", "q1.q", ("a", "b"), (2, 1)))
     assert host.sent == [
         (
@@ -76,7 +79,7 @@ async def test_a_relay_reaches_a_leader_that_reads_the_codec_as_one_encoded_comm
 
 
 async def test_a_relay_reaches_an_older_leader_under_the_key_it_reads() -> None:
-    door, host = door_on("b", "a")
+    door, host, _ = door_on("b", "a")
     door.relay(RegisterNode("b", "http://b:1", "b:2", "inc"))
     door.relay(SetArguments("q", "q1.q", {"x-max-length": 5}))
     door.relay(Delete("q", "q1.q"))
@@ -90,7 +93,7 @@ async def test_a_relay_reaches_an_older_leader_under_the_key_it_reads() -> None:
 
 
 async def test_the_leader_proposes_relays_from_newer_and_older_nodes() -> None:
-    door, host = door_on("a", "a")
+    door, host, _ = door_on("a", "a")
     door.on_control("b", {"metadata": [1, "delete", {"queue": "q", "group": "q1.q"}]})
     door.on_control("c", {"register": ["c", "http://c:1", "c:2"]})  # a node older than incarnations
     door.on_control("c", {"set_members": ["q", "q1.q", ["a", "c"]]})  # older than fences
@@ -105,15 +108,9 @@ async def test_the_leader_proposes_relays_from_newer_and_older_nodes() -> None:
 
 
 async def test_a_follower_proposes_nothing_it_is_relayed_and_a_malformed_relay_is_dropped() -> None:
-    follower, host = door_on("b", "a")
+    follower, host, _ = door_on("b", "a")
     follower.on_control("c", {"metadata": [1, "delete", {"queue": "q", "group": "q1.q"}]})
     assert host.proposed == []
-    leader, host = door_on("a", "a")
+    leader, host, _ = door_on("a", "a")
     leader.on_control("c", {"metadata": [1, "delete", {"queue": 7}], "expire": "q"})
     assert host.proposed == []
-
-
-async def test_the_node_announces_the_codec_it_reads_to_its_peers() -> None:
-    door, host = door_on("a", "a")
-    door.announce(["b", "c"])
-    assert host.sent == [("b", {"metadata_codec": 1}), ("c", {"metadata_codec": 1})]

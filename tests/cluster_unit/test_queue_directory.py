@@ -14,6 +14,7 @@ import pytest
 import cluster.metadata_door
 import cluster.queue_directory
 from cluster.errors import BadRequest, NotLeader, QueueConflict, QueueNotFound
+from cluster.format_versions import FormatVersions
 from cluster.metadata.replies import Reply
 from cluster.metadata_app import MetadataApp
 from cluster.metadata_door import MetadataDoor
@@ -88,7 +89,7 @@ def directory_parts(
     app = MetadataApp(lambda: None)
     metadata = MetadataView(app)
     host, cluster = MetadataLeader(app), Cluster([ME, "b", "c"])
-    door = MetadataDoor(host, "meta", lambda: [ME])
+    door = MetadataDoor(host, "meta", FormatVersions(ME, lambda: [ME]))
     hosted: dict[str, Any] = {}
     queues = QueueDirectory(metadata, hosted, Groups(group_leader), cluster, door, lambda: 1000)
     return queues, hosted, metadata, host, cluster

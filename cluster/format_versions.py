@@ -1,0 +1,65 @@
+"""Which version of each replicated format this node writes: queue operations (`entry_codec.py`) and
+metadata commands (`metadata/codec.py`).
+
+The rolling-upgrade rule, one for both formats: a node writes a format's newest version only once every
+other node of the cluster (the metadata group's voters and learners) said it reads it, and version 0
+before. Any node can be added to any queue's group later, and an older node that receives an entry it
+cannot decode skips it and parts from the other replicas; so a node that joins once the newest version is
+written must run this version or a later one. Every node says what it reads to each peer in one control
+frame every second (`{"queue_codec": N, "metadata_codec": M}`; `CodecReads` takes each key from any frame,
+so the separate frames of earlier versions count as well).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from cluster.codec_reads import CodecReads
+from cluster.entry_codec import QUEUE_OP_VERSION
+from cluster.metadata.codec import CODEC_VERSION
+
+QUEUE_OPS_KEY = "queue_codec"
+METADATA_KEY = "metadata_codec"
+
+
+class FormatVersions:
+    """What the peers of node `node` said they read of each format, and so which version it writes.
+    `members()` names every node of the cluster (the metadata group's voters and learners)."""
+
+    def __init__(self, node: str, members: Callable[[], Iterable[str]]) -> None:
+        self._node = node
+        self._members = members
+        self.queue_operations = CodecReads(QUEUE_OPS_KEY, QUEUE_OP_VERSION)
+        self.metadata = CodecReads(METADATA_KEY, CODEC_VERSION)
+
+    def announcement(self) -> dict[str, int]:
+        """The control frame telling a peer which version of each format this node reads."""
+        return {**self.queue_operations.announcement(), **self.metadata.announcement()}
+
+    def on_control(self, peer: str, control: Mapping[str, Any]) -> None:
+        """Note what a peer's control frame says it reads (of either format, or neither)."""
+        self.queue_operations.on_control(peer, control)
+        self.metadata.on_control(peer, control)
+
+    def writes_queue_ops(self) -> int:
+        """The version of the queue operations this node writes into any queue group's log."""
+        return self.queue_operations.version_for(self._others())
+
+    def writes_metadata(self) -> int:
+        """The codec version of the metadata commands this node writes."""
+        return self.metadata.version_for(self._others())
+
+    def metadata_read_by(self, peer: str) -> int:
+        """The metadata codec version `peer` said it reads (0 until it said one)."""
+        return self.metadata.reads(peer)
+
+    def report(self) -> dict[str, dict[str, int]]:
+        """Per format, the newest version this node reads and the version it writes (for health)."""
+        return {
+            "queue_operations": {"reads": self.queue_operations.version, "writes": self.writes_queue_ops()},
+            "metadata": {"reads": self.metadata.version, "writes": self.writes_metadata()},
+        }
+
+    def _others(self) -> list[str]:
+        return [member for member in self._members() if member != self._node]
