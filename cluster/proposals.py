@@ -9,6 +9,10 @@ from typing import Any
 from cluster.entry_codec import entry_payload, pack_op
 from cluster.errors import NotLeader, OutcomeUnknown
 
+MAX_ENTRY_BYTES = 8 * 1024 * 1024
+"""Operations merged into one entry add up to at most this (one larger operation travels alone): an
+entry must fit the frame a follower accepts (`cluster.transport.MAX_FRAME_BYTES`), with room to spare."""
+
 
 class ProposalFailed(Exception):
     """The operation was not committed here (no leader, lost leadership, entry overwritten).
@@ -62,10 +66,15 @@ class ProposalBatcher:
         return bool(self.pending_ops)
 
     def take(self) -> tuple[bytes, list[asyncio.Future]]:
-        """Every pending operation in one entry payload: the msgpack array of them."""
-        data = entry_payload(self.pending_ops)
-        futures = self.pending_futures
-        self.pending_ops, self.pending_futures = [], []
+        """The oldest pending operations that fit MAX_ENTRY_BYTES (at least one) in one entry payload: the
+        msgpack array of them. The rest stay pending for the next entry."""
+        count, size = 1, len(self.pending_ops[0])
+        while count < len(self.pending_ops) and size + len(self.pending_ops[count]) <= MAX_ENTRY_BYTES:
+            size += len(self.pending_ops[count])
+            count += 1
+        data = entry_payload(self.pending_ops[:count])
+        futures = self.pending_futures[:count]
+        del self.pending_ops[:count], self.pending_futures[:count]
         return data, futures
 
     def proposed(self, index: int, term: int, futures: list[asyncio.Future]) -> None:

@@ -519,21 +519,21 @@ class RaftHost:
         return [m for m in ready.messages if m.type not in EARLY_MESSAGE_TYPES]
 
     def _flush_proposals(self, group: Group) -> None:
-        if not group.batcher.has_pending():
-            return
-        data, futures = group.batcher.take()
-        try:
-            index = group.raft.propose(data)
-        except NotLeaderError as exc:
-            leader = getattr(exc, "leader_hint", None)
-            for future in futures:
-                future.set_exception(ProposalFailed(f"not the leader of {group.gid}", leader))
-            return
-        except ProposalDroppedError:
-            for future in futures:
-                future.set_exception(ProposalFailed(f"leadership of {group.gid} is moving"))
-            return
-        group.batcher.proposed(index, group.raft.term, futures)
+        """Propose every pending operation, in as many entries as `ProposalBatcher.take` makes of them."""
+        while group.batcher.has_pending():
+            data, futures = group.batcher.take()
+            try:
+                index = group.raft.propose(data)
+            except NotLeaderError as exc:
+                leader = getattr(exc, "leader_hint", None)
+                for future in futures:
+                    future.set_exception(ProposalFailed(f"not the leader of {group.gid}", leader))
+                continue
+            except ProposalDroppedError:
+                for future in futures:
+                    future.set_exception(ProposalFailed(f"leadership of {group.gid} is moving"))
+                continue
+            group.batcher.proposed(index, group.raft.term, futures)
 
     @staticmethod
     def _stage(group: Group, ready: Ready) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgpack
 import pytest
 
-from cluster.proposals import ProposalBatcher, ProposalFailed
+from cluster.proposals import MAX_ENTRY_BYTES, ProposalBatcher, ProposalFailed
 
 
 async def test_pending_operations_become_one_entry_holding_their_msgpack_array() -> None:
@@ -65,3 +65,17 @@ async def test_failing_in_flight_entries_marks_their_outcome_unknown_and_pending
         "never proposed": False,
     }
     assert failures["in flight"].leader == "n2"
+
+
+async def test_an_entry_merges_operations_only_up_to_max_entry_bytes_and_a_larger_one_travels_alone() -> None:
+    """A merged entry larger than a peer frame could never be replicated: the group would stall."""
+    batcher = ProposalBatcher()
+    part = b"x" * (MAX_ENTRY_BYTES * 2 // 5)
+    futures = [batcher.submit(["publish", i, part]) for i in range(3)]
+    alone = batcher.submit(["publish", 3, b"y" * (MAX_ENTRY_BYTES + 1)])
+    entries = []
+    while batcher.has_pending():
+        entries.append(batcher.take())
+    assert [len(taken) for _, taken in entries] == [2, 1, 1]
+    assert [f for _, taken in entries for f in taken] == [*futures, alone]
+    assert all(len(data) <= MAX_ENTRY_BYTES for data, taken in entries if len(taken) > 1)
