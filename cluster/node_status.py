@@ -140,12 +140,12 @@ class NodeStatus:
         return self._raft.leader_changes
 
     def _meta_conf(self) -> ConfState:
-        return self._raft.groups[self._meta_group].raft.status().conf
+        return self._raft.groups[self._meta_group].raft.conf
 
     def _rebound(self, gid: str) -> bool:
         group = self._raft.groups.get(gid)
         if group is None:
             return False
-        conf = group.raft.status().conf
+        conf = group.raft.conf
         mine = conf.incarnation_of(self.name) == self._incarnation
         return self.name in conf.voters and mine and group.raft.repair is None

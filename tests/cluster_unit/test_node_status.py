@@ -26,7 +26,7 @@ def raft_group(
     repair: Any = None,
 ) -> Any:
     conf = ConfState(voters=voters, learners=learners, incarnations=((ME, incarnation),))
-    raft = SimpleNamespace(status=lambda: SimpleNamespace(conf=conf), is_leader=is_leader, repair=repair)
+    raft = SimpleNamespace(conf=conf, is_leader=is_leader, repair=repair)
     return SimpleNamespace(raft=raft)
 
 
