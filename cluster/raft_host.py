@@ -547,9 +547,9 @@ class RaftHost:
             group.log.set_conf_state(ready.conf_state)
 
     def _apply(self, group: Group, ready: Ready) -> None:
-        if ready.snapshot is not None and _has_state(ready.snapshot):
-            group.app.restore(ready.snapshot.data)
         if ready.snapshot is not None:
+            if _has_state(ready.snapshot):
+                group.app.restore(ready.snapshot.data)
             group.applied = group.snapshot_index = ready.snapshot.meta.index
             group.previous_snapshot_index = group.snapshot_index
             group.conf = ready.snapshot.meta.conf
