@@ -88,7 +88,8 @@ async def test_a_slow_node_that_answers_its_health_check_is_waited_for() -> None
     async with (
         serve(slow) as slow_url,
         serve(other.app([])) as other_url,
-        Client([slow_url, other_url], timeout=30.0, unresponsive_after=0.1) as client,
+        # a health check must answer within unresponsive_after; 1 s leaves room for a loaded machine
+        Client([slow_url, other_url], timeout=30.0, unresponsive_after=1.0) as client,
     ):
         assert await client.publish("q", "x") == [7]
     assert other.requests == []
