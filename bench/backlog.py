@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from bench.drivers import Cluster, Driver
 from bench.resources import rss_bytes
-from bench.workloads import prefill
+
+Fill = Callable[[str, int, int], Awaitable[None]]
+"""Declare a queue afresh and put (count) confirmed messages of (body_size) bytes in it."""
 
 BACKLOG_QUEUE = "bench-backlog"
 SETTLE_S = 2.0
@@ -38,14 +41,17 @@ async def _serves_backlog(driver: Driver, home: int, count: int) -> bool:
         return False
 
 
-async def measure_backlog(driver: Driver, cluster: Cluster, *, count: int, body_size: int) -> BacklogResult:
-    """Fill one queue (declared on node 0) with `count` messages, compare RSS, then restart node 0.
+async def measure_backlog(
+    driver: Driver, fill: Fill, cluster: Cluster, *, count: int, body_size: int
+) -> BacklogResult:
+    """Fill one queue (declared on node 0, through the broker's fastest client) with `count` messages,
+    compare RSS, then restart node 0; `driver` asks for the queue's length and deletes it.
 
     The restart time runs from starting the stopped node until a request to that node alone reports
     the whole backlog (the answer may come from the queue's new leader through it)."""
     home_name = next(iter(cluster.pids()))
     before = _rss_by_node(cluster)
-    await prefill(driver, BACKLOG_QUEUE, count, body_size)
+    await fill(BACKLOG_QUEUE, count, body_size)
     await asyncio.sleep(SETTLE_S)  # let background flushes finish before reading RSS
     after = _rss_by_node(cluster)
     await asyncio.to_thread(cluster.stop_node, 0)

@@ -1,17 +1,22 @@
 """quorumq vs RabbitMQ quorum queues, side by side on this machine.
 
     python -m bench.compare [--duration 10] [--backlog 1000000] [--broker quorumq --broker rabbitmq]
+                            [--client rabbitmq:java ...] [--doc docs/benchmarks.md]
 
-Starts a fresh 3-node cluster of each broker in turn, runs the same asyncio workloads against it
-(aio-pika for RabbitMQ, quorumq.Client for quorumq), stops it, prints the table and writes it into
-docs/benchmarks.md with the machine description and this command.
+Starts a fresh 3-node cluster of each broker in turn, runs the same workloads (bench/specs.py) against
+it through each selected client (RabbitMQ: its Java client and aio-pika; quorumq: our Python client and
+wrk over the JSON contract), stops it, prints the table with every quorumq row's ratio to RabbitMQ's
+fastest client, and writes it with the machine description and this command to a results file under
+bench/results/ (and into a document between its results markers with --doc).
 """
 
 from __future__ import annotations
 
 import shlex
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import click
@@ -19,10 +24,18 @@ from rich.console import Console
 
 from bench.machine import describe_machine, rabbitmq_version
 from bench.report import backlog_table, markdown, rich_table, write_results
-from bench.suite import BROKERS, WORKLOAD_KEYS, Options, run_broker
+from bench.suite import BROKERS, CLIENT_CHOICES, WORKLOAD_KEYS, Options, run_broker
 
 CONSOLE_WIDTH = 200
-DEFAULT_DOC = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def commit() -> str:
+    """The short commit of the checkout, with `+dirty` when it has uncommitted changes."""
+    root = Path(__file__).resolve().parent.parent
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True)
+    dirty = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True)
+    return (head.stdout.strip() or "unknown") + ("+dirty" if dirty.stdout.strip() else "")
 
 
 @click.command()
@@ -43,33 +56,54 @@ DEFAULT_DOC = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 @click.option(
     "--workload", "selected", multiple=True, type=click.Choice(WORKLOAD_KEYS), help="only these (repeat it)"
 )
+@click.option(
+    "--single-publishers",
+    type=int,
+    default=Options.single_publishers,
+    show_default=True,
+    help="publishers of (s), one message per request each",
+)
+@click.option(
+    "--client", "clients", multiple=True, type=click.Choice(CLIENT_CHOICES), help="only these (repeat it)"
+)
 @click.option("--backlog-only", is_flag=True, help="skip the workloads, measure only the backlog")
-@click.option("--doc", type=click.Path(path_type=Path), default=DEFAULT_DOC, show_default=True)
-@click.option("--no-doc", is_flag=True, help="print the table only")
+@click.option(
+    "--results",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="results file [default: bench/results/<date>-<commit>.md]",
+)
+@click.option(
+    "--doc", type=click.Path(path_type=Path), default=None, help="also write into this document's markers"
+)
 def main(
     brokers: tuple[str, ...],
     duration: float,
     publishers: int,
     in_flight: int,
+    single_publishers: int,
     consume_count: int,
     rate: float,
     queues: int,
     backlog: int,
     selected: tuple[str, ...],
+    clients: tuple[str, ...],
     backlog_only: bool,
-    doc: Path,
-    no_doc: bool,
+    results: Path | None,
+    doc: Path | None,
 ) -> None:
-    """Benchmark quorumq against RabbitMQ quorum queues and write docs/benchmarks.md."""
+    """Benchmark quorumq against RabbitMQ quorum queues and write the results file."""
     options = Options(
         duration=duration,
         publishers=publishers,
         in_flight=in_flight,
+        single_publishers=single_publishers,
         consume_count=consume_count,
         rate=rate,
         queues=queues,
         backlog=backlog,
         workloads=() if backlog_only else selected or WORKLOAD_KEYS,
+        clients=clients or CLIENT_CHOICES,
     )
     console = Console(width=CONSOLE_WIDTH)
     machine = describe_machine()
@@ -78,15 +112,22 @@ def main(
         Path(work_dir).chmod(0o755)  # RabbitMQ nodes run as the rabbitmq user
         for broker in brokers:
             console.print(f"[bold]{broker}[/]: starting a fresh 3-node cluster")
-            runs.append(run_broker(broker, options, Path(work_dir)))
-            console.print(rich_table(runs[-1:]))
+            broker_runs = run_broker(broker, options, Path(work_dir))
+            console.print(rich_table(broker_runs))
+            runs += broker_runs
     console.print(rich_table(runs))
     if any(run.backlog is not None for run in runs):
         console.print(backlog_table(runs))
-    if not no_doc:
+    if "rabbitmq" in brokers:
         machine["RabbitMQ (Debian package)"] = rabbitmq_version()  # installed by the run when it was missing
-        command = "python -m bench.compare " + shlex.join(sys.argv[1:])
-        write_results(doc, markdown(runs, machine, command))
+    command = "python -m bench.compare " + shlex.join(sys.argv[1:])
+    section = markdown(runs, machine, command)
+    results = results or RESULTS_DIR / f"{time.strftime('%Y-%m-%d')}-{commit()}.md"
+    results.parent.mkdir(parents=True, exist_ok=True)
+    results.write_text("# Benchmark results\n\n" + section)
+    console.print(f"written to {results}")
+    if doc is not None:
+        write_results(doc, section)
         console.print(f"written to {doc}")
 
 

@@ -11,6 +11,9 @@ from quorumq import Client, NotFoundError, Publisher
 
 MESSAGES_PER_REQUEST = 100
 POLL_WAIT_S = 0.2
+# A node saturated by the benchmark answers a health check late; the client's default (0.5 s) would
+# take that for a frozen node and fail over mid-run.
+UNRESPONSIVE_AFTER_S = 10.0
 
 
 class QuorumqConnection:
@@ -62,7 +65,9 @@ class QuorumqDriver:
 
     def _client(self, home: int) -> Client:
         first = home % len(self.urls)
-        return Client([*self.urls[first:], *self.urls[:first]], timeout=60.0)
+        return Client(
+            [*self.urls[first:], *self.urls[:first]], timeout=60.0, unresponsive_after=UNRESPONSIVE_AFTER_S
+        )
 
     async def declare(self, queue: str, home: int = 0) -> None:
         async with self._client(home) as client:
@@ -74,13 +79,18 @@ class QuorumqDriver:
         async with self._client(0) as client:
             await client.delete_queue(queue)
 
-    async def connect(self, queue: str, home: int = 0, *, in_flight: int = 1000) -> QuorumqConnection:
+    async def connect(
+        self, queue: str, home: int = 0, *, in_flight: int = 1000, direct: bool = False
+    ) -> QuorumqConnection:
+        if direct:
+            return QuorumqConnection(self._client(home), queue, in_flight)
         async with self._client(home) as client:
             leader = (await client.queue(queue))["leader"]
             nodes = {node["name"]: node["http"] for node in await client.nodes()}
         leader_url = nodes.get(leader)
         urls = [leader_url, *(u for u in self.urls if u != leader_url)] if leader_url else self.urls
-        return QuorumqConnection(Client(urls, timeout=60.0), queue, in_flight)
+        client = Client(urls, timeout=60.0, unresponsive_after=UNRESPONSIVE_AFTER_S)
+        return QuorumqConnection(client, queue, in_flight)
 
     async def queue_length(self, queue: str, home: int = 0) -> int:
         async with Client([self.urls[home]], timeout=5.0) as client:

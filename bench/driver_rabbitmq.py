@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import Any
 
 import aio_pika
 from aio_pika.abc import AbstractChannel, AbstractConnection, AbstractIncomingMessage
+from pamqp.common import FieldTable
 
 from bench.drivers import OnMessage
 
-QUORUM = {"x-queue-type": "quorum"}
+QUORUM: FieldTable = {"x-queue-type": "quorum"}
 
 
 class RabbitConnection:
@@ -20,9 +22,9 @@ class RabbitConnection:
         self._connection = connection
         self._channel = channel
         self._queue = queue
-        self._unconfirmed: set[asyncio.Future[object]] = set()
+        self._unconfirmed: set[asyncio.Future[Any]] = set()
 
-    async def send(self, body: bytes) -> asyncio.Future[object]:
+    async def send(self, body: bytes) -> asyncio.Future[Any]:
         message = aio_pika.Message(body, delivery_mode=aio_pika.DeliveryMode.PERSISTENT)
         confirm = asyncio.ensure_future(self._channel.default_exchange.publish(message, self._queue))
         self._unconfirmed.add(confirm)
@@ -89,7 +91,9 @@ class RabbitDriver:
         finally:
             await connection.close()
 
-    async def connect(self, queue: str, home: int = 0, *, in_flight: int = 1000) -> RabbitConnection:
+    async def connect(
+        self, queue: str, home: int = 0, *, in_flight: int = 1000, direct: bool = False
+    ) -> RabbitConnection:
         connection, channel = await self._open(home)
         return RabbitConnection(connection, channel, queue)
 

@@ -47,8 +47,11 @@ class Driver(Protocol):
         """Delete a queue and its messages."""
         ...
 
-    async def connect(self, queue: str, home: int = 0, *, in_flight: int = 1000) -> Connection:
-        """Open a connection for `queue` on node `home`; sends keep at most `in_flight` unconfirmed."""
+    async def connect(
+        self, queue: str, home: int = 0, *, in_flight: int = 1000, direct: bool = False
+    ) -> Connection:
+        """Open a connection for `queue` on node `home`; sends keep at most `in_flight` unconfirmed.
+        With `direct` it talks to node `home` even where another node leads the queue."""
         ...
 
     async def queue_length(self, queue: str, home: int = 0) -> int:

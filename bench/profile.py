@@ -20,9 +20,10 @@ from pathlib import Path
 import click
 from pyinstrument import Profiler
 
+from bench.asyncio_runner import AsyncioRunner
 from bench.driver_quorumq import QuorumqDriver
 from bench.quorumq_cluster import QuorumqCluster
-from bench.suite import Options, workloads
+from bench.suite import WORKLOAD_KEYS, Options, workloads
 
 TOP = 15
 SAMPLE_RATE_HZ = 200
@@ -74,7 +75,7 @@ def _print_shares(title: str, shares: list[tuple[str, float]]) -> None:
 
 
 @click.command()
-@click.option("--workload", "key", default="a-1k", show_default=True, help="a-1k a-16k b-100 b-1000 c d")
+@click.option("--workload", "key", default="a-1k", show_default=True, help=" ".join(WORKLOAD_KEYS))
 @click.option("--duration", type=float, default=10.0, show_default=True)
 @click.option("--consume-count", type=int, default=50_000, show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="keep raw profiles here")
@@ -89,16 +90,15 @@ def main(key: str, duration: float, consume_count: int, out: Path | None) -> Non
     with tempfile.TemporaryDirectory(prefix="quorumq-profile-cluster-") as data_dir:
         cluster = QuorumqCluster.start(Path(data_dir))
         try:
-            driver = QuorumqDriver(cluster.urls)
-            if shape.setup is not None:  # not profiled (e.g. the prefill before a drain)
-                asyncio.run(shape.setup(driver))
+            runner = AsyncioRunner(QuorumqDriver(cluster.urls), "Python client")
+            asyncio.run(runner.setup(shape.spec))  # not profiled (e.g. the prefill before a drain)
             leader_pid = cluster.pids()["node1"]  # queues are declared through node1, which leads them
             record = [py_spy, "record", "--pid", str(leader_pid), "--rate", str(SAMPLE_RATE_HZ)]
             record += ["--format", "raw", "--output", str(raw), "--nonblocking", "--threads"]
             spy = subprocess.Popen(record, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             profiler = Profiler(async_mode="disabled")
             profiler.start()
-            result = asyncio.run(shape.run(driver))
+            result = asyncio.run(runner.run(shape.spec))
             profiler.stop()
             spy.send_signal(signal.SIGINT)
             spy.wait()

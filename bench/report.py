@@ -8,14 +8,13 @@ from pathlib import Path
 
 from rich.table import Table
 
-from bench.latency import latency_ms
 from bench.suite import BrokerRun, Measurement
 
 RESULTS_BEGIN = "<!-- bench/compare.py results: begin -->"
 RESULTS_END = "<!-- bench/compare.py results: end -->"
 COLUMNS = (
     "workload",
-    "broker",
+    "broker (client)",
     "msg/s",
     "p50 ms",
     "p99 ms",
@@ -23,7 +22,7 @@ COLUMNS = (
     "CPU s per node",
     "peak RSS MiB per node",
     "client CPU s",
-    "quorumq / RabbitMQ",
+    "quorumq / RabbitMQ's fastest",
 )
 
 BACKLOG_COLUMNS = ("broker", "N messages x body", "bytes/msg home node", "bytes/msg all nodes", "restart s")
@@ -33,36 +32,36 @@ def _number(value: float, digits: int = 0) -> str:
     return "-" if math.isnan(value) else f"{value:,.{digits}f}"
 
 
-def _ratio(ours: Measurement, theirs: Measurement | None) -> str:
-    """Throughput ratio, and the p99 ratio where both have latencies."""
-    if theirs is None or theirs.result.rate == 0:
+def _ratio(ours: Measurement, anchor: tuple[str, Measurement] | None) -> str:
+    """Throughput ratio against the anchor (RabbitMQ's fastest client on this workload), and the p99
+    ratio where both have latencies."""
+    if anchor is None or anchor[1].result.rate == 0:
         return ""
+    client, theirs = anchor
     text = f"msg/s x{ours.result.rate / theirs.result.rate:.2f}"
-    if ours.result.latencies and theirs.result.latencies:
-        ours_p99, theirs_p99 = (
-            latency_ms(ours.result.latencies)["p99"],
-            latency_ms(theirs.result.latencies)["p99"],
-        )
-        text += f", p99 x{ours_p99 / theirs_p99:.2f}"
-    return text
+    if ours.result.has_latencies and theirs.result.has_latencies:
+        text += f", p99 x{ours.result.latency_ms()['p99'] / theirs.result.latency_ms()['p99']:.2f}"
+    return f"{text} (vs {client})"
 
 
 def rows(runs: list[BrokerRun]) -> list[list[str]]:
-    """One row per workload and broker, in workload order; the ratio sits on the quorumq row."""
-    by_key: dict[str, dict[str, Measurement]] = {}
+    """One row per workload, broker and client, in workload order; quorumq rows carry the ratio to
+    the strongest anchor: the RabbitMQ client that was fastest on that workload in this run."""
+    by_key: dict[str, list[tuple[BrokerRun, Measurement]]] = {}
     for run in runs:
         for measurement in run.measurements:
-            by_key.setdefault(measurement.key, {})[run.broker] = measurement
+            by_key.setdefault(measurement.key, []).append((run, measurement))
     table = []
-    for per_broker in by_key.values():
-        for broker, measurement in per_broker.items():
-            latency = latency_ms(measurement.result.latencies)
+    for measured in by_key.values():
+        anchors = [(run.client, m) for run, m in measured if run.broker == "RabbitMQ"]
+        anchor = max(anchors, key=lambda pair: pair[1].result.rate, default=None)
+        for run, measurement in measured:
+            latency = measurement.result.latency_ms()
             usage = measurement.usage.values()
-            ratio = _ratio(measurement, per_broker.get("RabbitMQ")) if broker == "quorumq" else ""
             table.append(
                 [
                     measurement.label,
-                    broker,
+                    f"{run.broker} ({run.client})",
                     _number(measurement.result.rate),
                     _number(latency["p50"], 1),
                     _number(latency["p99"], 1),
@@ -70,7 +69,7 @@ def rows(runs: list[BrokerRun]) -> list[list[str]]:
                     " / ".join(f"{u.cpu_seconds:.1f}" for u in usage),
                     " / ".join(f"{u.peak_rss_bytes / 2**20:.0f}" for u in usage),
                     f"{measurement.client_cpu_seconds:.1f}",
-                    ratio,
+                    _ratio(measurement, anchor) if run.broker == "quorumq" else "",
                 ]
             )
     return table
@@ -80,7 +79,7 @@ def rich_table(runs: list[BrokerRun]) -> Table:
     """The comparison as a rich Table."""
     table = Table(title="quorumq vs RabbitMQ quorum queues (3 nodes each, one machine)")
     for column in COLUMNS:
-        table.add_column(column, justify="right" if column not in ("workload", "broker") else "left")
+        table.add_column(column, justify="right" if column not in COLUMNS[:2] else "left")
     for row in rows(runs):
         table.add_row(*row)
     return table
@@ -128,7 +127,7 @@ def markdown(runs: list[BrokerRun], machine: dict[str, str], command: str) -> st
     ]
     lines += [f"- {label}: {value}" for label, value in machine.items()]
     lines += ["", "Clients:", ""]
-    lines += [f"- {run.broker}: {run.client}" for run in runs]
+    lines += [f"- {run.broker} ({run.client}): {run.description}" for run in runs]
     lines += ["", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(cell.replace("|", "/") for cell in row) + " |" for row in rows(runs)]
     backlog = backlog_rows(runs)

@@ -1,26 +1,34 @@
-"""The benchmark suite: which workloads run with which parameters, on one broker cluster at a time."""
+"""The benchmark suite: which workloads run with which parameters, through which clients, per broker."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
-import time
-from collections.abc import Callable, Coroutine
+import resource
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from bench.backlog import BacklogResult, measure_backlog
+from bench.asyncio_runner import AsyncioRunner
+from bench.backlog import BacklogResult, Fill, measure_backlog
 from bench.driver_quorumq import QuorumqDriver
 from bench.drivers import Cluster, Driver
 from bench.quorumq_cluster import QuorumqCluster
 from bench.rabbitmq_cluster import RabbitCluster
 from bench.resources import NodeUsage, UsageSampler
-from bench.workloads import CONSUME_QUEUE, WorkloadResult, drain, prefill, publish_confirms, publish_consume
+from bench.runner import Runner
+from bench.specs import Drain, Flow, Publish, Spec
+from bench.workloads import WorkloadResult, prefill
 
 KIB = 1024
 BROKERS = ("quorumq", "rabbitmq")
-WORKLOAD_KEYS = ("a-1k", "a-16k", "b-100", "b-1000", "c", "d")
+CLIENTS = {
+    "quorumq": ("python", "wrk"),
+    "rabbitmq": ("java", "aio-pika"),
+}
+CLIENT_CHOICES = tuple(f"{broker}:{client}" for broker, clients in CLIENTS.items() for client in clients)
+WORKLOAD_KEYS = ("a-1k", "a-16k", "s-1k", "b-100", "b-1000", "b16-1000", "c", "d")
 
 
 @dataclass(frozen=True)
@@ -30,21 +38,31 @@ class Options:
     duration: float = 10.0
     publishers: int = 4
     in_flight: int = 1000
+    single_publishers: int = 100
     consume_count: int = 50_000
     rate: float = 1000.0
     queues: int = 50
     queue_in_flight: int = 100
     backlog: int = 1_000_000
     workloads: tuple[str, ...] = WORKLOAD_KEYS
+    clients: tuple[str, ...] = CLIENT_CHOICES
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One workload: its key, its label in the table and what it is."""
+
+    key: str
+    label: str
+    spec: Spec
 
 
 @dataclass(frozen=True)
 class Measurement:
-    """One workload on one broker: its result and what each broker node used meanwhile."""
+    """One workload through one client: its result and what each broker node used meanwhile."""
 
     key: str
     label: str
-    broker: str
     result: WorkloadResult
     usage: dict[str, NodeUsage]
     client_cpu_seconds: float
@@ -52,120 +70,136 @@ class Measurement:
 
 @dataclass
 class BrokerRun:
-    """Everything measured on one broker."""
+    """Everything measured on one broker through one client."""
 
     broker: str
     client: str
+    description: str
     measurements: list[Measurement]
     backlog: BacklogResult | None
 
 
-Workload = Callable[[Driver], Coroutine[Any, Any, WorkloadResult]]
-Setup = Callable[[Driver], Coroutine[Any, Any, None]]
-
-
-@dataclass(frozen=True)
-class Shape:
-    """One workload: `setup` (untimed, unsampled, may be None) then the measured `run`."""
-
-    key: str
-    label: str
-    run: Workload
-    setup: Setup | None = None
-
-
 def workloads(options: Options) -> list[Shape]:
-    """Every selected shape of the issue, in run order."""
+    """Every selected shape, in run order."""
     o = options
-    shapes: list[Shape] = []
-    for size in (1, 16):
-        shapes.append(
-            Shape(
-                f"a-{size}k",
-                f"(a) publish {size} KiB, {o.publishers} pub x {o.in_flight} unconfirmed",
-                functools.partial(
-                    publish_confirms,
-                    body_size=size * KIB,
-                    publishers=o.publishers,
-                    in_flight=o.in_flight,
-                    duration=o.duration,
-                ),
-            )
+    shapes = [
+        Shape(
+            f"a-{size}k",
+            f"(a) publish {size} KiB, {o.publishers} pub x {o.in_flight} unconfirmed",
+            Publish(size * KIB, o.publishers, o.in_flight, o.duration),
         )
-    for prefetch in (100, 1000):
+        for size in (1, 16)
+    ]
+    shapes.append(
+        Shape(
+            "s-1k",
+            f"(s) publish 1 KiB one per request, {o.single_publishers} pub x 1 over all nodes",
+            Publish(KIB, o.single_publishers, 1, o.duration, spread=True, queue="bench-single"),
+        )
+    )
+    for size, prefetch in ((1, 100), (1, 1000), (16, 1000)):
         shapes.append(
             Shape(
-                f"b-{prefetch}",
-                f"(b) consume {o.consume_count} x 1 KiB, prefetch {prefetch}",
-                functools.partial(drain, queue=CONSUME_QUEUE, prefetch=prefetch, count=o.consume_count),
-                setup=lambda d: prefill(d, CONSUME_QUEUE, o.consume_count, KIB),
+                f"b-{prefetch}" if size == 1 else f"b{size}-{prefetch}",
+                f"(b) consume {o.consume_count} x {size} KiB, prefetch {prefetch}",
+                Drain(o.consume_count, size * KIB, prefetch),
             )
         )
     shapes.append(
         Shape(
             "c",
             f"(c) pub+consume {o.rate:g} msg/s 1 KiB, e2e latency",
-            lambda d: publish_consume(d, body_size=KIB, duration=o.duration, rate=o.rate, prefetch=100),
+            Flow(KIB, o.duration, o.rate, queues=1, in_flight=1000, prefetch=100),
         )
     )
     shapes.append(
         Shape(
             "d",
             f"(d) {o.queues} queues pub+consume, {o.queue_in_flight} unconfirmed each",
-            lambda d: publish_consume(
-                d,
-                body_size=KIB,
-                duration=o.duration,
-                rate=None,
-                queues=o.queues,
-                in_flight=o.queue_in_flight,
-                prefetch=o.queue_in_flight,
-            ),
+            Flow(KIB, o.duration, None, o.queues, o.queue_in_flight, o.queue_in_flight),
         )
     )
     return [shape for shape in shapes if shape.key in o.workloads]
 
 
-async def run_suite(driver: Driver, cluster: Cluster, options: Options) -> BrokerRun:
-    """The backlog measurement first, on the fresh cluster (when `options.backlog` > 0), then every
-    selected workload, each with the CPU and RSS of the nodes and the CPU of this (client) process
-    during its measured part (a setup such as pre-filling a queue is not counted)."""
-    backlog = None
-    if options.backlog > 0:
-        backlog = await measure_backlog(driver, cluster, count=options.backlog, body_size=KIB)
+def _cpu_seconds() -> float:
+    """CPU used by this process and its waited-for children (Java and wrk run as children)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+async def run_client(runner: Runner, cluster: Cluster, options: Options) -> list[Measurement]:
+    """Every selected shape `runner` supports, each with the nodes' CPU and RSS and the client's CPU
+    during its measured part (a setup such as filling a queue is not counted)."""
     measurements = []
     for shape in workloads(options):
-        if shape.setup is not None:
-            await shape.setup(driver)
-        client_cpu = time.process_time()
+        if not runner.supports(shape.spec):
+            continue
+        await runner.setup(shape.spec)
+        client_cpu = _cpu_seconds()
         with UsageSampler(cluster.pids()) as sampler:
-            result = await shape.run(driver)
-        client_cpu = time.process_time() - client_cpu
+            result = await runner.run(shape.spec)
         measurements.append(
-            Measurement(shape.key, shape.label, driver.broker, result, sampler.usage, client_cpu)
+            Measurement(shape.key, shape.label, result, sampler.usage, _cpu_seconds() - client_cpu)
         )
-    return BrokerRun(driver.broker, driver.client, measurements, backlog)
+    return measurements
 
 
-def start_cluster(broker: str, work_dir: Path) -> tuple[Cluster, Driver]:
-    """Start a fresh 3-node cluster of `broker` under `work_dir` and a driver bound to it."""
+@contextlib.contextmanager
+def _running(broker: str, work_dir: Path) -> Iterator[Cluster]:
+    """A fresh 3-node cluster of `broker` under `work_dir`, stopped whatever happens."""
+    cluster: Cluster
     if broker == "quorumq":
-        quorumq = QuorumqCluster.start(work_dir / "quorumq")
-        return quorumq, QuorumqDriver(quorumq.urls)
-    if broker == "rabbitmq":
-        from bench.driver_rabbitmq import (
-            RabbitDriver,
-        )  # aio-pika is in the bench extra, not needed for quorumq
-
-        rabbit = RabbitCluster.start(work_dir / "rabbitmq")
-        return rabbit, RabbitDriver(rabbit.urls)
-    raise ValueError(f"unknown broker {broker!r}; expected one of {BROKERS}")
-
-
-def run_broker(broker: str, options: Options, work_dir: Path) -> BrokerRun:
-    """Start `broker`'s cluster, run the suite against it, and stop it whatever happens."""
-    cluster, driver = start_cluster(broker, work_dir)
+        cluster = QuorumqCluster.start(work_dir / "quorumq")
+    elif broker == "rabbitmq":
+        cluster = RabbitCluster.start(work_dir / "rabbitmq")
+    else:
+        raise ValueError(f"unknown broker {broker!r}; expected one of {BROKERS}")
     try:
-        return asyncio.run(run_suite(driver, cluster, options))
+        yield cluster
     finally:
         cluster.stop()
+
+
+async def _measure(broker: str, cluster: Cluster, options: Options, work_dir: Path) -> list[BrokerRun]:
+    """The backlog first, on the fresh cluster (when `options.backlog` > 0), then each selected client."""
+    backlog = None
+    runners: dict[str, Runner] = {}
+    driver: Driver
+    fill: Fill
+    wanted = [c for c in CLIENTS[broker] if f"{broker}:{c}" in options.clients]
+    if broker == "quorumq":
+        driver = QuorumqDriver(cluster.urls)
+        fill = functools.partial(prefill, driver)
+        if "python" in wanted:
+            runners["Python client"] = AsyncioRunner(driver, "Python client")
+        if "wrk" in wanted:
+            from bench.wrk_runner import WrkRunner
+
+            runners["wrk, JSON"] = WrkRunner(cluster.urls)
+    else:
+        from bench.driver_rabbitmq import RabbitDriver  # aio-pika is in the bench extra
+        from bench.java_runner import JavaRunner
+
+        driver = RabbitDriver(cluster.urls)
+        java = JavaRunner(cluster.urls, work_dir / "java-classes")
+        fill = java.fill
+        if "java" in wanted:
+            runners["Java client"] = java
+        if "aio-pika" in wanted:
+            runners["aio-pika"] = AsyncioRunner(driver, "aio-pika")
+    if options.backlog > 0:
+        backlog = await measure_backlog(driver, fill, cluster, count=options.backlog, body_size=KIB)
+    runs = []
+    for client, runner in runners.items():
+        measurements = await run_client(runner, cluster, options)
+        runs.append(BrokerRun(driver.broker, client, runner.description, measurements, backlog))
+        backlog = None  # reported once per broker
+    return runs
+
+
+def run_broker(broker: str, options: Options, work_dir: Path) -> list[BrokerRun]:
+    """Start `broker`'s cluster, run the selected clients against it, and stop it whatever happens."""
+    with _running(broker, work_dir) as cluster:
+        return asyncio.run(_measure(broker, cluster, options, work_dir))

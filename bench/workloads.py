@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.drivers import Connection, Driver
+from bench.latency import latency_ms
+from bench.specs import Publish
 
 STAMP = struct.Struct("<d")
 DRAIN_TIMEOUT_S = 30.0
@@ -20,16 +22,27 @@ CONSUME_QUEUE = "bench-consume"
 
 @dataclass
 class WorkloadResult:
-    """Messages completed in `seconds`, with per-message latencies (seconds) where the workload has them."""
+    """Messages completed in `seconds`, with per-message latencies (seconds) where the workload has them,
+    or only their percentiles (ms) where the client reports no samples (wrk)."""
 
     messages: int
     seconds: float
     latencies: list[float] = field(default_factory=list)
+    latency_summary_ms: dict[str, float] | None = None
 
     @property
     def rate(self) -> float:
         """Messages per second."""
         return self.messages / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def has_latencies(self) -> bool:
+        """Whether the workload measured latencies at all."""
+        return bool(self.latencies) or self.latency_summary_ms is not None
+
+    def latency_ms(self) -> dict[str, float]:
+        """p50/p99/p999 in milliseconds (NaN where nothing was measured)."""
+        return self.latency_summary_ms or latency_ms(self.latencies)
 
 
 def stamped_body(size: int) -> bytes:
@@ -78,19 +91,24 @@ async def _confirmed_sender(
         raise RuntimeError(f"{len(failures)} publishes failed") from failures[0]
 
 
-async def publish_confirms(
-    driver: Driver, *, body_size: int, publishers: int, in_flight: int, duration: float
-) -> WorkloadResult:
-    """(a) `publishers` connections publish with confirms, `in_flight` unconfirmed each, for `duration`."""
-    queue = "bench-publish"
-    await driver.declare(queue)
-    connections = [await driver.connect(queue, in_flight=in_flight) for _ in range(publishers)]
+async def publish_confirms(driver: Driver, spec: Publish) -> WorkloadResult:
+    """Publishers with confirms as `spec` says (bench/specs.py Publish)."""
+    await driver.declare(spec.queue)
+    connections = [
+        await driver.connect(
+            spec.queue, home=i if spec.spread else 0, in_flight=spec.in_flight, direct=spec.spread
+        )
+        for i in range(spec.publishers)
+    ]
     latencies: list[float] = []
     start = time.perf_counter()
     try:
-        until = asyncio.get_running_loop().time() + duration
+        until = asyncio.get_running_loop().time() + spec.duration
         await asyncio.gather(
-            *(_confirmed_sender(c, body_size, in_flight, until, None, latencies) for c in connections)
+            *(
+                _confirmed_sender(c, spec.body_size, spec.in_flight, until, None, latencies)
+                for c in connections
+            )
         )
     finally:
         elapsed = time.perf_counter() - start
