@@ -129,6 +129,14 @@ class ConsumerRegistry:
                     return consumer
         return None
 
+    def served_in_a_row(self, consumer: Consumer) -> int:
+        """How many messages in a row `consumer`, just returned by `next_with_credit`, is served before
+        the order would turn to another: all its credit when it is the active one or alone at its
+        priority, else one."""
+        if self._single_active or len(self._rotations[consumer.priority]) == 1:
+            return consumer.prefetch - len(consumer.held)
+        return 1
+
     def _leave_rotation(self, consumer: Consumer) -> None:
         rotation = self._rotations[consumer.priority]
         rotation.remove(consumer)

@@ -134,8 +134,8 @@ class EffectCollector:
         self._forgotten: list[int] = []
         self._queue_expired = False
 
-    def deliver(self, consumer: str, delivery: Delivery) -> None:
-        self._deliveries.setdefault(consumer, []).append(delivery)
+    def deliver_all(self, consumer: str, deliveries: list[Delivery]) -> None:
+        self._deliveries.setdefault(consumer, []).extend(deliveries)
 
     def dead_letter(self, reason: str, target: str | None, delivery: Delivery) -> None:
         self._dead_letters.setdefault((reason, target), []).append(delivery)

@@ -299,9 +299,12 @@ class QueueMachine:
             consumer = self._consumers.next_with_credit()
             if consumer is None:
                 break
-            message = self._pop_ready()
-            self._hold(consumer, message, self._now)
-            out.deliver(consumer.name, message.delivery())
+            # a run for one consumer, as one at a time would give it: the heads of the other FIFO
+            # cannot expire meanwhile (the clock stands still within a command and they do not move)
+            fifo = self._returns or self._main
+            messages = fifo.pop_unexpired(self._consumers.served_in_a_row(consumer), self._now)
+            self._hold_all(consumer, messages, self._now)
+            out.deliver_all(consumer.name, [message.delivery() for message in messages])
         if not self._config.rejects_publish:
             while self._has_ready() and self._over_limit():
                 self._dead_letter(self._pop_ready(), "maxlen", out)
@@ -333,9 +336,14 @@ class QueueMachine:
         return taken
 
     def _hold(self, holder: Holder, message: ReadyMessage, since_ms: int) -> None:
-        holder.held[message.id] = HeldMessage(message, since_ms)
-        self._holder_of[message.id] = holder
-        self._held_bytes += message.size
+        self._hold_all(holder, (message,), since_ms)
+
+    def _hold_all(self, holder: Holder, messages: Iterable[ReadyMessage], since_ms: int) -> None:
+        held, holder_of = holder.held, self._holder_of
+        for message in messages:
+            held[message.id] = HeldMessage(message, since_ms)
+            holder_of[message.id] = holder
+            self._held_bytes += message.size
 
     def _release(self, holder: Holder, message_id: int) -> ReadyMessage:
         message = holder.take(message_id).message

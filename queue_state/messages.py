@@ -120,6 +120,30 @@ class MessageFifo:
             self._compact()
         return message
 
+    def pop_unexpired(self, limit: int, now_ms: int) -> list[ReadyMessage]:
+        """Up to `limit` messages from the head, stopping before the first that expired before `now_ms`."""
+        head = self._head
+        end = min(len(self._ids), head + limit)
+        stop = head
+        expires = self._expires
+        while stop < end and expires[stop] >= now_ms:
+            stop += 1
+        messages = list(
+            map(
+                ReadyMessage,
+                self._ids[head:stop],
+                self._sizes[head:stop],
+                self._enqueued[head:stop],
+                expires[head:stop],
+                self._counts[head:stop],
+            )
+        )
+        self._bytes -= sum(self._sizes[head:stop])
+        self._head = stop
+        if stop >= _COMPACT_AFTER and stop * 2 >= len(self._ids):
+            self._compact()
+        return messages
+
     def between(self, first_id: int, end_id: int) -> list[ReadyMessage]:
         """The messages with ids from `first_id` to below `end_id`, in queue order (nothing moves).
 

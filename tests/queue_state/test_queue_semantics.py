@@ -277,6 +277,23 @@ def test_expired_messages_are_removed_from_the_head_before_delivering() -> None:
     assert m.stats().dropped == {"expired": 2}
 
 
+def test_a_consumer_alone_at_its_priority_takes_returns_then_the_main_queue_dropping_expired_heads() -> None:
+    """A run served to one consumer keeps the one-at-a-time rules: returned messages first, every
+    expired head dead-lettered in queue order before the next delivery, and no more than its credit."""
+    m = make_machine(dead_letter_queue="dlq", delivery_limit=5)
+    m.apply(EntryMeta(0), Checkout("first", prefetch=2))
+    enqueue(m, 0, count=2)  # 1, 2 to "first"
+    m.apply(
+        EntryMeta(0),
+        Enqueue(tuple(NewMessage(1, expiration_ms=e) for e in (None, 5, None, 5, None, None))),
+    )  # 3 .. 8, waiting
+    m.apply(EntryMeta(1), Cancel("first"))  # 1, 2 return, and stay behind nobody
+    _, effects = m.apply(EntryMeta(10), Checkout("c", prefetch=5, priority=1))
+    assert delivered(effects, "c") == [1, 2, 3, 5, 7]
+    assert dead_lettered(effects, "expired") == [4, 6]
+    assert m.stats().messages_ready == 1
+
+
 def test_message_ttl_zero_is_delivered_only_to_a_waiting_consumer() -> None:
     m = make_machine(message_ttl=0)
     m.apply(EntryMeta(0), Checkout("c", prefetch=1))
