@@ -77,6 +77,7 @@ class NodeConfig:
     heartbeat_ticks: int = 2
     batch_delay_ms: float = 0.0
     snapshot_every_entries: int = 20000
+    snapshot_every_bytes: int = 64 * 1024 * 1024  # and at least 4x the group's last snapshot (raft_host)
     consumer_timeout_ms: int = 30000
     max_message_bytes: int = 16 * 1024 * 1024
     max_request_bytes: int = 64 * 1024 * 1024

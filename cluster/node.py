@@ -127,6 +127,7 @@ class Node:
             election_ticks=self.config.election_ticks,
             heartbeat_ticks=self.config.heartbeat_ticks,
             snapshot_every=self.config.snapshot_every_entries,
+            snapshot_every_bytes=self.config.snapshot_every_bytes,
             batch_delay_ms=self.config.batch_delay_ms,
             rng=random.Random(),
             on_control=self._on_control,

@@ -49,6 +49,8 @@ LEADER_ANNOUNCE_EVERY_TICKS = 10
 # A peer's leader announcement counts for this long: a node cut off from that peer must not keep it.
 LEADER_HINT_TICKS = 3 * LEADER_ANNOUNCE_EVERY_TICKS
 FATAL_EXIT_CODE = 70
+DEFAULT_SNAPSHOT_EVERY_BYTES = 64 << 20
+SNAPSHOT_SIZE_FACTOR = 4
 # A synced write of at most this many bytes is done on the loop while fsyncs are fast.
 INLINE_WRITE_MAX_BYTES = 256 * 1024
 # What a leader may send before its own fsync: they ask followers to persist, they acknowledge nothing.
@@ -129,6 +131,8 @@ class Group:
     applied: int = 0
     snapshot_index: int = 0
     previous_snapshot_index: int = 0
+    applied_bytes: int = 0  # entry data applied since the last snapshot (or since opening)
+    snapshot_bytes: int = 0  # the size of the last snapshot's data
     was_leader: bool = False
     led_term: int = 0  # the term this node last led the group in
     held_ticks: int = 0
@@ -167,6 +171,7 @@ class RaftHost:
         heartbeat_ticks: int,
         snapshot_every: int,
         batch_delay_ms: float,
+        snapshot_every_bytes: int = DEFAULT_SNAPSHOT_EVERY_BYTES,
         rng: random.Random,
         on_control: Callable[[str, dict[str, Any]], None] | None = None,
         inline_fsync_max_ms: float = 1.0,
@@ -180,6 +185,7 @@ class RaftHost:
         self.election_ticks = election_ticks
         self.heartbeat_ticks = heartbeat_ticks
         self.snapshot_every = snapshot_every
+        self.snapshot_every_bytes = snapshot_every_bytes
         self.batch_delay_s = batch_delay_ms / 1000
         self.rng = rng
         self.groups: dict[str, Group] = {}
@@ -221,6 +227,7 @@ class RaftHost:
         raft = RaftNode(config, storage, random.Random(self.rng.random()), group_log.repair())
         group = Group(gid, raft, group_log, app, applied=snapshot.meta.index, conf=snapshot.meta.conf)
         group.snapshot_index = group.previous_snapshot_index = snapshot.meta.index
+        group.snapshot_bytes = len(snapshot.data)
         self.groups[gid] = group
         self._touch(gid)
         return group
@@ -553,6 +560,7 @@ class RaftHost:
             group.applied = group.snapshot_index = ready.snapshot.meta.index
             group.previous_snapshot_index = group.snapshot_index
             group.conf = ready.snapshot.meta.conf
+            group.snapshot_bytes, group.applied_bytes = len(ready.snapshot.data), 0
         for entry in ready.committed_entries:
             results: list[Any] = []
             if entry.kind == EntryKind.NORMAL and entry.data:
@@ -561,6 +569,7 @@ class RaftHost:
                 group.conf = apply_conf_change(group.conf, decode_conf_change(entry.data))
             group.batcher.applied(entry.index, entry.term, results)
             group.applied = entry.index
+            group.applied_bytes += len(entry.data)
         is_leader = group.raft.is_leader
         if is_leader != group.was_leader:
             group.was_leader = is_leader
@@ -573,8 +582,18 @@ class RaftHost:
                     in_flight=self._stepped_down_alone(group),
                 )
             group.app.role_changed(is_leader)
-        if group.applied - group.snapshot_index >= self.snapshot_every:
+        if self._snapshot_due(group):
             self._snapshot(group)
+
+    def _snapshot_due(self, group: Group) -> bool:
+        """After `snapshot_every` entries, or once the entry data applied since the last snapshot is
+        `snapshot_every_bytes` and SNAPSHOT_SIZE_FACTOR times that snapshot's size: a restart then
+        replays (and verifies) a bounded tail, and snapshots of a long queue cost at most 1/factor of
+        the data they replace."""
+        if group.applied - group.snapshot_index >= self.snapshot_every:
+            return True
+        threshold = max(self.snapshot_every_bytes, SNAPSHOT_SIZE_FACTOR * group.snapshot_bytes)
+        return group.applied_bytes >= threshold
 
     @staticmethod
     def _stepped_down_alone(group: Group) -> bool:
@@ -590,6 +609,8 @@ class RaftHost:
         if group.previous_snapshot_index > 0:  # the previous snapshot allows it; the same write holds both
             previous = group.previous_snapshot_index
             group.log.compact(previous, group.app.release_log(previous))
-        group.log.create_snapshot(group.applied, group.conf, group.app.snapshot_data())
+        data = group.app.snapshot_data()
+        group.log.create_snapshot(group.applied, group.conf, data)
         group.previous_snapshot_index = group.snapshot_index
         group.snapshot_index = group.applied
+        group.snapshot_bytes, group.applied_bytes = len(data), 0

@@ -1,0 +1,66 @@
+"""When a group takes a local snapshot: after `snapshot_every` entries, or once the entry data applied
+since the last snapshot reaches `snapshot_every_bytes` and SNAPSHOT_SIZE_FACTOR times that snapshot's
+size, so that a restart replays a bounded tail however few (and large) the entries were."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from pathlib import Path
+
+from gated_cluster import eventually
+
+from cli.node_processes import free_ports
+from cluster.config import Address
+from cluster.metadata_app import MetadataApp
+from cluster.raft_host import SNAPSHOT_SIZE_FACTOR, RaftHost
+from cluster.transport import Transport
+from raft_log.storage import NodeStore
+from raft_log.types import ConfState
+
+GROUP = "g"
+EVERY_BYTES = 256 * 1024
+OP_BYTES = 100 * 1024
+
+
+async def test_a_group_snapshots_after_enough_entry_data_however_few_entries(tmp_path: Path) -> None:
+    store = NodeStore.open(tmp_path / "rocksdb")
+    transport = Transport("solo", Address("127.0.0.1", free_ports(1)[0]), "secret", lambda *_: None)
+    host = RaftHost(
+        "solo",
+        store,
+        transport,
+        tick_ms=20,
+        election_ticks=10,
+        heartbeat_ticks=2,
+        snapshot_every=1000,
+        snapshot_every_bytes=EVERY_BYTES,
+        batch_delay_ms=0,
+        rng=random.Random(1),
+    )
+    await transport.start()
+    host.open_group(GROUP, MetadataApp(lambda: None), ConfState(voters=("solo",)))
+    host.start()
+    group = host.groups[GROUP]
+    try:
+        host.campaign(GROUP)
+        await eventually(lambda: group.raft.is_leader and group.applied >= 1, "solo to lead")
+        submitted = 0
+        while group.snapshot_index == 0:
+            await asyncio.wait_for(host.submit(GROUP, ["x" * OP_BYTES]), 20)  # one entry each
+            submitted += 1
+            assert submitted * OP_BYTES <= EVERY_BYTES + 2 * OP_BYTES, "no snapshot after enough bytes"
+        assert group.applied < 1000 and group.applied_bytes == 0
+        first = group.snapshot_index
+        # the next one waits for the larger of the threshold and SNAPSHOT_SIZE_FACTOR x this snapshot
+        assert group.snapshot_bytes > 0
+        needed = max(EVERY_BYTES, SNAPSHOT_SIZE_FACTOR * group.snapshot_bytes)
+        while group.snapshot_index == first:
+            before = group.applied_bytes
+            await asyncio.wait_for(host.submit(GROUP, ["x" * OP_BYTES]), 20)
+            assert before < needed, "a snapshot was due and not taken"
+        assert group.snapshot_index > first
+    finally:
+        await host.stop()
+        await transport.stop()
+        store.close()
