@@ -65,15 +65,16 @@ def create_app(node: Node) -> web.Application:
 
 
 def add_routes(router: web.UrlDispatcher) -> None:
-    """Register every endpoint of the API contract."""
+    """Register every endpoint of the API contract. The dispatcher tries the routes under /api/queues in
+    the order they are added (their paths never overlap), so the one served most, publish, comes first."""
+    router.add_post(QUEUE + "/messages", queue_handlers.publish)
+    router.add_get(QUEUE + "/messages", queue_handlers.browse)
     router.add_get("/api/queues", queue_handlers.list_queues)
     router.add_put(QUEUE, queue_handlers.declare_queue)
     router.add_get(QUEUE, queue_handlers.get_queue)
     router.add_patch(QUEUE, queue_handlers.update_queue)
     router.add_delete(QUEUE, queue_handlers.delete_queue)
     router.add_delete(QUEUE + "/contents", queue_handlers.purge_queue)
-    router.add_post(QUEUE + "/messages", queue_handlers.publish)
-    router.add_get(QUEUE + "/messages", queue_handlers.browse)
     router.add_post(QUEUE + "/get", queue_handlers.basic_get)
     router.add_post(QUEUE + "/ack", queue_handlers.settle_got)
     router.add_post(QUEUE + "/nack", queue_handlers.settle_got)

@@ -40,12 +40,15 @@ async def limits_middleware(request: web.Request, handler: Handler) -> web.Strea
 
 async def read_body(request: web.Request) -> bytes:
     """The request body (b"" without one), which must arrive within `request_read_timeout_ms` (408);
-    aiohttp keeps it, so later reads cost nothing."""
+    aiohttp keeps it, so later reads cost nothing. A body that came in whole with the headers (most do)
+    is taken without a timer."""
     if not request.body_exists:
         return b""
-    timeout_s = request.app[CONFIG].request_read_timeout_ms / 1000
+    if request.content.is_eof():
+        return await request.read()
     try:
-        return await asyncio.wait_for(request.read(), timeout_s)
+        async with asyncio.timeout(request.app[CONFIG].request_read_timeout_ms / 1000):
+            return await request.read()
     except TimeoutError as exc:
         raise ApiError(408, "request_timeout", "the request body did not arrive in time") from exc
 

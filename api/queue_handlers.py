@@ -14,6 +14,7 @@ from api.app_keys import CONFIG, FORWARD_SESSION, METRICS, QUEUES, STATUS
 from api.auth import Access, principal, require, vouch
 from api.deliveries import deliveries_response
 from api.forwarding import client_node, on_meta_leader, on_queue_leader
+from api.json_codec import json_answer
 from api.limits import check_message_headers
 from api.validation import (
     MAX_POLL,
@@ -183,7 +184,7 @@ async def publish(request: web.Request, queue: QueueLeader) -> web.StreamRespons
     metrics = request.app[METRICS]
     metrics.confirm_seconds.observe(time.perf_counter() - started)
     metrics.published.labels(queue.name).inc(len(published.ids))
-    return web.json_response({"ids": published.ids, "duplicate": published.duplicate}, status=201)
+    return json_answer({"ids": published.ids, "duplicate": published.duplicate}, status=201)
 
 
 @on_queue_leader

@@ -11,6 +11,7 @@ from aiohttp import web
 
 from api.app_keys import CONFIG
 from api.errors import ApiError
+from api.json_codec import json_value
 from cluster.queue_limits import INT64_MAX
 from cluster.stored_message import StoredMessage
 from quorumq.moments import epoch_ms
@@ -52,7 +53,7 @@ async def json_object(request: web.Request, *, optional: bool = False) -> dict[s
     if optional and not request.body_exists:  # the body may already be read (limits middleware)
         return {}
     try:
-        body = await request.json()
+        body = json_value(await request.text())
     except ValueError as exc:
         raise bad(f"body is not valid JSON: {exc}") from exc
     if not isinstance(body, dict):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import os
 import tomllib
@@ -17,8 +18,10 @@ class ConfigError(ValueError):
     """A configuration value is missing or malformed."""
 
 
+@functools.lru_cache(maxsize=1024)
 def is_loopback_host(host: str) -> bool:
-    """True for a loopback IP address or `localhost` (any other name may resolve anywhere)."""
+    """True for a loopback IP address or `localhost` (any other name may resolve anywhere); remembered,
+    as the API asks it of the peer of every request that logs in as `guest`."""
     try:
         return host == "localhost" or ipaddress.ip_address(host).is_loopback
     except ValueError:

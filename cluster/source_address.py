@@ -6,13 +6,17 @@ holds a whole /64 and could otherwise step around a per-address limit.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 
 IPV6_PREFIX = 64
+KEYS_CACHED = 16384
 
 
+@functools.lru_cache(maxsize=KEYS_CACHED)
 def source_key(address: str | None) -> str:
-    """The per-source key of a peer address ("" when unknown)."""
+    """The per-source key of a peer address ("" when unknown); remembered, as parsing an address costs
+    more than the rest of a request's login check."""
     if not address:
         return ""
     try:

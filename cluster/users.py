@@ -31,6 +31,7 @@ KNOWN_TAGS = frozenset({ADMINISTRATOR, "monitoring"})
 MAX_PASSWORD_BYTES = 1024
 MAX_PATTERN_LENGTH = 1024
 PATTERNS_CACHED = 1024
+GRANTS_CACHED = 16384  # (pattern, queue) pairs
 RE2_OPTIONS = re2.Options()
 RE2_OPTIONS.log_errors = False
 
@@ -130,8 +131,10 @@ def compiled_pattern(pattern: str) -> re2._Regexp | None:
         return None
 
 
+@functools.lru_cache(maxsize=GRANTS_CACHED)
 def pattern_allows(pattern: str, queue: str) -> bool:
-    """Whether `pattern` grants `queue`: the empty pattern nothing, any other the names it matches whole."""
+    """Whether `pattern` grants `queue`: the empty pattern nothing, any other the names it matches whole.
+    Remembered: every request checks one, and a match through RE2's bindings costs more than the lookup."""
     if not pattern:
         return False
     compiled = compiled_pattern(pattern)
