@@ -13,6 +13,7 @@ import signal
 
 import aiohttp
 import pytest
+from node_helpers import forwarded, forwarding_over_peers
 
 from cli.node_processes import HARNESS_HEADERS, NodeProcess, ProcessCluster, wait_healthy
 from quorumq import Client
@@ -60,10 +61,12 @@ async def test_a_request_forwarded_to_a_frozen_leader_is_answered_503_once_anoth
     cluster: ProcessCluster,
 ) -> None:
     leader, followers = await _leader_and_followers(cluster, "fwd")
+    await forwarding_over_peers(followers[0].url, "fwd")
     with _Frozen(cluster, [leader]):
         status, body = await _publish(followers[0].url, "fwd")
     assert (status, body["error"]) == (503, "outcome_unknown"), body  # the frozen leader holds it unread
     assert body.get("leader") != leader.name
+    assert forwarded(followers[0].url, "http") == 0  # it went over the peer transport
 
 
 @pytest.mark.faults
