@@ -32,7 +32,7 @@ from api.auth import ROUTE_ACCESS, Unauthenticated, require, vouched_principal
 from api.errors import ApiError, error_json, node_error_json
 from api.forwarding import Route, await_leader, next_hop, queue_route
 from api.publish_job import PublishJob
-from api.validation import bad
+from api.validation import ENCODINGS, bad
 from cluster.errors import NodeError
 from cluster.peer_requests import Server
 from cluster.stored_message import StoredMessage
@@ -98,16 +98,30 @@ def _decoded(request: Any) -> tuple[str, str, int, PublishJob]:
     """The queue, user, hops and publish of a forwarded publish; 400 when it is not one."""
     try:
         tag, name, user, hops, publisher, seq, messages = request
-        job = PublishJob(
-            [
-                (StoredMessage(body, headers, encoding), expiration)
-                for body, headers, encoding, expiration in messages
-            ],
-            publisher,
-            seq,
-        )
+        stored = [
+            (StoredMessage(body, headers, encoding), expires) for body, headers, encoding, expires in messages
+        ]
     except (TypeError, ValueError) as exc:
         raise bad(f"malformed forwarded publish: {exc}") from exc
-    if tag != PUBLISH or not isinstance(name, str) or not isinstance(user, str) or type(hops) is not int:
+    well_formed = (
+        tag == PUBLISH
+        and isinstance(name, str)
+        and isinstance(user, str)
+        and type(hops) is int
+        and (publisher is None or isinstance(publisher, str))
+        and (seq is None or type(seq) is int)
+        and all(_well_formed(message, expires) for message, expires in stored)
+    )
+    if not well_formed:
         raise bad("malformed forwarded publish")
-    return name, user, hops, job
+    return name, user, hops, PublishJob(stored, publisher, seq)
+
+
+def _well_formed(message: StoredMessage, expires: Any) -> bool:
+    """Whether a forwarded message has the types `read_publish` gives (what the log stores)."""
+    return (
+        isinstance(message.body, bytes)
+        and isinstance(message.headers, dict)
+        and message.encoding in ENCODINGS
+        and (expires is None or type(expires) is int)
+    )

@@ -22,15 +22,22 @@ async def _post(url: str, queue: str, payload: dict) -> tuple[int, dict]:
         return answer.status, await answer.json()
 
 
+async def _declared(cluster: ProcessCluster, queue: str) -> tuple[str, list[str]]:
+    """Declare `queue` on every node; its leader's name, and the other nodes' URLs once each forwards
+    publishes to it over the peer transport."""
+    async with Client(cluster.urls, timeout=30.0) as client:
+        await client.declare(queue, {"x-quorum-initial-group-size": 3})
+        leader = (await client.queue(queue))["leader"]
+    followers = [node.url for node in cluster.nodes if node.name != leader]
+    for url in followers:
+        await forwarding_over_peers(url, queue)
+    return leader, followers
+
+
 async def test_a_publish_to_a_follower_is_confirmed_by_the_leader_over_the_peer_transport(
     cluster: ProcessCluster,
 ) -> None:
-    async with Client(cluster.urls, timeout=30.0) as client:
-        await client.declare("forwarded", {"x-quorum-initial-group-size": 3})
-        leader = (await client.queue("forwarded"))["leader"]
-    first, second = (node.url for node in cluster.nodes if node.name != leader)
-    await forwarding_over_peers(first, "forwarded")
-    await forwarding_over_peers(second, "forwarded")
+    leader, (first, second) = await _declared(cluster, "forwarded")
     before = {url: forwarded(url, "peer") for url in (first, second)}
     publish = {"messages": [{"body": "once", "headers": {"h": 1}}], "publisher": "pf", "seq": 1}
     status, answer = await _post(first, "forwarded", publish)
@@ -47,11 +54,7 @@ async def test_a_publish_to_a_follower_is_confirmed_by_the_leader_over_the_peer_
 async def test_a_publish_too_large_for_a_frame_on_the_raft_link_is_forwarded_over_http(
     cluster: ProcessCluster,
 ) -> None:
-    async with Client(cluster.urls, timeout=30.0) as client:
-        await client.declare("large", {"x-quorum-initial-group-size": 3})
-        leader = (await client.queue("large"))["leader"]
-    follower = next(node.url for node in cluster.nodes if node.name != leader)
-    await forwarding_over_peers(follower, "large")
+    _, (follower, _) = await _declared(cluster, "large")
     status, answer = await _post(follower, "large", {"messages": [{"body": LARGE}]})
     assert status == 201, answer
     assert forwarded(follower, "http") == 1

@@ -66,7 +66,13 @@ async def test_a_malformed_request_is_400(leader: InProcessNode) -> None:
         [PUBLISH],
         ["other", "writable", "alice", 1, None, None, [MESSAGE]],
         [PUBLISH, "writable", "alice", 1, None, None, [[b"x"]]],
+        [PUBLISH, "writable", "alice", 1, None, None, [["text, not bytes", {}, "utf8", None]]],
+        [PUBLISH, "writable", "alice", 1, None, None, [[b"x", [], "utf8", None]]],
+        [PUBLISH, "writable", "alice", 1, None, None, [[b"x", {}, "rot13", None]]],
+        [PUBLISH, "writable", "alice", 1, None, None, [[b"x", {}, "utf8", "soon"]]],
+        [PUBLISH, "writable", "alice", 1, 7, 1, [MESSAGE]],
     )
     for request in malformed:
         status, body = await serve("node2", request)
         assert (status, body["error"]) == (400, "bad_request"), (request, body)
+    assert (await leader.call("GET", "/api/queues/writable"))[1]["messages"] == 0
