@@ -7,7 +7,8 @@ after each change (learn peers' addresses, open new queue groups, drop deleted o
 
 The parts a request reaches are built at `start`: `status` (`NodeStatus`), `directory`
 (`QueueDirectory`), `metadata_door` (`MetadataDoor`), `membership`; `metadata` (`MetadataView`) reads
-the metadata this node applied.
+the metadata this node applied; `peer_requests` (`PeerRequests`) carries requests to and from peers
+over the transport, served by what the server layer gives it.
 """
 
 from __future__ import annotations
