@@ -35,6 +35,7 @@ from api.publish_job import PublishJob
 from api.validation import ENCODINGS, bad
 from cluster.errors import NodeError
 from cluster.peer_requests import Server
+from cluster.queue_limits import INT64_MAX
 from cluster.stored_message import StoredMessage
 
 log = logging.getLogger(__name__)
@@ -108,8 +109,9 @@ def _decoded(request: Any) -> tuple[str, str, int, PublishJob]:
         and isinstance(name, str)
         and isinstance(user, str)
         and type(hops) is int
+        and (publisher is None) == (seq is None)
         and (publisher is None or isinstance(publisher, str))
-        and (seq is None or type(seq) is int)
+        and (seq is None or _is_int64(seq))
         and all(_well_formed(message, expires) for message, expires in stored)
     )
     if not well_formed:
@@ -122,6 +124,11 @@ def _well_formed(message: StoredMessage, expires: Any) -> bool:
     return (
         isinstance(message.body, bytes)
         and isinstance(message.headers, dict)
+        and all(isinstance(key, str) for key in message.headers)
         and message.encoding in ENCODINGS
-        and (expires is None or type(expires) is int)
+        and (expires is None or _is_int64(expires))
     )
+
+
+def _is_int64(value: Any) -> bool:
+    return type(value) is int and 0 <= value <= INT64_MAX
