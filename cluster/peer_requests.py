@@ -12,7 +12,9 @@ forgotten with its connection (a peer restarted at an earlier version says nothi
 
 A call whose frame could not be queued raises `NotLeader` (nothing was sent). Once sent, a call is given
 up with `OutcomeUnknown` when either connection with the peer closes: the request or its reply may have
-been lost, and whether the peer acted on it is unknown.
+been lost, and whether the peer acted on it is unknown. A reply the server's node cannot queue (its
+link down, its queue for the peer full) is lost like one dropped with a connection; the caller's own
+rules give that call up (for a forwarded publish: the leader changed, or 90 s).
 """
 
 from __future__ import annotations
