@@ -18,12 +18,14 @@ from api.app_keys import (
     METADATA,
     METADATA_DOOR,
     METRICS,
+    PEER_REQUESTS,
     QUEUES,
     REPLAY_GUARD,
     STATUS,
 )
 from api.auth import auth_middleware, bootstrap_users
 from api.errors import error_middleware
+from api.forwarded_publish import peer_server
 from api.forwarding import FORWARD_TIMEOUT_S
 from api.limits import limits_middleware
 from api.login_throttle import LoginThrottle
@@ -55,9 +57,11 @@ def create_app(node: Node) -> web.Application:
     app[FORMATS] = node.formats
     app[MEMBERSHIP] = node.membership
     app[CALLER] = node.caller
+    app[PEER_REQUESTS] = node.peer_requests
     app[METRICS] = Metrics(node.directory, node.status)
     app[REPLAY_GUARD] = ReplayGuard(since_ms=steady_wall_ms())
     app[LOGIN_THROTTLE] = LoginThrottle()
+    node.peer_requests.serve(peer_server(app))
     app.cleanup_ctx.append(_forward_session)
     app.cleanup_ctx.append(bootstrap_users)
     add_routes(app.router)

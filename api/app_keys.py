@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from cluster.metadata_view import MetadataView
     from cluster.node_status import NodeStatus
     from cluster.peer_auth import NodeCaller
+    from cluster.peer_requests import PeerRequests
     from cluster.queue_directory import QueueDirectory
     from cluster.replay_guard import ReplayGuard
 
@@ -30,6 +31,7 @@ STATUS: web.AppKey[NodeStatus] = web.AppKey("status")
 FORMATS: web.AppKey[FormatVersions] = web.AppKey("formats")
 MEMBERSHIP: web.AppKey[Membership] = web.AppKey("membership")
 CALLER: web.AppKey[NodeCaller] = web.AppKey("caller")
+PEER_REQUESTS: web.AppKey[PeerRequests] = web.AppKey("peer_requests")
 METRICS: web.AppKey[Metrics] = web.AppKey("metrics")
 FORWARD_SESSION = web.AppKey("forward_session", aiohttp.ClientSession)
 PASSWORD_CHECKER: web.AppKey[PasswordChecker] = web.AppKey("password_checker")

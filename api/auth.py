@@ -193,9 +193,7 @@ async def authenticate(request: web.Request) -> Principal | None:
     assertion = request.headers.get(NODE_AUTH_HEADER)
     if assertion is not None:
         name = await _asserted_user(request, config.cluster_secret, assertion)
-        if name in (NODE_PRINCIPAL, GUEST) and (name == NODE_PRINCIPAL or config.loopback_guest):
-            return Principal.superuser(name)
-        return _known_user(metadata, name)
+        return vouched_principal(config, metadata, name)
     header = request.headers.get("Authorization")
     if header is None:  # never anyone, not even from loopback: a proxy there would make everyone the guest
         return None
@@ -268,6 +266,14 @@ async def _basic(request: web.Request, value: str) -> Principal:
         return Principal.of(record)
     finally:
         throttle.end(source, failed)
+
+
+def vouched_principal(config: NodeConfig, metadata: MetadataView, name: str) -> Principal:
+    """The principal of user `name`, whom another node vouches for (a node assertion, a publish forwarded
+    over the peer transport); Unauthenticated when no such user is known here."""
+    if name in (NODE_PRINCIPAL, GUEST) and (name == NODE_PRINCIPAL or config.loopback_guest):
+        return Principal.superuser(name)
+    return _known_user(metadata, name)
 
 
 def _known_user(metadata: MetadataView, name: str, expires_ms: int | None = None) -> Principal:

@@ -39,10 +39,14 @@ class ApiError(Exception):
         self.extra = extra
 
 
+def error_json(code: str, reason: str, **extra: object) -> dict[str, object]:
+    """The JSON error body of the API contract (extras that are None left out)."""
+    return {"error": code, "reason": reason, **{k: v for k, v in extra.items() if v is not None}}
+
+
 def error_response(status: int, code: str, reason: str, **extra: object) -> web.Response:
-    """The JSON error body of the API contract."""
-    body = {"error": code, "reason": reason, **{k: v for k, v in extra.items() if v is not None}}
-    return web.json_response(body, status=status)
+    """The JSON error answer of the API contract."""
+    return web.json_response(error_json(code, reason, **extra), status=status)
 
 
 _NODE_ERRORS: dict[type[NodeError], int] = {
@@ -59,13 +63,19 @@ _NODE_ERRORS: dict[type[NodeError], int] = {
 }
 
 
-def node_error_response(request: web.Request, exc: NodeError) -> web.Response:
-    """Map a node error, adding the leader hint for 503s."""
+def node_error_json(app: web.Application, exc: NodeError) -> tuple[int, dict[str, object]]:
+    """The status and JSON body of a node error, adding the leader hint for 503s."""
     status = _NODE_ERRORS.get(type(exc), 500)
     extra: dict[str, object] = {}
     if isinstance(exc, NotLeader) and exc.leader:
-        extra = {"leader": exc.leader, "leader_http": request.app[STATUS].node_http(exc.leader)}
-    return error_response(status, exc.code, exc.reason, **extra)
+        extra = {"leader": exc.leader, "leader_http": app[STATUS].node_http(exc.leader)}
+    return status, error_json(exc.code, exc.reason, **extra)
+
+
+def node_error_response(request: web.Request, exc: NodeError) -> web.Response:
+    """Map a node error, adding the leader hint for 503s."""
+    status, body = node_error_json(request.app, exc)
+    return web.json_response(body, status=status)
 
 
 @web.middleware

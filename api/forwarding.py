@@ -12,6 +12,10 @@ replaced by an election, and the client should go to the new one rather than wai
 answer: that 503 says so with the error code `outcome_unknown` (OutcomeUnknown), and clients resend only
 requests safe to repeat (reads; publishes, deduplicated by publisher and seq). A leader that refused the
 connection got nothing: that 503 is a plain `no_leader`.
+
+Requests are proxied as HTTP requests vouched for by a node assertion (`api.auth.vouch`), except
+publishes to a leader that serves peer requests: those travel over the peer transport
+(`api.forwarded_publish`), under the same rules (`next_hop`, `await_leader`).
 """
 
 from __future__ import annotations
@@ -19,14 +23,17 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
 
 import aiohttp
 from aiohttp import web
 
-from api.app_keys import FORWARD_SESSION, QUEUES, STATUS
+from api.app_keys import FORWARD_SESSION, METRICS, QUEUES, STATUS
 from api.auth import vouch
 from api.validation import queue_name
 from cluster.errors import NotLeader, OutcomeUnknown, QueueNotFound
+from cluster.node_status import NodeStatus
 from cluster.peer_auth import PlainHttpRefused
 from cluster.queue_directory import QueueDirectory
 from cluster.queue_leader import QueueLeader
@@ -37,6 +44,7 @@ MAX_HOPS = 2
 FORWARD_TIMEOUT_S = 90.0
 LEADER_RECHECK_S = 0.1  # how often a pending forward compares its target with the leader known now
 
+T = TypeVar("T")
 QueueHandler = Callable[[web.Request, QueueLeader], Awaitable[web.StreamResponse]]
 
 
@@ -45,14 +53,49 @@ def client_node(request: web.Request) -> str:
     return request.headers.get(CLIENT_NODE_HEADER) or request.app[STATUS].name
 
 
+def hops_of(request: web.Request) -> int:
+    """How many nodes passed the request on before this one."""
+    return int(request.headers.get(HOPS_HEADER, "0") or 0)
+
+
+def next_hop(hops: int, target: str | None) -> str:
+    """The target of a request that came through `hops` nodes, or NotLeader (503 with `target` as the
+    leader hint) when it has none or used up its hops."""
+    if target is None or hops >= MAX_HOPS:
+        raise NotLeader("no reachable leader for this request yet", target)
+    return target
+
+
+async def await_leader(target: str, leader_now: Callable[[], str | None] | None, answer: Awaitable[T]) -> T:
+    """`answer` from `target`, given up (cancelled) with OutcomeUnknown once `leader_now()` names another
+    leader or none, or after FORWARD_TIMEOUT_S."""
+    sent = asyncio.ensure_future(answer)
+    deadline = asyncio.get_running_loop().time() + FORWARD_TIMEOUT_S
+    try:
+        while True:
+            done, _ = await asyncio.wait(
+                {sent}, timeout=LEADER_RECHECK_S if leader_now else FORWARD_TIMEOUT_S
+            )
+            if done:
+                return sent.result()
+            now = leader_now() if leader_now is not None else target
+            if now != target:  # a new leader, or none that this node can see
+                raise OutcomeUnknown(f"leader {target} stopped leading while the request waited on it", now)
+            if asyncio.get_running_loop().time() >= deadline:
+                raise OutcomeUnknown(f"leader {target} gave no answer in {FORWARD_TIMEOUT_S:.0f} s", target)
+    finally:
+        sent.cancel()
+
+
 async def forward(
     request: web.Request, target: str | None, leader_now: Callable[[], str | None] | None = None
 ) -> web.StreamResponse:
-    """Proxy the request to `target`, or answer 503 when that is impossible. With `leader_now` (the
-    leader this node knows now), the forward is abandoned with a 503 once that is no longer `target`."""
-    hops = int(request.headers.get(HOPS_HEADER, "0") or 0)
+    """Proxy the request to `target` over HTTP, or answer 503 when that is impossible. With `leader_now`
+    (the leader this node knows now), the forward is abandoned with a 503 once that is no longer `target`."""
+    hops = hops_of(request)
     url = request.app[STATUS].node_http(target)
-    if target is None or url is None or hops >= MAX_HOPS:
+    target = next_hop(hops, target)
+    if url is None:
         raise NotLeader("no reachable leader for this request yet", target)
     headers = {
         HOPS_HEADER: str(hops + 1),
@@ -62,22 +105,13 @@ async def forward(
     }
     session: aiohttp.ClientSession = request.app[FORWARD_SESSION]
     body, url = await request.read(), url + request.path_qs
-    proxied = asyncio.ensure_future(_proxy(request, session, url, body, headers))
+    request.app[METRICS].forwarded.labels("http").inc()
     try:
-        while True:
-            done, _ = await asyncio.wait({proxied}, timeout=LEADER_RECHECK_S if leader_now else None)
-            if done:
-                return proxied.result()
-            now = leader_now() if leader_now is not None else target
-            if now != target:  # a new leader, or none that this node can see
-                reason = f"leader {target} stopped leading while the request waited on it"
-                raise OutcomeUnknown(reason, now)
+        return await await_leader(target, leader_now, _proxy(request, session, url, body, headers))
     except (aiohttp.ClientConnectorError, PlainHttpRefused) as exc:  # nothing was sent
         raise NotLeader(f"leader {target} unreachable: {exc}", target) from exc
     except (aiohttp.ClientError, TimeoutError) as exc:  # sent, but no answer came back
         raise OutcomeUnknown(f"leader {target} gave no answer: {exc}", target) from exc
-    finally:
-        proxied.cancel()
 
 
 async def _proxy(
@@ -98,21 +132,38 @@ def _queue_leader_now(queues: QueueDirectory, name: str) -> str | None:
         return None
 
 
+@dataclass(frozen=True)
+class Route:
+    """Where a request on a queue led elsewhere goes: to `target`, while `leader_now()` names it."""
+
+    target: str | None
+    leader_now: Callable[[], str | None]
+
+
+def queue_route(queues: QueueDirectory, status: NodeStatus, name: str) -> Route | None:
+    """Where requests on queue `name` are served: None here (this node leads it), else the route to its
+    leader, or to the metadata leader when this node does not know the queue (QueueNotFound when this
+    node is the metadata leader, or there is none)."""
+    try:
+        leader = queues.leader_of(name)
+    except QueueNotFound:
+        if status.meta_leader() in (None, status.name):
+            raise
+        return Route(status.meta_leader(), status.meta_leader)
+    if leader == status.name:
+        return None
+    return Route(leader, functools.partial(_queue_leader_now, queues, name))
+
+
 def on_queue_leader(handler: QueueHandler) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     """Run `handler` on the queue's leader, forwarding the request there when it is elsewhere."""
 
     @functools.wraps(handler)
     async def serve(request: web.Request) -> web.StreamResponse:
-        queues, status = request.app[QUEUES], request.app[STATUS]
-        name = queue_name(request)
-        try:
-            leader = queues.leader_of(name)
-        except QueueNotFound:
-            if status.meta_leader() in (None, status.name):
-                raise
-            return await forward(request, status.meta_leader(), status.meta_leader)
-        if leader != status.name:
-            return await forward(request, leader, lambda: _queue_leader_now(queues, name))
+        queues, name = request.app[QUEUES], queue_name(request)
+        route = queue_route(queues, request.app[STATUS], name)
+        if route is not None:
+            return await forward(request, route.target, route.leader_now)
         return await handler(request, queues.led(name))
 
     return serve

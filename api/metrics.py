@@ -54,6 +54,12 @@ class Metrics:
         self.settled = Counter(
             "quorumq_settled", "Messages acked or nacked", ["queue", "outcome"], registry=self.registry
         )
+        self.forwarded = Counter(
+            "quorumq_forwarded",
+            "Requests passed on to the node that serves them, by path (the peer transport, or HTTP)",
+            ["via"],
+            registry=self.registry,
+        )
         self.confirm_seconds = Histogram(
             "quorumq_publish_confirm_seconds",
             "Time from a publish request to its majority confirm (Raft commit + apply)",

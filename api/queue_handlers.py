@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from dataclasses import asdict
 from typing import Any
 
@@ -13,9 +12,10 @@ from aiohttp import web
 from api.app_keys import CONFIG, FORWARD_SESSION, METRICS, QUEUES, STATUS
 from api.auth import Access, principal, require, vouch
 from api.deliveries import deliveries_response
-from api.forwarding import client_node, on_meta_leader, on_queue_leader
+from api.forwarded_publish import forwards_over_peers, publish_routed
+from api.forwarding import client_node, forward, hops_of, on_meta_leader, on_queue_leader, queue_route
 from api.json_codec import json_answer
-from api.limits import check_message_headers
+from api.publish_job import read_publish
 from api.validation import (
     MAX_POLL,
     bad,
@@ -26,8 +26,6 @@ from api.validation import (
     field_str,
     json_object,
     message_ids,
-    publish_object,
-    published_messages,
     query_flag,
     query_int,
     queue_name,
@@ -160,31 +158,21 @@ async def purge_queue(request: web.Request, queue: QueueLeader) -> web.StreamRes
     return web.json_response({"purged": await queue.purge()})
 
 
-@on_queue_leader
-async def publish(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
+async def publish(request: web.Request) -> web.StreamResponse:
     """POST /api/queues/{q}/messages: 201 with ids once a majority has the messages.
 
     A full reject-publish queue is 507; a seq too old for the publisher's dedup window to tell whether
     it was enqueued is 409 `seq_too_old` (nothing enqueued). The body is JSON, or msgpack
-    (`Content-Type: application/msgpack`, bodies as bin); the answer is JSON."""
-    config = request.app[CONFIG]
-    body = await publish_object(request)
-    unknown = set(body) - {"messages", "publisher", "seq"}
-    if unknown:
-        raise bad(f"unknown fields {sorted(unknown, key=str)}")
-    messages = published_messages(body, config.max_message_bytes)
-    for index, (message, _) in enumerate(messages):
-        check_message_headers(index, message.headers, config)
-    publisher = field_str(body, "publisher")
-    seq = field_int(body, "seq", None)
-    if (publisher is None) != (seq is None):
-        raise bad("publisher and seq go together")
-    started = time.perf_counter()
-    published = await queue.publish(messages, publisher, seq)
-    metrics = request.app[METRICS]
-    metrics.confirm_seconds.observe(time.perf_counter() - started)
-    metrics.published.labels(queue.name).inc(len(published.ids))
-    return json_answer({"ids": published.ids, "duplicate": published.duplicate}, status=201)
+    (`Content-Type: application/msgpack`, bodies as bin); the answer is JSON. Served on the queue's
+    leader: forwarded there over the peer transport when it can be (`api.forwarded_publish`), else over
+    HTTP."""
+    name = queue_name(request)
+    route = queue_route(request.app[QUEUES], request.app[STATUS], name)
+    if route is not None and not forwards_over_peers(request, route):
+        return await forward(request, route.target, route.leader_now)
+    job = await read_publish(request)
+    status, body = await publish_routed(request.app, name, job, principal(request).name, hops_of(request))
+    return json_answer(body, status=status)
 
 
 @on_queue_leader

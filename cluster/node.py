@@ -7,7 +7,8 @@ after each change (learn peers' addresses, open new queue groups, drop deleted o
 
 The parts a request reaches are built at `start`: `status` (`NodeStatus`), `directory`
 (`QueueDirectory`), `metadata_door` (`MetadataDoor`), `membership`; `metadata` (`MetadataView`) reads
-the metadata this node applied.
+the metadata this node applied; `peer_requests` (`PeerRequests`) carries requests to and from peers
+over the transport, served by what the server layer gives it.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from cluster.metadata_view import MetadataView
 from cluster.node_record import NODE_FILE, load_or_record_seeds
 from cluster.node_status import NodeStatus
 from cluster.peer_auth import NodeCaller
+from cluster.peer_requests import PeerRequests
 from cluster.queue_directory import QueueDirectory
 from cluster.queue_hosting import QueueHosting
 from cluster.queue_leader import QueueLeader
@@ -45,7 +47,7 @@ from cluster.queue_replica import QueueReplica
 from cluster.raft_host import RaftHost
 from cluster.store_damage import Damage, open_store, stop_on_damage
 from cluster.tls import raft_contexts
-from cluster.transport import Transport
+from cluster.transport import KIND_REPLY, KIND_REQUEST, Transport
 from raft_log.storage import NodeStore
 from raft_log.types import ConfState
 
@@ -79,8 +81,14 @@ class Node:
         self.name = config.node
         self.store: NodeStore | None = None
         self.transport = Transport(
-            self.name, config.raft, config.cluster_secret, self._on_frame, tls=raft_contexts(config)
+            self.name,
+            config.raft,
+            config.cluster_secret,
+            self._on_frame,
+            tls=raft_contexts(config),
+            on_link_lost=self._on_link_lost,
         )
+        self.peer_requests = PeerRequests(self.transport)
         self.caller = NodeCaller.from_config(config)
         self.host: RaftHost | None = None
         self.meta = MetadataApp(self._metadata_changed)
@@ -167,6 +175,7 @@ class Node:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.peer_requests.stop()
         if self.host is not None:
             await self.host.stop()
         await self.transport.stop()
@@ -215,10 +224,16 @@ class Node:
     # -- transport, control and loops -----------------------------------------------------------
 
     def _on_frame(self, peer: str, kind: int, body: bytes) -> None:
-        if self.host is not None:
+        if kind in (KIND_REQUEST, KIND_REPLY):
+            self.peer_requests.on_frame(peer, kind, body)
+        elif self.host is not None:
             self.host.on_frame(peer, kind, body)
 
+    def _on_link_lost(self, peer: str) -> None:
+        self.peer_requests.link_lost(peer)
+
     def _on_control(self, peer: str, control: dict[str, Any]) -> None:
+        self.peer_requests.on_control(peer, control)
         if self._formats is not None:
             self._formats.on_control(peer, control)
         if self._metadata_door is not None:
@@ -227,7 +242,7 @@ class Node:
     async def _sync_loop(self) -> None:
         """Keep the metadata in step with this node: its addresses, and the arguments of queues it
         leads that were changed at runtime (through the metadata leader); tell peers which version of each
-        replicated format this node reads."""
+        replicated format this node reads, and whether it serves peer requests."""
         assert self.host is not None and self.store is not None and self._hosting is not None
         door = self.metadata_door
         mine = NodeInfo(
@@ -235,7 +250,9 @@ class Node:
         )
         while True:
             for peer in self.transport.peers():
-                self.host.send_control(peer, self.formats.announcement())
+                self.host.send_control(
+                    peer, {**self.formats.announcement(), **self.peer_requests.announcement()}
+                )
             if self.metadata.nodes.get(self.name) != mine:
                 door.relay(RegisterNode(mine.name, mine.http, mine.raft, mine.incarnation))
             for command in self._hosting.changed_arguments(self.metadata.queues):

@@ -18,6 +18,10 @@ after it heals, delaying the next election (fault schedule seed 106, `bridge` th
 3.5 s without confirms). A dialled connection whose data stays unacknowledged for `UNACKED_TIMEOUT_MS`
 is closed by the kernel (TCP_USER_TIMEOUT; heartbeats keep data in flight) and dialled anew, each dial
 given up after `CONNECT_TIMEOUT_S`; a peer's new connection replaces its older inbound one.
+
+A peer is `linked` while both connections are up: the one this node dialled (its frames to the peer) and
+the peer's (the peer's frames to it). `on_link_lost(peer)` is called whenever either closes: frames sent
+on it, or queued for it at the other end, may have been lost.
 """
 
 from __future__ import annotations
@@ -56,6 +60,8 @@ NONCE_BYTES = 16
 
 KIND_RAFT = 0
 KIND_CONTROL = 1
+KIND_REQUEST = 2  # cluster.peer_requests: a request one node makes of another
+KIND_REPLY = 3
 
 FrameHandler = Callable[[str, int, bytes], None]
 
@@ -134,6 +140,7 @@ class Transport:
         *,
         tls: tuple[ssl.SSLContext, ssl.SSLContext] | None = None,
         incarnation: str = "",
+        on_link_lost: Callable[[str], None] | None = None,
     ) -> None:
         """`tls` is (server, client) contexts for mutual TLS on the Raft port (plain TCP when None);
         `incarnation` is this node's, proved in every hello (it may be set later, before `start`)."""
@@ -144,6 +151,7 @@ class Transport:
         self.listen = listen
         self._secret = secret.encode()
         self._on_frame = on_frame
+        self._on_link_lost = on_link_lost
         self._peers: dict[str, _Peer] = {}
         self._server: asyncio.base_events.Server | None = None
         self._inbound: dict[asyncio.Task, asyncio.StreamWriter] = {}
@@ -204,6 +212,15 @@ class Transport:
         """Known peers and whether an outbound connection to each is up."""
         return {name: peer.connected for name, peer in self._peers.items()}
 
+    def linked(self, name: str) -> bool:
+        """Whether both connections with `name` are up: the one this node dialled and the peer's."""
+        peer = self._peers.get(name)
+        return peer is not None and peer.connected and name in self._inbound_from
+
+    def _link_lost(self, name: str) -> None:
+        if self._on_link_lost is not None:
+            self._on_link_lost(name)
+
     def send(self, to: str, group: str, kind: int, *body: bytes) -> bool:
         """Queue a frame for a peer (`body` may come in parts); False when the peer is unknown or its
         queue is full."""
@@ -262,9 +279,11 @@ class Transport:
             except (OSError, TimeoutError, asyncio.IncompleteReadError, HandshakeError) as exc:
                 log.info("connection to %s lost: %s", peer.name, exc)
             finally:
-                peer.connected = False
+                was_connected, peer.connected = peer.connected, False
                 writer.close()
                 self._drop_queued(peer)
+                if was_connected:
+                    self._link_lost(peer.name)
             await asyncio.sleep(backoff)
 
     @staticmethod
@@ -340,8 +359,10 @@ class Transport:
         finally:
             self._pending.settled(writer)
             self._inbound.pop(task, None)
-            if name is not None and self._inbound_from.get(name) is writer:
-                del self._inbound_from[name]
+            if name is not None:
+                if self._inbound_from.get(name) is writer:
+                    del self._inbound_from[name]
+                self._link_lost(name)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()

@@ -42,7 +42,7 @@ def _check_optional_name(name: str, value: Any) -> None:
 def _check_ids(ids: Any) -> None:
     if type(ids) is not tuple:
         raise InvalidCommand(f"ids must be a tuple, got {type(ids).__name__}")
-    if ids and not (all(type(i) is int for i in ids) and 0 <= min(ids) and max(ids) <= INT64_MAX):
+    if ids and not (all(type(i) is int for i in ids) and min(ids) >= 0 and max(ids) <= INT64_MAX):
         for message_id in ids:  # settles carry up to thousands of ids: the loop only names the bad one
             _check_int("id", message_id)
 

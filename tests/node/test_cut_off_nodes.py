@@ -9,10 +9,12 @@ others, its publish deduplicated when the old leader wakes up with the request s
 
 from __future__ import annotations
 
+import asyncio
 import signal
 
 import aiohttp
 import pytest
+from node_helpers import forwarded, forwarding_over_peers
 
 from cli.node_processes import HARNESS_HEADERS, NodeProcess, ProcessCluster, wait_healthy
 from quorumq import Client
@@ -60,10 +62,33 @@ async def test_a_request_forwarded_to_a_frozen_leader_is_answered_503_once_anoth
     cluster: ProcessCluster,
 ) -> None:
     leader, followers = await _leader_and_followers(cluster, "fwd")
+    await forwarding_over_peers(followers[0].url, "fwd")
     with _Frozen(cluster, [leader]):
         status, body = await _publish(followers[0].url, "fwd")
     assert (status, body["error"]) == (503, "outcome_unknown"), body  # the frozen leader holds it unread
     assert body.get("leader") != leader.name
+    assert forwarded(followers[0].url, "http") == 0  # it went over the peer transport
+
+
+@pytest.mark.faults
+async def test_a_publish_forwarded_over_the_peer_transport_is_503_once_the_link_to_the_leader_drops(
+    cluster: ProcessCluster,
+) -> None:
+    """The frozen leader holds the frame unread; killed, its connections close, and the forwarding node
+    gives the publish up at once, before any election could name another leader."""
+    leader, followers = await _leader_and_followers(cluster, "dropped")
+    url = followers[0].url
+    await forwarding_over_peers(url, "dropped")
+    sent_before = forwarded(url, "peer")
+    leader.signal(signal.SIGSTOP)
+    answer = asyncio.ensure_future(_publish(url, "dropped"))
+    while forwarded(url, "peer") == sent_before:  # the frame is on its way to the frozen leader
+        assert not answer.done(), answer.result()
+        await asyncio.sleep(0.01)
+    leader.kill()
+    status, body = await answer
+    assert (status, body["error"]) == (503, "outcome_unknown"), body
+    assert body["reason"] == f"the link to {leader.name} closed before its answer came", body
 
 
 @pytest.mark.faults

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from api.errors import ApiError
+from api.forwarded_publish import PUBLISH, _decoded
 from api.limits import check_message_headers
 from api.tokens import verify_token
 from api.validation import msgpack_object, published_messages
@@ -30,6 +31,7 @@ from cluster.metadata.replies import Conflict, Exists, Invalid, NotFound, Stale
 from cluster.metadata.snapshot import decode_snapshot
 from cluster.metadata_app import MetadataApp
 from cluster.peer_auth import verify_assertion
+from cluster.queue_limits import INT64_MAX
 from cluster.queue_replica import QueueReplica
 from cluster.transport import HandshakeError, _decode
 from queue_state.arguments import parse_arguments
@@ -217,3 +219,45 @@ def test_msgpack_publish_bodies_parse_or_answer_a_4xx_and_what_parses_can_be_log
 def test_tokens_and_node_assertions_never_raise(text: str) -> None:
     assert verify_token("secret", text, {}) is None
     assert verify_assertion("secret", text, "GET", "/api/queues") is None
+
+
+forwarded_messages = st.lists(
+    st.one_of(
+        st.tuples(
+            st.binary(max_size=20) | values,
+            st.dictionaries(st.text(max_size=5), values, max_size=3) | values,
+            st.sampled_from(["utf8", "base64"]) | values,
+            st.none() | st.integers(-1, 2**64 - 1) | values,
+        ).map(list),
+        values,
+    ),
+    max_size=3,
+)
+forwarded_publishes = st.builds(
+    lambda *fields: list(fields),
+    st.sampled_from([PUBLISH]) | values,
+    st.text(max_size=10) | values,
+    st.text(max_size=10) | values,
+    st.integers(0, 3) | values,
+    st.none() | st.text(max_size=5) | values,
+    st.none() | st.integers(-1, 2**64 - 1) | values,
+    forwarded_messages,
+)
+
+
+@FUZZ
+@given(st.one_of(values, forwarded_publishes))
+def test_forwarded_publishes_decode_or_answer_400_and_what_decodes_is_what_a_publish_body_gives(
+    request: Any,
+) -> None:
+    try:
+        name, user, hops, job = _decoded(msgpack.unpackb(msgpack.packb(request), raw=False))
+    except ApiError as exc:
+        assert exc.status == 400
+        return
+    assert isinstance(name, str) and isinstance(user, str) and isinstance(hops, int)
+    assert (job.publisher is None) == (job.seq is None) and 0 <= (job.seq or 0) <= INT64_MAX
+    for message, expiration in job.messages:
+        assert isinstance(message.body, bytes) and message.encoding in ("utf8", "base64")
+        assert expiration is None or 0 <= expiration <= INT64_MAX
+    msgpack.packb([[m.body, m.headers, m.encoding, expiration] for m, expiration in job.messages])

@@ -1,0 +1,53 @@
+"""A publish as the API takes it: read and checked from the request's body on the node the client called
+(`read_publish`), and run on the queue's leader (`PublishJob.run`), whether the request reached it over
+HTTP or was forwarded over the peer transport (`api.forwarded_publish`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from api.app_keys import CONFIG, METRICS
+from api.limits import check_message_headers
+from api.validation import bad, field_int, field_str, publish_object, published_messages
+from cluster.queue_leader import QueueLeader
+from cluster.stored_message import StoredMessage
+
+
+@dataclass(frozen=True, slots=True)
+class PublishJob:
+    """The messages (each with its optional expiration in ms) and the publisher's id and seq, if any."""
+
+    messages: Sequence[tuple[StoredMessage, int | None]]
+    publisher: str | None
+    seq: int | None
+
+    async def run(self, app: web.Application, queue: QueueLeader) -> dict[str, Any]:
+        """Publish on the queue's leader: the 201 answer's body once a majority has the messages."""
+        started = time.perf_counter()
+        published = await queue.publish(self.messages, self.publisher, self.seq)
+        metrics = app[METRICS]
+        metrics.confirm_seconds.observe(time.perf_counter() - started)
+        metrics.published.labels(queue.name).inc(len(published.ids))
+        return {"ids": published.ids, "duplicate": published.duplicate}
+
+
+async def read_publish(request: web.Request) -> PublishJob:
+    """The publish a request's body asks for (JSON, or msgpack), within the node's limits."""
+    config = request.app[CONFIG]
+    body = await publish_object(request)
+    unknown = set(body) - {"messages", "publisher", "seq"}
+    if unknown:
+        raise bad(f"unknown fields {sorted(unknown, key=str)}")
+    messages = published_messages(body, config.max_message_bytes)
+    for index, (message, _) in enumerate(messages):
+        check_message_headers(index, message.headers, config)
+    publisher = field_str(body, "publisher")
+    seq = field_int(body, "seq", None)
+    if (publisher is None) != (seq is None):
+        raise bad("publisher and seq go together")
+    return PublishJob(messages, publisher, seq)

@@ -1,0 +1,129 @@
+"""Requests between nodes over the peer transport (`cluster/peer_requests.py`), on real transports over
+TCP: answered by the peer's server, many in flight at once; made only of a peer that said it serves them
+(a node of an earlier version ignores the frame kind) while both connections are up; given up with
+`outcome_unknown` when a connection closes after the request was sent."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from cli.node_processes import free_ports
+from cluster.config import Address
+from cluster.errors import NotLeader, OutcomeUnknown
+from cluster.peer_requests import PeerRequests
+from cluster.transport import KIND_REPLY, KIND_REQUEST, Transport
+
+UNTIL_S = 10.0
+
+
+class Side:
+    """One node: its transport and its peer requests, wired as `cluster.node.Node` wires them."""
+
+    def __init__(self, name: str, port: int) -> None:
+        self.transport = Transport(
+            name, Address("127.0.0.1", port), "s3cret", self._frame, on_link_lost=self._lost
+        )
+        self.requests = PeerRequests(self.transport)
+
+    def _frame(self, peer: str, kind: int, body: bytes) -> None:
+        if kind in (KIND_REQUEST, KIND_REPLY):
+            self.requests.on_frame(peer, kind, body)
+
+    def _lost(self, peer: str) -> None:
+        self.requests.link_lost(peer)
+
+
+async def _until(condition: Any) -> None:
+    async with asyncio.timeout(UNTIL_S):
+        while not condition():
+            await asyncio.sleep(0.01)
+
+
+@pytest.fixture
+async def pair() -> AsyncIterator[tuple[Side, Side]]:
+    """`a` calls `b`, which serves requests by echoing them; both connections up."""
+    port_a, port_b = free_ports(2)
+    a, b = Side("a", port_a), Side("b", port_b)
+
+    async def echo(peer: str, value: Any) -> Any:
+        return [peer, value]
+
+    b.requests.serve(echo)
+    await a.transport.start()
+    await b.transport.start()
+    a.transport.set_peer("b", b.transport.listen)
+    b.transport.set_peer("a", a.transport.listen)
+    a.requests.on_control("b", b.requests.announcement())  # as b's control frames say each second
+    await _until(lambda: a.requests.can_call("b"))
+    yield a, b
+    await a.requests.stop()
+    await b.requests.stop()
+    await a.transport.stop()
+    await b.transport.stop()
+
+
+async def test_requests_in_flight_together_are_each_answered_by_the_peer(pair: tuple[Side, Side]) -> None:
+    a, _ = pair
+    answers = await asyncio.wait_for(asyncio.gather(*(a.requests.call("b", n) for n in range(200))), UNTIL_S)
+    assert answers == [["a", n] for n in range(200)]
+
+
+async def test_a_peer_that_did_not_say_it_serves_requests_is_not_called() -> None:
+    port_a, port_b = free_ports(2)
+    a, b = Side("a", port_a), Side("b", port_b)  # b serves nothing: a node of an earlier version
+    await a.transport.start()
+    await b.transport.start()
+    try:
+        a.transport.set_peer("b", b.transport.listen)
+        b.transport.set_peer("a", a.transport.listen)
+        await _until(lambda: a.transport.linked("b"))
+        assert b.requests.announcement() == {}
+        a.requests.on_control("b", {"queue_codec": 1})  # what an earlier version says
+        assert not a.requests.can_call("b")
+        with pytest.raises(NotLeader) as refused:
+            a.requests.call("b", "anything")
+        assert (refused.value.code, refused.value.leader) == ("no_leader", "b")  # nothing was sent
+    finally:
+        await a.transport.stop()
+        await b.transport.stop()
+
+
+async def test_a_call_is_given_up_as_outcome_unknown_when_the_link_closes_after_it_was_sent() -> None:
+    port_a, port_b = free_ports(2)
+    a, b = Side("a", port_a), Side("b", port_b)
+    received = asyncio.Event()
+
+    async def never_answers(peer: str, value: Any) -> Any:
+        received.set()
+        await asyncio.Event().wait()
+
+    b.requests.serve(never_answers)
+    await a.transport.start()
+    await b.transport.start()
+    try:
+        a.transport.set_peer("b", b.transport.listen)
+        b.transport.set_peer("a", a.transport.listen)
+        a.requests.on_control("b", b.requests.announcement())
+        await _until(lambda: a.requests.can_call("b"))
+        answer = a.requests.call("b", "publish this")
+        await asyncio.wait_for(received.wait(), UNTIL_S)
+        await b.requests.stop()
+        await b.transport.stop()  # the peer's process goes away: both connections close
+        with pytest.raises(OutcomeUnknown) as lost:
+            await asyncio.wait_for(answer, UNTIL_S)
+        assert (lost.value.code, lost.value.leader) == ("outcome_unknown", "b")
+        assert not a.requests.can_call("b")  # what b said is forgotten with the link
+    finally:
+        await a.requests.stop()
+        await a.transport.stop()
+
+
+async def test_a_malformed_frame_is_dropped_and_the_link_keeps_serving(pair: tuple[Side, Side]) -> None:
+    a, _ = pair
+    assert a.transport.send("b", "peer-requests", KIND_REQUEST, b"\xc1")  # not msgpack
+    assert a.transport.send("b", "peer-requests", KIND_REQUEST, b"\x92\xa1x\x01")  # ["x", 1]: no integer id
+    assert await asyncio.wait_for(a.requests.call("b", "after"), UNTIL_S) == ["a", "after"]
