@@ -356,9 +356,12 @@ async def bootstrap_users(app: web.Application) -> AsyncIterator[None]:
 async def _bootstrap_loop(
     config: NodeConfig, metadata: MetadataView, door: MetadataDoor, passwords: PasswordChecker
 ) -> None:
-    password_hash = await passwords.hash(config.bootstrap_password) if config.bootstrap_user else ""
+    password_hash: str | None = None  # hashed once needed: a restart in a running cluster never needs it
     while not metadata.users_initialised:
         if metadata.is_leader:
+            if password_hash is None:
+                password = config.bootstrap_password
+                password_hash = await passwords.hash(password) if config.bootstrap_user else ""
             try:
                 await door.bootstrap_users(config.bootstrap_user, password_hash)
             except NotLeader as exc:
