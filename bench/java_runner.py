@@ -81,10 +81,10 @@ class JavaRunner:
         return WorkloadResult(report["messages"], report["seconds"], samples.tolist())
 
     async def setup(self, spec: Spec) -> None:
-        if isinstance(spec, Publish | Drain):
+        if isinstance(spec, Publish):
             await self._java("declare", queue=spec.queue)
         if isinstance(spec, Drain):
-            await self._java("fill", queue=spec.queue, count=spec.count, size=spec.body_size)
+            await self.fill(spec.queue, spec.count, spec.body_size)
         if isinstance(spec, Flow):
             for index in range(spec.queues):
                 await self._java("declare", queue=f"bench-flow-{index}", home=index)

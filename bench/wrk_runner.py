@@ -3,7 +3,8 @@
 A Python client spends more CPU per request than a node does; wrk spends almost none, so the
 one-message-per-request workload measures the cluster, not the client. One wrk process with a thread
 per node (thread i sends to node i) and `publishers` connections in all, each with one request in
-flight; its Lua script reports counts and latency percentiles as one JSON line.
+flight; its Lua script reports counts and latency percentiles as one JSON line. wrk gives each thread
+an equal share of the connections, so the publishers are rounded down to a multiple of the nodes.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ end
 def ensure_wrk() -> None:
     """Install Debian's wrk when it is missing."""
     if not shutil.which("wrk"):
+        subprocess.run(["apt-get", "update", "-q"], check=True)
         subprocess.run(["apt-get", "install", "-y", "-q", "wrk"], check=True)
 
 
@@ -74,13 +76,14 @@ class WrkRunner:
     async def run(self, spec: Spec) -> WorkloadResult:
         assert isinstance(spec, Publish)
         threads = min(len(self.urls), spec.publishers)
+        connections = spec.publishers - spec.publishers % threads
         nodes = ", ".join(f'"{urlsplit(url).netloc}"' for url in self.urls)
         credentials = base64.b64encode(self.credentials.encode()).decode()
         script = SCRIPT % {"nodes": nodes, "size": spec.body_size, "credentials": credentials}
         with tempfile.NamedTemporaryFile("w", suffix=".lua") as lua:
             lua.write(script)
             lua.flush()
-            argv = ["wrk", f"-t{threads}", f"-c{spec.publishers}", f"-d{max(1, round(spec.duration))}s"]
+            argv = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{max(1, round(spec.duration))}s"]
             argv += [f"--timeout={TIMEOUT_S}s", "-s", lua.name]
             argv.append(f"{self.urls[0]}/api/queues/{spec.queue}/messages")
             process = await asyncio.create_subprocess_exec(

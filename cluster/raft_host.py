@@ -132,7 +132,7 @@ class Group:
     snapshot_index: int = 0
     previous_snapshot_index: int = 0
     applied_bytes: int = 0  # entry data applied since the last snapshot (or since opening)
-    snapshot_bytes: int = 0  # the size of the last snapshot's data
+    snapshot_bytes: int = 0  # the size of the last snapshot this process took (0 until it takes one)
     was_leader: bool = False
     led_term: int = 0  # the term this node last led the group in
     held_ticks: int = 0
@@ -227,7 +227,6 @@ class RaftHost:
         raft = RaftNode(config, storage, random.Random(self.rng.random()), group_log.repair())
         group = Group(gid, raft, group_log, app, applied=snapshot.meta.index, conf=snapshot.meta.conf)
         group.snapshot_index = group.previous_snapshot_index = snapshot.meta.index
-        group.snapshot_bytes = len(snapshot.data)
         self.groups[gid] = group
         self._touch(gid)
         return group
@@ -560,7 +559,8 @@ class RaftHost:
             group.applied = group.snapshot_index = ready.snapshot.meta.index
             group.previous_snapshot_index = group.snapshot_index
             group.conf = ready.snapshot.meta.conf
-            group.snapshot_bytes, group.applied_bytes = len(ready.snapshot.data), 0
+            # an installed snapshot carries the leader's bodies: its size says nothing of local snapshots
+            group.snapshot_bytes, group.applied_bytes = 0, 0
         for entry in ready.committed_entries:
             results: list[Any] = []
             if entry.kind == EntryKind.NORMAL and entry.data:

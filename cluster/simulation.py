@@ -174,6 +174,8 @@ class Simulation:
         self.rng = random.Random(seed)
         self.faults = faults if faults is not None else Faults()
         self.snapshot_every = snapshot_every or self.rng.randrange(4, 24)
+        # drawn apart from self.rng, so that a seed's other choices stay what they were before the rule
+        self.snapshot_every_bytes = random.Random(f"{seed}/snapshot-bytes").randrange(256, 8192)
         self.checker = SafetyChecker()
         self.stats = SimStats()
         self.network = SimulatedNetwork()
@@ -502,6 +504,7 @@ class Simulation:
             election_ticks=10,
             heartbeat_ticks=1,
             snapshot_every=self.snapshot_every,
+            snapshot_every_bytes=self.snapshot_every_bytes,
             batch_delay_ms=0,
             rng=random.Random(self.rng.getrandbits(64)),
             on_fatal=_fatal,

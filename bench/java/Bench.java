@@ -225,9 +225,18 @@ public final class Bench {
     private long publisher(int node, int inFlight, CountDownLatch ready) {
         String queue = option("queue");
         byte[] body = new byte[intOption("size")];
-        try (Connection connection = amqp(node)) {
-            ConfirmingChannel publisher = new ConfirmingChannel(connection, inFlight, true);
-            ready.countDown(); // connected: start with every other publisher
+        Connection connection;
+        ConfirmingChannel publisher;
+        try {
+            connection = amqp(node);
+            publisher = new ConfirmingChannel(connection, inFlight, true);
+        } catch (Exception e) {
+            failures.incrementAndGet();
+            ready.countDown(); // a publisher that could not connect stops the run at once
+            throw new RuntimeException(e);
+        }
+        ready.countDown(); // connected: start with every other publisher
+        try (connection) {
             go.await();
             while (System.nanoTime() < until) {
                 publisher.send(queue, body);
@@ -236,7 +245,6 @@ public final class Bench {
             return publisher.confirmed.get();
         } catch (Exception e) {
             failures.incrementAndGet();
-            ready.countDown(); // a publisher that could not connect stops the run at once
             throw new RuntimeException(e);
         }
     }
