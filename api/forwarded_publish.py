@@ -48,10 +48,13 @@ Answer = tuple[int, dict[str, Any]]
 
 
 def forwards_over_peers(request: web.Request, route: Route) -> bool:
-    """Whether this publish goes to its leader over the peer transport (else over HTTP)."""
+    """Whether this publish goes to its leader over the peer transport (else over HTTP). A queue this node
+    does not know goes over HTTP to the metadata leader, which answers 404 before reading the body (as
+    it answers any request on an unknown queue)."""
     size = request.content_length
     return (
-        size is not None
+        route.queue_known
+        and size is not None
         and size <= MAX_PEER_FORWARD_BYTES
         and route.target is not None
         and request.app[PEER_REQUESTS].can_call(route.target)

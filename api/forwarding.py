@@ -134,10 +134,12 @@ def _queue_leader_now(queues: QueueDirectory, name: str) -> str | None:
 
 @dataclass(frozen=True)
 class Route:
-    """Where a request on a queue led elsewhere goes: to `target`, while `leader_now()` names it."""
+    """Where a request on a queue led elsewhere goes: to `target`, while `leader_now()` names it;
+    `queue_known` is False when it goes to the metadata leader because this node does not know the queue."""
 
     target: str | None
     leader_now: Callable[[], str | None]
+    queue_known: bool = True
 
 
 def queue_route(queues: QueueDirectory, status: NodeStatus, name: str) -> Route | None:
@@ -149,7 +151,7 @@ def queue_route(queues: QueueDirectory, status: NodeStatus, name: str) -> Route 
     except QueueNotFound:
         if status.meta_leader() in (None, status.name):
             raise
-        return Route(status.meta_leader(), status.meta_leader)
+        return Route(status.meta_leader(), status.meta_leader, queue_known=False)
     if leader == status.name:
         return None
     return Route(leader, functools.partial(_queue_leader_now, queues, name))
