@@ -63,18 +63,22 @@ def test_a_competing_http_consumer_shares_the_queue_without_loss_or_overlap(
                     taken_over_http.extend(d.id for d in batch)
             client.cancel("shared", tag)
 
-    consumer = threading.Thread(target=http_consumer)
-    consumer.start()
     query = (
         _stream_to_parquet(spark, ",".join(cluster.urls), "shared", tmp_path, maxRecordsPerBatch="300")
         .trigger(processingTime="0.5 seconds")
         .start()
     )
+    # the HTTP consumer joins once Spark has taken rows: started together, a fast node let it drain the
+    # queue before Spark's first batch
+    consumer = threading.Thread(target=http_consumer)
     try:
+        wait_for(lambda: sum(p["numInputRows"] for p in query.recentProgress) > 0, 60, "Spark's first rows")
+        consumer.start()
         wait_for(lambda: queue_stats(cluster.urls, "shared")["messages"] == 0, 90, "the queue to empty")
     finally:
         stop.set()
-        consumer.join()
+        if consumer.is_alive():
+            consumer.join()
         query.stop()
     by_spark = [r.id for r in spark.read.parquet(str(tmp_path / "out")).select("id").collect()]
     assert by_spark and taken_over_http, "both consumers should have taken part"
