@@ -7,14 +7,13 @@ its latencies to a file as little-endian doubles (seconds) and prints one JSON l
 
 from __future__ import annotations
 
-import asyncio
-import json
 import shutil
 import subprocess
 import tempfile
 from array import array
 from pathlib import Path
 
+from bench.child_report import child_report
 from bench.specs import Drain, Flow, Publish, Spec
 from bench.workloads import WorkloadResult
 
@@ -67,15 +66,7 @@ class JavaRunner:
                     argv.append(f"--{name.replace('_', '-')}")
                 elif value not in (None, False):
                     argv += [f"--{name.replace('_', '-')}", str(value)]
-            process = await asyncio.create_subprocess_exec(
-                *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-            )
-            out, err = await process.communicate()
-            if process.returncode != 0:
-                raise RuntimeError(f"Bench.java {mode} exited {process.returncode}: {err.decode()[-2000:]}")
-            report = json.loads(out.decode().strip().splitlines()[-1])
-            if report["failures"]:
-                raise RuntimeError(f"Bench.java {mode}: {report['failures']} failures")
+            report = await child_report(argv, f"Bench.java {mode}")
             samples = array("d")
             samples.frombytes(Path(latencies.name).read_bytes())
         return WorkloadResult(report["messages"], report["seconds"], samples.tolist())

@@ -9,14 +9,13 @@ an equal share of the connections, so the publishers are rounded down to a multi
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import json
 import shutil
 import subprocess
 import tempfile
 from urllib.parse import urlsplit
 
+from bench.child_report import child_report
 from bench.driver_quorumq import QuorumqDriver
 from bench.specs import Publish, Spec
 from bench.workloads import WorkloadResult
@@ -86,14 +85,6 @@ class WrkRunner:
             argv = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{max(1, round(spec.duration))}s"]
             argv += [f"--timeout={TIMEOUT_S}s", "-s", lua.name]
             argv.append(f"{self.urls[0]}/api/queues/{spec.queue}/messages")
-            process = await asyncio.create_subprocess_exec(
-                *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-            )
-            out, err = await process.communicate()
-        if process.returncode != 0:
-            raise RuntimeError(f"wrk exited {process.returncode}: {err.decode()[-2000:]}")
-        report = json.loads(out.decode().strip().splitlines()[-1])
-        if report["failures"]:
-            raise RuntimeError(f"wrk: {report['failures']} requests failed or were refused")
+            report = await child_report(argv, "wrk")
         percentiles = {key: report[key] / 1000 for key in ("p50", "p99", "p999")}
         return WorkloadResult(report["requests"], report["seconds"], latency_summary_ms=percentiles)
