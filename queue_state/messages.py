@@ -115,9 +115,7 @@ class MessageFifo:
             self._ids[head], self._sizes[head], self._enqueued[head], self._expires[head], self._counts[head]
         )
         self._bytes -= message.size
-        self._head = head + 1
-        if self._head >= _COMPACT_AFTER and self._head * 2 >= len(self._ids):
-            self._compact()
+        self._move_head(head + 1)
         return message
 
     def pop_unexpired(self, limit: int, now_ms: int) -> list[ReadyMessage]:
@@ -139,10 +137,14 @@ class MessageFifo:
             )
         )
         self._bytes -= sum(self._sizes[head:stop])
-        self._head = stop
-        if stop >= _COMPACT_AFTER and stop * 2 >= len(self._ids):
-            self._compact()
+        self._move_head(stop)
         return messages
+
+    def _move_head(self, head: int) -> None:
+        """The messages before `head` left; the columns shed them once they are half the rows."""
+        self._head = head
+        if head >= _COMPACT_AFTER and head * 2 >= len(self._ids):
+            self._compact()
 
     def between(self, first_id: int, end_id: int) -> list[ReadyMessage]:
         """The messages with ids from `first_id` to below `end_id`, in queue order (nothing moves).
