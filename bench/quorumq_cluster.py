@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from cli.node_processes import ProcessCluster
@@ -14,9 +15,12 @@ class QuorumqCluster:
         self.processes = processes
 
     @classmethod
-    def start(cls, data_dir: Path, count: int = 3) -> QuorumqCluster:
-        """Start `count` nodes with empty data dirs and wait until they are healthy."""
-        return cls(ProcessCluster.start(data_dir, count))
+    def start(
+        cls, data_dir: Path, count: int = 3, *, hosts: int = 1, prefix: Sequence[str] = ()
+    ) -> QuorumqCluster:
+        """Start `count` nodes with empty data dirs on `hosts` loopback hosts, each behind `prefix`, and
+        wait until they are healthy."""
+        return cls(ProcessCluster.start(data_dir, count, hosts=hosts, prefix=prefix))
 
     @property
     def urls(self) -> list[str]:

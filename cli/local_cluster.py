@@ -12,7 +12,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn
 from rich.table import Table
 
 from cli.main import Settings, pass_settings
-from cli.node_processes import ClusterError, NodeProcess, plan_cluster, wait_healthy
+from cli.node_processes import ClusterError, NodeProcess, loopback_hosts, plan_cluster, wait_healthy
 from cli.output import print_json, print_line
 from quorumq import SyncClient
 
@@ -93,14 +93,22 @@ def _interrupt(signum: int, frame: object) -> None:
     default=Path("data/local-cluster"),
     show_default=True,
 )
+@click.option(
+    "--hosts",
+    type=click.IntRange(1, 9),
+    default=1,
+    show_default=True,
+    help="Play this many hosts with loopback addresses 127.0.0.1.. (several nodes per host, one per core).",
+)
 @click.option("--demo/--no-demo", default=False, help="Show a publish/confirm/consume round trip.")
 @click.option("--once", is_flag=True, help="Stop the cluster after it is ready (and the demo ran).")
-def start(count: int, base_port: int, data_dir: Path, demo: bool, once: bool) -> None:
-    """Start NODES nodes on 127.0.0.1 in the foreground; Ctrl-C (or SIGTERM) stops them cleanly."""
+def start(count: int, base_port: int, data_dir: Path, hosts: int, demo: bool, once: bool) -> None:
+    """Start NODES nodes on 127.0.0.1 (or on HOSTS loopback addresses) in the foreground; Ctrl-C (or
+    SIGTERM) stops them cleanly."""
     signal.signal(signal.SIGTERM, _interrupt)
     console = Console()
     ports = [base_port + i for i in range(count)] + [base_port + 100 + i for i in range(count)]
-    nodes = plan_cluster(count, data_dir.resolve(), ports=ports)
+    nodes = plan_cluster(count, data_dir.resolve(), ports=ports, hosts=loopback_hosts(count, hosts))
     for node in nodes:
         node.start()
     try:

@@ -200,6 +200,12 @@ def plan_cluster(
     return nodes
 
 
+def loopback_hosts(count: int, hosts: int) -> list[str]:
+    """Addresses for `count` nodes on `hosts` hosts played by loopback addresses 127.0.0.1.., in runs
+    (6 on 3: node1 and node2 on the first), so placement sees several nodes per host (decision 0015)."""
+    return [f"127.0.0.{1 + i * hosts // count}" for i in range(count)]
+
+
 def wait_until(
     condition: Callable[[], bool], timeout: float, what: str, nodes: Sequence[NodeProcess] = ()
 ) -> None:
@@ -233,13 +239,17 @@ class ProcessCluster:
         count: int = 3,
         extra_args: Sequence[str] = (),
         env: dict[str, str] | None = None,
+        hosts: int = 1,
+        prefix: Sequence[str] = (),
     ) -> ProcessCluster:
-        """Start `count` nodes on free loopback ports (extra QUORUMQ_* settings in `env`), wait for health."""
-        nodes = plan_cluster(count, data_dir)
+        """Start `count` nodes on free loopback ports (extra QUORUMQ_* settings in `env`), spread over
+        `hosts` loopback addresses (`loopback_hosts`), each behind `prefix` (e.g. `taskset -c 0`), and
+        wait for health."""
+        nodes = plan_cluster(count, data_dir, hosts=loopback_hosts(count, hosts))
         for node in nodes:
             node.extra_args = list(extra_args)
             node.env = {**os.environ, **env} if env else None
-            node.start()
+            node.start(prefix)
         cluster = cls(nodes)
         try:
             wait_healthy(nodes)

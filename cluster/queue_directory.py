@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from cluster.errors import BadRequest, NotLeader, QueueConflict, QueueNotFound
+from cluster.hosts import host_of
 from cluster.metadata.commands import Delete
 from cluster.metadata.records import QueueInfo
 from cluster.metadata.replies import Conflict, Created, Exists, Invalid, NotFound
@@ -100,6 +101,7 @@ class QueueDirectory:
             size=config.initial_group_size,
             locator=config.leader_locator,
             client_node=client_node,
+            host_of=lambda node: host_of(node, self._metadata.nodes),
         )
         reply = await self._door.declare(name, config.to_arguments(), members, self._clock())
         if isinstance(reply, Conflict):

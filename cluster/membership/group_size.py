@@ -2,20 +2,22 @@
 
 The target is the queue's `x-quorum-target-group-size`, else the node's `target_group_size` (0: none).
 Every `membership_interval_ms`, and `membership_trigger_delay_ms` after nodes join or are forgotten or
-queues are declared, each leader adds one node that hosts no replica, only when every current member
-is up; with `membership_auto_remove` it first removes members the cluster has forgotten. A step that
-changed something schedules the next one after the trigger delay, so groups grow one node at a time.
+queues are declared, each leader adds one node that hosts no replica (on a host the group does not use
+yet when there is one: `cluster.placement.next_replica`), only when every current member is up; with
+`membership_auto_remove` it first removes members the cluster has forgotten. A step that changed
+something schedules the next one after the trigger delay, so groups grow one node at a time.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections import Counter
 
+from cluster.hosts import host_of
 from cluster.membership.group_changes import GroupChanges
 from cluster.membership.host import MembershipHost
 from cluster.membership.queue_members import QueueMembers
+from cluster.placement import next_replica, replica_counts
 from queue_state.arguments import ArgumentError, parse_arguments
 
 log = logging.getLogger(__name__)
@@ -81,8 +83,8 @@ class GroupSizeReconciler:
         ]
         if not candidates:
             return False
-        replicas = Counter(m for q in self.node.metadata.queues.values() for m in q.members)
-        chosen = min(candidates, key=lambda n: (replicas[n], n))
+        replicas = replica_counts(self.node.metadata.queues.values())
+        chosen = next_replica(candidates, in_group, replicas, lambda n: host_of(n, self.node.metadata.nodes))
         log.info("queue %s: growing towards %d replicas onto %s", name, target, chosen)
         await self.members.add(name, chosen)
         return True
