@@ -23,13 +23,14 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from bench.asyncio_runner import AsyncioRunner
 from bench.compare import RESULTS_DIR, commit
 from bench.driver_quorumq import QuorumqDriver
 from bench.machine import describe_machine
 from bench.quorumq_cluster import QuorumqCluster
 from bench.resources import UsageSampler
+from bench.specs import Flow
 from bench.suite import KIB
-from bench.workloads import publish_consume
 
 HOSTS = 3
 RUNS = ((1, 1), (2, 1), (2, 2))  # (cores, nodes per host)
@@ -47,15 +48,8 @@ class ScalingRun:
 
 
 async def _flow(urls: list[str], duration: float, queues: int, in_flight: int) -> tuple[float, float]:
-    result = await publish_consume(
-        QuorumqDriver(urls),
-        body_size=KIB,
-        duration=duration,
-        rate=None,
-        queues=queues,
-        in_flight=in_flight,
-        prefetch=in_flight,
-    )
+    runner = AsyncioRunner(QuorumqDriver(urls), "Python client")
+    result = await runner.run(Flow(KIB, duration, None, queues, in_flight, in_flight))
     return result.rate, result.seconds
 
 
