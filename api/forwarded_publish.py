@@ -64,7 +64,7 @@ def forwards_over_peers(request: web.Request, route: Route) -> bool:
 async def publish_routed(app: web.Application, name: str, job: PublishJob, user: str, hops: int) -> Answer:
     """Publish `job` to queue `name` for `user`: here when this node leads the queue, else forwarded over
     the peer transport with one more hop. The HTTP status and body of the answer."""
-    route = queue_route(app[QUEUES], app[STATUS], name)
+    route = await queue_route(app[QUEUES], app[STATUS], name)
     if route is None:
         return 201, await job.run(app, app[QUEUES].led(name))
     target = next_hop(hops, route.target)

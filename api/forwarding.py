@@ -3,7 +3,9 @@
 A request is served where the queue's (or the metadata's) leader is. Another node proxies it there,
 adding a hop count; a node that still cannot serve a request that used up its hops answers 503 with a
 leader hint, so requests never loop. Two hops cover a node whose metadata is a moment behind: it
-passes the request to the metadata leader, which knows every committed queue.
+passes the request to the metadata leader, which knows every committed queue. A node that knows a
+queue but no leader for it yet (right after the declare, during an election) holds the request up to
+NO_LEADER_WAIT_S for one before answering 503.
 
 A forward to a leader is given up, with a 503 naming the leader known now (if any), as soon as this
 node no longer believes the target leads: a leader that stopped answering (frozen, or cut off) is
@@ -43,6 +45,7 @@ CLIENT_NODE_HEADER = "X-Quorumq-Client-Node"
 MAX_HOPS = 2
 FORWARD_TIMEOUT_S = 90.0
 LEADER_RECHECK_S = 0.1  # how often a pending forward compares its target with the leader known now
+NO_LEADER_WAIT_S = 2.0  # how long a request on a queue whose leader this node does not know waits for one
 
 T = TypeVar("T")
 QueueHandler = Callable[[web.Request, QueueLeader], Awaitable[web.StreamResponse]]
@@ -142,12 +145,15 @@ class Route:
     queue_known: bool = True
 
 
-def queue_route(queues: QueueDirectory, status: NodeStatus, name: str) -> Route | None:
+async def queue_route(queues: QueueDirectory, status: NodeStatus, name: str) -> Route | None:
     """Where requests on queue `name` are served: None here (this node leads it), else the route to its
-    leader, or to the metadata leader when this node does not know the queue (QueueNotFound when this
-    node is the metadata leader, or there is none)."""
+    leader (waited for up to NO_LEADER_WAIT_S while this node knows none), or to the metadata leader
+    when this node does not know the queue (QueueNotFound when this node is the metadata leader, or
+    there is none)."""
     try:
         leader = queues.leader_of(name)
+        if leader is None:
+            leader = await queues.leader_within(name, NO_LEADER_WAIT_S)
     except QueueNotFound:
         if status.meta_leader() in (None, status.name):
             raise
@@ -163,7 +169,7 @@ def on_queue_leader(handler: QueueHandler) -> Callable[[web.Request], Awaitable[
     @functools.wraps(handler)
     async def serve(request: web.Request) -> web.StreamResponse:
         queues, name = request.app[QUEUES], queue_name(request)
-        route = queue_route(queues, request.app[STATUS], name)
+        route = await queue_route(queues, request.app[STATUS], name)
         if route is not None:
             return await forward(request, route.target, route.leader_now)
         return await handler(request, queues.led(name))

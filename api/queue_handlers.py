@@ -167,7 +167,7 @@ async def publish(request: web.Request) -> web.StreamResponse:
     leader: forwarded there over the peer transport when it can be (`api.forwarded_publish`), else over
     HTTP."""
     name = queue_name(request)
-    route = queue_route(request.app[QUEUES], request.app[STATUS], name)
+    route = await queue_route(request.app[QUEUES], request.app[STATUS], name)
     if route is not None and not forwards_over_peers(request, route):
         return await forward(request, route.target, route.leader_now)
     job = await read_publish(request)

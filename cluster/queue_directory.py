@@ -21,6 +21,7 @@ from queue_state.arguments import ArgumentError, parse_arguments
 
 LEADER_WAIT_S = 10.0
 PREFERRED_WAIT_S = 3.0
+LEADER_POLL_S = 0.02
 
 
 class GroupLeaders(Protocol):
@@ -30,7 +31,10 @@ class GroupLeaders(Protocol):
 
 
 class ClusterView(Protocol):
-    """The cluster's members and metadata leader (`NodeStatus`)."""
+    """This node's name, the cluster's members and metadata leader (`NodeStatus`)."""
+
+    @property
+    def name(self) -> str: ...
 
     def cluster_members(self) -> list[str]: ...
 
@@ -69,8 +73,23 @@ class QueueDirectory:
         return info
 
     def leader_of(self, name: str) -> str | None:
-        """The node leading a queue's group, when known (QueueNotFound for an undeclared queue)."""
-        return self._groups.leader_of(self.info(name).group)
+        """The node leading a queue's group, when known (QueueNotFound for an undeclared queue). Not this
+        node until its door serves the queue: elected, it first handles the election's outcome."""
+        info = self.info(name)
+        leader = self._groups.leader_of(info.group)
+        if leader == self._cluster.name:
+            door = self._hosted.get(name)
+            if door is None or door.group != info.group or not door.is_leader:
+                return None
+        return leader
+
+    async def leader_within(self, name: str, timeout: float) -> str | None:
+        """The node leading a queue, waiting up to `timeout` while this node knows none (a new queue's
+        first election, a failover); None when it still knows none (QueueNotFound once undeclared)."""
+        deadline = time.monotonic() + timeout
+        while (leader := self.leader_of(name)) is None and time.monotonic() < deadline:
+            await asyncio.sleep(LEADER_POLL_S)
+        return leader
 
     def led(self, name: str) -> QueueLeader:
         """The door of a queue this node leads, or NotLeader naming the leader when known."""
@@ -138,4 +157,4 @@ class QueueDirectory:
             leader = self._groups.leader_of(group)
             if leader is not None and (leader == preferred or time.monotonic() > started + PREFERRED_WAIT_S):
                 return
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(LEADER_POLL_S)

@@ -57,6 +57,7 @@ class Cluster:
     """The members and the metadata leader, as `NodeStatus` tells them."""
 
     def __init__(self, members: list[str]) -> None:
+        self.name = ME
         self.members = members
         self.leader: str | None = ME
 
@@ -84,14 +85,14 @@ def directory(group_leader: str | None = ME) -> tuple[QueueDirectory, dict[str, 
 
 
 def directory_parts(
-    group_leader: str | None = ME,
+    group_leader: str | None = ME, groups: Groups | None = None
 ) -> tuple[QueueDirectory, dict[str, Any], MetadataView, MetadataLeader, Cluster]:
     app = MetadataApp(lambda: None)
     metadata = MetadataView(app)
     host, cluster = MetadataLeader(app), Cluster([ME, "b", "c"])
     door = MetadataDoor(host, "meta", FormatVersions(ME, lambda: [ME]))
     hosted: dict[str, Any] = {}
-    queues = QueueDirectory(metadata, hosted, Groups(group_leader), cluster, door, lambda: 1000)
+    queues = QueueDirectory(metadata, hosted, groups or Groups(group_leader), cluster, door, lambda: 1000)
     return queues, hosted, metadata, host, cluster
 
 
@@ -180,3 +181,29 @@ async def test_a_sealed_queue_the_metadata_does_not_delete_in_time_is_not_leader
     with pytest.raises(NotLeader) as refused:
         await queues.delete_sealed("q", metadata.queues["q"].group)
     assert refused.value.leader is None and queues.names() == ["q"]
+
+
+async def test_a_known_queue_without_a_known_leader_waits_for_one_rule_no_503_right_after_declare() -> None:
+    """Right after a declare (or during a failover) a node may know a queue but not yet its leader: a
+    request waits a while for one to be known instead of answering 503 at once."""
+    groups = Groups(ME)
+    queues = directory_parts(groups=groups)[0]
+    await queues.declare("q", {}, client_node=ME)
+    groups.leader = None  # this node has not heard from the group's leader yet
+    asyncio.get_running_loop().call_later(0.1, setattr, groups, "leader", "b")
+    assert await queues.leader_within("q", timeout=5.0) == "b"
+    groups.leader = None
+    assert await queues.leader_within("q", timeout=0.1) is None
+    with pytest.raises(QueueNotFound):
+        await queues.leader_within("nope", timeout=5.0)
+
+
+async def test_a_node_elected_but_not_serving_yet_names_no_leader_rule_no_503_right_after_declare() -> None:
+    """Raft may name this node leader a moment before its door leads the queue (the election's outcome
+    is handled after): until then it names no leader, so a request waits rather than being refused."""
+    queues, hosted, metadata = directory(group_leader=ME)
+    await queues.declare("q", {}, client_node=ME)
+    door = hosted["q"] = hosted_door(metadata.queues["q"].group, is_leader=False)
+    assert queues.leader_of("q") is None
+    door.is_leader = True
+    assert queues.leader_of("q") == ME
