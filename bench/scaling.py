@@ -1,9 +1,11 @@
-"""Does a host's throughput grow with its cores? Workload (d) on quorumq with the node processes pinned
-by `taskset` to 1 core, then to 2, each host running one node per core (decision 0015).
+"""Does throughput grow with cores? Workload (d) on quorumq with the node processes pinned by `taskset`
+to 1 core, then to 2, with one node per core on each host (decision 0015).
 
     python -m bench.scaling [--duration 10] [--queues 50] [--results FILE]
 
-Three hosts are played by the loopback addresses 127.0.0.1-3. Runs, each on a fresh cluster:
+Three hosts are played by the loopback addresses 127.0.0.1-3 on this one machine, so the pinned cores
+are shared by all three: this measures a whole cluster against the cores it has, not one host of a
+cluster whose hosts each have that many. Runs, each on a fresh cluster:
 1 core with 1 node per host; 2 cores with 1 node per host (one process per node, as before); 2 cores with
 2 nodes per host. The client runs unpinned in this process, so with 2 cores it competes with the nodes
 for both: the figures understate the nodes' scaling on a machine with cores to spare for clients.
@@ -38,7 +40,7 @@ RUNS = ((1, 1), (2, 1), (2, 2))  # (cores, nodes per host)
 
 @dataclass(frozen=True)
 class ScalingRun:
-    """Workload (d) on one configuration: its rate and the CPU its nodes used."""
+    """Workload (d) on one configuration: its rate, and the CPU its nodes used over `seconds`."""
 
     cores: int
     nodes_per_host: int
@@ -47,10 +49,10 @@ class ScalingRun:
     seconds: float
 
 
-async def _flow(urls: list[str], duration: float, queues: int, in_flight: int) -> tuple[float, float]:
+async def _flow(urls: list[str], duration: float, queues: int, in_flight: int) -> float:
     runner = AsyncioRunner(QuorumqDriver(urls), "Python client")
     result = await runner.run(Flow(KIB, duration, None, queues, in_flight, in_flight))
-    return result.rate, result.seconds
+    return result.rate
 
 
 def measure(
@@ -61,8 +63,10 @@ def measure(
     data_dir = work_dir / f"{cores}-cores-{per_host}-per-host"
     cluster = QuorumqCluster.start(data_dir, HOSTS * per_host, hosts=HOSTS, prefix=pin)
     try:
+        started = time.monotonic()
         with UsageSampler(cluster.pids()) as sampler:
-            rate, seconds = asyncio.run(_flow(cluster.urls, duration, queues, in_flight))
+            rate = asyncio.run(_flow(cluster.urls, duration, queues, in_flight))
+        seconds = time.monotonic() - started  # the sampled span: the queues' setup and the run
         cpu = sum(usage.cpu_seconds for usage in sampler.usage.values())
     finally:
         cluster.stop()
@@ -93,6 +97,7 @@ def markdown(runs: list[ScalingRun], machine: dict[str, str], command: str) -> s
 def main(duration: float, queues: int, in_flight: int, results: Path | None) -> None:
     """Measure workload (d) at 1 and 2 cores and print the scaling ratios."""
     console = Console()
+    machine = describe_machine()  # the load average before the runs
     runs = []
     with tempfile.TemporaryDirectory(prefix="quorumq-scaling-") as work_dir:
         for cores, per_host in RUNS:
@@ -111,7 +116,7 @@ def main(duration: float, queues: int, in_flight: int, results: Path | None) -> 
     command = "python -m bench.scaling " + shlex.join(sys.argv[1:])
     results = results or RESULTS_DIR / f"{time.strftime('%Y-%m-%d')}-{commit()}-scaling.md"
     results.parent.mkdir(parents=True, exist_ok=True)
-    results.write_text("# Scaling with cores\n\n" + markdown(runs, describe_machine(), command))
+    results.write_text("# Scaling with cores\n\n" + markdown(runs, machine, command))
     console.print(f"written to {results}")
 
 
