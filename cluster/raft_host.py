@@ -7,8 +7,11 @@ had to wait for it, apply committed entries and advance. One timer ticks every g
 A slow fsync (or one of a large batch) runs in a worker thread, so the loop keeps reading sockets,
 serving HTTP and stepping Raft messages meanwhile (the core allows steps between `ready` and
 `advance`); a small write while fsyncs are fast is done on the loop, where it costs less than handing
-it over. Rounds never overlap. Two rules shorten a publish's critical path, both from the Raft thesis
-(section 10.2.1):
+it over. Rounds never overlap. A round applies at most `apply_bytes_per_round` of committed entries per
+group, and the loop serves its sockets before the next round, so a long tail (a restart's replay, a
+follower catching up) does not keep the node from answering requests and peers meanwhile.
+
+Two rules shorten a publish's critical path, both from the Raft thesis (section 10.2.1):
 
 - a leader sends its appends and heartbeats before its own fsync, unless the round changes its term
   or vote. They acknowledge nothing, and the core counts the leader itself towards a commit only once
@@ -51,6 +54,9 @@ LEADER_HINT_TICKS = 3 * LEADER_ANNOUNCE_EVERY_TICKS
 FATAL_EXIT_CODE = 70
 DEFAULT_SNAPSHOT_EVERY_BYTES = 64 << 20
 SNAPSHOT_SIZE_FACTOR = 4
+# What one round applies at most: a node replaying a long tail after a restart (or a follower catching up)
+# does it in rounds of this size, and the loop serves requests and peers between them.
+APPLY_BYTES_PER_ROUND = 2 << 20
 # A synced write of at most this many bytes is done on the loop while fsyncs are fast.
 INLINE_WRITE_MAX_BYTES = 256 * 1024
 # What a leader may send before its own fsync: they ask followers to persist, they acknowledge nothing.
@@ -172,6 +178,7 @@ class RaftHost:
         snapshot_every: int,
         batch_delay_ms: float,
         snapshot_every_bytes: int = DEFAULT_SNAPSHOT_EVERY_BYTES,
+        apply_bytes_per_round: int = APPLY_BYTES_PER_ROUND,
         rng: random.Random,
         on_control: Callable[[str, dict[str, Any]], None] | None = None,
         inline_fsync_max_ms: float = 1.0,
@@ -186,6 +193,7 @@ class RaftHost:
         self.heartbeat_ticks = heartbeat_ticks
         self.snapshot_every = snapshot_every
         self.snapshot_every_bytes = snapshot_every_bytes
+        self.apply_bytes_per_round = apply_bytes_per_round
         self.batch_delay_s = batch_delay_ms / 1000
         self.rng = rng
         self.groups: dict[str, Group] = {}
@@ -222,6 +230,7 @@ class RaftHost:
             election_tick=self.election_ticks,
             heartbeat_tick=self.heartbeat_ticks,
             applied=snapshot.meta.index,
+            max_committed_size_per_ready=self.apply_bytes_per_round,
         )
         storage = _ExportingStorage(group_log, app)
         raft = RaftNode(config, storage, random.Random(self.rng.random()), group_log.repair())
@@ -430,6 +439,10 @@ class RaftHost:
                 await self.process_once()
             except Exception:
                 self._fatal("processing ready groups")
+            if self._wake.is_set():
+                # More work is waiting (a long tail to apply): let the loop serve its sockets first, as
+                # `wait()` on a set event would go on without yielding.
+                await asyncio.sleep(0)
 
     async def process_once(self) -> None:
         """One group-commit round over every group touched since the last one."""
