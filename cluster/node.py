@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from cluster.allocator import IdleTrim
 from cluster.config import Address, ConfigError, NodeConfig
 from cluster.dead_lettering.dispatcher import DeadLetterDispatcher
 from cluster.dead_lettering.publisher import ClusterPublisher, RemotePublisher
@@ -150,6 +151,8 @@ class Node:
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._sync_loop()), loop.create_task(self._timer_loop())]
         self._tasks.append(loop.create_task(self.membership.run()))
+        host = self.host
+        self._tasks.append(loop.create_task(IdleTrim(lambda: host.applied_data_bytes).run()))
         conf = meta_group.raft.status().conf
         if self._joiner is not None and self._join_url and not conf.voters and not conf.learners:
             joining = self.membership.cluster.join_through(self._join_url, self._joiner)

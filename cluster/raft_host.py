@@ -211,6 +211,7 @@ class RaftHost:
         self.dropped_messages = 0
         self._peer_incarnations: dict[str, str] = {}  # the incarnation each peer proved last
         self.leader_changes = 0
+        self.applied_data_bytes = 0  # entry data applied by every group since this host started
 
     # -- groups ---------------------------------------------------------------------------------
 
@@ -583,6 +584,7 @@ class RaftHost:
             group.batcher.applied(entry.index, entry.term, results)
             group.applied = entry.index
             group.applied_bytes += len(entry.data)
+            self.applied_data_bytes += len(entry.data)
         is_leader = group.raft.is_leader
         if is_leader != group.was_leader:
             group.was_leader = is_leader
