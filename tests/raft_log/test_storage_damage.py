@@ -82,3 +82,19 @@ def test_a_damaged_record_read_at_runtime_is_heard_before_it_is_raised(tmp_path:
         store.group("q1").kept_entry(3)
     assert [type(e) for e in heard] == [CorruptionError]
     store.close()
+
+
+def test_damaged_blob_file_is_found_at_open(tmp_path: Path) -> None:
+    """Values of 4 KiB and more live in blob files: a flipped byte inside one is found at open too."""
+    db_path = tmp_path / "node.db"
+    store = NodeStore.open(db_path)
+    group = store.create_group("q1", CONF)
+    group.app_put(b"b1", os.urandom(64 * 1024))
+    store.commit()
+    assert isinstance(store._db, RocksDatabase)
+    store._db.rdict.flush(True)
+    store.close()
+    blob = max(db_path.glob("*.blob"), key=lambda path: path.stat().st_size)
+    flip_byte(blob, blob.stat().st_size // 2)  # inside the value
+    with pytest.raises(DatabaseCorruptionError, match="Corruption"):
+        NodeStore.open(db_path)
