@@ -62,6 +62,26 @@ def restarted_host(
     )
 
 
+def solo_host(
+    store: NodeStore, transport: Transport, *, snapshot_every_bytes: int, **settings: int
+) -> RaftHost:
+    """The host of node "solo", the only voter of its groups (fast ticks; `settings` are further RaftHost
+    keyword arguments, such as `apply_bytes_per_round`)."""
+    return RaftHost(
+        "solo",
+        store,
+        transport,
+        tick_ms=20,
+        election_ticks=10,
+        heartbeat_ticks=2,
+        snapshot_every=1000,
+        snapshot_every_bytes=snapshot_every_bytes,
+        batch_delay_ms=0,
+        rng=random.Random(1),
+        **settings,
+    )
+
+
 class Running:
     """One restarted node hosting GROUP (a metadata machine) over a real transport: its store, transport
     and host."""

@@ -4,15 +4,13 @@ between them: requests and peers are answered while the tail is replayed, not af
 from __future__ import annotations
 
 import asyncio
-import random
 from pathlib import Path
 
-from gated_cluster import eventually
+from gated_cluster import eventually, solo_host
 
 from cli.node_processes import free_ports
 from cluster.config import Address
 from cluster.metadata_app import MetadataApp
-from cluster.raft_host import RaftHost
 from cluster.transport import Transport
 from raft_log.storage import NodeStore
 from raft_log.types import ConfState, Entry
@@ -36,28 +34,12 @@ class _RecordingApp(MetadataApp):
         return super().apply(entry)
 
 
-def _host(store: NodeStore, transport: Transport) -> RaftHost:
-    return RaftHost(
-        "solo",
-        store,
-        transport,
-        tick_ms=20,
-        election_ticks=10,
-        heartbeat_ticks=2,
-        snapshot_every=10_000,
-        snapshot_every_bytes=1 << 40,
-        apply_bytes_per_round=ROUND_BYTES,
-        batch_delay_ms=0,
-        rng=random.Random(1),
-    )
-
-
 async def test_a_restarted_node_serves_the_loop_between_rounds_of_its_replay(tmp_path: Path) -> None:
     path = tmp_path / "rocksdb"
     address = Address("127.0.0.1", free_ports(1)[0])
     store = NodeStore.open(path)
     transport = Transport("solo", address, "secret", lambda *_: None)
-    host = _host(store, transport)
+    host = solo_host(store, transport, snapshot_every_bytes=1 << 40, apply_bytes_per_round=ROUND_BYTES)
     await transport.start()
     host.open_group(GROUP, MetadataApp(lambda: None), ConfState(voters=("solo",)))
     host.start()
@@ -73,7 +55,7 @@ async def test_a_restarted_node_serves_the_loop_between_rounds_of_its_replay(tmp
 
     store = NodeStore.open(path)
     transport = Transport("solo", address, "secret", lambda *_: None)
-    host = _host(store, transport)
+    host = solo_host(store, transport, snapshot_every_bytes=1 << 40, apply_bytes_per_round=ROUND_BYTES)
     clock = [0]
     app = _RecordingApp(clock)
     await transport.start()

@@ -5,15 +5,14 @@ size, so that a restart replays a bounded tail however few (and large) the entri
 from __future__ import annotations
 
 import asyncio
-import random
 from pathlib import Path
 
-from gated_cluster import eventually
+from gated_cluster import eventually, solo_host
 
 from cli.node_processes import free_ports
 from cluster.config import Address
 from cluster.metadata_app import MetadataApp
-from cluster.raft_host import SNAPSHOT_SIZE_FACTOR, RaftHost
+from cluster.raft_host import SNAPSHOT_SIZE_FACTOR
 from cluster.transport import Transport
 from raft_log.storage import NodeStore
 from raft_log.types import ConfState
@@ -26,18 +25,7 @@ OP_BYTES = 100 * 1024
 async def test_a_group_snapshots_after_enough_entry_data_however_few_entries(tmp_path: Path) -> None:
     store = NodeStore.open(tmp_path / "rocksdb")
     transport = Transport("solo", Address("127.0.0.1", free_ports(1)[0]), "secret", lambda *_: None)
-    host = RaftHost(
-        "solo",
-        store,
-        transport,
-        tick_ms=20,
-        election_ticks=10,
-        heartbeat_ticks=2,
-        snapshot_every=1000,
-        snapshot_every_bytes=EVERY_BYTES,
-        batch_delay_ms=0,
-        rng=random.Random(1),
-    )
+    host = solo_host(store, transport, snapshot_every_bytes=EVERY_BYTES)
     await transport.start()
     host.open_group(GROUP, MetadataApp(lambda: None), ConfState(voters=("solo",)))
     host.start()
