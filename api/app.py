@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import aiohttp
 from aiohttp import web
 
-from api import cluster_handlers, consumer_handlers, durable_handlers, queue_handlers
+from api import cluster_handlers, consumer_handlers, durable_handlers, queue_handlers, stream_handler
 from api.app_keys import (
     CALLER,
     CONFIG,
@@ -90,6 +90,7 @@ def add_routes(router: web.UrlDispatcher) -> None:
     router.add_post(CONSUMER + "/checkout", durable_handlers.checkout)
     router.add_post(CONSUMER + "/settle", durable_handlers.settle_below)
     router.add_get(CONSUMER + "/log", durable_handlers.read_log)
+    router.add_get("/api/stream", stream_handler.stream)
     router.add_get("/api/nodes", cluster_handlers.list_nodes)
     router.add_get("/api/health", cluster_handlers.health)
     router.add_get("/metrics", cluster_handlers.metrics)

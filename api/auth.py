@@ -84,6 +84,7 @@ ROUTE_ACCESS: dict[tuple[str, str], Access] = {
     ("POST", "/api/tokens"): Access.AUTHENTICATED,
     ("GET", "/api/queues"): Access.AUTHENTICATED,
     ("GET", "/api/nodes"): Access.AUTHENTICATED,
+    ("GET", "/api/stream"): Access.AUTHENTICATED,  # each operation then checks its own permission
     ("GET", QUEUE): Access.ANY_QUEUE_PERMISSION,
     ("PUT", QUEUE): Access.CONFIGURE,
     ("PATCH", QUEUE): Access.CONFIGURE,

@@ -5,15 +5,13 @@ from __future__ import annotations
 from aiohttp import web
 
 from api.app_keys import METRICS
+from api.consumer_options import consumer_options
 from api.deliveries import deliveries_response
 from api.durable_handlers import register_durable
 from api.forwarding import on_queue_leader
 from api.queue_handlers import settle
-from api.validation import MAX_POLL, MAX_WAIT_S, bad, field_int, field_since, json_object, query_number
+from api.validation import MAX_POLL, MAX_WAIT_S, json_object, query_number
 from cluster.queue_leader import QueueLeader
-
-DEFAULT_PREFETCH = 100
-MAX_PREFETCH = 65535
 
 
 @on_queue_leader
@@ -22,16 +20,10 @@ async def register_consumer(request: web.Request, queue: QueueLeader) -> web.Str
     body = await json_object(request, optional=True)
     if body.get("durable") is True:
         return await register_durable(request, queue, body)
-    unknown = set(body) - {"prefetch", "priority", "timeout", "since"}
-    if unknown:
-        raise bad(f"unknown fields {sorted(unknown)}")
-    prefetch = field_int(body, "prefetch", DEFAULT_PREFETCH, minimum=1)
-    priority = field_int(body, "priority", 0, minimum=-(2**31))
-    timeout = field_int(body, "timeout", None, minimum=1)
-    assert prefetch is not None and priority is not None
-    if prefetch > MAX_PREFETCH:
-        raise bad(f"prefetch must be <= {MAX_PREFETCH}")
-    tag = await queue.register_consumer(prefetch, priority, timeout, field_since(body))
+    options = consumer_options(body)
+    tag = await queue.register_consumer(
+        options.prefetch, options.priority, options.timeout_ms, options.since_ms
+    )
     return web.json_response({"consumer": tag}, status=201)
 
 

@@ -70,6 +70,11 @@ def json_deliveries(rows: Sequence[MessageRow]) -> bytearray:
 
 def msgpack_deliveries(rows: Sequence[MessageRow]) -> bytes:
     """The msgpack array of `rows`, bodies as bin."""
+    return msgpack.packb(delivery_maps(rows))
+
+
+def delivery_maps(rows: Sequence[MessageRow]) -> list[dict[str, Any]]:
+    """`rows` as the maps of a msgpack deliveries answer (bodies as bytes)."""
     maps: list[dict[str, Any]] = []
     for row in rows:
         fields = {
@@ -84,7 +89,7 @@ def msgpack_deliveries(rows: Sequence[MessageRow]) -> bytes:
         if row.seq is not None:
             fields["seq"] = row.seq
         maps.append(fields)
-    return msgpack.packb(maps)
+    return maps
 
 
 def _json_body(row: MessageRow) -> tuple[bytes, bytes]:

@@ -22,23 +22,19 @@ messages behind it on the link.
 from __future__ import annotations
 
 import functools
-import logging
 from typing import Any
 
 from aiohttp import web
 
 from api.app_keys import CONFIG, METADATA, METRICS, PEER_REQUESTS, QUEUES, STATUS
-from api.auth import ROUTE_ACCESS, Unauthenticated, require, vouched_principal
-from api.errors import ApiError, error_json, node_error_json
+from api.auth import ROUTE_ACCESS, require, vouched_principal
+from api.error_answers import error_answer
 from api.forwarding import Route, await_leader, next_hop, queue_route
 from api.publish_job import PublishJob
 from api.validation import ENCODINGS, bad
-from cluster.errors import NodeError
 from cluster.peer_requests import Server
 from cluster.queue_limits import INT64_MAX
 from cluster.stored_message import StoredMessage
-
-log = logging.getLogger(__name__)
 
 PUBLISH = "publish"
 PUBLISH_ACCESS = ROUTE_ACCESS[("POST", "/api/queues/{q}/messages")]
@@ -86,15 +82,8 @@ async def _serve(app: web.Application, peer: str, request: Any) -> list[Any]:
         name, user, hops, job = _decoded(request)
         require(vouched_principal(app[CONFIG], app[METADATA], user), PUBLISH_ACCESS, name)
         status, body = await publish_routed(app, name, job, user, hops)
-    except ApiError as exc:
-        return [exc.status, error_json(exc.code, exc.reason, **exc.extra)]
-    except NodeError as exc:
-        return list(node_error_json(app, exc))
-    except Unauthenticated as exc:  # the user is gone (401), or this node knows no users yet (503)
-        return [exc.status, error_json("unauthorized" if exc.status == 401 else "not_ready", exc.reason)]
-    except Exception:
-        log.exception("serving a publish forwarded by %s", peer)
-        return [500, error_json("internal_error", "the leader failed to serve this forwarded publish")]
+    except Exception as exc:
+        return list(error_answer(app, exc, f"a publish forwarded by {peer}"))
     return [status, body]
 
 

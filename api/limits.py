@@ -34,7 +34,7 @@ async def limits_middleware(request: web.Request, handler: Handler) -> web.Strea
     await read_body(request)
     resource = request.match_info.route.resource
     if queue is not None and request.method == "POST" and resource and resource.canonical == CONSUMERS_ROUTE:
-        _check_consumer_room(request, queue)
+        check_consumer_room(request.app, queue)
     return await handler(request)
 
 
@@ -53,12 +53,13 @@ async def read_body(request: web.Request) -> bytes:
         raise ApiError(408, "request_timeout", "the request body did not arrive in time") from exc
 
 
-def _check_consumer_room(request: web.Request, queue: str) -> None:
-    local = request.app[QUEUES].local(queue)
+def check_consumer_room(app: web.Application, queue: str) -> None:
+    """429 when `queue` already has `max_consumers_per_queue` consumers (as a local replica knows)."""
+    local = app[QUEUES].local(queue)
     if local is None:
         return  # no local replica: the leader this request is forwarded to checks
     consumers = local.stats().consumers
-    limit = request.app[CONFIG].max_consumers_per_queue
+    limit = app[CONFIG].max_consumers_per_queue
     if consumers >= limit:
         raise ApiError(
             429, "too_many_consumers", f"queue '{queue}' already has {consumers} consumers (limit {limit})"

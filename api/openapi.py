@@ -398,6 +398,12 @@ PATHS: dict[str, dict[str, Any]] = {
             body=_object({"node": {"type": "string"}}),
         )
     },
+    "/api/stream": {
+        "get": _operation(
+            "the streaming connection: a WebSocket carrying msgpack frames (docs/stream-protocol.md)",
+            {"101": "switching to the WebSocket protocol"},
+        )
+    },
     "/api/nodes": {
         "get": _operation("cluster members", {"200": "nodes"}),
         "post": _operation(

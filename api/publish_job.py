@@ -14,6 +14,7 @@ from aiohttp import web
 from api.app_keys import CONFIG, METRICS
 from api.limits import check_message_headers
 from api.validation import bad, field_int, field_str, publish_object, published_messages
+from cluster.config import NodeConfig
 from cluster.queue_leader import QueueLeader
 from cluster.stored_message import StoredMessage
 
@@ -38,8 +39,11 @@ class PublishJob:
 
 async def read_publish(request: web.Request) -> PublishJob:
     """The publish a request's body asks for (JSON, or msgpack), within the node's limits."""
-    config = request.app[CONFIG]
-    body = await publish_object(request)
+    return publish_of(await publish_object(request), request.app[CONFIG])
+
+
+def publish_of(body: dict[str, Any], config: NodeConfig) -> PublishJob:
+    """The publish a publish body (`messages`, `publisher`, `seq`) asks for, within the node's limits."""
     unknown = set(body) - {"messages", "publisher", "seq"}
     if unknown:
         raise bad(f"unknown fields {sorted(unknown, key=str)}")

@@ -68,14 +68,14 @@ async def publish_object(request: web.Request) -> dict[str, Any]:
     return await json_object(request)
 
 
-def msgpack_object(data: bytes) -> dict[Any, Any]:
-    """A msgpack map (keys str or bytes, strings valid UTF-8)."""
+def msgpack_object(data: bytes, what: str = "body") -> dict[Any, Any]:
+    """A msgpack map (keys str or bytes, strings valid UTF-8); `what` names it in an error."""
     try:
         body = msgpack.unpackb(data, raw=False)
     except (ValueError, TypeError, msgpack.UnpackException) as exc:  # invalid UTF-8 is a ValueError
-        raise bad(f"body is not valid msgpack: {exc or type(exc).__name__}") from exc
+        raise bad(f"{what} is not valid msgpack: {exc or type(exc).__name__}") from exc
     if not isinstance(body, dict):
-        raise bad("body must be a msgpack map")
+        raise bad(f"{what} must be a msgpack map")
     return body
 
 

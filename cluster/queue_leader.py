@@ -303,6 +303,12 @@ class QueueLeader:
         self._sessions.touch(tag, self._now())
         return self._rows(taken)
 
+    def resume(self, tag: str) -> None:
+        """Carry on with consumer `tag` after its queue changed leader (on a new leader, what it holds is
+        delivered to it again). UnknownConsumer when the queue has no such consumer."""
+        self._session(tag)
+        self._sessions.touch(tag, self._now())
+
     async def cancel(self, tag: str) -> None:
         """Cancel a consumer, durable or not: what it holds returns to the queue. UnknownConsumer when the
         queue has no such consumer."""

@@ -1,0 +1,257 @@
+"""One streaming connection on the node (docs/stream-protocol.md): its frames dispatched to the same
+doors as the HTTP endpoints, its operations pipelined, its consumers delivering.
+
+Each operation runs in its own task and answers when it is done, so answers come in the order operations
+finish; at most MAX_IN_FLIGHT run at once per connection (the reader waits, and TCP pushes back). Every
+operation checks the caller's current permission on its queue, as its HTTP endpoint's access rule does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from aiohttp import WSMessage, WSMsgType, web
+
+from api import stream_frames as frames
+from api.app_keys import CONFIG, METADATA, METRICS, QUEUES, STATUS
+from api.auth import Access, Principal, Unauthenticated, require, vouched_principal
+from api.consumer_options import FIELDS as CONSUMER_FIELDS
+from api.consumer_options import consumer_options
+from api.error_answers import error_answer
+from api.errors import ApiError, error_json
+from api.forwarded_publish import MAX_PEER_FORWARD_BYTES, publish_routed
+from api.forwarding import queue_route
+from api.limits import check_consumer_room
+from api.publish_job import publish_of
+from api.stream_consumer import LEADER_MOVED, StreamConsumer
+from api.stream_frames import BadFrame, Frame
+from api.validation import bad, check_queue_name, field_bool, field_str, message_ids
+from cluster.errors import NodeError, NotLeader, QueueNotFound
+from cluster.queue_leader import QueueLeader
+from cluster.queue_results import Outcome
+
+log = logging.getLogger(__name__)
+
+MAX_IN_FLIGHT = 1024
+QUEUE_DELETED = "queue_deleted"
+_SETTLE_FIELDS = {"ack": frozenset({"tag", "ids"}), "nack": frozenset({"tag", "ids", "requeue"})}
+
+
+class StreamConnection:
+    """The node's side of one streaming connection, for the `caller` who opened it."""
+
+    def __init__(self, app: web.Application, ws: web.WebSocketResponse, caller: Principal) -> None:
+        self._app = app
+        self._ws = ws
+        self._caller = caller
+        self._max_frame = app[CONFIG].max_request_bytes
+        self._version: int | None = None
+        self._slots = asyncio.Semaphore(MAX_IN_FLIGHT)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._consumers: dict[str, tuple[StreamConsumer, asyncio.Task[None]]] = {}
+        self._closed = False
+        self._ops: dict[str, Callable[[Frame], Awaitable[bytes | None]]] = {
+            "publish": self._publish,
+            "consume": self._consume,
+            "ack": self._settle,
+            "nack": self._settle,
+            "cancel": self._cancel,
+        }
+
+    async def receive(self, message: WSMessage) -> None:
+        """Serve one message of the client: a hello at once, an operation in a task of its own."""
+        if message.type is not WSMsgType.BINARY:
+            await self._refuse(None, bad("frames are binary WebSocket messages holding msgpack"))
+            return
+        try:
+            frame = frames.read_frame(message.data, self._max_frame)
+        except BadFrame as exc:
+            await self._refuse(exc.id, exc)
+            return
+        if frame.op == "hello":
+            await self._hello(frame)
+        elif self._version is None:
+            await self._refuse(frame.id, ApiError(400, "hello_first", "the first frame must be a hello"))
+        else:
+            await self._slots.acquire()
+            task = asyncio.create_task(self._run(frame))
+            self._tasks.add(task)
+            task.add_done_callback(self._finished)
+
+    async def close(self) -> None:
+        """The connection ended: cancel its consumers (what they hold returns to their queues). Publishes
+        in progress carry on to their end; their answers go nowhere."""
+        self._closed = True
+        consumers, self._consumers = self._consumers, {}
+        for consumer, task in consumers.values():
+            task.cancel()
+            with contextlib.suppress(NodeError):
+                if consumer.queue.is_leader:
+                    await consumer.queue.cancel(consumer.tag)
+
+    # -- frames ------------------------------------------------------------------------------------
+
+    async def _hello(self, frame: Frame) -> None:
+        versions = frame.fields.get("versions")
+        common = set(versions) & set(frames.VERSIONS) if isinstance(versions, list) else set()
+        if self._version is not None:
+            await self._refuse(None, bad("hello was already said"))
+            return
+        if not common:
+            speaks = f"no common version; this node speaks {list(frames.VERSIONS)}"
+            await self._refuse(None, ApiError(400, "unsupported_version", speaks))
+            await self._ws.close()
+            return
+        self._version = max(common)
+        await self._send(frames.hello(self._version, self._app[STATUS].name, self._max_frame))
+
+    async def _run(self, frame: Frame) -> None:
+        try:
+            answer = await self._ops[frame.op](frame)
+        except Exception as exc:
+            status, body = error_answer(self._app, exc, f"a streamed {frame.op}")
+            await self._send(frames.error(frame.id, status, body))
+            if status == 401:  # the credentials expired, or the user is gone
+                await self._ws.close()
+            return
+        if answer is not None:
+            await self._send(answer)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self._slots.release()
+
+    async def _refuse(self, frame_id: int | None, exc: ApiError) -> None:
+        await self._send(frames.error(frame_id, exc.status, error_json(exc.code, exc.reason, **exc.extra)))
+
+    async def _send(self, data: bytes) -> None:
+        """Send a frame, waiting while the client is behind; nothing when the connection is gone."""
+        if self._ws.closed:
+            return
+        with contextlib.suppress(ConnectionError):
+            await self._ws.send_bytes(data)
+
+    # -- operations ----------------------------------------------------------------------------------
+
+    async def _publish(self, frame: Frame) -> bytes:
+        name = self._queue(frame, Access.WRITE)
+        job = publish_of(frame.fields, self._app[CONFIG])
+        route = await queue_route(self._app[QUEUES], self._app[STATUS], name)
+        if route is not None and frame.size > MAX_PEER_FORWARD_BYTES:
+            raise NotLeader(f"this node does not lead queue '{name}'", route.target)
+        status, body = await publish_routed(self._app, name, job, self._caller.name, 0)
+        if status != 201:
+            return frames.error(frame.id, status, body)
+        return frames.answer("confirm", _id(frame), body)
+
+    async def _consume(self, frame: Frame) -> None:
+        """Register (or resume) a consumer: answer, then deliver (never a delivery before the answer)."""
+        name = self._queue(frame, Access.READ)
+        resumed = field_str(frame.fields, "tag")
+        options = consumer_options(frame.fields, CONSUMER_FIELDS | {"tag"})
+        queue = await self._led(name)
+        if resumed is not None:
+            if resumed in self._consumers:
+                raise ApiError(409, "conflict", f"consumer '{resumed}' already delivers on this connection")
+            queue.resume(resumed)
+            tag = resumed
+        else:
+            check_consumer_room(self._app, name)
+            tag = await queue.register_consumer(
+                options.prefetch, options.priority, options.timeout_ms, options.since_ms
+            )
+        if self._closed:  # the connection ended meanwhile: nobody would take its deliveries
+            await queue.cancel(tag)
+            return None
+        await self._send(frames.answer("consume-ok", _id(frame), {"tag": tag}))
+        consumer = StreamConsumer(queue, tag, options.prefetch, self._send)
+        task = asyncio.create_task(self._deliver(consumer))
+        self._consumers[tag] = (consumer, task)
+
+    async def _deliver(self, consumer: StreamConsumer) -> None:
+        counter = self._app[METRICS].delivered.labels(consumer.queue.name)
+        reason = await consumer.deliver(counter.inc)
+        if self._consumers.get(consumer.tag, (None,))[0] is not consumer:
+            return  # cancelled by the client meanwhile
+        del self._consumers[consumer.tag]
+        hint = self._hint(consumer.queue.name)
+        if reason == LEADER_MOVED and hint is None:
+            reason = QUEUE_DELETED
+        await self._send(frames.cancelled(consumer.tag, reason, hint=hint))
+
+    async def _settle(self, frame: Frame) -> bytes:
+        name = self._queue(frame, Access.READ)
+        unknown = set(frame.fields) - _SETTLE_FIELDS[frame.op]
+        if unknown:
+            raise bad(f"unknown fields {sorted(unknown, key=str)}")
+        tag, ids = self._tag(frame), message_ids(frame.fields)
+        if frame.op == "ack":
+            outcome = Outcome.ACK
+        else:
+            outcome = Outcome.REQUEUE if field_bool(frame.fields, "requeue", True) else Outcome.DISCARD
+        settled = await (await self._led(name)).settle(ids, tag, outcome)
+        self._app[METRICS].settled.labels(name, frame.op).inc(len(ids))
+        warning = {} if settled.warning is None else {"warning": settled.warning}
+        return frames.answer("settled", _id(frame), warning)
+
+    async def _cancel(self, frame: Frame) -> bytes:
+        name = self._queue(frame, Access.READ)
+        tag = self._tag(frame)
+        if set(frame.fields) - {"tag"}:
+            raise bad(f"unknown fields {sorted(set(frame.fields) - {'tag'}, key=str)}")
+        queue = await self._led(name)
+        mine = self._consumers.pop(tag, None)
+        if mine is not None:
+            mine[1].cancel()
+        await queue.cancel(tag)
+        return frames.cancelled(tag, "cancelled", frame.id)
+
+    # -- helpers -------------------------------------------------------------------------------------
+
+    def _queue(self, frame: Frame, access: Access) -> str:
+        """The frame's queue (taken out of its fields), which the caller may access so."""
+        name = frame.fields.pop("queue", None)
+        if not isinstance(name, str):
+            raise bad("queue must be a string")
+        check_queue_name(name, self._app[CONFIG].max_queue_name_length)
+        require(self._current_caller(), access, name)
+        return name
+
+    @staticmethod
+    def _tag(frame: Frame) -> str:
+        tag = field_str(frame.fields, "tag")
+        if not tag:
+            raise bad("tag must be a consumer tag")
+        return tag
+
+    def _current_caller(self) -> Principal:
+        """The caller with the permissions the user has now; Unauthenticated once the credentials the
+        connection was opened with expired, or the user is gone."""
+        expires = self._caller.expires_ms
+        if expires is not None and time.time() * 1000 >= expires:
+            raise Unauthenticated("the credentials of this connection expired")
+        return vouched_principal(self._app[CONFIG], self._app[METADATA], self._caller.name)
+
+    async def _led(self, name: str) -> QueueLeader:
+        """The door of queue `name` when this node leads it, else NotLeader with the leader hint."""
+        route = await queue_route(self._app[QUEUES], self._app[STATUS], name)
+        if route is not None:
+            raise NotLeader(f"this node does not lead queue '{name}'", route.target)
+        return self._app[QUEUES].led(name)
+
+    def _hint(self, name: str) -> dict[str, str | None] | None:
+        """Where queue `name` is led now (None when it is gone)."""
+        try:
+            leader = self._app[QUEUES].leader_of(name)
+        except QueueNotFound:
+            return None
+        return {"leader": leader, "leader_http": self._app[STATUS].node_http(leader)}
+
+
+def _id(frame: Frame) -> int:
+    assert frame.id is not None  # read_frame gives every operation but a hello an id
+    return frame.id

@@ -1,0 +1,104 @@
+"""The frames of the streaming connection, protocol version 1 (docs/stream-protocol.md): reading the
+client's, writing the node's. Each frame is one msgpack map with an `op`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import msgpack
+
+from api.deliveries import delivery_maps
+from api.errors import ApiError
+from api.validation import bad, msgpack_object
+from cluster.queue_limits import INT64_MAX
+from cluster.queue_results import MessageRow
+
+VERSIONS = (1,)
+CLIENT_OPS = frozenset({"hello", "publish", "consume", "ack", "nack", "cancel"})
+OVERSIZE_FACTOR = 2  # a frame up to this many times the limit is read and refused; a larger one closes
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """A client's frame: its op, its request id (None for a hello), its other fields and its size."""
+
+    op: str
+    id: int | None
+    fields: dict[str, Any]
+    size: int
+
+
+class BadFrame(ApiError):
+    """A frame that cannot be served (400, or 413 when too large); `id` is its request id if readable."""
+
+    def __init__(self, error: ApiError, frame_id: int | None) -> None:
+        super().__init__(error.status, error.code, error.reason, **error.extra)
+        self.id = frame_id
+
+
+def read_frame(data: bytes, max_bytes: int) -> Frame:
+    """The frame a binary message holds; BadFrame when it is not one, or is larger than `max_bytes`."""
+    if len(data) > max_bytes:
+        too_large = ApiError(413, "too_large", f"a frame is at most {max_bytes} bytes, not {len(data)}")
+        raise BadFrame(too_large, _peek_id(data))
+    try:
+        fields = msgpack_object(data, "a frame")
+    except ApiError as exc:
+        raise BadFrame(exc, None) from exc
+    frame_id = fields.pop("id", None)
+    if frame_id is not None and (type(frame_id) is not int or not 0 <= frame_id <= INT64_MAX):
+        raise BadFrame(bad("id must be a non-negative 64-bit integer"), None)
+    op = fields.pop("op", None)
+    if op not in CLIENT_OPS:
+        raise BadFrame(bad(f"unknown op {op!r}; one of {sorted(CLIENT_OPS)}"), frame_id)
+    if op != "hello" and frame_id is None:
+        raise BadFrame(bad(f"a {op} needs an id"), None)
+    return Frame(op, frame_id, fields, len(data))
+
+
+def _peek_id(data: bytes) -> int | None:
+    """The `id` of an oversized frame, read without unpacking its other values (clients put it first)."""
+    unpacker = msgpack.Unpacker(raw=False, max_buffer_size=len(data))
+    unpacker.feed(data)
+    try:
+        for _ in range(min(unpacker.read_map_header(), 4)):
+            if unpacker.unpack() == "id":
+                value = unpacker.unpack()
+                return value if type(value) is int and 0 <= value <= INT64_MAX else None
+            unpacker.skip()
+    except (ValueError, TypeError, msgpack.UnpackException):
+        pass
+    return None
+
+
+def hello(version: int, node: str, max_frame: int) -> bytes:
+    """The node's answer to a hello."""
+    return msgpack.packb({"op": "hello", "version": version, "node": node, "max_frame": max_frame})
+
+
+def answer(op: str, frame_id: int, body: dict[str, Any]) -> bytes:
+    """The answer `op` (confirm, consume-ok, settled) to request `frame_id`, with `body`'s fields."""
+    return msgpack.packb({"op": op, "id": frame_id, **body})
+
+
+def error(frame_id: int | None, status: int, body: dict[str, Any]) -> bytes:
+    """An error answer: the status and JSON error body the HTTP endpoint would give."""
+    return msgpack.packb({"op": "error", "id": frame_id, "status": status, **body})
+
+
+def deliver(tag: str, rows: Sequence[MessageRow]) -> bytes:
+    """Deliveries for consumer `tag`."""
+    return msgpack.packb({"op": "deliver", "tag": tag, "messages": delivery_maps(rows)})
+
+
+def cancelled(
+    tag: str, reason: str, frame_id: int | None = None, hint: dict[str, str | None] | None = None
+) -> bytes:
+    """Consumer `tag` delivers no more on this connection, for `reason` (with a leader hint); `frame_id`
+    when it answers a cancel."""
+    extra: dict[str, Any] = {k: v for k, v in (hint or {}).items() if v is not None}
+    if frame_id is not None:
+        extra["id"] = frame_id
+    return msgpack.packb({"op": "cancelled", "tag": tag, "reason": reason, **extra})
