@@ -60,6 +60,12 @@ class Metrics:
             ["via"],
             registry=self.registry,
         )
+        self.stream_operations = Counter(
+            "quorumq_stream_operations",
+            "Operations received on streaming connections (GET /api/stream), by op",
+            ["op"],
+            registry=self.registry,
+        )
         self.confirm_seconds = Histogram(
             "quorumq_publish_confirm_seconds",
             "Time from a publish request to its majority confirm (Raft commit + apply)",

@@ -77,6 +77,7 @@ class StreamConnection:
         elif self._version is None:
             await self._refuse(frame.id, ApiError(400, "hello_first", "the first frame must be a hello"))
         else:
+            self._app[METRICS].stream_operations.labels(frame.op).inc()
             await self._slots.acquire()
             task = asyncio.create_task(self._run(frame))
             self._tasks.add(task)

@@ -6,7 +6,9 @@ bytes go on the wire (its body, or its headers when it has none) the life is can
 turn later, before the answer can be read; its session then closes every connection it had open.
 To the server this is what a killed client process looks like: the socket closes under a request it
 may already be processing, and a consumer goes silent until its timeout hands its unacked deliveries
-back. The client stays down until `revive()`, then starts a new life, like a restarted process.
+back. The client stays down until `revive()`, then starts a new life, like a restarted process. A
+client on a streaming connection has HTTP requests only when it opens a stream (its frames are not
+traced), so it is crashed there, right after the upgrade went out.
 """
 
 from __future__ import annotations

@@ -8,6 +8,10 @@ manual acks: a value is dequeued (`ok`) once the consumer processed it and sent 
 error, if it failed); a value it nacks with requeue, or leaves unacked when it cancels mid-delivery,
 goes back to the queue and its dequeue is a `fail`. Every client can be crashed mid-request by the
 `client` nemesis (jepsen_tests.client_life) and comes back as a new client when healed.
+
+Publishers of odd number publish on the streaming connection (the client's default), the others over
+HTTP (so a lone publisher is crashed with its publish on the wire), and both paths face the faults;
+consumers poll over HTTP.
 """
 
 from __future__ import annotations
@@ -84,25 +88,32 @@ class Workload:
         self._clients: dict[str, CrashableClient] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def _client(self, session: aiohttp.ClientSession | None = None) -> Client:
-        """A client that tries the nodes in its own random order."""
+    def _client(self, session: aiohttp.ClientSession | None = None, *, stream: bool = False) -> Client:
+        """A client that tries the nodes in its own random order, with streams or without."""
         nodes = self.rng.sample(self.urls, len(self.urls))
-        return Client(nodes, timeout=self.config.publish_timeout, connect_timeout=1.0, session=session)
+        timeout = self.config.publish_timeout
+        return Client(nodes, timeout=timeout, connect_timeout=1.0, session=session, stream=stream)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run every client until `stop` is set."""
         self._loop = asyncio.get_running_loop()
         queues = self.config.queues
         lives: dict[str, Life] = {}
+        streamed: set[str] = set()
         for i in range(self.config.publishers):
             name = f"{PROCESS_PREFIXES['publisher']}{i}"
             lives[name] = functools.partial(self._publisher, name, random.Random(self.rng.random()), stop)
+            if i % 2 == 1:
+                streamed.add(name)
         for i in range(self.config.consumers):
             name, queue = f"{PROCESS_PREFIXES['consumer']}{i}", queues[i % len(queues)]
             lives[name] = functools.partial(
                 self._consumer, name, queue, random.Random(self.rng.random()), stop
             )
-        self._clients = {name: CrashableClient(name, life, self._client) for name, life in lives.items()}
+        self._clients = {
+            name: CrashableClient(name, life, functools.partial(self._client, stream=name in streamed))
+            for name, life in lives.items()
+        }
         await asyncio.gather(*(client.run(stop) for client in self._clients.values()))
 
     def crash_client(self, role: str, rng: random.Random) -> CrashedClient:

@@ -22,6 +22,7 @@ from quorumq.messages import (
     encode_message,
 )
 from quorumq.publisher import Publisher
+from quorumq.stream import ConsumerSink
 from quorumq.subscription import Subscription
 from quorumq.transport import DEFAULT_UNRESPONSIVE_AFTER, JSON, MSGPACK, NodeTransport
 
@@ -61,6 +62,9 @@ class Client:
     QUORUMQ_USER/PASSWORD/TOKEN/CA_FILE (quorumq.auth).
     `wire` is how message bodies travel: "msgpack" (the default; publishes and deliveries carry raw bytes)
     or "json" (the plain JSON contract; bytes go as base64, a third larger and encoded at both ends).
+    `stream`: publishes and subscriptions travel over one streaming connection per node (GET /api/stream,
+    msgpack frames, pipelined; quorumq.stream) under the same retry policy, and over HTTP with a node
+    that does not offer it. The default: on with the msgpack wire, off with "json".
     Use as `async with Client([...]) as client:` or call `close()`.
     """
 
@@ -76,10 +80,12 @@ class Client:
         token: str | None = None,
         tls: ssl.SSLContext | bool | None = None,
         wire: Wire = "msgpack",
+        stream: bool | None = None,
     ) -> None:
         if wire not in ("msgpack", "json"):
             raise ValueError(f"wire must be 'msgpack' or 'json', not {wire!r}")
         credentials = resolve_credentials(auth, token, tls)
+        self._stream = wire == "msgpack" if stream is None else stream
         self._transport = NodeTransport(
             nodes,
             timeout=timeout,
@@ -87,6 +93,7 @@ class Client:
             unresponsive_after=unresponsive_after,
             session=session,
             credentials=credentials,
+            stream=self._stream,
         )
         self.publisher_id = uuid.uuid4().hex
         self._publish_seq = itertools.count(1)
@@ -168,7 +175,12 @@ class Client:
             "seq": next(self._publish_seq) if seq is None else seq,
         }
         reply = await self._transport.request(
-            "POST", queue_path(queue, "messages"), body=body, retry_sent=True, body_type=self._message_type
+            "POST",
+            queue_path(queue, "messages"),
+            body=body,
+            retry_sent=True,
+            body_type=self._message_type,
+            stream=self._stream_op("publish", queue, body),
         )
         try:
             ids = [int(message_id) for message_id in reply.payload["ids"]]
@@ -225,10 +237,26 @@ class Client:
         if name is not None:
             body["name"] = name
         reply = await self._transport.request("POST", queue_path(queue, "consumers"), body=body)
-        try:
-            return str(reply.payload["consumer"])
-        except (KeyError, TypeError) as exc:
-            raise QuorumqError(0, "bad_response", f"consume answer without a tag: {reply.payload!r}") from exc
+        return _tag_from(reply.payload)
+
+    async def _subscribe(
+        self, queue: str, prefetch: int, priority: int, sink: ConsumerSink, tag: str | None, via: str | None
+    ) -> tuple[str, str | None]:
+        """Register a consumer for a Subscription (or, with `tag`, carry on with that one on its queue's
+        leader), on a stream when this client uses them, first through the node `via` when given: its
+        tag, and the node whose stream delivers to `sink` (None: it is polled over HTTP)."""
+        body: dict[str, Any] = {"prefetch": prefetch, "priority": priority}
+        frame = None if tag is None else {"tag": tag}
+        reply = await self._transport.request(
+            "POST",
+            queue_path(queue, "consumers"),
+            body=body,
+            stream=self._stream_op("consume", queue, {**body, **(frame or {})}),
+            sink=sink,
+            prefer=via,
+        )
+        on_stream = reply.payload.get("stream") if isinstance(reply.payload, dict) else None
+        return _tag_from(reply.payload), on_stream
 
     async def deliveries(
         self, queue: str, tag: str, max: int = 100, wait: float = 1.0
@@ -249,17 +277,33 @@ class Client:
 
     async def ack(self, queue: str, tag: str, ids: Iterable[int]) -> None:
         """Settle deliveries of consumer `tag`."""
-        await self._settle(queue_path(queue, "consumers", tag, "ack"), {"ids": list(ids)})
+        await self._settle_consumer(queue, tag, "ack", {"ids": list(ids)})
 
     async def nack(self, queue: str, tag: str, ids: Iterable[int], requeue: bool = True) -> None:
         """Return deliveries of consumer `tag` (requeue) or discard/dead-letter them (requeue=False)."""
-        await self._settle(
-            queue_path(queue, "consumers", tag, "nack"), {"ids": list(ids), "requeue": requeue}
-        )
+        await self._settle_consumer(queue, tag, "nack", {"ids": list(ids), "requeue": requeue})
 
     async def cancel(self, queue: str, tag: str) -> None:
         """Cancel consumer `tag`; its unacked messages return to the queue."""
-        await self._transport.request("DELETE", queue_path(queue, "consumers", tag))
+        await self._cancel(queue, tag)
+
+    async def _settle_consumer(
+        self, queue: str, tag: str, kind: str, body: dict[str, Any], via: str | None = None
+    ) -> None:
+        """Ack or nack (`kind`) for consumer `tag`: on the stream of the node `via` (the one delivering
+        to the consumer) when given, else over HTTP."""
+        frame = self._stream_op(kind, queue, {"tag": tag, **body}) if via else None
+        path = queue_path(queue, "consumers", tag, kind)
+        await self._transport.request("POST", path, body=body, stream=frame, prefer=via)
+
+    async def _cancel(self, queue: str, tag: str, via: str | None = None) -> None:
+        """Cancel consumer `tag`, on the stream of the node `via` when given, else over HTTP."""
+        frame = self._stream_op("cancel", queue, {"tag": tag}) if via else None
+        await self._transport.request("DELETE", queue_path(queue, "consumers", tag), stream=frame, prefer=via)
+
+    def _stream_op(self, op: str, queue: str, fields: dict[str, Any]) -> dict[str, Any] | None:
+        """Operation `op` on `queue` as a stream frame, when this client uses streams."""
+        return {"op": op, "queue": queue, **fields} if self._stream else None
 
     def subscribe(
         self, queue: str, prefetch: int = DEFAULT_PREFETCH, *, priority: int = 0, wait: float = 1.0
@@ -436,6 +480,13 @@ class Client:
 
     async def _settle(self, path: str, body: dict[str, Any]) -> None:
         await self._transport.request("POST", path, body=body)
+
+
+def _tag_from(payload: Any) -> str:
+    try:
+        return str(payload["consumer"])
+    except (KeyError, TypeError) as exc:
+        raise QuorumqError(0, "bad_response", f"consume answer without a tag: {payload!r}") from exc
 
 
 def _position_from(payload: Any) -> SequencePosition:

@@ -1,25 +1,56 @@
-"""Subscription: a consumer to iterate over, long-polling its deliveries."""
+"""Subscription: a consumer to iterate over, its deliveries pushed on a node's stream (quorumq.stream)
+or long-polled over HTTP from a node that offers no stream."""
 
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from types import TracebackType
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, NamedTuple, Self
 
 from quorumq.errors import NotFoundError
-from quorumq.incoming import IncomingMessage
-from quorumq.messages import Delivery
+from quorumq.incoming import IncomingMessage, settled_through
+from quorumq.messages import Delivery, decode_deliveries
 
 if TYPE_CHECKING:
     from quorumq.client import Client
 
 
+class _Ended(NamedTuple):
+    """The consumer stopped delivering on its stream, for `reason`; `leader_http` leads its queue now."""
+
+    reason: str
+    leader_http: str | None
+
+
+class _Feed:
+    """What a stream hands a consumer, in arrival order: batches of deliveries, then maybe its end."""
+
+    def __init__(self) -> None:
+        self._items: asyncio.Queue[list[dict[str, Any]] | _Ended] = asyncio.Queue()
+
+    def delivered(self, messages: list[dict[str, Any]]) -> None:
+        self._items.put_nowait(messages)
+
+    def ended(self, reason: str, leader_http: str | None) -> None:
+        self._items.put_nowait(_Ended(reason, leader_http))
+
+    async def next(self) -> list[dict[str, Any]] | _Ended:
+        return await self._items.get()
+
+
 class Subscription:
-    """A consumer of `queue` whose deliveries are yielded by `async for`; the caller settles them, each
-    through the subscription (`ack`/`nack`) or by itself (`async with message.process(): ...`).
+    """A consumer of `queue` whose deliveries are yielded by `async for` (one by one) or `batches()`; the
+    caller settles them, each through the subscription (`ack`/`nack`) or by itself (`async with
+    message.process(): ...`).
 
     The consumer is registered on first use (`async with` or iteration) and cancelled by `close()` or
-    on leaving `async with` (its unacked messages then return to the queue); a subscription that is only
-    iterated is cancelled by the server once it stops polling for the consumer timeout.
+    on leaving `async with` (its unacked messages then return to the queue). On a stream it lives on
+    its queue's leader, which pushes up to `prefetch` unacked deliveries; when the leader changes or the
+    connection drops, the subscription carries on with the same consumer on the new leader (what it held
+    and did not ack is delivered again), or with a new one when the old one is gone. Over HTTP
+    (`Client(..., stream=False)`, or a node without streams) it long-polls for up to `wait` seconds at a
+    time; a subscription that is only iterated is then cancelled by the server once it stops polling for
+    the consumer timeout.
     """
 
     def __init__(self, client: "Client", queue: str, *, prefetch: int, priority: int, wait: float) -> None:
@@ -29,6 +60,8 @@ class Subscription:
         self._priority = priority
         self._wait = wait
         self.tag: str | None = None
+        self._feed = _Feed()
+        self._via: str | None = None  # the node whose stream delivers to this consumer
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -42,33 +75,69 @@ class Subscription:
     async def start(self) -> str:
         """Register the consumer (once) and return its tag."""
         if self.tag is None:
-            self.tag = await self._client.consume(
-                self.queue, prefetch=self._prefetch, priority=self._priority
-            )
+            await self._register(None, None)
+        assert self.tag is not None
         return self.tag
 
     async def __aiter__(self) -> AsyncIterator[IncomingMessage]:
-        tag = await self.start()
+        async for batch in self.batches():
+            for message in batch:
+                yield message
+
+    async def batches(self) -> AsyncIterator[list[IncomingMessage]]:
+        """The deliveries as they arrive: one stream frame, or one poll, at a time (never empty)."""
+        await self.start()
         while True:
-            for delivery in await self._client.deliveries(
-                self.queue, tag, max=self._prefetch, wait=self._wait
-            ):
-                yield delivery
+            if self._via is None:
+                assert self.tag is not None
+                polled = await self._client.deliveries(
+                    self.queue, self.tag, max=self._prefetch, wait=self._wait
+                )
+                if polled:
+                    yield polled
+                continue
+            item = await self._feed.next()
+            if isinstance(item, _Ended):
+                await self._carry_on(item)
+            elif item:
+                yield decode_deliveries(item, self._settled_here())
 
     async def ack(self, deliveries: Iterable[Delivery | int]) -> None:
         """Settle deliveries (Delivery objects or ids)."""
-        await self._client.ack(self.queue, await self.start(), _ids(deliveries))
+        await self._settle("ack", {"ids": _ids(deliveries)})
 
     async def nack(self, deliveries: Iterable[Delivery | int], requeue: bool = True) -> None:
         """Return deliveries to the queue, or discard/dead-letter them when `requeue` is False."""
-        await self._client.nack(self.queue, await self.start(), _ids(deliveries), requeue=requeue)
+        await self._settle("nack", {"ids": _ids(deliveries), "requeue": requeue})
 
     async def close(self) -> None:
         """Cancel the consumer if it was registered (a consumer the server already dropped is fine)."""
         if self.tag is not None:
             tag, self.tag = self.tag, None
             with contextlib.suppress(NotFoundError):
-                await self._client.cancel(self.queue, tag)
+                await self._client._cancel(self.queue, tag, self._via)
+
+    async def _register(self, tag: str | None, via: str | None) -> None:
+        """Register a consumer (or carry on with `tag`), first through the node `via` when given."""
+        self._feed = _Feed()  # what the previous stream still delivers to the old feed is dropped
+        self.tag, self._via = await self._client._subscribe(
+            self.queue, self._prefetch, self._priority, self._feed, tag, via
+        )
+
+    async def _carry_on(self, ended: _Ended) -> None:
+        """After the consumer stopped delivering on its stream: the same consumer on its queue's leader,
+        or a new one when it is gone (NotFoundError when the queue is)."""
+        try:
+            await self._register(self.tag, ended.leader_http)
+        except NotFoundError:
+            await self._register(None, ended.leader_http)
+
+    def _settled_here(self) -> Callable[..., IncomingMessage]:
+        """What makes IncomingMessages that settle through this subscription (its consumer's stream)."""
+        return settled_through(self.ack, self.nack)
+
+    async def _settle(self, kind: str, body: dict[str, Any]) -> None:
+        await self._client._settle_consumer(self.queue, await self.start(), kind, body, self._via)
 
 
 def _ids(deliveries: Iterable[Delivery | int]) -> list[int]:

@@ -86,6 +86,7 @@ class SyncClient:
         token: str | None = None,
         tls: ssl.SSLContext | bool | None = None,
         wire: Wire = "msgpack",
+        stream: bool | None = None,
     ) -> None:
         if call_timeout is None:
             call_timeout = timeout + CALL_TIMEOUT_ALLOWANCE
@@ -102,6 +103,7 @@ class SyncClient:
             token=token,
             tls=tls,
             wire=wire,
+            stream=stream,
         )
         # One lock per process, created on first use there: a lock held by another thread at fork()
         # would stay held forever in the child (dict.setdefault is atomic).

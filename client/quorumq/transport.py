@@ -21,7 +21,9 @@ from quorumq.errors import (
     error_from_response,
 )
 from quorumq.fork import ForkSafeConnector, ProcessOwner
+from quorumq.node_streams import NodeStreams
 from quorumq.retry import RetryableFailure, retrying
+from quorumq.stream import ConsumerSink, StreamConnectFailed, StreamLost
 
 DEFAULT_UNRESPONSIVE_AFTER = 0.5
 JSON = "application/json"
@@ -62,6 +64,8 @@ class _Pending:
     retry_sent: bool
     accept: frozenset[int]
     deadline: float
+    stream: Mapping[str, Any] | None = None
+    sink: ConsumerSink | None = None
     hinted: str | None = None
     unreachable: set[str] = field(default_factory=set)
     last_error: QuorumqError | None = None
@@ -105,6 +109,8 @@ class NodeTransport:
     `unresponsive_after` will do) and again each `unresponsive_after` after that; a node that fails the
     check is left for the next one. A slow node that is alive is waited for, so a slow request is not
     multiplied across nodes.
+    With `stream`, a request that has a form on the streaming connection is sent over the node's stream
+    (quorumq.node_streams) instead, under the same policy; a node that offers none gets it over HTTP.
     A transport serves only the process that created it: in a forked child it raises ForkedClientError
     and leaves the parent's connections alone (quorumq.fork).
     """
@@ -118,6 +124,7 @@ class NodeTransport:
         unresponsive_after: float = DEFAULT_UNRESPONSIVE_AFTER,
         session: aiohttp.ClientSession | None,
         credentials: ClientCredentials,
+        stream: bool = False,
     ) -> None:
         if isinstance(nodes, str):
             nodes = [nodes]
@@ -132,6 +139,7 @@ class NodeTransport:
         self._owns_session = session is None
         self._owner = ProcessOwner("quorumq.Client")
         self._current = 0
+        self._streams = NodeStreams(self._session_for_loop, credentials) if stream else None
 
     @property
     def current_node(self) -> str:
@@ -139,7 +147,9 @@ class NodeTransport:
         return self.nodes[self._current]
 
     async def close(self) -> None:
-        """Close the HTTP session if this transport created it."""
+        """Close the streams, and the HTTP session if this transport created it."""
+        if self._streams is not None:
+            await self._streams.close()
         if self._owns_session and self._session is not None:
             await self._session.close()
             self._session = None
@@ -156,6 +166,9 @@ class NodeTransport:
         accept: frozenset[int] = frozenset(),
         body_type: str = JSON,
         answer_type: str | None = None,
+        stream: Mapping[str, Any] | None = None,
+        sink: ConsumerSink | None = None,
+        prefer: str | None = None,
     ) -> Reply:
         """Send `method path` (with `body` as JSON or msgpack, `body_type`) and return the first 2xx answer.
 
@@ -163,12 +176,15 @@ class NodeTransport:
         Statuses in `accept` are answers too, not errors. Raises the QuorumqError subclass matching any
         other non-2xx answer, NoNodeAvailableError when no node
         accepts a connection, TransportError when the deadline passes without an answer, and
-        ForkedClientError in a process forked from the one that created this transport."""
+        ForkedClientError in a process forked from the one that created this transport.
+
+        `stream` is the same request as an operation of the streaming connection (its `op` and fields),
+        sent that way when this transport uses streams (a `consume` registers `sink` for its deliveries);
+        `prefer` is the node to try first (the one whose stream holds a consumer)."""
         self._owner.check()
         deadline = asyncio.get_running_loop().time() + (self.timeout if timeout is None else timeout)
-        pending = _Pending(
-            method, path, _Body(body, body_type, answer_type), params, retry_sent, accept, deadline
-        )
+        encoded = _Body(body, body_type, answer_type)
+        pending = _Pending(method, path, encoded, params, retry_sent, accept, deadline, stream, sink, prefer)
         return await retrying(functools.partial(self._try_once, pending), deadline)
 
     async def _try_once(self, pending: "_Pending") -> Reply:
@@ -177,7 +193,7 @@ class NodeTransport:
         if remaining <= 0:
             raise pending.timed_out()
         base = pending.hinted or self.current_node
-        sending = self._attempt(pending.method, base + pending.path, pending.body, pending.params, remaining)
+        sending = self._send(pending, base, remaining)
         try:
             status, payload = await (self._watched(sending, base) if pending.retry_sent else sending)
         except _ConnectFailed:
@@ -204,6 +220,22 @@ class NodeTransport:
         if pending.hinted is None and base == self.current_node:
             self._advance()  # this node knows no leader (it may be cut off): ask the next one
         raise RetryableFailure(error)
+
+    async def _send(self, pending: "_Pending", base: str, remaining: float) -> tuple[int, Any]:
+        """One attempt at `pending` on `base`: over its stream when the request has a stream form and the
+        node takes one, else over HTTP."""
+        if pending.stream is not None and self._streams is not None:
+            try:
+                connection = await self._streams.to(base, min(self.connect_timeout, remaining))
+                if connection is not None:
+                    return await connection.call(pending.stream, remaining, pending.sink)
+            except StreamConnectFailed as exc:
+                raise _ConnectFailed(str(exc)) from exc
+            except StreamLost as exc:
+                raise _NoAnswer(exc.code, exc.reason) from exc
+        return await self._attempt(
+            pending.method, base + pending.path, pending.body, pending.params, remaining
+        )
 
     def _move_on(self, pending: "_Pending") -> None:
         """After a failed attempt: from the hinted leader back to the current node, else to the next one."""

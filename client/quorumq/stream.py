@@ -1,0 +1,191 @@
+"""StreamConnection: one streaming connection to one node (GET /api/stream, docs/stream-protocol.md).
+
+Operations are pipelined: each is sent with a fresh request id and answered whenever the node is done
+with it. An answer is handed back as the HTTP endpoint's would be, a status and its body (201 with the
+publish answer for a confirm, the error's status and `{"error", "reason", ...}` body for an error frame),
+so the request/response client's retry policy (quorumq.retry, quorumq.transport) applies unchanged.
+A consumer's deliveries go to the `ConsumerSink` its `consume` registered.
+"""
+
+import asyncio
+import itertools
+import ssl
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import aiohttp
+import msgpack
+
+VERSION = 1
+HEARTBEAT_S = 15.0
+CONNECTION_LOST = "connection_lost"
+_ANSWER_STATUS = {"confirm": 201, "consume-ok": 201, "settled": 200, "cancelled": 200}
+
+
+class ConsumerSink(Protocol):
+    """Where a consumer's deliveries go, and word that it stopped delivering on its connection."""
+
+    def delivered(self, messages: list[dict[str, Any]]) -> None:
+        """Messages delivered to the consumer (the msgpack deliveries answer's maps)."""
+        ...
+
+    def ended(self, reason: str, leader_http: str | None) -> None:
+        """The consumer delivers no more on this connection: `reason` as the node gave it (`leader_moved`
+        with the new leader's URL, `consumer_gone`, `queue_deleted`, `cancelled`), or CONNECTION_LOST."""
+        ...
+
+
+class StreamUnavailable(Exception):
+    """The node answered the upgrade with `status`, not a WebSocket (404: it offers no stream)."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(f"the node answered the stream upgrade with {status}")
+        self.status = status
+
+
+class StreamConnectFailed(Exception):
+    """No connection could be opened: nothing was sent."""
+
+
+class StreamLost(Exception):
+    """An operation was sent but its answer did not come: `code` is CONNECTION_LOST or `timeout`."""
+
+    def __init__(self, code: str, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+
+
+class StreamConnection:
+    """A streaming connection to the node at `base`, past the hello."""
+
+    def __init__(self, base: str, ws: aiohttp.ClientWebSocketResponse) -> None:
+        self.base = base
+        self._ws = ws
+        self._ids = itertools.count()
+        self._pending: dict[int, tuple[asyncio.Future[tuple[int, Any]], ConsumerSink | None]] = {}
+        self._sinks: dict[str, ConsumerSink] = {}
+        self._reader = asyncio.create_task(self._read())
+
+    @classmethod
+    async def open(
+        cls,
+        session: aiohttp.ClientSession,
+        base: str,
+        *,
+        headers: Mapping[str, str],
+        tls: ssl.SSLContext | bool,
+        timeout: float,
+    ) -> "StreamConnection":
+        """Connect and say hello within `timeout`. StreamUnavailable when the node answers the upgrade
+        otherwise than by switching to a WebSocket; StreamConnectFailed when it cannot be reached, or
+        does not answer in time (no operation was sent either way)."""
+        try:
+            async with asyncio.timeout(timeout):
+                ws = await session.ws_connect(
+                    base + "/api/stream", headers=headers, ssl=tls, heartbeat=HEARTBEAT_S, max_msg_size=0
+                )
+                try:
+                    await ws.send_bytes(msgpack.packb({"op": "hello", "versions": [VERSION]}))
+                    hello = _frame(await ws.receive())
+                except BaseException:
+                    await ws.close()
+                    raise
+        except aiohttp.WSServerHandshakeError as exc:
+            raise StreamUnavailable(exc.status) from exc
+        except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError, TimeoutError) as exc:
+            raise StreamConnectFailed(str(exc) or "no answer in time") from exc
+        except aiohttp.ClientError as exc:
+            raise StreamConnectFailed(str(exc) or type(exc).__name__) from exc
+        if hello.get("op") != "hello" or hello.get("version") != VERSION:
+            await ws.close()
+            raise StreamUnavailable(0)
+        return cls(base, ws)
+
+    @property
+    def closed(self) -> bool:
+        """True once the connection ended (its operations then failed with StreamLost)."""
+        return self._reader.done()
+
+    async def call(
+        self, frame: Mapping[str, Any], timeout: float, sink: ConsumerSink | None = None
+    ) -> tuple[int, Any]:
+        """Send operation `frame` (its `op` and fields) and return the answer's status and body. A
+        `consume` registers `sink` for its deliveries. StreamLost when no answer came within `timeout`
+        or the connection ended first (the operation may have taken effect)."""
+        if self.closed:
+            raise StreamLost(CONNECTION_LOST, f"the stream to {self.base} is closed")
+        request_id = next(self._ids)
+        answer: asyncio.Future[tuple[int, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = (answer, sink)
+        op, fields = frame["op"], {k: v for k, v in frame.items() if k != "op"}
+        try:
+            await self._ws.send_bytes(msgpack.packb({"op": op, "id": request_id, **fields}))
+            return await asyncio.wait_for(answer, timeout)
+        except TimeoutError as exc:
+            raise StreamLost("timeout", f"no answer from {self.base} in time") from exc
+        except (aiohttp.ClientError, ConnectionError) as exc:
+            raise StreamLost(CONNECTION_LOST, str(exc) or type(exc).__name__) from exc
+        finally:
+            self._pending.pop(request_id, None)
+
+    async def close(self) -> None:
+        """Close the connection: the node cancels its consumers."""
+        await self._ws.close()
+        await asyncio.gather(self._reader, return_exceptions=True)
+
+    async def _read(self) -> None:
+        try:
+            async for message in self._ws:
+                frame = _frame(message)
+                if frame:
+                    self._dispatch(frame)
+        finally:
+            lost = StreamLost(CONNECTION_LOST, f"the stream to {self.base} closed before the answer came")
+            for answer, _ in self._pending.values():
+                if not answer.done():
+                    answer.set_exception(lost)
+            sinks, self._sinks = self._sinks, {}
+            for sink in sinks.values():
+                sink.ended(CONNECTION_LOST, None)
+
+    def _dispatch(self, frame: dict[str, Any]) -> None:
+        """Hand a frame from the node to the operation or the consumer it is for."""
+        op = frame.get("op")
+        if op == "deliver":
+            sink = self._sinks.get(frame.get("tag", ""))
+            if sink is not None:
+                sink.delivered(frame.get("messages") or [])
+            return
+        if op == "cancelled" and frame.get("id") is None:
+            ended = self._sinks.pop(frame.get("tag", ""), None)
+            if ended is not None:
+                ended.ended(str(frame.get("reason")), frame.get("leader_http"))
+            return
+        waiting = self._pending.get(frame.get("id", -1))
+        if waiting is None or waiting[0].done():
+            return  # an answer nobody waits for any more (it timed out), or an error about no request
+        answer, sink = waiting
+        if op == "error":
+            status = frame.get("status")
+            answer.set_result((status if isinstance(status, int) else 500, frame))
+            return
+        if op == "consume-ok" and sink is not None:
+            self._sinks[str(frame.get("tag"))] = sink
+        elif op == "cancelled":
+            self._sinks.pop(str(frame.get("tag")), None)
+        body = {k: v for k, v in frame.items() if k not in ("op", "id")}
+        if op == "consume-ok":
+            body = {"consumer": frame.get("tag"), "stream": self.base}
+        answer.set_result((_ANSWER_STATUS.get(str(op), 200), body))
+
+
+def _frame(message: aiohttp.WSMessage) -> dict[str, Any]:
+    """The map a binary message holds ({} for anything else)."""
+    if message.type is not aiohttp.WSMsgType.BINARY:
+        return {}
+    try:
+        frame = msgpack.unpackb(message.data, raw=False)
+    except (ValueError, TypeError, msgpack.UnpackException):
+        return {}
+    return frame if isinstance(frame, dict) else {}
