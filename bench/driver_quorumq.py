@@ -1,4 +1,4 @@
-"""The quorumq side of the benchmark: our asyncio quorumq.Client over HTTP."""
+"""The quorumq side of the benchmark: our asyncio quorumq.Client, on its streaming connection."""
 
 from __future__ import annotations
 
@@ -32,22 +32,30 @@ class QuorumqConnection:
         await self._publisher.flush()
 
     async def consume(self, prefetch: int, on_message: OnMessage, stop: asyncio.Event) -> None:
-        """Settle each polled batch at once, not waiting for earlier acks (AMQP acks are not confirmed)."""
-        tag = await self._client.consume(self._queue, prefetch=prefetch)
+        """A subscription (pushed deliveries on the stream, the client's default): settle each delivered
+        batch at once, not waiting for earlier acks (AMQP acks are not confirmed)."""
         acking: set[asyncio.Task[None]] = set()
+        stopping = asyncio.ensure_future(stop.wait())
+        subscription = self._client.subscribe(self._queue, prefetch=prefetch, wait=POLL_WAIT_S)
+        batches = subscription.batches()
         try:
-            while not stop.is_set():
-                batch = await self._client.deliveries(self._queue, tag, max=prefetch, wait=POLL_WAIT_S)
+            while True:
+                arriving = asyncio.ensure_future(anext(batches))
+                await asyncio.wait({arriving, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                if not arriving.done():
+                    arriving.cancel()
+                    break
+                batch = arriving.result()
                 for delivery in batch:
                     on_message(delivery.body)
-                if batch:
-                    ack = asyncio.create_task(self._client.ack(self._queue, tag, [d.id for d in batch]))
-                    acking.add(ack)
-                    ack.add_done_callback(acking.discard)
+                ack = asyncio.create_task(subscription.ack(batch))
+                acking.add(ack)
+                ack.add_done_callback(acking.discard)
             await asyncio.gather(*acking)
         finally:
+            stopping.cancel()
             with contextlib.suppress(Exception):
-                await self._client.cancel(self._queue, tag)
+                await subscription.close()
 
     async def close(self) -> None:
         await self._publisher.close()
@@ -58,7 +66,7 @@ class QuorumqDriver:
     """Drives a quorumq cluster given its nodes' HTTP base URLs."""
 
     broker = "quorumq"
-    client = "quorumq.Client (aiohttp, asyncio, msgpack), up to 100 messages per publish request"
+    client = "quorumq.Client (asyncio, msgpack, streaming connection), up to 100 messages per publish"
 
     def __init__(self, urls: list[str]) -> None:
         self.urls = urls

@@ -42,15 +42,22 @@ def normalize_node(node: str) -> str:
 
 
 class _Body:
-    """A request's body, encoded once for every attempt, and the headers naming its format."""
+    """A request's body, encoded once for every HTTP attempt (not at all when every attempt goes over a
+    stream), and the headers naming its format."""
 
     def __init__(self, body: Any, body_type: str, answer_type: str | None) -> None:
         self.headers = {"Accept": answer_type} if answer_type else {}
-        if body is None:
-            self.data: bytes | None = None
-            return
-        self.headers["Content-Type"] = body_type
-        self.data = msgpack.packb(body) if body_type == MSGPACK else json.dumps(body).encode()
+        self._body = body
+        self._type = body_type
+        if body is not None:
+            self.headers["Content-Type"] = body_type
+
+    @functools.cached_property
+    def data(self) -> bytes | None:
+        """The encoded body (None without one)."""
+        if self._body is None:
+            return None
+        return msgpack.packb(self._body) if self._type == MSGPACK else json.dumps(self._body).encode()
 
 
 @dataclass
