@@ -37,6 +37,7 @@ from cluster.queue_results import Outcome
 log = logging.getLogger(__name__)
 
 MAX_IN_FLIGHT = 1024
+HINT_WAIT_S = 2.0
 QUEUE_DELETED = "queue_deleted"
 _SETTLE_FIELDS = {"ack": frozenset({"tag", "ids"}), "nack": frozenset({"tag", "ids", "requeue"})}
 
@@ -61,6 +62,8 @@ class StreamConnection:
             "nack": self._settle,
             "cancel": self._cancel,
         }
+        operations = app[METRICS].stream_operations
+        self._counters = {op: operations.labels(op) for op in self._ops}
 
     async def receive(self, message: WSMessage) -> None:
         """Serve one message of the client: a hello at once, an operation in a task of its own."""
@@ -77,7 +80,7 @@ class StreamConnection:
         elif self._version is None:
             await self._refuse(frame.id, ApiError(400, "hello_first", "the first frame must be a hello"))
         else:
-            self._app[METRICS].stream_operations.labels(frame.op).inc()
+            self._counters[frame.op].inc()
             await self._slots.acquire()
             task = asyncio.create_task(self._run(frame))
             self._tasks.add(task)
@@ -179,7 +182,7 @@ class StreamConnection:
         if self._consumers.get(consumer.tag, (None,))[0] is not consumer:
             return  # cancelled by the client meanwhile
         del self._consumers[consumer.tag]
-        hint = self._hint(consumer.queue.name)
+        hint = await self._hint_after_change(consumer.queue) if reason == LEADER_MOVED else None
         if reason == LEADER_MOVED and hint is None:
             reason = QUEUE_DELETED
         await self._send(frames.cancelled(consumer.tag, reason, hint=hint))
@@ -244,13 +247,19 @@ class StreamConnection:
             raise NotLeader(f"this node does not lead queue '{name}'", route.target)
         return self._app[QUEUES].led(name)
 
-    def _hint(self, name: str) -> dict[str, str | None] | None:
-        """Where queue `name` is led now (None when it is gone)."""
-        try:
-            leader = self._app[QUEUES].leader_of(name)
-        except QueueNotFound:
-            return None
-        return {"leader": leader, "leader_http": self._app[STATUS].node_http(leader)}
+    async def _hint_after_change(self, queue: QueueLeader) -> dict[str, str | None] | None:
+        """Where `queue` is led after this node stopped leading it (None when it is gone), waiting up to
+        HINT_WAIT_S for the new leader to make itself known (its first entry applied here)."""
+        deadline = asyncio.get_running_loop().time() + HINT_WAIT_S
+        while True:
+            try:
+                leader = self._app[QUEUES].leader_of(queue.name)
+            except QueueNotFound:
+                return None
+            remaining = deadline - asyncio.get_running_loop().time()
+            if leader is not None or remaining <= 0:
+                return {"leader": leader, "leader_http": self._app[STATUS].node_http(leader)}
+            await queue.wait_applied(remaining)
 
 
 def _id(frame: Frame) -> int:

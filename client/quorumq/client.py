@@ -40,8 +40,10 @@ class SequencePosition(NamedTuple):
     taken_bytes: int = 0
 
 
+@functools.lru_cache(maxsize=1024)
 def queue_path(queue: str, *parts: str) -> str:
-    """The URL path of a queue resource, each segment percent-encoded."""
+    """The URL path of a queue resource, each segment percent-encoded (remembered: every publish and ack
+    needs one)."""
     return "/".join(["/api/queues", *(quote(segment, safe="") for segment in (queue, *parts))])
 
 
