@@ -100,8 +100,10 @@ def _kind_and_body_frame(kind: int, *body: bytes) -> bytes:
 
 
 def _has_room(writer: asyncio.StreamWriter) -> bool:
-    """Whether the socket holds less unsent data than the limit."""
-    return writer.transport.get_write_buffer_size() < WRITE_BUFFER_LIMIT
+    """Whether the socket is open and holds less unsent data than the limit. (A connection closed under
+    a pump that has not noticed yet takes no write: under uvloop that raises.)"""
+    transport = writer.transport
+    return not transport.is_closing() and transport.get_write_buffer_size() < WRITE_BUFFER_LIMIT
 
 
 def _decode(payload: bytes) -> list:

@@ -7,6 +7,7 @@ from collections import OrderedDict, deque
 
 import msgpack
 import pytest
+import uvloop
 
 from cli.node_processes import free_ports
 from cluster.config import Address
@@ -130,3 +131,31 @@ def test_frames_are_taken_round_robin_over_groups() -> None:
 def test_a_frame_built_without_copies_is_the_msgpack_frame_peers_decode(kind: int, size: int) -> None:
     body = bytes(index % 251 for index in range(size))
     assert _kind_and_body_frame(kind, body) == _frame(msgpack.packb([kind, body]))
+
+
+def test_a_frame_for_a_peer_whose_connection_just_closed_is_queued_and_the_node_does_not_exit() -> None:
+    """Under uvloop (the node's loop), writing to a connection already closed raises instead of being
+    ignored: a node exited with 'unable to perform operation on <TCPTransport closed=True>' when its Raft
+    round sent to a peer whose connection had closed before the transport's pump noticed."""
+
+    async def scenario() -> None:
+        a, b, inbox = await _pair("s3cret", "s3cret")
+        try:
+            assert a.send("b", "g1", KIND_RAFT, b"before")
+            await asyncio.wait_for(inbox.arrived.wait(), 10)
+            peer = a._peers["b"]
+            assert peer.writer is not None
+            _, closed_writer = await asyncio.open_connection(b.listen.host, b.listen.port)
+            closed_writer.transport.abort()
+            await asyncio.sleep(0)  # one loop turn: uvloop closes the handle (call_soon), nothing else runs
+            peer.writer = closed_writer  # what the pump still holds when its connection closes under it
+            assert a.send("b", "g1", KIND_RAFT, b"after")  # queued for the next connection
+        finally:
+            await a.stop()
+            await b.stop()
+
+    loop = uvloop.new_event_loop()
+    try:
+        loop.run_until_complete(scenario())
+    finally:
+        loop.close()
