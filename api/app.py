@@ -22,6 +22,7 @@ from api.app_keys import (
     QUEUES,
     REPLAY_GUARD,
     STATUS,
+    STREAMS,
 )
 from api.auth import auth_middleware, bootstrap_users
 from api.errors import error_middleware
@@ -61,6 +62,8 @@ def create_app(node: Node) -> web.Application:
     app[METRICS] = Metrics(node.directory, node.status)
     app[REPLAY_GUARD] = ReplayGuard(since_ms=steady_wall_ms())
     app[LOGIN_THROTTLE] = LoginThrottle()
+    app[STREAMS] = set()
+    app.on_shutdown.append(stream_handler.close_streams)
     node.peer_requests.serve(peer_server(app))
     app.cleanup_ctx.append(_forward_session)
     app.cleanup_ctx.append(bootstrap_users)

@@ -131,3 +131,22 @@ async def test_a_subscription_carries_on_after_its_node_is_killed(cluster: Proce
     assert set(got) == {b"warm-up", *(b"%d" % n for n in range(200))}
     assert stats["leader"] != leader
     assert (stats["messages"], stats["consumers"]) == (0, 0)
+
+
+async def test_a_node_stops_cleanly_while_clients_hold_streams_to_it_rule_streams_close_on_shutdown(
+    one_node: ProcessCluster,
+) -> None:
+    """SIGTERM stops a node whose clients hold open streams (a subscription too) by itself: its streams
+    are closed on shutdown rather than waited for, so the harness's 15 s grace (and Docker's 10 s) never
+    turns a clean stop into a SIGKILL, which would skip closing the store."""
+    node = one_node.nodes[0]
+    async with Client([node.url], timeout=2.0) as client:
+        await client.declare("held")
+        await client.publish("held", b"on the stream")
+        subscription = client.subscribe("held", prefetch=10)
+        async for message in subscription:
+            assert message.body == b"on the stream"
+            break
+        assert _stream_operations(node.url, "consume") == 1
+        await asyncio.to_thread(node.stop)
+        assert node.process is not None and node.process.returncode == 0, node.process.returncode
