@@ -25,7 +25,7 @@ class NodeStreams:
 
     async def to(self, base: str, timeout: float) -> StreamConnection | None:
         """The stream to the node at `base`, opened within `timeout` when none is open; None when the
-        node does not take one now (use the request/response API). StreamConnectFailed when the node
+        node does not take one now (use the request/response API). ConnectFailed when the node
         cannot be reached."""
         if base in self._absent:
             return None

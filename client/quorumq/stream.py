@@ -16,6 +16,8 @@ from typing import Any, Protocol
 import aiohttp
 import msgpack
 
+from quorumq.attempt_failures import ConnectFailed, NoAnswer
+
 VERSION = 1
 HEARTBEAT_S = 15.0
 CONNECTION_LOST = "connection_lost"
@@ -43,19 +45,6 @@ class StreamUnavailable(Exception):
         self.status = status
 
 
-class StreamConnectFailed(Exception):
-    """No connection could be opened: nothing was sent."""
-
-
-class StreamLost(Exception):
-    """An operation was sent but its answer did not come: `code` is CONNECTION_LOST or `timeout`."""
-
-    def __init__(self, code: str, reason: str) -> None:
-        super().__init__(reason)
-        self.code = code
-        self.reason = reason
-
-
 class StreamConnection:
     """A streaming connection to the node at `base`, past the hello."""
 
@@ -78,7 +67,7 @@ class StreamConnection:
         timeout: float,
     ) -> "StreamConnection":
         """Connect and say hello within `timeout`. StreamUnavailable when the node answers the upgrade
-        otherwise than by switching to a WebSocket; StreamConnectFailed when it cannot be reached, or
+        otherwise than by switching to a WebSocket; ConnectFailed when it cannot be reached, or
         does not answer in time (no operation was sent either way)."""
         try:
             async with asyncio.timeout(timeout):
@@ -94,9 +83,9 @@ class StreamConnection:
         except aiohttp.WSServerHandshakeError as exc:
             raise StreamUnavailable(exc.status) from exc
         except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError, TimeoutError) as exc:
-            raise StreamConnectFailed(str(exc) or "no answer in time") from exc
+            raise ConnectFailed(str(exc) or "no answer in time") from exc
         except aiohttp.ClientError as exc:
-            raise StreamConnectFailed(str(exc) or type(exc).__name__) from exc
+            raise ConnectFailed(str(exc) or type(exc).__name__) from exc
         if hello.get("op") != "hello" or hello.get("version") != VERSION:
             await ws.close()
             raise StreamUnavailable(0)
@@ -104,17 +93,17 @@ class StreamConnection:
 
     @property
     def closed(self) -> bool:
-        """True once the connection ended (its operations then failed with StreamLost)."""
+        """True once the connection ended (its operations then failed with NoAnswer)."""
         return self._reader.done()
 
     async def call(
         self, frame: Mapping[str, Any], timeout: float, sink: ConsumerSink | None = None
     ) -> tuple[int, Any]:
         """Send operation `frame` (its `op` and fields) and return the answer's status and body. A
-        `consume` registers `sink` for its deliveries. StreamLost when no answer came within `timeout`
+        `consume` registers `sink` for its deliveries. NoAnswer when no answer came within `timeout`
         or the connection ended first (the operation may have taken effect)."""
         if self.closed:
-            raise StreamLost(CONNECTION_LOST, f"the stream to {self.base} is closed")
+            raise NoAnswer(CONNECTION_LOST, f"the stream to {self.base} is closed")
         request_id = next(self._ids)
         answer: asyncio.Future[tuple[int, Any]] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = (answer, sink)
@@ -123,9 +112,9 @@ class StreamConnection:
             await self._ws.send_bytes(msgpack.packb({"op": op, "id": request_id, **fields}))
             return await asyncio.wait_for(answer, timeout)
         except TimeoutError as exc:
-            raise StreamLost("timeout", f"no answer from {self.base} in time") from exc
+            raise NoAnswer("timeout", f"no answer from {self.base} in time") from exc
         except (aiohttp.ClientError, ConnectionError) as exc:
-            raise StreamLost(CONNECTION_LOST, str(exc) or type(exc).__name__) from exc
+            raise NoAnswer(CONNECTION_LOST, str(exc) or type(exc).__name__) from exc
         finally:
             self._pending.pop(request_id, None)
 
@@ -141,7 +130,7 @@ class StreamConnection:
                 if frame:
                     self._dispatch(frame)
         finally:
-            lost = StreamLost(CONNECTION_LOST, f"the stream to {self.base} closed before the answer came")
+            lost = NoAnswer(CONNECTION_LOST, f"the stream to {self.base} closed before the answer came")
             for answer, _ in self._pending.values():
                 if not answer.done():
                     answer.set_exception(lost)

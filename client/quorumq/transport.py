@@ -12,6 +12,7 @@ import aiohttp
 import msgpack
 from yarl import URL
 
+from quorumq.attempt_failures import ConnectFailed, NoAnswer
 from quorumq.auth import ClientCredentials
 from quorumq.errors import (
     NoNodeAvailableError,
@@ -23,7 +24,7 @@ from quorumq.errors import (
 from quorumq.fork import ForkSafeConnector, ProcessOwner
 from quorumq.node_streams import NodeStreams
 from quorumq.retry import RetryableFailure, retrying
-from quorumq.stream import ConsumerSink, StreamConnectFailed, StreamLost
+from quorumq.stream import ConsumerSink
 
 DEFAULT_UNRESPONSIVE_AFTER = 0.5
 JSON = "application/json"
@@ -89,19 +90,6 @@ class Reply(NamedTuple):
 
     status: int
     payload: Any
-
-
-class _ConnectFailed(Exception):
-    """No connection could be opened to the node: the request was certainly not sent."""
-
-
-class _NoAnswer(Exception):
-    """The request may have been sent but no complete answer came back."""
-
-    def __init__(self, code: str, reason: str) -> None:
-        super().__init__(reason)
-        self.code = code
-        self.reason = reason
 
 
 class NodeTransport:
@@ -203,13 +191,13 @@ class NodeTransport:
         sending = self._send(pending, base, remaining)
         try:
             status, payload = await (self._watched(sending, base) if pending.retry_sent else sending)
-        except _ConnectFailed:
+        except ConnectFailed:
             pending.unreachable.add(base)
             self._move_on(pending)
             if pending.unreachable.issuperset(self.nodes):
                 raise NoNodeAvailableError(self.nodes) from None
             raise RetryableFailure(pending.timed_out(), at_once=True) from None
-        except _NoAnswer as exc:
+        except NoAnswer as exc:
             unanswered = TransportError(0, exc.code, f"{pending.method} {base}{pending.path}: {exc.reason}")
             if not pending.retry_sent:
                 raise unanswered from None
@@ -232,14 +220,9 @@ class NodeTransport:
         """One attempt at `pending` on `base`: over its stream when the request has a stream form and the
         node takes one, else over HTTP."""
         if pending.stream is not None and self._streams is not None:
-            try:
-                connection = await self._streams.to(base, min(self.connect_timeout, remaining))
-                if connection is not None:
-                    return await connection.call(pending.stream, remaining, pending.sink)
-            except StreamConnectFailed as exc:
-                raise _ConnectFailed(str(exc)) from exc
-            except StreamLost as exc:
-                raise _NoAnswer(exc.code, exc.reason) from exc
+            connection = await self._streams.to(base, min(self.connect_timeout, remaining))
+            if connection is not None:
+                return await connection.call(pending.stream, remaining, pending.sink)
         return await self._attempt(
             pending.method, base + pending.path, pending.body, pending.params, remaining
         )
@@ -252,13 +235,13 @@ class NodeTransport:
 
     async def _watched(self, attempt: Coroutine[Any, Any, tuple[int, Any]], base: str) -> tuple[int, Any]:
         """Await `attempt`, checking every `unresponsive_after` that `base` still answers at all; raises
-        _NoAnswer("unresponsive") and abandons the attempt when it does not."""
+        NoAnswer("unresponsive") and abandons the attempt when it does not."""
         task = asyncio.ensure_future(attempt)
         try:
             while not task.done():
                 done, _ = await asyncio.wait({task}, timeout=self.unresponsive_after)
                 if not done and not await self._answers(base, task):
-                    raise _NoAnswer("unresponsive", f"{base} answered neither the request nor a health check")
+                    raise NoAnswer("unresponsive", f"{base} answered neither the request nor a health check")
             return task.result()
         finally:
             task.cancel()
@@ -310,11 +293,11 @@ class NodeTransport:
             ) as response:
                 return response.status, await _read_payload(response)
         except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
-            raise _ConnectFailed(str(exc)) from exc
+            raise ConnectFailed(str(exc)) from exc
         except TimeoutError as exc:
-            raise _NoAnswer("timeout", "timed out waiting for the answer") from exc
+            raise NoAnswer("timeout", "timed out waiting for the answer") from exc
         except aiohttp.ClientError as exc:
-            raise _NoAnswer("connection_lost", str(exc) or type(exc).__name__) from exc
+            raise NoAnswer("connection_lost", str(exc) or type(exc).__name__) from exc
 
 
 def _hint(error: QuorumqError, base: str) -> str | None:
@@ -335,11 +318,11 @@ async def _read_payload(response: aiohttp.ClientResponse) -> Any:
         try:
             return msgpack.unpackb(await response.read(), raw=False)
         except (ValueError, TypeError, msgpack.UnpackException) as exc:
-            raise _NoAnswer("bad_response", f"invalid msgpack in answer: {exc}") from exc
+            raise NoAnswer("bad_response", f"invalid msgpack in answer: {exc}") from exc
     text = await response.text()
     if response.content_type != "application/json":
         return text
     try:
         return json.loads(text) if text else None
     except ValueError as exc:
-        raise _NoAnswer("bad_response", f"invalid JSON in answer: {exc}") from exc
+        raise NoAnswer("bad_response", f"invalid JSON in answer: {exc}") from exc
