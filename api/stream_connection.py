@@ -24,7 +24,7 @@ from api.consumer_options import consumer_options
 from api.error_answers import error_answer
 from api.errors import ApiError, error_json
 from api.forwarded_publish import MAX_PEER_FORWARD_BYTES, publish_routed
-from api.forwarding import queue_route
+from api.forwarding import NO_LEADER_WAIT_S, queue_route
 from api.limits import check_consumer_room
 from api.publish_job import publish_of
 from api.stream_consumer import LEADER_MOVED, StreamConsumer
@@ -37,7 +37,6 @@ from cluster.queue_results import Outcome
 log = logging.getLogger(__name__)
 
 MAX_IN_FLIGHT = 1024
-HINT_WAIT_S = 2.0
 QUEUE_DELETED = "queue_deleted"
 _SETTLE_FIELDS = {"ack": frozenset({"tag", "ids"}), "nack": frozenset({"tag", "ids", "requeue"})}
 
@@ -144,9 +143,10 @@ class StreamConnection:
     async def _publish(self, frame: Frame) -> bytes:
         name = self._queue(frame, Access.WRITE)
         job = publish_of(frame.fields, self._app[CONFIG])
-        route = await queue_route(self._app[QUEUES], self._app[STATUS], name)
-        if route is not None and frame.size > MAX_PEER_FORWARD_BYTES:
-            raise NotLeader(f"this node does not lead queue '{name}'", route.target)
+        if frame.size > MAX_PEER_FORWARD_BYTES:  # too large to pass on over the peer transport
+            route = await queue_route(self._app[QUEUES], self._app[STATUS], name)
+            if route is not None:
+                raise NotLeader(f"this node does not lead queue '{name}'", route.target)
         status, body = await publish_routed(self._app, name, job, self._caller.name, 0)
         if status != 201:
             return frames.error(frame.id, status, body)
@@ -249,17 +249,12 @@ class StreamConnection:
 
     async def _hint_after_change(self, queue: QueueLeader) -> dict[str, str | None] | None:
         """Where `queue` is led after this node stopped leading it (None when it is gone), waiting up to
-        HINT_WAIT_S for the new leader to make itself known (its first entry applied here)."""
-        deadline = asyncio.get_running_loop().time() + HINT_WAIT_S
-        while True:
-            try:
-                leader = self._app[QUEUES].leader_of(queue.name)
-            except QueueNotFound:
-                return None
-            remaining = deadline - asyncio.get_running_loop().time()
-            if leader is not None or remaining <= 0:
-                return {"leader": leader, "leader_http": self._app[STATUS].node_http(leader)}
-            await queue.wait_applied(remaining)
+        NO_LEADER_WAIT_S for this node to know the new leader."""
+        try:
+            leader = await self._app[QUEUES].leader_within(queue.name, NO_LEADER_WAIT_S)
+        except QueueNotFound:
+            return None
+        return {"leader": leader, "leader_http": self._app[STATUS].node_http(leader)}
 
 
 def _id(frame: Frame) -> int:

@@ -86,10 +86,8 @@ class QueueDirectory:
     async def leader_within(self, name: str, timeout: float) -> str | None:
         """The node leading a queue, waiting up to `timeout` while this node knows none (a new queue's
         first election, a failover); None when it still knows none (QueueNotFound once undeclared)."""
-        deadline = time.monotonic() + timeout
-        while (leader := self.leader_of(name)) is None and time.monotonic() < deadline:
-            await asyncio.sleep(LEADER_POLL_S)
-        return leader
+        await _polled(lambda: self.leader_of(name) is not None, timeout)
+        return self.leader_of(name)
 
     def led(self, name: str) -> QueueLeader:
         """The door of a queue this node leads, or NotLeader naming the leader when known."""
@@ -153,8 +151,17 @@ class QueueDirectory:
     async def _await_leader(self, group: str, preferred: str | None) -> None:
         """Wait for a new queue's preferred leader to lead it (any leader after a short while)."""
         started = time.monotonic()
-        while time.monotonic() < started + LEADER_WAIT_S:
+
+        def led() -> bool:
             leader = self._groups.leader_of(group)
-            if leader is not None and (leader == preferred or time.monotonic() > started + PREFERRED_WAIT_S):
-                return
-            await asyncio.sleep(LEADER_POLL_S)
+            late = time.monotonic() > started + PREFERRED_WAIT_S
+            return leader is not None and (leader == preferred or late)
+
+        await _polled(led, LEADER_WAIT_S)
+
+
+async def _polled(done: Callable[[], bool], timeout: float) -> None:
+    """Check `done` every LEADER_POLL_S until it is true or `timeout` has passed."""
+    deadline = time.monotonic() + timeout
+    while not done() and time.monotonic() < deadline:
+        await asyncio.sleep(LEADER_POLL_S)
