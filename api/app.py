@@ -76,6 +76,7 @@ def add_routes(router: web.UrlDispatcher) -> None:
     the order they are added (their paths never overlap), so the one served most, publish, comes first."""
     router.add_post(QUEUE + "/messages", queue_handlers.publish)
     router.add_get(QUEUE + "/messages", queue_handlers.browse)
+    router.add_get(QUEUE + "/messages/peek", queue_handlers.peek)
     router.add_get("/api/queues", queue_handlers.list_queues)
     router.add_put(QUEUE, queue_handlers.declare_queue)
     router.add_get(QUEUE, queue_handlers.get_queue)

@@ -92,6 +92,7 @@ ROUTE_ACCESS: dict[tuple[str, str], Access] = {
     ("DELETE", QUEUE + "/contents"): Access.CONFIGURE,
     ("POST", QUEUE + "/messages"): Access.WRITE,
     ("GET", QUEUE + "/messages"): Access.READ,
+    ("GET", QUEUE + "/messages/peek"): Access.READ,
     ("POST", QUEUE + "/get"): Access.READ,
     ("POST", QUEUE + "/ack"): Access.READ,
     ("POST", QUEUE + "/nack"): Access.READ,

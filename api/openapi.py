@@ -84,6 +84,7 @@ DELIVERIES = {
     JSON: {"schema": {"type": "array", "items": DELIVERY}},
     MSGPACK: {"schema": {"type": "array", "items": PACKED_DELIVERY}},
 }
+ONE_DELIVERY = {JSON: {"schema": DELIVERY}, MSGPACK: {"schema": PACKED_DELIVERY}}
 WIRE_FORMATS = (
     "Publishes may also be sent as msgpack (`Content-Type: application/msgpack`, the same map with each "
     "body as bin), and deliveries are answered in msgpack on `Accept: application/msgpack`, bodies as "
@@ -307,6 +308,14 @@ PATHS: dict[str, dict[str, Any]] = {
                 _query("limit", {"type": "integer", "minimum": 0, "maximum": 10000}),
             ),
         ),
+    },
+    Q + "/messages/peek": {
+        "get": _operation(
+            "peek: the ready message at a 1-based position in delivery order, without consuming it",
+            {"200": "one delivery", "404": "no_message: fewer ready messages than the position"},
+            answers=ONE_DELIVERY,
+            query=({**_query("position", {"type": "integer", "minimum": 1}), "required": True},),
+        )
     },
     Q + "/get": {
         "post": _operation(

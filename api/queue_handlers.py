@@ -7,17 +7,20 @@ from dataclasses import asdict
 from typing import Any
 
 import aiohttp
+import msgpack
 from aiohttp import web
 
 from api.app_keys import CONFIG, FORWARD_SESSION, METRICS, QUEUES, STATUS
 from api.auth import Access, principal, require, vouch
-from api.deliveries import deliveries_response
+from api.deliveries import JSON, deliveries_response, delivery_maps, json_deliveries, wants_msgpack
+from api.errors import ApiError
 from api.forwarded_publish import forwards_over_peers, publish_routed
 from api.forwarding import client_node, forward, hops_of, on_meta_leader, on_queue_leader, queue_route
 from api.json_codec import json_answer
 from api.publish_job import read_publish
 from api.validation import (
     MAX_POLL,
+    MSGPACK,
     bad,
     check_queue_name,
     field_bool,
@@ -32,7 +35,7 @@ from api.validation import (
 )
 from cluster.queue_leader import QueueLeader
 from cluster.queue_limits import INT64_MAX
-from cluster.queue_results import Outcome
+from cluster.queue_results import MessageRow, Outcome
 
 MAX_GET = 1000
 
@@ -187,6 +190,25 @@ async def browse(request: web.Request, queue: QueueLeader) -> web.StreamResponse
     end = query_int(request, "to", INT64_MAX)
     limit = query_int(request, "limit", MAX_GET, maximum=MAX_POLL)
     return deliveries_response(request, await queue.browse(first, end, limit))
+
+
+@on_queue_leader
+async def peek(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
+    """GET /api/queues/{q}/messages/peek?position=N: the ready message at 1-based position N in delivery
+    order (returns first), as one delivery object; 404 `no_message` past the last one, 400 for a position
+    below 1. A read from the leader's applied state: nothing is delivered, counted or moved."""
+    position = query_int(request, "position")
+    row = await queue.peek(position)
+    if row is None:
+        raise ApiError(404, "no_message", f"queue '{queue.name}' has fewer than {position} ready messages")
+    return _delivery_response(request, row)
+
+
+def _delivery_response(request: web.Request, row: MessageRow) -> web.Response:
+    """One delivery as the object a deliveries answer holds, in the form the client asked for."""
+    if wants_msgpack(request):
+        return web.Response(body=msgpack.packb(delivery_maps([row])[0]), content_type=MSGPACK)
+    return web.Response(body=bytes(json_deliveries([row])[1:-1]), content_type=JSON, charset="utf-8")
 
 
 @on_queue_leader

@@ -180,6 +180,24 @@ def rebalance(settings: Settings, queue_type: str, queue_pattern: str | None) ->
         output.print_line(f"queue '{failure['queue']}' stayed: {failure['error']}")
 
 
+@cli.command("peek")
+@click.argument("queue")
+@click.argument("position", type=click.IntRange(min=1))
+@pass_settings
+def peek(settings: Settings, queue: str, position: int) -> None:
+    """Show the ready message of QUEUE at POSITION (1 is the next to be delivered), without consuming
+    it; exit 70 when QUEUE has fewer ready messages."""
+    with settings.connect() as client:
+        delivery = client.peek(queue, position)
+    if delivery is None:
+        click.echo(f"Error: queue '{queue}' has no message at position {position}", err=True)
+        sys.exit(EXIT_SOFTWARE)
+    if settings.formatter == "json":
+        output.print_json(output.delivery_json(delivery))
+    else:
+        output.print_deliveries([delivery], settings.formatter)
+
+
 @cli.command("quorum_status")
 @click.argument("queue")
 @pass_settings

@@ -1,11 +1,11 @@
 """Which version of a replicated format each peer said it reads, and so which version a writer may use.
 
-The rolling-upgrade rule: a node writes a format's newest version only once every other node of the
-cluster said it reads that version (`FormatVersions` names them); before, it writes version 0, which
-every node reads. An older node cannot decode a newer entry and would skip it, and its state would part
-from the others'. Every node says what it reads in a control frame to each peer, every second
-(`{key: version}`; nodes that predate this ignore the key and never send it, so they count as reading
-version 0). A peer's word is kept while this node runs: a node downgraded under the same name must
+The rolling-upgrade rule: a node writes the newest version of a format that every other node of the
+cluster said it reads (`FormatVersions` names them), up to its own; version 0, which every node reads,
+while one of them said nothing. An older node cannot decode a newer entry and would skip it, and its
+state would part from the others'. Every node says what it reads in a control frame to each peer, every
+second (`{key: version}`; nodes that predate this ignore the key and never send it, so they count as
+reading version 0). A peer's word is kept while this node runs: a node downgraded under the same name must
 first be forgotten by the cluster and wiped (its log may hold entries it cannot read anyway).
 """
 
@@ -39,6 +39,7 @@ class CodecReads:
         return self._reads.get(peer, 0)
 
     def version_for(self, others: Iterable[str]) -> int:
-        """The version to write where the nodes `others` may read it: `version` once every one of them
-        said it reads it, else 0."""
-        return self.version if all(self.reads(peer) >= self.version for peer in others) else 0
+        """The version to write where the nodes `others` may read it: the newest every one of them said
+        it reads, at most `version` (so a cluster that still has a node of the previous version writes
+        that version, not 0)."""
+        return min([self.version, *(self.reads(peer) for peer in others)])

@@ -22,7 +22,8 @@ class ConsumerSession:
     """One consumer (or basic.get holder) as seen by the queue's leader.
 
     A consumer reading from a time (`since_ms`) is served by gets held under its tag, `prefetch` at
-    most outstanding, instead of by the state machine's push delivery.
+    most outstanding, instead of by the state machine's push delivery. A manual-ack get's holder
+    (`get_holder`) has a session only for its timeout: it is never polled.
     """
 
     tag: str
@@ -33,6 +34,7 @@ class ConsumerSession:
     down_requested: bool = False
     since_ms: int | None = None
     prefetch: int = 0
+    get_holder: bool = False
 
     def offer(self, deliveries: Iterable[Delivery]) -> None:
         """Add deliveries for the next poll."""

@@ -5,15 +5,18 @@ batcher merges the proposals that arrive together into one entry (`cluster/propo
 `pack_op` and `entry_payload`), and every reader takes them apart with `entry_ops`. A metadata operation
 is a command of `cluster.metadata.codec`. A queue operation has its own envelope:
 
+- version 2: `[2, now_ms, command, bodies]`, as version 1, where a command may carry the fields added
+  with version 2 (a `Checkout`'s `since_ms`: a reader registered through the log);
 - version 1: `[1, now_ms, command, bodies]`: the leader's time, which the machine applies the command
   with (`EntryMeta`), the command's named-field form (`queue_state.command_codec.encode_command`), and
   for an Enqueue its messages as `[body, headers, encoding]`, one per message (None otherwise);
 - version 0: `[command bytes, bodies]`, the time inside the positional command bytes
   (`decode_command_v0`).
 
-Both decode into the same `QueueOp`, so logs written before version 1 replay (snapshots never held
-operations). A leader writes version 1 only once every member of the group said it reads it
-(`cluster/codec_reads.py`), and version 0 before.
+All decode into the same `QueueOp`, so logs written before version 2 (or 1) replay (snapshots never held
+operations). A leader writes the newest version every node of the cluster said it reads
+(`cluster/codec_reads.py`); a command with a field that version has no place for is not written (the
+leader builds it only when `op_version()` allows, `cluster/queue_leader.py`).
 
 The framing is cluster's, not queue_state's: the envelope carries what the replica keeps beside the
 machine (message bodies, which queue_state never sees), and which version to write depends on the
@@ -30,6 +33,7 @@ import msgpack
 
 from cluster.stored_message import StoredMessage
 from queue_state.command_codec import (
+    NAMED_VERSIONS,
     CommandDecodeError,
     decode_command,
     decode_command_v0,
@@ -39,8 +43,10 @@ from queue_state.command_codec import (
 from queue_state.commands import Command, Enqueue, EntryMeta, InvalidCommand
 from raft_log.msgpack_parts import array_header
 
-QUEUE_OP_VERSION = 1
+QUEUE_OP_VERSION = 2
 """The newest version of the queue operation envelope this node reads and may write."""
+READER_OP_VERSION = 2
+"""The first version in which a consumer reading from a time is registered through the log."""
 
 
 class EntryDecodeError(ValueError):
@@ -86,10 +92,11 @@ def encode_queue_op(
     bodies: Sequence[StoredMessage] | None = None,
     version: int = QUEUE_OP_VERSION,
 ) -> list[Any]:
-    """The envelope of one operation in `version` (0 or QUEUE_OP_VERSION)."""
+    """The envelope of one operation in `version` (0 to QUEUE_OP_VERSION); ValueError for a command with a
+    field that version has no place for."""
     payload = None if bodies is None else [[m.body, m.headers, m.encoding] for m in bodies]
-    if version == QUEUE_OP_VERSION:
-        return [QUEUE_OP_VERSION, meta.now_ms, encode_command(command), payload]
+    if version in NAMED_VERSIONS:
+        return [version, meta.now_ms, encode_command(command, version), payload]
     if version == 0:
         return [encode_command_v0(meta, command), payload]
     raise ValueError(f"no queue operation version {version}")
@@ -97,7 +104,7 @@ def encode_queue_op(
 
 def decode_queue_op(op: Any) -> QueueOp:
     """An operation of either version; anything else raises `CommandDecodeError`."""
-    if _is_version_1(op):
+    if _is_named(op):
         try:
             meta = EntryMeta(op[1])
         except InvalidCommand as exc:
@@ -115,15 +122,16 @@ def decode_queue_op(op: Any) -> QueueOp:
 def op_bodies(op: Any) -> Any:
     """What an operation of either version carries in its bodies place (None when nothing, or when it is
     no operation), read without decoding its command."""
-    if _is_version_1(op):
+    if _is_named(op):
         return op[3]
     if type(op) is list and len(op) == 2:
         return op[1]
     return None
 
 
-def _is_version_1(op: Any) -> bool:
-    return type(op) is list and len(op) == 4 and type(op[0]) is int and op[0] == QUEUE_OP_VERSION
+def _is_named(op: Any) -> bool:
+    """True for an operation of version 1 or 2 (`[version, now_ms, command, bodies]`)."""
+    return type(op) is list and len(op) == 4 and type(op[0]) is int and op[0] in NAMED_VERSIONS
 
 
 def _bodies_fit(command: Command, bodies: Any) -> bool:

@@ -1,13 +1,13 @@
 """Which version of each replicated format this node writes: queue operations (`entry_codec.py`) and
 metadata commands (`metadata/codec.py`).
 
-The rolling-upgrade rule, one for both formats: a node writes a format's newest version only once every
-other node of the cluster (the metadata group's voters and learners) said it reads it, and version 0
-before. Any node can be added to any queue's group later, and an older node that receives an entry it
-cannot decode skips it and parts from the other replicas; so a node that joins once the newest version is
-written must run this version or a later one. Every node says what it reads to each peer in one control
-frame every second (`{"queue_codec": N, "metadata_codec": M}`; `CodecReads` takes each key from any frame,
-so the separate frames of earlier versions count as well).
+The rolling-upgrade rule, one for both formats: a node writes the newest version of a format every other
+node of the cluster (the metadata group's voters and learners) said it reads, up to its own, and version
+0 while one said nothing. Any node can be added to any queue's group later, and an older node that
+receives an entry it cannot decode skips it and parts from the other replicas; so a node that joins once
+the newest version is written must run this version or a later one. Every node says what it reads to
+each peer in one control frame every second (`{"queue_codec": N, "metadata_codec": M}`; `CodecReads`
+takes each key from any frame, so the separate frames of earlier versions count as well).
 """
 
 from __future__ import annotations

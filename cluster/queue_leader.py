@@ -22,7 +22,7 @@ from typing import Any, Protocol, TypeVar
 
 from cluster.consumer_sessions import ConsumerSession, ConsumerSessions
 from cluster.dead_lettering.messages import with_death
-from cluster.entry_codec import encode_queue_op
+from cluster.entry_codec import READER_OP_VERSION, encode_queue_op
 from cluster.errors import (
     BadRequest,
     LogGap,
@@ -59,6 +59,7 @@ from queue_state.commands import (
     Tick,
     UpdateConfig,
 )
+from queue_state.consumers import ConsumerInfo
 from queue_state.durable import DurableLogGap
 from queue_state.effects import (
     DeadLetter,
@@ -237,7 +238,7 @@ class QueueLeader:
         holder = f"get-{uuid.uuid4().hex}"
         command = self._command(Get, holder, count, auto_ack, since_ms)
         if not auto_ack:
-            self._sessions.open(holder, self._consumer_timeout_ms, self._now())
+            self._sessions.open(holder, self._consumer_timeout_ms, self._now()).get_holder = True
         reply = await self._submit(command)
         if isinstance(reply, AutoAcked):
             return [MessageRow.of(delivery, stored) for delivery, stored in reply.messages]
@@ -266,6 +267,15 @@ class QueueLeader:
         `end_id`, lowest first: a read of the applied state that delivers, counts and moves nothing."""
         return self._rows(self._replica.machine.browse(first_id, end_id, limit))
 
+    async def peek(self, position: int) -> MessageRow | None:
+        """The ready message at 1-based `position` in delivery order (returns first), or None past the
+        last one: a read of the applied state that moves nothing (BadRequest for a position below 1)."""
+        if position < 1:
+            raise BadRequest(f"position must be 1 or more, got {position}")
+        found = self._replica.machine.peek(position)
+        rows = self._rows([found]) if found is not None else []
+        return rows[0] if rows else None
+
     # -- consumers --------------------------------------------------------------------------------
 
     async def register_consumer(
@@ -273,15 +283,16 @@ class QueueLeader:
     ) -> str:
         """A new consumer's tag. It may hold `prefetch` messages and is declared down after `timeout_ms`
         of silence (the node's default when None). With `since_ms` it reads only messages enqueued at or
-        after then, taking them with gets as it polls instead of being pushed deliveries."""
+        after then, taking them with gets as it polls instead of being pushed deliveries: a reader
+        registered through the log once every node reads queue operations version 2 (so a new leader
+        knows it), and before that a session of this leader only."""
         tag = uuid.uuid4().hex
         timeout = self._consumer_timeout_ms if timeout_ms is None else timeout_ms
-        if since_ms is not None:
-            session = self._sessions.open(tag, timeout, self._now())
-            session.since_ms, session.prefetch = since_ms, prefetch
+        session = self._sessions.open(tag, timeout, self._now())
+        session.since_ms, session.prefetch = since_ms, prefetch
+        if since_ms is not None and self._op_version() < READER_OP_VERSION:
             return tag
-        command = self._command(Checkout, tag, prefetch, priority, timeout)
-        self._sessions.open(tag, timeout, self._now())
+        command = self._command(Checkout, tag, prefetch, priority, timeout, since_ms)
         reply = await self._submit(command)
         if isinstance(reply, Failure):
             self._sessions.close(tag)
@@ -320,19 +331,30 @@ class QueueLeader:
             raise UnknownConsumer(reply.reason, code=reply.code)
 
     def _session(self, tag: str) -> ConsumerSession:
-        """The session of a consumer registered in the queue state, made anew after a leader change."""
+        """The session of a consumer registered in the queue state (a reader included), made anew after a
+        leader change; a get holder's session is no consumer's."""
         session = self._sessions.get(tag)
-        if session is not None:
+        if session is not None and not session.get_holder:
             return session
-        if all(c.name != tag for c in self._replica.machine.consumers()):
-            raise UnknownConsumer(f"no consumer '{tag}' on queue '{self.name}'")
-        session = self._sessions.open(tag, self._timeout_of(tag), self._now())
-        session.offer(self._replica.machine.checked_out(tag))
+        for consumer in self._replica.machine.consumers():
+            if consumer.name == tag:
+                return self._open_session(consumer, self._now())
+        raise UnknownConsumer(f"no consumer '{tag}' on queue '{self.name}'")
+
+    def _open_session(self, consumer: ConsumerInfo, now: int) -> ConsumerSession:
+        """A session for a consumer the queue state holds, with its own timeout (else the node's), what
+        it holds offered to it again, and for a reader its time and prefetch."""
+        session = self._sessions.open(consumer.name, consumer.timeout_ms or self._consumer_timeout_ms, now)
+        session.since_ms, session.prefetch = consumer.since_ms, consumer.prefetch
+        session.offer(self._replica.machine.checked_out(consumer.name))
         return session
 
     async def _read_since(self, session: ConsumerSession, limit: int, wait_s: float) -> list[Delivery]:
-        """A reader from a time: get what it may hold (prefetch) among messages enqueued since then,
-        waiting for newly applied entries until `wait_s` runs out."""
+        """A reader from a time: what it holds offered again after a leader change, else get what it may
+        hold (prefetch) among messages enqueued since then, waiting for newly applied entries until
+        `wait_s` runs out."""
+        if session.buffer:
+            return session.take(limit)
         deadline = time.monotonic() + wait_s
         while True:
             room = min(limit, session.prefetch - len(self._replica.machine.checked_out(session.tag)))
@@ -487,16 +509,18 @@ class QueueLeader:
                 self._request_delete(self.name, self.group)
 
     def _on_role(self, is_leader: bool) -> None:
+        """A new leader opens a session for every holder the state says holds messages or is registered:
+        consumers and readers with their own timeout, manual-ack get holders with the node's, so that what
+        a silent one holds returns to the queue (`on_timer`) whoever led when it was taken."""
         self._sessions.close_all()
         self._on_leadership(self, is_leader)
         if not is_leader:
             return
         now = self._now()
         for consumer in self._replica.machine.consumers():
-            session = self._sessions.open(
-                consumer.name, consumer.timeout_ms or self._consumer_timeout_ms, now
-            )
-            session.offer(self._replica.machine.checked_out(consumer.name))
+            self._open_session(consumer, now)
+        for holder in self._replica.machine.get_holders():
+            self._sessions.open(holder, self._consumer_timeout_ms, now).get_holder = True
 
     def on_timer(self) -> None:
         """Called periodically on the leader: due Ticks and silent consumers go through the log, and a

@@ -1,9 +1,10 @@
 """The wire forms of queue commands, by the version of the queue operation that carries them.
 
-Version 1 (`encode_command`, `decode_command`): the msgpack-ready list `[tag, {field: value}]`. Fields
-travel by name and a field equal to its default is left off, so a field added later with a default
+Versions 1 and 2 (`encode_command`, `decode_command`): the msgpack-ready list `[tag, {field: value}]`.
+Fields travel by name and a field equal to its default is left off, so a field added later with a default
 replays entries written before it (and a node that predates the field reads every command that leaves
 it at its default); a field the record does not have, or a missing one without a default, is an error.
+A field added with version 2 (`_ADDED_IN`: Checkout's `since_ms`) cannot be written in version 1.
 
 Version 0 (`encode_command_v0`, `decode_command_v0`): msgpack bytes of `[tag, now_ms, values...]`, the
 values positional in `_V0_FIELDS` order, with the time the entry envelope carries since version 1. It
@@ -104,6 +105,11 @@ _V0_FIELDS: dict[type[Command], tuple[str, ...]] = {
 }
 _V0_SHORTER: dict[type[Command], int] = {DurableCheckout: 2}
 
+NAMED_VERSIONS = (1, 2)
+"""The operation versions whose commands travel in the named-field form."""
+# The version a field of the named form was added in, when after version 1: an older node refuses it.
+_ADDED_IN: dict[type[Command], dict[str, int]] = {Checkout: {"since_ms": 2}}
+
 
 def _is_default(kind: type[Command], name: str, value: Any) -> bool:
     defaults = _DEFAULTS[kind]
@@ -134,19 +140,24 @@ def _from_wire(field_name: str, value: Any) -> Any:
     return value
 
 
-def encode_command(cmd: Command) -> list[Any]:
-    """The version-1 form of a command: `[tag, {field: value}]`, fields at their default left off."""
+def encode_command(cmd: Command, version: int = NAMED_VERSIONS[-1]) -> list[Any]:
+    """The named form of a command in operation `version` (1 or 2): `[tag, {field: value}]`, fields at
+    their default left off. ValueError for a field `version` has no place for that is not at its default."""
+    if version not in NAMED_VERSIONS:
+        raise ValueError(f"no named command form in version {version}")
     kind = type(cmd)
     values = {}
     for name in _FIELD_NAMES[kind]:
         value = getattr(cmd, name)
         if not _is_default(kind, name, value):
+            if _ADDED_IN.get(kind, {}).get(name, 1) > version:
+                raise ValueError(f"{kind.__name__} field {name} cannot be written in version {version}")
             values[name] = _to_wire(value)
     return [_TAGS[kind], values]
 
 
 def decode_command(wire: Any) -> Command:
-    """The command of a version-1 form; anything else raises `CommandDecodeError`."""
+    """The command of a named form (either version); anything else raises `CommandDecodeError`."""
     with _decode_errors():
         if type(wire) is not list or len(wire) != 2 or type(wire[1]) is not dict:
             raise CommandDecodeError("not a command [tag, {field: value}]")

@@ -92,19 +92,24 @@ class Checkout:
     """Register a consumer or update its prefetch and priority.
 
     `timeout_ms` is how long the consumer may stay silent before its leader declares it down; it is
-    kept in the state so that a new leader applies the consumer's own timeout, not a default.
+    kept in the state so that a new leader applies the consumer's own timeout, not a default. With
+    `since_ms` the consumer is a reader from that time: the serve step never delivers to it, it takes
+    messages enqueued at or after `since_ms` with `Get`s under its name as it polls (queue operations
+    version 2 and later, `cluster/entry_codec.py`).
     """
 
     consumer: str
     prefetch: int
     priority: int = 0
     timeout_ms: int | None = None
+    since_ms: int | None = None
 
     def __post_init__(self) -> None:
         _check_name("consumer", self.consumer)
         _check_int("prefetch", self.prefetch, minimum=1)
         _check_int("priority", self.priority, minimum=-INT64_MAX)
         _check_optional_int("timeout_ms", self.timeout_ms, minimum=1)
+        _check_optional_int("since_ms", self.since_ms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +162,9 @@ class Get:
     """basic.get: take up to `count` ready messages; manual-ack ones are held by `holder`.
 
     With `since_ms`, only messages enqueued at or after that time are taken, older ones staying where
-    they are (reading a dead-letter queue from a point in time, the Logstash way).
+    they are (reading a dead-letter queue from a point in time, the Logstash way). A manual-ack get
+    whose holder is a reader (`Checkout` with `since_ms`) reads from the reader's time instead, and
+    takes at most what its prefetch leaves room for, held by the reader.
     """
 
     holder: str

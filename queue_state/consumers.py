@@ -2,7 +2,9 @@
 
 Consumers are served by priority (higher first) and round-robin among equal priority, each up to its
 prefetch. With single active consumer only one is served; the others wait, ordered by priority and
-then by registration, and the first of them takes over when the active one leaves.
+then by registration, and the first of them takes over when the active one leaves. A reader (a consumer
+registered with `since_ms`) is never served: it takes what it reads with gets, and is never the active
+one.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ class ConsumerInfo:
     active: bool
     unacknowledged: int
     timeout_ms: int | None = None
+    since_ms: int | None = None
 
 
 class Holder:
@@ -42,22 +45,35 @@ class Holder:
 
 
 class Consumer(Holder):
-    """A registered consumer: served while it has credit (prefetch minus held messages)."""
+    """A registered consumer: served while it has credit (prefetch minus held messages), unless it is a
+    reader from `since_ms`."""
 
-    __slots__ = ("prefetch", "priority", "registration", "timeout_ms")
+    __slots__ = ("prefetch", "priority", "registration", "since_ms", "timeout_ms")
 
     def __init__(
-        self, name: str, prefetch: int, priority: int, registration: int, timeout_ms: int | None = None
+        self,
+        name: str,
+        prefetch: int,
+        priority: int,
+        registration: int,
+        timeout_ms: int | None = None,
+        since_ms: int | None = None,
     ) -> None:
         super().__init__(name)
         self.prefetch = prefetch
         self.priority = priority
         self.registration = registration
         self.timeout_ms = timeout_ms
+        self.since_ms = since_ms
 
     @property
     def has_credit(self) -> bool:
         return len(self.held) < self.prefetch
+
+    @property
+    def is_reader(self) -> bool:
+        """True for a reader from a time: it takes with gets, the serve step never delivers to it."""
+        return self.since_ms is not None
 
 
 class ConsumerRegistry:
@@ -85,19 +101,30 @@ class ConsumerRegistry:
     def is_active(self, consumer: Consumer) -> bool:
         return not self._single_active or consumer is self._active
 
-    def register(self, name: str, prefetch: int, priority: int, timeout_ms: int | None = None) -> None:
-        """Add a consumer, or update an existing one's prefetch, priority and timeout."""
+    def register(
+        self,
+        name: str,
+        prefetch: int,
+        priority: int,
+        timeout_ms: int | None = None,
+        since_ms: int | None = None,
+    ) -> None:
+        """Add a consumer, or update an existing one's prefetch, priority, timeout and reader time."""
         consumer = self._by_name.get(name)
         if consumer is None:
-            consumer = Consumer(name, prefetch, priority, self._next_registration, timeout_ms)
+            consumer = Consumer(name, prefetch, priority, self._next_registration, timeout_ms, since_ms)
             self._next_registration += 1
             self._by_name[name] = consumer
         else:
             self._leave_rotation(consumer)
+            if consumer is self._active and since_ms is not None:
+                self._active = None
             consumer.prefetch = prefetch
             consumer.priority = priority
             consumer.timeout_ms = timeout_ms
-        self._rotations.setdefault(priority, deque()).append(consumer)
+            consumer.since_ms = since_ms
+        if not consumer.is_reader:
+            self._rotations.setdefault(priority, deque()).append(consumer)
         self._elect()
 
     def remove(self, name: str) -> Consumer | None:
@@ -138,22 +165,29 @@ class ConsumerRegistry:
         return 1
 
     def _leave_rotation(self, consumer: Consumer) -> None:
+        if consumer.is_reader:
+            return
         rotation = self._rotations[consumer.priority]
         rotation.remove(consumer)
         if not rotation:
             del self._rotations[consumer.priority]
 
     def _elect(self) -> None:
-        if self._single_active and self._active is None and self._by_name:
-            self._active = min(self._by_name.values(), key=lambda c: (-c.priority, c.registration))
+        if self._single_active and self._active is None:
+            served = [c for c in self._by_name.values() if not c.is_reader]
+            if served:
+                self._active = min(served, key=lambda c: (-c.priority, c.registration))
+
+    @property
+    def has_readers(self) -> bool:
+        return any(c.is_reader for c in self._by_name.values())
 
     def to_wire(self) -> dict[str, Any]:
-        """Registration counter, consumers in registration-dict order, rotation order, active one."""
+        """Registration counter, consumers in registration-dict order (a reader's row with its time as a
+        sixth field, snapshot version 3), rotation order, active one."""
         return {
             "next_registration": self._next_registration,
-            "consumers": [
-                [c.name, c.prefetch, c.priority, c.registration, c.timeout_ms] for c in self._by_name.values()
-            ],
+            "consumers": [_consumer_row(c) for c in self._by_name.values()],
             "rotations": [[p, [c.name for c in r]] for p, r in self._rotations.items()],
             "active": None if self._active is None else self._active.name,
         }
@@ -162,10 +196,15 @@ class ConsumerRegistry:
     def from_wire(cls, single_active: bool, wire: dict[str, Any]) -> ConsumerRegistry:
         registry = cls(single_active)
         registry._next_registration = wire["next_registration"]
-        for name, *fields in wire["consumers"]:  # snapshots before timeouts had four fields
+        for name, *fields in wire["consumers"]:  # four fields before timeouts, six for a reader
             registry._by_name[name] = Consumer(name, *fields)
         for priority, names in wire["rotations"]:
             registry._rotations[priority] = deque(registry._by_name[name] for name in names)
         if wire["active"] is not None:
             registry._active = registry._by_name[wire["active"]]
         return registry
+
+
+def _consumer_row(consumer: Consumer) -> list[Any]:
+    row = [consumer.name, consumer.prefetch, consumer.priority, consumer.registration, consumer.timeout_ms]
+    return row if consumer.since_ms is None else [*row, consumer.since_ms]

@@ -150,7 +150,7 @@ class QueueMachine:
         if self._sealed and self._consumers.get(cmd.consumer) is None:
             return self._deleting()
         self._mark_used()
-        self._consumers.register(cmd.consumer, cmd.prefetch, cmd.priority, cmd.timeout_ms)
+        self._consumers.register(cmd.consumer, cmd.prefetch, cmd.priority, cmd.timeout_ms, cmd.since_ms)
         return Ok()
 
     def _release_client(self, cmd: Cancel | ConsumerDown, out: EffectCollector) -> Reply:
@@ -191,11 +191,17 @@ class QueueMachine:
         if not cmd.auto_ack and cmd.holder in self._durables:
             return Failure("name_in_use", f"{cmd.holder!r} is a durable consumer")
         self._mark_used()
+        reader = None if cmd.auto_ack else self._consumers.get(cmd.holder)
+        count, since_ms = cmd.count, cmd.since_ms
+        if reader is not None and reader.is_reader:
+            count, since_ms = min(count, reader.prefetch - len(reader.held)), reader.since_ms
         deliveries: list[Delivery] = []
-        for message in self._take_ready(TakeLimit(cmd.count), cmd.since_ms, out):
+        for message in self._take_ready(TakeLimit(count), since_ms, out):
             deliveries.append(message.delivery())
             if cmd.auto_ack:
                 out.forget(message.id)
+            elif reader is not None and reader.is_reader:
+                self._hold(reader, message, self._now)
             else:
                 holder = self._get_holders.setdefault(cmd.holder, Holder(cmd.holder))
                 self._hold(holder, message, self._now)
@@ -474,13 +480,23 @@ class QueueMachine:
         return [held.message.delivery() for holder in holders for held in holder.held.values()]
 
     def consumers(self) -> list[ConsumerInfo]:
-        """Registered consumers in registration order."""
+        """Registered consumers (readers included) in registration order."""
         return [
             ConsumerInfo(
-                c.name, c.prefetch, c.priority, self._consumers.is_active(c), len(c.held), c.timeout_ms
+                c.name,
+                c.prefetch,
+                c.priority,
+                self._consumers.is_active(c),
+                len(c.held),
+                c.timeout_ms,
+                c.since_ms,
             )
             for c in self._consumers
         ]
+
+    def get_holders(self) -> list[str]:
+        """The holders of manual-ack gets that hold messages (a holder is gone once it holds none)."""
+        return list(self._get_holders)
 
     def durable_consumers(self) -> list[DurableInfo]:
         """Durable consumers in registration order."""
@@ -496,6 +512,18 @@ class QueueMachine:
         """Ready messages in the order they will be served (returns first)."""
         yield from self._returns
         yield from self._main
+
+    def peek(self, position: int) -> Delivery | None:
+        """The ready message at 1-based `position` in the order the serve step takes them (returns, then
+        main), or None past the last one. Changes nothing; ValueError for a position below 1."""
+        if position < 1:
+            raise ValueError(f"position must be 1 or more, got {position}")
+        index = position - 1
+        for fifo in (self._returns, self._main):
+            if index < len(fifo):
+                return fifo.at(index).delivery()
+            index -= len(fifo)
+        return None
 
     def browse(self, first_id: int, end_id: int, limit: int) -> list[Delivery]:
         """Up to `limit` of the messages the queue holds, ready or checked out (not dead letters waiting
@@ -517,6 +545,7 @@ class QueueMachine:
     def snapshot_chunks(self) -> Iterator[bytes]:
         """The whole state as a stream of msgpack chunks, ready messages in bounded column slices."""
         yield snapshot_header(
+            3 if self._consumers.has_readers else 2,
             name=self.name,
             config=self._config.to_arguments(),
             now=self._now,

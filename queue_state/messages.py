@@ -157,6 +157,13 @@ class MessageFifo:
             if first_id <= self._ids[i] < end_id
         ]
 
+    def at(self, index: int) -> ReadyMessage:
+        """The message `index` places behind the head (0: the head; it must be below `len`)."""
+        i = self._head + index
+        return ReadyMessage(
+            self._ids[i], self._sizes[i], self._enqueued[i], self._expires[i], self._counts[i]
+        )
+
     def head_size(self) -> int:
         """The body size of the message at the head (the FIFO must not be empty)."""
         return self._sizes[self._head]

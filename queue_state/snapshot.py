@@ -2,7 +2,10 @@
 
 Every chunk is one msgpack document, so a snapshot can be written and read piece by piece. The header
 carries the format version; a stream without its end marker is truncated. Version 2 added each
-publisher's watermark and the header's `sealed`; version 1 snapshots still restore.
+publisher's watermark and the header's `sealed`; version 3 a reader's time as a sixth field of its
+consumer row, and is written only by a queue that has a reader (which only a cluster whose nodes all read
+queue operations version 2 can register), so a snapshot without one stays readable by version-2 code.
+Versions 1 and 2 still restore.
 """
 
 from __future__ import annotations
@@ -12,8 +15,8 @@ from typing import Any
 
 import msgpack
 
-SNAPSHOT_VERSION = 2  # 2 added each publisher's watermark and the header's `sealed`
-READABLE_VERSIONS = (1, 2)
+SNAPSHOT_VERSION = 3  # 2 added each publisher's watermark and the header's `sealed`; 3 readers' times
+READABLE_VERSIONS = (1, 2, 3)
 END_OF_SNAPSHOT = "end"
 
 
@@ -21,9 +24,11 @@ class SnapshotError(ValueError):
     """Snapshot chunks that cannot be restored (wrong version, truncated, malformed)."""
 
 
-def snapshot_header(**fields: Any) -> bytes:
-    """The first chunk: the format version and the machine's scalar state."""
-    packed: bytes = msgpack.packb({"version": SNAPSHOT_VERSION, **fields})
+def snapshot_header(version: int, **fields: Any) -> bytes:
+    """The first chunk: the format `version` (one of READABLE_VERSIONS) and the machine's scalar state."""
+    if version not in READABLE_VERSIONS:
+        raise ValueError(f"no snapshot version {version}")
+    packed: bytes = msgpack.packb({"version": version, **fields})
     return packed
 
 

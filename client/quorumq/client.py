@@ -12,13 +12,14 @@ from urllib.parse import quote
 import aiohttp
 
 from quorumq.auth import Auth, resolve_credentials
-from quorumq.errors import ProtocolError, QuorumqError
+from quorumq.errors import NotFoundError, ProtocolError, QuorumqError
 from quorumq.incoming import IncomingMessage, settled_through
 from quorumq.messages import (
     Delivery,
     Publishable,
     as_message_list,
     decode_deliveries,
+    decode_delivery,
     encode_message,
 )
 from quorumq.publisher import Publisher
@@ -27,6 +28,7 @@ from quorumq.subscription import Subscription
 from quorumq.transport import DEFAULT_UNRESPONSIVE_AFTER, JSON, MSGPACK, NodeTransport
 
 DEFAULT_PREFETCH = 100
+NO_MESSAGE = "no_message"
 _NOT_READY = frozenset({503})
 Wire = Literal["msgpack", "json"]
 
@@ -361,6 +363,23 @@ class Client:
             answer_type=self._message_type,
         )
         return decode_deliveries(reply.payload, Delivery)
+
+    async def peek(self, queue: str, position: int) -> Delivery | None:
+        """The ready message of `queue` at 1-based `position` in delivery order, without consuming it;
+        None when the queue has fewer ready messages (NotFoundError when there is no such queue)."""
+        try:
+            reply = await self._transport.request(
+                "GET",
+                queue_path(queue, "messages", "peek"),
+                params={"position": str(position)},
+                retry_sent=True,
+                answer_type=self._message_type,
+            )
+        except NotFoundError as exc:
+            if exc.code == NO_MESSAGE:
+                return None
+            raise
+        return decode_delivery(reply.payload, Delivery)
 
     async def consumer_log(self, queue: str, name: str, from_: int, to: int) -> list[Delivery]:
         """A durable consumer's unsettled deliveries numbered from `from_` to `to` (non-destructive)."""

@@ -160,6 +160,7 @@ class SyncClient:
     nack_got = _Blocking(Client.nack_got)
     consumer_log = _Blocking(Client.consumer_log)
     browse = _Blocking(Client.browse)
+    peek = _Blocking(Client.peek)
     durable_checkout = _Blocking(Client.durable_checkout)
     durable_settle = _Blocking(Client.durable_settle)
     members = _Blocking(Client.members)

@@ -1,5 +1,5 @@
-"""The rolling-upgrade rule (`cluster/codec_reads.py`): a node writes a format's newest version into a
-group's log only once every other member said it reads it, version 0 before."""
+"""The rolling-upgrade rule (`cluster/codec_reads.py`): a node writes the newest version of a format every
+other member said it reads, version 0 while one said nothing."""
 
 from __future__ import annotations
 
@@ -19,10 +19,11 @@ def test_a_group_with_no_other_member_is_written_in_the_newest_version() -> None
     assert CodecReads("queue_codec", 1).version_for([]) == 1
 
 
-def test_a_member_that_reads_only_an_older_version_keeps_the_log_in_version_0() -> None:
+def test_rule_a_member_that_reads_only_an_older_version_keeps_the_log_in_that_version() -> None:
     reads = CodecReads("queue_codec", 2)
     reads.on_control("b", {"queue_codec": 1})
-    assert reads.version_for(["b"]) == 0
+    assert reads.version_for(["b"]) == 1  # not 0: version 1 has what version 0 lacks (the entry's time)
+    assert reads.version_for(["b", "c"]) == 0  # c said nothing
     reads.on_control("b", {"queue_codec": 3})  # a newer node reads this node's version too
     assert reads.version_for(["b"]) == 2
 

@@ -1,5 +1,6 @@
-"""The queue operation envelope (`cluster/entry_codec.py`): version 1 `[1, now_ms, command, bodies]`,
-version 0 `[command bytes, bodies]` still read, and a replica applying an entry that mixes them.
+"""The queue operation envelope (`cluster/entry_codec.py`): version 2 `[2, now_ms, command, bodies]` (a
+Checkout may carry `since_ms`), version 1 `[1, now_ms, command, bodies]` and version 0
+`[command bytes, bodies]` still read, and a replica applying an entry that mixes them.
 
 Version-0 operations are built here from literal lists, as the code before version 1 wrote them."""
 
@@ -55,7 +56,7 @@ def through_an_entry(op: list[Any]) -> Any:
     return msgpack.unpackb(msgpack.packb([op]), raw=False)[0]
 
 
-@given(metas, bodyless, st.sampled_from([0, QUEUE_OP_VERSION]))
+@given(metas, bodyless, st.sampled_from([0, 1, QUEUE_OP_VERSION]))
 def test_an_operation_without_bodies_survives_a_round_trip_in_either_version(
     meta: EntryMeta, command: Command, version: int
 ) -> None:
@@ -64,7 +65,7 @@ def test_an_operation_without_bodies_survives_a_round_trip_in_either_version(
     assert op_bodies(op) is None
 
 
-@given(metas, st.lists(stored, min_size=1, max_size=3), st.none() | st.just("p"), st.sampled_from([0, 1]))
+@given(metas, st.lists(stored, min_size=1, max_size=3), st.none() | st.just("p"), st.sampled_from([0, 1, 2]))
 def test_an_enqueue_with_its_bodies_survives_a_round_trip_in_either_version(
     meta: EntryMeta, bodies: list[StoredMessage], publisher: str | None, version: int
 ) -> None:
@@ -76,9 +77,35 @@ def test_an_enqueue_with_its_bodies_survives_a_round_trip_in_either_version(
 
 def test_version_1_is_the_time_the_named_command_and_the_bodies() -> None:
     body = StoredMessage(b"x", {"h": 1}, "utf8")
-    op = encode_queue_op(EntryMeta(42), Enqueue((NewMessage(1),)), [body])
+    op = encode_queue_op(EntryMeta(42), Enqueue((NewMessage(1),)), [body], 1)
     assert op == [1, 42, [1, {"messages": [[1, None]]}], [[b"x", {"h": 1}, "utf8"]]]
-    assert encode_queue_op(EntryMeta(7), Tick()) == [1, 7, [10, {}], None]
+    assert encode_queue_op(EntryMeta(7), Tick(), None, 1) == [1, 7, [10, {}], None]
+
+
+def test_version_2_is_version_1_under_its_own_number_with_a_readers_time() -> None:
+    assert QUEUE_OP_VERSION == 2
+    assert encode_queue_op(EntryMeta(7), Tick()) == [2, 7, [10, {}], None]
+    reader = Checkout("r", 5, 0, 900, since_ms=40)
+    op = encode_queue_op(EntryMeta(7), reader)
+    assert op == [2, 7, [2, {"consumer": "r", "prefetch": 5, "timeout_ms": 900, "since_ms": 40}], None]
+    assert decode_queue_op(through_an_entry(op)) == QueueOp(EntryMeta(7), reader, None)
+
+
+def test_rule_a_version_1_writer_leaves_since_ms_off_and_cannot_write_a_reader() -> None:
+    consumer = Checkout("c", 5, 0, 900)
+    assert encode_queue_op(EntryMeta(7), consumer, None, 1) == [
+        1, 7, [2, {"consumer": "c", "prefetch": 5, "timeout_ms": 900}], None
+    ]  # fmt: skip
+    for version in (0, 1):  # a node of that version would refuse the field: it is never written
+        with pytest.raises(ValueError, match="since_ms"):
+            encode_queue_op(EntryMeta(7), Checkout("r", 5, since_ms=40), None, version)
+
+
+def test_rule_checkouts_written_before_version_2_replay_as_consumers_without_a_time() -> None:
+    old = [1, 7, [2, {"consumer": "c", "prefetch": 5, "timeout_ms": 900}], None]
+    assert decode_queue_op(through_an_entry(old)).command == Checkout("c", 5, 0, 900, None)
+    v0 = [msgpack.packb([2, 7, "c", 5, 0, 900]), None]
+    assert decode_queue_op(through_an_entry(v0)).command == Checkout("c", 5, 0, 900, None)
 
 
 @pytest.mark.parametrize(
@@ -101,7 +128,7 @@ def test_version_0_operations_decode_into_the_same_records_with_their_time(
 @pytest.mark.parametrize(
     "op",
     [
-        [2, 5, [10, {}], None],  # a version this node does not know
+        [3, 5, [10, {}], None],  # a version this node does not know
         [True, 5, [10, {}], None],  # a bool is not a version
         [1, -1, [10, {}], None],  # a negative time
         [1, "5", [10, {}], None],  # a time that is not an int
@@ -126,7 +153,8 @@ def test_op_bodies_reads_either_version_and_nothing_else() -> None:
     bodies = [[b"x", {}, "utf8"]]
     assert op_bodies([msgpack.packb([1, 5, [[1, None]], None, None]), bodies]) == bodies
     assert op_bodies([1, 5, [1, {"messages": [[1, None]]}], bodies]) == bodies
-    assert [op_bodies(op) for op in (None, [], [1, 2, 3], "op", [2, 5, [], bodies])] == [None] * 5
+    assert op_bodies([2, 5, [1, {"messages": [[1, None]]}], bodies]) == bodies
+    assert [op_bodies(op) for op in (None, [], [1, 2, 3], "op", [3, 5, [], bodies])] == [None] * 5
 
 
 def test_only_known_versions_are_written() -> None:

@@ -8,6 +8,7 @@ from queue_state.arguments import QueueConfig, parse_arguments
 from queue_state.commands import (
     Cancel,
     Checkout,
+    Command,
     ConsumerDown,
     Discard,
     DlxCheckout,
@@ -64,6 +65,9 @@ commands = st.one_of(
         st.none() | st.just("p"),
     ).flatmap(lambda e: st.just(e) if e.publisher is None else _with_seq(e)),
     st.builds(Checkout, NAMES, st.integers(1, 3), st.integers(0, 2)),
+    st.builds(
+        Checkout, NAMES, st.integers(1, 3), st.integers(0, 2), st.none(), st.integers(0, 500)
+    ),  # readers
     st.builds(Cancel, NAMES),
     st.builds(ConsumerDown, NAMES),
     st.builds(Settle, IDS, st.none() | NAMES),
@@ -93,3 +97,11 @@ def _with_seq(enqueue: Enqueue) -> st.SearchStrategy[Enqueue]:
 
 metas = st.builds(EntryMeta, TIMES)
 command_lists = st.lists(st.tuples(metas, commands), max_size=60)
+
+
+def _written_before_version_2(command: Command) -> bool:
+    return not (isinstance(command, Checkout) and command.since_ms is not None)
+
+
+commands_before_version_2 = commands.filter(_written_before_version_2)
+"""Commands every form reads: no field added with queue operations version 2 (a reader's `since_ms`)."""

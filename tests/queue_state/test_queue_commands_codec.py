@@ -12,7 +12,7 @@ import msgpack
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from queue_state_strategies import commands, metas
+from queue_state_strategies import commands, commands_before_version_2, metas
 
 from queue_state.arguments import parse_arguments
 from queue_state.command_codec import (
@@ -47,8 +47,28 @@ from queue_state.commands import (
 
 
 @given(commands)
-def test_every_command_survives_a_version_1_round_trip(cmd: Command) -> None:
+def test_every_command_survives_a_version_2_round_trip(cmd: Command) -> None:
     assert decode_command(encode_command(cmd)) == cmd
+
+
+@given(commands_before_version_2)
+def test_every_command_without_a_version_2_field_survives_a_version_1_round_trip(cmd: Command) -> None:
+    assert decode_command(encode_command(cmd, 1)) == cmd
+
+
+def test_rule_a_readers_time_is_written_only_from_version_2_and_defaults_to_none() -> None:
+    reader = Checkout("r", 2, since_ms=40)
+    assert encode_command(reader) == [2, {"consumer": "r", "prefetch": 2, "since_ms": 40}]
+    with pytest.raises(ValueError, match="since_ms"):
+        encode_command(reader, 1)
+    with pytest.raises(ValueError, match="since_ms"):
+        encode_command_v0(EntryMeta(5), reader)
+    assert encode_command(Checkout("c", 2), 1) == encode_command(
+        Checkout("c", 2)
+    )  # left off: old nodes read it
+    assert decode_command([2, {"consumer": "c", "prefetch": 2}]).since_ms is None
+    with pytest.raises(ValueError):
+        encode_command(Tick(), 3)
 
 
 @given(commands)
@@ -57,7 +77,7 @@ def test_the_version_1_form_survives_msgpack(cmd: Command) -> None:
     assert decode_command(wire) == cmd
 
 
-@given(metas, commands)
+@given(metas, commands_before_version_2)
 def test_every_command_survives_a_version_0_round_trip_with_its_meta(meta: EntryMeta, cmd: Command) -> None:
     assert decode_command_v0(encode_command_v0(meta, cmd)) == (meta, cmd)
 

@@ -59,6 +59,8 @@ class QueueInvariants(RuleBasedStateMachine):
         before_pending = set(self.machine.dead_letter_ids())
         self.held_before = {d.id for name in HOLDER_NAMES for d in self.machine.checked_out(name)}
         durable_before = {name: self._durable_held(name) for name in DURABLE_POOL}
+        readers = {c.name for c in self.machine.consumers() if c.since_ms is not None}
+        reads = isinstance(cmd, Get) and not cmd.auto_ack and cmd.holder in readers
         reply, effects = self.machine.apply(meta, cmd)
         self._check_durable_moves(cmd, reply, durable_before)
         self.entered_dlx_pending |= set(self.machine.dead_letter_ids()) - before_pending
@@ -66,8 +68,14 @@ class QueueInvariants(RuleBasedStateMachine):
         if isinstance(reply, Enqueued):
             for message_id, message in zip(reply.ids, cmd.messages, strict=True):
                 self.sizes[message_id] = message.size
-        if isinstance(reply, Deliveries) and isinstance(cmd, Get) and cmd.since_ms is None:
+        if isinstance(reply, Deliveries) and isinstance(cmd, Get) and cmd.since_ms is None and not reads:
             handed_out += reply.deliveries  # a reader from a time skips older ones on purpose
+        if reads and reply.deliveries:
+            reader = next(c for c in self.machine.consumers() if c.name == cmd.holder)
+            assert reader.unacknowledged <= reader.prefetch, "a reader took beyond its prefetch"
+            assert all(d.enqueued_at_ms >= reader.since_ms for d in reply.deliveries), (
+                "a reader read too early"
+            )
         for e in effects:
             if isinstance(e, Deliver):
                 ids = [d.id for d in e.deliveries if d.delivery_count == 0]
@@ -77,6 +85,9 @@ class QueueInvariants(RuleBasedStateMachine):
             assert min(first_time) > self.last_first_delivery, "FIFO among never-returned messages"
             self.last_first_delivery = max(first_time)
         served = {e.consumer for e in effects if isinstance(e, Deliver)}
+        assert not served & {c.name for c in self.machine.consumers() if c.since_ms is not None}, (
+            "pushed to a reader"
+        )
         for consumer in self.machine.consumers():
             if consumer.name in served:
                 assert consumer.unacknowledged <= consumer.prefetch, "a consumer served beyond its prefetch"
@@ -148,6 +159,16 @@ class QueueInvariants(RuleBasedStateMachine):
     @rule(step=st.integers(0, 60), name=NAMES, prefetch=st.integers(1, 3), priority=st.integers(0, 2))
     def checkout(self, step, name, prefetch, priority) -> None:
         self._apply(EntryMeta(self._time(step)), Checkout(name, prefetch, priority))
+
+    @rule(
+        step=st.integers(0, 60),
+        name=NAMES,
+        prefetch=st.integers(1, 3),
+        back=st.integers(0, 100),
+    )
+    def checkout_reader(self, step, name, prefetch, back) -> None:
+        now = self._time(step)
+        self._apply(EntryMeta(now), Checkout(name, prefetch, since_ms=max(0, now - back)))
 
     @rule(step=st.integers(0, 60), name=NAMES, down=st.booleans())
     def cancel(self, step, name, down) -> None:
