@@ -7,8 +7,11 @@ import re
 import time
 import urllib.request
 
-from cli.node_processes import HARNESS_HEADERS
-from quorumq import Client
+from cli.node_processes import HARNESS_HEADERS, NodeProcess, ProcessCluster, wait_until
+from cluster.entry_codec import QUEUE_OP_VERSION
+from quorumq import Client, SyncClient
+
+ANNOUNCED_TIMEOUT_S = 10.0  # every node tells its peers what it reads each second
 
 
 def local_queues(url: str) -> dict[str, dict]:
@@ -52,3 +55,16 @@ async def drain(client: Client, queue: str, expected: int, timeout: float = 30.0
             seen.extend(int(d.body) for d in batch)
     await client.cancel(queue, tag)
     return seen
+
+
+def writes_newest_queue_ops(node: NodeProcess) -> bool:
+    """True once `node`'s health report says it writes the newest queue operation version."""
+    with SyncClient([node.url], timeout=1.0) as client:
+        return client.health()["formats"]["queue_operations"]["writes"] == QUEUE_OP_VERSION
+
+
+def every_node_writes_the_newest_queue_ops(cluster: ProcessCluster) -> None:
+    """Wait until every node heard from the others that they read the newest queue operation version."""
+    for node in cluster.nodes:
+        what = f"{node.name} to write version {QUEUE_OP_VERSION}"
+        wait_until(lambda node=node: writes_newest_queue_ops(node), ANNOUNCED_TIMEOUT_S, what, [node])

@@ -1,6 +1,6 @@
-"""The rolling-upgrade rule on real nodes: once every node of the cluster has said it reads version 1 of
-the queue operation envelope (control frames, each second), each says so in its health report and queue
-leaders write version 1, and every replica holds the same messages whatever version carried them."""
+"""The rolling-upgrade rule on real nodes: once every node of the cluster has said it reads the newest
+version of the queue operation envelope (control frames, each second), each says so in its health report
+and queue leaders write it, and every replica holds the same messages whatever version carried them."""
 
 from __future__ import annotations
 
@@ -8,20 +8,13 @@ import asyncio
 from pathlib import Path
 
 import msgpack
+from node_helpers import every_node_writes_the_newest_queue_ops
 
-from cli.node_processes import NodeProcess, ProcessCluster, wait_until
+from cli.node_processes import ProcessCluster
 from cluster.entry_codec import QUEUE_OP_VERSION, op_bodies
 from cluster.store_damage import DATABASE_DIR
-from quorumq import Client, SyncClient
+from quorumq import Client
 from raft_log.storage import NodeStore
-
-ANNOUNCED_TIMEOUT_S = 10.0  # every node tells its peers what it reads each second
-
-
-def writes_newest_queue_ops(node: NodeProcess) -> bool:
-    """True once `node`'s health report says it writes the newest queue operation version."""
-    with SyncClient([node.url], timeout=1.0) as client:
-        return client.health()["formats"]["queue_operations"]["writes"] == QUEUE_OP_VERSION
 
 
 def published_versions(data_dir: Path) -> list[int]:
@@ -52,9 +45,7 @@ def test_a_cluster_whose_nodes_all_read_version_1_writes_its_publishes_in_it(tmp
             return [m.body for m in await client.browse("versions", limit=10)]
 
     try:
-        for node in cluster.nodes:
-            what = f"{node.name} to write version {QUEUE_OP_VERSION}"
-            wait_until(lambda node=node: writes_newest_queue_ops(node), ANNOUNCED_TIMEOUT_S, what, [node])
+        every_node_writes_the_newest_queue_ops(cluster)
         bodies = asyncio.run(publish())
     finally:
         cluster.stop()
