@@ -8,6 +8,7 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import msgpack
 import pytest
 import pytest_asyncio
 from in_process_node import InProcessNode, in_process_node
@@ -171,3 +172,37 @@ async def test_a_guarded_delete_of_an_empty_unused_queue_deletes_it(api: InProce
     assert "h-guarded" not in api.node.metadata.queues
     status, error = await api.call("GET", "/api/queues/h-guarded")
     assert (status, error["error"]) == (404, "not_found")
+
+
+async def test_peek_answers_the_message_at_a_position_in_delivery_order_and_moves_nothing(
+    api: InProcessNode,
+) -> None:
+    await api.declare("h-peek")
+    await publish(api, "h-peek", "one", "two", "three")
+    _, [got] = await api.call("POST", "/api/queues/h-peek/get", json={"count": 1})
+    await api.call("POST", "/api/queues/h-peek/nack", json={"ids": [got["id"]]})  # "one" to the tail
+    status, row = await api.call("GET", "/api/queues/h-peek/messages/peek?position=3")
+    assert status == 200
+    assert (row["id"], row["body"], row["encoding"], row["redelivered"]) == (1, "one", "utf8", True)
+    assert row["headers"] == {"x-delivery-count": 1} and row["published_at"] > 0
+    status, row = await api.call("GET", "/api/queues/h-peek/messages/peek?position=1")
+    assert (status, row["body"]) == (200, "two")
+    async with api.http.get(
+        "/api/queues/h-peek/messages/peek?position=2", headers={"Accept": "application/msgpack"}
+    ) as answer:
+        packed = msgpack.unpackb(await answer.read())
+    assert (packed["id"], packed["body"], packed["encoding"]) == (3, b"three", "utf8")
+    _, queue = await api.call("GET", "/api/queues/h-peek")
+    assert (queue["messages_ready"], queue["messages_unacknowledged"]) == (3, 0)
+
+
+async def test_peek_past_the_end_is_404_no_message_and_a_bad_position_400(api: InProcessNode) -> None:
+    await api.declare("h-peek-end")
+    await publish(api, "h-peek-end", "only")
+    status, answer = await api.call("GET", "/api/queues/h-peek-end/messages/peek?position=2")
+    assert (status, answer["error"]) == (404, "no_message")
+    for query in ("position=0", "position=x", "position=-1", ""):
+        status, answer = await api.call("GET", f"/api/queues/h-peek-end/messages/peek?{query}")
+        assert (status, answer["error"]) == (400, "bad_request"), query
+    status, answer = await api.call("GET", "/api/queues/h-nowhere/messages/peek?position=1")
+    assert (status, answer["error"]) == (404, "not_found")

@@ -13,10 +13,11 @@ import pytest
 import pytest_asyncio
 from in_process_node import InProcessNode, in_process_node
 
-from cluster.entry_codec import QUEUE_OP_VERSION, op_bodies
+from cluster.entry_codec import QUEUE_OP_VERSION, QueueOp, decode_queue_op, entry_ops, op_bodies
 from cluster.errors import BadRequest, LogGap, QueueConflict, QueueFull, Refused, UnknownConsumer
 from cluster.queue_results import MessageRow, Outcome, Position, Published, Settled
 from cluster.stored_message import StoredMessage
+from queue_state.commands import Checkout
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -96,6 +97,37 @@ async def test_a_reader_from_a_time_gets_only_messages_enqueued_since_then(runni
     assert await door.poll(tag, 10, 0.1) == []
 
 
+async def test_rule_a_since_consumer_is_registered_through_the_log_once_every_node_reads_version_2(
+    running: InProcessNode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    door = await running.declare("d-reader")
+    await door.publish(texts("a", "b", "c"), None, None)
+    with monkeypatch.context() as older_member:  # a node still reads version 1 only
+        older_member.setattr(running.node.formats.queue_operations, "version_for", lambda others: 1)
+        local = await door.register_consumer(prefetch=1, priority=0, timeout_ms=None, since_ms=0)
+    reader = await door.register_consumer(prefetch=1, priority=0, timeout_ms=700, since_ms=0)
+    checkouts = [op for op in logged_ops(running, door.group) if isinstance(op.command, Checkout)]
+    assert [op.command for op in checkouts] == [Checkout(reader, 1, 0, 700, since_ms=0)]
+    assert [row.body for row in await door.poll(reader, 10, 1.0)] == [b"a"]  # its prefetch
+    assert [row.body for row in await door.poll(local, 10, 1.0)] == [b"b"]  # the leader's own session
+    assert door.stats().consumers == 1
+    assert await door.settle((1,), reader, Outcome.ACK) == Settled()
+    assert [row.body for row in await door.poll(reader, 10, 1.0)] == [b"c"]
+    await door.cancel(reader)
+    assert door.stats().consumers == 0 and door.stats().messages_ready == 1
+
+
+async def test_peek_reads_a_ready_position_and_refuses_a_position_below_1(running: InProcessNode) -> None:
+    door = await running.declare("d-peek")
+    await door.publish(texts("a", "b"), None, None)
+    row = await door.peek(2)
+    assert row is not None and (row.id, row.body, row.headers) == (2, b"b", {"k": "b"})
+    assert await door.peek(3) is None
+    with pytest.raises(BadRequest):
+        await door.peek(0)
+    assert door.stats().messages_ready == 2
+
+
 async def test_durable_positions_log_rows_with_seqs_and_gaps(running: InProcessNode) -> None:
     door = await running.declare("d-durable")
     await door.publish(texts("a", "bb", "ccc"), None, None)
@@ -143,6 +175,14 @@ async def test_purge_counts_and_a_guarded_delete_of_a_queue_in_use_is_a_conflict
     await door.cancel(tag)
     await door.delete_if(if_empty=True, if_unused=True)
     assert "d-purge" not in running.node.metadata.queues
+
+
+def logged_ops(running: InProcessNode, group: str) -> list[QueueOp]:
+    """Every queue operation in a queue group's log, oldest first."""
+    assert running.node.store is not None
+    group_log = running.node.store.group(group)
+    entries = group_log.entries(group_log.first_index(), group_log.last_index() + 1)
+    return [decode_queue_op(op) for entry in entries if entry.data for op in entry_ops(entry.data)]
 
 
 def published_op_versions(running: InProcessNode, group: str) -> list[int]:

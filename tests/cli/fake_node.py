@@ -40,6 +40,7 @@ class FakeNode:
         router.add_post("/api/queues/{q}/consumers/{tag}/nack", self.nack)
         router.add_delete("/api/queues/{q}/consumers/{tag}", self.cancel)
         router.add_post("/api/queues/{q}/get", self.get)
+        router.add_get("/api/queues/{q}/messages/peek", self.peek)
         router.add_get("/api/nodes", self.nodes)
         router.add_get("/api/health", self.health)
         return app
@@ -136,6 +137,14 @@ class FakeNode:
                 del queue.unacked[delivery["id"]]
         return deliveries(request, taken)
 
+    async def peek(self, request: web.Request) -> web.Response:
+        queue, position = self.queue(request), int(request.query["position"])
+        if position > len(queue.ready):
+            return error(404, "no_message", f"fewer than {position} ready messages")
+        message_id, message = queue.ready[position - 1]
+        row = {"id": message_id, "delivery_count": 0, "redelivered": False, **message}
+        return deliveries(request, row)
+
     async def ack(self, request: web.Request) -> web.Response:
         queue = self.queue(request)
         for message_id in (await request.json())["ids"]:
@@ -164,8 +173,8 @@ class FakeNode:
         return web.json_response({"status": "ok", "leader_of": 1})
 
 
-def deliveries(request: web.Request, rows: list[dict[str, Any]]) -> web.Response:
-    """Deliveries in msgpack when the client asks for it (bodies as published), else JSON."""
+def deliveries(request: web.Request, rows: list[dict[str, Any]] | dict[str, Any]) -> web.Response:
+    """Deliveries (or one) in msgpack when the client asks for it (bodies as published), else JSON."""
     if "application/msgpack" in request.headers.get("Accept", ""):
         return web.Response(body=msgpack.packb(rows), content_type="application/msgpack")
     return web.json_response(rows)

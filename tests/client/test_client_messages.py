@@ -10,7 +10,7 @@ from client_fakes import published, serve
 from hypothesis import given
 from hypothesis import strategies as st
 
-from quorumq import Client, Delivery, Message, Wire
+from quorumq import Client, Delivery, Message, NotFoundError, Wire
 from quorumq.messages import decode_body, decode_delivery, encode_message
 
 PUBLISHED = [b"\x00\xff", "héllo", Message("t", headers={"k": 1}, expiration=500)]
@@ -118,3 +118,34 @@ def test_any_body_survives_encoding_and_decoding(body: bytes | str) -> None:
 def test_an_unknown_wire_format_is_refused() -> None:
     with pytest.raises(ValueError, match="wire"):
         Client(["127.0.0.1:1"], wire="xml")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("wire", ["json", "msgpack"])
+async def test_peek_answers_one_delivery_none_past_the_end_and_raises_for_an_unknown_queue(
+    wire: Wire,
+) -> None:
+    async def peek(request: web.Request) -> web.Response:
+        if request.match_info["q"] != "q":
+            return web.json_response({"error": "not_found", "reason": "no queue"}, status=404)
+        if request.query["position"] != "1":
+            return web.json_response({"error": "no_message", "reason": "fewer ready"}, status=404)
+        row = {
+            "id": 4,
+            "body": b"\x00\xff",
+            "encoding": "base64",
+            "headers": {},
+            "delivery_count": 2,
+            "redelivered": True,
+        }
+        if request.headers.get("Accept") == "application/msgpack":
+            return web.Response(body=msgpack.packb(row), content_type="application/msgpack")
+        return web.json_response({**row, "body": "AP8="})
+
+    app = web.Application()
+    app.router.add_get("/api/queues/{q}/messages/peek", peek)
+    async with serve(app) as node, Client([node], wire=wire) as client:
+        found = await client.peek("q", 1)
+        assert await client.peek("q", 2) is None
+        with pytest.raises(NotFoundError):
+            await client.peek("other", 1)
+    assert found == Delivery(4, b"\x00\xff", {}, 2, True)
