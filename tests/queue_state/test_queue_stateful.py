@@ -280,6 +280,14 @@ class QueueInvariants(RuleBasedStateMachine):
         assert set(live) | set(self.removed) == set(self.sizes), "a message went missing"
 
     @invariant()
+    def peek_follows_the_serve_order(self) -> None:
+        ready = list(self.machine.ready_messages())
+        for position in {1, len(ready) // 2 + 1, len(ready), len(ready) + 1} - {0}:
+            found = self.machine.peek(position)
+            expected = ready[position - 1].delivery() if position <= len(ready) else None
+            assert found == expected, f"peek({position})"
+
+    @invariant()
     def stats_match_the_messages(self) -> None:
         stats = self.machine.stats()
         ready = list(self.machine.ready_messages())
