@@ -8,17 +8,25 @@ from collections.abc import Callable
 import aiohttp
 
 from quorumq.auth import ClientCredentials
+from quorumq.node_watch import NodeWatch
 from quorumq.stream import StreamConnection, StreamUnavailable
 
 NO_STREAM = 404
 
 
 class NodeStreams:
-    """The open stream of each node, for a client with `credentials` whose HTTP session is `session()`."""
+    """The open stream of each node, for a client with `credentials` whose HTTP session is `session()`;
+    `watch(base)` is the node's watch (quorumq.node_watch), shared by its successive streams."""
 
-    def __init__(self, session: Callable[[], aiohttp.ClientSession], credentials: ClientCredentials) -> None:
+    def __init__(
+        self,
+        session: Callable[[], aiohttp.ClientSession],
+        credentials: ClientCredentials,
+        watch: Callable[[str], NodeWatch],
+    ) -> None:
         self._session = session
         self._credentials = credentials
+        self._watch = watch
         self._open: dict[str, StreamConnection] = {}
         self._opening: dict[str, asyncio.Future[StreamConnection]] = {}
         self._absent: set[str] = set()
@@ -51,7 +59,12 @@ class NodeStreams:
     async def _connect(self, base: str, timeout: float) -> StreamConnection:
         credentials = self._credentials
         return await StreamConnection.open(
-            self._session(), base, headers=credentials.headers, tls=credentials.ssl, timeout=timeout
+            self._session(),
+            base,
+            headers=credentials.headers,
+            tls=credentials.ssl,
+            timeout=timeout,
+            watch=self._watch(base),
         )
 
     def _opened(self, base: str, done: asyncio.Future[StreamConnection]) -> None:

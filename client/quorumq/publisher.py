@@ -59,6 +59,10 @@ class Publisher:
         confirm: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._pending.append((message, confirm))
         if len(self._pending) >= self._batch:
+            if not self._slots.locked():  # a full batch and a free slot: no need to wake the pump
+                await self._slots.acquire()  # free, so this does not wait (or let anyone overtake)
+                self._take_batch()
+                return confirm
             self._has_room.clear()
         self._has_work.set()
         return confirm
@@ -118,13 +122,17 @@ class Publisher:
                 self._has_work.clear()
                 continue
             await self._slots.acquire()
-            batch, self._pending = self._pending[: self._batch], self._pending[self._batch :]
-            if len(self._pending) < self._batch:
-                self._has_room.set()
-            self._taken.set()
-            request = asyncio.create_task(self._publish(batch))
-            self._in_flight.add(request)
-            request.add_done_callback(self._in_flight.discard)
+            self._take_batch()
+
+    def _take_batch(self) -> None:
+        """Publish the oldest batch of pending messages, in the window slot just acquired."""
+        batch, self._pending = self._pending[: self._batch], self._pending[self._batch :]
+        if len(self._pending) < self._batch:
+            self._has_room.set()
+        self._taken.set()
+        request = asyncio.create_task(self._publish(batch))
+        self._in_flight.add(request)
+        request.add_done_callback(self._in_flight.discard)
 
     async def _publish(self, batch: list[tuple[Publishable, asyncio.Future[int]]]) -> None:
         try:

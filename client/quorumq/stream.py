@@ -8,6 +8,7 @@ A consumer's deliveries go to the `ConsumerSink` its `consume` registered.
 """
 
 import asyncio
+import collections
 import itertools
 import ssl
 from collections.abc import Mapping
@@ -17,6 +18,7 @@ import aiohttp
 import msgpack
 
 from quorumq.attempt_failures import ConnectFailed, NoAnswer
+from quorumq.node_watch import NodeWatch
 
 VERSION = 1
 HEARTBEAT_S = 15.0
@@ -48,13 +50,20 @@ class StreamUnavailable(Exception):
 class StreamConnection:
     """A streaming connection to the node at `base`, past the hello."""
 
-    def __init__(self, base: str, ws: aiohttp.ClientWebSocketResponse) -> None:
+    def __init__(self, base: str, ws: aiohttp.ClientWebSocketResponse, watch: NodeWatch) -> None:
         self.base = base
         self._ws = ws
+        self._watch = watch
         self._ids = itertools.count()
+        self._packer = msgpack.Packer()
         self._pending: dict[int, tuple[asyncio.Future[tuple[int, Any]], ConsumerSink | None]] = {}
         self._sinks: dict[str, ConsumerSink] = {}
+        # Frames go out through one writer, so a caller waits only for its answer (which the watch can
+        # end) and never in a send held up by a node that stopped reading.
+        self._outbox: collections.deque[bytes] = collections.deque()
+        self._idle: asyncio.Future[None] | None = None
         self._reader = asyncio.create_task(self._read())
+        self._writer = asyncio.create_task(self._write())
 
     @classmethod
     async def open(
@@ -65,10 +74,12 @@ class StreamConnection:
         headers: Mapping[str, str],
         tls: ssl.SSLContext | bool,
         timeout: float,
+        watch: NodeWatch,
     ) -> "StreamConnection":
-        """Connect and say hello within `timeout`. StreamUnavailable when the node answers the upgrade
-        otherwise than by switching to a WebSocket; ConnectFailed when it cannot be reached, or
-        does not answer in time (no operation was sent either way)."""
+        """Connect and say hello within `timeout`; `watch` is the node's (quorumq.node_watch).
+        StreamUnavailable when the node answers the upgrade otherwise than by switching to a WebSocket;
+        ConnectFailed when it cannot be reached, or does not answer in time (no operation was sent
+        either way)."""
         try:
             async with asyncio.timeout(timeout):
                 ws = await session.ws_connect(
@@ -89,51 +100,81 @@ class StreamConnection:
         if hello.get("op") != "hello" or hello.get("version") != VERSION:
             await ws.close()
             raise StreamUnavailable(0)
-        return cls(base, ws)
+        return cls(base, ws, watch)
 
     @property
     def closed(self) -> bool:
         """True once the connection ended (its operations then failed with NoAnswer)."""
-        return self._reader.done()
+        return self._reader.done() or self._writer.done()
 
     async def call(
-        self, frame: Mapping[str, Any], timeout: float, sink: ConsumerSink | None = None
+        self,
+        frame: Mapping[str, Any],
+        timeout: float,
+        sink: ConsumerSink | None = None,
+        *,
+        watched: bool = False,
     ) -> tuple[int, Any]:
         """Send operation `frame` (its `op` and fields) and return the answer's status and body. A
         `consume` registers `sink` for its deliveries. NoAnswer when no answer came within `timeout`
-        or the connection ended first (the operation may have taken effect)."""
+        or the connection ended first, and when `watched`, also when the node stopped answering
+        (quorumq.node_watch); the operation may have taken effect."""
         if self.closed:
             raise NoAnswer(CONNECTION_LOST, f"the stream to {self.base} is closed")
         request_id = next(self._ids)
-        answer: asyncio.Future[tuple[int, Any]] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[tuple[int, Any]] = loop.create_future()
         self._pending[request_id] = (answer, sink)
-        op, fields = frame["op"], {k: v for k, v in frame.items() if k != "op"}
+        now = loop.time()
+        self._watch.track(answer, now, now + timeout, watched)
+        self._outbox.append(self._packer.pack({**frame, "id": request_id}))
+        idle = self._idle
+        if idle is not None:
+            self._idle = None
+            idle.set_result(None)
         try:
-            await self._ws.send_bytes(msgpack.packb({"op": op, "id": request_id, **fields}))
-            return await asyncio.wait_for(answer, timeout)
-        except TimeoutError as exc:
-            raise NoAnswer("timeout", f"no answer from {self.base} in time") from exc
-        except (aiohttp.ClientError, ConnectionError) as exc:
-            raise NoAnswer(CONNECTION_LOST, str(exc) or type(exc).__name__) from exc
+            return await answer
         finally:
             self._pending.pop(request_id, None)
+            self._watch.untrack(answer)
 
     async def close(self) -> None:
         """Close the connection: the node cancels its consumers."""
+        self._writer.cancel()
         await self._ws.close()
-        await asyncio.gather(self._reader, return_exceptions=True)
+        await asyncio.gather(self._reader, self._writer, return_exceptions=True)
+
+    async def _write(self) -> None:
+        """Send the queued frames in order; when a send fails, fail every operation waiting for an answer
+        (the connection is going; the reader ends with it)."""
+        outbox = self._outbox
+        try:
+            while True:
+                while outbox:
+                    await self._ws.send_bytes(outbox.popleft())
+                self._idle = asyncio.get_running_loop().create_future()
+                await self._idle
+        except (aiohttp.ClientError, ConnectionError) as exc:
+            self._fail_pending(NoAnswer(CONNECTION_LOST, str(exc) or type(exc).__name__))
+
+    def _fail_pending(self, failure: NoAnswer) -> None:
+        for answer, _ in self._pending.values():
+            if not answer.done():
+                answer.set_exception(failure)
 
     async def _read(self) -> None:
+        time = asyncio.get_running_loop().time
         try:
             async for message in self._ws:
+                self._watch.heard(time())
                 frame = _frame(message)
                 if frame:
                     self._dispatch(frame)
         finally:
-            lost = NoAnswer(CONNECTION_LOST, f"the stream to {self.base} closed before the answer came")
-            for answer, _ in self._pending.values():
-                if not answer.done():
-                    answer.set_exception(lost)
+            self._writer.cancel()
+            self._fail_pending(
+                NoAnswer(CONNECTION_LOST, f"the stream to {self.base} closed before the answer came")
+            )
             sinks, self._sinks = self._sinks, {}
             for sink in sinks.values():
                 sink.ended(CONNECTION_LOST, None)

@@ -4,7 +4,8 @@ deadline."""
 import asyncio
 import functools
 import json
-from collections.abc import Coroutine, Mapping, Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -23,6 +24,7 @@ from quorumq.errors import (
 )
 from quorumq.fork import ForkSafeConnector, ProcessOwner
 from quorumq.node_streams import NodeStreams
+from quorumq.node_watch import NodeWatch
 from quorumq.retry import RetryableFailure, retrying
 from quorumq.stream import ConsumerSink
 
@@ -134,7 +136,8 @@ class NodeTransport:
         self._owns_session = session is None
         self._owner = ProcessOwner("quorumq.Client")
         self._current = 0
-        self._streams = NodeStreams(self._session_for_loop, credentials) if stream else None
+        self._watches: dict[str, NodeWatch] = {}
+        self._streams = NodeStreams(self._session_for_loop, credentials, self._watch) if stream else None
 
     @property
     def current_node(self) -> str:
@@ -143,6 +146,8 @@ class NodeTransport:
 
     async def close(self) -> None:
         """Close the streams, and the HTTP session if this transport created it."""
+        for watch in self._watches.values():
+            watch.close()
         if self._streams is not None:
             await self._streams.close()
         if self._owns_session and self._session is not None:
@@ -188,9 +193,8 @@ class NodeTransport:
         if remaining <= 0:
             raise pending.timed_out()
         base = pending.hinted or self.current_node
-        sending = self._send(pending, base, remaining)
         try:
-            status, payload = await (self._watched(sending, base) if pending.retry_sent else sending)
+            status, payload = await self._send(pending, base, remaining)
         except ConnectFailed:
             pending.unreachable.add(base)
             self._move_on(pending)
@@ -218,14 +222,28 @@ class NodeTransport:
 
     async def _send(self, pending: "_Pending", base: str, remaining: float) -> tuple[int, Any]:
         """One attempt at `pending` on `base`: over its stream when the request has a stream form and the
-        node takes one, else over HTTP."""
+        node takes one, else over HTTP. A `retry_sent` request is under the node's watch
+        (quorumq.node_watch): NoAnswer("unresponsive") when the node stops answering."""
         if pending.stream is not None and self._streams is not None:
             connection = await self._streams.to(base, min(self.connect_timeout, remaining))
             if connection is not None:
-                return await connection.call(pending.stream, remaining, pending.sink)
-        return await self._attempt(
-            pending.method, base + pending.path, pending.body, pending.params, remaining
-        )
+                return await connection.call(
+                    pending.stream, remaining, pending.sink, watched=pending.retry_sent
+                )
+        attempt = self._attempt(pending.method, base, pending.path, pending.body, pending.params, remaining)
+        if not pending.retry_sent:
+            return await attempt
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[tuple[int, Any]] = loop.create_future()
+        task = asyncio.ensure_future(attempt)
+        task.add_done_callback(functools.partial(_pass_on, answer))
+        watch = self._watch(base)
+        watch.track(answer, loop.time(), math.inf, watched=True)
+        try:
+            return await answer
+        finally:
+            watch.untrack(answer)
+            task.cancel()
 
     def _move_on(self, pending: "_Pending") -> None:
         """After a failed attempt: from the hinted leader back to the current node, else to the next one."""
@@ -233,32 +251,16 @@ class NodeTransport:
             self._advance()
         pending.hinted = None
 
-    async def _watched(self, attempt: Coroutine[Any, Any, tuple[int, Any]], base: str) -> tuple[int, Any]:
-        """Await `attempt`, checking every `unresponsive_after` that `base` still answers at all; raises
-        NoAnswer("unresponsive") and abandons the attempt when it does not."""
-        task = asyncio.ensure_future(attempt)
-        try:
-            while not task.done():
-                done, _ = await asyncio.wait({task}, timeout=self.unresponsive_after)
-                if not done and not await self._answers(base, task):
-                    raise NoAnswer("unresponsive", f"{base} answered neither the request nor a health check")
-            return task.result()
-        finally:
-            task.cancel()
-
-    async def _answers(self, base: str, attempt: asyncio.Future[Any]) -> bool:
-        """Whether `base` answers GET /api/health (any status) within `unresponsive_after`, or `attempt`
-        completes meanwhile."""
-        check = asyncio.ensure_future(self._health_answer(base))
-        try:
-            done, _ = await asyncio.wait(
-                {check, attempt}, timeout=self.unresponsive_after, return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            check.cancel()
-        return attempt in done or (check in done and not check.cancelled() and check.result())
+    def _watch(self, base: str) -> NodeWatch:
+        """The watch of the node at `base` (one per node, made on first use)."""
+        watch = self._watches.get(base)
+        if watch is None:
+            probe = functools.partial(self._health_answer, base)
+            watch = self._watches[base] = NodeWatch(base, self.unresponsive_after, probe)
+        return watch
 
     async def _health_answer(self, base: str) -> bool:
+        """Whether `base` answers GET /api/health (any status) within `unresponsive_after`."""
         timeout = aiohttp.ClientTimeout(total=self.unresponsive_after)
         try:
             async with self._session_for_loop().get(
@@ -278,19 +280,26 @@ class NodeTransport:
         return self._session
 
     async def _attempt(
-        self, method: str, url: str, body: _Body, params: Mapping[str, str] | None, remaining: float
+        self,
+        method: str,
+        base: str,
+        path: str,
+        body: _Body,
+        params: Mapping[str, str] | None,
+        remaining: float,
     ) -> tuple[int, Any]:
         timeout = aiohttp.ClientTimeout(total=remaining, sock_connect=min(self.connect_timeout, remaining))
         try:
             async with self._session_for_loop().request(
                 method,
-                URL(url, encoded=True),
+                URL(base + path, encoded=True),
                 data=body.data,
                 params=params,
                 timeout=timeout,
                 headers={**self._credentials.headers, **body.headers},
                 ssl=self._credentials.ssl,
             ) as response:
+                self._watch(base).heard(asyncio.get_running_loop().time())
                 return response.status, await _read_payload(response)
         except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
             raise ConnectFailed(str(exc)) from exc
@@ -298,6 +307,20 @@ class NodeTransport:
             raise NoAnswer("timeout", "timed out waiting for the answer") from exc
         except aiohttp.ClientError as exc:
             raise NoAnswer("connection_lost", str(exc) or type(exc).__name__) from exc
+
+
+def _pass_on(answer: "asyncio.Future[tuple[int, Any]]", attempt: "asyncio.Future[tuple[int, Any]]") -> None:
+    """Hand the outcome of `attempt` to `answer`, unless the watch already ended it."""
+    if attempt.cancelled():
+        answer.cancel()
+        return
+    failure = attempt.exception()  # retrieved either way
+    if answer.done():
+        return
+    if failure is not None:
+        answer.set_exception(failure)
+    else:
+        answer.set_result(attempt.result())
 
 
 def _hint(error: QuorumqError, base: str) -> str | None:
