@@ -102,10 +102,11 @@ class NodeTransport:
     hinted leader when the answer names one, else on the next node. Requests flagged `retry_sent` (reads
     and deduplicated publishes) are also retried, on the next node, when a sent request times out or
     loses its connection, or when the node stops answering: once such a request has waited
-    `unresponsive_after`, the node's health is checked (GET /api/health, any answer within
-    `unresponsive_after` will do) and again each `unresponsive_after` after that; a node that fails the
-    check is left for the next one. A slow node that is alive is waited for, so a slow request is not
-    multiplied across nodes.
+    `unresponsive_after` and the node has said nothing else for as long, the node's health is checked
+    (GET /api/health, any answer within `unresponsive_after` will do) and again whenever it has been
+    quiet for `unresponsive_after` again; a node that fails the check is left for the next one. One
+    watch per node does this for all its requests (quorumq.node_watch). A slow node that is alive is
+    waited for, so a slow request is not multiplied across nodes.
     With `stream`, a request that has a form on the streaming connection is sent over the node's stream
     (quorumq.node_streams) instead, under the same policy; a node that offers none gets it over HTTP.
     A transport serves only the process that created it: in a forked child it raises ForkedClientError
