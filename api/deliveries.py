@@ -96,7 +96,7 @@ def _json_body(row: MessageRow) -> tuple[bytes, bytes]:
     """The row template and the body for it: text when published so and valid UTF-8, else base64."""
     if row.encoding == "utf8":
         try:
-            return _TEXT_ROW, _encode_text(row.body.decode()).encode()
+            return _TEXT_ROW, _encode_text(str(row.body, "utf-8")).encode()
         except UnicodeDecodeError:
             pass
     return _BINARY_ROW, binascii.b2a_base64(row.body, newline=False)

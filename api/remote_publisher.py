@@ -19,7 +19,7 @@ REMOTE_TIMEOUT_S = 10.0
 
 def _message(message: StoredMessage, expiration: int | None) -> dict[str, Any]:
     """One message of a msgpack publish body: a text body as text, any other as bin (base64 encoding)."""
-    body: str | bytes = message.body.decode() if message.encoding == "utf8" else message.body
+    body: str | bytes = str(message.body, "utf-8") if message.encoding == "utf8" else bytes(message.body)
     wire: dict[str, Any] = {"body": body, "encoding": message.encoding, "headers": message.headers}
     if expiration is not None:
         wire["expiration"] = expiration

@@ -18,14 +18,14 @@ from typing import Protocol, TypeVar
 
 import msgpack
 
-from cluster.entry_codec import entry_ops, op_bodies
-from cluster.stored_message import StoredMessage
+from cluster.entry_codec import entry_body_spans, record_span
+from cluster.stored_message import BodySpan, StoredMessage
 from raft_log.storage import GroupLog
 
 _ID = struct.Struct(">Q")
 BODY_PREFIX = b"b"
-DECODED_ENTRY_BYTES = 16 * 1024 * 1024
-"""How much entry data the decoded operations of the newest entries read for bodies may stand for."""
+READ_ENTRY_BYTES = 16 * 1024 * 1024
+"""How much data the newest entries read for bodies (or applied with bodies) may hold in memory."""
 
 
 class _Identified(Protocol):
@@ -94,26 +94,40 @@ class LoggedBodies:
         return cls(index, first_id, count, list(op_first_ids), list(op_positions), bytearray(forgotten))
 
 
+@dataclass(slots=True)
+class _ReadEntry:
+    """An entry's data held for reading bodies: the bodies are views into it, where `spans` (found at
+    the first read) says."""
+
+    data: bytes
+    view: memoryview
+    spans: list[BodySpan] | None = None  # by message, in id order
+
+    @classmethod
+    def of(cls, data: bytes) -> _ReadEntry:
+        """An entry's data, where no body was looked for yet."""
+        return cls(data, memoryview(data))
+
+
 class BodyStore:
-    """Bodies by message id: read from the log entries that carried them, or from their own records."""
+    """Bodies by message id: read from the log entries that carried them, or from their own records.
+
+    A body read back is a `memoryview` into the entry (or record) that holds it, not a copy: only where
+    each body lies is found in an entry, nothing else of it is decoded."""
 
     def __init__(self, group_log: GroupLog) -> None:
         self._log = group_log
         self._logged: list[LoggedBodies] = []  # ascending by first_id (and so by entry index)
         self._first_ids: list[int] = []
-        self._decoded: OrderedDict[int, tuple[int, list]] = OrderedDict()  # entry index -> (size, operations)
-        self._decoded_bytes = 0
+        self._read: OrderedDict[int, _ReadEntry] = OrderedDict()  # entry index -> its data
+        self._read_bytes = 0
 
     # -- applying entries ---------------------------------------------------------------------------
 
-    def entry_decoded(self, index: int, size: int, ops: list) -> None:
-        """The operations of the entry at `index` (`size` bytes of data), decoded for applying it: later
-        body reads of its messages use them while they are among the newest."""
-        self._decoded[index] = (size, ops)
-        self._decoded_bytes += size
-        while self._decoded_bytes > DECODED_ENTRY_BYTES and len(self._decoded) > 1:
-            _, (dropped, _) = self._decoded.popitem(last=False)
-            self._decoded_bytes -= dropped
+    def entry_applied(self, index: int, data: bytes) -> None:
+        """The data of the entry at `index`, which enqueued messages: later body reads of them use it while
+        it is among the newest, rather than reading it back from the log."""
+        self._hold(index, _ReadEntry.of(data))
 
     def logged(self, index: int, op_position: int, first_id: int, count: int) -> None:
         """Operation `op_position` of the entry at `index` enqueued ids `first_id` .. `+ count - 1`; their
@@ -150,17 +164,24 @@ class BodyStore:
         return self.get_many((message_id,))[0]
 
     def get_many(self, ids: Iterable[int]) -> list[StoredMessage | None]:
-        """The bodies of `ids` in order, None for any not stored (one pass for a batch of deliveries)."""
+        """The bodies of `ids` in order, None for any not stored (one pass for a batch of deliveries: ids
+        of one entry in a row are looked up once)."""
         found: list[StoredMessage | None] = []
+        logged: LoggedBodies | None = None
+        spans: list[BodySpan] = []
+        view = memoryview(b"")
         for message_id in ids:
-            logged = self._logged_of(message_id)
-            if logged is None:
-                value = self._log.app_get(body_key(message_id))
-                found.append(None if value is None else StoredMessage(*msgpack.unpackb(value, raw=False)))
-            elif logged.is_forgotten(message_id):
+            if logged is None or not logged.first_id <= message_id < logged.first_id + logged.count:
+                logged = self._logged_of(message_id)
+                if logged is None:
+                    value = self._log.app_get(body_key(message_id))
+                    found.append(None if value is None else _message(memoryview(value), record_span(value)))
+                    continue
+                view, spans = self._entry_spans(logged)
+            if logged.is_forgotten(message_id):
                 found.append(None)
             else:
-                found.append(self._logged_body(logged, message_id))
+                found.append(_message(view, spans[message_id - logged.first_id]))
         return found
 
     def with_bodies(self, items: Sequence[M]) -> list[tuple[M, StoredMessage]]:
@@ -202,8 +223,8 @@ class BodyStore:
         """Take up a local snapshot's `snapshot_state` (the entries it names are in this node's log)."""
         self._logged = [LoggedBodies.from_wire(wire) for wire in state]
         self._first_ids = [logged.first_id for logged in self._logged]
-        self._decoded.clear()
-        self._decoded_bytes = 0
+        self._read.clear()
+        self._read_bytes = 0
 
     def exported_items(self) -> Iterator[tuple[bytes, bytes]]:
         """Every body still needed as a (key, record) pair, for a follower that gets a snapshot instead of
@@ -232,23 +253,29 @@ class BodyStore:
         return logged if message_id < logged.first_id + logged.count else None
 
     def _logged_body(self, logged: LoggedBodies, message_id: int) -> StoredMessage:
-        return StoredMessage(*self._logged_fields(logged, message_id))
+        view, spans = self._entry_spans(logged)
+        return _message(view, spans[message_id - logged.first_id])
 
-    def _logged_fields(self, logged: LoggedBodies, message_id: int) -> list:
-        """`[body, headers, encoding]` as the entry carries them."""
-        op_position, position = logged.locate(message_id)
-        bodies: list = op_bodies(self._ops(logged.index)[op_position])
-        return bodies[position]
+    def _entry_spans(self, logged: LoggedBodies) -> tuple[memoryview, list[BodySpan]]:
+        """The data of the entry `logged` names and where each of its bodies lies in it, by message id
+        from `first_id` on (the entry read from the log when it is not among the newest)."""
+        read = self._read.get(logged.index)
+        if read is None:
+            read = _ReadEntry.of(self._log.kept_entry(logged.index).data)
+            self._hold(logged.index, read)
+        else:
+            self._read.move_to_end(logged.index)
+        if read.spans is None or len(read.spans) != logged.count:
+            by_op = entry_body_spans(read.data)
+            read.spans = [span for position in logged.op_positions for span in _op_spans(by_op, position)]
+        return read.view, read.spans
 
-    def _ops(self, index: int) -> list:
-        decoded = self._decoded.get(index)
-        if decoded is not None:
-            self._decoded.move_to_end(index)
-            return decoded[1]
-        entry = self._log.kept_entry(index)
-        ops = entry_ops(entry.data)
-        self.entry_decoded(index, len(entry.data), ops)
-        return ops
+    def _hold(self, index: int, read: _ReadEntry) -> None:
+        self._read[index] = read
+        self._read_bytes += len(read.data)
+        while self._read_bytes > READ_ENTRY_BYTES and len(self._read) > 1:
+            _, dropped = self._read.popitem(last=False)
+            self._read_bytes -= len(dropped.data)
 
     def _copy_out(self, logged: LoggedBodies) -> None:
         for key, record in self._records(logged):
@@ -257,4 +284,20 @@ class BodyStore:
     def _records(self, logged: LoggedBodies) -> Iterator[tuple[bytes, bytes]]:
         """The still-needed bodies of `logged` as (key, record) pairs, as records of their own store them."""
         for message_id in logged.live_ids():
-            yield body_key(message_id), msgpack.packb(self._logged_fields(logged, message_id))
+            stored = self._logged_body(logged, message_id)
+            yield body_key(message_id), msgpack.packb([stored.body, stored.headers, stored.encoding])
+
+
+def _op_spans(by_op: list[list[BodySpan] | None], position: int) -> list[BodySpan]:
+    spans = by_op[position] if position < len(by_op) else None
+    if spans is None:
+        raise ValueError(f"no bodies at operation {position} of the entry")
+    return spans
+
+
+def _message(data: memoryview, span: BodySpan) -> StoredMessage:
+    """The message `span` places in `data`: its body a view into it."""
+    body_at, body_end, headers_end, encoding = span
+    empty = headers_end - body_end == 1  # the only one-byte map is the empty one
+    headers = {} if empty else msgpack.unpackb(data[body_end:headers_end], raw=False)
+    return StoredMessage(data[body_at:body_end], headers, encoding)

@@ -31,7 +31,7 @@ from typing import Any
 
 import msgpack
 
-from cluster.stored_message import StoredMessage
+from cluster.stored_message import BodySpan, StoredMessage
 from queue_state.command_codec import (
     NAMED_VERSIONS,
     CommandDecodeError,
@@ -74,6 +74,92 @@ def entry_ops(data: bytes) -> list[Any]:
     if not isinstance(ops, list):
         raise EntryDecodeError("the entry is not a list of operations")
     return ops
+
+
+def entry_body_spans(data: bytes) -> list[list[BodySpan] | None]:
+    """Where the bodies of each operation of an entry's data lie in it, one `BodySpan` per message (None
+    for an operation that carries no bodies, or is no operation), found without decoding anything else:
+    a body is then read as a slice of the entry. EntryDecodeError when the data is not an array."""
+    unpacker = _unpacker(data)
+    try:
+        return [_op_spans(data, unpacker) for _ in range(unpacker.read_array_header())]
+    except (ValueError, IndexError, msgpack.UnpackException) as exc:  # IndexError: cut short
+        raise EntryDecodeError(f"undecodable entry: {exc}") from exc
+
+
+def record_span(record: bytes) -> BodySpan:
+    """Where the body lies in a record of `[body, headers, encoding]` (a body stored on its own)."""
+    try:
+        span = _body_span(record, _unpacker(record))
+    except (ValueError, IndexError, msgpack.UnpackException) as exc:
+        raise EntryDecodeError(f"undecodable body record: {exc}") from exc
+    if span is None:
+        raise EntryDecodeError("not a body record")
+    return span
+
+
+def _unpacker(data: bytes) -> msgpack.Unpacker:
+    unpacker = msgpack.Unpacker(raw=False, max_buffer_size=max(len(data), 1))
+    unpacker.feed(data)
+    return unpacker
+
+
+def _op_spans(data: bytes, unpacker: msgpack.Unpacker) -> list[BodySpan] | None:
+    """The spans of the operation at the unpacker's position, which it moves past that operation."""
+    if not _is_array(data, unpacker.tell()):
+        unpacker.skip()
+        return None
+    fields = unpacker.read_array_header()
+    if fields == 4:
+        version = unpacker.unpack()
+        unpacker.skip()
+        unpacker.skip()
+        if type(version) is not int or version != QUEUE_OP_VERSION:
+            unpacker.skip()
+            return None
+    elif fields == 2:
+        unpacker.skip()
+    else:
+        for _ in range(fields):
+            unpacker.skip()
+        return None
+    if not _is_array(data, unpacker.tell()):
+        unpacker.skip()
+        return None
+    spans = [_body_span(data, unpacker) for _ in range(unpacker.read_array_header())]
+    found = [span for span in spans if span is not None]
+    return found if len(found) == len(spans) else None
+
+
+def _body_span(data: bytes, unpacker: msgpack.Unpacker) -> BodySpan | None:
+    """The span of the `[body, headers, encoding]` at the unpacker's position (None when it is not one),
+    which it moves past."""
+    if not _is_array(data, unpacker.tell()):
+        unpacker.skip()
+        return None
+    fields = unpacker.read_array_header()
+    if fields != 3 or data[unpacker.tell()] not in _BIN_HEADER_BYTES:
+        for _ in range(fields):
+            unpacker.skip()
+        return None
+    body_at = unpacker.tell() + _BIN_HEADER_BYTES[data[unpacker.tell()]]
+    unpacker.skip()
+    body_end = unpacker.tell()
+    unpacker.skip()
+    headers_end = unpacker.tell()
+    encoding = unpacker.unpack()
+    if type(encoding) is not str or data[body_end] not in _MAP_MARKERS:
+        return None
+    return body_at, body_end, headers_end, encoding
+
+
+_BIN_HEADER_BYTES = {0xC4: 2, 0xC5: 3, 0xC6: 5}  # msgpack bin 8/16/32: marker and length
+_MAP_MARKERS = frozenset((*range(0x80, 0x90), 0xDE, 0xDF))
+
+
+def _is_array(data: bytes, at: int) -> bool:
+    marker = data[at]
+    return 0x90 <= marker <= 0x9F or marker in (0xDC, 0xDD)
 
 
 @dataclass(frozen=True, slots=True)

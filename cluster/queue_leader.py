@@ -450,7 +450,7 @@ class QueueLeader:
                 log.error("queue %s: dead letter %d has no body", self.name, delivery.id)
                 continue
             headers = with_death(stored.headers, self.name, reason, now)
-            letters.append((delivery.id, StoredMessage(stored.body, headers, stored.encoding)))
+            letters.append((delivery.id, StoredMessage(bytes(stored.body), headers, stored.encoding)))
         return letters
 
     async def dlx_settle(self, ids: tuple[int, ...]) -> None:

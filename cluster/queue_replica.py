@@ -61,7 +61,7 @@ class QueueReplica:
             log.error("queue %s: entry at index %d skipped: %s", self.name, entry.index, exc)
             return []
         if any(op_bodies(op) is not None for op in ops):
-            self.bodies.entry_decoded(entry.index, len(entry.data), ops)
+            self.bodies.entry_applied(entry.index, entry.data)
         replies = [self._apply_op(op, entry.index, position) for position, op in enumerate(ops)]
         self._time_applied()
         if self.is_leader and self.applied_listener is not None:

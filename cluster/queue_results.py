@@ -23,7 +23,7 @@ class MessageRow:
     to build, and a poll answer builds one per message."""
 
     id: int
-    body: bytes
+    body: bytes | memoryview  # a view into the entry that carries it, when read from the log
     encoding: str
     headers: dict[str, Any]
     delivery_count: int

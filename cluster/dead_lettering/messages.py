@@ -30,8 +30,9 @@ def with_death(headers: dict[str, Any], queue: str, reason: str, now_ms: int) ->
 def dead_letter_messages(
     source: str, reason: str, held: list[tuple[Delivery, StoredMessage]], now_ms: int
 ) -> list[tuple[StoredMessage, int | None]]:
-    """The messages to publish to the dead-letter target, bodies untouched, no expiration."""
+    """The messages to publish to the dead-letter target, bodies untouched (copied out of the entries
+    they were read from, which they would keep in memory while they wait), no expiration."""
     return [
-        (StoredMessage(m.body, with_death(m.headers, source, reason, now_ms), m.encoding), None)
+        (StoredMessage(bytes(m.body), with_death(m.headers, source, reason, now_ms), m.encoding), None)
         for _, m in held
     ]

@@ -48,7 +48,7 @@ class Replica:
         data = msgpack.packb(wire)
         self.log.append([Entry(index, 1, data=data)])
         self.log.set_hard_state(HardState(term=1, commit=index))
-        self.bodies.entry_decoded(index, len(data), msgpack.unpackb(data, raw=False))
+        self.bodies.entry_applied(index, data)
         for position, (op, first_id) in enumerate(zip(wire, first_ids, strict=True)):
             if first_id is not None:
                 self.bodies.logged(index, position, first_id, len(op[1]))

@@ -16,9 +16,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cluster.entry_codec import QUEUE_OP_VERSION, QueueOp, decode_queue_op, encode_queue_op, op_bodies
+from cluster.entry_codec import (
+    QUEUE_OP_VERSION,
+    EntryDecodeError,
+    QueueOp,
+    decode_queue_op,
+    encode_queue_op,
+    entry_body_spans,
+    op_bodies,
+    record_span,
+)
 from cluster.queue_replica import QueueReplica
-from cluster.stored_message import StoredMessage
+from cluster.stored_message import BodySpan, StoredMessage
 from queue_state.arguments import parse_arguments
 from queue_state.command_codec import CommandDecodeError
 from queue_state.commands import (
@@ -166,6 +175,81 @@ def test_only_known_versions_are_written() -> None:
 def test_decoding_anything_raises_only_command_decode_error(op: Any) -> None:
     with contextlib.suppress(CommandDecodeError):
         decode_queue_op(op)
+
+
+def read_span(data: bytes, span: BodySpan) -> list[Any]:
+    """`[body, headers, encoding]` as a span places them in `data`."""
+    body_at, body_end, headers_end, encoding = span
+    return [data[body_at:body_end], msgpack.unpackb(data[body_end:headers_end], raw=False), encoding]
+
+
+# bodies of every bin size (8-, 16- and 32-bit lengths), empty ones and headers of every shape
+spanned = st.builds(
+    StoredMessage,
+    st.binary(max_size=300) | st.sampled_from([b"", b"y" * 70_000]),
+    st.dictionaries(
+        st.text(max_size=4), st.integers(-(2**63), 2**63 - 1) | st.text() | st.none(), max_size=20
+    ),
+    st.sampled_from(["utf8", "base64"]),
+)
+
+
+@given(
+    st.lists(
+        st.tuples(metas, st.none() | st.lists(spanned, min_size=1, max_size=3), st.sampled_from([0, 1])),
+        max_size=4,
+    )
+)
+def test_body_spans_place_every_body_of_an_entry_of_either_version(
+    ops: list[tuple[EntryMeta, list[StoredMessage] | None, int]],
+) -> None:
+    wire = [
+        encode_queue_op(meta, Enqueue(tuple(NewMessage(len(m.body)) for m in bodies)), bodies, version)
+        if bodies is not None
+        else encode_queue_op(meta, Tick(), None, version)
+        for meta, bodies, version in ops
+    ]
+    data = msgpack.packb(wire)
+    spans = entry_body_spans(data)
+    assert len(spans) == len(ops)
+    for (_, bodies, _), op_spans in zip(ops, spans, strict=True):
+        if bodies is None:
+            assert op_spans is None
+        else:
+            assert op_spans is not None
+            assert [read_span(data, span) for span in op_spans] == as_wire(bodies)
+
+
+def test_body_spans_pass_over_what_is_no_operation_and_carry_on_after_it() -> None:
+    good = [1, 5, [1, {"messages": [[1, None]]}], [[b"x", {"h": 1}, "utf8"]]]
+    junk: list[Any] = [
+        None,
+        {"op": 1},
+        [],
+        [2, 5, [10, {}], [[b"x", {}, "utf8"]]],  # a version this node does not know
+        [1, 5, [1, {}], [["x", {}, "utf8"]]],  # a body that is not bytes
+        [1, 5, [1, {}], [[b"x", {}]]],  # a body without its encoding
+        [1, 5, [1, {}], [[b"x", [], "utf8"]]],  # headers that are no map
+        [1, 5, [1, {}], [[b"x", {}, 7]]],  # an encoding that is no text
+        [b"cmd", "bodies"],
+    ]
+    data = msgpack.packb([*junk, good])
+    *passed, (span,) = entry_body_spans(data)  # type: ignore[misc]
+    assert passed == [None] * len(junk)
+    assert read_span(data, span) == good[3][0]
+
+
+def test_body_spans_of_what_is_no_entry_raise_entry_decode_error() -> None:
+    for data in (msgpack.packb({"op": 1}), b"\x91", b"\xc1"):
+        with pytest.raises(EntryDecodeError):
+            entry_body_spans(data)
+
+
+def test_a_record_span_places_the_body_of_a_record_of_its_own() -> None:
+    record = msgpack.packb([b"z" * 300, {"k": "v"}, "base64"])
+    assert read_span(record, record_span(record)) == [b"z" * 300, {"k": "v"}, "base64"]
+    with pytest.raises(EntryDecodeError):
+        record_span(msgpack.packb(["z", {}, "utf8"]))
 
 
 @pytest.fixture
