@@ -2,8 +2,9 @@
 
     python -m bench.profile --workload a-1k [--duration 10] [--out /tmp/quorumq-profile]
 
-Prints the functions with the largest share of samples on the node (own time and inclusive time, from
-py-spy's collapsed stacks, threads holding the GIL or not) and pyinstrument's client-side call tree.
+Prints the leader's CPU per message over the run (py-spy's sampling included), the functions with the
+largest share of samples on the node (own time and inclusive time, from py-spy's collapsed stacks,
+threads holding the GIL or not) and pyinstrument's client-side call tree.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pyinstrument import Profiler
 from bench.asyncio_runner import AsyncioRunner
 from bench.driver_quorumq import QuorumqDriver
 from bench.quorumq_cluster import QuorumqCluster
+from bench.resources import cpu_seconds
 from bench.suite import WORKLOAD_KEYS, Options, workloads
 
 TOP = 15
@@ -97,14 +99,18 @@ def main(key: str, duration: float, consume_count: int, out: Path | None) -> Non
             record += ["--format", "raw", "--output", str(raw), "--nonblocking", "--threads"]
             spy = subprocess.Popen(record, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             profiler = Profiler(async_mode="disabled")
+            leader_cpu = cpu_seconds(leader_pid)
             profiler.start()
             result = asyncio.run(runner.run(shape.spec))
             profiler.stop()
+            leader_cpu = cpu_seconds(leader_pid) - leader_cpu
             spy.send_signal(signal.SIGINT)
             spy.wait()
         finally:
             cluster.stop()
     click.echo(f"{shape.label}: {result.rate:,.0f} msg/s")
+    per_message = leader_cpu / result.messages * 1e6 if result.messages else 0.0
+    click.echo(f"leader CPU: {leader_cpu:.2f} s, {per_message:.0f} µs per message")
     own, inclusive = hotspots(raw.read_text())
     _print_shares(f"node (py-spy, leader node1, {raw}): own time", own)
     _print_shares("node: inclusive time of project functions", inclusive)
