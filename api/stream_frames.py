@@ -9,7 +9,7 @@ from typing import Any
 
 import msgpack
 
-from api.deliveries import delivery_maps
+from api.deliveries import pack_deliveries
 from api.errors import ApiError
 from api.validation import bad, msgpack_object
 from cluster.queue_limits import INT64_MAX
@@ -88,9 +88,12 @@ def error(frame_id: int | None, status: int, body: dict[str, Any]) -> bytes:
     return msgpack.packb({"op": "error", "id": frame_id, "status": status, **body})
 
 
-def deliver(tag: str, rows: Sequence[MessageRow]) -> bytes:
-    """Deliveries for consumer `tag`."""
-    return msgpack.packb({"op": "deliver", "tag": tag, "messages": delivery_maps(rows)})
+def deliver(tag: str, rows: Sequence[MessageRow]) -> bytearray:
+    """Deliveries for consumer `tag` (the messages last, packed as a msgpack deliveries answer is)."""
+    head = bytearray(b"\x83\xa2op\xa7deliver\xa3tag")
+    head += msgpack.packb(tag)
+    head += b"\xa8messages"
+    return pack_deliveries(head, rows)
 
 
 def cancelled(

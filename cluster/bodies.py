@@ -14,12 +14,14 @@ from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import msgpack
 
 from cluster.entry_codec import entry_body_spans, record_span
+from cluster.queue_results import MessageRow
 from cluster.stored_message import BodySpan, StoredMessage
+from queue_state.effects import Delivery
 from raft_log.storage import GroupLog
 
 _ID = struct.Struct(">Q")
@@ -149,12 +151,14 @@ class BodyStore:
         self._first_ids.append(first_id)
 
     def forget(self, ids: Iterable[int]) -> None:
-        """Forget bodies for good."""
+        """Forget bodies for good (ids of one entry in a row look the entry up once)."""
+        logged: LoggedBodies | None = None
         for message_id in ids:
-            logged = self._logged_of(message_id)
-            if logged is None:
-                self._log.app_delete(body_key(message_id))
-                continue
+            if logged is None or not logged.first_id <= message_id < logged.first_id + logged.count:
+                logged = self._logged_of(message_id)
+                if logged is None:
+                    self._log.app_delete(body_key(message_id))
+                    continue
             logged.forget(message_id)
 
     # -- reading ----------------------------------------------------------------------------------
@@ -164,9 +168,39 @@ class BodyStore:
         return self.get_many((message_id,))[0]
 
     def get_many(self, ids: Iterable[int]) -> list[StoredMessage | None]:
-        """The bodies of `ids` in order, None for any not stored (one pass for a batch of deliveries: ids
-        of one entry in a row are looked up once)."""
-        found: list[StoredMessage | None] = []
+        """The bodies of `ids` in order, None for any not stored (one pass for a batch of deliveries)."""
+        return [None if at is None else _message(*at) for at in self._located(ids)]
+
+    def with_bodies(self, items: Sequence[M]) -> list[tuple[M, StoredMessage]]:
+        """`items` (deliveries: anything with a message `id`) paired with their bodies, leaving out any
+        whose body is no longer stored."""
+        found = self.get_many(item.id for item in items)
+        return [(item, stored) for item, stored in zip(items, found, strict=True) if stored is not None]
+
+    def rows(self, deliveries: Sequence[Delivery]) -> list[MessageRow]:
+        """`deliveries` with their bodies, leaving out any whose body is no longer stored (`with_bodies`
+        made into rows, without a `StoredMessage` between)."""
+        rows: list[MessageRow] = []
+        for delivery, at in zip(deliveries, self._located(d.id for d in deliveries), strict=True):
+            if at is None:
+                continue
+            data, (body_at, body_end, headers_end, encoding) = at
+            rows.append(
+                MessageRow(
+                    delivery.id,
+                    data[body_at:body_end],
+                    encoding,
+                    _headers(data, body_end, headers_end),
+                    delivery.delivery_count,
+                    delivery.redelivered,
+                    delivery.enqueued_at_ms,
+                )
+            )
+        return rows
+
+    def _located(self, ids: Iterable[int]) -> Iterator[tuple[memoryview, BodySpan] | None]:
+        """Where the body of each of `ids` lies (the buffer holding it and its span), None for any not
+        stored; ids of one entry in a row look the entry up once."""
         logged: LoggedBodies | None = None
         spans: list[BodySpan] = []
         view = memoryview(b"")
@@ -175,20 +209,13 @@ class BodyStore:
                 logged = self._logged_of(message_id)
                 if logged is None:
                     value = self._log.app_get(body_key(message_id))
-                    found.append(None if value is None else _message(memoryview(value), record_span(value)))
+                    yield None if value is None else (memoryview(value), record_span(value))
                     continue
                 view, spans = self._entry_spans(logged)
             if logged.is_forgotten(message_id):
-                found.append(None)
+                yield None
             else:
-                found.append(_message(view, spans[message_id - logged.first_id]))
-        return found
-
-    def with_bodies(self, items: Sequence[M]) -> list[tuple[M, StoredMessage]]:
-        """`items` (deliveries: anything with a message `id`) paired with their bodies, leaving out any
-        whose body is no longer stored."""
-        found = self.get_many(item.id for item in items)
-        return [(item, stored) for item, stored in zip(items, found, strict=True) if stored is not None]
+                yield view, spans[message_id - logged.first_id]
 
     # -- compaction and snapshots -------------------------------------------------------------------
 
@@ -298,6 +325,12 @@ def _op_spans(by_op: list[list[BodySpan] | None], position: int) -> list[BodySpa
 def _message(data: memoryview, span: BodySpan) -> StoredMessage:
     """The message `span` places in `data`: its body a view into it."""
     body_at, body_end, headers_end, encoding = span
-    empty = headers_end - body_end == 1  # the only one-byte map is the empty one
-    headers = {} if empty else msgpack.unpackb(data[body_end:headers_end], raw=False)
-    return StoredMessage(data[body_at:body_end], headers, encoding)
+    return StoredMessage(data[body_at:body_end], _headers(data, body_end, headers_end), encoding)
+
+
+def _headers(data: memoryview, at: int, end: int) -> dict[str, Any]:
+    """The headers map packed in `data` from `at` to `end`."""
+    if end - at == 1:  # the only one-byte map is the empty one
+        return {}
+    headers: dict[str, Any] = msgpack.unpackb(data[at:end], raw=False)
+    return headers

@@ -483,7 +483,7 @@ class QueueLeader:
 
     def _rows(self, deliveries: Sequence[Delivery]) -> list[MessageRow]:
         """Deliveries with their bodies, leaving out any whose body is no longer stored."""
-        return [MessageRow.of(d, stored) for d, stored in self._replica.bodies.with_bodies(deliveries)]
+        return self._replica.bodies.rows(deliveries)
 
     async def wait_applied(self, timeout: float) -> None:
         """Wait until this leader applies another entry of the queue (or the timeout passes)."""
