@@ -1,7 +1,7 @@
 """What a leader spends answering a poll for deliveries: reading the bodies and encoding the answer.
 
 `python -m bench.deliveries [--count N] [--rounds R]`: N stored messages (1 KiB and 16 KiB, published as
-text or binary) are read through `BodyStore.with_bodies` into `MessageRow`s and encoded as the JSON
+text or binary) are read through `BodyStore.rows` into `MessageRow`s and encoded as the JSON
 answer and as the msgpack one; the best of R rounds is printed in ms per batch (reading included).
 """
 
@@ -59,7 +59,7 @@ def measure(directory: str, count: int, size: int, encoding: str, rounds: int) -
         deliveries = [Delivery(message_id, 0, False, 0) for message_id in enqueued.ids]
 
         def rows() -> list[MessageRow]:
-            return [MessageRow.of(d, stored) for d, stored in replica.bodies.with_bodies(deliveries)]
+            return replica.bodies.rows(deliveries)
 
         read = best_seconds(rows, rounds)
         as_json = best_seconds(lambda: json_deliveries(rows()), rounds)
