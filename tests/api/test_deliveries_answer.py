@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import msgpack
 
+from api import stream_frames as frames
 from api.deliveries import json_deliveries, msgpack_deliveries
 from cluster.queue_results import MessageRow
 
@@ -80,3 +81,25 @@ def test_msgpack_answer_has_the_same_fields_with_raw_bodies_and_the_published_en
     ]
     assert rows == expected
     assert msgpack.unpackb(msgpack_deliveries([])) == []
+
+
+def test_msgpack_answer_takes_bodies_as_views_and_integers_of_any_size() -> None:
+    entry = b"\x00" * 3 + b"y" * 70_000
+    row = MessageRow(2**63 - 1, memoryview(entry)[3:], "base64", {}, 2**32, False, -(2**63), 2**64 - 1)
+    (decoded,) = msgpack.unpackb(msgpack_deliveries([row]))
+    assert decoded["body"] == b"y" * 70_000
+    assert (decoded["id"], decoded["delivery_count"], decoded["published_at"], decoded["seq"]) == (
+        2**63 - 1,
+        2**32,
+        -(2**63),
+        2**64 - 1,
+    )
+
+
+def test_a_deliver_frame_carries_the_msgpack_answer_as_its_messages() -> None:
+    frame = msgpack.unpackb(frames.deliver("consumer-ü", ROWS))
+    assert frame == {
+        "op": "deliver",
+        "tag": "consumer-ü",
+        "messages": msgpack.unpackb(msgpack_deliveries(ROWS)),
+    }

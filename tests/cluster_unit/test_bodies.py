@@ -11,6 +11,7 @@ import pytest
 
 from cluster.bodies import BodyStore, body_key
 from cluster.stored_message import StoredMessage
+from queue_state.effects import Delivery
 from raft_log.keys import GroupKeys
 from raft_log.storage import CorruptionError, GroupLog, NodeStore
 from raft_log.types import ConfState, Entry, HardState
@@ -178,3 +179,34 @@ def test_ids_that_go_backwards_are_refused(replica):
     replica.append(2)
     with pytest.raises(ValueError, match="not after"):
         replica.bodies.logged(9, 0, 1, 1)
+
+
+def test_a_body_read_back_is_a_view_into_the_entry_or_record_that_holds_it(replica, db_path):
+    replica.append(2)  # ids 1-2
+    replica.append(4)  # ids 3-6: three forgotten, so compaction copies id 6 out to a record of its own
+    replica.bodies.forget([3, 4, 5])
+    replica.snapshot_and_compact(2)
+    again = restarted(replica, db_path)  # the entry is read back from RocksDB, the record too
+    found = again.bodies.get_many([1, 6])
+    assert found == [message(1), message(6)]
+    assert all(isinstance(stored.body, memoryview) for stored in found if stored is not None)
+    replica.store = again.store
+
+
+def test_rows_pair_each_delivery_with_its_body_and_leave_out_forgotten_ones(replica):
+    replica.append(1, None, 2)  # ids 1, then 2-3 two operations later
+    replica.append(1)  # id 4
+    replica.bodies.forget([2])
+    deliveries = [Delivery(4, 2, True, 40), Delivery(1, 0, False, 10), Delivery(2, 0, False, 20)]
+    deliveries.append(Delivery(3, 1, False, 30))
+    rows = replica.bodies.rows(deliveries)
+    assert [(r.id, r.delivery_count, r.redelivered, r.published_at_ms, r.seq) for r in rows] == [
+        (4, 2, True, 40, None),
+        (1, 0, False, 10, None),
+        (3, 1, False, 30, None),
+    ]
+    assert [StoredMessage(r.body, r.headers, r.encoding) for r in rows] == [
+        message(4),
+        message(1),
+        message(3),
+    ]
