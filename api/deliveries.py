@@ -81,16 +81,18 @@ def json_deliveries(rows: Sequence[MessageRow]) -> bytearray:
     return out
 
 
-def msgpack_deliveries(rows: Sequence[MessageRow]) -> bytearray:
+def msgpack_deliveries(rows: Sequence[MessageRow]) -> bytes:
     """The msgpack array of `rows`, bodies as bin."""
-    return pack_deliveries(bytearray(), rows)
+    return b"".join(delivery_parts(rows))
 
 
-def pack_deliveries(out: bytearray, rows: Sequence[MessageRow]) -> bytearray:
-    """`out` with the msgpack array of `rows` appended (each body copied into it once)."""
-    out += _ARRAY.pack(0xDD, len(rows))
+def delivery_parts(rows: Sequence[MessageRow]) -> list[bytes | memoryview]:
+    """The msgpack array of `rows` in parts to join, the bodies among them as they are (so that joining
+    copies each body once, into memory sized for the whole answer)."""
+    parts: list[bytes | memoryview] = [_ARRAY.pack(0xDD, len(rows))]
+    append = parts.append
     for row in rows:
-        out += _FIXED.pack(
+        fixed = _FIXED.pack(
             0x87 if row.seq is None else 0x88,
             _KEYS[0],
             0xCF,
@@ -104,18 +106,17 @@ def pack_deliveries(out: bytearray, rows: Sequence[MessageRow]) -> bytearray:
             0xD3,
             row.published_at_ms,
         )
-        if row.seq is not None:
-            out += _SEQ.pack(b"\xa3seq", 0xCF, row.seq)
+        append(fixed if row.seq is None else fixed + _SEQ.pack(b"\xa3seq", 0xCF, row.seq))
         tail = None if row.delivery_count or row.headers else _PLAIN_TAILS.get(row.encoding)
         if tail is None:
             tail = b"\xa8encoding%b\xa7headers%b" % (
                 msgpack.packb(row.encoding),
                 msgpack.packb(_headers(row)),
             )
-        out += tail
-        out += _BODY.pack(b"\xa4body", 0xC6, len(row.body))
-        out += row.body
-    return out
+        append(tail)
+        append(_BODY.pack(b"\xa4body", 0xC6, len(row.body)))
+        append(row.body)
+    return parts
 
 
 def _json_body(row: MessageRow) -> tuple[bytes, bytes]:

@@ -9,7 +9,7 @@ from typing import Any
 
 import msgpack
 
-from api.deliveries import pack_deliveries
+from api.deliveries import delivery_parts
 from api.errors import ApiError
 from api.validation import bad, msgpack_object
 from cluster.queue_limits import INT64_MAX
@@ -88,12 +88,10 @@ def error(frame_id: int | None, status: int, body: dict[str, Any]) -> bytes:
     return msgpack.packb({"op": "error", "id": frame_id, "status": status, **body})
 
 
-def deliver(tag: str, rows: Sequence[MessageRow]) -> bytearray:
+def deliver(tag: str, rows: Sequence[MessageRow]) -> bytes:
     """Deliveries for consumer `tag` (the messages last, packed as a msgpack deliveries answer is)."""
-    head = bytearray(b"\x83\xa2op\xa7deliver\xa3tag")
-    head += msgpack.packb(tag)
-    head += b"\xa8messages"
-    return pack_deliveries(head, rows)
+    head = b"\x83\xa2op\xa7deliver\xa3tag%b\xa8messages" % msgpack.packb(tag)
+    return b"".join((head, *delivery_parts(rows)))
 
 
 def cancelled(
