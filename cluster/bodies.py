@@ -79,11 +79,6 @@ class LoggedBodies:
         """The ids whose bodies are still needed."""
         return (i for i in range(self.first_id, self.first_id + self.count) if not self.is_forgotten(i))
 
-    def locate(self, message_id: int) -> tuple[int, int]:
-        """(position of the operation in the entry, position of the message in that operation)."""
-        op = bisect_right(self.op_first_ids, message_id) - 1
-        return self.op_positions[op], message_id - self.op_first_ids[op]
-
     def to_wire(self) -> list:
         """This record as a snapshot carries it."""
         forgotten = bytes(self.forgotten)

@@ -2,8 +2,9 @@
 
 An entry of any group (a queue's or the metadata's) holds a msgpack array of operations: the leader's
 batcher merges the proposals that arrive together into one entry (`cluster/proposals.py`, through
-`pack_op` and `entry_payload`), and every reader takes them apart with `entry_ops`. A metadata operation
-is a command of `cluster.metadata.codec`. A queue operation has its own envelope:
+`pack_op` and `entry_payload`), and every reader takes them apart with `entry_ops` (or, to read bodies
+back, finds where they lie with `entry_body_spans`). A metadata operation is a command of
+`cluster.metadata.codec`. A queue operation has its own envelope:
 
 - version 2: `[2, now_ms, command, bodies]`, as version 1, where a command may carry the fields added
   with version 2 (a `Checkout`'s `since_ms`: a reader registered through the log);
