@@ -86,6 +86,11 @@ def msgpack_deliveries(rows: Sequence[MessageRow]) -> bytes:
     return b"".join(delivery_parts(rows))
 
 
+def msgpack_delivery(row: MessageRow) -> bytes:
+    """One delivery as the map a msgpack deliveries answer holds."""
+    return b"".join(delivery_parts([row])[1:])  # the parts after the array header
+
+
 def delivery_parts(rows: Sequence[MessageRow]) -> list[bytes | memoryview]:
     """The msgpack array of `rows` in parts to join, the bodies among them as they are (so that joining
     copies each body once, into memory sized for the whole answer)."""

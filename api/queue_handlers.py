@@ -7,12 +7,11 @@ from dataclasses import asdict
 from typing import Any
 
 import aiohttp
-import msgpack
 from aiohttp import web
 
 from api.app_keys import CONFIG, FORWARD_SESSION, METRICS, QUEUES, STATUS
 from api.auth import Access, principal, require, vouch
-from api.deliveries import JSON, deliveries_response, delivery_maps, json_deliveries, wants_msgpack
+from api.deliveries import JSON, deliveries_response, json_deliveries, msgpack_delivery, wants_msgpack
 from api.errors import ApiError
 from api.forwarded_publish import forwards_over_peers, publish_routed
 from api.forwarding import client_node, forward, hops_of, on_meta_leader, on_queue_leader, queue_route
@@ -207,7 +206,7 @@ async def peek(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
 def _delivery_response(request: web.Request, row: MessageRow) -> web.Response:
     """One delivery as the object a deliveries answer holds, in the form the client asked for."""
     if wants_msgpack(request):
-        return web.Response(body=msgpack.packb(delivery_maps([row])[0]), content_type=MSGPACK)
+        return web.Response(body=msgpack_delivery(row), content_type=MSGPACK)
     return web.Response(body=bytes(json_deliveries([row])[1:-1]), content_type=JSON, charset="utf-8")
 
 

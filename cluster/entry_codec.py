@@ -115,7 +115,7 @@ def _op_spans(data: bytes, unpacker: msgpack.Unpacker) -> list[BodySpan] | None:
         version = unpacker.unpack()
         unpacker.skip()
         unpacker.skip()
-        if type(version) is not int or version != QUEUE_OP_VERSION:
+        if type(version) is not int or version not in NAMED_VERSIONS:
             unpacker.skip()
             return None
     elif fields == 2:

@@ -7,7 +7,7 @@ from dataclasses import replace
 import msgpack
 
 from api import stream_frames as frames
-from api.deliveries import json_deliveries, msgpack_deliveries
+from api.deliveries import json_deliveries, msgpack_deliveries, msgpack_delivery
 from cluster.queue_results import MessageRow
 
 ROWS = [
@@ -103,3 +103,8 @@ def test_a_deliver_frame_carries_the_msgpack_answer_as_its_messages() -> None:
         "tag": "consumer-ü",
         "messages": msgpack.unpackb(msgpack_deliveries(ROWS)),
     }
+
+
+def test_one_msgpack_delivery_is_the_map_a_deliveries_answer_holds() -> None:
+    answer = msgpack.unpackb(msgpack_deliveries(WITH_SEQS))
+    assert [msgpack.unpackb(msgpack_delivery(row)) for row in WITH_SEQS] == answer

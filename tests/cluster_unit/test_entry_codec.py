@@ -29,7 +29,7 @@ from cluster.entry_codec import (
 from cluster.queue_replica import QueueReplica
 from cluster.stored_message import BodySpan, StoredMessage
 from queue_state.arguments import parse_arguments
-from queue_state.command_codec import CommandDecodeError
+from queue_state.command_codec import NAMED_VERSIONS, CommandDecodeError
 from queue_state.commands import (
     Checkout,
     Command,
@@ -196,7 +196,11 @@ spanned = st.builds(
 
 @given(
     st.lists(
-        st.tuples(metas, st.none() | st.lists(spanned, min_size=1, max_size=3), st.sampled_from([0, 1])),
+        st.tuples(
+            metas,
+            st.none() | st.lists(spanned, min_size=1, max_size=3),
+            st.sampled_from([0, *NAMED_VERSIONS]),
+        ),
         max_size=4,
     )
 )
@@ -226,7 +230,7 @@ def test_body_spans_pass_over_what_is_no_operation_and_carry_on_after_it() -> No
         None,
         {"op": 1},
         [],
-        [2, 5, [10, {}], [[b"x", {}, "utf8"]]],  # a version this node does not know
+        [QUEUE_OP_VERSION + 1, 5, [10, {}], [[b"x", {}, "utf8"]]],  # a version this node does not know
         [1, 5, [1, {}], [["x", {}, "utf8"]]],  # a body that is not bytes
         [1, 5, [1, {}], [[b"x", {}]]],  # a body without its encoding
         [1, 5, [1, {}], [[b"x", [], "utf8"]]],  # headers that are no map
