@@ -115,7 +115,8 @@ async def _forward_session(app: web.Application) -> AsyncIterator[None]:
 
 
 async def serve(node: Node) -> web.AppRunner:
-    """Start the node and its HTTP API; returns the runner (call `cleanup()` then `node.stop()`)."""
+    """Start the node and its HTTP API, then the read of its whole database (`Node.check_store`); returns
+    the runner (call `cleanup()` then `node.stop()`)."""
     await node.start()
     config = node.config
     keepalive_s = config.keepalive_timeout_ms / 1000
@@ -124,4 +125,5 @@ async def serve(node: Node) -> web.AppRunner:
     tls = http_server_context(config)
     site = web.TCPSite(runner, config.http.host, config.http.port, reuse_address=True, ssl_context=tls)
     await site.start()
+    node.check_store()
     return runner

@@ -26,7 +26,8 @@ async def list_nodes(request: web.Request) -> web.StreamResponse:
 
 async def health(request: web.Request) -> web.StreamResponse:
     """GET /api/health: 200 once `NodeStatus.readiness` is ok (leader known, registered, users known),
-    else 503; `damage` tells of a damaged database set aside (`NodeStatus.damage_status`), `formats` which
+    else 503; `damage` tells of a damaged database set aside (`NodeStatus.damage_status`), `store_check`
+    whether the read of the whole database after start is done (`StoreCheck.report`), `formats` which
     version of each replicated format the node reads and writes (`FormatVersions.report`)."""
     status = request.app[STATUS]
     groups = status.groups()
@@ -41,6 +42,7 @@ async def health(request: web.Request) -> web.StreamResponse:
         "groups_repairing": groups.repairing,
         "queues": len(request.app[METADATA].queues),
         "damage": status.damage_status(),
+        "store_check": status.store_check.report(),
         "formats": request.app[FORMATS].report(),
     }
     return web.json_response(body, status=200 if readiness == "ok" else 503)

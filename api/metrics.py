@@ -13,7 +13,7 @@ from cluster.queue_directory import QueueDirectory
 
 
 class _NodeCollector(Collector):
-    """Queue depths and Raft group state, read from the node when scraped."""
+    """Queue depths, Raft group state and the store check's progress, read from the node when scraped."""
 
     def __init__(self, queues: QueueDirectory, status: NodeStatus) -> None:
         self.queues = queues
@@ -42,6 +42,14 @@ class _NodeCollector(Collector):
         changes = GaugeMetricFamily("quorumq_raft_leader_changes", "Leadership changes seen on this node")
         changes.add_metric([], self.status.leader_changes)
         yield changes
+        checked = GaugeMetricFamily(
+            "quorumq_store_checked_bytes", "Bytes the read of the whole database after start has verified"
+        )
+        checked.add_metric([], self.status.store_check.checked_bytes)
+        yield checked
+        check_done = GaugeMetricFamily("quorumq_store_check_done", "1 once the database was read through")
+        check_done.add_metric([], int(self.status.store_check.done))
+        yield check_done
 
 
 class Metrics:

@@ -212,9 +212,18 @@ FORMATS: Schema = {
     "required": ["queue_operations", "metadata"],
     "properties": {"queue_operations": FORMAT, "metadata": FORMAT},
 }
+STORE_CHECK: Schema = {
+    "description": "the read of the whole database a node makes once after it starts (decision 0016)",
+    "type": "object",
+    "required": ["done", "checked_bytes"],
+    "properties": {
+        "done": {"type": "boolean", "description": "true once every key and value was read without damage"},
+        "checked_bytes": {"type": "integer", "description": "bytes of keys and values read so far"},
+    },
+}
 HEALTH: Schema = {
     "type": "object",
-    "required": ["node", "status", "metadata_leader", "groups_hosted", "groups_led", "damage"],
+    "required": ["node", "status", "metadata_leader", "groups_hosted", "groups_led", "damage", "store_check"],
     "properties": {
         "node": {"type": "string"},
         "status": {"enum": ["ok", "no_quorum", "initialising"]},
@@ -225,6 +234,7 @@ HEALTH: Schema = {
         "groups_repairing": GROUP_IDS,
         "queues": {"type": "integer"},
         "damage": DAMAGE,
+        "store_check": STORE_CHECK,
         "formats": FORMATS,
     },
 }

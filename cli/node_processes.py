@@ -1,7 +1,9 @@
 """Node processes on this machine: start, stop, SIGKILL, restart, wait for health.
 
 Used by `quorumq cluster start`, the tests, the benchmarks and the fault suite, so that every one of
-them runs real `quorumq server` processes talking real TCP.
+them runs real `quorumq server` processes talking real TCP. Each node is supervised as a deployment's
+supervisor would: a node that exits with EX_TEMPFAIL (75: it found its database damaged, decision 0011)
+is started again, and sets the damaged database aside.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -71,6 +74,11 @@ class NodeProcess:
     extra_args: list[str] = field(default_factory=list)
     env: dict[str, str] | None = None
     process: subprocess.Popen | None = None
+    restarts: int = 0
+    """Times the node exited with EX_TEMPFAIL and was started again."""
+    _prefix: tuple[str, ...] = field(default=(), repr=False)
+    _stopped: bool = field(default=False, repr=False)  # by kill or stop: not to be started again
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def tls_ca(self) -> str | None:
@@ -118,11 +126,26 @@ class NodeProcess:
                 stderr=subprocess.STDOUT,
                 env=harness_env(self.env),
             )
+        self._prefix = tuple(prefix)
+        self._stopped = False
+        threading.Thread(target=self._start_again_after_tempfail, args=(self.process,), daemon=True).start()
+
+    def _start_again_after_tempfail(self, process: subprocess.Popen) -> None:
+        """Start the node again if `process` (still its current one, not stopped) exits with EX_TEMPFAIL."""
+        if process.wait() != os.EX_TEMPFAIL:
+            return
+        with self._lock:
+            if self.process is process and not self._stopped:
+                self.restarts += 1
+                self.start(self._prefix)
 
     @property
     def running(self) -> bool:
-        """True while the process is alive."""
-        return self.process is not None and self.process.poll() is None
+        """True while the process is alive, or exited with EX_TEMPFAIL to be started again."""
+        if self.process is None:
+            return False
+        code = self.process.poll()
+        return code is None or (code == os.EX_TEMPFAIL and not self._stopped)
 
     def signal(self, signum: int) -> None:
         """Send a signal to the running process."""
@@ -132,6 +155,8 @@ class NodeProcess:
 
     def kill(self) -> None:
         """SIGKILL: everything not fsynced is lost, as in a crash."""
+        with self._lock:
+            self._stopped = True
         if self.process is not None:
             self.signal(signal.SIGKILL)
             self.process.wait()
@@ -140,6 +165,8 @@ class NodeProcess:
         """SIGTERM and wait; SIGKILL if it does not stop in time."""
         if self.process is None:
             return
+        with self._lock:
+            self._stopped = True
         self.signal(signal.SIGTERM)
         try:
             self.process.wait(timeout)
@@ -209,11 +236,12 @@ def loopback_hosts(count: int, hosts: int) -> list[str]:
 def wait_until(
     condition: Callable[[], bool], timeout: float, what: str, nodes: Sequence[NodeProcess] = ()
 ) -> None:
-    """Poll `condition` until true; fail early if a node process has exited."""
+    """Poll `condition` until true; fail early if a node process has exited (but for EX_TEMPFAIL: it is
+    started again)."""
     deadline = time.monotonic() + timeout
     while not condition():
         for node in nodes:
-            if node.process is not None and node.process.poll() is not None:
+            if node.process is not None and not node.running:
                 raise ClusterError(f"{node.name} exited with code {node.process.returncode}")
         if time.monotonic() > deadline:
             raise ClusterError(f"timed out after {timeout:.0f}s waiting for {what}")

@@ -46,6 +46,7 @@ from cluster.queue_hosting import QueueHosting
 from cluster.queue_leader import QueueLeader
 from cluster.queue_replica import QueueReplica
 from cluster.raft_host import RaftHost
+from cluster.store_check import StoreCheck
 from cluster.store_damage import Damage, open_store, stop_on_damage
 from cluster.tls import raft_contexts
 from cluster.transport import KIND_REPLY, KIND_REQUEST, Transport
@@ -158,10 +159,16 @@ class Node:
             joining = self.membership.cluster.join_through(self._join_url, self._joiner)
             self._tasks.append(loop.create_task(joining))
 
+    def check_store(self) -> None:
+        """Start reading the whole database through once (`StoreCheck`, decision 0016): called once the
+        node serves, so that a restart does not wait for it."""
+        self._tasks.append(asyncio.get_running_loop().create_task(self.status.store_check.run()))
+
     def _build_parts(self, host: RaftHost, store: NodeStore, damage: Damage | None) -> None:
         """Build the parts requests reach; `damage` is the latest found in this node's database."""
+        check = StoreCheck(store.read_through)
         self._status = NodeStatus(
-            self.name, META_GROUP, host, self.transport, self.metadata, store.incarnation, damage
+            self.name, META_GROUP, host, self.transport, self.metadata, store.incarnation, damage, check
         )
         hold_ticks = NEW_GROUP_HOLD_ELECTIONS * self.config.election_ticks
         self._hosting = QueueHosting(self.name, store, host, self._new_queue_leader, hold_ticks)

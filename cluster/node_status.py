@@ -1,6 +1,6 @@
-"""What a node knows of itself and of its cluster, read-only: readiness, damage and repair, which peers are
-up, the metadata group's members and leader, node addresses, and the state of the Raft groups it hosts.
-Health, metrics, forwarding and membership read it."""
+"""What a node knows of itself and of its cluster, read-only: readiness, damage and repair, how far the
+check of its database got, which peers are up, the metadata group's members and leader, node addresses,
+and the state of the Raft groups it hosts. Health, metrics, forwarding and membership read it."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from cluster.metadata_view import MetadataView
 from cluster.raft_host import Group
+from cluster.store_check import StoreCheck
 from cluster.store_damage import Damage
 from raft_log.types import ConfState
 
@@ -57,6 +58,7 @@ class NodeStatus:
         metadata: MetadataView,
         incarnation: str,
         damage: Damage | None,
+        store_check: StoreCheck,
     ) -> None:
         self.name = name
         self._meta_group = meta_group
@@ -65,6 +67,7 @@ class NodeStatus:
         self._metadata = metadata
         self._incarnation = incarnation
         self._damage = damage
+        self.store_check = store_check
 
     def is_up(self, name: str) -> bool:
         """True for this node and for peers with a live Raft connection."""

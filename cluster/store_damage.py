@@ -27,8 +27,8 @@ DATABASE_DIR = "rocksdb"
 DAMAGED_PREFIX = "damaged-"
 MARKER_FILE = "damage-found.json"
 REASON_FILE = "reason.json"
-DAMAGED_EXIT_CODE = 75
-"""The exit code of a node that met damage at runtime (EX_TEMPFAIL: the next start sets it aside)."""
+DAMAGED_EXIT_CODE = os.EX_TEMPFAIL
+"""The exit code of a node that met damage at runtime (75: the next start sets it aside)."""
 
 
 @dataclass(frozen=True)

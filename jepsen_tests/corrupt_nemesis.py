@@ -5,8 +5,9 @@ files), flips a few bits in a random block of it, cuts a random tail off it, or 
 block, synced, and restarts the node when the window heals. The node must find the damage, keep the
 damaged copy aside and rejoin as a new incarnation (decision 0011) without losing anything confirmed.
 
-Damage stays on a minority: while some node still reports an unrepaired damage (or cannot say), the
-victim is chosen among those nodes, so no group ever has a majority of damaged replicas at once.
+Damage stays on a minority: while some node still reports an unrepaired damage, has not read its
+database through yet, or cannot say, the victim is chosen among those nodes, so no group ever has a
+majority of damaged replicas at once.
 """
 
 from __future__ import annotations
@@ -23,16 +24,18 @@ DATABASE_DIR = "rocksdb"
 
 
 def may_be_repairing(cluster: JepsenCluster, name: str) -> bool:
-    """True when the node reports damage it is still repairing from, or cannot be asked."""
+    """True when the node reports damage it is still repairing from, has not read its whole database
+    through yet (damage may still be found, decision 0016), or cannot be asked."""
     node = cluster.node(name)
     if not node.running:
         return True
     try:
         with SyncClient([node.url], timeout=3.0, connect_timeout=1.0) as client:
-            damage = client.health().get("damage")
+            health = client.health()
     except QuorumqError:
         return True
-    return bool(damage and damage.get("repairing"))
+    damage = health.get("damage")
+    return bool(damage and damage.get("repairing")) or not health.get("store_check", {}).get("done")
 
 
 def pick_victim(cluster: JepsenCluster, rng: random.Random) -> str:

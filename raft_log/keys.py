@@ -23,6 +23,11 @@ _APP = b"A"
 _INDEX_BYTES = 8
 
 
+def every_key_range() -> tuple[bytes, bytes]:
+    """A key range `[lo, hi)` holding every key of the layout (each starts with `N`, `G` or `g`)."""
+    return b"", b"\xff"
+
+
 def registry_key(gid: GroupId) -> bytes:
     """The key marking that group `gid` exists."""
     return _REGISTRY + gid.encode()

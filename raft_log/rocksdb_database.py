@@ -92,8 +92,8 @@ def _corruption_raised() -> Iterator[None]:
 
 class RocksDatabase:
     """One RocksDB database (`rdict`); opening it replays its write-ahead log, dropping only a torn last
-    record, and reads everything once: any other damage raises `DatabaseCorruptionError`, at open or at
-    the read or write that meets it."""
+    record: any other damage raises `DatabaseCorruptionError`, at open or at the read or write that meets
+    it (every read verifies checksums; the node reads every file once while serving, `StoreCheck`)."""
 
     def __init__(self, rdict: Rdict) -> None:
         """Use `RocksDatabase.open`."""
@@ -108,16 +108,14 @@ class RocksDatabase:
         any of it: RocksDB flushes recovered writes to synced table files when it opens, and the flush
         below keeps that true whatever its defaults become.
 
-        Then every key and value is read once (checksums verified), so damage to a table or blob file
-        is found here rather than by a later read, or by none."""
+        Damage to the WAL or the MANIFEST fails here; a table or blob file is read by what reaches it
+        (decision 0016: the whole database is read once after the node serves)."""
         with _corruption_raised():
             rdict = Rdict(str(path), _options(direct_io=supports_direct_io(Path(path))))
         database = cls(rdict)
         try:
             with _corruption_raised():
                 rdict.flush(True)
-            for _ in database._items(b"", None):
-                pass
         except BaseException:
             rdict.close()
             raise
@@ -140,14 +138,10 @@ class RocksDatabase:
             return self.rdict.get(key)
 
     def scan(self, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]:
-        return self._items(lo, hi)
-
-    def _items(self, lo: bytes, hi: bytes | None) -> Iterator[tuple[bytes, bytes]]:
-        """Keys and values from `lo` (up to `hi` when given). An iterator that meets an error just stops
-        being valid: its status says whether it reached the end or damage."""
+        """Keys and values in `[lo, hi)`. An iterator that meets an error just stops being valid: its
+        status says whether it reached the end or damage."""
         read_options = ReadOptions()
-        if hi is not None:
-            read_options.set_iterate_upper_bound(hi)
+        read_options.set_iterate_upper_bound(hi)
         with _corruption_raised():
             cursor = self.rdict.iter(read_options)
             cursor.seek(lo)

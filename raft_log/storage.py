@@ -256,6 +256,20 @@ class NodeStore:
             for group in self._groups.values():
                 group._committed(budget)
 
+    def read_through(self, after: bytes | None, max_bytes: int) -> tuple[bytes | None, int]:
+        """Read committed keys and values in key order, from just after `after` (from the first key when
+        None), until about `max_bytes` are read: the last key read (None once the end is reached) and the
+        bytes read. The database verifies what it reads; damage is heard by `on_damage` and raised."""
+        lo, hi = keys.every_key_range()
+        if after is not None:
+            lo = after + b"\x00"  # the smallest key after `after`
+        read = 0
+        for key, value in self._scan(lo, hi):
+            read += len(key) + len(value)
+            if read >= max_bytes:
+                return key, read
+        return None, read
+
     def wal_stats(self) -> tuple[int, int]:
         """Cumulative `(writes, syncs)` of the write-ahead log since open (each commit adds one write)."""
         return self._db.wal_stats()

@@ -10,6 +10,7 @@ from cluster.metadata.commands import BootstrapUsers, Declare, RegisterNode
 from cluster.metadata_app import MetadataApp
 from cluster.metadata_view import MetadataView
 from cluster.node_status import NodeStatus
+from cluster.store_check import StoreCheck
 from cluster.store_damage import Damage
 from raft_log.types import ConfState
 
@@ -53,7 +54,8 @@ class Peers:
 def status_of(
     raft: Raft, app: MetadataApp, damage: Damage | None = None, peers: dict[str, bool] | None = None
 ) -> NodeStatus:
-    return NodeStatus(ME, META, raft, Peers(peers or {}), MetadataView(app), MINE, damage)
+    check = StoreCheck(lambda after, max_bytes: (None, 0))
+    return NodeStatus(ME, META, raft, Peers(peers or {}), MetadataView(app), MINE, damage, check)
 
 
 def metadata(*commands: Any) -> MetadataApp:

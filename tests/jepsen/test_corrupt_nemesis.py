@@ -1,20 +1,22 @@
 """The `corrupt` nemesis bites: it really damages one file of the stopped node, the node reports the
-damage in its health when it starts again, comes back to quorum, and nothing confirmed is lost."""
+damage in its health when it starts again (found at open, or by the read-through after it and a
+restart), comes back to quorum, and nothing confirmed is lost."""
 
 from __future__ import annotations
 
 import random
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from netns_cluster import QUEUE
 
-from cli.node_processes import wait_healthy, wait_until
+from cli.node_processes import NodeProcess, wait_healthy, wait_until
 from jepsen_tests.cluster import JepsenCluster
 from jepsen_tests.corrupt_nemesis import DATABASE_DIR, CorruptNemesis
 from jepsen_tests.file_damage import KINDS, damageable_files
-from quorumq import SyncClient
+from quorumq import QuorumqError, SyncClient
 
 pytestmark = pytest.mark.faults
 
@@ -24,6 +26,15 @@ MESSAGES = 30
 
 def file_bytes(directory: Path) -> dict[str, bytes]:
     return {path.name: path.read_bytes() for path in damageable_files(directory)}
+
+
+def reported_damage(node: NodeProcess) -> dict[str, Any] | None:
+    """The damage the node reports; None when it reports none or cannot be asked (restarting)."""
+    try:
+        with SyncClient([node.url], timeout=5.0, connect_timeout=1.0) as client:
+            return client.health()["damage"]
+    except QuorumqError:
+        return None
 
 
 def test_corrupt_damages_one_file_of_the_stopped_node_which_reports_it_and_loses_nothing(
@@ -53,9 +64,10 @@ def test_corrupt_damages_one_file_of_the_stopped_node_which_reports_it_and_loses
 
     fault.heal()
     node = cluster.node(down)
+    # found at open, or by the read-through once the node serves (decision 0016: exit 75, started again)
+    wait_until(lambda: reported_damage(node) is not None, 60, "the damage to be reported", [node])
     wait_healthy([node], 60)
-    with SyncClient([node.url], timeout=5.0) as client:
-        damage = client.health()["damage"]
+    damage = reported_damage(node)
     assert damage and "Corruption" in damage["reason"], damage
     assert (Path(damage["moved_to"]) / DATABASE_DIR / named[1]).exists(), damage
 

@@ -5,12 +5,15 @@ files, or by SIGKILL, so the newest is in the write-ahead log), one of its Rocks
 synced, and it starts again. It must come up, say what happened in its health, keep the damaged copy, be
 replaced in the metadata group and the queue's group by their leaders, and lose nothing confirmed.
 While it is a new incarnation it acknowledges nothing: with a second node down, nothing is confirmed.
+Damage outside what recovery reads is found by the read of the whole database after the node serves
+(decision 0016): the node exits 75, and the harness, as a supervisor, starts it again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import urllib.error
 import urllib.request
@@ -24,6 +27,7 @@ from membership_helpers import local_queues, registered_nodes
 from cli.node_processes import NodeProcess, ProcessCluster, wait_healthy, wait_until
 from jepsen_tests.file_damage import damage_file, damageable_files
 from quorumq import Client, QuorumqError
+from raft_log.rocksdb_database import RocksDatabase
 
 QUEUE = "damaged"
 MESSAGES = 40
@@ -56,6 +60,23 @@ def damage(node: NodeProcess, pattern: str, kind: str) -> Path:
     damage_file(target, kind, random.Random(7))
     assert target.read_bytes() != before, "the damage changed nothing"
     return target
+
+
+def reported_damage(node: NodeProcess) -> dict[str, Any] | None:
+    """The damage the node reports; None when it reports none (or is down, or restarting)."""
+    try:
+        return health(node).get("damage")
+    except OSError:
+        return None
+
+
+async def damage_reported(node: NodeProcess) -> dict[str, Any]:
+    """Wait until the node reports damage: found at open, or by the read-through after it (then the node
+    exits 75 and is started again)."""
+    await asyncio.to_thread(wait_until, lambda: reported_damage(node) is not None, 60, "the damage", [node])
+    found = reported_damage(node)
+    assert found is not None
+    return found
 
 
 async def publish_all(client: Client, prefix: str) -> None:
@@ -92,8 +113,8 @@ async def test_damaged_store_is_set_aside_and_the_node_rejoins_as_a_new_incarnat
         victim.kill() if how == "kill" else victim.stop()
         target = damage(victim, pattern, kind)
         victim.start()
+        found = await damage_reported(victim)
         await asyncio.to_thread(wait_healthy, [victim], 60)
-        found = health(victim)["damage"]
         assert "Corruption" in found["reason"], found
         assert (Path(found["moved_to"]) / "rocksdb" / target.name).exists(), found  # kept, never deleted
         await repaired(victim)
@@ -156,3 +177,59 @@ async def marks_until_voter(client: Client, member: str) -> set[str]:
             return marks
         await asyncio.sleep(0.05)
     raise AssertionError(f"{member} never became a voter again (marks seen: {marks})")
+
+
+UNREAD_KEYS = 2000
+
+
+def flip_byte(path: Path, offset: int) -> None:
+    """Flip one byte of a file in place, synced."""
+    with path.open("r+b") as file:
+        file.seek(offset)
+        byte = file.read(1)[0]
+        file.seek(offset)
+        file.write(bytes([byte ^ 0x01]))
+        file.flush()
+        os.fsync(file.fileno())
+
+
+def table_of_unread_keys(database: Path) -> Path:
+    """Add a table file holding only keys recovery never reads to a stopped node's database (compacted
+    first, so that one more table triggers no compaction at open); returns the new file."""
+    db = RocksDatabase.open(database)
+    db.rdict.compact_range(None, None)
+    before = set(database.glob("*.sst"))
+    batch = db.new_batch()
+    for i in range(UNREAD_KEYS):
+        batch.put(b"Nunread-%05d" % i, random.Random(i).randbytes(1000))
+    db.write(batch, sync=True)
+    db.rdict.flush(True)
+    db.close()
+    (added,) = set(database.glob("*.sst")) - before
+    return added
+
+
+async def test_damage_found_by_the_read_through_after_serving_stops_the_node_and_its_next_start_sets_it_aside(
+    cluster: ProcessCluster,
+) -> None:
+    async with Client(cluster.urls) as client:
+        await client.declare(QUEUE, {"x-quorum-initial-group-size": 3})
+        await publish_all(client, "m")
+        victim = cluster.node((await client.queue(QUEUE))["leader"])
+        victim.stop()
+        table = table_of_unread_keys(victim.data_dir / "rocksdb")
+        # a data block in the middle: the table opens (a seek below its keys reads only its first block)
+        flip_byte(table, table.stat().st_size // 2)
+        log_start = victim.log_path.stat().st_size
+        victim.start()
+        found = await damage_reported(victim)
+        assert victim.restarts == 1, victim.restarts  # the runtime path: exit 75, started again
+        log = victim.log_path.read_text()[log_start:]
+        served, stopped = log.find("serving HTTP"), log.find("exiting: the next start keeps it aside")
+        assert -1 < served < stopped, log  # it served first: the database was not read through at open
+        assert log.find("serving HTTP", stopped) > stopped, log  # and served again after the restart
+        assert "Corruption" in found["reason"], found
+        assert (Path(found["moved_to"]) / "rocksdb" / table.name).exists(), found  # kept, never deleted
+        await repaired(victim)
+        got = await client.get(QUEUE, MESSAGES, ack="auto")
+        assert sorted(d.body for d in got) == sorted(f"m{i}".encode() for i in range(MESSAGES))

@@ -1,5 +1,6 @@
-"""Damage in RocksDB's own files (decision 0011): found at open or by the read or write that meets it,
-never a silently shorter read, and heard by `NodeStore.on_damage` once the store is running."""
+"""Damage in RocksDB's own files (decision 0011): found at open, by the read or write that meets it, or
+by the read of the whole store after open (decision 0016), never a silently shorter read, and heard by
+`NodeStore.on_damage` once the store is running."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 from test_storage import CONF, entries, flipped, raw_write
 
+from raft_log import keys
 from raft_log.database import DatabaseCorruptionError
 from raft_log.keys import GroupKeys
 from raft_log.rocksdb_database import RocksDatabase
@@ -84,8 +86,9 @@ def test_a_damaged_record_read_at_runtime_is_heard_before_it_is_raised(tmp_path:
     store.close()
 
 
-def test_damaged_blob_file_is_found_at_open(tmp_path: Path) -> None:
-    """Values of 4 KiB and more live in blob files: a flipped byte inside one is found at open too."""
+def test_damaged_blob_file_is_found_by_reading_the_store_through(tmp_path: Path) -> None:
+    """Values of 4 KiB and more live in blob files, which recovery need not read: the store opens, and the
+    read of the whole store after it (decision 0016) meets the flipped byte and reports it."""
     db_path = tmp_path / "node.db"
     store = NodeStore.open(db_path)
     group = store.create_group("q1", CONF)
@@ -96,5 +99,29 @@ def test_damaged_blob_file_is_found_at_open(tmp_path: Path) -> None:
     store.close()
     blob = max(db_path.glob("*.blob"), key=lambda path: path.stat().st_size)
     flip_byte(blob, blob.stat().st_size // 2)  # inside the value
+    store = NodeStore.open(db_path)
+    heard: list[StorageError] = []
+    store.on_damage = heard.append
     with pytest.raises(DatabaseCorruptionError, match="Corruption"):
-        NodeStore.open(db_path)
+        store.read_through(None, 1 << 30)
+    assert [type(e) for e in heard] == [DatabaseCorruptionError]
+    store.close()
+
+
+def test_reading_the_store_through_in_steps_reads_every_key_once(tmp_path: Path) -> None:
+    store = flushed_store(tmp_path / "node.db", 3)
+    lo, hi = keys.every_key_range()
+    everything = list(store._scan(lo, hi))
+    last_keys: list[bytes] = []
+    total = 0
+    after: bytes | None = None
+    while True:
+        after, read = store.read_through(after, 1000)  # a few entries per step
+        total += read
+        if after is None:
+            break
+        last_keys.append(after)
+    assert len(last_keys) > 10 and last_keys == sorted(set(last_keys))
+    # resuming after the last key read skips nothing and reads nothing twice
+    assert total == sum(len(key) + len(value) for key, value in everything)
+    store.close()
