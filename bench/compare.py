@@ -68,6 +68,13 @@ def commit() -> str:
 )
 @click.option("--backlog-only", is_flag=True, help="skip the workloads, measure only the backlog")
 @click.option(
+    "--restart-poll",
+    type=click.Choice(["basic", "token"]),
+    default=Options.restart_poll,
+    show_default=True,
+    help="how the backlog's restart poll authenticates to quorumq (token: one taken before the restart)",
+)
+@click.option(
     "--results",
     type=click.Path(path_type=Path),
     default=None,
@@ -89,6 +96,7 @@ def main(
     selected: tuple[str, ...],
     clients: tuple[str, ...],
     backlog_only: bool,
+    restart_poll: str,
     results: Path | None,
     doc: Path | None,
 ) -> None:
@@ -102,6 +110,7 @@ def main(
         rate=rate,
         queues=queues,
         backlog=backlog,
+        restart_poll=restart_poll,
         workloads=() if backlog_only else selected or WORKLOAD_KEYS,
         clients=clients or CLIENT_CHOICES,
     )

@@ -44,6 +44,7 @@ class Options:
     queues: int = 50
     queue_in_flight: int = 100
     backlog: int = 1_000_000
+    restart_poll: str = "basic"  # how the backlog's restart poll authenticates to quorumq: basic or token
     workloads: tuple[str, ...] = WORKLOAD_KEYS
     clients: tuple[str, ...] = CLIENT_CHOICES
 
@@ -170,7 +171,10 @@ async def _measure(broker: str, cluster: Cluster, options: Options, work_dir: Pa
     fill: Fill
     wanted = [c for c in CLIENTS[broker] if f"{broker}:{c}" in options.clients]
     if broker == "quorumq":
-        driver = QuorumqDriver(cluster.urls)
+        quorumq = QuorumqDriver(cluster.urls)
+        if options.restart_poll == "token":
+            await quorumq.take_poll_token()
+        driver = quorumq
         fill = functools.partial(prefill, driver)
         if "python" in wanted:
             runners["Python client"] = AsyncioRunner(driver, "Python client")

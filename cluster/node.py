@@ -119,7 +119,10 @@ class Node:
         seeds, self._join_url = load_or_record_seeds(data_dir, self.config)
         if self._join_url and self._joiner is None:
             raise ConfigError("this node joins a cluster through a URL: it needs a JoinRequester")
+        opening = time.monotonic()
         self.store, damage = open_store(data_dir, wall_clock_ms())
+        groups = len(self.store.group_ids())
+        log.info("opened the database (%d groups) in %.2f s", groups, time.monotonic() - opening)
         self.store.on_damage = functools.partial(stop_on_damage, data_dir)
         self.transport.incarnation = self.store.incarnation
         sync_directory(data_dir)  # node.json and the database's directory keep their names after a power loss
