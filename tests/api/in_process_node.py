@@ -69,8 +69,10 @@ async def in_process_node(data_dir: Path) -> AsyncIterator[InProcessNode]:
     await node.start()
     http = TestClient(TestServer(create_app(node), host="127.0.0.1", port=http_port), headers=GUEST)
     await http.start_server()
+    node.check_store()  # as `api.app.serve` does once HTTP listens
     try:
         await until(lambda: node.status.readiness() == "ok", "the metadata to be ready")
+        await until(lambda: node.status.store_check.done, "the store check")
         yield InProcessNode(node, http)
     finally:
         await http.close()

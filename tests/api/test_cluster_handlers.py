@@ -30,6 +30,8 @@ async def api(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[InProce
 async def test_health_of_a_ready_node_counts_its_groups_and_queues(api: InProcessNode) -> None:
     status, health = await api.call("GET", "/api/health")
     assert status == 200
+    check = health.pop("store_check")
+    assert check["done"] is True and check["checked_bytes"] > 0, check
     assert health == {
         "node": "n1",
         "status": "ok",
@@ -63,6 +65,7 @@ async def test_metrics_show_the_depth_of_led_queues_and_the_raft_groups(api: InP
     assert 'quorumq_queue_messages{queue="c-depth",state="ready"} 2.0' in lines
     assert 'quorumq_queue_consumers{queue="c-depth"} 0.0' in lines
     assert {"quorumq_raft_groups 2.0", "quorumq_raft_groups_led 2.0"} <= lines
+    assert "quorumq_store_check_done 1.0" in lines
 
 
 async def test_the_queue_list_answers_for_each_declared_queue_from_its_local_replica(
