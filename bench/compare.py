@@ -69,10 +69,11 @@ def commit() -> str:
 @click.option("--backlog-only", is_flag=True, help="skip the workloads, measure only the backlog")
 @click.option(
     "--restart-poll",
-    type=click.Choice(["basic", "token"]),
+    type=click.Choice(["guest", "user", "token"]),
     default=Options.restart_poll,
     show_default=True,
-    help="how the backlog's restart poll authenticates to quorumq (token: one taken before the restart)",
+    help="how the backlog's restart poll authenticates to quorumq: the loopback guest (no hash), a stored "
+    "user's Basic credentials (scrypt once per node start) or its bearer token taken before the restart",
 )
 @click.option(
     "--results",

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 from typing import Any
 
 from bench.drivers import OnMessage
 from quorumq import Client, NotFoundError, Publisher
 
 MESSAGES_PER_REQUEST = 100
+POLL_USER = "bench-poll"
 POLL_WAIT_S = 0.2
 # A node saturated by the benchmark answers a health check late; the client's default (0.5 s) would
 # take that for a frozen node and fail over mid-run.
@@ -70,12 +72,21 @@ class QuorumqDriver:
 
     def __init__(self, urls: list[str]) -> None:
         self.urls = urls
-        self.poll_token: str | None = None  # what `queue_length` authenticates with, when taken
+        self.poll_auth: tuple[str, str] | None = None  # what `queue_length` authenticates with, when set
+        self.poll_token: str | None = None
 
-    async def take_poll_token(self) -> None:
-        """Make `queue_length` authenticate with a bearer token rather than HTTP Basic credentials, which a
-        node checks with scrypt (~0.5 s) the first time it sees them after a start."""
+    async def poll_as_user(self, token: bool) -> None:
+        """Make `queue_length` authenticate as a stored user (created here) rather than the loopback guest:
+        with its Basic credentials, which a node checks with scrypt (~0.5 s) the first time it sees them
+        after a start, or with a bearer token taken now (`token`), which it checks with an HMAC."""
+        auth = (POLL_USER, secrets.token_hex(16))
         async with self._client(0) as client:
+            await client.put_user(*auth)
+            await client.set_permissions(POLL_USER, configure=".*", write=".*", read=".*")
+        if not token:
+            self.poll_auth = auth
+            return
+        async with Client(self.urls, timeout=60.0, auth=auth) as client:
             self.poll_token, _ = await client.create_token()
 
     def _client(self, home: int) -> Client:
@@ -108,5 +119,6 @@ class QuorumqDriver:
         return QuorumqConnection(client, queue, in_flight)
 
     async def queue_length(self, queue: str, home: int = 0) -> int:
-        async with Client([self.urls[home]], timeout=5.0, token=self.poll_token) as client:
+        node = [self.urls[home]]
+        async with Client(node, timeout=5.0, auth=self.poll_auth, token=self.poll_token) as client:
             return int((await client.queue(queue))["messages"])

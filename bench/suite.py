@@ -44,7 +44,7 @@ class Options:
     queues: int = 50
     queue_in_flight: int = 100
     backlog: int = 1_000_000
-    restart_poll: str = "basic"  # how the backlog's restart poll authenticates to quorumq: basic or token
+    restart_poll: str = "guest"  # how the backlog's restart poll authenticates to quorumq: guest, user, token
     workloads: tuple[str, ...] = WORKLOAD_KEYS
     clients: tuple[str, ...] = CLIENT_CHOICES
 
@@ -172,8 +172,8 @@ async def _measure(broker: str, cluster: Cluster, options: Options, work_dir: Pa
     wanted = [c for c in CLIENTS[broker] if f"{broker}:{c}" in options.clients]
     if broker == "quorumq":
         quorumq = QuorumqDriver(cluster.urls)
-        if options.restart_poll == "token":
-            await quorumq.take_poll_token()
+        if options.restart_poll != "guest":
+            await quorumq.poll_as_user(token=options.restart_poll == "token")
         driver = quorumq
         fill = functools.partial(prefill, driver)
         if "python" in wanted:
