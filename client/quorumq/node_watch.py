@@ -59,7 +59,8 @@ class NodeWatch:
             self._timer.cancel()
             self._timer, self._timer_at = None, math.inf
         if self._check is not None:
-            self._check.cancel()
+            self._check.cancel()  # a task cancelled before it ran skips its finally: forget it here
+            self._check = None
 
     def _arm(self, at: float) -> None:
         if self._timer is not None:

@@ -131,7 +131,8 @@ class StreamConnection:
         idle = self._idle
         if idle is not None:
             self._idle = None
-            idle.set_result(None)
+            if not idle.done():  # cancelled with the writer by a close under way
+                idle.set_result(None)
         try:
             return await answer
         finally:
@@ -145,8 +146,9 @@ class StreamConnection:
         await asyncio.gather(self._reader, self._writer, return_exceptions=True)
 
     async def _write(self) -> None:
-        """Send the queued frames in order; when a send fails, fail every operation waiting for an answer
-        (the connection is going; the reader ends with it)."""
+        """Send the queued frames in order. When a send fails the connection is going: every operation
+        waiting for an answer fails, and the socket is closed so the reader ends and the node drops the
+        consumers it held."""
         outbox = self._outbox
         try:
             while True:
@@ -156,6 +158,7 @@ class StreamConnection:
                 await self._idle
         except (aiohttp.ClientError, ConnectionError) as exc:
             self._fail_pending(NoAnswer(CONNECTION_LOST, str(exc) or type(exc).__name__))
+            await self._ws.close()
 
     def _fail_pending(self, failure: NoAnswer) -> None:
         for answer, _ in self._pending.values():

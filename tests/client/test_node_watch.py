@@ -78,3 +78,21 @@ async def test_anything_heard_from_the_node_during_a_failed_check_counts_as_an_a
     assert not answer.done()
     assert probe.calls >= 2
     watch.close()
+
+
+async def test_rule_a_watch_closed_before_its_check_ran_checks_again_when_used_again() -> None:
+    probe = Probe(answers=False)
+    watch = NodeWatch("http://n1", AFTER_S, probe)
+    loop = asyncio.get_running_loop()
+    first: asyncio.Future[Any] = loop.create_future()
+    watch.track(first, loop.time() - AFTER_S, math.inf, True)  # quiet for `after` already: a check is due
+    while watch._check is None:  # the timer fired and started a check task, which has not run yet
+        await asyncio.sleep(0)
+    assert probe.calls == 0
+    watch.close()
+    watch.untrack(first)
+    second = _tracked(watch, deadline=loop.time() + 40 * AFTER_S)
+    with pytest.raises(NoAnswer) as failure:
+        await second
+    assert failure.value.code == UNRESPONSIVE  # checked again, not left waiting until its deadline
+    watch.close()
