@@ -133,6 +133,8 @@ class BodyStore:
             return
         last = self._logged[-1] if self._logged else None
         if last is not None and last.index == index:
+            if first_id != last.first_id + last.count:  # a body is found at its id's offset in the entry
+                raise ValueError(f"ids from {first_id} do not follow those of entry {index}'s earlier ones")
             last.op_first_ids.append(first_id)
             last.op_positions.append(op_position)
             grown = last.count + count

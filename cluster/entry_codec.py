@@ -190,7 +190,7 @@ def encode_queue_op(
 
 
 def decode_queue_op(op: Any) -> QueueOp:
-    """An operation of either version; anything else raises `CommandDecodeError`."""
+    """An operation of any version; anything else raises `CommandDecodeError`."""
     if _is_named(op):
         try:
             meta = EntryMeta(op[1])
@@ -207,7 +207,7 @@ def decode_queue_op(op: Any) -> QueueOp:
 
 
 def op_bodies(op: Any) -> Any:
-    """What an operation of either version carries in its bodies place (None when nothing, or when it is
+    """What an operation of any version carries in its bodies place (None when nothing, or when it is
     no operation), read without decoding its command."""
     if _is_named(op):
         return op[3]

@@ -287,7 +287,7 @@ class QueueLeader:
         registered through the log once every node reads queue operations version 2 (so a new leader
         knows it), and before that a session of this leader only."""
         tag = uuid.uuid4().hex
-        timeout = self._consumer_timeout_ms if timeout_ms is None else timeout_ms
+        timeout = self._timeout(timeout_ms)
         session = self._sessions.open(tag, timeout, self._now())
         session.since_ms, session.prefetch = since_ms, prefetch
         if since_ms is not None and self._op_version() < READER_OP_VERSION:
@@ -344,7 +344,7 @@ class QueueLeader:
     def _open_session(self, consumer: ConsumerInfo, now: int) -> ConsumerSession:
         """A session for a consumer the queue state holds, with its own timeout (else the node's), what
         it holds offered to it again, and for a reader its time and prefetch."""
-        session = self._sessions.open(consumer.name, consumer.timeout_ms or self._consumer_timeout_ms, now)
+        session = self._sessions.open(consumer.name, self._timeout(consumer.timeout_ms), now)
         session.since_ms, session.prefetch = consumer.since_ms, consumer.prefetch
         session.offer(self._replica.machine.checked_out(consumer.name))
         return session
@@ -369,10 +369,12 @@ class QueueLeader:
 
     def _timeout_of(self, consumer: str) -> int:
         """A consumer's own timeout as registered through the log, else the node's default."""
-        for info in self._replica.machine.consumers():
-            if info.name == consumer and info.timeout_ms is not None:
-                return info.timeout_ms
-        return self._consumer_timeout_ms
+        consumers = self._replica.machine.consumers()
+        return self._timeout(next((info.timeout_ms for info in consumers if info.name == consumer), None))
+
+    def _timeout(self, own: int | None) -> int:
+        """A consumer's silence timeout: its own when it gave one, else the node's default."""
+        return self._consumer_timeout_ms if own is None else own
 
     # -- durable consumers --------------------------------------------------------------------------
 

@@ -33,15 +33,20 @@ class StoreCheck:
         self.checked_bytes = 0
 
     async def run(self) -> None:
-        """Read the whole store, one step per turn of the event loop."""
+        """Read the whole store, one step per turn of the event loop. A failure other than damage (which
+        stops the node) is logged and ends the check: `done` stays false."""
         started = time.monotonic()
         after: bytes | None = None
-        while True:
-            after, read = self.read_through(after, self.step_bytes)
-            self.checked_bytes += read
-            if after is None:
-                break
-            await asyncio.sleep(0)
+        try:
+            while True:
+                after, read = self.read_through(after, self.step_bytes)
+                self.checked_bytes += read
+                if after is None:
+                    break
+                await asyncio.sleep(0)
+        except Exception:
+            log.exception("store check stopped after %d MB read", self.checked_bytes // 1_000_000)
+            raise
         self.done = True
         log.info(
             "store check done: %d MB read, no damage, in %.2f s",

@@ -515,7 +515,8 @@ class QueueMachine:
 
     def peek(self, position: int) -> Delivery | None:
         """The ready message at 1-based `position` in the order the serve step takes them (returns, then
-        main), or None past the last one. Changes nothing; ValueError for a position below 1."""
+        main), or None past the last one. Changes nothing; ValueError for a position below 1. Expiry happens
+        at the heads only, so a message past its TTL further back is still shown (as RabbitMQ's peek does)."""
         if position < 1:
             raise ValueError(f"position must be 1 or more, got {position}")
         index = position - 1

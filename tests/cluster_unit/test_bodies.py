@@ -181,6 +181,12 @@ def test_ids_that_go_backwards_are_refused(replica):
         replica.bodies.logged(9, 0, 1, 1)
 
 
+def test_rule_ids_with_a_gap_inside_one_entry_are_refused(replica):
+    replica.bodies.logged(9, 0, 1, 2)  # ids 1-2 from the entry's first operation
+    with pytest.raises(ValueError, match="do not follow"):
+        replica.bodies.logged(9, 2, 4, 1)  # id 3 went to an operation that logged no body
+
+
 def test_a_body_read_back_is_a_view_into_the_entry_or_record_that_holds_it(replica, db_path):
     replica.append(2)  # ids 1-2
     replica.append(4)  # ids 3-6: three forgotten, so compaction copies id 6 out to a record of its own
