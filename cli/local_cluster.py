@@ -110,6 +110,7 @@ def start(count: int, base_port: int, data_dir: Path, hosts: int, demo: bool, on
     ports = [base_port + i for i in range(count)] + [base_port + 100 + i for i in range(count)]
     nodes = plan_cluster(count, data_dir.resolve(), ports=ports, hosts=loopback_hosts(count, hosts))
     for node in nodes:
+        node.supervised = True
         node.start()
     try:
         wait_ready(nodes, console)

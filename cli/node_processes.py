@@ -1,9 +1,11 @@
 """Node processes on this machine: start, stop, SIGKILL, restart, wait for health.
 
 Used by `quorumq cluster start`, the tests, the benchmarks and the fault suite, so that every one of
-them runs real `quorumq server` processes talking real TCP. Each node is supervised as a deployment's
-supervisor would: a node that exits with EX_TEMPFAIL (75: it found its database damaged, decision 0011)
-is started again, and sets the damaged database aside.
+them runs real `quorumq server` processes talking real TCP. A node marked `supervised` is treated as a
+deployment's supervisor would: when it exits with EX_TEMPFAIL (75: it found its database damaged,
+decisions 0011 and 0016) it is started again, and sets the damaged database aside. `quorumq cluster
+start`, the fault suite and the damage tests supervise their nodes; elsewhere an exit 75 is a node that
+stopped, which a test sees.
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ class NodeProcess:
     extra_args: list[str] = field(default_factory=list)
     env: dict[str, str] | None = None
     process: subprocess.Popen | None = None
+    supervised: bool = False  # started again after exiting with EX_TEMPFAIL (damage found), as compose does
     restarts: int = 0
     """Times the node exited with EX_TEMPFAIL and was started again."""
     _prefix: tuple[str, ...] = field(default=(), repr=False)
@@ -128,7 +131,10 @@ class NodeProcess:
             )
         self._prefix = tuple(prefix)
         self._stopped = False
-        threading.Thread(target=self._start_again_after_tempfail, args=(self.process,), daemon=True).start()
+        if self.supervised:
+            threading.Thread(
+                target=self._start_again_after_tempfail, args=(self.process,), daemon=True
+            ).start()
 
     def _start_again_after_tempfail(self, process: subprocess.Popen) -> None:
         """Start the node again if `process` (still its current one, not stopped) exits with EX_TEMPFAIL."""
@@ -141,11 +147,11 @@ class NodeProcess:
 
     @property
     def running(self) -> bool:
-        """True while the process is alive, or exited with EX_TEMPFAIL to be started again."""
+        """True while the process is alive, or, supervised, exited with EX_TEMPFAIL to be started again."""
         if self.process is None:
             return False
         code = self.process.poll()
-        return code is None or (code == os.EX_TEMPFAIL and not self._stopped)
+        return code is None or (code == os.EX_TEMPFAIL and self.supervised and not self._stopped)
 
     def signal(self, signum: int) -> None:
         """Send a signal to the running process."""
@@ -236,8 +242,8 @@ def loopback_hosts(count: int, hosts: int) -> list[str]:
 def wait_until(
     condition: Callable[[], bool], timeout: float, what: str, nodes: Sequence[NodeProcess] = ()
 ) -> None:
-    """Poll `condition` until true; fail early if a node process has exited (but for EX_TEMPFAIL: it is
-    started again)."""
+    """Poll `condition` until true; fail early if a node process has exited (but for a supervised node's
+    EX_TEMPFAIL: it is started again)."""
     deadline = time.monotonic() + timeout
     while not condition():
         for node in nodes:

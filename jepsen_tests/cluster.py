@@ -43,6 +43,8 @@ class JepsenCluster:
                 ports=[HTTP_PORT] * count + [RAFT_PORT] * count,
             )
         )
+        for node in self.nodes:
+            node.supervised = True  # as under compose: a node that found damage is started again
         self.paused: set[str] = set()
         self.clients: ClientCrasher | None = None  # the running workload, for the `client` nemesis
         self.clocks = FakeClocks(data_dir / "clocks", self.names) if fake_clocks else None
