@@ -1,7 +1,8 @@
 """Deliveries as the API answers them (consumer polls, gets, durable log reads), built in one pass.
 
 JSON is the contract: `[{"id", "body", "encoding", "headers", "delivery_count", "redelivered",
-"published_at"}]`, a body that was published as valid UTF-8 text stays text, anything else is base64.
+"acquired_count", "published_at"}]`, a body that was published as valid UTF-8 text stays text, anything
+else is base64.
 The answer is assembled as bytes: base64 needs no JSON escaping, so only text bodies and non-empty
 headers go through the json encoder.
 
@@ -32,11 +33,12 @@ JSON = "application/json"
 
 _TEXT_ROW = b'{"id":%d,"body":%b,"encoding":"utf8","headers":%b,"delivery_count":%d,"redelivered":%b'
 _BINARY_ROW = b'{"id":%d,"body":"%b","encoding":"base64","headers":%b,"delivery_count":%d,"redelivered":%b'
-_ROW_END = b',"published_at":%d%b},'
-# a delivery map's fixed part: its header (7 or 8 fields), then id, delivery_count, redelivered and
-# published_at, each key as a fixstr and each integer as a uint64 (0xcf) or an int64 (0xd3)
-_FIXED = struct.Struct(">B3sBQ15sBQ12sB13sBq")
-_KEYS = (b"\xa2id", b"\xaedelivery_count", b"\xabredelivered", b"\xacpublished_at")
+_ROW_END = b',"acquired_count":%d,"published_at":%d%b},'
+# a delivery map's fixed part: its header (8 or 9 fields), then id, delivery_count, redelivered,
+# acquired_count and published_at, each key as a fixstr and each integer as a uint64 (0xcf) or an int64
+# (0xd3)
+_FIXED = struct.Struct(">B3sBQ15sBQ12sB15sBQ13sBq")
+_KEYS = (b"\xa2id", b"\xaedelivery_count", b"\xabredelivered", b"\xaeacquired_count", b"\xacpublished_at")
 _ARRAY = struct.Struct(">BI")  # an array 32 header
 _SEQ = struct.Struct(">4sBQ")  # the optional seq
 _BODY = struct.Struct(">5sBI")  # the body key and a bin 32 header
@@ -74,7 +76,8 @@ def json_deliveries(rows: Sequence[MessageRow]) -> bytearray:
             row.delivery_count,
             b"true" if row.redelivered else b"false",
         )
-        out += _ROW_END % (row.published_at_ms, b"" if row.seq is None else b',"seq":%d' % row.seq)
+        seq = b"" if row.seq is None else b',"seq":%d' % row.seq
+        out += _ROW_END % (row.acquired_count, row.published_at_ms, seq)
     if rows:
         del out[-1]  # the last row's comma
     out += b"]"
@@ -98,7 +101,7 @@ def delivery_parts(rows: Sequence[MessageRow]) -> list[bytes | memoryview]:
     append = parts.append
     for row in rows:
         fixed = _FIXED.pack(
-            0x87 if row.seq is None else 0x88,
+            0x88 if row.seq is None else 0x89,
             _KEYS[0],
             0xCF,
             row.id,
@@ -108,11 +111,14 @@ def delivery_parts(rows: Sequence[MessageRow]) -> list[bytes | memoryview]:
             _KEYS[2],
             0xC3 if row.redelivered else 0xC2,
             _KEYS[3],
+            0xCF,
+            row.acquired_count,
+            _KEYS[4],
             0xD3,
             row.published_at_ms,
         )
         append(fixed if row.seq is None else fixed + _SEQ.pack(b"\xa3seq", 0xCF, row.seq))
-        tail = None if row.delivery_count or row.headers else _PLAIN_TAILS.get(row.encoding)
+        tail = None if row.acquired_count or row.headers else _PLAIN_TAILS.get(row.encoding)
         if tail is None:
             tail = b"\xa8encoding%b\xa7headers%b" % (
                 msgpack.packb(row.encoding),
@@ -135,7 +141,11 @@ def _json_body(row: MessageRow) -> tuple[bytes, bytes]:
 
 
 def _headers(row: MessageRow) -> dict[str, Any]:
-    """The stored headers, with `x-delivery-count` on a redelivery."""
+    """The stored headers, with `x-delivery-count` after a failed delivery and `x-acquired-count` on a
+    redelivery (RabbitMQ 4.x's annotations)."""
+    if not row.acquired_count:
+        return row.headers
+    counts = {"x-acquired-count": row.acquired_count}
     if row.delivery_count:
-        return {**row.headers, "x-delivery-count": row.delivery_count}
-    return row.headers
+        counts["x-delivery-count"] = row.delivery_count
+    return {**row.headers, **counts}

@@ -60,14 +60,28 @@ PACKED_MESSAGE: Schema = {
 }
 DELIVERY: Schema = {
     "type": "object",
-    "required": ["id", "body", "encoding", "headers", "delivery_count", "redelivered", "published_at"],
+    "required": [
+        "id",
+        "body",
+        "encoding",
+        "headers",
+        "delivery_count",
+        "redelivered",
+        "acquired_count",
+        "published_at",
+    ],
     "properties": {
         "id": {"type": "integer", "minimum": 0},
         "body": {"type": "string"},
         "encoding": {"enum": ["utf8", "base64"]},
         "headers": {"type": "object"},
-        "delivery_count": {"type": "integer", "minimum": 0},
-        "redelivered": {"type": "boolean"},
+        "delivery_count": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "failed deliveries before this one",
+        },
+        "redelivered": {"type": "boolean", "description": "handed out before (acquired_count > 0)"},
+        "acquired_count": {"type": "integer", "minimum": 0, "description": "hand-outs before this one"},
         "published_at": {"type": "integer", "description": "enqueue time, ms since the epoch"},
         "seq": {"type": "integer", "description": "a durable consumer's delivery sequence number"},
     },
@@ -147,7 +161,25 @@ def _operation(
 
 Q = "/api/queues/{q}"
 C = Q + "/consumers/{tag}"
-SETTLE = _object({"ids": IDS, "requeue": {"type": "boolean"}}, ("ids",))
+SETTLE = _object(
+    {
+        "ids": IDS,
+        "requeue": {
+            "type": "boolean",
+            "description": "nack only: back to the queue (default) or dead-lettered",
+        },
+        "failed": {
+            "type": "boolean",
+            "description": "nack with requeue: counts toward x-delivery-limit (default); false does not",
+        },
+        "reason": {
+            "type": "string",
+            "maxLength": 256,
+            "description": "nack without requeue: kept as reason-text in the dead letter's x-death",
+        },
+    },
+    ("ids",),
+)
 DECLARE = _object({"arguments": {"type": "object"}})
 
 

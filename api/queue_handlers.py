@@ -17,24 +17,23 @@ from api.forwarded_publish import forwards_over_peers, publish_routed
 from api.forwarding import client_node, forward, hops_of, on_meta_leader, on_queue_leader, queue_route
 from api.json_codec import json_answer
 from api.publish_job import read_publish
+from api.settle_options import settle_options
 from api.validation import (
     MAX_POLL,
     MSGPACK,
     bad,
     check_queue_name,
-    field_bool,
     field_int,
     field_since,
     field_str,
     json_object,
-    message_ids,
     query_flag,
     query_int,
     queue_name,
 )
 from cluster.queue_leader import QueueLeader
 from cluster.queue_limits import INT64_MAX
-from cluster.queue_results import MessageRow, Outcome
+from cluster.queue_results import MessageRow
 
 MAX_GET = 1000
 
@@ -228,16 +227,13 @@ async def basic_get(request: web.Request, queue: QueueLeader) -> web.StreamRespo
 
 
 async def settle(request: web.Request, queue: QueueLeader, consumer: str | None) -> web.StreamResponse:
-    """Ack (settle) or nack (return, or discard with requeue=false) delivered messages."""
+    """Ack (settle) or nack (return, plain with failed=false, or discard with requeue=false and an optional
+    reason) delivered messages."""
     body = await json_object(request)
-    ids = message_ids(body)
     kind = request.path.rsplit("/", 1)[-1]
-    if kind == "ack":
-        outcome = Outcome.ACK
-    else:
-        outcome = Outcome.REQUEUE if field_bool(body, "requeue", True) else Outcome.DISCARD
-    settled = await queue.settle(ids, consumer, outcome)
-    request.app[METRICS].settled.labels(queue.name, kind).inc(len(ids))
+    options = settle_options(body, kind)
+    settled = await queue.settle(options.ids, consumer, options.outcome, options.failed, options.reason)
+    request.app[METRICS].settled.labels(queue.name, kind).inc(len(options.ids))
     if settled.warning is not None:  # e.g. a retried ack of ids already settled: nothing to undo
         return web.json_response({"ok": True, "warning": settled.warning})
     return web.json_response({"ok": True})

@@ -27,18 +27,18 @@ from api.forwarded_publish import MAX_PEER_FORWARD_BYTES, publish_routed
 from api.forwarding import NO_LEADER_WAIT_S, queue_route
 from api.limits import check_consumer_room
 from api.publish_job import publish_of
+from api.settle_options import FIELDS as SETTLE_FIELDS
+from api.settle_options import settle_options
 from api.stream_consumer import LEADER_MOVED, StreamConsumer
 from api.stream_frames import BadFrame, Frame
-from api.validation import bad, check_queue_name, field_bool, field_str, message_ids
+from api.validation import bad, check_queue_name, field_str
 from cluster.errors import NodeError, NotLeader, QueueNotFound
 from cluster.queue_leader import QueueLeader
-from cluster.queue_results import Outcome
 
 log = logging.getLogger(__name__)
 
 MAX_IN_FLIGHT = 1024
 QUEUE_DELETED = "queue_deleted"
-_SETTLE_FIELDS = {"ack": frozenset({"tag", "ids"}), "nack": frozenset({"tag", "ids", "requeue"})}
 
 
 class StreamConnection:
@@ -189,16 +189,13 @@ class StreamConnection:
 
     async def _settle(self, frame: Frame) -> bytes:
         name = self._queue(frame, Access.READ)
-        unknown = set(frame.fields) - _SETTLE_FIELDS[frame.op]
+        unknown = set(frame.fields) - SETTLE_FIELDS[frame.op] - {"tag"}
         if unknown:
             raise bad(f"unknown fields {sorted(unknown, key=str)}")
-        tag, ids = self._tag(frame), message_ids(frame.fields)
-        if frame.op == "ack":
-            outcome = Outcome.ACK
-        else:
-            outcome = Outcome.REQUEUE if field_bool(frame.fields, "requeue", True) else Outcome.DISCARD
-        settled = await (await self._led(name)).settle(ids, tag, outcome)
-        self._app[METRICS].settled.labels(name, frame.op).inc(len(ids))
+        tag, options = self._tag(frame), settle_options(frame.fields, frame.op)
+        queue = await self._led(name)
+        settled = await queue.settle(options.ids, tag, options.outcome, options.failed, options.reason)
+        self._app[METRICS].settled.labels(name, frame.op).inc(len(options.ids))
         warning = {} if settled.warning is None else {"warning": settled.warning}
         return frames.answer("settled", _id(frame), warning)
 

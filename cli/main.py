@@ -254,6 +254,16 @@ def publish(
 @click.option("--no-ack", is_flag=True, help="Leave messages unacked (they return when the consumer ends).")
 @click.option("--nack", is_flag=True, help="Reject messages back to the queue instead of acking them.")
 @click.option(
+    "--plain-return",
+    is_flag=True,
+    help="With --nack: a plain return, not counted toward the queue's delivery limit.",
+)
+@click.option(
+    "--reject",
+    metavar="REASON",
+    help="Dead-letter messages (nack without requeue) with this reason, kept in x-death as reason-text.",
+)
+@click.option(
     "--timeout", type=click.FloatRange(min=0), help="Stop after this many seconds without a message."
 )
 @pass_settings
@@ -264,11 +274,16 @@ def consume(
     prefetch: int,
     no_ack: bool,
     nack: bool,
+    plain_return: bool,
+    reject: str | None,
     timeout: float | None,
 ) -> None:
-    """Consume from QUEUE, printing each delivery and acking it (or nacking with --nack)."""
-    if no_ack and nack:
-        raise click.UsageError("--no-ack and --nack exclude each other")
+    """Consume from QUEUE, printing each delivery and acking it (or nacking with --nack, dead-lettering
+    with --reject)."""
+    if sum((no_ack, nack, reject is not None)) > 1:
+        raise click.UsageError("--no-ack, --nack and --reject exclude each other")
+    if plain_return and not nack:
+        raise click.UsageError("--plain-return goes with --nack")
     received = 0
     with settings.connect() as client:
         tag = client.consume(queue, prefetch=prefetch)
@@ -287,7 +302,9 @@ def consume(
                     output.stream_delivery(delivery, settings.formatter)
                 ids = [delivery.id for delivery in deliveries]
                 if nack:
-                    client.nack(queue, tag, ids, requeue=True)
+                    client.nack(queue, tag, ids, requeue=True, failed=not plain_return)
+                elif reject is not None:
+                    client.nack(queue, tag, ids, requeue=False, reason=reject)
                 elif not no_ack:
                     client.ack(queue, tag, ids)
                 received += len(deliveries)
@@ -296,7 +313,7 @@ def consume(
             with contextlib.suppress(NotFoundError):
                 client.cancel(queue, tag)
     if settings.formatter == "table":
-        settled = "left unacked" if no_ack else "nacked" if nack else "acked"
+        settled = "left unacked" if no_ack else "nacked" if nack else "rejected" if reject else "acked"
         output.print_line(f"{received} message(s) consumed from '{queue}', {settled}")
 
 

@@ -17,7 +17,7 @@ from cluster.metadata_door import MetadataDoor
 from cluster.metadata_view import MetadataView
 from cluster.placement import place_replicas
 from cluster.queue_leader import QueueLeader
-from queue_state.arguments import ArgumentError, parse_arguments
+from queue_state.arguments import ArgumentError, parse_arguments, with_default_delivery_limit
 
 LEADER_WAIT_S = 10.0
 PREFERRED_WAIT_S = 3.0
@@ -107,11 +107,16 @@ class QueueDirectory:
 
     async def declare(self, name: str, arguments: dict[str, Any], client_node: str | None) -> str:
         """Declare a queue through the metadata leader: 'created' or 'exists' (QueueConflict when it exists
-        with other arguments), once its placed leader leads it (or a while has passed)."""
+        with other arguments), once its placed leader leads it (or a while has passed).
+
+        A queue declared without `x-delivery-limit` gets DEFAULT_DELIVERY_LIMIT in its stored arguments;
+        redeclaring it without one matches that, and also a queue declared before the default existed
+        (stored without a limit: the declare is sent again as it was given)."""
         try:
-            config = parse_arguments(arguments)
+            given = parse_arguments(arguments)
         except ArgumentError as exc:
             raise BadRequest(f"argument {exc.argument}: {exc.reason}") from exc
+        config = with_default_delivery_limit(given)
         members = place_replicas(
             self._cluster.cluster_members(),
             self._metadata.queues.values(),
@@ -121,6 +126,8 @@ class QueueDirectory:
             host_of=lambda node: host_of(node, self._metadata.nodes),
         )
         reply = await self._door.declare(name, config.to_arguments(), members, self._clock())
+        if isinstance(reply, Conflict) and config != given and reply.arguments == given.to_arguments():
+            reply = await self._door.declare(name, given.to_arguments(), members, self._clock())
         if isinstance(reply, Conflict):
             raise QueueConflict(f"queue '{name}' exists with different arguments {reply.arguments}")
         if isinstance(reply, Invalid):

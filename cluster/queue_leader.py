@@ -22,7 +22,7 @@ from typing import Any, Protocol, TypeVar
 
 from cluster.consumer_sessions import ConsumerSession, ConsumerSessions
 from cluster.dead_lettering.messages import with_death
-from cluster.entry_codec import READER_OP_VERSION, encode_queue_op
+from cluster.entry_codec import COUNTING_OP_VERSION, READER_OP_VERSION, encode_queue_op
 from cluster.errors import (
     BadRequest,
     LogGap,
@@ -80,12 +80,7 @@ log = logging.getLogger(__name__)
 
 DELETE_RETRY_MS = 1000
 UNKNOWN_CONSUMER = "unknown_consumer"
-
-_SETTLE_COMMANDS: dict[Outcome, type[Settle | Return | Discard]] = {
-    Outcome.ACK: Settle,
-    Outcome.REQUEUE: Return,
-    Outcome.DISCARD: Discard,
-}
+UPGRADE_IN_PROGRESS = "upgrade_in_progress"
 _DURABLE_REFUSALS = frozenset({"name_in_use", "beyond_sequence", QUEUE_DELETING})
 
 C = TypeVar("C", bound=Command)
@@ -247,15 +242,34 @@ class QueueLeader:
             self._sessions.close(holder)
         return self._rows(deliveries)
 
-    async def settle(self, ids: tuple[int, ...], consumer: str | None, outcome: Outcome) -> Settled:
+    async def settle(
+        self,
+        ids: tuple[int, ...],
+        consumer: str | None,
+        outcome: Outcome,
+        failed: bool = True,
+        reason: str | None = None,
+    ) -> Settled:
         """Settle checked-out messages held by `consumer` (None: by whoever holds each, as after a get).
 
-        UnknownConsumer when the queue has no such consumer; ids no longer held change nothing and are
-        named in the answer's warning."""
+        A requeue counts a failed delivery unless `failed` is false (a plain return); a discard keeps
+        `reason` with the dead letters. Both need queue operations version 3 across the cluster: until
+        then Refused `upgrade_in_progress`. UnknownConsumer when the queue has no such consumer; ids no
+        longer held change nothing and are named in the answer's warning."""
+        command: Settle | Return | Discard
+        if outcome is Outcome.ACK:
+            command = self._command(Settle, ids, consumer)
+        elif outcome is Outcome.REQUEUE:
+            command = self._command(Return, ids, consumer, failed)
+        else:
+            command = self._command(Discard, ids, consumer, reason)
+        plain_return = isinstance(command, Return) and not failed
+        if (plain_return or reason is not None) and self._op_version() < COUNTING_OP_VERSION:
+            raise Refused(UPGRADE_IN_PROGRESS, "a node of the cluster reads no plain returns or reasons yet")
         if consumer is not None:
             self._session(consumer)
             self._sessions.touch(consumer, self._now())
-        reply = await self._submit(self._command(_SETTLE_COMMANDS[outcome], ids, consumer))
+        reply = await self._submit(command)
         if isinstance(reply, Failure):
             if reply.code == UNKNOWN_CONSUMER:
                 raise UnknownConsumer(reply.reason)
@@ -321,11 +335,13 @@ class QueueLeader:
         self._sessions.touch(tag, self._now())
 
     async def cancel(self, tag: str) -> None:
-        """Cancel a consumer, durable or not: what it holds returns to the queue. UnknownConsumer when the
-        queue has no such consumer."""
+        """Cancel a consumer, durable or not: what it holds returns to the queue, as a plain return once
+        every node reads queue operations version 3 (a failed delivery before, as it always was).
+        UnknownConsumer when the queue has no such consumer."""
         durable = self._is_durable(tag)
         session = None if durable else self._session(tag)
-        reply = await self._submit(self._command(Cancel, tag))
+        plain = self._op_version() >= COUNTING_OP_VERSION
+        reply = await self._submit(self._command(Cancel, tag, not plain))
         self._sessions.close(tag)
         if isinstance(reply, Failure) and (session is None or session.since_ms is None):
             raise UnknownConsumer(reply.reason, code=reply.code)
@@ -446,12 +462,12 @@ class QueueLeader:
             return []
         now = self._now()
         letters = []
-        for delivery, reason in zip(reply.deliveries, reply.reasons, strict=True):
+        for delivery, reason, text in zip(reply.deliveries, reply.reasons, reply.reason_texts, strict=True):
             stored = self._replica.bodies.get(delivery.id)
             if stored is None:
                 log.error("queue %s: dead letter %d has no body", self.name, delivery.id)
                 continue
-            headers = with_death(stored.headers, self.name, reason, now)
+            headers = with_death(stored.headers, self.name, reason, now, text)
             letters.append((delivery.id, StoredMessage(bytes(stored.body), headers, stored.encoding)))
         return letters
 

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 class MessageRow:
     """One message handed out (delivered, got, browsed or read again from a durable consumer's log).
 
-    `delivery_count` is the number of failed deliveries before this one; `seq` is the durable consumer's
+    `delivery_count` is the number of failed deliveries before this one, `acquired_count` the number of
+    hand-outs before this one (`redelivered` when above 0); `seq` is the durable consumer's
     sequence number, on a durable log read only. Not frozen: a frozen dataclass takes three times as long
     to build, and a poll answer builds one per message."""
 
@@ -30,6 +31,7 @@ class MessageRow:
     redelivered: bool
     published_at_ms: int
     seq: int | None = None
+    acquired_count: int = 0
 
     @classmethod
     def of(cls, delivery: Delivery, stored: StoredMessage, seq: int | None = None) -> MessageRow:
@@ -43,6 +45,7 @@ class MessageRow:
             delivery.redelivered,
             delivery.enqueued_at_ms,
             seq,
+            delivery.acquired_count,
         )
 
 
@@ -59,7 +62,7 @@ class Outcome(Enum):
     """How checked-out messages are settled."""
 
     ACK = "ack"
-    REQUEUE = "requeue"  # nack, back to the queue with one more failed delivery
+    REQUEUE = "requeue"  # nack, back to the queue (one more failed delivery unless `failed` is false)
     DISCARD = "discard"  # nack without requeue: dead-lettered with reason `rejected`
 
 

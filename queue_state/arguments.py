@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 INT64_MAX = 2**63 - 1
+DEFAULT_DELIVERY_LIMIT = 20
+"""The `x-delivery-limit` a queue declared without one gets (RabbitMQ 4.0's default); -1 is unlimited."""
 AT_LEAST_ONCE_RULE = "at-least-once dead-lettering requires x-overflow reject-publish"
 
 
@@ -37,6 +39,13 @@ class QueueConfig:
     expires: int | None = None
     single_active_consumer: bool | None = None
     lease_period: int | None = None
+
+    @property
+    def delivery_limit_in_force(self) -> int | None:
+        """The delivery limit the queue applies: None without one, or with -1 (unlimited, stored as
+        given so that a redeclare compares equal)."""
+        limit = self.delivery_limit
+        return None if limit is None or limit < 0 else limit
 
     @property
     def rejects_publish(self) -> bool:
@@ -103,7 +112,7 @@ _ARGUMENTS: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "x-max-length": ("max_length", _integer(0)),
     "x-max-length-bytes": ("max_length_bytes", _integer(0)),
     "x-overflow": ("overflow", _one_of("drop-head", "reject-publish")),
-    "x-delivery-limit": ("delivery_limit", _integer(0)),
+    "x-delivery-limit": ("delivery_limit", _integer(-1)),
     "x-dead-letter-queue": ("dead_letter_queue", _queue_name),
     "x-dead-letter-strategy": ("dead_letter_strategy", _one_of("at-most-once", "at-least-once")),
     "x-message-ttl": ("message_ttl", _integer(0)),
@@ -128,6 +137,14 @@ RUNTIME_ARGUMENTS = frozenset(
 )
 """The arguments a queue may change at runtime, like a RabbitMQ policy (its leader applies a change as an
 `UpdateConfig`); the others are fixed at declaration: a change needs a new queue."""
+
+
+def with_default_delivery_limit(config: QueueConfig) -> QueueConfig:
+    """`config` with DEFAULT_DELIVERY_LIMIT when it names no delivery limit (applied when a queue is
+    declared and stored in its arguments, so replicas agree and queues declared before keep theirs)."""
+    if config.delivery_limit is not None:
+        return config
+    return replace(config, delivery_limit=DEFAULT_DELIVERY_LIMIT)
 
 
 def parse_arguments(args: dict[str, Any]) -> QueueConfig:

@@ -1,10 +1,11 @@
 """The wire forms of queue commands, by the version of the queue operation that carries them.
 
-Versions 1 and 2 (`encode_command`, `decode_command`): the msgpack-ready list `[tag, {field: value}]`.
+Versions 1 to 3 (`encode_command`, `decode_command`): the msgpack-ready list `[tag, {field: value}]`.
 Fields travel by name and a field equal to its default is left off, so a field added later with a default
 replays entries written before it (and a node that predates the field reads every command that leaves
 it at its default); a field the record does not have, or a missing one without a default, is an error.
-A field added with version 2 (`_ADDED_IN`: Checkout's `since_ms`) cannot be written in version 1.
+A field added with a later version (`_ADDED_IN`: Checkout's `since_ms` in 2; Return's and Cancel's
+`failed` and Discard's `reason` in 3) cannot be written in an earlier one.
 
 Version 0 (`encode_command_v0`, `decode_command_v0`): msgpack bytes of `[tag, now_ms, values...]`, the
 values positional in `_V0_FIELDS` order, with the time the entry envelope carries since version 1. It
@@ -105,10 +106,15 @@ _V0_FIELDS: dict[type[Command], tuple[str, ...]] = {
 }
 _V0_SHORTER: dict[type[Command], int] = {DurableCheckout: 2}
 
-NAMED_VERSIONS = (1, 2)
+NAMED_VERSIONS = (1, 2, 3)
 """The operation versions whose commands travel in the named-field form."""
 # The version a field of the named form was added in, when after version 1: an older node refuses it.
-_ADDED_IN: dict[type[Command], dict[str, int]] = {Checkout: {"since_ms": 2}}
+_ADDED_IN: dict[type[Command], dict[str, int]] = {
+    Checkout: {"since_ms": 2},
+    Return: {"failed": 3},
+    Cancel: {"failed": 3},
+    Discard: {"reason": 3},
+}
 
 
 def _is_default(kind: type[Command], name: str, value: Any) -> bool:
@@ -141,7 +147,7 @@ def _from_wire(field_name: str, value: Any) -> Any:
 
 
 def encode_command(cmd: Command, version: int = NAMED_VERSIONS[-1]) -> list[Any]:
-    """The named form of a command in operation `version` (1 or 2): `[tag, {field: value}]`, fields at
+    """The named form of a command in operation `version` (1 to 3): `[tag, {field: value}]`, fields at
     their default left off. ValueError for a field `version` has no place for that is not at its default."""
     if version not in NAMED_VERSIONS:
         raise ValueError(f"no named command form in version {version}")

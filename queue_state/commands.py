@@ -14,6 +14,9 @@ from typing import Any
 
 from queue_state.arguments import INT64_MAX, QueueConfig
 
+MAX_REASON_CHARS = 256
+"""The longest reason a rejecting consumer may give (`Discard.reason`)."""
+
 
 class InvalidCommand(ValueError):
     """A command field has a type or value the state machine does not accept."""
@@ -37,6 +40,11 @@ def _check_name(name: str, value: Any) -> None:
 def _check_optional_name(name: str, value: Any) -> None:
     if value is not None:
         _check_name(name, value)
+
+
+def _check_bool(name: str, value: Any) -> None:
+    if type(value) is not bool:
+        raise InvalidCommand(f"{name} must be a boolean, got {value!r}")
 
 
 def _check_ids(ids: Any) -> None:
@@ -114,12 +122,18 @@ class Checkout:
 
 @dataclass(frozen=True, slots=True)
 class Cancel:
-    """Cancel a consumer (or release a get holder); its unacked messages return to the queue."""
+    """Cancel a consumer (or release a get holder); its unacked messages return to the queue.
+
+    With `failed` (the default, and how every Cancel written before queue operations version 3
+    applies) they return as failed deliveries; a leader writing version 3 sends False: a cancel is a
+    plain return, as in RabbitMQ 4.3."""
 
     consumer: str
+    failed: bool = True
 
     def __post_init__(self) -> None:
         _check_name("consumer", self.consumer)
+        _check_bool("failed", self.failed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,12 +163,27 @@ class Settle(_ByIds):
 
 @dataclass(frozen=True, slots=True)
 class Return(_ByIds):
-    """Nack with requeue: the messages go back to the queue with one more failed delivery."""
+    """Nack with requeue: the messages go back to the queue, with one more failed delivery when `failed`
+    (the default, as every Return before queue operations version 3) or as a plain return without."""
+
+    failed: bool = True
+
+    def __post_init__(self) -> None:
+        _ByIds.__post_init__(self)
+        _check_bool("failed", self.failed)
 
 
 @dataclass(frozen=True, slots=True)
 class Discard(_ByIds):
-    """Nack without requeue: the messages are dead-lettered with reason `rejected`."""
+    """Nack without requeue: the messages are dead-lettered with reason `rejected`, and the consumer's
+    `reason` (at most MAX_REASON_CHARS characters) kept with each dead letter (version 3)."""
+
+    reason: str | None = None
+
+    def __post_init__(self) -> None:
+        _ByIds.__post_init__(self)
+        if self.reason is not None and (type(self.reason) is not str or len(self.reason) > MAX_REASON_CHARS):
+            raise InvalidCommand(f"reason must be a string of at most {MAX_REASON_CHARS} characters")
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,8 +204,7 @@ class Get:
     def __post_init__(self) -> None:
         _check_name("holder", self.holder)
         _check_int("count", self.count, minimum=1)
-        if type(self.auto_ack) is not bool:
-            raise InvalidCommand(f"auto_ack must be a boolean, got {self.auto_ack!r}")
+        _check_bool("auto_ack", self.auto_ack)
         _check_optional_int("since_ms", self.since_ms)
 
 
@@ -265,9 +293,8 @@ class Seal:
     if_unused: bool
 
     def __post_init__(self) -> None:
-        for name in ("if_empty", "if_unused"):
-            if type(getattr(self, name)) is not bool:
-                raise InvalidCommand(f"{name} must be a boolean, got {getattr(self, name)!r}")
+        _check_bool("if_empty", self.if_empty)
+        _check_bool("if_unused", self.if_unused)
 
 
 Command = (

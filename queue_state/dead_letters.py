@@ -16,15 +16,19 @@ from queue_state.messages import ReadyMessage
 
 
 class PendingDeadLetter(NamedTuple):
-    """A dead-lettered message awaiting confirmation, why it died, and whether a worker had it before."""
+    """A dead-lettered message awaiting confirmation, why it died, whether a worker had it before, and
+    what the consumer that rejected it said (`Discard.reason`), if anything."""
 
     message: ReadyMessage
     reason: str
     handed_out: bool
+    reason_text: str | None = None
 
     def delivery(self) -> Delivery:
         message = self.message
-        return Delivery(message.id, message.delivery_count, self.handed_out, message.enqueued_at)
+        return Delivery(
+            message.id, message.delivery_count, self.handed_out, message.enqueued_at, message.acquired
+        )
 
 
 class DeadLetterQueue:
@@ -46,8 +50,8 @@ class DeadLetterQueue:
     def total_bytes(self) -> int:
         return self._bytes
 
-    def add(self, message: ReadyMessage, reason: str) -> None:
-        self._pending.append(PendingDeadLetter(message, reason, False))
+    def add(self, message: ReadyMessage, reason: str, reason_text: str | None = None) -> None:
+        self._pending.append(PendingDeadLetter(message, reason, False, reason_text))
         self._bytes += message.size
 
     def checkout(self, worker: str, prefetch: int) -> list[PendingDeadLetter]:
@@ -88,11 +92,22 @@ class DeadLetterQueue:
         yield from self._outstanding.values()
         yield from self._pending
 
-    def to_wire(self) -> dict[str, Any]:
+    def only_counted_failures(self) -> bool:
+        """True when no dead letter has a reason text or an acquired count apart from its delivery count:
+        the form of snapshots before version 4 then holds them whole."""
+        return all(
+            letter.reason_text is None and letter.message.acquired == letter.message.delivery_count
+            for letter in self
+        )
+
+    def to_wire(self, with_counting: bool = True) -> dict[str, Any]:
+        """The snapshot form; rows `[*message, reason, handed_out, reason_text]`, or without
+        `with_counting` the rows of snapshots before version 4 (`[*message without acquired, reason,
+        handed_out]`)."""
         return {
             "worker": self._worker,
-            "outstanding": [_letter_to_wire(letter) for letter in self._outstanding.values()],
-            "pending": [_letter_to_wire(letter) for letter in self._pending],
+            "outstanding": [_letter_to_wire(letter, with_counting) for letter in self._outstanding.values()],
+            "pending": [_letter_to_wire(letter, with_counting) for letter in self._pending],
         }
 
     @classmethod
@@ -110,10 +125,15 @@ class DeadLetterQueue:
         return queue
 
 
-def _letter_to_wire(letter: PendingDeadLetter) -> list[Any]:
-    return [*letter.message, letter.reason, letter.handed_out]
+def _letter_to_wire(letter: PendingDeadLetter, with_counting: bool) -> list[Any]:
+    if with_counting:
+        return [*letter.message, letter.reason, letter.handed_out, letter.reason_text]
+    return [*letter.message[:5], letter.reason, letter.handed_out]
 
 
 def _letter_from_wire(item: list[Any]) -> PendingDeadLetter:
-    *message, reason, handed_out = item
-    return PendingDeadLetter(ReadyMessage(*message), reason, handed_out)
+    if len(item) == 7:  # before version 4: five message fields, no reason text
+        *message, reason, handed_out = item
+        return PendingDeadLetter(ReadyMessage.of_wire(message), reason, handed_out)
+    *message, reason, handed_out, reason_text = item
+    return PendingDeadLetter(ReadyMessage.of_wire(message), reason, handed_out, reason_text)

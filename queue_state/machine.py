@@ -154,7 +154,8 @@ class QueueMachine:
         return Ok()
 
     def _release_client(self, cmd: Cancel | ConsumerDown, out: EffectCollector) -> Reply:
-        """Cancel and down: the consumer and get holder of that name give back what they hold.
+        """Cancel and down: the consumer and get holder of that name give back what they hold, as failed
+        deliveries after a down and after a Cancel that says so (`Cancel.failed`).
 
         Only Cancel releases a durable consumer: it never goes down."""
         consumer = self._consumers.remove(cmd.consumer)
@@ -162,10 +163,11 @@ class QueueMachine:
         durable = self._durables.pop(cmd.consumer, None) if isinstance(cmd, Cancel) else None
         if consumer is None and get_holder is None and durable is None:
             return Failure("unknown_consumer", f"no consumer {cmd.consumer!r}")
+        failed = cmd.failed if isinstance(cmd, Cancel) else True
         for holder in (consumer, get_holder, durable):
             if holder is not None:
                 for held in list(holder.held.values()):
-                    self._requeue(self._release(holder, held.message.id).failed_once_more(), out)
+                    self._requeue(self._release(holder, held.message.id), failed, out)
         if (consumer or durable) and not (len(self._consumers) or self._durables):
             self._mark_used()
         return Ok()
@@ -178,13 +180,13 @@ class QueueMachine:
     def _return(self, cmd: Return, out: EffectCollector) -> Reply:
         messages, failure = self._take_held(cmd.ids, cmd.consumer)
         for message in messages:
-            self._requeue(message.failed_once_more(), out)
+            self._requeue(message, cmd.failed, out)
         return failure or Ok()
 
     def _discard(self, cmd: Discard, out: EffectCollector) -> Reply:
         messages, failure = self._take_held(cmd.ids, cmd.consumer)
         for message in messages:
-            self._dead_letter(message, "rejected", out)
+            self._dead_letter(message, "rejected", out, cmd.reason)
         return failure or Ok()
 
     def _get(self, cmd: Get, out: EffectCollector) -> Reply:
@@ -221,7 +223,7 @@ class QueueMachine:
                     oldest = next(iter(holder.held.values()))
                     if oldest.since_ms + lease > self._now:
                         break
-                    self._requeue(self._release(holder, oldest.message.id).failed_once_more(), out)
+                    self._requeue(self._release(holder, oldest.message.id), True, out)
         expiry = self._queue_expiry_ms()
         if expiry is not None and self._now >= expiry:
             self._expiry_signalled = True
@@ -284,7 +286,9 @@ class QueueMachine:
             return Failure("not_at_least_once", "the queue does not dead-letter at-least-once")
         letters = self._dead_letters.checkout(cmd.worker, cmd.prefetch)
         return Deliveries(
-            tuple(letter.delivery() for letter in letters), tuple(letter.reason for letter in letters)
+            tuple(letter.delivery() for letter in letters),
+            tuple(letter.reason for letter in letters),
+            tuple(letter.reason_text for letter in letters),
         )
 
     def _dlx_settle(self, cmd: DlxSettle, out: EffectCollector) -> Reply:
@@ -383,26 +387,30 @@ class QueueMachine:
         failure = Failure("unknown_ids", f"not checked out: {unknown}") if unknown else None
         return taken, failure
 
-    def _requeue(self, message: ReadyMessage, out: EffectCollector) -> None:
-        """A failed delivery: dead-letter past the delivery limit, else back to returns or the tail."""
-        limit = self._config.delivery_limit
+    def _requeue(self, held: ReadyMessage, failed: bool, out: EffectCollector) -> None:
+        """A message back from its holder, one more time acquired: a failed delivery past the delivery
+        limit is dead-lettered; the rest go back to returns with a limit, else to the tail."""
+        message = held.returned(failed)
+        limit = self._config.delivery_limit_in_force
         if limit is None:
             self._main.push(message)
-        elif message.delivery_count > limit:
+        elif failed and message.delivery_count > limit:
             self._dead_letter(message, "delivery_limit", out)
         else:
             self._returns.push(message)
 
-    def _dead_letter(self, message: ReadyMessage, reason: str, out: EffectCollector) -> None:
+    def _dead_letter(
+        self, message: ReadyMessage, reason: str, out: EffectCollector, reason_text: str | None = None
+    ) -> None:
         target = self._config.dead_letter_queue
         if self._config.dead_letters_at_least_once:
-            self._dead_letters.add(message, reason)
+            self._dead_letters.add(message, reason, reason_text)
             _count(self._dead_lettered, reason)
             return
         if target is None:
             _count(self._dropped, reason)
         else:
-            out.dead_letter(reason, target, message.delivery())
+            out.dead_letter(reason, target, message.delivery(), reason_text)
             _count(self._dead_lettered, reason)
         out.forget(message.id)
 
@@ -545,8 +553,9 @@ class QueueMachine:
 
     def snapshot_chunks(self) -> Iterator[bytes]:
         """The whole state as a stream of msgpack chunks, ready messages in bounded column slices."""
+        counting = not self._counts_fit_version_3()
         yield snapshot_header(
-            3 if self._consumers.has_readers else 2,
+            4 if counting else 3 if self._consumers.has_readers else 2,
             name=self.name,
             config=self._config.to_arguments(),
             now=self._now,
@@ -559,21 +568,43 @@ class QueueMachine:
             sealed=self._sealed,
         )
         for kind, fifo in (("returns", self._returns), ("main", self._main)):
-            for columns in fifo.column_chunks(_ROWS_PER_CHUNK):
+            for columns in fifo.column_chunks(_ROWS_PER_CHUNK, counting):
                 yield pack_chunk(kind, columns)
+        width = 6 if counting else 5  # a message row without its acquired count before version 4
         holders: list[tuple[bool, Holder]] = [(True, consumer) for consumer in self._consumers]
         holders += [(False, holder) for holder in self._get_holders.values()]
         for is_consumer, holder in holders:
-            held = [[*item.message, item.since_ms] for item in holder.held.values()]
+            held = [[*item.message[:width], item.since_ms] for item in holder.held.values()]
             yield pack_chunk("held", [holder.name, is_consumer, held])
         for durable in self._durables.values():
-            numbered = [[*item.message, item.since_ms, seq] for seq, item in durable.numbered()]
+            numbered = [[*item.message[:width], item.since_ms, seq] for seq, item in durable.numbered()]
             yield pack_chunk("durable", [durable.name, durable.next_seq, durable.settled_below, numbered])
-        yield pack_chunk("dead_letters", self._dead_letters.to_wire())
+        yield pack_chunk("dead_letters", self._dead_letters.to_wire(counting))
         publishers = self._publishers.to_wire()
         for start in range(0, len(publishers), _PUBLISHERS_PER_CHUNK):
             yield pack_chunk("publishers", publishers[start : start + _PUBLISHERS_PER_CHUNK])
         yield pack_chunk(END_OF_SNAPSHOT, None)
+
+    def _counts_fit_version_3(self) -> bool:
+        """True when a snapshot of version 3 or before holds this state whole: every message's acquired
+        count equals its delivery count (as restoring one makes it) and no dead letter has a reason text.
+
+        Only a plain return or a reject with a reason (fields of queue operations version 3, which a
+        leader writes once every node reads it) makes this false, so a queue that never had one still
+        snapshots as version 2 or 3, which a node not yet upgraded restores."""
+        held = (item.message for holder in self._holders() for item in holder.held.values())
+        return (
+            self._returns.acquired_is_delivery_count()
+            and self._main.acquired_is_delivery_count()
+            and all(message.acquired == message.delivery_count for message in held)
+            and self._dead_letters.only_counted_failures()
+        )
+
+    def _holders(self) -> Iterator[Holder]:
+        """Every holder of checked-out messages: consumers, get holders, durable consumers."""
+        yield from self._consumers
+        yield from self._get_holders.values()
+        yield from self._durables.values()
 
     @classmethod
     def restore(cls, chunks: Iterable[bytes]) -> QueueMachine:
@@ -623,12 +654,12 @@ class QueueMachine:
         if holder is None:
             raise ValueError(f"held messages for unknown consumer {name!r}")
         for *message, since_ms in held:
-            self._hold(holder, ReadyMessage(*message), since_ms)
+            self._hold(holder, ReadyMessage.of_wire(message), since_ms)
 
     def _restore_durable(self, name: str, next_seq: int, settled: int, numbered: list[list[int]]) -> None:
         durable = self._durables[name] = DurableHolder(name, next_seq, settled)
         for *message, since_ms, seq in numbered:
-            self._hold(durable, ReadyMessage(*message), since_ms)
+            self._hold(durable, ReadyMessage.of_wire(message), since_ms)
             durable.number(message[0], seq)
 
 

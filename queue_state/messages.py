@@ -1,7 +1,7 @@
 """Per-message metadata and the compact FIFO that holds ready messages.
 
-The state keeps no bodies: a message is five integers. Ready messages, the bulk of a long queue, are
-stored column-wise in typed arrays (about 40 bytes each) rather than as Python objects (~200 bytes).
+The state keeps no bodies: a message is six integers. Ready messages, the bulk of a long queue, are
+stored column-wise in typed arrays (about 41 bytes each) rather than as Python objects (~200 bytes).
 """
 
 from __future__ import annotations
@@ -18,19 +18,33 @@ _COMPACT_AFTER = 4096
 
 
 class ReadyMessage(NamedTuple):
-    """A message's metadata; `expires_at` is `NO_EXPIRY` when it has no TTL."""
+    """A message's metadata; `expires_at` is `NO_EXPIRY` when it has no TTL.
+
+    `delivery_count` counts the hand-outs that failed, `acquired` every hand-out that ended in a return
+    (so, while the message is held, the hand-outs before this one): both only grow when it comes back."""
 
     id: int
     size: int
     enqueued_at: int
     expires_at: int
     delivery_count: int
+    acquired: int
+
+    @classmethod
+    def of_wire(cls, values: list[int]) -> ReadyMessage:
+        """A message from its snapshot row: six integers, or the five of snapshots before the acquired
+        count, which was then equal to the delivery count (every return counted as a failure)."""
+        if len(values) == 5:
+            values = [*values, values[4]]
+        id_, size, enqueued_at, expires_at, delivery_count, acquired = values
+        return cls(id_, size, enqueued_at, expires_at, delivery_count, acquired)
 
     def delivery(self) -> Delivery:
-        return Delivery(self.id, self.delivery_count, self.delivery_count > 0, self.enqueued_at)
+        return Delivery(self.id, self.delivery_count, self.acquired > 0, self.enqueued_at, self.acquired)
 
-    def failed_once_more(self) -> ReadyMessage:
-        return self._replace(delivery_count=self.delivery_count + 1)
+    def returned(self, failed: bool) -> ReadyMessage:
+        """The message back from a holder: one more acquisition, and one more failure when `failed`."""
+        return self._replace(delivery_count=self.delivery_count + failed, acquired=self.acquired + 1)
 
 
 class HeldMessage(NamedTuple):
@@ -65,9 +79,9 @@ class TakeLimit:
 
 
 class MessageFifo:
-    """A FIFO of ready messages in five parallel typed arrays, consumed from a moving head."""
+    """A FIFO of ready messages in six parallel typed arrays, consumed from a moving head."""
 
-    __slots__ = ("_bytes", "_counts", "_enqueued", "_expires", "_head", "_ids", "_sizes")
+    __slots__ = ("_acquired", "_bytes", "_counts", "_enqueued", "_expires", "_head", "_ids", "_sizes")
 
     def __init__(self) -> None:
         self._reset()
@@ -78,6 +92,7 @@ class MessageFifo:
         self._enqueued = array("q")
         self._expires = array("q")
         self._counts = array("i")
+        self._acquired = array("i")
         self._head = 0
         self._bytes = 0
 
@@ -94,6 +109,7 @@ class MessageFifo:
         self._enqueued.append(message.enqueued_at)
         self._expires.append(message.expires_at)
         self._counts.append(message.delivery_count)
+        self._acquired.append(message.acquired)
         self._bytes += message.size
 
     def push_new(self, first_id: int, sizes: list[int], enqueued_at: int, expires: list[int]) -> None:
@@ -103,7 +119,9 @@ class MessageFifo:
         self._sizes.extend(sizes)
         self._enqueued.extend([enqueued_at] * count)
         self._expires.extend(expires)
-        self._counts.extend([0] * count)
+        zeros = [0] * count
+        self._counts.extend(zeros)
+        self._acquired.extend(zeros)
         self._bytes += sum(sizes)
 
     def head_expires_at(self) -> int:
@@ -112,7 +130,12 @@ class MessageFifo:
     def pop(self) -> ReadyMessage:
         head = self._head
         message = ReadyMessage(
-            self._ids[head], self._sizes[head], self._enqueued[head], self._expires[head], self._counts[head]
+            self._ids[head],
+            self._sizes[head],
+            self._enqueued[head],
+            self._expires[head],
+            self._counts[head],
+            self._acquired[head],
         )
         self._bytes -= message.size
         self._move_head(head + 1)
@@ -134,6 +157,7 @@ class MessageFifo:
                 self._enqueued[head:stop],
                 expires[head:stop],
                 self._counts[head:stop],
+                self._acquired[head:stop],
             )
         )
         self._bytes -= sum(self._sizes[head:stop])
@@ -150,7 +174,7 @@ class MessageFifo:
         """The messages with ids from `first_id` to below `end_id`, in queue order (nothing moves).
 
         This scans the ids (linear in the queue's length): for browsing a queue, not for delivering."""
-        columns = (self._ids, self._sizes, self._enqueued, self._expires, self._counts)
+        columns = self._columns()
         return [
             ReadyMessage(*(column[i] for column in columns))
             for i in range(self._head, len(self._ids))
@@ -160,9 +184,7 @@ class MessageFifo:
     def at(self, index: int) -> ReadyMessage:
         """The message `index` places behind the head (0: the head; it must be below `len`)."""
         i = self._head + index
-        return ReadyMessage(
-            self._ids[i], self._sizes[i], self._enqueued[i], self._expires[i], self._counts[i]
-        )
+        return ReadyMessage(*(column[i] for column in self._columns()))
 
     def head_size(self) -> int:
         """The body size of the message at the head (the FIFO must not be empty)."""
@@ -185,7 +207,7 @@ class MessageFifo:
                     break
                 limit.take(self._sizes[i])
                 picked.append(i)
-        columns = (self._ids, self._sizes, self._enqueued, self._expires, self._counts)
+        columns = self._columns()
         taken = [ReadyMessage(*(column[i] for column in columns)) for i in picked]
         for start, stop in reversed(_runs(picked)):
             for column in columns:
@@ -200,36 +222,44 @@ class MessageFifo:
         return ids
 
     def __iter__(self) -> Iterator[ReadyMessage]:
-        columns = (self._ids, self._sizes, self._enqueued, self._expires, self._counts)
-        for row in zip(*(column[self._head :] for column in columns), strict=True):
+        for row in zip(*(column[self._head :] for column in self._columns()), strict=True):
             yield ReadyMessage(*row)
 
-    def column_chunks(self, rows_per_chunk: int) -> Iterator[list[bytes]]:
-        """The queue's columns as little-endian bytes, `rows_per_chunk` messages at a time."""
-        columns = (self._ids, self._sizes, self._enqueued, self._expires, self._counts)
+    def acquired_is_delivery_count(self) -> bool:
+        """True when every message's acquired count equals its delivery count (as every message's did
+        before plain returns: a snapshot without the acquired column then loses nothing)."""
+        return self._acquired[self._head :] == self._counts[self._head :]
+
+    def column_chunks(self, rows_per_chunk: int, with_acquired: bool = True) -> Iterator[list[bytes]]:
+        """The queue's columns as little-endian bytes, `rows_per_chunk` messages at a time; without the
+        acquired column (the five of snapshots before it) unless `with_acquired`."""
+        columns = self._columns() if with_acquired else self._columns()[:5]
         for start in range(self._head, len(self._ids), rows_per_chunk):
             yield [_little_endian(column[start : start + rows_per_chunk]) for column in columns]
 
     def extend_from_columns(self, chunk: list[bytes]) -> None:
-        """Append messages from one `column_chunks` item."""
-        ids, sizes, enqueued, expires, counts = (
-            _from_little_endian(column.typecode, data)
-            for column, data in zip(
-                (self._ids, self._sizes, self._enqueued, self._expires, self._counts), chunk, strict=True
-            )
-        )
-        if not len(ids) == len(sizes) == len(enqueued) == len(expires) == len(counts):
+        """Append messages from one `column_chunks` item (five columns: acquired = delivery count)."""
+        if len(chunk) == 5:
+            chunk = [*chunk, chunk[4]]
+        columns = self._columns()
+        if len(chunk) != len(columns):
+            raise ValueError(f"snapshot chunk has {len(chunk)} columns")
+        read = [
+            _from_little_endian(column.typecode, data) for column, data in zip(columns, chunk, strict=True)
+        ]
+        if len({len(values) for values in read}) != 1:
             raise ValueError("snapshot columns differ in length")
-        self._ids.extend(ids)
-        self._sizes.extend(sizes)
-        self._enqueued.extend(enqueued)
-        self._expires.extend(expires)
-        self._counts.extend(counts)
-        self._bytes += sum(sizes)
+        for column, values in zip(columns, read, strict=True):
+            column.extend(values)
+        self._bytes += sum(read[1])
+
+    def _columns(self) -> tuple[array[int], ...]:
+        """The columns in row order: id, size, enqueued_at, expires_at, delivery count, acquired."""
+        return (self._ids, self._sizes, self._enqueued, self._expires, self._counts, self._acquired)
 
     def _compact(self) -> None:
         head = self._head
-        for column in (self._ids, self._sizes, self._enqueued, self._expires, self._counts):
+        for column in self._columns():
             del column[:head]
         self._head = 0
 

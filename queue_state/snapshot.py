@@ -5,7 +5,11 @@ carries the format version; a stream without its end marker is truncated. Versio
 publisher's watermark and the header's `sealed`; version 3 a reader's time as a sixth field of its
 consumer row, and is written only by a queue that has a reader (which only a cluster whose nodes all read
 queue operations version 2 can register), so a snapshot without one stays readable by version-2 code.
-Versions 1 and 2 still restore.
+Version 4 adds each message's acquired count (a sixth ready column, a sixth field of held rows) and a
+dead letter's reason text (`[*message, reason, handed_out, reason_text]`), and is written only when the
+state has a message whose acquired count differs from its delivery count or a reason text (only plain
+returns and reasons do that: queue operations version 3). Versions 1 to 3 still restore, each message's
+acquired count equal to its delivery count.
 """
 
 from __future__ import annotations
@@ -15,8 +19,8 @@ from typing import Any
 
 import msgpack
 
-SNAPSHOT_VERSION = 3  # 2 added each publisher's watermark and the header's `sealed`; 3 readers' times
-READABLE_VERSIONS = (1, 2, 3)
+SNAPSHOT_VERSION = 4  # 2: publishers' watermarks, `sealed`; 3: readers' times; 4: acquired counts, reasons
+READABLE_VERSIONS = (1, 2, 3, 4)
 END_OF_SNAPSHOT = "end"
 
 

@@ -21,6 +21,7 @@ from quorumq.messages import (
     decode_deliveries,
     decode_delivery,
     encode_message,
+    nack_body,
 )
 from quorumq.publisher import Publisher
 from quorumq.stream import ConsumerSink
@@ -283,9 +284,23 @@ class Client:
         """Settle deliveries of consumer `tag`."""
         await self._settle_consumer(queue, tag, "ack", {"ids": list(ids)})
 
-    async def nack(self, queue: str, tag: str, ids: Iterable[int], requeue: bool = True) -> None:
-        """Return deliveries of consumer `tag` (requeue) or discard/dead-letter them (requeue=False)."""
-        await self._settle_consumer(queue, tag, "nack", {"ids": list(ids), "requeue": requeue})
+    async def nack(
+        self,
+        queue: str,
+        tag: str,
+        ids: Iterable[int],
+        requeue: bool = True,
+        *,
+        failed: bool = True,
+        reason: str | None = None,
+    ) -> None:
+        """Return deliveries of consumer `tag` (requeue) or discard/dead-letter them (requeue=False).
+
+        A return counts a failed delivery toward the queue's delivery limit unless `failed=False` (a
+        plain return: "not now", not "cannot"); a discard may give a `reason` (up to 256 characters),
+        kept in the dead letter's `x-death` as `reason-text`."""
+        body = nack_body(list(ids), requeue, failed, reason)
+        await self._settle_consumer(queue, tag, "nack", body)
 
     async def cancel(self, queue: str, tag: str) -> None:
         """Cancel consumer `tag`; its unacked messages return to the queue."""
@@ -343,9 +358,18 @@ class Client:
         """Settle messages taken by `get` with manual ack."""
         await self._settle(queue_path(queue, "ack"), {"ids": list(ids)})
 
-    async def nack_got(self, queue: str, ids: Iterable[int], requeue: bool = True) -> None:
-        """Return (or discard/dead-letter) messages taken by `get` with manual ack."""
-        await self._settle(queue_path(queue, "nack"), {"ids": list(ids), "requeue": requeue})
+    async def nack_got(
+        self,
+        queue: str,
+        ids: Iterable[int],
+        requeue: bool = True,
+        *,
+        failed: bool = True,
+        reason: str | None = None,
+    ) -> None:
+        """Return (or discard/dead-letter) messages taken by `get` with manual ack (`failed` and
+        `reason` as for `nack`)."""
+        await self._settle(queue_path(queue, "nack"), nack_body(list(ids), requeue, failed, reason))
 
     async def browse(
         self, queue: str, from_: int = 0, to: int | None = None, limit: int = 1000

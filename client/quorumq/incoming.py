@@ -11,10 +11,11 @@ from quorumq.messages import Delivery
 
 
 class Settler(NamedTuple):
-    """How the messages of one consumer (or of one `get`) are settled: `ack(ids)`, `nack(ids, requeue)`."""
+    """How the messages of one consumer (or of one `get`) are settled: `ack(ids)`, `nack(ids, requeue,
+    failed=..., reason=...)`."""
 
     ack: Callable[[list[int]], Awaitable[None]]
-    nack: Callable[[list[int], bool], Awaitable[None]]
+    nack: Callable[..., Awaitable[None]]
 
 
 class _Settlement:
@@ -48,10 +49,13 @@ class IncomingMessage(Delivery):
         await self.settler.ack([self.id])
         self._settlement.done = True
 
-    async def nack(self, requeue: bool = True) -> None:
-        """Return the message to its queue, or, with `requeue=False`, dead-letter (or drop) it."""
+    async def nack(self, requeue: bool = True, *, failed: bool = True, reason: str | None = None) -> None:
+        """Return the message to its queue, or, with `requeue=False`, dead-letter (or drop) it.
+
+        A return counts as a failed delivery (toward the queue's delivery limit) unless `failed=False`;
+        a dead-lettered message keeps `reason` in its `x-death` (`reason-text`)."""
         self._refuse_if_settled()
-        await self.settler.nack([self.id], requeue)
+        await self.settler.nack([self.id], requeue, failed=failed, reason=reason)
         self._settlement.done = True
 
     @contextlib.asynccontextmanager
@@ -87,7 +91,7 @@ class IncomingMessage(Delivery):
 
 
 def settled_through(
-    ack: Callable[[list[int]], Awaitable[None]], nack: Callable[[list[int], bool], Awaitable[None]]
+    ack: Callable[[list[int]], Awaitable[None]], nack: Callable[..., Awaitable[None]]
 ) -> Callable[..., IncomingMessage]:
     """What builds the IncomingMessages of one consumer (or one get) from a delivery's fields, each
     settled through `ack(ids)` and `nack(ids, requeue)`."""

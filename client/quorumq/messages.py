@@ -27,8 +27,10 @@ Publishable = bytes | str | Message
 class Delivery:
     """A message handed to a consumer (or returned by get): `id` settles it, `body` is always bytes.
 
-    `seq` (a durable consumer's delivery sequence number) and `published_at` (enqueue time, ms since
-    the epoch) are set when the server reports them."""
+    `delivery_count` counts the failed deliveries before this one (what `x-delivery-limit` compares),
+    `acquired_count` every hand-out before this one (`redelivered` when above 0). `seq` (a durable
+    consumer's delivery sequence number) and `published_at` (enqueue time, ms since the epoch) are set
+    when the server reports them."""
 
     id: int
     body: bytes
@@ -37,6 +39,7 @@ class Delivery:
     redelivered: bool = False
     seq: int | None = None
     published_at: int | None = None
+    acquired_count: int = 0
 
     @property
     def text(self) -> str:
@@ -71,6 +74,17 @@ def encode_message(message: Publishable, *, packed: bool = False) -> dict[str, A
     return wire
 
 
+def nack_body(ids: list[int], requeue: bool, failed: bool, reason: str | None) -> dict[str, Any]:
+    """The body of a nack: `failed` and `reason` only when not at their defaults (so a node that
+    predates them reads every other nack)."""
+    body: dict[str, Any] = {"ids": ids, "requeue": requeue}
+    if not failed:
+        body["failed"] = False
+    if reason is not None:
+        body["reason"] = reason
+    return body
+
+
 def as_message_list(messages: Publishable | Iterable[Publishable]) -> list[Publishable]:
     """Accept one message or an iterable of them (a lone bytes/str is one message, not many)."""
     if isinstance(messages, bytes | str | Message):
@@ -102,6 +116,7 @@ def decode_delivery(wire: dict[str, Any], make: Callable[..., D]) -> D:
             redelivered=bool(wire.get("redelivered", False)),
             seq=_optional_int(wire.get("seq")),
             published_at=_optional_int(wire.get("published_at")),
+            acquired_count=int(wire.get("acquired_count", 0)),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise QuorumqError(0, "bad_response", f"malformed delivery {wire!r}: {exc}") from exc

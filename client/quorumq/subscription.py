@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Self
 
 from quorumq.errors import NotFoundError
 from quorumq.incoming import IncomingMessage, settled_through
-from quorumq.messages import Delivery, decode_deliveries
+from quorumq.messages import Delivery, decode_deliveries, nack_body
 
 if TYPE_CHECKING:
     from quorumq.client import Client
@@ -106,9 +106,17 @@ class Subscription:
         """Settle deliveries (Delivery objects or ids)."""
         await self._settle("ack", {"ids": _ids(deliveries)})
 
-    async def nack(self, deliveries: Iterable[Delivery | int], requeue: bool = True) -> None:
-        """Return deliveries to the queue, or discard/dead-letter them when `requeue` is False."""
-        await self._settle("nack", {"ids": _ids(deliveries), "requeue": requeue})
+    async def nack(
+        self,
+        deliveries: Iterable[Delivery | int],
+        requeue: bool = True,
+        *,
+        failed: bool = True,
+        reason: str | None = None,
+    ) -> None:
+        """Return deliveries to the queue, or discard/dead-letter them when `requeue` is False (`failed`
+        and `reason` as for `Client.nack`)."""
+        await self._settle("nack", nack_body(_ids(deliveries), requeue, failed, reason))
 
     async def close(self) -> None:
         """Cancel the consumer if it was registered (a consumer the server already dropped is fine)."""

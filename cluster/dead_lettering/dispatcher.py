@@ -35,7 +35,7 @@ class DeadLetterDispatcher:
         if not target or not self._declared(target):
             log.info("queue %s: %d dead-lettered (%s), no target", source, len(held), effect.reason)
             return
-        messages = dead_letter_messages(source, effect.reason, held, now_ms)
+        messages = dead_letter_messages(source, effect.reason, held, now_ms, effect.reason_text)
         asyncio.get_running_loop().create_task(self._publish_once(target, messages))
 
     async def _publish_once(self, target: str, messages: list[tuple[StoredMessage, int | None]]) -> None:

@@ -8,18 +8,25 @@ from cluster.stored_message import StoredMessage
 from queue_state.effects import Delivery
 
 
-def with_death(headers: dict[str, Any], queue: str, reason: str, now_ms: int) -> dict[str, Any]:
-    """Headers with this death recorded: `x-death` counts per (queue, reason), newest first."""
+def with_death(
+    headers: dict[str, Any], queue: str, reason: str, now_ms: int, reason_text: str | None = None
+) -> dict[str, Any]:
+    """Headers with this death recorded: `x-death` counts per (queue, reason), newest first; the entry
+    carries the newest death's `reason-text` (what a rejecting consumer said) when it has one."""
     deaths = [dict(d) for d in headers.get("x-death", []) if isinstance(d, dict)]
     for death in deaths:
         if death.get("queue") == queue and death.get("reason") == reason:
             death["count"] = int(death.get("count", 0)) + 1
             death["time"] = now_ms
+            death.pop("reason-text", None)
             deaths.remove(death)
             deaths.insert(0, death)
             break
     else:
-        deaths.insert(0, {"queue": queue, "reason": reason, "count": 1, "time": now_ms})
+        death = {"queue": queue, "reason": reason, "count": 1, "time": now_ms}
+        deaths.insert(0, death)
+    if reason_text is not None:
+        death["reason-text"] = reason_text
     updated = dict(headers)
     updated["x-death"] = deaths
     updated.setdefault("x-first-death-queue", queue)
@@ -28,11 +35,20 @@ def with_death(headers: dict[str, Any], queue: str, reason: str, now_ms: int) ->
 
 
 def dead_letter_messages(
-    source: str, reason: str, held: list[tuple[Delivery, StoredMessage]], now_ms: int
+    source: str,
+    reason: str,
+    held: list[tuple[Delivery, StoredMessage]],
+    now_ms: int,
+    reason_text: str | None = None,
 ) -> list[tuple[StoredMessage, int | None]]:
     """The messages to publish to the dead-letter target, bodies untouched (copied out of the entries
     they were read from, which they would keep in memory while they wait), no expiration."""
     return [
-        (StoredMessage(bytes(m.body), with_death(m.headers, source, reason, now_ms), m.encoding), None)
+        (
+            StoredMessage(
+                bytes(m.body), with_death(m.headers, source, reason, now_ms, reason_text), m.encoding
+            ),
+            None,
+        )
         for _, m in held
     ]

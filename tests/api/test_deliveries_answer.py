@@ -12,9 +12,9 @@ from cluster.queue_results import MessageRow
 
 ROWS = [
     MessageRow(1, 'héllo "q" \\ \n\x01 ☃'.encode(), "utf8", {}, 0, False, 10),
-    MessageRow(2, b"\xff\xfe", "utf8", {"k": "ü", "n": [1, 2.5, None]}, 3, True, 11),
-    MessageRow(3, b"\x00\x01bin", "base64", {"x-death": [{"queue": "q"}]}, 0, True, 12),
-    MessageRow(4, b"", "base64", {}, 1, False, 13),
+    MessageRow(2, b"\xff\xfe", "utf8", {"k": "ü", "n": [1, 2.5, None]}, 3, True, 11, acquired_count=4),
+    MessageRow(3, b"\x00\x01bin", "base64", {"x-death": [{"queue": "q"}]}, 0, True, 12, acquired_count=2),
+    MessageRow(4, b"", "base64", {}, 1, True, 13, acquired_count=1),
 ]
 SEQS = [7, 8, 9, 10]
 WITH_SEQS = [replace(row, seq=seq) for row, seq in zip(ROWS, SEQS, strict=True)]
@@ -26,33 +26,37 @@ EXPECTED = [
         "headers": {},
         "delivery_count": 0,
         "redelivered": False,
+        "acquired_count": 0,
         "published_at": 10,
     },
     {
         "id": 2,
         "body": "//4=",
         "encoding": "base64",
-        "headers": {"k": "ü", "n": [1, 2.5, None], "x-delivery-count": 3},
+        "headers": {"k": "ü", "n": [1, 2.5, None], "x-acquired-count": 4, "x-delivery-count": 3},
         "delivery_count": 3,
         "redelivered": True,
+        "acquired_count": 4,
         "published_at": 11,
     },
     {
         "id": 3,
         "body": "AAFiaW4=",
         "encoding": "base64",
-        "headers": {"x-death": [{"queue": "q"}]},
+        "headers": {"x-death": [{"queue": "q"}], "x-acquired-count": 2},
         "delivery_count": 0,
         "redelivered": True,
+        "acquired_count": 2,
         "published_at": 12,
     },
     {
         "id": 4,
         "body": "",
         "encoding": "base64",
-        "headers": {"x-delivery-count": 1},
+        "headers": {"x-acquired-count": 1, "x-delivery-count": 1},
         "delivery_count": 1,
-        "redelivered": False,
+        "redelivered": True,
+        "acquired_count": 1,
         "published_at": 13,
     },
 ]

@@ -81,11 +81,65 @@ async def test_a_nack_requeues_with_a_delivery_count_and_a_repeated_ack_is_ok_wi
     _, rows = await api.call("GET", base + "/deliveries?wait=5")
     assert (await api.call("POST", base + "/nack", json={"ids": [rows[0]["id"]]})) == (200, {"ok": True})
     _, rows = await api.call("GET", base + "/deliveries?wait=5")
-    assert rows[0]["redelivered"] and rows[0]["headers"] == {"x-delivery-count": 1}
+    assert rows[0]["redelivered"] and rows[0]["headers"] == {"x-acquired-count": 1, "x-delivery-count": 1}
     assert (await api.call("POST", base + "/ack", json={"ids": [1]})) == (200, {"ok": True})
     status, answer = await api.call("POST", base + "/ack", json={"ids": [1]})
     assert status == 200 and answer["ok"] is True and "1" in answer["warning"]
     assert (await api.call("DELETE", base))[0] == 204
+
+
+async def test_a_nack_with_failed_false_is_a_plain_return_counted_as_acquired_only(
+    api: InProcessNode,
+) -> None:
+    await api.declare("h-plain", {"x-delivery-limit": 0})
+    _, registered = await api.call("POST", "/api/queues/h-plain/consumers", json={"prefetch": 1})
+    base = f"/api/queues/h-plain/consumers/{registered['consumer']}"
+    await publish(api, "h-plain", "m")
+    for attempt in range(1, 4):  # limit 0: a single failed return would dead-letter it
+        _, rows = await api.call("GET", base + "/deliveries?wait=5")
+        assert await api.call("POST", base + "/nack", json={"ids": [1], "failed": False}) == (
+            200,
+            {"ok": True},
+        )
+        _, rows = await api.call("GET", base + "/deliveries?wait=5")
+        assert (rows[0]["delivery_count"], rows[0]["acquired_count"], rows[0]["redelivered"]) == (
+            0,
+            attempt,
+            True,
+        )
+        assert rows[0]["headers"] == {"x-acquired-count": attempt}
+    assert (await api.call("DELETE", base))[0] == 204
+
+
+@pytest.mark.parametrize(
+    ("body", "names"),
+    [
+        ({"ids": [1], "failed": "no"}, "failed"),
+        ({"ids": [1], "requeue": False, "reason": 7}, "reason"),
+        ({"ids": [1], "requeue": False, "reason": "x" * 257}, "256"),
+        ({"ids": [1], "reason": "why"}, "requeue"),  # a reason goes with a reject, not a return
+    ],
+)
+async def test_a_bad_nack_option_is_a_400_naming_it(api: InProcessNode, body: dict, names: str) -> None:
+    await api.declare("h-nack-options")
+    status, error = await api.call("POST", "/api/queues/h-nack-options/nack", json=body)
+    assert (status, error["error"]) == (400, "bad_request") and names in error["reason"]
+
+
+async def test_a_queue_declared_without_a_delivery_limit_gets_20_and_minus_1_is_unlimited(
+    api: InProcessNode,
+) -> None:
+    await api.declare("h-default-limit")
+    status, queue = await api.call("GET", "/api/queues/h-default-limit")
+    assert status == 200 and queue["arguments"]["x-delivery-limit"] == 20
+    assert (await api.call("PUT", "/api/queues/h-default-limit", json={"arguments": {}}))[0] == 204
+    await api.declare("h-unlimited", {"x-delivery-limit": -1})
+    _, queue = await api.call("GET", "/api/queues/h-unlimited")
+    assert queue["arguments"]["x-delivery-limit"] == -1
+    status, error = await api.call(
+        "PUT", "/api/queues/h-bad-limit", json={"arguments": {"x-delivery-limit": -2}}
+    )
+    assert status == 400 and "x-delivery-limit" in error["reason"]
 
 
 async def test_a_durable_consumer_checks_out_reads_its_log_again_and_settles_below(
@@ -177,14 +231,14 @@ async def test_a_guarded_delete_of_an_empty_unused_queue_deletes_it(api: InProce
 async def test_peek_answers_the_message_at_a_position_in_delivery_order_and_moves_nothing(
     api: InProcessNode,
 ) -> None:
-    await api.declare("h-peek")
+    await api.declare("h-peek", {"x-delivery-limit": -1})  # unlimited: a return goes to the tail
     await publish(api, "h-peek", "one", "two", "three")
     _, [got] = await api.call("POST", "/api/queues/h-peek/get", json={"count": 1})
     await api.call("POST", "/api/queues/h-peek/nack", json={"ids": [got["id"]]})  # "one" to the tail
     status, row = await api.call("GET", "/api/queues/h-peek/messages/peek?position=3")
     assert status == 200
     assert (row["id"], row["body"], row["encoding"], row["redelivered"]) == (1, "one", "utf8", True)
-    assert row["headers"] == {"x-delivery-count": 1} and row["published_at"] > 0
+    assert row["headers"] == {"x-acquired-count": 1, "x-delivery-count": 1} and row["published_at"] > 0
     status, row = await api.call("GET", "/api/queues/h-peek/messages/peek?position=1")
     assert (status, row["body"]) == (200, "two")
     async with api.http.get(

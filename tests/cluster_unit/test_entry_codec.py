@@ -31,13 +31,16 @@ from cluster.stored_message import BodySpan, StoredMessage
 from queue_state.arguments import parse_arguments
 from queue_state.command_codec import NAMED_VERSIONS, CommandDecodeError
 from queue_state.commands import (
+    Cancel,
     Checkout,
     Command,
+    Discard,
     DurableCheckout,
     Enqueue,
     EntryMeta,
     Get,
     NewMessage,
+    Return,
     Settle,
     Tick,
 )
@@ -74,7 +77,10 @@ def test_an_operation_without_bodies_survives_a_round_trip_in_either_version(
     assert op_bodies(op) is None
 
 
-@given(metas, st.lists(stored, min_size=1, max_size=3), st.none() | st.just("p"), st.sampled_from([0, 1, 2]))
+VERSIONS = st.sampled_from([0, 1, 2, 3])
+
+
+@given(metas, st.lists(stored, min_size=1, max_size=3), st.none() | st.just("p"), VERSIONS)
 def test_an_enqueue_with_its_bodies_survives_a_round_trip_in_either_version(
     meta: EntryMeta, bodies: list[StoredMessage], publisher: str | None, version: int
 ) -> None:
@@ -92,12 +98,46 @@ def test_version_1_is_the_time_the_named_command_and_the_bodies() -> None:
 
 
 def test_version_2_is_version_1_under_its_own_number_with_a_readers_time() -> None:
-    assert QUEUE_OP_VERSION == 2
-    assert encode_queue_op(EntryMeta(7), Tick()) == [2, 7, [10, {}], None]
+    assert encode_queue_op(EntryMeta(7), Tick(), None, 2) == [2, 7, [10, {}], None]
     reader = Checkout("r", 5, 0, 900, since_ms=40)
-    op = encode_queue_op(EntryMeta(7), reader)
+    op = encode_queue_op(EntryMeta(7), reader, None, 2)
     assert op == [2, 7, [2, {"consumer": "r", "prefetch": 5, "timeout_ms": 900, "since_ms": 40}], None]
     assert decode_queue_op(through_an_entry(op)) == QueueOp(EntryMeta(7), reader, None)
+
+
+def test_version_3_is_version_2_under_its_own_number_with_plain_returns_and_reasons() -> None:
+    assert QUEUE_OP_VERSION == 3
+    assert encode_queue_op(EntryMeta(7), Tick()) == [3, 7, [10, {}], None]
+    for command, wire in [
+        (Return((4,), "c", failed=False), [6, {"ids": [4], "consumer": "c", "failed": False}]),
+        (Cancel("c", failed=False), [3, {"consumer": "c", "failed": False}]),
+        (Discard((4,), "c", reason="bad"), [7, {"ids": [4], "consumer": "c", "reason": "bad"}]),
+    ]:
+        op = encode_queue_op(EntryMeta(7), command)
+        assert op == [3, 7, wire, None]
+        assert decode_queue_op(through_an_entry(op)) == QueueOp(EntryMeta(7), command, None)
+        for version in (0, 1, 2):  # a node of that version would refuse the field: it is never written
+            with pytest.raises(ValueError, match=r"failed|reason"):
+                encode_queue_op(EntryMeta(7), command, None, version)
+
+
+def test_rule_returns_and_cancels_of_old_logs_replay_as_failures() -> None:
+    """Every Return and Cancel written before version 3 counted a failed delivery: decoded, they still
+    do (`failed` True), in every older form."""
+    old = [
+        [2, 7, [6, {"ids": [4], "consumer": "c"}], None],
+        [1, 7, [3, {"consumer": "c"}], None],
+        [msgpack.packb([6, 7, [4], "c"]), None],
+        [msgpack.packb([3, 7, "c"]), None],
+    ]
+    commands = [decode_queue_op(through_an_entry(op)).command for op in old]
+    assert commands == [
+        Return((4,), "c", failed=True),
+        Cancel("c"),
+        Return((4,), "c"),
+        Cancel("c", failed=True),
+    ]
+    assert all(command.failed for command in commands)  # type: ignore[union-attr]
 
 
 def test_rule_a_version_1_writer_leaves_since_ms_off_and_cannot_write_a_reader() -> None:
@@ -137,7 +177,7 @@ def test_version_0_operations_decode_into_the_same_records_with_their_time(
 @pytest.mark.parametrize(
     "op",
     [
-        [3, 5, [10, {}], None],  # a version this node does not know
+        [4, 5, [10, {}], None],  # a version this node does not know
         [True, 5, [10, {}], None],  # a bool is not a version
         [1, -1, [10, {}], None],  # a negative time
         [1, "5", [10, {}], None],  # a time that is not an int
@@ -163,7 +203,8 @@ def test_op_bodies_reads_either_version_and_nothing_else() -> None:
     assert op_bodies([msgpack.packb([1, 5, [[1, None]], None, None]), bodies]) == bodies
     assert op_bodies([1, 5, [1, {"messages": [[1, None]]}], bodies]) == bodies
     assert op_bodies([2, 5, [1, {"messages": [[1, None]]}], bodies]) == bodies
-    assert [op_bodies(op) for op in (None, [], [1, 2, 3], "op", [3, 5, [], bodies])] == [None] * 5
+    assert op_bodies([3, 5, [1, {"messages": [[1, None]]}], bodies]) == bodies
+    assert [op_bodies(op) for op in (None, [], [1, 2, 3], "op", [4, 5, [], bodies])] == [None] * 5
 
 
 def test_only_known_versions_are_written() -> None:

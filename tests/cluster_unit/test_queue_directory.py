@@ -15,6 +15,8 @@ import cluster.metadata_door
 import cluster.queue_directory
 from cluster.errors import BadRequest, NotLeader, QueueConflict, QueueNotFound
 from cluster.format_versions import FormatVersions
+from cluster.metadata.codec import encode
+from cluster.metadata.commands import Declare
 from cluster.metadata.replies import Reply
 from cluster.metadata_app import MetadataApp
 from cluster.metadata_door import MetadataDoor
@@ -207,3 +209,25 @@ async def test_a_node_elected_but_not_serving_yet_names_no_leader_rule_no_503_ri
     assert queues.leader_of("q") is None
     door.is_leader = True
     assert queues.leader_of("q") == ME
+
+
+async def test_rule_a_queue_declared_without_a_delivery_limit_gets_the_default_of_20() -> None:
+    queues, _, metadata = directory()
+    assert await queues.declare("q", {}, client_node=ME) == "created"
+    assert metadata.queues["q"].arguments == {"x-queue-type": "quorum", "x-delivery-limit": 20}
+    assert await queues.declare("q", {}, client_node=ME) == "exists"  # compared after the default
+    assert await queues.declare("q", {"x-delivery-limit": 20}, client_node=ME) == "exists"
+    with pytest.raises(QueueConflict):
+        await queues.declare("q", {"x-delivery-limit": 5}, client_node=ME)
+    await queues.declare("unlimited", {"x-delivery-limit": -1}, client_node=ME)
+    assert metadata.queues["unlimited"].arguments["x-delivery-limit"] == -1
+
+
+async def test_rule_a_queue_declared_before_the_default_keeps_no_limit_and_redeclares_as_it_was() -> None:
+    queues, _, metadata, host, _ = directory_parts()
+    before = Declare("old", {"x-queue-type": "quorum"}, (ME,), 1)  # as a node before the default wrote it
+    host.submit("meta", encode(before))
+    assert await queues.declare("old", {}, client_node=ME) == "exists"
+    assert metadata.queues["old"].arguments == {"x-queue-type": "quorum"}
+    with pytest.raises(QueueConflict):
+        await queues.declare("old", {"x-delivery-limit": 20}, client_node=ME)  # it has none

@@ -43,7 +43,7 @@ def configs(draw: st.DrawFn) -> QueueConfig:
         "x-max-length": draw(st.none() | st.integers(0, 8)),
         "x-max-length-bytes": draw(st.none() | st.integers(0, 200)),
         "x-overflow": overflow,
-        "x-delivery-limit": draw(st.none() | st.integers(0, 3)),
+        "x-delivery-limit": draw(st.none() | st.integers(-1, 3)),
         "x-dead-letter-queue": draw(st.none() | st.just("dlq")),
         "x-dead-letter-strategy": "at-least-once"
         if overflow == "reject-publish" and draw(st.booleans())
@@ -68,11 +68,11 @@ commands = st.one_of(
     st.builds(
         Checkout, NAMES, st.integers(1, 3), st.integers(0, 2), st.none(), st.integers(0, 500)
     ),  # readers
-    st.builds(Cancel, NAMES),
+    st.builds(Cancel, NAMES, st.booleans()),
     st.builds(ConsumerDown, NAMES),
     st.builds(Settle, IDS, st.none() | NAMES),
-    st.builds(Return, IDS, st.none() | NAMES),
-    st.builds(Discard, IDS, st.none() | NAMES),
+    st.builds(Return, IDS, st.none() | NAMES, st.booleans()),
+    st.builds(Discard, IDS, st.none() | NAMES, st.none() | st.sampled_from(["bad", "ünïcode ✓", ""])),
     st.builds(Get, NAMES, st.integers(1, 3), st.booleans()),
     st.builds(Purge),
     st.builds(Tick),
@@ -99,9 +99,20 @@ metas = st.builds(EntryMeta, TIMES)
 command_lists = st.lists(st.tuples(metas, commands), max_size=60)
 
 
+def _written_before_version_3(command: Command) -> bool:
+    if isinstance(command, Return | Cancel):
+        return command.failed
+    return not (isinstance(command, Discard) and command.reason is not None)
+
+
 def _written_before_version_2(command: Command) -> bool:
-    return not (isinstance(command, Checkout) and command.since_ms is not None)
+    reader = isinstance(command, Checkout) and command.since_ms is not None
+    return not reader and _written_before_version_3(command)
 
 
+commands_before_version_3 = commands.filter(_written_before_version_3)
+"""Commands version 2 reads: no field added with queue operations version 3 (a return's or cancel's
+`failed` False, a discard's `reason`)."""
 commands_before_version_2 = commands.filter(_written_before_version_2)
-"""Commands every form reads: no field added with queue operations version 2 (a reader's `since_ms`)."""
+"""Commands every form reads: no field added with queue operations version 2 (a reader's `since_ms`)
+or later."""

@@ -85,7 +85,7 @@ def test_to_arguments_is_canonical_so_redeclares_compare_equal() -> None:
         ("x-max-length-bytes", False),
         ("x-max-length-bytes", 2**63),
         ("x-overflow", "reject-publish-dlx"),
-        ("x-delivery-limit", -1),
+        ("x-delivery-limit", -2),
         ("x-delivery-limit", None),
         ("x-dead-letter-queue", ""),
         ("x-dead-letter-queue", 7),

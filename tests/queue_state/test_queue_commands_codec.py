@@ -12,7 +12,7 @@ import msgpack
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from queue_state_strategies import commands, commands_before_version_2, metas
+from queue_state_strategies import commands, commands_before_version_2, commands_before_version_3, metas
 
 from queue_state.arguments import parse_arguments
 from queue_state.command_codec import (
@@ -47,8 +47,50 @@ from queue_state.commands import (
 
 
 @given(commands)
-def test_every_command_survives_a_version_2_round_trip(cmd: Command) -> None:
+def test_every_command_survives_a_version_3_round_trip(cmd: Command) -> None:
     assert decode_command(encode_command(cmd)) == cmd
+
+
+@given(commands_before_version_3)
+def test_every_command_without_a_version_3_field_survives_a_version_2_round_trip(cmd: Command) -> None:
+    assert decode_command(encode_command(cmd, 2)) == cmd
+
+
+@pytest.mark.parametrize(
+    ("command", "field"),
+    [
+        (Return((1,), None, failed=False), "failed"),
+        (Cancel("c", failed=False), "failed"),
+        (Discard((1,), "c", reason="bad input"), "reason"),
+    ],
+)
+def test_rule_counting_fields_are_written_only_from_version_3(command: Command, field: str) -> None:
+    assert field in encode_command(command, 3)[1]
+    for version in (1, 2):
+        with pytest.raises(ValueError, match=field):
+            encode_command(command, version)
+    with pytest.raises(ValueError, match=field):
+        encode_command_v0(EntryMeta(5), command)
+
+
+def test_rule_returns_and_cancels_of_old_logs_decode_as_failures_and_discards_without_a_reason() -> None:
+    """Entries written before version 3 leave the fields off: a Return and a Cancel then count a failed
+    delivery, as every one did then, and a Discard has no reason; the default is left off again."""
+    assert decode_command([6, {"ids": [1]}]) == Return((1,), None, failed=True)
+    assert decode_command([3, {"consumer": "c"}]) == Cancel("c", failed=True)
+    assert decode_command([7, {"ids": [1]}]).reason is None  # type: ignore[union-attr]
+    assert decode_command_v0(msgpack.packb([6, 9, [1], None]))[1] == Return((1,), None, failed=True)
+    assert decode_command_v0(msgpack.packb([3, 9, "c"]))[1] == Cancel("c", failed=True)
+    assert encode_command(Return((1,), None), 2) == encode_command(Return((1,), None), 3) == [6, {"ids": [1]}]
+    assert encode_command(Cancel("c"), 1) == [3, {"consumer": "c"}]
+
+
+def test_a_reason_longer_than_256_characters_is_refused() -> None:
+    assert Discard((1,), reason="x" * 256).reason == "x" * 256
+    with pytest.raises(CommandDecodeError, match="256"):
+        decode_command([7, {"ids": [1], "reason": "x" * 257}])
+    with pytest.raises(CommandDecodeError, match="failed"):
+        decode_command([6, {"ids": [1], "failed": "no"}])
 
 
 @given(commands_before_version_2)
@@ -68,7 +110,7 @@ def test_rule_a_readers_time_is_written_only_from_version_2_and_defaults_to_none
     )  # left off: old nodes read it
     assert decode_command([2, {"consumer": "c", "prefetch": 2}]).since_ms is None
     with pytest.raises(ValueError):
-        encode_command(Tick(), 3)
+        encode_command(Tick(), 4)
 
 
 @given(commands)

@@ -4,6 +4,11 @@ The test keeps its own ledger from replies and effects only: every id ever enque
 and every id whose body was forgotten together with why it left. The machine's ready, checked-out and
 dlx-pending sets must partition the live ids exactly. Durable consumers' deliveries keep their
 sequence numbers and read back unchanged until they leave by a settle, a cancel or the consumer's nack.
+
+Counting (issue 22, feature 5) against a model: a message comes back from its holder one more time
+acquired, and one more time failed only when the command says it failed (a Return or Cancel with
+`failed`, a ConsumerDown, a lease expiry); a hand-out shows the counts the message had when ready, and
+`redelivered` is `acquired_count > 0`; only a failure dead-letters past the delivery limit.
 """
 
 from __future__ import annotations
@@ -39,6 +44,24 @@ from queue_state.effects import DeadLetter, Deliver, Deliveries, DurablePosition
 from queue_state.machine import STRATEGY_CHANGED, QueueMachine
 
 HOLDER_NAMES = tuple(dict.fromkeys((*NAME_POOL, *DURABLE_POOL)))
+ANSWERS = st.sampled_from(
+    [
+        Settle,
+        Return,
+        lambda ids, name: Return(ids, name, failed=False),  # a plain return
+        Discard,
+        lambda ids, name: Discard(ids, name, reason="no good"),
+    ]
+)
+
+
+def _returns_failed(cmd) -> bool | None:
+    """Whether what `cmd` returns from holders comes back failed (None: it returns nothing)."""
+    if isinstance(cmd, Return | Cancel):
+        return cmd.failed
+    if isinstance(cmd, ConsumerDown | Tick):
+        return True  # a holder gone, a lease expired
+    return None
 
 
 class QueueInvariants(RuleBasedStateMachine):
@@ -57,7 +80,14 @@ class QueueInvariants(RuleBasedStateMachine):
 
     def _apply(self, meta, cmd):
         before_pending = set(self.machine.dead_letter_ids())
-        self.held_before = {d.id for name in HOLDER_NAMES for d in self.machine.checked_out(name)}
+        held_counts = {
+            d.id: (d.delivery_count, d.acquired_count)
+            for name in HOLDER_NAMES
+            for d in self.machine.checked_out(name)
+        }
+        ready_counts = {m.id: (m.delivery_count, m.acquired) for m in self.machine.ready_messages()}
+        limit = self.machine.config.delivery_limit_in_force
+        self.held_before = set(held_counts)
         durable_before = {name: self._durable_held(name) for name in DURABLE_POOL}
         readers = {c.name for c in self.machine.consumers() if c.since_ms is not None}
         reads = isinstance(cmd, Get) and not cmd.auto_ack and cmd.holder in readers
@@ -78,9 +108,11 @@ class QueueInvariants(RuleBasedStateMachine):
             )
         for e in effects:
             if isinstance(e, Deliver):
-                ids = [d.id for d in e.deliveries if d.delivery_count == 0]
+                ids = [d.id for d in e.deliveries if d.acquired_count == 0]
                 assert ids == sorted(ids), "a consumer got never-returned messages out of order"
-        first_time = [d.id for d in handed_out if d.delivery_count == 0]
+        new_pending = set(self.machine.dead_letter_ids()) - before_pending
+        self._check_counts(cmd, reply, effects, held_counts, ready_counts, limit, new_pending)
+        first_time = [d.id for d in handed_out if d.acquired_count == 0]
         if first_time:
             assert min(first_time) > self.last_first_delivery, "FIFO among never-returned messages"
             self.last_first_delivery = max(first_time)
@@ -101,6 +133,37 @@ class QueueInvariants(RuleBasedStateMachine):
         kinds = [type(e) for e in effects]
         if DeadLetter in kinds and ForgetBodies in kinds:
             assert kinds.index(ForgetBodies) > max(i for i, k in enumerate(kinds) if k is DeadLetter)
+
+    def _check_counts(self, cmd, reply, effects, held_counts, ready_counts, limit, new_pending) -> None:
+        """The model of counting: what came back from a holder, and what was handed out, by the rules."""
+        failed = _returns_failed(cmd)
+        ready_now = {m.id: m for m in self.machine.ready_messages()}
+        handed = [d for e in effects if isinstance(e, Deliver) for d in e.deliveries]
+        handed += list(reply.deliveries) if isinstance(reply, Deliveries) and isinstance(cmd, Get) else []
+        limited = {
+            d.id
+            for e in effects
+            if isinstance(e, DeadLetter) and e.reason == "delivery_limit"
+            for d in e.deliveries
+        }
+        rejected = set(cmd.ids) if isinstance(cmd, Discard) else set()
+        limited |= {i for i in new_pending if i in held_counts and i not in rejected}
+        handed_ids = {d.id for d in handed}
+        expected = dict(ready_counts)
+        for message_id, (count, acquired) in held_counts.items():
+            if not (message_id in ready_now or message_id in handed_ids or message_id in limited):
+                continue  # still held, or gone by a settle or a discard
+            assert failed is not None, f"{type(cmd).__name__} returned a held message"
+            expected[message_id] = (count + failed, acquired + 1)
+            if message_id in limited:
+                assert failed and limit is not None and count + 1 > limit, "dead-lettered without failing"
+        for message in ready_now.values():
+            assert (message.delivery_count, message.acquired) == expected.get(message.id, (0, 0)), "counted"
+            assert message.acquired >= message.delivery_count, "more failures than hand-outs"
+        for delivery in handed:
+            assert delivery.redelivered == (delivery.acquired_count > 0), "redelivered is not derived"
+            if delivery.id in expected:
+                assert (delivery.delivery_count, delivery.acquired_count) == expected[delivery.id], "hand-out"
 
     def _durable_held(self, name: str) -> set[int]:
         return {d.id for d in self.machine.checked_out(name)} if self._is_durable(name) else set()
@@ -170,20 +233,15 @@ class QueueInvariants(RuleBasedStateMachine):
         now = self._time(step)
         self._apply(EntryMeta(now), Checkout(name, prefetch, since_ms=max(0, now - back)))
 
-    @rule(step=st.integers(0, 60), name=NAMES, down=st.booleans())
-    def cancel(self, step, name, down) -> None:
-        self._apply(EntryMeta(self._time(step)), (ConsumerDown if down else Cancel)(name))
+    @rule(step=st.integers(0, 60), name=NAMES, down=st.booleans(), failed=st.booleans())
+    def cancel(self, step, name, down, failed) -> None:
+        self._apply(EntryMeta(self._time(step)), ConsumerDown(name) if down else Cancel(name, failed))
 
-    @rule(
-        step=st.integers(0, 60),
-        kind=st.sampled_from([Settle, Return, Discard]),
-        ids=IDS,
-        name=st.none() | NAMES,
-    )
+    @rule(step=st.integers(0, 60), kind=ANSWERS, ids=IDS, name=st.none() | NAMES)
     def settle_return_or_discard(self, step, kind, ids, name) -> None:
         self._apply(EntryMeta(self._time(step)), kind(ids, name))
 
-    @rule(data=st.data(), kind=st.sampled_from([Settle, Return, Discard]))
+    @rule(data=st.data(), kind=ANSWERS)
     def answer_a_held_message(self, data, kind) -> None:
         """Settle, return or discard something a consumer really holds (random ids rarely hit)."""
         held = [(c.name, d.id) for c in self.machine.consumers() for d in self.machine.checked_out(c.name)]

@@ -1,0 +1,40 @@
+"""What an ack or a nack asks for (`POST .../ack` and `.../nack`, an `ack` or `nack` frame on the
+stream), read and checked in one place."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from api.validation import bad, field_bool, field_str, message_ids
+from cluster.queue_limits import MAX_REASON_CHARS
+from cluster.queue_results import Outcome
+
+FIELDS = {"ack": frozenset({"ids"}), "nack": frozenset({"ids", "requeue", "failed", "reason"})}
+
+
+@dataclass(frozen=True, slots=True)
+class SettleOptions:
+    """The ids to settle and how: a nack that requeues counts a failed delivery unless `failed` is
+    false (a plain return); one that does not (a reject) may give a `reason`, kept with the dead letter."""
+
+    ids: tuple[int, ...]
+    outcome: Outcome
+    failed: bool = True
+    reason: str | None = None
+
+
+def settle_options(body: dict[str, Any], op: str) -> SettleOptions:
+    """The options of an `ack` or `nack` body (400 for a bad value, or a reason on a nack that requeues)."""
+    ids = message_ids(body)
+    if op == "ack":
+        return SettleOptions(ids, Outcome.ACK)
+    requeue = field_bool(body, "requeue", True)
+    failed = field_bool(body, "failed", True)
+    reason = field_str(body, "reason")
+    if reason is not None:
+        if requeue:
+            raise bad("reason goes with a nack that does not requeue: it is kept with the dead letter")
+        if len(reason) > MAX_REASON_CHARS:
+            raise bad(f"reason must be at most {MAX_REASON_CHARS} characters, got {len(reason)}")
+    return SettleOptions(ids, Outcome.REQUEUE if requeue else Outcome.DISCARD, failed, reason)
