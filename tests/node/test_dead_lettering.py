@@ -9,7 +9,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from node_helpers import drain
+from node_helpers import drain, every_node_writes_the_newest_queue_ops
 
 from cli.node_processes import HARNESS_HEADERS, wait_healthy
 from cli.node_processes import ProcessCluster as Cluster
@@ -62,6 +62,56 @@ async def test_message_nacked_past_its_delivery_limit_lands_in_the_dlq_once_with
         stats = await client.queue("work")
         assert stats["messages"] == 0 and stats["dead_lettered"] == {"delivery_limit": 1}
         assert await collect(client, "poison-dlq", 1, timeout=2) == []
+
+
+async def test_rule_a_plain_return_never_reaches_the_delivery_limit_and_a_reject_keeps_its_reason(
+    cluster: Cluster,
+) -> None:
+    """Nacked with failed=false five times past a limit of 1, a message is still delivered (acquired
+    counting up, failures not); rejected with a reason, it lands in the DLQ with reason-text in x-death."""
+    every_node_writes_the_newest_queue_ops(cluster)  # the fields of queue operations version 3
+    async with Client(cluster.urls) as client:
+        await client.declare("patient-dlq")
+        await client.declare("patient", {"x-delivery-limit": 1, "x-dead-letter-queue": "patient-dlq"})
+        await client.publish("patient", [Message("order 7")])
+        tag = await client.consume("patient", prefetch=1)
+        seen: list[tuple[int, int, bool]] = []
+        while len(seen) < 7:
+            for delivery in await client.deliveries("patient", tag, max=1, wait=5):
+                seen.append((delivery.delivery_count, delivery.acquired_count, delivery.redelivered))
+                if len(seen) < 7:
+                    await client.nack("patient", tag, [delivery.id], failed=False)
+                else:
+                    await client.nack("patient", tag, [delivery.id], requeue=False, reason="no such customer")
+        assert seen == [(0, 0, False)] + [(0, n, True) for n in range(1, 7)]
+        (dead,) = await collect(client, "patient-dlq", 1)
+        death = only_death(dead)
+        assert (death["queue"], death["reason"], death["reason-text"]) == (
+            "patient",
+            "rejected",
+            "no such customer",
+        )
+        assert "x-acquired-count" not in dead.headers  # the dead letter starts afresh in the DLQ
+
+
+async def test_rule_a_reject_reason_survives_at_least_once_dead_lettering_from_a_stream_nack(
+    cluster: Cluster,
+) -> None:
+    every_node_writes_the_newest_queue_ops(cluster)
+    async with Client(cluster.urls) as client:
+        await client.declare("why-dlq")
+        await client.declare("why", {"x-dead-letter-queue": "why-dlq", **AT_LEAST_ONCE})
+        await client.publish("why", ["a", "b"])
+        async with client.subscribe("why", prefetch=2) as subscription:
+            taken = 0
+            async for message in subscription:
+                await message.nack(requeue=False, reason=f"bad {message.text}")
+                taken += 1
+                if taken == 2:
+                    break
+        dead = {d.body.decode(): only_death(d) for d in await collect(client, "why-dlq", 2)}
+        assert {body: death["reason-text"] for body, death in dead.items()} == {"a": "bad a", "b": "bad b"}
+        assert all(death["reason"] == "rejected" for death in dead.values())
 
 
 async def test_rejected_expired_and_maxlen_messages_carry_their_reason(cluster: Cluster) -> None:
@@ -156,7 +206,9 @@ async def test_leaving_at_least_once_at_runtime_drops_pending_dead_letters_and_s
 
 async def test_reading_a_dead_letter_queue_from_a_time_sees_only_later_dead_letters(cluster: Cluster) -> None:
     async with Client(cluster.urls) as client:
-        await client.declare("aged-dlq")
+        # unlimited: a message put back goes to the tail (the loop below reaches the next one) and is
+        # never dead-lettered past the default limit however often it is put back
+        await client.declare("aged-dlq", {"x-delivery-limit": -1})
         await client.declare("aged", {"x-dead-letter-queue": "aged-dlq"})
 
         async def dead_letter(body: str) -> int:
