@@ -17,7 +17,7 @@ from cluster.entry_codec import QUEUE_OP_VERSION, QueueOp, decode_queue_op, entr
 from cluster.errors import BadRequest, LogGap, QueueConflict, QueueFull, Refused, UnknownConsumer
 from cluster.queue_results import MessageRow, Outcome, Position, Published, Settled
 from cluster.stored_message import StoredMessage
-from queue_state.commands import Checkout
+from queue_state.commands import Cancel, Checkout, Return
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -210,3 +210,34 @@ async def test_operations_are_written_in_the_version_every_member_of_the_group_r
         (b"older", {"k": "older"}),
         (b"again", {"k": "again"}),
     ]
+
+
+async def test_rule_plain_returns_and_reasons_are_written_only_once_every_node_reads_version_3(
+    running: InProcessNode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    door = await running.declare("d-counting")
+    await door.publish(texts("a", "b"), None, None)
+    first = await door.register_consumer(prefetch=2, priority=0, timeout_ms=None, since_ms=None)
+    held = [row.id for row in await door.poll(first, 10, 1.0)]
+    with monkeypatch.context() as older_member:  # a node still reads version 2 only
+        older_member.setattr(running.node.formats.queue_operations, "version_for", lambda others: 2)
+        for refused in (
+            door.settle((held[0],), first, Outcome.REQUEUE, failed=False),
+            door.settle((held[0],), first, Outcome.DISCARD, reason="why"),
+        ):
+            with pytest.raises(Refused) as caught:
+                await refused
+            assert caught.value.code == "upgrade_in_progress"
+        await door.settle((held[0],), first, Outcome.DISCARD, failed=False)  # failed means nothing here
+        await door.cancel(first)  # written without the field: a failure, as a version-2 node applies it
+    second = await door.register_consumer(prefetch=1, priority=0, timeout_ms=None, since_ms=None)
+    (row,) = await door.poll(second, 10, 1.0)
+    assert (row.delivery_count, row.acquired_count) == (1, 1)
+    await door.settle((row.id,), second, Outcome.REQUEUE, failed=False)
+    (row,) = await door.poll(second, 10, 1.0)
+    assert (row.delivery_count, row.acquired_count) == (1, 2)
+    await door.cancel(second)  # version 3: a plain return
+    counted = [
+        op.command for op in logged_ops(running, door.group) if isinstance(op.command, Cancel | Return)
+    ]
+    assert [getattr(command, "failed", None) for command in counted] == [True, False, False]
