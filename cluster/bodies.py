@@ -191,6 +191,8 @@ class BodyStore:
                     delivery.delivery_count,
                     delivery.redelivered,
                     delivery.enqueued_at_ms,
+                    None,
+                    delivery.acquired_count,
                 )
             )
         return rows
