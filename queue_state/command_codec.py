@@ -163,7 +163,7 @@ def encode_command(cmd: Command, version: int = NAMED_VERSIONS[-1]) -> list[Any]
 
 
 def decode_command(wire: Any) -> Command:
-    """The command of a named form (version 1 or 2); anything else raises `CommandDecodeError`."""
+    """The command of a named form (version 1, 2 or 3); anything else raises `CommandDecodeError`."""
     with _decode_errors():
         if type(wire) is not list or len(wire) != 2 or type(wire[1]) is not dict:
             raise CommandDecodeError("not a command [tag, {field: value}]")
