@@ -278,10 +278,6 @@ class BodyStore:
         logged = self._logged[at]
         return logged if message_id < logged.first_id + logged.count else None
 
-    def _logged_body(self, logged: LoggedBodies, message_id: int) -> StoredMessage:
-        view, spans = self._entry_spans(logged)
-        return _message(view, spans[message_id - logged.first_id])
-
     def _entry_spans(self, logged: LoggedBodies) -> tuple[memoryview, list[BodySpan]]:
         """The data of the entry `logged` names and where each of its bodies lies in it, by message id
         from `first_id` on (the entry read from the log when it is not among the newest)."""
@@ -309,9 +305,10 @@ class BodyStore:
 
     def _records(self, logged: LoggedBodies) -> Iterator[tuple[bytes, bytes]]:
         """The still-needed bodies of `logged` as (key, record) pairs, as records of their own store them."""
-        for message_id in logged.live_ids():
-            stored = self._logged_body(logged, message_id)
-            yield body_key(message_id), msgpack.packb([stored.body, stored.headers, stored.encoding])
+        ids = list(logged.live_ids())
+        for message_id, stored in zip(ids, self.get_many(ids), strict=True):
+            if stored is not None:  # live ids of `logged`: always stored
+                yield body_key(message_id), msgpack.packb([stored.body, stored.headers, stored.encoding])
 
 
 def _op_spans(by_op: list[list[BodySpan] | None], position: int) -> list[BodySpan]:
