@@ -9,7 +9,7 @@ from api.consumer_options import consumer_options
 from api.deliveries import deliveries_response
 from api.durable_handlers import register_durable
 from api.forwarding import on_queue_leader
-from api.queue_handlers import settle
+from api.queue_handlers import settle, touch
 from api.validation import MAX_POLL, MAX_WAIT_S, json_object, query_number
 from cluster.queue_leader import QueueLeader
 
@@ -24,7 +24,7 @@ async def register_consumer(request: web.Request, queue: QueueLeader) -> web.Str
     tag = await queue.register_consumer(
         options.prefetch, options.priority, options.timeout_ms, options.since_ms
     )
-    return web.json_response({"consumer": tag}, status=201)
+    return web.json_response({"consumer": tag, "hold_ms": queue.hold_ms(tag)}, status=201)
 
 
 @on_queue_leader
@@ -41,6 +41,12 @@ async def deliveries(request: web.Request, queue: QueueLeader) -> web.StreamResp
 async def settle_consumer(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
     """POST /api/queues/{q}/consumers/{tag}/ack and /nack."""
     return await settle(request, queue, request.match_info["tag"])
+
+
+@on_queue_leader
+async def touch_consumer(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
+    """POST /api/queues/{q}/consumers/{tag}/touch: extend the hold of the consumer's deliveries."""
+    return await touch(request, queue, request.match_info["tag"])
 
 
 @on_queue_leader

@@ -11,6 +11,7 @@ from aiohttp import web
 from api.app_keys import STATUS
 from cluster.errors import (
     BadRequest,
+    ConsumerEnded,
     LogGap,
     NodeError,
     NodeNotFound,
@@ -54,6 +55,7 @@ _NODE_ERRORS: dict[type[NodeError], int] = {
     QueueNotFound: 404,
     NodeNotFound: 404,
     UnknownConsumer: 404,
+    ConsumerEnded: 410,
     QueueConflict: 409,
     Refused: 409,
     LogGap: 409,

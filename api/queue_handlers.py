@@ -17,7 +17,7 @@ from api.forwarded_publish import forwards_over_peers, publish_routed
 from api.forwarding import client_node, forward, hops_of, on_meta_leader, on_queue_leader, queue_route
 from api.json_codec import json_answer
 from api.publish_job import read_publish
-from api.settle_options import settle_options
+from api.settle_options import settle_options, touch_answer, touch_ids
 from api.validation import (
     MAX_POLL,
     MSGPACK,
@@ -237,6 +237,20 @@ async def settle(request: web.Request, queue: QueueLeader, consumer: str | None)
     if settled.warning is not None:  # e.g. a retried ack of ids already settled: nothing to undo
         return web.json_response({"ok": True, "warning": settled.warning})
     return web.json_response({"ok": True})
+
+
+async def touch(request: web.Request, queue: QueueLeader, consumer: str | None) -> web.StreamResponse:
+    """Extend the hold of delivered messages: each counts from now as just handed out, for the consumer
+    timeout and the lease."""
+    ids = touch_ids(await json_object(request))
+    touched = await queue.touch(ids, consumer)
+    return web.json_response(touch_answer(queue.hold_ms(consumer), touched.warning))
+
+
+@on_queue_leader
+async def touch_got(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
+    """POST /api/queues/{q}/touch: extend the hold of messages obtained by a manual-ack get."""
+    return await touch(request, queue, None)
 
 
 @on_queue_leader

@@ -1,5 +1,5 @@
-"""What an ack or a nack asks for (`POST .../ack` and `.../nack`, an `ack` or `nack` frame on the
-stream), read and checked in one place."""
+"""What an ack, a nack or a touch asks for (`POST .../ack`, `.../nack` and `.../touch`, an `ack`,
+`nack` or `touch` frame on the stream), read and checked in one place."""
 
 from __future__ import annotations
 
@@ -10,7 +10,11 @@ from api.validation import bad, field_bool, field_str, message_ids
 from cluster.queue_limits import MAX_REASON_CHARS
 from cluster.queue_results import Outcome
 
-FIELDS = {"ack": frozenset({"ids"}), "nack": frozenset({"ids", "requeue", "failed", "reason"})}
+FIELDS = {
+    "ack": frozenset({"ids"}),
+    "nack": frozenset({"ids", "requeue", "failed", "reason"}),
+    "touch": frozenset({"ids"}),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,3 +42,17 @@ def settle_options(body: dict[str, Any], op: str) -> SettleOptions:
         if len(reason) > MAX_REASON_CHARS:
             raise bad(f"reason must be at most {MAX_REASON_CHARS} characters, got {len(reason)}")
     return SettleOptions(ids, Outcome.REQUEUE if requeue else Outcome.DISCARD, failed, reason)
+
+
+def touch_ids(body: dict[str, Any]) -> tuple[int, ...]:
+    """The ids a touch extends the hold of (400 for another field or a bad id)."""
+    unknown = set(body) - FIELDS["touch"]
+    if unknown:
+        raise bad(f"unknown fields {sorted(unknown, key=str)}")
+    return message_ids(body)
+
+
+def touch_answer(hold_ms: int, warning: str | None) -> dict[str, Any]:
+    """The answer to a touch: how long the touched messages may now be held without another touch (ms),
+    and which ids were not held (a warning, as for a settle)."""
+    return {"ok": True, "hold_ms": hold_ms} | ({} if warning is None else {"warning": warning})

@@ -28,7 +28,7 @@ from api.forwarding import NO_LEADER_WAIT_S, queue_route
 from api.limits import check_consumer_room
 from api.publish_job import publish_of
 from api.settle_options import FIELDS as SETTLE_FIELDS
-from api.settle_options import settle_options
+from api.settle_options import settle_options, touch_answer, touch_ids
 from api.stream_consumer import LEADER_MOVED, StreamConsumer
 from api.stream_frames import BadFrame, Frame
 from api.validation import bad, check_queue_name, field_str
@@ -59,6 +59,7 @@ class StreamConnection:
             "consume": self._consume,
             "ack": self._settle,
             "nack": self._settle,
+            "touch": self._touch,
             "cancel": self._cancel,
         }
         operations = app[METRICS].stream_operations
@@ -171,7 +172,7 @@ class StreamConnection:
         if self._closed:  # the connection ended meanwhile: nobody would take its deliveries
             await queue.cancel(tag)
             return None
-        await self._send(frames.answer("consume-ok", _id(frame), {"tag": tag}))
+        await self._send(frames.answer("consume-ok", _id(frame), {"tag": tag, "hold_ms": queue.hold_ms(tag)}))
         consumer = StreamConsumer(queue, tag, options.prefetch, self._send)
         task = asyncio.create_task(self._deliver(consumer))
         self._consumers[tag] = (consumer, task)
@@ -198,6 +199,14 @@ class StreamConnection:
         self._app[METRICS].settled.labels(name, frame.op).inc(len(options.ids))
         warning = {} if settled.warning is None else {"warning": settled.warning}
         return frames.answer("settled", _id(frame), warning)
+
+    async def _touch(self, frame: Frame) -> bytes:
+        name = self._queue(frame, Access.READ)
+        tag = self._tag(frame)
+        ids = touch_ids({k: v for k, v in frame.fields.items() if k != "tag"})
+        queue = await self._led(name)
+        touched = await queue.touch(ids, tag)
+        return frames.answer("touched", _id(frame), touch_answer(queue.hold_ms(tag), touched.warning))
 
     async def _cancel(self, frame: Frame) -> bytes:
         name = self._queue(frame, Access.READ)

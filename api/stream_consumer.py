@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from api import stream_frames as frames
-from cluster.errors import NodeError, UnknownConsumer
+from cluster.errors import ConsumerEnded, NodeError, UnknownConsumer
 from cluster.queue_leader import QueueLeader
 
 POLL_WAIT_S = 1.0  # how often an idle consumer checks that this node still leads its queue
@@ -28,12 +28,15 @@ class StreamConsumer:
 
     async def deliver(self, delivered: Callable[[int], None]) -> str:
         """Push deliveries (counting each batch with `delivered`) until the consumer stops delivering
-        here; why: LEADER_MOVED, CONSUMER_GONE, or a node error's code. Cancel it to stop it sooner."""
+        here; why: LEADER_MOVED, CONSUMER_GONE, why the leader ended it (`consumer_timeout`,
+        `consumer_idle`), or a node error's code. Cancel it to stop it sooner."""
         while True:
             if not self.queue.is_leader:
                 return LEADER_MOVED
             try:
                 rows = await self.queue.poll(self.tag, self._prefetch, POLL_WAIT_S)
+            except ConsumerEnded as exc:
+                return exc.code
             except UnknownConsumer:
                 return CONSUMER_GONE
             except NodeError as exc:

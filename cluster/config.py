@@ -81,7 +81,8 @@ class NodeConfig:
     batch_delay_ms: float = 0.0
     snapshot_every_entries: int = 20000
     snapshot_every_bytes: int = 64 * 1024 * 1024  # and at least 4x the group's last snapshot (raft_host)
-    consumer_timeout_ms: int = 30000
+    consumer_timeout_ms: int = 30 * 60 * 1000
+    consumer_idle_timeout_ms: int = 60000
     max_message_bytes: int = 16 * 1024 * 1024
     max_request_bytes: int = 64 * 1024 * 1024
     advertise_http: str | None = None

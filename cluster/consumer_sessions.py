@@ -1,28 +1,37 @@
 """Leader-side consumer sessions: deliveries waiting to be long-polled, and consumer liveness.
 
-The queue state decides what is checked out to whom; a session only buffers those deliveries until
-the consumer polls them, and remembers when the consumer was last heard from so that a silent one can
-be declared down through the log.
+The queue state decides what is checked out to whom, and since when (handed out or last touched); a
+session only buffers those deliveries until the consumer polls them, remembers when the consumer was
+last heard from (and whether a poll is waiting), and, once the leader ended the consumer, why: its
+next request is told (`ended`).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from queue_state.effects import Delivery
 
-DEFAULT_CONSUMER_TIMEOUT_MS = 30000
+CONSUMER_TIMEOUT = "consumer_timeout"
+"""Why a consumer ended: it held a delivery longer than its consumer timeout without settling or
+touching it."""
+CONSUMER_IDLE = "consumer_idle"
+"""Why a consumer ended: deliveries waited for it while it neither polled nor settled nor touched for the
+idle timeout."""
+ENDED_KEPT = 10000
+"""How many ended consumers a leader remembers the reason of."""
 
 
 @dataclass
 class ConsumerSession:
     """One consumer (or basic.get holder) as seen by the queue's leader.
 
-    A consumer reading from a time (`since_ms`) is served by gets held under its tag, `prefetch` at
-    most outstanding, instead of by the state machine's push delivery. A manual-ack get's holder
+    `timeout_ms` is the consumer's own consumer timeout (None: the queue's, else the node's). A consumer
+    reading from a time (`since_ms`) is served by gets held under its tag, `prefetch` at most
+    outstanding, instead of by the state machine's push delivery. A manual-ack get's holder
     (`get_holder`) has a session only for its timeout: it is never polled.
     """
 
@@ -31,10 +40,10 @@ class ConsumerSession:
     last_active_ms: int
     buffer: deque[Delivery] = field(default_factory=deque)
     ready: asyncio.Event = field(default_factory=asyncio.Event)
-    down_requested: bool = False
     since_ms: int | None = None
     prefetch: int = 0
     get_holder: bool = False
+    polls: int = 0
 
     def offer(self, deliveries: Iterable[Delivery]) -> None:
         """Add deliveries for the next poll."""
@@ -58,20 +67,18 @@ class ConsumerSession:
                 return []
         return self.take(limit)
 
-    def expired(self, now_ms: int) -> bool:
-        """True when the consumer has been silent for longer than its timeout."""
-        return (
-            self.timeout_ms is not None
-            and not self.down_requested
-            and now_ms - self.last_active_ms > self.timeout_ms
-        )
+    def idle(self, now_ms: int, idle_ms: int) -> bool:
+        """True when deliveries wait in the buffer while the consumer has not been heard from for
+        `idle_ms`, and no poll of it is waiting."""
+        return bool(self.buffer) and not self.polls and now_ms - self.last_active_ms > idle_ms
 
 
 class ConsumerSessions:
-    """The sessions of one queue on its leader."""
+    """The sessions of one queue on its leader, and why the consumers it ended ended."""
 
     def __init__(self) -> None:
         self.sessions: dict[str, ConsumerSession] = {}
+        self._ended: OrderedDict[str, str] = OrderedDict()
 
     def open(self, tag: str, timeout_ms: int | None, now_ms: int) -> ConsumerSession:
         """Create (or refresh) a session."""
@@ -92,15 +99,26 @@ class ConsumerSessions:
         if session is not None:
             session.ready.set()
 
+    def end(self, tag: str, reason: str) -> None:
+        """Close a session the leader ended for `reason`, remembered for the consumer's next request."""
+        self.close(tag)
+        self._ended[tag] = reason
+        while len(self._ended) > ENDED_KEPT:
+            self._ended.popitem(last=False)
+
+    def ended(self, tag: str) -> str | None:
+        """Why the leader ended consumer `tag`, if it did."""
+        return self._ended.get(tag)
+
+    def forget_ended(self, tag: str) -> bool:
+        """Forget that consumer `tag` ended; True if it had."""
+        return self._ended.pop(tag, None) is not None
+
     def touch(self, tag: str, now_ms: int) -> None:
         """The consumer was heard from."""
         session = self.sessions.get(tag)
         if session is not None:
             session.last_active_ms = now_ms
-
-    def expired(self, now_ms: int) -> list[str]:
-        """Consumers silent past their timeout (each reported once)."""
-        return [tag for tag, s in self.sessions.items() if s.expired(now_ms)]
 
     def close_all(self) -> None:
         """Drop every session (leadership moved away)."""

@@ -64,6 +64,10 @@ class UnknownConsumer(NodeError):
     code = "not_found"
 
 
+class ConsumerEnded(UnknownConsumer):
+    """The queue's leader ended the consumer; `code` says why (`consumer_timeout`, `consumer_idle`)."""
+
+
 class Refused(NodeError):
     """The queue's state refused the command as things stand (`code` is the state machine's: e.g.
     `seq_too_old`, `queue_deleting`, `name_in_use`, `beyond_sequence`)."""

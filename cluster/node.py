@@ -178,7 +178,13 @@ class Node:
         self._formats = FormatVersions(self.name, self._status.metadata_members)
         self._metadata_door = MetadataDoor(host, META_GROUP, self._formats)
         self._directory = QueueDirectory(
-            self.metadata, self._hosting.queues, host, self._status, self._metadata_door, wall_clock_ms
+            self.metadata,
+            self._hosting.queues,
+            host,
+            self._status,
+            self._metadata_door,
+            wall_clock_ms,
+            self.formats.writes_queue_ops,
         )
         changes = GroupChanges(host, self._status.is_up)
         self._membership = Membership(self, self._metadata_door, changes, META_GROUP)
@@ -310,6 +316,7 @@ class Node:
             on_leadership=self.dead_letters.leadership_changed,
             op_version=self.formats.writes_queue_ops,
             consumer_timeout_ms=self.config.consumer_timeout_ms,
+            consumer_idle_timeout_ms=self.config.consumer_idle_timeout_ms,
         )
 
     def _led_here(self, name: str) -> QueueLeader | None:

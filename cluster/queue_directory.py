@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from cluster.errors import BadRequest, NotLeader, QueueConflict, QueueNotFound
+from cluster.errors import BadRequest, NotLeader, QueueConflict, QueueNotFound, Refused
 from cluster.hosts import host_of
 from cluster.metadata.commands import Delete
 from cluster.metadata.records import QueueInfo
@@ -16,8 +16,9 @@ from cluster.metadata.replies import Conflict, Created, Exists, Invalid, NotFoun
 from cluster.metadata_door import MetadataDoor
 from cluster.metadata_view import MetadataView
 from cluster.placement import place_replicas
-from cluster.queue_leader import QueueLeader
+from cluster.queue_leader import UPGRADE_IN_PROGRESS, QueueLeader
 from queue_state.arguments import ArgumentError, parse_arguments, with_default_delivery_limit
+from queue_state.command_codec import arguments_version
 
 LEADER_WAIT_S = 10.0
 PREFERRED_WAIT_S = 3.0
@@ -43,7 +44,8 @@ class ClusterView(Protocol):
 
 class QueueDirectory:
     """Finds, declares and deletes queues for one node. `hosted` are the doors of the queues this node
-    hosts (leading or following); `clock` is the wall clock in milliseconds that stamps a declaration."""
+    hosts (leading or following); `clock` is the wall clock in milliseconds that stamps a declaration;
+    `op_version` the queue operations version every node reads (`FormatVersions.writes_queue_ops`)."""
 
     def __init__(
         self,
@@ -53,6 +55,7 @@ class QueueDirectory:
         cluster: ClusterView,
         door: MetadataDoor,
         clock: Callable[[], int],
+        op_version: Callable[[], int],
     ) -> None:
         self._metadata = metadata
         self._hosted = hosted
@@ -60,6 +63,7 @@ class QueueDirectory:
         self._cluster = cluster
         self._door = door
         self._clock = clock
+        self._op_version = op_version
 
     def names(self) -> list[str]:
         """Every queue declared in the metadata, by name."""
@@ -116,6 +120,8 @@ class QueueDirectory:
             given = parse_arguments(arguments)
         except ArgumentError as exc:
             raise BadRequest(f"argument {exc.argument}: {exc.reason}") from exc
+        if arguments_version(arguments) > self._op_version():
+            raise Refused(UPGRADE_IN_PROGRESS, "a node of the cluster reads none of these arguments yet")
         config = with_default_delivery_limit(given)
         members = place_replicas(
             self._cluster.cluster_members(),

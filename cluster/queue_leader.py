@@ -20,11 +20,12 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
-from cluster.consumer_sessions import ConsumerSession, ConsumerSessions
+from cluster.consumer_sessions import CONSUMER_IDLE, CONSUMER_TIMEOUT, ConsumerSession, ConsumerSessions
 from cluster.dead_lettering.messages import with_death
-from cluster.entry_codec import COUNTING_OP_VERSION, READER_OP_VERSION, encode_queue_op
+from cluster.entry_codec import COUNTING_OP_VERSION, HOLDING_OP_VERSION, READER_OP_VERSION, encode_queue_op
 from cluster.errors import (
     BadRequest,
+    ConsumerEnded,
     LogGap,
     QueueConflict,
     QueueFull,
@@ -37,6 +38,7 @@ from cluster.queue_replica import AutoAcked, QueueReplica
 from cluster.queue_results import MessageRow, Outcome, Position, Published, QueueCounts, Settled
 from cluster.stored_message import StoredMessage
 from queue_state.arguments import RUNTIME_ARGUMENTS, ArgumentError, parse_arguments
+from queue_state.command_codec import arguments_version
 from queue_state.commands import (
     Cancel,
     Checkout,
@@ -57,6 +59,7 @@ from queue_state.commands import (
     Seal,
     Settle,
     Tick,
+    Touch,
     UpdateConfig,
 )
 from queue_state.consumers import ConsumerInfo
@@ -128,6 +131,7 @@ class QueueLeader:
         on_leadership: Callable[[QueueLeader, bool], None],
         op_version: Callable[[], int],
         consumer_timeout_ms: int,
+        consumer_idle_timeout_ms: int,
     ) -> None:
         self.name = name
         self.group = group
@@ -135,6 +139,7 @@ class QueueLeader:
         self._host = host
         self._clock = clock
         self._consumer_timeout_ms = consumer_timeout_ms
+        self._idle_timeout_ms = consumer_idle_timeout_ms
         self._sessions = ConsumerSessions()
         self._on_dead_letter = on_dead_letter
         self._request_delete = request_delete
@@ -184,11 +189,13 @@ class QueueLeader:
         fixed = sorted(set(changes) - RUNTIME_ARGUMENTS)
         if fixed:
             raise BadRequest(f"arguments {fixed} cannot be changed at runtime; declare a new queue")
-        merged = {**self.definition(), **changes}
+        merged = {k: v for k, v in {**self.definition(), **changes}.items() if v is not None}
         try:
-            config = parse_arguments({k: v for k, v in merged.items() if v is not None})
+            config = parse_arguments(merged)
         except ArgumentError as exc:
             raise BadRequest(f"argument {exc.argument}: {exc.reason}") from exc
+        if arguments_version(merged) > self._op_version():
+            raise Refused(UPGRADE_IN_PROGRESS, "a node of the cluster reads none of these arguments yet")
         await self._submit(self._command(UpdateConfig, config))
         return self.definition()
 
@@ -233,7 +240,7 @@ class QueueLeader:
         holder = f"get-{uuid.uuid4().hex}"
         command = self._command(Get, holder, count, auto_ack, since_ms)
         if not auto_ack:
-            self._sessions.open(holder, self._consumer_timeout_ms, self._now()).get_holder = True
+            self._sessions.open(holder, None, self._now()).get_holder = True
         reply = await self._submit(command)
         if isinstance(reply, AutoAcked):
             return [MessageRow.of(delivery, stored) for delivery, stored in reply.messages]
@@ -266,6 +273,19 @@ class QueueLeader:
         plain_return = isinstance(command, Return) and not failed
         if (plain_return or reason is not None) and self._op_version() < COUNTING_OP_VERSION:
             raise Refused(UPGRADE_IN_PROGRESS, "a node of the cluster reads no plain returns or reasons yet")
+        return await self._settle(command, consumer)
+
+    async def touch(self, ids: tuple[int, ...], consumer: str | None) -> Settled:
+        """Extend the hold of checked-out messages held by `consumer` (None: by whoever holds each, as
+        after a get): each counts from now as just handed out, for the consumer timeout and the lease.
+        Needs queue operations version 4 across the cluster: until then Refused `upgrade_in_progress`.
+        UnknownConsumer (ConsumerEnded) as for `settle`; ids not held are named in the warning."""
+        if self._op_version() < HOLDING_OP_VERSION:
+            raise Refused(UPGRADE_IN_PROGRESS, "a node of the cluster reads no touches yet")
+        return await self._settle(self._command(Touch, ids, consumer), consumer)
+
+    async def _settle(self, command: Settle | Return | Discard | Touch, consumer: str | None) -> Settled:
+        """Replicate a command naming held ids (the consumer heard from, when it is named)."""
         if consumer is not None:
             self._session(consumer)
             self._sessions.touch(consumer, self._now())
@@ -275,6 +295,17 @@ class QueueLeader:
                 raise UnknownConsumer(reply.reason)
             return Settled(reply.reason)
         return Settled()
+
+    def hold_ms(self, consumer: str | None) -> int:
+        """How long a delivery of `consumer` (None: of a manual-ack get) may be held without an ack, nack
+        or touch before something happens to it: the consumer timeout in force for it, or the queue's
+        lease period when that is shorter."""
+        own = None
+        if consumer is not None:
+            own = next((c.timeout_ms for c in self._replica.machine.consumers() if c.name == consumer), None)
+        timeout = self._timeout(own)
+        lease = self._replica.machine.config.lease_period
+        return timeout if lease is None else min(timeout, lease)
 
     async def browse(self, first_id: int, end_id: int, limit: int) -> list[MessageRow]:
         """Up to `limit` messages the queue holds, ready or checked out, with ids from `first_id` to below
@@ -295,18 +326,17 @@ class QueueLeader:
     async def register_consumer(
         self, prefetch: int, priority: int, timeout_ms: int | None, since_ms: int | None
     ) -> str:
-        """A new consumer's tag. It may hold `prefetch` messages and is declared down after `timeout_ms`
-        of silence (the node's default when None). With `since_ms` it reads only messages enqueued at or
-        after then, taking them with gets as it polls instead of being pushed deliveries: a reader
-        registered through the log once every node reads queue operations version 2 (so a new leader
-        knows it), and before that a session of this leader only."""
+        """A new consumer's tag. It may hold `prefetch` messages, each for its consumer timeout:
+        `timeout_ms`, else the queue's `x-consumer-timeout`, else the node's (`on_timer`). With `since_ms`
+        it reads only messages enqueued at or after then, taking them with gets as it polls instead of
+        being pushed deliveries: a reader registered through the log once every node reads queue
+        operations version 2 (so a new leader knows it), and before that a session of this leader only."""
         tag = uuid.uuid4().hex
-        timeout = self._timeout(timeout_ms)
-        session = self._sessions.open(tag, timeout, self._now())
+        session = self._sessions.open(tag, timeout_ms, self._now())
         session.since_ms, session.prefetch = since_ms, prefetch
         if since_ms is not None and self._op_version() < READER_OP_VERSION:
             return tag
-        command = self._command(Checkout, tag, prefetch, priority, timeout, since_ms)
+        command = self._command(Checkout, tag, prefetch, priority, timeout_ms, since_ms)
         reply = await self._submit(command)
         if isinstance(reply, Failure):
             self._sessions.close(tag)
@@ -321,10 +351,14 @@ class QueueLeader:
         limit = max(limit, 1)
         session = self._session(tag)
         self._sessions.touch(tag, self._now())
-        if session.since_ms is not None:
-            taken = await self._read_since(session, limit, wait_s)
-        else:
-            taken = await session.poll(limit, wait_s)
+        session.polls += 1
+        try:
+            if session.since_ms is not None:
+                taken = await self._read_since(session, limit, wait_s)
+            else:
+                taken = await session.poll(limit, wait_s)
+        finally:
+            session.polls -= 1
         self._sessions.touch(tag, self._now())
         return self._rows(taken)
 
@@ -337,7 +371,9 @@ class QueueLeader:
     async def cancel(self, tag: str) -> None:
         """Cancel a consumer, durable or not: what it holds returns to the queue, as a plain return once
         every node reads queue operations version 3 (a failed delivery before, as it always was).
-        UnknownConsumer when the queue has no such consumer."""
+        UnknownConsumer when the queue has no such consumer; a consumer the leader ended is gone already."""
+        if self._sessions.forget_ended(tag):
+            return
         durable = self._is_durable(tag)
         session = None if durable else self._session(tag)
         plain = self._op_version() >= COUNTING_OP_VERSION
@@ -348,7 +384,10 @@ class QueueLeader:
 
     def _session(self, tag: str) -> ConsumerSession:
         """The session of a consumer registered in the queue state (a reader included), made anew after a
-        leader change; a get holder's session is no consumer's."""
+        leader change; a get holder's session is no consumer's. ConsumerEnded for one this leader ended."""
+        reason = self._sessions.ended(tag)
+        if reason is not None:
+            raise ConsumerEnded(f"consumer '{tag}' of queue '{self.name}' ended: {reason}", code=reason)
         session = self._sessions.get(tag)
         if session is not None and not session.get_holder:
             return session
@@ -358,9 +397,9 @@ class QueueLeader:
         raise UnknownConsumer(f"no consumer '{tag}' on queue '{self.name}'")
 
     def _open_session(self, consumer: ConsumerInfo, now: int) -> ConsumerSession:
-        """A session for a consumer the queue state holds, with its own timeout (else the node's), what
-        it holds offered to it again, and for a reader its time and prefetch."""
-        session = self._sessions.open(consumer.name, self._timeout(consumer.timeout_ms), now)
+        """A session for a consumer the queue state holds, with its own timeout, what it holds offered to
+        it again, and for a reader its time and prefetch."""
+        session = self._sessions.open(consumer.name, consumer.timeout_ms, now)
         session.since_ms, session.prefetch = consumer.since_ms, consumer.prefetch
         session.offer(self._replica.machine.checked_out(consumer.name))
         return session
@@ -383,14 +422,19 @@ class QueueLeader:
                 return []
             await self.wait_applied(remaining)
 
-    def _timeout_of(self, consumer: str) -> int:
-        """A consumer's own timeout as registered through the log, else the node's default."""
-        consumers = self._replica.machine.consumers()
-        return self._timeout(next((info.timeout_ms for info in consumers if info.name == consumer), None))
+    def _own_timeout(self, consumer: str) -> int | None:
+        """A consumer's own timeout as registered through the log."""
+        return next(
+            (info.timeout_ms for info in self._replica.machine.consumers() if info.name == consumer), None
+        )
 
     def _timeout(self, own: int | None) -> int:
-        """A consumer's silence timeout: its own when it gave one, else the node's default."""
-        return self._consumer_timeout_ms if own is None else own
+        """A holder's consumer timeout: its own when it gave one, else the queue's `x-consumer-timeout`,
+        else the node's default (RabbitMQ's precedence)."""
+        if own is not None:
+            return own
+        queue = self._replica.machine.config.consumer_timeout
+        return self._consumer_timeout_ms if queue is None else queue
 
     # -- durable consumers --------------------------------------------------------------------------
 
@@ -515,9 +559,11 @@ class QueueLeader:
         for effect in effects:
             if isinstance(effect, Deliver):
                 session = self._sessions.get(effect.consumer)
+                if session is None and self._sessions.ended(effect.consumer) is not None:
+                    continue  # its end is on the way through the log
                 if session is None:
                     session = self._sessions.open(
-                        effect.consumer, self._timeout_of(effect.consumer), self._now()
+                        effect.consumer, self._own_timeout(effect.consumer), self._now()
                     )
                 session.offer(effect.deliveries)
             elif isinstance(effect, DeadLetter):
@@ -528,8 +574,8 @@ class QueueLeader:
 
     def _on_role(self, is_leader: bool) -> None:
         """A new leader opens a session for every holder the state says holds messages or is registered:
-        consumers and readers with their own timeout, manual-ack get holders with the node's, so that what
-        a silent one holds returns to the queue (`on_timer`) whoever led when it was taken."""
+        consumers and readers with their own timeout, manual-ack get holders with none, so that what one
+        holds past its consumer timeout returns to the queue (`on_timer`) whoever led when it was taken."""
         self._sessions.close_all()
         self._on_leadership(self, is_leader)
         if not is_leader:
@@ -538,10 +584,10 @@ class QueueLeader:
         for consumer in self._replica.machine.consumers():
             self._open_session(consumer, now)
         for holder in self._replica.machine.get_holders():
-            self._sessions.open(holder, self._consumer_timeout_ms, now).get_holder = True
+            self._sessions.open(holder, None, now).get_holder = True
 
     def on_timer(self) -> None:
-        """Called periodically on the leader: due Ticks and silent consumers go through the log, and a
+        """Called periodically on the leader: due Ticks and ended consumers go through the log, and a
         sealed queue's deletion is asked of the metadata every DELETE_RETRY_MS until it is gone."""
         if not self.is_leader:
             return
@@ -555,10 +601,30 @@ class QueueLeader:
         if deadline is not None and deadline <= now and not self._tick_in_flight:
             self._tick_in_flight = True
             self._fire(self._command(Tick), done=self._tick_done)
-        for tag in self._sessions.expired(now):
-            log.info("queue %s: consumer %s timed out", self.name, tag)
-            self._fire(self._command(ConsumerDown, tag))
-            self._sessions.close(tag)
+        for tag, reason in self._overdue(now):
+            log.info("queue %s: consumer %s ended: %s", self.name, tag, reason)
+            if reason == CONSUMER_IDLE and self._op_version() >= COUNTING_OP_VERSION:
+                self._fire(self._command(Cancel, tag, False))  # nothing it waits for was handed to it
+            else:
+                self._fire(self._command(ConsumerDown, tag))
+            self._sessions.end(tag, reason)
+
+    def _overdue(self, now: int) -> list[tuple[str, str]]:
+        """The holders to end now, each with why: one holding a message (handed out or last touched)
+        longer than its consumer timeout, a failure; a consumer that has nothing of it in hand while
+        deliveries wait for it and has been silent for the idle timeout, a plain return."""
+        machine, overdue = self._replica.machine, []
+        for tag, session in self._sessions.sessions.items():
+            started = machine.hold_started_ms(tag)
+            if started is not None and now - started > self._timeout(session.timeout_ms):
+                overdue.append((tag, CONSUMER_TIMEOUT))
+            elif (
+                not session.get_holder
+                and session.idle(now, self._idle_timeout_ms)
+                and machine.held_count(tag) == len(session.buffer)
+            ):
+                overdue.append((tag, CONSUMER_IDLE))
+        return overdue
 
     def _tick_done(self, _: asyncio.Future) -> None:
         self._tick_in_flight = False

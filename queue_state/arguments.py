@@ -39,6 +39,7 @@ class QueueConfig:
     expires: int | None = None
     single_active_consumer: bool | None = None
     lease_period: int | None = None
+    consumer_timeout: int | None = None
 
     @property
     def delivery_limit_in_force(self) -> int | None:
@@ -119,6 +120,7 @@ _ARGUMENTS: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "x-expires": ("expires", _integer(1)),
     "x-single-active-consumer": ("single_active_consumer", _boolean),
     "x-lease-period": ("lease_period", _integer(1)),
+    "x-consumer-timeout": ("consumer_timeout", _integer(1)),
 }
 
 RUNTIME_ARGUMENTS = frozenset(
@@ -132,6 +134,7 @@ RUNTIME_ARGUMENTS = frozenset(
         "x-message-ttl",
         "x-expires",
         "x-lease-period",
+        "x-consumer-timeout",
         "x-quorum-target-group-size",
     }
 )

@@ -1,11 +1,12 @@
 """The wire forms of queue commands, by the version of the queue operation that carries them.
 
-Versions 1 to 3 (`encode_command`, `decode_command`): the msgpack-ready list `[tag, {field: value}]`.
+Versions 1 to 4 (`encode_command`, `decode_command`): the msgpack-ready list `[tag, {field: value}]`.
 Fields travel by name and a field equal to its default is left off, so a field added later with a default
 replays entries written before it (and a node that predates the field reads every command that leaves
 it at its default); a field the record does not have, or a missing one without a default, is an error.
 A field added with a later version (`_ADDED_IN`: Checkout's `since_ms` in 2; Return's and Cancel's
-`failed` and Discard's `reason` in 3) cannot be written in an earlier one.
+`failed` and Discard's `reason` in 3) cannot be written in an earlier one, nor can a command added later
+(`Touch`, 4) or an `UpdateConfig` setting an argument added later (`x-consumer-timeout`, 4).
 
 Version 0 (`encode_command_v0`, `decode_command_v0`): msgpack bytes of `[tag, now_ms, values...]`, the
 values positional in `_V0_FIELDS` order, with the time the entry envelope carries since version 1. It
@@ -46,6 +47,7 @@ from queue_state.commands import (
     Seal,
     Settle,
     Tick,
+    Touch,
     UpdateConfig,
 )
 
@@ -72,6 +74,7 @@ _TAGS: dict[type[Command], int] = {
     DurableCheckout: 14,
     DurableSettle: 15,
     Seal: 16,
+    Touch: 17,
 }
 _TYPES: dict[int, type[Command]] = {tag: kind for kind, tag in _TAGS.items()}
 _FIELD_NAMES: dict[type[Command], tuple[str, ...]] = {
@@ -106,7 +109,7 @@ _V0_FIELDS: dict[type[Command], tuple[str, ...]] = {
 }
 _V0_SHORTER: dict[type[Command], int] = {DurableCheckout: 2}
 
-NAMED_VERSIONS = (1, 2, 3)
+NAMED_VERSIONS = (1, 2, 3, 4)
 """The operation versions whose commands travel in the named-field form."""
 # The version a field of the named form was added in, when after version 1: an older node refuses it.
 _ADDED_IN: dict[type[Command], dict[str, int]] = {
@@ -115,6 +118,17 @@ _ADDED_IN: dict[type[Command], dict[str, int]] = {
     Cancel: {"failed": 3},
     Discard: {"reason": 3},
 }
+# The version a command was added in, when after version 1 (version 0 has none of them either).
+_COMMAND_ADDED_IN: dict[type[Command], int] = {Touch: 4}
+# The version a queue argument was added in, when after version 0: an older node cannot parse a
+# configuration that sets it.
+_ARGUMENT_ADDED_IN: dict[str, int] = {"x-consumer-timeout": 4}
+
+
+def arguments_version(arguments: dict[str, Any]) -> int:
+    """The first queue operations version whose nodes all read queue `arguments` (0 for the original
+    ones): a queue declared or changed to them before every node reads it would stop an older replica."""
+    return max((_ARGUMENT_ADDED_IN.get(name, 0) for name in arguments), default=0)
 
 
 def _is_default(kind: type[Command], name: str, value: Any) -> bool:
@@ -147,11 +161,15 @@ def _from_wire(field_name: str, value: Any) -> Any:
 
 
 def encode_command(cmd: Command, version: int = NAMED_VERSIONS[-1]) -> list[Any]:
-    """The named form of a command in operation `version` (1 to 3): `[tag, {field: value}]`, fields at
+    """The named form of a command in operation `version` (1 to 4): `[tag, {field: value}]`, fields at
     their default left off. ValueError for a field `version` has no place for that is not at its default."""
     if version not in NAMED_VERSIONS:
         raise ValueError(f"no named command form in version {version}")
     kind = type(cmd)
+    if _COMMAND_ADDED_IN.get(kind, 1) > version:
+        raise ValueError(f"{kind.__name__} cannot be written in version {version}")
+    if type(cmd) is UpdateConfig and arguments_version(cmd.config.to_arguments()) > version:
+        raise ValueError(f"the arguments of {cmd.config} cannot be written in version {version}")
     values = {}
     for name in _FIELD_NAMES[kind]:
         value = getattr(cmd, name)
@@ -163,7 +181,7 @@ def encode_command(cmd: Command, version: int = NAMED_VERSIONS[-1]) -> list[Any]
 
 
 def decode_command(wire: Any) -> Command:
-    """The command of a named form (version 1, 2 or 3); anything else raises `CommandDecodeError`."""
+    """The command of a named form (version 1 to 4); anything else raises `CommandDecodeError`."""
     with _decode_errors():
         if type(wire) is not list or len(wire) != 2 or type(wire[1]) is not dict:
             raise CommandDecodeError("not a command [tag, {field: value}]")
@@ -181,6 +199,10 @@ def encode_command_v0(meta: EntryMeta, cmd: Command) -> bytes:
     """The version-0 bytes of a command applied with `meta`, trailing fields an older form left off
     omitted while None. A field version 0 has no place for must hold its default."""
     kind = type(cmd)
+    if _COMMAND_ADDED_IN.get(kind, 1) > 1 or (
+        type(cmd) is UpdateConfig and arguments_version(cmd.config.to_arguments()) > 0
+    ):
+        raise ValueError(f"{cmd} cannot be written in version 0")
     names = _V0_FIELDS[kind]
     lost = [n for n in _FIELD_NAMES[kind] if n not in names and not _is_default(kind, n, getattr(cmd, n))]
     if lost:

@@ -187,6 +187,14 @@ class Discard(_ByIds):
 
 
 @dataclass(frozen=True, slots=True)
+class Touch(_ByIds):
+    """Extend the hold of checked-out messages (queue operations version 4): each id `consumer` holds
+    (whoever holds it when None) counts from this entry's time as just handed out, for the lease
+    (`x-lease-period`) and the consumer timeout alike. A durable consumer's deliveries never expire:
+    touching them changes nothing."""
+
+
+@dataclass(frozen=True, slots=True)
 class Get:
     """basic.get: take up to `count` ready messages; manual-ack ones are held by `holder`.
 
@@ -305,6 +313,7 @@ Command = (
     | Settle
     | Return
     | Discard
+    | Touch
     | Get
     | Purge
     | Tick

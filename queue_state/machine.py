@@ -31,6 +31,7 @@ from queue_state.commands import (
     Seal,
     Settle,
     Tick,
+    Touch,
     UpdateConfig,
 )
 from queue_state.consumers import ConsumerInfo, ConsumerRegistry, Holder
@@ -187,6 +188,16 @@ class QueueMachine:
         messages, failure = self._take_held(cmd.ids, cmd.consumer)
         for message in messages:
             self._dead_letter(message, "rejected", out, cmd.reason)
+        return failure or Ok()
+
+    def _touch(self, cmd: Touch, out: EffectCollector) -> Reply:
+        """Each touched message is held from now: it moves to the end of its holder's checkout order, which
+        stays ordered by hold time (a holder's first message is its oldest hold)."""
+        found, failure = self._held_by(cmd.ids, cmd.consumer)
+        for holder, message_id in found:
+            if type(holder) is not DurableHolder:
+                held = holder.held.pop(message_id)
+                holder.held[message_id] = HeldMessage(held.message, self._now)
         return failure or Ok()
 
     def _get(self, cmd: Get, out: EffectCollector) -> Reply:
@@ -374,18 +385,33 @@ class QueueMachine:
         self, ids: tuple[int, ...], owner: str | None
     ) -> tuple[list[ReadyMessage], Failure | None]:
         """Release the ids `owner` (anyone but a durable consumer if None) holds; a Failure names the rest."""
+        found, failure = self._held_by(ids, owner)
+        return [self._release(holder, message_id) for holder, message_id in found], failure
+
+    def _held_by(
+        self, ids: tuple[int, ...], owner: str | None
+    ) -> tuple[list[tuple[Holder, int]], Failure | None]:
+        """(holder, id) of the ids `owner` (anyone but a durable consumer if None) holds; a Failure names
+        the rest, or the owner when it holds nothing under that name."""
         if owner is not None and not self._holds_under(owner):
             return [], Failure("unknown_consumer", f"no consumer {owner!r}")
-        taken, unknown = [], []
+        found, unknown, seen = [], [], set()
         for message_id in ids:
             holder = self._holder_of.get(message_id)
             anonymous_durable = owner is None and type(holder) is DurableHolder
-            if holder is None or anonymous_durable or (owner is not None and holder.name != owner):
+            named_again = message_id in seen  # as if the first naming took it already
+            if (
+                holder is None
+                or anonymous_durable
+                or (owner is not None and holder.name != owner)
+                or named_again
+            ):
                 unknown.append(message_id)
             else:
-                taken.append(self._release(holder, message_id))
+                found.append((holder, message_id))
+                seen.add(message_id)
         failure = Failure("unknown_ids", f"not checked out: {unknown}") if unknown else None
-        return taken, failure
+        return found, failure
 
     def _requeue(self, held: ReadyMessage, failed: bool, out: EffectCollector) -> None:
         """A message back from its holder, one more time acquired: a failed delivery past the delivery
@@ -501,6 +527,19 @@ class QueueMachine:
             )
             for c in self._consumers
         ]
+
+    def hold_started_ms(self, holder: str) -> int | None:
+        """When the oldest hold of a consumer or get holder of that name began (handed out, or last
+        touched), or None when it holds nothing."""
+        found = self._consumers.get(holder) or self._get_holders.get(holder)
+        if found is None or not found.held:
+            return None
+        return next(iter(found.held.values())).since_ms
+
+    def held_count(self, holder: str) -> int:
+        """How many messages a consumer or get holder of that name holds."""
+        found = self._consumers.get(holder) or self._get_holders.get(holder)
+        return 0 if found is None else len(found.held)
 
     def get_holders(self) -> list[str]:
         """The holders of manual-ack gets that hold messages (a holder is gone once it holds none)."""
@@ -684,6 +723,7 @@ _HANDLERS: dict[type, Callable[[QueueMachine, Any, EffectCollector], Reply]] = {
     Settle: QueueMachine._settle,
     Return: QueueMachine._return,
     Discard: QueueMachine._discard,
+    Touch: QueueMachine._touch,
     Get: QueueMachine._get,
     Purge: QueueMachine._purge,
     Tick: QueueMachine._tick,

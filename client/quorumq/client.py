@@ -13,6 +13,7 @@ import aiohttp
 
 from quorumq.auth import Auth, resolve_credentials
 from quorumq.errors import NotFoundError, ProtocolError, QuorumqError
+from quorumq.hold_keeper import HoldKeeper
 from quorumq.incoming import IncomingMessage, settled_through
 from quorumq.messages import (
     Delivery,
@@ -228,9 +229,10 @@ class Client:
     ) -> str:
         """Register a consumer and return its tag (a durable consumer is named `name`).
 
-        `timeout_ms`: how long the consumer may neither poll nor ack before the server cancels it
-        and returns its unacked messages (server default 30 s). `since` (epoch ms or ISO-8601):
-        receive only messages enqueued at or after that time (reading a dead-letter queue from a time).
+        `timeout_ms`: the consumer timeout, how long it may hold a delivery without an ack, nack or touch
+        before the server ends it and returns what it holds (default: the queue's `x-consumer-timeout`,
+        else the server's, 30 minutes). `since` (epoch ms or ISO-8601): receive only messages enqueued
+        at or after that time (reading a dead-letter queue from a time).
         """
         body: dict[str, Any] = {"prefetch": prefetch, "priority": priority}
         if timeout_ms is not None:
@@ -246,10 +248,11 @@ class Client:
 
     async def _subscribe(
         self, queue: str, prefetch: int, priority: int, sink: ConsumerSink, tag: str | None, via: str | None
-    ) -> tuple[str, str | None]:
+    ) -> tuple[str, str | None, int | None]:
         """Register a consumer for a Subscription (or, with `tag`, carry on with that one on its queue's
         leader), on a stream when this client uses them, first through the node `via` when given: its
-        tag, and the node whose stream delivers to `sink` (None: it is polled over HTTP)."""
+        tag, the node whose stream delivers to `sink` (None: it is polled over HTTP), and how long it may
+        hold a delivery untouched (ms; None from a server that does not say)."""
         body: dict[str, Any] = {"prefetch": prefetch, "priority": priority}
         frame = None if tag is None else {"tag": tag}
         reply = await self._transport.request(
@@ -260,8 +263,8 @@ class Client:
             sink=sink,
             prefer=via,
         )
-        on_stream = reply.payload.get("stream") if isinstance(reply.payload, dict) else None
-        return _tag_from(reply.payload), on_stream
+        answer = reply.payload if isinstance(reply.payload, dict) else {}
+        return _tag_from(reply.payload), answer.get("stream"), _optional_int(answer.get("hold_ms"))
 
     async def deliveries(
         self, queue: str, tag: str, max: int = 100, wait: float = 1.0
@@ -276,7 +279,9 @@ class Client:
             answer_type=self._message_type,
         )
         consumer = settled_through(
-            functools.partial(self.ack, queue, tag), functools.partial(self.nack, queue, tag)
+            functools.partial(self.ack, queue, tag),
+            functools.partial(self.nack, queue, tag),
+            HoldKeeper(functools.partial(self.touch, queue, tag)),
         )
         return decode_deliveries(reply.payload, consumer)
 
@@ -301,6 +306,19 @@ class Client:
         kept in the dead letter's `x-death` as `reason-text`."""
         body = nack_body(list(ids), requeue, failed, reason)
         await self._settle_consumer(queue, tag, "nack", body)
+
+    async def touch(self, queue: str, tag: str, ids: Iterable[int]) -> int:
+        """Extend the hold of deliveries of consumer `tag`: each counts from now as just handed out (for
+        the consumer timeout and the lease). Returns how long they may now be held untouched, in ms."""
+        return await self._touch_consumer(queue, tag, list(ids))
+
+    async def _touch_consumer(self, queue: str, tag: str, ids: list[int], via: str | None = None) -> int:
+        """Touch for consumer `tag`: on the stream of the node `via` when given, else over HTTP."""
+        body = {"ids": ids}
+        frame = self._stream_op("touch", queue, {"tag": tag, **body}) if via else None
+        path = queue_path(queue, "consumers", tag, "touch")
+        reply = await self._transport.request("POST", path, body=body, stream=frame, prefer=via)
+        return _hold_from(reply.payload)
 
     async def cancel(self, queue: str, tag: str) -> None:
         """Cancel consumer `tag`; its unacked messages return to the queue."""
@@ -351,12 +369,21 @@ class Client:
         )
         if ack == "auto":
             return decode_deliveries(reply.payload, Delivery)
-        got = settled_through(functools.partial(self.ack_got, queue), functools.partial(self.nack_got, queue))
+        got = settled_through(
+            functools.partial(self.ack_got, queue),
+            functools.partial(self.nack_got, queue),
+            HoldKeeper(functools.partial(self.touch_got, queue)),
+        )
         return decode_deliveries(reply.payload, got)
 
     async def ack_got(self, queue: str, ids: Iterable[int]) -> None:
         """Settle messages taken by `get` with manual ack."""
         await self._settle(queue_path(queue, "ack"), {"ids": list(ids)})
+
+    async def touch_got(self, queue: str, ids: Iterable[int]) -> int:
+        """Extend the hold of messages taken by `get` with manual ack (as `touch` for a consumer)."""
+        reply = await self._transport.request("POST", queue_path(queue, "touch"), body={"ids": list(ids)})
+        return _hold_from(reply.payload)
 
     async def nack_got(
         self,
@@ -532,6 +559,17 @@ def _tag_from(payload: Any) -> str:
         return str(payload["consumer"])
     except (KeyError, TypeError) as exc:
         raise QuorumqError(0, "bad_response", f"consume answer without a tag: {payload!r}") from exc
+
+
+def _hold_from(payload: Any) -> int:
+    hold = _optional_int(payload.get("hold_ms") if isinstance(payload, dict) else None)
+    if hold is None:
+        raise QuorumqError(0, "bad_response", f"touch answer without hold_ms: {payload!r}")
+    return hold
+
+
+def _optional_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _position_from(payload: Any) -> SequencePosition:

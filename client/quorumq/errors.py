@@ -44,6 +44,12 @@ class NotFoundError(QuorumqError):
     """404: unknown queue, consumer or member."""
 
 
+class ConsumerEndedError(NotFoundError):
+    """410: the queue's leader ended the consumer; `code` says why: `consumer_timeout` (it held a delivery
+    past its consumer timeout without a touch) or `consumer_idle` (deliveries waited while it was silent).
+    What it held went back to the queue."""
+
+
 class ConflictError(QuorumqError):
     """409: a declare with arguments different from the existing queue's, or a refused delete."""
 
@@ -107,6 +113,7 @@ _ERRORS_BY_STATUS: dict[int, type[QuorumqError]] = {
     403: ForbiddenError,
     404: NotFoundError,
     409: ConflictError,
+    410: ConsumerEndedError,
     413: PayloadTooLargeError,
     429: TooManyRequestsError,
     503: UnavailableError,

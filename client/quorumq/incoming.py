@@ -7,15 +7,17 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Self
 
 from quorumq.errors import QuorumqError
+from quorumq.hold_keeper import HoldKeeper
 from quorumq.messages import Delivery
 
 
 class Settler(NamedTuple):
     """How the messages of one consumer (or of one `get`) are settled: `ack(ids)`, `nack(ids, requeue,
-    failed=..., reason=...)`."""
+    failed=..., reason=...)`, and kept held while worked on (`keeper`)."""
 
     ack: Callable[[list[int]], Awaitable[None]]
     nack: Callable[..., Awaitable[None]]
+    keeper: HoldKeeper
 
 
 class _Settlement:
@@ -58,15 +60,23 @@ class IncomingMessage(Delivery):
         await self.settler.nack([self.id], requeue, failed=failed, reason=reason)
         self._settlement.done = True
 
+    async def touch(self) -> int:
+        """Extend the message's hold: it counts from now as just handed out (for the consumer timeout and
+        the lease). Returns how long it may now be held without another touch, in ms."""
+        self._refuse_if_settled()
+        return await self.settler.keeper.touch([self.id])
+
     @contextlib.asynccontextmanager
     async def process(self, requeue: bool = True) -> AsyncIterator[Self]:
         """Ack the message when the block ends; when it raises, nack it (`requeue`: back to the queue,
-        else dead-lettered) and re-raise. A block stopped by cancellation, KeyboardInterrupt or
+        else dead-lettered) and re-raise. While the block runs the message is touched every half hold
+        (`HoldKeeper`), so slow work keeps it. A block stopped by cancellation, KeyboardInterrupt or
         SystemExit (a worker shutting down) did not reject the message: it is requeued whatever
         `requeue` says. A message the block settled itself is left as it is; when the nack itself
         fails, the block's exception is still the one raised, with a note saying so."""
         try:
-            yield self
+            async with self.settler.keeper.holding(self.id):
+                yield self
         except Exception as exc:
             await self._nack_after(exc, requeue)
             raise
@@ -91,8 +101,8 @@ class IncomingMessage(Delivery):
 
 
 def settled_through(
-    ack: Callable[[list[int]], Awaitable[None]], nack: Callable[..., Awaitable[None]]
+    ack: Callable[[list[int]], Awaitable[None]], nack: Callable[..., Awaitable[None]], keeper: HoldKeeper
 ) -> Callable[..., IncomingMessage]:
     """What builds the IncomingMessages of one consumer (or one get) from a delivery's fields, each
-    settled through `ack(ids)` and `nack(ids, requeue)`."""
-    return functools.partial(IncomingMessage, settler=Settler(ack, nack))
+    settled through `ack(ids)` and `nack(ids, requeue)`, and kept held by `keeper`."""
+    return functools.partial(IncomingMessage, settler=Settler(ack, nack, keeper))

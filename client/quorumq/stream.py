@@ -23,7 +23,7 @@ from quorumq.node_watch import NodeWatch
 VERSION = 1
 HEARTBEAT_S = 15.0
 CONNECTION_LOST = "connection_lost"
-_ANSWER_STATUS = {"confirm": 201, "consume-ok": 201, "settled": 200, "cancelled": 200}
+_ANSWER_STATUS = {"confirm": 201, "consume-ok": 201, "settled": 200, "touched": 200, "cancelled": 200}
 
 
 class ConsumerSink(Protocol):
@@ -209,7 +209,7 @@ class StreamConnection:
             self._sinks.pop(str(frame.get("tag")), None)
         body = {k: v for k, v in frame.items() if k not in ("op", "id")}
         if op == "consume-ok":
-            body = {"consumer": frame.get("tag"), "stream": self.base}
+            body = {"consumer": frame.get("tag"), "stream": self.base, "hold_ms": frame.get("hold_ms")}
         answer.set_result((_ANSWER_STATUS.get(str(op), 200), body))
 
 

@@ -7,7 +7,8 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, NamedTuple, Self
 
-from quorumq.errors import NotFoundError
+from quorumq.errors import ConsumerEndedError, NotFoundError
+from quorumq.hold_keeper import HoldKeeper
 from quorumq.incoming import IncomingMessage, settled_through
 from quorumq.messages import Delivery, decode_deliveries, nack_body
 
@@ -49,8 +50,10 @@ class Subscription:
     connection drops, the subscription carries on with the same consumer on the new leader (what it held
     and did not ack is delivered again), or with a new one when the old one is gone. Over HTTP
     (`Client(..., stream=False)`, or a node without streams) it long-polls for up to `wait` seconds at a
-    time; a subscription that is only iterated is then cancelled by the server once it stops polling for
-    the consumer timeout.
+    time. A consumer the server ended (it held a delivery past its consumer timeout untouched, or left
+    deliveries waiting while it was silent for the idle timeout) is replaced by a new one the same way;
+    what it held went back to the queue. Messages inside `message.process()` are touched while the
+    block runs, so slow work keeps them.
     """
 
     def __init__(self, client: "Client", queue: str, *, prefetch: int, priority: int, wait: float) -> None:
@@ -62,6 +65,7 @@ class Subscription:
         self.tag: str | None = None
         self._feed = _Feed()
         self._via: str | None = None  # the node whose stream delivers to this consumer
+        self._keeper = HoldKeeper(self.touch)
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -90,9 +94,13 @@ class Subscription:
         while True:
             if self._via is None:
                 assert self.tag is not None
-                polled = await self._client.deliveries(
-                    self.queue, self.tag, max=self._prefetch, wait=self._wait
-                )
+                try:
+                    polled = await self._client.deliveries(
+                        self.queue, self.tag, max=self._prefetch, wait=self._wait
+                    )
+                except ConsumerEndedError:  # what it held went back to the queue: carry on anew
+                    await self._register(None, None)
+                    continue
                 if polled:
                     yield polled
                 continue
@@ -118,6 +126,11 @@ class Subscription:
         and `reason` as for `Client.nack`)."""
         await self._settle("nack", nack_body(_ids(deliveries), requeue, failed, reason))
 
+    async def touch(self, deliveries: Iterable[Delivery | int]) -> int:
+        """Extend the hold of deliveries (each counts from now as just handed out); returns how long they
+        may now be held untouched, in ms. `message.process()` does this by itself while its block runs."""
+        return await self._client._touch_consumer(self.queue, await self.start(), _ids(deliveries), self._via)
+
     async def close(self) -> None:
         """Cancel the consumer if it was registered (a consumer the server already dropped is fine)."""
         if self.tag is not None:
@@ -128,7 +141,7 @@ class Subscription:
     async def _register(self, tag: str | None, via: str | None) -> None:
         """Register a consumer (or carry on with `tag`), first through the node `via` when given."""
         self._feed = _Feed()  # what the previous stream still delivers to the old feed is dropped
-        self.tag, self._via = await self._client._subscribe(
+        self.tag, self._via, self._keeper.hold_ms = await self._client._subscribe(
             self.queue, self._prefetch, self._priority, self._feed, tag, via
         )
 
@@ -142,7 +155,7 @@ class Subscription:
 
     def _settled_here(self) -> Callable[..., IncomingMessage]:
         """What makes IncomingMessages that settle through this subscription (its consumer's stream)."""
-        return settled_through(self.ack, self.nack)
+        return settled_through(self.ack, self.nack, self._keeper)
 
     async def _settle(self, kind: str, body: dict[str, Any]) -> None:
         await self._client._settle_consumer(self.queue, await self.start(), kind, body, self._via)

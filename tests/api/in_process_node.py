@@ -53,8 +53,9 @@ async def until(condition: Any, what: str, timeout: float = 20.0) -> None:
 
 
 @contextlib.asynccontextmanager
-async def in_process_node(data_dir: Path) -> AsyncIterator[InProcessNode]:
-    """A started one-node cluster whose metadata is ready (users initialised), and its API client."""
+async def in_process_node(data_dir: Path, **settings: Any) -> AsyncIterator[InProcessNode]:
+    """A started one-node cluster whose metadata is ready (users initialised), and its API client;
+    `settings` override `NodeConfig` fields."""
     http_port, raft_port = free_ports(2)
     config = NodeConfig(
         "n1",
@@ -63,7 +64,7 @@ async def in_process_node(data_dir: Path) -> AsyncIterator[InProcessNode]:
         Address("127.0.0.1", raft_port),
         cluster_secret="in-process-test-secret",
         tick_ms=20,
-        consumer_timeout_ms=60_000,
+        **({"consumer_timeout_ms": 60_000} | settings),
     )
     node = Node(config)
     await node.start()

@@ -43,6 +43,8 @@ from queue_state.commands import (
     Return,
     Settle,
     Tick,
+    Touch,
+    UpdateConfig,
 )
 from raft_log.storage import NodeStore
 from raft_log.types import ConfState, Entry, EntryKind
@@ -106,18 +108,33 @@ def test_version_2_is_version_1_under_its_own_number_with_a_readers_time() -> No
 
 
 def test_version_3_is_version_2_under_its_own_number_with_plain_returns_and_reasons() -> None:
-    assert QUEUE_OP_VERSION == 3
-    assert encode_queue_op(EntryMeta(7), Tick()) == [3, 7, [10, {}], None]
+    assert encode_queue_op(EntryMeta(7), Tick(), None, 3) == [3, 7, [10, {}], None]
     for command, wire in [
         (Return((4,), "c", failed=False), [6, {"ids": [4], "consumer": "c", "failed": False}]),
         (Cancel("c", failed=False), [3, {"consumer": "c", "failed": False}]),
         (Discard((4,), "c", reason="bad"), [7, {"ids": [4], "consumer": "c", "reason": "bad"}]),
     ]:
-        op = encode_queue_op(EntryMeta(7), command)
+        op = encode_queue_op(EntryMeta(7), command, None, 3)
         assert op == [3, 7, wire, None]
         assert decode_queue_op(through_an_entry(op)) == QueueOp(EntryMeta(7), command, None)
         for version in (0, 1, 2):  # a node of that version would refuse the field: it is never written
             with pytest.raises(ValueError, match=r"failed|reason"):
+                encode_queue_op(EntryMeta(7), command, None, version)
+
+
+def test_version_4_is_version_3_under_its_own_number_with_touches_and_consumer_timeouts() -> None:
+    assert QUEUE_OP_VERSION == 4
+    assert encode_queue_op(EntryMeta(7), Tick()) == [4, 7, [10, {}], None]
+    timeout = UpdateConfig(parse_arguments({"x-consumer-timeout": 9000}))
+    for command, wire in [
+        (Touch((4, 5), "c"), [17, {"ids": [4, 5], "consumer": "c"}]),
+        (timeout, [11, {"config": {"x-queue-type": "quorum", "x-consumer-timeout": 9000}}]),
+    ]:
+        op = encode_queue_op(EntryMeta(7), command)
+        assert op == [4, 7, wire, None]
+        assert decode_queue_op(through_an_entry(op)) == QueueOp(EntryMeta(7), command, None)
+        for version in (0, 1, 2, 3):  # a node of that version would refuse it: it is never written
+            with pytest.raises(ValueError):
                 encode_queue_op(EntryMeta(7), command, None, version)
 
 
@@ -177,7 +194,7 @@ def test_version_0_operations_decode_into_the_same_records_with_their_time(
 @pytest.mark.parametrize(
     "op",
     [
-        [4, 5, [10, {}], None],  # a version this node does not know
+        [5, 5, [10, {}], None],  # a version this node does not know
         [True, 5, [10, {}], None],  # a bool is not a version
         [1, -1, [10, {}], None],  # a negative time
         [1, "5", [10, {}], None],  # a time that is not an int
@@ -204,7 +221,8 @@ def test_op_bodies_reads_either_version_and_nothing_else() -> None:
     assert op_bodies([1, 5, [1, {"messages": [[1, None]]}], bodies]) == bodies
     assert op_bodies([2, 5, [1, {"messages": [[1, None]]}], bodies]) == bodies
     assert op_bodies([3, 5, [1, {"messages": [[1, None]]}], bodies]) == bodies
-    assert [op_bodies(op) for op in (None, [], [1, 2, 3], "op", [4, 5, [], bodies])] == [None] * 5
+    assert op_bodies([4, 5, [1, {"messages": [[1, None]]}], bodies]) == bodies
+    assert [op_bodies(op) for op in (None, [], [1, 2, 3], "op", [5, 5, [], bodies])] == [None] * 5
 
 
 def test_only_known_versions_are_written() -> None:

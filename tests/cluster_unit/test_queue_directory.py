@@ -13,6 +13,7 @@ import pytest
 
 import cluster.metadata_door
 import cluster.queue_directory
+from cluster.entry_codec import QUEUE_OP_VERSION
 from cluster.errors import BadRequest, NotLeader, QueueConflict, QueueNotFound
 from cluster.format_versions import FormatVersions
 from cluster.metadata.codec import encode
@@ -94,7 +95,15 @@ def directory_parts(
     host, cluster = MetadataLeader(app), Cluster([ME, "b", "c"])
     door = MetadataDoor(host, "meta", FormatVersions(ME, lambda: [ME]))
     hosted: dict[str, Any] = {}
-    queues = QueueDirectory(metadata, hosted, groups or Groups(group_leader), cluster, door, lambda: 1000)
+    queues = QueueDirectory(
+        metadata,
+        hosted,
+        groups or Groups(group_leader),
+        cluster,
+        door,
+        lambda: 1000,
+        lambda: QUEUE_OP_VERSION,
+    )
     return queues, hosted, metadata, host, cluster
 
 

@@ -24,6 +24,7 @@ from queue_state.commands import (
     Seal,
     Settle,
     Tick,
+    Touch,
     UpdateConfig,
 )
 
@@ -52,6 +53,7 @@ def configs(draw: st.DrawFn) -> QueueConfig:
         "x-expires": draw(st.none() | st.integers(1, 2_000)),
         "x-single-active-consumer": draw(st.none() | st.booleans()),
         "x-lease-period": draw(st.none() | st.integers(1, 300)),
+        "x-consumer-timeout": draw(st.none() | st.integers(1, 300)),
     }
     return parse_arguments({k: v for k, v in arguments.items() if v is not None})
 
@@ -73,6 +75,7 @@ commands = st.one_of(
     st.builds(Settle, IDS, st.none() | NAMES),
     st.builds(Return, IDS, st.none() | NAMES, st.booleans()),
     st.builds(Discard, IDS, st.none() | NAMES, st.none() | st.sampled_from(["bad", "ünïcode ✓", ""])),
+    st.builds(Touch, IDS, st.none() | NAMES),
     st.builds(Get, NAMES, st.integers(1, 3), st.booleans()),
     st.builds(Purge),
     st.builds(Tick),
@@ -99,10 +102,17 @@ metas = st.builds(EntryMeta, TIMES)
 command_lists = st.lists(st.tuples(metas, commands), max_size=60)
 
 
+def _written_before_version_4(command: Command) -> bool:
+    if isinstance(command, UpdateConfig):
+        return command.config.consumer_timeout is None
+    return not isinstance(command, Touch)
+
+
 def _written_before_version_3(command: Command) -> bool:
     if isinstance(command, Return | Cancel):
-        return command.failed
-    return not (isinstance(command, Discard) and command.reason is not None)
+        return command.failed and _written_before_version_4(command)
+    discard_reason = isinstance(command, Discard) and command.reason is not None
+    return not discard_reason and _written_before_version_4(command)
 
 
 def _written_before_version_2(command: Command) -> bool:
@@ -110,9 +120,11 @@ def _written_before_version_2(command: Command) -> bool:
     return not reader and _written_before_version_3(command)
 
 
+commands_before_version_4 = commands.filter(_written_before_version_4)
+"""Commands version 3 reads: no touch, no consumer timeout argument (queue operations version 4)."""
 commands_before_version_3 = commands.filter(_written_before_version_3)
 """Commands version 2 reads: no field added with queue operations version 3 (a return's or cancel's
-`failed` False, a discard's `reason`)."""
+`failed` False, a discard's `reason`) or later (a touch, a consumer timeout argument)."""
 commands_before_version_2 = commands.filter(_written_before_version_2)
 """Commands every form reads: no field added with queue operations version 2 (a reader's `since_ms`)
 or later."""

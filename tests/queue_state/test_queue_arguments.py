@@ -23,6 +23,7 @@ EVERY_ARGUMENT = {
     "x-expires": 3_600_000,
     "x-single-active-consumer": True,
     "x-lease-period": 30_000,
+    "x-consumer-timeout": 60_000,
 }
 
 
@@ -43,6 +44,7 @@ def test_every_argument_is_accepted_into_its_field() -> None:
         expires=3_600_000,
         single_active_consumer=True,
         lease_period=30_000,
+        consumer_timeout=60_000,
     )
 
 
@@ -94,6 +96,7 @@ def test_to_arguments_is_canonical_so_redeclares_compare_equal() -> None:
         ("x-expires", 0),
         ("x-single-active-consumer", 1),
         ("x-single-active-consumer", "true"),
+        ("x-consumer-timeout", 0),
         ("x-lease-period", 0),
         ("x-unknown", 1),
         ("max-length", 1),

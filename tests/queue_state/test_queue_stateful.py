@@ -37,6 +37,7 @@ from queue_state.commands import (
     Return,
     Settle,
     Tick,
+    Touch,
     UpdateConfig,
 )
 from queue_state.durable import DurableLogGap
@@ -261,6 +262,20 @@ class QueueInvariants(RuleBasedStateMachine):
         if held:
             name, message_id = data.draw(st.sampled_from(held))
             self._apply(EntryMeta(self._time(1)), kind((message_id,), name))
+
+    @rule(data=st.data(), step=st.integers(0, 60))
+    def touch_what_a_holder_holds(self, data, step) -> None:
+        """Touch all a consumer or get holder holds (or random ids, now and then): what it holds, and
+        where, is unchanged, and its oldest hold then began at the touch."""
+        name = data.draw(NAMES)
+        held = [d.id for d in self.machine.checked_out(name) if not self._is_durable(name)]
+        ids = tuple(held) if held and data.draw(st.booleans()) else data.draw(IDS)
+        meta = EntryMeta(self._time(step))
+        self._apply(meta, Touch(ids, name if data.draw(st.booleans()) else None))
+        after = [d.id for d in self.machine.checked_out(name) if not self._is_durable(name)]
+        assert sorted(after) == sorted(held), "a touch moved what a holder holds"
+        if held and set(held) <= set(ids):
+            assert self.machine.hold_started_ms(name) == self.machine.now_ms, "a touch did not renew the hold"
 
     @rule(step=st.integers(0, 60), name=NAMES, count=st.integers(1, 3), auto_ack=st.booleans())
     def get(self, step, name, count, auto_ack) -> None:

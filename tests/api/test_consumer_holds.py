@@ -1,0 +1,161 @@
+"""How long a consumer may hold what it was handed, on a real in-process node (issue 22): the consumer
+timeout (consumer > queue `x-consumer-timeout` > node), touches that extend it, the idle rule for a
+consumer that stopped polling, and what its next request is told once its leader ended it."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from in_process_node import InProcessNode, in_process_node, until
+
+from cluster.errors import ConsumerEnded, Refused
+from cluster.queue_leader import QueueLeader
+from cluster.queue_results import Outcome
+from cluster.stored_message import StoredMessage
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+NODE_TIMEOUT_MS = 60_000
+IDLE_TIMEOUT_MS = 600
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def running(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[InProcessNode]:
+    async with in_process_node(
+        Path(tmp_path_factory.mktemp("holds")),
+        consumer_timeout_ms=NODE_TIMEOUT_MS,
+        consumer_idle_timeout_ms=IDLE_TIMEOUT_MS,
+    ) as node:
+        yield node
+
+
+async def publish(door: QueueLeader, *bodies: str) -> None:
+    await door.publish([(StoredMessage(b.encode(), {}, "utf8"), None) for b in bodies], None, None)
+
+
+async def ended(door: QueueLeader, tag: str) -> str:
+    """Why the leader ended consumer `tag`, once it did (a poll raises ConsumerEnded)."""
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            await door.poll(tag, 1, 0.05)
+        except ConsumerEnded as exc:
+            return exc.code
+        assert time.monotonic() < deadline, f"consumer {tag} never ended"
+
+
+async def test_rule_a_delivery_held_past_the_consumer_timeout_ends_the_consumer(
+    running: InProcessNode,
+) -> None:
+    door = await running.declare("h-timeout")
+    await publish(door, "slow")
+    tag = await door.register_consumer(prefetch=1, priority=0, timeout_ms=300, since_ms=None)
+    assert door.hold_ms(tag) == 300
+    (row,) = await door.poll(tag, 1, 5.0)
+    assert await ended(door, tag) == "consumer_timeout"
+    with pytest.raises(ConsumerEnded):
+        await door.settle((row.id,), tag, Outcome.ACK)
+    await door.cancel(tag)  # already gone: nothing to do, and said only once
+    (again,) = await door.get(1, auto_ack=True, since_ms=None)
+    assert (again.id, again.delivery_count, again.acquired_count) == (row.id, 1, 1)  # a failure
+
+
+async def test_touches_keep_a_slow_consumers_delivery_past_its_timeout(running: InProcessNode) -> None:
+    door = await running.declare("h-touch")
+    await publish(door, "slow", "other")
+    tag = await door.register_consumer(prefetch=2, priority=0, timeout_ms=400, since_ms=None)
+    rows = await door.poll(tag, 2, 5.0)
+    started = time.monotonic()
+    while time.monotonic() - started < 1.2:  # three timeouts of work, touched every 150 ms
+        touched = await door.touch((rows[0].id, 999), tag)
+        assert touched.warning is not None and "999" in touched.warning
+        await asyncio.sleep(0.15)  # the slow work the touches are for
+        await door.touch((rows[1].id,), tag)
+    assert (await door.settle(tuple(r.id for r in rows), tag, Outcome.ACK)).warning is None
+    assert door.stats().messages == 0
+
+
+async def test_rule_consumer_timeout_precedence_is_consumer_then_queue_then_node(
+    running: InProcessNode,
+) -> None:
+    door = await running.declare("h-precedence", {"x-consumer-timeout": 250})
+    own = await door.register_consumer(prefetch=1, priority=0, timeout_ms=90_000, since_ms=None)
+    queues = await door.register_consumer(prefetch=1, priority=0, timeout_ms=None, since_ms=None)
+    assert (door.hold_ms(own), door.hold_ms(queues), door.hold_ms(None)) == (90_000, 250, 250)
+    await door.update_arguments({"x-lease-period": 100})
+    assert (door.hold_ms(own), door.hold_ms(queues)) == (100, 100)  # the lease is shorter
+    await door.update_arguments({"x-lease-period": None, "x-consumer-timeout": None})
+    assert (door.hold_ms(own), door.hold_ms(queues)) == (90_000, NODE_TIMEOUT_MS)
+    await door.update_arguments({"x-consumer-timeout": 250})
+    await publish(door, "a", "b")
+    await door.poll(own, 1, 5.0)
+    await door.poll(queues, 1, 5.0)
+    assert await ended(door, queues) == "consumer_timeout"
+    await door.touch(tuple(r.id for r in await door.browse(0, 100, 10)), own)  # still its own, 90 s
+    await door.cancel(own)
+
+
+async def test_rule_a_silent_consumer_with_deliveries_waiting_ends_idle_as_a_plain_return(
+    running: InProcessNode,
+) -> None:
+    door = await running.declare("h-idle")
+    tag = await door.register_consumer(prefetch=5, priority=0, timeout_ms=None, since_ms=None)
+    await publish(door, "waits")  # pushed to the consumer's session, never polled
+    await until(lambda: door.stats().consumers == 0, "the idle consumer to end")
+    assert await ended(door, tag) == "consumer_idle"
+    (row,) = await door.get(1, auto_ack=True, since_ms=None)
+    assert (row.delivery_count, row.acquired_count) == (0, 1)  # never handed to it: not a failure
+
+
+async def test_rule_a_consumer_working_on_what_it_was_handed_is_not_idle(running: InProcessNode) -> None:
+    door = await running.declare("h-busy")
+    await publish(door, "in hand")
+    busy = await door.register_consumer(prefetch=2, priority=0, timeout_ms=None, since_ms=None)
+    (held,) = await door.poll(busy, 1, 5.0)
+    waiting = await door.register_consumer(prefetch=1, priority=0, timeout_ms=None, since_ms=None)
+    poll = asyncio.create_task(door.poll(waiting, 1, 3 * IDLE_TIMEOUT_MS / 1000))
+    await asyncio.sleep(2 * IDLE_TIMEOUT_MS / 1000)  # silence: longer than the idle timeout
+    await publish(door, "for the long poll")
+    assert [r.body for r in await poll] in ([b"for the long poll"], [])  # a waiting poll is not idle
+    assert (await door.settle((held.id,), busy, Outcome.ACK)).warning is None
+    await door.cancel(busy)
+    await door.cancel(waiting)
+
+
+async def test_a_manual_get_is_touched_through_no_consumer(running: InProcessNode) -> None:
+    door = await running.declare("h-get", {"x-consumer-timeout": 300})
+    await publish(door, "got")
+    (row,) = await door.get(1, auto_ack=False, since_ms=None)
+    for _ in range(5):
+        assert (await door.touch((row.id,), None)).warning is None
+        await asyncio.sleep(0.1)  # the slow work the touches are for
+    assert (await door.settle((row.id,), None, Outcome.ACK)).warning is None
+    await publish(door, "untouched")
+    (row,) = await door.get(1, auto_ack=False, since_ms=None)
+    await until(lambda: door.stats().messages_ready == 1, "the get holder to time out")
+
+
+async def test_rule_touches_and_consumer_timeouts_are_written_only_once_every_node_reads_version_4(
+    running: InProcessNode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    door = await running.declare("h-versions")
+    await publish(door, "a")
+    tag = await door.register_consumer(prefetch=1, priority=0, timeout_ms=None, since_ms=None)
+    (row,) = await door.poll(tag, 1, 5.0)
+    with monkeypatch.context() as older_member:  # a node still reads version 3 only
+        older_member.setattr(running.node.formats.queue_operations, "version_for", lambda others: 3)
+        for refused in (door.touch((row.id,), tag), door.update_arguments({"x-consumer-timeout": 1000})):
+            with pytest.raises(Refused) as caught:
+                await refused
+            assert caught.value.code == "upgrade_in_progress"
+        status, body = await running.call(
+            "PUT", "/api/queues/h-versions-2", json={"arguments": {"x-consumer-timeout": 1000}}
+        )
+        assert (status, body["error"]) == (409, "upgrade_in_progress")
+    await door.touch((row.id,), tag)
+    await door.cancel(tag)
