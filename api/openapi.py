@@ -180,6 +180,8 @@ SETTLE = _object(
     },
     ("ids",),
 )
+TOUCH = _object({"ids": IDS}, ("ids",))
+ENDED = "the consumer was ended by its leader (error consumer_timeout or consumer_idle)"
 DECLARE = _object({"arguments": {"type": "object"}})
 
 
@@ -205,7 +207,12 @@ CONSUMER = {
     "properties": {
         "prefetch": {"type": "integer", "minimum": 1, "maximum": 65535},
         "priority": {"type": "integer"},
-        "timeout": {"type": "integer", "minimum": 1},
+        "timeout": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "the consumer timeout (ms): a delivery held this long without an ack, nack or "
+            "touch ends the consumer (default: the queue's x-consumer-timeout, else the node's)",
+        },
         "durable": {"type": "boolean"},
         "name": {"type": "string"},
         "since": SINCE,
@@ -376,6 +383,13 @@ PATHS: dict[str, dict[str, Any]] = {
     },
     Q + "/ack": {"post": _operation("settle got messages", {"200": "settled"}, body=SETTLE)},
     Q + "/nack": {"post": _operation("return or discard got messages", {"200": "returned"}, body=SETTLE)},
+    Q + "/touch": {
+        "post": _operation(
+            "extend the hold of got messages: each counts from now as just handed out",
+            {"200": "touched, with hold_ms", "409": "a node reads no touches yet (upgrade_in_progress)"},
+            body=TOUCH,
+        )
+    },
     Q + "/consumers": {
         "post": _operation(
             "register a consumer",
@@ -388,7 +402,7 @@ PATHS: dict[str, dict[str, Any]] = {
     C + "/deliveries": {
         "get": _operation(
             "long-poll deliveries",
-            {"200": "deliveries"},
+            {"200": "deliveries", "410": ENDED},
             answers=DELIVERIES,
             query=(
                 _query("max", {"type": "integer", "minimum": 0, "maximum": 10000}),
@@ -396,8 +410,21 @@ PATHS: dict[str, dict[str, Any]] = {
             ),
         )
     },
-    C + "/ack": {"post": _operation("settle deliveries", {"200": "settled"}, body=SETTLE)},
-    C + "/nack": {"post": _operation("return or discard deliveries", {"200": "returned"}, body=SETTLE)},
+    C + "/ack": {"post": _operation("settle deliveries", {"200": "settled", "410": ENDED}, body=SETTLE)},
+    C + "/nack": {
+        "post": _operation("return or discard deliveries", {"200": "returned", "410": ENDED}, body=SETTLE)
+    },
+    C + "/touch": {
+        "post": _operation(
+            "extend the hold of deliveries: each counts from now as just handed out",
+            {
+                "200": "touched, with hold_ms",
+                "409": "a node reads no touches yet (upgrade_in_progress)",
+                "410": ENDED,
+            },
+            body=TOUCH,
+        )
+    },
     C + "/checkout": {
         "post": _operation(
             "durable consumer: number more messages (since a time, within a byte budget)",

@@ -16,7 +16,7 @@ from cluster.queue_limits import INT64_MAX
 from cluster.queue_results import MessageRow
 
 VERSIONS = (1,)
-CLIENT_OPS = frozenset({"hello", "publish", "consume", "ack", "nack", "cancel"})
+CLIENT_OPS = frozenset({"hello", "publish", "consume", "ack", "nack", "touch", "cancel"})
 OVERSIZE_FACTOR = 2  # a frame up to this many times the limit is read and refused; a larger one closes
 
 

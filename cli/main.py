@@ -266,6 +266,21 @@ def publish(
 @click.option(
     "--timeout", type=click.FloatRange(min=0), help="Stop after this many seconds without a message."
 )
+@click.option(
+    "--consumer-timeout",
+    type=click.IntRange(min=1),
+    metavar="MS",
+    help="The consumer's own timeout: how long it may hold a delivery untouched (default: the queue's, "
+    "else the server's).",
+)
+@click.option(
+    "--work",
+    type=click.FloatRange(min=0),
+    default=0,
+    metavar="SECONDS",
+    help="Hold each batch this long before settling it (slow work), touching it meanwhile.",
+)
+@click.option("--no-touch", is_flag=True, help="With --work: do not touch (the consumer timeout may end it).")
 @pass_settings
 def consume(
     settings: Settings,
@@ -277,16 +292,21 @@ def consume(
     plain_return: bool,
     reject: str | None,
     timeout: float | None,
+    consumer_timeout: int | None,
+    work: float,
+    no_touch: bool,
 ) -> None:
     """Consume from QUEUE, printing each delivery and acking it (or nacking with --nack, dead-lettering
-    with --reject)."""
+    with --reject), after --work seconds of touched hold when given."""
     if sum((no_ack, nack, reject is not None)) > 1:
         raise click.UsageError("--no-ack, --nack and --reject exclude each other")
     if plain_return and not nack:
         raise click.UsageError("--plain-return goes with --nack")
+    if no_touch and not work:
+        raise click.UsageError("--no-touch goes with --work")
     received = 0
     with settings.connect() as client:
-        tag = client.consume(queue, prefetch=prefetch)
+        tag = client.consume(queue, prefetch=prefetch, timeout_ms=consumer_timeout)
         try:
             idle_since = time.monotonic()
             while count is None or received < count:
@@ -301,6 +321,7 @@ def consume(
                 for delivery in deliveries:
                     output.stream_delivery(delivery, settings.formatter)
                 ids = [delivery.id for delivery in deliveries]
+                hold_while_working(client, queue, tag, ids, work, touch=not no_touch)
                 if nack:
                     client.nack(queue, tag, ids, requeue=True, failed=not plain_return)
                 elif reject is not None:
@@ -315,6 +336,19 @@ def consume(
     if settings.formatter == "table":
         settled = "left unacked" if no_ack else "nacked" if nack else "rejected" if reject else "acked"
         output.print_line(f"{received} message(s) consumed from '{queue}', {settled}")
+
+
+def hold_while_working(
+    client: SyncClient, queue: str, tag: str, ids: list[int], seconds: float, *, touch: bool
+) -> None:
+    """Stand in for `seconds` of work on the deliveries `ids` of consumer `tag`, touching them every
+    half hold (the first touch within a second, whose answer tells the hold) unless `touch` is false."""
+    end = time.monotonic() + seconds
+    interval = 1.0
+    while (left := end - time.monotonic()) > 0:
+        time.sleep(min(left, interval) if touch else left)  # the work this command stands in for
+        if touch and time.monotonic() < end:
+            interval = client.touch(queue, tag, ids) / 2000
 
 
 @cli.command()

@@ -11,7 +11,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-from quorumq.errors import ConflictError, NotFoundError, QuorumqError
+from quorumq.errors import QuorumqError
 
 log = logging.getLogger(__name__)
 
@@ -53,17 +53,16 @@ class HoldKeeper:
         return UNKNOWN_HOLD_FIRST_TOUCH_S if self.hold_ms is None else self.hold_ms / 2000
 
     async def _keep(self) -> None:
-        """Touch what is held every half hold until nothing is, or the server refuses touches (the consumer
-        ended, or the cluster reads no touches yet: the work goes on, and its settle will tell). A touch
-        that got no answer is tried again next round."""
+        """Touch what is held every half hold until nothing is, or the server refuses touches (a 4xx: the
+        consumer ended, or the cluster reads no touches yet; the work goes on, and its settle will tell).
+        A touch that got no answer is tried again next round."""
         while self._ids:
             await asyncio.sleep(self._interval_s())
             try:
                 await self.touch(sorted(self._ids))
-            except (NotFoundError, ConflictError) as exc:
-                log.warning(
-                    "touching %d held message(s) refused, no longer touching: %s", len(self._ids), exc
-                )
-                return
             except QuorumqError as exc:
-                log.warning("touching %d held message(s) failed, trying next round: %s", len(self._ids), exc)
+                held = len(self._ids)
+                if 400 <= exc.status < 500:
+                    log.warning("touching %d held message(s) refused, no longer touching: %s", held, exc)
+                    return
+                log.warning("touching %d held message(s) failed, trying next round: %s", held, exc)

@@ -1,0 +1,105 @@
+"""Holding deliveries on a real 3-node cluster (issue 22): a handler slower than the consumer timeout
+keeps its message inside `message.process()` (the client touches it), one that does not touch is ended
+with 410 and its message goes back as a failure, a touch carries on through a new leader, and the CLI
+holds a batch through slow work."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+
+import pytest
+from click.testing import CliRunner
+
+from cli.main import cli as quorumq
+from cli.node_processes import ProcessCluster
+from quorumq import Client, ConsumerEndedError
+
+TIMEOUT_MS = 1500  # the queue's x-consumer-timeout
+WORK_S = 4.0  # longer than two timeouts
+
+
+async def _drain_one(client: Client, queue: str) -> list:
+    got = await client.get(queue, count=10, ack="auto")
+    return [(m.text, m.delivery_count) for m in got]
+
+
+async def test_process_keeps_a_slow_handlers_message_past_the_consumer_timeout(
+    cluster: ProcessCluster,
+) -> None:
+    async with Client(cluster.urls, timeout=30.0) as client:
+        await client.declare("slow", {"x-consumer-timeout": TIMEOUT_MS})
+        await client.publish("slow", ["order-1"])
+        handled = []
+        async with client.subscribe("slow", prefetch=1) as sub, contextlib.aclosing(aiter(sub)) as stream:
+            async for message in stream:
+                async with message.process():
+                    await asyncio.sleep(WORK_S)  # the slow work process() keeps the message through
+                handled.append((message.text, message.delivery_count))
+                break
+        stats = await client.queue("slow")
+    assert handled == [("order-1", 0)]
+    assert (stats["messages"], stats["consumers"]) == (0, 0)
+
+
+async def test_rule_an_untouched_delivery_past_the_consumer_timeout_is_taken_back(
+    cluster: ProcessCluster,
+) -> None:
+    async with Client(cluster.urls, timeout=30.0, stream=False) as client:
+        await client.declare("careless", {"x-consumer-timeout": TIMEOUT_MS})
+        await client.publish("careless", ["order-2"])
+        tag = await client.consume("careless", prefetch=1)
+        (message,) = await client.deliveries("careless", tag, max=1, wait=5.0)
+        deadline = time.monotonic() + 30
+        while (await client.queue("careless"))["messages_ready"] != 1:  # polling the stats
+            assert time.monotonic() < deadline, "the consumer never timed out"
+            await asyncio.sleep(0.2)
+        with pytest.raises(ConsumerEndedError) as ended:
+            await message.ack()
+        assert (ended.value.status, ended.value.code) == (410, "consumer_timeout")
+        with pytest.raises(ConsumerEndedError):
+            await client.deliveries("careless", tag, max=1, wait=0.1)
+        await client.cancel("careless", tag)  # gone already: nothing to undo
+        assert await _drain_one(client, "careless") == [("order-2", 1)]  # counted as a failure
+
+
+async def test_a_touch_carries_on_through_a_new_leader(cluster: ProcessCluster) -> None:
+    async with Client(cluster.urls, timeout=30.0, stream=False) as client:
+        await client.declare("moving", {"x-consumer-timeout": 3000})
+        await client.publish("moving", ["order-3"])
+        tag = await client.consume("moving", prefetch=1)
+        (message,) = await client.deliveries("moving", tag, max=1, wait=5.0)
+        stats = await client.queue("moving")
+        successor = next(m for m in stats["members"] if m != stats["leader"])
+        await client.transfer_leader("moving", successor)
+        started = time.monotonic()
+        while time.monotonic() - started < 7.0:  # more than two timeouts, on the new leader
+            assert await message.touch() == 3000
+            await asyncio.sleep(0.5)  # the slow work the touches are for
+        await message.ack()
+        after = await client.queue("moving")
+    assert after["leader"] == successor
+    assert (after["messages"], after["consumers"]) == (0, 1)
+    async with Client(cluster.urls, timeout=30.0) as client:
+        await client.cancel("moving", tag)
+
+
+def test_the_cli_consumer_touches_a_batch_through_slow_work(cluster: ProcessCluster) -> None:
+    node = cluster.urls[0]
+
+    def run(*args: str) -> tuple[int, str]:
+        result = CliRunner().invoke(quorumq, ["--node", node, "--formatter", "json", *args])
+        return result.exit_code, result.stdout
+
+    assert run("declare", "cli-slow", "--arg", "x-consumer-timeout=1000")[0] == 0
+    assert run("publish", "cli-slow", "a", "b")[0] == 0
+    code, out = run("consume", "cli-slow", "--count", "2", "--work", "3", "--timeout", "10")
+    assert code == 0, out
+    assert [json.loads(line)["delivery_count"] for line in out.splitlines()] == [0, 0]
+    assert run("publish", "cli-slow", "c")[0] == 0
+    code, out = run("consume", "cli-slow", "--count", "1", "--work", "3", "--no-touch", "--timeout", "10")
+    assert code != 0  # its ack came after the consumer timeout
+    code, out = run("get", "cli-slow")
+    assert code == 0 and json.loads(out)[0]["delivery_count"] == 1
