@@ -15,7 +15,8 @@ FIELDS = frozenset({"prefetch", "priority", "timeout", "since"})
 
 @dataclass(frozen=True, slots=True)
 class ConsumerOptions:
-    """A consumer's credit, priority, silence timeout (ms, None: the node's) and start time (epoch ms)."""
+    """A consumer's credit, priority, consumer timeout (ms, None: the queue's, else the node's) and start
+    time (epoch ms)."""
 
     prefetch: int
     priority: int

@@ -342,13 +342,20 @@ def hold_while_working(
     client: SyncClient, queue: str, tag: str, ids: list[int], seconds: float, *, touch: bool
 ) -> None:
     """Stand in for `seconds` of work on the deliveries `ids` of consumer `tag`, touching them every
-    half hold (the first touch within a second, whose answer tells the hold) unless `touch` is false."""
+    half hold (the first touch within a second, whose answer tells the hold) unless `touch` is false or
+    the server refuses touches (the work goes on; the settle after it tells what became of them)."""
     end = time.monotonic() + seconds
     interval = 1.0
     while (left := end - time.monotonic()) > 0:
         time.sleep(min(left, interval) if touch else left)  # the work this command stands in for
         if touch and time.monotonic() < end:
-            interval = client.touch(queue, tag, ids) / 2000
+            try:
+                interval = client.touch(queue, tag, ids) / 2000
+            except QuorumqError as exc:
+                if not 400 <= exc.status < 500:
+                    raise
+                click.echo(f"Warning: touching stopped: {exc.reason or exc.code} ({exc.code})", err=True)
+                touch = False
 
 
 @cli.command()

@@ -32,7 +32,8 @@ class ConsumerSession:
     `timeout_ms` is the consumer's own consumer timeout (None: the queue's, else the node's). A consumer
     reading from a time (`since_ms`) is served by gets held under its tag, `prefetch` at most
     outstanding, instead of by the state machine's push delivery. A manual-ack get's holder
-    (`get_holder`) has a session only for its timeout: it is never polled.
+    (`get_holder`) has a session only for its timeout: it is never polled. `reoffered`: the buffer holds
+    what the consumer held when this leader took over, which may be in its hands, until it polls.
     """
 
     tag: str
@@ -44,6 +45,7 @@ class ConsumerSession:
     prefetch: int = 0
     get_holder: bool = False
     polls: int = 0
+    reoffered: bool = False
 
     def offer(self, deliveries: Iterable[Delivery]) -> None:
         """Add deliveries for the next poll."""
@@ -53,6 +55,7 @@ class ConsumerSession:
 
     def take(self, limit: int) -> list[Delivery]:
         """Remove and return up to `limit` buffered deliveries."""
+        self.reoffered = False
         taken = [self.buffer.popleft() for _ in range(min(limit, len(self.buffer)))]
         if not self.buffer:
             self.ready.clear()
@@ -68,9 +71,16 @@ class ConsumerSession:
         return self.take(limit)
 
     def idle(self, now_ms: int, idle_ms: int) -> bool:
-        """True when deliveries wait in the buffer while the consumer has not been heard from for
-        `idle_ms`, and no poll of it is waiting."""
-        return bool(self.buffer) and not self.polls and now_ms - self.last_active_ms > idle_ms
+        """True when deliveries wait in the buffer (not only what it held when this leader took over)
+        while the consumer has not been heard from for `idle_ms`, and no poll of it is waiting."""
+        silent = now_ms - self.last_active_ms > idle_ms
+        return bool(self.buffer) and not self.reoffered and not self.polls and silent
+
+    def waiting_for_all(self, held: Iterable[Delivery]) -> bool:
+        """True when every delivery of `held` (what the consumer holds) still waits in the buffer: none
+        is in its hands."""
+        waiting = {delivery.id for delivery in self.buffer}
+        return all(delivery.id in waiting for delivery in held)
 
 
 class ConsumerSessions:
@@ -121,6 +131,7 @@ class ConsumerSessions:
             session.last_active_ms = now_ms
 
     def close_all(self) -> None:
-        """Drop every session (leadership moved away)."""
+        """Drop every session and every end remembered (leadership moved: another leader decides now)."""
         for tag in list(self.sessions):
             self.close(tag)
+        self._ended.clear()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 import uuid
@@ -300,9 +301,11 @@ class QueueLeader:
         """How long a delivery of `consumer` (None: of a manual-ack get) may be held without an ack, nack
         or touch before something happens to it: the consumer timeout in force for it, or the queue's
         lease period when that is shorter."""
-        own = None
-        if consumer is not None:
-            own = next((c.timeout_ms for c in self._replica.machine.consumers() if c.name == consumer), None)
+        session = None if consumer is None else self._sessions.get(consumer)
+        if session is not None:
+            own = session.timeout_ms
+        else:
+            own = None if consumer is None else self._own_timeout(consumer)
         timeout = self._timeout(own)
         lease = self._replica.machine.config.lease_period
         return timeout if lease is None else min(timeout, lease)
@@ -401,7 +404,9 @@ class QueueLeader:
         it again, and for a reader its time and prefetch."""
         session = self._sessions.open(consumer.name, consumer.timeout_ms, now)
         session.since_ms, session.prefetch = consumer.since_ms, consumer.prefetch
-        session.offer(self._replica.machine.checked_out(consumer.name))
+        held = self._replica.machine.checked_out(consumer.name)
+        session.offer(held)
+        session.reoffered = bool(held)
         return session
 
     async def _read_since(self, session: ConsumerSession, limit: int, wait_s: float) -> list[Delivery]:
@@ -604,39 +609,50 @@ class QueueLeader:
         for tag, reason in self._overdue(now):
             log.info("queue %s: consumer %s ended: %s", self.name, tag, reason)
             if reason == CONSUMER_IDLE and self._op_version() >= COUNTING_OP_VERSION:
-                self._fire(self._command(Cancel, tag, False))  # nothing it waits for was handed to it
+                command: Cancel | ConsumerDown = self._command(Cancel, tag, False)  # nothing was in its hands
             else:
-                self._fire(self._command(ConsumerDown, tag))
+                command = self._command(ConsumerDown, tag)
             self._sessions.end(tag, reason)
+            self._fire(command, done=functools.partial(self._end_done, tag))
 
     def _overdue(self, now: int) -> list[tuple[str, str]]:
         """The holders to end now, each with why: one holding a message (handed out or last touched)
         longer than its consumer timeout, a failure; a consumer that has nothing of it in hand while
-        deliveries wait for it and has been silent for the idle timeout, a plain return."""
-        machine, overdue = self._replica.machine, []
+        deliveries wait for it and has been silent for the idle timeout, a plain return. A get holder's
+        session ends quietly once it holds nothing."""
+        machine, overdue, settled_gets = self._replica.machine, [], []
         for tag, session in self._sessions.sessions.items():
             started = machine.hold_started_ms(tag)
             if started is not None and now - started > self._timeout(session.timeout_ms):
                 overdue.append((tag, CONSUMER_TIMEOUT))
-            elif (
-                not session.get_holder
-                and session.idle(now, self._idle_timeout_ms)
-                and machine.held_count(tag) == len(session.buffer)
+            elif session.get_holder and started is None:
+                settled_gets.append(tag)
+            elif session.idle(now, self._idle_timeout_ms) and session.waiting_for_all(
+                machine.checked_out(tag)
             ):
                 overdue.append((tag, CONSUMER_IDLE))
+        for tag in settled_gets:
+            self._sessions.close(tag)
         return overdue
 
-    def _tick_done(self, _: asyncio.Future) -> None:
+    def _tick_done(self, committed: bool) -> None:
         self._tick_in_flight = False
 
-    def _fire(self, command: Command, done: Callable[[asyncio.Future], None] | None = None) -> None:
+    def _end_done(self, tag: str, committed: bool) -> None:
+        """An end that did not commit here is not told: the next leader's timer (or this one's) decides
+        again."""
+        if not committed:
+            self._sessions.forget_ended(tag)
+
+    def _fire(self, command: Command, done: Callable[[bool], None] | None = None) -> None:
+        """Replicate a command nobody waits for; `done(committed)` once its fate here is known."""
         try:
             future = self._host.submit(self.group, self._envelope(command))
         except Exception as exc:  # not leader any more: the next leader's timer takes over
             log.debug("queue %s: %s not submitted: %s", self.name, type(command).__name__, exc)
             if done is not None:
-                self._tick_in_flight = False
+                done(False)
             return
         future.add_done_callback(lambda f: f.exception() if not f.cancelled() else None)
         if done is not None:
-            future.add_done_callback(done)
+            future.add_done_callback(lambda f: done(not f.cancelled() and f.exception() is None))

@@ -99,8 +99,9 @@ class Enqueue:
 class Checkout:
     """Register a consumer or update its prefetch and priority.
 
-    `timeout_ms` is how long the consumer may stay silent before its leader declares it down; it is
-    kept in the state so that a new leader applies the consumer's own timeout, not a default. With
+    `timeout_ms` is the consumer's own consumer timeout (how long it may hold a delivery untouched
+    before its leader ends it; None: the queue's or the node's); it is kept in the state so that a new
+    leader applies the consumer's own timeout, not a default. With
     `since_ms` the consumer is a reader from that time: the serve step never delivers to it, it takes
     messages enqueued at or after `since_ms` with `Get`s under its name as it polls (queue operations
     version 2 and later, `cluster/entry_codec.py`).

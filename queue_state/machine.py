@@ -536,11 +536,6 @@ class QueueMachine:
             return None
         return next(iter(found.held.values())).since_ms
 
-    def held_count(self, holder: str) -> int:
-        """How many messages a consumer or get holder of that name holds."""
-        found = self._consumers.get(holder) or self._get_holders.get(holder)
-        return 0 if found is None else len(found.held)
-
     def get_holders(self) -> list[str]:
         """The holders of manual-ack gets that hold messages (a holder is gone once it holds none)."""
         return list(self._get_holders)

@@ -4,7 +4,7 @@ import functools
 import itertools
 import ssl
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any, Literal, NamedTuple, Self
 from urllib.parse import quote
@@ -271,6 +271,10 @@ class Client:
     ) -> list[IncomingMessage]:
         """Long-poll up to `max` deliveries for consumer `tag`, waiting up to `wait` seconds for one; each
         settles itself through the consumer (`await m.ack()`, `async with m.process(): ...`)."""
+        return decode_deliveries(await self._poll(queue, tag, max, wait), self._consumer_messages(queue, tag))
+
+    async def _poll(self, queue: str, tag: str, max: int, wait: float) -> Any:
+        """One long-poll of consumer `tag` over HTTP: the answer's payload."""
         reply = await self._transport.request(
             "GET",
             queue_path(queue, "consumers", tag, "deliveries"),
@@ -278,12 +282,26 @@ class Client:
             timeout=self._transport.timeout + wait,
             answer_type=self._message_type,
         )
-        consumer = settled_through(
-            functools.partial(self.ack, queue, tag),
-            functools.partial(self.nack, queue, tag),
-            HoldKeeper(functools.partial(self.touch, queue, tag)),
-        )
-        return decode_deliveries(reply.payload, consumer)
+        return reply.payload
+
+    def _consumer_messages(
+        self, queue: str, tag: str, via: str | None = None, hold_ms: int | None = None
+    ) -> Callable[..., IncomingMessage]:
+        """What makes the IncomingMessages of consumer `tag`: settled and touched as that consumer (on the
+        stream of the node `via` when given, else over HTTP), kept held by a HoldKeeper of their own."""
+
+        async def ack(ids: list[int]) -> None:
+            await self._settle_consumer(queue, tag, "ack", {"ids": ids}, via)
+
+        async def nack(
+            ids: list[int], requeue: bool = True, *, failed: bool = True, reason: str | None = None
+        ) -> None:
+            await self._settle_consumer(queue, tag, "nack", nack_body(ids, requeue, failed, reason), via)
+
+        async def touch(ids: list[int]) -> int:
+            return await self._touch_consumer(queue, tag, ids, via)
+
+        return settled_through(ack, nack, HoldKeeper(touch, hold_ms))
 
     async def ack(self, queue: str, tag: str, ids: Iterable[int]) -> None:
         """Settle deliveries of consumer `tag`."""

@@ -35,7 +35,8 @@ class ConsumerSink(Protocol):
 
     def ended(self, reason: str, leader_http: str | None) -> None:
         """The consumer delivers no more on this connection: `reason` as the node gave it (`leader_moved`
-        with the new leader's URL, `consumer_gone`, `queue_deleted`, `cancelled`), or CONNECTION_LOST."""
+        with the new leader's URL, `consumer_gone`, `consumer_timeout`, `consumer_idle`, `queue_deleted`,
+        `cancelled`), or CONNECTION_LOST."""
         ...
 
 

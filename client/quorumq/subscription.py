@@ -8,8 +8,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, NamedTuple, Self
 
 from quorumq.errors import ConsumerEndedError, NotFoundError
-from quorumq.hold_keeper import HoldKeeper
-from quorumq.incoming import IncomingMessage, settled_through
+from quorumq.incoming import IncomingMessage
 from quorumq.messages import Delivery, decode_deliveries, nack_body
 
 if TYPE_CHECKING:
@@ -52,8 +51,8 @@ class Subscription:
     (`Client(..., stream=False)`, or a node without streams) it long-polls for up to `wait` seconds at a
     time. A consumer the server ended (it held a delivery past its consumer timeout untouched, or left
     deliveries waiting while it was silent for the idle timeout) is replaced by a new one the same way;
-    what it held went back to the queue. Messages inside `message.process()` are touched while the
-    block runs, so slow work keeps them.
+    what it held went back to the queue. Deliveries are touched while they wait to be iterated and while
+    a `message.process()` block runs, so slow work keeps them (`quorumq.hold_keeper`).
     """
 
     def __init__(self, client: "Client", queue: str, *, prefetch: int, priority: int, wait: float) -> None:
@@ -65,7 +64,7 @@ class Subscription:
         self.tag: str | None = None
         self._feed = _Feed()
         self._via: str | None = None  # the node whose stream delivers to this consumer
-        self._keeper = HoldKeeper(self.touch)
+        self._messages: Callable[..., IncomingMessage] | None = None  # the current consumer's
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -84,34 +83,45 @@ class Subscription:
         return self.tag
 
     async def __aiter__(self) -> AsyncIterator[IncomingMessage]:
+        """The deliveries one by one, each kept held (touched every half hold) from its arrival until the
+        next one is asked for; `message.process()` keeps it until its block ends."""
         async for batch in self.batches():
-            for message in batch:
-                yield message
+            keeper = batch[0].settler.keeper
+            keeper.keep(message.id for message in batch)
+            handed = 0
+            try:
+                for message in batch:
+                    yield message
+                    keeper.let_go((message.id,))
+                    handed += 1
+            finally:
+                keeper.let_go(message.id for message in batch[handed:])
 
     async def batches(self) -> AsyncIterator[list[IncomingMessage]]:
-        """The deliveries as they arrive: one stream frame, or one poll, at a time (never empty)."""
+        """The deliveries as they arrive: one stream frame, or one poll, at a time (never empty), each
+        settled and touched as the consumer that received it."""
         await self.start()
         while True:
+            assert self._messages is not None
             if self._via is None:
                 assert self.tag is not None
                 try:
-                    polled = await self._client.deliveries(
-                        self.queue, self.tag, max=self._prefetch, wait=self._wait
-                    )
+                    polled = await self._client._poll(self.queue, self.tag, self._prefetch, self._wait)
                 except ConsumerEndedError:  # what it held went back to the queue: carry on anew
                     await self._register(None, None)
                     continue
                 if polled:
-                    yield polled
+                    yield decode_deliveries(polled, self._messages)
                 continue
             item = await self._feed.next()
             if isinstance(item, _Ended):
                 await self._carry_on(item)
             elif item:
-                yield decode_deliveries(item, self._settled_here())
+                yield decode_deliveries(item, self._messages)
 
     async def ack(self, deliveries: Iterable[Delivery | int]) -> None:
-        """Settle deliveries (Delivery objects or ids)."""
+        """Settle deliveries (Delivery objects or ids) of the current consumer (a message settles itself
+        as the consumer that received it)."""
         await self._settle("ack", {"ids": _ids(deliveries)})
 
     async def nack(
@@ -127,8 +137,9 @@ class Subscription:
         await self._settle("nack", nack_body(_ids(deliveries), requeue, failed, reason))
 
     async def touch(self, deliveries: Iterable[Delivery | int]) -> int:
-        """Extend the hold of deliveries (each counts from now as just handed out); returns how long they
-        may now be held untouched, in ms. `message.process()` does this by itself while its block runs."""
+        """Extend the hold of deliveries of the current consumer (each counts from now as just handed
+        out); returns how long they may now be held untouched, in ms. Iterating the subscription and
+        `message.process()` do this by themselves."""
         return await self._client._touch_consumer(self.queue, await self.start(), _ids(deliveries), self._via)
 
     async def close(self) -> None:
@@ -141,9 +152,10 @@ class Subscription:
     async def _register(self, tag: str | None, via: str | None) -> None:
         """Register a consumer (or carry on with `tag`), first through the node `via` when given."""
         self._feed = _Feed()  # what the previous stream still delivers to the old feed is dropped
-        self.tag, self._via, self._keeper.hold_ms = await self._client._subscribe(
+        self.tag, self._via, hold_ms = await self._client._subscribe(
             self.queue, self._prefetch, self._priority, self._feed, tag, via
         )
+        self._messages = self._client._consumer_messages(self.queue, self.tag, self._via, hold_ms)
 
     async def _carry_on(self, ended: _Ended) -> None:
         """After the consumer stopped delivering on its stream: the same consumer on its queue's leader,
@@ -152,10 +164,6 @@ class Subscription:
             await self._register(self.tag, ended.leader_http)
         except NotFoundError:
             await self._register(None, ended.leader_http)
-
-    def _settled_here(self) -> Callable[..., IncomingMessage]:
-        """What makes IncomingMessages that settle through this subscription (its consumer's stream)."""
-        return settled_through(self.ack, self.nack, self._keeper)
 
     async def _settle(self, kind: str, body: dict[str, Any]) -> None:
         await self._client._settle_consumer(self.queue, await self.start(), kind, body, self._via)

@@ -159,3 +159,13 @@ async def test_rule_touches_and_consumer_timeouts_are_written_only_once_every_no
         assert (status, body["error"]) == (409, "upgrade_in_progress")
     await door.touch((row.id,), tag)
     await door.cancel(tag)
+
+
+async def test_rule_a_get_holders_session_ends_once_it_holds_nothing(running: InProcessNode) -> None:
+    door = await running.declare("h-get-sessions")
+    await publish(door, "a", "b")
+    rows = await door.get(2, auto_ack=False, since_ms=None)
+    holder_sessions = [tag for tag, s in door._sessions.sessions.items() if s.get_holder]
+    assert len(holder_sessions) == 1
+    await door.settle(tuple(r.id for r in rows), None, Outcome.ACK)
+    await until(lambda: holder_sessions[0] not in door._sessions.sessions, "the get holder's session to end")

@@ -103,3 +103,46 @@ def test_the_cli_consumer_touches_a_batch_through_slow_work(cluster: ProcessClus
     assert code != 0  # its ack came after the consumer timeout
     code, out = run("get", "cli-slow")
     assert code == 0 and json.loads(out)[0]["delivery_count"] == 1
+
+
+def test_rule_what_a_new_leader_reoffers_is_not_idle_until_the_consumer_polls(tmp_path) -> None:
+    """A consumer working on a delivery across a change of leader neither polls nor touches for longer
+    than the idle timeout: the new leader re-offers what it holds, which may be in its hands, so it is
+    not ended idle, and its ack lands."""
+    cluster = ProcessCluster.start(tmp_path, env={"QUORUMQ_CONSUMER_IDLE_TIMEOUT_MS": "1000"})
+
+    async def scenario() -> dict:
+        async with Client(cluster.urls, timeout=30.0, stream=False) as client:
+            await client.declare("reoffered")
+            await client.publish("reoffered", ["order-4"])
+            tag = await client.consume("reoffered", prefetch=1)
+            (message,) = await client.deliveries("reoffered", tag, max=1, wait=5.0)
+            stats = await client.queue("reoffered")
+            successor = next(m for m in stats["members"] if m != stats["leader"])
+            await client.transfer_leader("reoffered", successor)
+            await asyncio.sleep(3.0)  # the work: three idle timeouts without a poll or a touch
+            await message.ack()
+            return await client.queue("reoffered")
+
+    try:
+        after = asyncio.run(scenario())
+    finally:
+        cluster.stop()
+    assert (after["messages"], after["consumers"]) == (0, 1)
+
+
+async def test_rule_a_message_settles_as_the_consumer_that_received_it(cluster: ProcessCluster) -> None:
+    async with Client(cluster.urls, timeout=30.0) as client:
+        await client.declare("retagged", {"x-consumer-timeout": 1000})
+        await client.publish("retagged", ["order-5"])
+        async with client.subscribe("retagged", prefetch=1) as sub:
+            batches = sub.batches()  # not kept held: batches() leaves that to the caller
+            (old,) = await anext(batches)
+            first_tag = sub.tag
+            (again,) = await anext(batches)  # the consumer timed out; the subscription carries on anew
+            assert (again.id, again.delivery_count, sub.tag != first_tag) == (old.id, 1, True)
+            with pytest.raises(ConsumerEndedError):
+                await old.ack()  # as the ended consumer: not taken for the new one's
+            await again.ack()
+            await batches.aclose()
+        assert (await client.queue("retagged"))["messages"] == 0
