@@ -153,7 +153,7 @@ async def test_a_leader_change_ends_the_consumer_here_and_it_resumes_on_the_new_
     }
     async with raw_stream(successor.url) as stream:
         resumed = await stream.call(op="consume", id=1, queue="moving", tag=tag, prefetch=5)
-        assert resumed == {"op": "consume-ok", "id": 1, "tag": tag}
+        assert resumed == {"op": "consume-ok", "id": 1, "tag": tag, "hold_ms": 30 * 60 * 1000}
         again = await _deliveries(stream, 5)  # what it held, delivered again by the new leader
         assert sorted(m["id"] for m in again) == sorted(m["id"] for m in held)
         acked = await stream.call(op="ack", id=2, queue="moving", tag=tag, ids=[m["id"] for m in again])
