@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple, Self
 
-from quorumq.errors import QuorumqError
+from quorumq.errors import ConflictError, QuorumqError
 from quorumq.hold_keeper import HoldKeeper
 from quorumq.messages import Delivery
 
@@ -72,7 +72,8 @@ class IncomingMessage(Delivery):
         else dead-lettered) and re-raise. While the block runs the message is touched every half hold
         (`HoldKeeper`), so slow work keeps it. A block stopped by cancellation, KeyboardInterrupt or
         SystemExit (a worker shutting down) did not reject the message: it is requeued whatever
-        `requeue` says. A message the block settled itself is left as it is; when the nack itself
+        `requeue` says, as a plain return (not counted toward the delivery limit, unless a node of the
+        cluster reads no plain returns yet). A message the block settled itself is left as it is; when the nack itself
         fails, the block's exception is still the one raised, with a note saying so."""
         try:
             async with self.settler.keeper.holding(self.id):
@@ -81,17 +82,23 @@ class IncomingMessage(Delivery):
             await self._nack_after(exc, requeue)
             raise
         except BaseException as exc:
-            await self._nack_after(exc, requeue=True)
+            await self._nack_after(exc, requeue=True, failed=False)
             raise
         if not self.settled:
             await self.ack()
 
-    async def _nack_after(self, exc: BaseException, requeue: bool) -> None:
-        """Nack the message (unless already settled) after the block raised `exc`."""
+    async def _nack_after(self, exc: BaseException, requeue: bool, failed: bool = True) -> None:
+        """Nack the message (unless already settled) after the block raised `exc`; a plain return
+        (`failed` false) that the cluster refuses for now is sent as a failed one."""
         if self.settled:
             return
         try:
-            await self.nack(requeue=requeue)
+            try:
+                await self.nack(requeue=requeue, failed=failed)
+            except ConflictError as refused:
+                if failed or refused.code != "upgrade_in_progress":
+                    raise
+                await self.nack(requeue=requeue)
         except QuorumqError as failure:
             exc.add_note(f"and nacking message {self.id} failed: {failure}")
 

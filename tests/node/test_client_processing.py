@@ -108,7 +108,8 @@ async def test_a_cancelled_or_interrupted_block_requeues_even_with_requeue_false
     one_node: ProcessCluster,
 ) -> None:
     """A worker shutting down (its task cancelled, Ctrl-C, sys.exit) did not reject the message: it goes
-    back to the queue instead of being dead-lettered, and the interruption goes on up."""
+    back to the queue as a plain return (not a failed delivery) instead of being dead-lettered, and the
+    interruption goes on up."""
     async with Client(one_node.urls) as client:
         await client.declare("stopped-dead")
         await client.declare("stopped", {"x-dead-letter-queue": "stopped-dead"})
@@ -137,8 +138,8 @@ async def test_a_cancelled_or_interrupted_block_requeues_even_with_requeue_false
         assert cancelled.settled and interrupted.settled and exited.settled
         assert (await client.queue("stopped-dead"))["messages"] == 0
         again = await client.get("stopped", count=3, ack="auto")
-        assert sorted((message.body, message.redelivered) for message in again) == [
-            (b"cancelled", True),
-            (b"exited", True),
-            (b"interrupted", True),
+        assert sorted((m.body, m.redelivered, m.delivery_count, m.acquired_count) for m in again) == [
+            (b"cancelled", True, 0, 1),
+            (b"exited", True, 0, 1),
+            (b"interrupted", True, 0, 1),
         ]
