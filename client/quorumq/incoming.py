@@ -73,8 +73,8 @@ class IncomingMessage(Delivery):
         (`HoldKeeper`), so slow work keeps it. A block stopped by cancellation, KeyboardInterrupt or
         SystemExit (a worker shutting down) did not reject the message: it is requeued whatever
         `requeue` says, as a plain return (not counted toward the delivery limit, unless a node of the
-        cluster reads no plain returns yet). A message the block settled itself is left as it is; when the nack itself
-        fails, the block's exception is still the one raised, with a note saying so."""
+        cluster reads no plain returns yet). A message the block settled itself is left as it is; when
+        the nack itself fails, the block's exception is still the one raised, with a note saying so."""
         try:
             async with self.settler.keeper.holding(self.id):
                 yield self
