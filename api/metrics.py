@@ -29,6 +29,7 @@ class _NodeCollector(Collector):
             depth.add_metric([queue.name, "ready"], stats.messages_ready)
             depth.add_metric([queue.name, "unacked"], stats.messages_unacknowledged)
             depth.add_metric([queue.name, "dlx"], stats.messages_dlx)
+            depth.add_metric([queue.name, "delayed"], stats.messages_delayed)
             consumers.add_metric([queue.name], stats.consumers)
         yield depth
         yield consumers

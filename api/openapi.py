@@ -177,6 +177,12 @@ SETTLE = _object(
             "maxLength": 256,
             "description": "nack without requeue: kept as reason-text in the dead letter's x-death",
         },
+        "delay": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "nack with requeue: ms the messages wait before they are ready again (0: at "
+            "once, whatever the queue's x-delayed-retry-*)",
+        },
     },
     ("ids",),
 )

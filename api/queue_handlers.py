@@ -232,7 +232,9 @@ async def settle(request: web.Request, queue: QueueLeader, consumer: str | None)
     body = await json_object(request)
     kind = request.path.rsplit("/", 1)[-1]
     options = settle_options(body, kind)
-    settled = await queue.settle(options.ids, consumer, options.outcome, options.failed, options.reason)
+    settled = await queue.settle(
+        options.ids, consumer, options.outcome, options.failed, options.reason, options.delay_ms
+    )
     request.app[METRICS].settled.labels(queue.name, kind).inc(len(options.ids))
     if settled.warning is not None:  # e.g. a retried ack of ids already settled: nothing to undo
         return web.json_response({"ok": True, "warning": settled.warning})

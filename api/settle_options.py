@@ -6,13 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from api.validation import bad, field_bool, field_str, message_ids
+from api.validation import bad, field_bool, field_int, field_str, message_ids
 from cluster.queue_limits import MAX_REASON_CHARS
 from cluster.queue_results import Outcome
 
 FIELDS = {
     "ack": frozenset({"ids"}),
-    "nack": frozenset({"ids", "requeue", "failed", "reason"}),
+    "nack": frozenset({"ids", "requeue", "failed", "reason", "delay"}),
     "touch": frozenset({"ids"}),
 }
 
@@ -20,12 +20,14 @@ FIELDS = {
 @dataclass(frozen=True, slots=True)
 class SettleOptions:
     """The ids to settle and how: a nack that requeues counts a failed delivery unless `failed` is
-    false (a plain return); one that does not (a reject) may give a `reason`, kept with the dead letter."""
+    false (a plain return) and may wait `delay_ms` before it is ready again; one that does not (a reject)
+    may give a `reason`, kept with the dead letter."""
 
     ids: tuple[int, ...]
     outcome: Outcome
     failed: bool = True
     reason: str | None = None
+    delay_ms: int | None = None
 
 
 def settle_options(body: dict[str, Any], op: str) -> SettleOptions:
@@ -36,12 +38,15 @@ def settle_options(body: dict[str, Any], op: str) -> SettleOptions:
     requeue = field_bool(body, "requeue", True)
     failed = field_bool(body, "failed", True)
     reason = field_str(body, "reason")
+    delay = field_int(body, "delay", None, minimum=0)
     if reason is not None:
         if requeue:
             raise bad("reason goes with a nack that does not requeue: it is kept with the dead letter")
         if len(reason) > MAX_REASON_CHARS:
             raise bad(f"reason must be at most {MAX_REASON_CHARS} characters, got {len(reason)}")
-    return SettleOptions(ids, Outcome.REQUEUE if requeue else Outcome.DISCARD, failed, reason)
+    if delay is not None and not requeue:
+        raise bad("delay goes with a nack that requeues: the message waits that long before it is ready")
+    return SettleOptions(ids, Outcome.REQUEUE if requeue else Outcome.DISCARD, failed, reason, delay)
 
 
 def touch_ids(body: dict[str, Any]) -> tuple[int, ...]:

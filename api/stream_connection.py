@@ -195,7 +195,9 @@ class StreamConnection:
             raise bad(f"unknown fields {sorted(unknown, key=str)}")
         tag, options = self._tag(frame), settle_options(frame.fields, frame.op)
         queue = await self._led(name)
-        settled = await queue.settle(options.ids, tag, options.outcome, options.failed, options.reason)
+        settled = await queue.settle(
+            options.ids, tag, options.outcome, options.failed, options.reason, options.delay_ms
+        )
         self._app[METRICS].settled.labels(name, frame.op).inc(len(options.ids))
         warning = {} if settled.warning is None else {"warning": settled.warning}
         return frames.answer("settled", _id(frame), warning)

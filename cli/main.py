@@ -259,6 +259,12 @@ def publish(
     help="With --nack: a plain return, not counted toward the queue's delivery limit.",
 )
 @click.option(
+    "--nack-delay",
+    type=click.IntRange(min=0),
+    metavar="MS",
+    help="With --nack: the messages wait this long before they are ready again.",
+)
+@click.option(
     "--reject",
     metavar="REASON",
     help="Dead-letter messages (nack without requeue) with this reason, kept in x-death as reason-text.",
@@ -290,6 +296,7 @@ def consume(
     no_ack: bool,
     nack: bool,
     plain_return: bool,
+    nack_delay: int | None,
     reject: str | None,
     timeout: float | None,
     consumer_timeout: int | None,
@@ -300,8 +307,8 @@ def consume(
     with --reject), after --work seconds of touched hold when given."""
     if sum((no_ack, nack, reject is not None)) > 1:
         raise click.UsageError("--no-ack, --nack and --reject exclude each other")
-    if plain_return and not nack:
-        raise click.UsageError("--plain-return goes with --nack")
+    if (plain_return or nack_delay is not None) and not nack:
+        raise click.UsageError("--plain-return and --nack-delay go with --nack")
     if no_touch and not work:
         raise click.UsageError("--no-touch goes with --work")
     received = 0
@@ -323,7 +330,7 @@ def consume(
                 ids = [delivery.id for delivery in deliveries]
                 hold_while_working(client, queue, tag, ids, work, touch=not no_touch)
                 if nack:
-                    client.nack(queue, tag, ids, requeue=True, failed=not plain_return)
+                    client.nack(queue, tag, ids, requeue=True, failed=not plain_return, delay_ms=nack_delay)
                 elif reject is not None:
                     client.nack(queue, tag, ids, requeue=False, reason=reject)
                 elif not no_ack:
@@ -342,10 +349,10 @@ def hold_while_working(
     client: SyncClient, queue: str, tag: str, ids: list[int], seconds: float, *, touch: bool
 ) -> None:
     """Stand in for `seconds` of work on the deliveries `ids` of consumer `tag`, touching them every
-    half hold (the first touch within a second, whose answer tells the hold) unless `touch` is false or
-    the server refuses touches (the work goes on; the settle after it tells what became of them)."""
+    half hold (the first touch at once: its answer tells the hold) unless `touch` is false or the
+    server refuses touches (the work goes on; the settle after it tells what became of them)."""
     end = time.monotonic() + seconds
-    interval = 1.0
+    interval = 0.0
     while (left := end - time.monotonic()) > 0:
         time.sleep(min(left, interval) if touch else left)  # the work this command stands in for
         if touch and time.monotonic() < end:

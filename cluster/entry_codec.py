@@ -6,6 +6,8 @@ batcher merges the proposals that arrive together into one entry (`cluster/propo
 back, finds where they lie with `entry_body_spans`). A metadata operation is a command of
 `cluster.metadata.codec`. A queue operation has its own envelope:
 
+- version 5: `[5, now_ms, command, bodies]`, as version 4, where a message to enqueue may carry a delay,
+  a `Return` its `delay_ms`, and a configuration the `x-delayed-retry-*` arguments;
 - version 4: `[4, now_ms, command, bodies]`, as version 3, where the command may be a `Touch` and a
   configuration may set `x-consumer-timeout`;
 - version 3: `[3, now_ms, command, bodies]`, as version 2, where a command may carry the fields added
@@ -18,7 +20,7 @@ back, finds where they lie with `entry_body_spans`). A metadata operation is a c
 - version 0: `[command bytes, bodies]`, the time inside the positional command bytes
   (`decode_command_v0`).
 
-All decode into the same `QueueOp`, so logs written before version 4 (or 3, 2, 1) replay (snapshots never held
+All decode into the same `QueueOp`, so logs written before version 5 (or 4 to 1) replay (snapshots never held
 operations). A leader writes the newest version every node of the cluster said it reads
 (`cluster/codec_reads.py`); a command with a field that version has no place for is not written (the
 leader builds it only when `op_version()` allows, `cluster/queue_leader.py`).
@@ -48,7 +50,7 @@ from queue_state.command_codec import (
 from queue_state.commands import Command, Enqueue, EntryMeta, InvalidCommand
 from raft_log.msgpack_parts import array_header
 
-QUEUE_OP_VERSION = 4
+QUEUE_OP_VERSION = 5
 """The newest version of the queue operation envelope this node reads and may write."""
 READER_OP_VERSION = 2
 """The first version in which a consumer reading from a time is registered through the log."""
@@ -56,6 +58,9 @@ COUNTING_OP_VERSION = 3
 """The first version with plain returns (`failed` False on a Return or Cancel) and reject reasons."""
 HOLDING_OP_VERSION = 4
 """The first version with touches (`Touch`) and the queue argument `x-consumer-timeout`."""
+DELAY_OP_VERSION = 5
+"""The first version with delays: a message's, a nack's (`Return.delay_ms`), the `x-delayed-retry-*`
+arguments."""
 
 
 class EntryDecodeError(ValueError):

@@ -23,7 +23,13 @@ from typing import Any, Protocol, TypeVar
 
 from cluster.consumer_sessions import CONSUMER_IDLE, CONSUMER_TIMEOUT, ConsumerSession, ConsumerSessions
 from cluster.dead_lettering.messages import with_death
-from cluster.entry_codec import COUNTING_OP_VERSION, HOLDING_OP_VERSION, READER_OP_VERSION, encode_queue_op
+from cluster.entry_codec import (
+    COUNTING_OP_VERSION,
+    DELAY_OP_VERSION,
+    HOLDING_OP_VERSION,
+    READER_OP_VERSION,
+    encode_queue_op,
+)
 from cluster.errors import (
     BadRequest,
     ConsumerEnded,
@@ -180,6 +186,7 @@ class QueueLeader:
             dropped=dict(stats.dropped),
             dead_letter_bytes=stats.message_bytes_dlx,
             next_id=self._replica.machine.next_id,
+            messages_delayed=stats.messages_delayed,
         )
 
     async def update_arguments(self, changes: dict[str, Any]) -> dict[str, Any]:
@@ -257,23 +264,28 @@ class QueueLeader:
         outcome: Outcome,
         failed: bool = True,
         reason: str | None = None,
+        delay_ms: int | None = None,
     ) -> Settled:
         """Settle checked-out messages held by `consumer` (None: by whoever holds each, as after a get).
 
-        A requeue counts a failed delivery unless `failed` is false (a plain return); a discard keeps
-        `reason` with the dead letters. Both need queue operations version 3 across the cluster: until
-        then Refused `upgrade_in_progress`. UnknownConsumer when the queue has no such consumer; ids no
-        longer held change nothing and are named in the answer's warning."""
+        A requeue counts a failed delivery unless `failed` is false (a plain return) and with `delay_ms`
+        waits that long before it is ready again (0: not at all, whatever the queue's delayed retry); a
+        discard keeps `reason` with the dead letters. They need queue operations version 3 (5 for a
+        delay) across the cluster: until then Refused `upgrade_in_progress`. UnknownConsumer when the
+        queue has no such consumer; ids no longer held change nothing and are named in the answer's
+        warning."""
         command: Settle | Return | Discard
         if outcome is Outcome.ACK:
             command = self._command(Settle, ids, consumer)
         elif outcome is Outcome.REQUEUE:
-            command = self._command(Return, ids, consumer, failed)
+            command = self._command(Return, ids, consumer, failed, delay_ms)
         else:
             command = self._command(Discard, ids, consumer, reason)
         plain_return = isinstance(command, Return) and not failed
         if (plain_return or reason is not None) and self._op_version() < COUNTING_OP_VERSION:
             raise Refused(UPGRADE_IN_PROGRESS, "a node of the cluster reads no plain returns or reasons yet")
+        if delay_ms is not None and self._op_version() < DELAY_OP_VERSION:
+            raise Refused(UPGRADE_IN_PROGRESS, "a node of the cluster reads no delays yet")
         return await self._settle(command, consumer)
 
     async def touch(self, ids: tuple[int, ...], consumer: str | None) -> Settled:

@@ -87,8 +87,9 @@ class Position:
 
 @dataclass(frozen=True, slots=True)
 class QueueCounts:
-    """A queue's counters on its leader: messages and bytes by where they are, consumers, messages that
-    left with a reason (`dead_lettered` to a target, `dropped` without one) and the next message id."""
+    """A queue's counters on its leader: messages and bytes by where they are (`messages_delayed`: waiting
+    for their time), consumers, messages that left with a reason (`dead_lettered` to a target, `dropped`
+    without one) and the next message id."""
 
     messages: int
     messages_ready: int
@@ -100,3 +101,4 @@ class QueueCounts:
     dropped: dict[str, int]
     dead_letter_bytes: int
     next_id: int
+    messages_delayed: int = 0

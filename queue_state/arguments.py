@@ -8,6 +8,10 @@ from typing import Any
 
 INT64_MAX = 2**63 - 1
 DEFAULT_DELIVERY_LIMIT = 20
+DEFAULT_RETRY_MIN_MS = 1000
+"""The first retry delay of a queue with `x-delayed-retry-type` and no `x-delayed-retry-min`."""
+DEFAULT_RETRY_MAX_MS = 60000
+"""The longest retry delay of a queue with `x-delayed-retry-type` and no `x-delayed-retry-max`."""
 """The `x-delivery-limit` a queue declared without one gets (RabbitMQ 4.0's default); -1 is unlimited."""
 AT_LEAST_ONCE_RULE = "at-least-once dead-lettering requires x-overflow reject-publish"
 
@@ -40,6 +44,9 @@ class QueueConfig:
     single_active_consumer: bool | None = None
     lease_period: int | None = None
     consumer_timeout: int | None = None
+    delayed_retry_type: str | None = None
+    delayed_retry_min: int | None = None
+    delayed_retry_max: int | None = None
 
     @property
     def delivery_limit_in_force(self) -> int | None:
@@ -47,6 +54,18 @@ class QueueConfig:
         given so that a redeclare compares equal)."""
         limit = self.delivery_limit
         return None if limit is None or limit < 0 else limit
+
+    def retry_delay_ms(self, failed: bool, returns: int) -> int:
+        """How long a message back from its holder for the `returns`-th time (1 for the first) waits
+        before it is ready again: `x-delayed-retry-min` doubled for each return before this one, capped
+        at `x-delayed-retry-max`, when `x-delayed-retry-type` covers this return (`failed`, or a plain
+        one); 0 when it does not."""
+        kind = self.delayed_retry_type
+        if kind is None or kind == "disabled" or kind == ("returned" if failed else "failed"):
+            return 0
+        low = DEFAULT_RETRY_MIN_MS if self.delayed_retry_min is None else self.delayed_retry_min
+        high = max(low, DEFAULT_RETRY_MAX_MS if self.delayed_retry_max is None else self.delayed_retry_max)
+        return min(low << min(max(returns - 1, 0), 62), high)
 
     @property
     def rejects_publish(self) -> bool:
@@ -121,6 +140,9 @@ _ARGUMENTS: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "x-single-active-consumer": ("single_active_consumer", _boolean),
     "x-lease-period": ("lease_period", _integer(1)),
     "x-consumer-timeout": ("consumer_timeout", _integer(1)),
+    "x-delayed-retry-type": ("delayed_retry_type", _one_of("disabled", "all", "failed", "returned")),
+    "x-delayed-retry-min": ("delayed_retry_min", _integer(0)),
+    "x-delayed-retry-max": ("delayed_retry_max", _integer(0)),
 }
 
 RUNTIME_ARGUMENTS = frozenset(
@@ -135,6 +157,9 @@ RUNTIME_ARGUMENTS = frozenset(
         "x-expires",
         "x-lease-period",
         "x-consumer-timeout",
+        "x-delayed-retry-type",
+        "x-delayed-retry-min",
+        "x-delayed-retry-max",
         "x-quorum-target-group-size",
     }
 )

@@ -68,14 +68,17 @@ class EntryMeta:
 
 @dataclass(frozen=True, slots=True)
 class NewMessage:
-    """A message to enqueue: body size in bytes and an optional per-message TTL in ms."""
+    """A message to enqueue: body size in bytes, an optional per-message TTL in ms, and an optional delay
+    in ms before it is ready (queue operations version 5; its TTL counts from the publish)."""
 
     size: int
     expiration_ms: int | None = None
+    delay_ms: int | None = None
 
     def __post_init__(self) -> None:
         _check_int("size", self.size)
         _check_optional_int("expiration_ms", self.expiration_ms)
+        _check_optional_int("delay_ms", self.delay_ms, minimum=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,13 +168,17 @@ class Settle(_ByIds):
 @dataclass(frozen=True, slots=True)
 class Return(_ByIds):
     """Nack with requeue: the messages go back to the queue, with one more failed delivery when `failed`
-    (the default, as every Return before queue operations version 3) or as a plain return without."""
+    (the default, as every Return before queue operations version 3) or as a plain return without.
+    With `delay_ms` (version 5) they wait that long before they are ready again (0: not at all), whatever
+    the queue's delayed retry says."""
 
     failed: bool = True
+    delay_ms: int | None = None
 
     def __post_init__(self) -> None:
         _ByIds.__post_init__(self)
         _check_bool("failed", self.failed)
+        _check_optional_int("delay_ms", self.delay_ms)
 
 
 @dataclass(frozen=True, slots=True)

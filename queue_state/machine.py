@@ -9,6 +9,7 @@ and enforces drop-head length limits.
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -26,6 +27,7 @@ from queue_state.commands import (
     Enqueue,
     EntryMeta,
     Get,
+    NewMessage,
     Purge,
     Return,
     Seal,
@@ -36,6 +38,7 @@ from queue_state.commands import (
 )
 from queue_state.consumers import ConsumerInfo, ConsumerRegistry, Holder
 from queue_state.dead_letters import DeadLetterQueue
+from queue_state.delayed import DelayedMessages, Destination
 from queue_state.durable import DurableHolder, DurableInfo
 from queue_state.effects import (
     Deliveries,
@@ -71,6 +74,7 @@ class QueueMachine:
         self._next_id = 1
         self._returns = MessageFifo()
         self._main = MessageFifo()
+        self._delayed = DelayedMessages()
         self._consumers = ConsumerRegistry(bool(config.single_active_consumer))
         self._get_holders: dict[str, Holder] = {}
         self._durables: dict[str, DurableHolder] = {}
@@ -113,6 +117,7 @@ class QueueMachine:
         if self._last_active_ms is None:
             self._last_active_ms = self._now
         out = EffectCollector()
+        self._come_due()
         reply = handler(self, cmd, out)
         self._serve(out)
         return reply, out.effects()
@@ -135,15 +140,23 @@ class QueueMachine:
         first_id, count = self._next_id, len(cmd.messages)
         self._next_id += count
         queue_ttl = self._config.message_ttl
-        self._main.push_new(
-            first_id,
-            [message.size for message in cmd.messages],
-            self._now,
-            [_expires_at(self._now, queue_ttl, message.expiration_ms) for message in cmd.messages],
-        )
+        expires = [_expires_at(self._now, queue_ttl, message.expiration_ms) for message in cmd.messages]
+        if any(message.delay_ms for message in cmd.messages):
+            self._enqueue_delayed(first_id, cmd.messages, expires)
+        else:
+            self._main.push_new(first_id, [message.size for message in cmd.messages], self._now, expires)
         if window is not None and cmd.seq is not None:
             window.record(cmd.seq, first_id, count)
         return Enqueued(tuple(range(first_id, first_id + count)))
+
+    def _enqueue_delayed(self, first_id: int, messages: tuple[NewMessage, ...], expires: list[int]) -> None:
+        """A batch with delayed messages: each delayed one waits, the others join `main` in order."""
+        for offset, (new, expires_at) in enumerate(zip(messages, expires, strict=True)):
+            message = ReadyMessage(first_id + offset, new.size, self._now, expires_at, 0, 0)
+            if new.delay_ms:
+                self._delayed.wait(message, self._now + new.delay_ms, Destination.PUBLISHED)
+            else:
+                self._main.push(message)
 
     def _checkout(self, cmd: Checkout, out: EffectCollector) -> Reply:
         if cmd.consumer in self._durables:
@@ -181,7 +194,7 @@ class QueueMachine:
     def _return(self, cmd: Return, out: EffectCollector) -> Reply:
         messages, failure = self._take_held(cmd.ids, cmd.consumer)
         for message in messages:
-            self._requeue(message, cmd.failed, out)
+            self._requeue(message, cmd.failed, out, cmd.delay_ms)
         return failure or Ok()
 
     def _discard(self, cmd: Discard, out: EffectCollector) -> Reply:
@@ -221,7 +234,7 @@ class QueueMachine:
         return Deliveries(tuple(deliveries))
 
     def _purge(self, cmd: Purge, out: EffectCollector) -> Reply:
-        ids = self._returns.clear() + self._main.clear()
+        ids = self._returns.clear() + self._main.clear() + self._delayed.clear()
         out.forget_all(ids)
         return Purged(len(ids))
 
@@ -322,8 +335,12 @@ class QueueMachine:
                 break
             # a run for one consumer, as one at a time would give it: the heads of the other FIFO
             # cannot expire meanwhile (the clock stands still within a command and they do not move)
-            fifo = self._returns or self._main
-            messages = fifo.pop_unexpired(self._consumers.served_in_a_row(consumer), self._now)
+            run = self._consumers.served_in_a_row(consumer)
+            if self._returns or not self._delayed:
+                fifo = self._returns or self._main
+                messages = fifo.pop_unexpired(run, self._now)
+            else:  # due published messages merge with main by id, one at a time
+                messages = [self._pop_ready()]
             self._hold_all(consumer, messages, self._now)
             out.deliver_all(consumer.name, [message.delivery() for message in messages])
         if not self._config.rejects_publish:
@@ -331,15 +348,37 @@ class QueueMachine:
                 self._dead_letter(self._pop_ready(), "maxlen", out)
 
     def _expire_heads(self, out: EffectCollector) -> None:
-        for fifo in (self._returns, self._main):
+        for fifo in (self._returns, self._main, self._delayed):
             while fifo.head_expires_at() < self._now:
                 self._dead_letter(fifo.pop(), "expired", out)
 
     def _has_ready(self) -> bool:
-        return bool(self._returns) or bool(self._main)
+        return bool(self._returns) or bool(self._main) or bool(self._delayed)
+
+    def _next_is_due(self) -> bool:
+        """True when the next ready message is a due published one (no return waits, and its id comes
+        before main's head)."""
+        return (
+            not self._returns
+            and bool(self._delayed)
+            and (not self._main or self._delayed.head().id < self._main.head_id())
+        )
 
     def _pop_ready(self) -> ReadyMessage:
+        if self._next_is_due():
+            return self._delayed.pop()
         return self._returns.pop() if self._returns else self._main.pop()
+
+    def _ready_head_size(self) -> int:
+        if self._next_is_due():
+            return self._delayed.head().size
+        return (self._returns or self._main).head_size()
+
+    def _come_due(self) -> None:
+        """Delayed messages whose time came: returned ones go back where a return goes, published ones
+        join the due ones (`DelayedMessages`)."""
+        for message, destination in self._delayed.come_due(self._now):
+            (self._returns if destination is Destination.RETURNS else self._main).push(message)
 
     def _take_ready(self, limit: TakeLimit, since_ms: int | None, out: EffectCollector) -> list[ReadyMessage]:
         """Remove the ready messages `limit` admits: from the head (returns first), or with `since_ms` the
@@ -347,9 +386,10 @@ class QueueMachine:
         self._expire_heads(out)
         if since_ms is not None:
             taken = self._returns.take_since(since_ms, limit)
-            return taken + self._main.take_since(since_ms, limit)
+            taken += self._main.take_since(since_ms, limit)
+            return taken + self._delayed.take_since(since_ms, limit)
         taken = []
-        while self._has_ready() and limit.admits((self._returns or self._main).head_size()):
+        while self._has_ready() and limit.admits(self._ready_head_size()):
             message = self._pop_ready()
             limit.take(message.size)
             taken.append(message)
@@ -413,15 +453,23 @@ class QueueMachine:
         failure = Failure("unknown_ids", f"not checked out: {unknown}") if unknown else None
         return found, failure
 
-    def _requeue(self, held: ReadyMessage, failed: bool, out: EffectCollector) -> None:
+    def _requeue(
+        self, held: ReadyMessage, failed: bool, out: EffectCollector, delay_ms: int | None = None
+    ) -> None:
         """A message back from its holder, one more time acquired: a failed delivery past the delivery
-        limit is dead-lettered; the rest go back to returns with a limit, else to the tail."""
+        limit is dead-lettered; the rest go back to returns with a limit, else to the tail, after
+        `delay_ms` when given, else after the queue's delayed retry (`QueueConfig.retry_delay_ms`)."""
         message = held.returned(failed)
         limit = self._config.delivery_limit_in_force
-        if limit is None:
-            self._main.push(message)
-        elif failed and message.delivery_count > limit:
+        if limit is not None and failed and message.delivery_count > limit:
             self._dead_letter(message, "delivery_limit", out)
+            return
+        destination = Destination.MAIN if limit is None else Destination.RETURNS
+        delay = self._config.retry_delay_ms(failed, message.acquired) if delay_ms is None else delay_ms
+        if delay:
+            self._delayed.wait(message, self._now + delay, destination)
+        elif destination is Destination.MAIN:
+            self._main.push(message)
         else:
             self._returns.push(message)
 
@@ -443,10 +491,21 @@ class QueueMachine:
     # Limits and time
 
     def _limited_count_and_bytes(self) -> tuple[int, int]:
-        """What length limits count: ready plus dead letters pending, never checked-out messages."""
-        ready = len(self._returns) + len(self._main)
-        ready_bytes = self._returns.total_bytes + self._main.total_bytes
-        return ready + len(self._dead_letters), ready_bytes + self._dead_letters.total_bytes
+        """What length limits count: ready and delayed plus dead letters pending, never checked-out
+        messages."""
+        ready, ready_bytes = self._ready_count_and_bytes()
+        delayed = self._delayed
+        return (
+            ready + delayed.waiting_count + len(self._dead_letters),
+            ready_bytes + delayed.waiting_bytes + self._dead_letters.total_bytes,
+        )
+
+    def _ready_count_and_bytes(self) -> tuple[int, int]:
+        returns, main, due = self._returns, self._main, self._delayed
+        return (
+            len(returns) + len(main) + len(due),
+            returns.total_bytes + main.total_bytes + due.due_bytes,
+        )
 
     def _over_limit(self, headroom: int = 0) -> bool:
         """True when the limited count or bytes exceed a limit minus `headroom` (1: at or over it)."""
@@ -471,18 +530,19 @@ class QueueMachine:
 
     def stats(self) -> QueueStats:
         """Counts and bytes by where messages are, and counts of messages that left with a reason."""
-        ready = len(self._returns) + len(self._main)
-        ready_bytes = self._returns.total_bytes + self._main.total_bytes
+        ready, ready_bytes = self._ready_count_and_bytes()
         unacked, dlx = len(self._holder_of), len(self._dead_letters)
+        delayed, delayed_bytes = self._delayed.waiting_count, self._delayed.waiting_bytes
         return QueueStats(
             messages_ready=ready,
             messages_unacknowledged=unacked,
             dlx_pending=dlx,
-            messages=ready + unacked + dlx,
-            message_bytes=ready_bytes + self._held_bytes + self._dead_letters.total_bytes,
+            messages=ready + delayed + unacked + dlx,
+            message_bytes=ready_bytes + delayed_bytes + self._held_bytes + self._dead_letters.total_bytes,
             message_bytes_ready=ready_bytes,
             message_bytes_unacknowledged=self._held_bytes,
             message_bytes_dlx=self._dead_letters.total_bytes,
+            messages_delayed=delayed,
             consumers=len(self._consumers),
             publishers=len(self._publishers),
             dead_lettered=dict(self._dead_lettered),
@@ -492,9 +552,12 @@ class QueueMachine:
     def next_deadline_ms(self) -> int | None:
         """The earliest entry time at which a Tick would change something (TTL, lease, expiry, publishers)."""
         deadlines = []
-        head_expiry = min(self._returns.head_expires_at(), self._main.head_expires_at())
+        head_expiry = min(fifo.head_expires_at() for fifo in (self._returns, self._main, self._delayed))
         if head_expiry != NO_EXPIRY:
             deadlines.append(head_expiry + 1)
+        due = self._delayed.next_due_ms()
+        if due is not None:
+            deadlines.append(due)
         lease = self._config.lease_period
         if lease is not None:
             deadlines.extend(
@@ -531,10 +594,12 @@ class QueueMachine:
     def hold_started_ms(self, holder: str) -> int | None:
         """When the oldest hold of a consumer or get holder of that name began (handed out, or last
         touched), or None when it holds nothing."""
-        found = self._consumers.get(holder) or self._get_holders.get(holder)
-        if found is None or not found.held:
-            return None
-        return next(iter(found.held.values())).since_ms
+        starts = [
+            next(iter(found.held.values())).since_ms
+            for found in (self._consumers.get(holder), self._get_holders.get(holder))
+            if found is not None and found.held
+        ]
+        return min(starts, default=None)
 
     def get_holders(self) -> list[str]:
         """The holders of manual-ack gets that hold messages (a holder is gone once it holds none)."""
@@ -551,9 +616,15 @@ class QueueMachine:
         return self._durables[consumer].read(start, end)
 
     def ready_messages(self) -> Iterator[ReadyMessage]:
-        """Ready messages in the order they will be served (returns first)."""
+        """Ready messages in the order they will be served (returns first, then main and the due published
+        ones by id)."""
         yield from self._returns
-        yield from self._main
+        yield from heapq.merge(self._main, self._delayed.due_in_order(), key=lambda message: message.id)
+
+    def delayed_messages(self) -> list[ReadyMessage]:
+        """The messages waiting for their time (not ready yet), in no particular order."""
+        due = {message.id for message in self._delayed.due_in_order()}
+        return [message for message in self._delayed.messages() if message.id not in due]
 
     def peek(self, position: int) -> Delivery | None:
         """The ready message at 1-based `position` in the order the serve step takes them (returns, then
@@ -562,6 +633,9 @@ class QueueMachine:
         if position < 1:
             raise ValueError(f"position must be 1 or more, got {position}")
         index = position - 1
+        if self._delayed and index >= len(self._returns):  # due published messages merge by id
+            found = next(itertools.islice(self.ready_messages(), index, None), None)
+            return None if found is None else found.delivery()
         for fifo in (self._returns, self._main):
             if index < len(fifo):
                 return fifo.at(index).delivery()
@@ -569,14 +643,17 @@ class QueueMachine:
         return None
 
     def browse(self, first_id: int, end_id: int, limit: int) -> list[Delivery]:
-        """Up to `limit` of the messages the queue holds, ready or checked out (not dead letters waiting
-        to move), with ids from `first_id` to below `end_id`, lowest id first. Changes nothing."""
+        """Up to `limit` of the messages the queue holds, ready, delayed or checked out (not dead letters
+        waiting to move), with ids from `first_id` to below `end_id`, lowest id first. Changes nothing."""
         held = [
             holder.held[message_id].message
             for message_id, holder in self._holder_of.items()
             if first_id <= message_id < end_id
         ]
-        found = self._returns.between(first_id, end_id) + self._main.between(first_id, end_id) + held
+        delayed = [message for message in self._delayed.messages() if first_id <= message.id < end_id]
+        found = (
+            self._returns.between(first_id, end_id) + self._main.between(first_id, end_id) + held + delayed
+        )
         return [message.delivery() for message in heapq.nsmallest(limit, found)]
 
     def dead_letter_ids(self) -> list[int]:
@@ -587,9 +664,10 @@ class QueueMachine:
 
     def snapshot_chunks(self) -> Iterator[bytes]:
         """The whole state as a stream of msgpack chunks, ready messages in bounded column slices."""
-        counting = not self._counts_fit_version_3()
+        delayed = self._delayed.to_wire()
+        counting = bool(delayed) or not self._counts_fit_version_3()
         yield snapshot_header(
-            4 if counting else 3 if self._consumers.has_readers else 2,
+            5 if delayed else 4 if counting else 3 if self._consumers.has_readers else 2,
             name=self.name,
             config=self._config.to_arguments(),
             now=self._now,
@@ -614,6 +692,8 @@ class QueueMachine:
             numbered = [[*item.message[:width], item.since_ms, seq] for seq, item in durable.numbered()]
             yield pack_chunk("durable", [durable.name, durable.next_seq, durable.settled_below, numbered])
         yield pack_chunk("dead_letters", self._dead_letters.to_wire(counting))
+        for start in range(0, len(delayed), _ROWS_PER_CHUNK):
+            yield pack_chunk("delayed", delayed[start : start + _ROWS_PER_CHUNK])
         publishers = self._publishers.to_wire()
         for start in range(0, len(publishers), _PUBLISHERS_PER_CHUNK):
             yield pack_chunk("publishers", publishers[start : start + _PUBLISHERS_PER_CHUNK])
@@ -673,6 +753,8 @@ class QueueMachine:
                 machine._restore_durable(*payload)
             elif kind == "dead_letters":
                 machine._dead_letters = DeadLetterQueue.from_wire(payload)
+            elif kind == "delayed":
+                machine._delayed.extend_from_wire(payload)
             elif kind == "publishers":
                 machine._publishers.extend_from_wire(payload, reader.version)
             else:

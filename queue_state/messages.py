@@ -190,6 +190,10 @@ class MessageFifo:
         """The body size of the message at the head (the FIFO must not be empty)."""
         return self._sizes[self._head]
 
+    def head_id(self) -> int:
+        """The id of the message at the head (the FIFO must not be empty)."""
+        return self._ids[self._head]
+
     def take_since(self, since_ms: int, limit: TakeLimit) -> list[ReadyMessage]:
         """Remove and return, in queue order, the messages enqueued at or after `since_ms` that `limit`
         admits, up to the first it does not.

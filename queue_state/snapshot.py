@@ -8,8 +8,10 @@ queue operations version 2 can register), so a snapshot without one stays readab
 Version 4 adds each message's acquired count (a sixth ready column, a sixth field of held rows) and a
 dead letter's reason text (`[*message, reason, handed_out, reason_text]`), and is written only when the
 state has a message whose acquired count differs from its delivery count or a reason text (only plain
-returns and reasons do that: queue operations version 3). Versions 1 to 3 still restore, each message's
-acquired count equal to its delivery count.
+returns and reasons do that: queue operations version 3). Version 5 adds `delayed` chunks (rows of a
+message's six fields, its time and where it goes then, or -1 and -1 for a due published one) and is
+written only when a message is delayed (queue operations version 5). Versions 1 to 3 still restore,
+each message's acquired count equal to its delivery count.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from typing import Any
 
 import msgpack
 
-SNAPSHOT_VERSION = 4  # 2: publishers' watermarks, `sealed`; 3: readers' times; 4: acquired counts, reasons
-READABLE_VERSIONS = (1, 2, 3, 4)
+SNAPSHOT_VERSION = 5  # 2: publishers' watermarks, `sealed`; 3: readers' times; 4: acquired counts, reasons;
+# 5: delayed messages
+READABLE_VERSIONS = (1, 2, 3, 4, 5)
 END_OF_SNAPSHOT = "end"
 
 

@@ -12,6 +12,7 @@ class QueueStats:
     `dead_lettered[reason]` counts messages handed to the dead-letter target (at-most-once effect or
     at-least-once pending); `dropped[reason]` counts messages removed for a reason with no target, and
     `dropped["dead_letter_strategy_changed"]` pending dead letters dropped by leaving at-least-once.
+    `messages_delayed` counts messages waiting for their time (in `messages`, not in `messages_ready`).
     """
 
     messages_ready: int
@@ -24,5 +25,6 @@ class QueueStats:
     message_bytes_dlx: int
     consumers: int
     publishers: int
+    messages_delayed: int = 0
     dead_lettered: dict[str, int] = field(default_factory=dict)
     dropped: dict[str, int] = field(default_factory=dict)

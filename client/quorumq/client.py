@@ -294,9 +294,15 @@ class Client:
             await self._settle_consumer(queue, tag, "ack", {"ids": ids}, via)
 
         async def nack(
-            ids: list[int], requeue: bool = True, *, failed: bool = True, reason: str | None = None
+            ids: list[int],
+            requeue: bool = True,
+            *,
+            failed: bool = True,
+            reason: str | None = None,
+            delay_ms: int | None = None,
         ) -> None:
-            await self._settle_consumer(queue, tag, "nack", nack_body(ids, requeue, failed, reason), via)
+            body = nack_body(ids, requeue, failed, reason, delay_ms)
+            await self._settle_consumer(queue, tag, "nack", body, via)
 
         async def touch(ids: list[int]) -> int:
             return await self._touch_consumer(queue, tag, ids, via)
@@ -316,13 +322,15 @@ class Client:
         *,
         failed: bool = True,
         reason: str | None = None,
+        delay_ms: int | None = None,
     ) -> None:
         """Return deliveries of consumer `tag` (requeue) or discard/dead-letter them (requeue=False).
 
         A return counts a failed delivery toward the queue's delivery limit unless `failed=False` (a
-        plain return: "not now", not "cannot"); a discard may give a `reason` (up to 256 characters),
-        kept in the dead letter's `x-death` as `reason-text`."""
-        body = nack_body(list(ids), requeue, failed, reason)
+        plain return: "not now", not "cannot") and waits `delay_ms` before it is ready again when given
+        (0: at once, whatever the queue's `x-delayed-retry-*`; JetStream's NakWithDelay); a discard may
+        give a `reason` (up to 256 characters), kept in the dead letter's `x-death` as `reason-text`."""
+        body = nack_body(list(ids), requeue, failed, reason, delay_ms)
         await self._settle_consumer(queue, tag, "nack", body)
 
     async def touch(self, queue: str, tag: str, ids: Iterable[int]) -> int:
@@ -411,10 +419,12 @@ class Client:
         *,
         failed: bool = True,
         reason: str | None = None,
+        delay_ms: int | None = None,
     ) -> None:
-        """Return (or discard/dead-letter) messages taken by `get` with manual ack (`failed` and
-        `reason` as for `nack`)."""
-        await self._settle(queue_path(queue, "nack"), nack_body(list(ids), requeue, failed, reason))
+        """Return (or discard/dead-letter) messages taken by `get` with manual ack (`failed`, `reason`
+        and `delay_ms` as for `nack`)."""
+        body = nack_body(list(ids), requeue, failed, reason, delay_ms)
+        await self._settle(queue_path(queue, "nack"), body)
 
     async def browse(
         self, queue: str, from_: int = 0, to: int | None = None, limit: int = 1000

@@ -51,13 +51,21 @@ class IncomingMessage(Delivery):
         await self.settler.ack([self.id])
         self._settlement.done = True
 
-    async def nack(self, requeue: bool = True, *, failed: bool = True, reason: str | None = None) -> None:
+    async def nack(
+        self,
+        requeue: bool = True,
+        *,
+        failed: bool = True,
+        reason: str | None = None,
+        delay_ms: int | None = None,
+    ) -> None:
         """Return the message to its queue, or, with `requeue=False`, dead-letter (or drop) it.
 
-        A return counts as a failed delivery (toward the queue's delivery limit) unless `failed=False`;
-        a dead-lettered message keeps `reason` in its `x-death` (`reason-text`)."""
+        A return counts as a failed delivery (toward the queue's delivery limit) unless `failed=False`,
+        and waits `delay_ms` before it is ready again when given; a dead-lettered message keeps `reason`
+        in its `x-death` (`reason-text`)."""
         self._refuse_if_settled()
-        await self.settler.nack([self.id], requeue, failed=failed, reason=reason)
+        await self.settler.nack([self.id], requeue, failed=failed, reason=reason, delay_ms=delay_ms)
         self._settlement.done = True
 
     async def touch(self) -> int:

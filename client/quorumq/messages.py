@@ -74,14 +74,18 @@ def encode_message(message: Publishable, *, packed: bool = False) -> dict[str, A
     return wire
 
 
-def nack_body(ids: list[int], requeue: bool, failed: bool, reason: str | None) -> dict[str, Any]:
-    """The body of a nack: `failed` and `reason` only when not at their defaults (so a node that
-    predates them reads every other nack)."""
+def nack_body(
+    ids: list[int], requeue: bool, failed: bool, reason: str | None, delay_ms: int | None = None
+) -> dict[str, Any]:
+    """The body of a nack: `failed`, `reason` and `delay` only when not at their defaults (so a node
+    that predates them reads every other nack)."""
     body: dict[str, Any] = {"ids": ids, "requeue": requeue}
     if not failed:
         body["failed"] = False
     if reason is not None:
         body["reason"] = reason
+    if delay_ms is not None:
+        body["delay"] = delay_ms
     return body
 
 

@@ -131,10 +131,11 @@ class Subscription:
         *,
         failed: bool = True,
         reason: str | None = None,
+        delay_ms: int | None = None,
     ) -> None:
-        """Return deliveries to the queue, or discard/dead-letter them when `requeue` is False (`failed`
-        and `reason` as for `Client.nack`)."""
-        await self._settle("nack", nack_body(_ids(deliveries), requeue, failed, reason))
+        """Return deliveries to the queue, or discard/dead-letter them when `requeue` is False (`failed`,
+        `reason` and `delay_ms` as for `Client.nack`)."""
+        await self._settle("nack", nack_body(_ids(deliveries), requeue, failed, reason, delay_ms))
 
     async def touch(self, deliveries: Iterable[Delivery | int]) -> int:
         """Extend the hold of deliveries of the current consumer (each counts from now as just handed

@@ -262,6 +262,7 @@ async def test_consumer_endpoints_with_unknown_consumer_are_404(http: Api) -> No
     await http.expect_error(404, "GET", base + "/deliveries")
     await http.expect_error(404, "POST", base + "/ack", json={"ids": [1]})
     await http.expect_error(404, "POST", base + "/nack", json={"ids": [1]})
+    await http.expect_error(404, "POST", base + "/touch", json={"ids": [1]})
     await http.expect_error(404, "DELETE", base)
 
 
@@ -274,6 +275,13 @@ async def test_settle_and_poll_with_bad_input_are_400(http: Api) -> None:
     await http.expect_error(400, "POST", base + "/ack", json={"ids": ["one"]})
     await http.expect_error(400, "POST", base + "/ack", json={"ids": [True]})
     await http.expect_error(400, "POST", base + "/nack", json={"ids": [1], "requeue": "yes"})
+    await http.expect_error(400, "POST", base + "/nack", json={"ids": [1], "delay": -1})
+    error = await http.expect_error(
+        400, "POST", base + "/nack", json={"ids": [1], "requeue": False, "delay": 5}
+    )
+    assert "delay goes with a nack that requeues" in error["reason"]
+    await http.expect_error(400, "POST", base + "/touch", json={"ids": [1], "delay": 5})
+    await http.expect_error(400, "POST", base + "/touch", json={})
     await http.expect_error(400, "POST", base + "/ack", data=b"[")
     await http.expect_error(400, "GET", base + "/deliveries?max=lots")
     await http.expect_error(400, "GET", base + "/deliveries?wait=3600")

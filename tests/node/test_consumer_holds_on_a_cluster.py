@@ -146,3 +146,44 @@ async def test_rule_a_message_settles_as_the_consumer_that_received_it(cluster: 
             await again.ack()
             await batches.aclose()
         assert (await client.queue("retagged"))["messages"] == 0
+
+
+async def test_a_nack_delay_and_the_queues_delayed_retry_hold_a_message_back(cluster: ProcessCluster) -> None:
+    async with Client(cluster.urls, timeout=30.0) as client:
+        await client.declare("later", {"x-delayed-retry-type": "failed", "x-delayed-retry-min": 1500})
+        await client.publish("later", ["order-6"])
+        tag = await client.consume("later", prefetch=1)
+        (message,) = await client.deliveries("later", tag, max=1, wait=5.0)
+        await message.nack()  # a failure: the queue's delayed retry holds it back 1.5 s
+        stats = await client.queue("later")
+        assert (stats["messages_ready"], stats["messages_delayed"]) == (0, 1)
+        started = time.monotonic()
+        (again,) = await client.deliveries("later", tag, max=1, wait=10.0)
+        waited = time.monotonic() - started
+        assert (again.id, again.delivery_count) == (message.id, 1)
+        await again.nack(failed=False, delay_ms=0)  # a plain return, at once whatever the queue says
+        (third,) = await client.deliveries("later", tag, max=1, wait=5.0)
+        assert (third.id, third.delivery_count, third.acquired_count) == (message.id, 1, 2)
+        await third.nack(delay_ms=800)
+        assert (await client.queue("later"))["messages_delayed"] == 1
+        (fourth,) = await client.deliveries("later", tag, max=1, wait=10.0)
+        await fourth.ack()
+    assert waited > 1.0  # a delivery waited out most of the delay
+
+
+def test_the_cli_nacks_with_a_delay(cluster: ProcessCluster) -> None:
+    node = cluster.urls[0]
+
+    def run(*args: str) -> tuple[int, str]:
+        result = CliRunner().invoke(quorumq, ["--node", node, "--formatter", "json", *args])
+        return result.exit_code, result.stdout
+
+    assert run("declare", "cli-later")[0] == 0
+    assert run("publish", "cli-later", "a")[0] == 0
+    code, out = run(
+        "consume", "cli-later", "--count", "1", "--nack", "--nack-delay", "60000", "--timeout", "5"
+    )
+    assert code == 0, out
+    code, out = run("queues")
+    (row,) = [q for q in json.loads(out) if q["name"] == "cli-later"]
+    assert (row["messages_ready"], row["messages_delayed"]) == (0, 1)

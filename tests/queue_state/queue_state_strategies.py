@@ -54,11 +54,16 @@ def configs(draw: st.DrawFn) -> QueueConfig:
         "x-single-active-consumer": draw(st.none() | st.booleans()),
         "x-lease-period": draw(st.none() | st.integers(1, 300)),
         "x-consumer-timeout": draw(st.none() | st.integers(1, 300)),
+        "x-delayed-retry-type": draw(st.none() | st.sampled_from(["disabled", "all", "failed", "returned"])),
+        "x-delayed-retry-min": draw(st.none() | st.integers(0, 100)),
+        "x-delayed-retry-max": draw(st.none() | st.integers(0, 400)),
     }
     return parse_arguments({k: v for k, v in arguments.items() if v is not None})
 
 
-new_messages = st.builds(NewMessage, st.integers(0, 50), st.none() | st.integers(0, 300))
+new_messages = st.builds(
+    NewMessage, st.integers(0, 50), st.none() | st.integers(0, 300), st.none() | st.integers(1, 200)
+)
 
 commands = st.one_of(
     st.builds(
@@ -73,7 +78,7 @@ commands = st.one_of(
     st.builds(Cancel, NAMES, st.booleans()),
     st.builds(ConsumerDown, NAMES),
     st.builds(Settle, IDS, st.none() | NAMES),
-    st.builds(Return, IDS, st.none() | NAMES, st.booleans()),
+    st.builds(Return, IDS, st.none() | NAMES, st.booleans(), st.none() | st.integers(0, 200)),
     st.builds(Discard, IDS, st.none() | NAMES, st.none() | st.sampled_from(["bad", "ünïcode ✓", ""])),
     st.builds(Touch, IDS, st.none() | NAMES),
     st.builds(Get, NAMES, st.integers(1, 3), st.booleans()),
@@ -102,10 +107,19 @@ metas = st.builds(EntryMeta, TIMES)
 command_lists = st.lists(st.tuples(metas, commands), max_size=60)
 
 
-def _written_before_version_4(command: Command) -> bool:
+def _written_before_version_5(command: Command) -> bool:
     if isinstance(command, UpdateConfig):
-        return command.config.consumer_timeout is None
-    return not isinstance(command, Touch)
+        config = command.config
+        return (config.delayed_retry_type, config.delayed_retry_min, config.delayed_retry_max) == (None,) * 3
+    if isinstance(command, Enqueue):
+        return not any(message.delay_ms for message in command.messages)
+    return not (isinstance(command, Return) and command.delay_ms is not None)
+
+
+def _written_before_version_4(command: Command) -> bool:
+    if isinstance(command, UpdateConfig) and command.config.consumer_timeout is not None:
+        return False
+    return not isinstance(command, Touch) and _written_before_version_5(command)
 
 
 def _written_before_version_3(command: Command) -> bool:
@@ -120,6 +134,8 @@ def _written_before_version_2(command: Command) -> bool:
     return not reader and _written_before_version_3(command)
 
 
+commands_before_version_5 = commands.filter(_written_before_version_5)
+"""Commands version 4 reads: no delay (a message's, a nack's, the delayed retry arguments)."""
 commands_before_version_4 = commands.filter(_written_before_version_4)
 """Commands version 3 reads: no touch, no consumer timeout argument (queue operations version 4)."""
 commands_before_version_3 = commands.filter(_written_before_version_3)

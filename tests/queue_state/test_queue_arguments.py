@@ -24,6 +24,9 @@ EVERY_ARGUMENT = {
     "x-single-active-consumer": True,
     "x-lease-period": 30_000,
     "x-consumer-timeout": 60_000,
+    "x-delayed-retry-type": "failed",
+    "x-delayed-retry-min": 500,
+    "x-delayed-retry-max": 30_000,
 }
 
 
@@ -45,6 +48,9 @@ def test_every_argument_is_accepted_into_its_field() -> None:
         single_active_consumer=True,
         lease_period=30_000,
         consumer_timeout=60_000,
+        delayed_retry_type="failed",
+        delayed_retry_min=500,
+        delayed_retry_max=30_000,
     )
 
 
@@ -97,6 +103,9 @@ def test_to_arguments_is_canonical_so_redeclares_compare_equal() -> None:
         ("x-single-active-consumer", 1),
         ("x-single-active-consumer", "true"),
         ("x-consumer-timeout", 0),
+        ("x-delayed-retry-type", "sometimes"),
+        ("x-delayed-retry-min", -1),
+        ("x-delayed-retry-max", "5s"),
         ("x-lease-period", 0),
         ("x-unknown", 1),
         ("max-length", 1),

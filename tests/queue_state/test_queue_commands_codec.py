@@ -17,6 +17,7 @@ from queue_state_strategies import (
     commands_before_version_2,
     commands_before_version_3,
     commands_before_version_4,
+    commands_before_version_5,
     metas,
 )
 
@@ -54,8 +55,13 @@ from queue_state.commands import (
 
 
 @given(commands)
-def test_every_command_survives_a_version_4_round_trip(cmd: Command) -> None:
+def test_every_command_survives_a_version_5_round_trip(cmd: Command) -> None:
     assert decode_command(encode_command(cmd)) == cmd
+
+
+@given(commands_before_version_5)
+def test_every_command_without_a_version_5_form_survives_a_version_4_round_trip(cmd: Command) -> None:
+    assert decode_command(encode_command(cmd, 4)) == cmd
 
 
 @given(commands_before_version_4)
@@ -122,7 +128,7 @@ def test_rule_a_readers_time_is_written_only_from_version_2_and_defaults_to_none
     )  # left off: old nodes read it
     assert decode_command([2, {"consumer": "c", "prefetch": 2}]).since_ms is None
     with pytest.raises(ValueError):
-        encode_command(Tick(), 5)
+        encode_command(Tick(), 6)
 
 
 @given(commands)
