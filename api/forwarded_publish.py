@@ -3,11 +3,13 @@ second HTTP request.
 
 The node the client called authenticates the caller, reads and checks the body (`read_publish`) and
 sends the leader `["publish", queue, user, hops, publisher, seq, [[body, headers, encoding,
-expiration], ...]]`, vouching for `user` as a node assertion does: the peer link is authenticated by
-the cluster secret. The leader grants it by the publish route's own access rule (`ROUTE_ACCESS`,
-`require`), runs it through the same door as a publish made to it (`PublishJob.run`) and replies `[status,
-body]`, the HTTP answer it would have given. A node that no longer leads the queue passes the publish on
-while it has hops left (`next_hop`), over the peer transport only, else answers 503 with the leader hint.
+expiration], ...]]` (and, when a message has a delay, the delays as an eighth element: only once every
+node reads queue operations version 5), vouching for `user` as a node assertion does: the peer link is
+authenticated by the cluster secret. The leader grants it by the publish route's own access rule
+(`ROUTE_ACCESS`, `require`), runs it through the same door as a publish made to it (`PublishJob.run`) and
+replies `[status, body]`, the HTTP answer it would have given. A node that no longer leads the queue
+passes the publish on while it has hops left (`next_hop`), over the peer transport only, else answers
+503 with the leader hint.
 
 The forwarding node gives up as an HTTP forward does (`await_leader`): 503 `outcome_unknown` once it no
 longer believes the target leads, or a connection with it closes after the frame was sent
@@ -26,13 +28,16 @@ from typing import Any
 
 from aiohttp import web
 
-from api.app_keys import CONFIG, METADATA, METRICS, PEER_REQUESTS, QUEUES, STATUS
+from api.app_keys import CONFIG, FORMATS, METADATA, METRICS, PEER_REQUESTS, QUEUES, STATUS
 from api.auth import ROUTE_ACCESS, require, vouched_principal
 from api.error_answers import error_answer
 from api.forwarding import Route, await_leader, next_hop, queue_route
 from api.publish_job import PublishJob
 from api.validation import ENCODINGS, bad
+from cluster.entry_codec import DELAY_OP_VERSION
+from cluster.errors import Refused
 from cluster.peer_requests import Server
+from cluster.queue_leader import UPGRADE_IN_PROGRESS
 from cluster.queue_limits import INT64_MAX
 from cluster.stored_message import StoredMessage
 
@@ -63,9 +68,13 @@ async def publish_routed(app: web.Application, name: str, job: PublishJob, user:
     route = await queue_route(app[QUEUES], app[STATUS], name)
     if route is None:
         return 201, await job.run(app, app[QUEUES].led(name))
+    if job.delays is not None and app[FORMATS].writes_queue_ops() < DELAY_OP_VERSION:
+        raise Refused(UPGRADE_IN_PROGRESS, "a node of the cluster reads no delays yet")  # nor its leader
     target = next_hop(hops, route.target)
     messages = [[m.body, m.headers, m.encoding, expiration] for m, expiration in job.messages]
     request = [PUBLISH, name, user, hops + 1, job.publisher, job.seq, messages]
+    if job.delays is not None:  # only to a leader that reads them (checked above)
+        request.append(list(job.delays))
     reply = app[PEER_REQUESTS].call(target, request)
     app[METRICS].forwarded.labels("peer").inc()
     status, body = await await_leader(target, route.leader_now, reply)
@@ -90,7 +99,8 @@ async def _serve(app: web.Application, peer: str, request: Any) -> list[Any]:
 def _decoded(request: Any) -> tuple[str, str, int, PublishJob]:
     """The queue, user, hops and publish of a forwarded publish; 400 when it is not one."""
     try:
-        tag, name, user, hops, publisher, seq, messages = request
+        tag, name, user, hops, publisher, seq, messages, *more = request
+        delays = more[0] if more else None
         stored = [
             (StoredMessage(body, headers, encoding), expires) for body, headers, encoding, expires in messages
         ]
@@ -105,10 +115,20 @@ def _decoded(request: Any) -> tuple[str, str, int, PublishJob]:
         and (publisher is None or isinstance(publisher, str))
         and (seq is None or _is_int64(seq))
         and all(_well_formed(message, expires) for message, expires in stored)
+        and len(more) <= 1
+        and (delays is None or _well_formed_delays(delays, len(stored)))
     )
     if not well_formed:
         raise bad("malformed forwarded publish")
-    return name, user, hops, PublishJob(stored, publisher, seq)
+    return name, user, hops, PublishJob(stored, publisher, seq, delays)
+
+
+def _well_formed_delays(delays: Any, count: int) -> bool:
+    return (
+        isinstance(delays, list)
+        and len(delays) == count
+        and all(d is None or (_is_int64(d) and d > 0) for d in delays)
+    )
 
 
 def _well_formed(message: StoredMessage, expires: Any) -> bool:

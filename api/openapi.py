@@ -45,6 +45,11 @@ MESSAGE: Schema = {
         "encoding": {"enum": ["utf8", "base64"]},
         "headers": {"type": "object"},
         "expiration": INT64,
+        "delay": {**INT64, "description": "ms the message waits in the queue before it is ready"},
+        "not_before": {
+            "description": "the time it is ready from (epoch ms or ISO-8601), instead of delay",
+            "type": ["integer", "string"],
+        },
     },
 }
 PACKED_MESSAGE: Schema = {

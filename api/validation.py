@@ -19,7 +19,7 @@ from quorumq.moments import epoch_ms
 MSGPACK = "application/msgpack"
 QUEUE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:\-]*")  # full-matched: no trailing newline
 ENCODINGS = ("utf8", "base64")
-MESSAGE_FIELDS = frozenset({"body", "encoding", "headers", "expiration"})
+MESSAGE_FIELDS = frozenset({"body", "encoding", "headers", "expiration", "delay", "not_before"})
 MAX_BATCH_MESSAGES = 10000
 MAX_POLL = 10000
 MAX_WAIT_S = 60.0
@@ -179,6 +179,32 @@ def published_messages(body: dict[str, Any], max_bytes: int) -> list[tuple[Store
     if len(raw) > MAX_BATCH_MESSAGES:
         raise ApiError(413, "too_large", f"at most {MAX_BATCH_MESSAGES} messages per request")
     return [_published_message(i, m, max_bytes) for i, m in enumerate(raw)]
+
+
+def published_delays(body: dict[str, Any], now_ms: int) -> list[int | None] | None:
+    """Each message's delay in ms, from its `delay` (ms) or its `not_before` (epoch ms or ISO-8601, as
+    far ahead of `now_ms`; a time passed is no delay), or None when no message of the (already checked)
+    publish body has either: the common case costs one look at each message."""
+    messages = body["messages"]
+    if not any("delay" in message or "not_before" in message for message in messages):
+        return None
+    return [_delay(index, message, now_ms) for index, message in enumerate(messages)]
+
+
+def _delay(index: int, message: dict[str, Any], now_ms: int) -> int | None:
+    delay, not_before = message.get("delay"), message.get("not_before")
+    if delay is not None and not_before is not None:
+        raise bad(f"{_where(index)} gives both delay and not_before")
+    if delay is not None:
+        if isinstance(delay, bool) or not isinstance(delay, int) or not 0 <= delay <= INT64_MAX:
+            raise bad(f"{_where(index)}.delay must be a non-negative integer (milliseconds)")
+        return delay or None
+    if not_before is None:
+        return None
+    try:
+        return max(epoch_ms(not_before) - now_ms, 0) or None
+    except ValueError as exc:
+        raise bad(f"{_where(index)}.not_before must be epoch milliseconds or an ISO-8601 time") from exc
 
 
 def _published_message(index: int, raw: Any, max_bytes: int) -> tuple[StoredMessage, int | None]:

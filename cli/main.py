@@ -189,8 +189,10 @@ def messages_to_publish(
     count: int | None,
     size: int | None,
     headers: dict[str, Any],
+    delay_ms: int | None = None,
 ) -> list[Message]:
-    """The messages `publish` sends: given bodies (cycled to --count) or generated ones."""
+    """The messages `publish` sends: given bodies (cycled to --count) or generated ones, each delayed by
+    `delay_ms` when given."""
     given: list[bytes | str] = list(bodies)
     if source is not None:
         given.extend(body_from_line(line) for line in source.read().splitlines())
@@ -202,7 +204,7 @@ def messages_to_publish(
         chosen = list(itertools.islice(itertools.cycle(given), count or len(given)))
     else:
         chosen = [synthetic_body(index, size) for index in range(1, (count or 1) + 1)]
-    return [Message(body, headers=headers or None) for body in chosen]
+    return [Message(body, headers=headers or None, delay_ms=delay_ms) for body in chosen]
 
 
 def describe_ids(ids: Sequence[int]) -> str:
@@ -218,6 +220,12 @@ def describe_ids(ids: Sequence[int]) -> str:
 @click.option("--count", type=click.IntRange(min=1), help="How many messages (given bodies are cycled).")
 @click.option("--size", type=click.IntRange(min=0), help="Generate bodies of this many bytes.")
 @click.option("--header", "header_pairs", multiple=True, metavar="KEY=VALUE", help="A header; repeatable.")
+@click.option(
+    "--delay",
+    type=click.IntRange(min=1),
+    metavar="MS",
+    help="Each message waits this long in the queue before it is ready (delayed delivery).",
+)
 @click.option("--file", "source", type=click.File("rb"), help="Publish each line of this file ('-': stdin).")
 @click.option(
     "--batch", type=click.IntRange(min=1), default=100, show_default=True, help="Messages a request."
@@ -233,12 +241,14 @@ def publish(
     count: int | None,
     size: int | None,
     header_pairs: tuple[str, ...],
+    delay: int | None,
     source: BinaryIO | None,
     batch: int,
     window: int,
 ) -> None:
     """Publish messages to QUEUE and print the ids the cluster confirmed."""
-    messages = messages_to_publish(bodies, source, count, size, parse_pairs(header_pairs, "--header"))
+    headers = parse_pairs(header_pairs, "--header")
+    messages = messages_to_publish(bodies, source, count, size, headers, delay)
     with settings.connect() as client:
         ids = client.publish_all(queue, messages, window=window, batch=batch)
     if settings.formatter == "json":

@@ -226,21 +226,38 @@ class QueueLeader:
     # -- publishing and reading ---------------------------------------------------------------------
 
     async def publish(
-        self, messages: Sequence[tuple[StoredMessage, int | None]], publisher: str | None, seq: int | None
+        self,
+        messages: Sequence[tuple[StoredMessage, int | None]],
+        publisher: str | None,
+        seq: int | None,
+        delays: Sequence[int | None] | None = None,
     ) -> Published:
-        """Enqueue a batch (each message with its optional expiration in ms) once a majority has it.
+        """Enqueue a batch (each message with its optional expiration in ms, and with `delays` the ms each
+        waits before it is ready) once a majority has it.
 
         With `publisher` and `seq` a retry is answered with the first answer's ids. QueueFull when the
         queue is full and rejects publishes; Refused `seq_too_old` when the seq is too old for the
-        publisher's window to tell whether it was enqueued, `queue_deleting` once sealed."""
+        publisher's window to tell whether it was enqueued, `queue_deleting` once sealed,
+        `upgrade_in_progress` for delays while a node of the cluster reads none."""
         with _invalid_is_bad_request():
-            sizes = tuple(NewMessage(len(m.body), expiration) for m, expiration in messages)
+            if delays is None:
+                sizes = tuple(NewMessage(len(m.body), expiration) for m, expiration in messages)
+            else:
+                self._refuse_delays_before_version_5()
+                sizes = tuple(
+                    NewMessage(len(m.body), expiration, delay)
+                    for (m, expiration), delay in zip(messages, delays, strict=True)
+                )
         reply = await self._submit(self._command(Enqueue, sizes, publisher, seq), [m for m, _ in messages])
         if isinstance(reply, Rejected):
             raise QueueFull(f"queue '{self.name}' is full: {reply.reason}")
         if isinstance(reply, Enqueued | Duplicate):
             return Published(list(reply.ids or ()), isinstance(reply, Duplicate))
         raise _refusal(reply)
+
+    def _refuse_delays_before_version_5(self) -> None:
+        if self._op_version() < DELAY_OP_VERSION:
+            raise Refused(UPGRADE_IN_PROGRESS, "a node of the cluster reads no delays yet")
 
     async def get(self, count: int, auto_ack: bool, since_ms: int | None) -> list[MessageRow]:
         """Take up to `count` ready messages (only those enqueued at or after `since_ms`, when given),
@@ -284,8 +301,8 @@ class QueueLeader:
         plain_return = isinstance(command, Return) and not failed
         if (plain_return or reason is not None) and self._op_version() < COUNTING_OP_VERSION:
             raise Refused(UPGRADE_IN_PROGRESS, "a node of the cluster reads no plain returns or reasons yet")
-        if delay_ms is not None and self._op_version() < DELAY_OP_VERSION:
-            raise Refused(UPGRADE_IN_PROGRESS, "a node of the cluster reads no delays yet")
+        if delay_ms is not None:
+            self._refuse_delays_before_version_5()
         return await self._settle(command, consumer)
 
     async def touch(self, ids: tuple[int, ...], consumer: str | None) -> Settled:

@@ -13,11 +13,14 @@ from quorumq.errors import QuorumqError
 @dataclass(frozen=True)
 class Message:
     """A message to publish: `body` (bytes or text; a consumer receives it as bytes), optional headers
-    (JSON values) and per-message `expiration` in milliseconds."""
+    (JSON values), per-message `expiration` in milliseconds (counted from the publish) and `delay_ms`,
+    how long it waits in the queue before it is ready (delayed delivery; every node at queue operations
+    version 5)."""
 
     body: bytes | str
     headers: dict[str, Any] | None = None
     expiration: int | None = None
+    delay_ms: int | None = None
 
 
 Publishable = bytes | str | Message
@@ -54,9 +57,9 @@ def encode_message(message: Publishable, *, packed: bool = False) -> dict[str, A
     """The map the publish endpoint expects for one message: for msgpack (`packed`) a body goes as it is
     (bytes as bin, str as str), for JSON bytes go as base64."""
     if isinstance(message, Message):
-        body, headers, expiration = message.body, message.headers, message.expiration
+        body, headers, expiration, delay = message.body, message.headers, message.expiration, message.delay_ms
     else:  # a bare body, the common case: no Message is built for it
-        body, headers, expiration = message, None, None
+        body, headers, expiration, delay = message, None, None, None
     if isinstance(body, bytes | bytearray | memoryview):
         wire: dict[str, Any] = (
             {"body": body}
@@ -71,6 +74,8 @@ def encode_message(message: Publishable, *, packed: bool = False) -> dict[str, A
         wire["headers"] = headers
     if expiration is not None:
         wire["expiration"] = expiration
+    if delay is not None:
+        wire["delay"] = delay
     return wire
 
 

@@ -10,12 +10,13 @@ import contextlib
 import json
 import time
 
+import aiohttp
 import pytest
 from click.testing import CliRunner
 
 from cli.main import cli as quorumq
 from cli.node_processes import ProcessCluster
-from quorumq import Client, ConsumerEndedError
+from quorumq import Client, ConsumerEndedError, Message
 
 TIMEOUT_MS = 1500  # the queue's x-consumer-timeout
 WORK_S = 4.0  # longer than two timeouts
@@ -187,3 +188,45 @@ def test_the_cli_nacks_with_a_delay(cluster: ProcessCluster) -> None:
     code, out = run("queues")
     (row,) = [q for q in json.loads(out) if q["name"] == "cli-later"]
     assert (row["messages_ready"], row["messages_delayed"]) == (0, 1)
+
+
+async def test_a_delayed_publish_waits_then_keeps_its_place_whatever_node_took_it(
+    cluster: ProcessCluster,
+) -> None:
+    async with Client(cluster.urls, timeout=30.0) as client:
+        await client.declare("scheduled")
+        stats = await client.queue("scheduled")
+        follower = next(node for node in cluster.nodes if node.name != stats["leader"])
+        async with Client([follower.url], timeout=30.0, stream=False) as through_a_follower:
+            await through_a_follower.publish("scheduled", ["first", Message("later", delay_ms=1500), "third"])
+        async with aiohttp.ClientSession(auth=aiohttp.BasicAuth("guest", "guest")) as http:
+            not_before = int(time.time() * 1000) + 60_000
+            body = {"messages": [{"body": "tomorrow", "not_before": not_before}]}
+            async with http.post(f"{follower.url}/api/queues/scheduled/messages", json=body) as answer:
+                assert answer.status == 201, await answer.text()
+            bad = {"messages": [{"body": "x", "delay": 5, "not_before": not_before}]}
+            async with http.post(f"{follower.url}/api/queues/scheduled/messages", json=bad) as answer:
+                assert answer.status == 400
+        stats = await client.queue("scheduled")
+        assert (stats["messages_ready"], stats["messages_delayed"]) == (2, 2)
+        deadline = time.monotonic() + 30
+        while (await client.queue("scheduled"))["messages_ready"] != 3:  # polling the stats
+            assert time.monotonic() < deadline, "the delayed message never came due"
+            await asyncio.sleep(0.2)
+        taken = await client.get("scheduled", count=3, ack="auto")
+    assert [m.text for m in taken] == ["first", "later", "third"]  # its FIFO place, by id
+
+
+def test_the_cli_publishes_with_a_delay(cluster: ProcessCluster) -> None:
+    node = cluster.urls[0]
+
+    def run(*args: str) -> tuple[int, str]:
+        result = CliRunner().invoke(quorumq, ["--node", node, "--formatter", "json", *args])
+        return result.exit_code, result.stdout
+
+    assert run("declare", "cli-scheduled")[0] == 0
+    assert run("publish", "cli-scheduled", "a", "b", "--delay", "60000")[0] == 0
+    code, out = run("queues")
+    assert code == 0, out
+    (row,) = [q for q in json.loads(out) if q["name"] == "cli-scheduled"]
+    assert (row["messages"], row["messages_ready"], row["messages_delayed"]) == (2, 0, 2)
