@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import time
 
@@ -20,6 +21,12 @@ from quorumq import Client, ConsumerEndedError, Message
 
 TIMEOUT_MS = 1500  # the queue's x-consumer-timeout
 WORK_S = 4.0  # longer than two timeouts
+
+
+def cli(node: str, *args: str) -> tuple[int, str]:
+    """`quorumq --node NODE --formatter json ARGS...`: its exit code and output."""
+    result = CliRunner().invoke(quorumq, ["--node", node, "--formatter", "json", *args])
+    return result.exit_code, result.stdout
 
 
 async def _drain_one(client: Client, queue: str) -> list:
@@ -88,12 +95,7 @@ async def test_a_touch_carries_on_through_a_new_leader(cluster: ProcessCluster) 
 
 
 def test_the_cli_consumer_touches_a_batch_through_slow_work(cluster: ProcessCluster) -> None:
-    node = cluster.urls[0]
-
-    def run(*args: str) -> tuple[int, str]:
-        result = CliRunner().invoke(quorumq, ["--node", node, "--formatter", "json", *args])
-        return result.exit_code, result.stdout
-
+    run = functools.partial(cli, cluster.urls[0])
     assert run("declare", "cli-slow", "--arg", "x-consumer-timeout=1000")[0] == 0
     assert run("publish", "cli-slow", "a", "b")[0] == 0
     code, out = run("consume", "cli-slow", "--count", "2", "--work", "3", "--timeout", "10")
@@ -173,12 +175,7 @@ async def test_a_nack_delay_and_the_queues_delayed_retry_hold_a_message_back(clu
 
 
 def test_the_cli_nacks_with_a_delay(cluster: ProcessCluster) -> None:
-    node = cluster.urls[0]
-
-    def run(*args: str) -> tuple[int, str]:
-        result = CliRunner().invoke(quorumq, ["--node", node, "--formatter", "json", *args])
-        return result.exit_code, result.stdout
-
+    run = functools.partial(cli, cluster.urls[0])
     assert run("declare", "cli-later")[0] == 0
     assert run("publish", "cli-later", "a")[0] == 0
     code, out = run(
@@ -218,12 +215,7 @@ async def test_a_delayed_publish_waits_then_keeps_its_place_whatever_node_took_i
 
 
 def test_the_cli_publishes_with_a_delay(cluster: ProcessCluster) -> None:
-    node = cluster.urls[0]
-
-    def run(*args: str) -> tuple[int, str]:
-        result = CliRunner().invoke(quorumq, ["--node", node, "--formatter", "json", *args])
-        return result.exit_code, result.stdout
-
+    run = functools.partial(cli, cluster.urls[0])
     assert run("declare", "cli-scheduled")[0] == 0
     assert run("publish", "cli-scheduled", "a", "b", "--delay", "60000")[0] == 0
     code, out = run("queues")
