@@ -155,7 +155,7 @@ async def _delete_guarded(request: web.Request, queue: QueueLeader) -> web.Strea
 
 @on_queue_leader
 async def purge_queue(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
-    """DELETE /api/queues/{q}/contents: remove every ready message."""
+    """DELETE /api/queues/{q}/contents: remove every ready or delayed message."""
     return web.json_response({"purged": await queue.purge()})
 
 

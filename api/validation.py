@@ -188,7 +188,8 @@ def published_delays(body: dict[str, Any], now_ms: int) -> list[int | None] | No
     messages = body["messages"]
     if not any("delay" in message or "not_before" in message for message in messages):
         return None
-    return [_delay(index, message, now_ms) for index, message in enumerate(messages)]
+    delays = [_delay(index, message, now_ms) for index, message in enumerate(messages)]
+    return delays if any(delays) else None  # a delay of 0, or a time passed, is none
 
 
 def _delay(index: int, message: dict[str, Any], now_ms: int) -> int | None:

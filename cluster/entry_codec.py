@@ -40,6 +40,7 @@ import msgpack
 
 from cluster.stored_message import BodySpan, StoredMessage
 from queue_state.command_codec import (
+    DELAYED_MESSAGE_VERSION,
     NAMED_VERSIONS,
     CommandDecodeError,
     decode_command,
@@ -58,7 +59,7 @@ COUNTING_OP_VERSION = 3
 """The first version with plain returns (`failed` False on a Return or Cancel) and reject reasons."""
 HOLDING_OP_VERSION = 4
 """The first version with touches (`Touch`) and the queue argument `x-consumer-timeout`."""
-DELAY_OP_VERSION = 5
+DELAY_OP_VERSION = DELAYED_MESSAGE_VERSION
 """The first version with delays: a message's, a nack's (`Return.delay_ms`), the `x-delayed-retry-*`
 arguments."""
 

@@ -8,11 +8,11 @@ from typing import Any
 
 INT64_MAX = 2**63 - 1
 DEFAULT_DELIVERY_LIMIT = 20
+"""The `x-delivery-limit` a queue declared without one gets (RabbitMQ 4.0's default); -1 is unlimited."""
 DEFAULT_RETRY_MIN_MS = 1000
 """The first retry delay of a queue with `x-delayed-retry-type` and no `x-delayed-retry-min`."""
 DEFAULT_RETRY_MAX_MS = 60000
 """The longest retry delay of a queue with `x-delayed-retry-type` and no `x-delayed-retry-max`."""
-"""The `x-delivery-limit` a queue declared without one gets (RabbitMQ 4.0's default); -1 is unlimited."""
 AT_LEAST_ONCE_RULE = "at-least-once dead-lettering requires x-overflow reject-publish"
 
 

@@ -2,9 +2,9 @@
 publish's delay), and the published ones whose time came, which take their place among ready messages
 by id (FIFO among never-delivered messages: a consumer gets the oldest first).
 
-A returned message whose time comes goes back where a return goes (`returns`, or `main`'s tail without
-a delivery limit); a published one joins `due`, a heap by id that the serve step merges with `main`.
-Nothing here reads a clock: the machine says what time it is.
+A returned message whose time comes goes back where a return goes then (`returns`, or `main`'s tail
+without a delivery limit: the machine decides); a published one joins `due`, a heap by id that the serve
+step merges with `main`. Nothing here reads a clock: the machine says what time it is.
 """
 
 from __future__ import annotations
@@ -13,15 +13,14 @@ import heapq
 from collections.abc import Iterator
 from enum import IntEnum
 
-from queue_state.messages import NO_EXPIRY, ReadyMessage, TakeLimit
+from queue_state.messages import NO_EXPIRY, ReadyMessage
 
 
 class Destination(IntEnum):
     """Where a delayed message goes when its time comes."""
 
     PUBLISHED = 0  # `due`: among ready messages by id
-    RETURNS = 1  # the tail of `returns`
-    MAIN = 2  # the tail of `main` (a return without a delivery limit)
+    RETURNED = 1  # where a return goes
 
 
 class DelayedMessages:
@@ -40,10 +39,10 @@ class DelayedMessages:
         heapq.heappush(self._waiting, (not_before, message.id, message, destination))
         self._waiting_bytes += message.size
 
-    def come_due(self, now_ms: int) -> list[tuple[ReadyMessage, Destination]]:
-        """The waiting messages whose time came by `now_ms`, earliest first; the published ones among
-        them also join `due` (and are not returned)."""
-        released: list[tuple[ReadyMessage, Destination]] = []
+    def come_due(self, now_ms: int) -> list[ReadyMessage]:
+        """The returned messages whose time came by `now_ms`, earliest first; the published ones whose
+        time came join `due` instead."""
+        released: list[ReadyMessage] = []
         while self._waiting and self._waiting[0][0] <= now_ms:
             _, message_id, message, destination = heapq.heappop(self._waiting)
             self._waiting_bytes -= message.size
@@ -51,7 +50,7 @@ class DelayedMessages:
                 heapq.heappush(self._due, (message_id, message))
                 self._due_bytes += message.size
             else:
-                released.append((message, destination))
+                released.append(message)
         return released
 
     def next_due_ms(self) -> int | None:
@@ -89,24 +88,27 @@ class DelayedMessages:
         self._due_bytes -= message.size
         return message
 
-    def take_since(self, since_ms: int, limit: TakeLimit) -> list[ReadyMessage]:
-        """Take, lowest id first, the due messages enqueued at or after `since_ms` that `limit` admits, up
-        to the first it does not; older ones stay."""
-        taken, kept = [], []
-        while self._due:
-            entry = heapq.heappop(self._due)
-            if entry[1].enqueued_at < since_ms:
-                kept.append(entry)
-            elif limit.admits(entry[1].size):
-                limit.take(entry[1].size)
-                taken.append(entry[1])
-            else:
-                kept.append(entry)
-                break
-        for entry in kept:
-            heapq.heappush(self._due, entry)
-        self._due_bytes -= sum(message.size for message in taken)
-        return taken
+    def pop_all_due(self) -> list[ReadyMessage]:
+        """Take every due message, lowest id first."""
+        due = self.due_in_order()
+        self._due, self._due_bytes = [], 0
+        return due
+
+    def lowest_waiting_id(self) -> int | None:
+        """The lowest id among the waiting messages (a scan: for the overflow path only)."""
+        return min((entry[1] for entry in self._waiting), default=None)
+
+    def pop_waiting(self, message_id: int) -> ReadyMessage:
+        """Take the waiting message `message_id` out before its time (a scan: for the overflow path)."""
+        index = next(i for i, entry in enumerate(self._waiting) if entry[1] == message_id)
+        entry = self._waiting.pop(index)
+        heapq.heapify(self._waiting)
+        self._waiting_bytes -= entry[2].size
+        return entry[2]
+
+    def waiting(self) -> Iterator[ReadyMessage]:
+        """The waiting messages (in no particular order)."""
+        return (entry[2] for entry in self._waiting)
 
     def due_in_order(self) -> list[ReadyMessage]:
         """The due messages, lowest id first (a copy: nothing moves)."""

@@ -2,8 +2,9 @@
 
 `apply(meta, cmd)` mutates the state and returns `(reply, effects)`; it reads no clock (time is
 `max(last seen, meta.now_ms)`, the time of the entry the command came in) and performs no I/O. After
-every command the machine expires messages at the head, hands ready messages to consumers with credit
-and enforces drop-head length limits.
+every command the machine first makes ready the delayed messages whose time came, and after it expires
+messages at the head, hands ready messages to consumers with credit and enforces drop-head length
+limits.
 """
 
 from __future__ import annotations
@@ -154,7 +155,7 @@ class QueueMachine:
         for offset, (new, expires_at) in enumerate(zip(messages, expires, strict=True)):
             message = ReadyMessage(first_id + offset, new.size, self._now, expires_at, 0, 0)
             if new.delay_ms:
-                self._delayed.wait(message, self._now + new.delay_ms, Destination.PUBLISHED)
+                self._delayed.wait(message, _not_before(self._now, new.delay_ms), Destination.PUBLISHED)
             else:
                 self._main.push(message)
 
@@ -295,7 +296,10 @@ class QueueMachine:
     def _seal(self, cmd: Seal, out: EffectCollector) -> Reply:
         """Seal when the conditions hold in this state; a sealed queue answers Ok whatever they ask."""
         if not self._sealed:
-            if cmd.if_empty and (self._has_ready() or self._holder_of or len(self._dead_letters)):
+            held_back = self._delayed.waiting_count
+            if cmd.if_empty and (
+                self._has_ready() or held_back or self._holder_of or len(self._dead_letters)
+            ):
                 return Failure("not_empty", f"queue '{self.name}' is not empty")
             if cmd.if_unused and len(self._consumers):
                 return Failure("in_use", f"queue '{self.name}' has consumers")
@@ -344,8 +348,16 @@ class QueueMachine:
             self._hold_all(consumer, messages, self._now)
             out.deliver_all(consumer.name, [message.delivery() for message in messages])
         if not self._config.rejects_publish:
-            while self._has_ready() and self._over_limit():
-                self._dead_letter(self._pop_ready(), "maxlen", out)
+            while self._over_limit() and (oldest := self._pop_oldest()) is not None:
+                self._dead_letter(oldest, "maxlen", out)
+
+    def _pop_oldest(self) -> ReadyMessage | None:
+        """What drop-head drops: the ready head, or a waiting message with a lower id (the oldest first,
+        delayed or not); None when the queue holds neither."""
+        waiting = self._delayed.lowest_waiting_id() if self._delayed.waiting_count else None
+        if waiting is not None and (not self._has_ready() or waiting < self._ready_head_id()):
+            return self._delayed.pop_waiting(waiting)
+        return self._pop_ready() if self._has_ready() else None
 
     def _expire_heads(self, out: EffectCollector) -> None:
         for fifo in (self._returns, self._main, self._delayed):
@@ -374,20 +386,34 @@ class QueueMachine:
             return self._delayed.head().size
         return (self._returns or self._main).head_size()
 
+    def _ready_head_id(self) -> int:
+        if self._next_is_due():
+            return self._delayed.head().id
+        return (self._returns or self._main).head_id()
+
     def _come_due(self) -> None:
-        """Delayed messages whose time came: returned ones go back where a return goes, published ones
-        join the due ones (`DelayedMessages`)."""
-        for message, destination in self._delayed.come_due(self._now):
-            (self._returns if destination is Destination.RETURNS else self._main).push(message)
+        """Delayed messages whose time came: returned ones go back where a return goes now, published
+        ones join the due ones (`DelayedMessages`)."""
+        if self._delayed.waiting_count:
+            for message in self._delayed.come_due(self._now):
+                self._push_returned(message)
+
+    def _push_returned(self, message: ReadyMessage) -> None:
+        """A message back to ready: to `returns` with a delivery limit, else to `main`'s tail."""
+        if self._config.delivery_limit_in_force is None:
+            self._main.push(message)
+        else:
+            self._returns.push(message)
 
     def _take_ready(self, limit: TakeLimit, since_ms: int | None, out: EffectCollector) -> list[ReadyMessage]:
         """Remove the ready messages `limit` admits: from the head (returns first), or with `since_ms` the
         first ones enqueued at or after it, older ones staying where they are."""
         self._expire_heads(out)
         if since_ms is not None:
+            if self._delayed:  # due ones take their place in main, as serving them would
+                self._main.merge_by_id(self._delayed.pop_all_due())
             taken = self._returns.take_since(since_ms, limit)
-            taken += self._main.take_since(since_ms, limit)
-            return taken + self._delayed.take_since(since_ms, limit)
+            return taken + self._main.take_since(since_ms, limit)
         taken = []
         while self._has_ready() and limit.admits(self._ready_head_size()):
             message = self._pop_ready()
@@ -464,14 +490,11 @@ class QueueMachine:
         if limit is not None and failed and message.delivery_count > limit:
             self._dead_letter(message, "delivery_limit", out)
             return
-        destination = Destination.MAIN if limit is None else Destination.RETURNS
         delay = self._config.retry_delay_ms(failed, message.acquired) if delay_ms is None else delay_ms
         if delay:
-            self._delayed.wait(message, self._now + delay, destination)
-        elif destination is Destination.MAIN:
-            self._main.push(message)
+            self._delayed.wait(message, _not_before(self._now, delay), Destination.RETURNED)
         else:
-            self._returns.push(message)
+            self._push_returned(message)
 
     def _dead_letter(
         self, message: ReadyMessage, reason: str, out: EffectCollector, reason_text: str | None = None
@@ -550,7 +573,8 @@ class QueueMachine:
         )
 
     def next_deadline_ms(self) -> int | None:
-        """The earliest entry time at which a Tick would change something (TTL, lease, expiry, publishers)."""
+        """The earliest entry time at which a Tick would change something (TTL, lease, a delayed message's
+        time, expiry, publishers)."""
         deadlines = []
         head_expiry = min(fifo.head_expires_at() for fifo in (self._returns, self._main, self._delayed))
         if head_expiry != NO_EXPIRY:
@@ -623,13 +647,13 @@ class QueueMachine:
 
     def delayed_messages(self) -> list[ReadyMessage]:
         """The messages waiting for their time (not ready yet), in no particular order."""
-        due = {message.id for message in self._delayed.due_in_order()}
-        return [message for message in self._delayed.messages() if message.id not in due]
+        return list(self._delayed.waiting())
 
     def peek(self, position: int) -> Delivery | None:
         """The ready message at 1-based `position` in the order the serve step takes them (returns, then
-        main), or None past the last one. Changes nothing; ValueError for a position below 1. Expiry happens
-        at the heads only, so a message past its TTL further back is still shown (as RabbitMQ's peek does)."""
+        main and the due published ones by id), or None past the last one. Changes nothing; ValueError
+        for a position below 1. Expiry happens at the heads only, so a message past its TTL further back
+        is still shown (as RabbitMQ's peek does)."""
         if position < 1:
             raise ValueError(f"position must be 1 or more, got {position}")
         index = position - 1
@@ -777,6 +801,11 @@ class QueueMachine:
         for *message, since_ms, seq in numbered:
             self._hold(durable, ReadyMessage.of_wire(message), since_ms)
             durable.number(message[0], seq)
+
+
+def _not_before(now: int, delay_ms: int) -> int:
+    """When a message delayed by `delay_ms` at `now` is ready: at the end of time at the latest."""
+    return min(now + delay_ms, NO_EXPIRY - 1)
 
 
 def _expires_at(now: int, queue_ttl: int | None, message_ttl: int | None) -> int:

@@ -6,6 +6,7 @@ stored column-wise in typed arrays (about 41 bytes each) rather than as Python o
 
 from __future__ import annotations
 
+import heapq
 import sys
 from array import array
 from collections.abc import Iterator
@@ -193,6 +194,14 @@ class MessageFifo:
     def head_id(self) -> int:
         """The id of the message at the head (the FIFO must not be empty)."""
         return self._ids[self._head]
+
+    def merge_by_id(self, messages: list[ReadyMessage]) -> None:
+        """Put `messages` (lowest id first) where taking the lower id of the two heads each time would
+        serve them (a rebuild, linear in the FIFO's length: not for the delivery hot path)."""
+        merged = list(heapq.merge(self, messages, key=lambda message: message.id))
+        self._reset()
+        for message in merged:
+            self.push(message)
 
     def take_since(self, since_ms: int, limit: TakeLimit) -> list[ReadyMessage]:
         """Remove and return, in queue order, the messages enqueued at or after `since_ms` that `limit`

@@ -319,3 +319,21 @@ async def test_a_null_optional_number_is_its_default(http: Api, path: str, body:
     await http.declare("nulls")  # found by the API fuzz: `{"ttl_s": null}` was a 500
     got, answer = await http.call("POST", path, json=body)
     assert got == status, answer
+
+
+async def test_a_delay_of_nothing_is_no_delay_and_bad_delays_are_400(http: Api) -> None:
+    await http.declare("no-delay")
+    past = {"messages": [{"body": "a", "delay": 0}, {"body": "b", "not_before": "2001-01-01T00:00:00Z"}]}
+    status, _ = await http.call("POST", "/api/queues/no-delay/messages", json=past)
+    assert status == 201
+    assert await http.messages("no-delay") == 2
+    for message, fragment in [
+        ({"body": "x", "delay": -1}, "delay must be a non-negative integer"),
+        ({"body": "x", "delay": 1, "not_before": 5}, "both delay and not_before"),
+        ({"body": "x", "not_before": "soon"}, "not_before must be epoch milliseconds"),
+    ]:
+        error = await http.expect_error(
+            400, "POST", "/api/queues/no-delay/messages", json={"messages": [message]}
+        )
+        assert fragment in error["reason"]
+    assert await http.messages("no-delay") == 2

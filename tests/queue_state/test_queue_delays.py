@@ -16,10 +16,13 @@ from queue_state.commands import (
     NewMessage,
     Purge,
     Return,
+    Seal,
     Tick,
     UpdateConfig,
 )
+from queue_state.effects import Failure
 from queue_state.machine import QueueMachine
+from queue_state.messages import NO_EXPIRY
 from tests.queue_state.queue_state_helpers import dead_lettered, delivered, make_machine
 
 
@@ -153,3 +156,45 @@ def test_delays_travel_from_operations_version_5_only() -> None:
             encode_command_v0(EntryMeta(0), command)
     assert encode_command(Enqueue((NewMessage(1),)), 1) == [1, {"messages": [[1, None]]}]
     assert arguments_version({"x-delayed-retry-max": 9}) == 5
+
+
+def test_rule_a_guarded_delete_if_empty_refuses_a_queue_holding_only_delayed_messages() -> None:
+    m = make_machine()
+    publish(m, 0, 5000)
+    reply, _ = m.apply(EntryMeta(1), Seal(if_empty=True, if_unused=False))
+    assert isinstance(reply, Failure) and reply.code == "not_empty"
+
+
+def test_rule_drop_head_drops_the_oldest_message_delayed_or_not() -> None:
+    m = make_machine(max_length=2, overflow="drop-head", dead_letter_queue="dlq")
+    publish(m, 0, 100_000, 100_000)
+    _, effects = m.apply(EntryMeta(1), Enqueue((NewMessage(10), NewMessage(10))))
+    assert dead_lettered(effects, "maxlen") == [1, 2]  # the oldest, although they wait
+    assert [r.id for r in m.ready_messages()] == [3, 4]
+
+
+def test_rule_a_read_since_a_time_takes_due_messages_in_their_fifo_place() -> None:
+    m = make_machine()
+    publish(m, 0, 50, None, None)
+    m.apply(EntryMeta(60), Tick())
+    assert [r.id for r in m.ready_messages()] == [1, 2, 3]
+    reply, _ = m.apply(EntryMeta(61), Get("h", 2, auto_ack=True, since_ms=0))
+    assert [d.id for d in reply.deliveries] == [1, 2]
+    assert [r.id for r in m.ready_messages()] == [3]
+
+
+def test_a_delay_past_the_end_of_time_waits_until_then() -> None:
+    m = make_machine()
+    publish(m, 10, 2**63 - 1)
+    assert m.next_deadline_ms() == NO_EXPIRY - 1
+    assert list(QueueMachine.restore(m.snapshot_chunks()).snapshot_chunks()) == list(m.snapshot_chunks())
+
+
+def test_rule_a_delayed_return_goes_where_a_return_goes_when_it_comes_due() -> None:
+    m = make_machine()  # no delivery limit: a return goes to main's tail
+    publish(m, 0, None, None)
+    m.apply(EntryMeta(1), Get("h", 1, auto_ack=False))
+    m.apply(EntryMeta(2), Return((1,), "h", delay_ms=10))
+    m.apply(EntryMeta(3), UpdateConfig(parse_arguments({"x-delivery-limit": 5})))
+    m.apply(EntryMeta(20), Tick())
+    assert [r.id for r in m.ready_messages()] == [1, 2]  # to returns, first, as the queue now says
