@@ -202,8 +202,7 @@ class QueueLeader:
             config = parse_arguments(merged)
         except ArgumentError as exc:
             raise BadRequest(f"argument {exc.argument}: {exc.reason}") from exc
-        if arguments_version(merged) > self._op_version():
-            raise Refused(UPGRADE_IN_PROGRESS, "a node of the cluster reads none of these arguments yet")
+        self._require_op_version(arguments_version(merged), "none of these arguments")
         await self._submit(self._command(UpdateConfig, config))
         return self.definition()
 
@@ -243,7 +242,7 @@ class QueueLeader:
             if delays is None:
                 sizes = tuple(NewMessage(len(m.body), expiration) for m, expiration in messages)
             else:
-                self._refuse_delays_before_version_5()
+                self._require_op_version(DELAY_OP_VERSION, "no delays")
                 sizes = tuple(
                     NewMessage(len(m.body), expiration, delay)
                     for (m, expiration), delay in zip(messages, delays, strict=True)
@@ -255,9 +254,11 @@ class QueueLeader:
             return Published(list(reply.ids or ()), isinstance(reply, Duplicate))
         raise _refusal(reply)
 
-    def _refuse_delays_before_version_5(self) -> None:
-        if self._op_version() < DELAY_OP_VERSION:
-            raise Refused(UPGRADE_IN_PROGRESS, "a node of the cluster reads no delays yet")
+    def _require_op_version(self, version: int, what: str) -> None:
+        """Refused `upgrade_in_progress` unless every node reads queue operations `version` (a node
+        that does not reads `what`)."""
+        if self._op_version() < version:
+            raise Refused(UPGRADE_IN_PROGRESS, f"a node of the cluster reads {what} yet")
 
     async def get(self, count: int, auto_ack: bool, since_ms: int | None) -> list[MessageRow]:
         """Take up to `count` ready messages (only those enqueued at or after `since_ms`, when given),
@@ -299,10 +300,10 @@ class QueueLeader:
         else:
             command = self._command(Discard, ids, consumer, reason)
         plain_return = isinstance(command, Return) and not failed
-        if (plain_return or reason is not None) and self._op_version() < COUNTING_OP_VERSION:
-            raise Refused(UPGRADE_IN_PROGRESS, "a node of the cluster reads no plain returns or reasons yet")
+        if plain_return or reason is not None:
+            self._require_op_version(COUNTING_OP_VERSION, "no plain returns or reasons")
         if delay_ms is not None:
-            self._refuse_delays_before_version_5()
+            self._require_op_version(DELAY_OP_VERSION, "no delays")
         return await self._settle(command, consumer)
 
     async def touch(self, ids: tuple[int, ...], consumer: str | None) -> Settled:
@@ -310,8 +311,7 @@ class QueueLeader:
         after a get): each counts from now as just handed out, for the consumer timeout and the lease.
         Needs queue operations version 4 across the cluster: until then Refused `upgrade_in_progress`.
         UnknownConsumer (ConsumerEnded) as for `settle`; ids not held are named in the warning."""
-        if self._op_version() < HOLDING_OP_VERSION:
-            raise Refused(UPGRADE_IN_PROGRESS, "a node of the cluster reads no touches yet")
+        self._require_op_version(HOLDING_OP_VERSION, "no touches")
         return await self._settle(self._command(Touch, ids, consumer), consumer)
 
     async def _settle(self, command: Settle | Return | Discard | Touch, consumer: str | None) -> Settled:
