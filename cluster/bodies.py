@@ -307,8 +307,9 @@ class BodyStore:
         """The still-needed bodies of `logged` as (key, record) pairs, as records of their own store them."""
         ids = list(logged.live_ids())
         for message_id, stored in zip(ids, self.get_many(ids), strict=True):
-            if stored is not None:  # live ids of `logged`: always stored
-                yield body_key(message_id), msgpack.packb([stored.body, stored.headers, stored.encoding])
+            if stored is None:  # a live id of an entry still indexed: never, unless the index is wrong
+                raise ValueError(f"live message {message_id} of entry {logged.index} has no body to copy")
+            yield body_key(message_id), msgpack.packb([stored.body, stored.headers, stored.encoding])
 
 
 def _op_spans(by_op: list[list[BodySpan] | None], position: int) -> list[BodySpan]:
