@@ -1,18 +1,16 @@
 """Deliveries as the API answers them (consumer polls, gets, durable log reads), built in one pass.
 
 JSON is the contract: `[{"id", "body", "encoding", "headers", "delivery_count", "redelivered",
-"acquired_count", "published_at"}]`, a body that was published as valid UTF-8 text stays text, anything
-else is base64.
-The answer is assembled as bytes: base64 needs no JSON escaping, so only text bodies and non-empty
-headers go through the json encoder.
+"acquired_count", "published_at"}]` (plus `"priority"` for a message above level 0), a body that was published
+as valid UTF-8 text stays text, anything else is base64. The answer is assembled as bytes: base64 needs no
+JSON escaping, so only text bodies and non-empty headers go through the json encoder.
 
-A request with `Accept: application/msgpack` gets the same maps as msgpack instead, each body raw bytes
-(bin) whatever it was published as, `encoding` telling which (`utf8` text or `base64` binary): no base64
-on either side and a quarter fewer bytes on the wire. The streaming connection's `deliver` frames carry
-the same maps. They are packed from prepared parts, not through a map per message: the integers in
-their 64-bit forms and the array and body lengths in their 32-bit ones, the encoding and headers of a
-first delivery without headers as one constant, the body copied once, from the entry it was read from
-into the answer.
+A request with `Accept: application/msgpack` gets the same maps as msgpack instead, each body raw bytes (bin)
+whatever it was published as, `encoding` telling which (`utf8` text or `base64` binary): no base64 on either
+side and a quarter fewer bytes on the wire. The streaming connection's `deliver` frames carry the same maps.
+They are packed from prepared parts, not through a map per message: the integers in their 64-bit forms and the
+array and body lengths in their 32-bit ones, the encoding and headers of a first delivery without headers as
+one constant, the body copied once, from the entry it was read from into the answer.
 """
 
 from __future__ import annotations
@@ -34,13 +32,14 @@ JSON = "application/json"
 _TEXT_ROW = b'{"id":%d,"body":%b,"encoding":"utf8","headers":%b,"delivery_count":%d,"redelivered":%b'
 _BINARY_ROW = b'{"id":%d,"body":"%b","encoding":"base64","headers":%b,"delivery_count":%d,"redelivered":%b'
 _ROW_END = b',"acquired_count":%d,"published_at":%d%b},'
-# a delivery map's fixed part: its header (8 or 9 fields), then id, delivery_count, redelivered,
-# acquired_count and published_at, each key as a fixstr and each integer as a uint64 (0xcf) or an int64
-# (0xd3)
+# a delivery map's fixed part: its header (8 fields, one more for each of seq and priority), then id,
+# delivery_count, redelivered, acquired_count and published_at, each key as a fixstr and each integer as
+# a uint64 (0xcf) or an int64 (0xd3)
 _FIXED = struct.Struct(">B3sBQ15sBQ12sB15sBQ13sBq")
 _KEYS = (b"\xa2id", b"\xaedelivery_count", b"\xabredelivered", b"\xaeacquired_count", b"\xacpublished_at")
 _ARRAY = struct.Struct(">BI")  # an array 32 header
 _SEQ = struct.Struct(">4sBQ")  # the optional seq
+_PRIORITY = struct.Struct(">9sB")  # the priority, when above 0: a positive fixint
 _BODY = struct.Struct(">5sBI")  # the body key and a bin 32 header
 _PLAIN_TAILS = {e: b"\xa8encoding" + msgpack.packb(e) + b"\xa7headers\x80" for e in ("utf8", "base64")}
 _encode = json.JSONEncoder(separators=(",", ":")).encode
@@ -76,8 +75,10 @@ def json_deliveries(rows: Sequence[MessageRow]) -> bytearray:
             row.delivery_count,
             b"true" if row.redelivered else b"false",
         )
-        seq = b"" if row.seq is None else b',"seq":%d' % row.seq
-        out += _ROW_END % (row.acquired_count, row.published_at_ms, seq)
+        extra = b"" if row.seq is None else b',"seq":%d' % row.seq
+        if row.priority:
+            extra += b',"priority":%d' % row.priority
+        out += _ROW_END % (row.acquired_count, row.published_at_ms, extra)
     if rows:
         del out[-1]  # the last row's comma
     out += b"]"
@@ -101,7 +102,7 @@ def delivery_parts(rows: Sequence[MessageRow]) -> list[bytes | memoryview]:
     append = parts.append
     for row in rows:
         fixed = _FIXED.pack(
-            0x88 if row.seq is None else 0x89,
+            0x88 + (row.seq is not None) + (row.priority > 0),
             _KEYS[0],
             0xCF,
             row.id,
@@ -118,6 +119,8 @@ def delivery_parts(rows: Sequence[MessageRow]) -> list[bytes | memoryview]:
             row.published_at_ms,
         )
         append(fixed if row.seq is None else fixed + _SEQ.pack(b"\xa3seq", 0xCF, row.seq))
+        if row.priority:
+            append(_PRIORITY.pack(b"\xa8priority", row.priority))
         tail = None if row.acquired_count or row.headers else _PLAIN_TAILS.get(row.encoding)
         if tail is None:
             tail = b"\xa8encoding%b\xa7headers%b" % (

@@ -4,7 +4,8 @@ second HTTP request.
 The node the client called authenticates the caller, reads and checks the body (`read_publish`) and
 sends the leader `["publish", queue, user, hops, publisher, seq, [[body, headers, encoding,
 expiration], ...]]` (and, when a message has a delay, the delays as an eighth element: only once every
-node reads queue operations version 5), vouching for `user` as a node assertion does: the peer link is
+node reads queue operations version 5; when a message has a priority, the priorities as a ninth, the
+eighth then None without delays: version 6), vouching for `user` as a node assertion does: the peer link is
 authenticated by the cluster secret. The leader grants it by the publish route's own access rule
 (`ROUTE_ACCESS`, `require`), runs it through the same door as a publish made to it (`PublishJob.run`) and
 replies `[status, body]`, the HTTP answer it would have given. A node that no longer leads the queue
@@ -34,11 +35,11 @@ from api.error_answers import error_answer
 from api.forwarding import Route, await_leader, next_hop, queue_route
 from api.publish_job import PublishJob
 from api.validation import ENCODINGS, bad
-from cluster.entry_codec import DELAY_OP_VERSION
+from cluster.entry_codec import DELAY_OP_VERSION, PRIORITY_OP_VERSION
 from cluster.errors import Refused
 from cluster.peer_requests import Server
 from cluster.queue_leader import UPGRADE_IN_PROGRESS
-from cluster.queue_limits import INT64_MAX
+from cluster.queue_limits import INT64_MAX, MESSAGE_PRIORITY_MAX
 from cluster.stored_message import StoredMessage
 
 PUBLISH = "publish"
@@ -68,13 +69,18 @@ async def publish_routed(app: web.Application, name: str, job: PublishJob, user:
     route = await queue_route(app[QUEUES], app[STATUS], name)
     if route is None:
         return 201, await job.run(app, app[QUEUES].led(name))
-    if job.delays is not None and app[FORMATS].writes_queue_ops() < DELAY_OP_VERSION:
-        raise Refused(UPGRADE_IN_PROGRESS, "a node of the cluster reads no delays yet")  # nor its leader
+    readable = app[FORMATS].writes_queue_ops()  # what its leader reads, too
+    if job.delays is not None and readable < DELAY_OP_VERSION:
+        raise Refused(UPGRADE_IN_PROGRESS, "a node of the cluster reads no delays yet")
+    if job.priorities is not None and readable < PRIORITY_OP_VERSION:
+        raise Refused(UPGRADE_IN_PROGRESS, "a node of the cluster reads no priorities yet")
     target = next_hop(hops, route.target)
     messages = [[m.body, m.headers, m.encoding, expiration] for m, expiration in job.messages]
     request = [PUBLISH, name, user, hops + 1, job.publisher, job.seq, messages]
-    if job.delays is not None:  # only to a leader that reads them (checked above)
-        request.append(list(job.delays))
+    if job.delays is not None or job.priorities is not None:  # only to a leader that reads them
+        request.append(None if job.delays is None else list(job.delays))
+    if job.priorities is not None:
+        request.append(list(job.priorities))
     reply = app[PEER_REQUESTS].call(target, request)
     app[METRICS].forwarded.labels("peer").inc()
     status, body = await await_leader(target, route.leader_now, reply)
@@ -101,6 +107,7 @@ def _decoded(request: Any) -> tuple[str, str, int, PublishJob]:
     try:
         tag, name, user, hops, publisher, seq, messages, *more = request
         delays = more[0] if more else None
+        priorities = more[1] if len(more) > 1 else None
         stored = [
             (StoredMessage(body, headers, encoding), expires) for body, headers, encoding, expires in messages
         ]
@@ -115,12 +122,13 @@ def _decoded(request: Any) -> tuple[str, str, int, PublishJob]:
         and (publisher is None or isinstance(publisher, str))
         and (seq is None or _is_int64(seq))
         and all(_well_formed(message, expires) for message, expires in stored)
-        and len(more) <= 1
+        and len(more) <= 2
         and (delays is None or _well_formed_delays(delays, len(stored)))
+        and (priorities is None or _well_formed_priorities(priorities, len(stored)))
     )
     if not well_formed:
         raise bad("malformed forwarded publish")
-    return name, user, hops, PublishJob(stored, publisher, seq, delays)
+    return name, user, hops, PublishJob(stored, publisher, seq, delays, priorities)
 
 
 def _well_formed_delays(delays: Any, count: int) -> bool:
@@ -128,6 +136,14 @@ def _well_formed_delays(delays: Any, count: int) -> bool:
         isinstance(delays, list)
         and len(delays) == count
         and all(d is None or (_is_int64(d) and d > 0) for d in delays)
+    )
+
+
+def _well_formed_priorities(priorities: Any, count: int) -> bool:
+    return (
+        isinstance(priorities, list)
+        and len(priorities) == count
+        and all(type(p) is int and 0 <= p <= MESSAGE_PRIORITY_MAX for p in priorities)
     )
 
 

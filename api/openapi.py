@@ -50,6 +50,13 @@ MESSAGE: Schema = {
             "description": "the time it is ready from (epoch ms or ISO-8601), instead of delay",
             "type": ["integer", "string"],
         },
+        "priority": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 255,
+            "description": "higher levels are served first; above the queue's top (31, or x-max-priority) "
+            "taken as the top",
+        },
     },
 }
 PACKED_MESSAGE: Schema = {
@@ -89,6 +96,7 @@ DELIVERY: Schema = {
         "acquired_count": {"type": "integer", "minimum": 0, "description": "hand-outs before this one"},
         "published_at": {"type": "integer", "description": "enqueue time, ms since the epoch"},
         "seq": {"type": "integer", "description": "a durable consumer's delivery sequence number"},
+        "priority": {"type": "integer", "minimum": 1, "description": "the message's level; absent for 0"},
     },
 }
 PACKED_DELIVERY: Schema = {

@@ -13,7 +13,15 @@ from aiohttp import web
 
 from api.app_keys import CONFIG, METRICS
 from api.limits import check_message_headers
-from api.validation import bad, field_int, field_str, publish_object, published_delays, published_messages
+from api.validation import (
+    bad,
+    field_int,
+    field_str,
+    publish_object,
+    published_delays,
+    published_messages,
+    published_priorities,
+)
 from cluster.config import NodeConfig
 from cluster.queue_leader import QueueLeader
 from cluster.stored_message import StoredMessage
@@ -21,18 +29,19 @@ from cluster.stored_message import StoredMessage
 
 @dataclass(frozen=True, slots=True)
 class PublishJob:
-    """The messages (each with its optional expiration in ms), the publisher's id and seq, if any, and
-    each message's delay in ms when any message has one."""
+    """The messages (each with its optional expiration in ms), the publisher's id and seq, if any, each
+    message's delay in ms when any message has one, and each one's priority when any has one."""
 
     messages: Sequence[tuple[StoredMessage, int | None]]
     publisher: str | None
     seq: int | None
     delays: Sequence[int | None] | None = None
+    priorities: Sequence[int] | None = None
 
     async def run(self, app: web.Application, queue: QueueLeader) -> dict[str, Any]:
         """Publish on the queue's leader: the 201 answer's body once a majority has the messages."""
         started = time.perf_counter()
-        published = await queue.publish(self.messages, self.publisher, self.seq, self.delays)
+        published = await queue.publish(self.messages, self.publisher, self.seq, self.delays, self.priorities)
         metrics = app[METRICS]
         metrics.confirm_seconds.observe(time.perf_counter() - started)
         metrics.published.labels(queue.name).inc(len(published.ids))
@@ -56,4 +65,5 @@ def publish_of(body: dict[str, Any], config: NodeConfig) -> PublishJob:
     seq = field_int(body, "seq", None)
     if (publisher is None) != (seq is None):
         raise bad("publisher and seq go together")
-    return PublishJob(messages, publisher, seq, published_delays(body, time.time_ns() // 1_000_000))
+    delays = published_delays(body, time.time_ns() // 1_000_000)
+    return PublishJob(messages, publisher, seq, delays, published_priorities(body))

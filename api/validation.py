@@ -12,14 +12,14 @@ from aiohttp import web
 from api.app_keys import CONFIG
 from api.errors import ApiError
 from api.json_codec import json_value
-from cluster.queue_limits import INT64_MAX
+from cluster.queue_limits import INT64_MAX, MESSAGE_PRIORITY_MAX
 from cluster.stored_message import StoredMessage
 from quorumq.moments import epoch_ms
 
 MSGPACK = "application/msgpack"
 QUEUE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:\-]*")  # full-matched: no trailing newline
 ENCODINGS = ("utf8", "base64")
-MESSAGE_FIELDS = frozenset({"body", "encoding", "headers", "expiration", "delay", "not_before"})
+MESSAGE_FIELDS = frozenset({"body", "encoding", "headers", "expiration", "delay", "not_before", "priority"})
 MAX_BATCH_MESSAGES = 10000
 MAX_POLL = 10000
 MAX_WAIT_S = 60.0
@@ -190,6 +190,27 @@ def published_delays(body: dict[str, Any], now_ms: int) -> list[int | None] | No
         return None
     delays = [_delay(index, message, now_ms) for index, message in enumerate(messages)]
     return delays if any(delays) else None  # a delay of 0, or a time passed, is none
+
+
+def published_priorities(body: dict[str, Any]) -> list[int] | None:
+    """Each message's `priority` (0 to 255, as AMQP; absent is 0), or None when no message of the
+    (already checked) publish body has one above 0."""
+    messages = body["messages"]
+    if not any("priority" in message for message in messages):
+        return None
+    priorities = [_priority(index, message) for index, message in enumerate(messages)]
+    return priorities if any(priorities) else None
+
+
+def _priority(index: int, message: dict[str, Any]) -> int:
+    priority = message.get("priority", 0)
+    if (
+        isinstance(priority, bool)
+        or not isinstance(priority, int)
+        or not 0 <= priority <= MESSAGE_PRIORITY_MAX
+    ):
+        raise bad(f"{_where(index)}.priority must be an integer from 0 to {MESSAGE_PRIORITY_MAX}")
+    return priority
 
 
 def _delay(index: int, message: dict[str, Any], now_ms: int) -> int | None:

@@ -190,9 +190,10 @@ def messages_to_publish(
     size: int | None,
     headers: dict[str, Any],
     delay_ms: int | None = None,
+    priority: int = 0,
 ) -> list[Message]:
     """The messages `publish` sends: given bodies (cycled to --count) or generated ones, each delayed by
-    `delay_ms` when given."""
+    `delay_ms` when given, each at `priority`."""
     given: list[bytes | str] = list(bodies)
     if source is not None:
         given.extend(body_from_line(line) for line in source.read().splitlines())
@@ -204,7 +205,7 @@ def messages_to_publish(
         chosen = list(itertools.islice(itertools.cycle(given), count or len(given)))
     else:
         chosen = [synthetic_body(index, size) for index in range(1, (count or 1) + 1)]
-    return [Message(body, headers=headers or None, delay_ms=delay_ms) for body in chosen]
+    return [Message(body, headers=headers or None, delay_ms=delay_ms, priority=priority) for body in chosen]
 
 
 def describe_ids(ids: Sequence[int]) -> str:
@@ -226,6 +227,13 @@ def describe_ids(ids: Sequence[int]) -> str:
     metavar="MS",
     help="Each message waits this long in the queue before it is ready (delayed delivery).",
 )
+@click.option(
+    "--priority",
+    type=click.IntRange(min=0, max=255),
+    default=0,
+    help="Each message's priority: the queue serves higher ones first (above its top, 31 or "
+    "x-max-priority, taken as the top).",
+)
 @click.option("--file", "source", type=click.File("rb"), help="Publish each line of this file ('-': stdin).")
 @click.option(
     "--batch", type=click.IntRange(min=1), default=100, show_default=True, help="Messages a request."
@@ -242,13 +250,14 @@ def publish(
     size: int | None,
     header_pairs: tuple[str, ...],
     delay: int | None,
+    priority: int,
     source: BinaryIO | None,
     batch: int,
     window: int,
 ) -> None:
     """Publish messages to QUEUE and print the ids the cluster confirmed."""
     headers = parse_pairs(header_pairs, "--header")
-    messages = messages_to_publish(bodies, source, count, size, headers, delay)
+    messages = messages_to_publish(bodies, source, count, size, headers, delay, priority)
     with settings.connect() as client:
         ids = client.publish_all(queue, messages, window=window, batch=batch)
     if settings.formatter == "json":

@@ -61,9 +61,10 @@ def cell_text(value: Any) -> str:
 
 
 def delivery_json(delivery: Delivery) -> dict[str, Any]:
-    """A delivery in the API's wire shape (body as utf8 text when it is valid UTF-8, else base64)."""
+    """A delivery in the API's wire shape (body as utf8 text when it is valid UTF-8, else base64;
+    `priority` when above 0)."""
     body, encoding = body_text(delivery.body)
-    return {
+    wire: dict[str, Any] = {
         "id": delivery.id,
         "body": body,
         "encoding": encoding,
@@ -71,6 +72,9 @@ def delivery_json(delivery: Delivery) -> dict[str, Any]:
         "delivery_count": delivery.delivery_count,
         "redelivered": delivery.redelivered,
     }
+    if delivery.priority:
+        wire["priority"] = delivery.priority
+    return wire
 
 
 def body_text(body: bytes) -> tuple[str, str]:
@@ -111,5 +115,7 @@ def stream_delivery(delivery: Delivery, formatter: str) -> None:
         return
     text, encoding = body_text(delivery.body)
     marks = f" (redelivered, count {delivery.delivery_count})" if delivery.redelivered else ""
+    if delivery.priority:
+        marks += f" [priority {delivery.priority}]"
     headers = f" {cell_text(delivery.headers)}" if delivery.headers else ""
     print_line(f"#{delivery.id}{marks}{headers}: {text if encoding == 'utf8' else 'base64:' + text}")

@@ -193,6 +193,7 @@ class BodyStore:
                     delivery.enqueued_at_ms,
                     None,
                     delivery.acquired_count,
+                    delivery.priority,
                 )
             )
         return rows

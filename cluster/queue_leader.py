@@ -27,6 +27,7 @@ from cluster.entry_codec import (
     COUNTING_OP_VERSION,
     DELAY_OP_VERSION,
     HOLDING_OP_VERSION,
+    PRIORITY_OP_VERSION,
     READER_OP_VERSION,
     encode_queue_op,
 )
@@ -187,6 +188,7 @@ class QueueLeader:
             dead_letter_bytes=stats.message_bytes_dlx,
             next_id=self._replica.machine.next_id,
             messages_delayed=stats.messages_delayed,
+            messages_ready_by_priority=dict(stats.messages_ready_by_priority),
         )
 
     async def update_arguments(self, changes: dict[str, Any]) -> dict[str, Any]:
@@ -230,22 +232,29 @@ class QueueLeader:
         publisher: str | None,
         seq: int | None,
         delays: Sequence[int | None] | None = None,
+        priorities: Sequence[int] | None = None,
     ) -> Published:
-        """Enqueue a batch (each message with its optional expiration in ms, and with `delays` the ms each
-        waits before it is ready) once a majority has it.
+        """Enqueue a batch (each message with its optional expiration in ms, with `delays` the ms each
+        waits before it is ready, with `priorities` each one's priority) once a majority has it.
 
         With `publisher` and `seq` a retry is answered with the first answer's ids. QueueFull when the
         queue is full and rejects publishes; Refused `seq_too_old` when the seq is too old for the
         publisher's window to tell whether it was enqueued, `queue_deleting` once sealed,
-        `upgrade_in_progress` for delays while a node of the cluster reads none."""
+        `upgrade_in_progress` for delays or priorities while a node of the cluster reads none."""
         with _invalid_is_bad_request():
-            if delays is None:
+            if delays is None and priorities is None:
                 sizes = tuple(NewMessage(len(m.body), expiration) for m, expiration in messages)
             else:
-                self._require_op_version(DELAY_OP_VERSION, "no delays")
+                if delays is not None:
+                    self._require_op_version(DELAY_OP_VERSION, "no delays")
+                if priorities is not None:
+                    self._require_op_version(PRIORITY_OP_VERSION, "no priorities")
+                count = len(messages)
                 sizes = tuple(
-                    NewMessage(len(m.body), expiration, delay)
-                    for (m, expiration), delay in zip(messages, delays, strict=True)
+                    NewMessage(len(m.body), expiration, delay, priority)
+                    for (m, expiration), delay, priority in zip(
+                        messages, delays or [None] * count, priorities or [0] * count, strict=True
+                    )
                 )
         reply = await self._submit(self._command(Enqueue, sizes, publisher, seq), [m for m, _ in messages])
         if isinstance(reply, Rejected):

@@ -3,6 +3,6 @@
 from __future__ import annotations
 
 from queue_state.arguments import INT64_MAX
-from queue_state.commands import MAX_REASON_CHARS
+from queue_state.commands import MAX_REASON_CHARS, MESSAGE_PRIORITY_MAX
 
-__all__ = ["INT64_MAX", "MAX_REASON_CHARS"]
+__all__ = ["INT64_MAX", "MAX_REASON_CHARS", "MESSAGE_PRIORITY_MAX"]

@@ -5,7 +5,7 @@ Refusals are not results: they are raised as `cluster.errors` exceptions named f
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -19,9 +19,9 @@ class MessageRow:
     """One message handed out (delivered, got, browsed or read again from a durable consumer's log).
 
     `delivery_count` is the number of failed deliveries before this one, `acquired_count` the number of
-    hand-outs before this one (`redelivered` when above 0); `seq` is the durable consumer's
-    sequence number, on a durable log read only. Not frozen: a frozen dataclass takes three times as long
-    to build, and a poll answer builds one per message."""
+    hand-outs before this one (`redelivered` when above 0); `seq` is the durable consumer's sequence
+    number, on a durable log read only; `priority` the message's level. Not frozen: a frozen dataclass
+    takes three times as long to build, and a poll answer builds one per message."""
 
     id: int
     body: bytes | memoryview  # a view into the entry that carries it, when read from the log
@@ -32,6 +32,7 @@ class MessageRow:
     published_at_ms: int
     seq: int | None = None
     acquired_count: int = 0
+    priority: int = 0
 
     @classmethod
     def of(cls, delivery: Delivery, stored: StoredMessage, seq: int | None = None) -> MessageRow:
@@ -46,6 +47,7 @@ class MessageRow:
             delivery.enqueued_at_ms,
             seq,
             delivery.acquired_count,
+            delivery.priority,
         )
 
 
@@ -88,8 +90,9 @@ class Position:
 @dataclass(frozen=True, slots=True)
 class QueueCounts:
     """A queue's counters on its leader: messages and bytes by where they are (`messages_delayed`: waiting
-    for their time), consumers, messages that left with a reason (`dead_lettered` to a target, `dropped`
-    without one) and the next message id."""
+    for their time; `messages_ready_by_priority`: the ready ones of each level holding any), consumers,
+    messages that left with a reason (`dead_lettered` to a target, `dropped` without one) and the next
+    message id."""
 
     messages: int
     messages_ready: int
@@ -102,3 +105,4 @@ class QueueCounts:
     dead_letter_bytes: int
     next_id: int
     messages_delayed: int = 0
+    messages_ready_by_priority: dict[int, int] = field(default_factory=dict)

@@ -13,6 +13,8 @@ DEFAULT_RETRY_MIN_MS = 1000
 """The first retry delay of a queue with `x-delayed-retry-type` and no `x-delayed-retry-min`."""
 DEFAULT_RETRY_MAX_MS = 60000
 """The longest retry delay of a queue with `x-delayed-retry-type` and no `x-delayed-retry-max`."""
+MAX_PRIORITY = 31
+"""The highest message priority a queue has (RabbitMQ 4.3's 32 levels); `x-max-priority` may lower it."""
 AT_LEAST_ONCE_RULE = "at-least-once dead-lettering requires x-overflow reject-publish"
 
 
@@ -47,6 +49,12 @@ class QueueConfig:
     delayed_retry_type: str | None = None
     delayed_retry_min: int | None = None
     delayed_retry_max: int | None = None
+    max_priority: int | None = None
+
+    @property
+    def top_priority(self) -> int:
+        """The highest priority a message takes here (a higher one is taken as this)."""
+        return MAX_PRIORITY if self.max_priority is None else self.max_priority
 
     @property
     def delivery_limit_in_force(self) -> int | None:
@@ -90,14 +98,14 @@ class QueueConfig:
         }
 
 
-def _integer(minimum: int) -> Callable[[Any], str | None]:
+def _integer(minimum: int, maximum: int = INT64_MAX) -> Callable[[Any], str | None]:
     def check(value: Any) -> str | None:
         if type(value) is not int:
             return f"must be an integer, got {type(value).__name__}"
         if value < minimum:
             return f"must be >= {minimum}, got {value}"
-        if value > INT64_MAX:
-            return f"must be <= {INT64_MAX}"
+        if value > maximum:
+            return f"must be <= {maximum}"
         return None
 
     return check
@@ -143,6 +151,7 @@ _ARGUMENTS: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "x-delayed-retry-type": ("delayed_retry_type", _one_of("disabled", "all", "failed", "returned")),
     "x-delayed-retry-min": ("delayed_retry_min", _integer(0)),
     "x-delayed-retry-max": ("delayed_retry_max", _integer(0)),
+    "x-max-priority": ("max_priority", _integer(0, MAX_PRIORITY)),
 }
 
 RUNTIME_ARGUMENTS = frozenset(

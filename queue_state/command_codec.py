@@ -1,13 +1,14 @@
 """The wire forms of queue commands, by the version of the queue operation that carries them.
 
-Versions 1 to 5 (`encode_command`, `decode_command`): the msgpack-ready list `[tag, {field: value}]`.
+Versions 1 to 6 (`encode_command`, `decode_command`): the msgpack-ready list `[tag, {field: value}]`.
 Fields travel by name and a field equal to its default is left off, so a field added later with a default
 replays entries written before it (and a node that predates the field reads every command that leaves
 it at its default); a field the record does not have, or a missing one without a default, is an error.
 A field added with a later version (`_ADDED_IN`: Checkout's `since_ms` in 2; Return's and Cancel's
 `failed` and Discard's `reason` in 3) cannot be written in an earlier one, nor can a command added later
 (`Touch`, 4), an `UpdateConfig` setting an argument added later (`x-consumer-timeout`, 4; the
-`x-delayed-retry-*` ones, 5), or an `Enqueue` of a message with a delay (5; Return's `delay_ms` too).
+`x-delayed-retry-*` ones, 5; `x-max-priority`, 6), or an `Enqueue` of a message with a delay (5;
+Return's `delay_ms` too) or a priority (6).
 
 Version 0 (`encode_command_v0`, `decode_command_v0`): msgpack bytes of `[tag, now_ms, values...]`, the
 values positional in `_V0_FIELDS` order, with the time the entry envelope carries since version 1. It
@@ -15,8 +16,8 @@ decodes into the same record plus its `EntryMeta`, and is still written while a 
 group may run a version that reads nothing else (`cluster/entry_codec.py`).
 
 Values are the same in both: ids as a list, each `NewMessage` as `[size, expiration_ms]` (and its
-`delay_ms` third when it has one), a
-`QueueConfig` as its canonical arguments. Decoding raises only `CommandDecodeError`.
+`delay_ms` third when it has one or a priority, which comes fourth when it is not 0), a `QueueConfig` as
+its canonical arguments. Decoding raises only `CommandDecodeError`.
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ _V0_FIELDS: dict[type[Command], tuple[str, ...]] = {
 }
 _V0_SHORTER: dict[type[Command], int] = {DurableCheckout: 2}
 
-NAMED_VERSIONS = (1, 2, 3, 4, 5)
+NAMED_VERSIONS = (1, 2, 3, 4, 5, 6)
 """The operation versions whose commands travel in the named-field form."""
 # The version a field of the named form was added in, when after version 1: an older node refuses it.
 _ADDED_IN: dict[type[Command], dict[str, int]] = {
@@ -129,9 +130,12 @@ _ARGUMENT_ADDED_IN: dict[str, int] = {
     "x-delayed-retry-type": 5,
     "x-delayed-retry-min": 5,
     "x-delayed-retry-max": 5,
+    "x-max-priority": 6,
 }
 DELAYED_MESSAGE_VERSION = 5
 """The version in which a message to enqueue may carry a delay (`NewMessage.delay_ms`)."""
+PRIORITY_MESSAGE_VERSION = 6
+"""The version in which a message to enqueue may carry a priority (`NewMessage.priority`)."""
 
 
 def arguments_version(arguments: dict[str, Any]) -> int:
@@ -142,11 +146,14 @@ def arguments_version(arguments: dict[str, Any]) -> int:
 
 def _content_version(cmd: Command) -> int:
     """The first version whose nodes read what `cmd` says beyond its fields' names: a command added later,
-    a configuration with a later argument, a message with a delay (0: every version)."""
+    a configuration with a later argument, a message with a priority or a delay (0: every version)."""
     if type(cmd) is UpdateConfig:
         return arguments_version(cmd.config.to_arguments())
-    if type(cmd) is Enqueue and any(message.delay_ms for message in cmd.messages):
-        return DELAYED_MESSAGE_VERSION
+    if type(cmd) is Enqueue:
+        if any(message.priority for message in cmd.messages):
+            return PRIORITY_MESSAGE_VERSION
+        if any(message.delay_ms for message in cmd.messages):
+            return DELAYED_MESSAGE_VERSION
     return _COMMAND_ADDED_IN.get(type(cmd), 0)
 
 
@@ -159,6 +166,8 @@ def _to_wire(value: Any) -> Any:
     if type(value) is tuple:
         return [_to_wire(item) for item in value]
     if type(value) is NewMessage:
+        if value.priority:
+            return [value.size, value.expiration_ms, value.delay_ms, value.priority]
         if value.delay_ms:
             return [value.size, value.expiration_ms, value.delay_ms]
         return [value.size, value.expiration_ms]
@@ -170,7 +179,7 @@ def _to_wire(value: Any) -> Any:
 def _from_wire(field_name: str, value: Any) -> Any:
     if field_name == "messages":
         if type(value) is not list or any(type(message) is not list for message in value):
-            raise InvalidCommand("messages must be a list of [size, expiration_ms(, delay_ms)]")
+            raise InvalidCommand("messages must be a list of [size, expiration_ms(, delay_ms(, priority))]")
         return tuple(NewMessage(*message) for message in value)
     if field_name == "ids":
         if type(value) is not list:
@@ -182,7 +191,7 @@ def _from_wire(field_name: str, value: Any) -> Any:
 
 
 def encode_command(cmd: Command, version: int = NAMED_VERSIONS[-1]) -> list[Any]:
-    """The named form of a command in operation `version` (1 to 5): `[tag, {field: value}]`, fields at
+    """The named form of a command in operation `version` (1 to 6): `[tag, {field: value}]`, fields at
     their default left off. ValueError for a field `version` has no place for that is not at its default."""
     if version not in NAMED_VERSIONS:
         raise ValueError(f"no named command form in version {version}")
@@ -200,7 +209,7 @@ def encode_command(cmd: Command, version: int = NAMED_VERSIONS[-1]) -> list[Any]
 
 
 def decode_command(wire: Any) -> Command:
-    """The command of a named form (version 1 to 5); anything else raises `CommandDecodeError`."""
+    """The command of a named form (version 1 to 6); anything else raises `CommandDecodeError`."""
     with _decode_errors():
         if type(wire) is not list or len(wire) != 2 or type(wire[1]) is not dict:
             raise CommandDecodeError("not a command [tag, {field: value}]")

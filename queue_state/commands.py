@@ -15,6 +15,8 @@ from typing import Any
 from queue_state.arguments import INT64_MAX, QueueConfig
 
 MAX_REASON_CHARS = 256
+MESSAGE_PRIORITY_MAX = 255
+"""The highest priority a message may carry (an AMQP octet); a queue takes it as its top priority."""
 """The longest reason a rejecting consumer may give (`Discard.reason`)."""
 
 
@@ -68,17 +70,23 @@ class EntryMeta:
 
 @dataclass(frozen=True, slots=True)
 class NewMessage:
-    """A message to enqueue: body size in bytes, an optional per-message TTL in ms, and an optional delay
-    in ms before it is ready (queue operations version 5; its TTL counts from the publish)."""
+    """A message to enqueue: body size in bytes, an optional per-message TTL in ms, an optional delay in
+    ms before it is ready (queue operations version 5; its TTL counts from the publish) and a priority
+    (queue operations version 6; 0 to 255 as AMQP allows, taken as the queue's top priority when above)."""
 
     size: int
     expiration_ms: int | None = None
     delay_ms: int | None = None
+    priority: int = 0
 
     def __post_init__(self) -> None:
         _check_int("size", self.size)
         _check_optional_int("expiration_ms", self.expiration_ms)
         _check_optional_int("delay_ms", self.delay_ms, minimum=1)
+        if type(self.priority) is not int or not 0 <= self.priority <= MESSAGE_PRIORITY_MAX:
+            raise InvalidCommand(
+                f"priority must be an integer in [0, {MESSAGE_PRIORITY_MAX}], got {self.priority!r}"
+            )
 
 
 @dataclass(frozen=True, slots=True)

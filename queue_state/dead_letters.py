@@ -100,14 +100,14 @@ class DeadLetterQueue:
             for letter in self
         )
 
-    def to_wire(self, with_counting: bool = True) -> dict[str, Any]:
-        """The snapshot form; rows `[*message, reason, handed_out, reason_text]`, or without
-        `with_counting` the rows of snapshots before version 4 (`[*message without acquired, reason,
+    def to_wire(self, width: int = 7) -> dict[str, Any]:
+        """The snapshot form; rows `[*message's first width fields, reason, handed_out, reason_text]`, or
+        with a `width` of 5 the rows of snapshots before version 4 (`[*message without acquired, reason,
         handed_out]`)."""
         return {
             "worker": self._worker,
-            "outstanding": [_letter_to_wire(letter, with_counting) for letter in self._outstanding.values()],
-            "pending": [_letter_to_wire(letter, with_counting) for letter in self._pending],
+            "outstanding": [_letter_to_wire(letter, width) for letter in self._outstanding.values()],
+            "pending": [_letter_to_wire(letter, width) for letter in self._pending],
         }
 
     @classmethod
@@ -125,9 +125,9 @@ class DeadLetterQueue:
         return queue
 
 
-def _letter_to_wire(letter: PendingDeadLetter, with_counting: bool) -> list[Any]:
-    if with_counting:
-        return [*letter.message, letter.reason, letter.handed_out, letter.reason_text]
+def _letter_to_wire(letter: PendingDeadLetter, width: int) -> list[Any]:
+    if width > 5:
+        return [*letter.message[:width], letter.reason, letter.handed_out, letter.reason_text]
     return [*letter.message[:5], letter.reason, letter.handed_out]
 
 

@@ -3,18 +3,17 @@
 `apply(meta, cmd)` mutates the state and returns `(reply, effects)`; it reads no clock (time is
 `max(last seen, meta.now_ms)`, the time of the entry the command came in) and performs no I/O. After
 every command the machine first makes ready the delayed messages whose time came, and after it expires
-messages at the head, hands ready messages to consumers with credit and enforces drop-head length
-limits.
+messages at the heads, hands ready messages to consumers with credit (the highest priority first) and
+enforces drop-head length limits (the lowest priority first).
 """
 
 from __future__ import annotations
 
 import heapq
-import itertools
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from queue_state.arguments import QueueConfig, parse_arguments
+from queue_state.arguments import MAX_PRIORITY, QueueConfig, parse_arguments
 from queue_state.commands import (
     Cancel,
     Checkout,
@@ -54,8 +53,9 @@ from queue_state.effects import (
     Rejected,
     Reply,
 )
-from queue_state.messages import NO_EXPIRY, HeldMessage, MessageFifo, ReadyMessage, TakeLimit
+from queue_state.messages import NO_EXPIRY, HeldMessage, ReadyMessage, TakeLimit
 from queue_state.publishers import PublisherDedup
+from queue_state.ready import ReadyMessages
 from queue_state.snapshot import END_OF_SNAPSHOT, SnapshotError, SnapshotReader, pack_chunk, snapshot_header
 from queue_state.stats import QueueStats
 
@@ -73,8 +73,7 @@ class QueueMachine:
         self._config = config
         self._now = 0
         self._next_id = 1
-        self._returns = MessageFifo()
-        self._main = MessageFifo()
+        self._ready = ReadyMessages()
         self._delayed = DelayedMessages()
         self._consumers = ConsumerRegistry(bool(config.single_active_consumer))
         self._get_holders: dict[str, Holder] = {}
@@ -142,22 +141,34 @@ class QueueMachine:
         self._next_id += count
         queue_ttl = self._config.message_ttl
         expires = [_expires_at(self._now, queue_ttl, message.expiration_ms) for message in cmd.messages]
+        priorities = None
+        if any(message.priority for message in cmd.messages):
+            top = self._config.top_priority
+            priorities = [min(message.priority, top) for message in cmd.messages]
         if any(message.delay_ms for message in cmd.messages):
-            self._enqueue_delayed(first_id, cmd.messages, expires)
+            self._enqueue_delayed(first_id, cmd.messages, expires, priorities)
         else:
-            self._main.push_new(first_id, [message.size for message in cmd.messages], self._now, expires)
+            sizes = [message.size for message in cmd.messages]
+            self._ready.push_new(first_id, sizes, self._now, expires, priorities)
         if window is not None and cmd.seq is not None:
             window.record(cmd.seq, first_id, count)
         return Enqueued(tuple(range(first_id, first_id + count)))
 
-    def _enqueue_delayed(self, first_id: int, messages: tuple[NewMessage, ...], expires: list[int]) -> None:
-        """A batch with delayed messages: each delayed one waits, the others join `main` in order."""
+    def _enqueue_delayed(
+        self,
+        first_id: int,
+        messages: tuple[NewMessage, ...],
+        expires: list[int],
+        priorities: list[int] | None,
+    ) -> None:
+        """A batch with delayed messages: each delayed one waits, the others join their level in order."""
         for offset, (new, expires_at) in enumerate(zip(messages, expires, strict=True)):
-            message = ReadyMessage(first_id + offset, new.size, self._now, expires_at, 0, 0)
+            priority = 0 if priorities is None else priorities[offset]
+            message = ReadyMessage(first_id + offset, new.size, self._now, expires_at, 0, 0, priority)
             if new.delay_ms:
                 self._delayed.wait(message, _not_before(self._now, new.delay_ms), Destination.PUBLISHED)
             else:
-                self._main.push(message)
+                self._ready.push(message)
 
     def _checkout(self, cmd: Checkout, out: EffectCollector) -> Reply:
         if cmd.consumer in self._durables:
@@ -235,7 +246,7 @@ class QueueMachine:
         return Deliveries(tuple(deliveries))
 
     def _purge(self, cmd: Purge, out: EffectCollector) -> Reply:
-        ids = self._returns.clear() + self._main.clear() + self._delayed.clear()
+        ids = self._ready.clear() + self._delayed.clear()
         out.forget_all(ids)
         return Purged(len(ids))
 
@@ -296,10 +307,7 @@ class QueueMachine:
     def _seal(self, cmd: Seal, out: EffectCollector) -> Reply:
         """Seal when the conditions hold in this state; a sealed queue answers Ok whatever they ask."""
         if not self._sealed:
-            held_back = self._delayed.waiting_count
-            if cmd.if_empty and (
-                self._has_ready() or held_back or self._holder_of or len(self._dead_letters)
-            ):
+            if cmd.if_empty and (self._ready or self._delayed or self._holder_of or len(self._dead_letters)):
                 return Failure("not_empty", f"queue '{self.name}' is not empty")
             if cmd.if_unused and len(self._consumers):
                 return Failure("in_use", f"queue '{self.name}' has consumers")
@@ -332,19 +340,14 @@ class QueueMachine:
         """Expire the head, deliver to consumers with credit, then drop the head while over a limit."""
         while True:
             self._expire_heads(out)
-            if not self._has_ready():
+            if not self._ready:
                 break
             consumer = self._consumers.next_with_credit()
             if consumer is None:
                 break
-            # a run for one consumer, as one at a time would give it: the heads of the other FIFO
-            # cannot expire meanwhile (the clock stands still within a command and they do not move)
-            run = self._consumers.served_in_a_row(consumer)
-            if self._returns or not self._delayed:
-                fifo = self._returns or self._main
-                messages = fifo.pop_unexpired(run, self._now)
-            else:  # due published messages merge with main by id, one at a time
-                messages = [self._pop_ready()]
+            # a run for one consumer, as one at a time would give it: the other heads cannot expire
+            # meanwhile (the clock stands still within a command and they do not move)
+            messages = self._ready.pop_run(self._consumers.served_in_a_row(consumer), self._now)
             self._hold_all(consumer, messages, self._now)
             out.deliver_all(consumer.name, [message.delivery() for message in messages])
         if not self._config.rejects_publish:
@@ -352,71 +355,46 @@ class QueueMachine:
                 self._dead_letter(oldest, "maxlen", out)
 
     def _pop_oldest(self) -> ReadyMessage | None:
-        """What drop-head drops: the ready head, or a waiting message with a lower id (the oldest first,
-        delayed or not); None when the queue holds neither."""
-        waiting = self._delayed.lowest_waiting_id() if self._delayed.waiting_count else None
-        if waiting is not None and (not self._has_ready() or waiting < self._ready_head_id()):
-            return self._delayed.pop_waiting(waiting)
-        return self._pop_ready() if self._has_ready() else None
+        """What drop-head drops: the lowest priority first, and within it the oldest, waiting or ready
+        (the next ready one of that level, or a waiting one with a lower id); None when the queue holds
+        neither."""
+        waiting = self._delayed.lowest() if self._delayed else None
+        ready = self._ready.lowest()
+        if waiting is not None and (ready is None or waiting < ready):
+            return self._delayed.pop_waiting(waiting[1])
+        return None if ready is None else self._ready.pop_lowest()
 
     def _expire_heads(self, out: EffectCollector) -> None:
-        for fifo in (self._returns, self._main, self._delayed):
-            while fifo.head_expires_at() < self._now:
-                self._dead_letter(fifo.pop(), "expired", out)
-
-    def _has_ready(self) -> bool:
-        return bool(self._returns) or bool(self._main) or bool(self._delayed)
-
-    def _next_is_due(self) -> bool:
-        """True when the next ready message is a due published one (no return waits, and its id comes
-        before main's head)."""
-        return (
-            not self._returns
-            and bool(self._delayed)
-            and (not self._main or self._delayed.head().id < self._main.head_id())
-        )
-
-    def _pop_ready(self) -> ReadyMessage:
-        if self._next_is_due():
-            return self._delayed.pop()
-        return self._returns.pop() if self._returns else self._main.pop()
-
-    def _ready_head_size(self) -> int:
-        if self._next_is_due():
-            return self._delayed.head().size
-        return (self._returns or self._main).head_size()
-
-    def _ready_head_id(self) -> int:
-        if self._next_is_due():
-            return self._delayed.head().id
-        return (self._returns or self._main).head_id()
+        for message in self._ready.expire_heads(self._now):
+            self._dead_letter(message, "expired", out)
 
     def _come_due(self) -> None:
         """Delayed messages whose time came: returned ones go back where a return goes now, published
-        ones join the due ones (`DelayedMessages`)."""
-        if self._delayed.waiting_count:
-            for message in self._delayed.come_due(self._now):
-                self._push_returned(message)
+        ones take their place among their level's ready messages by id."""
+        if self._delayed:
+            for message, destination in self._delayed.come_due(self._now):
+                if destination is Destination.PUBLISHED:
+                    self._ready.push_due(message)
+                else:
+                    self._push_returned(message)
 
     def _push_returned(self, message: ReadyMessage) -> None:
-        """A message back to ready: to `returns` with a delivery limit, else to `main`'s tail."""
+        """A message back to ready: to its level's returns with a delivery limit, else to its level's
+        tail."""
         if self._config.delivery_limit_in_force is None:
-            self._main.push(message)
+            self._ready.push(message)
         else:
-            self._returns.push(message)
+            self._ready.push_return(message)
 
     def _take_ready(self, limit: TakeLimit, since_ms: int | None, out: EffectCollector) -> list[ReadyMessage]:
         """Remove the ready messages `limit` admits: from the head (returns first), or with `since_ms` the
         first ones enqueued at or after it, older ones staying where they are."""
         self._expire_heads(out)
         if since_ms is not None:
-            if self._delayed:  # due ones take their place in main, as serving them would
-                self._main.merge_by_id(self._delayed.pop_all_due())
-            taken = self._returns.take_since(since_ms, limit)
-            return taken + self._main.take_since(since_ms, limit)
+            return self._ready.take_since(since_ms, limit)
         taken = []
-        while self._has_ready() and limit.admits(self._ready_head_size()):
-            message = self._pop_ready()
+        while self._ready and limit.admits(self._ready.head_size()):
+            message = self._ready.pop()
             limit.take(message.size)
             taken.append(message)
             self._expire_heads(out)
@@ -516,18 +494,10 @@ class QueueMachine:
     def _limited_count_and_bytes(self) -> tuple[int, int]:
         """What length limits count: ready and delayed plus dead letters pending, never checked-out
         messages."""
-        ready, ready_bytes = self._ready_count_and_bytes()
-        delayed = self._delayed
+        ready, delayed, dead = self._ready, self._delayed, self._dead_letters
         return (
-            ready + delayed.waiting_count + len(self._dead_letters),
-            ready_bytes + delayed.waiting_bytes + self._dead_letters.total_bytes,
-        )
-
-    def _ready_count_and_bytes(self) -> tuple[int, int]:
-        returns, main, due = self._returns, self._main, self._delayed
-        return (
-            len(returns) + len(main) + len(due),
-            returns.total_bytes + main.total_bytes + due.due_bytes,
+            len(ready) + len(delayed) + len(dead),
+            ready.total_bytes + delayed.total_bytes + dead.total_bytes,
         )
 
     def _over_limit(self, headroom: int = 0) -> bool:
@@ -553,9 +523,9 @@ class QueueMachine:
 
     def stats(self) -> QueueStats:
         """Counts and bytes by where messages are, and counts of messages that left with a reason."""
-        ready, ready_bytes = self._ready_count_and_bytes()
+        ready, ready_bytes = len(self._ready), self._ready.total_bytes
         unacked, dlx = len(self._holder_of), len(self._dead_letters)
-        delayed, delayed_bytes = self._delayed.waiting_count, self._delayed.waiting_bytes
+        delayed, delayed_bytes = len(self._delayed), self._delayed.total_bytes
         return QueueStats(
             messages_ready=ready,
             messages_unacknowledged=unacked,
@@ -566,6 +536,7 @@ class QueueMachine:
             message_bytes_unacknowledged=self._held_bytes,
             message_bytes_dlx=self._dead_letters.total_bytes,
             messages_delayed=delayed,
+            messages_ready_by_priority=self._ready.counts(),
             consumers=len(self._consumers),
             publishers=len(self._publishers),
             dead_lettered=dict(self._dead_lettered),
@@ -576,7 +547,7 @@ class QueueMachine:
         """The earliest entry time at which a Tick would change something (TTL, lease, a delayed message's
         time, expiry, publishers)."""
         deadlines = []
-        head_expiry = min(fifo.head_expires_at() for fifo in (self._returns, self._main, self._delayed))
+        head_expiry = self._ready.head_expires_at()
         if head_expiry != NO_EXPIRY:
             deadlines.append(head_expiry + 1)
         due = self._delayed.next_due_ms()
@@ -640,31 +611,23 @@ class QueueMachine:
         return self._durables[consumer].read(start, end)
 
     def ready_messages(self) -> Iterator[ReadyMessage]:
-        """Ready messages in the order they will be served (returns first, then main and the due published
-        ones by id)."""
-        yield from self._returns
-        yield from heapq.merge(self._main, self._delayed.due_in_order(), key=lambda message: message.id)
+        """Ready messages in the order they will be served (the highest priority first; within a level
+        returns first, then main and the due published ones by id)."""
+        return iter(self._ready)
 
     def delayed_messages(self) -> list[ReadyMessage]:
         """The messages waiting for their time (not ready yet), in no particular order."""
-        return list(self._delayed.waiting())
+        return list(self._delayed)
 
     def peek(self, position: int) -> Delivery | None:
-        """The ready message at 1-based `position` in the order the serve step takes them (returns, then
-        main and the due published ones by id), or None past the last one. Changes nothing; ValueError
-        for a position below 1. Expiry happens at the heads only, so a message past its TTL further back
-        is still shown (as RabbitMQ's peek does)."""
+        """The ready message at 1-based `position` in the order the serve step takes them
+        (`ready_messages`), or None past the last one. Changes nothing; ValueError for a position below 1.
+        Expiry happens at the heads only, so a message past its TTL further back is still shown (as
+        RabbitMQ's peek does)."""
         if position < 1:
             raise ValueError(f"position must be 1 or more, got {position}")
-        index = position - 1
-        if self._delayed and index >= len(self._returns):  # due published messages merge by id
-            found = next(itertools.islice(self.ready_messages(), index, None), None)
-            return None if found is None else found.delivery()
-        for fifo in (self._returns, self._main):
-            if index < len(fifo):
-                return fifo.at(index).delivery()
-            index -= len(fifo)
-        return None
+        found = self._ready.at(position - 1)
+        return None if found is None else found.delivery()
 
     def browse(self, first_id: int, end_id: int, limit: int) -> list[Delivery]:
         """Up to `limit` of the messages the queue holds, ready, delayed or checked out (not dead letters
@@ -674,10 +637,8 @@ class QueueMachine:
             for message_id, holder in self._holder_of.items()
             if first_id <= message_id < end_id
         ]
-        delayed = [message for message in self._delayed.messages() if first_id <= message.id < end_id]
-        found = (
-            self._returns.between(first_id, end_id) + self._main.between(first_id, end_id) + held + delayed
-        )
+        delayed = [message for message in self._delayed if first_id <= message.id < end_id]
+        found = self._ready.between(first_id, end_id) + held + delayed
         return [message.delivery() for message in heapq.nsmallest(limit, found)]
 
     def dead_letter_ids(self) -> list[int]:
@@ -688,10 +649,21 @@ class QueueMachine:
 
     def snapshot_chunks(self) -> Iterator[bytes]:
         """The whole state as a stream of msgpack chunks, ready messages in bounded column slices."""
-        delayed = self._delayed.to_wire()
-        counting = bool(delayed) or not self._counts_fit_version_3()
+        prioritised = self._has_priorities()
+        delaying = bool(self._delayed) or any(True for _ in self._ready.due_messages())
+        counting = prioritised or delaying or not self._counts_fit_version_3()
+        width = 7 if prioritised else 6 if counting else 5  # message row fields before versions 6 and 4
+        delayed = self._delayed.to_wire(width, self._ready.due_messages())
         yield snapshot_header(
-            5 if delayed else 4 if counting else 3 if self._consumers.has_readers else 2,
+            6
+            if prioritised
+            else 5
+            if delaying
+            else 4
+            if counting
+            else 3
+            if self._consumers.has_readers
+            else 2,
             name=self.name,
             config=self._config.to_arguments(),
             now=self._now,
@@ -703,10 +675,8 @@ class QueueMachine:
             consumers=self._consumers.to_wire(),
             sealed=self._sealed,
         )
-        for kind, fifo in (("returns", self._returns), ("main", self._main)):
-            for columns in fifo.column_chunks(_ROWS_PER_CHUNK, counting):
-                yield pack_chunk(kind, columns)
-        width = 6 if counting else 5  # a message row without its acquired count before version 4
+        for priority, kind, columns in self._ready.column_chunks(_ROWS_PER_CHUNK, width):
+            yield pack_chunk("level", [priority, kind, columns]) if priority else pack_chunk(kind, columns)
         holders: list[tuple[bool, Holder]] = [(True, consumer) for consumer in self._consumers]
         holders += [(False, holder) for holder in self._get_holders.values()]
         for is_consumer, holder in holders:
@@ -715,7 +685,7 @@ class QueueMachine:
         for durable in self._durables.values():
             numbered = [[*item.message[:width], item.since_ms, seq] for seq, item in durable.numbered()]
             yield pack_chunk("durable", [durable.name, durable.next_seq, durable.settled_below, numbered])
-        yield pack_chunk("dead_letters", self._dead_letters.to_wire(counting))
+        yield pack_chunk("dead_letters", self._dead_letters.to_wire(width))
         for start in range(0, len(delayed), _ROWS_PER_CHUNK):
             yield pack_chunk("delayed", delayed[start : start + _ROWS_PER_CHUNK])
         publishers = self._publishers.to_wire()
@@ -732,10 +702,20 @@ class QueueMachine:
         snapshots as version 2 or 3, which a node not yet upgraded restores."""
         held = (item.message for holder in self._holders() for item in holder.held.values())
         return (
-            self._returns.acquired_is_delivery_count()
-            and self._main.acquired_is_delivery_count()
+            self._ready.acquired_is_delivery_count()
             and all(message.acquired == message.delivery_count for message in held)
             and self._dead_letters.only_counted_failures()
+        )
+
+    def _has_priorities(self) -> bool:
+        """True when a message of the queue, wherever it is, has a priority (only a snapshot of version 6
+        holds it: a publish with a priority is of queue operations version 6)."""
+        if not self._ready.only_level_zero():
+            return True
+        held = (item.message for holder in self._holders() for item in holder.held.values())
+        elsewhere = (letter.message for letter in self._dead_letters)
+        return any(
+            message.priority for message in (*held, *self._delayed, *self._ready.due_messages(), *elsewhere)
         )
 
     def _holders(self) -> Iterator[Holder]:
@@ -770,7 +750,16 @@ class QueueMachine:
         )
         for kind, payload in reader.parts():
             if kind in ("returns", "main"):
-                (machine._returns if kind == "returns" else machine._main).extend_from_columns(payload)
+                machine._ready.extend_from_columns(0, kind, payload)
+            elif kind == "level":
+                priority, fifo, columns = payload
+                if (
+                    type(priority) is not int
+                    or not 0 < priority <= MAX_PRIORITY
+                    or fifo not in ("returns", "main")
+                ):
+                    raise SnapshotError(f"bad level chunk {priority!r} {fifo!r}")
+                machine._ready.extend_from_columns(priority, fifo, columns)
             elif kind == "held":
                 machine._restore_held(*payload)
             elif kind == "durable":
@@ -778,7 +767,8 @@ class QueueMachine:
             elif kind == "dead_letters":
                 machine._dead_letters = DeadLetterQueue.from_wire(payload)
             elif kind == "delayed":
-                machine._delayed.extend_from_wire(payload)
+                for message in machine._delayed.extend_from_wire(payload):
+                    machine._ready.push_due(message)
             elif kind == "publishers":
                 machine._publishers.extend_from_wire(payload, reader.version)
             else:

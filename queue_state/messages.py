@@ -1,12 +1,14 @@
 """Per-message metadata and the compact FIFO that holds ready messages.
 
-The state keeps no bodies: a message is six integers. Ready messages, the bulk of a long queue, are
-stored column-wise in typed arrays (about 41 bytes each) rather than as Python objects (~200 bytes).
+The state keeps no bodies: a message is seven integers. Ready messages, the bulk of a long queue, are
+stored column-wise in typed arrays (about 41 bytes each) rather than as Python objects (~200 bytes); a
+FIFO holds one priority level, so the priority costs its ready messages nothing.
 """
 
 from __future__ import annotations
 
 import heapq
+import itertools
 import sys
 from array import array
 from collections.abc import Iterator
@@ -22,7 +24,8 @@ class ReadyMessage(NamedTuple):
     """A message's metadata; `expires_at` is `NO_EXPIRY` when it has no TTL.
 
     `delivery_count` counts the hand-outs that failed, `acquired` every hand-out that ended in a return
-    (so, while the message is held, the hand-outs before this one): both only grow when it comes back."""
+    (so, while the message is held, the hand-outs before this one): both only grow when it comes back.
+    `priority` is its level (0 to `MAX_PRIORITY`, as the queue took it)."""
 
     id: int
     size: int
@@ -30,18 +33,24 @@ class ReadyMessage(NamedTuple):
     expires_at: int
     delivery_count: int
     acquired: int
+    priority: int = 0
 
     @classmethod
     def of_wire(cls, values: list[int]) -> ReadyMessage:
-        """A message from its snapshot row: six integers, or the five of snapshots before the acquired
-        count, which was then equal to the delivery count (every return counted as a failure)."""
+        """A message from its snapshot row: seven integers, the six of snapshots before priorities
+        (level 0), or the five of snapshots before the acquired count, which was then equal to the
+        delivery count (every return counted as a failure)."""
         if len(values) == 5:
             values = [*values, values[4]]
-        id_, size, enqueued_at, expires_at, delivery_count, acquired = values
-        return cls(id_, size, enqueued_at, expires_at, delivery_count, acquired)
+        id_, size, enqueued_at, expires_at, delivery_count, acquired, *priority = values
+        if len(priority) > 1:
+            raise ValueError(f"a message row has {len(values)} fields")
+        return cls(id_, size, enqueued_at, expires_at, delivery_count, acquired, *priority)
 
     def delivery(self) -> Delivery:
-        return Delivery(self.id, self.delivery_count, self.acquired > 0, self.enqueued_at, self.acquired)
+        return Delivery(
+            self.id, self.delivery_count, self.acquired > 0, self.enqueued_at, self.acquired, self.priority
+        )
 
     def returned(self, failed: bool) -> ReadyMessage:
         """The message back from a holder: one more acquisition, and one more failure when `failed`."""
@@ -80,11 +89,23 @@ class TakeLimit:
 
 
 class MessageFifo:
-    """A FIFO of ready messages in six parallel typed arrays, consumed from a moving head."""
+    """A FIFO of ready messages of one `priority` in six parallel typed arrays, consumed from a moving
+    head."""
 
-    __slots__ = ("_acquired", "_bytes", "_counts", "_enqueued", "_expires", "_head", "_ids", "_sizes")
+    __slots__ = (
+        "_acquired",
+        "_bytes",
+        "_counts",
+        "_enqueued",
+        "_expires",
+        "_head",
+        "_ids",
+        "_sizes",
+        "priority",
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, priority: int = 0) -> None:
+        self.priority = priority
         self._reset()
 
     def _reset(self) -> None:
@@ -130,14 +151,7 @@ class MessageFifo:
 
     def pop(self) -> ReadyMessage:
         head = self._head
-        message = ReadyMessage(
-            self._ids[head],
-            self._sizes[head],
-            self._enqueued[head],
-            self._expires[head],
-            self._counts[head],
-            self._acquired[head],
-        )
+        message = self._row(head)
         self._bytes -= message.size
         self._move_head(head + 1)
         return message
@@ -159,6 +173,7 @@ class MessageFifo:
                 expires[head:stop],
                 self._counts[head:stop],
                 self._acquired[head:stop],
+                itertools.repeat(self.priority),
             )
         )
         self._bytes -= sum(self._sizes[head:stop])
@@ -175,17 +190,11 @@ class MessageFifo:
         """The messages with ids from `first_id` to below `end_id`, in queue order (nothing moves).
 
         This scans the ids (linear in the queue's length): for browsing a queue, not for delivering."""
-        columns = self._columns()
-        return [
-            ReadyMessage(*(column[i] for column in columns))
-            for i in range(self._head, len(self._ids))
-            if first_id <= self._ids[i] < end_id
-        ]
+        return [self._row(i) for i in range(self._head, len(self._ids)) if first_id <= self._ids[i] < end_id]
 
     def at(self, index: int) -> ReadyMessage:
         """The message `index` places behind the head (0: the head; it must be below `len`)."""
-        i = self._head + index
-        return ReadyMessage(*(column[i] for column in self._columns()))
+        return self._row(self._head + index)
 
     def head_size(self) -> int:
         """The body size of the message at the head (the FIFO must not be empty)."""
@@ -221,7 +230,7 @@ class MessageFifo:
                 limit.take(self._sizes[i])
                 picked.append(i)
         columns = self._columns()
-        taken = [ReadyMessage(*(column[i] for column in columns)) for i in picked]
+        taken = [self._row(i) for i in picked]
         for start, stop in reversed(_runs(picked)):
             for column in columns:
                 del column[start:stop]
@@ -235,8 +244,20 @@ class MessageFifo:
         return ids
 
     def __iter__(self) -> Iterator[ReadyMessage]:
-        for row in zip(*(column[self._head :] for column in self._columns()), strict=True):
-            yield ReadyMessage(*row)
+        for i in range(self._head, len(self._ids)):
+            yield self._row(i)
+
+    def _row(self, i: int) -> ReadyMessage:
+        """The message in row `i` of the columns."""
+        return ReadyMessage(
+            self._ids[i],
+            self._sizes[i],
+            self._enqueued[i],
+            self._expires[i],
+            self._counts[i],
+            self._acquired[i],
+            self.priority,
+        )
 
     def acquired_is_delivery_count(self) -> bool:
         """True when every message's acquired count equals its delivery count (as every message's did

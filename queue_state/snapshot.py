@@ -10,8 +10,12 @@ dead letter's reason text (`[*message, reason, handed_out, reason_text]`), and i
 state has a message whose acquired count differs from its delivery count or a reason text (only plain
 returns and reasons do that: queue operations version 3). Version 5 adds `delayed` chunks (rows of a
 message's six fields, its time and where it goes then, or -1 and -1 for a due published one) and is
-written only when a message is delayed (queue operations version 5). Versions 1 to 3 still restore,
-each message's acquired count equal to its delivery count.
+written only when a message is delayed (queue operations version 5). Version 6 adds priorities: a
+seventh field of every message row (held, durable, dead letter, delayed) and `level` chunks
+(`[priority, "returns" or "main", columns]`) for the ready messages of levels above 0, whose own
+`returns` and `main` chunks stay as they were; it is written only when a message has a priority (queue
+operations version 6). Versions 1 to 3 still restore, each message's acquired count equal to its
+delivery count; versions before 6 with every message at level 0.
 """
 
 from __future__ import annotations
@@ -21,9 +25,9 @@ from typing import Any
 
 import msgpack
 
-SNAPSHOT_VERSION = 5  # 2: publishers' watermarks, `sealed`; 3: readers' times; 4: acquired counts, reasons;
-# 5: delayed messages
-READABLE_VERSIONS = (1, 2, 3, 4, 5)
+SNAPSHOT_VERSION = 6  # 2: publishers' watermarks, `sealed`; 3: readers' times; 4: acquired counts, reasons;
+# 5: delayed messages; 6: priorities
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6)
 END_OF_SNAPSHOT = "end"
 
 

@@ -12,7 +12,8 @@ class QueueStats:
     `dead_lettered[reason]` counts messages handed to the dead-letter target (at-most-once effect or
     at-least-once pending); `dropped[reason]` counts messages removed for a reason with no target, and
     `dropped["dead_letter_strategy_changed"]` pending dead letters dropped by leaving at-least-once.
-    `messages_delayed` counts messages waiting for their time (in `messages`, not in `messages_ready`).
+    `messages_delayed` counts messages waiting for their time (in `messages`, not in `messages_ready`);
+    `messages_ready_by_priority` the ready ones of each priority level holding any.
     """
 
     messages_ready: int
@@ -26,5 +27,6 @@ class QueueStats:
     consumers: int
     publishers: int
     messages_delayed: int = 0
+    messages_ready_by_priority: dict[int, int] = field(default_factory=dict)
     dead_lettered: dict[str, int] = field(default_factory=dict)
     dropped: dict[str, int] = field(default_factory=dict)

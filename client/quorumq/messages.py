@@ -15,12 +15,14 @@ class Message:
     """A message to publish: `body` (bytes or text; a consumer receives it as bytes), optional headers
     (JSON values), per-message `expiration` in milliseconds (counted from the publish) and `delay_ms`,
     how long it waits in the queue before it is ready (delayed delivery; every node at queue operations
-    version 5)."""
+    version 5), and `priority` (0 to 255; the queue serves its higher levels first and takes one above its
+    top, 31 or `x-max-priority`, as the top; every node at queue operations version 6)."""
 
     body: bytes | str
     headers: dict[str, Any] | None = None
     expiration: int | None = None
     delay_ms: int | None = None
+    priority: int = 0
 
 
 Publishable = bytes | str | Message
@@ -33,7 +35,7 @@ class Delivery:
     `delivery_count` counts the failed deliveries before this one (what `x-delivery-limit` compares),
     `acquired_count` every hand-out before this one (`redelivered` when above 0). `seq` (a durable
     consumer's delivery sequence number) and `published_at` (enqueue time, ms since the epoch) are set
-    when the server reports them."""
+    when the server reports them; `priority` is the level the queue keeps the message at."""
 
     id: int
     body: bytes
@@ -43,6 +45,7 @@ class Delivery:
     seq: int | None = None
     published_at: int | None = None
     acquired_count: int = 0
+    priority: int = 0
 
     @property
     def text(self) -> str:
@@ -58,8 +61,9 @@ def encode_message(message: Publishable, *, packed: bool = False) -> dict[str, A
     (bytes as bin, str as str), for JSON bytes go as base64."""
     if isinstance(message, Message):
         body, headers, expiration, delay = message.body, message.headers, message.expiration, message.delay_ms
+        priority = message.priority
     else:  # a bare body, the common case: no Message is built for it
-        body, headers, expiration, delay = message, None, None, None
+        body, headers, expiration, delay, priority = message, None, None, None, 0
     if isinstance(body, bytes | bytearray | memoryview):
         wire: dict[str, Any] = (
             {"body": body}
@@ -76,6 +80,8 @@ def encode_message(message: Publishable, *, packed: bool = False) -> dict[str, A
         wire["expiration"] = expiration
     if delay is not None:
         wire["delay"] = delay
+    if priority:
+        wire["priority"] = priority
     return wire
 
 
@@ -126,6 +132,7 @@ def decode_delivery(wire: dict[str, Any], make: Callable[..., D]) -> D:
             seq=_optional_int(wire.get("seq")),
             published_at=_optional_int(wire.get("published_at")),
             acquired_count=int(wire.get("acquired_count", 0)),
+            priority=int(wire.get("priority", 0)),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise QuorumqError(0, "bad_response", f"malformed delivery {wire!r}: {exc}") from exc

@@ -71,8 +71,20 @@ async def test_a_malformed_request_is_400(leader: InProcessNode) -> None:
         [PUBLISH, "writable", "alice", 1, None, None, [[b"x", {}, "rot13", None]]],
         [PUBLISH, "writable", "alice", 1, None, None, [[b"x", {}, "utf8", "soon"]]],
         [PUBLISH, "writable", "alice", 1, 7, 1, [MESSAGE]],
+        [PUBLISH, "writable", "alice", 1, None, None, [MESSAGE], None, [256]],  # a priority too high
+        [PUBLISH, "writable", "alice", 1, None, None, [MESSAGE], None, [1, 2]],  # one per message
+        [PUBLISH, "writable", "alice", 1, None, None, [MESSAGE], None, [1], "more"],
     )
     for request in malformed:
         status, body = await serve("node2", request)
         assert (status, body["error"]) == (400, "bad_request"), (request, body)
     assert (await leader.call("GET", "/api/queues/writable"))[1]["messages"] == 0
+
+
+async def test_a_forwarded_publish_carries_priorities_after_its_delays(leader: InProcessNode) -> None:
+    serve = peer_server(leader.http.server.app)
+    low, high = [b"low", {}, "utf8", None], [b"high", {}, "utf8", None]
+    request = [PUBLISH, "writable", "alice", 1, None, None, [low, high], None, [0, 9]]
+    assert await serve("node2", request) == [201, {"ids": [1, 2], "duplicate": False}]
+    status, got = await leader.call("POST", "/api/queues/writable/get", json={"count": 2, "ack": "auto"})
+    assert status == 200 and [(m["body"], m.get("priority", 0)) for m in got] == [("high", 9), ("low", 0)]

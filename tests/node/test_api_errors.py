@@ -337,3 +337,24 @@ async def test_a_delay_of_nothing_is_no_delay_and_bad_delays_are_400(http: Api) 
         )
         assert fragment in error["reason"]
     assert await http.messages("no-delay") == 2
+
+
+async def test_bad_priorities_are_400_and_a_priority_of_0_is_none(http: Api) -> None:
+    await http.declare("prio-errors")
+    status, _ = await http.call(
+        "POST", "/api/queues/prio-errors/messages", json={"messages": [{"body": "a", "priority": 0}]}
+    )
+    assert status == 201
+    for priority in (-1, 256, "high", True, 1.5):
+        error = await http.expect_error(
+            400,
+            "POST",
+            "/api/queues/prio-errors/messages",
+            json={"messages": [{"body": "x", "priority": priority}]},
+        )
+        assert "priority must be an integer from 0 to 255" in error["reason"]
+    error = await http.expect_error(
+        400, "PUT", "/api/queues/prio-bad-max", json={"arguments": {"x-max-priority": 32}}
+    )
+    assert "x-max-priority" in error["reason"]
+    assert await http.messages("prio-errors") == 1

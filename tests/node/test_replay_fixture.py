@@ -37,9 +37,11 @@ async def _observe(url: str) -> dict[str, Any]:
 
 def _reported_then(stats: dict[str, Any]) -> dict[str, Any]:
     """A queue's stats as that version reported them: what it did not have yet is what its logs imply
-    (nothing delayed), and leaves the comparison."""
+    (nothing delayed, every ready message at level 0), and leaves the comparison."""
     for name, value in ADDED_SINCE.items():
         assert stats.pop(name) == value, name
+    ready = stats["messages_ready"]
+    assert stats.pop("messages_ready_by_priority") == ({"0": ready} if ready else {})
     return {k: v for k, v in stats.items() if k not in VOLATILE}
 
 

@@ -57,12 +57,17 @@ def configs(draw: st.DrawFn) -> QueueConfig:
         "x-delayed-retry-type": draw(st.none() | st.sampled_from(["disabled", "all", "failed", "returned"])),
         "x-delayed-retry-min": draw(st.none() | st.integers(0, 100)),
         "x-delayed-retry-max": draw(st.none() | st.integers(0, 400)),
+        "x-max-priority": draw(st.none() | st.integers(0, 2)),
     }
     return parse_arguments({k: v for k, v in arguments.items() if v is not None})
 
 
 new_messages = st.builds(
-    NewMessage, st.integers(0, 50), st.none() | st.integers(0, 300), st.none() | st.integers(1, 200)
+    NewMessage,
+    st.integers(0, 50),
+    st.none() | st.integers(0, 300),
+    st.none() | st.integers(1, 200),
+    st.sampled_from([0, 0, 0, 1, 2, 3, 255]),
 )
 
 commands = st.one_of(
@@ -107,12 +112,23 @@ metas = st.builds(EntryMeta, TIMES)
 command_lists = st.lists(st.tuples(metas, commands), max_size=60)
 
 
+def _written_before_version_6(command: Command) -> bool:
+    if isinstance(command, UpdateConfig):
+        return command.config.max_priority is None
+    if isinstance(command, Enqueue):
+        return not any(message.priority for message in command.messages)
+    return True
+
+
 def _written_before_version_5(command: Command) -> bool:
     if isinstance(command, UpdateConfig):
         config = command.config
-        return (config.delayed_retry_type, config.delayed_retry_min, config.delayed_retry_max) == (None,) * 3
+        retry = (config.delayed_retry_type, config.delayed_retry_min, config.delayed_retry_max)
+        return retry == (None,) * 3 and _written_before_version_6(command)
     if isinstance(command, Enqueue):
-        return not any(message.delay_ms for message in command.messages)
+        return not any(message.delay_ms for message in command.messages) and _written_before_version_6(
+            command
+        )
     return not (isinstance(command, Return) and command.delay_ms is not None)
 
 
@@ -134,6 +150,8 @@ def _written_before_version_2(command: Command) -> bool:
     return not reader and _written_before_version_3(command)
 
 
+commands_before_version_6 = commands.filter(_written_before_version_6)
+"""Commands version 5 reads: no priority (a message's, the x-max-priority argument)."""
 commands_before_version_5 = commands.filter(_written_before_version_5)
 """Commands version 4 reads: no delay (a message's, a nack's, the delayed retry arguments)."""
 commands_before_version_4 = commands.filter(_written_before_version_4)

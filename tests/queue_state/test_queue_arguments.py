@@ -27,6 +27,7 @@ EVERY_ARGUMENT = {
     "x-delayed-retry-type": "failed",
     "x-delayed-retry-min": 500,
     "x-delayed-retry-max": 30_000,
+    "x-max-priority": 9,
 }
 
 
@@ -51,6 +52,7 @@ def test_every_argument_is_accepted_into_its_field() -> None:
         delayed_retry_type="failed",
         delayed_retry_min=500,
         delayed_retry_max=30_000,
+        max_priority=9,
     )
 
 

@@ -18,6 +18,7 @@ from queue_state_strategies import (
     commands_before_version_3,
     commands_before_version_4,
     commands_before_version_5,
+    commands_before_version_6,
     metas,
 )
 
@@ -55,8 +56,28 @@ from queue_state.commands import (
 
 
 @given(commands)
-def test_every_command_survives_a_version_5_round_trip(cmd: Command) -> None:
+def test_every_command_survives_a_version_6_round_trip(cmd: Command) -> None:
     assert decode_command(encode_command(cmd)) == cmd
+
+
+@given(commands_before_version_6)
+def test_every_command_without_a_version_6_form_survives_a_version_5_round_trip(cmd: Command) -> None:
+    assert decode_command(encode_command(cmd, 5)) == cmd
+
+
+def test_rule_a_message_priority_and_x_max_priority_are_written_from_version_6_only() -> None:
+    enqueue = Enqueue((NewMessage(3, None, None, 7), NewMessage(4)))
+    assert encode_command(enqueue) == [1, {"messages": [[3, None, None, 7], [4, None]]}]
+    assert decode_command(encode_command(enqueue)) == enqueue
+    declared = UpdateConfig(parse_arguments({"x-max-priority": 5}))
+    for command in (enqueue, declared):
+        for version in (1, 2, 3, 4, 5):
+            with pytest.raises(ValueError):
+                encode_command(command, version)
+        with pytest.raises(ValueError):
+            encode_command_v0(EntryMeta(5), command)
+    with pytest.raises(CommandDecodeError, match="priority"):
+        decode_command([1, {"messages": [[3, None, None, 256]]}])
 
 
 @given(commands_before_version_5)
@@ -128,7 +149,7 @@ def test_rule_a_readers_time_is_written_only_from_version_2_and_defaults_to_none
     )  # left off: old nodes read it
     assert decode_command([2, {"consumer": "c", "prefetch": 2}]).since_ms is None
     with pytest.raises(ValueError):
-        encode_command(Tick(), 6)
+        encode_command(Tick(), 7)
 
 
 @given(commands)

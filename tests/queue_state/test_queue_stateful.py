@@ -9,6 +9,11 @@ Counting (issue 22, feature 5) against a model: a message comes back from its ho
 acquired, and one more time failed only when the command says it failed (a Return or Cancel with
 `failed`, a ConsumerDown, a lease expiry); a hand-out shows the counts the message had when ready, and
 `redelivered` is `acquired_count > 0`; only a failure dead-letters past the delivery limit.
+
+Priorities (feature 1) against a model: a message keeps the priority it was published with, taken as
+the queue's top priority when above it; nothing is handed out while a ready message of a higher level
+waits; never-returned messages of one level go out in id order; drop-head drops nothing while a message
+of a lower level is left.
 """
 
 from __future__ import annotations
@@ -78,7 +83,8 @@ class QueueInvariants(RuleBasedStateMachine):
         self.removed: dict[int, str] = {}
         self.dead_letter_effects = 0
         self.entered_dlx_pending: set[int] = set()
-        self.last_first_delivery = 0
+        self.last_first_delivery: dict[int, int] = {}  # priority -> highest id handed out first time
+        self.priority_of: dict[int, int] = {}  # id -> its priority, as the queue took it
         self.durable_rows: dict[tuple[str, int], tuple] = {}  # (consumer, seq) -> row read at checkout
         self.durable_read_end: dict[str, int] = {}  # consumer -> the end of what was read back
         self.delayed_ever: set[int] = set()  # ids that waited for a time: outside FIFO order
@@ -105,8 +111,10 @@ class QueueInvariants(RuleBasedStateMachine):
         self.entered_dlx_pending |= set(self.machine.dead_letter_ids()) - before_pending
         handed_out = [d for e in effects if isinstance(e, Deliver) for d in e.deliveries]
         if isinstance(reply, Enqueued):
+            top = self.machine.config.top_priority
             for message_id, message in zip(reply.ids, cmd.messages, strict=True):
                 self.sizes[message_id] = message.size
+                self.priority_of.setdefault(message_id, min(message.priority, top))
         if isinstance(reply, Deliveries) and isinstance(cmd, Get) and cmd.since_ms is None and not reads:
             handed_out += reply.deliveries  # a reader from a time skips older ones on purpose
         if reads and reply.deliveries:
@@ -117,17 +125,25 @@ class QueueInvariants(RuleBasedStateMachine):
             )
         for e in effects:
             if isinstance(e, Deliver):
-                ids = [d.id for d in e.deliveries if d.acquired_count == 0]
-                assert ids == sorted(ids), "a consumer got never-returned messages out of order"
+                for level in {d.priority for d in e.deliveries}:
+                    ids = [d.id for d in e.deliveries if d.acquired_count == 0 and d.priority == level]
+                    assert ids == sorted(ids), "a consumer got never-returned messages out of order"
+        self._check_priorities(handed_out, effects)
         new_pending = set(self.machine.dead_letter_ids()) - before_pending
         expired = self.machine.stats().dead_lettered.get("expired", 0) - expired_before
         self._check_counts(cmd, reply, effects, held_counts, ready_counts, limit, new_pending, expired)
         for delivery in handed_out:
             assert self.not_before.pop(delivery.id, 0) <= self.machine.now_ms, "handed out before its time"
-        first_time = [d.id for d in handed_out if d.acquired_count == 0 and d.id not in self.delayed_ever]
-        if first_time:
-            assert min(first_time) > self.last_first_delivery, "FIFO among never-returned messages"
-            self.last_first_delivery = max(first_time)
+        for level in {d.priority for d in handed_out}:
+            first_time = [
+                d.id
+                for d in handed_out
+                if d.acquired_count == 0 and d.id not in self.delayed_ever and d.priority == level
+            ]
+            if first_time:
+                last = self.last_first_delivery.get(level, 0)
+                assert min(first_time) > last, "FIFO among never-returned messages of a level"
+                self.last_first_delivery[level] = max(first_time)
         served = {e.consumer for e in effects if isinstance(e, Deliver)}
         assert not served & {c.name for c in self.machine.consumers() if c.since_ms is not None}, (
             "pushed to a reader"
@@ -145,6 +161,26 @@ class QueueInvariants(RuleBasedStateMachine):
         kinds = [type(e) for e in effects]
         if DeadLetter in kinds and ForgetBodies in kinds:
             assert kinds.index(ForgetBodies) > max(i for i, k in enumerate(kinds) if k is DeadLetter)
+
+    def _check_priorities(self, handed_out, effects) -> None:
+        """Every message has the priority it was taken with; what was served (from the head) leaves no
+        ready message of a higher level behind; what drop-head dropped leaves none of a lower one."""
+        ready = list(self.machine.ready_messages())
+        waiting = self.machine.delayed_messages()
+        held = [d for name in HOLDER_NAMES for d in self.machine.checked_out(name)]
+        for message in [*ready, *waiting]:
+            assert message.priority == self.priority_of[message.id], "a message changed its priority"
+        for delivery in [*held, *handed_out]:
+            assert delivery.priority == self.priority_of[delivery.id], "a delivery changed its priority"
+        top_ready = max((message.priority for message in ready), default=-1)
+        for delivery in handed_out:
+            assert delivery.priority >= top_ready, "handed out while a higher priority was ready"
+        dropped = [
+            d for e in effects if isinstance(e, DeadLetter) and e.reason == "maxlen" for d in e.deliveries
+        ]
+        lowest_left = min((message.priority for message in [*ready, *waiting]), default=None)
+        for delivery in dropped:
+            assert lowest_left is None or delivery.priority <= lowest_left, "dropped above a lower priority"
 
     def _note_delays(self, meta, cmd, reply) -> None:
         """What waits for a time now, and until when a publish's or a nack's delay holds it back."""
