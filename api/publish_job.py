@@ -41,7 +41,9 @@ class PublishJob:
     async def run(self, app: web.Application, queue: QueueLeader) -> dict[str, Any]:
         """Publish on the queue's leader: the 201 answer's body once a majority has the messages."""
         started = time.perf_counter()
-        published = await queue.publish(self.messages, self.publisher, self.seq, self.delays, self.priorities)
+        published = await queue.publish(
+            self.messages, self.publisher, self.seq, self.delays, priorities=self.priorities
+        )
         metrics = app[METRICS]
         metrics.confirm_seconds.observe(time.perf_counter() - started)
         metrics.published.labels(queue.name).inc(len(published.ids))

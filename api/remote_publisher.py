@@ -17,12 +17,14 @@ from cluster.stored_message import StoredMessage
 REMOTE_TIMEOUT_S = 10.0
 
 
-def _message(message: StoredMessage, expiration: int | None) -> dict[str, Any]:
+def _message(message: StoredMessage, expiration: int | None, priority: int) -> dict[str, Any]:
     """One message of a msgpack publish body: a text body as text, any other as bin (base64 encoding)."""
     body: str | bytes = str(message.body, "utf-8") if message.encoding == "utf8" else bytes(message.body)
     wire: dict[str, Any] = {"body": body, "encoding": message.encoding, "headers": message.headers}
     if expiration is not None:
         wire["expiration"] = expiration
+    if priority:
+        wire["priority"] = priority
     return wire
 
 
@@ -40,9 +42,17 @@ class HttpRemotePublisher:
         messages: Sequence[tuple[StoredMessage, int | None]],
         publisher: str | None,
         seq: int | None,
+        priorities: Sequence[int] | None = None,
     ) -> None:
-        """Publish to `queue` through the node at `via`; raises unless the publish was confirmed (2xx)."""
-        payload: dict[str, Any] = {"messages": [_message(m, expiration) for m, expiration in messages]}
+        """Publish to `queue` through the node at `via` (each message at its priority with
+        `priorities`); raises unless the publish was confirmed (2xx)."""
+        levels = priorities or [0] * len(messages)
+        payload: dict[str, Any] = {
+            "messages": [
+                _message(m, expiration, level)
+                for (m, expiration), level in zip(messages, levels, strict=True)
+            ]
+        }
         if publisher is not None:
             payload.update(publisher=publisher, seq=seq)
         body: bytes = msgpack.packb(payload)

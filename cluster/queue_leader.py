@@ -232,6 +232,7 @@ class QueueLeader:
         publisher: str | None,
         seq: int | None,
         delays: Sequence[int | None] | None = None,
+        *,
         priorities: Sequence[int] | None = None,
     ) -> Published:
         """Enqueue a batch (each message with its optional expiration in ms, with `delays` the ms each
@@ -539,9 +540,10 @@ class QueueLeader:
         config = self._replica.machine.config
         return config.dead_letter_queue if config.dead_letters_at_least_once else None
 
-    async def dlx_checkout(self, worker: str, prefetch: int) -> list[tuple[int, StoredMessage]]:
+    async def dlx_checkout(self, worker: str, prefetch: int) -> list[tuple[int, StoredMessage, int]]:
         """Up to `prefetch` pending dead letters checked out to `worker` (taking them over from another),
-        each (id, message with this death recorded in its headers); none without a pending one."""
+        each (id, message with this death recorded in its headers, priority); none without a pending
+        one."""
         if self.dead_letter_target() is None or not self._replica.machine.stats().dlx_pending:
             return []
         reply = await self._submit(self._command(DlxCheckout, worker, prefetch))
@@ -555,7 +557,8 @@ class QueueLeader:
                 log.error("queue %s: dead letter %d has no body", self.name, delivery.id)
                 continue
             headers = with_death(stored.headers, self.name, reason, now, text)
-            letters.append((delivery.id, StoredMessage(bytes(stored.body), headers, stored.encoding)))
+            message = StoredMessage(bytes(stored.body), headers, stored.encoding)
+            letters.append((delivery.id, message, delivery.priority))
         return letters
 
     async def dlx_settle(self, ids: tuple[int, ...]) -> None:

@@ -27,7 +27,12 @@ class PendingDeadLetter(NamedTuple):
     def delivery(self) -> Delivery:
         message = self.message
         return Delivery(
-            message.id, message.delivery_count, self.handed_out, message.enqueued_at, message.acquired
+            message.id,
+            message.delivery_count,
+            self.handed_out,
+            message.enqueued_at,
+            message.acquired,
+            message.priority,
         )
 
 

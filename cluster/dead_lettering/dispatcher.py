@@ -8,7 +8,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 
-from cluster.dead_lettering.messages import dead_letter_messages
+from cluster.dead_lettering.messages import dead_letter_messages, priorities_of
 from cluster.dead_lettering.publisher import ClusterPublisher
 from cluster.dead_lettering.worker import DeadLetterSource, DeadLetterWorker
 from cluster.stored_message import StoredMessage
@@ -36,11 +36,14 @@ class DeadLetterDispatcher:
             log.info("queue %s: %d dead-lettered (%s), no target", source, len(held), effect.reason)
             return
         messages = dead_letter_messages(source, effect.reason, held, now_ms, effect.reason_text)
-        asyncio.get_running_loop().create_task(self._publish_once(target, messages))
+        priorities = priorities_of([delivery.priority for delivery, _ in held])
+        asyncio.get_running_loop().create_task(self._publish_once(target, messages, priorities))
 
-    async def _publish_once(self, target: str, messages: list[tuple[StoredMessage, int | None]]) -> None:
+    async def _publish_once(
+        self, target: str, messages: list[tuple[StoredMessage, int | None]], priorities: list[int] | None
+    ) -> None:
         with contextlib.suppress(Exception):
-            await self.publisher.publish_confirmed(target, messages, None, None)
+            await self.publisher.publish_confirmed(target, messages, None, None, priorities)
 
     def leadership_changed(self, source: DeadLetterSource, is_leader: bool) -> None:
         """The at-least-once worker of a source queue runs where its leader is."""

@@ -34,6 +34,12 @@ def with_death(
     return updated
 
 
+def priorities_of(levels: list[int]) -> list[int] | None:
+    """The priorities to publish dead letters with (each keeps its own), None when all are 0 (a publish
+    without priorities, which every version reads)."""
+    return levels if any(levels) else None
+
+
 def dead_letter_messages(
     source: str,
     reason: str,

@@ -25,9 +25,11 @@ class RemotePublisher(Protocol):
         messages: Sequence[tuple[StoredMessage, int | None]],
         publisher: str | None,
         seq: int | None,
+        priorities: Sequence[int] | None = None,
     ) -> None:
-        """Publish `messages` (each with its optional expiration in ms) to `queue` through the node whose
-        HTTP API is at `via`, as `publisher`'s `seq` when given; return once confirmed, raise otherwise."""
+        """Publish `messages` (each with its optional expiration in ms, and its priority with
+        `priorities`) to `queue` through the node whose HTTP API is at `via`, as `publisher`'s `seq` when
+        given; return once confirmed, raise otherwise."""
         ...
 
 
@@ -35,7 +37,12 @@ class LedQueue(Protocol):
     """What publishing needs of a queue this node leads: its door's publish (`QueueLeader.publish`)."""
 
     async def publish(
-        self, messages: Sequence[tuple[StoredMessage, int | None]], publisher: str | None, seq: int | None
+        self,
+        messages: Sequence[tuple[StoredMessage, int | None]],
+        publisher: str | None,
+        seq: int | None,
+        *,
+        priorities: Sequence[int] | None = None,
     ) -> Published: ...
 
 
@@ -61,13 +68,15 @@ class ClusterPublisher:
         messages: Sequence[tuple[StoredMessage, int | None]],
         publisher: str | None,
         seq: int | None,
+        priorities: Sequence[int] | None = None,
     ) -> None:
-        """Publish to `target`, as `publisher`'s `seq` when given; return only once confirmed, raise
-        otherwise (a target led elsewhere on a node without a `RemotePublisher` is NotLeader)."""
+        """Publish to `target` (each message at its priority with `priorities`), as `publisher`'s `seq`
+        when given; return only once confirmed, raise otherwise (a target led elsewhere on a node
+        without a `RemotePublisher` is NotLeader)."""
         local = self._led(target)
         if local is not None:
-            await local.publish(messages, publisher, seq)
+            await local.publish(messages, publisher, seq, priorities=priorities)
             return
         if self._remote is None:
             raise NotLeader(f"queue '{target}' is led by another node, and this node cannot publish there")
-        await self._remote.publish(self._via(target), target, messages, publisher, seq)
+        await self._remote.publish(self._via(target), target, messages, publisher, seq, priorities)

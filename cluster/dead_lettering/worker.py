@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Protocol
 
+from cluster.dead_lettering.messages import priorities_of
 from cluster.errors import NotLeader
 from cluster.stored_message import StoredMessage
 
@@ -44,8 +45,8 @@ class DeadLetterSource(Protocol):
         """The queue dead letters go to at least once, or None when they do not."""
         ...
 
-    async def dlx_checkout(self, worker: str, prefetch: int) -> list[tuple[int, StoredMessage]]:
-        """Up to `prefetch` pending dead letters checked out to `worker`, each (id, message)."""
+    async def dlx_checkout(self, worker: str, prefetch: int) -> list[tuple[int, StoredMessage, int]]:
+        """Up to `prefetch` pending dead letters checked out to `worker`, each (id, message, priority)."""
         ...
 
     async def dlx_settle(self, ids: tuple[int, ...]) -> None:
@@ -61,10 +62,15 @@ class ConfirmedPublisher(Protocol):
     """Publishes to any queue of the cluster with confirms."""
 
     async def publish_confirmed(
-        self, target: str, messages: Sequence[tuple[StoredMessage, int | None]], publisher: str, seq: int
+        self,
+        target: str,
+        messages: Sequence[tuple[StoredMessage, int | None]],
+        publisher: str,
+        seq: int,
+        priorities: Sequence[int] | None = None,
     ) -> None:
-        """Publish `messages` (each with its optional expiration in ms) to `target` as `publisher`'s `seq`;
-        return only once confirmed, raise otherwise."""
+        """Publish `messages` (each with its optional expiration in ms, and its priority with
+        `priorities`) to `target` as `publisher`'s `seq`; return only once confirmed, raise otherwise."""
         ...
 
 
@@ -102,22 +108,25 @@ class DeadLetterWorker:
                 log.exception("queue %s: dead-letter worker error; going on", self.leader.name)
                 await asyncio.sleep(MAX_BACKOFF_S)
 
-    async def _checkout(self) -> list[tuple[int, StoredMessage]]:
+    async def _checkout(self) -> list[tuple[int, StoredMessage, int]]:
         try:
             return await self.leader.dlx_checkout(self.worker_id, self.prefetch)
         except NotLeader:
             return []
 
-    async def _deliver(self, batch: list[tuple[int, StoredMessage]]) -> None:
+    async def _deliver(self, batch: list[tuple[int, StoredMessage, int]]) -> None:
         self._seq += 1
         backoff = MIN_BACKOFF_S
-        messages: list[tuple[StoredMessage, int | None]] = [(message, None) for _, message in batch]
+        messages: list[tuple[StoredMessage, int | None]] = [(message, None) for _, message, _ in batch]
+        priorities = priorities_of([priority for _, _, priority in batch])
         while True:
             target = self.leader.dead_letter_target()
             if target is None:
                 return  # the strategy changed: the state machine dropped the pending letters
             try:
-                await self.publisher.publish_confirmed(target, messages, self.worker_id, self._seq)
+                await self.publisher.publish_confirmed(
+                    target, messages, self.worker_id, self._seq, priorities
+                )
                 break
             except Exception as exc:  # any failure: keep the letters, try again later
                 self.retries += 1
@@ -125,7 +134,7 @@ class DeadLetterWorker:
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, MAX_BACKOFF_S)
         self.published += len(batch)
-        ids = tuple(message_id for message_id, _ in batch)
+        ids = tuple(message_id for message_id, _, _ in batch)
         while True:
             try:
                 await self.leader.dlx_settle(ids)

@@ -24,7 +24,7 @@ Messages = Sequence[tuple[StoredMessage, int | None]]
 class Source:
     """A source queue's dead-letter methods: `pending` letters, checked out all at once."""
 
-    def __init__(self, pending: list[tuple[int, StoredMessage]], target: str | None = "dlq") -> None:
+    def __init__(self, pending: list[tuple[int, StoredMessage, int]], target: str | None = "dlq") -> None:
         self.name, self.group, self.is_leader = "src", "g1.src", True
         self.pending = pending
         self.target = target
@@ -33,7 +33,7 @@ class Source:
     def dead_letter_target(self) -> str | None:
         return self.target
 
-    async def dlx_checkout(self, worker: str, prefetch: int) -> list[tuple[int, StoredMessage]]:
+    async def dlx_checkout(self, worker: str, prefetch: int) -> list[tuple[int, StoredMessage, int]]:
         taken, self.pending = self.pending[:prefetch], self.pending[prefetch:]
         return taken
 
@@ -50,18 +50,25 @@ class Publisher:
     def __init__(self, failures: int = 0) -> None:
         self.failures = failures
         self.attempts: list[tuple[str, list[bytes], str | None, int | None]] = []
+        self.priorities: list[Sequence[int] | None] = []
 
     async def publish_confirmed(
-        self, target: str, messages: Messages, publisher: str | None, seq: int | None
+        self,
+        target: str,
+        messages: Messages,
+        publisher: str | None,
+        seq: int | None,
+        priorities: Sequence[int] | None = None,
     ) -> None:
         self.attempts.append((target, [m.body for m, _ in messages], publisher, seq))
+        self.priorities.append(priorities)
         if self.failures:
             self.failures -= 1
             raise NotLeader("no quorum yet")
 
 
-def letter(message_id: int) -> tuple[int, StoredMessage]:
-    return message_id, StoredMessage(f"m{message_id}".encode(), {}, "utf8")
+def letter(message_id: int, priority: int = 0) -> tuple[int, StoredMessage, int]:
+    return message_id, StoredMessage(f"m{message_id}".encode(), {}, "utf8"), priority
 
 
 async def run_until(worker: DeadLetterWorker, done: Any) -> None:
@@ -87,6 +94,14 @@ async def test_the_worker_settles_dead_letters_only_after_their_publish_is_confi
     }  # every retry the same publisher and seq: the target deduplicates a retried batch
 
 
+async def test_dead_letters_keep_their_priorities_and_a_batch_without_any_sends_none() -> None:
+    source, publisher = Source([letter(1, 7), letter(2)]), Publisher()
+    await run_until(DeadLetterWorker(source, publisher, prefetch=2), lambda: source.settled)
+    plain_source, plain = Source([letter(3)]), Publisher()
+    await run_until(DeadLetterWorker(plain_source, plain), lambda: plain_source.settled)
+    assert (publisher.priorities, plain.priorities) == ([[7, 0]], [None])  # None: any version reads it
+
+
 async def test_the_worker_drops_a_batch_when_the_source_stops_dead_lettering_at_least_once() -> None:
     source, publisher = Source([letter(1)], target=None), Publisher()
     worker = DeadLetterWorker(source, publisher)
@@ -99,7 +114,14 @@ class Door:
     def __init__(self) -> None:
         self.published: list[tuple[list[bytes], str | None, int | None]] = []
 
-    async def publish(self, messages: Messages, publisher: str | None, seq: int | None) -> Published:
+    async def publish(
+        self,
+        messages: Messages,
+        publisher: str | None,
+        seq: int | None,
+        *,
+        priorities: Sequence[int] | None = None,
+    ) -> Published:
         self.published.append(([m.body for m, _ in messages], publisher, seq))
         return Published([1], duplicate=False)
 
@@ -109,7 +131,13 @@ class Remote:
         self.calls: list[tuple[str, str, list[bytes], str | None, int | None]] = []
 
     async def publish(
-        self, via: str, queue: str, messages: Messages, publisher: str | None, seq: int | None
+        self,
+        via: str,
+        queue: str,
+        messages: Messages,
+        publisher: str | None,
+        seq: int | None,
+        priorities: Sequence[int] | None = None,
     ) -> None:
         self.calls.append((via, queue, [m.body for m, _ in messages], publisher, seq))
 

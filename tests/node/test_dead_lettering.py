@@ -248,7 +248,7 @@ async def declare_led_by(url: str, node: str, queue: str, arguments: dict[str, A
 
 
 @pytest.mark.parametrize("strategy", [{}, AT_LEAST_ONCE], ids=["at-most-once", "at-least-once"])
-async def test_a_dead_letter_keeps_its_body_encoding_on_a_target_led_by_another_node(
+async def test_a_dead_letter_keeps_its_body_encoding_and_priority_on_a_target_led_by_another_node(
     cluster: Cluster, strategy: dict[str, str]
 ) -> None:
     source, target = cluster.nodes[0], cluster.nodes[1]
@@ -257,7 +257,7 @@ async def test_a_dead_letter_keeps_its_body_encoding_on_a_target_led_by_another_
         source.url, source.name, "encoded", {**strategy, "x-dead-letter-queue": "encoded-dlq"}
     )
     async with Client(cluster.urls) as client:
-        await client.publish("encoded", ["héllo", b"\x00\xff"])
+        await client.publish("encoded", [Message("héllo", priority=4), b"\x00\xff"])
         got = await client.get("encoded", count=2, ack="manual")
         await client.nack_got("encoded", [d.id for d in got], requeue=False)
     rows: list[dict[str, Any]] = []
@@ -268,4 +268,26 @@ async def test_a_dead_letter_keeps_its_body_encoding_on_a_target_led_by_another_
                 assert answer.status == 200, await answer.text()
                 rows += await answer.json()
             await asyncio.sleep(0.1)
-    assert sorted((row["encoding"], row["body"]) for row in rows) == [("base64", "AP8="), ("utf8", "héllo")]
+    assert sorted((row["encoding"], row["body"], row.get("priority", 0)) for row in rows) == [
+        ("base64", "AP8=", 0),
+        ("utf8", "héllo", 4),
+    ]
+
+
+@pytest.mark.parametrize("strategy", [{}, AT_LEAST_ONCE], ids=["at-most-once", "at-least-once"])
+async def test_dead_letters_keep_their_priority_on_a_target_the_same_node_leads(
+    cluster: Cluster, strategy: dict[str, str]
+) -> None:
+    node = cluster.nodes[0]
+    await declare_led_by(node.url, node.name, "ranked-dlq")
+    await declare_led_by(node.url, node.name, "ranked", {**strategy, "x-dead-letter-queue": "ranked-dlq"})
+    async with Client([node.url]) as client:
+        await client.publish("ranked", [Message("low"), Message("high", priority=8)])
+        got = await client.get("ranked", count=2, ack="manual")
+        await client.nack_got("ranked", [d.id for d in got], requeue=False)
+        deadline = time.monotonic() + 20
+        while (await client.queue("ranked-dlq"))["messages_ready"] < 2:  # polling the stats
+            assert time.monotonic() < deadline, "the dead letters never arrived"
+            await asyncio.sleep(0.1)
+        taken = await client.get("ranked-dlq", count=2, ack="auto")
+    assert [(d.text, d.priority) for d in taken] == [("high", 8), ("low", 0)]

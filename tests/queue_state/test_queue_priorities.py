@@ -9,7 +9,18 @@ import pytest
 
 from queue_state.arguments import ArgumentError, parse_arguments
 from queue_state.command_codec import arguments_version
-from queue_state.commands import Checkout, Enqueue, EntryMeta, Get, NewMessage, Return, Tick
+from queue_state.commands import (
+    Checkout,
+    Discard,
+    DlxCheckout,
+    Enqueue,
+    EntryMeta,
+    Get,
+    NewMessage,
+    Return,
+    Tick,
+)
+from queue_state.effects import DeadLetter
 from queue_state.machine import QueueMachine
 from tests.queue_state.queue_state_helpers import dead_lettered, delivered, make_machine
 
@@ -138,3 +149,18 @@ def test_a_queue_without_priorities_snapshots_as_before() -> None:
     publish(m, 1, 3)
     m.apply(EntryMeta(2), Get("h", 3, auto_ack=True))  # every message with a priority gone
     assert msgpack.unpackb(next(m.snapshot_chunks()))["version"] == 2
+
+
+def test_dead_letters_keep_their_priority_at_most_and_at_least_once() -> None:
+    at_most = make_machine(dead_letter_queue="dlq", max_length=1, overflow="drop-head")
+    publish(at_most, 0, 6)
+    _, effects = publish(at_most, 1, 9)
+    assert [d.priority for e in effects if isinstance(e, DeadLetter) for d in e.deliveries] == [6]
+    at_least = make_machine(
+        dead_letter_queue="dlq", dead_letter_strategy="at-least-once", overflow="reject-publish"
+    )
+    publish(at_least, 0, 3)
+    at_least.apply(EntryMeta(1), Get("h", 1, auto_ack=False))
+    at_least.apply(EntryMeta(2), Discard((1,), "h"))
+    reply, _ = at_least.apply(EntryMeta(3), DlxCheckout("w", 5))
+    assert [d.priority for d in reply.deliveries] == [3]
