@@ -65,15 +65,13 @@ class _Level:
             return (self.returns or self.main).pop_unexpired(count, now_ms)
         return [self.pop()]
 
-    def expire_heads(self, now_ms: int) -> list[ReadyMessage]:
-        """Remove the messages at the heads that expired before `now_ms`."""
-        expired = []
+    def expire_heads(self, now_ms: int, expired: list[ReadyMessage]) -> None:
+        """Move the messages at the heads that expired before `now_ms` to `expired`."""
         for fifo in (self.returns, self.main):
             while fifo.head_expires_at() < now_ms:
                 expired.append(fifo.pop())
         while self.due and self.due[0][1].expires_at < now_ms:
             expired.append(self._pop_due())
-        return expired
 
     def head_expires_at(self) -> int:
         due = self.due[0][1].expires_at if self.due else NO_EXPIRY
@@ -200,7 +198,10 @@ class ReadyMessages:
 
     def expire_heads(self, now_ms: int) -> list[ReadyMessage]:
         """Remove the messages at every level's heads that expired before `now_ms`."""
-        return [message for level in self._in_use() for message in level.expire_heads(now_ms)]
+        expired: list[ReadyMessage] = []
+        for priority in self._order:  # in level order, not creation order: a restored replica's differs
+            self._levels[priority].expire_heads(now_ms, expired)
+        return expired
 
     def head_expires_at(self) -> int:
         """The earliest expiry among every level's heads."""
@@ -296,5 +297,5 @@ class ReadyMessages:
         (level.returns if kind == "returns" else level.main).extend_from_columns(columns)
 
     def due_messages(self) -> Iterable[ReadyMessage]:
-        """Every due published message, in no particular order."""
-        return (message for level in self._levels.values() for _, message in level.due)
+        """Every due published message, level by level (the highest first), each level's in heap order."""
+        return (message for priority in self._order for _, message in self._levels[priority].due)

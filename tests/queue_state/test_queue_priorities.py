@@ -164,3 +164,19 @@ def test_dead_letters_keep_their_priority_at_most_and_at_least_once() -> None:
     at_least.apply(EntryMeta(2), Discard((1,), "h"))
     reply, _ = at_least.apply(EntryMeta(3), DlxCheckout("w", 5))
     assert [d.priority for d in reply.deliveries] == [3]
+
+
+def test_rule_levels_expire_in_level_order_whatever_order_they_were_created_in() -> None:
+    """A restored replica creates its levels highest first; the original in the order they were first
+    used. Expiry across levels must not follow either, or at-least-once dead letters pend in a
+    different order on each replica."""
+    original = make_machine(
+        dead_letter_queue="dlq", dead_letter_strategy="at-least-once", overflow="reject-publish"
+    )
+    publish(original, 0, 1, ttl=10)  # level 1 first
+    publish(original, 0, 3, ttl=10)
+    restored = QueueMachine.restore(original.snapshot_chunks())
+    for machine in (original, restored):
+        machine.apply(EntryMeta(20), Tick())
+    assert original.dead_letter_ids() == restored.dead_letter_ids() == [2, 1]
+    assert b"".join(original.snapshot_chunks()) == b"".join(restored.snapshot_chunks())
