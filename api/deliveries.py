@@ -39,7 +39,7 @@ _FIXED = struct.Struct(">B3sBQ15sBQ12sB15sBQ13sBq")
 _KEYS = (b"\xa2id", b"\xaedelivery_count", b"\xabredelivered", b"\xaeacquired_count", b"\xacpublished_at")
 _ARRAY = struct.Struct(">BI")  # an array 32 header
 _SEQ = struct.Struct(">4sBQ")  # the optional seq
-_PRIORITY = struct.Struct(">9sB")  # the priority, when above 0: a positive fixint
+_PRIORITY = struct.Struct(">9sB")  # the priority, when above 0: a positive fixint (a level is at most 31)
 _BODY = struct.Struct(">5sBI")  # the body key and a bin 32 header
 _PLAIN_TAILS = {e: b"\xa8encoding" + msgpack.packb(e) + b"\xa7headers\x80" for e in ("utf8", "base64")}
 _encode = json.JSONEncoder(separators=(",", ":")).encode

@@ -203,7 +203,9 @@ def published_priorities(body: dict[str, Any]) -> list[int] | None:
 
 
 def _priority(index: int, message: dict[str, Any]) -> int:
-    priority = message.get("priority", 0)
+    priority = message.get("priority")
+    if priority is None:  # null is the default, as for the other optional fields
+        return 0
     if (
         isinstance(priority, bool)
         or not isinstance(priority, int)

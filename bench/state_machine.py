@@ -6,7 +6,8 @@
 - the same cycle when each command is also encoded in its operation envelope, packed, unpacked and
   decoded (what a replica pays per operation of a log entry);
 - enqueue-only throughput while the queue grows;
-- bytes per ready message with tracemalloc at N ready messages (default 1,000,000).
+- bytes per ready message with tracemalloc at N ready messages (default 1,000,000), without and with
+  a TTL, and with priorities (each message of a batch at the next of 10 levels).
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ BATCH = 100
 START_MS = 1_700_000_000_000
 
 
-def _batch() -> tuple[NewMessage, ...]:
-    return tuple(NewMessage(512 + i) for i in range(BATCH))
+def _batch(levels: int = 1) -> tuple[NewMessage, ...]:
+    """A batch of messages, spread over `levels` priorities in turn."""
+    return tuple(NewMessage(512 + i, priority=i % levels) for i in range(BATCH))
 
 
 def cycle_rate(seconds: float, through_codec: bool) -> tuple[float, float]:
@@ -65,10 +67,11 @@ def enqueue_rate(messages: int) -> float:
     return messages / (time.perf_counter() - started)
 
 
-def bytes_per_ready_message(messages: int, message_ttl: int | None) -> float:
-    """Traced bytes the machine allocates per ready message, at `messages` ready messages."""
+def bytes_per_ready_message(messages: int, message_ttl: int | None, levels: int = 1) -> float:
+    """Traced bytes the machine allocates per ready message, at `messages` ready messages spread over
+    `levels` priorities."""
     machine = QueueMachine("bench", QueueConfig(message_ttl=message_ttl))
-    batch = _batch()
+    batch = _batch(levels)
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
@@ -94,6 +97,8 @@ def main() -> None:
     for ttl in (None, 60_000):
         per_message = bytes_per_ready_message(args.messages, ttl)
         print(f"bytes per ready message at {args.messages:,} (message ttl {ttl}): {per_message:.1f}")
+    per_message = bytes_per_ready_message(args.messages, None, levels=10)
+    print(f"bytes per ready message at {args.messages:,} (10 priority levels): {per_message:.1f}")
 
 
 if __name__ == "__main__":

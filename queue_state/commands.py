@@ -15,9 +15,9 @@ from typing import Any
 from queue_state.arguments import INT64_MAX, QueueConfig
 
 MAX_REASON_CHARS = 256
-MESSAGE_PRIORITY_MAX = 255
-"""The highest priority a message may carry (an AMQP octet); a queue takes it as its top priority."""
 """The longest reason a rejecting consumer may give (`Discard.reason`)."""
+MESSAGE_PRIORITY_MAX = 255
+"""The highest priority a message may carry (an AMQP octet); a queue takes one above its top as its top."""
 
 
 class InvalidCommand(ValueError):

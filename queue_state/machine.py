@@ -387,17 +387,16 @@ class QueueMachine:
             self._ready.push_return(message)
 
     def _take_ready(self, limit: TakeLimit, since_ms: int | None, out: EffectCollector) -> list[ReadyMessage]:
-        """Remove the ready messages `limit` admits: from the head (returns first), or with `since_ms` the
-        first ones enqueued at or after it, older ones staying where they are."""
+        """Remove the ready messages `limit` admits: in serve order (the highest level first, its returns
+        first), or with `since_ms` the first ones enqueued at or after it, older ones staying where they
+        are."""
         self._expire_heads(out)
         if since_ms is not None:
             return self._ready.take_since(since_ms, limit)
-        taken = []
-        while self._ready and limit.admits(self._ready.head_size()):
-            message = self._ready.pop()
-            limit.take(message.size)
-            taken.append(message)
-            self._expire_heads(out)
+        expired: list[ReadyMessage] = []
+        taken = self._ready.take(limit, self._now, expired)
+        for message in expired:
+            self._dead_letter(message, "expired", out)
         return taken
 
     def _hold(self, holder: Holder, message: ReadyMessage, since_ms: int) -> None:
@@ -502,8 +501,10 @@ class QueueMachine:
 
     def _over_limit(self, headroom: int = 0) -> bool:
         """True when the limited count or bytes exceed a limit minus `headroom` (1: at or over it)."""
-        count, size = self._limited_count_and_bytes()
         max_length, max_bytes = self._config.max_length, self._config.max_length_bytes
+        if max_length is None and max_bytes is None:
+            return False
+        count, size = self._limited_count_and_bytes()
         return (max_length is not None and count > max_length - headroom) or (
             max_bytes is not None and size > max_bytes - headroom
         )

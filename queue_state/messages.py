@@ -244,8 +244,17 @@ class MessageFifo:
         return ids
 
     def __iter__(self) -> Iterator[ReadyMessage]:
-        for i in range(self._head, len(self._ids)):
-            yield self._row(i)
+        head = self._head
+        yield from map(
+            ReadyMessage,
+            self._ids[head:],
+            self._sizes[head:],
+            self._enqueued[head:],
+            self._expires[head:],
+            self._counts[head:],
+            self._acquired[head:],
+            itertools.repeat(self.priority),
+        )
 
     def _row(self, i: int) -> ReadyMessage:
         """The message in row `i` of the columns."""

@@ -3,7 +3,8 @@ within a level returned messages first, then published ones in id order.
 
 A level holds its `returns` and its `main` FIFO plus its `due` published messages (ones that waited for a
 time and take their place among `main` by id: FIFO among never-delivered messages of a level). Level 0
-always exists; another exists while it holds messages, so a queue without priorities pays one level.
+always exists; another from its first message until the serve step finds it empty, so a queue without
+priorities pays for one level and takes a short path through it.
 Nothing here reads a clock: the caller says what time it is.
 """
 
@@ -29,6 +30,9 @@ class _Level:
 
     def __len__(self) -> int:
         return len(self.returns) + len(self.main) + len(self.due)
+
+    def __bool__(self) -> bool:
+        return bool(self.returns) or bool(self.main) or bool(self.due)
 
     @property
     def total_bytes(self) -> int:
@@ -94,35 +98,40 @@ class _Level:
 class ReadyMessages:
     """Every ready message of a queue, by priority level."""
 
-    __slots__ = ("_levels", "_order")
+    __slots__ = ("_levels", "_only_zero", "_order", "_zero")
 
     def __init__(self) -> None:
         self._reset()
 
     def _reset(self) -> None:
-        self._levels: dict[int, _Level] = {0: _Level(0)}
+        self._zero = _Level(0)
+        self._levels: dict[int, _Level] = {0: self._zero}
         self._order = [0]  # the levels' priorities, highest first
+        self._only_zero = True  # the short path: no level but 0
 
     def _level(self, priority: int) -> _Level:
         level = self._levels.get(priority)
         if level is None:
             level = self._levels[priority] = _Level(priority)
-            self._order = sorted(self._levels, reverse=True)
+            self._reorder()
         return level
 
     def _top(self) -> _Level | None:
         """The highest level holding messages; levels found empty on the way are let go (but level 0)."""
+        if self._only_zero:
+            return self._zero if self._zero else None
         for priority in self._order:
             level = self._levels[priority]
             if level:
                 return level
             if priority:
-                self._drop(priority)
+                del self._levels[priority]
+                self._reorder()
         return None
 
-    def _drop(self, priority: int) -> None:
-        del self._levels[priority]
+    def _reorder(self) -> None:
         self._order = sorted(self._levels, reverse=True)
+        self._only_zero = len(self._order) == 1
 
     def _in_use(self) -> list[_Level]:
         """The levels holding messages, highest first."""
@@ -170,10 +179,14 @@ class ReadyMessages:
         return self._top() is not None
 
     def __len__(self) -> int:
+        if self._only_zero:
+            return len(self._zero)
         return sum(len(level) for level in self._levels.values())
 
     @property
     def total_bytes(self) -> int:
+        if self._only_zero:
+            return self._zero.total_bytes
         return sum(level.total_bytes for level in self._levels.values())
 
     def _top_level(self) -> _Level:
@@ -182,16 +195,6 @@ class ReadyMessages:
             raise IndexError("no ready message")
         return level
 
-    def pop(self) -> ReadyMessage:
-        """The next message in serve order (there must be one)."""
-        return self._top_level().pop()
-
-    def head_size(self) -> int:
-        return self._top_level().head_size()
-
-    def head_id(self) -> int:
-        return self._top_level().head_id()
-
     def pop_run(self, count: int, now_ms: int) -> list[ReadyMessage]:
         """Up to `count` messages of the highest level in serve order, none expired before `now_ms`."""
         return self._top_level().pop_run(count, now_ms)
@@ -199,17 +202,38 @@ class ReadyMessages:
     def expire_heads(self, now_ms: int) -> list[ReadyMessage]:
         """Remove the messages at every level's heads that expired before `now_ms`."""
         expired: list[ReadyMessage] = []
+        self._expire_into(now_ms, expired)
+        return expired
+
+    def _expire_into(self, now_ms: int, expired: list[ReadyMessage]) -> None:
+        if self._only_zero:
+            self._zero.expire_heads(now_ms, expired)
+            return
         for priority in self._order:  # in level order, not creation order: a restored replica's differs
             self._levels[priority].expire_heads(now_ms, expired)
-        return expired
+
+    def take(self, limit: TakeLimit, now_ms: int, expired: list[ReadyMessage]) -> list[ReadyMessage]:
+        """Remove the messages `limit` admits in serve order, each time moving the messages at the heads
+        that expired before `now_ms` to `expired` (the heads must not be expired to begin with)."""
+        taken = []
+        while (level := self._top()) is not None and limit.admits(level.head_size()):
+            message = level.pop()
+            limit.take(message.size)
+            taken.append(message)
+            self._expire_into(now_ms, expired)
+        return taken
 
     def head_expires_at(self) -> int:
         """The earliest expiry among every level's heads."""
+        if self._only_zero:
+            return self._zero.head_expires_at()
         return min((level.head_expires_at() for level in self._in_use()), default=NO_EXPIRY)
 
     def lowest(self) -> tuple[int, int] | None:
         """(priority, id) of what drop-head takes from the ready messages: the next one of the lowest
         level; None when there is none."""
+        if self._only_zero:
+            return (0, self._zero.head_id()) if self._zero else None
         for priority in reversed(self._order):
             level = self._levels[priority]
             if level:
@@ -218,6 +242,8 @@ class ReadyMessages:
 
     def pop_lowest(self) -> ReadyMessage:
         """Take the next message of the lowest level holding one (there must be one)."""
+        if self._only_zero:
+            return self._zero.pop()
         return next(level for level in reversed(self._in_use())).pop()
 
     def take_since(self, since_ms: int, limit: TakeLimit) -> list[ReadyMessage]:
@@ -260,11 +286,16 @@ class ReadyMessages:
 
     def counts(self) -> dict[int, int]:
         """How many ready messages each level in use holds, highest first."""
+        if self._only_zero:
+            count = len(self._zero)
+            return {0: count} if count else {}
         return {level.main.priority: len(level) for level in self._in_use()}
 
     def clear(self) -> list[int]:
-        """Remove every ready message; their ids."""
-        ids = [message.id for message in self]
+        """Remove every ready message; their ids, level by level (each level's returns, main, due)."""
+        ids = []
+        for level in self._in_use():
+            ids += level.returns.clear() + level.main.clear() + [message_id for message_id, _ in level.due]
         self._reset()
         return ids
 

@@ -345,7 +345,7 @@ async def test_bad_priorities_are_400_and_a_priority_of_0_is_none(http: Api) -> 
         "POST", "/api/queues/prio-errors/messages", json={"messages": [{"body": "a", "priority": 0}]}
     )
     assert status == 201
-    for priority in (-1, 256, "high", True, 1.5):
+    for priority in (-1, 256, "high", True, False, 1.5):
         error = await http.expect_error(
             400,
             "POST",
