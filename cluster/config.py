@@ -11,6 +11,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from queue_state.arguments import DEFAULT_DELIVERY_LIMIT, ArgumentError, QueueDefaults
+
 ENV_PREFIX = "QUORUMQ_"
 
 
@@ -83,6 +85,10 @@ class NodeConfig:
     snapshot_every_bytes: int = 64 * 1024 * 1024  # and at least 4x the group's last snapshot (raft_host)
     consumer_timeout_ms: int = 30 * 60 * 1000
     consumer_idle_timeout_ms: int = 60000
+    default_delivery_limit: int = DEFAULT_DELIVERY_LIMIT  # -1: unlimited
+    default_group_size: int = 0  # 0: placement's (DEFAULT_GROUP_SIZE)
+    default_leader_locator: str = ""  # "": placement's (client-local)
+    dead_letter_prefetch: int = 32
     max_message_bytes: int = 16 * 1024 * 1024
     max_request_bytes: int = 64 * 1024 * 1024
     advertise_http: str | None = None
@@ -118,11 +124,29 @@ class NodeConfig:
         """The Raft address other nodes dial: `advertise_raft`, else the one this node listens on."""
         return self.advertise_raft or self.raft
 
+    def queue_defaults(self) -> QueueDefaults:
+        """What this node gives a queue declared without those arguments; ConfigError for a bad one."""
+        try:
+            return QueueDefaults(
+                self.default_delivery_limit,
+                self.default_group_size or None,
+                self.default_leader_locator or None,
+            )
+        except ArgumentError as exc:
+            setting = _DEFAULT_SETTINGS[exc.argument]
+            raise ConfigError(f"{setting}: {exc.reason}") from exc
+
     @property
     def seed_names(self) -> tuple[str, ...]:
         """The names of the initial cluster members."""
         return tuple(seed.name for seed in self.seeds)
 
+
+_DEFAULT_SETTINGS = {
+    "x-delivery-limit": "default_delivery_limit",
+    "x-quorum-initial-group-size": "default_group_size",
+    "x-queue-leader-locator": "default_leader_locator",
+}
 
 _COERCE: dict[str, Callable[[Any], Any]] = {
     "data_dir": Path,
@@ -175,4 +199,8 @@ def load_config(flags: dict[str, Any], config_file: Path | None = None) -> NodeC
             except ValueError as exc:
                 raise ConfigError(f"{name}: expected a number, got {value!r}") from exc
         values[name] = value
-    return NodeConfig(**values)
+    config = NodeConfig(**values)
+    config.queue_defaults()  # a bad default fails the start, not the first declare
+    if config.dead_letter_prefetch < 1:
+        raise ConfigError(f"dead_letter_prefetch: must be >= 1, got {config.dead_letter_prefetch}")
+    return config

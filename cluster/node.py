@@ -102,7 +102,9 @@ class Node:
         self._metadata_door: MetadataDoor | None = None
         self._membership: Membership | None = None
         self.dead_letters = DeadLetterDispatcher(
-            ClusterPublisher(self._led_here, self._publish_via, remote), lambda q: q in self.metadata.queues
+            ClusterPublisher(self._led_here, self._publish_via, remote),
+            lambda q: q in self.metadata.queues,
+            config.dead_letter_prefetch,
         )
         self._join_url: str | None = None
         self._joiner = joiner
@@ -185,6 +187,7 @@ class Node:
             self._metadata_door,
             wall_clock_ms,
             self.formats.writes_queue_ops,
+            self.config.queue_defaults(),
         )
         changes = GroupChanges(host, self._status.is_up)
         self._membership = Membership(self, self._metadata_door, changes, META_GROUP)

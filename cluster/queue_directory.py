@@ -17,7 +17,7 @@ from cluster.metadata_door import MetadataDoor
 from cluster.metadata_view import MetadataView
 from cluster.placement import place_replicas
 from cluster.queue_leader import UPGRADE_IN_PROGRESS, QueueLeader
-from queue_state.arguments import ArgumentError, parse_arguments, with_default_delivery_limit
+from queue_state.arguments import ArgumentError, QueueConfig, QueueDefaults, parse_arguments
 from queue_state.command_codec import arguments_version
 
 LEADER_WAIT_S = 10.0
@@ -56,7 +56,9 @@ class QueueDirectory:
         door: MetadataDoor,
         clock: Callable[[], int],
         op_version: Callable[[], int],
+        defaults: QueueDefaults,
     ) -> None:
+        self._defaults = defaults
         self._metadata = metadata
         self._hosted = hosted
         self._groups = groups
@@ -113,16 +115,17 @@ class QueueDirectory:
         """Declare a queue through the metadata leader: 'created' or 'exists' (QueueConflict when it exists
         with other arguments), once its placed leader leads it (or a while has passed).
 
-        A queue declared without `x-delivery-limit` gets DEFAULT_DELIVERY_LIMIT in its stored arguments;
-        redeclaring it without one matches that, and also a queue declared before the default existed
-        (stored without a limit: the declare is sent again as it was given)."""
+        A queue declared without `x-delivery-limit`, `x-quorum-initial-group-size` or
+        `x-queue-leader-locator` gets this node's default for it (`QueueDefaults`) in its stored
+        arguments; redeclaring it without one matches whatever default it was given, or none (a queue
+        declared before the default existed): the declare is then sent again as stored."""
         try:
             given = parse_arguments(arguments)
         except ArgumentError as exc:
             raise BadRequest(f"argument {exc.argument}: {exc.reason}") from exc
         if arguments_version(arguments) > self._op_version():
             raise Refused(UPGRADE_IN_PROGRESS, "a node of the cluster reads none of these arguments yet")
-        config = with_default_delivery_limit(given)
+        config = self._defaults.apply(given)
         members = place_replicas(
             self._cluster.cluster_members(),
             self._metadata.queues.values(),
@@ -132,8 +135,9 @@ class QueueDirectory:
             host_of=lambda node: host_of(node, self._metadata.nodes),
         )
         reply = await self._door.declare(name, config.to_arguments(), members, self._clock())
-        if isinstance(reply, Conflict) and config != given and reply.arguments == given.to_arguments():
-            reply = await self._door.declare(name, given.to_arguments(), members, self._clock())
+        stored = _stored_config(reply.arguments) if isinstance(reply, Conflict) else None
+        if isinstance(reply, Conflict) and stored is not None and self._defaults.only_fills(given, stored):
+            reply = await self._door.declare(name, reply.arguments, members, self._clock())
         if isinstance(reply, Conflict):
             raise QueueConflict(f"queue '{name}' exists with different arguments {reply.arguments}")
         if isinstance(reply, Invalid):
@@ -171,6 +175,14 @@ class QueueDirectory:
             return leader is not None and (leader == preferred or late)
 
         await _polled(led, LEADER_WAIT_S)
+
+
+def _stored_config(arguments: dict[str, Any]) -> QueueConfig | None:
+    """A queue's configuration from its stored arguments (None should they no longer parse)."""
+    try:
+        return parse_arguments(arguments)
+    except ArgumentError:
+        return None
 
 
 async def _polled(done: Callable[[], bool], timeout: float) -> None:

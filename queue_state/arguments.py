@@ -176,12 +176,46 @@ RUNTIME_ARGUMENTS = frozenset(
 `UpdateConfig`); the others are fixed at declaration: a change needs a new queue."""
 
 
-def with_default_delivery_limit(config: QueueConfig) -> QueueConfig:
-    """`config` with DEFAULT_DELIVERY_LIMIT when it names no delivery limit (applied when a queue is
-    declared and stored in its arguments, so replicas agree and queues declared before keep theirs)."""
-    if config.delivery_limit is not None:
-        return config
-    return replace(config, delivery_limit=DEFAULT_DELIVERY_LIMIT)
+@dataclass(frozen=True, slots=True)
+class QueueDefaults:
+    """What a node gives a queue declared without these arguments (RabbitMQ's `rabbitmq.conf` defaults):
+    applied by the node that proposes the declare and stored in the queue's arguments, so every replica
+    agrees whatever its own settings, and queues declared before keep theirs. None leaves an argument
+    unset (the group size and leader locator then take placement's own defaults)."""
+
+    delivery_limit: int = DEFAULT_DELIVERY_LIMIT
+    initial_group_size: int | None = None
+    leader_locator: str | None = None
+
+    def __post_init__(self) -> None:
+        defaults = {
+            "x-delivery-limit": self.delivery_limit,
+            "x-quorum-initial-group-size": self.initial_group_size,
+            "x-queue-leader-locator": self.leader_locator,
+        }
+        parse_arguments({name: value for name, value in defaults.items() if value is not None})
+
+    def apply(self, config: QueueConfig) -> QueueConfig:
+        """`config` with each default it leaves unset."""
+        filled = {
+            name: default
+            for name in _DEFAULTED
+            if getattr(config, name) is None and (default := getattr(self, name)) is not None
+        }
+        return replace(config, **filled) if filled else config
+
+    def only_fills(self, given: QueueConfig, stored: QueueConfig) -> bool:
+        """True when `stored` is `given` with some of the arguments it leaves unset filled by a default
+        (of this node's, or of whichever node declared it, or none: a queue declared before a default)."""
+        return all(
+            getattr(stored, field_name) == getattr(given, field_name)
+            or (field_name in _DEFAULTED and getattr(given, field_name) is None)
+            for field_name, _ in _ARGUMENTS.values()
+        )
+
+
+_DEFAULTED = ("delivery_limit", "initial_group_size", "leader_locator")
+"""The `QueueConfig` fields a node's defaults fill."""
 
 
 def parse_arguments(args: dict[str, Any]) -> QueueConfig:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from cluster.dead_lettering.messages import dead_letter_messages, priorities_of
 from cluster.dead_lettering.publisher import ClusterPublisher
-from cluster.dead_lettering.worker import DeadLetterSource, DeadLetterWorker
+from cluster.dead_lettering.worker import DEFAULT_PREFETCH, DeadLetterSource, DeadLetterWorker
 from cluster.stored_message import StoredMessage
 from queue_state.effects import DeadLetter, Delivery
 
@@ -19,9 +19,12 @@ log = logging.getLogger(__name__)
 
 class DeadLetterDispatcher:
     """Sends on one node's dead letters through `publisher`; `declared(queue)` tells whether a target
-    exists."""
+    exists; each at-least-once worker checks out up to `prefetch` dead letters at a time."""
 
-    def __init__(self, publisher: ClusterPublisher, declared: Callable[[str], bool]) -> None:
+    def __init__(
+        self, publisher: ClusterPublisher, declared: Callable[[str], bool], prefetch: int = DEFAULT_PREFETCH
+    ) -> None:
+        self.prefetch = prefetch
         self.publisher = publisher
         self._declared = declared
         self.workers: dict[str, tuple[DeadLetterWorker, asyncio.Task[None]]] = {}  # by source group
@@ -51,6 +54,6 @@ class DeadLetterDispatcher:
         if running is not None:
             running[1].cancel()
         if is_leader:
-            worker = DeadLetterWorker(source, self.publisher)
+            worker = DeadLetterWorker(source, self.publisher, self.prefetch)
             task = asyncio.get_running_loop().create_task(worker.run())
             self.workers[source.group] = (worker, task)

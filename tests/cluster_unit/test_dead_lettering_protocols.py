@@ -184,9 +184,11 @@ async def test_at_most_once_dead_letters_go_to_a_declared_target_with_their_deat
 
 
 async def test_the_dispatcher_runs_one_worker_beside_each_source_queue_this_node_leads() -> None:
-    dispatcher = DeadLetterDispatcher(ClusterPublisher(lambda q: None, lambda q: "", None), lambda q: True)
+    publisher = ClusterPublisher(lambda q: None, lambda q: "", None)
+    dispatcher = DeadLetterDispatcher(publisher, lambda q: True, prefetch=5)  # the node's setting
     source = Source([])
     dispatcher.leadership_changed(source, True)
+    assert dispatcher.workers[source.group][0].prefetch == 5
     first = dispatcher.workers[source.group][1]
     dispatcher.leadership_changed(source, True)  # again (a new term): the worker starts over
     assert first.cancelling() and dispatcher.workers[source.group][1] is not first

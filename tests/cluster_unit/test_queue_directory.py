@@ -13,6 +13,7 @@ import pytest
 
 import cluster.metadata_door
 import cluster.queue_directory
+from cluster.config import ConfigError, load_config
 from cluster.entry_codec import QUEUE_OP_VERSION
 from cluster.errors import BadRequest, NotLeader, QueueConflict, QueueNotFound
 from cluster.format_versions import FormatVersions
@@ -23,6 +24,7 @@ from cluster.metadata_app import MetadataApp
 from cluster.metadata_door import MetadataDoor
 from cluster.metadata_view import MetadataView
 from cluster.queue_directory import QueueDirectory
+from queue_state.arguments import QueueDefaults
 from raft_log.types import Entry
 
 ME = "a"
@@ -88,7 +90,7 @@ def directory(group_leader: str | None = ME) -> tuple[QueueDirectory, dict[str, 
 
 
 def directory_parts(
-    group_leader: str | None = ME, groups: Groups | None = None
+    group_leader: str | None = ME, groups: Groups | None = None, defaults: QueueDefaults | None = None
 ) -> tuple[QueueDirectory, dict[str, Any], MetadataView, MetadataLeader, Cluster]:
     app = MetadataApp(lambda: None)
     metadata = MetadataView(app)
@@ -103,6 +105,7 @@ def directory_parts(
         door,
         lambda: 1000,
         lambda: QUEUE_OP_VERSION,
+        defaults or QueueDefaults(),
     )
     return queues, hosted, metadata, host, cluster
 
@@ -240,3 +243,50 @@ async def test_rule_a_queue_declared_before_the_default_keeps_no_limit_and_redec
     assert metadata.queues["old"].arguments == {"x-queue-type": "quorum"}
     with pytest.raises(QueueConflict):
         await queues.declare("old", {"x-delivery-limit": 20}, client_node=ME)  # it has none
+
+
+async def test_rule_a_nodes_defaults_are_stored_with_a_queue_declared_without_those_arguments() -> None:
+    defaults = QueueDefaults(delivery_limit=-1, initial_group_size=2, leader_locator="balanced")
+    queues, _, metadata, _, _ = directory_parts(defaults=defaults)
+    assert await queues.declare("q", {"x-quorum-initial-group-size": 3}, client_node=ME) == "created"
+    assert metadata.queues["q"].arguments == {
+        "x-queue-type": "quorum",
+        "x-quorum-initial-group-size": 3,  # given: the default does not replace it
+        "x-queue-leader-locator": "balanced",
+        "x-delivery-limit": -1,
+    }
+    assert len(metadata.queues["q"].members) == 3
+    assert await queues.declare("q", {"x-quorum-initial-group-size": 3}, client_node=ME) == "exists"
+    assert await queues.declare("q", {"x-queue-leader-locator": "balanced"}, client_node=ME) == "exists"
+    with pytest.raises(QueueConflict):
+        await queues.declare("q", {"x-queue-leader-locator": "client-local"}, client_node=ME)
+    assert await queues.declare("small", {}, client_node=ME) == "created"
+    assert len(metadata.queues["small"].members) == 2
+
+
+async def test_rule_a_redeclare_matches_a_queue_declared_under_other_defaults() -> None:
+    """Another node, or this one before its settings changed, gave the queue other defaults (or none):
+    a redeclare that leaves those arguments out still finds it."""
+    queues, _, metadata, host, _ = directory_parts(
+        defaults=QueueDefaults(delivery_limit=7, initial_group_size=1)
+    )
+    other = Declare("q", {"x-queue-type": "quorum", "x-delivery-limit": 20}, (ME,), 1)
+    host.submit("meta", encode(other))
+    assert await queues.declare("q", {}, client_node=ME) == "exists"
+    assert metadata.queues["q"].arguments == {"x-queue-type": "quorum", "x-delivery-limit": 20}
+    with pytest.raises(QueueConflict):
+        await queues.declare("q", {"x-message-ttl": 5}, client_node=ME)  # an argument it was not given
+
+
+def test_bad_node_defaults_are_refused_naming_the_setting(tmp_path) -> None:
+    base = {"node": "n1", "data_dir": str(tmp_path), "http": "127.0.0.1:1", "raft": "127.0.0.1:2"}
+    for setting, value, fragment in [
+        ("default_delivery_limit", "-2", "must be >= -1"),
+        ("default_leader_locator", "nearest", "must be one of"),
+        ("default_group_size", "-1", "must be >= 1"),
+        ("dead_letter_prefetch", "0", "must be >= 1"),
+    ]:
+        with pytest.raises(ConfigError, match=f"{setting}: .*{fragment}"):
+            load_config({**base, setting: value})
+    config = load_config({**base, "default_group_size": "5", "default_leader_locator": "balanced"})
+    assert config.queue_defaults() == QueueDefaults(20, 5, "balanced")
