@@ -7,6 +7,9 @@ lost      = enqueues - dequeues                     recovered = ok - enqueues (o
 wrong_queue = values dequeued from a queue other than the one they were published to or its
               dead-letter queue
 protocol_errors = ok enqueues whose 2xx answer broke the API contract (e.g. fewer ids than messages)
+exercised = how many completed ops used each queue feature the workload draws (ok enqueues with a
+            priority, requeueing nacks with a delay, ok dequeues touched before their ack): the sets
+            above cover them, and a run that used none did not test them
 
 The history is valid iff nothing is lost, nothing unexpected or from the wrong queue was dequeued, no
 confirm broke the protocol, and duplicates that no fault explains stay within their bound
@@ -46,6 +49,7 @@ class TotalQueueVerdict:
     protocol_errors: list[int] = field(default_factory=list)
     duplicates: Duplicates = field(default_factory=lambda: Duplicates(0))
     notes: list[str] = field(default_factory=list)
+    exercised: dict[str, int] = field(default_factory=dict)
 
     @property
     def valid(self) -> bool:
@@ -83,6 +87,7 @@ class TotalQueueVerdict:
             "protocol_errors": self.protocol_errors,
             "duplicates": self.duplicates.to_dict(),
             "notes": self.notes,
+            "exercised": self.exercised,
         }
 
     def summary(self) -> str:
@@ -105,6 +110,10 @@ class TotalQueueVerdict:
             more = f" … and {len(values) - SHOWN_VALUES} more" if len(values) > SHOWN_VALUES else ""
             lines.append(f"{name}: {len(values)} {shown}{more}")
         lines.append(self.duplicates.summary())
+        if self.exercised:
+            lines.append(
+                "exercised: " + ", ".join(f"{name} {count}" for name, count in self.exercised.items())
+            )
         lines.extend(self.notes)
         return "\n".join(lines)
 
@@ -121,9 +130,13 @@ def check_total_queue(history: Iterable[Op], faults: Sequence[FaultSpan] = ()) -
     failed: set[int] = set()
     protocol_errors: list[int] = []
     info_enqueues = 0
+    exercised: Counter[str] = Counter()
     for op in ops:
         if op.value is None:
             continue
+        feature = _EXERCISED.get((op.f, op.type, (op.detail or "").partition("=")[0]))
+        if feature is not None:
+            exercised[feature] += 1
         if op.f == "enqueue":
             if op.type == "invoke":
                 attempts[op.value] += 1
@@ -168,4 +181,13 @@ def check_total_queue(history: Iterable[Op], faults: Sequence[FaultSpan] = ()) -
         protocol_errors=sorted(protocol_errors),
         duplicates=classify_duplicates(completed_dequeues(ops), faults),
         notes=notes,
+        exercised=dict(sorted(exercised.items())),
     )
+
+
+_EXERCISED = {
+    ("enqueue", "ok", "priority"): "published with a priority",
+    ("dequeue", "fail", "delay"): "nacked with a delay",
+    ("dequeue", "ok", "touched"): "touched before the ack",
+}
+"""Which completed ops count as using a feature, by (f, type, the detail's name)."""

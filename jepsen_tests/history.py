@@ -21,7 +21,8 @@ OpFunction = Literal["enqueue", "dequeue"]
 
 @dataclass(frozen=True)
 class Op:
-    """One history line: who (`process`), what (`f`, `value`, `queue`), how it ended (`type`), when."""
+    """One history line: who (`process`), what (`f`, `value`, `queue`), how it ended (`type`), when, and
+    how it was done when that is worth counting (`detail`: `priority=N`, `delay=MS`, `touched`)."""
 
     process: str
     type: OpType
@@ -30,6 +31,7 @@ class Op:
     time: float
     queue: str | None = None
     error: str | None = None
+    detail: str | None = None
 
     def to_json(self) -> str:
         """The op as one compact JSON line (None fields left out)."""
@@ -62,9 +64,10 @@ class HistoryWriter:
         value: int | None,
         queue: str | None = None,
         error: str | None = None,
+        detail: str | None = None,
     ) -> Op:
         """Write one op stamped now and return it."""
-        op = Op(process, type_, f, value, round(self.now(), 4), queue, error)
+        op = Op(process, type_, f, value, round(self.now(), 4), queue, error, detail)
         with self._lock:
             self._file.write(op.to_json() + "\n")
         return op

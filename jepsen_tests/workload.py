@@ -12,6 +12,11 @@ goes back to the queue and its dequeue is a `fail`. Every client can be crashed 
 Publishers of odd number publish on the streaming connection (the client's default), the others over
 HTTP (so a lone publisher is crashed with its publish on the wire), and both paths face the faults;
 consumers poll over HTTP.
+
+The queue features of issue 22 are in the mix, so the checker covers them under faults: a publish may
+carry a priority, a nack with requeue may carry a delay (the value waits in the queue before it is
+handed out again), and a consumer may touch a batch before it acks it. Each such op says so in its
+`detail`, which the verdict counts (`exercised`).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from quorumq import (
     Client,
     ConflictError,
     Delivery,
+    Message,
     NotFoundError,
     PayloadTooLargeError,
     ProtocolError,
@@ -66,6 +72,9 @@ class WorkloadConfig:
     nack_probability: float = 0.1
     cancel_probability: float = 0.05
     reject_probability: float = 0.03
+    priorities: tuple[int, ...] = (0, 0, 0, 0, 3, 9)  # drawn for each publish
+    nack_delays_ms: tuple[int | None, ...] = (None, 100, 400)  # drawn for each requeueing nack
+    touch_probability: float = 0.2
 
 
 def dead_letter_queue(queue: str) -> str:
@@ -136,20 +145,23 @@ class Workload:
         while not stop.is_set():
             queue = rng.choice(self.config.queues)
             value = next(self._values)
-            self.history.record(process, "invoke", "enqueue", value, queue)
+            priority = rng.choice(self.config.priorities)
+            detail = f"priority={priority}" if priority else None
+            record = functools.partial(self.history.record, process, f="enqueue", value=value, queue=queue)
+            record("invoke", detail=detail)
             try:
-                await client.publish(queue, [str(value)])
+                await client.publish(queue, [Message(str(value), priority=priority)])
             except ProtocolError as exc:  # a 2xx: confirmed, but the answer broke the protocol
-                self.history.record(process, "ok", "enqueue", value, queue, exc.code)
+                record("ok", error=exc.code, detail=detail)
             except DEFINITE_PUBLISH_FAILURES as exc:
-                self.history.record(process, "fail", "enqueue", value, queue, exc.code)
+                record("fail", error=exc.code, detail=detail)
             except QuorumqError as exc:
-                self.history.record(process, "info", "enqueue", value, queue, exc.code)
+                record("info", error=exc.code, detail=detail)
             except asyncio.CancelledError:
-                self.history.record(process, "info", "enqueue", value, queue, CRASHED)
+                record("info", error=CRASHED, detail=detail)
                 raise
             else:
-                self.history.record(process, "ok", "enqueue", value, queue)
+                record("ok", detail=detail)
             await asyncio.sleep(pause)
 
     async def _consumer(
@@ -215,9 +227,10 @@ class Workload:
         batch: Sequence[Delivery],
         rng: random.Random,
     ) -> None:
-        """Ack most of `batch`, nack (requeue) some and reject a few to the dead-letter queue; an ack
-        that fails raises after recording. A rejected value is not dequeued here: it must reach the
-        dead-letter queue, whose drain dequeues it, or the checker reports it lost."""
+        """Ack most of `batch` (touching it first, sometimes), nack (requeue, sometimes with a delay) some
+        and reject a few to the dead-letter queue; an ack that fails raises after recording. A rejected
+        value is not dequeued here: it must reach the dead-letter queue, whose drain dequeues it, or the
+        checker reports it lost."""
         draws = [(d, rng.random()) for d in batch]
         nacked = [d for d, draw in draws if draw < self.config.nack_probability]
         rejected = [
@@ -226,17 +239,34 @@ class Workload:
             if 0 <= draw - self.config.nack_probability < self.config.reject_probability
         ]
         acked = [d for d in batch if d not in nacked and d not in rejected]
+        delay = rng.choice(self.config.nack_delays_ms)
         for handed_back, requeue in ((nacked, True), (rejected, False)):
             if handed_back:
-                self._record(process, "fail", queue, handed_back)
+                wait = delay if requeue else None
+                self._record(
+                    process, "fail", queue, handed_back, detail=None if wait is None else f"delay={wait}"
+                )
                 with contextlib.suppress(QuorumqError):
-                    await client.nack(queue, tag, [d.id for d in handed_back], requeue=requeue)
-        failure = await self._ack_and_record(process, client, queue, tag, acked)
+                    ids = [d.id for d in handed_back]
+                    await client.nack(queue, tag, ids, requeue=requeue, delay_ms=wait)
+        touched = bool(acked) and rng.random() < self.config.touch_probability
+        if touched:
+            with contextlib.suppress(QuorumqError):  # a touch that fails changes nothing the ack needs
+                await client.touch(queue, tag, [d.id for d in acked])
+        failure = await self._ack_and_record(
+            process, client, queue, tag, acked, "touched" if touched else None
+        )
         if failure is not None:
             raise failure
 
     async def _ack_and_record(
-        self, process: str, client: Client, queue: str, tag: str, deliveries: Sequence[Delivery]
+        self,
+        process: str,
+        client: Client,
+        queue: str,
+        tag: str,
+        deliveries: Sequence[Delivery],
+        detail: str | None = None,
     ) -> QuorumqError | None:
         """Ack `deliveries` and record each as dequeued: it was processed whether or not the ack landed
         (a message left unsettled comes back, and counts as a duplicate), also when the consumer is
@@ -253,7 +283,7 @@ class Workload:
             error = CRASHED
             raise
         finally:
-            self._record(process, "ok", queue, deliveries, error)
+            self._record(process, "ok", queue, deliveries, error, detail)
         return failure
 
     def _record(
@@ -263,10 +293,11 @@ class Workload:
         queue: str,
         deliveries: Sequence[Delivery],
         error: str | None = None,
+        detail: str | None = None,
     ) -> None:
         """One dequeue op of `type_` per delivery (a `fail` is a value handed back to the queue)."""
         for delivery in deliveries:
-            self.history.record(process, type_, "dequeue", int(delivery.body), queue, error)
+            self.history.record(process, type_, "dequeue", int(delivery.body), queue, error, detail)
 
     async def drain(self, timeout: float) -> dict[str, int]:
         """Consume and ack every queue, then its dead-letter queue, until empty; returns what is left.

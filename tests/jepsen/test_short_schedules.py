@@ -27,6 +27,7 @@ def run_passing(config: RunConfig) -> RunResult:
     assert result.verdict.unexpected == [], text
     assert result.convergence.agreed, text
     assert result.verdict.enqueue_count > 100, text  # the workload really ran
+    assert len(result.verdict.exercised) == 3, text  # priorities, delayed nacks and touches among it
     assert result.schedule, text
     return result
 

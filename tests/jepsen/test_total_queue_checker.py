@@ -188,3 +188,25 @@ def test_duplicates_no_fault_explains_above_the_bound_make_the_run_invalid() -> 
     assert not verdict.valid
     assert verdict.duplicates.causes == {"unexplained": 2}
     assert verdict.to_dict()["duplicates"]["no_fault_bound"] == NO_FAULT_BOUND
+
+
+def test_the_verdict_counts_the_queue_features_completed_ops_used() -> None:
+    history = [
+        Op("p0", "invoke", "enqueue", 1, 0.0, "q", detail="priority=9"),
+        Op("p0", "ok", "enqueue", 1, 0.1, "q", detail="priority=9"),
+        Op("p0", "invoke", "enqueue", 2, 0.2, "q", detail="priority=3"),
+        Op("p0", "info", "enqueue", 2, 0.3, "q", "timeout", detail="priority=3"),  # not completed
+        Op("c0", "invoke", "dequeue", 1, 0.4, "q"),
+        Op("c0", "fail", "dequeue", 1, 0.5, "q", detail="delay=100"),
+        Op("c0", "invoke", "dequeue", 1, 0.6, "q"),
+        Op("c0", "ok", "dequeue", 1, 0.7, "q", detail="touched"),
+    ]
+    verdict = check_total_queue(history)
+    assert verdict.exercised == {
+        "nacked with a delay": 1,
+        "published with a priority": 1,
+        "touched before the ack": 1,
+    }
+    assert verdict.to_dict()["exercised"] == verdict.exercised
+    assert "exercised: nacked with a delay 1" in verdict.summary()
+    assert Op.from_json(history[1].to_json()) == history[1]  # the detail survives the history file
