@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from cluster.dead_lettering.worker import DEFAULT_PREFETCH
 from queue_state.arguments import DEFAULT_DELIVERY_LIMIT, ArgumentError, QueueDefaults
 
 ENV_PREFIX = "QUORUMQ_"
@@ -88,7 +89,7 @@ class NodeConfig:
     default_delivery_limit: int = DEFAULT_DELIVERY_LIMIT  # -1: unlimited
     default_group_size: int = 0  # 0: placement's (DEFAULT_GROUP_SIZE)
     default_leader_locator: str = ""  # "": placement's (client-local)
-    dead_letter_prefetch: int = 32
+    dead_letter_prefetch: int = DEFAULT_PREFETCH
     max_message_bytes: int = 16 * 1024 * 1024
     max_request_bytes: int = 64 * 1024 * 1024
     advertise_http: str | None = None
@@ -200,7 +201,25 @@ def load_config(flags: dict[str, Any], config_file: Path | None = None) -> NodeC
                 raise ConfigError(f"{name}: expected a number, got {value!r}") from exc
         values[name] = value
     config = NodeConfig(**values)
-    config.queue_defaults()  # a bad default fails the start, not the first declare
+    _check_queue_settings(config)
+    return config
+
+
+def _check_queue_settings(config: NodeConfig) -> None:
+    """A bad queue default or dead-letter prefetch fails the start, not the first declare (a TOML file
+    passes its values through as they are written)."""
+    for name, kind in _QUEUE_SETTING_TYPES.items():
+        value = getattr(config, name)
+        if type(value) is not kind:
+            raise ConfigError(f"{name}: must be {'an integer' if kind is int else 'a string'}, got {value!r}")
+    config.queue_defaults()
     if config.dead_letter_prefetch < 1:
         raise ConfigError(f"dead_letter_prefetch: must be >= 1, got {config.dead_letter_prefetch}")
-    return config
+
+
+_QUEUE_SETTING_TYPES = {
+    "default_delivery_limit": int,
+    "default_group_size": int,
+    "default_leader_locator": str,
+    "dead_letter_prefetch": int,
+}

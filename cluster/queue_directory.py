@@ -17,11 +17,20 @@ from cluster.metadata_door import MetadataDoor
 from cluster.metadata_view import MetadataView
 from cluster.placement import place_replicas
 from cluster.queue_leader import UPGRADE_IN_PROGRESS, QueueLeader
-from queue_state.arguments import ArgumentError, QueueConfig, QueueDefaults, parse_arguments
+from queue_state.arguments import (
+    ArgumentError,
+    QueueConfig,
+    QueueDefaults,
+    differs_only_where_defaulted,
+    parse_arguments,
+)
 from queue_state.command_codec import arguments_version
 
 LEADER_WAIT_S = 10.0
 PREFERRED_WAIT_S = 3.0
+DECLARE_ATTEMPTS = 3
+"""How many times a declare is sent at most: again as stored while the stored arguments differ from it
+only where defaulted (they may change meanwhile)."""
 LEADER_POLL_S = 0.02
 
 
@@ -117,8 +126,9 @@ class QueueDirectory:
 
         A queue declared without `x-delivery-limit`, `x-quorum-initial-group-size` or
         `x-queue-leader-locator` gets this node's default for it (`QueueDefaults`) in its stored
-        arguments; redeclaring it without one matches whatever default it was given, or none (a queue
-        declared before the default existed): the declare is then sent again as stored."""
+        arguments; redeclaring it without one matches whatever value it has for it, or none
+        (`differs_only_where_defaulted`): the declare is then sent again as stored, a few times should
+        the stored arguments change meanwhile."""
         try:
             given = parse_arguments(arguments)
         except ArgumentError as exc:
@@ -126,18 +136,20 @@ class QueueDirectory:
         if arguments_version(arguments) > self._op_version():
             raise Refused(UPGRADE_IN_PROGRESS, "a node of the cluster reads none of these arguments yet")
         config = self._defaults.apply(given)
-        members = place_replicas(
-            self._cluster.cluster_members(),
-            self._metadata.queues.values(),
-            size=config.initial_group_size,
-            locator=config.leader_locator,
-            client_node=client_node,
-            host_of=lambda node: host_of(node, self._metadata.nodes),
-        )
-        reply = await self._door.declare(name, config.to_arguments(), members, self._clock())
-        stored = _stored_config(reply.arguments) if isinstance(reply, Conflict) else None
-        if isinstance(reply, Conflict) and stored is not None and self._defaults.only_fills(given, stored):
-            reply = await self._door.declare(name, reply.arguments, members, self._clock())
+        for _ in range(DECLARE_ATTEMPTS):
+            members = place_replicas(
+                self._cluster.cluster_members(),
+                self._metadata.queues.values(),
+                size=config.initial_group_size,
+                locator=config.leader_locator,
+                client_node=client_node,
+                host_of=lambda node: host_of(node, self._metadata.nodes),
+            )
+            reply = await self._door.declare(name, config.to_arguments(), members, self._clock())
+            stored = _stored_config(reply.arguments) if isinstance(reply, Conflict) else None
+            if stored is None or stored == config or not differs_only_where_defaulted(given, stored):
+                break
+            config = stored  # declared as stored: it exists (or, deleted meanwhile, is created so)
         if isinstance(reply, Conflict):
             raise QueueConflict(f"queue '{name}' exists with different arguments {reply.arguments}")
         if isinstance(reply, Invalid):

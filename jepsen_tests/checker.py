@@ -7,9 +7,10 @@ lost      = enqueues - dequeues                     recovered = ok - enqueues (o
 wrong_queue = values dequeued from a queue other than the one they were published to or its
               dead-letter queue
 protocol_errors = ok enqueues whose 2xx answer broke the API contract (e.g. fewer ids than messages)
-exercised = how many completed ops used each queue feature the workload draws (ok enqueues with a
-            priority, requeueing nacks with a delay, ok dequeues touched before their ack): the sets
-            above cover them, and a run that used none did not test them
+exercised = how many completed ops used each queue feature the workload draws and the server took
+            (ok enqueues with a priority, requeueing nacks with a delay that were answered 2xx, ok
+            dequeues whose touch before the ack was answered 2xx): the sets above cover them, and a
+            run that used none did not test them
 
 The history is valid iff nothing is lost, nothing unexpected or from the wrong queue was dequeued, no
 confirm broke the protocol, and duplicates that no fault explains stay within their bound

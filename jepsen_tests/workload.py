@@ -22,7 +22,6 @@ handed out again), and a consumer may touch a batch before it acks it. Each such
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import itertools
 import random
@@ -242,22 +241,45 @@ class Workload:
         delay = rng.choice(self.config.nack_delays_ms)
         for handed_back, requeue in ((nacked, True), (rejected, False)):
             if handed_back:
-                wait = delay if requeue else None
-                self._record(
-                    process, "fail", queue, handed_back, detail=None if wait is None else f"delay={wait}"
-                )
-                with contextlib.suppress(QuorumqError):
-                    ids = [d.id for d in handed_back]
-                    await client.nack(queue, tag, ids, requeue=requeue, delay_ms=wait)
-        touched = bool(acked) and rng.random() < self.config.touch_probability
-        if touched:
-            with contextlib.suppress(QuorumqError):  # a touch that fails changes nothing the ack needs
+                await self._nack_and_record(process, client, queue, tag, handed_back, requeue, delay)
+        touched = False
+        if acked and rng.random() < self.config.touch_probability:
+            try:
                 await client.touch(queue, tag, [d.id for d in acked])
+                touched = True
+            except QuorumqError:
+                pass  # a touch that fails changes nothing the ack needs, and is not counted
+            except asyncio.CancelledError:
+                self._record(process, "fail", queue, acked, CRASHED)  # never acked: they come back
+                raise
         failure = await self._ack_and_record(
             process, client, queue, tag, acked, "touched" if touched else None
         )
         if failure is not None:
             raise failure
+
+    async def _nack_and_record(
+        self,
+        process: str,
+        client: Client,
+        queue: str,
+        tag: str,
+        deliveries: Sequence[Delivery],
+        requeue: bool,
+        delay_ms: int | None,
+    ) -> None:
+        """Hand `deliveries` back (with `requeue`, after `delay_ms` when given) and record each as a
+        dequeue `fail`, whatever the nack's outcome (also when the consumer is crashed mid-nack: what is
+        not settled comes back too); the delay is in its detail only when the nack was taken."""
+        wait = delay_ms if requeue else None
+        detail = None
+        try:
+            await client.nack(queue, tag, [d.id for d in deliveries], requeue=requeue, delay_ms=wait)
+            detail = None if wait is None else f"delay={wait}"
+        except QuorumqError:
+            pass
+        finally:
+            self._record(process, "fail", queue, deliveries, detail=detail)
 
     async def _ack_and_record(
         self,

@@ -204,14 +204,16 @@ class QueueDefaults:
         }
         return replace(config, **filled) if filled else config
 
-    def only_fills(self, given: QueueConfig, stored: QueueConfig) -> bool:
-        """True when `stored` is `given` with some of the arguments it leaves unset filled by a default
-        (of this node's, or of whichever node declared it, or none: a queue declared before a default)."""
-        return all(
-            getattr(stored, field_name) == getattr(given, field_name)
-            or (field_name in _DEFAULTED and getattr(given, field_name) is None)
-            for field_name, _ in _ARGUMENTS.values()
-        )
+
+def differs_only_where_defaulted(given: QueueConfig, stored: QueueConfig) -> bool:
+    """True when `stored` agrees with `given` on every argument but those `given` leaves unset that a
+    node's default would fill, whatever value `stored` has there: a stored value does not say whether a
+    default (this node's, another's, an older one) or the declaring client put it there."""
+    return all(
+        getattr(stored, field_name) == getattr(given, field_name)
+        or (field_name in _DEFAULTED and getattr(given, field_name) is None)
+        for field_name, _ in _ARGUMENTS.values()
+    )
 
 
 _DEFAULTED = ("delivery_limit", "initial_group_size", "leader_locator")

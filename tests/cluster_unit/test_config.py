@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from cluster.config import Address, ConfigError, Seed, load_config
+from queue_state.arguments import QueueDefaults
 
 REQUIRED = {"node": "n1", "data_dir": "/tmp/n1", "http": "127.0.0.1:8080", "raft": "127.0.0.1:8180"}
 
@@ -59,3 +60,30 @@ def test_the_advertised_raft_address_defaults_to_the_listening_one(monkeypatch: 
     config = load_config({**REQUIRED, "raft": "0.0.0.0:8180"})
     assert config.raft == Address("0.0.0.0", 8180)
     assert config.raft_address == Address("node1", 8180)
+
+
+def test_bad_queue_defaults_are_refused_naming_the_setting(tmp_path: Path) -> None:
+    base = REQUIRED
+    for setting, value, fragment in [
+        ("default_delivery_limit", "-2", "must be >= -1"),
+        ("default_leader_locator", "nearest", "must be one of"),
+        ("default_group_size", "-1", "must be >= 1"),
+        ("dead_letter_prefetch", "0", "must be >= 1"),
+    ]:
+        with pytest.raises(ConfigError, match=f"{setting}: .*{fragment}"):
+            load_config({**base, setting: value})
+    config = load_config({**base, "default_group_size": "5", "default_leader_locator": "balanced"})
+    assert config.queue_defaults() == QueueDefaults(20, 5, "balanced")
+
+
+def test_queue_settings_from_a_file_must_have_their_types(tmp_path: Path) -> None:
+    config_file = tmp_path / "node.toml"
+    for line, setting in [
+        ("dead_letter_prefetch = 2.5", "dead_letter_prefetch"),
+        ("dead_letter_prefetch = true", "dead_letter_prefetch"),
+        ("default_group_size = false", "default_group_size"),
+        ("default_leader_locator = 0", "default_leader_locator"),
+    ]:
+        config_file.write_text(line + "\n")
+        with pytest.raises(ConfigError, match=setting):
+            load_config(REQUIRED, config_file)

@@ -5,6 +5,7 @@ door to the metadata machine."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 from types import SimpleNamespace
 from typing import Any
 
@@ -13,12 +14,11 @@ import pytest
 
 import cluster.metadata_door
 import cluster.queue_directory
-from cluster.config import ConfigError, load_config
 from cluster.entry_codec import QUEUE_OP_VERSION
 from cluster.errors import BadRequest, NotLeader, QueueConflict, QueueNotFound
 from cluster.format_versions import FormatVersions
 from cluster.metadata.codec import encode
-from cluster.metadata.commands import Declare
+from cluster.metadata.commands import Declare, SetArguments
 from cluster.metadata.replies import Reply
 from cluster.metadata_app import MetadataApp
 from cluster.metadata_door import MetadataDoor
@@ -278,15 +278,21 @@ async def test_rule_a_redeclare_matches_a_queue_declared_under_other_defaults() 
         await queues.declare("q", {"x-message-ttl": 5}, client_node=ME)  # an argument it was not given
 
 
-def test_bad_node_defaults_are_refused_naming_the_setting(tmp_path) -> None:
-    base = {"node": "n1", "data_dir": str(tmp_path), "http": "127.0.0.1:1", "raft": "127.0.0.1:2"}
-    for setting, value, fragment in [
-        ("default_delivery_limit", "-2", "must be >= -1"),
-        ("default_leader_locator", "nearest", "must be one of"),
-        ("default_group_size", "-1", "must be >= 1"),
-        ("dead_letter_prefetch", "0", "must be >= 1"),
-    ]:
-        with pytest.raises(ConfigError, match=f"{setting}: .*{fragment}"):
-            load_config({**base, setting: value})
-    config = load_config({**base, "default_group_size": "5", "default_leader_locator": "balanced"})
-    assert config.queue_defaults() == QueueDefaults(20, 5, "balanced")
+async def test_rule_a_redeclare_follows_stored_arguments_that_change_while_it_retries() -> None:
+    """The stored arguments may change between a conflict and the declare sent again as stored (a
+    runtime change copied into the metadata): the declare follows them rather than answering 409."""
+    queues, _, metadata, host, _ = directory_parts(defaults=QueueDefaults(delivery_limit=7))
+    host.submit("meta", encode(Declare("q", {"x-queue-type": "quorum", "x-delivery-limit": 20}, (ME,), 1)))
+    group = metadata.queues["q"].group
+    declare = queues._door.declare
+    changes = iter([{"x-queue-type": "quorum", "x-delivery-limit": 5}])
+
+    async def a_change_lands_after_each_answer(*args: Any) -> Any:
+        reply = await declare(*args)
+        for arguments in itertools.islice(changes, 1):
+            host.submit("meta", encode(SetArguments("q", group, arguments)))
+        return reply
+
+    queues._door.declare = a_change_lands_after_each_answer  # type: ignore[method-assign]
+    assert await queues.declare("q", {}, client_node=ME) == "exists"
+    assert metadata.queues["q"].arguments["x-delivery-limit"] == 5

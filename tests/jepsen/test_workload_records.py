@@ -44,3 +44,72 @@ async def test_a_confirm_with_fewer_ids_than_messages_is_recorded_as_a_protocol_
     verdict = check_total_queue(ops)
     assert verdict.protocol_errors == sorted(op.value for op in ops if op.type == "ok")
     assert not verdict.valid
+
+
+async def _consume_against(tmp_path: Path, config: WorkloadConfig, touch_status: int) -> tuple[list, dict]:
+    """Run one consumer of `config` against a node that hands out values 1-3 once, answers every
+    settle, and answers touches with `touch_status`; the ops it recorded and the bodies it sent."""
+    sent: dict[str, list] = {"nack": [], "touch": [], "ack": []}
+    handed = asyncio.Event()
+    settled = asyncio.Event()
+
+    async def consume(request: web.Request) -> web.Response:
+        return web.json_response({"consumer": "t", "hold_ms": 5000}, status=201)
+
+    async def deliveries(request: web.Request) -> web.Response:
+        if handed.is_set():
+            await asyncio.sleep(0.05)
+            return web.json_response([])
+        handed.set()
+        rows = [{"id": i, "body": str(i), "encoding": "utf8", "headers": {}} for i in (1, 2, 3)]
+        return web.json_response(rows)
+
+    async def settle(request: web.Request) -> web.Response:
+        verb = request.match_info["verb"]
+        sent[verb].append(await request.json())
+        if verb == "touch":
+            return web.json_response({"hold_ms": 5000}, status=touch_status)
+        settled.set()
+        return web.json_response({})
+
+    async def cancel(request: web.Request) -> web.Response:
+        return web.json_response({})
+
+    app = web.Application()
+    app.router.add_post("/api/queues/{q}/consumers", consume)
+    app.router.add_get("/api/queues/{q}/consumers/{tag}/deliveries", deliveries)
+    app.router.add_post("/api/queues/{q}/consumers/{tag}/{verb}", settle)
+    app.router.add_delete("/api/queues/{q}/consumers/{tag}", cancel)
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    history = HistoryWriter(tmp_path / f"history-{len(list(tmp_path.iterdir()))}.jsonl")
+    workload = Workload([str(server.make_url("")).rstrip("/")], history, config, random.Random(1))
+    stop = asyncio.Event()
+    running = asyncio.create_task(workload.run(stop))
+    try:
+        await asyncio.wait_for(settled.wait(), 10)
+        await asyncio.sleep(0.1)
+    finally:
+        stop.set()
+        await running
+        await server.close()
+        history.close()
+    return read_history(history.path), sent
+
+
+async def test_a_consumer_nacks_with_a_delay_and_touches_and_counts_only_what_was_taken(
+    tmp_path: Path,
+) -> None:
+    nacking = WorkloadConfig(("q",), 0, 1, nack_probability=1.0, nack_delays_ms=(300,), cancel_probability=0)
+    ops, sent = await _consume_against(tmp_path, nacking, 200)
+    assert sent["nack"] == [{"ids": [1, 2, 3], "requeue": True, "delay": 300}]
+    assert [(op.type, op.detail) for op in ops if op.type == "fail"] == [("fail", "delay=300")] * 3
+    touching = WorkloadConfig(
+        ("q",), 0, 1, nack_probability=0, reject_probability=0, cancel_probability=0, touch_probability=1.0
+    )
+    ops, sent = await _consume_against(tmp_path, touching, 200)
+    assert sent["touch"] == [{"ids": [1, 2, 3]}] and sent["ack"] == [{"ids": [1, 2, 3]}]
+    assert check_total_queue(ops).exercised == {"touched before the ack": 3}
+    ops, sent = await _consume_against(tmp_path, touching, 404)  # refused: acked, not counted as touched
+    assert sent["ack"] == [{"ids": [1, 2, 3]}]
+    assert check_total_queue(ops).exercised == {}

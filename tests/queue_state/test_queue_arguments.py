@@ -6,7 +6,14 @@ import dataclasses
 
 import pytest
 
-from queue_state.arguments import AT_LEAST_ONCE_RULE, ArgumentError, QueueConfig, parse_arguments
+from queue_state.arguments import (
+    AT_LEAST_ONCE_RULE,
+    ArgumentError,
+    QueueConfig,
+    QueueDefaults,
+    differs_only_where_defaulted,
+    parse_arguments,
+)
 
 EVERY_ARGUMENT = {
     "x-queue-type": "quorum",
@@ -140,3 +147,28 @@ def test_at_least_once_is_in_force_only_with_a_target_and_reject_publish() -> No
     without_target = dataclasses.replace(with_target, dead_letter_queue=None)
     assert with_target.dead_letters_at_least_once
     assert not without_target.dead_letters_at_least_once
+
+
+def test_queue_defaults_fill_only_what_a_declare_leaves_out() -> None:
+    defaults = QueueDefaults(delivery_limit=-1, initial_group_size=5, leader_locator="balanced")
+    given = parse_arguments({"x-delivery-limit": 3})
+    assert defaults.apply(given) == QueueConfig(
+        delivery_limit=3, initial_group_size=5, leader_locator="balanced"
+    )
+    assert QueueDefaults().apply(QueueConfig()) == QueueConfig(delivery_limit=20)
+    with pytest.raises(ArgumentError, match="x-queue-leader-locator"):
+        QueueDefaults(leader_locator="nearest")
+
+
+def test_a_stored_queue_differs_only_where_defaulted_when_it_agrees_on_every_given_argument() -> None:
+    given = parse_arguments({"x-max-length": 10})
+    for stored in (
+        {"x-max-length": 10},
+        {"x-max-length": 10, "x-delivery-limit": 5, "x-quorum-initial-group-size": 1},
+    ):
+        assert differs_only_where_defaulted(given, parse_arguments(stored))
+    for stored in ({"x-max-length": 11}, {"x-max-length": 10, "x-message-ttl": 5}, {}):
+        assert not differs_only_where_defaulted(given, parse_arguments(stored))
+    assert not differs_only_where_defaulted(
+        parse_arguments({"x-delivery-limit": 3}), parse_arguments({"x-delivery-limit": 20})
+    )
