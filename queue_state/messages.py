@@ -196,6 +196,16 @@ class MessageFifo:
         """The message `index` places behind the head (0: the head; it must be below `len`)."""
         return self._row(self._head + index)
 
+    def run_below(self, message_id: int, limit: int) -> int:
+        """How many messages in a row from the head, `limit` at most, have ids below `message_id` (a
+        FIFO's ids need not ascend: a return may go to its tail)."""
+        ids, start = self._ids, self._head
+        end = min(len(ids), start + limit)
+        stop = start
+        while stop < end and ids[stop] < message_id:
+            stop += 1
+        return stop - start
+
     def head_size(self) -> int:
         """The body size of the message at the head (the FIFO must not be empty)."""
         return self._sizes[self._head]

@@ -63,11 +63,14 @@ class _Level:
         return (self.returns or self.main).head_id()
 
     def pop_run(self, count: int, now_ms: int) -> list[ReadyMessage]:
-        """Up to `count` messages in serve order, stopping before one that expired before `now_ms` (one at
-        a time while due messages merge with main)."""
+        """Up to `count` messages in serve order, stopping before one that expired before `now_ms`: from
+        returns, else from main up to the first due message's id, else that due message."""
         if self.returns or not self.due:
             return (self.returns or self.main).pop_unexpired(count, now_ms)
-        return [self.pop()]
+        below = self.main.run_below(self.due[0][0], count)
+        if below:
+            return self.main.pop_unexpired(below, now_ms)
+        return [self._pop_due()]
 
     def expire_heads(self, now_ms: int, expired: list[ReadyMessage]) -> None:
         """Move the messages at the heads that expired before `now_ms` to `expired`."""

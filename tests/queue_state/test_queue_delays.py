@@ -198,3 +198,18 @@ def test_rule_a_delayed_return_goes_where_a_return_goes_when_it_comes_due() -> N
     m.apply(EntryMeta(3), UpdateConfig(parse_arguments({"x-delivery-limit": 5})))
     m.apply(EntryMeta(20), Tick())
     assert [r.id for r in m.ready_messages()] == [1, 2]  # to returns, first, as the queue now says
+
+
+def test_rule_a_run_from_main_stops_at_the_first_id_above_the_due_one_even_after_a_return_to_its_tail() -> (
+    None
+):
+    """Served in runs, main gives only what comes before the first due message by id, up to the first
+    that does not (a return went to main's tail without a delivery limit, so its ids need not ascend)."""
+    m = make_machine()
+    publish(m, 0, None, 50, None)  # 1 ready, 2 waits, 3 ready
+    m.apply(EntryMeta(1), Get("h", 1, auto_ack=False))
+    m.apply(EntryMeta(2), Return((1,), "h"))  # main: 3, 1
+    m.apply(EntryMeta(50), Tick())
+    assert [r.id for r in m.ready_messages()] == [2, 3, 1]
+    _, effects = m.apply(EntryMeta(51), Checkout("c", prefetch=3))
+    assert delivered(effects, "c") == [2, 3, 1]
