@@ -16,8 +16,8 @@ import pytest
 from click.testing import CliRunner
 
 from cli.main import cli as quorumq
-from cli.node_processes import ProcessCluster
-from quorumq import Client, ConsumerEndedError, Message
+from cli.node_processes import ProcessCluster, wait_healthy
+from quorumq import Client, ConsumerEndedError, Message, QuorumqError
 
 TIMEOUT_MS = 1500  # the queue's x-consumer-timeout
 WORK_S = 4.0  # longer than two timeouts
@@ -222,3 +222,39 @@ def test_the_cli_publishes_with_a_delay(cluster: ProcessCluster) -> None:
     assert code == 0, out
     (row,) = [q for q in json.loads(out) if q["name"] == "cli-scheduled"]
     assert (row["messages"], row["messages_ready"], row["messages_delayed"]) == (2, 0, 2)
+
+
+async def test_delayed_messages_survive_a_killed_leader_and_a_whole_cluster_restart(
+    cluster: ProcessCluster,
+) -> None:
+    async with Client(cluster.urls, timeout=30.0) as client:
+        await client.declare("patient", {"x-delayed-retry-type": "failed", "x-delayed-retry-min": 60_000})
+        await client.publish("patient", [Message("scheduled", delay_ms=4000), "now"])
+        (now,) = await client.get("patient", count=1, ack="manual")
+        await now.nack()  # a failure: the queue's delayed retry holds it back a minute
+        assert (await client.queue("patient"))["messages_delayed"] == 2
+        leader = (await client.queue("patient"))["leader"]
+    cluster.node(leader).kill()  # the new leader rebuilds both from its log
+    for node in cluster.nodes:
+        if node.name != leader:
+            node.stop()
+    for node in cluster.nodes:
+        node.start()  # every node replays (a whole-cluster restart)
+    wait_healthy(cluster.nodes)
+    async with Client(cluster.urls, timeout=30.0) as client:
+        deadline = time.monotonic() + 30
+        while True:  # polling the stats until a leader answers with both still waiting, or the first due
+            with contextlib.suppress(QuorumqError):
+                stats = await client.queue("patient")
+                if stats["messages"] == 2:
+                    break
+            assert time.monotonic() < deadline, "the queue did not come back"
+            await asyncio.sleep(0.2)
+        assert stats["messages_delayed"] + stats["messages_ready"] == 2
+        while (await client.queue("patient"))["messages_ready"] != 1:  # the 4 s delay runs out
+            assert time.monotonic() < deadline, "the delayed publish never came due"
+            await asyncio.sleep(0.2)
+        taken = await client.get("patient", count=2, ack="auto")
+        stats = await client.queue("patient")
+    assert [m.text for m in taken] == ["scheduled"]  # the nacked one waits out its minute
+    assert (stats["messages"], stats["messages_delayed"]) == (1, 1)
