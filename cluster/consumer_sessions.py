@@ -32,8 +32,9 @@ class ConsumerSession:
     `timeout_ms` is the consumer's own consumer timeout (None: the queue's, else the node's). A consumer
     reading from a time (`since_ms`) is served by gets held under its tag, `prefetch` at most
     outstanding, instead of by the state machine's push delivery. A manual-ack get's holder
-    (`get_holder`) has a session only for its timeout: it is never polled. `reoffered`: the buffer holds
-    what the consumer held when this leader took over, which may be in its hands, until it polls.
+    (`get_holder`) has a session only for its timeout: it is never polled; `getting` while its Get is
+    not applied yet (it holds nothing so far, and must not be closed for that). `reoffered`: the buffer
+    holds what the consumer held when this leader took over, which may be in its hands, until it polls.
     """
 
     tag: str
@@ -44,6 +45,7 @@ class ConsumerSession:
     since_ms: int | None = None
     prefetch: int = 0
     get_holder: bool = False
+    getting: bool = False
     polls: int = 0
     reoffered: bool = False
 

@@ -275,9 +275,14 @@ class QueueLeader:
         settled at once or held for a manual ack (`settle` with no consumer)."""
         holder = f"get-{uuid.uuid4().hex}"
         command = self._command(Get, holder, count, auto_ack, since_ms)
-        if not auto_ack:
-            self._sessions.open(holder, None, self._now()).get_holder = True
-        reply = await self._submit(command)
+        session = None if auto_ack else self._sessions.open(holder, None, self._now())
+        if session is not None:
+            session.get_holder = session.getting = True
+        try:
+            reply = await self._submit(command)
+        finally:
+            if session is not None:
+                session.getting = False
         if isinstance(reply, AutoAcked):
             return [MessageRow.of(delivery, stored) for delivery, stored in reply.messages]
         deliveries = reply.deliveries if isinstance(reply, Deliveries) else ()
@@ -660,13 +665,13 @@ class QueueLeader:
         """The holders to end now, each with why: one holding a message (handed out or last touched)
         longer than its consumer timeout, a failure; a consumer that has nothing of it in hand while
         deliveries wait for it and has been silent for the idle timeout, a plain return. A get holder's
-        session ends quietly once it holds nothing."""
+        session ends quietly once it holds nothing, not while its Get is on its way to the log."""
         machine, overdue, settled_gets = self._replica.machine, [], []
         for tag, session in self._sessions.sessions.items():
             started = machine.hold_started_ms(tag)
             if started is not None and now - started > self._timeout(session.timeout_ms):
                 overdue.append((tag, CONSUMER_TIMEOUT))
-            elif session.get_holder and started is None:
+            elif session.get_holder and started is None and not session.getting:
                 settled_gets.append(tag)
             elif session.idle(now, self._idle_timeout_ms) and session.waiting_for_all(
                 machine.checked_out(tag)

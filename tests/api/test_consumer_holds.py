@@ -169,3 +169,18 @@ async def test_rule_a_get_holders_session_ends_once_it_holds_nothing(running: In
     assert len(holder_sessions) == 1
     await door.settle(tuple(r.id for r in rows), None, Outcome.ACK)
     await until(lambda: holder_sessions[0] not in door._sessions.sessions, "the get holder's session to end")
+
+
+async def test_rule_a_get_holder_keeps_its_timeout_when_the_timer_runs_while_its_get_is_in_flight(
+    running: InProcessNode,
+) -> None:
+    """The leader's timer closes a get holder's session once it holds nothing; one that ran while the
+    Get was still on its way to the log found it holding nothing yet, closed it, and the message the
+    Get then took was held for ever (seen in CI under load)."""
+    door = await running.declare("h-get-in-flight", {"x-consumer-timeout": 300})
+    await publish(door, "taken")
+    getting = asyncio.ensure_future(door.get(1, auto_ack=False, since_ms=None))
+    await asyncio.sleep(0)  # its session is open and the Get proposed, not yet applied
+    door.on_timer()
+    assert len(await getting) == 1
+    await until(lambda: door.stats().messages_ready == 1, "the get holder to time out", timeout=5.0)
