@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 from queue_state.effects import Delivery
@@ -25,15 +26,9 @@ class PendingDeadLetter(NamedTuple):
     reason_text: str | None = None
 
     def delivery(self) -> Delivery:
-        message = self.message
-        return Delivery(
-            message.id,
-            message.delivery_count,
-            self.handed_out,
-            message.enqueued_at,
-            message.acquired,
-            message.priority,
-        )
+        """The message as handed to the worker: as a consumer would get it, redelivered when a worker had
+        it before."""
+        return replace(self.message.delivery(), redelivered=self.handed_out)
 
 
 class DeadLetterQueue:

@@ -655,16 +655,10 @@ class QueueMachine:
         counting = prioritised or delaying or not self._counts_fit_version_3()
         width = 7 if prioritised else 6 if counting else 5  # message row fields before versions 6 and 4
         delayed = self._delayed.to_wire(width, self._ready.due_messages())
+        readers = self._consumers.has_readers
+        version = 6 if prioritised else 5 if delaying else 4 if counting else 3 if readers else 2
         yield snapshot_header(
-            6
-            if prioritised
-            else 5
-            if delaying
-            else 4
-            if counting
-            else 3
-            if self._consumers.has_readers
-            else 2,
+            version,
             name=self.name,
             config=self._config.to_arguments(),
             now=self._now,
