@@ -220,20 +220,30 @@ _DEFAULTED = ("delivery_limit", "initial_group_size", "leader_locator")
 """The `QueueConfig` fields a node's defaults fill."""
 
 
+def config_field(argument: str) -> str:
+    """The `QueueConfig` field of a known queue argument."""
+    return _ARGUMENTS[argument][0]
+
+
+def check_argument(argument: str, value: Any) -> None:
+    """Raise `ArgumentError` unless `argument` is known and takes `value` (checked alone: the rule tying
+    at-least-once dead-lettering to reject-publish is for a whole configuration)."""
+    known = _ARGUMENTS.get(argument) if isinstance(argument, str) else None
+    if known is None:
+        raise ArgumentError(str(argument), "unknown argument")
+    problem = known[1](value)
+    if problem is not None:
+        raise ArgumentError(argument, problem)
+
+
 def parse_arguments(args: dict[str, Any]) -> QueueConfig:
     """Validate RabbitMQ-style queue arguments; raise `ArgumentError` naming the first bad one."""
     if not isinstance(args, dict):
         raise ArgumentError("arguments", f"must be an object, got {type(args).__name__}")
     values: dict[str, Any] = {}
     for argument in sorted(args, key=str):
-        known = _ARGUMENTS.get(argument) if isinstance(argument, str) else None
-        if known is None:
-            raise ArgumentError(str(argument), "unknown argument")
-        field_name, check = known
-        problem = check(args[argument])
-        if problem is not None:
-            raise ArgumentError(argument, problem)
-        values[field_name] = args[argument]
+        check_argument(argument, args[argument])
+        values[config_field(argument)] = args[argument]
     config = QueueConfig(**values)
     if config.dead_letter_strategy == "at-least-once" and not config.rejects_publish:
         raise ArgumentError("x-dead-letter-strategy", AT_LEAST_ONCE_RULE)

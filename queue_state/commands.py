@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from queue_state.arguments import INT64_MAX, QueueConfig
+from queue_state.arguments import INT64_MAX, ArgumentError, QueueConfig
+from queue_state.policy import check_policy_arguments
 
 MAX_REASON_CHARS = 256
 """The longest reason a rejecting consumer may give (`Discard.reason`)."""
@@ -254,6 +255,25 @@ class UpdateConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class ApplyPolicy:
+    """Apply policy `policy` ("" for none), whose definition sets these runtime `arguments`, instead of
+    the one applied before (the queue's leader proposes it when the metadata's matching policy changed)."""
+
+    policy: str
+    arguments: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        if type(self.policy) is not str:
+            raise InvalidCommand(f"policy must be a string, got {self.policy!r}")
+        if not self.policy and self.arguments:
+            raise InvalidCommand("no policy sets no arguments")
+        try:
+            check_policy_arguments(self.arguments)
+        except ArgumentError as exc:
+            raise InvalidCommand(f"policy argument {exc}") from exc
+
+
+@dataclass(frozen=True, slots=True)
 class DlxCheckout:
     """The at-least-once dead-letter worker asks for pending dead letters (taking over from another)."""
 
@@ -334,6 +354,7 @@ Command = (
     | Purge
     | Tick
     | UpdateConfig
+    | ApplyPolicy
     | DlxCheckout
     | DlxSettle
     | DurableCheckout

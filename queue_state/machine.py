@@ -15,6 +15,7 @@ from typing import Any
 
 from queue_state.arguments import MAX_PRIORITY, QueueConfig, parse_arguments
 from queue_state.commands import (
+    ApplyPolicy,
     Cancel,
     Checkout,
     Command,
@@ -54,6 +55,7 @@ from queue_state.effects import (
     Reply,
 )
 from queue_state.messages import NO_EXPIRY, HeldMessage, ReadyMessage, TakeLimit
+from queue_state.policy import NO_POLICY, AppliedPolicy, effective_config
 from queue_state.publishers import PublisherDedup
 from queue_state.ready import ReadyMessages
 from queue_state.snapshot import END_OF_SNAPSHOT, SnapshotError, SnapshotReader, pack_chunk, snapshot_header
@@ -70,6 +72,8 @@ class QueueMachine:
 
     def __init__(self, name: str, config: QueueConfig) -> None:
         self.name = name
+        self._declared = config
+        self._policy = NO_POLICY
         self._config = config
         self._now = 0
         self._next_id = 1
@@ -95,7 +99,18 @@ class QueueMachine:
 
     @property
     def config(self) -> QueueConfig:
+        """The configuration in force: the declared one, overlaid by the applied policy."""
         return self._config
+
+    @property
+    def declared_config(self) -> QueueConfig:
+        """The configuration the queue was declared with, as changed at runtime (`UpdateConfig`)."""
+        return self._declared
+
+    @property
+    def policy(self) -> AppliedPolicy:
+        """The policy the queue applies (`NO_POLICY` for none)."""
+        return self._policy
 
     @property
     def now_ms(self) -> int:
@@ -267,10 +282,19 @@ class QueueMachine:
         return Ok()
 
     def _update_config(self, cmd: UpdateConfig, out: EffectCollector) -> Reply:
+        return self._configure(cmd.config, self._policy, out)
+
+    def _apply_policy(self, cmd: ApplyPolicy, out: EffectCollector) -> Reply:
+        return self._configure(self._declared, AppliedPolicy(cmd.policy, cmd.arguments), out)
+
+    def _configure(self, declared: QueueConfig, policy: AppliedPolicy, out: EffectCollector) -> Reply:
+        """Put in force `declared` overlaid by `policy`. Leaving at-least-once dead-lettering drops the
+        pending dead letters, as RabbitMQ does (counted in `dropped`)."""
         was_at_least_once = self._config.dead_letters_at_least_once
-        self._config = cmd.config
-        self._consumers.set_single_active(bool(cmd.config.single_active_consumer))
-        if was_at_least_once and not cmd.config.dead_letters_at_least_once:
+        self._declared, self._policy = declared, policy
+        self._config = effective_config(declared, policy.arguments)
+        self._consumers.set_single_active(bool(self._config.single_active_consumer))
+        if was_at_least_once and not self._config.dead_letters_at_least_once:
             ids = self._dead_letters.drop_all()
             _count(self._dropped, STRATEGY_CHANGED, len(ids))
             out.forget_all(ids)
@@ -656,11 +680,15 @@ class QueueMachine:
         width = 7 if prioritised else 6 if counting else 5  # message row fields before versions 6 and 4
         delayed = self._delayed.to_wire(width, self._ready.due_messages())
         readers = self._consumers.has_readers
-        version = 6 if prioritised else 5 if delaying else 4 if counting else 3 if readers else 2
+        policy = {"policy": [self._policy.name, dict(self._policy.arguments)]} if self._policy.name else {}
+        version = (
+            7 if policy else 6 if prioritised else 5 if delaying else 4 if counting else 3 if readers else 2
+        )
         yield snapshot_header(
             version,
+            **policy,
             name=self.name,
-            config=self._config.to_arguments(),
+            config=self._declared.to_arguments(),
             now=self._now,
             next_id=self._next_id,
             last_active_ms=self._last_active_ms,
@@ -733,6 +761,10 @@ class QueueMachine:
     def _restore(cls, reader: SnapshotReader) -> QueueMachine:
         header = reader.header
         machine = cls(header["name"], parse_arguments(header["config"]))
+        if "policy" in header:
+            applied = ApplyPolicy(*header["policy"])
+            machine._policy = AppliedPolicy(applied.policy, applied.arguments)
+            machine._config = effective_config(machine._declared, applied.arguments)
         machine._now = header["now"]
         machine._next_id = header["next_id"]
         machine._last_active_ms = header["last_active_ms"]
@@ -819,6 +851,7 @@ _HANDLERS: dict[type, Callable[[QueueMachine, Any, EffectCollector], Reply]] = {
     Purge: QueueMachine._purge,
     Tick: QueueMachine._tick,
     UpdateConfig: QueueMachine._update_config,
+    ApplyPolicy: QueueMachine._apply_policy,
     DlxCheckout: QueueMachine._dlx_checkout,
     DlxSettle: QueueMachine._dlx_settle,
     DurableCheckout: QueueMachine._durable_checkout,

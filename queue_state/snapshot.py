@@ -14,7 +14,9 @@ written only when a message is delayed (queue operations version 5). Version 6 a
 seventh field of every message row (held, durable, dead letter, delayed) and `level` chunks
 (`[priority, "returns" or "main", columns]`) for the ready messages of levels above 0, whose own
 `returns` and `main` chunks stay as they were; it is written only when a message has a priority (queue
-operations version 6). Versions 1 to 3 still restore, each message's acquired count equal to its
+operations version 6). Version 7 adds the header's `policy` (`[name, arguments]`, the policy the queue
+applies; its `config` stays the declared configuration) and is written only while a policy is applied
+(queue operations version 7). Versions 1 to 3 still restore, each message's acquired count equal to its
 delivery count; versions before 6 with every message at level 0.
 """
 
@@ -25,9 +27,9 @@ from typing import Any
 
 import msgpack
 
-SNAPSHOT_VERSION = 6  # 2: publishers' watermarks, `sealed`; 3: readers' times; 4: acquired counts, reasons;
-# 5: delayed messages; 6: priorities
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6)
+SNAPSHOT_VERSION = 7  # 2: publishers' watermarks, `sealed`; 3: readers' times; 4: acquired counts, reasons;
+# 5: delayed messages; 6: priorities; 7: the applied policy
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7)
 END_OF_SNAPSHOT = "end"
 
 

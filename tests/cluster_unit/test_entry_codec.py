@@ -31,6 +31,7 @@ from cluster.stored_message import BodySpan, StoredMessage
 from queue_state.arguments import parse_arguments
 from queue_state.command_codec import NAMED_VERSIONS, CommandDecodeError
 from queue_state.commands import (
+    ApplyPolicy,
     Cancel,
     Checkout,
     Command,
@@ -155,20 +156,31 @@ def test_version_5_is_version_4_under_its_own_number_with_delays() -> None:
 
 
 def test_version_6_is_version_5_under_its_own_number_with_priorities() -> None:
-    assert QUEUE_OP_VERSION == 6
-    assert encode_queue_op(EntryMeta(7), Tick()) == [6, 7, [10, {}], None]
+    assert encode_queue_op(EntryMeta(7), Tick(), version=6) == [6, 7, [10, {}], None]
     declared = UpdateConfig(parse_arguments({"x-max-priority": 4}))
     body = [StoredMessage(b"x", {}, "utf8")]
     for command, wire, bodies in [
         (declared, [11, {"config": {"x-queue-type": "quorum", "x-max-priority": 4}}], None),
         (Enqueue((NewMessage(1, None, None, 3),)), [1, {"messages": [[1, None, None, 3]]}], body),
     ]:
-        op = encode_queue_op(EntryMeta(7), command, bodies)
+        op = encode_queue_op(EntryMeta(7), command, bodies, 6)
         assert op[:3] == [6, 7, wire]
         assert decode_queue_op(through_an_entry(op)).command == command
         for version in (0, 1, 2, 3, 4, 5):  # a node of that version would refuse it: it is never written
             with pytest.raises(ValueError):
                 encode_queue_op(EntryMeta(7), command, bodies, version)
+
+
+def test_version_7_is_version_6_under_its_own_number_with_policies() -> None:
+    assert QUEUE_OP_VERSION == 7
+    assert encode_queue_op(EntryMeta(7), Tick()) == [7, 7, [10, {}], None]
+    command = ApplyPolicy("limits", {"x-max-length": 5})
+    op = encode_queue_op(EntryMeta(7), command)
+    assert op[:3] == [7, 7, [18, {"policy": "limits", "arguments": {"x-max-length": 5}}]]
+    assert decode_queue_op(through_an_entry(op)).command == command
+    for version in range(7):  # a node of that version would refuse it: it is never written
+        with pytest.raises(ValueError):
+            encode_queue_op(EntryMeta(7), command, None, version)
 
 
 def test_rule_returns_and_cancels_of_old_logs_replay_as_failures() -> None:
@@ -227,7 +239,7 @@ def test_version_0_operations_decode_into_the_same_records_with_their_time(
 @pytest.mark.parametrize(
     "op",
     [
-        [7, 5, [10, {}], None],  # a version this node does not know
+        [8, 5, [10, {}], None],  # a version this node does not know
         [True, 5, [10, {}], None],  # a bool is not a version
         [1, -1, [10, {}], None],  # a negative time
         [1, "5", [10, {}], None],  # a time that is not an int
@@ -256,7 +268,7 @@ def test_op_bodies_reads_either_version_and_nothing_else() -> None:
     assert op_bodies([3, 5, [1, {"messages": [[1, None]]}], bodies]) == bodies
     assert op_bodies([4, 5, [1, {"messages": [[1, None]]}], bodies]) == bodies
     assert op_bodies([5, 5, [1, {"messages": [[1, None, 9]]}], bodies]) == bodies
-    assert [op_bodies(op) for op in (None, [], [1, 2, 3], "op", [7, 5, [], bodies])] == [None] * 5
+    assert [op_bodies(op) for op in (None, [], [1, 2, 3], "op", [8, 5, [], bodies])] == [None] * 5
 
 
 def test_only_known_versions_are_written() -> None:

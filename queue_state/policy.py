@@ -1,0 +1,102 @@
+"""Policies as a queue sees them: a definition's keys, and the configuration a policy makes of the
+declared one (RabbitMQ's rule).
+
+A policy's definition names runtime arguments without their `x-` prefix, as RabbitMQ's policy keys do
+(`max-length`, `delivery-limit`, `target-group-size` for `x-quorum-target-group-size`, ...). Where a
+queue declared an argument and its policy sets it too, the declared value wins, except for the limits
+(`max-length`, `max-length-bytes`, `message-ttl`, `expires`, `delivery-limit`), where the stricter wins;
+a delivery limit of -1 is no limit, so any other is stricter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from queue_state.arguments import RUNTIME_ARGUMENTS, ArgumentError, QueueConfig, check_argument, config_field
+
+POLICY_KEYS: dict[str, str] = {
+    "dead-letter-queue": "x-dead-letter-queue",
+    "dead-letter-strategy": "x-dead-letter-strategy",
+    "max-length": "x-max-length",
+    "max-length-bytes": "x-max-length-bytes",
+    "overflow": "x-overflow",
+    "delivery-limit": "x-delivery-limit",
+    "message-ttl": "x-message-ttl",
+    "expires": "x-expires",
+    "lease-period": "x-lease-period",
+    "consumer-timeout": "x-consumer-timeout",
+    "delayed-retry-type": "x-delayed-retry-type",
+    "delayed-retry-min": "x-delayed-retry-min",
+    "delayed-retry-max": "x-delayed-retry-max",
+    "target-group-size": "x-quorum-target-group-size",
+}
+"""A policy definition's keys, each with the queue argument it sets: every runtime argument."""
+assert set(POLICY_KEYS.values()) == RUNTIME_ARGUMENTS
+
+_STRICTER_WINS = frozenset(
+    {"x-max-length", "x-max-length-bytes", "x-message-ttl", "x-expires", "x-delivery-limit"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class AppliedPolicy:
+    """The policy a queue applies: its name ("" for none) and its definition as queue arguments."""
+
+    name: str = ""
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+
+
+NO_POLICY = AppliedPolicy()
+
+
+def definition_arguments(definition: object) -> dict[str, Any]:
+    """The queue arguments of a policy definition, or `ArgumentError` naming the first key that is not a
+    policy key or has a value its argument does not take."""
+    if not isinstance(definition, dict) or not definition:
+        raise ArgumentError("definition", "must be a non-empty object of policy keys")
+    arguments = {}
+    for key in sorted(definition, key=str):
+        argument = POLICY_KEYS.get(key) if isinstance(key, str) else None
+        if argument is None:
+            raise ArgumentError(str(key), f"not a policy key; known: {', '.join(sorted(POLICY_KEYS))}")
+        try:
+            check_argument(argument, definition[key])
+        except ArgumentError as exc:
+            raise ArgumentError(key, exc.reason) from exc
+        arguments[argument] = definition[key]
+    return arguments
+
+
+def check_policy_arguments(arguments: object) -> None:
+    """Raise `ArgumentError` unless `arguments` are runtime queue arguments with values they take."""
+    if not isinstance(arguments, dict):
+        raise ArgumentError("arguments", "must be a map")
+    for argument, value in arguments.items():
+        if argument not in RUNTIME_ARGUMENTS:
+            raise ArgumentError(str(argument), "not a runtime argument a policy may set")
+        check_argument(argument, value)
+
+
+def effective_config(declared: QueueConfig, policy: Mapping[str, Any]) -> QueueConfig:
+    """`declared` overlaid by a policy's arguments: each argument the queue leaves unset takes the
+    policy's value; of a limit set by both, the stricter applies; any other declared value stays."""
+    changes = {}
+    for argument, value in policy.items():
+        name = config_field(argument)
+        own = getattr(declared, name)
+        if own is None:
+            changes[name] = value
+        elif argument in _STRICTER_WINS:
+            changes[name] = _stricter(own, value)
+    return replace(declared, **changes) if changes else declared
+
+
+def _stricter(own: int, policy: int) -> int:
+    """The lower of two limits, where a negative one (a delivery limit of -1) is none."""
+    if own < 0:
+        return policy
+    if policy < 0:
+        return own
+    return min(own, policy)
