@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from cluster.metadata.codec import CODEC_VERSION, MetadataDecodeError, decode, encode
 from cluster.metadata.commands import (
     BootstrapUsers,
+    ClearPolicy,
     Command,
     Declare,
     Delete,
@@ -33,6 +34,7 @@ from cluster.metadata.commands import (
     RegisterNode,
     SetMembers,
     SetPermissions,
+    SetPolicy,
 )
 from cluster.metadata.replies import Reply
 from cluster.proposals import ProposalFailed, not_committed
@@ -120,6 +122,14 @@ class MetadataDoor:
     async def set_permissions(self, user: str, configure: str, write: str, read: str) -> Reply:
         """Set a user's permission patterns."""
         return await self._submit(SetPermissions(user, configure, write, read))
+
+    async def set_policy(self, policy: str, pattern: str, definition: dict[str, Any], priority: int) -> Reply:
+        """Create or replace a policy (checked by the caller)."""
+        return await self._submit(SetPolicy(policy, pattern, definition, priority))
+
+    async def clear_policy(self, policy: str) -> Reply:
+        """Remove a policy."""
+        return await self._submit(ClearPolicy(policy))
 
     async def _submit(self, command: Command) -> Reply:
         try:

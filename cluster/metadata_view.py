@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from cluster.metadata.records import NodeInfo, QueueInfo, UserRecord
+from cluster.metadata.records import NodeInfo, PolicyRecord, QueueInfo, UserRecord
 from cluster.metadata_app import MetadataApp
 
 
 class MetadataView:
-    """The node registry, the queue definitions and the users of the metadata this node applied, and
-    whether this node leads the metadata group. Each read sees the latest state (a snapshot installed
-    replaces the machine)."""
+    """The node registry, the queue definitions, the users and the policies of the metadata this node
+    applied, and whether this node leads the metadata group. Each read sees the latest state (a snapshot
+    installed replaces the machine)."""
 
     def __init__(self, app: MetadataApp) -> None:
         self._app = app
@@ -36,6 +36,11 @@ class MetadataView:
     def users_initialised(self) -> bool:
         """True once the user table was initialised (the bootstrap user created, or none configured)."""
         return self._app.state.users_initialised
+
+    @property
+    def policies(self) -> Mapping[str, PolicyRecord]:
+        """Policies by name."""
+        return self._app.state.policies
 
     @property
     def is_leader(self) -> bool:

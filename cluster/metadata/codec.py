@@ -1,6 +1,8 @@
 """The wire form of metadata commands (inside the metadata group's entries and relayed in control
 frames), versioned.
 
+- Version 2: `[2, tag, {field: value}]`, as version 1, where a command may be a policy's (`SetPolicy`,
+  `ClearPolicy`).
 - Version 1: `[1, tag, {field: value}]`, fields by name, so a field added later with a default still
   decodes what was written before it (a field this version does not know is refused: an entry of a
   later version).
@@ -21,6 +23,7 @@ from typing import Any
 
 from cluster.metadata.commands import (
     BootstrapUsers,
+    ClearPolicy,
     Command,
     Declare,
     Delete,
@@ -32,9 +35,12 @@ from cluster.metadata.commands import (
     SetArguments,
     SetMembers,
     SetPermissions,
+    SetPolicy,
 )
 
-CODEC_VERSION = 1
+CODEC_VERSION = 2
+POLICY_CODEC_VERSION = 2
+"""The first version with policies: a node that reads an older one refuses their commands."""
 
 _TAGS: dict[type[Command], str] = {
     RegisterNode: "register_node",
@@ -47,7 +53,10 @@ _TAGS: dict[type[Command], str] = {
     PutUser: "put_user",
     DeleteUser: "delete_user",
     SetPermissions: "set_permissions",
+    SetPolicy: "set_policy",
+    ClearPolicy: "clear_policy",
 }
+_ADDED_IN: dict[type[Command], int] = {SetPolicy: POLICY_CODEC_VERSION, ClearPolicy: POLICY_CODEC_VERSION}
 _KINDS: dict[str, type[Command]] = {tag: kind for kind, tag in _TAGS.items()}
 _FIELDS: dict[type[Command], tuple[str, ...]] = {kind: tuple(f.name for f in fields(kind)) for kind in _TAGS}
 
@@ -59,11 +68,13 @@ class MetadataDecodeError(ValueError):
 def encode(command: Command, version: int = CODEC_VERSION) -> list[Any]:
     """The msgpack-ready form of `command` in codec `version` (ValueError for an unknown one)."""
     kind = type(command)
+    if _ADDED_IN.get(kind, 0) > version:
+        raise ValueError(f"{kind.__name__} cannot be written in metadata codec version {version!r}")
     values = {name: _to_wire(getattr(command, name)) for name in _FIELDS[kind]}
     if version == 0:
         return [_TAGS[kind], *values.values()]
-    if version == 1:
-        return [1, _TAGS[kind], values]
+    if version in (1, 2):
+        return [version, _TAGS[kind], values]
     raise ValueError(f"no metadata codec version {version!r}")
 
 
@@ -74,13 +85,15 @@ def decode(value: object) -> Command:
     head = value[0]
     if type(head) is str:
         return _decode_version_0(head, value[1:])
-    if type(head) is int and head == 1 and len(value) == 3:
-        return _decode_version_1(value[1], value[2])
+    if type(head) is int and head in (1, 2) and len(value) == 3:
+        return _decode_named(head, value[1], value[2])
     raise MetadataDecodeError(f"not a metadata command of a known version: {value!r}")
 
 
 def _decode_version_0(tag: str, values: list[Any]) -> Command:
     kind = _kind(tag)
+    if kind in _ADDED_IN:
+        raise MetadataDecodeError(f"{tag} is not a command of metadata codec version 0")
     names = _FIELDS[kind]
     if len(values) > len(names):
         raise MetadataDecodeError(f"{tag} takes at most {len(names)} values, got {len(values)}")
@@ -90,8 +103,10 @@ def _decode_version_0(tag: str, values: list[Any]) -> Command:
     return _build(kind, named)
 
 
-def _decode_version_1(tag: object, named: object) -> Command:
+def _decode_named(version: int, tag: object, named: object) -> Command:
     kind = _kind(tag)
+    if _ADDED_IN.get(kind, 0) > version:
+        raise MetadataDecodeError(f"{tag} is not a command of metadata codec version {version}")
     if not isinstance(named, dict):
         raise MetadataDecodeError(f"the fields of {tag} are a map, got {named!r}")
     unknown = sorted(map(str, set(named) - set(_FIELDS[kind])))

@@ -31,7 +31,7 @@ def _check_string_tuple(name: str, value: object) -> None:
 
 def _check_arguments(value: object) -> None:
     if type(value) is not dict or not all(type(key) is str for key in value):
-        raise InvalidCommand(f"arguments must be a map with string keys, got {value!r}")
+        raise InvalidCommand(f"arguments and definitions are maps with string keys, got {value!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +163,32 @@ class SetPermissions:
         _check_strings(self, "user", "configure", "write", "read")
 
 
+@dataclass(frozen=True, slots=True)
+class SetPolicy:
+    """Create or replace policy `policy` (checked by the proposer: `cluster.policies.check_policy`)."""
+
+    policy: str
+    pattern: str
+    definition: dict[str, Any]
+    priority: int
+
+    def __post_init__(self) -> None:
+        _check_strings(self, "policy", "pattern")
+        _check_arguments(self.definition)
+        if type(self.priority) is not int:
+            raise InvalidCommand(f"priority must be an integer, got {self.priority!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class ClearPolicy:
+    """Remove policy `policy`."""
+
+    policy: str
+
+    def __post_init__(self) -> None:
+        _check_strings(self, "policy")
+
+
 Command: TypeAlias = (
     RegisterNode
     | ForgetNode
@@ -174,6 +200,8 @@ Command: TypeAlias = (
     | PutUser
     | DeleteUser
     | SetPermissions
+    | SetPolicy
+    | ClearPolicy
 )
 
 

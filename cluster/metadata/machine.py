@@ -1,4 +1,5 @@
-"""The metadata machine: applies one command to the node registry, the queues and the users.
+"""The metadata machine: applies one command to the node registry, the queues, the users and the
+policies.
 
 Deterministic like every state machine here: placement, creation times and password hashes are chosen
 by the proposer and arrive inside the command; `apply` only checks and records them, and a command it
@@ -17,6 +18,7 @@ from typing import assert_never
 
 from cluster.metadata.commands import (
     BootstrapUsers,
+    ClearPolicy,
     Command,
     Declare,
     Delete,
@@ -27,8 +29,9 @@ from cluster.metadata.commands import (
     SetArguments,
     SetMembers,
     SetPermissions,
+    SetPolicy,
 )
-from cluster.metadata.records import ADMINISTRATOR, FULL_ACCESS, NodeInfo, QueueInfo, UserRecord
+from cluster.metadata.records import ADMINISTRATOR, FULL_ACCESS, NodeInfo, PolicyRecord, QueueInfo, UserRecord
 from cluster.metadata.replies import (
     Conflict,
     Created,
@@ -51,6 +54,7 @@ class MetadataMachine:
     next_group: int = 1
     users: dict[str, UserRecord] = field(default_factory=dict)
     users_initialised: bool = False
+    policies: dict[str, PolicyRecord] = field(default_factory=dict)
 
     def apply(self, command: Command) -> Reply:
         """Apply one command and return its reply."""
@@ -75,6 +79,10 @@ class MetadataMachine:
                 return self._delete_user(command)
             case SetPermissions():
                 return self._set_permissions(command)
+            case SetPolicy():
+                return self._set_policy(command)
+            case ClearPolicy():
+                return self._clear_policy(command)
             case _:
                 assert_never(command)
 
@@ -181,4 +189,16 @@ class MetadataMachine:
         if existing is None:
             return NotFound(f"no user {command.user!r}")
         existing.configure, existing.write, existing.read = command.configure, command.write, command.read
+        return Ok()
+
+    def _set_policy(self, command: SetPolicy) -> Reply:
+        existed = command.policy in self.policies
+        self.policies[command.policy] = PolicyRecord(
+            command.policy, command.pattern, dict(command.definition), command.priority
+        )
+        return Updated() if existed else Created()
+
+    def _clear_policy(self, command: ClearPolicy) -> Reply:
+        if self.policies.pop(command.policy, None) is None:
+            return NotFound(f"no policy {command.policy!r}")
         return Ok()

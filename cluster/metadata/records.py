@@ -1,4 +1,4 @@
-"""What the metadata holds: the nodes of the cluster, the declared queues, the users."""
+"""What the metadata holds: the nodes of the cluster, the declared queues, the users, the policies."""
 
 from __future__ import annotations
 
@@ -60,3 +60,15 @@ class UserRecord:
     def is_administrator(self) -> bool:
         """True for users tagged `administrator`."""
         return ADMINISTRATOR in self.tags
+
+
+@dataclass
+class PolicyRecord:
+    """A policy: queues whose whole name `pattern` (RE2) matches apply its `definition` (policy keys, as
+    `queue_state.policy` reads them); of several matching, the one of highest `priority`, then of the
+    least name (`cluster.policies` matches and checks them; the metadata only records them)."""
+
+    name: str
+    pattern: str
+    definition: dict[str, Any]
+    priority: int = 0

@@ -7,18 +7,21 @@ from dataclasses import asdict
 import msgpack
 
 from cluster.metadata.machine import MetadataMachine
-from cluster.metadata.records import NodeInfo, QueueInfo, UserRecord
+from cluster.metadata.records import NodeInfo, PolicyRecord, QueueInfo, UserRecord
 
 # 1: no version key, queues without `members_fence`; 2: adds both; 3: nodes with `incarnation`, queues
-# with `initial_incarnations`.
-SNAPSHOT_VERSION = 3
+# with `initial_incarnations`; 4: `policies`, written only while there is one (a node that reads only
+# version 3 restores a cluster's metadata that never had policies).
+SNAPSHOT_VERSION = 4
 
 
 def encode_snapshot(machine: MetadataMachine) -> bytes:
     """The whole state as msgpack."""
+    policies = {"policies": [asdict(p) for p in machine.policies.values()]} if machine.policies else {}
     data: bytes = msgpack.packb(
         {
-            "version": SNAPSHOT_VERSION,
+            "version": SNAPSHOT_VERSION if policies else 3,
+            **policies,
             "nodes": [asdict(n) for n in machine.nodes.values()],
             "queues": [asdict(q) for q in machine.queues.values()],
             "next_group": machine.next_group,
@@ -32,7 +35,7 @@ def encode_snapshot(machine: MetadataMachine) -> bytes:
 def decode_snapshot(data: bytes) -> MetadataMachine:
     """Rebuild the state from `encode_snapshot` output of this version or an earlier one (ValueError for
     a later one); fields an earlier version lacks get their defaults (a version-1 queue is UNFENCED;
-    nodes and queues of versions 1 and 2 know no incarnations)."""
+    nodes and queues of versions 1 and 2 know no incarnations; versions before 4, no policies)."""
     raw = msgpack.unpackb(data, raw=False)
     version = raw.get("version", 1)
     if version > SNAPSHOT_VERSION:
@@ -43,4 +46,5 @@ def decode_snapshot(data: bytes) -> MetadataMachine:
         next_group=raw["next_group"],
         users={u["name"]: UserRecord(**u) for u in raw.get("users", [])},
         users_initialised=raw.get("users_initialised", False),
+        policies={p["name"]: PolicyRecord(**p) for p in raw.get("policies", [])},
     )

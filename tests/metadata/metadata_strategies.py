@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 from cluster.metadata.commands import (
     BootstrapUsers,
+    ClearPolicy,
     Command,
     Declare,
     Delete,
@@ -16,6 +17,7 @@ from cluster.metadata.commands import (
     SetArguments,
     SetMembers,
     SetPermissions,
+    SetPolicy,
 )
 
 TEXT = st.text(max_size=12)
@@ -40,4 +42,6 @@ commands: st.SearchStrategy[Command] = st.one_of(
     st.builds(PutUser, NAMES, TEXT, st.lists(st.sampled_from(("administrator", "monitoring"))).map(tuple)),
     st.builds(DeleteUser, NAMES),
     st.builds(SetPermissions, NAMES, TEXT, TEXT, TEXT),
+    st.builds(SetPolicy, NAMES, TEXT, ARGUMENTS, st.integers(-(2**63), 2**63 - 1)),
+    st.builds(ClearPolicy, NAMES),
 )

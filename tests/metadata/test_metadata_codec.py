@@ -11,9 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from metadata_strategies import commands
 
-from cluster.metadata.codec import CODEC_VERSION, MetadataDecodeError, decode, encode
+from cluster.metadata.codec import CODEC_VERSION, POLICY_CODEC_VERSION, MetadataDecodeError, decode, encode
 from cluster.metadata.commands import (
     BootstrapUsers,
+    ClearPolicy,
     Command,
     Declare,
     Delete,
@@ -24,6 +25,7 @@ from cluster.metadata.commands import (
     SetArguments,
     SetMembers,
     SetPermissions,
+    SetPolicy,
 )
 
 
@@ -31,20 +33,31 @@ def through_msgpack(value: object) -> object:
     return msgpack.unpackb(msgpack.packb(value), raw=False)
 
 
-@given(commands, st.sampled_from([0, 1]))
+@given(commands, st.sampled_from([0, 1, 2]))
 def test_every_command_survives_an_encode_decode_round_trip_in_each_version(
     command: Command, version: int
 ) -> None:
+    if isinstance(command, SetPolicy | ClearPolicy) and version < POLICY_CODEC_VERSION:
+        with pytest.raises(ValueError, match="cannot be written"):
+            encode(command, version)
+        return
     assert decode(through_msgpack(encode(command, version))) == command
 
 
 def test_new_commands_are_written_as_a_version_tag_and_named_fields() -> None:
-    assert CODEC_VERSION == 1
+    assert CODEC_VERSION == 2
     assert encode(SetMembers("q", "q1.q", ("a", "b"), (3, 1))) == [
-        1,
+        2,
         "set_members",
         {"queue": "q", "group": "q1.q", "members": ["a", "b"], "fence": [3, 1]},
     ]
+    assert encode(ClearPolicy("p")) == [2, "clear_policy", {"policy": "p"}]
+
+
+def test_rule_a_policy_command_is_only_of_version_2_so_older_nodes_never_get_one() -> None:
+    for older in ([1, "clear_policy", {"policy": "p"}], ["clear_policy", "p"]):
+        with pytest.raises(MetadataDecodeError, match="not a command of metadata codec version"):
+            decode(older)
 
 
 # Every form the raw-list code (before versions) wrote: Node.declare, delete, the relays of
@@ -96,7 +109,7 @@ def test_a_version_1_entry_without_a_field_that_has_a_default_takes_the_default(
         ["declare", "q", {}, ["a"], "soon"],
         ["declare", "q", {1: 2}, ["a"], 1],
         ["put_user", "alice", "h", "monitoring"],
-        [2, "delete", {"queue": "q", "group": "g"}],  # a later version
+        [3, "delete", {"queue": "q", "group": "g"}],  # a later version
         [1, "delete", {"queue": "q", "group": "g", "why": "later field"}],
         [1, "delete", ["q", "g"]],
         [1, "delete"],

@@ -1,0 +1,33 @@
+"""Policies in the metadata machine (issue 22, feature 8): set, replaced, cleared, and kept by a snapshot
+of version 4, which is written only while there is a policy."""
+
+from __future__ import annotations
+
+import msgpack
+
+from cluster.metadata.commands import ClearPolicy, SetPolicy
+from cluster.metadata.machine import MetadataMachine
+from cluster.metadata.records import PolicyRecord
+from cluster.metadata.replies import Created, NotFound, Ok, Updated
+from cluster.metadata.snapshot import SNAPSHOT_VERSION, decode_snapshot, encode_snapshot
+
+
+def test_a_policy_is_created_replaced_and_cleared() -> None:
+    state = MetadataMachine()
+    assert state.apply(SetPolicy("limits", "^orders", {"max-length": 5}, 0)) == Created()
+    assert state.apply(SetPolicy("limits", "^orders", {"max-length": 9}, 2)) == Updated()
+    assert state.policies == {"limits": PolicyRecord("limits", "^orders", {"max-length": 9}, 2)}
+    assert state.apply(ClearPolicy("limits")) == Ok()
+    assert isinstance(state.apply(ClearPolicy("limits")), NotFound)
+    assert state.policies == {}
+
+
+def test_a_snapshot_keeps_policies_in_version_4_and_only_with_one() -> None:
+    state = MetadataMachine()
+    assert msgpack.unpackb(encode_snapshot(state))["version"] == 3
+    state.apply(SetPolicy("ttl", ".*", {"message-ttl": 1000}, -3))
+    data = encode_snapshot(state)
+    assert SNAPSHOT_VERSION == 4 and msgpack.unpackb(data)["version"] == 4
+    assert decode_snapshot(data).policies == state.policies
+    state.apply(ClearPolicy("ttl"))
+    assert msgpack.unpackb(encode_snapshot(state))["version"] == 3
