@@ -33,6 +33,7 @@ from api.login_throttle import LoginThrottle
 from api.membership_handlers import add_routes as add_membership_routes
 from api.metrics import Metrics
 from api.openapi import serve_spec
+from api.policy_handlers import add_routes as add_policy_routes
 from api.user_handlers import add_routes as add_user_routes
 from cluster.node import Node
 from cluster.replay_guard import ReplayGuard
@@ -102,6 +103,7 @@ def add_routes(router: web.UrlDispatcher) -> None:
     router.add_get("/metrics", cluster_handlers.metrics)
     add_membership_routes(router)
     add_user_routes(router)
+    add_policy_routes(router)
     router.add_get("/api/openapi.json", serve_spec)
 
 

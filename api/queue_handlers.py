@@ -9,7 +9,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from api.app_keys import CONFIG, FORWARD_SESSION, METRICS, QUEUES, STATUS
+from api.app_keys import CONFIG, FORWARD_SESSION, METADATA, METRICS, QUEUES, STATUS
 from api.auth import Access, principal, require, vouch
 from api.deliveries import JSON, deliveries_response, json_deliveries, msgpack_delivery, wants_msgpack
 from api.errors import ApiError
@@ -31,6 +31,7 @@ from api.validation import (
     query_int,
     queue_name,
 )
+from cluster.policies import effective_arguments, matching_policy
 from cluster.queue_leader import QueueLeader
 from cluster.queue_limits import INT64_MAX
 from cluster.queue_results import MessageRow
@@ -39,12 +40,22 @@ MAX_GET = 1000
 
 
 def queue_json(request: web.Request, name: str, queue: QueueLeader | None) -> dict[str, Any]:
-    """A queue's definition and, from a local replica, its statistics."""
+    """A queue's definition, its policy and arguments in force and, from a local replica, its statistics
+    (a queue not hosted here shows what the metadata makes of it)."""
     queues, status = request.app[QUEUES], request.app[STATUS]
     info = queues.info(name)
+    if queue is not None:
+        arguments, policy, effective = queue.definition(), queue.policy, queue.effective_definition()
+    else:
+        policies = request.app[METADATA].policies.values()
+        chosen = matching_policy(policies, name)
+        arguments, policy = info.arguments, chosen.name if chosen is not None else ""
+        effective = effective_arguments(info.arguments, policies, name).to_arguments()
     result: dict[str, Any] = {
         "name": name,
-        "arguments": queue.definition() if queue is not None else info.arguments,
+        "arguments": arguments,
+        "policy": policy or None,
+        "effective_arguments": effective,
         "leader": queues.leader_of(name),
         "members": info.members,
         "online": [m for m in info.members if status.is_up(m)],

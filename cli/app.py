@@ -3,11 +3,13 @@
 from cli.local_cluster import cluster_group
 from cli.main import cli
 from cli.node_command import server
+from cli.policies import policies_group
 from cli.users import users_group
 
 cli.add_command(server)
 cli.add_command(cluster_group)
 cli.add_command(users_group)
+cli.add_command(policies_group)
 
 if __name__ == "__main__":
     cli()

@@ -263,7 +263,8 @@ class Node:
 
     async def _sync_loop(self) -> None:
         """Keep the metadata in step with this node: its addresses, and the arguments of queues it
-        leads that were changed at runtime (through the metadata leader); tell peers which version of each
+        leads that were changed at runtime (through the metadata leader); have the queues it leads apply
+        their policies (again, for a queue whose leadership it took since); tell peers which version of each
         replicated format this node reads, and whether it serves peer requests."""
         assert self.host is not None and self.store is not None and self._hosting is not None
         door = self.metadata_door
@@ -279,6 +280,7 @@ class Node:
                 door.relay(RegisterNode(mine.name, mine.http, mine.raft, mine.incarnation))
             for command in self._hosting.changed_arguments(self.metadata.queues):
                 door.relay(command)
+            self._hosting.apply_policies(self.metadata.policies.values())
             await asyncio.sleep(SYNC_EVERY_S)
 
     async def _timer_loop(self) -> None:
@@ -302,6 +304,7 @@ class Node:
             if peer.name != self.name:
                 self.transport.set_peer(peer.name, Address.parse(peer.raft, what="raft"))
         self._hosting.reconcile(self.metadata.queues_on(self.name))
+        self._hosting.apply_policies(self.metadata.policies.values())
         self.membership.metadata_changed()
 
     def _new_queue_leader(self, info: QueueInfo, replica: QueueReplica) -> QueueLeader:

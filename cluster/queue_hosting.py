@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
 from cluster.metadata.commands import SetArguments
-from cluster.metadata.records import QueueInfo
+from cluster.metadata.records import PolicyRecord, QueueInfo
+from cluster.policies import applied_policy
 from cluster.queue_leader import QueueLeader
 from cluster.queue_replica import QueueReplica
 from queue_state.arguments import parse_arguments
@@ -74,6 +75,13 @@ class QueueHosting:
         """Run the leader timers of every hosted queue (TTL, leases, queue expiry, consumer timeouts)."""
         for queue in list(self._queues.values()):
             queue.on_timer()
+
+    def apply_policies(self, policies: Iterable[PolicyRecord]) -> None:
+        """Have each queue this node leads apply the policy the metadata's `policies` choose for it."""
+        chosen = list(policies)
+        for name, queue in list(self._queues.items()):
+            if queue.is_leader:
+                queue.apply_policy(applied_policy(chosen, name))
 
     def changed_arguments(self, declared: Mapping[str, QueueInfo]) -> list[SetArguments]:
         """The commands recording the arguments of queues this node leads that were changed at runtime

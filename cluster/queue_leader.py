@@ -27,6 +27,7 @@ from cluster.entry_codec import (
     COUNTING_OP_VERSION,
     DELAY_OP_VERSION,
     HOLDING_OP_VERSION,
+    POLICY_OP_VERSION,
     PRIORITY_OP_VERSION,
     READER_OP_VERSION,
     encode_queue_op,
@@ -48,6 +49,7 @@ from cluster.stored_message import StoredMessage
 from queue_state.arguments import RUNTIME_ARGUMENTS, ArgumentError, parse_arguments
 from queue_state.command_codec import arguments_version
 from queue_state.commands import (
+    ApplyPolicy,
     Cancel,
     Checkout,
     Command,
@@ -86,6 +88,7 @@ from queue_state.effects import (
     Rejected,
 )
 from queue_state.machine import QUEUE_DELETING
+from queue_state.policy import AppliedPolicy
 
 log = logging.getLogger(__name__)
 
@@ -157,6 +160,7 @@ class QueueLeader:
         self._applied = asyncio.Event()
         self._tick_in_flight = False
         self._delete_due_ms: int | None = None
+        self._policy_in_flight: AppliedPolicy | None = None
         replica.effect_sink = self._on_effects
         replica.role_listener = self._on_role
         replica.applied_listener = self._applied.set
@@ -170,8 +174,39 @@ class QueueLeader:
     # -- what the queue is ------------------------------------------------------------------------
 
     def definition(self) -> dict[str, Any]:
-        """The queue's arguments as its leader applies them (canonical, runtime changes included)."""
+        """The queue's declared arguments as this replica applied them (canonical, runtime changes
+        included, its policy's not)."""
+        return self._replica.machine.declared_config.to_arguments()
+
+    def effective_definition(self) -> dict[str, Any]:
+        """The arguments in force: the declared ones overlaid by the queue's policy."""
         return self._replica.machine.config.to_arguments()
+
+    @property
+    def policy(self) -> str:
+        """The name of the policy the queue applies ("" for none)."""
+        return self._replica.machine.policy.name
+
+    def apply_policy(self, policy: AppliedPolicy) -> None:
+        """On the leader, put `policy` into the queue's log unless the queue applies it already or is
+        about to; not before every node reads queue operations with policies (the next call retries)."""
+        machine = self._replica.machine
+        if (
+            not self.is_leader
+            or machine.policy == policy
+            or self._policy_in_flight == policy
+            or self._op_version() < POLICY_OP_VERSION
+        ):
+            return
+        self._policy_in_flight = policy
+        command = ApplyPolicy(policy.name, dict(policy.arguments))
+        proposal = asyncio.ensure_future(self._submit(command))
+        proposal.add_done_callback(self._policy_proposed)
+
+    def _policy_proposed(self, proposal: asyncio.Future[Any]) -> None:
+        self._policy_in_flight = None
+        if not proposal.cancelled() and proposal.exception() is not None:
+            log.info("queue %s: policy not applied yet: %s", self.name, proposal.exception())
 
     def stats(self) -> QueueCounts:
         """The queue's counters as this replica has applied them."""

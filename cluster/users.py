@@ -127,7 +127,7 @@ def compiled_pattern(pattern: str) -> re2._Regexp | None:
     try:
         return re2.compile(pattern, options=RE2_OPTIONS)
     except re2.error:
-        log.warning("permission pattern %r is not valid for RE2 and grants nothing; set it again", pattern)
+        log.warning("pattern %r is not valid for RE2 and matches nothing; set it again", pattern)
         return None
 
 

@@ -292,7 +292,7 @@ class QueueMachine:
         pending dead letters, as RabbitMQ does (counted in `dropped`)."""
         was_at_least_once = self._config.dead_letters_at_least_once
         self._declared, self._policy = declared, policy
-        self._config = effective_config(declared, policy.arguments)
+        self._config = effective_config(declared, policy.arguments, self.name)
         self._consumers.set_single_active(bool(self._config.single_active_consumer))
         if was_at_least_once and not self._config.dead_letters_at_least_once:
             ids = self._dead_letters.drop_all()
@@ -764,7 +764,7 @@ class QueueMachine:
         if "policy" in header:
             applied = ApplyPolicy(*header["policy"])
             machine._policy = AppliedPolicy(applied.policy, applied.arguments)
-            machine._config = effective_config(machine._declared, applied.arguments)
+            machine._config = effective_config(machine._declared, applied.arguments, machine.name)
         machine._now = header["now"]
         machine._next_id = header["next_id"]
         machine._last_active_ms = header["last_active_ms"]

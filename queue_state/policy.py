@@ -79,11 +79,15 @@ def check_policy_arguments(arguments: object) -> None:
         check_argument(argument, value)
 
 
-def effective_config(declared: QueueConfig, policy: Mapping[str, Any]) -> QueueConfig:
-    """`declared` overlaid by a policy's arguments: each argument the queue leaves unset takes the
-    policy's value; of a limit set by both, the stricter applies; any other declared value stays."""
+def effective_config(declared: QueueConfig, policy: Mapping[str, Any], queue: str) -> QueueConfig:
+    """`declared` overlaid by a policy's arguments for queue `queue`: each argument the queue leaves unset
+    takes the policy's value; of a limit set by both, the stricter applies; any other declared value
+    stays. A policy's dead-letter target naming the queue itself is left out (a dead-letter queue a
+    broad pattern matches would dead-letter into itself, for ever)."""
     changes = {}
     for argument, value in policy.items():
+        if argument == "x-dead-letter-queue" and value == queue:
+            continue
         name = config_field(argument)
         own = getattr(declared, name)
         if own is None:

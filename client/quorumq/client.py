@@ -55,6 +55,10 @@ def _user_path(name: str, *parts: str) -> str:
     return "/".join(["/api/users", *(quote(segment, safe="") for segment in (name, *parts))])
 
 
+def _policy_path(name: str) -> str:
+    return f"/api/policies/{quote(name, safe='')}"
+
+
 class Client:
     """An asyncio client for a quorumq cluster reachable through any of `nodes` (base URLs or HOST:PORT).
 
@@ -571,6 +575,23 @@ class Client:
         """Set a user's configure/write/read regexes on queue names ("" grants nothing)."""
         body = {"configure": configure, "write": write, "read": read}
         await self._transport.request("PUT", _user_path(name, "permissions"), body=body, retry_sent=True)
+
+    async def policies(self) -> list[dict[str, Any]]:
+        """Every policy: name, pattern, definition and priority (administrators only)."""
+        return (await self._transport.request("GET", "/api/policies", retry_sent=True)).payload
+
+    async def set_policy(
+        self, name: str, pattern: str, definition: dict[str, Any], *, priority: int = 0
+    ) -> bool:
+        """Create or replace policy `name`: queues whose name `pattern` matches (anywhere, as in RabbitMQ)
+        apply `definition` (policy keys such as `max-length`); True when it was created."""
+        body = {"pattern": pattern, "definition": definition, "priority": priority}
+        reply = await self._transport.request("PUT", _policy_path(name), body=body, retry_sent=True)
+        return reply.status == 201
+
+    async def clear_policy(self, name: str) -> None:
+        """Remove policy `name`: its queues return to their declared arguments."""
+        await self._transport.request("DELETE", _policy_path(name))
 
     async def create_token(self, ttl_s: int | None = None) -> tuple[str, int]:
         """A bearer token for the caller and its expiry (ms since the epoch)."""

@@ -178,6 +178,9 @@ class SyncClient:
     put_user = _Blocking(Client.put_user)
     delete_user = _Blocking(Client.delete_user)
     set_permissions = _Blocking(Client.set_permissions)
+    policies = _Blocking(Client.policies)
+    set_policy = _Blocking(Client.set_policy)
+    clear_policy = _Blocking(Client.clear_policy)
     create_token = _Blocking(Client.create_token)
 
     def publish_all(

@@ -1,6 +1,7 @@
 """Continuous membership reconciliation: queue leaders grow their groups towards a target size.
 
-The target is the queue's `x-quorum-target-group-size`, else the node's `target_group_size` (0: none).
+The target is the queue's `x-quorum-target-group-size` in force (declared, or its policy's
+`target-group-size`: `cluster.policies`), else the node's `target_group_size` (0: none).
 Every `membership_interval_ms`, and `membership_trigger_delay_ms` after nodes join or are forgotten or
 queues are declared, each leader adds one node that hosts no replica (on a host the group does not use
 yet when there is one: `cluster.placement.next_replica`), only when every current member is up; with
@@ -18,7 +19,8 @@ from cluster.membership.group_changes import GroupChanges
 from cluster.membership.host import MembershipHost
 from cluster.membership.queue_members import QueueMembers
 from cluster.placement import next_replica, replica_counts
-from queue_state.arguments import ArgumentError, parse_arguments
+from cluster.policies import effective_arguments
+from queue_state.arguments import ArgumentError
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +54,10 @@ class GroupSizeReconciler:
 
     def target_size(self, name: str) -> int:
         """The queue's target group size (0 when it has none)."""
+        metadata = self.node.metadata
         try:
-            wanted = parse_arguments(self.node.directory.info(name).arguments).target_group_size
+            arguments = self.node.directory.info(name).arguments
+            wanted = effective_arguments(arguments, metadata.policies.values(), name).target_group_size
         except ArgumentError:
             wanted = None
         return wanted or self.node.config.target_group_size

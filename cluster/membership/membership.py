@@ -10,6 +10,7 @@ from cluster.membership.group_changes import GroupChanges
 from cluster.membership.group_size import GroupSizeReconciler
 from cluster.membership.host import MembershipHost
 from cluster.membership.queue_members import QueueMembers
+from cluster.metadata.records import PolicyRecord
 from cluster.metadata_door import MetadataDoor
 
 log = logging.getLogger(__name__)
@@ -30,15 +31,19 @@ class Membership:
         self.group_size = GroupSizeReconciler(node, self.queues, changes)
         self._known_nodes: frozenset[str] = frozenset()
         self._known_queues: frozenset[str] = frozenset()
+        self._known_policies: dict[str, PolicyRecord] = {}
         self._known_voters: frozenset[str] = frozenset()
         self._known_led: frozenset[str] = frozenset()
 
     def metadata_changed(self) -> None:
-        """Nodes joined or were forgotten, or queues appeared: reconcile group sizes soon."""
+        """Nodes joined or were forgotten, queues appeared, or policies changed (a target group size
+        among them): reconcile group sizes soon."""
         metadata = self.node.metadata
         nodes, queues = frozenset(metadata.nodes), frozenset(metadata.queues)
-        if nodes != self._known_nodes or not queues <= self._known_queues:
+        policies = dict(metadata.policies)
+        if nodes != self._known_nodes or not queues <= self._known_queues or policies != self._known_policies:
             self.group_size.trigger()
+        self._known_policies = policies
         for gone in self._known_nodes - nodes:
             self.node.transport.remove_peer(gone)
         self._known_nodes, self._known_queues = nodes, queues

@@ -64,7 +64,7 @@ class UserRecord:
 
 @dataclass
 class PolicyRecord:
-    """A policy: queues whose whole name `pattern` (RE2) matches apply its `definition` (policy keys, as
+    """A policy: queues whose name `pattern` matches apply its `definition` (policy keys, as
     `queue_state.policy` reads them); of several matching, the one of highest `priority`, then of the
     least name (`cluster.policies` matches and checks them; the metadata only records them)."""
 

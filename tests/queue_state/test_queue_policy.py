@@ -42,11 +42,11 @@ def test_rule_declared_values_win_except_limits_where_the_stricter_wins() -> Non
     )
     given_policy = {"max-length": 20, "message-ttl": 100, "overflow": "reject-publish"}
     policy = definition_arguments({**given_policy, "delivery-limit": 4, "expires": 9000})
-    config = effective_config(declared, policy)
+    config = effective_config(declared, policy, "q")
     assert (config.max_length, config.message_ttl, config.overflow) == (10, 100, "drop-head")
     assert config.delivery_limit == 4  # -1 is no limit: any limit is stricter
     assert config.expires == 9000  # unset by the queue: the policy's
-    assert effective_config(declared, {}) is declared
+    assert effective_config(declared, {}, "q") is declared
 
 
 @given(
@@ -55,7 +55,7 @@ def test_rule_declared_values_win_except_limits_where_the_stricter_wins() -> Non
 )
 def test_rule_the_delivery_limit_in_force_is_never_looser_than_either(own: int | None, theirs: int) -> None:
     declared = parse_arguments({} if own is None else {"x-delivery-limit": own})
-    limit = effective_config(declared, {"x-delivery-limit": theirs}).delivery_limit_in_force
+    limit = effective_config(declared, {"x-delivery-limit": theirs}, "q").delivery_limit_in_force
     for given_limit in (own, theirs):
         if given_limit is not None and given_limit >= 0:
             assert limit is not None and limit <= given_limit
@@ -121,3 +121,10 @@ def test_a_snapshot_keeps_the_policy_in_version_7_and_only_with_one() -> None:
     restored = QueueMachine.restore(chunks)
     assert restored.policy == m.policy
     assert restored.config == m.config and restored.declared_config == m.declared_config
+
+
+def test_rule_a_policy_never_makes_a_queue_its_own_dead_letter_target() -> None:
+    policy = {"x-dead-letter-queue": "dlq", "x-message-ttl": 5}
+    assert effective_config(parse_arguments({}), policy, "orders").dead_letter_queue == "dlq"
+    in_force = effective_config(parse_arguments({}), policy, "dlq")
+    assert (in_force.dead_letter_queue, in_force.message_ttl) == (None, 5)
