@@ -117,6 +117,38 @@ WIRE_FORMATS = (
     "body as bin), and deliveries are answered in msgpack on `Accept: application/msgpack`, bodies as "
     "bin: base64 inside JSON costs a third more bytes and an encode and decode per message."
 )
+POLICY_NAME: Schema = {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._:@\\-]{0,127}$"}
+_LIMIT: Schema = {"type": "integer", "minimum": 0}
+POLICY: Schema = {
+    "type": "object",
+    "required": ["pattern", "definition"],
+    "additionalProperties": False,
+    "properties": {
+        "pattern": {"type": "string", "minLength": 1, "description": "RE2, matched anywhere in a queue name"},
+        "priority": {"type": "integer", "default": 0},
+        "definition": {
+            "type": "object",
+            "minProperties": 1,
+            "additionalProperties": False,
+            "properties": {
+                "dead-letter-queue": {"type": "string", "minLength": 1},
+                "dead-letter-strategy": {"enum": ["at-most-once", "at-least-once"]},
+                "max-length": _LIMIT,
+                "max-length-bytes": _LIMIT,
+                "overflow": {"enum": ["drop-head", "reject-publish"]},
+                "delivery-limit": {"type": "integer", "minimum": -1},
+                "message-ttl": _LIMIT,
+                "expires": {"type": "integer", "minimum": 1},
+                "lease-period": {"type": "integer", "minimum": 1},
+                "consumer-timeout": {"type": "integer", "minimum": 1},
+                "delayed-retry-type": {"enum": ["disabled", "all", "failed", "returned"]},
+                "delayed-retry-min": _LIMIT,
+                "delayed-retry-max": _LIMIT,
+                "target-group-size": {"type": "integer", "minimum": 1},
+            },
+        },
+    },
+}
 PERMISSIONS: Schema = {
     "type": "object",
     "additionalProperties": False,
@@ -336,6 +368,23 @@ PATHS: dict[str, dict[str, Any]] = {
     "/api/users/{user}/permissions": {
         "put": _operation("set a user's configure/write/read regexes", {"204": "set"}, body=PERMISSIONS)
     },
+    "/api/policies": {"get": _operation("list policies", {"200": "policies"})},
+    "/api/policies/{policy}": {
+        "get": _operation("one policy", {"200": "the policy"}),
+        "put": _operation(
+            "create or replace a policy: matching queues apply it at once, and queues declared later",
+            {
+                "201": "created",
+                "204": "replaced",
+                "409": "a node reads no policies yet (upgrade_in_progress)",
+            },
+            body=POLICY,
+        ),
+        "delete": _operation(
+            "remove a policy: its queues return to their declared arguments",
+            {"204": "removed", "409": "a node reads no policies yet (upgrade_in_progress)"},
+        ),
+    },
     "/api/queues": {"get": _operation("every queue with statistics", {"200": "queues"})},
     Q: {
         "put": _operation(
@@ -520,6 +569,7 @@ PATH_PARAMETERS: dict[str, Schema] = {
     "q": QUEUE_NAME,
     "tag": {"type": "string", "minLength": 1},
     "user": USER_NAME,
+    "policy": POLICY_NAME,
     "node": {"type": "string", "minLength": 1},
 }
 

@@ -112,15 +112,20 @@ def test_rule_a_policy_at_least_once_without_reject_publish_dead_letters_at_most
 
 
 def test_a_snapshot_keeps_the_policy_in_version_7_and_only_with_one() -> None:
-    m = make_machine(max_length=10)
+    m = make_machine(max_length=10, overflow="reject-publish", dead_letter_queue="dlq")
     assert msgpack.unpackb(next(iter(m.snapshot_chunks())))["version"] < 7
-    m.apply(EntryMeta(1), ApplyPolicy("p", {"x-max-length": 3, "x-expires": 60000}))
+    m.apply(EntryMeta(1), ApplyPolicy("p", {"x-max-length": 3, "x-expires": 60000,
+                                             "x-dead-letter-strategy": "at-least-once"}))  # fmt: skip
+    enqueue(m, 2, count=3)
+    m.apply(EntryMeta(3), Checkout("c", prefetch=2))
+    m.apply(EntryMeta(4), Discard((1,), "c"))  # a pending dead letter, one held, one ready
     chunks = list(m.snapshot_chunks())
     header = msgpack.unpackb(chunks[0])
-    assert header["version"] == 7 and header["config"] == {"x-queue-type": "quorum", "x-max-length": 10}
+    assert header["version"] == 7 and header["config"] == m.declared_config.to_arguments()
     restored = QueueMachine.restore(chunks)
     assert restored.policy == m.policy
     assert restored.config == m.config and restored.declared_config == m.declared_config
+    assert list(restored.snapshot_chunks()) == chunks
 
 
 def test_rule_a_policy_never_makes_a_queue_its_own_dead_letter_target() -> None:
