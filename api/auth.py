@@ -75,6 +75,7 @@ class Access(enum.Enum):
 QUEUE = "/api/queues/{q}"
 CONSUMER = QUEUE + "/consumers/{tag}"
 USER = "/api/users/{user}"
+POLICY = "/api/policies/{policy}"
 
 ROUTE_ACCESS: dict[tuple[str, str], Access] = {
     ("GET", "/api/health"): Access.PUBLIC,
@@ -118,6 +119,10 @@ ROUTE_ACCESS: dict[tuple[str, str], Access] = {
     ("PUT", USER): Access.ADMINISTRATOR,
     ("DELETE", USER): Access.ADMINISTRATOR,
     ("PUT", USER + "/permissions"): Access.ADMINISTRATOR,
+    ("GET", "/api/policies"): Access.ADMINISTRATOR,
+    ("GET", POLICY): Access.ADMINISTRATOR,
+    ("PUT", POLICY): Access.ADMINISTRATOR,
+    ("DELETE", POLICY): Access.ADMINISTRATOR,
 }
 
 

@@ -7,6 +7,7 @@ from typing import Any
 from aiohttp import web
 
 from api.app_keys import FORMATS, METADATA, METADATA_DOOR
+from api.auth import POLICY
 from api.errors import ApiError
 from api.forwarding import on_meta_leader
 from api.validation import bad, json_object
@@ -14,8 +15,6 @@ from cluster.metadata.codec import POLICY_CODEC_VERSION
 from cluster.metadata.records import PolicyRecord
 from cluster.metadata.replies import Created, NotFound
 from cluster.policies import PolicyError, checked_policy
-
-POLICY = "/api/policies/{policy}"
 
 
 def add_routes(router: web.UrlDispatcher) -> None:

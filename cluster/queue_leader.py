@@ -187,9 +187,10 @@ class QueueLeader:
         """The name of the policy the queue applies ("" for none)."""
         return self._replica.machine.policy.name
 
-    def apply_policy(self, policy: AppliedPolicy) -> None:
+    def apply_policy(self, policy: AppliedPolicy) -> bool:
         """On the leader, put `policy` into the queue's log unless the queue applies it already or is
-        about to; not before every node reads queue operations with policies (the next call retries)."""
+        about to; not before every node reads queue operations with policies (the next call retries).
+        True when it proposed it."""
         machine = self._replica.machine
         if (
             not self.is_leader
@@ -197,11 +198,12 @@ class QueueLeader:
             or self._policy_in_flight == policy
             or self._op_version() < POLICY_OP_VERSION
         ):
-            return
+            return False
         self._policy_in_flight = policy
         command = ApplyPolicy(policy.name, dict(policy.arguments))
         proposal = asyncio.ensure_future(self._submit(command))
         proposal.add_done_callback(self._policy_proposed)
+        return True
 
     def _policy_proposed(self, proposal: asyncio.Future[Any]) -> None:
         self._policy_in_flight = None

@@ -11,13 +11,14 @@ from pathlib import Path
 import msgpack
 import pytest
 import pytest_asyncio
-from in_process_node import InProcessNode, in_process_node
+from in_process_node import InProcessNode, in_process_node, until
 
 from cluster.entry_codec import QUEUE_OP_VERSION, QueueOp, decode_queue_op, entry_ops, op_bodies
 from cluster.errors import BadRequest, LogGap, QueueConflict, QueueFull, Refused, UnknownConsumer
 from cluster.queue_results import MessageRow, Outcome, Position, Published, Settled
 from cluster.stored_message import StoredMessage
 from queue_state.commands import Cancel, Checkout, Return
+from queue_state.policy import AppliedPolicy
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -241,3 +242,31 @@ async def test_rule_plain_returns_and_reasons_are_written_only_once_every_node_r
         op.command for op in logged_ops(running, door.group) if isinstance(op.command, Cancel | Return)
     ]
     assert [getattr(command, "failed", None) for command in counted] == [True, False, False]
+
+
+async def test_rule_policies_are_set_and_applied_only_once_every_node_reads_them(
+    running: InProcessNode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node that reads metadata codec 1 would refuse a policy command: none is written (409); one that
+    reads queue operations 6 would refuse an `ApplyPolicy`: the policy waits in the metadata until it
+    can be applied, then applies within the leader's once-a-second comparison."""
+    door = await running.declare("d-policy", {"x-max-length": 10})
+    policy = {"pattern": "^d-policy$", "definition": {"max-length": 2}}
+    with monkeypatch.context() as older_member:
+        older_member.setattr(running.node.formats.metadata, "version_for", lambda others: 1)
+        status, body = await running.call("PUT", "/api/policies/small", json=policy)
+        assert (status, body["error"]) == (409, "upgrade_in_progress")
+    assert "small" not in running.node.metadata.policies
+    with monkeypatch.context() as older_member:
+        older_member.setattr(running.node.formats.queue_operations, "version_for", lambda others: 6)
+        status, _ = await running.call("PUT", "/api/policies/small", json=policy)
+        assert status == 201
+        await until(lambda: "small" in running.node.metadata.policies, "the policy recorded")
+        assert not door.apply_policy(AppliedPolicy("small", {"x-max-length": 2}))
+        assert door.policy == "" and door.effective_definition()["x-max-length"] == 10
+    await until(lambda: door.policy == "small", "the policy applied once every node reads it")
+    assert door.effective_definition()["x-max-length"] == 2 and door.definition()["x-max-length"] == 10
+    status, _ = await running.call("DELETE", "/api/policies/small")
+    assert status == 204
+    await until(lambda: door.policy == "", "the declared arguments back")
+    assert door.effective_definition() == door.definition()

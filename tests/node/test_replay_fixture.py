@@ -14,7 +14,7 @@ from quorumq import Client, Delivery
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "replay_v0"
 VOLATILE = {"leader", "online"}
-ADDED_SINCE = {"messages_delayed": 0}
+ADDED_SINCE = {"messages_delayed": 0, "policy": None}
 """Counters the version that wrote the fixture did not report, with the value its logs imply."""
 
 
@@ -37,11 +37,13 @@ async def _observe(url: str) -> dict[str, Any]:
 
 def _reported_then(stats: dict[str, Any]) -> dict[str, Any]:
     """A queue's stats as that version reported them: what it did not have yet is what its logs imply
-    (nothing delayed, every ready message at level 0), and leaves the comparison."""
+    (nothing delayed, every ready message at level 0, no policy: the arguments in force are the declared
+    ones), and leaves the comparison."""
     for name, value in ADDED_SINCE.items():
         assert stats.pop(name) == value, name
     ready = stats["messages_ready"]
     assert stats.pop("messages_ready_by_priority") == ({"0": ready} if ready else {})
+    assert stats.pop("effective_arguments") == stats["arguments"]
     return {k: v for k, v in stats.items() if k not in VOLATILE}
 
 
