@@ -6,6 +6,8 @@ batcher merges the proposals that arrive together into one entry (`cluster/propo
 back, finds where they lie with `entry_body_spans`). A metadata operation is a command of
 `cluster.metadata.codec`. A queue operation has its own envelope:
 
+- version 8: `[8, now_ms, command, bodies]`, as version 7, where the command may be a redrive task's
+  (`StartRedrive`, `RedriveCheckout`, `EndRedrive`);
 - version 7: `[7, now_ms, command, bodies]`, as version 6, where the command may be an `ApplyPolicy`;
 - version 6: `[6, now_ms, command, bodies]`, as version 5, where a message to enqueue may carry a
   priority and a configuration the `x-max-priority` argument;
@@ -23,7 +25,7 @@ back, finds where they lie with `entry_body_spans`). A metadata operation is a c
 - version 0: `[command bytes, bodies]`, the time inside the positional command bytes
   (`decode_command_v0`).
 
-All decode into the same `QueueOp`, so logs written before version 7 (or 6 to 1) replay (snapshots never
+All decode into the same `QueueOp`, so logs written before version 8 (or 7 to 1) replay (snapshots never
 held operations). A leader writes the newest version every node of the cluster said it reads
 (`cluster/codec_reads.py`); a command with a field that version has no place for is not written (the
 leader builds it only when `op_version()` allows, `cluster/queue_leader.py`).
@@ -47,6 +49,7 @@ from queue_state.command_codec import (
     NAMED_VERSIONS,
     POLICY_VERSION,
     PRIORITY_MESSAGE_VERSION,
+    REDRIVE_VERSION,
     CommandDecodeError,
     decode_command,
     decode_command_v0,
@@ -56,7 +59,7 @@ from queue_state.command_codec import (
 from queue_state.commands import Command, Enqueue, EntryMeta, InvalidCommand
 from raft_log.msgpack_parts import array_header
 
-QUEUE_OP_VERSION = 7
+QUEUE_OP_VERSION = 8
 """The newest version of the queue operation envelope this node reads and may write."""
 READER_OP_VERSION = 2
 """The first version in which a consumer reading from a time is registered through the log."""
@@ -71,6 +74,8 @@ PRIORITY_OP_VERSION = PRIORITY_MESSAGE_VERSION
 """The first version with priorities: a message's, the `x-max-priority` argument."""
 POLICY_OP_VERSION = POLICY_VERSION
 """The first version in which queues apply policies (`ApplyPolicy`)."""
+REDRIVE_OP_VERSION = REDRIVE_VERSION
+"""The first version with redrive tasks (`StartRedrive`, `RedriveCheckout`, `EndRedrive`)."""
 
 
 class EntryDecodeError(ValueError):

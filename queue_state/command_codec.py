@@ -1,12 +1,12 @@
 """The wire forms of queue commands, by the version of the queue operation that carries them.
 
-Versions 1 to 7 (`encode_command`, `decode_command`): the msgpack-ready list `[tag, {field: value}]`.
+Versions 1 to 8 (`encode_command`, `decode_command`): the msgpack-ready list `[tag, {field: value}]`.
 Fields travel by name and a field equal to its default is left off, so a field added later with a default
 replays entries written before it (and a node that predates the field reads every command that leaves
 it at its default); a field the record does not have, or a missing one without a default, is an error.
 A field added with a later version (`_ADDED_IN`: Checkout's `since_ms` in 2; Return's and Cancel's
 `failed` and Discard's `reason` in 3) cannot be written in an earlier one, nor can a command added later
-(`Touch`, 4; `ApplyPolicy`, 7), an `UpdateConfig` setting an argument added later
+(`Touch`, 4; `ApplyPolicy`, 7; the redrive commands, 8), an `UpdateConfig` setting an argument added later
 (`x-consumer-timeout`, 4; the `x-delayed-retry-*` ones, 5; `x-max-priority`, 6), or an `Enqueue` of a
 message with a delay (5; Return's `delay_ms` too) or a priority (6).
 
@@ -41,15 +41,18 @@ from queue_state.commands import (
     DlxSettle,
     DurableCheckout,
     DurableSettle,
+    EndRedrive,
     Enqueue,
     EntryMeta,
     Get,
     InvalidCommand,
     NewMessage,
     Purge,
+    RedriveCheckout,
     Return,
     Seal,
     Settle,
+    StartRedrive,
     Tick,
     Touch,
     UpdateConfig,
@@ -80,6 +83,9 @@ _TAGS: dict[type[Command], int] = {
     Seal: 16,
     Touch: 17,
     ApplyPolicy: 18,
+    StartRedrive: 19,
+    RedriveCheckout: 20,
+    EndRedrive: 21,
 }
 _TYPES: dict[int, type[Command]] = {tag: kind for kind, tag in _TAGS.items()}
 _FIELD_NAMES: dict[type[Command], tuple[str, ...]] = {
@@ -114,7 +120,7 @@ _V0_FIELDS: dict[type[Command], tuple[str, ...]] = {
 }
 _V0_SHORTER: dict[type[Command], int] = {DurableCheckout: 2}
 
-NAMED_VERSIONS = (1, 2, 3, 4, 5, 6, 7)
+NAMED_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8)
 """The operation versions whose commands travel in the named-field form."""
 # The version a field of the named form was added in, when after version 1: an older node refuses it.
 _ADDED_IN: dict[type[Command], dict[str, int]] = {
@@ -125,8 +131,16 @@ _ADDED_IN: dict[type[Command], dict[str, int]] = {
 }
 POLICY_VERSION = 7
 """The version in which a queue applies policies (`ApplyPolicy`)."""
+REDRIVE_VERSION = 8
+"""The version with redrive tasks (`StartRedrive`, `RedriveCheckout`, `EndRedrive`)."""
 # The version a command was added in, when after version 1 (version 0 has none of them either).
-_COMMAND_ADDED_IN: dict[type[Command], int] = {Touch: 4, ApplyPolicy: POLICY_VERSION}
+_COMMAND_ADDED_IN: dict[type[Command], int] = {
+    Touch: 4,
+    ApplyPolicy: POLICY_VERSION,
+    StartRedrive: REDRIVE_VERSION,
+    RedriveCheckout: REDRIVE_VERSION,
+    EndRedrive: REDRIVE_VERSION,
+}
 # The version a queue argument was added in, when after version 0: an older node cannot parse a
 # configuration that sets it.
 _ARGUMENT_ADDED_IN: dict[str, int] = {
@@ -195,7 +209,7 @@ def _from_wire(field_name: str, value: Any) -> Any:
 
 
 def encode_command(cmd: Command, version: int = NAMED_VERSIONS[-1]) -> list[Any]:
-    """The named form of a command in operation `version` (1 to 7): `[tag, {field: value}]`, fields at
+    """The named form of a command in operation `version` (1 to 8): `[tag, {field: value}]`, fields at
     their default left off. ValueError for a field `version` has no place for that is not at its default."""
     if version not in NAMED_VERSIONS:
         raise ValueError(f"no named command form in version {version}")
@@ -213,7 +227,7 @@ def encode_command(cmd: Command, version: int = NAMED_VERSIONS[-1]) -> list[Any]
 
 
 def decode_command(wire: Any) -> Command:
-    """The command of a named form (version 1 to 7); anything else raises `CommandDecodeError`."""
+    """The command of a named form (version 1 to 8); anything else raises `CommandDecodeError`."""
     with _decode_errors():
         if type(wire) is not list or len(wire) != 2 or type(wire[1]) is not dict:
             raise CommandDecodeError("not a command [tag, {field: value}]")

@@ -14,6 +14,7 @@ from typing import Any
 
 from queue_state.arguments import INT64_MAX, ArgumentError, QueueConfig
 from queue_state.policy import check_policy_arguments
+from queue_state.redrive import ENDED_STATES
 
 MAX_REASON_CHARS = 256
 """The longest reason a rejecting consumer may give (`Discard.reason`)."""
@@ -48,6 +49,11 @@ def _check_optional_name(name: str, value: Any) -> None:
 def _check_bool(name: str, value: Any) -> None:
     if type(value) is not bool:
         raise InvalidCommand(f"{name} must be a boolean, got {value!r}")
+
+
+def _check_reason(reason: Any) -> None:
+    if reason is not None and (type(reason) is not str or len(reason) > MAX_REASON_CHARS):
+        raise InvalidCommand(f"reason must be a string of at most {MAX_REASON_CHARS} characters")
 
 
 def _check_ids(ids: Any) -> None:
@@ -199,8 +205,7 @@ class Discard(_ByIds):
 
     def __post_init__(self) -> None:
         _ByIds.__post_init__(self)
-        if self.reason is not None and (type(self.reason) is not str or len(self.reason) > MAX_REASON_CHARS):
-            raise InvalidCommand(f"reason must be a string of at most {MAX_REASON_CHARS} characters")
+        _check_reason(self.reason)
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,6 +346,57 @@ class Seal:
         _check_bool("if_unused", self.if_unused)
 
 
+@dataclass(frozen=True, slots=True)
+class StartRedrive:
+    """Start redrive task `task`: move the ready messages enqueued from `since_ms` to `until_ms` (the
+    entry's time when None) to `target` (None: each to the queue its `x-death` names), at most `rate`
+    a second (`queue_state/redrive.py`). The same task again, with the same settings, changes nothing."""
+
+    task: str
+    target: str | None = None
+    since_ms: int | None = None
+    until_ms: int | None = None
+    rate: int | None = None
+
+    def __post_init__(self) -> None:
+        _check_name("task", self.task)
+        _check_optional_name("target", self.target)
+        _check_optional_int("since_ms", self.since_ms)
+        _check_optional_int("until_ms", self.until_ms)
+        _check_optional_int("rate", self.rate, minimum=1)
+
+
+@dataclass(frozen=True, slots=True)
+class RedriveCheckout:
+    """Number up to `count` more messages of running task `task`'s window for its durable consumer,
+    while their bodies add up to at most `max_bytes` (the first one always)."""
+
+    task: str
+    count: int
+    max_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        _check_name("task", self.task)
+        _check_int("count", self.count)
+        _check_optional_int("max_bytes", self.max_bytes, minimum=1)
+
+
+@dataclass(frozen=True, slots=True)
+class EndRedrive:
+    """End running task `task` as `state` (`completed`: its consumer holds nothing; `cancelled` or
+    `failed`, with a `reason`: what it holds returns to the queue, as plain returns)."""
+
+    task: str
+    state: str
+    reason: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_name("task", self.task)
+        if self.state not in ENDED_STATES:
+            raise InvalidCommand(f"state must be one of {', '.join(ENDED_STATES)}, got {self.state!r}")
+        _check_reason(self.reason)
+
+
 Command = (
     Enqueue
     | Checkout
@@ -360,4 +416,7 @@ Command = (
     | DurableCheckout
     | DurableSettle
     | Seal
+    | StartRedrive
+    | RedriveCheckout
+    | EndRedrive
 )

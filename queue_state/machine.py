@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from queue_state.arguments import MAX_PRIORITY, QueueConfig, parse_arguments
@@ -25,14 +26,17 @@ from queue_state.commands import (
     DlxSettle,
     DurableCheckout,
     DurableSettle,
+    EndRedrive,
     Enqueue,
     EntryMeta,
     Get,
     NewMessage,
     Purge,
+    RedriveCheckout,
     Return,
     Seal,
     Settle,
+    StartRedrive,
     Tick,
     Touch,
     UpdateConfig,
@@ -58,6 +62,7 @@ from queue_state.messages import NO_EXPIRY, HeldMessage, ReadyMessage, TakeLimit
 from queue_state.policy import NO_POLICY, AppliedPolicy, effective_config
 from queue_state.publishers import PublisherDedup
 from queue_state.ready import ReadyMessages
+from queue_state.redrive import COMPLETED, ENDED_KEPT, RUNNING, RedriveTask
 from queue_state.snapshot import END_OF_SNAPSHOT, SnapshotError, SnapshotReader, pack_chunk, snapshot_header
 from queue_state.stats import QueueStats
 
@@ -91,6 +96,8 @@ class QueueMachine:
         self._last_active_ms: int | None = None
         self._expiry_signalled = False
         self._sealed = False
+        self._redrives: dict[str, RedriveTask] = {}
+        self._redrive_serial = 0
 
     @property
     def next_id(self) -> int:
@@ -198,7 +205,9 @@ class QueueMachine:
         """Cancel and down: the consumer and get holder of that name give back what they hold, as failed
         deliveries after a down and after a Cancel that says so (`Cancel.failed`).
 
-        Only Cancel releases a durable consumer: it never goes down."""
+        Only Cancel releases a durable consumer: it never goes down; a redrive task's only when it ends."""
+        if self._redrive_of(cmd.consumer) is not None:
+            return Failure("name_in_use", f"{cmd.consumer!r} is a redrive task's consumer: cancel the task")
         consumer = self._consumers.remove(cmd.consumer)
         get_holder = self._get_holders.pop(cmd.consumer, None)
         durable = self._durables.pop(cmd.consumer, None) if isinstance(cmd, Cancel) else None
@@ -308,12 +317,91 @@ class QueueMachine:
             if self._sealed:
                 return self._deleting()
             durable = self._durables[cmd.consumer] = DurableHolder(cmd.consumer)
+        elif self._redrive_of(cmd.consumer) is not None:
+            return Failure("name_in_use", f"{cmd.consumer!r} is a redrive task's consumer")
+        return self._number_for(durable, TakeLimit(cmd.count, cmd.max_bytes), cmd.since_ms, None, out)
+
+    def _number_for(
+        self,
+        durable: DurableHolder,
+        limit: TakeLimit,
+        since_ms: int | None,
+        until_ms: int | None,
+        out: EffectCollector,
+    ) -> DurablePosition:
+        """Check out the ready messages `limit` admits (enqueued in the window, when given) to a durable
+        consumer, numbering each."""
         self._mark_used()
-        taken = self._take_ready(TakeLimit(cmd.count, cmd.max_bytes), cmd.since_ms, out)
+        taken = self._take_ready(limit, since_ms, out, until_ms)
         for message in taken:
             self._hold(durable, message, self._now)
             durable.number(message.id)
         return DurablePosition(durable.settled_below, durable.next_seq, sum(m.size for m in taken))
+
+    def _start_redrive(self, cmd: StartRedrive, out: EffectCollector) -> Reply:
+        """Start a task, unless one runs (the same one again: Ok). It counts its window's ready messages
+        now (`total`, for progress) and takes them through a durable consumer of its own."""
+        running = next((task for task in self._redrives.values() if task.state == RUNNING), None)
+        if running is not None:
+            same = (running.target, running.since_ms, running.rate) == (cmd.target, cmd.since_ms, cmd.rate)
+            if running.task == cmd.task and same and cmd.until_ms in (None, running.until_ms):
+                return Ok()
+            return Failure("redrive_running", f"redrive task {running.task!r} is running (one at a time)")
+        if self._sealed:
+            return self._deleting()
+        if cmd.target == self.name:
+            return Failure("bad_target", f"queue '{self.name}' cannot redrive into itself")
+        until_ms = self._now if cmd.until_ms is None else cmd.until_ms
+        self._redrive_serial += 1
+        task = RedriveTask(
+            cmd.task, self._redrive_serial, cmd.target, cmd.since_ms, until_ms, cmd.rate, self._now, 0
+        )
+        if self._holds_under(task.consumer):
+            return Failure("name_in_use", f"{task.consumer!r} is a consumer of the queue")
+        task.total = sum(1 for message in self._ready if task.in_window(message.enqueued_at))
+        self._redrives.pop(cmd.task, None)  # an ended task of that name leaves for the new one
+        self._redrives[cmd.task] = task
+        self._durables[task.consumer] = DurableHolder(task.consumer)
+        return Ok()
+
+    def _redrive_checkout(self, cmd: RedriveCheckout, out: EffectCollector) -> Reply:
+        task = self._redrives.get(cmd.task)
+        if task is None or task.state != RUNNING:
+            return Failure("unknown_task", f"no running redrive task {cmd.task!r}")
+        limit = TakeLimit(cmd.count, cmd.max_bytes)
+        return self._number_for(self._durables[task.consumer], limit, task.since_ms or 0, task.until_ms, out)
+
+    def _end_redrive(self, cmd: EndRedrive, out: EffectCollector) -> Reply:
+        """End a running task (an ended one: Ok, nothing changes). What its consumer holds returns to the
+        queue as plain returns; `completed` only once it holds nothing."""
+        task = self._redrives.get(cmd.task)
+        if task is None:
+            return Failure("unknown_task", f"no redrive task {cmd.task!r}")
+        if task.state != RUNNING:
+            return Ok()
+        durable = self._durables[task.consumer]
+        if cmd.state == COMPLETED and durable.held:
+            return Failure("redrive_busy", f"redrive task {cmd.task!r} has messages not moved yet")
+        for _, held in list(durable.numbered()):
+            self._requeue(self._release(durable, held.message.id), False, out)
+        del self._durables[task.consumer]
+        task.state, task.moved, task.ended_ms, task.reason = (
+            cmd.state,
+            durable.settled_below,
+            self._now,
+            cmd.reason,
+        )
+        ended = [name for name, kept in self._redrives.items() if kept.state != RUNNING]
+        for name in ended[: max(len(ended) - ENDED_KEPT, 0)]:
+            del self._redrives[name]
+        return Ok()
+
+    def _redrive_of(self, consumer: str) -> RedriveTask | None:
+        """The running redrive task whose durable consumer `consumer` is, if any."""
+        return next(
+            (task for task in self._redrives.values() if task.state == RUNNING and task.consumer == consumer),
+            None,
+        )
 
     def _durable_settle(self, cmd: DurableSettle, out: EffectCollector) -> Reply:
         durable = self._durables.get(cmd.consumer)
@@ -410,13 +498,15 @@ class QueueMachine:
         else:
             self._ready.push_return(message)
 
-    def _take_ready(self, limit: TakeLimit, since_ms: int | None, out: EffectCollector) -> list[ReadyMessage]:
+    def _take_ready(
+        self, limit: TakeLimit, since_ms: int | None, out: EffectCollector, until_ms: int | None = None
+    ) -> list[ReadyMessage]:
         """Remove the ready messages `limit` admits: in serve order (the highest level first, its returns
-        first), or with `since_ms` the first ones enqueued at or after it, older ones staying where they
-        are."""
+        first), or with `since_ms` the first ones enqueued at or after it (and at or before `until_ms`,
+        when given), the others staying where they are."""
         self._expire_heads(out)
         if since_ms is not None:
-            return self._ready.take_since(since_ms, limit)
+            return self._ready.take_since(since_ms, limit, until_ms)
         expired: list[ReadyMessage] = []
         taken = self._ready.take(limit, self._now, expired)
         for message in expired:
@@ -666,6 +756,16 @@ class QueueMachine:
         found = self._ready.between(first_id, end_id) + held + delayed
         return [message.delivery() for message in heapq.nsmallest(limit, found)]
 
+    def redrives(self) -> list[RedriveTask]:
+        """The queue's redrive tasks (the running one and the last ended ones) in the order they started,
+        as copies; a running task's `moved` is what its consumer settled so far."""
+        return [
+            replace(task, moved=self._durables[task.consumer].settled_below)
+            if task.state == RUNNING
+            else replace(task)
+            for task in self._redrives.values()
+        ]
+
     def dead_letter_ids(self) -> list[int]:
         """Ids of at-least-once dead letters not yet confirmed."""
         return [letter.message.id for letter in self._dead_letters]
@@ -681,9 +781,11 @@ class QueueMachine:
         delayed = self._delayed.to_wire(width, self._ready.due_messages())
         readers = self._consumers.has_readers
         policy = {"policy": [self._policy.name, dict(self._policy.arguments)]} if self._policy.name else {}
+        redriven = bool(self._redrive_serial)
         version = (
-            7 if policy else 6 if prioritised else 5 if delaying else 4 if counting else 3 if readers else 2
-        )
+            8 if redriven else 7 if policy else 6 if prioritised else 5 if delaying
+            else 4 if counting else 3 if readers else 2
+        )  # fmt: skip
         yield snapshot_header(
             version,
             **policy,
@@ -711,6 +813,10 @@ class QueueMachine:
         yield pack_chunk("dead_letters", self._dead_letters.to_wire(width))
         for start in range(0, len(delayed), _ROWS_PER_CHUNK):
             yield pack_chunk("delayed", delayed[start : start + _ROWS_PER_CHUNK])
+        if redriven:
+            yield pack_chunk(
+                "redrives", [self._redrive_serial, [t.to_wire() for t in self._redrives.values()]]
+            )
         publishers = self._publishers.to_wire()
         for start in range(0, len(publishers), _PUBLISHERS_PER_CHUNK):
             yield pack_chunk("publishers", publishers[start : start + _PUBLISHERS_PER_CHUNK])
@@ -796,6 +902,9 @@ class QueueMachine:
             elif kind == "delayed":
                 for message in machine._delayed.extend_from_wire(payload):
                     machine._ready.push_due(message)
+            elif kind == "redrives":
+                machine._redrive_serial, rows = payload
+                machine._redrives = {row[0]: RedriveTask.of_wire(row) for row in rows}
             elif kind == "publishers":
                 machine._publishers.extend_from_wire(payload, reader.version)
             else:
@@ -857,4 +966,7 @@ _HANDLERS: dict[type, Callable[[QueueMachine, Any, EffectCollector], Reply]] = {
     DurableCheckout: QueueMachine._durable_checkout,
     DurableSettle: QueueMachine._durable_settle,
     Seal: QueueMachine._seal,
+    StartRedrive: QueueMachine._start_redrive,
+    RedriveCheckout: QueueMachine._redrive_checkout,
+    EndRedrive: QueueMachine._end_redrive,
 }

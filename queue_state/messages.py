@@ -14,6 +14,7 @@ from array import array
 from collections.abc import Iterator
 from typing import NamedTuple
 
+from queue_state.arguments import INT64_MAX
 from queue_state.effects import Delivery
 
 NO_EXPIRY = 2**63 - 1
@@ -222,9 +223,9 @@ class MessageFifo:
         for message in merged:
             self.push(message)
 
-    def take_since(self, since_ms: int, limit: TakeLimit) -> list[ReadyMessage]:
-        """Remove and return, in queue order, the messages enqueued at or after `since_ms` that `limit`
-        admits, up to the first it does not.
+    def take_since(self, since_ms: int, limit: TakeLimit, until_ms: int | None = None) -> list[ReadyMessage]:
+        """Remove and return, in queue order, the messages enqueued at or after `since_ms` (and at or
+        before `until_ms`, when given) that `limit` admits, up to the first it does not.
 
         Older messages stay in place. This scans the columns (linear in the queue's length) and cuts
         each run of taken rows out of them, which suits a reader from a time, not the delivery hot path.
@@ -233,8 +234,9 @@ class MessageFifo:
             return []
         self._compact()
         picked: list[int] = []
+        until = INT64_MAX if until_ms is None else until_ms
         for i, at in enumerate(self._enqueued):
-            if at >= since_ms:
+            if since_ms <= at <= until:
                 if not limit.admits(self._sizes[i]):
                     break
                 limit.take(self._sizes[i])

@@ -16,8 +16,10 @@ seventh field of every message row (held, durable, dead letter, delayed) and `le
 `returns` and `main` chunks stay as they were; it is written only when a message has a priority (queue
 operations version 6). Version 7 adds the header's `policy` (`[name, arguments]`, the policy the queue
 applies; its `config` stays the declared configuration) and is written only while a policy is applied
-(queue operations version 7). Versions 1 to 3 still restore, each message's acquired count equal to its
-delivery count; versions before 6 with every message at level 0.
+(queue operations version 7). Version 8 adds a `redrives` chunk (`[serial, [task row, ...]]`: the
+queue's redrive tasks and the serial of the last one started) and is written once a redrive task was
+started (queue operations version 8). Versions 1 to 3 still restore, each message's acquired count
+equal to its delivery count; versions before 6 with every message at level 0.
 """
 
 from __future__ import annotations
@@ -27,9 +29,9 @@ from typing import Any
 
 import msgpack
 
-SNAPSHOT_VERSION = 7  # 2: publishers' watermarks, `sealed`; 3: readers' times; 4: acquired counts, reasons;
-# 5: delayed messages; 6: priorities; 7: the applied policy
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7)
+SNAPSHOT_VERSION = 8  # 2: publishers' watermarks, `sealed`; 3: readers' times; 4: acquired counts, reasons;
+# 5: delayed messages; 6: priorities; 7: the applied policy; 8: redrive tasks
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8)
 END_OF_SNAPSHOT = "end"
 
 

@@ -37,12 +37,15 @@ from queue_state.commands import (
     Command,
     Discard,
     DurableCheckout,
+    EndRedrive,
     Enqueue,
     EntryMeta,
     Get,
     NewMessage,
+    RedriveCheckout,
     Return,
     Settle,
+    StartRedrive,
     Tick,
     Touch,
     UpdateConfig,
@@ -172,15 +175,36 @@ def test_version_6_is_version_5_under_its_own_number_with_priorities() -> None:
 
 
 def test_version_7_is_version_6_under_its_own_number_with_policies() -> None:
-    assert QUEUE_OP_VERSION == 7
-    assert encode_queue_op(EntryMeta(7), Tick()) == [7, 7, [10, {}], None]
+    assert encode_queue_op(EntryMeta(7), Tick(), version=7) == [7, 7, [10, {}], None]
     command = ApplyPolicy("limits", {"x-max-length": 5})
-    op = encode_queue_op(EntryMeta(7), command)
+    op = encode_queue_op(EntryMeta(7), command, version=7)
     assert op[:3] == [7, 7, [18, {"policy": "limits", "arguments": {"x-max-length": 5}}]]
     assert decode_queue_op(through_an_entry(op)).command == command
     for version in range(7):  # a node of that version would refuse it: it is never written
         with pytest.raises(ValueError):
             encode_queue_op(EntryMeta(7), command, None, version)
+
+
+def test_version_8_is_version_7_under_its_own_number_with_redrive_tasks() -> None:
+    assert QUEUE_OP_VERSION == 8
+    assert encode_queue_op(EntryMeta(7), Tick()) == [8, 7, [10, {}], None]
+    for command, wire in [
+        (
+            StartRedrive("t", "orders", None, 9, 50),
+            [19, {"task": "t", "target": "orders", "until_ms": 9, "rate": 50}],
+        ),
+        (RedriveCheckout("t", 10), [20, {"task": "t", "count": 10}]),
+        (
+            EndRedrive("t", "failed", "no x-death"),
+            [21, {"task": "t", "state": "failed", "reason": "no x-death"}],
+        ),
+    ]:
+        op = encode_queue_op(EntryMeta(7), command)
+        assert op[:3] == [8, 7, wire]
+        assert decode_queue_op(through_an_entry(op)).command == command
+        for version in range(8):  # a node of that version would refuse it: it is never written
+            with pytest.raises(ValueError):
+                encode_queue_op(EntryMeta(7), command, None, version)
 
 
 def test_rule_returns_and_cancels_of_old_logs_replay_as_failures() -> None:
@@ -239,7 +263,7 @@ def test_version_0_operations_decode_into_the_same_records_with_their_time(
 @pytest.mark.parametrize(
     "op",
     [
-        [8, 5, [10, {}], None],  # a version this node does not know
+        [9, 5, [10, {}], None],  # a version this node does not know
         [True, 5, [10, {}], None],  # a bool is not a version
         [1, -1, [10, {}], None],  # a negative time
         [1, "5", [10, {}], None],  # a time that is not an int
@@ -268,7 +292,7 @@ def test_op_bodies_reads_either_version_and_nothing_else() -> None:
     assert op_bodies([3, 5, [1, {"messages": [[1, None]]}], bodies]) == bodies
     assert op_bodies([4, 5, [1, {"messages": [[1, None]]}], bodies]) == bodies
     assert op_bodies([5, 5, [1, {"messages": [[1, None, 9]]}], bodies]) == bodies
-    assert [op_bodies(op) for op in (None, [], [1, 2, 3], "op", [8, 5, [], bodies])] == [None] * 5
+    assert [op_bodies(op) for op in (None, [], [1, 2, 3], "op", [9, 5, [], bodies])] == [None] * 5
 
 
 def test_only_known_versions_are_written() -> None:

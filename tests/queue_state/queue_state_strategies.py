@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 from queue_state.arguments import QueueConfig, parse_arguments
 from queue_state.commands import (
+    ApplyPolicy,
     Cancel,
     Checkout,
     Command,
@@ -15,18 +16,22 @@ from queue_state.commands import (
     DlxSettle,
     DurableCheckout,
     DurableSettle,
+    EndRedrive,
     Enqueue,
     EntryMeta,
     Get,
     NewMessage,
     Purge,
+    RedriveCheckout,
     Return,
     Seal,
     Settle,
+    StartRedrive,
     Tick,
     Touch,
     UpdateConfig,
 )
+from queue_state.redrive import ENDED_STATES
 
 NAME_POOL = ("a", "b", "c", "h")
 NAMES = st.sampled_from(NAME_POOL)
@@ -34,6 +39,22 @@ DURABLE_POOL = ("d1", "d2", "a")  # "a" may also be an ordinary consumer or get 
 DURABLE_NAMES = st.sampled_from(DURABLE_POOL)
 TIMES = st.integers(min_value=0, max_value=2_000)
 IDS = st.tuples(*[st.integers(min_value=1, max_value=40)] * 2) | st.tuples(st.integers(1, 40))
+
+
+TASKS = st.sampled_from(["t1", "t2"])
+REDRIVE_CONSUMERS = st.sampled_from(["redrive:t1", "redrive:t2"])
+POLICY_ARGUMENTS = st.fixed_dictionaries(
+    {},
+    optional={
+        "x-max-length": st.integers(0, 8),
+        "x-overflow": st.sampled_from(["drop-head", "reject-publish"]),
+        "x-delivery-limit": st.integers(-1, 3),
+        "x-dead-letter-queue": st.sampled_from(["dlq", "q"]),
+        "x-dead-letter-strategy": st.sampled_from(["at-most-once", "at-least-once"]),
+        "x-message-ttl": st.integers(0, 300),
+        "x-lease-period": st.integers(1, 300),
+    },
+)
 
 
 @st.composite
@@ -101,6 +122,21 @@ commands = st.one_of(
     ),
     st.builds(DurableSettle, DURABLE_NAMES, st.integers(0, 12)),
     st.builds(Seal, st.booleans(), st.booleans()),
+    st.just(ApplyPolicy("", {})),
+    st.builds(ApplyPolicy, st.sampled_from(["p1", "p2"]), POLICY_ARGUMENTS),
+    st.builds(
+        StartRedrive,
+        TASKS,
+        st.none() | st.sampled_from(["src", "q"]),
+        st.none() | TIMES,
+        st.none() | TIMES,
+        st.none() | st.integers(1, 10),
+    ),
+    st.builds(RedriveCheckout, TASKS, st.integers(0, 4), st.none() | st.integers(1, 100)),
+    st.builds(EndRedrive, TASKS, st.sampled_from(ENDED_STATES), st.none() | st.just("why")),
+    st.builds(DurableSettle, REDRIVE_CONSUMERS, st.integers(0, 12)),
+    st.builds(DurableCheckout, REDRIVE_CONSUMERS, st.integers(0, 4)),
+    st.builds(Cancel, REDRIVE_CONSUMERS, st.booleans()),
 )
 
 
@@ -112,7 +148,12 @@ metas = st.builds(EntryMeta, TIMES)
 command_lists = st.lists(st.tuples(metas, commands), max_size=60)
 
 
+_ADDED_IN_7_OR_LATER = (ApplyPolicy, StartRedrive, RedriveCheckout, EndRedrive)
+
+
 def _written_before_version_6(command: Command) -> bool:
+    if isinstance(command, _ADDED_IN_7_OR_LATER):
+        return False
     if isinstance(command, UpdateConfig):
         return command.config.max_priority is None
     if isinstance(command, Enqueue):
@@ -129,7 +170,8 @@ def _written_before_version_5(command: Command) -> bool:
         return not any(message.delay_ms for message in command.messages) and _written_before_version_6(
             command
         )
-    return not (isinstance(command, Return) and command.delay_ms is not None)
+    delayed_return = isinstance(command, Return) and command.delay_ms is not None
+    return not delayed_return and _written_before_version_6(command)
 
 
 def _written_before_version_4(command: Command) -> bool:
