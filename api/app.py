@@ -7,7 +7,14 @@ from collections.abc import AsyncIterator
 import aiohttp
 from aiohttp import web
 
-from api import cluster_handlers, consumer_handlers, durable_handlers, queue_handlers, stream_handler
+from api import (
+    cluster_handlers,
+    consumer_handlers,
+    durable_handlers,
+    queue_handlers,
+    redrive_handlers,
+    stream_handler,
+)
 from api.app_keys import (
     CALLER,
     CONFIG,
@@ -88,6 +95,9 @@ def add_routes(router: web.UrlDispatcher) -> None:
     router.add_post(QUEUE + "/ack", queue_handlers.settle_got)
     router.add_post(QUEUE + "/nack", queue_handlers.settle_got)
     router.add_post(QUEUE + "/touch", queue_handlers.touch_got)
+    router.add_post(QUEUE + "/redrive", redrive_handlers.start_redrive)
+    router.add_get(QUEUE + "/redrive", redrive_handlers.list_redrives)
+    router.add_delete(QUEUE + "/redrive/{task}", redrive_handlers.cancel_redrive)
     router.add_post(QUEUE + "/consumers", consumer_handlers.register_consumer)
     router.add_get(CONSUMER + "/deliveries", consumer_handlers.deliveries)
     router.add_post(CONSUMER + "/ack", consumer_handlers.settle_consumer)

@@ -232,6 +232,15 @@ SETTLE = _object(
     ("ids",),
 )
 TOUCH = _object({"ids": IDS}, ("ids",))
+REDRIVE: Schema = _object(
+    {
+        "task": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._:@\\-]{0,127}$"},
+        "to": QUEUE_NAME,
+        "since": {"type": ["integer", "string"], "description": "epoch ms or ISO-8601"},
+        "until": {"type": ["integer", "string"], "description": "epoch ms or ISO-8601"},
+        "rate": {"type": "integer", "minimum": 1},
+    }
+)
 ENDED = "the consumer was ended by its leader (error consumer_timeout or consumer_idle)"
 DECLARE = _object({"arguments": {"type": "object"}})
 
@@ -386,6 +395,20 @@ PATHS: dict[str, dict[str, Any]] = {
         ),
     },
     "/api/queues": {"get": _operation("every queue with statistics", {"200": "queues"})},
+    Q + "/redrive": {
+        "post": _operation(
+            "start a redrive task: move the dead-letter queue's messages (those there now, or enqueued from"
+            " since to until) to a queue, or each to the queue its x-death names (administrators), at most"
+            " rate a second; the same task again answers it",
+            {"201": "the task", "409": "another task runs (redrive_running), or upgrade_in_progress"},
+            body=REDRIVE,
+            body_required=False,
+        ),
+        "get": _operation("the queue's redrive tasks with their progress", {"200": "tasks"}),
+    },
+    Q + "/redrive/{task}": {
+        "delete": _operation("cancel a redrive task: what it holds goes back to the queue", {"204": "ended"})
+    },
     Q: {
         "put": _operation(
             "declare a queue",
@@ -570,6 +593,7 @@ PATH_PARAMETERS: dict[str, Schema] = {
     "tag": {"type": "string", "minLength": 1},
     "user": USER_NAME,
     "policy": POLICY_NAME,
+    "task": {"type": "string", "minLength": 1},
     "node": {"type": "string", "minLength": 1},
 }
 

@@ -111,15 +111,15 @@ def field_bool(body: dict[str, Any], name: str, default: bool) -> bool:
     return value
 
 
-def field_since(body: dict[str, Any]) -> int | None:
-    """The optional `since` of a get or consumer: epoch milliseconds or an ISO-8601 time."""
-    value = body.get("since")
+def field_since(body: dict[str, Any], name: str = "since") -> int | None:
+    """An optional time, such as the `since` of a get or consumer: epoch milliseconds or ISO-8601."""
+    value = body.get(name)
     if value is None:
         return None
     try:
         return epoch_ms(value)
     except ValueError as exc:
-        raise bad(f"since must be epoch milliseconds or an ISO-8601 time, got {value!r}") from exc
+        raise bad(f"{name} must be epoch milliseconds or an ISO-8601 time, got {value!r}") from exc
 
 
 def message_ids(body: dict[str, Any]) -> tuple[int, ...]:

@@ -4,12 +4,15 @@ from cli.local_cluster import cluster_group
 from cli.main import cli
 from cli.node_command import server
 from cli.policies import policies_group
+from cli.redrive import list_redrives, redrive
 from cli.users import users_group
 
 cli.add_command(server)
 cli.add_command(cluster_group)
 cli.add_command(users_group)
 cli.add_command(policies_group)
+cli.add_command(redrive)
+cli.add_command(list_redrives)
 
 if __name__ == "__main__":
     cli()

@@ -46,6 +46,7 @@ from cluster.queue_hosting import QueueHosting
 from cluster.queue_leader import QueueLeader
 from cluster.queue_replica import QueueReplica
 from cluster.raft_host import RaftHost
+from cluster.redriving.dispatcher import RedriveDispatcher
 from cluster.store_check import StoreCheck
 from cluster.store_damage import Damage, open_store, stop_on_damage
 from cluster.tls import raft_contexts
@@ -101,11 +102,11 @@ class Node:
         self._directory: QueueDirectory | None = None
         self._metadata_door: MetadataDoor | None = None
         self._membership: Membership | None = None
+        publisher = ClusterPublisher(self._led_here, self._publish_via, remote)
         self.dead_letters = DeadLetterDispatcher(
-            ClusterPublisher(self._led_here, self._publish_via, remote),
-            lambda q: q in self.metadata.queues,
-            config.dead_letter_prefetch,
+            publisher, lambda q: q in self.metadata.queues, config.dead_letter_prefetch
         )
+        self.redrives = RedriveDispatcher(publisher, lambda q: q in self.metadata.queues)
         self._join_url: str | None = None
         self._joiner = joiner
         self._tasks: list[asyncio.Task] = []
@@ -264,7 +265,8 @@ class Node:
     async def _sync_loop(self) -> None:
         """Keep the metadata in step with this node: its addresses, and the arguments of queues it
         leads that were changed at runtime (through the metadata leader); have the queues it leads apply
-        their policies (again, for a queue whose leadership it took since); tell peers which version of each
+        their policies and run their redrive tasks (again, for a queue whose leadership it took since);
+        tell peers which version of each
         replicated format this node reads, and whether it serves peer requests."""
         assert self.host is not None and self.store is not None and self._hosting is not None
         door = self.metadata_door
@@ -281,6 +283,7 @@ class Node:
             for command in self._hosting.changed_arguments(self.metadata.queues):
                 door.relay(command)
             self._hosting.apply_policies(self.metadata.policies.values())
+            self.redrives.ensure_all(queue for queue in self._hosting.queues.values() if queue.is_leader)
             await asyncio.sleep(SYNC_EVERY_S)
 
     async def _timer_loop(self) -> None:
@@ -319,11 +322,17 @@ class Node:
             on_dead_letter=self.dead_letters.dead_lettered,
             request_delete=self.request_delete,
             delete_sealed=self.directory.delete_sealed,
-            on_leadership=self.dead_letters.leadership_changed,
+            on_leadership=self._leadership_changed,
+            on_redrive=self.redrives.ensure,
             op_version=self.formats.writes_queue_ops,
             consumer_timeout_ms=self.config.consumer_timeout_ms,
             consumer_idle_timeout_ms=self.config.consumer_idle_timeout_ms,
         )
+
+    def _leadership_changed(self, queue: QueueLeader, is_leader: bool) -> None:
+        """The workers beside a queue's leader (at-least-once dead letters, redrive tasks) follow it."""
+        self.dead_letters.leadership_changed(queue, is_leader)
+        self.redrives.leadership_changed(queue, is_leader)
 
     def _led_here(self, name: str) -> QueueLeader | None:
         """The door of queue `name` when this node leads it, else None."""

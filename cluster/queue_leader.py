@@ -30,6 +30,7 @@ from cluster.entry_codec import (
     POLICY_OP_VERSION,
     PRIORITY_OP_VERSION,
     READER_OP_VERSION,
+    REDRIVE_OP_VERSION,
     encode_queue_op,
 )
 from cluster.errors import (
@@ -59,15 +60,18 @@ from queue_state.commands import (
     DlxSettle,
     DurableCheckout,
     DurableSettle,
+    EndRedrive,
     Enqueue,
     EntryMeta,
     Get,
     InvalidCommand,
     NewMessage,
     Purge,
+    RedriveCheckout,
     Return,
     Seal,
     Settle,
+    StartRedrive,
     Tick,
     Touch,
     UpdateConfig,
@@ -89,6 +93,7 @@ from queue_state.effects import (
 )
 from queue_state.machine import QUEUE_DELETING
 from queue_state.policy import AppliedPolicy
+from queue_state.redrive import CONSUMER_PREFIX, RedriveTask
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +145,7 @@ class QueueLeader:
         request_delete: Callable[[str, str], None],
         delete_sealed: Callable[[str, str], Awaitable[None]],
         on_leadership: Callable[[QueueLeader, bool], None],
+        on_redrive: Callable[[QueueLeader], None],
         op_version: Callable[[], int],
         consumer_timeout_ms: int,
         consumer_idle_timeout_ms: int,
@@ -156,6 +162,7 @@ class QueueLeader:
         self._request_delete = request_delete
         self._delete_sealed = delete_sealed
         self._on_leadership = on_leadership
+        self._on_redrive = on_redrive
         self._op_version = op_version
         self._applied = asyncio.Event()
         self._tick_in_flight = False
@@ -574,6 +581,53 @@ class QueueLeader:
         if isinstance(reply, Failure) and reply.code not in _DURABLE_REFUSALS:
             raise BadRequest(reply.reason, code=reply.code)
         raise _refusal(reply)  # name_in_use, beyond_sequence, queue_deleting: Refused
+
+    # -- redrive tasks ------------------------------------------------------------------------------
+
+    def redrives(self) -> list[RedriveTask]:
+        """The queue's redrive tasks as this replica applied them (the running one and the last ended)."""
+        return self._replica.machine.redrives()
+
+    def redrive(self, task: str) -> RedriveTask | None:
+        """Redrive task `task` as this replica applied it, or None."""
+        return next((found for found in self.redrives() if found.task == task), None)
+
+    async def start_redrive(
+        self, task: str, target: str | None, since_ms: int | None, until_ms: int | None, rate: int | None
+    ) -> RedriveTask:
+        """Start redrive task `task` (the same task again: nothing changes) and return it as applied.
+        Refused `redrive_running` while another runs, 409 `upgrade_in_progress` before every node reads
+        redrive tasks."""
+        self._require_op_version(REDRIVE_OP_VERSION, "no redrive tasks")
+        command = self._command(StartRedrive, task, target, since_ms, until_ms, rate)
+        reply = await self._submit(command)
+        if isinstance(reply, Failure):
+            raise _refusal(reply)
+        started = self.redrive(task)
+        assert started is not None
+        self._on_redrive(self)
+        return started
+
+    async def redrive_checkout(self, task: str, count: int) -> Position:
+        """Number up to `count` more messages of running task `task` for its consumer."""
+        reply = await self._submit(self._command(RedriveCheckout, task, count))
+        if isinstance(reply, Failure):
+            raise UnknownConsumer(reply.reason, code=reply.code)
+        return self._position(CONSUMER_PREFIX + task, reply)
+
+    async def end_redrive(self, task: str, state: str, reason: str | None = None) -> None:
+        """End task `task` as `state` (an ended one: nothing changes); UnknownConsumer for no such task,
+        Refused `redrive_busy` to complete one whose consumer holds messages."""
+        reply = await self._submit(self._command(EndRedrive, task, state, reason))
+        if isinstance(reply, Failure) and reply.code == "unknown_task":
+            raise UnknownConsumer(reply.reason, code=reply.code)
+        if isinstance(reply, Failure):
+            raise _refusal(reply)
+
+    def durable_position(self, name: str) -> Position | None:
+        """Where durable consumer `name` stands as this replica applied it, or None."""
+        info = next((i for i in self._replica.machine.durable_consumers() if i.name == name), None)
+        return None if info is None else Position(name, info.settled, info.end, 0)
 
     # -- at-least-once dead letters -----------------------------------------------------------------
 

@@ -150,6 +150,36 @@ class Client:
         reply = await self._transport.request("DELETE", queue_path(queue, "contents"))
         return _count_from(reply.payload, "purged")
 
+    async def start_redrive(
+        self,
+        queue: str,
+        *,
+        to: str | None = None,
+        since: int | str | None = None,
+        until: int | str | None = None,
+        rate: int | None = None,
+        task: str | None = None,
+    ) -> dict[str, Any]:
+        """Start moving dead-letter queue `queue`'s messages back: to `to`, or each to the queue its
+        newest `x-death` entry names (administrators only); those enqueued from `since` to `until` (epoch
+        ms or ISO-8601; by default every message there now), at most `rate` a second. Returns the task
+        (`task`, `state`, `total`, `moved`, ...); `task` names it (a fresh one by default), so a retry
+        finds the same task rather than starting another."""
+        fields = {"task": task or uuid.uuid4().hex, "to": to, "since": since, "until": until, "rate": rate}
+        body = {name: value for name, value in fields.items() if value is not None}
+        reply = await self._transport.request(
+            "POST", queue_path(queue, "redrive"), body=body, retry_sent=True
+        )
+        return dict(reply.payload)
+
+    async def redrives(self, queue: str) -> list[dict[str, Any]]:
+        """`queue`'s redrive tasks, the running one and the last ended, with their progress."""
+        return (await self._transport.request("GET", queue_path(queue, "redrive"), retry_sent=True)).payload
+
+    async def cancel_redrive(self, queue: str, task: str) -> None:
+        """Cancel a redrive task: what it had taken and not moved goes back to `queue`."""
+        await self._transport.request("DELETE", queue_path(queue, "redrive", task), retry_sent=True)
+
     async def queue(self, queue: str) -> dict[str, Any]:
         """The statistics and definition of one queue."""
         return (await self._transport.request("GET", queue_path(queue), retry_sent=True)).payload
