@@ -6,11 +6,11 @@ from typing import Any
 
 from aiohttp import web
 
-from api.app_keys import FORMATS, METADATA, METADATA_DOOR
+from api.app_keys import CONFIG, FORMATS, METADATA, METADATA_DOOR
 from api.auth import POLICY
 from api.errors import ApiError
 from api.forwarding import on_meta_leader
-from api.validation import bad, json_object
+from api.validation import bad, check_queue_name, json_object
 from cluster.metadata.codec import POLICY_CODEC_VERSION
 from cluster.metadata.records import PolicyRecord
 from cluster.metadata.replies import Created, NotFound
@@ -18,7 +18,7 @@ from cluster.policies import PolicyError, checked_policy
 
 
 def add_routes(router: web.UrlDispatcher) -> None:
-    """Register the policy routes (administrators only: routes without an access rule)."""
+    """Register the policy routes (administrators only: `api/auth.py`)."""
     router.add_get("/api/policies", list_policies)
     router.add_get(POLICY, get_policy)
     router.add_put(POLICY, put_policy)
@@ -63,9 +63,15 @@ async def put_policy(request: web.Request) -> web.StreamResponse:
         policy = checked_policy(name, body.get("pattern"), body.get("definition"), body.get("priority", 0))
     except PolicyError as exc:
         raise bad(str(exc)) from exc
+    target = policy.definition.get("dead-letter-queue")
+    if target is not None:
+        check_queue_name(target, request.app[CONFIG].max_queue_name_length)
     _require_policies_read_everywhere(request)
     door = request.app[METADATA_DOOR]
-    reply = await door.set_policy(policy.name, policy.pattern, policy.definition, policy.priority)
+    try:
+        reply = await door.set_policy(policy.name, policy.pattern, policy.definition, policy.priority)
+    except ValueError as exc:  # a node said it reads an older codec since the check
+        raise _upgrade_in_progress() from exc
     return web.Response(status=201 if isinstance(reply, Created) else 204)
 
 
@@ -76,7 +82,10 @@ async def delete_policy(request: web.Request) -> web.StreamResponse:
     if name not in request.app[METADATA].policies:
         raise ApiError(404, "not_found", f"no policy '{name}'")
     _require_policies_read_everywhere(request)
-    reply = await request.app[METADATA_DOOR].clear_policy(name)
+    try:
+        reply = await request.app[METADATA_DOOR].clear_policy(name)
+    except ValueError as exc:
+        raise _upgrade_in_progress() from exc
     if isinstance(reply, NotFound):
         raise ApiError(404, "not_found", reply.reason)
     return web.Response(status=204)
@@ -85,4 +94,8 @@ async def delete_policy(request: web.Request) -> web.StreamResponse:
 def _require_policies_read_everywhere(request: web.Request) -> None:
     """409 `upgrade_in_progress` until every node reads the metadata commands of policies."""
     if request.app[FORMATS].writes_metadata() < POLICY_CODEC_VERSION:
-        raise ApiError(409, "upgrade_in_progress", "a node of the cluster reads no policies yet")
+        raise _upgrade_in_progress()
+
+
+def _upgrade_in_progress() -> ApiError:
+    return ApiError(409, "upgrade_in_progress", "a node of the cluster reads no policies yet")

@@ -31,10 +31,12 @@ from api.validation import (
     query_int,
     queue_name,
 )
-from cluster.policies import effective_arguments, matching_policy
+from cluster.policies import applied_policy
 from cluster.queue_leader import QueueLeader
 from cluster.queue_limits import INT64_MAX
 from cluster.queue_results import MessageRow
+from queue_state.arguments import parse_arguments
+from queue_state.policy import effective_config
 
 MAX_GET = 1000
 
@@ -47,10 +49,9 @@ def queue_json(request: web.Request, name: str, queue: QueueLeader | None) -> di
     if queue is not None:
         arguments, policy, effective = queue.definition(), queue.policy, queue.effective_definition()
     else:
-        policies = request.app[METADATA].policies.values()
-        chosen = matching_policy(policies, name)
-        arguments, policy = info.arguments, chosen.name if chosen is not None else ""
-        effective = effective_arguments(info.arguments, policies, name).to_arguments()
+        chosen = applied_policy(request.app[METADATA].policies.values(), name)
+        arguments, policy = info.arguments, chosen.name
+        effective = effective_config(parse_arguments(info.arguments), chosen.arguments, name).to_arguments()
     result: dict[str, Any] = {
         "name": name,
         "arguments": arguments,

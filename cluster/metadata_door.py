@@ -170,12 +170,13 @@ class MetadataDoor:
     def _relayed(self, command: Command, leader: str) -> dict[str, Any]:
         """The control frame relaying `command` to `leader`: the codec's form, or the key of versions
         before it for a leader that has not said it reads the codec."""
-        if self._formats.metadata_read_by(leader) < CODEC_VERSION:
+        version = min(CODEC_VERSION, self._formats.metadata_read_by(leader))
+        if version == 0:
             tag, *values = encode(command, 0)
             older = next((key for key, kind in OLDER_RELAY_KEYS.items() if kind == tag), None)
             if older is not None:
                 return {older: values}
-        return {RELAY_KEY: encode(command)}
+        return {RELAY_KEY: encode(command, max(version, 1))}
 
     def _fire(self, command: Command) -> None:
         with contextlib.suppress(ProposalFailed):

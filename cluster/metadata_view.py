@@ -43,6 +43,11 @@ class MetadataView:
         return self._app.state.policies
 
     @property
+    def policies_revision(self) -> int:
+        """How many times the policies changed (the revision queues apply them under)."""
+        return self._app.state.policies_revision
+
+    @property
     def is_leader(self) -> bool:
         """True while this node leads the metadata group."""
         return self._app.is_leader

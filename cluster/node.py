@@ -282,7 +282,7 @@ class Node:
                 door.relay(RegisterNode(mine.name, mine.http, mine.raft, mine.incarnation))
             for command in self._hosting.changed_arguments(self.metadata.queues):
                 door.relay(command)
-            self._hosting.apply_policies(self.metadata.policies.values())
+            self._hosting.apply_policies(self.metadata.policies.values(), self.metadata.policies_revision)
             self.redrives.ensure_all(queue for queue in self._hosting.queues.values() if queue.is_leader)
             await asyncio.sleep(SYNC_EVERY_S)
 
@@ -307,7 +307,7 @@ class Node:
             if peer.name != self.name:
                 self.transport.set_peer(peer.name, Address.parse(peer.raft, what="raft"))
         self._hosting.reconcile(self.metadata.queues_on(self.name))
-        self._hosting.apply_policies(self.metadata.policies.values())
+        self._hosting.apply_policies(self.metadata.policies.values(), self.metadata.policies_revision)
         self.membership.metadata_changed()
 
     def _new_queue_leader(self, info: QueueInfo, replica: QueueReplica) -> QueueLeader:

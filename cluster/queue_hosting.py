@@ -10,6 +10,7 @@ group closed and its log dropped.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
@@ -76,12 +77,12 @@ class QueueHosting:
         for queue in list(self._queues.values()):
             queue.on_timer()
 
-    def apply_policies(self, policies: Iterable[PolicyRecord]) -> None:
-        """Have each queue this node leads apply the policy the metadata's `policies` choose for it."""
+    def apply_policies(self, policies: Iterable[PolicyRecord], revision: int) -> None:
+        """Have each queue this node leads apply the policy the metadata's `policies`, at `revision`,
+        choose for it (a queue that applies that revision already costs a comparison)."""
         chosen = list(policies)
         for name, queue in list(self._queues.items()):
-            if queue.is_leader:
-                queue.apply_policy(applied_policy(chosen, name))
+            queue.apply_policy(revision, functools.partial(applied_policy, chosen, name))
 
     def changed_arguments(self, declared: Mapping[str, QueueInfo]) -> list[SetArguments]:
         """The commands recording the arguments of queues this node leads that were changed at runtime

@@ -167,7 +167,7 @@ class QueueLeader:
         self._applied = asyncio.Event()
         self._tick_in_flight = False
         self._delete_due_ms: int | None = None
-        self._policy_in_flight: AppliedPolicy | None = None
+        self._policy_in_flight: int | None = None  # the revision of the policies proposed
         replica.effect_sink = self._on_effects
         replica.role_listener = self._on_role
         replica.applied_listener = self._applied.set
@@ -194,26 +194,28 @@ class QueueLeader:
         """The name of the policy the queue applies ("" for none)."""
         return self._replica.machine.policy.name
 
-    def apply_policy(self, policy: AppliedPolicy) -> bool:
-        """On the leader, put `policy` into the queue's log unless the queue applies it already or is
-        about to; not before every node reads queue operations with policies (the next call retries).
-        True when it proposed it."""
-        machine = self._replica.machine
+    def apply_policy(self, revision: int, choose: Callable[[], AppliedPolicy]) -> bool:
+        """On the leader, put the policy `choose()` picks at the metadata's policies `revision` into the
+        queue's log, unless the queue applies that revision (or a later one) already or is about to; not
+        before every node reads queue operations with policies (the next call retries). Each revision is
+        proposed once at a time, so the choice is made only once per revision. True when proposed."""
         if (
             not self.is_leader
-            or machine.policy == policy
-            or self._policy_in_flight == policy
+            or self._replica.machine.policy.revision >= revision
+            or (self._policy_in_flight or 0) >= revision
             or self._op_version() < POLICY_OP_VERSION
         ):
             return False
-        self._policy_in_flight = policy
-        command = ApplyPolicy(policy.name, dict(policy.arguments))
+        policy = choose()
+        self._policy_in_flight = revision
+        command = ApplyPolicy(policy.name, dict(policy.arguments), revision)
         proposal = asyncio.ensure_future(self._submit(command))
-        proposal.add_done_callback(self._policy_proposed)
+        proposal.add_done_callback(functools.partial(self._policy_proposed, revision))
         return True
 
-    def _policy_proposed(self, proposal: asyncio.Future[Any]) -> None:
-        self._policy_in_flight = None
+    def _policy_proposed(self, revision: int, proposal: asyncio.Future[Any]) -> None:
+        if self._policy_in_flight == revision:  # not a later revision proposed meanwhile
+            self._policy_in_flight = None
         if not proposal.cancelled() and proposal.exception() is not None:
             log.info("queue %s: policy not applied yet: %s", self.name, proposal.exception())
 

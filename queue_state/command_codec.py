@@ -167,6 +167,8 @@ def _content_version(cmd: Command) -> int:
     a configuration with a later argument, a message with a priority or a delay (0: every version)."""
     if type(cmd) is UpdateConfig:
         return arguments_version(cmd.config.to_arguments())
+    if type(cmd) is ApplyPolicy:
+        return max(POLICY_VERSION, arguments_version(cmd.arguments))
     if type(cmd) is Enqueue:
         if any(message.priority for message in cmd.messages):
             return PRIORITY_MESSAGE_VERSION

@@ -261,15 +261,18 @@ class UpdateConfig:
 
 @dataclass(frozen=True, slots=True)
 class ApplyPolicy:
-    """Apply policy `policy` ("" for none), whose definition sets these runtime `arguments`, instead of
-    the one applied before (the queue's leader proposes it when the metadata's matching policy changed)."""
+    """Apply policy `policy` ("" for none), whose definition sets these runtime `arguments`, as the
+    metadata's policies at `revision` choose it for the queue (its leader proposes one for each new
+    revision); one of an older revision than the queue applied is ignored."""
 
     policy: str
     arguments: dict[str, Any]
+    revision: int
 
     def __post_init__(self) -> None:
         if type(self.policy) is not str:
             raise InvalidCommand(f"policy must be a string, got {self.policy!r}")
+        _check_int("revision", self.revision)
         if not self.policy and self.arguments:
             raise InvalidCommand("no policy sets no arguments")
         try:

@@ -294,7 +294,11 @@ class QueueMachine:
         return self._configure(cmd.config, self._policy, out)
 
     def _apply_policy(self, cmd: ApplyPolicy, out: EffectCollector) -> Reply:
-        return self._configure(self._declared, AppliedPolicy(cmd.policy, cmd.arguments), out)
+        """Apply the policy chosen at `cmd.revision`, unless the queue applies a later revision's choice
+        already (proposed by a leader whose metadata lagged): a revision never goes back."""
+        if cmd.revision < self._policy.revision:
+            return Ok()
+        return self._configure(self._declared, AppliedPolicy(cmd.policy, cmd.arguments, cmd.revision), out)
 
     def _configure(self, declared: QueueConfig, policy: AppliedPolicy, out: EffectCollector) -> Reply:
         """Put in force `declared` overlaid by `policy`. Leaving at-least-once dead-lettering drops the
@@ -780,7 +784,10 @@ class QueueMachine:
         width = 7 if prioritised else 6 if counting else 5  # message row fields before versions 6 and 4
         delayed = self._delayed.to_wire(width, self._ready.due_messages())
         readers = self._consumers.has_readers
-        policy = {"policy": [self._policy.name, dict(self._policy.arguments)]} if self._policy.name else {}
+        applied = self._policy
+        policy = (
+            {"policy": [applied.name, dict(applied.arguments), applied.revision]} if applied.revision else {}
+        )
         redriven = bool(self._redrive_serial)
         version = (
             8 if redriven else 7 if policy else 6 if prioritised else 5 if delaying
@@ -869,7 +876,7 @@ class QueueMachine:
         machine = cls(header["name"], parse_arguments(header["config"]))
         if "policy" in header:
             applied = ApplyPolicy(*header["policy"])
-            machine._policy = AppliedPolicy(applied.policy, applied.arguments)
+            machine._policy = AppliedPolicy(applied.policy, applied.arguments, applied.revision)
             machine._config = effective_config(machine._declared, applied.arguments, machine.name)
         machine._now = header["now"]
         machine._next_id = header["next_id"]

@@ -42,10 +42,12 @@ _STRICTER_WINS = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class AppliedPolicy:
-    """The policy a queue applies: its name ("" for none) and its definition as queue arguments."""
+    """The policy a queue applies: its name ("" for none), its definition as queue arguments, and the
+    revision of the metadata's policies that chose it (0: none ever applied)."""
 
     name: str = ""
     arguments: Mapping[str, Any] = field(default_factory=dict)
+    revision: int = 0
 
 
 NO_POLICY = AppliedPolicy()

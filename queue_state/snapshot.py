@@ -14,12 +14,13 @@ written only when a message is delayed (queue operations version 5). Version 6 a
 seventh field of every message row (held, durable, dead letter, delayed) and `level` chunks
 (`[priority, "returns" or "main", columns]`) for the ready messages of levels above 0, whose own
 `returns` and `main` chunks stay as they were; it is written only when a message has a priority (queue
-operations version 6). Version 7 adds the header's `policy` (`[name, arguments]`, the policy the queue
-applies; its `config` stays the declared configuration) and is written only while a policy is applied
-(queue operations version 7). Version 8 adds a `redrives` chunk (`[serial, [task row, ...]]`: the
-queue's redrive tasks and the serial of the last one started) and is written once a redrive task was
-started (queue operations version 8). Versions 1 to 3 still restore, each message's acquired count
-equal to its delivery count; versions before 6 with every message at level 0.
+operations version 6). Version 7 adds the header's `policy` (`[name, arguments, revision]`, the policy
+the queue applies and the revision of the policies that chose it; its `config` stays the declared
+configuration) and is written once a policy was applied (queue operations version 7). Version 8 adds
+a `redrives` chunk (`[serial, [task row, ...]]`: the queue's redrive tasks and the serial of the last
+one started) and is written once a redrive task was started (queue operations version 8). Versions 1
+to 3 still restore, each message's acquired count equal to its delivery count; versions before 6 with
+every message at level 0.
 """
 
 from __future__ import annotations

@@ -165,7 +165,7 @@ class SetPermissions:
 
 @dataclass(frozen=True, slots=True)
 class SetPolicy:
-    """Create or replace policy `policy` (checked by the proposer: `cluster.policies.check_policy`)."""
+    """Create or replace policy `policy` (checked by the proposer: `cluster.policies.checked_policy`)."""
 
     policy: str
     pattern: str

@@ -55,6 +55,7 @@ class MetadataMachine:
     users: dict[str, UserRecord] = field(default_factory=dict)
     users_initialised: bool = False
     policies: dict[str, PolicyRecord] = field(default_factory=dict)
+    policies_revision: int = 0
 
     def apply(self, command: Command) -> Reply:
         """Apply one command and return its reply."""
@@ -192,13 +193,18 @@ class MetadataMachine:
         return Ok()
 
     def _set_policy(self, command: SetPolicy) -> Reply:
+        """Create or replace a policy; every change of the policies counts one more revision, which a
+        queue applies its policy under, so that a leader whose metadata lags cannot bring back an older
+        choice (`queue_state/policy.py`)."""
         existed = command.policy in self.policies
         self.policies[command.policy] = PolicyRecord(
             command.policy, command.pattern, dict(command.definition), command.priority
         )
+        self.policies_revision += 1
         return Updated() if existed else Created()
 
     def _clear_policy(self, command: ClearPolicy) -> Reply:
         if self.policies.pop(command.policy, None) is None:
             return NotFound(f"no policy {command.policy!r}")
+        self.policies_revision += 1
         return Ok()

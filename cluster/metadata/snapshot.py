@@ -10,14 +10,21 @@ from cluster.metadata.machine import MetadataMachine
 from cluster.metadata.records import NodeInfo, PolicyRecord, QueueInfo, UserRecord
 
 # 1: no version key, queues without `members_fence`; 2: adds both; 3: nodes with `incarnation`, queues
-# with `initial_incarnations`; 4: `policies`, written only while there is one (a node that reads only
-# version 3 restores a cluster's metadata that never had policies).
+# with `initial_incarnations`; 4: `policies` and `policies_revision`, written once a policy was set (a
+# node that reads only version 3 restores a cluster's metadata that never had policies).
 SNAPSHOT_VERSION = 4
 
 
 def encode_snapshot(machine: MetadataMachine) -> bytes:
     """The whole state as msgpack."""
-    policies = {"policies": [asdict(p) for p in machine.policies.values()]} if machine.policies else {}
+    policies = (
+        {
+            "policies": [asdict(p) for p in machine.policies.values()],
+            "policies_revision": machine.policies_revision,
+        }
+        if machine.policies_revision
+        else {}
+    )
     data: bytes = msgpack.packb(
         {
             "version": SNAPSHOT_VERSION if policies else 3,
@@ -47,4 +54,5 @@ def decode_snapshot(data: bytes) -> MetadataMachine:
         users={u["name"]: UserRecord(**u) for u in raw.get("users", [])},
         users_initialised=raw.get("users_initialised", False),
         policies={p["name"]: PolicyRecord(**p) for p in raw.get("policies", [])},
+        policies_revision=raw.get("policies_revision", 0),
     )

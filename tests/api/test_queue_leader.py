@@ -262,7 +262,8 @@ async def test_rule_policies_are_set_and_applied_only_once_every_node_reads_them
         status, _ = await running.call("PUT", "/api/policies/small", json=policy)
         assert status == 201
         await until(lambda: "small" in running.node.metadata.policies, "the policy recorded")
-        assert not door.apply_policy(AppliedPolicy("small", {"x-max-length": 2}))
+        revision = running.node.metadata.policies_revision
+        assert not door.apply_policy(revision, lambda: AppliedPolicy("small", {"x-max-length": 2}, revision))
         assert door.policy == "" and door.effective_definition()["x-max-length"] == 10
     await until(lambda: door.policy == "small", "the policy applied once every node reads it")
     assert door.effective_definition()["x-max-length"] == 2 and door.definition()["x-max-length"] == 10
@@ -270,3 +271,24 @@ async def test_rule_policies_are_set_and_applied_only_once_every_node_reads_them
     assert status == 204
     await until(lambda: door.policy == "", "the declared arguments back")
     assert door.effective_definition() == door.definition()
+
+
+async def test_rule_each_revision_of_the_policies_is_proposed_once_and_a_later_one_wins(
+    running: InProcessNode,
+) -> None:
+    """Two revisions proposed back to back: the first's reply does not let the second be proposed again,
+    and the queue ends on the later one whichever commits first."""
+    door = await running.declare("d-revisions", {"x-max-length": 10})
+    chosen: list[int] = []
+
+    def choose(revision: int, limit: int) -> AppliedPolicy:
+        chosen.append(revision)
+        return AppliedPolicy(f"p{revision}", {"x-max-length": limit}, revision)
+
+    assert door.apply_policy(101, lambda: choose(101, 4))
+    assert not door.apply_policy(101, lambda: choose(101, 4))  # in flight
+    assert door.apply_policy(102, lambda: choose(102, 3))
+    await until(lambda: door.policy == "p102", "the later revision applied")
+    assert not door.apply_policy(102, lambda: choose(102, 3))  # applied
+    assert not door.apply_policy(101, lambda: choose(101, 4))  # older
+    assert chosen == [101, 102] and door.effective_definition()["x-max-length"] == 3

@@ -176,9 +176,9 @@ def test_version_6_is_version_5_under_its_own_number_with_priorities() -> None:
 
 def test_version_7_is_version_6_under_its_own_number_with_policies() -> None:
     assert encode_queue_op(EntryMeta(7), Tick(), version=7) == [7, 7, [10, {}], None]
-    command = ApplyPolicy("limits", {"x-max-length": 5})
+    command = ApplyPolicy("limits", {"x-max-length": 5}, 3)
     op = encode_queue_op(EntryMeta(7), command, version=7)
-    assert op[:3] == [7, 7, [18, {"policy": "limits", "arguments": {"x-max-length": 5}}]]
+    assert op[:3] == [7, 7, [18, {"policy": "limits", "arguments": {"x-max-length": 5}, "revision": 3}]]
     assert decode_queue_op(through_an_entry(op)).command == command
     for version in range(7):  # a node of that version would refuse it: it is never written
         with pytest.raises(ValueError):

@@ -122,8 +122,8 @@ commands = st.one_of(
     ),
     st.builds(DurableSettle, DURABLE_NAMES, st.integers(0, 12)),
     st.builds(Seal, st.booleans(), st.booleans()),
-    st.just(ApplyPolicy("", {})),
-    st.builds(ApplyPolicy, st.sampled_from(["p1", "p2"]), POLICY_ARGUMENTS),
+    st.builds(ApplyPolicy, st.just(""), st.just({}), st.integers(0, 4)),
+    st.builds(ApplyPolicy, st.sampled_from(["p1", "p2"]), POLICY_ARGUMENTS, st.integers(0, 4)),
     st.builds(
         StartRedrive,
         TASKS,

@@ -53,69 +53,68 @@ def test_rule_declared_values_win_except_limits_where_the_stricter_wins() -> Non
     own=st.one_of(st.none(), st.integers(-1, 50)),
     theirs=st.integers(-1, 50),
 )
-def test_rule_the_delivery_limit_in_force_is_never_looser_than_either(own: int | None, theirs: int) -> None:
+def test_rule_the_delivery_limit_in_force_is_the_stricter_of_both(own: int | None, theirs: int) -> None:
     declared = parse_arguments({} if own is None else {"x-delivery-limit": own})
     limit = effective_config(declared, {"x-delivery-limit": theirs}, "q").delivery_limit_in_force
-    for given_limit in (own, theirs):
-        if given_limit is not None and given_limit >= 0:
-            assert limit is not None and limit <= given_limit
+    limits = [given for given in (own, theirs) if given is not None and given >= 0]
+    assert limit == (min(limits) if limits else None)
 
 
 def test_every_runtime_argument_has_a_policy_key() -> None:
     assert len(POLICY_KEYS) == len(set(POLICY_KEYS.values()))
     with pytest.raises(InvalidCommand):
-        ApplyPolicy("p", {"x-max-priority": 3})
+        ApplyPolicy("p", {"x-max-priority": 3}, 1)
     with pytest.raises(InvalidCommand):
-        ApplyPolicy("", {"x-max-length": 3})
+        ApplyPolicy("", {"x-max-length": 3}, 1)
 
 
 def test_a_policy_limits_a_queue_and_clearing_it_restores_the_declared_configuration() -> None:
     m = make_machine(overflow="reject-publish")
-    m.apply(EntryMeta(1), ApplyPolicy("limits", {"x-max-length": 2, "x-overflow": "drop-head"}))
+    m.apply(EntryMeta(1), ApplyPolicy("limits", {"x-max-length": 2, "x-overflow": "drop-head"}, 1))
     assert m.config.max_length == 2 and m.config.rejects_publish  # the declared overflow stays
     assert m.declared_config == parse_arguments({"x-overflow": "reject-publish"})
     assert m.policy.name == "limits"
     enqueue(m, 2, count=2)
     assert isinstance(enqueue(m, 3)[0], Rejected)
-    m.apply(EntryMeta(4), ApplyPolicy("", {}))
+    m.apply(EntryMeta(4), ApplyPolicy("", {}, 2))
     assert m.config == m.declared_config and m.policy.name == ""
     assert isinstance(enqueue(m, 5)[0], Enqueued)
 
 
 def test_a_runtime_change_keeps_the_policy_and_a_policy_keeps_the_runtime_change() -> None:
     m = make_machine()
-    m.apply(EntryMeta(1), ApplyPolicy("ttl", {"x-message-ttl": 1000}))
+    m.apply(EntryMeta(1), ApplyPolicy("ttl", {"x-message-ttl": 1000}, 1))
     m.apply(EntryMeta(2), UpdateConfig(parse_arguments({"x-max-length": 7})))
     assert (m.config.max_length, m.config.message_ttl) == (7, 1000)
-    m.apply(EntryMeta(3), ApplyPolicy("ttl", {"x-message-ttl": 50}))
+    m.apply(EntryMeta(3), ApplyPolicy("ttl", {"x-message-ttl": 50}, 2))
     assert (m.config.max_length, m.config.message_ttl) == (7, 50)
     assert m.declared_config.message_ttl is None
 
 
 def test_rule_a_policy_that_ends_at_least_once_dead_lettering_drops_the_pending_dead_letters() -> None:
     m = make_machine(overflow="reject-publish", dead_letter_queue="dlq")
-    m.apply(EntryMeta(1), ApplyPolicy("safe", {"x-dead-letter-strategy": "at-least-once"}))
+    m.apply(EntryMeta(1), ApplyPolicy("safe", {"x-dead-letter-strategy": "at-least-once"}, 1))
     assert m.config.dead_letters_at_least_once
     enqueue(m, 2, count=2)
     m.apply(EntryMeta(3), Checkout("c", prefetch=2))
     m.apply(EntryMeta(4), Discard((1, 2), "c"))
     assert len(m.dead_letter_ids()) == 2
-    _, effects = m.apply(EntryMeta(5), ApplyPolicy("", {}))
+    _, effects = m.apply(EntryMeta(5), ApplyPolicy("", {}, 2))
     assert m.dead_letter_ids() == [] and m.stats().dropped[STRATEGY_CHANGED] == 2
     assert effects  # the dropped ones are forgotten
 
 
 def test_rule_a_policy_at_least_once_without_reject_publish_dead_letters_at_most_once() -> None:
     m = make_machine(dead_letter_queue="dlq")
-    m.apply(EntryMeta(1), ApplyPolicy("p", {"x-dead-letter-strategy": "at-least-once"}))
+    m.apply(EntryMeta(1), ApplyPolicy("p", {"x-dead-letter-strategy": "at-least-once"}, 1))
     assert m.config.dead_letter_strategy == "at-least-once" and not m.config.dead_letters_at_least_once
 
 
-def test_a_snapshot_keeps_the_policy_in_version_7_and_only_with_one() -> None:
+def test_a_snapshot_keeps_the_policy_in_version_7_once_one_was_applied() -> None:
     m = make_machine(max_length=10, overflow="reject-publish", dead_letter_queue="dlq")
     assert msgpack.unpackb(next(iter(m.snapshot_chunks())))["version"] < 7
     m.apply(EntryMeta(1), ApplyPolicy("p", {"x-max-length": 3, "x-expires": 60000,
-                                             "x-dead-letter-strategy": "at-least-once"}))  # fmt: skip
+                                             "x-dead-letter-strategy": "at-least-once"}, 4))  # fmt: skip
     enqueue(m, 2, count=3)
     m.apply(EntryMeta(3), Checkout("c", prefetch=2))
     m.apply(EntryMeta(4), Discard((1,), "c"))  # a pending dead letter, one held, one ready
@@ -123,9 +122,28 @@ def test_a_snapshot_keeps_the_policy_in_version_7_and_only_with_one() -> None:
     header = msgpack.unpackb(chunks[0])
     assert header["version"] == 7 and header["config"] == m.declared_config.to_arguments()
     restored = QueueMachine.restore(chunks)
-    assert restored.policy == m.policy
+    assert restored.policy == m.policy and restored.policy.revision == 4
     assert restored.config == m.config and restored.declared_config == m.declared_config
     assert list(restored.snapshot_chunks()) == chunks
+
+
+def test_rule_a_policy_of_an_older_revision_never_replaces_a_later_ones_choice() -> None:
+    """A leader whose metadata lags proposes what an older revision of the policies chose; applying it
+    would undo the later choice for a while (here: leave at-least-once dead-lettering, dropping the
+    pending dead letters, then trim the queue to an old limit)."""
+    m = make_machine(overflow="reject-publish", dead_letter_queue="dlq")
+    m.apply(EntryMeta(1), ApplyPolicy("safe", {"x-dead-letter-strategy": "at-least-once"}, 5))
+    enqueue(m, 2, count=3)
+    m.apply(EntryMeta(3), Checkout("c", prefetch=1))
+    m.apply(EntryMeta(4), Discard((1,), "c"))
+    for stale in (ApplyPolicy("", {}, 3), ApplyPolicy("old", {"x-max-length": 0}, 4)):
+        m.apply(EntryMeta(5), stale)
+        assert m.policy.name == "safe" and m.dead_letter_ids() == [1]
+        assert m.config.dead_letters_at_least_once and m.config.max_length is None
+    m.apply(EntryMeta(6), ApplyPolicy("safe", {"x-dead-letter-strategy": "at-least-once"}, 5))  # again
+    assert m.dead_letter_ids() == [1]
+    m.apply(EntryMeta(7), ApplyPolicy("", {}, 6))  # a later revision takes it
+    assert m.policy.revision == 6 and m.dead_letter_ids() == []
 
 
 def test_rule_a_policy_never_makes_a_queue_its_own_dead_letter_target() -> None:

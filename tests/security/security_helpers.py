@@ -16,7 +16,14 @@ from quorumq.auth import basic_header
 
 ADMIN = HARNESS_HEADERS["Authorization"]
 NO_GUEST = {"QUORUMQ_LOOPBACK_GUEST": "false"}
-PATH_VALUES = {"{q}": "sec-q", "{tag}": "t1", "{node}": "node1", "{user}": "someone"}
+PATH_VALUES = {
+    "{q}": "sec-q",
+    "{tag}": "t1",
+    "{node}": "node1",
+    "{user}": "someone",
+    "{policy}": "some-policy",
+    "{task}": "t1",
+}
 
 
 class Answer(NamedTuple):
