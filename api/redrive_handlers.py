@@ -14,7 +14,7 @@ from api.auth import Access, principal, require
 from api.forwarding import on_queue_leader
 from api.validation import bad, check_queue_name, field_int, field_since, field_str, json_object
 from cluster.queue_leader import QueueLeader
-from queue_state.redrive import CANCELLED, RedriveTask
+from queue_state.redrive import RedriveTask
 
 TASK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@\-]{0,127}")  # full-matched
 
@@ -39,18 +39,20 @@ def task_json(task: RedriveTask) -> dict[str, Any]:
 @on_queue_leader
 async def start_redrive(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
     """POST /api/queues/{q}/redrive `{"task", "to", "since", "until", "rate"}` (all optional): 201 with the
-    task. Without `to`, each message goes back to the queue its newest `x-death` entry names, which
-    needs an administrator; with it, write permission on `to`. The same task again answers it as it
+    task. It needs configure and read permission on the queue; without `to`, each message goes back to
+    the queue its newest `x-death` entry names, which needs an administrator; with it, write permission
+    on `to`. The same task again answers it as it
     is; another while one runs is 409 `redrive_running`."""
     body = await json_object(request, optional=True)
     unknown = set(body) - {"task", "to", "since", "until", "rate"}
     if unknown:
         raise bad(f"unknown fields {sorted(unknown)}")
-    task = field_str(body, "task") or uuid.uuid4().hex
-    if not TASK_NAME.fullmatch(task):
+    task = field_str(body, "task", uuid.uuid4().hex)
+    if task is None or not TASK_NAME.fullmatch(task):
         raise bad("task names are 1-128 characters of letters, digits, '.', '_', ':', '@' or '-'")
     target = field_str(body, "to")
     caller = principal(request)
+    require(caller, Access.READ, queue.name, " (a redrive takes the queue's messages)")
     if target is None:
         require(caller, Access.CONFIGURE_ADMIN, queue.name, " (a redrive to the queues x-death names)")
     else:
@@ -60,6 +62,8 @@ async def start_redrive(request: web.Request, queue: QueueLeader) -> web.StreamR
             raise bad("a queue cannot redrive into itself")
         request.app[QUEUES].info(target)  # 404 when there is no such queue
     since, until = field_since(body, "since"), field_since(body, "until")
+    if since is not None and until is not None and since > until:
+        raise bad("since must not be after until")
     rate = field_int(body, "rate", None, minimum=1)
     started = await queue.start_redrive(task, target, since, until, rate)
     return web.json_response(task_json(started), status=201)
@@ -75,5 +79,5 @@ async def list_redrives(request: web.Request, queue: QueueLeader) -> web.StreamR
 async def cancel_redrive(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
     """DELETE /api/queues/{q}/redrive/{task}: 204; what it had taken and not moved goes back to the
     queue (an ended task: nothing changes)."""
-    await queue.end_redrive(request.match_info["task"], CANCELLED, "cancelled")
+    await queue.cancel_redrive(request.match_info["task"])
     return web.Response(status=204)

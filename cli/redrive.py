@@ -75,7 +75,10 @@ def _follow(client: SyncClient, queue: str, task: dict[str, Any], show: bool) ->
         while task["state"] == "running":
             bar.update(shown, completed=task["moved"])
             time.sleep(POLL_EVERY_S)
-            task = next(found for found in client.redrives(queue) if found["task"] == task["task"])
+            now = next((found for found in client.redrives(queue) if found["task"] == task["task"]), None)
+            if now is None:  # replaced by a task of the same name, or past the ones the queue keeps
+                return task
+            task = now
     return task
 
 

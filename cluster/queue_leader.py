@@ -50,6 +50,7 @@ from cluster.stored_message import StoredMessage
 from queue_state.arguments import RUNTIME_ARGUMENTS, ArgumentError, parse_arguments
 from queue_state.command_codec import arguments_version
 from queue_state.commands import (
+    MAX_REASON_CHARS,
     ApplyPolicy,
     Cancel,
     Checkout,
@@ -68,6 +69,7 @@ from queue_state.commands import (
     NewMessage,
     Purge,
     RedriveCheckout,
+    RedriveSettle,
     Return,
     Seal,
     Settle,
@@ -93,7 +95,7 @@ from queue_state.effects import (
 )
 from queue_state.machine import QUEUE_DELETING
 from queue_state.policy import AppliedPolicy
-from queue_state.redrive import CONSUMER_PREFIX, RedriveTask
+from queue_state.redrive import CANCELLED, CONSUMER_PREFIX, RedriveTask
 
 log = logging.getLogger(__name__)
 
@@ -610,21 +612,40 @@ class QueueLeader:
         self._on_redrive(self)
         return started
 
-    async def redrive_checkout(self, task: str, count: int) -> Position:
-        """Number up to `count` more messages of running task `task` for its consumer."""
-        reply = await self._submit(self._command(RedriveCheckout, task, count))
-        if isinstance(reply, Failure):
+    async def redrive_checkout(self, task: str, serial: int, count: int) -> Position:
+        """Number up to `count` more messages of task `task` (running as `serial`) for its consumer;
+        UnknownConsumer once it does not run as `serial`."""
+        return self._redrive_position(
+            task, await self._submit(self._command(RedriveCheckout, task, serial, count))
+        )
+
+    async def redrive_settle(self, task: str, serial: int, below: int) -> Position:
+        """Task `task`'s messages numbered below `below` reached their targets: they leave the queue."""
+        return self._redrive_position(
+            task, await self._submit(self._command(RedriveSettle, task, serial, below))
+        )
+
+    def _redrive_position(self, task: str, reply: Any) -> Position:
+        if isinstance(reply, Failure) and reply.code == "unknown_task":
             raise UnknownConsumer(reply.reason, code=reply.code)
         return self._position(CONSUMER_PREFIX + task, reply)
 
-    async def end_redrive(self, task: str, state: str, reason: str | None = None) -> None:
-        """End task `task` as `state` (an ended one: nothing changes); UnknownConsumer for no such task,
-        Refused `redrive_busy` to complete one whose consumer holds messages."""
-        reply = await self._submit(self._command(EndRedrive, task, state, reason))
+    async def end_redrive(self, task: str, serial: int, state: str, reason: str | None = None) -> None:
+        """End task `task` if it runs as `serial`, as `state` (otherwise nothing changes), its reason cut
+        to what a reason holds; Refused `redrive_busy` to complete one whose consumer holds messages."""
+        reason = None if reason is None else reason[:MAX_REASON_CHARS]
+        reply = await self._submit(self._command(EndRedrive, task, serial, state, reason))
         if isinstance(reply, Failure) and reply.code == "unknown_task":
             raise UnknownConsumer(reply.reason, code=reply.code)
         if isinstance(reply, Failure):
             raise _refusal(reply)
+
+    async def cancel_redrive(self, task: str) -> None:
+        """Cancel task `task` (an ended one: nothing changes); UnknownConsumer when there is none."""
+        found = self.redrive(task)
+        if found is None:
+            raise UnknownConsumer(f"no redrive task '{task}' on queue '{self.name}'", code="unknown_task")
+        await self.end_redrive(task, found.serial, CANCELLED, "cancelled")
 
     def durable_position(self, name: str) -> Position | None:
         """Where durable consumer `name` stands as this replica applied it, or None."""

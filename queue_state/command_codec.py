@@ -49,6 +49,7 @@ from queue_state.commands import (
     NewMessage,
     Purge,
     RedriveCheckout,
+    RedriveSettle,
     Return,
     Seal,
     Settle,
@@ -86,6 +87,7 @@ _TAGS: dict[type[Command], int] = {
     StartRedrive: 19,
     RedriveCheckout: 20,
     EndRedrive: 21,
+    RedriveSettle: 22,
 }
 _TYPES: dict[int, type[Command]] = {tag: kind for kind, tag in _TAGS.items()}
 _FIELD_NAMES: dict[type[Command], tuple[str, ...]] = {
@@ -132,13 +134,14 @@ _ADDED_IN: dict[type[Command], dict[str, int]] = {
 POLICY_VERSION = 7
 """The version in which a queue applies policies (`ApplyPolicy`)."""
 REDRIVE_VERSION = 8
-"""The version with redrive tasks (`StartRedrive`, `RedriveCheckout`, `EndRedrive`)."""
+"""The version with redrive tasks (`StartRedrive`, `RedriveCheckout`, `RedriveSettle`, `EndRedrive`)."""
 # The version a command was added in, when after version 1 (version 0 has none of them either).
 _COMMAND_ADDED_IN: dict[type[Command], int] = {
     Touch: 4,
     ApplyPolicy: POLICY_VERSION,
     StartRedrive: REDRIVE_VERSION,
     RedriveCheckout: REDRIVE_VERSION,
+    RedriveSettle: REDRIVE_VERSION,
     EndRedrive: REDRIVE_VERSION,
 }
 # The version a queue argument was added in, when after version 0: an older node cannot parse a

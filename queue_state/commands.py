@@ -351,9 +351,10 @@ class Seal:
 
 @dataclass(frozen=True, slots=True)
 class StartRedrive:
-    """Start redrive task `task`: move the ready messages enqueued from `since_ms` to `until_ms` (the
-    entry's time when None) to `target` (None: each to the queue its `x-death` names), at most `rate`
-    a second (`queue_state/redrive.py`). The same task again, with the same settings, changes nothing."""
+    """Start redrive task `task`: move the ready messages there now enqueued from `since_ms` to
+    `until_ms` (the entry's time when None) to `target` (None: each to the queue its `x-death` names), at
+    most `rate` a second (`queue_state/redrive.py`). The same task again, with the same settings, changes
+    nothing."""
 
     task: str
     target: str | None = None
@@ -371,30 +372,47 @@ class StartRedrive:
 
 @dataclass(frozen=True, slots=True)
 class RedriveCheckout:
-    """Number up to `count` more messages of running task `task`'s window for its durable consumer,
-    while their bodies add up to at most `max_bytes` (the first one always)."""
+    """Number up to `count` more messages of task `task`'s window for its durable consumer, while it runs
+    as `serial` (a worker of an earlier task of that name is refused)."""
 
     task: str
+    serial: int
     count: int
-    max_bytes: int | None = None
 
     def __post_init__(self) -> None:
         _check_name("task", self.task)
+        _check_int("serial", self.serial)
         _check_int("count", self.count)
-        _check_optional_int("max_bytes", self.max_bytes, minimum=1)
+
+
+@dataclass(frozen=True, slots=True)
+class RedriveSettle:
+    """Task `task`'s messages numbered below `below` reached their targets: they leave the queue (while
+    it runs as `serial`)."""
+
+    task: str
+    serial: int
+    below: int
+
+    def __post_init__(self) -> None:
+        _check_name("task", self.task)
+        _check_int("serial", self.serial)
+        _check_int("below", self.below)
 
 
 @dataclass(frozen=True, slots=True)
 class EndRedrive:
-    """End running task `task` as `state` (`completed`: its consumer holds nothing; `cancelled` or
-    `failed`, with a `reason`: what it holds returns to the queue, as plain returns)."""
+    """End task `task` if it runs as `serial`, as `state` (`completed`: its consumer holds nothing;
+    `cancelled` or `failed`, with a `reason`: what it holds returns to the queue, as plain returns)."""
 
     task: str
+    serial: int
     state: str
     reason: str | None = None
 
     def __post_init__(self) -> None:
         _check_name("task", self.task)
+        _check_int("serial", self.serial)
         if self.state not in ENDED_STATES:
             raise InvalidCommand(f"state must be one of {', '.join(ENDED_STATES)}, got {self.state!r}")
         _check_reason(self.reason)
@@ -421,5 +439,6 @@ Command = (
     | Seal
     | StartRedrive
     | RedriveCheckout
+    | RedriveSettle
     | EndRedrive
 )

@@ -33,6 +33,7 @@ from queue_state.commands import (
     NewMessage,
     Purge,
     RedriveCheckout,
+    RedriveSettle,
     Return,
     Seal,
     Settle,
@@ -58,11 +59,11 @@ from queue_state.effects import (
     Rejected,
     Reply,
 )
-from queue_state.messages import NO_EXPIRY, HeldMessage, ReadyMessage, TakeLimit
+from queue_state.messages import NO_EXPIRY, HeldMessage, ReadyMessage, TakeLimit, Window, since_window
 from queue_state.policy import NO_POLICY, AppliedPolicy, effective_config
 from queue_state.publishers import PublisherDedup
 from queue_state.ready import ReadyMessages
-from queue_state.redrive import COMPLETED, ENDED_KEPT, RUNNING, RedriveTask
+from queue_state.redrive import COMPLETED, CONSUMER_PREFIX, ENDED_KEPT, RUNNING, RedriveTask
 from queue_state.snapshot import END_OF_SNAPSHOT, SnapshotError, SnapshotReader, pack_chunk, snapshot_header
 from queue_state.stats import QueueStats
 
@@ -258,7 +259,7 @@ class QueueMachine:
         if reader is not None and reader.is_reader:
             count, since_ms = min(count, reader.prefetch - len(reader.held)), reader.since_ms
         deliveries: list[Delivery] = []
-        for message in self._take_ready(TakeLimit(count), since_ms, out):
+        for message in self._take_ready(TakeLimit(count), since_window(since_ms), out):
             deliveries.append(message.delivery())
             if cmd.auto_ack:
                 out.forget(message.id)
@@ -323,65 +324,72 @@ class QueueMachine:
             durable = self._durables[cmd.consumer] = DurableHolder(cmd.consumer)
         elif self._redrive_of(cmd.consumer) is not None:
             return Failure("name_in_use", f"{cmd.consumer!r} is a redrive task's consumer")
-        return self._number_for(durable, TakeLimit(cmd.count, cmd.max_bytes), cmd.since_ms, None, out)
+        limit = TakeLimit(cmd.count, cmd.max_bytes)
+        return self._number_for(durable, limit, since_window(cmd.since_ms), out)
 
     def _number_for(
-        self,
-        durable: DurableHolder,
-        limit: TakeLimit,
-        since_ms: int | None,
-        until_ms: int | None,
-        out: EffectCollector,
+        self, durable: DurableHolder, limit: TakeLimit, window: Window | None, out: EffectCollector
     ) -> DurablePosition:
-        """Check out the ready messages `limit` admits (enqueued in the window, when given) to a durable
+        """Check out the ready messages `limit` admits (those of the window, when given) to a durable
         consumer, numbering each."""
         self._mark_used()
-        taken = self._take_ready(limit, since_ms, out, until_ms)
+        taken = self._take_ready(limit, window, out)
         for message in taken:
             self._hold(durable, message, self._now)
             durable.number(message.id)
         return DurablePosition(durable.settled_below, durable.next_seq, sum(m.size for m in taken))
 
     def _start_redrive(self, cmd: StartRedrive, out: EffectCollector) -> Reply:
-        """Start a task, unless one runs (the same one again: Ok). It counts its window's ready messages
-        now (`total`, for progress) and takes them through a durable consumer of its own."""
+        """Start a task unless one runs; the same task again (running or ended, with the same settings)
+        answers Ok and changes nothing, so a retried start never starts two. The task's window ends at
+        the messages there now (`end_id`), so it always ends; it counts them (`total`, for progress) and
+        takes them through a durable consumer of its own."""
+        same = self._redrives.get(cmd.task)
+        if same is not None and same.started_as(cmd.target, cmd.since_ms, cmd.until_ms, cmd.rate):
+            return Ok()
         running = next((task for task in self._redrives.values() if task.state == RUNNING), None)
         if running is not None:
-            same = (running.target, running.since_ms, running.rate) == (cmd.target, cmd.since_ms, cmd.rate)
-            if running.task == cmd.task and same and cmd.until_ms in (None, running.until_ms):
-                return Ok()
             return Failure("redrive_running", f"redrive task {running.task!r} is running (one at a time)")
         if self._sealed:
             return self._deleting()
         if cmd.target == self.name:
             return Failure("bad_target", f"queue '{self.name}' cannot redrive into itself")
-        until_ms = self._now if cmd.until_ms is None else cmd.until_ms
+        consumer = CONSUMER_PREFIX + cmd.task
+        if self._holds_under(consumer):
+            return Failure("name_in_use", f"{consumer!r} is a consumer of the queue")
         self._redrive_serial += 1
+        until_ms = self._now if cmd.until_ms is None else cmd.until_ms
         task = RedriveTask(
-            cmd.task, self._redrive_serial, cmd.target, cmd.since_ms, until_ms, cmd.rate, self._now, 0
-        )
-        if self._holds_under(task.consumer):
-            return Failure("name_in_use", f"{task.consumer!r} is a consumer of the queue")
-        task.total = sum(1 for message in self._ready if task.in_window(message.enqueued_at))
+            cmd.task, self._redrive_serial, cmd.target, cmd.since_ms, until_ms, self._next_id, cmd.rate,
+            self._now, 0,
+        )  # fmt: skip
+        task.total = sum(1 for message in self._ready if task.in_window(message.id, message.enqueued_at))
         self._redrives.pop(cmd.task, None)  # an ended task of that name leaves for the new one
         self._redrives[cmd.task] = task
         self._durables[task.consumer] = DurableHolder(task.consumer)
         return Ok()
 
     def _redrive_checkout(self, cmd: RedriveCheckout, out: EffectCollector) -> Reply:
-        task = self._redrives.get(cmd.task)
-        if task is None or task.state != RUNNING:
-            return Failure("unknown_task", f"no running redrive task {cmd.task!r}")
-        limit = TakeLimit(cmd.count, cmd.max_bytes)
-        return self._number_for(self._durables[task.consumer], limit, task.since_ms or 0, task.until_ms, out)
+        task = self._running_redrive(cmd.task, cmd.serial)
+        if isinstance(task, Failure):
+            return task
+        durable = self._durables[task.consumer]
+        window = (task.since_ms or 0, task.until_ms, task.end_id)
+        return self._number_for(durable, TakeLimit(cmd.count), window, out)
+
+    def _redrive_settle(self, cmd: RedriveSettle, out: EffectCollector) -> Reply:
+        task = self._running_redrive(cmd.task, cmd.serial)
+        if isinstance(task, Failure):
+            return task
+        return self._settle_durable(self._durables[task.consumer], cmd.below, out)
 
     def _end_redrive(self, cmd: EndRedrive, out: EffectCollector) -> Reply:
-        """End a running task (an ended one: Ok, nothing changes). What its consumer holds returns to the
-        queue as plain returns; `completed` only once it holds nothing."""
+        """End the running task (an ended one, or another serial's: Ok, nothing changes). What its consumer
+        holds returns to the queue as plain returns; `completed` only once it holds nothing."""
         task = self._redrives.get(cmd.task)
         if task is None:
             return Failure("unknown_task", f"no redrive task {cmd.task!r}")
-        if task.state != RUNNING:
+        if task.state != RUNNING or task.serial != cmd.serial:
             return Ok()
         durable = self._durables[task.consumer]
         if cmd.state == COMPLETED and durable.held:
@@ -389,16 +397,19 @@ class QueueMachine:
         for _, held in list(durable.numbered()):
             self._requeue(self._release(durable, held.message.id), False, out)
         del self._durables[task.consumer]
-        task.state, task.moved, task.ended_ms, task.reason = (
-            cmd.state,
-            durable.settled_below,
-            self._now,
-            cmd.reason,
-        )
+        task.state, task.reason = cmd.state, cmd.reason
+        task.moved, task.ended_ms = durable.settled_below, self._now
         ended = [name for name, kept in self._redrives.items() if kept.state != RUNNING]
         for name in ended[: max(len(ended) - ENDED_KEPT, 0)]:
             del self._redrives[name]
         return Ok()
+
+    def _running_redrive(self, name: str, serial: int) -> RedriveTask | Failure:
+        """Task `name` while it runs as `serial` (a worker of an earlier task of that name is refused)."""
+        task = self._redrives.get(name)
+        if task is None or task.state != RUNNING or task.serial != serial:
+            return Failure("unknown_task", f"no running redrive task {name!r} #{serial}")
+        return task
 
     def _redrive_of(self, consumer: str) -> RedriveTask | None:
         """The running redrive task whose durable consumer `consumer` is, if any."""
@@ -411,13 +422,19 @@ class QueueMachine:
         durable = self._durables.get(cmd.consumer)
         if durable is None:
             return Failure("unknown_consumer", f"no durable consumer {cmd.consumer!r}")
-        if cmd.below > durable.next_seq:
-            return Failure("beyond_sequence", f"{cmd.consumer!r} has handed out only {durable.next_seq}")
-        ids = durable.ids_below(cmd.below)
+        if self._redrive_of(cmd.consumer) is not None:
+            return Failure("name_in_use", f"{cmd.consumer!r} is a redrive task's consumer")
+        return self._settle_durable(durable, cmd.below, out)
+
+    def _settle_durable(self, durable: DurableHolder, below: int, out: EffectCollector) -> Reply:
+        """Settle every delivery of a durable consumer numbered below `below`: they leave the queue."""
+        if below > durable.next_seq:
+            return Failure("beyond_sequence", f"{durable.name!r} has handed out only {durable.next_seq}")
+        ids = durable.ids_below(below)
         for message_id in ids:
             self._release(durable, message_id)
         out.forget_all(ids)
-        durable.settled_below = max(durable.settled_below, cmd.below)
+        durable.settled_below = max(durable.settled_below, below)
         return DurablePosition(durable.settled_below, durable.next_seq)
 
     def _seal(self, cmd: Seal, out: EffectCollector) -> Reply:
@@ -503,14 +520,13 @@ class QueueMachine:
             self._ready.push_return(message)
 
     def _take_ready(
-        self, limit: TakeLimit, since_ms: int | None, out: EffectCollector, until_ms: int | None = None
+        self, limit: TakeLimit, window: Window | None, out: EffectCollector
     ) -> list[ReadyMessage]:
         """Remove the ready messages `limit` admits: in serve order (the highest level first, its returns
-        first), or with `since_ms` the first ones enqueued at or after it (and at or before `until_ms`,
-        when given), the others staying where they are."""
+        first), or with a `window` the first ones in it, the others staying where they are."""
         self._expire_heads(out)
-        if since_ms is not None:
-            return self._ready.take_since(since_ms, limit, until_ms)
+        if window is not None:
+            return self._ready.take_in(window, limit)
         expired: list[ReadyMessage] = []
         taken = self._ready.take(limit, self._now, expired)
         for message in expired:
@@ -975,5 +991,6 @@ _HANDLERS: dict[type, Callable[[QueueMachine, Any, EffectCollector], Reply]] = {
     Seal: QueueMachine._seal,
     StartRedrive: QueueMachine._start_redrive,
     RedriveCheckout: QueueMachine._redrive_checkout,
+    RedriveSettle: QueueMachine._redrive_settle,
     EndRedrive: QueueMachine._end_redrive,
 }

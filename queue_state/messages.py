@@ -65,6 +65,16 @@ class HeldMessage(NamedTuple):
     since_ms: int
 
 
+Window = tuple[int, int, int]
+"""Which messages a take from a window may remove: `(since_ms, until_ms, end_id)`, those enqueued from
+`since_ms` to `until_ms` (both inclusive) with an id below `end_id`."""
+
+
+def since_window(since_ms: int | None) -> Window | None:
+    """The window of the messages enqueued at or after `since_ms` (None without one: serve order)."""
+    return None if since_ms is None else (since_ms, INT64_MAX, INT64_MAX)
+
+
 class TakeLimit:
     """How many more messages one command may take, and how many bytes of body; the first one it takes
     always fits, however large."""
@@ -223,20 +233,22 @@ class MessageFifo:
         for message in merged:
             self.push(message)
 
-    def take_since(self, since_ms: int, limit: TakeLimit, until_ms: int | None = None) -> list[ReadyMessage]:
-        """Remove and return, in queue order, the messages enqueued at or after `since_ms` (and at or
-        before `until_ms`, when given) that `limit` admits, up to the first it does not.
+    def take_in(self, window: Window, limit: TakeLimit) -> list[ReadyMessage]:
+        """Remove and return, in queue order, the messages of `window` that `limit` admits, up to the
+        first it does not.
 
-        Older messages stay in place. This scans the columns (linear in the queue's length) and cuts
-        each run of taken rows out of them, which suits a reader from a time, not the delivery hot path.
+        The others stay in place. This scans the columns (linear in the queue's length) and cuts each
+        run of taken rows out of them, which suits readers from a time and redrive tasks, not the
+        delivery hot path.
         """
         if limit.count <= 0:
             return []
         self._compact()
         picked: list[int] = []
-        until = INT64_MAX if until_ms is None else until_ms
+        since_ms, until_ms, end_id = window
+        ids = self._ids
         for i, at in enumerate(self._enqueued):
-            if since_ms <= at <= until:
+            if since_ms <= at <= until_ms and ids[i] < end_id:
                 if not limit.admits(self._sizes[i]):
                     break
                 limit.take(self._sizes[i])

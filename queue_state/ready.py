@@ -14,7 +14,7 @@ import heapq
 import itertools
 from collections.abc import Iterable, Iterator
 
-from queue_state.messages import NO_EXPIRY, MessageFifo, ReadyMessage, TakeLimit
+from queue_state.messages import NO_EXPIRY, MessageFifo, ReadyMessage, TakeLimit, Window
 
 
 class _Level:
@@ -249,15 +249,14 @@ class ReadyMessages:
             return self._zero.pop()
         return next(level for level in reversed(self._in_use())).pop()
 
-    def take_since(self, since_ms: int, limit: TakeLimit, until_ms: int | None = None) -> list[ReadyMessage]:
-        """Remove the messages enqueued at or after `since_ms` (and at or before `until_ms`, when given)
-        that `limit` admits, in serve order, the others staying where they are (a scan: for readers from
-        a time and redrive tasks)."""
+    def take_in(self, window: Window, limit: TakeLimit) -> list[ReadyMessage]:
+        """Remove the messages of `window` that `limit` admits, in serve order, the others staying where
+        they are (a scan: for readers from a time and redrive tasks)."""
         taken = []
         for level in self._in_use():
             level.merge_due()  # due ones take their place in main, as serving them would
-            taken += level.returns.take_since(since_ms, limit, until_ms)
-            taken += level.main.take_since(since_ms, limit, until_ms)
+            taken += level.returns.take_in(window, limit)
+            taken += level.main.take_in(window, limit)
         return taken
 
     # reading

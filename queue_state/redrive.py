@@ -1,10 +1,13 @@
 """Redrive tasks: moving a dead-letter queue's messages back to where they came from (SQS's message move
 task), as state of the queue they leave, so that a new leader resumes a task where the last one stopped.
 
-A task takes the ready messages enqueued in its window (`since_ms` to `until_ms`, both inclusive; the
-end defaults to the time the task started, so messages dead-lettered while it runs, such as those of a
-source that still fails, are not taken again) through a durable consumer of its own (`consumer`), whose
-delivery sequence numbers the messages. The node's redrive worker publishes each one to the task's
+A task takes the ready messages of its window, those that were in the queue when it started (ids
+below `end_id`) and were enqueued from `since_ms` to `until_ms` (both inclusive; the start's time by
+default), through a durable consumer of its own (`consumer`), whose delivery sequence numbers the
+messages. Messages dead-lettered while it runs, such as those of a source that still fails, are not
+taken again, so a task always ends. Every command of a running task names its `serial`, new to each
+start, so the worker of an earlier task of the same name can neither take nor settle the new task's
+messages. The node's redrive worker publishes each one to the task's
 target (or, without one, to the queue its `x-death` names) as publisher `publisher_id` with the
 message's sequence number as its seq, and settles it once confirmed: a new leader's worker publishes
 again what was not settled, and the target takes each (publisher, seq) once.
@@ -36,6 +39,7 @@ class RedriveTask:
     target: str | None
     since_ms: int | None
     until_ms: int
+    end_id: int
     rate: int | None
     started_ms: int
     total: int
@@ -55,9 +59,18 @@ class RedriveTask:
         messages for the earlier task's)."""
         return f"{CONSUMER_PREFIX}{group}:{self.serial}"
 
-    def in_window(self, enqueued_at: int) -> bool:
-        """Whether a message enqueued at `enqueued_at` is one the task moves."""
-        return (self.since_ms is None or enqueued_at >= self.since_ms) and enqueued_at <= self.until_ms
+    def in_window(self, message_id: int, enqueued_at: int) -> bool:
+        """Whether message `message_id`, enqueued at `enqueued_at`, is one the task moves."""
+        since = self.since_ms is None or enqueued_at >= self.since_ms
+        return since and enqueued_at <= self.until_ms and message_id < self.end_id
+
+    def started_as(
+        self, target: str | None, since_ms: int | None, until_ms: int | None, rate: int | None
+    ) -> bool:
+        """Whether a start with these settings asks for this task as it was started (its end left to the
+        queue, or the same): starting it again changes nothing."""
+        same = (target, since_ms, rate) == (self.target, self.since_ms, self.rate)
+        return same and until_ms in (None, self.until_ms)
 
     def to_wire(self) -> list[Any]:
         return [
@@ -66,6 +79,7 @@ class RedriveTask:
             self.target,
             self.since_ms,
             self.until_ms,
+            self.end_id,
             self.rate,
             self.started_ms,
             self.total,

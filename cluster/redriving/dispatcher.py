@@ -17,19 +17,20 @@ class RedriveDispatcher:
     def __init__(self, publisher: ConfirmedPublisher, declared: Callable[[str], bool]) -> None:
         self.publisher = publisher
         self._declared = declared
-        self.workers: dict[tuple[str, str], asyncio.Task[None]] = {}  # by (queue group, task)
+        self.workers: dict[tuple[str, str, int], asyncio.Task[None]] = {}  # by (queue group, task, serial)
 
     def ensure(self, source: RedriveSource) -> None:
-        """Run the worker of `source`'s running task, if it has one, this node leads it and none runs."""
+        """Run the worker of `source`'s running task, if it has one, this node leads it and none runs (a
+        worker of an earlier start of a task stops on its own: it is bound to its start)."""
         if not source.is_leader:
             return
         running = next((task for task in source.redrives() if task.state == RUNNING), None)
         if running is None:
             return
-        key = (source.group, running.task)
+        key = (source.group, running.task, running.serial)
         current = self.workers.get(key)
         if current is None or current.done():
-            worker = RedriveWorker(source, running.task, self.publisher, self._declared)
+            worker = RedriveWorker(source, running.task, running.serial, self.publisher, self._declared)
             self.workers[key] = asyncio.get_running_loop().create_task(worker.run())
 
     def ensure_all(self, sources: Iterable[RedriveSource]) -> None:

@@ -43,6 +43,7 @@ from queue_state.commands import (
     Get,
     NewMessage,
     RedriveCheckout,
+    RedriveSettle,
     Return,
     Settle,
     StartRedrive,
@@ -193,10 +194,11 @@ def test_version_8_is_version_7_under_its_own_number_with_redrive_tasks() -> Non
             StartRedrive("t", "orders", None, 9, 50),
             [19, {"task": "t", "target": "orders", "until_ms": 9, "rate": 50}],
         ),
-        (RedriveCheckout("t", 10), [20, {"task": "t", "count": 10}]),
+        (RedriveCheckout("t", 2, 10), [20, {"task": "t", "serial": 2, "count": 10}]),
+        (RedriveSettle("t", 2, 8), [22, {"task": "t", "serial": 2, "below": 8}]),
         (
-            EndRedrive("t", "failed", "no x-death"),
-            [21, {"task": "t", "state": "failed", "reason": "no x-death"}],
+            EndRedrive("t", 2, "failed", "no x-death"),
+            [21, {"task": "t", "serial": 2, "state": "failed", "reason": "no x-death"}],
         ),
     ]:
         op = encode_queue_op(EntryMeta(7), command)

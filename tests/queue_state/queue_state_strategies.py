@@ -23,6 +23,7 @@ from queue_state.commands import (
     NewMessage,
     Purge,
     RedriveCheckout,
+    RedriveSettle,
     Return,
     Seal,
     Settle,
@@ -42,6 +43,7 @@ IDS = st.tuples(*[st.integers(min_value=1, max_value=40)] * 2) | st.tuples(st.in
 
 
 TASKS = st.sampled_from(["t1", "t2"])
+SERIALS = st.integers(1, 3)
 REDRIVE_CONSUMERS = st.sampled_from(["redrive:t1", "redrive:t2"])
 POLICY_ARGUMENTS = st.fixed_dictionaries(
     {},
@@ -132,8 +134,9 @@ commands = st.one_of(
         st.none() | TIMES,
         st.none() | st.integers(1, 10),
     ),
-    st.builds(RedriveCheckout, TASKS, st.integers(0, 4), st.none() | st.integers(1, 100)),
-    st.builds(EndRedrive, TASKS, st.sampled_from(ENDED_STATES), st.none() | st.just("why")),
+    st.builds(RedriveCheckout, TASKS, SERIALS, st.integers(0, 4)),
+    st.builds(RedriveSettle, TASKS, SERIALS, st.integers(0, 12)),
+    st.builds(EndRedrive, TASKS, SERIALS, st.sampled_from(ENDED_STATES), st.none() | st.just("why")),
     st.builds(DurableSettle, REDRIVE_CONSUMERS, st.integers(0, 12)),
     st.builds(DurableCheckout, REDRIVE_CONSUMERS, st.integers(0, 4)),
     st.builds(Cancel, REDRIVE_CONSUMERS, st.booleans()),
@@ -148,7 +151,7 @@ metas = st.builds(EntryMeta, TIMES)
 command_lists = st.lists(st.tuples(metas, commands), max_size=60)
 
 
-_ADDED_IN_7_OR_LATER = (ApplyPolicy, StartRedrive, RedriveCheckout, EndRedrive)
+_ADDED_IN_7_OR_LATER = (ApplyPolicy, StartRedrive, RedriveCheckout, RedriveSettle, EndRedrive)
 
 
 def _written_before_version_6(command: Command) -> bool:

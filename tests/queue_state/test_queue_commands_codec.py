@@ -49,6 +49,7 @@ from queue_state.commands import (
     NewMessage,
     Purge,
     RedriveCheckout,
+    RedriveSettle,
     Return,
     Seal,
     Settle,
@@ -247,7 +248,7 @@ def test_every_version_0_form_decodes_into_the_same_record_and_its_time(
 
 
 def test_every_command_kind_before_version_4_has_a_version_0_form_here() -> None:
-    added_later = {Touch, ApplyPolicy, StartRedrive, RedriveCheckout, EndRedrive}
+    added_later = {Touch, ApplyPolicy, StartRedrive, RedriveCheckout, RedriveSettle, EndRedrive}
     assert {type(command) for _, command in VERSION_0_FORMS} == set(get_args(Command)) - added_later
     with pytest.raises(CommandDecodeError):
         decode_command_v0(msgpack.packb([17, 5, [1], "c"]))  # a touch has no version-0 form
