@@ -31,12 +31,10 @@ from api.validation import (
     query_int,
     queue_name,
 )
-from cluster.policies import applied_policy
+from cluster.policies import policy_in_force
 from cluster.queue_leader import QueueLeader
 from cluster.queue_limits import INT64_MAX
 from cluster.queue_results import MessageRow
-from queue_state.arguments import parse_arguments
-from queue_state.policy import effective_config
 
 MAX_GET = 1000
 
@@ -49,9 +47,8 @@ def queue_json(request: web.Request, name: str, queue: QueueLeader | None) -> di
     if queue is not None:
         arguments, policy, effective = queue.definition(), queue.policy, queue.effective_definition()
     else:
-        chosen = applied_policy(request.app[METADATA].policies.values(), name)
-        arguments, policy = info.arguments, chosen.name
-        effective = effective_config(parse_arguments(info.arguments), chosen.arguments, name).to_arguments()
+        arguments = info.arguments
+        policy, effective = policy_in_force(arguments, request.app[METADATA].policies.values(), name)
     result: dict[str, Any] = {
         "name": name,
         "arguments": arguments,

@@ -14,12 +14,12 @@ from api.auth import Access, principal, require
 from api.forwarding import on_queue_leader
 from api.validation import bad, check_queue_name, field_int, field_since, field_str, json_object
 from cluster.queue_leader import QueueLeader
-from queue_state.redrive import RedriveTask
+from cluster.queue_results import RedriveProgress
 
 TASK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@\-]{0,127}")  # full-matched
 
 
-def task_json(task: RedriveTask) -> dict[str, Any]:
+def task_json(task: RedriveProgress) -> dict[str, Any]:
     """A redrive task as the API shows it (times in epoch milliseconds)."""
     return {
         "task": task.task,
@@ -72,7 +72,7 @@ async def start_redrive(request: web.Request, queue: QueueLeader) -> web.StreamR
 @on_queue_leader
 async def list_redrives(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
     """GET /api/queues/{q}/redrive: the running task and the last ended ones, oldest first."""
-    return web.json_response([task_json(task) for task in queue.redrives()])
+    return web.json_response([task_json(task) for task in queue.redrive_progress()])
 
 
 @on_queue_leader

@@ -68,6 +68,16 @@ def applied_policy(policies: Iterable[PolicyRecord], queue: str) -> AppliedPolic
         return NO_POLICY
 
 
+def policy_in_force(
+    arguments: Mapping[str, Any], policies: Iterable[PolicyRecord], queue: str
+) -> tuple[str, dict[str, Any]]:
+    """The name of the policy queue `queue` declared with `arguments` applies ("" for none) and its
+    arguments in force, as the metadata's policies make them."""
+    chosen = applied_policy(policies, queue)
+    config = effective_config(parse_arguments(dict(arguments)), chosen.arguments, queue)
+    return chosen.name, config.to_arguments()
+
+
 def effective_arguments(
     arguments: Mapping[str, Any], policies: Iterable[PolicyRecord], queue: str
 ) -> QueueConfig:

@@ -45,7 +45,15 @@ from cluster.errors import (
 from cluster.leader_clock import LeaderClock
 from cluster.proposals import ProposalFailed, not_committed
 from cluster.queue_replica import AutoAcked, QueueReplica
-from cluster.queue_results import MessageRow, Outcome, Position, Published, QueueCounts, Settled
+from cluster.queue_results import (
+    MessageRow,
+    Outcome,
+    Position,
+    Published,
+    QueueCounts,
+    RedriveProgress,
+    Settled,
+)
 from cluster.stored_message import StoredMessage
 from queue_state.arguments import RUNTIME_ARGUMENTS, ArgumentError, parse_arguments
 from queue_state.command_codec import arguments_version
@@ -592,13 +600,32 @@ class QueueLeader:
         """The queue's redrive tasks as this replica applied them (the running one and the last ended)."""
         return self._replica.machine.redrives()
 
+    def redrive_progress(self) -> list[RedriveProgress]:
+        """The queue's redrive tasks, the running one and the last ended, as its callers see them."""
+        return [
+            RedriveProgress(
+                t.task,
+                t.state,
+                t.target,
+                t.since_ms,
+                t.until_ms,
+                t.rate,
+                t.total,
+                t.moved,
+                t.started_ms,
+                t.ended_ms,
+                t.reason,
+            )
+            for t in self.redrives()
+        ]
+
     def redrive(self, task: str) -> RedriveTask | None:
         """Redrive task `task` as this replica applied it, or None."""
         return next((found for found in self.redrives() if found.task == task), None)
 
     async def start_redrive(
         self, task: str, target: str | None, since_ms: int | None, until_ms: int | None, rate: int | None
-    ) -> RedriveTask:
+    ) -> RedriveProgress:
         """Start redrive task `task` (the same task again: nothing changes) and return it as applied.
         Refused `redrive_running` while another runs, 409 `upgrade_in_progress` before every node reads
         redrive tasks."""
@@ -607,10 +634,8 @@ class QueueLeader:
         reply = await self._submit(command)
         if isinstance(reply, Failure):
             raise _refusal(reply)
-        started = self.redrive(task)
-        assert started is not None
         self._on_redrive(self)
-        return started
+        return next(progress for progress in self.redrive_progress() if progress.task == task)
 
     async def redrive_checkout(self, task: str, serial: int, count: int) -> Position:
         """Number up to `count` more messages of task `task` (running as `serial`) for its consumer;

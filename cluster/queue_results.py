@@ -106,3 +106,21 @@ class QueueCounts:
     next_id: int
     messages_delayed: int = 0
     messages_ready_by_priority: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RedriveProgress:
+    """A redrive task of a queue as its callers see it (`queue_state.redrive.RedriveTask` without what
+    only its worker needs)."""
+
+    task: str
+    state: str
+    target: str | None
+    since_ms: int | None
+    until_ms: int
+    rate: int | None
+    total: int
+    moved: int
+    started_ms: int
+    ended_ms: int | None
+    reason: str | None
