@@ -87,8 +87,9 @@ async def test_a_redrive_at_a_rate_survives_a_kill_of_its_leader_and_moves_each_
         while (await client.redrives("parked"))[0]["moved"] < 10:
             await asyncio.sleep(0.1)
         cluster.node(leader).kill()
-        await client.publish("source", ["late"])  # dead-lettered after the start: it stays
-        await reject(client, "source", 1)
+        # A dead letter that arrives after the start stays (published straight in: an at-most-once dead
+        # letter sent while the queue has no leader may be dropped, which is not what this checks).
+        await client.publish("parked", ["late"])
         cluster.node(leader).start()
         deadline = time.monotonic() + 90
         while (await client.redrives("parked"))[-1]["state"] == "running":
