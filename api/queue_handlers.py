@@ -48,7 +48,8 @@ def queue_json(request: web.Request, name: str, queue: QueueLeader | None) -> di
         arguments, policy, effective = queue.definition(), queue.policy, queue.effective_definition()
     else:
         arguments = info.arguments
-        policy, effective = policy_in_force(arguments, request.app[METADATA].policies.values(), name)
+        policy, in_force = policy_in_force(arguments, request.app[METADATA].policies.values(), name)
+        effective = in_force.to_arguments()
     result: dict[str, Any] = {
         "name": name,
         "arguments": arguments,

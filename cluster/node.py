@@ -103,10 +103,8 @@ class Node:
         self._metadata_door: MetadataDoor | None = None
         self._membership: Membership | None = None
         publisher = ClusterPublisher(self._led_here, self._publish_via, remote)
-        self.dead_letters = DeadLetterDispatcher(
-            publisher, lambda q: q in self.metadata.queues, config.dead_letter_prefetch
-        )
-        self.redrives = RedriveDispatcher(publisher, lambda q: q in self.metadata.queues)
+        self.dead_letters = DeadLetterDispatcher(publisher, self._declared, config.dead_letter_prefetch)
+        self.redrives = RedriveDispatcher(publisher, self._declared)
         self._join_url: str | None = None
         self._joiner = joiner
         self._tasks: list[asyncio.Task] = []
@@ -333,6 +331,10 @@ class Node:
         """The workers beside a queue's leader (at-least-once dead letters, redrive tasks) follow it."""
         self.dead_letters.leadership_changed(queue, is_leader)
         self.redrives.leadership_changed(queue, is_leader)
+
+    def _declared(self, name: str) -> bool:
+        """Whether queue `name` exists, in the metadata this node applied."""
+        return name in self.metadata.queues
 
     def _led_here(self, name: str) -> QueueLeader | None:
         """The door of queue `name` when this node leads it, else None."""

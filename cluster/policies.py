@@ -70,19 +70,9 @@ def applied_policy(policies: Iterable[PolicyRecord], queue: str) -> AppliedPolic
 
 def policy_in_force(
     arguments: Mapping[str, Any], policies: Iterable[PolicyRecord], queue: str
-) -> tuple[str, dict[str, Any]]:
+) -> tuple[str, QueueConfig]:
     """The name of the policy queue `queue` declared with `arguments` applies ("" for none) and its
-    arguments in force, as the metadata's policies make them."""
+    configuration in force, as the metadata's policies make them (what its machine reaches once its
+    leader applied them)."""
     chosen = applied_policy(policies, queue)
-    config = effective_config(parse_arguments(dict(arguments)), chosen.arguments, queue)
-    return chosen.name, config.to_arguments()
-
-
-def effective_arguments(
-    arguments: Mapping[str, Any], policies: Iterable[PolicyRecord], queue: str
-) -> QueueConfig:
-    """The configuration in force of queue `queue` declared with `arguments`, as the metadata's policies
-    make it (what its machine reaches once its leader applied them)."""
-    return effective_config(
-        parse_arguments(dict(arguments)), applied_policy(policies, queue).arguments, queue
-    )
+    return chosen.name, effective_config(parse_arguments(dict(arguments)), chosen.arguments, queue)

@@ -103,7 +103,7 @@ from queue_state.effects import (
 )
 from queue_state.machine import QUEUE_DELETING
 from queue_state.policy import AppliedPolicy
-from queue_state.redrive import CANCELLED, CONSUMER_PREFIX, RedriveTask
+from queue_state.redrive import CANCELLED, CONSUMER_PREFIX, UNKNOWN_TASK, RedriveTask
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +130,12 @@ def _refusal(reply: Any) -> Exception:
     if isinstance(reply, Failure):
         return Refused(reply.code, reply.reason)
     return RuntimeError(f"unexpected reply {reply!r}")
+
+
+def _raise_if_unknown_task(reply: Any) -> None:
+    """A redrive command's refusal for a task that does not run (as that start): UnknownConsumer."""
+    if isinstance(reply, Failure) and reply.code == UNKNOWN_TASK:
+        raise UnknownConsumer(reply.reason, code=reply.code)
 
 
 class Replicator(Protocol):
@@ -651,8 +657,7 @@ class QueueLeader:
         )
 
     def _redrive_position(self, task: str, reply: Any) -> Position:
-        if isinstance(reply, Failure) and reply.code == "unknown_task":
-            raise UnknownConsumer(reply.reason, code=reply.code)
+        _raise_if_unknown_task(reply)
         return self._position(CONSUMER_PREFIX + task, reply)
 
     async def end_redrive(self, task: str, serial: int, state: str, reason: str | None = None) -> None:
@@ -660,8 +665,7 @@ class QueueLeader:
         to what a reason holds; Refused `redrive_busy` to complete one whose consumer holds messages."""
         reason = None if reason is None else reason[:MAX_REASON_CHARS]
         reply = await self._submit(self._command(EndRedrive, task, serial, state, reason))
-        if isinstance(reply, Failure) and reply.code == "unknown_task":
-            raise UnknownConsumer(reply.reason, code=reply.code)
+        _raise_if_unknown_task(reply)
         if isinstance(reply, Failure):
             raise _refusal(reply)
 
@@ -669,7 +673,7 @@ class QueueLeader:
         """Cancel task `task` (an ended one: nothing changes); UnknownConsumer when there is none."""
         found = self.redrive(task)
         if found is None:
-            raise UnknownConsumer(f"no redrive task '{task}' on queue '{self.name}'", code="unknown_task")
+            raise UnknownConsumer(f"no redrive task '{task}' on queue '{self.name}'", code=UNKNOWN_TASK)
         await self.end_redrive(task, found.serial, CANCELLED, "cancelled")
 
     def durable_position(self, name: str) -> Position | None:

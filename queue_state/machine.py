@@ -63,7 +63,7 @@ from queue_state.messages import NO_EXPIRY, HeldMessage, ReadyMessage, TakeLimit
 from queue_state.policy import NO_POLICY, AppliedPolicy, effective_config
 from queue_state.publishers import PublisherDedup
 from queue_state.ready import ReadyMessages
-from queue_state.redrive import COMPLETED, CONSUMER_PREFIX, ENDED_KEPT, RUNNING, RedriveTask
+from queue_state.redrive import COMPLETED, CONSUMER_PREFIX, ENDED_KEPT, RUNNING, UNKNOWN_TASK, RedriveTask
 from queue_state.snapshot import END_OF_SNAPSHOT, SnapshotError, SnapshotReader, pack_chunk, snapshot_header
 from queue_state.stats import QueueStats
 
@@ -388,7 +388,7 @@ class QueueMachine:
         holds returns to the queue as plain returns; `completed` only once it holds nothing."""
         task = self._redrives.get(cmd.task)
         if task is None:
-            return Failure("unknown_task", f"no redrive task {cmd.task!r}")
+            return Failure(UNKNOWN_TASK, f"no redrive task {cmd.task!r}")
         if task.state != RUNNING or task.serial != cmd.serial:
             return Ok()
         durable = self._durables[task.consumer]
@@ -408,15 +408,15 @@ class QueueMachine:
         """Task `name` while it runs as `serial` (a worker of an earlier task of that name is refused)."""
         task = self._redrives.get(name)
         if task is None or task.state != RUNNING or task.serial != serial:
-            return Failure("unknown_task", f"no running redrive task {name!r} #{serial}")
+            return Failure(UNKNOWN_TASK, f"no running redrive task {name!r} #{serial}")
         return task
 
     def _redrive_of(self, consumer: str) -> RedriveTask | None:
         """The running redrive task whose durable consumer `consumer` is, if any."""
-        return next(
-            (task for task in self._redrives.values() if task.state == RUNNING and task.consumer == consumer),
-            None,
-        )
+        if not consumer.startswith(CONSUMER_PREFIX):
+            return None
+        task = self._redrives.get(consumer.removeprefix(CONSUMER_PREFIX))
+        return task if task is not None and task.state == RUNNING else None
 
     def _durable_settle(self, cmd: DurableSettle, out: EffectCollector) -> Reply:
         durable = self._durables.get(cmd.consumer)

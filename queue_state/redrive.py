@@ -25,6 +25,8 @@ FAILED = "failed"
 ENDED_STATES = (COMPLETED, CANCELLED, FAILED)
 CONSUMER_PREFIX = "redrive:"
 """The names of the durable consumers of redrive tasks: a client's durable consumer may not take one."""
+UNKNOWN_TASK = "unknown_task"
+"""The failure code of a command naming a task that does not run (as that start of it)."""
 ENDED_KEPT = 16
 """How many ended tasks a queue keeps for their progress to be read (the oldest leaves first)."""
 

@@ -19,7 +19,7 @@ from cluster.membership.group_changes import GroupChanges
 from cluster.membership.host import MembershipHost
 from cluster.membership.queue_members import QueueMembers
 from cluster.placement import next_replica, replica_counts
-from cluster.policies import effective_arguments
+from cluster.policies import policy_in_force
 from queue_state.arguments import ArgumentError
 
 log = logging.getLogger(__name__)
@@ -54,10 +54,10 @@ class GroupSizeReconciler:
 
     def target_size(self, name: str) -> int:
         """The queue's target group size (0 when it has none)."""
-        metadata = self.node.metadata
         try:
             arguments = self.node.directory.info(name).arguments
-            wanted = effective_arguments(arguments, metadata.policies.values(), name).target_group_size
+            _, in_force = policy_in_force(arguments, self.node.metadata.policies.values(), name)
+            wanted = in_force.target_group_size
         except ArgumentError:
             wanted = None
         return wanted or self.node.config.target_group_size

@@ -10,7 +10,6 @@ from cluster.membership.group_changes import GroupChanges
 from cluster.membership.group_size import GroupSizeReconciler
 from cluster.membership.host import MembershipHost
 from cluster.membership.queue_members import QueueMembers
-from cluster.metadata.records import PolicyRecord
 from cluster.metadata_door import MetadataDoor
 
 log = logging.getLogger(__name__)
@@ -31,7 +30,7 @@ class Membership:
         self.group_size = GroupSizeReconciler(node, self.queues, changes)
         self._known_nodes: frozenset[str] = frozenset()
         self._known_queues: frozenset[str] = frozenset()
-        self._known_policies: dict[str, PolicyRecord] = {}
+        self._known_policies_revision = 0
         self._known_voters: frozenset[str] = frozenset()
         self._known_led: frozenset[str] = frozenset()
 
@@ -40,10 +39,11 @@ class Membership:
         among them): reconcile group sizes soon."""
         metadata = self.node.metadata
         nodes, queues = frozenset(metadata.nodes), frozenset(metadata.queues)
-        policies = dict(metadata.policies)
-        if nodes != self._known_nodes or not queues <= self._known_queues or policies != self._known_policies:
+        revision = metadata.policies_revision
+        policies_changed = revision != self._known_policies_revision
+        if nodes != self._known_nodes or not queues <= self._known_queues or policies_changed:
             self.group_size.trigger()
-        self._known_policies = policies
+        self._known_policies_revision = revision
         for gone in self._known_nodes - nodes:
             self.node.transport.remove_peer(gone)
         self._known_nodes, self._known_queues = nodes, queues

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from cluster.metadata.records import PolicyRecord
-from cluster.policies import PolicyError, applied_policy, checked_policy, effective_arguments, matching_policy
+from cluster.policies import PolicyError, applied_policy, checked_policy, matching_policy, policy_in_force
 from queue_state.policy import NO_POLICY, AppliedPolicy
 
 LIMITS = PolicyRecord("limits", r"^orders\.", {"max-length": 5})
@@ -29,7 +29,8 @@ def test_a_queue_applies_the_matching_definition_as_arguments() -> None:
     assert applied_policy([LIMITS], "audit") is NO_POLICY
     unknown_key = PolicyRecord("later", ".*", {"from-a-later-version": 1})
     assert applied_policy([unknown_key], "audit") is NO_POLICY
-    in_force = effective_arguments({"x-max-length": 3}, [LIMITS], "orders.eu")
+    name, in_force = policy_in_force({"x-max-length": 3}, [LIMITS], "orders.eu")
+    assert name == "limits"
     assert in_force.max_length == 3  # the stricter
 
 
