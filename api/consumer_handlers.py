@@ -22,7 +22,7 @@ async def register_consumer(request: web.Request, queue: QueueLeader) -> web.Str
         return await register_durable(request, queue, body)
     options = consumer_options(body)
     tag = await queue.register_consumer(
-        options.prefetch, options.priority, options.timeout_ms, options.since_ms
+        options.prefetch, options.priority, options.timeout_ms, options.since_ms, options.auto_ack
     )
     return web.json_response({"consumer": tag, "hold_ms": queue.hold_ms(tag)}, status=201)
 

@@ -6,22 +6,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from api.validation import bad, field_int, field_since
+from api.validation import bad, field_bool, field_int, field_since
 
 DEFAULT_PREFETCH = 100
 MAX_PREFETCH = 65535
-FIELDS = frozenset({"prefetch", "priority", "timeout", "since"})
+FIELDS = frozenset({"prefetch", "priority", "timeout", "since", "auto_ack"})
 
 
 @dataclass(frozen=True, slots=True)
 class ConsumerOptions:
-    """A consumer's credit, priority, consumer timeout (ms, None: the queue's, else the node's) and start
-    time (epoch ms)."""
+    """A consumer's credit, priority, consumer timeout (ms, None: the queue's, else the node's), start
+    time (epoch ms) and whether what it is handed is settled as it is handed out (AMQP's no-ack)."""
 
     prefetch: int
     priority: int
     timeout_ms: int | None
     since_ms: int | None
+    auto_ack: bool = False
 
 
 def consumer_options(body: dict[str, Any], allowed: frozenset[str] = FIELDS) -> ConsumerOptions:
@@ -35,4 +36,5 @@ def consumer_options(body: dict[str, Any], allowed: frozenset[str] = FIELDS) -> 
     assert prefetch is not None and priority is not None
     if prefetch > MAX_PREFETCH:
         raise bad(f"prefetch must be <= {MAX_PREFETCH}")
-    return ConsumerOptions(prefetch, priority, timeout, field_since(body))
+    auto_ack = field_bool(body, "auto_ack", False)
+    return ConsumerOptions(prefetch, priority, timeout, field_since(body), auto_ack)

@@ -276,6 +276,11 @@ CONSUMER = {
         "durable": {"type": "boolean"},
         "name": {"type": "string"},
         "since": SINCE,
+        "auto_ack": {
+            "type": "boolean",
+            "description": "AMQP's no-ack: each poll's deliveries are settled as they are handed out "
+            "(never with durable)",
+        },
     },
 }
 

@@ -167,7 +167,7 @@ class StreamConnection:
         else:
             check_consumer_room(self._app, name)
             tag = await queue.register_consumer(
-                options.prefetch, options.priority, options.timeout_ms, options.since_ms
+                options.prefetch, options.priority, options.timeout_ms, options.since_ms, options.auto_ack
             )
         if self._closed:  # the connection ended meanwhile: nobody would take its deliveries
             await queue.cancel(tag)

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn
 from rich.table import Table
 
-from cli.main import Settings, pass_settings
+from cli.command_group import Settings, pass_settings
 from cli.node_processes import ClusterError, NodeProcess, loopback_hosts, plan_cluster, wait_healthy
 from cli.output import print_json, print_line
 from quorumq import SyncClient

@@ -3,122 +3,38 @@
 import contextlib
 import itertools
 import json
-import os
-import ssl
-import sys
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from importlib.metadata import version
 from typing import Any, BinaryIO, Literal
 
 import click
 
 from cli import output
-from quorumq import Message, NoNodeAvailableError, NotFoundError, QuorumqError, SyncClient
-
-DEFAULT_NODE = "127.0.0.1:8080"
-NODES_ENV = "QUORUMQ_NODES"
-EXIT_SERVER_ERROR = 1
-EXIT_UNAVAILABLE = 69  # EX_UNAVAILABLE from sysexits.h: no node could be reached
-
-
-@dataclass(frozen=True)
-class Settings:
-    """The group's global options, handed to every subcommand."""
-
-    nodes: tuple[str, ...]
-    formatter: str
-    timeout: float
-    user: str | None = None
-    password: str | None = None
-    token: str | None = None
-    ca_file: str | None = None
-
-    def connect(self) -> SyncClient:
-        """A client for the configured nodes (a bad address is a usage error); credentials and the CA
-        file not given here come from QUORUMQ_USER/PASSWORD/TOKEN/CA_FILE (quorumq.auth)."""
-        auth = (self.user, self.password or "") if self.user else None
-        tls = ssl.create_default_context(cafile=self.ca_file) if self.ca_file else None
-        try:
-            return SyncClient(self.nodes, timeout=self.timeout, auth=auth, token=self.token, tls=tls)
-        except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="--node") from exc
-
-
-class QuorumqGroup(click.Group):
-    """A click group that reports client errors as one line on stderr with a meaningful exit code."""
-
-    server_error_exit = EXIT_SERVER_ERROR
-    show_http_status = True
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except NoNodeAvailableError as exc:
-            click.echo(f"Error: no quorumq node reachable (tried {', '.join(exc.nodes)})", err=True)
-            sys.exit(EXIT_UNAVAILABLE)
-        except QuorumqError as exc:
-            status = f", HTTP {exc.status}" if exc.status and self.show_http_status else ""
-            click.echo(f"Error: {exc.reason or exc.code} ({exc.code}{status})", err=True)
-            sys.exit(self.server_error_exit)
-
-
-def node_list(given: Sequence[str]) -> tuple[str, ...]:
-    """Nodes from --node (each may hold a comma-separated list), else $QUORUMQ_NODES, else the default."""
-    entries = list(given) or [os.environ.get(NODES_ENV, "")]
-    nodes = tuple(node.strip() for entry in entries for node in entry.split(",") if node.strip())
-    return nodes or (DEFAULT_NODE,)
-
-
-def node_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """The `--node` option both CLIs take; `what` starts its help text."""
-    return click.option(
-        "--node",
-        "nodes",
-        multiple=True,
-        metavar="HOST:PORT",
-        help=f"{what}; repeatable (default ${NODES_ENV}, comma-separated, or {DEFAULT_NODE}).",
-    )
-
-
-formatter_option = click.option(
-    "--formatter", type=click.Choice(output.FORMATTERS), default="table", show_default=True
-)
+from cli.command_group import QuorumqGroup, Settings, global_options, pass_settings, settings
+from quorumq import Message, NotFoundError, QuorumqError, SyncClient
 
 
 @click.group(cls=QuorumqGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(version("quorumq"), prog_name="quorumq")
-@node_option("A node's HTTP address")
-@formatter_option
-@click.option(
-    "--request-timeout",
-    "timeout",
-    type=click.FloatRange(min=0.1),
-    default=10.0,
-    show_default=True,
-    help="Seconds each request may take, retries included.",
+@global_options(
+    "A node's HTTP address",
+    click.option(
+        "--request-timeout",
+        "timeout",
+        type=click.FloatRange(min=0.1),
+        default=10.0,
+        show_default=True,
+        help="Seconds each request may take, retries included.",
+    ),
 )
-@click.option("--user", help="User for HTTP Basic authentication (default $QUORUMQ_USER, else guest).")
-@click.option("--password", help="Password of --user (default $QUORUMQ_PASSWORD).")
-@click.option("--token", help="A bearer token instead of a user (default $QUORUMQ_TOKEN).")
-@click.option("--ca-file", type=click.Path(exists=True, dir_okay=False), help="CA bundle for HTTPS nodes.")
 @click.pass_context
-def cli(
-    ctx: click.Context,
-    nodes: tuple[str, ...],
-    formatter: str,
-    timeout: float,
-    user: str | None,
-    password: str | None,
-    token: str | None,
-    ca_file: str | None,
-) -> None:
-    """quorumq: Raft-replicated quorum queues with an HTTP API."""
-    ctx.obj = Settings(node_list(nodes), formatter, timeout, user, password, token, ca_file)
+def cli(ctx: click.Context, **given: Any) -> None:
+    """quorumq: Raft-replicated quorum queues with an HTTP API.
 
-
-pass_settings = click.make_pass_decorator(Settings)
+    Global options may come before or after the command. Exit codes: 0 done, 1 the cluster refused,
+    64 usage error, 69 no node reachable."""
+    ctx.obj = settings(ctx, **given)
 
 
 def parse_value(text: str) -> Any:
@@ -270,7 +186,12 @@ def publish(
 @click.argument("queue")
 @click.option("--count", type=click.IntRange(min=1), help="Stop after this many messages.")
 @click.option("--prefetch", type=click.IntRange(min=1), default=100, show_default=True)
-@click.option("--no-ack", is_flag=True, help="Leave messages unacked (they return when the consumer ends).")
+@click.option(
+    "--no-ack",
+    is_flag=True,
+    help="AMQP's no-ack: the server settles each delivery as it hands it out (at most once).",
+)
+@click.option("--leave-unacked", is_flag=True, help="Settle nothing: messages return when the consumer ends.")
 @click.option("--nack", is_flag=True, help="Reject messages back to the queue instead of acking them.")
 @click.option(
     "--plain-return",
@@ -313,6 +234,7 @@ def consume(
     count: int | None,
     prefetch: int,
     no_ack: bool,
+    leave_unacked: bool,
     nack: bool,
     plain_return: bool,
     nack_delay: int | None,
@@ -323,16 +245,19 @@ def consume(
     no_touch: bool,
 ) -> None:
     """Consume from QUEUE, printing each delivery and acking it (or nacking with --nack, dead-lettering
-    with --reject), after --work seconds of touched hold when given."""
-    if sum((no_ack, nack, reject is not None)) > 1:
-        raise click.UsageError("--no-ack, --nack and --reject exclude each other")
+    with --reject, settled by the server with --no-ack), after --work seconds of touched hold when
+    given."""
+    if sum((no_ack, leave_unacked, nack, reject is not None)) > 1:
+        raise click.UsageError("--no-ack, --leave-unacked, --nack and --reject exclude each other")
     if (plain_return or nack_delay is not None) and not nack:
         raise click.UsageError("--plain-return and --nack-delay go with --nack")
     if no_touch and not work:
         raise click.UsageError("--no-touch goes with --work")
+    if no_ack and work:
+        raise click.UsageError("--work holds deliveries: with --no-ack they are settled already")
     received = 0
     with settings.connect() as client:
-        tag = client.consume(queue, prefetch=prefetch, timeout_ms=consumer_timeout)
+        tag = client.consume(queue, prefetch=prefetch, timeout_ms=consumer_timeout, auto_ack=no_ack)
         try:
             idle_since = time.monotonic()
             while count is None or received < count:
@@ -352,7 +277,7 @@ def consume(
                     client.nack(queue, tag, ids, requeue=True, failed=not plain_return, delay_ms=nack_delay)
                 elif reject is not None:
                     client.nack(queue, tag, ids, requeue=False, reason=reject)
-                elif not no_ack:
+                elif not (no_ack or leave_unacked):
                     client.ack(queue, tag, ids)
                 received += len(deliveries)
                 idle_since = time.monotonic()
@@ -360,7 +285,13 @@ def consume(
             with contextlib.suppress(NotFoundError):
                 client.cancel(queue, tag)
     if settings.formatter == "table":
-        settled = "left unacked" if no_ack else "nacked" if nack else "rejected" if reject else "acked"
+        settled = (
+            "left unacked" if leave_unacked
+            else "settled on delivery" if no_ack
+            else "nacked" if nack
+            else "rejected" if reject
+            else "acked"
+        )  # fmt: skip
         output.print_line(f"{received} message(s) consumed from '{queue}', {settled}")
 
 
@@ -391,9 +322,10 @@ def hold_while_working(
     "--ack",
     "ack_mode",
     type=click.Choice(["auto", "manual"]),
-    default="auto",
+    default="manual",
     show_default=True,
-    help="manual leaves the messages checked out until settled through the API.",
+    help="manual (as the API and the client) holds the messages until `quorumq ack` or `nack` settles "
+    "them, or the consumer timeout returns them; auto settles them as they are taken.",
 )
 @pass_settings
 def get(settings: Settings, queue: str, count: int, ack_mode: Literal["auto", "manual"]) -> None:
@@ -401,6 +333,61 @@ def get(settings: Settings, queue: str, count: int, ack_mode: Literal["auto", "m
     with settings.connect() as client:
         deliveries = client.get(queue, count=count, ack=ack_mode)
     output.print_deliveries(deliveries, settings.formatter)
+
+
+message_ids = click.argument("ids", nargs=-1, required=True, type=click.IntRange(min=0))
+
+
+@cli.command()
+@click.argument("queue")
+@message_ids
+@pass_settings
+def ack(settings: Settings, queue: str, ids: tuple[int, ...]) -> None:
+    """Settle messages of QUEUE that `get --ack manual` took (basic.ack)."""
+    with settings.connect() as client:
+        warning = client.ack_got(queue, ids)
+    _settled(settings, queue, ids, "acked", warning)
+
+
+@cli.command()
+@click.argument("queue")
+@message_ids
+@click.option(
+    "--reject",
+    metavar="REASON",
+    help="Dead-letter them (or drop them without a dead-letter target), the reason kept in x-death.",
+)
+@click.option("--plain-return", is_flag=True, help="Not counted toward the queue's delivery limit.")
+@click.option("--delay", type=click.IntRange(min=0), metavar="MS", help="Wait this long before ready again.")
+@pass_settings
+def nack(
+    settings: Settings,
+    queue: str,
+    ids: tuple[int, ...],
+    reject: str | None,
+    plain_return: bool,
+    delay: int | None,
+) -> None:
+    """Return messages of QUEUE that `get --ack manual` took to the queue (basic.nack with requeue), or
+    dead-letter them with --reject."""
+    if reject is not None and (plain_return or delay is not None):
+        raise click.UsageError("--plain-return and --delay return messages: not with --reject")
+    with settings.connect() as client:
+        if reject is not None:
+            warning = client.nack_got(queue, ids, requeue=False, reason=reject or None)
+        else:
+            warning = client.nack_got(queue, ids, requeue=True, failed=not plain_return, delay_ms=delay)
+    _settled(settings, queue, ids, "rejected" if reject is not None else "returned", warning)
+
+
+def _settled(settings: Settings, queue: str, ids: Sequence[int], what: str, warning: str | None) -> None:
+    """Report a settle of `ids`; the server's warning (ids it did not hold) on stderr."""
+    if warning is not None:
+        click.echo(f"Warning: {warning}", err=True)
+    if settings.formatter == "json":
+        output.print_json({"queue": queue, what: list(ids), "warning": warning})
+    else:
+        output.print_line(f"{len(ids)} message(s) of '{queue}' {what}: {describe_ids(sorted(ids))}")
 
 
 QUEUE_COLUMNS = {  # table column: field of the queue's stats

@@ -12,10 +12,18 @@ import click
 
 from cluster.allocator import keep_freed_memory
 from cluster.cluster_secret import settle_cluster_secret
-from cluster.config import ConfigError, NodeConfig, load_config
+from cluster.config import ConfigError, NodeConfig, load_config, setting_docs
 
 
-@click.command("server")
+def _settings_epilog() -> str:
+    """Every setting with its variable, default and meaning (click keeps a paragraph after \\b as is)."""
+    lines = ["\b", "Settings: the TOML key, its QUORUMQ_* variable [default], what it is:"]
+    for doc in setting_docs():
+        lines += [f"  {doc.name}  {doc.variable} [{doc.default}]", f"      {doc.help}"]
+    return "\n".join(lines)
+
+
+@click.command("server", epilog=_settings_epilog())
 @click.option("--node", help="This node's name (unique in the cluster).")
 @click.option("--data-dir", type=click.Path(path_type=Path), help="Where the node keeps its data.")
 @click.option("--http", "http", help="HOST:PORT for the HTTP API (default port 8080).")
@@ -38,7 +46,9 @@ def server(
     config_file: Path | None,
     log_level: str,
 ) -> None:
-    """Run a node. Flags override QUORUMQ_* environment variables, which override --config."""
+    """Run a node. Flags override QUORUMQ_* environment variables, which override --config (a TOML
+    file of the settings below). A misspelled QUORUMQ_* variable is a warning; a bad value stops the
+    start naming the setting (exit 64)."""
     flags = {
         "node": node,
         "data_dir": data_dir,
@@ -50,7 +60,7 @@ def server(
         "advertise_raft": advertise_raft,
     }
     try:
-        config = settle_cluster_secret(load_config(flags, config_file))
+        config = settle_cluster_secret(load_config(flags, config_file, warn=_warn))
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from exc
     logging.basicConfig(
@@ -59,6 +69,10 @@ def server(
     keep_freed_memory()
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
         runner.run(_run(config))
+
+
+def _warn(message: str) -> None:
+    click.echo(f"Warning: {message}", err=True)
 
 
 def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:

@@ -1,4 +1,5 @@
-"""Printing command results: rich tables for people (`--formatter table`), JSON for programs."""
+"""Printing command results: tables (rich on a terminal, tab-separated otherwise) with `--formatter table`,
+JSON with `--formatter json`."""
 
 import base64
 import json
@@ -14,6 +15,8 @@ from quorumq import Delivery
 
 FORMATTERS = ("table", "json")
 _PIPE_WIDTH = 200
+_VERBOSITY = "quorumq.verbosity"
+_NORMAL, _QUIET, _SILENT = 0, 1, 2
 
 
 def console() -> Console:
@@ -34,17 +37,51 @@ def print_json_line(data: Any) -> None:
     click.echo(json.dumps(data, separators=(",", ":"), default=str))
 
 
+def set_verbosity(ctx: click.Context, *, quiet: bool, silent: bool) -> None:
+    """What the command run in `ctx` leaves out: informational messages when `quiet`, those and table
+    headers when `silent` (RabbitMQ's CLI meanings)."""
+    ctx.meta[_VERBOSITY] = _SILENT if silent else _QUIET if quiet else _NORMAL
+
+
+def _verbosity() -> int:
+    ctx = click.get_current_context(silent=True)
+    return _NORMAL if ctx is None else int(ctx.meta.get(_VERBOSITY, _NORMAL))
+
+
 def print_table(columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None) -> None:
-    """Print a rich table with the given column headers."""
-    table = Table(*columns, title=title, title_justify="left")
-    for row in rows:
-        table.add_row(*(cell_text(value) for value in row))
-    console().print(table)
+    """Print a table with the given column headers: a rich table on a terminal, else tab-separated lines
+    (as RabbitMQ's CLIs print for programs), `title` an informational line before it."""
+    verbosity = _verbosity()
+    out = console()
+    if out.is_terminal:
+        table = Table(*columns, title=title if verbosity == _NORMAL else None, title_justify="left")
+        table.show_header = verbosity < _SILENT
+        for row in rows:
+            table.add_row(*(cell_text(value) for value in row))
+        out.print(table)
+        return
+    if title is not None:
+        print_info(title)
+    lines = [] if verbosity == _SILENT else [columns]
+    lines.extend([cell_text(value) for value in row] for row in rows)
+    for cells in lines:
+        click.echo("\t".join(_one_field(cell) for cell in cells))
+
+
+def _one_field(text: str) -> str:
+    """A cell as one tab-separated field: its tabs and line breaks become spaces."""
+    return text.replace("\t", " ").replace("\r", " ").replace("\n", " ")
 
 
 def print_line(text: str) -> None:
     """Print a plain line of text (no markup interpretation)."""
     console().print(text, markup=False)
+
+
+def print_info(text: str) -> None:
+    """Print an informational line (left out with --quiet or --silent)."""
+    if _verbosity() == _NORMAL:
+        print_line(text)
 
 
 def cell_text(value: Any) -> str:

@@ -7,7 +7,7 @@ import json
 import click
 
 from cli import output
-from cli.main import Settings, pass_settings
+from cli.command_group import Settings, pass_settings
 
 
 @click.group("policies")

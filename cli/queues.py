@@ -1,6 +1,6 @@
 """The `quorumq-queues` command: replica management in the style of `rabbitmq-queues`.
 
-Exit codes follow rabbitmq-queues: 0 done, 2 usage error, 69 no node reachable or (for
+Exit codes follow rabbitmq-queues: 0 done, 64 usage error, 69 no node reachable or (for
 check_if_node_is_quorum_critical) the check failed, 70 the cluster refused or failed the operation.
 """
 
@@ -11,7 +11,14 @@ from typing import Any
 import click
 
 from cli import output
-from cli.main import QuorumqGroup, Settings, formatter_option, node_list, node_option
+from cli.command_group import (
+    EXIT_UNAVAILABLE,
+    QuorumqGroup,
+    Settings,
+    global_options,
+    pass_settings,
+    settings,
+)
 from cli.replica_plans import (
     VHOST,
     grow_targets,
@@ -23,7 +30,6 @@ from cli.replica_plans import (
 )
 from quorumq import QuorumqError, SyncClient
 
-EXIT_UNAVAILABLE = 69
 EXIT_SOFTWARE = 70
 MEMBER_COLUMNS = ("vhost", "name", "size", "result")
 STATUS_COLUMNS = (
@@ -52,22 +58,23 @@ class QueuesGroup(QuorumqGroup):
 
 @click.group(cls=QueuesGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(version("quorumq"), prog_name="quorumq-queues")
-@node_option("The node to talk to")
-@formatter_option
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=1.0),
-    default=90.0,
-    show_default=True,
-    help="Seconds each request may take (adding a member waits until it caught up).",
+@global_options(
+    "The node to talk to",
+    click.option(
+        "-t",
+        "--timeout",
+        type=click.FloatRange(min=1.0),
+        default=90.0,
+        show_default=True,
+        help="Seconds each request may take (adding a member waits until it caught up).",
+    ),
 )
 @click.pass_context
-def cli(ctx: click.Context, nodes: tuple[str, ...], formatter: str, timeout: float) -> None:
-    """Manage quorum queue replicas (add_member, delete_member, grow, shrink, rebalance)."""
-    ctx.obj = Settings(node_list(nodes), formatter, timeout)
+def cli(ctx: click.Context, **given: Any) -> None:
+    """Manage quorum queue replicas (add_member, delete_member, grow, shrink, rebalance, ...).
 
-
-pass_settings = click.make_pass_decorator(Settings)
+    Global options may come before or after the command, as rabbitmq-queues takes them."""
+    ctx.obj = settings(ctx, **given)
 
 
 def _member_result(settings: Settings, queue: str, node: str, members: list[str]) -> None:
@@ -209,7 +216,7 @@ def quorum_status(settings: Settings, queue: str) -> None:
     if settings.formatter == "json":
         output.print_json(status["members"])
         return
-    output.print_line(f"Status of quorum queue '{queue}' (leader {status['leader']})")
+    output.print_info(f"Status of quorum queue '{queue}' (leader {status['leader']})")
     output.print_table(
         [title for title, _ in STATUS_COLUMNS],
         ([m.get(key) for _, key in STATUS_COLUMNS] for m in status["members"]),

@@ -12,7 +12,7 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from cli import output
-from cli.main import EXIT_SERVER_ERROR, Settings, pass_settings
+from cli.command_group import EXIT_SERVER_ERROR, Settings, pass_settings
 from quorumq import SyncClient
 
 POLL_EVERY_S = 0.5

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from cli import output
-from cli.main import Settings, pass_settings
+from cli.command_group import Settings, pass_settings
 
 
 @click.group("users")

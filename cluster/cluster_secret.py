@@ -3,8 +3,8 @@
 Whoever knows the secret is a superuser: it proves Raft peers to each other and keys the node
 assertions and bearer tokens. So a node reachable from elsewhere (any address it binds or advertises
 is not loopback) refuses to start unless given a secret of its own (`cluster_secret`, i.e.
-`QUORUMQ_CLUSTER_SECRET`, or `cluster_secret_file`, i.e. `QUORUMQ_CLUSTER_SECRET_FILE`), and refuses
-the published ones (`quorumq-dev-secret`, anything starting `change-me`). A node on loopback without
+`QUORUMQ_CLUSTER_SECRET`, or a file holding it: `QUORUMQ_CLUSTER_SECRET_FILE`, `cluster.config`), and
+refuses the published ones (`quorumq-dev-secret`, anything starting `change-me`). A node on loopback without
 peers and without a secret generates one, kept in its data directory (mode 0600) so its tokens
 survive a restart; nodes with peers must share one (the local harness generates it for its nodes).
 """
@@ -47,32 +47,18 @@ def exposed_addresses(config: NodeConfig) -> list[str]:
 
 def settle_cluster_secret(config: NodeConfig) -> NodeConfig:
     """`config` with the secret the node must use, or ConfigError when it may not start."""
-    secret = _given_secret(config)
+    secret = config.cluster_secret
     exposed = exposed_addresses(config)
     where = f"node {config.node} is reachable off loopback ({', '.join(exposed)})"
     if secret:
         if exposed and is_public_secret(secret):
             raise ConfigError(f"{where} and its cluster secret is a public value; {HOW_TO_SET}")
-        return dataclasses.replace(config, cluster_secret=secret, cluster_secret_file="")
+        return config
     if exposed:
         raise ConfigError(f"{where} and has no cluster secret of its own; {HOW_TO_SET}")
     if config.join or any(seed.name != config.node for seed in config.seeds):
         raise ConfigError(f"nodes of a cluster share a secret and node {config.node} has none; {HOW_TO_SET}")
     return dataclasses.replace(config, cluster_secret=_generated_secret(Path(config.data_dir)))
-
-
-def _given_secret(config: NodeConfig) -> str:
-    if config.cluster_secret and config.cluster_secret_file:
-        raise ConfigError("give cluster_secret or cluster_secret_file, not both")
-    if not config.cluster_secret_file:
-        return config.cluster_secret
-    try:
-        secret = Path(config.cluster_secret_file).read_text().strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cluster_secret_file {config.cluster_secret_file}: {exc}") from exc
-    if not secret:
-        raise ConfigError(f"cluster_secret_file {config.cluster_secret_file} is empty")
-    return secret
 
 
 def _generated_secret(data_dir: Path) -> str:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import difflib
 import functools
 import ipaddress
+import logging
 import os
 import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,11 @@ from cluster.dead_lettering.worker import DEFAULT_PREFETCH
 from queue_state.arguments import DEFAULT_DELIVERY_LIMIT, ArgumentError, QueueDefaults
 
 ENV_PREFIX = "QUORUMQ_"
+CLIENT_VARIABLES = frozenset({"NODES", "USER", "PASSWORD", "TOKEN", "CA_FILE", "HEALTHCHECK_INTERVAL"})
+"""QUORUMQ_* variables the CLIs, the client and the compose files read: no node setting, no warning."""
+FILE_SUFFIX = "_file"
+
+log = logging.getLogger(__name__)
 
 
 class ConfigError(ValueError):
@@ -66,54 +73,124 @@ class Seed:
         return cls(name, Address.parse(address, what="seed"))
 
 
+def about(help: str, *, minimum: float | None = None, secret: bool = False) -> dict[str, Any]:
+    """A `NodeConfig` field's metadata: what `quorumq server --help` says of it, the least value it
+    takes, and whether it is a secret (then `QUORUMQ_<NAME>_FILE` may name a file holding it)."""
+    return {"help": help, "minimum": minimum, "secret": secret}
+
+
 @dataclass(frozen=True)
 class NodeConfig:
-    """Everything a node needs to start; timings are in milliseconds."""
+    """Everything a node needs to start; timings are in milliseconds. `cluster_secret` is settled by
+    `cluster.cluster_secret` before a node starts."""
 
-    node: str
-    data_dir: Path
-    http: Address
-    raft: Address
-    seeds: tuple[Seed, ...] = ()
-    join: str | None = None
-    cluster_secret: str = ""  # settled by cluster.cluster_secret before a node starts
-    cluster_secret_file: str = ""
-    tick_ms: int = 100
-    election_ticks: int = 5
-    heartbeat_ticks: int = 2
-    batch_delay_ms: float = 0.0
-    snapshot_every_entries: int = 20000
-    snapshot_every_bytes: int = 64 * 1024 * 1024  # and at least 4x the group's last snapshot (raft_host)
-    consumer_timeout_ms: int = 30 * 60 * 1000
-    consumer_idle_timeout_ms: int = 60000
-    default_delivery_limit: int = DEFAULT_DELIVERY_LIMIT  # -1: unlimited
-    default_group_size: int = 0  # 0: placement's (DEFAULT_GROUP_SIZE)
-    default_leader_locator: str = ""  # "": placement's (client-local)
-    dead_letter_prefetch: int = DEFAULT_PREFETCH
-    max_message_bytes: int = 16 * 1024 * 1024
-    max_request_bytes: int = 64 * 1024 * 1024
-    advertise_http: str | None = None
-    advertise_raft: Address | None = None
-    target_group_size: int = 0
-    membership_interval_ms: int = 3_600_000
-    membership_trigger_delay_ms: int = 10_000
-    membership_auto_remove: bool = False
-    bootstrap_user: str = ""
-    bootstrap_password: str = ""
-    loopback_guest: bool = True
-    metrics_public: bool = False
-    tls_cert: str = ""
-    tls_key: str = ""
-    tls_ca: str = ""
-    tls_http: bool = False
-    tls_raft: bool = False
-    max_message_headers: int = 128
-    max_header_bytes: int = 64 * 1024
-    max_queue_name_length: int = 255
-    max_consumers_per_queue: int = 1000
-    request_read_timeout_ms: int = 30000
-    keepalive_timeout_ms: int = 75000
-    extra: dict[str, Any] = field(default_factory=dict)
+    node: str = field(metadata=about("This node's name, unique in the cluster (required)."))
+    data_dir: Path = field(metadata=about("Where the node keeps its data (required)."))
+    http: Address = field(metadata=about("HOST:PORT the HTTP API listens on (required)."))
+    raft: Address = field(metadata=about("HOST:PORT Raft traffic between nodes listens on (required)."))
+    seeds: tuple[Seed, ...] = field(
+        default=(), metadata=about("The initial members, NAME@HOST:RAFTPORT, comma-separated.")
+    )
+    join: str | None = field(
+        default=None, metadata=about("http://HOST:PORT of a running member to join the cluster through.")
+    )
+    cluster_secret: str = field(
+        default="",
+        metadata=about(
+            "The secret every node of the cluster shares (generated for a lone node on loopback).",
+            secret=True,
+        ),
+    )
+    tick_ms: int = field(
+        default=100, metadata=about("The Raft tick: heartbeats and elections count in ticks.", minimum=1)
+    )
+    election_ticks: int = field(
+        default=5, metadata=about("Ticks without a leader before a follower stands.", minimum=2)
+    )
+    heartbeat_ticks: int = field(default=2, metadata=about("Ticks between a leader's heartbeats.", minimum=1))
+    batch_delay_ms: float = field(
+        default=0.0, metadata=about("How long a leader waits to gather proposals into one entry.", minimum=0)
+    )
+    snapshot_every_entries: int = field(
+        default=20000, metadata=about("Entries between a group's snapshots.", minimum=1)
+    )
+    snapshot_every_bytes: int = field(
+        default=64 * 1024 * 1024,
+        metadata=about("Log bytes between a group's snapshots (at least 4x its last snapshot).", minimum=1),
+    )
+    consumer_timeout_ms: int = field(
+        default=30 * 60 * 1000,
+        metadata=about("How long a delivery may be held without an ack, nack or touch.", minimum=1),
+    )
+    consumer_idle_timeout_ms: int = field(
+        default=60000,
+        metadata=about("How long a consumer with deliveries waiting may go without a poll.", minimum=1),
+    )
+    default_delivery_limit: int = field(
+        default=DEFAULT_DELIVERY_LIMIT,
+        metadata=about("x-delivery-limit of a queue declared without one (-1: none)."),
+    )
+    default_group_size: int = field(
+        default=0, metadata=about("Replicas of a queue declared without a size (0: placement's, 3).")
+    )
+    default_leader_locator: str = field(
+        default="",
+        metadata=about("x-queue-leader-locator of a queue declared without one (client-local or balanced)."),
+    )
+    dead_letter_prefetch: int = field(
+        default=DEFAULT_PREFETCH,
+        metadata=about("Dead letters the at-least-once worker moves at once.", minimum=1),
+    )
+    max_message_bytes: int = field(
+        default=16 * 1024 * 1024, metadata=about("The largest message body.", minimum=1)
+    )
+    max_request_bytes: int = field(
+        default=64 * 1024 * 1024, metadata=about("The largest HTTP request body.", minimum=1)
+    )
+    advertise_http: str | None = field(
+        default=None, metadata=about("The HTTP URL other nodes use to reach this one.")
+    )
+    advertise_raft: Address | None = field(
+        default=None, metadata=about("HOST:PORT other nodes dial for Raft (default: raft).")
+    )
+    target_group_size: int = field(
+        default=0, metadata=about("Replicas every queue is grown or shrunk to (0: off).", minimum=0)
+    )
+    membership_interval_ms: int = field(
+        default=3600000,
+        metadata=about("How often leaders check their queue's replicas against the target.", minimum=1),
+    )
+    membership_trigger_delay_ms: int = field(
+        default=10000, metadata=about("How long after a node joins or leaves that check runs.", minimum=0)
+    )
+    membership_auto_remove: bool = field(
+        default=False, metadata=about("Leaders drop replicas on nodes that left the cluster.")
+    )
+    bootstrap_user: str = field(
+        default="", metadata=about("An administrator created at the first start.", secret=True)
+    )
+    bootstrap_password: str = field(default="", metadata=about("The bootstrap user's password.", secret=True))
+    loopback_guest: bool = field(default=True, metadata=about("guest/guest may log in, from loopback only."))
+    metrics_public: bool = field(default=False, metadata=about("/metrics answers without credentials."))
+    tls_cert: str = field(default="", metadata=about("The node's TLS certificate (PEM file)."))
+    tls_key: str = field(default="", metadata=about("The certificate's private key (PEM file)."))
+    tls_ca: str = field(default="", metadata=about("The CA bundle peers' certificates are checked against."))
+    tls_http: bool = field(default=False, metadata=about("Serve the HTTP API over TLS."))
+    tls_raft: bool = field(default=False, metadata=about("Raft traffic over mutual TLS."))
+    max_message_headers: int = field(default=128, metadata=about("Headers a message may carry.", minimum=0))
+    max_header_bytes: int = field(
+        default=64 * 1024, metadata=about("Bytes a message's headers may take.", minimum=0)
+    )
+    max_queue_name_length: int = field(default=255, metadata=about("The longest queue name.", minimum=1))
+    max_consumers_per_queue: int = field(
+        default=1000, metadata=about("Consumers a queue accepts.", minimum=1)
+    )
+    request_read_timeout_ms: int = field(
+        default=30000, metadata=about("How long a request body may take to arrive.", minimum=1)
+    )
+    keepalive_timeout_ms: int = field(
+        default=75000, metadata=about("How long an idle HTTP connection is kept open.", minimum=0)
+    )
 
     @property
     def http_url(self) -> str:
@@ -155,21 +232,44 @@ _COERCE: dict[str, Callable[[Any], Any]] = {
     "raft": lambda v: Address.parse(str(v), what="raft"),
     "advertise_raft": lambda v: Address.parse(str(v), what="advertise_raft"),
     "seeds": lambda v: tuple(Seed.parse(s) for s in (v.split(",") if isinstance(v, str) else v) if s),
-    "membership_auto_remove": lambda v: _flag(v),
-    "loopback_guest": lambda v: _flag(v),
-    "metrics_public": lambda v: _flag(v),
-    "tls_http": lambda v: _flag(v),
-    "tls_raft": lambda v: _flag(v),
 }
+_FLAG_WORDS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False}
+_FLAG_WORDS["off"] = False
 
 
-def _flag(value: Any) -> bool:
-    """A boolean setting from TOML (a bool) or from a flag or variable (`1`, `true`, `yes`)."""
-    return value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes")
+@dataclass(frozen=True)
+class SettingDoc:
+    """One setting as `quorumq server --help` lists it."""
+
+    name: str
+    variable: str
+    default: str
+    help: str
 
 
-def load_config(flags: dict[str, Any], config_file: Path | None = None) -> NodeConfig:
-    """Merge (lowest to highest precedence) a TOML file, QUORUMQ_* variables and flags."""
+def setting_docs() -> list[SettingDoc]:
+    """Every setting in declaration order, with its variable, default and help (secrets with `_FILE`)."""
+    docs = []
+    for known in fields(NodeConfig):
+        variable = ENV_PREFIX + known.name.upper()
+        if known.metadata["secret"]:
+            variable += f" or {variable}{FILE_SUFFIX.upper()}"
+        default = "required" if known.default is MISSING else _default_text(known.default)
+        docs.append(SettingDoc(known.name, variable, default, known.metadata["help"]))
+    return docs
+
+
+def _default_text(value: Any) -> str:
+    if value in ("", None, ()):
+        return "none"
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def load_config(
+    flags: dict[str, Any], config_file: Path | None = None, warn: Callable[[str], None] = log.warning
+) -> NodeConfig:
+    """Merge (lowest to highest precedence) a TOML file, QUORUMQ_* variables and flags; ConfigError for a
+    bad or missing value. `warn` is told of each QUORUMQ_* variable that is no setting."""
     merged: dict[str, Any] = {}
     if config_file is not None:
         try:
@@ -177,49 +277,80 @@ def load_config(flags: dict[str, Any], config_file: Path | None = None) -> NodeC
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"config file {config_file}: {exc}") from exc
     known = {f.name: f for f in fields(NodeConfig)}
+    file_keys = {name + FILE_SUFFIX for name, f in known.items() if f.metadata["secret"]} - set(known)
     for key, text in os.environ.items():
         if key.startswith(ENV_PREFIX):
             name = key[len(ENV_PREFIX) :].lower()
-            if name in known:
+            if name in known or name in file_keys:
                 merged[name] = text
+            elif key[len(ENV_PREFIX) :] not in CLIENT_VARIABLES:
+                warn(_not_a_setting(key, [*known, *file_keys]))
     merged.update({k: v for k, v in flags.items() if v not in (None, ())})
+    _read_secret_files(merged, file_keys)
     unknown = sorted(set(merged) - set(known))
     if unknown:
         raise ConfigError(f"unknown configuration keys: {', '.join(unknown)}")
     for required in ("node", "data_dir", "http", "raft"):
         if required not in merged:
             raise ConfigError(f"missing required setting {required!r} (flag --{required.replace('_', '-')})")
-    values: dict[str, Any] = {}
-    for name, value in merged.items():
-        coerce = _COERCE.get(name)
-        if coerce is not None:
-            value = coerce(value)
-        elif known[name].type in ("int", "float") and isinstance(value, str):
-            try:
-                value = int(value) if known[name].type == "int" else float(value)
-            except ValueError as exc:
-                raise ConfigError(f"{name}: expected a number, got {value!r}") from exc
-        values[name] = value
-    config = NodeConfig(**values)
-    _check_queue_settings(config)
+    config = NodeConfig(**{name: _value(known[name], value) for name, value in merged.items()})
+    if config.heartbeat_ticks >= config.election_ticks:
+        ticks = f"heartbeat_ticks ({config.heartbeat_ticks}), election_ticks ({config.election_ticks})"
+        raise ConfigError(f"{ticks}: a leader must beat more often than followers stand")
+    config.queue_defaults()
     return config
 
 
-def _check_queue_settings(config: NodeConfig) -> None:
-    """A bad queue default or dead-letter prefetch fails the start, not the first declare (a TOML file
-    passes its values through as they are written)."""
-    for name, kind in _QUEUE_SETTING_TYPES.items():
-        value = getattr(config, name)
-        if type(value) is not kind:
-            raise ConfigError(f"{name}: must be {'an integer' if kind is int else 'a string'}, got {value!r}")
-    config.queue_defaults()
-    if config.dead_letter_prefetch < 1:
-        raise ConfigError(f"dead_letter_prefetch: must be >= 1, got {config.dead_letter_prefetch}")
+def _not_a_setting(variable: str, names: list[str]) -> str:
+    """The warning for a QUORUMQ_* variable that is no setting, naming the closest one."""
+    variables = [ENV_PREFIX + name.upper() for name in names]
+    close = difflib.get_close_matches(variable, variables, n=1)
+    hint = f"; did you mean {close[0]}?" if close else ""
+    return f"{variable} is not a quorumq setting and is ignored{hint}"
 
 
-_QUEUE_SETTING_TYPES = {
-    "default_delivery_limit": int,
-    "default_group_size": int,
-    "default_leader_locator": str,
-    "dead_letter_prefetch": int,
-}
+def _read_secret_files(merged: dict[str, Any], file_keys: set[str]) -> None:
+    """Replace each `<secret>_file` in `merged` by the secret the file holds (a trailing line break
+    dropped)."""
+    for key in file_keys & set(merged):
+        secret = key.removesuffix(FILE_SUFFIX)
+        if secret in merged:
+            raise ConfigError(f"give {secret} or {key}, not both")
+        path = Path(str(merged.pop(key)))
+        try:
+            value = path.read_text().rstrip("\r\n")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{key}: cannot read {path}: {exc}") from exc
+        if not value:
+            raise ConfigError(f"{key}: {path} is empty")
+        merged[secret] = value
+
+
+def _value(known: Field[Any], value: Any) -> Any:
+    """A setting's value in its type, checked against its least value; ConfigError naming it."""
+    name, kind = known.name, str(known.type)
+    coerce = _COERCE.get(name)
+    if coerce is not None:
+        return coerce(value)
+    if kind == "bool":
+        flag = value if isinstance(value, bool) else _FLAG_WORDS.get(str(value).strip().lower())
+        if flag is None:
+            raise ConfigError(f"{name}: expected true or false, got {value!r}")
+        return flag
+    if kind in ("int", "float"):
+        if isinstance(value, str):
+            try:
+                value = int(value) if kind == "int" else float(value)
+            except ValueError as exc:
+                raise ConfigError(f"{name}: expected a number, got {value!r}") from exc
+        if type(value) not in ((int,) if kind == "int" else (int, float)):
+            raise ConfigError(
+                f"{name}: must be {'an integer' if kind == 'int' else 'a number'}, got {value!r}"
+            )
+        minimum = known.metadata["minimum"]
+        if minimum is not None and value < minimum:
+            raise ConfigError(f"{name}: must be >= {minimum}, got {value}")
+        return float(value) if kind == "float" else value
+    if not isinstance(value, str):
+        raise ConfigError(f"{name}: must be a string, got {value!r}")
+    return value

@@ -35,6 +35,7 @@ class ConsumerSession:
     (`get_holder`) has a session only for its timeout: it is never polled; `getting` while its Get is
     not applied yet (it holds nothing so far, and must not be closed for that). `reoffered`: the buffer
     holds what the consumer held when this leader took over, which may be in its hands, until it polls.
+    `auto_ack`: each poll settles what it takes.
     """
 
     tag: str
@@ -48,10 +49,17 @@ class ConsumerSession:
     getting: bool = False
     polls: int = 0
     reoffered: bool = False
+    auto_ack: bool = False
 
     def offer(self, deliveries: Iterable[Delivery]) -> None:
         """Add deliveries for the next poll."""
         self.buffer.extend(deliveries)
+        if self.buffer:
+            self.ready.set()
+
+    def offer_again(self, taken: list[Delivery]) -> None:
+        """Put deliveries taken by a poll that failed back at the front, for the next poll."""
+        self.buffer.extendleft(reversed(taken))
         if self.buffer:
             self.ready.set()
 

@@ -6,6 +6,7 @@ batcher merges the proposals that arrive together into one entry (`cluster/propo
 back, finds where they lie with `entry_body_spans`). A metadata operation is a command of
 `cluster.metadata.codec`. A queue operation has its own envelope:
 
+- version 9: `[9, now_ms, command, bodies]`, as version 8, where a `Checkout` may carry `auto_ack`;
 - version 8: `[8, now_ms, command, bodies]`, as version 7, where the command may be a redrive task's
   (`StartRedrive`, `RedriveCheckout`, `EndRedrive`);
 - version 7: `[7, now_ms, command, bodies]`, as version 6, where the command may be an `ApplyPolicy`;
@@ -25,7 +26,7 @@ back, finds where they lie with `entry_body_spans`). A metadata operation is a c
 - version 0: `[command bytes, bodies]`, the time inside the positional command bytes
   (`decode_command_v0`).
 
-All decode into the same `QueueOp`, so logs written before version 8 (or 7 to 1) replay (snapshots never
+All decode into the same `QueueOp`, so logs written before version 9 (or 8 to 1) replay (snapshots never
 held operations). A leader writes the newest version every node of the cluster said it reads
 (`cluster/codec_reads.py`); a command with a field that version has no place for is not written (the
 leader builds it only when `op_version()` allows, `cluster/queue_leader.py`).
@@ -45,6 +46,7 @@ import msgpack
 
 from cluster.stored_message import BodySpan, StoredMessage
 from queue_state.command_codec import (
+    AUTO_ACK_VERSION,
     DELAYED_MESSAGE_VERSION,
     NAMED_VERSIONS,
     POLICY_VERSION,
@@ -59,7 +61,7 @@ from queue_state.command_codec import (
 from queue_state.commands import Command, Enqueue, EntryMeta, InvalidCommand
 from raft_log.msgpack_parts import array_header
 
-QUEUE_OP_VERSION = 8
+QUEUE_OP_VERSION = 9
 """The newest version of the queue operation envelope this node reads and may write."""
 READER_OP_VERSION = 2
 """The first version in which a consumer reading from a time is registered through the log."""
@@ -76,6 +78,8 @@ POLICY_OP_VERSION = POLICY_VERSION
 """The first version in which queues apply policies (`ApplyPolicy`)."""
 REDRIVE_OP_VERSION = REDRIVE_VERSION
 """The first version with redrive tasks (`StartRedrive`, `RedriveCheckout`, `EndRedrive`)."""
+AUTO_ACK_OP_VERSION = AUTO_ACK_VERSION
+"""The first version with auto-ack consumers (`Checkout.auto_ack`)."""
 
 
 class EntryDecodeError(ValueError):

@@ -24,6 +24,7 @@ from typing import Any, Protocol, TypeVar
 from cluster.consumer_sessions import CONSUMER_IDLE, CONSUMER_TIMEOUT, ConsumerSession, ConsumerSessions
 from cluster.dead_lettering.messages import with_death
 from cluster.entry_codec import (
+    AUTO_ACK_OP_VERSION,
     COUNTING_OP_VERSION,
     DELAY_OP_VERSION,
     HOLDING_OP_VERSION,
@@ -433,19 +434,28 @@ class QueueLeader:
     # -- consumers --------------------------------------------------------------------------------
 
     async def register_consumer(
-        self, prefetch: int, priority: int, timeout_ms: int | None, since_ms: int | None
+        self,
+        prefetch: int,
+        priority: int,
+        timeout_ms: int | None,
+        since_ms: int | None,
+        auto_ack: bool = False,
     ) -> str:
         """A new consumer's tag. It may hold `prefetch` messages, each for its consumer timeout:
         `timeout_ms`, else the queue's `x-consumer-timeout`, else the node's (`on_timer`). With `since_ms`
         it reads only messages enqueued at or after then, taking them with gets as it polls instead of
         being pushed deliveries: a reader registered through the log once every node reads queue
-        operations version 2 (so a new leader knows it), and before that a session of this leader only."""
+        operations version 2 (so a new leader knows it), and before that a session of this leader only.
+        With `auto_ack` (AMQP's no-ack) each poll settles what it hands out (`poll`); it needs queue
+        operations version 9 across the cluster, until then Refused `upgrade_in_progress`."""
+        if auto_ack:
+            self._require_op_version(AUTO_ACK_OP_VERSION, "no auto-ack consumers")
         tag = uuid.uuid4().hex
         session = self._sessions.open(tag, timeout_ms, self._now())
-        session.since_ms, session.prefetch = since_ms, prefetch
+        session.since_ms, session.prefetch, session.auto_ack = since_ms, prefetch, auto_ack
         if since_ms is not None and self._op_version() < READER_OP_VERSION:
             return tag
-        command = self._command(Checkout, tag, prefetch, priority, timeout_ms, since_ms)
+        command = self._command(Checkout, tag, prefetch, priority, timeout_ms, since_ms, auto_ack)
         reply = await self._submit(command)
         if isinstance(reply, Failure):
             self._sessions.close(tag)
@@ -455,8 +465,10 @@ class QueueLeader:
         return tag
 
     async def poll(self, tag: str, limit: int, wait_s: float) -> list[MessageRow]:
-        """Up to `limit` (at least one) deliveries for consumer `tag`, waiting up to `wait_s` for some.
-        UnknownConsumer when the queue has no such consumer."""
+        """Up to `limit` (at least one) deliveries for consumer `tag`, waiting up to `wait_s` for some;
+        an auto-ack consumer's are settled before they are answered (a settle that does not commit here
+        fails the poll, and they wait for its next one, here or on the next leader). UnknownConsumer
+        when the queue has no such consumer."""
         limit = max(limit, 1)
         session = self._session(tag)
         self._sessions.touch(tag, self._now())
@@ -469,7 +481,14 @@ class QueueLeader:
         finally:
             session.polls -= 1
         self._sessions.touch(tag, self._now())
-        return self._rows(taken)
+        rows = self._rows(taken)
+        if session.auto_ack and taken:
+            try:
+                await self._submit(self._command(Settle, tuple(delivery.id for delivery in taken), tag))
+            except BaseException:
+                session.offer_again(taken)
+                raise
+        return rows
 
     def resume(self, tag: str) -> None:
         """Carry on with consumer `tag` after its queue changed leader (on a new leader, what it holds is
@@ -506,10 +525,11 @@ class QueueLeader:
         raise UnknownConsumer(f"no consumer '{tag}' on queue '{self.name}'")
 
     def _open_session(self, consumer: ConsumerInfo, now: int) -> ConsumerSession:
-        """A session for a consumer the queue state holds, with its own timeout, what it holds offered to
-        it again, and for a reader its time and prefetch."""
+        """A session for a consumer the queue state holds, with its own timeout and auto-ack, what it holds
+        offered to it again, and for a reader its time and prefetch."""
         session = self._sessions.open(consumer.name, consumer.timeout_ms, now)
         session.since_ms, session.prefetch = consumer.since_ms, consumer.prefetch
+        session.auto_ack = consumer.auto_ack
         held = self._replica.machine.checked_out(consumer.name)
         session.offer(held)
         session.reoffered = bool(held)

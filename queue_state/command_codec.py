@@ -1,14 +1,15 @@
 """The wire forms of queue commands, by the version of the queue operation that carries them.
 
-Versions 1 to 8 (`encode_command`, `decode_command`): the msgpack-ready list `[tag, {field: value}]`.
+Versions 1 to 9 (`encode_command`, `decode_command`): the msgpack-ready list `[tag, {field: value}]`.
 Fields travel by name and a field equal to its default is left off, so a field added later with a default
 replays entries written before it (and a node that predates the field reads every command that leaves
 it at its default); a field the record does not have, or a missing one without a default, is an error.
 A field added with a later version (`_ADDED_IN`: Checkout's `since_ms` in 2; Return's and Cancel's
-`failed` and Discard's `reason` in 3) cannot be written in an earlier one, nor can a command added later
-(`Touch`, 4; `ApplyPolicy`, 7; the redrive commands, 8), an `UpdateConfig` setting an argument added later
-(`x-consumer-timeout`, 4; the `x-delayed-retry-*` ones, 5; `x-max-priority`, 6), or an `Enqueue` of a
-message with a delay (5; Return's `delay_ms` too) or a priority (6).
+`failed` and Discard's `reason` in 3; Checkout's `auto_ack` in 9) cannot be written in an earlier one,
+nor can a command added later (`Touch`, 4; `ApplyPolicy`, 7; the redrive commands, 8), an
+`UpdateConfig` setting an argument added later (`x-consumer-timeout`, 4; the `x-delayed-retry-*` ones,
+5; `x-max-priority`, 6), or an `Enqueue` of a message with a delay (5; Return's `delay_ms` too) or a
+priority (6).
 
 Version 0 (`encode_command_v0`, `decode_command_v0`): msgpack bytes of `[tag, now_ms, values...]`, the
 values positional in `_V0_FIELDS` order, with the time the entry envelope carries since version 1. It
@@ -122,11 +123,11 @@ _V0_FIELDS: dict[type[Command], tuple[str, ...]] = {
 }
 _V0_SHORTER: dict[type[Command], int] = {DurableCheckout: 2}
 
-NAMED_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8)
+NAMED_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9)
 """The operation versions whose commands travel in the named-field form."""
 # The version a field of the named form was added in, when after version 1: an older node refuses it.
 _ADDED_IN: dict[type[Command], dict[str, int]] = {
-    Checkout: {"since_ms": 2},
+    Checkout: {"since_ms": 2, "auto_ack": 9},
     Return: {"failed": 3, "delay_ms": 5},
     Cancel: {"failed": 3},
     Discard: {"reason": 3},
@@ -135,6 +136,8 @@ POLICY_VERSION = 7
 """The version in which a queue applies policies (`ApplyPolicy`)."""
 REDRIVE_VERSION = 8
 """The version with redrive tasks (`StartRedrive`, `RedriveCheckout`, `RedriveSettle`, `EndRedrive`)."""
+AUTO_ACK_VERSION = 9
+"""The version with auto-ack consumers (`Checkout.auto_ack`)."""
 # The version a command was added in, when after version 1 (version 0 has none of them either).
 _COMMAND_ADDED_IN: dict[type[Command], int] = {
     Touch: 4,

@@ -122,7 +122,10 @@ class Checkout:
     leader applies the consumer's own timeout, not a default. With
     `since_ms` the consumer is a reader from that time: the serve step never delivers to it, it takes
     messages enqueued at or after `since_ms` with `Get`s under its name as it polls (queue operations
-    version 2 and later, `cluster/entry_codec.py`).
+    version 2 and later, `cluster/entry_codec.py`). With `auto_ack` (AMQP's no-ack, queue operations
+    version 9) the consumer never settles: its leader settles what it hands out as it hands it out. The
+    state holds its deliveries as any consumer's until that `Settle`, so its prefetch still bounds them
+    and a new leader settles what it held as it hands it out again.
     """
 
     consumer: str
@@ -130,6 +133,7 @@ class Checkout:
     priority: int = 0
     timeout_ms: int | None = None
     since_ms: int | None = None
+    auto_ack: bool = False
 
     def __post_init__(self) -> None:
         _check_name("consumer", self.consumer)
@@ -137,6 +141,7 @@ class Checkout:
         _check_int("priority", self.priority, minimum=-INT64_MAX)
         _check_optional_int("timeout_ms", self.timeout_ms, minimum=1)
         _check_optional_int("since_ms", self.since_ms)
+        _check_bool("auto_ack", self.auto_ack)
 
 
 @dataclass(frozen=True, slots=True)

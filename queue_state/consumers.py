@@ -28,6 +28,7 @@ class ConsumerInfo:
     unacknowledged: int
     timeout_ms: int | None = None
     since_ms: int | None = None
+    auto_ack: bool = False
 
 
 class Holder:
@@ -46,9 +47,9 @@ class Holder:
 
 class Consumer(Holder):
     """A registered consumer: served while it has credit (prefetch minus held messages), unless it is a
-    reader from `since_ms`."""
+    reader from `since_ms`; `auto_ack` when its leader settles what it hands out."""
 
-    __slots__ = ("prefetch", "priority", "registration", "since_ms", "timeout_ms")
+    __slots__ = ("auto_ack", "prefetch", "priority", "registration", "since_ms", "timeout_ms")
 
     def __init__(
         self,
@@ -58,6 +59,7 @@ class Consumer(Holder):
         registration: int,
         timeout_ms: int | None = None,
         since_ms: int | None = None,
+        auto_ack: bool = False,
     ) -> None:
         super().__init__(name)
         self.prefetch = prefetch
@@ -65,6 +67,7 @@ class Consumer(Holder):
         self.registration = registration
         self.timeout_ms = timeout_ms
         self.since_ms = since_ms
+        self.auto_ack = auto_ack
 
     @property
     def has_credit(self) -> bool:
@@ -108,11 +111,15 @@ class ConsumerRegistry:
         priority: int,
         timeout_ms: int | None = None,
         since_ms: int | None = None,
+        auto_ack: bool = False,
     ) -> None:
-        """Add a consumer, or update an existing one's prefetch, priority, timeout and reader time."""
+        """Add a consumer, or update an existing one's prefetch, priority, timeout, reader time and
+        auto-ack."""
         consumer = self._by_name.get(name)
         if consumer is None:
-            consumer = Consumer(name, prefetch, priority, self._next_registration, timeout_ms, since_ms)
+            consumer = Consumer(
+                name, prefetch, priority, self._next_registration, timeout_ms, since_ms, auto_ack
+            )
             self._next_registration += 1
             self._by_name[name] = consumer
         else:
@@ -123,6 +130,7 @@ class ConsumerRegistry:
             consumer.priority = priority
             consumer.timeout_ms = timeout_ms
             consumer.since_ms = since_ms
+            consumer.auto_ack = auto_ack
         if not consumer.is_reader:
             self._rotations.setdefault(priority, deque()).append(consumer)
         self._elect()
@@ -182,9 +190,14 @@ class ConsumerRegistry:
     def has_readers(self) -> bool:
         return any(c.is_reader for c in self._by_name.values())
 
+    @property
+    def has_auto_ack(self) -> bool:
+        return any(c.auto_ack for c in self._by_name.values())
+
     def to_wire(self) -> dict[str, Any]:
         """Registration counter, consumers in registration-dict order (a reader's row with its time as a
-        sixth field, snapshot version 3), rotation order, active one."""
+        sixth field, snapshot version 3; an auto-ack consumer's with true as a seventh, version 9),
+        rotation order, active one."""
         return {
             "next_registration": self._next_registration,
             "consumers": [_consumer_row(c) for c in self._by_name.values()],
@@ -196,7 +209,7 @@ class ConsumerRegistry:
     def from_wire(cls, single_active: bool, wire: dict[str, Any]) -> ConsumerRegistry:
         registry = cls(single_active)
         registry._next_registration = wire["next_registration"]
-        for name, *fields in wire["consumers"]:  # four fields before timeouts, six for a reader
+        for name, *fields in wire["consumers"]:  # 4 fields before timeouts, 5 for a reader, 6 auto-ack
             registry._by_name[name] = Consumer(name, *fields)
         for priority, names in wire["rotations"]:
             registry._rotations[priority] = deque(registry._by_name[name] for name in names)
@@ -207,4 +220,6 @@ class ConsumerRegistry:
 
 def _consumer_row(consumer: Consumer) -> list[Any]:
     row = [consumer.name, consumer.prefetch, consumer.priority, consumer.registration, consumer.timeout_ms]
+    if consumer.auto_ack:
+        return [*row, consumer.since_ms, True]
     return row if consumer.since_ms is None else [*row, consumer.since_ms]

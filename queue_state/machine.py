@@ -199,7 +199,9 @@ class QueueMachine:
         if self._sealed and self._consumers.get(cmd.consumer) is None:
             return self._deleting()
         self._mark_used()
-        self._consumers.register(cmd.consumer, cmd.prefetch, cmd.priority, cmd.timeout_ms, cmd.since_ms)
+        self._consumers.register(
+            cmd.consumer, cmd.prefetch, cmd.priority, cmd.timeout_ms, cmd.since_ms, cmd.auto_ack
+        )
         return Ok()
 
     def _release_client(self, cmd: Cancel | ConsumerDown, out: EffectCollector) -> Reply:
@@ -717,6 +719,7 @@ class QueueMachine:
                 len(c.held),
                 c.timeout_ms,
                 c.since_ms,
+                c.auto_ack,
             )
             for c in self._consumers
         ]
@@ -806,8 +809,8 @@ class QueueMachine:
         )
         redriven = bool(self._redrive_serial)
         version = (
-            8 if redriven else 7 if policy else 6 if prioritised else 5 if delaying
-            else 4 if counting else 3 if readers else 2
+            9 if self._consumers.has_auto_ack else 8 if redriven else 7 if policy
+            else 6 if prioritised else 5 if delaying else 4 if counting else 3 if readers else 2
         )  # fmt: skip
         yield snapshot_header(
             version,

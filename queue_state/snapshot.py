@@ -18,7 +18,9 @@ operations version 6). Version 7 adds the header's `policy` (`[name, arguments, 
 the queue applies and the revision of the policies that chose it; its `config` stays the declared
 configuration) and is written once a policy was applied (queue operations version 7). Version 8 adds
 a `redrives` chunk (`[serial, [task row, ...]]`: the queue's redrive tasks and the serial of the last
-one started) and is written once a redrive task was started (queue operations version 8). Versions 1
+one started) and is written once a redrive task was started (queue operations version 8). Version 9
+adds a seventh field, true, to an auto-ack consumer's row (its sixth, the reader time, then written even
+when None) and is written while the queue has one (queue operations version 9). Versions 1
 to 3 still restore, each message's acquired count equal to its delivery count; versions before 6 with
 every message at level 0.
 """
@@ -30,9 +32,9 @@ from typing import Any
 
 import msgpack
 
-SNAPSHOT_VERSION = 8  # 2: publishers' watermarks, `sealed`; 3: readers' times; 4: acquired counts, reasons;
-# 5: delayed messages; 6: priorities; 7: the applied policy; 8: redrive tasks
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8)
+SNAPSHOT_VERSION = 9  # 2: publishers' watermarks, `sealed`; 3: readers' times; 4: acquired counts, reasons;
+# 5: delayed messages; 6: priorities; 7: the applied policy; 8: redrive tasks; 9: auto-ack consumers
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9)
 END_OF_SNAPSHOT = "end"
 
 

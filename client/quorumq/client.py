@@ -260,15 +260,19 @@ class Client:
         name: str | None = None,
         timeout_ms: int | None = None,
         since: int | str | None = None,
+        auto_ack: bool = False,
     ) -> str:
         """Register a consumer and return its tag (a durable consumer is named `name`).
 
         `timeout_ms`: the consumer timeout, how long it may hold a delivery without an ack, nack or touch
         before the server ends it and returns what it holds (default: the queue's `x-consumer-timeout`,
         else the server's, 30 minutes). `since` (epoch ms or ISO-8601): receive only messages enqueued
-        at or after that time (reading a dead-letter queue from a time).
+        at or after that time (reading a dead-letter queue from a time). `auto_ack` (AMQP's no-ack): the
+        server settles what `deliveries` hands out as it hands it out; never ack or nack them.
         """
         body: dict[str, Any] = {"prefetch": prefetch, "priority": priority}
+        if auto_ack:
+            body["auto_ack"] = True
         if timeout_ms is not None:
             body["timeout"] = timeout_ms
         if since is not None:
@@ -436,9 +440,10 @@ class Client:
         )
         return decode_deliveries(reply.payload, got)
 
-    async def ack_got(self, queue: str, ids: Iterable[int]) -> None:
-        """Settle messages taken by `get` with manual ack."""
-        await self._settle(queue_path(queue, "ack"), {"ids": list(ids)})
+    async def ack_got(self, queue: str, ids: Iterable[int]) -> str | None:
+        """Settle messages taken by `get` with manual ack; the server's warning when some of them were
+        not held (settled already, or returned by the consumer timeout), else None."""
+        return await self._settle(queue_path(queue, "ack"), {"ids": list(ids)})
 
     async def touch_got(self, queue: str, ids: Iterable[int]) -> int:
         """Extend the hold of messages taken by `get` with manual ack (as `touch` for a consumer)."""
@@ -454,11 +459,11 @@ class Client:
         failed: bool = True,
         reason: str | None = None,
         delay_ms: int | None = None,
-    ) -> None:
+    ) -> str | None:
         """Return (or discard/dead-letter) messages taken by `get` with manual ack (`failed`, `reason`
-        and `delay_ms` as for `nack`)."""
+        and `delay_ms` as for `nack`); the warning as for `ack_got`."""
         body = nack_body(list(ids), requeue, failed, reason, delay_ms)
-        await self._settle(queue_path(queue, "nack"), body)
+        return await self._settle(queue_path(queue, "nack"), body)
 
     async def browse(
         self, queue: str, from_: int = 0, to: int | None = None, limit: int = 1000
@@ -629,8 +634,10 @@ class Client:
         payload = (await self._transport.request("POST", "/api/tokens", body=body)).payload
         return payload["token"], payload["expires_ms"]
 
-    async def _settle(self, path: str, body: dict[str, Any]) -> None:
-        await self._transport.request("POST", path, body=body)
+    async def _settle(self, path: str, body: dict[str, Any]) -> str | None:
+        payload = (await self._transport.request("POST", path, body=body)).payload
+        warning = payload.get("warning") if isinstance(payload, dict) else None
+        return None if warning is None else str(warning)
 
 
 def _tag_from(payload: Any) -> str:

@@ -15,8 +15,8 @@ class Settler(NamedTuple):
     """How the messages of one consumer (or of one `get`) are settled: `ack(ids)`, `nack(ids, requeue,
     failed=..., reason=...)`, and kept held while worked on (`keeper`)."""
 
-    ack: Callable[[list[int]], Awaitable[None]]
-    nack: Callable[..., Awaitable[None]]
+    ack: Callable[[list[int]], Awaitable[object]]
+    nack: Callable[..., Awaitable[object]]
     keeper: HoldKeeper
 
 
@@ -116,7 +116,7 @@ class IncomingMessage(Delivery):
 
 
 def settled_through(
-    ack: Callable[[list[int]], Awaitable[None]], nack: Callable[..., Awaitable[None]], keeper: HoldKeeper
+    ack: Callable[[list[int]], Awaitable[object]], nack: Callable[..., Awaitable[object]], keeper: HoldKeeper
 ) -> Callable[..., IncomingMessage]:
     """What builds the IncomingMessages of one consumer (or one get) from a delivery's fields, each
     settled through `ack(ids)` and `nack(ids, requeue)`, and kept held by `keeper`."""

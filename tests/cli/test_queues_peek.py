@@ -33,7 +33,7 @@ def test_peek_past_the_end_exits_70_and_a_bad_position_is_a_usage_error(node_add
     assert (code, out) == (70, "")
     assert err == "Error: queue 'q' has no message at position 1\n"
     code, _, err = run(node_address, "peek", "q", "0")
-    assert code == 2 and "POSITION" in err
+    assert code == 64 and "POSITION" in err
     code, _, err = run(node_address, "peek", "missing", "1")
     assert code == 70 and "no queue 'missing'" in err
 

@@ -70,9 +70,8 @@ def test_a_missing_or_empty_secret_file_is_refused(tmp_path: Path, content: str 
 def test_a_secret_and_a_secret_file_together_are_refused(tmp_path: Path) -> None:
     secret_file = tmp_path / "secret"
     secret_file.write_text(OWN_SECRET)
-    config = configured(tmp_path, cluster_secret=OWN_SECRET, cluster_secret_file=str(secret_file))
     with pytest.raises(ConfigError, match="not both"):
-        settle_cluster_secret(config)
+        configured(tmp_path, cluster_secret=OWN_SECRET, cluster_secret_file=str(secret_file))
 
 
 def test_a_lone_node_on_loopback_generates_a_private_secret_and_keeps_it(tmp_path: Path) -> None:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
-from cluster.config import Address, ConfigError, Seed, load_config
+from cluster.config import Address, ConfigError, NodeConfig, Seed, load_config, setting_docs
 from queue_state.arguments import QueueDefaults
 
 REQUIRED = {"node": "n1", "data_dir": "/tmp/n1", "http": "127.0.0.1:8080", "raft": "127.0.0.1:8180"}
@@ -87,3 +88,77 @@ def test_queue_settings_from_a_file_must_have_their_types(tmp_path: Path) -> Non
         config_file.write_text(line + "\n")
         with pytest.raises(ConfigError, match=setting):
             load_config(REQUIRED, config_file)
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "fragment"),
+    [
+        ("tick_ms", "0", "tick_ms: must be >= 1, got 0"),
+        ("election_ticks", "1", "election_ticks: must be >= 2"),
+        ("heartbeat_ticks", "5", "a leader must beat more often"),
+        ("max_message_bytes", "-5", "max_message_bytes: must be >= 1"),
+        ("batch_delay_ms", "-0.5", "batch_delay_ms: must be >= 0"),
+        ("tls_http", "tru", "tls_http: expected true or false, got 'tru'"),
+    ],
+)
+def test_rule_invalid_values_are_refused_at_start_naming_the_setting(
+    monkeypatch: pytest.MonkeyPatch, setting: str, value: str, fragment: str
+) -> None:
+    monkeypatch.setenv(f"QUORUMQ_{setting.upper()}", value)
+    with pytest.raises(ConfigError, match=fragment):
+        load_config(REQUIRED)
+
+
+def test_every_setting_from_a_file_must_have_its_type(tmp_path: Path) -> None:
+    config_file = tmp_path / "node.toml"
+    for line, setting in [
+        ("tick_ms = 1.5", "tick_ms"),
+        ("loopback_guest = 'maybe'", "loopback_guest"),
+        ("bootstrap_user = 7", "bootstrap_user"),
+    ]:
+        config_file.write_text(line + "\n")
+        with pytest.raises(ConfigError, match=setting):
+            load_config(REQUIRED, config_file)
+    config_file.write_text("batch_delay_ms = 2\nloopback_guest = false\n")
+    config = load_config(REQUIRED, config_file)
+    assert (config.batch_delay_ms, config.loopback_guest) == (2.0, False)
+
+
+def test_rule_a_misspelled_variable_is_a_warning_naming_the_closest_setting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("QUORUMQ_TIK_MS", "5")
+    monkeypatch.setenv("QUORUMQ_NODES", "127.0.0.1:8080")  # the CLIs' own: no warning
+    warnings: list[str] = []
+    config = load_config(REQUIRED, warn=warnings.append)
+    assert config.tick_ms == 100
+    assert warnings == [
+        "QUORUMQ_TIK_MS is not a quorumq setting and is ignored; did you mean QUORUMQ_TICK_MS?"
+    ]
+
+
+def test_secrets_come_from_files_named_by_their_file_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "user").write_text("admin\n")
+    (tmp_path / "password").write_text("s3cret pass\n")
+    monkeypatch.setenv("QUORUMQ_BOOTSTRAP_USER_FILE", str(tmp_path / "user"))
+    monkeypatch.setenv("QUORUMQ_BOOTSTRAP_PASSWORD_FILE", str(tmp_path / "password"))
+    config = load_config(REQUIRED)
+    assert (config.bootstrap_user, config.bootstrap_password) == ("admin", "s3cret pass")
+    with pytest.raises(ConfigError, match="give bootstrap_password or bootstrap_password_file, not both"):
+        load_config({**REQUIRED, "bootstrap_password": "other"})
+    monkeypatch.setenv("QUORUMQ_BOOTSTRAP_PASSWORD_FILE", str(tmp_path / "missing"))
+    with pytest.raises(ConfigError, match="bootstrap_password_file: cannot read"):
+        load_config(REQUIRED)
+
+
+def test_the_settings_listing_names_every_setting_its_variable_and_default() -> None:
+    docs = {doc.name: doc for doc in setting_docs()}
+    assert set(docs) == {f.name for f in fields(NodeConfig)}
+    assert (docs["tick_ms"].variable, docs["tick_ms"].default) == ("QUORUMQ_TICK_MS", "100")
+    assert docs["node"].default == "required"
+    assert (
+        docs["bootstrap_password"].variable == "QUORUMQ_BOOTSTRAP_PASSWORD or QUORUMQ_BOOTSTRAP_PASSWORD_FILE"
+    )
+    assert all(doc.help for doc in docs.values())

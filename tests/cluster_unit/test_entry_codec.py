@@ -187,8 +187,7 @@ def test_version_7_is_version_6_under_its_own_number_with_policies() -> None:
 
 
 def test_version_8_is_version_7_under_its_own_number_with_redrive_tasks() -> None:
-    assert QUEUE_OP_VERSION == 8
-    assert encode_queue_op(EntryMeta(7), Tick()) == [8, 7, [10, {}], None]
+    assert encode_queue_op(EntryMeta(7), Tick(), version=8) == [8, 7, [10, {}], None]
     for command, wire in [
         (
             StartRedrive("t", "orders", None, 9, 50),
@@ -201,12 +200,26 @@ def test_version_8_is_version_7_under_its_own_number_with_redrive_tasks() -> Non
             [21, {"task": "t", "serial": 2, "state": "failed", "reason": "no x-death"}],
         ),
     ]:
-        op = encode_queue_op(EntryMeta(7), command)
+        op = encode_queue_op(EntryMeta(7), command, version=8)
         assert op[:3] == [8, 7, wire]
         assert decode_queue_op(through_an_entry(op)).command == command
         for version in range(8):  # a node of that version would refuse it: it is never written
             with pytest.raises(ValueError):
                 encode_queue_op(EntryMeta(7), command, None, version)
+
+
+def test_version_9_is_version_8_under_its_own_number_with_auto_ack_consumers() -> None:
+    assert QUEUE_OP_VERSION == 9
+    assert encode_queue_op(EntryMeta(7), Tick()) == [9, 7, [10, {}], None]
+    command = Checkout("c", 10, auto_ack=True)
+    op = encode_queue_op(EntryMeta(7), command)
+    assert op[:3] == [9, 7, [2, {"consumer": "c", "prefetch": 10, "auto_ack": True}]]
+    assert decode_queue_op(through_an_entry(op)).command == command
+    for version in range(9):  # a node of that version would refuse it: it is never written
+        with pytest.raises(ValueError):
+            encode_queue_op(EntryMeta(7), command, None, version)
+    plain = encode_queue_op(EntryMeta(7), Checkout("c", 10), version=2)  # the default is left off
+    assert plain[:3] == [2, 7, [2, {"consumer": "c", "prefetch": 10}]]
 
 
 def test_rule_returns_and_cancels_of_old_logs_replay_as_failures() -> None:
@@ -265,7 +278,7 @@ def test_version_0_operations_decode_into_the_same_records_with_their_time(
 @pytest.mark.parametrize(
     "op",
     [
-        [9, 5, [10, {}], None],  # a version this node does not know
+        [QUEUE_OP_VERSION + 1, 5, [10, {}], None],  # a version this node does not know
         [True, 5, [10, {}], None],  # a bool is not a version
         [1, -1, [10, {}], None],  # a negative time
         [1, "5", [10, {}], None],  # a time that is not an int
@@ -294,7 +307,8 @@ def test_op_bodies_reads_either_version_and_nothing_else() -> None:
     assert op_bodies([3, 5, [1, {"messages": [[1, None]]}], bodies]) == bodies
     assert op_bodies([4, 5, [1, {"messages": [[1, None]]}], bodies]) == bodies
     assert op_bodies([5, 5, [1, {"messages": [[1, None, 9]]}], bodies]) == bodies
-    assert [op_bodies(op) for op in (None, [], [1, 2, 3], "op", [9, 5, [], bodies])] == [None] * 5
+    unknown = [QUEUE_OP_VERSION + 1, 5, [], bodies]
+    assert [op_bodies(op) for op in (None, [], [1, 2, 3], "op", unknown)] == [None] * 5
 
 
 def test_only_known_versions_are_written() -> None:

@@ -117,3 +117,32 @@ def test_peek_reads_a_position_through_any_node_and_moves_nothing(tmp_path) -> N
         cluster.stop()
     assert found == [(b"b", None)] * 3
     assert after["messages_unacknowledged"] == 0
+
+
+def test_rule_an_auto_ack_consumer_stays_auto_ack_on_a_new_leader(tmp_path) -> None:
+    """An auto-ack consumer is registered through the log: the new leader hands out again what it held
+    when the leader moved and settles it as it does, so nothing stays unacknowledged and its prefetch
+    keeps letting the rest through."""
+    cluster = ProcessCluster.start(tmp_path)
+
+    async def scenario() -> tuple[list[str], dict]:
+        async with Client(cluster.urls, timeout=PATIENT_S, stream=False) as client:
+            await client.declare("no-ack")
+            tag = await client.consume("no-ack", prefetch=2, auto_ack=True)
+            await client.publish("no-ack", ["a", "b", "c", "d"])
+            held = await client.queue("no-ack")
+            assert (held["messages_unacknowledged"], held["messages_ready"]) == (2, 2), held
+            await _move_leader(client, "no-ack")
+            bodies: list[str] = []
+            deadline = time.monotonic() + PATIENT_S
+            while len(bodies) < 4 and time.monotonic() < deadline:
+                bodies += [m.body.decode() for m in await client.deliveries("no-ack", tag, max=10, wait=1.0)]
+            return bodies, await client.queue("no-ack")
+
+    try:
+        every_node_writes_the_newest_queue_ops(cluster)
+        bodies, stats = asyncio.run(scenario())
+    finally:
+        cluster.stop()
+    assert bodies == ["a", "b", "c", "d"]
+    assert (stats["messages"], stats["messages_unacknowledged"]) == (0, 0)

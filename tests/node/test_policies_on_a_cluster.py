@@ -133,6 +133,6 @@ async def test_bad_policies_are_refused_and_change_nothing(cluster: ProcessClust
         async with http.get(f"{url}/api/policies") as answer:
             assert await answer.json() == []
     code, out = cli(url, "policies", "set", "p", ".*", "not json")
-    assert code == 2 and "not JSON" in out
+    assert code == 64 and "not JSON" in out
     code, out = cli(url, "policies", "clear", "none")
     assert code != 0 and "no policy" in out

@@ -74,7 +74,7 @@ def test_the_cli_publishes_with_a_priority_and_shows_it(cluster: ProcessCluster)
     refused = CliRunner().invoke(
         quorumq, ["--node", cluster.urls[0], "publish", "cli-prio", "x", "--priority", "256"]
     )
-    assert refused.exit_code == 2 and "256" in refused.output  # a usage error: nothing sent
+    assert refused.exit_code == 64 and "256" in refused.output  # a usage error: nothing sent
     code, out = run("get", "cli-prio", "--count", "2")
     assert code == 0, out
     rows = json.loads(out)

@@ -100,6 +100,7 @@ commands = st.one_of(
         st.none() | st.just("p"),
     ).flatmap(lambda e: st.just(e) if e.publisher is None else _with_seq(e)),
     st.builds(Checkout, NAMES, st.integers(1, 3), st.integers(0, 2)),
+    st.builds(Checkout, NAMES, st.integers(1, 3), st.integers(0, 2), auto_ack=st.just(True)),
     st.builds(
         Checkout, NAMES, st.integers(1, 3), st.integers(0, 2), st.none(), st.integers(0, 500)
     ),  # readers
@@ -156,6 +157,8 @@ _ADDED_IN_7_OR_LATER = (ApplyPolicy, StartRedrive, RedriveCheckout, RedriveSettl
 
 def _written_before_version_6(command: Command) -> bool:
     if isinstance(command, _ADDED_IN_7_OR_LATER):
+        return False
+    if isinstance(command, Checkout) and command.auto_ack:  # version 9
         return False
     if isinstance(command, UpdateConfig):
         return command.config.max_priority is None

@@ -24,6 +24,7 @@ from queue_state_strategies import (
 
 from queue_state.arguments import parse_arguments
 from queue_state.command_codec import (
+    NAMED_VERSIONS,
     CommandDecodeError,
     decode_command,
     decode_command_v0,
@@ -154,7 +155,7 @@ def test_rule_a_readers_time_is_written_only_from_version_2_and_defaults_to_none
     )  # left off: old nodes read it
     assert decode_command([2, {"consumer": "c", "prefetch": 2}]).since_ms is None
     with pytest.raises(ValueError):
-        encode_command(Tick(), 9)
+        encode_command(Tick(), NAMED_VERSIONS[-1] + 1)
 
 
 @given(commands)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import msgpack
 import pytest
+from queue_state_helpers import dead_lettered, delivered, make_machine
 
 from queue_state.arguments import parse_arguments
 from queue_state.command_codec import arguments_version, decode_command, encode_command, encode_command_v0
@@ -23,7 +24,6 @@ from queue_state.commands import (
 from queue_state.effects import Failure
 from queue_state.machine import QueueMachine
 from queue_state.messages import NO_EXPIRY
-from tests.queue_state.queue_state_helpers import dead_lettered, delivered, make_machine
 
 
 def publish(machine: QueueMachine, now: int, *delays: int | None, ttl: int | None = None) -> list[int]:

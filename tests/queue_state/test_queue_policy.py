@@ -8,13 +8,13 @@ import msgpack
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from queue_state_helpers import enqueue, make_machine
 
 from queue_state.arguments import ArgumentError, parse_arguments
 from queue_state.commands import ApplyPolicy, Checkout, Discard, EntryMeta, InvalidCommand, UpdateConfig
 from queue_state.effects import Enqueued, Rejected
 from queue_state.machine import STRATEGY_CHANGED, QueueMachine
 from queue_state.policy import POLICY_KEYS, definition_arguments, effective_config
-from tests.queue_state.queue_state_helpers import enqueue, make_machine
 
 
 def test_a_definition_names_runtime_arguments_without_their_prefix() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import msgpack
 import pytest
+from queue_state_helpers import dead_lettered, delivered, make_machine
 
 from queue_state.arguments import ArgumentError, parse_arguments
 from queue_state.command_codec import arguments_version
@@ -22,7 +23,6 @@ from queue_state.commands import (
 )
 from queue_state.effects import DeadLetter
 from queue_state.machine import QueueMachine
-from tests.queue_state.queue_state_helpers import dead_lettered, delivered, make_machine
 
 
 def publish(

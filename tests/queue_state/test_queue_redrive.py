@@ -6,6 +6,7 @@ snapshot of version 8."""
 from __future__ import annotations
 
 import msgpack
+from queue_state_helpers import enqueue, make_machine
 
 from queue_state.commands import (
     Cancel,
@@ -20,7 +21,6 @@ from queue_state.commands import (
 from queue_state.effects import DurablePosition, Failure, Ok
 from queue_state.machine import QueueMachine
 from queue_state.redrive import CANCELLED, COMPLETED, RUNNING
-from tests.queue_state.queue_state_helpers import enqueue, make_machine
 
 
 def checkout(m: QueueMachine, now: int, count: int, task: str = "t", serial: int = 1) -> DurablePosition:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from queue_state_helpers import enqueue, make_machine
 
 from queue_state.arguments import parse_arguments
 from queue_state.command_codec import arguments_version, decode_command, encode_command, encode_command_v0
@@ -18,7 +19,6 @@ from queue_state.commands import (
 )
 from queue_state.effects import Failure, Ok
 from queue_state.machine import QueueMachine
-from tests.queue_state.queue_state_helpers import enqueue, make_machine
 
 
 def test_a_touch_restarts_the_lease_of_the_touched_messages_only() -> None:
