@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import time
 from collections.abc import AsyncIterator
 
 import aiohttp
@@ -11,6 +14,7 @@ from api import (
     cluster_handlers,
     consumer_handlers,
     durable_handlers,
+    management_handlers,
     queue_handlers,
     redrive_handlers,
     stream_handler,
@@ -28,6 +32,7 @@ from api.app_keys import (
     PEER_REQUESTS,
     QUEUES,
     REPLAY_GUARD,
+    STARTED,
     STATUS,
     STREAMS,
 )
@@ -38,6 +43,7 @@ from api.forwarding import FORWARD_TIMEOUT_S
 from api.limits import limits_middleware
 from api.login_throttle import LoginThrottle
 from api.membership_handlers import add_routes as add_membership_routes
+from api.message_rates import keep_sampling
 from api.metrics import Metrics
 from api.openapi import serve_spec
 from api.policy_handlers import add_routes as add_policy_routes
@@ -48,6 +54,7 @@ from cluster.steady_clock import steady_wall_ms
 from cluster.tls import http_client_context, http_server_context
 
 QUEUE = "/api/queues/{q}"
+VHOST_QUEUES = "/api/queues/%2F"  # RabbitMQ's paths name the vhost; "/" is the only one
 CONSUMER = QUEUE + "/consumers/{tag}"
 
 
@@ -71,10 +78,12 @@ def create_app(node: Node) -> web.Application:
     app[REPLAY_GUARD] = ReplayGuard(since_ms=steady_wall_ms())
     app[LOGIN_THROTTLE] = LoginThrottle()
     app[STREAMS] = set()
+    app[STARTED] = time.monotonic()
     app.on_shutdown.append(stream_handler.close_streams)
     node.peer_requests.serve(peer_server(app))
     app.cleanup_ctx.append(_forward_session)
     app.cleanup_ctx.append(bootstrap_users)
+    app.cleanup_ctx.append(_sample_rates)
     add_routes(app.router)
     return app
 
@@ -86,6 +95,8 @@ def add_routes(router: web.UrlDispatcher) -> None:
     router.add_get(QUEUE + "/messages", queue_handlers.browse)
     router.add_get(QUEUE + "/messages/peek", queue_handlers.peek)
     router.add_get("/api/queues", queue_handlers.list_queues)
+    router.add_get(VHOST_QUEUES, queue_handlers.list_queues)  # RabbitMQ's form, before QUEUE matches it
+    router.add_get(VHOST_QUEUES + "/{q}", queue_handlers.get_queue)
     router.add_put(QUEUE, queue_handlers.declare_queue)
     router.add_get(QUEUE, queue_handlers.get_queue)
     router.add_patch(QUEUE, queue_handlers.update_queue)
@@ -100,6 +111,7 @@ def add_routes(router: web.UrlDispatcher) -> None:
     router.add_delete(QUEUE + "/redrive/{task}", redrive_handlers.cancel_redrive)
     router.add_post(QUEUE + "/consumers", consumer_handlers.register_consumer)
     router.add_get(CONSUMER + "/deliveries", consumer_handlers.deliveries)
+    router.add_post(CONSUMER + "/deliveries", consumer_handlers.deliveries)
     router.add_post(CONSUMER + "/ack", consumer_handlers.settle_consumer)
     router.add_post(CONSUMER + "/nack", consumer_handlers.settle_consumer)
     router.add_post(CONSUMER + "/touch", consumer_handlers.touch_consumer)
@@ -108,13 +120,26 @@ def add_routes(router: web.UrlDispatcher) -> None:
     router.add_post(CONSUMER + "/settle", durable_handlers.settle_below)
     router.add_get(CONSUMER + "/log", durable_handlers.read_log)
     router.add_get("/api/stream", stream_handler.stream)
-    router.add_get("/api/nodes", cluster_handlers.list_nodes)
+    router.add_get("/api/overview", management_handlers.overview)
+    router.add_get("/api/nodes", management_handlers.list_nodes)
+    router.add_get("/api/nodes/{node}", management_handlers.node_details)
     router.add_get("/api/health", cluster_handlers.health)
     router.add_get("/metrics", cluster_handlers.metrics)
     add_membership_routes(router)
     add_user_routes(router)
     add_policy_routes(router)
     router.add_get("/api/openapi.json", serve_spec)
+
+
+async def _sample_rates(app: web.Application) -> AsyncIterator[None]:
+    directory = app[QUEUES]
+    sampling = asyncio.create_task(
+        keep_sampling(app[METRICS].rates, lambda: {queue.name for queue in directory.leading()})
+    )
+    yield
+    sampling.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await sampling
 
 
 async def _forward_session(app: web.Application) -> AsyncIterator[None]:

@@ -38,3 +38,4 @@ PASSWORD_CHECKER: web.AppKey[PasswordChecker] = web.AppKey("password_checker")
 REPLAY_GUARD: web.AppKey[ReplayGuard] = web.AppKey("replay_guard")
 LOGIN_THROTTLE: web.AppKey[LoginThrottle] = web.AppKey("login_throttle")
 STREAMS: web.AppKey[set[web.WebSocketResponse]] = web.AppKey("streams")  # the open streaming connections
+STARTED = web.AppKey("started", float)  # time.monotonic() when the application was made (uptime)

@@ -85,6 +85,10 @@ ROUTE_ACCESS: dict[tuple[str, str], Access] = {
     ("POST", "/api/tokens"): Access.AUTHENTICATED,
     ("GET", "/api/queues"): Access.AUTHENTICATED,
     ("GET", "/api/nodes"): Access.AUTHENTICATED,
+    ("GET", "/api/nodes/{node}"): Access.AUTHENTICATED,
+    ("GET", "/api/overview"): Access.AUTHENTICATED,
+    ("GET", "/api/queues/%2F"): Access.AUTHENTICATED,
+    ("GET", "/api/queues/%2F/{q}"): Access.ANY_QUEUE_PERMISSION,
     ("GET", "/api/stream"): Access.AUTHENTICATED,  # each operation then checks its own permission
     ("GET", QUEUE): Access.ANY_QUEUE_PERMISSION,
     ("PUT", QUEUE): Access.CONFIGURE,
@@ -103,6 +107,7 @@ ROUTE_ACCESS: dict[tuple[str, str], Access] = {
     ("DELETE", QUEUE + "/redrive/{task}"): Access.CONFIGURE,
     ("POST", QUEUE + "/consumers"): Access.READ,
     ("GET", CONSUMER + "/deliveries"): Access.READ,
+    ("POST", CONSUMER + "/deliveries"): Access.READ,
     ("POST", CONSUMER + "/ack"): Access.READ,
     ("POST", CONSUMER + "/nack"): Access.READ,
     ("POST", CONSUMER + "/touch"): Access.READ,

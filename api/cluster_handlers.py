@@ -1,4 +1,4 @@
-"""Handlers for the cluster view: nodes, health, metrics."""
+"""Handlers for the cluster view: health, metrics (nodes: `management_handlers`)."""
 
 from __future__ import annotations
 
@@ -6,22 +6,6 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from api.app_keys import FORMATS, METADATA, METRICS, STATUS
-
-
-async def list_nodes(request: web.Request) -> web.StreamResponse:
-    """GET /api/nodes: every member with its addresses, its incarnation and whether this node reaches it."""
-    status = request.app[STATUS]
-    nodes = [
-        {
-            "name": info.name,
-            "http": info.http,
-            "raft": info.raft,
-            "incarnation": info.incarnation,
-            "status": "up" if status.is_up(info.name) else "down",
-        }
-        for info in sorted(request.app[METADATA].nodes.values(), key=lambda i: i.name)
-    ]
-    return web.json_response(nodes)
 
 
 async def health(request: web.Request) -> web.StreamResponse:

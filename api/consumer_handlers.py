@@ -33,7 +33,7 @@ async def deliveries(request: web.Request, queue: QueueLeader) -> web.StreamResp
     limit = int(query_number(request, "max", 100, maximum=MAX_POLL))
     wait = query_number(request, "wait", 1.0, maximum=MAX_WAIT_S)
     rows = await queue.poll(request.match_info["tag"], limit, wait)
-    request.app[METRICS].delivered.labels(queue.name).inc(len(rows))
+    request.app[METRICS].count_delivered(queue.name, rows)
     return deliveries_response(request, rows)
 
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from api.message_rates import MessageRates
 from cluster.node_status import NodeStatus
 from cluster.queue_directory import QueueDirectory
+from cluster.queue_results import MessageRow
 
 
 class _NodeCollector(Collector):
@@ -54,9 +56,11 @@ class _NodeCollector(Collector):
 
 
 class Metrics:
-    """The registry served at /metrics and the counters handlers update."""
+    """The registry served at /metrics, the counters handlers update (through `count_*`, which also
+    count the management API's message rates) and those rates."""
 
     def __init__(self, queues: QueueDirectory, status: NodeStatus) -> None:
+        self.rates = MessageRates()
         self.registry = CollectorRegistry()
         self.published = Counter("quorumq_published", "Messages confirmed", ["queue"], registry=self.registry)
         self.delivered = Counter("quorumq_delivered", "Messages delivered", ["queue"], registry=self.registry)
@@ -82,3 +86,20 @@ class Metrics:
             registry=self.registry,
         )
         self.registry.register(_NodeCollector(queues, status))
+
+    def count_published(self, queue: str, amount: int) -> None:
+        """Messages of `queue` confirmed here."""
+        self.published.labels(queue).inc(amount)
+        self.rates.count(queue, "publish", amount)
+
+    def count_delivered(self, queue: str, rows: Sequence[MessageRow]) -> None:
+        """Messages of `queue` handed out here (to a consumer or a get), redeliveries among them."""
+        self.delivered.labels(queue).inc(len(rows))
+        self.rates.count(queue, "deliver_get", len(rows))
+        self.rates.count(queue, "redeliver", sum(1 for row in rows if row.redelivered))
+
+    def count_settled(self, queue: str, kind: str, amount: int) -> None:
+        """Messages of `queue` acked (`kind` "ack") or nacked ("nack") here."""
+        self.settled.labels(queue, kind).inc(amount)
+        if kind == "ack":
+            self.rates.count(queue, "ack", amount)

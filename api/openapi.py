@@ -284,6 +284,24 @@ CONSUMER = {
     },
 }
 
+POLL_QUERY = (
+    _query("max", {"type": "integer", "minimum": 0, "maximum": 10000}),
+    _query("wait", {"type": "number", "minimum": 0, "maximum": 60}),
+)
+PAGING_QUERY = (
+    _query("page", {"type": "integer", "minimum": 1}),
+    _query("page_size", {"type": "integer", "minimum": 1, "maximum": 500}),
+    _query("name", {"type": "string"}),
+    _query("use_regex", {"type": "boolean"}),
+    _query("sort", {"type": "string"}),
+    _query("sort_reverse", {"type": "boolean"}),
+    _query("columns", {"type": "string"}),
+    _query("local", {"type": "boolean"}),
+)
+LIST_QUEUES = (
+    "every queue with statistics, as its leader counts them (local=true: as this node's replicas do);"
+    " with page, RabbitMQ's page object; name (use_regex), sort, sort_reverse, columns as RabbitMQ's"
+)
 GROUP_IDS: Schema = {"type": "array", "items": {"type": "string"}}
 DAMAGE: Schema = {
     "description": "a damaged database this node set aside (decision 0011); null when none was found",
@@ -399,7 +417,22 @@ PATHS: dict[str, dict[str, Any]] = {
             {"204": "removed", "409": "a node reads no policies yet (upgrade_in_progress)"},
         ),
     },
-    "/api/queues": {"get": _operation("every queue with statistics", {"200": "queues"})},
+    "/api/queues": {"get": _operation(LIST_QUEUES, {"200": "queues, or a page of them"}, query=PAGING_QUERY)},
+    "/api/queues/%2F": {
+        "get": _operation(
+            LIST_QUEUES + " (RabbitMQ's path: %2F, the only vhost)", {"200": "queues"}, query=PAGING_QUERY
+        )
+    },
+    "/api/queues/%2F/{q}": {
+        "get": _operation("one queue (RabbitMQ's path, as GET /api/queues/{q})", {"200": "queue"})
+    },
+    "/api/overview": {
+        "get": _operation(
+            "RabbitMQ's overview: message counts and rates (publish, deliver_get, ack, redeliver), queue and"
+            " object totals, listeners",
+            {"200": "overview"},
+        )
+    },
     Q + "/redrive": {
         "post": _operation(
             "start a redrive task: move the dead-letter queue's messages (those there now, or enqueued from"
@@ -496,15 +529,18 @@ PATHS: dict[str, dict[str, Any]] = {
     },
     C: {"delete": _operation("cancel a consumer", {"204": "cancelled"})},
     C + "/deliveries": {
-        "get": _operation(
-            "long-poll deliveries",
+        "post": _operation(
+            "long-poll deliveries (a POST: it changes what the consumer holds)",
             {"200": "deliveries", "410": ENDED},
             answers=DELIVERIES,
-            query=(
-                _query("max", {"type": "integer", "minimum": 0, "maximum": 10000}),
-                _query("wait", {"type": "number", "minimum": 0, "maximum": 60}),
-            ),
-        )
+            query=POLL_QUERY,
+        ),
+        "get": _operation(
+            "long-poll deliveries (kept for older clients; as the POST)",
+            {"200": "deliveries", "410": ENDED},
+            answers=DELIVERIES,
+            query=POLL_QUERY,
+        ),
     },
     C + "/ack": {"post": _operation("settle deliveries", {"200": "settled", "410": ENDED}, body=SETTLE)},
     C + "/nack": {
@@ -579,7 +615,12 @@ PATHS: dict[str, dict[str, Any]] = {
         )
     },
     "/api/nodes": {
-        "get": _operation("cluster members", {"200": "nodes"}),
+        "get": _operation(
+            "cluster members, with RabbitMQ's fields as each reports them (running, uptime, mem_used,"
+            " fd_used, proc_used, disk_free, partitions)",
+            {"200": "nodes"},
+            query=PAGING_QUERY,
+        ),
         "post": _operation(
             "join a node",
             {"200": "joined", "201": "joined", "409": "refused"},
@@ -589,7 +630,8 @@ PATHS: dict[str, dict[str, Any]] = {
         ),
     },
     "/api/nodes/{node}": {
-        "delete": _operation("forget a stopped node", {"204": "forgotten", "409": "running"})
+        "get": _operation("one member, as GET /api/nodes lists it", {"200": "node"}),
+        "delete": _operation("forget a stopped node", {"204": "forgotten", "409": "running"}),
     },
 }
 

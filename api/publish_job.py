@@ -46,7 +46,7 @@ class PublishJob:
         )
         metrics = app[METRICS]
         metrics.confirm_seconds.observe(time.perf_counter() - started)
-        metrics.published.labels(queue.name).inc(len(published.ids))
+        metrics.count_published(queue.name, len(published.ids))
         return {"ids": published.ids, "duplicate": published.duplicate}
 
 

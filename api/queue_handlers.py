@@ -16,6 +16,7 @@ from api.errors import ApiError
 from api.forwarded_publish import forwards_over_peers, publish_routed
 from api.forwarding import client_node, forward, hops_of, on_meta_leader, on_queue_leader, queue_route
 from api.json_codec import json_answer
+from api.paging import listed
 from api.publish_job import read_publish
 from api.settle_options import settle_options, touch_answer, touch_ids
 from api.validation import (
@@ -37,6 +38,14 @@ from cluster.queue_limits import INT64_MAX
 from cluster.queue_results import MessageRow
 
 MAX_GET = 1000
+RABBITMQ_QUEUE_FIELDS = {
+    "vhost": "/",
+    "type": "quorum",
+    "durable": True,
+    "auto_delete": False,
+    "exclusive": False,
+}
+"""The fields of RabbitMQ's management API every queue here has the same value of."""
 
 
 def queue_json(request: web.Request, name: str, queue: QueueLeader | None) -> dict[str, Any]:
@@ -50,17 +59,23 @@ def queue_json(request: web.Request, name: str, queue: QueueLeader | None) -> di
         arguments = info.arguments
         policy, in_force = policy_in_force(arguments, request.app[METADATA].policies.values(), name)
         effective = in_force.to_arguments()
+    leader = queues.leader_of(name)
+    online = [m for m in info.members if status.is_up(m)]
     result: dict[str, Any] = {
         "name": name,
         "arguments": arguments,
         "policy": policy or None,
         "effective_arguments": effective,
-        "leader": queues.leader_of(name),
+        "leader": leader,
         "members": info.members,
-        "online": [m for m in info.members if status.is_up(m)],
+        "online": online,
+        **RABBITMQ_QUEUE_FIELDS,
+        "node": leader,
+        "state": "running" if leader is not None and 2 * len(online) > len(info.members) else "minority",
     }
     if queue is not None:
         result.update(asdict(queue.stats()))
+        result["message_stats"] = request.app[METRICS].rates.message_stats(name)
     return result
 
 
@@ -117,19 +132,32 @@ async def get_queue(request: web.Request, queue: QueueLeader) -> web.StreamRespo
 
 
 async def list_queues(request: web.Request) -> web.StreamResponse:
-    """GET /api/queues: the queues the caller may see (`Principal.lists`); local replicas answer for
-    themselves, other queues are asked of their leader."""
+    """GET /api/queues (and RabbitMQ's /api/queues/%2F): the queues the caller may see, filtered, sorted
+    and paged as RabbitMQ's management API does (`api.paging`)."""
+    return web.json_response(listed(request, await visible_queues(request)))
+
+
+async def visible_queues(request: web.Request) -> list[dict[str, Any]]:
+    """Every queue the caller may see (`Principal.lists`), as its leader answers for it (led here, or
+    asked of it; else from a replica here or the metadata). With `?local=true` a replica here answers
+    for its queue, leading or not: this node's own view."""
     caller = principal(request)
     names = [name for name in request.app[QUEUES].names() if caller.lists(name)]
-    results = await asyncio.gather(*(_queue_anywhere(request, n) for n in names))
-    return web.json_response([r for r in results if r is not None])
+    own_view = query_flag(request, "local")
+    return list(await asyncio.gather(*(_queue_anywhere(request, n, own_view) for n in names)))
 
 
-async def _queue_anywhere(request: web.Request, name: str) -> dict[str, Any] | None:
-    queues = request.app[QUEUES]
-    local = queues.local(name)
-    if local is not None:
+async def _queue_anywhere(request: web.Request, name: str, own_view: bool) -> dict[str, Any]:
+    local = request.app[QUEUES].local(name)
+    if local is not None and (own_view or local.is_leader):
         return queue_json(request, name, local)
+    asked = await _ask_leader(request, name)
+    return asked if asked is not None else queue_json(request, name, local)
+
+
+async def _ask_leader(request: web.Request, name: str) -> dict[str, Any] | None:
+    """The queue as its leader (another node) answers for it, or None when it cannot be asked."""
+    queues = request.app[QUEUES]
     url = request.app[STATUS].node_http(queues.leader_of(name))
     if url is not None:
         session: aiohttp.ClientSession = request.app[FORWARD_SESSION]
@@ -137,10 +165,11 @@ async def _queue_anywhere(request: web.Request, name: str) -> dict[str, Any] | N
             queue_url = f"{url}/api/queues/{name}"
             async with session.get(queue_url, headers=await vouch(request, "GET", queue_url)) as answer:
                 if answer.status == 200:
-                    return await answer.json()
+                    found: dict[str, Any] = await answer.json()
+                    return found
         except (aiohttp.ClientError, TimeoutError):
             pass
-    return queue_json(request, name, None)
+    return None
 
 
 async def delete_queue(request: web.Request) -> web.StreamResponse:
@@ -233,7 +262,9 @@ async def basic_get(request: web.Request, queue: QueueLeader) -> web.StreamRespo
     ack = field_str(body, "ack", "manual")
     if ack not in ("manual", "auto"):
         raise bad("ack must be 'manual' or 'auto'")
-    return deliveries_response(request, await queue.get(count, ack == "auto", field_since(body)))
+    rows = await queue.get(count, ack == "auto", field_since(body))
+    request.app[METRICS].count_delivered(queue.name, rows)
+    return deliveries_response(request, rows)
 
 
 async def settle(request: web.Request, queue: QueueLeader, consumer: str | None) -> web.StreamResponse:
@@ -245,7 +276,7 @@ async def settle(request: web.Request, queue: QueueLeader, consumer: str | None)
     settled = await queue.settle(
         options.ids, consumer, options.outcome, options.failed, options.reason, options.delay_ms
     )
-    request.app[METRICS].settled.labels(queue.name, kind).inc(len(options.ids))
+    request.app[METRICS].count_settled(queue.name, kind, len(options.ids))
     if settled.warning is not None:  # e.g. a retried ack of ids already settled: nothing to undo
         return web.json_response({"ok": True, "warning": settled.warning})
     return web.json_response({"ok": True})

@@ -178,8 +178,8 @@ class StreamConnection:
         self._consumers[tag] = (consumer, task)
 
     async def _deliver(self, consumer: StreamConsumer) -> None:
-        counter = self._app[METRICS].delivered.labels(consumer.queue.name)
-        reason = await consumer.deliver(counter.inc)
+        metrics, name = self._app[METRICS], consumer.queue.name
+        reason = await consumer.deliver(lambda rows: metrics.count_delivered(name, rows))
         if self._consumers.get(consumer.tag, (None,))[0] is not consumer:
             return  # cancelled by the client meanwhile
         del self._consumers[consumer.tag]
@@ -198,7 +198,7 @@ class StreamConnection:
         settled = await queue.settle(
             options.ids, tag, options.outcome, options.failed, options.reason, options.delay_ms
         )
-        self._app[METRICS].settled.labels(name, frame.op).inc(len(options.ids))
+        self._app[METRICS].count_settled(name, frame.op, len(options.ids))
         warning = {} if settled.warning is None else {"warning": settled.warning}
         return frames.answer("settled", _id(frame), warning)
 

@@ -4,11 +4,12 @@ queue's state machine gives it no more), each frame sent once the previous one l
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from api import stream_frames as frames
 from cluster.errors import ConsumerEnded, NodeError, UnknownConsumer
 from cluster.queue_leader import QueueLeader
+from cluster.queue_results import MessageRow
 
 POLL_WAIT_S = 1.0  # how often an idle consumer checks that this node still leads its queue
 LEADER_MOVED = "leader_moved"
@@ -26,7 +27,7 @@ class StreamConsumer:
         self._prefetch = prefetch
         self._send = send
 
-    async def deliver(self, delivered: Callable[[int], None]) -> str:
+    async def deliver(self, delivered: Callable[[Sequence[MessageRow]], None]) -> str:
         """Push deliveries (counting each batch with `delivered`) until the consumer stops delivering
         here; why: LEADER_MOVED, CONSUMER_GONE, why the leader ended it (`consumer_timeout`,
         `consumer_idle`), or a node error's code. Cancel it to stop it sooner."""
@@ -42,5 +43,5 @@ class StreamConsumer:
             except NodeError as exc:
                 return exc.code
             if rows:
-                delivered(len(rows))
+                delivered(rows)
                 await self._send(frames.deliver(self.tag, rows))

@@ -314,7 +314,7 @@ class Client:
     async def _poll(self, queue: str, tag: str, max: int, wait: float) -> Any:
         """One long-poll of consumer `tag` over HTTP: the answer's payload."""
         reply = await self._transport.request(
-            "GET",
+            "POST",
             queue_path(queue, "consumers", tag, "deliveries"),
             params={"max": str(max), "wait": str(wait)},
             timeout=self._transport.timeout + wait,

@@ -35,7 +35,7 @@ class FakeNode:
         router.add_delete("/api/queues/{q}/contents", self.purge)
         router.add_post("/api/queues/{q}/messages", self.publish)
         router.add_post("/api/queues/{q}/consumers", self.consume)
-        router.add_get("/api/queues/{q}/consumers/{tag}/deliveries", self.deliveries)
+        router.add_post("/api/queues/{q}/consumers/{tag}/deliveries", self.deliveries)
         router.add_post("/api/queues/{q}/consumers/{tag}/ack", self.ack)
         router.add_post("/api/queues/{q}/consumers/{tag}/nack", self.nack)
         router.add_delete("/api/queues/{q}/consumers/{tag}", self.cancel)

@@ -30,7 +30,7 @@ def consumer_app(batches: list[list[dict[str, Any]]], calls: list[tuple[str, Any
 
     app = web.Application()
     app.router.add_post("/api/queues/{q}/consumers", consume)
-    app.router.add_get("/api/queues/{q}/consumers/{tag}/deliveries", deliveries)
+    app.router.add_post("/api/queues/{q}/consumers/{tag}/deliveries", deliveries)
     app.router.add_post("/api/queues/{q}/consumers/{tag}/ack", ack)
     app.router.add_delete("/api/queues/{q}/consumers/{tag}", cancel)
     return app

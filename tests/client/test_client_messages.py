@@ -59,7 +59,7 @@ async def test_msgpack_deliveries_are_asked_for_and_carry_raw_bodies() -> None:
         return web.Response(body=msgpack.packb(rows), content_type="application/msgpack")
 
     app = web.Application()
-    app.router.add_get("/api/queues/{q}/consumers/{tag}/deliveries", deliveries)
+    app.router.add_post("/api/queues/{q}/consumers/{tag}/deliveries", deliveries)
     async with serve(app) as node, Client([node]) as client:
         first, second = await client.deliveries("q", "c1", wait=0.1)
     assert (first.id, first.body, second.id, second.text) == (7, b"\x00\xff", 8, "héllo")
@@ -72,7 +72,7 @@ async def test_a_json_client_asks_for_no_msgpack() -> None:
         return web.json_response([{"id": 1, "body": "AP8=", "encoding": "base64"}])
 
     app = web.Application()
-    app.router.add_get("/api/queues/{q}/consumers/{tag}/deliveries", deliveries)
+    app.router.add_post("/api/queues/{q}/consumers/{tag}/deliveries", deliveries)
     async with serve(app) as node, Client([node], wire="json") as client:
         [only] = await client.deliveries("q", "c1", wait=0.1)
     assert only.body == b"\x00\xff"
@@ -97,7 +97,7 @@ async def test_deliveries_decode_base64_and_utf8_bodies_to_bytes() -> None:
         )
 
     app = web.Application()
-    app.router.add_get("/api/queues/{q}/consumers/{tag}/deliveries", deliveries)
+    app.router.add_post("/api/queues/{q}/consumers/{tag}/deliveries", deliveries)
     async with serve(app) as node, Client([node]) as client:
         first, second = await client.deliveries("q", "c1", max=5, wait=0.1)
     assert (first.id, first.body, first.redelivered) == (7, b"\x00\xff", False)

@@ -36,7 +36,7 @@ def _node_without_streams(seen: Counter[str]) -> web.Application:
     app = web.Application(middlewares=[count_every_request])
     app.router.add_post("/api/queues/{q}/messages", publish)
     app.router.add_post("/api/queues/{q}/consumers", consume)
-    app.router.add_get("/api/queues/{q}/consumers/{tag}/deliveries", deliveries)
+    app.router.add_post("/api/queues/{q}/consumers/{tag}/deliveries", deliveries)
     return app
 
 

@@ -77,7 +77,7 @@ async def _consume_against(tmp_path: Path, config: WorkloadConfig, touch_status:
 
     app = web.Application()
     app.router.add_post("/api/queues/{q}/consumers", consume)
-    app.router.add_get("/api/queues/{q}/consumers/{tag}/deliveries", deliveries)
+    app.router.add_post("/api/queues/{q}/consumers/{tag}/deliveries", deliveries)
     app.router.add_post("/api/queues/{q}/consumers/{tag}/{verb}", settle)
     app.router.add_delete("/api/queues/{q}/consumers/{tag}", cancel)
     server = TestServer(app, host="127.0.0.1")

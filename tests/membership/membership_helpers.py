@@ -41,7 +41,7 @@ def get_json(url: str) -> Any:
 
 def local_queues(url: str) -> dict[str, dict]:
     """A node's view: hosted queues answer from the local replica, others from their leader."""
-    return {q["name"]: q for q in get_json(f"{url}/api/queues")}
+    return {q["name"]: q for q in get_json(f"{url}/api/queues?local=true")}
 
 
 def registered_nodes(url: str) -> dict[str, dict]:

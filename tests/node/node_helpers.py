@@ -15,8 +15,8 @@ ANNOUNCED_TIMEOUT_S = 10.0  # every node tells its peers what it reads each seco
 
 
 def local_queues(url: str) -> dict[str, dict]:
-    """A node's own view: GET /api/queues answers hosted queues from the local replica."""
-    request = urllib.request.Request(f"{url}/api/queues", headers=HARNESS_HEADERS)
+    """A node's own view: GET /api/queues?local=true answers hosted queues from the local replica."""
+    request = urllib.request.Request(f"{url}/api/queues?local=true", headers=HARNESS_HEADERS)
     with urllib.request.urlopen(request, timeout=5) as answer:
         return {q["name"]: q for q in json.load(answer)}
 

@@ -1,0 +1,143 @@
+"""The read side of RabbitMQ's management API that monitoring tools use (Telegraf's and Datadog's RabbitMQ
+inputs, `rabbitmqadmin list|show`): `/api/overview`, `/api/nodes` and `/api/nodes/{node}` with RabbitMQ's
+field names beside ours. The queues' side is `queue_handlers.list_queues` (also at `/api/queues/%2F`,
+the only vhost)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from importlib.metadata import version
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from api import process_usage
+from api.app_keys import CONFIG, FORWARD_SESSION, METADATA, STARTED, STATUS, STREAMS
+from api.auth import vouch
+from api.errors import ApiError
+from api.message_rates import summed_stats
+from api.paging import listed
+from api.queue_handlers import visible_queues
+
+QUEUE_TOTALS = ("messages", "messages_ready", "messages_unacknowledged")
+VERSION = version("quorumq")
+
+
+async def overview(request: web.Request) -> web.StreamResponse:
+    """GET /api/overview: the cluster's message counts and rates (summed over its queues, each as its
+    leader counts it), queue totals, object totals and this node's listener."""
+    queues, nodes = await asyncio.gather(visible_queues(request), _node_reports(request))
+    status = request.app[STATUS]
+    body = {
+        "management_version": VERSION,
+        "rabbitmq_version": f"quorumq {VERSION}",
+        "product_name": "quorumq",
+        "product_version": VERSION,
+        "cluster_name": "quorumq",
+        "node": status.name,
+        "message_stats": summed_stats([q.get("message_stats", {}) for q in queues]),
+        "queue_totals": {field: sum(int(q.get(field, 0)) for q in queues) for field in QUEUE_TOTALS},
+        "object_totals": {
+            "queues": len(queues),
+            "consumers": sum(int(q.get("consumers", 0)) for q in queues),
+            "connections": sum(int(n.get("connections", 0)) for n in nodes),
+            "channels": 0,
+            "exchanges": 0,
+        },
+        "listeners": [
+            {"node": n["name"], "protocol": "http", "ip_address": _host(n), "port": _port(n)} for n in nodes
+        ],
+        "statistics_db_node": status.name,
+    }
+    return web.json_response(body)
+
+
+async def list_nodes(request: web.Request) -> web.StreamResponse:
+    """GET /api/nodes: every member with its addresses, its incarnation, whether this node reaches it
+    (`status`), and RabbitMQ's fields as the node itself reports them (`running` false when it did not
+    answer)."""
+    return web.json_response(listed(request, await _node_reports(request)))
+
+
+async def node_details(request: web.Request) -> web.StreamResponse:
+    """GET /api/nodes/{node}: one member, as `list_nodes` lists it (404 for no member of that name)."""
+    name = request.match_info["node"]
+    if name not in request.app[METADATA].nodes:
+        raise ApiError(404, "not_found", f"no node '{name}' in the cluster")
+    if name == request.app[STATUS].name:
+        return web.json_response(_own_report(request))
+    return web.json_response(await _report_of(request, name))
+
+
+async def _node_reports(request: web.Request) -> list[dict[str, Any]]:
+    """Every member, by name: this node's own report, the others' asked of them."""
+    names = sorted(request.app[METADATA].nodes)
+    own = request.app[STATUS].name
+    others = await asyncio.gather(*(_report_of(request, name) for name in names if name != own))
+    reports = {report["name"]: report for report in others}
+    if own in names:
+        reports[own] = _own_report(request)
+    return [reports[name] for name in names]
+
+
+def _listed_fields(request: web.Request, name: str) -> dict[str, Any]:
+    """What the metadata and this node's view say of member `name`."""
+    info = request.app[METADATA].nodes[name]
+    return {
+        "name": info.name,
+        "http": info.http,
+        "raft": info.raft,
+        "incarnation": info.incarnation,
+        "status": "up" if request.app[STATUS].is_up(name) else "down",
+        "type": "disc",
+        "running": False,
+    }
+
+
+def _own_report(request: web.Request) -> dict[str, Any]:
+    """This node as RabbitMQ's `/api/nodes` reports one (`partitions`: the members it cannot reach)."""
+    status, config = request.app[STATUS], request.app[CONFIG]
+    groups = status.groups()
+    members = request.app[METADATA].nodes
+    return {
+        **_listed_fields(request, status.name),
+        "running": True,
+        "uptime": int((time.monotonic() - request.app[STARTED]) * 1000),
+        "mem_used": process_usage.memory_used(),
+        "fd_used": process_usage.file_descriptors_used(),
+        "fd_total": process_usage.file_descriptors_total(),
+        "proc_used": process_usage.tasks_running(),
+        "disk_free": process_usage.disk_free(config.data_dir),
+        "connections": len(request.app[STREAMS]),
+        "partitions": sorted(name for name in members if not status.is_up(name)),
+        "raft_groups": groups.hosted,
+        "raft_groups_led": groups.led,
+        "queues_led": groups.led - int(status.meta_leader() == status.name),
+    }
+
+
+async def _report_of(request: web.Request, name: str) -> dict[str, Any]:
+    """Member `name` as it reports itself, or what is known of it here when it does not answer."""
+    url = request.app[STATUS].node_http(name)
+    if url is not None and request.app[STATUS].is_up(name):
+        node_url = f"{url}/api/nodes/{name}"
+        session: aiohttp.ClientSession = request.app[FORWARD_SESSION]
+        try:
+            async with session.get(node_url, headers=await vouch(request, "GET", node_url)) as answer:
+                if answer.status == 200:
+                    report: dict[str, Any] = await answer.json()
+                    return {**report, "status": "up"}
+        except (aiohttp.ClientError, TimeoutError):
+            pass
+    return _listed_fields(request, name)
+
+
+def _host(node: dict[str, Any]) -> str:
+    return str(node.get("http", "")).rsplit("//", 1)[-1].rsplit(":", 1)[0]
+
+
+def _port(node: dict[str, Any]) -> int:
+    port = str(node.get("http", "")).rsplit(":", 1)[-1].rstrip("/")
+    return int(port) if port.isdigit() else 0
