@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator
 
@@ -47,12 +48,17 @@ from api.message_rates import keep_sampling
 from api.metrics import Metrics
 from api.openapi import serve_spec
 from api.policy_handlers import add_routes as add_policy_routes
+from api.request_ids import request_id_middleware
 from api.user_handlers import add_routes as add_user_routes
 from cluster.node import Node
 from cluster.replay_guard import ReplayGuard
 from cluster.steady_clock import steady_wall_ms
 from cluster.tls import http_client_context, http_server_context
 
+ACCESS_LOGGER = "quorumq.access"
+ACCESS_LOG_FORMAT = '%a "%r" %s %b %Tf "%{User-Agent}i"'
+"""Each request answered, at info: peer, request line, status, body bytes, seconds, user agent (the
+request id and queue come with the record, `cluster.node_logging`)."""
 QUEUE = "/api/queues/{q}"
 VHOST_QUEUES = "/api/queues/%2F"  # RabbitMQ's paths name the vhost; "/" is the only one
 CONSUMER = QUEUE + "/consumers/{tag}"
@@ -62,7 +68,7 @@ def create_app(node: Node) -> web.Application:
     """An aiohttp application serving the API contract for a started `node` (tests start it in-process).
     Handlers see only the parts of the node handed over here."""
     app = web.Application(
-        middlewares=[error_middleware, auth_middleware, limits_middleware],
+        middlewares=[request_id_middleware, error_middleware, auth_middleware, limits_middleware],
         client_max_size=node.config.max_request_bytes,
     )
     app[CONFIG] = node.config
@@ -74,7 +80,7 @@ def create_app(node: Node) -> web.Application:
     app[MEMBERSHIP] = node.membership
     app[CALLER] = node.caller
     app[PEER_REQUESTS] = node.peer_requests
-    app[METRICS] = Metrics(node.directory, node.status)
+    app[METRICS] = Metrics(node.directory, node.status, node.raft_metrics)
     app[REPLAY_GUARD] = ReplayGuard(since_ms=steady_wall_ms())
     app[LOGIN_THROTTLE] = LoginThrottle()
     app[STREAMS] = set()
@@ -159,7 +165,12 @@ async def serve(node: Node) -> web.AppRunner:
     await node.start()
     config = node.config
     keepalive_s = config.keepalive_timeout_ms / 1000
-    runner = web.AppRunner(create_app(node), access_log=None, keepalive_timeout=keepalive_s)
+    runner = web.AppRunner(
+        create_app(node),
+        access_log=logging.getLogger(ACCESS_LOGGER),
+        access_log_format=ACCESS_LOG_FORMAT,
+        keepalive_timeout=keepalive_s,
+    )
     await runner.setup()
     tls = http_server_context(config)
     site = web.TCPSite(runner, config.http.host, config.http.port, reuse_address=True, ssl_context=tls)

@@ -32,8 +32,10 @@ from api.errors import ApiError, error_response
 from api.limits import read_body
 from api.login_throttle import LoginThrottled
 from api.password_checker import PasswordChecker
+from api.request_ids import REQUEST_ID_HEADER
 from api.tokens import verify_token
 from api.validation import check_queue_name
+from cluster import node_logging
 from cluster.config import ConfigError, NodeConfig, is_loopback_host
 from cluster.errors import NotLeader
 from cluster.metadata.records import FULL_ACCESS, UserRecord
@@ -317,7 +319,9 @@ async def vouch(request: web.Request, method: str, url: str, body: bytes = b"") 
     """Headers for a call this handler makes to another node (forwarding, asking a queue's leader for
     stats), asserting the principal it serves for exactly that call, so the other node applies the same
     permissions without seeing the caller's credentials."""
-    return await request.app[CALLER].headers(method, url, body, user=principal(request).name)
+    headers = await request.app[CALLER].headers(method, url, body, user=principal(request).name)
+    current = node_logging.request_id.get()
+    return headers if current is None else {**headers, REQUEST_ID_HEADER: current}
 
 
 def _unauthorised(reason: str, status: int) -> web.Response:

@@ -1,69 +1,152 @@
-"""Prometheus metrics of one node: rates counted by the handlers, depths and Raft state at scrape."""
+"""Prometheus metrics of one node: counters the handlers update, queue depths and Raft state read at
+scrape, the Raft host's histograms, and the process and platform collectors. Per-queue series carry
+RabbitMQ's names (rabbitmq_prometheus's detailed quorum-queue metrics) where they mean the same."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client import (
+    GC_COLLECTOR,
+    PLATFORM_COLLECTOR,
+    PROCESS_COLLECTOR,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+)
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from api.message_rates import MessageRates
 from cluster.node_status import NodeStatus
 from cluster.queue_directory import QueueDirectory
 from cluster.queue_results import MessageRow
+from cluster.raft_metrics import RaftMetrics
+
+_QUEUE = "rabbitmq_detailed_queue_"
+_RAFT = "rabbitmq_detailed_raft_"
+
+
+def _gauge(name: str, documentation: str, labels: list[str] | None = None) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, documentation, labels=labels)
 
 
 class _NodeCollector(Collector):
-    """Queue depths, Raft group state and the store check's progress, read from the node when scraped."""
+    """Read from the node when scraped: the queues it leads (RabbitMQ's per-queue names, as
+    rabbitmq_prometheus's detailed metrics give them), the Raft groups it hosts, and the store check's
+    progress."""
 
     def __init__(self, queues: QueueDirectory, status: NodeStatus) -> None:
         self.queues = queues
         self.status = status
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
-        depth = GaugeMetricFamily(
-            "quorumq_queue_messages", "Messages in a queue by state", labels=["queue", "state"]
-        )
-        consumers = GaugeMetricFamily("quorumq_queue_consumers", "Consumers of a queue", labels=["queue"])
-        for queue in self.queues.leading():
-            stats = queue.stats()
-            depth.add_metric([queue.name, "ready"], stats.messages_ready)
-            depth.add_metric([queue.name, "unacked"], stats.messages_unacknowledged)
-            depth.add_metric([queue.name, "dlx"], stats.messages_dlx)
-            depth.add_metric([queue.name, "delayed"], stats.messages_delayed)
-            consumers.add_metric([queue.name], stats.consumers)
-        yield depth
-        yield consumers
-        groups = self.status.groups()
-        led = GaugeMetricFamily("quorumq_raft_groups_led", "Raft groups this node leads")
-        led.add_metric([], groups.led)
-        yield led
-        hosted = GaugeMetricFamily("quorumq_raft_groups", "Raft groups hosted on this node")
-        hosted.add_metric([], groups.hosted)
-        yield hosted
-        changes = GaugeMetricFamily("quorumq_raft_leader_changes", "Leadership changes seen on this node")
-        changes.add_metric([], self.status.leader_changes)
-        yield changes
-        checked = GaugeMetricFamily(
+    def collect(self) -> Iterator[Metric]:
+        yield from self._queues()
+        yield from self._raft()
+        checked = _gauge(
             "quorumq_store_checked_bytes", "Bytes the read of the whole database after start has verified"
         )
         checked.add_metric([], self.status.store_check.checked_bytes)
         yield checked
-        check_done = GaugeMetricFamily("quorumq_store_check_done", "1 once the database was read through")
+        check_done = _gauge("quorumq_store_check_done", "1 once the database was read through")
         check_done.add_metric([], int(self.status.store_check.done))
         yield check_done
+
+    def _queues(self) -> Iterator[Metric]:
+        ready = _gauge(_QUEUE + "messages_ready", "Messages ready to be delivered", ["queue"])
+        unacked = _gauge(_QUEUE + "messages_unacked", "Messages delivered and not yet settled", ["queue"])
+        total = _gauge(
+            _QUEUE + "messages", "Messages ready, unacked, delayed or dead letters waiting", ["queue"]
+        )
+        size = _gauge(_QUEUE + "messages_bytes", "Bytes of the queue's message bodies", ["queue"])
+        consumers = _gauge(_QUEUE + "consumers", "Consumers of a queue", ["queue"])
+        waiting = _gauge(
+            "quorumq_queue_messages",
+            "Messages of a queue neither ready nor unacked: delayed (waiting for their time) or dlx (dead"
+            " letters waiting for their at-least-once move)",
+            ["queue", "state"],
+        )
+        dead_lettered = CounterMetricFamily(
+            _QUEUE + "messages_dead_lettered",
+            "Messages dead-lettered to a target queue, by reason (replicated: they survive a leader change)",
+            labels=["queue", "reason"],
+        )
+        dropped = CounterMetricFamily(
+            "quorumq_queue_messages_dropped",
+            "Messages that left for a reason with no dead-letter target, by reason",
+            labels=["queue", "reason"],
+        )
+        for queue in self.queues.leading():
+            stats, name = queue.stats(), queue.name
+            ready.add_metric([name], stats.messages_ready)
+            unacked.add_metric([name], stats.messages_unacknowledged)
+            total.add_metric([name], stats.messages)
+            size.add_metric([name], stats.message_bytes)
+            consumers.add_metric([name], stats.consumers)
+            waiting.add_metric([name, "delayed"], stats.messages_delayed)
+            waiting.add_metric([name, "dlx"], stats.messages_dlx)
+            for reason, count in sorted(stats.dead_lettered.items()):
+                dead_lettered.add_metric([name, reason], count)
+            for reason, count in sorted(stats.dropped.items()):
+                dropped.add_metric([name, reason], count)
+        yield from (ready, unacked, total, size, consumers, waiting, dead_lettered, dropped)
+
+    def _raft(self) -> Iterator[Metric]:
+        labels = ["queue", "group"]
+        term = CounterMetricFamily(_RAFT + "term", "The Raft term of this node's replica", labels=labels)
+        last = _gauge(_RAFT + "log_last_written_index", "The last index of this replica's log", labels)
+        commit = _gauge(_RAFT + "log_commit_index", "The commit index this replica knows", labels)
+        applied = _gauge(_RAFT + "log_last_applied_index", "The last index this replica applied", labels)
+        snapshot = _gauge(_RAFT + "log_snapshot_index", "The index of this replica's last snapshot", labels)
+        log_bytes = _gauge(
+            "quorumq_raft_log_applied_bytes",
+            "Entry data this replica applied since its last snapshot (what a restart replays)",
+            labels,
+        )
+        leader = _gauge("quorumq_raft_leader", "1 where this node leads the group", labels)
+        for group in self.status.group_states():
+            at = [group.queue, group.group]
+            term.add_metric(at, group.term)
+            last.add_metric(at, group.last_index)
+            commit.add_metric(at, group.commit_index)
+            applied.add_metric(at, group.applied_index)
+            snapshot.add_metric(at, group.snapshot_index)
+            log_bytes.add_metric(at, group.applied_bytes)
+            leader.add_metric(at, int(group.role == "leader"))
+        groups = self.status.groups()
+        led = _gauge("quorumq_raft_groups_led", "Raft groups this node leads")
+        led.add_metric([], groups.led)
+        hosted = _gauge("quorumq_raft_groups", "Raft groups hosted on this node")
+        hosted.add_metric([], groups.hosted)
+        changes = CounterMetricFamily("quorumq_raft_leader_changes", "Leadership changes seen on this node")
+        changes.add_metric([], self.status.leader_changes)
+        yield from (term, last, commit, applied, snapshot, log_bytes, leader, led, hosted, changes)
 
 
 class Metrics:
     """The registry served at /metrics, the counters handlers update (through `count_*`, which also
     count the management API's message rates) and those rates."""
 
-    def __init__(self, queues: QueueDirectory, status: NodeStatus) -> None:
+    def __init__(self, queues: QueueDirectory, status: NodeStatus, raft: RaftMetrics) -> None:
         self.rates = MessageRates()
         self.registry = CollectorRegistry()
-        self.published = Counter("quorumq_published", "Messages confirmed", ["queue"], registry=self.registry)
-        self.delivered = Counter("quorumq_delivered", "Messages delivered", ["queue"], registry=self.registry)
+        for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR, *raft.all()):
+            self.registry.register(collector)
+        self.published = Counter(
+            _QUEUE + "messages_published", "Messages confirmed here", ["queue"], registry=self.registry
+        )
+        self.delivered = Counter(
+            _QUEUE + "messages_delivered",
+            "Messages handed out here (to consumers and gets)",
+            ["queue"],
+            registry=self.registry,
+        )
+        self.redelivered = Counter(
+            _QUEUE + "messages_redelivered",
+            "Messages handed out here that were handed out before",
+            ["queue"],
+            registry=self.registry,
+        )
         self.settled = Counter(
             "quorumq_settled", "Messages acked or nacked", ["queue", "outcome"], registry=self.registry
         )
@@ -94,9 +177,11 @@ class Metrics:
 
     def count_delivered(self, queue: str, rows: Sequence[MessageRow]) -> None:
         """Messages of `queue` handed out here (to a consumer or a get), redeliveries among them."""
+        redelivered = sum(1 for row in rows if row.redelivered)
         self.delivered.labels(queue).inc(len(rows))
+        self.redelivered.labels(queue).inc(redelivered)
         self.rates.count(queue, "deliver_get", len(rows))
-        self.rates.count(queue, "redeliver", sum(1 for row in rows if row.redelivered))
+        self.rates.count(queue, "redeliver", redelivered)
 
     def count_settled(self, queue: str, kind: str, amount: int) -> None:
         """Messages of `queue` acked (`kind` "ack") or nacked ("nack") here."""

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from cluster import node_logging
 from cluster.allocator import keep_freed_memory
 from cluster.cluster_secret import settle_cluster_secret
 from cluster.config import ConfigError, NodeConfig, load_config, setting_docs
@@ -34,6 +35,11 @@ def _settings_epilog() -> str:
 @click.option("--advertise-raft", help="HOST:PORT other nodes dial for Raft (default: --raft).")
 @click.option("--config", "config_file", type=click.Path(path_type=Path, exists=True), help="A TOML file.")
 @click.option("--log-level", default="INFO", show_default=True, help="Python logging level.")
+@click.option(
+    "--log-format",
+    type=click.Choice(node_logging.LOG_FORMATS),
+    help="json (one object a line, for log shippers) or text; default json when stderr is no terminal.",
+)
 def server(
     node: str | None,
     data_dir: Path | None,
@@ -45,6 +51,7 @@ def server(
     advertise_raft: str | None,
     config_file: Path | None,
     log_level: str,
+    log_format: node_logging.LogFormat | None,
 ) -> None:
     """Run a node. Flags override QUORUMQ_* environment variables, which override --config (a TOML
     file of the settings below). A misspelled QUORUMQ_* variable is a warning; a bad value stops the
@@ -63,9 +70,7 @@ def server(
         config = settle_cluster_secret(load_config(flags, config_file, warn=_warn))
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from exc
-    logging.basicConfig(
-        level=log_level.upper(), format=f"%(asctime)s {config.node} %(levelname)s %(name)s: %(message)s"
-    )
+    node_logging.configure(config.node, log_level, log_format or node_logging.default_format())
     keep_freed_memory()
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
         runner.run(_run(config))

@@ -46,6 +46,7 @@ from cluster.queue_hosting import QueueHosting
 from cluster.queue_leader import QueueLeader
 from cluster.queue_replica import QueueReplica
 from cluster.raft_host import RaftHost
+from cluster.raft_metrics import RaftMetrics
 from cluster.redriving.dispatcher import RedriveDispatcher
 from cluster.store_check import StoreCheck
 from cluster.store_damage import Damage, open_store, stop_on_damage
@@ -211,6 +212,12 @@ class Node:
         """What this node knows of itself and its cluster."""
         assert self._status is not None, "the node is not started"
         return self._status
+
+    @property
+    def raft_metrics(self) -> RaftMetrics:
+        """What the node's Raft host measures (fsyncs, commit latency, snapshot sizes)."""
+        assert self.host is not None, "the node is not started"
+        return self.host.metrics
 
     @property
     def formats(self) -> FormatVersions:

@@ -46,6 +46,22 @@ class GroupsSummary:
     repairing: list[str]
 
 
+@dataclass(frozen=True)
+class GroupState:
+    """One Raft group this node hosts, as metrics report it: its queue ("" for the metadata group), this
+    node's role, term and log positions, and the entry data applied since its last snapshot."""
+
+    group: str
+    queue: str
+    role: str
+    term: int
+    last_index: int
+    commit_index: int
+    applied_index: int
+    snapshot_index: int
+    applied_bytes: int
+
+
 class NodeStatus:
     """One node's read-only view of itself and its cluster."""
 
@@ -136,6 +152,27 @@ class NodeStatus:
             ),
             repairing=sorted(gid for gid, group in groups.items() if group.raft.repair is not None),
         )
+
+    def group_states(self) -> list[GroupState]:
+        """Every Raft group this node hosts, by group id."""
+        queues = {info.group: name for name, info in self._metadata.queues.items()}
+        states = []
+        for gid, group in sorted(self._raft.groups.items()):
+            status = group.raft.status()
+            states.append(
+                GroupState(
+                    gid,
+                    queues.get(gid, ""),
+                    status.role.value,
+                    status.term,
+                    status.last_index,
+                    status.commit,
+                    group.applied,
+                    group.snapshot_index,
+                    group.applied_bytes,
+                )
+            )
+        return states
 
     @property
     def leader_changes(self) -> int:

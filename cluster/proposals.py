@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +40,7 @@ def not_committed(failure: ProposalFailed) -> NotLeader:
 class _InFlight:
     term: int
     futures: list[asyncio.Future]
+    proposed_at: float = field(default_factory=time.perf_counter)
 
 
 @dataclass
@@ -88,18 +90,19 @@ class ProposalBatcher:
         self.proposed(index, term, [future])
         return future
 
-    def applied(self, index: int, term: int, results: list[Any]) -> None:
+    def applied(self, index: int, term: int, results: list[Any]) -> float | None:
         """Resolve the futures of the entry applied at `index` (None for those without a result), or fail
-        them if another entry won."""
+        them if another entry won. The seconds since it was proposed here, when it was and it won."""
         flight = self.in_flight.pop(index, None)
         if flight is None:
-            return
+            return None
         if flight.term != term:
             _fail(flight.futures, ProposalFailed("entry was overwritten by a newer leader"))
-            return
+            return None
         for i, future in enumerate(flight.futures):
             if not future.done():
                 future.set_result(results[i] if i < len(results) else None)
+        return time.perf_counter() - flight.proposed_at
 
     def fail(self, error: ProposalFailed, *, in_flight: bool = False) -> None:
         """Fail pending operations (and, with `in_flight`, every entry still awaited, whose outcome is

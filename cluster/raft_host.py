@@ -37,6 +37,7 @@ import msgpack
 
 from cluster.peer_links import PeerLinks
 from cluster.proposals import ProposalBatcher, ProposalFailed
+from cluster.raft_metrics import RaftMetrics
 from cluster.transport import KIND_CONTROL, KIND_RAFT
 from raft_log.confchange import ConfChange, apply_conf_change, decode_conf_change
 from raft_log.core import Config, RaftNode
@@ -145,6 +146,20 @@ class Group:
     conf: ConfState = field(default_factory=ConfState)
 
 
+def _log_leadership(group: Group) -> None:
+    """One line when this node starts or stops leading a group, with the term and why it stopped."""
+    raft, context = group.raft, {"group": group.gid, "term": group.raft.term}
+    if raft.is_leader:
+        log.info("group %s: leading in term %d", group.gid, raft.term, extra=context)
+    elif raft.leader is not None:
+        log.info(
+            "group %s: stopped leading: %s leads in term %d", group.gid, raft.leader, raft.term, extra=context
+        )
+    else:
+        why = "it lost contact with a majority" if raft.term == group.led_term else "a newer term began"
+        log.warning("group %s: stopped leading in term %d: %s", group.gid, raft.term, why, extra=context)
+
+
 @dataclass(frozen=True, slots=True)
 class _GroupReady:
     """One group's Ready in a round, with the messages held back until the round is written."""
@@ -212,6 +227,7 @@ class RaftHost:
         self._peer_incarnations: dict[str, str] = {}  # the incarnation each peer proved last
         self.leader_changes = 0
         self.applied_data_bytes = 0  # entry data applied by every group since this host started
+        self.metrics = RaftMetrics()
 
     # -- groups ---------------------------------------------------------------------------------
 
@@ -459,6 +475,7 @@ class RaftHost:
                 took = self._timed_write(taken, round_.sync)
             if round_.sync:
                 self._fsync_s += (took - self._fsync_s) / 8
+                self.metrics.fsync_seconds.observe(took)
             self.store.finish(taken)
         self.end_round(round_)
 
@@ -581,7 +598,9 @@ class RaftHost:
                 results = group.app.apply(entry)
             elif entry.kind == EntryKind.CONF_CHANGE:
                 group.conf = apply_conf_change(group.conf, decode_conf_change(entry.data))
-            group.batcher.applied(entry.index, entry.term, results)
+            took = group.batcher.applied(entry.index, entry.term, results)
+            if took is not None:
+                self.metrics.commit_seconds.observe(took)
             group.applied = entry.index
             group.applied_bytes += len(entry.data)
             self.applied_data_bytes += len(entry.data)
@@ -589,6 +608,7 @@ class RaftHost:
         if is_leader != group.was_leader:
             group.was_leader = is_leader
             self.leader_changes += 1
+            _log_leadership(group)
             if is_leader:
                 group.led_term = group.raft.term
             else:
@@ -629,3 +649,4 @@ class RaftHost:
         group.previous_snapshot_index = group.snapshot_index
         group.snapshot_index = group.applied
         group.snapshot_bytes, group.applied_bytes = len(data), 0
+        self.metrics.snapshot_bytes.observe(len(data))

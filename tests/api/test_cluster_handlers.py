@@ -1,14 +1,18 @@
 """The cluster view in-process: health, the node list, metrics and the queue list read the node's status,
-metadata and queue directory (the parts the app factory hands over)."""
+metadata and queue directory (the parts the app factory hands over); the Grafana dashboard in docs/
+queries only series a node exports."""
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
 from in_process_node import InProcessNode, in_process_node
+from prometheus_client.parser import text_string_to_metric_families
 
 from cluster.entry_codec import QUEUE_OP_VERSION
 from cluster.metadata.codec import CODEC_VERSION
@@ -62,10 +66,21 @@ async def test_metrics_show_the_depth_of_led_queues_and_the_raft_groups(api: InP
     status, text = await api.call("GET", "/metrics")
     assert status == 200
     lines = set(text.splitlines())
-    assert 'quorumq_queue_messages{queue="c-depth",state="ready"} 2.0' in lines
-    assert 'quorumq_queue_consumers{queue="c-depth"} 0.0' in lines
+    assert 'rabbitmq_detailed_queue_messages_ready{queue="c-depth"} 2.0' in lines
+    assert 'rabbitmq_detailed_queue_consumers{queue="c-depth"} 0.0' in lines
+    assert 'quorumq_queue_messages{queue="c-depth",state="delayed"} 0.0' in lines
     assert {"quorumq_raft_groups 2.0", "quorumq_raft_groups_led 2.0"} <= lines
     assert "quorumq_store_check_done 1.0" in lines
+    assert "# TYPE quorumq_raft_leader_changes_total counter" in lines  # it only grows
+    commits = [
+        line
+        for line in lines
+        if line.startswith("rabbitmq_detailed_raft_log_commit_index{") and 'queue="c-depth"' in line
+    ]
+    assert len(commits) == 1 and float(commits[0].rsplit(" ", 1)[1]) >= 1
+    for family in ("process_resident_memory_bytes", "python_info", "quorumq_fsync_seconds_bucket"):
+        assert any(line.startswith(family) for line in lines), family
+    assert any(line.startswith("rabbitmq_raft_entry_commit_latency_seconds_count") for line in lines)
 
 
 async def test_the_queue_list_answers_for_each_declared_queue_from_its_local_replica(
@@ -76,3 +91,27 @@ async def test_the_queue_list_answers_for_each_declared_queue_from_its_local_rep
     assert [(q["name"], q["leader"], q["online"], q["messages"]) for q in queues] == [
         ("c-depth", "n1", ["n1"], 2)
     ]
+
+
+DASHBOARD = Path(__file__).parents[2] / "docs" / "grafana" / "quorumq-dashboard.json"
+SERIES = re.compile(r"\b(?:rabbitmq|quorumq|process|python)_[a-zA-Z0-9_:]*")
+
+
+async def test_every_series_the_grafana_dashboard_queries_is_one_the_node_exports(api: InProcessNode) -> None:
+    status, text = await api.call("GET", "/metrics")
+    assert status == 200
+    exported: set[str] = set()
+    for family in text_string_to_metric_families(text):
+        suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_count", "_sum")}.get(
+            family.type, ("",)
+        )
+        exported |= {family.name + suffix for suffix in suffixes}
+    dashboard = json.loads(DASHBOARD.read_text())
+    queried = {
+        name
+        for panel in dashboard["panels"]
+        for target in panel["targets"]
+        for name in SERIES.findall(target["expr"])
+    }
+    assert len(dashboard["panels"]) >= 15 and len(queried) >= 15
+    assert queried - exported == set()
