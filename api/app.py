@@ -19,6 +19,7 @@ from api import (
     queue_handlers,
     redrive_handlers,
     stream_handler,
+    ui_handlers,
 )
 from api.app_keys import (
     CALLER,
@@ -115,6 +116,7 @@ def add_routes(router: web.UrlDispatcher) -> None:
     router.add_post(QUEUE + "/redrive", redrive_handlers.start_redrive)
     router.add_get(QUEUE + "/redrive", redrive_handlers.list_redrives)
     router.add_delete(QUEUE + "/redrive/{task}", redrive_handlers.cancel_redrive)
+    router.add_get(QUEUE + "/consumers", consumer_handlers.list_consumers)
     router.add_post(QUEUE + "/consumers", consumer_handlers.register_consumer)
     router.add_get(CONSUMER + "/deliveries", consumer_handlers.deliveries)
     router.add_post(CONSUMER + "/deliveries", consumer_handlers.deliveries)
@@ -135,6 +137,8 @@ def add_routes(router: web.UrlDispatcher) -> None:
     add_user_routes(router)
     add_policy_routes(router)
     router.add_get("/api/openapi.json", serve_spec)
+    router.add_get("/", ui_handlers.index)
+    router.add_get("/ui/{file}", ui_handlers.asset)
 
 
 async def _sample_rates(app: web.Application) -> AsyncIterator[None]:

@@ -4,7 +4,8 @@ tag).
 
 Every route has an access rule in `ROUTE_ACCESS`; a route without one needs an administrator, so a
 new endpoint is never open by accident. Missing (from anywhere) or wrong credentials answer 401 (with
-`WWW-Authenticate`), valid credentials without the permission answer 403.
+`WWW-Authenticate`, unless a script says it calls: `X-Requested-With`), valid credentials without the
+permission answer 403.
 """
 
 from __future__ import annotations
@@ -81,6 +82,8 @@ POLICY = "/api/policies/{policy}"
 
 ROUTE_ACCESS: dict[tuple[str, str], Access] = {
     ("GET", "/api/health"): Access.PUBLIC,
+    ("GET", "/"): Access.PUBLIC,  # the management UI's files: no data, the API calls they make log in
+    ("GET", "/ui/{file}"): Access.PUBLIC,
     ("GET", "/metrics"): Access.METRICS,
     ("GET", "/api/openapi.json"): Access.AUTHENTICATED,
     ("GET", "/api/whoami"): Access.AUTHENTICATED,
@@ -107,6 +110,7 @@ ROUTE_ACCESS: dict[tuple[str, str], Access] = {
     ("POST", QUEUE + "/redrive"): Access.CONFIGURE,
     ("GET", QUEUE + "/redrive"): Access.ANY_QUEUE_PERMISSION,
     ("DELETE", QUEUE + "/redrive/{task}"): Access.CONFIGURE,
+    ("GET", QUEUE + "/consumers"): Access.ANY_QUEUE_PERMISSION,
     ("POST", QUEUE + "/consumers"): Access.READ,
     ("GET", CONSUMER + "/deliveries"): Access.READ,
     ("POST", CONSUMER + "/deliveries"): Access.READ,
@@ -324,11 +328,14 @@ async def vouch(request: web.Request, method: str, url: str, body: bytes = b"") 
     return headers if current is None else {**headers, REQUEST_ID_HEADER: current}
 
 
-def _unauthorised(reason: str, status: int) -> web.Response:
+def _unauthorised(request: web.Request, reason: str, status: int) -> web.Response:
+    """401 with the Basic challenge, except to a script that says so (`X-Requested-With`, as the
+    management UI's calls do): a browser answers a challenge with its own login dialog."""
     if status == 503:
         return error_response(503, "not_ready", reason)
     response = error_response(401, "unauthorized", reason)
-    response.headers["WWW-Authenticate"] = REALM
+    if request.headers.get("X-Requested-With") != "XMLHttpRequest":
+        response.headers["WWW-Authenticate"] = REALM
     return response
 
 
@@ -341,13 +348,13 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     try:
         caller = await authenticate(request)
     except Unauthenticated as exc:
-        return _unauthorised(exc.reason, exc.status)
+        return _unauthorised(request, exc.reason, exc.status)
     except LoginThrottled as exc:
         response = error_response(429, "too_many_requests", str(exc))
         response.headers["Retry-After"] = str(exc.retry_after_s)
         return response
     if caller is None:
-        return _unauthorised("authentication required", 401)
+        return _unauthorised(request, "authentication required", 401)
     queue = request.match_info.get("q")
     if queue is not None:  # validated before any permission pattern sees it
         check_queue_name(queue, request.app[CONFIG].max_queue_name_length)

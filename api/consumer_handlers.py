@@ -1,6 +1,8 @@
-"""Handlers for consumers: register, long-poll deliveries, ack/nack, cancel."""
+"""Handlers for consumers: list, register, long-poll deliveries, ack/nack, cancel."""
 
 from __future__ import annotations
+
+from dataclasses import asdict
 
 from aiohttp import web
 
@@ -12,6 +14,12 @@ from api.forwarding import on_queue_leader
 from api.queue_handlers import settle, touch
 from api.validation import MAX_POLL, MAX_WAIT_S, json_object, query_number
 from cluster.queue_leader import QueueLeader
+
+
+@on_queue_leader
+async def list_consumers(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
+    """GET /api/queues/{q}/consumers: every consumer of the queue, durable ones last."""
+    return web.json_response([asdict(consumer) for consumer in queue.consumer_list()])
 
 
 @on_queue_leader

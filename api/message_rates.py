@@ -71,7 +71,8 @@ class MessageRates:
         return stats
 
     def _rates(self, queue: str, totals: list[int]) -> list[float]:
-        """Per second, from the oldest sample within RATE_WINDOW_S (or the oldest kept) to now."""
+        """Per second, from the oldest sample within RATE_WINDOW_S (or the newest kept) to now, over at
+        least SAMPLE_S."""
         samples = self._samples.get(queue)
         now = self._clock()
         if not samples:
@@ -79,9 +80,7 @@ class MessageRates:
         since, before = next(
             ((at, counts) for at, counts in samples if now - at <= RATE_WINDOW_S), samples[-1]
         )
-        elapsed = now - since
-        if elapsed <= 0:
-            return [0.0] * len(KINDS)
+        elapsed = max(now - since, SAMPLE_S)  # a burst just after the first count is no rate of thousands
         return [round((total - old) / elapsed, 1) for total, old in zip(totals, before, strict=True)]
 
 

@@ -520,12 +520,17 @@ PATHS: dict[str, dict[str, Any]] = {
         )
     },
     Q + "/consumers": {
+        "get": _operation(
+            "the queue's consumers: tag, prefetch, priority, active, unacknowledged, timeout_ms, since_ms,"
+            " auto_ack, durable",
+            {"200": "consumers"},
+        ),
         "post": _operation(
             "register a consumer",
             {"201": "consumer tag", "409": "the queue is being deleted", "429": "too many consumers"},
             body=CONSUMER,
             body_required=False,
-        )
+        ),
     },
     C: {"delete": _operation("cancel a consumer", {"204": "cancelled"})},
     C + "/deliveries": {
@@ -608,6 +613,8 @@ PATHS: dict[str, dict[str, Any]] = {
             body=_object({"node": {"type": "string"}}),
         )
     },
+    "/": {"get": _operation("the management UI's page (docs/ui.md)", {"200": "HTML"}, public=True)},
+    "/ui/{file}": {"get": _operation("a file of the management UI", {"200": "the file"}, public=True)},
     "/api/stream": {
         "get": _operation(
             "the streaming connection: a WebSocket carrying msgpack frames (docs/stream-protocol.md)",
@@ -642,6 +649,7 @@ PATH_PARAMETERS: dict[str, Schema] = {
     "policy": POLICY_NAME,
     "task": {"type": "string", "minLength": 1},
     "node": {"type": "string", "minLength": 1},
+    "file": {"type": "string", "minLength": 1},
 }
 
 

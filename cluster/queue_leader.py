@@ -47,6 +47,7 @@ from cluster.leader_clock import LeaderClock
 from cluster.proposals import ProposalFailed, not_committed
 from cluster.queue_replica import AutoAcked, QueueReplica
 from cluster.queue_results import (
+    ConsumerSummary,
     MessageRow,
     Outcome,
     Position,
@@ -509,6 +510,28 @@ class QueueLeader:
         self._sessions.close(tag)
         if isinstance(reply, Failure) and (session is None or session.since_ms is None):
             raise UnknownConsumer(reply.reason, code=reply.code)
+
+    def consumer_list(self) -> list[ConsumerSummary]:
+        """The queue's consumers (readers included) in registration order, then its durable consumers."""
+        machine = self._replica.machine
+        listed = [
+            ConsumerSummary(
+                c.name,
+                c.prefetch,
+                c.priority,
+                c.active,
+                c.unacknowledged,
+                c.timeout_ms,
+                c.since_ms,
+                c.auto_ack,
+            )
+            for c in machine.consumers()
+        ]
+        listed += [
+            ConsumerSummary(d.name, None, 0, True, d.unacknowledged, durable=True)
+            for d in machine.durable_consumers()
+        ]
+        return listed
 
     def _session(self, tag: str) -> ConsumerSession:
         """The session of a consumer registered in the queue state (a reader included), made anew after a

@@ -124,3 +124,20 @@ class RedriveProgress:
     started_ms: int
     ended_ms: int | None
     reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerSummary:
+    """A consumer of a queue as operators see it: its tag (a durable consumer's name), credit, priority,
+    whether it is served now (single active consumer), what it holds, its own timeout, the time a reader
+    reads from, whether its leader settles for it (`auto_ack`), and whether it is durable."""
+
+    tag: str
+    prefetch: int | None
+    priority: int
+    active: bool
+    unacknowledged: int
+    timeout_ms: int | None = None
+    since_ms: int | None = None
+    auto_ack: bool = False
+    durable: bool = False

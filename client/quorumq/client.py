@@ -543,6 +543,12 @@ class Client:
 
     # Membership and cluster
 
+    async def consumers(self, queue: str) -> Any:
+        """The queue's consumers: tag, prefetch, priority, active, unacknowledged, timeout_ms, since_ms,
+        auto_ack, durable (durable ones last)."""
+        reply = await self._transport.request("GET", queue_path(queue, "consumers"), retry_sent=True)
+        return reply.payload
+
     async def members(self, queue: str) -> Any:
         """The queue's replica set, as the server reports it."""
         return (await self._transport.request("GET", queue_path(queue, "members"), retry_sent=True)).payload

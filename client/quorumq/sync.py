@@ -154,6 +154,7 @@ class SyncClient:
     queues = _Blocking(Client.queues)
     publish = _Blocking(Client.publish)
     consume = _Blocking(Client.consume)
+    consumers = _Blocking(Client.consumers)
     deliveries = _Blocking(Client.deliveries)
     ack = _Blocking(Client.ack)
     nack = _Blocking(Client.nack)

@@ -132,6 +132,8 @@ def test_rule_an_auto_ack_consumer_stays_auto_ack_on_a_new_leader(tmp_path) -> N
             await client.publish("no-ack", ["a", "b", "c", "d"])
             held = await client.queue("no-ack")
             assert (held["messages_unacknowledged"], held["messages_ready"]) == (2, 2), held
+            [listed] = await client.consumers("no-ack")
+            assert (listed["tag"], listed["auto_ack"], listed["unacknowledged"]) == (tag, True, 2), listed
             await _move_leader(client, "no-ack")
             bodies: list[str] = []
             deadline = time.monotonic() + PATIENT_S

@@ -1,0 +1,231 @@
+"""The management UI in a real browser (Debian's chromium, headless, driven by its chromedriver through
+selenium) against a real 3-node cluster: log in, see the nodes, declare a queue, publish, watch the
+counts and the publish rate move, get, peek, purge, move the leader, the other pages, an error shown
+where it happened. Each page's screenshot is saved under docs/screenshots/ (linked from the README)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+from cli.node_processes import ProcessCluster
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+SCREENSHOTS = Path(__file__).parents[2] / "docs" / "screenshots"
+PATIENT_S = 40
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
+    running = ProcessCluster.start(tmp_path_factory.mktemp("ui"), count=3)
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[WebDriver]:
+    assert CHROMIUM.exists() and CHROMEDRIVER.exists(), "install chromium and chromium-driver (.ci/run does)"
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1600"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    yield driver
+    driver.quit()
+
+
+def until(driver: WebDriver, check: Callable[[WebDriver], Any], what: str) -> Any:
+    """Wait until the page shows `check` (stale elements of a page being redrawn count as not yet)."""
+
+    def settled(d: WebDriver) -> Any:
+        try:
+            return check(d)
+        except StaleElementReferenceException:
+            return False
+
+    return WebDriverWait(driver, PATIENT_S, poll_frequency=0.2).until(
+        settled, f"the page never showed {what}"
+    )
+
+
+def text_of(driver: WebDriver, element_id: str) -> str:
+    found = driver.find_elements(By.ID, element_id)
+    return found[0].text if found else ""
+
+
+def stat(driver: WebDriver, element_id: str) -> str:
+    """The value of a stat card."""
+    return text_of(driver, element_id).split("\n")[0]
+
+
+def fill(driver: WebDriver, form_id: str, **values: str) -> None:
+    form = driver.find_element(By.ID, form_id)
+    for name, value in values.items():
+        field = form.find_element(By.NAME, name)
+        if field.tag_name == "select":
+            Select(field).select_by_value(value)
+        else:
+            field.clear()
+            field.send_keys(value)
+    form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+
+
+def screenshot(driver: WebDriver, page: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    driver.execute_script("window.scrollTo(0, 0)")
+    assert driver.save_screenshot(str(SCREENSHOTS / f"{page}.png")), page
+
+
+def go(driver: WebDriver, cluster: ProcessCluster, page: str) -> None:
+    driver.get(f"{cluster.urls[0]}/#/{page}")
+
+
+def test_the_ui_logs_in_declares_publishes_and_shows_the_counts_and_rates_move(
+    cluster: ProcessCluster, browser: WebDriver
+) -> None:
+    browser.get(cluster.urls[0] + "/")
+    until(browser, lambda d: d.find_elements(By.ID, "login"), "the login form")
+    fill(browser, "login", user="guest", password="wrong")
+    until(
+        browser,
+        lambda d: "wrong" in text_of(d, "error") or "credentials" in text_of(d, "error"),
+        "a login error",
+    )
+    fill(browser, "login", user="guest", password="guest")
+    until(
+        browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#nodes-table tbody tr")) == 3, "three nodes"
+    )
+    assert {
+        row.text.split()[0] for row in browser.find_elements(By.CSS_SELECTOR, "#nodes-table tbody tr")
+    } == {
+        "node1",
+        "node2",
+        "node3",
+    }
+
+    go(browser, cluster, "queues")
+    until(browser, lambda d: d.find_elements(By.ID, "declare-form"), "the declare form")
+    fill(browser, "declare-form", name="ui-orders", arguments='{"x-max-length": 5000}')
+    until(browser, lambda d: "ui-orders" in text_of(d, "queues-table"), "the declared queue in the table")
+    fill(browser, "declare-form", name="ui-broken", arguments='{"x-no-such-argument": 1}')
+    until(browser, lambda d: "x-no-such-argument" in text_of(d, "error"), "the refusal of a bad argument")
+
+    browser.find_element(By.LINK_TEXT, "ui-orders").click()
+    until(browser, lambda d: d.find_elements(By.ID, "publish-form"), "the queue page")
+    fill(browser, "publish-form", body="hello from the UI", count="40")
+    until(browser, lambda d: stat(d, "queue-ready") == "40", "40 ready messages")
+
+    go(browser, cluster, "overview")
+    until(browser, lambda d: float(stat(d, "rate-publish") or 0) > 0, "a publish rate above 0")
+    assert int(stat(browser, "total-ready")) >= 40
+    screenshot(browser, "overview")
+
+    go(browser, cluster, "queues")
+    until(browser, lambda d: "ui-orders" in text_of(d, "queues-table"), "the queue list")
+    screenshot(browser, "queues")
+
+
+def test_the_queue_page_gets_peeks_purges_and_moves_the_leader(
+    cluster: ProcessCluster, browser: WebDriver
+) -> None:
+    go(browser, cluster, "queue/ui-orders")
+    until(browser, lambda d: stat(d, "queue-ready") == "40", "the queue's page")
+    fill(browser, "get-form", count="2", ack="auto")
+    until(
+        browser, lambda d: text_of(d, "deliveries-table").count("hello from the UI") == 2, "two messages got"
+    )
+    fill(browser, "peek-form", position="1")
+    until(
+        browser,
+        lambda d: text_of(d, "deliveries-table").count("hello from the UI") == 1,
+        "the peeked message",
+    )
+    before = stat(browser, "queue-leader")
+    target = (
+        Select(browser.find_element(By.CSS_SELECTOR, "#move-leader select")).options[0].get_attribute("value")
+    )
+    assert target != before
+    fill(browser, "move-leader", node=target)
+    until(browser, lambda d: stat(d, "queue-leader") == target, f"the leader moved to {target}")
+    browser.find_element(By.ID, "purge").click()
+    until(browser, lambda d: stat(d, "queue-ready") == "0", "a purged queue")
+    screenshot(browser, "queue")
+
+
+def test_the_other_pages_show_nodes_users_policies_and_dead_letters(
+    cluster: ProcessCluster, browser: WebDriver
+) -> None:
+    go(browser, cluster, "queues")
+    until(browser, lambda d: d.find_elements(By.ID, "declare-form"), "the declare form")
+    fill(browser, "declare-form", name="ui-orders.dlq", arguments="")
+    until(browser, lambda d: "ui-orders.dlq" in text_of(d, "queues-table"), "the dead-letter queue")
+    dead_letters_after_1_ms = '{"x-dead-letter-queue": "ui-orders.dlq", "x-message-ttl": 1}'
+    fill(browser, "declare-form", name="ui-payments", arguments=dead_letters_after_1_ms)
+    until(browser, lambda d: "ui-payments" in text_of(d, "queues-table"), "the source queue")
+    browser.find_element(By.LINK_TEXT, "ui-payments").click()
+    until(browser, lambda d: d.find_elements(By.ID, "publish-form"), "the source queue's page")
+    fill(browser, "publish-form", body="a payment nobody took in time", count="3")
+    until(
+        browser,
+        lambda d: "published" in text_of(d, "queue-result") or stat(d, "queue-total") == "0",
+        "a publish",
+    )
+
+    go(browser, cluster, "nodes")
+    until(
+        browser,
+        lambda d: len(d.find_elements(By.CSS_SELECTOR, "#nodes-table tbody tr")) == 3,
+        "the nodes page",
+    )
+    assert "running" in text_of(browser, "nodes-table")
+    screenshot(browser, "nodes")
+
+    go(browser, cluster, "users")
+    until(browser, lambda d: d.find_elements(By.ID, "user-form"), "the users page")
+    fill(
+        browser,
+        "user-form",
+        name="ui-reader",
+        password="s3cret-reader",
+        configure="",
+        write="",
+        read="^ui-.*",
+    )
+    until(browser, lambda d: "ui-reader" in d.find_element(By.ID, "main").text, "the new user")
+    screenshot(browser, "users")
+
+    go(browser, cluster, "policies")
+    until(browser, lambda d: d.find_elements(By.ID, "policy-form"), "the policies page")
+    fill(
+        browser,
+        "policy-form",
+        name="ui-limits",
+        pattern="^ui-",
+        priority="1",
+        definition='{"max-length": 100000}',
+    )
+    until(browser, lambda d: "ui-limits" in d.find_element(By.ID, "main").text, "the new policy")
+    screenshot(browser, "policies")
+
+    go(browser, cluster, "dead-letters")
+    until(browser, lambda d: d.find_elements(By.LINK_TEXT, "ui-orders.dlq"), "the dead-letter queue listed")
+    browser.find_element(By.LINK_TEXT, "ui-orders.dlq").click()
+    until(
+        browser,
+        lambda d: text_of(d, "dead-letter-detail").count("a payment nobody took in time") == 3,
+        "the three expired payments in the dead-letter queue",
+    )
+    assert "expired" in text_of(browser, "dead-letter-detail")  # their x-death says why
+    browser.find_element(By.ID, "redrive").click()
+    until(browser, lambda d: "/ 3" in text_of(d, "redrive-tasks"), "a redrive task of the three")
+    screenshot(browser, "dead-letters")
