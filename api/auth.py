@@ -125,6 +125,7 @@ ROUTE_ACCESS: dict[tuple[str, str], Access] = {
     ("GET", QUEUE + "/members/{node}"): Access.ANY_QUEUE_PERMISSION,
     ("POST", QUEUE + "/members"): Access.CONFIGURE_ADMIN,
     ("DELETE", QUEUE + "/members/{node}"): Access.CONFIGURE_ADMIN,
+    ("POST", QUEUE + "/members/{node}/checkpoint"): Access.CONFIGURE_ADMIN,
     ("POST", QUEUE + "/leader"): Access.CONFIGURE_ADMIN,
     ("POST", "/api/nodes"): Access.ADMINISTRATOR,
     ("DELETE", "/api/nodes/{node}"): Access.ADMINISTRATOR,

@@ -31,6 +31,7 @@ def add_routes(router: web.UrlDispatcher) -> None:
     router.add_post(QUEUE + "/members", add_member)
     router.add_get(QUEUE + "/members/{node}", member_status)
     router.add_delete(QUEUE + "/members/{node}", delete_member)
+    router.add_post(QUEUE + "/members/{node}/checkpoint", checkpoint_member)
     router.add_post(QUEUE + "/leader", transfer_leader)
     router.add_post("/api/nodes", join_node)
     router.add_delete("/api/nodes/{node}", forget_node)
@@ -96,6 +97,18 @@ async def member_status(request: web.Request) -> web.StreamResponse:
             raise NodeNotFound(f"node '{member}' is not a member of the cluster")
         return await forward(request, member)
     return web.json_response(request.app[MEMBERSHIP].queues.local_status(queue))
+
+
+async def checkpoint_member(request: web.Request) -> web.StreamResponse:
+    """POST /api/queues/{q}/members/{node}/checkpoint: that node's replica takes a snapshot now (RabbitMQ's
+    force_checkpoint); its status after."""
+    status = request.app[STATUS]
+    queue, member = queue_name(request), request.match_info["node"]
+    if member != status.name:
+        if status.node_http(member) is None:
+            raise NodeNotFound(f"node '{member}' is not a member of the cluster")
+        return await forward(request, member)
+    return web.json_response(request.app[MEMBERSHIP].queues.checkpoint(queue))
 
 
 @on_queue_leader

@@ -606,6 +606,11 @@ PATHS: dict[str, dict[str, Any]] = {
         "get": _operation("one member's status", {"200": "status"}),
         "delete": _operation("remove a member", {"200": "removed", "409": "refused"}),
     },
+    Q + "/members/{node}/checkpoint": {
+        "post": _operation(
+            "that node's replica takes a snapshot now (force_checkpoint): its status after", {"200": "status"}
+        )
+    },
     Q + "/leader": {
         "post": _operation(
             "transfer leadership",

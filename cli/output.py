@@ -4,15 +4,17 @@ JSON with `--formatter json`."""
 import base64
 import json
 import sys
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, TypeVar
 
 import click
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from quorumq import Delivery
 
+T = TypeVar("T")
 FORMATTERS = ("table", "json")
 _PIPE_WIDTH = 200
 _VERBOSITY = "quorumq.verbosity"
@@ -71,6 +73,16 @@ def print_table(columns: Sequence[str], rows: Iterable[Sequence[Any]], title: st
 def _one_field(text: str) -> str:
     """A cell as one tab-separated field: its tabs and line breaks become spaces."""
     return text.replace("\t", " ").replace("\r", " ").replace("\n", " ")
+
+
+def progressing(items: Sequence[T], description: str) -> Iterator[T]:
+    """`items`, one at a time, with a progress bar on stderr while it is a terminal and stdout is not
+    (a bar would tear lines printed to the same screen)."""
+    shown = Console(stderr=True)
+    show = shown.is_terminal and not console().is_terminal
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=shown, disable=not show, transient=True) as bar:
+        yield from bar.track(items, total=len(items), description=description)
 
 
 def print_line(text: str) -> None:

@@ -22,6 +22,7 @@ from cli.command_group import (
 from cli.replica_plans import (
     VHOST,
     grow_targets,
+    grow_to_count_additions,
     leader_counts,
     matching,
     quorum_critical,
@@ -32,6 +33,8 @@ from quorumq import QuorumqError, SyncClient
 
 EXIT_SOFTWARE = 70
 MEMBER_COLUMNS = ("vhost", "name", "size", "result")
+CHECKPOINT_COLUMNS = ("vhost", "name", "node", "snapshot_index", "result")
+SYNC_FIELDS = ("membership", "raft_state")
 STATUS_COLUMNS = (
     ("Node Name", "node"),
     ("Raft State", "raft_state"),
@@ -71,7 +74,8 @@ class QueuesGroup(QuorumqGroup):
 )
 @click.pass_context
 def cli(ctx: click.Context, **given: Any) -> None:
-    """Manage quorum queue replicas (add_member, delete_member, grow, shrink, rebalance, ...).
+    """Manage quorum queue replicas (add_member, delete_member, grow, grow_to_count, shrink, rebalance,
+    transfer_leadership, force_checkpoint, quorum_status, peek and the health checks).
 
     Global options may come before or after the command, as rabbitmq-queues takes them."""
     ctx.obj = settings(ctx, **given)
@@ -147,6 +151,32 @@ def grow(settings: Settings, node: str, strategy: str, queue_pattern: str | None
     _print_member_rows(settings, rows, errors_only)
 
 
+@cli.command("grow_to_count")
+@click.argument("count", type=click.IntRange(min=1))
+@click.option("--queue-pattern", help="Only queues whose name matches this regular expression.")
+@click.option("--errors-only", is_flag=True, help="Show only the queues that failed.")
+@pass_settings
+def grow_to_count(settings: Settings, count: int, queue_pattern: str | None, errors_only: bool) -> None:
+    """Add replicas until every matching queue has COUNT (or one on every running node), each on the
+    running node hosting the fewest replicas."""
+    with settings.connect() as client:
+        running = sorted(n["name"] for n in client.nodes() if n["status"] == "up")
+        queues = client.queues()
+        additions = grow_to_count_additions(queues, running, count, queue_pattern)
+        sizes = {q["name"]: len(q["members"]) for q in queues}
+        rows = []
+        for addition in output.progressing(additions, "adding replicas"):
+            try:
+                sizes[addition.queue] = len(client.add_member(addition.queue, addition.node)["members"])
+                result = f"ok: added on {addition.node}"
+            except QuorumqError as exc:
+                result = f"error on {addition.node}: {exc.reason or exc.code}"
+            rows.append(
+                {"vhost": VHOST, "name": addition.queue, "size": sizes[addition.queue], "result": result}
+            )
+    _print_member_rows(settings, rows, errors_only)
+
+
 @cli.command("shrink")
 @click.argument("node")
 @click.option("--errors-only", is_flag=True, help="Show only the queues that failed.")
@@ -185,6 +215,92 @@ def rebalance(settings: Settings, queue_type: str, queue_pattern: str | None) ->
     )
     for failure in failures:
         output.print_line(f"queue '{failure['queue']}' stayed: {failure['error']}")
+
+
+@cli.command("transfer_leadership")
+@click.argument("queue")
+@click.argument("node", required=False)
+@pass_settings
+def transfer_leadership(settings: Settings, queue: str, node: str | None) -> None:
+    """Hand the leadership of QUEUE to its member NODE (default: the first other member that is up)."""
+    with settings.connect() as client:
+        if node is None:
+            up = {n["name"] for n in client.nodes() if n["status"] == "up"}
+            stats = client.queue(queue)
+            others = [m for m in sorted(stats["members"]) if m != stats["leader"] and m in up]
+            if not others:
+                raise click.ClickException(f"queue '{queue}' has no other member up to lead it")
+            node = others[0]
+        client.transfer_leader(queue, node)
+    if settings.formatter == "json":
+        output.print_json({"queue": queue, "leader": node})
+    else:
+        output.print_line(f"queue '{queue}' is led by {node}")
+
+
+@cli.command("force_checkpoint")
+@click.option("--queue-pattern", help="Only queues whose name matches this regular expression.")
+@click.option("--errors-only", is_flag=True, help="Show only the replicas that failed.")
+@pass_settings
+def force_checkpoint(settings: Settings, queue_pattern: str | None, errors_only: bool) -> None:
+    """Make every replica of every matching queue take a snapshot now (the log before it is then
+    released as soon as the next one allows)."""
+    with settings.connect() as client:
+        replicas = [
+            (q["name"], m) for q in matching(client.queues(), queue_pattern) for m in sorted(q["members"])
+        ]
+        rows = []
+        for queue, node in output.progressing(replicas, "taking snapshots"):
+            try:
+                status = client.checkpoint(queue, node)
+                index, result = status["snapshot_index"], "requested" if status.get("requested") else "ok"
+            except QuorumqError as exc:
+                index, result = None, f"error: {exc.reason or exc.code}"
+            rows.append(
+                {"vhost": VHOST, "name": queue, "node": node, "snapshot_index": index, "result": result}
+            )
+    shown = [r for r in rows if not r["result"].startswith(("ok", "requested"))] if errors_only else rows
+    if settings.formatter == "json":
+        output.print_json(shown)
+    else:
+        output.print_table(CHECKPOINT_COLUMNS, ([r[c] for c in CHECKPOINT_COLUMNS] for r in shown))
+
+
+@cli.command("check_if_new_quorum_queue_replicas_have_finished_initial_sync")
+@click.argument("node", required=False)
+@pass_settings
+def check_if_new_quorum_queue_replicas_have_finished_initial_sync(
+    settings: Settings, node: str | None
+) -> None:
+    """Fail (exit 69) while a replica on NODE (default: the node talked to) is not yet a voter that its
+    queue's leader reaches: one added lately still catching up, or one on a node that is down."""
+    with settings.connect() as client:
+        node = node or client.health()["node"]
+        _require_node(client, node)
+        behind = []
+        for queue in matching(client.queues(), None):
+            if node in queue["members"]:
+                rows = client.members(queue["name"])["members"]
+                replica: dict[str, Any] = next((m for m in rows if m["node"] == node), {})
+                if not _synced(replica):
+                    behind.append({"queue": queue["name"], **{k: replica.get(k) for k in SYNC_FIELDS}})
+    if settings.formatter == "json":
+        output.print_json({"node": node, "not_synced": behind})
+    for row in [] if settings.formatter == "json" else behind:
+        output.print_line(
+            f"quorum queue '{row['queue']}' in vhost '{VHOST}' has a replica on {node} that has not"
+            f" finished its initial sync ({row['membership']}, {row['raft_state']})"
+        )
+    if not behind and settings.formatter != "json":
+        output.print_line(f"All quorum queue replicas on node {node} have finished their initial sync")
+    if behind:
+        sys.exit(EXIT_UNAVAILABLE)
+
+
+def _synced(member: dict[str, Any]) -> bool:
+    """A replica a leader counts: a voter, answering for itself, not repairing."""
+    answering = member.get("raft_state") not in (None, "unknown", "unreachable", "no_replica")
+    return member.get("membership") == "voter" and answering and not member.get("repairing")
 
 
 @cli.command("peek")

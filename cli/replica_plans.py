@@ -89,3 +89,32 @@ def quorum_critical(queues: Iterable[Queue], node: str, up: set[str]) -> list[st
         if node in q["members"]
         and sum(1 for m in q["members"] if m != node and m in up) < majority(len(q["members"]))
     ]
+
+
+@dataclass(frozen=True)
+class Addition:
+    """Add a replica of `queue` on `node`."""
+
+    queue: str
+    node: str
+
+
+def grow_to_count_additions(
+    queues: Iterable[Queue], running: Sequence[str], count: int, pattern: str | None
+) -> list[Addition]:
+    """Replicas to add so that every matching queue has `count` members (or as many as there are running
+    nodes), each on the running non-member that hosts the fewest replicas so far (then by name)."""
+    queues = matching(queues, pattern)
+    hosted = Counter(member for q in queues for member in q["members"])
+    additions = []
+    for queue in queues:
+        members = set(queue["members"])
+        while len(members) < count:
+            options = [node for node in running if node not in members]
+            if not options:
+                break
+            chosen = min(options, key=lambda node: (hosted[node], node))
+            additions.append(Addition(queue["name"], chosen))
+            members.add(chosen)
+            hosted[chosen] += 1
+    return additions

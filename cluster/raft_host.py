@@ -141,6 +141,7 @@ class Group:
     applied_bytes: int = 0  # entry data applied since the last snapshot (or since opening)
     snapshot_bytes: int = 0  # the size of the last snapshot this process took (0 until it takes one)
     was_leader: bool = False
+    snapshot_requested: bool = False  # by an operator (force_checkpoint) while a round was being written
     led_term: int = 0  # the term this node last led the group in
     held_ticks: int = 0
     conf: ConfState = field(default_factory=ConfState)
@@ -228,6 +229,7 @@ class RaftHost:
         self.leader_changes = 0
         self.applied_data_bytes = 0  # entry data applied by every group since this host started
         self.metrics = RaftMetrics()
+        self._round_open = False  # between begin_round and the end of end_round
 
     # -- groups ---------------------------------------------------------------------------------
 
@@ -499,6 +501,7 @@ class RaftHost:
                 readies.append(_GroupReady(group, ready, self._send_early(group, ready, keeps_vote)))
         if not readies:
             return None
+        self._round_open = True
         return Round(readies, self.store.take(), sync)
 
     def end_round(self, round_: Round) -> None:
@@ -514,7 +517,27 @@ class RaftHost:
                 r.group.log.finish_repair()  # the entries that repaired it are written: stage the end
             if r.group.raft.has_ready() or r.group.batcher.has_pending():
                 self._touch(r.group.gid)
+        for group in self.groups.values():
+            if group.snapshot_requested:
+                group.snapshot_requested = False
+                self._snapshot_if_new(group)
         self.store.commit(sync=False)
+        self._round_open = False
+
+    def checkpoint(self, gid: str) -> bool:
+        """Take a snapshot of group `gid` now (an operator's force_checkpoint), or at the end of the round
+        being written (True: requested). KeyError for a group not hosted here."""
+        group = self.groups[gid]
+        if self._round_open:
+            group.snapshot_requested = True
+            return True
+        self._snapshot_if_new(group)
+        self.store.commit(sync=False)
+        return False
+
+    def _snapshot_if_new(self, group: Group) -> None:
+        if group.applied > group.snapshot_index:
+            self._snapshot(group)
 
     def _write_in_thread(self, taken: TakenBatch) -> bool:
         """A synced write goes to the worker thread when fsyncs have been slow or the batch is large;

@@ -563,6 +563,11 @@ class Client:
         """Remove the replica of `queue` on `node`."""
         return (await self._transport.request("DELETE", queue_path(queue, "members", node))).payload
 
+    async def checkpoint(self, queue: str, node: str) -> Any:
+        """Make `node`'s replica of `queue` take a snapshot now (RabbitMQ's force_checkpoint); its status."""
+        path = queue_path(queue, "members", node, "checkpoint")
+        return (await self._transport.request("POST", path, retry_sent=True)).payload
+
     async def transfer_leader(self, queue: str, node: str) -> Any:
         """Hand the leadership of `queue` to its voting member `node` (no membership change)."""
         return (

@@ -173,6 +173,7 @@ class SyncClient:
     add_member = _Blocking(Client.add_member)
     delete_member = _Blocking(Client.delete_member)
     transfer_leader = _Blocking(Client.transfer_leader)
+    checkpoint = _Blocking(Client.checkpoint)
     forget_node = _Blocking(Client.forget_node)
     nodes = _Blocking(Client.nodes)
     health = _Blocking(Client.health)

@@ -200,6 +200,16 @@ class QueueMembers:
                 rows.append({"node": member, "membership": "pending", "up": self.node.status.is_up(member)})
         return rows
 
+    def checkpoint(self, queue: str) -> dict[str, Any]:
+        """This node's replica of `queue` takes a snapshot now (RabbitMQ's force_checkpoint): its status
+        after, `requested` when the snapshot waits for the end of the round being written."""
+        info = self.node.directory.info(queue)
+        try:
+            requested = self.changes.host.checkpoint(info.group)
+        except KeyError:
+            raise NodeNotFound(f"node '{self.node.name}' hosts no replica of queue '{queue}'") from None
+        return {**self.local_status(queue), "requested": requested}
+
     def local_status(self, queue: str) -> dict[str, Any]:
         """This node's replica of `queue`, as its own Raft group sees it."""
         info = self.node.directory.info(queue)

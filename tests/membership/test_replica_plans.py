@@ -8,7 +8,15 @@ from collections import Counter
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cli.replica_plans import grow_targets, leader_counts, quorum_critical, rebalance_moves, shrink_targets
+from cli.replica_plans import (
+    Addition,
+    grow_targets,
+    grow_to_count_additions,
+    leader_counts,
+    quorum_critical,
+    rebalance_moves,
+    shrink_targets,
+)
 
 NODES = ["n1", "n2", "n3", "n4", "n5"]
 
@@ -71,3 +79,28 @@ def test_rebalance_moves_only_to_running_members_and_never_past_the_target(raw, 
         assert counts[move.source] > target and counts[move.target] < target
         counts[move.source] -= 1
         counts[move.target] += 1
+
+
+def test_grow_to_count_fills_each_queue_on_the_least_loaded_running_nodes() -> None:
+    queues = [
+        queue("a", ["n1"]),
+        queue("b", ["n1", "n2"]),
+        queue("c", ["n1", "n2", "n3"]),
+        queue("x", ["n5"]),
+    ]
+    additions = grow_to_count_additions(queues, ["n1", "n2", "n3", "n4"], 3, "^[abc]$")
+    assert additions == [Addition("a", "n4"), Addition("a", "n3"), Addition("b", "n4")]
+    assert grow_to_count_additions([queue("a", ["n1"])], ["n1", "n2"], 5, None) == [Addition("a", "n2")]
+
+
+@given(st.lists(st.sets(st.sampled_from(NODES), min_size=1), max_size=8), st.integers(1, 5))
+def test_grow_to_count_reaches_the_count_or_every_running_node(member_sets, count) -> None:  # type: ignore[no-untyped-def]
+    queues = [queue(f"q{i}", sorted(members)) for i, members in enumerate(member_sets)]
+    running = NODES[:4]
+    grown = {q["name"]: set(q["members"]) for q in queues}
+    for addition in grow_to_count_additions(queues, running, count, None):
+        assert addition.node in running and addition.node not in grown[addition.queue]
+        grown[addition.queue].add(addition.node)
+    for q in queues:
+        members = grown[q["name"]]
+        assert len(members) >= count or set(running) <= members
