@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import functools
 import resource
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +29,8 @@ CLIENTS = {
 }
 CLIENT_CHOICES = tuple(f"{broker}:{client}" for broker, clients in CLIENTS.items() for client in clients)
 WORKLOAD_KEYS = ("a-1k", "a-16k", "s-1k", "b-100", "b-1000", "b16-1000", "c", "d")
+Step = Callable[[str], None]
+"""Told what the benchmark does next (its progress display)."""
 
 
 @dataclass(frozen=True)
@@ -130,13 +132,16 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-async def run_client(runner: Runner, cluster: Cluster, options: Options) -> list[Measurement]:
+async def run_client(
+    runner: Runner, cluster: Cluster, options: Options, step: Step = lambda _: None
+) -> list[Measurement]:
     """Every selected shape `runner` supports, each with the nodes' CPU and RSS and the client's CPU
-    during its measured part (a setup such as filling a queue is not counted)."""
+    during its measured part (a setup such as filling a queue is not counted); `step` is told of each."""
     measurements = []
     for shape in workloads(options):
         if not runner.supports(shape.spec):
             continue
+        step(f"{runner.description}: {shape.label}")
         await runner.setup(shape.spec)
         client_cpu = _cpu_seconds()
         with UsageSampler(cluster.pids()) as sampler:
@@ -163,7 +168,9 @@ def _running(broker: str, work_dir: Path) -> Iterator[Cluster]:
         cluster.stop()
 
 
-async def _measure(broker: str, cluster: Cluster, options: Options, work_dir: Path) -> list[BrokerRun]:
+async def _measure(
+    broker: str, cluster: Cluster, options: Options, work_dir: Path, step: Step
+) -> list[BrokerRun]:
     """The backlog first, on the fresh cluster (when `options.backlog` > 0), then each selected client."""
     backlog = None
     runners: dict[str, Runner] = {}
@@ -194,16 +201,18 @@ async def _measure(broker: str, cluster: Cluster, options: Options, work_dir: Pa
         if "aio-pika" in wanted:
             runners["aio-pika"] = AsyncioRunner(driver, "aio-pika")
     if options.backlog > 0:
+        step(f"{broker}: filling the backlog of {options.backlog:,} messages, then restarting a node")
         backlog = await measure_backlog(driver, fill, cluster, count=options.backlog, body_size=KIB)
     runs = []
     for client, runner in runners.items():
-        measurements = await run_client(runner, cluster, options)
+        measurements = await run_client(runner, cluster, options, step)
         runs.append(BrokerRun(driver.broker, client, runner.description, measurements, backlog))
         backlog = None  # reported once per broker
     return runs
 
 
-def run_broker(broker: str, options: Options, work_dir: Path) -> list[BrokerRun]:
-    """Start `broker`'s cluster, run the selected clients against it, and stop it whatever happens."""
+def run_broker(broker: str, options: Options, work_dir: Path, step: Step = lambda _: None) -> list[BrokerRun]:
+    """Start `broker`'s cluster, run the selected clients against it, and stop it whatever happens;
+    `step` is told what runs at each step (the benchmark's progress)."""
     with _running(broker, work_dir) as cluster:
-        return asyncio.run(_measure(broker, cluster, options, work_dir))
+        return asyncio.run(_measure(broker, cluster, options, work_dir, step))

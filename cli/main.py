@@ -174,8 +174,13 @@ def publish(
     """Publish messages to QUEUE and print the ids the cluster confirmed."""
     headers = parse_pairs(header_pairs, "--header")
     messages = messages_to_publish(bodies, source, count, size, headers, delay, priority)
-    with settings.connect() as client:
-        ids = client.publish_all(queue, messages, window=window, batch=batch)
+    with settings.connect() as client, client.publisher(queue, window=window, batch=batch) as publisher:
+        confirms = []
+        batches = range(0, len(messages), batch)
+        for start in output.progressing(batches, f"publishing to '{queue}', batches of {batch}"):
+            confirms += publisher.send_all(messages[start : start + batch])
+        publisher.flush()
+    ids = [confirm.result() for confirm in confirms]
     if settings.formatter == "json":
         output.print_json({"queue": queue, "published": len(ids), "ids": ids})
     else:
@@ -256,7 +261,10 @@ def consume(
     if no_ack and work:
         raise click.UsageError("--work holds deliveries: with --no-ack they are settled already")
     received = 0
-    with settings.connect() as client:
+    with (
+        settings.connect() as client,
+        output.progress(f"consuming from '{queue}'", count, beside_output=True) as bar,
+    ):
         tag = client.consume(queue, prefetch=prefetch, timeout_ms=consumer_timeout, auto_ack=no_ack)
         try:
             idle_since = time.monotonic()
@@ -280,6 +288,7 @@ def consume(
                 elif not (no_ack or leave_unacked):
                     client.ack(queue, tag, ids)
                 received += len(deliveries)
+                bar.advance(len(deliveries))
                 idle_since = time.monotonic()
         finally:
             with contextlib.suppress(NotFoundError):

@@ -2,14 +2,16 @@
 JSON with `--formatter json`."""
 
 import base64
+import contextlib
 import json
 import sys
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from quorumq import Delivery
@@ -75,14 +77,37 @@ def _one_field(text: str) -> str:
     return text.replace("\t", " ").replace("\r", " ").replace("\n", " ")
 
 
-def progressing(items: Sequence[T], description: str) -> Iterator[T]:
-    """`items`, one at a time, with a progress bar on stderr while it is a terminal and stdout is not
-    (a bar would tear lines printed to the same screen)."""
+@dataclass(frozen=True)
+class ProgressBar:
+    """A running progress bar: `advance` by steps, or `show` how many are done."""
+
+    bar: Progress
+    task: TaskID
+
+    def advance(self, steps: int) -> None:
+        self.bar.advance(self.task, steps)
+
+    def show(self, completed: int) -> None:
+        self.bar.update(self.task, completed=completed)
+
+
+@contextlib.contextmanager
+def progress(description: str, total: int | None, *, beside_output: bool = False) -> Iterator[ProgressBar]:
+    """A progress bar of `total` steps (a count when None) on stderr while it is a terminal; for a
+    command printing as it goes (`beside_output`), only while stdout is not the same screen."""
     shown = Console(stderr=True)
-    show = shown.is_terminal and not console().is_terminal
+    show = shown.is_terminal and not (beside_output and console().is_terminal)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=shown, disable=not show, transient=True) as bar:
-        yield from bar.track(items, total=len(items), description=description)
+        yield ProgressBar(bar, bar.add_task(description, total=total))
+
+
+def progressing(items: Sequence[T], description: str) -> Iterator[T]:
+    """`items`, one at a time, with a `progress` bar."""
+    with progress(description, len(items)) as bar:
+        for item in items:
+            yield item
+            bar.advance(1)
 
 
 def print_line(text: str) -> None:

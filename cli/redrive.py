@@ -9,7 +9,6 @@ import uuid
 from typing import Any
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from cli import output
 from cli.command_group import EXIT_SERVER_ERROR, Settings, pass_settings
@@ -58,7 +57,7 @@ def redrive(
         started = client.start_redrive(
             queue, to=to, since=_time(since), until=_time(until), rate=rate, task=task or uuid.uuid4().hex
         )
-        ended = started if detach else _follow(client, queue, started, settings.formatter == "table")
+        ended = started if detach else _follow(client, queue, started)
     if settings.formatter == "json":
         output.print_json(ended)
     else:
@@ -67,13 +66,11 @@ def redrive(
         sys.exit(EXIT_SERVER_ERROR)
 
 
-def _follow(client: SyncClient, queue: str, task: dict[str, Any], show: bool) -> dict[str, Any]:
-    """Poll the task until it ends, drawing its progress when `show`."""
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=output.console(), disable=not show, transient=True) as bar:
-        shown = bar.add_task(f"redrive {queue}", total=task["total"])
+def _follow(client: SyncClient, queue: str, task: dict[str, Any]) -> dict[str, Any]:
+    """Poll the task until it ends, drawing its progress."""
+    with output.progress(f"redrive {queue}", task["total"]) as bar:
         while task["state"] == "running":
-            bar.update(shown, completed=task["moved"])
+            bar.show(task["moved"])
             time.sleep(POLL_EVERY_S)
             now = next((found for found in client.redrives(queue) if found["task"] == task["task"]), None)
             if now is None:  # replaced by a task of the same name, or past the ones the queue keeps

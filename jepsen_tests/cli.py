@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import signal
 import sys
+from collections.abc import Callable, Iterator
 from importlib.metadata import version
 from pathlib import Path
 from types import FrameType
 
 import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cli.node_processes import ClusterError
 from jepsen_tests.checker import check_total_queue
@@ -91,26 +95,49 @@ def run_command(
     signal.signal(signal.SIGTERM, _interrupt)
     failed = []
     command = shlex.join(["quorumq-jepsen", *sys.argv[1:]])
-    for run_seed in range(seed, seed + repeat):
-        config = RunConfig(duration, nemeses, run_seed, nodes, queues, out_dir=out_dir, keep_data=keep_data)
-        try:
-            result = run(config, progress=lambda line: click.echo(line, err=True), command=command)
-        except HostsUnavailable as exc:
-            click.echo(f"cannot run the fault suite here: {exc}", err=True)
-            sys.exit(EXIT_UNAVAILABLE)
-        except (ClusterError, CommandFailed, QuorumqError) as exc:
-            click.echo(f"seed {run_seed}: the run broke off: {type(exc).__name__}: {exc}\n")
-            failed.append(run_seed)
-            continue
-        write_report(result)
-        click.echo(verdict_text(result))
-        click.echo(f"report: {result.run_dir}\n")
-        if not result.passed:
-            failed.append(run_seed)
+    with _progress(repeat) as (run_done, tell):
+        for run_seed in range(seed, seed + repeat):
+            config = RunConfig(
+                duration, nemeses, run_seed, nodes, queues, out_dir=out_dir, keep_data=keep_data
+            )
+            if not _one_run(config, command, tell):
+                failed.append(run_seed)
+            run_done()
     if repeat > 1:
         click.echo(f"{repeat - len(failed)} of {repeat} runs passed; failed seeds: {failed or 'none'}")
     if failed:
         sys.exit(EXIT_INVALID)
+
+
+@contextlib.contextmanager
+def _progress(repeat: int) -> Iterator[tuple[Callable[[], None], Callable[[str], None]]]:
+    """A bar of the runs done (with the time elapsed) on stderr while it is a terminal, each run's
+    progress lines printed on stderr above it; yields (a run is done, print a line)."""
+    console = Console(stderr=True)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, disable=not console.is_terminal) as bar:
+        task = bar.add_task("fault-injection runs", total=repeat)
+
+        def tell(line: str) -> None:
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+        yield (lambda: bar.advance(task)), tell
+
+
+def _one_run(config: RunConfig, command: str, tell: Callable[[str], None]) -> bool:
+    """One run, its verdict printed; True when it passed its check."""
+    try:
+        result = run(config, progress=tell, command=command)
+    except HostsUnavailable as exc:
+        click.echo(f"cannot run the fault suite here: {exc}", err=True)
+        sys.exit(EXIT_UNAVAILABLE)
+    except (ClusterError, CommandFailed, QuorumqError) as exc:
+        click.echo(f"seed {config.seed}: the run broke off: {type(exc).__name__}: {exc}\n")
+        return False
+    write_report(result)
+    click.echo(verdict_text(result))
+    click.echo(f"report: {result.run_dir}\n")
+    return result.passed
 
 
 @main.command("check")

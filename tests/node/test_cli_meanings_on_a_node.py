@@ -135,3 +135,44 @@ def test_server_help_lists_every_setting_and_a_bad_start_names_what_is_wrong(tmp
         started.stderr
     )
     assert "Error: tick_ms: must be >= 1, got 0" in started.stderr
+
+
+def run_with_a_terminal_for_stderr(*args: str) -> tuple[int, str, str]:
+    """Run `quorumq ARGS` with stdout a pipe and stderr a pseudo-terminal, as `quorumq ... > file` on a
+    terminal; returns the exit code, stdout and what the terminal showed."""
+    leader, follower = os.openpty()
+    try:
+        done = subprocess.run(
+            [QUORUMQ, *args],
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            timeout=60,
+            env={**os.environ, "COLUMNS": "100"},
+        )
+        os.close(follower)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal's other end is closed: all is read
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(leader)
+    return done.returncode, done.stdout.decode(), shown.decode(errors="replace")
+
+
+def test_long_work_shows_progress_on_a_terminal_and_keeps_piped_output_clean(node: str) -> None:
+    run("-n", node, "declare", "progress")
+    code, out, shown = run_with_a_terminal_for_stderr("-n", node, "publish", "progress", "--count", "3000")
+    assert code == 0 and out.startswith("published 3000 message(s)"), out
+    assert "publishing to 'progress'" in shown and "30/30" in shown  # batches of 100
+    code, out, shown = run_with_a_terminal_for_stderr(
+        "-n", node, "-f", "json", "consume", "progress", "--count", "3000"
+    )
+    assert (
+        code == 0 and len(out.splitlines()) == 3000 and all(line.startswith("{") for line in out.splitlines())
+    )
+    assert "consuming from 'progress'" in shown and "3000/3000" in shown
