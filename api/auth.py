@@ -110,7 +110,7 @@ ROUTE_ACCESS: dict[tuple[str, str], Access] = {
     ("POST", QUEUE + "/redrive"): Access.CONFIGURE,
     ("GET", QUEUE + "/redrive"): Access.ANY_QUEUE_PERMISSION,
     ("DELETE", QUEUE + "/redrive/{task}"): Access.CONFIGURE,
-    ("GET", QUEUE + "/consumers"): Access.ANY_QUEUE_PERMISSION,
+    ("GET", QUEUE + "/consumers"): Access.READ,
     ("POST", QUEUE + "/consumers"): Access.READ,
     ("GET", CONSUMER + "/deliveries"): Access.READ,
     ("POST", CONSUMER + "/deliveries"): Access.READ,

@@ -15,11 +15,22 @@ from api.queue_handlers import settle, touch
 from api.validation import MAX_POLL, MAX_WAIT_S, json_object, query_number
 from cluster.queue_leader import QueueLeader
 
+TAG_SHOWN = 8
+"""How much of a consumer's tag the list shows: enough to tell consumers apart, too little to use one."""
+
 
 @on_queue_leader
 async def list_consumers(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
-    """GET /api/queues/{q}/consumers: every consumer of the queue, durable ones last."""
-    return web.json_response([asdict(consumer) for consumer in queue.consumer_list()])
+    """GET /api/queues/{q}/consumers: every consumer of the queue, durable ones last. A consumer's tag
+    is all it takes to poll, settle or cancel it, so only its first characters are shown (a durable
+    consumer's name is its owner's choice, shown whole)."""
+    listed = []
+    for consumer in queue.consumer_list():
+        row = asdict(consumer)
+        if not consumer.durable:
+            row["tag"] = consumer.tag[:TAG_SHOWN] + "..."
+        listed.append(row)
+    return web.json_response(listed)
 
 
 @on_queue_leader

@@ -26,7 +26,7 @@ import asyncio
 import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import aiohttp
 from aiohttp import web
@@ -161,6 +161,17 @@ async def queue_route(queues: QueueDirectory, status: NodeStatus, name: str) -> 
     if leader == status.name:
         return None
     return Route(leader, functools.partial(_queue_leader_now, queues, name))
+
+
+async def get_from_node(request: web.Request, url: str) -> Any:
+    """The JSON another node answers a GET of `url` with, vouched for the caller as its own request would
+    be, or None when it cannot be asked or does not answer 200."""
+    session: aiohttp.ClientSession = request.app[FORWARD_SESSION]
+    try:
+        async with session.get(url, headers=await vouch(request, "GET", url)) as answer:
+            return await answer.json() if answer.status == 200 else None
+    except (aiohttp.ClientError, TimeoutError):
+        return None
 
 
 def on_queue_leader(handler: QueueHandler) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:

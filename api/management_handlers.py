@@ -10,13 +10,12 @@ import time
 from importlib.metadata import version
 from typing import Any
 
-import aiohttp
 from aiohttp import web
 
 from api import process_usage
-from api.app_keys import CONFIG, FORWARD_SESSION, METADATA, STARTED, STATUS, STREAMS
-from api.auth import vouch
+from api.app_keys import CONFIG, METADATA, STARTED, STATUS, STREAMS
 from api.errors import ApiError
+from api.forwarding import get_from_node
 from api.message_rates import summed_stats
 from api.paging import listed
 from api.queue_handlers import visible_queues
@@ -122,15 +121,9 @@ async def _report_of(request: web.Request, name: str) -> dict[str, Any]:
     """Member `name` as it reports itself, or what is known of it here when it does not answer."""
     url = request.app[STATUS].node_http(name)
     if url is not None and request.app[STATUS].is_up(name):
-        node_url = f"{url}/api/nodes/{name}"
-        session: aiohttp.ClientSession = request.app[FORWARD_SESSION]
-        try:
-            async with session.get(node_url, headers=await vouch(request, "GET", node_url)) as answer:
-                if answer.status == 200:
-                    report: dict[str, Any] = await answer.json()
-                    return {**report, "status": "up"}
-        except (aiohttp.ClientError, TimeoutError):
-            pass
+        report = await get_from_node(request, f"{url}/api/nodes/{name}")
+        if isinstance(report, dict):
+            return {**report, "status": "up"}
     return _listed_fields(request, name)
 
 

@@ -42,10 +42,8 @@ class MessageRates:
         totals[KINDS.index(kind)] += amount
 
     def sample(self) -> None:
-        """Keep the totals of now (called every SAMPLE_S), forgetting queues no longer counted here."""
+        """Keep the totals of now (called every SAMPLE_S)."""
         now = self._clock()
-        for queue in self._samples.keys() - self._totals.keys():
-            del self._samples[queue]
         for queue, totals in self._totals.items():
             self._samples.setdefault(queue, deque(maxlen=_KEPT)).append((now, tuple(totals)))
 

@@ -296,11 +296,12 @@ PAGING_QUERY = (
     _query("sort", {"type": "string"}),
     _query("sort_reverse", {"type": "boolean"}),
     _query("columns", {"type": "string"}),
-    _query("local", {"type": "boolean"}),
 )
+QUEUES_QUERY = (*PAGING_QUERY, _query("local", {"type": "boolean"}), _query("led", {"type": "boolean"}))
 LIST_QUEUES = (
-    "every queue with statistics, as its leader counts them (local=true: as this node's replicas do);"
-    " with page, RabbitMQ's page object; name (use_regex), sort, sort_reverse, columns as RabbitMQ's"
+    "every queue with statistics, as its leader counts them (local=true: as this node's replicas do;"
+    " led=true: only the queues this node leads); with page, RabbitMQ's page object; name (use_regex),"
+    " sort, sort_reverse, columns as RabbitMQ's"
 )
 GROUP_IDS: Schema = {"type": "array", "items": {"type": "string"}}
 DAMAGE: Schema = {
@@ -417,10 +418,10 @@ PATHS: dict[str, dict[str, Any]] = {
             {"204": "removed", "409": "a node reads no policies yet (upgrade_in_progress)"},
         ),
     },
-    "/api/queues": {"get": _operation(LIST_QUEUES, {"200": "queues, or a page of them"}, query=PAGING_QUERY)},
+    "/api/queues": {"get": _operation(LIST_QUEUES, {"200": "queues, or a page of them"}, query=QUEUES_QUERY)},
     "/api/queues/%2F": {
         "get": _operation(
-            LIST_QUEUES + " (RabbitMQ's path: %2F, the only vhost)", {"200": "queues"}, query=PAGING_QUERY
+            LIST_QUEUES + " (RabbitMQ's path: %2F, the only vhost)", {"200": "queues"}, query=QUEUES_QUERY
         )
     },
     "/api/queues/%2F/{q}": {
@@ -521,8 +522,8 @@ PATHS: dict[str, dict[str, Any]] = {
     },
     Q + "/consumers": {
         "get": _operation(
-            "the queue's consumers: tag, prefetch, priority, active, unacknowledged, timeout_ms, since_ms,"
-            " auto_ack, durable",
+            "the queue's consumers: tag (its first 8 characters; a durable consumer's whole name), prefetch,"
+            " priority, active, unacknowledged, timeout_ms, since_ms, auto_ack, durable",
             {"200": "consumers"},
         ),
         "post": _operation(

@@ -101,6 +101,6 @@ def _columns(item: dict[str, Any], columns: list[str]) -> dict[str, Any]:
 
 def _positive(query: Any, name: str, default: int) -> int:
     text = query.get(name, str(default))
-    if not text.isdigit() or int(text) < 1:
+    if not (text.isascii() and text.isdigit() and 0 < len(text) <= 9) or int(text) < 1:
         raise bad(f"{name} must be a positive integer, got {text!r}")
     return int(text)

@@ -6,15 +6,22 @@ import asyncio
 from dataclasses import asdict
 from typing import Any
 
-import aiohttp
 from aiohttp import web
 
-from api.app_keys import CONFIG, FORWARD_SESSION, METADATA, METRICS, QUEUES, STATUS
-from api.auth import Access, principal, require, vouch
+from api.app_keys import CONFIG, METADATA, METRICS, QUEUES, STATUS
+from api.auth import Access, principal, require
 from api.deliveries import JSON, deliveries_response, json_deliveries, msgpack_delivery, wants_msgpack
 from api.errors import ApiError
 from api.forwarded_publish import forwards_over_peers, publish_routed
-from api.forwarding import client_node, forward, hops_of, on_meta_leader, on_queue_leader, queue_route
+from api.forwarding import (
+    client_node,
+    forward,
+    get_from_node,
+    hops_of,
+    on_meta_leader,
+    on_queue_leader,
+    queue_route,
+)
 from api.json_codec import json_answer
 from api.paging import listed
 from api.publish_job import read_publish
@@ -138,38 +145,33 @@ async def list_queues(request: web.Request) -> web.StreamResponse:
 
 
 async def visible_queues(request: web.Request) -> list[dict[str, Any]]:
-    """Every queue the caller may see (`Principal.lists`), as its leader answers for it (led here, or
-    asked of it; else from a replica here or the metadata). With `?local=true` a replica here answers
-    for its queue, leading or not: this node's own view."""
-    caller = principal(request)
-    names = [name for name in request.app[QUEUES].names() if caller.lists(name)]
+    """Every queue the caller may see (`Principal.lists`), as its leader answers for it: led here, or in
+    one call to each other leader for all it leads (`?led=true`), else from a replica here or the
+    metadata. With `?local=true` a replica here answers for its queue, leading or not (this node's own
+    view); with `?led=true` only the queues led here are listed."""
+    caller, queues = principal(request), request.app[QUEUES]
+    names = [name for name in queues.names() if caller.lists(name)]
+    if query_flag(request, "led"):
+        return [
+            queue_json(request, n, local) for n in names if (local := queues.local(n)) and local.is_leader
+        ]
     own_view = query_flag(request, "local")
-    return list(await asyncio.gather(*(_queue_anywhere(request, n, own_view) for n in names)))
-
-
-async def _queue_anywhere(request: web.Request, name: str, own_view: bool) -> dict[str, Any]:
-    local = request.app[QUEUES].local(name)
-    if local is not None and (own_view or local.is_leader):
-        return queue_json(request, name, local)
-    asked = await _ask_leader(request, name)
-    return asked if asked is not None else queue_json(request, name, local)
-
-
-async def _ask_leader(request: web.Request, name: str) -> dict[str, Any] | None:
-    """The queue as its leader (another node) answers for it, or None when it cannot be asked."""
-    queues = request.app[QUEUES]
-    url = request.app[STATUS].node_http(queues.leader_of(name))
-    if url is not None:
-        session: aiohttp.ClientSession = request.app[FORWARD_SESSION]
-        try:
-            queue_url = f"{url}/api/queues/{name}"
-            async with session.get(queue_url, headers=await vouch(request, "GET", queue_url)) as answer:
-                if answer.status == 200:
-                    found: dict[str, Any] = await answer.json()
-                    return found
-        except (aiohttp.ClientError, TimeoutError):
-            pass
-    return None
+    answered: dict[str, dict[str, Any]] = {}
+    elsewhere: set[str] = set()
+    for name in names:
+        local = queues.local(name)
+        if local is not None and (own_view or local.is_leader):
+            answered[name] = queue_json(request, name, local)
+        elif (leader := queues.leader_of(name)) is not None:
+            elsewhere.add(leader)
+    urls = [url for node in sorted(elsewhere) if (url := request.app[STATUS].node_http(node))]
+    led_elsewhere = await asyncio.gather(
+        *(get_from_node(request, f"{url}/api/queues?led=true") for url in urls)
+    )
+    for rows in led_elsewhere:
+        for row in rows if isinstance(rows, list) else []:
+            answered.setdefault(row["name"], row)
+    return [answered.get(name) or queue_json(request, name, queues.local(name)) for name in names]
 
 
 async def delete_queue(request: web.Request) -> web.StreamResponse:

@@ -12,6 +12,7 @@ import uuid
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
+from api.validation import QUEUE_NAME
 from cluster import node_logging
 
 REQUEST_ID_HEADER = "X-Request-Id"
@@ -24,7 +25,8 @@ async def request_id_middleware(request: web.Request, handler: Handler) -> web.S
     given = request.headers.get(REQUEST_ID_HEADER, "")
     current = given if _SANE.fullmatch(given) else uuid.uuid4().hex[:16]
     node_logging.request_id.set(current)
-    node_logging.queue.set(request.match_info.get("q"))  # the route is matched before the middlewares
+    named = request.match_info.get("q")  # the route is matched before the middlewares
+    node_logging.queue.set(named if named and QUEUE_NAME.fullmatch(named) else None)  # no forged log line
     response = await handler(request)
     if not response.prepared:
         response.headers[REQUEST_ID_HEADER] = current

@@ -12,7 +12,6 @@ bench/results/ (and into a document between its results markers with --doc).
 
 from __future__ import annotations
 
-import functools
 import shlex
 import subprocess
 import sys
@@ -22,11 +21,11 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
 from bench.machine import describe_machine, rabbitmq_version
 from bench.report import backlog_table, markdown, rich_table, write_results
 from bench.suite import BROKERS, CLIENT_CHOICES, WORKLOAD_KEYS, Options, run_broker
+from cli import output
 
 CONSOLE_WIDTH = 200
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -38,11 +37,6 @@ def commit() -> str:
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True)
     dirty = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True)
     return (head.stdout.strip() or "unknown") + ("+dirty" if dirty.stdout.strip() else "")
-
-
-def _show(bar: Progress, step: TaskID, now: str) -> None:
-    """Say what the benchmark does now on its progress line."""
-    bar.update(step, description=now)
 
 
 @click.command()
@@ -127,15 +121,12 @@ def main(
     runs = []
     with tempfile.TemporaryDirectory(prefix="quorumq-bench-") as work_dir:
         Path(work_dir).chmod(0o755)  # RabbitMQ nodes run as the rabbitmq user
-        columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
-        with Progress(*columns, console=console, transient=True) as bar:
-            for broker in brokers:
-                console.print(f"[bold]{broker}[/]: starting a fresh 3-node cluster")
-                step = bar.add_task(f"{broker}: starting")
-                broker_runs = run_broker(broker, options, Path(work_dir), functools.partial(_show, bar, step))
-                bar.remove_task(step)
-                console.print(rich_table(broker_runs))
-                runs += broker_runs
+        for broker in brokers:
+            console.print(f"[bold]{broker}[/]: starting a fresh 3-node cluster")
+            with output.progress(f"{broker}: starting", None) as bar:
+                broker_runs = run_broker(broker, options, Path(work_dir), bar.describe)
+            console.print(rich_table(broker_runs))
+            runs += broker_runs
     console.print(rich_table(runs))
     if any(run.backlog is not None for run in runs):
         console.print(backlog_table(runs))

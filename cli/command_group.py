@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import ssl
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,18 +82,14 @@ class QuorumqGroup(click.Group):
 
     def _globals_first(self, args: Sequence[str]) -> list[str]:
         """`args` with this group's options that follow the command moved before it, unless the command
-        (or one below it) has an option of the same name. Everything after `--` stays."""
-        takes_value = {
-            name: not (param.is_flag or param.count)
-            for param in self.params
-            if isinstance(param, click.Option) and param.expose_value and not param.is_eager
-            for name in (*param.opts, *param.secondary_opts)
-        }
+        (or the subcommand chosen below it) has an option of the same name; a value of the command's own
+        options stays with it, and everything after `--` stays."""
+        takes_value = _value_taking(param for param in self.params if not param.is_eager)
         position = _command_position(args, takes_value)
         command = self.commands.get(args[position]) if position < len(args) else None
         if command is None:
             return list(args)
-        own = _option_names(command)
+        own = _value_taking(command.params)
         moved: list[str] = []
         rest: list[str] = []
         index = position + 1
@@ -103,13 +99,16 @@ class QuorumqGroup(click.Group):
             if token == "--":
                 rest.extend(args[index:])
                 break
-            if name in takes_value and name not in own:
-                width = 2 if takes_value[name] and not has_value and index + 1 < len(args) else 1
+            mine = name in own
+            width = 2 if (own if mine else takes_value).get(name) and not has_value else 1
+            if not mine and name in takes_value:
                 moved.extend(args[index : index + width])
-                index += width
-                continue
-            rest.append(token)
-            index += 1
+            else:
+                rest.extend(args[index : index + width])
+                if isinstance(command, click.Group) and token in command.commands:
+                    command = command.commands[token]  # the path goes on: its options are the command's
+                    own |= _value_taking(command.params)
+            index += width
         return [*args[:position], *moved, args[position], *rest]
 
 
@@ -122,13 +121,14 @@ def _command_position(args: Sequence[str], takes_value: dict[str, bool]) -> int:
     return index
 
 
-def _option_names(command: click.Command) -> set[str]:
-    """Every option name of `command` and, for a group, of the commands below it."""
-    names = {name for param in command.params for name in (*param.opts, *param.secondary_opts)}
-    if isinstance(command, click.Group):
-        for below in command.commands.values():
-            names |= _option_names(below)
-    return names
+def _value_taking(params: Iterable[click.Parameter]) -> dict[str, bool]:
+    """Each option name of `params`, and whether the option takes a value."""
+    return {
+        name: not (param.is_flag or param.count)
+        for param in params
+        if isinstance(param, click.Option) and param.expose_value
+        for name in (*param.opts, *param.secondary_opts)
+    }
 
 
 def node_list(given: Sequence[str]) -> tuple[str, ...]:

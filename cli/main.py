@@ -174,13 +174,8 @@ def publish(
     """Publish messages to QUEUE and print the ids the cluster confirmed."""
     headers = parse_pairs(header_pairs, "--header")
     messages = messages_to_publish(bodies, source, count, size, headers, delay, priority)
-    with settings.connect() as client, client.publisher(queue, window=window, batch=batch) as publisher:
-        confirms = []
-        batches = range(0, len(messages), batch)
-        for start in output.progressing(batches, f"publishing to '{queue}', batches of {batch}"):
-            confirms += publisher.send_all(messages[start : start + batch])
-        publisher.flush()
-    ids = [confirm.result() for confirm in confirms]
+    with settings.connect() as client, output.progress(f"publishing to '{queue}'", len(messages)) as bar:
+        ids = client.publish_all(queue, messages, window=window, batch=batch, sent=bar.advance)
     if settings.formatter == "json":
         output.print_json({"queue": queue, "published": len(ids), "ids": ids})
     else:

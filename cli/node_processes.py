@@ -28,7 +28,7 @@ from quorumq import QuorumqError, SyncClient
 from quorumq.auth import PASSWORD_ENV, USER_ENV, basic_header
 
 READY_TIMEOUT_S = 60.0
-SECRET_ENV, SECRET_FILE_ENV = "QUORUMQ_CLUSTER_SECRET", "QUORUMQ_CLUSTER_SECRET_FILE"
+SECRET_ENV = "QUORUMQ_CLUSTER_SECRET"
 HARNESS_USER = "quorumq-harness"
 HARNESS_PASSWORD = "quorumq-harness-password"
 HARNESS_HEADERS = {"Authorization": basic_header(HARNESS_USER, HARNESS_PASSWORD)}
@@ -44,9 +44,9 @@ HARNESS_ENV = {
 
 def harness_env(env: dict[str, str] | None) -> dict[str, str]:
     """A node's environment: `env` (or this process's) plus the harness bootstrap administrator and
-    cluster secret, unless the caller chose others."""
+    cluster secret, unless the caller chose others (the value, or its `_FILE` variant)."""
     given = os.environ if env is None else env
-    defaults = {k: v for k, v in HARNESS_ENV.items() if k != SECRET_ENV or SECRET_FILE_ENV not in given}
+    defaults = {k: v for k, v in HARNESS_ENV.items() if f"{k}_FILE" not in given}
     return {**defaults, **given}
 
 

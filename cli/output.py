@@ -11,7 +11,15 @@ from typing import Any, TypeVar
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from quorumq import Delivery
@@ -79,7 +87,8 @@ def _one_field(text: str) -> str:
 
 @dataclass(frozen=True)
 class ProgressBar:
-    """A running progress bar: `advance` by steps, or `show` how many are done."""
+    """A running progress bar: `advance` by steps, `show` how many are done, `describe` what runs now,
+    `say` a line above it (on stderr, bar or no bar)."""
 
     bar: Progress
     task: TaskID
@@ -90,6 +99,12 @@ class ProgressBar:
     def show(self, completed: int) -> None:
         self.bar.update(self.task, completed=completed)
 
+    def describe(self, text: str) -> None:
+        self.bar.update(self.task, description=text)
+
+    def say(self, line: str) -> None:
+        self.bar.console.print(line, markup=False, highlight=False, soft_wrap=True)
+
 
 @contextlib.contextmanager
 def progress(description: str, total: int | None, *, beside_output: bool = False) -> Iterator[ProgressBar]:
@@ -97,7 +112,13 @@ def progress(description: str, total: int | None, *, beside_output: bool = False
     command printing as it goes (`beside_output`), only while stdout is not the same screen."""
     shown = Console(stderr=True)
     show = shown.is_terminal and not (beside_output and console().is_terminal)
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
     with Progress(*columns, console=shown, disable=not show, transient=True) as bar:
         yield ProgressBar(bar, bar.add_task(description, total=total))
 

@@ -281,8 +281,8 @@ def load_config(
     for key, text in os.environ.items():
         if key.startswith(ENV_PREFIX):
             name = key[len(ENV_PREFIX) :].lower()
-            if name in known or name in file_keys:
-                merged[name] = text
+            if name in file_keys or (name in known and (text or known[name].type == "str")):
+                merged[name] = text  # an empty variable of a number or a flag leaves its default
             elif key[len(ENV_PREFIX) :] not in CLIENT_VARIABLES:
                 warn(_not_a_setting(key, [*known, *file_keys]))
     merged.update({k: v for k, v in flags.items() if v not in (None, ())})
@@ -310,15 +310,15 @@ def _not_a_setting(variable: str, names: list[str]) -> str:
 
 
 def _read_secret_files(merged: dict[str, Any], file_keys: set[str]) -> None:
-    """Replace each `<secret>_file` in `merged` by the secret the file holds (a trailing line break
-    dropped)."""
+    """Replace each `<secret>_file` in `merged` by the secret the file holds (without the whitespace around
+    it)."""
     for key in file_keys & set(merged):
         secret = key.removesuffix(FILE_SUFFIX)
         if secret in merged:
             raise ConfigError(f"give {secret} or {key}, not both")
         path = Path(str(merged.pop(key)))
         try:
-            value = path.read_text().rstrip("\r\n")
+            value = path.read_text().strip()
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{key}: cannot read {path}: {exc}") from exc
         if not value:

@@ -467,9 +467,8 @@ class QueueLeader:
 
     async def poll(self, tag: str, limit: int, wait_s: float) -> list[MessageRow]:
         """Up to `limit` (at least one) deliveries for consumer `tag`, waiting up to `wait_s` for some;
-        an auto-ack consumer's are settled before they are answered (a settle that does not commit here
-        fails the poll, and they wait for its next one, here or on the next leader). UnknownConsumer
-        when the queue has no such consumer."""
+        an auto-ack consumer's are settled before they are answered (`_settled_on_delivery`).
+        UnknownConsumer when the queue has no such consumer."""
         limit = max(limit, 1)
         session = self._session(tag)
         self._sessions.touch(tag, self._now())
@@ -482,14 +481,33 @@ class QueueLeader:
         finally:
             session.polls -= 1
         self._sessions.touch(tag, self._now())
+        taken = list({delivery.id: delivery for delivery in taken}.values())  # a re-delivery replaces
         rows = self._rows(taken)
         if session.auto_ack and taken:
-            try:
-                await self._submit(self._command(Settle, tuple(delivery.id for delivery in taken), tag))
-            except BaseException:
-                session.offer_again(taken)
-                raise
+            return await self._settled_on_delivery(session, taken, rows)
         return rows
+
+    async def _settled_on_delivery(
+        self, session: ConsumerSession, taken: list[Delivery], rows: list[MessageRow]
+    ) -> list[MessageRow]:
+        """The rows of an auto-ack consumer's poll that its `Settle` settled: all of them, or (when some
+        returned to the queue first, e.g. past their lease) those the queue no longer holds. A settle
+        refused for want of the consumer (it was ended, what it held returned) answers nothing; one that
+        fails puts the deliveries back for the next poll (if its outcome is unknown, it may still commit:
+        auto-ack is at most once)."""
+        try:
+            reply = await self._submit(
+                self._command(Settle, tuple(delivery.id for delivery in taken), session.tag)
+            )
+        except BaseException:
+            session.offer_again(taken)
+            raise
+        if not isinstance(reply, Failure):
+            return rows
+        if reply.code == UNKNOWN_CONSUMER:
+            raise UnknownConsumer(reply.reason, code=reply.code)
+        machine = self._replica.machine
+        return [row for row in rows if not machine.browse(row.id, row.id + 1, 1)]
 
     def resume(self, tag: str) -> None:
         """Carry on with consumer `tag` after its queue changed leader (on a new leader, what it holds is

@@ -141,7 +141,6 @@ class Group:
     applied_bytes: int = 0  # entry data applied since the last snapshot (or since opening)
     snapshot_bytes: int = 0  # the size of the last snapshot this process took (0 until it takes one)
     was_leader: bool = False
-    snapshot_requested: bool = False  # by an operator (force_checkpoint) while a round was being written
     led_term: int = 0  # the term this node last led the group in
     held_ticks: int = 0
     conf: ConfState = field(default_factory=ConfState)
@@ -230,6 +229,7 @@ class RaftHost:
         self.applied_data_bytes = 0  # entry data applied by every group since this host started
         self.metrics = RaftMetrics()
         self._round_open = False  # between begin_round and the end of end_round
+        self._snapshots_requested: set[str] = set()  # by an operator while a round was being written
 
     # -- groups ---------------------------------------------------------------------------------
 
@@ -505,7 +505,14 @@ class RaftHost:
         return Round(readies, self.store.take(), sync)
 
     def end_round(self, round_: Round) -> None:
-        """The second half of a round, once its batch is written: send, apply and advance."""
+        """The second half of a round, once its batch is written: send, apply and advance; then the
+        snapshots an operator asked for meanwhile (`checkpoint`)."""
+        try:
+            self._end_round(round_)
+        finally:
+            self._round_open = False
+
+    def _end_round(self, round_: Round) -> None:
         # A group closed while the round was being written is gone: nothing of it is sent or applied.
         readies = [r for r in round_.readies if self.groups.get(r.group.gid) is r.group]
         for r in readies:
@@ -517,19 +524,18 @@ class RaftHost:
                 r.group.log.finish_repair()  # the entries that repaired it are written: stage the end
             if r.group.raft.has_ready() or r.group.batcher.has_pending():
                 self._touch(r.group.gid)
-        for group in self.groups.values():
-            if group.snapshot_requested:
-                group.snapshot_requested = False
+        requested, self._snapshots_requested = self._snapshots_requested, set()
+        for gid in requested:
+            if (group := self.groups.get(gid)) is not None:
                 self._snapshot_if_new(group)
         self.store.commit(sync=False)
-        self._round_open = False
 
     def checkpoint(self, gid: str) -> bool:
         """Take a snapshot of group `gid` now (an operator's force_checkpoint), or at the end of the round
         being written (True: requested). KeyError for a group not hosted here."""
         group = self.groups[gid]
         if self._round_open:
-            group.snapshot_requested = True
+            self._snapshots_requested.add(gid)
             return True
         self._snapshot_if_new(group)
         self.store.commit(sync=False)

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import contextlib
 import shlex
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
 from types import FrameType
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from cli import output
 from cli.node_processes import ClusterError
 from jepsen_tests.checker import check_total_queue
 from jepsen_tests.history import read_history
@@ -95,33 +93,18 @@ def run_command(
     signal.signal(signal.SIGTERM, _interrupt)
     failed = []
     command = shlex.join(["quorumq-jepsen", *sys.argv[1:]])
-    with _progress(repeat) as (run_done, tell):
+    with output.progress("fault-injection runs", repeat, beside_output=True) as bar:
         for run_seed in range(seed, seed + repeat):
             config = RunConfig(
                 duration, nemeses, run_seed, nodes, queues, out_dir=out_dir, keep_data=keep_data
             )
-            if not _one_run(config, command, tell):
+            if not _one_run(config, command, bar.say):
                 failed.append(run_seed)
-            run_done()
+            bar.advance(1)
     if repeat > 1:
         click.echo(f"{repeat - len(failed)} of {repeat} runs passed; failed seeds: {failed or 'none'}")
     if failed:
         sys.exit(EXIT_INVALID)
-
-
-@contextlib.contextmanager
-def _progress(repeat: int) -> Iterator[tuple[Callable[[], None], Callable[[str], None]]]:
-    """A bar of the runs done (with the time elapsed) on stderr while it is a terminal, each run's
-    progress lines printed on stderr above it; yields (a run is done, print a line)."""
-    console = Console(stderr=True)
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, disable=not console.is_terminal) as bar:
-        task = bar.add_task("fault-injection runs", total=repeat)
-
-        def tell(line: str) -> None:
-            console.print(line, markup=False, highlight=False, soft_wrap=True)
-
-        yield (lambda: bar.advance(task)), tell
 
 
 def _one_run(config: RunConfig, command: str, tell: Callable[[str], None]) -> bool:

@@ -209,7 +209,9 @@ class ConsumerRegistry:
     def from_wire(cls, single_active: bool, wire: dict[str, Any]) -> ConsumerRegistry:
         registry = cls(single_active)
         registry._next_registration = wire["next_registration"]
-        for name, *fields in wire["consumers"]:  # 4 fields before timeouts, 5 for a reader, 6 auto-ack
+        # after the name: prefetch, priority, registration (all before timeouts), timeout_ms, then since_ms
+        # (a reader, or before auto_ack) and auto_ack (true)
+        for name, *fields in wire["consumers"]:
             registry._by_name[name] = Consumer(name, *fields)
         for priority, names in wire["rotations"]:
             registry._rotations[priority] = deque(registry._by_name[name] for name in names)

@@ -233,7 +233,11 @@ const pages = {
     const memberNames = members.members.map((m) => m.node);
     const voters = members.members.filter((m) => m.membership === "voter" && m.node !== info.leader).map((m) => m.node);
     const others = nodes.map((n) => n.name).filter((n) => !memberNames.includes(n));
-    const show = (rows) => result.replaceChildren(deliveryTable(rows));
+    const show = async (shown) => { // the page again (its counts moved), then what the action answered
+      await render();
+      const fresh = document.getElementById("queue-result");
+      if (fresh) fresh.replaceChildren(shown);
+    };
     main.replaceChildren(
       el("h1", {}, "Queue ", el("span", { id: "queue-name", text: name })),
       el("div", { class: "cards" },
@@ -286,8 +290,8 @@ const pages = {
         if (priority) message.priority = priority;
         const count = Math.max(1, Number(field(form, "count") || 1));
         const answer = await api("POST", `${q(name)}/messages`, { messages: Array.from({ length: count }, () => message) });
-        result.replaceChildren(el("p", { text: `published, ids ${answer.ids.join(", ")}` }));
-      }) },
+        await show(el("p", { text: `published ${answer.ids.length}, ids ${answer.ids.join(", ")}` }));
+      }, false) },
       el("label", {}, "Body", el("textarea", { name: "body", required: true })),
       el("label", {}, "Headers (JSON)", el("input", { name: "headers", placeholder: '{"k": "v"}' })),
       el("label", {}, "Priority", el("input", { name: "priority", type: "number", min: 0, max: 255, value: 0 })),
@@ -296,13 +300,22 @@ const pages = {
       el("h2", { text: "Get and peek" }),
       el("form", { class: "inline", id: "get-form", onsubmit: action(async (event) => {
         const form = event.target;
-        show(await api("POST", `${q(name)}/get`, { count: Number(field(form, "count")), ack: field(form, "ack") }));
+        const mode = field(form, "ack");
+        const got = await api("POST", `${q(name)}/get`, { count: Number(field(form, "count")), ack: mode === "auto" ? "auto" : "manual" });
+        if (mode === "requeue" && got.length) { // RabbitMQ's default: look, then give them back (a plain return)
+          await api("POST", `${q(name)}/nack`, { ids: got.map((d) => d.id), requeue: true, failed: false });
+        }
+        await show(deliveryTable(got));
       }, false) },
       el("label", {}, "Count", el("input", { name: "count", type: "number", min: 1, max: 1000, value: 1 })),
-      el("label", {}, "Ack", el("select", { name: "ack" }, el("option", { value: "auto", text: "auto (take them)" }), el("option", { value: "manual", text: "manual (hold them)" }))),
+      el("label", {}, "Then", el("select", { name: "ack" },
+        el("option", { value: "requeue", text: "give them back (requeue)" }),
+        el("option", { value: "auto", text: "take them (auto-ack)" }),
+        el("option", { value: "manual", text: "hold them (manual ack, until the consumer timeout)" }))),
       el("button", { type: "submit", text: "Get" })),
       el("form", { class: "inline", id: "peek-form", onsubmit: action(async (event) => {
-        show([await api("GET", `${q(name)}/messages/peek?position=${Number(field(event.target, "position"))}`)]);
+        const peeked = await api("GET", `${q(name)}/messages/peek?position=${Number(field(event.target, "position"))}`);
+        await show(deliveryTable([peeked]));
       }, false) },
       el("label", {}, "Position", el("input", { name: "position", type: "number", min: 1, value: 1 })),
       el("button", { class: "secondary", type: "submit", text: "Peek" })),
@@ -310,9 +323,10 @@ const pages = {
       el("h2", { text: "Danger" }),
       el("div", { class: "toolbar" },
         el("button", { class: "danger", type: "button", id: "purge", onclick: action(async () => {
+          if (!window.confirm(`Remove every ready message of '${name}'?`)) return;
           const answer = await api("DELETE", `${q(name)}/contents`);
-          result.replaceChildren(el("p", { text: `purged ${answer.purged} message(s)` }));
-        }), text: "Purge ready messages" }),
+          await show(el("p", { text: `purged ${answer.purged} message(s)` }));
+        }, false), text: "Purge ready messages" }),
         el("button", { class: "danger", type: "button", id: "delete-queue", onclick: action(async () => {
           if (!window.confirm(`Delete queue '${name}' and its messages?`)) return;
           await api("DELETE", q(name));
@@ -363,12 +377,16 @@ const pages = {
         const form = event.target;
         const user = encodeURIComponent(field(form, "name"));
         const password = form.elements.password.value;
-        await api("PUT", `/api/users/${user}`, { ...(password ? { password } : {}), tags: form.elements.admin.checked ? ["administrator"] : [] });
+        const tags = { keep: undefined, administrator: ["administrator"], none: [] }[field(form, "tags")];
+        await api("PUT", `/api/users/${user}`, { ...(password ? { password } : {}), ...(tags ? { tags } : {}) });
         await api("PUT", `/api/users/${user}/permissions`, { configure: field(form, "configure"), write: field(form, "write"), read: field(form, "read") });
       }) },
       el("label", {}, "Name", el("input", { name: "name", required: true })),
       el("label", {}, "Password", el("input", { name: "password", type: "password" })),
-      el("label", {}, "Administrator", el("input", { name: "admin", type: "checkbox" })),
+      el("label", {}, "Tags", el("select", { name: "tags" },
+        el("option", { value: "keep", text: "keep (none for a new user)" }),
+        el("option", { value: "administrator", text: "administrator" }),
+        el("option", { value: "none", text: "none" }))),
       el("label", {}, "Configure", el("input", { name: "configure", value: ".*" })),
       el("label", {}, "Write", el("input", { name: "write", value: ".*" })),
       el("label", {}, "Read", el("input", { name: "read", value: ".*" })),

@@ -109,6 +109,7 @@ class Client:
         self._publish_seq = itertools.count(1)
         self._packed = wire == "msgpack"
         self._message_type = MSGPACK if self._packed else JSON
+        self._poll_method = "POST"  # GET once a node answers 405: one older than the POST form
 
     @property
     def node_urls(self) -> list[str]:
@@ -242,11 +243,24 @@ class Client:
         return Publisher(self, queue, window=window, batch=batch)
 
     async def publish_all(
-        self, queue: str, messages: Iterable[Publishable], *, window: int = 64, batch: int = 100
+        self,
+        queue: str,
+        messages: Iterable[Publishable],
+        *,
+        window: int = 64,
+        batch: int = 100,
+        sent: Callable[[int], None] | None = None,
     ) -> list[int]:
-        """Publish many messages through a pipelined Publisher; returns their ids in order."""
+        """Publish many messages through a pipelined Publisher; returns their ids in order. `sent(n)` is
+        told of every `batch` messages handed to the publisher, and of the last ones (a progress display)."""
+        confirms = []
         async with self.publisher(queue, window=window, batch=batch) as pub:
-            confirms = [await pub.send(message) for message in messages]
+            for message in messages:
+                confirms.append(await pub.send(message))
+                if sent is not None and len(confirms) % batch == 0:
+                    sent(batch)
+        if sent is not None and len(confirms) % batch:
+            sent(len(confirms) % batch)
         return [confirm.result() for confirm in confirms]
 
     # Consumers
@@ -312,15 +326,23 @@ class Client:
         return decode_deliveries(await self._poll(queue, tag, max, wait), self._consumer_messages(queue, tag))
 
     async def _poll(self, queue: str, tag: str, max: int, wait: float) -> Any:
-        """One long-poll of consumer `tag` over HTTP: the answer's payload."""
-        reply = await self._transport.request(
-            "POST",
-            queue_path(queue, "consumers", tag, "deliveries"),
-            params={"max": str(max), "wait": str(wait)},
-            timeout=self._transport.timeout + wait,
-            answer_type=self._message_type,
-        )
-        return reply.payload
+        """One long-poll of consumer `tag` over HTTP: the answer's payload (a POST, or the GET a node older
+        than the POST form takes: it answers the POST 405, which nothing was taken for)."""
+        while True:
+            try:
+                reply = await self._transport.request(
+                    self._poll_method,
+                    queue_path(queue, "consumers", tag, "deliveries"),
+                    params={"max": str(max), "wait": str(wait)},
+                    timeout=self._transport.timeout + wait,
+                    answer_type=self._message_type,
+                )
+            except QuorumqError as exc:
+                if exc.status != 405 or self._poll_method == "GET":
+                    raise
+                self._poll_method = "GET"
+                continue
+            return reply.payload
 
     def _consumer_messages(
         self, queue: str, tag: str, via: str | None = None, hold_ms: int | None = None
@@ -544,8 +566,9 @@ class Client:
     # Membership and cluster
 
     async def consumers(self, queue: str) -> Any:
-        """The queue's consumers: tag, prefetch, priority, active, unacknowledged, timeout_ms, since_ms,
-        auto_ack, durable (durable ones last)."""
+        """The queue's consumers (durable ones last): tag (its first characters only: a tag is all it takes
+        to use a consumer; a durable consumer's whole name), prefetch, priority, active, unacknowledged,
+        timeout_ms, since_ms, auto_ack, durable."""
         reply = await self._transport.request("GET", queue_path(queue, "consumers"), retry_sent=True)
         return reply.payload
 

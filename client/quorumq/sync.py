@@ -189,15 +189,24 @@ class SyncClient:
     create_token = _Blocking(Client.create_token)
 
     def publish_all(
-        self, queue: str, messages: Iterable[Publishable], *, window: int = 64, batch: int = 100
+        self,
+        queue: str,
+        messages: Iterable[Publishable],
+        *,
+        window: int = 64,
+        batch: int = 100,
+        sent: Callable[[int], None] | None = None,
     ) -> list[int]:
         """Publish many messages through a pipelined publisher; returns their ids in order. Each batch of
-        sends and the final flush is a call of its own within call_timeout, the whole is unbounded."""
+        sends and the final flush is a call of its own within call_timeout, the whole is unbounded.
+        `sent(n)` is told of each batch handed to the publisher (a progress display)."""
         iterator = iter(messages)
         with self.publisher(queue, window=window, batch=batch) as pub:
             confirms = []
             while chunk := list(itertools.islice(iterator, batch)):
                 confirms += pub.send_all(chunk)
+                if sent is not None:
+                    sent(len(chunk))
         return [confirm.result() for confirm in confirms]
 
     def publisher(self, queue: str, *, window: int = 64, batch: int = 100) -> SyncPublisher:

@@ -17,7 +17,7 @@ from cluster.entry_codec import QUEUE_OP_VERSION, QueueOp, decode_queue_op, entr
 from cluster.errors import BadRequest, LogGap, QueueConflict, QueueFull, Refused, UnknownConsumer
 from cluster.queue_results import MessageRow, Outcome, Position, Published, Settled
 from cluster.stored_message import StoredMessage
-from queue_state.commands import Cancel, Checkout, Return
+from queue_state.commands import Cancel, Checkout, ConsumerDown, Return
 from queue_state.policy import AppliedPolicy
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -292,3 +292,22 @@ async def test_rule_each_revision_of_the_policies_is_proposed_once_and_a_later_o
     assert not door.apply_policy(102, lambda: choose(102, 3))  # applied
     assert not door.apply_policy(101, lambda: choose(101, 4))  # older
     assert chosen == [101, 102] and door.effective_definition()["x-max-length"] == 3
+
+
+async def test_rule_an_auto_ack_poll_answers_only_what_its_settle_settled(running: InProcessNode) -> None:
+    """Between the hand-out to an auto-ack consumer and the Settle its poll writes, some of what it holds
+    may have gone back to the queue (its consumer ended, a message returned): the poll answers none of
+    those, only what the Settle took, so nothing is both answered and still in the queue."""
+    door = await running.declare("d-auto-ack")
+    tag = await door.register_consumer(prefetch=2, priority=0, timeout_ms=None, since_ms=None, auto_ack=True)
+    await door.publish(texts("a", "b"), None, None)
+    await until(lambda: door.stats().messages_unacknowledged == 2, "both held by the consumer")
+    await door._submit(door._command(Return, (1,), tag, False, 60_000))  # 1 waits a minute in the queue
+    assert [row.body for row in await door.poll(tag, 10, 1.0)] == [b"b"]
+    assert (door.stats().messages_delayed, door.stats().messages_unacknowledged) == (1, 0)
+    await door.publish(texts("c"), None, None)
+    await until(lambda: door.stats().messages_unacknowledged == 1, "c held by the consumer")
+    await door._submit(door._command(ConsumerDown, tag))  # the consumer ended: what it held returned
+    with pytest.raises(UnknownConsumer):
+        await door.poll(tag, 10, 1.0)
+    assert (door.stats().messages_ready, door.stats().messages) == (1, 2)  # nothing answered, nothing lost

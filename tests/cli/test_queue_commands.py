@@ -6,7 +6,7 @@ import pytest
 from click.testing import CliRunner
 from fake_node import FakeNode
 
-from cli.main import cli
+from cli.app import cli
 
 
 def run(node: str, *args: str, stdin: bytes | None = None) -> tuple[int, str, str]:
@@ -180,3 +180,27 @@ def test_purge_and_delete_report_what_they_did(node_address: str, fake_node: Fak
     code, out, _ = run(node_address, "--formatter", "json", "delete", "q")
     assert (code, json.loads(out)) == (0, {"queue": "q", "deleted": True})
     assert fake_node.queues == {}
+
+
+@pytest.mark.parametrize(
+    ("given", "parsed"),
+    [
+        (["queues", "-n", "h:1", "-f", "json"], ["-n", "h:1", "-f", "json", "queues"]),
+        (["users", "list", "--password", "pw"], ["--password", "pw", "users", "list"]),
+        (  # set-permissions has no --user: it is the login; a value of its own option stays with it
+            ["users", "set-permissions", "bob", "--configure", "-q", "--user", "admin"],
+            ["--user", "admin", "users", "set-permissions", "bob", "--configure", "-q"],
+        ),
+        (["consume", "q", "--reject", "-q", "-q"], ["-q", "consume", "q", "--reject", "-q"]),
+        (["server", "--node", "n1", "-f", "json"], ["-f", "json", "server", "--node", "n1"]),
+        (["publish", "q", "--", "-n", "x"], ["publish", "q", "--", "-n", "x"]),
+        (
+            ["--request-timeout", "5", "get", "q", "--timeout=1"],
+            ["--request-timeout", "5", "get", "q", "--timeout=1"],
+        ),
+    ],
+)
+def test_rule_global_options_after_the_command_move_before_it_unless_the_command_takes_them(
+    given: list[str], parsed: list[str]
+) -> None:
+    assert cli._globals_first(given) == parsed

@@ -67,3 +67,19 @@ async def test_durable_consumer_is_registered_by_name() -> None:
     async with serve(consumer_app([], calls)) as node, Client([node]) as client:
         assert await client.consume("q", prefetch=5, durable=True, name="spark-1") == "c1"
     assert calls == [("consume", {"prefetch": 5, "priority": 0, "durable": True, "name": "spark-1"})]
+
+
+async def test_a_node_older_than_the_post_poll_is_polled_with_get() -> None:
+    calls: list[tuple[str, Any]] = []
+
+    async def deliveries(request: web.Request) -> web.Response:
+        calls.append((request.method, dict(request.query)))
+        return web.json_response([delivery(len(calls))])
+
+    older = web.Application()
+    older.router.add_get("/api/queues/{q}/consumers/{tag}/deliveries", deliveries)  # no POST: answers 405
+    async with serve(older) as node, Client([node], stream=False) as client:
+        first = await client.deliveries("q", "c1", max=5, wait=0.1)
+        second = await client.deliveries("q", "c1", max=5, wait=0.1)
+    assert [m.body for m in first + second] == [b"m1", b"m2"]
+    assert [method for method, _ in calls] == ["GET", "GET"]  # the 405 taught it once

@@ -186,10 +186,12 @@ async def test_a_confirm_with_fewer_ids_than_messages_is_a_protocol_error_carryi
 async def test_publish_all_returns_ids_in_message_order() -> None:
     queue = DedupQueue()
     messages = [f"m{i}" for i in range(25)]
+    told: list[int] = []
     async with serve(queue.app([])) as node, Client([node]) as client:
-        ids = await client.publish_all("q", iter(messages), window=3, batch=4)
+        ids = await client.publish_all("q", iter(messages), window=3, batch=4, sent=told.append)
     assert [queue.bodies[message_id] for message_id in ids] == messages
     assert len(queue.requests) == 7
+    assert told == [4] * 6 + [1]  # each batch handed over, then the last message
 
 
 async def test_publisher_left_by_an_exception_cancels_unconfirmed_messages() -> None:

@@ -141,7 +141,7 @@ def test_secrets_come_from_files_named_by_their_file_variables(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "user").write_text("admin\n")
-    (tmp_path / "password").write_text("s3cret pass\n")
+    (tmp_path / "password").write_text(" s3cret pass\n")
     monkeypatch.setenv("QUORUMQ_BOOTSTRAP_USER_FILE", str(tmp_path / "user"))
     monkeypatch.setenv("QUORUMQ_BOOTSTRAP_PASSWORD_FILE", str(tmp_path / "password"))
     config = load_config(REQUIRED)
@@ -162,3 +162,18 @@ def test_the_settings_listing_names_every_setting_its_variable_and_default() -> 
         docs["bootstrap_password"].variable == "QUORUMQ_BOOTSTRAP_PASSWORD or QUORUMQ_BOOTSTRAP_PASSWORD_FILE"
     )
     assert all(doc.help for doc in docs.values())
+
+
+def test_an_empty_variable_of_a_number_or_a_flag_leaves_its_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("QUORUMQ_TLS_HTTP", "")  # as compose's ${X:-} gives it
+    monkeypatch.setenv("QUORUMQ_TICK_MS", "")
+    monkeypatch.setenv("QUORUMQ_DEFAULT_LEADER_LOCATOR", "")  # a string: empty is its value
+    config = load_config(REQUIRED)
+    assert (config.tls_http, config.tick_ms, config.default_leader_locator) == (False, 100, "")
+
+
+def test_a_secret_file_of_whitespace_only_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "password").write_text("  \n")
+    monkeypatch.setenv("QUORUMQ_BOOTSTRAP_PASSWORD_FILE", str(tmp_path / "password"))
+    with pytest.raises(ConfigError, match=r"bootstrap_password_file: .* is empty"):
+        load_config(REQUIRED)

@@ -133,7 +133,7 @@ def test_rule_an_auto_ack_consumer_stays_auto_ack_on_a_new_leader(tmp_path) -> N
             held = await client.queue("no-ack")
             assert (held["messages_unacknowledged"], held["messages_ready"]) == (2, 2), held
             [listed] = await client.consumers("no-ack")
-            assert (listed["tag"], listed["auto_ack"], listed["unacknowledged"]) == (tag, True, 2), listed
+            assert (listed["tag"], listed["auto_ack"], listed["unacknowledged"]) == (tag[:8] + "...", True, 2)
             await _move_leader(client, "no-ack")
             bodies: list[str] = []
             deadline = time.monotonic() + PATIENT_S
