@@ -90,25 +90,24 @@ async def _member_status(request: web.Request, queue: str, member: str) -> dict[
 
 async def member_status(request: web.Request) -> web.StreamResponse:
     """GET /api/queues/{q}/members/{node}: that node's replica as its own Raft group sees it."""
-    status = request.app[STATUS]
-    queue, member = queue_name(request), request.match_info["node"]
-    if member != status.name:
-        if status.node_http(member) is None:
-            raise NodeNotFound(f"node '{member}' is not a member of the cluster")
-        return await forward(request, member)
-    return web.json_response(request.app[MEMBERSHIP].queues.local_status(queue))
+    return await _on_member(request, request.app[MEMBERSHIP].queues.local_status)
 
 
 async def checkpoint_member(request: web.Request) -> web.StreamResponse:
     """POST /api/queues/{q}/members/{node}/checkpoint: that node's replica takes a snapshot now (RabbitMQ's
     force_checkpoint); its status after."""
+    return await _on_member(request, request.app[MEMBERSHIP].queues.checkpoint)
+
+
+async def _on_member(request: web.Request, answer: Callable[[str], dict[str, Any]]) -> web.StreamResponse:
+    """`answer(queue)` on the member node the path names: here, or forwarded there."""
     status = request.app[STATUS]
     queue, member = queue_name(request), request.match_info["node"]
     if member != status.name:
         if status.node_http(member) is None:
             raise NodeNotFound(f"node '{member}' is not a member of the cluster")
         return await forward(request, member)
-    return web.json_response(request.app[MEMBERSHIP].queues.checkpoint(queue))
+    return web.json_response(answer(queue))
 
 
 @on_queue_leader
