@@ -33,6 +33,7 @@ from quorumq import QuorumqError, SyncClient
 
 EXIT_SOFTWARE = 70
 MEMBER_COLUMNS = ("vhost", "name", "size", "result")
+GROWN_COLUMNS = ("vhost", "name", "node", "size", "result")
 CHECKPOINT_COLUMNS = ("vhost", "name", "node", "snapshot_index", "result")
 SYNC_FIELDS = ("membership", "raft_state")
 STATUS_COLUMNS = (
@@ -115,24 +116,32 @@ def _require_node(client: SyncClient, node: str) -> None:
         raise click.ClickException(f"node '{node}' is not a member of the cluster")
 
 
-def _print_member_rows(settings: Settings, rows: list[dict[str, Any]], errors_only: bool) -> None:
+def _print_member_rows(
+    settings: Settings,
+    rows: list[dict[str, Any]],
+    errors_only: bool,
+    columns: tuple[str, ...] = MEMBER_COLUMNS,
+) -> None:
     shown = [r for r in rows if r["result"] != "ok"] if errors_only else rows
     if settings.formatter == "json":
         output.print_json(shown)
     else:
-        output.print_table(MEMBER_COLUMNS, ([r[c] for c in MEMBER_COLUMNS] for r in shown))
+        output.print_table(columns, ([r[c] for c in columns] for r in shown))
 
 
-def _change_each(client: SyncClient, queues: list[dict], node: str, add: bool) -> list[dict[str, Any]]:
+def _change_each(
+    client: SyncClient, changes: list[tuple[str, str]], sizes: dict[str, int], add: bool
+) -> list[dict[str, Any]]:
+    """Add (or remove) a replica of each (queue, node) of `changes`, with a progress bar: a row per change
+    with the queue's size after it (`sizes`, updated as they go) and `ok` or the error."""
+    change = client.add_member if add else client.delete_member
     rows = []
-    for queue in queues:
-        size = len(queue["members"])
+    for queue, node in output.progressing(changes, "adding replicas" if add else "removing replicas"):
         try:
-            change = client.add_member if add else client.delete_member
-            size, result = len(change(queue["name"], node)["members"]), "ok"
+            sizes[queue], result = len(change(queue, node)["members"]), "ok"
         except QuorumqError as exc:
             result = f"error: {exc.reason or exc.code}"
-        rows.append({"vhost": VHOST, "name": queue["name"], "size": size, "result": result})
+        rows.append({"vhost": VHOST, "name": queue, "node": node, "size": sizes[queue], "result": result})
     return rows
 
 
@@ -147,7 +156,8 @@ def grow(settings: Settings, node: str, strategy: str, queue_pattern: str | None
     with settings.connect() as client:
         _require_node(client, node)
         queues = grow_targets(client.queues(), node, strategy, queue_pattern)
-        rows = _change_each(client, queues, node, add=True)
+        sizes = {q["name"]: len(q["members"]) for q in queues}
+        rows = _change_each(client, [(q["name"], node) for q in queues], sizes, add=True)
     _print_member_rows(settings, rows, errors_only)
 
 
@@ -164,17 +174,8 @@ def grow_to_count(settings: Settings, count: int, queue_pattern: str | None, err
         queues = client.queues()
         additions = grow_to_count_additions(queues, running, count, queue_pattern)
         sizes = {q["name"]: len(q["members"]) for q in queues}
-        rows = []
-        for addition in output.progressing(additions, "adding replicas"):
-            try:
-                sizes[addition.queue] = len(client.add_member(addition.queue, addition.node)["members"])
-                result = f"ok: added on {addition.node}"
-            except QuorumqError as exc:
-                result = f"error on {addition.node}: {exc.reason or exc.code}"
-            rows.append(
-                {"vhost": VHOST, "name": addition.queue, "size": sizes[addition.queue], "result": result}
-            )
-    _print_member_rows(settings, rows, errors_only)
+        rows = _change_each(client, [(a.queue, a.node) for a in additions], sizes, add=True)
+    _print_member_rows(settings, rows, errors_only, GROWN_COLUMNS)
 
 
 @cli.command("shrink")
@@ -184,7 +185,9 @@ def grow_to_count(settings: Settings, count: int, queue_pattern: str | None, err
 def shrink(settings: Settings, node: str, errors_only: bool) -> None:
     """Remove NODE's replica from every queue that has one (e.g. before decommissioning NODE)."""
     with settings.connect() as client:
-        rows = _change_each(client, shrink_targets(client.queues(), node), node, add=False)
+        queues = shrink_targets(client.queues(), node)
+        sizes = {q["name"]: len(q["members"]) for q in queues}
+        rows = _change_each(client, [(q["name"], node) for q in queues], sizes, add=False)
     _print_member_rows(settings, rows, errors_only)
 
 

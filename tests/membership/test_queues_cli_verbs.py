@@ -28,6 +28,12 @@ async def test_grow_to_count_transfer_leadership_and_force_checkpoint(cluster: P
             assert sorted((await client.queue(name))["members"]) == ["node1", "node2", "node3"]
         code, out, _ = await queues_cli(url, "grow_to_count", "3", "--queue-pattern", "^verbs-", "-f", "json")
         assert (code, json.loads(out)) == (0, [])  # nothing left to add
+        await client.declare("verbs-c", {"x-quorum-initial-group-size": 1})
+        code, out, _ = await queues_cli(
+            url, "grow_to_count", "2", "--queue-pattern", "^verbs-c$", "--errors-only"
+        )
+        assert code == 0 and out.splitlines()[1:] == []  # the header only: no addition failed
+        assert len((await client.queue("verbs-c"))["members"]) == 2
 
         leader = (await client.queue("verbs-a"))["leader"]
         target = next(n for n in ("node1", "node2", "node3") if n != leader)
