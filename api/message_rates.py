@@ -13,6 +13,7 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 KINDS = ("publish", "deliver_get", "ack", "redeliver")
@@ -23,63 +24,67 @@ RATE_WINDOW_S = 30.0
 _KEPT = int(RATE_WINDOW_S / SAMPLE_S) + 2
 
 
+@dataclass
+class _Counted:
+    """One queue's totals of each kind, and the totals sampled over the last RATE_WINDOW_S."""
+
+    totals: list[int]
+    samples: deque[tuple[float, tuple[int, ...]]]
+
+
 class MessageRates:
     """Per-queue totals of each kind, and the samples their rates are computed from."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
-        self._totals: dict[str, list[int]] = {}
-        self._samples: dict[str, deque[tuple[float, tuple[int, ...]]]] = {}
+        self._queues: dict[str, _Counted] = {}
 
     def count(self, queue: str, kind: str, amount: int = 1) -> None:
         """Add `amount` to `queue`'s total of `kind` (one of KINDS)."""
         if not amount:
             return
-        totals = self._totals.get(queue)
-        if totals is None:  # counted from now: its first sample is nothing yet
-            totals = self._totals[queue] = [0] * len(KINDS)
-            self._samples[queue] = deque([(self._clock(), tuple(totals))], maxlen=_KEPT)
-        totals[KINDS.index(kind)] += amount
+        counted = self._queues.get(queue)
+        if counted is None:  # counted from now: its first sample is nothing yet
+            nothing = [0] * len(KINDS)
+            counted = self._queues[queue] = _Counted(nothing, deque([(self._clock(), tuple(nothing))], _KEPT))
+        counted.totals[KINDS.index(kind)] += amount
 
     def sample(self) -> None:
         """Keep the totals of now (called every SAMPLE_S)."""
         now = self._clock()
-        for queue, totals in self._totals.items():
-            self._samples.setdefault(queue, deque(maxlen=_KEPT)).append((now, tuple(totals)))
+        for counted in self._queues.values():
+            counted.samples.append((now, tuple(counted.totals)))
 
     def forget(self, queues: set[str]) -> None:
         """Stop counting queues this node no longer leads (or that are gone)."""
         for queue in queues:
-            self._totals.pop(queue, None)
-            self._samples.pop(queue, None)
+            self._queues.pop(queue, None)
 
     def counted(self) -> set[str]:
         """The queues counted here."""
-        return set(self._totals)
+        return set(self._queues)
 
     def message_stats(self, queue: str) -> dict[str, Any]:
         """`queue`'s counts and rates in RabbitMQ's shape: `{"publish": n, "publish_details": {"rate": r},
         ...}` (zeros for a queue not counted here)."""
-        totals = self._totals.get(queue, [0] * len(KINDS))
-        rates = self._rates(queue, totals)
+        counted = self._queues.get(queue)
+        totals = counted.totals if counted else [0] * len(KINDS)
+        rates = self._rates(counted) if counted else [0.0] * len(KINDS)
         stats: dict[str, Any] = {}
         for kind, total, rate in zip(KINDS, totals, rates, strict=True):
             stats[kind] = total
             stats[f"{kind}_details"] = {"rate": rate}
         return stats
 
-    def _rates(self, queue: str, totals: list[int]) -> list[float]:
+    def _rates(self, counted: _Counted) -> list[float]:
         """Per second, from the oldest sample within RATE_WINDOW_S (or the newest kept) to now, over at
         least SAMPLE_S."""
-        samples = self._samples.get(queue)
-        now = self._clock()
-        if not samples:
-            return [0.0] * len(KINDS)
+        now, samples = self._clock(), counted.samples
         since, before = next(
             ((at, counts) for at, counts in samples if now - at <= RATE_WINDOW_S), samples[-1]
         )
         elapsed = max(now - since, SAMPLE_S)  # a burst just after the first count is no rate of thousands
-        return [round((total - old) / elapsed, 1) for total, old in zip(totals, before, strict=True)]
+        return [round((total - old) / elapsed, 1) for total, old in zip(counted.totals, before, strict=True)]
 
 
 def summed_stats(all_stats: list[dict[str, Any]]) -> dict[str, Any]:

@@ -233,8 +233,9 @@ _COERCE: dict[str, Callable[[Any], Any]] = {
     "advertise_raft": lambda v: Address.parse(str(v), what="advertise_raft"),
     "seeds": lambda v: tuple(Seed.parse(s) for s in (v.split(",") if isinstance(v, str) else v) if s),
 }
-_FLAG_WORDS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False}
-_FLAG_WORDS["off"] = False
+_FLAG_WORDS = {word: True for word in ("1", "true", "yes", "on")} | {
+    word: False for word in ("0", "false", "no", "off")
+}
 
 
 @dataclass(frozen=True)
