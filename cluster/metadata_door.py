@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -155,10 +154,10 @@ class MetadataDoor:
     async def relay_until(self, command: Command, done: Callable[[], bool]) -> bool:
         """Relay `command` (again every RELAY_EVERY_S) until `done()` holds in this node's metadata;
         False when METADATA_WAIT_S pass first."""
-        deadline = time.monotonic() + METADATA_WAIT_S
+        deadline = asyncio.get_running_loop().time() + METADATA_WAIT_S
         next_send = 0.0
         while not done():
-            now = time.monotonic()
+            now = asyncio.get_running_loop().time()
             if now > deadline:
                 return False
             if now >= next_send:

@@ -17,7 +17,6 @@ import asyncio
 import functools
 import logging
 import random
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,7 @@ from cluster.metadata.records import NodeInfo, QueueInfo
 from cluster.metadata_app import MetadataApp
 from cluster.metadata_door import MetadataDoor
 from cluster.metadata_view import MetadataView
+from cluster.node_environment import NodeEnvironment, production_environment
 from cluster.node_record import NODE_FILE, load_or_record_seeds
 from cluster.node_status import NodeStatus
 from cluster.peer_auth import NodeCaller
@@ -49,9 +49,8 @@ from cluster.raft_host import RaftHost
 from cluster.raft_metrics import RaftMetrics
 from cluster.redriving.dispatcher import RedriveDispatcher
 from cluster.store_check import StoreCheck
-from cluster.store_damage import Damage, open_store, stop_on_damage
-from cluster.tls import raft_contexts
-from cluster.transport import KIND_REPLY, KIND_REQUEST, Transport
+from cluster.store_damage import Damage, stop_on_damage
+from cluster.transport import KIND_REPLY, KIND_REQUEST
 from raft_log.storage import NodeStore
 from raft_log.types import ConfState
 
@@ -62,15 +61,11 @@ SYNC_EVERY_S = 1.0
 NEW_GROUP_HOLD_ELECTIONS = 2
 
 
-def wall_clock_ms() -> int:
-    """Milliseconds since the epoch on this node's wall clock (queue leaders bound it: `LeaderClock`)."""
-    return int(time.time() * 1000)
-
-
 class Node:
     """One running quorumq node. The server layer provides what it asks of other nodes over HTTP: a node
     started with `--join` asks the cluster through `joiner`, and publishes to queues led by other nodes
-    (dead letters) go through `remote`."""
+    (dead letters) go through `remote`. `environment` is its clocks, randomness, database and peer links
+    (the real ones unless a simulation passes its own: docs/decisions/0017)."""
 
     def __init__(
         self,
@@ -78,20 +73,15 @@ class Node:
         joiner: JoinRequester | None = None,
         *,
         remote: RemotePublisher | None = None,
+        environment: NodeEnvironment | None = None,
     ) -> None:
         if not config.cluster_secret:
             raise ConfigError("a node needs a cluster secret (see cluster.cluster_secret)")
         self.config = config
         self.name = config.node
+        self.env = environment if environment is not None else production_environment()
         self.store: NodeStore | None = None
-        self.transport = Transport(
-            self.name,
-            config.raft,
-            config.cluster_secret,
-            self._on_frame,
-            tls=raft_contexts(config),
-            on_link_lost=self._on_link_lost,
-        )
+        self.transport = self.env.transport(config, self._on_frame, self._on_link_lost)
         self.peer_requests = PeerRequests(self.transport)
         self.caller = NodeCaller.from_config(config)
         self.host: RaftHost | None = None
@@ -104,7 +94,9 @@ class Node:
         self._metadata_door: MetadataDoor | None = None
         self._membership: Membership | None = None
         publisher = ClusterPublisher(self._led_here, self._publish_via, remote)
-        self.dead_letters = DeadLetterDispatcher(publisher, self._declared, config.dead_letter_prefetch)
+        self.dead_letters = DeadLetterDispatcher(
+            publisher, self._declared, config.dead_letter_prefetch, new_token=self.env.new_token
+        )
         self.redrives = RedriveDispatcher(publisher, self._declared)
         self._join_url: str | None = None
         self._joiner = joiner
@@ -121,10 +113,11 @@ class Node:
         seeds, self._join_url = load_or_record_seeds(data_dir, self.config)
         if self._join_url and self._joiner is None:
             raise ConfigError("this node joins a cluster through a URL: it needs a JoinRequester")
-        opening = time.monotonic()
-        self.store, damage = open_store(data_dir, wall_clock_ms())
+        opening = asyncio.get_running_loop().time()
+        self.store, damage = self.env.open_store(data_dir, self.env.wall_ms())
         groups = len(self.store.group_ids())
-        log.info("opened the database (%d groups) in %.2f s", groups, time.monotonic() - opening)
+        took = asyncio.get_running_loop().time() - opening
+        log.info("opened the database (%d groups) in %.2f s", groups, took)
         self.store.on_damage = functools.partial(stop_on_damage, data_dir)
         self.transport.incarnation = self.store.incarnation
         sync_directory(data_dir)  # node.json and the database's directory keep their names after a power loss
@@ -144,8 +137,9 @@ class Node:
             snapshot_every=self.config.snapshot_every_entries,
             snapshot_every_bytes=self.config.snapshot_every_bytes,
             batch_delay_ms=self.config.batch_delay_ms,
-            rng=random.Random(),
+            rng=random.Random(self.env.rng.getrandbits(64)),
             on_control=self._on_control,
+            on_fatal=self.env.on_fatal,
         )
         self._build_parts(self.host, self.store, damage)
         await self.transport.start()
@@ -185,7 +179,7 @@ class Node:
             host,
             self._status,
             self._metadata_door,
-            wall_clock_ms,
+            self.env.wall_ms,
             self.formats.writes_queue_ops,
             self.config.queue_defaults(),
         )
@@ -323,7 +317,7 @@ class Node:
             info.group,
             replica,
             self.host,
-            LeaderClock(wall_clock_ms),
+            LeaderClock(self.env.wall_ms, self.env.monotonic_ms),
             on_dead_letter=self.dead_letters.dead_lettered,
             request_delete=self.request_delete,
             delete_sealed=self.directory.delete_sealed,
@@ -332,6 +326,7 @@ class Node:
             op_version=self.formats.writes_queue_ops,
             consumer_timeout_ms=self.config.consumer_timeout_ms,
             consumer_idle_timeout_ms=self.config.consumer_idle_timeout_ms,
+            new_token=self.env.new_token,
         )
 
     def _leadership_changed(self, queue: QueueLeader, is_leader: bool) -> None:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -179,11 +178,11 @@ class QueueDirectory:
 
     async def _await_leader(self, group: str, preferred: str | None) -> None:
         """Wait for a new queue's preferred leader to lead it (any leader after a short while)."""
-        started = time.monotonic()
+        started = asyncio.get_running_loop().time()
 
         def led() -> bool:
             leader = self._groups.leader_of(group)
-            late = time.monotonic() > started + PREFERRED_WAIT_S
+            late = asyncio.get_running_loop().time() > started + PREFERRED_WAIT_S
             return leader is not None and (leader == preferred or late)
 
         await _polled(led, LEADER_WAIT_S)
@@ -199,6 +198,6 @@ def _stored_config(arguments: dict[str, Any]) -> QueueConfig | None:
 
 async def _polled(done: Callable[[], bool], timeout: float) -> None:
     """Check `done` every LEADER_POLL_S until it is true or `timeout` has passed."""
-    deadline = time.monotonic() + timeout
-    while not done() and time.monotonic() < deadline:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not done() and asyncio.get_running_loop().time() < deadline:
         await asyncio.sleep(LEADER_POLL_S)

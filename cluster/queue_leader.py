@@ -16,8 +16,6 @@ import asyncio
 import contextlib
 import functools
 import logging
-import time
-import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -167,6 +165,7 @@ class QueueLeader:
         op_version: Callable[[], int],
         consumer_timeout_ms: int,
         consumer_idle_timeout_ms: int,
+        new_token: Callable[[], str],
     ) -> None:
         self.name = name
         self.group = group
@@ -182,6 +181,7 @@ class QueueLeader:
         self._on_leadership = on_leadership
         self._on_redrive = on_redrive
         self._op_version = op_version
+        self._new_token = new_token
         self._applied = asyncio.Event()
         self._tick_in_flight = False
         self._delete_due_ms: int | None = None
@@ -337,7 +337,7 @@ class QueueLeader:
     async def get(self, count: int, auto_ack: bool, since_ms: int | None) -> list[MessageRow]:
         """Take up to `count` ready messages (only those enqueued at or after `since_ms`, when given),
         settled at once or held for a manual ack (`settle` with no consumer)."""
-        holder = f"get-{uuid.uuid4().hex}"
+        holder = f"get-{self._new_token()}"
         command = self._command(Get, holder, count, auto_ack, since_ms)
         session = None if auto_ack else self._sessions.open(holder, None, self._now())
         if session is not None:
@@ -451,7 +451,7 @@ class QueueLeader:
         operations version 9 across the cluster, until then Refused `upgrade_in_progress`."""
         if auto_ack:
             self._require_op_version(AUTO_ACK_OP_VERSION, "no auto-ack consumers")
-        tag = uuid.uuid4().hex
+        tag = self._new_token()
         session = self._sessions.open(tag, timeout_ms, self._now())
         session.since_ms, session.prefetch, session.auto_ack = since_ms, prefetch, auto_ack
         if since_ms is not None and self._op_version() < READER_OP_VERSION:
@@ -582,14 +582,15 @@ class QueueLeader:
         `wait_s` runs out."""
         if session.buffer:
             return session.take(limit)
-        deadline = time.monotonic() + wait_s
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_s
         while True:
             room = min(limit, session.prefetch - len(self._replica.machine.checked_out(session.tag)))
             if room > 0:
                 reply = await self._submit(self._command(Get, session.tag, room, False, session.since_ms))
                 if isinstance(reply, Deliveries) and reply.deliveries:
                     return list(reply.deliveries)
-            remaining = deadline - time.monotonic()
+            remaining = deadline - loop.time()
             if remaining <= 0:
                 return []
             await self.wait_applied(remaining)

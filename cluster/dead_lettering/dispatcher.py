@@ -22,8 +22,15 @@ class DeadLetterDispatcher:
     exists; each at-least-once worker checks out up to `prefetch` dead letters at a time."""
 
     def __init__(
-        self, publisher: ClusterPublisher, declared: Callable[[str], bool], prefetch: int = DEFAULT_PREFETCH
+        self,
+        publisher: ClusterPublisher,
+        declared: Callable[[str], bool],
+        prefetch: int = DEFAULT_PREFETCH,
+        *,
+        new_token: Callable[[], str] | None = None,
     ) -> None:
+        """`new_token` names each worker (random ids when not given)."""
+        self._new_token = new_token
         self.prefetch = prefetch
         self.publisher = publisher
         self._declared = declared
@@ -54,6 +61,7 @@ class DeadLetterDispatcher:
         if running is not None:
             running[1].cancel()
         if is_leader:
-            worker = DeadLetterWorker(source, self.publisher, self.prefetch)
+            worker_id = f"dlx-{self._new_token()}" if self._new_token is not None else None
+            worker = DeadLetterWorker(source, self.publisher, self.prefetch, worker_id=worker_id)
             task = asyncio.get_running_loop().create_task(worker.run())
             self.workers[source.group] = (worker, task)

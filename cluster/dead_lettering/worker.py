@@ -78,12 +78,18 @@ class DeadLetterWorker:
     """Moves one source queue's pending dead letters to its target, at least once."""
 
     def __init__(
-        self, leader: DeadLetterSource, publisher: ConfirmedPublisher, prefetch: int = DEFAULT_PREFETCH
+        self,
+        leader: DeadLetterSource,
+        publisher: ConfirmedPublisher,
+        prefetch: int = DEFAULT_PREFETCH,
+        *,
+        worker_id: str | None = None,
     ) -> None:
+        """`worker_id` names the worker's checkouts in the queue (a new random one when not given)."""
         self.leader = leader
         self.publisher = publisher
         self.prefetch = prefetch
-        self.worker_id = f"dlx-{uuid.uuid4().hex}"
+        self.worker_id = worker_id or f"dlx-{uuid.uuid4().hex}"
         self._seq = 0
         self.published = 0
         self.retries = 0

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import AsyncIterator, Callable
 
 from cluster.errors import NotLeader
@@ -216,7 +215,7 @@ class GroupChanges:
 
     async def caught_up(self, gid: str, node: str, timeout: float = CATCH_UP_TIMEOUT_S) -> None:
         """Wait until `node` holds everything the leader had committed one poll earlier."""
-        deadline = time.monotonic() + timeout
+        deadline = asyncio.get_running_loop().time() + timeout
         target: int | None = None
         while True:
             status = self.leader_status(gid)
@@ -225,7 +224,7 @@ class GroupChanges:
                 raise MembershipRefused("not_member", f"{node} left {gid} while catching up")
             if target is not None and peer.match >= target:
                 return
-            if time.monotonic() > deadline:
+            if asyncio.get_running_loop().time() > deadline:
                 raise MembershipRefused("catch_up_timeout", f"{node} did not catch up with {gid} in time")
             target = status.commit
             await asyncio.sleep(POLL_S)
@@ -271,8 +270,8 @@ class GroupChanges:
             raise not_committed(exc) from exc
         except NotLeaderError as exc:
             raise NotLeader(f"{gid}: {exc}", self.host.leader_of(gid)) from exc
-        deadline = time.monotonic() + timeout
+        deadline = asyncio.get_running_loop().time() + timeout
         while self.host.leader_of(gid) != to:
-            if time.monotonic() > deadline:
+            if asyncio.get_running_loop().time() > deadline:
                 raise MembershipRefused("transfer_failed", f"{to} did not take over {gid} in {timeout:.0f}s")
             await asyncio.sleep(POLL_S)

@@ -11,8 +11,8 @@ something schedules the next one after the trigger delay, so groups grow one nod
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import time
 
 from cluster.hosts import host_of
 from cluster.membership.group_changes import GroupChanges
@@ -32,17 +32,19 @@ class GroupSizeReconciler:
         self.node = node
         self.members = members
         self.changes = changes
-        self._due = time.monotonic() + node.config.membership_interval_ms / 1000
+        self._due = asyncio.get_running_loop().time() + node.config.membership_interval_ms / 1000
 
     def trigger(self) -> None:
         """Reconcile soon (after the trigger delay) rather than at the next interval."""
-        self._due = min(self._due, time.monotonic() + self.node.config.membership_trigger_delay_ms / 1000)
+        self._due = min(
+            self._due, asyncio.get_running_loop().time() + self.node.config.membership_trigger_delay_ms / 1000
+        )
 
     async def run_if_due(self) -> None:
         """One step for every led queue when the interval or a trigger says so."""
-        if time.monotonic() < self._due:
+        if asyncio.get_running_loop().time() < self._due:
             return
-        self._due = time.monotonic() + self.node.config.membership_interval_ms / 1000
+        self._due = asyncio.get_running_loop().time() + self.node.config.membership_interval_ms / 1000
         changed = False
         for name in sorted(self.node.queues):
             try:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -86,7 +85,7 @@ class RedriveWorker:
         self.serial = serial
         self.publisher = publisher
         self._declared = declared
-        self._next_batch_at = time.monotonic()
+        self._next_batch_at = asyncio.get_running_loop().time()
 
     async def run(self) -> None:
         """Work until the task ends (or the dispatcher cancels the worker on a leadership change). An
@@ -164,7 +163,7 @@ class RedriveWorker:
         """Wait so that the task moves at most `rate` messages a second (a batch's worth ahead)."""
         if task.rate is None:
             return
-        now = time.monotonic()
+        now = asyncio.get_running_loop().time()
         if self._next_batch_at > now:
             await asyncio.sleep(self._next_batch_at - now)
         self._next_batch_at = max(now, self._next_batch_at) + count / task.rate

@@ -1,0 +1,101 @@
+"""What a node takes from the world around it: clocks, randomness, its database and its peer links.
+
+Production passes the real ones (`production_environment`); the whole-node simulation
+(`cluster.node_simulation`, docs/decisions/0017) passes virtual clocks, seeded randomness, a simulated
+disk and a simulated network, so that one seed replays a run exactly. Elapsed time inside a node
+(deadlines, long polls, backoffs) is the event loop's time, not part of this.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NoReturn, Protocol
+
+from cluster.config import Address, NodeConfig
+from cluster.leader_clock import monotonic_ms
+from cluster.peer_links import PeerLinks
+from cluster.raft_host import exit_on_fatal
+from cluster.store_damage import Damage, open_store
+from cluster.tls import raft_contexts
+from cluster.transport import FrameHandler, Transport
+from raft_log.storage import NodeStore
+
+TOKEN_BYTES = 16
+
+
+class PeerTransport(PeerLinks, Protocol):
+    """What a node needs of its links to peers (`cluster.transport.Transport`)."""
+
+    incarnation: str  # set once the database is open, before `start`
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    def set_peer(self, name: str, address: Address) -> None: ...
+
+    def remove_peer(self, name: str) -> None: ...
+
+    def linked(self, name: str) -> bool: ...
+
+
+TransportFactory = Callable[[NodeConfig, FrameHandler, Callable[[str], None]], PeerTransport]
+"""Builds a node's links from its settings, the handler of received frames and of lost links."""
+
+
+@dataclass(frozen=True)
+class NodeEnvironment:
+    """The clocks, randomness, database and peer links of one node.
+
+    `wall_ms` is the wall clock in ms since the epoch (leaders stamp it, bounded by `monotonic_ms`:
+    `LeaderClock`); `rng` seeds Raft's election timeouts; `new_token` makes consumer tags and worker ids
+    (capabilities: unguessable in production); `open_store` opens the database in a data directory;
+    `on_fatal` ends the process on an error it cannot survive."""
+
+    wall_ms: Callable[[], int]
+    monotonic_ms: Callable[[], float]
+    rng: random.Random
+    new_token: Callable[[], str]
+    open_store: Callable[[Path, int], tuple[NodeStore, Damage | None]]
+    transport: TransportFactory
+    on_fatal: Callable[[str], NoReturn]
+
+
+def wall_clock_ms() -> int:
+    """Milliseconds since the epoch on this machine's wall clock."""
+    return int(time.time() * 1000)
+
+
+def _tcp_transport(
+    config: NodeConfig, on_frame: FrameHandler, on_link_lost: Callable[[str], None]
+) -> Transport:
+    return Transport(
+        config.node,
+        config.raft,
+        config.cluster_secret,
+        on_frame,
+        tls=raft_contexts(config),
+        on_link_lost=on_link_lost,
+    )
+
+
+def _token() -> str:
+    return secrets.token_hex(TOKEN_BYTES)
+
+
+def production_environment() -> NodeEnvironment:
+    """The real world: system clocks, OS randomness, RocksDB on disk, TCP (TLS when configured)."""
+    return NodeEnvironment(
+        wall_ms=wall_clock_ms,
+        monotonic_ms=monotonic_ms,
+        rng=random.Random(),
+        new_token=_token,
+        open_store=open_store,
+        transport=_tcp_transport,
+        on_fatal=exit_on_fatal,
+    )

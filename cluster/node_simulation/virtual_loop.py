@@ -1,0 +1,106 @@
+"""An asyncio event loop on virtual time, with no selector, no sockets and no threads.
+
+When no callback is ready the clock jumps to the next timer, so a run that would take minutes of real
+time takes as long as its callbacks do, and one seed gives one order of callbacks (FIFO over what came
+before). Code runs on behalf of a `Process` (the context variable `process`, inherited by every task
+and callback that code schedules); once a process is killed, nothing scheduled on its behalf runs
+again — not a `finally`, not a timer — as after a SIGKILL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import Callable
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(eq=False)
+class Process:
+    """One run of one node's code, from start to its end (a crash, a power loss, a clean stop)."""
+
+    name: str
+    alive: bool = True
+
+
+process: contextvars.ContextVar[Process | None] = contextvars.ContextVar("process", default=None)
+
+
+class Quiescent(Exception):
+    """Nothing is ready and nothing is scheduled, yet the run was not finished."""
+
+
+class _NoSelector:
+    """Stands where `BaseEventLoop._run_once` asks a selector to wait: waiting is jumping ahead."""
+
+    def __init__(self, loop: VirtualLoop) -> None:
+        self._loop = loop
+
+    def select(self, timeout: float | None) -> list[Any]:
+        if timeout is None:
+            raise Quiescent("no callback is ready and no timer is scheduled")
+        if timeout > 0:
+            self._loop.advance(timeout)
+        return []
+
+    def close(self) -> None:
+        pass
+
+
+def _run_if_alive(callback: Callable[..., object], *args: Any) -> None:
+    running = process.get()
+    if running is None or running.alive:
+        callback(*args)
+
+
+class VirtualLoop(asyncio.BaseEventLoop):
+    """The loop of a simulation: `time()` is virtual and starts at 0."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._now = 0.0
+        self._selector = _NoSelector(self)
+
+    def time(self) -> float:
+        return self._now
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock forward (what waiting for the next timer is)."""
+        self._now += seconds
+
+    def call_soon(  # type: ignore[override]
+        self, callback: Callable[..., object], *args: Any, context: contextvars.Context | None = None
+    ) -> asyncio.Handle:
+        return super().call_soon(_run_if_alive, callback, *args, context=context)
+
+    def call_at(  # type: ignore[override]
+        self,
+        when: float,
+        callback: Callable[..., object],
+        *args: Any,
+        context: contextvars.Context | None = None,
+    ) -> asyncio.TimerHandle:
+        return super().call_at(when, _run_if_alive, callback, *args, context=context)
+
+    def run_in_executor(  # type: ignore[override]
+        self, executor: Executor | None, func: Callable[..., T], *args: Any
+    ) -> asyncio.Future[T]:
+        """The call, run now on this thread: no other thread ever runs in a simulation."""
+        future: asyncio.Future[T] = self.create_future()
+        try:
+            future.set_result(func(*args))
+        except Exception as exc:  # handed to the awaiting caller, as an executor does
+            future.set_exception(exc)
+        return future
+
+    # -- what BaseEventLoop leaves to a subclass ----------------------------------------------------
+
+    def _process_events(self, event_list: list[Any]) -> None:
+        pass
+
+    def _write_to_self(self) -> None:
+        pass
