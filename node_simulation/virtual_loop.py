@@ -75,6 +75,8 @@ class VirtualLoop(asyncio.BaseEventLoop):
     def call_soon(  # type: ignore[override]
         self, callback: Callable[..., object], *args: Any, context: contextvars.Context | None = None
     ) -> asyncio.Handle:
+        if self.is_closed():  # a coroutine of a killed process collected after the run: it runs no more
+            return asyncio.Handle(callback, args, self, context)
         return super().call_soon(_run_if_alive, callback, *args, context=context)
 
     def call_at(  # type: ignore[override]

@@ -1,0 +1,49 @@
+"""Run the whole-node simulation over a range of seeds: `python -m node_simulation --help`.
+
+Hash randomisation is fixed (a set of names is iterated in the order of its hashes), so the runner
+starts itself again with PYTHONHASHSEED=0 when it is not already.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+from node_simulation.history import Violation
+from node_simulation.simulation import NodeSimulation, SimStats, quiet_logs
+
+
+def main() -> int:
+    if os.environ.get("PYTHONHASHSEED") != "0":
+        os.execve(
+            sys.executable,
+            [sys.executable, "-m", "node_simulation", *sys.argv[1:]],
+            {**os.environ, "PYTHONHASHSEED": "0"},
+        )
+    parser = argparse.ArgumentParser(prog="python -m node_simulation", description=__doc__)
+    parser.add_argument("--first-seed", type=int, default=1)
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--seconds", type=float, default=20.0, help="virtual seconds of faults per seed")
+    parser.add_argument("--nodes", type=int, default=3)
+    args = parser.parse_args()
+    quiet_logs()
+    total = SimStats()
+    failed: list[int] = []
+    started = time.monotonic()
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
+        try:
+            total.add(NodeSimulation(seed, args.nodes).run(args.seconds))
+        except Violation as exc:
+            failed.append(seed)
+            print(f"seed {seed}: FAILED: {exc}", flush=True)
+    took = time.monotonic() - started
+    print(f"{args.seeds} seeds, {len(failed)} failed, {took:.1f} s: {total}")
+    if failed:
+        print("replay one: python -m node_simulation --first-seed S --seeds 1; failed:", failed)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

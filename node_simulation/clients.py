@@ -1,0 +1,395 @@
+"""The clients of the whole-node simulation, and the checks on what they were answered.
+
+Clients enter a node where its HTTP handlers do: the queue directory, the queue's door, and the
+publish route that forwards to the leader over the peer transport (`api.forwarded_publish`). They act
+as the quorumq client does: a request that meets a node that does not lead goes to the leader it
+names; a publish is retried with the same publisher and seq until it is answered; a consumer whose
+node lost leadership, or that was ended, registers again. Consumers come and go without cancelling,
+and some work slowly, past the queue's lease.
+
+Queue `strict` only ever has manual consumers and gets, so every confirmed message must be in it or
+acknowledged at the end. Queue `auto` also has auto-ack gets and consumers, so a confirmed message may
+be missing only as many times as such a request failed without an answer could have taken (at most
+once allows losing what a failed request took, never what an answered one took).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from api.forwarded_publish import publish_routed
+from api.publish_job import PublishJob
+from cluster.errors import NodeError, NotLeader, OutcomeUnknown
+from cluster.node import Node
+from cluster.queue_leader import QueueLeader
+from cluster.queue_replica import QueueReplica
+from cluster.queue_results import MessageRow, Outcome
+from cluster.stored_message import StoredMessage
+from node_simulation.history import QueueHistory, Violation
+
+if TYPE_CHECKING:
+    from node_simulation.simulation import NodeSimulation
+
+T = TypeVar("T")
+
+STRICT, AUTO = "strict", "auto"
+QUEUE_ARGUMENTS: dict[str, dict[str, Any]] = {STRICT: {"x-lease-period": 2000}, AUTO: {}}
+PUBLISH_ATTEMPTS = 20
+REQUEST_TIMEOUT_S = 10.0  # a client gives up on an answer after this (as the quorumq client does)
+CONVERGE_BOUND_S = 60.0
+POLL_WAIT_S = 1.0
+GUEST = "guest"  # the loopback guest: the user a forwarded publish is made for
+
+
+class GaveUp(Exception):
+    """A client stopped waiting for an answer."""
+
+
+@dataclass
+class ClientStats:
+    """What the clients did, and what at-most-once requests without an answer may have taken."""
+
+    unanswered_auto: int = 0  # auto-ack gets and polls whose outcome the client never learnt
+    unanswered_auto_limit: int = 0  # the messages those may have taken, at most
+    forwarded: int = 0
+    abandoned_consumers: int = 0
+    histories: dict[str, QueueHistory] = field(
+        default_factory=lambda: {queue: QueueHistory() for queue in QUEUE_ARGUMENTS}
+    )
+
+
+class Clients:
+    """Publishers, consumers and getters of the simulation's queues."""
+
+    def __init__(self, sim: NodeSimulation, rng: random.Random) -> None:
+        self.sim = sim
+        self.rng = rng
+        self.stats = ClientStats()
+        self._making_requests = True
+        self._declared = asyncio.Event()
+        self._hint: dict[str, str] = {}  # queue -> the leader last heard of
+
+    def start(self) -> list[asyncio.Task[None]]:
+        """Start every client; they stop making requests at `stop_making_requests`."""
+        workers = [
+            self._declare_all(),
+            self._publisher("p1"),
+            self._publisher("p2"),
+            self._consumer(STRICT, "c1"),
+            self._consumer(STRICT, "c2"),
+            self._consumer(AUTO, "c3"),
+            self._auto_consumer(AUTO),
+            self._getter(STRICT, auto_ack=False),
+            self._getter(AUTO, auto_ack=True),
+        ]
+        return [self.sim.loop.create_task(worker) for worker in workers]
+
+    def stop_making_requests(self) -> None:
+        self._making_requests = False
+
+    # -- requests -----------------------------------------------------------------------------------
+
+    def _node_for(self, queue: str | None) -> str:
+        hint = self._hint.get(queue) if queue is not None else None
+        if hint is not None and self.rng.random() < 0.9:
+            return hint
+        return self.rng.choice(sorted(self.sim.nodes))
+
+    async def _ask(self, name: str, call: Callable[[Node], Awaitable[T]]) -> T:
+        """`call` on node `name`, or GaveUp after the client's timeout."""
+        try:
+            return await asyncio.wait_for(self.sim.request(name, call), REQUEST_TIMEOUT_S)
+        except TimeoutError as exc:
+            raise GaveUp(f"no answer from {name} within {REQUEST_TIMEOUT_S} s") from exc
+
+    async def _at_door(self, name: str, queue: str, call: Callable[[QueueLeader], Awaitable[T]]) -> T:
+        """`call` on the door of `queue` at node `name` (NotLeader there updates the belief)."""
+
+        async def on_door(node: Node) -> T:
+            return await call(node.directory.led(queue))
+
+        try:
+            return await self._ask(name, on_door)
+        except NotLeader as exc:
+            if exc.leader is not None:
+                self._hint[queue] = exc.leader
+            raise
+
+    async def _pause(self, most_s: float = 0.2) -> None:
+        await asyncio.sleep(self.rng.uniform(0.001, most_s))
+
+    # -- workers ------------------------------------------------------------------------------------
+
+    async def _declare_all(self) -> None:
+        for queue, arguments in QUEUE_ARGUMENTS.items():
+
+            async def declare(node: Node, queue: str = queue, arguments: dict[str, Any] = arguments) -> str:
+                return await node.directory.declare(queue, arguments, None)
+
+            while True:
+                try:
+                    await self._ask(self._node_for(None), declare)
+                    break
+                except (NodeError, ConnectionError, GaveUp):
+                    await self._pause(0.5)
+        self._declared.set()
+
+    async def _publisher(self, publisher: str) -> None:
+        await self._declared.wait()
+        seq = 0
+        while self._making_requests:
+            seq += 1
+            queue = self.rng.choice(sorted(QUEUE_ARGUMENTS))
+            bodies = [f"{publisher}/{seq}/{i}".encode() for i in range(self.rng.randrange(1, 4))]
+            history = self.stats.histories[queue]
+            history.maybe.update(bodies)
+            job = PublishJob([(StoredMessage(body, {}, "utf8"), None) for body in bodies], publisher, seq)
+            for _ in range(PUBLISH_ATTEMPTS):
+                try:
+                    ids = await self._publish(queue, job)
+                except (NodeError, ConnectionError, GaveUp):
+                    await self._pause()
+                    continue
+                if ids is not None:
+                    history.published(bodies, ids)
+                    self.sim.stats.confirmed += len(bodies)
+                    break
+                await self._pause()
+            await self._pause()
+
+    async def _publish(self, queue: str, job: PublishJob) -> list[int] | None:
+        """Publish `job` to the node believed to lead `queue` or, half the time, to any node, which
+        forwards it over the peer transport as the HTTP route does; the ids confirmed, None when the
+        answer was not a 201."""
+        if self.rng.random() < 0.5:
+
+            async def direct(door: QueueLeader) -> list[int]:
+                return (await door.publish(job.messages, job.publisher, job.seq)).ids
+
+            return await self._at_door(self._node_for(queue), queue, direct)
+
+        async def routed(node: Node) -> tuple[int, dict[str, Any]]:
+            return await publish_routed(self.sim.app_of(node), queue, job, GUEST, 0)
+
+        self.stats.forwarded += 1
+        status, body = await self._ask(self.rng.choice(sorted(self.sim.nodes)), routed)
+        if status != 201:
+            if isinstance(body.get("leader"), str):
+                self._hint[queue] = body["leader"]
+            return None
+        return list(body["ids"])
+
+    async def _consumer(self, queue: str, name: str) -> None:
+        """A manual consumer: polls (checking that the node holds what it answered for it), and acks,
+        sometimes after longer than the queue's lease; now and then it goes away without cancelling and a
+        new one registers."""
+        await self._declared.wait()
+        history = self.stats.histories[queue]
+        at: tuple[str, str] | None = None  # (node, tag)
+        while self._making_requests:
+            try:
+                if at is None or self.rng.random() < 0.02:
+                    self.stats.abandoned_consumers += at is not None
+                    node = self._node_for(queue)
+                    tag = await self._at_door(node, queue, _register(10, auto_ack=False))
+                    at = (node, tag)
+                rows = await self._ask(at[0], _polled_checked(queue, at[1]))
+                if rows:
+                    if self.rng.random() < 0.1:
+                        await asyncio.sleep(self.rng.uniform(1.5, 3.0))  # slow work: past the lease
+                    bodies = {row.id: bytes(row.body) for row in rows}
+                    settled = await self._at_door(at[0], queue, _acked(tuple(bodies), at[1]))
+                    if settled is None:
+                        history.acked.update(bodies.values())
+                        self.sim.stats.delivered += len(bodies)
+            except (NodeError, ConnectionError, GaveUp):
+                at = None
+            await self._pause()
+
+    async def _auto_consumer(self, queue: str) -> None:
+        """An auto-ack consumer (AMQP's no-ack): what a poll answers is delivered once, ever."""
+        await self._declared.wait()
+        history = self.stats.histories[queue]
+        at: tuple[str, str] | None = None
+        limit = 5
+        while self._making_requests:
+            try:
+                if at is None:
+                    node = self._node_for(queue)
+                    at = (node, await self._at_door(node, queue, _register(limit, auto_ack=True)))
+                rows = await self._ask(at[0], _polled_checked(queue, at[1], limit, auto_ack=True))
+            except (OutcomeUnknown, ConnectionError, GaveUp):
+                self._unanswered_auto(limit)
+                at = None
+            except NodeError:
+                at = None
+            else:
+                history.auto_delivered([bytes(row.body) for row in rows])
+                self.sim.stats.delivered += len(rows)
+            await self._pause()
+
+    async def _getter(self, queue: str, *, auto_ack: bool) -> None:
+        """Gets: auto-ack ones deliver what they answer once, ever; manual ones are acked."""
+        await self._declared.wait()
+        history = self.stats.histories[queue]
+        while self._making_requests:
+            count = self.rng.randrange(1, 4)
+            node = self._node_for(queue)
+
+            async def get(door: QueueLeader, count: int = count) -> list[MessageRow]:
+                return await door.get(count, auto_ack, None)
+
+            try:
+                rows = await self._at_door(node, queue, get)
+                bodies = {row.id: bytes(row.body) for row in rows}
+                if auto_ack:
+                    history.auto_delivered(list(bodies.values()))
+                elif bodies and await self._at_door(node, queue, _acked(tuple(bodies), None)) is None:
+                    history.acked.update(bodies.values())
+                self.sim.stats.delivered += len(bodies)
+            except (OutcomeUnknown, ConnectionError, GaveUp):
+                if auto_ack:
+                    self._unanswered_auto(count)
+            except NodeError:
+                pass
+            await self._pause()
+
+    def _unanswered_auto(self, limit: int) -> None:
+        self.stats.unanswered_auto += 1
+        self.stats.unanswered_auto_limit += limit
+
+    # -- after healing ------------------------------------------------------------------------------
+
+    async def check_after_heal(self, idle_bound_s: float) -> None:
+        """Within a bound of healing every queue serves from a leader and its replicas hold what the
+        leader holds; within the consumers' idle bound nothing is held by the consumers that went away;
+        nothing confirmed is missing beyond what unanswered at-most-once requests may have taken, and
+        each message kept the id its confirm named."""
+        loop = self.sim.loop
+        deadline = loop.time() + CONVERGE_BOUND_S
+        idle_deadline = loop.time() + idle_bound_s
+        for queue in sorted(QUEUE_ARGUMENTS):
+            while True:
+                held = await self._held(queue)
+                if held is not None and self._replicas_alike(queue):
+                    break
+                if loop.time() > deadline:
+                    raise Violation(f"queue {queue}: no leader serving, or replicas apart, after healing")
+                await asyncio.sleep(0.1)
+            self._check_nothing_lost(queue, held)
+        for queue in sorted(QUEUE_ARGUMENTS):
+            while (unacked := await self._unacked(queue)) != 0:
+                if loop.time() > idle_deadline:
+                    raise Violation(
+                        f"queue {queue}: {unacked} messages still held {idle_bound_s} s after every "
+                        "consumer went away"
+                    )
+                await asyncio.sleep(0.1)
+
+    async def _held(self, queue: str) -> dict[bytes, int] | None:
+        """Every body the queue's leader holds, ready or checked out, with its id; None while no node
+        leads it."""
+        for name in sorted(self.sim.nodes):
+            try:
+                rows = await self._at_door(name, queue, _browse_all)
+            except (NodeError, ConnectionError, GaveUp):
+                continue
+            return {bytes(row.body): row.id for row in rows}
+        return None
+
+    async def _unacked(self, queue: str) -> int | None:
+        """How many messages of `queue` are checked out, as its leader says (None without a leader)."""
+
+        async def unacked(door: QueueLeader) -> int:
+            return door.stats().messages_unacknowledged
+
+        for name in sorted(self.sim.nodes):
+            try:
+                return await self._at_door(name, queue, unacked)
+            except (NodeError, ConnectionError, GaveUp):
+                continue
+        return None
+
+    def _replicas_alike(self, queue: str) -> bool:
+        """Whether every running replica of `queue` applied as far as the others, to the same state."""
+        states = set()
+        for sim_node in self.sim.nodes.values():
+            node = sim_node.running
+            door = node.queues.get(queue) if node is not None else None
+            if door is None or node is None or node.host is None:
+                continue
+            group = node.host.groups.get(door.group)
+            if group is None or not isinstance(group.app, QueueReplica):
+                continue
+            states.add((group.applied, b"".join(group.app.machine.snapshot_chunks())))
+        return len(states) == 1
+
+    def _check_nothing_lost(self, queue: str, held: dict[bytes, int]) -> None:
+        history = self.stats.histories[queue]
+        delivered = history.acked | set(history.auto_acked)
+        missing = sorted(body for body in history.confirmed if body not in held and body not in delivered)
+        allowed = self.stats.unanswered_auto_limit if queue == AUTO else 0
+        if len(missing) > allowed:
+            raise Violation(
+                f"queue {queue}: {len(missing)} confirmed messages lost (at most {allowed} may have gone "
+                f"with unanswered auto-ack requests): {missing[:5]}"
+            )
+        renamed = [
+            body for body, message_id in history.confirmed.items() if held.get(body, message_id) != message_id
+        ]
+        if renamed:
+            raise Violation(f"queue {queue}: messages held under another id than confirmed: {renamed[:5]}")
+
+
+def _register(prefetch: int, *, auto_ack: bool) -> Callable[[QueueLeader], Awaitable[str]]:
+    async def register(door: QueueLeader) -> str:
+        return await door.register_consumer(prefetch, 0, None, None, auto_ack)
+
+    return register
+
+
+def _acked(ids: tuple[int, ...], consumer: str | None) -> Callable[[QueueLeader], Awaitable[str | None]]:
+    """An ack of `ids`; its answer is the warning of what it did not settle (None: all of them)."""
+
+    async def ack(door: QueueLeader) -> str | None:
+        return (await door.settle(ids, consumer, Outcome.ACK)).warning
+
+    return ack
+
+
+def _polled_checked(
+    queue: str, tag: str, limit: int = 5, *, auto_ack: bool = False
+) -> Callable[[Node], Awaitable[list[MessageRow]]]:
+    """A poll and, in the same step of the loop (on the state that answered), the check that the
+    node's applied state says this consumer holds every message answered (an auto-ack consumer: holds
+    none of them any more)."""
+
+    async def poll(node: Node) -> list[MessageRow]:
+        door = node.directory.led(queue)
+        rows = await door.poll(tag, limit, POLL_WAIT_S)
+        assert node.host is not None
+        replica = node.host.groups[door.group].app
+        assert isinstance(replica, QueueReplica)
+        held = {delivery.id for delivery in replica.machine.checked_out(tag)}
+        wrong = [row.id for row in rows if (row.id in held) == auto_ack]
+        if wrong:
+            what = "still holds" if auto_ack else "does not hold"
+            raise Violation(f"queue {queue}: a poll of {tag[:8]} answered {wrong}, which it {what}")
+        return rows
+
+    return poll
+
+
+async def _browse_all(door: QueueLeader) -> list[MessageRow]:
+    rows: list[MessageRow] = []
+    first = 0
+    while True:
+        page = await door.browse(first, 1 << 62, 1000)
+        rows += page
+        if len(page) < 1000:
+            return rows
+        first = page[-1].id + 1

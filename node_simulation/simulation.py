@@ -1,0 +1,357 @@
+"""Whole nodes under one seed: real `Node`s, their clients and their faults in one virtual-time loop.
+
+Every node is the `Node` that `quorumq server` runs (metadata group, queue hosting, doors, consumer
+sessions, timers, membership, dead-letter workers, peer requests), given a simulated environment
+(`cluster.node_environment`): a virtual wall clock with its own skew, the loop's time, randomness and
+tokens drawn from the seed, a `SimulatedDatabase` that loses unsynced writes on power loss, and the
+simulated network (`network.SimNetwork`). Clients (`clients.Clients`) enter where the HTTP handlers do.
+Faults are crashes, power losses (one node or all), partitions, broken links and restarts.
+
+After the faults the network heals and every node runs; within a bound every queue must have a
+leader that serves, every request must have been answered, every confirmed message must still be in
+its queue or delivered, and every replica of a queue must hold what its leader holds.
+
+    python -m node_simulation --first-seed 17 --seeds 1
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import random
+import tempfile
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+from aiohttp import web
+
+from api.app import create_app
+from cluster.config import Address, NodeConfig, Seed
+from cluster.node import META_GROUP, Node
+from cluster.node_environment import NodeEnvironment
+from cluster.store_damage import Damage
+from node_simulation.clients import Clients
+from node_simulation.history import Violation
+from node_simulation.network import SimNetwork
+from node_simulation.virtual_loop import Process, Quiescent, VirtualLoop, process
+from raft_log.simulated_database import SimulatedDatabase
+from raft_log.storage import NodeStore
+
+T = TypeVar("T")
+
+EPOCH_MS = 1_800_000_000_000  # the virtual wall clock starts here (2027), each node skewed from it
+TICK_MS = 20
+SECRET = "simulated-cluster-secret"
+IDLE_SLACK_S = 10.0  # a leader elected after healing, and a few timer rounds
+
+
+_KILLED_TASK = "Task was destroyed but it is pending!"
+
+
+class SimulationFatal(Exception):
+    """A node hit an error production would exit on."""
+
+
+class NodeDown(ConnectionError):
+    """The node a request went to died before answering (the client sees a closed connection)."""
+
+
+@dataclass(frozen=True)
+class Faults:
+    """How hostile a run is: the weight of each fault between client steps (0: never)."""
+
+    crash: int = 3
+    power_loss: int = 2
+    power_loss_all: float = 0.15  # the share of power losses that take every node down at once
+    partition: int = 2
+    break_link: int = 3
+    heal: int = 4
+    restart: int = 8
+    calm: int = 20
+    mean_gap_s: float = 0.4  # virtual time between two faults, on average
+
+
+@dataclass
+class SimStats:
+    """What a run did."""
+
+    crashes: int = 0
+    power_losses: int = 0
+    partitions: int = 0
+    broken_links: int = 0
+    restarts: int = 0
+    requests: int = 0
+    confirmed: int = 0
+    delivered: int = 0
+    frames: int = 0
+
+    def add(self, other: SimStats) -> None:
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+@dataclass(eq=False)
+class SimNode:
+    """One node: its disk outlives its processes."""
+
+    name: str
+    config: NodeConfig
+    db: SimulatedDatabase = field(default_factory=SimulatedDatabase)
+    process: Process | None = None
+    node: Node | None = None
+    context: contextvars.Context | None = None
+    app: web.Application | None = None  # the API the node serves, once started
+    requests: set[asyncio.Future[Any]] = field(default_factory=set)  # answers awaited from this process
+
+    @property
+    def running(self) -> Node | None:
+        """The node, while its process runs and has started."""
+        alive = self.process is not None and self.process.alive and self.app is not None
+        return self.node if alive else None
+
+
+class NodeSimulation:
+    """A seeded run of `nodes` whole nodes."""
+
+    def __init__(self, seed: int, nodes: int = 3, faults: Faults | None = None) -> None:
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.faults = faults or Faults()
+        self.loop = VirtualLoop()
+        self.loop.set_exception_handler(self._on_loop_error)
+        self.network = SimNetwork(self.loop, random.Random(self.rng.getrandbits(64)))
+        self.stats = SimStats()
+        self.errors: list[str] = []
+        self._dir = tempfile.TemporaryDirectory(prefix=f"quorumq-sim-{seed}-")
+        names = [f"n{i}" for i in range(1, nodes + 1)]
+        seeds = tuple(Seed(name, Address(name, 7000)) for name in names)
+        self.nodes = {name: SimNode(name, self._config(name, seeds)) for name in names}
+        self._skew_ms = {name: self.rng.randrange(-500, 500) for name in names}
+        self.clients = Clients(self, random.Random(self.rng.getrandbits(64)))
+
+    def _config(self, name: str, seeds: tuple[Seed, ...]) -> NodeConfig:
+        return NodeConfig(
+            name,
+            Path(self._dir.name) / name,
+            Address(name, 8080),
+            Address(name, 7000),
+            seeds=seeds,
+            cluster_secret=SECRET,
+            tick_ms=TICK_MS,
+            consumer_idle_timeout_ms=5_000,
+            consumer_timeout_ms=60_000,
+        )
+
+    # -- running ------------------------------------------------------------------------------------
+
+    def run(self, duration_s: float) -> SimStats:
+        """Faults and clients for `duration_s` of virtual time, then heal and check."""
+        try:
+            self.loop.run_until_complete(self._run(duration_s))
+            if self.errors:
+                raise Violation(self.errors[0])
+        except Quiescent as exc:
+            raise self._failure(f"the cluster went quiet with work left: {exc}") from exc
+        except Violation as exc:
+            raise self._failure(str(exc)) from exc
+        finally:
+            self.stats.frames = self.network.delivered
+            self._close()
+        return self.stats
+
+    def _failure(self, what: str) -> Violation:
+        """A violation as a failing seed reports it: where in virtual time, and the run's digest (equal
+        when the seed is run again)."""
+        where = f"at {self.loop.time():.3f} s, {self.network.delivered} frames, {self.trace_digest[:16]}"
+        return Violation(f"seed {self.seed}: {what} ({where})")
+
+    @property
+    def trace_digest(self) -> str:
+        """A digest of every frame delivered so far, in order."""
+        return self.network.trace.hexdigest()
+
+    async def _run(self, duration_s: float) -> None:
+        for node in self.nodes.values():
+            self.start(node)
+        clients = self.clients.start()
+        end = self.loop.time() + duration_s
+        while self.loop.time() < end and not self.errors:
+            await asyncio.sleep(self.rng.expovariate(1 / self.faults.mean_gap_s))
+            self._fault()
+        self.clients.stop_making_requests()
+        await self.heal()
+        await asyncio.gather(*clients)
+        idle_bound_s = self.nodes["n1"].config.consumer_idle_timeout_ms / 1000 + IDLE_SLACK_S
+        await self.clients.check_after_heal(idle_bound_s)
+
+    def _fault(self) -> None:
+        f = self.faults
+        actions: list[tuple[Callable[[], None], int]] = [
+            (self._crash_one, f.crash),
+            (self._power_loss, f.power_loss),
+            (self._partition, f.partition),
+            (self._break_link, f.break_link),
+            (self.network.heal, f.heal),
+            (self._restart_one, f.restart),
+            (lambda: None, f.calm),
+        ]
+        action = self.rng.choices([a for a, _ in actions], [w for _, w in actions])[0]
+        action()
+
+    async def heal(self) -> None:
+        """Heal the network and start every node that is down."""
+        self.network.heal()
+        for node in self.nodes.values():
+            if node.running is None:
+                self.start(node)
+
+    def _close(self) -> None:
+        for node in self.nodes.values():
+            if node.process is not None:
+                node.process.alive = False
+        self.loop.close()
+        self._dir.cleanup()
+
+    def _on_loop_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
+        task = context.get("task") or context.get("future")
+        if isinstance(exc, asyncio.CancelledError) or context.get("message") == _KILLED_TASK:
+            return  # a task of a killed process is left pending for ever, as the process was killed
+        self.errors.append(f"{context.get('message')}: {exc!r} in {task!r}")
+
+    # -- node processes -----------------------------------------------------------------------------
+
+    def start(self, node: SimNode) -> None:
+        """Start a process of `node` on what its disk holds."""
+        proc = Process(node.name)
+        context = contextvars.copy_context()
+        context.run(process.set, proc)
+        rng = random.Random(self.rng.getrandbits(64))
+        skew = self._skew_ms[node.name]
+        env = NodeEnvironment(
+            wall_ms=lambda: EPOCH_MS + skew + int(self.loop.time() * 1000),
+            monotonic_ms=lambda: self.loop.time() * 1000,
+            rng=rng,
+            new_token=lambda: f"{rng.getrandbits(128):032x}",
+            open_store=lambda _dir, _now: self._open_store(node),
+            transport=self.network.transport,
+            on_fatal=_fatal,
+        )
+        node.process, node.context, node.app = proc, context, None
+        node.node = context.run(Node, node.config, environment=env)
+        self.loop.create_task(self._boot(node, node.node), context=context)
+        self.stats.restarts += 1
+
+    async def _boot(self, sim_node: SimNode, node: Node) -> None:
+        """Start the node and its API, as `quorumq server` does (the API serves no socket here)."""
+        await node.start()
+        sim_node.app = create_app(node)
+
+    def app_of(self, node: Node) -> web.Application:
+        """The API of a running node."""
+        app = self.nodes[node.name].app
+        assert app is not None, f"{node.name} serves no API"
+        return app
+
+    def _open_store(self, node: SimNode) -> tuple[NodeStore, Damage | None]:
+        node.db.reopen()
+        return NodeStore.recover(node.db, lambda: f"{node.name}.0"), None
+
+    def kill(self, node: SimNode, *, power_loss: bool = False) -> None:
+        """The process dies (as SIGKILL); with `power_loss` the disk also loses what was not synced."""
+        if node.process is not None and node.process.alive:
+            node.process.alive = False
+            node.db.close()
+            self.network.detach(node.name)
+            for answer in node.requests:
+                if not answer.done():
+                    answer.set_exception(NodeDown(f"{node.name} died before answering"))
+            node.requests.clear()
+            self.stats.crashes += not power_loss
+        if power_loss:
+            node.db.lose_power(self.rng.randrange(node.db.unsynced_writes + 1))
+
+    async def request(self, name: str, call: Callable[[Node], Awaitable[T]]) -> T:
+        """Run `call` on node `name` as its server would run a client's request: in its process, the
+        caller seeing NodeDown when the process dies first (and NodeError answers as they come)."""
+        node = self.nodes[name]
+        running = node.running
+        if running is None or node.context is None:
+            raise NodeDown(f"{name} is down")
+        self.stats.requests += 1
+        answer: asyncio.Future[T] = self.loop.create_future()
+        node.requests.add(answer)
+
+        async def serve() -> T:
+            return await call(running)  # raising at once (NotLeader) is an answer too
+
+        task = self.loop.create_task(serve(), context=node.context.copy())
+
+        def done(finished: asyncio.Task[T]) -> None:
+            node.requests.discard(answer)
+            if answer.done():
+                return
+            if finished.cancelled():
+                answer.set_exception(NodeDown(f"{name} cancelled the request"))
+            elif (exc := finished.exception()) is not None:
+                answer.set_exception(exc)
+            else:
+                answer.set_result(finished.result())
+
+        task.add_done_callback(done)
+        return await answer
+
+    # -- faults -------------------------------------------------------------------------------------
+
+    def _alive(self) -> list[SimNode]:
+        return [n for n in self.nodes.values() if n.running is not None]
+
+    def _crash_one(self) -> None:
+        alive = self._alive()
+        if len(alive) > 1:
+            self.kill(self.rng.choice(alive))
+
+    def _power_loss(self) -> None:
+        victims = list(self.nodes.values())
+        if self.rng.random() >= self.faults.power_loss_all:
+            victims = [self.rng.choice(victims)]
+        for node in victims:
+            self.kill(node, power_loss=True)
+        self.stats.power_losses += 1
+
+    def _restart_one(self) -> None:
+        down = [n for n in self.nodes.values() if n.running is None]
+        if down:
+            self.start(self.rng.choice(down))
+
+    def _partition(self) -> None:
+        self.network.partition({name: self.rng.randrange(2) for name in self.nodes})
+        self.stats.partitions += 1
+
+    def _break_link(self) -> None:
+        a, b = self.rng.sample(sorted(self.nodes), 2)
+        self.network.break_link(a, b)
+        self.stats.broken_links += 1
+
+    # -- reading the cluster ------------------------------------------------------------------------
+
+    def meta_leader(self) -> Node | None:
+        for sim in self.nodes.values():
+            node = sim.running
+            if node is not None and node.host is not None:
+                group = node.host.groups.get(META_GROUP)
+                if group is not None and group.raft.is_leader:
+                    return node
+        return None
+
+
+def _fatal(what: str) -> NoReturn:
+    raise SimulationFatal(what)
+
+
+def quiet_logs() -> None:
+    """Nodes log as they run; a simulation shows only errors."""
+    logging.getLogger().setLevel(logging.ERROR)
