@@ -26,7 +26,7 @@ def main() -> int:
     parser.add_argument("--first-seed", type=int, default=1)
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--seconds", type=float, default=20.0, help="virtual seconds of faults per seed")
-    parser.add_argument("--nodes", type=int, default=3)
+    parser.add_argument("--nodes", type=int, default=4)
     args = parser.parse_args()
     quiet_logs()
     total = SimStats()

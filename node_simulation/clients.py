@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from api.forwarded_publish import publish_routed
 from api.publish_job import PublishJob
-from cluster.errors import NodeError, NotLeader, OutcomeUnknown
+from cluster.errors import BadRequest, NodeError, NotLeader, OutcomeUnknown, Refused, UnknownConsumer
+from cluster.membership.group_changes import MembershipRefused
 from cluster.node import Node
 from cluster.queue_leader import QueueLeader
 from cluster.queue_replica import QueueReplica
@@ -37,7 +38,11 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 STRICT, AUTO = "strict", "auto"
-QUEUE_ARGUMENTS: dict[str, dict[str, Any]] = {STRICT: {"x-lease-period": 2000}, AUTO: {}}
+QUEUE_ARGUMENTS: dict[str, dict[str, Any]] = {
+    STRICT: {"x-lease-period": 2000, "x-quorum-initial-group-size": 3},
+    AUTO: {"x-quorum-initial-group-size": 3},
+}
+FILLER_BYTES = 256 * 1024  # one metadata entry of filler (a user record): the metadata grows between changes
 PUBLISH_ATTEMPTS = 20
 REQUEST_TIMEOUT_S = 10.0  # a client gives up on an answer after this (as the quorumq client does)
 CONVERGE_BOUND_S = 60.0
@@ -57,6 +62,10 @@ class ClientStats:
     unanswered_auto_limit: int = 0  # the messages those may have taken, at most
     forwarded: int = 0
     abandoned_consumers: int = 0
+    members_added: int = 0
+    members_removed: int = 0
+    leaders_moved: int = 0
+    filler_bytes: int = 0
     histories: dict[str, QueueHistory] = field(
         default_factory=lambda: {queue: QueueHistory() for queue in QUEUE_ARGUMENTS}
     )
@@ -85,6 +94,7 @@ class Clients:
             self._auto_consumer(AUTO),
             self._getter(STRICT, auto_ack=False),
             self._getter(AUTO, auto_ack=True),
+            self._operator(),
         ]
         return [self.sim.loop.create_task(worker) for worker in workers]
 
@@ -184,53 +194,60 @@ class Clients:
         return list(body["ids"])
 
     async def _consumer(self, queue: str, name: str) -> None:
-        """A manual consumer: polls (checking that the node holds what it answered for it), and acks,
-        sometimes after longer than the queue's lease; now and then it goes away without cancelling and a
-        new one registers."""
+        """A manual consumer: polls wherever the queue's leader is (checking that the node holds what it
+        answered for it) and acks, sometimes after longer than the queue's lease; now and then it goes
+        away without cancelling and a new one registers."""
         await self._declared.wait()
-        history = self.stats.histories[queue]
-        at: tuple[str, str] | None = None  # (node, tag)
+        tag: str | None = None
         while self._making_requests:
+            node = self._node_for(queue)
             try:
-                if at is None or self.rng.random() < 0.02:
-                    self.stats.abandoned_consumers += at is not None
-                    node = self._node_for(queue)
+                if tag is None or self.rng.random() < 0.02:
+                    self.stats.abandoned_consumers += tag is not None
                     tag = await self._at_door(node, queue, _register(10, auto_ack=False))
-                    at = (node, tag)
-                rows = await self._ask(at[0], _polled_checked(queue, at[1]))
+                rows = await self._polled(node, queue, tag)
                 if rows:
                     if self.rng.random() < 0.1:
                         await asyncio.sleep(self.rng.uniform(1.5, 3.0))  # slow work: past the lease
-                    bodies = {row.id: bytes(row.body) for row in rows}
-                    settled = await self._at_door(at[0], queue, _acked(tuple(bodies), at[1]))
-                    if settled is None:
-                        history.acked.update(bodies.values())
-                        self.sim.stats.delivered += len(bodies)
+                    await self._ack(self._node_for(queue), queue, tag, rows)
+            except (UnknownConsumer, Refused, BadRequest):
+                tag = None  # ended (timed out, cancelled, its queue deleted): a new one registers
             except (NodeError, ConnectionError, GaveUp):
-                at = None
+                pass  # the same consumer goes on at the leader it hears of
             await self._pause()
 
     async def _auto_consumer(self, queue: str) -> None:
         """An auto-ack consumer (AMQP's no-ack): what a poll answers is delivered once, ever."""
         await self._declared.wait()
         history = self.stats.histories[queue]
-        at: tuple[str, str] | None = None
+        tag: str | None = None
         limit = 5
         while self._making_requests:
+            node = self._node_for(queue)
             try:
-                if at is None:
-                    node = self._node_for(queue)
-                    at = (node, await self._at_door(node, queue, _register(limit, auto_ack=True)))
-                rows = await self._ask(at[0], _polled_checked(queue, at[1], limit, auto_ack=True))
+                if tag is None:
+                    tag = await self._at_door(node, queue, _register(limit, auto_ack=True))
+                rows = await self._polled(node, queue, tag, limit, auto_ack=True)
+            except (UnknownConsumer, Refused, BadRequest):
+                tag = None
             except (OutcomeUnknown, ConnectionError, GaveUp):
                 self._unanswered_auto(limit)
-                at = None
             except NodeError:
-                at = None
+                pass
             else:
                 history.auto_delivered([bytes(row.body) for row in rows])
                 self.sim.stats.delivered += len(rows)
             await self._pause()
+
+    async def _polled(
+        self, node: str, queue: str, tag: str, limit: int = 5, *, auto_ack: bool = False
+    ) -> list[MessageRow]:
+        try:
+            return await self._ask(node, _polled_checked(queue, tag, limit, auto_ack=auto_ack))
+        except NotLeader as exc:
+            if exc.leader is not None:
+                self._hint[queue] = exc.leader
+            raise
 
     async def _getter(self, queue: str, *, auto_ack: bool) -> None:
         """Gets: auto-ack ones deliver what they answer once, ever; manual ones are acked."""
@@ -245,18 +262,95 @@ class Clients:
 
             try:
                 rows = await self._at_door(node, queue, get)
-                bodies = {row.id: bytes(row.body) for row in rows}
                 if auto_ack:
-                    history.auto_delivered(list(bodies.values()))
-                elif bodies and await self._at_door(node, queue, _acked(tuple(bodies), None)) is None:
-                    history.acked.update(bodies.values())
-                self.sim.stats.delivered += len(bodies)
+                    history.auto_delivered([bytes(row.body) for row in rows])
+                    self.sim.stats.delivered += len(rows)
+                elif rows:
+                    await self._ack(node, queue, None, rows)
             except (OutcomeUnknown, ConnectionError, GaveUp):
                 if auto_ack:
                     self._unanswered_auto(count)
             except NodeError:
                 pass
             await self._pause()
+
+    async def _operator(self) -> None:
+        """An operator: removes a queue's replica from a node and adds one (the same node, often: shrink
+        then grow), moves a queue's leader, and writes metadata between such changes (user records) so
+        that replaying what lies between takes more than one round."""
+        await self._declared.wait()
+        while self._making_requests:
+            await self._pause(1.5)
+            queue = self.rng.choice(sorted(QUEUE_ARGUMENTS))
+            action = self.rng.choices(["members", "transfer", "filler"], [3, 1, 4])[0]
+            try:
+                if action == "members":
+                    await self._change_members(queue)
+                elif action == "transfer":
+                    await self._move_leader(queue)
+                else:
+                    await self._fill_metadata()
+            except (NodeError, MembershipRefused, ConnectionError, GaveUp):
+                continue
+
+    async def _change_members(self, queue: str) -> None:
+        node = self._node_for(queue)
+
+        async def members(node_: Node) -> list[str]:
+            return list(node_.directory.info(queue).members)
+
+        current = await self._ask(node, members)
+        outside = sorted(set(self.sim.nodes) - set(current))
+        if len(current) > 2 and (not outside or self.rng.random() < 0.5):
+            gone = self.rng.choice([m for m in current if m != node] or current)
+
+            async def remove(node_: Node) -> list[str]:
+                return await node_.membership.queues.delete(queue, gone)
+
+            await self._ask(node, remove)
+            self.stats.members_removed += 1
+        elif outside:
+            added = self.rng.choice(outside)
+
+            async def add(node_: Node) -> list[str]:
+                return await node_.membership.queues.add(queue, added)
+
+            await self._ask(node, add)
+            self.stats.members_added += 1
+
+    async def _move_leader(self, queue: str) -> None:
+        node = self._node_for(queue)
+        to = self.rng.choice(sorted(self.sim.nodes))
+
+        async def transfer(node_: Node) -> None:
+            await node_.membership.queues.transfer_leader(queue, to)
+
+        await self._ask(node, transfer)
+        self.stats.leaders_moved += 1
+
+    async def _fill_metadata(self) -> None:
+        leader = self.sim.meta_leader()
+        if leader is None:
+            return
+        user = f"filler-{self.rng.randrange(50)}"
+        secret = f"{self.rng.getrandbits(64):x}".ljust(FILLER_BYTES, "x")
+
+        async def put(node: Node) -> None:
+            await node.metadata_door.put_user(user, secret, [])
+
+        await self._ask(leader.name, put)
+        self.stats.filler_bytes += FILLER_BYTES
+
+    async def _ack(self, node: str, queue: str, consumer: str | None, rows: list[MessageRow]) -> None:
+        """Ack `rows`: from the moment the ack is sent its messages may be gone."""
+        self.stats.histories[queue].ack_sent.update(bytes(row.body) for row in rows)
+        ids = tuple(row.id for row in rows)
+
+        async def ack(door: QueueLeader) -> None:
+            await door.settle(ids, consumer, Outcome.ACK)
+
+        await self._at_door(node, queue, ack)
+        self.sim.stats.delivered += len(rows)
 
     def _unanswered_auto(self, limit: int) -> None:
         self.stats.unanswered_auto += 1
@@ -330,7 +424,7 @@ class Clients:
 
     def _check_nothing_lost(self, queue: str, held: dict[bytes, int]) -> None:
         history = self.stats.histories[queue]
-        delivered = history.acked | set(history.auto_acked)
+        delivered = history.ack_sent | set(history.auto_acked)
         missing = sorted(body for body in history.confirmed if body not in held and body not in delivered)
         allowed = self.stats.unanswered_auto_limit if queue == AUTO else 0
         if len(missing) > allowed:
@@ -350,15 +444,6 @@ def _register(prefetch: int, *, auto_ack: bool) -> Callable[[QueueLeader], Await
         return await door.register_consumer(prefetch, 0, None, None, auto_ack)
 
     return register
-
-
-def _acked(ids: tuple[int, ...], consumer: str | None) -> Callable[[QueueLeader], Awaitable[str | None]]:
-    """An ack of `ids`; its answer is the warning of what it did not settle (None: all of them)."""
-
-    async def ack(door: QueueLeader) -> str | None:
-        return (await door.settle(ids, consumer, Outcome.ACK)).warning
-
-    return ack
 
 
 def _polled_checked(

@@ -20,7 +20,7 @@ class QueueHistory:
 
     confirmed: dict[bytes, int] = field(default_factory=dict)  # body -> id of every confirmed message
     maybe: set[bytes] = field(default_factory=set)  # published, outcome unknown to the client
-    acked: set[bytes] = field(default_factory=set)  # manual deliveries settled by an answered ack
+    ack_sent: set[bytes] = field(default_factory=set)  # manual deliveries the client sent an ack for
     auto_acked: Counter[bytes] = field(default_factory=Counter)  # handed out settled (no-ack, auto get)
 
     def published(self, bodies: list[bytes], ids: list[int]) -> None:

@@ -46,6 +46,8 @@ EPOCH_MS = 1_800_000_000_000  # the virtual wall clock starts here (2027), each 
 TICK_MS = 20
 SECRET = "simulated-cluster-secret"
 IDLE_SLACK_S = 10.0  # a leader elected after healing, and a few timer rounds
+ANSWER_BOUND_S = 30.0  # every request a running node took is answered this long after healing
+REPLAY_CRASH = 0.25  # the share of restarts that crash again soon (while replaying, catching up)
 
 
 _KILLED_TASK = "Task was destroyed but it is pending!"
@@ -105,6 +107,7 @@ class SimNode:
     context: contextvars.Context | None = None
     app: web.Application | None = None  # the API the node serves, once started
     requests: set[asyncio.Future[Any]] = field(default_factory=set)  # answers awaited from this process
+    serving: dict[asyncio.Task[Any], float] = field(default_factory=dict)  # requests being served: since
 
     @property
     def running(self) -> Node | None:
@@ -116,7 +119,7 @@ class SimNode:
 class NodeSimulation:
     """A seeded run of `nodes` whole nodes."""
 
-    def __init__(self, seed: int, nodes: int = 3, faults: Faults | None = None) -> None:
+    def __init__(self, seed: int, nodes: int = 4, faults: Faults | None = None) -> None:
         self.seed = seed
         self.rng = random.Random(seed)
         self.faults = faults or Faults()
@@ -128,6 +131,8 @@ class NodeSimulation:
         self._dir = tempfile.TemporaryDirectory(prefix=f"quorumq-sim-{seed}-")
         names = [f"n{i}" for i in range(1, nodes + 1)]
         seeds = tuple(Seed(name, Address(name, 7000)) for name in names)
+        # snapshots (and their installs) come often or rarely, by the seed
+        self._snapshot_every = (self.rng.randrange(20, 2000), self.rng.randrange(64 << 10, 16 << 20))
         self.nodes = {name: SimNode(name, self._config(name, seeds)) for name in names}
         self._skew_ms = {name: self.rng.randrange(-500, 500) for name in names}
         self.clients = Clients(self, random.Random(self.rng.getrandbits(64)))
@@ -143,6 +148,8 @@ class NodeSimulation:
             tick_ms=TICK_MS,
             consumer_idle_timeout_ms=5_000,
             consumer_timeout_ms=60_000,
+            snapshot_every_entries=self._snapshot_every[0],
+            snapshot_every_bytes=self._snapshot_every[1],
         )
 
     # -- running ------------------------------------------------------------------------------------
@@ -183,9 +190,24 @@ class NodeSimulation:
             self._fault()
         self.clients.stop_making_requests()
         await self.heal()
+        healed = self.loop.time()
         await asyncio.gather(*clients)
         idle_bound_s = self.nodes["n1"].config.consumer_idle_timeout_ms / 1000 + IDLE_SLACK_S
         await self.clients.check_after_heal(idle_bound_s)
+        await asyncio.sleep(max(0.0, healed + ANSWER_BOUND_S - self.loop.time()))
+        self._check_answered(healed)
+
+    def _check_answered(self, healed: float) -> None:
+        """Every request a running node took has been answered within the bound after healing."""
+        for node in self.nodes.values():
+            if node.running is None:
+                continue
+            for task, since in node.serving.items():
+                if not task.done():
+                    raise Violation(
+                        f"{node.name} took a request at {since:.3f} s and has not answered it "
+                        f"{ANSWER_BOUND_S} s after healing (at {healed:.3f} s): {task.get_coro()}"
+                    )
 
     def _fault(self) -> None:
         f = self.faults
@@ -204,9 +226,11 @@ class NodeSimulation:
     async def heal(self) -> None:
         """Heal the network and start every node that is down."""
         self.network.heal()
-        for node in self.nodes.values():
-            if node.running is None:
-                self.start(node)
+        for node in self._down():
+            self.start(node)
+
+    def _down(self) -> list[SimNode]:
+        return [n for n in self.nodes.values() if n.process is None or not n.process.alive]
 
     def _close(self) -> None:
         for node in self.nodes.values():
@@ -270,6 +294,7 @@ class NodeSimulation:
                 if not answer.done():
                     answer.set_exception(NodeDown(f"{node.name} died before answering"))
             node.requests.clear()
+            node.serving.clear()
             self.stats.crashes += not power_loss
         if power_loss:
             node.db.lose_power(self.rng.randrange(node.db.unsynced_writes + 1))
@@ -289,9 +314,11 @@ class NodeSimulation:
             return await call(running)  # raising at once (NotLeader) is an answer too
 
         task = self.loop.create_task(serve(), context=node.context.copy())
+        node.serving[task] = self.loop.time()
 
         def done(finished: asyncio.Task[T]) -> None:
             node.requests.discard(answer)
+            node.serving.pop(finished, None)
             if answer.done():
                 return
             if finished.cancelled():
@@ -323,9 +350,17 @@ class NodeSimulation:
         self.stats.power_losses += 1
 
     def _restart_one(self) -> None:
-        down = [n for n in self.nodes.values() if n.running is None]
+        down = self._down()
         if down:
-            self.start(self.rng.choice(down))
+            node = self.rng.choice(down)
+            self.start(node)
+            if self.rng.random() < REPLAY_CRASH:
+                proc = node.process
+                self.loop.call_later(self.rng.uniform(0.0, 0.3), self._kill_process, node, proc)
+
+    def _kill_process(self, node: SimNode, proc: Process | None) -> None:
+        if node.process is proc:
+            self.kill(node, power_loss=self.rng.random() < 0.5)
 
     def _partition(self) -> None:
         self.network.partition({name: self.rng.randrange(2) for name in self.nodes})
