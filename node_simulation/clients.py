@@ -16,6 +16,7 @@ once allows losing what a failed request took, never what an answered one took).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -23,7 +24,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from api.forwarded_publish import publish_routed
 from api.publish_job import PublishJob
-from cluster.errors import BadRequest, NodeError, NotLeader, OutcomeUnknown, Refused, UnknownConsumer
+from cluster.errors import (
+    BadRequest,
+    NodeError,
+    NotLeader,
+    OutcomeUnknown,
+    QueueNotFound,
+    Refused,
+    UnknownConsumer,
+)
 from cluster.membership.group_changes import MembershipRefused
 from cluster.node import Node
 from cluster.queue_leader import QueueLeader
@@ -37,11 +46,21 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-STRICT, AUTO = "strict", "auto"
-QUEUE_ARGUMENTS: dict[str, dict[str, Any]] = {
-    STRICT: {"x-lease-period": 2000, "x-quorum-initial-group-size": 3},
+STRICT, AUTO, DEAD = "strict", "auto", "dead"
+QUEUE_ARGUMENTS: dict[str, dict[str, Any]] = {  # declared in this order
+    DEAD: {"x-quorum-initial-group-size": 3},
+    STRICT: {
+        "x-quorum-initial-group-size": 3,
+        "x-lease-period": 2000,
+        "x-delivery-limit": 4,
+        "x-overflow": "reject-publish",
+        "x-dead-letter-queue": DEAD,
+        "x-dead-letter-strategy": "at-least-once",
+    },
     AUTO: {"x-quorum-initial-group-size": 3},
 }
+PUBLISHED_TO = (STRICT, AUTO)
+SCRATCH = tuple(f"scratch-{i}" for i in range(3))  # declared and deleted again and again
 FILLER_BYTES = 256 * 1024  # one metadata entry of filler (a user record): the metadata grows between changes
 PUBLISH_ATTEMPTS = 20
 REQUEST_TIMEOUT_S = 10.0  # a client gives up on an answer after this (as the quorumq client does)
@@ -67,7 +86,7 @@ class ClientStats:
     leaders_moved: int = 0
     filler_bytes: int = 0
     histories: dict[str, QueueHistory] = field(
-        default_factory=lambda: {queue: QueueHistory() for queue in QUEUE_ARGUMENTS}
+        default_factory=lambda: {queue: QueueHistory() for queue in PUBLISHED_TO}
     )
 
 
@@ -81,6 +100,7 @@ class Clients:
         self._making_requests = True
         self._declared = asyncio.Event()
         self._hint: dict[str, str] = {}  # queue -> the leader last heard of
+        self._deleted: set[str] = set()  # scratch queues whose delete was answered, not declared since
 
     def start(self) -> list[asyncio.Task[None]]:
         """Start every client; they stop making requests at `stop_making_requests`."""
@@ -153,12 +173,16 @@ class Clients:
         seq = 0
         while self._making_requests:
             seq += 1
-            queue = self.rng.choice(sorted(QUEUE_ARGUMENTS))
+            queue = self.rng.choice(PUBLISHED_TO)
             bodies = [f"{publisher}/{seq}/{i}".encode() for i in range(self.rng.randrange(1, 4))]
             history = self.stats.histories[queue]
             history.maybe.update(bodies)
-            job = PublishJob([(StoredMessage(body, {}, "utf8"), None) for body in bodies], publisher, seq)
-            for _ in range(PUBLISH_ATTEMPTS):
+            messages = [(StoredMessage(body, {}, "utf8"), None) for body in bodies]
+            with_seq = (
+                self.rng.random() < 0.7
+            )  # without a seq a publish is sent once: a retry could duplicate
+            job = PublishJob(messages, publisher if with_seq else None, seq if with_seq else None)
+            for _ in range(PUBLISH_ATTEMPTS if with_seq else 1):
                 try:
                     ids = await self._publish(queue, job)
                 except (NodeError, ConnectionError, GaveUp):
@@ -207,9 +231,7 @@ class Clients:
                     tag = await self._at_door(node, queue, _register(10, auto_ack=False))
                 rows = await self._polled(node, queue, tag)
                 if rows:
-                    if self.rng.random() < 0.1:
-                        await asyncio.sleep(self.rng.uniform(1.5, 3.0))  # slow work: past the lease
-                    await self._ack(self._node_for(queue), queue, tag, rows)
+                    await self._work_on(queue, tag, rows)
             except (UnknownConsumer, Refused, BadRequest):
                 tag = None  # ended (timed out, cancelled, its queue deleted): a new one registers
             except (NodeError, ConnectionError, GaveUp):
@@ -266,7 +288,7 @@ class Clients:
                     history.auto_delivered([bytes(row.body) for row in rows])
                     self.sim.stats.delivered += len(rows)
                 elif rows:
-                    await self._ack(node, queue, None, rows)
+                    await self._work_on(queue, None, rows)
             except (OutcomeUnknown, ConnectionError, GaveUp):
                 if auto_ack:
                     self._unanswered_auto(count)
@@ -282,12 +304,14 @@ class Clients:
         while self._making_requests:
             await self._pause(1.5)
             queue = self.rng.choice(sorted(QUEUE_ARGUMENTS))
-            action = self.rng.choices(["members", "transfer", "filler"], [3, 1, 4])[0]
+            action = self.rng.choices(["members", "transfer", "filler", "scratch"], [3, 1, 4, 2])[0]
             try:
                 if action == "members":
                     await self._change_members(queue)
                 elif action == "transfer":
                     await self._move_leader(queue)
+                elif action == "scratch":
+                    await self._scratch(self.rng.choice(SCRATCH))
                 else:
                     await self._fill_metadata()
             except (NodeError, MembershipRefused, ConnectionError, GaveUp):
@@ -328,6 +352,26 @@ class Clients:
         await self._ask(node, transfer)
         self.stats.leaders_moved += 1
 
+    async def _scratch(self, queue: str) -> None:
+        """Declare a queue, publish to it, delete it: once deleted, no node may bring it back."""
+        self._deleted.discard(queue)
+
+        async def declare(node: Node) -> str:
+            return await node.directory.declare(queue, {"x-quorum-initial-group-size": 3}, None)
+
+        async def publish(door: QueueLeader) -> None:
+            await door.publish([(StoredMessage(b"scratch", {}, "utf8"), None)], None, None)
+
+        async def delete(node: Node) -> None:
+            await node.directory.delete(queue)
+
+        await self._ask(self._node_for(None), declare)
+        with contextlib.suppress(NodeError, ConnectionError, GaveUp):
+            await self._at_door(self._node_for(queue), queue, publish)
+        with contextlib.suppress(QueueNotFound):  # deleted all the same
+            await self._ask(self._node_for(None), delete)
+        self._deleted.add(queue)
+
     async def _fill_metadata(self) -> None:
         leader = self.sim.meta_leader()
         if leader is None:
@@ -341,15 +385,31 @@ class Clients:
         await self._ask(leader.name, put)
         self.stats.filler_bytes += FILLER_BYTES
 
-    async def _ack(self, node: str, queue: str, consumer: str | None, rows: list[MessageRow]) -> None:
-        """Ack `rows`: from the moment the ack is sent its messages may be gone."""
-        self.stats.histories[queue].ack_sent.update(bytes(row.body) for row in rows)
+    async def _work_on(self, queue: str, consumer: str | None, rows: list[MessageRow]) -> None:
+        """What a consumer does with its deliveries: mostly ack them, sometimes after longer than the
+        queue's lease (touching them meanwhile, or not); now and then give them back (after a delay, or
+        not) or reject them (dead-lettered where the queue has a target)."""
         ids = tuple(row.id for row in rows)
+        if self.rng.random() < 0.1:
+            for _ in range(self.rng.randrange(1, 4)):  # slow work: past the lease unless touched
+                await asyncio.sleep(self.rng.uniform(0.8, 1.5))
+                if self.rng.random() < 0.7:
 
-        async def ack(door: QueueLeader) -> None:
-            await door.settle(ids, consumer, Outcome.ACK)
+                    async def touch(door: QueueLeader) -> None:
+                        await door.touch(ids, consumer)
 
-        await self._at_door(node, queue, ack)
+                    await self._at_door(self._node_for(queue), queue, touch)
+        outcome = self.rng.choices([Outcome.ACK, Outcome.REQUEUE, Outcome.DISCARD], [85, 10, 5])[0]
+        delay = self.rng.choice([None, None, 0, 200]) if outcome is Outcome.REQUEUE else None
+        dead_lettered = QUEUE_ARGUMENTS[queue].get("x-dead-letter-queue") is not None
+        if outcome is Outcome.ACK or (outcome is Outcome.DISCARD and not dead_lettered):
+            # from the moment an ack (or a reject with nowhere to go) is sent, its messages may be gone
+            self.stats.histories[queue].ack_sent.update(bytes(row.body) for row in rows)
+
+        async def settle(door: QueueLeader) -> None:
+            await door.settle(ids, consumer, outcome, delay_ms=delay)
+
+        await self._at_door(self._node_for(queue), queue, settle)
         self.sim.stats.delivered += len(rows)
 
     def _unanswered_auto(self, limit: int) -> None:
@@ -366,15 +426,28 @@ class Clients:
         loop = self.sim.loop
         deadline = loop.time() + CONVERGE_BOUND_S
         idle_deadline = loop.time() + idle_bound_s
-        for queue in sorted(QUEUE_ARGUMENTS):
+        held: dict[str, dict[bytes, int]] = {}
+        for queue in QUEUE_ARGUMENTS:
             while True:
-                held = await self._held(queue)
-                if held is not None and self._replicas_alike(queue):
+                found = await self._held(queue)
+                if found is not None and self._replicas_alike(queue):
+                    held[queue] = found
                     break
                 if loop.time() > deadline:
                     raise Violation(f"queue {queue}: no leader serving, or replicas apart, after healing")
                 await asyncio.sleep(0.1)
-            self._check_nothing_lost(queue, held)
+        while pending := self._pending_dead_letters():
+            if loop.time() > deadline:
+                raise Violation(f"dead letters never reached their target after healing: {pending}")
+            await asyncio.sleep(0.1)
+            held[DEAD] = await self._held(DEAD) or {}
+        for queue in PUBLISHED_TO:
+            target = QUEUE_ARGUMENTS[queue].get("x-dead-letter-queue")
+            self._check_nothing_lost(queue, held[queue], held[target] if target else {})
+        while hosting := self._hosting_deleted():
+            if loop.time() > deadline:
+                raise Violation(f"deleted queues still known or hosted after healing: {hosting}")
+            await asyncio.sleep(0.1)
         for queue in sorted(QUEUE_ARGUMENTS):
             while (unacked := await self._unacked(queue)) != 0:
                 if loop.time() > idle_deadline:
@@ -422,9 +495,33 @@ class Clients:
             states.add((group.applied, b"".join(group.app.machine.snapshot_chunks())))
         return len(states) == 1
 
-    def _check_nothing_lost(self, queue: str, held: dict[bytes, int]) -> None:
+    def _pending_dead_letters(self) -> dict[str, int]:
+        """How many at-least-once dead letters each queue's leader still has to move."""
+        pending = {}
+        for sim_node in self.sim.nodes.values():
+            node = sim_node.running
+            for door in node.directory.leading() if node is not None else []:
+                assert node is not None and node.host is not None
+                replica = node.host.groups[door.group].app
+                if isinstance(replica, QueueReplica) and replica.machine.dead_letter_ids():
+                    pending[door.name] = len(replica.machine.dead_letter_ids())
+        return pending
+
+    def _hosting_deleted(self) -> list[tuple[str, str]]:
+        """(node, queue) for each deleted queue a running node still lists or hosts."""
+        found = []
+        for sim_node in self.sim.nodes.values():
+            node = sim_node.running
+            if node is not None:
+                known = set(node.metadata.queues) | set(node.queues)
+                found += [(node.name, queue) for queue in sorted(self._deleted & known)]
+        return found
+
+    def _check_nothing_lost(self, queue: str, held: dict[bytes, int], dead: dict[bytes, int]) -> None:
+        """Every message confirmed to `queue` is in it, in its dead-letter target (`dead`), or went with
+        an ack (or an unanswered at-most-once request) of the clients."""
         history = self.stats.histories[queue]
-        delivered = history.ack_sent | set(history.auto_acked)
+        delivered = history.ack_sent | set(history.auto_acked) | set(dead)
         missing = sorted(body for body in history.confirmed if body not in held and body not in delivered)
         allowed = self.stats.unanswered_auto_limit if queue == AUTO else 0
         if len(missing) > allowed:

@@ -36,6 +36,7 @@ from cluster.store_damage import Damage
 from node_simulation.clients import Clients
 from node_simulation.history import Violation
 from node_simulation.network import SimNetwork
+from node_simulation.remote_publisher import SimRemotePublisher
 from node_simulation.virtual_loop import Process, Quiescent, VirtualLoop, process
 from raft_log.simulated_database import SimulatedDatabase
 from raft_log.storage import NodeStore
@@ -136,6 +137,7 @@ class NodeSimulation:
         self.nodes = {name: SimNode(name, self._config(name, seeds)) for name in names}
         self._skew_ms = {name: self.rng.randrange(-500, 500) for name in names}
         self.clients = Clients(self, random.Random(self.rng.getrandbits(64)))
+        self._remote = SimRemotePublisher(self)
 
     def _config(self, name: str, seeds: tuple[Seed, ...]) -> NodeConfig:
         return NodeConfig(
@@ -265,7 +267,7 @@ class NodeSimulation:
             on_fatal=_fatal,
         )
         node.process, node.context, node.app = proc, context, None
-        node.node = context.run(Node, node.config, environment=env)
+        node.node = context.run(Node, node.config, remote=self._remote, environment=env)
         self.loop.create_task(self._boot(node, node.node), context=context)
         self.stats.restarts += 1
 
@@ -273,6 +275,10 @@ class NodeSimulation:
         """Start the node and its API, as `quorumq server` does (the API serves no socket here)."""
         await node.start()
         sim_node.app = create_app(node)
+
+    def node_at(self, url: str) -> str:
+        """The name of the node whose API is at `url`."""
+        return next(name for name, node in self.nodes.items() if node.config.http_url == url)
 
     def app_of(self, node: Node) -> web.Application:
         """The API of a running node."""
