@@ -325,11 +325,12 @@ class NodeSimulation:
         def done(finished: asyncio.Task[T]) -> None:
             node.requests.discard(answer)
             node.serving.pop(finished, None)
+            exc = None if finished.cancelled() else finished.exception()  # retrieved, answer awaited or not
             if answer.done():
-                return
+                return  # the client stopped waiting
             if finished.cancelled():
                 answer.set_exception(NodeDown(f"{name} cancelled the request"))
-            elif (exc := finished.exception()) is not None:
+            elif exc is not None:
                 answer.set_exception(exc)
             else:
                 answer.set_result(finished.result())
