@@ -7,6 +7,7 @@ starts itself again with PYTHONHASHSEED=0 when it is not already.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import sys
 import time
@@ -30,16 +31,20 @@ def main() -> int:
     args = parser.parse_args()
     quiet_logs()
     total = SimStats()
+    digest = hashlib.sha256()
     failed: list[int] = []
     started = time.monotonic()
     for seed in range(args.first_seed, args.first_seed + args.seeds):
+        sim = NodeSimulation(seed, args.nodes)
         try:
-            total.add(NodeSimulation(seed, args.nodes).run(args.seconds))
+            total.add(sim.run(args.seconds))
         except Violation as exc:
             failed.append(seed)
-            print(f"seed {seed}: FAILED: {exc}", flush=True)
+            print(f"FAILED: {exc}", flush=True)
+        digest.update(sim.trace_digest.encode())
     took = time.monotonic() - started
     print(f"{args.seeds} seeds, {len(failed)} failed, {took:.1f} s: {total}")
+    print(f"digest of every frame delivered: {digest.hexdigest()}")
     if failed:
         print("replay one: python -m node_simulation --first-seed S --seeds 1; failed:", failed)
     return 1 if failed else 0
