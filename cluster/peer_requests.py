@@ -4,6 +4,13 @@ A request is a frame `KIND_REQUEST` holding `[id, value]`, its answer a frame `K
 value]` (msgpack values; what they mean is the server's: `serve`). Many are in flight at once per peer,
 in the frames the transport already batches with Raft's; the reply travels on the peer's own connection.
 
+A reply is matched to its call by id and peer. Each process numbers its calls from a random point of a
+62-bit space, so a reply to a call of a previous process of this node (a peer still serving it when
+this node restarted, then answering on the link to the new process) matches no call of the new one;
+numbered from 1 in every process, a forwarded publish was answered with another publish's 201. Two
+processes' ids meet only if their ranges overlap: about (calls made by both) / 2**62. The server only
+echoes the id, so the wire is unchanged and a peer of an earlier version serves calls as before.
+
 A node serves requests once it is given a server (`serve`), and says so to its peers in its control
 frames (`{"peer_requests": 1}`, each second with the format versions). It calls a peer only while that
 peer said so and both connections with it are up (`can_call`): a node of an earlier version ignores
@@ -23,6 +30,7 @@ import asyncio
 import functools
 import itertools
 import logging
+import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
@@ -36,6 +44,7 @@ log = logging.getLogger(__name__)
 CAPABILITY_KEY = "peer_requests"
 CAPABILITY_VERSION = 1
 QUEUE_GROUP = "peer-requests"  # the transport's fairness queue for these frames
+ID_BITS = 62  # ids stay within msgpack's (and an earlier version's) integers however many calls follow
 
 Server = Callable[[str, Any], Awaitable[Any]]
 
@@ -57,7 +66,7 @@ class PeerRequests:
 
     def __init__(self, links: RequestLinks) -> None:
         self._links = links
-        self._ids = itertools.count(1)
+        self._ids = itertools.count(secrets.randbits(ID_BITS))  # this process's own range of ids
         self._pending: dict[int, tuple[str, asyncio.Future[Any]]] = {}
         self._serving: set[str] = set()  # peers that said they serve requests
         self._server: Server | None = None

@@ -127,3 +127,48 @@ async def test_a_malformed_frame_is_dropped_and_the_link_keeps_serving(pair: tup
     assert a.transport.send("b", "peer-requests", KIND_REQUEST, b"\xc1")  # not msgpack
     assert a.transport.send("b", "peer-requests", KIND_REQUEST, b"\x92\xa1x\x01")  # ["x", 1]: no integer id
     assert await asyncio.wait_for(a.requests.call("b", "after"), UNTIL_S) == ["a", "after"]
+
+
+async def test_rule_a_reply_to_a_previous_process_of_the_caller_does_not_answer_its_new_call() -> None:
+    """The caller restarts (same name, same port) while the peer still serves a call of its previous
+    process: that call's late reply reaches the new process, whose own call must not take it."""
+    port_a, port_b = free_ports(2)
+    b = Side("b", port_b)
+    held: list[asyncio.Future[None]] = []  # one per request b serves, set when the test lets it answer
+
+    async def held_echo(peer: str, value: Any) -> Any:
+        release: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        held.append(release)
+        await release
+        return value
+
+    b.requests.serve(held_echo)
+    await b.transport.start()
+    b.transport.set_peer("a", Address("127.0.0.1", port_a))
+    previous = Side("a", port_a)
+    await previous.transport.start()
+    previous.transport.set_peer("b", b.transport.listen)
+    previous.requests.on_control("b", b.requests.announcement())
+    await _until(lambda: previous.requests.can_call("b"))
+    lost = previous.requests.call("b", "asked by the previous process")
+    await _until(lambda: len(held) == 1)
+    await previous.requests.stop()
+    await previous.transport.stop()  # the caller's process goes away; b still serves its call
+    with pytest.raises(OutcomeUnknown):
+        await asyncio.wait_for(lost, UNTIL_S)
+    new = Side("a", port_a)
+    try:
+        await new.transport.start()
+        new.transport.set_peer("b", b.transport.listen)
+        new.requests.on_control("b", b.requests.announcement())
+        await _until(lambda: new.requests.can_call("b"))
+        answer = new.requests.call("b", "asked by the new process")
+        await _until(lambda: len(held) == 2)
+        for release in held:  # the previous process's reply goes first, on the link to the new one
+            release.set_result(None)
+        assert await asyncio.wait_for(answer, UNTIL_S) == "asked by the new process"
+    finally:
+        await new.requests.stop()
+        await b.requests.stop()
+        await new.transport.stop()
+        await b.transport.stop()
