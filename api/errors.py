@@ -21,6 +21,7 @@ from cluster.errors import (
     QueueFull,
     QueueNotFound,
     Refused,
+    TooLarge,
     UnknownConsumer,
 )
 
@@ -60,6 +61,7 @@ _NODE_ERRORS: dict[type[NodeError], int] = {
     Refused: 409,
     LogGap: 409,
     QueueFull: 507,
+    TooLarge: 413,
     NotLeader: 503,
     OutcomeUnknown: 503,
 }

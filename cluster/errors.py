@@ -76,6 +76,13 @@ class Refused(NodeError):
         super().__init__(reason, code=code)
 
 
+class TooLarge(NodeError):
+    """The request would be replicated as an operation larger than a frame between nodes carries
+    (`cluster.proposals.MAX_OPERATION_BYTES`): it was not proposed."""
+
+    code = "too_large"
+
+
 class QueueFull(NodeError):
     """The queue is at its length limit and its overflow rule is reject-publish: nothing was enqueued."""
 

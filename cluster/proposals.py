@@ -8,11 +8,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cluster.entry_codec import entry_payload, pack_op
-from cluster.errors import NotLeader, OutcomeUnknown
+from cluster.errors import NotLeader, OutcomeUnknown, TooLarge
+from cluster.transport import MAX_FRAME_BYTES
 
+FRAME_ENVELOPE_BYTES = 64 * 1024
+"""What a frame carrying one entry holds beside its operation: the transport's framing, the Raft append
+around the entry (a few hundred bytes, its group's and nodes' names included) and the entry's header."""
+MAX_OPERATION_BYTES = MAX_FRAME_BYTES - FRAME_ENVELOPE_BYTES
+"""The largest operation proposed (TooLarge beyond): an entry of it alone fits the frame every peer
+takes. A larger one could never reach the followers, and its group would commit nothing after it."""
 MAX_ENTRY_BYTES = 8 * 1024 * 1024
 """Operations merged into one entry add up to at most this (one larger operation travels alone): an
-entry must fit the frame a follower accepts (`cluster.transport.MAX_FRAME_BYTES`), with room to spare."""
+entry fits a frame (`MAX_OPERATION_BYTES`), and a large one holds up the frames behind it less."""
 
 
 class ProposalFailed(Exception):
@@ -55,9 +62,15 @@ class ProposalBatcher:
         """Queue an operation for the next entry; the future gets its result once applied.
 
         The operation is encoded here, so one that msgpack cannot encode fails its caller
-        (TypeError, ValueError or OverflowError) instead of the entry it would have shared.
+        (TypeError, ValueError or OverflowError) instead of the entry it would have shared, and one
+        larger than MAX_OPERATION_BYTES with TooLarge.
         """
         packed = pack_op(op)
+        if len(packed) > MAX_OPERATION_BYTES:
+            raise TooLarge(
+                f"the request replicates as an operation of {len(packed)} bytes; at most"
+                f" {MAX_OPERATION_BYTES} fit the frame that carries it to the other replicas"
+            )
         future = asyncio.get_running_loop().create_future()
         self.pending_ops.append(packed)
         self.pending_futures.append(future)

@@ -8,6 +8,11 @@ Outgoing frames are queued per peer and per group and written round-robin over g
 large catch-up cannot starve another group's heartbeats; a frame is written at once instead when nothing is
 queued for the peer and its socket keeps up. A lost connection drops what was queued; Raft retransmits.
 
+A frame holds at most MAX_FRAME_BYTES (what every version takes; the operations a group proposes are held
+to fit it, `cluster.proposals.MAX_OPERATION_BYTES`). A larger one is not sent (`send` is False), and one
+received (from a node of an earlier version) is read past and dropped: closing the connection for it
+would drop every group's frames with it, each time it was sent again.
+
 Before a connection has authenticated, it is held to little: frames of at most MAX_HANDSHAKE_FRAME_BYTES
 (a larger length is refused before anything of it is read), a deadline of HANDSHAKE_TIMEOUT_S (the TLS
 handshake too), and a bounded number of such connections (`cluster.pending_handshakes`).
@@ -49,9 +54,10 @@ from raft_log.msgpack_parts import array_header, bin_header
 log = logging.getLogger(__name__)
 
 FRAME_HEADER = struct.Struct(">I")
-MAX_FRAME_BYTES = 64 * 1024 * 1024  # from an authenticated peer
+MAX_FRAME_BYTES = 64 * 1024 * 1024  # to or from an authenticated peer
 MAX_HANDSHAKE_FRAME_BYTES = 4096  # a challenge, hello or welcome is a few hundred bytes
 MAX_QUEUED_PER_PEER = 20000
+SKIP_CHUNK_BYTES = 1024 * 1024  # an oversized frame is read past in pieces of this, never held whole
 WRITE_BUFFER_LIMIT = 256 * 1024  # bytes the socket may hold unsent before frames queue (and the pump drains)
 HANDSHAKE_TIMEOUT_S = 5.0
 CONNECT_TIMEOUT_S = 1.0
@@ -81,12 +87,23 @@ def _give_up_unacknowledged(writer: asyncio.StreamWriter) -> None:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, UNACKED_TIMEOUT_MS)
 
 
-async def _read_frame(reader: asyncio.StreamReader, limit: int = MAX_HANDSHAKE_FRAME_BYTES) -> bytes:
-    """One frame's payload; a length over `limit` is refused before any of the payload is read."""
+async def _read_frame(reader: asyncio.StreamReader) -> bytes:
+    """One handshake frame's payload; a length over MAX_HANDSHAKE_FRAME_BYTES is refused before any of
+    the payload is read."""
     (length,) = FRAME_HEADER.unpack(await reader.readexactly(FRAME_HEADER.size))
-    if length > limit:
-        raise HandshakeError(f"frame of {length} bytes exceeds {limit}")
+    if length > MAX_HANDSHAKE_FRAME_BYTES:
+        raise HandshakeError(f"frame of {length} bytes exceeds {MAX_HANDSHAKE_FRAME_BYTES}")
     return await reader.readexactly(length)
+
+
+async def _read_peer_frame(reader: asyncio.StreamReader) -> bytes | None:
+    """One frame's payload from an authenticated peer; None for one over MAX_FRAME_BYTES, read past."""
+    (length,) = FRAME_HEADER.unpack(await reader.readexactly(FRAME_HEADER.size))
+    if length <= MAX_FRAME_BYTES:
+        return await reader.readexactly(length)
+    while length:
+        length -= len(await reader.readexactly(min(length, SKIP_CHUNK_BYTES)))
+    return None
 
 
 def _frame(*payload: bytes) -> bytes:
@@ -160,6 +177,7 @@ class Transport:
         self._inbound_from: dict[str, asyncio.StreamWriter] = {}  # each peer's newest inbound connection
         self._pending = PendingHandshakes()
         self.rejected_handshakes = 0
+        self.skipped_frames = 0  # received over MAX_FRAME_BYTES
 
     async def start(self) -> None:
         """Listen on the Raft port."""
@@ -224,12 +242,17 @@ class Transport:
             self._on_link_lost(name)
 
     def send(self, to: str, group: str, kind: int, *body: bytes) -> bool:
-        """Queue a frame for a peer (`body` may come in parts); False when the peer is unknown or its
-        queue is full."""
+        """Queue a frame for a peer (`body` may come in parts); False when the peer is unknown, its
+        queue is full, or the frame would hold more than MAX_FRAME_BYTES."""
         peer = self._peers.get(to)
         if peer is None or peer.queued >= MAX_QUEUED_PER_PEER:
             return False
         frame = _kind_and_body_frame(kind, *body)
+        if len(frame) - FRAME_HEADER.size > MAX_FRAME_BYTES:
+            log.error(
+                "not sending %s a frame of %d bytes: peers take at most %d", to, len(frame), MAX_FRAME_BYTES
+            )
+            return False
         writer = peer.writer
         if not peer.queued and writer is not None and _has_room(writer):
             writer.write(frame)  # nothing waits and the socket keeps up: no need to queue
@@ -349,7 +372,12 @@ class Transport:
                 older.close()  # the peer dials one connection at a time: the older one is dead
             self._inbound_from[name] = writer
             while True:
-                frame = _decode(await _read_frame(reader, MAX_FRAME_BYTES))
+                payload = await _read_peer_frame(reader)
+                if payload is None:
+                    self.skipped_frames += 1
+                    log.error("dropped a frame of more than %d bytes from %s", MAX_FRAME_BYTES, name)
+                    continue
+                frame = _decode(payload)
                 if len(frame) != 2 or not isinstance(frame[0], int) or not isinstance(frame[1], bytes):
                     raise HandshakeError("malformed frame")
                 self._on_frame(name, frame[0], frame[1])

@@ -5,7 +5,11 @@ from __future__ import annotations
 import msgpack
 import pytest
 
-from cluster.proposals import MAX_ENTRY_BYTES, ProposalBatcher, ProposalFailed
+from cluster.errors import NodeError
+from cluster.proposals import MAX_ENTRY_BYTES, MAX_OPERATION_BYTES, ProposalBatcher, ProposalFailed
+from cluster.transport import FRAME_HEADER, KIND_RAFT, MAX_FRAME_BYTES, _kind_and_body_frame
+from raft_log.messages import Message, MessageType, encode_message_parts
+from raft_log.types import Entry, EntryKind
 
 
 async def test_pending_operations_become_one_entry_holding_their_msgpack_array() -> None:
@@ -79,3 +83,39 @@ async def test_an_entry_merges_operations_only_up_to_max_entry_bytes_and_a_large
     assert [len(taken) for _, taken in entries] == [2, 1, 1]
     assert [f for _, taken in entries for f in taken] == [*futures, alone]
     assert all(len(data) <= MAX_ENTRY_BYTES for data, taken in entries if len(taken) > 1)
+
+
+async def test_rule_an_operation_whose_entry_cannot_fit_a_frame_is_refused_too_large() -> None:
+    """An entry no follower takes would stall its group for good (and its frame reset the link every
+    time it was sent): such an operation fails its caller (413) and nothing else."""
+    batcher = ProposalBatcher()
+    before = batcher.submit(["publish", 1])
+    with pytest.raises(NodeError) as refused:
+        batcher.submit(["publish", 2, bytes(MAX_FRAME_BYTES - 100)])  # its append is over the frame limit
+    assert refused.value.code == "too_large"
+    data, taken = batcher.take()
+    assert msgpack.unpackb(data) == [["publish", 1]] and taken == [before] and not batcher.has_pending()
+
+
+async def test_rule_the_largest_operation_accepted_travels_in_an_append_that_fits_a_frame() -> None:
+    """With names far longer than usual (a 255-character queue, the default limit, on nodes named at
+    that length too), an entry of the largest operation accepted, alone, in an append with the largest
+    numbers there are, still fits the frame a peer takes."""
+    op = b"x" * (MAX_OPERATION_BYTES - 5)  # bin 32: 5 bytes of header
+    batcher = ProposalBatcher()
+    batcher.submit(op)
+    data, _ = batcher.take()
+    long = 2**63 - 1
+    append = Message(
+        MessageType.APP,
+        group=f"q{long}." + "q" * 255,
+        frm="a" * 255,
+        to="b" * 255,
+        term=long,
+        log_term=long,
+        index=long,
+        entries=(Entry(long, long, EntryKind.NORMAL, data),),
+        commit=long,
+    )
+    frame = _kind_and_body_frame(KIND_RAFT, *encode_message_parts(append))
+    assert len(frame) - FRAME_HEADER.size <= MAX_FRAME_BYTES

@@ -14,6 +14,7 @@ from cluster.config import Address
 from cluster.transport import (
     KIND_CONTROL,
     KIND_RAFT,
+    MAX_FRAME_BYTES,
     Transport,
     _decode,
     _frame,
@@ -159,3 +160,65 @@ def test_a_frame_for_a_peer_whose_connection_just_closed_is_queued_and_the_node_
         loop.run_until_complete(scenario())
     finally:
         loop.close()
+
+
+class LinkLosses:
+    """Counts the links a transport reports lost, by peer."""
+
+    def __init__(self) -> None:
+        self.lost: list[str] = []
+
+    def __call__(self, peer: str) -> None:
+        self.lost.append(peer)
+
+
+async def test_rule_a_frame_over_the_limit_is_refused_by_its_sender_and_the_link_stays_up() -> None:
+    """A frame no peer takes is not put on the wire: the peer would close the link that carries every
+    group's frames, every time it was sent again."""
+    port_a, port_b = free_ports(2)
+    inbox, losses = Inbox(), LinkLosses()
+    a = Transport("a", Address("127.0.0.1", port_a), "s3cret", Inbox(), on_link_lost=losses)
+    b = Transport("b", Address("127.0.0.1", port_b), "s3cret", inbox, on_link_lost=losses)
+    await a.start()
+    await b.start()
+    try:
+        a.set_peer("b", b.listen)
+        b.set_peer("a", a.listen)
+        assert a.send("b", "g1", KIND_RAFT, b"before")
+        await asyncio.wait_for(inbox.arrived.wait(), 10)
+        assert not a.send("b", "g1", KIND_RAFT, bytes(MAX_FRAME_BYTES))  # with its envelope, over
+        inbox.arrived.clear()
+        assert a.send("b", "g1", KIND_RAFT, b"after")
+        await asyncio.wait_for(inbox.arrived.wait(), 10)
+        assert [body for _, _, body in inbox.frames] == [b"before", b"after"]
+        assert losses.lost == [] and a.linked("b") and b.linked("a")
+    finally:
+        await a.stop()
+        await b.stop()
+
+
+async def test_rule_a_frame_over_the_limit_from_a_peer_is_skipped_and_its_link_stays_up() -> None:
+    """A peer of an earlier version may send a frame over the limit (an entry written before operations
+    were held to it): it is read past, not a reason to close the connection its other frames share."""
+    port_a, port_b = free_ports(2)
+    inbox, losses = Inbox(), LinkLosses()
+    b = Transport("b", Address("127.0.0.1", port_b), "s3cret", inbox, on_link_lost=losses)
+    await b.start()
+    b.set_peer("old", Address("127.0.0.1", port_a))  # nothing listens there: only its inbound link counts
+    reader, writer = await asyncio.open_connection(b.listen.host, b.listen.port)
+    try:
+        challenge = _decode(await _read_frame(reader))
+        nonce = b"n" * 16
+        proof = _proof(b"s3cret", b"dial", challenge[1], nonce, b"old")
+        writer.write(_frame(msgpack.packb(["hello", "old", nonce, proof])))
+        assert _decode(await asyncio.wait_for(_read_frame(reader), 10))[0] == "welcome"
+        writer.write(_kind_and_body_frame(KIND_RAFT, bytes(MAX_FRAME_BYTES)))  # over, with its envelope
+        writer.write(_kind_and_body_frame(KIND_RAFT, b"after"))
+        await writer.drain()
+        await asyncio.wait_for(inbox.arrived.wait(), 30)
+        assert inbox.frames == [("old", KIND_RAFT, b"after")]
+        assert losses.lost == [] and b.skipped_frames == 1
+    finally:
+        writer.close()
+        await writer.wait_closed()
+        await b.stop()
