@@ -2,9 +2,12 @@
 
 It checks out pending dead letters (`DeadLetterSource.dlx_checkout`), publishes them to the target
 queue with confirms (`ConfirmedPublisher`), and only then settles them in the source (`dlx_settle`). A
-failed publish (target missing, full, without quorum, unreachable) is retried with backoff and the same
-publisher/seq, so the target deduplicates a retry of the same batch. When leadership moves, the new
-leader's worker takes over the unsettled ones: duplicates are possible, loss is not.
+batch is published in parts of at most PUBLISH_BYTES of bodies (a larger letter alone), each its own
+seq: one publish of many large letters would be refused for good, its operation too large for the frame
+that replicates it. A failed publish (target missing, full, without quorum, unreachable) is retried
+with backoff and the same publisher/seq, so the target deduplicates a retry of the same part. When
+leadership moves, the new leader's worker takes over the unsettled ones: duplicates are possible, loss
+is not.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ DEFAULT_PREFETCH = 32
 IDLE_WAIT_S = 1.0
 MIN_BACKOFF_S = 0.05
 MAX_BACKOFF_S = 5.0
+PUBLISH_BYTES = 8 * 1024 * 1024  # a part's bodies: with its headers, far within an operation's limit
+
+Letter = tuple[int, StoredMessage, int]  # id, message, priority
 
 
 class DeadLetterSource(Protocol):
@@ -114,13 +120,20 @@ class DeadLetterWorker:
                 log.exception("queue %s: dead-letter worker error; going on", self.leader.name)
                 await asyncio.sleep(MAX_BACKOFF_S)
 
-    async def _checkout(self) -> list[tuple[int, StoredMessage, int]]:
+    async def _checkout(self) -> list[Letter]:
         try:
             return await self.leader.dlx_checkout(self.worker_id, self.prefetch)
         except NotLeader:
             return []
 
-    async def _deliver(self, batch: list[tuple[int, StoredMessage, int]]) -> None:
+    async def _deliver(self, batch: list[Letter]) -> None:
+        for part in _parts(batch):
+            if not await self._deliver_part(part):
+                return
+
+    async def _deliver_part(self, batch: list[Letter]) -> bool:
+        """Publish letters and settle them; False when they are left to the next leader's worker, or
+        dropped with the strategy."""
         self._seq += 1
         backoff = MIN_BACKOFF_S
         messages: list[tuple[StoredMessage, int | None]] = [(message, None) for _, message, _ in batch]
@@ -128,7 +141,7 @@ class DeadLetterWorker:
         while True:
             target = self.leader.dead_letter_target()
             if target is None:
-                return  # the strategy changed: the state machine dropped the pending letters
+                return False  # the strategy changed: the state machine dropped the pending letters
             try:
                 await self.publisher.publish_confirmed(
                     target, messages, self.worker_id, self._seq, priorities
@@ -144,8 +157,23 @@ class DeadLetterWorker:
         while True:
             try:
                 await self.leader.dlx_settle(ids)
-                return
+                return True
             except NotLeader:
                 if not self.leader.is_leader:
-                    return  # the next leader's worker re-publishes (a duplicate, never a loss)
+                    return False  # the next leader's worker re-publishes (a duplicate, never a loss)
                 await asyncio.sleep(MIN_BACKOFF_S)
+
+
+def _parts(batch: list[Letter]) -> list[list[Letter]]:
+    """The batch in order, in parts whose bodies add up to at most PUBLISH_BYTES (a larger one alone)."""
+    parts: list[list[Letter]] = []
+    size = 0
+    for letter in batch:
+        body = len(letter[1].body)
+        if parts and size + body <= PUBLISH_BYTES:
+            parts[-1].append(letter)
+            size += body
+        else:
+            parts.append([letter])
+            size = body
+    return parts

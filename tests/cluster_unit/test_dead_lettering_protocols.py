@@ -13,9 +13,12 @@ import pytest
 from cluster.dead_lettering.dispatcher import DeadLetterDispatcher
 from cluster.dead_lettering.publisher import ClusterPublisher
 from cluster.dead_lettering.worker import DeadLetterWorker
+from cluster.entry_codec import encode_queue_op
 from cluster.errors import NotLeader
+from cluster.proposals import ProposalBatcher
 from cluster.queue_results import Published
 from cluster.stored_message import StoredMessage
+from queue_state.commands import Enqueue, EntryMeta, NewMessage
 from queue_state.effects import DeadLetter, Delivery
 
 Messages = Sequence[tuple[StoredMessage, int | None]]
@@ -195,3 +198,35 @@ async def test_the_dispatcher_runs_one_worker_beside_each_source_queue_this_node
     dispatcher.leadership_changed(source, False)
     assert dispatcher.workers == {}
     await asyncio.sleep(0)
+
+
+class ReplicatingPublisher(Publisher):
+    """Confirms what a queue's leader would propose: the publish's operation, encoded as the door encodes
+    it, must pass the leader's batcher (TooLarge beyond what a frame between nodes carries)."""
+
+    async def publish_confirmed(
+        self,
+        target: str,
+        messages: Messages,
+        publisher: str | None,
+        seq: int | None,
+        priorities: Sequence[int] | None = None,
+    ) -> None:
+        self.attempts.append((target, [m.body for m, _ in messages], publisher, seq))
+        sizes = tuple(NewMessage(len(m.body), expiration) for m, expiration in messages)
+        op = encode_queue_op(EntryMeta(0), Enqueue(sizes, publisher, seq), [m for m, _ in messages])
+        ProposalBatcher().submit(op).cancel()
+
+
+async def test_rule_dead_letters_too_large_for_one_publish_together_are_published_in_parts_that_fit() -> None:
+    """A batch of large dead letters in one publish would be refused for good (its operation cannot fit
+    a frame between nodes), and the source would keep them for ever: each part published fits."""
+    large = 20 << 20
+    letters = [(n, StoredMessage(bytes([n]) * large, {}, "base64"), 0) for n in range(1, 6)]
+    source, publisher = Source(list(letters)), ReplicatingPublisher()
+    worker = DeadLetterWorker(source, publisher)
+    await run_until(worker, lambda: sorted(i for ids in source.settled for i in ids) == [1, 2, 3, 4, 5])
+    assert worker.retries == 0  # no part was refused
+    assert sorted(body for _, bodies, _, _ in publisher.attempts for body in bodies) == [
+        message.body for _, message, _ in letters
+    ]
