@@ -8,7 +8,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 
-from cluster.dead_lettering.messages import dead_letter_messages, priorities_of
+from cluster.dead_lettering.messages import dead_letter_messages, priorities_of, publish_parts
 from cluster.dead_lettering.publisher import ClusterPublisher
 from cluster.dead_lettering.worker import DEFAULT_PREFETCH, DeadLetterSource, DeadLetterWorker
 from cluster.stored_message import StoredMessage
@@ -39,15 +39,18 @@ class DeadLetterDispatcher:
     def dead_lettered(
         self, source: str, effect: DeadLetter, held: list[tuple[Delivery, StoredMessage]], now_ms: int
     ) -> None:
-        """At most once: publish what `source` dead-lettered (with their bodies, `held`) to its target,
-        without waiting and forgetting them on failure; dropped when the target does not exist."""
+        """At most once: publish what `source` dead-lettered (with their bodies, `held`) to its target
+        (in parts, `publish_parts`), without waiting and forgetting them on failure; dropped when the
+        target does not exist."""
         target = effect.target
         if not target or not self._declared(target):
             log.info("queue %s: %d dead-lettered (%s), no target", source, len(held), effect.reason)
             return
         messages = dead_letter_messages(source, effect.reason, held, now_ms, effect.reason_text)
-        priorities = priorities_of([delivery.priority for delivery, _ in held])
-        asyncio.get_running_loop().create_task(self._publish_once(target, messages, priorities))
+        levels = [delivery.priority for delivery, _ in held]
+        for part in publish_parts([len(message.body) for message, _ in messages]):
+            publish = self._publish_once(target, messages[part], priorities_of(levels[part]))
+            asyncio.get_running_loop().create_task(publish)
 
     async def _publish_once(
         self, target: str, messages: list[tuple[StoredMessage, int | None]], priorities: list[int] | None

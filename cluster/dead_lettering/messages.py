@@ -40,6 +40,27 @@ def priorities_of(levels: list[int]) -> list[int] | None:
     return levels if any(levels) else None
 
 
+PUBLISH_BYTES = 8 * 1024 * 1024
+"""The bodies one publish of dead letters carries at most (a larger letter goes alone): with their
+headers, far within what one replicated operation may hold (`cluster.proposals.MAX_OPERATION_BYTES`),
+which a publish of many large letters would exceed, refused for good."""
+
+
+def publish_parts(sizes: list[int]) -> list[slice]:
+    """Consecutive parts of letters of these body sizes, each publishing at most PUBLISH_BYTES of bodies
+    (a larger letter alone), in order."""
+    parts: list[slice] = []
+    start = size = 0
+    for end, body in enumerate(sizes):
+        if end > start and size + body > PUBLISH_BYTES:
+            parts.append(slice(start, end))
+            start, size = end, 0
+        size += body
+    if start < len(sizes):
+        parts.append(slice(start, len(sizes)))
+    return parts
+
+
 def dead_letter_messages(
     source: str,
     reason: str,

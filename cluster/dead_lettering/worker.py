@@ -1,13 +1,11 @@
 """The at-least-once dead-letter worker of one source queue, running beside the source's leader.
 
 It checks out pending dead letters (`DeadLetterSource.dlx_checkout`), publishes them to the target
-queue with confirms (`ConfirmedPublisher`), and only then settles them in the source (`dlx_settle`). A
-batch is published in parts of at most PUBLISH_BYTES of bodies (a larger letter alone), each its own
-seq: one publish of many large letters would be refused for good, its operation too large for the frame
-that replicates it. A failed publish (target missing, full, without quorum, unreachable) is retried
-with backoff and the same publisher/seq, so the target deduplicates a retry of the same part. When
-leadership moves, the new leader's worker takes over the unsettled ones: duplicates are possible, loss
-is not.
+queue with confirms (`ConfirmedPublisher`), and only then settles them in the source (`dlx_settle`), in
+parts that fit one publish (`publish_parts`), each its own seq. A failed publish (target missing, full,
+without quorum, unreachable) is retried with backoff and the same publisher/seq, so the target
+deduplicates a retry of the same part. When leadership moves, the new leader's worker takes over the
+unsettled ones: duplicates are possible, loss is not.
 """
 
 from __future__ import annotations
@@ -18,7 +16,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Protocol
 
-from cluster.dead_lettering.messages import priorities_of
+from cluster.dead_lettering.messages import priorities_of, publish_parts
 from cluster.errors import NotLeader
 from cluster.stored_message import StoredMessage
 
@@ -28,7 +26,6 @@ DEFAULT_PREFETCH = 32
 IDLE_WAIT_S = 1.0
 MIN_BACKOFF_S = 0.05
 MAX_BACKOFF_S = 5.0
-PUBLISH_BYTES = 8 * 1024 * 1024  # a part's bodies: with its headers, far within an operation's limit
 
 Letter = tuple[int, StoredMessage, int]  # id, message, priority
 
@@ -127,8 +124,8 @@ class DeadLetterWorker:
             return []
 
     async def _deliver(self, batch: list[Letter]) -> None:
-        for part in _parts(batch):
-            if not await self._deliver_part(part):
+        for part in publish_parts([len(message.body) for _, message, _ in batch]):
+            if not await self._deliver_part(batch[part]):
                 return
 
     async def _deliver_part(self, batch: list[Letter]) -> bool:
@@ -162,18 +159,3 @@ class DeadLetterWorker:
                 if not self.leader.is_leader:
                     return False  # the next leader's worker re-publishes (a duplicate, never a loss)
                 await asyncio.sleep(MIN_BACKOFF_S)
-
-
-def _parts(batch: list[Letter]) -> list[list[Letter]]:
-    """The batch in order, in parts whose bodies add up to at most PUBLISH_BYTES (a larger one alone)."""
-    parts: list[list[Letter]] = []
-    size = 0
-    for letter in batch:
-        body = len(letter[1].body)
-        if parts and size + body <= PUBLISH_BYTES:
-            parts[-1].append(letter)
-            size += body
-        else:
-            parts.append([letter])
-            size = body
-    return parts

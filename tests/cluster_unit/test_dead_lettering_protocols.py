@@ -200,9 +200,16 @@ async def test_the_dispatcher_runs_one_worker_beside_each_source_queue_this_node
     await asyncio.sleep(0)
 
 
+def proposed(messages: Messages, publisher: str | None, seq: int | None) -> None:
+    """What a queue's leader does with a publish before it replicates it: its operation, encoded as the
+    door encodes it, passes the leader's batcher (TooLarge beyond what a frame between nodes carries)."""
+    sizes = tuple(NewMessage(len(m.body), expiration) for m, expiration in messages)
+    op = encode_queue_op(EntryMeta(0), Enqueue(sizes, publisher, seq), [m for m, _ in messages])
+    ProposalBatcher().submit(op).cancel()
+
+
 class ReplicatingPublisher(Publisher):
-    """Confirms what a queue's leader would propose: the publish's operation, encoded as the door encodes
-    it, must pass the leader's batcher (TooLarge beyond what a frame between nodes carries)."""
+    """Confirms what a queue's leader would propose."""
 
     async def publish_confirmed(
         self,
@@ -213,16 +220,16 @@ class ReplicatingPublisher(Publisher):
         priorities: Sequence[int] | None = None,
     ) -> None:
         self.attempts.append((target, [m.body for m, _ in messages], publisher, seq))
-        sizes = tuple(NewMessage(len(m.body), expiration) for m, expiration in messages)
-        op = encode_queue_op(EntryMeta(0), Enqueue(sizes, publisher, seq), [m for m, _ in messages])
-        ProposalBatcher().submit(op).cancel()
+        proposed(messages, publisher, seq)
+
+
+LARGE = 20 << 20  # five letters this large are too many for one publish
 
 
 async def test_rule_dead_letters_too_large_for_one_publish_together_are_published_in_parts_that_fit() -> None:
     """A batch of large dead letters in one publish would be refused for good (its operation cannot fit
     a frame between nodes), and the source would keep them for ever: each part published fits."""
-    large = 20 << 20
-    letters = [(n, StoredMessage(bytes([n]) * large, {}, "base64"), 0) for n in range(1, 6)]
+    letters = [(n, StoredMessage(bytes([n]) * LARGE, {}, "base64"), 0) for n in range(1, 6)]
     source, publisher = Source(list(letters)), ReplicatingPublisher()
     worker = DeadLetterWorker(source, publisher)
     await run_until(worker, lambda: sorted(i for ids in source.settled for i in ids) == [1, 2, 3, 4, 5])
@@ -230,3 +237,35 @@ async def test_rule_dead_letters_too_large_for_one_publish_together_are_publishe
     assert sorted(body for _, bodies, _, _ in publisher.attempts for body in bodies) == [
         message.body for _, message, _ in letters
     ]
+
+
+class ReplicatingDoor(Door):
+    """A door that publishes what its leader would propose."""
+
+    async def publish(
+        self,
+        messages: Messages,
+        publisher: str | None,
+        seq: int | None,
+        *,
+        priorities: Sequence[int] | None = None,
+    ) -> Published:
+        proposed(messages, publisher, seq)
+        return await super().publish(messages, publisher, seq, priorities=priorities)
+
+
+async def test_rule_at_most_once_dead_letters_too_large_for_one_publish_together_go_in_parts_that_fit() -> (
+    None
+):
+    """Dead letters that leave together (an expiry, a purge of a dead-lettering queue) are published in
+    parts: in one publish they would be refused, and at most once means never sent again."""
+    door = ReplicatingDoor()
+    dispatcher = DeadLetterDispatcher(ClusterPublisher(lambda q: door, lambda q: "", None), lambda q: True)
+    deliveries = tuple(Delivery(n, 0, False, 0) for n in range(1, 6))
+    held = [(d, StoredMessage(bytes([d.id]) * LARGE, {}, "base64")) for d in deliveries]
+    dispatcher.dead_lettered("src", DeadLetter("expired", "dlq", deliveries), held, now_ms=5)
+    for _ in range(500):
+        if sum(len(bodies) for bodies, _, _ in door.published) == 5:
+            break
+        await asyncio.sleep(0.01)
+    assert sorted(body for bodies, _, _ in door.published for body in bodies) == [m.body for _, m in held]
