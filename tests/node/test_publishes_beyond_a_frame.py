@@ -5,10 +5,13 @@ connection; the queue keeps committing the publishes that follow."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import msgpack
+import pytest
 from raw_stream import publish, raw_stream
 
 from cli.node_processes import HARNESS_HEADERS, ProcessCluster
@@ -17,6 +20,19 @@ from quorumq import Client
 REQUEST_LIMIT = 64 << 20  # max_request_bytes, by default
 MESSAGE_LIMIT = 16 << 20  # max_message_bytes, by default
 ANSWER_TIMEOUT_S = 60.0  # a refusal comes at once; a publish that wedged its queue never answered
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[ProcessCluster]:
+    """A 3-node cluster whose followers stand only after 3 s without a leader: a node taking a 64 MiB
+    body in (copies of it read, decoded and encoded on its loop) may stall for a few heartbeats on a
+    loaded machine, and a leader change would answer these publishes 503 instead."""
+    running = ProcessCluster.start(tmp_path, count=3, env={"QUORUMQ_ELECTION_TICKS": "30"})
+    yield running
+    running.stop()
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        print(running.log_tails())
 
 
 def _of_size(size: int, **fields: Any) -> bytes:
