@@ -40,7 +40,7 @@ from cluster.node_environment import NodeEnvironment, production_environment
 from cluster.node_record import NODE_FILE, load_or_record_seeds
 from cluster.node_status import NodeStatus
 from cluster.peer_auth import NodeCaller
-from cluster.peer_requests import PeerRequests
+from cluster.peer_requests import ID_BITS, PeerRequests
 from cluster.queue_directory import QueueDirectory
 from cluster.queue_hosting import QueueHosting
 from cluster.queue_leader import QueueLeader
@@ -82,7 +82,7 @@ class Node:
         self.env = environment if environment is not None else production_environment()
         self.store: NodeStore | None = None
         self.transport = self.env.transport(config, self._on_frame, self._on_link_lost)
-        self.peer_requests = PeerRequests(self.transport)
+        self.peer_requests = PeerRequests(self.transport, self.env.rng.getrandbits(ID_BITS))
         self.caller = NodeCaller.from_config(config)
         self.host: RaftHost | None = None
         self.meta = MetadataApp(self._metadata_changed)
