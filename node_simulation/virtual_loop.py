@@ -13,7 +13,7 @@ import asyncio
 import contextvars
 from collections.abc import Callable
 from concurrent.futures import Executor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -21,10 +21,19 @@ T = TypeVar("T")
 
 @dataclass(eq=False)
 class Process:
-    """One run of one node's code, from start to its end (a crash, a power loss, a clean stop)."""
+    """One run of one node's code, from start to its end (a crash, a power loss, a clean stop).
+
+    It holds its tasks: once it is killed they stay pending, and must not be collected before the run
+    ends, or the collector would run their `finally` blocks on behalf of whatever runs at that moment."""
 
     name: str
     alive: bool = True
+    tasks: list[asyncio.Task[Any]] = field(default_factory=list)
+
+    def hold(self, task: asyncio.Task[Any]) -> None:
+        if len(self.tasks) > 1024 and self.alive:
+            self.tasks = [t for t in self.tasks if not t.done()]
+        self.tasks.append(task)
 
 
 process: contextvars.ContextVar[Process | None] = contextvars.ContextVar("process", default=None)
@@ -57,6 +66,17 @@ def _run_if_alive(callback: Callable[..., object], *args: Any) -> None:
         callback(*args)
 
 
+def _held_task(
+    loop: asyncio.AbstractEventLoop, coro: Any, *, context: contextvars.Context | None = None, **kwargs: Any
+) -> asyncio.Task[Any]:
+    """A task, held by the process it runs for."""
+    task = asyncio.Task(coro, loop=loop, context=context, **kwargs)
+    running = context.get(process) if context is not None else process.get()
+    if running is not None:
+        running.hold(task)
+    return task
+
+
 class VirtualLoop(asyncio.BaseEventLoop):
     """The loop of a simulation: `time()` is virtual and starts at 0."""
 
@@ -64,6 +84,7 @@ class VirtualLoop(asyncio.BaseEventLoop):
         super().__init__()
         self._now = 0.0
         self._selector = _NoSelector(self)
+        self.set_task_factory(_held_task)
 
     def time(self) -> float:
         return self._now
@@ -86,6 +107,8 @@ class VirtualLoop(asyncio.BaseEventLoop):
         *args: Any,
         context: contextvars.Context | None = None,
     ) -> asyncio.TimerHandle:
+        if self.is_closed():  # as in call_soon
+            return asyncio.TimerHandle(when, callback, args, self, context)
         return super().call_at(when, _run_if_alive, callback, *args, context=context)
 
     def run_in_executor(  # type: ignore[override]
