@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,8 +94,18 @@ class ProposalBatcher:
         return data, futures
 
     def proposed(self, index: int, term: int, futures: list[asyncio.Future]) -> None:
-        """Remember that the entry at `index` of `term` carries these operations."""
+        """Remember that the entry at `index` of `term` carries these operations. An entry still awaited
+        at that index (of an earlier term, which this node's log no longer holds) may yet commit
+        elsewhere: its callers are answered that its outcome is unknown."""
+        replaced = self.in_flight.pop(index, None)
+        if replaced is not None:
+            _fail(replaced.futures, ProposalFailed("entry replaced in this node's log", outcome_unknown=True))
         self.in_flight[index] = _InFlight(term, futures)
+
+    def refuse(self, futures: list[asyncio.Future], error: ProposalFailed) -> None:
+        """Fail operations `take` handed out that could not be proposed (those whose caller gave up
+        already stay as they are)."""
+        _fail(futures, error)
 
     def watch(self, index: int, term: int) -> asyncio.Future:
         """A future resolved with None once the entry at `index` is applied with `term` (an entry that
@@ -116,6 +127,29 @@ class ProposalBatcher:
             if not future.done():
                 future.set_result(results[i] if i < len(results) else None)
         return time.perf_counter() - flight.proposed_at
+
+    def forget_replaced(
+        self, term_at: Callable[[int], int | None], held_term: int | None, leader: str | None
+    ) -> None:
+        """Fail, outcome unknown, every entry still awaited that this node's log no longer holds:
+        `term_at(index)` (None once compacted under a snapshot, or beyond the log) is not the term it was
+        proposed in. A snapshot installed over it tells no results, and an entry a newer leader's
+        replaced here may still commit through a node that holds it; either way this node will never
+        apply it, and its callers would wait for ever. Entries of `held_term`, the term this node leads
+        in (None when it does not lead), are held: a leader never loses its own entries.
+
+        Entries are awaited in the order they were proposed, so of increasing terms: the check stops
+        at the first entry of `held_term`, and costs a leader nothing while it leads."""
+        gone = []
+        for index, flight in self.in_flight.items():
+            if flight.term == held_term:
+                break
+            if term_at(index) != flight.term:
+                gone.append(index)
+        if gone:
+            unknown = ProposalFailed("entry no longer in this node's log", leader, outcome_unknown=True)
+            for index in gone:
+                _fail(self.in_flight.pop(index).futures, unknown)
 
     def fail(self, error: ProposalFailed, *, in_flight: bool = False) -> None:
         """Fail pending operations (and, with `in_flight`, every entry still awaited, whose outcome is

@@ -592,12 +592,10 @@ class RaftHost:
                 index = group.raft.propose(data)
             except NotLeaderError as exc:
                 leader = getattr(exc, "leader_hint", None)
-                for future in futures:
-                    future.set_exception(ProposalFailed(f"not the leader of {group.gid}", leader))
+                group.batcher.refuse(futures, ProposalFailed(f"not the leader of {group.gid}", leader))
                 continue
             except ProposalDroppedError:
-                for future in futures:
-                    future.set_exception(ProposalFailed(f"leadership of {group.gid} is moving"))
+                group.batcher.refuse(futures, ProposalFailed(f"leadership of {group.gid} is moving"))
                 continue
             group.batcher.proposed(index, group.raft.term, futures)
 
@@ -634,18 +632,21 @@ class RaftHost:
             group.applied_bytes += len(entry.data)
             self.applied_data_bytes += len(entry.data)
         is_leader = group.raft.is_leader
+        if ready.snapshot is not None or ready.entries:  # the log may have lost entries still awaited
+            held_term = group.raft.term if is_leader else None
+            group.batcher.forget_replaced(group.raft.entry_term, held_term, group.raft.leader)
         if is_leader != group.was_leader:
             group.was_leader = is_leader
             self.leader_changes += 1
             _log_leadership(group)
-            if is_leader:
-                group.led_term = group.raft.term
-            else:
+            if not is_leader:
                 group.batcher.fail(
                     ProposalFailed("lost leadership", group.raft.leader),
                     in_flight=self._stepped_down_alone(group),
                 )
             group.app.role_changed(is_leader)
+        if is_leader:
+            group.led_term = group.raft.term
         if self._snapshot_due(group):
             self._snapshot(group)
 
@@ -665,7 +666,9 @@ class RaftHost:
         from no majority). Its entries still awaited cannot commit until it hears from a leader again, so
         their callers are answered now (503 `outcome_unknown`: a deduplicated retry elsewhere is safe)
         rather than when the fault heals. After a newer term, the new leader's appends settle them
-        soon: applied with their results, or failed as overwritten."""
+        soon: applied with their results, failed as overwritten once another entry is applied at their
+        index, or (outcome unknown) once a snapshot covers them or the new leader's entries replace
+        them here (`ProposalBatcher.forget_replaced`)."""
         return group.raft.leader is None and group.raft.term == group.led_term
 
     def _snapshot(self, group: Group) -> None:

@@ -12,8 +12,9 @@ group from its bootstrap configuration; the leader replaces its replica as produ
 old incarnation, add the new one as a learner).
 
 `SafetyChecker` checks Raft's invariants after every step and every delivered frame; every publish a
-client saw confirmed must, after healing, be in every member's queue with its body. One seed reproduces
-a failure, whatever PYTHONHASHSEED is (the summary ends with a digest of every frame delivered):
+client saw confirmed must, after healing, be in every member's queue with its body, and every publish
+made to a process still running must have been answered. One seed reproduces a failure, whatever
+PYTHONHASHSEED is (the summary ends with a digest of every frame delivered):
 
     python -m cluster.simulation --first-seed 17 --seeds 1
 """
@@ -157,6 +158,7 @@ class SimStats:
 class _Publish:
     body: bytes
     future: asyncio.Future
+    host: RaftHost  # the process it was made to: a client of one that crashed sees its connection close
 
 
 class Simulation:
@@ -246,6 +248,7 @@ class Simulation:
                 continue
             if self._is_confirmed(marker) and self._members_caught_up(leader):
                 self._check_queues(leader)
+                self._check_answered()
                 return
         raise LivenessViolation(f"seed {self.seed}: no leader confirmed a publish after healing")
 
@@ -569,7 +572,7 @@ class Simulation:
         except ProposalFailed as failed:
             future = asyncio.get_running_loop().create_future()
             future.set_exception(failed)
-        publish = _Publish(body, future)
+        publish = _Publish(body, future, leader.running)
         self._publishes.append(publish)
         return publish
 
@@ -584,6 +587,13 @@ class Simulation:
                 self.confirmed[reply.ids[0]] = publish.body
                 self.stats.confirmed += 1
         self._publishes = waiting
+
+    def _check_answered(self) -> None:
+        """Every publish made to a process still running was answered (the cluster healed and settled)."""
+        running = {id(node.host) for node in self._alive()}
+        unanswered = [p.body for p in self._publishes if not p.future.done() and id(p.host) in running]
+        if unanswered:
+            raise LivenessViolation(f"seed {self.seed}: publishes never answered after healing: {unanswered}")
 
     @staticmethod
     def _is_confirmed(publish: _Publish) -> bool:

@@ -119,3 +119,36 @@ async def test_rule_the_largest_operation_accepted_travels_in_an_append_that_fit
     )
     frame = _kind_and_body_frame(KIND_RAFT, *encode_message_parts(append))
     assert len(frame) - FRAME_HEADER.size <= MAX_FRAME_BYTES
+async def test_rule_entries_the_log_no_longer_holds_are_answered_outcome_unknown() -> None:
+    """Compacted under a snapshot (no term), or replaced by another term's entry: never applied here."""
+    batcher = ProposalBatcher()
+    covered, replaced, held, beyond = (batcher.watch(index, 2) for index in (4, 5, 6, 7))
+    log_terms = {5: 3, 6: 2}
+    batcher.forget_replaced(log_terms.get, None, "n2")
+    assert not held.done() and list(batcher.in_flight) == [6]
+    for future in (covered, replaced, beyond):
+        failure = future.exception()
+        assert isinstance(failure, ProposalFailed) and failure.outcome_unknown and failure.leader == "n2"
+
+
+async def test_rule_a_leader_keeps_the_entries_of_the_term_it_leads_in_without_looking_them_up() -> None:
+    batcher = ProposalBatcher()
+    older, own = batcher.watch(3, 1), batcher.watch(4, 2)
+    looked_up: list[int] = []
+
+    def term_at(index: int) -> int | None:
+        looked_up.append(index)
+        return None  # neither is held any more: only the older one is looked up
+
+    batcher.forget_replaced(term_at, 2, None)
+    assert looked_up == [3] and older.done() and not own.done()
+
+
+async def test_rule_an_entry_proposed_at_the_index_of_one_still_awaited_answers_the_older() -> None:
+    batcher = ProposalBatcher()
+    older = batcher.watch(3, 1)
+    newer = batcher.watch(3, 2)
+    failure = older.exception()
+    assert isinstance(failure, ProposalFailed) and failure.outcome_unknown
+    batcher.applied(3, 2, [])
+    assert newer.result() is None
