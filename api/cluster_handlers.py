@@ -10,7 +10,8 @@ from api.app_keys import FORMATS, METADATA, METRICS, STATUS
 
 async def health(request: web.Request) -> web.StreamResponse:
     """GET /api/health: 200 once `NodeStatus.readiness` is ok (leader known, registered, users known),
-    else 503; `damage` tells of a damaged database set aside (`NodeStatus.damage_status`), `store_check`
+    else 503; `groups_halted` lists the groups whose replica here cannot read a committed entry;
+    `damage` tells of a damaged database set aside (`NodeStatus.damage_status`), `store_check`
     whether the read of the whole database after start is done (`StoreCheck.report`), `formats` which
     version of each replicated format the node reads and writes (`FormatVersions.report`)."""
     status = request.app[STATUS]
@@ -24,6 +25,10 @@ async def health(request: web.Request) -> web.StreamResponse:
         "groups_led": groups.led,
         "groups_without_leader": groups.without_leader,
         "groups_repairing": groups.repairing,
+        "groups_halted": [
+            {"group": gid, "index": halted.index, "reason": halted.reason}
+            for gid, halted in groups.halted.items()
+        ],
         "queues": len(request.app[METADATA].queues),
         "damage": status.damage_status(),
         "store_check": status.store_check.report(),

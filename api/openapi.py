@@ -349,12 +349,25 @@ HEALTH: Schema = {
     "required": ["node", "status", "metadata_leader", "groups_hosted", "groups_led", "damage", "store_check"],
     "properties": {
         "node": {"type": "string"},
-        "status": {"enum": ["ok", "no_quorum", "initialising"]},
+        "status": {"enum": ["ok", "no_quorum", "initialising", "halted"]},
         "metadata_leader": {"type": ["string", "null"]},
         "groups_hosted": {"type": "integer"},
         "groups_led": {"type": "integer"},
         "groups_without_leader": GROUP_IDS,
         "groups_repairing": GROUP_IDS,
+        "groups_halted": {
+            "type": "array",
+            "description": "groups whose replica here cannot read the committed entry at index: halted there",
+            "items": {
+                "type": "object",
+                "required": ["group", "index", "reason"],
+                "properties": {
+                    "group": {"type": "string"},
+                    "index": {"type": "integer"},
+                    "reason": {"type": "string"},
+                },
+            },
+        },
         "queues": {"type": "integer"},
         "damage": DAMAGE,
         "store_check": STORE_CHECK,

@@ -3,11 +3,11 @@ metadata commands (`metadata/codec.py`).
 
 The rolling-upgrade rule, one for both formats: a node writes the newest version of a format every other
 node of the cluster (the metadata group's voters and learners) said it reads, up to its own, and version
-0 while one said nothing. Any node can be added to any queue's group later, and an older node that
-receives an entry it cannot decode skips it and parts from the other replicas; so a node that joins once
-the newest version is written must run this version or a later one. Every node says what it reads to
-each peer in one control frame every second (`{"queue_codec": N, "metadata_codec": M}`; `CodecReads`
-takes each key from any frame, so the separate frames of earlier versions count as well).
+0 while one said nothing. Any node can be added to any queue's group later, and the replica of an older
+node that receives an entry it cannot decode halts there (`cluster.unreadable_entry`); so a node that
+joins once the newest version is written must run this version or a later one. Every node says what it
+reads to each peer in one control frame every second (`{"queue_codec": N, "metadata_codec": M}`;
+`CodecReads` takes each key from any frame, so the separate frames of earlier versions count as well).
 """
 
 from __future__ import annotations

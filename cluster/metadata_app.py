@@ -3,17 +3,15 @@ changed."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 
 from cluster.entry_codec import EntryDecodeError, entry_ops
 from cluster.metadata.codec import MetadataDecodeError, decode
 from cluster.metadata.machine import MetadataMachine
-from cluster.metadata.replies import Invalid, Reply
+from cluster.metadata.replies import Reply
 from cluster.metadata.snapshot import decode_snapshot, encode_snapshot
+from cluster.unreadable_entry import UnreadableEntry
 from raft_log.types import Entry
-
-log = logging.getLogger(__name__)
 
 
 class MetadataApp:
@@ -25,22 +23,14 @@ class MetadataApp:
         self._on_change = on_change
 
     def apply(self, entry: Entry) -> list[Reply]:
-        """Apply the batch of metadata commands in an entry (of any codec version); a command that does
-        not decode is answered `Invalid` and changes nothing."""
+        """Apply the batch of metadata commands in an entry (of any codec version). UnreadableEntry,
+        with nothing applied, when one of them does not decode (the leader writes only commands it
+        encoded, in a version every node said it reads: such an entry is a later version's, or damaged)."""
         try:
-            ops = entry_ops(entry.data)
-        except EntryDecodeError as exc:
-            log.error("metadata: entry at index %d skipped: %s", entry.index, exc)
-            return []
-        replies: list[Reply] = []
-        for op in ops:
-            try:
-                command = decode(op)
-            except MetadataDecodeError as exc:
-                log.warning("metadata: malformed command at index %d: %s", entry.index, exc)
-                replies.append(Invalid(f"malformed metadata command: {exc}"))
-                continue
-            replies.append(self.state.apply(command))
+            commands = [decode(op) for op in entry_ops(entry.data)]
+        except (EntryDecodeError, MetadataDecodeError) as exc:
+            raise UnreadableEntry(f"metadata: {exc}") from exc
+        replies = [self.state.apply(command) for command in commands]
         self._on_change()
         return replies
 

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from cluster.metadata_view import MetadataView
-from cluster.raft_host import Group
+from cluster.raft_host import Group, Halted
 from cluster.store_check import StoreCheck
 from cluster.store_damage import Damage
 from raft_log.types import ConfState
@@ -38,12 +38,13 @@ class LivePeers(Protocol):
 @dataclass(frozen=True)
 class GroupsSummary:
     """The Raft groups this node hosts: how many, how many it leads, the queue groups without a known
-    leader and the groups still repairing their log."""
+    leader, the groups still repairing their log and those halted here (an entry this node cannot read)."""
 
     hosted: int
     led: int
     without_leader: list[str]
     repairing: list[str]
+    halted: dict[str, Halted]
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,10 @@ class NodeStatus:
     def readiness(self) -> str:
         """`ok` once a metadata leader is known, this node's addresses are registered and the user
         table is initialised (before that every login is answered 503); else `no_quorum` or
-        `initialising`."""
+        `initialising`; `halted` once the metadata group halted here (this node's view of the cluster
+        no longer moves)."""
+        if self._raft.groups[self._meta_group].halted is not None:
+            return "halted"
         if self.meta_leader() is None:
             return "no_quorum"
         registered = self.name in self._metadata.nodes
@@ -146,11 +150,12 @@ class NodeStatus:
         groups = self._raft.groups
         return GroupsSummary(
             hosted=len(groups),
-            led=sum(1 for group in groups.values() if group.raft.is_leader),
+            led=sum(1 for group in groups.values() if group.leading),
             without_leader=sorted(
                 gid for gid in groups if gid != self._meta_group and self._raft.leader_of(gid) is None
             ),
             repairing=sorted(gid for gid, group in groups.items() if group.raft.repair is not None),
+            halted={gid: group.halted for gid, group in sorted(groups.items()) if group.halted is not None},
         )
 
     def group_states(self) -> list[GroupState]:

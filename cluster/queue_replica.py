@@ -8,7 +8,6 @@ they are only used to forget bodies.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,8 +15,9 @@ from typing import Any
 import msgpack
 
 from cluster.bodies import BodyStore
-from cluster.entry_codec import EntryDecodeError, decode_queue_op, entry_ops, op_bodies
+from cluster.entry_codec import EntryDecodeError, QueueOp, decode_queue_op, entry_ops
 from cluster.stored_message import StoredMessage
+from cluster.unreadable_entry import UnreadableEntry
 from queue_state.arguments import QueueConfig
 from queue_state.command_codec import CommandDecodeError
 from queue_state.commands import Get
@@ -25,8 +25,6 @@ from queue_state.effects import Deliveries, Delivery, Enqueued, ForgetBodies, Re
 from queue_state.machine import QueueMachine
 from raft_log.storage import GroupLog
 from raft_log.types import Entry
-
-log = logging.getLogger(__name__)
 
 EffectSink = Callable[[list[Any]], None]
 
@@ -54,13 +52,13 @@ class QueueReplica:
         self.time_listener: Callable[[int], None] | None = None
 
     def apply(self, entry: Entry) -> list[Any]:
-        """Apply every operation of a committed entry; returns their replies."""
+        """Apply every operation of a committed entry; returns their replies. UnreadableEntry, with
+        nothing applied, when one of them does not decode."""
         try:
-            ops = entry_ops(entry.data)
-        except EntryDecodeError as exc:
-            log.error("queue %s: entry at index %d skipped: %s", self.name, entry.index, exc)
-            return []
-        if any(op_bodies(op) is not None for op in ops):
+            ops = [decode_queue_op(op) for op in entry_ops(entry.data)]
+        except (EntryDecodeError, CommandDecodeError) as exc:
+            raise UnreadableEntry(f"queue {self.name}: {exc}") from exc
+        if any(op.bodies is not None for op in ops):
             self.bodies.entry_applied(entry.index, entry.data)
         replies = [self._apply_op(op, entry.index, position) for position, op in enumerate(ops)]
         self._time_applied()
@@ -68,12 +66,7 @@ class QueueReplica:
             self.applied_listener()
         return replies
 
-    def _apply_op(self, op: Any, index: int, position: int) -> Reply | AutoAcked | None:
-        try:
-            decoded = decode_queue_op(op)
-        except CommandDecodeError as exc:
-            log.error("queue %s: bad operation at index %d: %s", self.name, index, exc)
-            return None
+    def _apply_op(self, decoded: QueueOp, index: int, position: int) -> Reply | AutoAcked:
         command = decoded.command
         reply: Reply | AutoAcked
         reply, effects = self.machine.apply(decoded.meta, command)

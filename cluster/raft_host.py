@@ -39,6 +39,7 @@ from cluster.peer_links import PeerLinks
 from cluster.proposals import ProposalBatcher, ProposalFailed
 from cluster.raft_metrics import RaftMetrics
 from cluster.transport import KIND_CONTROL, KIND_RAFT
+from cluster.unreadable_entry import UnreadableEntry
 from raft_log.confchange import ConfChange, apply_conf_change, decode_conf_change
 from raft_log.core import Config, RaftNode
 from raft_log.errors import MessageDecodeError, NotLeaderError, ProposalDroppedError
@@ -79,7 +80,8 @@ class GroupApp(Protocol):
     """The application a group replicates (the metadata, or one queue)."""
 
     def apply(self, entry: Entry) -> list[Any]:
-        """Apply a committed NORMAL entry; one result per operation it carries."""
+        """Apply a committed NORMAL entry; one result per operation it carries. UnreadableEntry, having
+        applied nothing, when it cannot decode it: the group then halts on this node."""
         ...
 
     def snapshot_data(self) -> bytes:
@@ -126,6 +128,14 @@ def _has_state(snapshot: Snapshot) -> bool:
     return snapshot.meta.index > 0
 
 
+@dataclass(frozen=True, slots=True)
+class Halted:
+    """Why a group stopped on this node: its application cannot read the committed entry at `index`."""
+
+    index: int
+    reason: str
+
+
 @dataclass
 class Group:
     """One Raft group hosted by this node."""
@@ -144,6 +154,12 @@ class Group:
     led_term: int = 0  # the term this node last led the group in
     held_ticks: int = 0
     conf: ConfState = field(default_factory=ConfState)
+    halted: Halted | None = None  # then the replica is still: it ticks, steps and applies nothing
+
+    @property
+    def leading(self) -> bool:
+        """Whether this node leads the group (a halted replica leads nothing, whatever its core says)."""
+        return self.raft.is_leader and self.halted is None
 
 
 def _log_leadership(group: Group) -> None:
@@ -280,16 +296,20 @@ class RaftHost:
     def campaign(self, gid: str) -> None:
         """Ask a group to hold an election now (used for a new queue's preferred leader)."""
         group = self.groups.get(gid)
-        if group is not None:
+        if group is not None and group.halted is None:
             group.raft.campaign()
             self._touch(gid)
 
     def leader_of(self, gid: str) -> str | None:
         """The leader this node believes a group has (local knowledge first, then peers' hints)."""
         group = self.groups.get(gid)
-        if group is not None and group.raft.leader:
+        if group is not None and group.halted is None and group.raft.leader:
             return group.raft.leader
-        if group is not None and group.raft.role in (Role.PRE_CANDIDATE, Role.CANDIDATE):
+        if (
+            group is not None
+            and group.halted is None
+            and group.raft.role in (Role.PRE_CANDIDATE, Role.CANDIDATE)
+        ):
             return None  # it heard no leader for an election timeout: hints (from leaders) are as old
         hint = self.leader_hints.get(gid)
         if hint is None or self._ticks - self._hint_ticks[gid] > LEADER_HINT_TICKS:
@@ -301,6 +321,8 @@ class RaftHost:
         group = self.groups.get(gid)
         if group is None:
             raise ProposalFailed(f"group {gid} is not hosted here", self.leader_of(gid))
+        if group.halted is not None:
+            raise ProposalFailed(f"group {gid} halted here: {group.halted.reason}", self.leader_of(gid))
         if not group.raft.is_leader:
             raise ProposalFailed(f"not the leader of {gid}", group.raft.leader)
         future = group.batcher.submit(op)
@@ -313,7 +335,7 @@ class RaftHost:
         Raises ProposalFailed when not the leader, and the core's ConfChangeInProgressError,
         InvalidConfChangeError or ProposalDroppedError."""
         group = self.groups.get(gid)
-        if group is None or not group.raft.is_leader:
+        if group is None or not group.leading:
             raise ProposalFailed(f"not the leader of {gid}", self.leader_of(gid))
         index = group.raft.propose_conf_change(change)
         self._touch(gid)
@@ -322,7 +344,7 @@ class RaftHost:
     def transfer_leadership(self, gid: str, to: str) -> None:
         """Ask the group's leader (this node) to hand leadership to voter `to`."""
         group = self.groups.get(gid)
-        if group is None or not group.raft.is_leader:
+        if group is None or not group.leading:
             raise ProposalFailed(f"not the leader of {gid}", self.leader_of(gid))
         group.raft.transfer_leadership(to)
         self._touch(gid)
@@ -353,7 +375,12 @@ class RaftHost:
                 log.warning("dropping undecodable raft message from %s: %s", peer, exc)
                 return
             group = self.groups.get(message.group)
-            if group is None or message.frm != peer or not self._same_incarnation(group, peer):
+            if (
+                group is None
+                or group.halted
+                or message.frm != peer
+                or not self._same_incarnation(group, peer)
+            ):
                 self.dropped_messages += 1
                 return
             try:
@@ -375,7 +402,7 @@ class RaftHost:
         if known:
             log.warning("peer %s is a new incarnation (was %s): its replicas start over", peer, known)
             for gid, group in self.groups.items():
-                if group.raft.peer_lost_log(peer):
+                if group.halted is None and group.raft.peer_lost_log(peer):
                     self._touch(gid)
 
     def _same_incarnation(self, group: Group, peer: str) -> bool:
@@ -432,6 +459,8 @@ class RaftHost:
         """One tick of every group's clock (and, every few, a leader announcement to the peers)."""
         self._ticks += 1
         for gid, group in self.groups.items():
+            if group.halted is not None:
+                continue
             if group.held_ticks and not group.raft.is_leader:
                 group.held_ticks -= 1
                 continue
@@ -442,7 +471,7 @@ class RaftHost:
         self._wake.set()
 
     def _announce_leaders(self) -> None:
-        led = {gid: [self.node, g.raft.term] for gid, g in self.groups.items() if g.raft.is_leader}
+        led = {gid: [self.node, g.raft.term] for gid, g in self.groups.items() if g.leading}
         for peer in self.transport.peers():
             self.send_control(peer, {"leaders": led})
 
@@ -490,7 +519,7 @@ class RaftHost:
         sync = False
         for gid in dirty:
             group = self.groups.get(gid)
-            if group is None:
+            if group is None or group.halted is not None:
                 continue
             self._flush_proposals(group)
             if group.raft.has_ready():
@@ -622,7 +651,11 @@ class RaftHost:
         for entry in ready.committed_entries:
             results: list[Any] = []
             if entry.kind == EntryKind.NORMAL and entry.data:
-                results = group.app.apply(entry)
+                try:
+                    results = group.app.apply(entry)
+                except UnreadableEntry as exc:
+                    self._halt(group, entry.index, str(exc))
+                    return
             elif entry.kind == EntryKind.CONF_CHANGE:
                 group.conf = apply_conf_change(group.conf, decode_conf_change(entry.data))
             took = group.batcher.applied(entry.index, entry.term, results)
@@ -649,6 +682,32 @@ class RaftHost:
             group.led_term = group.raft.term
         if self._snapshot_due(group):
             self._snapshot(group)
+
+    def _halt(self, group: Group, index: int, reason: str) -> None:
+        """Stop `group` on this node at the committed entry `index` its application cannot read.
+
+        Applying what follows would part this replica from the others, so it applies nothing more; it
+        also ticks, steps, acknowledges and votes for nothing (a leader that cannot apply would accept
+        proposals it never answers), so the others go on without it, and elect another leader if it
+        led. What it awaited may still commit: answered outcome unknown. Nothing of this is written: a
+        restart replays the log and halts at the same entry, unless the node now runs a version that
+        reads it."""
+        group.halted = Halted(index, reason)
+        log.error(
+            "group %s: halted at index %d: this node cannot read the entry (%s); it applies, acknowledges "
+            "and votes for nothing of the group until it runs a version that reads it",
+            group.gid,
+            index,
+            reason,
+            extra={"group": group.gid, "index": index},
+        )
+        group.batcher.fail(
+            ProposalFailed(f"group {group.gid} halted on {self.node}: {reason}"), in_flight=True
+        )
+        if group.was_leader:
+            group.was_leader = False
+            self.leader_changes += 1
+            group.app.role_changed(False)
 
     def _snapshot_due(self, group: Group) -> bool:
         """After `snapshot_every` entries, or once the entry data applied since the last snapshot is

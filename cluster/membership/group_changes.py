@@ -74,7 +74,7 @@ class GroupChanges:
     def leader_status(self, gid: str) -> Status:
         """The group's status on its leader (this node), or NotLeader."""
         group = self.host.groups.get(gid)
-        if group is None or not group.raft.is_leader:
+        if group is None or not group.leading:
             raise NotLeader(f"this node does not lead {gid}", self.host.leader_of(gid))
         return group.raft.status()
 

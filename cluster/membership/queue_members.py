@@ -231,6 +231,9 @@ class QueueMembers:
             "term": status.term,
             "leader": status.leader,
             "repairing": _repairing(status.repair) or self.node.status.rebinding(info.group),
+            "halted": None
+            if group.halted is None
+            else {"index": group.halted.index, "reason": group.halted.reason},
         }
 
 

@@ -44,6 +44,7 @@ async def test_health_of_a_ready_node_counts_its_groups_and_queues(api: InProces
         "groups_led": 2,
         "groups_without_leader": [],
         "groups_repairing": [],
+        "groups_halted": [],
         "queues": 1,
         "damage": None,
         "formats": {  # no other node to wait for

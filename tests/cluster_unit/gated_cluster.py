@@ -16,6 +16,8 @@ from pathlib import Path
 
 from cli.node_processes import free_ports
 from cluster.config import Address
+from cluster.metadata.codec import encode
+from cluster.metadata.commands import DeleteUser
 from cluster.metadata_app import MetadataApp
 from cluster.raft_host import RaftHost
 from cluster.transport import Transport
@@ -25,6 +27,12 @@ from raft_log.types import ConfState
 
 NAMES = ("a", "b", "c")
 GROUP = "g"
+
+
+def a_command(size: int = 0) -> list:
+    """A metadata command of about `size` bytes that changes nothing (it deletes a user nobody has: the
+    machine answers NotFound), for a test that needs entries whatever they do."""
+    return encode(DeleteUser("x" * size or "nobody"))
 
 
 class GatedStore(NodeStore):

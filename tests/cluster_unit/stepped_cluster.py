@@ -9,7 +9,7 @@ frames and can be partitioned; each round is the production one (`begin_round`, 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -38,9 +38,18 @@ def publish_op(body: bytes, now_ms: int = 1) -> list[Any]:
 
 
 class SteppedCluster:
-    """Nodes a, b and c, voters of GROUP; `snapshot_every` entries between local snapshots."""
+    """Nodes a, b and c, voters of GROUP; `snapshot_every` entries between local snapshots. `replicas`
+    gives a node's replica another class (one that reads what this version does not, say)."""
 
-    def __init__(self, path: Path, snapshot_every: int = 1000) -> None:
+    def __init__(
+        self,
+        path: Path,
+        snapshot_every: int = 1000,
+        replicas: Mapping[str, type[QueueReplica]] | None = None,
+    ) -> None:
+        self.path = path
+        self.snapshot_every = snapshot_every
+        self.replica_classes = replicas or {}
         self.network = SimulatedNetwork()
         self.stores: dict[str, NodeStore] = {}
         self.hosts: dict[str, RaftHost] = {}
@@ -48,24 +57,33 @@ class SteppedCluster:
         for name in NAMES:
             self.network.add(name)
             store = NodeStore.open(path / name)
-            self.network.incarnations[name] = store.incarnation
             store.create_group(GROUP, ConfState(voters=NAMES))
             store.commit(sync=True)
-            host = RaftHost(
-                name,
-                store,
-                self.network.transport(name),
-                tick_ms=10,
-                election_ticks=10,
-                heartbeat_ticks=1,
-                snapshot_every=snapshot_every,
-                batch_delay_ms=0,
-                rng=random.Random(name),
-                on_fatal=_fatal,
-            )
-            replica = QueueReplica("q", GROUP, QueueConfig(), store.group(GROUP))
-            host.open_group(GROUP, replica)
-            self.stores[name], self.hosts[name], self.replicas[name] = store, host, replica
+            self._start(name, store)
+
+    def _start(self, name: str, store: NodeStore) -> None:
+        self.network.incarnations[name] = store.incarnation
+        host = RaftHost(
+            name,
+            store,
+            self.network.transport(name),
+            tick_ms=10,
+            election_ticks=10,
+            heartbeat_ticks=1,
+            snapshot_every=self.snapshot_every,
+            batch_delay_ms=0,
+            rng=random.Random(name),
+            on_fatal=_fatal,
+        )
+        replica = self.replica_classes.get(name, QueueReplica)("q", GROUP, QueueConfig(), store.group(GROUP))
+        host.open_group(GROUP, replica)
+        self.stores[name], self.hosts[name], self.replicas[name] = store, host, replica
+
+    def restart(self, name: str) -> None:
+        """Node `name` stops (everything it wrote is durable) and starts again on its store."""
+        self.stores[name].commit(sync=True)
+        self.stores[name].close()
+        self._start(name, NodeStore.open(self.path / name))
 
     def close(self) -> None:
         for store in self.stores.values():

@@ -25,10 +25,11 @@ def raft_group(
     incarnation: str = MINE,
     is_leader: bool = False,
     repair: Any = None,
+    halted: Any = None,
 ) -> Any:
     conf = ConfState(voters=voters, learners=learners, incarnations=((ME, incarnation),))
     raft = SimpleNamespace(conf=conf, is_leader=is_leader, repair=repair)
-    return SimpleNamespace(raft=raft)
+    return SimpleNamespace(raft=raft, halted=halted, leading=is_leader and halted is None)
 
 
 class Raft:

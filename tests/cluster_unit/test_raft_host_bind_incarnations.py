@@ -14,7 +14,7 @@ import contextlib
 import shutil
 from pathlib import Path
 
-from gated_cluster import GROUP, Running, eventually, local_addresses, start_led_by
+from gated_cluster import GROUP, Running, a_command, eventually, local_addresses, start_led_by
 
 from cluster.errors import NotLeader
 from cluster.membership.group_changes import GroupChanges
@@ -62,7 +62,7 @@ async def test_finding7_a_leader_binds_unknown_incarnations_and_a_wiped_member_t
             lambda: a.transport.peer_incarnation("c") == nodes["c"].store.incarnation, "c's hello"
         )
         dropped, entry = a.host.dropped_messages, a.raft.status().last_index + 1
-        submitted = asyncio.ensure_future(a.host.submit(GROUP, ["no-such-command"]))
+        submitted = asyncio.ensure_future(a.host.submit(GROUP, a_command()))
         await eventually(
             lambda: a.host.dropped_messages >= dropped + 10 or a.raft.status().commit >= entry,
             "c's answers to reach a",

@@ -12,7 +12,7 @@ import asyncio
 import shutil
 from pathlib import Path
 
-from gated_cluster import GROUP, Running, eventually, local_addresses, start_led_by
+from gated_cluster import GROUP, Running, a_command, eventually, local_addresses, start_led_by
 
 from raft_log.storage import NodeStore
 from raft_log.types import ConfState
@@ -31,7 +31,7 @@ async def test_finding7_a_wiped_voter_cannot_help_elect_a_laggard(tmp_path: Path
     nodes = {name: Running(name, tmp_path / name, addresses[name], bootstrap) for name in ("a", "c")}
     try:
         a = await start_led_by(nodes, addresses, "a")
-        await asyncio.wait_for(a.host.submit(GROUP, ["no-such-command"]), 20)
+        await asyncio.wait_for(a.host.submit(GROUP, a_command()), 20)
         confirmed = a.raft.status().commit
         confirmed_entries = a.store.group(GROUP).entries(1, confirmed + 1)
         await eventually(lambda: nodes["c"].raft.status().commit == confirmed, "c to hold the entry")

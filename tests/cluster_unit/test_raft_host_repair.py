@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from gated_cluster import GROUP, GatedStore, Node, eventually, restarted_host
+from gated_cluster import GROUP, GatedStore, Node, a_command, eventually, restarted_host
 from rocksdict import Options, Rdict
 
 from cluster.metadata_app import MetadataApp
@@ -57,7 +57,7 @@ async def test_finding6_a_damaged_replica_rejoins_repairing_until_the_leader_rep
     raft = leader.host.groups[GROUP].raft
     await eventually(lambda: raft.is_leader and raft.status().commit >= 1, "a to lead and commit its no-op")
     for _ in range(3):
-        await asyncio.wait_for(leader.host.submit(GROUP, ["no-such-command"]), 20)
+        await asyncio.wait_for(leader.host.submit(GROUP, a_command()), 20)
     last = raft.status().last_index
     await eventually(lambda: nodes["c"].host.groups[GROUP].raft.status().commit == last, "c to commit all")
 

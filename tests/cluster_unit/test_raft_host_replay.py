@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from gated_cluster import eventually, solo_host
+from gated_cluster import a_command, eventually, solo_host
 
 from cli.node_processes import free_ports
 from cluster.config import Address
@@ -47,7 +47,7 @@ async def test_a_restarted_node_serves_the_loop_between_rounds_of_its_replay(tmp
     host.campaign(GROUP)
     await eventually(lambda: group.raft.is_leader and group.applied >= 1, "solo to lead")
     for _ in range(ENTRIES):
-        await asyncio.wait_for(host.submit(GROUP, ["x" * OP_BYTES]), 20)  # one entry each
+        await asyncio.wait_for(host.submit(GROUP, a_command(OP_BYTES)), 20)  # one entry each
     committed = group.applied
     await host.stop()
     await transport.stop()

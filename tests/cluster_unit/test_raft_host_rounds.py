@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import asyncio
 
-from gated_cluster import GROUP, Node, eventually
+from gated_cluster import GROUP, Node, a_command, eventually
 
-from cluster.metadata.replies import Invalid
+from cluster.metadata.replies import NotFound
 
 
 async def test_a_leader_sends_appends_before_its_fsync_but_confirms_only_after_it(
@@ -25,7 +25,7 @@ async def test_a_leader_sends_appends_before_its_fsync_but_confirms_only_after_i
     committed_before = raft.status().commit
 
     leader.store.gate.clear()
-    confirmed = leader.host.submit(GROUP, ["no-such-command"])
+    confirmed = leader.host.submit(GROUP, a_command())
     index = committed_before + 1
 
     def followers_persisted() -> bool:
@@ -39,7 +39,7 @@ async def test_a_leader_sends_appends_before_its_fsync_but_confirms_only_after_i
 
     leader.store.gate.set()
     result = await asyncio.wait_for(confirmed, 20)
-    assert isinstance(result, Invalid)  # the metadata machine's answer to an unknown command
+    assert isinstance(result, NotFound)  # the metadata machine's answer to deleting no user
     assert leader.host.groups[GROUP].applied >= index
 
 
@@ -51,7 +51,7 @@ async def test_a_follower_acknowledges_only_after_its_own_fsync(nodes: dict[str,
     for follower in ("b", "c"):
         nodes[follower].store.gate.clear()
     index = raft.status().commit + 1
-    confirmed = leader.host.submit(GROUP, ["no-such-command"])
+    confirmed = leader.host.submit(GROUP, a_command())
     await eventually(lambda: nodes["b"].host.groups[GROUP].log.last_index() >= index, "b to stage the entry")
     await eventually(lambda: nodes["c"].host.groups[GROUP].log.last_index() >= index, "c to stage the entry")
     assert all(raft.status().progress[f].match < index for f in ("b", "c"))

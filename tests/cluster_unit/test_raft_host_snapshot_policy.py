@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from gated_cluster import eventually, solo_host
+from gated_cluster import a_command, eventually, solo_host
 
 from cli.node_processes import free_ports
 from cluster.config import Address
@@ -35,7 +35,7 @@ async def test_a_group_snapshots_after_enough_entry_data_however_few_entries(tmp
         await eventually(lambda: group.raft.is_leader and group.applied >= 1, "solo to lead")
         submitted = 0
         while group.snapshot_index == 0:
-            await asyncio.wait_for(host.submit(GROUP, ["x" * OP_BYTES]), 20)  # one entry each
+            await asyncio.wait_for(host.submit(GROUP, a_command(OP_BYTES)), 20)  # one entry each
             submitted += 1
             assert submitted * OP_BYTES <= EVERY_BYTES + 2 * OP_BYTES, "no snapshot after enough bytes"
         assert group.applied < 1000 and group.applied_bytes == 0
@@ -45,7 +45,7 @@ async def test_a_group_snapshots_after_enough_entry_data_however_few_entries(tmp
         needed = max(EVERY_BYTES, SNAPSHOT_SIZE_FACTOR * group.snapshot_bytes)
         while group.snapshot_index == first:
             before = group.applied_bytes
-            await asyncio.wait_for(host.submit(GROUP, ["x" * OP_BYTES]), 20)
+            await asyncio.wait_for(host.submit(GROUP, a_command(OP_BYTES)), 20)
             assert before < needed, "a snapshot was due and not taken"
         assert group.snapshot_index > first
     finally:

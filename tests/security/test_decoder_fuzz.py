@@ -34,6 +34,7 @@ from cluster.peer_auth import verify_assertion
 from cluster.queue_limits import INT64_MAX
 from cluster.queue_replica import QueueReplica
 from cluster.transport import HandshakeError, _decode
+from cluster.unreadable_entry import UnreadableEntry
 from queue_state.arguments import parse_arguments
 from queue_state.command_codec import CommandDecodeError, decode_command_v0
 from queue_state.machine import QueueMachine
@@ -136,7 +137,9 @@ def test_queue_snapshot_chunks_restore_or_raise_snapshot_error(chunks: list[byte
 
 @FUZZ
 @given(st.one_of(metadata_ops.map(msgpack.packb), wire_bytes))
-def test_metadata_entries_never_raise_and_failed_commands_change_nothing(data: bytes) -> None:
+def test_metadata_entries_apply_or_raise_unreadable_entry_and_failed_commands_change_nothing(
+    data: bytes,
+) -> None:
     app = MetadataApp(lambda: None)
     app.state.apply(RegisterNode("n1", "http://h:1", "h:2"))
     try:
@@ -147,16 +150,23 @@ def test_metadata_entries_never_raise_and_failed_commands_change_nothing(data: b
         for op in ops:
             before = copy.deepcopy(app.state)
             reply = _apply_one(app, op)
-            if isinstance(reply, Invalid | NotFound | Stale | Conflict | Exists):
+            if reply is None or isinstance(reply, Invalid | NotFound | Stale | Conflict | Exists):
                 assert app.state == before, (op, reply)
     else:
-        app.apply(Entry(index=1, term=1, kind=EntryKind.NORMAL, data=data))
+        before = copy.deepcopy(app.state)
+        with pytest.raises(UnreadableEntry):
+            app.apply(Entry(index=1, term=1, kind=EntryKind.NORMAL, data=data))
+        assert app.state == before
     assert decode_snapshot(app.snapshot_data()) == app.state
 
 
 def _apply_one(app: MetadataApp, op: Any) -> Any:
-    replies = app.apply(Entry(index=1, term=1, kind=EntryKind.NORMAL, data=msgpack.packb([op])))
-    return replies[0] if replies else None
+    """The reply to an entry of `op` alone; None when it does not decode (its group would halt)."""
+    try:
+        [reply] = app.apply(Entry(index=1, term=1, kind=EntryKind.NORMAL, data=msgpack.packb([op])))
+    except UnreadableEntry:
+        return None
+    return reply
 
 
 @pytest.fixture(scope="module")
@@ -169,11 +179,17 @@ def replica_store() -> Any:
 
 @settings(FUZZ, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=queue_entries)
-def test_queue_entries_never_raise_and_keep_a_consistent_state(replica_store: Any, data: bytes) -> None:
+def test_queue_entries_apply_or_raise_unreadable_entry_and_keep_a_consistent_state(
+    replica_store: Any, data: bytes
+) -> None:
     group = f"g{next(GROUP_NUMBERS)}"
     log = replica_store.create_group(group, ConfState(voters=("n1",)))
     replica = QueueReplica("q", group, parse_arguments({}), log)
-    replica.apply(Entry(index=1, term=1, kind=EntryKind.NORMAL, data=data))
+    before = list(replica.machine.snapshot_chunks())
+    try:
+        replica.apply(Entry(index=1, term=1, kind=EntryKind.NORMAL, data=data))
+    except UnreadableEntry:  # nothing of it applied
+        assert list(replica.machine.snapshot_chunks()) == before
     restored = QueueMachine.restore(list(replica.machine.snapshot_chunks()))
     assert restored.stats() == replica.machine.stats()
 
