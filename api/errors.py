@@ -12,6 +12,7 @@ from api.app_keys import STATUS
 from cluster.errors import (
     BadRequest,
     ConsumerEnded,
+    FormatsNotYetKnown,
     LogGap,
     NodeError,
     NodeNotFound,
@@ -64,6 +65,7 @@ _NODE_ERRORS: dict[type[NodeError], int] = {
     TooLarge: 413,
     NotLeader: 503,
     OutcomeUnknown: 503,
+    FormatsNotYetKnown: 503,
 }
 
 
@@ -77,9 +79,13 @@ def node_error_json(app: web.Application, exc: NodeError) -> tuple[int, dict[str
 
 
 def node_error_response(request: web.Request, exc: NodeError) -> web.Response:
-    """Map a node error, adding the leader hint for 503s."""
+    """Map a node error, adding the leader hint for 503s (and when to retry one that is only not known
+    yet)."""
     status, body = node_error_json(request.app, exc)
-    return web.json_response(body, status=status)
+    response = web.json_response(body, status=status)
+    if isinstance(exc, FormatsNotYetKnown):
+        response.headers["Retry-After"] = str(exc.retry_after_s)
+    return response
 
 
 @web.middleware

@@ -36,9 +36,7 @@ from api.forwarding import Route, await_leader, next_hop, queue_route
 from api.publish_job import PublishJob
 from api.validation import ENCODINGS, bad
 from cluster.entry_codec import DELAY_OP_VERSION, PRIORITY_OP_VERSION
-from cluster.errors import Refused
 from cluster.peer_requests import Server
-from cluster.queue_leader import UPGRADE_IN_PROGRESS
 from cluster.queue_limits import INT64_MAX, MESSAGE_PRIORITY_MAX
 from cluster.stored_message import StoredMessage
 
@@ -69,11 +67,10 @@ async def publish_routed(app: web.Application, name: str, job: PublishJob, user:
     route = await queue_route(app[QUEUES], app[STATUS], name)
     if route is None:
         return 201, await job.run(app, app[QUEUES].led(name))
-    readable = app[FORMATS].writes_queue_ops()  # what its leader reads, too
-    if job.delays is not None and readable < DELAY_OP_VERSION:
-        raise Refused(UPGRADE_IN_PROGRESS, "a node of the cluster reads no delays yet")
-    if job.priorities is not None and readable < PRIORITY_OP_VERSION:
-        raise Refused(UPGRADE_IN_PROGRESS, "a node of the cluster reads no priorities yet")
+    if job.delays is not None:  # what its leader reads, too
+        app[FORMATS].require_queue_ops(DELAY_OP_VERSION, "no delays")
+    if job.priorities is not None:
+        app[FORMATS].require_queue_ops(PRIORITY_OP_VERSION, "no priorities")
     target = next_hop(hops, route.target)
     messages = [[m.body, m.headers, m.encoding, expiration] for m, expiration in job.messages]
     request = [PUBLISH, name, user, hops + 1, job.publisher, job.seq, messages]

@@ -32,7 +32,9 @@ ERROR: Schema = {
 UNAVAILABLE = (
     "no leader or quorum yet (retry, on `leader_http` when given); with error `outcome_unknown` the "
     "request was sent on (to the leader, or into the Raft log) and lost track of: it may have taken "
-    "effect, so only a request safe to repeat (a read, a deduplicated publish) should be retried"
+    "effect, so only a request safe to repeat (a read, a deduplicated publish) should be retried; with "
+    "error `formats_not_yet_known` (and `Retry-After`) the request needs a format version not every node "
+    "has said it reads yet (retry)"
 )
 INT64: Schema = {"type": "integer", "minimum": 0, "maximum": INT64_MAX}
 IDS: Schema = {"type": "array", "minItems": 1, "items": INT64}

@@ -92,9 +92,9 @@ async def delete_policy(request: web.Request) -> web.StreamResponse:
 
 
 def _require_policies_read_everywhere(request: web.Request) -> None:
-    """409 `upgrade_in_progress` until every node reads the metadata commands of policies."""
-    if request.app[FORMATS].writes_metadata() < POLICY_CODEC_VERSION:
-        raise _upgrade_in_progress()
+    """409 `upgrade_in_progress` until every node reads the metadata commands of policies (503
+    `formats_not_yet_known` while a node has not said what it reads)."""
+    request.app[FORMATS].require_metadata(POLICY_CODEC_VERSION, "no policies")
 
 
 def _upgrade_in_progress() -> ApiError:

@@ -8,6 +8,12 @@ node that receives an entry it cannot decode halts there (`cluster.unreadable_en
 joins once the newest version is written must run this version or a later one. Every node says what it
 reads to each peer in one control frame every second (`{"queue_codec": N, "metadata_codec": M}`;
 `CodecReads` takes each key from any frame, so the separate frames of earlier versions count as well).
+A peer's word belongs to its link (`CodecReads`, decision 0018).
+
+A request that needs a version (a touch, a delay, a priority, a policy...) is refused 409
+`upgrade_in_progress` while a node said it reads an older one, and answered 503 `formats_not_yet_known`
+(with Retry-After) while that is only not known yet: a node has not spoken since it linked with this
+one, or since this one started (`require_queue_ops`, `require_metadata`).
 """
 
 from __future__ import annotations
@@ -17,21 +23,26 @@ from typing import Any
 
 from cluster.codec_reads import CodecReads
 from cluster.entry_codec import QUEUE_OP_VERSION
+from cluster.errors import FormatsNotYetKnown, Refused
 from cluster.metadata.codec import CODEC_VERSION
 
 QUEUE_OPS_KEY = "queue_codec"
 METADATA_KEY = "metadata_codec"
+UPGRADE_IN_PROGRESS = "upgrade_in_progress"
 
 
 class FormatVersions:
     """What the peers of node `node` said they read of each format, and so which version it writes.
-    `members()` names every node of the cluster (the metadata group's voters and learners)."""
+    `members()` names every node of the cluster (the metadata group's voters and learners); `linked(peer)`
+    tells whether a peer's link is up now (`Transport.linked`)."""
 
-    def __init__(self, node: str, members: Callable[[], Iterable[str]]) -> None:
+    def __init__(
+        self, node: str, members: Callable[[], Iterable[str]], linked: Callable[[str], bool]
+    ) -> None:
         self._node = node
         self._members = members
-        self.queue_operations = CodecReads(QUEUE_OPS_KEY, QUEUE_OP_VERSION)
-        self.metadata = CodecReads(METADATA_KEY, CODEC_VERSION)
+        self.queue_operations = CodecReads(QUEUE_OPS_KEY, QUEUE_OP_VERSION, linked)
+        self.metadata = CodecReads(METADATA_KEY, CODEC_VERSION, linked)
 
     def announcement(self) -> dict[str, int]:
         """The control frame telling a peer which version of each format this node reads."""
@@ -42,6 +53,11 @@ class FormatVersions:
         self.queue_operations.on_control(peer, control)
         self.metadata.on_control(peer, control)
 
+    def link_lost(self, peer: str) -> None:
+        """`peer`'s link closed: what it said counts no more once it links again, until it speaks again."""
+        self.queue_operations.link_lost(peer)
+        self.metadata.link_lost(peer)
+
     def writes_queue_ops(self) -> int:
         """The version of the queue operations this node writes into any queue group's log."""
         return self.queue_operations.version_for(self._others())
@@ -51,8 +67,28 @@ class FormatVersions:
         return self.metadata.version_for(self._others())
 
     def metadata_read_by(self, peer: str) -> int:
-        """The metadata codec version `peer` said it reads (0 until it said one)."""
-        return self.metadata.reads(peer)
+        """The metadata codec version `peer` said it reads (0 while not known)."""
+        return self.metadata.reads(peer) or 0
+
+    def require_queue_ops(self, version: int, what: str) -> None:
+        """Return when every node of the cluster reads queue operations `version`; else FormatsNotYetKnown
+        while that is only not known yet, or Refused `upgrade_in_progress` (a node reads `what`)."""
+        self._require(self.queue_operations, version, what)
+
+    def require_metadata(self, version: int, what: str) -> None:
+        """As `require_queue_ops`, for metadata codec `version`."""
+        self._require(self.metadata, version, what)
+
+    def _require(self, reads: CodecReads, version: int, what: str) -> None:
+        others = self._others()
+        if reads.version_for(others) >= version:
+            return
+        unknown = reads.not_yet_known(others, version)
+        if unknown:
+            raise FormatsNotYetKnown(
+                f"not known yet whether {', '.join(unknown)} read(s) this (a node that does not reads {what})"
+            )
+        raise Refused(UPGRADE_IN_PROGRESS, f"a node of the cluster reads {what} yet")
 
     def report(self) -> dict[str, dict[str, int]]:
         """Per format, the newest version this node reads and the version it writes (for health)."""

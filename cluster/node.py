@@ -171,7 +171,7 @@ class Node:
         )
         hold_ticks = NEW_GROUP_HOLD_ELECTIONS * self.config.election_ticks
         self._hosting = QueueHosting(self.name, store, host, self._new_queue_leader, hold_ticks)
-        self._formats = FormatVersions(self.name, self._status.metadata_members)
+        self._formats = FormatVersions(self.name, self._status.metadata_members, self.transport.linked)
         self._metadata_door = MetadataDoor(host, META_GROUP, self._formats)
         self._directory = QueueDirectory(
             self.metadata,
@@ -181,6 +181,8 @@ class Node:
             self._metadata_door,
             self.env.wall_ms,
             self.formats.writes_queue_ops,
+            wall_clock_ms,
+            self.formats,
             self.config.queue_defaults(),
         )
         changes = GroupChanges(host, self._status.is_up)
@@ -253,6 +255,8 @@ class Node:
 
     def _on_link_lost(self, peer: str) -> None:
         self.peer_requests.link_lost(peer)
+        if self._formats is not None:
+            self._formats.link_lost(peer)
 
     def _on_control(self, peer: str, control: dict[str, Any]) -> None:
         self.peer_requests.on_control(peer, control)
@@ -323,7 +327,7 @@ class Node:
             delete_sealed=self.directory.delete_sealed,
             on_leadership=self._leadership_changed,
             on_redrive=self.redrives.ensure,
-            op_version=self.formats.writes_queue_ops,
+            formats=self.formats,
             consumer_timeout_ms=self.config.consumer_timeout_ms,
             consumer_idle_timeout_ms=self.config.consumer_idle_timeout_ms,
             new_token=self.env.new_token,

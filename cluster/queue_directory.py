@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from cluster.errors import BadRequest, NotLeader, QueueConflict, QueueNotFound, Refused
+from cluster.errors import BadRequest, NotLeader, QueueConflict, QueueNotFound
 from cluster.hosts import host_of
 from cluster.metadata.commands import Delete
 from cluster.metadata.records import QueueInfo
@@ -15,7 +15,7 @@ from cluster.metadata.replies import Conflict, Created, Exists, Invalid, NotFoun
 from cluster.metadata_door import MetadataDoor
 from cluster.metadata_view import MetadataView
 from cluster.placement import place_replicas
-from cluster.queue_leader import UPGRADE_IN_PROGRESS, QueueLeader
+from cluster.queue_leader import QueueFormats, QueueLeader
 from queue_state.arguments import (
     ArgumentError,
     QueueConfig,
@@ -53,7 +53,7 @@ class ClusterView(Protocol):
 class QueueDirectory:
     """Finds, declares and deletes queues for one node. `hosted` are the doors of the queues this node
     hosts (leading or following); `clock` is the wall clock in milliseconds that stamps a declaration;
-    `op_version` the queue operations version every node reads (`FormatVersions.writes_queue_ops`)."""
+    `formats` which queue operations version every node reads (`FormatVersions`)."""
 
     def __init__(
         self,
@@ -63,7 +63,7 @@ class QueueDirectory:
         cluster: ClusterView,
         door: MetadataDoor,
         clock: Callable[[], int],
-        op_version: Callable[[], int],
+        formats: QueueFormats,
         defaults: QueueDefaults,
     ) -> None:
         self._defaults = defaults
@@ -73,7 +73,7 @@ class QueueDirectory:
         self._cluster = cluster
         self._door = door
         self._clock = clock
-        self._op_version = op_version
+        self._formats = formats
 
     def names(self) -> list[str]:
         """Every queue declared in the metadata, by name."""
@@ -132,8 +132,7 @@ class QueueDirectory:
             given = parse_arguments(arguments)
         except ArgumentError as exc:
             raise BadRequest(f"argument {exc.argument}: {exc.reason}") from exc
-        if arguments_version(arguments) > self._op_version():
-            raise Refused(UPGRADE_IN_PROGRESS, "a node of the cluster reads none of these arguments yet")
+        self._formats.require_queue_ops(arguments_version(arguments), "none of these arguments")
         config = self._defaults.apply(given)
         for _ in range(DECLARE_ATTEMPTS):
             members = place_replicas(

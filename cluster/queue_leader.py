@@ -109,7 +109,6 @@ log = logging.getLogger(__name__)
 
 DELETE_RETRY_MS = 1000
 UNKNOWN_CONSUMER = "unknown_consumer"
-UPGRADE_IN_PROGRESS = "upgrade_in_progress"
 _DURABLE_REFUSALS = frozenset({"name_in_use", "beyond_sequence", QUEUE_DELETING})
 
 C = TypeVar("C", bound=Command)
@@ -146,6 +145,18 @@ class Replicator(Protocol):
         ...
 
 
+class QueueFormats(Protocol):
+    """Which queue operations version the cluster reads (`FormatVersions`)."""
+
+    def writes_queue_ops(self) -> int:
+        """The version every node of the cluster reads: the one to write."""
+        ...
+
+    def require_queue_ops(self, version: int, what: str) -> None:
+        """Refused `upgrade_in_progress` (or FormatsNotYetKnown) unless every node reads `version`."""
+        ...
+
+
 class QueueLeader:
     """One queue hosted on this node: its door while this node leads the queue's group."""
 
@@ -162,7 +173,7 @@ class QueueLeader:
         delete_sealed: Callable[[str, str], Awaitable[None]],
         on_leadership: Callable[[QueueLeader, bool], None],
         on_redrive: Callable[[QueueLeader], None],
-        op_version: Callable[[], int],
+        formats: QueueFormats,
         consumer_timeout_ms: int,
         consumer_idle_timeout_ms: int,
         new_token: Callable[[], str],
@@ -182,6 +193,7 @@ class QueueLeader:
         self._on_redrive = on_redrive
         self._op_version = op_version
         self._new_token = new_token
+        self._formats = formats
         self._applied = asyncio.Event()
         self._tick_in_flight = False
         self._delete_due_ms: int | None = None
@@ -221,7 +233,7 @@ class QueueLeader:
             not self.is_leader
             or self._replica.machine.policy.revision >= revision
             or (self._policy_in_flight or 0) >= revision
-            or self._op_version() < POLICY_OP_VERSION
+            or self._formats.writes_queue_ops() < POLICY_OP_VERSION
         ):
             return False
         policy = choose()
@@ -268,7 +280,7 @@ class QueueLeader:
             config = parse_arguments(merged)
         except ArgumentError as exc:
             raise BadRequest(f"argument {exc.argument}: {exc.reason}") from exc
-        self._require_op_version(arguments_version(merged), "none of these arguments")
+        self._formats.require_queue_ops(arguments_version(merged), "none of these arguments")
         await self._submit(self._command(UpdateConfig, config))
         return self.definition()
 
@@ -311,9 +323,9 @@ class QueueLeader:
                 sizes = tuple(NewMessage(len(m.body), expiration) for m, expiration in messages)
             else:
                 if delays is not None:
-                    self._require_op_version(DELAY_OP_VERSION, "no delays")
+                    self._formats.require_queue_ops(DELAY_OP_VERSION, "no delays")
                 if priorities is not None:
-                    self._require_op_version(PRIORITY_OP_VERSION, "no priorities")
+                    self._formats.require_queue_ops(PRIORITY_OP_VERSION, "no priorities")
                 count = len(messages)
                 sizes = tuple(
                     NewMessage(len(m.body), expiration, delay, priority)
@@ -327,12 +339,6 @@ class QueueLeader:
         if isinstance(reply, Enqueued | Duplicate):
             return Published(list(reply.ids or ()), isinstance(reply, Duplicate))
         raise _refusal(reply)
-
-    def _require_op_version(self, version: int, what: str) -> None:
-        """Refused `upgrade_in_progress` unless every node reads queue operations `version` (a node
-        that does not reads `what`)."""
-        if self._op_version() < version:
-            raise Refused(UPGRADE_IN_PROGRESS, f"a node of the cluster reads {what} yet")
 
     async def get(self, count: int, auto_ack: bool, since_ms: int | None) -> list[MessageRow]:
         """Take up to `count` ready messages (only those enqueued at or after `since_ms`, when given),
@@ -380,9 +386,9 @@ class QueueLeader:
             command = self._command(Discard, ids, consumer, reason)
         plain_return = isinstance(command, Return) and not failed
         if plain_return or reason is not None:
-            self._require_op_version(COUNTING_OP_VERSION, "no plain returns or reasons")
+            self._formats.require_queue_ops(COUNTING_OP_VERSION, "no plain returns or reasons")
         if delay_ms is not None:
-            self._require_op_version(DELAY_OP_VERSION, "no delays")
+            self._formats.require_queue_ops(DELAY_OP_VERSION, "no delays")
         return await self._settle(command, consumer)
 
     async def touch(self, ids: tuple[int, ...], consumer: str | None) -> Settled:
@@ -390,7 +396,7 @@ class QueueLeader:
         after a get): each counts from now as just handed out, for the consumer timeout and the lease.
         Needs queue operations version 4 across the cluster: until then Refused `upgrade_in_progress`.
         UnknownConsumer (ConsumerEnded) as for `settle`; ids not held are named in the warning."""
-        self._require_op_version(HOLDING_OP_VERSION, "no touches")
+        self._formats.require_queue_ops(HOLDING_OP_VERSION, "no touches")
         return await self._settle(self._command(Touch, ids, consumer), consumer)
 
     async def _settle(self, command: Settle | Return | Discard | Touch, consumer: str | None) -> Settled:
@@ -452,9 +458,11 @@ class QueueLeader:
         if auto_ack:
             self._require_op_version(AUTO_ACK_OP_VERSION, "no auto-ack consumers")
         tag = self._new_token()
+            self._formats.require_queue_ops(AUTO_ACK_OP_VERSION, "no auto-ack consumers")
+        tag = uuid.uuid4().hex
         session = self._sessions.open(tag, timeout_ms, self._now())
         session.since_ms, session.prefetch, session.auto_ack = since_ms, prefetch, auto_ack
-        if since_ms is not None and self._op_version() < READER_OP_VERSION:
+        if since_ms is not None and self._formats.writes_queue_ops() < READER_OP_VERSION:
             return tag
         command = self._command(Checkout, tag, prefetch, priority, timeout_ms, since_ms, auto_ack)
         reply = await self._submit(command)
@@ -523,7 +531,7 @@ class QueueLeader:
             return
         durable = self._is_durable(tag)
         session = None if durable else self._session(tag)
-        plain = self._op_version() >= COUNTING_OP_VERSION
+        plain = self._formats.writes_queue_ops() >= COUNTING_OP_VERSION
         reply = await self._submit(self._command(Cancel, tag, not plain))
         self._sessions.close(tag)
         if isinstance(reply, Failure) and (session is None or session.since_ms is None):
@@ -697,7 +705,7 @@ class QueueLeader:
         """Start redrive task `task` (the same task again: nothing changes) and return it as applied.
         Refused `redrive_running` while another runs, 409 `upgrade_in_progress` before every node reads
         redrive tasks."""
-        self._require_op_version(REDRIVE_OP_VERSION, "no redrive tasks")
+        self._formats.require_queue_ops(REDRIVE_OP_VERSION, "no redrive tasks")
         command = self._command(StartRedrive, task, target, since_ms, until_ms, rate)
         reply = await self._submit(command)
         if isinstance(reply, Failure):
@@ -788,8 +796,8 @@ class QueueLeader:
 
     def _envelope(self, command: Command, bodies: list[StoredMessage] | None = None) -> list[Any]:
         """The operation replicating `command`, stamped once with the leader's time, in the version every
-        node of the cluster reads (`op_version`, `FormatVersions`)."""
-        return encode_queue_op(EntryMeta(self._now()), command, bodies, self._op_version())
+        node of the cluster reads (`QueueFormats`, `FormatVersions`)."""
+        return encode_queue_op(EntryMeta(self._now()), command, bodies, self._formats.writes_queue_ops())
 
     async def _submit(self, command: Command, bodies: list[StoredMessage] | None = None) -> Any:
         """Replicate one command and return the state machine's reply once applied on this leader;
@@ -859,7 +867,7 @@ class QueueLeader:
             self._fire(self._command(Tick), done=self._tick_done)
         for tag, reason in self._overdue(now):
             log.info("queue %s: consumer %s ended: %s", self.name, tag, reason)
-            if reason == CONSUMER_IDLE and self._op_version() >= COUNTING_OP_VERSION:
+            if reason == CONSUMER_IDLE and self._formats.writes_queue_ops() >= COUNTING_OP_VERSION:
                 command: Cancel | ConsumerDown = self._command(Cancel, tag, False)  # nothing was in its hands
             else:
                 command = self._command(ConsumerDown, tag)

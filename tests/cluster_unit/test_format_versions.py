@@ -3,15 +3,23 @@ once every other node of the cluster said it reads it, whatever groups those nod
 
 from __future__ import annotations
 
-from cluster.entry_codec import QUEUE_OP_VERSION
-from cluster.format_versions import FormatVersions
+import pytest
+
+from cluster.entry_codec import HOLDING_OP_VERSION, QUEUE_OP_VERSION
+from cluster.errors import FormatsNotYetKnown, Refused
+from cluster.format_versions import UPGRADE_IN_PROGRESS, FormatVersions
 from cluster.metadata.codec import CODEC_VERSION
 
 CLUSTER = ("a", "b", "c", "d")
 
 
+def linked(peer: str) -> bool:
+    """Every peer's link is up."""
+    return True
+
+
 def test_the_newest_versions_wait_for_every_node_of_the_cluster_not_only_a_group() -> None:
-    formats = FormatVersions("a", lambda: CLUSTER)
+    formats = FormatVersions("a", lambda: CLUSTER, linked)
     for peer in ("b", "c"):  # a queue group of a, b and c
         formats.on_control(peer, {"queue_codec": QUEUE_OP_VERSION, "metadata_codec": CODEC_VERSION})
     assert (formats.writes_queue_ops(), formats.writes_metadata()) == (0, 0)  # d could join the group
@@ -20,7 +28,7 @@ def test_the_newest_versions_wait_for_every_node_of_the_cluster_not_only_a_group
 
 
 def test_the_separate_frames_of_the_previous_version_count_for_each_format() -> None:
-    formats = FormatVersions("a", lambda: ("a", "b"))
+    formats = FormatVersions("a", lambda: ("a", "b"), linked)
     formats.on_control("b", {"metadata_codec": CODEC_VERSION})
     assert formats.report() == {
         "queue_operations": {"reads": QUEUE_OP_VERSION, "writes": 0},
@@ -31,7 +39,23 @@ def test_the_separate_frames_of_the_previous_version_count_for_each_format() -> 
 
 
 def test_one_frame_announces_both_formats() -> None:
-    assert FormatVersions("a", lambda: CLUSTER).announcement() == {
+    assert FormatVersions("a", lambda: CLUSTER, linked).announcement() == {
         "queue_codec": QUEUE_OP_VERSION,
         "metadata_codec": CODEC_VERSION,
     }
+
+
+def test_rule_a_version_not_yet_known_to_be_read_everywhere_is_not_yet_known_and_an_older_one_refused() -> (
+    None
+):
+    formats = FormatVersions("a", lambda: ("a", "b", "c"), linked)
+    formats.on_control("b", formats.announcement())
+    with pytest.raises(FormatsNotYetKnown, match="c"):  # c said nothing yet
+        formats.require_queue_ops(HOLDING_OP_VERSION, "no touches")
+    formats.on_control("c", {"queue_codec": HOLDING_OP_VERSION - 1})
+    with pytest.raises(Refused) as refused:
+        formats.require_queue_ops(HOLDING_OP_VERSION, "no touches")
+    assert refused.value.code == UPGRADE_IN_PROGRESS and "no touches" in refused.value.reason
+    formats.require_queue_ops(HOLDING_OP_VERSION - 1, "no plain returns")
+    with pytest.raises(FormatsNotYetKnown):
+        formats.require_metadata(CODEC_VERSION, "no policies")

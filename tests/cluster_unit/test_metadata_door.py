@@ -41,7 +41,7 @@ class FakeHost:
 def door_on(node: str, leader: str | None) -> tuple[MetadataDoor, FakeHost, FormatVersions]:
     """The door of `node`, its host, and what its peers said they read (`formats.on_control`)."""
     host = FakeHost(node, leader)
-    formats = FormatVersions(node, lambda: MEMBERS)
+    formats = FormatVersions(node, lambda: MEMBERS, lambda peer: True)  # every peer linked
     return MetadataDoor(host, "meta", formats), host, formats
 
 

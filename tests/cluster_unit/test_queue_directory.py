@@ -14,7 +14,6 @@ import pytest
 
 import cluster.metadata_door
 import cluster.queue_directory
-from cluster.entry_codec import QUEUE_OP_VERSION
 from cluster.errors import BadRequest, NotLeader, QueueConflict, QueueNotFound
 from cluster.format_versions import FormatVersions
 from cluster.metadata.codec import encode
@@ -95,7 +94,8 @@ def directory_parts(
     app = MetadataApp(lambda: None)
     metadata = MetadataView(app)
     host, cluster = MetadataLeader(app), Cluster([ME, "b", "c"])
-    door = MetadataDoor(host, "meta", FormatVersions(ME, lambda: [ME]))
+    formats = FormatVersions(ME, lambda: [ME], lambda peer: True)  # no other node: the newest versions
+    door = MetadataDoor(host, "meta", formats)
     hosted: dict[str, Any] = {}
     queues = QueueDirectory(
         metadata,
@@ -104,7 +104,7 @@ def directory_parts(
         cluster,
         door,
         lambda: 1000,
-        lambda: QUEUE_OP_VERSION,
+        formats,
         defaults or QueueDefaults(),
     )
     return queues, hosted, metadata, host, cluster
