@@ -85,9 +85,8 @@ class FormatVersions:
             return
         unknown = reads.not_yet_known(others, version)
         if unknown:
-            raise FormatsNotYetKnown(
-                f"not known yet whether {', '.join(unknown)} read(s) this (a node that does not reads {what})"
-            )
+            names = ", ".join(unknown)
+            raise FormatsNotYetKnown(f"{names} said nothing yet of what it reads (it may read {what}): retry")
         raise Refused(UPGRADE_IN_PROGRESS, f"a node of the cluster reads {what} yet")
 
     def report(self) -> dict[str, dict[str, int]]:

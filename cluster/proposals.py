@@ -133,9 +133,9 @@ class ProposalBatcher:
     ) -> None:
         """Fail, outcome unknown, every entry still awaited that this node's log no longer holds:
         `term_at(index)` (None once compacted under a snapshot, or beyond the log) is not the term it was
-        proposed in. A snapshot installed over it tells no results, and an entry a newer leader's
-        replaced here may still commit through a node that holds it; either way this node will never
-        apply it, and its callers would wait for ever. Entries of `held_term`, the term this node leads
+        proposed in. A snapshot installed over it tells no results, and an entry that a newer leader's
+        entries replaced here may still commit through a node that holds it; either way this node will
+        never apply it, and its callers would wait for ever. Entries of `held_term`, the term this node leads
         in (None when it does not lead), are held: a leader never loses its own entries.
 
         Entries are awaited in the order they were proposed, so of increasing terms: the check stops

@@ -303,14 +303,11 @@ class RaftHost:
     def leader_of(self, gid: str) -> str | None:
         """The leader this node believes a group has (local knowledge first, then peers' hints)."""
         group = self.groups.get(gid)
-        if group is not None and group.halted is None and group.raft.leader:
-            return group.raft.leader
-        if (
-            group is not None
-            and group.halted is None
-            and group.raft.role in (Role.PRE_CANDIDATE, Role.CANDIDATE)
-        ):
-            return None  # it heard no leader for an election timeout: hints (from leaders) are as old
+        if group is not None and group.halted is None:  # a halted replica knows nothing of now
+            if group.raft.leader:
+                return group.raft.leader
+            if group.raft.role in (Role.PRE_CANDIDATE, Role.CANDIDATE):
+                return None  # it heard no leader for an election timeout: hints (from leaders) are as old
         hint = self.leader_hints.get(gid)
         if hint is None or self._ticks - self._hint_ticks[gid] > LEADER_HINT_TICKS:
             return None
@@ -375,12 +372,8 @@ class RaftHost:
                 log.warning("dropping undecodable raft message from %s: %s", peer, exc)
                 return
             group = self.groups.get(message.group)
-            if (
-                group is None
-                or group.halted
-                or message.frm != peer
-                or not self._same_incarnation(group, peer)
-            ):
+            halted = group is not None and group.halted is not None  # a halted replica steps nothing
+            if group is None or halted or message.frm != peer or not self._same_incarnation(group, peer):
                 self.dropped_messages += 1
                 return
             try:
