@@ -81,6 +81,8 @@ class TooLarge(NodeError):
     (`cluster.proposals.MAX_OPERATION_BYTES`): it was not proposed."""
 
     code = "too_large"
+
+
 class FormatsNotYetKnown(NodeError):
     """The request needs a format version every node of the cluster reads, and whether one reads it is
     not known yet: it has not said what it reads since it linked with this node (or since this node

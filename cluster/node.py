@@ -180,8 +180,6 @@ class Node:
             self._status,
             self._metadata_door,
             self.env.wall_ms,
-            self.formats.writes_queue_ops,
-            wall_clock_ms,
             self.formats,
             self.config.queue_defaults(),
         )

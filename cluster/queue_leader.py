@@ -191,7 +191,6 @@ class QueueLeader:
         self._delete_sealed = delete_sealed
         self._on_leadership = on_leadership
         self._on_redrive = on_redrive
-        self._op_version = op_version
         self._new_token = new_token
         self._formats = formats
         self._applied = asyncio.Event()
@@ -456,10 +455,8 @@ class QueueLeader:
         With `auto_ack` (AMQP's no-ack) each poll settles what it hands out (`poll`); it needs queue
         operations version 9 across the cluster, until then Refused `upgrade_in_progress`."""
         if auto_ack:
-            self._require_op_version(AUTO_ACK_OP_VERSION, "no auto-ack consumers")
-        tag = self._new_token()
             self._formats.require_queue_ops(AUTO_ACK_OP_VERSION, "no auto-ack consumers")
-        tag = uuid.uuid4().hex
+        tag = self._new_token()
         session = self._sessions.open(tag, timeout_ms, self._now())
         session.since_ms, session.prefetch, session.auto_ack = since_ms, prefetch, auto_ack
         if since_ms is not None and self._formats.writes_queue_ops() < READER_OP_VERSION:
