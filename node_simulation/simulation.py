@@ -137,6 +137,7 @@ class NodeSimulation:
         self._skew_ms = {name: self.rng.randrange(-500, 500) for name in names}
         self.clients = Clients(self, random.Random(self.rng.getrandbits(64)))
         self._remote = SimRemotePublisher(self)
+        self._healed = False
 
     def _config(self, name: str, seeds: tuple[Seed, ...]) -> NodeConfig:
         return NodeConfig(
@@ -224,7 +225,8 @@ class NodeSimulation:
         action()
 
     async def heal(self) -> None:
-        """Heal the network and start every node that is down."""
+        """Heal the network and start every node that is down; no fault comes after."""
+        self._healed = True
         self.network.heal()
         for node in self._down():
             self.start(node)
@@ -297,6 +299,7 @@ class NodeSimulation:
             for answer in node.requests:
                 if not answer.done():
                     answer.set_exception(NodeDown(f"{node.name} died before answering"))
+                    answer.exception()  # its waiter may have died too: not an error left unseen
             node.requests.clear()
             node.serving.clear()
             self.stats.crashes += not power_loss
@@ -364,7 +367,7 @@ class NodeSimulation:
                 self.loop.call_later(self.rng.uniform(0.0, 0.3), self._kill_process, node, proc)
 
     def _kill_process(self, node: SimNode, proc: Process | None) -> None:
-        if node.process is proc:
+        if node.process is proc and not self._healed:
             self.kill(node, power_loss=self.rng.random() < 0.5)
 
     def _partition(self) -> None:
