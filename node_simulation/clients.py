@@ -29,7 +29,6 @@ from cluster.errors import (
     NodeError,
     NotLeader,
     OutcomeUnknown,
-    QueueNotFound,
     Refused,
     UnknownConsumer,
 )
@@ -368,8 +367,7 @@ class Clients:
         await self._ask(self._node_for(None), declare)
         with contextlib.suppress(NodeError, ConnectionError, GaveUp):
             await self._at_door(self._node_for(queue), queue, publish)
-        with contextlib.suppress(QueueNotFound):  # deleted all the same
-            await self._ask(self._node_for(None), delete)
+        await self._ask(self._node_for(None), delete)  # not found: a node whose metadata lags, perhaps
         self._deleted.add(queue)
 
     async def _fill_metadata(self) -> None:
