@@ -22,10 +22,11 @@ class MetadataApp:
         self.is_leader = False
         self._on_change = on_change
 
-    def apply(self, entry: Entry) -> list[Reply]:
-        """Apply the batch of metadata commands in an entry (of any codec version). UnreadableEntry,
-        with nothing applied, when one of them does not decode (the leader writes only commands it
-        encoded, in a version every node said it reads: such an entry is a later version's, or damaged)."""
+    def apply(self, entry: Entry, awaited: bool = False) -> list[Reply]:
+        """Apply the batch of metadata commands in an entry (of any codec version); replies are the same
+        whoever awaits them. UnreadableEntry, with nothing applied, when one of them does not decode (the
+        leader writes only commands it encoded, in a version every node said it reads: such an entry is
+        a later version's, or damaged)."""
         try:
             commands = [decode(op) for op in entry_ops(entry.data)]
         except (EntryDecodeError, MetadataDecodeError) as exc:

@@ -114,6 +114,12 @@ class ProposalBatcher:
         self.proposed(index, term, [future])
         return future
 
+    def awaits(self, index: int, term: int) -> bool:
+        """True when a caller here waits for the replies of the entry at `index` of `term` (this node
+        proposed it so, and it is not overwritten)."""
+        flight = self.in_flight.get(index)
+        return flight is not None and flight.term == term
+
     def applied(self, index: int, term: int, results: list[Any]) -> float | None:
         """Resolve the futures of the entry applied at `index` (None for those without a result), or fail
         them if another entry won. The seconds since it was proposed here, when it was and it won."""

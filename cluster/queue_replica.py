@@ -31,7 +31,8 @@ EffectSink = Callable[[list[Any]], None]
 
 @dataclass(frozen=True)
 class AutoAcked:
-    """The reply to an auto-ack Get on the leader: deliveries with bodies read before they were forgotten."""
+    """The reply to an auto-ack Get on the node that proposed it (leading still or not): deliveries with
+    bodies read before they were forgotten."""
 
     messages: list[tuple[Delivery, StoredMessage]]
 
@@ -51,28 +52,29 @@ class QueueReplica:
         self.applied_listener: Callable[[], None] | None = None
         self.time_listener: Callable[[int], None] | None = None
 
-    def apply(self, entry: Entry) -> list[Any]:
-        """Apply every operation of a committed entry; returns their replies. UnreadableEntry, with
-        nothing applied, when one of them does not decode."""
+    def apply(self, entry: Entry, awaited: bool = False) -> list[Any]:
+        """Apply every operation of a committed entry; returns their replies, with the bodies an auto-ack
+        Get took when the entry is `awaited` here (its caller is answered with them). UnreadableEntry,
+        with nothing applied, when one of them does not decode."""
         try:
             ops = [decode_queue_op(op) for op in entry_ops(entry.data)]
         except (EntryDecodeError, CommandDecodeError) as exc:
             raise UnreadableEntry(f"queue {self.name}: {exc}") from exc
         if any(op.bodies is not None for op in ops):
             self.bodies.entry_applied(entry.index, entry.data)
-        replies = [self._apply_op(op, entry.index, position) for position, op in enumerate(ops)]
+        replies = [self._apply_op(op, entry.index, position, awaited) for position, op in enumerate(ops)]
         self._time_applied()
         if self.is_leader and self.applied_listener is not None:
             self.applied_listener()
         return replies
 
-    def _apply_op(self, decoded: QueueOp, index: int, position: int) -> Reply | AutoAcked:
+    def _apply_op(self, decoded: QueueOp, index: int, position: int, awaited: bool) -> Reply | AutoAcked:
         command = decoded.command
         reply: Reply | AutoAcked
         reply, effects = self.machine.apply(decoded.meta, command)
         if isinstance(reply, Enqueued) and decoded.bodies is not None and reply.ids:
             self.bodies.logged(index, position, reply.ids[0], len(reply.ids))
-        if self.is_leader and isinstance(command, Get) and command.auto_ack and isinstance(reply, Deliveries):
+        if awaited and isinstance(command, Get) and command.auto_ack and isinstance(reply, Deliveries):
             reply = AutoAcked(self.bodies.with_bodies(reply.deliveries))
         if effects and self.is_leader and self.effect_sink is not None:
             self.effect_sink(effects)

@@ -79,8 +79,10 @@ def exit_on_fatal(what: str) -> NoReturn:
 class GroupApp(Protocol):
     """The application a group replicates (the metadata, or one queue)."""
 
-    def apply(self, entry: Entry) -> list[Any]:
-        """Apply a committed NORMAL entry; one result per operation it carries. UnreadableEntry, having
+    def apply(self, entry: Entry, awaited: bool = False) -> list[Any]:
+        """Apply a committed NORMAL entry; one result per operation it carries. `awaited`: a caller on
+        this node waits for those results (this node proposed the entry at its index and term, leader
+        or not by now), so a result built only for its caller is worth building. UnreadableEntry, having
         applied nothing, when it cannot decode it: the group then halts on this node."""
         ...
 
@@ -645,7 +647,7 @@ class RaftHost:
             results: list[Any] = []
             if entry.kind == EntryKind.NORMAL and entry.data:
                 try:
-                    results = group.app.apply(entry)
+                    results = group.app.apply(entry, group.batcher.awaits(entry.index, entry.term))
                 except UnreadableEntry as exc:
                     self._halt(group, entry.index, str(exc))
                     return

@@ -13,16 +13,17 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 from cli.node_processes import free_ports
 from cluster.config import Address
 from cluster.metadata.codec import encode
 from cluster.metadata.commands import DeleteUser
 from cluster.metadata_app import MetadataApp
-from cluster.raft_host import RaftHost
+from cluster.raft_host import GroupApp, RaftHost
 from cluster.transport import Transport
 from raft_log.database import Database
-from raft_log.storage import NodeStore, TakenBatch
+from raft_log.storage import GroupLog, NodeStore, TakenBatch
 from raft_log.types import ConfState
 
 NAMES = ("a", "b", "c")
@@ -49,8 +50,13 @@ class GatedStore(NodeStore):
 
 
 class Node:
-    def __init__(self, name: str, store: GatedStore, transport: Transport, host: RaftHost, app: MetadataApp):
+    def __init__(self, name: str, store: GatedStore, transport: Transport, host: RaftHost, app: Any):
         self.name, self.store, self.transport, self.host, self.app = name, store, transport, host, app
+
+
+def metadata_app(name: str, group_log: GroupLog) -> GroupApp:
+    """The application GROUP replicates unless a test says otherwise: a metadata machine."""
+    return MetadataApp(lambda: None)
 
 
 def restarted_host(
@@ -150,12 +156,20 @@ async def start_led_by(nodes: dict[str, Running], addresses: dict[str, Address],
 
 
 @contextlib.asynccontextmanager
-async def gated_cluster(tmp_path: Path) -> AsyncIterator[dict[str, Node]]:
-    """Nodes a, b, c hosting GROUP (a metadata machine), every gate open, no election yet."""
+async def gated_cluster(
+    tmp_path: Path,
+    new_app: Callable[[str, GroupLog], GroupApp] = metadata_app,
+    *,
+    election_ticks: int = 200,  # 10 s: no election while a write is held back
+) -> AsyncIterator[dict[str, Node]]:
+    """Nodes a, b, c hosting GROUP (the application `new_app` makes of a node's name and group log: a
+    metadata machine unless told), every gate open, no election yet."""
     ports = free_ports(len(NAMES))
     result: dict[str, Node] = {}
     for name, port in zip(NAMES, ports, strict=True):
         store = GatedStore.open(tmp_path / name)
+        group_log = store.create_group(GROUP, ConfState(voters=NAMES))
+        store.commit(sync=True)
         holder: list[RaftHost] = []  # the transport is made before the host it hands frames to
         transport = Transport(
             name, Address("127.0.0.1", port), "secret", lambda *f, h=holder: h[0].on_frame(*f)
@@ -165,7 +179,7 @@ async def gated_cluster(tmp_path: Path) -> AsyncIterator[dict[str, Node]]:
             store,
             transport,
             tick_ms=50,
-            election_ticks=200,  # 10 s: no election while a write is held back
+            election_ticks=election_ticks,
             heartbeat_ticks=2,
             snapshot_every=1000,
             batch_delay_ms=0,
@@ -173,13 +187,13 @@ async def gated_cluster(tmp_path: Path) -> AsyncIterator[dict[str, Node]]:
             inline_fsync_max_ms=0,  # every synced write in the worker thread, where the gate holds it
         )
         holder.append(host)
-        result[name] = Node(name, store, transport, host, MetadataApp(lambda: None))
+        result[name] = Node(name, store, transport, host, new_app(name, group_log))
     for node in result.values():
         for peer in result.values():
             if peer is not node:
                 node.transport.set_peer(peer.name, peer.transport.listen)
         await node.transport.start()
-        node.host.open_group(GROUP, node.app, ConfState(voters=NAMES))
+        node.host.open_group(GROUP, node.app)
         node.host.start()
     try:
         yield result

@@ -29,9 +29,9 @@ class _RecordingApp(MetadataApp):
         self.clock = clock
         self.seen: list[int] = []
 
-    def apply(self, entry: Entry) -> list:
+    def apply(self, entry: Entry, awaited: bool = False) -> list:
         self.seen.append(self.clock[0])
-        return super().apply(entry)
+        return super().apply(entry, awaited)
 
 
 async def test_a_restarted_node_serves_the_loop_between_rounds_of_its_replay(tmp_path: Path) -> None:

@@ -1,0 +1,96 @@
+"""What a consumer is answered when its queue's leader changes under its request, on three real RaftHosts
+(real transports and RocksDB stores) each with a queue replica and its door (`QueueLeader`).
+
+The leader's own write is held back with a gate while its followers persist its entry; they elect a
+successor, which commits the entry; then the gate opens and the old leader applies its own entry as a
+follower. So the order of events does not depend on timing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+from gated_cluster import GROUP, Node, eventually, gated_cluster
+
+from cluster.entry_codec import QUEUE_OP_VERSION
+from cluster.leader_clock import LeaderClock
+from cluster.queue_leader import QueueLeader
+from cluster.queue_replica import QueueReplica
+from cluster.stored_message import StoredMessage
+from queue_state.arguments import QueueConfig
+from raft_log.storage import GroupLog
+
+QUEUE = "q"
+ELECTION_TICKS = 10  # 0.5 s: a successor is elected soon after the leader stops sending
+
+
+def queue_replica(name: str, group_log: GroupLog) -> QueueReplica:
+    return QueueReplica(QUEUE, GROUP, QueueConfig(), group_log)
+
+
+async def _nothing(*_: object) -> None:
+    return None
+
+
+def door_of(node: Node) -> QueueLeader:
+    """The queue's door on `node`, as a node builds it (its workers beside the leader left out)."""
+    return QueueLeader(
+        QUEUE,
+        GROUP,
+        node.app,
+        node.host,
+        LeaderClock(lambda: int(time.time() * 1000)),
+        on_dead_letter=lambda *_: None,
+        request_delete=lambda *_: None,
+        delete_sealed=_nothing,
+        on_leadership=lambda *_: None,
+        on_redrive=lambda _: None,
+        op_version=lambda: QUEUE_OP_VERSION,
+        consumer_timeout_ms=60_000,
+        consumer_idle_timeout_ms=60_000,
+    )
+
+
+def texts(*bodies: str) -> list[tuple[StoredMessage, int | None]]:
+    return [(StoredMessage(body.encode(), {}, "utf8"), None) for body in bodies]
+
+
+async def lead(nodes: dict[str, Node], doors: dict[str, QueueLeader], name: str) -> None:
+    nodes[name].host.campaign(GROUP)
+    await eventually(lambda: doors[name].is_leader, f"{name} to lead")
+
+
+async def successor_commits(nodes: dict[str, Node], doors: dict[str, QueueLeader]) -> str:
+    """With a's write held back, its next entry persisted by b and c: one of them leads, has applied
+    that entry, and a follows it. Returns the successor's name."""
+    raft = nodes["a"].host.groups[GROUP].raft
+    index = raft.status().last_index + 1
+
+    def followers_persisted() -> bool:
+        progress = raft.status().progress
+        return raft.status().last_index >= index and all(progress[f].match >= index for f in ("b", "c"))
+
+    await eventually(followers_persisted, "b and c to persist a's entry")
+    await eventually(lambda: any(doors[n].is_leader for n in ("b", "c")), "a successor to lead")
+    successor = next(n for n in ("b", "c") if doors[n].is_leader)
+    await eventually(lambda: nodes[successor].host.groups[GROUP].applied >= index, "the entry to commit")
+    await eventually(lambda: raft.leader == successor, "a to follow the successor")
+    return successor
+
+
+async def test_rule_an_auto_ack_get_answers_what_it_took_when_a_successor_commits_it(tmp_path: Path) -> None:
+    """An auto-ack get proposed on a, committed by its successor and applied on a as a follower, removed
+    its messages: a answers them (it proposed the get), never an empty list."""
+    async with gated_cluster(tmp_path, queue_replica, election_ticks=ELECTION_TICKS) as nodes:
+        doors = {name: door_of(node) for name, node in nodes.items()}
+        await lead(nodes, doors, "a")
+        await doors["a"].publish(texts("x", "y"), None, None)
+        nodes["a"].store.gate.clear()
+        taking = asyncio.ensure_future(doors["a"].get(2, auto_ack=True, since_ms=None))
+        successor = await successor_commits(nodes, doors)
+        nodes["a"].store.gate.set()
+        rows = await asyncio.wait_for(taking, 20)
+        assert doors[successor].stats().messages == 0  # the get took both
+        assert [row.body for row in rows] == [b"x", b"y"]
