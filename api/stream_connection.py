@@ -162,7 +162,7 @@ class StreamConnection:
         if resumed is not None:
             if resumed in self._consumers:
                 raise ApiError(409, "conflict", f"consumer '{resumed}' already delivers on this connection")
-            queue.resume(resumed)
+            await queue.resume(resumed)
             tag = resumed
         else:
             check_consumer_room(self._app, name)

@@ -4,10 +4,10 @@ The HTTP handlers, the dead-letter worker and `Node` reach a queue only through 
 builds its `queue_state` command in one place (`_command`), replicates it in an envelope stamped once
 with the leader's clock (`_envelope`, in the version every node of the cluster reads), and turns the
 state machine's reply into a `cluster.queue_results` value or raises a `cluster.errors` refusal named
-for what it means. The door also owns what a leader does beyond
-applying: consumer sessions (deliveries buffered for long polls, liveness, readers from a time), the
-timers (`Tick`, `ConsumerDown`, the retried delete of a sealed queue), acting on effects, and the rule of
-which arguments change at runtime.
+for what it means. The door also owns what a leader does beyond applying: consumer sessions (deliveries
+buffered for long polls, liveness, readers from a time; served once this leader applied an entry of its
+own term), the timers (`Tick`, `ConsumerDown`, the retried delete of a sealed queue), acting on effects,
+and the rule of which arguments change at runtime.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from cluster.errors import (
     BadRequest,
     ConsumerEnded,
     LogGap,
+    NotLeader,
     QueueConflict,
     QueueFull,
     Refused,
@@ -89,6 +90,7 @@ from queue_state.commands import (
 from queue_state.consumers import ConsumerInfo
 from queue_state.durable import DurableLogGap
 from queue_state.effects import (
+    Acked,
     DeadLetter,
     Deliver,
     Deliveries,
@@ -101,14 +103,16 @@ from queue_state.effects import (
     QueueExpired,
     Rejected,
 )
-from queue_state.machine import QUEUE_DELETING
+from queue_state.machine import QUEUE_DELETING, UNKNOWN_CONSUMER
 from queue_state.policy import AppliedPolicy
 from queue_state.redrive import CANCELLED, CONSUMER_PREFIX, UNKNOWN_TASK, RedriveTask
 
 log = logging.getLogger(__name__)
 
 DELETE_RETRY_MS = 1000
-UNKNOWN_CONSUMER = "unknown_consumer"
+CATCH_UP_WAIT_S = 5.0
+"""How long a request about a consumer waits for a new leader to catch up (`_until_serving`) before it
+is answered 503."""
 _DURABLE_REFUSALS = frozenset({"name_in_use", "beyond_sequence", QUEUE_DELETING})
 
 C = TypeVar("C", bound=Command)
@@ -194,6 +198,9 @@ class QueueLeader:
         self._new_token = new_token
         self._formats = formats
         self._applied = asyncio.Event()
+        self._serving = asyncio.Event()  # this leader applied an entry of its own term (`_catch_up`)
+        self._leadership = 0  # counts this node's leaderships of the queue
+        self._catching_up: int | None = None  # the leadership whose catch-up Tick is on its way
         self._tick_in_flight = False
         self._delete_due_ms: int | None = None
         self._policy_in_flight: int | None = None  # the revision of the policies proposed
@@ -401,14 +408,15 @@ class QueueLeader:
     async def _settle(self, command: Settle | Return | Discard | Touch, consumer: str | None) -> Settled:
         """Replicate a command naming held ids (the consumer heard from, when it is named)."""
         if consumer is not None:
-            self._session(consumer)
+            await self._current_session(consumer)
             self._sessions.touch(consumer, self._now())
         reply = await self._submit(command)
-        if isinstance(reply, Failure):
-            if reply.code == UNKNOWN_CONSUMER:
-                raise UnknownConsumer(reply.reason)
-            return Settled(reply.reason)
-        return Settled()
+        failure = reply.failure if isinstance(reply, Acked) else reply if isinstance(reply, Failure) else None
+        if failure is None:
+            return Settled()
+        if failure.code == UNKNOWN_CONSUMER:
+            raise UnknownConsumer(failure.reason)
+        return Settled(failure.reason)
 
     def hold_ms(self, consumer: str | None) -> int:
         """How long a delivery of `consumer` (None: of a manual-ack get) may be held without an ack, nack
@@ -471,14 +479,19 @@ class QueueLeader:
         return tag
 
     async def poll(self, tag: str, limit: int, wait_s: float) -> list[MessageRow]:
-        """Up to `limit` (at least one) deliveries for consumer `tag`, waiting up to `wait_s` for some;
-        an auto-ack consumer's are settled before they are answered (`_settled_on_delivery`).
-        UnknownConsumer when the queue has no such consumer."""
+        """Up to `limit` (at least one) deliveries for consumer `tag`, waiting up to `wait_s` for some
+        (none before this leader caught up, `_until_serving`); an auto-ack consumer's are settled before
+        they are answered (`_settled_on_delivery`). UnknownConsumer when the queue has no such consumer."""
         limit = max(limit, 1)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_s
+        if not await self._until_serving(wait_s):
+            return []
         session = self._session(tag)
         self._sessions.touch(tag, self._now())
         session.polls += 1
         try:
+            wait_s = max(0.0, deadline - loop.time())
             if session.since_ms is not None:
                 taken = await self._read_since(session, limit, wait_s)
             else:
@@ -495,11 +508,11 @@ class QueueLeader:
     async def _settled_on_delivery(
         self, session: ConsumerSession, taken: list[Delivery], rows: list[MessageRow]
     ) -> list[MessageRow]:
-        """The rows of an auto-ack consumer's poll that its `Settle` settled: all of them, or (when some
-        returned to the queue first, e.g. past their lease) those the queue no longer holds. A settle
-        refused for want of the consumer (it was ended, what it held returned) answers nothing; one that
-        fails puts the deliveries back for the next poll (if its outcome is unknown, it may still commit:
-        auto-ack is at most once)."""
+        """The rows of an auto-ack consumer's poll that its `Settle` settled, as its reply names them
+        (some may have gone back to the queue first, e.g. past their lease, and been taken by another). A
+        settle refused for want of the consumer (it was ended, what it held returned) answers nothing;
+        one that fails puts the deliveries back for the next poll (if its outcome is unknown, it may still
+        commit: auto-ack is at most once)."""
         try:
             reply = await self._submit(
                 self._command(Settle, tuple(delivery.id for delivery in taken), session.tag)
@@ -507,17 +520,15 @@ class QueueLeader:
         except BaseException:
             session.offer_again(taken)
             raise
-        if not isinstance(reply, Failure):
-            return rows
-        if reply.code == UNKNOWN_CONSUMER:
+        if isinstance(reply, Failure) and reply.code == UNKNOWN_CONSUMER:
             raise UnknownConsumer(reply.reason, code=reply.code)
-        machine = self._replica.machine
-        return [row for row in rows if not machine.browse(row.id, row.id + 1, 1)]
+        settled = set(reply.ids) if isinstance(reply, Acked) else set()
+        return [row for row in rows if row.id in settled]
 
-    def resume(self, tag: str) -> None:
+    async def resume(self, tag: str) -> None:
         """Carry on with consumer `tag` after its queue changed leader (on a new leader, what it holds is
         delivered to it again). UnknownConsumer when the queue has no such consumer."""
-        self._session(tag)
+        await self._current_session(tag)
         self._sessions.touch(tag, self._now())
 
     async def cancel(self, tag: str) -> None:
@@ -526,6 +537,7 @@ class QueueLeader:
         UnknownConsumer when the queue has no such consumer; a consumer the leader ended is gone already."""
         if self._sessions.forget_ended(tag):
             return
+        await self._until_caught_up()
         durable = self._is_durable(tag)
         session = None if durable else self._session(tag)
         plain = self._formats.writes_queue_ops() >= COUNTING_OP_VERSION
@@ -556,9 +568,28 @@ class QueueLeader:
         ]
         return listed
 
+    async def _until_serving(self, wait_s: float) -> bool:
+        """Wait up to `wait_s` for this leader to serve consumers (`_catch_up`); True once it does."""
+        if not self._serving.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._serving.wait(), wait_s)
+        return self._serving.is_set()
+
+    async def _until_caught_up(self) -> None:
+        """Wait for this leader to serve consumers; NotLeader (503) when it does not within
+        CATCH_UP_WAIT_S."""
+        if not await self._until_serving(CATCH_UP_WAIT_S):
+            raise NotLeader(f"the leader of queue '{self.name}' has not caught up with its log yet")
+
+    async def _current_session(self, tag: str) -> ConsumerSession:
+        """`_session(tag)` once this leader caught up (before, its state may not know the consumer yet)."""
+        await self._until_caught_up()
+        return self._session(tag)
+
     def _session(self, tag: str) -> ConsumerSession:
         """The session of a consumer registered in the queue state (a reader included), made anew after a
-        leader change; a get holder's session is no consumer's. ConsumerEnded for one this leader ended."""
+        leader change; a get holder's session is no consumer's. ConsumerEnded for one this leader ended.
+        Read only once this leader serves consumers."""
         reason = self._sessions.ended(tag)
         if reason is not None:
             raise ConsumerEnded(f"consumer '{tag}' of queue '{self.name}' ended: {reason}", code=reason)
@@ -572,11 +603,12 @@ class QueueLeader:
 
     def _open_session(self, consumer: ConsumerInfo, now: int) -> ConsumerSession:
         """A session for a consumer the queue state holds, with its own timeout and auto-ack, what it holds
-        offered to it again, and for a reader its time and prefetch."""
+        offered to it (again) in place of anything buffered, and for a reader its time and prefetch."""
         session = self._sessions.open(consumer.name, consumer.timeout_ms, now)
         session.since_ms, session.prefetch = consumer.since_ms, consumer.prefetch
         session.auto_ack = consumer.auto_ack
         held = self._replica.machine.checked_out(consumer.name)
+        session.buffer.clear()
         session.offer(held)
         session.reoffered = bool(held)
         return session
@@ -819,6 +851,8 @@ class QueueLeader:
     def _on_effects(self, effects: list[Any]) -> None:
         for effect in effects:
             if isinstance(effect, Deliver):
+                if not self._serving.is_set():
+                    continue  # in the state this leader reads once it serves (`_catch_up`)
                 session = self._sessions.get(effect.consumer)
                 if session is None and self._sessions.ended(effect.consumer) is not None:
                     continue  # its end is on the way through the log
@@ -834,22 +868,43 @@ class QueueLeader:
                 self._request_delete(self.name, self.group)
 
     def _on_role(self, is_leader: bool) -> None:
-        """A new leader opens a session for every holder the state says holds messages or is registered:
-        consumers and readers with their own timeout, manual-ack get holders with none, so that what one
-        holds past its consumer timeout returns to the queue (`on_timer`) whoever led when it was taken."""
+        """Sessions are this leadership's own: a new leader serves consumers once it caught up."""
         self._sessions.close_all()
+        self._serving.clear()
         self._on_leadership(self, is_leader)
-        if not is_leader:
+        if is_leader:
+            self._leadership += 1
+            self._catch_up()
+
+    def _catch_up(self) -> None:
+        """Replicate a Tick of this leadership (unless one is on its way): once it is applied here, this
+        leader applied an entry of its own term, so its state holds everything an earlier leader
+        committed (Raft's leader completeness), and consumers are served from it (`_caught_up`)."""
+        if self._catching_up == self._leadership:
             return
+        self._catching_up = self._leadership
+        self._fire(self._command(Tick), done=functools.partial(self._caught_up, self._leadership))
+
+    def _caught_up(self, leadership: int, committed: bool) -> None:
+        """The catch-up Tick's fate: once it is applied in the same leadership, open a session for every
+        holder the state says holds messages or is registered (consumers and readers with their own
+        timeout and what they hold offered to them, manual-ack get holders with none, so that what one
+        holds past its consumer timeout returns to the queue whoever led when it was taken) and serve."""
+        if self._catching_up == leadership:
+            self._catching_up = None
+        if not committed or leadership != self._leadership or not self.is_leader:
+            return  # another leadership, or none: the timer tries again while this one leads
         now = self._now()
         for consumer in self._replica.machine.consumers():
             self._open_session(consumer, now)
         for holder in self._replica.machine.get_holders():
             self._sessions.open(holder, None, now).get_holder = True
+        self._serving.set()
 
     def on_timer(self) -> None:
-        """Called periodically on the leader: due Ticks and ended consumers go through the log, and a
-        sealed queue's deletion is asked of the metadata every DELETE_RETRY_MS until it is gone."""
+        """Called periodically on the leader: due Ticks and ended consumers (once it caught up, else its
+        catch-up Tick again) go through the log, and a sealed queue's deletion is asked of the metadata
+        every DELETE_RETRY_MS until it is gone."""
         if not self.is_leader:
             return
         now = self._now()
@@ -862,6 +917,9 @@ class QueueLeader:
         if deadline is not None and deadline <= now and not self._tick_in_flight:
             self._tick_in_flight = True
             self._fire(self._command(Tick), done=self._tick_done)
+        if not self._serving.is_set():
+            self._catch_up()
+            return
         for tag, reason in self._overdue(now):
             log.info("queue %s: consumer %s ended: %s", self.name, tag, reason)
             if reason == CONSUMER_IDLE and self._formats.writes_queue_ops() >= COUNTING_OP_VERSION:

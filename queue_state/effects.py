@@ -97,6 +97,16 @@ class Ok:
 
 
 @dataclass(frozen=True, slots=True)
+class Acked:
+    """What a `Settle` settled: `ids`, those of the ids it named that the consumer held (in the order
+    named), and `failure` naming the others (None when there were none). A Settle that settled nothing
+    answers the `Failure` alone."""
+
+    ids: tuple[int, ...]
+    failure: Failure | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Deliveries:
     """Messages returned by `Get` or `DlxCheckout`; for the latter `reasons[i]` is why deliveries[i] died
     and `reason_texts[i]` what its rejecting consumer said (None: nothing)."""
@@ -131,7 +141,7 @@ class Failure:
     reason: str
 
 
-Reply = Enqueued | Duplicate | Rejected | Ok | Deliveries | Purged | DurablePosition | Failure
+Reply = Enqueued | Duplicate | Rejected | Ok | Acked | Deliveries | Purged | DurablePosition | Failure
 
 
 class EffectCollector:

@@ -47,6 +47,7 @@ from queue_state.dead_letters import DeadLetterQueue
 from queue_state.delayed import DelayedMessages, Destination
 from queue_state.durable import DurableHolder, DurableInfo
 from queue_state.effects import (
+    Acked,
     Deliveries,
     Delivery,
     DurablePosition,
@@ -69,6 +70,7 @@ from queue_state.stats import QueueStats
 
 STRATEGY_CHANGED = "dead_letter_strategy_changed"
 QUEUE_DELETING = "queue_deleting"
+UNKNOWN_CONSUMER = "unknown_consumer"
 _ROWS_PER_CHUNK = 65536
 _PUBLISHERS_PER_CHUNK = 64
 
@@ -215,7 +217,7 @@ class QueueMachine:
         get_holder = self._get_holders.pop(cmd.consumer, None)
         durable = self._durables.pop(cmd.consumer, None) if isinstance(cmd, Cancel) else None
         if consumer is None and get_holder is None and durable is None:
-            return Failure("unknown_consumer", f"no consumer {cmd.consumer!r}")
+            return Failure(UNKNOWN_CONSUMER, f"no consumer {cmd.consumer!r}")
         failed = cmd.failed if isinstance(cmd, Cancel) else True
         for holder in (consumer, get_holder, durable):
             if holder is not None:
@@ -226,9 +228,14 @@ class QueueMachine:
         return Ok()
 
     def _settle(self, cmd: Settle, out: EffectCollector) -> Reply:
+        """The held ids leave the queue: the reply names them, and a Failure the others (only a Failure
+        when none did)."""
         messages, failure = self._take_held(cmd.ids, cmd.consumer)
-        out.forget_all([message.id for message in messages])
-        return failure or Ok()
+        if failure is not None and not messages:
+            return failure
+        ids = [message.id for message in messages]
+        out.forget_all(ids)
+        return Acked(tuple(ids), failure)
 
     def _return(self, cmd: Return, out: EffectCollector) -> Reply:
         messages, failure = self._take_held(cmd.ids, cmd.consumer)
@@ -423,7 +430,7 @@ class QueueMachine:
     def _durable_settle(self, cmd: DurableSettle, out: EffectCollector) -> Reply:
         durable = self._durables.get(cmd.consumer)
         if durable is None:
-            return Failure("unknown_consumer", f"no durable consumer {cmd.consumer!r}")
+            return Failure(UNKNOWN_CONSUMER, f"no durable consumer {cmd.consumer!r}")
         if self._redrive_of(cmd.consumer) is not None:
             return Failure("name_in_use", f"{cmd.consumer!r} is a redrive task's consumer")
         return self._settle_durable(durable, cmd.below, out)
@@ -573,7 +580,7 @@ class QueueMachine:
         """(holder, id) of the ids `owner` (anyone but a durable consumer if None) holds; a Failure names
         the rest, or the owner when it holds nothing under that name."""
         if owner is not None and not self._holds_under(owner):
-            return [], Failure("unknown_consumer", f"no consumer {owner!r}")
+            return [], Failure(UNKNOWN_CONSUMER, f"no consumer {owner!r}")
         found, unknown, seen = [], [], set()
         for message_id in ids:
             holder = self._holder_of.get(message_id)

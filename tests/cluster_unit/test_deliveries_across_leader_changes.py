@@ -94,3 +94,43 @@ async def test_rule_an_auto_ack_get_answers_what_it_took_when_a_successor_commit
         rows = await asyncio.wait_for(taking, 20)
         assert doors[successor].stats().messages == 0  # the get took both
         assert [row.body for row in rows] == [b"x", b"y"]
+
+
+def poll_once_leading(node: Node, door: QueueLeader, tag: str, polls: dict[str, asyncio.Future]) -> None:
+    """Have consumer `tag` poll `door` the moment its node starts leading (a client that turned to the
+    new leader at once), before it applied what its predecessor committed."""
+    replica: QueueReplica = node.app
+    told = replica.role_listener
+    assert told is not None
+
+    def role_changed(is_leader: bool) -> None:
+        told(is_leader)
+        if is_leader and node.name not in polls:
+            polls[node.name] = asyncio.ensure_future(door.poll(tag, 10, 5.0))
+
+    replica.role_listener = role_changed
+
+
+async def test_rule_an_auto_ack_consumer_is_never_handed_again_what_it_was_answered(tmp_path: Path) -> None:
+    """a's poll settles x and y; its successor, leading before it applied that Settle, must not hand them
+    to the consumer again (a duplicate): it serves only once it applied an entry of its own term, and a
+    poll answers only what its own Settle settled."""
+    async with gated_cluster(tmp_path, queue_replica, election_ticks=ELECTION_TICKS) as nodes:
+        doors = {name: door_of(node) for name, node in nodes.items()}
+        await lead(nodes, doors, "a")
+        tag = await doors["a"].register_consumer(2, 0, None, None, auto_ack=True)
+        await doors["a"].publish(texts("x", "y", "z"), None, None)
+        await eventually(
+            lambda: all(door.stats().messages_unacknowledged == 2 for door in doors.values()),
+            "every replica to apply the hand-out of x and y",
+        )
+        polls: dict[str, asyncio.Future] = {}
+        for name in ("b", "c"):
+            poll_once_leading(nodes[name], doors[name], tag, polls)
+        nodes["a"].store.gate.clear()
+        first = asyncio.ensure_future(doors["a"].poll(tag, 10, 5.0))
+        successor = await successor_commits(nodes, doors)
+        nodes["a"].store.gate.set()
+        answered = [bytes(row.body) for row in await asyncio.wait_for(first, 20)]
+        answered += [bytes(row.body) for row in await asyncio.wait_for(polls[successor], 20)]
+        assert sorted(answered) == [b"x", b"y", b"z"]

@@ -5,7 +5,8 @@ consumer's, its prefetch bounding them."""
 import msgpack
 from queue_state_helpers import delivered, enqueue, make_machine
 
-from queue_state.commands import Checkout, EntryMeta, Settle
+from queue_state.commands import Checkout, EntryMeta, Get, Return, Settle
+from queue_state.effects import Acked, Failure
 from queue_state.machine import QueueMachine
 
 
@@ -19,6 +20,21 @@ def test_an_auto_ack_consumer_is_served_up_to_its_prefetch_and_said_to_be_auto_a
     _, effects = m.apply(EntryMeta(3), Settle((1, 2), "c"))
     assert delivered(effects, "c") == [3, 4]
     assert m.stats().messages == 3
+
+
+def test_rule_a_settle_answers_exactly_the_ids_it_settled() -> None:
+    """An auto-ack consumer's leader answers a poll with what its Settle settled: the reply names those
+    ids, not every id the queue no longer holds (another may have taken it)."""
+    m = make_machine()
+    m.apply(EntryMeta(1), Checkout("c", 1, auto_ack=True))
+    enqueue(m, 2, count=2)  # c is handed 1
+    m.apply(EntryMeta(3), Return((1,), "c", failed=False))  # 1 goes back behind 2: c is handed 2
+    m.apply(EntryMeta(4), Get("other", 1, auto_ack=True))  # another takes 1 for good
+    reply, _ = m.apply(EntryMeta(5), Settle((1, 2), "c"))
+    assert reply == Acked((2,), Failure("unknown_ids", "not checked out: [1]"))
+    assert m.stats().messages == 0
+    assert m.apply(EntryMeta(6), Settle((2,), "c"))[0] == Failure("unknown_ids", "not checked out: [2]")
+    assert m.apply(EntryMeta(7), Settle((3,), "nobody"))[0].code == "unknown_consumer"
 
 
 def test_registering_again_without_auto_ack_makes_it_a_consumer_that_settles() -> None:

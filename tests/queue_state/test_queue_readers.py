@@ -8,7 +8,7 @@ import msgpack
 from queue_state_helpers import delivered, enqueue, make_machine
 
 from queue_state.commands import Cancel, Checkout, ConsumerDown, EntryMeta, Get, Settle
-from queue_state.effects import Deliveries, Ok
+from queue_state.effects import Acked, Deliveries, Ok
 from queue_state.machine import QueueMachine
 
 
@@ -36,7 +36,7 @@ def test_rule_a_reader_gets_from_its_time_up_to_its_prefetch() -> None:
     reply, _ = m.apply(EntryMeta(41), Get("r", 10, False))
     assert reply == Deliveries(())  # its prefetch is full
     assert [d.id for d in m.checked_out("r")] == [3, 4] and m.consumers()[0].unacknowledged == 2
-    assert m.apply(EntryMeta(42), Settle((3,), "r"))[0] == Ok()
+    assert m.apply(EntryMeta(42), Settle((3,), "r"))[0] == Acked((3,))
     reply, _ = m.apply(EntryMeta(43), Get("r", 10, False))
     assert [d.id for d in reply.deliveries] == [5]
     assert [m.id for m in m.ready_messages()] == [1, 2]

@@ -22,6 +22,7 @@ from queue_state.commands import (
     UpdateConfig,
 )
 from queue_state.effects import (
+    Acked,
     DeadLetter,
     Deliver,
     Deliveries,
@@ -427,7 +428,7 @@ def test_settle_of_ids_not_held_fails_naming_them_and_settles_the_rest() -> None
     enqueue(m, 0, count=2)
     m.apply(EntryMeta(0), Checkout("c", prefetch=2))
     reply, effects = m.apply(EntryMeta(1), Settle((1, 7), "c"))
-    assert reply == Failure("unknown_ids", "not checked out: [7]")
+    assert reply == Acked((1,), Failure("unknown_ids", "not checked out: [7]"))
     assert effects == [ForgetBodies((1,))]
     assert m.apply(EntryMeta(1), Settle((2,), "nobody"))[0].code == "unknown_consumer"
     assert m.apply(EntryMeta(1), Cancel("nobody"))[0].code == "unknown_consumer"
@@ -441,7 +442,7 @@ def test_get_with_manual_ack_is_held_by_its_holder_and_auto_ack_forgets_at_once(
     assert [d.id for d in m.checked_out("h")] == [1, 2]
     reply, effects = m.apply(EntryMeta(1), Get("other", count=5, auto_ack=True))
     assert [d.id for d in reply.deliveries] == [3] and effects == [ForgetBodies((3,))]
-    assert m.apply(EntryMeta(2), Settle((1, 2)))[0] == Ok()
+    assert m.apply(EntryMeta(2), Settle((1, 2)))[0] == Acked((1, 2))
     assert m.stats().messages == 0
 
 
@@ -494,4 +495,4 @@ def test_get_since_holds_manual_ack_messages_like_any_get() -> None:
     assert got.enqueued_at_ms == 200
     assert m.stats().messages_unacknowledged == 1 and m.stats().messages_ready == 1
     reply, _ = m.apply(EntryMeta(301), Settle((got.id,), "reader"))
-    assert reply == Ok()
+    assert reply == Acked((got.id,))

@@ -17,7 +17,7 @@ from queue_state.commands import (
     Touch,
     UpdateConfig,
 )
-from queue_state.effects import Failure, Ok
+from queue_state.effects import Acked, Failure, Ok
 from queue_state.machine import QueueMachine
 
 
@@ -84,7 +84,7 @@ def test_a_durable_consumers_deliveries_are_known_to_a_touch_and_unchanged() -> 
     assert [seq for seq, _ in m.durable_log("d", 0, 2)] == [0, 1]
     reply, _ = m.apply(EntryMeta(2), Touch((1,)))  # anonymous: not a durable consumer's ids
     assert isinstance(reply, Failure) and reply.code == "unknown_ids"
-    assert m.apply(EntryMeta(3), Settle((1, 2), "d"))[0] == Ok()
+    assert m.apply(EntryMeta(3), Settle((1, 2), "d"))[0] == Acked((1, 2))
 
 
 def test_touch_travels_from_operations_version_4_only() -> None:
