@@ -1,16 +1,17 @@
 """Leader-side consumer sessions: deliveries waiting to be long-polled, and consumer liveness.
 
 The queue state decides what is checked out to whom, and since when (handed out or last touched); a
-session only buffers those deliveries until the consumer polls them, remembers when the consumer was
-last heard from (and whether a poll is waiting), and, once the leader ended the consumer, why: its
-next request is told (`ended`).
+session only buffers those deliveries until the consumer polls them (a poll hands out only those the
+state says the consumer still holds from that hand-out), remembers when the consumer was last heard from
+(and whether a poll is waiting), and, once the leader ended the consumer, why: its next request is told
+(`ended`).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict, deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from queue_state.effects import Delivery
@@ -35,7 +36,9 @@ class ConsumerSession:
     (`get_holder`) has a session only for its timeout: it is never polled; `getting` while its Get is
     not applied yet (it holds nothing so far, and must not be closed for that). `reoffered`: the buffer
     holds what the consumer held when this leader took over, which may be in its hands, until it polls.
-    `auto_ack`: each poll settles what it takes.
+    `auto_ack`: each poll settles what it takes. `local`: a reader registered with this leader only
+    (while a node reads no readers), which the state knows only by what it holds. `closed` once the
+    leader forgot the session: a poll waiting on it answers what it has.
     """
 
     tag: str
@@ -50,6 +53,8 @@ class ConsumerSession:
     polls: int = 0
     reoffered: bool = False
     auto_ack: bool = False
+    local: bool = False
+    closed: bool = False
 
     def offer(self, deliveries: Iterable[Delivery]) -> None:
         """Add deliveries for the next poll."""
@@ -63,22 +68,33 @@ class ConsumerSession:
         if self.buffer:
             self.ready.set()
 
-    def take(self, limit: int) -> list[Delivery]:
-        """Remove and return up to `limit` buffered deliveries."""
+    def take(self, limit: int, holds: Callable[[Delivery], bool]) -> list[Delivery]:
+        """Remove and return up to `limit` buffered deliveries that the consumer still holds from that
+        very hand-out (`holds`, the applied state); those it no longer does (returned, its lease ended,
+        another took it) are dropped."""
         self.reoffered = False
-        taken = [self.buffer.popleft() for _ in range(min(limit, len(self.buffer)))]
+        taken: list[Delivery] = []
+        while self.buffer and len(taken) < limit:
+            delivery = self.buffer.popleft()
+            if holds(delivery):
+                taken.append(delivery)
         if not self.buffer:
             self.ready.clear()
         return taken
 
-    async def poll(self, limit: int, wait_s: float) -> list[Delivery]:
-        """Wait up to `wait_s` for deliveries, then take up to `limit` of them."""
-        if not self.buffer and wait_s > 0:
+    async def poll(self, limit: int, wait_s: float, holds: Callable[[Delivery], bool]) -> list[Delivery]:
+        """Take up to `limit` deliveries (`take`), waiting up to `wait_s` for some."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_s
+        while True:
+            taken = self.take(limit, holds)
+            remaining = deadline - loop.time()
+            if taken or self.closed or remaining <= 0:
+                return taken
             try:
-                await asyncio.wait_for(self.ready.wait(), wait_s)
+                await asyncio.wait_for(self.ready.wait(), remaining)
             except TimeoutError:
                 return []
-        return self.take(limit)
 
     def idle(self, now_ms: int, idle_ms: int) -> bool:
         """True when deliveries wait in the buffer (not only what it held when this leader took over)
@@ -117,6 +133,7 @@ class ConsumerSessions:
         """Forget a session; a poll waiting on it returns empty."""
         session = self.sessions.pop(tag, None)
         if session is not None:
+            session.closed = True
             session.ready.set()
 
     def end(self, tag: str, reason: str) -> None:

@@ -468,6 +468,7 @@ class QueueLeader:
         session = self._sessions.open(tag, timeout_ms, self._now())
         session.since_ms, session.prefetch, session.auto_ack = since_ms, prefetch, auto_ack
         if since_ms is not None and self._formats.writes_queue_ops() < READER_OP_VERSION:
+            session.local = True
             return tag
         command = self._command(Checkout, tag, prefetch, priority, timeout_ms, since_ms, auto_ack)
         reply = await self._submit(command)
@@ -495,11 +496,10 @@ class QueueLeader:
             if session.since_ms is not None:
                 taken = await self._read_since(session, limit, wait_s)
             else:
-                taken = await session.poll(limit, wait_s)
+                taken = await session.poll(limit, wait_s, self._holds(tag))
         finally:
             session.polls -= 1
         self._sessions.touch(tag, self._now())
-        taken = list({delivery.id: delivery for delivery in taken}.values())  # a re-delivery replaces
         rows = self._rows(taken)
         if session.auto_ack and taken:
             return await self._settled_on_delivery(session, taken, rows)
@@ -594,12 +594,18 @@ class QueueLeader:
         if reason is not None:
             raise ConsumerEnded(f"consumer '{tag}' of queue '{self.name}' ended: {reason}", code=reason)
         session = self._sessions.get(tag)
-        if session is not None and not session.get_holder:
+        registered = self._replica.machine.consumer(tag)
+        if session is not None and not session.get_holder and (registered is not None or session.local):
             return session
-        for consumer in self._replica.machine.consumers():
-            if consumer.name == tag:
-                return self._open_session(consumer, self._now())
+        if registered is not None:
+            return self._open_session(registered, self._now())
+        if session is not None and not session.get_holder:
+            self._sessions.close(tag)  # the consumer left the state (cancelled, or down)
         raise UnknownConsumer(f"no consumer '{tag}' on queue '{self.name}'")
+
+    def _holds(self, tag: str) -> Callable[[Delivery], bool]:
+        """Whether consumer `tag` still holds a delivery from that hand-out, as this leader applied it."""
+        return lambda delivery: self._replica.machine.holds(tag, delivery)
 
     def _open_session(self, consumer: ConsumerInfo, now: int) -> ConsumerSession:
         """A session for a consumer the queue state holds, with its own timeout and auto-ack, what it holds
@@ -617,8 +623,9 @@ class QueueLeader:
         """A reader from a time: what it holds offered again after a leader change, else get what it may
         hold (prefetch) among messages enqueued since then, waiting for newly applied entries until
         `wait_s` runs out."""
-        if session.buffer:
-            return session.take(limit)
+        taken = session.take(limit, self._holds(session.tag))
+        if taken:
+            return taken
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_s
         while True:
@@ -634,9 +641,8 @@ class QueueLeader:
 
     def _own_timeout(self, consumer: str) -> int | None:
         """A consumer's own timeout as registered through the log."""
-        return next(
-            (info.timeout_ms for info in self._replica.machine.consumers() if info.name == consumer), None
-        )
+        registered = self._replica.machine.consumer(consumer)
+        return None if registered is None else registered.timeout_ms
 
     def _timeout(self, own: int | None) -> int:
         """A holder's consumer timeout: its own when it gave one, else the queue's `x-consumer-timeout`,
@@ -854,13 +860,12 @@ class QueueLeader:
                 if not self._serving.is_set():
                     continue  # in the state this leader reads once it serves (`_catch_up`)
                 session = self._sessions.get(effect.consumer)
-                if session is None and self._sessions.ended(effect.consumer) is not None:
-                    continue  # its end is on the way through the log
-                if session is None:
-                    session = self._sessions.open(
-                        effect.consumer, self._own_timeout(effect.consumer), self._now()
-                    )
-                session.offer(effect.deliveries)
+                if session is not None:
+                    session.offer(effect.deliveries)
+                elif self._sessions.ended(effect.consumer) is None:  # else its end is on its way
+                    registered = self._replica.machine.consumer(effect.consumer)
+                    if registered is not None:
+                        self._open_session(registered, self._now())  # offers what it holds: these too
             elif isinstance(effect, DeadLetter):
                 found = self._replica.bodies.with_bodies(effect.deliveries)
                 self._on_dead_letter(self.name, effect, found, self._now())

@@ -42,7 +42,7 @@ from queue_state.commands import (
     Touch,
     UpdateConfig,
 )
-from queue_state.consumers import ConsumerInfo, ConsumerRegistry, Holder
+from queue_state.consumers import Consumer, ConsumerInfo, ConsumerRegistry, Holder
 from queue_state.dead_letters import DeadLetterQueue
 from queue_state.delayed import DelayedMessages, Destination
 from queue_state.durable import DurableHolder, DurableInfo
@@ -717,19 +717,35 @@ class QueueMachine:
 
     def consumers(self) -> list[ConsumerInfo]:
         """Registered consumers (readers included) in registration order."""
-        return [
-            ConsumerInfo(
-                c.name,
-                c.prefetch,
-                c.priority,
-                self._consumers.is_active(c),
-                len(c.held),
-                c.timeout_ms,
-                c.since_ms,
-                c.auto_ack,
-            )
-            for c in self._consumers
-        ]
+        return [self._info(c) for c in self._consumers]
+
+    def consumer(self, name: str) -> ConsumerInfo | None:
+        """The registered consumer (or reader) of that name, if any."""
+        found = self._consumers.get(name)
+        return None if found is None else self._info(found)
+
+    def _info(self, consumer: Consumer) -> ConsumerInfo:
+        return ConsumerInfo(
+            consumer.name,
+            consumer.prefetch,
+            consumer.priority,
+            self._consumers.is_active(consumer),
+            len(consumer.held),
+            consumer.timeout_ms,
+            consumer.since_ms,
+            consumer.auto_ack,
+        )
+
+    def holds(self, holder: str, delivery: Delivery) -> bool:
+        """True while `holder` (a consumer, get holder or durable consumer of that name) holds the message
+        of `delivery` from that very hand-out (it has not come back since: its acquired count is the
+        same)."""
+        found = self._holder_of.get(delivery.id)
+        return (
+            found is not None
+            and found.name == holder
+            and found.held[delivery.id].message.acquired == delivery.acquired_count
+        )
 
     def hold_started_ms(self, holder: str) -> int | None:
         """When the oldest hold of a consumer or get holder of that name began (handed out, or last

@@ -311,3 +311,23 @@ async def test_rule_an_auto_ack_poll_answers_only_what_its_settle_settled(runnin
     with pytest.raises(UnknownConsumer):
         await door.poll(tag, 10, 1.0)
     assert (door.stats().messages_ready, door.stats().messages) == (1, 2)  # nothing answered, nothing lost
+
+
+async def test_rule_a_poll_answers_only_what_the_consumer_holds_now(running: InProcessNode) -> None:
+    """A delivery waiting for a consumer's poll can leave it first (here its lease ends and a consumer of
+    a higher priority takes the message): its poll must not hand it out, or two consumers hold one
+    message."""
+    door = await running.declare("d-one-holder", {"x-lease-period": 300})
+    first = await door.register_consumer(prefetch=1, priority=0, timeout_ms=None, since_ms=None)
+    await door.publish(texts("m"), None, None)
+
+    def held_by() -> list[int]:
+        return [consumer.unacknowledged for consumer in door.consumer_list()]
+
+    await until(lambda: held_by() == [1], "m handed to the first consumer")
+    second = await door.register_consumer(prefetch=1, priority=5, timeout_ms=None, since_ms=None)
+    await until(lambda: held_by() == [0, 1], "m taken by the second once its lease ended")
+    assert await door.poll(first, 10, 0) == []
+    assert [row.body for row in await door.poll(second, 10, 1.0)] == [b"m"]
+    await door.cancel(first)
+    await door.cancel(second)

@@ -496,3 +496,19 @@ def test_get_since_holds_manual_ack_messages_like_any_get() -> None:
     assert m.stats().messages_unacknowledged == 1 and m.stats().messages_ready == 1
     reply, _ = m.apply(EntryMeta(301), Settle((got.id,), "reader"))
     assert reply == Acked((got.id,))
+
+
+def test_rule_holds_is_true_only_for_the_hand_out_a_holder_still_has() -> None:
+    """What a leader checks before a poll hands a buffered delivery out: the holder still holds the message
+    from that very hand-out (a return and a new hand-out to the same consumer is another one)."""
+    m = make_machine()
+    m.apply(EntryMeta(0), Checkout("c", prefetch=1))
+    _, effects = enqueue(m, 1)
+    (first,) = [d for e in effects if isinstance(e, Deliver) for d in e.deliveries]
+    assert m.holds("c", first) and not m.holds("other", first)
+    _, effects = m.apply(EntryMeta(2), Return((1,), "c", failed=False))
+    (again,) = [d for e in effects if isinstance(e, Deliver) for d in e.deliveries]
+    assert (again.id, again.acquired_count) == (1, 1)
+    assert m.holds("c", again) and not m.holds("c", first)
+    m.apply(EntryMeta(3), Settle((1,), "c"))
+    assert not m.holds("c", again)
