@@ -43,7 +43,7 @@ async def register_consumer(request: web.Request, queue: QueueLeader) -> web.Str
     tag = await queue.register_consumer(
         options.prefetch, options.priority, options.timeout_ms, options.since_ms, options.auto_ack
     )
-    return web.json_response({"consumer": tag, "hold_ms": queue.hold_ms(tag)}, status=201)
+    return web.json_response({"consumer": tag, "hold_ms": queue.hold_ms(tag, over_http=True)}, status=201)
 
 
 @on_queue_leader

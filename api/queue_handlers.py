@@ -289,7 +289,7 @@ async def touch(request: web.Request, queue: QueueLeader, consumer: str | None) 
     timeout and the lease."""
     ids = touch_ids(await json_object(request))
     touched = await queue.touch(ids, consumer)
-    return web.json_response(touch_answer(queue.hold_ms(consumer), touched.warning))
+    return web.json_response(touch_answer(queue.hold_ms(consumer, over_http=True), touched.warning))
 
 
 @on_queue_leader

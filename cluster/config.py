@@ -124,7 +124,11 @@ class NodeConfig:
     )
     consumer_idle_timeout_ms: int = field(
         default=60000,
-        metadata=about("How long a consumer with deliveries waiting may go without a poll.", minimum=1),
+        metadata=about(
+            "How long a consumer may go unheard (no poll, ack, nack or touch) before it ends and what it "
+            "holds returns.",
+            minimum=1,
+        ),
     )
     default_delivery_limit: int = field(
         default=DEFAULT_DELIVERY_LIMIT,

@@ -20,8 +20,8 @@ CONSUMER_TIMEOUT = "consumer_timeout"
 """Why a consumer ended: it held a delivery longer than its consumer timeout without settling or
 touching it."""
 CONSUMER_IDLE = "consumer_idle"
-"""Why a consumer ended: deliveries waited for it while it neither polled nor settled nor touched for the
-idle timeout."""
+"""Why a consumer ended: it neither polled nor settled nor touched for the idle timeout (and no poll of
+it waited): nobody runs it, and what it held went back as plain returns."""
 ENDED_KEPT = 10000
 """How many ended consumers a leader remembers the reason of."""
 
@@ -34,11 +34,10 @@ class ConsumerSession:
     reading from a time (`since_ms`) is served by gets held under its tag, `prefetch` at most
     outstanding, instead of by the state machine's push delivery. A manual-ack get's holder
     (`get_holder`) has a session only for its timeout: it is never polled; `getting` while its Get is
-    not applied yet (it holds nothing so far, and must not be closed for that). `reoffered`: the buffer
-    holds what the consumer held when this leader took over, which may be in its hands, until it polls.
-    `auto_ack`: each poll settles what it takes. `local`: a reader registered with this leader only
-    (while a node reads no readers), which the state knows only by what it holds. `closed` once the
-    leader forgot the session: a poll waiting on it answers what it has.
+    not applied yet (it holds nothing so far, and must not be closed for that). `auto_ack`: each poll
+    settles what it takes. `local`: a reader registered with this leader only (while a node reads no
+    readers), which the state knows only by what it holds. `closed` once the leader forgot the session:
+    a poll waiting on it answers what it has.
     """
 
     tag: str
@@ -51,7 +50,6 @@ class ConsumerSession:
     get_holder: bool = False
     getting: bool = False
     polls: int = 0
-    reoffered: bool = False
     auto_ack: bool = False
     local: bool = False
     closed: bool = False
@@ -72,7 +70,6 @@ class ConsumerSession:
         """Remove and return up to `limit` buffered deliveries that the consumer still holds from that
         very hand-out (`holds`, the applied state); those it no longer does (returned, its lease ended,
         another took it) are dropped."""
-        self.reoffered = False
         taken: list[Delivery] = []
         while self.buffer and len(taken) < limit:
             delivery = self.buffer.popleft()
@@ -97,16 +94,9 @@ class ConsumerSession:
                 return []
 
     def idle(self, now_ms: int, idle_ms: int) -> bool:
-        """True when deliveries wait in the buffer (not only what it held when this leader took over)
-        while the consumer has not been heard from for `idle_ms`, and no poll of it is waiting."""
-        silent = now_ms - self.last_active_ms > idle_ms
-        return bool(self.buffer) and not self.reoffered and not self.polls and silent
-
-    def waiting_for_all(self, held: Iterable[Delivery]) -> bool:
-        """True when every delivery of `held` (what the consumer holds) still waits in the buffer: none
-        is in its hands."""
-        waiting = {delivery.id for delivery in self.buffer}
-        return all(delivery.id in waiting for delivery in held)
+        """True when the consumer has not been heard from (a poll, settle or touch, or since this leader
+        took over) for more than `idle_ms`, and no poll of it is waiting."""
+        return not self.polls and now_ms - self.last_active_ms > idle_ms
 
 
 class ConsumerSessions:

@@ -418,18 +418,22 @@ class QueueLeader:
             raise UnknownConsumer(failure.reason)
         return Settled(failure.reason)
 
-    def hold_ms(self, consumer: str | None) -> int:
+    def hold_ms(self, consumer: str | None, over_http: bool = False) -> int:
         """How long a delivery of `consumer` (None: of a manual-ack get) may be held without an ack, nack
         or touch before something happens to it: the consumer timeout in force for it, or the queue's
-        lease period when that is shorter."""
+        lease period when that is shorter; with `over_http` (a consumer heard from only by its requests,
+        not polled for by a stream) the idle timeout when shorter still, after which a consumer that
+        was not heard from ends (`on_timer`)."""
         session = None if consumer is None else self._sessions.get(consumer)
         if session is not None:
             own = session.timeout_ms
         else:
             own = None if consumer is None else self._own_timeout(consumer)
-        timeout = self._timeout(own)
+        hold = self._timeout(own)
         lease = self._replica.machine.config.lease_period
-        return timeout if lease is None else min(timeout, lease)
+        if lease is not None:
+            hold = min(hold, lease)
+        return min(hold, self._idle_timeout_ms) if over_http and consumer is not None else hold
 
     async def browse(self, first_id: int, end_id: int, limit: int) -> list[MessageRow]:
         """Up to `limit` messages the queue holds, ready or checked out, with ids from `first_id` to below
@@ -616,7 +620,6 @@ class QueueLeader:
         held = self._replica.machine.checked_out(consumer.name)
         session.buffer.clear()
         session.offer(held)
-        session.reoffered = bool(held)
         return session
 
     async def _read_since(self, session: ConsumerSession, limit: int, wait_s: float) -> list[Delivery]:
@@ -936,19 +939,18 @@ class QueueLeader:
 
     def _overdue(self, now: int) -> list[tuple[str, str]]:
         """The holders to end now, each with why: one holding a message (handed out or last touched)
-        longer than its consumer timeout, a failure; a consumer that has nothing of it in hand while
-        deliveries wait for it and has been silent for the idle timeout, a plain return. A get holder's
-        session ends quietly once it holds nothing, not while its Get is on its way to the log."""
+        longer than its consumer timeout, a failure; a consumer silent for the idle timeout (the lease of
+        a consumer: nobody runs it), a plain return. A get holder's session ends quietly once it holds
+        nothing, not while its Get is on its way to the log."""
         machine, overdue, settled_gets = self._replica.machine, [], []
         for tag, session in self._sessions.sessions.items():
             started = machine.hold_started_ms(tag)
             if started is not None and now - started > self._timeout(session.timeout_ms):
                 overdue.append((tag, CONSUMER_TIMEOUT))
-            elif session.get_holder and started is None and not session.getting:
-                settled_gets.append(tag)
-            elif session.idle(now, self._idle_timeout_ms) and session.waiting_for_all(
-                machine.checked_out(tag)
-            ):
+            elif session.get_holder:
+                if started is None and not session.getting:
+                    settled_gets.append(tag)
+            elif session.idle(now, self._idle_timeout_ms):
                 overdue.append((tag, CONSUMER_IDLE))
         for tag in settled_gets:
             self._sessions.close(tag)

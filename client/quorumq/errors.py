@@ -46,8 +46,8 @@ class NotFoundError(QuorumqError):
 
 class ConsumerEndedError(NotFoundError):
     """410: the queue's leader ended the consumer; `code` says why: `consumer_timeout` (it held a delivery
-    past its consumer timeout without a touch) or `consumer_idle` (deliveries waited while it was silent).
-    What it held went back to the queue."""
+    past its consumer timeout without a touch) or `consumer_idle` (it was not heard from for the idle
+    timeout). What it held went back to the queue."""
 
 
 class ConflictError(QuorumqError):

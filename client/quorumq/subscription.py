@@ -49,9 +49,9 @@ class Subscription:
     connection drops, the subscription carries on with the same consumer on the new leader (what it held
     and did not ack is delivered again), or with a new one when the old one is gone. Over HTTP
     (`Client(..., stream=False)`, or a node without streams) it long-polls for up to `wait` seconds at a
-    time. A consumer the server ended (it held a delivery past its consumer timeout untouched, or left
-    deliveries waiting while it was silent for the idle timeout) is replaced by a new one the same way;
-    what it held went back to the queue. Deliveries are touched while they wait to be iterated and while
+    time. A consumer the server ended (it held a delivery past its consumer timeout untouched, or it was
+    not heard from for the idle timeout) is replaced by a new one the same way; what it held went back to
+    the queue. Deliveries are touched while they wait to be iterated and while
     a `message.process()` block runs, so slow work keeps them (`quorumq.hold_keeper`).
     """
 

@@ -112,16 +112,23 @@ async def test_rule_a_silent_consumer_with_deliveries_waiting_ends_idle_as_a_pla
     assert (row.delivery_count, row.acquired_count) == (0, 1)  # never handed to it: not a failure
 
 
-async def test_rule_a_consumer_working_on_what_it_was_handed_is_not_idle(running: InProcessNode) -> None:
+async def test_rule_a_consumer_working_on_what_it_was_handed_stays_through_touches(
+    running: InProcessNode,
+) -> None:
+    """Silence longer than the idle timeout ends a consumer (nobody runs it): one working on what it was
+    handed stays by touching it (what the client does at half its hold), and a consumer whose poll waits
+    is not silent."""
     door = await running.declare("h-busy")
     await publish(door, "in hand")
     busy = await door.register_consumer(prefetch=2, priority=0, timeout_ms=None, since_ms=None)
     (held,) = await door.poll(busy, 1, 5.0)
     waiting = await door.register_consumer(prefetch=1, priority=0, timeout_ms=None, since_ms=None)
     poll = asyncio.create_task(door.poll(waiting, 1, 3 * IDLE_TIMEOUT_MS / 1000))
-    await asyncio.sleep(2 * IDLE_TIMEOUT_MS / 1000)  # silence: longer than the idle timeout
+    for _ in range(6):  # work for twice the idle timeout, touching at a third of it
+        await asyncio.sleep(IDLE_TIMEOUT_MS / 3000)  # the slow work the touches are for
+        assert (await door.touch((held.id,), busy)).warning is None
     await publish(door, "for the long poll")
-    assert [r.body for r in await poll] in ([b"for the long poll"], [])  # a waiting poll is not idle
+    assert [bytes(r.body) for r in await poll] in ([b"for the long poll"], [])  # a waiting poll is not idle
     assert (await door.settle((held.id,), busy, Outcome.ACK)).warning is None
     await door.cancel(busy)
     await door.cancel(waiting)
@@ -184,3 +191,36 @@ async def test_rule_a_get_holder_keeps_its_timeout_when_the_timer_runs_while_its
     door.on_timer()
     assert len(await getting) == 1
     await until(lambda: door.stats().messages_ready == 1, "the get holder to time out", timeout=5.0)
+
+
+async def test_rule_a_consumer_nobody_runs_ends_within_the_idle_bound_and_what_it_held_returns(
+    running: InProcessNode,
+) -> None:
+    """An HTTP consumer has no connection whose close returns what it holds: one that polled three
+    messages and then died without a cancel neither polls, settles nor touches, so within the idle bound
+    it ends and they return to the queue as plain returns (as RabbitMQ returns a closed channel's)."""
+    door = await running.declare("h-crashed")
+    tag = await door.register_consumer(prefetch=50, priority=0, timeout_ms=None, since_ms=None)
+    await publish(door, "a", "b", "c")
+    assert len(await door.poll(tag, 50, 5.0)) == 3
+    await until(lambda: door.stats().messages_ready == 3, "what the dead consumer held to return")
+    assert await ended(door, tag) == "consumer_idle"
+    rows = await door.get(3, auto_ack=True, since_ms=None)
+    assert [(row.delivery_count, row.acquired_count) for row in rows] == [(0, 1)] * 3
+
+
+async def test_rule_an_http_consumer_is_told_to_be_heard_from_within_the_idle_bound(
+    running: InProcessNode,
+) -> None:
+    """The hold an HTTP consumer is told (at registration and with each touch) is the idle bound when it
+    is shorter than its consumer timeout: the client touches at half of it, so slow work keeps its
+    consumer; a get's hold (no consumer to end) stays the consumer timeout."""
+    await running.declare("h-told")
+    status, body = await running.call("POST", "/api/queues/h-told/consumers", json={"prefetch": 1})
+    assert (status, body["hold_ms"]) == (201, IDLE_TIMEOUT_MS)
+    status, touched = await running.call(
+        "POST", f"/api/queues/h-told/consumers/{body['consumer']}/touch", json={"ids": [999]}
+    )
+    assert (status, touched["hold_ms"]) == (200, IDLE_TIMEOUT_MS)
+    status, got = await running.call("POST", "/api/queues/h-told/touch", json={"ids": [999]})
+    assert (status, got["hold_ms"]) == (200, NODE_TIMEOUT_MS)

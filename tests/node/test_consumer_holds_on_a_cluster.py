@@ -108,10 +108,10 @@ def test_the_cli_consumer_touches_a_batch_through_slow_work(cluster: ProcessClus
     assert code == 0 and json.loads(out)[0]["delivery_count"] == 1
 
 
-def test_rule_what_a_new_leader_reoffers_is_not_idle_until_the_consumer_polls(tmp_path) -> None:
-    """A consumer working on a delivery across a change of leader neither polls nor touches for longer
-    than the idle timeout: the new leader re-offers what it holds, which may be in its hands, so it is
-    not ended idle, and its ack lands."""
+def test_rule_a_consumer_working_across_a_change_of_leader_stays_through_touches(tmp_path) -> None:
+    """A consumer working on a delivery across a change of leader for longer than the idle timeout,
+    without a poll but touching it (as `message.process()` does at half its hold): the new leader, which
+    gives it a whole idle timeout from when it took over, does not end it, and its ack lands."""
     cluster = ProcessCluster.start(tmp_path, env={"QUORUMQ_CONSUMER_IDLE_TIMEOUT_MS": "1000"})
 
     async def scenario() -> dict:
@@ -122,8 +122,11 @@ def test_rule_what_a_new_leader_reoffers_is_not_idle_until_the_consumer_polls(tm
             (message,) = await client.deliveries("reoffered", tag, max=1, wait=5.0)
             stats = await client.queue("reoffered")
             successor = next(m for m in stats["members"] if m != stats["leader"])
+            await message.touch()
             await client.transfer_leader("reoffered", successor)
-            await asyncio.sleep(3.0)  # the work: three idle timeouts without a poll or a touch
+            for _ in range(10):  # the work: three idle timeouts without a poll, touched every 0.3 s
+                await asyncio.sleep(0.3)
+                await message.touch()
             await message.ack()
             return await client.queue("reoffered")
 
