@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from pathlib import Path
 
 from gated_cluster import GROUP, Node, eventually, gated_cluster
@@ -34,6 +35,16 @@ async def _nothing(*_: object) -> None:
     return None
 
 
+class _EveryNodeReadsThisVersion:
+    """The formats of a cluster whose nodes all read this version."""
+
+    def writes_queue_ops(self) -> int:
+        return QUEUE_OP_VERSION
+
+    def require_queue_ops(self, version: int, what: str) -> None:
+        assert version <= QUEUE_OP_VERSION, what
+
+
 def door_of(node: Node) -> QueueLeader:
     """The queue's door on `node`, as a node builds it (its workers beside the leader left out)."""
     return QueueLeader(
@@ -47,9 +58,10 @@ def door_of(node: Node) -> QueueLeader:
         delete_sealed=_nothing,
         on_leadership=lambda *_: None,
         on_redrive=lambda _: None,
-        op_version=lambda: QUEUE_OP_VERSION,
+        formats=_EveryNodeReadsThisVersion(),
         consumer_timeout_ms=60_000,
         consumer_idle_timeout_ms=60_000,
+        new_token=lambda: uuid.uuid4().hex,
     )
 
 

@@ -119,6 +119,8 @@ async def test_rule_the_largest_operation_accepted_travels_in_an_append_that_fit
     )
     frame = _kind_and_body_frame(KIND_RAFT, *encode_message_parts(append))
     assert len(frame) - FRAME_HEADER.size <= MAX_FRAME_BYTES
+
+
 async def test_rule_entries_the_log_no_longer_holds_are_answered_outcome_unknown() -> None:
     """Compacted under a snapshot (no term), or replaced by another term's entry: never applied here."""
     batcher = ProposalBatcher()

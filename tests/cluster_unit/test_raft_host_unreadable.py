@@ -27,9 +27,9 @@ LATER_VERSION = QUEUE_OP_VERSION + 1
 class LaterReplica(QueueReplica):
     """A replica of a later version: it reads LATER_VERSION operations too."""
 
-    def apply(self, entry: Entry) -> list[Any]:
+    def apply(self, entry: Entry, awaited: bool = False) -> list[Any]:
         ops = [[QUEUE_OP_VERSION, *op[1:]] if op[0] == LATER_VERSION else op for op in entry_ops(entry.data)]
-        return super().apply(replace(entry, data=msgpack.packb(ops)))
+        return super().apply(replace(entry, data=msgpack.packb(ops)), awaited)
 
 
 def later_op(body: bytes) -> list[Any]:
