@@ -39,9 +39,11 @@ from cluster.queue_replica import QueueReplica
 from cluster.queue_results import MessageRow, Outcome
 from cluster.stored_message import StoredMessage
 from node_simulation.history import QueueHistory, Violation
+from node_simulation.request_errors import NodeUnreachable
 
 if TYPE_CHECKING:
     from node_simulation.simulation import NodeSimulation
+
 
 T = TypeVar("T")
 
@@ -251,6 +253,8 @@ class Clients:
                 rows = await self._polled(node, queue, tag, limit, auto_ack=True)
             except (UnknownConsumer, Refused, BadRequest):
                 tag = None
+            except NodeUnreachable:
+                pass
             except (OutcomeUnknown, ConnectionError, GaveUp):
                 self._unanswered_auto(limit)
             except NodeError:
@@ -288,6 +292,8 @@ class Clients:
                     self.sim.stats.delivered += len(rows)
                 elif rows:
                     await self._work_on(queue, None, rows)
+            except NodeUnreachable:
+                pass
             except (OutcomeUnknown, ConnectionError, GaveUp):
                 if auto_ack:
                     self._unanswered_auto(count)

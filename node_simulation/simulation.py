@@ -37,6 +37,7 @@ from node_simulation.clients import Clients
 from node_simulation.history import Violation
 from node_simulation.network import SimNetwork
 from node_simulation.remote_publisher import SimRemotePublisher
+from node_simulation.request_errors import NodeDown, NodeUnreachable
 from node_simulation.virtual_loop import Process, Quiescent, VirtualLoop, process
 from raft_log.simulated_database import SimulatedDatabase
 from raft_log.storage import NodeStore
@@ -55,10 +56,6 @@ _KILLED_TASK = "Task was destroyed but it is pending!"
 
 class SimulationFatal(Exception):
     """A node hit an error production would exit on."""
-
-
-class NodeDown(ConnectionError):
-    """The node a request went to died before answering (the client sees a closed connection)."""
 
 
 @dataclass(frozen=True)
@@ -312,7 +309,7 @@ class NodeSimulation:
         node = self.nodes[name]
         running = node.running
         if running is None or node.context is None:
-            raise NodeDown(f"{name} is down")
+            raise NodeUnreachable(f"{name} is down")
         self.stats.requests += 1
         answer: asyncio.Future[T] = self.loop.create_future()
         node.requests.add(answer)
