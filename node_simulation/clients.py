@@ -63,6 +63,7 @@ QUEUE_ARGUMENTS: dict[str, dict[str, Any]] = {  # declared in this order
 PUBLISHED_TO = (STRICT, AUTO)
 SCRATCH = tuple(f"scratch-{i}" for i in range(3))  # declared and deleted again and again
 FILLER_BYTES = 256 * 1024  # one metadata entry of filler (a user record): the metadata grows between changes
+FILLER_BURST = 10  # records written at a time: 2.5 MiB, more than the 2 MiB a round applies
 PUBLISH_ATTEMPTS = 20
 REQUEST_TIMEOUT_S = 10.0  # a client gives up on an answer after this (as the quorumq client does)
 CONVERGE_BOUND_S = 60.0
@@ -377,17 +378,19 @@ class Clients:
         self._deleted.add(queue)
 
     async def _fill_metadata(self) -> None:
-        leader = self.sim.meta_leader()
-        if leader is None:
-            return
-        user = f"filler-{self.rng.randrange(50)}"
-        secret = f"{self.rng.getrandbits(64):x}".ljust(FILLER_BYTES, "x")
+        """A burst of user records, together more than one apply round of the metadata."""
+        for _ in range(FILLER_BURST):
+            leader = self.sim.meta_leader()
+            if leader is None:
+                return
+            user = f"filler-{self.rng.randrange(50)}"
+            secret = f"{self.rng.getrandbits(64):x}".ljust(FILLER_BYTES, "x")
 
-        async def put(node: Node) -> None:
-            await node.metadata_door.put_user(user, secret, [])
+            async def put(node: Node, user: str = user, secret: str = secret) -> None:
+                await node.metadata_door.put_user(user, secret, [])
 
-        await self._ask(leader.name, put)
-        self.stats.filler_bytes += FILLER_BYTES
+            await self._ask(leader.name, put)
+            self.stats.filler_bytes += FILLER_BYTES
 
     async def _work_on(self, queue: str, consumer: str | None, rows: list[MessageRow]) -> None:
         """What a consumer does with its deliveries: mostly ack them, sometimes after longer than the
