@@ -33,6 +33,7 @@ from cluster.errors import (
     UnknownConsumer,
 )
 from cluster.membership.group_changes import MembershipRefused
+from cluster.metadata.codec import POLICY_CODEC_VERSION
 from cluster.node import Node
 from cluster.queue_leader import QueueLeader
 from cluster.queue_replica import QueueReplica
@@ -62,6 +63,7 @@ QUEUE_ARGUMENTS: dict[str, dict[str, Any]] = {  # declared in this order
 }
 PUBLISHED_TO = (STRICT, AUTO)
 SCRATCH = tuple(f"scratch-{i}" for i in range(3))  # declared and deleted again and again
+POLICY = "simulation"
 FILLER_BYTES = 256 * 1024  # one metadata entry of filler (a user record): the metadata grows between changes
 FILLER_BURST = 10  # records written at a time: 2.5 MiB, more than the 2 MiB a round applies
 PUBLISH_ATTEMPTS = 20
@@ -87,6 +89,7 @@ class ClientStats:
     members_removed: int = 0
     leaders_moved: int = 0
     filler_bytes: int = 0
+    policies_changed: int = 0
     histories: dict[str, QueueHistory] = field(
         default_factory=lambda: {queue: QueueHistory() for queue in PUBLISHED_TO}
     )
@@ -310,7 +313,9 @@ class Clients:
         while self._making_requests:
             await self._pause(1.5)
             queue = self.rng.choice(sorted(QUEUE_ARGUMENTS))
-            action = self.rng.choices(["members", "transfer", "filler", "scratch"], [3, 1, 4, 2])[0]
+            action = self.rng.choices(
+                ["members", "transfer", "filler", "scratch", "policy"], [3, 1, 4, 2, 1]
+            )[0]
             try:
                 if action == "members":
                     await self._change_members(queue)
@@ -318,6 +323,8 @@ class Clients:
                     await self._move_leader(queue)
                 elif action == "scratch":
                     await self._scratch(self.rng.choice(SCRATCH))
+                elif action == "policy":
+                    await self._change_policy()
                 else:
                     await self._fill_metadata()
             except (NodeError, MembershipRefused, ConnectionError, GaveUp):
@@ -368,14 +375,37 @@ class Clients:
         async def publish(door: QueueLeader) -> None:
             await door.publish([(StoredMessage(b"scratch", {}, "utf8"), None)], None, None)
 
+        async def purge(door: QueueLeader) -> int:
+            return await door.purge()
+
         async def delete(node: Node) -> None:
             await node.directory.delete(queue)
 
         await self._ask(self._node_for(None), declare)
         with contextlib.suppress(NodeError, ConnectionError, GaveUp):
             await self._at_door(self._node_for(queue), queue, publish)
+            await self._at_door(self._node_for(queue), queue, purge)
         await self._ask(self._node_for(None), delete)  # not found: a node whose metadata lags, perhaps
         self._deleted.add(queue)
+
+    async def _change_policy(self) -> None:
+        """Set (or clear) a policy over the simulation's queues: each leader applies it through its log."""
+        leader = self.sim.meta_leader()
+        if leader is None:
+            return
+        timeout = self.rng.choice([None, 20_000, 40_000])
+
+        async def change(node: Node) -> None:
+            node.formats.require_metadata(POLICY_CODEC_VERSION, "no policies")  # as the handler does
+            if timeout is None:
+                await node.metadata_door.clear_policy(POLICY)
+            else:
+                pattern = f"^({'|'.join(QUEUE_ARGUMENTS)})$"
+                await node.metadata_door.set_policy(POLICY, pattern, {"consumer-timeout": timeout}, 0)
+
+        with contextlib.suppress(ValueError):  # a node said it reads an older codec since the check: 409
+            await self._ask(leader.name, change)
+            self.stats.policies_changed += 1
 
     async def _fill_metadata(self) -> None:
         """A burst of user records, together more than one apply round of the metadata."""
@@ -427,34 +457,26 @@ class Clients:
 
     async def check_after_heal(self, idle_bound_s: float) -> None:
         """Within a bound of healing every queue serves from a leader and its replicas hold what the
-        leader holds; within the consumers' idle bound nothing is held by the consumers that went away;
-        nothing confirmed is missing beyond what unanswered at-most-once requests may have taken, and
-        each message kept the id its confirm named."""
+        leader holds, every node serves, deleted queues stay deleted; within the consumers' idle bound
+        nothing is held by the consumers that went away; nothing confirmed is missing beyond what
+        unanswered at-most-once requests may have taken, and each message kept the id its confirm named.
+
+        Messages still move after healing (leases end, the leaders' timers dead-letter what went past
+        its delivery limit), so what is missing counts only once the cluster holds still: every queue
+        led, its replicas alike, no dead letter on its way, and still missing when looked at again."""
         loop = self.sim.loop
         deadline = loop.time() + CONVERGE_BOUND_S
         idle_deadline = loop.time() + idle_bound_s
-        held: dict[str, dict[bytes, int]] = {}
-        for queue in QUEUE_ARGUMENTS:
-            while True:
-                found = await self._held(queue)
-                if found is not None and self._replicas_alike(queue):
-                    held[queue] = found
-                    break
-                if loop.time() > deadline:
-                    raise Violation(f"queue {queue}: no leader serving, or replicas apart, after healing")
-                await asyncio.sleep(0.1)
-        while pending := self._pending_dead_letters():
+        lost = "no leader serving every queue, or replicas apart"
+        while lost:
             if loop.time() > deadline:
-                raise Violation(f"dead letters never reached their target after healing: {pending}")
+                raise Violation(f"{CONVERGE_BOUND_S} s after healing: {lost}")
             await asyncio.sleep(0.1)
-            held[DEAD] = await self._held(DEAD) or {}
-        for queue in PUBLISHED_TO:
-            target = QUEUE_ARGUMENTS[queue].get("x-dead-letter-queue")
-            self._check_nothing_lost(queue, held[queue], held[target] if target else {})
-        while hosting := self._hosting_deleted():
-            if loop.time() > deadline:
-                raise Violation(f"deleted queues still known or hosted after healing: {hosting}")
-            await asyncio.sleep(0.1)
+            lost = await self._still_missing()
+        await self._eventually(deadline, "nodes not serving after healing", self._unready)
+        await self._eventually(
+            deadline, "deleted queues still known or hosted after healing", self._hosting_deleted
+        )
         for queue in sorted(QUEUE_ARGUMENTS):
             while (unacked := await self._unacked(queue)) != 0:
                 if loop.time() > idle_deadline:
@@ -463,6 +485,31 @@ class Clients:
                         "consumer went away"
                     )
                 await asyncio.sleep(0.1)
+
+    async def _still_missing(self) -> str:
+        """What is wrong with the queues' contents now ("" when nothing): see `check_after_heal`."""
+        held: dict[str, dict[bytes, int]] = {}
+        for queue in QUEUE_ARGUMENTS:
+            found = await self._held(queue)
+            if found is None or not self._replicas_alike(queue):
+                return f"queue {queue} has no leader serving, or its replicas are apart"
+            held[queue] = found
+        if pending := self._pending_dead_letters():
+            return f"dead letters not yet in their target: {pending}"
+        problems = [
+            self._missing(
+                queue, held[queue], held.get(QUEUE_ARGUMENTS[queue].get("x-dead-letter-queue", ""), {})
+            )
+            for queue in PUBLISHED_TO
+        ]
+        return "; ".join(problem for problem in problems if problem)
+
+    async def _eventually(self, deadline: float, what: str, found: Callable[[], Any]) -> None:
+        """Wait until `found()` finds nothing, or Violation `what` (with what it found) at `deadline`."""
+        while wrong := found():
+            if self.sim.loop.time() > deadline:
+                raise Violation(f"{what}: {wrong}")
+            await asyncio.sleep(0.1)
 
     async def _held(self, queue: str) -> dict[bytes, int] | None:
         """Every body the queue's leader holds, ready or checked out, with its id; None while no node
@@ -514,6 +561,16 @@ class Clients:
                     pending[door.name] = len(replica.machine.dead_letter_ids())
         return pending
 
+    def _unready(self) -> dict[str, str]:
+        """Each node that does not serve (down, without a metadata leader, or halted), and why."""
+        unready = {}
+        for name, sim_node in self.sim.nodes.items():
+            node = sim_node.running
+            readiness = node.status.readiness() if node is not None else "down"
+            if readiness in ("down", "no_quorum", "halted"):
+                unready[name] = readiness
+        return unready
+
     def _hosting_deleted(self) -> list[tuple[str, str]]:
         """(node, queue) for each deleted queue a running node still lists or hosts."""
         found = []
@@ -524,15 +581,16 @@ class Clients:
                 found += [(node.name, queue) for queue in sorted(self._deleted & known)]
         return found
 
-    def _check_nothing_lost(self, queue: str, held: dict[bytes, int], dead: dict[bytes, int]) -> None:
-        """Every message confirmed to `queue` is in it, in its dead-letter target (`dead`), or went with
-        an ack (or an unanswered at-most-once request) of the clients."""
+    def _missing(self, queue: str, held: dict[bytes, int], dead: dict[bytes, int]) -> str:
+        """What of the messages confirmed to `queue` is neither in it, in its dead-letter target (`dead`),
+        nor gone with an ack (or an unanswered at-most-once request) of the clients, or is held under
+        another id than its confirm named ("" when nothing)."""
         history = self.stats.histories[queue]
         delivered = history.ack_sent | set(history.auto_acked) | set(dead)
         missing = sorted(body for body in history.confirmed if body not in held and body not in delivered)
         allowed = self.stats.unanswered_auto_limit if queue == AUTO else 0
         if len(missing) > allowed:
-            raise Violation(
+            return (
                 f"queue {queue}: {len(missing)} confirmed messages lost (at most {allowed} may have gone "
                 f"with unanswered auto-ack requests): {missing[:5]}"
             )
@@ -540,7 +598,8 @@ class Clients:
             body for body, message_id in history.confirmed.items() if held.get(body, message_id) != message_id
         ]
         if renamed:
-            raise Violation(f"queue {queue}: messages held under another id than confirmed: {renamed[:5]}")
+            return f"queue {queue}: messages held under another id than confirmed: {renamed[:5]}"
+        return ""
 
 
 def _register(prefetch: int, *, auto_ack: bool) -> Callable[[QueueLeader], Awaitable[str]]:

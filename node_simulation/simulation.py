@@ -103,7 +103,7 @@ class SimNode:
     node: Node | None = None
     context: contextvars.Context | None = None
     app: web.Application | None = None  # the API the node serves, once started
-    requests: set[asyncio.Future[Any]] = field(default_factory=set)  # answers awaited from this process
+    requests: dict[asyncio.Future[Any], None] = field(default_factory=dict)  # answers awaited, in order
     serving: dict[asyncio.Task[Any], float] = field(default_factory=dict)  # requests being served: since
 
     @property
@@ -148,6 +148,9 @@ class NodeSimulation:
             consumer_timeout_ms=60_000,
             snapshot_every_entries=self._snapshot_every[0],
             snapshot_every_bytes=self._snapshot_every[1],
+            target_group_size=3,  # leaders grow what the operator shrinks (and shrink what it grows)
+            membership_interval_ms=3_000,
+            membership_trigger_delay_ms=1_000,
         )
 
     # -- running ------------------------------------------------------------------------------------
@@ -312,7 +315,7 @@ class NodeSimulation:
             raise NodeUnreachable(f"{name} is down")
         self.stats.requests += 1
         answer: asyncio.Future[T] = self.loop.create_future()
-        node.requests.add(answer)
+        node.requests[answer] = None
 
         async def serve() -> T:
             return await call(running)  # raising at once (NotLeader) is an answer too
@@ -321,7 +324,7 @@ class NodeSimulation:
         node.serving[task] = self.loop.time()
 
         def done(finished: asyncio.Task[T]) -> None:
-            node.requests.discard(answer)
+            node.requests.pop(answer, None)
             node.serving.pop(finished, None)
             exc = None if finished.cancelled() else finished.exception()  # retrieved, answer awaited or not
             if answer.done():
