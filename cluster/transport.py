@@ -284,12 +284,12 @@ class Transport:
         backoff = 0.05
         while True:
             try:
-                reader, writer = await asyncio.wait_for(
-                    asyncio.open_connection(
+                # `asyncio.timeout`, not `wait_for`: in Python 3.11 a cancellation (a stop) arriving as the
+                # dial finishes is lost under `wait_for`, and this loop would dial for ever.
+                async with asyncio.timeout(CONNECT_TIMEOUT_S):
+                    reader, writer = await asyncio.open_connection(
                         peer.address.host, peer.address.port, ssl=self._tls[1] if self._tls else None
-                    ),
-                    CONNECT_TIMEOUT_S,
-                )
+                    )
                 _give_up_unacknowledged(writer)
             except (OSError, TimeoutError):
                 self._drop_queued(peer)
@@ -297,7 +297,8 @@ class Transport:
                 backoff = min(backoff * 2, 1.0)
                 continue
             try:
-                await asyncio.wait_for(self._dial_handshake(peer, reader, writer), HANDSHAKE_TIMEOUT_S)
+                async with asyncio.timeout(HANDSHAKE_TIMEOUT_S):
+                    await self._dial_handshake(peer, reader, writer)
                 peer.connected = True
                 backoff = 0.05
                 await self._pump(peer, reader, writer)

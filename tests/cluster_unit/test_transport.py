@@ -222,3 +222,24 @@ async def test_rule_a_frame_over_the_limit_from_a_peer_is_skipped_and_its_link_s
         writer.close()
         await writer.wait_closed()
         await b.stop()
+async def test_rule_stopping_while_a_dial_fails_stops_the_dialling_task(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A stop that cancels a peer's dial as the dial fails is not lost: `asyncio.wait_for` (Python 3.11)
+    returns the finished dial's outcome instead of the cancellation, and the dial loop went on for ever
+    (a node whose peer was down could hang in `stop`)."""
+    transport = Transport("a", Address("127.0.0.1", free_ports(1)[0]), "s3cret", Inbox())
+    await transport.start()
+    stopping: list[asyncio.Task[None]] = []
+
+    async def refused_as_the_node_stops(*args: object, **kwargs: object) -> None:
+        if not stopping:
+            stopping.append(asyncio.ensure_future(transport.stop()))
+            await asyncio.sleep(0)  # the stop cancels this dial's task before the dial fails
+        raise ConnectionRefusedError("the peer is down")
+
+    monkeypatch.setattr(asyncio, "open_connection", refused_as_the_node_stops)
+    transport.set_peer("b", Address("127.0.0.1", free_ports(1)[0]))
+    while not stopping:
+        await asyncio.sleep(0.01)
+    await asyncio.wait_for(stopping[0], 5)
