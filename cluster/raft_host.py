@@ -496,7 +496,10 @@ class RaftHost:
         if taken is not None:
             if round_.sync and self._write_in_thread(taken):
                 loop = asyncio.get_running_loop()
-                took = await loop.run_in_executor(self._disk, self._timed_write, taken, True)
+                # Shielded: a stop cancelling this round must not cancel the write still queued for the
+                # thread, as the store writes every batch it handed out, in order, before it closes.
+                writing = loop.run_in_executor(self._disk, self._timed_write, taken, True)
+                took = await asyncio.shield(writing)
             else:
                 took = self._timed_write(taken, round_.sync)
             if round_.sync:

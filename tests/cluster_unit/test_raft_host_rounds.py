@@ -9,10 +9,18 @@ confirmed (nor applied) until the leader's write is done.
 from __future__ import annotations
 
 import asyncio
+import threading
+from pathlib import Path
 
-from gated_cluster import GROUP, Node, a_command, eventually
+from gated_cluster import GROUP, Node, a_command, eventually, solo_host
 
+from cli.node_processes import free_ports
+from cluster.config import Address
 from cluster.metadata.replies import NotFound
+from cluster.metadata_app import MetadataApp
+from cluster.transport import Transport
+from raft_log.storage import NodeStore
+from raft_log.types import ConfState
 
 
 async def test_a_leader_sends_appends_before_its_fsync_but_confirms_only_after_it(
@@ -76,3 +84,33 @@ async def test_a_vote_leaves_only_once_it_is_written(nodes: dict[str, Node]) -> 
     nodes["b"].store.gate.set()
     await eventually(lambda: candidate.host.groups[GROUP].raft.is_leader, "a to win once b's vote is written")
     nodes["c"].store.gate.set()
+
+
+async def test_rule_a_round_stopped_while_its_write_waits_for_the_fsync_thread_still_writes_it(
+    tmp_path: Path,
+) -> None:
+    """The store writes batches in the order it handed them out and closes once all are written: a stop
+    that cancelled a round's write still queued for the fsync thread left it unwritten, and `Node.stop`
+    waited for it for ever."""
+    store = NodeStore.open(tmp_path / "rocksdb")
+    transport = Transport("solo", Address("127.0.0.1", free_ports(1)[0]), "secret", lambda *_: None)
+    # every synced write goes to the fsync thread
+    host = solo_host(store, transport, snapshot_every_bytes=1 << 40, inline_fsync_max_ms=0)
+    host.open_group(GROUP, MetadataApp(lambda: None), ConfState(voters=("solo",)))
+    host.start()
+    group = host.groups[GROUP]
+    host.campaign(GROUP)
+    await eventually(lambda: group.raft.is_leader and group.applied >= 1, "solo to lead")
+    busy = threading.Event()
+    host._disk.submit(busy.wait)  # the fsync thread is busy: the next write waits in its queue
+    host.submit(GROUP, a_command())
+    await eventually(lambda: host._round_open, "a round to wait for its write")
+    processing = host._tasks[1]
+    processing.cancel()
+    await asyncio.wait([processing])
+    busy.set()
+    await host.stop()
+    closing = threading.Thread(target=store.close, daemon=True)
+    closing.start()
+    closing.join(10)
+    assert not closing.is_alive(), "the store still waits for a batch the stopped round took"
