@@ -5,8 +5,9 @@ ticks while a write is under way, unsynced commit-only rounds) over a real `Node
 `QueueReplica`; only the disk (`SimulatedDatabase`) and the network (`SimulatedNetwork`) are simulated,
 both driven by the seed. Faults: message loss, delay, reordering and duplication; partitions; process
 crashes (unsynced writes survive); power loss of one node or of all at once (unsynced writes are lost,
-an ordered prefix may survive); slow fsyncs that stay under way for many steps; membership changes,
-one voter with learners included; leadership transfers; snapshots and their transfer to laggards; and
+an ordered prefix may survive); slow fsyncs that stay under way for many steps; membership changes as
+production makes them (learners added, promoted once they hold the log; any member removed), one voter
+with learners included; leadership transfers; snapshots and their transfer to laggards; and
 (when weighted) wiped disks: a node restarts on an empty database, a new incarnation, and re-creates its
 group from its bootstrap configuration; the leader replaces its replica as production does (remove the
 old incarnation, add the new one as a learner).
@@ -189,7 +190,6 @@ class Simulation:
         names = [f"n{i}" for i in range(1, voters + learners + 1)]
         incarnations = tuple((name, incarnation_of(name, 0)) for name in names)
         bootstrap = ConfState(tuple(names[:voters]), tuple(names[voters:]), incarnations)
-        self.settled_conf = bootstrap  # the membership a settled leader applied last
         for _ in names:
             self._add_node(bootstrap)
         self._actions = [name for name, _ in self.faults.weights]
@@ -352,10 +352,17 @@ class Simulation:
         leader = self._some_leader()
         if leader is None:
             return
-        conf = leader.running.groups[GROUP].raft.status().conf
+        status = leader.running.groups[GROUP].raft.status()
+        conf = status.conf
         room = len(conf.voters + conf.learners) < 5 and self._next_node <= 8
         change = random_conf_change(self.rng, conf, f"n{self._next_node}" if room else None)
-        if change.kind in (ConfChangeKind.ADD_VOTER, ConfChangeKind.ADD_LEARNER):
+        # As production does (`GroupChanges.add`): a node joins as a learner and is promoted once it holds
+        # the log. An empty replica has no vote (docs/raft.md), so an empty voter could stall the group.
+        if change.kind is ConfChangeKind.ADD_VOTER:
+            change = replace(change, kind=ConfChangeKind.ADD_LEARNER)
+        if change.kind is ConfChangeKind.PROMOTE and not status.progress[change.node].match:
+            return
+        if change.kind is ConfChangeKind.ADD_LEARNER:
             change = replace(change, incarnation=incarnation_of(change.node, 0))
         try:
             leader.running.propose_conf_change(GROUP, change)
@@ -436,7 +443,6 @@ class Simulation:
         group = leader.running.groups[GROUP]
         if group.raft.entry_term(group.applied) != group.raft.term:
             return  # the leader has not applied an entry of its term: its membership may be old
-        self.settled_conf = group.conf
         members = group.conf.voters + group.conf.learners
         for node in self.nodes.values():
             if node.name in members:

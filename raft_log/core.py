@@ -11,7 +11,13 @@ import random
 from dataclasses import dataclass
 from enum import Enum
 
-from raft_log.confchange import ConfChange, apply_conf_change, decode_conf_change, encode_conf_change
+from raft_log.confchange import (
+    ConfChange,
+    ConfChangeKind,
+    apply_conf_change,
+    decode_conf_change,
+    encode_conf_change,
+)
 from raft_log.errors import ConfChangeInProgressError, NotLeaderError, ProposalDroppedError
 from raft_log.log import RaftLog
 from raft_log.messages import Message, MessageType
@@ -168,7 +174,8 @@ class RaftNode:
 
     @property
     def conf(self) -> ConfState:
-        """The membership in force (the newest appended configuration)."""
+        """The membership in force: the newest this replica knows committed (a change takes effect when it
+        commits)."""
         return self._tracker.conf
 
     def status(self) -> Status:
@@ -258,6 +265,10 @@ class RaftNode:
         """Handle one message from a peer."""
         if msg.group != self.config.group or msg.to != self.id:
             raise ValueError(f"message for {msg.group}/{msg.to} stepped into {self.config.group}/{self.id}")
+        is_vote_request = msg.type in (MessageType.VOTE, MessageType.PRE_VOTE)
+        if is_vote_request and self.is_leader and msg.frm not in self._tracker.progress:
+            self._answer_non_member(msg)
+            return
         if msg.term > self._term:
             if msg.type in (MessageType.VOTE, MessageType.PRE_VOTE) and self._in_leader_lease(msg):
                 return
@@ -477,10 +488,16 @@ class RaftNode:
 
     def _handle_vote_request(self, msg: Message) -> None:
         response = MessageType.VOTE_RESP if msg.type is MessageType.VOTE else MessageType.PRE_VOTE_RESP
-        can_vote = self._repair is None and (
-            self._vote == msg.frm
-            or (self._vote is None and self._lead is None)
-            or (msg.type is MessageType.PRE_VOTE and msg.term > self._term)
+        # A repairing replica may have lost entries it acknowledged; an unconfigured one holds nothing yet
+        # (created again, empty, it may answer for a lost replica of the same member): neither vouches.
+        can_vote = (
+            self._repair is None
+            and not self._unconfigured()
+            and (
+                self._vote == msg.frm
+                or (self._vote is None and self._lead is None)
+                or (msg.type is MessageType.PRE_VOTE and msg.term > self._term)
+            )
         )
         if can_vote and self._log.is_up_to_date(msg.index, msg.log_term):
             self._send(response, msg.frm, term=msg.term)
@@ -758,6 +775,32 @@ class RaftNode:
         self._on_commit()
         return True
 
+    def _tell_removed(self, node: NodeId, index: int) -> None:
+        """Send `node`, no longer a member, our entries after `index` (its log holds ours through there)
+        with our commit, so that it learns its removal committed (and its node may drop the replica).
+        Nothing when they were compacted; its answer is not counted (it has no progress here)."""
+        try:
+            prev_term = self._log.term(index)
+            entries = self._log.slice(index + 1, self._log.last_index() + 1, self.config.max_size_per_msg)
+        except CompactedError:
+            return
+        self._send(
+            MessageType.APP,
+            node,
+            index=index,
+            log_term=prev_term,
+            entries=tuple(entries),
+            commit=self._log.committed,
+        )
+
+    def _answer_non_member(self, msg: Message) -> None:
+        """A node outside our membership asks for votes: it was removed without learning it (it missed
+        the entries `_tell_removed` sent). Its vote request changes nothing here; when its log matches
+        ours where it ends, and its term is not ahead of ours, it gets the entries after that point."""
+        term = msg.term - 1 if msg.type is MessageType.PRE_VOTE else msg.term
+        if term <= self._term and self._log.match_term(msg.index, msg.log_term):
+            self._tell_removed(msg.frm, msg.index)
+
     def _bcast_append(self) -> None:
         if self.is_leader:
             for node in list(self._tracker.progress):
@@ -852,6 +895,7 @@ class RaftNode:
                 self._leader_read(context, requester)
 
     def _apply_conf_change(self, change: ConfChange) -> None:
+        removed = self._tracker.progress.get(change.node) if change.kind is ConfChangeKind.REMOVE else None
         conf: ConfState = apply_conf_change(self._tracker.conf, change)
         self._tracker.set_conf(conf, self._log.last_index() + 1)
         if self._role in (Role.CANDIDATE, Role.PRE_CANDIDATE):
@@ -863,6 +907,8 @@ class RaftNode:
             return
         if not self.is_leader:
             return
+        if removed is not None and change.node != self.id:
+            self._tell_removed(change.node, removed.match)
         if self.id not in conf.voters:
             self._bcast_append()
             self._hand_over()

@@ -112,8 +112,10 @@ WIPES = Faults(weights=(*Faults().weights[:-1], ("wipe", 1)))
 
 
 def _wiped_majority(sim: Simulation) -> bool:
-    """Whether a majority of the voters a settled leader knew last are wiped replicas not yet replaced."""
-    conf = sim.settled_conf
+    """Whether a majority of the voters of the membership committed last (as a node knows it: a removal
+    can commit with no leader settling after it) are wiped replicas not yet replaced."""
+    groups = [n.host.groups[GROUP] for n in sim.nodes.values() if n.host and GROUP in n.host.groups]
+    conf = max(groups, key=lambda g: g.raft.status().commit).raft.status().conf
     wiped = [v for v in conf.voters if conf.incarnation_of(v) not in (None, sim.nodes[v].incarnation)]
     return 2 * len(wiped) >= len(conf.voters)
 

@@ -347,6 +347,47 @@ def test_6_new_replica_starts_empty_catches_up_as_learner_and_votes_once_promote
     assert h["a"].status().commit >= index
 
 
+@pytest.mark.parametrize("cut_off", [False, True])
+def test_rule_a_removed_member_learns_that_its_removal_committed(cut_off: bool) -> None:
+    """The leader stops replicating to a member once its removal commits, so the removed replica would
+    never learn it (and its node could never tell its removal from a stale list of members): the leader
+    sends it the entries through the removal with the commit, and, for one cut off meanwhile, answers
+    its requests for votes the same way (never counting them, nor letting them disturb the group)."""
+    h = Harness()
+    h.elect("a")
+    term = h["a"].term
+    if cut_off:
+        h.isolated.add("c")
+    h["a"].propose_conf_change(ConfChange(ConfChangeKind.REMOVE, "c"))
+    h.stabilize()
+    assert h["a"].status().conf.voters == ("a", "b")
+    h.isolated.clear()
+    for _ in range(3 * h["c"].config.election_tick):
+        h.tick_all()
+    assert h["c"].status().conf.voters == ("a", "b")
+    assert h["a"].is_leader and h["a"].term == term
+
+
+@pytest.mark.parametrize("pre_vote", [True, False])
+def test_rule_an_unconfigured_replica_refuses_votes_and_pre_votes(pre_vote: bool) -> None:
+    """A replica that holds no membership yet (created again, empty, waiting for the leader to add it)
+    holds nothing it could vouch for: its vote, taken for the old replica's, would elect a candidate
+    missing entries the old replica acknowledged."""
+    h = Harness(pre_vote=pre_vote)
+    h.elect("a")
+    h.isolated.add("c")
+    h["a"].propose(b"acknowledged by a and b")
+    h.stabilize()
+    h.add("b", MemoryStorage())  # b's replica lost and created again, unconfigured
+    h.isolated = {"a"}  # a is lost for good; c comes back
+    h["c"].campaign()
+    h.stabilize()
+    assert not h["c"].is_leader
+    for kind in (MessageType.PRE_VOTE, MessageType.VOTE):
+        h["b"].step(message(kind, "c", to="b", term=h["c"].term + 1))
+    assert all(m.reject for m in h.take() if m.frm == "b")
+
+
 def test_6_learner_receives_the_log_but_never_counts_or_votes() -> None:
     h = Harness(voters=("a", "b", "c"), learners=("l",))
     h.elect("a")
