@@ -3,7 +3,8 @@
 Bootstrap: on the first start a node given seeds creates the metadata group with the seeds as voters
 (every seed lists the same set). Later starts take membership from the data directory. Each node
 registers its own addresses in the metadata; every node reconciles what it hosts with the metadata
-after each change (learn peers' addresses, open new queue groups, drop deleted ones: `QueueHosting`).
+after each change (learn peers' addresses, open new queue groups, drop deleted ones: `QueueHosting`),
+destructively only once the metadata replayed what its log held at start (`MetadataReplay`).
 
 The parts a request reaches are built at `start`: `status` (`NodeStatus`), `directory`
 (`QueueDirectory`), `metadata_door` (`MetadataDoor`), `membership`; `metadata` (`MetadataView`) reads
@@ -35,6 +36,7 @@ from cluster.metadata.commands import Delete, RegisterNode
 from cluster.metadata.records import NodeInfo, QueueInfo
 from cluster.metadata_app import MetadataApp
 from cluster.metadata_door import MetadataDoor
+from cluster.metadata_replay import MetadataReplay
 from cluster.metadata_view import MetadataView
 from cluster.node_environment import NodeEnvironment, production_environment
 from cluster.node_record import NODE_FILE, load_or_record_seeds
@@ -93,6 +95,7 @@ class Node:
         self._directory: QueueDirectory | None = None
         self._metadata_door: MetadataDoor | None = None
         self._membership: Membership | None = None
+        self._replay: MetadataReplay | None = None
         publisher = ClusterPublisher(self._led_here, self._publish_via, remote)
         self.dead_letters = DeadLetterDispatcher(
             publisher, self._declared, config.dead_letter_prefetch, new_token=self.env.new_token
@@ -147,6 +150,7 @@ class Node:
             self.transport.set_peer(name, address)
         bootstrap = ConfState(voters=tuple(sorted(seeds))) if seeds and not lost_data else None
         meta_group = self.host.open_group(META_GROUP, self.meta, bootstrap)
+        self._replay = MetadataReplay(meta_group, self._metadata_changed)
         self.host.start()
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._sync_loop()), loop.create_task(self._timer_loop())]
@@ -288,11 +292,13 @@ class Node:
             await asyncio.sleep(SYNC_EVERY_S)
 
     async def _timer_loop(self) -> None:
-        """Leader timers of every hosted queue (TTL, leases, queue expiry, consumer timeouts)."""
-        assert self._hosting is not None
+        """Leader timers of every hosted queue (TTL, leases, queue expiry, consumer timeouts); the end of
+        the metadata replay (an applied no-op changes no metadata, yet may end it)."""
+        assert self._hosting is not None and self._replay is not None
         while True:
             await asyncio.sleep(self.config.tick_ms / 1000)
             self._hosting.on_timer()
+            self._replay.over()
 
     # -- reconciliation with the metadata -------------------------------------------------------
 
@@ -303,11 +309,11 @@ class Node:
 
     def _reconcile(self) -> None:
         self._reconcile_scheduled = False
-        assert self._hosting is not None
+        assert self._hosting is not None and self._replay is not None
         for peer in self.metadata.nodes.values():
             if peer.name != self.name:
                 self.transport.set_peer(peer.name, Address.parse(peer.raft, what="raft"))
-        self._hosting.reconcile(self.metadata.queues_on(self.name))
+        self._hosting.reconcile(self.metadata.queues, self._replay.over())
         self._hosting.apply_policies(self.metadata.policies.values(), self.metadata.policies_revision)
         self.membership.metadata_changed()
 

@@ -3,9 +3,15 @@
 A queue listing this node gets its group opened: from the node's database when it was there before;
 else bootstrapped with the queue's initial members when this node is one of them (the placed leader
 campaigns at once, the others hold their elections a while), and empty, waiting for the leader to add
-it, when it is a member added later or its database is not the one the queue was declared with. A
-queue that no longer lists this node, or was deleted (or declared again as another group), has its
-group closed and its log dropped.
+it, when it is a member added later or its database is not the one the queue was declared with.
+
+A replica is dropped only on evidence that lasts: its queue was deleted (or declared again as another
+group: group ids are never reused), or its own group committed this node's removal. A queue that no
+longer lists this node while its group, as this replica knows it, still does keeps its replica, which
+is dropped once the group says so: the metadata may be behind the group (a removal since undone), and
+dropping a voter's replica loses what it acknowledged. Until the metadata has replayed what its log held
+when the node started (`MetadataReplay`), its states are older than what the node had reached before:
+only groups the database holds are opened then; none is created, closed or dropped.
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ class QueueGroups(Protocol):
 
     def close_group(self, gid: str, *, drop: bool) -> None: ...
 
+    def lists_member(self, gid: str, node: str) -> bool: ...
+
     def campaign(self, gid: str) -> None: ...
 
     def hold_elections(self, gid: str, ticks: int) -> None: ...
@@ -55,27 +63,56 @@ class QueueHosting:
         self._new_leader = new_leader
         self._hold_ticks = hold_ticks
         self._queues: dict[str, QueueLeader] = {}
+        self._unlisted: set[str] = set()  # hosted queues the metadata no longer lists this node in
 
     @property
     def queues(self) -> Mapping[str, QueueLeader]:
         """The door of every queue hosted here, by queue name (leading or following)."""
         return self._queues
 
-    def reconcile(self, wanted: Iterable[QueueInfo]) -> None:
-        """Host exactly the queues `wanted` (those the metadata lists this node in)."""
-        by_group = {info.group: info for info in wanted}
-        for name, queue in list(self._queues.items()):
-            if queue.group not in by_group:
-                del self._queues[name]
-                self._groups.close_group(queue.group, drop=True)
-        for info in by_group.values():
-            if info.name not in self._queues:
+    def reconcile(self, declared: Mapping[str, QueueInfo], replayed: bool) -> None:
+        """Host the queues of `declared` (the metadata's) that list this node, and drop what lasting
+        evidence says is gone; before the metadata is `replayed`, only open what the database holds."""
+        if replayed:
+            for name, queue in list(self._queues.items()):
+                info = declared.get(name)
+                if info is None or info.group != queue.group:
+                    self._drop(name, "deleted")
+                elif self._name in info.members:
+                    self._unlisted.discard(name)
+                elif name not in self._unlisted:
+                    self._unlisted.add(name)
+                    log.info(
+                        "queue %s: no longer listed here; its replica stays until its group removes it", name
+                    )
+            self._drop_removed()
+        stored = frozenset() if replayed else frozenset(self._store.group_ids())
+        for info in declared.values():
+            if (
+                self._name in info.members
+                and info.name not in self._queues
+                and (replayed or info.group in stored)
+            ):
                 self._host(info)
 
     def on_timer(self) -> None:
-        """Run the leader timers of every hosted queue (TTL, leases, queue expiry, consumer timeouts)."""
+        """Run the leader timers of every hosted queue (TTL, leases, queue expiry, consumer timeouts), and
+        drop the replicas of queues that no longer list this node once their group removed it."""
+        self._drop_removed()
         for queue in list(self._queues.values()):
             queue.on_timer()
+
+    def _drop_removed(self) -> None:
+        for name in list(self._unlisted):
+            if not self._groups.lists_member(self._queues[name].group, self._name):
+                self._drop(name, "removed from its group")
+
+    def _drop(self, name: str, why: str) -> None:
+        """Stop hosting queue `name` and drop its replica."""
+        queue = self._queues.pop(name)
+        self._unlisted.discard(name)
+        self._groups.close_group(queue.group, drop=True)
+        log.info("queue %s: replica of group %s dropped: %s", name, queue.group, why)
 
     def apply_policies(self, policies: Iterable[PolicyRecord], revision: int) -> None:
         """Have each queue this node leads apply the policy the metadata's `policies`, at `revision`,

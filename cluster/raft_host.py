@@ -148,6 +148,7 @@ class Group:
     app: GroupApp
     batcher: ProposalBatcher = field(default_factory=ProposalBatcher)
     applied: int = 0
+    applied_term: int = 0  # the term of the entry (or snapshot) at `applied`
     snapshot_index: int = 0
     previous_snapshot_index: int = 0
     applied_bytes: int = 0  # entry data applied since the last snapshot (or since opening)
@@ -271,7 +272,8 @@ class RaftHost:
         )
         storage = _ExportingStorage(group_log, app)
         raft = RaftNode(config, storage, random.Random(self.rng.random()), group_log.repair())
-        group = Group(gid, raft, group_log, app, applied=snapshot.meta.index, conf=snapshot.meta.conf)
+        meta = snapshot.meta
+        group = Group(gid, raft, group_log, app, applied=meta.index, applied_term=meta.term, conf=meta.conf)
         group.snapshot_index = group.previous_snapshot_index = snapshot.meta.index
         self.groups[gid] = group
         self._touch(gid)
@@ -288,6 +290,13 @@ class RaftHost:
             self.store.drop_group(gid)
             self.store.commit(sync=True)
         self._dirty.discard(gid)
+
+    def lists_member(self, gid: str, node: str) -> bool:
+        """Whether the membership this node's replica of group `gid` knows committed lists `node` (as a
+        voter or a learner); False for a group not hosted here."""
+        group = self.groups.get(gid)
+        conf = group.raft.conf if group is not None else ConfState()
+        return node in conf.voters or node in conf.learners
 
     def hold_elections(self, gid: str, ticks: int) -> None:
         """Keep a group's election timer still for `ticks` (it still answers messages meanwhile)."""
@@ -642,6 +651,7 @@ class RaftHost:
             if _has_state(ready.snapshot):
                 group.app.restore(ready.snapshot.data)
             group.applied = group.snapshot_index = ready.snapshot.meta.index
+            group.applied_term = ready.snapshot.meta.term
             group.previous_snapshot_index = group.snapshot_index
             group.conf = ready.snapshot.meta.conf
             # an installed snapshot carries the leader's bodies: its size says nothing of local snapshots
@@ -659,7 +669,7 @@ class RaftHost:
             took = group.batcher.applied(entry.index, entry.term, results)
             if took is not None:
                 self.metrics.commit_seconds.observe(took)
-            group.applied = entry.index
+            group.applied, group.applied_term = entry.index, entry.term
             group.applied_bytes += len(entry.data)
             self.applied_data_bytes += len(entry.data)
         is_leader = group.raft.is_leader

@@ -1,11 +1,12 @@
 """Hosting queue groups: a node opens the group of every queue listing it (bootstrapped by the initial
 members, the placed leader campaigning and the others holding their elections; empty for a member
-added later or a wiped one), reopens what its database holds as it was, closes and drops the rest, and
-records the arguments its led queues changed at runtime."""
+added later or a wiped one), reopens what its database holds as it was, drops the replicas of deleted
+queues and of groups that removed it (only once the metadata is replayed; before, it opens only what
+its database holds), and records the arguments its led queues changed at runtime."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -27,10 +28,14 @@ class Groups:
 
     def __init__(self) -> None:
         self.calls: list[tuple[Any, ...]] = []
+        self.removed: set[str] = set()  # groups whose membership no longer lists this node
 
     def open_group(self, gid: str, app: QueueReplica) -> object:
         self.calls.append(("open", gid))
         return object()
+
+    def lists_member(self, gid: str, node: str) -> bool:
+        return node == ME and gid not in self.removed
 
     def close_group(self, gid: str, *, drop: bool) -> None:
         self.calls.append(("close", gid, drop))
@@ -45,7 +50,9 @@ class Groups:
 def new_door(info: QueueInfo, replica: QueueReplica) -> Any:
     """A stand-in for the queue's `QueueLeader`: following, its arguments as declared."""
     arguments = dict(info.arguments)
-    return SimpleNamespace(name=info.name, group=info.group, is_leader=False, definition=lambda: arguments)
+    return SimpleNamespace(
+        name=info.name, group=info.group, is_leader=False, definition=lambda: arguments, on_timer=lambda: None
+    )
 
 
 @pytest.fixture
@@ -71,27 +78,32 @@ def queue(
     return QueueInfo(name, group, {}, members, 1, initial, initial_incarnations=incarnations or {})
 
 
+def declared(*infos: QueueInfo) -> Mapping[str, QueueInfo]:
+    """The metadata's queues, by name."""
+    return {info.name: info for info in infos}
+
+
 def voters(store: NodeStore, group: str) -> tuple[str, ...]:
     return store.group(group).initial_state()[1].voters
 
 
 def test_the_placed_leader_bootstraps_the_group_and_campaigns(store: NodeStore) -> None:
     hosting, groups = hosting_on(store)
-    hosting.reconcile([queue("q", "q1", [ME, "b", "c"], incarnations={ME: store.incarnation})])
+    hosting.reconcile(declared(queue("q", "q1", [ME, "b", "c"], incarnations={ME: store.incarnation})), True)
     assert groups.calls == [("open", "q1"), ("campaign", "q1")]
     assert voters(store, "q1") == (ME, "b", "c") and hosting.queues["q"].group == "q1"
 
 
 def test_the_other_initial_members_hold_their_elections(store: NodeStore) -> None:
     hosting, groups = hosting_on(store)
-    hosting.reconcile([queue("q", "q1", ["b", ME, "c"])])
+    hosting.reconcile(declared(queue("q", "q1", ["b", ME, "c"])), True)
     assert groups.calls == [("open", "q1"), ("hold", "q1", HOLD_TICKS)]
     assert voters(store, "q1") == ("b", ME, "c")
 
 
 def test_a_member_added_later_starts_empty_and_waits_for_the_leader(store: NodeStore) -> None:
     hosting, groups = hosting_on(store)
-    hosting.reconcile([queue("q", "q1", ["b", "c", ME], initial=[])])
+    hosting.reconcile(declared(queue("q", "q1", ["b", "c", ME], initial=[])), True)
     assert groups.calls == [("open", "q1")] and voters(store, "q1") == ()
 
 
@@ -99,26 +111,29 @@ def test_an_initial_member_whose_database_is_new_since_the_declaration_waits_to_
     store: NodeStore,
 ) -> None:
     hosting, groups = hosting_on(store)
-    hosting.reconcile([queue("q", "q1", [ME, "b"], incarnations={ME: "the database before", "b": "ib"})])
+    hosting.reconcile(
+        declared(queue("q", "q1", [ME, "b"], incarnations={ME: "the database before", "b": "ib"})), True
+    )
     assert groups.calls == [("open", "q1")] and voters(store, "q1") == ()
 
 
 def test_a_group_the_database_holds_is_reopened_as_it_was(store: NodeStore) -> None:
-    hosting_on(store)[0].reconcile([queue("q", "q1", [ME, "b"])])
+    hosting_on(store)[0].reconcile(declared(queue("q", "q1", [ME, "b"])), True)
     restarted, groups = hosting_on(store)
-    restarted.reconcile([queue("q", "q1", [ME, "b"])])
+    restarted.reconcile(declared(queue("q", "q1", [ME, "b"])), True)
     assert groups.calls == [("open", "q1")]
 
 
-def test_queues_no_longer_listing_this_node_or_declared_again_are_closed_and_dropped(
-    store: NodeStore,
-) -> None:
+def test_deleted_queues_and_queues_declared_again_are_closed_and_dropped(store: NodeStore) -> None:
     hosting, groups = hosting_on(store)
     hosting.reconcile(
-        [queue("moved", "q1", ["b", ME]), queue("again", "q2", ["b", ME]), queue("kept", "q3", ["b", ME])]
+        declared(
+            queue("gone", "q1", ["b", ME]), queue("again", "q2", ["b", ME]), queue("kept", "q3", ["b", ME])
+        ),
+        True,
     )
     groups.calls.clear()
-    hosting.reconcile([queue("again", "q4", ["b", ME]), queue("kept", "q3", ["b", ME])])
+    hosting.reconcile(declared(queue("again", "q4", ["b", ME]), queue("kept", "q3", ["b", ME])), True)
     assert groups.calls == [
         ("close", "q1", True),
         ("close", "q2", True),
@@ -128,13 +143,42 @@ def test_queues_no_longer_listing_this_node_or_declared_again_are_closed_and_dro
     assert {name: door.group for name, door in hosting.queues.items()} == {"again": "q4", "kept": "q3"}
 
 
+def test_a_queue_no_longer_listing_this_node_keeps_its_replica_until_its_group_removed_this_node(
+    store: NodeStore,
+) -> None:
+    hosting, groups = hosting_on(store)
+    hosting.reconcile(declared(queue("moved", "q1", ["b", ME])), True)
+    groups.calls.clear()
+    hosting.reconcile(declared(queue("moved", "q1", ["b", "c"])), True)
+    hosting.on_timer()
+    assert groups.calls == [] and "moved" in hosting.queues  # the metadata may be behind the group
+    groups.removed.add("q1")
+    hosting.on_timer()
+    assert groups.calls == [("close", "q1", True)] and "moved" not in hosting.queues
+
+
+def test_while_the_metadata_replays_only_groups_the_database_holds_are_opened_and_none_is_dropped(
+    store: NodeStore,
+) -> None:
+    hosting_on(store)[0].reconcile(declared(queue("stored", "q1", [ME, "b"])), True)
+    restarted, groups = hosting_on(store)
+    new, stored = queue("new", "q2", [ME, "b"]), queue("stored", "q1", [ME, "b"])
+    restarted.reconcile(declared(new, stored), False)
+    restarted.reconcile(declared(new), False)  # an older state: the queue deleted, declared again later
+    groups.removed.add("q1")
+    restarted.on_timer()
+    assert groups.calls == [("open", "q1")] and set(restarted.queues) == {"stored"}
+    restarted.reconcile(declared(new), True)
+    assert groups.calls[1:] == [("close", "q1", True), ("open", "q2"), ("campaign", "q2")]
+
+
 def test_the_arguments_a_led_queue_changed_at_runtime_are_recorded_in_the_metadata(store: NodeStore) -> None:
     hosting, _ = hosting_on(store)
-    declared = {info.name: info for info in (queue("led", "q1", [ME]), queue("followed", "q2", ["b", ME]))}
-    hosting.reconcile(declared.values())
-    assert hosting.changed_arguments(declared) == []
+    metadata = declared(queue("led", "q1", [ME]), queue("followed", "q2", ["b", ME]))
+    hosting.reconcile(metadata, True)
+    assert hosting.changed_arguments(metadata) == []
     for door in hosting.queues.values():
         door.definition = lambda: {"x-max-length": 5}
     hosting.queues["led"].is_leader = True
-    assert hosting.changed_arguments(declared) == [SetArguments("led", "q1", {"x-max-length": 5})]
+    assert hosting.changed_arguments(metadata) == [SetArguments("led", "q1", {"x-max-length": 5})]
     assert hosting.changed_arguments({}) == []  # deleted meanwhile: nothing to record

@@ -8,20 +8,23 @@ leader's add between two of its steps.
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from in_process_cluster import (
+    InProcessCluster,
+    eventually,
+    metadata_applied,
+    metadata_leader,
+    raft_group,
+    settled_leader,
+)
 
-from cli.node_processes import HARNESS_SECRET, free_ports
-from cluster.config import Address, NodeConfig, Seed
 from cluster.metadata.commands import Command, SetMembers
 from cluster.metadata.replies import Stale
 from cluster.metadata_door import MetadataDoor
-from cluster.node import META_GROUP, Node
+from cluster.node import Node
 from raft_log.confchange import ConfChange, ConfChangeKind
 
 NAMES = ("n1", "n2", "n3", "n4")
@@ -29,64 +32,13 @@ QUEUE = "fenced"
 LATER_DECISION = 10**9  # beyond any number a leader's counter reaches in a test
 
 
-async def eventually(condition: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
-    """Poll `condition` (yielding to the nodes' loop) until it holds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.02)
-
-
 @pytest.fixture
 async def nodes(tmp_path: Path) -> AsyncIterator[dict[str, Node]]:
-    ports = free_ports(2 * len(NAMES))
-    raft = {name: Address("127.0.0.1", ports[2 * i]) for i, name in enumerate(NAMES)}
-    seeds = tuple(Seed(name, address) for name, address in raft.items())
-    running = {
-        name: Node(
-            NodeConfig(
-                name,
-                tmp_path / name,
-                Address("127.0.0.1", ports[2 * i + 1]),
-                raft[name],
-                seeds=seeds,
-                cluster_secret=HARNESS_SECRET,
-                tick_ms=50,
-            )
-        )
-        for i, name in enumerate(NAMES)
-    }
-    for node in running.values():
-        await node.start()
+    cluster = InProcessCluster(tmp_path, NAMES)
     try:
-        await eventually(
-            lambda: all(len(n.metadata.nodes) == len(NAMES) for n in running.values()), "registrations"
-        )
-        yield running
+        yield await cluster.start_all()
     finally:
-        for node in running.values():
-            await node.stop()
-
-
-def metadata_leader(nodes: dict[str, Node]) -> Node:
-    leader = nodes["n1"].status.meta_leader()
-    assert leader is not None
-    return nodes[leader]
-
-
-def raft_group(node: Node, gid: str) -> Any:
-    """The node's hosted Raft group `gid` (KeyError when it hosts none)."""
-    assert node.host is not None
-    return node.host.groups[gid]
-
-
-def settled_leader(nodes: dict[str, Node], gid: str) -> Node | None:
-    """The node leading group `gid` once it committed an entry of its term, else None."""
-    for node in nodes.values():
-        group = node.host.groups.get(gid) if node.host is not None else None
-        if group is not None and group.raft.is_leader and node.membership.changes.settled_conf(gid):
-            return node
-    return None
+        await cluster.stop_all()
 
 
 async def declared_queue(nodes: dict[str, Node]) -> tuple[str, Node, Node, Node, Node]:
@@ -102,16 +54,6 @@ async def declared_queue(nodes: dict[str, Node]) -> tuple[str, Node, Node, Node,
     b, c = (nodes[m] for m in info.members if m != a.name)
     x = next(n for n in nodes.values() if n.name not in info.members)
     return info.group, a, b, c, x
-
-
-async def x_applied(meta: Node, x: Node) -> None:
-    """Wait until `x` applied the metadata up to what `meta` applied, and reconciled with it."""
-    applied = raft_group(meta, META_GROUP).applied
-
-    def caught_up() -> bool:
-        return raft_group(x, META_GROUP).applied >= applied and not x._reconcile_scheduled
-
-    await eventually(caught_up, f"{x.name} to apply the metadata up to {applied}")
 
 
 async def test_finding5_a_deposed_queue_leaders_heal_cannot_make_a_voter_drop_its_replica(
@@ -146,7 +88,7 @@ async def test_finding5_a_deposed_queue_leaders_heal_cannot_make_a_voter_drop_it
     # The held message reaches the metadata leader at last.
     meta = metadata_leader(nodes)
     reply = await meta.metadata_door.set_members(stale.queue, stale.group, list(stale.members), stale.fence)
-    await x_applied(meta, x)
+    await metadata_applied(meta, x)
     assert QUEUE in x.queues and x.name in raft_group(x, gid).raft.status().conf.voters
     assert x.directory.info(QUEUE).members == [*kept, x.name]
     assert isinstance(reply, Stale), reply
@@ -173,6 +115,6 @@ async def test_finding5_a_successor_promotes_a_learner_only_under_a_fence_of_its
     # Whatever A decided later in its term, from a configuration without X, is refused.
     meta = metadata_leader(nodes)
     reply = await meta.metadata_door.set_members(QUEUE, gid, listed, (term_a, LATER_DECISION))
-    await x_applied(meta, x)
+    await metadata_applied(meta, x)
     assert QUEUE in x.queues and x.directory.info(QUEUE).members == [*listed, x.name]
     assert isinstance(reply, Stale), reply
