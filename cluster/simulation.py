@@ -6,7 +6,7 @@ ticks while a write is under way, unsynced commit-only rounds) over a real `Node
 both driven by the seed. Faults: message loss, delay, reordering and duplication; partitions; process
 crashes (unsynced writes survive); power loss of one node or of all at once (unsynced writes are lost,
 an ordered prefix may survive); slow fsyncs that stay under way for many steps; membership changes as
-production makes them (learners added, promoted once they hold the log; any member removed), one voter
+production makes them (learners added, promoted once they hold the log, members removed), one voter
 with learners included; leadership transfers; snapshots and their transfer to laggards; and
 (when weighted) wiped disks: a node restarts on an empty database, a new incarnation, and re-creates its
 group from its bootstrap configuration; the leader replaces its replica as production does (remove the
@@ -355,13 +355,8 @@ class Simulation:
         status = leader.running.groups[GROUP].raft.status()
         conf = status.conf
         room = len(conf.voters + conf.learners) < 5 and self._next_node <= 8
-        change = random_conf_change(self.rng, conf, f"n{self._next_node}" if room else None)
-        # As production does (`GroupChanges.add`): a node joins as a learner and is promoted once it holds
-        # the log. An empty replica has no vote (docs/raft.md), so an empty voter could stall the group.
-        if change.kind is ConfChangeKind.ADD_VOTER:
-            change = replace(change, kind=ConfChangeKind.ADD_LEARNER)
-        if change.kind is ConfChangeKind.PROMOTE and not status.progress[change.node].match:
-            return
+        holding = [member for member, peer in status.progress.items() if peer.match]
+        change = random_conf_change(self.rng, conf, f"n{self._next_node}" if room else None, holding)
         if change.kind is ConfChangeKind.ADD_LEARNER:
             change = replace(change, incarnation=incarnation_of(change.node, 0))
         try:

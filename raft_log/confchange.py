@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Collection
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
@@ -90,14 +91,17 @@ def apply_conf_change(conf: ConfState, change: ConfChange) -> ConfState:
     return ConfState(tuple(voters), tuple(learners), tuple(sorted(incarnations.items())))
 
 
-def random_conf_change(rng: random.Random, conf: ConfState, fresh: NodeId | None) -> ConfChange:
-    """A membership change a simulation proposes: remove any member, promote a learner, or (with a
-    `fresh` node name) add it as a learner or a voter."""
+def random_conf_change(
+    rng: random.Random, conf: ConfState, fresh: NodeId | None, holding: Collection[NodeId]
+) -> ConfChange:
+    """A membership change a simulation proposes, as nodes make them (`GroupChanges.add`): remove any
+    member, promote a learner that holds the log (one of `holding`: an empty replica has no vote, so an
+    empty voter could stall the group), or add a `fresh` node as a learner."""
     members = conf.voters + conf.learners
     options = [ConfChange(ConfChangeKind.REMOVE, rng.choice(members))]
-    if conf.learners:
-        options.append(ConfChange(ConfChangeKind.PROMOTE, rng.choice(conf.learners)))
+    promotable = [learner for learner in conf.learners if learner in holding]
+    if promotable:
+        options.append(ConfChange(ConfChangeKind.PROMOTE, rng.choice(promotable)))
     if fresh is not None:
         options.append(ConfChange(ConfChangeKind.ADD_LEARNER, fresh))
-        options.append(ConfChange(ConfChangeKind.ADD_VOTER, fresh))
     return rng.choice(options)

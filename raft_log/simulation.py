@@ -266,9 +266,11 @@ class Simulation:
         leader = self._some_leader()
         if leader is None:
             return
-        conf = leader.core.status().conf
+        status = leader.core.status()
+        conf = status.conf
         room = len(conf.voters + conf.learners) < 5 and self._next_node <= 8
-        change = random_conf_change(self.rng, conf, f"n{self._next_node}" if room else None)
+        holding = [member for member, peer in status.progress.items() if peer.match]
+        change = random_conf_change(self.rng, conf, f"n{self._next_node}" if room else None, holding)
         try:
             leader.core.propose_conf_change(change)
         except RaftError:
