@@ -222,6 +222,8 @@ async def test_rule_a_frame_over_the_limit_from_a_peer_is_skipped_and_its_link_s
         writer.close()
         await writer.wait_closed()
         await b.stop()
+
+
 async def test_rule_stopping_while_a_dial_fails_stops_the_dialling_task(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
