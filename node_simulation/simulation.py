@@ -336,7 +336,7 @@ class NodeSimulation:
             else:
                 answer.set_result(finished.result())
 
-        task.add_done_callback(done)
+        task.add_done_callback(done, context=contextvars.Context())  # runs whoever asked (even dead)
         return await answer
 
     # -- faults -------------------------------------------------------------------------------------
