@@ -1,0 +1,48 @@
+"""What the clients of the whole-node simulation work on: its queues, and what they count."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from node_simulation.history import QueueHistory
+
+STRICT, AUTO, DEAD = "strict", "auto", "dead"
+QUEUE_ARGUMENTS: dict[str, dict[str, Any]] = {  # declared in this order
+    DEAD: {"x-quorum-initial-group-size": 3},
+    STRICT: {
+        "x-quorum-initial-group-size": 3,
+        "x-lease-period": 2000,
+        "x-delivery-limit": 4,
+        "x-overflow": "reject-publish",
+        "x-dead-letter-queue": DEAD,
+        "x-dead-letter-strategy": "at-least-once",
+    },
+    AUTO: {"x-quorum-initial-group-size": 3},
+}
+PUBLISHED_TO = (STRICT, AUTO)
+"""Queue `strict` only ever has manual consumers and gets, so every message confirmed to it must be in it,
+in its dead-letter target or acknowledged at the end. Queue `auto` also has auto-ack gets and consumers,
+so a confirmed message may be missing only as many times as such a request went unanswered could have
+taken (at most once allows losing what a failed request took, never what an answered one took)."""
+
+
+@dataclass
+class ClientStats:
+    """What the clients did, and what at-most-once requests without an answer may have taken."""
+
+    unanswered_auto: int = 0  # auto-ack gets and polls whose outcome the client never learnt
+    unanswered_auto_limit: int = 0  # the messages those may have taken, at most
+    forwarded: int = 0
+    abandoned_consumers: int = 0
+    members_added: int = 0
+    members_removed: int = 0
+    leaders_moved: int = 0
+    filler_bytes: int = 0
+    policies_changed: int = 0
+    deleted: set[str] = field(
+        default_factory=set
+    )  # scratch queues whose delete was answered, not declared since
+    histories: dict[str, QueueHistory] = field(
+        default_factory=lambda: {queue: QueueHistory() for queue in PUBLISHED_TO}
+    )
