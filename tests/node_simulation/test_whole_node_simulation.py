@@ -7,13 +7,19 @@ size the random run; a failure names its seed, and `python -m node_simulation --
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from cluster.consumer_sessions import ConsumerSession
+from cluster.queue_leader import QueueLeader
+from cluster.queue_results import Published
+from node_simulation.history import Violation
 from node_simulation.simulation import NodeSimulation, quiet_logs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,3 +70,44 @@ def test_faults_of_every_kind_happen() -> None:
     for kind in ("forwarded", "members_added", "members_removed", "leaders_moved", "abandoned_consumers"):
         assert sum(getattr(c, kind) for c in clients), kind
     assert max(c.filler_bytes for c in clients) > 2 << 20  # more metadata than one apply round
+
+
+def _first_violation(seeds: range, seconds: float = 30.0) -> str:
+    """The first seed's violation among `seeds` ("" when none fails)."""
+    quiet_logs()
+    for seed in seeds:
+        try:
+            NodeSimulation(seed).run(seconds)
+        except Violation as exc:
+            return str(exc)
+    return ""
+
+
+def test_the_checker_catches_a_poll_handing_out_what_its_consumer_no_longer_holds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Finding 6 brought back (a poll trusts its buffer): a poll answers a message another consumer holds."""
+    monkeypatch.setattr(QueueLeader, "_holds", lambda self, tag: lambda delivery: True)
+    assert "which it does not hold" in _first_violation(range(1, 6))
+
+
+def test_the_checker_catches_a_confirm_without_the_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A leader that answers one publish in forty with ids it never enqueued loses confirmed messages."""
+    publish = QueueLeader.publish
+    calls, fake_ids = itertools.count(), itertools.count(1 << 40)
+
+    async def sometimes_false(self: QueueLeader, messages: Any, *args: Any, **kwargs: Any) -> Published:
+        if next(calls) % 40 == 39:
+            return Published([next(fake_ids) for _ in messages], False)
+        return await publish(self, messages, *args, **kwargs)
+
+    monkeypatch.setattr(QueueLeader, "publish", sometimes_false)
+    assert "confirmed messages lost" in _first_violation(range(1, 4))
+
+
+def test_the_checker_catches_consumers_that_hold_messages_after_they_went_away(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Finding 9 brought back (no idle rule): messages stay held by consumers nobody runs."""
+    monkeypatch.setattr(ConsumerSession, "idle", lambda self, now_ms, idle_ms: False)
+    assert "still held" in _first_violation(range(1, 4))
