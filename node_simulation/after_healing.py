@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cluster.errors import NodeError
+from cluster.node import Node
 from cluster.queue_leader import QueueLeader
 from cluster.queue_replica import QueueReplica
 from cluster.queue_results import MessageRow
@@ -94,14 +95,20 @@ class AfterHealing:
         return None
 
     async def _unacked(self, queue: str) -> int | None:
-        """How many messages of `queue` are checked out, as its leader says (None without a leader)."""
+        """How many messages of `queue` its leader says are checked out to consumers that can go away
+        (a durable consumer, Spark's, holds what it checked out until it settles), None without a leader."""
 
-        async def unacked(door: QueueLeader) -> int:
-            return door.stats().messages_unacknowledged
+        async def unacked(node: Node) -> int:
+            door = node.directory.led(queue)
+            assert node.host is not None
+            replica = node.host.groups[door.group].app
+            assert isinstance(replica, QueueReplica)
+            durable = sum(info.unacknowledged for info in replica.machine.durable_consumers())
+            return door.stats().messages_unacknowledged - durable
 
         for name in sorted(self.sim.nodes):
             try:
-                return await self.requests.at_door(name, queue, unacked)
+                return await self.requests.about(name, queue, unacked)
             except (NodeError, ConnectionError, GaveUp):
                 continue
         return None

@@ -18,18 +18,18 @@ from typing import TYPE_CHECKING, Any
 
 from api.forwarded_publish import publish_routed
 from api.publish_job import PublishJob
-from cluster.errors import BadRequest, NodeError, OutcomeUnknown, Refused, UnknownConsumer
+from cluster.errors import BadRequest, LogGap, NodeError, OutcomeUnknown, Refused, UnknownConsumer
 from cluster.node import Node
 from cluster.queue_leader import QueueLeader
 from cluster.queue_replica import QueueReplica
-from cluster.queue_results import MessageRow, Outcome
+from cluster.queue_results import MessageRow, Outcome, Position
 from cluster.stored_message import StoredMessage
 from node_simulation.after_healing import AfterHealing
 from node_simulation.cluster_operator import Operator
 from node_simulation.history import Violation
 from node_simulation.request_errors import NodeUnreachable
 from node_simulation.requests import ClientRequests, GaveUp
-from node_simulation.workload import AUTO, PUBLISHED_TO, QUEUE_ARGUMENTS, STRICT, ClientStats
+from node_simulation.workload import AUTO, PUBLISHED_TO, QUEUE_ARGUMENTS, STREAM, STRICT, ClientStats
 
 if TYPE_CHECKING:
     from node_simulation.simulation import NodeSimulation
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 PUBLISH_ATTEMPTS = 20
 POLL_WAIT_S = 1.0
 GUEST = "guest"  # the loopback guest: the user a forwarded publish is made for
+DURABLE = "spark"  # the durable consumer's name
 
 
 class Clients:
@@ -61,6 +62,7 @@ class Clients:
             self._auto_consumer(AUTO),
             self._getter(STRICT, auto_ack=False),
             self._getter(AUTO, auto_ack=True),
+            self._durable_reader(STREAM),
             self._operator.run(),
         ]
         return [self.sim.loop.create_task(worker) for worker in workers]
@@ -212,6 +214,35 @@ class Clients:
                 pass
             await self.requests.pause()
 
+    async def _durable_reader(self, queue: str) -> None:
+        """A durable consumer, read as Spark's source reads one: check out a batch, read its range (twice
+        now and then, as a retried partition does), settle it; every read of a seq gives one message."""
+        await self.requests.declared.wait()
+        history = self.stats.histories[queue]
+        while self.requests.active:
+            await self.requests.pause(0.5)
+            count = self.requests.rng.randrange(1, 20)
+
+            async def checkout(door: QueueLeader, count: int = count) -> Position:
+                return await door.durable_checkout(DURABLE, count)
+
+            try:
+                position = await self.requests.at_door(self.requests.node_for(queue), queue, checkout)
+                if position.end == position.settled:
+                    continue
+                for _ in range(self.requests.rng.choice([1, 1, 2])):
+                    rows = await self.requests.at_door(
+                        self.requests.node_for(queue), queue, _durable_log(position.settled, position.end)
+                    )
+                    history.durable_read([(row.seq or 0, row.id, bytes(row.body)) for row in rows])
+                history.ack_sent.update(bytes(row.body) for row in rows)
+                await self.requests.at_door(
+                    self.requests.node_for(queue), queue, _durable_settle(position.end)
+                )
+                self.sim.stats.delivered += len(rows)
+            except (LogGap, NodeError, ConnectionError, GaveUp):
+                continue
+
     async def _work_on(self, queue: str, consumer: str | None, rows: list[MessageRow]) -> None:
         """What a consumer does with its deliveries: mostly ack them, sometimes after longer than the
         queue's lease (touching them meanwhile, or not); now and then give them back (after a delay, or
@@ -242,6 +273,20 @@ class Clients:
     def _unanswered_auto(self, limit: int) -> None:
         self.stats.unanswered_auto += 1
         self.stats.unanswered_auto_limit += limit
+
+
+def _durable_log(start: int, end: int) -> Callable[[QueueLeader], Awaitable[list[MessageRow]]]:
+    async def read(door: QueueLeader) -> list[MessageRow]:
+        return await door.read_durable_log(DURABLE, start, end)
+
+    return read
+
+
+def _durable_settle(below: int) -> Callable[[QueueLeader], Awaitable[Position]]:
+    async def settle(door: QueueLeader) -> Position:
+        return await door.durable_settle(DURABLE, below)
+
+    return settle
 
 
 def _register(prefetch: int, *, auto_ack: bool) -> Callable[[QueueLeader], Awaitable[str]]:

@@ -22,6 +22,7 @@ class QueueHistory:
     maybe: set[bytes] = field(default_factory=set)  # published, outcome unknown to the client
     ack_sent: set[bytes] = field(default_factory=set)  # manual deliveries the client sent an ack for
     auto_acked: Counter[bytes] = field(default_factory=Counter)  # handed out settled (no-ack, auto get)
+    durable: dict[int, tuple[int, bytes]] = field(default_factory=dict)  # a durable log's seq -> (id, body)
 
     def published(self, bodies: list[bytes], ids: list[int]) -> None:
         """A publish answered 201 with `ids`: exactly one id for each message, and no id given before."""
@@ -43,3 +44,11 @@ class QueueHistory:
             self.auto_acked[body] += 1
             if self.auto_acked[body] > 1:
                 raise Violation(f"{body!r} was delivered settled (auto-ack) {self.auto_acked[body]} times")
+
+    def durable_read(self, rows: list[tuple[int, int, bytes]]) -> None:
+        """A durable consumer's log read answered (seq, id, body) rows: a seq names one message, ever (a
+        batch read again after a failure, on any leader, is the same batch)."""
+        for seq, message_id, body in rows:
+            before = self.durable.setdefault(seq, (message_id, body))
+            if before != (message_id, body):
+                raise Violation(f"durable seq {seq} read as {(message_id, body)!r}, before as {before!r}")

@@ -7,7 +7,7 @@ from typing import Any
 
 from node_simulation.history import QueueHistory
 
-STRICT, AUTO, DEAD = "strict", "auto", "dead"
+STRICT, AUTO, DEAD, STREAM = "strict", "auto", "dead", "stream"
 QUEUE_ARGUMENTS: dict[str, dict[str, Any]] = {  # declared in this order
     DEAD: {"x-quorum-initial-group-size": 3},
     STRICT: {
@@ -19,12 +19,15 @@ QUEUE_ARGUMENTS: dict[str, dict[str, Any]] = {  # declared in this order
         "x-dead-letter-strategy": "at-least-once",
     },
     AUTO: {"x-quorum-initial-group-size": 3},
+    STREAM: {"x-quorum-initial-group-size": 3},
 }
-PUBLISHED_TO = (STRICT, AUTO)
+PUBLISHED_TO = (STRICT, AUTO, STREAM)
 """Queue `strict` only ever has manual consumers and gets, so every message confirmed to it must be in it,
 in its dead-letter target or acknowledged at the end. Queue `auto` also has auto-ack gets and consumers,
 so a confirmed message may be missing only as many times as such a request went unanswered could have
-taken (at most once allows losing what a failed request took, never what an answered one took)."""
+taken (at most once allows losing what a failed request took, never what an answered one took). Queue
+`stream` is read by a durable consumer as Spark reads one: every read of a delivery sequence number
+must give the same message, and what it settled is gone."""
 
 
 @dataclass

@@ -18,7 +18,7 @@ import pytest
 
 from cluster.consumer_sessions import ConsumerSession
 from cluster.queue_leader import QueueLeader
-from cluster.queue_results import Published
+from cluster.queue_results import MessageRow, Published
 from node_simulation.history import Violation
 from node_simulation.simulation import NodeSimulation, quiet_logs
 
@@ -111,3 +111,20 @@ def test_the_checker_catches_consumers_that_hold_messages_after_they_went_away(
     """Finding 9 brought back (no idle rule): messages stay held by consumers nobody runs."""
     monkeypatch.setattr(ConsumerSession, "idle", lambda self, now_ms, idle_ms: False)
     assert "still held" in _first_violation(range(1, 4))
+
+
+def test_the_checker_catches_a_durable_log_read_again_differently(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A leader that reads a durable consumer's range from one past its start gives Spark another batch
+    for the same sequence numbers on a retry."""
+    read = QueueLeader.read_durable_log
+    calls = itertools.count()
+
+    async def shifted(self: QueueLeader, name: str, start: int, end: int) -> list[MessageRow]:
+        rows = await read(self, name, start, end)
+        if next(calls) % 2 and len(rows) > 1:
+            for row, later in itertools.pairwise(rows):
+                row.id, row.body = later.id, later.body
+        return rows
+
+    monkeypatch.setattr(QueueLeader, "read_durable_log", shifted)
+    assert "durable seq" in _first_violation(range(1, 4))
