@@ -114,18 +114,25 @@ class AfterHealing:
         return None
 
     def _replicas_alike(self, queue: str) -> bool:
-        """Whether every running replica of `queue` applied as far as the others, to the same state."""
-        states = set()
-        for sim_node in self.sim.nodes.values():
+        """Whether every member of `queue`'s group (as its leader's membership says) runs a replica that
+        applied as far as the others, to the same state. A replica hosted by a node that is no longer a
+        member is counted in `stats.stale_replicas` (docs/cluster.md, "Hosting queue groups": one that
+        missed its removal stays until its queue is deleted)."""
+        replicas = {}
+        members: tuple[str, ...] = ()
+        for name, sim_node in self.sim.nodes.items():
             node = sim_node.running
             door = node.queues.get(queue) if node is not None else None
-            if door is None or node is None or node.host is None:
-                continue
-            group = node.host.groups.get(door.group)
+            group = node.host.groups.get(door.group) if door and node and node.host else None
             if group is None or not isinstance(group.app, QueueReplica):
                 continue
-            states.add((group.applied, b"".join(group.app.machine.snapshot_chunks())))
-        return len(states) == 1
+            replicas[name] = (group.applied, b"".join(group.app.machine.snapshot_chunks()))
+            if group.raft.is_leader:
+                conf = group.raft.status().conf
+                members = conf.voters + conf.learners
+        self.stats.stale_replicas[queue] = sorted(set(replicas) - set(members))
+        states = {replicas.get(member) for member in members}
+        return bool(members) and len(states) == 1 and None not in states
 
     def _pending_dead_letters(self) -> dict[str, int]:
         """How many at-least-once dead letters each queue's leader still has to move."""

@@ -43,9 +43,9 @@ class ClientStats:
     leaders_moved: int = 0
     filler_bytes: int = 0
     policies_changed: int = 0
-    deleted: set[str] = field(
-        default_factory=set
-    )  # scratch queues whose delete was answered, not declared since
+    # scratch queues whose delete was answered and that were not declared since
+    deleted: set[str] = field(default_factory=set)
+    stale_replicas: dict[str, list[str]] = field(default_factory=dict)  # queue -> non-members hosting it
     histories: dict[str, QueueHistory] = field(
         default_factory=lambda: {queue: QueueHistory() for queue in PUBLISHED_TO}
     )
