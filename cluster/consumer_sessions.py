@@ -95,7 +95,7 @@ class ConsumerSession:
 
     def idle(self, now_ms: int, idle_ms: int) -> bool:
         """True when the consumer has not been heard from (a poll, settle or touch, or since this leader
-        took over) for more than `idle_ms`, and no poll of it is waiting."""
+        caught up) for more than `idle_ms`, and no poll of it is waiting."""
         return not self.polls and now_ms - self.last_active_ms > idle_ms
 
 

@@ -1,7 +1,7 @@
 """What a node takes from the world around it: clocks, randomness, its database and its peer links.
 
 Production passes the real ones (`production_environment`); the whole-node simulation
-(`cluster.node_simulation`, docs/decisions/0017) passes virtual clocks, seeded randomness, a simulated
+(`node_simulation`, docs/decisions/0017) passes virtual clocks, seeded randomness, a simulated
 disk and a simulated network, so that one seed replays a run exactly. Elapsed time inside a node
 (deadlines, long polls, backoffs) is the event loop's time, not part of this.
 """
@@ -53,8 +53,9 @@ class NodeEnvironment:
     """The clocks, randomness, database and peer links of one node.
 
     `wall_ms` is the wall clock in ms since the epoch (leaders stamp it, bounded by `monotonic_ms`:
-    `LeaderClock`); `rng` seeds Raft's election timeouts; `new_token` makes consumer tags and worker ids
-    (capabilities: unguessable in production); `open_store` opens the database in a data directory;
+    `LeaderClock`); `rng` seeds Raft's election timeouts and where the node's peer requests are numbered
+    from; `new_token` makes consumer tags, get holders and worker ids (capabilities: unguessable in
+    production); `open_store` opens the database in a data directory;
     `on_fatal` ends the process on an error it cannot survive."""
 
     wall_ms: Callable[[], int]
