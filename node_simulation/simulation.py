@@ -333,6 +333,7 @@ class NodeSimulation:
                 answer.set_exception(NodeDown(f"{name} cancelled the request"))
             elif exc is not None:
                 answer.set_exception(exc)
+                answer.exception()  # its waiter may be a task of a process killed meanwhile
             else:
                 answer.set_result(finished.result())
 
