@@ -75,19 +75,28 @@ class FormatVersions:
         while that is only not known yet, or Refused `upgrade_in_progress` (a node reads `what`)."""
         self._require(self.queue_operations, version, what)
 
+    def reads_queue_ops(self, version: int) -> bool:
+        """Whether every node of the cluster reads queue operations `version` (False: a node said it
+        reads an older one); FormatsNotYetKnown while a node that may read it has not said."""
+        return self._reads(self.queue_operations, version, "an older version")
+
     def require_metadata(self, version: int, what: str) -> None:
         """As `require_queue_ops`, for metadata codec `version`."""
         self._require(self.metadata, version, what)
 
     def _require(self, reads: CodecReads, version: int, what: str) -> None:
+        if not self._reads(reads, version, what):
+            raise Refused(UPGRADE_IN_PROGRESS, f"a node of the cluster reads {what} yet")
+
+    def _reads(self, reads: CodecReads, version: int, what: str) -> bool:
         others = self._others()
         if reads.version_for(others) >= version:
-            return
+            return True
         unknown = reads.not_yet_known(others, version)
         if unknown:
             names = ", ".join(unknown)
             raise FormatsNotYetKnown(f"{names} said nothing yet of what it reads (it may read {what}): retry")
-        raise Refused(UPGRADE_IN_PROGRESS, f"a node of the cluster reads {what} yet")
+        return False
 
     def report(self) -> dict[str, dict[str, int]]:
         """Per format, the newest version this node reads and the version it writes (for health)."""

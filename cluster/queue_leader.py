@@ -35,6 +35,7 @@ from cluster.entry_codec import (
 from cluster.errors import (
     BadRequest,
     ConsumerEnded,
+    FormatsNotYetKnown,
     LogGap,
     NotLeader,
     QueueConflict,
@@ -158,6 +159,10 @@ class QueueFormats(Protocol):
 
     def require_queue_ops(self, version: int, what: str) -> None:
         """Refused `upgrade_in_progress` (or FormatsNotYetKnown) unless every node reads `version`."""
+        ...
+
+    def reads_queue_ops(self, version: int) -> bool:
+        """Whether every node reads `version`; FormatsNotYetKnown while that is not known yet."""
         ...
 
 
@@ -463,7 +468,8 @@ class QueueLeader:
         `timeout_ms`, else the queue's `x-consumer-timeout`, else the node's (`on_timer`). With `since_ms`
         it reads only messages enqueued at or after then, taking them with gets as it polls instead of
         being pushed deliveries: a reader registered through the log once every node reads queue
-        operations version 2 (so a new leader knows it), and before that a session of this leader only.
+        operations version 2 (so a new leader knows it), and before that a session of this leader only
+        (FormatsNotYetKnown while a node has not said which it reads).
         With `auto_ack` (AMQP's no-ack) each poll settles what it hands out (`poll`); it needs queue
         operations version 9 across the cluster, until then Refused `upgrade_in_progress`."""
         if auto_ack:
@@ -471,7 +477,7 @@ class QueueLeader:
         tag = self._new_token()
         session = self._sessions.open(tag, timeout_ms, self._now())
         session.since_ms, session.prefetch, session.auto_ack = since_ms, prefetch, auto_ack
-        if since_ms is not None and self._formats.writes_queue_ops() < READER_OP_VERSION:
+        if since_ms is not None and not self._formats.reads_queue_ops(READER_OP_VERSION):
             session.local = True
             return tag
         command = self._command(Checkout, tag, prefetch, priority, timeout_ms, since_ms, auto_ack)
@@ -537,14 +543,15 @@ class QueueLeader:
 
     async def cancel(self, tag: str) -> None:
         """Cancel a consumer, durable or not: what it holds returns to the queue, as a plain return once
-        every node reads queue operations version 3 (a failed delivery before, as it always was).
-        UnknownConsumer when the queue has no such consumer; a consumer the leader ended is gone already."""
+        every node reads queue operations version 3 (a failed delivery before, as it always was);
+        FormatsNotYetKnown while a node has not said which it reads. UnknownConsumer when the queue has no
+        such consumer; a consumer the leader ended is gone already."""
         if self._sessions.forget_ended(tag):
             return
+        plain = self._formats.reads_queue_ops(COUNTING_OP_VERSION)
         await self._until_caught_up()
         durable = self._is_durable(tag)
         session = None if durable else self._session(tag)
-        plain = self._formats.writes_queue_ops() >= COUNTING_OP_VERSION
         reply = await self._submit(self._command(Cancel, tag, not plain))
         self._sessions.close(tag)
         if isinstance(reply, Failure) and (session is None or session.since_ms is None):
@@ -929,8 +936,12 @@ class QueueLeader:
             self._catch_up()
             return
         for tag, reason in self._overdue(now):
+            try:  # an idle end is a plain return where every node reads one
+                plain = reason == CONSUMER_IDLE and self._formats.reads_queue_ops(COUNTING_OP_VERSION)
+            except FormatsNotYetKnown:
+                continue  # a later timer decides, once every node has said what it reads
             log.info("queue %s: consumer %s ended: %s", self.name, tag, reason)
-            if reason == CONSUMER_IDLE and self._formats.writes_queue_ops() >= COUNTING_OP_VERSION:
+            if plain:
                 command: Cancel | ConsumerDown = self._command(Cancel, tag, False)  # nothing was in its hands
             else:
                 command = self._command(ConsumerDown, tag)

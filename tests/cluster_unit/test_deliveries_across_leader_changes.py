@@ -9,69 +9,15 @@ follower. So the order of events does not depend on timing.
 from __future__ import annotations
 
 import asyncio
-import time
-import uuid
 from pathlib import Path
 
 from gated_cluster import GROUP, Node, eventually, gated_cluster
+from queue_doors import door_of, lead, queue_replica, texts
 
-from cluster.entry_codec import QUEUE_OP_VERSION
-from cluster.leader_clock import LeaderClock
 from cluster.queue_leader import QueueLeader
 from cluster.queue_replica import QueueReplica
-from cluster.stored_message import StoredMessage
-from queue_state.arguments import QueueConfig
-from raft_log.storage import GroupLog
 
-QUEUE = "q"
 ELECTION_TICKS = 10  # 0.5 s: a successor is elected soon after the leader stops sending
-
-
-def queue_replica(name: str, group_log: GroupLog) -> QueueReplica:
-    return QueueReplica(QUEUE, GROUP, QueueConfig(), group_log)
-
-
-async def _nothing(*_: object) -> None:
-    return None
-
-
-class _EveryNodeReadsThisVersion:
-    """The formats of a cluster whose nodes all read this version."""
-
-    def writes_queue_ops(self) -> int:
-        return QUEUE_OP_VERSION
-
-    def require_queue_ops(self, version: int, what: str) -> None:
-        assert version <= QUEUE_OP_VERSION, what
-
-
-def door_of(node: Node) -> QueueLeader:
-    """The queue's door on `node`, as a node builds it (its workers beside the leader left out)."""
-    return QueueLeader(
-        QUEUE,
-        GROUP,
-        node.app,
-        node.host,
-        LeaderClock(lambda: int(time.time() * 1000)),
-        on_dead_letter=lambda *_: None,
-        request_delete=lambda *_: None,
-        delete_sealed=_nothing,
-        on_leadership=lambda *_: None,
-        on_redrive=lambda _: None,
-        formats=_EveryNodeReadsThisVersion(),
-        consumer_timeout_ms=60_000,
-        consumer_idle_timeout_ms=60_000,
-        new_token=lambda: uuid.uuid4().hex,
-    )
-
-
-def texts(*bodies: str) -> list[tuple[StoredMessage, int | None]]:
-    return [(StoredMessage(body.encode(), {}, "utf8"), None) for body in bodies]
-
-
-async def lead(nodes: dict[str, Node], doors: dict[str, QueueLeader], name: str) -> None:
-    nodes[name].host.campaign(GROUP)
-    await eventually(lambda: doors[name].is_leader, f"{name} to lead")
 
 
 async def successor_commits(nodes: dict[str, Node], doors: dict[str, QueueLeader]) -> str:
