@@ -122,13 +122,13 @@ class QueueHosting:
             queue.apply_policy(revision, functools.partial(applied_policy, chosen, name))
 
     def changed_arguments(self, declared: Mapping[str, QueueInfo]) -> list[SetArguments]:
-        """The commands recording the arguments of queues this node leads that were changed at runtime
-        and differ from those `declared` in the metadata."""
+        """The commands recording the arguments of queues this node leads (and serves: it applied all its
+        predecessors committed) that were changed at runtime and differ from those `declared`."""
         changed = []
         for name, queue in list(self._queues.items()):
             info = declared.get(name)
             current = queue.definition()
-            if queue.is_leader and info is not None and info.arguments != current:
+            if queue.serving and info is not None and info.arguments != current:
                 changed.append(SetArguments(name, info.group, current))
         return changed
 

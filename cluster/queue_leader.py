@@ -219,6 +219,12 @@ class QueueLeader:
         """True while this node leads the queue's group."""
         return self._replica.is_leader
 
+    @property
+    def serving(self) -> bool:
+        """True while this node leads and has applied an entry of its own term: its state holds all that
+        earlier leaders committed."""
+        return self._replica.is_leader and self._serving.is_set()
+
     # -- what the queue is ------------------------------------------------------------------------
 
     def definition(self) -> dict[str, Any]:
