@@ -916,11 +916,19 @@ class QueueLeader:
         if not committed or leadership != self._leadership or not self.is_leader:
             return  # another leadership, or none: the timer tries again while this one leads
         now = self._now()
-        for consumer in self._replica.machine.consumers():
-            self._open_session(consumer, now)
-        for holder in self._replica.machine.get_holders():
-            self._sessions.open(holder, None, now).get_holder = True
+        machine = self._replica.machine
+        for holder in [consumer.name for consumer in machine.consumers()] + machine.get_holders():
+            self._reopen(holder, now)
         self._serving.set()
+
+    def _reopen(self, holder: str, now: int) -> None:
+        """Open a session for a holder the queue state holds: a consumer (`_open_session`), or a
+        manual-ack get holder with none of its own."""
+        consumer = self._replica.machine.consumer(holder)
+        if consumer is not None:
+            self._open_session(consumer, now)
+        elif holder in self._replica.machine.get_holders():
+            self._sessions.open(holder, None, now).get_holder = True
 
     def on_timer(self) -> None:
         """Called periodically on the leader: due Ticks and ended consumers (once it caught up, else its
@@ -977,10 +985,12 @@ class QueueLeader:
         self._tick_in_flight = False
 
     def _end_done(self, tag: str, committed: bool) -> None:
-        """An end that did not commit here is not told: the next leader's timer (or this one's) decides
-        again."""
+        """An end that did not commit here is not told, and is decided again: by this leader's timer
+        while it serves (the holder's session opened again), else by the next leader's."""
         if not committed:
             self._sessions.forget_ended(tag)
+            if self._serving.is_set():
+                self._reopen(tag, self._now())
 
     def _fire(self, command: Command, done: Callable[[bool], None] | None = None) -> None:
         """Replicate a command nobody waits for; `done(committed)` once its fate here is known."""
