@@ -74,6 +74,7 @@ class AfterHealing:
             )
             for queue in PUBLISHED_TO
         ]
+        problems += [self._unexpected(queue, found) for queue, found in held.items()]
         return "; ".join(problem for problem in problems if problem)
 
     async def _eventually(self, deadline: float, what: str, found: Callable[[], Any]) -> None:
@@ -185,6 +186,12 @@ class AfterHealing:
         if renamed:
             return f"queue {queue}: messages held under another id than confirmed: {renamed[:5]}"
         return ""
+
+    def _unexpected(self, queue: str, held: dict[bytes, int]) -> str:
+        """What `queue` holds that no publisher sent (or sent only as a request that must be refused)."""
+        sent = set().union(*(set(h.confirmed) | h.maybe for h in self.stats.histories.values()))
+        unexpected = sorted(body[:40] for body in held if body not in sent)
+        return f"queue {queue}: messages nobody published: {unexpected[:5]}" if unexpected else ""
 
 
 async def _browse_all(door: QueueLeader) -> list[MessageRow]:

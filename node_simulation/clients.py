@@ -20,6 +20,7 @@ from api.forwarded_publish import publish_routed
 from api.publish_job import PublishJob
 from cluster.errors import BadRequest, LogGap, NodeError, OutcomeUnknown, Refused, UnknownConsumer
 from cluster.node import Node
+from cluster.proposals import MAX_OPERATION_BYTES
 from cluster.queue_leader import QueueLeader
 from cluster.queue_replica import QueueReplica
 from cluster.queue_results import MessageRow, Outcome, Position
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from node_simulation.simulation import NodeSimulation
 
 PUBLISH_ATTEMPTS = 20
+OVERSIZED_SHARE = 0.004  # of publishes: one message larger than an operation between nodes may be
 POLL_WAIT_S = 1.0
 GUEST = "guest"  # the loopback guest: the user a forwarded publish is made for
 DURABLE = "spark"  # the durable consumer's name
@@ -96,6 +98,9 @@ class Clients:
         while self.requests.active:
             seq += 1
             queue = self.requests.rng.choice(PUBLISHED_TO)
+            if self.requests.rng.random() < OVERSIZED_SHARE:
+                await self._publish_oversized(queue, f"{publisher}/{seq}/oversized".encode())
+                continue
             bodies = [f"{publisher}/{seq}/{i}".encode() for i in range(self.requests.rng.randrange(1, 4))]
             history = self.stats.histories[queue]
             history.maybe.update(bodies)
@@ -116,6 +121,19 @@ class Clients:
                     break
                 await self.requests.pause()
             await self.requests.pause()
+
+    async def _publish_oversized(self, queue: str, prefix: bytes) -> None:
+        """Publish one message that cannot fit an operation between nodes: it must be refused, and
+        never show up in the queue (`AfterHealing` finds any body nobody published)."""
+        body = prefix.ljust(MAX_OPERATION_BYTES + 1, b".")
+        job = PublishJob([(StoredMessage(body, {}, "utf8"), None)], None, None)
+        self.sim.stats.oversized += 1
+        try:
+            ids = await self._publish(queue, job)
+        except (NodeError, ConnectionError, GaveUp):
+            return
+        if ids is not None:
+            raise Violation(f"queue {queue}: a publish of {len(body)} bytes was confirmed as {ids}")
 
     async def _publish(self, queue: str, job: PublishJob) -> list[int] | None:
         """Publish `job` to the node believed to lead `queue` or, half the time, to any node, which

@@ -85,6 +85,7 @@ class SimStats:
     requests: int = 0
     confirmed: int = 0
     delivered: int = 0
+    oversized: int = 0
     frames: int = 0
 
     def add(self, other: SimStats) -> None:
