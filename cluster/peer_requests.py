@@ -72,7 +72,7 @@ class PeerRequests:
         self._pending: dict[int, tuple[str, asyncio.Future[Any]]] = {}
         self._serving: set[str] = set()  # peers that said they serve requests
         self._server: Server | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: dict[asyncio.Task[None], None] = {}  # in the order served: stopped in that order
 
     def serve(self, server: Server) -> None:
         """Serve peers' requests with `server(peer, value) -> reply value` (it answers every request,
@@ -134,8 +134,8 @@ class PeerRequests:
                 pending[1].set_result(value)
         elif kind == KIND_REQUEST and self._server is not None:
             task = asyncio.get_running_loop().create_task(self._answer(peer, request_id, self._server, value))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._tasks[task] = None
+            task.add_done_callback(lambda done: self._tasks.pop(done, None))
 
     async def _answer(self, peer: str, request_id: int, server: Server, value: Any) -> None:
         try:
