@@ -28,7 +28,7 @@ def monotonic_ms() -> float:
 class LeaderClock:
     """One queue's stamp source on one node."""
 
-    def __init__(self, wall_ms: Callable[[], int], monotonic: Callable[[], float] = monotonic_ms) -> None:
+    def __init__(self, wall_ms: Callable[[], int], monotonic: Callable[[], float]) -> None:
         self._wall_ms = wall_ms
         self._monotonic = monotonic
         self._last: int | None = None

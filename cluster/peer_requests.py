@@ -30,7 +30,6 @@ import asyncio
 import functools
 import itertools
 import logging
-import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
@@ -64,11 +63,10 @@ class RequestLinks(Protocol):
 class PeerRequests:
     """Calls to peers and their replies; with a `serve`r, the requests peers make of this node."""
 
-    def __init__(self, links: RequestLinks, first_id: int | None = None) -> None:
-        """`first_id` numbers this process's first call (a random one when not given)."""
+    def __init__(self, links: RequestLinks, first_id: int) -> None:
+        """`first_id` numbers this process's first call (a random one of ID_BITS: `Node` draws it)."""
         self._links = links
-        start = secrets.randbits(ID_BITS) if first_id is None else first_id
-        self._ids = itertools.count(start)  # this process's own range of ids
+        self._ids = itertools.count(first_id)  # this process's own range of ids
         self._pending: dict[int, tuple[str, asyncio.Future[Any]]] = {}
         self._serving: set[str] = set()  # peers that said they serve requests
         self._server: Server | None = None

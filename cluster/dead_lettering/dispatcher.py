@@ -27,9 +27,9 @@ class DeadLetterDispatcher:
         declared: Callable[[str], bool],
         prefetch: int = DEFAULT_PREFETCH,
         *,
-        new_token: Callable[[], str] | None = None,
+        new_token: Callable[[], str],
     ) -> None:
-        """`new_token` names each worker (random ids when not given)."""
+        """`new_token` names each worker."""
         self._new_token = new_token
         self.prefetch = prefetch
         self.publisher = publisher
@@ -64,7 +64,7 @@ class DeadLetterDispatcher:
         if running is not None:
             running[1].cancel()
         if is_leader:
-            worker_id = f"dlx-{self._new_token()}" if self._new_token is not None else None
+            worker_id = f"dlx-{self._new_token()}"
             worker = DeadLetterWorker(source, self.publisher, self.prefetch, worker_id=worker_id)
             task = asyncio.get_running_loop().create_task(worker.run())
             self.workers[source.group] = (worker, task)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -86,13 +85,13 @@ class DeadLetterWorker:
         publisher: ConfirmedPublisher,
         prefetch: int = DEFAULT_PREFETCH,
         *,
-        worker_id: str | None = None,
+        worker_id: str,
     ) -> None:
-        """`worker_id` names the worker's checkouts in the queue (a new random one when not given)."""
+        """`worker_id` names the worker's checkouts in the queue."""
         self.leader = leader
         self.publisher = publisher
         self.prefetch = prefetch
-        self.worker_id = worker_id or f"dlx-{uuid.uuid4().hex}"
+        self.worker_id = worker_id
         self._seq = 0
         self.published = 0
         self.retries = 0

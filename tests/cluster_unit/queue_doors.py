@@ -9,7 +9,7 @@ import uuid
 from gated_cluster import GROUP, NAMES, Node, eventually
 
 from cluster.format_versions import FormatVersions
-from cluster.leader_clock import LeaderClock
+from cluster.leader_clock import LeaderClock, monotonic_ms
 from cluster.queue_leader import QueueLeader
 from cluster.queue_replica import QueueReplica
 from cluster.stored_message import StoredMessage
@@ -42,7 +42,7 @@ def door_of(node: Node, formats: FormatVersions | None = None, idle_timeout_ms: 
         GROUP,
         node.app,
         node.host,
-        LeaderClock(lambda: int(time.time() * 1000)),
+        LeaderClock(lambda: int(time.time() * 1000), monotonic_ms),
         on_dead_letter=lambda *_: None,
         request_delete=lambda *_: None,
         delete_sealed=_nothing,

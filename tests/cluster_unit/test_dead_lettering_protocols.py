@@ -5,6 +5,7 @@ and the dispatcher runs one worker beside each source queue this node leads."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,6 +21,8 @@ from cluster.queue_results import Published
 from cluster.stored_message import StoredMessage
 from queue_state.commands import Enqueue, EntryMeta, NewMessage
 from queue_state.effects import DeadLetter, Delivery
+
+TOKENS = map(str, itertools.count()).__next__  # worker ids
 
 Messages = Sequence[tuple[StoredMessage, int | None]]
 
@@ -88,7 +91,7 @@ async def run_until(worker: DeadLetterWorker, done: Any) -> None:
 
 async def test_the_worker_settles_dead_letters_only_after_their_publish_is_confirmed() -> None:
     source, publisher = Source([letter(1), letter(2)]), Publisher(failures=2)
-    worker = DeadLetterWorker(source, publisher)
+    worker = DeadLetterWorker(source, publisher, worker_id="dlx-1")
     await run_until(worker, lambda: source.settled)
     assert source.settled == [(1, 2)]
     assert len(publisher.attempts) == 3  # two refusals, then the confirm
@@ -99,15 +102,17 @@ async def test_the_worker_settles_dead_letters_only_after_their_publish_is_confi
 
 async def test_dead_letters_keep_their_priorities_and_a_batch_without_any_sends_none() -> None:
     source, publisher = Source([letter(1, 7), letter(2)]), Publisher()
-    await run_until(DeadLetterWorker(source, publisher, prefetch=2), lambda: source.settled)
+    await run_until(
+        DeadLetterWorker(source, publisher, prefetch=2, worker_id="dlx-1"), lambda: source.settled
+    )
     plain_source, plain = Source([letter(3)]), Publisher()
-    await run_until(DeadLetterWorker(plain_source, plain), lambda: plain_source.settled)
+    await run_until(DeadLetterWorker(plain_source, plain, worker_id="dlx-2"), lambda: plain_source.settled)
     assert (publisher.priorities, plain.priorities) == ([[7, 0]], [None])  # None: any version reads it
 
 
 async def test_the_worker_drops_a_batch_when_the_source_stops_dead_lettering_at_least_once() -> None:
     source, publisher = Source([letter(1)], target=None), Publisher()
-    worker = DeadLetterWorker(source, publisher)
+    worker = DeadLetterWorker(source, publisher, worker_id="dlx-1")
     await run_until(worker, lambda: not source.pending)
     await asyncio.sleep(0.05)
     assert publisher.attempts == [] and source.settled == []
@@ -176,7 +181,7 @@ def effect(target: str | None) -> tuple[DeadLetter, list[tuple[Delivery, StoredM
 async def test_at_most_once_dead_letters_go_to_a_declared_target_with_their_death_and_no_publisher() -> None:
     remote = Remote()
     dispatcher = DeadLetterDispatcher(
-        ClusterPublisher(lambda q: None, lambda q: "http://l", remote), {"dlq"}.__contains__
+        ClusterPublisher(lambda q: None, lambda q: "http://l", remote), {"dlq"}.__contains__, new_token=TOKENS
     )
     dispatcher.dead_lettered("src", *effect("dlq"), now_ms=5)
     dispatcher.dead_lettered("src", *effect("missing"), now_ms=5)
@@ -188,7 +193,9 @@ async def test_at_most_once_dead_letters_go_to_a_declared_target_with_their_deat
 
 async def test_the_dispatcher_runs_one_worker_beside_each_source_queue_this_node_leads() -> None:
     publisher = ClusterPublisher(lambda q: None, lambda q: "", None)
-    dispatcher = DeadLetterDispatcher(publisher, lambda q: True, prefetch=5)  # the node's setting
+    dispatcher = DeadLetterDispatcher(
+        publisher, lambda q: True, prefetch=5, new_token=TOKENS
+    )  # the node's setting
     source = Source([])
     dispatcher.leadership_changed(source, True)
     assert dispatcher.workers[source.group][0].prefetch == 5
@@ -231,7 +238,7 @@ async def test_rule_dead_letters_too_large_for_one_publish_together_are_publishe
     a frame between nodes), and the source would keep them for ever: each part published fits."""
     letters = [(n, StoredMessage(bytes([n]) * LARGE, {}, "base64"), 0) for n in range(1, 6)]
     source, publisher = Source(list(letters)), ReplicatingPublisher()
-    worker = DeadLetterWorker(source, publisher)
+    worker = DeadLetterWorker(source, publisher, worker_id="dlx-1")
     await run_until(worker, lambda: sorted(i for ids in source.settled for i in ids) == [1, 2, 3, 4, 5])
     assert worker.retries == 0  # no part was refused
     assert sorted(body for _, bodies, _, _ in publisher.attempts for body in bodies) == [
@@ -260,7 +267,9 @@ async def test_rule_at_most_once_dead_letters_too_large_for_one_publish_together
     """Dead letters that leave together (an expiry, a purge of a dead-lettering queue) are published in
     parts: in one publish they would be refused, and at most once means never sent again."""
     door = ReplicatingDoor()
-    dispatcher = DeadLetterDispatcher(ClusterPublisher(lambda q: door, lambda q: "", None), lambda q: True)
+    dispatcher = DeadLetterDispatcher(
+        ClusterPublisher(lambda q: door, lambda q: "", None), lambda q: True, new_token=TOKENS
+    )
     deliveries = tuple(Delivery(n, 0, False, 0) for n in range(1, 6))
     held = [(d, StoredMessage(bytes([d.id]) * LARGE, {}, "base64")) for d in deliveries]
     dispatcher.dead_lettered("src", DeadLetter("expired", "dlq", deliveries), held, now_ms=5)

@@ -6,6 +6,7 @@ TCP: answered by the peer's server, many in flight at once; made only of a peer 
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -18,6 +19,7 @@ from cluster.peer_requests import PeerRequests
 from cluster.transport import KIND_REPLY, KIND_REQUEST, Transport
 
 UNTIL_S = 10.0
+FIRST_IDS = itertools.count(1, 1 << 32)  # each process its own range, as a node's random start gives
 
 
 class Side:
@@ -27,7 +29,7 @@ class Side:
         self.transport = Transport(
             name, Address("127.0.0.1", port), "s3cret", self._frame, on_link_lost=self._lost
         )
-        self.requests = PeerRequests(self.transport)
+        self.requests = PeerRequests(self.transport, next(FIRST_IDS))
 
     def _frame(self, peer: str, kind: int, body: bytes) -> None:
         if kind in (KIND_REQUEST, KIND_REPLY):
