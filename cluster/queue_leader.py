@@ -391,9 +391,10 @@ class QueueLeader:
         A requeue counts a failed delivery unless `failed` is false (a plain return) and with `delay_ms`
         waits that long before it is ready again (0: not at all, whatever the queue's delayed retry); a
         discard keeps `reason` with the dead letters. They need queue operations version 3 (5 for a
-        delay) across the cluster: until then Refused `upgrade_in_progress`. UnknownConsumer when the
-        queue has no such consumer; ids no longer held change nothing and are named in the answer's
-        warning."""
+        delay) across the cluster: until then Refused `upgrade_in_progress` (FormatsNotYetKnown while
+        that is not known yet). NotLeader when a consumer is named and this leader has not caught up
+        within CATCH_UP_WAIT_S; UnknownConsumer when the queue has no such consumer; ids no longer held
+        change nothing and are named in the answer's warning."""
         command: Settle | Return | Discard
         if outcome is Outcome.ACK:
             command = self._command(Settle, ids, consumer)
@@ -411,8 +412,9 @@ class QueueLeader:
     async def touch(self, ids: tuple[int, ...], consumer: str | None) -> Settled:
         """Extend the hold of checked-out messages held by `consumer` (None: by whoever holds each, as
         after a get): each counts from now as just handed out, for the consumer timeout and the lease.
-        Needs queue operations version 4 across the cluster: until then Refused `upgrade_in_progress`.
-        UnknownConsumer (ConsumerEnded) as for `settle`; ids not held are named in the warning."""
+        Needs queue operations version 4 across the cluster: until then Refused `upgrade_in_progress`
+        (FormatsNotYetKnown while not known yet). NotLeader and UnknownConsumer (ConsumerEnded) as for
+        `settle`; ids not held are named in the warning."""
         self._formats.require_queue_ops(HOLDING_OP_VERSION, "no touches")
         return await self._settle(self._command(Touch, ids, consumer), consumer)
 
