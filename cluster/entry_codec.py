@@ -221,9 +221,12 @@ def encode_queue_op(
     raise ValueError(f"no queue operation version {version}")
 
 
-def decode_queue_op(op: Any) -> QueueOp:
-    """An operation of any version; anything else raises `CommandDecodeError`."""
+def decode_queue_op(op: Any, newest: int = QUEUE_OP_VERSION) -> QueueOp:
+    """An operation of any version up to `newest` (what this node's build reads); anything else raises
+    `CommandDecodeError`."""
     if _is_named(op):
+        if op[0] > newest:
+            raise CommandDecodeError(f"queue operation version {op[0]}: this node reads up to {newest}")
         try:
             meta = EntryMeta(op[1])
         except InvalidCommand as exc:

@@ -37,11 +37,16 @@ class FormatVersions:
     tells whether a peer's link is up now (`Transport.linked`)."""
 
     def __init__(
-        self, node: str, members: Callable[[], Iterable[str]], linked: Callable[[str], bool]
+        self,
+        node: str,
+        members: Callable[[], Iterable[str]],
+        linked: Callable[[str], bool],
+        reads_queue_ops: int = QUEUE_OP_VERSION,
     ) -> None:
+        """`reads_queue_ops` is the newest queue operations version this node's build reads."""
         self._node = node
         self._members = members
-        self.queue_operations = CodecReads(QUEUE_OPS_KEY, QUEUE_OP_VERSION, linked)
+        self.queue_operations = CodecReads(QUEUE_OPS_KEY, reads_queue_ops, linked)
         self.metadata = CodecReads(METADATA_KEY, CODEC_VERSION, linked)
 
     def announcement(self) -> dict[str, int]:

@@ -174,8 +174,9 @@ class Node:
             self.name, META_GROUP, host, self.transport, self.metadata, store.incarnation, damage, check
         )
         hold_ticks = NEW_GROUP_HOLD_ELECTIONS * self.config.election_ticks
-        self._hosting = QueueHosting(self.name, store, host, self._new_queue_leader, hold_ticks)
-        self._formats = FormatVersions(self.name, self._status.metadata_members, self.transport.linked)
+        reads = self.env.reads_queue_ops
+        self._hosting = QueueHosting(self.name, store, host, self._new_queue_leader, hold_ticks, reads)
+        self._formats = FormatVersions(self.name, self._status.metadata_members, self.transport.linked, reads)
         self._metadata_door = MetadataDoor(host, META_GROUP, self._formats)
         self._directory = QueueDirectory(
             self.metadata,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import NoReturn, Protocol
 
 from cluster.config import Address, NodeConfig
+from cluster.entry_codec import QUEUE_OP_VERSION
 from cluster.leader_clock import monotonic_ms
 from cluster.peer_links import PeerLinks
 from cluster.raft_host import exit_on_fatal
@@ -56,7 +57,8 @@ class NodeEnvironment:
     `LeaderClock`); `rng` seeds Raft's election timeouts and where the node's peer requests are numbered
     from; `new_token` makes consumer tags, get holders and worker ids (capabilities: unguessable in
     production); `open_store` opens the database in a data directory;
-    `on_fatal` ends the process on an error it cannot survive."""
+    `on_fatal` ends the process on an error it cannot survive; `reads_queue_ops` is the newest queue
+    operations version the node reads and writes (its build's: the simulation runs older builds)."""
 
     wall_ms: Callable[[], int]
     monotonic_ms: Callable[[], float]
@@ -65,6 +67,7 @@ class NodeEnvironment:
     open_store: Callable[[Path, int], tuple[NodeStore, Damage | None]]
     transport: TransportFactory
     on_fatal: Callable[[str], NoReturn]
+    reads_queue_ops: int = QUEUE_OP_VERSION
 
 
 def wall_clock_ms() -> int:

@@ -21,6 +21,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
+from cluster.entry_codec import QUEUE_OP_VERSION
 from cluster.metadata.commands import SetArguments
 from cluster.metadata.records import PolicyRecord, QueueInfo
 from cluster.policies import applied_policy
@@ -55,9 +56,17 @@ class QueueHosting:
     elections in a new group."""
 
     def __init__(
-        self, name: str, store: NodeStore, groups: QueueGroups, new_leader: NewLeader, hold_ticks: int
+        self,
+        name: str,
+        store: NodeStore,
+        groups: QueueGroups,
+        new_leader: NewLeader,
+        hold_ticks: int,
+        reads: int = QUEUE_OP_VERSION,
     ) -> None:
+        """`reads` is the newest queue operations version this node's build reads."""
         self._name = name
+        self._reads = reads
         self._store = store
         self._groups = groups
         self._new_leader = new_leader
@@ -139,7 +148,7 @@ class QueueHosting:
             group_log = self._store.group(info.group)
         else:
             group_log, voters = self._new_group_log(info)
-        replica = QueueReplica(info.name, info.group, parse_arguments(info.arguments), group_log)
+        replica = QueueReplica(info.name, info.group, parse_arguments(info.arguments), group_log, self._reads)
         self._queues[info.name] = self._new_leader(info, replica)
         self._groups.open_group(info.group, replica)
         if existing or not voters:

@@ -15,7 +15,7 @@ from typing import Any
 import msgpack
 
 from cluster.bodies import BodyStore
-from cluster.entry_codec import EntryDecodeError, QueueOp, decode_queue_op, entry_ops
+from cluster.entry_codec import QUEUE_OP_VERSION, EntryDecodeError, QueueOp, decode_queue_op, entry_ops
 from cluster.stored_message import StoredMessage
 from cluster.unreadable_entry import UnreadableEntry
 from queue_state.arguments import QueueConfig
@@ -40,8 +40,12 @@ class AutoAcked:
 class QueueReplica:
     """The application of a queue's Raft group on one node."""
 
-    def __init__(self, name: str, group: str, config: QueueConfig, group_log: GroupLog) -> None:
+    def __init__(
+        self, name: str, group: str, config: QueueConfig, group_log: GroupLog, reads: int = QUEUE_OP_VERSION
+    ) -> None:
+        """`reads` is the newest queue operations version this node's build reads."""
         self.name = name
+        self.reads = reads
         self.group = group
         self.config = config
         self.machine = QueueMachine(name, config)
@@ -57,7 +61,7 @@ class QueueReplica:
         Get took when the entry is `awaited` here (its caller is answered with them). UnreadableEntry,
         with nothing applied, when one of them does not decode."""
         try:
-            ops = [decode_queue_op(op) for op in entry_ops(entry.data)]
+            ops = [decode_queue_op(op, self.reads) for op in entry_ops(entry.data)]
         except (EntryDecodeError, CommandDecodeError) as exc:
             raise UnreadableEntry(f"queue {self.name}: {exc}") from exc
         if any(op.bodies is not None for op in ops):

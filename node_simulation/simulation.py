@@ -30,6 +30,7 @@ from aiohttp import web
 
 from api.app import create_app
 from cluster.config import Address, NodeConfig, Seed
+from cluster.entry_codec import QUEUE_OP_VERSION
 from cluster.node import META_GROUP, Node
 from cluster.node_environment import NodeEnvironment
 from cluster.store_damage import Damage
@@ -69,6 +70,7 @@ class Faults:
     break_link: int = 3
     heal: int = 4
     restart: int = 8
+    change_build: int = 1  # a node restarted on an older build (a rollback), or back on the newest
     calm: int = 20
     mean_gap_s: float = 0.4  # virtual time between two faults, on average
 
@@ -82,6 +84,7 @@ class SimStats:
     partitions: int = 0
     broken_links: int = 0
     restarts: int = 0
+    rollbacks: int = 0
     requests: int = 0
     confirmed: int = 0
     delivered: int = 0
@@ -104,6 +107,7 @@ class SimNode:
     node: Node | None = None
     context: contextvars.Context | None = None
     app: web.Application | None = None  # the API the node serves, once started
+    reads: int = QUEUE_OP_VERSION  # the newest queue operations version its build reads
     requests: dict[asyncio.Future[Any], None] = field(default_factory=dict)  # answers awaited, in order
     serving: dict[asyncio.Task[Any], float] = field(default_factory=dict)  # requests being served: since
 
@@ -220,15 +224,21 @@ class NodeSimulation:
             (self._break_link, f.break_link),
             (self.network.heal, f.heal),
             (self._restart_one, f.restart),
+            (self._change_build, f.change_build),
             (lambda: None, f.calm),
         ]
         action = self.rng.choices([a for a, _ in actions], [w for _, w in actions])[0]
         action()
 
     async def heal(self) -> None:
-        """Heal the network and start every node that is down; no fault comes after."""
+        """Heal the network, restart every node of an older build on the newest (the end of a rolling
+        upgrade) and start every node that is down; no fault comes after."""
         self._healed = True
         self.network.heal()
+        for node in self.nodes.values():
+            if node.reads != QUEUE_OP_VERSION:
+                self.kill(node)
+                node.reads = QUEUE_OP_VERSION
         for node in self._down():
             self.start(node)
 
@@ -266,6 +276,7 @@ class NodeSimulation:
             open_store=lambda _dir, _now: self._open_store(node),
             transport=self.network.transport,
             on_fatal=_fatal,
+            reads_queue_ops=node.reads,
         )
         node.process, node.context, node.app = proc, context, None
         node.node = context.run(Node, node.config, remote=self._remote, environment=env)
@@ -367,6 +378,18 @@ class NodeSimulation:
             if self.rng.random() < REPLAY_CRASH:
                 proc = node.process
                 self.loop.call_later(self.rng.uniform(0.0, 0.3), self._kill_process, node, proc)
+
+    def _change_build(self) -> None:
+        """Restart a node on an older build (a rollback: its replicas halt at entries newer than it
+        reads, and the cluster writes what it reads once it says so) or, if it runs one, on the newest."""
+        node = self.rng.choice(list(self.nodes.values()))
+        self.kill(node)
+        if node.reads == QUEUE_OP_VERSION:
+            node.reads = QUEUE_OP_VERSION - self.rng.randint(1, 3)
+            self.stats.rollbacks += 1
+        else:
+            node.reads = QUEUE_OP_VERSION
+        self.start(node)
 
     def _kill_process(self, node: SimNode, proc: Process | None) -> None:
         if node.process is proc and not self._healed:

@@ -222,6 +222,17 @@ def test_version_9_is_version_8_under_its_own_number_with_auto_ack_consumers() -
     assert plain[:3] == [2, 7, [2, {"consumer": "c", "prefetch": 10}]]
 
 
+def test_rule_a_build_reads_no_version_newer_than_its_own() -> None:
+    """A node of an older build (the whole-node simulation runs some) refuses what it cannot know: its
+    replica halts there rather than guess (`cluster.unreadable_entry`)."""
+    op = through_an_entry(encode_queue_op(EntryMeta(7), Tick()))
+    assert decode_queue_op(op, QUEUE_OP_VERSION).command == Tick()
+    with pytest.raises(CommandDecodeError, match="reads up to 8"):
+        decode_queue_op(op, 8)
+    older = through_an_entry(encode_queue_op(EntryMeta(7), Tick(), version=8))
+    assert decode_queue_op(older, 8).command == Tick()
+
+
 def test_rule_returns_and_cancels_of_old_logs_replay_as_failures() -> None:
     """Every Return and Cancel written before version 3 counted a failed delivery: decoded, they still
     do (`failed` True), in every older form."""

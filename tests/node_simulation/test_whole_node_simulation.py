@@ -66,12 +66,20 @@ def test_a_seed_replays_exactly() -> None:
 
 def test_faults_of_every_kind_happen() -> None:
     """Five runs are as hostile as they claim: crashes, power losses, partitions, broken links, restarts,
-    oversized publishes, forwarded publishes, membership changes and metadata between them, with work
-    still done."""
+    rollbacks to older builds, oversized publishes, forwarded publishes, membership changes and metadata
+    between them, with work still done."""
     sims = [NodeSimulation(seed) for seed in range(11, 16)]
     stats = [sim.run(30.0) for sim in sims]
     clients = [sim.clients.stats for sim in sims]
-    for kind in ("crashes", "power_losses", "partitions", "broken_links", "restarts", "oversized"):
+    for kind in (
+        "crashes",
+        "power_losses",
+        "partitions",
+        "broken_links",
+        "restarts",
+        "rollbacks",
+        "oversized",
+    ):
         assert sum(getattr(s, kind) for s in stats), kind
     assert sum(s.confirmed for s in stats) > 500 and sum(s.delivered for s in stats) > 500
     for kind in ("forwarded", "members_added", "members_removed", "leaders_moved", "abandoned_consumers"):
