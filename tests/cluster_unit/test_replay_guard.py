@@ -35,3 +35,17 @@ def test_an_assertion_issued_before_the_guard_started_is_refused() -> None:
     with pytest.raises(IssuedBeforeGuard):
         guard.first_use(b"a", expires_ms=started + ASSERTION_TTL_MS - 1, now_ms=started + 5)
     assert guard.first_use(b"b", expires_ms=started + ASSERTION_TTL_MS, now_ms=started + 5)
+
+
+def test_w16_a_principal_that_fills_its_share_denies_no_other() -> None:
+    guard = ReplayGuard(since_ms=0, capacity=6, per_principal=3)
+    for nonce in (b"a1", b"a2", b"a3"):
+        assert guard.first_use(nonce, expires_ms=60_000, now_ms=0, by="alice")
+    with pytest.raises(ReplayGuardFull):
+        guard.first_use(b"a4", expires_ms=60_000, now_ms=0, by="alice")
+    for nonce in (b"b1", b"b2", b"b3"):  # bob is not refused for alice's fan-out
+        assert guard.first_use(nonce, expires_ms=90_000, now_ms=0, by="bob")
+    with pytest.raises(ReplayGuardFull):  # and the whole guard stays bounded
+        guard.first_use(b"c1", expires_ms=60_000, now_ms=0, by="carol")
+    assert guard.first_use(b"a4", expires_ms=120_000, now_ms=61_000, by="alice")  # her share is back
+    assert not guard.first_use(b"b1", expires_ms=90_000, now_ms=61_000, by="bob")  # still remembered

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 from security_helpers import ADMIN, NO_GUEST, call
 
 from cli.node_processes import HARNESS_SECRET, ProcessCluster, wait_healthy
+from api.forwarding import HOPS_HEADER
 from cluster.peer_auth import NODE_AUTH_HEADER, body_digest, derived_key, sign_assertion
 from cluster.steady_clock import steady_wall_ms
 
@@ -145,3 +146,38 @@ async def test_an_assertion_made_before_a_node_restarted_is_not_accepted_again(t
         assert forwarded.status in (200, 404), forwarded.body  # other nodes still reach it
     finally:
         cluster.stop()
+
+
+async def test_w10_an_assertion_is_refused_by_every_node_but_its_destination(secured: ProcessCluster) -> None:
+    """One captured on its way to node1 is worth nothing on node2 or node3 (and once on node1)."""
+    first, *others = secured.nodes
+    captured = _assertion("@node", "GET", "/api/whoami")
+    for node in others:
+        replayed = await call("GET", node.url + "/api/whoami", headers=captured)
+        assert replayed.status == 401, (node.name, replayed.body)
+    assert (await call("GET", first.url + "/api/whoami", headers=captured)).status == 200
+
+
+async def _follower_url(secured: ProcessCluster, queue: str) -> str:
+    """The URL of `queue` on a node that does not lead it (its requests are forwarded)."""
+    await _declared(secured.urls[0], queue)
+    leader = (await call("GET", f"{secured.urls[0]}/api/queues/{queue}", authorization=ADMIN)).body["leader"]
+    return next(f"{n.url}/api/queues/{queue}" for n in secured.nodes if n.name != leader)
+
+
+async def test_w13_a_clients_hops_header_is_ignored(secured: ProcessCluster) -> None:
+    url = await _follower_url(secured, "na-hops")
+    for hops in ("abc", "2", "-7", "99999999999999999999"):  # garbage, used up, extending, huge
+        answer = await call("GET", url, authorization=ADMIN, headers={HOPS_HEADER: hops})
+        assert answer.status == 200, (hops, answer.status, answer.body)
+
+
+async def test_w13_a_node_asserted_hops_header_must_be_a_hop_count(secured: ProcessCluster) -> None:
+    url = await _follower_url(secured, "na-hops-asserted")
+    target = "/api/queues/na-hops-asserted"
+    for hops in ("abc", "-1", "3", ""):
+        headers = {**_assertion("@node", "GET", target), HOPS_HEADER: hops}
+        answer = await call("GET", url, headers=headers)
+        assert answer.status == 400, (hops, answer.status, answer.body)
+    forwarded = await call("GET", url, headers={**_assertion("@node", "GET", target), HOPS_HEADER: "1"})
+    assert forwarded.status == 200, forwarded.body
