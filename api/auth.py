@@ -73,6 +73,7 @@ class Access(enum.Enum):
     READ = "read"
     CONFIGURE_ADMIN = "configure+administrator"
     ADMINISTRATOR = "administrator"
+    NODE = "node"  # a node's own call: its assertion as NODE_PRINCIPAL, which only the cluster secret makes
 
 
 QUEUE = "/api/queues/{q}"
@@ -127,7 +128,7 @@ ROUTE_ACCESS: dict[tuple[str, str], Access] = {
     ("DELETE", QUEUE + "/members/{node}"): Access.CONFIGURE_ADMIN,
     ("POST", QUEUE + "/members/{node}/checkpoint"): Access.CONFIGURE_ADMIN,
     ("POST", QUEUE + "/leader"): Access.CONFIGURE_ADMIN,
-    ("POST", "/api/nodes"): Access.ADMINISTRATOR,
+    ("POST", "/api/nodes"): Access.NODE,  # joining: the joining node asks (docs/decisions/0019)
     ("DELETE", "/api/nodes/{node}"): Access.ADMINISTRATOR,
     ("GET", "/api/users"): Access.ADMINISTRATOR,
     ("GET", USER): Access.ADMINISTRATOR,
@@ -175,6 +176,8 @@ class Principal:
             return True
         if access is Access.ADMINISTRATOR:
             return self.administrator
+        if access is Access.NODE:
+            return self.name == NODE_PRINCIPAL
         if queue is None:
             return False
         if access is Access.ANY_QUEUE_PERMISSION:

@@ -27,10 +27,11 @@ SECRET = HARNESS_SECRET
 
 async def test_raft_port_welcomes_only_known_peers_with_the_secret(secured: ProcessCluster) -> None:
     node = secured.nodes[0]
-    assert await raft_handshake(node.host, node.raft_port, "node2", SECRET)
-    assert not await raft_handshake(node.host, node.raft_port, "node2", "wrong-secret")
-    assert not await raft_handshake(node.host, node.raft_port, "intruder", SECRET)
-    assert not await raft_handshake(node.host, node.raft_port, "node1", SECRET)  # its own name
+    assert await raft_handshake(node.host, node.raft_port, "node2", SECRET, "node1")
+    assert not await raft_handshake(node.host, node.raft_port, "node2", "wrong-secret", "node1")
+    assert not await raft_handshake(node.host, node.raft_port, "intruder", SECRET, "node1")
+    assert not await raft_handshake(node.host, node.raft_port, "node1", SECRET, "node1")  # its own name
+    assert not await raft_handshake(node.host, node.raft_port, "node2", SECRET, "node3")  # meant for node3
 
 
 async def test_a_node_without_the_secret_cannot_join(secured: ProcessCluster) -> None:

@@ -149,7 +149,7 @@ def _tls_contexts(env: dict[str, str]) -> tuple[ssl.SSLContext, ssl.SSLContext]:
 
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
-async def test_w1_a_relay_with_a_cluster_certificate_is_refused_by_the_channel_binding(tmp_path: Path) -> None:
+async def test_w1_a_relay_holding_a_cluster_certificate_is_refused_by_channel_binding(tmp_path: Path) -> None:
     """The relay sits where `a` dials `b` (so `a`'s hello names `b` rightly), holds a certificate of the
     cluster's CA, and terminates TLS on both sides: only the channel binding tells `b` that the hello was
     proved over another TLS connection."""
