@@ -55,7 +55,7 @@ async def test_a_user_with_the_permission_passes_per_queue_checks(
 ) -> None:
     answer = await call(method, users.urls[2] + concrete(path, q="alice-q"), authorization=ALICE, json={})
     if access in (Access.CONFIGURE_ADMIN, Access.ADMINISTRATOR, Access.NODE):
-        assert answer.status == 403, answer.body  # membership and users need the administrator tag, joins a node
+        assert answer.status == 403, answer.body  # membership, users: administrators; joins: nodes
     else:
         assert answer.status not in (401, 403), (answer.status, answer.body)
 
