@@ -33,16 +33,17 @@ from aiohttp import web
 
 from api.app_keys import FORWARD_SESSION, METRICS, QUEUES, STATUS
 from api.auth import vouch
-from api.validation import queue_name
+from api.validation import bad, queue_name
 from cluster.errors import NotLeader, OutcomeUnknown, QueueNotFound
 from cluster.node_status import NodeStatus
-from cluster.peer_auth import PlainHttpRefused
+from cluster.peer_auth import NODE_AUTH_HEADER, PlainHttpRefused
 from cluster.queue_directory import QueueDirectory
 from cluster.queue_leader import QueueLeader
 
 HOPS_HEADER = "X-Quorumq-Hops"
 CLIENT_NODE_HEADER = "X-Quorumq-Client-Node"
 MAX_HOPS = 2
+_HOP_COUNTS = {str(hops): hops for hops in range(MAX_HOPS + 1)}  # what a node may say in HOPS_HEADER
 FORWARD_TIMEOUT_S = 90.0
 LEADER_RECHECK_S = 0.1  # how often a pending forward compares its target with the leader known now
 NO_LEADER_WAIT_S = 2.0  # how long a request on a queue whose leader this node does not know waits for one
@@ -57,8 +58,15 @@ def client_node(request: web.Request) -> str:
 
 
 def hops_of(request: web.Request) -> int:
-    """How many nodes passed the request on before this one."""
-    return int(request.headers.get(HOPS_HEADER, "0") or 0)
+    """How many nodes passed the request on before this one. Only a node says so (its assertion came with
+    the request, and the auth middleware checked it): a client's header is ignored (0), and a node's that
+    is not a count from 0 to MAX_HOPS is 400."""
+    if NODE_AUTH_HEADER not in request.headers:
+        return 0
+    hops = _HOP_COUNTS.get(request.headers.get(HOPS_HEADER, "0"))
+    if hops is None:
+        raise bad(f"{HOPS_HEADER} must be a count of hops from 0 to {MAX_HOPS}")
+    return hops
 
 
 def next_hop(hops: int, target: str | None) -> str:
