@@ -245,7 +245,9 @@ async def _asserted_user(request: web.Request, secret: str, assertion: str) -> s
     if await body_digest_off_loop(await read_body(request)) != asserted.body_sha256:
         raise Unauthenticated("the body is not the one the node assertion was made for")
     try:
-        if not request.app[REPLAY_GUARD].first_use(asserted.nonce, asserted.expires_ms, now_ms):
+        if not request.app[REPLAY_GUARD].first_use(
+            asserted.nonce, asserted.expires_ms, now_ms, by=asserted.user
+        ):
             raise Unauthenticated("node assertion already used")
     except ReplayGuardFull as exc:
         raise Unauthenticated(f"too many node assertions at once: {exc}", status=503) from exc
