@@ -32,7 +32,7 @@ import aiohttp
 from aiohttp import web
 
 from api.app_keys import FORWARD_SESSION, METRICS, QUEUES, STATUS
-from api.auth import vouch
+from api.auth import UnknownDestination, vouch
 from api.validation import bad, queue_name
 from cluster.errors import NotLeader, OutcomeUnknown, QueueNotFound
 from cluster.node_status import NodeStatus
@@ -119,7 +119,7 @@ async def forward(
     request.app[METRICS].forwarded.labels("http").inc()
     try:
         return await await_leader(target, leader_now, _proxy(request, session, url, body, headers))
-    except (aiohttp.ClientConnectorError, PlainHttpRefused) as exc:  # nothing was sent
+    except (aiohttp.ClientConnectorError, PlainHttpRefused, UnknownDestination) as exc:  # nothing was sent
         raise NotLeader(f"leader {target} unreachable: {exc}", target) from exc
     except (aiohttp.ClientError, TimeoutError) as exc:  # sent, but no answer came back
         raise OutcomeUnknown(f"leader {target} gave no answer: {exc}", target) from exc
@@ -129,7 +129,8 @@ async def _proxy(
     request: web.Request, session: aiohttp.ClientSession, url: str, data: bytes, headers: dict[str, str]
 ) -> web.Response:
     """Send the request on, vouching for its caller. A vouch refused (a plain-HTTP URL from a node with
-    TLS: `PlainHttpRefused`) sends nothing, so the target counts as unreachable."""
+    TLS: `PlainHttpRefused`; a target forgotten meanwhile: `UnknownDestination`) sends nothing, so the
+    target counts as unreachable."""
     headers = {**headers, **await vouch(request, request.method, url, data)}
     async with session.request(request.method, url, data=data, headers=headers) as answer:
         body = await answer.read()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import shutil
 import ssl
 from dataclasses import dataclass, field
@@ -36,18 +37,17 @@ async def _frame(reader: asyncio.StreamReader) -> bytes:
 
 @dataclass
 class Relay:
-    """The attacker: on each connection a node dials, it fetches a challenge from one of `targets`
-    (taken in turn), hands it to the dialler and passes the dialler's hello back to that target."""
+    """The attacker: on each connection a node dials, it fetches a challenge from one of `targets` (at
+    random: it learns who dials only from the hello, and taking them in turn could keep in step with
+    the diallers), hands it to the dialler and passes the dialler's hello back to that target."""
 
     targets: list[tuple[str, Address]]
     connect_tls: ssl.SSLContext | None = None
     attempts: list[tuple[str, str, bool]] = field(default_factory=list)  # (dialler, target, welcomed)
     relayed: asyncio.Event = field(default_factory=asyncio.Event)
-    _turn: int = 0
 
     async def serve(self, dialler: asyncio.StreamReader, back: asyncio.StreamWriter) -> None:
-        name, address = self.targets[self._turn % len(self.targets)]
-        self._turn += 1
+        name, address = random.choice(self.targets)
         try:
             reader, writer = await asyncio.open_connection(address.host, address.port, ssl=self.connect_tls)
         except OSError:
@@ -131,8 +131,11 @@ async def test_w1_a_node_assertion_of_another_user_cannot_join_a_node(secured: P
     administrator (as a follower forwarding an administrator's request would make)."""
     data = json.dumps({"name": "node9", "http": "http://127.0.0.1:1", "raft": "127.0.0.1:2"}).encode()
     for url, node in zip(secured.urls, secured.nodes, strict=True):
-        forged = sign_assertion(HARNESS_SECRET, "quorumq-harness", "POST", "/api/nodes", body_digest(data))
-        headers = {NODE_AUTH_HEADER: forged, "Content-Type": "application/json"}
+        digest = body_digest(data)
+        vouched = sign_assertion(
+            HARNESS_SECRET, "quorumq-harness", "POST", "/api/nodes", digest, to=node.name
+        )
+        headers = {NODE_AUTH_HEADER: vouched, "Content-Type": "application/json"}
         answer = await call("POST", url + "/api/nodes", data=data, headers=headers)
         assert answer.status == 403, (node.name, answer.body)
 
