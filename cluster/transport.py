@@ -68,12 +68,10 @@ HANDSHAKE_TIMEOUT_S = 5.0
 CONNECT_TIMEOUT_S = 1.0
 UNACKED_TIMEOUT_MS = 2000
 NONCE_BYTES = 16
-HANDSHAKE_VERSION = (
-    2  # 1 (no version in the challenge): the dialler's proof named neither the node dialled nor the channel
-)
-CHANNEL_BINDING = (
-    "tls-unique"  # what Python's ssl offers (not RFC 9266's exporter); under TLS 1.3, the client's Finished
-)
+# Version 1 (no version in its challenge) proved neither the node dialled nor the channel: relayable.
+HANDSHAKE_VERSION = 2
+# The one binding Python's ssl offers (not RFC 9266's exporter); under TLS 1.3, the client's Finished.
+CHANNEL_BINDING = "tls-unique"
 
 KIND_RAFT = 0
 KIND_CONTROL = 1
@@ -123,7 +121,7 @@ class Handshake:
         return _frame(msgpack.packb(["welcome", self.acceptor, self.proof(secret, "welcome")]))
 
 
-def challenge_frame(server_nonce: bytes) -> bytes:
+def _challenge_frame(server_nonce: bytes) -> bytes:
     """The accepting side's first frame: the handshake version and its nonce."""
     return _frame(msgpack.packb(["challenge", HANDSHAKE_VERSION, server_nonce]))
 
@@ -131,7 +129,9 @@ def challenge_frame(server_nonce: bytes) -> bytes:
 def _server_nonce(challenge: list) -> bytes:
     """The nonce of a challenge of this version; HandshakeError for anything else."""
     if len(challenge) == 2 and challenge[0] == "challenge":
-        raise HandshakeError(f"peer speaks handshake version 1, this node {HANDSHAKE_VERSION}: upgrade it")
+        raise HandshakeError(
+            f"peer speaks handshake version 1, this node {HANDSHAKE_VERSION}: upgrade every node"
+        )
     if len(challenge) != 3 or challenge[:2] != ["challenge", HANDSHAKE_VERSION]:
         raise HandshakeError("expected a challenge")
     if not isinstance(challenge[2], bytes) or len(challenge[2]) != NONCE_BYTES:
@@ -468,7 +468,7 @@ class Transport:
 
     async def _accept_handshake(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> str:
         server_nonce = os.urandom(NONCE_BYTES)
-        writer.write(challenge_frame(server_nonce))
+        writer.write(_challenge_frame(server_nonce))
         await writer.drain()
         hello = _decode(await _read_frame(reader))
         if len(hello) != 6 or hello[0] != "hello":
