@@ -21,6 +21,7 @@ from api.app_keys import CONFIG, METADATA, METRICS, QUEUES, STATUS
 from api.auth import Access, Principal, Unauthenticated, require
 from api.consumer_options import FIELDS as CONSUMER_FIELDS
 from api.consumer_options import consumer_options
+from api.consumer_owners import own_consumer
 from api.error_answers import error_answer
 from api.errors import ApiError, error_json
 from api.forwarded_publish import MAX_PEER_FORWARD_BYTES, publish_routed
@@ -171,6 +172,7 @@ class StreamConnection:
         options = consumer_options(frame.fields, CONSUMER_FIELDS | {"tag"})
         queue = await self._led(name)
         if resumed is not None:
+            resumed = self._own(queue, resumed)
             if resumed in self._consumers:
                 raise ApiError(409, "conflict", f"consumer '{resumed}' already delivers on this connection")
             await queue.resume(resumed)
@@ -178,7 +180,12 @@ class StreamConnection:
         else:
             check_consumer_room(self._app, name)
             tag = await queue.register_consumer(
-                options.prefetch, options.priority, options.timeout_ms, options.since_ms, options.auto_ack
+                options.prefetch,
+                options.priority,
+                options.timeout_ms,
+                options.since_ms,
+                options.auto_ack,
+                owner=self._caller.name,
             )
         if self._closed or self._closing is not None:  # ended meanwhile: nobody would take its deliveries
             await queue.cancel(tag)
@@ -207,6 +214,7 @@ class StreamConnection:
             raise bad(f"unknown fields {sorted(unknown, key=str)}")
         tag, options = self._tag(frame), settle_options(frame.fields, frame.op)
         queue = await self._led(name)
+        tag = self._own(queue, tag)
         settled = await queue.settle(
             options.ids, tag, options.outcome, options.failed, options.reason, options.delay_ms
         )
@@ -219,6 +227,7 @@ class StreamConnection:
         tag = self._tag(frame)
         ids = touch_ids({k: v for k, v in frame.fields.items() if k != "tag"})
         queue = await self._led(name)
+        tag = self._own(queue, tag)
         touched = await queue.touch(ids, tag)
         return frames.answer("touched", _id(frame), touch_answer(queue.hold_ms(tag), touched.warning))
 
@@ -228,6 +237,7 @@ class StreamConnection:
         if set(frame.fields) - {"tag"}:
             raise bad(f"unknown fields {sorted(set(frame.fields) - {'tag'}, key=str)}")
         queue = await self._led(name)
+        tag = self._own(queue, tag)
         mine = self._consumers.pop(tag, None)
         if mine is not None:
             mine[1].cancel()
@@ -251,6 +261,10 @@ class StreamConnection:
         if not tag:
             raise bad("tag must be a consumer tag")
         return tag
+
+    def _own(self, queue: QueueLeader, tag: str) -> str:
+        """The consumer `tag` names, the caller's own (else UnknownConsumer: `own_consumer`)."""
+        return own_consumer(queue, self._standing.current(), tag)
 
     # -- revocation ----------------------------------------------------------------------------------
 
