@@ -5,13 +5,15 @@ queue. HTTP consumers are refused at their next request. Real nodes, real WebSoc
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import msgpack
-from security_helpers import ADMIN, add_user, call, eventually_status
+from security_helpers import ADMIN, NO_GUEST, add_user, call, eventually_status
 
 from cli.node_processes import ProcessCluster
 from quorumq.auth import basic_header
@@ -162,7 +164,10 @@ async def test_w6_a_password_change_closes_a_stream_opened_with_the_old_credenti
     async with _stream(leader, bearer) as stream:
         await stream.consume(queue)
         changed = await call(
-            "PUT", f"{secured.urls[0]}/api/users/w6-password", authorization=ADMIN, json={"password": "new-pw-1"}
+            "PUT",
+            f"{secured.urls[0]}/api/users/w6-password",
+            authorization=ADMIN,
+            json={"password": "new-pw-1"},
         )
         assert changed.status == 204, changed.body
         for url in secured.urls:
@@ -170,15 +175,39 @@ async def test_w6_a_password_change_closes_a_stream_opened_with_the_old_credenti
         assert await _after_revocation(secured, stream, queue) == CREDENTIALS_GONE
 
 
-async def test_an_http_consumer_is_refused_once_its_permission_is_revoked(secured: ProcessCluster) -> None:
+def test_w6_an_http_consumer_is_refused_and_ended_once_its_permission_is_revoked(
+    tmp_path: Path,
+) -> None:
+    """Its next request is refused (the middleware checks every request), and it ends at once: what it
+    held goes back long before its idle timeout (10 minutes here) would return it."""
+    env = {**NO_GUEST, "QUORUMQ_CONSUMER_IDLE_TIMEOUT_MS": str(600_000)}
+    cluster = ProcessCluster.start(tmp_path, 1, env=env)
+    try:
+        asyncio.run(_http_consumer_revoked(cluster))
+    finally:
+        cluster.stop()
+
+
+async def _http_consumer_revoked(cluster: ProcessCluster) -> None:
     queue = "w6-http"
-    reader, leader = await _consuming_user(secured, "w6-http", queue)
+    reader, leader = await _consuming_user(cluster, "w6-http", queue)
+    await _publish(cluster, queue, "held")
     registered = await call("POST", f"{leader}/api/queues/{queue}/consumers", authorization=reader, json={})
     assert registered.status == 201, registered.body
-    polled = f"{leader}/api/queues/{queue}/consumers/{registered.body['consumer']}/deliveries?wait=0"
-    assert (await call("GET", polled, authorization=reader)).status == 200
+    polled = f"{leader}/api/queues/{queue}/consumers/{registered.body['consumer']}/deliveries?wait=5"
+    assert len((await call("GET", polled, authorization=reader)).body) == 1
+    assert await _ready(cluster, queue) == 0
     revoked = await call(
-        "PUT", f"{secured.urls[0]}/api/users/w6-http/permissions", authorization=ADMIN, json={"read": "^x$"}
+        "PUT", f"{leader}/api/users/w6-http/permissions", authorization=ADMIN, json={"read": "^x$"}
     )
     assert revoked.status == 204, revoked.body
     await eventually_status(polled, reader, 403)
+    await _eventually(lambda: _ready(cluster, queue), 1)
+
+
+async def _eventually(read: Callable[[], Awaitable[int]], expected: int) -> None:
+    for _ in range(200):
+        if await read() == expected:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"never {expected}: {await read()}")
