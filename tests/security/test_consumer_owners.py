@@ -108,15 +108,17 @@ async def test_w11_another_user_cannot_resume_settle_or_cancel_a_consumer_on_a_s
 async def test_w11_a_durable_consumer_s_name_reaches_only_its_owner(leader: str) -> None:
     durable = f"{leader}/api/queues/{QUEUE}/consumers/w11-job"
     taken = await call("POST", durable + "/checkout", authorization=ALICE, json={"max": 2})
-    assert taken.status == 200 and taken.body["end"] == 2, taken.body
-    full_name = taken.body["consumer"]
+    assert taken.status == 200 and taken.body == {"consumer": "w11-job", "settled": 0, "end": 2, "bytes": 4}
+    full_name = "w11-job~w11-alice"  # as the queue state keeps it, and lists it
+    listed = await call("GET", f"{leader}/api/queues/{QUEUE}/consumers", authorization=ALICE)
+    assert full_name in [consumer["tag"] for consumer in listed.body], listed.body
     for target in ("w11-job", full_name):
         base = f"{leader}/api/queues/{QUEUE}/consumers/{target}"
         assert (await call("GET", base + "/log?from=0&to=2", authorization=BOB)).status == 404
         assert (await call("POST", base + "/settle", authorization=BOB, json={"below": 2})).status == 404
         assert (await call("DELETE", base, authorization=BOB)).status == 404
-    bobs = await call("POST", durable + "/checkout", authorization=BOB, json={"max": 0})
-    assert bobs.status == 200 and bobs.body["consumer"] != full_name, bobs.body  # a consumer of Bob's own
+    bobs = await call("POST", durable + "/checkout", authorization=BOB, json={"max": 1})
+    assert bobs.status == 200 and (bobs.body["settled"], bobs.body["end"]) == (0, 1), bobs.body  # his own
     log = await call("GET", durable + "/log?from=0&to=2", authorization=ALICE)
     assert log.status == 200 and len(log.body) == 2, log.body  # Alice's deliveries are untouched
     admin_log = await call(
