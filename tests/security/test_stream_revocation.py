@@ -1,7 +1,8 @@
 """W6: revocation reaches live streams. A stream consumer stops receiving, and its stream is closed with
 a close code saying why, once its user loses read permission on the queue (4403), is deleted or changes
 password (4401), or the token the stream was opened with expires (4401); what it held goes back to the
-queue. HTTP consumers are refused at their next request. Real nodes, real WebSockets, real users."""
+queue. An HTTP consumer is refused at its next request and ended by its queue's leader. Real nodes, real
+WebSockets, real users."""
 
 from __future__ import annotations
 
@@ -94,13 +95,14 @@ async def _stream(url: str, authorization: str) -> AsyncIterator[Stream]:
 
 
 async def _consuming_user(cluster: ProcessCluster, user: str, queue: str) -> tuple[str, str]:
-    """A user who may read `queue`, and the queue's leader with one message for it."""
+    """The credentials of a new user who may read `queue`, and the URL of the queue's leader."""
     await add_user(cluster.urls, user, f"{user}-pw", {"read": f"^{queue}$"})
     return basic_header(user, f"{user}-pw"), await _queue_with_leader(cluster, queue)
 
 
 async def _after_revocation(cluster: ProcessCluster, stream: Stream, queue: str) -> dict[str, Any] | int:
-    """Publish once the revocation is applied everywhere; what the stream gets next."""
+    """Publish a message (the revocation is applied on every node by now); what the stream gets next: a
+    close code, never that delivery."""
     await _publish(cluster, queue, "after")
     return await stream.next()
 
