@@ -39,6 +39,7 @@ from api.app_keys import (
     STREAMS,
 )
 from api.auth import auth_middleware, bootstrap_users
+from api.consumer_revocation import end_revoked_consumers
 from api.errors import error_middleware
 from api.forwarded_publish import peer_server
 from api.forwarding import FORWARD_TIMEOUT_S
@@ -90,6 +91,7 @@ def create_app(node: Node) -> web.Application:
     node.peer_requests.serve(peer_server(app))
     app.cleanup_ctx.append(_forward_session)
     app.cleanup_ctx.append(bootstrap_users)
+    app.cleanup_ctx.append(end_revoked_consumers)
     app.cleanup_ctx.append(_sample_rates)
     add_routes(app.router)
     return app

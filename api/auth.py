@@ -18,6 +18,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
+import aiohttp
 from aiohttp import web
 
 from api.app_keys import (
@@ -73,6 +74,7 @@ class Access(enum.Enum):
     READ = "read"
     CONFIGURE_ADMIN = "configure+administrator"
     ADMINISTRATOR = "administrator"
+    NODE = "node"  # a node's own call: its assertion as NODE_PRINCIPAL, which only the cluster secret makes
 
 
 QUEUE = "/api/queues/{q}"
@@ -127,7 +129,7 @@ ROUTE_ACCESS: dict[tuple[str, str], Access] = {
     ("DELETE", QUEUE + "/members/{node}"): Access.CONFIGURE_ADMIN,
     ("POST", QUEUE + "/members/{node}/checkpoint"): Access.CONFIGURE_ADMIN,
     ("POST", QUEUE + "/leader"): Access.CONFIGURE_ADMIN,
-    ("POST", "/api/nodes"): Access.ADMINISTRATOR,
+    ("POST", "/api/nodes"): Access.NODE,  # joining: the joining node asks (docs/decisions/0019)
     ("DELETE", "/api/nodes/{node}"): Access.ADMINISTRATOR,
     ("GET", "/api/users"): Access.ADMINISTRATOR,
     ("GET", USER): Access.ADMINISTRATOR,
@@ -175,6 +177,8 @@ class Principal:
             return True
         if access is Access.ADMINISTRATOR:
             return self.administrator
+        if access is Access.NODE:
+            return self.name == NODE_PRINCIPAL
         if queue is None:
             return False
         if access is Access.ANY_QUEUE_PERMISSION:
@@ -236,13 +240,16 @@ async def _asserted_user(request: web.Request, secret: str, assertion: str) -> s
     """The user a node assertion names, if it was made for exactly this request and is used once. The
     body is read only once the assertion proved genuine."""
     now_ms = steady_wall_ms()
-    asserted = verify_assertion(secret, assertion, request.method, request.raw_path, now_ms)
+    node = request.app[CONFIG].node
+    asserted = verify_assertion(secret, assertion, request.method, request.raw_path, now_ms, node=node)
     if asserted is None:
         raise Unauthenticated("invalid node assertion")
     if await body_digest_off_loop(await read_body(request)) != asserted.body_sha256:
         raise Unauthenticated("the body is not the one the node assertion was made for")
     try:
-        if not request.app[REPLAY_GUARD].first_use(asserted.nonce, asserted.expires_ms, now_ms):
+        if not request.app[REPLAY_GUARD].first_use(
+            asserted.nonce, asserted.expires_ms, now_ms, by=asserted.user
+        ):
             raise Unauthenticated("node assertion already used")
     except ReplayGuardFull as exc:
         raise Unauthenticated(f"too many node assertions at once: {exc}", status=503) from exc
@@ -320,11 +327,24 @@ def require(caller: Principal, access: Access, queue: str | None, why: str = "")
         raise ApiError(403, "forbidden", f"user '{caller.name}' lacks {access.value} permission{target}{why}")
 
 
+class UnknownDestination(aiohttp.ClientError):
+    """A call to a URL that is no member's registered HTTP address: no assertion is made for it."""
+
+
+def _member_at(metadata: MetadataView, url: str) -> str:
+    """The member whose registered HTTP address `url` is on; UnknownDestination for none."""
+    for name, info in metadata.nodes.items():
+        if url.startswith(info.http.rstrip("/") + "/"):
+            return name
+    raise UnknownDestination(f"no member of the cluster serves {url}")
+
+
 async def vouch(request: web.Request, method: str, url: str, body: bytes = b"") -> dict[str, str]:
     """Headers for a call this handler makes to another node (forwarding, asking a queue's leader for
-    stats), asserting the principal it serves for exactly that call, so the other node applies the same
-    permissions without seeing the caller's credentials."""
-    headers = await request.app[CALLER].headers(method, url, body, user=principal(request).name)
+    stats) at its registered address, asserting the principal it serves for exactly that call on that
+    node, so the other node applies the same permissions without seeing the caller's credentials."""
+    to = _member_at(request.app[METADATA], url)
+    headers = await request.app[CALLER].headers(method, url, body, user=principal(request).name, to=to)
     current = node_logging.request_id.get()
     return headers if current is None else {**headers, REQUEST_ID_HEADER: current}
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from api.app_keys import FORMATS, METADATA, METRICS, STATUS
+from api.auth import PRINCIPAL_KEY
+from api.metrics import queues_shown
 
 
 async def health(request: web.Request) -> web.StreamResponse:
@@ -38,6 +40,7 @@ async def health(request: web.Request) -> web.StreamResponse:
 
 
 async def metrics(request: web.Request) -> web.StreamResponse:
-    """GET /metrics: Prometheus text format."""
-    payload = generate_latest(request.app[METRICS].registry)
+    """GET /metrics: Prometheus text format, a queue's series only for callers who may see the queue."""
+    shows = queues_shown(request.get(PRINCIPAL_KEY), request.app[METADATA])
+    payload = request.app[METRICS].exposition(shows)
     return web.Response(body=payload, headers={"Content-Type": CONTENT_TYPE_LATEST})

@@ -1,4 +1,5 @@
-"""Handlers for consumers: list, register, long-poll deliveries, ack/nack, cancel."""
+"""Handlers for consumers: list, register, long-poll deliveries, ack/nack, cancel. A consumer is its
+registering user's (`consumer_owners`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from dataclasses import asdict
 from aiohttp import web
 
 from api.app_keys import METRICS
+from api.auth import principal
 from api.consumer_options import consumer_options
+from api.consumer_owners import own_consumer
 from api.deliveries import deliveries_response
 from api.durable_handlers import register_durable
 from api.forwarding import on_queue_leader
@@ -21,9 +24,8 @@ TAG_SHOWN = 8
 
 @on_queue_leader
 async def list_consumers(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
-    """GET /api/queues/{q}/consumers: every consumer of the queue, durable ones last. A consumer's tag
-    is all it takes to poll, settle or cancel it, so only its first characters are shown (a durable
-    consumer's name is its owner's choice, shown whole)."""
+    """GET /api/queues/{q}/consumers: every consumer of the queue, durable ones last. Only the first
+    characters of a consumer's tag are shown (a durable consumer's name, its owner's choice, whole)."""
     listed = []
     for consumer in queue.consumer_list():
         row = asdict(consumer)
@@ -41,7 +43,12 @@ async def register_consumer(request: web.Request, queue: QueueLeader) -> web.Str
         return await register_durable(request, queue, body)
     options = consumer_options(body)
     tag = await queue.register_consumer(
-        options.prefetch, options.priority, options.timeout_ms, options.since_ms, options.auto_ack
+        options.prefetch,
+        options.priority,
+        options.timeout_ms,
+        options.since_ms,
+        options.auto_ack,
+        owner=principal(request).name,
     )
     return web.json_response({"consumer": tag, "hold_ms": queue.hold_ms(tag, over_http=True)}, status=201)
 
@@ -51,7 +58,7 @@ async def deliveries(request: web.Request, queue: QueueLeader) -> web.StreamResp
     """GET /api/queues/{q}/consumers/{tag}/deliveries?max=&wait=: long-poll."""
     limit = int(query_number(request, "max", 100, maximum=MAX_POLL))
     wait = query_number(request, "wait", 1.0, maximum=MAX_WAIT_S)
-    rows = await queue.poll(request.match_info["tag"], limit, wait)
+    rows = await queue.poll(_tag(request, queue), limit, wait)
     request.app[METRICS].count_delivered(queue.name, rows)
     return deliveries_response(request, rows)
 
@@ -59,18 +66,23 @@ async def deliveries(request: web.Request, queue: QueueLeader) -> web.StreamResp
 @on_queue_leader
 async def settle_consumer(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
     """POST /api/queues/{q}/consumers/{tag}/ack and /nack."""
-    return await settle(request, queue, request.match_info["tag"])
+    return await settle(request, queue, _tag(request, queue))
 
 
 @on_queue_leader
 async def touch_consumer(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
     """POST /api/queues/{q}/consumers/{tag}/touch: extend the hold of the consumer's deliveries."""
-    return await touch(request, queue, request.match_info["tag"])
+    return await touch(request, queue, _tag(request, queue))
 
 
 @on_queue_leader
 async def cancel_consumer(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
     """DELETE /api/queues/{q}/consumers/{tag}: unacked messages return to the queue (a durable
     consumer's deliveries too)."""
-    await queue.cancel(request.match_info["tag"])
+    await queue.cancel(_tag(request, queue))
     return web.Response(status=204)
+
+
+def _tag(request: web.Request, queue: QueueLeader) -> str:
+    """The consumer the route names, the caller's own (else UnknownConsumer)."""
+    return own_consumer(queue, principal(request), request.match_info["tag"])

@@ -12,10 +12,13 @@ from typing import Any
 
 from aiohttp import web
 
+from api.auth import principal
+from api.consumer_owners import own_consumer
 from api.deliveries import deliveries_response
 from api.forwarding import on_queue_leader
 from api.validation import MAX_POLL, bad, field_int, field_since, field_str, json_object, query_int
 from cluster.queue_leader import QueueLeader
+from cluster.queue_results import Position
 
 MAX_CHECKOUT = 10000
 _REGISTER_FIELDS = {"durable", "name", "prefetch", "priority"}
@@ -31,7 +34,8 @@ async def register_durable(request: web.Request, queue: QueueLeader, body: dict[
     name = field_str(body, "name")
     if not name:
         raise bad("a durable consumer needs a non-empty string name")
-    return web.json_response(asdict(await queue.register_durable(name)), status=201)
+    position = await queue.register_durable(own_consumer(queue, principal(request), name))
+    return _answer(position, name, status=201)
 
 
 @on_queue_leader
@@ -53,8 +57,8 @@ async def checkout(request: web.Request, queue: QueueLeader) -> web.StreamRespon
     if max_bytes is not None and max_bytes < 1:
         raise bad("max_bytes must be >= 1")
     name = request.match_info["tag"]
-    position = await queue.durable_checkout(name, count, field_since(body), max_bytes)
-    return web.json_response(asdict(position))
+    owned = own_consumer(queue, principal(request), name)
+    return _answer(await queue.durable_checkout(owned, count, field_since(body), max_bytes), name)
 
 
 @on_queue_leader
@@ -64,7 +68,9 @@ async def settle_below(request: web.Request, queue: QueueLeader) -> web.StreamRe
     below = field_int(body, "below", None)
     if below is None:
         raise bad("below is required")
-    return web.json_response(asdict(await queue.durable_settle(request.match_info["tag"], below)))
+    name = request.match_info["tag"]
+    owned = own_consumer(queue, principal(request), name)
+    return _answer(await queue.durable_settle(owned, below), name)
 
 
 @on_queue_leader
@@ -76,4 +82,11 @@ async def read_log(request: web.Request, queue: QueueLeader) -> web.StreamRespon
     start, end = query_int(request, "from"), query_int(request, "to")
     if end - start > MAX_POLL:
         raise bad(f"at most {MAX_POLL} deliveries per read")
-    return deliveries_response(request, await queue.read_durable_log(request.match_info["tag"], start, end))
+    name = own_consumer(queue, principal(request), request.match_info["tag"])
+    return deliveries_response(request, await queue.read_durable_log(name, start, end))
+
+
+def _answer(position: Position, name: str, status: int = 200) -> web.Response:
+    """A durable consumer's position, under the name its caller gave it (stored with its owner's:
+    `consumer_owners`)."""
+    return web.json_response({**asdict(position), "consumer": name}, status=status)

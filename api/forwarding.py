@@ -32,17 +32,18 @@ import aiohttp
 from aiohttp import web
 
 from api.app_keys import FORWARD_SESSION, METRICS, QUEUES, STATUS
-from api.auth import vouch
-from api.validation import queue_name
+from api.auth import UnknownDestination, vouch
+from api.validation import bad, queue_name
 from cluster.errors import NotLeader, OutcomeUnknown, QueueNotFound
 from cluster.node_status import NodeStatus
-from cluster.peer_auth import PlainHttpRefused
+from cluster.peer_auth import NODE_AUTH_HEADER, PlainHttpRefused
 from cluster.queue_directory import QueueDirectory
 from cluster.queue_leader import QueueLeader
 
 HOPS_HEADER = "X-Quorumq-Hops"
 CLIENT_NODE_HEADER = "X-Quorumq-Client-Node"
 MAX_HOPS = 2
+_HOP_COUNTS = {str(hops): hops for hops in range(MAX_HOPS + 1)}  # what a node may say in HOPS_HEADER
 FORWARD_TIMEOUT_S = 90.0
 LEADER_RECHECK_S = 0.1  # how often a pending forward compares its target with the leader known now
 NO_LEADER_WAIT_S = 2.0  # how long a request on a queue whose leader this node does not know waits for one
@@ -57,8 +58,15 @@ def client_node(request: web.Request) -> str:
 
 
 def hops_of(request: web.Request) -> int:
-    """How many nodes passed the request on before this one."""
-    return int(request.headers.get(HOPS_HEADER, "0") or 0)
+    """How many nodes passed the request on before this one. Only a node says so (its assertion came with
+    the request, and the auth middleware checked it): a client's header is ignored (0), and a node's that
+    is not a count from 0 to MAX_HOPS is 400."""
+    if NODE_AUTH_HEADER not in request.headers:
+        return 0
+    hops = _HOP_COUNTS.get(request.headers.get(HOPS_HEADER, "0"))
+    if hops is None:
+        raise bad(f"{HOPS_HEADER} must be a count of hops from 0 to {MAX_HOPS}")
+    return hops
 
 
 def next_hop(hops: int, target: str | None) -> str:
@@ -111,7 +119,7 @@ async def forward(
     request.app[METRICS].forwarded.labels("http").inc()
     try:
         return await await_leader(target, leader_now, _proxy(request, session, url, body, headers))
-    except (aiohttp.ClientConnectorError, PlainHttpRefused) as exc:  # nothing was sent
+    except (aiohttp.ClientConnectorError, PlainHttpRefused, UnknownDestination) as exc:  # nothing was sent
         raise NotLeader(f"leader {target} unreachable: {exc}", target) from exc
     except (aiohttp.ClientError, TimeoutError) as exc:  # sent, but no answer came back
         raise OutcomeUnknown(f"leader {target} gave no answer: {exc}", target) from exc
@@ -121,7 +129,8 @@ async def _proxy(
     request: web.Request, session: aiohttp.ClientSession, url: str, data: bytes, headers: dict[str, str]
 ) -> web.Response:
     """Send the request on, vouching for its caller. A vouch refused (a plain-HTTP URL from a node with
-    TLS: `PlainHttpRefused`) sends nothing, so the target counts as unreachable."""
+    TLS: `PlainHttpRefused`; a target forgotten meanwhile: `UnknownDestination`) sends nothing, so the
+    target counts as unreachable."""
     headers = {**headers, **await vouch(request, request.method, url, data)}
     async with session.request(request.method, url, data=data, headers=headers) as answer:
         body = await answer.read()

@@ -1,5 +1,6 @@
 """Joining a running cluster over its public HTTP API: `POST /api/nodes` to the member given by
-`--join`, asserted as this node (the `JoinRequester` the server gives its node)."""
+`--join`, asserted as this node for that member (named by its health answer, on the same connection),
+the `JoinRequester` the server gives its node."""
 
 from __future__ import annotations
 
@@ -25,15 +26,15 @@ class HttpJoinRequester:
         (400, or 409 other than a change in progress), JoinNotYet for anything else."""
         nodes_url = f"{through.rstrip('/')}/api/nodes"
         timeout = aiohttp.ClientTimeout(total=JOIN_TIMEOUT_S)
+        me_listed = {"name": me.name, "http": me.http, "raft": me.raft}
         try:
-            data, headers = await self.caller.json_call(
-                "POST", nodes_url, {"name": me.name, "http": me.http, "raft": me.raft}
-            )
-            async with (
-                aiohttp.ClientSession(timeout=timeout) as session,
-                session.post(nodes_url, data=data, headers=headers, ssl=self.caller.ssl or True) as answer,
-            ):
-                body: Any = await answer.json(content_type=None)
+            async with aiohttp.ClientSession(timeout=timeout) as session:
+                to = await self.caller.name_at(session, through)
+                data, headers = await self.caller.json_call("POST", nodes_url, me_listed, to=to)
+                async with session.post(
+                    nodes_url, data=data, headers=headers, ssl=self.caller.ssl or True
+                ) as answer:
+                    body: Any = await answer.json(content_type=None)
                 if answer.status in (200, 201):
                     return [NodeInfo(n["name"], n["http"], n["raft"]) for n in body["nodes"]]
                 retry_later = answer.status == 409 and body["error"] == "change_in_progress"

@@ -1,10 +1,13 @@
 """Prometheus metrics of one node: counters the handlers update, queue depths and Raft state read at
 scrape, the Raft host's histograms, and the process and platform collectors. Per-queue series carry
-RabbitMQ's names (rabbitmq_prometheus's detailed quorum-queue metrics) where they mean the same."""
+RabbitMQ's names (rabbitmq_prometheus's detailed quorum-queue metrics) where they mean the same.
+
+A scrape shows a queue's series only to those who may see the queue (`queues_shown`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import copy
+from collections.abc import Callable, Iterator, Sequence
 
 from prometheus_client import (
     GC_COLLECTOR,
@@ -13,11 +16,14 @@ from prometheus_client import (
     CollectorRegistry,
     Counter,
     Histogram,
+    generate_latest,
 )
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from api.auth import Principal
 from api.message_rates import MessageRates
+from cluster.metadata_view import MetadataView
 from cluster.node_status import NodeStatus
 from cluster.queue_directory import QueueDirectory
 from cluster.queue_results import MessageRow
@@ -25,6 +31,20 @@ from cluster.raft_metrics import RaftMetrics
 
 _QUEUE = "rabbitmq_detailed_queue_"
 _RAFT = "rabbitmq_detailed_raft_"
+MONITORING = "monitoring"
+"""The tag of a scrape credential (as RabbitMQ's): every queue's series, and no permission on any queue."""
+
+QueueFilter = Callable[[str], bool]
+
+
+def queues_shown(caller: Principal | None, metadata: MetadataView) -> QueueFilter | None:
+    """Whose series a scrape by `caller` shows: every queue's (None) when metrics are public (no
+    caller), to an administrator or a user tagged `monitoring`; else those of the queues `GET /api/queues`
+    lists to it (any permission on the queue)."""
+    if caller is None or caller.administrator:
+        return None
+    record = metadata.users.get(caller.name)
+    return None if record is not None and MONITORING in record.tags else caller.lists
 
 
 def _gauge(name: str, documentation: str, labels: list[str] | None = None) -> GaugeMetricFamily:
@@ -123,6 +143,23 @@ class _NodeCollector(Collector):
         yield from (term, last, commit, applied, snapshot, log_bytes, leader, led, hosted, changes)
 
 
+class _Shown:
+    """A registry as a scrape shows it: series labelled with a queue (a Raft group's too, which names its
+    queue, or none for the metadata group) only where `shows` the queue."""
+
+    def __init__(self, registry: CollectorRegistry, shows: QueueFilter) -> None:
+        self._registry = registry
+        self._shows = shows
+
+    def collect(self) -> Iterator[Metric]:
+        for metric in self._registry.collect():
+            shown = copy.copy(metric)
+            shown.samples = [
+                s for s in metric.samples if "queue" not in s.labels or self._shows(s.labels["queue"])
+            ]
+            yield shown
+
+
 class Metrics:
     """The registry served at /metrics, the counters handlers update (through `count_*`, which also
     count the management API's message rates) and those rates."""
@@ -169,6 +206,11 @@ class Metrics:
             registry=self.registry,
         )
         self.registry.register(_NodeCollector(queues, status))
+
+    def exposition(self, shows: QueueFilter | None) -> bytes:
+        """The Prometheus text of a scrape: every series, or with `shows` only those of the queues it
+        shows (and those of no queue)."""
+        return generate_latest(self.registry if shows is None else _Shown(self.registry, shows))
 
     def count_published(self, queue: str, amount: int) -> None:
         """Messages of `queue` confirmed here."""

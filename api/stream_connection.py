@@ -3,7 +3,8 @@ doors as the HTTP endpoints, its operations pipelined, its consumers delivering.
 
 Each operation runs in its own task and answers when it is done, so answers come in the order operations
 finish; at most MAX_IN_FLIGHT run at once per connection (the reader waits, and TCP pushes back). Every
-operation checks the caller's current permission on its queue, as its HTTP endpoint's access rule does.
+operation checks the caller's current permission on its queue, as its HTTP endpoint's access rule does,
+and a revocation reaches the consumers at once (`_recheck`).
 """
 
 from __future__ import annotations
@@ -11,16 +12,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Awaitable, Callable
 
 from aiohttp import WSMessage, WSMsgType, web
 
 from api import stream_frames as frames
 from api.app_keys import CONFIG, METADATA, METRICS, QUEUES, STATUS
-from api.auth import Access, Principal, Unauthenticated, require, vouched_principal
+from api.auth import Access, Principal, Unauthenticated, require
 from api.consumer_options import FIELDS as CONSUMER_FIELDS
 from api.consumer_options import consumer_options
+from api.consumer_owners import own_consumer
 from api.error_answers import error_answer
 from api.errors import ApiError, error_json
 from api.forwarded_publish import MAX_PEER_FORWARD_BYTES, publish_routed
@@ -31,13 +32,16 @@ from api.settle_options import FIELDS as SETTLE_FIELDS
 from api.settle_options import settle_options, touch_answer, touch_ids
 from api.stream_consumer import LEADER_MOVED, StreamConsumer
 from api.stream_frames import BadFrame, Frame
+from api.stream_standing import CREDENTIALS_GONE, PERMISSION_REVOKED, StreamStanding
 from api.validation import bad, check_queue_name, field_str
 from cluster.errors import NodeError, NotLeader, QueueNotFound
 from cluster.queue_leader import QueueLeader
+from cluster.steady_clock import steady_wall_ms
 
 log = logging.getLogger(__name__)
 
 MAX_IN_FLIGHT = 1024
+MAX_REASON = 123  # bytes of a WebSocket close frame's reason
 QUEUE_DELETED = "queue_deleted"
 
 
@@ -48,6 +52,7 @@ class StreamConnection:
         self._app = app
         self._ws = ws
         self._caller = caller
+        self._standing = StreamStanding(app[CONFIG], app[METADATA], caller)
         self._max_frame = app[CONFIG].max_request_bytes
         self._version: int | None = None
         self._slots = asyncio.Semaphore(MAX_IN_FLIGHT)
@@ -64,6 +69,10 @@ class StreamConnection:
         }
         operations = app[METRICS].stream_operations
         self._counters = {op: operations.labels(op) for op in self._ops}
+        self._unwatch = app[METADATA].watch(self._recheck)
+        self._expiry: asyncio.TimerHandle | None = None
+        self._closing: asyncio.Task[bool] | None = None
+        self._arm_expiry()
 
     async def receive(self, message: WSMessage) -> None:
         """Serve one message of the client: a hello at once, an operation in a task of its own."""
@@ -90,6 +99,9 @@ class StreamConnection:
         """The connection ended: cancel its consumers (what they hold returns to their queues). Publishes
         in progress carry on to their end; their answers go nowhere."""
         self._closed = True
+        self._unwatch()
+        if self._expiry is not None:
+            self._expiry.cancel()
         consumers, self._consumers = self._consumers, {}
         for consumer, task in consumers.values():
             task.cancel()
@@ -120,7 +132,7 @@ class StreamConnection:
             status, body = error_answer(self._app, exc, f"a streamed {frame.op}")
             await self._send(frames.error(frame.id, status, body))
             if status == 401:  # the credentials expired, or the user is gone
-                await self._ws.close()
+                self._revoke(CREDENTIALS_GONE, str(body.get("reason", "")))
             return
         if answer is not None:
             await self._send(answer)
@@ -160,6 +172,7 @@ class StreamConnection:
         options = consumer_options(frame.fields, CONSUMER_FIELDS | {"tag"})
         queue = await self._led(name)
         if resumed is not None:
+            resumed = self._own(queue, resumed)
             if resumed in self._consumers:
                 raise ApiError(409, "conflict", f"consumer '{resumed}' already delivers on this connection")
             await queue.resume(resumed)
@@ -167,15 +180,21 @@ class StreamConnection:
         else:
             check_consumer_room(self._app, name)
             tag = await queue.register_consumer(
-                options.prefetch, options.priority, options.timeout_ms, options.since_ms, options.auto_ack
+                options.prefetch,
+                options.priority,
+                options.timeout_ms,
+                options.since_ms,
+                options.auto_ack,
+                owner=self._caller.name,
             )
-        if self._closed:  # the connection ended meanwhile: nobody would take its deliveries
+        if self._closed or self._closing is not None:  # ended meanwhile: nobody would take its deliveries
             await queue.cancel(tag)
             return None
         await self._send(frames.answer("consume-ok", _id(frame), {"tag": tag, "hold_ms": queue.hold_ms(tag)}))
         consumer = StreamConsumer(queue, tag, options.prefetch, self._send)
         task = asyncio.create_task(self._deliver(consumer))
         self._consumers[tag] = (consumer, task)
+        self._recheck()  # a revocation applied while it was registered: `_recheck` did not know it yet
 
     async def _deliver(self, consumer: StreamConsumer) -> None:
         metrics, name = self._app[METRICS], consumer.queue.name
@@ -195,6 +214,7 @@ class StreamConnection:
             raise bad(f"unknown fields {sorted(unknown, key=str)}")
         tag, options = self._tag(frame), settle_options(frame.fields, frame.op)
         queue = await self._led(name)
+        tag = self._own(queue, tag)
         settled = await queue.settle(
             options.ids, tag, options.outcome, options.failed, options.reason, options.delay_ms
         )
@@ -207,6 +227,7 @@ class StreamConnection:
         tag = self._tag(frame)
         ids = touch_ids({k: v for k, v in frame.fields.items() if k != "tag"})
         queue = await self._led(name)
+        tag = self._own(queue, tag)
         touched = await queue.touch(ids, tag)
         return frames.answer("touched", _id(frame), touch_answer(queue.hold_ms(tag), touched.warning))
 
@@ -216,6 +237,7 @@ class StreamConnection:
         if set(frame.fields) - {"tag"}:
             raise bad(f"unknown fields {sorted(set(frame.fields) - {'tag'}, key=str)}")
         queue = await self._led(name)
+        tag = self._own(queue, tag)
         mine = self._consumers.pop(tag, None)
         if mine is not None:
             mine[1].cancel()
@@ -230,7 +252,7 @@ class StreamConnection:
         if not isinstance(name, str):
             raise bad("queue must be a string")
         check_queue_name(name, self._app[CONFIG].max_queue_name_length)
-        require(self._current_caller(), access, name)
+        require(self._standing.current(), access, name)
         return name
 
     @staticmethod
@@ -240,13 +262,48 @@ class StreamConnection:
             raise bad("tag must be a consumer tag")
         return tag
 
-    def _current_caller(self) -> Principal:
-        """The caller with the permissions the user has now; Unauthenticated once the credentials the
-        connection was opened with expired, or the user is gone."""
-        expires = self._caller.expires_ms
-        if expires is not None and time.time() * 1000 >= expires:
-            raise Unauthenticated("the credentials of this connection expired")
-        return vouched_principal(self._app[CONFIG], self._app[METADATA], self._caller.name)
+    def _own(self, queue: QueueLeader, tag: str) -> str:
+        """The consumer `tag` names, the caller's own (else UnknownConsumer: `own_consumer`)."""
+        return own_consumer(queue, self._standing.current(), tag)
+
+    # -- revocation ----------------------------------------------------------------------------------
+
+    def _arm_expiry(self) -> None:
+        """Recheck when the credentials expire (again if the timer fired a moment early)."""
+        expires = self._standing.expires_ms
+        if expires is not None and not self._closed:
+            delay_s = max(0.0, (expires - steady_wall_ms()) / 1000)
+            self._expiry = asyncio.get_running_loop().call_later(delay_s, self._at_expiry)
+
+    def _at_expiry(self) -> None:
+        self._recheck()
+        self._arm_expiry()
+
+    def _recheck(self) -> None:
+        """The metadata changed, or the credentials may have expired: a connection whose credentials no
+        longer stand, or that has a consumer on a queue its user may no longer read, stops delivering at
+        once (this runs as the change is applied, before any delivery task resumes) and is closed."""
+        if self._closed:
+            return
+        try:
+            caller = self._standing.current()
+        except Unauthenticated as exc:
+            self._revoke(CREDENTIALS_GONE, exc.reason)
+            return
+        for consumer, _ in self._consumers.values():
+            if not caller.may(Access.READ, consumer.queue.name):
+                self._revoke(PERMISSION_REVOKED, f"read permission on queue '{consumer.queue.name}' revoked")
+                return
+
+    def _revoke(self, code: int, reason: str) -> None:
+        """Stop every delivery now and close the connection with `code`; closing it cancels its consumers,
+        and what they held returns to their queues (`close`)."""
+        if self._closing is not None:
+            return
+        log.info("stream of user %s closed (%d): %s", self._caller.name, code, reason)
+        for _, task in self._consumers.values():
+            task.cancel()
+        self._closing = asyncio.create_task(self._ws.close(code=code, message=reason.encode()[:MAX_REASON]))
 
     async def _led(self, name: str) -> QueueLeader:
         """The door of queue `name` when this node leads it, else NotLeader with the leader hint."""

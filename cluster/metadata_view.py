@@ -3,10 +3,13 @@ node's own parts read instead of the metadata machine itself (changes go through
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Callable, Mapping
 
 from cluster.metadata.records import NodeInfo, PolicyRecord, QueueInfo, UserRecord
 from cluster.metadata_app import MetadataApp
+
+log = logging.getLogger(__name__)
 
 
 class MetadataView:
@@ -16,6 +19,22 @@ class MetadataView:
 
     def __init__(self, app: MetadataApp) -> None:
         self._app = app
+        self._watchers: set[Callable[[], None]] = set()
+
+    def watch(self, watcher: Callable[[], None]) -> Callable[[], None]:
+        """Call `watcher` each time this node applied a change of the metadata (users and permissions
+        included), at once, before anything else runs; returns what stops it."""
+        self._watchers.add(watcher)
+        return lambda: self._watchers.discard(watcher)
+
+    def changed(self) -> None:
+        """The node applied metadata: tell the watchers (one that fails is logged, never the node's
+        problem)."""
+        for watcher in list(self._watchers):
+            try:
+                watcher()
+            except Exception:
+                log.exception("a metadata watcher failed")
 
     @property
     def nodes(self) -> Mapping[str, NodeInfo]:

@@ -304,6 +304,7 @@ class Node:
     # -- reconciliation with the metadata -------------------------------------------------------
 
     def _metadata_changed(self) -> None:
+        self.metadata.changed()
         if not self._reconcile_scheduled:
             self._reconcile_scheduled = True
             asyncio.get_running_loop().call_soon(self._reconcile)

@@ -19,6 +19,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
+from cluster.consumer_names import owned
 from cluster.consumer_sessions import CONSUMER_IDLE, CONSUMER_TIMEOUT, ConsumerSession, ConsumerSessions
 from cluster.dead_lettering.messages import with_death
 from cluster.entry_codec import (
@@ -471,18 +472,19 @@ class QueueLeader:
         timeout_ms: int | None,
         since_ms: int | None,
         auto_ack: bool = False,
+        owner: str | None = None,
     ) -> str:
-        """A new consumer's tag. It may hold `prefetch` messages, each for its consumer timeout:
-        `timeout_ms`, else the queue's `x-consumer-timeout`, else the node's (`on_timer`). With `since_ms`
-        it reads only messages enqueued at or after then, taking them with gets as it polls instead of
-        being pushed deliveries: a reader registered through the log once every node reads queue
-        operations version 2 (so a new leader knows it), and before that a session of this leader only
-        (FormatsNotYetKnown while a node has not said which it reads).
-        With `auto_ack` (AMQP's no-ack) each poll settles what it hands out (`poll`); it needs queue
-        operations version 9 across the cluster, until then Refused `upgrade_in_progress`."""
+        """A new consumer's tag (naming its `owner` when given: `consumer_names`). It may hold `prefetch`
+        messages, each for its consumer timeout: `timeout_ms`, else the queue's `x-consumer-timeout`, else
+        the node's (`on_timer`). With `since_ms` it reads only messages enqueued at or after then, taking
+        them with gets as it polls instead of being pushed deliveries: a reader registered through the log
+        once every node reads queue operations version 2 (so a new leader knows it), and before that a
+        session of this leader only (FormatsNotYetKnown while a node has not said which it reads). With
+        `auto_ack` (AMQP's no-ack) each poll settles what it hands out (`poll`); it needs queue operations
+        version 9 across the cluster, until then Refused `upgrade_in_progress`."""
         if auto_ack:
             self._formats.require_queue_ops(AUTO_ACK_OP_VERSION, "no auto-ack consumers")
-        tag = self._new_token()
+        tag = self._new_token() if owner is None else owned(self._new_token(), owner)
         session = self._sessions.open(tag, timeout_ms, self._now())
         session.since_ms, session.prefetch, session.auto_ack = since_ms, prefetch, auto_ack
         if since_ms is not None and not self._formats.reads_queue_ops(READER_OP_VERSION):

@@ -1,9 +1,14 @@
 """The peer transport: one Raft TCP port per node, one outbound connection per peer for all groups.
 
-Connections start with a mutual HMAC challenge over the cluster secret (the secret never crosses the wire);
-the dialling side's hello also names its incarnation (the id of its database), which the proof covers, so
-the accepting side knows which incarnation of the peer its frames come from (a hello from a node older than
-incarnations carries none: unknown). Then each side sends length-prefixed msgpack frames `[kind, body]`.
+Connections start with a mutual HMAC challenge-response over the cluster secret (the secret never crosses
+the wire), version HANDSHAKE_VERSION (docs/decisions/0019): the accepting side sends a nonce, the dialling
+side answers with a hello naming itself, the node it means to dial, its own nonce and its incarnation (the
+id of its database), and the accepting side welcomes it. Both proofs cover the same `Handshake`: both
+names, both nonces, the incarnation and, with TLS, the connection's channel binding (`tls-unique`). So a
+hello is worth nothing to any node but the one it was made for, over any connection but the one it was
+made on: a relay between two nodes (a process on an address one of them dials, without the secret) is
+refused. A node of an earlier version cannot complete it (nor this one an earlier version's). Then each
+side sends length-prefixed msgpack frames `[kind, body]`.
 Outgoing frames are queued per peer and per group and written round-robin over groups, so a group sending a
 large catch-up cannot starve another group's heartbeats; a frame is written at once instead when nothing is
 queued for the peer and its socket keeps up. A lost connection drops what was queued; Raft retransmits.
@@ -63,6 +68,10 @@ HANDSHAKE_TIMEOUT_S = 5.0
 CONNECT_TIMEOUT_S = 1.0
 UNACKED_TIMEOUT_MS = 2000
 NONCE_BYTES = 16
+# Version 1 (no version in its challenge) proved neither the node dialled nor the channel: relayable.
+HANDSHAKE_VERSION = 2
+# The one binding Python's ssl offers (not RFC 9266's exporter); under TLS 1.3, the client's Finished.
+CHANNEL_BINDING = "tls-unique"
 
 KIND_RAFT = 0
 KIND_CONTROL = 1
@@ -76,8 +85,70 @@ class HandshakeError(Exception):
     """The peer could not prove it knows the cluster secret, or spoke out of turn."""
 
 
-def _proof(secret: bytes, *parts: bytes) -> bytes:
-    return hmac.new(secret, b"\x00".join(parts), hashlib.sha256).digest()
+@dataclass(frozen=True)
+class Handshake:
+    """What both proofs of one handshake cover: the dialling and the accepting node's names, the accepting
+    side's (`server_nonce`) and the dialling side's (`client_nonce`) nonces, the dialler's incarnation, and
+    the TLS channel binding of the connection (empty on plain TCP)."""
+
+    dialler: str
+    acceptor: str
+    server_nonce: bytes
+    client_nonce: bytes
+    incarnation: str
+    binding: bytes = b""
+
+    def proof(self, secret: bytes, step: str) -> bytes:
+        """The HMAC under `secret` of this handshake's fields for `step` ("hello" or "welcome"), encoded
+        unambiguously (msgpack), so that one step's proof never passes for the other's."""
+        fields = [HANDSHAKE_VERSION, step, self.dialler, self.acceptor, self.server_nonce, self.client_nonce]
+        transcript = msgpack.packb(["quorumq-peer", *fields, self.incarnation, self.binding])
+        return hmac.new(secret, transcript, hashlib.sha256).digest()
+
+    def hello(self, secret: bytes) -> bytes:
+        """The dialler's hello frame."""
+        fields = [
+            self.dialler,
+            self.acceptor,
+            self.client_nonce,
+            self.incarnation,
+            self.proof(secret, "hello"),
+        ]
+        return _frame(msgpack.packb(["hello", *fields]))
+
+    def welcome(self, secret: bytes) -> bytes:
+        """The accepting side's welcome frame."""
+        return _frame(msgpack.packb(["welcome", self.acceptor, self.proof(secret, "welcome")]))
+
+
+def _challenge_frame(server_nonce: bytes) -> bytes:
+    """The accepting side's first frame: the handshake version and its nonce."""
+    return _frame(msgpack.packb(["challenge", HANDSHAKE_VERSION, server_nonce]))
+
+
+def _server_nonce(challenge: list) -> bytes:
+    """The nonce of a challenge of this version; HandshakeError for anything else."""
+    if len(challenge) == 2 and challenge[0] == "challenge":
+        raise HandshakeError(
+            f"peer speaks handshake version 1, this node {HANDSHAKE_VERSION}: upgrade every node"
+        )
+    if len(challenge) != 3 or challenge[:2] != ["challenge", HANDSHAKE_VERSION]:
+        raise HandshakeError("expected a challenge")
+    if not isinstance(challenge[2], bytes) or len(challenge[2]) != NONCE_BYTES:
+        raise HandshakeError("malformed challenge")
+    return challenge[2]
+
+
+def _channel_binding(writer: asyncio.StreamWriter, tls: bool) -> bytes:
+    """The connection's TLS channel binding (empty without TLS); HandshakeError when TLS is configured
+    and the connection has none."""
+    if not tls:
+        return b""
+    ssl_object = writer.get_extra_info("ssl_object")
+    binding = ssl_object.get_channel_binding(CHANNEL_BINDING) if ssl_object is not None else None
+    if not binding:
+        raise HandshakeError("the TLS connection has no channel binding")
+    return binding
 
 
 def _give_up_unacknowledged(writer: asyncio.StreamWriter) -> None:
@@ -224,8 +295,7 @@ class Transport:
             peer.task.cancel()
 
     def peer_incarnation(self, name: str) -> str:
-        """The incarnation `name` proved in its latest accepted hello ("" before one, or from a peer
-        older than incarnations)."""
+        """The incarnation `name` proved in its latest accepted hello ("" before one)."""
         return self._incarnations.get(name, "")
 
     def peers(self) -> dict[str, bool]:
@@ -341,19 +411,17 @@ class Transport:
     async def _dial_handshake(
         self, peer: _Peer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
-        challenge = _decode(await _read_frame(reader))
-        if len(challenge) != 2 or challenge[0] != "challenge" or not isinstance(challenge[1], bytes):
-            raise HandshakeError("expected a challenge")
-        server_nonce = challenge[1]
-        client_nonce = os.urandom(NONCE_BYTES)
-        incarnation = self.incarnation.encode()
-        proof = _proof(self._secret, b"dial", server_nonce, client_nonce, self.node.encode(), incarnation)
-        writer.write(_frame(msgpack.packb(["hello", self.node, client_nonce, proof, self.incarnation])))
+        server_nonce = _server_nonce(_decode(await _read_frame(reader)))
+        binding = _channel_binding(writer, self._tls is not None)
+        shake = Handshake(
+            self.node, peer.name, server_nonce, os.urandom(NONCE_BYTES), self.incarnation, binding
+        )
+        writer.write(shake.hello(self._secret))
         await writer.drain()
         answer = _decode(await _read_frame(reader))
-        expected = _proof(self._secret, b"accept", client_nonce, server_nonce, peer.name.encode())
         if len(answer) != 3 or answer[0] != "welcome" or answer[1] != peer.name:
             raise HandshakeError(f"peer at {peer.address} is not {peer.name}")
+        expected = shake.proof(self._secret, "welcome")
         if not isinstance(answer[2], bytes) or not hmac.compare_digest(answer[2], expected):
             raise HandshakeError(f"peer {peer.name} failed to prove the cluster secret")
 
@@ -400,26 +468,27 @@ class Transport:
 
     async def _accept_handshake(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> str:
         server_nonce = os.urandom(NONCE_BYTES)
-        writer.write(_frame(msgpack.packb(["challenge", server_nonce])))
+        writer.write(_challenge_frame(server_nonce))
         await writer.drain()
         hello = _decode(await _read_frame(reader))
-        if len(hello) not in (4, 5) or hello[0] != "hello" or not isinstance(hello[1], str):
-            raise HandshakeError("expected hello")
-        name, client_nonce, proof, *incarnated = hello[1:]  # a peer older than incarnations sends none
-        if not isinstance(client_nonce, bytes) or not isinstance(proof, bytes):
+        if len(hello) != 6 or hello[0] != "hello":
+            raise HandshakeError(f"expected a hello of handshake version {HANDSHAKE_VERSION}")
+        name, to, client_nonce, incarnation, proof = hello[1:]
+        if not all(isinstance(v, str) for v in (name, to, incarnation)) or not isinstance(proof, bytes):
             raise HandshakeError("malformed hello")
-        proved = [name.encode()]
-        if incarnated:
-            if not isinstance(incarnated[0], str):
-                raise HandshakeError("malformed hello")
-            proved.append(incarnated[0].encode())
-        expected = _proof(self._secret, b"dial", server_nonce, client_nonce, *proved)
-        if not hmac.compare_digest(proof, expected):
-            raise HandshakeError(f"{name!r} failed to prove the cluster secret")
+        if not isinstance(client_nonce, bytes) or len(client_nonce) != NONCE_BYTES:
+            raise HandshakeError("malformed hello")
+        if to != self.node:
+            raise HandshakeError(
+                f"{name!r} meant to dial {to!r}, not {self.node!r}: relayed, or a moved address"
+            )
+        binding = _channel_binding(writer, self._tls is not None)
+        shake = Handshake(name, self.node, server_nonce, client_nonce, incarnation, binding)
+        if not hmac.compare_digest(proof, shake.proof(self._secret, "hello")):
+            raise HandshakeError(f"{name!r} failed to prove the cluster secret over this connection")
         if name not in self._peers:
             raise HandshakeError(f"{name!r} is not a known member of this cluster")
-        answer = _proof(self._secret, b"accept", client_nonce, server_nonce, self.node.encode())
-        writer.write(_frame(msgpack.packb(["welcome", self.node, answer])))
+        writer.write(shake.welcome(self._secret))
         await writer.drain()
-        self._incarnations[name] = incarnated[0] if incarnated else ""
+        self._incarnations[name] = incarnation
         return name

@@ -566,9 +566,9 @@ class Client:
     # Membership and cluster
 
     async def consumers(self, queue: str) -> Any:
-        """The queue's consumers (durable ones last): tag (its first characters only: a tag is all it takes
-        to use a consumer; a durable consumer's whole name), prefetch, priority, active, unacknowledged,
-        timeout_ms, since_ms, auto_ack, durable."""
+        """The queue's consumers (durable ones last): tag (its first characters only; a durable consumer's
+        whole name, `NAME~OWNER`), prefetch, priority, active, unacknowledged, timeout_ms, since_ms,
+        auto_ack, durable."""
         reply = await self._transport.request("GET", queue_path(queue, "consumers"), retry_sent=True)
         return reply.payload
 

@@ -11,27 +11,41 @@ from cluster.replay_guard import IssuedBeforeGuard, ReplayGuard, ReplayGuardFull
 
 def test_a_nonce_is_accepted_once_until_its_assertion_expires() -> None:
     guard = ReplayGuard(since_ms=0)
-    assert guard.first_use(b"a", expires_ms=60_000, now_ms=0)
-    assert not guard.first_use(b"a", expires_ms=60_000, now_ms=59_999)
-    assert not guard.first_use(b"a", expires_ms=60_000, now_ms=60_000)  # still valid at its expiry
-    assert guard.first_use(b"b", expires_ms=120_000, now_ms=61_000)
+    assert guard.first_use(b"a", expires_ms=60_000, now_ms=0, by="n")
+    assert not guard.first_use(b"a", expires_ms=60_000, now_ms=59_999, by="n")
+    assert not guard.first_use(b"a", expires_ms=60_000, now_ms=60_000, by="n")  # still valid at its expiry
+    assert guard.first_use(b"b", expires_ms=120_000, now_ms=61_000, by="n")
     assert len(guard) == 1  # `a` forgotten once expired; an expired assertion is refused before this
 
 
 def test_a_full_guard_refuses_instead_of_forgetting_early() -> None:
     guard = ReplayGuard(since_ms=0, capacity=2)
-    assert guard.first_use(b"a", expires_ms=60_000, now_ms=0)
-    assert guard.first_use(b"b", expires_ms=90_000, now_ms=0)
+    assert guard.first_use(b"a", expires_ms=60_000, now_ms=0, by="n")
+    assert guard.first_use(b"b", expires_ms=90_000, now_ms=0, by="n")
     with pytest.raises(ReplayGuardFull):
-        guard.first_use(b"c", expires_ms=60_000, now_ms=1_000)
-    assert not guard.first_use(b"a", expires_ms=60_000, now_ms=59_000)  # still remembered
-    assert guard.first_use(b"c", expires_ms=120_000, now_ms=61_000)  # room again once `a` expired
-    assert not guard.first_use(b"b", expires_ms=90_000, now_ms=61_000)
+        guard.first_use(b"c", expires_ms=60_000, now_ms=1_000, by="n")
+    assert not guard.first_use(b"a", expires_ms=60_000, now_ms=59_000, by="n")  # still remembered
+    assert guard.first_use(b"c", expires_ms=120_000, now_ms=61_000, by="n")  # room again once `a` expired
+    assert not guard.first_use(b"b", expires_ms=90_000, now_ms=61_000, by="n")
 
 
 def test_an_assertion_issued_before_the_guard_started_is_refused() -> None:
     started = 1_000_000
     guard = ReplayGuard(since_ms=started)
     with pytest.raises(IssuedBeforeGuard):
-        guard.first_use(b"a", expires_ms=started + ASSERTION_TTL_MS - 1, now_ms=started + 5)
-    assert guard.first_use(b"b", expires_ms=started + ASSERTION_TTL_MS, now_ms=started + 5)
+        guard.first_use(b"a", expires_ms=started + ASSERTION_TTL_MS - 1, now_ms=started + 5, by="n")
+    assert guard.first_use(b"b", expires_ms=started + ASSERTION_TTL_MS, now_ms=started + 5, by="n")
+
+
+def test_w16_a_principal_that_fills_its_share_denies_no_other() -> None:
+    guard = ReplayGuard(since_ms=0, capacity=6, per_principal=3)
+    for nonce in (b"a1", b"a2", b"a3"):
+        assert guard.first_use(nonce, expires_ms=60_000, now_ms=0, by="alice")
+    with pytest.raises(ReplayGuardFull):
+        guard.first_use(b"a4", expires_ms=60_000, now_ms=0, by="alice")
+    for nonce in (b"b1", b"b2", b"b3"):  # bob is not refused for alice's fan-out
+        assert guard.first_use(nonce, expires_ms=90_000, now_ms=0, by="bob")
+    with pytest.raises(ReplayGuardFull):  # and the whole guard stays bounded
+        guard.first_use(b"c1", expires_ms=60_000, now_ms=0, by="carol")
+    assert guard.first_use(b"a4", expires_ms=120_000, now_ms=61_000, by="alice")  # her share is back
+    assert not guard.first_use(b"b1", expires_ms=90_000, now_ms=61_000, by="bob")  # still remembered

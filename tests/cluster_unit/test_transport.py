@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 from collections import OrderedDict, deque
+from collections.abc import Callable
 
 import msgpack
 import pytest
@@ -15,12 +18,12 @@ from cluster.transport import (
     KIND_CONTROL,
     KIND_RAFT,
     MAX_FRAME_BYTES,
+    Handshake,
     Transport,
     _decode,
     _frame,
     _kind_and_body_frame,
     _Peer,
-    _proof,
     _read_frame,
 )
 
@@ -85,12 +88,12 @@ async def test_finding7_the_accepting_side_learns_the_incarnation_the_peer_prove
         await b.stop()
 
 
-async def _raw_hello(b: Transport, hello: list) -> list:
-    """Dial `b` by hand and send `hello` built by `hello[3](server_nonce)`; b's answer ([] if it hung up)."""
+async def _raw_hello(b: Transport, hello: Callable[[bytes], bytes]) -> list:
+    """Dial `b` by hand and send the frame `hello(server_nonce)`; b's answer ([] if it hung up)."""
     reader, writer = await asyncio.open_connection(b.listen.host, b.listen.port)
     try:
         challenge = _decode(await _read_frame(reader))
-        writer.write(_frame(msgpack.packb([*hello[:3], hello[3](challenge[1]), *hello[4:]])))
+        writer.write(hello(challenge[2]))
         await writer.drain()
         try:
             return _decode(await asyncio.wait_for(_read_frame(reader), 10))
@@ -101,17 +104,42 @@ async def _raw_hello(b: Transport, hello: list) -> list:
         await writer.wait_closed()
 
 
-async def test_finding7_an_old_peers_hello_without_incarnation_is_accepted_and_a_forged_one_is_not() -> None:
+async def test_finding7_a_hello_proves_its_incarnation_and_a_forged_one_is_refused() -> None:
     a, b, _ = await _pair("s3cret", "s3cret")
-    b.set_peer("old", a.listen)  # a name b accepts; nothing listens for it but `a`
+    b.set_peer("other", a.listen)  # a name b accepts; nothing listens for it but `a`
     try:
         nonce = b"n" * 16
-        old = ["hello", "old", nonce, lambda server: _proof(b"s3cret", b"dial", server, nonce, b"old")]
-        assert (await _raw_hello(b, old))[0] == "welcome"
-        assert b.peer_incarnation("old") == ""
-        proved_other = lambda server: _proof(b"s3cret", b"dial", server, nonce, b"old", b"other")  # noqa: E731
-        assert await _raw_hello(b, ["hello", "old", nonce, proved_other, "forged"]) == []
-        assert b.rejected_handshakes == 1
+        genuine = lambda server: Handshake("other", "b", server, nonce, "inc-1").hello(b"s3cret")  # noqa: E731
+        assert (await _raw_hello(b, genuine))[0] == "welcome"
+        assert b.peer_incarnation("other") == "inc-1"
+
+        def forged(server: bytes) -> bytes:
+            proved = Handshake("other", "b", server, nonce, "inc-1").proof(b"s3cret", "hello")
+            return _frame(msgpack.packb(["hello", "other", "b", nonce, "inc-2", proved]))
+
+        assert await _raw_hello(b, forged) == []
+        assert b.rejected_handshakes == 1 and b.peer_incarnation("other") == "inc-1"
+    finally:
+        await a.stop()
+        await b.stop()
+
+
+async def test_w1_a_hello_of_handshake_version_1_is_refused() -> None:
+    """Version 1's hello named no node dialled (so it could be relayed): a node of this version refuses
+    it, even with the right secret, and says why in its log."""
+    a, b, _ = await _pair("s3cret", "s3cret")
+    b.set_peer("old", a.listen)
+    try:
+        nonce = b"n" * 16
+
+        def version1(server: bytes) -> bytes:
+            proof = hmac.new(
+                b"s3cret", b"\x00".join([b"dial", server, nonce, b"old"]), hashlib.sha256
+            ).digest()
+            return _frame(msgpack.packb(["hello", "old", nonce, proof]))
+
+        assert await _raw_hello(b, version1) == []
+        assert b.rejected_handshakes == 1 and b.peer_incarnation("old") == ""
     finally:
         await a.stop()
         await b.stop()
@@ -208,9 +236,7 @@ async def test_rule_a_frame_over_the_limit_from_a_peer_is_skipped_and_its_link_s
     reader, writer = await asyncio.open_connection(b.listen.host, b.listen.port)
     try:
         challenge = _decode(await _read_frame(reader))
-        nonce = b"n" * 16
-        proof = _proof(b"s3cret", b"dial", challenge[1], nonce, b"old")
-        writer.write(_frame(msgpack.packb(["hello", "old", nonce, proof])))
+        writer.write(Handshake("old", "b", challenge[2], b"n" * 16, "").hello(b"s3cret"))
         assert _decode(await asyncio.wait_for(_read_frame(reader), 10))[0] == "welcome"
         writer.write(_kind_and_body_frame(KIND_RAFT, bytes(MAX_FRAME_BYTES)))  # over, with its envelope
         writer.write(_kind_and_body_frame(KIND_RAFT, b"after"))

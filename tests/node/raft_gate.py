@@ -86,7 +86,7 @@ class RaftGate:
     ) -> None:
         header = await dialer.readexactly(_FRAME_HEADER.size)
         hello = await dialer.readexactly(_FRAME_HEADER.unpack(header)[0])
-        name = msgpack.unpackb(hello, raw=False)[1]  # ["hello", name, nonce, proof]
+        name = msgpack.unpackb(hello, raw=False)[1]  # ["hello", name, dialled, nonce, incarnation, proof]
         self._connections[back] = name
         writer.write(header + hello)
         await self._pipe(dialer, writer, name)

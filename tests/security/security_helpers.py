@@ -11,7 +11,7 @@ import msgpack
 
 from api.auth import ROUTE_ACCESS, Access
 from cli.node_processes import HARNESS_HEADERS
-from cluster.transport import FRAME_HEADER, _proof
+from cluster.transport import FRAME_HEADER, Handshake
 from quorumq.auth import basic_header
 
 ADMIN = HARNESS_HEADERS["Authorization"]
@@ -108,16 +108,14 @@ def non_loopback_address() -> str | None:
     return None if address.startswith("127.") else address
 
 
-async def raft_handshake(host: str, port: int, name: str, secret: str) -> bool:
-    """Dial a node's Raft port as `name` proving `secret`; True when the node welcomes us."""
+async def raft_handshake(host: str, port: int, name: str, secret: str, to: str) -> bool:
+    """Dial a node's Raft port as `name`, meaning to dial node `to`, proving `secret`; True when the node
+    welcomes us."""
     reader, writer = await asyncio.open_connection(host, port)
     try:
         (length,) = FRAME_HEADER.unpack(await reader.readexactly(FRAME_HEADER.size))
-        _, server_nonce = msgpack.unpackb(await reader.readexactly(length))
-        client_nonce = b"n" * 16
-        proof = _proof(secret.encode(), b"dial", server_nonce, client_nonce, name.encode())
-        hello = msgpack.packb(["hello", name, client_nonce, proof])
-        writer.write(FRAME_HEADER.pack(len(hello)) + hello)
+        _, _, server_nonce = msgpack.unpackb(await reader.readexactly(length))
+        writer.write(Handshake(name, to, server_nonce, b"n" * 16, "").hello(secret.encode()))
         await writer.drain()
         header = await asyncio.wait_for(reader.read(FRAME_HEADER.size), 10)
         return len(header) == FRAME_HEADER.size

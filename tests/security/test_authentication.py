@@ -73,12 +73,12 @@ async def test_wrong_credentials_are_401(secured: ProcessCluster, authorization:
 
 async def test_a_forged_node_assertion_is_401(secured: ProcessCluster) -> None:
     empty = body_digest(b"")
-    forged = sign_assertion("not-the-cluster-secret", "@node", "GET", "/api/queues", empty)
+    forged = sign_assertion("not-the-cluster-secret", "@node", "GET", "/api/queues", empty, to="node1")
     answer = await _with_header(secured.urls[0] + "/api/queues", forged)
     assert answer == 401
-    other_path = sign_assertion(HARNESS_SECRET, "@node", "GET", "/api/users", empty)
+    other_path = sign_assertion(HARNESS_SECRET, "@node", "GET", "/api/users", empty, to="node1")
     assert await _with_header(secured.urls[0] + "/api/queues", other_path) == 401
-    genuine = sign_assertion(HARNESS_SECRET, "@node", "GET", "/api/queues", empty)
+    genuine = sign_assertion(HARNESS_SECRET, "@node", "GET", "/api/queues", empty, to="node1")
     assert await _with_header(secured.urls[0] + "/api/queues", genuine) == 200
 
 

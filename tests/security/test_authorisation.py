@@ -42,7 +42,7 @@ async def test_a_user_without_the_permission_gets_403_on_every_route_class(
     users: ProcessCluster, method: str, path: str, access: Access
 ) -> None:
     answer = await call(method, users.urls[1] + concrete(path, q="other"), authorization=ALICE, json={})
-    if access in PER_QUEUE or access is Access.ADMINISTRATOR:
+    if access in PER_QUEUE or access in (Access.ADMINISTRATOR, Access.NODE):
         assert answer.status == 403, answer.body
         assert answer.body["error"] == "forbidden"
     else:
@@ -54,8 +54,8 @@ async def test_a_user_with_the_permission_passes_per_queue_checks(
     users: ProcessCluster, method: str, path: str, access: Access
 ) -> None:
     answer = await call(method, users.urls[2] + concrete(path, q="alice-q"), authorization=ALICE, json={})
-    if access in (Access.CONFIGURE_ADMIN, Access.ADMINISTRATOR):
-        assert answer.status == 403, answer.body  # membership and users need the administrator tag
+    if access in (Access.CONFIGURE_ADMIN, Access.ADMINISTRATOR, Access.NODE):
+        assert answer.status == 403, answer.body  # membership, users: administrators; joins: nodes
     else:
         assert answer.status not in (401, 403), (answer.status, answer.body)
 

@@ -10,6 +10,8 @@ Examples per test: QUORUMQ_FUZZ_EXAMPLES (default 200 in CI; see docs/security.m
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import os
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator
@@ -25,11 +27,12 @@ from cluster.config import Address
 from cluster.transport import (
     FRAME_HEADER,
     HANDSHAKE_TIMEOUT_S,
+    HANDSHAKE_VERSION,
     KIND_RAFT,
+    Handshake,
     HandshakeError,
     Transport,
     _Peer,
-    _proof,
 )
 
 EXAMPLES = int(os.environ.get("QUORUMQ_FUZZ_EXAMPLES", "200"))
@@ -60,19 +63,28 @@ def _fixed(data: bytes) -> Speech:
     return lambda _nonce: data
 
 
-def _hello(secret: str, name: str, incarnation: str | None, client_nonce: bytes) -> Speech:
-    """A hello proved with `secret` over the node's real challenge (the accepting node is `b`, which
-    knows only `a`: with the right secret, `a` is never chosen)."""
+def _hello(secret: str, name: str, to: str, incarnation: str, client_nonce: bytes) -> Speech:
+    """A hello by `name`, meaning to dial `to`, proved with `secret` over the node's real challenge (the
+    accepting node is `b`, which knows only `a`: with the right secret, never `a` dialling `b`)."""
 
     def speak(server_nonce: bytes) -> bytes:
-        proved = [name.encode(), *([incarnation.encode()] if incarnation is not None else [])]
-        proof = _proof(secret.encode(), b"dial", server_nonce, client_nonce, *proved)
-        fields = ["hello", name, client_nonce, proof, *([incarnation] if incarnation is not None else [])]
-        return _frame(msgpack.packb(fields))
+        return Handshake(name, to, server_nonce, client_nonce, incarnation).hello(secret.encode())
 
     return speak
 
 
+def _version1_hello(client_nonce: bytes) -> Speech:
+    """A hello of handshake version 1 by `a`, with the right secret (it names no node dialled)."""
+
+    def speak(server_nonce: bytes) -> bytes:
+        proved = b"\x00".join([b"dial", server_nonce, client_nonce, b"a"])
+        proof = hmac.new(SECRET.encode(), proved, hashlib.sha256).digest()
+        return _frame(msgpack.packb(["hello", "a", client_nonce, proof]))
+
+    return speak
+
+
+names = st.one_of(st.sampled_from(["a", "b", "intruder", ""]), st.text(max_size=10))
 speeches = st.one_of(
     st.binary(max_size=200).map(_fixed),
     values.map(lambda v: _fixed(_frame(msgpack.packb(v)))),
@@ -83,17 +95,28 @@ speeches = st.one_of(
     st.builds(
         _hello,
         st.sampled_from(["wrong-secret", ""]),
-        st.one_of(st.sampled_from(["a", "b", ""]), st.text(max_size=10)),
-        st.one_of(st.none(), st.text(max_size=10)),
+        names,
+        names,
+        st.text(max_size=10),
         st.binary(max_size=32),
     ),
     st.builds(
         _hello,
         st.just(SECRET),
-        st.one_of(st.sampled_from(["b", "intruder", ""]), st.text(max_size=10).filter(lambda n: n != "a")),
-        st.one_of(st.none(), st.text(max_size=10)),
+        names.filter(lambda n: n != "a"),
+        names,
+        st.text(max_size=10),
         st.binary(max_size=32),
     ),
+    st.builds(  # a genuine hello of `a`, meant for another node: what a relay would pass on
+        _hello,
+        st.just(SECRET),
+        st.just("a"),
+        names.filter(lambda n: n != "b"),
+        st.text(max_size=10),
+        st.binary(max_size=32),
+    ),
+    st.binary(min_size=16, max_size=16).map(_version1_hello),
 )
 
 
@@ -139,7 +162,7 @@ async def _speak_to(address: Address, speech: Speech) -> list[Any]:
     reader, writer = await asyncio.open_connection(address.host, address.port)
     try:
         (length,) = FRAME_HEADER.unpack(await reader.readexactly(FRAME_HEADER.size))
-        _, server_nonce = msgpack.unpackb(await reader.readexactly(length))
+        _, _, server_nonce = msgpack.unpackb(await reader.readexactly(length))
         writer.write(speech(server_nonce))
         writer.write_eof()
         await writer.drain()
@@ -207,17 +230,19 @@ async def _dial_fake_node(answer: bytes) -> BaseException | None:
     return None
 
 
+challenges = st.one_of(
+    st.just(["challenge", HANDSHAKE_VERSION, b"n" * 16]),
+    st.just(["challenge", b"n" * 16]),  # version 1
+    st.lists(values, max_size=4).map(lambda v: ["challenge", *v]),
+).map(lambda c: _frame(msgpack.packb(c)))
 answers = st.one_of(
     st.binary(max_size=200),
     values.map(lambda v: _frame(msgpack.packb(v))),
-    st.lists(values, max_size=3).map(
-        lambda frames: (
-            _frame(msgpack.packb(["challenge", os.urandom(16)]))
-            + b"".join(_frame(msgpack.packb(v)) for v in frames)
-        )
+    st.tuples(challenges, st.lists(values, max_size=3)).map(
+        lambda c: c[0] + b"".join(_frame(msgpack.packb(v)) for v in c[1])
     ),
-    st.tuples(st.text(max_size=10), st.binary(max_size=40)).map(
-        lambda w: _frame(msgpack.packb(["challenge", b"n" * 16])) + _frame(msgpack.packb(["welcome", *w]))
+    st.tuples(challenges, st.text(max_size=10), st.binary(max_size=40)).map(
+        lambda w: w[0] + _frame(msgpack.packb(["welcome", *w[1:]]))
     ),
 )
 

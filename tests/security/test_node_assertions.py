@@ -11,14 +11,16 @@ from urllib.parse import urlsplit
 
 from security_helpers import ADMIN, NO_GUEST, call
 
+from api.forwarding import HOPS_HEADER
 from cli.node_processes import HARNESS_SECRET, ProcessCluster, wait_healthy
 from cluster.peer_auth import NODE_AUTH_HEADER, body_digest, derived_key, sign_assertion
 from cluster.steady_clock import steady_wall_ms
 
 
-def _assertion(user: str, method: str, target: str, body: bytes = b"") -> dict[str, str]:
-    """The header a node sends to make `method target` with `body` as `user`."""
-    return {NODE_AUTH_HEADER: sign_assertion(HARNESS_SECRET, user, method, target, body_digest(body))}
+def _assertion(user: str, method: str, target: str, body: bytes = b"", to: str = "node1") -> dict[str, str]:
+    """The header a node sends to make `method target` with `body` as `user` on node `to`."""
+    assertion = sign_assertion(HARNESS_SECRET, user, method, target, body_digest(body), to=to)
+    return {NODE_AUTH_HEADER: assertion}
 
 
 async def _declared(base: str, name: str) -> str:
@@ -112,7 +114,9 @@ async def test_a_forged_assertion_is_refused_before_the_body_is_read(secured: Pr
     """Only a genuine assertion makes a node read (and hash) a body: a forged one with a large body
     announced and never sent is 401 at once, not after the body's read timeout."""
     node = urlsplit(secured.urls[0])
-    forged = sign_assertion("not-the-secret", "@node", "POST", "/api/queues/na-big/messages", "0" * 64)
+    forged = sign_assertion(
+        "not-the-secret", "@node", "POST", "/api/queues/na-big/messages", "0" * 64, to="node1"
+    )
     reader, writer = await asyncio.open_connection(node.hostname, node.port)
     try:
         writer.write(
@@ -145,3 +149,40 @@ async def test_an_assertion_made_before_a_node_restarted_is_not_accepted_again(t
         assert forwarded.status in (200, 404), forwarded.body  # other nodes still reach it
     finally:
         cluster.stop()
+
+
+async def test_w10_an_assertion_is_refused_by_every_node_but_its_destination(secured: ProcessCluster) -> None:
+    """One captured on its way to node1 is worth nothing on node2 or node3 (and once on node1)."""
+    first, *others = secured.nodes
+    captured = _assertion("@node", "GET", "/api/whoami", to=first.name)
+    for node in others:
+        replayed = await call("GET", node.url + "/api/whoami", headers=captured)
+        assert replayed.status == 401, (node.name, replayed.body)
+    assert (await call("GET", first.url + "/api/whoami", headers=captured)).status == 200
+
+
+async def _follower(secured: ProcessCluster, queue: str) -> tuple[str, str]:
+    """A node that does not lead `queue` (its requests are forwarded), and the queue's URL there."""
+    await _declared(secured.urls[0], queue)
+    leader = (await call("GET", f"{secured.urls[0]}/api/queues/{queue}", authorization=ADMIN)).body["leader"]
+    return next((n.name, f"{n.url}/api/queues/{queue}") for n in secured.nodes if n.name != leader)
+
+
+async def test_w13_a_clients_hops_header_is_ignored(secured: ProcessCluster) -> None:
+    _, url = await _follower(secured, "na-hops")
+    for hops in ("abc", "2", "-7", "99999999999999999999"):  # garbage, used up, extending, huge
+        answer = await call("GET", url, authorization=ADMIN, headers={HOPS_HEADER: hops})
+        assert answer.status == 200, (hops, answer.status, answer.body)
+
+
+async def test_w13_a_node_asserted_hops_header_must_be_a_hop_count(secured: ProcessCluster) -> None:
+    node, url = await _follower(secured, "na-hops-asserted")
+    target = "/api/queues/na-hops-asserted"
+    for hops in ("abc", "-1", "3", "", "9" * 5000):
+        headers = {**_assertion("@node", "GET", target, to=node), HOPS_HEADER: hops}
+        answer = await call("GET", url, headers=headers)
+        assert answer.status == 400, (hops, answer.status, answer.body)
+    forwarded = await call(
+        "GET", url, headers={**_assertion("@node", "GET", target, to=node), HOPS_HEADER: "1"}
+    )
+    assert forwarded.status == 200, forwarded.body

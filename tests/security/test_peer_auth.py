@@ -4,6 +4,7 @@ body and time, and never leave a node with TLS over plain HTTP."""
 
 from __future__ import annotations
 
+import functools
 import json
 import ssl
 
@@ -27,16 +28,17 @@ SECRET = HARNESS_SECRET
 
 async def test_raft_port_welcomes_only_known_peers_with_the_secret(secured: ProcessCluster) -> None:
     node = secured.nodes[0]
-    assert await raft_handshake(node.host, node.raft_port, "node2", SECRET)
-    assert not await raft_handshake(node.host, node.raft_port, "node2", "wrong-secret")
-    assert not await raft_handshake(node.host, node.raft_port, "intruder", SECRET)
-    assert not await raft_handshake(node.host, node.raft_port, "node1", SECRET)  # its own name
+    assert await raft_handshake(node.host, node.raft_port, "node2", SECRET, "node1")
+    assert not await raft_handshake(node.host, node.raft_port, "node2", "wrong-secret", "node1")
+    assert not await raft_handshake(node.host, node.raft_port, "intruder", SECRET, "node1")
+    assert not await raft_handshake(node.host, node.raft_port, "node1", SECRET, "node1")  # its own name
+    assert not await raft_handshake(node.host, node.raft_port, "node2", SECRET, "node3")  # meant for node3
 
 
 async def test_a_node_without_the_secret_cannot_join(secured: ProcessCluster) -> None:
     body = {"name": "node9", "http": "http://127.0.0.1:1", "raft": "127.0.0.1:2"}
     data = json.dumps(body).encode()
-    forged = sign_assertion("wrong-secret", "@node", "POST", "/api/nodes", body_digest(data))
+    forged = sign_assertion("wrong-secret", "@node", "POST", "/api/nodes", body_digest(data), to="node1")
     headers = {NODE_AUTH_HEADER: forged, "Content-Type": "application/json"}
     answer = await call("POST", secured.urls[0] + "/api/nodes", data=data, headers=headers)
     assert answer.status == 401
@@ -45,29 +47,32 @@ async def test_a_node_without_the_secret_cannot_join(secured: ProcessCluster) ->
     assert (await call("GET", secured.urls[0] + "/api/health")).status == 200
 
 
-def test_assertions_are_bound_to_user_method_target_body_and_time() -> None:
+def test_assertions_are_bound_to_user_destination_method_target_body_and_time() -> None:
     now, target, body = 1_000_000, "/api/queues/a/messages?x=1", body_digest(b"{}")
-    value = sign_assertion(SECRET, "alice", "POST", target, body, now)
-    asserted = verify_assertion(SECRET, value, "POST", target, now)
+    value = sign_assertion(SECRET, "alice", "POST", target, body, now, to="n1")
+    verify = functools.partial(verify_assertion, node="n1")
+    asserted = verify(SECRET, value, "POST", target, now)
     assert isinstance(asserted, Asserted) and asserted.user == "alice" and asserted.body_sha256 == body
     assert asserted.expires_ms == now + ASSERTION_TTL_MS and len(asserted.nonce) == 16
-    assert verify_assertion(SECRET, value, "GET", target, now) is None
-    assert verify_assertion(SECRET, value, "POST", "/api/queues/b/messages?x=1", now) is None
-    assert verify_assertion(SECRET, value, "POST", "/api/queues/a/messages?x=2", now) is None
-    assert verify_assertion(SECRET, value, "POST", "/api/queues/a/messages", now) is None
-    assert verify_assertion(SECRET, value.replace(body, body_digest(b"[]")), "POST", target, now) is None
-    assert verify_assertion("other", value, "POST", target, now) is None
-    assert verify_assertion(SECRET, value, "POST", target, now + ASSERTION_TTL_MS + 1) is None
-    assert verify_assertion(SECRET, value.replace(";alice;", ";bob;"), "POST", target, now) is None
-    assert sign_assertion(SECRET, "alice", "POST", target, body, now) != value  # a fresh nonce each time
+    assert verify(SECRET, value, "GET", target, now) is None
+    assert verify(SECRET, value, "POST", "/api/queues/b/messages?x=1", now) is None
+    assert verify(SECRET, value, "POST", "/api/queues/a/messages?x=2", now) is None
+    assert verify(SECRET, value, "POST", "/api/queues/a/messages", now) is None
+    assert verify(SECRET, value.replace(body, body_digest(b"[]")), "POST", target, now) is None
+    assert verify("other", value, "POST", target, now) is None
+    assert verify(SECRET, value, "POST", target, now + ASSERTION_TTL_MS + 1) is None
+    assert verify(SECRET, value.replace(";alice;", ";bob;"), "POST", target, now) is None
+    assert verify_assertion(SECRET, value, "POST", target, now, node="n2") is None  # another node
+    assert verify(SECRET, value.replace(";n1;", ";n2;"), "POST", target, now) is None
+    assert sign_assertion(SECRET, "alice", "POST", target, body, now, to="n1") != value  # a fresh nonce
 
 
 async def test_a_node_with_tls_never_sends_an_assertion_over_plain_http() -> None:
     caller = NodeCaller(SECRET, ssl.create_default_context())
     with pytest.raises(PlainHttpRefused):
-        await caller.headers("GET", "http://127.0.0.1:8080/api/queues")
-    signed = await caller.headers("GET", "https://127.0.0.1:8080/api/queues?x=1")
+        await caller.headers("GET", "http://127.0.0.1:8080/api/queues", to="n1")
+    signed = await caller.headers("GET", "https://127.0.0.1:8080/api/queues?x=1", to="n1")
     target = "/api/queues?x=1"
-    assert verify_assertion(SECRET, signed[NODE_AUTH_HEADER], "GET", target) is not None
-    plain = await NodeCaller(SECRET).headers("GET", "http://127.0.0.1:8080/api/queues")  # no TLS configured
+    assert verify_assertion(SECRET, signed[NODE_AUTH_HEADER], "GET", target, node="n1") is not None
+    plain = await NodeCaller(SECRET).headers("GET", "http://127.0.0.1:8080/api/queues", to="n1")  # no TLS
     assert NODE_AUTH_HEADER in plain

@@ -40,7 +40,7 @@ def test_a_node_reachable_off_loopback_exits_without_a_secret_of_its_own(
 
 
 async def test_the_development_secret_forges_no_node_assertion(secured: ProcessCluster) -> None:
-    forged = sign_assertion("quorumq-dev-secret", "@node", "GET", "/api/users", body_digest(b""))
+    forged = sign_assertion("quorumq-dev-secret", "@node", "GET", "/api/users", body_digest(b""), to="node1")
     answer = await call("GET", secured.urls[0] + "/api/users", headers={NODE_AUTH_HEADER: forged})
     assert answer.status == 401, answer.body
 

@@ -72,7 +72,7 @@ async def test_one_source_holds_few_pending_handshakes(secured: ProcessCluster) 
     try:
         challenged = sum(answered for _, _, answered in dialled)
         assert challenged <= PER_SOURCE, challenged
-        assert await raft_handshake(node.host, node.raft_port, "node2", HARNESS_SECRET)
+        assert await raft_handshake(node.host, node.raft_port, "node2", HARNESS_SECRET, node.name)
     finally:
         for _, writer, _ in dialled:
             writer.close()
@@ -86,7 +86,7 @@ async def test_the_oldest_pending_handshakes_make_way_when_many_sources_dial(sec
         oldest = dialled[: len(dialled) - PENDING]
         for reader, _, _ in oldest:  # closed when newer ones came, long before their deadline
             assert await asyncio.wait_for(reader.read(), DEADLINE_S / 2) == b""
-        assert await raft_handshake(node.host, node.raft_port, "node2", HARNESS_SECRET)
+        assert await raft_handshake(node.host, node.raft_port, "node2", HARNESS_SECRET, node.name)
     finally:
         for _, writer, _ in dialled:
             writer.close()
