@@ -39,6 +39,7 @@ from api.app_keys import (
     STREAMS,
 )
 from api.auth import auth_middleware, bootstrap_users
+from api.browser_guard import browser_guard, secure_headers
 from api.errors import error_middleware
 from api.forwarded_publish import peer_server
 from api.forwarding import FORWARD_TIMEOUT_S
@@ -69,9 +70,16 @@ def create_app(node: Node) -> web.Application:
     """An aiohttp application serving the API contract for a started `node` (tests start it in-process).
     Handlers see only the parts of the node handed over here."""
     app = web.Application(
-        middlewares=[request_id_middleware, error_middleware, auth_middleware, limits_middleware],
+        middlewares=[
+            request_id_middleware,
+            browser_guard(node.config),
+            error_middleware,
+            auth_middleware,
+            limits_middleware,
+        ],
         client_max_size=node.config.max_request_bytes,
     )
+    app.on_response_prepare.append(secure_headers)
     app[CONFIG] = node.config
     app[QUEUES] = node.directory
     app[METADATA] = node.metadata

@@ -5,24 +5,18 @@ where it happened. Each page's screenshot is saved under docs/screenshots/ (link
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from selenium import webdriver
-from selenium.common.exceptions import StaleElementReferenceException
-from selenium.webdriver.chrome.service import Service
+from browser_harness import chromium, until
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
-from selenium.webdriver.support.ui import Select, WebDriverWait
+from selenium.webdriver.support.ui import Select
 
 from cli.node_processes import ProcessCluster
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
 SCREENSHOTS = Path(__file__).parents[2] / "docs" / "screenshots"
-PATIENT_S = 40
 
 
 @pytest.fixture(scope="module")
@@ -34,28 +28,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[WebDriver]:
-    assert CHROMIUM.exists() and CHROMEDRIVER.exists(), "install chromium and chromium-driver (.ci/run does)"
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1600"):
-        options.add_argument(argument)
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    driver = chromium()
     yield driver
     driver.quit()
-
-
-def until(driver: WebDriver, check: Callable[[WebDriver], Any], what: str) -> Any:
-    """Wait until the page shows `check` (stale elements of a page being redrawn count as not yet)."""
-
-    def settled(d: WebDriver) -> Any:
-        try:
-            return check(d)
-        except StaleElementReferenceException:
-            return False
-
-    return WebDriverWait(driver, PATIENT_S, poll_frequency=0.2).until(
-        settled, f"the page never showed {what}"
-    )
 
 
 def text_of(driver: WebDriver, element_id: str) -> str:
