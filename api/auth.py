@@ -294,9 +294,12 @@ def _admit_guest(request: web.Request) -> None:
     """Unauthenticated unless the built-in guest may log in on this request: while this node keeps it
     (`guest_enabled`), from loopback, and not from a page of another origin (decision 0020)."""
     config, metadata = request.app[CONFIG], request.app[METADATA]
+    if config.loopback_guest is False:
+        raise Unauthenticated("the guest user is disabled on this node")
     if not guest_enabled(config, metadata):
-        why = "loopback_guest = false" if config.loopback_guest is False else "an administrator exists"
-        raise Unauthenticated(f"the guest user is disabled on this node ({why})")
+        raise Unauthenticated(
+            "the guest user is off on this node: an administrator exists (or is bootstrapped)"
+        )
     if not is_loopback(request):
         raise Unauthenticated("the guest user may only connect from loopback")
     if from_another_origin(request):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from browser_harness import chromium, until
@@ -14,7 +15,8 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import Select
 
-from cli.node_processes import ProcessCluster
+from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER, ProcessCluster
+from quorumq import SyncClient, UnauthorizedError
 
 SCREENSHOTS = Path(__file__).parents[2] / "docs" / "screenshots"
 
@@ -202,3 +204,29 @@ def test_the_other_pages_show_nodes_users_policies_and_dead_letters(
     browser.find_element(By.ID, "redrive").click()
     until(browser, lambda d: "/ 3" in text_of(d, "redrive-tasks"), "a redrive task of the three")
     screenshot(browser, "dead-letters")
+
+
+def test_w9_the_user_form_changes_only_what_the_operator_changed(
+    cluster: ProcessCluster, browser: WebDriver
+) -> None:
+    permissions = {"configure": "^w9-c", "write": "^w9-w", "read": "^w9-r"}
+    with SyncClient(cluster.urls, auth=(HARNESS_USER, HARNESS_PASSWORD)) as client:
+        client.put_user("w9-user", "the-first-password", tags=["monitoring"])
+        client.set_permissions("w9-user", **permissions)
+    go(browser, cluster, "users")
+    until(browser, lambda d: "w9-user" in d.find_element(By.ID, "main").text, "the user listed")
+    fill(browser, "user-form", name="w9-user", password="the-second-password")
+
+    def changed_password(_: WebDriver) -> dict[str, Any] | None:
+        with SyncClient(cluster.urls, auth=("w9-user", "the-second-password")) as client:
+            try:
+                return client.whoami()
+            except UnauthorizedError:
+                return None
+
+    me = until(browser, changed_password, "the new password in force")
+    with SyncClient(
+        cluster.urls, auth=(HARNESS_USER, HARNESS_PASSWORD)
+    ) as client:  # after the form's last call
+        user = next(u for u in client.users() if u["name"] == "w9-user")
+    assert user["permissions"] == me["permissions"] == permissions and user["tags"] == ["monitoring"], user
