@@ -28,6 +28,7 @@ from api.app_keys import (
     METADATA_DOOR,
     PASSWORD_CHECKER,
     REPLAY_GUARD,
+    REVOKED_TOKENS,
 )
 from api.browser_guard import from_another_origin
 from api.errors import ApiError, error_response
@@ -88,6 +89,7 @@ ROUTE_ACCESS: dict[tuple[str, str], Access] = {
     ("GET", "/api/openapi.json"): Access.AUTHENTICATED,
     ("GET", "/api/whoami"): Access.AUTHENTICATED,
     ("POST", "/api/tokens"): Access.AUTHENTICATED,
+    ("DELETE", "/api/tokens"): Access.AUTHENTICATED,  # the caller's own bearer token (log-out)
     ("GET", "/api/queues"): Access.AUTHENTICATED,
     ("GET", "/api/nodes"): Access.AUTHENTICATED,
     ("GET", "/api/nodes/{node}"): Access.AUTHENTICATED,
@@ -225,7 +227,8 @@ async def authenticate(request: web.Request) -> Principal | None:
     if scheme.lower() == "basic":
         return await _basic(request, value.strip())
     if scheme.lower() == "bearer":
-        claims = verify_token(config.cluster_secret, value.strip(), metadata.users)
+        revoked = request.app[REVOKED_TOKENS]
+        claims = verify_token(config.cluster_secret, value.strip(), metadata.users, revoked=revoked)
         if claims is None:
             raise Unauthenticated("invalid or expired token")
         return _known_user(metadata, claims.name, claims.expires_ms)

@@ -568,6 +568,17 @@ async function logIn(basic) {
   await start();
 }
 
+// The log-out button: revoke the session's token on every node (a guest's Basic credentials have none),
+// then forget it; a revocation that failed is said.
+async function revokeAndLogOut() {
+  let failed = null;
+  if (state.auth && state.auth.startsWith("Bearer ")) {
+    try { await api("DELETE", "/api/tokens"); } catch (err) { failed = err; }
+  }
+  logOut();
+  if (failed) showError(failed);
+}
+
 function logOut() {
   state.auth = null;
   state.history = [];
@@ -587,7 +598,7 @@ async function start() {
 
 window.addEventListener("hashchange", () => { clearError(); render(); });
 document.addEventListener("DOMContentLoaded", () => {
-  document.getElementById("logout").addEventListener("click", logOut);
+  document.getElementById("logout").addEventListener("click", revokeAndLogOut);
   if (state.auth) start().catch((err) => { showError(err); logOut(); });
   else render();
 });

@@ -230,3 +230,22 @@ def test_w9_the_user_form_changes_only_what_the_operator_changed(
     ) as client:  # after the form's last call
         user = next(u for u in client.users() if u["name"] == "w9-user")
     assert user["permissions"] == me["permissions"] == permissions and user["tags"] == ["monitoring"], user
+
+
+def test_w15_log_out_revokes_the_token_on_every_node(cluster: ProcessCluster, browser: WebDriver) -> None:
+    go(browser, cluster, "overview")
+    browser.find_element(By.ID, "logout").click()
+    until(browser, lambda d: d.find_elements(By.ID, "login"), "the login form")
+    fill(browser, "login", user=HARNESS_USER, password=HARNESS_PASSWORD)
+    until(browser, lambda d: text_of(d, "who") == HARNESS_USER, "the administrator logged in")
+    auth = browser.execute_script("return sessionStorage.getItem('quorumq.auth')")
+    assert auth.startswith("Bearer "), auth
+    token = auth.removeprefix("Bearer ")
+    for url in cluster.urls:
+        with SyncClient([url], token=token) as client:
+            assert client.whoami()["name"] == HARNESS_USER
+    browser.find_element(By.ID, "logout").click()
+    until(browser, lambda d: d.find_elements(By.ID, "login"), "the login form again")
+    for url in cluster.urls:  # the log-out answered only once every node had revoked it
+        with SyncClient([url], token=token) as client, pytest.raises(UnauthorizedError):
+            client.whoami()
