@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import msgpack
@@ -102,6 +103,10 @@ def _node_base(node: ProcessCluster) -> str:
     return f"http://127.0.0.1:{node.nodes[0].http_port}"
 
 
+def _at(url: str, driver: WebDriver) -> bool:
+    return bool(driver.current_url.startswith(url))
+
+
 def _attack_log(driver: WebDriver) -> list[str]:
     return list(driver.execute_script("return window.attack || []"))
 
@@ -119,11 +124,7 @@ def test_w4_a_foreign_text_plain_form_cannot_drain_or_publish(
             <input name='{name}' value='{value}'></form>
             <script>document.getElementById("f").submit()</script>"""
         browser.get(attacker.url(path, page))
-        until(
-            browser,
-            lambda d, sent_to=action: d.current_url.startswith(sent_to),
-            f"the form posted to {action}",
-        )
+        until(browser, partial(_at, action), f"the form posted to {action}")
         assert "forged" not in browser.page_source
     assert _ready(node) == STORED
 

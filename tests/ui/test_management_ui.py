@@ -13,6 +13,7 @@ import pytest
 from browser_harness import chromium, until
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.expected_conditions import alert_is_present
 from selenium.webdriver.support.ui import Select
 
 from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER, ProcessCluster
@@ -230,6 +231,25 @@ def test_w9_the_user_form_changes_only_what_the_operator_changed(
     ) as client:  # after the form's last call
         user = next(u for u in client.users() if u["name"] == "w9-user")
     assert user["permissions"] == me["permissions"] == permissions and user["tags"] == ["monitoring"], user
+
+
+def test_w15_deleting_a_user_asks_first(cluster: ProcessCluster, browser: WebDriver) -> None:
+    with SyncClient(cluster.urls, auth=(HARNESS_USER, HARNESS_PASSWORD)) as client:
+        client.put_user("w15-doomed", "a-doomed-password")
+
+        def delete_button(d: WebDriver) -> Any:
+            rows = d.find_elements(By.XPATH, "//tr[td[1][text()='w15-doomed']]//button")
+            return rows[0] if rows else None
+
+        go(browser, cluster, "nodes")  # from another page, so that the users page is drawn again
+        go(browser, cluster, "users")
+        until(browser, delete_button, "the user's Delete button").click()
+        until(browser, alert_is_present(), "the question").dismiss()
+        assert "w15-doomed" in {u["name"] for u in client.users()}
+        until(browser, delete_button, "the user's Delete button").click()
+        until(browser, alert_is_present(), "the question").accept()
+        until(browser, lambda d: delete_button(d) is None, "the user gone from the page")
+        assert "w15-doomed" not in {u["name"] for u in client.users()}
 
 
 def test_w15_log_out_revokes_the_token_on_every_node(cluster: ProcessCluster, browser: WebDriver) -> None:
