@@ -19,6 +19,7 @@ from api import (
     queue_handlers,
     redrive_handlers,
     stream_handler,
+    token_revocation,
     ui_handlers,
 )
 from api.app_keys import (
@@ -34,11 +35,13 @@ from api.app_keys import (
     PEER_REQUESTS,
     QUEUES,
     REPLAY_GUARD,
+    REVOKED_TOKENS,
     STARTED,
     STATUS,
     STREAMS,
 )
 from api.auth import auth_middleware, bootstrap_users
+from api.browser_guard import browser_guard, secure_headers
 from api.consumer_revocation import end_revoked_consumers
 from api.errors import error_middleware
 from api.forwarded_publish import peer_server
@@ -51,6 +54,7 @@ from api.metrics import Metrics
 from api.openapi import serve_spec
 from api.policy_handlers import add_routes as add_policy_routes
 from api.request_ids import request_id_middleware
+from api.tokens import RevokedTokens
 from api.user_handlers import add_routes as add_user_routes
 from cluster.node import Node
 from cluster.replay_guard import ReplayGuard
@@ -70,9 +74,16 @@ def create_app(node: Node) -> web.Application:
     """An aiohttp application serving the API contract for a started `node` (tests start it in-process).
     Handlers see only the parts of the node handed over here."""
     app = web.Application(
-        middlewares=[request_id_middleware, error_middleware, auth_middleware, limits_middleware],
+        middlewares=[
+            request_id_middleware,
+            browser_guard(node.config),
+            error_middleware,
+            auth_middleware,
+            limits_middleware,
+        ],
         client_max_size=node.config.max_request_bytes,
     )
+    app.on_response_prepare.append(secure_headers)
     app[CONFIG] = node.config
     app[QUEUES] = node.directory
     app[METADATA] = node.metadata
@@ -85,6 +96,7 @@ def create_app(node: Node) -> web.Application:
     app[METRICS] = Metrics(node.directory, node.status, node.raft_metrics)
     app[REPLAY_GUARD] = ReplayGuard(since_ms=steady_wall_ms())
     app[LOGIN_THROTTLE] = LoginThrottle()
+    app[REVOKED_TOKENS] = RevokedTokens()
     app[STREAMS] = set()
     app[STARTED] = time.monotonic()
     app.on_shutdown.append(stream_handler.close_streams)
@@ -137,6 +149,7 @@ def add_routes(router: web.UrlDispatcher) -> None:
     router.add_get("/metrics", cluster_handlers.metrics)
     add_membership_routes(router)
     add_user_routes(router)
+    router.add_delete("/api/tokens", token_revocation.revoke_token)
     add_policy_routes(router)
     router.add_get("/api/openapi.json", serve_spec)
     router.add_get("/", ui_handlers.index)

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from api.login_throttle import LoginThrottle
     from api.metrics import Metrics
     from api.password_checker import PasswordChecker
+    from api.tokens import RevokedTokens
     from cluster.config import NodeConfig
     from cluster.format_versions import FormatVersions
     from cluster.membership.membership import Membership
@@ -37,5 +38,6 @@ FORWARD_SESSION = web.AppKey("forward_session", aiohttp.ClientSession)
 PASSWORD_CHECKER: web.AppKey[PasswordChecker] = web.AppKey("password_checker")
 REPLAY_GUARD: web.AppKey[ReplayGuard] = web.AppKey("replay_guard")
 LOGIN_THROTTLE: web.AppKey[LoginThrottle] = web.AppKey("login_throttle")
+REVOKED_TOKENS: web.AppKey[RevokedTokens] = web.AppKey("revoked_tokens")  # log-outs, until each expires
 STREAMS: web.AppKey[set[web.WebSocketResponse]] = web.AppKey("streams")  # the open streaming connections
 STARTED = web.AppKey("started", float)  # time.monotonic() when the application was made (uptime)

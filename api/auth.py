@@ -3,9 +3,9 @@ from loopback) and authorisation (RabbitMQ's configure/write/read regexes per qu
 tag).
 
 Every route has an access rule in `ROUTE_ACCESS`; a route without one needs an administrator, so a
-new endpoint is never open by accident. Missing (from anywhere) or wrong credentials answer 401 (with
-`WWW-Authenticate`, unless a script says it calls: `X-Requested-With`), valid credentials without the
-permission answer 403.
+new endpoint is never open by accident. Missing (from anywhere) or wrong credentials answer 401, without
+a Basic challenge (which would fill a browser's credential cache, decision 0020), valid credentials
+without the permission answer 403.
 """
 
 from __future__ import annotations
@@ -29,7 +29,9 @@ from api.app_keys import (
     METADATA_DOOR,
     PASSWORD_CHECKER,
     REPLAY_GUARD,
+    REVOKED_TOKENS,
 )
+from api.browser_guard import from_another_origin
 from api.errors import ApiError, error_response
 from api.limits import read_body
 from api.login_throttle import LoginThrottled
@@ -58,7 +60,6 @@ from cluster.users import (
 log = logging.getLogger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-REALM = 'Basic realm="quorumq", charset="UTF-8"'
 BOOTSTRAP_RETRY_S = 0.5
 
 
@@ -90,6 +91,7 @@ ROUTE_ACCESS: dict[tuple[str, str], Access] = {
     ("GET", "/api/openapi.json"): Access.AUTHENTICATED,
     ("GET", "/api/whoami"): Access.AUTHENTICATED,
     ("POST", "/api/tokens"): Access.AUTHENTICATED,
+    ("DELETE", "/api/tokens"): Access.AUTHENTICATED,  # the caller's own bearer token (log-out)
     ("GET", "/api/queues"): Access.AUTHENTICATED,
     ("GET", "/api/nodes"): Access.AUTHENTICATED,
     ("GET", "/api/nodes/{node}"): Access.AUTHENTICATED,
@@ -229,7 +231,8 @@ async def authenticate(request: web.Request) -> Principal | None:
     if scheme.lower() == "basic":
         return await _basic(request, value.strip())
     if scheme.lower() == "bearer":
-        claims = verify_token(config.cluster_secret, value.strip(), metadata.users)
+        revoked = request.app[REVOKED_TOKENS]
+        claims = verify_token(config.cluster_secret, value.strip(), metadata.users, revoked=revoked)
         if claims is None:
             raise Unauthenticated("invalid or expired token")
         return _known_user(metadata, claims.name, claims.expires_ms)
@@ -265,10 +268,8 @@ async def _basic(request: web.Request, value: str) -> Principal:
         raise Unauthenticated("malformed basic credentials") from exc
     if not sep:
         raise Unauthenticated("malformed basic credentials")
-    if name == GUEST and not request.app[CONFIG].loopback_guest:  # never a stored user: no check, no failure
-        raise Unauthenticated("the guest user is disabled on this node")
-    if name == GUEST and not is_loopback(request):
-        raise Unauthenticated("the guest user may only connect from loopback")
+    if name == GUEST:  # never a stored user: refused at once, no check, no failed login
+        _admit_guest(request)
     throttle, source = request.app[LOGIN_THROTTLE], source_key(request.remote)
     throttle.refuse_if_blocked(source)
     metadata = request.app[METADATA]
@@ -299,10 +300,34 @@ async def _basic(request: web.Request, value: str) -> Principal:
         throttle.end(source, failed)
 
 
+def _admit_guest(request: web.Request) -> None:
+    """Unauthenticated unless the built-in guest may log in on this request: while this node keeps it
+    (`guest_enabled`), from loopback, and not from a page of another origin (decision 0020)."""
+    config, metadata = request.app[CONFIG], request.app[METADATA]
+    if config.loopback_guest is False:
+        raise Unauthenticated("the guest user is disabled on this node")
+    if not guest_enabled(config, metadata):
+        raise Unauthenticated(
+            "the guest user is off on this node: an administrator exists (or is bootstrapped)"
+        )
+    if not is_loopback(request):
+        raise Unauthenticated("the guest user may only connect from loopback")
+    if from_another_origin(request):
+        raise Unauthenticated("the guest user is refused to a page of another origin")
+
+
+def guest_enabled(config: NodeConfig, metadata: MetadataView) -> bool:
+    """Whether this node keeps the built-in guest: `loopback_guest` when set; unset, until a bootstrap
+    user is configured or any administrator exists (RabbitMQ's `default_user` replacing `guest`)."""
+    if config.loopback_guest is not None:
+        return config.loopback_guest
+    return not config.bootstrap_user and not any(u.is_administrator for u in metadata.users.values())
+
+
 def vouched_principal(config: NodeConfig, metadata: MetadataView, name: str) -> Principal:
     """The principal of user `name`, whom another node vouches for (a node assertion, a publish forwarded
     over the peer transport); Unauthenticated when no such user is known here."""
-    if name in (NODE_PRINCIPAL, GUEST) and (name == NODE_PRINCIPAL or config.loopback_guest):
+    if name == NODE_PRINCIPAL or (name == GUEST and guest_enabled(config, metadata)):
         return Principal.superuser(name)
     return _known_user(metadata, name)
 
@@ -349,15 +374,12 @@ async def vouch(request: web.Request, method: str, url: str, body: bytes = b"") 
     return headers if current is None else {**headers, REQUEST_ID_HEADER: current}
 
 
-def _unauthorised(request: web.Request, reason: str, status: int) -> web.Response:
-    """401 with the Basic challenge, except to a script that says so (`X-Requested-With`, as the
-    management UI's calls do): a browser answers a challenge with its own login dialog."""
+def _unauthorised(reason: str, status: int) -> web.Response:
+    """401, without the Basic challenge: a browser would answer it with its login dialog and then attach
+    the credentials it cached to whatever any page sends the node (as RabbitMQ's API, none)."""
     if status == 503:
         return error_response(503, "not_ready", reason)
-    response = error_response(401, "unauthorized", reason)
-    if request.headers.get("X-Requested-With") != "XMLHttpRequest":
-        response.headers["WWW-Authenticate"] = REALM
-    return response
+    return error_response(401, "unauthorized", reason)
 
 
 @web.middleware
@@ -369,13 +391,13 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     try:
         caller = await authenticate(request)
     except Unauthenticated as exc:
-        return _unauthorised(request, exc.reason, exc.status)
+        return _unauthorised(exc.reason, exc.status)
     except LoginThrottled as exc:
         response = error_response(429, "too_many_requests", str(exc))
         response.headers["Retry-After"] = str(exc.retry_after_s)
         return response
     if caller is None:
-        return _unauthorised(request, "authentication required", 401)
+        return _unauthorised("authentication required", 401)
     queue = request.match_info.get("q")
     if queue is not None:  # validated before any permission pattern sees it
         check_queue_name(queue, request.app[CONFIG].max_queue_name_length)

@@ -190,7 +190,12 @@ def _operation(
     responses: dict[str, Any] = {status: {"description": text} for status, text in ok.items()}
     if answers is not None:
         responses["200"]["content"] = answers
-    errors = {"400": "bad input", "404": "unknown resource", "503": UNAVAILABLE}
+    errors = {
+        "400": "bad input",
+        "404": "unknown resource",
+        "421": "a Host this node does not go by",
+        "503": UNAVAILABLE,
+    }
     if not public:
         errors |= {"401": "missing or wrong credentials", "403": "not permitted"}
     for status, text in errors.items():
@@ -199,6 +204,9 @@ def _operation(
     if public:
         operation["security"] = []
     if body is not None:
+        responses.setdefault(
+            "415", {"description": "a body neither JSON nor msgpack", "content": {JSON: {"schema": ERROR}}}
+        )
         content = {JSON: {"schema": body}} | ({MSGPACK: {"schema": packed_body}} if packed_body else {})
         operation["requestBody"] = {"required": body_required, "content": content}
     if query:
@@ -397,7 +405,12 @@ PATHS: dict[str, dict[str, Any]] = {
             {"201": "token and expiry"},
             body=_object({"ttl_s": {"type": "integer", "minimum": 1, "maximum": 604800}}),
             body_required=False,
-        )
+        ),
+        "delete": _operation(
+            "revoke the bearer token presented (log out): here, and on every member reached",
+            {"200": "the nodes that revoked it"},
+            query=(_query("scope", {"type": "string", "enum": ["node"]}),),
+        ),
     },
     "/api/users": {"get": _operation("list users", {"200": "users"})},
     "/api/users/{user}": {

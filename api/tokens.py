@@ -1,7 +1,8 @@
 """Bearer tokens: `qq1.PAYLOAD.MAC`, signed with a key derived from the cluster secret.
 
 The payload names the user, the expiry and the generation of the user's password hash, so any node can
-check a token without shared state, and changing the password or deleting the user revokes it.
+check a token without shared state, and changing the password or deleting the user revokes it. One
+token is revoked (a log-out) by each node's `RevokedTokens`, in memory until it expires (decision 0020).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import base64
 import binascii
 import hashlib
 import hmac
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from typing import NamedTuple
 
 import msgpack
@@ -24,6 +25,7 @@ PREFIX = "qq1"
 DEFAULT_TTL_S = 3600
 MAX_TTL_S = 7 * 24 * 3600
 MAX_TOKEN_CHARS = 1024
+MAX_REVOKED = 100_000
 
 
 def _b64(data: bytes) -> str:
@@ -59,10 +61,15 @@ def issue_token(
 
 
 def verify_token(
-    secret: str, token: str, users: Mapping[str, UserRecord], now_s: float | None = None
+    secret: str,
+    token: str,
+    users: Mapping[str, UserRecord],
+    now_s: float | None = None,
+    revoked: Container[str] = (),
 ) -> TokenClaims | None:
-    """The claims of a genuine, unexpired, unrevoked token; None for anything else."""
-    if len(token) > MAX_TOKEN_CHARS:
+    """The claims of a genuine, unexpired, unrevoked token (not among `revoked`); None for anything
+    else."""
+    if len(token) > MAX_TOKEN_CHARS or token in revoked:
         return None
     prefix, _, rest = token.partition(".")
     payload, _, mac = rest.partition(".")
@@ -79,3 +86,29 @@ def verify_token(
     if generation != password_generation(record.password_hash):
         return None
     return TokenClaims(name, expires_ms)
+
+
+class RevocationsFull(Exception):
+    """`MAX_REVOKED` unexpired tokens are revoked already on this node."""
+
+
+class RevokedTokens:
+    """The tokens revoked on this node, each kept until it expires (then it is refused anyway)."""
+
+    def __init__(self) -> None:
+        self._expiries: dict[str, int] = {}
+
+    def __contains__(self, token: object) -> bool:
+        return token in self._expiries
+
+    def revoke(self, token: str, expires_ms: int, now_ms: int | None = None) -> None:
+        """Refuse `token` from now on, until `expires_ms`; RevocationsFull when `MAX_REVOKED` unexpired
+        tokens are revoked already."""
+        if (
+            len(self._expiries) >= MAX_REVOKED
+        ):  # forget the expired ones only when full: a revocation is cheap
+            now_ms = steady_wall_ms() if now_ms is None else now_ms
+            self._expiries = {t: e for t, e in self._expiries.items() if e > now_ms}
+        if len(self._expiries) >= MAX_REVOKED and token not in self._expiries:
+            raise RevocationsFull(f"{MAX_REVOKED} unexpired tokens are revoked on this node already")
+        self._expiries[token] = expires_ms

@@ -38,13 +38,14 @@ HARNESS_SECRET = secrets.token_hex(32)
 HARNESS_ENV = {
     "QUORUMQ_BOOTSTRAP_USER": HARNESS_USER,
     "QUORUMQ_BOOTSTRAP_PASSWORD": HARNESS_PASSWORD,
+    "QUORUMQ_LOOPBACK_GUEST": "true",  # kept beside the bootstrap user: clients given no credentials use it
     SECRET_ENV: HARNESS_SECRET,
 }
 
 
 def harness_env(env: dict[str, str] | None) -> dict[str, str]:
-    """A node's environment: `env` (or this process's) plus the harness bootstrap administrator and
-    cluster secret, unless the caller chose others (the value, or its `_FILE` variant)."""
+    """A node's environment: `env` (or this process's) plus the harness bootstrap administrator, the
+    loopback guest and cluster secret, unless the caller chose others (the value, or its `_FILE` variant)."""
     given = os.environ if env is None else env
     defaults = {k: v for k, v in HARNESS_ENV.items() if f"{k}_FILE" not in given}
     return {**defaults, **given}

@@ -154,6 +154,13 @@ class NodeConfig:
     advertise_http: str | None = field(
         default=None, metadata=about("The HTTP URL other nodes use to reach this one.")
     )
+    allowed_hosts: tuple[str, ...] = field(
+        default=(),
+        metadata=about(
+            "Further names clients reach the HTTP API by (the Host header), comma-separated; '*': any "
+            "(the advertised name, localhost and IP addresses are always answered)."
+        ),
+    )
     advertise_raft: Address | None = field(
         default=None, metadata=about("HOST:PORT other nodes dial for Raft (default: raft).")
     )
@@ -174,7 +181,13 @@ class NodeConfig:
         default="", metadata=about("An administrator created at the first start.", secret=True)
     )
     bootstrap_password: str = field(default="", metadata=about("The bootstrap user's password.", secret=True))
-    loopback_guest: bool = field(default=True, metadata=about("guest/guest may log in, from loopback only."))
+    loopback_guest: bool | None = field(
+        default=None,
+        metadata=about(
+            "guest/guest may log in, from loopback only (unset: until a bootstrap user is configured or "
+            "an administrator exists)."
+        ),
+    )
     metrics_public: bool = field(default=False, metadata=about("/metrics answers without credentials."))
     tls_cert: str = field(default="", metadata=about("The node's TLS certificate (PEM file)."))
     tls_key: str = field(default="", metadata=about("The certificate's private key (PEM file)."))
@@ -236,6 +249,9 @@ _COERCE: dict[str, Callable[[Any], Any]] = {
     "raft": lambda v: Address.parse(str(v), what="raft"),
     "advertise_raft": lambda v: Address.parse(str(v), what="advertise_raft"),
     "seeds": lambda v: tuple(Seed.parse(s) for s in (v.split(",") if isinstance(v, str) else v) if s),
+    "allowed_hosts": lambda v: tuple(
+        h for h in (str(h).strip() for h in (v.split(",") if isinstance(v, str) else v)) if h
+    ),
 }
 _FLAG_WORDS = {word: True for word in ("1", "true", "yes", "on")} | {
     word: False for word in ("0", "false", "no", "off")
@@ -337,7 +353,7 @@ def _value(known: Field[Any], value: Any) -> Any:
     coerce = _COERCE.get(name)
     if coerce is not None:
         return coerce(value)
-    if kind == "bool":
+    if kind in ("bool", "bool | None"):
         flag = value if isinstance(value, bool) else _FLAG_WORDS.get(str(value).strip().lower())
         if flag is None:
             raise ConfigError(f"{name}: expected true or false, got {value!r}")

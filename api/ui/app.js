@@ -25,7 +25,7 @@ class ApiError extends Error {
 }
 
 async function api(method, path, body, auth = state.auth) {
-  const headers = { Accept: "application/json", "X-Requested-With": "XMLHttpRequest" }; // no login dialog
+  const headers = { Accept: "application/json" };
   if (auth) headers.Authorization = auth;
   if (body !== undefined) headers["Content-Type"] = "application/json";
   let answer;
@@ -151,6 +151,25 @@ function jsonField(form, name, fallback) {
   try { return JSON.parse(raw); } catch (err) { throw new ApiError(0, "bad_input", `${name} is not JSON: ${err.message}`); }
 }
 
+// A destructive action button: asks first, and does nothing unless the operator agrees.
+function confirmed(question, work) {
+  return action(async () => { if (window.confirm(question)) await work(); });
+}
+
+const PERMISSIONS = ["configure", "write", "read"];
+
+// The user form's save: only what the operator changed. A password or tags left as they were are not
+// sent, and the permissions only when they differ from the user's (any typed, for a new user).
+async function saveUser(form, user) {
+  const path = `/api/users/${encodeURIComponent(field(form, "name"))}`;
+  const password = form.elements.password.value;
+  const tags = { keep: undefined, administrator: ["administrator"], none: [] }[field(form, "tags")];
+  if (!user || password || tags) await api("PUT", path, { ...(password ? { password } : {}), ...(tags ? { tags } : {}) });
+  const permissions = Object.fromEntries(PERMISSIONS.map((kind) => [kind, field(form, kind)]));
+  const before = user ? user.permissions : { configure: "", write: "", read: "" };
+  if (PERMISSIONS.some((kind) => permissions[kind] !== before[kind])) await api("PUT", `${path}/permissions`, permissions);
+}
+
 // -- pages -------------------------------------------------------------------------------------
 
 const pages = {
@@ -263,7 +282,7 @@ const pages = {
         { title: "Commit", num: true, value: (m) => m.commit_index },
         { title: "Term", num: true, value: (m) => m.term },
         { title: "Lag", num: true, value: (m) => m.lag },
-        { title: "", value: (m) => el("button", { class: "secondary", type: "button", onclick: action(() => api("DELETE", `${q(name)}/members/${encodeURIComponent(m.node)}`)), text: "Remove" }) },
+        { title: "", value: (m) => el("button", { class: "secondary", type: "button", onclick: confirmed(`Remove the replica of '${name}' on ${m.node}?`, () => api("DELETE", `${q(name)}/members/${encodeURIComponent(m.node)}`)), text: "Remove" }) },
       ], members.members, { id: "replicas-table" }),
       el("form", { class: "inline", id: "move-leader", onsubmit: action((event) => api("POST", `${q(name)}/leader`, { node: field(event.target, "node") })) },
         el("label", {}, "Move leader to", el("select", { name: "node" }, voters.map((n) => el("option", { value: n, text: n })))),
@@ -362,6 +381,22 @@ const pages = {
 
   async users(main) {
     const users = await api("GET", "/api/users");
+    const known = Object.fromEntries(users.map((u) => [u.name, u]));
+    const form = el("form", { class: "inline", id: "user-form", onsubmit: action(() => saveUser(form, known[field(form, "name")])) },
+      el("label", {}, "Name", el("input", { name: "name", required: true, list: "user-names" })),
+      el("datalist", { id: "user-names" }, users.map((u) => el("option", { value: u.name }))),
+      el("label", {}, "Password", el("input", { name: "password", type: "password", placeholder: "unchanged" })),
+      el("label", {}, "Tags", el("select", { name: "tags" },
+        el("option", { value: "keep", text: "keep (none for a new user)" }),
+        el("option", { value: "administrator", text: "administrator" }),
+        el("option", { value: "none", text: "none" }))),
+      PERMISSIONS.map((kind) => el("label", {}, kind[0].toUpperCase() + kind.slice(1), el("input", { name: kind }))),
+      el("button", { type: "submit", text: "Save" }));
+    // Naming a user shows its permissions as they are: the form then changes only what the operator edits.
+    form.elements.name.addEventListener("input", () => {
+      const user = known[field(form, "name")];
+      for (const kind of PERMISSIONS) form.elements[kind].value = user ? user.permissions[kind] : "";
+    });
     main.replaceChildren(
       el("h1", { text: "Users and permissions" }),
       table([
@@ -370,27 +405,10 @@ const pages = {
         { title: "Configure", value: (u) => u.permissions.configure },
         { title: "Write", value: (u) => u.permissions.write },
         { title: "Read", value: (u) => u.permissions.read },
-        { title: "", value: (u) => el("button", { class: "danger", type: "button", onclick: action(() => api("DELETE", `/api/users/${encodeURIComponent(u.name)}`)), text: "Delete" }) },
+        { title: "", value: (u) => el("button", { class: "danger", type: "button", onclick: confirmed(`Delete user '${u.name}'?`, () => api("DELETE", `/api/users/${encodeURIComponent(u.name)}`)), text: "Delete" }) },
       ], users),
       el("h2", { text: "Add or change a user" }),
-      el("form", { class: "inline", id: "user-form", onsubmit: action(async (event) => {
-        const form = event.target;
-        const user = encodeURIComponent(field(form, "name"));
-        const password = form.elements.password.value;
-        const tags = { keep: undefined, administrator: ["administrator"], none: [] }[field(form, "tags")];
-        await api("PUT", `/api/users/${user}`, { ...(password ? { password } : {}), ...(tags ? { tags } : {}) });
-        await api("PUT", `/api/users/${user}/permissions`, { configure: field(form, "configure"), write: field(form, "write"), read: field(form, "read") });
-      }) },
-      el("label", {}, "Name", el("input", { name: "name", required: true })),
-      el("label", {}, "Password", el("input", { name: "password", type: "password" })),
-      el("label", {}, "Tags", el("select", { name: "tags" },
-        el("option", { value: "keep", text: "keep (none for a new user)" }),
-        el("option", { value: "administrator", text: "administrator" }),
-        el("option", { value: "none", text: "none" }))),
-      el("label", {}, "Configure", el("input", { name: "configure", value: ".*" })),
-      el("label", {}, "Write", el("input", { name: "write", value: ".*" })),
-      el("label", {}, "Read", el("input", { name: "read", value: ".*" })),
-      el("button", { type: "submit", text: "Save" })));
+      form);
   },
 
   async policies(main) {
@@ -402,7 +420,7 @@ const pages = {
         { title: "Pattern", value: (p) => p.pattern },
         { title: "Priority", num: true, value: (p) => p.priority },
         { title: "Definition", value: (p) => el("pre", { text: JSON.stringify(p.definition) }) },
-        { title: "", value: (p) => el("button", { class: "danger", type: "button", onclick: action(() => api("DELETE", `/api/policies/${encodeURIComponent(p.name)}`)), text: "Clear" }) },
+        { title: "", value: (p) => el("button", { class: "danger", type: "button", onclick: confirmed(`Clear policy '${p.name}'?`, () => api("DELETE", `/api/policies/${encodeURIComponent(p.name)}`)), text: "Clear" }) },
       ], policies, { empty: "No policies." }),
       el("h2", { text: "Set a policy" }),
       el("form", { class: "inline", id: "policy-form", onsubmit: action((event) => {
@@ -550,6 +568,17 @@ async function logIn(basic) {
   await start();
 }
 
+// The log-out button: revoke the session's token on every node (a guest's Basic credentials have none),
+// then forget it; a revocation that failed is said.
+async function revokeAndLogOut() {
+  let failed = null;
+  if (state.auth && state.auth.startsWith("Bearer ")) {
+    try { await api("DELETE", "/api/tokens"); } catch (err) { failed = err; }
+  }
+  logOut();
+  if (failed) showError(failed);
+}
+
 function logOut() {
   state.auth = null;
   state.history = [];
@@ -569,7 +598,7 @@ async function start() {
 
 window.addEventListener("hashchange", () => { clearError(); render(); });
 document.addEventListener("DOMContentLoaded", () => {
-  document.getElementById("logout").addEventListener("click", logOut);
+  document.getElementById("logout").addEventListener("click", revokeAndLogOut);
   if (state.auth) start().catch((err) => { showError(err); logOut(); });
   else render();
 });

@@ -124,6 +124,17 @@ def test_every_setting_from_a_file_must_have_its_type(tmp_path: Path) -> None:
     assert (config.batch_delay_ms, config.loopback_guest) == (2.0, False)
 
 
+def test_allowed_hosts_and_an_unset_guest_are_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert load_config(REQUIRED).loopback_guest is None  # unset: until an administrator exists
+    config_file = tmp_path / "node.toml"
+    config_file.write_text('allowed_hosts = ["queues.example", "lb.example"]\n')
+    assert load_config(REQUIRED, config_file).allowed_hosts == ("queues.example", "lb.example")
+    monkeypatch.setenv("QUORUMQ_ALLOWED_HOSTS", " queues.example, ,*")
+    assert load_config(REQUIRED).allowed_hosts == ("queues.example", "*")
+    monkeypatch.setenv("QUORUMQ_LOOPBACK_GUEST", "")  # an empty variable leaves the default
+    assert load_config(REQUIRED).loopback_guest is None
+
+
 def test_rule_a_misspelled_variable_is_a_warning_naming_the_closest_setting(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

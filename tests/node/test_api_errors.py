@@ -17,6 +17,7 @@ from quorumq import Client, SeqTooOldError
 
 MAX_MESSAGE_BYTES = 1024
 MAX_REQUEST_BYTES = 64 * 1024
+JSON_BODY = {"Content-Type": "application/json"}  # a body of any other type is 415 (decision 0020)
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +95,7 @@ async def test_declare_with_bad_input_is_400_naming_the_problem(
 
 
 async def test_declare_body_that_is_not_json_is_400(http: Api) -> None:
-    await http.expect_error(400, "PUT", "/api/queues/q-json", data=b"{not json")
+    await http.expect_error(400, "PUT", "/api/queues/q-json", data=b"{not json", headers=JSON_BODY)
     await http.expect_error(400, "PUT", "/api/queues/q-json", json=[1, 2])
 
 
@@ -282,7 +283,7 @@ async def test_settle_and_poll_with_bad_input_are_400(http: Api) -> None:
     assert "delay goes with a nack that requeues" in error["reason"]
     await http.expect_error(400, "POST", base + "/touch", json={"ids": [1], "delay": 5})
     await http.expect_error(400, "POST", base + "/touch", json={})
-    await http.expect_error(400, "POST", base + "/ack", data=b"[")
+    await http.expect_error(400, "POST", base + "/ack", data=b"[", headers=JSON_BODY)
     await http.expect_error(400, "GET", base + "/deliveries?max=lots")
     await http.expect_error(400, "GET", base + "/deliveries?wait=3600")
 

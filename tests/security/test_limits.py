@@ -68,8 +68,9 @@ async def test_a_body_that_does_not_arrive_in_time_is_408(limited: ProcessCluste
     node = limited.nodes[0]
     reader, writer = await asyncio.open_connection(node.host, node.http_port)
     writer.write(
-        b"POST /api/queues/slow/messages HTTP/1.1\r\nHost: x\r\nAuthorization: " + ADMIN.encode() + b"\r\n"
-        b'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"messages"'
+        b"POST /api/queues/slow/messages HTTP/1.1\r\nHost: localhost\r\n"
+        + f"Authorization: {ADMIN}\r\n".encode()
+        + b'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"messages"'
     )
     await writer.drain()
     status_line = await asyncio.wait_for(reader.readline(), 10)

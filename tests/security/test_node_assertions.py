@@ -19,8 +19,10 @@ from cluster.steady_clock import steady_wall_ms
 
 def _assertion(user: str, method: str, target: str, body: bytes = b"", to: str = "node1") -> dict[str, str]:
     """The header a node sends to make `method target` with `body` as `user` on node `to`."""
-    assertion = sign_assertion(HARNESS_SECRET, user, method, target, body_digest(body), to=to)
-    return {NODE_AUTH_HEADER: assertion}
+    headers = {
+        NODE_AUTH_HEADER: sign_assertion(HARNESS_SECRET, user, method, target, body_digest(body), to=to)
+    }
+    return {**headers, "Content-Type": "application/json"} if body else headers
 
 
 async def _declared(base: str, name: str) -> str:
@@ -120,7 +122,8 @@ async def test_a_forged_assertion_is_refused_before_the_body_is_read(secured: Pr
     reader, writer = await asyncio.open_connection(node.hostname, node.port)
     try:
         writer.write(
-            b"POST /api/queues/na-big/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"POST /api/queues/na-big/messages HTTP/1.1\r\nHost: localhost\r\n"
+            + b"Content-Type: application/json\r\n"
             + f"{NODE_AUTH_HEADER}: {forged}\r\nContent-Length: 50000000\r\n\r\n".encode()
         )
         await writer.drain()

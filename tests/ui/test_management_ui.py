@@ -5,24 +5,21 @@ where it happened. Each page's screenshot is saved under docs/screenshots/ (link
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from selenium import webdriver
-from selenium.common.exceptions import StaleElementReferenceException
-from selenium.webdriver.chrome.service import Service
+from browser_harness import chromium, until
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
-from selenium.webdriver.support.ui import Select, WebDriverWait
+from selenium.webdriver.support.expected_conditions import alert_is_present
+from selenium.webdriver.support.ui import Select
 
-from cli.node_processes import ProcessCluster
+from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER, ProcessCluster
+from quorumq import SyncClient, UnauthorizedError
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
 SCREENSHOTS = Path(__file__).parents[2] / "docs" / "screenshots"
-PATIENT_S = 40
 
 
 @pytest.fixture(scope="module")
@@ -34,28 +31,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[WebDriver]:
-    assert CHROMIUM.exists() and CHROMEDRIVER.exists(), "install chromium and chromium-driver (.ci/run does)"
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1600"):
-        options.add_argument(argument)
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    driver = chromium()
     yield driver
     driver.quit()
-
-
-def until(driver: WebDriver, check: Callable[[WebDriver], Any], what: str) -> Any:
-    """Wait until the page shows `check` (stale elements of a page being redrawn count as not yet)."""
-
-    def settled(d: WebDriver) -> Any:
-        try:
-            return check(d)
-        except StaleElementReferenceException:
-            return False
-
-    return WebDriverWait(driver, PATIENT_S, poll_frequency=0.2).until(
-        settled, f"the page never showed {what}"
-    )
 
 
 def text_of(driver: WebDriver, element_id: str) -> str:
@@ -227,3 +205,67 @@ def test_the_other_pages_show_nodes_users_policies_and_dead_letters(
     browser.find_element(By.ID, "redrive").click()
     until(browser, lambda d: "/ 3" in text_of(d, "redrive-tasks"), "a redrive task of the three")
     screenshot(browser, "dead-letters")
+
+
+def test_w9_the_user_form_changes_only_what_the_operator_changed(
+    cluster: ProcessCluster, browser: WebDriver
+) -> None:
+    permissions = {"configure": "^w9-c", "write": "^w9-w", "read": "^w9-r"}
+    with SyncClient(cluster.urls, auth=(HARNESS_USER, HARNESS_PASSWORD)) as client:
+        client.put_user("w9-user", "the-first-password", tags=["monitoring"])
+        client.set_permissions("w9-user", **permissions)
+    go(browser, cluster, "users")
+    until(browser, lambda d: "w9-user" in d.find_element(By.ID, "main").text, "the user listed")
+    fill(browser, "user-form", name="w9-user", password="the-second-password")
+
+    def changed_password(_: WebDriver) -> dict[str, Any] | None:
+        with SyncClient(cluster.urls, auth=("w9-user", "the-second-password")) as client:
+            try:
+                return client.whoami()
+            except UnauthorizedError:
+                return None
+
+    me = until(browser, changed_password, "the new password in force")
+    with SyncClient(
+        cluster.urls, auth=(HARNESS_USER, HARNESS_PASSWORD)
+    ) as client:  # after the form's last call
+        user = next(u for u in client.users() if u["name"] == "w9-user")
+    assert user["permissions"] == me["permissions"] == permissions and user["tags"] == ["monitoring"], user
+
+
+def test_w15_deleting_a_user_asks_first(cluster: ProcessCluster, browser: WebDriver) -> None:
+    with SyncClient(cluster.urls, auth=(HARNESS_USER, HARNESS_PASSWORD)) as client:
+        client.put_user("w15-doomed", "a-doomed-password")
+
+        def delete_button(d: WebDriver) -> Any:
+            rows = d.find_elements(By.XPATH, "//tr[td[1][text()='w15-doomed']]//button")
+            return rows[0] if rows else None
+
+        go(browser, cluster, "nodes")  # from another page, so that the users page is drawn again
+        go(browser, cluster, "users")
+        until(browser, delete_button, "the user's Delete button").click()
+        until(browser, alert_is_present(), "the question").dismiss()
+        assert "w15-doomed" in {u["name"] for u in client.users()}
+        until(browser, delete_button, "the user's Delete button").click()
+        until(browser, alert_is_present(), "the question").accept()
+        until(browser, lambda d: delete_button(d) is None, "the user gone from the page")
+        assert "w15-doomed" not in {u["name"] for u in client.users()}
+
+
+def test_w15_log_out_revokes_the_token_on_every_node(cluster: ProcessCluster, browser: WebDriver) -> None:
+    go(browser, cluster, "overview")
+    browser.find_element(By.ID, "logout").click()
+    until(browser, lambda d: d.find_elements(By.ID, "login"), "the login form")
+    fill(browser, "login", user=HARNESS_USER, password=HARNESS_PASSWORD)
+    until(browser, lambda d: text_of(d, "who") == HARNESS_USER, "the administrator logged in")
+    auth = browser.execute_script("return sessionStorage.getItem('quorumq.auth')")
+    assert auth.startswith("Bearer "), auth
+    token = auth.removeprefix("Bearer ")
+    for url in cluster.urls:
+        with SyncClient([url], token=token) as client:
+            assert client.whoami()["name"] == HARNESS_USER
+    browser.find_element(By.ID, "logout").click()
+    until(browser, lambda d: d.find_elements(By.ID, "login"), "the login form again")
+    for url in cluster.urls:  # the log-out answered only once every node had revoked it
+        with SyncClient([url], token=token) as client, pytest.raises(UnauthorizedError):
+            client.whoami()
