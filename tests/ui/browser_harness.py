@@ -42,3 +42,17 @@ def until(driver: WebDriver, check: Callable[[WebDriver], Any], what: str) -> An
     return WebDriverWait(driver, PATIENT_S, poll_frequency=0.2).until(
         settled, f"the page never showed {what}"
     )
+
+
+def click(driver: WebDriver, find: Callable[[WebDriver], Any], what: str) -> None:
+    """Click what `find` finds (None: not shown yet) once the page shows it, again if the page redrew it
+    between the finding and the click."""
+
+    def clicked(d: WebDriver) -> bool:
+        element = find(d)
+        if element is None:
+            return False
+        element.click()
+        return True
+
+    until(driver, clicked, what)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_harness import chromium, until
+from browser_harness import chromium, click, until
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.expected_conditions import alert_is_present
@@ -136,8 +136,8 @@ def test_the_queue_page_gets_peeks_purges_and_moves_the_leader(
     assert target != before
     fill(browser, "move-leader", node=target)
     until(browser, lambda d: stat(d, "queue-leader") == target, f"the leader moved to {target}")
-    browser.find_element(By.ID, "purge").click()
-    browser.switch_to.alert.accept()
+    click(browser, lambda d: d.find_element(By.ID, "purge"), "the purge button")
+    until(browser, alert_is_present(), "the question").accept()
     until(browser, lambda d: stat(d, "queue-ready") == "0", "a purged queue")
     screenshot(browser, "queue")
 
@@ -243,10 +243,10 @@ def test_w15_deleting_a_user_asks_first(cluster: ProcessCluster, browser: WebDri
 
         go(browser, cluster, "nodes")  # from another page, so that the users page is drawn again
         go(browser, cluster, "users")
-        until(browser, delete_button, "the user's Delete button").click()
+        click(browser, delete_button, "the user's Delete button")
         until(browser, alert_is_present(), "the question").dismiss()
         assert "w15-doomed" in {u["name"] for u in client.users()}
-        until(browser, delete_button, "the user's Delete button").click()
+        click(browser, delete_button, "the user's Delete button")
         until(browser, alert_is_present(), "the question").accept()
         until(browser, lambda d: delete_button(d) is None, "the user gone from the page")
         assert "w15-doomed" not in {u["name"] for u in client.users()}
