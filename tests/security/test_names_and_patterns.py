@@ -101,3 +101,33 @@ async def test_a_user_name_with_a_trailing_newline_is_refused(users: ProcessClus
         "PUT", users.urls[0] + "/api/users/bob%0A", authorization=ADMIN, json={"password": "p"}
     )
     assert answer.status == 400, answer.body
+
+
+@pytest.mark.parametrize("name", ["c" * 256, "bad/name", "tab\tname", "-leading-dash", ""])
+async def test_w12_a_durable_consumer_name_is_validated_like_a_queue_name(
+    users: ProcessCluster, name: str
+) -> None:
+    assert (await call("PUT", users.urls[0] + "/api/queues/bob-durable", authorization=ADMIN)).status in (
+        201,
+        204,
+    )
+    consumers = users.urls[0] + "/api/queues/bob-durable/consumers"
+    refused = await call("POST", consumers, authorization=BOB, json={"durable": True, "name": name})
+    assert refused.status == 400, refused.body
+    listed = await call("GET", consumers, authorization=ADMIN)
+    assert name not in {consumer["tag"] for consumer in listed.body}
+    fine = await call("POST", consumers, authorization=BOB, json={"durable": True, "name": "c" * 255})
+    assert fine.status == 201, fine.body
+
+
+async def test_w12_a_checkout_does_not_register_a_durable_consumer_of_a_bad_name(
+    users: ProcessCluster,
+) -> None:
+    assert (await call("PUT", users.urls[0] + "/api/queues/bob-checkout", authorization=ADMIN)).status in (
+        201,
+        204,
+    )
+    consumers = users.urls[0] + "/api/queues/bob-checkout/consumers"
+    refused = await call("POST", consumers + "/" + "c" * 256 + "/checkout", authorization=BOB, json={})
+    assert refused.status == 400, refused.body
+    assert (await call("GET", consumers, authorization=ADMIN)).body == []
