@@ -57,7 +57,7 @@ def read_frame(data: bytes, max_bytes: int) -> Frame:
     if frame_id is not None and (type(frame_id) is not int or not 0 <= frame_id <= INT64_MAX):
         raise BadFrame(bad("id must be a non-negative 64-bit integer"), None)
     op = fields.pop("op", None)
-    if op not in CLIENT_OPS:
+    if type(op) is not str or op not in CLIENT_OPS:
         raise BadFrame(bad(f"unknown op {reprlib.repr(op)}; one of {sorted(CLIENT_OPS)}"), frame_id)
     if op != "hello" and frame_id is None:
         raise BadFrame(bad(f"a {op} needs an id"), None)

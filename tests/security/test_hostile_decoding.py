@@ -2,31 +2,26 @@
 decode (millions of empty containers in a few MiB) is refused within a bounded piece of work, whoever
 sends it, so the node's event loop keeps answering and its memory does not balloon.
 
-The loop's lag is measured as an attacker's victims see it: the longest a `GET /api/health` (answered on
-the loop, no I/O of its own) took while the hostile input was being served. The bound is generous (the
-machine is shared); an unbounded decode of 4 MiB blocks for seconds."""
+The loop's lag is measured as an attacker's victims see it (`security_helpers.loop_lag`); an unbounded
+decode of 4 MiB blocks for seconds."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Awaitable
-from pathlib import Path
+from collections.abc import Awaitable
 from typing import TypeVar
 
 import aiohttp
 import msgpack
 import pytest
-from security_helpers import ADMIN, add_user, call
+from security_helpers import ADMIN, MAX_LAG_S, add_user, call, loop_lag, peak_rss
 
 from cli.node_processes import NodeProcess, ProcessCluster
 from quorumq.auth import basic_header
 
 NOBODY = basic_header("nobody", "nobody-pw")  # a user with no permission on any queue
 HOSTILE_BYTES = 4 * 1024 * 1024
-MAX_LAG_S = 1.0
 MAX_PEAK_GROWTH_BYTES = 128 * 1024 * 1024
-PROBE_INTERVAL_S = 0.02
 T = TypeVar("T")
 
 
@@ -39,41 +34,6 @@ def empty_lists(size: int) -> bytes:
 def nobody(secured: ProcessCluster) -> ProcessCluster:
     asyncio.run(add_user(secured.urls, "nobody", "nobody-pw", {"configure": "", "write": "", "read": ""}))
     return secured
-
-
-def peak_rss(node: NodeProcess) -> int:
-    """The node process's peak resident memory (VmHWM), in bytes."""
-    assert node.process is not None
-    for line in Path(f"/proc/{node.process.pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError("no VmHWM in /proc status")
-
-
-@contextlib.asynccontextmanager
-async def loop_lag(url: str) -> AsyncIterator[list[float]]:
-    """While the block runs, `GET /api/health` answered back to back; the list holds the longest answer
-    time seen (seconds), filled in when the block ends."""
-    worst: list[float] = []
-    done = asyncio.Event()
-
-    async def probe() -> None:
-        loop, longest = asyncio.get_running_loop(), 0.0
-        async with aiohttp.ClientSession() as session:
-            while not done.is_set():
-                started = loop.time()
-                async with session.get(url + "/api/health") as response:
-                    await response.read()
-                longest = max(longest, loop.time() - started)
-                await asyncio.sleep(PROBE_INTERVAL_S)  # pacing, not waiting for anything
-        worst.append(longest)
-
-    prober = asyncio.create_task(probe())
-    try:
-        yield worst
-    finally:
-        done.set()
-        await prober
 
 
 async def served_without_stalling(node: NodeProcess, attack: Awaitable[T]) -> T:
