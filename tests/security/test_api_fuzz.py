@@ -8,6 +8,10 @@ handling. Publishes are also sent as msgpack (the extension). Authentication is 
 anonymous): the first run logs in as the harness administrator (a stored user), the second as a user
 with a few permissions, and checks besides that no answer is 2xx for a route or queue (or dead-letter
 target) that user has no permission for, and that queue listings show it only its queues.
+
+Then hypothesis sends hostile input (W5): stream frames and JSON bodies made of what costs the most per
+byte to decode; each is answered while the node's event loop is never seen blocked for MAX_LAG_S, and
+the node's peak memory stays bounded (examples: QUORUMQ_FUZZ_EXAMPLES, default 200).
 """
 
 from __future__ import annotations
