@@ -522,7 +522,7 @@ class QueueLeader:
             session.polls -= 1
         self._sessions.touch(tag, self._now())
         rows = self._rows(taken, max_bytes)
-        if len(rows) < len(taken) and rows:  # beyond the budget: for the next poll
+        if max_bytes is not None and rows and len(rows) < len(taken):  # beyond the budget: the next poll's
             answered = next(i for i, delivery in enumerate(taken) if delivery.id == rows[-1].id) + 1
             session.offer_again(taken[answered:])
             taken = taken[:answered]
