@@ -198,13 +198,13 @@ stream_frames = st.one_of(
     st.fixed_dictionaries(
         {"op": st.sampled_from(STREAM_OPS) | hostile, "id": st.integers(0, 2**63) | hostile},
         optional={
-            "queue": st.sampled_from([CANARY, "fuzz-own-1"]) | hostile,
+            "queue": st.sampled_from(["fuzz-own-1", "fuzz-drop"]) | hostile,
             "messages": hostile,
             "ids": hostile,
         },
     ).map(msgpack.packb),
 )
-JSON_ROUTES = ["/api/tokens", f"/api/queues/{CANARY}/get", "/api/queues/fuzz-own-1", "/api/users/someone"]
+JSON_ROUTES = ["/api/tokens", "/api/queues/fuzz-own-1/get", "/api/queues/fuzz-own-1", "/api/users/someone"]
 """Routes other than a publish: a JSON publish body is decoded whole (docs/security.md, "Limits")."""
 json_bodies = st.one_of(st.binary(max_size=64), hostile.map(lambda value: json.dumps(value).encode()))
 MAX_PEAK_GROWTH_BYTES = 256 * 1024 * 1024
