@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -47,7 +47,7 @@ async def call(
     *,
     authorization: str | None = None,
     json: Any = None,
-    data: bytes | None = None,
+    data: bytes | AsyncIterable[bytes] | None = None,
     headers: dict[str, str] | None = None,
     source: str | None = None,
 ) -> Answer:

@@ -8,7 +8,7 @@ decode of 4 MiB blocks for seconds."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import AsyncIterator, Awaitable
 from typing import TypeVar
 
 import aiohttp
@@ -99,3 +99,31 @@ async def test_w5_a_deeply_nested_json_body_is_a_400(nobody: ProcessCluster) -> 
         headers={"Content-Type": "application/json"},
     )
     assert answer.status in (400, 413), answer
+
+
+async def test_w5_a_body_beyond_the_control_limit_is_413_and_a_publish_keeps_its_limit(
+    nobody: ProcessCluster,
+) -> None:
+    url = nobody.urls[2] + "/api/queues/hostile-limits"
+    assert (await call("PUT", url, authorization=ADMIN)).status == 201
+    large = {"count": 1, "pad": "x" * (1024 * 1024)}
+    assert (await call("POST", url + "/get", authorization=ADMIN, json=large)).status == 413
+
+    async def chunked() -> AsyncIterator[bytes]:
+        yield b'{"count": 1, "pad": "'
+        for _ in range(2 * 1024):
+            yield b"x" * 1024
+        yield b'"}'
+
+    streamed = await call(
+        "POST",
+        url + "/get",
+        authorization=ADMIN,
+        data=chunked(),
+        headers={"Content-Type": "application/json"},
+    )
+    assert streamed.status == 413, streamed
+    published = await call(
+        "POST", url + "/messages", authorization=ADMIN, json={"messages": [{"body": "y" * (2 * 1024 * 1024)}]}
+    )
+    assert published.status == 201, published.body
