@@ -11,7 +11,7 @@ from api.app_keys import METRICS
 from api.auth import principal
 from api.consumer_options import consumer_options
 from api.consumer_owners import own_consumer
-from api.deliveries import deliveries_response
+from api.deliveries import deliveries_response, max_bytes_query
 from api.durable_handlers import register_durable
 from api.forwarding import on_queue_leader
 from api.queue_handlers import settle, touch
@@ -55,10 +55,11 @@ async def register_consumer(request: web.Request, queue: QueueLeader) -> web.Str
 
 @on_queue_leader
 async def deliveries(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
-    """GET /api/queues/{q}/consumers/{tag}/deliveries?max=&wait=: long-poll."""
+    """GET /api/queues/{q}/consumers/{tag}/deliveries?max=&wait=&max_bytes=: long-poll, within the
+    answer's byte budget (`api.deliveries`)."""
     limit = int(query_number(request, "max", 100, maximum=MAX_POLL))
     wait = query_number(request, "wait", 1.0, maximum=MAX_WAIT_S)
-    rows = await queue.poll(_tag(request, queue), limit, wait)
+    rows = await queue.poll(_tag(request, queue), limit, wait, max_bytes_query(request))
     request.app[METRICS].count_delivered(queue.name, rows)
     return deliveries_response(request, rows)
 

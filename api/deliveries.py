@@ -11,6 +11,11 @@ side and a quarter fewer bytes on the wire. The streaming connection's `deliver`
 They are packed from prepared parts, not through a map per message: the integers in their 64-bit forms and the
 array and body lengths in their 32-bit ones, the encoding and headers of a first delivery without headers as
 one constant, the body copied once, from the entry it was read from into the answer.
+
+Each answer has a byte budget (W8): its messages' bodies add up to at most `max_bytes` (a get's body
+field, a poll's or browse's query parameter; DEFAULT_MAX_BYTES when not given, at most MAX_MAX_BYTES),
+the first message always, so a reader makes progress whatever the size of the next message; what a
+poll leaves out comes with the next one.
 """
 
 from __future__ import annotations
@@ -24,10 +29,12 @@ from typing import Any
 import msgpack
 from aiohttp import web
 
-from api.validation import MSGPACK
+from api.validation import MSGPACK, bad, field_int, query_int
 from cluster.queue_results import MessageRow
 
 JSON = "application/json"
+DEFAULT_MAX_BYTES = 8 * 1024 * 1024
+MAX_MAX_BYTES = 64 * 1024 * 1024
 
 _TEXT_ROW = b'{"id":%d,"body":%b,"encoding":"utf8","headers":%b,"delivery_count":%d,"redelivered":%b'
 _BINARY_ROW = b'{"id":%d,"body":"%b","encoding":"base64","headers":%b,"delivery_count":%d,"redelivered":%b'
@@ -44,6 +51,24 @@ _BODY = struct.Struct(">5sBI")  # the body key and a bin 32 header
 _PLAIN_TAILS = {e: b"\xa8encoding" + msgpack.packb(e) + b"\xa7headers\x80" for e in ("utf8", "base64")}
 _encode = json.JSONEncoder(separators=(",", ":")).encode
 _encode_text = json.JSONEncoder(ensure_ascii=False).encode  # 25% faster; stored text is valid UTF-8
+
+
+def max_bytes_query(request: web.Request) -> int:
+    """The byte budget of an answer a `max_bytes` query parameter asks for."""
+    return _budget(query_int(request, "max_bytes", DEFAULT_MAX_BYTES, maximum=MAX_MAX_BYTES))
+
+
+def max_bytes_field(body: dict[str, Any]) -> int:
+    """The byte budget of an answer a request body's `max_bytes` asks for."""
+    budget = field_int(body, "max_bytes", DEFAULT_MAX_BYTES, minimum=1)
+    assert budget is not None
+    return _budget(budget)
+
+
+def _budget(max_bytes: int) -> int:
+    if not 1 <= max_bytes <= MAX_MAX_BYTES:
+        raise bad(f"max_bytes must be from 1 to {MAX_MAX_BYTES}")
+    return max_bytes
 
 
 def wants_msgpack(request: web.Request) -> bool:

@@ -12,11 +12,22 @@ from typing import Any
 
 from aiohttp import web
 
+from api.app_keys import CONFIG
 from api.auth import principal
 from api.consumer_owners import own_consumer
 from api.deliveries import deliveries_response
 from api.forwarding import on_queue_leader
-from api.validation import MAX_POLL, bad, field_int, field_since, field_str, json_object, query_int
+from api.validation import (
+    MAX_POLL,
+    bad,
+    check_durable_name,
+    field_int,
+    field_since,
+    field_str,
+    json_object,
+    query_int,
+)
+from cluster.consumer_names import OWNER_MARK
 from cluster.queue_leader import QueueLeader
 from cluster.queue_results import Position
 
@@ -27,13 +38,15 @@ _REGISTER_FIELDS = {"durable", "name", "prefetch", "priority"}
 async def register_durable(request: web.Request, queue: QueueLeader, body: dict[str, Any]) -> web.Response:
     """POST /api/queues/{q}/consumers with {"durable": true, "name": c}: 201 with the sequence position.
 
-    Registering an existing durable consumer again is allowed and changes nothing."""
+    Registering an existing durable consumer again is allowed and changes nothing. Its name is checked
+    as a queue name is (`check_durable_name`)."""
     unknown = set(body) - _REGISTER_FIELDS
     if unknown:
         raise bad(f"unknown fields {sorted(unknown)} for a durable consumer (it never times out)")
     name = field_str(body, "name")
     if not name:
         raise bad("a durable consumer needs a non-empty string name")
+    check_durable_name(name, request.app[CONFIG].max_queue_name_length)
     position = await queue.register_durable(own_consumer(queue, principal(request), name))
     return _answer(position, name, status=201)
 
@@ -44,7 +57,8 @@ async def checkout(request: web.Request, queue: QueueLeader) -> web.StreamRespon
     n more ready messages, only those enqueued at or after `since` (epoch ms or ISO-8601) when given,
     while their bodies add up to at most `max_bytes` (the first one always).
 
-    Registers the consumer if it is unknown (then its sequence starts again at 0)."""
+    Registers the consumer if it is unknown (then its sequence starts again at 0), so its name must be
+    one a durable consumer may have."""
     body = await json_object(request, optional=True)
     unknown = set(body) - {"max", "since", "max_bytes"}
     if unknown:
@@ -57,6 +71,7 @@ async def checkout(request: web.Request, queue: QueueLeader) -> web.StreamRespon
     if max_bytes is not None and max_bytes < 1:
         raise bad("max_bytes must be >= 1")
     name = request.match_info["tag"]
+    check_durable_name(name.rpartition(OWNER_MARK)[0] or name, request.app[CONFIG].max_queue_name_length)
     owned = own_consumer(queue, principal(request), name)
     return _answer(await queue.durable_checkout(owned, count, field_since(body), max_bytes), name)
 

@@ -16,11 +16,14 @@ _ENCODER = msgspec.json.Encoder()
 def json_value(text: str) -> Any:
     """`text` parsed as `json.loads` parses it. msgspec reads what it accepts to the same values; what it
     refuses (NaN, infinities, lone surrogates, anything invalid) goes to `json.loads` for its value or
-    its error."""
+    its error. Arrays and objects nested deeper than either reads are a ValueError too."""
     try:
-        return _DECODER.decode(text)
-    except msgspec.DecodeError:
-        return json.loads(text)
+        try:
+            return _DECODER.decode(text)
+        except msgspec.DecodeError:
+            return json.loads(text)
+    except RecursionError as exc:
+        raise ValueError("arrays and objects are nested too deeply") from exc
 
 
 def json_answer(data: Any, status: int = 200) -> web.Response:

@@ -1,6 +1,7 @@
 """Limits on hostile or careless requests, each with a clear 4xx before any work is done.
 
-- a request body must arrive within `request_read_timeout_ms` (408) and fit `max_request_bytes` (413);
+- a request body must arrive within `request_read_timeout_ms` (408) and fit `max_request_bytes` (413)
+  for a publish, CONTROL_BODY_BYTES (or less, `max_request_bytes`) for any other route (W5);
 - a queue name in the path longer than `max_queue_name_length` is 414, other characters than the
   allowed ones 400 (`api.validation.check_queue_name`, run by the auth middleware before any
   permission pattern sees the name);
@@ -25,15 +26,24 @@ from cluster.config import NodeConfig
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 CONSUMERS_ROUTE = "/api/queues/{q}/consumers"
+PUBLISH_ROUTE = "/api/queues/{q}/messages"
+CONTROL_BODY_BYTES = 1024 * 1024
+"""The largest body of a request other than a publish: what it decodes to costs little (W5)."""
 
 
 @web.middleware
 async def limits_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Enforce the request-level limits, then run the handler."""
     queue = request.match_info.get("q")
-    await read_body(request)
     resource = request.match_info.route.resource
-    if queue is not None and request.method == "POST" and resource and resource.canonical == CONSUMERS_ROUTE:
+    canonical = resource.canonical if resource else None
+    publishes = request.method == "POST" and canonical == PUBLISH_ROUTE
+    if not publishes:
+        _check_control_body(request, request.content_length)
+    body = await read_body(request)
+    if not publishes:
+        _check_control_body(request, len(body))
+    if queue is not None and request.method == "POST" and canonical == CONSUMERS_ROUTE:
         check_consumer_room(request.app, queue)
     return await handler(request)
 
@@ -51,6 +61,14 @@ async def read_body(request: web.Request) -> bytes:
             return await request.read()
     except TimeoutError as exc:
         raise ApiError(408, "request_timeout", "the request body did not arrive in time") from exc
+
+
+def _check_control_body(request: web.Request, size: int | None) -> None:
+    """413 when a body of `size` bytes is beyond what a request other than a publish may carry (its
+    Content-Length is checked before it is read; a chunked one once it is, still before it is decoded)."""
+    limit = min(CONTROL_BODY_BYTES, request.app[CONFIG].max_request_bytes)
+    if size is not None and size > limit:
+        raise ApiError(413, "too_large", f"the body of this request is at most {limit} bytes, not {size}")
 
 
 def check_consumer_room(app: web.Application, queue: str) -> None:

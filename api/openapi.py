@@ -11,6 +11,7 @@ from typing import Any
 
 from aiohttp import web
 
+from api.deliveries import DEFAULT_MAX_BYTES, MAX_MAX_BYTES
 from cluster.queue_limits import INT64_MAX
 
 JSON = "application/json"
@@ -294,9 +295,17 @@ CONSUMER = {
     },
 }
 
+MAX_BYTES = {
+    "type": "integer",
+    "minimum": 1,
+    "maximum": MAX_MAX_BYTES,
+    "description": f"the answer's byte budget: its messages' bodies add up to at most this (the first "
+    f"always), {DEFAULT_MAX_BYTES} when not given",
+}
 POLL_QUERY = (
     _query("max", {"type": "integer", "minimum": 0, "maximum": 10000}),
     _query("wait", {"type": "number", "minimum": 0, "maximum": 60}),
+    _query("max_bytes", MAX_BYTES),
 )
 PAGING_QUERY = (
     _query("page", {"type": "integer", "minimum": 1}),
@@ -513,6 +522,7 @@ PATHS: dict[str, dict[str, Any]] = {
                 _query("from", {"type": "integer", "minimum": 0}),
                 _query("to", {"type": "integer", "minimum": 0}),
                 _query("limit", {"type": "integer", "minimum": 0, "maximum": 10000}),
+                _query("max_bytes", MAX_BYTES),
             ),
         ),
     },
@@ -534,6 +544,7 @@ PATHS: dict[str, dict[str, Any]] = {
                     "count": {"type": "integer", "minimum": 1},
                     "ack": {"enum": ["manual", "auto"]},
                     "since": SINCE,
+                    "max_bytes": MAX_BYTES,
                 }
             ),
             body_required=False,

@@ -10,7 +10,15 @@ from aiohttp import web
 
 from api.app_keys import CONFIG, METADATA, METRICS, QUEUES, STATUS
 from api.auth import Access, principal, require
-from api.deliveries import JSON, deliveries_response, json_deliveries, msgpack_delivery, wants_msgpack
+from api.deliveries import (
+    JSON,
+    deliveries_response,
+    json_deliveries,
+    max_bytes_field,
+    max_bytes_query,
+    msgpack_delivery,
+    wants_msgpack,
+)
 from api.errors import ApiError
 from api.forwarded_publish import forwards_over_peers, publish_routed
 from api.forwarding import (
@@ -219,16 +227,18 @@ async def publish(request: web.Request) -> web.StreamResponse:
 
 @on_queue_leader
 async def browse(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
-    """GET /api/queues/{q}/messages?from=&to=&limit=: the messages the queue holds, ready or checked
-    out, with ids from `from` (default 0) to below `to` (default: no bound), lowest id first, at most
-    `limit` (default 1000, up to 10000), as deliveries.
+    """GET /api/queues/{q}/messages?from=&to=&limit=&max_bytes=: the messages the queue holds, ready or
+    checked out, with ids from `from` (default 0) to below `to` (default: no bound), lowest id first, at
+    most `limit` (default 1000, up to 10000) within the answer's byte budget (`api.deliveries`), as
+    deliveries.
 
     A read from the leader's applied state: nothing is delivered, counted or moved. Page with
     `from` = the last id + 1. Costs a scan of the queue per page (for reading a dead-letter queue)."""
     first = query_int(request, "from", 0)
     end = query_int(request, "to", INT64_MAX)
     limit = query_int(request, "limit", MAX_GET, maximum=MAX_POLL)
-    return deliveries_response(request, await queue.browse(first, end, limit))
+    rows = await queue.browse(first, end, limit, max_bytes_query(request))
+    return deliveries_response(request, rows)
 
 
 @on_queue_leader
@@ -252,7 +262,9 @@ def _delivery_response(request: web.Request, row: MessageRow) -> web.Response:
 
 @on_queue_leader
 async def basic_get(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
-    """POST /api/queues/{q}/get: up to `count` messages, auto-acked or held for a manual ack.
+    """POST /api/queues/{q}/get: up to `count` messages, auto-acked or held for a manual ack, within the
+    answer's byte budget `max_bytes` (`api.deliveries`; counted before any is taken, and every message
+    taken is answered, so an auto-ack get never removes one it does not answer).
 
     With `since` (epoch ms or ISO-8601), only messages enqueued at or after it are returned.
     """
@@ -264,7 +276,7 @@ async def basic_get(request: web.Request, queue: QueueLeader) -> web.StreamRespo
     ack = field_str(body, "ack", "manual")
     if ack not in ("manual", "auto"):
         raise bad("ack must be 'manual' or 'auto'")
-    rows = await queue.get(count, ack == "auto", field_since(body))
+    rows = await queue.get(count, ack == "auto", field_since(body), max_bytes_field(body))
     request.app[METRICS].count_delivered(queue.name, rows)
     return deliveries_response(request, rows)
 

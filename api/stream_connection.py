@@ -80,7 +80,8 @@ class StreamConnection:
             await self._refuse(None, bad("frames are binary WebSocket messages holding msgpack"))
             return
         try:
-            frame = frames.read_frame(message.data, self._max_frame)
+            limit = frames.HELLO_MAX_BYTES if self._version is None else self._max_frame
+            frame = frames.read_frame(message.data, limit)
         except BadFrame as exc:
             await self._refuse(exc.id, exc)
             return

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 
 from api import stream_frames as frames
+from api.deliveries import DEFAULT_MAX_BYTES
 from cluster.errors import ConsumerEnded, NodeError, UnknownConsumer
 from cluster.queue_leader import QueueLeader
 from cluster.queue_results import MessageRow
@@ -35,7 +36,7 @@ class StreamConsumer:
             if not self.queue.is_leader:
                 return LEADER_MOVED
             try:
-                rows = await self.queue.poll(self.tag, self._prefetch, POLL_WAIT_S)
+                rows = await self.queue.poll(self.tag, self._prefetch, POLL_WAIT_S, DEFAULT_MAX_BYTES)
             except ConsumerEnded as exc:
                 return exc.code
             except UnknownConsumer:

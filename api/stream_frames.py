@@ -3,6 +3,7 @@ client's, writing the node's. Each frame is one msgpack map with an `op`."""
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,10 @@ from cluster.queue_results import MessageRow
 VERSIONS = (1,)
 CLIENT_OPS = frozenset({"hello", "publish", "consume", "ack", "nack", "touch", "cancel"})
 OVERSIZE_FACTOR = 2  # a frame up to this many times the limit is read and refused; a larger one closes
+HELLO_MAX_BYTES = 4096
+"""The largest frame before the hello is said: refused (413) without being decoded (W5)."""
+CONTROL_MAX_BYTES = 1024 * 1024
+"""The largest frame of an operation other than a publish (a publish's limit is the node's `max_frame`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,10 +44,11 @@ class BadFrame(ApiError):
 
 
 def read_frame(data: bytes, max_bytes: int) -> Frame:
-    """The frame a binary message holds; BadFrame when it is not one, or is larger than `max_bytes`."""
+    """The frame a binary message holds; BadFrame when it is not one, or is larger than `max_bytes`
+    (or than CONTROL_MAX_BYTES for an operation other than a publish). Its decoding is bounded
+    (`msgpack_object`), and a frame over the limit is not decoded."""
     if len(data) > max_bytes:
-        too_large = ApiError(413, "too_large", f"a frame is at most {max_bytes} bytes, not {len(data)}")
-        raise BadFrame(too_large, _peek_id(data))
+        raise BadFrame(_too_large(len(data), max_bytes), _peek_id(data))
     try:
         fields = msgpack_object(data, "a frame")
     except ApiError as exc:
@@ -51,16 +57,26 @@ def read_frame(data: bytes, max_bytes: int) -> Frame:
     if frame_id is not None and (type(frame_id) is not int or not 0 <= frame_id <= INT64_MAX):
         raise BadFrame(bad("id must be a non-negative 64-bit integer"), None)
     op = fields.pop("op", None)
-    if op not in CLIENT_OPS:
-        raise BadFrame(bad(f"unknown op {op!r}; one of {sorted(CLIENT_OPS)}"), frame_id)
+    if type(op) is not str or op not in CLIENT_OPS:
+        raise BadFrame(bad(f"unknown op {reprlib.repr(op)}; one of {sorted(CLIENT_OPS)}"), frame_id)
     if op != "hello" and frame_id is None:
         raise BadFrame(bad(f"a {op} needs an id"), None)
+    if op != "publish" and len(data) > CONTROL_MAX_BYTES:
+        raise BadFrame(_too_large(len(data), CONTROL_MAX_BYTES, op), frame_id)
     return Frame(op, frame_id, fields, len(data))
 
 
+def _too_large(size: int, max_bytes: int, op: str = "") -> ApiError:
+    what = f"a {op} frame" if op else "a frame"
+    return ApiError(413, "too_large", f"{what} here is at most {max_bytes} bytes, not {size}")
+
+
 def _peek_id(data: bytes) -> int | None:
-    """The `id` of an oversized frame, read without unpacking its other values (clients put it first)."""
-    unpacker = msgpack.Unpacker(raw=False, max_buffer_size=len(data))
+    """The `id` of an oversized frame, read without unpacking its other values (clients put it first)
+    nor any large key."""
+    unpacker = msgpack.Unpacker(
+        raw=False, max_buffer_size=len(data), max_str_len=16, max_bin_len=16, max_array_len=0, max_map_len=0
+    )
     unpacker.feed(data)
     try:
         for _ in range(min(unpacker.read_map_header(), 4)):

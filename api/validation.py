@@ -23,6 +23,10 @@ MESSAGE_FIELDS = frozenset({"body", "encoding", "headers", "expiration", "delay"
 MAX_BATCH_MESSAGES = 10000
 MAX_POLL = 10000
 MAX_WAIT_S = 60.0
+MAX_VALUES = 1 << 19
+"""The most values a msgpack body or frame may hold (each array and map, each element of an array, each
+key and each value of a map): decoding stops past them, having made no more than twice as many
+objects (W5)."""
 
 
 def bad(reason: str) -> ApiError:
@@ -36,11 +40,21 @@ def check_queue_name(name: str, max_length: int) -> str:
     if len(name) > max_length:
         raise ApiError(414, "name_too_long", f"queue names are at most {max_length} characters")
     if not QUEUE_NAME.fullmatch(name):
-        raise bad(
-            f"queue name {name!r} must be 1-{max_length} characters of letters, digits, '.', '_', ':' "
-            "or '-', starting with a letter or digit"
-        )
+        raise bad(f"queue name {name!r} must be {_name_rule(max_length)}")
     return name
+
+
+def check_durable_name(name: str, max_length: int) -> str:
+    """`name` when it is a valid durable consumer name: as a queue name, 400 otherwise (W12)."""
+    if len(name) > max_length or not QUEUE_NAME.fullmatch(name):
+        raise bad(f"a durable consumer's name must be {_name_rule(max_length)}")
+    return name
+
+
+def _name_rule(max_length: int) -> str:
+    return (
+        f"1-{max_length} characters of letters, digits, '.', '_', ':' or '-', starting with a letter or digit"
+    )
 
 
 def queue_name(request: web.Request) -> str:
@@ -69,14 +83,45 @@ async def publish_object(request: web.Request) -> dict[str, Any]:
 
 
 def msgpack_object(data: bytes, what: str = "body") -> dict[Any, Any]:
-    """A msgpack map (keys str or bytes, strings valid UTF-8); `what` names it in an error."""
+    """A msgpack map (keys str or bytes, strings valid UTF-8) of at most MAX_VALUES values (413 beyond,
+    400 for one array or map alone beyond); `what` names it in an error."""
     try:
-        body = msgpack.unpackb(data, raw=False)
+        body = _unpacked(data)
+    except _TooManyValues as exc:
+        raise ApiError(413, "too_large", f"{what} holds more than {MAX_VALUES} values") from exc
     except (ValueError, TypeError, msgpack.UnpackException) as exc:  # invalid UTF-8 is a ValueError
         raise bad(f"{what} is not valid msgpack: {exc or type(exc).__name__}") from exc
     if not isinstance(body, dict):
         raise bad(f"{what} must be a msgpack map")
     return body
+
+
+class _TooManyValues(Exception):
+    """A msgpack document holds more than MAX_VALUES values."""
+
+
+def _unpacked(data: bytes) -> Any:
+    """`data` unpacked, counting the values of each array and map as it is made and stopping past
+    MAX_VALUES. Every value takes a byte at least, so a document no longer than that is unpacked whole."""
+    if len(data) <= MAX_VALUES:
+        return msgpack.unpackb(data, raw=False)
+    made = 0
+
+    def counted(container: Any) -> Any:
+        nonlocal made
+        made += 1 + len(container) * (2 if isinstance(container, dict) else 1)
+        if made > MAX_VALUES:
+            raise _TooManyValues
+        return container
+
+    return msgpack.unpackb(
+        data,
+        raw=False,
+        list_hook=counted,
+        object_hook=counted,
+        max_array_len=MAX_VALUES,
+        max_map_len=MAX_VALUES // 2,
+    )
 
 
 def field_int(body: dict[str, Any], name: str, default: int | None, *, minimum: int = 0) -> int | None:

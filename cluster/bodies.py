@@ -174,14 +174,20 @@ class BodyStore:
         found = self.get_many(item.id for item in items)
         return [(item, stored) for item, stored in zip(items, found, strict=True) if stored is not None]
 
-    def rows(self, deliveries: Sequence[Delivery]) -> list[MessageRow]:
+    def rows(self, deliveries: Sequence[Delivery], max_bytes: int | None = None) -> list[MessageRow]:
         """`deliveries` with their bodies, leaving out any whose body is no longer stored (`with_bodies`
-        made into rows, without a `StoredMessage` between)."""
+        made into rows, without a `StoredMessage` between); with `max_bytes`, the first of them while
+        their bodies add up to at most that (the first one always), the others not read."""
         rows: list[MessageRow] = []
+        left = max_bytes
         for delivery, at in zip(deliveries, self._located(d.id for d in deliveries), strict=True):
             if at is None:
                 continue
             data, (body_at, body_end, headers_end, encoding) = at
+            if left is not None:
+                if rows and body_end - body_at > left:
+                    break
+                left -= body_end - body_at
             rows.append(
                 MessageRow(
                     delivery.id,

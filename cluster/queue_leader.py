@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import itertools
 import logging
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
@@ -106,6 +107,7 @@ from queue_state.effects import (
     Rejected,
 )
 from queue_state.machine import QUEUE_DELETING, UNKNOWN_CONSUMER
+from queue_state.messages import TakeLimit
 from queue_state.policy import AppliedPolicy
 from queue_state.redrive import CANCELLED, CONSUMER_PREFIX, UNKNOWN_TASK, RedriveTask
 
@@ -115,6 +117,8 @@ DELETE_RETRY_MS = 1000
 CATCH_UP_WAIT_S = 5.0
 """How long a request about a consumer waits for a new leader to catch up (`_until_serving`) before it
 is answered 503."""
+FIT_SCAN = 65536
+"""The most ready messages a get with a byte budget looks at to tell how many it takes (`_fitting`)."""
 _DURABLE_REFUSALS = frozenset({"name_in_use", "beyond_sequence", QUEUE_DELETING})
 
 C = TypeVar("C", bound=Command)
@@ -358,10 +362,16 @@ class QueueLeader:
             return Published(list(reply.ids or ()), isinstance(reply, Duplicate))
         raise _refusal(reply)
 
-    async def get(self, count: int, auto_ack: bool, since_ms: int | None) -> list[MessageRow]:
+    async def get(
+        self, count: int, auto_ack: bool, since_ms: int | None, max_bytes: int | None = None
+    ) -> list[MessageRow]:
         """Take up to `count` ready messages (only those enqueued at or after `since_ms`, when given),
-        settled at once or held for a manual ack (`settle` with no consumer)."""
+        settled at once or held for a manual ack (`settle` with no consumer). With `max_bytes`, only as
+        many as fit it in the applied state now (`_fitting`): all those taken are answered, so a get
+        never removes a message it does not answer."""
         holder = f"get-{self._new_token()}"
+        if max_bytes is not None:
+            count = self._fitting(count, since_ms, max_bytes)
         command = self._command(Get, holder, count, auto_ack, since_ms)
         session = None if auto_ack else self._sessions.open(holder, None, self._now())
         if session is not None:
@@ -449,10 +459,13 @@ class QueueLeader:
             hold = min(hold, lease)
         return min(hold, self._idle_timeout_ms) if over_http and consumer is not None else hold
 
-    async def browse(self, first_id: int, end_id: int, limit: int) -> list[MessageRow]:
+    async def browse(
+        self, first_id: int, end_id: int, limit: int, max_bytes: int | None = None
+    ) -> list[MessageRow]:
         """Up to `limit` messages the queue holds, ready or checked out, with ids from `first_id` to below
-        `end_id`, lowest first: a read of the applied state that delivers, counts and moves nothing."""
-        return self._rows(self._replica.machine.browse(first_id, end_id, limit))
+        `end_id`, lowest first, while their bodies add up to at most `max_bytes` (the first always): a
+        read of the applied state that delivers, counts and moves nothing."""
+        return self._rows(self._replica.machine.browse(first_id, end_id, limit), max_bytes)
 
     async def peek(self, position: int) -> MessageRow | None:
         """The ready message at 1-based `position` in delivery order (returns first), or None past the
@@ -499,10 +512,14 @@ class QueueLeader:
             raise BadRequest(reply.reason, code=reply.code)
         return tag
 
-    async def poll(self, tag: str, limit: int, wait_s: float) -> list[MessageRow]:
+    async def poll(
+        self, tag: str, limit: int, wait_s: float, max_bytes: int | None = None
+    ) -> list[MessageRow]:
         """Up to `limit` (at least one) deliveries for consumer `tag`, waiting up to `wait_s` for some
-        (none before this leader caught up, `_until_serving`); an auto-ack consumer's are settled before
-        they are answered (`_settled_on_delivery`). UnknownConsumer when the queue has no such consumer."""
+        (none before this leader caught up, `_until_serving`), while their bodies add up to at most
+        `max_bytes` (the first always; the others wait for the next poll); an auto-ack consumer's are
+        settled before they are answered (`_settled_on_delivery`). UnknownConsumer when the queue has no
+        such consumer."""
         limit = max(limit, 1)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_s
@@ -520,7 +537,11 @@ class QueueLeader:
         finally:
             session.polls -= 1
         self._sessions.touch(tag, self._now())
-        rows = self._rows(taken)
+        rows = self._rows(taken, max_bytes)
+        if max_bytes is not None and rows and len(rows) < len(taken):  # beyond the budget: the next poll's
+            answered = next(i for i, delivery in enumerate(taken) if delivery.id == rows[-1].id) + 1
+            session.offer_again(taken[answered:])
+            taken = taken[:answered]
         if session.auto_ack and taken:
             return await self._settled_on_delivery(session, taken, rows)
         return rows
@@ -862,9 +883,23 @@ class QueueLeader:
         except ProposalFailed as exc:
             raise not_committed(exc) from exc
 
-    def _rows(self, deliveries: Sequence[Delivery]) -> list[MessageRow]:
-        """Deliveries with their bodies, leaving out any whose body is no longer stored."""
-        return self._replica.bodies.rows(deliveries)
+    def _rows(self, deliveries: Sequence[Delivery], max_bytes: int | None = None) -> list[MessageRow]:
+        """Deliveries with their bodies, leaving out any whose body is no longer stored; with `max_bytes`
+        the first of them while their bodies add up to at most that (the first always)."""
+        return self._replica.bodies.rows(deliveries, max_bytes)
+
+    def _fitting(self, count: int, since_ms: int | None, max_bytes: int) -> int:
+        """How many of the first `count` ready messages (in serve order, enqueued at or after `since_ms`
+        when given) have bodies adding up to at most `max_bytes` in the applied state (1 at least),
+        looking at no more than FIT_SCAN messages."""
+        limit = TakeLimit(count, max_bytes)
+        for message in itertools.islice(self._replica.machine.ready_messages(), FIT_SCAN):
+            if since_ms is not None and message.enqueued_at < since_ms:
+                continue
+            if not limit.admits(message.size):
+                break
+            limit.take(message.size)
+        return max(limit.taken, 1)
 
     async def wait_applied(self, timeout: float) -> None:
         """Wait until this leader applies another entry of the queue (or the timeout passes)."""

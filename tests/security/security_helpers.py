@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
+from collections.abc import AsyncIterable, AsyncIterator
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import aiohttp
 import msgpack
 
 from api.auth import ROUTE_ACCESS, Access
-from cli.node_processes import HARNESS_HEADERS
+from cli.node_processes import HARNESS_HEADERS, NodeProcess
 from cluster.transport import FRAME_HEADER, Handshake
 from quorumq.auth import basic_header
 
 ADMIN = HARNESS_HEADERS["Authorization"]
 NO_GUEST = {"QUORUMQ_LOOPBACK_GUEST": "false"}
+MAX_LAG_S = 1.0
+"""How long a node's event loop may be seen blocked while it serves hostile input (generous: the machine
+running the tests is shared; an unbounded decode of a few MiB blocks for seconds)."""
+PROBE_INTERVAL_S = 0.02
 PATH_VALUES = {
     "{q}": "sec-q",
     "{tag}": "t1",
@@ -40,7 +47,7 @@ async def call(
     *,
     authorization: str | None = None,
     json: Any = None,
-    data: bytes | None = None,
+    data: bytes | AsyncIterable[bytes] | None = None,
     headers: dict[str, str] | None = None,
     source: str | None = None,
 ) -> Answer:
@@ -121,3 +128,39 @@ async def raft_handshake(host: str, port: int, name: str, secret: str, to: str) 
         return len(header) == FRAME_HEADER.size
     finally:
         writer.close()
+
+
+def peak_rss(node: NodeProcess) -> int:
+    """The node process's peak resident memory (VmHWM), in bytes."""
+    assert node.process is not None
+    for line in Path(f"/proc/{node.process.pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM in /proc status")
+
+
+@contextlib.asynccontextmanager
+async def loop_lag(url: str) -> AsyncIterator[list[float]]:
+    """While the block runs, `GET /api/health` (answered on the node's event loop, with no I/O of its
+    own) asked again and again; the list holds the longest answer time seen (seconds), filled in when
+    the block ends: how long the loop was blocked, as other clients see it."""
+    worst: list[float] = []
+    done = asyncio.Event()
+
+    async def probe() -> None:
+        loop, longest = asyncio.get_running_loop(), 0.0
+        async with aiohttp.ClientSession() as session:
+            while not done.is_set():
+                started = loop.time()
+                async with session.get(url + "/api/health") as response:
+                    await response.read()
+                longest = max(longest, loop.time() - started)
+                await asyncio.sleep(PROBE_INTERVAL_S)  # pacing, not waiting for anything
+        worst.append(longest)
+
+    prober = asyncio.create_task(probe())
+    try:
+        yield worst
+    finally:
+        done.set()
+        await prober

@@ -8,24 +8,32 @@ handling. Publishes are also sent as msgpack (the extension). Authentication is 
 anonymous): the first run logs in as the harness administrator (a stored user), the second as a user
 with a few permissions, and checks besides that no answer is 2xx for a route or queue (or dead-letter
 target) that user has no permission for, and that queue listings show it only its queues.
+
+Then hypothesis sends hostile input (W5): stream frames and JSON bodies made of what costs the most per
+byte to decode; each is answered while the node's event loop is never seen blocked for MAX_LAG_S, and
+the node's peak memory stays bounded (examples: QUORUMQ_FUZZ_EXAMPLES, default 200).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import zlib
 from collections import Counter
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Awaitable, Iterator
+from typing import Any, TypeVar
 
+import aiohttp
 import msgpack
 import pytest
 import requests
 import schemathesis
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
+from security_helpers import ADMIN, MAX_LAG_S, call, loop_lag, peak_rss
 
 from api.auth import ROUTE_ACCESS, Access
 from api.openapi import spec
@@ -33,6 +41,7 @@ from cli.node_processes import HARNESS_HEADERS, HARNESS_PASSWORD, HARNESS_USER, 
 from quorumq import Client
 
 EXAMPLES = int(os.environ.get("QUORUMQ_API_FUZZ_EXAMPLES", "10"))
+HOSTILE_EXAMPLES = int(os.environ.get("QUORUMQ_FUZZ_EXAMPLES", "200"))
 CANARY = "fuzz-canary"
 CANARY_MESSAGES = 50
 LONG_POLL_CAP_S = "0.1"
@@ -44,6 +53,7 @@ LIMITED_PERMISSIONS = {
 }
 LIMITED_QUEUES = ["fuzz-own-1", "fuzz-drop", "fuzz-peek", CANARY]  # declared by the administrator
 LIMITED_ANSWERS: Counter[str] = Counter()  # "2xx", "403", ... over the limited user's run
+T = TypeVar("T")
 
 schema = schemathesis.openapi.from_dict(spec()).exclude(path_regex="^/api/nodes")
 
@@ -166,6 +176,104 @@ def test_the_limited_user_run_was_allowed_some_and_refused_some() -> None:
     if not LIMITED_ANSWERS:
         pytest.skip("the limited user's run did not run in this session")
     assert LIMITED_ANSWERS["2xx"] and LIMITED_ANSWERS["403"], LIMITED_ANSWERS
+
+
+# Hostile decoding (W5): structures that cost the most per byte to decode (many small containers, made
+# cheaply by repeating one value), as stream frames before and after the hello and as JSON bodies.
+tiny = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 300) | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=2),
+    max_leaves=4,
+)
+repeated = st.builds(lambda value, times: [value] * times, tiny, st.integers(0, 1 << 17))
+hostile = st.recursive(
+    tiny | repeated,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=3,
+)
+STREAM_OPS = ["hello", "publish", "consume", "ack", "nack", "touch", "cancel", "frobnicate"]
+stream_frames = st.one_of(
+    st.binary(max_size=64),
+    hostile.map(msgpack.packb),
+    st.fixed_dictionaries(
+        {"op": st.sampled_from(STREAM_OPS) | hostile, "id": st.integers(0, 2**63) | hostile},
+        optional={
+            "queue": st.sampled_from(["fuzz-own-1", "fuzz-drop"]) | hostile,
+            "messages": hostile,
+            "ids": hostile,
+        },
+    ).map(msgpack.packb),
+)
+JSON_ROUTES = ["/api/tokens", "/api/queues/fuzz-own-1/get", "/api/queues/fuzz-own-1", "/api/users/someone"]
+"""Routes other than a publish: a JSON publish body is decoded whole (docs/security.md, "Limits")."""
+json_bodies = st.one_of(st.binary(max_size=64), hostile.map(lambda value: json.dumps(value).encode()))
+MAX_PEAK_GROWTH_BYTES = 256 * 1024 * 1024
+PEAK_BEFORE: dict[str, int] = {}
+
+
+@settings(max_examples=HOSTILE_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(frame=stream_frames, after_hello=st.booleans())
+def test_w5_hostile_stream_frames_are_answered_without_stalling_the_node(
+    fuzzed: ProcessCluster, frame: bytes, after_hello: bool
+) -> None:
+    node = fuzzed.nodes[0]
+    PEAK_BEFORE.setdefault(node.name, peak_rss(node))
+    asyncio.run(_served_quickly(node.url, _stream_answer(node.url, frame, after_hello)))
+
+
+@settings(max_examples=HOSTILE_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(body=json_bodies, route=st.sampled_from(JSON_ROUTES), method=st.sampled_from(["POST", "PUT"]))
+def test_w5_hostile_json_bodies_are_answered_without_stalling_the_node(
+    fuzzed: ProcessCluster, body: bytes, route: str, method: str
+) -> None:
+    node = fuzzed.nodes[1]
+    PEAK_BEFORE.setdefault(node.name, peak_rss(node))
+    answered = _served_quickly(
+        node.url,
+        call(
+            method,
+            node.url + route,
+            authorization=ADMIN,
+            data=body,
+            headers={"Content-Type": "application/json"},
+        ),
+    )
+    assert asyncio.run(answered).status < 500
+
+
+def test_w5_hostile_input_left_the_nodes_memory_bounded(fuzzed: ProcessCluster) -> None:
+    if not PEAK_BEFORE:
+        pytest.skip("the hostile decoding runs did not run in this session")
+    for node in fuzzed.nodes:
+        if node.name in PEAK_BEFORE:
+            grown = peak_rss(node) - PEAK_BEFORE[node.name]
+            assert grown < MAX_PEAK_GROWTH_BYTES, f"{node.name}'s peak memory grew {grown / 2**20:.0f} MiB"
+
+
+async def _served_quickly(url: str, attack: Awaitable[T]) -> T:
+    """What `attack` gives; the node's event loop was not seen blocked beyond MAX_LAG_S meanwhile."""
+    async with loop_lag(url) as worst:
+        result = await attack
+    assert worst[0] < MAX_LAG_S, f"the event loop lagged {worst[0]:.2f} s"
+    return result
+
+
+async def _stream_answer(url: str, frame: bytes, after_hello: bool) -> None:
+    """Send `frame` on a new stream (after a hello when `after_hello`); the node answers with a frame or
+    closes the connection, nothing else."""
+    async with (
+        aiohttp.ClientSession(headers={"Authorization": ADMIN}) as session,
+        session.ws_connect(url + "/api/stream", max_msg_size=0) as ws,
+    ):
+        if after_hello:
+            await ws.send_bytes(msgpack.packb({"op": "hello", "versions": [1]}))
+            assert msgpack.unpackb((await ws.receive(30)).data)["op"] == "hello"
+        await ws.send_bytes(frame)
+        message = await ws.receive(30)
+        assert message.type in (aiohttp.WSMsgType.BINARY, aiohttp.WSMsgType.CLOSE), message
+        if message.type is aiohttp.WSMsgType.BINARY:
+            answer = msgpack.unpackb(message.data)
+            assert isinstance(answer, dict) and answer.get("status", 200) < 500, answer
 
 
 def test_after_fuzzing_the_cluster_is_healthy_and_kept_every_confirmed_message(

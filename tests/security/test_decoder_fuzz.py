@@ -22,8 +22,9 @@ from hypothesis import strategies as st
 from api.errors import ApiError
 from api.forwarded_publish import PUBLISH, _decoded
 from api.limits import check_message_headers
+from api.stream_frames import CLIENT_OPS, HELLO_MAX_BYTES, BadFrame, read_frame
 from api.tokens import verify_token
-from api.validation import msgpack_object, published_messages
+from api.validation import MAX_VALUES, msgpack_object, published_messages
 from cluster.config import Address, NodeConfig
 from cluster.entry_codec import decode_queue_op
 from cluster.metadata.commands import RegisterNode
@@ -228,6 +229,35 @@ def test_msgpack_publish_bodies_parse_or_answer_a_4xx_and_what_parses_can_be_log
         assert 400 <= exc.status < 500
         return
     msgpack.packb([[m.body, m.headers, m.encoding, expiration] for m, expiration in messages])
+
+
+stream_frames = st.fixed_dictionaries(
+    {"op": st.sampled_from(sorted(CLIENT_OPS)) | values},
+    optional={"id": st.integers(0, 2**64 - 1) | values, "queue": values, "messages": values, "ids": values},
+)
+repeated = st.builds(lambda value, times: [value] * times, values, st.integers(0, 1 << 16))
+
+
+@FUZZ
+@given(st.one_of(wire_bytes, stream_frames.map(msgpack.packb), repeated.map(msgpack.packb)))
+def test_stream_frames_read_or_answer_a_400_or_413(data: bytes) -> None:
+    for limit in (HELLO_MAX_BYTES, 1 << 24):
+        try:
+            frame = read_frame(data, limit)
+        except BadFrame as exc:
+            assert exc.status in (400, 413), exc
+            continue
+        assert frame.op in CLIENT_OPS and isinstance(frame.fields, dict)
+
+
+@FUZZ
+@given(st.one_of(values, repeated), st.integers(0, MAX_VALUES))
+def test_msgpack_bodies_beyond_their_values_are_a_413(value: Any, extra: int) -> None:
+    data = msgpack.packb({"v": value, "pad": [None] * extra})
+    try:
+        assert isinstance(msgpack_object(data), dict)
+    except ApiError as exc:
+        assert exc.status in (400, 413), exc
 
 
 @FUZZ

@@ -5,6 +5,7 @@ RE2 cannot compile is refused when it is set."""
 from __future__ import annotations
 
 import asyncio
+from urllib.parse import quote
 
 import pytest
 from security_helpers import ADMIN, add_user, call
@@ -101,3 +102,56 @@ async def test_a_user_name_with_a_trailing_newline_is_refused(users: ProcessClus
         "PUT", users.urls[0] + "/api/users/bob%0A", authorization=ADMIN, json={"password": "p"}
     )
     assert answer.status == 400, answer.body
+
+
+@pytest.mark.parametrize("name", ["c" * 256, "bad/name", "tab\tname", "-leading-dash", ""])
+async def test_w12_a_durable_consumer_name_is_validated_like_a_queue_name(
+    users: ProcessCluster, name: str
+) -> None:
+    assert (await call("PUT", users.urls[0] + "/api/queues/bob-durable", authorization=ADMIN)).status in (
+        201,
+        204,
+    )
+    consumers = users.urls[0] + "/api/queues/bob-durable/consumers"
+    refused = await call("POST", consumers, authorization=BOB, json={"durable": True, "name": name})
+    assert refused.status == 400, refused.body
+    listed = await call("GET", consumers, authorization=ADMIN)
+    assert name not in {consumer["tag"] for consumer in listed.body}
+    fine = await call("POST", consumers, authorization=BOB, json={"durable": True, "name": "c" * 255})
+    assert fine.status == 201, fine.body
+
+
+async def test_w12_a_checkout_does_not_register_a_durable_consumer_of_a_bad_name(
+    users: ProcessCluster,
+) -> None:
+    assert (await call("PUT", users.urls[0] + "/api/queues/bob-checkout", authorization=ADMIN)).status in (
+        201,
+        204,
+    )
+    consumers = users.urls[0] + "/api/queues/bob-checkout/consumers"
+    refused = await call("POST", consumers + "/" + "c" * 256 + "/checkout", authorization=BOB, json={})
+    assert refused.status == 400, refused.body
+    assert (await call("GET", consumers, authorization=ADMIN)).body == []
+
+
+@pytest.mark.parametrize("pattern", [".{1000}x" * 10, "a" * 1025], ids=["large-program", "long"])
+async def test_w7_a_queue_filter_beyond_the_pattern_limits_is_refused_and_logs_nothing(
+    users: ProcessCluster, pattern: str
+) -> None:
+    node = users.nodes[2]
+    logged = node.log_path.stat().st_size
+    url = f"{node.url}/api/queues?use_regex=true&name={quote(pattern)}"
+    answer = await call("GET", url, authorization=BOB)
+    assert answer.status == 400, answer.body
+    assert "name" in answer.body["reason"], answer.body
+    with node.log_path.open("rb") as log:
+        log.seek(logged)
+        assert b"DFA out of memory" not in log.read()
+
+
+async def test_w7_a_queue_filter_within_the_limits_lists_what_it_matches(users: ProcessCluster) -> None:
+    answer = await call(
+        "GET", f"{users.urls[0]}/api/queues?use_regex=true&name={quote('^my-[a-z]+$')}", authorization=ADMIN
+    )
+    assert answer.status == 200, answer.body
+    assert [queue["name"] for queue in answer.body] == ["my-orders"]
