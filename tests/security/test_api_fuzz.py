@@ -10,13 +10,15 @@ with a few permissions, and checks besides that no answer is 2xx for a route or 
 target) that user has no permission for, and that queue listings show it only its queues.
 
 Then hypothesis sends hostile input (W5): stream frames and JSON bodies made of what costs the most per
-byte to decode; each is answered while the node's event loop is never seen blocked for MAX_LAG_S, and
-the node's peak memory stays bounded (examples: QUORUMQ_FUZZ_EXAMPLES, default 200).
+byte to decode, and whatever a process without the secret may send to the Raft port; each is answered
+while the node's event loop is never seen blocked for MAX_LAG_S, and the node's peak memory stays
+bounded (examples: QUORUMQ_FUZZ_EXAMPLES, default 200).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -38,6 +40,7 @@ from security_helpers import ADMIN, MAX_LAG_S, call, loop_lag, peak_rss
 from api.auth import ROUTE_ACCESS, Access
 from api.openapi import spec
 from cli.node_processes import HARNESS_HEADERS, HARNESS_PASSWORD, HARNESS_USER, ProcessCluster
+from cluster.transport import FRAME_HEADER
 from quorumq import Client
 
 EXAMPLES = int(os.environ.get("QUORUMQ_API_FUZZ_EXAMPLES", "10"))
@@ -239,6 +242,53 @@ def test_w5_hostile_json_bodies_are_answered_without_stalling_the_node(
         ),
     )
     assert asyncio.run(answered).status < 500
+
+
+raft_speech = st.one_of(
+    st.binary(max_size=256),  # anything at all
+    st.integers(0, 2**32 - 1).map(FRAME_HEADER.pack),  # a length prefix that lies, and nothing after it
+    st.tuples(st.integers(0, 2**32 - 1), st.binary(max_size=8192)).map(
+        lambda frame: FRAME_HEADER.pack(frame[0]) + frame[1]
+    ),
+    hostile.map(lambda value: _raft_frame(msgpack.packb(["hello", value, value, value, value, value]))),
+    hostile.map(lambda value: _raft_frame(msgpack.packb(value))),
+)
+
+
+@settings(max_examples=HOSTILE_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(speech=raft_speech)
+def test_hostile_raft_port_input_is_refused_without_stalling_the_node(
+    fuzzed: ProcessCluster, speech: bytes
+) -> None:
+    """Whatever a process without the secret sends to a node's Raft port (what the peer transport reads
+    before a handshake: 4 KiB frames at most, the rest read past), the node refuses it while its event
+    loop is never seen blocked for MAX_LAG_S, and its peak memory stays bounded (below)."""
+    node = fuzzed.nodes[2]
+    PEAK_BEFORE.setdefault(node.name, peak_rss(node))
+    asyncio.run(_served_quickly(node.url, _raft_refused(node.raft_port, speech)))
+
+
+def _raft_frame(payload: bytes) -> bytes:
+    return FRAME_HEADER.pack(len(payload)) + payload
+
+
+async def _raft_refused(port: int, speech: bytes) -> None:
+    """Send `speech` to the Raft port after its challenge; the node never answers with a welcome: it
+    closes the connection (or waits for the rest of a frame that never comes, until we stop)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        (length,) = FRAME_HEADER.unpack(await reader.readexactly(FRAME_HEADER.size))
+        challenge = msgpack.unpackb(await reader.readexactly(length))
+        assert challenge[0] == "challenge", challenge
+        writer.write(speech)
+        await writer.drain()
+        with contextlib.suppress(TimeoutError, ConnectionError):
+            answer = await asyncio.wait_for(reader.read(64 * 1024), 1.0)
+            assert b"welcome" not in answer, answer
+    finally:
+        writer.close()
+        with contextlib.suppress(ConnectionError):
+            await writer.wait_closed()
 
 
 def test_w5_hostile_input_left_the_nodes_memory_bounded(fuzzed: ProcessCluster) -> None:
