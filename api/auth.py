@@ -13,14 +13,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import enum
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 
 import aiohttp
 from aiohttp import web
 
+from api.access import Access, Principal
 from api.app_keys import (
     CALLER,
     CONFIG,
@@ -42,7 +41,6 @@ from api.validation import check_queue_name
 from cluster import node_logging
 from cluster.config import ConfigError, NodeConfig, is_loopback_host
 from cluster.errors import NotLeader
-from cluster.metadata.records import FULL_ACCESS, UserRecord
 from cluster.metadata_door import MetadataDoor
 from cluster.metadata_view import MetadataView
 from cluster.peer_auth import NODE_AUTH_HEADER, NODE_PRINCIPAL, body_digest_off_loop, verify_assertion
@@ -54,28 +52,12 @@ from cluster.users import (
     UserError,
     check_password,
     check_user_name,
-    pattern_allows,
 )
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 BOOTSTRAP_RETRY_S = 0.5
-
-
-class Access(enum.Enum):
-    """What a route requires of the caller."""
-
-    PUBLIC = "public"
-    METRICS = "metrics"  # public when `metrics_public`, else any authenticated user
-    AUTHENTICATED = "authenticated"
-    ANY_QUEUE_PERMISSION = "any"  # configure, write or read on the queue
-    CONFIGURE = "configure"
-    WRITE = "write"
-    READ = "read"
-    CONFIGURE_ADMIN = "configure+administrator"
-    ADMINISTRATOR = "administrator"
-    NODE = "node"  # a node's own call: its assertion as NODE_PRINCIPAL, which only the cluster secret makes
 
 
 QUEUE = "/api/queues/{q}"
@@ -143,51 +125,6 @@ ROUTE_ACCESS: dict[tuple[str, str], Access] = {
     ("PUT", POLICY): Access.ADMINISTRATOR,
     ("DELETE", POLICY): Access.ADMINISTRATOR,
 }
-
-
-@dataclass(frozen=True)
-class Principal:
-    """An authenticated caller and its rights."""
-
-    name: str
-    administrator: bool
-    configure: str = ""
-    write: str = ""
-    read: str = ""
-    expires_ms: int | None = None  # when the credentials expire (a bearer token's expiry), if ever
-
-    @classmethod
-    def of(cls, record: UserRecord, expires_ms: int | None = None) -> Principal:
-        """The rights a user record grants, to credentials valid until `expires_ms` (None: no end)."""
-        return cls(
-            record.name, record.is_administrator, record.configure, record.write, record.read, expires_ms
-        )
-
-    @classmethod
-    def superuser(cls, name: str) -> Principal:
-        """Full rights (the loopback guest, a node acting on its own behalf)."""
-        return cls(name, True, FULL_ACCESS, FULL_ACCESS, FULL_ACCESS)
-
-    def lists(self, queue: str) -> bool:
-        """Whether `GET /api/queues` shows `queue` to this principal: administrators see every queue,
-        other users those they hold any permission on."""
-        return self.administrator or self.may(Access.ANY_QUEUE_PERMISSION, queue)
-
-    def may(self, access: Access, queue: str | None) -> bool:
-        """Whether this principal passes `access` (on `queue` for per-queue rules)."""
-        if access in (Access.PUBLIC, Access.METRICS, Access.AUTHENTICATED):
-            return True
-        if access is Access.ADMINISTRATOR:
-            return self.administrator
-        if access is Access.NODE:
-            return self.name == NODE_PRINCIPAL
-        if queue is None:
-            return False
-        if access is Access.ANY_QUEUE_PERMISSION:
-            return any(pattern_allows(p, queue) for p in (self.configure, self.write, self.read))
-        if access is Access.CONFIGURE_ADMIN:
-            return self.administrator and pattern_allows(self.configure, queue)
-        return pattern_allows(getattr(self, access.value), queue)
 
 
 PRINCIPAL_KEY: web.RequestKey[Principal] = web.RequestKey("principal")

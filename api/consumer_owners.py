@@ -9,7 +9,7 @@ by whoever may read the queue, as it was, until that consumer ends.
 
 from __future__ import annotations
 
-from api.auth import Principal
+from api.access import Principal
 from cluster.consumer_names import owned, owner_of
 from cluster.errors import UnknownConsumer
 from cluster.queue_leader import QueueLeader

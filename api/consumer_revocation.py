@@ -18,8 +18,9 @@ from collections.abc import AsyncIterator, Hashable
 
 from aiohttp import web
 
+from api.access import Access
 from api.app_keys import CONFIG, METADATA, QUEUES
-from api.auth import Access, Unauthenticated, vouched_principal
+from api.auth import Unauthenticated, vouched_principal
 from cluster.config import NodeConfig
 from cluster.consumer_names import owner_of
 from cluster.errors import NodeError

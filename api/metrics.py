@@ -21,7 +21,7 @@ from prometheus_client import (
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from api.auth import Principal
+from api.access import Principal
 from api.message_rates import MessageRates
 from cluster.metadata_view import MetadataView
 from cluster.node_status import NodeStatus

@@ -8,8 +8,9 @@ from typing import Any
 
 from aiohttp import web
 
+from api.access import Access
 from api.app_keys import CONFIG, METADATA, METRICS, QUEUES, STATUS
-from api.auth import Access, principal, require
+from api.auth import principal, require
 from api.deliveries import (
     JSON,
     deliveries_response,

@@ -9,8 +9,9 @@ from typing import Any
 
 from aiohttp import web
 
+from api.access import Access
 from api.app_keys import CONFIG, QUEUES
-from api.auth import Access, principal, require
+from api.auth import principal, require
 from api.forwarding import on_queue_leader
 from api.validation import bad, check_queue_name, field_int, field_since, field_str, json_object
 from cluster.queue_leader import QueueLeader

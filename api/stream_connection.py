@@ -17,8 +17,9 @@ from collections.abc import Awaitable, Callable
 from aiohttp import WSMessage, WSMsgType, web
 
 from api import stream_frames as frames
+from api.access import Access, Principal
 from api.app_keys import CONFIG, METADATA, METRICS, QUEUES, STATUS
-from api.auth import Access, Principal, Unauthenticated, require
+from api.auth import Unauthenticated, require
 from api.consumer_options import FIELDS as CONSUMER_FIELDS
 from api.consumer_options import consumer_options
 from api.consumer_owners import own_consumer

@@ -8,7 +8,8 @@ deleted, or when its password changes (which revokes its tokens, and its Basic c
 
 from __future__ import annotations
 
-from api.auth import Principal, Unauthenticated, vouched_principal
+from api.access import Principal
+from api.auth import Unauthenticated, vouched_principal
 from cluster.config import NodeConfig
 from cluster.metadata_view import MetadataView
 from cluster.steady_clock import steady_wall_ms

@@ -12,7 +12,8 @@ from typing import Any, NamedTuple
 import aiohttp
 import msgpack
 
-from api.auth import ROUTE_ACCESS, Access
+from api.access import Access
+from api.auth import ROUTE_ACCESS
 from cli.node_processes import HARNESS_HEADERS, NodeProcess
 from cluster.transport import FRAME_HEADER, Handshake
 from quorumq.auth import basic_header

@@ -37,7 +37,8 @@ from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
 from security_helpers import ADMIN, MAX_LAG_S, call, loop_lag, peak_rss
 
-from api.auth import ROUTE_ACCESS, Access
+from api.access import Access
+from api.auth import ROUTE_ACCESS
 from api.openapi import spec
 from cli.node_processes import HARNESS_HEADERS, HARNESS_PASSWORD, HARNESS_USER, ProcessCluster
 from cluster.transport import FRAME_HEADER

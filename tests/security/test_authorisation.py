@@ -8,7 +8,7 @@ import asyncio
 import pytest
 from security_helpers import ADMIN, add_user, call, concrete, eventually_status, protected_routes
 
-from api.auth import Access
+from api.access import Access
 from cli.node_processes import ProcessCluster
 from quorumq.auth import basic_header
 
