@@ -165,3 +165,17 @@ async def loop_lag(url: str) -> AsyncIterator[list[float]]:
     finally:
         done.set()
         await prober
+
+
+async def stream_reply(url: str, authorization: str, frame: bytes, *, hello: bool) -> aiohttp.WSMessage:
+    """Send `frame` on a new stream as `authorization` (after a hello when `hello`): the node's first
+    message after it (a frame, or the connection's close)."""
+    async with (
+        aiohttp.ClientSession(headers={"Authorization": authorization}) as session,
+        session.ws_connect(url + "/api/stream", max_msg_size=0) as ws,
+    ):
+        if hello:
+            await ws.send_bytes(msgpack.packb({"op": "hello", "versions": [1]}))
+            assert msgpack.unpackb((await ws.receive(30)).data)["op"] == "hello"
+        await ws.send_bytes(frame)
+        return await ws.receive(60)

@@ -35,7 +35,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
-from security_helpers import ADMIN, MAX_LAG_S, call, loop_lag, peak_rss
+from security_helpers import ADMIN, MAX_LAG_S, call, loop_lag, peak_rss, stream_reply
 
 from api.access import Access
 from api.auth import ROUTE_ACCESS
@@ -312,19 +312,11 @@ async def _served_quickly(url: str, attack: Awaitable[T]) -> T:
 async def _stream_answer(url: str, frame: bytes, after_hello: bool) -> None:
     """Send `frame` on a new stream (after a hello when `after_hello`); the node answers with a frame or
     closes the connection, nothing else."""
-    async with (
-        aiohttp.ClientSession(headers={"Authorization": ADMIN}) as session,
-        session.ws_connect(url + "/api/stream", max_msg_size=0) as ws,
-    ):
-        if after_hello:
-            await ws.send_bytes(msgpack.packb({"op": "hello", "versions": [1]}))
-            assert msgpack.unpackb((await ws.receive(30)).data)["op"] == "hello"
-        await ws.send_bytes(frame)
-        message = await ws.receive(30)
-        assert message.type in (aiohttp.WSMsgType.BINARY, aiohttp.WSMsgType.CLOSE), message
-        if message.type is aiohttp.WSMsgType.BINARY:
-            answer = msgpack.unpackb(message.data)
-            assert isinstance(answer, dict) and answer.get("status", 200) < 500, answer
+    message = await stream_reply(url, ADMIN, frame, hello=after_hello)
+    assert message.type in (aiohttp.WSMsgType.BINARY, aiohttp.WSMsgType.CLOSE), message
+    if message.type is aiohttp.WSMsgType.BINARY:
+        answer = msgpack.unpackb(message.data)
+        assert isinstance(answer, dict) and answer.get("status", 200) < 500, answer
 
 
 def test_after_fuzzing_the_cluster_is_healthy_and_kept_every_confirmed_message(

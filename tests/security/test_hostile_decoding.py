@@ -14,7 +14,7 @@ from typing import TypeVar
 import aiohttp
 import msgpack
 import pytest
-from security_helpers import ADMIN, MAX_LAG_S, add_user, call, loop_lag, peak_rss
+from security_helpers import ADMIN, MAX_LAG_S, add_user, call, loop_lag, peak_rss, stream_reply
 
 from cli.node_processes import NodeProcess, ProcessCluster
 from quorumq.auth import basic_header
@@ -51,19 +51,11 @@ async def served_without_stalling(node: NodeProcess, attack: Awaitable[T]) -> T:
 
 async def stream_answer(url: str, frame: bytes, *, hello: bool) -> dict[str, object]:
     """Send `frame` on a stream of user nobody (after a hello when `hello`), return the node's answer."""
-    async with (
-        aiohttp.ClientSession(headers={"Authorization": NOBODY}) as session,
-        session.ws_connect(url + "/api/stream", max_msg_size=0) as ws,
-    ):
-        if hello:
-            await ws.send_bytes(msgpack.packb({"op": "hello", "versions": [1]}))
-            assert msgpack.unpackb((await ws.receive(20)).data)["op"] == "hello"
-        await ws.send_bytes(frame)
-        message = await ws.receive(60)
-        assert message.type is aiohttp.WSMsgType.BINARY, message
-        answer = msgpack.unpackb(message.data)
-        assert isinstance(answer, dict)
-        return answer
+    message = await stream_reply(url, NOBODY, frame, hello=hello)
+    assert message.type is aiohttp.WSMsgType.BINARY, message
+    answer = msgpack.unpackb(message.data)
+    assert isinstance(answer, dict)
+    return answer
 
 
 @pytest.mark.parametrize("hello", [False, True], ids=["before-hello", "after-hello"])
