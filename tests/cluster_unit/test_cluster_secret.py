@@ -83,6 +83,9 @@ def test_a_lone_node_on_loopback_generates_a_private_secret_and_keeps_it(tmp_pat
     assert settle_cluster_secret(configured(tmp_path)).cluster_secret == first.cluster_secret
     other = settle_cluster_secret(configured(tmp_path / "elsewhere"))
     assert other.cluster_secret != first.cluster_secret
+    secret_path.chmod(0o644)
+    with pytest.raises(ConfigError, match="chmod 600"):  # a secret readable by others is refused
+        settle_cluster_secret(configured(tmp_path))
 
 
 def test_a_node_on_loopback_with_peers_needs_a_shared_secret(tmp_path: Path) -> None:

@@ -198,6 +198,7 @@ async def test_w15_answers_refuse_frames_and_sniffing_and_message_bodies_are_not
         assert "Strict-Transport-Security" not in answer.headers, path
     ui = await call("GET", url + "/")
     assert ui.headers["X-Frame-Options"] == "DENY" and ui.headers["Cache-Control"] == "no-cache"
+    assert "frame-ancestors 'none'" in ui.headers["Content-Security-Policy"]
 
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")

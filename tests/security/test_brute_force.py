@@ -78,6 +78,8 @@ async def test_a_token_cannot_mint_a_token_that_outlives_it(secured: ProcessClus
     assert renewed.status == 200 and renewed.body["name"] == "minter"
     longer = await call("POST", base + "/api/tokens", authorization=password, json={"ttl_s": 3600})
     assert longer.body["expires_ms"] > first.body["expires_ms"]  # a password still gets what it asks
+    beyond = await call("POST", base + "/api/tokens", authorization=password, json={"ttl_s": 7 * 86400 + 1})
+    assert beyond.status == 400, beyond.body  # a token lives at most 7 days
     assert (await call("GET", base + "/api/whoami", authorization=ADMIN)).status == 200
 
 

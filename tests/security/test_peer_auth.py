@@ -65,6 +65,8 @@ def test_assertions_are_bound_to_user_destination_method_target_body_and_time() 
     assert verify_assertion(SECRET, value, "POST", target, now, node="n2") is None  # another node
     assert verify(SECRET, value.replace(";n1;", ";n2;"), "POST", target, now) is None
     assert sign_assertion(SECRET, "alice", "POST", target, body, now, to="n1") != value  # a fresh nonce
+    v2 = ";".join(["v2", *value.split(";")[1:2], *value.split(";")[3:]])  # the earlier format: no `TO`
+    assert verify(SECRET, v2, "POST", target, now) is None
 
 
 async def test_a_node_with_tls_never_sends_an_assertion_over_plain_http() -> None:
