@@ -106,6 +106,8 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         raise
     except json.JSONDecodeError as exc:
         return error_response(400, "bad_request", f"body is not valid JSON: {exc}")
+    except ConnectionResetError:
+        raise  # the client went away (aiohttp ignores it): no answer, and no error of the node's
     except Exception:
         log.exception("unhandled error serving %s %s", request.method, request.path)
         return error_response(500, "internal_error", "the node failed to serve this request")
