@@ -20,6 +20,7 @@ import asyncio
 import contextvars
 import logging
 import random
+import shutil
 import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -71,6 +72,8 @@ class Faults:
     heal: int = 4
     restart: int = 8
     change_build: int = 1  # a node restarted on an older build (a rollback), or back on the newest
+    wipe: int = 1  # a node's data directory lost for good (once a run: a majority of every group keeps
+    # what it committed), the node started again on an empty one
     calm: int = 20
     mean_gap_s: float = 0.4  # virtual time between two faults, on average
 
@@ -85,6 +88,7 @@ class SimStats:
     broken_links: int = 0
     restarts: int = 0
     rollbacks: int = 0
+    wipes: int = 0
     requests: int = 0
     confirmed: int = 0
     delivered: int = 0
@@ -108,6 +112,7 @@ class SimNode:
     context: contextvars.Context | None = None
     app: web.Application | None = None  # the API the node serves, once started
     reads: int = QUEUE_OP_VERSION  # the newest queue operations version its build reads
+    incarnation: int = 0  # how many times its data directory was wiped
     requests: dict[asyncio.Future[Any], None] = field(default_factory=dict)  # answers awaited, in order
     serving: dict[asyncio.Task[Any], float] = field(default_factory=dict)  # requests being served: since
 
@@ -225,6 +230,7 @@ class NodeSimulation:
             (self.network.heal, f.heal),
             (self._restart_one, f.restart),
             (self._change_build, f.change_build),
+            (self._wipe_one, f.wipe),
             (lambda: None, f.calm),
         ]
         action = self.rng.choices([a for a, _ in actions], [w for _, w in actions])[0]
@@ -300,7 +306,7 @@ class NodeSimulation:
 
     def _open_store(self, node: SimNode) -> tuple[NodeStore, Damage | None]:
         node.db.reopen()
-        return NodeStore.recover(node.db, lambda: f"{node.name}.0"), None
+        return NodeStore.recover(node.db, lambda: f"{node.name}.{node.incarnation}"), None
 
     def kill(self, node: SimNode, *, power_loss: bool = False) -> None:
         """The process dies (as SIGKILL); with `power_loss` the disk also loses what was not synced."""
@@ -389,6 +395,20 @@ class NodeSimulation:
             self.stats.rollbacks += 1
         else:
             node.reads = QUEUE_OP_VERSION
+        self.start(node)
+
+    def _wipe_one(self) -> None:
+        """Kill a node and lose its data directory (database and `node.json`); it starts again empty, as
+        a new incarnation the others replace its old replicas with. Once a run."""
+        if self.stats.wipes:
+            return
+        node = self.rng.choice(list(self.nodes.values()))
+        self.kill(node)
+        node.db = SimulatedDatabase()
+        node.incarnation += 1
+        shutil.rmtree(node.config.data_dir)
+        node.config.data_dir.mkdir(parents=True)
+        self.stats.wipes += 1
         self.start(node)
 
     def _kill_process(self, node: SimNode, proc: Process | None) -> None:
