@@ -5,7 +5,8 @@ sessions, timers, membership, dead-letter workers, peer requests), given a simul
 (`cluster.node_environment`): a virtual wall clock with its own skew, the loop's time, randomness and
 tokens drawn from the seed, a `SimulatedDatabase` that loses unsynced writes on power loss, and the
 simulated network (`network.SimNetwork`). Clients (`clients.Clients`) enter where the HTTP handlers do.
-Faults are crashes, power losses (one node or all), partitions, broken links and restarts.
+Faults are crashes, power losses (one node or all), partitions, broken links, restarts (on older
+builds too) and, once a run, a node's data directory lost (`_wipe_one`).
 
 After the faults the network heals and every node runs; within a bound every queue must have a
 leader that serves, every request must have been answered, every confirmed message must still be in
@@ -20,6 +21,7 @@ import asyncio
 import contextvars
 import logging
 import random
+import shutil
 import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -33,6 +35,7 @@ from cluster.config import Address, NodeConfig, Seed
 from cluster.entry_codec import QUEUE_OP_VERSION
 from cluster.node import META_GROUP, Node
 from cluster.node_environment import NodeEnvironment
+from cluster.raft_host import Group
 from cluster.store_damage import Damage
 from node_simulation.clients import Clients
 from node_simulation.history import Violation
@@ -40,8 +43,11 @@ from node_simulation.network import SimNetwork
 from node_simulation.remote_publisher import SimRemotePublisher
 from node_simulation.request_errors import NodeDown, NodeUnreachable
 from node_simulation.virtual_loop import Process, Quiescent, VirtualLoop, process
+from raft_log.confchange import apply_conf_change, decode_conf_change
+from raft_log.errors import InvalidConfChangeError
 from raft_log.simulated_database import SimulatedDatabase
 from raft_log.storage import NodeStore
+from raft_log.types import ConfState, EntryKind, StorageError
 
 T = TypeVar("T")
 
@@ -71,6 +77,8 @@ class Faults:
     heal: int = 4
     restart: int = 8
     change_build: int = 1  # a node restarted on an older build (a rollback), or back on the newest
+    wipe: int = 1  # a node's data directory lost for good, the node started again on an empty one (once a
+    # run, and only while every group it votes in keeps a majority without it: `_wipe_survivable`)
     calm: int = 20
     mean_gap_s: float = 0.4  # virtual time between two faults, on average
 
@@ -85,6 +93,7 @@ class SimStats:
     broken_links: int = 0
     restarts: int = 0
     rollbacks: int = 0
+    wipes: int = 0
     requests: int = 0
     confirmed: int = 0
     delivered: int = 0
@@ -108,6 +117,7 @@ class SimNode:
     context: contextvars.Context | None = None
     app: web.Application | None = None  # the API the node serves, once started
     reads: int = QUEUE_OP_VERSION  # the newest queue operations version its build reads
+    incarnation: int = 0  # how many times its data directory was wiped
     requests: dict[asyncio.Future[Any], None] = field(default_factory=dict)  # answers awaited, in order
     serving: dict[asyncio.Task[Any], float] = field(default_factory=dict)  # requests being served: since
 
@@ -225,6 +235,7 @@ class NodeSimulation:
             (self.network.heal, f.heal),
             (self._restart_one, f.restart),
             (self._change_build, f.change_build),
+            (self._wipe_one, f.wipe),
             (lambda: None, f.calm),
         ]
         action = self.rng.choices([a for a, _ in actions], [w for _, w in actions])[0]
@@ -300,7 +311,7 @@ class NodeSimulation:
 
     def _open_store(self, node: SimNode) -> tuple[NodeStore, Damage | None]:
         node.db.reopen()
-        return NodeStore.recover(node.db, lambda: f"{node.name}.0"), None
+        return NodeStore.recover(node.db, lambda: f"{node.name}.{node.incarnation}"), None
 
     def kill(self, node: SimNode, *, power_loss: bool = False) -> None:
         """The process dies (as SIGKILL); with `power_loss` the disk also loses what was not synced."""
@@ -391,6 +402,40 @@ class NodeSimulation:
             node.reads = QUEUE_OP_VERSION
         self.start(node)
 
+    def _wipe_one(self) -> None:
+        """Kill a node and lose its data directory (database and `node.json`); it starts again empty, as
+        a new incarnation the others replace its old replicas with. Once a run, and only a node whose
+        loss leaves every group a majority of its voters (`_wipe_survivable`)."""
+        if self.stats.wipes:
+            return
+        candidates = [node for node in self.nodes.values() if self._wipe_survivable(node.name)]
+        if not candidates:
+            return
+        node = self.rng.choice(candidates)
+        self.kill(node)
+        node.db = SimulatedDatabase()
+        node.incarnation += 1
+        shutil.rmtree(node.config.data_dir)
+        node.config.data_dir.mkdir(parents=True)
+        self.stats.wipes += 1
+        self.start(node)
+
+    def _wipe_survivable(self, name: str) -> bool:
+        """Whether Raft can keep every group's promise without what node `name` holds: each configuration
+        that lists it as a voter, in force on a replica or ahead in its log, lists at least two others (a
+        majority of the group without it). A group of two voters that loses one for good, or of one, has no
+        majority left: no node can elect a leader for it (nor should, docs/operations.md). Every node must
+        run, so that its replicas can be read (a down one's log may hold a change nobody else has)."""
+        for sim_node in self.nodes.values():
+            node = sim_node.running
+            if node is None or node.host is None:
+                return False
+            for group in list(node.host.groups.values()):
+                confs = _confs_ahead(group)
+                if confs is None or any(name in c.voters and len(c.voters) < 3 for c in confs):
+                    return False
+        return True
+
     def _kill_process(self, node: SimNode, proc: Process | None) -> None:
         if node.process is proc and not self._healed:
             self.kill(node, power_loss=self.rng.random() < 0.5)
@@ -414,6 +459,25 @@ class NodeSimulation:
                 if group is not None and group.raft.is_leader:
                     return node
         return None
+
+
+def _confs_ahead(group: Group) -> list[ConfState] | None:
+    """Every configuration of `group` as its replica has it: in force, then after each change its log
+    holds beyond what it applied; None when the log cannot tell (entries the core has not handed over
+    yet, a snapshot being installed)."""
+    confs = [group.conf, group.raft.conf]
+    last = group.log.last_index()
+    if group.raft.status().last_index > last:
+        return None
+    try:
+        conf = group.conf  # as of `group.applied`
+        for entry in group.log.entries(group.applied + 1, last + 1) if last > group.applied else []:
+            if entry.kind == EntryKind.CONF_CHANGE:
+                conf = apply_conf_change(conf, decode_conf_change(entry.data))
+                confs.append(conf)
+    except (StorageError, InvalidConfChangeError):
+        return None
+    return confs
 
 
 def _fatal(what: str) -> NoReturn:

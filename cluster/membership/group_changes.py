@@ -86,17 +86,19 @@ class GroupChanges:
         settled = group.raft.entry_term(group.applied) == status.term and group.conf == status.conf
         return status.conf if settled else None
 
-    def live_voters(self, voters: tuple[str, ...]) -> int:
-        """How many of `voters` are reachable now (a connection up; this node always is).
+    def live_voters(self, conf: ConfState, voters: tuple[str, ...]) -> int:
+        """How many of `voters` are reachable now (a connection up; this node always is) as the replicas
+        `conf` records: a member that came back as another incarnation holds nothing it acknowledged, and
+        its votes count for nothing until it is replaced (`replaced_member`).
 
         Raft's `recent_active` is not used: the leader clears it every election timeout."""
-        return sum(1 for v in voters if self.is_up(v))
+        return sum(1 for v in voters if self.is_up(v) and not self._came_back_as_another(conf, v))
 
     def all_members_up(self, gid: str) -> bool:
         """True when every member of the group is reachable from its leader."""
         conf = self.leader_status(gid).conf
         members = (*conf.voters, *conf.learners)
-        return self.live_voters(members) == len(members)
+        return self.live_voters(conf, members) == len(members)
 
     async def change(self, gid: str, change: ConfChange) -> None:
         """Propose `change` and wait until this node has applied it: it is then in force, and durable on
@@ -149,10 +151,15 @@ class GroupChanges:
         wiped or replaced), with the incarnation recorded for it; else None."""
         for member in (*conf.voters, *conf.learners):
             recorded = conf.incarnation_of(member)
-            proved = self.proved_incarnation(member)
-            if member != self.host.node and recorded is not None and proved and proved != recorded:
+            if recorded is not None and self._came_back_as_another(conf, member):
                 return member, recorded
         return None
+
+    def _came_back_as_another(self, conf: ConfState, member: str) -> bool:
+        """Whether `member` (not this node) proved another incarnation than `conf` records for it."""
+        recorded = conf.incarnation_of(member)
+        proved = self.proved_incarnation(member)
+        return member != self.host.node and recorded is not None and bool(proved) and proved != recorded
 
     def proved_incarnation(self, member: str) -> str:
         """The incarnation `member` proved to this node (its own for this node; "" when none yet)."""
@@ -245,13 +252,14 @@ class GroupChanges:
         return ready
 
     async def remove(self, gid: str, node: str) -> None:
-        """Remove `node`, refusing to remove the last voter or to leave the voters without a live majority."""
+        """Remove `node`, refusing to remove the last voter or to leave the voters without a live majority (a
+        member that came back as another incarnation is not live)."""
         conf = self.leader_status(gid).conf
         if node in conf.voters:
             remaining = tuple(v for v in conf.voters if v != node)
             if not remaining:
                 raise MembershipRefused("last_node", f"{node} is the last member of {gid}")
-            if self.live_voters(remaining) < majority(len(remaining)):
+            if self.live_voters(conf, remaining) < majority(len(remaining)):
                 raise MembershipRefused(
                     "no_quorum", f"removing {node} would leave {gid} without a live majority of {remaining}"
                 )

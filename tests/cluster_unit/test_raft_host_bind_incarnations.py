@@ -4,7 +4,8 @@ its leader once every member proved one (finding 7 of issue 17); a wiped member 
 Real transports and RocksDB: a, b and c host a group whose bootstrap configuration records no
 incarnation. Once all three connected, a (the leader) binds each member's incarnation, one conf change
 at a time. c's database is then wiped and c restarts from the same bootstrap; with b stopped, an entry
-a proposes must not commit with the wiped c's acknowledgements.
+a proposes must not commit with the wiped c's acknowledgements, and before c is replaced no removal may
+leave the wiped c in the live majority.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ import contextlib
 import shutil
 from pathlib import Path
 
+import pytest
 from gated_cluster import GROUP, Running, a_command, eventually, local_addresses, start_led_by
 
 from cluster.errors import NotLeader
-from cluster.membership.group_changes import GroupChanges
+from cluster.membership.group_changes import GroupChanges, MembershipRefused
 from raft_log.types import ConfState
 
 NAMES = ("a", "b", "c")
@@ -90,6 +92,40 @@ async def test_finding7_no_incarnation_is_bound_while_a_member_proved_none(tmp_p
         await eventually(lambda: nodes["c"].raft.status().commit >= 1, "c to follow")
         assert await changes.bind_unknown_incarnation(GROUP) is None
         assert a.raft.status().conf == seeds
+    finally:
+        for node in nodes.values():
+            await node.stop()
+
+
+async def test_a_removal_is_refused_when_the_live_majority_left_would_count_a_wiped_member(
+    tmp_path: Path,
+) -> None:
+    """Removing b while the wiped c is not yet replaced would leave a and the old c, whose new incarnation
+    counts for nothing: a majority of that group would be gone for good, and no leader elected again."""
+    addresses = local_addresses(NAMES)
+    seeds = ConfState(voters=NAMES)
+    nodes = {name: Running(name, tmp_path / name, addresses[name], seeds) for name in NAMES}
+    try:
+        a = await start_led_by(nodes, addresses, "a")
+        changes = GroupChanges(a.host, lambda _: True)  # every peer connected, the wiped c too
+        await eventually(lambda: all(a.transport.peer_incarnation(n) for n in "bc"), "b and c to connect")
+        bound = await bind_all(changes, nodes)
+
+        await nodes.pop("c").stop()
+        shutil.rmtree(tmp_path / "c")
+        nodes["c"] = Running("c", tmp_path / "c", addresses["c"], seeds)
+        await nodes["c"].start(addresses)
+        await eventually(
+            lambda: a.transport.peer_incarnation("c") == nodes["c"].store.incarnation, "c's hello"
+        )
+        assert changes.replaced_member(a.raft.status().conf) == ("c", bound.incarnation_of("c"))
+
+        with pytest.raises(MembershipRefused) as refused:
+            await changes.remove(GROUP, "b")
+        assert refused.value.code == "no_quorum"
+        assert a.raft.status().conf == bound
+        await changes.replace(GROUP, "c")  # removing the old c leaves a and b: a live majority
+        assert a.raft.status().conf.learners == ("c",)
     finally:
         for node in nodes.values():
             await node.stop()
