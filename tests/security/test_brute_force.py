@@ -5,12 +5,14 @@ verify), and a token cannot mint a token that outlives it."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import time
 
 from security_helpers import ADMIN, add_user, call, eventually_status
 
 from api.login_throttle import LOGIN_FAILURES, MAX_CHECKS_IN_FLIGHT
-from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER, ProcessCluster
+from cli.node_processes import HARNESS_PASSWORD, HARNESS_SECRET, HARNESS_USER, ProcessCluster
+from cluster.peer_auth import NODE_AUTH_HEADER, body_digest, sign_assertion
 from cluster.users import hash_password, verify_password
 from quorumq.auth import basic_header
 
@@ -121,3 +123,29 @@ async def test_many_logins_of_one_client_at_once_share_one_check_and_are_all_let
         *(call("GET", url, authorization=basic_header("busy", "b2"), source="127.0.0.42") for _ in range(30))
     )
     assert [a.status for a in answers] == [200] * 30, [a.body for a in answers if a.status != 200]
+
+
+async def test_malformed_headers_tokens_and_assertions_are_not_counted_as_failed_logins(
+    secured: ProcessCluster,
+) -> None:
+    url, source = secured.urls[2] + "/api/whoami", "127.0.0.43"
+    forged = sign_assertion(
+        "not-the-cluster-secret", "@node", "GET", "/api/whoami", body_digest(b""), to="node3"
+    )
+    replayed = sign_assertion(HARNESS_SECRET, "@node", "GET", "/api/queues", body_digest(b""), to="node3")
+    malformed = [
+        {"Authorization": "Basic %%%not-base64"},
+        {"Authorization": "Basic " + base64.b64encode(b"no-colon").decode()},
+        {"Authorization": "Bearer qq1.forged.token"},
+        {"Authorization": "Bearer "},
+        {NODE_AUTH_HEADER: forged},
+        {NODE_AUTH_HEADER: replayed},  # genuine, but made for another path
+    ]
+    for _ in range(2 * LOGIN_FAILURES):
+        for headers in malformed:
+            answer = await call("GET", url, headers=headers, source=source)
+            assert answer.status == 401, (headers, answer.status, answer.body)
+    assert (await call("GET", url, authorization=RIGHT, source=source)).status == 200
+    for _ in range(LOGIN_FAILURES):  # all of its failures are still to come
+        assert (await call("GET", url, authorization=WRONG, source=source)).status == 401
+    assert (await call("GET", url, authorization=WRONG, source=source)).status == 429
