@@ -8,9 +8,10 @@ import asyncio
 import base64
 import time
 
-from security_helpers import ADMIN, add_user, call, eventually_status
+from security_helpers import ADMIN, add_user, call, eventually_status, peak_rss
 
 from api.login_throttle import LOGIN_FAILURES, MAX_CHECKS_IN_FLIGHT
+from api.password_checker import PASSWORD_CHECKS_AT_ONCE
 from cli.node_processes import HARNESS_PASSWORD, HARNESS_SECRET, HARNESS_USER, ProcessCluster
 from cluster.peer_auth import NODE_AUTH_HEADER, body_digest, sign_assertion
 from cluster.users import hash_password, verify_password
@@ -149,3 +150,26 @@ async def test_malformed_headers_tokens_and_assertions_are_not_counted_as_failed
     for _ in range(LOGIN_FAILURES):  # all of its failures are still to come
         assert (await call("GET", url, authorization=WRONG, source=source)).status == 401
     assert (await call("GET", url, authorization=WRONG, source=source)).status == 429
+
+
+async def test_a_node_runs_at_most_two_password_checks_at_once(secured: ProcessCluster) -> None:
+    """Seen in the node's peak memory: each check holds scrypt's 128 MiB (r=8, N=2^17) while it runs;
+    16 checks at once from 8 sources (each within its own limit of 2 in progress) must queue for the
+    node's slots."""
+    scrypt_bytes = 128 * 8 * 2**17
+    node = secured.nodes[1]
+    before = peak_rss(node)
+    guesses = [
+        call(
+            "GET",
+            node.url + "/api/whoami",
+            authorization=basic_header(HARNESS_USER, f"cap-{s}-{n}"),
+            source=f"127.0.0.{70 + s}",
+        )
+        for s in range(8)
+        for n in range(MAX_CHECKS_IN_FLIGHT)
+    ]
+    statuses = [answer.status for answer in await asyncio.gather(*guesses)]
+    assert statuses == [401] * len(guesses), statuses
+    grown = peak_rss(node) - before
+    assert grown < (PASSWORD_CHECKS_AT_ONCE + 1) * scrypt_bytes, grown / 2**20
