@@ -331,3 +331,21 @@ async def test_rule_a_poll_answers_only_what_the_consumer_holds_now(running: InP
     assert [row.body for row in await door.poll(second, 10, 1.0)] == [b"m"]
     await door.cancel(first)
     await door.cancel(second)
+
+
+async def test_rule_a_message_put_before_an_auto_ack_gets_count_makes_the_answer_larger_never_lost(
+    running: InProcessNode,
+) -> None:
+    """The get counts its budget on the applied state; a higher-priority publish proposed before the get
+    (its entry first in the log, not yet applied when the get counts) is served first by the get."""
+    door = await running.declare("d-overtaken")
+    await door.publish(texts("s1", "s2", "s3", "s4"), None, None)  # 2 bytes each: a budget of 4 fits 2
+    big = [(StoredMessage(b"B" * 100, {}, "utf8"), None)]
+    publish = asyncio.ensure_future(door.publish(big, None, None, priorities=[5]))
+    get = asyncio.ensure_future(door.get(10, auto_ack=True, since_ms=None, max_bytes=4))
+    published, rows = await asyncio.gather(publish, get)
+    assert [row.body for row in rows] == [b"B" * 100, b"s1"], rows  # counted 2, served the newcomer first
+    assert sum(len(row.body) for row in rows) > 4  # larger than the budget, as the rule allows
+    assert published.ids[0] in {row.id for row in rows}
+    rest = await door.get(10, auto_ack=True, since_ms=None)
+    assert [row.body for row in rest] == [b"s2", b"s3", b"s4"]  # none lost

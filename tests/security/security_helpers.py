@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -75,6 +75,17 @@ async def eventually_status(url: str, authorization: str, status: int) -> None:
             return
         await asyncio.sleep(0.05)
     raise AssertionError(f"{url} never answered {status}")
+
+
+async def eventually_body(url: str, holds: Callable[[Any], bool]) -> None:
+    """Poll `GET url` as the administrator until its answer's body `holds`."""
+    body: Any = None
+    for _ in range(200):
+        body = (await call("GET", url, authorization=ADMIN)).body
+        if holds(body):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{url} never answered as wanted: {body}")
 
 
 async def add_user(urls: list[str], name: str, password: str, permissions: dict[str, str]) -> None:

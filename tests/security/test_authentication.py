@@ -107,3 +107,19 @@ async def test_bearer_tokens_authenticate_on_every_node_until_the_password_chang
     assert changed.status == 204
     for url in secured.urls:
         await eventually_status(url + "/api/whoami", bearer, 401)
+
+
+async def test_deleting_the_user_revokes_its_tokens_on_every_node(secured: ProcessCluster) -> None:
+    base = secured.urls[0]
+    created = await call("PUT", base + "/api/users/gone-user", authorization=ADMIN, json={"password": "g1"})
+    assert created.status == 201
+    issued = await call(
+        "POST", base + "/api/tokens", authorization=basic_header("gone-user", "g1"), json={"ttl_s": 600}
+    )
+    assert issued.status == 201
+    bearer = "Bearer " + issued.body["token"]
+    for url in secured.urls:
+        await eventually_status(url + "/api/whoami", bearer, 200)
+    assert (await call("DELETE", base + "/api/users/gone-user", authorization=ADMIN)).status == 204
+    for url in secured.urls:
+        await eventually_status(url + "/api/whoami", bearer, 401)

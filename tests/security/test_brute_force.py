@@ -5,12 +5,17 @@ verify), and a token cannot mint a token that outlives it."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import os
 import time
+from pathlib import Path
 
-from security_helpers import ADMIN, add_user, call, eventually_status
+from security_helpers import ADMIN, add_user, call, eventually_status, peak_rss
 
 from api.login_throttle import LOGIN_FAILURES, MAX_CHECKS_IN_FLIGHT
-from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER, ProcessCluster
+from api.password_checker import PASSWORD_CHECKS_AT_ONCE
+from cli.node_processes import HARNESS_PASSWORD, HARNESS_SECRET, HARNESS_USER, NodeProcess, ProcessCluster
+from cluster.peer_auth import NODE_AUTH_HEADER, body_digest, sign_assertion
 from cluster.users import hash_password, verify_password
 from quorumq.auth import basic_header
 
@@ -121,3 +126,84 @@ async def test_many_logins_of_one_client_at_once_share_one_check_and_are_all_let
         *(call("GET", url, authorization=basic_header("busy", "b2"), source="127.0.0.42") for _ in range(30))
     )
     assert [a.status for a in answers] == [200] * 30, [a.body for a in answers if a.status != 200]
+
+
+def _malformed(node: str) -> list[dict[str, str]]:
+    """Credentials refused for their form or their signature, never for a password: their headers."""
+    forged = sign_assertion(
+        "not-the-cluster-secret", "@node", "GET", "/api/whoami", body_digest(b""), to=node
+    )
+    replayed = sign_assertion(HARNESS_SECRET, "@node", "GET", "/api/queues", body_digest(b""), to=node)
+    return [
+        {"Authorization": "Basic %%%not-base64"},
+        {"Authorization": "Basic " + base64.b64encode(b"no-colon").decode()},
+        {"Authorization": "Bearer qq1.forged.token"},
+        {"Authorization": "Bearer "},
+        {NODE_AUTH_HEADER: forged},
+        {NODE_AUTH_HEADER: replayed},  # genuine, but made for another path
+    ]
+
+
+def _cpu_seconds(node: NodeProcess) -> float:
+    """The CPU time the node process (all its threads) has used."""
+    assert node.process is not None
+    fields = Path(f"/proc/{node.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def test_malformed_headers_tokens_and_assertions_are_not_counted_as_failed_logins(
+    secured: ProcessCluster,
+) -> None:
+    url, source = secured.urls[2] + "/api/whoami", "127.0.0.43"
+    malformed = _malformed("node3")
+    for _ in range(2 * LOGIN_FAILURES):
+        for headers in malformed:
+            answer = await call("GET", url, headers=headers, source=source)
+            assert answer.status == 401, (headers, answer.status, answer.body)
+    assert (await call("GET", url, authorization=RIGHT, source=source)).status == 200
+    for _ in range(LOGIN_FAILURES):  # all of its failures are still to come
+        assert (await call("GET", url, authorization=WRONG, source=source)).status == 401
+    assert (await call("GET", url, authorization=WRONG, source=source)).status == 429
+
+
+async def test_a_node_runs_at_most_two_password_checks_at_once(secured: ProcessCluster) -> None:
+    """Seen in the node's peak memory: each check holds scrypt's 128 MiB (r=8, N=2^17) while it runs;
+    16 checks at once from 8 sources (each within its own limit of 2 in progress) must queue for the
+    node's slots."""
+    scrypt_bytes = 128 * 8 * 2**17
+    node = secured.nodes[1]
+    before = peak_rss(node)
+    guesses = [
+        call(
+            "GET",
+            node.url + "/api/whoami",
+            authorization=basic_header(HARNESS_USER, f"cap-{s}-{n}"),
+            source=f"127.0.0.{70 + s}",
+        )
+        for s in range(8)
+        for n in range(MAX_CHECKS_IN_FLIGHT)
+    ]
+    statuses = [answer.status for answer in await asyncio.gather(*guesses)]
+    assert statuses == [401] * len(guesses), statuses
+    grown = peak_rss(node) - before
+    assert grown < (PASSWORD_CHECKS_AT_ONCE + 1) * scrypt_bytes, grown / 2**20
+
+
+async def test_malformed_headers_tokens_and_assertions_cost_no_password_check(
+    secured: ProcessCluster,
+) -> None:
+    """Seen in the node's CPU time: a password check costs scrypt's (r=8, N=2^17); refusing each malformed
+    credential, 3 times over, must cost less than a third of 3 wrong passwords."""
+    node = secured.nodes[2]
+    url = node.url + "/api/whoami"
+    before = _cpu_seconds(node)
+    for n in range(3):
+        wrong = basic_header(HARNESS_USER, f"cost-{n}")
+        assert (await call("GET", url, authorization=wrong, source="127.0.0.44")).status == 401
+    checked = _cpu_seconds(node) - before
+    before = _cpu_seconds(node)
+    for _ in range(3):
+        for headers in _malformed(node.name):
+            assert (await call("GET", url, headers=headers, source="127.0.0.45")).status == 401
+    refused = _cpu_seconds(node) - before
+    assert refused < checked / 3, (refused, checked)

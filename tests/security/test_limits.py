@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 from security_helpers import ADMIN, call
 
+from api.validation import MAX_BATCH_MESSAGES
 from cli.node_processes import ProcessCluster
 
 LIMITS = {
@@ -17,7 +18,9 @@ LIMITS = {
     "QUORUMQ_MAX_REQUEST_BYTES": "100000",
     "QUORUMQ_MAX_QUEUE_NAME_LENGTH": "40",
     "QUORUMQ_REQUEST_READ_TIMEOUT_MS": "500",
+    "QUORUMQ_KEEPALIVE_TIMEOUT_MS": "500",
 }
+GENEROUS_S = 30.0  # how long a test waits for the node to close a connection (the machine is shared)
 
 
 @pytest.fixture(scope="module")
@@ -77,3 +80,37 @@ async def test_a_body_that_does_not_arrive_in_time_is_408(limited: ProcessCluste
     writer.close()
     assert status_line.split()[1] == b"408"
     assert (await call("GET", limited.urls[0] + "/api/health")).status == 200
+
+
+async def test_more_messages_per_publish_than_the_limit_is_413(secured: ProcessCluster) -> None:
+    url = secured.urls[0] + "/api/queues/batched"
+    assert (await call("PUT", url, authorization=ADMIN)).status == 201
+    over = {"messages": [{"body": ""}] * (MAX_BATCH_MESSAGES + 1)}
+    answer = await call("POST", url + "/messages", authorization=ADMIN, json=over)
+    assert answer.status == 413 and answer.body["error"] == "too_large", answer.body
+    stats = await call("GET", url, authorization=ADMIN)
+    assert stats.body["messages"] == 0, stats.body  # nothing of it was published
+    at_the_limit = {"messages": [{"body": ""}] * MAX_BATCH_MESSAGES}
+    assert (await call("POST", url + "/messages", authorization=ADMIN, json=at_the_limit)).status == 201
+
+
+async def test_an_idle_keep_alive_connection_is_closed_after_the_keepalive_timeout(
+    limited: ProcessCluster,
+) -> None:
+    node = limited.nodes[0]
+    reader, writer = await asyncio.open_connection(node.host, node.http_port)
+    try:
+        writer.write(b"GET /api/health HTTP/1.1\r\nHost: localhost\r\nConnection: keep-alive\r\n\r\n")
+        await writer.drain()
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), GENEROUS_S)
+        assert head.split()[1] == b"200", head
+        assert b"connection: close" not in head.lower(), head  # kept alive after the answer
+        length = next(
+            int(line.split(b":")[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length")
+        )
+        await reader.readexactly(length)
+        assert await asyncio.wait_for(reader.read(), GENEROUS_S) == b""  # the node hung up on the idle client
+    finally:
+        writer.close()

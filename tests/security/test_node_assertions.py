@@ -9,7 +9,7 @@ import hashlib
 import hmac
 from urllib.parse import urlsplit
 
-from security_helpers import ADMIN, NO_GUEST, call
+from security_helpers import ADMIN, NO_GUEST, add_user, call
 
 from api.forwarding import HOPS_HEADER
 from cli.node_processes import HARNESS_SECRET, ProcessCluster, wait_healthy
@@ -189,3 +189,25 @@ async def test_w13_a_node_asserted_hops_header_must_be_a_hop_count(secured: Proc
         "GET", url, headers={**_assertion("@node", "GET", target, to=node), HOPS_HEADER: "1"}
     )
     assert forwarded.status == 200, forwarded.body
+
+
+async def test_a_forwarded_request_is_rechecked_as_its_user_on_the_node_that_serves_it(
+    secured: ProcessCluster,
+) -> None:
+    """What a node forwards for a user carries an assertion naming that user: the node given it grants
+    only that user's rights, whoever signed it."""
+    await add_user(secured.urls, "fw-reader", "fw-pw", {"configure": "", "write": "", "read": "fw-.*"})
+    await _declared(secured.urls[0], "fw-kept")
+    for url, node in zip(secured.urls, secured.nodes, strict=True):
+        queue = "/api/queues/fw-kept"
+        allowed = await call("GET", url + queue, headers=_assertion("fw-reader", "GET", queue, to=node.name))
+        assert allowed.status == 200, (node.name, allowed.body)
+        delete = _assertion("fw-reader", "DELETE", queue, to=node.name)
+        refused = await call("DELETE", url + queue, headers=delete)
+        assert refused.status == 403 and refused.body["error"] == "forbidden", (node.name, refused.body)
+        publish, body = queue + "/messages", b'{"messages": [{"body": "m"}]}'
+        write = _assertion("fw-reader", "POST", publish, body, to=node.name)
+        refused = await call("POST", url + publish, data=body, headers=write)
+        assert refused.status == 403 and refused.body["error"] == "forbidden", (node.name, refused.body)
+    kept = await call("GET", secured.urls[0] + "/api/queues/fw-kept", authorization=ADMIN)
+    assert kept.status == 200 and kept.body["messages"] == 0, kept.body

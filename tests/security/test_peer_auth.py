@@ -4,14 +4,17 @@ body and time, and never leave a node with TLS over plain HTTP."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import ssl
 
+import msgpack
 import pytest
-from security_helpers import ADMIN, call, raft_handshake
+from security_helpers import ADMIN, call, eventually_body, raft_handshake
 
-from cli.node_processes import HARNESS_SECRET, ProcessCluster
+from api.forwarded_publish import PUBLISH
+from cli.node_processes import HARNESS_SECRET, HARNESS_USER, ProcessCluster
 from cluster.peer_auth import (
     ASSERTION_TTL_MS,
     NODE_AUTH_HEADER,
@@ -22,6 +25,7 @@ from cluster.peer_auth import (
     sign_assertion,
     verify_assertion,
 )
+from cluster.transport import FRAME_HEADER, KIND_REQUEST, Handshake
 
 SECRET = HARNESS_SECRET
 
@@ -78,3 +82,49 @@ async def test_a_node_with_tls_never_sends_an_assertion_over_plain_http() -> Non
     assert verify_assertion(SECRET, signed[NODE_AUTH_HEADER], "GET", target, node="n1") is not None
     plain = await NodeCaller(SECRET).headers("GET", "http://127.0.0.1:8080/api/queues", to="n1")  # no TLS
     assert NODE_AUTH_HEADER in plain
+
+
+def _forwarded_publish_frame(queue: str) -> bytes:
+    """A forwarded publish as a node sends it on its authenticated link to the queue's leader (a request
+    frame `[id, [PUBLISH, queue, user, hops, publisher, seq, messages]]`), as an attacker captured it."""
+    request = [PUBLISH, queue, HARNESS_USER, 1, "replayer", 1, [[b"replayed", {}, "utf8", None]]]
+    payload = msgpack.packb([KIND_REQUEST, msgpack.packb([7, request])])
+    return FRAME_HEADER.pack(len(payload)) + payload
+
+
+async def test_a_forwarded_publish_frame_replayed_on_another_connection_publishes_nothing(
+    secured: ProcessCluster,
+) -> None:
+    queue = secured.urls[0] + "/api/queues/replayed"
+    assert (await call("PUT", queue, authorization=ADMIN)).status in (201, 204)
+    leader_name = (await call("GET", queue, authorization=ADMIN)).body["leader"]
+    leader = next(node for node in secured.nodes if node.name == leader_name)
+    peer = next(node.name for node in secured.nodes if node is not leader)
+    for hello_secret in (None, "not-the-cluster-secret"):  # no handshake; one the replayer cannot prove
+        reader, writer = await asyncio.open_connection(leader.host, leader.raft_port)
+        try:
+            (length,) = FRAME_HEADER.unpack(await reader.readexactly(FRAME_HEADER.size))
+            _, _, server_nonce = msgpack.unpackb(await reader.readexactly(length))
+            if hello_secret is not None:
+                hello = Handshake(peer, leader.name, server_nonce, b"n" * 16, "").hello(hello_secret.encode())
+                writer.write(hello)
+            writer.write(_forwarded_publish_frame("replayed"))
+            await writer.drain()
+            assert await asyncio.wait_for(reader.read(), 30) == b""  # hung up on, nothing answered
+        finally:
+            writer.close()
+    stats = await call("GET", queue, authorization=ADMIN)
+    assert stats.body["messages"] == 0, stats.body
+    # the control: the same frame on a connection that proved the secret is served
+    reader, writer = await asyncio.open_connection(leader.host, leader.raft_port)
+    try:
+        (length,) = FRAME_HEADER.unpack(await reader.readexactly(FRAME_HEADER.size))
+        _, _, server_nonce = msgpack.unpackb(await reader.readexactly(length))
+        writer.write(Handshake(peer, leader.name, server_nonce, b"n" * 16, "").hello(HARNESS_SECRET.encode()))
+        (length,) = FRAME_HEADER.unpack(await asyncio.wait_for(reader.readexactly(FRAME_HEADER.size), 30))
+        await reader.readexactly(length)  # welcomed
+        writer.write(_forwarded_publish_frame("replayed"))
+        await writer.drain()
+        await eventually_body(queue, lambda body: body["messages"] == 1)
+    finally:
+        writer.close()

@@ -133,3 +133,14 @@ async def test_a_restarted_peer_rejoins_and_the_cluster_commits_in_a_flood(secur
         third.start()
         await asyncio.to_thread(wait_healthy, [third])
     assert dials > 10 * PER_SOURCE, dials  # the flood kept more than its share knocking throughout
+
+
+async def test_a_connection_that_never_finishes_its_handshake_is_closed(secured: ProcessCluster) -> None:
+    node = secured.nodes[0]
+    reader, writer, challenged = await _dial(node, "127.0.0.61")
+    try:
+        assert challenged
+        # silent after the challenge: the node hangs up at its deadline (waited for generously)
+        assert await asyncio.wait_for(reader.read(), 6 * DEADLINE_S) == b""
+    finally:
+        writer.close()

@@ -269,3 +269,76 @@ def test_w15_log_out_revokes_the_token_on_every_node(cluster: ProcessCluster, br
     for url in cluster.urls:  # the log-out answered only once every node had revoked it
         with SyncClient([url], token=token) as client, pytest.raises(UnauthorizedError):
             client.whoami()
+
+
+def log_in(driver: WebDriver, cluster: ProcessCluster) -> None:
+    """Logged in (as the administrator, unless an earlier test logged in already)."""
+    go(driver, cluster, "overview")
+    until(driver, lambda d: d.find_elements(By.ID, "login") or text_of(d, "who"), "the login form or a user")
+    if driver.find_elements(By.ID, "login"):
+        fill(driver, "login", user=HARNESS_USER, password=HARNESS_PASSWORD)
+        until(driver, lambda d: text_of(d, "who") == HARNESS_USER, "the administrator logged in")
+
+
+def button_in_row(first_cell: str) -> Any:
+    """A finder of the button in the table row whose first cell is `first_cell`."""
+
+    def find(d: WebDriver) -> Any:
+        buttons = d.find_elements(By.XPATH, f"//tr[td[1][text()='{first_cell}']]//button")
+        return buttons[0] if buttons else None
+
+    return find
+
+
+def test_w15_deleting_a_queue_asks_first(cluster: ProcessCluster, browser: WebDriver) -> None:
+    with SyncClient(cluster.urls, auth=(HARNESS_USER, HARNESS_PASSWORD)) as client:
+        client.declare("w15-doomed-queue")
+        log_in(browser, cluster)
+        go(browser, cluster, "queue/w15-doomed-queue")
+        click(browser, lambda d: d.find_element(By.ID, "delete-queue"), "the Delete queue button")
+        until(browser, alert_is_present(), "the question").dismiss()
+        assert client.queue("w15-doomed-queue")["name"] == "w15-doomed-queue"
+        click(browser, lambda d: d.find_element(By.ID, "delete-queue"), "the Delete queue button")
+        until(browser, alert_is_present(), "the question").accept()
+        until(
+            browser,
+            lambda _: "w15-doomed-queue" not in {q["name"] for q in client.queues()},
+            "the queue deleted",
+        )
+
+
+def test_w15_removing_a_replica_asks_first(cluster: ProcessCluster, browser: WebDriver) -> None:
+    with SyncClient(cluster.urls, auth=(HARNESS_USER, HARNESS_PASSWORD)) as client:
+        client.declare("w15-shrunk")
+
+        def replicas() -> set[str]:
+            return {m["node"] for m in client.members("w15-shrunk")["members"]}
+
+        assert len(replicas()) == 3
+        leader = client.queue("w15-shrunk")["leader"]
+        follower = sorted(replicas() - {leader})[0]
+        log_in(browser, cluster)
+        go(browser, cluster, "queue/w15-shrunk")
+        click(browser, button_in_row(follower), f"the Remove button of the replica on {follower}")
+        until(browser, alert_is_present(), "the question").dismiss()
+        assert follower in replicas()
+        click(browser, button_in_row(follower), f"the Remove button of the replica on {follower}")
+        until(browser, alert_is_present(), "the question").accept()
+        until(browser, lambda _: follower not in replicas(), f"the replica on {follower} removed")
+
+
+def test_w15_clearing_a_policy_asks_first(cluster: ProcessCluster, browser: WebDriver) -> None:
+    with SyncClient(cluster.urls, auth=(HARNESS_USER, HARNESS_PASSWORD)) as client:
+        client.set_policy("w15-doomed-policy", "^w15-nothing$", {"max-length": 10})
+        log_in(browser, cluster)
+        go(browser, cluster, "policies")
+        click(browser, button_in_row("w15-doomed-policy"), "the policy's Clear button")
+        until(browser, alert_is_present(), "the question").dismiss()
+        assert "w15-doomed-policy" in {p["name"] for p in client.policies()}
+        click(browser, button_in_row("w15-doomed-policy"), "the policy's Clear button")
+        until(browser, alert_is_present(), "the question").accept()
+        until(
+            browser,
+            lambda _: "w15-doomed-policy" not in {p["name"] for p in client.policies()},
+            "the policy cleared",
+        )
