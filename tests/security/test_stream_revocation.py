@@ -100,6 +100,17 @@ async def _consuming_user(cluster: ProcessCluster, user: str, queue: str) -> tup
     return basic_header(user, f"{user}-pw"), await _queue_with_leader(cluster, queue)
 
 
+async def _changed_on_every_node(
+    cluster: ProcessCluster, path: str, change: dict[str, str], probe: str, credentials: str, status: int
+) -> None:
+    """An administrator PUTs `change` to `path`; then every node answers `probe` with `status` to
+    `credentials`."""
+    changed = await call("PUT", cluster.urls[0] + path, authorization=ADMIN, json=change)
+    assert changed.status == 204, changed.body
+    for url in cluster.urls:
+        await eventually_status(url + probe, credentials, status)
+
+
 async def _after_revocation(cluster: ProcessCluster, stream: Stream, queue: str) -> dict[str, Any] | int:
     """Publish a message (the revocation is applied on every node by now); what the stream gets next: a
     close code, never that delivery."""
@@ -116,15 +127,14 @@ async def test_w6_a_revoked_read_permission_closes_the_stream_and_returns_what_i
         await stream.consume(queue)
         await _publish(secured, queue, "before")
         assert await stream.delivered() == ["before"]
-        revoked = await call(
-            "PUT",
-            f"{secured.urls[0]}/api/users/w6-reader/permissions",
-            authorization=ADMIN,
-            json={"read": "^nothing$"},
+        await _changed_on_every_node(
+            secured,
+            "/api/users/w6-reader/permissions",
+            {"read": "^nothing$"},
+            f"/api/queues/{queue}",
+            reader,
+            403,
         )
-        assert revoked.status == 204, revoked.body
-        for url in secured.urls:
-            await eventually_status(f"{url}/api/queues/{queue}", reader, 403)
         assert await _after_revocation(secured, stream, queue) == PERMISSION_REVOKED
     assert await _ready(secured, queue) == 2  # "before", unacked, went back
 
@@ -165,15 +175,9 @@ async def test_w6_a_password_change_closes_a_stream_opened_with_the_old_credenti
     bearer = f"Bearer {minted.body['token']}"
     async with _stream(leader, bearer) as stream:
         await stream.consume(queue)
-        changed = await call(
-            "PUT",
-            f"{secured.urls[0]}/api/users/w6-password",
-            authorization=ADMIN,
-            json={"password": "new-pw-1"},
+        await _changed_on_every_node(
+            secured, "/api/users/w6-password", {"password": "new-pw-1"}, "/api/whoami", bearer, 401
         )
-        assert changed.status == 204, changed.body
-        for url in secured.urls:
-            await eventually_status(f"{url}/api/whoami", bearer, 401)
         assert await _after_revocation(secured, stream, queue) == CREDENTIALS_GONE
 
 
