@@ -100,6 +100,13 @@ async def _consuming_user(cluster: ProcessCluster, user: str, queue: str) -> tup
     return basic_header(user, f"{user}-pw"), await _queue_with_leader(cluster, queue)
 
 
+async def _token(url: str, credentials: str, ttl_s: int) -> str:
+    """The Authorization header of a bearer token `credentials` mint at `url`, lasting `ttl_s`."""
+    minted = await call("POST", f"{url}/api/tokens", authorization=credentials, json={"ttl_s": ttl_s})
+    assert minted.status == 201, minted.body
+    return f"Bearer {minted.body['token']}"
+
+
 async def _changed_on_every_node(
     cluster: ProcessCluster, path: str, change: dict[str, str], probe: str, credentials: str, status: int
 ) -> None:
@@ -157,9 +164,7 @@ async def test_w6_a_stream_opened_with_a_token_is_closed_when_the_token_expires(
 ) -> None:
     queue = "w6-expiring"
     reader, leader = await _consuming_user(secured, "w6-expiring", queue)
-    minted = await call("POST", f"{leader}/api/tokens", authorization=reader, json={"ttl_s": 2})
-    assert minted.status == 201, minted.body
-    bearer = f"Bearer {minted.body['token']}"
+    bearer = await _token(leader, reader, ttl_s=2)
     async with _stream(leader, bearer) as stream:
         await stream.consume(queue)
         await eventually_status(f"{leader}/api/whoami", bearer, 401)  # the token has expired
@@ -171,8 +176,7 @@ async def test_w6_a_password_change_closes_a_stream_opened_with_the_old_credenti
 ) -> None:
     queue = "w6-password"
     reader, leader = await _consuming_user(secured, "w6-password", queue)
-    minted = await call("POST", f"{leader}/api/tokens", authorization=reader, json={"ttl_s": 600})
-    bearer = f"Bearer {minted.body['token']}"
+    bearer = await _token(leader, reader, ttl_s=600)
     async with _stream(leader, bearer) as stream:
         await stream.consume(queue)
         await _changed_on_every_node(
