@@ -284,7 +284,8 @@ class Node:
                 self.host.send_control(
                     peer, {**self.formats.announcement(), **self.peer_requests.announcement()}
                 )
-            if self.metadata.nodes.get(self.name) != mine:
+            registered = self.metadata.nodes.get(self.name)
+            if registered is None or not registered.same_registration(mine):
                 door.relay(RegisterNode(mine.name, mine.http, mine.raft, mine.incarnation))
             for command in self._hosting.changed_arguments(self.metadata.queues):
                 door.relay(command)
@@ -315,7 +316,7 @@ class Node:
         for peer in self.metadata.nodes.values():
             if peer.name != self.name:
                 self.transport.set_peer(peer.name, Address.parse(peer.raft, what="raft"))
-        self._hosting.reconcile(self.metadata.queues, self._replay.over())
+        self._hosting.reconcile(self.metadata.queues, self.metadata.nodes, self._replay.over())
         self._hosting.apply_policies(self.metadata.policies.values(), self.metadata.policies_revision)
         self.membership.metadata_changed()
 

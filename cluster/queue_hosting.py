@@ -3,7 +3,10 @@
 A queue listing this node gets its group opened: from the node's database when it was there before;
 else bootstrapped with the queue's initial members when this node is one of them (the placed leader
 campaigns at once, the others hold their elections a while), and empty, waiting for the leader to add
-it, when it is a member added later or its database is not the one the queue was declared with.
+it, when it is a member added later or its database is not the one the queue was declared with. An
+initial member the declaration recorded no incarnation for bootstraps only once the metadata registers
+its database, and only if that database is the node's first (`NodeInfo.earlier_incarnation`): a node
+wiped since would otherwise start the group afresh as a voter that holds nothing.
 
 A replica is dropped only on evidence that lasts: its queue was deleted (or declared again as another
 group: group ids are never reused), or its own group committed this node's removal. A queue that no
@@ -23,7 +26,7 @@ from typing import Protocol
 
 from cluster.entry_codec import QUEUE_OP_VERSION
 from cluster.metadata.commands import SetArguments
-from cluster.metadata.records import PolicyRecord, QueueInfo
+from cluster.metadata.records import NodeInfo, PolicyRecord, QueueInfo
 from cluster.policies import applied_policy
 from cluster.queue_leader import QueueLeader
 from cluster.queue_replica import QueueReplica
@@ -79,9 +82,12 @@ class QueueHosting:
         """The door of every queue hosted here, by queue name (leading or following)."""
         return self._queues
 
-    def reconcile(self, declared: Mapping[str, QueueInfo], replayed: bool) -> None:
+    def reconcile(
+        self, declared: Mapping[str, QueueInfo], registered: Mapping[str, NodeInfo], replayed: bool
+    ) -> None:
         """Host the queues of `declared` (the metadata's) that list this node, and drop what lasting
-        evidence says is gone; before the metadata is `replayed`, only open what the database holds."""
+        evidence says is gone; before the metadata is `replayed`, only open what the database holds.
+        `registered` is the metadata's node registry."""
         if replayed:
             for name, queue in list(self._queues.items()):
                 info = declared.get(name)
@@ -102,7 +108,7 @@ class QueueHosting:
                 and info.name not in self._queues
                 and (replayed or info.group in stored)
             ):
-                self._host(info)
+                self._host(info, registered.get(self._name))
 
     def on_timer(self) -> None:
         """Run the leader timers of every hosted queue (TTL, leases, queue expiry, consumer timeouts), and
@@ -141,13 +147,17 @@ class QueueHosting:
                 changed.append(SetArguments(name, info.group, current))
         return changed
 
-    def _host(self, info: QueueInfo) -> None:
+    def _host(self, info: QueueInfo, mine: NodeInfo | None) -> None:
+        """Open the group of queue `info`; `mine` is this node's registration (None before one)."""
         existing = info.group in self._store.group_ids()
         voters: list[str] = []
         if existing:
             group_log = self._store.group(info.group)
         else:
-            group_log, voters = self._new_group_log(info)
+            bootstraps = self._bootstraps(info, mine)
+            if bootstraps is None:
+                return  # until the metadata registers this node's database
+            group_log, voters = self._new_group_log(info, bootstraps)
         replica = QueueReplica(info.name, info.group, parse_arguments(info.arguments), group_log, self._reads)
         self._queues[info.name] = self._new_leader(info, replica)
         self._groups.open_group(info.group, replica)
@@ -162,17 +172,28 @@ class QueueHosting:
             # node is down, the others elect a leader once the hold is over.
             self._groups.hold_elections(info.group, self._hold_ticks)
 
-    def _new_group_log(self, info: QueueInfo) -> tuple[GroupLog, list[str]]:
-        """A new log for the queue's group, and the voters it bootstraps with (none: it waits)."""
+    def _bootstraps(self, info: QueueInfo, mine: NodeInfo | None) -> bool | None:
+        """Whether this node bootstraps queue `info`'s group as an initial member; None when it cannot
+        tell yet. A member added later starts empty and waits for the leader, as does an initial member
+        whose database is not the one the queue was declared with (wiped, or set aside as damaged)."""
+        if self._name not in info.initial_members:
+            return False
         incarnation = self._store.incarnation
-        # An initial member bootstraps the group; a member added later starts empty and waits for the leader,
-        # as does an initial member whose database is not the one the queue was declared with (wiped).
-        initial = list(info.initial_members) if self._name in info.initial_members else []
-        if info.initial_incarnations.get(self._name, incarnation) != incarnation:
+        recorded = info.initial_incarnations.get(self._name)
+        if recorded is None:  # declared before this node registered a database: was it this one?
+            if mine is None or mine.incarnation != incarnation:
+                return None
+            recorded = mine.earlier_incarnation or incarnation
+        if recorded != incarnation:
             log.warning(
                 "queue %s: this node's database is new since it was declared; waiting to be added", info.name
             )
-            initial = []
+            return False
+        return True
+
+    def _new_group_log(self, info: QueueInfo, bootstraps: bool) -> tuple[GroupLog, list[str]]:
+        """A new log for the queue's group, and the voters it bootstraps with (none: it waits)."""
+        initial = list(info.initial_members) if bootstraps else []
         incarnations = tuple(sorted(info.initial_incarnations.items())) if initial else ()
         group_log = self._store.create_group(
             info.group, ConfState(voters=tuple(initial), incarnations=incarnations)

@@ -158,11 +158,24 @@ class Group:
     held_ticks: int = 0
     conf: ConfState = field(default_factory=ConfState)
     halted: Halted | None = None  # then the replica is still: it ticks, steps and applies nothing
+    admitted_leader: tuple[int, str, str] | None = None  # (term, peer, incarnation) `_admits` let lead
 
     @property
     def leading(self) -> bool:
         """Whether this node leads the group (a halted replica leads nothing, whatever its core says)."""
         return self.raft.is_leader and self.halted is None
+
+
+# What only a leader sends its followers.
+_FROM_LEADER = frozenset(
+    {
+        MessageType.APP,
+        MessageType.HEARTBEAT,
+        MessageType.SNAP,
+        MessageType.TIMEOUT_NOW,
+        MessageType.READ_INDEX_RESP,
+    }
+)
 
 
 def _log_leadership(group: Group) -> None:
@@ -384,7 +397,7 @@ class RaftHost:
                 return
             group = self.groups.get(message.group)
             halted = group is not None and group.halted is not None  # a halted replica steps nothing
-            if group is None or halted or message.frm != peer or not self._same_incarnation(group, peer):
+            if group is None or halted or message.frm != peer or not self._admits(group, peer, message):
                 self.dropped_messages += 1
                 return
             try:
@@ -408,6 +421,22 @@ class RaftHost:
             for gid, group in self.groups.items():
                 if group.halted is None and group.raft.peer_lost_log(peer):
                     self._touch(gid)
+
+    def _admits(self, group: Group, peer: str, message: Message) -> bool:
+        """Whether `group` steps `message` from `peer`: always when `peer` proved the incarnation the
+        group's configuration records for it (`_same_incarnation`). Otherwise only what a leader sends,
+        from a term newer than this replica's and then for the rest of that term: a new incarnation leads
+        only when voters that record it elected it (they drop the votes of any other), while this replica's
+        configuration may be older than the one that replaced the member (a lagging replica, or a leader's
+        snapshot taken before the replacement), and would otherwise never let it catch up."""
+        if self._same_incarnation(group, peer):
+            return True
+        if message.type not in _FROM_LEADER:
+            return False
+        proved = (message.term, peer, self.transport.peer_incarnation(peer))
+        if message.term > group.raft.term:
+            group.admitted_leader = proved
+        return group.admitted_leader == proved
 
     def _same_incarnation(self, group: Group, peer: str) -> bool:
         """Whether `peer` proved the incarnation `group`'s configuration records for it (or none is

@@ -76,17 +76,34 @@ class ClusterMembers:
 
     async def heal(self) -> None:
         """On the metadata leader, one change at a time: replace a member that came back as another
-        incarnation or record an unknown one (the group bootstraps from seeds with none), else promote
-        one learner that has caught up."""
+        incarnation or record an unknown one (the group bootstraps from seeds with none), else add a
+        registered node the group lacks, else promote one learner that has caught up."""
         if not self.node.metadata.is_leader or self.changes.busy(self.meta_group):
             return
         if await self.changes.settle_incarnations(self.meta_group, "the cluster"):
+            return
+        if (missing := self._registered_outside()) is not None:
+            async with self.changes.exclusive(self.meta_group, "the cluster"):
+                await self.changes.change(self.meta_group, self.changes.new_learner(missing))
+            log.warning(
+                "node %s was registered but not a member of the metadata group: added as a learner", missing
+            )
             return
         learner = self.changes.promotable(self.meta_group, self._seen_commit)
         if learner is not None:
             async with self.changes.exclusive(self.meta_group, "the cluster"):
                 await self.changes.change(self.meta_group, ConfChange(ConfChangeKind.PROMOTE, learner))
             log.info("node %s promoted to voter of the metadata group", learner)
+
+    def _registered_outside(self) -> str | None:
+        """A registered node that runs (connected, having proved an incarnation) but is neither voter nor
+        learner of the metadata group: a replacement or a join cut short between its two changes. (A wiped
+        node cannot register its new incarnation before it holds the metadata: it is added as it proves.)"""
+        members = self._members()
+        for name in sorted(self.node.metadata.nodes):
+            if name not in members and self.node.status.is_up(name) and self.changes.proved_incarnation(name):
+                return name
+        return None
 
     async def join_through(self, url: str, requester: JoinRequester) -> None:
         """On a joining node: ask the member at `url` to add this node, retrying until it answers."""

@@ -88,7 +88,15 @@ class MetadataMachine:
                 assert_never(command)
 
     def _register_node(self, command: RegisterNode) -> Reply:
-        self.nodes[command.node] = NodeInfo(command.node, command.http, command.raft, command.incarnation)
+        """Record a node's addresses and incarnation; a new incarnation where another was registered
+        remembers the one it replaced (its database was wiped or set aside)."""
+        before = self.nodes.get(command.node)
+        earlier = before.earlier_incarnation if before is not None else ""
+        if before is not None and before.incarnation and command.incarnation not in ("", before.incarnation):
+            earlier = before.incarnation
+        self.nodes[command.node] = NodeInfo(
+            command.node, command.http, command.raft, command.incarnation, earlier
+        )
         return Ok()
 
     def _forget_node(self, command: ForgetNode) -> Reply:

@@ -15,12 +15,23 @@ UNFENCED = (0, 0)
 @dataclass(frozen=True)
 class NodeInfo:
     """A cluster member, where to reach it and the incarnation (database) it registered from ("" when
-    registered before incarnations existed)."""
+    registered before incarnations existed); `earlier_incarnation` is the one that incarnation replaced
+    ("" for the node's first: its database was never wiped, as far as the metadata knows)."""
 
     name: str
     http: str
     raft: str
     incarnation: str = ""
+    earlier_incarnation: str = ""
+
+    def same_registration(self, other: NodeInfo) -> bool:
+        """Whether `other` registers the same addresses and incarnation."""
+        return (self.name, self.http, self.raft, self.incarnation) == (
+            other.name,
+            other.http,
+            other.raft,
+            other.incarnation,
+        )
 
 
 @dataclass

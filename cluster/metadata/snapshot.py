@@ -11,12 +11,14 @@ from cluster.metadata.records import NodeInfo, PolicyRecord, QueueInfo, UserReco
 
 # 1: no version key, queues without `members_fence`; 2: adds both; 3: nodes with `incarnation`, queues
 # with `initial_incarnations`; 4: `policies` and `policies_revision`, written once a policy was set (a
-# node that reads only version 3 restores a cluster's metadata that never had policies).
-SNAPSHOT_VERSION = 4
+# node that reads only version 3 restores a cluster's metadata that never had policies); 5: nodes with
+# `earlier_incarnation`, written only once a node came back as another incarnation.
+SNAPSHOT_VERSION = 5
 
 
 def encode_snapshot(machine: MetadataMachine) -> bytes:
-    """The whole state as msgpack."""
+    """The whole state as msgpack, in the oldest version that holds it."""
+    nodes = [_node_fields(n) for n in machine.nodes.values()]
     policies = (
         {
             "policies": [asdict(p) for p in machine.policies.values()],
@@ -27,9 +29,9 @@ def encode_snapshot(machine: MetadataMachine) -> bytes:
     )
     data: bytes = msgpack.packb(
         {
-            "version": SNAPSHOT_VERSION if policies else 3,
+            "version": 5 if any("earlier_incarnation" in n for n in nodes) else 4 if policies else 3,
             **policies,
-            "nodes": [asdict(n) for n in machine.nodes.values()],
+            "nodes": nodes,
             "queues": [asdict(q) for q in machine.queues.values()],
             "next_group": machine.next_group,
             "users": [asdict(u) for u in machine.users.values()],
@@ -39,10 +41,19 @@ def encode_snapshot(machine: MetadataMachine) -> bytes:
     return data
 
 
+def _node_fields(node: NodeInfo) -> dict[str, str]:
+    """A node's fields; `earlier_incarnation` only when set (versions before 5 have none)."""
+    fields = asdict(node)
+    if not node.earlier_incarnation:
+        del fields["earlier_incarnation"]
+    return fields
+
+
 def decode_snapshot(data: bytes) -> MetadataMachine:
     """Rebuild the state from `encode_snapshot` output of this version or an earlier one (ValueError for
     a later one); fields an earlier version lacks get their defaults (a version-1 queue is UNFENCED;
-    nodes and queues of versions 1 and 2 know no incarnations; versions before 4, no policies)."""
+    nodes and queues of versions 1 and 2 know no incarnations; versions before 4, no policies; before
+    5, no earlier incarnations)."""
     raw = msgpack.unpackb(data, raw=False)
     version = raw.get("version", 1)
     if version > SNAPSHOT_VERSION:

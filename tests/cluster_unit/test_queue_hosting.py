@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from cluster.metadata.commands import SetArguments
-from cluster.metadata.records import QueueInfo
+from cluster.metadata.records import NodeInfo, QueueInfo
 from cluster.queue_hosting import QueueHosting
 from cluster.queue_replica import QueueReplica
 from raft_log.storage import NodeStore
@@ -88,27 +88,36 @@ def declared(*infos: QueueInfo) -> Mapping[str, QueueInfo]:
     return {info.name: info for info in infos}
 
 
+def registered(store: NodeStore, earlier: str = "") -> Mapping[str, NodeInfo]:
+    """The metadata's registry once this node registered its database (`earlier`: the one it replaced)."""
+    return {ME: NodeInfo(ME, "http://a:1", "a:2", store.incarnation, earlier)}
+
+
 def voters(store: NodeStore, group: str) -> tuple[str, ...]:
     return store.group(group).initial_state()[1].voters
 
 
 def test_the_placed_leader_bootstraps_the_group_and_campaigns(store: NodeStore) -> None:
     hosting, groups = hosting_on(store)
-    hosting.reconcile(declared(queue("q", "q1", [ME, "b", "c"], incarnations={ME: store.incarnation})), True)
+    hosting.reconcile(
+        declared(queue("q", "q1", [ME, "b", "c"], incarnations={ME: store.incarnation})),
+        registered(store),
+        True,
+    )
     assert groups.calls == [("open", "q1"), ("campaign", "q1")]
     assert voters(store, "q1") == (ME, "b", "c") and hosting.queues["q"].group == "q1"
 
 
 def test_the_other_initial_members_hold_their_elections(store: NodeStore) -> None:
     hosting, groups = hosting_on(store)
-    hosting.reconcile(declared(queue("q", "q1", ["b", ME, "c"])), True)
+    hosting.reconcile(declared(queue("q", "q1", ["b", ME, "c"])), registered(store), True)
     assert groups.calls == [("open", "q1"), ("hold", "q1", HOLD_TICKS)]
     assert voters(store, "q1") == ("b", ME, "c")
 
 
 def test_a_member_added_later_starts_empty_and_waits_for_the_leader(store: NodeStore) -> None:
     hosting, groups = hosting_on(store)
-    hosting.reconcile(declared(queue("q", "q1", ["b", "c", ME], initial=[])), True)
+    hosting.reconcile(declared(queue("q", "q1", ["b", "c", ME], initial=[])), registered(store), True)
     assert groups.calls == [("open", "q1")] and voters(store, "q1") == ()
 
 
@@ -117,15 +126,17 @@ def test_an_initial_member_whose_database_is_new_since_the_declaration_waits_to_
 ) -> None:
     hosting, groups = hosting_on(store)
     hosting.reconcile(
-        declared(queue("q", "q1", [ME, "b"], incarnations={ME: "the database before", "b": "ib"})), True
+        declared(queue("q", "q1", [ME, "b"], incarnations={ME: "the database before", "b": "ib"})),
+        registered(store),
+        True,
     )
     assert groups.calls == [("open", "q1")] and voters(store, "q1") == ()
 
 
 def test_a_group_the_database_holds_is_reopened_as_it_was(store: NodeStore) -> None:
-    hosting_on(store)[0].reconcile(declared(queue("q", "q1", [ME, "b"])), True)
+    hosting_on(store)[0].reconcile(declared(queue("q", "q1", [ME, "b"])), registered(store), True)
     restarted, groups = hosting_on(store)
-    restarted.reconcile(declared(queue("q", "q1", [ME, "b"])), True)
+    restarted.reconcile(declared(queue("q", "q1", [ME, "b"])), registered(store), True)
     assert groups.calls == [("open", "q1")]
 
 
@@ -135,10 +146,13 @@ def test_deleted_queues_and_queues_declared_again_are_closed_and_dropped(store: 
         declared(
             queue("gone", "q1", ["b", ME]), queue("again", "q2", ["b", ME]), queue("kept", "q3", ["b", ME])
         ),
+        registered(store),
         True,
     )
     groups.calls.clear()
-    hosting.reconcile(declared(queue("again", "q4", ["b", ME]), queue("kept", "q3", ["b", ME])), True)
+    hosting.reconcile(
+        declared(queue("again", "q4", ["b", ME]), queue("kept", "q3", ["b", ME])), registered(store), True
+    )
     assert groups.calls == [
         ("close", "q1", True),
         ("close", "q2", True),
@@ -152,9 +166,9 @@ def test_a_queue_no_longer_listing_this_node_keeps_its_replica_until_its_group_r
     store: NodeStore,
 ) -> None:
     hosting, groups = hosting_on(store)
-    hosting.reconcile(declared(queue("moved", "q1", ["b", ME])), True)
+    hosting.reconcile(declared(queue("moved", "q1", ["b", ME])), registered(store), True)
     groups.calls.clear()
-    hosting.reconcile(declared(queue("moved", "q1", ["b", "c"])), True)
+    hosting.reconcile(declared(queue("moved", "q1", ["b", "c"])), registered(store), True)
     hosting.on_timer()
     assert groups.calls == [] and "moved" in hosting.queues  # the metadata may be behind the group
     groups.removed.add("q1")
@@ -165,22 +179,24 @@ def test_a_queue_no_longer_listing_this_node_keeps_its_replica_until_its_group_r
 def test_while_the_metadata_replays_only_groups_the_database_holds_are_opened_and_none_is_dropped(
     store: NodeStore,
 ) -> None:
-    hosting_on(store)[0].reconcile(declared(queue("stored", "q1", [ME, "b"])), True)
+    hosting_on(store)[0].reconcile(declared(queue("stored", "q1", [ME, "b"])), registered(store), True)
     restarted, groups = hosting_on(store)
     new, stored = queue("new", "q2", [ME, "b"]), queue("stored", "q1", [ME, "b"])
-    restarted.reconcile(declared(new, stored), False)
-    restarted.reconcile(declared(new), False)  # an older state: the queue deleted, declared again later
+    restarted.reconcile(declared(new, stored), registered(store), False)
+    restarted.reconcile(
+        declared(new), registered(store), False
+    )  # an older state: the queue deleted, declared again later
     groups.removed.add("q1")
     restarted.on_timer()
     assert groups.calls == [("open", "q1")] and set(restarted.queues) == {"stored"}
-    restarted.reconcile(declared(new), True)
+    restarted.reconcile(declared(new), registered(store), True)
     assert groups.calls[1:] == [("close", "q1", True), ("open", "q2"), ("campaign", "q2")]
 
 
 def test_rule_arguments_changed_at_runtime_are_recorded_by_a_leader_that_serves(store: NodeStore) -> None:
     hosting, _ = hosting_on(store)
     metadata = declared(queue("led", "q1", [ME]), queue("followed", "q2", ["b", ME]))
-    hosting.reconcile(metadata, True)
+    hosting.reconcile(metadata, registered(store), True)
     assert hosting.changed_arguments(metadata) == []
     for door in hosting.queues.values():
         door.definition = lambda: {"x-max-length": 5}
@@ -189,3 +205,24 @@ def test_rule_arguments_changed_at_runtime_are_recorded_by_a_leader_that_serves(
     hosting.queues["led"].serving = True
     assert hosting.changed_arguments(metadata) == [SetArguments("led", "q1", {"x-max-length": 5})]
     assert hosting.changed_arguments({}) == []  # deleted meanwhile: nothing to record
+
+
+def test_an_initial_member_the_declaration_did_not_record_waits_until_its_database_is_registered(
+    store: NodeStore,
+) -> None:
+    """Whole-node seed 4000175: a queue declared before its members registered records no incarnation,
+    and a member wiped since must not bootstrap it afresh as a voter that holds nothing. So the group is
+    opened only once the metadata registers this node's database, and bootstraps only if that database
+    is the node's first."""
+    hosting, groups = hosting_on(store)
+    hosting.reconcile(declared(queue("q", "q1", ["b", ME, "c"])), {}, True)
+    assert groups.calls == [] and "q" not in hosting.queues
+    hosting.reconcile(declared(queue("q", "q1", ["b", ME, "c"])), registered(store), True)
+    assert groups.calls == [("open", "q1"), ("hold", "q1", HOLD_TICKS)]
+    assert voters(store, "q1") == ("b", ME, "c")
+
+
+def test_a_wiped_initial_member_the_declaration_did_not_record_waits_to_be_added(store: NodeStore) -> None:
+    hosting, groups = hosting_on(store)
+    hosting.reconcile(declared(queue("q", "q1", [ME, "b"])), registered(store, earlier="wiped"), True)
+    assert groups.calls == [("open", "q1")] and voters(store, "q1") == ()

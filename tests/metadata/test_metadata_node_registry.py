@@ -53,3 +53,17 @@ def test_forgetting_a_node_removes_it_and_an_unknown_one_is_not_found() -> None:
     assert state.apply(ForgetNode("a")) == Ok()
     assert state.nodes == {}
     assert isinstance(state.apply(ForgetNode("a")), NotFound)
+
+
+def test_a_new_incarnation_remembers_the_one_it_replaced_and_snapshots_keep_the_older_form() -> None:
+    """Queue hosting tells a wiped initial member from the node a queue was declared on by this."""
+    state = MetadataMachine()
+    state.apply(RegisterNode("a", "http://a:1", "a:2", "ia"))
+    state.apply(RegisterNode("a", "http://a:9", "a:2", "ia"))  # moved: still its first incarnation
+    assert state.nodes["a"].earlier_incarnation == ""
+    assert msgpack.unpackb(encode_snapshot(state))["version"] == 3  # nothing a version-4 reader lacks
+    state.apply(RegisterNode("a", "http://a:9", "a:2", "ia2"))
+    state.apply(RegisterNode("a", "http://a:1", "a:2", "ia2"))
+    assert state.nodes["a"] == NodeInfo("a", "http://a:1", "a:2", "ia2", earlier_incarnation="ia")
+    raw = msgpack.unpackb(encode_snapshot(state))
+    assert raw["version"] == 5 and decode_snapshot(encode_snapshot(state)) == state

@@ -142,3 +142,27 @@ def test_the_checker_catches_a_durable_log_read_again_differently(monkeypatch: p
 
     monkeypatch.setattr(QueueLeader, "read_durable_log", shifted)
     assert "durable seq" in _first_violation(range(1, 9))
+
+
+# Seeds that found a bug, each run again as it failed (a subprocess: the hash seed is the runner's).
+def _seed_keeps_every_promise(seed: int, seconds: float) -> None:
+    run = _run(seed, 1, seconds)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+
+
+def test_rule_a_wiped_initial_member_never_bootstraps_its_queue_afresh_seed_4000175() -> None:
+    """A queue declared before its members registered records no incarnation; the wiped n1 bootstrapped it
+    again as an empty voter and, with a lagging n2, elected itself: two histories in term 1."""
+    _seed_keeps_every_promise(4000175, 10.0)
+
+
+def test_rule_a_replica_older_than_a_replacement_still_follows_the_new_incarnation_seed_3000483() -> None:
+    """n2 installed a snapshot taken before n4 was replaced; its configuration named the old n4, so it
+    dropped everything the new n4, its leader, sent, and never caught up."""
+    _seed_keeps_every_promise(3000483, 20.0)
+
+
+def test_rule_a_registered_node_left_out_of_the_metadata_group_is_added_back_seed_3100121() -> None:
+    """The metadata leader removed the wiped n4 and lost leadership before adding it back as a learner;
+    no later leader added it, and n4 never served again."""
+    _seed_keeps_every_promise(3100121, 20.0)
