@@ -39,6 +39,7 @@ from api.app_keys import (
     STARTED,
     STATUS,
     STREAMS,
+    WALL_MS,
 )
 from api.auth import auth_middleware, bootstrap_users
 from api.browser_guard import browser_guard, secure_headers
@@ -85,6 +86,7 @@ def create_app(node: Node) -> web.Application:
     )
     app.on_response_prepare.append(secure_headers)
     app[CONFIG] = node.config
+    app[WALL_MS] = node.env.wall_ms
     app[QUEUES] = node.directory
     app[METADATA] = node.metadata
     app[METADATA_DOOR] = node.metadata_door

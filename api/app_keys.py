@@ -3,6 +3,7 @@ factory (`api.app.create_app`) hands over, and the application's own."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import aiohttp
@@ -40,4 +41,5 @@ REPLAY_GUARD: web.AppKey[ReplayGuard] = web.AppKey("replay_guard")
 LOGIN_THROTTLE: web.AppKey[LoginThrottle] = web.AppKey("login_throttle")
 REVOKED_TOKENS: web.AppKey[RevokedTokens] = web.AppKey("revoked_tokens")  # log-outs, until each expires
 STREAMS: web.AppKey[set[web.WebSocketResponse]] = web.AppKey("streams")  # the open streaming connections
+WALL_MS: web.AppKey[Callable[[], int]] = web.AppKey("wall_ms")  # the node's wall clock, ms since the epoch
 STARTED = web.AppKey("started", float)  # time.monotonic() when the application was made (uptime)

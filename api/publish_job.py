@@ -11,7 +11,7 @@ from typing import Any
 
 from aiohttp import web
 
-from api.app_keys import CONFIG, METRICS
+from api.app_keys import CONFIG, METRICS, WALL_MS
 from api.limits import check_message_headers
 from api.validation import (
     bad,
@@ -52,11 +52,12 @@ class PublishJob:
 
 async def read_publish(request: web.Request) -> PublishJob:
     """The publish a request's body asks for (JSON, or msgpack), within the node's limits."""
-    return publish_of(await publish_object(request), request.app[CONFIG])
+    return publish_of(await publish_object(request), request.app[CONFIG], request.app[WALL_MS]())
 
 
-def publish_of(body: dict[str, Any], config: NodeConfig) -> PublishJob:
-    """The publish a publish body (`messages`, `publisher`, `seq`) asks for, within the node's limits."""
+def publish_of(body: dict[str, Any], config: NodeConfig, now_ms: int) -> PublishJob:
+    """The publish a publish body (`messages`, `publisher`, `seq`) asks for, within the node's limits;
+    `now_ms` (the node's wall clock) turns a `not_before` into a delay."""
     unknown = set(body) - {"messages", "publisher", "seq"}
     if unknown:
         raise bad(f"unknown fields {sorted(unknown, key=str)}")
@@ -67,5 +68,5 @@ def publish_of(body: dict[str, Any], config: NodeConfig) -> PublishJob:
     seq = field_int(body, "seq", None)
     if (publisher is None) != (seq is None):
         raise bad("publisher and seq go together")
-    delays = published_delays(body, time.time_ns() // 1_000_000)
+    delays = published_delays(body, now_ms)
     return PublishJob(messages, publisher, seq, delays, published_priorities(body))

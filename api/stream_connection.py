@@ -18,7 +18,7 @@ from aiohttp import WSMessage, WSMsgType, web
 
 from api import stream_frames as frames
 from api.access import Access, Principal
-from api.app_keys import CONFIG, METADATA, METRICS, QUEUES, STATUS
+from api.app_keys import CONFIG, METADATA, METRICS, QUEUES, STATUS, WALL_MS
 from api.auth import Unauthenticated, require
 from api.consumer_options import FIELDS as CONSUMER_FIELDS
 from api.consumer_options import consumer_options
@@ -157,7 +157,7 @@ class StreamConnection:
 
     async def _publish(self, frame: Frame) -> bytes:
         name = self._queue(frame, Access.WRITE)
-        job = publish_of(frame.fields, self._app[CONFIG])
+        job = publish_of(frame.fields, self._app[CONFIG], self._app[WALL_MS]())
         if frame.size > MAX_PEER_FORWARD_BYTES:  # too large to pass on over the peer transport
             route = await queue_route(self._app[QUEUES], self._app[STATUS], name)
             if route is not None:
