@@ -1,6 +1,6 @@
 # A production image of one quorumq node. Configure it with QUORUMQ_* environment variables
 # (QUORUMQ_NODE, QUORUMQ_ADVERTISE_RAFT, QUORUMQ_SEEDS, QUORUMQ_ADVERTISE_HTTP, QUORUMQ_CLUSTER_SECRET, ...);
-# see docs/docker.md. The built-in guest is disabled (a port-forward or sidecar reaches a container's
+# see docs/use/docker.md. The built-in guest is disabled (a port-forward or sidecar reaches a container's
 # loopback). docker/spark.Dockerfile extends it with Java and PySpark for the Spark example.
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 

@@ -19,19 +19,21 @@ java:
 run: $(STAMP)
 	$(BIN)/quorumq cluster start --nodes 3 --demo
 
-# The static checks: lint, format, the import contracts and the type checker (pyproject.toml's
-# [tool.importlinter] and [tool.mypy]).
+# The static checks: lint, format, the import contracts, the type checker (pyproject.toml's
+# [tool.importlinter] and [tool.mypy]) and the Markdown links (scripts/check_links.py, no network).
 check: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	$(BIN)/mypy
+	$(BIN)/python scripts/check_links.py
 
 test: check java
 	$(BIN)/pytest
 
 # The fast part: the checks and the tests that start no node process, no Spark and no Docker.
-UNIT_TESTS := tests/raft_log tests/queue_state tests/metadata tests/client tests/api tests/cluster_unit tests/cli tests/test_cli_entrypoints.py
+UNIT_TESTS := tests/raft_log tests/queue_state tests/metadata tests/client tests/api tests/cluster_unit tests/cli tests/test_cli_entrypoints.py \
+	tests/test_doc_links.py
 test-unit: check
 	$(BIN)/pytest $(UNIT_TESTS) --deselect tests/client/test_standalone.py
 

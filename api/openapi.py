@@ -349,7 +349,9 @@ FORMAT: Schema = {
     },
 }
 FORMATS: Schema = {
-    "description": "which version of each replicated format this node reads and writes (docs/cluster.md)",
+    "description": (
+        "which version of each replicated format this node reads and writes (docs/internals/cluster.md)"
+    ),
     "type": "object",
     "required": ["queue_operations", "metadata"],
     "properties": {"queue_operations": FORMAT, "metadata": FORMAT},
@@ -658,11 +660,11 @@ PATHS: dict[str, dict[str, Any]] = {
             body=_object({"node": {"type": "string"}}),
         )
     },
-    "/": {"get": _operation("the management UI's page (docs/ui.md)", {"200": "HTML"}, public=True)},
+    "/": {"get": _operation("the management UI's page (docs/use/ui.md)", {"200": "HTML"}, public=True)},
     "/ui/{file}": {"get": _operation("a file of the management UI", {"200": "the file"}, public=True)},
     "/api/stream": {
         "get": _operation(
-            "the streaming connection: a WebSocket carrying msgpack frames (docs/stream-protocol.md)",
+            "the streaming connection: a WebSocket carrying msgpack frames (docs/use/stream-protocol.md)",
             {"101": "switching to the WebSocket protocol"},
         )
     },

@@ -1,4 +1,4 @@
-"""One streaming connection on the node (docs/stream-protocol.md): its frames dispatched to the same
+"""One streaming connection on the node (docs/use/stream-protocol.md): its frames dispatched to the same
 doors as the HTTP endpoints, its operations pipelined, its consumers delivering.
 
 Each operation runs in its own task and answers when it is done, so answers come in the order operations

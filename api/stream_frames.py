@@ -1,4 +1,4 @@
-"""The frames of the streaming connection, protocol version 1 (docs/stream-protocol.md): reading the
+"""The frames of the streaming connection, protocol version 1 (docs/use/stream-protocol.md): reading the
 client's, writing the node's. Each frame is one msgpack map with an `op`."""
 
 from __future__ import annotations

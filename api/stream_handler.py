@@ -1,4 +1,4 @@
-"""GET /api/stream: the streaming connection (docs/stream-protocol.md), served by `StreamConnection`."""
+"""GET /api/stream: the streaming connection (docs/use/stream-protocol.md), served by `StreamConnection`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The management UI's files (`api/ui/`: plain HTML, CSS and JavaScript over the API, docs/ui.md), served
+"""The management UI's files (`api/ui/`: plain HTML, CSS and JavaScript over the API, docs/use/ui.md), served
 by every node at `/` and `/ui/{file}` without credentials: they hold no data, and every call they make
 to the API logs in as any other."""
 

@@ -1,5 +1,5 @@
 """A throwaway CA and a node certificate for 127.0.0.1 and localhost (the openssl recipe of
-docs/security.md), as the QUORUMQ_TLS_* settings that make local node processes serve HTTPS and Raft
+docs/operate/security.md), as the QUORUMQ_TLS_* settings that make local node processes serve HTTPS and Raft
 over TLS: for tests and local trials, never for production."""
 
 from __future__ import annotations

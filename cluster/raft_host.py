@@ -16,7 +16,7 @@ Two rules shorten a publish's critical path, both from the Raft thesis (section 
 - a leader sends its appends and heartbeats before its own fsync, unless the round changes its term
   or vote. They acknowledge nothing, and the core counts the leader itself towards a commit only once
   `advance` reports the write done, so no commit they carry covers an entry only the leader holds
-  unwritten (docs/raft.md, rule 3);
+  unwritten (docs/internals/raft.md, rule 3);
 - a round that only moves commit indexes is written without an fsync: the commit index need not be
   durable, and RocksDB's write-ahead log recovers writes in order, so a later synced write covers it.
 """

@@ -332,7 +332,8 @@ class Simulation:
     def _rot_a_newest_entry(self, node: SimNode) -> None:
         """Damage one of the three newest log entries after the snapshot on the node's disk (a fault
         recovery must not hide). Entries the snapshot covers are left alone: queued bodies are read from
-        them, and a repair from the leader does not resend them (not handled yet, docs/storage.md)."""
+        them, and a repair from the leader does not resend them (not handled yet,
+        docs/internals/storage.md)."""
         group_keys = GroupKeys(GROUP)
         meta = node.db.get(group_keys.snapshot_meta)
         if meta is None:

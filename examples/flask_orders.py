@@ -8,7 +8,7 @@ workers.
 
 The master declares the queue at import, through the client. A worker's first request finds the client
 created in another process and builds the worker's own loop thread, HTTP session and publisher id (see
-docs/client.md); each answer names the worker and its publisher id to show it.
+docs/use/client.md); each answer names the worker and its publisher id to show it.
 """
 
 from __future__ import annotations

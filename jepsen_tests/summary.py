@@ -1,6 +1,6 @@
 """The results summary: markdown tables generated from run directories, never typed by hand.
 
-    python -m jepsen_tests.summary runs/ --into docs/jepsen.md     # between the markers there
+    python -m jepsen_tests.summary runs/ --into docs/operate/jepsen.md     # between the markers there
     python -m jepsen_tests.summary runs/a runs/b --out results.md   # or a file of its own (or stdout)
 
 Each RUN_DIR is a run directory (it has verdict.json) or a directory of them. From verdict.json come
@@ -179,7 +179,7 @@ def replace_section(text: str, section: str) -> str:
 @click.option(
     "--into",
     type=click.Path(path_type=Path, dir_okay=False, exists=True),
-    help="Replace the marked section of this file (e.g. docs/jepsen.md) with the tables.",
+    help="Replace the marked section of this file (e.g. docs/operate/jepsen.md) with the tables.",
 )
 def main(run_dirs: tuple[Path, ...], out: Path | None, into: Path | None) -> None:
     """Summarise the run directories RUN_DIRS (or directories of them) as markdown tables."""

@@ -117,8 +117,8 @@ class AfterHealing:
     def _replicas_alike(self, queue: str) -> bool:
         """Whether every member of `queue`'s group (as its leader's membership says) runs a replica that
         applied as far as the others, to the same state. A replica hosted by a node that is no longer a
-        member is counted in `stats.stale_replicas` (docs/cluster.md, "Hosting queue groups": one that
-        missed its removal stays until its queue is deleted)."""
+        member is counted in `stats.stale_replicas` (docs/internals/cluster.md, "Hosting queue groups": one
+        that missed its removal stays until its queue is deleted)."""
         replicas = {}
         members: tuple[str, ...] = ()
         for name, sim_node in self.sim.nodes.items():

@@ -424,8 +424,8 @@ class NodeSimulation:
         """Whether Raft can keep every group's promise without what node `name` holds: each configuration
         that lists it as a voter, in force on a replica or ahead in its log, lists at least two others (a
         majority of the group without it). A group of two voters that loses one for good, or of one, has no
-        majority left: no node can elect a leader for it (nor should, docs/operations.md). Every node must
-        run, so that its replicas can be read (a down one's log may hold a change nobody else has)."""
+        majority left: no node can elect a leader for it (nor should, docs/operate/operations.md). Every node
+        must run, so that its replicas can be read (a down one's log may hold a change nobody else has)."""
         for sim_node in self.nodes.values():
             node = sim_node.running
             if node is None or node.host is None:

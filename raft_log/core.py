@@ -1,7 +1,7 @@
 """The pure Raft consensus core of one group: inputs tick/step/propose, output Ready batches.
 
 No sockets, threads, clock or disk: the driver feeds it ticks and messages, persists and sends what
-each `Ready` holds, applies committed entries and calls `advance`. See docs/raft.md.
+each `Ready` holds, applies committed entries and calls `advance`. See docs/internals/raft.md.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from .types import StorageError
 
 class DatabaseCorruptionError(StorageError):
     """The database found its own files damaged (RocksDB's `Corruption` status) when opening, reading or
-    writing: what it holds can no longer be trusted (docs/storage.md, decision 0011)."""
+    writing: what it holds can no longer be trusted (docs/internals/storage.md, decision 0011)."""
 
 
 class WriteBatch(Protocol):

@@ -25,7 +25,8 @@ def _options(direct_io: bool) -> Options:
     # A crash can tear only the last WAL record (a write whose fsync never returned, so never acknowledged):
     # it is dropped. A damaged record with records after it is damage to synced, possibly acknowledged
     # writes: the open fails (point_in_time stopped there silently, dropping every later synced write;
-    # absolute_consistency also refuses the torn tail every power loss can leave). See docs/storage.md.
+    # absolute_consistency also refuses the torn tail every power loss can leave).
+    # See docs/internals/storage.md.
     options.set_wal_recovery_mode(DBRecoveryMode.tolerate_corrupted_tail_records())
     options.set_paranoid_checks(True)
     options.set_max_background_jobs(2)

@@ -5,7 +5,7 @@ writes it with one write and one fsync (group commit). Reads see staged changes 
 staged is durable, or may be acknowledged, before `commit()` returns. One event loop drives a store;
 the only work it may hand to another thread is `write_taken`, so a synced write need not block the loop
 (`take` / `write_taken` / `finish`). Writes reach the database in the order their batches were taken.
-See docs/storage.md for key layout and recovery rules.
+See docs/internals/storage.md for key layout and recovery rules.
 """
 
 from __future__ import annotations

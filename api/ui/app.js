@@ -1,4 +1,4 @@
-// The management UI: plain JavaScript over the node's HTTP API (docs/ui.md). Every page is built with DOM
+// The management UI: plain JavaScript over the node's HTTP API (docs/use/ui.md). Every page is built with DOM
 // calls (text, never HTML, from the API), every call's error is shown where it happened, and no page is
 // left blank: a page that cannot load says why.
 "use strict";

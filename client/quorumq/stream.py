@@ -1,4 +1,4 @@
-"""StreamConnection: one streaming connection to one node (GET /api/stream, docs/stream-protocol.md).
+"""StreamConnection: one streaming connection to one node (GET /api/stream, docs/use/stream-protocol.md).
 
 Operations are pipelined: each is sent with a fresh request id and answered whenever the node is done
 with it. An answer is handed back as the HTTP endpoint's would be, a status and its body (201 with the

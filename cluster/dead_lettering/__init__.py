@@ -4,5 +4,5 @@ At most once, the source leader publishes the `DeadLetter` effects of its state 
 them; at least once, a worker beside the source's leader checks pending dead letters out, publishes them
 with confirms and only then settles them (`worker.py`). The package depends on narrow protocols (the
 source queue's dead-letter methods, a `ConfirmedPublisher`, a `RemotePublisher` the server layer
-provides), never on `Node`; docs/dead_lettering.md tells the rules.
+provides), never on `Node`; docs/internals/dead_lettering.md tells the rules.
 """

@@ -70,7 +70,7 @@ async def test_a_follower_acknowledges_only_after_its_own_fsync(nodes: dict[str,
 
 
 async def test_a_vote_leaves_only_once_it_is_written(nodes: dict[str, Node]) -> None:
-    """Rule 1 of docs/raft.md for votes: a reply that grants a vote promises the vote is on disk."""
+    """Rule 1 of docs/internals/raft.md for votes: a reply that grants a vote promises the vote is on disk."""
     candidate = nodes["a"]
     for voter in ("b", "c"):
         nodes[voter].store.gate.clear()

@@ -65,8 +65,8 @@ def build_node_image() -> None:
     """The node image as a user here builds it: the base image only where missing, host wheels, build."""
     run([REPO / "scripts/build-base-image.sh"], timeout=BUILD_TIMEOUT_S)
     run([REPO / "scripts/build-docker-wheels.sh"], timeout=BUILD_TIMEOUT_S)
-    # Compose interpolates the whole file even to build, so the required variables need values (docs/docker.md
-    # exports them first); a build uses neither.
+    # Compose interpolates the whole file even to build, so the required variables need values
+    # (docs/use/docker.md exports them first); a build uses neither.
     required = {"QUORUMQ_CLUSTER_SECRET": uuid.uuid4().hex, "QUORUMQ_BOOTSTRAP_PASSWORD": uuid.uuid4().hex}
     run(
         [*compose_command(), "-f", BASE_FILE, "build", "node1"],

@@ -14,7 +14,7 @@ THREE_NODES = ["node1", "node2", "node3"]
 
 @pytest.fixture(scope="session")
 def node_image() -> None:
-    """Skip without a Docker engine; otherwise build the node image as docs/docker.md says."""
+    """Skip without a Docker engine; otherwise build the node image as docs/use/docker.md says."""
     reason = docker_unavailable_reason()
     if reason is not None:
         pytest.skip(f"Docker tests need a Docker engine: {reason}")

@@ -1,4 +1,4 @@
-"""Consuming on the streaming connection (docs/stream-protocol.md), on real nodes over real TCP:
+"""Consuming on the streaming connection (docs/use/stream-protocol.md), on real nodes over real TCP:
 deliveries are pushed up to the consumer's prefetch and more as acks free its credit, nacks return
 messages, a cancel or a closed connection returns what the consumer held, a consumer lives on its
 queue's leader only, and a leader change ends it there so that it resumes on the new leader."""

@@ -1,4 +1,4 @@
-"""Publishing on the streaming connection (docs/stream-protocol.md), on real nodes over real TCP: each
+"""Publishing on the streaming connection (docs/use/stream-protocol.md), on real nodes over real TCP: each
 pipelined publish is confirmed with the ids of its own messages, only once a majority has them; bad
 frames and refused publishes get error frames and the connection carries on; publishes whose answers a
 closed connection lost were enqueued once, as a resend shows."""

@@ -2,7 +2,7 @@
 makes a node answer 5xx or die, and afterwards the cluster is healthy and still holds every message
 it confirmed before the fuzzing.
 
-Examples per operation: QUORUMQ_API_FUZZ_EXAMPLES (default 10 in CI; see docs/security.md).
+Examples per operation: QUORUMQ_API_FUZZ_EXAMPLES (default 10 in CI; see docs/operate/security.md).
 Cluster membership changes (join, forget) are left out: they would fuzz the cluster's shape, not input
 handling. Publishes are also sent as msgpack (the extension). Authentication is on (no request is
 anonymous): the first run logs in as the harness administrator (a stored user), the second as a user
@@ -209,7 +209,7 @@ stream_frames = st.one_of(
     ).map(msgpack.packb),
 )
 JSON_ROUTES = ["/api/tokens", "/api/queues/fuzz-own-1/get", "/api/queues/fuzz-own-1", "/api/users/someone"]
-"""Routes other than a publish: a JSON publish body is decoded whole (docs/security.md, "Limits")."""
+"""Routes other than a publish: a JSON publish body is decoded whole (docs/operate/security.md, "Limits")."""
 json_bodies = st.one_of(st.binary(max_size=64), hostile.map(lambda value: json.dumps(value).encode()))
 MAX_PEAK_GROWTH_BYTES = 256 * 1024 * 1024
 PEAK_BEFORE: dict[str, int] = {}

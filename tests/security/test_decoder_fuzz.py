@@ -1,7 +1,7 @@
 """Hypothesis against every decoder of bytes from the network: malformed input is rejected with the
 decoder's own error, never another exception, and never changes state.
 
-Examples per test: QUORUMQ_FUZZ_EXAMPLES (default 200 in CI; see docs/security.md for long runs).
+Examples per test: QUORUMQ_FUZZ_EXAMPLES (default 200 in CI; see docs/operate/security.md for long runs).
 """
 
 from __future__ import annotations

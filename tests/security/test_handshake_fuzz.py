@@ -4,7 +4,7 @@ length prefixes that lie), the accepting node neither fails nor welcomes it nor 
 real peer still connects afterwards; whatever a dialled address answers, the dialling node gives up with
 an error its connection loop handles.
 
-Examples per test: QUORUMQ_FUZZ_EXAMPLES (default 200 in CI; see docs/security.md).
+Examples per test: QUORUMQ_FUZZ_EXAMPLES (default 200 in CI; see docs/operate/security.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""TLS for HTTP and Raft: a cluster with certificates from the openssl recipe of docs/security.md
+"""TLS for HTTP and Raft: a cluster with certificates from the openssl recipe of docs/operate/security.md
 forms, serves HTTPS to clients that trust its CA, and refuses plain HTTP."""
 
 from __future__ import annotations
