@@ -3,10 +3,11 @@
 A queue listing this node gets its group opened: from the node's database when it was there before;
 else bootstrapped with the queue's initial members when this node is one of them (the placed leader
 campaigns at once, the others hold their elections a while), and empty, waiting for the leader to add
-it, when it is a member added later or its database is not the one the queue was declared with. An
-initial member the declaration recorded no incarnation for bootstraps only once the metadata registers
-its database, and only if that database is the node's first (`NodeInfo.earlier_incarnation`): a node
-wiped since would otherwise start the group afresh as a voter that holds nothing.
+it, when it is a member added later or its database is not the one the queue was declared with. For an
+initial member the declaration recorded no incarnation for, the registry tells: another database
+registered under its name, or its own registered as having replaced an earlier one
+(`NodeInfo.earlier_incarnation`), means it was wiped since, and would otherwise start the group afresh
+as a voter that holds nothing.
 
 A replica is dropped only on evidence that lasts: its queue was deleted (or declared again as another
 group: group ids are never reused), or its own group committed this node's removal. A queue that no
@@ -154,10 +155,7 @@ class QueueHosting:
         if existing:
             group_log = self._store.group(info.group)
         else:
-            bootstraps = self._bootstraps(info, mine)
-            if bootstraps is None:
-                return  # until the metadata registers this node's database
-            group_log, voters = self._new_group_log(info, bootstraps)
+            group_log, voters = self._new_group_log(info, self._bootstraps(info, mine))
         replica = QueueReplica(info.name, info.group, parse_arguments(info.arguments), group_log, self._reads)
         self._queues[info.name] = self._new_leader(info, replica)
         self._groups.open_group(info.group, replica)
@@ -172,19 +170,19 @@ class QueueHosting:
             # node is down, the others elect a leader once the hold is over.
             self._groups.hold_elections(info.group, self._hold_ticks)
 
-    def _bootstraps(self, info: QueueInfo, mine: NodeInfo | None) -> bool | None:
-        """Whether this node bootstraps queue `info`'s group as an initial member; None when it cannot
-        tell yet. A member added later starts empty and waits for the leader, as does an initial member
-        whose database is not the one the queue was declared with (wiped, or set aside as damaged)."""
+    def _bootstraps(self, info: QueueInfo, mine: NodeInfo | None) -> bool:
+        """Whether this node bootstraps queue `info`'s group as an initial member. A member added later
+        starts empty and waits for the leader, as does an initial member whose database is not the one
+        the queue was declared with (wiped, or set aside as damaged). A declaration that recorded no
+        incarnation for this node is read against the registry (`mine`): a database other than the one
+        registered, or one that replaced an earlier, is not the one the queue was declared with."""
         if self._name not in info.initial_members:
             return False
         incarnation = self._store.incarnation
         recorded = info.initial_incarnations.get(self._name)
-        if recorded is None:  # declared before this node registered a database: was it this one?
-            if mine is None or mine.incarnation != incarnation:
-                return None
-            recorded = mine.earlier_incarnation or incarnation
-        if recorded != incarnation:
+        if recorded is None and mine is not None and mine.incarnation:
+            recorded = mine.earlier_incarnation or mine.incarnation
+        if recorded not in (None, incarnation):
             log.warning(
                 "queue %s: this node's database is new since it was declared; waiting to be added", info.name
             )

@@ -207,22 +207,29 @@ def test_rule_arguments_changed_at_runtime_are_recorded_by_a_leader_that_serves(
     assert hosting.changed_arguments({}) == []  # deleted meanwhile: nothing to record
 
 
-def test_an_initial_member_the_declaration_did_not_record_waits_until_its_database_is_registered(
-    store: NodeStore,
+def test_an_initial_member_the_declaration_did_not_record_bootstraps_unless_the_registry_says_wiped(
+    tmp_path: Path,
 ) -> None:
     """Whole-node seed 4000175: a queue declared before its members registered records no incarnation,
-    and a member wiped since must not bootstrap it afresh as a voter that holds nothing. So the group is
-    opened only once the metadata registers this node's database, and bootstraps only if that database
-    is the node's first."""
-    hosting, groups = hosting_on(store)
-    hosting.reconcile(declared(queue("q", "q1", ["b", ME, "c"])), {}, True)
-    assert groups.calls == [] and "q" not in hosting.queues
-    hosting.reconcile(declared(queue("q", "q1", ["b", ME, "c"])), registered(store), True)
-    assert groups.calls == [("open", "q1"), ("hold", "q1", HOLD_TICKS)]
-    assert voters(store, "q1") == ("b", ME, "c")
+    and a member wiped since must not bootstrap it afresh as a voter that holds nothing. Unregistered, or
+    registered as this database and its first, it bootstraps (waiting instead could outlast the initial
+    members, and leave a voter that refuses every vote: whole-node seed 5100173)."""
+    for first_registered in (False, True):
+        fresh = NodeStore.open(tmp_path / f"db-{first_registered}")
+        try:
+            hosting, groups = hosting_on(fresh)
+            registry = registered(fresh) if first_registered else {}
+            hosting.reconcile(declared(queue("q", "q1", ["b", ME, "c"])), registry, True)
+            assert groups.calls == [("open", "q1"), ("hold", "q1", HOLD_TICKS)]
+            assert voters(fresh, "q1") == ("b", ME, "c")
+        finally:
+            fresh.close()
 
 
 def test_a_wiped_initial_member_the_declaration_did_not_record_waits_to_be_added(store: NodeStore) -> None:
     hosting, groups = hosting_on(store)
     hosting.reconcile(declared(queue("q", "q1", [ME, "b"])), registered(store, earlier="wiped"), True)
     assert groups.calls == [("open", "q1")] and voters(store, "q1") == ()
+    old_database = {ME: NodeInfo(ME, "http://a:1", "a:2", "the database before")}  # not registered again yet
+    hosting.reconcile(declared(queue("r", "q2", [ME, "b"])), old_database, True)
+    assert groups.calls[-1] == ("open", "q2") and voters(store, "q2") == ()
