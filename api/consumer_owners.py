@@ -23,6 +23,6 @@ def own_consumer(queue: QueueLeader, caller: Principal, name: str) -> str:
         if owner != caller.name and not caller.administrator:
             raise UnknownConsumer(f"no consumer '{name}' on queue '{queue.name}'")
         return name
-    if any(consumer.tag == name for consumer in queue.consumer_list()):  # of no owner: an earlier version's
+    if queue.has_consumer(name):  # of no owner: an earlier version's
         return name
     return owned(name, caller.name)

@@ -588,6 +588,10 @@ class QueueLeader:
         if isinstance(reply, Failure) and (session is None or session.since_ms is None):
             raise UnknownConsumer(reply.reason, code=reply.code)
 
+    def has_consumer(self, name: str) -> bool:
+        """Whether the queue has a consumer (a reader, a durable consumer) of that name."""
+        return self._replica.machine.consumer(name) is not None or self._is_durable(name)
+
     def consumer_list(self) -> list[ConsumerSummary]:
         """The queue's consumers (readers included) in registration order, then its durable consumers."""
         machine = self._replica.machine

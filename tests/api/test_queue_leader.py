@@ -13,6 +13,8 @@ import pytest
 import pytest_asyncio
 from in_process_node import InProcessNode, in_process_node, until
 
+from api.access import Principal
+from api.consumer_owners import own_consumer
 from cluster.entry_codec import QUEUE_OP_VERSION, QueueOp, decode_queue_op, entry_ops, op_bodies
 from cluster.errors import BadRequest, LogGap, QueueConflict, QueueFull, Refused, UnknownConsumer
 from cluster.queue_results import MessageRow, Outcome, Position, Published, Settled
@@ -349,3 +351,18 @@ async def test_rule_a_message_put_before_an_auto_ack_gets_count_makes_the_answer
     assert published.ids[0] in {row.id for row in rows}
     rest = await door.get(10, auto_ack=True, since_ms=None)
     assert [row.body for row in rest] == [b"s2", b"s3", b"s4"]  # none lost
+
+
+async def test_rule_a_consumer_name_of_no_owner_stays_usable_while_the_queue_has_it(
+    running: InProcessNode,
+) -> None:
+    """Consumers registered by a version before owners (`api.consumer_owners`) keep their names, readers,
+    plain consumers and durable ones alike; a name the queue does not have is the caller's own."""
+    door = await running.declare("d-owners")
+    caller = Principal("alice", administrator=False, read=".*")
+    tag = await door.register_consumer(1, 0, None, None)  # no owner: as an earlier version registered it
+    await door.register_durable("spark-old")
+    assert door.has_consumer(tag) and door.has_consumer("spark-old") and not door.has_consumer("spark-new")
+    assert own_consumer(door, caller, tag) == tag
+    assert own_consumer(door, caller, "spark-old") == "spark-old"
+    assert own_consumer(door, caller, "spark-new") == "spark-new~alice"
