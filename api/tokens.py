@@ -104,9 +104,7 @@ class RevokedTokens:
     def revoke(self, token: str, expires_ms: int, now_ms: int | None = None) -> None:
         """Refuse `token` from now on, until `expires_ms`; RevocationsFull when `MAX_REVOKED` unexpired
         tokens are revoked already."""
-        if (
-            len(self._expiries) >= MAX_REVOKED
-        ):  # forget the expired ones only when full: a revocation is cheap
+        if len(self._expiries) >= MAX_REVOKED:  # forget the expired ones only when full: revoking is cheap
             now_ms = steady_wall_ms() if now_ms is None else now_ms
             self._expiries = {t: e for t, e in self._expiries.items() if e > now_ms}
         if len(self._expiries) >= MAX_REVOKED and token not in self._expiries:
