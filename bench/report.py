@@ -16,6 +16,7 @@ COLUMNS = (
     "workload",
     "broker (client)",
     "msg/s",
+    "server CPU µs/msg",
     "p50 ms",
     "p99 ms",
     "p99.9 ms",
@@ -32,15 +33,27 @@ def _number(value: float, digits: int = 0) -> str:
     return "-" if math.isnan(value) else f"{value:,.{digits}f}"
 
 
+def cpu_per_message_us(measurement: Measurement) -> float:
+    """The broker nodes' CPU (all of them, during the measured part) per message completed, in µs; NaN
+    when none completed. Steadier than msg/s on a shared machine."""
+    if measurement.result.messages == 0:
+        return math.nan
+    cpu_seconds = sum(usage.cpu_seconds for usage in measurement.usage.values())
+    return cpu_seconds * 1e6 / measurement.result.messages
+
+
 def _ratio(ours: Measurement, anchor: tuple[str, Measurement] | None) -> str:
-    """Throughput ratio against the anchor (RabbitMQ's fastest client on this workload), and the p99
-    ratio where both have latencies."""
+    """Throughput ratio against the anchor (RabbitMQ's fastest client on this workload), the p99 ratio
+    where both have latencies, and the server CPU per message ratio where both used some."""
     if anchor is None or anchor[1].result.rate == 0:
         return ""
     client, theirs = anchor
     text = f"msg/s x{ours.result.rate / theirs.result.rate:.2f}"
     if ours.result.has_latencies and theirs.result.has_latencies:
         text += f", p99 x{ours.result.latency_ms()['p99'] / theirs.result.latency_ms()['p99']:.2f}"
+    ours_cpu, theirs_cpu = cpu_per_message_us(ours), cpu_per_message_us(theirs)
+    if ours_cpu > 0 and theirs_cpu > 0:  # NaN compares false
+        text += f", CPU/msg x{ours_cpu / theirs_cpu:.2f}"
     return f"{text} (vs {client})"
 
 
@@ -63,6 +76,7 @@ def rows(runs: list[BrokerRun]) -> list[list[str]]:
                     measurement.label,
                     f"{run.broker} ({run.client})",
                     _number(measurement.result.rate),
+                    _number(cpu_per_message_us(measurement)),
                     _number(latency["p50"], 1),
                     _number(latency["p99"], 1),
                     _number(latency["p999"], 1),
