@@ -82,7 +82,8 @@ def _warn(message: str) -> None:
 
 def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     """uvloop's event loop (a node serving publishes spent about a tenth less CPU per message on it,
-    docs/benchmarks.md), or asyncio's where uvloop is not installed (a dependency only where it builds)."""
+    docs/history/performance-log.md), or asyncio's where uvloop is not installed (a dependency only
+    where it builds)."""
     try:
         import uvloop
     except ImportError:

@@ -2,12 +2,12 @@
 
 By default glibc hands such buffers back to the kernel as soon as they are freed (unmapping them, or
 trimming the heap's top), so the next one faults its pages in and has them zeroed again: on a 16 KiB
-publish load that was about a tenth of a node's CPU (docs/benchmarks.md). Fixed thresholds keep freed
-memory in the heap for reuse, up to `TRIM_THRESHOLD_BYTES` of it at its top, and more inside it.
+publish load that was about a tenth of a node's CPU (docs/history/performance-log.md). Fixed thresholds
+keep freed memory in the heap for reuse, up to `TRIM_THRESHOLD_BYTES` of it at its top, and more inside it.
 
 That reuse pool is worth its memory only while the node works: `IdleTrim` gives the free memory back
 to the kernel (`malloc_trim`) once the node has gone quiet after a stretch of work. A node holding a
-1M-message backlog kept about 170 MB of free heap before (docs/benchmarks.md).
+1M-message backlog kept about 170 MB of free heap before (docs/history/performance-log.md).
 """
 
 from __future__ import annotations

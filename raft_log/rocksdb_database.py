@@ -31,13 +31,13 @@ def _options(direct_io: bool) -> Options:
     options.set_paranoid_checks(True)
     options.set_max_background_jobs(2)
     # Large values (batched log entries, big bodies) go to blob files, so compactions move references
-    # instead of rewriting the data: +15 % on 16 KiB publishes (docs/benchmarks.md).
+    # instead of rewriting the data: +15 % on 16 KiB publishes (docs/history/performance-log.md).
     options.set_enable_blob_files(True)
     options.set_min_blob_size(BLOB_MIN_BYTES)
     options.set_enable_blob_gc(True)
     # Flushes and compactions write with O_DIRECT where the file system allows it: the data is in the
     # WAL and the memtable already, and copying it through the page cache again cost a tenth of all
-    # CPU on 16 KiB publishes (docs/benchmarks.md). Reads stay buffered.
+    # CPU on 16 KiB publishes (docs/history/performance-log.md). Reads stay buffered.
     options.set_use_direct_io_for_flush_and_compaction(direct_io)
     return options
 
