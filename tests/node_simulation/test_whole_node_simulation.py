@@ -1,12 +1,14 @@
 """The whole-node simulation (docs/decisions/0017): real nodes, clients and faults on one seed.
 
-`NODE_SIM_SEEDS` (default 1000) and `NODE_SIM_SECONDS` (virtual seconds of faults per seed, default 10)
+`NODE_SIM_SEEDS` (default 3000) and `NODE_SIM_SECONDS` (virtual seconds of faults per seed, default 10)
 size the random run; a failure names its seed, and `python -m node_simulation --first-seed S --seeds 1
---seconds N` replays it. Seeds run in subprocesses with a fixed hash seed (the runner's own rule).
+--seconds N` replays it. Seeds run in subprocesses with a fixed hash seed (the runner's own rule), as
+many at once as the machine has cores.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import itertools
 import logging
 import os
@@ -24,7 +26,7 @@ from node_simulation.history import Violation
 from node_simulation.simulation import NodeSimulation
 
 ROOT = Path(__file__).resolve().parents[2]
-SEEDS = int(os.environ.get("NODE_SIM_SEEDS", "1000"))
+SEEDS = int(os.environ.get("NODE_SIM_SEEDS", "3000"))
 SECONDS = float(os.environ.get("NODE_SIM_SECONDS", "10"))
 BATCHES = 10
 
@@ -51,8 +53,13 @@ def _run(first: int, seeds: int, seconds: float) -> subprocess.CompletedProcess[
 @pytest.mark.parametrize("batch", range(BATCHES))
 def test_whole_nodes_under_faults_keep_every_promise(batch: int) -> None:
     per_batch = SEEDS // BATCHES
-    run = _run(batch * per_batch, per_batch, SECONDS)
-    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+    workers = max(1, min(os.cpu_count() or 1, per_batch))
+    shares = [(batch * per_batch + i * per_batch // workers, per_batch // workers) for i in range(workers)]
+    shares[-1] = (shares[-1][0], batch * per_batch + per_batch - shares[-1][0])  # the remainder too
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        runs = list(pool.map(lambda share: _run(*share, SECONDS), shares))
+    failed = [run.stdout[-4000:] + run.stderr[-4000:] for run in runs if run.returncode != 0]
+    assert not failed, "\n".join(failed)
 
 
 def test_a_seed_replays_exactly() -> None:
