@@ -20,20 +20,22 @@ run: $(STAMP)
 	$(BIN)/quorumq cluster start --nodes 3 --demo
 
 # The static checks: lint, format, the import contracts, the type checker (pyproject.toml's
-# [tool.importlinter] and [tool.mypy]) and the Markdown links (scripts/check_links.py, no network).
+# [tool.importlinter] and [tool.mypy]), the Markdown links (scripts/check_links.py, no network) and
+# the HTTP API page made from the OpenAPI document (scripts/http_api_page.py).
 check: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 	$(BIN)/python scripts/check_links.py
+	$(BIN)/python scripts/http_api_page.py --check
 
 test: check java
 	$(BIN)/pytest
 
 # The fast part: the checks and the tests that start no node process, no Spark and no Docker.
 UNIT_TESTS := tests/raft_log tests/queue_state tests/metadata tests/client tests/api tests/cluster_unit tests/cli tests/test_cli_entrypoints.py \
-	tests/test_doc_links.py
+	tests/test_doc_links.py tests/test_http_api_page.py tests/test_commit_message.py
 test-unit: check
 	$(BIN)/pytest $(UNIT_TESTS) --deselect tests/client/test_standalone.py
 

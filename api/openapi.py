@@ -186,8 +186,10 @@ def _operation(
     public: bool = False,
     packed_body: Schema | None = None,
     answers: dict[str, Any] | None = None,
+    about: str = "",
 ) -> dict[str, Any]:
-    """An operation; `packed_body` is the msgpack form of `body`, `answers` the content of its 200 answer."""
+    """An operation; `packed_body` is the msgpack form of `body`, `answers` the content of its 200 answer,
+    `about` its description (Markdown, shown in docs/use/http-api.md)."""
     responses: dict[str, Any] = {status: {"description": text} for status, text in ok.items()}
     if answers is not None:
         responses["200"]["content"] = answers
@@ -202,6 +204,8 @@ def _operation(
     for status, text in errors.items():
         responses.setdefault(status, {"description": text, "content": {JSON: {"schema": ERROR}}})
     operation: dict[str, Any] = {"summary": summary, "responses": responses}
+    if about:
+        operation["description"] = about
     if public:
         operation["security"] = []
     if body is not None:
@@ -400,7 +404,17 @@ HEALTH: Schema = {
 def _health() -> dict[str, Any]:
     """GET /api/health: the same report with 200 (ready) and 503 (not ready)."""
     answers = {JSON: {"schema": HEALTH}}
-    operation = _operation("node health", {"200": "ready", "503": "not ready"}, public=True, answers=answers)
+    operation = _operation(
+        "node health",
+        {"200": "ready", "503": "not ready"},
+        public=True,
+        answers=answers,
+        about=(
+            "health (with `damage` when the node set a damaged database aside, and `formats`: the "
+            "version of each replicated format it reads and writes), Prometheus metrics, the "
+            "OpenAPI 3 spec"
+        ),
+    )
     operation["responses"]["503"]["content"] = answers
     return operation
 
@@ -451,6 +465,17 @@ PATHS: dict[str, dict[str, Any]] = {
                 "409": "a node reads no policies yet (upgrade_in_progress)",
             },
             body=POLICY,
+            about=(
+                'RabbitMQ-style policies (administrators): `{"pattern", "definition", "priority"}`; '
+                "every queue whose name the RE2 `pattern` matches (anywhere, as in RabbitMQ), now or "
+                "declared later, applies the definition of the highest-priority matching policy "
+                "(policy keys: `max-length`, `max-length-bytes`, `overflow`, `message-ttl`, "
+                "`expires`, `delivery-limit`, `dead-letter-queue`, `dead-letter-strategy`, "
+                "`lease-period`, `consumer-timeout`, `delayed-retry-type`/`-min`/`-max`, "
+                "`target-group-size`); the queue's own value wins, except for limits, where the "
+                "stricter wins; `GET /api/queues/{q}` shows `policy` and `effective_arguments` "
+                '(`quorumq policies set|clear|list`; docs/internals/queue_state.md, "Policies")'
+            ),
         ),
         "delete": _operation(
             "remove a policy: its queues return to their declared arguments",
@@ -471,6 +496,13 @@ PATHS: dict[str, dict[str, Any]] = {
             "RabbitMQ's overview: message counts and rates (publish, deliver_get, ack, redeliver), queue and"
             " object totals, listeners",
             {"200": "overview"},
+            about=(
+                "RabbitMQ's management API as monitoring tools read it: message counts and rates "
+                "(`message_stats`: `publish`, `deliver_get`, `ack`, `redeliver`, each with "
+                "`*_details.rate`), queue and object totals, RabbitMQ's queue fields and page objects "
+                "(docs/use/management-api.md); `?local=true` lists this "
+                "node's own replicas' view"
+            ),
         )
     },
     Q + "/redrive": {
@@ -481,6 +513,13 @@ PATHS: dict[str, dict[str, Any]] = {
             {"201": "the task", "409": "another task runs (redrive_running), or upgrade_in_progress"},
             body=REDRIVE,
             body_required=False,
+            about=(
+                "dead-letter redrive (SQS's message move task): move the messages there now (or "
+                "enqueued from `since` to `until`) to `to`, or each to the queue its `x-death` names, "
+                "at most `rate` a second; resumed by a new leader, each message moved once; `quorumq "
+                "redrive DLQ [--to Q] [--since T] [--rate N]` with a progress bar "
+                '(docs/internals/dead_lettering.md, "Redrive")'
+            ),
         ),
         "get": _operation("the queue's redrive tasks with their progress", {"200": "tasks"}),
     },
@@ -493,16 +532,45 @@ PATHS: dict[str, dict[str, Any]] = {
             {"201": "created", "204": "exists with these arguments", "409": "exists with other arguments"},
             body=DECLARE,
             body_required=False,
+            about=(
+                'declare (`{"arguments": {...}}`): 201 created, 204 same, 409 different, 400 bad argument'
+            ),
         ),
-        "get": _operation("a queue's statistics", {"200": "the queue"}),
-        "patch": _operation("change runtime arguments", {"200": "the queue"}, body=DECLARE),
+        "get": _operation(
+            "a queue's statistics",
+            {"200": "the queue"},
+            about=(
+                "definition and stats (`messages`, `messages_ready`, `messages_ready_by_priority`, "
+                "`messages_delayed`, `messages_unacknowledged`, `message_bytes`, `consumers`, "
+                "`leader`, `members`, `online`, `dead_lettered`)"
+            ),
+        ),
+        "patch": _operation(
+            "change runtime arguments",
+            {"200": "the queue"},
+            body=DECLARE,
+            about=(
+                "change arguments at runtime like a policy (dead-letter target/strategy, limits, "
+                "TTLs, `x-consumer-timeout`, `x-delayed-retry-type`/`-min`/`-max`: returns wait `min "
+                "* 2^(n-1)` ms, capped at max, before they are ready again)"
+            ),
+        ),
         "delete": _operation(
             "delete a queue",
             {"204": "deleted", "409": "not empty or not unused"},
             query=(_query("if_empty", {"type": "boolean"}), _query("if_unused", {"type": "boolean"})),
+            about=(
+                "delete: 204; the guards are checked by the queue's leader in the queue's log (409 "
+                "when it holds messages / has consumers); once they pass, the queue refuses publishes "
+                "and new consumers (409 `queue_deleting`) until it is gone"
+            ),
         ),
     },
-    Q + "/contents": {"delete": _operation("purge ready messages", {"200": "count purged"})},
+    Q + "/contents": {
+        "delete": _operation(
+            "purge ready messages", {"200": "count purged"}, about="purge ready and delayed messages"
+        )
+    },
     Q + "/messages": {
         "post": _operation(
             "publish with confirms",
@@ -515,6 +583,19 @@ PATHS: dict[str, dict[str, Any]] = {
             },
             body=PUBLISH,
             packed_body=PACKED_PUBLISH,
+            about=(
+                'publish (each message `{"body", "encoding", "headers", "expiration", "delay" or '
+                '"not_before", "priority"}`: a delayed message waits in the queue, counted in '
+                "`messages_delayed`, then takes its FIFO place by id; `priority` 0-255, served "
+                "strictly highest first, above the queue's top (31, or `x-max-priority`) taken as the "
+                'top); 201 `{"ids"}` after majority commit; same `publisher`+`seq` again answers the '
+                'same ids (`"duplicate": true`; `"ids": []` once forgotten, past 1024 later seqs); '
+                "409 `seq_too_old` (nothing enqueued) for a seq below that window not known to have "
+                "been enqueued; 409 `queue_deleting` while a guarded delete removes the queue; 507 "
+                "when a `reject-publish` queue is full; 413 over the size limits (the body's "
+                "`max_request_bytes`, and the replicated operation's 64 MiB less 64 KiB: "
+                'docs/operate/security.md "Limits")'
+            ),
         ),
         "get": _operation(
             "browse: the messages the queue holds (ready or checked out) by id, without consuming them",
@@ -526,6 +607,10 @@ PATHS: dict[str, dict[str, Any]] = {
                 _query("limit", {"type": "integer", "minimum": 0, "maximum": 10000}),
                 _query("max_bytes", MAX_BYTES),
             ),
+            about=(
+                "browse (within `max_bytes` of bodies, as a poll): the messages a queue holds (ready "
+                "or checked out) by id, consuming nothing (Spark batch reads of a dead-letter queue)"
+            ),
         ),
     },
     Q + "/messages/peek": {
@@ -534,6 +619,11 @@ PATHS: dict[str, dict[str, Any]] = {
             {"200": "one delivery", "404": "no_message: fewer ready messages than the position"},
             answers=ONE_DELIVERY,
             query=({**_query("position", {"type": "integer", "minimum": 1}), "required": True},),
+            about=(
+                "peek: the ready message at 1-based position N in delivery order, as one delivery, "
+                "consuming nothing; 404 `no_message` past the last (`quorumq-queues peek Q N`, "
+                "`client.peek(q, n)`)"
+            ),
         )
     },
     Q + "/get": {
@@ -550,6 +640,12 @@ PATHS: dict[str, dict[str, Any]] = {
                 }
             ),
             body_required=False,
+            about=(
+                'one-shot get (`"ack": "manual"/"auto"`, `"max_bytes"` of bodies as for a poll: an '
+                "auto-ack get takes only what it answers) and settling or touching what it returned "
+                "read only messages enqueued at or after a time (epoch ms or ISO-8601): dead-letter "
+                "queues read the Logstash way"
+            ),
         )
     },
     Q + "/ack": {"post": _operation("settle got messages", {"200": "settled"}, body=SETTLE)},
@@ -566,21 +662,50 @@ PATHS: dict[str, dict[str, Any]] = {
             "the queue's consumers: tag (its first 8 characters; a durable consumer's whole name), prefetch,"
             " priority, active, unacknowledged, timeout_ms, since_ms, auto_ack, durable",
             {"200": "consumers"},
+            about=(
+                "the queue's consumers (read permission): prefetch, priority, active, unacknowledged, "
+                "timeouts, `auto_ack`, durable; a tag shown by its first 8 characters only; a "
+                "consumer answers only the user who registered it (and administrators: "
+                "docs/operate/security.md)"
+            ),
         ),
         "post": _operation(
             "register a consumer",
             {"201": "consumer tag", "409": "the queue is being deleted", "429": "too many consumers"},
             body=CONSUMER,
             body_required=False,
+            about=(
+                '`{"prefetch", "priority", "timeout", "auto_ack"}` -> 201 `{"consumer": tag, '
+                "\"hold_ms\"}`; `timeout` is the consumer's own consumer timeout (ms; else the queue's "
+                "`x-consumer-timeout`, else the node's, 30 minutes): a delivery it holds that long "
+                "without an ack, nack or touch ends it, and its next request answers 410 "
+                '`consumer_timeout` (docs/internals/queue_state.md, "Holding"); a consumer not heard '
+                "from (no poll, ack, nack or touch) for the node's idle timeout (60 s) ends too, what "
+                "it holds returning as plain returns (410 `consumer_idle`: its lease, "
+                'docs/internals/cluster.md, "Holders"), so `hold_ms` is the shortest of the three; '
+                '`"auto_ack": true` is AMQP\'s no-ack: what each poll answers is settled before it is '
+                "answered (at most once; needs every node at queue operations version 9)"
+            ),
         ),
     },
-    C: {"delete": _operation("cancel a consumer", {"204": "cancelled"})},
+    C: {
+        "delete": _operation(
+            "cancel a consumer",
+            {"204": "cancelled"},
+            about="cancel; unacked messages return (a plain return: acquired count + 1)",
+        )
+    },
     C + "/deliveries": {
         "post": _operation(
             "long-poll deliveries (a POST: it changes what the consumer holds)",
             {"200": "deliveries", "410": ENDED},
             answers=DELIVERIES,
             query=POLL_QUERY,
+            about=(
+                "long-poll deliveries (`GET` still answers, for older clients); at most `max_bytes` "
+                "of bodies (8 MiB by default, up to 64 MiB; the first message always), the rest with "
+                "the next poll"
+            ),
         ),
         "get": _operation(
             "long-poll deliveries (kept for older clients; as the POST)",
@@ -591,7 +716,17 @@ PATHS: dict[str, dict[str, Any]] = {
     },
     C + "/ack": {"post": _operation("settle deliveries", {"200": "settled", "410": ENDED}, body=SETTLE)},
     C + "/nack": {
-        "post": _operation("return or discard deliveries", {"200": "returned", "410": ENDED}, body=SETTLE)
+        "post": _operation(
+            "return or discard deliveries",
+            {"200": "returned", "410": ENDED},
+            body=SETTLE,
+            about=(
+                'settle / return (`"failed": false`: a plain return, not counted toward '
+                '`x-delivery-limit`; `"delay": ms`: it waits that long before it is ready again; '
+                '`"requeue": false` discards or dead-letters, with an optional `"reason"` kept in '
+                "`x-death` as `reason-text`)"
+            ),
+        )
     },
     C + "/touch": {
         "post": _operation(
@@ -602,6 +737,10 @@ PATHS: dict[str, dict[str, Any]] = {
                 "410": ENDED,
             },
             body=TOUCH,
+            about=(
+                '`{"ids"}`: lease extension for slow work; each id counts from now as just handed out '
+                '-> 200 `{"hold_ms"}` (the client\'s `message.process()` does it every half hold)'
+            ),
         )
     },
     C + "/checkout": {
@@ -616,6 +755,7 @@ PATHS: dict[str, dict[str, Any]] = {
                 }
             ),
             body_required=False,
+            about="durable consumers with a delivery sequence (the Spark source)",
         )
     },
     C + "/settle": {
@@ -637,7 +777,11 @@ PATHS: dict[str, dict[str, Any]] = {
         )
     },
     Q + "/members": {
-        "get": _operation("the queue's replica set", {"200": "members"}),
+        "get": _operation(
+            "the queue's replica set",
+            {"200": "members"},
+            about="replica set changes and leadership transfer",
+        ),
         "post": _operation(
             "add a member",
             {"200": "added", "409": "refused"},
@@ -666,6 +810,12 @@ PATHS: dict[str, dict[str, Any]] = {
         "get": _operation(
             "the streaming connection: a WebSocket carrying msgpack frames (docs/use/stream-protocol.md)",
             {"101": "switching to the WebSocket protocol"},
+            about=(
+                "the streaming connection: a WebSocket of msgpack frames carrying pipelined publishes "
+                "(each confirmed after majority commit, as the 201 is) and pushed deliveries with "
+                "prefetch credit, acks and nacks "
+                "(docs/use/stream-protocol.md)"
+            ),
         )
     },
     "/api/nodes": {
@@ -674,6 +824,10 @@ PATHS: dict[str, dict[str, Any]] = {
             " fd_used, proc_used, disk_free, partitions)",
             {"200": "nodes"},
             query=PAGING_QUERY,
+            about=(
+                "cluster membership; each member with RabbitMQ's fields as it reports them "
+                "(`running`, `uptime`, `mem_used`, `fd_used`, `proc_used`, `disk_free`, `partitions`)"
+            ),
         ),
         "post": _operation(
             "join a node",
