@@ -423,16 +423,25 @@ class NodeSimulation:
     def _wipe_survivable(self, name: str) -> bool:
         """Whether Raft can keep every group's promise without what node `name` holds: each configuration
         that lists it as a voter, in force on a replica or ahead in its log, lists at least two others (a
-        majority of the group without it). A group of two voters that loses one for good, or of one, has no
-        majority left: no node can elect a leader for it (nor should, docs/operate/operations.md). Every node
-        must run, so that its replicas can be read (a down one's log may hold a change nobody else has)."""
+        majority of the group without it) and records the incarnation it runs as. A group of two voters
+        that loses one for good, or of one, has no majority left: no node can elect a leader for it (nor
+        should, docs/operate/operations.md). A member wiped before its incarnation is recorded is taken for
+        the replica it was: a limit left open (docs/operate/membership.md, "Incarnations"). Every node must
+        run, so that its replicas can be read (a down one's log may hold a change nobody else has)."""
+        wiped = self.nodes[name].running
+        if wiped is None or wiped.store is None:
+            return False
+        incarnation = wiped.store.incarnation
         for sim_node in self.nodes.values():
             node = sim_node.running
             if node is None or node.host is None:
                 return False
             for group in list(node.host.groups.values()):
                 confs = _confs_ahead(group)
-                if confs is None or any(name in c.voters and len(c.voters) < 3 for c in confs):
+                if confs is None or any(
+                    name in c.voters and (len(c.voters) < 3 or c.incarnation_of(name) != incarnation)
+                    for c in confs
+                ):
                     return False
         return True
 

@@ -157,12 +157,6 @@ def _seed_keeps_every_promise(seed: int, seconds: float) -> None:
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
 
 
-def test_rule_a_wiped_initial_member_never_bootstraps_its_queue_afresh_seed_4000175() -> None:
-    """A queue declared before its members registered records no incarnation; the wiped n1 bootstrapped it
-    again as an empty voter and, with a lagging n2, elected itself: two histories in term 1."""
-    _seed_keeps_every_promise(4000175, 10.0)
-
-
 def test_rule_a_replica_older_than_a_replacement_still_follows_the_new_incarnation_seed_3000483() -> None:
     """n2 installed a snapshot taken before n4 was replaced; its configuration named the old n4, so it
     dropped everything the new n4, its leader, sent, and never caught up."""
