@@ -64,6 +64,16 @@ class GroupSizeReconciler:
             wanted = None
         return wanted or self.node.config.target_group_size
 
+    def _can_host(self, node: str) -> bool:
+        """Whether `node` runs, connected, as the database it registered: a node that came back as
+        another incarnation holds no metadata yet, so it hosts nothing until its new database is
+        registered, and waiting for it to catch up would only hold the upkeep up (a replacement of it in
+        the metadata group among what waits)."""
+        registered = self.node.metadata.nodes.get(node)
+        if registered is None or not self.node.status.is_up(node):
+            return False
+        return not registered.incarnation or self.changes.proved_incarnation(node) == registered.incarnation
+
     async def step(self, name: str) -> bool:
         """Remove one forgotten member (auto_remove) or add one node towards the target; True if changed."""
         door = self.node.queues.get(name)
@@ -82,11 +92,7 @@ class GroupSizeReconciler:
         target = self.target_size(name)
         if len(in_group) >= target or not self.changes.all_members_up(door.group):
             return False
-        candidates = [
-            n
-            for n in cluster
-            if n not in in_group and n in self.node.metadata.nodes and self.node.status.is_up(n)
-        ]
+        candidates = [n for n in cluster if n not in in_group and self._can_host(n)]
         if not candidates:
             return False
         replicas = replica_counts(self.node.metadata.queues.values())
