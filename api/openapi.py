@@ -410,9 +410,8 @@ def _health() -> dict[str, Any]:
         public=True,
         answers=answers,
         about=(
-            "health (with `damage` when the node set a damaged database aside, and `formats`: the "
-            "version of each replicated format it reads and writes), Prometheus metrics, the "
-            "OpenAPI 3 spec"
+            "the node's health report, with `damage` when the node set a damaged database aside, and "
+            "`formats`: the version of each replicated format it reads and writes"
         ),
     )
     operation["responses"]["503"]["content"] = answers
