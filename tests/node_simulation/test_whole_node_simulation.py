@@ -173,3 +173,17 @@ def test_rule_a_queue_grows_only_onto_a_node_running_as_the_database_it_register
     """n2 grew queue "stream" onto the wiped n4, whose empty metadata hosted nothing, and waited 60 s for
     it to catch up; the same upkeep loop held back n4's replacement in the metadata group meanwhile."""
     _seed_keeps_every_promise(2608, 10.0)
+
+
+def test_rule_an_initial_member_that_never_hosted_its_queue_bootstraps_it_as_declared_seed_5100173() -> None:
+    """n3's metadata applied the queue's declaration and its first membership change in one reconcile; the
+    change had emptied the initial members, so n3 opened the group empty while the others counted it as
+    a voter, and an empty replica votes for nobody: down to n3 and one other, no leader was elected."""
+    _seed_keeps_every_promise(5100173, 10.0)
+
+
+def test_rule_a_replica_that_knows_no_leader_of_its_term_follows_a_new_incarnation_seed_8001837() -> None:
+    """A replica holding only its bootstrap membership, which named a member's old incarnation, learned
+    the current term from another member; the member's new incarnation then won that term, and the
+    replica dropped everything it sent (only a newer term admitted it), so it never caught up."""
+    _seed_keeps_every_promise(8001837, 20.0)
