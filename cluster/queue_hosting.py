@@ -27,7 +27,7 @@ from typing import Protocol
 
 from cluster.entry_codec import QUEUE_OP_VERSION
 from cluster.metadata.commands import SetArguments
-from cluster.metadata.records import NodeInfo, PolicyRecord, QueueInfo
+from cluster.metadata.records import UNFENCED, NodeInfo, PolicyRecord, QueueInfo
 from cluster.policies import applied_policy
 from cluster.queue_leader import QueueLeader
 from cluster.queue_replica import QueueReplica
@@ -173,10 +173,15 @@ class QueueHosting:
     def _bootstraps(self, info: QueueInfo, mine: NodeInfo | None) -> bool:
         """Whether this node bootstraps queue `info`'s group as an initial member. A member added later
         starts empty and waits for the leader, as does an initial member whose database is not the one
-        the queue was declared with (wiped, or set aside as damaged). A declaration that recorded no
-        incarnation for this node is read against the registry (`mine`): a database other than the one
-        registered, or one that replaced an earlier, is not the one the queue was declared with."""
+        the queue was declared with (wiped, or set aside as damaged), and, once the membership changed,
+        one whose database may have held the group before (a dropped replica's votes are lost with it).
+        A declaration that recorded no incarnation for this node is read against the registry (`mine`):
+        a database other than the one registered, or one that replaced an earlier, is not the one the
+        queue was declared with."""
         if self._name not in info.initial_members:
+            return False
+        if info.members_fence != list(UNFENCED) and not self._store.never_held(info.group):
+            log.info("queue %s: this node held its group before; waiting to be added", info.name)
             return False
         incarnation = self._store.incarnation
         recorded = info.initial_incarnations.get(self._name)

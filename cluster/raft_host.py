@@ -425,8 +425,9 @@ class RaftHost:
     def _admits(self, group: Group, peer: str, message: Message) -> bool:
         """Whether `group` steps `message` from `peer`: always when `peer` proved the incarnation the
         group's configuration records for it (`_same_incarnation`). Otherwise only what a leader sends,
-        from a term newer than this replica's and then for the rest of that term: a new incarnation leads
-        only when voters that record it elected it (they drop the votes of any other), while this replica's
+        from a term newer than this replica's, or from its own term while it knows no leader of it, and
+        then for the rest of that term: a new incarnation leads only when voters that record it elected
+        it (they drop the votes of any other), so a term has one such leader, while this replica's
         configuration may be older than the one that replaced the member (a lagging replica, or a leader's
         snapshot taken before the replacement), and would otherwise never let it catch up."""
         if self._same_incarnation(group, peer):
@@ -434,7 +435,8 @@ class RaftHost:
         if message.type not in _FROM_LEADER:
             return False
         proved = (message.term, peer, self.transport.peer_incarnation(peer))
-        if message.term > group.raft.term:
+        raft = group.raft
+        if message.term > raft.term or (message.term == raft.term and raft.leader is None):
             group.admitted_leader = proved
         return group.admitted_leader == proved
 

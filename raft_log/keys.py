@@ -1,7 +1,9 @@
 """Key layout of a node's RocksDB database.
 
 - `N<name>`: node-level records, outside every group: `Nincarnation`, the node's incarnation (a random
-  id written when the database is created; docs/decisions/0009-incarnations.md).
+  id written when the database is created; docs/decisions/0009-incarnations.md); `Ndrops`, written when
+  the database is created by a version that records dropped groups; `Ndropped:<group id>`, one per group
+  dropped since (group ids are never reused, so it is kept).
 - `G<group id>`: the registry, one empty value per group (lists groups without scanning their logs).
 - `g<u16 length><group id><kind>...`: every record of one group. The length prefix keeps one group's
   keys from being a prefix of another's, so a group is the contiguous range `[prefix, prefix + 0xff)`.
@@ -15,6 +17,8 @@ from __future__ import annotations
 from .types import GroupId
 
 NODE_INCARNATION = b"Nincarnation"
+RECORDS_DROPS = b"Ndrops"
+_DROPPED = b"Ndropped:"
 _REGISTRY = b"G"
 _REGISTRY_END = b"H"
 _GROUP = b"g"
@@ -31,6 +35,11 @@ def every_key_range() -> tuple[bytes, bytes]:
 def registry_key(gid: GroupId) -> bytes:
     """The key marking that group `gid` exists."""
     return _REGISTRY + gid.encode()
+
+
+def dropped_key(gid: GroupId) -> bytes:
+    """The key marking that group `gid` was held here and dropped."""
+    return _DROPPED + gid.encode()
 
 
 def registry_range() -> tuple[bytes, bytes]:

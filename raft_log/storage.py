@@ -116,6 +116,7 @@ class NodeStore:
         self._turn = threading.Condition()
         self.incarnation = ""
         self.created = False  # opening created the database: it held no incarnation and no group
+        self.records_drops = False  # every group dropped here left a tombstone (`never_held`)
         self.on_damage: Callable[[StorageError], None] | None = None
 
     @classmethod
@@ -139,6 +140,9 @@ class NodeStore:
                 gid = keys.group_id_of(key)
                 store._groups[gid] = GroupLog._recover(store, gid)
             store.incarnation = store._recover_incarnation(new_incarnation)
+            store.records_drops = store.created or store._get(keys.RECORDS_DROPS) is not None
+            if store.created:
+                store._put(keys.RECORDS_DROPS, b"")
             store.commit()
         except BaseException:
             store.close()
@@ -195,13 +199,20 @@ class NodeStore:
         return group
 
     def drop_group(self, gid: GroupId) -> None:
-        """Stage the deletion of every key of group `gid`; its `GroupLog` refuses further writes."""
+        """Stage the deletion of every key of group `gid`, leaving a tombstone (`never_held`); its
+        `GroupLog` refuses further writes."""
         group = self._groups.pop(gid)
         group._dropped = True
         self._delete(keys.registry_key(gid))
+        self._put(keys.dropped_key(gid), b"")
         self._delete_range(group._keys.prefix, group._keys.end)
         for key in [key for key in self._staged if group._keys.prefix <= key < group._keys.end]:
             self._staged[key] = None
+
+    def never_held(self, gid: GroupId) -> bool:
+        """Whether this database never held group `gid`: it holds none now, and it was created by a
+        version that leaves a tombstone for every group it drops (older ones cannot tell)."""
+        return self.records_drops and gid not in self._groups and self._get(keys.dropped_key(gid)) is None
 
     def commit(self, sync: bool = True) -> None:
         """Write everything staged by every group with one write (and one fsync when `sync`)."""

@@ -31,7 +31,15 @@ from cluster.metadata.commands import (
     SetPermissions,
     SetPolicy,
 )
-from cluster.metadata.records import ADMINISTRATOR, FULL_ACCESS, NodeInfo, PolicyRecord, QueueInfo, UserRecord
+from cluster.metadata.records import (
+    ADMINISTRATOR,
+    FULL_ACCESS,
+    UNFENCED,
+    NodeInfo,
+    PolicyRecord,
+    QueueInfo,
+    UserRecord,
+)
 from cluster.metadata.replies import (
     Conflict,
     Created,
@@ -143,7 +151,8 @@ class MetadataMachine:
     def _set_members(self, command: SetMembers) -> Reply:
         """Record a queue's member list unless its fence is older than the applied one (`Stale`); one
         logged without a fence counts as UNFENCED, so it applies as it always did while no fenced list
-        was applied to the queue."""
+        was applied to the queue, and forgets the initial members as it always did (a fenced one keeps
+        them: an initial member that never held the group still bootstraps it, `QueueHosting`)."""
         existing = self._queue(command.queue, command.group)
         if isinstance(existing, NotFound):
             return existing
@@ -155,8 +164,9 @@ class MetadataMachine:
             )
         existing.members = list(command.members)
         existing.members_fence = fence
-        existing.initial_members = []
-        existing.initial_incarnations = {}
+        if fence == list(UNFENCED):
+            existing.initial_members = []
+            existing.initial_incarnations = {}
         return Ok()
 
     def _set_arguments(self, command: SetArguments) -> Reply:

@@ -38,11 +38,13 @@ class NodeInfo:
 class QueueInfo:
     """A declared queue: its Raft group id, canonical arguments and intended replica set.
 
-    `initial_members` is the membership the group was created with; it is emptied by the first
-    membership change, after which a node opening the group starts it empty and waits for the leader.
-    `members_fence` is the fence of the `SetMembers` that wrote `members` (`UNFENCED` until one did).
-    `initial_incarnations` are the registered incarnations of the initial members when the queue was
-    declared (members registered without one are left out): the group's bootstrap configuration.
+    `initial_members` is the membership the group was created with: an initial member that never held
+    the group bootstraps it as a voter, any other node starts it empty and waits for the leader. A
+    membership change logged without a fence (by a version before fences) empties it, as one did until
+    snapshot version 6. `members_fence` is the fence of the `SetMembers` that wrote `members`
+    (`UNFENCED` until one did). `initial_incarnations` are the registered incarnations of the initial
+    members when the queue was declared (members registered without one are left out): the group's
+    bootstrap configuration.
     """
 
     name: str

@@ -7,13 +7,15 @@ from dataclasses import asdict
 import msgpack
 
 from cluster.metadata.machine import MetadataMachine
-from cluster.metadata.records import NodeInfo, PolicyRecord, QueueInfo, UserRecord
+from cluster.metadata.records import UNFENCED, NodeInfo, PolicyRecord, QueueInfo, UserRecord
 
 # 1: no version key, queues without `members_fence`; 2: adds both; 3: nodes with `incarnation`, queues
 # with `initial_incarnations`; 4: `policies` and `policies_revision`, written once a policy was set (a
 # node that reads only version 3 restores a cluster's metadata that never had policies); 5: nodes with
-# `earlier_incarnation`, written only once a node came back as another incarnation.
-SNAPSHOT_VERSION = 5
+# `earlier_incarnation`, written only once a node came back as another incarnation; 6: queues keep
+# `initial_members` past a fenced membership change, written only once one was applied (a version that
+# reads 5 takes initial members for a membership never changed).
+SNAPSHOT_VERSION = 6
 
 
 def encode_snapshot(machine: MetadataMachine) -> bytes:
@@ -29,7 +31,7 @@ def encode_snapshot(machine: MetadataMachine) -> bytes:
     )
     data: bytes = msgpack.packb(
         {
-            "version": 5 if any("earlier_incarnation" in n for n in nodes) else 4 if policies else 3,
+            "version": _version(machine, nodes, bool(policies)),
             **policies,
             "nodes": nodes,
             "queues": [asdict(q) for q in machine.queues.values()],
@@ -39,6 +41,15 @@ def encode_snapshot(machine: MetadataMachine) -> bytes:
         }
     )
     return data
+
+
+def _version(machine: MetadataMachine, nodes: list[dict[str, str]], policies: bool) -> int:
+    """The oldest snapshot version that holds the state."""
+    if any(q.initial_members and q.members_fence != list(UNFENCED) for q in machine.queues.values()):
+        return 6
+    if any("earlier_incarnation" in n for n in nodes):
+        return 5
+    return 4 if policies else 3
 
 
 def _node_fields(node: NodeInfo) -> dict[str, str]:
@@ -53,7 +64,7 @@ def decode_snapshot(data: bytes) -> MetadataMachine:
     """Rebuild the state from `encode_snapshot` output of this version or an earlier one (ValueError for
     a later one); fields an earlier version lacks get their defaults (a version-1 queue is UNFENCED;
     nodes and queues of versions 1 and 2 know no incarnations; versions before 4, no policies; before
-    5, no earlier incarnations)."""
+    5, no earlier incarnations; before 6, a queue whose membership changed lists no initial members)."""
     raw = msgpack.unpackb(data, raw=False)
     version = raw.get("version", 1)
     if version > SNAPSHOT_VERSION:

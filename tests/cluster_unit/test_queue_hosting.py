@@ -18,6 +18,7 @@ from cluster.metadata.records import NodeInfo, QueueInfo
 from cluster.queue_hosting import QueueHosting
 from cluster.queue_replica import QueueReplica
 from raft_log.storage import NodeStore
+from raft_log.types import ConfState
 
 ME = "a"
 HOLD_TICKS = 20
@@ -130,6 +131,31 @@ def test_an_initial_member_whose_database_is_new_since_the_declaration_waits_to_
         registered(store),
         True,
     )
+    assert groups.calls == [("open", "q1")] and voters(store, "q1") == ()
+
+
+def test_an_initial_member_that_never_held_the_group_bootstraps_it_after_a_membership_change(
+    store: NodeStore,
+) -> None:
+    """Its metadata lagged past the change: the others bootstrapped it as a voter (seed 5100173)."""
+    hosting, groups = hosting_on(store)
+    changed = queue("q", "q1", ["b", ME], initial=["b", ME, "c"])
+    changed.members_fence = [2, 1]
+    hosting.reconcile(declared(changed), registered(store), True)
+    assert groups.calls == [("open", "q1"), ("hold", "q1", HOLD_TICKS)]
+    assert voters(store, "q1") == ("b", ME, "c")
+
+
+def test_an_initial_member_that_dropped_the_group_waits_to_be_added_again(store: NodeStore) -> None:
+    """Its dropped replica's votes are lost with it: bootstrapping again could vote twice in a term."""
+    store.create_group("q1", ConfState(voters=("b", ME, "c")))
+    store.commit()
+    store.drop_group("q1")
+    store.commit()
+    hosting, groups = hosting_on(store)
+    added_again = queue("q", "q1", ["b", "c", ME], initial=["b", ME, "c"])
+    added_again.members_fence = [5, 1]
+    hosting.reconcile(declared(added_again), registered(store), True)
     assert groups.calls == [("open", "q1")] and voters(store, "q1") == ()
 
 

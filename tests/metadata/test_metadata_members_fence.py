@@ -59,6 +59,17 @@ def test_unfenced_set_members_of_an_old_log_apply_as_before_until_a_fenced_one_d
     assert state.queues["q"].members == ["a", "b", "x"]
 
 
+def test_a_fenced_change_keeps_the_initial_members_and_snapshots_in_version_6() -> None:
+    """An initial member whose metadata lagged past the change still bootstraps the group (seed 5100173);
+    version 5 read initial members as a membership never changed, so it must not read this one."""
+    state = declared(["a", "b", "c"])
+    assert msgpack.unpackb(encode_snapshot(state))["version"] == 3
+    assert state.apply(members(["a", "b"], (2, 1))) == Ok()
+    assert state.queues["q"].initial_members == ["a", "b", "c"]
+    assert msgpack.unpackb(encode_snapshot(state))["version"] == 6
+    assert decode_snapshot(encode_snapshot(state)) == state
+
+
 MALFORMED_FENCES = [[1], [1, 2, 3], [-1, 0], [1, "2"], [True, 1], "1,2", [1.0, 2]]
 
 

@@ -44,7 +44,7 @@ def test_finding7_a_declared_queue_records_its_initial_members_incarnations() ->
     assert state.queues["q"].initial_incarnations == {"a": "ia"}
     assert decode_snapshot(encode_snapshot(state)) == state
     state.apply(SetMembers("q", state.queues["q"].group, ("a", "b"), (1, 1)))
-    assert state.queues["q"].initial_incarnations == {}
+    assert state.queues["q"].initial_incarnations == {"a": "ia"}  # the bootstrap configuration stays
 
 
 def test_forgetting_a_node_removes_it_and_an_unknown_one_is_not_found() -> None:
