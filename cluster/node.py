@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from cluster.address_exchange import AddressExchange
 from cluster.allocator import IdleTrim
 from cluster.config import Address, ConfigError, NodeConfig
 from cluster.dead_lettering.dispatcher import DeadLetterDispatcher
@@ -89,6 +90,7 @@ class Node:
         self.host: RaftHost | None = None
         self.meta = MetadataApp(self._metadata_changed)
         self.metadata = MetadataView(self.meta)
+        self._addresses = AddressExchange(self.name, lambda: self.metadata.nodes, self.transport)
         self._status: NodeStatus | None = None
         self._formats: FormatVersions | None = None
         self._hosting: QueueHosting | None = None
@@ -263,6 +265,7 @@ class Node:
 
     def _on_control(self, peer: str, control: dict[str, Any]) -> None:
         self.peer_requests.on_control(peer, control)
+        self._addresses.on_control(peer, control)
         if self._formats is not None:
             self._formats.on_control(peer, control)
         if self._metadata_door is not None:
@@ -273,7 +276,8 @@ class Node:
         leads that were changed at runtime (through the metadata leader); have the queues it leads apply
         their policies and run their redrive tasks (again, for a queue whose leadership it took since);
         tell peers which version of each
-        replicated format this node reads, and whether it serves peer requests."""
+        replicated format this node reads, whether it serves peer requests and, to one its metadata does
+        not register as it runs, where the registered nodes are (`AddressExchange`)."""
         assert self.host is not None and self.store is not None and self._hosting is not None
         door = self.metadata_door
         mine = NodeInfo(
@@ -281,9 +285,8 @@ class Node:
         )
         while True:
             for peer in self.transport.peers():
-                self.host.send_control(
-                    peer, {**self.formats.announcement(), **self.peer_requests.announcement()}
-                )
+                announced = self.formats.announcement() | self.peer_requests.announcement()
+                self.host.send_control(peer, announced | self._addresses.announcement(peer))
             registered = self.metadata.nodes.get(self.name)
             if registered is None or not registered.same_registration(mine):
                 door.relay(RegisterNode(mine.name, mine.http, mine.raft, mine.incarnation))

@@ -12,7 +12,7 @@ import sys
 import time
 
 from node_simulation.history import Violation
-from node_simulation.simulation import NodeSimulation, SimStats, quiet_logs
+from node_simulation.simulation import Faults, NodeSimulation, SimStats, quiet_logs
 
 
 def main() -> int:
@@ -27,13 +27,16 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--seconds", type=float, default=20.0, help="virtual seconds of faults per seed")
     parser.add_argument("--nodes", type=int, default=4)
+    parser.add_argument(
+        "--no-churn", action="store_true", help="no spare node joins or is forgotten (seeds run as before it)"
+    )
     args = parser.parse_args()
     quiet_logs()
     total = SimStats()
     failed: list[int] = []
     started = time.monotonic()
     for seed in range(args.first_seed, args.first_seed + args.seeds):
-        sim = NodeSimulation(seed, args.nodes)
+        sim = NodeSimulation(seed, args.nodes, Faults(join=0, forget=0) if args.no_churn else None)
         try:
             total.add(sim.run(args.seconds))
             print(f"seed {seed}: ok ({sim.trace_digest})", flush=True)

@@ -115,10 +115,10 @@ class AfterHealing:
         return None
 
     def _replicas_alike(self, queue: str) -> bool:
-        """Whether every member of `queue`'s group (as its leader's membership says) runs a replica that
-        applied as far as the others, to the same state. A replica hosted by a node that is no longer a
-        member is counted in `stats.stale_replicas` (docs/internals/cluster.md, "Hosting queue groups": one
-        that missed its removal stays until its queue is deleted)."""
+        """Whether every member of `queue`'s group (as its leader's membership says; but a forgotten node)
+        runs a replica that applied as far as the others, to the same state. A replica hosted by a node
+        that is no longer a member is counted in `stats.stale_replicas` (docs/internals/cluster.md,
+        "Hosting queue groups": one that missed its removal stays until its queue is deleted)."""
         replicas = {}
         members: tuple[str, ...] = ()
         for name, sim_node in self.sim.nodes.items():
@@ -130,7 +130,7 @@ class AfterHealing:
             replicas[name] = (group.applied, b"".join(group.app.machine.snapshot_chunks()))
             if group.raft.is_leader:
                 conf = group.raft.status().conf
-                members = conf.voters + conf.learners
+                members = tuple(m for m in conf.voters + conf.learners if m not in self.sim.lost)
         self.stats.stale_replicas[queue] = sorted(set(replicas) - set(members))
         states = {replicas.get(member) for member in members}
         return bool(members) and len(states) == 1 and None not in states

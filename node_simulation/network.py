@@ -149,6 +149,7 @@ class SimNetwork:
             a is not None
             and b is not None
             and to in a.known
+            and frm in b.known  # the dialled side refuses a hello from a name it does not know
             and self._side.get(frm, 0) == self._side.get(to, 0)
         )
 

@@ -6,7 +6,8 @@ sessions, timers, membership, dead-letter workers, peer requests), given a simul
 tokens drawn from the seed, a `SimulatedDatabase` that loses unsynced writes on power loss, and the
 simulated network (`network.SimNetwork`). Clients (`clients.Clients`) enter where the HTTP handlers do.
 Faults are crashes, power losses (one node or all), partitions, broken links, restarts (on older
-builds too) and, once a run, a node's data directory lost (`_wipe_one`).
+builds too), a spare node joining and being forgotten (`node_churn.NodeChurn`) and, once a run, a
+node's data directory lost (`_wipe_one`).
 
 After the faults the network heals and every node runs; within a bound every queue must have a
 leader that serves, every request must have been answered, every confirmed message must still be in
@@ -39,7 +40,9 @@ from cluster.raft_host import Group
 from cluster.store_damage import Damage
 from node_simulation.clients import Clients
 from node_simulation.history import Violation
+from node_simulation.join_requester import SimJoinRequester
 from node_simulation.network import SimNetwork
+from node_simulation.node_churn import NodeChurn
 from node_simulation.remote_publisher import SimRemotePublisher
 from node_simulation.request_errors import NodeDown, NodeUnreachable
 from node_simulation.virtual_loop import Process, Quiescent, VirtualLoop, process
@@ -78,8 +81,10 @@ class Faults:
     restart: int = 8
     change_build: int = 1  # a node restarted on an older build (a rollback), or back on the newest
     wipe: int = 1  # a node's data directory lost for good, the node started again on an empty one (once a
-    # run, and only while every group it votes in keeps a majority without it: `_wipe_survivable`)
+    # run, and only while every group it votes in keeps a majority without it: `loss_survivable`)
     calm: int = 20
+    join: int = 2  # the spare node joins (on an empty data directory)
+    forget: int = 4  # the spare node stops for good and is forgotten (`loss_survivable`)
     mean_gap_s: float = 0.4  # virtual time between two faults, on average
 
 
@@ -94,6 +99,8 @@ class SimStats:
     restarts: int = 0
     rollbacks: int = 0
     wipes: int = 0
+    joins: int = 0
+    forgets: int = 0
     requests: int = 0
     confirmed: int = 0
     delivered: int = 0
@@ -149,6 +156,13 @@ class NodeSimulation:
         self._skew_ms = {name: self.rng.randrange(-500, 500) for name in names}
         self.clients = Clients(self, random.Random(self.rng.getrandbits(64)))
         self._remote = SimRemotePublisher(self)
+        self._joiner = SimJoinRequester(self)
+        # the spare draws from a random of its own: a run without churn draws as before there was any
+        spare = f"n{nodes + 1}"
+        churn_rng = random.Random(f"churn-{seed}")
+        self._skew_ms[spare] = churn_rng.randrange(-500, 500)
+        self.churn = NodeChurn(self, SimNode(spare, self._config(spare, ())), churn_rng)
+        self.lost: set[str] = set()  # nodes stopped for good and forgotten (or being forgotten)
         self._healed = False
 
     def _config(self, name: str, seeds: tuple[Seed, ...]) -> NodeConfig:
@@ -237,6 +251,8 @@ class NodeSimulation:
             (self._change_build, f.change_build),
             (self._wipe_one, f.wipe),
             (lambda: None, f.calm),
+            (self.churn.join, f.join),  # last: without churn (weight 0) the choices draw as before
+            (self.churn.forget, f.forget),
         ]
         action = self.rng.choices([a for a, _ in actions], [w for _, w in actions])[0]
         action()
@@ -290,7 +306,7 @@ class NodeSimulation:
             reads_queue_ops=node.reads,
         )
         node.process, node.context, node.app = proc, context, None
-        node.node = context.run(Node, node.config, remote=self._remote, environment=env)
+        node.node = context.run(Node, node.config, remote=self._remote, joiner=self._joiner, environment=env)
         self.loop.create_task(self._boot(node, node.node), context=context)
         self.stats.restarts += 1
 
@@ -332,9 +348,9 @@ class NodeSimulation:
     async def request(self, name: str, call: Callable[[Node], Awaitable[T]]) -> T:
         """Run `call` on node `name` as its server would run a client's request: in its process, the
         caller seeing NodeDown when the process dies first (and NodeError answers as they come)."""
-        node = self.nodes[name]
-        running = node.running
-        if running is None or node.context is None:
+        node = self.nodes.get(name)
+        running = node.running if node is not None else None
+        if node is None or running is None or node.context is None:
             raise NodeUnreachable(f"{name} is down")
         self.stats.requests += 1
         answer: asyncio.Future[T] = self.loop.create_future()
@@ -405,10 +421,10 @@ class NodeSimulation:
     def _wipe_one(self) -> None:
         """Kill a node and lose its data directory (database and `node.json`); it starts again empty, as
         a new incarnation the others replace its old replicas with. Once a run, and only a node whose
-        loss leaves every group a majority of its voters (`_wipe_survivable`)."""
+        loss leaves every group a majority of its voters (`loss_survivable`)."""
         if self.stats.wipes:
             return
-        candidates = [node for node in self.nodes.values() if self._wipe_survivable(node.name)]
+        candidates = [node for node in self.nodes.values() if self.loss_survivable(node.name)]
         if not candidates:
             return
         node = self.rng.choice(candidates)
@@ -420,27 +436,25 @@ class NodeSimulation:
         self.stats.wipes += 1
         self.start(node)
 
-    def _wipe_survivable(self, name: str) -> bool:
+    def loss_survivable(self, name: str) -> bool:
         """Whether Raft can keep every group's promise without what node `name` holds: each configuration
         that lists it as a voter, in force on a replica or ahead in its log, lists at least two others (a
-        majority of the group without it) and records the incarnation it runs as. A group of two voters
-        that loses one for good, or of one, has no majority left: no node can elect a leader for it (nor
-        should, docs/operate/operations.md). A member wiped before its incarnation is recorded is taken for
+        majority of the group without it), all running (none forgotten: `lost`) and recorded as the
+        incarnation each runs as (`_loses_one_of_many`). A group of two voters that loses one for good, or
+        of one, has no majority left: no node can elect a leader for it (nor should,
+        docs/operate/operations.md). A member wiped before its incarnation is recorded is taken for
         the replica it was: a limit left open (docs/operate/membership.md, "Incarnations"). Every node must
         run, so that its replicas can be read (a down one's log may hold a change nobody else has)."""
-        wiped = self.nodes[name].running
-        if wiped is None or wiped.store is None:
+        running = {sim_node.name: sim_node.running for sim_node in self.nodes.values()}
+        if any(node is None or node.store is None or node.host is None for node in running.values()):
             return False
-        incarnation = wiped.store.incarnation
-        for sim_node in self.nodes.values():
-            node = sim_node.running
-            if node is None or node.host is None:
-                return False
+        runs_as = {other: node.store.incarnation for other, node in running.items() if node and node.store}
+        for node in running.values():
+            assert node is not None and node.host is not None
             for group in list(node.host.groups.values()):
                 confs = _confs_ahead(group)
                 if confs is None or any(
-                    name in c.voters and (len(c.voters) < 3 or c.incarnation_of(name) != incarnation)
-                    for c in confs
+                    name in c.voters and not _loses_one_of_many(c, name, runs_as) for c in confs
                 ):
                     return False
         return True
@@ -487,6 +501,15 @@ def _confs_ahead(group: Group) -> list[ConfState] | None:
     except (StorageError, InvalidConfChangeError):
         return None
     return confs
+
+
+def _loses_one_of_many(conf: ConfState, name: str, runs_as: dict[str, str]) -> bool:
+    """Whether `conf` keeps a majority of whole voters without voter `name`: three voters or more, each
+    running (none lost) and recorded as the incarnation it runs as (`name` must be; another may be
+    recorded as none, the window `docs/operate/membership.md` leaves open)."""
+    if len(conf.voters) < 3 or conf.incarnation_of(name) != runs_as.get(name):
+        return False
+    return all(v in runs_as and conf.incarnation_of(v) in (None, runs_as[v]) for v in conf.voters)
 
 
 def _fatal(what: str) -> NoReturn:
