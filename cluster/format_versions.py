@@ -42,12 +42,14 @@ class FormatVersions:
         members: Callable[[], Iterable[str]],
         linked: Callable[[str], bool],
         reads_queue_ops: int = QUEUE_OP_VERSION,
+        reads_metadata: int = CODEC_VERSION,
     ) -> None:
-        """`reads_queue_ops` is the newest queue operations version this node's build reads."""
+        """`reads_queue_ops` and `reads_metadata` are the newest queue operations and metadata codec
+        versions this node's build reads."""
         self._node = node
         self._members = members
         self.queue_operations = CodecReads(QUEUE_OPS_KEY, reads_queue_ops, linked)
-        self.metadata = CodecReads(METADATA_KEY, CODEC_VERSION, linked)
+        self.metadata = CodecReads(METADATA_KEY, reads_metadata, linked)
 
     def announcement(self) -> dict[str, int]:
         """The control frame telling a peer which version of each format this node reads."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from cluster.entry_codec import EntryDecodeError, entry_ops
-from cluster.metadata.codec import MetadataDecodeError, decode
+from cluster.metadata.codec import CODEC_VERSION, MetadataDecodeError, decode
 from cluster.metadata.machine import MetadataMachine
 from cluster.metadata.replies import Reply
 from cluster.metadata.snapshot import decode_snapshot, encode_snapshot
@@ -15,12 +15,13 @@ from raft_log.types import Entry
 
 
 class MetadataApp:
-    """Replicated cluster metadata on one node."""
+    """Replicated cluster metadata on one node, whose build reads metadata commands up to codec `reads`."""
 
-    def __init__(self, on_change: Callable[[], None]) -> None:
+    def __init__(self, on_change: Callable[[], None], reads: int = CODEC_VERSION) -> None:
         self.state = MetadataMachine()
         self.is_leader = False
         self._on_change = on_change
+        self._reads = reads
 
     def apply(self, entry: Entry, awaited: bool = False) -> list[Reply]:
         """Apply the batch of metadata commands in an entry (of any codec version); replies are the same
@@ -28,7 +29,7 @@ class MetadataApp:
         leader writes only commands it encoded, in a version every node said it reads: such an entry is
         a later version's, or damaged)."""
         try:
-            commands = [decode(op) for op in entry_ops(entry.data)]
+            commands = [decode(op, self._reads) for op in entry_ops(entry.data)]
         except (EntryDecodeError, MetadataDecodeError) as exc:
             raise UnreadableEntry(f"metadata: {exc}") from exc
         replies = [self.state.apply(command) for command in commands]

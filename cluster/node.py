@@ -88,7 +88,7 @@ class Node:
         self.peer_requests = PeerRequests(self.transport, self.env.rng.getrandbits(ID_BITS))
         self.caller = NodeCaller.from_config(config)
         self.host: RaftHost | None = None
-        self.meta = MetadataApp(self._metadata_changed)
+        self.meta = MetadataApp(self._metadata_changed, self.env.reads_metadata)
         self.metadata = MetadataView(self.meta)
         self._addresses = AddressExchange(self.name, lambda: self.metadata.nodes, self.transport)
         self._status: NodeStatus | None = None
@@ -178,7 +178,9 @@ class Node:
         hold_ticks = NEW_GROUP_HOLD_ELECTIONS * self.config.election_ticks
         reads = self.env.reads_queue_ops
         self._hosting = QueueHosting(self.name, store, host, self._new_queue_leader, hold_ticks, reads)
-        self._formats = FormatVersions(self.name, self._status.metadata_members, self.transport.linked, reads)
+        self._formats = FormatVersions(
+            self.name, self._status.metadata_members, self.transport.linked, reads, self.env.reads_metadata
+        )
         self._metadata_door = MetadataDoor(host, META_GROUP, self._formats)
         self._directory = QueueDirectory(
             self.metadata,
@@ -276,17 +278,18 @@ class Node:
         leads that were changed at runtime (through the metadata leader); have the queues it leads apply
         their policies and run their redrive tasks (again, for a queue whose leadership it took since);
         tell peers which version of each
-        replicated format this node reads, whether it serves peer requests and, to one its metadata does
-        not register as it runs, where the registered nodes are (`AddressExchange`)."""
+        replicated format this node reads, whether it serves peer requests and where the registered
+        nodes are (`AddressExchange`)."""
         assert self.host is not None and self.store is not None and self._hosting is not None
         door = self.metadata_door
         mine = NodeInfo(
             self.name, self.config.http_url, str(self.config.raft_address), self.store.incarnation
         )
         while True:
+            addresses = self._addresses.announcement()
             for peer in self.transport.peers():
                 announced = self.formats.announcement() | self.peer_requests.announcement()
-                self.host.send_control(peer, announced | self._addresses.announcement(peer))
+                self.host.send_control(peer, announced | addresses)
             registered = self.metadata.nodes.get(self.name)
             if registered is None or not registered.same_registration(mine):
                 door.relay(RegisterNode(mine.name, mine.http, mine.raft, mine.incarnation))

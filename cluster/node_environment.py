@@ -19,6 +19,7 @@ from typing import NoReturn, Protocol
 from cluster.config import Address, NodeConfig
 from cluster.entry_codec import QUEUE_OP_VERSION
 from cluster.leader_clock import monotonic_ms
+from cluster.metadata.codec import CODEC_VERSION as METADATA_CODEC_VERSION
 from cluster.peer_links import PeerLinks
 from cluster.raft_host import exit_on_fatal
 from cluster.store_damage import Damage, open_store
@@ -57,8 +58,9 @@ class NodeEnvironment:
     `LeaderClock`); `rng` seeds Raft's election timeouts and where the node's peer requests are numbered
     from; `new_token` makes consumer tags, get holders and worker ids (capabilities: unguessable in
     production); `open_store` opens the database in a data directory;
-    `on_fatal` ends the process on an error it cannot survive; `reads_queue_ops` is the newest queue
-    operations version the node reads and writes (its build's: the simulation runs older builds)."""
+    `on_fatal` ends the process on an error it cannot survive; `reads_queue_ops` and `reads_metadata`
+    are the newest queue operations and metadata codec versions the node reads and writes (its build's:
+    the simulation runs older builds; both read snapshots of every version)."""
 
     wall_ms: Callable[[], int]
     monotonic_ms: Callable[[], float]
@@ -68,6 +70,7 @@ class NodeEnvironment:
     transport: TransportFactory
     on_fatal: Callable[[str], NoReturn]
     reads_queue_ops: int = QUEUE_OP_VERSION
+    reads_metadata: int = METADATA_CODEC_VERSION
 
 
 def wall_clock_ms() -> int:

@@ -34,6 +34,8 @@ from aiohttp import web
 from api.app import create_app
 from cluster.config import Address, NodeConfig, Seed
 from cluster.entry_codec import QUEUE_OP_VERSION
+from cluster.metadata.codec import CODEC_VERSION as METADATA_CODEC_VERSION
+from cluster.metadata.codec import POLICY_CODEC_VERSION
 from cluster.node import META_GROUP, Node
 from cluster.node_environment import NodeEnvironment
 from cluster.raft_host import Group
@@ -58,6 +60,8 @@ EPOCH_MS = 1_800_000_000_000  # the virtual wall clock starts here (2027), each 
 SECRET = "simulated-cluster-secret"
 IDLE_SLACK_S = 10.0  # a leader elected after healing, and a few timer rounds
 ANSWER_BOUND_S = 20.0  # every request a running node took is answered this long after healing
+OLDEST_BUILD = QUEUE_OP_VERSION - 3  # the oldest build a node is rolled back to
+OLDEST_BUILD_METADATA = POLICY_CODEC_VERSION - 1  # which also predates policies (metadata codec 2)
 REPLAY_CRASH = 0.25  # the share of restarts that crash again soon (while replaying, catching up)
 
 
@@ -98,6 +102,7 @@ class SimStats:
     broken_links: int = 0
     restarts: int = 0
     rollbacks: int = 0
+    metadata_rollbacks: int = 0  # rollbacks to a build that predates the metadata codec's newest version
     wipes: int = 0
     joins: int = 0
     forgets: int = 0
@@ -124,6 +129,7 @@ class SimNode:
     context: contextvars.Context | None = None
     app: web.Application | None = None  # the API the node serves, once started
     reads: int = QUEUE_OP_VERSION  # the newest queue operations version its build reads
+    reads_metadata: int = METADATA_CODEC_VERSION  # the newest metadata codec version its build reads
     incarnation: int = 0  # how many times its data directory was wiped
     requests: dict[asyncio.Future[Any], None] = field(default_factory=dict)  # answers awaited, in order
     serving: dict[asyncio.Task[Any], float] = field(default_factory=dict)  # requests being served: since
@@ -265,7 +271,7 @@ class NodeSimulation:
         for node in self.nodes.values():
             if node.reads != QUEUE_OP_VERSION:
                 self.kill(node)
-                node.reads = QUEUE_OP_VERSION
+                node.reads, node.reads_metadata = QUEUE_OP_VERSION, METADATA_CODEC_VERSION
         for node in self._down():
             self.start(node)
 
@@ -304,6 +310,7 @@ class NodeSimulation:
             transport=self.network.transport,
             on_fatal=_fatal,
             reads_queue_ops=node.reads,
+            reads_metadata=node.reads_metadata,
         )
         node.process, node.context, node.app = proc, context, None
         node.node = context.run(Node, node.config, remote=self._remote, joiner=self._joiner, environment=env)
@@ -408,14 +415,18 @@ class NodeSimulation:
 
     def _change_build(self) -> None:
         """Restart a node on an older build (a rollback: its replicas halt at entries newer than it
-        reads, and the cluster writes what it reads once it says so) or, if it runs one, on the newest."""
+        reads, and the cluster writes what it reads once it says so; the oldest also predates policies,
+        so its metadata group halts at a command of the newer codec) or, if it runs one, on the newest."""
         node = self.rng.choice(list(self.nodes.values()))
         self.kill(node)
         if node.reads == QUEUE_OP_VERSION:
             node.reads = QUEUE_OP_VERSION - self.rng.randint(1, 3)
+            oldest = node.reads == OLDEST_BUILD
+            node.reads_metadata = OLDEST_BUILD_METADATA if oldest else METADATA_CODEC_VERSION
             self.stats.rollbacks += 1
+            self.stats.metadata_rollbacks += oldest
         else:
-            node.reads = QUEUE_OP_VERSION
+            node.reads, node.reads_metadata = QUEUE_OP_VERSION, METADATA_CODEC_VERSION
         self.start(node)
 
     def _wipe_one(self) -> None:

@@ -78,13 +78,16 @@ def encode(command: Command, version: int = CODEC_VERSION) -> list[Any]:
     raise ValueError(f"no metadata codec version {version!r}")
 
 
-def decode(value: object) -> Command:
-    """The command a value of any version `encode` writes stands for, or MetadataDecodeError."""
+def decode(value: object, reads: int = CODEC_VERSION) -> Command:
+    """The command a value of any version `encode` writes, up to `reads` (the newest this node's build
+    reads: an older build's, in the whole-node simulation), stands for, or MetadataDecodeError."""
     if not isinstance(value, list) or not value:
         raise MetadataDecodeError(f"a metadata command is a non-empty list, got {value!r}")
     head = value[0]
     if type(head) is str:
         return _decode_version_0(head, value[1:])
+    if type(head) is int and head in (1, 2) and head > reads:
+        raise MetadataDecodeError(f"metadata codec version {head}: this node reads up to {reads}")
     if type(head) is int and head in (1, 2) and len(value) == 3:
         return _decode_named(head, value[1], value[2])
     raise MetadataDecodeError(f"not a metadata command of a known version: {value!r}")

@@ -44,6 +44,22 @@ def test_every_command_survives_an_encode_decode_round_trip_in_each_version(
     assert decode(through_msgpack(encode(command, version))) == command
 
 
+@given(commands, st.sampled_from([0, 1, 2]), st.sampled_from([1, 2]))
+def test_a_build_reads_the_versions_up_to_its_own_and_refuses_later_ones(
+    command: Command, version: int, reads: int
+) -> None:
+    """An older build's metadata halts at a command of a later codec version instead of misreading it
+    (the whole-node simulation rolls nodes back to a build reading version 1)."""
+    if isinstance(command, SetPolicy | ClearPolicy) and version < POLICY_CODEC_VERSION:
+        return
+    written = through_msgpack(encode(command, version))
+    if version > reads:
+        with pytest.raises(MetadataDecodeError, match=f"this node reads up to {reads}"):
+            decode(written, reads)
+    else:
+        assert decode(written, reads) == command
+
+
 def test_new_commands_are_written_as_a_version_tag_and_named_fields() -> None:
     assert CODEC_VERSION == 2
     assert encode(SetMembers("q", "q1.q", ("a", "b"), (3, 1))) == [

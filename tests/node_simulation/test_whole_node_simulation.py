@@ -85,6 +85,7 @@ def test_faults_of_every_kind_happen() -> None:
         "broken_links",
         "restarts",
         "rollbacks",
+        "metadata_rollbacks",
         "joins",
         "forgets",
         "oversized",
@@ -205,3 +206,9 @@ def test_rule_a_node_without_metadata_learns_where_its_leader_is_seed_1129() -> 
     """n1, wiped, started again from its seeds while the metadata leader was n5, which joined later: n1
     knew no address for n5, could answer none of its frames and never received the metadata."""
     _seed_keeps_every_promise(1129, 10.0)
+
+
+def test_rule_a_node_whose_metadata_lags_learns_where_a_newer_leader_is_seed_3077() -> None:
+    """n3 was down while n5 joined and came to lead the metadata group; n3's metadata, which registered
+    n3 itself, named no n5, so n3 refused n5's links and never caught up."""
+    _seed_keeps_every_promise(3077, 10.0)
