@@ -52,7 +52,7 @@ from cluster.raft_host import RaftHost
 from cluster.raft_metrics import RaftMetrics
 from cluster.redriving.dispatcher import RedriveDispatcher
 from cluster.store_check import StoreCheck
-from cluster.store_damage import Damage, stop_on_damage
+from cluster.store_damage import Damage
 from cluster.transport import KIND_REPLY, KIND_REQUEST
 from raft_log.storage import NodeStore
 from raft_log.types import ConfState
@@ -123,7 +123,7 @@ class Node:
         groups = len(self.store.group_ids())
         took = asyncio.get_running_loop().time() - opening
         log.info("opened the database (%d groups) in %.2f s", groups, took)
-        self.store.on_damage = functools.partial(stop_on_damage, data_dir)
+        self.store.on_damage = functools.partial(self.env.on_damage, data_dir)
         self.transport.incarnation = self.store.incarnation
         sync_directory(data_dir)  # node.json and the database's directory keep their names after a power loss
         # A node that started before but finds a new database lost its data (or set a damaged one aside):

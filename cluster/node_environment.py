@@ -22,10 +22,11 @@ from cluster.leader_clock import monotonic_ms
 from cluster.metadata.codec import CODEC_VERSION as METADATA_CODEC_VERSION
 from cluster.peer_links import PeerLinks
 from cluster.raft_host import exit_on_fatal
-from cluster.store_damage import Damage, open_store
+from cluster.store_damage import Damage, open_store, stop_on_damage
 from cluster.tls import raft_contexts
 from cluster.transport import FrameHandler, Transport
 from raft_log.storage import NodeStore
+from raft_log.types import StorageError
 
 TOKEN_BYTES = 16
 
@@ -57,10 +58,11 @@ class NodeEnvironment:
     `wall_ms` is the wall clock in ms since the epoch (leaders stamp it, bounded by `monotonic_ms`:
     `LeaderClock`); `rng` seeds Raft's election timeouts and where the node's peer requests are numbered
     from; `new_token` makes consumer tags, get holders and worker ids (capabilities: unguessable in
-    production); `open_store` opens the database in a data directory;
-    `on_fatal` ends the process on an error it cannot survive; `reads_queue_ops` and `reads_metadata`
-    are the newest queue operations and metadata codec versions the node reads and writes (its build's:
-    the simulation runs older builds; both read snapshots of every version)."""
+    production); `open_store` opens the database in a data directory; `on_fatal` ends the process on an
+    error it cannot survive, `on_damage` on damage met at runtime in the database of a data directory
+    (decision 0011: a synced marker, then exit); `reads_queue_ops` and `reads_metadata` are the newest
+    queue operations and metadata codec versions the node reads and writes (its build's: the simulation
+    runs older builds; both read snapshots of every version)."""
 
     wall_ms: Callable[[], int]
     monotonic_ms: Callable[[], float]
@@ -69,6 +71,7 @@ class NodeEnvironment:
     open_store: Callable[[Path, int], tuple[NodeStore, Damage | None]]
     transport: TransportFactory
     on_fatal: Callable[[str], NoReturn]
+    on_damage: Callable[[Path, StorageError], NoReturn] = stop_on_damage
     reads_queue_ops: int = QUEUE_OP_VERSION
     reads_metadata: int = METADATA_CODEC_VERSION
 

@@ -309,6 +309,7 @@ class NodeSimulation:
             open_store=lambda _dir, _now: self._open_store(node),
             transport=self.network.transport,
             on_fatal=_fatal,
+            on_damage=lambda _data_dir, error: _fatal(f"database damaged at runtime: {error}"),
             reads_queue_ops=node.reads,
             reads_metadata=node.reads_metadata,
         )

@@ -72,10 +72,10 @@ def test_a_seed_replays_exactly() -> None:
 
 
 def test_faults_of_every_kind_happen() -> None:
-    """Five runs are as hostile as they claim: crashes, power losses, partitions, broken links, restarts,
+    """Seven runs are as hostile as they claim: crashes, power losses, partitions, broken links, restarts,
     rollbacks to older builds, a spare node joining and forgotten, oversized publishes, forwarded
     publishes, membership changes and metadata between them, with work still done."""
-    sims = [NodeSimulation(seed) for seed in range(11, 16)]
+    sims = [NodeSimulation(seed) for seed in range(11, 18)]
     stats = [sim.run(30.0) for sim in sims]
     clients = [sim.clients.stats for sim in sims]
     for kind in (
