@@ -49,7 +49,7 @@ class Address:
     def parse(cls, text: str, *, what: str) -> Address:
         """Parse `HOST:PORT` (IPv6 hosts in brackets)."""
         host, sep, port = text.rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        if not sep or not host or not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
             raise ConfigError(f"{what}: expected HOST:PORT, got {text!r}")
         return cls(host.strip("[]"), int(port))
 

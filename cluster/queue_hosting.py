@@ -27,7 +27,7 @@ from typing import Protocol
 
 from cluster.entry_codec import QUEUE_OP_VERSION
 from cluster.metadata.commands import SetArguments
-from cluster.metadata.records import UNFENCED, NodeInfo, PolicyRecord, QueueInfo
+from cluster.metadata.records import NodeInfo, PolicyRecord, QueueInfo
 from cluster.policies import applied_policy
 from cluster.queue_leader import QueueLeader
 from cluster.queue_replica import QueueReplica
@@ -40,12 +40,15 @@ log = logging.getLogger(__name__)
 NewLeader = Callable[[QueueInfo, QueueReplica], QueueLeader]
 
 
+DELETED = "deleted"  # why a replica is dropped when its queue is gone: its group id is never used again
+
+
 class QueueGroups(Protocol):
     """Where queue groups run (`RaftHost`)."""
 
     def open_group(self, gid: str, app: QueueReplica) -> object: ...
 
-    def close_group(self, gid: str, *, drop: bool) -> None: ...
+    def close_group(self, gid: str, *, drop: bool, tombstone: bool = True) -> None: ...
 
     def lists_member(self, gid: str, node: str) -> bool: ...
 
@@ -93,7 +96,7 @@ class QueueHosting:
             for name, queue in list(self._queues.items()):
                 info = declared.get(name)
                 if info is None or info.group != queue.group:
-                    self._drop(name, "deleted")
+                    self._drop(name, DELETED)
                 elif self._name in info.members:
                     self._unlisted.discard(name)
                 elif name not in self._unlisted:
@@ -127,7 +130,7 @@ class QueueHosting:
         """Stop hosting queue `name` and drop its replica."""
         queue = self._queues.pop(name)
         self._unlisted.discard(name)
-        self._groups.close_group(queue.group, drop=True)
+        self._groups.close_group(queue.group, drop=True, tombstone=why != DELETED)
         log.info("queue %s: replica of group %s dropped: %s", name, queue.group, why)
 
     def apply_policies(self, policies: Iterable[PolicyRecord], revision: int) -> None:
@@ -159,8 +162,8 @@ class QueueHosting:
         replica = QueueReplica(info.name, info.group, parse_arguments(info.arguments), group_log, self._reads)
         self._queues[info.name] = self._new_leader(info, replica)
         self._groups.open_group(info.group, replica)
-        if existing or not voters:
-            return  # as it was, or waits for the leader to add it
+        if existing or not voters or info.membership_changed:
+            return  # as it was, waits for the leader to add it, or bootstraps late: a leader is elected
         if voters[0] == self._name:
             self._groups.campaign(info.group)
         else:
@@ -173,17 +176,23 @@ class QueueHosting:
     def _bootstraps(self, info: QueueInfo, mine: NodeInfo | None) -> bool:
         """Whether this node bootstraps queue `info`'s group as an initial member. A member added later
         starts empty and waits for the leader, as does an initial member whose database is not the one
-        the queue was declared with (wiped, or set aside as damaged), and, once the membership changed,
-        one whose database may have held the group before (a dropped replica's votes are lost with it).
-        A declaration that recorded no incarnation for this node is read against the registry (`mine`):
+        the queue was declared with (wiped, or set aside as damaged). Once the membership changed, an
+        initial member bootstraps late only as the database the declaration recorded, and only if that
+        database never held the group (a dropped replica's votes are lost with it). Before, a
+        declaration that recorded no incarnation for this node is read against the registry (`mine`):
         a database other than the one registered, or one that replaced an earlier, is not the one the
         queue was declared with."""
         if self._name not in info.initial_members:
             return False
-        if info.members_fence != list(UNFENCED) and not self._store.never_held(info.group):
-            log.info("queue %s: this node held its group before; waiting to be added", info.name)
-            return False
         incarnation = self._store.incarnation
+        if info.membership_changed:
+            declared_here = info.initial_incarnations.get(self._name) == incarnation
+            late = declared_here and self._store.never_held(info.group)
+            if not late:
+                log.info(
+                    "queue %s: not its declared database, or it may have held the group; waiting", info.name
+                )
+            return late
         recorded = info.initial_incarnations.get(self._name)
         if recorded is None and mine is not None and mine.incarnation:
             recorded = mine.earlier_incarnation or mine.incarnation

@@ -292,15 +292,16 @@ class RaftHost:
         self._touch(gid)
         return group
 
-    def close_group(self, gid: str, *, drop: bool) -> None:
-        """Stop hosting a group; with `drop`, delete its log and application data."""
+    def close_group(self, gid: str, *, drop: bool, tombstone: bool = True) -> None:
+        """Stop hosting a group; with `drop`, delete its log and application data, leaving a tombstone
+        unless told the group id will never be used again (`NodeStore.drop_group`)."""
         group = self.groups.pop(gid, None)
         if group is not None:
             group.batcher.fail(ProposalFailed(f"group {gid} closed"), in_flight=True)
             if group.was_leader:
                 group.app.role_changed(False)
         if drop and gid in self.store.group_ids():
-            self.store.drop_group(gid)
+            self.store.drop_group(gid, tombstone=tombstone)
             self.store.commit(sync=True)
         self._dirty.discard(gid)
 

@@ -289,10 +289,13 @@ class Transport:
         peer.task = asyncio.get_running_loop().create_task(self._run_peer(peer))
 
     def remove_peer(self, name: str) -> None:
-        """Forget a peer and close its connection."""
+        """Forget a peer and close its connections (a forgotten node's frames are no longer taken)."""
         peer = self._peers.pop(name, None)
         if peer is not None and peer.task is not None:
             peer.task.cancel()
+        inbound = self._inbound_from.pop(name, None)
+        if inbound is not None:
+            inbound.close()
 
     def peer_incarnation(self, name: str) -> str:
         """The incarnation `name` proved in its latest accepted hello ("" before one)."""
@@ -397,8 +400,10 @@ class Transport:
                 if frame is None:
                     peer.wake.clear()
                     waiter = asyncio.ensure_future(peer.wake.wait())
-                    await asyncio.wait({waiter, closed}, return_when=asyncio.FIRST_COMPLETED)
-                    waiter.cancel()
+                    try:
+                        await asyncio.wait({waiter, closed}, return_when=asyncio.FIRST_COMPLETED)
+                    finally:
+                        waiter.cancel()  # also when this task is cancelled (the peer removed)
                     continue
                 writer.write(frame)
                 if not _has_room(writer):

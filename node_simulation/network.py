@@ -62,6 +62,7 @@ class SimTransport:
 
     def remove_peer(self, name: str) -> None:
         self.known.pop(name, None)
+        self.network.refresh()
 
     def peers(self) -> dict[str, bool]:
         return {name: self.network.is_up(self.node, name) for name in self.known}

@@ -1,11 +1,12 @@
 """Nodes joining and being forgotten in the whole-node simulation: the cluster's own membership churn.
 
 A spare node, none of the seeds, joins through a member's URL (`SimJoinRequester`) on an empty data
-directory. Later, while losing it for good leaves every group a majority (`NodeSimulation.loss_survivable`),
-it is stopped and the operator forgets it on the metadata leader, retrying until the leader agrees (it
-refuses while it still sees the node up). Once that is over the spare may join again, as a new
-incarnation under the same name; a replica it left in a queue group stays a member (the default
-`membership_auto_remove` is off) until an operator or a leader's upkeep removes it.
+directory. Later, while losing it for good leaves every group a majority
+(`NodeSimulation.loss_survivable`), it is stopped and the operator forgets it on the metadata leader,
+retrying until the leader agrees (it refuses while it still sees the node up) or knows no such node,
+at most `FORGET_ATTEMPTS` times. Once that is over the spare may join again, as a new incarnation under
+the same name; a replica it left in a queue group stays a member (the default `membership_auto_remove`
+is off) until an operator or a leader's upkeep removes it.
 """
 
 from __future__ import annotations

@@ -451,11 +451,11 @@ class NodeSimulation:
     def loss_survivable(self, name: str) -> bool:
         """Whether Raft can keep every group's promise without what node `name` holds: each configuration
         that lists it as a voter, in force on a replica or ahead in its log, lists at least two others (a
-        majority of the group without it), all running (none forgotten: `lost`) and recorded as the
-        incarnation each runs as (`_loses_one_of_many`). A group of two voters that loses one for good, or
-        of one, has no majority left: no node can elect a leader for it (nor should,
-        docs/operate/operations.md). A member wiped before its incarnation is recorded is taken for
-        the replica it was: a limit left open (docs/operate/membership.md, "Incarnations"). Every node must
+        majority of the group without it), all members of the cluster now (none forgotten) and recorded
+        as the incarnation each runs as (`_loses_one_of_many`). A group of two voters that loses one for
+        good, or of one, has no majority left: no node can elect a leader for it (nor should,
+        docs/operate/operations.md). A member wiped before its incarnation is recorded is taken for the
+        replica it was: a limit left open (docs/operate/membership.md, "Incarnations"). Every node must
         run, so that its replicas can be read (a down one's log may hold a change nobody else has)."""
         running = {sim_node.name: sim_node.running for sim_node in self.nodes.values()}
         if any(node is None or node.store is None or node.host is None for node in running.values()):

@@ -198,13 +198,15 @@ class NodeStore:
         self._groups[gid] = group
         return group
 
-    def drop_group(self, gid: GroupId) -> None:
-        """Stage the deletion of every key of group `gid`, leaving a tombstone (`never_held`); its
-        `GroupLog` refuses further writes."""
+    def drop_group(self, gid: GroupId, *, tombstone: bool = True) -> None:
+        """Stage the deletion of every key of group `gid`, leaving a tombstone (`never_held`) unless the
+        caller knows the id is never used again (a deleted queue's); its `GroupLog` refuses further
+        writes."""
         group = self._groups.pop(gid)
         group._dropped = True
         self._delete(keys.registry_key(gid))
-        self._put(keys.dropped_key(gid), b"")
+        if tombstone:
+            self._put(keys.dropped_key(gid), b"")
         self._delete_range(group._keys.prefix, group._keys.end)
         for key in [key for key in self._staged if group._keys.prefix <= key < group._keys.end]:
             self._staged[key] = None

@@ -43,17 +43,17 @@ class ClusterMembers:
 
     async def join(self, name: str, http: str, raft: str) -> list[NodeInfo]:
         """Register a joining node and add it to the metadata group as a learner; returns every node. Refused
-        (`change_in_progress`, which the joining node retries) while a member of the metadata group has not
-        registered its addresses: the joining node learns its peers from the answer, and would not know
-        that member (nor accept its connection) until it holds the metadata that member sends it."""
+        (`change_in_progress`, which the joining node retries) while this node, the metadata leader, has
+        not registered its own addresses: the joining node learns its first peers from the answer, and
+        would otherwise know none to link with (it learns the others from its peers, `AddressExchange`)."""
         try:
             address = Address.parse(raft, what="raft")
         except ConfigError as exc:
             raise BadRequest(str(exc)) from exc
-        unregistered = sorted(set(self._members()) - set(self.node.metadata.nodes) - {name})
-        if unregistered:
+        if self.node.name not in self.node.metadata.nodes:
             raise MembershipRefused(
-                "change_in_progress", f"members not registered yet: {', '.join(unregistered)}; try again"
+                "change_in_progress",
+                f"{self.node.name}, the metadata leader, has not registered yet; try again",
             )
         known = self.node.metadata.nodes.get(name)
         moved = known is None or (known.http, known.raft) != (http, raft)

@@ -86,10 +86,11 @@ def decode(value: object, reads: int = CODEC_VERSION) -> Command:
     head = value[0]
     if type(head) is str:
         return _decode_version_0(head, value[1:])
-    if type(head) is int and head in (1, 2) and head > reads:
-        raise MetadataDecodeError(f"metadata codec version {head}: this node reads up to {reads}")
-    if type(head) is int and head in (1, 2) and len(value) == 3:
-        return _decode_named(head, value[1], value[2])
+    if type(head) is int and head in (1, 2):
+        if head > reads:
+            raise MetadataDecodeError(f"metadata codec version {head}: this node reads up to {reads}")
+        if len(value) == 3:
+            return _decode_named(head, value[1], value[2])
     raise MetadataDecodeError(f"not a metadata command of a known version: {value!r}")
 
 

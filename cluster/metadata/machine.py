@@ -34,7 +34,6 @@ from cluster.metadata.commands import (
 from cluster.metadata.records import (
     ADMINISTRATOR,
     FULL_ACCESS,
-    UNFENCED,
     NodeInfo,
     PolicyRecord,
     QueueInfo,
@@ -164,7 +163,7 @@ class MetadataMachine:
             )
         existing.members = list(command.members)
         existing.members_fence = fence
-        if fence == list(UNFENCED):
+        if not existing.membership_changed:
             existing.initial_members = []
             existing.initial_incarnations = {}
         return Ok()

@@ -56,6 +56,11 @@ class QueueInfo:
     members_fence: list[int] = field(default_factory=lambda: list(UNFENCED))
     initial_incarnations: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def membership_changed(self) -> bool:
+        """Whether a fenced `SetMembers` wrote `members` (the initial members may no longer be them)."""
+        return self.members_fence != list(UNFENCED)
+
 
 @dataclass
 class UserRecord:

@@ -7,7 +7,7 @@ from dataclasses import asdict
 import msgpack
 
 from cluster.metadata.machine import MetadataMachine
-from cluster.metadata.records import UNFENCED, NodeInfo, PolicyRecord, QueueInfo, UserRecord
+from cluster.metadata.records import NodeInfo, PolicyRecord, QueueInfo, UserRecord
 
 # 1: no version key, queues without `members_fence`; 2: adds both; 3: nodes with `incarnation`, queues
 # with `initial_incarnations`; 4: `policies` and `policies_revision`, written once a policy was set (a
@@ -45,7 +45,7 @@ def encode_snapshot(machine: MetadataMachine) -> bytes:
 
 def _version(machine: MetadataMachine, nodes: list[dict[str, str]], policies: bool) -> int:
     """The oldest snapshot version that holds the state."""
-    if any(q.initial_members and q.members_fence != list(UNFENCED) for q in machine.queues.values()):
+    if any(q.initial_members and q.membership_changed for q in machine.queues.values()):
         return 6
     if any("earlier_incarnation" in n for n in nodes):
         return 5

@@ -45,3 +45,20 @@ def test_a_control_frame_without_addresses_changes_nothing() -> None:
     links = Links({"n2": Address("n2", 7000)})
     AddressExchange("n1", dict, links).on_control("n2", {"queue_codec": 9, "addresses": ["n5:7000"]})
     assert links.known == {"n2": Address("n2", 7000)}
+
+
+def test_a_name_this_nodes_metadata_forgot_is_not_taken_from_a_lagging_peer() -> None:
+    """The metadata leader forgot n5; a follower that has not applied that yet still announces it."""
+    registry = dict(REGISTRY)
+    links = Links({"n2": Address("n2", 7000)})
+    exchange = AddressExchange("n1", lambda: registry, links)
+    exchange.on_control("n2", {})
+    del registry["n5"]
+    exchange.on_control("n2", {"addresses": {"n5": "n5:7000"}})
+    assert "n5" not in links.known
+
+
+def test_an_address_that_does_not_parse_is_skipped() -> None:
+    links = Links({})
+    AddressExchange("n1", dict, links).on_control("n2", {"addresses": {"n7": "h:\u00b2", "n8": "n8:1"}})
+    assert links.known == {"n8": Address("n8", 1)}

@@ -63,6 +63,26 @@ async def test_peers_sharing_the_secret_exchange_frames() -> None:
         await b.stop()
 
 
+async def test_rule_a_forgotten_peer_delivers_nothing_more_on_the_connection_it_had() -> None:
+    """`remove_peer` also closes the peer's inbound connection: a forgotten node's frames are not taken,
+    and its redial is refused (found in review: only the outbound connection was closed)."""
+    a, b, inbox = await _pair("s3cret", "s3cret")
+    try:
+        assert a.send("b", "g1", KIND_RAFT, b"before")
+        await asyncio.wait_for(inbox.arrived.wait(), 10)
+        b.remove_peer("a")
+        inbox.frames.clear()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 10
+        while b.rejected_handshakes == 0 and not inbox.frames and loop.time() < deadline:
+            a.send("b", "g1", KIND_RAFT, b"after")
+            await asyncio.sleep(0.05)
+        assert inbox.frames == [] and b.rejected_handshakes > 0
+    finally:
+        await a.stop()
+        await b.stop()
+
+
 async def test_peer_with_a_wrong_secret_is_rejected_and_delivers_nothing() -> None:
     a, b, inbox = await _pair("wrong", "s3cret")
     try:

@@ -196,7 +196,7 @@ def test_rule_a_replica_that_knows_no_leader_of_its_term_follows_a_new_incarnati
     _seed_keeps_every_promise(8001837, 20.0, NO_CHURN)
 
 
-def test_rule_a_join_waits_until_every_member_registered_its_addresses_seed_114() -> None:
+def test_rule_a_join_waits_until_the_metadata_leader_registered_its_addresses_seed_114() -> None:
     """n5 joined before the seeds had registered: the answer listed no peer, so n5 knew none, could answer
     no frame of the metadata leader and stayed an empty learner for good."""
     _seed_keeps_every_promise(114, 10.0)

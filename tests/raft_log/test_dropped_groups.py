@@ -24,16 +24,26 @@ def test_a_dropped_group_is_remembered_across_power_loss() -> None:
 
 
 def test_a_group_created_again_after_its_drop_keeps_its_tombstone() -> None:
-    store = NodeStore.recover(SimulatedDatabase())
+    db = SimulatedDatabase()
+    store = NodeStore.recover(db)
     store.create_group("q1", ConfState(voters=("a",)))
     store.commit()
     store.drop_group("q1")
     store.commit()
     store.create_group("q1", ConfState())
     store.commit()
-    store.drop_group("q1")
+    assert db.get(keys.dropped_key("q1")) is not None
+
+
+def test_a_group_whose_id_is_never_used_again_leaves_no_tombstone() -> None:
+    """A deleted queue's group: tombstones are kept for ever, so only those that may matter are written."""
+    db = SimulatedDatabase()
+    store = NodeStore.recover(db)
+    store.create_group("q1", ConfState(voters=("a",)))
     store.commit()
-    assert not store.never_held("q1")
+    store.drop_group("q1", tombstone=False)
+    store.commit()
+    assert db.get(keys.dropped_key("q1")) is None and store.never_held("q1")
 
 
 def test_a_database_created_before_tombstones_cannot_tell_and_says_so() -> None:
