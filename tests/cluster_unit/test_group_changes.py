@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 
-from gated_cluster import GROUP, NAMES, Node, eventually
+from gated_cluster import GROUP, NAMES, Node
+from support.eventually import eventually
 
 from cluster.membership.group_changes import GroupChanges
 from raft_log.types import ConfState

@@ -11,14 +11,13 @@ leave the wiped c in the live majority.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import shutil
 from pathlib import Path
 
 import pytest
-from gated_cluster import GROUP, Running, a_command, eventually, local_addresses, start_led_by
+from gated_cluster import GROUP, Running, a_command, local_addresses, start_led_by
+from support.eventually import eventually
 
-from cluster.errors import NotLeader
 from cluster.membership.group_changes import GroupChanges, MembershipRefused
 from raft_log.types import ConfState
 
@@ -29,14 +28,15 @@ async def bind_all(changes: GroupChanges, nodes: dict[str, Running]) -> ConfStat
     """Let the leader bind unknown incarnations until none is left; returns the bound configuration."""
     leader = nodes["a"]
     wanted = tuple(sorted((n, node.store.incarnation) for n, node in nodes.items()))
-    for _ in range(200):
+
+    async def bound() -> ConfState:
         conf = leader.raft.status().conf
-        if conf.incarnations == wanted:
-            return conf
-        with contextlib.suppress(NotLeader):  # not settled yet
-            await changes.bind_unknown_incarnation(GROUP)
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"incarnations never bound: {leader.raft.status().conf}")
+        if conf.incarnations != wanted:
+            await changes.bind_unknown_incarnation(GROUP)  # NotLeader until the group settles
+        assert conf.incarnations == wanted, conf
+        return conf
+
+    return await eventually(bound, "the incarnations bound", timeout=10, interval=0.05)
 
 
 async def test_finding7_a_leader_binds_unknown_incarnations_and_a_wiped_member_then_counts_for_nothing(

@@ -12,7 +12,8 @@ import asyncio
 import shutil
 from pathlib import Path
 
-from gated_cluster import GROUP, Running, a_command, eventually, local_addresses, start_led_by
+from gated_cluster import GROUP, Running, a_command, local_addresses, start_led_by
+from support.eventually import eventually
 
 from raft_log.storage import NodeStore
 from raft_log.types import ConfState

@@ -9,8 +9,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from gated_cluster import GROUP, GatedStore, Node, a_command, eventually, restarted_host
+from gated_cluster import GROUP, GatedStore, Node, a_command, restarted_host
 from rocksdict import Options, Rdict
+from support.eventually import eventually
 
 from cluster.metadata_app import MetadataApp
 from cluster.raft_host import RaftHost

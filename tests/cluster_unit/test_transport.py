@@ -11,6 +11,7 @@ from collections.abc import Callable
 import msgpack
 import pytest
 import uvloop
+from support.eventually import eventually
 
 from cli.node_processes import free_ports
 from cluster.config import Address
@@ -66,9 +67,12 @@ async def test_peers_sharing_the_secret_exchange_frames() -> None:
 async def test_peer_with_a_wrong_secret_is_rejected_and_delivers_nothing() -> None:
     a, b, inbox = await _pair("wrong", "s3cret")
     try:
-        while b.rejected_handshakes == 0:
+
+        def sent_until_rejected() -> bool:
             a.send("b", "g1", KIND_RAFT, b"injected")
-            await asyncio.sleep(0.05)
+            return b.rejected_handshakes > 0
+
+        await eventually(sent_until_rejected, "a rejected handshake", interval=0.05)
         assert inbox.frames == []
         assert not a.peers()["b"]
     finally:
@@ -268,6 +272,5 @@ async def test_rule_stopping_while_a_dial_fails_stops_the_dialling_task(
 
     monkeypatch.setattr(asyncio, "open_connection", refused_as_the_node_stops)
     transport.set_peer("b", Address("127.0.0.1", free_ports(1)[0]))
-    while not stopping:
-        await asyncio.sleep(0.01)
+    await eventually(lambda: stopping, "the stop")
     await asyncio.wait_for(stopping[0], 5)

@@ -12,14 +12,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from in_process_cluster import (
-    InProcessCluster,
-    eventually,
-    metadata_applied,
-    metadata_leader,
-    raft_group,
-    settled_leader,
-)
+from in_process_cluster import InProcessCluster, metadata_applied, metadata_leader, raft_group, settled_leader
+from support.eventually import eventually
 
 from cluster.metadata.commands import Command, SetMembers
 from cluster.metadata.replies import Stale
