@@ -11,7 +11,7 @@ from client_helpers import ConfirmedStream, take_all
 from compose_project import ComposeProject
 from support.eventually import eventually
 
-pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
+pytestmark = pytest.mark.timeout(900)
 
 DATA_DIR = "/var/lib/quorumq"
 

@@ -11,7 +11,7 @@ from client_helpers import take_all
 from compose_project import BASE_FILE, BUILD_TIMEOUT_S, FIVE_FILE, JOIN_FILE, REPO, ProjectFactory, run
 from support.eventually import eventually
 
-pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
+pytestmark = pytest.mark.timeout(900)
 
 THREE_NODES = ["node1", "node2", "node3"]
 FIVE_NODES = [*THREE_NODES, "node4", "node5"]
