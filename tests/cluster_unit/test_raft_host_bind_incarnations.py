@@ -39,7 +39,7 @@ async def bind_all(changes: GroupChanges, nodes: dict[str, Running]) -> ConfStat
     return await eventually(bound, "the incarnations bound", timeout=10, interval=0.05)
 
 
-async def test_finding7_a_leader_binds_unknown_incarnations_and_a_wiped_member_then_counts_for_nothing(
+async def test_rule_a_leader_binds_unknown_incarnations_and_a_wiped_member_then_counts_for_nothing(
     tmp_path: Path,
 ) -> None:
     addresses = local_addresses(NAMES)
@@ -78,7 +78,7 @@ async def test_finding7_a_leader_binds_unknown_incarnations_and_a_wiped_member_t
             await node.stop()
 
 
-async def test_finding7_no_incarnation_is_bound_while_a_member_proved_none(tmp_path: Path) -> None:
+async def test_rule_no_incarnation_is_bound_while_a_member_proved_none(tmp_path: Path) -> None:
     """A member that proves no incarnation may run a version that cannot decode BIND_INCARNATION."""
     addresses = local_addresses(NAMES)
     seeds = ConfState(voters=NAMES)

@@ -21,7 +21,7 @@ from raft_log.types import ConfState
 NAMES = ("a", "b", "c")
 
 
-async def test_finding7_a_wiped_voter_cannot_help_elect_a_laggard(tmp_path: Path) -> None:
+async def test_rule_a_wiped_voter_cannot_help_elect_a_laggard(tmp_path: Path) -> None:
     addresses = local_addresses(NAMES)
     incarnations = {name: NodeStore.open(tmp_path / name) for name in NAMES}
     bootstrap = ConfState(

@@ -50,7 +50,7 @@ async def restart(nodes: dict[str, Node], name: str, tmp_path: Path, damaged: in
     return node
 
 
-async def test_finding6_a_damaged_replica_rejoins_repairing_until_the_leader_repairs_it_durably(
+async def test_rule_a_damaged_replica_rejoins_repairing_until_the_leader_repairs_it_durably(
     nodes: dict[str, Node], tmp_path: Path
 ) -> None:
     leader = nodes["a"]

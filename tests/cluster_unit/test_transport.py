@@ -80,7 +80,8 @@ async def test_peer_with_a_wrong_secret_is_rejected_and_delivers_nothing() -> No
         await b.stop()
 
 
-async def test_finding7_the_accepting_side_learns_the_incarnation_the_peer_proved() -> None:
+async def test_the_accepting_side_learns_the_incarnation_the_peer_proved() -> None:
+    """Incarnations travel in the hello (issue 17, finding 7)."""
     a, b, inbox = await _pair("s3cret", "s3cret")
     try:
         assert b.peer_incarnation("a") == ""
@@ -108,7 +109,8 @@ async def _raw_hello(b: Transport, hello: Callable[[bytes], bytes]) -> list:
         await writer.wait_closed()
 
 
-async def test_finding7_a_hello_proves_its_incarnation_and_a_forged_one_is_refused() -> None:
+async def test_rule_a_hello_proves_its_incarnation_and_a_forged_one_is_refused() -> None:
+    """The proof covers the incarnation (issue 17, finding 7)."""
     a, b, _ = await _pair("s3cret", "s3cret")
     b.set_peer("other", a.listen)  # a name b accepts; nothing listens for it but `a`
     try:

@@ -46,7 +46,9 @@ def members(url: str, queue: str) -> list[str]:
     return local_queues(url)[queue]["members"]
 
 
-async def test_finding7_every_node_registers_its_incarnation(three: ProcessCluster) -> None:
+async def test_every_node_registers_its_incarnation(three: ProcessCluster) -> None:
+    """Each node's incarnation, as every node lists it (issue 17, finding 7)."""
+
     def incarnations() -> dict[str, str]:
         return {name: n["incarnation"] for name, n in registered_nodes(three.urls[0]).items()}
 

@@ -30,7 +30,7 @@ def incarnation(cluster: ProcessCluster, name: str) -> str:
     return registered_nodes(cluster.urls[0])[name]["incarnation"]
 
 
-async def test_finding7_a_wiped_node_rejoins_as_a_learner_and_is_promoted_losing_nothing(
+async def test_rule_a_wiped_node_rejoins_as_a_learner_and_is_promoted_losing_nothing(
     cluster: ProcessCluster,
 ) -> None:
     names = [n.name for n in cluster.nodes]
@@ -74,7 +74,7 @@ async def test_finding7_a_wiped_node_rejoins_as_a_learner_and_is_promoted_losing
         assert [d.body for d in got] == [f"m{i}".encode() for i in range(MESSAGES)] + [b"after"]
 
 
-async def test_finding7_a_wiped_seed_is_replaced_in_the_metadata_group_and_promoted_again(
+async def test_rule_a_wiped_seed_is_replaced_in_the_metadata_group_and_promoted_again(
     cluster: ProcessCluster,
 ) -> None:
     names = [n.name for n in cluster.nodes]
