@@ -33,11 +33,10 @@ check: $(STAMP)
 test: check java
 	$(BIN)/pytest
 
-# The fast part: the checks and the tests that start no node process, no Spark and no Docker.
-UNIT_TESTS := tests/raft_log tests/queue_state tests/metadata tests/client tests/api tests/cluster_unit tests/cli tests/test_cli_entrypoints.py \
-	tests/test_doc_links.py tests/test_http_api_page.py tests/test_commit_message.py
+# The fast part: the checks and the tests that start no node process, no Spark and no Docker (the
+# marks tests/conftest.py gives by directory).
 test-unit: check
-	$(BIN)/pytest $(UNIT_TESTS) --deselect tests/client/test_standalone.py
+	$(BIN)/pytest -m "not process and not docker and not spark"
 
 format: $(STAMP)
 	$(BIN)/ruff format . && $(BIN)/ruff check --fix .

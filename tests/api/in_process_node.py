@@ -3,14 +3,13 @@ HTTP application, so handlers and `QueueLeader`s are tested without subprocesses
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from aiohttp.test_utils import TestClient, TestServer
+from support.eventually import eventually
 
 from api.app import create_app
 from cli.node_processes import free_ports
@@ -40,16 +39,8 @@ class InProcessNode:
         """Declare a queue and return its door once this node leads it."""
         status, body = await self.call("PUT", f"/api/queues/{name}", json={"arguments": arguments or {}})
         assert status in (201, 204), body
-        await until(lambda: name in self.node.queues and self.node.queues[name].is_leader, f"{name} led")
+        await eventually(lambda: name in self.node.queues and self.node.queues[name].is_leader, f"{name} led")
         return self.node.directory.led(name)
-
-
-async def until(condition: Any, what: str, timeout: float = 20.0) -> None:
-    """Wait (yielding to the loop) until `condition()` holds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.01)
 
 
 @contextlib.asynccontextmanager
@@ -72,8 +63,8 @@ async def in_process_node(data_dir: Path, **settings: Any) -> AsyncIterator[InPr
     await http.start_server()
     node.check_store()  # as `api.app.serve` does once HTTP listens
     try:
-        await until(lambda: node.status.readiness() == "ok", "the metadata to be ready")
-        await until(lambda: node.status.store_check.done, "the store check")
+        await eventually(lambda: node.status.readiness() == "ok", "the metadata to be ready")
+        await eventually(lambda: node.status.store_check.done, "the store check")
         yield InProcessNode(node, http)
     finally:
         await http.close()

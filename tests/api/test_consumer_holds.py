@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from in_process_node import InProcessNode, in_process_node, until
+from in_process_node import InProcessNode, in_process_node
+from support.eventually import eventually
 
 from cluster.errors import ConsumerEnded, Refused
 from cluster.queue_leader import QueueLeader
@@ -40,13 +41,15 @@ async def publish(door: QueueLeader, *bodies: str) -> None:
 
 async def ended(door: QueueLeader, tag: str) -> str:
     """Why the leader ended consumer `tag`, once it did (a poll raises ConsumerEnded)."""
-    deadline = time.monotonic() + 20
-    while True:
+
+    async def code() -> str | None:
         try:
             await door.poll(tag, 1, 0.05)
         except ConsumerEnded as exc:
             return exc.code
-        assert time.monotonic() < deadline, f"consumer {tag} never ended"
+        return None
+
+    return await eventually(code, f"consumer {tag} to end")
 
 
 async def test_rule_a_delivery_held_past_the_consumer_timeout_ends_the_consumer(
@@ -106,7 +109,7 @@ async def test_rule_a_silent_consumer_with_deliveries_waiting_ends_idle_as_a_pla
     door = await running.declare("h-idle")
     tag = await door.register_consumer(prefetch=5, priority=0, timeout_ms=None, since_ms=None)
     await publish(door, "waits")  # pushed to the consumer's session, never polled
-    await until(lambda: door.stats().consumers == 0, "the idle consumer to end")
+    await eventually(lambda: door.stats().consumers == 0, "the idle consumer to end")
     assert await ended(door, tag) == "consumer_idle"
     (row,) = await door.get(1, auto_ack=True, since_ms=None)
     assert (row.delivery_count, row.acquired_count) == (0, 1)  # never handed to it: not a failure
@@ -144,7 +147,7 @@ async def test_a_manual_get_is_touched_through_no_consumer(running: InProcessNod
     assert (await door.settle((row.id,), None, Outcome.ACK)).warning is None
     await publish(door, "untouched")
     (row,) = await door.get(1, auto_ack=False, since_ms=None)
-    await until(lambda: door.stats().messages_ready == 1, "the get holder to time out")
+    await eventually(lambda: door.stats().messages_ready == 1, "the get holder to time out")
 
 
 async def test_rule_touches_and_consumer_timeouts_are_written_only_once_every_node_reads_version_4(
@@ -175,7 +178,9 @@ async def test_rule_a_get_holders_session_ends_once_it_holds_nothing(running: In
     holder_sessions = [tag for tag, s in door._sessions.sessions.items() if s.get_holder]
     assert len(holder_sessions) == 1
     await door.settle(tuple(r.id for r in rows), None, Outcome.ACK)
-    await until(lambda: holder_sessions[0] not in door._sessions.sessions, "the get holder's session to end")
+    await eventually(
+        lambda: holder_sessions[0] not in door._sessions.sessions, "the get holder's session to end"
+    )
 
 
 async def test_rule_a_get_holder_keeps_its_timeout_when_the_timer_runs_while_its_get_is_in_flight(
@@ -190,7 +195,7 @@ async def test_rule_a_get_holder_keeps_its_timeout_when_the_timer_runs_while_its
     await asyncio.sleep(0)  # its session is open and the Get proposed, not yet applied
     door.on_timer()
     assert len(await getting) == 1
-    await until(lambda: door.stats().messages_ready == 1, "the get holder to time out", timeout=5.0)
+    await eventually(lambda: door.stats().messages_ready == 1, "the get holder to time out", timeout=5.0)
 
 
 async def test_rule_a_consumer_nobody_runs_ends_within_the_idle_bound_and_what_it_held_returns(
@@ -203,7 +208,7 @@ async def test_rule_a_consumer_nobody_runs_ends_within_the_idle_bound_and_what_i
     tag = await door.register_consumer(prefetch=50, priority=0, timeout_ms=None, since_ms=None)
     await publish(door, "a", "b", "c")
     assert len(await door.poll(tag, 50, 5.0)) == 3
-    await until(lambda: door.stats().messages_ready == 3, "what the dead consumer held to return")
+    await eventually(lambda: door.stats().messages_ready == 3, "what the dead consumer held to return")
     assert await ended(door, tag) == "consumer_idle"
     rows = await door.get(3, auto_ack=True, since_ms=None)
     assert [(row.delivery_count, row.acquired_count) for row in rows] == [(0, 1)] * 3

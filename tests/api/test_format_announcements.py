@@ -16,7 +16,8 @@ from pathlib import Path
 
 import msgpack
 import pytest
-from in_process_node import InProcessNode, in_process_node, until
+from in_process_node import InProcessNode, in_process_node
+from support.eventually import eventually
 
 from cli.node_processes import free_ports
 from cluster.config import Address
@@ -49,14 +50,16 @@ class Peer:
 
     async def start(self) -> None:
         await self.transport.start()
-        await until(lambda: self.transport.linked("n1") and self.n1.node.transport.linked("b"), "b linked")
+        await eventually(
+            lambda: self.transport.linked("n1") and self.n1.node.transport.linked("b"), "b linked"
+        )
 
     def say(self, control: dict[str, int]) -> None:
         assert self.transport.send("n1", "", KIND_CONTROL, msgpack.packb(control))
 
     async def stop(self) -> None:
         await self.transport.stop()
-        await until(lambda: not self.n1.node.transport.linked("b"), "b's link lost")
+        await eventually(lambda: not self.n1.node.transport.linked("b"), "b's link lost")
 
 
 async def test_rule_a_peer_linked_again_counts_as_reading_nothing_until_it_says_again(
@@ -68,7 +71,7 @@ async def test_rule_a_peer_linked_again_counts_as_reading_nothing_until_it_says_
     b = Peer(running, address)
     await b.start()
     b.say({"queue_codec": QUEUE_OP_VERSION, "metadata_codec": CODEC_VERSION})
-    await until(lambda: formats.writes_queue_ops() == QUEUE_OP_VERSION, "b's word heard")
+    await eventually(lambda: formats.writes_queue_ops() == QUEUE_OP_VERSION, "b's word heard")
 
     await b.stop()  # b's process stops: while it is away, what it said stands
     assert (formats.writes_queue_ops(), formats.writes_metadata()) == (QUEUE_OP_VERSION, CODEC_VERSION)
@@ -78,7 +81,7 @@ async def test_rule_a_peer_linked_again_counts_as_reading_nothing_until_it_says_
     try:
         assert (formats.writes_queue_ops(), formats.writes_metadata()) == (0, 0)
         b.say({"metadata_codec": 1})
-        await until(lambda: formats.writes_metadata() == 1, "b's new word heard")
+        await eventually(lambda: formats.writes_metadata() == 1, "b's new word heard")
         assert formats.writes_queue_ops() == 0
     finally:
         await b.stop()
@@ -110,11 +113,15 @@ async def test_rule_a_feature_not_yet_known_to_be_read_everywhere_is_503_with_re
     await b.start()
     try:
         b.say({"queue_codec": HOLDING_OP_VERSION - 1, "metadata_codec": CODEC_VERSION})
-        await until(lambda: running.node.formats.queue_operations.reads("b") is not None, "b's word heard")
+        await eventually(
+            lambda: running.node.formats.queue_operations.reads("b") is not None, "b's word heard"
+        )
         status, body = await running.call("POST", touch, json={"ids": [row.id]})
         assert (status, body["error"]) == (409, "upgrade_in_progress")
         b.say({"queue_codec": QUEUE_OP_VERSION, "metadata_codec": CODEC_VERSION})
-        await until(lambda: running.node.formats.writes_queue_ops() == QUEUE_OP_VERSION, "b's new word heard")
+        await eventually(
+            lambda: running.node.formats.writes_queue_ops() == QUEUE_OP_VERSION, "b's new word heard"
+        )
         status, _ = await running.call("POST", touch, json={"ids": [row.id]})
         assert status == 200
     finally:

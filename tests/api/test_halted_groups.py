@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from in_process_node import in_process_node, until
+from in_process_node import in_process_node
+from support.eventually import eventually
 
 from cluster.entry_codec import QUEUE_OP_VERSION
 from cluster.node import META_GROUP
@@ -48,7 +49,7 @@ async def test_rule_a_node_whose_metadata_group_halted_is_not_healthy(tmp_path: 
         assert host is not None
         with pytest.raises(ProposalFailed, match="halted"):
             await host.submit(META_GROUP, [99, "a_later_command", {}])
-        await until(lambda: running.node.status.readiness() == "halted", "the node to say it halted")
+        await eventually(lambda: running.node.status.readiness() == "halted", "the node to say it halted")
         status, health = await running.call("GET", "/api/health")
         assert (status, health["status"]) == (503, "halted")
         assert [halted["group"] for halted in health["groups_halted"]] == [META_GROUP]

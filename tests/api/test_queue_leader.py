@@ -11,7 +11,8 @@ from pathlib import Path
 import msgpack
 import pytest
 import pytest_asyncio
-from in_process_node import InProcessNode, in_process_node, until
+from in_process_node import InProcessNode, in_process_node
+from support.eventually import eventually
 
 from api.access import Principal
 from api.consumer_owners import own_consumer
@@ -263,15 +264,15 @@ async def test_rule_policies_are_set_and_applied_only_once_every_node_reads_them
         older_member.setattr(running.node.formats.queue_operations, "version_for", lambda others: 6)
         status, _ = await running.call("PUT", "/api/policies/small", json=policy)
         assert status == 201
-        await until(lambda: "small" in running.node.metadata.policies, "the policy recorded")
+        await eventually(lambda: "small" in running.node.metadata.policies, "the policy recorded")
         revision = running.node.metadata.policies_revision
         assert not door.apply_policy(revision, lambda: AppliedPolicy("small", {"x-max-length": 2}, revision))
         assert door.policy == "" and door.effective_definition()["x-max-length"] == 10
-    await until(lambda: door.policy == "small", "the policy applied once every node reads it")
+    await eventually(lambda: door.policy == "small", "the policy applied once every node reads it")
     assert door.effective_definition()["x-max-length"] == 2 and door.definition()["x-max-length"] == 10
     status, _ = await running.call("DELETE", "/api/policies/small")
     assert status == 204
-    await until(lambda: door.policy == "", "the declared arguments back")
+    await eventually(lambda: door.policy == "", "the declared arguments back")
     assert door.effective_definition() == door.definition()
 
 
@@ -290,7 +291,7 @@ async def test_rule_each_revision_of_the_policies_is_proposed_once_and_a_later_o
     assert door.apply_policy(101, lambda: choose(101, 4))
     assert not door.apply_policy(101, lambda: choose(101, 4))  # in flight
     assert door.apply_policy(102, lambda: choose(102, 3))
-    await until(lambda: door.policy == "p102", "the later revision applied")
+    await eventually(lambda: door.policy == "p102", "the later revision applied")
     assert not door.apply_policy(102, lambda: choose(102, 3))  # applied
     assert not door.apply_policy(101, lambda: choose(101, 4))  # older
     assert chosen == [101, 102] and door.effective_definition()["x-max-length"] == 3
@@ -303,12 +304,12 @@ async def test_rule_an_auto_ack_poll_answers_only_what_its_settle_settled(runnin
     door = await running.declare("d-auto-ack")
     tag = await door.register_consumer(prefetch=2, priority=0, timeout_ms=None, since_ms=None, auto_ack=True)
     await door.publish(texts("a", "b"), None, None)
-    await until(lambda: door.stats().messages_unacknowledged == 2, "both held by the consumer")
+    await eventually(lambda: door.stats().messages_unacknowledged == 2, "both held by the consumer")
     await door._submit(door._command(Return, (1,), tag, False, 60_000))  # 1 waits a minute in the queue
     assert [row.body for row in await door.poll(tag, 10, 1.0)] == [b"b"]
     assert (door.stats().messages_delayed, door.stats().messages_unacknowledged) == (1, 0)
     await door.publish(texts("c"), None, None)
-    await until(lambda: door.stats().messages_unacknowledged == 1, "c held by the consumer")
+    await eventually(lambda: door.stats().messages_unacknowledged == 1, "c held by the consumer")
     await door._submit(door._command(ConsumerDown, tag))  # the consumer ended: what it held returned
     with pytest.raises(UnknownConsumer):
         await door.poll(tag, 10, 1.0)
@@ -326,9 +327,9 @@ async def test_rule_a_poll_answers_only_what_the_consumer_holds_now(running: InP
     def held_by() -> list[int]:
         return [consumer.unacknowledged for consumer in door.consumer_list()]
 
-    await until(lambda: held_by() == [1], "m handed to the first consumer")
+    await eventually(lambda: held_by() == [1], "m handed to the first consumer")
     second = await door.register_consumer(prefetch=1, priority=5, timeout_ms=None, since_ms=None)
-    await until(lambda: held_by() == [0, 1], "m taken by the second once its lease ended")
+    await eventually(lambda: held_by() == [0, 1], "m taken by the second once its lease ended")
     assert await door.poll(first, 10, 0) == []
     assert [row.body for row in await door.poll(second, 10, 1.0)] == [b"m"]
     await door.cancel(first)

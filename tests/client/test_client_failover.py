@@ -7,27 +7,19 @@ import signal
 import socket
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 from aiohttp import web
 from client_fakes import error, published, serve
+from support.eventually import eventually
 from test_client_publishing import DedupQueue
 
 from quorumq import Client, OutcomeUnknownError, UnavailableError
 
 
-def _listening(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-    except OSError:
-        return False
-    return True
-
-
-@contextlib.contextmanager
-def stopped_node() -> Iterator[str]:
+@contextlib.asynccontextmanager
+async def stopped_node() -> AsyncIterator[str]:
     """The base URL of a real HTTP server process frozen with SIGSTOP: the kernel still accepts its
     connections, nothing ever answers (a paused node, as the `pause` nemesis makes)."""
     with socket.socket() as probe:
@@ -39,11 +31,15 @@ def stopped_node() -> Iterator[str]:
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 20
-        while not _listening(port):
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("the HTTP server process did not start listening")
-            time.sleep(0.05)
+
+        async def listening() -> bool:
+            assert server.poll() is None, "the HTTP server process exited"
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.close()
+            await writer.wait_closed()
+            return True
+
+        await eventually(listening, "the HTTP server process to listen", timeout=20, interval=0.05)
         server.send_signal(signal.SIGSTOP)
         yield f"http://127.0.0.1:{port}"
     finally:
@@ -54,13 +50,13 @@ def stopped_node() -> Iterator[str]:
 
 async def test_client_fails_over_from_a_stopped_node_within_its_deadline() -> None:
     queue = DedupQueue()
-    with stopped_node() as frozen:
-        async with (
-            serve(queue.app([])) as alive,
-            Client([frozen, alive], timeout=30.0, unresponsive_after=0.2) as client,
-        ):
-            assert await client.publish("q", "x") == [0]
-            assert client.node_urls[0] == frozen
+    async with (
+        stopped_node() as frozen,
+        serve(queue.app([])) as alive,
+        Client([frozen, alive], timeout=30.0, unresponsive_after=0.2) as client,
+    ):
+        assert await client.publish("q", "x") == [0]
+        assert client.node_urls[0] == frozen
     assert queue.requests == [(client.publisher_id, 1)]
 
 

@@ -138,7 +138,8 @@ async def assert_publisher_confirm_and_flush_fail_with(client: Client, expected:
     await pub.close()
 
 
-async def test_finding3_seq_too_old_raises_at_once_and_fails_the_publishers_confirms() -> None:
+async def test_rule_seq_too_old_raises_at_once_and_fails_the_publishers_confirms() -> None:
+    """A seq the queue cannot vouch for is refused, never confirmed (issue 17, finding 3)."""
     requests = 0
 
     async def too_old(request: web.Request) -> web.Response:

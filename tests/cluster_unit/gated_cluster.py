@@ -6,14 +6,14 @@ order events without depending on timing (e.g. followers acknowledge while the l
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import random
 import threading
-import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
+
+from support.eventually import eventually
 
 from cli.node_processes import free_ports
 from cluster.config import Address
@@ -127,15 +127,6 @@ class Running:
     @property
     def raft(self):  # type: ignore[no-untyped-def]
         return self.host.groups[GROUP].raft
-
-
-async def eventually(condition: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
-    """Wait (yielding to the loop) until `condition` holds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.01)
 
 
 def local_addresses(names: tuple[str, ...]) -> dict[str, Address]:

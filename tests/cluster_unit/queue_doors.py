@@ -6,7 +6,8 @@ from __future__ import annotations
 import time
 import uuid
 
-from gated_cluster import GROUP, NAMES, Node, eventually
+from gated_cluster import GROUP, NAMES, Node
+from support.eventually import eventually
 
 from cluster.format_versions import FormatVersions
 from cluster.leader_clock import LeaderClock, monotonic_ms

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gated_cluster import GROUP, eventually, gated_cluster
+from gated_cluster import GROUP, gated_cluster
 from queue_doors import door_of, lead, queue_replica, texts
+from support.eventually import eventually
 
 
 async def test_rule_an_end_that_did_not_commit_is_decided_again_by_the_same_leader(tmp_path: Path) -> None:

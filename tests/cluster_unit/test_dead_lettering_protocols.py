@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from support.eventually import eventually
 
 from cluster.dead_lettering.dispatcher import DeadLetterDispatcher
 from cluster.dead_lettering.publisher import ClusterPublisher
@@ -80,11 +81,7 @@ def letter(message_id: int, priority: int = 0) -> tuple[int, StoredMessage, int]
 async def run_until(worker: DeadLetterWorker, done: Any) -> None:
     task = asyncio.ensure_future(worker.run())
     try:
-        for _ in range(500):
-            if done():
-                return
-            await asyncio.sleep(0.01)
-        raise AssertionError("the worker did not finish")
+        await eventually(done, "the worker to finish", timeout=5)
     finally:
         task.cancel()
 
@@ -273,8 +270,7 @@ async def test_rule_at_most_once_dead_letters_too_large_for_one_publish_together
     deliveries = tuple(Delivery(n, 0, False, 0) for n in range(1, 6))
     held = [(d, StoredMessage(bytes([d.id]) * LARGE, {}, "base64")) for d in deliveries]
     dispatcher.dead_lettered("src", DeadLetter("expired", "dlq", deliveries), held, now_ms=5)
-    for _ in range(500):
-        if sum(len(bodies) for bodies, _, _ in door.published) == 5:
-            break
-        await asyncio.sleep(0.01)
+    await eventually(
+        lambda: sum(len(bodies) for bodies, _, _ in door.published) == 5, "5 published", timeout=5
+    )
     assert sorted(body for bodies, _, _ in door.published for body in bodies) == [m.body for _, m in held]

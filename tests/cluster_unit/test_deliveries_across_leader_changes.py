@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from gated_cluster import GROUP, Node, eventually, gated_cluster
+from gated_cluster import GROUP, Node, gated_cluster
 from queue_doors import door_of, lead, queue_replica, texts
+from support.eventually import eventually
 
 from cluster.queue_leader import QueueLeader
 from cluster.queue_replica import QueueReplica

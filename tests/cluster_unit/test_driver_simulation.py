@@ -77,10 +77,11 @@ def _count_own_entry_at_append(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(RaftNode, "_append_entry", counting_at_once)
 
 
-def test_finding1_the_simulation_finds_an_early_commit_when_the_fix_is_reverted(
+def test_the_simulation_finds_the_early_commit_of_a_leader_counting_its_unwritten_entry(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """One voter and two learners: a learner applies an entry the leader then loses to a power failure."""
+    """One voter and two learners: a learner applies an entry the leader then loses to a power failure
+    (issue 17, finding 1)."""
     _count_own_entry_at_append(monkeypatch)
     with pytest.raises(InvariantViolation):
         for seed in range(200):
@@ -90,8 +91,9 @@ def test_finding1_the_simulation_finds_an_early_commit_when_the_fix_is_reverted(
 ROT_SEEDS = int(os.environ.get("DRIVER_SIM_ROT_SEEDS", "150"))
 
 
-def test_finding6_entries_damaged_on_disk_never_lose_a_confirmed_publish() -> None:
-    """Restarts find one of the newest entries damaged; a replica repairs from its leader before voting.
+def test_rule_entries_damaged_on_disk_never_lose_a_confirmed_publish() -> None:
+    """Restarts find one of the newest entries damaged; a replica repairs from its leader before voting
+    (issue 17, finding 6).
 
     A group in which a majority of voters is repairing stays leaderless (nobody may vote for a log that
     could lack what they acknowledged), so only that liveness failure is expected."""
@@ -120,11 +122,11 @@ def _wiped_majority(sim: Simulation) -> bool:
     return 2 * len(wiped) >= len(conf.voters)
 
 
-def test_finding7_wiped_disks_never_lose_a_confirmed_publish() -> None:
+def test_rule_wiped_disks_never_lose_a_confirmed_publish() -> None:
     """Nodes come back on empty disks as new incarnations, re-creating the group from its bootstrap
     configuration; the hosts drop their messages, so their votes and acknowledgements count for nothing,
     and the leader replaces them. A group that lost a majority of its voters to wipes stays leaderless
-    (what they acknowledged is gone), so only that liveness failure is expected."""
+    (what they acknowledged is gone), so only that liveness failure is expected (issue 17, finding 7)."""
     wipes = 0
     for seed in range(WIPE_SEEDS):
         sim = Simulation(seed, voters=3 + 2 * (seed % 2), faults=WIPES)
@@ -136,9 +138,10 @@ def test_finding7_wiped_disks_never_lose_a_confirmed_publish() -> None:
     assert wipes > WIPE_SEEDS
 
 
-def test_finding7_without_the_incarnation_check_a_wiped_disk_loses_a_confirmed_publish(
+def test_without_the_incarnation_check_a_wiped_disk_loses_a_confirmed_publish(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """A host that takes a wiped node's messages as its old incarnation's (issue 17, finding 7)."""
     monkeypatch.setattr(RaftHost, "_same_incarnation", lambda self, group, peer: True)
     with pytest.raises(InvariantViolation):
         for seed in range(WIPE_SEEDS):

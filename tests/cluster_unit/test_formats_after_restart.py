@@ -8,8 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gated_cluster import eventually, gated_cluster
+from gated_cluster import gated_cluster
 from queue_doors import door_of, every_node_reads_this_version, lead, queue_replica, texts
+from support.eventually import eventually
 
 from cluster.errors import FormatsNotYetKnown
 

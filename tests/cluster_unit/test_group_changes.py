@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 
-from gated_cluster import GROUP, NAMES, Node, eventually
+from gated_cluster import GROUP, NAMES, Node
+from support.eventually import eventually
 
 from cluster.membership.group_changes import GroupChanges
 from raft_log.types import ConfState
@@ -16,9 +17,11 @@ from raft_log.types import ConfState
 OBSERVE_S = 1.0  # far longer than a poll of the commit index takes to report a change
 
 
-async def test_finding2_membership_change_is_confirmed_only_once_applied_on_the_leader(
+async def test_rule_a_membership_change_is_confirmed_only_once_applied_on_the_leader(
     nodes: dict[str, Node],
 ) -> None:
+    """Not when the core's commit index passes it, which may be before the leader's own write of it is
+    durable (issue 17, finding 2)."""
     leader = nodes["a"]
     leader.host.campaign(GROUP)
     group = leader.host.groups[GROUP]

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from support.eventually import eventually
 
 from cli.node_processes import free_ports
 from cluster.config import Address
@@ -39,12 +40,6 @@ class Side:
         self.requests.link_lost(peer)
 
 
-async def _until(condition: Any) -> None:
-    async with asyncio.timeout(UNTIL_S):
-        while not condition():
-            await asyncio.sleep(0.01)
-
-
 @pytest.fixture
 async def pair() -> AsyncIterator[tuple[Side, Side]]:
     """`a` calls `b`, which serves requests by echoing them; both connections up."""
@@ -60,7 +55,7 @@ async def pair() -> AsyncIterator[tuple[Side, Side]]:
     a.transport.set_peer("b", b.transport.listen)
     b.transport.set_peer("a", a.transport.listen)
     a.requests.on_control("b", b.requests.announcement())  # as b's control frames say each second
-    await _until(lambda: a.requests.can_call("b"))
+    await eventually(lambda: a.requests.can_call("b"), "a to call b", timeout=UNTIL_S)
     yield a, b
     await a.requests.stop()
     await b.requests.stop()
@@ -82,7 +77,7 @@ async def test_a_peer_that_did_not_say_it_serves_requests_is_not_called() -> Non
     try:
         a.transport.set_peer("b", b.transport.listen)
         b.transport.set_peer("a", a.transport.listen)
-        await _until(lambda: a.transport.linked("b"))
+        await eventually(lambda: a.transport.linked("b"), "a linked to b", timeout=UNTIL_S)
         assert b.requests.announcement() == {}
         a.requests.on_control("b", {"queue_codec": 1})  # what an earlier version says
         assert not a.requests.can_call("b")
@@ -110,7 +105,7 @@ async def test_a_call_is_given_up_as_outcome_unknown_when_the_link_closes_after_
         a.transport.set_peer("b", b.transport.listen)
         b.transport.set_peer("a", a.transport.listen)
         a.requests.on_control("b", b.requests.announcement())
-        await _until(lambda: a.requests.can_call("b"))
+        await eventually(lambda: a.requests.can_call("b"), "a to call b", timeout=UNTIL_S)
         answer = a.requests.call("b", "publish this")
         await asyncio.wait_for(received.wait(), UNTIL_S)
         await b.requests.stop()
@@ -151,9 +146,11 @@ async def test_rule_a_reply_to_a_previous_process_of_the_caller_does_not_answer_
     await previous.transport.start()
     previous.transport.set_peer("b", b.transport.listen)
     previous.requests.on_control("b", b.requests.announcement())
-    await _until(lambda: previous.requests.can_call("b"))
+    await eventually(
+        lambda: previous.requests.can_call("b"), "the previous process to call b", timeout=UNTIL_S
+    )
     lost = previous.requests.call("b", "asked by the previous process")
-    await _until(lambda: len(held) == 1)
+    await eventually(lambda: len(held) == 1, "one request held", timeout=UNTIL_S)
     await previous.requests.stop()
     await previous.transport.stop()  # the caller's process goes away; b still serves its call
     with pytest.raises(OutcomeUnknown):
@@ -163,9 +160,9 @@ async def test_rule_a_reply_to_a_previous_process_of_the_caller_does_not_answer_
         await new.transport.start()
         new.transport.set_peer("b", b.transport.listen)
         new.requests.on_control("b", b.requests.announcement())
-        await _until(lambda: new.requests.can_call("b"))
+        await eventually(lambda: new.requests.can_call("b"), "the new process to call b", timeout=UNTIL_S)
         answer = new.requests.call("b", "asked by the new process")
-        await _until(lambda: len(held) == 2)
+        await eventually(lambda: len(held) == 2, "two requests held", timeout=UNTIL_S)
         for release in held:  # the previous process's reply goes first, on the link to the new one
             release.set_result(None)
         assert await asyncio.wait_for(answer, UNTIL_S) == "asked by the new process"

@@ -11,14 +11,13 @@ leave the wiped c in the live majority.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import shutil
 from pathlib import Path
 
 import pytest
-from gated_cluster import GROUP, Running, a_command, eventually, local_addresses, start_led_by
+from gated_cluster import GROUP, Running, a_command, local_addresses, start_led_by
+from support.eventually import eventually
 
-from cluster.errors import NotLeader
 from cluster.membership.group_changes import GroupChanges, MembershipRefused
 from raft_log.types import ConfState
 
@@ -29,17 +28,18 @@ async def bind_all(changes: GroupChanges, nodes: dict[str, Running]) -> ConfStat
     """Let the leader bind unknown incarnations until none is left; returns the bound configuration."""
     leader = nodes["a"]
     wanted = tuple(sorted((n, node.store.incarnation) for n, node in nodes.items()))
-    for _ in range(200):
+
+    async def bound() -> ConfState:
         conf = leader.raft.status().conf
-        if conf.incarnations == wanted:
-            return conf
-        with contextlib.suppress(NotLeader):  # not settled yet
-            await changes.bind_unknown_incarnation(GROUP)
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"incarnations never bound: {leader.raft.status().conf}")
+        if conf.incarnations != wanted:
+            await changes.bind_unknown_incarnation(GROUP)  # NotLeader until the group settles
+        assert conf.incarnations == wanted, conf
+        return conf
+
+    return await eventually(bound, "the incarnations bound", timeout=10, interval=0.05)
 
 
-async def test_finding7_a_leader_binds_unknown_incarnations_and_a_wiped_member_then_counts_for_nothing(
+async def test_rule_a_leader_binds_unknown_incarnations_and_a_wiped_member_then_counts_for_nothing(
     tmp_path: Path,
 ) -> None:
     addresses = local_addresses(NAMES)
@@ -78,7 +78,7 @@ async def test_finding7_a_leader_binds_unknown_incarnations_and_a_wiped_member_t
             await node.stop()
 
 
-async def test_finding7_no_incarnation_is_bound_while_a_member_proved_none(tmp_path: Path) -> None:
+async def test_rule_no_incarnation_is_bound_while_a_member_proved_none(tmp_path: Path) -> None:
     """A member that proves no incarnation may run a version that cannot decode BIND_INCARNATION."""
     addresses = local_addresses(NAMES)
     seeds = ConfState(voters=NAMES)

@@ -12,7 +12,8 @@ import asyncio
 import shutil
 from pathlib import Path
 
-from gated_cluster import GROUP, Running, a_command, eventually, local_addresses, start_led_by
+from gated_cluster import GROUP, Running, a_command, local_addresses, start_led_by
+from support.eventually import eventually
 
 from raft_log.storage import NodeStore
 from raft_log.types import ConfState
@@ -20,7 +21,7 @@ from raft_log.types import ConfState
 NAMES = ("a", "b", "c")
 
 
-async def test_finding7_a_wiped_voter_cannot_help_elect_a_laggard(tmp_path: Path) -> None:
+async def test_rule_a_wiped_voter_cannot_help_elect_a_laggard(tmp_path: Path) -> None:
     addresses = local_addresses(NAMES)
     incarnations = {name: NodeStore.open(tmp_path / name) for name in NAMES}
     bootstrap = ConfState(

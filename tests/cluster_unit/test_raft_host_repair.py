@@ -9,8 +9,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from gated_cluster import GROUP, GatedStore, Node, a_command, eventually, restarted_host
+from gated_cluster import GROUP, GatedStore, Node, a_command, restarted_host
 from rocksdict import Options, Rdict
+from support.eventually import eventually
 
 from cluster.metadata_app import MetadataApp
 from cluster.raft_host import RaftHost
@@ -49,7 +50,7 @@ async def restart(nodes: dict[str, Node], name: str, tmp_path: Path, damaged: in
     return node
 
 
-async def test_finding6_a_damaged_replica_rejoins_repairing_until_the_leader_repairs_it_durably(
+async def test_rule_a_damaged_replica_rejoins_repairing_until_the_leader_repairs_it_durably(
     nodes: dict[str, Node], tmp_path: Path
 ) -> None:
     leader = nodes["a"]

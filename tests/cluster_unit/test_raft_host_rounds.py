@@ -12,7 +12,8 @@ import asyncio
 import threading
 from pathlib import Path
 
-from gated_cluster import GROUP, Node, a_command, eventually, solo_host
+from gated_cluster import GROUP, Node, a_command, solo_host
+from support.eventually import eventually
 
 from cli.node_processes import free_ports
 from cluster.config import Address

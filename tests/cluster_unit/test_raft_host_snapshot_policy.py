@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from gated_cluster import a_command, eventually, solo_host
+from gated_cluster import a_command, solo_host
+from support.eventually import eventually
 
 from cli.node_processes import free_ports
 from cluster.config import Address

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from support.eventually import eventually
+
 from cluster.errors import UnknownConsumer
 from cluster.queue_results import MessageRow, Position
 from cluster.redriving.worker import RedriveWorker
@@ -139,8 +141,7 @@ async def test_a_worker_waiting_on_an_unreachable_target_stops_when_its_task_is_
     door.apply(StartRedrive("t"))
     publisher = Publisher(failing=True)
     running = asyncio.ensure_future(worker(door, publisher).run())
-    while publisher.attempts < 2:
-        await asyncio.sleep(0.01)
+    await eventually(lambda: publisher.attempts >= 2, "two attempts")
     door.apply(EndRedrive("t", 1, CANCELLED))
     await asyncio.wait_for(running, timeout=10)
     attempts = publisher.attempts

@@ -11,6 +11,7 @@ from collections.abc import Callable
 import msgpack
 import pytest
 import uvloop
+from support.eventually import eventually
 
 from cli.node_processes import free_ports
 from cluster.config import Address
@@ -86,9 +87,12 @@ async def test_rule_a_forgotten_peer_delivers_nothing_more_on_the_connection_it_
 async def test_peer_with_a_wrong_secret_is_rejected_and_delivers_nothing() -> None:
     a, b, inbox = await _pair("wrong", "s3cret")
     try:
-        while b.rejected_handshakes == 0:
+
+        def sent_until_rejected() -> bool:
             a.send("b", "g1", KIND_RAFT, b"injected")
-            await asyncio.sleep(0.05)
+            return b.rejected_handshakes > 0
+
+        await eventually(sent_until_rejected, "a rejected handshake", interval=0.05)
         assert inbox.frames == []
         assert not a.peers()["b"]
     finally:
@@ -96,7 +100,8 @@ async def test_peer_with_a_wrong_secret_is_rejected_and_delivers_nothing() -> No
         await b.stop()
 
 
-async def test_finding7_the_accepting_side_learns_the_incarnation_the_peer_proved() -> None:
+async def test_the_accepting_side_learns_the_incarnation_the_peer_proved() -> None:
+    """Incarnations travel in the hello (issue 17, finding 7)."""
     a, b, inbox = await _pair("s3cret", "s3cret")
     try:
         assert b.peer_incarnation("a") == ""
@@ -124,7 +129,8 @@ async def _raw_hello(b: Transport, hello: Callable[[bytes], bytes]) -> list:
         await writer.wait_closed()
 
 
-async def test_finding7_a_hello_proves_its_incarnation_and_a_forged_one_is_refused() -> None:
+async def test_rule_a_hello_proves_its_incarnation_and_a_forged_one_is_refused() -> None:
+    """The proof covers the incarnation (issue 17, finding 7)."""
     a, b, _ = await _pair("s3cret", "s3cret")
     b.set_peer("other", a.listen)  # a name b accepts; nothing listens for it but `a`
     try:
@@ -288,6 +294,5 @@ async def test_rule_stopping_while_a_dial_fails_stops_the_dialling_task(
 
     monkeypatch.setattr(asyncio, "open_connection", refused_as_the_node_stops)
     transport.set_peer("b", Address("127.0.0.1", free_ports(1)[0]))
-    while not stopping:
-        await asyncio.sleep(0.01)
+    await eventually(lambda: stopping, "the stop")
     await asyncio.wait_for(stopping[0], 5)

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
 import itertools
-import time
-from collections.abc import Awaitable, Callable
+
+from support.eventually import eventually
 
 from quorumq import Client, QuorumqError
 
@@ -32,26 +31,15 @@ class ConfirmedStream:
 
     async def until_confirmed(self, count: int, timeout: float) -> None:
         """Wait until at least `count` messages are confirmed."""
-        await until(lambda: len(self.confirmed) >= count, timeout, f"{count} confirmed publishes")
+        await eventually(
+            lambda: len(self.confirmed) >= count, f"{count} confirmed publishes", timeout=timeout
+        )
 
     async def stop(self) -> set[int]:
         """Stop publishing; returns the confirmed numbers."""
         self._stop.set()
         await asyncio.gather(*self._tasks)
         return self.confirmed
-
-
-async def until(condition: Callable[[], bool | Awaitable[bool]], timeout: float, what: str) -> None:
-    """Poll `condition` (plain or async) on the event loop until true; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while not await _truth(condition()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        await asyncio.sleep(0.05)
-
-
-async def _truth(value: bool | Awaitable[bool]) -> bool:
-    return await value if inspect.isawaitable(value) else value
 
 
 async def take_all(client: Client, queue: str) -> list[str]:

@@ -7,10 +7,11 @@ import asyncio
 import json
 
 import pytest
-from client_helpers import ConfirmedStream, take_all, until
+from client_helpers import ConfirmedStream, take_all
 from compose_project import ComposeProject
+from support.eventually import eventually
 
-pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
+pytestmark = pytest.mark.timeout(900)
 
 DATA_DIR = "/var/lib/quorumq"
 
@@ -105,7 +106,9 @@ async def test_disconnected_node_cannot_commit_until_it_is_reconnected(cluster: 
                 local = {q["name"]: q for q in await cut_node.queues()}
                 return local.get("partitioned", {}).get("messages") == count
 
-            await until(lambda: cut_node_replica_has(100), 30, f"{cut} to catch up")
+            await eventually(
+                lambda: cut_node_replica_has(100), f"{cut} to catch up", timeout=30, interval=0.05
+            )
         assert await take_all(client, "partitioned") == [str(i) for i in range(100)]
 
 

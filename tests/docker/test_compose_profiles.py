@@ -7,10 +7,11 @@ import asyncio
 import json
 
 import pytest
-from client_helpers import take_all, until
+from client_helpers import take_all
 from compose_project import BASE_FILE, BUILD_TIMEOUT_S, FIVE_FILE, JOIN_FILE, REPO, ProjectFactory, run
+from support.eventually import eventually
 
-pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
+pytestmark = pytest.mark.timeout(900)
 
 THREE_NODES = ["node1", "node2", "node3"]
 FIVE_NODES = [*THREE_NODES, "node4", "node5"]
@@ -46,7 +47,9 @@ async def test_node_added_later_joins_and_a_queue_grows_onto_it(new_project: Pro
             local = {q["name"]: q for q in await fourth.queues()}
             return local.get("grown", {}).get("messages") == 20
 
-        await until(fourth_replica_has_everything, 30, "node4's replica to catch up")
+        await eventually(
+            fourth_replica_has_everything, "node4's replica to catch up", timeout=30, interval=0.05
+        )
         assert "node4" in (await fourth.queue("grown"))["members"]
 
 

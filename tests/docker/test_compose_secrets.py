@@ -9,8 +9,6 @@ from pathlib import Path
 import pytest
 from compose_project import BASE_FILE, FIVE_FILE, JOIN_FILE, compose_command, docker_unavailable_reason, run
 
-pytestmark = pytest.mark.docker
-
 REQUIRED = {"QUORUMQ_CLUSTER_SECRET": "0123456789abcdef" * 2, "QUORUMQ_BOOTSTRAP_PASSWORD": "admin-password"}
 
 

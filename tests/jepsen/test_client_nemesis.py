@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
+from support.eventually import eventually
 
 from jepsen_tests.checker import check_total_queue
 from jepsen_tests.client_life import CRASHED
@@ -30,14 +31,6 @@ def drawing(variant: str) -> random.Random:
     """A Random whose first choice among the client nemesis' variants is `variant`."""
     seed = next(s for s in range(100) if random.Random(s).choice(ClientNemesis.variants) == variant)
     return random.Random(seed)
-
-
-async def wait_for(condition: Callable[[], Awaitable[bool]], timeout: float, what: str) -> None:
-    """Poll `condition` until it holds; fail after `timeout` seconds."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not await condition():
-        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.1)
 
 
 async def queue_stats(cluster: JepsenCluster, queue: str) -> dict:
@@ -61,7 +54,7 @@ async def test_crashed_consumer_unacked_deliveries_are_redelivered_to_another_co
     async def consumer_acked_some() -> bool:
         return (await queue_stats(cluster, queue))["messages"] < VALUES
 
-    await wait_for(consumer_acked_some, 30, "the workload's consumer to ack")
+    await eventually(consumer_acked_some, "the workload's consumer to ack", timeout=30, interval=0.1)
     fault = await asyncio.to_thread(ClientNemesis().inject, cluster, [queue], drawing("consumer"))
     assert (fault.kind, fault.description.split(" with ")[0]) == ("consumer", "killed con0")
 
@@ -73,8 +66,11 @@ async def test_crashed_consumer_unacked_deliveries_are_redelivered_to_another_co
     async def the_dead_holds_deliveries() -> bool:
         return (await queue_stats(cluster, queue))["messages_unacknowledged"] > 0
 
-    await wait_for(
-        the_dead_holds_deliveries, CONSUMER_TIMEOUT_MS / 1000 / 2, "the dead consumer to hold some"
+    await eventually(
+        the_dead_holds_deliveries,
+        "the dead consumer to hold some",
+        timeout=CONSUMER_TIMEOUT_MS / 1000 / 2,
+        interval=0.1,
     )
 
     other: set[int] = set()
@@ -88,7 +84,9 @@ async def test_crashed_consumer_unacked_deliveries_are_redelivered_to_another_co
                 other.update(int(d.body) for d in batch)
             return (await queue_stats(cluster, queue))["messages"] == 0
 
-        await wait_for(other_took_the_rest, 30 + CONSUMER_TIMEOUT_MS / 1000, "the queue to empty")
+        await eventually(
+            other_took_the_rest, "the queue to empty", timeout=30 + CONSUMER_TIMEOUT_MS / 1000, interval=0.1
+        )
     fault.heal()
     stop.set()
     await running
@@ -119,12 +117,12 @@ async def test_publisher_killed_mid_publish_leaves_an_info_the_checker_accepts(
 
         return enough
 
-    await wait_for(published(10), 30, "the workload to publish")
+    await eventually(published(10), "the workload to publish", timeout=30, interval=0.1)
     fault = await asyncio.to_thread(ClientNemesis().inject, cluster, [queue], drawing("publisher"))
     assert fault.description == f"killed pub0 with POST /api/queues/{queue}/messages on the wire"
     before = (await queue_stats(cluster, queue))["messages"]
     fault.heal()
-    await wait_for(published(before + 10), 30, "the restarted publisher to publish")
+    await eventually(published(before + 10), "the restarted publisher to publish", timeout=30, interval=0.1)
     stop.set()
     await running
     assert await workload.drain(30) == {queue: 0, dead_letter_queue(queue): 0}

@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import QUEUE
+from netns_cluster import QUEUE
 
 from cli.node_processes import ProcessCluster, plan_cluster, wait_healthy
 from jepsen_tests.cluster import JepsenCluster

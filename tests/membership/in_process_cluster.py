@@ -3,25 +3,17 @@ reach into them, between any two steps."""
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from support.eventually import eventually
 
 from cli.node_processes import HARNESS_SECRET, free_ports
 from cluster.config import Address, NodeConfig, Seed
 from cluster.node import META_GROUP, Node
 
 TICK_MS = 50
-
-
-async def eventually(condition: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
-    """Poll `condition` (yielding to the nodes' loop) until it holds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.02)
 
 
 class InProcessCluster:

@@ -46,16 +46,15 @@ def members(url: str, queue: str) -> list[str]:
     return local_queues(url)[queue]["members"]
 
 
-async def wait_for(condition, timeout: float, what: str, nodes=()) -> None:  # type: ignore[no-untyped-def]
-    """`wait_until` off the event loop."""
-    await asyncio.to_thread(wait_until, condition, timeout, what, nodes)
+async def test_every_node_registers_its_incarnation(three: ProcessCluster) -> None:
+    """Each node's incarnation, as every node lists it (issue 17, finding 7)."""
 
-
-async def test_finding7_every_node_registers_its_incarnation(three: ProcessCluster) -> None:
     def incarnations() -> dict[str, str]:
         return {name: n["incarnation"] for name, n in registered_nodes(three.urls[0]).items()}
 
-    await wait_for(lambda: len(set(incarnations().values()) - {""}) == 3, 30, "incarnations registered")
+    await asyncio.to_thread(
+        wait_until, lambda: len(set(incarnations().values()) - {""}) == 3, 30, "incarnations registered"
+    )
     assert all(len(inc) == 32 for inc in incarnations().values())
     assert {name: n["incarnation"] for name, n in registered_nodes(three.urls[2]).items()} == incarnations()
 
@@ -76,10 +75,12 @@ async def test_joined_node_gets_metadata_then_replicas_by_grow_and_target_size(t
         code, out, _ = run_queues_cli(url, "grow", "node4", "all", "--queue-pattern", "^existing$")
         return code == 0 and "ok" in out
 
-    await wait_for(grown, 15, "node4 to be promoted and grown onto", [node4])
+    await asyncio.to_thread(wait_until, grown, 15, "node4 to be promoted and grown onto", [node4])
     assert hosts_replica(node4.url, "existing", "node4")
     assert local_queues(node4.url)["existing"]["messages"] == 100
-    await wait_for(lambda: "node4" in members(url, "targeted"), 15, "targeted to grow onto node4")
+    await asyncio.to_thread(
+        wait_until, lambda: "node4" in members(url, "targeted"), 15, "targeted to grow onto node4"
+    )
     assert len(members(url, "targeted")) == 4
     node4.stop()
     node4.start()  # later starts come from the data dir, without joining again
@@ -93,7 +94,9 @@ async def test_quorum_critical_node_is_reported_and_its_removal_refused(three: P
         down, critical = (await client.queue("critical"))["members"][::-1][:2]
     three.node(down).kill()
     url = three.node(critical).url
-    await wait_for(lambda: node_statuses(url)[down] == "down", 10, f"{down} to be seen down")
+    await asyncio.to_thread(
+        wait_until, lambda: node_statuses(url)[down] == "down", 10, f"{down} to be seen down"
+    )
     code, out, _ = await queues_cli(url, "check_if_node_is_quorum_critical", critical)
     assert code == 69
     assert f"quorum queue 'critical' in vhost '/' will become unavailable if node {critical} stops" in out
@@ -113,7 +116,7 @@ async def test_forgotten_node_leaves_the_cluster_and_loses_its_replicas(three: P
     def replicas_removed() -> bool:
         return all(down.name not in q["members"] for q in local_queues(alive.url).values())
 
-    await wait_for(replicas_removed, 15, f"{down.name}'s replicas to be removed")
+    await asyncio.to_thread(wait_until, replicas_removed, 15, f"{down.name}'s replicas to be removed")
     async with Client([alive.url]) as client:
         assert len(await client.publish("critical", ["still available"])) == 1
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 from membership_helpers import local_queues, registered_nodes
+from support.eventually import eventually
 
 from cli.node_processes import NodeProcess, ProcessCluster, wait_healthy, wait_until
 from jepsen_tests.file_damage import damage_file, damageable_files
@@ -166,13 +167,9 @@ async def marks_until_voter(client: Client, member: str) -> set[str]:
     """Poll the queue's members (what `quorum_status` prints) until `member` is a voter of its new
     incarnation; returns how its row marked it meanwhile (replaced, learner, repairing)."""
     marks: set[str] = set()
-    deadline = asyncio.get_running_loop().time() + REPAIR_TIMEOUT_S
-    while asyncio.get_running_loop().time() < deadline:
-        try:
-            rows = {r["node"]: r for r in (await client.members(QUEUE))["members"]}
-        except QuorumqError:
-            await asyncio.sleep(0.05)
-            continue
+
+    async def settled() -> bool:
+        rows = {r["node"]: r for r in (await client.members(QUEUE))["members"]}
         row = rows.get(member, {})
         if row.get("replaced"):
             marks.add(f"replaced: {row['replaced']}")
@@ -180,11 +177,12 @@ async def marks_until_voter(client: Client, member: str) -> set[str]:
             marks.add("learner")
         if (row.get("repairing") or {}).get("reason", "").startswith("new incarnation"):
             marks.add("repairing: new incarnation")
-        settled = row.get("membership") == "voter" and not row.get("repairing") and not row.get("replaced")
-        if settled and marks:
-            return marks
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{member} never became a voter again (marks seen: {marks})")
+        voter = row.get("membership") == "voter" and not row.get("repairing") and not row.get("replaced")
+        assert voter and marks, f"marks seen: {marks}"
+        return True
+
+    await eventually(settled, f"{member} to become a voter again", timeout=REPAIR_TIMEOUT_S, interval=0.05)
+    return marks
 
 
 UNREAD_KEYS = 2000

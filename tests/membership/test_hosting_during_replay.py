@@ -10,13 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from in_process_cluster import (
-    InProcessCluster,
-    eventually,
-    metadata_leader,
-    raft_group,
-    settled_leader,
-)
+from in_process_cluster import InProcessCluster, metadata_leader, raft_group, settled_leader
+from support.eventually import eventually
 
 from cluster.node import META_GROUP
 from cluster.raft_host import APPLY_BYTES_PER_ROUND, RaftHost

@@ -12,14 +12,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from in_process_cluster import (
-    InProcessCluster,
-    eventually,
-    metadata_applied,
-    metadata_leader,
-    raft_group,
-    settled_leader,
-)
+from in_process_cluster import InProcessCluster, metadata_applied, metadata_leader, raft_group, settled_leader
+from support.eventually import eventually
 
 from cluster.metadata.commands import Command, SetMembers
 from cluster.metadata.replies import Stale
@@ -56,7 +50,7 @@ async def declared_queue(nodes: dict[str, Node]) -> tuple[str, Node, Node, Node,
     return info.group, a, b, c, x
 
 
-async def test_finding5_a_deposed_queue_leaders_heal_cannot_make_a_voter_drop_its_replica(
+async def test_rule_a_deposed_queue_leaders_heal_cannot_make_a_voter_drop_its_replica(
     nodes: dict[str, Node],
 ) -> None:
     gid, a, b, c, x = await declared_queue(nodes)
@@ -94,7 +88,7 @@ async def test_finding5_a_deposed_queue_leaders_heal_cannot_make_a_voter_drop_it
     assert isinstance(reply, Stale), reply
 
 
-async def test_finding5_a_successor_promotes_a_learner_only_under_a_fence_of_its_own_term(
+async def test_rule_a_successor_promotes_a_learner_only_under_a_fence_of_its_own_term(
     nodes: dict[str, Node],
 ) -> None:
     gid, a, b, _, x = await declared_queue(nodes)

@@ -28,7 +28,7 @@ def members(listed: list[str], fence: tuple[int, int] | None = None, group: str 
     return SetMembers("q", group, tuple(listed), fence)
 
 
-def test_finding5_a_deposed_queue_leader_cannot_rewrite_members() -> None:
+def test_rule_a_deposed_queue_leader_cannot_rewrite_members() -> None:
     state = declared(["a", "b", "c"])
     # The leader of term 3 lists a newcomer before adding it to the group.
     assert state.apply(members(["a", "b", "c", "x"], (3, 1))) == Ok()

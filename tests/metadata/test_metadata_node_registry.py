@@ -13,7 +13,7 @@ from cluster.metadata.replies import NotFound, Ok
 from cluster.metadata.snapshot import decode_snapshot, encode_snapshot
 
 
-def test_finding7_register_node_records_the_incarnation_and_old_entries_still_replay() -> None:
+def test_register_node_records_the_incarnation_and_old_entries_still_replay() -> None:
     state = MetadataMachine()
     logged_before_incarnations = decode(["register_node", "a", "http://a:1", "a:2"])
     assert state.apply(logged_before_incarnations) == Ok()
@@ -36,7 +36,7 @@ def test_a_snapshot_without_incarnations_restores_them_unknown() -> None:
     assert decode_snapshot(msgpack.packb(old)).nodes["a"] == NodeInfo("a", "http://a:1", "a:2")
 
 
-def test_finding7_a_declared_queue_records_its_initial_members_incarnations() -> None:
+def test_a_declared_queue_records_its_initial_members_incarnations() -> None:
     state = MetadataMachine()
     state.apply(RegisterNode("a", "http://a:1", "a:2", "ia"))
     state.apply(RegisterNode("b", "http://b:1", "b:2"))

@@ -7,6 +7,8 @@ import re
 import time
 import urllib.request
 
+from support.eventually import eventually
+
 from cli.node_processes import HARNESS_HEADERS, NodeProcess, ProcessCluster, wait_until
 from cluster.entry_codec import QUEUE_OP_VERSION
 from quorumq import Client, SyncClient
@@ -33,11 +35,15 @@ def forwarded(url: str, via: str) -> int:
 async def forwarding_over_peers(url: str, queue: str, timeout: float = 20.0) -> None:
     """Publish through the node at `url` (which does not lead `queue`) until a publish went to the leader
     over the peer transport: peers say they serve requests once a second after their links come up."""
-    deadline = time.monotonic() + timeout
     async with Client([url], timeout=10.0) as client:
-        while forwarded(url, "peer") == 0:
-            assert time.monotonic() < deadline, f"{url} never forwarded a publish over the peer transport"
+
+        async def over_peers() -> bool:
+            if forwarded(url, "peer"):
+                return True
             await client.publish(queue, "until forwarded over the peer transport")
+            return False
+
+        await eventually(over_peers, f"{url} to forward a publish over the peer transport", timeout=timeout)
 
 
 async def drain(client: Client, queue: str, expected: int, timeout: float = 30.0) -> list[int]:

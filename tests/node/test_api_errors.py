@@ -216,9 +216,10 @@ async def test_publish_to_a_full_reject_publish_queue_is_507(http: Api) -> None:
     assert await http.messages("full") == 2
 
 
-async def test_finding3_a_seq_below_the_dedup_window_is_409_seq_too_old_and_the_client_raises(
+async def test_rule_a_seq_below_the_dedup_window_is_409_seq_too_old_and_the_client_raises(
     http: Api,
 ) -> None:
+    """A seq the queue cannot vouch for is refused, never confirmed (issue 17, finding 3)."""
     await http.declare("late-seq")
     path = "/api/queues/late-seq/messages"
 

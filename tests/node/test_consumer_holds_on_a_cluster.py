@@ -14,10 +14,11 @@ import time
 import aiohttp
 import pytest
 from click.testing import CliRunner
+from support.eventually import eventually
 
 from cli.main import cli as quorumq
 from cli.node_processes import ProcessCluster, wait_healthy
-from quorumq import Client, ConsumerEndedError, Message, QuorumqError
+from quorumq import Client, ConsumerEndedError, Message
 
 TIMEOUT_MS = 1500  # the queue's x-consumer-timeout
 WORK_S = 4.0  # longer than two timeouts
@@ -32,6 +33,11 @@ def cli(node: str, *args: str) -> tuple[int, str]:
 async def _drain_one(client: Client, queue: str) -> list:
     got = await client.get(queue, count=10, ack="auto")
     return [(m.text, m.delivery_count) for m in got]
+
+
+async def ready(client: Client, queue: str, count: int) -> bool:
+    """Whether `queue`'s stats show `count` messages ready."""
+    return (await client.queue(queue))["messages_ready"] == count
 
 
 async def test_process_keeps_a_slow_handlers_message_past_the_consumer_timeout(
@@ -60,10 +66,9 @@ async def test_rule_an_untouched_delivery_past_the_consumer_timeout_is_taken_bac
         await client.publish("careless", ["order-2"])
         tag = await client.consume("careless", prefetch=1)
         (message,) = await client.deliveries("careless", tag, max=1, wait=5.0)
-        deadline = time.monotonic() + 30
-        while (await client.queue("careless"))["messages_ready"] != 1:  # polling the stats
-            assert time.monotonic() < deadline, "the consumer never timed out"
-            await asyncio.sleep(0.2)
+        await eventually(
+            lambda: ready(client, "careless", 1), "the consumer to time out", timeout=30, interval=0.2
+        )
         with pytest.raises(ConsumerEndedError) as ended:
             await message.ack()
         assert (ended.value.status, ended.value.code) == (410, "consumer_timeout")
@@ -209,10 +214,9 @@ async def test_a_delayed_publish_waits_then_keeps_its_place_whatever_node_took_i
                 assert answer.status == 400
         stats = await client.queue("scheduled")
         assert (stats["messages_ready"], stats["messages_delayed"]) == (2, 2)
-        deadline = time.monotonic() + 30
-        while (await client.queue("scheduled"))["messages_ready"] != 3:  # polling the stats
-            assert time.monotonic() < deadline, "the delayed message never came due"
-            await asyncio.sleep(0.2)
+        await eventually(
+            lambda: ready(client, "scheduled", 3), "the delayed message to come due", timeout=30, interval=0.2
+        )
         taken = await client.get("scheduled", count=3, ack="auto")
     assert [m.text for m in taken] == ["first", "later", "third"]  # its FIFO place, by id
 
@@ -245,18 +249,17 @@ async def test_delayed_messages_survive_a_killed_leader_and_a_whole_cluster_rest
         node.start()  # every node replays (a whole-cluster restart)
     wait_healthy(cluster.nodes)
     async with Client(cluster.urls, timeout=30.0) as client:
-        deadline = time.monotonic() + 30
-        while True:  # polling the stats until a leader answers with both still waiting, or the first due
-            with contextlib.suppress(QuorumqError):
-                stats = await client.queue("patient")
-                if stats["messages"] == 2:
-                    break
-            assert time.monotonic() < deadline, "the queue did not come back"
-            await asyncio.sleep(0.2)
+
+        async def back() -> dict:  # a leader answers with both still waiting, or the first due
+            stats = await client.queue("patient")
+            assert stats["messages"] == 2, stats
+            return stats
+
+        stats = await eventually(back, "the queue to come back", timeout=30, interval=0.2)
         assert stats["messages_delayed"] + stats["messages_ready"] == 2
-        while (await client.queue("patient"))["messages_ready"] != 1:  # the 4 s delay runs out
-            assert time.monotonic() < deadline, "the delayed publish never came due"
-            await asyncio.sleep(0.2)
+        await eventually(  # the 4 s delay runs out
+            lambda: ready(client, "patient", 1), "the delayed publish to come due", timeout=30, interval=0.2
+        )
         taken = await client.get("patient", count=2, ack="auto")
         stats = await client.queue("patient")
     assert [m.text for m in taken] == ["scheduled"]  # the nacked one waits out its minute

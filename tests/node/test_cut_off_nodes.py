@@ -15,6 +15,7 @@ import signal
 import aiohttp
 import pytest
 from node_helpers import forwarded, forwarding_over_peers
+from support.eventually import eventually
 
 from cli.node_processes import HARNESS_HEADERS, NodeProcess, ProcessCluster, wait_healthy
 from quorumq import Client
@@ -82,9 +83,11 @@ async def test_a_publish_forwarded_over_the_peer_transport_is_503_once_the_link_
     sent_before = forwarded(url, "peer")
     leader.signal(signal.SIGSTOP)
     answer = asyncio.ensure_future(_publish(url, "dropped"))
-    while forwarded(url, "peer") == sent_before:  # the frame is on its way to the frozen leader
-        assert not answer.done(), answer.result()
-        await asyncio.sleep(0.01)
+    await eventually(
+        lambda: answer.done() or forwarded(url, "peer") > sent_before,
+        "the frame on its way to the frozen leader",
+    )
+    assert not answer.done(), answer.result()
     leader.kill()
     status, body = await answer
     assert (status, body["error"]) == (503, "outcome_unknown"), body

@@ -10,6 +10,7 @@ from typing import Any
 import aiohttp
 import pytest
 from node_helpers import drain, every_node_writes_the_newest_queue_ops
+from support.eventually import eventually
 
 from cli.node_processes import HARNESS_HEADERS, wait_healthy
 from cli.node_processes import ProcessCluster as Cluster
@@ -262,12 +263,14 @@ async def test_a_dead_letter_keeps_its_body_encoding_and_priority_on_a_target_le
         await client.nack_got("encoded", [d.id for d in got], requeue=False)
     rows: list[dict[str, Any]] = []
     async with aiohttp.ClientSession(headers=HARNESS_HEADERS) as http:
-        deadline = time.monotonic() + 20
-        while len(rows) < 2 and time.monotonic() < deadline:
+
+        async def both() -> bool:
             async with http.post(f"{target.url}/api/queues/encoded-dlq/get", json={"count": 2}) as answer:
                 assert answer.status == 200, await answer.text()
-                rows += await answer.json()
-            await asyncio.sleep(0.1)
+                rows.extend(await answer.json())
+            return len(rows) >= 2
+
+        await eventually(both, "both dead letters", timeout=20, interval=0.1)
     assert sorted((row["encoding"], row["body"], row.get("priority", 0)) for row in rows) == [
         ("base64", "AP8=", 0),
         ("utf8", "héllo", 4),
@@ -285,9 +288,10 @@ async def test_dead_letters_keep_their_priority_on_a_target_the_same_node_leads(
         await client.publish("ranked", [Message("low"), Message("high", priority=8)])
         got = await client.get("ranked", count=2, ack="manual")
         await client.nack_got("ranked", [d.id for d in got], requeue=False)
-        deadline = time.monotonic() + 20
-        while (await client.queue("ranked-dlq"))["messages_ready"] < 2:  # polling the stats
-            assert time.monotonic() < deadline, "the dead letters never arrived"
-            await asyncio.sleep(0.1)
+
+        async def arrived() -> bool:
+            return (await client.queue("ranked-dlq"))["messages_ready"] >= 2
+
+        await eventually(arrived, "the dead letters", timeout=20, interval=0.1)
         taken = await client.get("ranked-dlq", count=2, ack="auto")
     assert [(d.text, d.priority) for d in taken] == [("high", 8), ("low", 0)]

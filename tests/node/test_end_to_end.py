@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 from node_helpers import drain, local_queues
+from support.eventually import eventually
 
 from cli.node_processes import ProcessCluster as Cluster
 from cli.node_processes import wait_healthy, wait_until
@@ -53,10 +53,12 @@ async def test_leader_sigkill_during_publish_stream_loses_no_confirmed_message(c
                 confirmed.update(values)
 
         tasks = [asyncio.create_task(publisher()) for _ in range(4)]
-        await _until(lambda: len(confirmed) >= 300, 30)
+        await eventually(lambda: len(confirmed) >= 300, "300 confirmed publishes", timeout=30)
         leader.kill()
         before_kill = len(confirmed)
-        await _until(lambda: len(confirmed) >= before_kill + 300, 60)
+        await eventually(
+            lambda: len(confirmed) >= before_kill + 300, "300 more confirmed after the kill", timeout=60
+        )
         stop.set()
         await asyncio.gather(*tasks)
         new_leader = (await client.queue("payments"))["leader"]
@@ -142,10 +144,3 @@ async def test_200_queues_on_3_nodes_declare_publish_consume(cluster: Cluster) -
         assert len(listed) == 200
         leaders = {q["leader"] for q in listed}
         assert leaders <= {"node1", "node2", "node3"} and len(leaders) == 3
-
-
-async def _until(condition, timeout: float) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.05)

@@ -1,4 +1,5 @@
-"""Finding 4: DELETE ?if_empty / ?if_unused is decided in the queue's log, never from a stale replica.
+"""DELETE ?if_empty / ?if_unused is decided in the queue's log, never from a stale replica (issue 17,
+finding 4).
 
 The stale replica is made deterministic with a one-way partition (`RaftGate`): the queue's leader can
 no longer reach the metadata leader's replica of the queue, so that replica never hears of a publish,
@@ -89,7 +90,7 @@ async def gated(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator
 
 
 @pytest.mark.faults
-async def test_finding4_if_empty_delete_is_refused_though_the_metadata_leaders_replica_is_stale(
+async def test_rule_an_if_empty_delete_is_refused_though_the_metadata_leaders_replica_is_stale(
     gated: Gated,
 ) -> None:
     await gated.declare_led_by_leader("kept")
@@ -109,7 +110,7 @@ async def test_finding4_if_empty_delete_is_refused_though_the_metadata_leaders_r
 
 
 @pytest.mark.faults
-async def test_finding4_a_sealed_queue_refuses_publishes_and_is_deleted_once_the_metadata_is_reached(
+async def test_rule_a_sealed_queue_refuses_publishes_and_is_deleted_once_the_metadata_is_reached(
     gated: Gated,
 ) -> None:
     await gated.declare_led_by_leader("sealed")
@@ -131,7 +132,7 @@ async def test_finding4_a_sealed_queue_refuses_publishes_and_is_deleted_once_the
             await client.queue("sealed")
 
 
-async def test_finding4_guarded_deletes_off_the_metadata_leader_are_decided_by_the_queue_leader(
+async def test_rule_guarded_deletes_off_the_metadata_leader_are_decided_by_the_queue_leader(
     cluster: ProcessCluster,
 ) -> None:
     async with Client(cluster.urls) as client:

@@ -8,6 +8,7 @@ import asyncio
 import time
 
 from node_helpers import every_node_writes_the_newest_queue_ops
+from support.eventually import eventually
 
 from cli.node_processes import ProcessCluster
 from quorumq import Client
@@ -17,13 +18,12 @@ PATIENT_S = 30.0
 
 
 async def _until_ready(client: Client, queue: str, ready: int) -> dict:
-    deadline = time.monotonic() + PATIENT_S
-    while True:
-        stats = await client.queue(queue)
-        if stats["messages_ready"] == ready:
-            return stats
-        assert time.monotonic() < deadline, f"{queue}: {stats['messages_ready']} ready, never {ready}"
-        await asyncio.sleep(0.2)  # polling the stats, not waiting for an event
+    async def stats() -> dict:
+        found = await client.queue(queue)
+        assert found["messages_ready"] == ready, f"{found['messages_ready']} ready"
+        return found
+
+    return await eventually(stats, f"{queue} to have {ready} ready", timeout=PATIENT_S, interval=0.2)
 
 
 async def _move_leader(client: Client, queue: str) -> str:

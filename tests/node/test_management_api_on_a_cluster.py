@@ -5,15 +5,13 @@ sorts as RabbitMQ's does, and answers under the `%2F` vhost."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
-import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
 from node_helpers import HARNESS_HEADERS
+from support.eventually import eventually
 
 from cli.node_processes import ProcessCluster
 from quorumq import Client
@@ -39,14 +37,6 @@ async def get(session: aiohttp.ClientSession, url: str) -> Any:
         return await answer.json()
 
 
-async def until(check: Callable[[], Awaitable[Any]], what: str) -> Any:
-    deadline = time.monotonic() + PATIENT_S
-    while not (found := await check()):
-        assert time.monotonic() < deadline, f"never: {what}"
-        await asyncio.sleep(0.5)  # polling what the node reports, not waiting for an event
-    return found
-
-
 async def test_rabbitmqadmin_reads_queues_nodes_and_the_overview_and_rates_move(
     cluster: ProcessCluster,
 ) -> None:
@@ -70,7 +60,9 @@ async def test_rabbitmqadmin_reads_queues_nodes_and_the_overview_and_rates_move(
                 else None
             )
 
-        overview = await until(publishing_rate, "the overview's publish and ack rates above 0")
+        overview = await eventually(
+            publishing_rate, "the overview's publish and ack rates above 0", timeout=PATIENT_S, interval=0.5
+        )
         assert overview["queue_totals"] == {
             "messages": 22,
             "messages_ready": 22,

@@ -6,16 +6,15 @@ and changes nothing."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 from click.testing import CliRunner
+from support.eventually import eventually
 
 from cli.app import cli as quorumq
 from cli.node_processes import ProcessCluster
@@ -37,15 +36,6 @@ def cli(node: str, *args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-async def until(check: Callable[[], Awaitable[Any]], what: str, timeout_s: float = 30.0) -> Any:
-    """The first truthy result of `check()`, polled until `timeout_s` pass."""
-    deadline = time.monotonic() + timeout_s
-    while not (result := await check()):
-        assert time.monotonic() < deadline, f"never: {what}"
-        await asyncio.sleep(0.1)
-    return result
-
-
 async def test_a_policy_applies_to_matching_queues_now_and_later_and_clearing_it_restores_them(
     reconciling: ProcessCluster,
 ) -> None:
@@ -64,7 +54,12 @@ async def test_a_policy_applies_to_matching_queues_now_and_later_and_clearing_it
             shown = await client.queue(queue)
             return shown if shown["policy"] == policy else None
 
-        eu = await until(lambda: applied("orders.eu", "limits"), "the policy applied to orders.eu")
+        eu = await eventually(
+            lambda: applied("orders.eu", "limits"),
+            "the policy applied to orders.eu",
+            timeout=30.0,
+            interval=0.1,
+        )
         assert eu["arguments"] == {"x-queue-type": "quorum", "x-message-ttl": 60000, "x-delivery-limit": 9}
         assert eu["effective_arguments"] == {
             "x-queue-type": "quorum",
@@ -75,22 +70,39 @@ async def test_a_policy_applies_to_matching_queues_now_and_later_and_clearing_it
         }
         assert (await client.queue("audit"))["policy"] is None
         await client.declare("orders.us")  # declared later: its first leader applies the policy
-        await until(lambda: applied("orders.us", "limits"), "the policy applied to a later queue")
+        await eventually(
+            lambda: applied("orders.us", "limits"),
+            "the policy applied to a later queue",
+            timeout=30.0,
+            interval=0.1,
+        )
         for queue in ("orders.eu", "orders.us"):
             await client.publish(queue, ["a", "b"])
             with pytest.raises(RejectedPublishError):
                 await client.publish(queue, ["c"])
 
         assert await client.set_policy("strict", "^orders.eu$", {"max-length": 1}, priority=5)
-        eu = await until(lambda: applied("orders.eu", "strict"), "the higher priority applied")
+        eu = await eventually(
+            lambda: applied("orders.eu", "strict"), "the higher priority applied", timeout=30.0, interval=0.1
+        )
         assert "x-overflow" not in eu["effective_arguments"]  # one policy applies, not a merge
 
         await client.clear_policy("strict")
-        await until(lambda: applied("orders.eu", "limits"), "the other matching policy back")
+        await eventually(
+            lambda: applied("orders.eu", "limits"),
+            "the other matching policy back",
+            timeout=30.0,
+            interval=0.1,
+        )
         code, out = cli(urls[1], "policies", "clear", "limits")
         assert code == 0, out
         for queue in ("orders.eu", "orders.us"):
-            shown = await until(lambda queue=queue: applied(queue, None), "the declared arguments back")
+            shown = await eventually(
+                lambda queue=queue: applied(queue, None),
+                "the declared arguments back",
+                timeout=30.0,
+                interval=0.1,
+            )
             assert shown["effective_arguments"] == shown["arguments"]
             await client.publish(queue, ["c"])
         assert await client.policies() == []
@@ -108,7 +120,7 @@ async def test_a_target_group_size_in_a_policy_grows_matching_groups_at_once(
         async def grown() -> bool:
             return len((await client.queue("payments"))["members"]) == 3
 
-        await until(grown, "the group grown to the policy's target size", timeout_s=60.0)
+        await eventually(grown, "the group grown to the policy's target size", timeout=60.0, interval=0.1)
         (message,) = await client.get("payments", count=1, ack="auto")
         assert message.text == "kept"
 

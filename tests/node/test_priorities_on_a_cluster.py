@@ -4,14 +4,12 @@ publish order within one, counted per level, and kept by a new leader that was k
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import functools
 import json
-import time
 
 import aiohttp
 from click.testing import CliRunner
+from support.eventually import eventually
 
 from cli.main import cli as quorumq
 from cli.node_processes import ProcessCluster
@@ -22,17 +20,6 @@ def cli(node: str, *args: str) -> tuple[int, str]:
     """`quorumq --node NODE --formatter json ARGS...`: its exit code and output."""
     result = CliRunner().invoke(quorumq, ["--node", node, "--formatter", "json", *args])
     return result.exit_code, result.stdout
-
-
-async def _wait_for_a_leader_other_than(client: Client, queue: str, old: str) -> str:
-    deadline = time.monotonic() + 30
-    while True:
-        with contextlib.suppress(Exception):  # no leader known yet, or the killed node was asked
-            leader = (await client.queue(queue))["leader"]
-            if leader not in (None, old):
-                return str(leader)
-        assert time.monotonic() < deadline, "no new leader"
-        await asyncio.sleep(0.2)
 
 
 async def test_priorities_are_served_by_level_through_a_follower_and_a_new_leader(
@@ -54,7 +41,11 @@ async def test_priorities_are_served_by_level_through_a_follower_and_a_new_leade
         stats = await client.queue("orders")
         assert stats["messages_ready_by_priority"] == {"5": 2, "2": 1, "0": 2}
         cluster.node(leader).kill()  # the new leader rebuilds the levels from its log
-        await _wait_for_a_leader_other_than(client, "orders", leader)
+
+        async def new_leader() -> bool:  # a failed read: no leader known yet, or the killed node was asked
+            return (await client.queue("orders"))["leader"] not in (None, leader)
+
+        await eventually(new_leader, "a new leader", timeout=30, interval=0.2)
         cluster.node(leader).start()
         taken = await client.get("orders", count=5, ack="auto")
     assert [(m.text, m.priority) for m in taken] == [

@@ -6,15 +6,13 @@ requests are 4xx and change nothing; a cancelled task loses nothing."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
-import time
 from collections import Counter
 from typing import Any
 
 import aiohttp
 from click.testing import CliRunner
+from support.eventually import eventually
 
 from cli.app import cli as quorumq
 from cli.node_processes import ProcessCluster
@@ -27,15 +25,14 @@ def cli(node: str, *args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-async def until(client: Client, queue: str, field: str, value: Any, timeout_s: float = 60.0) -> None:
-    """Poll queue stats until `field` equals `value`."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        with contextlib.suppress(Exception):  # no leader known for a moment
-            if (await client.queue(queue))[field] == value:
-                return
-        assert time.monotonic() < deadline, f"{queue} never had {field} = {value}"
-        await asyncio.sleep(0.1)
+async def until(client: Client, queue: str, field: str, value: Any) -> None:
+    """Poll queue stats until `field` equals `value` (a failed read, no leader known for a moment, is
+    polled again)."""
+
+    async def reached() -> bool:
+        return (await client.queue(queue))[field] == value
+
+    await eventually(reached, f"{queue} to have {field} = {value}", timeout=60.0, interval=0.1)
 
 
 async def reject(client: Client, queue: str, count: int) -> None:
@@ -84,17 +81,21 @@ async def test_a_redrive_at_a_rate_survives_a_kill_of_its_leader_and_moves_each_
         assert (task["task"], task["state"], task["total"]) == ("slow", "running", 40)
         assert (await client.start_redrive("parked", to="retry", rate=10, task="slow"))["task"] == "slow"
         leader = (await client.queue("parked"))["leader"]
-        while (await client.redrives("parked"))[0]["moved"] < 10:
-            await asyncio.sleep(0.1)
+
+        async def moved_some() -> bool:
+            return (await client.redrives("parked"))[0]["moved"] >= 10
+
+        await eventually(moved_some, "10 moved", timeout=60.0, interval=0.1)
         cluster.node(leader).kill()
         # A dead letter that arrives after the start stays (published straight in: an at-most-once dead
         # letter sent while the queue has no leader may be dropped, which is not what this checks).
         await client.publish("parked", ["late"])
         cluster.node(leader).start()
-        deadline = time.monotonic() + 90
-        while (await client.redrives("parked"))[-1]["state"] == "running":
-            assert time.monotonic() < deadline, "the redrive never ended"
-            await asyncio.sleep(0.2)
+
+        async def ended() -> bool:
+            return (await client.redrives("parked"))[-1]["state"] != "running"
+
+        await eventually(ended, "the redrive to end", timeout=90.0, interval=0.2)
         (ended,) = await client.redrives("parked")
         assert (ended["state"], ended["moved"]) == ("completed", 40)
         moved = Counter(m.text for m in await client.get("retry", count=100, ack="auto"))

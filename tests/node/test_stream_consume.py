@@ -5,10 +5,10 @@ queue's leader only, and a leader change ends it there so that it resumes on the
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from raw_stream import RawStream, raw_stream
+from support.eventually import eventually
 
 from cli.node_processes import ProcessCluster
 from quorumq import Client
@@ -43,10 +43,12 @@ async def _counts(url: str, queue: str) -> tuple[int, int, int]:
 
 
 async def _eventually_counts(url: str, queue: str, expected: tuple[int, int, int]) -> None:
-    deadline = asyncio.get_running_loop().time() + WAIT_S
-    while (counts := await _counts(url, queue)) != expected:
-        assert asyncio.get_running_loop().time() < deadline, f"{queue}: {counts}, not {expected}"
-        await asyncio.sleep(0.05)
+    async def counts() -> bool:
+        found = await _counts(url, queue)
+        assert found == expected, found
+        return True
+
+    await eventually(counts, f"{queue}'s counts to be {expected}", timeout=WAIT_S, interval=0.05)
 
 
 async def test_deliveries_are_pushed_up_to_the_prefetch_and_more_as_acks_free_credit(

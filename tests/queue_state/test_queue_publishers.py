@@ -17,7 +17,7 @@ from queue_state.publishers import WINDOW_SIZE
 TOO_OLD = "seq_too_old"
 
 
-def test_finding3_seq_below_the_floor_is_never_confirmed_without_enqueue() -> None:
+def test_rule_a_seq_below_the_floor_is_never_confirmed_without_an_enqueue() -> None:
     m = make_machine()
     for seq in range(2, WINDOW_SIZE + 3):  # seq 1 is delayed while 1025 later seqs commit
         enqueue(m, 1, publisher="p", seq=seq)
@@ -27,7 +27,7 @@ def test_finding3_seq_below_the_floor_is_never_confirmed_without_enqueue() -> No
     assert m.stats().messages_ready == WINDOW_SIZE + 1
 
 
-def test_finding3_a_delayed_pipelined_seq_is_refused_while_older_seqs_stay_duplicates() -> None:
+def test_rule_a_delayed_pipelined_seq_is_refused_while_older_seqs_stay_duplicates() -> None:
     m = make_machine()
     seqs = [*range(1, 5), *range(6, WINDOW_SIZE + 11)]  # 5 is held back; 1-4 and 6-10 get trimmed
     for seq in seqs:
@@ -41,7 +41,7 @@ def test_finding3_a_delayed_pipelined_seq_is_refused_while_older_seqs_stay_dupli
     assert m.stats().messages_ready == len(seqs) + 1
 
 
-def test_finding3_seq_zero_never_sent_is_refused_not_a_duplicate() -> None:
+def test_rule_seq_zero_never_sent_is_refused_not_a_duplicate() -> None:
     m = make_machine()
     for seq in range(1, WINDOW_SIZE + 2):
         enqueue(m, 1, publisher="p", seq=seq)
@@ -69,7 +69,7 @@ def arrivals(draw: st.DrawFn) -> list[int]:
 
 @settings(max_examples=200, deadline=None)
 @given(arrivals())
-def test_finding3_a_2xx_answer_always_means_the_seq_was_enqueued_exactly_once(order: list[int]) -> None:
+def test_rule_a_2xx_answer_always_means_the_seq_was_enqueued_exactly_once(order: list[int]) -> None:
     m = make_machine()
     enqueued: dict[int, tuple[int, ...]] = {}
     taken_up_to = 0  # seqs 1..taken_up_to were all enqueued

@@ -1,4 +1,5 @@
-"""Finding 4: a guarded delete is decided in the queue's log by `Seal`, in the step that stops publishes.
+"""A guarded delete is decided in the queue's log by `Seal`, in the step that stops publishes (issue 17,
+finding 4).
 
 `Seal(if_empty, if_unused)` answers Ok and seals the queue when its conditions hold in the applied
 state, else a Failure that changes nothing; a sealed queue refuses every later Enqueue and new consumer.
@@ -16,7 +17,7 @@ from queue_state.machine import QUEUE_DELETING, QueueMachine
 from queue_state.snapshot import SNAPSHOT_VERSION
 
 
-def test_finding4_a_publish_applied_after_the_seal_is_refused() -> None:
+def test_rule_a_publish_applied_after_the_seal_is_refused() -> None:
     m = make_machine()
     assert m.apply(EntryMeta(1), Seal(if_empty=True, if_unused=False))[0] == Ok()
     reply, effects = enqueue(m, 2, count=3)
@@ -24,7 +25,7 @@ def test_finding4_a_publish_applied_after_the_seal_is_refused() -> None:
     assert effects == [] and m.stats().messages == 0 and m.next_id == 1
 
 
-def test_finding4_a_publish_applied_before_the_seal_makes_if_empty_refuse_and_keeps_the_queue_open() -> None:
+def test_rule_a_publish_applied_before_the_seal_makes_if_empty_refuse_and_keeps_the_queue_open() -> None:
     m = make_machine()
     assert isinstance(enqueue(m, 1)[0], Enqueued)
     refused = m.apply(EntryMeta(2), Seal(if_empty=True, if_unused=False))[0]
@@ -33,7 +34,7 @@ def test_finding4_a_publish_applied_before_the_seal_makes_if_empty_refuse_and_ke
     assert m.stats().messages == 2
 
 
-def test_finding4_if_empty_counts_checked_out_messages() -> None:
+def test_rule_if_empty_counts_checked_out_messages() -> None:
     m = make_machine()
     enqueue(m, 1)
     m.apply(EntryMeta(2), Get("h", 1, auto_ack=False))
@@ -41,7 +42,7 @@ def test_finding4_if_empty_counts_checked_out_messages() -> None:
     assert isinstance(m.apply(EntryMeta(3), Seal(if_empty=True, if_unused=False))[0], Failure)
 
 
-def test_finding4_if_unused_refuses_while_a_consumer_is_registered_and_a_seal_refuses_new_ones() -> None:
+def test_rule_if_unused_refuses_while_a_consumer_is_registered_and_a_seal_refuses_new_ones() -> None:
     m = make_machine()
     m.apply(EntryMeta(1), Checkout("c", prefetch=1))
     refused = m.apply(EntryMeta(2), Seal(if_empty=False, if_unused=True))[0]
@@ -57,7 +58,7 @@ def test_finding4_if_unused_refuses_while_a_consumer_is_registered_and_a_seal_re
     )  # what is there can be read
 
 
-def test_finding4_a_seal_is_for_good_and_answers_ok_again() -> None:
+def test_rule_a_seal_is_for_good_and_answers_ok_again() -> None:
     m = make_machine()
     m.apply(EntryMeta(1), Seal(if_empty=True, if_unused=True))
     assert m.sealed
@@ -65,7 +66,7 @@ def test_finding4_a_seal_is_for_good_and_answers_ok_again() -> None:
     assert isinstance(enqueue(m, 3)[0], Failure)
 
 
-def test_finding4_the_seal_survives_a_snapshot() -> None:
+def test_rule_the_seal_survives_a_snapshot() -> None:
     m = make_machine()
     m.apply(EntryMeta(1), Seal(if_empty=True, if_unused=False))
     restored = QueueMachine.restore(m.snapshot_chunks())
@@ -73,7 +74,7 @@ def test_finding4_the_seal_survives_a_snapshot() -> None:
     assert isinstance(enqueue(restored, 2)[0], Failure)
 
 
-def test_finding4_a_version_1_snapshot_restores_unsealed() -> None:
+def test_a_version_1_snapshot_restores_unsealed() -> None:
     m = make_machine()
     enqueue(m, 1, count=2)
     chunks = list(m.snapshot_chunks())
@@ -86,7 +87,7 @@ def test_finding4_a_version_1_snapshot_restores_unsealed() -> None:
     assert isinstance(enqueue(restored, 2)[0], Enqueued)
 
 
-def test_finding4_seal_round_trips_on_the_wire_as_tag_16() -> None:
+def test_seal_round_trips_on_the_wire_as_tag_16() -> None:
     seal = Seal(if_empty=True, if_unused=False)
     assert encode_command(seal) == [16, {"if_empty": True, "if_unused": False}]
     assert decode_command(encode_command(seal)) == seal

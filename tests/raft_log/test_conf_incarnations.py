@@ -22,7 +22,7 @@ KEYS = GroupKeys("g")
 WITH = ConfState(voters=("a", "b"), learners=("c",), incarnations=(("a", "ia"), ("c", "ic")))
 
 
-def test_finding7_a_conf_change_carries_the_added_nodes_incarnation_and_old_ones_read_as_unknown() -> None:
+def test_a_conf_change_carries_the_added_nodes_incarnation_and_old_ones_read_as_unknown() -> None:
     change = ConfChange(ConfChangeKind.ADD_LEARNER, "c", "ic")
     assert decode_conf_change(encode_conf_change(change)) == change
     written_before = msgpack.packb([int(ConfChangeKind.ADD_VOTER), "c"])
@@ -30,7 +30,7 @@ def test_finding7_a_conf_change_carries_the_added_nodes_incarnation_and_old_ones
     assert encode_conf_change(ConfChange(ConfChangeKind.REMOVE, "c")) == msgpack.packb([3, "c"])
 
 
-def test_finding7_membership_changes_record_and_forget_incarnations() -> None:
+def test_membership_changes_record_and_forget_incarnations() -> None:
     conf = apply_conf_change(ConfState(voters=("a", "b")), ConfChange(ConfChangeKind.ADD_LEARNER, "c", "ic"))
     assert conf.incarnation_of("c") == "ic" and conf.incarnation_of("a") is None
     promoted = apply_conf_change(conf, ConfChange(ConfChangeKind.PROMOTE, "c"))
@@ -41,7 +41,7 @@ def test_finding7_membership_changes_record_and_forget_incarnations() -> None:
     assert again.incarnation_of("c") == "ic2"
 
 
-def test_finding7_stored_memberships_keep_incarnations_and_old_records_still_decode() -> None:
+def test_stored_memberships_keep_incarnations_and_old_records_still_decode() -> None:
     stored = records.encode_conf_state(KEYS.conf_state, WITH)
     assert records.decode_conf_state(KEYS.conf_state, stored) == WITH
     old = records.seal(KEYS.conf_state, msgpack.packb([["a", "b"], ["c"]]))
@@ -60,7 +60,7 @@ def test_finding7_stored_memberships_keep_incarnations_and_old_records_still_dec
     )
 
 
-def test_finding7_a_snapshot_message_carries_incarnations_and_the_old_form_still_decodes() -> None:
+def test_a_snapshot_message_carries_incarnations_and_the_old_form_still_decodes() -> None:
     message = Message(MessageType.SNAP, "g", "a", "c", term=2, snapshot=SnapshotMeta(5, 2, WITH))
     assert decode_message(encode_message(message)).snapshot == message.snapshot
     plain = Message(MessageType.SNAP, "g", "a", "c", term=2, snapshot=SnapshotMeta(5, 2, ConfState(("a",))))
@@ -68,7 +68,7 @@ def test_finding7_a_snapshot_message_carries_incarnations_and_the_old_form_still
     assert decode_message(encode_message(plain)) == plain
 
 
-def test_finding7_bind_records_an_unknown_incarnation_of_an_existing_member() -> None:
+def test_rule_bind_records_an_unknown_incarnation_of_an_existing_member_only() -> None:
     seeds = ConfState(voters=("a", "b"), learners=("c",))
     bind = ConfChange(ConfChangeKind.BIND_INCARNATION, "b", "ib")
     assert encode_conf_change(bind) == msgpack.packb([4, "b", "ib"])  # the shape of every change

@@ -14,7 +14,7 @@ from raft_log.messages import MessageType
 from raft_log.ready import persist_ready
 
 
-def test_finding1_single_voter_leader_reveals_no_commit_of_its_unwritten_entry() -> None:
+def test_rule_a_single_voter_leader_reveals_no_commit_of_its_unwritten_entry() -> None:
     h = Harness(voters=("a",), learners=("b",))
     leader = h.elect("a")
     index = leader.propose(b"confirmed?")
@@ -33,7 +33,7 @@ def test_finding1_single_voter_leader_reveals_no_commit_of_its_unwritten_entry()
     assert appends and appends[-1].commit == index
 
 
-def test_finding1_the_leaders_own_match_is_its_written_last_index() -> None:
+def test_rule_the_leaders_own_match_is_its_written_last_index() -> None:
     h = Harness(voters=("a",), learners=("b",))
     h.elect("a")
     stable = h["a"].status().last_index
@@ -61,7 +61,7 @@ def test_three_voters_commit_on_two_followers_while_the_leader_still_writes() ->
     assert leader.status().commit == index
 
 
-def test_finding1_an_entry_appended_while_a_write_runs_is_counted_only_once_written() -> None:
+def test_rule_an_entry_appended_while_a_write_runs_is_counted_only_once_written() -> None:
     """`propose_conf_change` (like a leader's no-op) appends straight into the core while the driver writes
     the previous Ready: `advance` of that Ready must not count the newer, unwritten entry."""
     h = Harness(voters=("a",), learners=("b",))

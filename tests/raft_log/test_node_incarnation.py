@@ -10,7 +10,7 @@ from raft_log.simulated_database import SimulatedDatabase
 from raft_log.storage import NodeStore
 
 
-def test_finding7_a_database_keeps_its_incarnation_and_a_wiped_one_gets_a_new_one(tmp_path: Path) -> None:
+def test_rule_a_database_keeps_its_incarnation_and_a_wiped_one_gets_a_new_one(tmp_path: Path) -> None:
     path = tmp_path / "node.db"
     store = NodeStore.open(path)
     first = store.incarnation
@@ -25,14 +25,14 @@ def test_finding7_a_database_keeps_its_incarnation_and_a_wiped_one_gets_a_new_on
     wiped.close()
 
 
-def test_finding7_the_incarnation_is_durable_once_the_store_is_open() -> None:
+def test_rule_the_incarnation_is_durable_once_the_store_is_open() -> None:
     db = SimulatedDatabase()
     incarnation = NodeStore.recover(db, lambda: "one").incarnation
     db.lose_power(surviving_writes=0)
     assert NodeStore.recover(db, lambda: "two").incarnation == incarnation == "one"
 
 
-def test_finding7_a_damaged_incarnation_record_makes_a_new_incarnation() -> None:
+def test_rule_a_damaged_incarnation_record_makes_a_new_incarnation() -> None:
     db = SimulatedDatabase()
     NodeStore.recover(db, lambda: "one")
     db.rot(keys.NODE_INCARNATION)
@@ -40,7 +40,7 @@ def test_finding7_a_damaged_incarnation_record_makes_a_new_incarnation() -> None
     assert records.decode_incarnation(keys.NODE_INCARNATION, db.get(keys.NODE_INCARNATION) or b"") == "two"
 
 
-def test_finding7_a_store_says_whether_opening_created_it() -> None:
+def test_a_store_says_whether_opening_created_it() -> None:
     db = SimulatedDatabase()
     assert NodeStore.recover(db).created
     assert not NodeStore.recover(db).created

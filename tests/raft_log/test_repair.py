@@ -34,7 +34,7 @@ def isolate_b(h: Harness) -> None:
     h.dropped.append(lambda m: "b" in (m.frm, m.to))
 
 
-def test_finding6_a_repairing_replica_does_not_vote_until_repaired() -> None:
+def test_rule_a_repairing_replica_does_not_vote_until_repaired() -> None:
     h = Harness()
     leader = h.elect("a")
     isolate_b(h)  # b falls behind
@@ -57,7 +57,7 @@ def test_finding6_a_repairing_replica_does_not_vote_until_repaired() -> None:
     assert h.storages[new].entries(index, index + 1)[0].data == b"acknowledged by a and c"
 
 
-def test_finding6_the_leader_resets_match_on_the_repair_flag_and_the_replica_catches_up() -> None:
+def test_rule_the_leader_resets_match_on_the_repair_flag_and_the_replica_catches_up() -> None:
     h = Harness()
     leader = h.elect("a")
     for n in range(5):
@@ -72,7 +72,7 @@ def test_finding6_the_leader_resets_match_on_the_repair_flag_and_the_replica_cat
     assert leader.status().progress["c"].match == last
 
 
-def test_finding6_a_repairing_replica_is_not_counted_towards_a_commit() -> None:
+def test_rule_a_repairing_replica_is_not_counted_towards_a_commit() -> None:
     h = Harness()
     leader = h.elect("a")
     last = leader.status().last_index
@@ -87,7 +87,7 @@ def test_finding6_a_repairing_replica_is_not_counted_towards_a_commit() -> None:
     assert leader.status().commit >= index
 
 
-def test_finding6_the_repairing_flag_is_an_optional_18th_field_of_the_wire_format() -> None:
+def test_the_repairing_flag_is_an_optional_18th_field_of_the_wire_format() -> None:
     plain = Message(MessageType.APP_RESP, "g", "c", "a", term=2, index=7)
     assert len(msgpack.unpackb(encode_message(plain))) == 17  # what peers without the flag decode
     flagged = replace(plain, reject=True, reject_hint=5, repairing=True)
@@ -96,7 +96,7 @@ def test_finding6_the_repairing_flag_is_an_optional_18th_field_of_the_wire_forma
     assert decode_message(encode_message(plain)).repairing is False
 
 
-def test_finding6_a_rebuilt_hard_state_grants_no_vote_in_its_term_only_in_later_ones() -> None:
+def test_rule_a_rebuilt_hard_state_grants_no_vote_in_its_term_only_in_later_ones() -> None:
     h = Harness()
     storage = MemoryStorage(h.conf)
     storage.set_hard_state(HardState(term=2, vote=UNKNOWN_VOTE))  # as recovery rebuilds a lost one
@@ -107,7 +107,7 @@ def test_finding6_a_rebuilt_hard_state_grants_no_vote_in_its_term_only_in_later_
         assert answer.reject is not granted
 
 
-def test_finding6_membership_changes_the_stored_membership_holds_are_not_applied_again() -> None:
+def test_rule_a_repair_does_not_apply_again_a_membership_change_the_stored_membership_holds() -> None:
     h = Harness()
     leader = h.elect("a")
     leader.propose_conf_change(ConfChange(ConfChangeKind.ADD_LEARNER, "d"))

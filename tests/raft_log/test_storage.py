@@ -532,7 +532,7 @@ def crash_after_synced_writes(db_path: Path) -> Path:
     return wal
 
 
-def test_finding6_a_damaged_synced_wal_record_fails_the_open_loudly(db_path):
+def test_rule_a_damaged_synced_wal_record_fails_the_open_loudly(db_path):
     wal = crash_after_synced_writes(db_path)
     data = bytearray(wal.read_bytes())
     data[len(data) // 2] ^= 0x5A  # later synced records follow: point-in-time recovery dropped them silently
@@ -553,7 +553,7 @@ def test_a_torn_last_wal_record_is_a_write_that_never_finished_and_the_store_ope
 # -- damage: a group opens repairing, nothing is dropped (issue 17, finding 6) -----------------------
 
 
-def test_finding6_a_damaged_entry_in_the_middle_opens_repairing_naming_it(store, db_path, caplog):
+def test_rule_a_damaged_entry_in_the_middle_opens_repairing_naming_it(store, db_path, caplog):
     committed_group(store, upto=10)
     store.close()
     key = GroupKeys("q1").entry(5)
@@ -567,7 +567,7 @@ def test_finding6_a_damaged_entry_in_the_middle_opens_repairing_naming_it(store,
     store.close()
 
 
-def test_finding6_a_damaged_entry_is_never_dropped_silently(store, db_path):
+def test_rule_a_damaged_entry_is_never_dropped_silently(store, db_path):
     committed_group(store, upto=10)
     store.close()
     group_keys = GroupKeys("q1")
@@ -582,7 +582,7 @@ def test_finding6_a_damaged_entry_is_never_dropped_silently(store, db_path):
     store.close()
 
 
-def test_finding6_entries_after_a_gap_at_the_end_open_repairing(store, db_path):
+def test_rule_entries_after_a_gap_at_the_end_open_repairing(store, db_path):
     committed_group(store, upto=10)
     store.close()
     raw_write(db_path, {GroupKeys("q1").entry(8): None})
@@ -592,7 +592,7 @@ def test_finding6_entries_after_a_gap_at_the_end_open_repairing(store, db_path):
     store.close()
 
 
-def test_finding6_a_commit_index_beyond_the_last_valid_entry_opens_repairing_through_it(store, db_path):
+def test_rule_a_commit_index_beyond_the_last_valid_entry_opens_repairing_through_it(store, db_path):
     group = committed_group(store, upto=10)
     group.set_hard_state(HardState(term=1, commit=10))
     store.commit()
@@ -606,7 +606,7 @@ def test_finding6_a_commit_index_beyond_the_last_valid_entry_opens_repairing_thr
     store.close()
 
 
-def test_finding6_an_unreadable_hard_state_opens_repairing_without_a_vote_in_the_highest_term_found(
+def test_rule_an_unreadable_hard_state_opens_repairing_without_a_vote_in_the_highest_term_found(
     store, db_path
 ):
     group = committed_group(store, upto=4, term=3)
@@ -625,7 +625,7 @@ def test_finding6_an_unreadable_hard_state_opens_repairing_without_a_vote_in_the
     store.close()
 
 
-def test_finding6_a_lost_hard_state_keeps_the_snapshot_committed(store, db_path):
+def test_rule_a_lost_hard_state_keeps_the_snapshot_committed(store, db_path):
     group = committed_group(store, upto=10, commit=10)
     group.create_snapshot(6, CONF, b"state at 6")
     store.commit()
@@ -638,7 +638,7 @@ def test_finding6_a_lost_hard_state_keeps_the_snapshot_committed(store, db_path)
     store.close()
 
 
-def test_finding6_repair_survives_restarts_until_finished_and_entries_from_the_leader_replace_the_damage(
+def test_rule_repair_survives_restarts_until_finished_and_entries_from_the_leader_replace_the_damage(
     store, db_path
 ):
     committed_group(store, upto=10, commit=6)

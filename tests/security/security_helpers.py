@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 import aiohttp
 import msgpack
+from support.eventually import eventually
 
 from api.access import Access
 from api.auth import ROUTE_ACCESS
@@ -70,22 +71,22 @@ async def call(
 
 async def eventually_status(url: str, authorization: str, status: int) -> None:
     """Followers apply a metadata change a moment after the leader: poll until it shows."""
-    for _ in range(200):
-        if (await call("GET", url, authorization=authorization)).status == status:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{url} never answered {status}")
+
+    async def answered() -> bool:
+        return (await call("GET", url, authorization=authorization)).status == status
+
+    await eventually(answered, f"{url} to answer {status}", timeout=10, interval=0.05)
 
 
 async def eventually_body(url: str, holds: Callable[[Any], bool]) -> None:
     """Poll `GET url` as the administrator until its answer's body `holds`."""
-    body: Any = None
-    for _ in range(200):
+
+    async def held() -> bool:
         body = (await call("GET", url, authorization=ADMIN)).body
-        if holds(body):
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{url} never answered as wanted: {body}")
+        assert holds(body), body
+        return True
+
+    await eventually(held, f"{url} to answer as wanted", timeout=10, interval=0.05)
 
 
 async def add_user(urls: list[str], name: str, password: str, permissions: dict[str, str]) -> None:

@@ -21,6 +21,7 @@ import msgpack
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.eventually import eventually
 
 from cli.node_processes import free_ports
 from cluster.config import Address
@@ -194,15 +195,17 @@ def test_an_unauthenticated_peer_is_never_welcomed_and_never_delivers(
 def test_after_the_fuzzing_a_real_peer_connects_and_delivers(listening: Listening) -> None:
     a = Transport("a", listening.address_a, SECRET, _ignore, incarnation="inc-a")
 
+    def sent_until_delivered() -> bool:
+        a.send("b", "g1", KIND_RAFT, b"after the fuzz")  # frames sent before the connection is up are dropped
+        return bool(listening.delivered)
+
     async def until_delivered() -> None:
         await a.start()
         a.set_peer("b", listening.b.listen)
-        while not listening.delivered:  # frames sent before the connection is up are dropped
-            a.send("b", "g1", KIND_RAFT, b"after the fuzz")
-            await asyncio.sleep(0.05)
+        await eventually(sent_until_delivered, "a frame delivered", timeout=30, interval=0.05)
         await a.stop()
 
-    listening.run(asyncio.wait_for(until_delivered(), 30))
+    listening.run(until_delivered())
     assert listening.delivered[0] == ("a", KIND_RAFT, b"after the fuzz")
 
 

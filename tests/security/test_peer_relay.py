@@ -19,6 +19,7 @@ from pathlib import Path
 import msgpack
 import pytest
 from security_helpers import ADMIN, NO_GUEST, call
+from support.eventually import eventually
 
 from cli.dev_tls import make_certificates
 from cli.node_processes import HARNESS_SECRET, NodeProcess, ProcessCluster, free_ports
@@ -86,14 +87,12 @@ class Relay:
 
 async def _listen_on(address: Address, relay: Relay, tls: ssl.SSLContext | None = None) -> asyncio.Server:
     """Take over `address` (a stopped node's port is free a moment after it exits)."""
-    async with asyncio.timeout(RELAY_DEADLINE_S):
-        while True:
-            try:
-                return await asyncio.start_server(
-                    relay.serve, address.host, address.port, reuse_address=True, ssl=tls
-                )
-            except OSError:
-                await asyncio.sleep(0.05)
+    return await eventually(
+        lambda: asyncio.start_server(relay.serve, address.host, address.port, reuse_address=True, ssl=tls),
+        f"{address} to be free",
+        timeout=RELAY_DEADLINE_S,
+        interval=0.05,
+    )
 
 
 def _raft(node: NodeProcess) -> Address:
@@ -171,10 +170,12 @@ async def test_w1_a_relay_holding_a_cluster_certificate_is_refused_by_channel_bi
         await relay.until_attempts(2)
         assert not any(welcomed for _, _, welcomed in relay.attempts), relay.attempts
         a.set_peer("b", b.listen)  # the genuine address: the two link over TLS as before
-        async with asyncio.timeout(RELAY_DEADLINE_S):
-            while not delivered:
-                a.send("b", "g1", KIND_RAFT, b"genuine")
-                await asyncio.sleep(0.05)
+
+        def sent_until_delivered() -> bool:
+            a.send("b", "g1", KIND_RAFT, b"genuine")  # until the link is up, a frame is dropped
+            return bool(delivered)
+
+        await eventually(sent_until_delivered, "a frame delivered", timeout=RELAY_DEADLINE_S, interval=0.05)
         assert delivered[0] == ("a", KIND_RAFT, b"genuine")
     finally:
         server.close()

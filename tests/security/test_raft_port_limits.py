@@ -8,7 +8,8 @@ import asyncio
 import contextlib
 from pathlib import Path
 
-from security_helpers import ADMIN, call, raft_handshake
+from security_helpers import ADMIN, Answer, call, raft_handshake
+from support.eventually import eventually
 
 from cli.node_processes import HARNESS_SECRET, NodeProcess, ProcessCluster, wait_healthy
 from cluster.transport import FRAME_HEADER
@@ -106,13 +107,13 @@ async def _flood(node: NodeProcess, source: str, stop: asyncio.Event) -> int:
 
 async def _publish_confirmed(url: str) -> None:
     """Publish until confirmed (503s while a leader is elected)."""
-    for _ in range(600):
+
+    async def past_the_election() -> Answer | None:
         answer = await call("POST", url, authorization=ADMIN, json={"messages": [{"body": "through"}]})
-        if answer.status == 201:
-            return
-        assert answer.status == 503, answer.body
-        await asyncio.sleep(0.05)
-    raise AssertionError("never confirmed")
+        return None if answer.status == 503 else answer
+
+    answer = await eventually(past_the_election, "a leader to answer", timeout=30, interval=0.05)
+    assert answer.status == 201, answer.body
 
 
 async def test_a_restarted_peer_rejoins_and_the_cluster_commits_in_a_flood(secured: ProcessCluster) -> None:

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import msgpack
 from security_helpers import ADMIN, NO_GUEST, add_user, call, eventually_status
+from support.eventually import eventually
 
 from cli.node_processes import ProcessCluster
 from quorumq.auth import basic_header
@@ -212,12 +213,10 @@ async def _http_consumer_revoked(cluster: ProcessCluster) -> None:
     )
     assert revoked.status == 204, revoked.body
     await eventually_status(polled, reader, 403)
-    await _eventually(lambda: _ready(cluster, queue), 1)
 
+    async def one_ready() -> bool:
+        ready = await _ready(cluster, queue)
+        assert ready == 1, f"{ready} ready"
+        return True
 
-async def _eventually(read: Callable[[], Awaitable[int]], expected: int) -> None:
-    for _ in range(200):
-        if await read() == expected:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"never {expected}: {await read()}")
+    await eventually(one_ready, f"one message ready in {queue}", timeout=10, interval=0.05)

@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from spark_helpers import publish_orders, queue_stats, run, wait_for
+from spark_helpers import publish_orders, queue_stats, run
+from support.eventually import eventually_sync
 
 from cli.node_processes import ProcessCluster
 
@@ -69,10 +70,11 @@ def test_a_driver_killed_mid_batch_restarts_with_no_gap_and_no_duplicate(
     driver = _pipeline(cluster, tmp_path, "0.2", "--max-messages", "100")
     first_log = tmp_path / "driver-0.2.log"
     try:
-        wait_for(
+        eventually_sync(
             lambda: _mid_batch(tmp_path / "checkpoint") and "batch 0:" in first_log.read_text(),
-            120,
             "a batch in flight after the first batch's progress line",
+            timeout=120,
+            interval=0.2,
         )
     finally:
         os.killpg(driver.pid, signal.SIGKILL)

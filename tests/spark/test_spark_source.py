@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes
-from spark_helpers import publish_orders, queue_stats, run, stream_to_parquet, wait_for
+from spark_helpers import publish_orders, queue_stats, run, stream_to_parquet
+from support.eventually import eventually_sync
 
 from cli.node_processes import ProcessCluster
 from quorumq import Client, Message, SyncClient
@@ -72,9 +73,19 @@ def test_a_competing_http_consumer_shares_the_queue_without_loss_or_overlap(
     # queue before Spark's first batch
     consumer = threading.Thread(target=http_consumer)
     try:
-        wait_for(lambda: sum(p["numInputRows"] for p in query.recentProgress) > 0, 60, "Spark's first rows")
+        eventually_sync(
+            lambda: sum(p["numInputRows"] for p in query.recentProgress) > 0,
+            "Spark's first rows",
+            timeout=60,
+            interval=0.2,
+        )
         consumer.start()
-        wait_for(lambda: queue_stats(cluster.urls, "shared")["messages"] == 0, 90, "the queue to empty")
+        eventually_sync(
+            lambda: queue_stats(cluster.urls, "shared")["messages"] == 0,
+            "the queue to empty",
+            timeout=90,
+            interval=0.2,
+        )
     finally:
         stop.set()
         if consumer.is_alive():
@@ -97,11 +108,21 @@ def test_the_leader_killed_while_the_query_runs_loses_and_duplicates_nothing(spa
             .start()
         )
         try:
-            wait_for(lambda: sum(p["numInputRows"] for p in query.recentProgress) >= 400, 60, "some batches")
+            eventually_sync(
+                lambda: sum(p["numInputRows"] for p in query.recentProgress) >= 400,
+                "some batches",
+                timeout=60,
+                interval=0.2,
+            )
             leader = cluster.node(queue_stats(cluster.urls, "failover")["leader"])
             leader.kill()
             survivors = [n.url for n in cluster.nodes if n is not leader]
-            wait_for(lambda: queue_stats(survivors, "failover")["messages"] == 0, 90, "the queue to empty")
+            eventually_sync(
+                lambda: queue_stats(survivors, "failover")["messages"] == 0,
+                "the queue to empty",
+                timeout=90,
+                interval=0.2,
+            )
             assert query.exception() is None
         finally:
             query.stop()
@@ -166,7 +187,9 @@ def test_batches_keep_to_the_byte_limit_an_oversized_message_gets_its_own_and_pr
 def _after_every_message_of(nodes: list[str], queue: str) -> int:
     """A time (epoch ms) later than every message now in `queue` was enqueued, once the clock passed it."""
     since = max(d.published_at for d in run(nodes, lambda client: client.browse(queue))) + 1
-    wait_for(lambda: time.time() * 1000 > since, 5, "the clock to pass the last enqueue time")
+    eventually_sync(
+        lambda: time.time() * 1000 > since, "the clock to pass the last enqueue time", timeout=5, interval=0.2
+    )
     return since
 
 
@@ -188,7 +211,9 @@ def test_a_batch_read_copies_a_dead_letter_queue_into_a_table_without_consuming_
     run(cluster.urls, direct)
     since = _after_every_message_of(cluster.urls, "dlq")
     run(cluster.urls, reject)
-    wait_for(lambda: queue_stats(cluster.urls, "dlq")["messages"] == 6, 30, "the dead letter")
+    eventually_sync(
+        lambda: queue_stats(cluster.urls, "dlq")["messages"] == 6, "the dead letter", timeout=30, interval=0.2
+    )
     before = queue_stats(cluster.urls, "dlq")
 
     def read(**options: str):  # type: ignore[no-untyped-def]

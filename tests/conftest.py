@@ -1,0 +1,35 @@
+"""Marks each test by what it starts, from where it lives: `process` (node processes, nodes in this
+process on real sockets, a browser), `docker` or `spark`. `make test-unit` runs the tests with none."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).parent
+
+MARKS = {  # a directory or file under tests/, and its mark
+    "bench": "process",
+    "jepsen": "process",
+    "membership": "process",
+    "node": "process",
+    "node_simulation": "process",
+    "security": "process",
+    "ui": "process",
+    "client/test_standalone.py": "process",
+    "test_packaging.py": "process",
+    "docker": "docker",
+    "spark": "spark",
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects by marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if not item.path.is_relative_to(TESTS):
+            continue
+        where = item.path.relative_to(TESTS)
+        mark = MARKS.get(where.as_posix()) or MARKS.get(where.parts[0])
+        if mark is not None:
+            item.add_marker(mark)
