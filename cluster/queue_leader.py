@@ -114,6 +114,10 @@ from queue_state.redrive import CANCELLED, CONSUMER_PREFIX, UNKNOWN_TASK, Redriv
 log = logging.getLogger(__name__)
 
 DELETE_RETRY_MS = 1000
+UNKNOWN_FORMATS_GRACE_MS = 5000
+"""How long an idle end waits for every node to say which queue operations it reads (peers say so every
+second once linked) before it ends the consumer as gone down, which every version reads: a node that
+never said (down since this leader started, or joined and died) must not hold it back for ever."""
 CATCH_UP_WAIT_S = 5.0
 """How long a request about a consumer waits for a new leader to catch up (`_until_serving`) before it
 is answered 503."""
@@ -213,6 +217,7 @@ class QueueLeader:
         self._catching_up: int | None = None  # the leadership whose catch-up Tick is on its way
         self._tick_in_flight = False
         self._delete_due_ms: int | None = None
+        self._undecided_since: dict[str, int] = {}  # idle ends waiting to know what every node reads
         self._policy_in_flight: int | None = None  # the revision of the policies proposed
         replica.effect_sink = self._on_effects
         replica.role_listener = self._on_role
@@ -992,11 +997,18 @@ class QueueLeader:
         if not self._serving.is_set():
             self._catch_up()
             return
-        for tag, reason in self._overdue(now):
+        overdue = self._overdue(now)
+        for gone in self._undecided_since.keys() - {tag for tag, _ in overdue}:
+            del self._undecided_since[gone]  # ended otherwise meanwhile
+        for tag, reason in overdue:
             try:  # an idle end is a plain return where every node reads one
                 plain = reason == CONSUMER_IDLE and self._formats.reads_queue_ops(COUNTING_OP_VERSION)
             except FormatsNotYetKnown:
-                continue  # a later timer decides, once every node has said what it reads
+                since = self._undecided_since.setdefault(tag, now)
+                if now - since < UNKNOWN_FORMATS_GRACE_MS:
+                    continue  # a later timer decides, once every node has said what it reads
+                plain = False
+            self._undecided_since.pop(tag, None)
             log.info("queue %s: consumer %s ended: %s", self.name, tag, reason)
             if plain:
                 command: Cancel | ConsumerDown = self._command(Cancel, tag, False)  # nothing was in its hands

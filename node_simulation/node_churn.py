@@ -3,10 +3,10 @@
 A spare node, none of the seeds, joins through a member's URL (`SimJoinRequester`) on an empty data
 directory. Later, while losing it for good leaves every group a majority
 (`NodeSimulation.loss_survivable`), it is stopped and the operator forgets it on the metadata leader,
-retrying until the leader agrees (it refuses while it still sees the node up) or knows no such node,
-at most `FORGET_ATTEMPTS` times. Once that is over the spare may join again, as a new incarnation under
-the same name; a replica it left in a queue group stays a member (the default `membership_auto_remove`
-is off) until an operator or a leader's upkeep removes it.
+retrying until the leader agrees (it refuses while it still sees the node up, and may not know it yet
+while its join is on its way), at most `FORGET_ATTEMPTS` times. Once that is over the spare may join
+again, as a new incarnation under the same name; a replica it left in a queue group stays a member
+(the default `membership_auto_remove` is off) until an operator or a leader's upkeep removes it.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ class NodeChurn:
                 try:
                     await asyncio.wait_for(self._sim.request(leader.name, forget), FORGET_TIMEOUT_S)
                 except NodeNotFound:
-                    return  # forgotten by an attempt whose answer was lost
+                    pass  # forgotten by an attempt whose answer was lost, or its join is still on its way
                 except (NodeError, MembershipRefused, ConnectionError, TimeoutError):
                     pass
                 else:

@@ -6,8 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from gated_cluster import GROUP, gated_cluster
-from queue_doors import door_of, lead, queue_replica, texts
+from queue_doors import NAMES, door_of, lead, queue_replica, texts
 from support.eventually import eventually
+
+from cluster.format_versions import FormatVersions
 
 
 async def test_rule_an_end_that_did_not_commit_is_decided_again_by_the_same_leader(tmp_path: Path) -> None:
@@ -35,3 +37,25 @@ async def test_rule_an_end_that_did_not_commit_is_decided_again_by_the_same_lead
         assert door.is_leader
         rows = await door.get(2, auto_ack=True, since_ms=None)
         assert sorted((bytes(row.body), row.delivery_count) for row in rows) == [(b"x", 0), (b"y", 0)]
+
+
+async def test_rule_an_idle_consumer_ends_while_a_node_has_not_said_what_it_reads(tmp_path: Path) -> None:
+    """Node d joined and died before it said which queue operations it reads (and nobody forgot it yet):
+    the idle end cannot be a plain return, which d may not read, yet it must not wait for d, or what the
+    consumer holds stays held for as long as d is down (whole-node seed 769). After a short grace it
+    ends as a consumer that went down, which every version reads."""
+    async with gated_cluster(tmp_path, queue_replica) as nodes:
+        formats = FormatVersions("a", lambda: (*NAMES, "d"), lambda _: True)
+        for peer in NAMES:
+            formats.on_control(peer, formats.announcement())
+        door = door_of(nodes["a"], formats, idle_timeout_ms=200)
+        await lead(nodes, {"a": door}, "a")
+        await door.register_consumer(1, 0, None, None)
+        await door.publish(texts("x"), None, None)
+        await eventually(lambda: door.stats().messages_unacknowledged == 1, "x to be offered to the consumer")
+
+        def ended() -> bool:
+            door.on_timer()
+            return door.stats().consumers == 0 and door.stats().messages_ready == 1
+
+        await eventually(ended, "the idle consumer to end and x to return")

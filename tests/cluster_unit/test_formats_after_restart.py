@@ -1,7 +1,8 @@
 """A leader that does not know yet what every node reads (it restarted, or a peer linked again and has not
 spoken) must not write an older operation in place of a newer one whose meaning differs: a cancel, a
-consumer's idle end and a reader wait until it knows, rather than counting deliveries as failed or
-registering a reader a successor would not know. Three real RaftHosts (real transports and RocksDB)."""
+consumer's idle end (for a while) and a reader wait until it knows, rather than counting deliveries as
+failed or registering a reader a successor would not know. Three real RaftHosts (real transports and
+RocksDB)."""
 
 from __future__ import annotations
 
