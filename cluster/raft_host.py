@@ -430,12 +430,17 @@ class RaftHost:
         then for the rest of that term: a new incarnation leads only when voters that record it elected
         it (they drop the votes of any other), so a term has one such leader, while this replica's
         configuration may be older than the one that replaced the member (a lagging replica, or a leader's
-        snapshot taken before the replacement), and would otherwise never let it catch up."""
-        if self._same_incarnation(group, peer):
-            return True
-        if message.type not in _FROM_LEADER:
-            return False
+        snapshot taken before the replacement), and would otherwise never let it catch up. The leader a
+        replica stepped for its term is remembered whichever way it was admitted: a snapshot from it can
+        install a configuration that records its member's old incarnation (whole-node seed 200441)."""
         proved = (message.term, peer, self.transport.peer_incarnation(peer))
+        is_leader_message = message.type in _FROM_LEADER
+        if self._same_incarnation(group, peer):
+            if is_leader_message and message.term >= group.raft.term:
+                group.admitted_leader = proved
+            return True
+        if not is_leader_message:
+            return False
         raft = group.raft
         if message.term > raft.term or (message.term == raft.term and raft.leader is None):
             group.admitted_leader = proved

@@ -212,3 +212,10 @@ def test_rule_a_node_whose_metadata_lags_learns_where_a_newer_leader_is_seed_307
     """n3 was down while n5 joined and came to lead the metadata group; n3's metadata, which registered
     n3 itself, named no n5, so n3 refused n5's links and never caught up."""
     _seed_keeps_every_promise(3077, 10.0)
+
+
+def test_rule_a_replica_keeps_following_the_leader_whose_snapshot_configured_it_seed_200441() -> None:
+    """n5, added to a queue as an empty learner, installed the leader's index-0 snapshot, whose membership
+    recorded the leader n3's old incarnation; it then dropped everything n3's new incarnation sent in
+    the same term, and never caught up."""
+    _seed_keeps_every_promise(200441, 20.0)
