@@ -90,7 +90,9 @@ class Node:
         self.host: RaftHost | None = None
         self.meta = MetadataApp(self._metadata_changed, self.env.reads_metadata)
         self.metadata = MetadataView(self.meta)
-        self._addresses = AddressExchange(self.name, lambda: self.metadata.nodes, self.transport)
+        self._addresses = AddressExchange(
+            self.name, lambda: self.metadata.nodes, self._metadata_applied, self.transport
+        )
         self._status: NodeStatus | None = None
         self._formats: FormatVersions | None = None
         self._hosting: QueueHosting | None = None
@@ -264,6 +266,11 @@ class Node:
         self.peer_requests.link_lost(peer)
         if self._formats is not None:
             self._formats.link_lost(peer)
+
+    def _metadata_applied(self) -> int:
+        """The index of the metadata log this node applied (0 before it opened the group)."""
+        group = self.host.groups.get(META_GROUP) if self.host is not None else None
+        return group.applied if group is not None else 0
 
     def _on_control(self, peer: str, control: dict[str, Any]) -> None:
         self.peer_requests.on_control(peer, control)

@@ -40,9 +40,6 @@ log = logging.getLogger(__name__)
 NewLeader = Callable[[QueueInfo, QueueReplica], QueueLeader]
 
 
-DELETED = "deleted"  # why a replica is dropped when its queue is gone: its group id is never used again
-
-
 class QueueGroups(Protocol):
     """Where queue groups run (`RaftHost`)."""
 
@@ -96,7 +93,7 @@ class QueueHosting:
             for name, queue in list(self._queues.items()):
                 info = declared.get(name)
                 if info is None or info.group != queue.group:
-                    self._drop(name, DELETED)
+                    self._drop(name, "deleted", tombstone=False)  # its group id is never used again
                 elif self._name in info.members:
                     self._unlisted.discard(name)
                 elif name not in self._unlisted:
@@ -124,13 +121,13 @@ class QueueHosting:
     def _drop_removed(self) -> None:
         for name in list(self._unlisted):
             if not self._groups.lists_member(self._queues[name].group, self._name):
-                self._drop(name, "removed from its group")
+                self._drop(name, "removed from its group", tombstone=True)
 
-    def _drop(self, name: str, why: str) -> None:
+    def _drop(self, name: str, why: str, *, tombstone: bool) -> None:
         """Stop hosting queue `name` and drop its replica."""
         queue = self._queues.pop(name)
         self._unlisted.discard(name)
-        self._groups.close_group(queue.group, drop=True, tombstone=why != DELETED)
+        self._groups.close_group(queue.group, drop=True, tombstone=tombstone)
         log.info("queue %s: replica of group %s dropped: %s", name, queue.group, why)
 
     def apply_policies(self, policies: Iterable[PolicyRecord], revision: int) -> None:

@@ -441,6 +441,8 @@ class Transport:
         try:
             name = await asyncio.wait_for(self._accept_handshake(reader, writer), HANDSHAKE_TIMEOUT_S)
             self._pending.settled(writer)
+            if name not in self._peers:
+                raise HandshakeError(f"{name!r} was removed while its handshake was under way")
             older = self._inbound_from.get(name)
             if older is not None:
                 older.close()  # the peer dials one connection at a time: the older one is dead
@@ -454,6 +456,8 @@ class Transport:
                 frame = _decode(payload)
                 if len(frame) != 2 or not isinstance(frame[0], int) or not isinstance(frame[1], bytes):
                     raise HandshakeError("malformed frame")
+                if self._inbound_from.get(name) is not writer:
+                    break  # removed (or dialled again): what it had buffered is not taken
                 self._on_frame(name, frame[0], frame[1])
         except HandshakeError as exc:
             self.rejected_handshakes += 1

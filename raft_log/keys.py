@@ -3,9 +3,10 @@
 - `N<name>`: node-level records, outside every group: `Nincarnation`, the node's incarnation (a random
   id written when the database is created; docs/decisions/0009-incarnations.md); `Ndrops`, written when
   the database is created by a version that records dropped groups (a promise that every drop since
-  left its tombstone: running an earlier version on such a database breaks it, and rollback is not
-  supported); `Ndropped:<group id>`, a tombstone kept for every group dropped while its id could be
-  used again (a replica removed from a queue that still exists; not a deleted queue's).
+  of a group id that may be used again left its tombstone: running an earlier version on such a
+  database breaks it, and a downgrade past this version is not supported); `Ndropped:<group id>`, a
+  tombstone kept for every group dropped while its id could be used again (a replica removed from a
+  queue that still exists; not a deleted queue's).
 - `G<group id>`: the registry, one empty value per group (lists groups without scanning their logs).
 - `g<u16 length><group id><kind>...`: every record of one group. The length prefix keeps one group's
   keys from being a prefix of another's, so a group is the contiguous range `[prefix, prefix + 0xff)`.

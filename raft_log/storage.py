@@ -116,7 +116,7 @@ class NodeStore:
         self._turn = threading.Condition()
         self.incarnation = ""
         self.created = False  # opening created the database: it held no incarnation and no group
-        self.records_drops = False  # every group dropped here left a tombstone (`never_held`)
+        self.records_drops = False  # every drop here of a group id that may come back left a tombstone
         self.on_damage: Callable[[StorageError], None] | None = None
 
     @classmethod
@@ -212,8 +212,9 @@ class NodeStore:
             self._staged[key] = None
 
     def never_held(self, gid: GroupId) -> bool:
-        """Whether this database never held group `gid`: it holds none now, and it was created by a
-        version that leaves a tombstone for every group it drops (older ones cannot tell)."""
+        """Whether this database never held group `gid`, as far as it can tell: it holds none now, it left
+        no tombstone for it (one is left for every drop whose id may be used again), and it was created
+        by a version that leaves them (older ones cannot tell: False)."""
         return self.records_drops and gid not in self._groups and self._get(keys.dropped_key(gid)) is None
 
     def commit(self, sync: bool = True) -> None:

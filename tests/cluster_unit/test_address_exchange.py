@@ -1,10 +1,11 @@
-"""Raft addresses passed between peers (`AddressExchange`): a node whose metadata does not list a peer
-yet (a seed wiped and started from its seeds, a node that was down while the metadata leader joined)
-learns where it is from another peer, so that it can answer that leader (whole-node seeds 1129, 3077)."""
+"""Raft addresses passed between peers (`AddressExchange`): a node whose metadata lags (a seed wiped and
+started from its seeds, a node down while the metadata leader joined) learns from a peer ahead of it
+where the nodes it does not know are, so that it can answer that leader (whole-node seeds 1129, 3077);
+a peer behind it cannot bring back a name its metadata forgot."""
 
 from __future__ import annotations
 
-from cluster.address_exchange import AddressExchange
+from cluster.address_exchange import MAX_ADDRESSES, AddressExchange
 from cluster.config import Address
 from cluster.metadata.records import NodeInfo
 
@@ -21,44 +22,77 @@ class Links:
     def set_peer(self, name: str, address: Address) -> None:
         self.known[name] = address
 
-
-REGISTRY = {
-    "n1": NodeInfo("n1", "http://n1:1", "n1:7000", "n1.0"),
-    "n2": NodeInfo("n2", "http://n2:1", "n2:7000", "n2.0"),
-    "n5": NodeInfo("n5", "http://n5:1", "n5:7000", "n5.1"),
-}
+    def remove_peer(self, name: str) -> None:
+        self.known.pop(name, None)
 
 
-def test_a_node_tells_every_registered_address() -> None:
-    told = AddressExchange("n2", lambda: REGISTRY, Links({})).announcement()
-    assert told == {"addresses": {"n1": "n1:7000", "n2": "n2:7000", "n5": "n5:7000"}}
+def info(name: str) -> NodeInfo:
+    return NodeInfo(name, f"http://{name}:1", f"{name}:7000", f"{name}.0")
 
 
-def test_a_node_learns_the_names_it_does_not_know_and_keeps_those_it_does() -> None:
+class Metadata:
+    """This node's metadata as the exchange reads it: the registry and the index applied."""
+
+    def __init__(self, names: list[str], applied: int) -> None:
+        self.nodes = {name: info(name) for name in names}
+        self.applied = applied
+
+    def exchange(self, name: str, links: Links) -> AddressExchange:
+        return AddressExchange(name, lambda: self.nodes, lambda: self.applied, links)
+
+
+def told(at: int, *names: str) -> dict[str, object]:
+    return {"addresses": {name: f"{name}:7000" for name in names}, "addresses_at": at}
+
+
+def test_a_node_tells_every_registered_address_and_the_index_it_applied() -> None:
+    metadata = Metadata(["n1", "n2", "n5"], 40)
+    assert metadata.exchange("n2", Links({})).announcement() == told(40, "n1", "n2", "n5")
+
+
+def test_a_lagging_node_learns_from_a_peer_ahead_the_names_it_does_not_know() -> None:
+    links = Links({"n2": Address("elsewhere", 1)})
+    Metadata(["n1", "n2"], 10).exchange("n1", links).on_control("n2", told(30, "n1", "n2", "n5"))
+    assert links.known == {"n2": Address("elsewhere", 1), "n5": Address("n5", 7000)}
+
+
+def test_a_peer_not_ahead_brings_back_no_name_this_node_forgot() -> None:
+    """The metadata leader forgot n5; a follower that has not applied that yet still names it."""
     links = Links({"n2": Address("n2", 7000)})
-    exchange = AddressExchange("n1", lambda: {"n1": REGISTRY["n1"], "n2": REGISTRY["n2"]}, links)
-    exchange.on_control("n2", {"addresses": {"n1": "n1:9", "n2": "elsewhere:1", "n5": "n5:7000", "x": "::"}})
-    assert links.known == {"n2": Address("n2", 7000), "n5": Address("n5", 7000)}
-
-
-def test_a_control_frame_without_addresses_changes_nothing() -> None:
-    links = Links({"n2": Address("n2", 7000)})
-    AddressExchange("n1", dict, links).on_control("n2", {"queue_codec": 9, "addresses": ["n5:7000"]})
-    assert links.known == {"n2": Address("n2", 7000)}
-
-
-def test_a_name_this_nodes_metadata_forgot_is_not_taken_from_a_lagging_peer() -> None:
-    """The metadata leader forgot n5; a follower that has not applied that yet still announces it."""
-    registry = dict(REGISTRY)
-    links = Links({"n2": Address("n2", 7000)})
-    exchange = AddressExchange("n1", lambda: registry, links)
-    exchange.on_control("n2", {})
-    del registry["n5"]
-    exchange.on_control("n2", {"addresses": {"n5": "n5:7000"}})
+    Metadata(["n1", "n2"], 30).exchange("n1", links).on_control("n2", told(25, "n1", "n2", "n5"))
     assert "n5" not in links.known
 
 
-def test_an_address_that_does_not_parse_is_skipped() -> None:
+def test_a_name_forgotten_and_registered_again_is_taken_from_a_peer_ahead() -> None:
+    """n5 joined again while this node lagged, and now leads the metadata: a peer ahead names it."""
+    links = Links({"n2": Address("n2", 7000)})
+    Metadata(["n1", "n2"], 30).exchange("n1", links).on_control("n2", told(45, "n2", "n5"))
+    assert links.known["n5"] == Address("n5", 7000)
+
+
+def test_a_name_taken_is_dropped_once_the_metadata_passed_its_index_without_it() -> None:
+    metadata = Metadata(["n1", "n2"], 10)
+    links = Links({"n2": Address("n2", 7000)})
+    exchange = metadata.exchange("n1", links)
+    exchange.on_control("n2", told(30, "n2", "n5", "n6"))
+    metadata.applied, metadata.nodes["n5"] = 31, info("n5")  # n5 registered; n6 forgotten meanwhile
+    exchange.on_control("n2", {})
+    assert set(links.known) == {"n2", "n5"}
+
+
+def test_addresses_that_do_not_parse_and_names_beyond_the_cap_are_skipped() -> None:
     links = Links({})
-    AddressExchange("n1", dict, links).on_control("n2", {"addresses": {"n7": "h:\u00b2", "n8": "n8:1"}})
+    exchange = Metadata([], 0).exchange("n1", links)
+    exchange.on_control("n2", {"addresses": {"n7": "h:\u00b2", "n8": "n8:1"}, "addresses_at": 5})
     assert links.known == {"n8": Address("n8", 1)}
+    many = {f"x{i}": f"x{i}:1" for i in range(MAX_ADDRESSES + 10)}
+    exchange.on_control("n2", {"addresses": many, "addresses_at": 5})
+    assert len(links.known) == 1 + MAX_ADDRESSES
+
+
+def test_a_frame_without_addresses_or_index_changes_nothing() -> None:
+    links = Links({"n2": Address("n2", 7000)})
+    exchange = Metadata([], 0).exchange("n1", links)
+    exchange.on_control("n2", {"queue_codec": 9, "addresses": {"n5": "n5:7000"}})
+    exchange.on_control("n2", {"addresses": ["n5:7000"], "addresses_at": 3})
+    assert links.known == {"n2": Address("n2", 7000)}

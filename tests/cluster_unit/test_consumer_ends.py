@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from gated_cluster import GROUP, gated_cluster
 from queue_doors import NAMES, door_of, lead, queue_replica, texts
 from support.eventually import eventually
 
+from cluster import queue_leader
 from cluster.format_versions import FormatVersions
 
 
@@ -39,11 +41,14 @@ async def test_rule_an_end_that_did_not_commit_is_decided_again_by_the_same_lead
         assert sorted((bytes(row.body), row.delivery_count) for row in rows) == [(b"x", 0), (b"y", 0)]
 
 
-async def test_rule_an_idle_consumer_ends_while_a_node_has_not_said_what_it_reads(tmp_path: Path) -> None:
+async def test_rule_an_idle_consumer_ends_while_a_node_has_not_said_what_it_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Node d joined and died before it said which queue operations it reads (and nobody forgot it yet):
     the idle end cannot be a plain return, which d may not read, yet it must not wait for d, or what the
     consumer holds stays held for as long as d is down (whole-node seed 769). After a short grace it
     ends as a consumer that went down, which every version reads."""
+    monkeypatch.setattr(queue_leader, "UNKNOWN_FORMATS_GRACE_MS", 600)
     async with gated_cluster(tmp_path, queue_replica) as nodes:
         formats = FormatVersions("a", lambda: (*NAMES, "d"), lambda _: True)
         for peer in NAMES:
@@ -53,9 +58,15 @@ async def test_rule_an_idle_consumer_ends_while_a_node_has_not_said_what_it_read
         await door.register_consumer(1, 0, None, None)
         await door.publish(texts("x"), None, None)
         await eventually(lambda: door.stats().messages_unacknowledged == 1, "x to be offered to the consumer")
+        idle_from = door._now()
+        await eventually(lambda: door._now() > idle_from + 300, "the consumer to be idle past its lease")
+        door.on_timer()  # overdue, but d may yet say: it waits
+        assert door.stats().consumers == 1
 
         def ended() -> bool:
             door.on_timer()
             return door.stats().consumers == 0 and door.stats().messages_ready == 1
 
         await eventually(ended, "the idle consumer to end and x to return")
+        [row] = await door.get(1, auto_ack=True, since_ms=None)
+        assert (bytes(row.body), row.delivery_count) == (b"x", 1)  # gone down: a failed delivery

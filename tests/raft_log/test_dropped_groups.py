@@ -1,5 +1,6 @@
-"""A dropped group leaves a tombstone, so a node tells a group it never held from one it dropped (an
-initial member that never held its queue's group bootstraps it; one that dropped it lost its votes)."""
+"""A group dropped while its id may be used again leaves a tombstone, so a node tells a group it never
+held from one it dropped (an initial member that never held its queue's group bootstraps it; one that
+dropped it lost its votes); a deleted queue's group, whose id never comes back, leaves none."""
 
 from __future__ import annotations
 
