@@ -1,7 +1,8 @@
 """What a browser can be made to send, over plain HTTP: a rebound `Host`, a foreign `Origin` or
 `Sec-Fetch-Site: cross-site` on a request that acts, a body a form can send, the Basic challenge that
 fills a browser's credential cache, and the headers that keep answers out of frames, sniffing and caches
-(decision 0020). tests/ui/test_browser_attacks.py plays the same attacks from a real browser."""
+(decision 0020); `allowed_hosts = *` gives up the `Host` check. tests/ui/test_browser_attacks.py plays
+the same attacks from a real browser."""
 
 from __future__ import annotations
 
@@ -67,6 +68,41 @@ async def test_w2_a_rebound_host_is_refused_before_anyone_logs_in(node: ProcessC
     for host in ("localhost", "127.0.0.1", "[::1]", "QUEUES.example.", "queues.example:" + _port(url)):
         answer = await call("GET", f"{url}/api/whoami", authorization=ADMIN, headers={"Host": host})
         assert answer.status == 200, (host, answer.body)
+
+
+async def test_w2_allowed_hosts_star_answers_any_host_and_gives_up_the_rebinding_check(
+    tmp_path: Path,
+) -> None:
+    """`allowed_hosts = *` answers to any `Host` (for a node behind a proxy that checks it): a page of a
+    rebound name is then same-origin with the node and may act; a page of another origin still may not."""
+    cluster = ProcessCluster.start(tmp_path, 1, env={"QUORUMQ_ALLOWED_HOSTS": "*"})
+    try:
+        url = cluster.urls[0]
+        await _queue_with(url, "w2-any-host", 2)
+        for host in ("rebind.attacker.example", "rebind.attacker.example:" + _port(url), "anything.test"):
+            answer = await call("GET", f"{url}/api/whoami", authorization=ADMIN, headers={"Host": host})
+            assert answer.status == 200, (host, answer.body)
+        rebound = "rebind.attacker.example:" + _port(url)
+        same_origin = {"Host": rebound, "Origin": "http://" + rebound, "Content-Type": "application/json"}
+        foreign = {**same_origin, "Origin": FOREIGN}
+        refused = await call(
+            "POST",
+            f"{url}/api/queues/w2-any-host/get",
+            authorization=GUEST,
+            data=AUTO_ACK_GET,
+            headers=foreign,
+        )
+        assert refused.status == 403 and refused.body["error"] == "cross_origin", refused.body
+        got = await call(
+            "POST",
+            f"{url}/api/queues/w2-any-host/get",
+            authorization=GUEST,
+            data=AUTO_ACK_GET,
+            headers=same_origin,
+        )
+        assert got.status == 200 and len(got.body) == 2, got.body  # the rebound page, as the loopback guest
+    finally:
+        cluster.stop()
 
 
 async def test_w2_the_guest_is_refused_to_a_foreign_origin(node: ProcessCluster) -> None:

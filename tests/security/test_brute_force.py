@@ -1,6 +1,7 @@
 """Brute force and enumeration: failed logins are limited per source address, an unknown user costs
 the scrypt of a known one, passwords are hashed at today's recommended cost (older hashes still
-verify), and a token cannot mint a token that outlives it."""
+verify), checks and hashing leave the event loop free and a checked password is remembered, and a
+token cannot mint a token that outlives it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import os
 import time
 from pathlib import Path
 
-from security_helpers import ADMIN, add_user, call, eventually_status, peak_rss
+from security_helpers import ADMIN, add_user, call, eventually_status, loop_lag, peak_rss
 
 from api.login_throttle import LOGIN_FAILURES, MAX_CHECKS_IN_FLIGHT
 from api.password_checker import PASSWORD_CHECKS_AT_ONCE
@@ -207,3 +208,60 @@ async def test_malformed_headers_tokens_and_assertions_cost_no_password_check(
             assert (await call("GET", url, headers=headers, source="127.0.0.45")).status == 401
     refused = _cpu_seconds(node) - before
     assert refused < checked / 3, (refused, checked)
+
+
+async def test_a_password_checked_once_is_remembered_and_costs_no_further_check(
+    secured: ProcessCluster,
+) -> None:
+    """Seen in the node's CPU time: after one check of a user's password, ten more requests with it cost
+    less than a third of three wrong passwords; a changed password is checked again, the old one is 401."""
+    node = secured.nodes[0]
+    url = node.url + "/api/whoami"
+    await add_user([node.url], "remembered", "first-pw", {})  # its password checked here once
+    before = _cpu_seconds(node)
+    for n in range(3):
+        wrong = basic_header("remembered", f"wrong-{n}")
+        assert (await call("GET", url, authorization=wrong, source="127.0.0.46")).status == 401
+    checked = _cpu_seconds(node) - before
+    right = basic_header("remembered", "first-pw")
+    before = _cpu_seconds(node)
+    for _ in range(10):
+        assert (await call("GET", url, authorization=right, source="127.0.0.47")).status == 200
+    remembered = _cpu_seconds(node) - before
+    assert remembered < checked / 3, (remembered, checked)
+    changed = await call(
+        "PUT", node.url + "/api/users/remembered", authorization=ADMIN, json={"password": "new-pw"}
+    )
+    assert changed.status == 204, changed.body
+    await eventually_status(url, right, 401)
+    assert (await call("GET", url, authorization=basic_header("remembered", "new-pw"))).status == 200
+
+
+async def test_password_checks_and_hashing_run_while_the_event_loop_answers_other_requests(
+    secured: ProcessCluster,
+) -> None:
+    """Six wrong passwords checked (two at a time) and two new passwords hashed, while `/api/health` is
+    asked again and again: no answer waits half as long as one scrypt takes on this machine, as every
+    one would behind a check or a hash made on the event loop."""
+    started = time.perf_counter()
+    hash_password("one check")  # scrypt at the nodes' cost
+    one_scrypt_s = time.perf_counter() - started
+    node = secured.nodes[2]
+    guesses = [
+        call(
+            "GET",
+            node.url + "/api/whoami",
+            authorization=basic_header(HARNESS_USER, f"lag-{s}-{n}"),
+            source=f"127.0.0.{90 + s}",
+        )
+        for s in range(3)
+        for n in range(MAX_CHECKS_IN_FLIGHT)
+    ]
+    new_passwords = [
+        call("PUT", f"{node.url}/api/users/lag-{n}", authorization=ADMIN, json={"password": f"lag-pw-{n}"})
+        for n in range(2)
+    ]
+    async with loop_lag(node.url) as worst:
+        statuses = [answer.status for answer in await asyncio.gather(*guesses, *new_passwords)]
+    assert statuses == [401] * len(guesses) + [201] * len(new_passwords), statuses
+    assert worst[0] < one_scrypt_s / 2, (worst[0], one_scrypt_s)

@@ -2,7 +2,8 @@
 (or a durable consumer's name) can neither poll, settle, touch nor cancel it, over HTTP or on a stream:
 it gets 404, the answer for a consumer that does not exist, so the refusal tells nothing. A durable
 consumer's name is its owner's own: another user naming it gets a consumer of its own. Administrators
-may act on any consumer. Real nodes, two real users."""
+may act on any consumer. Not closed yet: settling by message id (docs/decisions/0022). Real nodes, two
+real users."""
 
 from __future__ import annotations
 
@@ -126,3 +127,28 @@ async def test_w11_a_durable_consumer_s_name_reaches_only_its_owner(leader: str)
     )
     assert admin_log.status == 200, admin_log.body
     assert (await call("DELETE", durable, authorization=ALICE)).status == 204
+
+
+async def test_w11_not_closed_a_reader_settles_by_id_a_message_another_users_consumer_holds(
+    leader: str,
+) -> None:
+    """The gap docs/decisions/0022 leaves open: the tagless ack (meant for a manual-ack get) applies to
+    whatever holds the ids but a durable consumer, so Bob, a reader of the queue, acks a message Alice's
+    consumer holds. When this is closed, this test is to say Bob is refused."""
+    queue = f"{leader}/api/queues/{QUEUE}"
+    published = await call(
+        "POST", queue + "/messages", authorization=ADMIN, json={"messages": [{"body": "g"}]}
+    )
+    assert published.status == 201, published.body
+    tag = await _alices_consumer(leader)
+    polled = await call("GET", f"{queue}/consumers/{tag}/deliveries?wait=5", authorization=ALICE)
+    assert polled.status == 200 and len(polled.body) == 1, polled.body
+    held = polled.body[0]["id"]
+    before = (await call("GET", queue, authorization=ADMIN)).body["messages"]
+    taken = await call("POST", queue + "/ack", authorization=BOB, json={"ids": [held]})
+    assert taken.status == 200, taken.body
+    after = (await call("GET", queue, authorization=ADMIN)).body["messages"]
+    assert after == before - 1, (before, after)  # gone, though Alice's consumer held it
+    late = await call("POST", f"{queue}/consumers/{tag}/ack", authorization=ALICE, json={"ids": [held]})
+    assert late.status == 200 and "warning" in late.body, late.body
+    assert (await call("DELETE", f"{queue}/consumers/{tag}", authorization=ALICE)).status == 204

@@ -1,12 +1,13 @@
 """Dead-letter targets are authorised: naming a queue as `x-dead-letter-queue`, when declaring a queue
-or changing it, needs write permission on that target, since dead-lettering publishes into it."""
+or changing it, needs write permission on that target, since dead-lettering publishes into it; a target
+named before stays in force until it is changed."""
 
 from __future__ import annotations
 
 import asyncio
 
 import pytest
-from security_helpers import ADMIN, add_user, call
+from security_helpers import ADMIN, add_user, call, eventually_body, eventually_status
 
 from cli.node_processes import ProcessCluster
 from quorumq.auth import basic_header
@@ -66,3 +67,53 @@ async def test_a_dead_letter_target_is_a_valid_queue_name(carol: ProcessCluster,
         "PUT", carol.urls[0] + "/api/queues/carol-named", authorization=CAROL, json=_dead_lettering_to(target)
     )
     assert answer.status in (400, 414), answer.body
+
+
+async def _dead_letter_one(url: str, credentials: str, body: str) -> None:
+    """Publish `body` to the queue at `url` and reject it (nack without requeue): it is dead-lettered."""
+    published = await call(
+        "POST", url + "/messages", authorization=credentials, json={"messages": [{"body": body}]}
+    )
+    assert published.status == 201, published.body
+    got = await call("POST", url + "/get", authorization=credentials, json={"count": 1})
+    assert [m["body"] for m in got.body] == [body], got.body
+    rejected = await call(
+        "POST", url + "/nack", authorization=credentials, json={"ids": [got.body[0]["id"]], "requeue": False}
+    )
+    assert rejected.status == 200, rejected.body
+
+
+async def test_a_target_set_before_the_check_stays_in_force_until_the_target_itself_is_changed(
+    secured: ProcessCluster,
+) -> None:
+    """A queue whose dead-letter target its user may not write (set by an earlier version, or, as here,
+    before the user lost write permission on it) keeps dead-lettering there, also once its other
+    arguments are changed; setting that target again is 403, removing it is allowed."""
+    dave = basic_header("dave", "dave-pw")
+    own = "dave-.*"
+    await add_user(
+        secured.urls, "dave", "dave-pw", {"configure": own, "write": own + "|legacy-dlq", "read": own}
+    )
+    dlq = secured.urls[0] + "/api/queues/legacy-dlq"
+    assert (await call("PUT", dlq, authorization=ADMIN)).status == 201
+    url = secured.urls[1] + "/api/queues/dave-legacy"
+    assert (await call("PUT", url, authorization=dave, json=_dead_lettering_to("legacy-dlq"))).status == 201
+    revoked = await call(
+        "PUT", secured.urls[0] + "/api/users/dave/permissions", authorization=ADMIN,
+        json={"configure": own, "write": own, "read": own},
+    )  # fmt: skip
+    assert revoked.status == 204, revoked.body
+    for node_url in secured.urls:
+        await eventually_status(node_url + "/api/queues/legacy-dlq", dave, 403)
+    await _dead_letter_one(url, dave, "still-dead-lettered")
+    await eventually_body(dlq, lambda body: body["messages"] == 1)
+    changed = await call("PATCH", url, authorization=dave, json={"arguments": {"x-max-length": 100}})
+    assert changed.status == 200, changed.body
+    assert changed.body["arguments"]["x-dead-letter-queue"] == "legacy-dlq", changed.body
+    await _dead_letter_one(url, dave, "after-another-change")
+    await eventually_body(dlq, lambda body: body["messages"] == 2)
+    set_again = await call("PATCH", url, authorization=dave, json=_dead_lettering_to("legacy-dlq"))
+    assert set_again.status == 403, set_again.body
+    removed = await call("PATCH", url, authorization=dave, json=_dead_lettering_to(None))
+    assert removed.status == 200, removed.body
+    assert "x-dead-letter-queue" not in removed.body["arguments"], removed.body

@@ -1,15 +1,21 @@
-"""Limits: each one answers a clear 4xx (408/413/414/422/429) and the node keeps serving."""
+"""Limits: each one answers a clear 4xx (408/413/414/422/429) and the node keeps serving; a forwarded
+publish is held to the limits of the node that reads it."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
-from security_helpers import ADMIN, call
+from security_helpers import ADMIN, Answer, call, eventually_body
+from support.eventually import eventually
 
+from api.forwarded_publish import MAX_PEER_FORWARD_BYTES
 from api.validation import MAX_BATCH_MESSAGES
-from cli.node_processes import ProcessCluster
+from cli.node_processes import ProcessCluster, plan_cluster, wait_healthy
 
 LIMITS = {
     "QUORUMQ_MAX_CONSUMERS_PER_QUEUE": "2",
@@ -114,3 +120,68 @@ async def test_an_idle_keep_alive_connection_is_closed_after_the_keepalive_timeo
         assert await asyncio.wait_for(reader.read(), GENEROUS_S) == b""  # the node hung up on the idle client
     finally:
         writer.close()
+
+
+STRICT = {"QUORUMQ_MAX_MESSAGE_BYTES": "100", "QUORUMQ_MAX_HEADER_BYTES": "100"}
+OVER_STRICT = [{"body": "x" * 200}, {"body": "m", "headers": {"h": "x" * 200}}]  # each over STRICT
+
+
+async def _declared_led_by(cluster: ProcessCluster, queue: str, leader: str) -> str:
+    """The path of `queue`, replicated on every node and led by `leader`."""
+    path = f"/api/queues/{queue}"
+    arguments = {"arguments": {"x-quorum-initial-group-size": 3}}
+    assert (await call("PUT", cluster.urls[0] + path, authorization=ADMIN, json=arguments)).status == 201
+
+    async def led() -> bool:
+        if (await call("GET", cluster.urls[0] + path, authorization=ADMIN)).body["leader"] == leader:
+            return True
+        await call("POST", cluster.urls[0] + path + "/leader", authorization=ADMIN, json={"node": leader})
+        return False
+
+    await eventually(led, f"{leader} to lead {queue}", timeout=30, interval=0.2)
+    await eventually_body(cluster.urls[0] + path, lambda body: body["leader"] == leader)
+    return path
+
+
+async def _publish(url: str, message: dict[str, Any]) -> Answer:
+    return await call("POST", url + "/messages", authorization=ADMIN, json={"messages": [message]})
+
+
+async def test_rule_a_forwarded_publish_is_held_to_the_limits_of_the_node_the_client_called(
+    tmp_path: Path,
+) -> None:
+    """node2 takes messages and headers of at most 100 bytes, node1 and node3 the defaults. A publish of
+    up to 1 MiB goes to its leader over the peer link, checked by the node the client called and trusted
+    by the leader; a larger one goes over HTTP, checked by the leader alone."""
+    nodes = plan_cluster(3, tmp_path)
+    generous, strict, other = nodes
+    for node in nodes:
+        node.env = {**os.environ, **STRICT} if node is strict else None
+        node.start()
+    cluster = ProcessCluster(nodes)
+    try:
+        await asyncio.to_thread(wait_healthy, nodes)
+        to_generous = await _declared_led_by(cluster, "led-by-generous", generous.name)
+        to_strict = await _declared_led_by(cluster, "led-by-strict", strict.name)
+        for message in OVER_STRICT:  # until the peer links are up, publishes go over HTTP: retried
+
+            async def answered(url: str, status: int, message: dict[str, Any] = message) -> Answer | None:
+                answer = await _publish(url, message)
+                return answer if answer.status == status else None
+
+            refused = await eventually(
+                lambda: answered(strict.url + to_generous, 413), "node2 to refuse", timeout=30, interval=0.2
+            )  # the node called refuses what its leader takes
+            assert refused.body["error"] == "too_large", refused.body
+            assert (await _publish(generous.url + to_generous, message)).status == 201
+            await eventually(
+                lambda: answered(other.url + to_strict, 201), "node3 to pass it", timeout=30, interval=0.2
+            )  # the leader takes what the node called let through
+            assert (await _publish(strict.url + to_strict, message)).status == 413  # its own limit, called
+        large = {"body": "x" * (MAX_PEER_FORWARD_BYTES + 1)}  # forwarded over HTTP
+        refused = await _publish(other.url + to_strict, large)
+        assert refused.status == 413, refused.body  # by the leader
+        passed = await _publish(strict.url + to_generous, large)
+        assert passed.status == 201, passed.body  # not checked by the node called
+    finally:
+        cluster.stop()

@@ -1,20 +1,37 @@
 """Node assertions (`X-Quorumq-Node-Auth`) are bound to the request they were made for (method, path,
-query string, body), are accepted once, and the old unbound format is refused; forwarding between real
-nodes keeps working with them."""
+query string, body) and to the node they are made for (named by the metadata, or by that node's health
+answer), are accepted once, and the old unbound format is refused; forwarding between real nodes keeps
+working with them, also once a node's wall clock jumps."""
 
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import hashlib
 import hmac
+import time
+from pathlib import Path
 from urllib.parse import urlsplit
 
+import pytest
+from aiohttp import web
 from security_helpers import ADMIN, NO_GUEST, add_user, call
+from support.eventually import eventually
 
 from api.forwarding import HOPS_HEADER
-from cli.node_processes import HARNESS_SECRET, ProcessCluster, wait_healthy
-from cluster.peer_auth import NODE_AUTH_HEADER, body_digest, derived_key, sign_assertion
+from cli.node_processes import (
+    HARNESS_SECRET,
+    NodeProcess,
+    ProcessCluster,
+    free_ports,
+    plan_cluster,
+    wait_healthy,
+)
+from cluster.peer_auth import NODE_AUTH_HEADER, body_digest, derived_key, sign_assertion, verify_assertion
 from cluster.steady_clock import steady_wall_ms
+from jepsen_tests.fake_clocks import INSTALL_HINT, FakeClocks, libfaketime
+
+HOUR_S = 3600
 
 
 def _assertion(user: str, method: str, target: str, body: bytes = b"", to: str = "node1") -> dict[str, str]:
@@ -211,3 +228,106 @@ async def test_a_forwarded_request_is_rechecked_as_its_user_on_the_node_that_ser
         assert refused.status == 403 and refused.body["error"] == "forbidden", (node.name, refused.body)
     kept = await call("GET", secured.urls[0] + "/api/queues/fw-kept", authorization=ADMIN)
     assert kept.status == 200 and kept.body["messages"] == 0, kept.body
+
+
+async def _wall_clock_offset_s(url: str) -> float:
+    """How far the node's wall clock (its `Date` header) is from this process's, in seconds."""
+    answer = await call("GET", url + "/api/health")
+    return email.utils.parsedate_to_datetime(answer.headers["Date"]).timestamp() - time.time()
+
+
+async def _everything_still_works(cluster: ProcessCluster, queue: str) -> None:
+    """Every node forwards a request to every other one (each carrying an assertion its signer dated and
+    its destination checks), and a token minted on any node is accepted by every node."""
+    for node in cluster.nodes:
+        for other in cluster.nodes:
+            if other is not node:
+                url = f"{node.url}/api/queues/{queue}/members/{other.name}"  # answered by `other`
+                forwarded = await call("GET", url, authorization=ADMIN)
+                assert forwarded.status == 200, (node.name, other.name, forwarded.body)
+        minted = await call("POST", node.url + "/api/tokens", authorization=ADMIN, json={"ttl_s": 600})
+        assert minted.status == 201, minted.body
+        for other in cluster.nodes:
+            whoami = await call(
+                "GET", other.url + "/api/whoami", authorization=f"Bearer {minted.body['token']}"
+            )
+            assert whoami.status == 200, (node.name, other.name, whoami.body)
+
+
+@pytest.mark.skipif(libfaketime() is None, reason=f"libfaketime is not installed ({INSTALL_HINT})")
+async def test_rule_a_wall_clock_that_jumps_after_the_start_breaks_no_assertion_and_no_token(
+    tmp_path: Path,
+) -> None:
+    """Assertions and tokens carry expiry times by the steady clock (the wall clock at start plus the
+    monotonic time since), so a node whose wall clock jumps an hour ahead, then an hour behind, still
+    signs what the others accept and accepts what they sign. By its wall clock instead, each jump puts its
+    assertions and tokens an hour out of the others' window (and theirs out of its own)."""
+    nodes = plan_cluster(3, tmp_path / "data")
+    clocks = FakeClocks(tmp_path / "clocks", [node.name for node in nodes])
+    for node in nodes:
+        node.env = clocks.env(node.name)
+        node.start()
+    cluster = ProcessCluster(nodes)
+    try:
+        await asyncio.to_thread(wait_healthy, nodes)
+        queue = nodes[0].url + "/api/queues/jumping-clock"
+        declared = await call(
+            "PUT", queue, authorization=ADMIN, json={"arguments": {"x-quorum-initial-group-size": 3}}
+        )
+        assert declared.status == 201, declared.body
+        await _everything_still_works(cluster, "jumping-clock")
+        jumped = nodes[0]
+        for offset in (HOUR_S, -HOUR_S):
+            clocks.shift(jumped.name, offset)
+
+            async def shifted(offset: int = offset) -> bool:
+                return abs(await _wall_clock_offset_s(jumped.url) - offset) < 60
+
+            await eventually(shifted, f"{jumped.name}'s wall clock to read {offset:+d} s", timeout=20)
+            await _everything_still_works(cluster, "jumping-clock")
+    finally:
+        cluster.stop()
+
+
+async def test_rule_a_node_that_knows_only_an_address_asserts_for_the_name_its_health_gives(
+    tmp_path: Path,
+) -> None:
+    """A joining node knows its seed only by URL: it asks that URL's public `GET /api/health` for the
+    node's name and makes its `POST /api/nodes` assertion for that name, and for no other node. Played by
+    a server of this test at the seed's address, which names one node, then another."""
+    names = ["seed-node", "renamed-node"]
+    named: list[str] = []
+    joins: list[tuple[str, str, bytes]] = []  # the name last given, the assertion, the body
+
+    async def health(_: web.Request) -> web.Response:
+        named.append(names[min(len(named), len(names) - 1)])
+        return web.json_response({"status": "ok", "node": named[-1]})
+
+    async def join(request: web.Request) -> web.Response:
+        joins.append((named[-1], request.headers.get(NODE_AUTH_HEADER, ""), await request.read()))
+        return web.json_response({"error": "not_ready"}, status=503)  # the node asks again
+
+    app = web.Application()
+    app.router.add_get("/api/health", health)
+    app.router.add_post("/api/nodes", join)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    (port,) = free_ports(1)
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    http_port, raft_port = free_ports(2)
+    joiner = NodeProcess(
+        "joiner", "127.0.0.1", http_port, raft_port, tmp_path / "joiner", tmp_path / "joiner.log",
+        extra_args=["--join", f"http://127.0.0.1:{port}"],
+    )  # fmt: skip
+    joiner.start()
+    try:
+        await eventually(lambda: len(joins) >= 2, "two join requests", timeout=60, interval=0.05)
+    finally:
+        joiner.stop()
+        await runner.cleanup()
+    assert [name for name, _, _ in joins[:2]] == ["seed-node", "renamed-node"], joins
+    for name, assertion, body in joins:
+        meant = verify_assertion(HARNESS_SECRET, assertion, "POST", "/api/nodes", node=name)
+        assert meant is not None and meant.user == "@node" and meant.body_sha256 == body_digest(body), name
+        for other in {"seed-node", "renamed-node", "node1"} - {name}:
+            assert verify_assertion(HARNESS_SECRET, assertion, "POST", "/api/nodes", node=other) is None

@@ -1,6 +1,7 @@
 """Node to node: a peer without the cluster secret, or with a name the cluster does not know, can
 neither inject Raft frames nor join; signed HTTP assertions are bound to user, method, request target,
-body and time, and never leave a node with TLS over plain HTTP."""
+body and time, never leave a node with TLS over plain HTTP, and large bodies are hashed off the event
+loop."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import asyncio
 import functools
 import json
 import ssl
+from collections.abc import Awaitable
+from typing import TypeVar
 
 import msgpack
 import pytest
@@ -17,17 +20,20 @@ from api.forwarded_publish import PUBLISH
 from cli.node_processes import HARNESS_SECRET, HARNESS_USER, ProcessCluster
 from cluster.peer_auth import (
     ASSERTION_TTL_MS,
+    DIGEST_IN_THREAD_BYTES,
     NODE_AUTH_HEADER,
     Asserted,
     NodeCaller,
     PlainHttpRefused,
     body_digest,
+    body_digest_off_loop,
     sign_assertion,
     verify_assertion,
 )
 from cluster.transport import FRAME_HEADER, KIND_REQUEST, Handshake
 
 SECRET = HARNESS_SECRET
+T = TypeVar("T")
 
 
 async def test_raft_port_welcomes_only_known_peers_with_the_secret(secured: ProcessCluster) -> None:
@@ -82,6 +88,39 @@ async def test_a_node_with_tls_never_sends_an_assertion_over_plain_http() -> Non
     assert verify_assertion(SECRET, signed[NODE_AUTH_HEADER], "GET", target, node="n1") is not None
     plain = await NodeCaller(SECRET).headers("GET", "http://127.0.0.1:8080/api/queues", to="n1")  # no TLS
     assert NODE_AUTH_HEADER in plain
+
+
+async def _with_other_tasks_run(work: Awaitable[T]) -> tuple[T, int]:
+    """What `work` gives, and how many times a task started just before it ran on the event loop while
+    `work` was under way: 0 when `work` never gave the loop up."""
+    ran, done = 0, False
+
+    async def other_task() -> None:
+        nonlocal ran
+        while not done:
+            ran += 1
+            await asyncio.sleep(0)
+
+    task = asyncio.get_running_loop().create_task(other_task())
+    try:
+        return await work, ran
+    finally:
+        done = True
+        await task
+
+
+async def test_rule_a_body_of_1_mib_or_more_is_hashed_while_the_event_loop_runs_other_tasks() -> None:
+    """`body_digest_off_loop`, which both the signing node (`NodeCaller.headers`) and the receiving one
+    (`api.auth`) hash a body with: from 1 MiB on in a worker thread, below it in place."""
+    large, small = b"x" * DIGEST_IN_THREAD_BYTES, b"x" * (DIGEST_IN_THREAD_BYTES - 1)
+    digest, ran = await _with_other_tasks_run(body_digest_off_loop(large))
+    assert digest == body_digest(large) and ran > 0
+    digest, ran = await _with_other_tasks_run(body_digest_off_loop(small))
+    assert digest == body_digest(small) and ran == 0  # the loop did nothing else meanwhile
+    url, target = "http://127.0.0.1:8080/api/queues/q/messages", "/api/queues/q/messages"
+    signed, ran = await _with_other_tasks_run(NodeCaller(SECRET).headers("POST", url, large, to="n1"))
+    asserted = verify_assertion(SECRET, signed[NODE_AUTH_HEADER], "POST", target, node="n1")
+    assert asserted is not None and asserted.body_sha256 == body_digest(large) and ran > 0
 
 
 def _forwarded_publish_frame(queue: str) -> bytes:

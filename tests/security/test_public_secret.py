@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from security_helpers import call
 
+from cli.command_group import EXIT_USAGE
 from cli.node_processes import ProcessCluster, free_ports, plan_cluster, wait_healthy
 from cluster.cluster_secret import SECRET_FILE
 from cluster.peer_auth import NODE_AUTH_HEADER, body_digest, sign_assertion
@@ -35,7 +36,7 @@ def test_a_node_reachable_off_loopback_exits_without_a_secret_of_its_own(
         process.kill()
         process.communicate()
         pytest.fail("a node reachable off loopback started without a secret of its own")
-    assert process.returncode != 0
+    assert process.returncode == EXIT_USAGE, (process.returncode, stderr)  # as for any bad setting
     assert "QUORUMQ_CLUSTER_SECRET" in stderr, stderr
 
 

@@ -1,18 +1,23 @@
-"""The Raft port before authentication: a frame larger than a handshake is refused before it is read,
-and unauthenticated connections are capped (per source address and in all) and given a deadline, so
-a flood of silent connections neither exhausts a node nor keeps its peers out."""
+"""The Raft port before authentication: a challenge and nothing else, a frame larger than a handshake is
+refused before it is read, and unauthenticated connections are capped (per source address and in all)
+and given a deadline (the TLS handshake's included), so a flood of silent connections neither exhausts a
+node nor keeps its peers out."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
 from pathlib import Path
 
+import msgpack
+import pytest
 from security_helpers import ADMIN, Answer, call, raft_handshake
 from support.eventually import eventually
 
+from cli.dev_tls import make_certificates
 from cli.node_processes import HARNESS_SECRET, NodeProcess, ProcessCluster, wait_healthy
-from cluster.transport import FRAME_HEADER
+from cluster.transport import FRAME_HEADER, HANDSHAKE_VERSION
 
 PER_SOURCE = 8  # pending handshakes one address may hold
 PENDING = 128  # pending handshakes in all
@@ -137,11 +142,36 @@ async def test_a_restarted_peer_rejoins_and_the_cluster_commits_in_a_flood(secur
 
 
 async def test_a_connection_that_never_finishes_its_handshake_is_closed(secured: ProcessCluster) -> None:
+    """It gets a challenge (a 16-byte nonce) and nothing else, then the connection is closed."""
     node = secured.nodes[0]
-    reader, writer, challenged = await _dial(node, "127.0.0.61")
+    reader, writer = await asyncio.open_connection(node.host, node.raft_port, local_addr=("127.0.0.61", 0))
     try:
-        assert challenged
+        (length,) = FRAME_HEADER.unpack(await reader.readexactly(FRAME_HEADER.size))
+        challenge = msgpack.unpackb(await reader.readexactly(length))
+        assert challenge[:2] == ["challenge", HANDSHAKE_VERSION] and len(challenge) == 3, challenge
+        assert isinstance(challenge[2], bytes) and len(challenge[2]) == 16, challenge
         # silent after the challenge: the node hangs up at its deadline (waited for generously)
         assert await asyncio.wait_for(reader.read(), 6 * DEADLINE_S) == b""
     finally:
         writer.close()
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+async def test_a_connection_that_never_starts_its_tls_handshake_is_closed(tmp_path: Path) -> None:
+    """With `tls_raft`, the TLS handshake (done by asyncio, before the connection is counted as pending)
+    has the same deadline: a connection that never sends its ClientHello is closed at it."""
+    env = {**make_certificates(tmp_path), "QUORUMQ_TLS_HTTP": "false"}
+    cluster = ProcessCluster.start(tmp_path / "data", 1, env=env)
+    try:
+        node = cluster.nodes[0]
+        reader, writer = await asyncio.open_connection(node.host, node.raft_port)
+        try:
+            loop = asyncio.get_running_loop()
+            opened = loop.time()
+            # silent from the start: no TLS, so no challenge either; the node hangs up at its deadline
+            assert await asyncio.wait_for(reader.read(), 6 * DEADLINE_S) == b""
+            assert loop.time() - opened >= DEADLINE_S - 0.5  # at the deadline, not at once
+        finally:
+            writer.close()
+    finally:
+        cluster.stop()

@@ -1,7 +1,8 @@
 """W6: revocation reaches live streams. A stream consumer stops receiving, and its stream is closed with
 a close code saying why, once its user loses read permission on the queue (4403), is deleted or changes
 password (4401), or the token the stream was opened with expires (4401); what it held goes back to the
-queue. An HTTP consumer is refused at its next request and ended by its queue's leader. Real nodes, real
+queue. An HTTP consumer is refused at its next request and ended by its queue's leader; one whose token
+expired ends at its idle timeout, and a durable consumer is kept for its owner. Real nodes, real
 WebSockets, real users."""
 
 from __future__ import annotations
@@ -220,3 +221,93 @@ async def _http_consumer_revoked(cluster: ProcessCluster) -> None:
         return True
 
     await eventually(one_ready, f"one message ready in {queue}", timeout=10, interval=0.05)
+
+
+async def _listed(url: str, queue: str, tag: str) -> bool:
+    """Whether the queue lists the consumer `tag` (a durable consumer by its full name; a plain one by the
+    first characters of its tag, as listings show it)."""
+    listed = await call("GET", f"{url}/api/queues/{queue}/consumers", authorization=ADMIN)
+    assert listed.status == 200, listed.body
+    return any(tag.startswith(consumer["tag"].removesuffix("...")) for consumer in listed.body)
+
+
+async def test_w6_a_durable_consumer_is_kept_for_its_owner_while_it_may_not_read(
+    secured: ProcessCluster,
+) -> None:
+    """Revoking read ends the owner's plain consumer (what it held returns) but keeps its durable one,
+    with what that checked out, for when it may read again: then it reads the same deliveries and goes on
+    from its position."""
+    queue = "w6-durable"
+    reader, leader = await _consuming_user(secured, "w6-durable", queue)
+    published = await call(
+        "POST", f"{leader}/api/queues/{queue}/messages", authorization=ADMIN,
+        json={"messages": [{"body": "d0"}, {"body": "d1"}, {"body": "plain"}]},
+    )  # fmt: skip
+    assert published.status == 201, published.body
+    durable = f"{leader}/api/queues/{queue}/consumers/w6-job"
+    taken = await call("POST", durable + "/checkout", authorization=reader, json={"max": 2})
+    assert taken.status == 200 and taken.body["end"] == 2, taken.body
+    registered = await call("POST", f"{leader}/api/queues/{queue}/consumers", authorization=reader, json={})
+    plain = registered.body["consumer"]
+    polled = await call(
+        "GET", f"{leader}/api/queues/{queue}/consumers/{plain}/deliveries?wait=5", authorization=reader
+    )
+    assert [m["body"] for m in polled.body] == ["plain"], polled.body
+    assert await _ready(secured, queue) == 0
+    probe = f"/api/queues/{queue}"
+    permissions = "/api/users/w6-durable/permissions"
+    await _changed_on_every_node(secured, permissions, {"read": "^nothing$"}, probe, reader, 403)
+
+    async def plain_consumer_ended() -> bool:
+        return await _ready(secured, queue) == 1 and not await _listed(leader, queue, plain)
+
+    await eventually(plain_consumer_ended, "the plain consumer ended", timeout=10, interval=0.05)
+    assert await _listed(leader, queue, "w6-job~w6-durable")
+    assert await _ready(secured, queue) == 1  # the durable consumer's two are still checked out
+    refused = await call("GET", durable + "/log?from=0&to=2", authorization=reader)
+    assert refused.status == 403, refused.body
+    await _changed_on_every_node(secured, permissions, {"read": f"^{queue}$"}, probe, reader, 200)
+    log = await call("GET", durable + "/log?from=0&to=2", authorization=reader)
+    assert log.status == 200 and [m["body"] for m in log.body] == ["d0", "d1"], log.body
+    more = await call("POST", durable + "/checkout", authorization=reader, json={"max": 1})
+    assert more.status == 200 and more.body["end"] == 3, more.body
+
+
+IDLE_TIMEOUT_S = 20
+
+
+def test_w6_an_http_consumer_whose_token_expired_ends_at_its_idle_timeout(tmp_path: Path) -> None:
+    """An expired token is refused at the consumer's next request, but the consumer is not ended then (its
+    owner may still read): it ends when it has gone unheard for its idle timeout, and what it held
+    returns then."""
+    env = {**NO_GUEST, "QUORUMQ_CONSUMER_IDLE_TIMEOUT_MS": str(IDLE_TIMEOUT_S * 1000)}
+    cluster = ProcessCluster.start(tmp_path, 1, env=env)
+    try:
+        asyncio.run(_http_consumer_of_an_expired_token(cluster))
+    finally:
+        cluster.stop()
+
+
+async def _http_consumer_of_an_expired_token(cluster: ProcessCluster) -> None:
+    queue = "w6-http-token"
+    reader, leader = await _consuming_user(cluster, "w6-http-token", queue)
+    await _publish(cluster, queue, "held")
+    bearer = await _token(leader, reader, ttl_s=2)
+    registered = await call("POST", f"{leader}/api/queues/{queue}/consumers", authorization=bearer, json={})
+    assert registered.status == 201, registered.body
+    tag = registered.body["consumer"]
+    polled = f"{leader}/api/queues/{queue}/consumers/{tag}/deliveries?wait=5"
+    assert len((await call("GET", polled, authorization=bearer)).body) == 1
+    loop = asyncio.get_running_loop()
+    last_heard = loop.time()
+    await eventually_status(f"{leader}/api/whoami", bearer, 401)  # the token has expired
+    assert (await call("GET", polled, authorization=bearer)).status == 401  # refused, and not heard
+    assert await _listed(leader, queue, tag) and await _ready(cluster, queue) == 0  # not ended
+
+    async def ended() -> bool:
+        return await _ready(cluster, queue) == 1 and not await _listed(leader, queue, tag)
+
+    await eventually(
+        ended, "the consumer to end at its idle timeout", timeout=IDLE_TIMEOUT_S + 40, interval=0.2
+    )
+    assert loop.time() - last_heard >= IDLE_TIMEOUT_S - 1  # not before it

@@ -5,6 +5,7 @@ where it happened. Each page's screenshot is saved under docs/screenshots/ (link
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,8 @@ from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER, ProcessCluster
 from quorumq import SyncClient, UnauthorizedError
 
 SCREENSHOTS = Path(__file__).parents[2] / "docs" / "screenshots"
+UI_TOKEN_S = 8 * 3600
+"""The longest the UI's token lasts (docs/operate/security.md)."""
 
 
 @pytest.fixture(scope="module")
@@ -253,6 +256,7 @@ def test_w15_deleting_a_user_asks_first(cluster: ProcessCluster, browser: WebDri
 
 
 def test_w15_log_out_revokes_the_token_on_every_node(cluster: ProcessCluster, browser: WebDriver) -> None:
+    """The UI logs in with a token of at most UI_TOKEN_S, and its log-out revokes it on every node."""
     go(browser, cluster, "overview")
     browser.find_element(By.ID, "logout").click()
     until(browser, lambda d: d.find_elements(By.ID, "login"), "the login form")
@@ -264,6 +268,9 @@ def test_w15_log_out_revokes_the_token_on_every_node(cluster: ProcessCluster, br
     for url in cluster.urls:
         with SyncClient([url], token=token) as client:
             assert client.whoami()["name"] == HARNESS_USER
+    with SyncClient([cluster.urls[0]], token=token) as client:  # no later than the token asking: its expiry
+        _, expires_ms = client.create_token(7 * 24 * 3600)
+    assert expires_ms <= (time.time() + UI_TOKEN_S + 60) * 1000, (expires_ms / 1000 - time.time()) / 3600
     browser.find_element(By.ID, "logout").click()
     until(browser, lambda d: d.find_elements(By.ID, "login"), "the login form again")
     for url in cluster.urls:  # the log-out answered only once every node had revoked it
