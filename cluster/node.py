@@ -91,7 +91,11 @@ class Node:
         self.meta = MetadataApp(self._metadata_changed, self.env.reads_metadata)
         self.metadata = MetadataView(self.meta)
         self._addresses = AddressExchange(
-            self.name, lambda: self.metadata.nodes, self._metadata_applied, self.transport
+            self.name,
+            lambda: self.metadata.nodes,
+            self._metadata_applied,
+            self._metadata_members,
+            self.transport,
         )
         self._status: NodeStatus | None = None
         self._formats: FormatVersions | None = None
@@ -150,6 +154,7 @@ class Node:
         )
         self._build_parts(self.host, self.store, damage)
         await self.transport.start()
+        self._addresses.know_seeds(seeds)
         for name, address in seeds.items():
             self.transport.set_peer(name, address)
         bootstrap = ConfState(voters=tuple(sorted(seeds))) if seeds and not lost_data else None
@@ -266,6 +271,10 @@ class Node:
         self.peer_requests.link_lost(peer)
         if self._formats is not None:
             self._formats.link_lost(peer)
+
+    def _metadata_members(self) -> tuple[str, ...]:
+        """The metadata group's voters and learners as this node knows them (none before it started)."""
+        return self._status.metadata_members() if self._status is not None else ()
 
     def _metadata_applied(self) -> int:
         """The index of the metadata log this node applied (0 before it opened the group)."""

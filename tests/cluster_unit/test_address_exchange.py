@@ -31,14 +31,16 @@ def info(name: str) -> NodeInfo:
 
 
 class Metadata:
-    """This node's metadata as the exchange reads it: the registry and the index applied."""
+    """This node's metadata as the exchange reads it: the registry, the index applied and the metadata
+    group's members."""
 
-    def __init__(self, names: list[str], applied: int) -> None:
+    def __init__(self, names: list[str], applied: int, members: tuple[str, ...] = ()) -> None:
         self.nodes = {name: info(name) for name in names}
         self.applied = applied
+        self.members = members
 
     def exchange(self, name: str, links: Links) -> AddressExchange:
-        return AddressExchange(name, lambda: self.nodes, lambda: self.applied, links)
+        return AddressExchange(name, lambda: self.nodes, lambda: self.applied, lambda: self.members, links)
 
 
 def told(at: int, *names: str) -> dict[str, object]:
@@ -48,6 +50,25 @@ def told(at: int, *names: str) -> dict[str, object]:
 def test_a_node_tells_every_registered_address_and_the_index_it_applied() -> None:
     metadata = Metadata(["n1", "n2", "n5"], 40)
     assert metadata.exchange("n2", Links({})).announcement() == told(40, "n1", "n2", "n5")
+
+
+def test_a_node_tells_its_seeds_beside_the_registered_nodes() -> None:
+    exchange = Metadata(["n1", "n2"], 7).exchange("n1", Links({}))
+    exchange.know_seeds({"n1": Address("n1", 7000), "n3": Address("n3", 7000)})
+    assert exchange.announcement() == told(7, "n3", "n1", "n2")
+
+
+def test_a_member_of_the_metadata_group_is_taken_from_any_peer_and_dropped_when_it_leaves() -> None:
+    """n3, a seed, never registered (it was down); n5 joined later and leads: only the other seeds know
+    where n3 is, and they are not ahead of the leader (whole-node seed 1900)."""
+    metadata = Metadata(["n1", "n5"], 50, members=("n1", "n3", "n5"))
+    links = Links({"n1": Address("n1", 7000)})
+    exchange = metadata.exchange("n5", links)
+    exchange.on_control("n1", told(40, "n3", "n9"))
+    assert set(links.known) == {"n1", "n3"}  # n9 is no member: not from a peer behind
+    metadata.members = ("n1", "n5")
+    exchange.on_control("n1", {})
+    assert set(links.known) == {"n1"}
 
 
 def test_a_lagging_node_learns_from_a_peer_ahead_the_names_it_does_not_know() -> None:

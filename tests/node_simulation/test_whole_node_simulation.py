@@ -219,3 +219,9 @@ def test_rule_a_replica_keeps_following_the_leader_whose_snapshot_configured_it_
     recorded the leader n3's old incarnation; it then dropped everything n3's new incarnation sent in
     the same term, and never caught up."""
     _seed_keeps_every_promise(200441, 20.0)
+
+
+def test_rule_a_leader_that_joined_later_learns_where_an_unregistered_seed_is_seed_1900() -> None:
+    """n3, a seed, had not registered when n5 joined and came to lead the metadata: no registry named n3,
+    so n5 never reached it, and n3 could not register with a leader that did not know it."""
+    _seed_keeps_every_promise(1900, 10.0)
