@@ -6,8 +6,8 @@ import asyncio
 import hashlib
 import os
 
-from cluster.metadata.records import UserRecord
 from cluster.users import hash_password, unusable_hash, verify_password
+from metadata_state.records import UserRecord
 
 PASSWORD_CHECKS_AT_ONCE = 2
 VERIFIED_CACHE_SIZE = 4096

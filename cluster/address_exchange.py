@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from cluster.config import Address, ConfigError
-from cluster.metadata.records import NodeInfo
+from metadata_state.records import NodeInfo
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ An entry of any group (a queue's or the metadata's) holds a msgpack array of ope
 batcher merges the proposals that arrive together into one entry (`cluster/proposals.py`, through
 `pack_op` and `entry_payload`), and every reader takes them apart with `entry_ops` (or, to read bodies
 back, finds where they lie with `entry_body_spans`). A metadata operation is a command of
-`cluster.metadata.codec`. A queue operation has its own envelope:
+`metadata_state.codec`. A queue operation has its own envelope:
 
 - version 9: `[9, now_ms, command, bodies]`, as version 8, where a `Checkout` may carry `auto_ack`;
 - version 8: `[8, now_ms, command, bodies]`, as version 7, where the command may be a redrive task's

@@ -24,7 +24,7 @@ from typing import Any
 from cluster.codec_reads import CodecReads
 from cluster.entry_codec import QUEUE_OP_VERSION
 from cluster.errors import FormatsNotYetKnown, Refused
-from cluster.metadata.codec import CODEC_VERSION
+from metadata_state.codec import CODEC_VERSION
 
 QUEUE_OPS_KEY = "queue_codec"
 METADATA_KEY = "metadata_codec"

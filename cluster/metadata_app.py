@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from cluster.entry_codec import EntryDecodeError, entry_ops
-from cluster.metadata.codec import CODEC_VERSION, MetadataDecodeError, decode
-from cluster.metadata.machine import MetadataMachine
-from cluster.metadata.replies import Reply
-from cluster.metadata.snapshot import decode_snapshot, encode_snapshot
 from cluster.unreadable_entry import UnreadableEntry
+from metadata_state.codec import CODEC_VERSION, MetadataDecodeError, decode
+from metadata_state.machine import MetadataMachine
+from metadata_state.replies import Reply
+from metadata_state.snapshot import decode_snapshot, encode_snapshot
 from raft_log.types import Entry
 
 

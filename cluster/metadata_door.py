@@ -20,8 +20,9 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from cluster.metadata.codec import CODEC_VERSION, MetadataDecodeError, decode, encode
-from cluster.metadata.commands import (
+from cluster.proposals import ProposalFailed, not_committed
+from metadata_state.codec import CODEC_VERSION, MetadataDecodeError, decode, encode
+from metadata_state.commands import (
     BootstrapUsers,
     ClearPolicy,
     Command,
@@ -35,8 +36,7 @@ from cluster.metadata.commands import (
     SetPermissions,
     SetPolicy,
 )
-from cluster.metadata.replies import Reply
-from cluster.proposals import ProposalFailed, not_committed
+from metadata_state.replies import Reply
 
 log = logging.getLogger(__name__)
 

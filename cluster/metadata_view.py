@@ -6,8 +6,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 
-from cluster.metadata.records import NodeInfo, PolicyRecord, QueueInfo, UserRecord
 from cluster.metadata_app import MetadataApp
+from metadata_state.records import NodeInfo, PolicyRecord, QueueInfo, UserRecord
 
 log = logging.getLogger(__name__)
 

@@ -33,8 +33,6 @@ from cluster.leader_clock import LeaderClock
 from cluster.membership.group_changes import GroupChanges
 from cluster.membership.join import JoinRequester
 from cluster.membership.membership import Membership
-from cluster.metadata.commands import Delete, RegisterNode
-from cluster.metadata.records import NodeInfo, QueueInfo
 from cluster.metadata_app import MetadataApp
 from cluster.metadata_door import MetadataDoor
 from cluster.metadata_replay import MetadataReplay
@@ -54,6 +52,8 @@ from cluster.redriving.dispatcher import RedriveDispatcher
 from cluster.store_check import StoreCheck
 from cluster.store_damage import Damage
 from cluster.transport import KIND_REPLY, KIND_REQUEST
+from metadata_state.commands import Delete, RegisterNode
+from metadata_state.records import NodeInfo, QueueInfo
 from raft_log.storage import NodeStore
 from raft_log.types import ConfState
 

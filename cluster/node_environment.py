@@ -19,12 +19,12 @@ from typing import NoReturn, Protocol
 from cluster.config import Address, NodeConfig
 from cluster.entry_codec import QUEUE_OP_VERSION
 from cluster.leader_clock import monotonic_ms
-from cluster.metadata.codec import CODEC_VERSION as METADATA_CODEC_VERSION
 from cluster.peer_links import PeerLinks
 from cluster.raft_host import exit_on_fatal
 from cluster.store_damage import Damage, open_store, stop_on_damage
 from cluster.tls import raft_contexts
 from cluster.transport import FrameHandler, Transport
+from metadata_state.codec import CODEC_VERSION as METADATA_CODEC_VERSION
 from raft_log.storage import NodeStore
 from raft_log.types import StorageError
 

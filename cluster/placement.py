@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-from cluster.metadata.records import QueueInfo
+from metadata_state.records import QueueInfo
 
 DEFAULT_GROUP_SIZE = 3
 

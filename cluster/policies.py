@@ -1,4 +1,4 @@
-"""Policies (`cluster.metadata.records.PolicyRecord`, replicated in the metadata group): checking one
+"""Policies (`metadata_state.records.PolicyRecord`, replicated in the metadata group): checking one
 before it is proposed, and which one a queue applies.
 
 As in RabbitMQ, a policy's pattern is a regular expression matched anywhere in a queue's name (`^orders\\.`
@@ -16,8 +16,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from cluster.metadata.records import PolicyRecord
 from cluster.users import UserError, check_pattern, compiled_pattern
+from metadata_state.records import PolicyRecord
 from queue_state.arguments import INT64_MAX, ArgumentError, QueueConfig, parse_arguments
 from queue_state.policy import NO_POLICY, AppliedPolicy, definition_arguments, effective_config
 

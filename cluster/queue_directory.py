@@ -9,13 +9,13 @@ from typing import Any, Protocol
 
 from cluster.errors import BadRequest, NotLeader, QueueConflict, QueueNotFound
 from cluster.hosts import host_of
-from cluster.metadata.commands import Delete
-from cluster.metadata.records import QueueInfo
-from cluster.metadata.replies import Conflict, Created, Exists, Invalid, NotFound
 from cluster.metadata_door import MetadataDoor
 from cluster.metadata_view import MetadataView
 from cluster.placement import place_replicas
 from cluster.queue_leader import QueueFormats, QueueLeader
+from metadata_state.commands import Delete
+from metadata_state.records import QueueInfo
+from metadata_state.replies import Conflict, Created, Exists, Invalid, NotFound
 from queue_state.arguments import (
     ArgumentError,
     QueueConfig,

@@ -26,11 +26,11 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
 from cluster.entry_codec import QUEUE_OP_VERSION
-from cluster.metadata.commands import SetArguments
-from cluster.metadata.records import NodeInfo, PolicyRecord, QueueInfo
 from cluster.policies import applied_policy
 from cluster.queue_leader import QueueLeader
 from cluster.queue_replica import QueueReplica
+from metadata_state.commands import SetArguments
+from metadata_state.records import NodeInfo, PolicyRecord, QueueInfo
 from queue_state.arguments import parse_arguments
 from raft_log.storage import GroupLog, NodeStore
 from raft_log.types import ConfState

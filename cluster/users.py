@@ -1,4 +1,4 @@
-"""Users (`cluster.metadata.records.UserRecord`, replicated in the metadata group): salted scrypt
+"""Users (`metadata_state.records.UserRecord`, replicated in the metadata group): salted scrypt
 password hashes, tags, permissions.
 
 Hashing happens where the request arrives (it is slow and salted with fresh randomness); the metadata
@@ -21,7 +21,7 @@ import re
 
 import re2
 
-from cluster.metadata.records import ADMINISTRATOR
+from metadata_state.records import ADMINISTRATOR
 
 log = logging.getLogger(__name__)
 

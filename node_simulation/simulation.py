@@ -34,12 +34,12 @@ from aiohttp import web
 from api.app import create_app
 from cluster.config import Address, NodeConfig, Seed
 from cluster.entry_codec import QUEUE_OP_VERSION
-from cluster.metadata.codec import CODEC_VERSION as METADATA_CODEC_VERSION
-from cluster.metadata.codec import POLICY_CODEC_VERSION
 from cluster.node import META_GROUP, Node
 from cluster.node_environment import NodeEnvironment
 from cluster.raft_host import Group
 from cluster.store_damage import Damage
+from metadata_state.codec import CODEC_VERSION as METADATA_CODEC_VERSION
+from metadata_state.codec import POLICY_CODEC_VERSION
 from node_simulation.clients import Clients
 from node_simulation.history import Violation
 from node_simulation.join_requester import SimJoinRequester

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from cluster.address_exchange import AddressExchange
 from cluster.config import Address
-from cluster.metadata.records import NodeInfo
+from metadata_state.records import NodeInfo
 
 
 class Links:

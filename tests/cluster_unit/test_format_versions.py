@@ -8,7 +8,7 @@ import pytest
 from cluster.entry_codec import HOLDING_OP_VERSION, QUEUE_OP_VERSION
 from cluster.errors import FormatsNotYetKnown, Refused
 from cluster.format_versions import UPGRADE_IN_PROGRESS, FormatVersions
-from cluster.metadata.codec import CODEC_VERSION
+from metadata_state.codec import CODEC_VERSION
 
 CLUSTER = ("a", "b", "c", "d")
 

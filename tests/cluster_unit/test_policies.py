@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from cluster.metadata.records import PolicyRecord
 from cluster.policies import PolicyError, applied_policy, checked_policy, matching_policy, policy_in_force
+from metadata_state.records import PolicyRecord
 from queue_state.policy import NO_POLICY, AppliedPolicy
 
 LIMITS = PolicyRecord("limits", r"^orders\.", {"max-length": 5})

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from cluster.metadata.commands import SetArguments
-from cluster.metadata.records import NodeInfo, QueueInfo
 from cluster.queue_hosting import QueueHosting
 from cluster.queue_replica import QueueReplica
+from metadata_state.commands import SetArguments
+from metadata_state.records import NodeInfo, QueueInfo
 from raft_log.storage import NodeStore
 from raft_log.types import ConfState
 

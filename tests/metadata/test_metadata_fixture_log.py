@@ -9,9 +9,9 @@ from pathlib import Path
 
 import msgpack
 
-from cluster.metadata.codec import decode
-from cluster.metadata.machine import MetadataMachine
-from cluster.metadata.replies import Conflict, Invalid, NotFound, Stale
+from metadata_state.codec import decode
+from metadata_state.machine import MetadataMachine
+from metadata_state.replies import Conflict, Invalid, NotFound, Stale
 from raft_log.storage import NodeStore
 from raft_log.types import EntryKind
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-from cluster.metadata.commands import (
+from metadata_state.commands import (
     BootstrapUsers,
     ClearPolicy,
     Command,

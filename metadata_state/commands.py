@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-from cluster.metadata.records import UNFENCED
+from metadata_state.records import UNFENCED
 
 
 class InvalidCommand(ValueError):

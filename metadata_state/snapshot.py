@@ -6,8 +6,8 @@ from dataclasses import asdict
 
 import msgpack
 
-from cluster.metadata.machine import MetadataMachine
-from cluster.metadata.records import NodeInfo, PolicyRecord, QueueInfo, UserRecord
+from metadata_state.machine import MetadataMachine
+from metadata_state.records import NodeInfo, PolicyRecord, QueueInfo, UserRecord
 
 # 1: no version key, queues without `members_fence`; 2: adds both; 3: nodes with `incarnation`, queues
 # with `initial_incarnations`; 4: `policies` and `policies_revision`, written once a policy was set (a

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import assert_never
 
-from cluster.metadata.commands import (
+from metadata_state.commands import (
     BootstrapUsers,
     ClearPolicy,
     Command,
@@ -31,7 +31,7 @@ from cluster.metadata.commands import (
     SetPermissions,
     SetPolicy,
 )
-from cluster.metadata.records import (
+from metadata_state.records import (
     ADMINISTRATOR,
     FULL_ACCESS,
     NodeInfo,
@@ -39,7 +39,7 @@ from cluster.metadata.records import (
     QueueInfo,
     UserRecord,
 )
-from cluster.metadata.replies import (
+from metadata_state.replies import (
     Conflict,
     Created,
     Exists,
