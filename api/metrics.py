@@ -27,7 +27,7 @@ from cluster.metadata_view import MetadataView
 from cluster.node_status import NodeStatus
 from cluster.queue_directory import QueueDirectory
 from cluster.queue_results import MessageRow
-from cluster.raft_metrics import RaftMetrics
+from cluster.replication.raft_metrics import RaftMetrics
 
 _QUEUE = "rabbitmq_detailed_queue_"
 _RAFT = "rabbitmq_detailed_raft_"

@@ -24,7 +24,7 @@ from api.validation import (
 )
 from cluster.config import NodeConfig
 from cluster.queue_leader import QueueLeader
-from cluster.stored_message import StoredMessage
+from cluster.replication.stored_message import StoredMessage
 
 
 @dataclass(frozen=True, slots=True)

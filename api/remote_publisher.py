@@ -12,7 +12,7 @@ import msgpack
 
 from api.validation import MSGPACK
 from cluster.peer_auth import NodeCaller
-from cluster.stored_message import StoredMessage
+from cluster.replication.stored_message import StoredMessage
 
 REMOTE_TIMEOUT_S = 10.0
 

@@ -13,7 +13,7 @@ from api.app_keys import CONFIG
 from api.errors import ApiError
 from api.json_codec import json_value
 from cluster.queue_limits import INT64_MAX, MESSAGE_PRIORITY_MAX
-from cluster.stored_message import StoredMessage
+from cluster.replication.stored_message import StoredMessage
 from quorumq.moments import epoch_ms
 
 MSGPACK = "application/msgpack"

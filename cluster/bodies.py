@@ -18,9 +18,9 @@ from typing import Any, Protocol, TypeVar
 
 import msgpack
 
-from cluster.entry_codec import entry_body_spans, record_span
 from cluster.queue_results import MessageRow
-from cluster.stored_message import BodySpan, StoredMessage
+from cluster.replication.entry_codec import entry_body_spans, record_span
+from cluster.replication.stored_message import BodySpan, StoredMessage
 from queue_state.effects import Delivery
 from raft_log.storage import GroupLog
 

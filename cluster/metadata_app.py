@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cluster.entry_codec import EntryDecodeError, entry_ops
-from cluster.unreadable_entry import UnreadableEntry
+from cluster.replication.entry_codec import EntryDecodeError, entry_ops
+from cluster.replication.unreadable_entry import UnreadableEntry
 from metadata_state.codec import CODEC_VERSION, MetadataDecodeError, decode
 from metadata_state.machine import MetadataMachine
 from metadata_state.replies import Reply

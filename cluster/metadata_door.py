@@ -8,8 +8,8 @@ rolling upgrade the leader still accepts those keys from older nodes, and a node
 that has not said it reads the codec (an older leader ignores the new key).
 
 Which codec version the door writes, and what the leader said it reads, come from the node's
-`FormatVersions` (`cluster/format_versions.py`): version 1 only once every other node of the cluster
-said it reads it, version 0 before, as an older node refuses a command it cannot decode.
+`FormatVersions` (`cluster/replication/format_versions.py`): version 1 only once every other node of the
+cluster said it reads it, version 0 before, as an older node refuses a command it cannot decode.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from cluster.proposals import ProposalFailed, not_committed
+from cluster.replication.proposals import ProposalFailed, not_committed
 from metadata_state.codec import CODEC_VERSION, MetadataDecodeError, decode, encode
 from metadata_state.commands import (
     BootstrapUsers,

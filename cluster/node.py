@@ -22,13 +22,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cluster.address_exchange import AddressExchange
 from cluster.allocator import IdleTrim
 from cluster.config import Address, ConfigError, NodeConfig
 from cluster.dead_lettering.dispatcher import DeadLetterDispatcher
 from cluster.dead_lettering.publisher import ClusterPublisher, RemotePublisher
 from cluster.durable_files import make_directory, sync_directory
-from cluster.format_versions import FormatVersions
 from cluster.leader_clock import LeaderClock
 from cluster.membership.group_changes import GroupChanges
 from cluster.membership.join import JoinRequester
@@ -41,17 +39,19 @@ from cluster.node_environment import NodeEnvironment, production_environment
 from cluster.node_record import NODE_FILE, load_or_record_seeds
 from cluster.node_status import NodeStatus
 from cluster.peer_auth import NodeCaller
-from cluster.peer_requests import ID_BITS, PeerRequests
 from cluster.queue_directory import QueueDirectory
 from cluster.queue_hosting import QueueHosting
 from cluster.queue_leader import QueueLeader
 from cluster.queue_replica import QueueReplica
-from cluster.raft_host import RaftHost
-from cluster.raft_metrics import RaftMetrics
 from cluster.redriving.dispatcher import RedriveDispatcher
+from cluster.replication.address_exchange import AddressExchange
+from cluster.replication.format_versions import FormatVersions
+from cluster.replication.peer_requests import ID_BITS, PeerRequests
+from cluster.replication.raft_host import RaftHost
+from cluster.replication.raft_metrics import RaftMetrics
+from cluster.replication.transport import KIND_REPLY, KIND_REQUEST
 from cluster.store_check import StoreCheck
 from cluster.store_damage import Damage
-from cluster.transport import KIND_REPLY, KIND_REQUEST
 from metadata_state.commands import Delete, RegisterNode
 from metadata_state.records import NodeInfo, QueueInfo
 from raft_log.storage import NodeStore

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from cluster.metadata_view import MetadataView
-from cluster.raft_host import Group, Halted
+from cluster.replication.raft_host import Group, Halted
 from cluster.store_check import StoreCheck
 from cluster.store_damage import Damage
 from raft_log.types import ConfState

@@ -23,17 +23,6 @@ from typing import Any, Protocol, TypeVar
 from cluster.consumer_names import owned
 from cluster.consumer_sessions import CONSUMER_IDLE, CONSUMER_TIMEOUT, ConsumerSession, ConsumerSessions
 from cluster.dead_lettering.messages import with_death
-from cluster.entry_codec import (
-    AUTO_ACK_OP_VERSION,
-    COUNTING_OP_VERSION,
-    DELAY_OP_VERSION,
-    HOLDING_OP_VERSION,
-    POLICY_OP_VERSION,
-    PRIORITY_OP_VERSION,
-    READER_OP_VERSION,
-    REDRIVE_OP_VERSION,
-    encode_queue_op,
-)
 from cluster.errors import (
     BadRequest,
     ConsumerEnded,
@@ -46,7 +35,6 @@ from cluster.errors import (
     UnknownConsumer,
 )
 from cluster.leader_clock import LeaderClock
-from cluster.proposals import ProposalFailed, not_committed
 from cluster.queue_replica import AutoAcked, QueueReplica
 from cluster.queue_results import (
     ConsumerSummary,
@@ -58,7 +46,19 @@ from cluster.queue_results import (
     RedriveProgress,
     Settled,
 )
-from cluster.stored_message import StoredMessage
+from cluster.replication.entry_codec import (
+    AUTO_ACK_OP_VERSION,
+    COUNTING_OP_VERSION,
+    DELAY_OP_VERSION,
+    HOLDING_OP_VERSION,
+    POLICY_OP_VERSION,
+    PRIORITY_OP_VERSION,
+    READER_OP_VERSION,
+    REDRIVE_OP_VERSION,
+    encode_queue_op,
+)
+from cluster.replication.proposals import ProposalFailed, not_committed
+from cluster.replication.stored_message import StoredMessage
 from queue_state.arguments import RUNTIME_ARGUMENTS, ArgumentError, parse_arguments
 from queue_state.command_codec import arguments_version
 from queue_state.commands import (

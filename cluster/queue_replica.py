@@ -1,7 +1,7 @@
 """One replica of a queue: the queue_state machine plus its bodies, applied entry by entry.
 
-An entry carries a batch of operations, each in its envelope (`cluster/entry_codec.py`): the time the
-command is applied with, the command, and for an Enqueue its bodies, which stay in the entry
+An entry carries a batch of operations, each in its envelope (`cluster/replication/entry_codec.py`): the time
+the command is applied with, the command, and for an Enqueue its bodies, which stay in the entry
 (`BodyStore`). Effects are handed to the leader's door (deliveries, dead-letters, expiry); on followers
 they are only used to forget bodies.
 """
@@ -15,9 +15,15 @@ from typing import Any
 import msgpack
 
 from cluster.bodies import BodyStore
-from cluster.entry_codec import QUEUE_OP_VERSION, EntryDecodeError, QueueOp, decode_queue_op, entry_ops
-from cluster.stored_message import StoredMessage
-from cluster.unreadable_entry import UnreadableEntry
+from cluster.replication.entry_codec import (
+    QUEUE_OP_VERSION,
+    EntryDecodeError,
+    QueueOp,
+    decode_queue_op,
+    entry_ops,
+)
+from cluster.replication.stored_message import StoredMessage
+from cluster.replication.unreadable_entry import UnreadableEntry
 from queue_state.arguments import QueueConfig
 from queue_state.command_codec import CommandDecodeError
 from queue_state.commands import Get

@@ -10,7 +10,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from cluster.stored_message import StoredMessage
+    from cluster.replication.stored_message import StoredMessage
     from queue_state.effects import Delivery
 
 

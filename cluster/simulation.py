@@ -30,12 +30,12 @@ import sys
 from dataclasses import dataclass, field, replace
 from typing import NoReturn
 
-from cluster.entry_codec import QUEUE_OP_VERSION, encode_queue_op
-from cluster.proposals import ProposalFailed
 from cluster.queue_replica import QueueReplica
-from cluster.raft_host import RaftHost, Round
+from cluster.replication.entry_codec import QUEUE_OP_VERSION, encode_queue_op
+from cluster.replication.proposals import ProposalFailed
+from cluster.replication.raft_host import RaftHost, Round
+from cluster.replication.stored_message import StoredMessage
 from cluster.simulated_network import SimulatedNetwork
-from cluster.stored_message import StoredMessage
 from queue_state.arguments import QueueConfig
 from queue_state.commands import Enqueue, EntryMeta, NewMessage
 from queue_state.effects import Enqueued

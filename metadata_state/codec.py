@@ -10,7 +10,7 @@ frames), versioned.
   order, including the short forms older nodes wrote (`register_node` without an incarnation,
   `set_members` without a fence or with a null one). It still decodes, so old logs replay; and it is
   what a node writes while a node of the cluster may run a version that reads nothing else
-  (`cluster/format_versions.py`).
+  (`cluster/replication/format_versions.py`).
 
 A change older nodes cannot read (a new command, a new field) raises CODEC_VERSION; keep `encode` able
 to write every version a cluster may still need.

@@ -14,7 +14,7 @@ from cluster.errors import NodeError
 from cluster.membership.group_changes import MembershipRefused
 from cluster.node import Node
 from cluster.queue_leader import QueueLeader
-from cluster.stored_message import StoredMessage
+from cluster.replication.stored_message import StoredMessage
 from metadata_state.codec import POLICY_CODEC_VERSION
 from node_simulation.requests import ClientRequests, GaveUp
 from node_simulation.workload import QUEUE_ARGUMENTS, ClientStats

@@ -13,7 +13,7 @@ from api.publish_job import PublishJob
 from api.remote_publisher import REMOTE_TIMEOUT_S
 from cluster.node import Node
 from cluster.peer_auth import NODE_PRINCIPAL
-from cluster.stored_message import StoredMessage
+from cluster.replication.stored_message import StoredMessage
 
 if TYPE_CHECKING:
     from node_simulation.simulation import NodeSimulation

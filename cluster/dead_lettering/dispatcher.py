@@ -11,7 +11,7 @@ from collections.abc import Callable
 from cluster.dead_lettering.messages import dead_letter_messages, priorities_of, publish_parts
 from cluster.dead_lettering.publisher import ClusterPublisher
 from cluster.dead_lettering.worker import DEFAULT_PREFETCH, DeadLetterSource, DeadLetterWorker
-from cluster.stored_message import StoredMessage
+from cluster.replication.stored_message import StoredMessage
 from queue_state.effects import DeadLetter, Delivery
 
 log = logging.getLogger(__name__)

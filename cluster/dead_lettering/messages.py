@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cluster.stored_message import StoredMessage
+from cluster.replication.stored_message import StoredMessage
 from queue_state.effects import Delivery
 
 
@@ -42,8 +42,9 @@ def priorities_of(levels: list[int]) -> list[int] | None:
 
 PUBLISH_BYTES = 8 * 1024 * 1024
 """The bodies one publish of dead letters carries at most (a larger letter goes alone): with their
-headers, far within what one replicated operation may hold (`cluster.proposals.MAX_OPERATION_BYTES`),
-which a publish of many large letters would exceed, refused for good."""
+headers, far within what one replicated operation may hold
+(`cluster.replication.proposals.MAX_OPERATION_BYTES`), which a publish of many large letters would exceed,
+refused for good."""
 
 
 def publish_parts(sizes: list[int]) -> list[slice]:

@@ -12,7 +12,7 @@ from typing import Protocol
 
 from cluster.errors import NotLeader
 from cluster.queue_results import Published
-from cluster.stored_message import StoredMessage
+from cluster.replication.stored_message import StoredMessage
 
 
 class RemotePublisher(Protocol):

@@ -17,7 +17,7 @@ from typing import Protocol
 
 from cluster.dead_lettering.messages import priorities_of, publish_parts
 from cluster.errors import NotLeader
-from cluster.stored_message import StoredMessage
+from cluster.replication.stored_message import StoredMessage
 
 log = logging.getLogger(__name__)
 

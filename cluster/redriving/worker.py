@@ -24,7 +24,7 @@ from cluster.dead_lettering.messages import priorities_of
 from cluster.dead_lettering.worker import MAX_BACKOFF_S, MIN_BACKOFF_S, ConfirmedPublisher
 from cluster.errors import NotLeader, UnknownConsumer
 from cluster.queue_results import MessageRow, Position
-from cluster.stored_message import StoredMessage
+from cluster.replication.stored_message import StoredMessage
 from queue_state.redrive import COMPLETED, FAILED, RUNNING, RedriveTask
 
 log = logging.getLogger(__name__)

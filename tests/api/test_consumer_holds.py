@@ -17,7 +17,7 @@ from support.eventually import eventually
 from cluster.errors import ConsumerEnded, Refused
 from cluster.queue_leader import QueueLeader
 from cluster.queue_results import Outcome
-from cluster.stored_message import StoredMessage
+from cluster.replication.stored_message import StoredMessage
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

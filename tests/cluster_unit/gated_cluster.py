@@ -18,8 +18,8 @@ from support.eventually import eventually
 from cli.node_processes import free_ports
 from cluster.config import Address
 from cluster.metadata_app import MetadataApp
-from cluster.raft_host import GroupApp, RaftHost
-from cluster.transport import Transport
+from cluster.replication.raft_host import GroupApp, RaftHost
+from cluster.replication.transport import Transport
 from metadata_state.codec import encode
 from metadata_state.commands import DeleteUser
 from raft_log.database import Database

@@ -9,11 +9,11 @@ import uuid
 from gated_cluster import GROUP, NAMES, Node
 from support.eventually import eventually
 
-from cluster.format_versions import FormatVersions
 from cluster.leader_clock import LeaderClock, monotonic_ms
 from cluster.queue_leader import QueueLeader
 from cluster.queue_replica import QueueReplica
-from cluster.stored_message import StoredMessage
+from cluster.replication.format_versions import FormatVersions
+from cluster.replication.stored_message import StoredMessage
 from queue_state.arguments import QueueConfig
 from raft_log.storage import GroupLog
 

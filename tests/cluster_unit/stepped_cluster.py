@@ -13,11 +13,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
-from cluster.entry_codec import encode_queue_op
 from cluster.queue_replica import QueueReplica
-from cluster.raft_host import Group, RaftHost
+from cluster.replication.entry_codec import encode_queue_op
+from cluster.replication.raft_host import Group, RaftHost
+from cluster.replication.stored_message import StoredMessage
 from cluster.simulated_network import SimulatedNetwork
-from cluster.stored_message import StoredMessage
 from queue_state.arguments import QueueConfig
 from queue_state.commands import Enqueue, EntryMeta, NewMessage
 from raft_log.storage import NodeStore

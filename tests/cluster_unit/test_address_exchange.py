@@ -4,8 +4,8 @@ learns where it is from another peer, so that it can answer that leader (whole-n
 
 from __future__ import annotations
 
-from cluster.address_exchange import AddressExchange
 from cluster.config import Address
+from cluster.replication.address_exchange import AddressExchange
 from metadata_state.records import NodeInfo
 
 

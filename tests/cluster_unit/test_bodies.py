@@ -10,7 +10,7 @@ import msgpack
 import pytest
 
 from cluster.bodies import BodyStore, body_key
-from cluster.stored_message import StoredMessage
+from cluster.replication.stored_message import StoredMessage
 from queue_state.effects import Delivery
 from raft_log.keys import GroupKeys
 from raft_log.storage import CorruptionError, GroupLog, NodeStore

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from cluster.raft_host import RaftHost
+from cluster.replication.raft_host import RaftHost
 from cluster.simulation import CALM, GROUP, Faults, LivenessViolation, Simulation, run_seed
 from raft_log.core import RaftNode
 from raft_log.invariants import InvariantViolation

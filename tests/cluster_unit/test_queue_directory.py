@@ -15,11 +15,11 @@ import pytest
 import cluster.metadata_door
 import cluster.queue_directory
 from cluster.errors import BadRequest, NotLeader, QueueConflict, QueueNotFound
-from cluster.format_versions import FormatVersions
 from cluster.metadata_app import MetadataApp
 from cluster.metadata_door import MetadataDoor
 from cluster.metadata_view import MetadataView
 from cluster.queue_directory import QueueDirectory
+from cluster.replication.format_versions import FormatVersions
 from metadata_state.codec import encode
 from metadata_state.commands import Declare, SetArguments
 from metadata_state.replies import Reply

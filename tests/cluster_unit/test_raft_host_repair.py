@@ -14,8 +14,8 @@ from rocksdict import Options, Rdict
 from support.eventually import eventually
 
 from cluster.metadata_app import MetadataApp
-from cluster.raft_host import RaftHost
-from cluster.transport import Transport
+from cluster.replication.raft_host import RaftHost
+from cluster.replication.transport import Transport
 from raft_log.keys import GroupKeys
 
 

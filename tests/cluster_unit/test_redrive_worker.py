@@ -12,7 +12,7 @@ from support.eventually import eventually
 from cluster.errors import UnknownConsumer
 from cluster.queue_results import MessageRow, Position
 from cluster.redriving.worker import RedriveWorker
-from cluster.stored_message import StoredMessage
+from cluster.replication.stored_message import StoredMessage
 from queue_state.arguments import parse_arguments
 from queue_state.commands import (
     Command,

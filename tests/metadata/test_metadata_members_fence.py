@@ -7,7 +7,7 @@ import msgpack
 import pytest
 
 from cluster.metadata_app import MetadataApp
-from cluster.unreadable_entry import UnreadableEntry
+from cluster.replication.unreadable_entry import UnreadableEntry
 from metadata_state.codec import MetadataDecodeError, decode
 from metadata_state.commands import Declare, Delete, InvalidCommand, SetMembers
 from metadata_state.machine import MetadataMachine

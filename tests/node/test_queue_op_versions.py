@@ -11,7 +11,7 @@ import msgpack
 from node_helpers import every_node_writes_the_newest_queue_ops
 
 from cli.node_processes import ProcessCluster
-from cluster.entry_codec import QUEUE_OP_VERSION, op_bodies
+from cluster.replication.entry_codec import QUEUE_OP_VERSION, op_bodies
 from cluster.store_damage import DATABASE_DIR
 from quorumq import Client
 from raft_log.storage import NodeStore

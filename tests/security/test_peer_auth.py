@@ -25,7 +25,7 @@ from cluster.peer_auth import (
     sign_assertion,
     verify_assertion,
 )
-from cluster.transport import FRAME_HEADER, KIND_REQUEST, Handshake
+from cluster.replication.transport import FRAME_HEADER, KIND_REQUEST, Handshake
 
 SECRET = HARNESS_SECRET
 

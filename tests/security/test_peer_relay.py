@@ -25,7 +25,7 @@ from cli.dev_tls import make_certificates
 from cli.node_processes import HARNESS_SECRET, NodeProcess, ProcessCluster, free_ports
 from cluster.config import Address
 from cluster.peer_auth import NODE_AUTH_HEADER, body_digest, sign_assertion
-from cluster.transport import FRAME_HEADER, KIND_RAFT, Transport
+from cluster.replication.transport import FRAME_HEADER, KIND_RAFT, Transport
 
 RELAY_DEADLINE_S = 60.0
 

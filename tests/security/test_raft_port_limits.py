@@ -12,7 +12,7 @@ from security_helpers import ADMIN, Answer, call, raft_handshake
 from support.eventually import eventually
 
 from cli.node_processes import HARNESS_SECRET, NodeProcess, ProcessCluster, wait_healthy
-from cluster.transport import FRAME_HEADER
+from cluster.replication.transport import FRAME_HEADER
 
 PER_SOURCE = 8  # pending handshakes one address may hold
 PENDING = 128  # pending handshakes in all

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cluster.entry_codec import entry_payload, pack_op
 from cluster.errors import NotLeader, OutcomeUnknown, TooLarge
-from cluster.transport import MAX_FRAME_BYTES
+from cluster.replication.entry_codec import entry_payload, pack_op
+from cluster.replication.transport import MAX_FRAME_BYTES
 
 FRAME_ENVELOPE_BYTES = 64 * 1024
 """What a frame carrying one entry holds beside its operation: the transport's framing, the Raft append

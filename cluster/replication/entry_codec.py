@@ -1,7 +1,7 @@
 """How operations travel inside Raft entries: the one owner of that framing, every version of it.
 
 An entry of any group (a queue's or the metadata's) holds a msgpack array of operations: the leader's
-batcher merges the proposals that arrive together into one entry (`cluster/proposals.py`, through
+batcher merges the proposals that arrive together into one entry (`cluster/replication/proposals.py`, through
 `pack_op` and `entry_payload`), and every reader takes them apart with `entry_ops` (or, to read bodies
 back, finds where they lie with `entry_body_spans`). A metadata operation is a command of
 `metadata_state.codec`. A queue operation has its own envelope:
@@ -28,8 +28,8 @@ back, finds where they lie with `entry_body_spans`). A metadata operation is a c
 
 All decode into the same `QueueOp`, so logs written before version 9 (or 8 to 1) replay (snapshots never
 held operations). A leader writes the newest version every node of the cluster said it reads
-(`cluster/codec_reads.py`); a command with a field that version has no place for is not written (the
-leader builds it only when `op_version()` allows, `cluster/queue_leader.py`).
+(`cluster/replication/codec_reads.py`); a command with a field that version has no place for is not written
+(the leader builds it only when `op_version()` allows, `cluster/queue_leader.py`).
 
 The framing is cluster's, not queue_state's: the envelope carries what the replica keeps beside the
 machine (message bodies, which queue_state never sees), and which version to write depends on the
@@ -44,7 +44,7 @@ from typing import Any
 
 import msgpack
 
-from cluster.stored_message import BodySpan, StoredMessage
+from cluster.replication.stored_message import BodySpan, StoredMessage
 from queue_state.command_codec import (
     AUTO_ACK_VERSION,
     DELAYED_MESSAGE_VERSION,

@@ -3,8 +3,8 @@
 The rolling-upgrade rule: a node writes the newest version of a format that every other node of the
 cluster said it reads (`FormatVersions` names them), up to its own; version 0, which every node reads,
 while one of them said nothing. An older node cannot decode a newer entry: its replica would halt
-there (`cluster.unreadable_entry`). Every node says what it reads in a control frame to each peer, every
-second (`{key: version}`; nodes that predate this ignore the key and never send it, so they count as
+there (`cluster.replication.unreadable_entry`). Every node says what it reads in a control frame to each peer,
+every second (`{key: version}`; nodes that predate this ignore the key and never send it, so they count as
 reading version 0).
 
 A peer's word belongs to the peer as it was linked when it spoke (decision 0018): once that link is

@@ -14,8 +14,8 @@ large catch-up cannot starve another group's heartbeats; a frame is written at o
 queued for the peer and its socket keeps up. A lost connection drops what was queued; Raft retransmits.
 
 A frame holds at most MAX_FRAME_BYTES (what every version takes; the operations a group proposes are held
-to fit it, `cluster.proposals.MAX_OPERATION_BYTES`). A larger one is not sent (`send` is False), and one
-received (from a node of an earlier version) is read past and dropped: closing the connection for it
+to fit it, `cluster.replication.proposals.MAX_OPERATION_BYTES`). A larger one is not sent (`send` is False),
+and one received (from a node of an earlier version) is read past and dropped: closing the connection for it
 would drop every group's frames with it, each time it was sent again.
 
 Before a connection has authenticated, it is held to little: frames of at most MAX_HANDSHAKE_FRAME_BYTES
@@ -75,7 +75,7 @@ CHANNEL_BINDING = "tls-unique"
 
 KIND_RAFT = 0
 KIND_CONTROL = 1
-KIND_REQUEST = 2  # cluster.peer_requests: a request one node makes of another
+KIND_REQUEST = 2  # cluster.replication.peer_requests: a request one node makes of another
 KIND_REPLY = 3
 
 FrameHandler = Callable[[str, int, bytes], None]

@@ -36,7 +36,7 @@ from typing import Any, Protocol
 import msgpack
 
 from cluster.errors import NotLeader, OutcomeUnknown
-from cluster.transport import KIND_REPLY, KIND_REQUEST
+from cluster.replication.transport import KIND_REPLY, KIND_REQUEST
 
 log = logging.getLogger(__name__)
 

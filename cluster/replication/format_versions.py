@@ -4,8 +4,8 @@ metadata commands (`metadata/codec.py`).
 The rolling-upgrade rule, one for both formats: a node writes the newest version of a format every other
 node of the cluster (the metadata group's voters and learners) said it reads, up to its own, and version
 0 while one said nothing. Any node can be added to any queue's group later, and the replica of an older
-node that receives an entry it cannot decode halts there (`cluster.unreadable_entry`); so a node that
-joins once the newest version is written must run this version or a later one. Every node says what it
+node that receives an entry it cannot decode halts there (`cluster.replication.unreadable_entry`); so a node
+that joins once the newest version is written must run this version or a later one. Every node says what it
 reads to each peer in one control frame every second (`{"queue_codec": N, "metadata_codec": M}`;
 `CodecReads` takes each key from any frame, so the separate frames of earlier versions count as well).
 A peer's word belongs to its link (`CodecReads`, decision 0018).
@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from cluster.codec_reads import CodecReads
-from cluster.entry_codec import QUEUE_OP_VERSION
 from cluster.errors import FormatsNotYetKnown, Refused
+from cluster.replication.codec_reads import CodecReads
+from cluster.replication.entry_codec import QUEUE_OP_VERSION
 from metadata_state.codec import CODEC_VERSION
 
 QUEUE_OPS_KEY = "queue_codec"

@@ -35,11 +35,11 @@ from typing import Any, NoReturn, Protocol
 
 import msgpack
 
-from cluster.peer_links import PeerLinks
-from cluster.proposals import ProposalBatcher, ProposalFailed
-from cluster.raft_metrics import RaftMetrics
-from cluster.transport import KIND_CONTROL, KIND_RAFT
-from cluster.unreadable_entry import UnreadableEntry
+from cluster.replication.peer_links import PeerLinks
+from cluster.replication.proposals import ProposalBatcher, ProposalFailed
+from cluster.replication.raft_metrics import RaftMetrics
+from cluster.replication.transport import KIND_CONTROL, KIND_RAFT
+from cluster.replication.unreadable_entry import UnreadableEntry
 from raft_log.confchange import ConfChange, apply_conf_change, decode_conf_change
 from raft_log.core import Config, RaftNode
 from raft_log.errors import MessageDecodeError, NotLeaderError, ProposalDroppedError
