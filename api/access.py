@@ -6,8 +6,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from cluster.peer_auth import NODE_PRINCIPAL
-from cluster.users import pattern_allows
+from cluster.security.peer_auth import NODE_PRINCIPAL
+from cluster.security.users import pattern_allows
 from metadata_state.records import FULL_ACCESS, UserRecord
 
 

@@ -19,11 +19,11 @@ if TYPE_CHECKING:
     from cluster.metadata_door import MetadataDoor
     from cluster.metadata_view import MetadataView
     from cluster.node_status import NodeStatus
-    from cluster.peer_auth import NodeCaller
     from cluster.queue_directory import QueueDirectory
-    from cluster.replay_guard import ReplayGuard
     from cluster.replication.format_versions import FormatVersions
     from cluster.replication.peer_requests import PeerRequests
+    from cluster.security.peer_auth import NodeCaller
+    from cluster.security.replay_guard import ReplayGuard
 
 CONFIG: web.AppKey[NodeConfig] = web.AppKey("config")
 QUEUES: web.AppKey[QueueDirectory] = web.AppKey("queues")

@@ -13,7 +13,7 @@ from api.forwarding import on_meta_leader
 from api.tokens import DEFAULT_TTL_S, MAX_TTL_S, issue_token
 from api.validation import bad, field_int, json_object
 from cluster.metadata_view import MetadataView
-from cluster.users import (
+from cluster.security.users import (
     GUEST,
     UserError,
     check_password,

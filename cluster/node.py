@@ -38,7 +38,6 @@ from cluster.metadata_view import MetadataView
 from cluster.node_environment import NodeEnvironment, production_environment
 from cluster.node_record import NODE_FILE, load_or_record_seeds
 from cluster.node_status import NodeStatus
-from cluster.peer_auth import NodeCaller
 from cluster.queue_directory import QueueDirectory
 from cluster.queue_hosting import QueueHosting
 from cluster.queue_leader import QueueLeader
@@ -50,6 +49,7 @@ from cluster.replication.peer_requests import ID_BITS, PeerRequests
 from cluster.replication.raft_host import RaftHost
 from cluster.replication.raft_metrics import RaftMetrics
 from cluster.replication.transport import KIND_REPLY, KIND_REQUEST
+from cluster.security.peer_auth import NodeCaller
 from cluster.store_check import StoreCheck
 from cluster.store_damage import Damage
 from metadata_state.commands import Delete, RegisterNode
@@ -79,7 +79,7 @@ class Node:
         environment: NodeEnvironment | None = None,
     ) -> None:
         if not config.cluster_secret:
-            raise ConfigError("a node needs a cluster secret (see cluster.cluster_secret)")
+            raise ConfigError("a node needs a cluster secret (see cluster.security.cluster_secret)")
         self.config = config
         self.name = config.node
         self.env = environment if environment is not None else production_environment()

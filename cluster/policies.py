@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from cluster.users import UserError, check_pattern, compiled_pattern
+from cluster.security.users import UserError, check_pattern, compiled_pattern
 from metadata_state.records import PolicyRecord
 from queue_state.arguments import INT64_MAX, ArgumentError, QueueConfig, parse_arguments
 from queue_state.policy import NO_POLICY, AppliedPolicy, definition_arguments, effective_config

@@ -64,7 +64,7 @@ class QueueInfo:
 
 @dataclass
 class UserRecord:
-    """One user: the encoded password hash, tags, and the three permission regexes (`cluster.users`
+    """One user: the encoded password hash, tags, and the three permission regexes (`cluster.security.users`
     hashes passwords and matches patterns; the metadata only records them)."""
 
     name: str

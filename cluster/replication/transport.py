@@ -20,7 +20,7 @@ would drop every group's frames with it, each time it was sent again.
 
 Before a connection has authenticated, it is held to little: frames of at most MAX_HANDSHAKE_FRAME_BYTES
 (a larger length is refused before anything of it is read), a deadline of HANDSHAKE_TIMEOUT_S (the TLS
-handshake too), and a bounded number of such connections (`cluster.pending_handshakes`).
+handshake too), and a bounded number of such connections (`cluster.security.pending_handshakes`).
 
 A partition must not outlive its heal in a connection: TCP keeps retransmitting into a cut link with a
 doubling timeout, so a connection that survived seconds of partition may stay silent for seconds more
@@ -52,8 +52,8 @@ from dataclasses import dataclass
 import msgpack
 
 from cluster.config import Address
-from cluster.pending_handshakes import PendingHandshakes
-from cluster.source_address import source_key
+from cluster.security.pending_handshakes import PendingHandshakes
+from cluster.security.source_address import source_key
 from raft_log.msgpack_parts import array_header, bin_header
 
 log = logging.getLogger(__name__)

@@ -27,12 +27,12 @@ from api.tokens import verify_token
 from api.validation import MAX_VALUES, msgpack_object, published_messages
 from cluster.config import Address, NodeConfig
 from cluster.metadata_app import MetadataApp
-from cluster.peer_auth import verify_assertion
 from cluster.queue_limits import INT64_MAX
 from cluster.queue_replica import QueueReplica
 from cluster.replication.entry_codec import decode_queue_op
 from cluster.replication.transport import HandshakeError, _decode
 from cluster.replication.unreadable_entry import UnreadableEntry
+from cluster.security.peer_auth import verify_assertion
 from metadata_state.commands import RegisterNode
 from metadata_state.replies import Conflict, Exists, Invalid, NotFound, Stale
 from metadata_state.snapshot import decode_snapshot

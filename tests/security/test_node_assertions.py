@@ -13,7 +13,7 @@ from security_helpers import ADMIN, NO_GUEST, add_user, call
 
 from api.forwarding import HOPS_HEADER
 from cli.node_processes import HARNESS_SECRET, ProcessCluster, wait_healthy
-from cluster.peer_auth import NODE_AUTH_HEADER, body_digest, derived_key, sign_assertion
+from cluster.security.peer_auth import NODE_AUTH_HEADER, body_digest, derived_key, sign_assertion
 from cluster.steady_clock import steady_wall_ms
 
 

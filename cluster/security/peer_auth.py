@@ -7,8 +7,8 @@ body's SHA-256, the method and the request target (path and query string exactly
 authorises that one request on that one node and nothing else. The receiving node trusts the named user
 (or `NODE_PRINCIPAL` for a node's own calls) only if it is the destination, the HMAC checks and the
 assertion is fresh (then, and only then, it reads the body and compares its digest: a caller without the
-secret never makes a node read a body), and its nonce is new (`cluster.replay_guard`). The older formats
-(`v2`, without the destination, and the first, without nonce, query or body) are refused.
+secret never makes a node read a body), and its nonce is new (`cluster.security.replay_guard`). The older
+formats (`v2`, without the destination, and the first, without nonce, query or body) are refused.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ import aiohttp
 from yarl import URL
 
 from cluster.config import NodeConfig
+from cluster.security.tls import http_client_context
 from cluster.steady_clock import steady_wall_ms
-from cluster.tls import http_client_context
 
 NODE_AUTH_HEADER = "X-Quorumq-Node-Auth"
 NODE_PRINCIPAL = "@node"

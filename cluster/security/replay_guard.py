@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from cluster.peer_auth import ASSERTION_TTL_MS
+from cluster.security.peer_auth import ASSERTION_TTL_MS
 
 MAX_REMEMBERED_NONCES = 250_000  # ~35 MiB; an assertion lives at most 2 minutes (see verify_assertion)
 MAX_NONCES_PER_PRINCIPAL = 50_000  # ~830 requests a second forwarded to one node for one user, for 60 s
