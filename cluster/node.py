@@ -26,7 +26,6 @@ from cluster.allocator import IdleTrim
 from cluster.config import Address, ConfigError, NodeConfig
 from cluster.dead_lettering.dispatcher import DeadLetterDispatcher
 from cluster.dead_lettering.publisher import ClusterPublisher, RemotePublisher
-from cluster.durable_files import make_directory, sync_directory
 from cluster.leader_clock import LeaderClock
 from cluster.membership.group_changes import GroupChanges
 from cluster.membership.join import JoinRequester
@@ -36,7 +35,6 @@ from cluster.metadata_door import MetadataDoor
 from cluster.metadata_replay import MetadataReplay
 from cluster.metadata_view import MetadataView
 from cluster.node_environment import NodeEnvironment, production_environment
-from cluster.node_record import NODE_FILE, load_or_record_seeds
 from cluster.node_status import NodeStatus
 from cluster.queue_directory import QueueDirectory
 from cluster.queue_hosting import QueueHosting
@@ -50,8 +48,10 @@ from cluster.replication.raft_host import RaftHost
 from cluster.replication.raft_metrics import RaftMetrics
 from cluster.replication.transport import KIND_REPLY, KIND_REQUEST
 from cluster.security.peer_auth import NodeCaller
-from cluster.store_check import StoreCheck
-from cluster.store_damage import Damage
+from cluster.store.durable_files import make_directory, sync_directory
+from cluster.store.node_record import NODE_FILE, load_or_record_seeds
+from cluster.store.store_check import StoreCheck
+from cluster.store.store_damage import Damage
 from metadata_state.commands import Delete, RegisterNode
 from metadata_state.records import NodeInfo, QueueInfo
 from raft_log.storage import NodeStore

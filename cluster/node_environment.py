@@ -23,7 +23,7 @@ from cluster.replication.peer_links import PeerLinks
 from cluster.replication.raft_host import exit_on_fatal
 from cluster.replication.transport import FrameHandler, Transport
 from cluster.security.tls import raft_contexts
-from cluster.store_damage import Damage, open_store, stop_on_damage
+from cluster.store.store_damage import Damage, open_store, stop_on_damage
 from metadata_state.codec import CODEC_VERSION as METADATA_CODEC_VERSION
 from raft_log.storage import NodeStore
 from raft_log.types import StorageError

@@ -10,8 +10,8 @@ from typing import Any, Protocol
 
 from cluster.metadata_view import MetadataView
 from cluster.replication.raft_host import Group, Halted
-from cluster.store_check import StoreCheck
-from cluster.store_damage import Damage
+from cluster.store.store_check import StoreCheck
+from cluster.store.store_damage import Damage
 from raft_log.types import ConfState
 
 

@@ -37,7 +37,7 @@ from cluster.node import META_GROUP, Node
 from cluster.node_environment import NodeEnvironment
 from cluster.replication.entry_codec import QUEUE_OP_VERSION
 from cluster.replication.raft_host import Group
-from cluster.store_damage import Damage
+from cluster.store.store_damage import Damage
 from metadata_state.codec import CODEC_VERSION as METADATA_CODEC_VERSION
 from metadata_state.codec import POLICY_CODEC_VERSION
 from node_simulation.clients import Clients

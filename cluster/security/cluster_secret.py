@@ -18,7 +18,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from cluster.config import ConfigError, NodeConfig, is_loopback_host
-from cluster.durable_files import make_directory, write_durably
+from cluster.store.durable_files import make_directory, write_durably
 
 SECRET_FILE = "cluster_secret"
 PUBLIC_SECRETS = frozenset({"quorumq-dev-secret"})

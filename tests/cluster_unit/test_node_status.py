@@ -9,8 +9,8 @@ from typing import Any
 from cluster.metadata_app import MetadataApp
 from cluster.metadata_view import MetadataView
 from cluster.node_status import NodeStatus
-from cluster.store_check import StoreCheck
-from cluster.store_damage import Damage
+from cluster.store.store_check import StoreCheck
+from cluster.store.store_damage import Damage
 from metadata_state.commands import BootstrapUsers, Declare, RegisterNode
 from raft_log.types import ConfState
 

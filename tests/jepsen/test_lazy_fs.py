@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from cluster.durable_files import sync_directory
+from cluster.store.durable_files import sync_directory
 from jepsen_tests.lazy_mount import LazyMount, is_mounted, unavailable_reason
 
 pytestmark = pytest.mark.faults

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from cluster.config import Address, NodeConfig
-from cluster.durable_files import write_durably
+from cluster.store.durable_files import write_durably
 
 NODE_FILE = "node.json"
 

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import NoReturn
 
-from cluster.durable_files import sync_directory, write_durably
+from cluster.store.durable_files import sync_directory, write_durably
 from raft_log.database import DatabaseCorruptionError
 from raft_log.storage import CorruptionError, NodeStore
 from raft_log.types import StorageError
