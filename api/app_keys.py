@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from cluster.metadata_door import MetadataDoor
     from cluster.metadata_view import MetadataView
     from cluster.node_status import NodeStatus
-    from cluster.queue_directory import QueueDirectory
+    from cluster.queues.queue_directory import QueueDirectory
     from cluster.replication.format_versions import FormatVersions
     from cluster.replication.peer_requests import PeerRequests
     from cluster.security.peer_auth import NodeCaller

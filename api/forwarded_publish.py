@@ -35,7 +35,7 @@ from api.error_answers import error_answer
 from api.forwarding import Route, await_leader, next_hop, queue_route
 from api.publish_job import PublishJob
 from api.validation import ENCODINGS, bad
-from cluster.queue_limits import INT64_MAX, MESSAGE_PRIORITY_MAX
+from cluster.queues.queue_limits import INT64_MAX, MESSAGE_PRIORITY_MAX
 from cluster.replication.entry_codec import DELAY_OP_VERSION, PRIORITY_OP_VERSION
 from cluster.replication.peer_requests import Server
 from cluster.replication.stored_message import StoredMessage

@@ -25,8 +25,8 @@ from api.access import Principal
 from api.message_rates import MessageRates
 from cluster.metadata_view import MetadataView
 from cluster.node_status import NodeStatus
-from cluster.queue_directory import QueueDirectory
-from cluster.queue_results import MessageRow
+from cluster.queues.queue_directory import QueueDirectory
+from cluster.queues.queue_results import MessageRow
 from cluster.replication.raft_metrics import RaftMetrics
 
 _QUEUE = "rabbitmq_detailed_queue_"

@@ -11,7 +11,7 @@ from api.auth import POLICY
 from api.errors import ApiError
 from api.forwarding import on_meta_leader
 from api.validation import bad, check_queue_name, json_object
-from cluster.policies import PolicyError, checked_policy
+from cluster.queues.policies import PolicyError, checked_policy
 from metadata_state.codec import POLICY_CODEC_VERSION
 from metadata_state.records import PolicyRecord
 from metadata_state.replies import Created, NotFound

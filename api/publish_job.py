@@ -23,7 +23,7 @@ from api.validation import (
     published_priorities,
 )
 from cluster.config import NodeConfig
-from cluster.queue_leader import QueueLeader
+from cluster.queues.queue_leader import QueueLeader
 from cluster.replication.stored_message import StoredMessage
 
 

@@ -17,8 +17,8 @@ from collections.abc import Callable
 import msgpack
 
 from api.deliveries import json_deliveries, msgpack_deliveries
-from cluster.queue_replica import QueueReplica
-from cluster.queue_results import MessageRow
+from cluster.queues.queue_replica import QueueReplica
+from cluster.queues.queue_results import MessageRow
 from cluster.replication.entry_codec import encode_queue_op
 from cluster.replication.stored_message import StoredMessage
 from queue_state.arguments import QueueConfig

@@ -11,8 +11,8 @@ from pathlib import Path
 import click
 
 from cluster import node_logging
-from cluster.allocator import keep_freed_memory
 from cluster.config import ConfigError, NodeConfig, load_config, setting_docs
+from cluster.queues.allocator import keep_freed_memory
 from cluster.security.cluster_secret import settle_cluster_secret
 
 

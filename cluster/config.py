@@ -13,7 +13,7 @@ from dataclasses import MISSING, Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from cluster.dead_lettering.worker import DEFAULT_PREFETCH
+from cluster.queues.dead_lettering.worker import DEFAULT_PREFETCH
 from queue_state.arguments import DEFAULT_DELIVERY_LIMIT, ArgumentError, QueueDefaults
 
 ENV_PREFIX = "QUORUMQ_"

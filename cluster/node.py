@@ -22,11 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cluster.allocator import IdleTrim
 from cluster.config import Address, ConfigError, NodeConfig
-from cluster.dead_lettering.dispatcher import DeadLetterDispatcher
-from cluster.dead_lettering.publisher import ClusterPublisher, RemotePublisher
-from cluster.leader_clock import LeaderClock
 from cluster.membership.group_changes import GroupChanges
 from cluster.membership.join import JoinRequester
 from cluster.membership.membership import Membership
@@ -36,11 +32,15 @@ from cluster.metadata_replay import MetadataReplay
 from cluster.metadata_view import MetadataView
 from cluster.node_environment import NodeEnvironment, production_environment
 from cluster.node_status import NodeStatus
-from cluster.queue_directory import QueueDirectory
-from cluster.queue_hosting import QueueHosting
-from cluster.queue_leader import QueueLeader
-from cluster.queue_replica import QueueReplica
-from cluster.redriving.dispatcher import RedriveDispatcher
+from cluster.queues.allocator import IdleTrim
+from cluster.queues.dead_lettering.dispatcher import DeadLetterDispatcher
+from cluster.queues.dead_lettering.publisher import ClusterPublisher, RemotePublisher
+from cluster.queues.leader_clock import LeaderClock
+from cluster.queues.queue_directory import QueueDirectory
+from cluster.queues.queue_hosting import QueueHosting
+from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_replica import QueueReplica
+from cluster.queues.redriving.dispatcher import RedriveDispatcher
 from cluster.replication.address_exchange import AddressExchange
 from cluster.replication.format_versions import FormatVersions
 from cluster.replication.peer_requests import ID_BITS, PeerRequests

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import NoReturn, Protocol
 
 from cluster.config import Address, NodeConfig
-from cluster.leader_clock import monotonic_ms
+from cluster.queues.leader_clock import monotonic_ms
 from cluster.replication.entry_codec import QUEUE_OP_VERSION
 from cluster.replication.peer_links import PeerLinks
 from cluster.replication.raft_host import exit_on_fatal

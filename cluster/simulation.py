@@ -30,7 +30,7 @@ import sys
 from dataclasses import dataclass, field, replace
 from typing import NoReturn
 
-from cluster.queue_replica import QueueReplica
+from cluster.queues.queue_replica import QueueReplica
 from cluster.replication.entry_codec import QUEUE_OP_VERSION, encode_queue_op
 from cluster.replication.proposals import ProposalFailed
 from cluster.replication.raft_host import RaftHost, Round

@@ -165,7 +165,8 @@ class SetPermissions:
 
 @dataclass(frozen=True, slots=True)
 class SetPolicy:
-    """Create or replace policy `policy` (checked by the proposer: `cluster.policies.checked_policy`)."""
+    """Create or replace policy `policy` (checked by the proposer:
+    `cluster.queues.policies.checked_policy`)."""
 
     policy: str
     pattern: str

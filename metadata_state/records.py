@@ -84,7 +84,7 @@ class UserRecord:
 class PolicyRecord:
     """A policy: queues whose name `pattern` matches apply its `definition` (policy keys, as
     `queue_state.policy` reads them); of several matching, the one of highest `priority`, then of the
-    least name (`cluster.policies` matches and checks them; the metadata only records them)."""
+    least name (`cluster.queues.policies` matches and checks them; the metadata only records them)."""
 
     name: str
     pattern: str

@@ -17,7 +17,7 @@ from support.eventually import eventually
 from api.access import Principal
 from api.consumer_owners import own_consumer
 from cluster.errors import BadRequest, LogGap, QueueConflict, QueueFull, Refused, UnknownConsumer
-from cluster.queue_results import MessageRow, Outcome, Position, Published, Settled
+from cluster.queues.queue_results import MessageRow, Outcome, Position, Published, Settled
 from cluster.replication.entry_codec import QUEUE_OP_VERSION, QueueOp, decode_queue_op, entry_ops, op_bodies
 from cluster.replication.stored_message import StoredMessage
 from queue_state.commands import Cancel, Checkout, ConsumerDown, Return

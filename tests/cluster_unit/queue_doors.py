@@ -9,9 +9,9 @@ import uuid
 from gated_cluster import GROUP, NAMES, Node
 from support.eventually import eventually
 
-from cluster.leader_clock import LeaderClock, monotonic_ms
-from cluster.queue_leader import QueueLeader
-from cluster.queue_replica import QueueReplica
+from cluster.queues.leader_clock import LeaderClock, monotonic_ms
+from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_replica import QueueReplica
 from cluster.replication.format_versions import FormatVersions
 from cluster.replication.stored_message import StoredMessage
 from queue_state.arguments import QueueConfig

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
-from cluster.queue_replica import QueueReplica
+from cluster.queues.queue_replica import QueueReplica
 from cluster.replication.entry_codec import encode_queue_op
 from cluster.replication.raft_host import Group, RaftHost
 from cluster.replication.stored_message import StoredMessage

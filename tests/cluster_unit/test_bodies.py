@@ -9,7 +9,7 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from cluster.bodies import BodyStore, body_key
+from cluster.queues.bodies import BodyStore, body_key
 from cluster.replication.stored_message import StoredMessage
 from queue_state.effects import Delivery
 from raft_log.keys import GroupKeys

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cluster.queue_replica import QueueReplica
+from cluster.queues.queue_replica import QueueReplica
 from cluster.replication.entry_codec import (
     QUEUE_OP_VERSION,
     EntryDecodeError,

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cluster.hosts import host_of
-from cluster.placement import next_replica, place_replicas
+from cluster.queues.placement import next_replica, place_replicas
 from metadata_state.records import NodeInfo, QueueInfo
 
 

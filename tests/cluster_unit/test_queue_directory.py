@@ -13,12 +13,12 @@ import msgpack
 import pytest
 
 import cluster.metadata_door
-import cluster.queue_directory
+import cluster.queues.queue_directory
 from cluster.errors import BadRequest, NotLeader, QueueConflict, QueueNotFound
 from cluster.metadata_app import MetadataApp
 from cluster.metadata_door import MetadataDoor
 from cluster.metadata_view import MetadataView
-from cluster.queue_directory import QueueDirectory
+from cluster.queues.queue_directory import QueueDirectory
 from cluster.replication.format_versions import FormatVersions
 from metadata_state.codec import encode
 from metadata_state.commands import Declare, SetArguments
@@ -32,7 +32,7 @@ ME = "a"
 @pytest.fixture(autouse=True)
 def _no_wait_for_a_preferred_leader(monkeypatch: pytest.MonkeyPatch) -> None:
     """A declaration waits a while for the placed leader; here any leader will do at once."""
-    monkeypatch.setattr(cluster.queue_directory, "PREFERRED_WAIT_S", 0.0)
+    monkeypatch.setattr(cluster.queues.queue_directory, "PREFERRED_WAIT_S", 0.0)
 
 
 class MetadataLeader:

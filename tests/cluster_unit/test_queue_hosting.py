@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from cluster.queue_hosting import QueueHosting
-from cluster.queue_replica import QueueReplica
+from cluster.queues.queue_hosting import QueueHosting
+from cluster.queues.queue_replica import QueueReplica
 from metadata_state.commands import SetArguments
 from metadata_state.records import NodeInfo, QueueInfo
 from raft_log.storage import NodeStore

@@ -27,8 +27,8 @@ from api.tokens import verify_token
 from api.validation import MAX_VALUES, msgpack_object, published_messages
 from cluster.config import Address, NodeConfig
 from cluster.metadata_app import MetadataApp
-from cluster.queue_limits import INT64_MAX
-from cluster.queue_replica import QueueReplica
+from cluster.queues.queue_limits import INT64_MAX
+from cluster.queues.queue_replica import QueueReplica
 from cluster.replication.entry_codec import decode_queue_op
 from cluster.replication.transport import HandshakeError, _decode
 from cluster.replication.unreadable_entry import UnreadableEntry

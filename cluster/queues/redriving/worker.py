@@ -20,10 +20,10 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from cluster.dead_lettering.messages import priorities_of
-from cluster.dead_lettering.worker import MAX_BACKOFF_S, MIN_BACKOFF_S, ConfirmedPublisher
 from cluster.errors import NotLeader, UnknownConsumer
-from cluster.queue_results import MessageRow, Position
+from cluster.queues.dead_lettering.messages import priorities_of
+from cluster.queues.dead_lettering.worker import MAX_BACKOFF_S, MIN_BACKOFF_S, ConfirmedPublisher
+from cluster.queues.queue_results import MessageRow, Position
 from cluster.replication.stored_message import StoredMessage
 from queue_state.redrive import COMPLETED, FAILED, RUNNING, RedriveTask
 

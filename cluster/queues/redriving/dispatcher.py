@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable
 
-from cluster.dead_lettering.worker import ConfirmedPublisher
-from cluster.redriving.worker import RedriveSource, RedriveWorker
+from cluster.queues.dead_lettering.worker import ConfirmedPublisher
+from cluster.queues.redriving.worker import RedriveSource, RedriveWorker
 from queue_state.redrive import RUNNING
 
 

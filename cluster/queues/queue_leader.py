@@ -3,7 +3,7 @@
 The HTTP handlers, the dead-letter worker and `Node` reach a queue only through its typed methods. Each
 builds its `queue_state` command in one place (`_command`), replicates it in an envelope stamped once
 with the leader's clock (`_envelope`, in the version every node of the cluster reads), and turns the
-state machine's reply into a `cluster.queue_results` value or raises a `cluster.errors` refusal named
+state machine's reply into a `cluster.queues.queue_results` value or raises a `cluster.errors` refusal named
 for what it means. The door also owns what a leader does beyond applying: consumer sessions (deliveries
 buffered for long polls, liveness, readers from a time; served once this leader applied an entry of its
 own term), the timers (`Tick`, `ConsumerDown`, the retried delete of a sealed queue), acting on effects,
@@ -20,9 +20,6 @@ import logging
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
-from cluster.consumer_names import owned
-from cluster.consumer_sessions import CONSUMER_IDLE, CONSUMER_TIMEOUT, ConsumerSession, ConsumerSessions
-from cluster.dead_lettering.messages import with_death
 from cluster.errors import (
     BadRequest,
     ConsumerEnded,
@@ -34,9 +31,17 @@ from cluster.errors import (
     Refused,
     UnknownConsumer,
 )
-from cluster.leader_clock import LeaderClock
-from cluster.queue_replica import AutoAcked, QueueReplica
-from cluster.queue_results import (
+from cluster.queues.consumer_names import owned
+from cluster.queues.consumer_sessions import (
+    CONSUMER_IDLE,
+    CONSUMER_TIMEOUT,
+    ConsumerSession,
+    ConsumerSessions,
+)
+from cluster.queues.dead_lettering.messages import with_death
+from cluster.queues.leader_clock import LeaderClock
+from cluster.queues.queue_replica import AutoAcked, QueueReplica
+from cluster.queues.queue_results import (
     ConsumerSummary,
     MessageRow,
     Outcome,

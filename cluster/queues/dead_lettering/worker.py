@@ -15,8 +15,8 @@ import logging
 from collections.abc import Sequence
 from typing import Protocol
 
-from cluster.dead_lettering.messages import priorities_of, publish_parts
 from cluster.errors import NotLeader
+from cluster.queues.dead_lettering.messages import priorities_of, publish_parts
 from cluster.replication.stored_message import StoredMessage
 
 log = logging.getLogger(__name__)

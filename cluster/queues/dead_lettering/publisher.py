@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from cluster.errors import NotLeader
-from cluster.queue_results import Published
+from cluster.queues.queue_results import Published
 from cluster.replication.stored_message import StoredMessage
 
 

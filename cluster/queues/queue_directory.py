@@ -11,8 +11,8 @@ from cluster.errors import BadRequest, NotLeader, QueueConflict, QueueNotFound
 from cluster.hosts import host_of
 from cluster.metadata_door import MetadataDoor
 from cluster.metadata_view import MetadataView
-from cluster.placement import place_replicas
-from cluster.queue_leader import QueueFormats, QueueLeader
+from cluster.queues.placement import place_replicas
+from cluster.queues.queue_leader import QueueFormats, QueueLeader
 from metadata_state.commands import Delete
 from metadata_state.records import QueueInfo
 from metadata_state.replies import Conflict, Created, Exists, Invalid, NotFound

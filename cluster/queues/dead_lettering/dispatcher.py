@@ -8,9 +8,9 @@ import contextlib
 import logging
 from collections.abc import Callable
 
-from cluster.dead_lettering.messages import dead_letter_messages, priorities_of, publish_parts
-from cluster.dead_lettering.publisher import ClusterPublisher
-from cluster.dead_lettering.worker import DEFAULT_PREFETCH, DeadLetterSource, DeadLetterWorker
+from cluster.queues.dead_lettering.messages import dead_letter_messages, priorities_of, publish_parts
+from cluster.queues.dead_lettering.publisher import ClusterPublisher
+from cluster.queues.dead_lettering.worker import DEFAULT_PREFETCH, DeadLetterSource, DeadLetterWorker
 from cluster.replication.stored_message import StoredMessage
 from queue_state.effects import DeadLetter, Delivery
 

@@ -25,9 +25,9 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
-from cluster.policies import applied_policy
-from cluster.queue_leader import QueueLeader
-from cluster.queue_replica import QueueReplica
+from cluster.queues.policies import applied_policy
+from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_replica import QueueReplica
 from cluster.replication.entry_codec import QUEUE_OP_VERSION
 from metadata_state.commands import SetArguments
 from metadata_state.records import NodeInfo, PolicyRecord, QueueInfo

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgpack
 
-from cluster.bodies import BodyStore
+from cluster.queues.bodies import BodyStore
 from cluster.replication.entry_codec import (
     QUEUE_OP_VERSION,
     EntryDecodeError,

@@ -18,7 +18,7 @@ from typing import Any, Protocol, TypeVar
 
 import msgpack
 
-from cluster.queue_results import MessageRow
+from cluster.queues.queue_results import MessageRow
 from cluster.replication.entry_codec import entry_body_spans, record_span
 from cluster.replication.stored_message import BodySpan, StoredMessage
 from queue_state.effects import Delivery
