@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from api.tokens import RevokedTokens
     from cluster.config import NodeConfig
     from cluster.membership.membership import Membership
-    from cluster.metadata_door import MetadataDoor
-    from cluster.metadata_view import MetadataView
+    from cluster.metadata.metadata_door import MetadataDoor
+    from cluster.metadata.metadata_view import MetadataView
     from cluster.node_status import NodeStatus
     from cluster.queues.queue_directory import QueueDirectory
     from cluster.replication.format_versions import FormatVersions

@@ -41,8 +41,8 @@ from api.validation import check_queue_name
 from cluster import node_logging
 from cluster.config import ConfigError, NodeConfig, is_loopback_host
 from cluster.errors import NotLeader
-from cluster.metadata_door import MetadataDoor
-from cluster.metadata_view import MetadataView
+from cluster.metadata.metadata_door import MetadataDoor
+from cluster.metadata.metadata_view import MetadataView
 from cluster.security.peer_auth import (
     NODE_AUTH_HEADER,
     NODE_PRINCIPAL,

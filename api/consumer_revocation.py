@@ -23,7 +23,7 @@ from api.app_keys import CONFIG, METADATA, QUEUES
 from api.auth import Unauthenticated, vouched_principal
 from cluster.config import NodeConfig
 from cluster.errors import NodeError
-from cluster.metadata_view import MetadataView
+from cluster.metadata.metadata_view import MetadataView
 from cluster.queues.consumer_names import owner_of
 from cluster.queues.queue_directory import QueueDirectory
 

@@ -23,7 +23,7 @@ from prometheus_client.registry import Collector
 
 from api.access import Principal
 from api.message_rates import MessageRates
-from cluster.metadata_view import MetadataView
+from cluster.metadata.metadata_view import MetadataView
 from cluster.node_status import NodeStatus
 from cluster.queues.queue_directory import QueueDirectory
 from cluster.queues.queue_results import MessageRow

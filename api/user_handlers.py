@@ -12,7 +12,7 @@ from api.errors import ApiError
 from api.forwarding import on_meta_leader
 from api.tokens import DEFAULT_TTL_S, MAX_TTL_S, issue_token
 from api.validation import bad, field_int, json_object
-from cluster.metadata_view import MetadataView
+from cluster.metadata.metadata_view import MetadataView
 from cluster.security.users import (
     GUEST,
     UserError,

@@ -26,10 +26,10 @@ from cluster.config import Address, ConfigError, NodeConfig
 from cluster.membership.group_changes import GroupChanges
 from cluster.membership.join import JoinRequester
 from cluster.membership.membership import Membership
-from cluster.metadata_app import MetadataApp
-from cluster.metadata_door import MetadataDoor
-from cluster.metadata_replay import MetadataReplay
-from cluster.metadata_view import MetadataView
+from cluster.metadata.metadata_app import MetadataApp
+from cluster.metadata.metadata_door import MetadataDoor
+from cluster.metadata.metadata_replay import MetadataReplay
+from cluster.metadata.metadata_view import MetadataView
 from cluster.node_environment import NodeEnvironment, production_environment
 from cluster.node_status import NodeStatus
 from cluster.queues.allocator import IdleTrim

@@ -16,7 +16,7 @@ from cluster.errors import BadRequest, NodeNotFound
 from cluster.membership.group_changes import GroupChanges, MembershipRefused
 from cluster.membership.host import MembershipHost
 from cluster.membership.join import JoinNotYet, JoinRefused, JoinRequester
-from cluster.metadata_door import MetadataDoor
+from cluster.metadata.metadata_door import MetadataDoor
 from metadata_state.records import NodeInfo
 from raft_log.confchange import ConfChange, ConfChangeKind
 

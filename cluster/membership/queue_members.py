@@ -24,7 +24,7 @@ from typing import Any
 from cluster.errors import NodeNotFound, NotLeader, QueueNotFound
 from cluster.membership.group_changes import GroupChanges, MembershipRefused
 from cluster.membership.host import MembershipHost
-from cluster.metadata_door import MetadataDoor
+from cluster.metadata.metadata_door import MetadataDoor
 from metadata_state.commands import SetMembers
 from raft_log.confchange import ConfChange, ConfChangeKind
 from raft_log.types import ConfState, Repair

@@ -9,8 +9,8 @@ from typing import Any, Protocol
 
 from cluster.errors import BadRequest, NotLeader, QueueConflict, QueueNotFound
 from cluster.hosts import host_of
-from cluster.metadata_door import MetadataDoor
-from cluster.metadata_view import MetadataView
+from cluster.metadata.metadata_door import MetadataDoor
+from cluster.metadata.metadata_view import MetadataView
 from cluster.queues.placement import place_replicas
 from cluster.queues.queue_leader import QueueFormats, QueueLeader
 from metadata_state.commands import Delete

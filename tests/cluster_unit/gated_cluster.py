@@ -17,7 +17,7 @@ from support.eventually import eventually
 
 from cli.node_processes import free_ports
 from cluster.config import Address
-from cluster.metadata_app import MetadataApp
+from cluster.metadata.metadata_app import MetadataApp
 from cluster.replication.raft_host import GroupApp, RaftHost
 from cluster.replication.transport import Transport
 from metadata_state.codec import encode

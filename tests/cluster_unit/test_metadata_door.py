@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from cluster.metadata_door import MetadataDoor
+from cluster.metadata.metadata_door import MetadataDoor
 from cluster.replication.format_versions import FormatVersions
 from metadata_state.codec import decode
 from metadata_state.commands import Delete, RegisterNode, SetArguments, SetMembers

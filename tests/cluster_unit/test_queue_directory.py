@@ -12,12 +12,12 @@ from typing import Any
 import msgpack
 import pytest
 
-import cluster.metadata_door
+import cluster.metadata.metadata_door
 import cluster.queues.queue_directory
 from cluster.errors import BadRequest, NotLeader, QueueConflict, QueueNotFound
-from cluster.metadata_app import MetadataApp
-from cluster.metadata_door import MetadataDoor
-from cluster.metadata_view import MetadataView
+from cluster.metadata.metadata_app import MetadataApp
+from cluster.metadata.metadata_door import MetadataDoor
+from cluster.metadata.metadata_view import MetadataView
 from cluster.queues.queue_directory import QueueDirectory
 from cluster.replication.format_versions import FormatVersions
 from metadata_state.codec import encode
@@ -191,7 +191,7 @@ async def test_a_sealed_queue_the_metadata_does_not_delete_in_time_is_not_leader
     queues, _, metadata, host, members = directory_parts()
     await queues.declare("q", {}, client_node=ME)
     host.leader = members.leader = None  # the metadata leader is lost: relays are dropped
-    monkeypatch.setattr(cluster.metadata_door, "METADATA_WAIT_S", 0.1)
+    monkeypatch.setattr(cluster.metadata.metadata_door, "METADATA_WAIT_S", 0.1)
     with pytest.raises(NotLeader) as refused:
         await queues.delete_sealed("q", metadata.queues["q"].group)
     assert refused.value.leader is None and queues.names() == ["q"]

@@ -13,7 +13,7 @@ from gated_cluster import GROUP, GatedStore, Node, a_command, restarted_host
 from rocksdict import Options, Rdict
 from support.eventually import eventually
 
-from cluster.metadata_app import MetadataApp
+from cluster.metadata.metadata_app import MetadataApp
 from cluster.replication.raft_host import RaftHost
 from cluster.replication.transport import Transport
 from raft_log.keys import GroupKeys

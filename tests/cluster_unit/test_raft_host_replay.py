@@ -11,7 +11,7 @@ from support.eventually import eventually
 
 from cli.node_processes import free_ports
 from cluster.config import Address
-from cluster.metadata_app import MetadataApp
+from cluster.metadata.metadata_app import MetadataApp
 from cluster.replication.transport import Transport
 from raft_log.storage import NodeStore
 from raft_log.types import ConfState, Entry

@@ -12,7 +12,7 @@ from support.eventually import eventually
 
 from cli.node_processes import free_ports
 from cluster.config import Address
-from cluster.metadata_app import MetadataApp
+from cluster.metadata.metadata_app import MetadataApp
 from cluster.replication.raft_host import SNAPSHOT_SIZE_FACTOR
 from cluster.replication.transport import Transport
 from raft_log.storage import NodeStore

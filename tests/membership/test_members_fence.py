@@ -15,7 +15,7 @@ import pytest
 from in_process_cluster import InProcessCluster, metadata_applied, metadata_leader, raft_group, settled_leader
 from support.eventually import eventually
 
-from cluster.metadata_door import MetadataDoor
+from cluster.metadata.metadata_door import MetadataDoor
 from cluster.node import Node
 from metadata_state.commands import Command, SetMembers
 from metadata_state.replies import Stale

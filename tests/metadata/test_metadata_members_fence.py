@@ -6,7 +6,7 @@ from __future__ import annotations
 import msgpack
 import pytest
 
-from cluster.metadata_app import MetadataApp
+from cluster.metadata.metadata_app import MetadataApp
 from cluster.replication.unreadable_entry import UnreadableEntry
 from metadata_state.codec import MetadataDecodeError, decode
 from metadata_state.commands import Declare, Delete, InvalidCommand, SetMembers

@@ -26,7 +26,7 @@ from api.stream_frames import CLIENT_OPS, HELLO_MAX_BYTES, BadFrame, read_frame
 from api.tokens import verify_token
 from api.validation import MAX_VALUES, msgpack_object, published_messages
 from cluster.config import Address, NodeConfig
-from cluster.metadata_app import MetadataApp
+from cluster.metadata.metadata_app import MetadataApp
 from cluster.queues.queue_limits import INT64_MAX
 from cluster.queues.queue_replica import QueueReplica
 from cluster.replication.entry_codec import decode_queue_op

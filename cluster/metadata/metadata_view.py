@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 
-from cluster.metadata_app import MetadataApp
+from cluster.metadata.metadata_app import MetadataApp
 from metadata_state.records import NodeInfo, PolicyRecord, QueueInfo, UserRecord
 
 log = logging.getLogger(__name__)
