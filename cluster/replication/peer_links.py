@@ -1,7 +1,7 @@
 """What a `RaftHost` needs of the node-to-node transport: send frames to peers and know who is up.
 
 Production uses `cluster.replication.transport.Transport` (TCP, one connection per peer); the driver
-simulation uses `cluster.simulated_network.SimulatedTransport`.
+simulation uses `cluster.testing.simulated_network.SimulatedTransport`.
 """
 
 from __future__ import annotations

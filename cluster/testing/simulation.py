@@ -17,7 +17,7 @@ client saw confirmed must, after healing, be in every member's queue with its bo
 made to a process still running must have been answered. One seed reproduces a failure, whatever
 PYTHONHASHSEED is (the summary ends with a digest of every frame delivered):
 
-    python -m cluster.simulation --first-seed 17 --seeds 1
+    python -m cluster.testing.simulation --first-seed 17 --seeds 1
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from cluster.replication.entry_codec import QUEUE_OP_VERSION, encode_queue_op
 from cluster.replication.proposals import ProposalFailed
 from cluster.replication.raft_host import RaftHost, Round
 from cluster.replication.stored_message import StoredMessage
-from cluster.simulated_network import SimulatedNetwork
+from cluster.testing.simulated_network import SimulatedNetwork
 from queue_state.arguments import QueueConfig
 from queue_state.commands import Enqueue, EntryMeta, NewMessage
 from queue_state.effects import Enqueued
