@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
+from raft_log.log import limit_size
 from raft_log.types import (
     CompactedError,
     ConfState,
@@ -16,18 +17,6 @@ from raft_log.types import (
 )
 
 _NO_MEMBERS = ConfState()
-
-
-def limit_size(entries: list[Entry], max_bytes: int | None) -> list[Entry]:
-    """The longest prefix of `entries` (at least one) whose data fits in `max_bytes`."""
-    if max_bytes is None or not entries:
-        return entries
-    total = 0
-    for count, entry in enumerate(entries):
-        total += len(entry.data)
-        if count > 0 and total > max_bytes:
-            return entries[:count]
-    return entries
 
 
 class MemoryStorage:

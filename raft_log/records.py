@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import msgpack
 
 from .msgpack_parts import array_header, bin_header
-from .types import ConfState, Entry, EntryKind, HardState, Repair, SnapshotMeta
+from .types import ConfState, Entry, EntryKind, HardState, Repair, SnapshotMeta, conf_fields
 
 _CRC_BYTES = 4
 T = TypeVar("T")
@@ -66,15 +66,6 @@ def _conf(voters: list[str], learners: list[str], incarnations: list[list[str]] 
     """A membership from its stored fields (written before incarnations: none known)."""
     pairs = tuple((_string(node), _string(inc)) for node, inc in incarnations or ())
     return ConfState(voters=tuple(voters), learners=tuple(learners), incarnations=pairs)
-
-
-def conf_fields(conf: ConfState) -> list[Any]:
-    """The stored fields of a membership: `voters, learners`, plus `[[member, incarnation], ...]` when
-    any incarnation is known (so a membership without any reads back on a version without them)."""
-    fields: list[Any] = [list(conf.voters), list(conf.learners)]
-    if conf.incarnations:
-        fields.append([list(pair) for pair in conf.incarnations])
-    return fields
 
 
 def encode_entry(key: bytes, entry: Entry) -> bytes:
