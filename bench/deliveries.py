@@ -24,7 +24,7 @@ from cluster.replication.stored_message import StoredMessage
 from queue_state.arguments import QueueConfig
 from queue_state.commands import Enqueue, EntryMeta, NewMessage
 from queue_state.effects import Delivery
-from raft_log.storage import NodeStore
+from raft_log.storage.node_store import NodeStore
 from raft_log.types import ConfState, Entry, EntryKind
 
 SIZES = (1024, 16384)

@@ -54,7 +54,7 @@ from cluster.store.store_check import StoreCheck
 from cluster.store.store_damage import Damage
 from metadata_state.commands import Delete, RegisterNode
 from metadata_state.records import NodeInfo, QueueInfo
-from raft_log.storage import NodeStore
+from raft_log.storage.node_store import NodeStore
 from raft_log.types import ConfState
 
 log = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ from cluster.replication.transport import FrameHandler, Transport
 from cluster.security.tls import raft_contexts
 from cluster.store.store_damage import Damage, open_store, stop_on_damage
 from metadata_state.codec import CODEC_VERSION as METADATA_CODEC_VERSION
-from raft_log.storage import NodeStore
+from raft_log.storage.node_store import NodeStore
 from raft_log.types import StorageError
 
 TOKEN_BYTES = 16

@@ -51,7 +51,7 @@ from node_simulation.virtual_loop import Process, Quiescent, VirtualLoop, proces
 from raft_log.confchange import apply_conf_change, decode_conf_change
 from raft_log.errors import InvalidConfChangeError
 from raft_log.simulated_database import SimulatedDatabase
-from raft_log.storage import NodeStore
+from raft_log.storage.node_store import NodeStore
 from raft_log.types import ConfState, EntryKind, StorageError
 
 T = TypeVar("T")

@@ -12,7 +12,7 @@ import bisect
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from . import database
+from raft_log.storage import database
 
 _PUT, _DELETE, _DELETE_RANGE = 0, 1, 2
 

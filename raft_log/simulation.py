@@ -21,9 +21,9 @@ from raft_log.confchange import apply_conf_change, decode_conf_change, random_co
 from raft_log.core import Config, RaftNode
 from raft_log.errors import RaftError
 from raft_log.invariants import InvariantViolation, LivenessViolation, SafetyChecker, chain_digest
-from raft_log.memory_storage import MemoryStorage
 from raft_log.messages import Message, decode_message, encode_message
 from raft_log.ready import Ready, persist_ready
+from raft_log.storage.memory_storage import MemoryStorage
 from raft_log.types import ConfState, Entry, EntryKind, NodeId, Snapshot
 
 GROUP = "sim"

@@ -22,7 +22,7 @@ from cluster.queues.queue_results import MessageRow
 from cluster.replication.entry_codec import entry_body_spans, record_span
 from cluster.replication.stored_message import BodySpan, StoredMessage
 from queue_state.effects import Delivery
-from raft_log.storage import GroupLog
+from raft_log.storage.node_store import GroupLog
 
 _ID = struct.Struct(">Q")
 BODY_PREFIX = b"b"

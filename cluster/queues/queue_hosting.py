@@ -32,7 +32,7 @@ from cluster.replication.entry_codec import QUEUE_OP_VERSION
 from metadata_state.commands import SetArguments
 from metadata_state.records import NodeInfo, PolicyRecord, QueueInfo
 from queue_state.arguments import parse_arguments
-from raft_log.storage import GroupLog, NodeStore
+from raft_log.storage.node_store import GroupLog, NodeStore
 from raft_log.types import ConfState
 
 log = logging.getLogger(__name__)

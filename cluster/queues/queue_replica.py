@@ -29,7 +29,7 @@ from queue_state.command_codec import CommandDecodeError
 from queue_state.commands import Get
 from queue_state.effects import Deliveries, Delivery, Enqueued, ForgetBodies, Reply
 from queue_state.machine import QueueMachine
-from raft_log.storage import GroupLog
+from raft_log.storage.node_store import GroupLog
 from raft_log.types import Entry
 
 EffectSink = Callable[[list[Any]], None]

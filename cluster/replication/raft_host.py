@@ -45,7 +45,7 @@ from raft_log.core import Config, RaftNode
 from raft_log.errors import MessageDecodeError, NotLeaderError, ProposalDroppedError
 from raft_log.messages import Message, MessageType, decode_message, encode_message_parts
 from raft_log.ready import Ready, Role
-from raft_log.storage import GroupLog, NodeStore, TakenBatch
+from raft_log.storage.node_store import GroupLog, NodeStore, TakenBatch
 from raft_log.types import ConfState, Entry, EntryKind, Snapshot
 
 log = logging.getLogger(__name__)

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import NoReturn
 
 from cluster.store.durable_files import sync_directory, write_durably
-from raft_log.database import DatabaseCorruptionError
-from raft_log.storage import CorruptionError, NodeStore
+from raft_log.storage.database import DatabaseCorruptionError
+from raft_log.storage.node_store import CorruptionError, NodeStore
 from raft_log.types import StorageError
 
 log = logging.getLogger(__name__)

@@ -22,8 +22,8 @@ from cluster.replication.raft_host import GroupApp, RaftHost
 from cluster.replication.transport import Transport
 from metadata_state.codec import encode
 from metadata_state.commands import DeleteUser
-from raft_log.database import Database
-from raft_log.storage import GroupLog, NodeStore, TakenBatch
+from raft_log.storage.database import Database
+from raft_log.storage.node_store import GroupLog, NodeStore, TakenBatch
 from raft_log.types import ConfState
 
 NAMES = ("a", "b", "c")

@@ -15,7 +15,7 @@ from cluster.queues.queue_replica import QueueReplica
 from cluster.replication.format_versions import FormatVersions
 from cluster.replication.stored_message import StoredMessage
 from queue_state.arguments import QueueConfig
-from raft_log.storage import GroupLog
+from raft_log.storage.node_store import GroupLog
 
 QUEUE = "q"
 

@@ -20,7 +20,7 @@ from cluster.replication.stored_message import StoredMessage
 from cluster.testing.simulated_network import SimulatedNetwork
 from queue_state.arguments import QueueConfig
 from queue_state.commands import Enqueue, EntryMeta, NewMessage
-from raft_log.storage import NodeStore
+from raft_log.storage.node_store import NodeStore
 from raft_log.types import ConfState
 
 NAMES = ("a", "b", "c")

@@ -51,7 +51,7 @@ from queue_state.commands import (
     Touch,
     UpdateConfig,
 )
-from raft_log.storage import NodeStore
+from raft_log.storage.node_store import NodeStore
 from raft_log.types import ConfState, Entry, EntryKind
 
 metas = st.builds(EntryMeta, st.integers(0, 2**63 - 1))

@@ -17,7 +17,7 @@ from cluster.queues.queue_hosting import QueueHosting
 from cluster.queues.queue_replica import QueueReplica
 from metadata_state.commands import SetArguments
 from metadata_state.records import NodeInfo, QueueInfo
-from raft_log.storage import NodeStore
+from raft_log.storage.node_store import NodeStore
 from raft_log.types import ConfState
 
 ME = "a"

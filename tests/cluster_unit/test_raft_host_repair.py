@@ -16,7 +16,7 @@ from support.eventually import eventually
 from cluster.metadata.metadata_app import MetadataApp
 from cluster.replication.raft_host import RaftHost
 from cluster.replication.transport import Transport
-from raft_log.keys import GroupKeys
+from raft_log.storage.keys import GroupKeys
 
 
 def damage_entry(path: Path, index: int) -> None:

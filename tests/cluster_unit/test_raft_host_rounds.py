@@ -20,7 +20,7 @@ from cluster.config import Address
 from cluster.metadata.metadata_app import MetadataApp
 from cluster.replication.transport import Transport
 from metadata_state.replies import NotFound
-from raft_log.storage import NodeStore
+from raft_log.storage.node_store import NodeStore
 from raft_log.types import ConfState
 
 

@@ -42,7 +42,7 @@ from queue_state.machine import QueueMachine
 from queue_state.snapshot import SnapshotError
 from raft_log.errors import MessageDecodeError
 from raft_log.messages import decode_message
-from raft_log.storage import NodeStore
+from raft_log.storage.node_store import NodeStore
 from raft_log.types import ConfState, Entry, EntryKind
 
 GROUP_NUMBERS = itertools.count()

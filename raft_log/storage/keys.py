@@ -16,7 +16,7 @@
 
 from __future__ import annotations
 
-from .types import GroupId
+from ..types import GroupId
 
 NODE_INCARNATION = b"Nincarnation"
 RECORDS_DROPS = b"Ndrops"

@@ -21,10 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
-from . import keys, records
-from .database import Database, DatabaseCorruptionError, WriteBatch
-from .rocksdb_database import RocksDatabase
-from .types import (
+from ..types import (
     UNKNOWN_VOTE,
     CompactedError,
     ConfState,
@@ -37,6 +34,9 @@ from .types import (
     StorageError,
     UnavailableError,
 )
+from . import keys, records
+from .database import Database, DatabaseCorruptionError, WriteBatch
+from .rocksdb_database import RocksDatabase
 
 log = logging.getLogger(__name__)
 

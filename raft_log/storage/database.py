@@ -1,6 +1,6 @@
 """What a `NodeStore` needs of the key-value database under it: ordered keys, atomic batches, fsync.
 
-Production uses RocksDB (`raft_log.rocksdb_database`); the driver simulation uses a database in memory
+Production uses RocksDB (`raft_log.storage.rocksdb_database`); the driver simulation uses a database in memory
 that loses what was never synced on a simulated power failure (`raft_log.simulated_database`).
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Protocol
 
-from .types import StorageError
+from ..types import StorageError
 
 
 class DatabaseCorruptionError(StorageError):

@@ -12,8 +12,8 @@ from typing import TypeVar
 
 import msgpack
 
-from .msgpack_parts import array_header, bin_header
-from .types import ConfState, Entry, EntryKind, HardState, Repair, SnapshotMeta, conf_fields
+from ..msgpack_parts import array_header, bin_header
+from ..types import ConfState, Entry, EntryKind, HardState, Repair, SnapshotMeta, conf_fields
 
 _CRC_BYTES = 4
 T = TypeVar("T")
