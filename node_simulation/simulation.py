@@ -50,8 +50,8 @@ from node_simulation.request_errors import NodeDown, NodeUnreachable
 from node_simulation.virtual_loop import Process, Quiescent, VirtualLoop, process
 from raft_log.confchange import apply_conf_change, decode_conf_change
 from raft_log.errors import InvalidConfChangeError
-from raft_log.simulated_database import SimulatedDatabase
 from raft_log.storage.node_store import NodeStore
+from raft_log.testing.simulated_database import SimulatedDatabase
 from raft_log.types import ConfState, EntryKind, StorageError
 
 T = TypeVar("T")

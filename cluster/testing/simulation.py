@@ -41,11 +41,11 @@ from queue_state.commands import Enqueue, EntryMeta, NewMessage
 from queue_state.effects import Enqueued
 from raft_log.confchange import ConfChange, ConfChangeKind, random_conf_change
 from raft_log.errors import RaftError
-from raft_log.invariants import InvariantViolation, LivenessViolation, SafetyChecker, chain_digest
-from raft_log.simulated_database import SimulatedDatabase
 from raft_log.storage import records
 from raft_log.storage.keys import GroupKeys
 from raft_log.storage.node_store import NodeStore
+from raft_log.testing.invariants import InvariantViolation, LivenessViolation, SafetyChecker, chain_digest
+from raft_log.testing.simulated_database import SimulatedDatabase
 from raft_log.types import ConfState
 
 GROUP = "q-sim"

@@ -1,7 +1,7 @@
 """What a `NodeStore` needs of the key-value database under it: ordered keys, atomic batches, fsync.
 
 Production uses RocksDB (`raft_log.storage.rocksdb_database`); the driver simulation uses a database in memory
-that loses what was never synced on a simulated power failure (`raft_log.simulated_database`).
+that loses what was never synced on a simulated power failure (`raft_log.testing.simulated_database`).
 """
 
 from __future__ import annotations

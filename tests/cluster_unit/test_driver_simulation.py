@@ -16,7 +16,7 @@ import pytest
 from cluster.replication.raft_host import RaftHost
 from cluster.testing.simulation import CALM, GROUP, Faults, LivenessViolation, Simulation, run_seed
 from raft_log.core import RaftNode
-from raft_log.invariants import InvariantViolation
+from raft_log.testing.invariants import InvariantViolation
 
 SEEDS = int(os.environ.get("DRIVER_SIM_SEEDS", "3000"))
 STEPS = int(os.environ.get("DRIVER_SIM_STEPS", "1000"))

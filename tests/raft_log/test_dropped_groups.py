@@ -3,9 +3,9 @@ initial member that never held its queue's group bootstraps it; one that dropped
 
 from __future__ import annotations
 
-from raft_log.simulated_database import SimulatedDatabase
 from raft_log.storage import keys
 from raft_log.storage.node_store import NodeStore
+from raft_log.testing.simulated_database import SimulatedDatabase
 from raft_log.types import ConfState
 
 

@@ -6,7 +6,7 @@ the driver persists a Ready before sending it), restart, take snapshots and comp
 asked for proposals, membership changes, leadership transfers and reads. `SafetyChecker` checks
 every event; the run ends by healing everything and requiring a leader that commits.
 
-    python -m raft_log.simulation --seeds 1000 --steps 400
+    python -m raft_log.testing.simulation --seeds 1000 --steps 400
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from raft_log.confchange import apply_conf_change, decode_conf_change, random_conf_change
 from raft_log.core import Config, RaftNode
 from raft_log.errors import RaftError
-from raft_log.invariants import InvariantViolation, LivenessViolation, SafetyChecker, chain_digest
 from raft_log.messages import Message, decode_message, encode_message
 from raft_log.ready import Ready, persist_ready
 from raft_log.storage.memory_storage import MemoryStorage
+from raft_log.testing.invariants import InvariantViolation, LivenessViolation, SafetyChecker, chain_digest
 from raft_log.types import ConfState, Entry, EntryKind, NodeId, Snapshot
 
 GROUP = "sim"
