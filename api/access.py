@@ -6,9 +6,9 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from cluster.metadata.records import FULL_ACCESS, UserRecord
-from cluster.peer_auth import NODE_PRINCIPAL
-from cluster.users import pattern_allows
+from cluster.security.peer_auth import NODE_PRINCIPAL
+from cluster.security.users import pattern_allows
+from metadata_state.records import FULL_ACCESS, UserRecord
 
 
 class Access(enum.Enum):

@@ -58,9 +58,9 @@ from api.request_ids import request_id_middleware
 from api.tokens import RevokedTokens
 from api.user_handlers import add_routes as add_user_routes
 from cluster.node import Node
-from cluster.replay_guard import ReplayGuard
+from cluster.security.replay_guard import ReplayGuard
+from cluster.security.tls import http_client_context, http_server_context
 from cluster.steady_clock import steady_wall_ms
-from cluster.tls import http_client_context, http_server_context
 
 ACCESS_LOGGER = "quorumq.access"
 ACCESS_LOG_FORMAT = '%a "%r" %s %b %Tf "%{User-Agent}i"'

@@ -15,15 +15,15 @@ if TYPE_CHECKING:
     from api.password_checker import PasswordChecker
     from api.tokens import RevokedTokens
     from cluster.config import NodeConfig
-    from cluster.format_versions import FormatVersions
     from cluster.membership.membership import Membership
-    from cluster.metadata_door import MetadataDoor
-    from cluster.metadata_view import MetadataView
+    from cluster.metadata.metadata_door import MetadataDoor
+    from cluster.metadata.metadata_view import MetadataView
     from cluster.node_status import NodeStatus
-    from cluster.peer_auth import NodeCaller
-    from cluster.peer_requests import PeerRequests
-    from cluster.queue_directory import QueueDirectory
-    from cluster.replay_guard import ReplayGuard
+    from cluster.queues.queue_directory import QueueDirectory
+    from cluster.replication.format_versions import FormatVersions
+    from cluster.replication.peer_requests import PeerRequests
+    from cluster.security.peer_auth import NodeCaller
+    from cluster.security.replay_guard import ReplayGuard
 
 CONFIG: web.AppKey[NodeConfig] = web.AppKey("config")
 QUEUES: web.AppKey[QueueDirectory] = web.AppKey("queues")

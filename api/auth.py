@@ -41,18 +41,23 @@ from api.validation import check_queue_name
 from cluster import node_logging
 from cluster.config import ConfigError, NodeConfig, is_loopback_host
 from cluster.errors import NotLeader
-from cluster.metadata_door import MetadataDoor
-from cluster.metadata_view import MetadataView
-from cluster.peer_auth import NODE_AUTH_HEADER, NODE_PRINCIPAL, body_digest_off_loop, verify_assertion
-from cluster.replay_guard import IssuedBeforeGuard, ReplayGuardFull
-from cluster.source_address import source_key
-from cluster.steady_clock import steady_wall_ms
-from cluster.users import (
+from cluster.metadata.metadata_door import MetadataDoor
+from cluster.metadata.metadata_view import MetadataView
+from cluster.security.peer_auth import (
+    NODE_AUTH_HEADER,
+    NODE_PRINCIPAL,
+    body_digest_off_loop,
+    verify_assertion,
+)
+from cluster.security.replay_guard import IssuedBeforeGuard, ReplayGuardFull
+from cluster.security.source_address import source_key
+from cluster.security.users import (
     GUEST,
     UserError,
     check_password,
     check_user_name,
 )
+from cluster.steady_clock import steady_wall_ms
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from api.durable_handlers import register_durable
 from api.forwarding import on_queue_leader
 from api.queue_handlers import settle, touch
 from api.validation import MAX_POLL, MAX_WAIT_S, json_object, query_number
-from cluster.queue_leader import QueueLeader
+from cluster.queues.queue_leader import QueueLeader
 
 TAG_SHOWN = 8
 """How much of a consumer's tag the list shows: enough to tell consumers apart, too little to use one."""

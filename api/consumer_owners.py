@@ -1,4 +1,4 @@
-"""Which consumer a caller names: its own, or any for an administrator (`cluster.consumer_names`).
+"""Which consumer a caller names: its own, or any for an administrator (`cluster.queues.consumer_names`).
 
 A consumer's tag names the user who registered it, and a durable consumer's name is stored with its
 owner's (`NAME~OWNER`), so its owner goes on naming it `NAME`, and another user naming `NAME` names a
@@ -10,9 +10,9 @@ by whoever may read the queue, as it was, until that consumer ends.
 from __future__ import annotations
 
 from api.access import Principal
-from cluster.consumer_names import owned, owner_of
 from cluster.errors import UnknownConsumer
-from cluster.queue_leader import QueueLeader
+from cluster.queues.consumer_names import owned, owner_of
+from cluster.queues.queue_leader import QueueLeader
 
 
 def own_consumer(queue: QueueLeader, caller: Principal, name: str) -> str:

@@ -4,7 +4,7 @@ permission no longer covers the queue (W6).
 Every request of an HTTP consumer is authorised anew, so a revoked owner is refused at once; this ends
 the consumer too, so that what it holds goes back to the queue now rather than at its idle timeout. Each
 time the users change, the node's leader of each queue cancels the consumers (by the owner their tags
-name, `cluster.consumer_names`) whose owner lost the right. Durable consumers are kept: they never time
+name, `cluster.queues.consumer_names`) whose owner lost the right. Durable consumers are kept: they never time
 out, and their position is their owner's, for when it may read again. Consumers of no owner (registered
 by an earlier version) are left to their idle timeout.
 """
@@ -22,10 +22,10 @@ from api.access import Access
 from api.app_keys import CONFIG, METADATA, QUEUES
 from api.auth import Unauthenticated, vouched_principal
 from cluster.config import NodeConfig
-from cluster.consumer_names import owner_of
 from cluster.errors import NodeError
-from cluster.metadata_view import MetadataView
-from cluster.queue_directory import QueueDirectory
+from cluster.metadata.metadata_view import MetadataView
+from cluster.queues.consumer_names import owner_of
+from cluster.queues.queue_directory import QueueDirectory
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ import msgpack
 from aiohttp import web
 
 from api.validation import MSGPACK, bad, field_int, query_int
-from cluster.queue_results import MessageRow
+from cluster.queues.queue_results import MessageRow
 
 JSON = "application/json"
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024

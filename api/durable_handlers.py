@@ -27,9 +27,9 @@ from api.validation import (
     json_object,
     query_int,
 )
-from cluster.consumer_names import OWNER_MARK
-from cluster.queue_leader import QueueLeader
-from cluster.queue_results import Position
+from cluster.queues.consumer_names import OWNER_MARK
+from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_results import Position
 
 MAX_CHECKOUT = 10000
 _REGISTER_FIELDS = {"durable", "name", "prefetch", "priority"}

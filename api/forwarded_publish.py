@@ -1,5 +1,5 @@
-"""A publish passed to the queue's leader over the peer transport (`cluster.peer_requests`) instead of a
-second HTTP request.
+"""A publish passed to the queue's leader over the peer transport (`cluster.replication.peer_requests`)
+instead of a second HTTP request.
 
 The node the client called authenticates the caller, reads and checks the body (`read_publish`) and
 sends the leader `["publish", queue, user, hops, publisher, seq, [[body, headers, encoding,
@@ -35,10 +35,10 @@ from api.error_answers import error_answer
 from api.forwarding import Route, await_leader, next_hop, queue_route
 from api.publish_job import PublishJob
 from api.validation import ENCODINGS, bad
-from cluster.entry_codec import DELAY_OP_VERSION, PRIORITY_OP_VERSION
-from cluster.peer_requests import Server
-from cluster.queue_limits import INT64_MAX, MESSAGE_PRIORITY_MAX
-from cluster.stored_message import StoredMessage
+from cluster.queues.queue_limits import INT64_MAX, MESSAGE_PRIORITY_MAX
+from cluster.replication.entry_codec import DELAY_OP_VERSION, PRIORITY_OP_VERSION
+from cluster.replication.peer_requests import Server
+from cluster.replication.stored_message import StoredMessage
 
 PUBLISH = "publish"
 PUBLISH_ACCESS = ROUTE_ACCESS[("POST", "/api/queues/{q}/messages")]

@@ -36,9 +36,9 @@ from api.auth import UnknownDestination, vouch
 from api.validation import bad, queue_name
 from cluster.errors import NotLeader, OutcomeUnknown, QueueNotFound
 from cluster.node_status import NodeStatus
-from cluster.peer_auth import NODE_AUTH_HEADER, PlainHttpRefused
-from cluster.queue_directory import QueueDirectory
-from cluster.queue_leader import QueueLeader
+from cluster.queues.queue_directory import QueueDirectory
+from cluster.queues.queue_leader import QueueLeader
+from cluster.security.peer_auth import NODE_AUTH_HEADER, PlainHttpRefused
 
 HOPS_HEADER = "X-Quorumq-Hops"
 CLIENT_NODE_HEADER = "X-Quorumq-Client-Node"

@@ -9,8 +9,8 @@ from typing import Any
 import aiohttp
 
 from cluster.membership.join import JoinNotYet, JoinRefused
-from cluster.metadata.records import NodeInfo
-from cluster.peer_auth import NodeCaller
+from cluster.security.peer_auth import NodeCaller
+from metadata_state.records import NodeInfo
 
 JOIN_TIMEOUT_S = 10.0
 

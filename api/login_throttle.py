@@ -1,6 +1,6 @@
 """Failed logins are limited per source address, so passwords cannot be guessed at the speed of scrypt.
 
-A source (an IPv4 address, an IPv6 /64: `cluster.source_address`) that failed LOGIN_FAILURES times
+A source (an IPv4 address, an IPv6 /64: `cluster.security.source_address`) that failed LOGIN_FAILURES times
 within LOGIN_FAILURE_WINDOW_S is answered 429 with `Retry-After` (until the oldest of those failures
 leaves the window) before any password is checked, the right one included: else a 429 for a wrong guess
 and a 200 for the right one would let guessing go on. Other sources are not affected. At most

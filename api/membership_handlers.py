@@ -17,7 +17,7 @@ from api.forwarding import forward, on_meta_leader, on_queue_leader
 from api.validation import bad, field_str, json_object, queue_name
 from cluster.errors import NodeNotFound
 from cluster.membership.group_changes import MembershipRefused
-from cluster.queue_leader import QueueLeader
+from cluster.queues.queue_leader import QueueLeader
 
 QUEUE = "/api/queues/{q}"
 MEMBER_STATUS_TIMEOUT_S = 2.0

@@ -23,11 +23,11 @@ from prometheus_client.registry import Collector
 
 from api.access import Principal
 from api.message_rates import MessageRates
-from cluster.metadata_view import MetadataView
+from cluster.metadata.metadata_view import MetadataView
 from cluster.node_status import NodeStatus
-from cluster.queue_directory import QueueDirectory
-from cluster.queue_results import MessageRow
-from cluster.raft_metrics import RaftMetrics
+from cluster.queues.queue_directory import QueueDirectory
+from cluster.queues.queue_results import MessageRow
+from cluster.replication.raft_metrics import RaftMetrics
 
 _QUEUE = "rabbitmq_detailed_queue_"
 _RAFT = "rabbitmq_detailed_raft_"

@@ -12,7 +12,7 @@ from typing import Any
 from aiohttp import web
 
 from api.deliveries import DEFAULT_MAX_BYTES, MAX_MAX_BYTES
-from cluster.queue_limits import INT64_MAX
+from cluster.queues.queue_limits import INT64_MAX
 
 JSON = "application/json"
 MSGPACK = "application/msgpack"

@@ -19,7 +19,7 @@ import re2
 from aiohttp import web
 
 from api.validation import bad
-from cluster.users import MAX_PATTERN_LENGTH, RE2_OPTIONS
+from cluster.security.users import MAX_PATTERN_LENGTH, RE2_OPTIONS
 
 MAX_PAGE_SIZE = 500
 DEFAULT_PAGE_SIZE = 100

@@ -6,8 +6,8 @@ import asyncio
 import hashlib
 import os
 
-from cluster.metadata.records import UserRecord
-from cluster.users import hash_password, unusable_hash, verify_password
+from cluster.security.users import hash_password, unusable_hash, verify_password
+from metadata_state.records import UserRecord
 
 PASSWORD_CHECKS_AT_ONCE = 2
 VERIFIED_CACHE_SIZE = 4096
@@ -32,7 +32,7 @@ class PasswordChecker:
         self._checking: dict[bytes, asyncio.Future[bool]] = {}
 
     async def hash(self, password: str) -> str:
-        """A new hash of `password` (`cluster.users.hash_password`)."""
+        """A new hash of `password` (`cluster.security.users.hash_password`)."""
         async with self._slots:
             return await asyncio.get_running_loop().run_in_executor(None, hash_password, password)
 

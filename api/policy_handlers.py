@@ -11,10 +11,10 @@ from api.auth import POLICY
 from api.errors import ApiError
 from api.forwarding import on_meta_leader
 from api.validation import bad, check_queue_name, json_object
-from cluster.metadata.codec import POLICY_CODEC_VERSION
-from cluster.metadata.records import PolicyRecord
-from cluster.metadata.replies import Created, NotFound
-from cluster.policies import PolicyError, checked_policy
+from cluster.queues.policies import PolicyError, checked_policy
+from metadata_state.codec import POLICY_CODEC_VERSION
+from metadata_state.records import PolicyRecord
+from metadata_state.replies import Created, NotFound
 
 
 def add_routes(router: web.UrlDispatcher) -> None:

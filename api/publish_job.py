@@ -23,8 +23,8 @@ from api.validation import (
     published_priorities,
 )
 from cluster.config import NodeConfig
-from cluster.queue_leader import QueueLeader
-from cluster.stored_message import StoredMessage
+from cluster.queues.queue_leader import QueueLeader
+from cluster.replication.stored_message import StoredMessage
 
 
 @dataclass(frozen=True, slots=True)

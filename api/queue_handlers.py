@@ -48,10 +48,10 @@ from api.validation import (
     query_int,
     queue_name,
 )
-from cluster.policies import policy_in_force
-from cluster.queue_leader import QueueLeader
-from cluster.queue_limits import INT64_MAX
-from cluster.queue_results import MessageRow
+from cluster.queues.policies import policy_in_force
+from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_limits import INT64_MAX
+from cluster.queues.queue_results import MessageRow
 
 MAX_GET = 1000
 RABBITMQ_QUEUE_FIELDS = {

@@ -14,8 +14,8 @@ from api.app_keys import CONFIG, QUEUES
 from api.auth import principal, require
 from api.forwarding import on_queue_leader
 from api.validation import bad, check_queue_name, field_int, field_since, field_str, json_object
-from cluster.queue_leader import QueueLeader
-from cluster.queue_results import RedriveProgress
+from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_results import RedriveProgress
 
 TASK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@\-]{0,127}")  # full-matched
 

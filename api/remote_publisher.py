@@ -11,8 +11,8 @@ import aiohttp
 import msgpack
 
 from api.validation import MSGPACK
-from cluster.peer_auth import NodeCaller
-from cluster.stored_message import StoredMessage
+from cluster.replication.stored_message import StoredMessage
+from cluster.security.peer_auth import NodeCaller
 
 REMOTE_TIMEOUT_S = 10.0
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from api.validation import bad, field_bool, field_int, field_str, message_ids
-from cluster.queue_limits import MAX_REASON_CHARS
-from cluster.queue_results import Outcome
+from cluster.queues.queue_limits import MAX_REASON_CHARS
+from cluster.queues.queue_results import Outcome
 
 FIELDS = {
     "ack": frozenset({"ids"}),

@@ -36,7 +36,7 @@ from api.stream_frames import BadFrame, Frame
 from api.stream_standing import CREDENTIALS_GONE, PERMISSION_REVOKED, StreamStanding
 from api.validation import bad, check_queue_name, field_str
 from cluster.errors import NodeError, NotLeader, QueueNotFound
-from cluster.queue_leader import QueueLeader
+from cluster.queues.queue_leader import QueueLeader
 from cluster.steady_clock import steady_wall_ms
 
 log = logging.getLogger(__name__)

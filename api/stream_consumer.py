@@ -9,8 +9,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from api import stream_frames as frames
 from api.deliveries import DEFAULT_MAX_BYTES
 from cluster.errors import ConsumerEnded, NodeError, UnknownConsumer
-from cluster.queue_leader import QueueLeader
-from cluster.queue_results import MessageRow
+from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_results import MessageRow
 
 POLL_WAIT_S = 1.0  # how often an idle consumer checks that this node still leads its queue
 LEADER_MOVED = "leader_moved"

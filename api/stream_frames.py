@@ -13,8 +13,8 @@ import msgpack
 from api.deliveries import delivery_parts
 from api.errors import ApiError
 from api.validation import bad, msgpack_object
-from cluster.queue_limits import INT64_MAX
-from cluster.queue_results import MessageRow
+from cluster.queues.queue_limits import INT64_MAX
+from cluster.queues.queue_results import MessageRow
 
 VERSIONS = (1,)
 CLIENT_OPS = frozenset({"hello", "publish", "consume", "ack", "nack", "touch", "cancel"})

@@ -11,9 +11,9 @@ from __future__ import annotations
 from api.access import Principal
 from api.auth import Unauthenticated, vouched_principal
 from cluster.config import NodeConfig
-from cluster.metadata_view import MetadataView
+from cluster.metadata.metadata_view import MetadataView
+from cluster.security.users import password_generation
 from cluster.steady_clock import steady_wall_ms
-from cluster.users import password_generation
 
 CREDENTIALS_GONE = 4401
 """WebSocket close code: the connection's credentials expired, or its user was deleted or changed

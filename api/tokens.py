@@ -16,10 +16,10 @@ from typing import NamedTuple
 
 import msgpack
 
-from cluster.metadata.records import UserRecord
-from cluster.peer_auth import derived_key
+from cluster.security.peer_auth import derived_key
+from cluster.security.users import password_generation
 from cluster.steady_clock import steady_wall_ms
-from cluster.users import password_generation
+from metadata_state.records import UserRecord
 
 PREFIX = "qq1"
 DEFAULT_TTL_S = 3600

@@ -12,10 +12,8 @@ from api.errors import ApiError
 from api.forwarding import on_meta_leader
 from api.tokens import DEFAULT_TTL_S, MAX_TTL_S, issue_token
 from api.validation import bad, field_int, json_object
-from cluster.metadata.records import ADMINISTRATOR, UserRecord
-from cluster.metadata.replies import Created, Invalid, NotFound, Reply
-from cluster.metadata_view import MetadataView
-from cluster.users import (
+from cluster.metadata.metadata_view import MetadataView
+from cluster.security.users import (
     GUEST,
     UserError,
     check_password,
@@ -23,6 +21,8 @@ from cluster.users import (
     check_tags,
     check_user_name,
 )
+from metadata_state.records import ADMINISTRATOR, UserRecord
+from metadata_state.replies import Created, Invalid, NotFound, Reply
 
 USER = "/api/users/{user}"
 

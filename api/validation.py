@@ -12,8 +12,8 @@ from aiohttp import web
 from api.app_keys import CONFIG
 from api.errors import ApiError
 from api.json_codec import json_value
-from cluster.queue_limits import INT64_MAX, MESSAGE_PRIORITY_MAX
-from cluster.stored_message import StoredMessage
+from cluster.queues.queue_limits import INT64_MAX, MESSAGE_PRIORITY_MAX
+from cluster.replication.stored_message import StoredMessage
 from quorumq.moments import epoch_ms
 
 MSGPACK = "application/msgpack"

@@ -17,14 +17,14 @@ from collections.abc import Callable
 import msgpack
 
 from api.deliveries import json_deliveries, msgpack_deliveries
-from cluster.entry_codec import encode_queue_op
-from cluster.queue_replica import QueueReplica
-from cluster.queue_results import MessageRow
-from cluster.stored_message import StoredMessage
+from cluster.queues.queue_replica import QueueReplica
+from cluster.queues.queue_results import MessageRow
+from cluster.replication.entry_codec import encode_queue_op
+from cluster.replication.stored_message import StoredMessage
 from queue_state.arguments import QueueConfig
 from queue_state.commands import Enqueue, EntryMeta, NewMessage
 from queue_state.effects import Delivery
-from raft_log.storage import NodeStore
+from raft_log.storage.node_store import NodeStore
 from raft_log.types import ConfState, Entry, EntryKind
 
 SIZES = (1024, 16384)

@@ -29,7 +29,7 @@ from bench.suite import WORKLOAD_KEYS, Options, workloads
 
 TOP = 15
 SAMPLE_RATE_HZ = 200
-PROJECT_PACKAGES = ("api/", "cluster/", "raft_log/", "queue_state/")
+PROJECT_PACKAGES = ("api/", "cluster/", "raft_log/", "queue_state/", "metadata_state/")
 
 
 def frame_name(frame: str) -> str:
@@ -45,7 +45,8 @@ def frame_name(frame: str) -> str:
 def hotspots(collapsed: str, top: int = TOP) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
     """(own-time, inclusive-time) shares of the busiest functions from py-spy's raw (collapsed) output.
 
-    Inclusive time counts only the project's own functions (api, cluster, raft_log, queue_state)."""
+    Inclusive time counts only the project's own functions (api, cluster, raft_log, queue_state,
+    metadata_state)."""
     own: collections.Counter[str] = collections.Counter()
     inclusive: collections.Counter[str] = collections.Counter()
     total = 0

@@ -13,9 +13,9 @@ import random
 import time
 
 from raft_log.core import Config, RaftNode
-from raft_log.memory_storage import MemoryStorage
 from raft_log.messages import Message, decode_message, encode_message
 from raft_log.ready import persist_ready
+from raft_log.storage.memory_storage import MemoryStorage
 from raft_log.types import ConfState
 
 BATCH_SIZES = (1, 64, 1024)

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import msgpack
 
-from cluster.entry_codec import decode_queue_op, encode_queue_op
+from cluster.replication.entry_codec import decode_queue_op, encode_queue_op
 from queue_state.arguments import QueueConfig
 from queue_state.commands import Checkout, Command, Enqueue, EntryMeta, NewMessage, Settle
 from queue_state.effects import Effect, Reply

@@ -11,9 +11,9 @@ from pathlib import Path
 import click
 
 from cluster import node_logging
-from cluster.allocator import keep_freed_memory
-from cluster.cluster_secret import settle_cluster_secret
 from cluster.config import ConfigError, NodeConfig, load_config, setting_docs
+from cluster.queues.allocator import keep_freed_memory
+from cluster.security.cluster_secret import settle_cluster_secret
 
 
 def _settings_epilog() -> str:
@@ -96,7 +96,7 @@ async def _run(config: NodeConfig) -> None:
     from api.join_requester import HttpJoinRequester
     from api.remote_publisher import HttpRemotePublisher
     from cluster.node import Node
-    from cluster.peer_auth import NodeCaller
+    from cluster.security.peer_auth import NodeCaller
 
     caller = NodeCaller.from_config(config)
     node = Node(config, HttpJoinRequester(caller), remote=HttpRemotePublisher(caller))

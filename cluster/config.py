@@ -13,7 +13,7 @@ from dataclasses import MISSING, Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from cluster.dead_lettering.worker import DEFAULT_PREFETCH
+from cluster.queues.dead_lettering.worker import DEFAULT_PREFETCH
 from queue_state.arguments import DEFAULT_DELIVERY_LIMIT, ArgumentError, QueueDefaults
 
 ENV_PREFIX = "QUORUMQ_"
@@ -82,7 +82,7 @@ def about(help: str, *, minimum: float | None = None, secret: bool = False) -> d
 @dataclass(frozen=True)
 class NodeConfig:
     """Everything a node needs to start; timings are in milliseconds. `cluster_secret` is settled by
-    `cluster.cluster_secret` before a node starts."""
+    `cluster.security.cluster_secret` before a node starts."""
 
     node: str = field(metadata=about("This node's name, unique in the cluster (required)."))
     data_dir: Path = field(metadata=about("Where the node keeps its data (required)."))

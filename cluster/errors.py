@@ -78,7 +78,7 @@ class Refused(NodeError):
 
 class TooLarge(NodeError):
     """The request would be replicated as an operation larger than a frame between nodes carries
-    (`cluster.proposals.MAX_OPERATION_BYTES`): it was not proposed."""
+    (`cluster.replication.proposals.MAX_OPERATION_BYTES`): it was not proposed."""
 
     code = "too_large"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from cluster.config import Address, ConfigError
-from cluster.metadata.records import NodeInfo
+from metadata_state.records import NodeInfo
 
 
 def host_of(node: str, registry: Mapping[str, NodeInfo]) -> str:

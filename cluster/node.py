@@ -22,39 +22,39 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cluster.address_exchange import AddressExchange
-from cluster.allocator import IdleTrim
 from cluster.config import Address, ConfigError, NodeConfig
-from cluster.dead_lettering.dispatcher import DeadLetterDispatcher
-from cluster.dead_lettering.publisher import ClusterPublisher, RemotePublisher
-from cluster.durable_files import make_directory, sync_directory
-from cluster.format_versions import FormatVersions
-from cluster.leader_clock import LeaderClock
 from cluster.membership.group_changes import GroupChanges
 from cluster.membership.join import JoinRequester
 from cluster.membership.membership import Membership
-from cluster.metadata.commands import Delete, RegisterNode
-from cluster.metadata.records import NodeInfo, QueueInfo
-from cluster.metadata_app import MetadataApp
-from cluster.metadata_door import MetadataDoor
-from cluster.metadata_replay import MetadataReplay
-from cluster.metadata_view import MetadataView
+from cluster.metadata.metadata_app import MetadataApp
+from cluster.metadata.metadata_door import MetadataDoor
+from cluster.metadata.metadata_replay import MetadataReplay
+from cluster.metadata.metadata_view import MetadataView
 from cluster.node_environment import NodeEnvironment, production_environment
-from cluster.node_record import NODE_FILE, load_or_record_seeds
 from cluster.node_status import NodeStatus
-from cluster.peer_auth import NodeCaller
-from cluster.peer_requests import ID_BITS, PeerRequests
-from cluster.queue_directory import QueueDirectory
-from cluster.queue_hosting import QueueHosting
-from cluster.queue_leader import QueueLeader
-from cluster.queue_replica import QueueReplica
-from cluster.raft_host import RaftHost
-from cluster.raft_metrics import RaftMetrics
-from cluster.redriving.dispatcher import RedriveDispatcher
-from cluster.store_check import StoreCheck
-from cluster.store_damage import Damage
-from cluster.transport import KIND_REPLY, KIND_REQUEST
-from raft_log.storage import NodeStore
+from cluster.queues.allocator import IdleTrim
+from cluster.queues.dead_lettering.dispatcher import DeadLetterDispatcher
+from cluster.queues.dead_lettering.publisher import ClusterPublisher, RemotePublisher
+from cluster.queues.leader_clock import LeaderClock
+from cluster.queues.queue_directory import QueueDirectory
+from cluster.queues.queue_hosting import QueueHosting
+from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_replica import QueueReplica
+from cluster.queues.redriving.dispatcher import RedriveDispatcher
+from cluster.replication.address_exchange import AddressExchange
+from cluster.replication.format_versions import FormatVersions
+from cluster.replication.peer_requests import ID_BITS, PeerRequests
+from cluster.replication.raft_host import RaftHost
+from cluster.replication.raft_metrics import RaftMetrics
+from cluster.replication.transport import KIND_REPLY, KIND_REQUEST
+from cluster.security.peer_auth import NodeCaller
+from cluster.store.durable_files import make_directory, sync_directory
+from cluster.store.node_record import NODE_FILE, load_or_record_seeds
+from cluster.store.store_check import StoreCheck
+from cluster.store.store_damage import Damage
+from metadata_state.commands import Delete, RegisterNode
+from metadata_state.records import NodeInfo, QueueInfo
+from raft_log.storage.node_store import NodeStore
 from raft_log.types import ConfState
 
 log = logging.getLogger(__name__)
@@ -79,7 +79,7 @@ class Node:
         environment: NodeEnvironment | None = None,
     ) -> None:
         if not config.cluster_secret:
-            raise ConfigError("a node needs a cluster secret (see cluster.cluster_secret)")
+            raise ConfigError("a node needs a cluster secret (see cluster.security.cluster_secret)")
         self.config = config
         self.name = config.node
         self.env = environment if environment is not None else production_environment()

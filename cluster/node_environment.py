@@ -17,22 +17,22 @@ from pathlib import Path
 from typing import NoReturn, Protocol
 
 from cluster.config import Address, NodeConfig
-from cluster.entry_codec import QUEUE_OP_VERSION
-from cluster.leader_clock import monotonic_ms
-from cluster.metadata.codec import CODEC_VERSION as METADATA_CODEC_VERSION
-from cluster.peer_links import PeerLinks
-from cluster.raft_host import exit_on_fatal
-from cluster.store_damage import Damage, open_store, stop_on_damage
-from cluster.tls import raft_contexts
-from cluster.transport import FrameHandler, Transport
-from raft_log.storage import NodeStore
+from cluster.queues.leader_clock import monotonic_ms
+from cluster.replication.entry_codec import QUEUE_OP_VERSION
+from cluster.replication.peer_links import PeerLinks
+from cluster.replication.raft_host import exit_on_fatal
+from cluster.replication.transport import FrameHandler, Transport
+from cluster.security.tls import raft_contexts
+from cluster.store.store_damage import Damage, open_store, stop_on_damage
+from metadata_state.codec import CODEC_VERSION as METADATA_CODEC_VERSION
+from raft_log.storage.node_store import NodeStore
 from raft_log.types import StorageError
 
 TOKEN_BYTES = 16
 
 
 class PeerTransport(PeerLinks, Protocol):
-    """What a node needs of its links to peers (`cluster.transport.Transport`)."""
+    """What a node needs of its links to peers (`cluster.replication.transport.Transport`)."""
 
     incarnation: str  # set once the database is open, before `start`
 

@@ -8,10 +8,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-from cluster.metadata_view import MetadataView
-from cluster.raft_host import Group, Halted
-from cluster.store_check import StoreCheck
-from cluster.store_damage import Damage
+from cluster.metadata.metadata_view import MetadataView
+from cluster.replication.raft_host import Group, Halted
+from cluster.store.store_check import StoreCheck
+from cluster.store.store_damage import Damage
 from raft_log.types import ConfState
 
 

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from cluster.durable_files import sync_directory, write_durably
+from cluster.store.durable_files import sync_directory, write_durably
 
 ROOT = 1
 FILE = "f"

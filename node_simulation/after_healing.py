@@ -14,9 +14,9 @@ from typing import Any
 
 from cluster.errors import NodeError
 from cluster.node import Node
-from cluster.queue_leader import QueueLeader
-from cluster.queue_replica import QueueReplica
-from cluster.queue_results import MessageRow
+from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_replica import QueueReplica
+from cluster.queues.queue_results import MessageRow
 from node_simulation.history import Violation
 from node_simulation.requests import ClientRequests, GaveUp
 from node_simulation.workload import AUTO, PUBLISHED_TO, QUEUE_ARGUMENTS, ClientStats

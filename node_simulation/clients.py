@@ -20,11 +20,11 @@ from api.forwarded_publish import publish_routed
 from api.publish_job import PublishJob
 from cluster.errors import BadRequest, LogGap, NodeError, OutcomeUnknown, Refused, UnknownConsumer
 from cluster.node import Node
-from cluster.proposals import MAX_OPERATION_BYTES
-from cluster.queue_leader import QueueLeader
-from cluster.queue_replica import QueueReplica
-from cluster.queue_results import MessageRow, Outcome, Position
-from cluster.stored_message import StoredMessage
+from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_replica import QueueReplica
+from cluster.queues.queue_results import MessageRow, Outcome, Position
+from cluster.replication.proposals import MAX_OPERATION_BYTES
+from cluster.replication.stored_message import StoredMessage
 from node_simulation.after_healing import AfterHealing
 from node_simulation.cluster_operator import Operator
 from node_simulation.history import Violation

@@ -12,10 +12,10 @@ import contextlib
 
 from cluster.errors import NodeError
 from cluster.membership.group_changes import MembershipRefused
-from cluster.metadata.codec import POLICY_CODEC_VERSION
 from cluster.node import Node
-from cluster.queue_leader import QueueLeader
-from cluster.stored_message import StoredMessage
+from cluster.queues.queue_leader import QueueLeader
+from cluster.replication.stored_message import StoredMessage
+from metadata_state.codec import POLICY_CODEC_VERSION
 from node_simulation.requests import ClientRequests, GaveUp
 from node_simulation.workload import QUEUE_ARGUMENTS, ClientStats
 

@@ -11,8 +11,8 @@ from api.join_requester import JOIN_TIMEOUT_S
 from cluster.errors import BadRequest, NodeError
 from cluster.membership.group_changes import MembershipRefused
 from cluster.membership.join import JoinNotYet, JoinRefused
-from cluster.metadata.records import NodeInfo
 from cluster.node import Node
+from metadata_state.records import NodeInfo
 
 if TYPE_CHECKING:
     from node_simulation.simulation import NodeSimulation

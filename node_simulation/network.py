@@ -1,11 +1,11 @@
 """The network of the whole-node simulation: the peer transport's frames between node processes.
 
-Each ordered pair of nodes has a link that behaves as the TCP connection `cluster.transport.Transport`
-keeps: frames arrive in the order they were sent, after a latency the seed draws, at the process that
-runs on the other side when they arrive. A link goes down when either side's process ends, when a
-partition separates the two, or when the simulation breaks it; frames in flight on it are lost, and
-each side is told (`on_link_lost`) as a closed connection tells it. A link comes back, as a redial
-does, once both sides run and nothing separates them; the process on the other side then proves its
+Each ordered pair of nodes has a link that behaves as the TCP connection
+`cluster.replication.transport.Transport` keeps: frames arrive in the order they were sent, after a latency
+the seed draws, at the process that runs on the other side when they arrive. A link goes down when either
+side's process ends, when a partition separates the two, or when the simulation breaks it; frames in flight on
+it are lost, and each side is told (`on_link_lost`) as a closed connection tells it. A link comes back, as a
+redial does, once both sides run and nothing separates them; the process on the other side then proves its
 incarnation, as its hello does.
 """
 
@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from cluster.config import Address, NodeConfig
-from cluster.transport import FrameHandler
+from cluster.replication.transport import FrameHandler
 
 REDIAL_S = 0.05
 LOST_NOTICE_S = 0.01  # how long a closed connection takes to be noticed

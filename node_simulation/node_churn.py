@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from cluster.errors import NodeError, NodeNotFound
 from cluster.membership.group_changes import MembershipRefused
 from cluster.node import Node
-from raft_log.simulated_database import SimulatedDatabase
+from raft_log.testing.simulated_database import SimulatedDatabase
 
 if TYPE_CHECKING:
     from node_simulation.simulation import NodeSimulation, SimNode

@@ -12,8 +12,8 @@ from api.forwarded_publish import publish_routed
 from api.publish_job import PublishJob
 from api.remote_publisher import REMOTE_TIMEOUT_S
 from cluster.node import Node
-from cluster.peer_auth import NODE_PRINCIPAL
-from cluster.stored_message import StoredMessage
+from cluster.replication.stored_message import StoredMessage
+from cluster.security.peer_auth import NODE_PRINCIPAL
 
 if TYPE_CHECKING:
     from node_simulation.simulation import NodeSimulation

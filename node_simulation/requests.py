@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from cluster.errors import NotLeader
 from cluster.node import Node
-from cluster.queue_leader import QueueLeader
+from cluster.queues.queue_leader import QueueLeader
 
 if TYPE_CHECKING:
     from node_simulation.simulation import NodeSimulation

@@ -33,13 +33,13 @@ from aiohttp import web
 
 from api.app import create_app
 from cluster.config import Address, NodeConfig, Seed
-from cluster.entry_codec import QUEUE_OP_VERSION
-from cluster.metadata.codec import CODEC_VERSION as METADATA_CODEC_VERSION
-from cluster.metadata.codec import POLICY_CODEC_VERSION
 from cluster.node import META_GROUP, Node
 from cluster.node_environment import NodeEnvironment
-from cluster.raft_host import Group
-from cluster.store_damage import Damage
+from cluster.replication.entry_codec import QUEUE_OP_VERSION
+from cluster.replication.raft_host import Group
+from cluster.store.store_damage import Damage
+from metadata_state.codec import CODEC_VERSION as METADATA_CODEC_VERSION
+from metadata_state.codec import POLICY_CODEC_VERSION
 from node_simulation.clients import Clients
 from node_simulation.history import Violation
 from node_simulation.join_requester import SimJoinRequester
@@ -50,8 +50,8 @@ from node_simulation.request_errors import NodeDown, NodeUnreachable
 from node_simulation.virtual_loop import Process, Quiescent, VirtualLoop, process
 from raft_log.confchange import apply_conf_change, decode_conf_change
 from raft_log.errors import InvalidConfChangeError
-from raft_log.simulated_database import SimulatedDatabase
-from raft_log.storage import NodeStore
+from raft_log.storage.node_store import NodeStore
+from raft_log.testing.simulated_database import SimulatedDatabase
 from raft_log.types import ConfState, EntryKind, StorageError
 
 T = TypeVar("T")

@@ -14,7 +14,7 @@ priority (6).
 Version 0 (`encode_command_v0`, `decode_command_v0`): msgpack bytes of `[tag, now_ms, values...]`, the
 values positional in `_V0_FIELDS` order, with the time the entry envelope carries since version 1. It
 decodes into the same record plus its `EntryMeta`, and is still written while a member of the queue's
-group may run a version that reads nothing else (`cluster/entry_codec.py`).
+group may run a version that reads nothing else (`cluster/replication/entry_codec.py`).
 
 Values are the same in both: ids as a list, each `NewMessage` as `[size, expiration_ms]` (and its
 `delay_ms` third when it has one or a priority, which comes fourth when it is not 0), a `QueueConfig` as

@@ -2,8 +2,8 @@
 about the entry each one came in (its time).
 
 A command carries no clock: the leader stamps its time once, in the envelope of the operation that
-carries the command (`cluster/entry_codec.py`), and the machine reads it from `EntryMeta`, as Ra passes
-`Meta` to rabbit_fifo. Constructing a command or meta with a value it cannot take raises
+carries the command (`cluster/replication/entry_codec.py`), and the machine reads it from `EntryMeta`, as Ra
+passes `Meta` to rabbit_fifo. Constructing a command or meta with a value it cannot take raises
 `InvalidCommand`. The wire forms are in `queue_state/command_codec.py`.
 """
 
@@ -122,9 +122,9 @@ class Checkout:
     leader applies the consumer's own timeout, not a default. With
     `since_ms` the consumer is a reader from that time: the serve step never delivers to it, it takes
     messages enqueued at or after `since_ms` with `Get`s under its name as it polls (queue operations
-    version 2 and later, `cluster/entry_codec.py`). With `auto_ack` (AMQP's no-ack, queue operations
-    version 9) the consumer never settles: its leader settles what it hands out as it hands it out. The
-    state holds its deliveries as any consumer's until that `Settle`, so its prefetch still bounds them
+    version 2 and later, `cluster/replication/entry_codec.py`). With `auto_ack` (AMQP's no-ack, queue
+    operations version 9) the consumer never settles: its leader settles what it hands out as it hands it out.
+    The state holds its deliveries as any consumer's until that `Settle`, so its prefetch still bounds them
     and a new leader settles what it held as it hands it out again.
     """
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 
-from raft_log.memory_storage import limit_size
 from raft_log.types import (
     CompactedError,
     Entry,
@@ -15,6 +14,18 @@ from raft_log.types import (
     StorageError,
     UnavailableError,
 )
+
+
+def limit_size(entries: list[Entry], max_bytes: int | None) -> list[Entry]:
+    """The longest prefix of `entries` (at least one) whose data fits in `max_bytes`."""
+    if max_bytes is None or not entries:
+        return entries
+    total = 0
+    for count, entry in enumerate(entries):
+        total += len(entry.data)
+        if count > 0 and total > max_bytes:
+            return entries[:count]
+    return entries
 
 
 class RaftLog:

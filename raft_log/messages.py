@@ -14,8 +14,7 @@ import msgpack
 
 from raft_log.errors import MessageDecodeError
 from raft_log.msgpack_parts import array_header, bin_header
-from raft_log.records import conf_fields
-from raft_log.types import ConfState, Entry, EntryKind, GroupId, NodeId, SnapshotMeta
+from raft_log.types import ConfState, Entry, EntryKind, GroupId, NodeId, SnapshotMeta, conf_fields
 
 WIRE_VERSION = 1
 

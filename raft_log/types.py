@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Protocol
+from typing import Any, Protocol
 
 NodeId = str
 GroupId = str
@@ -72,6 +72,16 @@ class ConfState:
             if member == node:
                 return incarnation
         return None
+
+
+def conf_fields(conf: ConfState) -> list[Any]:
+    """The fields a membership is stored and sent as: `voters, learners`, plus `[[member, incarnation],
+    ...]` when any incarnation is known (so a membership without any reads back on a version without
+    them)."""
+    fields: list[Any] = [list(conf.voters), list(conf.learners)]
+    if conf.incarnations:
+        fields.append([list(pair) for pair in conf.incarnations])
+    return fields
 
 
 @dataclass(frozen=True, slots=True)

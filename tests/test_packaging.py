@@ -11,7 +11,7 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TOP_LEVEL = ("api", "cli", "cluster", "jepsen_tests", "queue_state", "raft_log", "spark_io")
+TOP_LEVEL = ("api", "cli", "cluster", "jepsen_tests", "metadata_state", "queue_state", "raft_log", "spark_io")
 
 
 def test_the_wheel_holds_every_package_of_the_source_tree(tmp_path: Path) -> None:

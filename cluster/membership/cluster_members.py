@@ -16,8 +16,8 @@ from cluster.errors import BadRequest, NodeNotFound
 from cluster.membership.group_changes import GroupChanges, MembershipRefused
 from cluster.membership.host import MembershipHost
 from cluster.membership.join import JoinNotYet, JoinRefused, JoinRequester
-from cluster.metadata.records import NodeInfo
-from cluster.metadata_door import MetadataDoor
+from cluster.metadata.metadata_door import MetadataDoor
+from metadata_state.records import NodeInfo
 from raft_log.confchange import ConfChange, ConfChangeKind
 
 log = logging.getLogger(__name__)

@@ -13,8 +13,8 @@ import logging
 from collections.abc import AsyncIterator, Callable
 
 from cluster.errors import NotLeader
-from cluster.proposals import ProposalFailed, not_committed
-from cluster.raft_host import RaftHost
+from cluster.replication.proposals import ProposalFailed, not_committed
+from cluster.replication.raft_host import RaftHost
 from raft_log.confchange import ConfChange, ConfChangeKind
 from raft_log.errors import (
     ConfChangeInProgressError,

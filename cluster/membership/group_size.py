@@ -1,10 +1,10 @@
 """Continuous membership reconciliation: queue leaders grow their groups towards a target size.
 
 The target is the queue's `x-quorum-target-group-size` in force (declared, or its policy's
-`target-group-size`: `cluster.policies`), else the node's `target_group_size` (0: none).
+`target-group-size`: `cluster.queues.policies`), else the node's `target_group_size` (0: none).
 Every `membership_interval_ms`, and `membership_trigger_delay_ms` after nodes join or are forgotten or
 queues are declared, each leader adds one node that hosts no replica (on a host the group does not use
-yet when there is one: `cluster.placement.next_replica`), only when every current member is up; with
+yet when there is one: `cluster.queues.placement.next_replica`), only when every current member is up; with
 `membership_auto_remove` it first removes members the cluster has forgotten. A step that changed
 something schedules the next one after the trigger delay, so groups grow one node at a time.
 """
@@ -18,8 +18,8 @@ from cluster.hosts import host_of
 from cluster.membership.group_changes import GroupChanges
 from cluster.membership.host import MembershipHost
 from cluster.membership.queue_members import QueueMembers
-from cluster.placement import next_replica, replica_counts
-from cluster.policies import policy_in_force
+from cluster.queues.placement import next_replica, replica_counts
+from cluster.queues.policies import policy_in_force
 from queue_state.arguments import ArgumentError
 
 log = logging.getLogger(__name__)

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from cluster.config import Address, NodeConfig
-from cluster.metadata.records import QueueInfo
-from cluster.metadata_view import MetadataView
+from cluster.metadata.metadata_view import MetadataView
+from metadata_state.records import QueueInfo
 
 
 class PeerAddresses(Protocol):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from cluster.metadata.records import NodeInfo
+from metadata_state.records import NodeInfo
 
 
 class JoinRefused(Exception):

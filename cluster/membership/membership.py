@@ -10,7 +10,7 @@ from cluster.membership.group_changes import GroupChanges
 from cluster.membership.group_size import GroupSizeReconciler
 from cluster.membership.host import MembershipHost
 from cluster.membership.queue_members import QueueMembers
-from cluster.metadata_door import MetadataDoor
+from cluster.metadata.metadata_door import MetadataDoor
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ records the incarnations of a group created before incarnations existed, once ev
 Every member list sent to the metadata carries a fence `[term, sequence]`: the group's term in which
 this node leads and decided the list, and a number this node raises with each decision. Terms order
 the group's leaders and the sequence orders one leader's decisions, so the metadata can refuse a list
-decided before the one it holds (`cluster/metadata/machine.py`). A learner becomes a voter only after the
+decided before the one it holds (`metadata_state/machine.py`). A learner becomes a voter only after the
 metadata holds a fence of the promoting leader's term, so no list of an earlier term can unlist it.
 """
 
@@ -24,8 +24,8 @@ from typing import Any
 from cluster.errors import NodeNotFound, NotLeader, QueueNotFound
 from cluster.membership.group_changes import GroupChanges, MembershipRefused
 from cluster.membership.host import MembershipHost
-from cluster.metadata.commands import SetMembers
-from cluster.metadata_door import MetadataDoor
+from cluster.metadata.metadata_door import MetadataDoor
+from metadata_state.commands import SetMembers
 from raft_log.confchange import ConfChange, ConfChangeKind
 from raft_log.types import ConfState, Repair
 

@@ -1,6 +1,4 @@
-"""The metadata group's state machine: the node registry, queues with their replica sets, users.
-
-Pure and deterministic like `queue_state`: `commands` are frozen records, `machine.MetadataMachine`
-applies one and returns a typed reply (`replies`), `codec` is their versioned wire form (version-0 raw
-lists still decode), `snapshot` the versioned snapshot of `records`. Imports nothing of the node.
+"""The metadata group on the node: its application (`metadata_app`), the one place commands are proposed
+(`metadata_door`), what this node applied, read-only (`metadata_view`), and whether it has replayed its
+log since it started (`metadata_replay`). The pure machine they run is `metadata_state`.
 """

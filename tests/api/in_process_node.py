@@ -15,7 +15,7 @@ from api.app import create_app
 from cli.node_processes import free_ports
 from cluster.config import Address, NodeConfig
 from cluster.node import Node
-from cluster.queue_leader import QueueLeader
+from cluster.queues.queue_leader import QueueLeader
 from quorumq.auth import basic_header
 
 GUEST = {"Authorization": basic_header("guest", "guest")}  # full rights from loopback

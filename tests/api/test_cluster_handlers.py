@@ -14,8 +14,8 @@ import pytest_asyncio
 from in_process_node import InProcessNode, in_process_node
 from prometheus_client.parser import text_string_to_metric_families
 
-from cluster.entry_codec import QUEUE_OP_VERSION
-from cluster.metadata.codec import CODEC_VERSION
+from cluster.replication.entry_codec import QUEUE_OP_VERSION
+from metadata_state.codec import CODEC_VERSION
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

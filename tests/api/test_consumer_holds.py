@@ -15,9 +15,9 @@ from in_process_node import InProcessNode, in_process_node
 from support.eventually import eventually
 
 from cluster.errors import ConsumerEnded, Refused
-from cluster.queue_leader import QueueLeader
-from cluster.queue_results import Outcome
-from cluster.stored_message import StoredMessage
+from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_results import Outcome
+from cluster.replication.stored_message import StoredMessage
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

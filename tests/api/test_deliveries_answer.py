@@ -8,7 +8,7 @@ import msgpack
 
 from api import stream_frames as frames
 from api.deliveries import json_deliveries, msgpack_deliveries, msgpack_delivery
-from cluster.queue_results import MessageRow
+from cluster.queues.queue_results import MessageRow
 
 ROWS = [
     MessageRow(1, 'héllo "q" \\ \n\x01 ☃'.encode(), "utf8", {}, 0, False, 10),

@@ -21,10 +21,10 @@ from support.eventually import eventually
 
 from cli.node_processes import free_ports
 from cluster.config import Address
-from cluster.entry_codec import HOLDING_OP_VERSION, QUEUE_OP_VERSION
 from cluster.membership.group_changes import GroupChanges
-from cluster.metadata.codec import CODEC_VERSION
-from cluster.transport import KIND_CONTROL, Transport
+from cluster.replication.entry_codec import HOLDING_OP_VERSION, QUEUE_OP_VERSION
+from cluster.replication.transport import KIND_CONTROL, Transport
+from metadata_state.codec import CODEC_VERSION
 
 SECRET = "in-process-test-secret"
 

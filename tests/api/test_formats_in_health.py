@@ -9,10 +9,10 @@ from pathlib import Path
 import msgpack
 from in_process_node import in_process_node
 
-from cluster.entry_codec import QUEUE_OP_VERSION, op_bodies
 from cluster.membership.group_changes import GroupChanges
-from cluster.metadata.codec import CODEC_VERSION
-from cluster.stored_message import StoredMessage
+from cluster.replication.entry_codec import QUEUE_OP_VERSION, op_bodies
+from cluster.replication.stored_message import StoredMessage
+from metadata_state.codec import CODEC_VERSION
 
 
 async def test_a_queue_writes_version_1_only_once_every_node_of_the_cluster_reads_it(tmp_path: Path) -> None:

@@ -14,9 +14,9 @@ import pytest
 from in_process_node import in_process_node
 from support.eventually import eventually
 
-from cluster.entry_codec import QUEUE_OP_VERSION
 from cluster.node import META_GROUP
-from cluster.proposals import ProposalFailed
+from cluster.replication.entry_codec import QUEUE_OP_VERSION
+from cluster.replication.proposals import ProposalFailed
 
 
 async def test_rule_a_halted_queue_group_is_listed_in_health_and_in_its_replicas_status(

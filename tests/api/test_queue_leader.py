@@ -16,10 +16,10 @@ from support.eventually import eventually
 
 from api.access import Principal
 from api.consumer_owners import own_consumer
-from cluster.entry_codec import QUEUE_OP_VERSION, QueueOp, decode_queue_op, entry_ops, op_bodies
 from cluster.errors import BadRequest, LogGap, QueueConflict, QueueFull, Refused, UnknownConsumer
-from cluster.queue_results import MessageRow, Outcome, Position, Published, Settled
-from cluster.stored_message import StoredMessage
+from cluster.queues.queue_results import MessageRow, Outcome, Position, Published, Settled
+from cluster.replication.entry_codec import QUEUE_OP_VERSION, QueueOp, decode_queue_op, entry_ops, op_bodies
+from cluster.replication.stored_message import StoredMessage
 from queue_state.commands import Cancel, Checkout, ConsumerDown, Return
 from queue_state.policy import AppliedPolicy
 

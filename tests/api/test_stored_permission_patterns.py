@@ -7,7 +7,7 @@ from pathlib import Path
 
 from in_process_node import in_process_node
 
-from cluster.metadata.replies import Ok
+from metadata_state.replies import Ok
 from quorumq.auth import basic_header
 
 LOOKAHEAD = "(?=orders).*"  # Python's re matches "orders" with it; RE2 refuses lookaround

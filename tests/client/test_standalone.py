@@ -21,6 +21,7 @@ SERVER = (
     "api",
     "raft_log",
     "queue_state",
+    "metadata_state",
     "cli",
     "spark_io",
     "jepsen_tests",

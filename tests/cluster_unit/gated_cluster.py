@@ -17,13 +17,13 @@ from support.eventually import eventually
 
 from cli.node_processes import free_ports
 from cluster.config import Address
-from cluster.metadata.codec import encode
-from cluster.metadata.commands import DeleteUser
-from cluster.metadata_app import MetadataApp
-from cluster.raft_host import GroupApp, RaftHost
-from cluster.transport import Transport
-from raft_log.database import Database
-from raft_log.storage import GroupLog, NodeStore, TakenBatch
+from cluster.metadata.metadata_app import MetadataApp
+from cluster.replication.raft_host import GroupApp, RaftHost
+from cluster.replication.transport import Transport
+from metadata_state.codec import encode
+from metadata_state.commands import DeleteUser
+from raft_log.storage.database import Database
+from raft_log.storage.node_store import GroupLog, NodeStore, TakenBatch
 from raft_log.types import ConfState
 
 NAMES = ("a", "b", "c")

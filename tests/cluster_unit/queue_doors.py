@@ -9,13 +9,13 @@ import uuid
 from gated_cluster import GROUP, NAMES, Node
 from support.eventually import eventually
 
-from cluster.format_versions import FormatVersions
-from cluster.leader_clock import LeaderClock, monotonic_ms
-from cluster.queue_leader import QueueLeader
-from cluster.queue_replica import QueueReplica
-from cluster.stored_message import StoredMessage
+from cluster.queues.leader_clock import LeaderClock, monotonic_ms
+from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_replica import QueueReplica
+from cluster.replication.format_versions import FormatVersions
+from cluster.replication.stored_message import StoredMessage
 from queue_state.arguments import QueueConfig
-from raft_log.storage import GroupLog
+from raft_log.storage.node_store import GroupLog
 
 QUEUE = "q"
 

@@ -2,7 +2,7 @@
 
 Nothing runs on its own: a round, a tick or a frame's delivery happens only when the test asks for it,
 so a test can depose a leader, partition it, let the others move on and compact, and heal, in a known
-order. The network is the driver simulation's (`cluster.simulated_network`), which carries the real
+order. The network is the driver simulation's (`cluster.testing.simulated_network`), which carries the real
 frames and can be partitioned; each round is the production one (`begin_round`, the write, `end_round`).
 """
 
@@ -13,14 +13,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
-from cluster.entry_codec import encode_queue_op
-from cluster.queue_replica import QueueReplica
-from cluster.raft_host import Group, RaftHost
-from cluster.simulated_network import SimulatedNetwork
-from cluster.stored_message import StoredMessage
+from cluster.queues.queue_replica import QueueReplica
+from cluster.replication.entry_codec import encode_queue_op
+from cluster.replication.raft_host import Group, RaftHost
+from cluster.replication.stored_message import StoredMessage
+from cluster.testing.simulated_network import SimulatedNetwork
 from queue_state.arguments import QueueConfig
 from queue_state.commands import Enqueue, EntryMeta, NewMessage
-from raft_log.storage import NodeStore
+from raft_log.storage.node_store import NodeStore
 from raft_log.types import ConfState
 
 NAMES = ("a", "b", "c")

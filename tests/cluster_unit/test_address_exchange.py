@@ -5,9 +5,9 @@ a peer behind it cannot bring back a name its metadata forgot."""
 
 from __future__ import annotations
 
-from cluster.address_exchange import MAX_ADDRESSES, AddressExchange
 from cluster.config import Address
-from cluster.metadata.records import NodeInfo
+from cluster.replication.address_exchange import MAX_ADDRESSES, AddressExchange
+from metadata_state.records import NodeInfo
 
 
 class Links:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cluster.allocator import (
+from cluster.queues.allocator import (
     QUIET_BYTES_PER_CHECK,
     WORK_BEFORE_TRIM_BYTES,
     IdleTrim,
@@ -31,7 +31,7 @@ def test_thresholds_are_applied_on_glibc() -> None:
 
 _FREE_AND_RELEASE = """
 from pathlib import Path
-from cluster.allocator import keep_freed_memory, release_free_memory
+from cluster.queues.allocator import keep_freed_memory, release_free_memory
 
 def resident():
     return int(Path("/proc/self/statm").read_text().split()[1]) * 4096

@@ -9,11 +9,11 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from cluster.bodies import BodyStore, body_key
-from cluster.stored_message import StoredMessage
+from cluster.queues.bodies import BodyStore, body_key
+from cluster.replication.stored_message import StoredMessage
 from queue_state.effects import Delivery
-from raft_log.keys import GroupKeys
-from raft_log.storage import CorruptionError, GroupLog, NodeStore
+from raft_log.storage.keys import GroupKeys
+from raft_log.storage.node_store import CorruptionError, GroupLog, NodeStore
 from raft_log.types import ConfState, Entry, HardState
 
 CONF = ConfState(voters=("n1",))

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cluster.cluster_secret import SECRET_FILE, settle_cluster_secret
 from cluster.config import ConfigError, NodeConfig, load_config
+from cluster.security.cluster_secret import SECRET_FILE, settle_cluster_secret
 
 OWN_SECRET = "9f2c0c5e5d1b4f0e8a7d6c5b4a39281706f5e4d3"
 

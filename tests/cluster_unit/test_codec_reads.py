@@ -1,9 +1,9 @@
-"""The rolling-upgrade rule (`cluster/codec_reads.py`): a node writes the newest version of a format every
-other member said it reads, version 0 while one said nothing."""
+"""The rolling-upgrade rule (`cluster/replication/codec_reads.py`): a node writes the newest version of a
+format every other member said it reads, version 0 while one said nothing."""
 
 from __future__ import annotations
 
-from cluster.codec_reads import CodecReads
+from cluster.replication.codec_reads import CodecReads
 
 
 def linked(peer: str) -> bool:

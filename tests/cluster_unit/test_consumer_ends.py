@@ -10,8 +10,8 @@ from gated_cluster import GROUP, gated_cluster
 from queue_doors import NAMES, door_of, lead, queue_replica, texts
 from support.eventually import eventually
 
-from cluster import queue_leader
-from cluster.format_versions import FormatVersions
+from cluster.queues import queue_leader
+from cluster.replication.format_versions import FormatVersions
 
 
 async def test_rule_an_end_that_did_not_commit_is_decided_again_by_the_same_leader(tmp_path: Path) -> None:

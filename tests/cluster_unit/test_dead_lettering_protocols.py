@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 from support.eventually import eventually
 
-from cluster.dead_lettering.dispatcher import DeadLetterDispatcher
-from cluster.dead_lettering.publisher import ClusterPublisher
-from cluster.dead_lettering.worker import DeadLetterWorker
-from cluster.entry_codec import encode_queue_op
 from cluster.errors import NotLeader
-from cluster.proposals import ProposalBatcher
-from cluster.queue_results import Published
-from cluster.stored_message import StoredMessage
+from cluster.queues.dead_lettering.dispatcher import DeadLetterDispatcher
+from cluster.queues.dead_lettering.publisher import ClusterPublisher
+from cluster.queues.dead_lettering.worker import DeadLetterWorker
+from cluster.queues.queue_results import Published
+from cluster.replication.entry_codec import encode_queue_op
+from cluster.replication.proposals import ProposalBatcher
+from cluster.replication.stored_message import StoredMessage
 from queue_state.commands import Enqueue, EntryMeta, NewMessage
 from queue_state.effects import DeadLetter, Delivery
 

@@ -15,8 +15,8 @@ from gated_cluster import GROUP, Node, gated_cluster
 from queue_doors import door_of, lead, queue_replica, texts
 from support.eventually import eventually
 
-from cluster.queue_leader import QueueLeader
-from cluster.queue_replica import QueueReplica
+from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_replica import QueueReplica
 
 ELECTION_TICKS = 10  # 0.5 s: a successor is elected soon after the leader stops sending
 

@@ -1,7 +1,7 @@
 """The driver simulation: production rounds (RaftHost, NodeStore, QueueReplica) under seeded faults.
 
 `DRIVER_SIM_SEEDS` (default 3000) and `DRIVER_SIM_STEPS` (default 1000) size the random run; a failure
-names its seed, and `python -m cluster.simulation --first-seed S --seeds 1 --steps N` replays it.
+names its seed, and `python -m cluster.testing.simulation --first-seed S --seeds 1 --steps N` replays it.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import sys
 
 import pytest
 
-from cluster.raft_host import RaftHost
-from cluster.simulation import CALM, GROUP, Faults, LivenessViolation, Simulation, run_seed
+from cluster.replication.raft_host import RaftHost
+from cluster.testing.simulation import CALM, GROUP, Faults, LivenessViolation, Simulation, run_seed
 from raft_log.core import RaftNode
-from raft_log.invariants import InvariantViolation
+from raft_log.testing.invariants import InvariantViolation
 
 SEEDS = int(os.environ.get("DRIVER_SIM_SEEDS", "3000"))
 STEPS = int(os.environ.get("DRIVER_SIM_STEPS", "1000"))
@@ -58,7 +58,7 @@ def test_a_calm_network_confirms_every_publish() -> None:
 def test_one_seed_replays_exactly_whatever_the_hash_seed() -> None:
     def run(hash_seed: str) -> str:
         env = dict(os.environ, PYTHONHASHSEED=hash_seed)
-        command = [sys.executable, "-m", "cluster.simulation", "--seeds", "12", "--steps", "600"]
+        command = [sys.executable, "-m", "cluster.testing.simulation", "--seeds", "12", "--steps", "600"]
         return subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
 
     assert run("1") == run("2")

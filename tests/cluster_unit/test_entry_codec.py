@@ -1,5 +1,5 @@
-"""The queue operation envelope (`cluster/entry_codec.py`): version 2 `[2, now_ms, command, bodies]` (a
-Checkout may carry `since_ms`), version 1 `[1, now_ms, command, bodies]` and version 0
+"""The queue operation envelope (`cluster/replication/entry_codec.py`): version 2 `[2, now_ms, command,
+bodies]` (a Checkout may carry `since_ms`), version 1 `[1, now_ms, command, bodies]` and version 0
 `[command bytes, bodies]` still read, and a replica applying an entry that mixes them.
 
 Version-0 operations are built here from literal lists, as the code before version 1 wrote them."""
@@ -16,7 +16,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cluster.entry_codec import (
+from cluster.queues.queue_replica import QueueReplica
+from cluster.replication.entry_codec import (
     QUEUE_OP_VERSION,
     EntryDecodeError,
     QueueOp,
@@ -26,8 +27,7 @@ from cluster.entry_codec import (
     op_bodies,
     record_span,
 )
-from cluster.queue_replica import QueueReplica
-from cluster.stored_message import BodySpan, StoredMessage
+from cluster.replication.stored_message import BodySpan, StoredMessage
 from queue_state.arguments import parse_arguments
 from queue_state.command_codec import NAMED_VERSIONS, CommandDecodeError
 from queue_state.commands import (
@@ -51,7 +51,7 @@ from queue_state.commands import (
     Touch,
     UpdateConfig,
 )
-from raft_log.storage import NodeStore
+from raft_log.storage.node_store import NodeStore
 from raft_log.types import ConfState, Entry, EntryKind
 
 metas = st.builds(EntryMeta, st.integers(0, 2**63 - 1))
@@ -224,7 +224,7 @@ def test_version_9_is_version_8_under_its_own_number_with_auto_ack_consumers() -
 
 def test_rule_a_build_reads_no_version_newer_than_its_own() -> None:
     """A node of an older build (the whole-node simulation runs some) refuses what it cannot know: its
-    replica halts there rather than guess (`cluster.unreadable_entry`)."""
+    replica halts there rather than guess (`cluster.replication.unreadable_entry`)."""
     op = through_an_entry(encode_queue_op(EntryMeta(7), Tick()))
     assert decode_queue_op(op, QUEUE_OP_VERSION).command == Tick()
     with pytest.raises(CommandDecodeError, match="reads up to 8"):

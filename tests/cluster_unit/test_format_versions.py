@@ -1,14 +1,15 @@
-"""Which version of each replicated format a node writes (`cluster/format_versions.py`): the newest only
-once every other node of the cluster said it reads it, whatever groups those nodes belong to now."""
+"""Which version of each replicated format a node writes (`cluster/replication/format_versions.py`): the
+newest only once every other node of the cluster said it reads it, whatever groups those nodes belong to
+now."""
 
 from __future__ import annotations
 
 import pytest
 
-from cluster.entry_codec import HOLDING_OP_VERSION, QUEUE_OP_VERSION
 from cluster.errors import FormatsNotYetKnown, Refused
-from cluster.format_versions import UPGRADE_IN_PROGRESS, FormatVersions
-from cluster.metadata.codec import CODEC_VERSION
+from cluster.replication.entry_codec import HOLDING_OP_VERSION, QUEUE_OP_VERSION
+from cluster.replication.format_versions import UPGRADE_IN_PROGRESS, FormatVersions
+from metadata_state.codec import CODEC_VERSION
 
 CLUSTER = ("a", "b", "c", "d")
 

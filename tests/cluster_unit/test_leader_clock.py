@@ -1,10 +1,11 @@
-"""The bound on leader-stamped time (`cluster/leader_clock.py`, decision 0010), with injected clocks."""
+"""The bound on leader-stamped time (`cluster/queues/leader_clock.py`, decision 0010), with injected
+clocks."""
 
 from __future__ import annotations
 
 import itertools
 
-from cluster.leader_clock import LeaderClock
+from cluster.queues.leader_clock import LeaderClock
 from queue_state.arguments import QueueConfig
 from queue_state.commands import Enqueue, EntryMeta, NewMessage, Tick
 from queue_state.machine import QueueMachine

@@ -6,11 +6,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from cluster.format_versions import FormatVersions
-from cluster.metadata.codec import decode
-from cluster.metadata.commands import Delete, RegisterNode, SetArguments, SetMembers
-from cluster.metadata.replies import Ok
-from cluster.metadata_door import MetadataDoor
+from cluster.metadata.metadata_door import MetadataDoor
+from cluster.replication.format_versions import FormatVersions
+from metadata_state.codec import decode
+from metadata_state.commands import Delete, RegisterNode, SetArguments, SetMembers
+from metadata_state.replies import Ok
 
 MEMBERS = ("a", "b", "c")
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from cluster.metadata.commands import BootstrapUsers, Declare, RegisterNode
-from cluster.metadata_app import MetadataApp
-from cluster.metadata_view import MetadataView
+from cluster.metadata.metadata_app import MetadataApp
+from cluster.metadata.metadata_view import MetadataView
 from cluster.node_status import NodeStatus
-from cluster.store_check import StoreCheck
-from cluster.store_damage import Damage
+from cluster.store.store_check import StoreCheck
+from cluster.store.store_damage import Damage
+from metadata_state.commands import BootstrapUsers, Declare, RegisterNode
 from raft_log.types import ConfState
 
 ME, META = "a", "meta"

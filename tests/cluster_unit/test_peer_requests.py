@@ -1,5 +1,5 @@
-"""Requests between nodes over the peer transport (`cluster/peer_requests.py`), on real transports over
-TCP: answered by the peer's server, many in flight at once; made only of a peer that said it serves them
+"""Requests between nodes over the peer transport (`cluster/replication/peer_requests.py`), on real transports
+over TCP: answered by the peer's server, many in flight at once; made only of a peer that said it serves them
 (a node of an earlier version ignores the frame kind) while both connections are up; given up with
 `outcome_unknown` when a connection closes after the request was sent."""
 
@@ -16,8 +16,8 @@ from support.eventually import eventually
 from cli.node_processes import free_ports
 from cluster.config import Address
 from cluster.errors import NotLeader, OutcomeUnknown
-from cluster.peer_requests import PeerRequests
-from cluster.transport import KIND_REPLY, KIND_REQUEST, Transport
+from cluster.replication.peer_requests import PeerRequests
+from cluster.replication.transport import KIND_REPLY, KIND_REQUEST, Transport
 
 UNTIL_S = 10.0
 FIRST_IDS = itertools.count(1, 1 << 32)  # each process its own range, as a node's random start gives

@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cluster.hosts import host_of
-from cluster.metadata.records import NodeInfo, QueueInfo
-from cluster.placement import next_replica, place_replicas
+from cluster.queues.placement import next_replica, place_replicas
+from metadata_state.records import NodeInfo, QueueInfo
 
 
 def registry(addresses: dict[str, str]) -> dict[str, NodeInfo]:

@@ -1,12 +1,19 @@
-"""Which policy a queue applies (`cluster.policies`): patterns match anywhere in the name, as RabbitMQ's;
-the highest priority wins, then the least name; a policy is checked whole before it is proposed."""
+"""Which policy a queue applies (`cluster.queues.policies`): patterns match anywhere in the name, as
+RabbitMQ's; the highest priority wins, then the least name; a policy is checked whole before it is
+proposed."""
 
 from __future__ import annotations
 
 import pytest
 
-from cluster.metadata.records import PolicyRecord
-from cluster.policies import PolicyError, applied_policy, checked_policy, matching_policy, policy_in_force
+from cluster.queues.policies import (
+    PolicyError,
+    applied_policy,
+    checked_policy,
+    matching_policy,
+    policy_in_force,
+)
+from metadata_state.records import PolicyRecord
 from queue_state.policy import NO_POLICY, AppliedPolicy
 
 LIMITS = PolicyRecord("limits", r"^orders\.", {"max-length": 5})

@@ -6,8 +6,13 @@ import msgpack
 import pytest
 
 from cluster.errors import NodeError
-from cluster.proposals import MAX_ENTRY_BYTES, MAX_OPERATION_BYTES, ProposalBatcher, ProposalFailed
-from cluster.transport import FRAME_HEADER, KIND_RAFT, MAX_FRAME_BYTES, _kind_and_body_frame
+from cluster.replication.proposals import (
+    MAX_ENTRY_BYTES,
+    MAX_OPERATION_BYTES,
+    ProposalBatcher,
+    ProposalFailed,
+)
+from cluster.replication.transport import FRAME_HEADER, KIND_RAFT, MAX_FRAME_BYTES, _kind_and_body_frame
 from raft_log.messages import Message, MessageType, encode_message_parts
 from raft_log.types import Entry, EntryKind
 

@@ -12,17 +12,17 @@ from typing import Any
 import msgpack
 import pytest
 
-import cluster.metadata_door
-import cluster.queue_directory
+import cluster.metadata.metadata_door
+import cluster.queues.queue_directory
 from cluster.errors import BadRequest, NotLeader, QueueConflict, QueueNotFound
-from cluster.format_versions import FormatVersions
-from cluster.metadata.codec import encode
-from cluster.metadata.commands import Declare, SetArguments
-from cluster.metadata.replies import Reply
-from cluster.metadata_app import MetadataApp
-from cluster.metadata_door import MetadataDoor
-from cluster.metadata_view import MetadataView
-from cluster.queue_directory import QueueDirectory
+from cluster.metadata.metadata_app import MetadataApp
+from cluster.metadata.metadata_door import MetadataDoor
+from cluster.metadata.metadata_view import MetadataView
+from cluster.queues.queue_directory import QueueDirectory
+from cluster.replication.format_versions import FormatVersions
+from metadata_state.codec import encode
+from metadata_state.commands import Declare, SetArguments
+from metadata_state.replies import Reply
 from queue_state.arguments import QueueDefaults
 from raft_log.types import Entry
 
@@ -32,7 +32,7 @@ ME = "a"
 @pytest.fixture(autouse=True)
 def _no_wait_for_a_preferred_leader(monkeypatch: pytest.MonkeyPatch) -> None:
     """A declaration waits a while for the placed leader; here any leader will do at once."""
-    monkeypatch.setattr(cluster.queue_directory, "PREFERRED_WAIT_S", 0.0)
+    monkeypatch.setattr(cluster.queues.queue_directory, "PREFERRED_WAIT_S", 0.0)
 
 
 class MetadataLeader:
@@ -191,7 +191,7 @@ async def test_a_sealed_queue_the_metadata_does_not_delete_in_time_is_not_leader
     queues, _, metadata, host, members = directory_parts()
     await queues.declare("q", {}, client_node=ME)
     host.leader = members.leader = None  # the metadata leader is lost: relays are dropped
-    monkeypatch.setattr(cluster.metadata_door, "METADATA_WAIT_S", 0.1)
+    monkeypatch.setattr(cluster.metadata.metadata_door, "METADATA_WAIT_S", 0.1)
     with pytest.raises(NotLeader) as refused:
         await queues.delete_sealed("q", metadata.queues["q"].group)
     assert refused.value.leader is None and queues.names() == ["q"]

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from cluster.metadata.commands import SetArguments
-from cluster.metadata.records import NodeInfo, QueueInfo
-from cluster.queue_hosting import QueueHosting
-from cluster.queue_replica import QueueReplica
-from raft_log.storage import NodeStore
+from cluster.queues.queue_hosting import QueueHosting
+from cluster.queues.queue_replica import QueueReplica
+from metadata_state.commands import SetArguments
+from metadata_state.records import NodeInfo, QueueInfo
+from raft_log.storage.node_store import NodeStore
 from raft_log.types import ConfState
 
 ME = "a"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from stepped_cluster import GROUP, SteppedCluster, publish_op
 
-from cluster.proposals import ProposalFailed
+from cluster.replication.proposals import ProposalFailed
 
 OTHERS = ("b", "c")
 

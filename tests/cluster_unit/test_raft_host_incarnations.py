@@ -15,7 +15,7 @@ from pathlib import Path
 from gated_cluster import GROUP, Running, a_command, local_addresses, start_led_by
 from support.eventually import eventually
 
-from raft_log.storage import NodeStore
+from raft_log.storage.node_store import NodeStore
 from raft_log.types import ConfState
 
 NAMES = ("a", "b", "c")

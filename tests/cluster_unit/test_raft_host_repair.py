@@ -13,10 +13,10 @@ from gated_cluster import GROUP, GatedStore, Node, a_command, restarted_host
 from rocksdict import Options, Rdict
 from support.eventually import eventually
 
-from cluster.metadata_app import MetadataApp
-from cluster.raft_host import RaftHost
-from cluster.transport import Transport
-from raft_log.keys import GroupKeys
+from cluster.metadata.metadata_app import MetadataApp
+from cluster.replication.raft_host import RaftHost
+from cluster.replication.transport import Transport
+from raft_log.storage.keys import GroupKeys
 
 
 def damage_entry(path: Path, index: int) -> None:

@@ -11,9 +11,9 @@ from support.eventually import eventually
 
 from cli.node_processes import free_ports
 from cluster.config import Address
-from cluster.metadata_app import MetadataApp
-from cluster.transport import Transport
-from raft_log.storage import NodeStore
+from cluster.metadata.metadata_app import MetadataApp
+from cluster.replication.transport import Transport
+from raft_log.storage.node_store import NodeStore
 from raft_log.types import ConfState, Entry
 
 GROUP = "g"

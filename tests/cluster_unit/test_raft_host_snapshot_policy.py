@@ -12,10 +12,10 @@ from support.eventually import eventually
 
 from cli.node_processes import free_ports
 from cluster.config import Address
-from cluster.metadata_app import MetadataApp
-from cluster.raft_host import SNAPSHOT_SIZE_FACTOR
-from cluster.transport import Transport
-from raft_log.storage import NodeStore
+from cluster.metadata.metadata_app import MetadataApp
+from cluster.replication.raft_host import SNAPSHOT_SIZE_FACTOR
+from cluster.replication.transport import Transport
+from raft_log.storage.node_store import NodeStore
 from raft_log.types import ConfState
 
 GROUP = "g"

@@ -15,9 +15,9 @@ from typing import Any
 import msgpack
 from stepped_cluster import GROUP, SteppedCluster, publish_op
 
-from cluster.entry_codec import QUEUE_OP_VERSION, entry_ops
-from cluster.proposals import ProposalFailed
-from cluster.queue_replica import QueueReplica
+from cluster.queues.queue_replica import QueueReplica
+from cluster.replication.entry_codec import QUEUE_OP_VERSION, entry_ops
+from cluster.replication.proposals import ProposalFailed
 from queue_state.effects import Enqueued
 from raft_log.types import Entry
 

@@ -1,5 +1,5 @@
-"""The redrive worker (`cluster/redriving/worker.py`) against a real queue machine behind a fake door and
-a fake publisher: it is bound to one start of its task, a message that cannot go anywhere fails the task
+"""The redrive worker (`cluster/queues/redriving/worker.py`) against a real queue machine behind a fake door
+and a fake publisher: it is bound to one start of its task, a message that cannot go anywhere fails the task
 before any of its batch is published, and a worker waiting on a target stops when its task ends."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from typing import Any
 from support.eventually import eventually
 
 from cluster.errors import UnknownConsumer
-from cluster.queue_results import MessageRow, Position
-from cluster.redriving.worker import RedriveWorker
-from cluster.stored_message import StoredMessage
+from cluster.queues.queue_results import MessageRow, Position
+from cluster.queues.redriving.worker import RedriveWorker
+from cluster.replication.stored_message import StoredMessage
 from queue_state.arguments import parse_arguments
 from queue_state.commands import (
     Command,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from cluster.peer_auth import ASSERTION_TTL_MS
-from cluster.replay_guard import IssuedBeforeGuard, ReplayGuard, ReplayGuardFull
+from cluster.security.peer_auth import ASSERTION_TTL_MS
+from cluster.security.replay_guard import IssuedBeforeGuard, ReplayGuard, ReplayGuardFull
 
 
 def test_a_nonce_is_accepted_once_until_its_assertion_expires() -> None:

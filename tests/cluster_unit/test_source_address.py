@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cluster.source_address import source_key
+from cluster.security.source_address import source_key
 
 
 def test_sources_are_addresses_or_ipv6_networks() -> None:

@@ -4,7 +4,7 @@ import logging
 
 import pytest
 
-from cluster.store_check import StoreCheck
+from cluster.store.store_check import StoreCheck
 
 
 async def test_rule_a_failed_store_check_says_so_and_is_not_done(caplog: pytest.LogCaptureFixture) -> None:
@@ -17,7 +17,7 @@ async def test_rule_a_failed_store_check_says_so_and_is_not_done(caplog: pytest.
         return step
 
     check = StoreCheck(read_through)
-    with caplog.at_level(logging.ERROR, logger="cluster.store_check"), pytest.raises(OSError):
+    with caplog.at_level(logging.ERROR, logger="cluster.store.store_check"), pytest.raises(OSError):
         await check.run()
     assert (check.done, check.checked_bytes) == (False, 5_000_000)
     assert "store check stopped after 5 MB read" in caplog.text

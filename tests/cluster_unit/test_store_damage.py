@@ -7,10 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cluster.store_damage import DAMAGED_EXIT_CODE, MARKER_FILE, latest_damage, open_store
-from raft_log import records
-from raft_log.keys import GroupKeys
-from raft_log.storage import NodeStore
+from cluster.store.store_damage import DAMAGED_EXIT_CODE, MARKER_FILE, latest_damage, open_store
+from raft_log.storage import records
+from raft_log.storage.keys import GroupKeys
+from raft_log.storage.node_store import NodeStore
 from raft_log.types import ConfState
 
 CONF = ConfState(voters=("n1", "n2", "n3"))
@@ -18,8 +18,8 @@ CONF = ConfState(voters=("n1", "n2", "n3"))
 STOP_ON_DAMAGE = """
 import sys
 from pathlib import Path
-from cluster.store_damage import stop_on_damage
-from raft_log.database import DatabaseCorruptionError
+from cluster.store.store_damage import stop_on_damage
+from raft_log.storage.database import DatabaseCorruptionError
 stop_on_damage(Path(sys.argv[1]), DatabaseCorruptionError("Corruption: block checksum mismatch"))
 """
 

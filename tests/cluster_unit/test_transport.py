@@ -15,7 +15,7 @@ from support.eventually import eventually
 
 from cli.node_processes import free_ports
 from cluster.config import Address
-from cluster.transport import (
+from cluster.replication.transport import (
     KIND_CONTROL,
     KIND_RAFT,
     MAX_FRAME_BYTES,

@@ -17,14 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from cluster.durable_files import sync_directory
+from cluster.store.durable_files import sync_directory
 from jepsen_tests.lazy_mount import LazyMount, is_mounted, unavailable_reason
 
 pytestmark = pytest.mark.faults
 
 ROCKSDB_WRITER = """
 import os, sys, time
-from raft_log.rocksdb_database import RocksDatabase
+from raft_log.storage.rocksdb_database import RocksDatabase
 root, count = sys.argv[1], int(sys.argv[2])
 db = RocksDatabase.open(os.path.join(root, "db"))
 fd = os.open(root, os.O_RDONLY)  # RocksDB syncs its own directory, not the one it was created in
@@ -153,7 +153,8 @@ def test_rocksdb_keeps_synced_writes_and_loses_unsynced_ones(mount: LazyMount) -
         [
             sys.executable,
             "-c",
-            "import sys; from raft_log.rocksdb_database import RocksDatabase as R; d = R.open(sys.argv[1]); "
+            "import sys; from raft_log.storage.rocksdb_database import RocksDatabase as R; "
+            "d = R.open(sys.argv[1]); "
             "print(sum(d.get(b'synced-%d' % i) is not None for i in range(200)), "
             "sum(d.get(b'unsynced-%d' % i) is not None for i in range(200))); d.close()",
             str(root / "db"),

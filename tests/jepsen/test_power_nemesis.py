@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from netns_cluster import QUEUE, running_cluster
 
-from cluster.durable_files import sync_directory
+from cluster.store.durable_files import sync_directory
 from jepsen_tests.cluster import JepsenCluster
 from jepsen_tests.lazy_mount import is_mounted, unavailable_reason
 from jepsen_tests.power_nemesis import PowerNemesis

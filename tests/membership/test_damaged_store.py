@@ -28,7 +28,7 @@ from support.eventually import eventually
 from cli.node_processes import NodeProcess, ProcessCluster, wait_healthy, wait_until
 from jepsen_tests.file_damage import damage_file, damageable_files
 from quorumq import Client, QuorumqError
-from raft_log.rocksdb_database import RocksDatabase
+from raft_log.storage.rocksdb_database import RocksDatabase
 
 QUEUE = "damaged"
 MESSAGES = 40

@@ -14,8 +14,8 @@ from in_process_cluster import InProcessCluster, metadata_leader, raft_group, se
 from support.eventually import eventually
 
 from cluster.node import META_GROUP
-from cluster.raft_host import APPLY_BYTES_PER_ROUND, RaftHost
-from cluster.stored_message import StoredMessage
+from cluster.replication.raft_host import APPLY_BYTES_PER_ROUND, RaftHost
+from cluster.replication.stored_message import StoredMessage
 
 QUEUE = "replayed"
 FILLER_BYTES = 100_000

@@ -15,10 +15,10 @@ import pytest
 from in_process_cluster import InProcessCluster, metadata_applied, metadata_leader, raft_group, settled_leader
 from support.eventually import eventually
 
-from cluster.metadata.commands import Command, SetMembers
-from cluster.metadata.replies import Stale
-from cluster.metadata_door import MetadataDoor
+from cluster.metadata.metadata_door import MetadataDoor
 from cluster.node import Node
+from metadata_state.commands import Command, SetMembers
+from metadata_state.replies import Stale
 from raft_log.confchange import ConfChange, ConfChangeKind
 
 NAMES = ("n1", "n2", "n3", "n4")

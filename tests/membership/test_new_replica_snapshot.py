@@ -7,11 +7,11 @@ from pathlib import Path
 
 from cli.node_processes import free_ports
 from cluster.config import Address
-from cluster.metadata_app import MetadataApp
-from cluster.raft_host import RaftHost
-from cluster.transport import KIND_RAFT, Transport
+from cluster.metadata.metadata_app import MetadataApp
+from cluster.replication.raft_host import RaftHost
+from cluster.replication.transport import KIND_RAFT, Transport
 from raft_log.messages import Message, MessageType, encode_message
-from raft_log.storage import NodeStore
+from raft_log.storage.node_store import NodeStore
 from raft_log.types import ConfState, SnapshotMeta
 
 

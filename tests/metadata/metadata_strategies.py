@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from cluster.metadata.commands import (
+from metadata_state.commands import (
     BootstrapUsers,
     ClearPolicy,
     Command,

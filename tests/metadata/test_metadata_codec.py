@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from metadata_strategies import commands
 
-from cluster.metadata.codec import CODEC_VERSION, POLICY_CODEC_VERSION, MetadataDecodeError, decode, encode
-from cluster.metadata.commands import (
+from metadata_state.codec import CODEC_VERSION, POLICY_CODEC_VERSION, MetadataDecodeError, decode, encode
+from metadata_state.commands import (
     BootstrapUsers,
     ClearPolicy,
     Command,

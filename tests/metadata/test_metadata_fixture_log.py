@@ -9,10 +9,10 @@ from pathlib import Path
 
 import msgpack
 
-from cluster.metadata.codec import decode
-from cluster.metadata.machine import MetadataMachine
-from cluster.metadata.replies import Conflict, Invalid, NotFound, Stale
-from raft_log.storage import NodeStore
+from metadata_state.codec import decode
+from metadata_state.machine import MetadataMachine
+from metadata_state.replies import Conflict, Invalid, NotFound, Stale
+from raft_log.storage.node_store import NodeStore
 from raft_log.types import EntryKind
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "replay_v0"

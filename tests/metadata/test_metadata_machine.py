@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from metadata_strategies import commands
 
-from cluster.metadata.commands import (
+from metadata_state.commands import (
     BootstrapUsers,
     Command,
     Declare,
@@ -19,10 +19,10 @@ from cluster.metadata.commands import (
     SetArguments,
     SetPermissions,
 )
-from cluster.metadata.machine import MetadataMachine
-from cluster.metadata.records import UserRecord
-from cluster.metadata.replies import Conflict, Created, Exists, Invalid, NotFound, Ok, Stale, Updated
-from cluster.metadata.snapshot import decode_snapshot, encode_snapshot
+from metadata_state.machine import MetadataMachine
+from metadata_state.records import UserRecord
+from metadata_state.replies import Conflict, Created, Exists, Invalid, NotFound, Ok, Stale, Updated
+from metadata_state.snapshot import decode_snapshot, encode_snapshot
 
 LIMITED = {"x-max-length": 5}
 

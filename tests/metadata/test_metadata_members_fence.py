@@ -6,13 +6,13 @@ from __future__ import annotations
 import msgpack
 import pytest
 
-from cluster.metadata.codec import MetadataDecodeError, decode
-from cluster.metadata.commands import Declare, Delete, InvalidCommand, SetMembers
-from cluster.metadata.machine import MetadataMachine
-from cluster.metadata.replies import Created, Ok, Stale
-from cluster.metadata.snapshot import SNAPSHOT_VERSION, decode_snapshot, encode_snapshot
-from cluster.metadata_app import MetadataApp
-from cluster.unreadable_entry import UnreadableEntry
+from cluster.metadata.metadata_app import MetadataApp
+from cluster.replication.unreadable_entry import UnreadableEntry
+from metadata_state.codec import MetadataDecodeError, decode
+from metadata_state.commands import Declare, Delete, InvalidCommand, SetMembers
+from metadata_state.machine import MetadataMachine
+from metadata_state.replies import Created, Ok, Stale
+from metadata_state.snapshot import SNAPSHOT_VERSION, decode_snapshot, encode_snapshot
 from raft_log.types import Entry, EntryKind
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import msgpack
 import pytest
 
-from cluster.metadata.codec import MetadataDecodeError, decode
-from cluster.metadata.commands import Declare, ForgetNode, RegisterNode, SetMembers
-from cluster.metadata.machine import MetadataMachine
-from cluster.metadata.records import NodeInfo
-from cluster.metadata.replies import NotFound, Ok
-from cluster.metadata.snapshot import decode_snapshot, encode_snapshot
+from metadata_state.codec import MetadataDecodeError, decode
+from metadata_state.commands import Declare, ForgetNode, RegisterNode, SetMembers
+from metadata_state.machine import MetadataMachine
+from metadata_state.records import NodeInfo
+from metadata_state.replies import NotFound, Ok
+from metadata_state.snapshot import decode_snapshot, encode_snapshot
 
 
 def test_register_node_records_the_incarnation_and_old_entries_still_replay() -> None:

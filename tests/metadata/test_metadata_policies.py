@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import msgpack
 
-from cluster.metadata.commands import ClearPolicy, SetPolicy
-from cluster.metadata.machine import MetadataMachine
-from cluster.metadata.records import PolicyRecord
-from cluster.metadata.replies import Created, NotFound, Ok, Updated
-from cluster.metadata.snapshot import decode_snapshot, encode_snapshot
+from metadata_state.commands import ClearPolicy, SetPolicy
+from metadata_state.machine import MetadataMachine
+from metadata_state.records import PolicyRecord
+from metadata_state.replies import Created, NotFound, Ok, Updated
+from metadata_state.snapshot import decode_snapshot, encode_snapshot
 
 
 def test_a_policy_is_created_replaced_and_cleared() -> None:

@@ -10,7 +10,7 @@ import urllib.request
 from support.eventually import eventually
 
 from cli.node_processes import HARNESS_HEADERS, NodeProcess, ProcessCluster, wait_until
-from cluster.entry_codec import QUEUE_OP_VERSION
+from cluster.replication.entry_codec import QUEUE_OP_VERSION
 from quorumq import Client, SyncClient
 
 ANNOUNCED_TIMEOUT_S = 10.0  # every node tells its peers what it reads each second

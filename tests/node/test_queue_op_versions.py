@@ -11,10 +11,10 @@ import msgpack
 from node_helpers import every_node_writes_the_newest_queue_ops
 
 from cli.node_processes import ProcessCluster
-from cluster.entry_codec import QUEUE_OP_VERSION, op_bodies
-from cluster.store_damage import DATABASE_DIR
+from cluster.replication.entry_codec import QUEUE_OP_VERSION, op_bodies
+from cluster.store.store_damage import DATABASE_DIR
 from quorumq import Client
-from raft_log.storage import NodeStore
+from raft_log.storage.node_store import NodeStore
 
 
 def published_versions(data_dir: Path) -> list[int]:

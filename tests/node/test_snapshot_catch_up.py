@@ -11,7 +11,7 @@ from node_helpers import local_queues
 
 from cli.node_processes import ProcessCluster, wait_healthy, wait_until
 from quorumq import Client
-from raft_log.storage import CorruptionError, GroupLog, NodeStore
+from raft_log.storage.node_store import CorruptionError, GroupLog, NodeStore
 
 SNAPSHOT_EVERY = 20
 

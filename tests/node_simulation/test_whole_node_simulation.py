@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from cluster.consumer_sessions import ConsumerSession
-from cluster.queue_leader import QueueLeader
-from cluster.queue_results import MessageRow, Published
+from cluster.queues.consumer_sessions import ConsumerSession
+from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_results import MessageRow, Published
 from node_simulation.history import Violation
 from node_simulation.simulation import NodeSimulation
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from raft_log.storage import GroupLog, NodeStore
+from raft_log.storage.node_store import GroupLog, NodeStore
 from raft_log.types import ConfState, Entry, HardState
 
 CONF = ConfState(voters=("n1", "n2", "n3"))

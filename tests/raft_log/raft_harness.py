@@ -6,9 +6,9 @@ import random
 from collections.abc import Callable, Iterable
 
 from raft_log.core import Config, RaftNode
-from raft_log.memory_storage import MemoryStorage
 from raft_log.messages import Message, MessageType, decode_message, encode_message
 from raft_log.ready import ReadState, persist_ready
+from raft_log.storage.memory_storage import MemoryStorage
 from raft_log.types import ConfState, Entry, NodeId, Repair
 
 MessageFilter = Callable[[Message], bool]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import msgpack
 import pytest
 
-from raft_log import records
 from raft_log.confchange import (
     ConfChange,
     ConfChangeKind,
@@ -14,8 +13,9 @@ from raft_log.confchange import (
     encode_conf_change,
 )
 from raft_log.errors import InvalidConfChangeError
-from raft_log.keys import GroupKeys
 from raft_log.messages import Message, MessageType, decode_message, encode_message
+from raft_log.storage import records
+from raft_log.storage.keys import GroupKeys
 from raft_log.types import ConfState, SnapshotMeta
 
 KEYS = GroupKeys("g")

@@ -4,9 +4,9 @@ dropped it lost its votes); a deleted queue's group, whose id never comes back, 
 
 from __future__ import annotations
 
-from raft_log import keys
-from raft_log.simulated_database import SimulatedDatabase
-from raft_log.storage import NodeStore
+from raft_log.storage import keys
+from raft_log.storage.node_store import NodeStore
+from raft_log.testing.simulated_database import SimulatedDatabase
 from raft_log.types import ConfState
 
 

@@ -1,7 +1,7 @@
 """The leader counts itself towards a commit only for entries it has durably written (finding 1 of #17).
 
-A driver may send a leader's appends before the leader's own write (cluster/raft_host.py does), so an
-append must never carry a commit index that covers an entry only the leader holds, unwritten: a learner
+A driver may send a leader's appends before the leader's own write (cluster/replication/raft_host.py does), so
+an append must never carry a commit index that covers an entry only the leader holds, unwritten: a learner
 would apply an entry that the leader loses on power failure.
 """
 

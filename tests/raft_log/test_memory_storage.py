@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from raft_log.memory_storage import MemoryStorage
+from raft_log.storage.memory_storage import MemoryStorage
 from raft_log.types import (
     CompactedError,
     ConfState,

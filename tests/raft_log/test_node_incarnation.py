@@ -5,9 +5,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from raft_log import keys, records
-from raft_log.simulated_database import SimulatedDatabase
-from raft_log.storage import NodeStore
+from raft_log.storage import keys, records
+from raft_log.storage.node_store import NodeStore
+from raft_log.testing.simulated_database import SimulatedDatabase
 
 
 def test_rule_a_database_keeps_its_incarnation_and_a_wiped_one_gets_a_new_one(tmp_path: Path) -> None:

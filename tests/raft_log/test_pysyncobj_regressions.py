@@ -15,9 +15,9 @@ from raft_harness import Harness
 from raft_log.confchange import ConfChange, ConfChangeKind
 from raft_log.core import Config, RaftNode
 from raft_log.errors import ConfChangeInProgressError, NotLeaderError
-from raft_log.memory_storage import MemoryStorage
 from raft_log.messages import Message, MessageType
 from raft_log.ready import persist_ready
+from raft_log.storage.memory_storage import MemoryStorage
 from raft_log.types import ConfState, Entry, HardState, SnapshotMeta
 
 ABC = ConfState(voters=("a", "b", "c"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from raft_log.invariants import InvariantViolation, SafetyChecker
+from raft_log.testing.invariants import InvariantViolation, SafetyChecker
 from raft_log.types import Entry
 
 X = Entry(1, 1, data=b"x")

@@ -20,10 +20,10 @@ from raft_log.errors import (
     NotLeaderError,
     ProposalDroppedError,
 )
-from raft_log.memory_storage import MemoryStorage
 from raft_log.messages import Message, MessageType
 from raft_log.progress import ProgressState
 from raft_log.ready import Role
+from raft_log.storage.memory_storage import MemoryStorage
 from raft_log.types import ConfState, Entry, HardState, SnapshotMeta
 
 ABC = ConfState(voters=("a", "b", "c"))

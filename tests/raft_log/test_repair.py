@@ -13,8 +13,8 @@ import msgpack
 from raft_harness import Harness
 
 from raft_log.confchange import ConfChange, ConfChangeKind
-from raft_log.memory_storage import MemoryStorage
 from raft_log.messages import Message, MessageType, decode_message, encode_message
+from raft_log.storage.memory_storage import MemoryStorage
 from raft_log.types import UNKNOWN_VOTE, HardState, Repair
 
 

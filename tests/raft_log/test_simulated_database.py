@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from raft_log.simulated_database import SimulatedDatabase
-from raft_log.storage import NodeStore
+from raft_log.storage.node_store import NodeStore
+from raft_log.testing.simulated_database import SimulatedDatabase
 from raft_log.types import ConfState, Entry, HardState
 
 

@@ -1,7 +1,7 @@
 """Deterministic fault simulation: thousands of seeds keep every Raft invariant and stay live.
 
 `RAFT_SIM_SEEDS` (default 3000) and `RAFT_SIM_STEPS` (default 600) set the size of the random run;
-a failure names its seed, and `python -m raft_log.simulation --first-seed S --seeds 1` replays it.
+a failure names its seed, and `python -m raft_log.testing.simulation --first-seed S --seeds 1` replays it.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import sys
 
 import pytest
 
-from raft_log.invariants import InvariantViolation
 from raft_log.log import RaftLog
-from raft_log.simulation import FaultRates, Simulation, main
+from raft_log.testing.invariants import InvariantViolation
+from raft_log.testing.simulation import FaultRates, Simulation, main
 from raft_log.tracker import ProgressTracker
 from raft_log.types import StorageError
 
@@ -104,7 +104,7 @@ def test_seed_2008_under_hash_seed_113_a_candidate_removed_by_a_commit_does_not_
 
     The run depends on string hash order, so it replays in a child with that PYTHONHASHSEED.
     """
-    replay = "from raft_log.simulation import Simulation; Simulation(2008, voters=5).run(600)"
+    replay = "from raft_log.testing.simulation import Simulation; Simulation(2008, voters=5).run(600)"
     env = {**os.environ, "PYTHONHASHSEED": "113"}
     result = subprocess.run([sys.executable, "-c", replay], env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]

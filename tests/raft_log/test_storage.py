@@ -1,4 +1,4 @@
-"""Unit and corruption tests of the RocksDB node store (`raft_log.storage`)."""
+"""Unit and corruption tests of the RocksDB node store (`raft_log.storage.node_store`)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ import msgpack
 import pytest
 from rocksdict import AccessType, Options, Rdict
 
-from raft_log import records
-from raft_log import storage as storage_module
-from raft_log.database import DatabaseCorruptionError
-from raft_log.keys import GroupKeys, registry_key
-from raft_log.rocksdb_database import supports_direct_io
-from raft_log.storage import CorruptionError, NodeStore, SnapshotOutOfDateError
+from raft_log.storage import node_store as storage_module
+from raft_log.storage import records
+from raft_log.storage.database import DatabaseCorruptionError
+from raft_log.storage.keys import GroupKeys, registry_key
+from raft_log.storage.node_store import CorruptionError, NodeStore, SnapshotOutOfDateError
+from raft_log.storage.rocksdb_database import supports_direct_io
 from raft_log.types import (
     UNKNOWN_VOTE,
     CompactedError,
@@ -514,7 +514,7 @@ def test_reopen_keeps_every_group_state_snapshot_and_entry(store, db_path):
 
 WAL_WRITER = """
 import os, sys
-from raft_log.storage import NodeStore
+from raft_log.storage.node_store import NodeStore
 from raft_log.types import ConfState, Entry
 store = NodeStore.open(sys.argv[1])
 group = store.create_group("q1", ConfState(voters=("n1",)))

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from raft_log.storage import NodeStore
+from raft_log.storage.node_store import NodeStore
 from raft_log.types import (
     CompactedError,
     ConfState,
@@ -22,7 +22,7 @@ from raft_log.types import (
 )
 
 CONF = ConfState(voters=("n1", "n2", "n3"))
-MEMORY_STORAGE_PATH = Path(__file__).resolve().parents[2] / "raft_log" / "memory_storage.py"
+MEMORY_STORAGE_PATH = Path(__file__).resolve().parents[2] / "raft_log" / "storage" / "memory_storage.py"
 
 Storage = object
 Commit = Callable[[], None]
@@ -48,8 +48,8 @@ def rocksdb_storage(node_store: NodeStore) -> tuple[Storage, Commit]:
 
 def memory_storage(_: NodeStore) -> tuple[Storage, Commit]:
     if not MEMORY_STORAGE_PATH.exists():
-        pytest.skip("raft_log/memory_storage.py does not exist yet")
-    from raft_log.memory_storage import MemoryStorage
+        pytest.skip("raft_log/storage/memory_storage.py does not exist yet")
+    from raft_log.storage.memory_storage import MemoryStorage
 
     return MemoryStorage(CONF), lambda: None
 
@@ -182,7 +182,7 @@ def apply(log: Storage, commit: Commit, operation: tuple) -> None:
 @given(operations)
 def test_random_operations_leave_both_storages_in_the_same_state(node_store, operations):
     if not MEMORY_STORAGE_PATH.exists():
-        pytest.skip("raft_log/memory_storage.py does not exist yet")
+        pytest.skip("raft_log/storage/memory_storage.py does not exist yet")
     logs = [memory_storage(node_store), rocksdb_storage(node_store)]
     for operation in operations:
         for log, commit in logs:

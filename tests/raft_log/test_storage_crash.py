@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from raft_log.storage import NodeStore
+from raft_log.storage.node_store import NodeStore
 
 CHILD_PATH = Path(__file__).with_name("crash_child.py")
 GROUPS = 4

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from test_storage import CONF, entries, flipped, raw_write
 
-from raft_log import keys
-from raft_log.database import DatabaseCorruptionError
-from raft_log.keys import GroupKeys
-from raft_log.rocksdb_database import RocksDatabase
-from raft_log.storage import CorruptionError, NodeStore
+from raft_log.storage import keys
+from raft_log.storage.database import DatabaseCorruptionError
+from raft_log.storage.keys import GroupKeys
+from raft_log.storage.node_store import CorruptionError, NodeStore
+from raft_log.storage.rocksdb_database import RocksDatabase
 from raft_log.types import Entry, HardState, StorageError
 
 

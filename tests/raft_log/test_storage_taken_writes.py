@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from raft_log.storage import GroupLog, NodeStore, TakenBatch
+from raft_log.storage.node_store import GroupLog, NodeStore, TakenBatch
 from raft_log.types import ConfState, Entry
 
 CONF = ConfState(voters=("n1",))

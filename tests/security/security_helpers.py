@@ -16,7 +16,7 @@ from support.eventually import eventually
 from api.access import Access
 from api.auth import ROUTE_ACCESS
 from cli.node_processes import HARNESS_HEADERS, NodeProcess
-from cluster.transport import FRAME_HEADER, Handshake
+from cluster.replication.transport import FRAME_HEADER, Handshake
 from quorumq.auth import basic_header
 
 ADMIN = HARNESS_HEADERS["Authorization"]

@@ -41,7 +41,7 @@ from api.access import Access
 from api.auth import ROUTE_ACCESS
 from api.openapi import spec
 from cli.node_processes import HARNESS_HEADERS, HARNESS_PASSWORD, HARNESS_USER, ProcessCluster
-from cluster.transport import FRAME_HEADER
+from cluster.replication.transport import FRAME_HEADER
 from quorumq import Client
 
 EXAMPLES = int(os.environ.get("QUORUMQ_API_FUZZ_EXAMPLES", "10"))

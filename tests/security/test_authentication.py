@@ -15,7 +15,7 @@ import pytest
 from security_helpers import ADMIN, NO_GUEST, call, concrete, eventually_status, protected_routes
 
 from cli.node_processes import HARNESS_SECRET, READY_TIMEOUT_S, ProcessCluster, plan_cluster, wait_healthy
-from cluster.peer_auth import NODE_AUTH_HEADER, body_digest, sign_assertion
+from cluster.security.peer_auth import NODE_AUTH_HEADER, body_digest, sign_assertion
 from quorumq.auth import basic_header
 
 

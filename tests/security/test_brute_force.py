@@ -16,8 +16,8 @@ from security_helpers import ADMIN, add_user, call, eventually_status, loop_lag,
 from api.login_throttle import LOGIN_FAILURES, MAX_CHECKS_IN_FLIGHT
 from api.password_checker import PASSWORD_CHECKS_AT_ONCE
 from cli.node_processes import HARNESS_PASSWORD, HARNESS_SECRET, HARNESS_USER, NodeProcess, ProcessCluster
-from cluster.peer_auth import NODE_AUTH_HEADER, body_digest, sign_assertion
-from cluster.users import hash_password, verify_password
+from cluster.security.peer_auth import NODE_AUTH_HEADER, body_digest, sign_assertion
+from cluster.security.users import hash_password, verify_password
 from quorumq.auth import basic_header
 
 WRONG = basic_header(HARNESS_USER, "not-the-password")

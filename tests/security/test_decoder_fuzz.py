@@ -26,23 +26,23 @@ from api.stream_frames import CLIENT_OPS, HELLO_MAX_BYTES, BadFrame, read_frame
 from api.tokens import verify_token
 from api.validation import MAX_VALUES, msgpack_object, published_messages
 from cluster.config import Address, NodeConfig
-from cluster.entry_codec import decode_queue_op
-from cluster.metadata.commands import RegisterNode
-from cluster.metadata.replies import Conflict, Exists, Invalid, NotFound, Stale
-from cluster.metadata.snapshot import decode_snapshot
-from cluster.metadata_app import MetadataApp
-from cluster.peer_auth import verify_assertion
-from cluster.queue_limits import INT64_MAX
-from cluster.queue_replica import QueueReplica
-from cluster.transport import HandshakeError, _decode
-from cluster.unreadable_entry import UnreadableEntry
+from cluster.metadata.metadata_app import MetadataApp
+from cluster.queues.queue_limits import INT64_MAX
+from cluster.queues.queue_replica import QueueReplica
+from cluster.replication.entry_codec import decode_queue_op
+from cluster.replication.transport import HandshakeError, _decode
+from cluster.replication.unreadable_entry import UnreadableEntry
+from cluster.security.peer_auth import verify_assertion
+from metadata_state.commands import RegisterNode
+from metadata_state.replies import Conflict, Exists, Invalid, NotFound, Stale
+from metadata_state.snapshot import decode_snapshot
 from queue_state.arguments import parse_arguments
 from queue_state.command_codec import CommandDecodeError, decode_command_v0
 from queue_state.machine import QueueMachine
 from queue_state.snapshot import SnapshotError
 from raft_log.errors import MessageDecodeError
 from raft_log.messages import decode_message
-from raft_log.storage import NodeStore
+from raft_log.storage.node_store import NodeStore
 from raft_log.types import ConfState, Entry, EntryKind
 
 GROUP_NUMBERS = itertools.count()

@@ -25,7 +25,7 @@ from support.eventually import eventually
 
 from cli.node_processes import free_ports
 from cluster.config import Address
-from cluster.transport import (
+from cluster.replication.transport import (
     FRAME_HEADER,
     HANDSHAKE_TIMEOUT_S,
     HANDSHAKE_VERSION,

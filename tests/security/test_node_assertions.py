@@ -27,7 +27,13 @@ from cli.node_processes import (
     plan_cluster,
     wait_healthy,
 )
-from cluster.peer_auth import NODE_AUTH_HEADER, body_digest, derived_key, sign_assertion, verify_assertion
+from cluster.security.peer_auth import (
+    NODE_AUTH_HEADER,
+    body_digest,
+    derived_key,
+    sign_assertion,
+    verify_assertion,
+)
 from cluster.steady_clock import steady_wall_ms
 from jepsen_tests.fake_clocks import INSTALL_HINT, FakeClocks, libfaketime
 

@@ -18,7 +18,8 @@ from security_helpers import ADMIN, call, eventually_body, raft_handshake
 
 from api.forwarded_publish import PUBLISH
 from cli.node_processes import HARNESS_SECRET, HARNESS_USER, ProcessCluster
-from cluster.peer_auth import (
+from cluster.replication.transport import FRAME_HEADER, KIND_REQUEST, Handshake
+from cluster.security.peer_auth import (
     ASSERTION_TTL_MS,
     DIGEST_IN_THREAD_BYTES,
     NODE_AUTH_HEADER,
@@ -30,7 +31,6 @@ from cluster.peer_auth import (
     sign_assertion,
     verify_assertion,
 )
-from cluster.transport import FRAME_HEADER, KIND_REQUEST, Handshake
 
 SECRET = HARNESS_SECRET
 T = TypeVar("T")

@@ -24,8 +24,8 @@ from support.eventually import eventually
 from cli.dev_tls import make_certificates
 from cli.node_processes import HARNESS_SECRET, NodeProcess, ProcessCluster, free_ports
 from cluster.config import Address
-from cluster.peer_auth import NODE_AUTH_HEADER, body_digest, sign_assertion
-from cluster.transport import FRAME_HEADER, KIND_RAFT, Transport
+from cluster.replication.transport import FRAME_HEADER, KIND_RAFT, Transport
+from cluster.security.peer_auth import NODE_AUTH_HEADER, body_digest, sign_assertion
 
 RELAY_DEADLINE_S = 60.0
 
@@ -140,7 +140,7 @@ async def test_w1_a_node_assertion_of_another_user_cannot_join_a_node(secured: P
 
 
 def _tls_contexts(env: dict[str, str]) -> tuple[ssl.SSLContext, ssl.SSLContext]:
-    """(server, client) contexts for the Raft port, as `cluster.tls.raft_contexts` makes them."""
+    """(server, client) contexts for the Raft port, as `cluster.security.tls.raft_contexts` makes them."""
     server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=env["QUORUMQ_TLS_CA"])
     server.load_cert_chain(env["QUORUMQ_TLS_CERT"], env["QUORUMQ_TLS_KEY"])
     server.verify_mode = ssl.CERT_REQUIRED

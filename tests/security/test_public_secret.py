@@ -13,8 +13,8 @@ from security_helpers import call
 
 from cli.command_group import EXIT_USAGE
 from cli.node_processes import ProcessCluster, free_ports, plan_cluster, wait_healthy
-from cluster.cluster_secret import SECRET_FILE
-from cluster.peer_auth import NODE_AUTH_HEADER, body_digest, sign_assertion
+from cluster.security.cluster_secret import SECRET_FILE
+from cluster.security.peer_auth import NODE_AUTH_HEADER, body_digest, sign_assertion
 
 START_TIMEOUT_S = 60
 

@@ -17,7 +17,7 @@ from support.eventually import eventually
 
 from cli.dev_tls import make_certificates
 from cli.node_processes import HARNESS_SECRET, NodeProcess, ProcessCluster, wait_healthy
-from cluster.transport import FRAME_HEADER, HANDSHAKE_VERSION
+from cluster.replication.transport import FRAME_HEADER, HANDSHAKE_VERSION
 
 PER_SOURCE = 8  # pending handshakes one address may hold
 PENDING = 128  # pending handshakes in all

@@ -28,7 +28,7 @@ from cli.node_processes import (
     plan_cluster,
     wait_healthy,
 )
-from cluster.transport import FRAME_HEADER
+from cluster.replication.transport import FRAME_HEADER
 from quorumq import Client, QuorumqError, SyncClient
 from quorumq.auth import CA_FILE_ENV
 

@@ -1,0 +1,76 @@
+"""The metadata as this node applied it, read-only: what handlers, authentication, membership and the
+node's own parts read instead of the metadata machine itself (changes go through `MetadataDoor`)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+
+from cluster.metadata.metadata_app import MetadataApp
+from metadata_state.records import NodeInfo, PolicyRecord, QueueInfo, UserRecord
+
+log = logging.getLogger(__name__)
+
+
+class MetadataView:
+    """The node registry, the queue definitions, the users and the policies of the metadata this node
+    applied, and whether this node leads the metadata group. Each read sees the latest state (a snapshot
+    installed replaces the machine)."""
+
+    def __init__(self, app: MetadataApp) -> None:
+        self._app = app
+        self._watchers: set[Callable[[], None]] = set()
+
+    def watch(self, watcher: Callable[[], None]) -> Callable[[], None]:
+        """Call `watcher` each time this node applied a change of the metadata (users and permissions
+        included), at once, before anything else runs; returns what stops it."""
+        self._watchers.add(watcher)
+        return lambda: self._watchers.discard(watcher)
+
+    def changed(self) -> None:
+        """The node applied metadata: tell the watchers (one that fails is logged, never the node's
+        problem)."""
+        for watcher in list(self._watchers):
+            try:
+                watcher()
+            except Exception:
+                log.exception("a metadata watcher failed")
+
+    @property
+    def nodes(self) -> Mapping[str, NodeInfo]:
+        """Registered nodes by name."""
+        return self._app.state.nodes
+
+    @property
+    def queues(self) -> Mapping[str, QueueInfo]:
+        """Declared queues by name."""
+        return self._app.state.queues
+
+    @property
+    def users(self) -> Mapping[str, UserRecord]:
+        """Users by name."""
+        return self._app.state.users
+
+    @property
+    def users_initialised(self) -> bool:
+        """True once the user table was initialised (the bootstrap user created, or none configured)."""
+        return self._app.state.users_initialised
+
+    @property
+    def policies(self) -> Mapping[str, PolicyRecord]:
+        """Policies by name."""
+        return self._app.state.policies
+
+    @property
+    def policies_revision(self) -> int:
+        """How many times the policies changed (the revision queues apply them under)."""
+        return self._app.state.policies_revision
+
+    @property
+    def is_leader(self) -> bool:
+        """True while this node leads the metadata group."""
+        return self._app.is_leader
+
+    def queues_on(self, node: str) -> list[QueueInfo]:
+        """The queues listing `node` among their members."""
+        return [info for info in self._app.state.queues.values() if node in info.members]

@@ -1,0 +1,70 @@
+"""What a node does with dead letters: publishes those a queue it leads dead-letters at most once, and
+runs an at-least-once worker beside every source queue it leads."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+
+from cluster.queues.dead_lettering.messages import dead_letter_messages, priorities_of, publish_parts
+from cluster.queues.dead_lettering.publisher import ClusterPublisher
+from cluster.queues.dead_lettering.worker import DEFAULT_PREFETCH, DeadLetterSource, DeadLetterWorker
+from cluster.replication.stored_message import StoredMessage
+from queue_state.effects import DeadLetter, Delivery
+
+log = logging.getLogger(__name__)
+
+
+class DeadLetterDispatcher:
+    """Sends on one node's dead letters through `publisher`; `declared(queue)` tells whether a target
+    exists; each at-least-once worker checks out up to `prefetch` dead letters at a time."""
+
+    def __init__(
+        self,
+        publisher: ClusterPublisher,
+        declared: Callable[[str], bool],
+        prefetch: int = DEFAULT_PREFETCH,
+        *,
+        new_token: Callable[[], str],
+    ) -> None:
+        """`new_token` names each worker."""
+        self._new_token = new_token
+        self.prefetch = prefetch
+        self.publisher = publisher
+        self._declared = declared
+        self.workers: dict[str, tuple[DeadLetterWorker, asyncio.Task[None]]] = {}  # by source group
+
+    def dead_lettered(
+        self, source: str, effect: DeadLetter, held: list[tuple[Delivery, StoredMessage]], now_ms: int
+    ) -> None:
+        """At most once: publish what `source` dead-lettered (with their bodies, `held`) to its target
+        (in parts, `publish_parts`), without waiting and forgetting them on failure; dropped when the
+        target does not exist."""
+        target = effect.target
+        if not target or not self._declared(target):
+            log.info("queue %s: %d dead-lettered (%s), no target", source, len(held), effect.reason)
+            return
+        messages = dead_letter_messages(source, effect.reason, held, now_ms, effect.reason_text)
+        levels = [delivery.priority for delivery, _ in held]
+        for part in publish_parts([len(message.body) for message, _ in messages]):
+            publish = self._publish_once(target, messages[part], priorities_of(levels[part]))
+            asyncio.get_running_loop().create_task(publish)
+
+    async def _publish_once(
+        self, target: str, messages: list[tuple[StoredMessage, int | None]], priorities: list[int] | None
+    ) -> None:
+        with contextlib.suppress(Exception):
+            await self.publisher.publish_confirmed(target, messages, None, None, priorities)
+
+    def leadership_changed(self, source: DeadLetterSource, is_leader: bool) -> None:
+        """The at-least-once worker of a source queue runs where its leader is."""
+        running = self.workers.pop(source.group, None)
+        if running is not None:
+            running[1].cancel()
+        if is_leader:
+            worker_id = f"dlx-{self._new_token()}"
+            worker = DeadLetterWorker(source, self.publisher, self.prefetch, worker_id=worker_id)
+            task = asyncio.get_running_loop().create_task(worker.run())
+            self.workers[source.group] = (worker, task)

@@ -1,0 +1,58 @@
+"""Choosing a new queue's replica set and preferred leader, and the node a growing group adds (decided by
+the proposer, not in apply)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+
+from metadata_state.records import QueueInfo
+
+DEFAULT_GROUP_SIZE = 3
+
+
+def place_replicas(
+    nodes: Iterable[str],
+    queues: Iterable[QueueInfo],
+    *,
+    size: int | None,
+    locator: str | None,
+    client_node: str | None,
+    host_of: Callable[[str], str],
+) -> list[str]:
+    """Members for a new queue, preferred leader first.
+
+    `client-local` (the default) puts the node the client talked to first; `balanced` picks the node
+    leading the fewest queues. Each other member is the next `next_replica`: on a host the queue does
+    not use yet when there is one (several nodes may run on one host), then holding the fewest replicas.
+    """
+    candidates = sorted(nodes)
+    if not candidates:
+        return []
+    queues = list(queues)
+    replicas = replica_counts(queues)
+    leaders = Counter(q.members[0] for q in queues if q.members)
+    wanted = min(size or DEFAULT_GROUP_SIZE, len(candidates))
+    if locator != "balanced" and client_node in candidates:
+        first = client_node
+    else:
+        first = min(candidates, key=lambda n: (leaders[n], replicas[n], n))
+    members = [first]
+    while len(members) < wanted:
+        rest = [n for n in candidates if n not in members]
+        members.append(next_replica(rest, members, replicas, host_of))
+    return members
+
+
+def replica_counts(queues: Iterable[QueueInfo]) -> Counter[str]:
+    """How many queue replicas each node holds."""
+    return Counter(member for q in queues for member in q.members)
+
+
+def next_replica(
+    candidates: Iterable[str], members: Iterable[str], replicas: Counter[str], host_of: Callable[[str], str]
+) -> str:
+    """The candidate to add to a queue with `members`: one on a host none of them runs on when there is
+    one, then the one holding the fewest replicas, then by name. `candidates` must not be empty."""
+    used = {host_of(m) for m in members}
+    return min(candidates, key=lambda n: (host_of(n) in used, replicas[n], n))

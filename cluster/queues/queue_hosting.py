@@ -1,0 +1,211 @@
+"""The queue groups a node hosts, kept in step with the metadata.
+
+A queue listing this node gets its group opened: from the node's database when it was there before;
+else bootstrapped with the queue's initial members when this node is one of them (the placed leader
+campaigns at once, the others hold their elections a while), and empty, waiting for the leader to add
+it, when it is a member added later or its database is not the one the queue was declared with. For an
+initial member the declaration recorded no incarnation for, the registry tells: another database
+registered under its name, or its own registered as having replaced an earlier one
+(`NodeInfo.earlier_incarnation`), means it was wiped since, and would otherwise start the group afresh
+as a voter that holds nothing.
+
+A replica is dropped only on evidence that lasts: its queue was deleted (or declared again as another
+group: group ids are never reused), or its own group committed this node's removal. A queue that no
+longer lists this node while its group, as this replica knows it, still does keeps its replica, which
+is dropped once the group says so: the metadata may be behind the group (a removal since undone), and
+dropping a voter's replica loses what it acknowledged. Until the metadata has replayed what its log held
+when the node started (`MetadataReplay`), its states are older than what the node had reached before:
+only groups the database holds are opened then; none is created, closed or dropped.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from typing import Protocol
+
+from cluster.queues.policies import applied_policy
+from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_replica import QueueReplica
+from cluster.replication.entry_codec import QUEUE_OP_VERSION
+from metadata_state.commands import SetArguments
+from metadata_state.records import NodeInfo, PolicyRecord, QueueInfo
+from queue_state.arguments import parse_arguments
+from raft_log.storage.node_store import GroupLog, NodeStore
+from raft_log.types import ConfState
+
+log = logging.getLogger(__name__)
+
+NewLeader = Callable[[QueueInfo, QueueReplica], QueueLeader]
+
+
+class QueueGroups(Protocol):
+    """Where queue groups run (`RaftHost`)."""
+
+    def open_group(self, gid: str, app: QueueReplica) -> object: ...
+
+    def close_group(self, gid: str, *, drop: bool, tombstone: bool = True) -> None: ...
+
+    def lists_member(self, gid: str, node: str) -> bool: ...
+
+    def campaign(self, gid: str) -> None: ...
+
+    def hold_elections(self, gid: str, ticks: int) -> None: ...
+
+
+class QueueHosting:
+    """The queues whose groups this node hosts, each with its door (`QueueLeader`, built by
+    `new_leader`). `hold_ticks` is how long the initial members other than the placed leader hold their
+    elections in a new group."""
+
+    def __init__(
+        self,
+        name: str,
+        store: NodeStore,
+        groups: QueueGroups,
+        new_leader: NewLeader,
+        hold_ticks: int,
+        reads: int = QUEUE_OP_VERSION,
+    ) -> None:
+        """`reads` is the newest queue operations version this node's build reads."""
+        self._name = name
+        self._reads = reads
+        self._store = store
+        self._groups = groups
+        self._new_leader = new_leader
+        self._hold_ticks = hold_ticks
+        self._queues: dict[str, QueueLeader] = {}
+        self._unlisted: set[str] = set()  # hosted queues the metadata no longer lists this node in
+
+    @property
+    def queues(self) -> Mapping[str, QueueLeader]:
+        """The door of every queue hosted here, by queue name (leading or following)."""
+        return self._queues
+
+    def reconcile(
+        self, declared: Mapping[str, QueueInfo], registered: Mapping[str, NodeInfo], replayed: bool
+    ) -> None:
+        """Host the queues of `declared` (the metadata's) that list this node, and drop what lasting
+        evidence says is gone; before the metadata is `replayed`, only open what the database holds.
+        `registered` is the metadata's node registry."""
+        if replayed:
+            for name, queue in list(self._queues.items()):
+                info = declared.get(name)
+                if info is None or info.group != queue.group:
+                    self._drop(name, "deleted", tombstone=False)  # its group id is never used again
+                elif self._name in info.members:
+                    self._unlisted.discard(name)
+                elif name not in self._unlisted:
+                    self._unlisted.add(name)
+                    log.info(
+                        "queue %s: no longer listed here; its replica stays until its group removes it", name
+                    )
+            self._drop_removed()
+        stored = frozenset() if replayed else frozenset(self._store.group_ids())
+        for info in declared.values():
+            if (
+                self._name in info.members
+                and info.name not in self._queues
+                and (replayed or info.group in stored)
+            ):
+                self._host(info, registered.get(self._name))
+
+    def on_timer(self) -> None:
+        """Run the leader timers of every hosted queue (TTL, leases, queue expiry, consumer timeouts), and
+        drop the replicas of queues that no longer list this node once their group removed it."""
+        self._drop_removed()
+        for queue in list(self._queues.values()):
+            queue.on_timer()
+
+    def _drop_removed(self) -> None:
+        for name in list(self._unlisted):
+            if not self._groups.lists_member(self._queues[name].group, self._name):
+                self._drop(name, "removed from its group", tombstone=True)
+
+    def _drop(self, name: str, why: str, *, tombstone: bool) -> None:
+        """Stop hosting queue `name` and drop its replica."""
+        queue = self._queues.pop(name)
+        self._unlisted.discard(name)
+        self._groups.close_group(queue.group, drop=True, tombstone=tombstone)
+        log.info("queue %s: replica of group %s dropped: %s", name, queue.group, why)
+
+    def apply_policies(self, policies: Iterable[PolicyRecord], revision: int) -> None:
+        """Have each queue this node leads apply the policy the metadata's `policies`, at `revision`,
+        choose for it (a queue that applies that revision already costs a comparison)."""
+        chosen = list(policies)
+        for name, queue in list(self._queues.items()):
+            queue.apply_policy(revision, functools.partial(applied_policy, chosen, name))
+
+    def changed_arguments(self, declared: Mapping[str, QueueInfo]) -> list[SetArguments]:
+        """The commands recording the arguments of queues this node leads (and serves: it applied all its
+        predecessors committed) that were changed at runtime and differ from those `declared`."""
+        changed = []
+        for name, queue in list(self._queues.items()):
+            info = declared.get(name)
+            current = queue.definition()
+            if queue.serving and info is not None and info.arguments != current:
+                changed.append(SetArguments(name, info.group, current))
+        return changed
+
+    def _host(self, info: QueueInfo, mine: NodeInfo | None) -> None:
+        """Open the group of queue `info`; `mine` is this node's registration (None before one)."""
+        existing = info.group in self._store.group_ids()
+        voters: list[str] = []
+        if existing:
+            group_log = self._store.group(info.group)
+        else:
+            group_log, voters = self._new_group_log(info, self._bootstraps(info, mine))
+        replica = QueueReplica(info.name, info.group, parse_arguments(info.arguments), group_log, self._reads)
+        self._queues[info.name] = self._new_leader(info, replica)
+        self._groups.open_group(info.group, replica)
+        if existing or not voters or info.membership_changed:
+            return  # as it was, waits for the leader to add it, or bootstraps late: a leader is elected
+        if voters[0] == self._name:
+            self._groups.campaign(info.group)
+        else:
+            # The placed leader campaigns at once, but its first votes can reach members that have
+            # not created the group yet and be dropped. Holding the others' election timers for a
+            # while lets its retry win, so placement (client-local, balanced) holds; if the placed
+            # node is down, the others elect a leader once the hold is over.
+            self._groups.hold_elections(info.group, self._hold_ticks)
+
+    def _bootstraps(self, info: QueueInfo, mine: NodeInfo | None) -> bool:
+        """Whether this node bootstraps queue `info`'s group as an initial member. A member added later
+        starts empty and waits for the leader, as does an initial member whose database is not the one
+        the queue was declared with (wiped, or set aside as damaged). Once the membership changed, an
+        initial member bootstraps late only as the database the declaration recorded, and only if that
+        database never held the group (a dropped replica's votes are lost with it). Before, a
+        declaration that recorded no incarnation for this node is read against the registry (`mine`):
+        a database other than the one registered, or one that replaced an earlier, is not the one the
+        queue was declared with."""
+        if self._name not in info.initial_members:
+            return False
+        incarnation = self._store.incarnation
+        if info.membership_changed:
+            declared_here = info.initial_incarnations.get(self._name) == incarnation
+            late = declared_here and self._store.never_held(info.group)
+            if not late:
+                log.info(
+                    "queue %s: not its declared database, or it may have held the group; waiting", info.name
+                )
+            return late
+        recorded = info.initial_incarnations.get(self._name)
+        if recorded is None and mine is not None and mine.incarnation:
+            recorded = mine.earlier_incarnation or mine.incarnation
+        if recorded not in (None, incarnation):
+            log.warning(
+                "queue %s: this node's database is new since it was declared; waiting to be added", info.name
+            )
+            return False
+        return True
+
+    def _new_group_log(self, info: QueueInfo, bootstraps: bool) -> tuple[GroupLog, list[str]]:
+        """A new log for the queue's group, and the voters it bootstraps with (none: it waits)."""
+        initial = list(info.initial_members) if bootstraps else []
+        incarnations = tuple(sorted(info.initial_incarnations.items())) if initial else ()
+        group_log = self._store.create_group(
+            info.group, ConfState(voters=tuple(initial), incarnations=incarnations)
+        )
+        self._store.commit(sync=True)
+        return group_log, initial

@@ -1,0 +1,141 @@
+"""The wire form of metadata commands (inside the metadata group's entries and relayed in control
+frames), versioned.
+
+- Version 2: `[2, tag, {field: value}]`, as version 1, where a command may be a policy's (`SetPolicy`,
+  `ClearPolicy`).
+- Version 1: `[1, tag, {field: value}]`, fields by name, so a field added later with a default still
+  decodes what was written before it (a field this version does not know is refused: an entry of a
+  later version).
+- Version 0, written before versions existed: the raw list `[tag, value, ...]` with the fields in
+  order, including the short forms older nodes wrote (`register_node` without an incarnation,
+  `set_members` without a fence or with a null one). It still decodes, so old logs replay; and it is
+  what a node writes while a node of the cluster may run a version that reads nothing else
+  (`cluster/replication/format_versions.py`).
+
+A change older nodes cannot read (a new command, a new field) raises CODEC_VERSION; keep `encode` able
+to write every version a cluster may still need.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+from metadata_state.commands import (
+    BootstrapUsers,
+    ClearPolicy,
+    Command,
+    Declare,
+    Delete,
+    DeleteUser,
+    ForgetNode,
+    InvalidCommand,
+    PutUser,
+    RegisterNode,
+    SetArguments,
+    SetMembers,
+    SetPermissions,
+    SetPolicy,
+)
+
+CODEC_VERSION = 2
+POLICY_CODEC_VERSION = 2
+"""The first version with policies: a node that reads an older one refuses their commands."""
+
+_TAGS: dict[type[Command], str] = {
+    RegisterNode: "register_node",
+    ForgetNode: "forget_node",
+    Declare: "declare",
+    Delete: "delete",
+    SetMembers: "set_members",
+    SetArguments: "set_arguments",
+    BootstrapUsers: "bootstrap_users",
+    PutUser: "put_user",
+    DeleteUser: "delete_user",
+    SetPermissions: "set_permissions",
+    SetPolicy: "set_policy",
+    ClearPolicy: "clear_policy",
+}
+_ADDED_IN: dict[type[Command], int] = {SetPolicy: POLICY_CODEC_VERSION, ClearPolicy: POLICY_CODEC_VERSION}
+_KINDS: dict[str, type[Command]] = {tag: kind for kind, tag in _TAGS.items()}
+_FIELDS: dict[type[Command], tuple[str, ...]] = {kind: tuple(f.name for f in fields(kind)) for kind in _TAGS}
+
+
+class MetadataDecodeError(ValueError):
+    """A value that is not a metadata command of a version this node reads."""
+
+
+def encode(command: Command, version: int = CODEC_VERSION) -> list[Any]:
+    """The msgpack-ready form of `command` in codec `version` (ValueError for an unknown one)."""
+    kind = type(command)
+    if _ADDED_IN.get(kind, 0) > version:
+        raise ValueError(f"{kind.__name__} cannot be written in metadata codec version {version!r}")
+    values = {name: _to_wire(getattr(command, name)) for name in _FIELDS[kind]}
+    if version == 0:
+        return [_TAGS[kind], *values.values()]
+    if version in (1, 2):
+        return [version, _TAGS[kind], values]
+    raise ValueError(f"no metadata codec version {version!r}")
+
+
+def decode(value: object, reads: int = CODEC_VERSION) -> Command:
+    """The command a value of any version `encode` writes, up to `reads` (the newest this node's build
+    reads: an older build's, in the whole-node simulation), stands for, or MetadataDecodeError."""
+    if not isinstance(value, list) or not value:
+        raise MetadataDecodeError(f"a metadata command is a non-empty list, got {value!r}")
+    head = value[0]
+    if type(head) is str:
+        return _decode_version_0(head, value[1:])
+    if type(head) is int and head in (1, 2):
+        if head > reads:
+            raise MetadataDecodeError(f"metadata codec version {head}: this node reads up to {reads}")
+        if len(value) == 3:
+            return _decode_named(head, value[1], value[2])
+    raise MetadataDecodeError(f"not a metadata command of a known version: {value!r}")
+
+
+def _decode_version_0(tag: str, values: list[Any]) -> Command:
+    kind = _kind(tag)
+    if kind in _ADDED_IN:
+        raise MetadataDecodeError(f"{tag} is not a command of metadata codec version 0")
+    names = _FIELDS[kind]
+    if len(values) > len(names):
+        raise MetadataDecodeError(f"{tag} takes at most {len(names)} values, got {len(values)}")
+    named = dict(zip(names, values, strict=False))
+    if kind is SetMembers and named.get("fence", ()) is None:  # logged before fences existed
+        del named["fence"]
+    return _build(kind, named)
+
+
+def _decode_named(version: int, tag: object, named: object) -> Command:
+    kind = _kind(tag)
+    if _ADDED_IN.get(kind, 0) > version:
+        raise MetadataDecodeError(f"{tag} is not a command of metadata codec version {version}")
+    if not isinstance(named, dict):
+        raise MetadataDecodeError(f"the fields of {tag} are a map, got {named!r}")
+    unknown = sorted(map(str, set(named) - set(_FIELDS[kind])))
+    if unknown:
+        raise MetadataDecodeError(f"{tag} has no fields {unknown} (written by a later version?)")
+    return _build(kind, named)
+
+
+def _kind(tag: object) -> type[Command]:
+    kind = _KINDS.get(tag) if isinstance(tag, str) else None
+    if kind is None:
+        raise MetadataDecodeError(f"unknown metadata command {tag!r}")
+    return kind
+
+
+def _build(kind: type[Command], named: dict[str, Any]) -> Command:
+    try:
+        return kind(**{name: _from_wire(value) for name, value in named.items()})
+    except (InvalidCommand, TypeError) as exc:
+        raise MetadataDecodeError(f"malformed {_TAGS[kind]}: {exc}") from exc
+
+
+def _to_wire(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _from_wire(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value

@@ -1,0 +1,210 @@
+"""The commands the metadata group applies, as validated frozen records.
+
+Choices (placement, the queue's creation time, password hashes) are made by the proposer and arrive
+inside the command, so applying one stays deterministic. Constructing a command with a value it cannot
+take raises `InvalidCommand`; the codec turns that into `MetadataDecodeError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+from metadata_state.records import UNFENCED
+
+
+class InvalidCommand(ValueError):
+    """A command field has a type or value the metadata machine does not accept."""
+
+
+def _check_strings(command: object, *names: str) -> None:
+    for name in names:
+        value = getattr(command, name)
+        if type(value) is not str:
+            raise InvalidCommand(f"{name} must be a string, got {value!r}")
+
+
+def _check_string_tuple(name: str, value: object) -> None:
+    if type(value) is not tuple or not all(type(item) is str for item in value):
+        raise InvalidCommand(f"{name} must be a tuple of strings, got {value!r}")
+
+
+def _check_arguments(value: object) -> None:
+    if type(value) is not dict or not all(type(key) is str for key in value):
+        raise InvalidCommand(f"arguments and definitions are maps with string keys, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterNode:
+    """Record a node's addresses and the incarnation (database) it runs from ("" when unknown)."""
+
+    node: str
+    http: str
+    raft: str
+    incarnation: str = ""
+
+    def __post_init__(self) -> None:
+        _check_strings(self, "node", "http", "raft", "incarnation")
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetNode:
+    """Remove a permanently lost node from the registry."""
+
+    node: str
+
+    def __post_init__(self) -> None:
+        _check_strings(self, "node")
+
+
+@dataclass(frozen=True, slots=True)
+class Declare:
+    """Declare a queue with canonical `arguments` on the `members` the proposer placed it on (preferred
+    leader first), created at the proposer's wall clock `created_ms`."""
+
+    queue: str
+    arguments: dict[str, Any]
+    members: tuple[str, ...]
+    created_ms: int
+
+    def __post_init__(self) -> None:
+        _check_strings(self, "queue")
+        _check_arguments(self.arguments)
+        _check_string_tuple("members", self.members)
+        if type(self.created_ms) is not int:
+            raise InvalidCommand(f"created_ms must be an integer, got {self.created_ms!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Delete:
+    """Delete the queue `queue` if its group is still `group` (not a later queue of the same name)."""
+
+    queue: str
+    group: str
+
+    def __post_init__(self) -> None:
+        _check_strings(self, "queue", "group")
+
+
+@dataclass(frozen=True, slots=True)
+class SetMembers:
+    """List `members` for a queue, decided by its group's leader under `fence` = (term, sequence)."""
+
+    queue: str
+    group: str
+    members: tuple[str, ...]
+    fence: tuple[int, int] = UNFENCED
+
+    def __post_init__(self) -> None:
+        _check_strings(self, "queue", "group")
+        _check_string_tuple("members", self.members)
+        fence = self.fence
+        if type(fence) is not tuple or len(fence) != len(UNFENCED) or not all(_natural(v) for v in fence):
+            raise InvalidCommand(f"a fence is (term, sequence), two non-negative integers, got {fence!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class SetArguments:
+    """Record the arguments a queue's leader changed at runtime."""
+
+    queue: str
+    group: str
+    arguments: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        _check_strings(self, "queue", "group")
+        _check_arguments(self.arguments)
+
+
+@dataclass(frozen=True, slots=True)
+class BootstrapUsers:
+    """Once per cluster: initialise the user table with an administrator (none when `user` is "")."""
+
+    user: str
+    password_hash: str
+
+    def __post_init__(self) -> None:
+        _check_strings(self, "user", "password_hash")
+
+
+@dataclass(frozen=True, slots=True)
+class PutUser:
+    """Create a user (no permissions yet) or update its tags; an empty hash keeps its password."""
+
+    user: str
+    password_hash: str
+    tags: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        _check_strings(self, "user", "password_hash")
+        _check_string_tuple("tags", self.tags)
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteUser:
+    """Delete a user."""
+
+    user: str
+
+    def __post_init__(self) -> None:
+        _check_strings(self, "user")
+
+
+@dataclass(frozen=True, slots=True)
+class SetPermissions:
+    """Set a user's three permission patterns."""
+
+    user: str
+    configure: str
+    write: str
+    read: str
+
+    def __post_init__(self) -> None:
+        _check_strings(self, "user", "configure", "write", "read")
+
+
+@dataclass(frozen=True, slots=True)
+class SetPolicy:
+    """Create or replace policy `policy` (checked by the proposer:
+    `cluster.queues.policies.checked_policy`)."""
+
+    policy: str
+    pattern: str
+    definition: dict[str, Any]
+    priority: int
+
+    def __post_init__(self) -> None:
+        _check_strings(self, "policy", "pattern")
+        _check_arguments(self.definition)
+        if type(self.priority) is not int:
+            raise InvalidCommand(f"priority must be an integer, got {self.priority!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class ClearPolicy:
+    """Remove policy `policy`."""
+
+    policy: str
+
+    def __post_init__(self) -> None:
+        _check_strings(self, "policy")
+
+
+Command: TypeAlias = (
+    RegisterNode
+    | ForgetNode
+    | Declare
+    | Delete
+    | SetMembers
+    | SetArguments
+    | BootstrapUsers
+    | PutUser
+    | DeleteUser
+    | SetPermissions
+    | SetPolicy
+    | ClearPolicy
+)
+
+
+def _natural(value: object) -> bool:
+    return type(value) is int and value >= 0

@@ -1,0 +1,92 @@
+"""What the metadata holds: the nodes of the cluster, the declared queues, the users, the policies."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+ADMINISTRATOR = "administrator"
+FULL_ACCESS = ".*"
+NO_ACCESS = ""
+# The fence of a queue no fenced `SetMembers` wrote yet, and of a `set_members` logged without one.
+UNFENCED = (0, 0)
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """A cluster member, where to reach it and the incarnation (database) it registered from ("" when
+    registered before incarnations existed); `earlier_incarnation` is the one that incarnation replaced
+    ("" for the node's first: its database was never wiped, as far as the metadata knows)."""
+
+    name: str
+    http: str
+    raft: str
+    incarnation: str = ""
+    earlier_incarnation: str = ""
+
+    def same_registration(self, other: NodeInfo) -> bool:
+        """Whether `other` registers the same addresses and incarnation."""
+        return (self.name, self.http, self.raft, self.incarnation) == (
+            other.name,
+            other.http,
+            other.raft,
+            other.incarnation,
+        )
+
+
+@dataclass
+class QueueInfo:
+    """A declared queue: its Raft group id, canonical arguments and intended replica set.
+
+    `initial_members` is the membership the group was created with: an initial member that never held
+    the group bootstraps it as a voter, any other node starts it empty and waits for the leader. A
+    membership change logged without a fence (by a version before fences) empties it, as one did until
+    snapshot version 6. `members_fence` is the fence of the `SetMembers` that wrote `members`
+    (`UNFENCED` until one did). `initial_incarnations` are the registered incarnations of the initial
+    members when the queue was declared (members registered without one are left out): the group's
+    bootstrap configuration.
+    """
+
+    name: str
+    group: str
+    arguments: dict[str, Any]
+    members: list[str]
+    created_ms: int
+    initial_members: list[str] = field(default_factory=list)
+    members_fence: list[int] = field(default_factory=lambda: list(UNFENCED))
+    initial_incarnations: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def membership_changed(self) -> bool:
+        """Whether a fenced `SetMembers` wrote `members` (the initial members may no longer be them)."""
+        return self.members_fence != list(UNFENCED)
+
+
+@dataclass
+class UserRecord:
+    """One user: the encoded password hash, tags, and the three permission regexes (`cluster.security.users`
+    hashes passwords and matches patterns; the metadata only records them)."""
+
+    name: str
+    password_hash: str
+    tags: list[str] = field(default_factory=list)
+    configure: str = NO_ACCESS
+    write: str = NO_ACCESS
+    read: str = NO_ACCESS
+
+    @property
+    def is_administrator(self) -> bool:
+        """True for users tagged `administrator`."""
+        return ADMINISTRATOR in self.tags
+
+
+@dataclass
+class PolicyRecord:
+    """A policy: queues whose name `pattern` matches apply its `definition` (policy keys, as
+    `queue_state.policy` reads them); of several matching, the one of highest `priority`, then of the
+    least name (`cluster.queues.policies` matches and checks them; the metadata only records them)."""
+
+    name: str
+    pattern: str
+    definition: dict[str, Any]
+    priority: int = 0

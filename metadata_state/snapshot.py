@@ -1,0 +1,80 @@
+"""The metadata machine's snapshot: the whole state as one msgpack map with a version key."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import msgpack
+
+from metadata_state.machine import MetadataMachine
+from metadata_state.records import NodeInfo, PolicyRecord, QueueInfo, UserRecord
+
+# 1: no version key, queues without `members_fence`; 2: adds both; 3: nodes with `incarnation`, queues
+# with `initial_incarnations`; 4: `policies` and `policies_revision`, written once a policy was set (a
+# node that reads only version 3 restores a cluster's metadata that never had policies); 5: nodes with
+# `earlier_incarnation`, written only once a node came back as another incarnation; 6: queues keep
+# `initial_members` past a fenced membership change, written only once one was applied (a version that
+# reads 5 takes initial members for a membership never changed).
+SNAPSHOT_VERSION = 6
+
+
+def encode_snapshot(machine: MetadataMachine) -> bytes:
+    """The whole state as msgpack, in the oldest version that holds it."""
+    nodes = [_node_fields(n) for n in machine.nodes.values()]
+    policies = (
+        {
+            "policies": [asdict(p) for p in machine.policies.values()],
+            "policies_revision": machine.policies_revision,
+        }
+        if machine.policies_revision
+        else {}
+    )
+    data: bytes = msgpack.packb(
+        {
+            "version": _version(machine, nodes, bool(policies)),
+            **policies,
+            "nodes": nodes,
+            "queues": [asdict(q) for q in machine.queues.values()],
+            "next_group": machine.next_group,
+            "users": [asdict(u) for u in machine.users.values()],
+            "users_initialised": machine.users_initialised,
+        }
+    )
+    return data
+
+
+def _version(machine: MetadataMachine, nodes: list[dict[str, str]], policies: bool) -> int:
+    """The oldest snapshot version that holds the state."""
+    if any(q.initial_members and q.membership_changed for q in machine.queues.values()):
+        return 6
+    if any("earlier_incarnation" in n for n in nodes):
+        return 5
+    return 4 if policies else 3
+
+
+def _node_fields(node: NodeInfo) -> dict[str, str]:
+    """A node's fields; `earlier_incarnation` only when set (versions before 5 have none)."""
+    fields = asdict(node)
+    if not node.earlier_incarnation:
+        del fields["earlier_incarnation"]
+    return fields
+
+
+def decode_snapshot(data: bytes) -> MetadataMachine:
+    """Rebuild the state from `encode_snapshot` output of this version or an earlier one (ValueError for
+    a later one); fields an earlier version lacks get their defaults (a version-1 queue is UNFENCED;
+    nodes and queues of versions 1 and 2 know no incarnations; versions before 4, no policies; before
+    5, no earlier incarnations; before 6, a queue whose membership changed lists no initial members)."""
+    raw = msgpack.unpackb(data, raw=False)
+    version = raw.get("version", 1)
+    if version > SNAPSHOT_VERSION:
+        raise ValueError(f"metadata snapshot version {version} is newer than {SNAPSHOT_VERSION}")
+    return MetadataMachine(
+        nodes={n["name"]: NodeInfo(**n) for n in raw["nodes"]},
+        queues={q["name"]: QueueInfo(**q) for q in raw["queues"]},
+        next_group=raw["next_group"],
+        users={u["name"]: UserRecord(**u) for u in raw.get("users", [])},
+        users_initialised=raw.get("users_initialised", False),
+        policies={p["name"]: PolicyRecord(**p) for p in raw.get("policies", [])},
+        policies_revision=raw.get("policies_revision", 0),
+    )
