@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 POLL_S = 0.02
 COMMIT_TIMEOUT_S = 10.0
 CATCH_UP_TIMEOUT_S = 60.0
+CATCH_UP_DOWN_S = 10.0  # a new member unreachable this long ends its catch-up (`node_down`)
 
 
 class MembershipRefused(Exception):
@@ -221,9 +222,13 @@ class GroupChanges:
         await self.change(gid, self.new_learner(node))
 
     async def caught_up(self, gid: str, node: str, timeout: float = CATCH_UP_TIMEOUT_S) -> None:
-        """Wait until `node` holds everything the leader had committed one poll earlier."""
-        deadline = asyncio.get_running_loop().time() + timeout
+        """Wait until `node` holds everything the leader had committed one poll earlier; `node_down` once
+        it has been unreachable for `CATCH_UP_DOWN_S` (stopped, or forgotten), `catch_up_timeout` after
+        `timeout`."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
         target: int | None = None
+        down_since: float | None = None
         while True:
             status = self.leader_status(gid)
             peer = status.progress.get(node)
@@ -231,7 +236,14 @@ class GroupChanges:
                 raise MembershipRefused("not_member", f"{node} left {gid} while catching up")
             if target is not None and peer.match >= target:
                 return
-            if asyncio.get_running_loop().time() > deadline:
+            now = loop.time()
+            if self.is_up(node):
+                down_since = None
+            elif down_since is None:
+                down_since = now
+            if down_since is not None and now - down_since > CATCH_UP_DOWN_S:
+                raise MembershipRefused("node_down", f"{node} went unreachable while catching up with {gid}")
+            if now > deadline:
                 raise MembershipRefused("catch_up_timeout", f"{node} did not catch up with {gid} in time")
             target = status.commit
             await asyncio.sleep(POLL_S)

@@ -86,7 +86,7 @@ class QueueMembers:
             try:
                 await self.changes.add(queue_door.group, member)
             except MembershipRefused as exc:
-                if exc.code == "catch_up_timeout":
+                if exc.code in ("catch_up_timeout", "node_down"):
                     await self._undo_add(queue, queue_door.group, member)
                 raise
             log.info("queue %s: %s added, members now %s", queue, member, members)

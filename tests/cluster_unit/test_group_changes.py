@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from gated_cluster import GROUP, NAMES, Node
 from support.eventually import eventually
 
-from cluster.membership.group_changes import GroupChanges
+from cluster.membership import group_changes
+from cluster.membership.group_changes import GroupChanges, MembershipRefused
 from raft_log.types import ConfState
 
 OBSERVE_S = 1.0  # far longer than a poll of the commit index takes to report a change
@@ -47,3 +49,23 @@ async def test_rule_a_membership_change_is_confirmed_only_once_applied_on_the_le
     await asyncio.wait_for(removal, 20)
     assert group.applied >= index and raft.entry_term(index) == raft.term
     assert changes.settled_conf(GROUP) == ConfState(voters=("a", "b"))
+
+
+async def test_rule_a_new_member_that_goes_unreachable_ends_its_catch_up_early(
+    nodes: dict[str, Node], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An add waits for the new member to catch up for up to a minute; a member that stops (or is
+    forgotten) meanwhile ends the wait once it has been unreachable for a while, answered `node_down`,
+    so the caller is not kept waiting for the full minute (whole-node seed 201342)."""
+    monkeypatch.setattr(group_changes, "CATCH_UP_DOWN_S", 0.5)
+    leader = nodes["a"]
+    leader.host.campaign(GROUP)
+    await eventually(lambda: leader.host.groups[GROUP].raft.is_leader, "a to lead")
+    linked = leader.transport.peers
+    changes = GroupChanges(leader.host, lambda peer: peer == "a" or linked().get(peer, False))
+    await eventually(lambda: all(linked().values()) and changes.settled_conf(GROUP), "a linked and settled")
+    await changes.remove(GROUP, "c")
+    await nodes["c"].transport.stop()
+    with pytest.raises(MembershipRefused) as refused:
+        await asyncio.wait_for(changes.add(GROUP, "c"), 20)
+    assert refused.value.code == "node_down"
