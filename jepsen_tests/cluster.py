@@ -139,6 +139,15 @@ class JepsenCluster:
         except (QuorumqError, KeyError, TypeError):
             return []
 
+    def members_all_up(self, queue: str) -> bool:
+        """True when the queue's leader has a live connection to every member (so a removal can keep a
+        live majority); False when nobody answers."""
+        try:
+            with SyncClient(self.urls, timeout=5.0, connect_timeout=1.0) as client:
+                return all(row.get("up") for row in client.members(queue)["members"])
+        except (QuorumqError, KeyError, TypeError):
+            return False
+
     def change_member(self, queue: str, node: str, *, add: bool) -> str:
         """Add or remove a replica; 'ok', or the refusal (no quorum, change running, ...) as text."""
         try:
