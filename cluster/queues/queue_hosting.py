@@ -4,10 +4,11 @@ A queue listing this node gets its group opened: from the node's database when i
 else bootstrapped with the queue's initial members when this node is one of them (the placed leader
 campaigns at once, the others hold their elections a while), and empty, waiting for the leader to add
 it, when it is a member added later or its database is not the one the queue was declared with. For an
-initial member the declaration recorded no incarnation for, the registry tells: another database
-registered under its name, or its own registered as having replaced an earlier one
-(`NodeInfo.earlier_incarnation`), means it was wiped since, and would otherwise start the group afresh
-as a voter that holds nothing.
+initial member the declaration recorded no incarnation for (declared before it registered), the
+registry tells: such a node opens the group only once it registered, so the database it first registered
+is the one the declaration's bootstrap belongs to; another database registered under its name, or its
+own registered as having replaced an earlier one (`NodeInfo.earlier_incarnation`), means it was wiped
+since, and would otherwise start the group afresh as a voter that holds nothing.
 
 A replica is dropped only on evidence that lasts: its queue was deleted (or declared again as another
 group: group ids are never reused), or its own group committed this node's removal. A queue that no
@@ -155,7 +156,11 @@ class QueueHosting:
         if existing:
             group_log = self._store.group(info.group)
         else:
-            group_log, voters = self._new_group_log(info, self._bootstraps(info, mine))
+            bootstraps = self._bootstraps(info, mine)
+            if bootstraps is None:
+                log.info("queue %s: hosted once this node's registration is applied", info.name)
+                return
+            group_log, voters = self._new_group_log(info, bootstraps)
         replica = QueueReplica(info.name, info.group, parse_arguments(info.arguments), group_log, self._reads)
         self._queues[info.name] = self._new_leader(info, replica)
         self._groups.open_group(info.group, replica)
@@ -170,29 +175,30 @@ class QueueHosting:
             # node is down, the others elect a leader once the hold is over.
             self._groups.hold_elections(info.group, self._hold_ticks)
 
-    def _bootstraps(self, info: QueueInfo, mine: NodeInfo | None) -> bool:
-        """Whether this node bootstraps queue `info`'s group as an initial member. A member added later
-        starts empty and waits for the leader, as does an initial member whose database is not the one
-        the queue was declared with (wiped, or set aside as damaged). Once the membership changed, an
-        initial member bootstraps late only as the database the declaration recorded, and only if that
-        database never held the group (a dropped replica's votes are lost with it). Before, a
-        declaration that recorded no incarnation for this node is read against the registry (`mine`):
-        a database other than the one registered, or one that replaced an earlier, is not the one the
-        queue was declared with."""
+    def _bootstraps(self, info: QueueInfo, mine: NodeInfo | None) -> bool | None:
+        """Whether this node bootstraps queue `info`'s group as an initial member; None while that waits
+        for this node's registration (`mine`, None before one). A member added later starts empty and
+        waits for the leader, as does an initial member whose database is not the one the queue was
+        declared with (wiped, or set aside as damaged). A declaration that recorded no incarnation for
+        this node is read against the registry: the first database registered under its name is the
+        declared one, and one that replaced an earlier is not. Once the membership changed, an initial
+        member bootstraps late only as the declared database, and only if that database never held the
+        group (a dropped replica's votes are lost with it)."""
         if self._name not in info.initial_members:
             return False
         incarnation = self._store.incarnation
+        recorded = info.initial_incarnations.get(self._name)
+        if recorded is None:
+            if mine is None:
+                return None
+            recorded = (mine.earlier_incarnation or mine.incarnation) or None
         if info.membership_changed:
-            declared_here = info.initial_incarnations.get(self._name) == incarnation
-            late = declared_here and self._store.never_held(info.group)
+            late = recorded == incarnation and self._store.never_held(info.group)
             if not late:
                 log.info(
                     "queue %s: not its declared database, or it may have held the group; waiting", info.name
                 )
             return late
-        recorded = info.initial_incarnations.get(self._name)
-        if recorded is None and mine is not None and mine.incarnation:
-            recorded = mine.earlier_incarnation or mine.incarnation
         if recorded not in (None, incarnation):
             log.warning(
                 "queue %s: this node's database is new since it was declared; waiting to be added", info.name

@@ -147,16 +147,20 @@ def test_an_initial_member_that_never_held_the_group_bootstraps_it_after_a_membe
     assert voters(store, "q1") == ("b", ME, "c")
 
 
-def test_past_a_membership_change_an_initial_member_not_recorded_as_this_database_waits(
+def test_past_a_membership_change_an_initial_member_not_recorded_bootstraps_as_its_first_registered_database(
     store: NodeStore,
 ) -> None:
-    """The declaration recorded no incarnation for it (it had not registered yet): after a change, the
-    registry cannot vouch for it any more (a forget erases its record), so it waits to be added."""
+    """The declaration recorded no incarnation for it (it had not registered yet): the registry vouches for
+    the first database it registered (whole-node seed 201869); one that replaced an earlier waits."""
+    first, replaced = (
+        queue(name, group, ["b", ME], initial=["b", ME, "c"]) for name, group in (("qf", "q1"), ("qr", "q2"))
+    )
+    first.members_fence = replaced.members_fence = [2, 1]
     hosting, groups = hosting_on(store)
-    changed = queue("q", "q1", ["b", ME], initial=["b", ME, "c"])
-    changed.members_fence = [2, 1]
-    hosting.reconcile(declared(changed), registered(store), True)
-    assert groups.calls == [("open", "q1")] and voters(store, "q1") == ()
+    hosting.reconcile(declared(replaced), registered(store, earlier="wiped"), True)
+    assert groups.calls == [("open", "q2")] and voters(store, "q2") == ()
+    hosting.reconcile(declared(replaced, first), registered(store), True)
+    assert groups.calls[-1] == ("open", "q1") and voters(store, "q1") == ("b", ME, "c")
 
 
 def test_an_initial_member_that_dropped_the_group_waits_to_be_added_again(store: NodeStore) -> None:
@@ -248,23 +252,21 @@ def test_rule_arguments_changed_at_runtime_are_recorded_by_a_leader_that_serves(
     assert hosting.changed_arguments({}) == []  # deleted meanwhile: nothing to record
 
 
-def test_an_initial_member_the_declaration_did_not_record_bootstraps_unless_the_registry_says_wiped(
-    tmp_path: Path,
+def test_an_initial_member_the_declaration_did_not_record_hosts_once_registered_as_its_first_database(
+    store: NodeStore,
 ) -> None:
     """Whole-node seed 4000175: a queue declared before its members registered records no incarnation,
-    and a member wiped since must not bootstrap it afresh as a voter that holds nothing. Unregistered, or
-    registered as this database and its first, it bootstraps (waiting instead could outlast the initial
-    members, and leave a voter that refuses every vote: whole-node seed 5100173)."""
-    for first_registered in (False, True):
-        fresh = NodeStore.open(tmp_path / f"db-{first_registered}")
-        try:
-            hosting, groups = hosting_on(fresh)
-            registry = registered(fresh) if first_registered else {}
-            hosting.reconcile(declared(queue("q", "q1", ["b", ME, "c"])), registry, True)
-            assert groups.calls == [("open", "q1"), ("hold", "q1", HOLD_TICKS)]
-            assert voters(fresh, "q1") == ("b", ME, "c")
-        finally:
-            fresh.close()
+    and a member wiped since must not bootstrap it afresh as a voter that holds nothing. It opens the
+    group only once registered, so the first database registered under its name is the one that may
+    have voted in it; registered as that database, it bootstraps (waiting instead could outlast the
+    initial members, and leave a voter that refuses every vote: whole-node seed 5100173)."""
+    hosting, groups = hosting_on(store)
+    declaration = declared(queue("q", "q1", ["b", ME, "c"]))
+    hosting.reconcile(declaration, {}, True)
+    assert groups.calls == [] and "q1" not in store.group_ids() and "q" not in hosting.queues
+    hosting.reconcile(declaration, registered(store), True)
+    assert groups.calls == [("open", "q1"), ("hold", "q1", HOLD_TICKS)]
+    assert voters(store, "q1") == ("b", ME, "c")
 
 
 def test_a_wiped_initial_member_the_declaration_did_not_record_waits_to_be_added(store: NodeStore) -> None:

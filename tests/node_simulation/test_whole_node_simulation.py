@@ -225,3 +225,11 @@ def test_rule_a_leader_that_joined_later_learns_where_an_unregistered_seed_is_se
     """n3, a seed, had not registered when n5 joined and came to lead the metadata: no registry named n3,
     so n5 never reached it, and n3 could not register with a leader that did not know it."""
     _seed_keeps_every_promise(1900, 10.0)
+
+
+def test_rule_an_initial_member_declared_before_it_registered_bootstraps_it_late_seed_201869() -> None:
+    """Queue "stream" was declared on {n2, n4} before n4 registered, so it recorded no incarnation for
+    n4; n4's metadata lagged past a membership change, after which only a recorded incarnation let an
+    initial member bootstrap late: n4 opened the group empty, voted for nobody, and no leader was
+    elected."""
+    _seed_keeps_every_promise(201869, 20.0)
