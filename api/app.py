@@ -23,6 +23,7 @@ from api import (
     ui_handlers,
 )
 from api.app_keys import (
+    ALARMS,
     CALLER,
     CONFIG,
     FORMATS,
@@ -95,7 +96,8 @@ def create_app(node: Node) -> web.Application:
     app[MEMBERSHIP] = node.membership
     app[CALLER] = node.caller
     app[PEER_REQUESTS] = node.peer_requests
-    app[METRICS] = Metrics(node.directory, node.status, node.raft_metrics)
+    app[ALARMS] = node.alarms
+    app[METRICS] = Metrics(node.directory, node.status, node.raft_metrics, node.alarms)
     app[REPLAY_GUARD] = ReplayGuard(since_ms=steady_wall_ms())
     app[LOGIN_THROTTLE] = LoginThrottle()
     app[REVOKED_TOKENS] = RevokedTokens()
@@ -148,6 +150,7 @@ def add_routes(router: web.UrlDispatcher) -> None:
     router.add_get("/api/nodes", management_handlers.list_nodes)
     router.add_get("/api/nodes/{node}", management_handlers.node_details)
     router.add_get("/api/health", cluster_handlers.health)
+    router.add_get("/api/health/checks/alarms", cluster_handlers.alarms_check)
     router.add_get("/metrics", cluster_handlers.metrics)
     add_membership_routes(router)
     add_user_routes(router)

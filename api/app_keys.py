@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from cluster.queues.queue_directory import QueueDirectory
     from cluster.replication.format_versions import FormatVersions
     from cluster.replication.peer_requests import PeerRequests
+    from cluster.resource_alarms import ResourceAlarms
     from cluster.security.peer_auth import NodeCaller
     from cluster.security.replay_guard import ReplayGuard
 
@@ -35,6 +36,7 @@ MEMBERSHIP: web.AppKey[Membership] = web.AppKey("membership")
 CALLER: web.AppKey[NodeCaller] = web.AppKey("caller")
 PEER_REQUESTS: web.AppKey[PeerRequests] = web.AppKey("peer_requests")
 METRICS: web.AppKey[Metrics] = web.AppKey("metrics")
+ALARMS: web.AppKey[ResourceAlarms] = web.AppKey("alarms")
 FORWARD_SESSION = web.AppKey("forward_session", aiohttp.ClientSession)
 PASSWORD_CHECKER: web.AppKey[PasswordChecker] = web.AppKey("password_checker")
 REPLAY_GUARD: web.AppKey[ReplayGuard] = web.AppKey("replay_guard")

@@ -22,6 +22,7 @@ from cluster.errors import (
     QueueFull,
     QueueNotFound,
     Refused,
+    ResourceAlarmed,
     TooLarge,
     UnknownConsumer,
 )
@@ -66,6 +67,7 @@ _NODE_ERRORS: dict[type[NodeError], int] = {
     NotLeader: 503,
     OutcomeUnknown: 503,
     FormatsNotYetKnown: 503,
+    ResourceAlarmed: 503,
 }
 
 
@@ -75,15 +77,17 @@ def node_error_json(app: web.Application, exc: NodeError) -> tuple[int, dict[str
     extra: dict[str, object] = {}
     if isinstance(exc, NotLeader) and exc.leader:
         extra = {"leader": exc.leader, "leader_http": app[STATUS].node_http(exc.leader)}
+    elif isinstance(exc, ResourceAlarmed):
+        extra = {"node": exc.node, "resource": exc.resource}
     return status, error_json(exc.code, exc.reason, **extra)
 
 
 def node_error_response(request: web.Request, exc: NodeError) -> web.Response:
     """Map a node error, adding the leader hint for 503s (and when to retry one that is only not known
-    yet)."""
+    yet, or held back by a resource alarm)."""
     status, body = node_error_json(request.app, exc)
     response = web.json_response(body, status=status)
-    if isinstance(exc, FormatsNotYetKnown):
+    if isinstance(exc, FormatsNotYetKnown | ResourceAlarmed):
         response.headers["Retry-After"] = str(exc.retry_after_s)
     return response
 

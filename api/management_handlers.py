@@ -13,7 +13,7 @@ from typing import Any
 from aiohttp import web
 
 from api import process_usage
-from api.app_keys import CONFIG, METADATA, STARTED, STATUS, STREAMS
+from api.app_keys import ALARMS, METADATA, STARTED, STATUS, STREAMS
 from api.errors import ApiError
 from api.forwarding import get_from_node
 from api.message_rates import summed_stats
@@ -97,18 +97,17 @@ def _listed_fields(request: web.Request, name: str) -> dict[str, Any]:
 
 def _own_report(request: web.Request) -> dict[str, Any]:
     """This node as RabbitMQ's `/api/nodes` reports one (`partitions`: the members it cannot reach)."""
-    status, config = request.app[STATUS], request.app[CONFIG]
+    status = request.app[STATUS]
     groups = status.groups()
     members = request.app[METADATA].nodes
     return {
         **_listed_fields(request, status.name),
         "running": True,
         "uptime": int((time.monotonic() - request.app[STARTED]) * 1000),
-        "mem_used": process_usage.memory_used(),
+        **request.app[ALARMS].report(),
         "fd_used": process_usage.file_descriptors_used(),
         "fd_total": process_usage.file_descriptors_total(),
         "proc_used": process_usage.tasks_running(),
-        "disk_free": process_usage.disk_free(config.data_dir),
         "connections": len(request.app[STREAMS]),
         "partitions": sorted(name for name in members if not status.is_up(name)),
         "raft_groups": groups.hosted,

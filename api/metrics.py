@@ -28,6 +28,7 @@ from cluster.node_status import NodeStatus
 from cluster.queues.queue_directory import QueueDirectory
 from cluster.queues.queue_results import MessageRow
 from cluster.replication.raft_metrics import RaftMetrics
+from cluster.resource_alarms import ResourceAlarms
 
 _QUEUE = "rabbitmq_detailed_queue_"
 _RAFT = "rabbitmq_detailed_raft_"
@@ -54,11 +55,12 @@ def _gauge(name: str, documentation: str, labels: list[str] | None = None) -> Ga
 class _NodeCollector(Collector):
     """Read from the node when scraped: the queues it leads (RabbitMQ's per-queue names, as
     rabbitmq_prometheus's detailed metrics give them), the Raft groups it hosts, and the store check's
-    progress."""
+    progress, and its resources against its alarms' limits (rabbitmq_prometheus's names)."""
 
-    def __init__(self, queues: QueueDirectory, status: NodeStatus) -> None:
+    def __init__(self, queues: QueueDirectory, status: NodeStatus, alarms: ResourceAlarms) -> None:
         self.queues = queues
         self.status = status
+        self.alarms = alarms
 
     def collect(self) -> Iterator[Metric]:
         yield from self._queues()
@@ -71,6 +73,37 @@ class _NodeCollector(Collector):
         check_done = _gauge("quorumq_store_check_done", "1 once the database was read through")
         check_done.add_metric([], int(self.status.store_check.done))
         yield check_done
+        yield from self._resources()
+
+    def _resources(self) -> Iterator[Metric]:
+        report = self.alarms.report()
+        for name, about, value in (
+            (
+                "quorumq_disk_space_available_bytes",
+                "Free disk on the data directory's filesystem",
+                "disk_free",
+            ),
+            (
+                "quorumq_disk_space_available_limit_bytes",
+                "The disk alarm's limit (disk_free_limit)",
+                "disk_free_limit",
+            ),
+            ("quorumq_resident_memory_bytes", "The node's resident memory", "mem_used"),
+            (
+                "quorumq_resident_memory_limit_bytes",
+                "The memory alarm's limit (vm_memory_high_watermark)",
+                "mem_limit",
+            ),
+            (
+                "quorumq_alarms_free_disk_space_watermark",
+                "1 while the node is in a disk alarm",
+                "disk_free_alarm",
+            ),
+            ("quorumq_alarms_memory_used_watermark", "1 while the node is in a memory alarm", "mem_alarm"),
+        ):
+            gauge = _gauge(name, about)
+            gauge.add_metric([], int(report[value]))
+            yield gauge
 
     def _queues(self) -> Iterator[Metric]:
         ready = _gauge(_QUEUE + "messages_ready", "Messages ready to be delivered", ["queue"])
@@ -164,7 +197,9 @@ class Metrics:
     """The registry served at /metrics, the counters handlers update (through `count_*`, which also
     count the management API's message rates) and those rates."""
 
-    def __init__(self, queues: QueueDirectory, status: NodeStatus, raft: RaftMetrics) -> None:
+    def __init__(
+        self, queues: QueueDirectory, status: NodeStatus, raft: RaftMetrics, alarms: ResourceAlarms
+    ) -> None:
         self.rates = MessageRates()
         self.registry = CollectorRegistry()
         for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR, *raft.all()):
@@ -205,7 +240,7 @@ class Metrics:
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
             registry=self.registry,
         )
-        self.registry.register(_NodeCollector(queues, status))
+        self.registry.register(_NodeCollector(queues, status, alarms))
 
     def exposition(self, shows: QueueFilter | None) -> bytes:
         """The Prometheus text of a scrape: every series, or with `shows` only those of the queues it

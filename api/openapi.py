@@ -35,7 +35,9 @@ UNAVAILABLE = (
     "request was sent on (to the leader, or into the Raft log) and lost track of: it may have taken "
     "effect, so only a request safe to repeat (a read, a deduplicated publish) should be retried; with "
     "error `formats_not_yet_known` (and `Retry-After`) the request needs a format version not every node "
-    "has said it reads yet (retry)"
+    "has said it reads yet (retry); with error `resource_alarm` (and `Retry-After`, the body naming "
+    "`node` and `resource`) a publish was held back because a node holding a replica of the queue is "
+    "in a disk or memory alarm (retry once consumers drained or space was freed)"
 )
 INT64: Schema = {"type": "integer", "minimum": 0, "maximum": INT64_MAX}
 IDS: Schema = {"type": "array", "minItems": 1, "items": INT64}
@@ -397,6 +399,11 @@ HEALTH: Schema = {
         "damage": DAMAGE,
         "store_check": STORE_CHECK,
         "formats": FORMATS,
+        "alarms": {
+            "type": "object",
+            "description": "the nodes known to be in a resource alarm, each with its alarms (disk, memory)",
+            "additionalProperties": {"type": "array", "items": {"enum": ["disk", "memory"]}},
+        },
     },
 }
 
@@ -420,6 +427,17 @@ def _health() -> dict[str, Any]:
 
 PATHS: dict[str, dict[str, Any]] = {
     "/api/health": {"get": _health()},
+    "/api/health/checks/alarms": {
+        "get": _operation(
+            "resource alarms (RabbitMQ's health check)",
+            {"200": "no node in alarm", "503": "a node in alarm"},
+            public=True,
+            about=(
+                '200 `{"status": "ok"}` when no node this one knows of is in a disk or memory alarm, '
+                'else 503 with `alarms`: `[{"node", "resource"}]`'
+            ),
+        )
+    },
     "/metrics": {"get": _operation("Prometheus metrics", {"200": "text exposition format"})},
     "/api/openapi.json": {"get": _operation("this document", {"200": "the OpenAPI document"})},
     "/api/whoami": {"get": _operation("the caller's name, tags and permissions", {"200": "the caller"})},
@@ -593,7 +611,9 @@ PATHS: dict[str, dict[str, Any]] = {
                 "been enqueued; 409 `queue_deleting` while a guarded delete removes the queue; 507 "
                 "when a `reject-publish` queue is full; 413 over the size limits (the body's "
                 "`max_request_bytes`, and the replicated operation's 64 MiB less 64 KiB: "
-                'docs/operate/security.md "Limits")'
+                'docs/operate/security.md "Limits"); 503 `resource_alarm` while a node holding a '
+                "replica of the queue is in a disk or memory alarm (docs/operate/operations.md "
+                '"Resource alarms")'
             ),
         ),
         "get": _operation(
@@ -820,12 +840,14 @@ PATHS: dict[str, dict[str, Any]] = {
     "/api/nodes": {
         "get": _operation(
             "cluster members, with RabbitMQ's fields as each reports them (running, uptime, mem_used,"
-            " fd_used, proc_used, disk_free, partitions)",
+            " mem_limit, mem_alarm, disk_free, disk_free_limit, disk_free_alarm, fd_used, proc_used,"
+            " partitions)",
             {"200": "nodes"},
             query=PAGING_QUERY,
             about=(
                 "cluster membership; each member with RabbitMQ's fields as it reports them "
-                "(`running`, `uptime`, `mem_used`, `fd_used`, `proc_used`, `disk_free`, `partitions`)"
+                "(`running`, `uptime`, `mem_used`, `mem_limit`, `mem_alarm`, `disk_free`, "
+                "`disk_free_limit`, `disk_free_alarm`, `fd_used`, `proc_used`, `partitions`)"
             ),
         ),
         "post": _operation(

@@ -7,6 +7,7 @@ import functools
 import ipaddress
 import logging
 import os
+import re
 import tomllib
 from collections.abc import Callable
 from dataclasses import MISSING, Field, dataclass, field, fields
@@ -71,6 +72,85 @@ class Seed:
         if not sep or not name:
             raise ConfigError(f"seed: expected NAME@HOST:RAFTPORT, got {text!r}")
         return cls(name, Address.parse(address, what="seed"))
+
+
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 1000,
+    "mb": 1000**2,
+    "gb": 1000**3,
+    "tb": 1000**4,
+    "k": 1024,
+    "kib": 1024,
+    "m": 1024**2,
+    "mib": 1024**2,
+    "g": 1024**3,
+    "gib": 1024**3,
+    "t": 1024**4,
+    "tib": 1024**4,
+}
+_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*")
+MEM_RELATIVE = "mem_relative:"
+
+
+@dataclass(frozen=True)
+class ResourceLimit:
+    """A limit in bytes, as RabbitMQ writes `disk_free_limit` and `vm_memory_high_watermark`: `absolute`
+    bytes, or `relative` times the memory the node may use."""
+
+    absolute: int = 0
+    relative: float = 0.0
+
+    @classmethod
+    def disk(cls, text: str) -> ResourceLimit:
+        """`disk_free_limit`: a size (`50MB`, `2GiB`, `1000000`) or `mem_relative:FACTOR`."""
+        text = str(text).strip()
+        if text.startswith(MEM_RELATIVE):
+            return cls(relative=_factor(text.removeprefix(MEM_RELATIVE), "disk_free_limit"))
+        return cls(absolute=_size(text, "disk_free_limit"))
+
+    @classmethod
+    def memory(cls, text: str) -> ResourceLimit:
+        """`vm_memory_high_watermark`: a fraction of memory (`0.4`, or `mem_relative:0.4`) or a size
+        (`2GB`, `2000000000`)."""
+        text = str(text).strip()
+        if text.startswith(MEM_RELATIVE):
+            return cls(relative=_factor(text.removeprefix(MEM_RELATIVE), "vm_memory_high_watermark"))
+        try:
+            fraction = float(text)
+        except ValueError:
+            return cls(absolute=_size(text, "vm_memory_high_watermark"))
+        if 0 < fraction <= 1:
+            return cls(relative=fraction)
+        return cls(absolute=_size(text, "vm_memory_high_watermark"))
+
+    def bytes_of(self, memory_total: int) -> int:
+        """The limit in bytes on a node that may use `memory_total` bytes of memory."""
+        return int(self.relative * memory_total) if self.relative else self.absolute
+
+    def __str__(self) -> str:
+        if self.relative:
+            return f"{MEM_RELATIVE}{self.relative:g}"
+        return str(self.absolute)
+
+
+def _size(text: str, what: str) -> int:
+    matched = _SIZE.fullmatch(text)
+    unit = _UNITS.get(matched.group(2).lower()) if matched else None
+    if matched is None or unit is None:
+        raise ConfigError(f"{what}: expected a size such as 50MB, 2GiB or 1000000, got {text!r}")
+    return int(float(matched.group(1)) * unit)
+
+
+def _factor(text: str, what: str) -> float:
+    try:
+        factor = float(text)
+    except ValueError:
+        factor = -1.0
+    if not factor > 0:
+        raise ConfigError(f"{what}: expected a positive factor after {MEM_RELATIVE}, got {text!r}")
+    return factor
 
 
 def about(help: str, *, minimum: float | None = None, secret: bool = False) -> dict[str, Any]:
@@ -205,6 +285,20 @@ class NodeConfig:
     request_read_timeout_ms: int = field(
         default=30000, metadata=about("How long a request body may take to arrive.", minimum=1)
     )
+    disk_free_limit: ResourceLimit = field(
+        default=ResourceLimit(absolute=50 * 1000**2),
+        metadata=about(
+            "Free disk below which the disk alarm holds publishers back: a size (50MB, 2GiB) or "
+            "mem_relative:FACTOR of memory."
+        ),
+    )
+    vm_memory_high_watermark: ResourceLimit = field(
+        default=ResourceLimit(relative=0.4),
+        metadata=about(
+            "Resident memory above which the memory alarm holds publishers back: a fraction of memory "
+            "(0.4) or a size (2GB)."
+        ),
+    )
     keepalive_timeout_ms: int = field(
         default=75000, metadata=about("How long an idle HTTP connection is kept open.", minimum=0)
     )
@@ -249,6 +343,8 @@ _COERCE: dict[str, Callable[[Any], Any]] = {
     "raft": lambda v: Address.parse(str(v), what="raft"),
     "advertise_raft": lambda v: Address.parse(str(v), what="advertise_raft"),
     "seeds": lambda v: tuple(Seed.parse(s) for s in (v.split(",") if isinstance(v, str) else v) if s),
+    "disk_free_limit": lambda v: v if isinstance(v, ResourceLimit) else ResourceLimit.disk(str(v)),
+    "vm_memory_high_watermark": lambda v: v if isinstance(v, ResourceLimit) else ResourceLimit.memory(str(v)),
     "allowed_hosts": lambda v: tuple(
         h for h in (str(h).strip() for h in (v.split(",") if isinstance(v, str) else v)) if h
     ),

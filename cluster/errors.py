@@ -92,6 +92,22 @@ class FormatsNotYetKnown(NodeError):
     retry_after_s = 1
 
 
+class ResourceAlarmed(NodeError):
+    """A publish to a queue with a replica on a node in a resource alarm (its free disk below its
+    `disk_free_limit`, or its memory above its `vm_memory_high_watermark`): nothing was enqueued; retry
+    after `retry_after_s`, once consumers drained or space was freed."""
+
+    code = "resource_alarm"
+    retry_after_s = 5
+
+    def __init__(self, node: str, resource: str) -> None:
+        super().__init__(
+            f"node {node} is in a {resource} alarm: publishes to its queues wait until it clears"
+        )
+        self.node = node
+        self.resource = resource
+
+
 class QueueFull(NodeError):
     """The queue is at its length limit and its overflow rule is reject-publish: nothing was enqueued."""
 

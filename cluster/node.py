@@ -47,6 +47,7 @@ from cluster.replication.peer_requests import ID_BITS, PeerRequests
 from cluster.replication.raft_host import RaftHost
 from cluster.replication.raft_metrics import RaftMetrics
 from cluster.replication.transport import KIND_REPLY, KIND_REQUEST
+from cluster.resource_alarms import ResourceAlarms
 from cluster.security.peer_auth import NodeCaller
 from cluster.store.durable_files import make_directory, sync_directory
 from cluster.store.node_record import NODE_FILE, load_or_record_seeds
@@ -90,6 +91,13 @@ class Node:
         self.host: RaftHost | None = None
         self.meta = MetadataApp(self._metadata_changed, self.env.reads_metadata)
         self.metadata = MetadataView(self.meta)
+        data_dir = Path(config.data_dir)
+        self.alarms = ResourceAlarms(
+            self.name,
+            lambda: self.env.read_usage(data_dir),
+            config.disk_free_limit,
+            config.vm_memory_high_watermark,
+        )
         self._addresses = AddressExchange(
             self.name,
             lambda: self.metadata.nodes,
@@ -153,6 +161,7 @@ class Node:
             on_fatal=self.env.on_fatal,
         )
         self._build_parts(self.host, self.store, damage)
+        self.alarms.check()
         await self.transport.start()
         self._addresses.know_seeds(seeds)
         for name, address in seeds.items():
@@ -269,6 +278,7 @@ class Node:
 
     def _on_link_lost(self, peer: str) -> None:
         self.peer_requests.link_lost(peer)
+        self.alarms.link_lost(peer)
         if self._formats is not None:
             self._formats.link_lost(peer)
 
@@ -284,6 +294,7 @@ class Node:
     def _on_control(self, peer: str, control: dict[str, Any]) -> None:
         self.peer_requests.on_control(peer, control)
         self._addresses.on_control(peer, control)
+        self.alarms.on_control(peer, control)
         if self._formats is not None:
             self._formats.on_control(peer, control)
         if self._metadata_door is not None:
@@ -293,19 +304,20 @@ class Node:
         """Keep the metadata in step with this node: its addresses, and the arguments of queues it
         leads that were changed at runtime (through the metadata leader); have the queues it leads apply
         their policies and run their redrive tasks (again, for a queue whose leadership it took since);
-        tell peers which version of each
-        replicated format this node reads, whether it serves peer requests and where the registered
-        nodes are (`AddressExchange`)."""
+        check this node's resource alarms; tell peers which version of each replicated format this node
+        reads, whether it serves peer requests, where the registered nodes are (`AddressExchange`) and
+        which alarms it is in."""
         assert self.host is not None and self.store is not None and self._hosting is not None
         door = self.metadata_door
         mine = NodeInfo(
             self.name, self.config.http_url, str(self.config.raft_address), self.store.incarnation
         )
         while True:
+            self.alarms.check()
             addresses = self._addresses.announcement()
             for peer in self.transport.peers():
                 announced = self.formats.announcement() | self.peer_requests.announcement()
-                self.host.send_control(peer, announced | addresses)
+                self.host.send_control(peer, announced | addresses | self.alarms.announcement())
             registered = self.metadata.nodes.get(self.name)
             if registered is None or not registered.same_registration(mine):
                 door.relay(RegisterNode(mine.name, mine.http, mine.raft, mine.incarnation))

@@ -1,4 +1,5 @@
-"""What a node takes from the world around it: clocks, randomness, its database and its peer links.
+"""What a node takes from the world around it: clocks, randomness, its database, its peer links and
+readings of what it uses of the machine.
 
 Production passes the real ones (`production_environment`); the whole-node simulation
 (`node_simulation`, docs/decisions/0017) passes virtual clocks, seeded randomness, a simulated
@@ -22,6 +23,7 @@ from cluster.replication.entry_codec import QUEUE_OP_VERSION
 from cluster.replication.peer_links import PeerLinks
 from cluster.replication.raft_host import exit_on_fatal
 from cluster.replication.transport import FrameHandler, Transport
+from cluster.resource_usage import ResourceUsage, read_usage
 from cluster.security.tls import raft_contexts
 from cluster.store.store_damage import Damage, open_store, stop_on_damage
 from metadata_state.codec import CODEC_VERSION as METADATA_CODEC_VERSION
@@ -53,16 +55,17 @@ TransportFactory = Callable[[NodeConfig, FrameHandler, Callable[[str], None]], P
 
 @dataclass(frozen=True)
 class NodeEnvironment:
-    """The clocks, randomness, database and peer links of one node.
+    """The clocks, randomness, database, peer links and resource readings of one node.
 
     `wall_ms` is the wall clock in ms since the epoch (leaders stamp it, bounded by `monotonic_ms`:
     `LeaderClock`); `rng` seeds Raft's election timeouts and where the node's peer requests are numbered
     from; `new_token` makes consumer tags, get holders and worker ids (capabilities: unguessable in
     production); `open_store` opens the database in a data directory; `on_fatal` ends the process on an
     error it cannot survive, `on_damage` on damage met at runtime in the database of a data directory
-    (decision 0011: a synced marker, then exit); `reads_queue_ops` and `reads_metadata` are the newest
-    queue operations and metadata codec versions the node reads and writes (its build's: the simulation
-    runs older builds; both read snapshots of every version)."""
+    (decision 0011: a synced marker, then exit); `read_usage` reads what the node uses of the machine,
+    given its data directory (its resource alarms read it every second); `reads_queue_ops` and
+    `reads_metadata` are the newest queue operations and metadata codec versions the node reads and
+    writes (its build's: the simulation runs older builds; both read snapshots of every version)."""
 
     wall_ms: Callable[[], int]
     monotonic_ms: Callable[[], float]
@@ -71,6 +74,7 @@ class NodeEnvironment:
     open_store: Callable[[Path, int], tuple[NodeStore, Damage | None]]
     transport: TransportFactory
     on_fatal: Callable[[str], NoReturn]
+    read_usage: Callable[[Path], ResourceUsage]
     on_damage: Callable[[Path, StorageError], NoReturn] = stop_on_damage
     reads_queue_ops: int = QUEUE_OP_VERSION
     reads_metadata: int = METADATA_CODEC_VERSION
@@ -108,4 +112,5 @@ def production_environment() -> NodeEnvironment:
         open_store=open_store,
         transport=_tcp_transport,
         on_fatal=exit_on_fatal,
+        read_usage=read_usage,
     )

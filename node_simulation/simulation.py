@@ -37,6 +37,7 @@ from cluster.node import META_GROUP, Node
 from cluster.node_environment import NodeEnvironment
 from cluster.replication.entry_codec import QUEUE_OP_VERSION
 from cluster.replication.raft_host import Group
+from cluster.resource_usage import ResourceUsage
 from cluster.store.store_damage import Damage
 from metadata_state.codec import CODEC_VERSION as METADATA_CODEC_VERSION
 from metadata_state.codec import POLICY_CODEC_VERSION
@@ -62,6 +63,7 @@ IDLE_SLACK_S = 10.0  # a leader elected after healing, and a few timer rounds
 ANSWER_BOUND_S = 20.0  # every request a running node took is answered this long after healing
 OLDEST_BUILD = QUEUE_OP_VERSION - 3  # the oldest build a node is rolled back to
 OLDEST_BUILD_METADATA = POLICY_CODEC_VERSION - 1  # which also predates policies (metadata codec 2)
+AMPLE_RESOURCES = ResourceUsage(disk_free=1 << 40, memory_used=1 << 28, memory_total=1 << 34)  # no alarm
 REPLAY_CRASH = 0.25  # the share of restarts that crash again soon (while replaying, catching up)
 
 
@@ -309,6 +311,7 @@ class NodeSimulation:
             open_store=lambda _dir, _now: self._open_store(node),
             transport=self.network.transport,
             on_fatal=_fatal,
+            read_usage=lambda _data_dir: AMPLE_RESOURCES,
             on_damage=lambda _data_dir, error: _fatal(f"database damaged at runtime: {error}"),
             reads_queue_ops=node.reads,
             reads_metadata=node.reads_metadata,

@@ -188,3 +188,33 @@ def test_a_secret_file_of_whitespace_only_is_refused(tmp_path: Path, monkeypatch
     monkeypatch.setenv("QUORUMQ_BOOTSTRAP_PASSWORD_FILE", str(tmp_path / "password"))
     with pytest.raises(ConfigError, match=r"bootstrap_password_file: .* is empty"):
         load_config(REQUIRED)
+
+
+def test_resource_limits_are_read_as_rabbitmq_writes_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gib = 1024**3
+    defaults = load_config(REQUIRED)
+    assert defaults.disk_free_limit.bytes_of(8 * gib) == 50_000_000
+    assert defaults.vm_memory_high_watermark.bytes_of(10 * gib) == 4 * gib
+    monkeypatch.setenv("QUORUMQ_DISK_FREE_LIMIT", "mem_relative:1.5")
+    monkeypatch.setenv("QUORUMQ_VM_MEMORY_HIGH_WATERMARK", "2GiB")
+    config = load_config(REQUIRED)
+    assert config.disk_free_limit.bytes_of(2 * gib) == 3 * gib
+    assert config.vm_memory_high_watermark.bytes_of(64 * gib) == 2 * gib
+    config_file = tmp_path / "node.toml"
+    config_file.write_text('disk_free_limit = "1GB"\nvm_memory_high_watermark = 0.6\n')
+    monkeypatch.delenv("QUORUMQ_DISK_FREE_LIMIT")
+    monkeypatch.delenv("QUORUMQ_VM_MEMORY_HIGH_WATERMARK")
+    config = load_config(REQUIRED, config_file)
+    assert config.disk_free_limit.bytes_of(gib) == 1_000_000_000
+    assert config.vm_memory_high_watermark.bytes_of(10 * gib) == 6 * gib
+    for setting, value in [
+        ("disk_free_limit", "lots"),
+        ("disk_free_limit", "mem_relative:-1"),
+        ("vm_memory_high_watermark", "5 parsecs"),
+    ]:
+        monkeypatch.setenv(f"QUORUMQ_{setting.upper()}", value)
+        with pytest.raises(ConfigError, match=setting):
+            load_config(REQUIRED)
+        monkeypatch.delenv(f"QUORUMQ_{setting.upper()}")
