@@ -419,6 +419,14 @@ def queues(settings: Settings) -> None:
 
 
 NODE_COLUMNS = ("name", "http", "raft", "status")
+ALARM_FIELDS = (("disk_free_alarm", "disk"), ("mem_alarm", "memory"))
+
+
+def node_alarms(node: dict[str, Any]) -> str:
+    """The resource alarms a node reported (`none`), or `unknown` for one that did not answer."""
+    if not node.get("running"):
+        return "unknown"
+    return ", ".join(resource for field, resource in ALARM_FIELDS if node.get(field)) or "none"
 
 
 @cli.command()
@@ -431,7 +439,8 @@ def status(settings: Settings) -> None:
     if settings.formatter == "json":
         output.print_json({"nodes": nodes, "health": health})
         return
-    output.print_table(NODE_COLUMNS, ([node.get(field) for field in NODE_COLUMNS] for node in nodes), "nodes")
+    rows = ([*(node.get(field) for field in NODE_COLUMNS), node_alarms(node)] for node in nodes)
+    output.print_table((*NODE_COLUMNS, "alarms"), rows, "nodes")
     output.print_table(("check", "value"), sorted(health.items()), "health")
 
 

@@ -448,8 +448,18 @@ function nodeTable(nodes) {
     { title: "Queues led", num: true, value: (n) => n.queues_led },
     { title: "Raft groups", num: true, value: (n) => n.raft_groups },
     { title: "Disk free", num: true, value: (n) => bytes(n.disk_free) },
+    { title: "Alarms", value: (n) => nodeAlarms(n) },
     { title: "Unreachable", value: (n) => n.partitions },
   ], nodes, { id: "nodes-table" });
+}
+
+// A node's resource alarms as it reported them: publishes to queues with a replica on it wait.
+function nodeAlarms(n) {
+  if (!n.running) return "";
+  const raised = [n.disk_free_alarm && "disk", n.mem_alarm && "memory"].filter(Boolean);
+  return raised.length
+    ? el("span", { class: "down", text: `${raised.join(", ")} alarm`, title: `disk free limit ${bytes(n.disk_free_limit)}, memory limit ${bytes(n.mem_limit)}` })
+    : "none";
 }
 
 function deliveryTable(rows) {

@@ -166,7 +166,31 @@ class FakeNode:
 
     async def nodes(self, request: web.Request) -> web.Response:
         return web.json_response(
-            [{"name": "n1", "http": "127.0.0.1:8080", "raft": "127.0.0.1:8180", "status": "up"}]
+            [
+                {
+                    "name": "n1",
+                    "http": "127.0.0.1:8080",
+                    "raft": "127.0.0.1:8180",
+                    "status": "up",
+                    "running": True,
+                },
+                {
+                    "name": "n2",
+                    "http": "127.0.0.1:8081",
+                    "raft": "127.0.0.1:8181",
+                    "status": "up",
+                    "running": True,
+                    "disk_free_alarm": True,
+                    "mem_alarm": False,
+                },
+                {
+                    "name": "n3",
+                    "http": "127.0.0.1:8082",
+                    "raft": "127.0.0.1:8182",
+                    "status": "down",
+                    "running": False,
+                },
+            ]
         )
 
     async def health(self, request: web.Request) -> web.Response:

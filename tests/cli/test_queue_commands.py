@@ -167,10 +167,14 @@ def test_queues_table_and_json_show_the_same_queues(node_address: str) -> None:
     assert [(queue["name"], queue["messages_ready"]) for queue in json.loads(out)] == [("alpha", 2)]
 
 
-def test_status_shows_nodes_and_health(node_address: str) -> None:
+def test_status_shows_nodes_their_alarms_and_health(node_address: str) -> None:
     code, out, _ = run(node_address, "status")
     assert code == 0
     assert "127.0.0.1:8180" in out and "leader_of" in out
+    rows = {
+        line.split()[0]: line.split()[-1] for line in out.splitlines() if line.startswith(("n1", "n2", "n3"))
+    }
+    assert rows == {"n1": "none", "n2": "disk", "n3": "unknown"}
 
 
 def test_purge_and_delete_report_what_they_did(node_address: str, fake_node: FakeNode) -> None:

@@ -166,7 +166,8 @@ def test_the_other_pages_show_nodes_users_policies_and_dead_letters(
         lambda d: len(d.find_elements(By.CSS_SELECTOR, "#nodes-table tbody tr")) == 3,
         "the nodes page",
     )
-    assert "running" in text_of(browser, "nodes-table")
+    nodes = text_of(browser, "nodes-table")
+    assert "running" in nodes and "Alarms" in nodes and "alarm" not in nodes.replace("Alarms", "")
     screenshot(browser, "nodes")
 
     go(browser, cluster, "users")
