@@ -18,7 +18,7 @@ from aiohttp import WSMessage, WSMsgType, web
 
 from api import stream_frames as frames
 from api.access import Access, Principal
-from api.app_keys import CONFIG, METADATA, METRICS, QUEUES, STATUS, WALL_MS
+from api.app_keys import ALARMS, CONFIG, METADATA, METRICS, QUEUES, STATUS, WALL_MS
 from api.auth import Unauthenticated, require
 from api.consumer_options import FIELDS as CONSUMER_FIELDS
 from api.consumer_options import consumer_options
@@ -71,6 +71,10 @@ class StreamConnection:
         operations = app[METRICS].stream_operations
         self._counters = {op: operations.labels(op) for op in self._ops}
         self._unwatch = app[METADATA].watch(self._recheck)
+        self._unwatch_alarms = app[ALARMS].watch(self._tell_alarms)
+        self._publishing = False  # alarms are told to a connection once it published (AMQP's blocked)
+        self._told: dict[str, list[str]] = {}
+        self._notices: set[asyncio.Task[None]] = set()
         self._expiry: asyncio.TimerHandle | None = None
         self._closing: asyncio.Task[bool] | None = None
         self._arm_expiry()
@@ -102,6 +106,7 @@ class StreamConnection:
         in progress carry on to their end; their answers go nowhere."""
         self._closed = True
         self._unwatch()
+        self._unwatch_alarms()
         if self._expiry is not None:
             self._expiry.cancel()
         consumers, self._consumers = self._consumers, {}
@@ -139,6 +144,18 @@ class StreamConnection:
         if answer is not None:
             await self._send(answer)
 
+    def _tell_alarms(self) -> None:
+        """Send `blocked` (with the nodes in alarm) when resource alarms begin or change, `unblocked`
+        when the last ends, to a connection that published."""
+        alarmed = self._app[ALARMS].alarmed()
+        if not self._publishing or self._closed or alarmed == self._told:
+            return
+        self._told = alarmed
+        notice = frames.blocked(alarmed) if alarmed else frames.unblocked()
+        task = asyncio.get_running_loop().create_task(self._send(notice))
+        self._notices.add(task)
+        task.add_done_callback(self._notices.discard)
+
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
         self._slots.release()
@@ -157,6 +174,9 @@ class StreamConnection:
 
     async def _publish(self, frame: Frame) -> bytes:
         name = self._queue(frame, Access.WRITE)
+        if not self._publishing:
+            self._publishing = True
+            self._tell_alarms()
         job = publish_of(frame.fields, self._app[CONFIG], self._app[WALL_MS]())
         if frame.size > MAX_PEER_FORWARD_BYTES:  # too large to pass on over the peer transport
             route = await queue_route(self._app[QUEUES], self._app[STATUS], name)

@@ -119,3 +119,18 @@ def cancelled(
     if frame_id is not None:
         extra["id"] = frame_id
     return msgpack.packb({"op": "cancelled", "tag": tag, "reason": reason, **extra})
+
+
+def blocked(alarmed: dict[str, list[str]]) -> bytes:
+    """Resource alarms are in effect (AMQP's connection.blocked): `alarmed` lists each node in alarm
+    with its alarms; publishes to queues with a replica on one of them are refused until they clear."""
+    alarms = [
+        {"node": node, "resource": resource} for node, resources in alarmed.items() for resource in resources
+    ]
+    named = ", ".join(f"{a['resource']} alarm on {a['node']}" for a in alarms)
+    return msgpack.packb({"op": "blocked", "alarms": alarms, "reason": named})
+
+
+def unblocked() -> bytes:
+    """No resource alarm is in effect any more (AMQP's connection.unblocked)."""
+    return msgpack.packb({"op": "unblocked"})

@@ -52,6 +52,8 @@ class ResourceAlarms:
         self.usage: ResourceUsage | None = None
         self.raised: frozenset[str] = frozenset()
         self._peers: dict[str, frozenset[str]] = {}
+        self._watchers: set[Callable[[], None]] = set()
+        self._told: dict[str, list[str]] = {}
 
     def check(self) -> None:
         """Read this node's usage and raise or clear its alarms."""
@@ -73,6 +75,7 @@ class ResourceAlarms:
         for resource in sorted(self.raised - raised):
             log.warning("%s alarm cleared", resource)
         self.raised = frozenset(raised)
+        self._tell()
 
     def set_limits(
         self,
@@ -96,10 +99,28 @@ class ResourceAlarms:
         announced = control.get(ALARMS_KEY)
         if isinstance(announced, list) and all(isinstance(a, str) for a in announced):
             self._peers[peer] = frozenset(announced)
+            self._tell()
 
     def link_lost(self, peer: str) -> None:
         """Forget what a peer announced: it says again once linked."""
         self._peers.pop(peer, None)
+        self._tell()
+
+    def watch(self, watcher: Callable[[], None]) -> Callable[[], None]:
+        """Call `watcher` each time the alarms known here change (`alarmed`); returns what stops it."""
+        self._watchers.add(watcher)
+        return lambda: self._watchers.discard(watcher)
+
+    def _tell(self) -> None:
+        alarmed = self.alarmed()
+        if alarmed == self._told:
+            return
+        self._told = alarmed
+        for watcher in list(self._watchers):
+            try:
+                watcher()
+            except Exception:
+                log.exception("a resource alarm watcher failed")
 
     def of(self, node: str) -> frozenset[str]:
         """The alarms `node` is in, as this node knows them."""

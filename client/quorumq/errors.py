@@ -72,6 +72,12 @@ class OutcomeUnknownError(UnavailableError):
     track of it, so it may have taken effect. Retried only for a request safe to send again."""
 
 
+class ResourceAlarmError(UnavailableError):
+    """503 `resource_alarm`: a node holding a replica of the queue is in a disk or memory alarm (the
+    reason names it), and the publish was held back: nothing was enqueued. Retried about once a second
+    until the request's timeout."""
+
+
 class RejectedPublishError(QuorumqError):
     """507: the queue is full and its overflow mode is reject-publish; nothing was enqueued."""
 
@@ -122,6 +128,7 @@ _ERRORS_BY_STATUS: dict[int, type[QuorumqError]] = {
 _ERRORS_BY_CODE: dict[tuple[int, str], type[QuorumqError]] = {
     (409, "seq_too_old"): SeqTooOldError,
     (503, "outcome_unknown"): OutcomeUnknownError,
+    (503, "resource_alarm"): ResourceAlarmError,
 }
 
 

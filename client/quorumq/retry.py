@@ -1,9 +1,11 @@
 """The client's one retry policy: what a request retries, how long it waits, and until when.
 
-A request is retried after a 503 (no leader yet, a leader that moved, a node cut off from the others) and,
-when it is safe to send again (reads, deduplicated publishes), after it got no answer; a node that refused
-the connection is left for the next one at once. Between other attempts the wait is full jitter: random
-between 0 and BACKOFF_START_S * 2**(attempt - 1), at most BACKOFF_MAX_S. No attempt starts, and no wait
+A request is retried after a 503 (no leader yet, a leader that moved, a node cut off from the others, a
+resource alarm) and, when it is safe to send again (reads, deduplicated publishes), after it got no
+answer; a node that refused the connection is left for the next one at once. A resource alarm lasts
+until consumers drained or space was freed: its retry waits `pause_s` (half to all of it). Between other
+attempts the wait is full jitter: random between 0 and BACKOFF_START_S * 2**(attempt - 1), at most
+BACKOFF_MAX_S. No attempt starts, and no wait
 ends, past the request's deadline. (Hand-written rather than tenacity: the client depends only on aiohttp
 and msgpack; docs/decisions/0013-client-distribution.md.)
 """
@@ -26,19 +28,22 @@ T = TypeVar("T")
 class RetryableFailure(Exception):
     """An attempt failed in a way the next attempt may not. `error` is what the request raises if no time
     is left for another; `at_once` when the request was certainly not sent (no connection), so the next
-    node is tried without waiting."""
+    node is tried without waiting; `pause_s` when the node asked for a pause (a resource alarm)."""
 
-    def __init__(self, error: QuorumqError, *, at_once: bool = False) -> None:
+    def __init__(self, error: QuorumqError, *, at_once: bool = False, pause_s: float = 0.0) -> None:
         super().__init__(str(error))
         self.error = error
         self.at_once = at_once
+        self.pause_s = pause_s
 
 
 def wait_before_retry(attempt_number: int, failure: RetryableFailure) -> float:
     """How long to wait after attempt `attempt_number` (from 1) failed with `failure`: nothing after a
-    refused connection, full jitter after any other retryable failure."""
+    refused connection, the pause it asked for, else full jitter."""
     if failure.at_once:
         return 0.0
+    if failure.pause_s:
+        return random.uniform(failure.pause_s / 2, failure.pause_s)
     ceiling = BACKOFF_START_S * 2 ** min(attempt_number - 1, _MAX_DOUBLINGS)
     return random.uniform(0, min(ceiling, BACKOFF_MAX_S))
 

@@ -19,6 +19,7 @@ from quorumq.errors import (
     NoNodeAvailableError,
     OutcomeUnknownError,
     QuorumqError,
+    ResourceAlarmError,
     TransportError,
     error_from_response,
 )
@@ -29,6 +30,7 @@ from quorumq.retry import RetryableFailure, retrying
 from quorumq.stream import ConsumerSink
 
 DEFAULT_UNRESPONSIVE_AFTER = 0.5
+RESOURCE_ALARM_PAUSE_S = 1.0  # a publish held back by a resource alarm is tried again after this
 JSON = "application/json"
 MSGPACK = "application/msgpack"
 
@@ -216,6 +218,8 @@ class NodeTransport:
         if status != 503 or (isinstance(error, OutcomeUnknownError) and not pending.retry_sent):
             raise error  # an outcome_unknown request may have taken effect: resend only what is safe
         pending.last_error = error
+        if isinstance(error, ResourceAlarmError):
+            raise RetryableFailure(error, pause_s=RESOURCE_ALARM_PAUSE_S)
         pending.hinted = _hint(error, base)
         if pending.hinted is None and base == self.current_node:
             self._advance()  # this node knows no leader (it may be cut off): ask the next one

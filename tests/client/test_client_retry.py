@@ -5,7 +5,7 @@ import asyncio
 
 import pytest
 
-from quorumq import NotFoundError, UnavailableError
+from quorumq import NotFoundError, ResourceAlarmError, UnavailableError
 from quorumq.retry import BACKOFF_MAX_S, BACKOFF_START_S, RetryableFailure, retrying, wait_before_retry
 
 NO_LEADER = UnavailableError(503, "no_leader", "no leader yet")
@@ -23,6 +23,12 @@ def test_the_wait_after_a_503_is_full_jitter(attempt_number: int, ceiling: float
 
 def test_a_refused_connection_moves_on_without_waiting() -> None:
     assert wait_before_retry(5, RetryableFailure(NO_LEADER, at_once=True)) == 0.0
+
+
+def test_a_resource_alarm_waits_half_to_all_of_its_pause() -> None:
+    alarm = ResourceAlarmError(503, "resource_alarm", "node n2 is in a disk alarm")
+    waits = [wait_before_retry(1, RetryableFailure(alarm, pause_s=1.0)) for _ in range(500)]
+    assert 0.5 <= min(waits) < 0.6 and 0.9 < max(waits) <= 1.0
 
 
 async def test_retrying_returns_what_the_first_successful_attempt_returns() -> None:
