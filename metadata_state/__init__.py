@@ -2,5 +2,6 @@
 
 Pure and deterministic like `queue_state`: `commands` are frozen records, `machine.MetadataMachine`
 applies one and returns a typed reply (`replies`), `codec` is their versioned wire form (version-0 raw
-lists still decode), `snapshot` the versioned snapshot of `records`. Imports nothing of the node.
+lists still decode), `snapshot` the versioned snapshot of `records` (the versions only read frozen in
+`legacy_formats`). Imports nothing of the node.
 """

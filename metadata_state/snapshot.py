@@ -6,6 +6,7 @@ from dataclasses import asdict
 
 import msgpack
 
+from metadata_state import legacy_formats
 from metadata_state.machine import MetadataMachine
 from metadata_state.records import NodeInfo, PolicyRecord, QueueInfo, UserRecord
 
@@ -14,7 +15,8 @@ from metadata_state.records import NodeInfo, PolicyRecord, QueueInfo, UserRecord
 # node that reads only version 3 restores a cluster's metadata that never had policies); 5: nodes with
 # `earlier_incarnation`, written only once a node came back as another incarnation; 6: queues keep
 # `initial_members` past a fenced membership change, written only once one was applied (a version that
-# reads 5 takes initial members for a membership never changed).
+# reads 5 takes initial members for a membership never changed). Versions 1 and 2 are only read, through
+# `legacy_formats` (docs/internals/formats.md lists every version).
 SNAPSHOT_VERSION = 6
 
 
@@ -62,19 +64,22 @@ def _node_fields(node: NodeInfo) -> dict[str, str]:
 
 def decode_snapshot(data: bytes) -> MetadataMachine:
     """Rebuild the state from `encode_snapshot` output of this version or an earlier one (ValueError for
-    a later one); fields an earlier version lacks get their defaults (a version-1 queue is UNFENCED;
-    nodes and queues of versions 1 and 2 know no incarnations; versions before 4, no policies; before
-    5, no earlier incarnations; before 6, a queue whose membership changed lists no initial members)."""
+    a later one; versions 1 and 2 through `legacy_formats`); fields an earlier version lacks get their
+    defaults (a version-1 queue is UNFENCED; nodes and queues of versions 1 and 2 know no incarnations;
+    versions before 4, no policies; before 5, no earlier incarnations; before 6, a queue whose membership
+    changed lists no initial members)."""
     raw = msgpack.unpackb(data, raw=False)
-    version = raw.get("version", 1)
-    if version > SNAPSHOT_VERSION:
+    version = legacy_formats.snapshot_version(raw)
+    if version in legacy_formats.SNAPSHOT_VERSIONS:
+        raw = legacy_formats.snapshot_as_version_3(raw)
+    elif version > SNAPSHOT_VERSION:
         raise ValueError(f"metadata snapshot version {version} is newer than {SNAPSHOT_VERSION}")
     return MetadataMachine(
         nodes={n["name"]: NodeInfo(**n) for n in raw["nodes"]},
         queues={q["name"]: QueueInfo(**q) for q in raw["queues"]},
         next_group=raw["next_group"],
-        users={u["name"]: UserRecord(**u) for u in raw.get("users", [])},
-        users_initialised=raw.get("users_initialised", False),
+        users={u["name"]: UserRecord(**u) for u in raw["users"]},
+        users_initialised=raw["users_initialised"],
         policies={p["name"]: PolicyRecord(**p) for p in raw.get("policies", [])},
         policies_revision=raw.get("policies_revision", 0),
     )

@@ -926,7 +926,7 @@ class QueueMachine:
         machine._expiry_signalled = header["expiry_signalled"]
         machine._dead_lettered = dict(header["dead_lettered"])
         machine._dropped = dict(header["dropped"])
-        machine._sealed = header.get("sealed", False)  # version 1 snapshots predate sealing
+        machine._sealed = header["sealed"]
         machine._consumers = ConsumerRegistry.from_wire(
             bool(machine._config.single_active_consumer), header["consumers"]
         )
@@ -955,7 +955,7 @@ class QueueMachine:
                 machine._redrive_serial, rows = payload
                 machine._redrives = {row[0]: RedriveTask.of_wire(row) for row in rows}
             elif kind == "publishers":
-                machine._publishers.extend_from_wire(payload, reader.version)
+                machine._publishers.extend_from_wire(payload)
             else:
                 raise SnapshotError(f"unknown snapshot chunk {kind!r}")
         return machine

@@ -114,13 +114,9 @@ class PublisherDedup:
             for publisher, w in self._windows.items()
         ]
 
-    def extend_from_wire(self, publishers: list[Any], snapshot_version: int) -> None:
-        """Add `to_wire` rows; version 1 rows have no watermark: it is rebuilt from 0 over the window."""
-        for row in publishers:
-            if snapshot_version == 1:
-                watermark, (publisher, floor, last_seen_ms, seen) = 0, row
-            else:
-                publisher, watermark, floor, last_seen_ms, seen = row
+    def extend_from_wire(self, publishers: list[Any]) -> None:
+        """Add `to_wire` rows."""
+        for publisher, watermark, floor, last_seen_ms, seen in publishers:
             self._windows[publisher] = PublisherWindow(
                 watermark, floor, last_seen_ms, {seq: (first_id, count) for seq, first_id, count in seen}
             )

@@ -20,9 +20,10 @@ configuration) and is written once a policy was applied (queue operations versio
 a `redrives` chunk (`[serial, [task row, ...]]`: the queue's redrive tasks and the serial of the last
 one started) and is written once a redrive task was started (queue operations version 8). Version 9
 adds a seventh field, true, to an auto-ack consumer's row (its sixth, the reader time, then written even
-when None) and is written while the queue has one (queue operations version 9). Versions 1
-to 3 still restore, each message's acquired count equal to its delivery count; versions before 6 with
-every message at level 0.
+when None) and is written while the queue has one (queue operations version 9). Versions before 4
+restore with each message's acquired count equal to its delivery count, versions before 6 with every
+message at level 0. Version 1 is only read: `SnapshotReader` hands it to `queue_state.legacy_formats`
+first (docs/internals/formats.md lists every version).
 """
 
 from __future__ import annotations
@@ -32,9 +33,13 @@ from typing import Any
 
 import msgpack
 
+from queue_state import legacy_formats
+
 SNAPSHOT_VERSION = 9  # 2: publishers' watermarks, `sealed`; 3: readers' times; 4: acquired counts, reasons;
 # 5: delayed messages; 6: priorities; 7: the applied policy; 8: redrive tasks; 9: auto-ack consumers
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9)
+WRITTEN_VERSIONS = (2, 3, 4, 5, 6, 7, 8, 9)
+"""The versions a queue writes: the oldest that holds its state (`QueueMachine.snapshot_chunks`)."""
+READABLE_VERSIONS = (*legacy_formats.SNAPSHOT_VERSIONS, *WRITTEN_VERSIONS)
 END_OF_SNAPSHOT = "end"
 
 
@@ -43,8 +48,8 @@ class SnapshotError(ValueError):
 
 
 def snapshot_header(version: int, **fields: Any) -> bytes:
-    """The first chunk: the format `version` (one of READABLE_VERSIONS) and the machine's scalar state."""
-    if version not in READABLE_VERSIONS:
+    """The first chunk: the format `version` (one of WRITTEN_VERSIONS) and the machine's scalar state."""
+    if version not in WRITTEN_VERSIONS:
         raise ValueError(f"no snapshot version {version}")
     packed: bytes = msgpack.packb({"version": version, **fields})
     return packed
@@ -56,7 +61,9 @@ def pack_chunk(kind: str, payload: Any) -> bytes:
 
 
 class SnapshotReader:
-    """Reads a snapshot stream: `header` first, then `parts()` up to the end marker."""
+    """Reads a snapshot stream: `header` first, then `parts()` up to the end marker, both in the form of
+    the versions still written (a version only read, `legacy_formats.SNAPSHOT_VERSIONS`, goes through
+    `legacy_formats` first)."""
 
     def __init__(self, chunks: Iterable[bytes]) -> None:
         self._chunks = iter(chunks)
@@ -66,13 +73,13 @@ class SnapshotReader:
         header = msgpack.unpackb(first, raw=False, strict_map_key=False)
         if not isinstance(header, dict) or header.get("version") not in READABLE_VERSIONS:
             raise SnapshotError(f"unsupported snapshot header (expected a version in {READABLE_VERSIONS})")
-        self.header: dict[str, Any] = header
-        self.version: int = header["version"]
+        self._legacy = header["version"] in legacy_formats.SNAPSHOT_VERSIONS
+        self.header: dict[str, Any] = legacy_formats.snapshot_header(header) if self._legacy else header
 
     def parts(self) -> Iterator[tuple[str, Any]]:
         for chunk in self._chunks:
             kind, payload = msgpack.unpackb(chunk, raw=False, strict_map_key=False)
             if kind == END_OF_SNAPSHOT:
                 return
-            yield kind, payload
+            yield kind, legacy_formats.snapshot_part(kind, payload) if self._legacy else payload
         raise SnapshotError("truncated snapshot: no end marker")

@@ -661,6 +661,16 @@ def test_rule_repair_survives_restarts_until_finished_and_entries_from_the_leade
     store.close()
 
 
+def test_a_repair_marker_written_before_conf_through_decodes_with_none_applied(store, db_path):
+    committed_group(store, upto=10)
+    store.close()
+    marker = GroupKeys("q1").repair
+    raw_write(db_path, {marker: records.seal(marker, msgpack.packb(["entry damaged", 8, 10]))})
+    store = NodeStore.open(db_path)
+    assert store.group("q1").repair() == Repair("entry damaged", 8, 10, conf_through=0)
+    store.close()
+
+
 def test_a_value_copied_under_another_index_fails_its_checksum(store, db_path):
     committed_group(store, upto=10)
     store.close()
