@@ -37,8 +37,8 @@ from cluster.queues.dead_lettering.dispatcher import DeadLetterDispatcher
 from cluster.queues.dead_lettering.publisher import ClusterPublisher, RemotePublisher
 from cluster.queues.leader_clock import LeaderClock
 from cluster.queues.queue_directory import QueueDirectory
+from cluster.queues.queue_door import QueueDoor
 from cluster.queues.queue_hosting import QueueHosting
-from cluster.queues.queue_leader import QueueLeader
 from cluster.queues.queue_replica import QueueReplica
 from cluster.queues.redriving.dispatcher import RedriveDispatcher
 from cluster.replication.address_exchange import AddressExchange
@@ -184,7 +184,7 @@ class Node:
         )
         hold_ticks = NEW_GROUP_HOLD_ELECTIONS * self.config.election_ticks
         reads = self.env.reads_queue_ops
-        self._hosting = QueueHosting(self.name, store, host, self._new_queue_leader, hold_ticks, reads)
+        self._hosting = QueueHosting(self.name, store, host, self._new_queue_door, hold_ticks, reads)
         self._formats = FormatVersions(
             self.name, self._status.metadata_members, self.transport.linked, reads, self.env.reads_metadata
         )
@@ -242,7 +242,7 @@ class Node:
         return self._directory
 
     @property
-    def queues(self) -> Mapping[str, QueueLeader]:
+    def queues(self) -> Mapping[str, QueueDoor]:
         """The door of every queue this node hosts, by name (leading or following)."""
         assert self._hosting is not None, "the node is not started"
         return self._hosting.queues
@@ -342,10 +342,10 @@ class Node:
         self._hosting.apply_policies(self.metadata.policies.values(), self.metadata.policies_revision)
         self.membership.metadata_changed()
 
-    def _new_queue_leader(self, info: QueueInfo, replica: QueueReplica) -> QueueLeader:
+    def _new_queue_door(self, info: QueueInfo, replica: QueueReplica) -> QueueDoor:
         """The door of a queue hosted here, wired to dead-lettering and deletion."""
         assert self.host is not None
-        return QueueLeader(
+        return QueueDoor(
             info.name,
             info.group,
             replica,
@@ -362,7 +362,7 @@ class Node:
             new_token=self.env.new_token,
         )
 
-    def _leadership_changed(self, queue: QueueLeader, is_leader: bool) -> None:
+    def _leadership_changed(self, queue: QueueDoor, is_leader: bool) -> None:
         """The workers beside a queue's leader (at-least-once dead letters, redrive tasks) follow it."""
         self.dead_letters.leadership_changed(queue, is_leader)
         self.redrives.leadership_changed(queue, is_leader)
@@ -371,7 +371,7 @@ class Node:
         """Whether queue `name` exists, in the metadata this node applied."""
         return name in self.metadata.queues
 
-    def _led_here(self, name: str) -> QueueLeader | None:
+    def _led_here(self, name: str) -> QueueDoor | None:
         """The door of queue `name` when this node leads it, else None."""
         door = self.queues.get(name)
         return door if door is not None and door.is_leader else None

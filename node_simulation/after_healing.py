@@ -14,7 +14,7 @@ from typing import Any
 
 from cluster.errors import NodeError
 from cluster.node import Node
-from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_door import QueueDoor
 from cluster.queues.queue_replica import QueueReplica
 from cluster.queues.queue_results import MessageRow
 from node_simulation.history import Violation
@@ -194,7 +194,7 @@ class AfterHealing:
         return f"queue {queue}: messages nobody published: {unexpected[:5]}" if unexpected else ""
 
 
-async def _browse_all(door: QueueLeader) -> list[MessageRow]:
+async def _browse_all(door: QueueDoor) -> list[MessageRow]:
     rows: list[MessageRow] = []
     first = 0
     while True:

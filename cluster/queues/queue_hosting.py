@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
 from cluster.queues.policies import applied_policy
-from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_door import QueueDoor
 from cluster.queues.queue_replica import QueueReplica
 from cluster.replication.entry_codec import QUEUE_OP_VERSION
 from metadata_state.commands import SetArguments
@@ -38,7 +38,7 @@ from raft_log.types import ConfState
 
 log = logging.getLogger(__name__)
 
-NewLeader = Callable[[QueueInfo, QueueReplica], QueueLeader]
+NewLeader = Callable[[QueueInfo, QueueReplica], QueueDoor]
 
 
 class QueueGroups(Protocol):
@@ -56,7 +56,7 @@ class QueueGroups(Protocol):
 
 
 class QueueHosting:
-    """The queues whose groups this node hosts, each with its door (`QueueLeader`, built by
+    """The queues whose groups this node hosts, each with its door (`QueueDoor`, built by
     `new_leader`). `hold_ticks` is how long the initial members other than the placed leader hold their
     elections in a new group."""
 
@@ -76,11 +76,11 @@ class QueueHosting:
         self._groups = groups
         self._new_leader = new_leader
         self._hold_ticks = hold_ticks
-        self._queues: dict[str, QueueLeader] = {}
+        self._queues: dict[str, QueueDoor] = {}
         self._unlisted: set[str] = set()  # hosted queues the metadata no longer lists this node in
 
     @property
-    def queues(self) -> Mapping[str, QueueLeader]:
+    def queues(self) -> Mapping[str, QueueDoor]:
         """The door of every queue hosted here, by queue name (leading or following)."""
         return self._queues
 

@@ -1,4 +1,4 @@
-"""A queue's replica and its door (`QueueLeader`) on each node of a gated cluster, as a node builds them
+"""A queue's replica and its door (`QueueDoor`) on each node of a gated cluster, as a node builds them
 (the workers beside the leader left out), with the real record of what each peer said it reads."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from gated_cluster import GROUP, NAMES, Node
 from support.eventually import eventually
 
 from cluster.queues.leader_clock import LeaderClock, monotonic_ms
-from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_door import QueueDoor
 from cluster.queues.queue_replica import QueueReplica
 from cluster.replication.format_versions import FormatVersions
 from cluster.replication.stored_message import StoredMessage
@@ -36,9 +36,9 @@ def every_node_reads_this_version(name: str) -> FormatVersions:
     return formats
 
 
-def door_of(node: Node, formats: FormatVersions | None = None, idle_timeout_ms: int = 60_000) -> QueueLeader:
+def door_of(node: Node, formats: FormatVersions | None = None, idle_timeout_ms: int = 60_000) -> QueueDoor:
     """The queue's door on `node` (`formats`: by default, every node reads this version)."""
-    return QueueLeader(
+    return QueueDoor(
         QUEUE,
         GROUP,
         node.app,
@@ -60,6 +60,6 @@ def texts(*bodies: str) -> list[tuple[StoredMessage, int | None]]:
     return [(StoredMessage(body.encode(), {}, "utf8"), None) for body in bodies]
 
 
-async def lead(nodes: dict[str, Node], doors: dict[str, QueueLeader], name: str) -> None:
+async def lead(nodes: dict[str, Node], doors: dict[str, QueueDoor], name: str) -> None:
     nodes[name].host.campaign(GROUP)
     await eventually(lambda: doors[name].is_leader, f"{name} to lead")

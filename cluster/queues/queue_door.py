@@ -1,4 +1,4 @@
-"""`QueueLeader`: the one door into a queue this node hosts, served while this node leads its group.
+"""`QueueDoor`: the one door into a queue this node hosts, on every replica, leading or following.
 
 The HTTP handlers, the dead-letter worker and `Node` reach a queue only through its typed methods. Each
 builds its `queue_state` command in one place (`_command`), replicates it in an envelope stamped once
@@ -180,8 +180,9 @@ class QueueFormats(Protocol):
         ...
 
 
-class QueueLeader:
-    """One queue hosted on this node: its door while this node leads the queue's group."""
+class QueueDoor:
+    """One queue hosted on this node, its door whether this node leads the queue's group or follows it:
+    reads answer what this replica applied, and what goes through the log needs this node to lead."""
 
     def __init__(
         self,
@@ -194,8 +195,8 @@ class QueueLeader:
         on_dead_letter: DeadLetterSink,
         request_delete: Callable[[str, str], None],
         delete_sealed: Callable[[str, str], Awaitable[None]],
-        on_leadership: Callable[[QueueLeader, bool], None],
-        on_redrive: Callable[[QueueLeader], None],
+        on_leadership: Callable[[QueueDoor, bool], None],
+        on_redrive: Callable[[QueueDoor], None],
         formats: QueueFormats,
         consumer_timeout_ms: int,
         consumer_idle_timeout_ms: int,
