@@ -192,7 +192,7 @@ def on_queue_leader(handler: QueueHandler) -> Callable[[web.Request], Awaitable[
         route = await queue_route(queues, request.app[STATUS], name)
         if route is not None:
             return await forward(request, route.target, route.leader_now)
-        return await handler(request, queues.led(name))
+        return await handler(request, queues.leading_door(name))
 
     return serve
 

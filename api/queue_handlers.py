@@ -162,15 +162,15 @@ async def visible_queues(request: web.Request) -> list[dict[str, Any]]:
     names = [name for name in queues.names() if caller.lists(name)]
     if query_flag(request, "led"):
         return [
-            queue_json(request, n, local) for n in names if (local := queues.local(n)) and local.is_leader
+            queue_json(request, n, door) for n in names if (door := queues.hosted_door(n)) and door.is_leader
         ]
     own_view = query_flag(request, "local")
     answered: dict[str, dict[str, Any]] = {}
     elsewhere: set[str] = set()
     for name in names:
-        local = queues.local(name)
-        if local is not None and (own_view or local.is_leader):
-            answered[name] = queue_json(request, name, local)
+        door = queues.hosted_door(name)
+        if door is not None and (own_view or door.is_leader):
+            answered[name] = queue_json(request, name, door)
         elif (leader := queues.leader_of(name)) is not None:
             elsewhere.add(leader)
     urls = [url for node in sorted(elsewhere) if (url := request.app[STATUS].node_http(node))]
@@ -180,7 +180,7 @@ async def visible_queues(request: web.Request) -> list[dict[str, Any]]:
     for rows in led_elsewhere:
         for row in rows if isinstance(rows, list) else []:
             answered.setdefault(row["name"], row)
-    return [answered.get(name) or queue_json(request, name, queues.local(name)) for name in names]
+    return [answered.get(name) or queue_json(request, name, queues.hosted_door(name)) for name in names]
 
 
 async def delete_queue(request: web.Request) -> web.StreamResponse:

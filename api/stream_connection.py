@@ -312,7 +312,7 @@ class StreamConnection:
         route = await queue_route(self._app[QUEUES], self._app[STATUS], name)
         if route is not None:
             raise NotLeader(f"this node does not lead queue '{name}'", route.target)
-        return self._app[QUEUES].led(name)
+        return self._app[QUEUES].leading_door(name)
 
     async def _hint_after_change(self, queue: QueueDoor) -> dict[str, str | None] | None:
         """Where `queue` is led after this node stopped leading it (None when it is gone), waiting up to

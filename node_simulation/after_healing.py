@@ -100,7 +100,7 @@ class AfterHealing:
         (a durable consumer, Spark's, holds what it checked out until it settles), None without a leader."""
 
         async def unacked(node: Node) -> int:
-            door = node.directory.led(queue)
+            door = node.directory.leading_door(queue)
             assert node.host is not None
             replica = node.host.groups[door.group].app
             assert isinstance(replica, QueueReplica)
@@ -140,7 +140,7 @@ class AfterHealing:
         pending = {}
         for sim_node in self.sim.nodes.values():
             node = sim_node.running
-            for door in node.directory.leading() if node is not None else []:
+            for door in node.directory.leading_doors() if node is not None else []:
                 assert node is not None and node.host is not None
                 replica = node.host.groups[door.group].app
                 if isinstance(replica, QueueReplica) and replica.machine.dead_letter_ids():

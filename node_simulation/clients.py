@@ -322,7 +322,7 @@ def _polled_checked(
     none of them any more)."""
 
     async def poll(node: Node) -> list[MessageRow]:
-        door = node.directory.led(queue)
+        door = node.directory.leading_door(queue)
         rows = await door.poll(tag, limit, POLL_WAIT_S)
         assert node.host is not None
         replica = node.host.groups[door.group].app

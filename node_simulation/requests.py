@@ -65,7 +65,7 @@ class ClientRequests:
         """`call` on the door of `queue` at node `name` (NotLeader there updates the belief)."""
 
         async def on_door(node: Node) -> T:
-            return await call(node.directory.led(queue))
+            return await call(node.directory.leading_door(queue))
 
         return await self.about(name, queue, on_door)
 

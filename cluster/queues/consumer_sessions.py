@@ -35,7 +35,7 @@ class ConsumerSession:
     outstanding, instead of by the state machine's push delivery. A manual-ack get's holder
     (`get_holder`) has a session only for its timeout: it is never polled; `getting` while its Get is
     not applied yet (it holds nothing so far, and must not be closed for that). `auto_ack`: each poll
-    settles what it takes. `local`: a reader registered with this leader only (while a node reads no
+    settles what it takes. `unlogged`: a reader registered with this leader only (while a node reads no
     readers), which the state knows only by what it holds. `closed` once the leader forgot the session:
     a poll waiting on it answers what it has.
     """
@@ -51,7 +51,7 @@ class ConsumerSession:
     getting: bool = False
     polls: int = 0
     auto_ack: bool = False
-    local: bool = False
+    unlogged: bool = False
     closed: bool = False
 
     def offer(self, deliveries: Iterable[Delivery]) -> None:

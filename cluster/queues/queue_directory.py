@@ -103,7 +103,7 @@ class QueueDirectory:
         await _polled(lambda: self.leader_of(name) is not None, timeout)
         return self.leader_of(name)
 
-    def led(self, name: str) -> QueueDoor:
+    def leading_door(self, name: str) -> QueueDoor:
         """The door of a queue this node leads, or NotLeader naming the leader when known."""
         info = self.info(name)
         queue = self._hosted.get(name)
@@ -111,11 +111,11 @@ class QueueDirectory:
             raise NotLeader(f"this node does not lead queue '{name}'", self.leader_of(name))
         return queue
 
-    def local(self, name: str) -> QueueDoor | None:
+    def hosted_door(self, name: str) -> QueueDoor | None:
         """The door of this node's replica of a queue, leading or following; None when it hosts none."""
         return self._hosted.get(name)
 
-    def leading(self) -> list[QueueDoor]:
+    def leading_doors(self) -> list[QueueDoor]:
         """The doors of the queues this node leads."""
         return [queue for queue in self._hosted.values() if queue.is_leader]
 

@@ -512,7 +512,7 @@ class QueueDoor:
         session = self._sessions.open(tag, timeout_ms, self._now())
         session.since_ms, session.prefetch, session.auto_ack = since_ms, prefetch, auto_ack
         if since_ms is not None and not self._formats.reads_queue_ops(READER_OP_VERSION):
-            session.local = True
+            session.unlogged = True
             return tag
         command = self._command(Checkout, tag, prefetch, priority, timeout_ms, since_ms, auto_ack)
         reply = await self._submit(command)
@@ -652,7 +652,7 @@ class QueueDoor:
             raise ConsumerEnded(f"consumer '{tag}' of queue '{self.name}' ended: {reason}", code=reason)
         session = self._sessions.get(tag)
         registered = self._replica.machine.consumer(tag)
-        if session is not None and not session.get_holder and (registered is not None or session.local):
+        if session is not None and not session.get_holder and (registered is not None or session.unlogged):
             return session
         if registered is not None:
             return self._open_session(registered, self._now())

@@ -40,7 +40,7 @@ class InProcessNode:
         status, body = await self.call("PUT", f"/api/queues/{name}", json={"arguments": arguments or {}})
         assert status in (201, 204), body
         await eventually(lambda: name in self.node.queues and self.node.queues[name].is_leader, f"{name} led")
-        return self.node.directory.led(name)
+        return self.node.directory.leading_door(name)
 
 
 @contextlib.asynccontextmanager
