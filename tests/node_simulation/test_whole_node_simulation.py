@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from cluster.queues.consumer_sessions import ConsumerSession
+from cluster.queues.consumer_sessions import ConsumerSession, ConsumerSessions
 from cluster.queues.queue_door import QueueDoor
 from cluster.queues.queue_results import MessageRow, Published
 from node_simulation.history import Violation
@@ -111,7 +111,7 @@ def test_the_checker_catches_a_poll_handing_out_what_its_consumer_no_longer_hold
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Finding 6 brought back (a poll trusts its buffer): a poll answers a message another consumer holds."""
-    monkeypatch.setattr(QueueDoor, "_holds", lambda self, tag: lambda delivery: True)
+    monkeypatch.setattr(ConsumerSessions, "holds", lambda self, tag: lambda delivery: True)
     assert "which it does not hold" in _first_violation(range(1, 9))
 
 
