@@ -17,7 +17,7 @@ import contextlib
 import functools
 import itertools
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
 from cluster.errors import (
@@ -119,7 +119,6 @@ FIT_SCAN = 65536
 _DURABLE_REFUSALS = frozenset({"name_in_use", "beyond_sequence", QUEUE_DELETING})
 
 C = TypeVar("C", bound=Command)
-DeadLetterSink = Callable[[str, DeadLetter, list[tuple[Delivery, StoredMessage]], int], None]
 
 
 @contextlib.contextmanager
@@ -168,6 +167,37 @@ class QueueFormats(Protocol):
         ...
 
 
+class DoorHost(Protocol):
+    """What a queue's door asks of the node hosting it (`Node`): tokens, and what is done beyond the
+    queue when its state machine or its leadership says so."""
+
+    def new_token(self) -> str:
+        """An unguessable token (consumer tags, get holders)."""
+        ...
+
+    def dead_lettered(
+        self, queue: str, letter: DeadLetter, held: list[tuple[Delivery, StoredMessage]], now_ms: int
+    ) -> None:
+        """Hand on what `queue` dead-lettered at most once, with the bodies still stored (`held`)."""
+        ...
+
+    def request_delete(self, name: str, group: str) -> None:
+        """Ask the metadata, without waiting, to delete the queue (expired, or sealed)."""
+        ...
+
+    async def delete_sealed(self, name: str, group: str) -> None:
+        """Delete the sealed queue through the metadata, waiting until this node sees it gone."""
+        ...
+
+    def leadership_changed(self, door: QueueDoor, is_leader: bool) -> None:
+        """This node started or stopped leading the queue: the workers beside its leader follow."""
+        ...
+
+    def redrive_started(self, door: QueueDoor) -> None:
+        """The queue started a redrive task: run its worker."""
+        ...
+
+
 class QueueDoor:
     """One queue hosted on this node, its door whether this node leads the queue's group or follows it:
     reads answer what this replica applied, and what goes through the log needs this node to lead."""
@@ -180,15 +210,10 @@ class QueueDoor:
         host: Replicator,
         clock: LeaderClock,
         *,
-        on_dead_letter: DeadLetterSink,
-        request_delete: Callable[[str, str], None],
-        delete_sealed: Callable[[str, str], Awaitable[None]],
-        on_leadership: Callable[[QueueDoor, bool], None],
-        on_redrive: Callable[[QueueDoor], None],
+        node: DoorHost,
         formats: QueueFormats,
         consumer_timeout_ms: int,
         consumer_idle_timeout_ms: int,
-        new_token: Callable[[], str],
     ) -> None:
         self.name = name
         self.group = group
@@ -198,12 +223,7 @@ class QueueDoor:
         self._sessions = ConsumerSessions(
             name, replica, self._now, consumer_timeout_ms, consumer_idle_timeout_ms
         )
-        self._on_dead_letter = on_dead_letter
-        self._request_delete = request_delete
-        self._delete_sealed = delete_sealed
-        self._on_leadership = on_leadership
-        self._on_redrive = on_redrive
-        self._new_token = new_token
+        self._node = node
         self._formats = formats
         self._applied = asyncio.Event()
         self._serving = asyncio.Event()  # this leader applied an entry of its own term (`_catch_up`)
@@ -318,7 +338,7 @@ class QueueDoor:
         reply = await self._submit(self._command(Seal, if_empty, if_unused))
         if isinstance(reply, Failure):
             raise QueueConflict(reply.reason)
-        await self._delete_sealed(self.name, self.group)
+        await self._node.delete_sealed(self.name, self.group)
 
     # -- publishing and reading ---------------------------------------------------------------------
 
@@ -367,7 +387,7 @@ class QueueDoor:
         settled at once or held for a manual ack (`settle` with no consumer). With `max_bytes`, only as
         many as fit it in the applied state now (`_fitting`): all those taken are answered, so a get
         never removes a message it does not answer."""
-        holder = f"get-{self._new_token()}"
+        holder = f"get-{self._node.new_token()}"
         if max_bytes is not None:
             count = self._fitting(count, since_ms, max_bytes)
         command = self._command(Get, holder, count, auto_ack, since_ms)
@@ -481,7 +501,7 @@ class QueueDoor:
         version 9 across the cluster, until then Refused `upgrade_in_progress`."""
         if auto_ack:
             self._formats.require_queue_ops(AUTO_ACK_OP_VERSION, "no auto-ack consumers")
-        tag = self._new_token() if owner is None else owned(self._new_token(), owner)
+        tag = self._node.new_token() if owner is None else owned(self._node.new_token(), owner)
         session = self._sessions.register(tag, timeout_ms, since_ms, prefetch, auto_ack)
         if since_ms is not None and not self._formats.reads_queue_ops(READER_OP_VERSION):
             session.unlogged = True
@@ -729,7 +749,7 @@ class QueueDoor:
         reply = await self._submit(command)
         if isinstance(reply, Failure):
             raise _refusal(reply)
-        self._on_redrive(self)
+        self._node.redrive_started(self)
         return next(progress for progress in self.redrive_progress() if progress.task == task)
 
     async def redrive_checkout(self, task: str, serial: int, count: int) -> Position:
@@ -859,15 +879,15 @@ class QueueDoor:
                     self._sessions.deliver(effect.consumer, effect.deliveries)
             elif isinstance(effect, DeadLetter):
                 found = self._replica.bodies.with_bodies(effect.deliveries)
-                self._on_dead_letter(self.name, effect, found, self._now())
+                self._node.dead_lettered(self.name, effect, found, self._now())
             elif isinstance(effect, QueueExpired):
-                self._request_delete(self.name, self.group)
+                self._node.request_delete(self.name, self.group)
 
     def _on_role(self, is_leader: bool) -> None:
         """Sessions are this leadership's own: a new leader serves consumers once it caught up."""
         self._sessions.close_all()
         self._serving.clear()
-        self._on_leadership(self, is_leader)
+        self._node.leadership_changed(self, is_leader)
         if is_leader:
             self._leadership += 1
             self._catch_up()
@@ -902,7 +922,7 @@ class QueueDoor:
             self._delete_due_ms = self._delete_due_ms or now + DELETE_RETRY_MS
             if now >= self._delete_due_ms:
                 self._delete_due_ms = now + DELETE_RETRY_MS
-                self._request_delete(self.name, self.group)
+                self._node.request_delete(self.name, self.group)
         deadline = self._replica.machine.next_deadline_ms()
         if deadline is not None and deadline <= now and not self._tick_in_flight:
             self._tick_in_flight = True

@@ -24,8 +24,26 @@ def queue_replica(name: str, group_log: GroupLog) -> QueueReplica:
     return QueueReplica(QUEUE, GROUP, QueueConfig(), group_log)
 
 
-async def _nothing(*_: object) -> None:
-    return None
+class AloneHost:
+    """A door's node that does nothing beyond the queue (the workers beside the leader left out)."""
+
+    def new_token(self) -> str:
+        return uuid.uuid4().hex
+
+    def dead_lettered(self, *_: object) -> None:
+        pass
+
+    def request_delete(self, *_: object) -> None:
+        pass
+
+    async def delete_sealed(self, *_: object) -> None:
+        pass
+
+    def leadership_changed(self, *_: object) -> None:
+        pass
+
+    def redrive_started(self, *_: object) -> None:
+        pass
 
 
 def every_node_reads_this_version(name: str) -> FormatVersions:
@@ -44,15 +62,10 @@ def door_of(node: Node, formats: FormatVersions | None = None, idle_timeout_ms: 
         node.app,
         node.host,
         LeaderClock(lambda: int(time.time() * 1000), monotonic_ms),
-        on_dead_letter=lambda *_: None,
-        request_delete=lambda *_: None,
-        delete_sealed=_nothing,
-        on_leadership=lambda *_: None,
-        on_redrive=lambda _: None,
+        node=AloneHost(),
         formats=formats or every_node_reads_this_version(node.name),
         consumer_timeout_ms=60_000,
         consumer_idle_timeout_ms=idle_timeout_ms,
-        new_token=lambda: uuid.uuid4().hex,
     )
 
 
