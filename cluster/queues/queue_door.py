@@ -232,10 +232,7 @@ class QueueDoor:
         self._tick_in_flight = False
         self._delete_due_ms: int | None = None
         self._policy_in_flight: int | None = None  # the revision of the policies proposed
-        replica.effect_sink = self._on_effects
-        replica.role_listener = self._on_role
-        replica.applied_listener = self._applied.set
-        replica.time_listener = clock.observe
+        replica.listener = self
 
     @property
     def is_leader(self) -> bool:
@@ -870,9 +867,19 @@ class QueueDoor:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._applied.wait(), timeout)
 
-    # -- effects and timers -------------------------------------------------------------------------
+    # -- what the replica tells (`ReplicaListener`) -------------------------------------------------
 
-    def _on_effects(self, effects: list[Any]) -> None:
+    def time_applied(self, now_ms: int) -> None:
+        """The leader clock runs on from the queue time applied here."""
+        self._clock.observe(now_ms)
+
+    def entry_applied(self) -> None:
+        """Wake what waits for this leader to apply an entry (`wait_applied`)."""
+        self._applied.set()
+
+    def effects_applied(self, effects: list[Any]) -> None:
+        """Act on what the state machine asks of its leader: deliveries to sessions (once serving),
+        dead letters handed on, an expired queue's deletion asked of the metadata."""
         for effect in effects:
             if isinstance(effect, Deliver):
                 if self._serving.is_set():  # else in the state this leader reads once it serves
@@ -883,7 +890,7 @@ class QueueDoor:
             elif isinstance(effect, QueueExpired):
                 self._node.request_delete(self.name, self.group)
 
-    def _on_role(self, is_leader: bool) -> None:
+    def role_changed(self, is_leader: bool) -> None:
         """Sessions are this leadership's own: a new leader serves consumers once it caught up."""
         self._sessions.close_all()
         self._serving.clear()
@@ -891,6 +898,8 @@ class QueueDoor:
         if is_leader:
             self._leadership += 1
             self._catch_up()
+
+    # -- catching up and timers ---------------------------------------------------------------------
 
     def _catch_up(self) -> None:
         """Replicate a Tick of this leadership (unless one is on its way): once it is applied here, this

@@ -59,15 +59,15 @@ def poll_once_leading(node: Node, door: QueueDoor, tag: str, polls: dict[str, as
     """Have consumer `tag` poll `door` the moment its node starts leading (a client that turned to the
     new leader at once), before it applied what its predecessor committed."""
     replica: QueueReplica = node.app
-    told = replica.role_listener
-    assert told is not None
+    assert replica.listener is door
+    told = door.role_changed
 
     def role_changed(is_leader: bool) -> None:
         told(is_leader)
         if is_leader and node.name not in polls:
             polls[node.name] = asyncio.ensure_future(door.poll(tag, 10, 5.0))
 
-    replica.role_listener = role_changed
+    door.role_changed = role_changed  # what the replica calls on its listener, the door
 
 
 async def test_rule_an_auto_ack_consumer_is_never_handed_again_what_it_was_answered(tmp_path: Path) -> None:
