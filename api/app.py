@@ -164,7 +164,7 @@ def add_routes(router: web.UrlDispatcher) -> None:
 async def _sample_rates(app: web.Application) -> AsyncIterator[None]:
     directory = app[QUEUES]
     sampling = asyncio.create_task(
-        keep_sampling(app[METRICS].rates, lambda: {queue.name for queue in directory.leading()})
+        keep_sampling(app[METRICS].rates, lambda: {queue.name for queue in directory.leading_doors()})
     )
     yield
     sampling.cancel()

@@ -16,14 +16,14 @@ from api.durable_handlers import register_durable
 from api.forwarding import on_queue_leader
 from api.queue_handlers import settle, touch
 from api.validation import MAX_POLL, MAX_WAIT_S, json_object, query_number
-from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_door import QueueDoor
 
 TAG_SHOWN = 8
 """How much of a consumer's tag the list shows: enough to tell consumers apart, too little to use one."""
 
 
 @on_queue_leader
-async def list_consumers(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
+async def list_consumers(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
     """GET /api/queues/{q}/consumers: every consumer of the queue, durable ones last. Only the first
     characters of a consumer's tag are shown (a durable consumer's name, its owner's choice, whole)."""
     listed = []
@@ -36,7 +36,7 @@ async def list_consumers(request: web.Request, queue: QueueLeader) -> web.Stream
 
 
 @on_queue_leader
-async def register_consumer(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
+async def register_consumer(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
     """POST /api/queues/{q}/consumers: 201 with the new consumer's tag."""
     body = await json_object(request, optional=True)
     if body.get("durable") is True:
@@ -54,7 +54,7 @@ async def register_consumer(request: web.Request, queue: QueueLeader) -> web.Str
 
 
 @on_queue_leader
-async def deliveries(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
+async def deliveries(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
     """GET /api/queues/{q}/consumers/{tag}/deliveries?max=&wait=&max_bytes=: long-poll, within the
     answer's byte budget (`api.deliveries`)."""
     limit = int(query_number(request, "max", 100, maximum=MAX_POLL))
@@ -65,25 +65,25 @@ async def deliveries(request: web.Request, queue: QueueLeader) -> web.StreamResp
 
 
 @on_queue_leader
-async def settle_consumer(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
+async def settle_consumer(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
     """POST /api/queues/{q}/consumers/{tag}/ack and /nack."""
     return await settle(request, queue, _tag(request, queue))
 
 
 @on_queue_leader
-async def touch_consumer(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
+async def touch_consumer(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
     """POST /api/queues/{q}/consumers/{tag}/touch: extend the hold of the consumer's deliveries."""
     return await touch(request, queue, _tag(request, queue))
 
 
 @on_queue_leader
-async def cancel_consumer(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
+async def cancel_consumer(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
     """DELETE /api/queues/{q}/consumers/{tag}: unacked messages return to the queue (a durable
     consumer's deliveries too)."""
     await queue.cancel(_tag(request, queue))
     return web.Response(status=204)
 
 
-def _tag(request: web.Request, queue: QueueLeader) -> str:
+def _tag(request: web.Request, queue: QueueDoor) -> str:
     """The consumer the route names, the caller's own (else UnknownConsumer)."""
     return own_consumer(queue, principal(request), request.match_info["tag"])

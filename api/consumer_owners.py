@@ -12,10 +12,10 @@ from __future__ import annotations
 from api.access import Principal
 from cluster.errors import UnknownConsumer
 from cluster.queues.consumer_names import owned, owner_of
-from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_door import QueueDoor
 
 
-def own_consumer(queue: QueueLeader, caller: Principal, name: str) -> str:
+def own_consumer(queue: QueueDoor, caller: Principal, name: str) -> str:
     """The name in `queue`'s state of the consumer `caller` calls `name`; UnknownConsumer when that is
     another user's and `caller` is no administrator."""
     owner = owner_of(name)

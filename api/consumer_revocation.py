@@ -60,7 +60,7 @@ class ConsumerRevocation:
         self._again = True
         while self._again:
             self._again = False
-            for queue in self._queues.leading():
+            for queue in self._queues.leading_doors():
                 for consumer in queue.consumer_list():
                     owner = owner_of(consumer.tag)
                     if consumer.durable or owner is None or self._may_read(owner, queue.name):

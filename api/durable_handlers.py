@@ -28,14 +28,14 @@ from api.validation import (
     query_int,
 )
 from cluster.queues.consumer_names import OWNER_MARK
-from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_door import QueueDoor
 from cluster.queues.queue_results import Position
 
 MAX_CHECKOUT = 10000
 _REGISTER_FIELDS = {"durable", "name", "prefetch", "priority"}
 
 
-async def register_durable(request: web.Request, queue: QueueLeader, body: dict[str, Any]) -> web.Response:
+async def register_durable(request: web.Request, queue: QueueDoor, body: dict[str, Any]) -> web.Response:
     """POST /api/queues/{q}/consumers with {"durable": true, "name": c}: 201 with the sequence position.
 
     Registering an existing durable consumer again is allowed and changes nothing. Its name is checked
@@ -52,7 +52,7 @@ async def register_durable(request: web.Request, queue: QueueLeader, body: dict[
 
 
 @on_queue_leader
-async def checkout(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
+async def checkout(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
     """POST /api/queues/{q}/consumers/{c}/checkout {"max": n, "since": t, "max_bytes": b}: number up to
     n more ready messages, only those enqueued at or after `since` (epoch ms or ISO-8601) when given,
     while their bodies add up to at most `max_bytes` (the first one always).
@@ -77,7 +77,7 @@ async def checkout(request: web.Request, queue: QueueLeader) -> web.StreamRespon
 
 
 @on_queue_leader
-async def settle_below(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
+async def settle_below(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
     """POST /api/queues/{q}/consumers/{c}/settle {"below": n}: settle every delivery numbered below n."""
     body = await json_object(request)
     below = field_int(body, "below", None)
@@ -89,7 +89,7 @@ async def settle_below(request: web.Request, queue: QueueLeader) -> web.StreamRe
 
 
 @on_queue_leader
-async def read_log(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
+async def read_log(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
     """GET /api/queues/{q}/consumers/{c}/log?from=&to=: the deliveries numbered from..to-1, unchanged.
 
     Non-destructive. A range this leader has not applied yet waits for one round through the log;

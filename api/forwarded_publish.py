@@ -66,7 +66,7 @@ async def publish_routed(app: web.Application, name: str, job: PublishJob, user:
     the peer transport with one more hop. The HTTP status and body of the answer."""
     route = await queue_route(app[QUEUES], app[STATUS], name)
     if route is None:
-        return 201, await job.run(app, app[QUEUES].led(name))
+        return 201, await job.run(app, app[QUEUES].leading_door(name))
     if job.delays is not None:  # what its leader reads, too
         app[FORMATS].require_queue_ops(DELAY_OP_VERSION, "no delays")
     if job.priorities is not None:

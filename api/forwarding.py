@@ -37,7 +37,7 @@ from api.validation import bad, queue_name
 from cluster.errors import NotLeader, OutcomeUnknown, QueueNotFound
 from cluster.node_status import NodeStatus
 from cluster.queues.queue_directory import QueueDirectory
-from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_door import QueueDoor
 from cluster.security.peer_auth import NODE_AUTH_HEADER, PlainHttpRefused
 
 HOPS_HEADER = "X-Quorumq-Hops"
@@ -49,7 +49,7 @@ LEADER_RECHECK_S = 0.1  # how often a pending forward compares its target with t
 NO_LEADER_WAIT_S = 2.0  # how long a request on a queue whose leader this node does not know waits for one
 
 T = TypeVar("T")
-QueueHandler = Callable[[web.Request, QueueLeader], Awaitable[web.StreamResponse]]
+QueueHandler = Callable[[web.Request, QueueDoor], Awaitable[web.StreamResponse]]
 
 
 def client_node(request: web.Request) -> str:
@@ -192,7 +192,7 @@ def on_queue_leader(handler: QueueHandler) -> Callable[[web.Request], Awaitable[
         route = await queue_route(queues, request.app[STATUS], name)
         if route is not None:
             return await forward(request, route.target, route.leader_now)
-        return await handler(request, queues.led(name))
+        return await handler(request, queues.leading_door(name))
 
     return serve
 

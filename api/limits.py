@@ -73,7 +73,7 @@ def _check_control_body(request: web.Request, size: int | None) -> None:
 
 def check_consumer_room(app: web.Application, queue: str) -> None:
     """429 when `queue` already has `max_consumers_per_queue` consumers (as a local replica knows)."""
-    local = app[QUEUES].local(queue)
+    local = app[QUEUES].hosted_door(queue)
     if local is None:
         return  # no local replica: the leader this request is forwarded to checks
     consumers = local.stats().consumers

@@ -17,7 +17,7 @@ from api.forwarding import forward, on_meta_leader, on_queue_leader
 from api.validation import bad, field_str, json_object, queue_name
 from cluster.errors import NodeNotFound
 from cluster.membership.group_changes import MembershipRefused
-from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_door import QueueDoor
 
 QUEUE = "/api/queues/{q}"
 MEMBER_STATUS_TIMEOUT_S = 2.0
@@ -59,7 +59,7 @@ async def _node_field(request: web.Request) -> str:
 
 
 @on_queue_leader
-async def list_members(request: web.Request, door: QueueLeader) -> web.StreamResponse:
+async def list_members(request: web.Request, door: QueueDoor) -> web.StreamResponse:
     """GET /api/queues/{q}/members: every member as the leader sees it, with each member's own status."""
     rows = request.app[MEMBERSHIP].queues.leader_view(door.name)
     statuses = await asyncio.gather(*(_member_status(request, door.name, row["node"]) for row in rows))
@@ -112,7 +112,7 @@ async def _on_member(request: web.Request, answer: Callable[[str], dict[str, Any
 
 @on_queue_leader
 @refusals_as_conflicts
-async def add_member(request: web.Request, door: QueueLeader) -> web.StreamResponse:
+async def add_member(request: web.Request, door: QueueDoor) -> web.StreamResponse:
     """POST /api/queues/{q}/members {"node"}: add a replica (learner first, voter once caught up)."""
     member = await _node_field(request)
     members = await request.app[MEMBERSHIP].queues.add(door.name, member)
@@ -121,7 +121,7 @@ async def add_member(request: web.Request, door: QueueLeader) -> web.StreamRespo
 
 @on_queue_leader
 @refusals_as_conflicts
-async def delete_member(request: web.Request, door: QueueLeader) -> web.StreamResponse:
+async def delete_member(request: web.Request, door: QueueDoor) -> web.StreamResponse:
     """DELETE /api/queues/{q}/members/{node}: remove a replica (never the last, never the quorum)."""
     members = await request.app[MEMBERSHIP].queues.delete(door.name, request.match_info["node"])
     return web.json_response({"queue": door.name, "members": members})
@@ -129,7 +129,7 @@ async def delete_member(request: web.Request, door: QueueLeader) -> web.StreamRe
 
 @on_queue_leader
 @refusals_as_conflicts
-async def transfer_leader(request: web.Request, door: QueueLeader) -> web.StreamResponse:
+async def transfer_leader(request: web.Request, door: QueueDoor) -> web.StreamResponse:
     """POST /api/queues/{q}/leader {"node"}: hand the queue's leadership to that voting member."""
     to = await _node_field(request)
     await request.app[MEMBERSHIP].queues.transfer_leader(door.name, to)

@@ -129,7 +129,7 @@ class _NodeCollector(Collector):
             "Messages that left for a reason with no dead-letter target, by reason",
             labels=["queue", "reason"],
         )
-        for queue in self.queues.leading():
+        for queue in self.queues.leading_doors():
             stats, name = queue.stats(), queue.name
             ready.add_metric([name], stats.messages_ready)
             unacked.add_metric([name], stats.messages_unacknowledged)

@@ -23,7 +23,7 @@ from api.validation import (
     published_priorities,
 )
 from cluster.config import NodeConfig
-from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_door import QueueDoor
 from cluster.replication.stored_message import StoredMessage
 
 
@@ -38,7 +38,7 @@ class PublishJob:
     delays: Sequence[int | None] | None = None
     priorities: Sequence[int] | None = None
 
-    async def run(self, app: web.Application, queue: QueueLeader) -> dict[str, Any]:
+    async def run(self, app: web.Application, queue: QueueDoor) -> dict[str, Any]:
         """Publish on the queue's leader: the 201 answer's body once a majority has the messages."""
         started = time.perf_counter()
         published = await queue.publish(

@@ -49,7 +49,7 @@ from api.validation import (
     queue_name,
 )
 from cluster.queues.policies import policy_in_force
-from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_door import QueueDoor
 from cluster.queues.queue_limits import INT64_MAX
 from cluster.queues.queue_results import MessageRow
 
@@ -64,7 +64,7 @@ RABBITMQ_QUEUE_FIELDS = {
 """The fields of RabbitMQ's management API every queue here has the same value of."""
 
 
-def queue_json(request: web.Request, name: str, queue: QueueLeader | None) -> dict[str, Any]:
+def queue_json(request: web.Request, name: str, queue: QueueDoor | None) -> dict[str, Any]:
     """A queue's definition, its policy and arguments in force and, from a local replica, its statistics
     (a queue not hosted here shows what the metadata makes of it)."""
     queues, status = request.app[QUEUES], request.app[STATUS]
@@ -114,9 +114,9 @@ async def declare_queue(request: web.Request) -> web.StreamResponse:
 
 
 @on_queue_leader
-async def update_queue(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
+async def update_queue(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
     """PATCH /api/queues/{q}: change arguments at runtime, like a RabbitMQ policy (null removes one;
-    `QueueLeader.update_arguments` says which may change).
+    `QueueDoor.update_arguments` says which may change).
 
     Leaving at-least-once dead-lettering drops the pending dead letters, as RabbitMQ does; the
     queue's `dropped` stats count them under `dead_letter_strategy_changed`.
@@ -142,7 +142,7 @@ def _check_dead_letter_target(request: web.Request, queue: str, arguments: dict[
 
 
 @on_queue_leader
-async def get_queue(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
+async def get_queue(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
     """GET /api/queues/{q}."""
     return web.json_response(queue_json(request, queue.name, queue))
 
@@ -162,15 +162,15 @@ async def visible_queues(request: web.Request) -> list[dict[str, Any]]:
     names = [name for name in queues.names() if caller.lists(name)]
     if query_flag(request, "led"):
         return [
-            queue_json(request, n, local) for n in names if (local := queues.local(n)) and local.is_leader
+            queue_json(request, n, door) for n in names if (door := queues.hosted_door(n)) and door.is_leader
         ]
     own_view = query_flag(request, "local")
     answered: dict[str, dict[str, Any]] = {}
     elsewhere: set[str] = set()
     for name in names:
-        local = queues.local(name)
-        if local is not None and (own_view or local.is_leader):
-            answered[name] = queue_json(request, name, local)
+        door = queues.hosted_door(name)
+        if door is not None and (own_view or door.is_leader):
+            answered[name] = queue_json(request, name, door)
         elif (leader := queues.leader_of(name)) is not None:
             elsewhere.add(leader)
     urls = [url for node in sorted(elsewhere) if (url := request.app[STATUS].node_http(node))]
@@ -180,12 +180,12 @@ async def visible_queues(request: web.Request) -> list[dict[str, Any]]:
     for rows in led_elsewhere:
         for row in rows if isinstance(rows, list) else []:
             answered.setdefault(row["name"], row)
-    return [answered.get(name) or queue_json(request, name, queues.local(name)) for name in names]
+    return [answered.get(name) or queue_json(request, name, queues.hosted_door(name)) for name in names]
 
 
 async def delete_queue(request: web.Request) -> web.StreamResponse:
     """DELETE /api/queues/{q}[?if_empty=true][&if_unused=true]: a guarded delete is decided by the
-    queue's leader in the queue's log (`QueueLeader.delete_if`), a plain one by the metadata leader."""
+    queue's leader in the queue's log (`QueueDoor.delete_if`), a plain one by the metadata leader."""
     if query_flag(request, "if_empty") or query_flag(request, "if_unused"):
         return await _delete_guarded(request)
     return await _delete(request)
@@ -198,13 +198,13 @@ async def _delete(request: web.Request) -> web.StreamResponse:
 
 
 @on_queue_leader
-async def _delete_guarded(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
+async def _delete_guarded(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
     await queue.delete_if(query_flag(request, "if_empty"), query_flag(request, "if_unused"))
     return web.Response(status=204)
 
 
 @on_queue_leader
-async def purge_queue(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
+async def purge_queue(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
     """DELETE /api/queues/{q}/contents: remove every ready or delayed message."""
     return web.json_response({"purged": await queue.purge()})
 
@@ -227,7 +227,7 @@ async def publish(request: web.Request) -> web.StreamResponse:
 
 
 @on_queue_leader
-async def browse(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
+async def browse(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
     """GET /api/queues/{q}/messages?from=&to=&limit=&max_bytes=: the messages the queue holds, ready or
     checked out, with ids from `from` (default 0) to below `to` (default: no bound), lowest id first, at
     most `limit` (default 1000, up to 10000) within the answer's byte budget (`api.deliveries`), as
@@ -243,7 +243,7 @@ async def browse(request: web.Request, queue: QueueLeader) -> web.StreamResponse
 
 
 @on_queue_leader
-async def peek(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
+async def peek(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
     """GET /api/queues/{q}/messages/peek?position=N: the ready message at 1-based position N in delivery
     order (returns first), as one delivery object; 404 `no_message` past the last one, 400 for a position
     below 1. A read from the leader's applied state: nothing is delivered, counted or moved."""
@@ -262,7 +262,7 @@ def _delivery_response(request: web.Request, row: MessageRow) -> web.Response:
 
 
 @on_queue_leader
-async def basic_get(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
+async def basic_get(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
     """POST /api/queues/{q}/get: up to `count` messages, auto-acked or held for a manual ack, within the
     answer's byte budget `max_bytes` (`api.deliveries`; counted before any is taken, and every message
     taken is answered, so an auto-ack get never removes one it does not answer).
@@ -282,7 +282,7 @@ async def basic_get(request: web.Request, queue: QueueLeader) -> web.StreamRespo
     return deliveries_response(request, rows)
 
 
-async def settle(request: web.Request, queue: QueueLeader, consumer: str | None) -> web.StreamResponse:
+async def settle(request: web.Request, queue: QueueDoor, consumer: str | None) -> web.StreamResponse:
     """Ack (settle) or nack (return, plain with failed=false, or discard with requeue=false and an optional
     reason) delivered messages."""
     body = await json_object(request)
@@ -297,7 +297,7 @@ async def settle(request: web.Request, queue: QueueLeader, consumer: str | None)
     return web.json_response({"ok": True})
 
 
-async def touch(request: web.Request, queue: QueueLeader, consumer: str | None) -> web.StreamResponse:
+async def touch(request: web.Request, queue: QueueDoor, consumer: str | None) -> web.StreamResponse:
     """Extend the hold of delivered messages: each counts from now as just handed out, for the consumer
     timeout and the lease."""
     ids = touch_ids(await json_object(request))
@@ -306,12 +306,12 @@ async def touch(request: web.Request, queue: QueueLeader, consumer: str | None) 
 
 
 @on_queue_leader
-async def touch_got(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
+async def touch_got(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
     """POST /api/queues/{q}/touch: extend the hold of messages obtained by a manual-ack get."""
     return await touch(request, queue, None)
 
 
 @on_queue_leader
-async def settle_got(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
+async def settle_got(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
     """POST /api/queues/{q}/ack and /nack: settle messages obtained by a manual-ack get."""
     return await settle(request, queue, None)

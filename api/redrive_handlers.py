@@ -14,7 +14,7 @@ from api.app_keys import CONFIG, QUEUES
 from api.auth import principal, require
 from api.forwarding import on_queue_leader
 from api.validation import bad, check_queue_name, field_int, field_since, field_str, json_object
-from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_door import QueueDoor
 from cluster.queues.queue_results import RedriveProgress
 
 TASK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@\-]{0,127}")  # full-matched
@@ -38,7 +38,7 @@ def task_json(task: RedriveProgress) -> dict[str, Any]:
 
 
 @on_queue_leader
-async def start_redrive(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
+async def start_redrive(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
     """POST /api/queues/{q}/redrive `{"task", "to", "since", "until", "rate"}` (all optional): 201 with the
     task. It needs configure and read permission on the queue; without `to`, each message goes back to
     the queue its newest `x-death` entry names, which needs an administrator; with it, write permission
@@ -71,13 +71,13 @@ async def start_redrive(request: web.Request, queue: QueueLeader) -> web.StreamR
 
 
 @on_queue_leader
-async def list_redrives(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
+async def list_redrives(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
     """GET /api/queues/{q}/redrive: the running task and the last ended ones, oldest first."""
     return web.json_response([task_json(task) for task in queue.redrive_progress()])
 
 
 @on_queue_leader
-async def cancel_redrive(request: web.Request, queue: QueueLeader) -> web.StreamResponse:
+async def cancel_redrive(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
     """DELETE /api/queues/{q}/redrive/{task}: 204; what it had taken and not moved goes back to the
     queue (an ended task: nothing changes)."""
     await queue.cancel_redrive(request.match_info["task"])

@@ -36,7 +36,7 @@ from api.stream_frames import BadFrame, Frame
 from api.stream_standing import CREDENTIALS_GONE, PERMISSION_REVOKED, StreamStanding
 from api.validation import bad, check_queue_name, field_str
 from cluster.errors import NodeError, NotLeader, QueueNotFound
-from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_door import QueueDoor
 from cluster.steady_clock import steady_wall_ms
 
 log = logging.getLogger(__name__)
@@ -284,7 +284,7 @@ class StreamConnection:
             raise bad("tag must be a consumer tag")
         return tag
 
-    def _own(self, queue: QueueLeader, tag: str) -> str:
+    def _own(self, queue: QueueDoor, tag: str) -> str:
         """The consumer `tag` names, the caller's own (else UnknownConsumer: `own_consumer`)."""
         return own_consumer(queue, self._standing.current(), tag)
 
@@ -327,14 +327,14 @@ class StreamConnection:
             task.cancel()
         self._closing = asyncio.create_task(self._ws.close(code=code, message=reason.encode()[:MAX_REASON]))
 
-    async def _led(self, name: str) -> QueueLeader:
+    async def _led(self, name: str) -> QueueDoor:
         """The door of queue `name` when this node leads it, else NotLeader with the leader hint."""
         route = await queue_route(self._app[QUEUES], self._app[STATUS], name)
         if route is not None:
             raise NotLeader(f"this node does not lead queue '{name}'", route.target)
-        return self._app[QUEUES].led(name)
+        return self._app[QUEUES].leading_door(name)
 
-    async def _hint_after_change(self, queue: QueueLeader) -> dict[str, str | None] | None:
+    async def _hint_after_change(self, queue: QueueDoor) -> dict[str, str | None] | None:
         """Where `queue` is led after this node stopped leading it (None when it is gone), waiting up to
         NO_LEADER_WAIT_S for this node to know the new leader."""
         try:

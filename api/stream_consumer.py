@@ -1,5 +1,5 @@
 """A consumer delivering on a streaming connection: a task pushing its deliveries as the queue's leader
-makes them (`QueueLeader.poll`), while the consumer holds fewer unacked messages than its prefetch (the
+makes them (`QueueDoor.poll`), while the consumer holds fewer unacked messages than its prefetch (the
 queue's state machine gives it no more), each frame sent once the previous one left (backpressure)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from api import stream_frames as frames
 from api.deliveries import DEFAULT_MAX_BYTES
 from cluster.errors import ConsumerEnded, NodeError, UnknownConsumer
-from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_door import QueueDoor
 from cluster.queues.queue_results import MessageRow
 
 POLL_WAIT_S = 1.0  # how often an idle consumer checks that this node still leads its queue
@@ -21,7 +21,7 @@ class StreamConsumer:
     """Consumer `tag` of `queue` (led here), delivering in batches of up to `prefetch` through `send`."""
 
     def __init__(
-        self, queue: QueueLeader, tag: str, prefetch: int, send: Callable[[bytes], Awaitable[None]]
+        self, queue: QueueDoor, tag: str, prefetch: int, send: Callable[[bytes], Awaitable[None]]
     ) -> None:
         self.queue = queue
         self.tag = tag

@@ -37,8 +37,8 @@ from cluster.queues.dead_lettering.dispatcher import DeadLetterDispatcher
 from cluster.queues.dead_lettering.publisher import ClusterPublisher, RemotePublisher
 from cluster.queues.leader_clock import LeaderClock
 from cluster.queues.queue_directory import QueueDirectory
+from cluster.queues.queue_door import QueueDoor
 from cluster.queues.queue_hosting import QueueHosting
-from cluster.queues.queue_leader import QueueLeader
 from cluster.queues.queue_replica import QueueReplica
 from cluster.queues.redriving.dispatcher import RedriveDispatcher
 from cluster.replication.address_exchange import AddressExchange
@@ -46,6 +46,7 @@ from cluster.replication.format_versions import FormatVersions
 from cluster.replication.peer_requests import ID_BITS, PeerRequests
 from cluster.replication.raft_host import RaftHost
 from cluster.replication.raft_metrics import RaftMetrics
+from cluster.replication.stored_message import StoredMessage
 from cluster.replication.transport import KIND_REPLY, KIND_REQUEST
 from cluster.resource_alarms import ResourceAlarms
 from cluster.security.peer_auth import NodeCaller
@@ -55,6 +56,7 @@ from cluster.store.store_check import StoreCheck
 from cluster.store.store_damage import Damage
 from metadata_state.commands import Delete, RegisterNode
 from metadata_state.records import NodeInfo, QueueInfo
+from queue_state.effects import DeadLetter, Delivery
 from raft_log.storage.node_store import NodeStore
 from raft_log.types import ConfState
 
@@ -193,7 +195,7 @@ class Node:
         )
         hold_ticks = NEW_GROUP_HOLD_ELECTIONS * self.config.election_ticks
         reads = self.env.reads_queue_ops
-        self._hosting = QueueHosting(self.name, store, host, self._new_queue_leader, hold_ticks, reads)
+        self._hosting = QueueHosting(self.name, store, host, self._new_queue_door, hold_ticks, reads)
         self._formats = FormatVersions(
             self.name, self._status.metadata_members, self.transport.linked, reads, self.env.reads_metadata
         )
@@ -251,7 +253,7 @@ class Node:
         return self._directory
 
     @property
-    def queues(self) -> Mapping[str, QueueLeader]:
+    def queues(self) -> Mapping[str, QueueDoor]:
         """The door of every queue this node hosts, by name (leading or following)."""
         assert self._hosting is not None, "the node is not started"
         return self._hosting.queues
@@ -354,36 +356,26 @@ class Node:
         self._hosting.apply_policies(self.metadata.policies.values(), self.metadata.policies_revision)
         self.membership.metadata_changed()
 
-    def _new_queue_leader(self, info: QueueInfo, replica: QueueReplica) -> QueueLeader:
-        """The door of a queue hosted here, wired to dead-lettering and deletion."""
+    def _new_queue_door(self, info: QueueInfo, replica: QueueReplica) -> QueueDoor:
+        """The door of a queue hosted here, with this node as its `DoorHost`."""
         assert self.host is not None
-        return QueueLeader(
+        return QueueDoor(
             info.name,
             info.group,
             replica,
             self.host,
             LeaderClock(self.env.wall_ms, self.env.monotonic_ms),
-            on_dead_letter=self.dead_letters.dead_lettered,
-            request_delete=self.request_delete,
-            delete_sealed=self.directory.delete_sealed,
-            on_leadership=self._leadership_changed,
-            on_redrive=self.redrives.ensure,
+            node=self,
             formats=self.formats,
             consumer_timeout_ms=self.config.consumer_timeout_ms,
             consumer_idle_timeout_ms=self.config.consumer_idle_timeout_ms,
-            new_token=self.env.new_token,
         )
-
-    def _leadership_changed(self, queue: QueueLeader, is_leader: bool) -> None:
-        """The workers beside a queue's leader (at-least-once dead letters, redrive tasks) follow it."""
-        self.dead_letters.leadership_changed(queue, is_leader)
-        self.redrives.leadership_changed(queue, is_leader)
 
     def _declared(self, name: str) -> bool:
         """Whether queue `name` exists, in the metadata this node applied."""
         return name in self.metadata.queues
 
-    def _led_here(self, name: str) -> QueueLeader | None:
+    def _led_here(self, name: str) -> QueueDoor | None:
         """The door of queue `name` when this node leads it, else None."""
         door = self.queues.get(name)
         return door if door is not None and door.is_leader else None
@@ -393,6 +385,31 @@ class Node:
         this node (which passes it on)."""
         return self.status.node_http(self.directory.leader_of(name)) or self.config.http_url
 
+    # -- what a queue's door asks of its node (`DoorHost`) ---------------------------------------
+
+    def new_token(self) -> str:
+        """An unguessable token (consumer tags, get holders)."""
+        return self.env.new_token()
+
+    def dead_lettered(
+        self, queue: str, letter: DeadLetter, held: list[tuple[Delivery, StoredMessage]], now_ms: int
+    ) -> None:
+        """Publish what `queue` dead-lettered at most once (`DeadLetterDispatcher`)."""
+        self.dead_letters.dead_lettered(queue, letter, held, now_ms)
+
     def request_delete(self, name: str, group: str) -> None:
         """Ask the metadata leader, without waiting, to delete a queue (expired or sealed)."""
         self.metadata_door.relay(Delete(name, group))
+
+    async def delete_sealed(self, name: str, group: str) -> None:
+        """Delete a sealed queue through the metadata (`QueueDirectory.delete_sealed`)."""
+        await self.directory.delete_sealed(name, group)
+
+    def leadership_changed(self, door: QueueDoor, is_leader: bool) -> None:
+        """The workers beside a queue's leader (at-least-once dead letters, redrive tasks) follow it."""
+        self.dead_letters.leadership_changed(door, is_leader)
+        self.redrives.leadership_changed(door, is_leader)
+
+    def redrive_started(self, door: QueueDoor) -> None:
+        """Run the worker of the redrive task the queue started (`RedriveDispatcher.ensure`)."""
+        self.redrives.ensure(door)

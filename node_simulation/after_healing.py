@@ -14,7 +14,7 @@ from typing import Any
 
 from cluster.errors import NodeError
 from cluster.node import Node
-from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_door import QueueDoor
 from cluster.queues.queue_replica import QueueReplica
 from cluster.queues.queue_results import MessageRow
 from node_simulation.history import Violation
@@ -100,7 +100,7 @@ class AfterHealing:
         (a durable consumer, Spark's, holds what it checked out until it settles), None without a leader."""
 
         async def unacked(node: Node) -> int:
-            door = node.directory.led(queue)
+            door = node.directory.leading_door(queue)
             assert node.host is not None
             replica = node.host.groups[door.group].app
             assert isinstance(replica, QueueReplica)
@@ -140,7 +140,7 @@ class AfterHealing:
         pending = {}
         for sim_node in self.sim.nodes.values():
             node = sim_node.running
-            for door in node.directory.leading() if node is not None else []:
+            for door in node.directory.leading_doors() if node is not None else []:
                 assert node is not None and node.host is not None
                 replica = node.host.groups[door.group].app
                 if isinstance(replica, QueueReplica) and replica.machine.dead_letter_ids():
@@ -194,7 +194,7 @@ class AfterHealing:
         return f"queue {queue}: messages nobody published: {unexpected[:5]}" if unexpected else ""
 
 
-async def _browse_all(door: QueueLeader) -> list[MessageRow]:
+async def _browse_all(door: QueueDoor) -> list[MessageRow]:
     rows: list[MessageRow] = []
     first = 0
     while True:

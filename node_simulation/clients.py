@@ -20,7 +20,7 @@ from api.forwarded_publish import publish_routed
 from api.publish_job import PublishJob
 from cluster.errors import BadRequest, LogGap, NodeError, OutcomeUnknown, Refused, UnknownConsumer
 from cluster.node import Node
-from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_door import QueueDoor
 from cluster.queues.queue_replica import QueueReplica
 from cluster.queues.queue_results import MessageRow, Outcome, Position
 from cluster.replication.proposals import MAX_OPERATION_BYTES
@@ -141,7 +141,7 @@ class Clients:
         answer was not a 201."""
         if self.requests.rng.random() < 0.5:
 
-            async def direct(door: QueueLeader) -> list[int]:
+            async def direct(door: QueueDoor) -> list[int]:
                 return (await door.publish(job.messages, job.publisher, job.seq)).ids
 
             return await self.requests.at_door(self.requests.node_for(queue), queue, direct)
@@ -213,7 +213,7 @@ class Clients:
             count = self.requests.rng.randrange(1, 4)
             node = self.requests.node_for(queue)
 
-            async def get(door: QueueLeader, count: int = count) -> list[MessageRow]:
+            async def get(door: QueueDoor, count: int = count) -> list[MessageRow]:
                 return await door.get(count, auto_ack, None)
 
             try:
@@ -241,7 +241,7 @@ class Clients:
             await self.requests.pause(0.5)
             count = self.requests.rng.randrange(1, 20)
 
-            async def checkout(door: QueueLeader, count: int = count) -> Position:
+            async def checkout(door: QueueDoor, count: int = count) -> Position:
                 return await door.durable_checkout(DURABLE, count)
 
             try:
@@ -271,7 +271,7 @@ class Clients:
                 await asyncio.sleep(self.requests.rng.uniform(0.8, 1.5))
                 if self.requests.rng.random() < 0.7:
 
-                    async def touch(door: QueueLeader) -> None:
+                    async def touch(door: QueueDoor) -> None:
                         await door.touch(ids, consumer)
 
                     await self.requests.at_door(self.requests.node_for(queue), queue, touch)
@@ -282,7 +282,7 @@ class Clients:
             # from the moment an ack (or a reject with nowhere to go) is sent, its messages may be gone
             self.stats.histories[queue].ack_sent.update(bytes(row.body) for row in rows)
 
-        async def settle(door: QueueLeader) -> None:
+        async def settle(door: QueueDoor) -> None:
             await door.settle(ids, consumer, outcome, delay_ms=delay)
 
         await self.requests.at_door(self.requests.node_for(queue), queue, settle)
@@ -293,22 +293,22 @@ class Clients:
         self.stats.unanswered_auto_limit += limit
 
 
-def _durable_log(start: int, end: int) -> Callable[[QueueLeader], Awaitable[list[MessageRow]]]:
-    async def read(door: QueueLeader) -> list[MessageRow]:
+def _durable_log(start: int, end: int) -> Callable[[QueueDoor], Awaitable[list[MessageRow]]]:
+    async def read(door: QueueDoor) -> list[MessageRow]:
         return await door.read_durable_log(DURABLE, start, end)
 
     return read
 
 
-def _durable_settle(below: int) -> Callable[[QueueLeader], Awaitable[Position]]:
-    async def settle(door: QueueLeader) -> Position:
+def _durable_settle(below: int) -> Callable[[QueueDoor], Awaitable[Position]]:
+    async def settle(door: QueueDoor) -> Position:
         return await door.durable_settle(DURABLE, below)
 
     return settle
 
 
-def _register(prefetch: int, *, auto_ack: bool) -> Callable[[QueueLeader], Awaitable[str]]:
-    async def register(door: QueueLeader) -> str:
+def _register(prefetch: int, *, auto_ack: bool) -> Callable[[QueueDoor], Awaitable[str]]:
+    async def register(door: QueueDoor) -> str:
         return await door.register_consumer(prefetch, 0, None, None, auto_ack)
 
     return register
@@ -322,7 +322,7 @@ def _polled_checked(
     none of them any more)."""
 
     async def poll(node: Node) -> list[MessageRow]:
-        door = node.directory.led(queue)
+        door = node.directory.leading_door(queue)
         rows = await door.poll(tag, limit, POLL_WAIT_S)
         assert node.host is not None
         replica = node.host.groups[door.group].app

@@ -13,7 +13,7 @@ import contextlib
 from cluster.errors import NodeError
 from cluster.membership.group_changes import MembershipRefused
 from cluster.node import Node
-from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_door import QueueDoor
 from cluster.replication.stored_message import StoredMessage
 from metadata_state.codec import POLICY_CODEC_VERSION
 from node_simulation.requests import ClientRequests, GaveUp
@@ -97,10 +97,10 @@ class Operator:
         async def declare(node: Node) -> str:
             return await node.directory.declare(queue, {"x-quorum-initial-group-size": 3}, None)
 
-        async def publish(door: QueueLeader) -> None:
+        async def publish(door: QueueDoor) -> None:
             await door.publish([(StoredMessage(b"scratch", {}, "utf8"), None)], None, None)
 
-        async def purge(door: QueueLeader) -> int:
+        async def purge(door: QueueDoor) -> int:
             return await door.purge()
 
         async def delete(node: Node) -> None:

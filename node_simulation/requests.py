@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from cluster.errors import NotLeader
 from cluster.node import Node
-from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_door import QueueDoor
 
 if TYPE_CHECKING:
     from node_simulation.simulation import NodeSimulation
@@ -61,11 +61,11 @@ class ClientRequests:
                 self.hint[queue] = exc.leader
             raise
 
-    async def at_door(self, name: str, queue: str, call: Callable[[QueueLeader], Awaitable[T]]) -> T:
+    async def at_door(self, name: str, queue: str, call: Callable[[QueueDoor], Awaitable[T]]) -> T:
         """`call` on the door of `queue` at node `name` (NotLeader there updates the belief)."""
 
         async def on_door(node: Node) -> T:
-            return await call(node.directory.led(queue))
+            return await call(node.directory.leading_door(queue))
 
         return await self.about(name, queue, on_door)
 

@@ -63,7 +63,7 @@ class QueueFinder(Protocol):
         """The node leading a queue's group, when known."""
         ...
 
-    def led(self, name: str) -> HostedQueue:
+    def leading_door(self, name: str) -> HostedQueue:
         """A queue this node leads, or NotLeader with a hint."""
         ...
 

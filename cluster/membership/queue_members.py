@@ -72,7 +72,7 @@ class QueueMembers:
 
     async def add(self, queue: str, member: str) -> list[str]:
         """Add a replica of `queue` on `member`; returns the new member list."""
-        queue_door = self.node.directory.led(queue)
+        queue_door = self.node.directory.leading_door(queue)
         self.require_cluster_node(member)
         if not self.node.status.is_up(member):
             raise MembershipRefused("node_down", f"node '{member}' is not reachable")
@@ -100,7 +100,7 @@ class QueueMembers:
 
     async def delete(self, queue: str, member: str) -> list[str]:
         """Remove the replica of `queue` on `member`; returns the new member list."""
-        queue_door = self.node.directory.led(queue)
+        queue_door = self.node.directory.leading_door(queue)
         async with self.changes.exclusive(queue_door.group, f"queue '{queue}'"):
             conf, term = self._require_settled(queue_door.group)
             listed = self.node.directory.info(queue).members
@@ -123,7 +123,7 @@ class QueueMembers:
 
     async def transfer_leader(self, queue: str, to: str) -> None:
         """Hand the leadership of `queue` to its voting member `to` (no membership change)."""
-        queue_door = self.node.directory.led(queue)
+        queue_door = self.node.directory.leading_door(queue)
         async with self.changes.exclusive(queue_door.group, f"queue '{queue}'"):
             await self.changes.transfer(queue_door.group, to, TRANSFER_TIMEOUT_S)
 
@@ -177,7 +177,7 @@ class QueueMembers:
 
     def leader_view(self, queue: str) -> list[dict[str, Any]]:
         """Each member as the queue's leader (this node) sees it: membership, match, lag, liveness."""
-        queue_door = self.node.directory.led(queue)
+        queue_door = self.node.directory.leading_door(queue)
         status = self.changes.leader_status(queue_door.group)
         replaced = self.changes.replaced_member(status.conf)
         rows = []

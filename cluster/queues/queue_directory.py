@@ -1,5 +1,5 @@
 """Where a request finds a queue: its definition in the metadata, the node leading it, and the door
-(`QueueLeader`) of a queue this node leads; declaring and deleting queues through the metadata door."""
+(`QueueDoor`) of a queue this node leads; declaring and deleting queues through the metadata door."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from cluster.hosts import host_of
 from cluster.metadata.metadata_door import MetadataDoor
 from cluster.metadata.metadata_view import MetadataView
 from cluster.queues.placement import place_replicas
-from cluster.queues.queue_leader import QueueFormats, QueueLeader
+from cluster.queues.queue_door import QueueDoor, QueueFormats
 from metadata_state.commands import Delete
 from metadata_state.records import QueueInfo
 from metadata_state.replies import Conflict, Created, Exists, Invalid, NotFound
@@ -58,7 +58,7 @@ class QueueDirectory:
     def __init__(
         self,
         metadata: MetadataView,
-        hosted: Mapping[str, QueueLeader],
+        hosted: Mapping[str, QueueDoor],
         groups: GroupLeaders,
         cluster: ClusterView,
         door: MetadataDoor,
@@ -103,7 +103,7 @@ class QueueDirectory:
         await _polled(lambda: self.leader_of(name) is not None, timeout)
         return self.leader_of(name)
 
-    def led(self, name: str) -> QueueLeader:
+    def leading_door(self, name: str) -> QueueDoor:
         """The door of a queue this node leads, or NotLeader naming the leader when known."""
         info = self.info(name)
         queue = self._hosted.get(name)
@@ -111,11 +111,11 @@ class QueueDirectory:
             raise NotLeader(f"this node does not lead queue '{name}'", self.leader_of(name))
         return queue
 
-    def local(self, name: str) -> QueueLeader | None:
+    def hosted_door(self, name: str) -> QueueDoor | None:
         """The door of this node's replica of a queue, leading or following; None when it hosts none."""
         return self._hosted.get(name)
 
-    def leading(self) -> list[QueueLeader]:
+    def leading_doors(self) -> list[QueueDoor]:
         """The doors of the queues this node leads."""
         return [queue for queue in self._hosted.values() if queue.is_leader]
 
@@ -164,7 +164,7 @@ class QueueDirectory:
             raise QueueNotFound(reply.reason)
 
     async def delete_sealed(self, name: str, group: str) -> None:
-        """Delete a queue its leader sealed through the metadata (`QueueLeader.delete_if`), waiting until
+        """Delete a queue its leader sealed through the metadata (`QueueDoor.delete_if`), waiting until
         this node sees it gone; NotLeader when that takes too long (the leader's timer asks again)."""
 
         def gone() -> bool:

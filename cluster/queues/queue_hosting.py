@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
 from cluster.queues.policies import applied_policy
-from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_door import QueueDoor
 from cluster.queues.queue_replica import QueueReplica
 from cluster.replication.entry_codec import QUEUE_OP_VERSION
 from metadata_state.commands import SetArguments
@@ -38,7 +38,7 @@ from raft_log.types import ConfState
 
 log = logging.getLogger(__name__)
 
-NewLeader = Callable[[QueueInfo, QueueReplica], QueueLeader]
+NewDoor = Callable[[QueueInfo, QueueReplica], QueueDoor]
 
 
 class QueueGroups(Protocol):
@@ -56,8 +56,8 @@ class QueueGroups(Protocol):
 
 
 class QueueHosting:
-    """The queues whose groups this node hosts, each with its door (`QueueLeader`, built by
-    `new_leader`). `hold_ticks` is how long the initial members other than the placed leader hold their
+    """The queues whose groups this node hosts, each with its door (`QueueDoor`, built by
+    `new_door`). `hold_ticks` is how long the initial members other than the placed leader hold their
     elections in a new group."""
 
     def __init__(
@@ -65,7 +65,7 @@ class QueueHosting:
         name: str,
         store: NodeStore,
         groups: QueueGroups,
-        new_leader: NewLeader,
+        new_door: NewDoor,
         hold_ticks: int,
         reads: int = QUEUE_OP_VERSION,
     ) -> None:
@@ -74,13 +74,13 @@ class QueueHosting:
         self._reads = reads
         self._store = store
         self._groups = groups
-        self._new_leader = new_leader
+        self._new_door = new_door
         self._hold_ticks = hold_ticks
-        self._queues: dict[str, QueueLeader] = {}
+        self._queues: dict[str, QueueDoor] = {}
         self._unlisted: set[str] = set()  # hosted queues the metadata no longer lists this node in
 
     @property
-    def queues(self) -> Mapping[str, QueueLeader]:
+    def queues(self) -> Mapping[str, QueueDoor]:
         """The door of every queue hosted here, by queue name (leading or following)."""
         return self._queues
 
@@ -162,7 +162,7 @@ class QueueHosting:
                 return
             group_log, voters = self._new_group_log(info, bootstraps)
         replica = QueueReplica(info.name, info.group, parse_arguments(info.arguments), group_log, self._reads)
-        self._queues[info.name] = self._new_leader(info, replica)
+        self._queues[info.name] = self._new_door(info, replica)
         self._groups.open_group(info.group, replica)
         if existing or not voters or info.membership_changed:
             return  # as it was, waits for the leader to add it, or bootstraps late: a leader is elected

@@ -2,15 +2,15 @@
 
 An entry carries a batch of operations, each in its envelope (`cluster/replication/entry_codec.py`): the time
 the command is applied with, the command, and for an Enqueue its bodies, which stay in the entry
-(`BodyStore`). Effects are handed to the leader's door (deliveries, dead-letters, expiry); on followers
-they are only used to forget bodies.
+(`BodyStore`). What it applies is told to its listener, the queue's door (`ReplicaListener`): the time
+applied, and on the leader each entry and its effects (deliveries, dead-letters, expiry); on followers
+effects are only used to forget bodies.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import msgpack
 
@@ -32,7 +32,26 @@ from queue_state.machine import QueueMachine
 from raft_log.storage.node_store import GroupLog
 from raft_log.types import Entry
 
-EffectSink = Callable[[list[Any]], None]
+
+class ReplicaListener(Protocol):
+    """What a queue's replica tells the door on its node (`QueueDoor`): its role, the queue time it
+    applies, and while this node leads, each entry applied and its operations' effects."""
+
+    def role_changed(self, is_leader: bool) -> None:
+        """This node started or stopped leading the queue's group."""
+        ...
+
+    def time_applied(self, now_ms: int) -> None:
+        """An entry or a snapshot applied carried queue time `now_ms`."""
+        ...
+
+    def effects_applied(self, effects: list[Any]) -> None:
+        """While leading: the effects of an operation applied."""
+        ...
+
+    def entry_applied(self) -> None:
+        """While leading: every operation of an entry was applied."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -57,10 +76,7 @@ class QueueReplica:
         self.machine = QueueMachine(name, config)
         self.bodies = BodyStore(group_log)
         self.is_leader = False
-        self.effect_sink: EffectSink | None = None
-        self.role_listener: Callable[[bool], None] | None = None
-        self.applied_listener: Callable[[], None] | None = None
-        self.time_listener: Callable[[int], None] | None = None
+        self.listener: ReplicaListener | None = None
 
     def apply(self, entry: Entry, awaited: bool = False) -> list[Any]:
         """Apply every operation of a committed entry; returns their replies, with the bodies an auto-ack
@@ -74,8 +90,8 @@ class QueueReplica:
             self.bodies.entry_applied(entry.index, entry.data)
         replies = [self._apply_op(op, entry.index, position, awaited) for position, op in enumerate(ops)]
         self._time_applied()
-        if self.is_leader and self.applied_listener is not None:
-            self.applied_listener()
+        if self.is_leader and self.listener is not None:
+            self.listener.entry_applied()
         return replies
 
     def _apply_op(self, decoded: QueueOp, index: int, position: int, awaited: bool) -> Reply | AutoAcked:
@@ -86,8 +102,8 @@ class QueueReplica:
             self.bodies.logged(index, position, reply.ids[0], len(reply.ids))
         if awaited and isinstance(command, Get) and command.auto_ack and isinstance(reply, Deliveries):
             reply = AutoAcked(self.bodies.with_bodies(reply.deliveries))
-        if effects and self.is_leader and self.effect_sink is not None:
-            self.effect_sink(effects)
+        if effects and self.is_leader and self.listener is not None:
+            self.listener.effects_applied(effects)
         for effect in effects:
             if isinstance(effect, ForgetBodies):
                 self.bodies.forget(effect.ids)
@@ -124,11 +140,11 @@ class QueueReplica:
         self._time_applied()
 
     def _time_applied(self) -> None:
-        if self.time_listener is not None and self.machine.now_ms > 0:
-            self.time_listener(self.machine.now_ms)
+        if self.listener is not None and self.machine.now_ms > 0:
+            self.listener.time_applied(self.machine.now_ms)
 
     def role_changed(self, is_leader: bool) -> None:
         """Start or stop acting on effects."""
         self.is_leader = is_leader
-        if self.role_listener is not None:
-            self.role_listener(is_leader)
+        if self.listener is not None:
+            self.listener.role_changed(is_leader)

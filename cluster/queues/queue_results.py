@@ -1,4 +1,4 @@
-"""What a queue's door (`QueueLeader`) answers: typed results that hold no `queue_state` type.
+"""What a queue's door (`QueueDoor`) answers: typed results that hold no `queue_state` type.
 
 Refusals are not results: they are raised as `cluster.errors` exceptions named for what they mean.
 """

@@ -29,7 +29,7 @@ back, finds where they lie with `entry_body_spans`). A metadata operation is a c
 All decode into the same `QueueOp`, so logs written before version 9 (or 8 to 1) replay (snapshots never
 held operations). A leader writes the newest version every node of the cluster said it reads
 (`cluster/replication/codec_reads.py`); a command with a field that version has no place for is not written
-(the leader builds it only when `op_version()` allows, `cluster/queues/queue_leader.py`).
+(the leader builds it only when `op_version()` allows, `cluster/queues/queue_door.py`).
 
 The framing is cluster's, not queue_state's: the envelope carries what the replica keeps beside the
 machine (message bodies, which queue_state never sees), and which version to write depends on the

@@ -1,5 +1,5 @@
 """A real one-node cluster in this test's process: a `Node` on a temporary data directory serving the
-HTTP application, so handlers and `QueueLeader`s are tested without subprocesses and without fakes."""
+HTTP application, so handlers and `QueueDoor`s are tested without subprocesses and without fakes."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from api.app import create_app
 from cli.node_processes import free_ports
 from cluster.config import Address, NodeConfig
 from cluster.node import Node
-from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_door import QueueDoor
 from quorumq.auth import basic_header
 
 GUEST = {"Authorization": basic_header("guest", "guest")}  # full rights from loopback
@@ -35,12 +35,12 @@ class InProcessNode:
                 return answer.status, await answer.json()
             return answer.status, await answer.text()
 
-    async def declare(self, name: str, arguments: dict[str, Any] | None = None) -> QueueLeader:
+    async def declare(self, name: str, arguments: dict[str, Any] | None = None) -> QueueDoor:
         """Declare a queue and return its door once this node leads it."""
         status, body = await self.call("PUT", f"/api/queues/{name}", json={"arguments": arguments or {}})
         assert status in (201, 204), body
         await eventually(lambda: name in self.node.queues and self.node.queues[name].is_leader, f"{name} led")
-        return self.node.directory.led(name)
+        return self.node.directory.leading_door(name)
 
 
 @contextlib.asynccontextmanager

@@ -15,7 +15,7 @@ from in_process_node import InProcessNode, in_process_node
 from support.eventually import eventually
 
 from cluster.errors import ConsumerEnded, Refused
-from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_door import QueueDoor
 from cluster.queues.queue_results import Outcome
 from cluster.replication.stored_message import StoredMessage
 
@@ -35,11 +35,11 @@ async def running(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[InP
         yield node
 
 
-async def publish(door: QueueLeader, *bodies: str) -> None:
+async def publish(door: QueueDoor, *bodies: str) -> None:
     await door.publish([(StoredMessage(b.encode(), {}, "utf8"), None) for b in bodies], None, None)
 
 
-async def ended(door: QueueLeader, tag: str) -> str:
+async def ended(door: QueueDoor, tag: str) -> str:
     """Why the leader ended consumer `tag`, once it did (a poll raises ConsumerEnded)."""
 
     async def code() -> str | None:

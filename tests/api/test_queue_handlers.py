@@ -1,4 +1,4 @@
-"""The queue handlers in-process over a real `QueueLeader`: they parse, call the door once and map its
+"""The queue handlers in-process over a real `QueueDoor`: they parse, call the door once and map its
 typed results and refusals to the HTTP contract (statuses, error codes, bodies)."""
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from gated_cluster import GROUP, gated_cluster
 from queue_doors import NAMES, door_of, lead, queue_replica, texts
 from support.eventually import eventually
 
-from cluster.queues import queue_leader
+from cluster.queues import consumer_sessions
 from cluster.replication.format_versions import FormatVersions
 
 
@@ -48,7 +48,7 @@ async def test_rule_an_idle_consumer_ends_while_a_node_has_not_said_what_it_read
     the idle end cannot be a plain return, which d may not read, yet it must not wait for d, or what the
     consumer holds stays held for as long as d is down (whole-node seed 769). After a short grace it
     ends as a consumer that went down, which every version reads."""
-    monkeypatch.setattr(queue_leader, "UNKNOWN_FORMATS_GRACE_MS", 600)
+    monkeypatch.setattr(consumer_sessions, "UNKNOWN_FORMATS_GRACE_MS", 600)
     async with gated_cluster(tmp_path, queue_replica) as nodes:
         formats = FormatVersions("a", lambda: (*NAMES, "d"), lambda _: True)
         for peer in NAMES:

@@ -1,5 +1,5 @@
 """What a consumer is answered when its queue's leader changes under its request, on three real RaftHosts
-(real transports and RocksDB stores) each with a queue replica and its door (`QueueLeader`).
+(real transports and RocksDB stores) each with a queue replica and its door (`QueueDoor`).
 
 The leader's own write is held back with a gate while its followers persist its entry; they elect a
 successor, which commits the entry; then the gate opens and the old leader applies its own entry as a
@@ -15,13 +15,13 @@ from gated_cluster import GROUP, Node, gated_cluster
 from queue_doors import door_of, lead, queue_replica, texts
 from support.eventually import eventually
 
-from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.queue_door import QueueDoor
 from cluster.queues.queue_replica import QueueReplica
 
 ELECTION_TICKS = 10  # 0.5 s: a successor is elected soon after the leader stops sending
 
 
-async def successor_commits(nodes: dict[str, Node], doors: dict[str, QueueLeader]) -> str:
+async def successor_commits(nodes: dict[str, Node], doors: dict[str, QueueDoor]) -> str:
     """With a's write held back, its next entry persisted by b and c: one of them leads, has applied
     that entry, and a follows it. Returns the successor's name."""
     raft = nodes["a"].host.groups[GROUP].raft
@@ -55,19 +55,19 @@ async def test_rule_an_auto_ack_get_answers_what_it_took_when_a_successor_commit
         assert [row.body for row in rows] == [b"x", b"y"]
 
 
-def poll_once_leading(node: Node, door: QueueLeader, tag: str, polls: dict[str, asyncio.Future]) -> None:
+def poll_once_leading(node: Node, door: QueueDoor, tag: str, polls: dict[str, asyncio.Future]) -> None:
     """Have consumer `tag` poll `door` the moment its node starts leading (a client that turned to the
     new leader at once), before it applied what its predecessor committed."""
     replica: QueueReplica = node.app
-    told = replica.role_listener
-    assert told is not None
+    assert replica.listener is door
+    told = door.role_changed
 
     def role_changed(is_leader: bool) -> None:
         told(is_leader)
         if is_leader and node.name not in polls:
             polls[node.name] = asyncio.ensure_future(door.poll(tag, 10, 5.0))
 
-    replica.role_listener = role_changed
+    door.role_changed = role_changed  # what the replica calls on its listener, the door
 
 
 async def test_rule_an_auto_ack_consumer_is_never_handed_again_what_it_was_answered(tmp_path: Path) -> None:

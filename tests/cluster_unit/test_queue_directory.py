@@ -116,7 +116,7 @@ def hosted_door(group: str, is_leader: bool) -> Any:
 
 async def test_an_undeclared_queue_is_not_found() -> None:
     queues, _, _ = directory()
-    for ask in (queues.info, queues.leader_of, queues.led):
+    for ask in (queues.info, queues.leader_of, queues.leading_door):
         with pytest.raises(QueueNotFound):
             ask("nope")
     with pytest.raises(QueueNotFound):
@@ -127,7 +127,8 @@ async def test_the_leader_of_a_queue_gets_its_door() -> None:
     queues, hosted, metadata = directory()
     assert await queues.declare("q", {}, client_node=ME) == "created"
     hosted["q"] = door = hosted_door(metadata.queues["q"].group, is_leader=True)
-    assert queues.led("q") is door and queues.leading() == [door] and queues.local("q") is door
+    assert queues.leading_door("q") is door and queues.leading_doors() == [door]
+    assert queues.hosted_door("q") is door
 
 
 async def test_a_follower_answers_not_leader_naming_the_leader() -> None:
@@ -135,17 +136,18 @@ async def test_a_follower_answers_not_leader_naming_the_leader() -> None:
     await queues.declare("q", {}, client_node=ME)
     hosted["q"] = follower = hosted_door(metadata.queues["q"].group, is_leader=False)
     with pytest.raises(NotLeader) as refused:
-        queues.led("q")
+        queues.leading_door("q")
     assert refused.value.leader == "b"
-    assert queues.leader_of("q") == "b" and queues.leading() == [] and queues.local("q") is follower
+    assert queues.leader_of("q") == "b" and queues.leading_doors() == []
+    assert queues.hosted_door("q") is follower
 
 
 async def test_a_node_without_a_replica_answers_not_leader_naming_the_leader() -> None:
     queues, _, _ = directory(group_leader="c")
     await queues.declare("q", {}, client_node=ME)
     with pytest.raises(NotLeader) as refused:
-        queues.led("q")
-    assert refused.value.leader == "c" and queues.local("q") is None
+        queues.leading_door("q")
+    assert refused.value.leader == "c" and queues.hosted_door("q") is None
 
 
 async def test_the_leader_of_a_deleted_and_declared_again_queue_does_not_serve_the_new_one() -> None:
@@ -157,7 +159,7 @@ async def test_the_leader_of_a_deleted_and_declared_again_queue_does_not_serve_t
     assert metadata.queues["q"].group != old_group
     hosted["q"] = hosted_door(old_group, is_leader=True)  # not yet reconciled
     with pytest.raises(NotLeader):
-        queues.led("q")
+        queues.leading_door("q")
 
 
 async def test_a_declaration_is_created_then_exists_and_conflicts_with_other_arguments() -> None:

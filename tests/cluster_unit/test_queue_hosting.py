@@ -49,7 +49,7 @@ class Groups:
 
 
 def new_door(info: QueueInfo, replica: QueueReplica) -> Any:
-    """A stand-in for the queue's `QueueLeader`: following, its arguments as declared."""
+    """A stand-in for the queue's `QueueDoor`: following, its arguments as declared."""
     arguments = dict(info.arguments)
     return SimpleNamespace(
         name=info.name,

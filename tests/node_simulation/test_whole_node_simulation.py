@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from cluster.queues.consumer_sessions import ConsumerSession
-from cluster.queues.queue_leader import QueueLeader
+from cluster.queues.consumer_sessions import ConsumerSession, ConsumerSessions
+from cluster.queues.queue_door import QueueDoor
 from cluster.queues.queue_results import MessageRow, Published
 from node_simulation.history import Violation
 from node_simulation.simulation import NodeSimulation
@@ -111,21 +111,21 @@ def test_the_checker_catches_a_poll_handing_out_what_its_consumer_no_longer_hold
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Finding 6 brought back (a poll trusts its buffer): a poll answers a message another consumer holds."""
-    monkeypatch.setattr(QueueLeader, "_holds", lambda self, tag: lambda delivery: True)
+    monkeypatch.setattr(ConsumerSessions, "holds", lambda self, tag: lambda delivery: True)
     assert "which it does not hold" in _first_violation(range(1, 9))
 
 
 def test_the_checker_catches_a_confirm_without_the_message(monkeypatch: pytest.MonkeyPatch) -> None:
     """A leader that answers one publish in forty with ids it never enqueued loses confirmed messages."""
-    publish = QueueLeader.publish
+    publish = QueueDoor.publish
     calls, fake_ids = itertools.count(), itertools.count(1 << 40)
 
-    async def sometimes_false(self: QueueLeader, messages: Any, *args: Any, **kwargs: Any) -> Published:
+    async def sometimes_false(self: QueueDoor, messages: Any, *args: Any, **kwargs: Any) -> Published:
         if next(calls) % 40 == 39:
             return Published([next(fake_ids) for _ in messages], False)
         return await publish(self, messages, *args, **kwargs)
 
-    monkeypatch.setattr(QueueLeader, "publish", sometimes_false)
+    monkeypatch.setattr(QueueDoor, "publish", sometimes_false)
     assert "confirmed messages lost" in _first_violation(range(1, 9))
 
 
@@ -140,17 +140,17 @@ def test_the_checker_catches_consumers_that_hold_messages_after_they_went_away(
 def test_the_checker_catches_a_durable_log_read_again_differently(monkeypatch: pytest.MonkeyPatch) -> None:
     """A leader that reads a durable consumer's range from one past its start gives Spark another batch
     for the same sequence numbers on a retry."""
-    read = QueueLeader.read_durable_log
+    read = QueueDoor.read_durable_log
     calls = itertools.count()
 
-    async def shifted(self: QueueLeader, name: str, start: int, end: int) -> list[MessageRow]:
+    async def shifted(self: QueueDoor, name: str, start: int, end: int) -> list[MessageRow]:
         rows = await read(self, name, start, end)
         if next(calls) % 2 and len(rows) > 1:
             for row, later in itertools.pairwise(rows):
                 row.id, row.body = later.id, later.body
         return rows
 
-    monkeypatch.setattr(QueueLeader, "read_durable_log", shifted)
+    monkeypatch.setattr(QueueDoor, "read_durable_log", shifted)
     assert "durable seq" in _first_violation(range(1, 9))
 
 

@@ -34,7 +34,7 @@ class RemotePublisher(Protocol):
 
 
 class LedQueue(Protocol):
-    """What publishing needs of a queue this node leads: its door's publish (`QueueLeader.publish`)."""
+    """What publishing needs of a queue this node leads: its door's publish (`QueueDoor.publish`)."""
 
     async def publish(
         self,

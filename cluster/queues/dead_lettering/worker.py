@@ -30,7 +30,7 @@ Letter = tuple[int, StoredMessage, int]  # id, message, priority
 
 
 class DeadLetterSource(Protocol):
-    """What the worker needs of its source queue: the dead-letter methods of its door (`QueueLeader`)."""
+    """What the worker needs of its source queue: the dead-letter methods of its door (`QueueDoor`)."""
 
     @property
     def name(self) -> str: ...

@@ -1,13 +1,13 @@
-"""`QueueLeader`: the one door into a queue this node hosts, served while this node leads its group.
+"""`QueueDoor`: the one door into a queue this node hosts, on every replica, leading or following.
 
 The HTTP handlers, the dead-letter worker and `Node` reach a queue only through its typed methods. Each
 builds its `queue_state` command in one place (`_command`), replicates it in an envelope stamped once
 with the leader's clock (`_envelope`, in the version every node of the cluster reads), and turns the
 state machine's reply into a `cluster.queues.queue_results` value or raises a `cluster.errors` refusal named
-for what it means. The door also owns what a leader does beyond applying: consumer sessions (deliveries
-buffered for long polls, liveness, readers from a time; served once this leader applied an entry of its
-own term), the timers (`Tick`, `ConsumerDown`, the retried delete of a sealed queue), acting on effects,
-and the rule of which arguments change at runtime.
+for what it means. The door also owns what a leader does beyond applying: serving consumers (their
+sessions' life in `consumer_sessions`; served once this leader applied an entry of its own term), the
+timers (`Tick`, consumer ends, the retried delete of a sealed queue), acting on effects, and the rule of
+which arguments change at runtime.
 """
 
 from __future__ import annotations
@@ -17,13 +17,11 @@ import contextlib
 import functools
 import itertools
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
 from cluster.errors import (
     BadRequest,
-    ConsumerEnded,
-    FormatsNotYetKnown,
     LogGap,
     NotLeader,
     QueueConflict,
@@ -32,12 +30,7 @@ from cluster.errors import (
     UnknownConsumer,
 )
 from cluster.queues.consumer_names import owned
-from cluster.queues.consumer_sessions import (
-    CONSUMER_IDLE,
-    CONSUMER_TIMEOUT,
-    ConsumerSession,
-    ConsumerSessions,
-)
+from cluster.queues.consumer_sessions import ConsumerSession, ConsumerSessions
 from cluster.queues.dead_lettering.messages import with_death
 from cluster.queues.leader_clock import LeaderClock
 from cluster.queues.queue_replica import AutoAcked, QueueReplica
@@ -95,7 +88,6 @@ from queue_state.commands import (
     Touch,
     UpdateConfig,
 )
-from queue_state.consumers import ConsumerInfo
 from queue_state.durable import DurableLogGap
 from queue_state.effects import (
     Acked,
@@ -119,10 +111,6 @@ from queue_state.redrive import CANCELLED, CONSUMER_PREFIX, UNKNOWN_TASK, Redriv
 log = logging.getLogger(__name__)
 
 DELETE_RETRY_MS = 1000
-UNKNOWN_FORMATS_GRACE_MS = 5000
-"""How long an idle end waits for every node to say which queue operations it reads (peers say so every
-second once linked) before it ends the consumer as gone down, which every version reads: a node that
-never said (down since this leader started, or joined and died) must not hold it back for ever."""
 CATCH_UP_WAIT_S = 5.0
 """How long a request about a consumer waits for a new leader to catch up (`_until_serving`) before it
 is answered 503."""
@@ -131,7 +119,6 @@ FIT_SCAN = 65536
 _DURABLE_REFUSALS = frozenset({"name_in_use", "beyond_sequence", QUEUE_DELETING})
 
 C = TypeVar("C", bound=Command)
-DeadLetterSink = Callable[[str, DeadLetter, list[tuple[Delivery, StoredMessage]], int], None]
 
 
 @contextlib.contextmanager
@@ -180,8 +167,40 @@ class QueueFormats(Protocol):
         ...
 
 
-class QueueLeader:
-    """One queue hosted on this node: its door while this node leads the queue's group."""
+class DoorHost(Protocol):
+    """What a queue's door asks of the node hosting it (`Node`): tokens, and what is done beyond the
+    queue when its state machine or its leadership says so."""
+
+    def new_token(self) -> str:
+        """An unguessable token (consumer tags, get holders)."""
+        ...
+
+    def dead_lettered(
+        self, queue: str, letter: DeadLetter, held: list[tuple[Delivery, StoredMessage]], now_ms: int
+    ) -> None:
+        """Hand on what `queue` dead-lettered at most once, with the bodies still stored (`held`)."""
+        ...
+
+    def request_delete(self, name: str, group: str) -> None:
+        """Ask the metadata, without waiting, to delete the queue (expired, or sealed)."""
+        ...
+
+    async def delete_sealed(self, name: str, group: str) -> None:
+        """Delete the sealed queue through the metadata, waiting until this node sees it gone."""
+        ...
+
+    def leadership_changed(self, door: QueueDoor, is_leader: bool) -> None:
+        """This node started or stopped leading the queue: the workers beside its leader follow."""
+        ...
+
+    def redrive_started(self, door: QueueDoor) -> None:
+        """The queue started a redrive task: run its worker."""
+        ...
+
+
+class QueueDoor:
+    """One queue hosted on this node, its door whether this node leads the queue's group or follows it:
+    reads answer what this replica applied, and what goes through the log needs this node to lead."""
 
     def __init__(
         self,
@@ -191,30 +210,20 @@ class QueueLeader:
         host: Replicator,
         clock: LeaderClock,
         *,
-        on_dead_letter: DeadLetterSink,
-        request_delete: Callable[[str, str], None],
-        delete_sealed: Callable[[str, str], Awaitable[None]],
-        on_leadership: Callable[[QueueLeader, bool], None],
-        on_redrive: Callable[[QueueLeader], None],
+        node: DoorHost,
         formats: QueueFormats,
         consumer_timeout_ms: int,
         consumer_idle_timeout_ms: int,
-        new_token: Callable[[], str],
     ) -> None:
         self.name = name
         self.group = group
         self._replica = replica
         self._host = host
         self._clock = clock
-        self._consumer_timeout_ms = consumer_timeout_ms
-        self._idle_timeout_ms = consumer_idle_timeout_ms
-        self._sessions = ConsumerSessions()
-        self._on_dead_letter = on_dead_letter
-        self._request_delete = request_delete
-        self._delete_sealed = delete_sealed
-        self._on_leadership = on_leadership
-        self._on_redrive = on_redrive
-        self._new_token = new_token
+        self._sessions = ConsumerSessions(
+            name, replica, self._now, consumer_timeout_ms, consumer_idle_timeout_ms
+        )
+        self._node = node
         self._formats = formats
         self._applied = asyncio.Event()
         self._serving = asyncio.Event()  # this leader applied an entry of its own term (`_catch_up`)
@@ -222,12 +231,8 @@ class QueueLeader:
         self._catching_up: int | None = None  # the leadership whose catch-up Tick is on its way
         self._tick_in_flight = False
         self._delete_due_ms: int | None = None
-        self._undecided_since: dict[str, int] = {}  # idle ends waiting to know what every node reads
         self._policy_in_flight: int | None = None  # the revision of the policies proposed
-        replica.effect_sink = self._on_effects
-        replica.role_listener = self._on_role
-        replica.applied_listener = self._applied.set
-        replica.time_listener = clock.observe
+        replica.listener = self
 
     @property
     def is_leader(self) -> bool:
@@ -330,7 +335,7 @@ class QueueLeader:
         reply = await self._submit(self._command(Seal, if_empty, if_unused))
         if isinstance(reply, Failure):
             raise QueueConflict(reply.reason)
-        await self._delete_sealed(self.name, self.group)
+        await self._node.delete_sealed(self.name, self.group)
 
     # -- publishing and reading ---------------------------------------------------------------------
 
@@ -379,13 +384,11 @@ class QueueLeader:
         settled at once or held for a manual ack (`settle` with no consumer). With `max_bytes`, only as
         many as fit it in the applied state now (`_fitting`): all those taken are answered, so a get
         never removes a message it does not answer."""
-        holder = f"get-{self._new_token()}"
+        holder = f"get-{self._node.new_token()}"
         if max_bytes is not None:
             count = self._fitting(count, since_ms, max_bytes)
         command = self._command(Get, holder, count, auto_ack, since_ms)
-        session = None if auto_ack else self._sessions.open(holder, None, self._now())
-        if session is not None:
-            session.get_holder = session.getting = True
+        session = None if auto_ack else self._sessions.open_get(holder)
         try:
             reply = await self._submit(command)
         finally:
@@ -443,7 +446,7 @@ class QueueLeader:
         """Replicate a command naming held ids (the consumer heard from, when it is named)."""
         if consumer is not None:
             await self._current_session(consumer)
-            self._sessions.touch(consumer, self._now())
+            self._sessions.touch(consumer)
         reply = await self._submit(command)
         failure = reply.failure if isinstance(reply, Acked) else reply if isinstance(reply, Failure) else None
         if failure is None:
@@ -454,20 +457,8 @@ class QueueLeader:
 
     def hold_ms(self, consumer: str | None, over_http: bool = False) -> int:
         """How long a delivery of `consumer` (None: of a manual-ack get) may be held without an ack, nack
-        or touch before something happens to it: the consumer timeout in force for it, or the queue's
-        lease period when that is shorter; with `over_http` (a consumer heard from only by its requests,
-        not polled for by a stream) the idle timeout when shorter still, after which a consumer that
-        was not heard from ends (`on_timer`)."""
-        session = None if consumer is None else self._sessions.get(consumer)
-        if session is not None:
-            own = session.timeout_ms
-        else:
-            own = None if consumer is None else self._own_timeout(consumer)
-        hold = self._timeout(own)
-        lease = self._replica.machine.config.lease_period
-        if lease is not None:
-            hold = min(hold, lease)
-        return min(hold, self._idle_timeout_ms) if over_http and consumer is not None else hold
+        or touch before something happens to it (`ConsumerSessions.hold_ms`)."""
+        return self._sessions.hold_ms(consumer, over_http)
 
     async def browse(
         self, first_id: int, end_id: int, limit: int, max_bytes: int | None = None
@@ -507,11 +498,10 @@ class QueueLeader:
         version 9 across the cluster, until then Refused `upgrade_in_progress`."""
         if auto_ack:
             self._formats.require_queue_ops(AUTO_ACK_OP_VERSION, "no auto-ack consumers")
-        tag = self._new_token() if owner is None else owned(self._new_token(), owner)
-        session = self._sessions.open(tag, timeout_ms, self._now())
-        session.since_ms, session.prefetch, session.auto_ack = since_ms, prefetch, auto_ack
+        tag = self._node.new_token() if owner is None else owned(self._node.new_token(), owner)
+        session = self._sessions.register(tag, timeout_ms, since_ms, prefetch, auto_ack)
         if since_ms is not None and not self._formats.reads_queue_ops(READER_OP_VERSION):
-            session.local = True
+            session.unlogged = True
             return tag
         command = self._command(Checkout, tag, prefetch, priority, timeout_ms, since_ms, auto_ack)
         reply = await self._submit(command)
@@ -535,18 +525,18 @@ class QueueLeader:
         deadline = loop.time() + wait_s
         if not await self._until_serving(wait_s):
             return []
-        session = self._session(tag)
-        self._sessions.touch(tag, self._now())
+        session = self._sessions.current(tag)
+        self._sessions.touch(tag)
         session.polls += 1
         try:
             wait_s = max(0.0, deadline - loop.time())
             if session.since_ms is not None:
                 taken = await self._read_since(session, limit, wait_s)
             else:
-                taken = await session.poll(limit, wait_s, self._holds(tag))
+                taken = await session.poll(limit, wait_s, self._sessions.holds(tag))
         finally:
             session.polls -= 1
-        self._sessions.touch(tag, self._now())
+        self._sessions.touch(tag)
         rows = self._rows(taken, max_bytes)
         if max_bytes is not None and rows and len(rows) < len(taken):  # beyond the budget: the next poll's
             answered = next(i for i, delivery in enumerate(taken) if delivery.id == rows[-1].id) + 1
@@ -580,7 +570,7 @@ class QueueLeader:
         """Carry on with consumer `tag` after its queue changed leader (on a new leader, what it holds is
         delivered to it again). UnknownConsumer when the queue has no such consumer."""
         await self._current_session(tag)
-        self._sessions.touch(tag, self._now())
+        self._sessions.touch(tag)
 
     async def cancel(self, tag: str) -> None:
         """Cancel a consumer, durable or not: what it holds returns to the queue, as a plain return once
@@ -592,7 +582,7 @@ class QueueLeader:
         plain = self._formats.reads_queue_ops(COUNTING_OP_VERSION)
         await self._until_caught_up()
         durable = self._is_durable(tag)
-        session = None if durable else self._session(tag)
+        session = None if durable else self._sessions.current(tag)
         reply = await self._submit(self._command(Cancel, tag, not plain))
         self._sessions.close(tag)
         if isinstance(reply, Failure) and (session is None or session.since_ms is None):
@@ -638,47 +628,16 @@ class QueueLeader:
             raise NotLeader(f"the leader of queue '{self.name}' has not caught up with its log yet")
 
     async def _current_session(self, tag: str) -> ConsumerSession:
-        """`_session(tag)` once this leader caught up (before, its state may not know the consumer yet)."""
+        """The consumer's session (`ConsumerSessions.current`) once this leader caught up (before, its
+        state may not know the consumer yet)."""
         await self._until_caught_up()
-        return self._session(tag)
-
-    def _session(self, tag: str) -> ConsumerSession:
-        """The session of a consumer registered in the queue state (a reader included), made anew after a
-        leader change; a get holder's session is no consumer's. ConsumerEnded for one this leader ended.
-        Read only once this leader serves consumers."""
-        reason = self._sessions.ended(tag)
-        if reason is not None:
-            raise ConsumerEnded(f"consumer '{tag}' of queue '{self.name}' ended: {reason}", code=reason)
-        session = self._sessions.get(tag)
-        registered = self._replica.machine.consumer(tag)
-        if session is not None and not session.get_holder and (registered is not None or session.local):
-            return session
-        if registered is not None:
-            return self._open_session(registered, self._now())
-        if session is not None and not session.get_holder:
-            self._sessions.close(tag)  # the consumer left the state (cancelled, or down)
-        raise UnknownConsumer(f"no consumer '{tag}' on queue '{self.name}'")
-
-    def _holds(self, tag: str) -> Callable[[Delivery], bool]:
-        """Whether consumer `tag` still holds a delivery from that hand-out, as this leader applied it."""
-        return lambda delivery: self._replica.machine.holds(tag, delivery)
-
-    def _open_session(self, consumer: ConsumerInfo, now: int) -> ConsumerSession:
-        """A session for a consumer the queue state holds, with its own timeout and auto-ack, what it holds
-        offered to it (again) in place of anything buffered, and for a reader its time and prefetch."""
-        session = self._sessions.open(consumer.name, consumer.timeout_ms, now)
-        session.since_ms, session.prefetch = consumer.since_ms, consumer.prefetch
-        session.auto_ack = consumer.auto_ack
-        held = self._replica.machine.checked_out(consumer.name)
-        session.buffer.clear()
-        session.offer(held)
-        return session
+        return self._sessions.current(tag)
 
     async def _read_since(self, session: ConsumerSession, limit: int, wait_s: float) -> list[Delivery]:
         """A reader from a time: what it holds offered again after a leader change, else get what it may
         hold (prefetch) among messages enqueued since then, waiting for newly applied entries until
         `wait_s` runs out."""
-        taken = session.take(limit, self._holds(session.tag))
+        taken = session.take(limit, self._sessions.holds(session.tag))
         if taken:
             return taken
         loop = asyncio.get_running_loop()
@@ -693,19 +652,6 @@ class QueueLeader:
             if remaining <= 0:
                 return []
             await self.wait_applied(remaining)
-
-    def _own_timeout(self, consumer: str) -> int | None:
-        """A consumer's own timeout as registered through the log."""
-        registered = self._replica.machine.consumer(consumer)
-        return None if registered is None else registered.timeout_ms
-
-    def _timeout(self, own: int | None) -> int:
-        """A holder's consumer timeout: its own when it gave one, else the queue's `x-consumer-timeout`,
-        else the node's default (RabbitMQ's precedence)."""
-        if own is not None:
-            return own
-        queue = self._replica.machine.config.consumer_timeout
-        return self._consumer_timeout_ms if queue is None else queue
 
     # -- durable consumers --------------------------------------------------------------------------
 
@@ -800,7 +746,7 @@ class QueueLeader:
         reply = await self._submit(command)
         if isinstance(reply, Failure):
             raise _refusal(reply)
-        self._on_redrive(self)
+        self._node.redrive_started(self)
         return next(progress for progress in self.redrive_progress() if progress.task == task)
 
     async def redrive_checkout(self, task: str, serial: int, count: int) -> Position:
@@ -921,34 +867,39 @@ class QueueLeader:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._applied.wait(), timeout)
 
-    # -- effects and timers -------------------------------------------------------------------------
+    # -- what the replica tells (`ReplicaListener`) -------------------------------------------------
 
-    def _on_effects(self, effects: list[Any]) -> None:
+    def time_applied(self, now_ms: int) -> None:
+        """The leader clock runs on from the queue time applied here."""
+        self._clock.observe(now_ms)
+
+    def entry_applied(self) -> None:
+        """Wake what waits for this leader to apply an entry (`wait_applied`)."""
+        self._applied.set()
+
+    def effects_applied(self, effects: list[Any]) -> None:
+        """Act on what the state machine asks of its leader: deliveries to sessions (once serving),
+        dead letters handed on, an expired queue's deletion asked of the metadata."""
         for effect in effects:
             if isinstance(effect, Deliver):
-                if not self._serving.is_set():
-                    continue  # in the state this leader reads once it serves (`_catch_up`)
-                session = self._sessions.get(effect.consumer)
-                if session is not None:
-                    session.offer(effect.deliveries)
-                elif self._sessions.ended(effect.consumer) is None:  # else its end is on its way
-                    registered = self._replica.machine.consumer(effect.consumer)
-                    if registered is not None:
-                        self._open_session(registered, self._now())  # offers what it holds: these too
+                if self._serving.is_set():  # else in the state this leader reads once it serves
+                    self._sessions.deliver(effect.consumer, effect.deliveries)
             elif isinstance(effect, DeadLetter):
                 found = self._replica.bodies.with_bodies(effect.deliveries)
-                self._on_dead_letter(self.name, effect, found, self._now())
+                self._node.dead_lettered(self.name, effect, found, self._now())
             elif isinstance(effect, QueueExpired):
-                self._request_delete(self.name, self.group)
+                self._node.request_delete(self.name, self.group)
 
-    def _on_role(self, is_leader: bool) -> None:
+    def role_changed(self, is_leader: bool) -> None:
         """Sessions are this leadership's own: a new leader serves consumers once it caught up."""
         self._sessions.close_all()
         self._serving.clear()
-        self._on_leadership(self, is_leader)
+        self._node.leadership_changed(self, is_leader)
         if is_leader:
             self._leadership += 1
             self._catch_up()
+
+    # -- catching up and timers ---------------------------------------------------------------------
 
     def _catch_up(self) -> None:
         """Replicate a Tick of this leadership (unless one is on its way): once it is applied here, this
@@ -961,27 +912,13 @@ class QueueLeader:
 
     def _caught_up(self, leadership: int, committed: bool) -> None:
         """The catch-up Tick's fate: once it is applied in the same leadership, open a session for every
-        holder the state says holds messages or is registered (consumers and readers with their own
-        timeout and what they hold offered to them, manual-ack get holders with none, so that what one
-        holds past its consumer timeout returns to the queue whoever led when it was taken) and serve."""
+        holder the state holds (`ConsumerSessions.reopen_holders`) and serve."""
         if self._catching_up == leadership:
             self._catching_up = None
         if not committed or leadership != self._leadership or not self.is_leader:
             return  # another leadership, or none: the timer tries again while this one leads
-        now = self._now()
-        machine = self._replica.machine
-        for holder in [consumer.name for consumer in machine.consumers()] + machine.get_holders():
-            self._reopen(holder, now)
+        self._sessions.reopen_holders()
         self._serving.set()
-
-    def _reopen(self, holder: str, now: int) -> None:
-        """Open a session for a holder the queue state holds: a consumer (`_open_session`), or a
-        manual-ack get holder with none of its own."""
-        consumer = self._replica.machine.consumer(holder)
-        if consumer is not None:
-            self._open_session(consumer, now)
-        elif holder in self._replica.machine.get_holders():
-            self._sessions.open(holder, None, now).get_holder = True
 
     def on_timer(self) -> None:
         """Called periodically on the leader: due Ticks and ended consumers (once it caught up, else its
@@ -994,7 +931,7 @@ class QueueLeader:
             self._delete_due_ms = self._delete_due_ms or now + DELETE_RETRY_MS
             if now >= self._delete_due_ms:
                 self._delete_due_ms = now + DELETE_RETRY_MS
-                self._request_delete(self.name, self.group)
+                self._node.request_delete(self.name, self.group)
         deadline = self._replica.machine.next_deadline_ms()
         if deadline is not None and deadline <= now and not self._tick_in_flight:
             self._tick_in_flight = True
@@ -1002,18 +939,8 @@ class QueueLeader:
         if not self._serving.is_set():
             self._catch_up()
             return
-        overdue = self._overdue(now)
-        for gone in self._undecided_since.keys() - {tag for tag, _ in overdue}:
-            del self._undecided_since[gone]  # ended otherwise meanwhile
-        for tag, reason in overdue:
-            try:  # an idle end is a plain return where every node reads one
-                plain = reason == CONSUMER_IDLE and self._formats.reads_queue_ops(COUNTING_OP_VERSION)
-            except FormatsNotYetKnown:
-                since = self._undecided_since.setdefault(tag, now)
-                if now - since < UNKNOWN_FORMATS_GRACE_MS:
-                    continue  # a later timer decides, once every node has said what it reads
-                plain = False
-            self._undecided_since.pop(tag, None)
+        plain_returns = functools.partial(self._formats.reads_queue_ops, COUNTING_OP_VERSION)
+        for tag, reason, plain in self._sessions.due_ends(now, plain_returns):
             log.info("queue %s: consumer %s ended: %s", self.name, tag, reason)
             if plain:
                 command: Cancel | ConsumerDown = self._command(Cancel, tag, False)  # nothing was in its hands
@@ -1022,25 +949,6 @@ class QueueLeader:
             self._sessions.end(tag, reason)
             self._fire(command, done=functools.partial(self._end_done, tag))
 
-    def _overdue(self, now: int) -> list[tuple[str, str]]:
-        """The holders to end now, each with why: one holding a message (handed out or last touched)
-        longer than its consumer timeout, a failure; a consumer silent for the idle timeout (the lease of
-        a consumer: nobody runs it), a plain return. A get holder's session ends quietly once it holds
-        nothing, not while its Get is on its way to the log."""
-        machine, overdue, settled_gets = self._replica.machine, [], []
-        for tag, session in self._sessions.sessions.items():
-            started = machine.hold_started_ms(tag)
-            if started is not None and now - started > self._timeout(session.timeout_ms):
-                overdue.append((tag, CONSUMER_TIMEOUT))
-            elif session.get_holder:
-                if started is None and not session.getting:
-                    settled_gets.append(tag)
-            elif session.idle(now, self._idle_timeout_ms):
-                overdue.append((tag, CONSUMER_IDLE))
-        for tag in settled_gets:
-            self._sessions.close(tag)
-        return overdue
-
     def _tick_done(self, committed: bool) -> None:
         self._tick_in_flight = False
 
@@ -1048,9 +956,7 @@ class QueueLeader:
         """An end that did not commit here is not told, and is decided again: by this leader's timer
         while it serves (the holder's session opened again), else by the next leader's."""
         if not committed:
-            self._sessions.forget_ended(tag)
-            if self._serving.is_set():
-                self._reopen(tag, self._now())
+            self._sessions.end_not_committed(tag, reopen=self._serving.is_set())
 
     def _fire(self, command: Command, done: Callable[[bool], None] | None = None) -> None:
         """Replicate a command nobody waits for; `done(committed)` once its fate here is known."""

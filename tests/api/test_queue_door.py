@@ -1,4 +1,4 @@
-"""`QueueLeader`, the one door into a queue, on a real in-process node: typed results, and refusals
+"""`QueueDoor`, the one door into a queue, on a real in-process node: typed results, and refusals
 raised as `cluster.errors` named for what they mean."""
 
 from __future__ import annotations
