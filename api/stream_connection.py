@@ -147,14 +147,19 @@ class StreamConnection:
     def _tell_alarms(self) -> None:
         """Send `blocked` (with the nodes in alarm) when resource alarms begin or change, `unblocked`
         when the last ends, to a connection that published."""
+        notice = self._alarm_notice()
+        if notice is not None:
+            task = asyncio.get_running_loop().create_task(self._send(notice))
+            self._notices.add(task)
+            task.add_done_callback(self._notices.discard)
+
+    def _alarm_notice(self) -> bytes | None:
+        """The frame telling a connection that published of a change in the alarms, if there is one."""
         alarmed = self._app[ALARMS].alarmed()
         if not self._publishing or self._closed or alarmed == self._told:
-            return
+            return None
         self._told = alarmed
-        notice = frames.blocked(alarmed) if alarmed else frames.unblocked()
-        task = asyncio.get_running_loop().create_task(self._send(notice))
-        self._notices.add(task)
-        task.add_done_callback(self._notices.discard)
+        return frames.blocked(alarmed) if alarmed else frames.unblocked()
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
@@ -174,9 +179,11 @@ class StreamConnection:
 
     async def _publish(self, frame: Frame) -> bytes:
         name = self._queue(frame, Access.WRITE)
-        if not self._publishing:
+        if not self._publishing:  # told before its first answer
             self._publishing = True
-            self._tell_alarms()
+            notice = self._alarm_notice()
+            if notice is not None:
+                await self._send(notice)
         job = publish_of(frame.fields, self._app[CONFIG], self._app[WALL_MS]())
         if frame.size > MAX_PEER_FORWARD_BYTES:  # too large to pass on over the peer transport
             route = await queue_route(self._app[QUEUES], self._app[STATUS], name)

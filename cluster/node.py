@@ -413,3 +413,10 @@ class Node:
     def redrive_started(self, door: QueueDoor) -> None:
         """Run the worker of the redrive task the queue started (`RedriveDispatcher.ensure`)."""
         self.redrives.ensure(door)
+
+    def check_publish(self, group: str) -> None:
+        """Refuse a publish to `group` while one of its voters or learners, as this node's replica knows
+        them, is in a resource alarm (`ResourceAlarms.check_publish`)."""
+        assert self.host is not None
+        conf = self.host.groups[group].conf
+        self.alarms.check_publish((*conf.voters, *conf.learners))

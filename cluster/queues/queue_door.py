@@ -197,6 +197,10 @@ class DoorHost(Protocol):
         """The queue started a redrive task: run its worker."""
         ...
 
+    def check_publish(self, group: str) -> None:
+        """Refuse (`ResourceAlarmed`) a publish while a member of `group` is in a resource alarm."""
+        ...
+
 
 class QueueDoor:
     """One queue hosted on this node, its door whether this node leads the queue's group or follows it:
@@ -354,7 +358,9 @@ class QueueDoor:
         With `publisher` and `seq` a retry is answered with the first answer's ids. QueueFull when the
         queue is full and rejects publishes; Refused `seq_too_old` when the seq is too old for the
         publisher's window to tell whether it was enqueued, `queue_deleting` once sealed,
-        `upgrade_in_progress` for delays or priorities while a node of the cluster reads none."""
+        `upgrade_in_progress` for delays or priorities while a node of the cluster reads none;
+        ResourceAlarmed while a member of the queue's group is in a resource alarm (decision 0024)."""
+        self._node.check_publish(self.group)
         with _invalid_is_bad_request():
             if delays is None and priorities is None:
                 sizes = tuple(NewMessage(len(m.body), expiration) for m, expiration in messages)

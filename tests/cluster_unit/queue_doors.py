@@ -45,6 +45,9 @@ class AloneHost:
     def redrive_started(self, *_: object) -> None:
         pass
 
+    def check_publish(self, *_: object) -> None:
+        pass
+
 
 def every_node_reads_this_version(name: str) -> FormatVersions:
     """Node `name`'s record of its peers, each linked and having said it reads what this node reads."""
