@@ -7,6 +7,8 @@ starts itself again with PYTHONHASHSEED=0 when it is not already.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import os
 import sys
 import time
@@ -30,9 +32,14 @@ def main() -> int:
     parser.add_argument(
         "--no-churn", action="store_true", help="no spare node joins or is forgotten (seeds run as before it)"
     )
+    parser.add_argument(
+        "--json", action="store_true", help="end with one JSON line: the faults and what the clients did"
+    )
     args = parser.parse_args()
     quiet_logs()
     total = SimStats()
+    clients: dict[str, int] = {}
+    most_filler = 0
     failed: list[int] = []
     started = time.monotonic()
     for seed in range(args.first_seed, args.first_seed + args.seeds):
@@ -40,6 +47,10 @@ def main() -> int:
         try:
             total.add(sim.run(args.seconds))
             print(f"seed {seed}: ok ({sim.trace_digest})", flush=True)
+            for name, value in vars(sim.clients.stats).items():
+                if isinstance(value, int):
+                    clients[name] = clients.get(name, 0) + value
+            most_filler = max(most_filler, sim.clients.stats.filler_bytes)
         except Violation as exc:
             failed.append(seed)
             print(f"FAILED: {exc}", flush=True)
@@ -47,6 +58,9 @@ def main() -> int:
     print(f"{args.seeds} seeds, {len(failed)} failed, {took:.1f} s: {total}")
     if failed:
         print("replay one: python -m node_simulation --first-seed S --seeds 1; failed:", failed)
+    if args.json:
+        summary = {"faults": dataclasses.asdict(total), "clients": clients, "most_filler_bytes": most_filler}
+        print(json.dumps({"seeds": args.seeds, "failed": failed, **summary}))
     return 1 if failed else 0
 
 
