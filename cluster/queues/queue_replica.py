@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 import msgpack
 
+from cluster.queues import legacy_formats
 from cluster.queues.bodies import BodyStore
 from cluster.replication.entry_codec import (
     QUEUE_OP_VERSION,
@@ -136,7 +137,7 @@ class QueueReplica:
             exported = ((bytes(key), bytes(value)) for key, value in bodies)
             self.bodies.replace_all(exported, below_id=self.machine.next_id)
         else:
-            self.bodies.restore_state(snapshot[2] if len(snapshot) > 2 else [])
+            self.bodies.restore_state(legacy_formats.logged_bodies(snapshot))
         self._time_applied()
 
     def _time_applied(self) -> None:
