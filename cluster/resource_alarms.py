@@ -77,19 +77,6 @@ class ResourceAlarms:
         self.raised = frozenset(raised)
         self._tell()
 
-    def set_limits(
-        self,
-        disk_free_limit: ResourceLimit | None = None,
-        vm_memory_high_watermark: ResourceLimit | None = None,
-    ) -> None:
-        """Change this node's limits until it restarts (RabbitMQ's `set_disk_free_limit` and
-        `set_vm_memory_high_watermark`), and check them at once."""
-        if disk_free_limit is not None:
-            self.disk_free_limit = disk_free_limit
-        if vm_memory_high_watermark is not None:
-            self.vm_memory_high_watermark = vm_memory_high_watermark
-        self.check()
-
     def announcement(self) -> dict[str, list[str]]:
         """The control-frame field telling peers this node's alarms."""
         return {ALARMS_KEY: sorted(self.raised)}

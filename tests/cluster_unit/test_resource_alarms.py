@@ -80,15 +80,6 @@ def test_the_memory_alarm_is_raised_above_the_watermark_and_cleared_below_it_by_
     assert alarms.raised == frozenset() and not alarms.report()["mem_alarm"]
 
 
-def test_new_limits_apply_at_once() -> None:
-    machine = Machine()
-    alarms = alarms_on(machine)
-    alarms.set_limits(disk_free_limit=ResourceLimit(absolute=20 * DISK_LIMIT))
-    assert alarms.raised == {DISK}
-    alarms.set_limits(vm_memory_high_watermark=ResourceLimit(absolute=MIB))
-    assert alarms.raised == {DISK, MEMORY}
-
-
 def test_peers_learn_a_nodes_alarms_from_its_control_frames_and_forget_them_with_the_link() -> None:
     machine = Machine()
     alarms = alarms_on(machine)
