@@ -72,7 +72,7 @@ POLICY = "/api/policies/{policy}"
 
 ROUTE_ACCESS: dict[tuple[str, str], Access] = {
     ("GET", "/api/health"): Access.PUBLIC,
-    ("GET", "/api/health/checks/alarms"): Access.PUBLIC,
+    ("GET", "/api/health/checks/alarms"): Access.METRICS,
     ("GET", "/"): Access.PUBLIC,  # the management UI's files: no data, the API calls they make log in
     ("GET", "/ui/{file}"): Access.PUBLIC,
     ("GET", "/metrics"): Access.METRICS,

@@ -15,9 +15,8 @@ async def health(request: web.Request) -> web.StreamResponse:
     else 503; `groups_halted` lists the groups whose replica here cannot read a committed entry;
     `damage` tells of a damaged database set aside (`NodeStatus.damage_status`), `store_check`
     whether the read of the whole database after start is done (`StoreCheck.report`), `formats` which
-    version of each replicated format the node reads and writes (`FormatVersions.report`), `alarms` the
-    nodes known to be in a resource alarm (`ResourceAlarms.alarmed`: an alarm holds publishers back, it
-    does not make the node unready)."""
+    version of each replicated format the node reads and writes (`FormatVersions.report`). A resource
+    alarm holds publishers back; it does not make the node unready (`alarms_check` tells of it)."""
     status = request.app[STATUS]
     groups = status.groups()
     readiness = status.readiness()
@@ -37,14 +36,13 @@ async def health(request: web.Request) -> web.StreamResponse:
         "damage": status.damage_status(),
         "store_check": status.store_check.report(),
         "formats": request.app[FORMATS].report(),
-        "alarms": request.app[ALARMS].alarmed(),
     }
     return web.json_response(body, status=200 if readiness == "ok" else 503)
 
 
 async def alarms_check(request: web.Request) -> web.StreamResponse:
-    """GET /api/health/checks/alarms (RabbitMQ's): 200 when no node this one knows of is in a resource
-    alarm, else 503 naming each node and its alarms."""
+    """GET /api/health/checks/alarms (RabbitMQ's; for monitoring, as /metrics): 200 when no node this one
+    knows of is in a resource alarm, else 503 naming each node and its alarms."""
     alarmed = request.app[ALARMS].alarmed()
     if not alarmed:
         return web.json_response({"status": "ok"})

@@ -399,11 +399,6 @@ HEALTH: Schema = {
         "damage": DAMAGE,
         "store_check": STORE_CHECK,
         "formats": FORMATS,
-        "alarms": {
-            "type": "object",
-            "description": "the nodes known to be in a resource alarm, each with its alarms (disk, memory)",
-            "additionalProperties": {"type": "array", "items": {"enum": ["disk", "memory"]}},
-        },
     },
 }
 
@@ -431,10 +426,10 @@ PATHS: dict[str, dict[str, Any]] = {
         "get": _operation(
             "resource alarms (RabbitMQ's health check)",
             {"200": "no node in alarm", "503": "a node in alarm"},
-            public=True,
             about=(
                 '200 `{"status": "ok"}` when no node this one knows of is in a disk or memory alarm, '
-                'else 503 with `alarms`: `[{"node", "resource"}]`'
+                'else 503 with `alarms`: `[{"node", "resource"}]`; credentials as for `/metrics` (none '
+                "with `metrics_public`)"
             ),
         )
     },

@@ -51,7 +51,6 @@ async def test_health_of_a_ready_node_counts_its_groups_and_queues(api: InProces
             "queue_operations": {"reads": QUEUE_OP_VERSION, "writes": QUEUE_OP_VERSION},
             "metadata": {"reads": CODEC_VERSION, "writes": CODEC_VERSION},
         },
-        "alarms": {},
     }
 
 

@@ -56,7 +56,10 @@ def cluster_with_a_small_disk(tmp_path: Path) -> Iterator[ProcessCluster]:
 
 
 async def _alarms(url: str) -> tuple[int, dict]:
-    async with aiohttp.ClientSession() as http, http.get(url + "/api/health/checks/alarms") as answer:
+    async with (
+        aiohttp.ClientSession(headers=HARNESS_HEADERS) as http,
+        http.get(url + "/api/health/checks/alarms") as answer,
+    ):
         return answer.status, await answer.json()
 
 

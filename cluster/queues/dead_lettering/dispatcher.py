@@ -4,7 +4,6 @@ runs an at-least-once worker beside every source queue it leads."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 
@@ -55,8 +54,10 @@ class DeadLetterDispatcher:
     async def _publish_once(
         self, target: str, messages: list[tuple[StoredMessage, int | None]], priorities: list[int] | None
     ) -> None:
-        with contextlib.suppress(Exception):
+        try:
             await self.publisher.publish_confirmed(target, messages, None, None, priorities)
+        except Exception as exc:  # at most once: what the target did not take is gone
+            log.warning("%d at-most-once dead letter(s) for %s dropped: %s", len(messages), target, exc)
 
     def leadership_changed(self, source: DeadLetterSource, is_leader: bool) -> None:
         """The at-least-once worker of a source queue runs where its leader is."""
