@@ -665,6 +665,11 @@ class QueueMachine:
 
     # Queries
 
+    def publish_answered(self, publisher: str, seq: int) -> bool:
+        """Whether a publish of (`publisher`, `seq`) would be answered without enqueueing: a duplicate,
+        or a seq too old to tell."""
+        return self._publishers.answer_if_not_new(publisher, seq) is not None
+
     def stats(self) -> QueueStats:
         """Counts and bytes by where messages are, and counts of messages that left with a reason."""
         ready, ready_bytes = len(self._ready), self._ready.total_bytes

@@ -81,6 +81,9 @@ class _Pending:
     hinted: str | None = None
     unreachable: set[str] = field(default_factory=set)
     last_error: QuorumqError | None = None
+    uncertain: QuorumqError | None = (
+        None  # an attempt that may have taken effect (no answer, outcome_unknown)
+    )
 
     def timed_out(self) -> QuorumqError:
         """What the request raises when its time is up: its last error, else a timeout."""
@@ -208,7 +211,7 @@ class NodeTransport:
             unanswered = TransportError(0, exc.code, f"{pending.method} {base}{pending.path}: {exc.reason}")
             if not pending.retry_sent:
                 raise unanswered from None
-            pending.last_error = unanswered
+            pending.last_error = pending.uncertain = unanswered
             self._move_on(pending)
             raise RetryableFailure(unanswered) from None
         pending.unreachable.clear()
@@ -217,13 +220,15 @@ class NodeTransport:
         error = error_from_response(status, payload)
         if status != 503 or (isinstance(error, OutcomeUnknownError) and not pending.retry_sent):
             raise error  # an outcome_unknown request may have taken effect: resend only what is safe
-        pending.last_error = error
+        if isinstance(error, OutcomeUnknownError):
+            pending.uncertain = error
+        pending.last_error = pending.uncertain or error  # a later refusal does not make it certain
         if isinstance(error, ResourceAlarmError):
-            raise RetryableFailure(error, pause_s=RESOURCE_ALARM_PAUSE_S)
+            raise RetryableFailure(pending.last_error, pause_s=RESOURCE_ALARM_PAUSE_S)
         pending.hinted = _hint(error, base)
         if pending.hinted is None and base == self.current_node:
             self._advance()  # this node knows no leader (it may be cut off): ask the next one
-        raise RetryableFailure(error)
+        raise RetryableFailure(pending.last_error)
 
     async def _send(self, pending: "_Pending", base: str, remaining: float) -> tuple[int, Any]:
         """One attempt at `pending` on `base`: over its stream when the request has a stream form and the

@@ -359,8 +359,8 @@ class QueueDoor:
         queue is full and rejects publishes; Refused `seq_too_old` when the seq is too old for the
         publisher's window to tell whether it was enqueued, `queue_deleting` once sealed,
         `upgrade_in_progress` for delays or priorities while a node of the cluster reads none;
-        ResourceAlarmed while a member of the queue's group is in a resource alarm (decision 0024)."""
-        self._node.check_publish(self.group)
+        ResourceAlarmed while a member of the queue's group is in a resource alarm (decision 0024), unless
+        the publish is one the queue answers without enqueueing (a retry whose answer was lost)."""
         with _invalid_is_bad_request():
             if delays is None and priorities is None:
                 sizes = tuple(NewMessage(len(m.body), expiration) for m, expiration in messages)
@@ -376,6 +376,8 @@ class QueueDoor:
                         messages, delays or [None] * count, priorities or [0] * count, strict=True
                     )
                 )
+        if publisher is None or seq is None or not self._replica.machine.publish_answered(publisher, seq):
+            self._node.check_publish(self.group)
         reply = await self._submit(self._command(Enqueue, sizes, publisher, seq), [m for m, _ in messages])
         if isinstance(reply, Rejected):
             raise QueueFull(f"queue '{self.name}' is full: {reply.reason}")

@@ -138,3 +138,23 @@ async def test_an_outcome_unknown_503_is_retried_only_for_a_request_safe_to_rese
         assert purges == ["unknown"]  # sent once, never again
         assert (await client.queue("q"))["name"] == "q"
         assert reads == ["q", "q"]
+
+
+async def test_a_publish_that_may_have_taken_effect_stays_unknown_when_later_attempts_are_held_back() -> None:
+    """Review of the resource alarms: a retry refused with `resource_alarm` says nothing of the attempt
+    before it, which the leader may have committed; at the deadline the publish is unknown, not held
+    back (a caller would publish it again under a new seq, and enqueue it twice)."""
+    attempts: list[str] = []
+
+    async def publish(request: web.Request) -> web.Response:
+        attempts.append(request.match_info["q"])
+        if len(attempts) == 1:
+            return error(503, "outcome_unknown", "the leader stopped answering after the request was sent")
+        return error(503, "resource_alarm", "node n3 is in a disk alarm: publishes to its queues wait")
+
+    app = web.Application()
+    app.router.add_post("/api/queues/{q}/messages", publish)
+    async with serve(app) as url, Client([url], timeout=2.5) as client:
+        with pytest.raises(OutcomeUnknownError):
+            await client.publish("q", "x")
+    assert len(attempts) > 1

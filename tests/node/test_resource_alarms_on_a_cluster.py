@@ -84,6 +84,9 @@ async def test_a_full_disk_holds_back_the_queues_on_its_node_while_consumers_dra
         await client.declare("spread", {"x-quorum-initial-group-size": 3})  # a replica on node3
         await client.declare("away", {"x-quorum-initial-group-size": 1})  # on node1 alone
         await client.publish("spread", [b"before-1", b"before-2"])
+    async with raw_stream(node1.url) as stream:  # a publish whose answer its client will not have seen
+        first = await stream.call(**publish(0, "spread", b"answer lost", publisher="retrier", seq=7))
+        assert first["op"] == "confirm"
     assert await _alarms(node1.url) == (200, {"status": "ok"})
 
     filler = _fill(node3.data_dir)
@@ -92,8 +95,8 @@ async def test_a_full_disk_holds_back_the_queues_on_its_node_while_consumers_dra
         with pytest.raises(ResourceAlarmError, match="node3 is in a disk alarm"):
             await client.publish("spread", [b"held back"])
         assert len(await client.publish("away", [b"elsewhere"])) == 1  # its replicas are not on node3
-        got = await client.get("spread", count=2)  # consumers drain
-        assert [m.body for m in got] == [b"before-1", b"before-2"]
+        got = await client.get("spread", count=3)  # consumers drain
+        assert [m.body for m in got] == [b"before-1", b"before-2", b"answer lost"]
         await client.ack_got("spread", [m.id for m in got])
         nodes = {n["name"]: n for n in await client.nodes()}
         assert nodes["node3"]["disk_free_alarm"] is True and nodes["node1"]["disk_free_alarm"] is False
@@ -106,6 +109,8 @@ async def test_a_full_disk_holds_back_the_queues_on_its_node_while_consumers_dra
         assert {"node": "node3", "resource": "disk"} in blocked["alarms"]
         refused = next(f for f in frames if f.get("id") == 1)
         assert (refused["op"], refused["status"], refused["error"]) == ("error", 503, "resource_alarm")
+        again = await stream.call(**publish(3, "spread", b"answer lost", publisher="retrier", seq=7))
+        assert (again["op"], again["ids"], again["duplicate"]) == ("confirm", first["ids"], True)
         filler.unlink()
         await stream.collect(lambda f: any(x["op"] == "unblocked" for x in f), timeout=30.0)
         answer = await stream.call(**publish(2, "spread", b"after"))
