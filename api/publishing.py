@@ -32,7 +32,6 @@ from api.error_answers import error_answer
 from api.forwarded_publish import decode_frame, publish_frame
 from api.forwarding import Route, await_leader, next_hop, queue_route
 from api.publish_job import PublishJob
-from cluster.replication.entry_codec import DELAY_OP_VERSION, PRIORITY_OP_VERSION
 from cluster.replication.peer_requests import Server
 
 PUBLISH_ACCESS = ROUTE_ACCESS[("POST", "/api/queues/{q}/messages")]
@@ -69,10 +68,7 @@ async def publish_on_route(
     the answer."""
     if route is None:
         return 201, await job.run(app, app[QUEUES].leading_door(name))
-    if job.delays is not None:  # what its leader reads, too
-        app[FORMATS].require_queue_ops(DELAY_OP_VERSION, "no delays")
-    if job.priorities is not None:
-        app[FORMATS].require_queue_ops(PRIORITY_OP_VERSION, "no priorities")
+    app[FORMATS].require_publish(job.delays is not None, job.priorities is not None)  # as its leader will
     target = next_hop(hops, route.target)
     reply = app[PEER_REQUESTS].call(target, publish_frame(name, user, hops + 1, job))
     app[METRICS].forwarded.labels("peer").inc()
