@@ -46,7 +46,6 @@ from api.auth import auth_middleware, bootstrap_users
 from api.browser_guard import browser_guard, secure_headers
 from api.consumer_revocation import end_revoked_consumers
 from api.errors import error_middleware
-from api.forwarded_publish import peer_server
 from api.forwarding import FORWARD_TIMEOUT_S
 from api.limits import limits_middleware
 from api.login_throttle import LoginThrottle
@@ -55,6 +54,7 @@ from api.message_rates import keep_sampling
 from api.metrics import Metrics
 from api.openapi import serve_spec
 from api.policy_handlers import add_routes as add_policy_routes
+from api.publishing import peer_server
 from api.request_ids import request_id_middleware
 from api.tokens import RevokedTokens
 from api.user_handlers import add_routes as add_user_routes

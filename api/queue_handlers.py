@@ -21,7 +21,6 @@ from api.deliveries import (
     wants_msgpack,
 )
 from api.errors import ApiError
-from api.forwarded_publish import forwards_over_peers, publish_routed
 from api.forwarding import (
     client_node,
     forward,
@@ -34,6 +33,7 @@ from api.forwarding import (
 from api.json_codec import json_answer
 from api.paging import listed
 from api.publish_job import read_publish
+from api.publishing import forwards_over_peers, publish_on_route
 from api.settle_options import settle_options, touch_answer, touch_ids
 from api.validation import (
     MAX_POLL,
@@ -215,14 +215,15 @@ async def publish(request: web.Request) -> web.StreamResponse:
     A full reject-publish queue is 507; a seq too old for the publisher's dedup window to tell whether
     it was enqueued is 409 `seq_too_old` (nothing enqueued). The body is JSON, or msgpack
     (`Content-Type: application/msgpack`, bodies as bin); the answer is JSON. Served on the queue's
-    leader: forwarded there over the peer transport when it can be (`api.forwarded_publish`), else over
+    leader: forwarded there over the peer transport when it can be (`api.publishing`), else over
     HTTP."""
     name = queue_name(request)
     route = await queue_route(request.app[QUEUES], request.app[STATUS], name)
     if route is not None and not forwards_over_peers(request, route):
         return await forward(request, route.target, route.leader_now)
     job = await read_publish(request)
-    status, body = await publish_routed(request.app, name, job, principal(request).name, hops_of(request))
+    caller, hops = principal(request).name, hops_of(request)
+    status, body = await publish_on_route(request.app, name, job, caller, hops, route)
     return json_answer(body, status=status)
 
 

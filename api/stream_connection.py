@@ -25,10 +25,10 @@ from api.consumer_options import consumer_options
 from api.consumer_owners import own_consumer
 from api.error_answers import error_answer
 from api.errors import ApiError, error_json
-from api.forwarded_publish import MAX_PEER_FORWARD_BYTES, publish_routed
 from api.forwarding import NO_LEADER_WAIT_S, queue_route
 from api.limits import check_consumer_room
 from api.publish_job import publish_of
+from api.publishing import MAX_PEER_FORWARD_BYTES, publish_on_route
 from api.settle_options import FIELDS as SETTLE_FIELDS
 from api.settle_options import settle_options, touch_answer, touch_ids
 from api.stream_consumer import LEADER_MOVED, StreamConsumer
@@ -185,11 +185,10 @@ class StreamConnection:
             if notice is not None:
                 await self._send(notice)
         job = publish_of(frame.fields, self._app[CONFIG], self._app[WALL_MS]())
-        if frame.size > MAX_PEER_FORWARD_BYTES:  # too large to pass on over the peer transport
-            route = await queue_route(self._app[QUEUES], self._app[STATUS], name)
-            if route is not None:
-                raise NotLeader(f"this node does not lead queue '{name}'", route.target)
-        status, body = await publish_routed(self._app, name, job, self._caller.name, 0)
+        route = await queue_route(self._app[QUEUES], self._app[STATUS], name)
+        if route is not None and frame.size > MAX_PEER_FORWARD_BYTES:  # too large for the peer transport
+            raise NotLeader(f"this node does not lead queue '{name}'", route.target)
+        status, body = await publish_on_route(self._app, name, job, self._caller.name, 0, route)
         if status != 201:
             return frames.error(frame.id, status, body)
         return frames.answer("confirm", _id(frame), body)

@@ -1,7 +1,7 @@
 """The clients of the whole-node simulation: publishers, consumers and getters.
 
 Clients enter a node where its HTTP handlers do: the queue directory, the queue's door, and the
-publish route that forwards to the leader over the peer transport (`api.forwarded_publish`). They act
+publish route that forwards to the leader over the peer transport (`api.publishing`). They act
 as the quorumq client does (`requests.ClientRequests`): a publish is retried with the same publisher and
 seq until it is answered; a consumer follows its queue's leader and registers again once ended.
 Consumers come and go without cancelling, and some work slowly, past the queue's lease. What each
@@ -16,8 +16,8 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from api.forwarded_publish import publish_routed
 from api.publish_job import PublishJob
+from api.publishing import publish_routed
 from cluster.errors import BadRequest, LogGap, NodeError, OutcomeUnknown, Refused, UnknownConsumer
 from cluster.node import Node
 from cluster.queues.queue_door import QueueDoor

@@ -8,8 +8,8 @@ import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from api.forwarded_publish import publish_routed
 from api.publish_job import PublishJob
+from api.publishing import publish_routed
 from api.remote_publisher import REMOTE_TIMEOUT_S
 from cluster.node import Node
 from cluster.replication.stored_message import StoredMessage

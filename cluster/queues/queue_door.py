@@ -50,7 +50,6 @@ from cluster.replication.entry_codec import (
     DELAY_OP_VERSION,
     HOLDING_OP_VERSION,
     POLICY_OP_VERSION,
-    PRIORITY_OP_VERSION,
     READER_OP_VERSION,
     REDRIVE_OP_VERSION,
     encode_queue_op,
@@ -160,6 +159,10 @@ class QueueFormats(Protocol):
 
     def require_queue_ops(self, version: int, what: str) -> None:
         """Refused `upgrade_in_progress` (or FormatsNotYetKnown) unless every node reads `version`."""
+        ...
+
+    def require_publish(self, delays: bool, priorities: bool) -> None:
+        """As `require_queue_ops`, for a publish with delays, priorities, or both."""
         ...
 
     def reads_queue_ops(self, version: int) -> bool:
@@ -365,10 +368,7 @@ class QueueDoor:
             if delays is None and priorities is None:
                 sizes = tuple(NewMessage(len(m.body), expiration) for m, expiration in messages)
             else:
-                if delays is not None:
-                    self._formats.require_queue_ops(DELAY_OP_VERSION, "no delays")
-                if priorities is not None:
-                    self._formats.require_queue_ops(PRIORITY_OP_VERSION, "no priorities")
+                self._formats.require_publish(delays is not None, priorities is not None)
                 count = len(messages)
                 sizes = tuple(
                     NewMessage(len(m.body), expiration, delay, priority)

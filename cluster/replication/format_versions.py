@@ -10,7 +10,8 @@ reads to each peer in one control frame every second (`{"queue_codec": N, "metad
 `CodecReads` takes each key from any frame, so the separate frames of earlier versions count as well).
 A peer's word belongs to its link (`CodecReads`, decision 0018).
 
-A request that needs a version (a touch, a delay, a priority, a policy...) is refused 409
+A request that needs a version (a touch, a delay, a priority, a policy...; a publish's delays and
+priorities: `require_publish`) is refused 409
 `upgrade_in_progress` while a node said it reads an older one, and answered 503 `formats_not_yet_known`
 (with Retry-After) while that is only not known yet: a node has not spoken since it linked with this
 one, or since this one started (`require_queue_ops`, `require_metadata`).
@@ -23,7 +24,7 @@ from typing import Any
 
 from cluster.errors import FormatsNotYetKnown, Refused
 from cluster.replication.codec_reads import CodecReads
-from cluster.replication.entry_codec import QUEUE_OP_VERSION
+from cluster.replication.entry_codec import DELAY_OP_VERSION, PRIORITY_OP_VERSION, QUEUE_OP_VERSION
 from metadata_state.codec import CODEC_VERSION
 
 QUEUE_OPS_KEY = "queue_codec"
@@ -81,6 +82,14 @@ class FormatVersions:
         """Return when every node of the cluster reads queue operations `version`; else FormatsNotYetKnown
         while that is only not known yet, or Refused `upgrade_in_progress` (a node reads `what`)."""
         self._require(self.queue_operations, version, what)
+
+    def require_publish(self, delays: bool, priorities: bool) -> None:
+        """As `require_queue_ops`, for what a publish carries: delays need DELAY_OP_VERSION, priorities
+        PRIORITY_OP_VERSION. The one gate of both, asked by the node that takes a publish and its leader."""
+        if delays:
+            self.require_queue_ops(DELAY_OP_VERSION, "no delays")
+        if priorities:
+            self.require_queue_ops(PRIORITY_OP_VERSION, "no priorities")
 
     def reads_queue_ops(self, version: int) -> bool:
         """Whether every node of the cluster reads queue operations `version` (False: a node said it

@@ -1,4 +1,4 @@
-"""The leader's side of a publish forwarded over the peer transport (`api/forwarded_publish.py`), on a real
+"""The leader's side of a publish forwarded over the peer transport (`api/publishing.py`), on a real
 in-process node: the user the forwarding node vouches for is granted by the publish route's own rule,
 the publish goes through the same door as one made over HTTP, and every refusal is the HTTP answer the
 leader would have given."""
@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from in_process_node import InProcessNode, in_process_node
 
-from api.forwarded_publish import PUBLISH, peer_server
+from api.forwarded_publish import PUBLISH
+from api.publishing import peer_server
 
 MESSAGE = [b"hello", {"k": "v"}, "utf8", None]
 

@@ -7,7 +7,12 @@ from __future__ import annotations
 import pytest
 
 from cluster.errors import FormatsNotYetKnown, Refused
-from cluster.replication.entry_codec import HOLDING_OP_VERSION, QUEUE_OP_VERSION
+from cluster.replication.entry_codec import (
+    DELAY_OP_VERSION,
+    HOLDING_OP_VERSION,
+    PRIORITY_OP_VERSION,
+    QUEUE_OP_VERSION,
+)
 from cluster.replication.format_versions import UPGRADE_IN_PROGRESS, FormatVersions
 from metadata_state.codec import CODEC_VERSION
 
@@ -60,3 +65,17 @@ def test_rule_a_version_not_yet_known_to_be_read_everywhere_is_not_yet_known_and
     formats.require_queue_ops(HOLDING_OP_VERSION - 1, "no plain returns")
     with pytest.raises(FormatsNotYetKnown):
         formats.require_metadata(CODEC_VERSION, "no policies")
+
+
+def test_a_publish_needs_the_version_of_its_delays_and_of_its_priorities_and_no_other() -> None:
+    formats = FormatVersions("a", lambda: ("a", "b"), linked)
+    formats.on_control("b", {"queue_codec": DELAY_OP_VERSION - 1})
+    formats.require_publish(delays=False, priorities=False)
+    with pytest.raises(Refused, match="no delays"):
+        formats.require_publish(delays=True, priorities=False)
+    formats.on_control("b", {"queue_codec": DELAY_OP_VERSION})
+    formats.require_publish(delays=True, priorities=False)
+    with pytest.raises(Refused, match="no priorities"):
+        formats.require_publish(delays=False, priorities=True)
+    formats.on_control("b", {"queue_codec": PRIORITY_OP_VERSION})
+    formats.require_publish(delays=True, priorities=True)

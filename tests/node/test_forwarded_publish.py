@@ -1,5 +1,5 @@
 """A publish made to a node that does not lead the queue, on real nodes over real TCP: it travels to the
-leader over the peer transport (`api/forwarded_publish.py`) and is answered once the leader confirmed
+leader over the peer transport (`api/publishing.py`) and is answered once the leader confirmed
 it, a resend through another node is answered with the same ids, and a publish too large for a frame on
 the Raft link is forwarded over HTTP as before."""
 

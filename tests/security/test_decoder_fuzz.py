@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from api.errors import ApiError
-from api.forwarded_publish import PUBLISH, _decoded
+from api.forwarded_publish import PUBLISH, decode_frame
 from api.limits import check_message_headers
 from api.stream_frames import CLIENT_OPS, HELLO_MAX_BYTES, BadFrame, read_frame
 from api.tokens import verify_token
@@ -297,7 +297,7 @@ def test_forwarded_publishes_decode_or_answer_400_and_what_decodes_is_what_a_pub
     request: Any,
 ) -> None:
     try:
-        name, user, hops, job = _decoded(msgpack.unpackb(msgpack.packb(request), raw=False))
+        name, user, hops, job = decode_frame(msgpack.unpackb(msgpack.packb(request), raw=False))
     except ApiError as exc:
         assert exc.status == 400
         return
