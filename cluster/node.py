@@ -195,7 +195,9 @@ class Node:
         )
         hold_ticks = NEW_GROUP_HOLD_ELECTIONS * self.config.election_ticks
         reads = self.env.reads_queue_ops
-        self._hosting = QueueHosting(self.name, store, host, self._new_queue_door, hold_ticks, reads)
+        self._hosting = QueueHosting(
+            self.name, store, host, self._new_queue_door, hold_ticks, reads, joined=self._join_url is not None
+        )
         self._formats = FormatVersions(
             self.name, self._status.metadata_members, self.transport.linked, reads, self.env.reads_metadata
         )

@@ -68,9 +68,13 @@ class QueueHosting:
         new_door: NewDoor,
         hold_ticks: int,
         reads: int = QUEUE_OP_VERSION,
+        *,
+        joined: bool = False,
     ) -> None:
-        """`reads` is the newest queue operations version this node's build reads."""
+        """`reads` is the newest queue operations version this node's build reads; `joined` when this
+        node's data directory was made by joining a running cluster (`node.json` records the join)."""
         self._name = name
+        self._joined = joined
         self._reads = reads
         self._store = store
         self._groups = groups
@@ -177,21 +181,29 @@ class QueueHosting:
 
     def _bootstraps(self, info: QueueInfo, mine: NodeInfo | None) -> bool | None:
         """Whether this node bootstraps queue `info`'s group as an initial member; None while that waits
-        for this node's registration (`mine`, None before one). A member added later starts empty and
-        waits for the leader, as does an initial member whose database is not the one the queue was
-        declared with (wiped, or set aside as damaged). A declaration that recorded no incarnation for
-        this node is read against the registry: the first database registered under its name is the
-        declared one, and one that replaced an earlier is not. Once the membership changed, an initial
-        member bootstraps late only as the declared database, and only if that database never held the
-        group (a dropped replica's votes are lost with it)."""
+        for this node's registration (`mine`, None before one) to name its database. A member added
+        later starts empty and waits for the leader, as does an initial member whose database is not the
+        one the queue was declared with (wiped, or set aside as damaged).
+
+        A declaration that recorded no incarnation for this node is read against the registry: the
+        first database registered under its name is the declared one, and one that replaced an earlier
+        is not. The registry cannot vouch for a database made by a join: a node forgotten (its record
+        erased) and joined again under its name registers afresh, so such a member waits. Once the
+        membership changed, an initial member bootstraps late only as the declared database, and only
+        if that database never held the group (a dropped replica's votes are lost with it)."""
         if self._name not in info.initial_members:
             return False
         incarnation = self._store.incarnation
         recorded = info.initial_incarnations.get(self._name)
         if recorded is None:
-            if mine is None:
+            if mine is None or not mine.incarnation:
                 return None
-            recorded = (mine.earlier_incarnation or mine.incarnation) or None
+            if self._joined:
+                log.warning(
+                    "queue %s: declared before this joined node registered; waiting to be added", info.name
+                )
+                return False
+            recorded = mine.earlier_incarnation or mine.incarnation
         if info.membership_changed:
             late = recorded == incarnation and self._store.never_held(info.group)
             if not late:
@@ -199,7 +211,7 @@ class QueueHosting:
                     "queue %s: not its declared database, or it may have held the group; waiting", info.name
                 )
             return late
-        if recorded not in (None, incarnation):
+        if recorded != incarnation:
             log.warning(
                 "queue %s: this node's database is new since it was declared; waiting to be added", info.name
             )

@@ -68,9 +68,9 @@ def store(tmp_path: Path) -> Iterator[NodeStore]:
     opened.close()
 
 
-def hosting_on(store: NodeStore) -> tuple[QueueHosting, Groups]:
+def hosting_on(store: NodeStore, *, joined: bool = False) -> tuple[QueueHosting, Groups]:
     groups = Groups()
-    return QueueHosting(ME, store, groups, new_door, HOLD_TICKS), groups
+    return QueueHosting(ME, store, groups, new_door, HOLD_TICKS, joined=joined), groups
 
 
 def queue(
@@ -276,3 +276,28 @@ def test_a_wiped_initial_member_the_declaration_did_not_record_waits_to_be_added
     old_database = {ME: NodeInfo(ME, "http://a:1", "a:2", "the database before")}  # not registered again yet
     hosting.reconcile(declared(queue("r", "q2", [ME, "b"])), old_database, True)
     assert groups.calls[-1] == ("open", "q2") and voters(store, "q2") == ()
+
+
+def test_a_registration_that_names_no_database_yet_defers_hosting(store: NodeStore) -> None:
+    """Review: a join registers the node before its database is named; the registry cannot vouch for a
+    database it does not name, so the node waits for its own registration, which names it."""
+    hosting, groups = hosting_on(store)
+    declaration = declared(queue("q", "q1", ["b", ME, "c"]))
+    unnamed = {ME: NodeInfo(ME, "http://a:1", "a:2", "")}
+    hosting.reconcile(declaration, unnamed, True)
+    assert groups.calls == [] and "q1" not in store.group_ids()
+    hosting.reconcile(declaration, registered(store), True)
+    assert voters(store, "q1") == ("b", ME, "c")
+
+
+def test_a_joined_database_the_declaration_did_not_record_waits_to_be_added(store: NodeStore) -> None:
+    """Review: a node forgotten (its record erased) and joined again under its name registers afresh,
+    so the registry would vouch for a database that never saw the group as the one that voted in it;
+    before and after a membership change, such a member waits to be added."""
+    unchanged = queue("q", "q1", ["b", ME, "c"])
+    changed = queue("r", "q2", ["b", ME], initial=["b", ME, "c"])
+    changed.members_fence = [2, 1]
+    hosting, groups = hosting_on(store, joined=True)
+    hosting.reconcile(declared(unchanged, changed), registered(store), True)
+    assert groups.calls == [("open", "q1"), ("open", "q2")]
+    assert voters(store, "q1") == () and voters(store, "q2") == ()
