@@ -6,6 +6,7 @@ import difflib
 import functools
 import ipaddress
 import logging
+import math
 import os
 import re
 import tomllib
@@ -121,9 +122,12 @@ class ResourceLimit:
             fraction = float(text)
         except ValueError:
             return cls(absolute=_size(text, "vm_memory_high_watermark"))
-        if 0 < fraction <= 1:
-            return cls(relative=fraction)
-        return cls(absolute=_size(text, "vm_memory_high_watermark"))
+        if not 0 < fraction <= 1:
+            raise ConfigError(
+                f"vm_memory_high_watermark: a fraction of memory is above 0 and at most 1; a size needs a "
+                f"unit (2GB), got {text!r}"
+            )
+        return cls(relative=fraction)
 
     def bytes_of(self, memory_total: int) -> int:
         """The limit in bytes on a node that may use `memory_total` bytes of memory."""
@@ -138,7 +142,7 @@ class ResourceLimit:
 def _size(text: str, what: str) -> int:
     matched = _SIZE.fullmatch(text)
     unit = _UNITS.get(matched.group(2).lower()) if matched else None
-    if matched is None or unit is None:
+    if matched is None or unit is None or (unit == 1 and "." in matched.group(1)):
         raise ConfigError(f"{what}: expected a size such as 50MB, 2GiB or 1000000, got {text!r}")
     return int(float(matched.group(1)) * unit)
 
@@ -148,7 +152,7 @@ def _factor(text: str, what: str) -> float:
         factor = float(text)
     except ValueError:
         factor = -1.0
-    if not factor > 0:
+    if not 0 < factor < math.inf:
         raise ConfigError(f"{what}: expected a positive factor after {MEM_RELATIVE}, got {text!r}")
     return factor
 

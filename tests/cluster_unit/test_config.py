@@ -213,6 +213,10 @@ def test_resource_limits_are_read_as_rabbitmq_writes_them(
         ("disk_free_limit", "lots"),
         ("disk_free_limit", "mem_relative:-1"),
         ("vm_memory_high_watermark", "5 parsecs"),
+        ("vm_memory_high_watermark", "1.5"),  # not 1 byte, not 150 %: say which
+        ("vm_memory_high_watermark", "2"),  # 2 bytes or 2 GB? a size needs its unit
+        ("disk_free_limit", "0.5"),  # half a byte: no disk alarm at all
+        ("disk_free_limit", "mem_relative:inf"),
     ]:
         monkeypatch.setenv(f"QUORUMQ_{setting.upper()}", value)
         with pytest.raises(ConfigError, match=setting):
