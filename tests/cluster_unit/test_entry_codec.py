@@ -7,8 +7,6 @@ Version-0 operations are built here from literal lists, as the code before versi
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import msgpack
@@ -410,13 +408,6 @@ def test_a_record_span_places_the_body_of_a_record_of_its_own() -> None:
     assert read_span(record, record_span(record)) == [b"z" * 300, {"k": "v"}, "base64"]
     with pytest.raises(EntryDecodeError):
         record_span(msgpack.packb(["z", {}, "utf8"]))
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[NodeStore]:
-    opened = NodeStore.open(tmp_path / "db")
-    yield opened
-    opened.close()
 
 
 def test_an_entry_mixing_versions_applies_each_operation_with_its_own_time_and_bodies(

@@ -6,12 +6,9 @@ its database holds), and records the arguments its led queues changed at runtime
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from pathlib import Path
+from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import Any
-
-import pytest
 
 from cluster.queues.queue_hosting import QueueHosting
 from cluster.queues.queue_replica import QueueReplica
@@ -59,13 +56,6 @@ def new_door(info: QueueInfo, replica: QueueReplica) -> Any:
         definition=lambda: arguments,
         on_timer=lambda: None,
     )
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[NodeStore]:
-    opened = NodeStore.open(tmp_path / "db")
-    yield opened
-    opened.close()
 
 
 def hosting_on(store: NodeStore, *, joined: bool = False) -> tuple[QueueHosting, Groups]:

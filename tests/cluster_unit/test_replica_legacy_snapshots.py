@@ -4,11 +4,7 @@ machine and names no logged bodies (`cluster/queues/legacy_formats.py`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import msgpack
-import pytest
 
 from cluster.queues.queue_replica import QueueReplica
 from cluster.replication.entry_codec import EntryMeta, encode_queue_op
@@ -17,13 +13,6 @@ from queue_state.arguments import parse_arguments
 from queue_state.commands import Enqueue, NewMessage
 from raft_log.storage.node_store import NodeStore
 from raft_log.types import ConfState, Entry, EntryKind
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[NodeStore]:
-    opened = NodeStore.open(tmp_path / "db")
-    yield opened
-    opened.close()
 
 
 def test_a_snapshot_written_before_it_named_logged_bodies_restores_the_machine_and_no_bodies(
