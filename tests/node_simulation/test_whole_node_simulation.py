@@ -51,6 +51,7 @@ def _run(first: int, seeds: int, seconds: float, *options: str) -> subprocess.Co
     )
 
 
+@pytest.mark.timeout(1800)  # a batch takes about 2 minutes on 2 cores: past the suite's default 120 s
 @pytest.mark.parametrize("batch", range(BATCHES))
 def test_whole_nodes_under_faults_keep_every_promise(batch: int) -> None:
     per_batch = SEEDS // BATCHES
