@@ -47,8 +47,8 @@ class ResourceAlarms:
     ) -> None:
         self.name = name
         self._read_usage = read_usage
-        self.disk_free_limit = disk_free_limit
-        self.vm_memory_high_watermark = vm_memory_high_watermark
+        self._disk_free_limit = disk_free_limit
+        self._vm_memory_high_watermark = vm_memory_high_watermark
         self.usage: ResourceUsage | None = None
         self.raised: frozenset[str] = frozenset()
         self._peers: dict[str, frozenset[str]] = {}
@@ -59,8 +59,7 @@ class ResourceAlarms:
         """Read this node's usage and raise or clear its alarms."""
         usage = self._read_usage()
         self.usage = usage
-        disk_limit = self.disk_free_limit.bytes_of(usage.memory_total)
-        memory_limit = self.vm_memory_high_watermark.bytes_of(usage.memory_total)
+        disk_limit, memory_limit = self._limits(usage)
         raised = set(self.raised)
         if usage.disk_free < disk_limit:
             raised.add(DISK)
@@ -128,11 +127,17 @@ class ResourceAlarms:
     def report(self) -> dict[str, Any]:
         """This node's readings, limits and alarms under RabbitMQ's `/api/nodes` names."""
         usage = self.usage or self._read_usage()
+        disk_limit, memory_limit = self._limits(usage)
         return {
             "disk_free": usage.disk_free,
-            "disk_free_limit": self.disk_free_limit.bytes_of(usage.memory_total),
+            "disk_free_limit": disk_limit,
             "disk_free_alarm": DISK in self.raised,
             "mem_used": usage.memory_used,
-            "mem_limit": self.vm_memory_high_watermark.bytes_of(usage.memory_total),
+            "mem_limit": memory_limit,
             "mem_alarm": MEMORY in self.raised,
         }
+
+    def _limits(self, usage: ResourceUsage) -> tuple[int, int]:
+        """The free-disk limit and the memory watermark in bytes, for the memory `usage` says it may use."""
+        total = usage.memory_total
+        return self._disk_free_limit.bytes_of(total), self._vm_memory_high_watermark.bytes_of(total)
