@@ -9,6 +9,8 @@ import pytest
 
 TESTS = Path(__file__).parent
 
+pytest_plugins = ["support.time_report"]
+
 MARKS = {  # a directory or file under tests/, and its mark
     "bench": "process",
     "jepsen": "process",

@@ -19,6 +19,7 @@ from support.eventually import eventually
 from cli.main import cli as quorumq
 from cli.node_processes import ProcessCluster, wait_healthy
 from quorumq import Client, ConsumerEndedError, Message
+from quorumq.auth import basic_header
 
 TIMEOUT_MS = 1500  # the queue's x-consumer-timeout
 WORK_S = 4.0  # longer than two timeouts
@@ -204,7 +205,7 @@ async def test_a_delayed_publish_waits_then_keeps_its_place_whatever_node_took_i
         follower = next(node for node in cluster.nodes if node.name != stats["leader"])
         async with Client([follower.url], timeout=30.0, stream=False) as through_a_follower:
             await through_a_follower.publish("scheduled", ["first", Message("later", delay_ms=1500), "third"])
-        async with aiohttp.ClientSession(auth=aiohttp.BasicAuth("guest", "guest")) as http:
+        async with aiohttp.ClientSession(headers={"Authorization": basic_header("guest", "guest")}) as http:
             not_before = int(time.time() * 1000) + 60_000
             body = {"messages": [{"body": "tomorrow", "not_before": not_before}]}
             async with http.post(f"{follower.url}/api/queues/scheduled/messages", json=body) as answer:

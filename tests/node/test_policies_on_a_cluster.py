@@ -19,6 +19,7 @@ from support.eventually import eventually
 from cli.app import cli as quorumq
 from cli.node_processes import ProcessCluster
 from quorumq import Client, RejectedPublishError
+from quorumq.auth import basic_header
 
 FAST_RECONCILE = {"QUORUMQ_MEMBERSHIP_TRIGGER_DELAY_MS": "300"}
 
@@ -127,7 +128,7 @@ async def test_a_target_group_size_in_a_policy_grows_matching_groups_at_once(
 
 async def test_bad_policies_are_refused_and_change_nothing(cluster: ProcessCluster) -> None:
     url = cluster.urls[0]
-    async with aiohttp.ClientSession(auth=aiohttp.BasicAuth("guest", "guest")) as http:
+    async with aiohttp.ClientSession(headers={"Authorization": basic_header("guest", "guest")}) as http:
         for body in [
             {"pattern": ".*", "definition": {"max-priority": 3}},  # fixed at declaration
             {"pattern": ".*", "definition": {"max-length": -5}},

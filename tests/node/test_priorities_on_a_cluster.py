@@ -14,6 +14,7 @@ from support.eventually import eventually
 from cli.main import cli as quorumq
 from cli.node_processes import ProcessCluster
 from quorumq import Client, Message
+from quorumq.auth import basic_header
 
 
 def cli(node: str, *args: str) -> tuple[int, str]:
@@ -34,7 +35,7 @@ async def test_priorities_are_served_by_level_through_a_follower_and_a_new_leade
                 "orders",
                 [Message("low-1"), Message("rush-1", priority=5), Message("mid", priority=2), "low-2"],
             )
-        async with aiohttp.ClientSession(auth=aiohttp.BasicAuth("guest", "guest")) as http:
+        async with aiohttp.ClientSession(headers={"Authorization": basic_header("guest", "guest")}) as http:
             body = {"messages": [{"body": "rush-2", "priority": 200}]}  # above the top: taken as 5
             async with http.post(f"{follower.url}/api/queues/orders/messages", json=body) as answer:
                 assert answer.status == 201, await answer.text()

@@ -17,6 +17,7 @@ from support.eventually import eventually
 from cli.app import cli as quorumq
 from cli.node_processes import ProcessCluster
 from quorumq import Client
+from quorumq.auth import basic_header
 
 
 def cli(node: str, *args: str) -> tuple[int, str]:
@@ -109,7 +110,7 @@ async def test_bad_redrives_are_refused_and_a_cancelled_one_loses_nothing(cluste
         await client.declare("dlq")
         await client.declare("other")
         await client.publish("dlq", [f"x{n}" for n in range(20)])
-        async with aiohttp.ClientSession(auth=aiohttp.BasicAuth("guest", "guest")) as http:
+        async with aiohttp.ClientSession(headers={"Authorization": basic_header("guest", "guest")}) as http:
             for body, status in [
                 ({"to": "missing"}, 404),
                 ({"to": "dlq"}, 400),
