@@ -57,11 +57,7 @@ class Operator:
 
     async def _change_members(self, queue: str) -> None:
         node = self.requests.node_for(queue)
-
-        async def members(node_: Node) -> list[str]:
-            return list(node_.directory.info(queue).members)
-
-        current = await self.requests.ask(node, members)
+        current = await self._members(node, queue)
         outside = sorted(set(self.requests.sim.nodes) - set(current))
         if len(current) > 2 and (not outside or self.requests.rng.random() < 0.5):
             gone = self.requests.rng.choice([m for m in current if m != node] or current)
@@ -80,9 +76,18 @@ class Operator:
             await self.requests.ask(node, add)
             self.stats.members_added += 1
 
+    async def _members(self, node: str, queue: str) -> list[str]:
+        """`queue`'s members as `node` knows them."""
+
+        async def members(node_: Node) -> list[str]:
+            return list(node_.directory.info(queue).members)
+
+        return await self.requests.ask(node, members)
+
     async def _move_leader(self, queue: str) -> None:
         node = self.requests.node_for(queue)
-        to = self.requests.rng.choice(sorted(self.requests.sim.nodes))
+        current = await self._members(node, queue)
+        to = self.requests.rng.choice([m for m in current if m != node] or current)
 
         async def transfer(node_: Node) -> None:
             await node_.membership.queues.transfer_leader(queue, to)
