@@ -53,10 +53,10 @@ def main() -> None:
 @click.option(
     "--nemesis",
     "nemeses",
-    default=",".join(NEMESES),
+    default=",".join(RunConfig.nemeses),
     show_default=True,
     callback=_nemesis_list,
-    help="Comma-separated nemesis families.",
+    help=f"Comma-separated nemesis families, of {', '.join(NEMESES)}.",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the schedule and workload.")
 @click.option("--nodes", type=click.IntRange(3, 9), default=5, show_default=True)

@@ -103,10 +103,23 @@ class JepsenCluster:
     def power_off(self, name: str) -> dict[str, int]:
         """A power failure: SIGKILL the node, then drop what it had not fsynced (its data directory
         then holds exactly its durable state). Returns what was dropped (`LazyState.stats`)."""
-        if name not in self.mounts:
-            raise RuntimeError("a power failure needs the nodes on lazy filesystems (JepsenCluster lazy_fs)")
+        mount = self._mount(name, "a power failure")
         self.kill(name)
-        return self.mounts[name].discard()
+        return mount.discard()
+
+    def fill_disk(self, name: str, free: int) -> dict[str, int]:
+        """Fill the node's disk but for `free` bytes (its lazy filesystem's capacity); returns the bytes
+        used and that capacity."""
+        return self._mount(name, "a full disk").fill(free)
+
+    def unfill_disk(self, name: str) -> None:
+        """Give the node's disk its room back."""
+        self._mount(name, "a full disk").unfill()
+
+    def _mount(self, name: str, fault: str) -> LazyMount:
+        if name not in self.mounts:
+            raise RuntimeError(f"{fault} needs the nodes on lazy filesystems (JepsenCluster lazy_fs)")
+        return self.mounts[name]
 
     def restart(self, name: str) -> None:
         """Start a node again if it is not running."""

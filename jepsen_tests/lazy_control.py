@@ -2,9 +2,11 @@
 
 The socket is named after the store directory's real path (abstract names need no file and vanish
 with the daemon; they belong to the network namespace, so the daemon and the harness both stay in the
-root one). A request is one line, `stats` or `discard`; the answer is one JSON line: the counts of
-what a discard would lose now (`LazyState.stats`), for `discard` as they were just before everything
-unsynced was dropped, which is done when the answer arrives. A failure answers {"error": "..."}.
+root one). A request is one line: `stats` or `discard`, answered with the counts of what a discard
+would lose now (`LazyState.stats`), for `discard` as they were just before everything unsynced was
+dropped, which is done when the answer arrives; `fill BYTES` (leave that many bytes free) or `unfill`,
+answered with the space used and the capacity (`LazyState.space`). An answer is one JSON line; a
+failure answers {"error": "..."}.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 
 from jepsen_tests.lazy_state import LazyState
 
-REQUESTS = ("stats", "discard")
+REQUESTS = ("stats", "discard", "fill", "unfill")
 DAEMON_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 
 
@@ -69,11 +71,16 @@ def serve(state: LazyState, store_dir: Path) -> socket.socket:
 
 def answer(state: LazyState, request: str) -> dict[str, Any]:
     """Carry out one control request."""
-    if request not in REQUESTS:
-        return {"error": f"unknown request {request!r}; known: {', '.join(REQUESTS)}"}
+    verb, _, argument = request.partition(" ")
+    if verb not in REQUESTS or bool(argument) != (verb == "fill") or (argument and not argument.isdigit()):
+        return {"error": f"unknown request {request!r}; known: stats, discard, fill BYTES, unfill"}
     with state.lock:
         try:
-            return state.discard() if request == "discard" else state.stats()
+            if verb == "fill":
+                return state.fill(int(argument))
+            if verb == "unfill":
+                return state.unfill()
+            return state.discard() if verb == "discard" else state.stats()
         except OSError as exc:
             return {"error": f"{request} failed: {exc}"}
 

@@ -194,9 +194,15 @@ class LazyOperations(mfusepy.Operations):
         self.state.release(fh)
         return 0
 
+    @locked
     def statfs(self, path: str) -> dict[str, int]:
         space = os.statvfs(self.state.store.root)
-        return {key: getattr(space, key) for key in dir(space) if key.startswith("f_") and key != "f_fsid"}
+        answer = {key: getattr(space, key) for key in dir(space) if key.startswith("f_") and key != "f_fsid"}
+        if self.state.capacity is not None:  # a filled disk: its capacity, and the room left in it
+            answer["f_blocks"] = self.state.capacity // space.f_frsize
+            room = max(0, self.state.capacity - self.state.used_bytes()) // space.f_frsize
+            answer["f_bfree"] = answer["f_bavail"] = room
+        return answer
 
 
 def watch_parent() -> None:

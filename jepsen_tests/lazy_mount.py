@@ -86,6 +86,15 @@ class LazyMount:
         this returns. Meant for a mount whose users are dead (see `lazy_fs`)."""
         return call(self.store_dir, "discard")
 
+    def fill(self, free: int) -> dict[str, int]:
+        """Fill the disk but for `free` bytes: writes that need more fail with ENOSPC, and statfs tells
+        the room left. Returns the bytes used and the capacity."""
+        return call(self.store_dir, f"fill {free}")
+
+    def unfill(self) -> dict[str, int]:
+        """Room again: lift the capacity `fill` set."""
+        return call(self.store_dir, "unfill")
+
     def stop(self, timeout: float = STOP_TIMEOUT_S) -> None:
         """SIGTERM the daemon (it unmounts), SIGKILL it if it hangs, and unmount what is left."""
         if self.process is not None and self.running:

@@ -18,6 +18,10 @@ What a `discard` keeps (everything else is lost, as in a power failure):
   they are the store files' times). Symbolic links, special files and extended attributes are not
   supported.
 
+A capacity, when set (`fill`), bounds the bytes all files may hold: a write, truncate or fallocate that
+would grow them past it fails with ENOSPC, and statfs reports the room left (`lazy_fs.py`), as a full
+disk does. `unfill` lifts it.
+
 A discard closes every handle: it models a machine losing power, so it is meant for a mount whose
 users are dead (the harness SIGKILLs a node before discarding its filesystem).
 """
@@ -100,6 +104,7 @@ class LazyState:
         self.nodes: dict[int, Node] = {}
         self.handles: dict[int, Handle] = {}
         self.durable_links: dict[int, int] = {}
+        self.capacity: int | None = None
         self._next_fh = 1  # never reset: a handle closed by a discard may still be released later
         self._next_ino = ROOT + 1
         self._load()
@@ -250,6 +255,7 @@ class LazyState:
         if handle is None:
             raise fail(errno.EBADF)
         node = self.file_of(fh)
+        self._make_room(node, offset + len(data))
         written = node.content.write(offset, data)
         node.touch()
         if handle.flags & SYNC_FLAGS:
@@ -259,6 +265,7 @@ class LazyState:
     def truncate(self, path: str | None, size: int, fh: int | None = None) -> None:
         """Cut or extend a file (through a handle when given)."""
         node = self.file_of(fh, path)
+        self._make_room(node, size)
         node.content.truncate(size)
         node.touch()
 
@@ -268,6 +275,7 @@ class LazyState:
         if mode & ~FALLOC_FL_KEEP_SIZE:
             raise fail(errno.EOPNOTSUPP)
         if not mode & FALLOC_FL_KEEP_SIZE and offset + length > node.content.size:
+            self._make_room(node, offset + length)
             node.content.truncate(offset + length)
             node.touch()
 
@@ -278,6 +286,32 @@ class LazyState:
             node.content.sync()
         elif isinstance(node, DirNode):
             self._sync_directory(node)
+
+    # -- capacity ---------------------------------------------------------------------------------
+
+    def used_bytes(self) -> int:
+        """The bytes all files hold now (their sizes, open but unlinked ones included)."""
+        return sum(n.content.size for n in self.nodes.values() if isinstance(n, FileNode))
+
+    def fill(self, free: int) -> dict[str, int]:
+        """Set the capacity to what is used now plus `free` bytes: the disk is that close to full."""
+        self.capacity = self.used_bytes() + free
+        return self.space()
+
+    def unfill(self) -> dict[str, int]:
+        """Lift the capacity: room again as on the disk beneath."""
+        self.capacity = None
+        return self.space()
+
+    def space(self) -> dict[str, int]:
+        """The bytes used, and the capacity (-1 when none is set)."""
+        return {"used_bytes": self.used_bytes(), "capacity": -1 if self.capacity is None else self.capacity}
+
+    def _make_room(self, node: FileNode, size: int) -> None:
+        """ENOSPC when growing `node` to `size` bytes would take the files past the capacity."""
+        growth = size - node.content.size
+        if self.capacity is not None and growth > 0 and self.used_bytes() + growth > self.capacity:
+            raise fail(errno.ENOSPC)
 
     # -- power --------------------------------------------------------------------------------------
 

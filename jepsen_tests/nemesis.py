@@ -14,6 +14,7 @@ from jepsen_tests.client_nemesis import ClientNemesis
 from jepsen_tests.clock_nemesis import ClockNemesis
 from jepsen_tests.cluster import JepsenCluster
 from jepsen_tests.corrupt_nemesis import CorruptNemesis
+from jepsen_tests.disk_nemesis import DiskNemesis
 from jepsen_tests.fault import ActiveFault, Nemesis, pick_victims
 from jepsen_tests.network_faults import apply_grudge, degrade_link, heal_partitions, restore_link
 from jepsen_tests.partitions import SHAPES, shapes_for
@@ -128,6 +129,7 @@ NEMESES: dict[str, Nemesis] = {
         ClockNemesis(),
         ClientNemesis(),
         PowerNemesis(),
+        DiskNemesis(),
     )
 }
 

@@ -9,7 +9,18 @@ import pytest
 from jepsen_tests.nemesis import NEMESES, nemeses_named
 from jepsen_tests.schedule import SETTLE_S, plan_schedule
 
-FAMILIES = ("partition", "kill", "pause", "netem", "membership", "corrupt", "clock", "client", "power")
+FAMILIES = (
+    "partition",
+    "kill",
+    "pause",
+    "netem",
+    "membership",
+    "corrupt",
+    "clock",
+    "client",
+    "power",
+    "disk",
+)
 
 
 def test_same_seed_gives_the_same_schedule_and_other_seeds_differ() -> None:

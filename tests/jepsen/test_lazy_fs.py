@@ -7,6 +7,7 @@ Needs root and /dev/fuse (skipped, with the reason, elsewhere).
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import signal
@@ -208,3 +209,17 @@ def test_a_mount_given_relative_paths_syncs_into_its_store(
         assert (tmp_path / "mnt" / "synced").read_bytes() == b"kept"
     finally:
         lazy.stop()
+
+
+def test_a_filled_mount_reports_its_room_and_refuses_writes_past_it(mount: LazyMount) -> None:
+    root = mount.mountpoint
+    write(root / "before", b"b" * 10_000, sync=True)
+    assert mount.fill(1 << 20)["capacity"] == 10_000 + (1 << 20)
+    room = os.statvfs(root)
+    assert room.f_bavail * room.f_frsize == (1 << 20) // room.f_frsize * room.f_frsize
+    with pytest.raises(OSError) as refused:
+        (root / "too-big").write_bytes(b"t" * (2 << 20))  # a short write, then ENOSPC
+    assert refused.value.errno == errno.ENOSPC
+    mount.unfill()
+    write(root / "fits-again", b"f" * (2 << 20), sync=True)
+    assert os.statvfs(root).f_bavail * os.statvfs(root).f_frsize > 2 << 20

@@ -248,3 +248,21 @@ def test_file_content_matches_a_plain_byte_array_through_writes_truncates_and_di
         assert file.read(offset, length) == bytes(now[offset : offset + length])
         assert file.size == len(now)
     assert file.read(0, len(now)) == bytes(now)
+
+
+def test_a_filled_disk_refuses_growth_and_takes_it_again_once_unfilled(state: LazyState) -> None:
+    write_file(state, "/old", b"x" * 3000, sync=True)
+    assert state.fill(1000) == {"used_bytes": 3000, "capacity": 4000}
+    fh = state.create("/new", 0o644, os.O_WRONLY)
+    assert state.write(fh, 0, b"y" * 1000) == 1000  # exactly the room left
+    for grow in (lambda: state.write(fh, 1000, b"z"), lambda: state.truncate(None, 1001, fh)):
+        with pytest.raises(OSError) as refused:
+            grow()
+        assert refused.value.errno == errno.ENOSPC
+    assert state.write(fh, 0, b"w" * 1000) == 1000  # overwriting in place needs no room
+    state.truncate(None, 0, fh)  # shrinking frees room
+    assert state.write(fh, 0, b"v" * 1000) == 1000
+    state.unfill()
+    assert state.write(fh, 1000, b"u" * 5000) == 5000
+    state.release(fh)
+    assert state.space() == {"used_bytes": 9000, "capacity": -1}

@@ -1,6 +1,6 @@
-"""The CI short form of the suite: a few ~25 s randomized schedules with every nemesis family, one of
-corruption and kills, and one of power failures only, which must lose nothing and dequeue nothing
-unexpected, with replicas that agree afterwards."""
+"""The CI short form of the suite: a few ~25 s randomized schedules with every default nemesis family,
+one of corruption and kills, one of power failures only and one of full disks, which must lose nothing
+and dequeue nothing unexpected, with replicas that agree afterwards."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from jepsen_tests.history import read_history
 from jepsen_tests.report import verdict_text, write_report
 from jepsen_tests.runner import RunConfig, RunResult, run
 
@@ -55,3 +56,20 @@ def test_corrupt_schedule_loses_nothing(netns_ready: None, tmp_path: Path) -> No
     logged = [json.loads(line) for line in (result.run_dir / "nemesis.jsonl").read_text().splitlines()]
     damaged = [f for f in logged if f.get("nemesis") == "corrupt" and " at " in f.get("description", "")]
     assert damaged, logged  # at least one corrupt fault damaged a file
+
+
+@pytest.mark.timeout(150)
+def test_disk_schedule_refuses_publishes_only_with_resource_alarm(netns_ready: None, tmp_path: Path) -> None:
+    """Disks fill (one node's, a leader's, every node's) and free again: publishers are held back by the
+    disk alarm and told `resource_alarm` when their wait runs out, nothing else fails, and publishing
+    resumes by itself after each heal."""
+    config = RunConfig(duration=25, nemeses=("disk",), seed=1, nodes=3, out_dir=tmp_path)
+    result = run_passing(config)
+    outcomes = [
+        op
+        for op in read_history(result.run_dir / "history.jsonl")
+        if op.f == "enqueue" and op.type != "invoke"
+    ]
+    refused = {op.error for op in outcomes if op.type != "ok"}
+    assert refused == {"resource_alarm"}, verdict_text(result)
+    assert all(gap.from_heal is not None for gap in result.availability), verdict_text(result)

@@ -1,0 +1,44 @@
+"""The `disk` nemesis: a node's disk, or every node's, fills up during the workload and frees again.
+
+It sets the capacity of the victims' lazy filesystems (`lazy_state.py`) to what they hold now plus a
+little room, less than the nodes' `disk_free_limit`, so statfs reports a nearly full disk and each
+victim raises its disk alarm: publishes to its queues are refused with `resource_alarm` while
+consumers drain. The heal lifts the capacity and the alarms clear by themselves. Variants: one random
+node, the leader of a random queue, every node at once (replicas of one queue fill their disks
+together).
+
+The room left stays within the alarm's range rather than at zero: a write that fails with ENOSPC still
+stops a node (issue 40's second slice makes it a paused node instead).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+from jepsen_tests.cluster import JepsenCluster
+from jepsen_tests.fault import ActiveFault, pick_victims
+
+MIB = 1 << 20
+ROOM_LEFT = (8 * MIB, 16 * MIB, 32 * MIB)  # all under the default disk_free_limit of 50 MB
+
+
+class DiskNemesis:
+    """Fills the disks of a random node, a queue leader or every node, leaving a little room."""
+
+    name = "disk"
+    variants = ("random-node", "leader", "all")
+    needs_lazy_fs = True
+
+    def inject(self, cluster: JepsenCluster, queues: Sequence[str], rng: random.Random) -> ActiveFault:
+        variant = rng.choice(self.variants)
+        victims = pick_victims(cluster, queues, rng, variant)
+        room = rng.choice(ROOM_LEFT)
+        filled = [f"{name} at {cluster.fill_disk(name, room)['capacity']} B" for name in victims]
+
+        def unfill() -> None:
+            for name in victims:
+                cluster.unfill_disk(name)
+
+        description = f"disk full but {room // MIB} MiB: {', '.join(filled)}"
+        return ActiveFault(self.name, variant, victims, description, unfill)
