@@ -61,6 +61,7 @@ EPOCH_MS = 1_800_000_000_000  # the virtual wall clock starts here (2027), each 
 SECRET = "simulated-cluster-secret"
 IDLE_SLACK_S = 10.0  # a leader elected after healing, and a few timer rounds
 ANSWER_BOUND_S = 20.0  # every request a running node took is answered this long after healing
+CLIENTS_BOUND_S = 120.0  # every client has finished its work this long after healing
 OLDEST_BUILD = QUEUE_OP_VERSION - 3  # the oldest build a node is rolled back to
 OLDEST_BUILD_METADATA = POLICY_CODEC_VERSION - 1  # which also predates policies (metadata codec 2)
 AMPLE_RESOURCES = ResourceUsage(disk_free=1 << 40, memory_used=1 << 28, memory_total=1 << 34)  # no alarm
@@ -229,11 +230,22 @@ class NodeSimulation:
         self.clients.stop_making_requests()
         await self.heal()
         healed = self.loop.time()
-        await asyncio.gather(*clients)
+        await self._clients_finish(clients, healed)
         idle_bound_s = self.nodes["n1"].config.consumer_idle_timeout_ms / 1000 + IDLE_SLACK_S
         await self.clients.check_after_heal(idle_bound_s)
         await asyncio.sleep(max(0.0, healed + ANSWER_BOUND_S - self.loop.time()))
         self._check_answered(healed)
+
+    async def _clients_finish(self, clients: list[asyncio.Task[None]], healed: float) -> None:
+        """Every client ends its work within the bound after healing (a client failing fails the run): a
+        queue that can never be declared, or a request retried for ever, is a cluster that does not
+        recover."""
+        _, busy = await asyncio.wait(clients, timeout=CLIENTS_BOUND_S)
+        if busy:
+            stuck = sorted(task.get_coro().__qualname__ for task in busy)  # type: ignore[union-attr]
+            raise Violation(f"clients busy {CLIENTS_BOUND_S} s after healing (at {healed:.3f} s): {stuck}")
+        for task in clients:
+            task.result()
 
     def _check_answered(self, healed: float) -> None:
         """Every request a running node took has been answered within the bound after healing."""

@@ -4,7 +4,7 @@ the proposer, not in apply)."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 
 from metadata_state.records import QueueInfo
 
@@ -19,12 +19,17 @@ def place_replicas(
     locator: str | None,
     client_node: str | None,
     host_of: Callable[[str], str],
+    registered: Collection[str],
 ) -> list[str]:
     """Members for a new queue, preferred leader first.
 
-    `client-local` (the default) puts the node the client talked to first; `balanced` picks the node
-    leading the fewest queues. Each other member is the next `next_replica`: on a host the queue does
-    not use yet when there is one (several nodes may run on one host), then holding the fewest replicas.
+    Only `registered` nodes (whose registration names their database, so the declaration records it)
+    are placed on while there are enough of them: a joined node declared on before it registered
+    cannot tell that it is the member meant, and waits to be added (`QueueHosting`), which with one more
+    member lost leaves the new group without a majority. `client-local` (the default) puts the node
+    the client talked to first; `balanced` picks the node leading the fewest queues. Each other member
+    is the next `next_replica`: on a host the queue does not use yet when there is one (several nodes
+    may run on one host), then holding the fewest replicas.
     """
     candidates = sorted(nodes)
     if not candidates:
@@ -33,6 +38,9 @@ def place_replicas(
     replicas = replica_counts(queues)
     leaders = Counter(q.members[0] for q in queues if q.members)
     wanted = min(size or DEFAULT_GROUP_SIZE, len(candidates))
+    known = [n for n in candidates if n in registered]
+    if len(known) >= wanted:
+        candidates = known
     if locator != "balanced" and client_node in candidates:
         first = client_node
     else:

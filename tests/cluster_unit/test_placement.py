@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 
 from hypothesis import given
@@ -49,6 +50,7 @@ def test_replicas_of_a_new_queue_go_to_distinct_hosts_before_a_shared_one() -> N
         locator=None,
         client_node="a1",
         host_of=lambda n: host_of(n, TWO_PER_HOST),
+        registered=TWO_PER_HOST,
     )
     assert members[0] == "a1"
     assert sorted(host_of(m, TWO_PER_HOST) for m in members) == ["10.0.0.1", "10.0.0.2", "10.0.0.3"]
@@ -63,6 +65,7 @@ def test_a_group_larger_than_the_hosts_shares_hosts_only_once_every_host_is_used
         locator="balanced",
         client_node=None,
         host_of=lambda n: host_of(n, TWO_PER_HOST),
+        registered=TWO_PER_HOST,
     )
     assert len(set(members)) == 5
     assert len({host_of(m, TWO_PER_HOST) for m in members[:3]}) == 3
@@ -71,8 +74,25 @@ def test_a_group_larger_than_the_hosts_shares_hosts_only_once_every_host_is_used
 def test_one_host_per_node_places_as_before() -> None:
     nodes = ["n1", "n2", "n3", "n4"]
     queues = [QueueInfo("q0", "g0", {}, ["n1", "n2", "n3"], 0)]
-    members = place_replicas(nodes, queues, size=3, locator=None, client_node="n2", host_of=lambda n: n)
+    members = place_replicas(
+        nodes, queues, size=3, locator=None, client_node="n2", host_of=lambda n: n, registered=nodes
+    )
     assert members == ["n2", "n4", "n1"]
+
+
+def test_rule_a_queue_is_placed_on_registered_nodes_while_there_are_enough_seed_1524() -> None:
+    """Whole-node seed 1524: queue "stream" was placed on n5 before n5, which had joined, registered, so
+    the declaration recorded no database for it and n5 waited to be added; n2 was wiped before the group
+    elected anyone, and n3 alone could never elect a leader."""
+    nodes = ["n1", "n2", "n3", "n4", "n5"]
+    place = functools.partial(place_replicas, nodes, [], size=3, locator=None, host_of=lambda n: n)
+    assert "n5" not in place(client_node="n5", registered={"n1", "n2", "n3", "n4"})
+    assert place(client_node="n5", registered=nodes)[0] == "n5"
+    assert sorted(place(client_node=None, registered={"n1", "n2"})) == [
+        "n1",
+        "n2",
+        "n3",
+    ]  # too few: as before
 
 
 def test_a_growing_group_adds_a_node_on_a_host_it_does_not_use() -> None:
@@ -96,7 +116,13 @@ def test_placement_uses_as_many_hosts_as_it_can(
         for i, ms in enumerate(existing)
     ]
     members = place_replicas(
-        reg, queues, size=size, locator="balanced", client_node=None, host_of=lambda n: host_of(n, reg)
+        reg,
+        queues,
+        size=size,
+        locator="balanced",
+        client_node=None,
+        host_of=lambda n: host_of(n, reg),
+        registered=reg,
     )
     assert len(members) == len(set(members)) == min(size, len(nodes))
     assert len({nodes[m] for m in members}) == min(len(members), len(set(nodes.values())))

@@ -239,3 +239,11 @@ def test_rule_an_initial_member_declared_before_it_registered_bootstraps_it_late
     initial member bootstrap late: n4 opened the group empty, voted for nobody, and no leader was
     elected."""
     _seed_keeps_every_promise(201869, 20.0)
+
+
+def test_rule_a_queue_is_placed_on_registered_nodes_while_there_are_enough_seed_1524() -> None:
+    """Queue "stream" was placed on n5 before n5, which had joined, registered; n5 waited to be added, n2
+    was wiped before the group elected anyone, and n3 alone never elected a leader: the clients' declare
+    went unanswered for ever and the run never ended (it now fails once the clients are busy past
+    their bound)."""
+    _seed_keeps_every_promise(1524, 10.0)
