@@ -8,7 +8,6 @@ many at once as the machine has cores.
 
 from __future__ import annotations
 
-import concurrent.futures
 import itertools
 import json
 import logging
@@ -38,17 +37,30 @@ def _only_errors_logged(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.ERROR)
 
 
-def _run(first: int, seeds: int, seconds: float, *options: str) -> subprocess.CompletedProcess[str]:
+def _start(first: int, seeds: int, seconds: float, *options: str) -> subprocess.Popen[str]:
     command = [sys.executable, "-m", "node_simulation", "--first-seed", str(first), "--seeds", str(seeds)]
-    return subprocess.run(
+    return subprocess.Popen(
         [*command, "--seconds", str(seconds), *options],
         cwd=ROOT,
         env={**os.environ, "PYTHONHASHSEED": "0"},
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=3600,
-        check=False,
     )
+
+
+def _finish(runs: list[subprocess.Popen[str]]) -> list[subprocess.CompletedProcess[str]]:
+    """Each run's outcome; every run still going is killed if this is interrupted (pytest's timeout)."""
+    try:
+        outputs = [(run, *run.communicate()) for run in runs]
+        return [subprocess.CompletedProcess(run.args, run.returncode, out, err) for run, out, err in outputs]
+    finally:
+        for run in runs:
+            run.kill()
+
+
+def _run(first: int, seeds: int, seconds: float, *options: str) -> subprocess.CompletedProcess[str]:
+    return _finish([_start(first, seeds, seconds, *options)])[0]
 
 
 @pytest.mark.timeout(1800)  # a batch takes about 2 minutes on 2 cores: past the suite's default 120 s
@@ -58,8 +70,7 @@ def test_whole_nodes_under_faults_keep_every_promise(batch: int) -> None:
     workers = max(1, min(os.cpu_count() or 1, per_batch))
     shares = [(batch * per_batch + i * per_batch // workers, per_batch // workers) for i in range(workers)]
     shares[-1] = (shares[-1][0], batch * per_batch + per_batch - shares[-1][0])  # the remainder too
-    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-        runs = list(pool.map(lambda share: _run(*share, SECONDS), shares))
+    runs = _finish([_start(*share, SECONDS) for share in shares])
     failed = [run.stdout[-4000:] + run.stderr[-4000:] for run in runs if run.returncode != 0]
     assert not failed, "\n".join(failed)
 
