@@ -18,7 +18,9 @@ SLACK_S = 3.0  # a loaded machine's scheduling, not the client's timing
 
 def test_calls_to_a_frozen_node_end_by_their_call_timeout(one_node: ProcessCluster) -> None:
     node = one_node.nodes[0]
-    with SyncClient(one_node.urls, timeout=30.0, call_timeout=CALL_TIMEOUT_S) as client:
+    # A connect timeout as long as the call timeout raced it: on a loaded machine a stream handshake with
+    # the frozen node gave up first, and the call ended with no_node_available instead.
+    with SyncClient(one_node.urls, timeout=30.0, call_timeout=CALL_TIMEOUT_S, connect_timeout=10.0) as client:
         client.declare("frozen")
         tag = client.consume("frozen")
         node.signal(signal.SIGSTOP)
