@@ -7,20 +7,10 @@ import itertools
 import pytest
 
 from jepsen_tests.nemesis import NEMESES, nemeses_named
+from jepsen_tests.runner import RunConfig
 from jepsen_tests.schedule import SETTLE_S, plan_schedule
 
-FAMILIES = (
-    "partition",
-    "kill",
-    "pause",
-    "netem",
-    "membership",
-    "corrupt",
-    "clock",
-    "client",
-    "power",
-    "disk",
-)
+FAMILIES = (*RunConfig.nemeses, "disk")  # every family: the default ones and those asked for by name
 
 
 def test_same_seed_gives_the_same_schedule_and_other_seeds_differ() -> None:
