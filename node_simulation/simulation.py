@@ -48,7 +48,7 @@ from node_simulation.network import SimNetwork
 from node_simulation.node_churn import NodeChurn
 from node_simulation.remote_publisher import SimRemotePublisher
 from node_simulation.request_errors import NodeDown, NodeUnreachable
-from node_simulation.virtual_loop import Process, Quiescent, VirtualLoop, process
+from node_simulation.virtual_loop import Overran, Process, Quiescent, VirtualLoop, process
 from raft_log.confchange import apply_conf_change, decode_conf_change
 from raft_log.errors import InvalidConfChangeError
 from raft_log.storage.node_store import NodeStore
@@ -62,6 +62,7 @@ SECRET = "simulated-cluster-secret"
 IDLE_SLACK_S = 10.0  # a leader elected after healing, and a few timer rounds
 ANSWER_BOUND_S = 20.0  # every request a running node took is answered this long after healing
 CLIENTS_BOUND_S = 120.0  # every client has finished its work this long after healing
+REAL_LIMIT_S = 300.0  # real seconds a run may take (one takes about one): past it, it fails as overrun
 OLDEST_BUILD = QUEUE_OP_VERSION - 3  # the oldest build a node is rolled back to
 OLDEST_BUILD_METADATA = POLICY_CODEC_VERSION - 1  # which also predates policies (metadata codec 2)
 AMPLE_RESOURCES = ResourceUsage(disk_free=1 << 40, memory_used=1 << 28, memory_total=1 << 34)  # no alarm
@@ -193,14 +194,18 @@ class NodeSimulation:
 
     # -- running ------------------------------------------------------------------------------------
 
-    def run(self, duration_s: float) -> SimStats:
-        """Faults and clients for `duration_s` of virtual time, then heal and check."""
+    def run(self, duration_s: float, real_limit_s: float = REAL_LIMIT_S) -> SimStats:
+        """Faults and clients for `duration_s` of virtual time, then heal and check; a run that takes more
+        than `real_limit_s` of real time fails (a watchdog for runs that never end)."""
+        self.loop.limit_real_time(real_limit_s)
         try:
             self.loop.run_until_complete(self._run(duration_s))
             if self.errors:
                 raise Violation(self.errors[0])
         except Quiescent as exc:
             raise self._failure(f"the cluster went quiet with work left: {exc}") from exc
+        except Overran as exc:
+            raise self._failure(str(exc)) from exc
         except Violation as exc:
             raise self._failure(str(exc)) from exc
         finally:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import time
 from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -43,6 +44,10 @@ class Quiescent(Exception):
     """Nothing is ready and nothing is scheduled, yet the run was not finished."""
 
 
+class Overran(Exception):
+    """The run took longer in real time than it was allowed (a watchdog: it never steers a run)."""
+
+
 class _NoSelector:
     """Stands where `BaseEventLoop._run_once` asks a selector to wait: waiting is jumping ahead."""
 
@@ -50,6 +55,7 @@ class _NoSelector:
         self._loop = loop
 
     def select(self, timeout: float | None) -> list[Any]:
+        self._loop.check_real_time()
         if timeout is None:
             raise Quiescent("no callback is ready and no timer is scheduled")
         if timeout > 0:
@@ -83,11 +89,22 @@ class VirtualLoop(asyncio.BaseEventLoop):
     def __init__(self) -> None:
         super().__init__()
         self._now = 0.0
+        self._real_deadline: float | None = None
         self._selector = _NoSelector(self)
         self.set_task_factory(_held_task)
 
     def time(self) -> float:
         return self._now
+
+    def limit_real_time(self, seconds: float) -> None:
+        """Raise Overran out of the run once it has taken `seconds` of real time from now: a run that
+        never ends (its virtual time going on, or not) fails by name instead of stalling its caller."""
+        self._real_deadline = time.monotonic() + seconds
+
+    def check_real_time(self) -> None:
+        """Overran when past the real-time limit."""
+        if self._real_deadline is not None and time.monotonic() > self._real_deadline:
+            raise Overran(f"still running after its limit of real time, at {self._now:.3f} virtual s")
 
     def advance(self, seconds: float) -> None:
         """Move the clock forward (what waiting for the next timer is)."""

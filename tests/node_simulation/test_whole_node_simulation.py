@@ -114,6 +114,14 @@ def test_faults_of_every_kind_happen() -> None:
     assert summary["most_filler_bytes"] > 2 << 20  # more metadata than one apply round
 
 
+@pytest.mark.filterwarnings("ignore:coroutine .* was never awaited")  # the run is cut off mid-way
+def test_a_run_that_outlasts_its_real_time_fails_by_name() -> None:
+    """The watchdog for runs that never end (seed 1524's ran for ever): past its limit of real time a run
+    fails with its seed, instead of stalling the batch and CI with it."""
+    with pytest.raises(Violation, match=r"seed 5: still running after its limit of real time"):
+        NodeSimulation(5).run(10.0, real_limit_s=0.0)
+
+
 def _first_violation(seeds: range, seconds: float = 30.0) -> str:
     """The first seed's violation among `seeds` ("" when none fails)."""
     for seed in seeds:
