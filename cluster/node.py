@@ -178,7 +178,13 @@ class Node:
         host = self.host
         self._tasks.append(loop.create_task(IdleTrim(lambda: host.applied_data_bytes).run()))
         conf = meta_group.raft.status().conf
-        if self._joiner is not None and self._join_url and not conf.voters and not conf.learners:
+        # A joined node asks through its join URL when it is not a member yet, and also when the metadata
+        # it opened registers no other node: it has no seeds, and the peers its join answer named were
+        # known only to the process that joined, so it would refuse every peer's link and never receive
+        # the metadata that names them (whole-node seed 4100379). Asking again is idempotent.
+        member = bool(conf.voters or conf.learners)
+        knows_no_peer = not (self.metadata.nodes.keys() - {self.name})
+        if self._joiner is not None and self._join_url and (not member or knows_no_peer):
             joining = self.membership.cluster.join_through(self._join_url, self._joiner)
             self._tasks.append(loop.create_task(joining))
 

@@ -303,3 +303,10 @@ def test_rule_a_queue_is_placed_on_registered_nodes_while_there_are_enough_seed_
     went unanswered for ever and the run never ended (it now fails once the clients are busy past
     their bound)."""
     _seed_keeps_every_promise(1524, 10.0)
+
+
+def test_rule_a_joined_node_that_restarts_knowing_no_peer_asks_its_join_url_again_seed_4100379() -> None:
+    """n5 joined, then every node went down before n5 had applied any metadata: started again, n5 knew the
+    address of no peer (a joined node has no seeds, and its join answer was only in memory) and refused
+    the hellos of all, so it never received the metadata that names them and did not serve."""
+    _seed_keeps_every_promise(4100379, 10.0)
