@@ -8,6 +8,7 @@ power failure can drop what the node had not fsynced. Its durable state lives in
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import signal
 from pathlib import Path
@@ -16,6 +17,7 @@ from cli.node_processes import NodeProcess, ProcessCluster, plan_cluster, wait_h
 from jepsen_tests.client_life import ClientCrasher
 from jepsen_tests.fake_clocks import FakeClocks
 from jepsen_tests.hosts import Host, NetnsHosts
+from jepsen_tests.lazy_control import ControlError
 from jepsen_tests.lazy_mount import LazyMount
 from jepsen_tests.network_faults import heal_partitions, restore_link
 from quorumq import QuorumqError, SyncClient
@@ -174,9 +176,13 @@ class JepsenCluster:
         return "ok"
 
     def heal_everything(self) -> None:
-        """Resume paused nodes, remove drop rules and netem, set clocks right, restart dead nodes."""
+        """Resume paused nodes, remove drop rules and netem, set clocks right, give full disks their room
+        back, restart dead nodes."""
         if self.clocks is not None:
             self.clocks.reset_all()
+        for mount in self.mounts.values():
+            with contextlib.suppress(ControlError):  # a daemon gone holds no capacity
+                mount.unfill()
         for name in list(self.paused):
             self.resume(name)
         heal_partitions(self.hosts)

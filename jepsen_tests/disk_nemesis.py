@@ -34,11 +34,18 @@ class DiskNemesis:
         variant = rng.choice(self.variants)
         victims = pick_victims(cluster, queues, rng, variant)
         room = rng.choice(ROOM_LEFT)
-        filled = [f"{name} at {cluster.fill_disk(name, room)['capacity']} B" for name in victims]
+        filled: list[str] = []
 
         def unfill() -> None:
-            for name in victims:
+            for name in victims[: len(filled)]:
                 cluster.unfill_disk(name)
+
+        try:
+            for name in victims:
+                filled.append(f"{name} at {cluster.fill_disk(name, room)['capacity']} B")
+        except BaseException:
+            unfill()  # no disk stays full for a fault that was never started
+            raise
 
         description = f"disk full but {room // MIB} MiB: {', '.join(filled)}"
         return ActiveFault(self.name, variant, victims, description, unfill)

@@ -72,7 +72,7 @@ def serve(state: LazyState, store_dir: Path) -> socket.socket:
 def answer(state: LazyState, request: str) -> dict[str, Any]:
     """Carry out one control request."""
     verb, _, argument = request.partition(" ")
-    if verb not in REQUESTS or bool(argument) != (verb == "fill") or (argument and not argument.isdigit()):
+    if verb not in REQUESTS or bool(argument) != (verb == "fill") or (argument and not argument.isdecimal()):
         return {"error": f"unknown request {request!r}; known: stats, discard, fill BYTES, unfill"}
     with state.lock:
         try:

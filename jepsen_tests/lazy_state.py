@@ -18,8 +18,9 @@ What a `discard` keeps (everything else is lost, as in a power failure):
   they are the store files' times). Symbolic links, special files and extended attributes are not
   supported.
 
-A capacity, when set (`fill`), bounds the bytes all files may hold: a write, truncate or fallocate that
-would grow them past it fails with ENOSPC, and statfs reports the room left (`lazy_fs.py`), as a full
+A capacity, when set (`fill`), bounds the bytes all files may hold: a write, truncate or size-growing
+fallocate that would grow them past it fails with ENOSPC (a FALLOC_FL_KEEP_SIZE reservation is not
+counted, as it reserves nothing here), and statfs reports the room left (`lazy_fs.py`), as a full
 disk does. `unfill` lifts it.
 
 A discard closes every handle: it models a machine losing power, so it is meant for a mount whose

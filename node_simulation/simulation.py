@@ -246,11 +246,12 @@ class NodeSimulation:
         queue that can never be declared, or a request retried for ever, is a cluster that does not
         recover."""
         _, busy = await asyncio.wait(clients, timeout=CLIENTS_BOUND_S)
+        for task in clients:
+            if task.done():
+                task.result()  # a client's own violation comes first
         if busy:
             stuck = sorted(task.get_coro().__qualname__ for task in busy)  # type: ignore[union-attr]
             raise Violation(f"clients busy {CLIENTS_BOUND_S} s after healing (at {healed:.3f} s): {stuck}")
-        for task in clients:
-            task.result()
 
     def _check_answered(self, healed: float) -> None:
         """Every request a running node took has been answered within the bound after healing."""

@@ -27,7 +27,8 @@ def place_replicas(
     are placed on while there are enough of them: a joined node declared on before it registered
     cannot tell that it is the member meant, and waits to be added (`QueueHosting`), which with one more
     member lost leaves the new group without a majority. `client-local` (the default) puts the node
-    the client talked to first; `balanced` picks the node leading the fewest queues. Each other member
+    the client talked to first (when it is among the candidates); `balanced` picks the node leading the
+    fewest queues. Each other member
     is the next `next_replica`: on a host the queue does not use yet when there is one (several nodes
     may run on one host), then holding the fewest replicas.
     """

@@ -142,7 +142,7 @@ class QueueDirectory:
                 locator=config.leader_locator,
                 client_node=client_node,
                 host_of=lambda node: host_of(node, self._metadata.nodes),
-                registered={name for name, node in self._metadata.nodes.items() if node.incarnation},
+                registered={node for node, info in self._metadata.nodes.items() if info.incarnation},
             )
             reply = await self._door.declare(name, config.to_arguments(), members, self._clock())
             stored = _stored_config(reply.arguments) if isinstance(reply, Conflict) else None

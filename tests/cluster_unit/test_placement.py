@@ -88,17 +88,31 @@ def test_rule_a_queue_is_placed_on_registered_nodes_while_there_are_enough_seed_
     place = functools.partial(place_replicas, nodes, [], size=3, locator=None, host_of=lambda n: n)
     assert "n5" not in place(client_node="n5", registered={"n1", "n2", "n3", "n4"})
     assert place(client_node="n5", registered=nodes)[0] == "n5"
-    assert sorted(place(client_node=None, registered={"n1", "n2"})) == [
-        "n1",
-        "n2",
-        "n3",
-    ]  # too few: as before
+    too_few = place(client_node=None, registered={"n4", "n5"})
+    assert sorted(too_few) == ["n1", "n2", "n3"]  # placed as before, the registered ones not preferred
 
 
 def test_a_growing_group_adds_a_node_on_a_host_it_does_not_use() -> None:
     replicas = Counter({"a2": 0, "b2": 5, "c1": 9})
     chosen = next_replica(["a2", "b2", "c1"], ["a1", "b1"], replicas, lambda n: host_of(n, TWO_PER_HOST))
     assert chosen == "c1"  # the only node on a host the group lacks, though it holds the most replicas
+
+
+@given(
+    nodes=st.lists(st.sampled_from([f"n{i}" for i in range(7)]), min_size=1, max_size=7, unique=True),
+    registered=st.sets(st.sampled_from([f"n{i}" for i in range(9)])),
+    size=st.integers(min_value=1, max_value=5),
+    client=st.sampled_from(["n0", "n3", None]),
+)
+def test_a_queue_goes_to_registered_nodes_whenever_enough_are_members(
+    nodes: list[str], registered: set[str], size: int, client: str | None
+) -> None:
+    members = place_replicas(
+        nodes, [], size=size, locator=None, client_node=client, host_of=str, registered=registered
+    )
+    assert len(members) == len(set(members)) == min(size, len(nodes))
+    if len(registered & set(nodes)) >= len(members):
+        assert set(members) <= registered
 
 
 @given(

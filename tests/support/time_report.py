@@ -1,5 +1,7 @@
 """A pytest plugin that ends the run with where its time went: seconds per test directory and the
-slowest tests. It prints last, so the tail of a CI log shows it, even for a run stopped by a signal."""
+slowest tests. It prints after the warnings, just before the short summary and pytest's closing line,
+so the tail of a CI log shows it, also for a run interrupted by KeyboardInterrupt (which the fault
+suite's CLI makes of SIGTERM)."""
 
 from __future__ import annotations
 
