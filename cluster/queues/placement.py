@@ -28,9 +28,8 @@ def place_replicas(
     cannot tell that it is the member meant, and waits to be added (`QueueHosting`), which with one more
     member lost leaves the new group without a majority. `client-local` (the default) puts the node
     the client talked to first (when it is among the candidates); `balanced` picks the node leading the
-    fewest queues. Each other member
-    is the next `next_replica`: on a host the queue does not use yet when there is one (several nodes
-    may run on one host), then holding the fewest replicas.
+    fewest queues. Each other member is the next `next_replica`: on a host the queue does not use yet
+    when there is one (several nodes may run on one host), then holding the fewest replicas.
     """
     candidates = sorted(nodes)
     if not candidates:
