@@ -18,7 +18,6 @@ from cluster.membership.host import MembershipHost
 from cluster.membership.join import JoinNotYet, JoinRefused, JoinRequester
 from cluster.metadata.metadata_door import MetadataDoor
 from metadata_state.records import NodeInfo
-from raft_log.confchange import ConfChange, ConfChangeKind
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +99,7 @@ class ClusterMembers:
         learner = self.changes.promotable(self.meta_group, self._seen_commit)
         if learner is not None:
             async with self.changes.exclusive(self.meta_group, "the cluster"):
-                await self.changes.change(self.meta_group, ConfChange(ConfChangeKind.PROMOTE, learner))
+                await self.changes.promote(self.meta_group, learner)
             log.info("node %s promoted to voter of the metadata group", learner)
 
     def _registered_outside(self) -> str | None:

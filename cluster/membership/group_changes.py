@@ -138,7 +138,24 @@ class GroupChanges:
         if node not in conf.learners:
             await self.change(gid, self.new_learner(node))
         await self.caught_up(gid, node)
-        await self.change(gid, ConfChange(ConfChangeKind.PROMOTE, node))
+        await self.promote(gid, node)
+
+    async def promote(self, gid: str, learner: str) -> None:
+        """Make `learner` a voter, refusing (`node_down`) while it is unreachable, or (`no_quorum`) when the
+        voters with it would have no live majority: a learner that stopped, or was forgotten, after it
+        caught up would otherwise become a voter that never answers, and a group of one voter would
+        then need it for every commit (whole-node seed 5103326)."""
+        conf = self.leader_status(gid).conf
+        if learner not in conf.learners:
+            raise MembershipRefused("not_member", f"{learner} is not a learner of {gid}")
+        if not self.live_voters(conf, (learner,)):
+            raise MembershipRefused("node_down", f"{learner} is unreachable: not promoted in {gid}")
+        voters = (*conf.voters, learner)
+        if self.live_voters(conf, voters) < majority(len(voters)):
+            raise MembershipRefused(
+                "no_quorum", f"promoting {learner} would leave {gid} without a live majority of {voters}"
+            )
+        await self.change(gid, ConfChange(ConfChangeKind.PROMOTE, learner))
 
     def new_learner(self, node: str) -> ConfChange:
         """The change adding `node` as a learner, recording the incarnation it proved to this node (none
@@ -249,14 +266,15 @@ class GroupChanges:
             await asyncio.sleep(POLL_S)
 
     def promotable(self, gid: str, seen_commit: dict[str, int]) -> str | None:
-        """A learner that matched the commit index noted at the previous call (`seen_commit` keeps the
-        notes between calls), or None."""
+        """A reachable learner that matched the commit index noted at the previous call (`seen_commit`
+        keeps the notes between calls), or None."""
         status = self.leader_status(gid)
         ready = None
         for learner in status.conf.learners:
             peer = status.progress.get(learner)
             noted = seen_commit.get(learner)
-            if peer is not None and noted is not None and peer.match >= noted and ready is None:
+            caught_up = peer is not None and noted is not None and peer.match >= noted
+            if caught_up and ready is None and self.live_voters(status.conf, (learner,)):
                 ready = learner
             seen_commit[learner] = status.commit
         for gone in set(seen_commit) - set(status.conf.learners):

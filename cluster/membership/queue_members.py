@@ -170,7 +170,7 @@ class QueueMembers:
         wanted = ordered_members(info.members, conf)
         if learner is not None and info.members == wanted and info.members_fence[0] == term:
             async with self.changes.exclusive(queue_door.group, f"queue '{queue}'"):
-                await self.changes.change(queue_door.group, ConfChange(ConfChangeKind.PROMOTE, learner))
+                await self.changes.promote(queue_door.group, learner)
             log.info("queue %s: promoted caught-up learner %s", queue, learner)
         elif learner is not None or info.members != wanted:
             self.door.relay(SetMembers(queue, info.group, tuple(wanted), self._fence(term)))

@@ -69,3 +69,30 @@ async def test_rule_a_new_member_that_goes_unreachable_ends_its_catch_up_early(
     with pytest.raises(MembershipRefused) as refused:
         await asyncio.wait_for(changes.add(GROUP, "c"), 20)
     assert refused.value.code == "node_down"
+
+
+async def test_rule_a_learner_is_promoted_only_while_it_is_up_seed_5103326(nodes: dict[str, Node]) -> None:
+    """A queue's leader, its only voter, promoted a learner that had caught up and then stopped for
+    good: the group of two voters needed the dead one for every commit and never served again. A
+    learner that is unreachable is neither promotable nor promoted."""
+    leader = nodes["a"]
+    leader.host.campaign(GROUP)
+    await eventually(lambda: leader.host.groups[GROUP].raft.is_leader, "a to lead")
+    linked = leader.transport.peers
+    changes = GroupChanges(leader.host, lambda peer: peer == "a" or linked().get(peer, False))
+    await eventually(lambda: all(linked().values()) and changes.settled_conf(GROUP), "a linked and settled")
+    await changes.remove(GROUP, "c")
+    await changes.remove(GROUP, "b")
+    await changes.change(GROUP, changes.new_learner("c"))
+    seen: dict[str, int] = {}
+    changes.promotable(GROUP, seen)
+    await eventually(
+        lambda: changes.leader_status(GROUP).progress["c"].match >= seen["c"], "c to catch up as a learner"
+    )
+    await nodes["c"].transport.stop()
+    await eventually(lambda: not linked().get("c"), "a to see c gone")
+    assert changes.promotable(GROUP, seen) is None
+    with pytest.raises(MembershipRefused) as refused:
+        await changes.promote(GROUP, "c")
+    assert refused.value.code == "node_down"
+    assert changes.leader_status(GROUP).conf.voters == ("a",)

@@ -310,3 +310,10 @@ def test_rule_a_joined_node_that_restarts_knowing_no_peer_asks_its_join_url_agai
     address of no peer (a joined node has no seeds, and its join answer was only in memory) and refused
     the hellos of all, so it never received the metadata that names them and did not serve."""
     _seed_keeps_every_promise(4100379, 10.0)
+
+
+def test_rule_a_learner_is_promoted_only_while_it_is_up_seed_5103326() -> None:
+    """n5, a learner of queue "strict" that had caught up, was stopped and forgotten; the queue's leader
+    n1, then its only voter, promoted it all the same, and the group of two voters, one gone for good,
+    never committed again."""
+    _seed_keeps_every_promise(5103326, 10.0)
