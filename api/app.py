@@ -55,6 +55,7 @@ from api.metrics import Metrics
 from api.openapi import serve_spec
 from api.policy_handlers import add_routes as add_policy_routes
 from api.publishing import peer_server
+from api.remote_publisher import PeerRemotePublisher
 from api.request_ids import request_id_middleware
 from api.tokens import RevokedTokens
 from api.user_handlers import add_routes as add_user_routes
@@ -105,6 +106,7 @@ def create_app(node: Node) -> web.Application:
     app[STARTED] = time.monotonic()
     app.on_shutdown.append(stream_handler.close_streams)
     node.peer_requests.serve(peer_server(app))
+    node.publish_elsewhere_with(PeerRemotePublisher(app))
     app.cleanup_ctx.append(_forward_session)
     app.cleanup_ctx.append(bootstrap_users)
     app.cleanup_ctx.append(end_revoked_consumers)

@@ -94,12 +94,11 @@ def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 async def _run(config: NodeConfig) -> None:
     from api.app import serve
     from api.join_requester import HttpJoinRequester
-    from api.remote_publisher import HttpRemotePublisher
     from cluster.node import Node
     from cluster.security.peer_auth import NodeCaller
 
     caller = NodeCaller.from_config(config)
-    node = Node(config, HttpJoinRequester(caller), remote=HttpRemotePublisher(caller))
+    node = Node(config, HttpJoinRequester(caller))
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -68,17 +68,17 @@ NEW_GROUP_HOLD_ELECTIONS = 2
 
 
 class Node:
-    """One running quorumq node. The server layer provides what it asks of other nodes over HTTP: a node
-    started with `--join` asks the cluster through `joiner`, and publishes to queues led by other nodes
-    (dead letters) go through `remote`. `environment` is its clocks, randomness, database and peer links
-    (the real ones unless a simulation passes its own: docs/decisions/0017)."""
+    """One running quorumq node. The server layer provides what it asks of other nodes: a node started
+    with `--join` asks the cluster through `joiner`, and publishes to queues led by other nodes (dead
+    letters, redrives) go through what `publish_elsewhere_with` is given. `environment` is its clocks,
+    randomness, database and peer links (the real ones unless a simulation passes its own:
+    docs/decisions/0017)."""
 
     def __init__(
         self,
         config: NodeConfig,
         joiner: JoinRequester | None = None,
         *,
-        remote: RemotePublisher | None = None,
         environment: NodeEnvironment | None = None,
     ) -> None:
         if not config.cluster_secret:
@@ -114,7 +114,7 @@ class Node:
         self._metadata_door: MetadataDoor | None = None
         self._membership: Membership | None = None
         self._replay: MetadataReplay | None = None
-        publisher = ClusterPublisher(self._led_here, self._publish_via, remote)
+        self._publisher = publisher = ClusterPublisher(self._led_here)
         self.dead_letters = DeadLetterDispatcher(
             publisher, self._declared, config.dead_letter_prefetch, new_token=self.env.new_token
         )
@@ -388,10 +388,10 @@ class Node:
         door = self.queues.get(name)
         return door if door is not None and door.is_leader else None
 
-    def _publish_via(self, name: str) -> str:
-        """The HTTP base URL of the node to publish to queue `name` through: its leader when known, else
-        this node (which passes it on)."""
-        return self.status.node_http(self.directory.leader_of(name)) or self.config.http_url
+    def publish_elsewhere_with(self, remote: RemotePublisher) -> None:
+        """Publish dead letters and redrives to queues other nodes lead through `remote` (until then they
+        wait, retried, in their source)."""
+        self._publisher.remote = remote
 
     # -- what a queue's door asks of its node (`DoorHost`) ---------------------------------------
 

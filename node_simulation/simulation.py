@@ -46,7 +46,6 @@ from node_simulation.history import Violation
 from node_simulation.join_requester import SimJoinRequester
 from node_simulation.network import SimNetwork
 from node_simulation.node_churn import NodeChurn
-from node_simulation.remote_publisher import SimRemotePublisher
 from node_simulation.request_errors import NodeDown, NodeUnreachable
 from node_simulation.virtual_loop import Overran, Process, Quiescent, VirtualLoop, process
 from raft_log.confchange import apply_conf_change, decode_conf_change
@@ -165,7 +164,6 @@ class NodeSimulation:
         self.nodes = {name: SimNode(name, self._config(name, seeds)) for name in names}
         self._skew_ms = {name: self.rng.randrange(-500, 500) for name in names}
         self.clients = Clients(self, random.Random(self.rng.getrandbits(64)))
-        self._remote = SimRemotePublisher(self)
         self._joiner = SimJoinRequester(self)
         # the spare draws from a random of its own: a run without churn draws as before there was any
         spare = f"n{nodes + 1}"
@@ -335,7 +333,7 @@ class NodeSimulation:
             reads_metadata=node.reads_metadata,
         )
         node.process, node.context, node.app = proc, context, None
-        node.node = context.run(Node, node.config, remote=self._remote, joiner=self._joiner, environment=env)
+        node.node = context.run(Node, node.config, joiner=self._joiner, environment=env)
         self.loop.create_task(self._boot(node, node.node), context=context)
         self.stats.restarts += 1
 

@@ -133,18 +133,17 @@ class Door:
 
 class Remote:
     def __init__(self) -> None:
-        self.calls: list[tuple[str, str, list[bytes], str | None, int | None]] = []
+        self.calls: list[tuple[str, list[bytes], str | None, int | None]] = []
 
     async def publish(
         self,
-        via: str,
         queue: str,
         messages: Messages,
         publisher: str | None,
         seq: int | None,
         priorities: Sequence[int] | None = None,
     ) -> None:
-        self.calls.append((via, queue, [m.body for m, _ in messages], publisher, seq))
+        self.calls.append((queue, [m.body for m, _ in messages], publisher, seq))
 
 
 MESSAGES = [(StoredMessage(b"x", {}, "utf8"), None)]
@@ -152,20 +151,20 @@ MESSAGES = [(StoredMessage(b"x", {}, "utf8"), None)]
 
 async def test_a_target_this_node_leads_is_published_to_through_its_door() -> None:
     door, remote = Door(), Remote()
-    publisher = ClusterPublisher(lambda q: door if q == "here" else None, lambda q: "http://other", remote)
+    publisher = ClusterPublisher(lambda q: door if q == "here" else None, remote)
     await publisher.publish_confirmed("here", MESSAGES, "w", 3)
     assert door.published == [([b"x"], "w", 3)] and remote.calls == []
 
 
-async def test_a_target_led_elsewhere_is_published_to_through_the_remote_publisher_via_its_leader() -> None:
+async def test_a_target_led_elsewhere_is_published_to_through_the_remote_publisher() -> None:
     remote = Remote()
-    publisher = ClusterPublisher(lambda q: None, lambda q: f"http://leader-of-{q}", remote)
+    publisher = ClusterPublisher(lambda q: None, remote)
     await publisher.publish_confirmed("there", MESSAGES, "w", 4)
-    assert remote.calls == [("http://leader-of-there", "there", [b"x"], "w", 4)]
+    assert remote.calls == [("there", [b"x"], "w", 4)]
 
 
 async def test_without_a_remote_publisher_a_target_led_elsewhere_is_not_leader() -> None:
-    publisher = ClusterPublisher(lambda q: None, lambda q: "http://other", None)
+    publisher = ClusterPublisher(lambda q: None)
     with pytest.raises(NotLeader):
         await publisher.publish_confirmed("there", MESSAGES, "w", 4)
 
@@ -178,18 +177,18 @@ def effect(target: str | None) -> tuple[DeadLetter, list[tuple[Delivery, StoredM
 async def test_at_most_once_dead_letters_go_to_a_declared_target_with_their_death_and_no_publisher() -> None:
     remote = Remote()
     dispatcher = DeadLetterDispatcher(
-        ClusterPublisher(lambda q: None, lambda q: "http://l", remote), {"dlq"}.__contains__, new_token=TOKENS
+        ClusterPublisher(lambda q: None, remote), {"dlq"}.__contains__, new_token=TOKENS
     )
     dispatcher.dead_lettered("src", *effect("dlq"), now_ms=5)
     dispatcher.dead_lettered("src", *effect("missing"), now_ms=5)
     await asyncio.sleep(0.05)
-    assert [(via, queue, bodies, publisher) for via, queue, bodies, publisher, _ in remote.calls] == [
-        ("http://l", "dlq", [b"d"], None)
+    assert [(queue, bodies, publisher) for queue, bodies, publisher, _ in remote.calls] == [
+        ("dlq", [b"d"], None)
     ]
 
 
 async def test_the_dispatcher_runs_one_worker_beside_each_source_queue_this_node_leads() -> None:
-    publisher = ClusterPublisher(lambda q: None, lambda q: "", None)
+    publisher = ClusterPublisher(lambda q: None)
     dispatcher = DeadLetterDispatcher(
         publisher, lambda q: True, prefetch=5, new_token=TOKENS
     )  # the node's setting
@@ -264,9 +263,7 @@ async def test_rule_at_most_once_dead_letters_too_large_for_one_publish_together
     """Dead letters that leave together (an expiry, a purge of a dead-lettering queue) are published in
     parts: in one publish they would be refused, and at most once means never sent again."""
     door = ReplicatingDoor()
-    dispatcher = DeadLetterDispatcher(
-        ClusterPublisher(lambda q: door, lambda q: "", None), lambda q: True, new_token=TOKENS
-    )
+    dispatcher = DeadLetterDispatcher(ClusterPublisher(lambda q: door), lambda q: True, new_token=TOKENS)
     deliveries = tuple(Delivery(n, 0, False, 0) for n in range(1, 6))
     held = [(d, StoredMessage(bytes([d.id]) * LARGE, {}, "base64")) for d in deliveries]
     dispatcher.dead_lettered("src", DeadLetter("expired", "dlq", deliveries), held, now_ms=5)

@@ -1,8 +1,8 @@
 """Publishing dead letters to a target queue wherever its leader is.
 
 A target this node leads is published to through its door; any other goes through a `RemotePublisher`,
-which the server layer provides (`api.remote_publisher`, the node-to-node HTTP call), so that `cluster`
-does not speak the public HTTP API itself.
+which the server layer provides once it serves (`api.remote_publisher`: the publish route's own path to
+the leader, over the peer transport), so that `cluster` does not speak the public API itself.
 """
 
 from __future__ import annotations
@@ -16,11 +16,10 @@ from cluster.replication.stored_message import StoredMessage
 
 
 class RemotePublisher(Protocol):
-    """Publishes through another node, which passes the publish on to the queue's leader."""
+    """Publishes to a queue another node leads, as the publish route does."""
 
     async def publish(
         self,
-        via: str,
         queue: str,
         messages: Sequence[tuple[StoredMessage, int | None]],
         publisher: str | None,
@@ -28,8 +27,8 @@ class RemotePublisher(Protocol):
         priorities: Sequence[int] | None = None,
     ) -> None:
         """Publish `messages` (each with its optional expiration in ms, and its priority with
-        `priorities`) to `queue` through the node whose HTTP API is at `via`, as `publisher`'s `seq` when
-        given; return once confirmed, raise otherwise."""
+        `priorities`) to `queue` on its leader, as `publisher`'s `seq` when given; return once confirmed,
+        raise otherwise."""
         ...
 
 
@@ -49,18 +48,12 @@ class LedQueue(Protocol):
 class ClusterPublisher:
     """Publishes to any queue of the cluster, with confirms (a `ConfirmedPublisher`).
 
-    `led(queue)` is the door of a queue this node leads, else None; `via(queue)` the HTTP base URL of the
-    node to publish through otherwise (the queue's leader when known)."""
+    `led(queue)` is the door of a queue this node leads, else None; `remote` publishes to any other (None
+    until the server layer gives it)."""
 
-    def __init__(
-        self,
-        led: Callable[[str], LedQueue | None],
-        via: Callable[[str], str],
-        remote: RemotePublisher | None,
-    ) -> None:
+    def __init__(self, led: Callable[[str], LedQueue | None], remote: RemotePublisher | None = None) -> None:
         self._led = led
-        self._via = via
-        self._remote = remote
+        self.remote = remote
 
     async def publish_confirmed(
         self,
@@ -77,6 +70,6 @@ class ClusterPublisher:
         if local is not None:
             await local.publish(messages, publisher, seq, priorities=priorities)
             return
-        if self._remote is None:
+        if self.remote is None:
             raise NotLeader(f"queue '{target}' is led by another node, and this node cannot publish there")
-        await self._remote.publish(self._via(target), target, messages, publisher, seq, priorities)
+        await self.remote.publish(target, messages, publisher, seq, priorities)
