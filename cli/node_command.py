@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -92,21 +91,10 @@ def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 
 
 async def _run(config: NodeConfig) -> None:
-    from api.app import serve
-    from api.join_requester import HttpJoinRequester
-    from cluster.node import Node
-    from cluster.security.peer_auth import NodeCaller
+    from cli.node_lifecycle import run_node
 
-    caller = NodeCaller.from_config(config)
-    node = Node(config, HttpJoinRequester(caller))
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stopping.set)
-    runner = await serve(node)
-    logging.getLogger("quorumq").info(
-        "node %s serving HTTP on %s, Raft on %s", config.node, config.http, config.raft
-    )
-    await stopping.wait()
-    await runner.cleanup()
-    await node.stop()
+    await run_node(config, stopping)

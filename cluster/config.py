@@ -296,6 +296,14 @@ class NodeConfig:
             "mem_relative:FACTOR of memory."
         ),
     )
+    disk_ballast_bytes: int = field(
+        default=64 * 1024 * 1024,
+        metadata=about(
+            "Room set aside in the data directory, given back when a write fails for want of disk: at most "
+            "this, and 1% of the filesystem (0: none).",
+            minimum=0,
+        ),
+    )
     vm_memory_high_watermark: ResourceLimit = field(
         default=ResourceLimit(relative=0.4),
         metadata=about(

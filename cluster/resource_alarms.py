@@ -76,6 +76,13 @@ class ResourceAlarms:
         self.raised = frozenset(raised)
         self._tell()
 
+    def write_failed(self, reason: str) -> None:
+        """The disk refused a write: the disk alarm is raised whatever the last reading said."""
+        if DISK not in self.raised:
+            log.warning("disk alarm raised: a write failed (%s)", reason)
+            self.raised |= {DISK}
+            self._tell()
+
     def announcement(self) -> dict[str, list[str]]:
         """The control-frame field telling peers this node's alarms."""
         return {ALARMS_KEY: sorted(self.raised)}

@@ -110,6 +110,7 @@ class NodeStore:
         self._staged: dict[bytes, bytes | None] = {}
         self._groups: dict[GroupId, GroupLog] = {}
         self._failed: BaseException | None = None
+        self._write_failure: BaseException | None = None  # a write refused by the disk (ENOSPC, EIO)
         self._closed = False
         self._taken = 0  # tickets handed out by take()
         self._written = 0  # tickets whose batch is in the database (or failed)
@@ -172,7 +173,12 @@ class NodeStore:
         self._closed = True
         self._batch = self._db.new_batch()
         self._staged.clear()
-        self._db.close()
+        try:
+            self._db.close()
+        except Exception as exc:  # the database refuses to flush once a write failed; it is closed
+            if self._failed is None:
+                raise
+            log.warning("the database closed after a failed write: %s", exc)
 
     def group_ids(self) -> list[GroupId]:
         """The ids of every group, sorted."""
@@ -252,11 +258,20 @@ class NodeStore:
                 self._damaged(exc)
                 raise
             except BaseException as exc:
+                if self._failed is None:
+                    self._write_failure = exc
                 self._failed = self._failed or exc
                 raise
             finally:
                 self._written = taken.ticket
                 self._turn.notify_all()
+
+    @property
+    def write_failure(self) -> BaseException | None:
+        """What made the first failed write fail when the database refused it (a full disk, an I/O error),
+        not for damage it found: the store is unusable (`write_taken`), and a reopen shows what was
+        written."""
+        return self._write_failure
 
     def finish(self, taken: TakenBatch) -> None:
         """After `write_taken`, on the store's loop: drop the in-memory view of what is now written.

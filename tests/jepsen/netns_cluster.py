@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,11 +15,19 @@ QUEUE = "proof"
 
 @contextlib.contextmanager
 def running_cluster(
-    data_dir: Path, *, lazy_fs: bool = False, fake_clocks: bool = False
+    data_dir: Path,
+    *,
+    lazy_fs: bool = False,
+    fake_clocks: bool = False,
+    settings: dict[str, str] | None = None,
 ) -> Iterator[JepsenCluster]:
-    """Three healthy nodes in their own namespaces; stopped and removed afterwards."""
+    """Three healthy nodes in their own namespaces, each given `settings` (`QUORUMQ_*` variables) too;
+    stopped and removed afterwards."""
     with NetnsHosts(3) as hosts:
         cluster = JepsenCluster(hosts, data_dir, lazy_fs=lazy_fs, fake_clocks=fake_clocks)
+        for node in cluster.nodes:
+            if settings:
+                node.env = {**(node.env or os.environ), **settings}
         try:
             cluster.start_all()
             yield cluster
