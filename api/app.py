@@ -45,7 +45,7 @@ from api.app_keys import (
 from api.auth import auth_middleware, bootstrap_users
 from api.browser_guard import browser_guard, secure_headers
 from api.consumer_revocation import end_revoked_consumers
-from api.errors import error_middleware
+from api.error_answers import error_middleware
 from api.forwarding import FORWARD_TIMEOUT_S
 from api.limits import limits_middleware
 from api.login_throttle import LoginThrottle

@@ -31,9 +31,8 @@ from api.app_keys import (
     REVOKED_TOKENS,
 )
 from api.browser_guard import from_another_origin
-from api.errors import ApiError, error_response
+from api.errors import ApiError
 from api.limits import read_body
-from api.login_throttle import LoginThrottled
 from api.password_checker import PasswordChecker
 from api.request_ids import REQUEST_ID_HEADER
 from api.tokens import verify_token
@@ -317,30 +316,16 @@ async def vouch(request: web.Request, method: str, url: str, body: bytes = b"") 
     return headers if current is None else {**headers, REQUEST_ID_HEADER: current}
 
 
-def _unauthorised(reason: str, status: int) -> web.Response:
-    """401, without the Basic challenge: a browser would answer it with its login dialog and then attach
-    the credentials it cached to whatever any page sends the node (as RabbitMQ's API, none)."""
-    if status == 503:
-        return error_response(503, "not_ready", reason)
-    return error_response(401, "unauthorized", reason)
-
-
 @web.middleware
 async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Authenticate the caller and check the route's access rule before the handler runs."""
+    """Authenticate the caller and check the route's access rule before the handler runs; what refuses
+    the caller (Unauthenticated, LoginThrottled, a 403) is answered by `api.error_answers`."""
     access = route_access(request)
     if access is Access.PUBLIC or (access is Access.METRICS and request.app[CONFIG].metrics_public):
         return await handler(request)
-    try:
-        caller = await authenticate(request)
-    except Unauthenticated as exc:
-        return _unauthorised(exc.reason, exc.status)
-    except LoginThrottled as exc:
-        response = error_response(429, "too_many_requests", str(exc))
-        response.headers["Retry-After"] = str(exc.retry_after_s)
-        return response
+    caller = await authenticate(request)
     if caller is None:
-        return _unauthorised("authentication required", 401)
+        raise Unauthenticated("authentication required")
     queue = request.match_info.get("q")
     if queue is not None:  # validated before any permission pattern sees it
         check_queue_name(queue, request.app[CONFIG].max_queue_name_length)

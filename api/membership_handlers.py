@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
@@ -12,17 +11,13 @@ from aiohttp import web
 
 from api.app_keys import FORWARD_SESSION, MEMBERSHIP, STATUS
 from api.auth import vouch
-from api.errors import ApiError
 from api.forwarding import forward, on_meta_leader, on_queue_leader
 from api.validation import bad, field_str, json_object, queue_name
 from cluster.errors import NodeNotFound
-from cluster.membership.group_changes import MembershipRefused
 from cluster.queues.queue_door import QueueDoor
 
 QUEUE = "/api/queues/{q}"
 MEMBER_STATUS_TIMEOUT_S = 2.0
-
-Handler = Callable[..., Awaitable[web.StreamResponse]]
 
 
 def add_routes(router: web.UrlDispatcher) -> None:
@@ -35,19 +30,6 @@ def add_routes(router: web.UrlDispatcher) -> None:
     router.add_post(QUEUE + "/leader", transfer_leader)
     router.add_post("/api/nodes", join_node)
     router.add_delete("/api/nodes/{node}", forget_node)
-
-
-def refusals_as_conflicts(handler: Handler) -> Handler:
-    """Answer a refused membership change with 409 and the refusal's code (e.g. `last_node`)."""
-
-    @functools.wraps(handler)
-    async def serve(*args: Any) -> web.StreamResponse:
-        try:
-            return await handler(*args)
-        except MembershipRefused as exc:
-            raise ApiError(409, exc.code, exc.reason) from exc
-
-    return serve
 
 
 async def _node_field(request: web.Request) -> str:
@@ -111,7 +93,6 @@ async def _on_member(request: web.Request, answer: Callable[[str], dict[str, Any
 
 
 @on_queue_leader
-@refusals_as_conflicts
 async def add_member(request: web.Request, door: QueueDoor) -> web.StreamResponse:
     """POST /api/queues/{q}/members {"node"}: add a replica (learner first, voter once caught up)."""
     member = await _node_field(request)
@@ -120,7 +101,6 @@ async def add_member(request: web.Request, door: QueueDoor) -> web.StreamRespons
 
 
 @on_queue_leader
-@refusals_as_conflicts
 async def delete_member(request: web.Request, door: QueueDoor) -> web.StreamResponse:
     """DELETE /api/queues/{q}/members/{node}: remove a replica (never the last, never the quorum)."""
     members = await request.app[MEMBERSHIP].queues.delete(door.name, request.match_info["node"])
@@ -128,7 +108,6 @@ async def delete_member(request: web.Request, door: QueueDoor) -> web.StreamResp
 
 
 @on_queue_leader
-@refusals_as_conflicts
 async def transfer_leader(request: web.Request, door: QueueDoor) -> web.StreamResponse:
     """POST /api/queues/{q}/leader {"node"}: hand the queue's leadership to that voting member."""
     to = await _node_field(request)
@@ -137,7 +116,6 @@ async def transfer_leader(request: web.Request, door: QueueDoor) -> web.StreamRe
 
 
 @on_meta_leader
-@refusals_as_conflicts
 async def join_node(request: web.Request) -> web.StreamResponse:
     """POST /api/nodes {"name", "http", "raft"}: a new node joins (as a learner of the metadata group)."""
     body = await json_object(request)
@@ -150,7 +128,6 @@ async def join_node(request: web.Request) -> web.StreamResponse:
 
 
 @on_meta_leader
-@refusals_as_conflicts
 async def forget_node(request: web.Request) -> web.StreamResponse:
     """DELETE /api/nodes/{node}: forget a permanently lost node."""
     await request.app[MEMBERSHIP].cluster.forget(request.match_info["node"])

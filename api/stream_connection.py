@@ -24,7 +24,7 @@ from api.consumer_options import FIELDS as CONSUMER_FIELDS
 from api.consumer_options import consumer_options
 from api.consumer_owners import own_consumer
 from api.error_answers import error_answer
-from api.errors import ApiError, error_json
+from api.errors import ApiError
 from api.forwarding import NO_LEADER_WAIT_S, queue_route
 from api.limits import check_consumer_room
 from api.publish_job import publish_of
@@ -166,7 +166,8 @@ class StreamConnection:
         self._slots.release()
 
     async def _refuse(self, frame_id: int | None, exc: ApiError) -> None:
-        await self._send(frames.error(frame_id, exc.status, error_json(exc.code, exc.reason, **exc.extra)))
+        status, body = error_answer(self._app, exc, "a frame")
+        await self._send(frames.error(frame_id, status, body))
 
     async def _send(self, data: bytes) -> None:
         """Send a frame, waiting while the client is behind; nothing when the connection is gone."""
