@@ -4,7 +4,7 @@ factory (`api.app.create_app`) hands over, and the application's own."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 from aiohttp import web
@@ -45,3 +45,4 @@ REVOKED_TOKENS: web.AppKey[RevokedTokens] = web.AppKey("revoked_tokens")  # log-
 STREAMS: web.AppKey[set[web.WebSocketResponse]] = web.AppKey("streams")  # the open streaming connections
 WALL_MS: web.AppKey[Callable[[], int]] = web.AppKey("wall_ms")  # the node's wall clock, ms since the epoch
 STARTED = web.AppKey("started", float)  # time.monotonic() when the application was made (uptime)
+OPENAPI: web.AppKey[dict[str, Any]] = web.AppKey("openapi")  # the document of the routes it serves

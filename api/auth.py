@@ -2,10 +2,10 @@
 from loopback) and authorisation (RabbitMQ's configure/write/read regexes per queue, the administrator
 tag).
 
-Every route has an access rule in `ROUTE_ACCESS`; a route without one needs an administrator, so a
-new endpoint is never open by accident. Missing (from anywhere) or wrong credentials answer 401, without
-a Basic challenge (which would fill a browser's credential cache, decision 0020), valid credentials
-without the permission answer 403.
+Every endpoint declares its access rule (`api.endpoints.route`); a route without one needs an
+administrator, so a new endpoint is never open by accident. Missing (from anywhere) or wrong credentials
+answer 401, without a Basic challenge (which would fill a browser's credential cache, decision 0020),
+valid credentials without the permission answer 403.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from api.app_keys import (
     REVOKED_TOKENS,
 )
 from api.browser_guard import from_another_origin
+from api.endpoints import access_rule
 from api.errors import ApiError
 from api.limits import read_body
 from api.password_checker import PasswordChecker
@@ -64,74 +65,6 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 BOOTSTRAP_RETRY_S = 0.5
 
 
-QUEUE = "/api/queues/{q}"
-CONSUMER = QUEUE + "/consumers/{tag}"
-USER = "/api/users/{user}"
-POLICY = "/api/policies/{policy}"
-
-ROUTE_ACCESS: dict[tuple[str, str], Access] = {
-    ("GET", "/api/health"): Access.PUBLIC,
-    ("GET", "/api/health/checks/alarms"): Access.METRICS,
-    ("GET", "/"): Access.PUBLIC,  # the management UI's files: no data, the API calls they make log in
-    ("GET", "/ui/{file}"): Access.PUBLIC,
-    ("GET", "/metrics"): Access.METRICS,
-    ("GET", "/api/openapi.json"): Access.AUTHENTICATED,
-    ("GET", "/api/whoami"): Access.AUTHENTICATED,
-    ("POST", "/api/tokens"): Access.AUTHENTICATED,
-    ("DELETE", "/api/tokens"): Access.AUTHENTICATED,  # the caller's own bearer token (log-out)
-    ("GET", "/api/queues"): Access.AUTHENTICATED,
-    ("GET", "/api/nodes"): Access.AUTHENTICATED,
-    ("GET", "/api/nodes/{node}"): Access.AUTHENTICATED,
-    ("GET", "/api/overview"): Access.AUTHENTICATED,
-    ("GET", "/api/queues/%2F"): Access.AUTHENTICATED,
-    ("GET", "/api/queues/%2F/{q}"): Access.ANY_QUEUE_PERMISSION,
-    ("GET", "/api/stream"): Access.AUTHENTICATED,  # each operation then checks its own permission
-    ("GET", QUEUE): Access.ANY_QUEUE_PERMISSION,
-    ("PUT", QUEUE): Access.CONFIGURE,
-    ("PATCH", QUEUE): Access.CONFIGURE,
-    ("DELETE", QUEUE): Access.CONFIGURE,
-    ("DELETE", QUEUE + "/contents"): Access.CONFIGURE,
-    ("POST", QUEUE + "/messages"): Access.WRITE,
-    ("GET", QUEUE + "/messages"): Access.READ,
-    ("GET", QUEUE + "/messages/peek"): Access.READ,
-    ("POST", QUEUE + "/get"): Access.READ,
-    ("POST", QUEUE + "/ack"): Access.READ,
-    ("POST", QUEUE + "/nack"): Access.READ,
-    ("POST", QUEUE + "/touch"): Access.READ,
-    ("POST", QUEUE + "/redrive"): Access.CONFIGURE,
-    ("GET", QUEUE + "/redrive"): Access.ANY_QUEUE_PERMISSION,
-    ("DELETE", QUEUE + "/redrive/{task}"): Access.CONFIGURE,
-    ("GET", QUEUE + "/consumers"): Access.READ,
-    ("POST", QUEUE + "/consumers"): Access.READ,
-    ("GET", CONSUMER + "/deliveries"): Access.READ,
-    ("POST", CONSUMER + "/deliveries"): Access.READ,
-    ("POST", CONSUMER + "/ack"): Access.READ,
-    ("POST", CONSUMER + "/nack"): Access.READ,
-    ("POST", CONSUMER + "/touch"): Access.READ,
-    ("DELETE", CONSUMER): Access.READ,
-    ("POST", CONSUMER + "/checkout"): Access.READ,
-    ("POST", CONSUMER + "/settle"): Access.READ,
-    ("GET", CONSUMER + "/log"): Access.READ,
-    ("GET", QUEUE + "/members"): Access.ANY_QUEUE_PERMISSION,
-    ("GET", QUEUE + "/members/{node}"): Access.ANY_QUEUE_PERMISSION,
-    ("POST", QUEUE + "/members"): Access.CONFIGURE_ADMIN,
-    ("DELETE", QUEUE + "/members/{node}"): Access.CONFIGURE_ADMIN,
-    ("POST", QUEUE + "/members/{node}/checkpoint"): Access.CONFIGURE_ADMIN,
-    ("POST", QUEUE + "/leader"): Access.CONFIGURE_ADMIN,
-    ("POST", "/api/nodes"): Access.NODE,  # joining: the joining node asks (docs/decisions/0019)
-    ("DELETE", "/api/nodes/{node}"): Access.ADMINISTRATOR,
-    ("GET", "/api/users"): Access.ADMINISTRATOR,
-    ("GET", USER): Access.ADMINISTRATOR,
-    ("PUT", USER): Access.ADMINISTRATOR,
-    ("DELETE", USER): Access.ADMINISTRATOR,
-    ("PUT", USER + "/permissions"): Access.ADMINISTRATOR,
-    ("GET", "/api/policies"): Access.ADMINISTRATOR,
-    ("GET", POLICY): Access.ADMINISTRATOR,
-    ("PUT", POLICY): Access.ADMINISTRATOR,
-    ("DELETE", POLICY): Access.ADMINISTRATOR,
-}
-
-
 PRINCIPAL_KEY: web.RequestKey[Principal] = web.RequestKey("principal")
 """Where the auth middleware leaves the caller for the handlers (`principal`)."""
 
@@ -155,8 +88,7 @@ def route_access(request: web.Request) -> Access:
     resource = request.match_info.route.resource
     if resource is None:  # no route matched: the 404/405 still needs a known caller
         return Access.AUTHENTICATED
-    method = "GET" if request.method == "HEAD" else request.method
-    return ROUTE_ACCESS.get((method, resource.canonical), Access.ADMINISTRATOR)
+    return access_rule(request.method, resource.canonical)
 
 
 async def authenticate(request: web.Request) -> Principal | None:

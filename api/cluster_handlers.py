@@ -5,11 +5,26 @@ from __future__ import annotations
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from api.access import Access
 from api.app_keys import ALARMS, FORMATS, METADATA, METRICS, STATUS
 from api.auth import PRINCIPAL_KEY
+from api.endpoints import route
 from api.metrics import queues_shown
+from api.schemas import HEALTH
 
 
+@route(
+    "GET",
+    "/api/health",
+    access=Access.PUBLIC,
+    summary="node health",
+    responses={"200": "ready", "503": "not ready"},
+    content={"200": HEALTH, "503": HEALTH},
+    about=(
+        "the node's health report, with `damage` when the node set a damaged database aside, and "
+        "`formats`: the version of each replicated format it reads and writes"
+    ),
+)
 async def health(request: web.Request) -> web.StreamResponse:
     """GET /api/health: 200 once `NodeStatus.readiness` is ok (leader known, registered, users known),
     else 503; `groups_halted` lists the groups whose replica here cannot read a committed entry;
@@ -40,6 +55,18 @@ async def health(request: web.Request) -> web.StreamResponse:
     return web.json_response(body, status=200 if readiness == "ok" else 503)
 
 
+@route(
+    "GET",
+    "/api/health/checks/alarms",
+    access=Access.METRICS,
+    summary="resource alarms (RabbitMQ's health check)",
+    responses={"200": "no node in alarm", "503": "a node in alarm"},
+    about=(
+        '200 `{"status": "ok"}` when no node this one knows of is in a disk or memory alarm, '
+        'else 503 with `alarms`: `[{"node", "resource"}]`; credentials as for `/metrics` (none '
+        "with `metrics_public`)"
+    ),
+)
 async def alarms_check(request: web.Request) -> web.StreamResponse:
     """GET /api/health/checks/alarms (RabbitMQ's; for monitoring, as /metrics): 200 when no node this one
     knows of is in a resource alarm, else 503 naming each node and its alarms."""
@@ -56,6 +83,13 @@ async def alarms_check(request: web.Request) -> web.StreamResponse:
     return web.json_response(body, status=503)
 
 
+@route(
+    "GET",
+    "/metrics",
+    access=Access.METRICS,
+    summary="Prometheus metrics",
+    responses={"200": "text exposition format"},
+)
 async def metrics(request: web.Request) -> web.StreamResponse:
     """GET /metrics: Prometheus text format, a queue's series only for callers who may see the queue."""
     shows = queues_shown(request.get(PRINCIPAL_KEY), request.app[METADATA])

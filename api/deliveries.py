@@ -24,17 +24,24 @@ import binascii
 import json
 import struct
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import msgpack
 from aiohttp import web
+from msgspec import Meta
 
-from api.validation import MSGPACK, bad, field_int, query_int
+from api.validation import MSGPACK, bad, query_int
 from cluster.queues.queue_results import MessageRow
 
 JSON = "application/json"
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 MAX_MAX_BYTES = 64 * 1024 * 1024
+MaxBytes = Annotated[int, Meta(ge=1, le=MAX_MAX_BYTES)]
+"""An answer's byte budget as a request gives it (a get's body field, a poll's or browse's query)."""
+MAX_BYTES_ABOUT = (
+    f"the answer's byte budget: its messages' bodies add up to at most this (the first always), "
+    f"{DEFAULT_MAX_BYTES} when not given"
+)
 
 _TEXT_ROW = b'{"id":%d,"body":%b,"encoding":"utf8","headers":%b,"delivery_count":%d,"redelivered":%b'
 _BINARY_ROW = b'{"id":%d,"body":"%b","encoding":"base64","headers":%b,"delivery_count":%d,"redelivered":%b'
@@ -56,13 +63,6 @@ _encode_text = json.JSONEncoder(ensure_ascii=False).encode  # 25% faster; stored
 def max_bytes_query(request: web.Request) -> int:
     """The byte budget of an answer a `max_bytes` query parameter asks for."""
     return _budget(query_int(request, "max_bytes", DEFAULT_MAX_BYTES, maximum=MAX_MAX_BYTES))
-
-
-def max_bytes_field(body: dict[str, Any]) -> int:
-    """The byte budget of an answer a request body's `max_bytes` asks for."""
-    budget = field_int(body, "max_bytes", DEFAULT_MAX_BYTES, minimum=1)
-    assert budget is not None
-    return _budget(budget)
 
 
 def _budget(max_bytes: int) -> int:

@@ -8,31 +8,50 @@ consumers' DELETE.
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
+from typing import Annotated, Any, ClassVar
 
 from aiohttp import web
+from msgspec import Meta
 
+from api.access import Access
 from api.app_keys import CONFIG
 from api.auth import principal
 from api.consumer_owners import own_consumer
 from api.deliveries import deliveries_response
+from api.endpoints import CONSUMER, parameter, route
 from api.forwarding import on_queue_leader
-from api.validation import (
-    MAX_POLL,
-    bad,
-    check_durable_name,
-    field_int,
-    field_since,
-    field_str,
-    json_object,
-    query_int,
-)
+from api.request_bodies import Moment, RequestBody, read_body_as
+from api.schemas import DELIVERIES
+from api.validation import MAX_POLL, bad, check_durable_name, field_str, moment_ms, query_int
 from cluster.queues.consumer_names import OWNER_MARK
 from cluster.queues.queue_door import QueueDoor
+from cluster.queues.queue_limits import INT64_MAX
 from cluster.queues.queue_results import Position
 
 MAX_CHECKOUT = 10000
 _REGISTER_FIELDS = {"durable", "name", "prefetch", "priority"}
+
+
+class Checkout(RequestBody):
+    """A durable consumer's checkout."""
+
+    optional: ClassVar[bool] = True
+    max: Annotated[
+        Annotated[int, Meta(ge=0, le=MAX_CHECKOUT)] | None, Meta(description="messages to number (default 0)")
+    ] = None
+    since: Annotated[
+        Moment | None, Meta(description="only messages enqueued at or after this time: epoch ms or ISO-8601")
+    ] = None
+    max_bytes: Annotated[
+        Annotated[int, Meta(ge=1, le=INT64_MAX)] | None,
+        Meta(description="their bodies add up to at most this (the first always)"),
+    ] = None
+
+
+class SettleBelow(RequestBody, forbid_unknown_fields=False):
+    """A durable consumer's settle (other fields are ignored)."""
+
+    below: Annotated[int, Meta(ge=0, le=INT64_MAX, description="settle every delivery numbered below")]
 
 
 async def register_durable(request: web.Request, queue: QueueDoor, body: dict[str, Any]) -> web.Response:
@@ -51,6 +70,15 @@ async def register_durable(request: web.Request, queue: QueueDoor, body: dict[st
     return _answer(position, name, status=201)
 
 
+@route(
+    "POST",
+    CONSUMER + "/checkout",
+    access=Access.READ,
+    summary="durable consumer: number more messages (since a time, within a byte budget)",
+    responses={"200": "sequence position"},
+    body=Checkout,
+    about="durable consumers with a delivery sequence (the Spark source)",
+)
 @on_queue_leader
 async def checkout(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
     """POST /api/queues/{q}/consumers/{c}/checkout {"max": n, "since": t, "max_bytes": b}: number up to
@@ -59,35 +87,43 @@ async def checkout(request: web.Request, queue: QueueDoor) -> web.StreamResponse
 
     Registers the consumer if it is unknown (then its sequence starts again at 0), so its name must be
     one a durable consumer may have."""
-    body = await json_object(request, optional=True)
-    unknown = set(body) - {"max", "since", "max_bytes"}
-    if unknown:
-        raise bad(f"unknown fields {sorted(unknown)}")
-    count = field_int(body, "max", 0)
-    assert count is not None
-    if count > MAX_CHECKOUT:
-        raise bad(f"max must be <= {MAX_CHECKOUT}")
-    max_bytes = field_int(body, "max_bytes", None)
-    if max_bytes is not None and max_bytes < 1:
-        raise bad("max_bytes must be >= 1")
+    body = await read_body_as(request, Checkout)
     name = request.match_info["tag"]
     check_durable_name(name.rpartition(OWNER_MARK)[0] or name, request.app[CONFIG].max_queue_name_length)
     owned = own_consumer(queue, principal(request), name)
-    return _answer(await queue.durable_checkout(owned, count, field_since(body), max_bytes), name)
+    since = moment_ms(body.since, "since")
+    return _answer(await queue.durable_checkout(owned, body.max or 0, since, body.max_bytes), name)
 
 
+@route(
+    "POST",
+    CONSUMER + "/settle",
+    access=Access.READ,
+    summary="durable consumer: settle below a sequence number",
+    responses={"200": "sequence position"},
+    body=SettleBelow,
+)
 @on_queue_leader
 async def settle_below(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
     """POST /api/queues/{q}/consumers/{c}/settle {"below": n}: settle every delivery numbered below n."""
-    body = await json_object(request)
-    below = field_int(body, "below", None)
-    if below is None:
-        raise bad("below is required")
+    below = (await read_body_as(request, SettleBelow)).below
     name = request.match_info["tag"]
     owned = own_consumer(queue, principal(request), name)
     return _answer(await queue.durable_settle(owned, below), name)
 
 
+@route(
+    "GET",
+    CONSUMER + "/log",
+    access=Access.READ,
+    summary="durable consumer: read deliveries by sequence number",
+    responses={"200": "deliveries", "409": "log gap"},
+    content={"200": DELIVERIES},
+    query=(
+        parameter("from", {"type": "integer", "minimum": 0}),
+        parameter("to", {"type": "integer", "minimum": 0}),
+    ),
+)
 @on_queue_leader
 async def read_log(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
     """GET /api/queues/{q}/consumers/{c}/log?from=&to=: the deliveries numbered from..to-1, unchanged.

@@ -21,12 +21,13 @@ import msgpack
 from aiohttp import web
 
 from api.app_keys import CONFIG, QUEUES
+from api.endpoints import QUEUE
 from api.errors import ApiError
 from cluster.config import NodeConfig
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-CONSUMERS_ROUTE = "/api/queues/{q}/consumers"
-PUBLISH_ROUTE = "/api/queues/{q}/messages"
+CONSUMERS_ROUTE = QUEUE + "/consumers"
+PUBLISH_ROUTE = QUEUE + "/messages"
 CONTROL_BODY_BYTES = 1024 * 1024
 """The largest body of a request other than a publish: what it decodes to costs little (W5)."""
 

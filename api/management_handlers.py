@@ -13,17 +13,34 @@ from typing import Any
 from aiohttp import web
 
 from api import process_usage
+from api.access import Access
 from api.app_keys import ALARMS, METADATA, STARTED, STATUS, STREAMS
+from api.endpoints import route
 from api.errors import ApiError
 from api.forwarding import get_from_node
 from api.message_rates import summed_stats
-from api.paging import listed
+from api.paging import PAGING_QUERY, listed
 from api.queue_handlers import visible_queues
 
 QUEUE_TOTALS = ("messages", "messages_ready", "messages_unacknowledged")
 VERSION = version("quorumq")
 
 
+@route(
+    "GET",
+    "/api/overview",
+    access=Access.AUTHENTICATED,
+    summary="RabbitMQ's overview: message counts and rates (publish, deliver_get, ack, redeliver), queue and"
+    " object totals, listeners",
+    responses={"200": "overview"},
+    about=(
+        "RabbitMQ's management API as monitoring tools read it: message counts and rates "
+        "(`message_stats`: `publish`, `deliver_get`, `ack`, `redeliver`, each with "
+        "`*_details.rate`), queue and object totals, RabbitMQ's queue fields and page objects "
+        "(docs/use/management-api.md); `?local=true` lists this "
+        "node's own replicas' view"
+    ),
+)
 async def overview(request: web.Request) -> web.StreamResponse:
     """GET /api/overview: the cluster's message counts and rates (summed over its queues, each as its
     leader counts it), queue totals, object totals and this node's listener."""
@@ -53,6 +70,21 @@ async def overview(request: web.Request) -> web.StreamResponse:
     return web.json_response(body)
 
 
+@route(
+    "GET",
+    "/api/nodes",
+    access=Access.AUTHENTICATED,
+    summary="cluster members, with RabbitMQ's fields as each reports them (running, uptime, mem_used,"
+    " mem_limit, mem_alarm, disk_free, disk_free_limit, disk_free_alarm, fd_used, proc_used,"
+    " partitions)",
+    responses={"200": "nodes"},
+    query=PAGING_QUERY,
+    about=(
+        "cluster membership; each member with RabbitMQ's fields as it reports them "
+        "(`running`, `uptime`, `mem_used`, `mem_limit`, `mem_alarm`, `disk_free`, "
+        "`disk_free_limit`, `disk_free_alarm`, `fd_used`, `proc_used`, `partitions`)"
+    ),
+)
 async def list_nodes(request: web.Request) -> web.StreamResponse:
     """GET /api/nodes: every member with its addresses, its incarnation, whether this node reaches it
     (`status`), and RabbitMQ's fields as the node itself reports them (`running` false when it did not
@@ -60,6 +92,13 @@ async def list_nodes(request: web.Request) -> web.StreamResponse:
     return web.json_response(listed(request, await _node_reports(request)))
 
 
+@route(
+    "GET",
+    "/api/nodes/{node}",
+    access=Access.AUTHENTICATED,
+    summary="one member, as GET /api/nodes lists it",
+    responses={"200": "node"},
+)
 async def node_details(request: web.Request) -> web.StreamResponse:
     """GET /api/nodes/{node}: one member, as `list_nodes` lists it (404 for no member of that name)."""
     name = request.match_info["node"]

@@ -4,42 +4,48 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
 import aiohttp
 from aiohttp import web
+from msgspec import Meta
 
+from api.access import Access
 from api.app_keys import FORWARD_SESSION, MEMBERSHIP, STATUS
 from api.auth import vouch
+from api.endpoints import QUEUE, route
 from api.forwarding import forward, on_meta_leader, on_queue_leader
-from api.validation import bad, field_str, json_object, queue_name
+from api.request_bodies import RequestBody, read_body_as
+from api.validation import queue_name
 from cluster.errors import NodeNotFound
 from cluster.queues.queue_door import QueueDoor
 
-QUEUE = "/api/queues/{q}"
 MEMBER_STATUS_TIMEOUT_S = 2.0
+Name = Annotated[str, Meta(min_length=1)]
 
 
-def add_routes(router: web.UrlDispatcher) -> None:
-    """Register the membership endpoints."""
-    router.add_get(QUEUE + "/members", list_members)
-    router.add_post(QUEUE + "/members", add_member)
-    router.add_get(QUEUE + "/members/{node}", member_status)
-    router.add_delete(QUEUE + "/members/{node}", delete_member)
-    router.add_post(QUEUE + "/members/{node}/checkpoint", checkpoint_member)
-    router.add_post(QUEUE + "/leader", transfer_leader)
-    router.add_post("/api/nodes", join_node)
-    router.add_delete("/api/nodes/{node}", forget_node)
+class MemberChoice(RequestBody, forbid_unknown_fields=False):
+    """The node a change of a queue's replica set names (other fields are ignored)."""
+
+    node: Name
 
 
-async def _node_field(request: web.Request) -> str:
-    body = await json_object(request)
-    node = field_str(body, "node")
-    if not node:
-        raise bad("node is required")
-    return node
+class Joining(RequestBody, forbid_unknown_fields=False):
+    """A node asking to join: its name and its HTTP and Raft addresses (other fields are ignored)."""
+
+    name: Name
+    http: Name
+    raft: Name
 
 
+@route(
+    "GET",
+    QUEUE + "/members",
+    access=Access.ANY_QUEUE_PERMISSION,
+    summary="the queue's replica set",
+    responses={"200": "members"},
+    about="replica set changes and leadership transfer",
+)
 @on_queue_leader
 async def list_members(request: web.Request, door: QueueDoor) -> web.StreamResponse:
     """GET /api/queues/{q}/members: every member as the leader sees it, with each member's own status."""
@@ -70,11 +76,25 @@ async def _member_status(request: web.Request, queue: str, member: str) -> dict[
         return {"raft_state": "unreachable"}
 
 
+@route(
+    "GET",
+    QUEUE + "/members/{node}",
+    access=Access.ANY_QUEUE_PERMISSION,
+    summary="one member's status",
+    responses={"200": "status"},
+)
 async def member_status(request: web.Request) -> web.StreamResponse:
     """GET /api/queues/{q}/members/{node}: that node's replica as its own Raft group sees it."""
     return await _on_member(request, request.app[MEMBERSHIP].queues.local_status)
 
 
+@route(
+    "POST",
+    QUEUE + "/members/{node}/checkpoint",
+    access=Access.CONFIGURE_ADMIN,
+    summary="that node's replica takes a snapshot now (force_checkpoint): its status after",
+    responses={"200": "status"},
+)
 async def checkpoint_member(request: web.Request) -> web.StreamResponse:
     """POST /api/queues/{q}/members/{node}/checkpoint: that node's replica takes a snapshot now (RabbitMQ's
     force_checkpoint); its status after."""
@@ -92,14 +112,29 @@ async def _on_member(request: web.Request, answer: Callable[[str], dict[str, Any
     return web.json_response(answer(queue))
 
 
+@route(
+    "POST",
+    QUEUE + "/members",
+    access=Access.CONFIGURE_ADMIN,
+    summary="add a member",
+    responses={"201": "added", "409": "refused"},
+    body=MemberChoice,
+)
 @on_queue_leader
 async def add_member(request: web.Request, door: QueueDoor) -> web.StreamResponse:
     """POST /api/queues/{q}/members {"node"}: add a replica (learner first, voter once caught up)."""
-    member = await _node_field(request)
+    member = (await read_body_as(request, MemberChoice)).node
     members = await request.app[MEMBERSHIP].queues.add(door.name, member)
     return web.json_response({"queue": door.name, "members": members}, status=201)
 
 
+@route(
+    "DELETE",
+    QUEUE + "/members/{node}",
+    access=Access.CONFIGURE_ADMIN,
+    summary="remove a member",
+    responses={"200": "removed", "409": "refused"},
+)
 @on_queue_leader
 async def delete_member(request: web.Request, door: QueueDoor) -> web.StreamResponse:
     """DELETE /api/queues/{q}/members/{node}: remove a replica (never the last, never the quorum)."""
@@ -107,26 +142,46 @@ async def delete_member(request: web.Request, door: QueueDoor) -> web.StreamResp
     return web.json_response({"queue": door.name, "members": members})
 
 
+@route(
+    "POST",
+    QUEUE + "/leader",
+    access=Access.CONFIGURE_ADMIN,
+    summary="transfer leadership",
+    responses={"200": "transferred", "409": "refused"},
+    body=MemberChoice,
+)
 @on_queue_leader
 async def transfer_leader(request: web.Request, door: QueueDoor) -> web.StreamResponse:
     """POST /api/queues/{q}/leader {"node"}: hand the queue's leadership to that voting member."""
-    to = await _node_field(request)
+    to = (await read_body_as(request, MemberChoice)).node
     await request.app[MEMBERSHIP].queues.transfer_leader(door.name, to)
     return web.json_response({"queue": door.name, "leader": to})
 
 
+@route(
+    "POST",
+    "/api/nodes",
+    access=Access.NODE,  # the joining node asks (docs/decisions/0019)
+    summary="join a node",
+    responses={"200": "joined", "201": "joined", "409": "refused"},
+    body=Joining,
+)
 @on_meta_leader
 async def join_node(request: web.Request) -> web.StreamResponse:
     """POST /api/nodes {"name", "http", "raft"}: a new node joins (as a learner of the metadata group)."""
-    body = await json_object(request)
-    name, http, raft = (field_str(body, key) for key in ("name", "http", "raft"))
-    if not name or not http or not raft:
-        raise bad("name, http and raft are required")
-    nodes = await request.app[MEMBERSHIP].cluster.join(name, http, raft)
+    joining = await read_body_as(request, Joining)
+    nodes = await request.app[MEMBERSHIP].cluster.join(joining.name, joining.http, joining.raft)
     listed = [{"name": n.name, "http": n.http, "raft": n.raft} for n in nodes]
     return web.json_response({"nodes": listed}, status=201)
 
 
+@route(
+    "DELETE",
+    "/api/nodes/{node}",
+    access=Access.ADMINISTRATOR,
+    summary="forget a stopped node",
+    responses={"204": "forgotten", "409": "running"},
+)
 @on_meta_leader
 async def forget_node(request: web.Request) -> web.StreamResponse:
     """DELETE /api/nodes/{node}: forget a permanently lost node."""

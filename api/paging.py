@@ -18,12 +18,23 @@ from typing import Any
 import re2
 from aiohttp import web
 
+from api.endpoints import parameter
 from api.validation import bad
 from cluster.security.users import MAX_PATTERN_LENGTH, RE2_OPTIONS
 
 MAX_PAGE_SIZE = 500
 DEFAULT_PAGE_SIZE = 100
 MAX_FILTER_PROGRAM = 1000
+PAGING_QUERY = (
+    parameter("page", {"type": "integer", "minimum": 1}),
+    parameter("page_size", {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE}),
+    parameter("name", {"type": "string"}),
+    parameter("use_regex", {"type": "boolean"}),
+    parameter("sort", {"type": "string"}),
+    parameter("sort_reverse", {"type": "boolean"}),
+    parameter("columns", {"type": "string"}),
+)
+"""The query parameters of a listing (`listed`), as the OpenAPI document gives them."""
 
 
 def listed(request: web.Request, items: list[dict[str, Any]]) -> Any:

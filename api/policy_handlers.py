@@ -2,27 +2,56 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from aiohttp import web
+from msgspec import Meta
 
+from api.access import Access
 from api.app_keys import CONFIG, FORMATS, METADATA, METADATA_DOOR
-from api.auth import POLICY
+from api.endpoints import route
 from api.errors import ApiError
 from api.forwarding import on_meta_leader
-from api.validation import bad, check_queue_name, json_object
+from api.request_bodies import RequestBody, read_body_as
+from api.validation import bad, check_queue_name
 from cluster.queues.policies import PolicyError, checked_policy
 from metadata_state.codec import POLICY_CODEC_VERSION
 from metadata_state.records import PolicyRecord
 from metadata_state.replies import Created, NotFound
 
+POLICY = "/api/policies/{policy}"
+_LIMIT = {"type": "integer", "minimum": 0}
+DEFINITION = {
+    "minProperties": 1,
+    "additionalProperties": False,
+    "properties": {
+        "dead-letter-queue": {"type": "string", "minLength": 1},
+        "dead-letter-strategy": {"enum": ["at-most-once", "at-least-once"]},
+        "max-length": _LIMIT,
+        "max-length-bytes": _LIMIT,
+        "overflow": {"enum": ["drop-head", "reject-publish"]},
+        "delivery-limit": {"type": "integer", "minimum": -1},
+        "message-ttl": _LIMIT,
+        "expires": {"type": "integer", "minimum": 1},
+        "lease-period": {"type": "integer", "minimum": 1},
+        "consumer-timeout": {"type": "integer", "minimum": 1},
+        "delayed-retry-type": {"enum": ["disabled", "all", "failed", "returned"]},
+        "delayed-retry-min": _LIMIT,
+        "delayed-retry-max": _LIMIT,
+        "target-group-size": {"type": "integer", "minimum": 1},
+    },
+}
+"""The policy keys and their values, for the OpenAPI document (`checked_policy` checks a definition)."""
 
-def add_routes(router: web.UrlDispatcher) -> None:
-    """Register the policy routes (administrators only: `api/auth.py`)."""
-    router.add_get("/api/policies", list_policies)
-    router.add_get(POLICY, get_policy)
-    router.add_put(POLICY, put_policy)
-    router.add_delete(POLICY, delete_policy)
+
+class Policy(RequestBody):
+    """A policy: the definition it gives the queues whose names its pattern matches."""
+
+    pattern: Annotated[
+        str, Meta(extra_json_schema={"minLength": 1}, description="RE2, matched anywhere in a queue name")
+    ]
+    definition: Annotated[dict[str, Any], Meta(extra_json_schema=DEFINITION)]
+    priority: Annotated[int, Meta(description="the highest-priority matching policy applies")] = 0
 
 
 def policy_json(record: PolicyRecord) -> dict[str, Any]:
@@ -35,12 +64,20 @@ def policy_json(record: PolicyRecord) -> dict[str, Any]:
     }
 
 
+@route(
+    "GET",
+    "/api/policies",
+    access=Access.ADMINISTRATOR,
+    summary="list policies",
+    responses={"200": "policies"},
+)
 async def list_policies(request: web.Request) -> web.StreamResponse:
     """GET /api/policies: every policy, by name."""
     policies = request.app[METADATA].policies
     return web.json_response([policy_json(policies[name]) for name in sorted(policies)])
 
 
+@route("GET", POLICY, access=Access.ADMINISTRATOR, summary="one policy", responses={"200": "the policy"})
 async def get_policy(request: web.Request) -> web.StreamResponse:
     """GET /api/policies/{policy}."""
     name = request.match_info["policy"]
@@ -50,17 +87,37 @@ async def get_policy(request: web.Request) -> web.StreamResponse:
     return web.json_response(policy_json(record))
 
 
+@route(
+    "PUT",
+    POLICY,
+    access=Access.ADMINISTRATOR,
+    summary="create or replace a policy: matching queues apply it at once, and queues declared later",
+    responses={
+        "201": "created",
+        "204": "replaced",
+        "409": "a node reads no policies yet (upgrade_in_progress)",
+    },
+    body=Policy,
+    about=(
+        'RabbitMQ-style policies (administrators): `{"pattern", "definition", "priority"}`; '
+        "every queue whose name the RE2 `pattern` matches (anywhere, as in RabbitMQ), now or "
+        "declared later, applies the definition of the highest-priority matching policy "
+        "(policy keys: `max-length`, `max-length-bytes`, `overflow`, `message-ttl`, "
+        "`expires`, `delivery-limit`, `dead-letter-queue`, `dead-letter-strategy`, "
+        "`lease-period`, `consumer-timeout`, `delayed-retry-type`/`-min`/`-max`, "
+        "`target-group-size`); the queue's own value wins, except for limits, where the "
+        "stricter wins; `GET /api/queues/{q}` shows `policy` and `effective_arguments` "
+        '(`quorumq policies set|clear|list`; docs/internals/queue_state.md, "Policies")'
+    ),
+)
 @on_meta_leader
 async def put_policy(request: web.Request) -> web.StreamResponse:
     """PUT /api/policies/{policy} `{"pattern", "definition", "priority"}`: 201 created, 204 replaced.
     Matching queues apply it at once (their leaders), and queues declared later too."""
     name = request.match_info["policy"]
-    body = await json_object(request)
-    unknown = set(body) - {"pattern", "definition", "priority"}
-    if unknown:
-        raise bad(f"unknown fields {sorted(unknown)}")
+    given = await read_body_as(request, Policy)
     try:
-        policy = checked_policy(name, body.get("pattern"), body.get("definition"), body.get("priority", 0))
+        policy = checked_policy(name, given.pattern, given.definition, given.priority)
     except PolicyError as exc:
         raise bad(str(exc)) from exc
     target = policy.definition.get("dead-letter-queue")
@@ -75,6 +132,13 @@ async def put_policy(request: web.Request) -> web.StreamResponse:
     return web.Response(status=201 if isinstance(reply, Created) else 204)
 
 
+@route(
+    "DELETE",
+    POLICY,
+    access=Access.ADMINISTRATOR,
+    summary="remove a policy: its queues return to their declared arguments",
+    responses={"204": "removed", "409": "a node reads no policies yet (upgrade_in_progress)"},
+)
 @on_meta_leader
 async def delete_policy(request: web.Request) -> web.StreamResponse:
     """DELETE /api/policies/{policy}: 204; its queues return to their declared arguments."""

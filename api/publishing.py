@@ -5,7 +5,7 @@ sent to the queue's leader over the peer transport (`cluster.replication.peer_re
 The node the client called authenticates the caller, reads and checks the body (`read_publish`) and
 sends the leader the frame, vouching for the user as a node assertion does: the peer link is
 authenticated by the cluster secret. The leader grants it by the publish route's own access rule
-(`ROUTE_ACCESS`, `require`), runs it through the same door as a publish made to it and replies `[status,
+(`PUBLISH_ACCESS`, `require`), runs it through the same door as a publish made to it and replies `[status,
 body]`, the HTTP answer it would have given. A node that no longer leads the queue passes the publish on
 while it has hops left (`next_hop`), over the peer transport only, else answers 503 with the leader hint.
 
@@ -26,15 +26,16 @@ from typing import Any
 
 from aiohttp import web
 
+from api.access import Access
 from api.app_keys import CONFIG, FORMATS, METADATA, METRICS, PEER_REQUESTS, QUEUES, STATUS
-from api.auth import ROUTE_ACCESS, require, vouched_principal
+from api.auth import require, vouched_principal
 from api.error_answers import error_answer
 from api.forwarded_publish import decode_frame, publish_frame
 from api.forwarding import Route, await_leader, next_hop, queue_route
 from api.publish_job import PublishJob
 from cluster.replication.peer_requests import Server
 
-PUBLISH_ACCESS = ROUTE_ACCESS[("POST", "/api/queues/{q}/messages")]
+PUBLISH_ACCESS = Access.WRITE  # the publish route declares it as its access rule (`api.queue_handlers`)
 MAX_PEER_FORWARD_BYTES = 1 << 20
 
 Answer = tuple[int, dict[str, Any]]

@@ -4,22 +4,26 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import asdict
-from typing import Any
+from typing import Annotated, Any, ClassVar, Literal
 
 from aiohttp import web
+from msgspec import Meta
 
 from api.access import Access
 from api.app_keys import CONFIG, METADATA, METRICS, QUEUES, STATUS
 from api.auth import principal, require
 from api.deliveries import (
+    DEFAULT_MAX_BYTES,
     JSON,
+    MAX_BYTES_ABOUT,
+    MaxBytes,
     deliveries_response,
     json_deliveries,
-    max_bytes_field,
     max_bytes_query,
     msgpack_delivery,
     wants_msgpack,
 )
+from api.endpoints import QUEUE, parameter, route
 from api.errors import ApiError
 from api.forwarding import (
     client_node,
@@ -31,19 +35,18 @@ from api.forwarding import (
     queue_route,
 )
 from api.json_codec import json_answer
-from api.paging import listed
+from api.paging import PAGING_QUERY, listed
 from api.publish_job import read_publish
-from api.publishing import forwards_over_peers, publish_on_route
+from api.publishing import PUBLISH_ACCESS, forwards_over_peers, publish_on_route
+from api.request_bodies import Moment, RequestBody, read_body_as
+from api.schemas import DELIVERIES, MAX_BYTES, ONE_DELIVERY, PUBLISH, SETTLE, TOUCH
 from api.settle_options import settle_options, touch_answer, touch_ids
 from api.validation import (
     MAX_POLL,
     MSGPACK,
-    bad,
     check_queue_name,
-    field_int,
-    field_since,
-    field_str,
     json_object,
+    moment_ms,
     query_flag,
     query_int,
     queue_name,
@@ -62,6 +65,45 @@ RABBITMQ_QUEUE_FIELDS = {
     "exclusive": False,
 }
 """The fields of RabbitMQ's management API every queue here has the same value of."""
+VHOST_QUEUES = "/api/queues/%2F"  # RabbitMQ's paths name the vhost; "/" is the only one
+QUEUES_QUERY = (
+    *PAGING_QUERY,
+    parameter("local", {"type": "boolean"}),
+    parameter("led", {"type": "boolean"}),
+)
+LIST_QUEUES = (
+    "every queue with statistics, as its leader counts them (local=true: as this node's replicas do;"
+    " led=true: only the queues this node leads); with page, RabbitMQ's page object; name (use_regex),"
+    " sort, sort_reverse, columns as RabbitMQ's"
+)
+
+
+class QueueDeclaration(RequestBody):
+    """A declare: the queue's arguments, by their RabbitMQ names (`x-max-length`, ...)."""
+
+    optional: ClassVar[bool] = True
+    arguments: dict[str, Any] = {}
+
+
+class ArgumentChanges(RequestBody):
+    """A change of a queue's arguments at runtime, each set to its new value (null removes it)."""
+
+    arguments: Annotated[dict[str, Any], Meta(min_length=1)]
+
+
+class GetRequest(RequestBody, forbid_unknown_fields=False):
+    """A one-shot get (other fields are ignored)."""
+
+    optional: ClassVar[bool] = True
+    count: Annotated[Annotated[int, Meta(ge=1, le=MAX_GET)] | None, Meta(description="default 1")] = None
+    ack: Annotated[
+        Literal["manual", "auto"],
+        Meta(description="manual: held until acked; auto: settled as they are answered"),
+    ] = "manual"
+    since: Annotated[
+        Moment | None, Meta(description="only messages enqueued at or after this time: epoch ms or ISO-8601")
+    ] = None
+    max_bytes: Annotated[MaxBytes | None, Meta(description=MAX_BYTES_ABOUT)] = None
 
 
 def queue_json(request: web.Request, name: str, queue: QueueDoor | None) -> dict[str, Any]:
@@ -95,17 +137,67 @@ def queue_json(request: web.Request, name: str, queue: QueueDoor | None) -> dict
     return result
 
 
+@route(
+    "POST",
+    QUEUE + "/messages",
+    access=PUBLISH_ACCESS,
+    summary="publish with confirms",
+    responses={
+        "201": "ids",
+        "409": "seq_too_old (seq below the dedup window, status unknown) or queue_deleting",
+        "413": "too large",
+        "422": "too many headers",
+        "507": "queue full",
+    },
+    body=PUBLISH,
+    about=(
+        'publish (each message `{"body", "encoding", "headers", "expiration", "delay" or '
+        '"not_before", "priority"}`: a delayed message waits in the queue, counted in '
+        "`messages_delayed`, then takes its FIFO place by id; `priority` 0-255, served "
+        "strictly highest first, above the queue's top (31, or `x-max-priority`) taken as the "
+        'top); 201 `{"ids"}` after majority commit; same `publisher`+`seq` again answers the '
+        'same ids (`"duplicate": true`; `"ids": []` once forgotten, past 1024 later seqs); '
+        "409 `seq_too_old` (nothing enqueued) for a seq below that window not known to have "
+        "been enqueued; 409 `queue_deleting` while a guarded delete removes the queue; 507 "
+        "when a `reject-publish` queue is full; 413 over the size limits (the body's "
+        "`max_request_bytes`, and the replicated operation's 64 MiB less 64 KiB: "
+        'docs/operate/security.md "Limits"); 503 `resource_alarm` while a node holding a '
+        "replica of the queue is in a disk or memory alarm (docs/operate/operations.md "
+        '"Resource alarms")'
+    ),
+)
+async def publish(request: web.Request) -> web.StreamResponse:
+    """POST /api/queues/{q}/messages: 201 with ids once a majority has the messages.
+
+    A full reject-publish queue is 507; a seq too old for the publisher's dedup window to tell whether
+    it was enqueued is 409 `seq_too_old` (nothing enqueued). The body is JSON, or msgpack
+    (`Content-Type: application/msgpack`, bodies as bin); the answer is JSON. Served on the queue's
+    leader: forwarded there over the peer transport when it can be (`api.publishing`), else over
+    HTTP."""
+    name = queue_name(request)
+    to_leader = await queue_route(request.app[QUEUES], request.app[STATUS], name)
+    if to_leader is not None and not forwards_over_peers(request, to_leader):
+        return await forward(request, to_leader.target, to_leader.leader_now)
+    job = await read_publish(request)
+    caller, hops = principal(request).name, hops_of(request)
+    status, body = await publish_on_route(request.app, name, job, caller, hops, to_leader)
+    return json_answer(body, status=status)
+
+
+@route(
+    "PUT",
+    QUEUE,
+    access=Access.CONFIGURE,
+    summary="declare a queue",
+    responses={"201": "created", "204": "exists with these arguments", "409": "exists with other arguments"},
+    body=QueueDeclaration,
+    about='declare (`{"arguments": {...}}`): 201 created, 204 same, 409 different, 400 bad argument',
+)
 @on_meta_leader
 async def declare_queue(request: web.Request) -> web.StreamResponse:
     """PUT /api/queues/{q}: 201 created, 204 already there with the same arguments, 409 otherwise."""
     name = queue_name(request)
-    body = await json_object(request, optional=True)
-    unknown = set(body) - {"arguments"}
-    if unknown:
-        raise bad(f"unknown fields {sorted(unknown)}")
-    arguments = body.get("arguments", {})
-    if not isinstance(arguments, dict):
-        raise bad("arguments must be an object")
+    arguments = (await read_body_as(request, QueueDeclaration)).arguments
     _check_dead_letter_target(request, name, arguments)
     outcome = await request.app[QUEUES].declare(name, arguments, client_node(request))
     if outcome == "created":
@@ -113,6 +205,19 @@ async def declare_queue(request: web.Request) -> web.StreamResponse:
     return web.Response(status=204)
 
 
+@route(
+    "PATCH",
+    QUEUE,
+    access=Access.CONFIGURE,
+    summary="change runtime arguments",
+    responses={"200": "the queue"},
+    body=ArgumentChanges,
+    about=(
+        "change arguments at runtime like a policy (dead-letter target/strategy, limits, "
+        "TTLs, `x-consumer-timeout`, `x-delayed-retry-type`/`-min`/`-max`: returns wait `min "
+        "* 2^(n-1)` ms, capped at max, before they are ready again)"
+    ),
+)
 @on_queue_leader
 async def update_queue(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
     """PATCH /api/queues/{q}: change arguments at runtime, like a RabbitMQ policy (null removes one;
@@ -121,11 +226,7 @@ async def update_queue(request: web.Request, queue: QueueDoor) -> web.StreamResp
     Leaving at-least-once dead-lettering drops the pending dead letters, as RabbitMQ does; the
     queue's `dropped` stats count them under `dead_letter_strategy_changed`.
     """
-    body = await json_object(request)
-    unknown = set(body) - {"arguments"}
-    changes = body.get("arguments")
-    if unknown or not isinstance(changes, dict) or not changes:
-        raise bad('body must be {"arguments": {...}} with at least one argument')
+    changes = (await read_body_as(request, ArgumentChanges)).arguments
     _check_dead_letter_target(request, queue.name, changes)
     await queue.update_arguments(changes)
     return web.json_response(queue_json(request, queue.name, queue))
@@ -141,12 +242,47 @@ def _check_dead_letter_target(request: web.Request, queue: str, arguments: dict[
         require(principal(request), Access.WRITE, target, f" (the dead-letter target of '{queue}')")
 
 
+@route(
+    "GET",
+    VHOST_QUEUES + "/{q}",
+    access=Access.ANY_QUEUE_PERMISSION,
+    summary="one queue (RabbitMQ's path, as GET /api/queues/{q})",
+    responses={"200": "queue"},
+)
+@route(
+    "GET",
+    QUEUE,
+    access=Access.ANY_QUEUE_PERMISSION,
+    summary="a queue's statistics",
+    responses={"200": "the queue"},
+    about=(
+        "definition and stats (`messages`, `messages_ready`, `messages_ready_by_priority`, "
+        "`messages_delayed`, `messages_unacknowledged`, `message_bytes`, `consumers`, "
+        "`leader`, `members`, `online`, `dead_lettered`)"
+    ),
+)
 @on_queue_leader
 async def get_queue(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
-    """GET /api/queues/{q}."""
+    """GET /api/queues/{q} (and RabbitMQ's /api/queues/%2F/{q})."""
     return web.json_response(queue_json(request, queue.name, queue))
 
 
+@route(
+    "GET",
+    VHOST_QUEUES,
+    access=Access.AUTHENTICATED,
+    summary=LIST_QUEUES + " (RabbitMQ's path: %2F, the only vhost)",
+    responses={"200": "queues"},
+    query=QUEUES_QUERY,
+)
+@route(
+    "GET",
+    "/api/queues",
+    access=Access.AUTHENTICATED,
+    summary=LIST_QUEUES,
+    responses={"200": "queues, or a page of them"},
+    query=QUEUES_QUERY,
+)
 async def list_queues(request: web.Request) -> web.StreamResponse:
     """GET /api/queues (and RabbitMQ's /api/queues/%2F): the queues the caller may see, filtered, sorted
     and paged as RabbitMQ's management API does (`api.paging`)."""
@@ -183,6 +319,19 @@ async def visible_queues(request: web.Request) -> list[dict[str, Any]]:
     return [answered.get(name) or queue_json(request, name, queues.hosted_door(name)) for name in names]
 
 
+@route(
+    "DELETE",
+    QUEUE,
+    access=Access.CONFIGURE,
+    summary="delete a queue",
+    responses={"204": "deleted", "409": "not empty or not unused"},
+    query=(parameter("if_empty", {"type": "boolean"}), parameter("if_unused", {"type": "boolean"})),
+    about=(
+        "delete: 204; the guards are checked by the queue's leader in the queue's log (409 "
+        "when it holds messages / has consumers); once they pass, the queue refuses publishes "
+        "and new consumers (409 `queue_deleting`) until it is gone"
+    ),
+)
 async def delete_queue(request: web.Request) -> web.StreamResponse:
     """DELETE /api/queues/{q}[?if_empty=true][&if_unused=true]: a guarded delete is decided by the
     queue's leader in the queue's log (`QueueDoor.delete_if`), a plain one by the metadata leader."""
@@ -203,30 +352,38 @@ async def _delete_guarded(request: web.Request, queue: QueueDoor) -> web.StreamR
     return web.Response(status=204)
 
 
+@route(
+    "DELETE",
+    QUEUE + "/contents",
+    access=Access.CONFIGURE,
+    summary="purge ready messages",
+    responses={"200": "count purged"},
+    about="purge ready and delayed messages",
+)
 @on_queue_leader
 async def purge_queue(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
     """DELETE /api/queues/{q}/contents: remove every ready or delayed message."""
     return web.json_response({"purged": await queue.purge()})
 
 
-async def publish(request: web.Request) -> web.StreamResponse:
-    """POST /api/queues/{q}/messages: 201 with ids once a majority has the messages.
-
-    A full reject-publish queue is 507; a seq too old for the publisher's dedup window to tell whether
-    it was enqueued is 409 `seq_too_old` (nothing enqueued). The body is JSON, or msgpack
-    (`Content-Type: application/msgpack`, bodies as bin); the answer is JSON. Served on the queue's
-    leader: forwarded there over the peer transport when it can be (`api.publishing`), else over
-    HTTP."""
-    name = queue_name(request)
-    route = await queue_route(request.app[QUEUES], request.app[STATUS], name)
-    if route is not None and not forwards_over_peers(request, route):
-        return await forward(request, route.target, route.leader_now)
-    job = await read_publish(request)
-    caller, hops = principal(request).name, hops_of(request)
-    status, body = await publish_on_route(request.app, name, job, caller, hops, route)
-    return json_answer(body, status=status)
-
-
+@route(
+    "GET",
+    QUEUE + "/messages",
+    access=Access.READ,
+    summary="browse: the messages the queue holds (ready or checked out) by id, without consuming them",
+    responses={"200": "deliveries, lowest id first"},
+    content={"200": DELIVERIES},
+    query=(
+        parameter("from", {"type": "integer", "minimum": 0}),
+        parameter("to", {"type": "integer", "minimum": 0}),
+        parameter("limit", {"type": "integer", "minimum": 0, "maximum": MAX_POLL}),
+        parameter("max_bytes", MAX_BYTES),
+    ),
+    about=(
+        "browse (within `max_bytes` of bodies, as a poll): the messages a queue holds (ready "
+        "or checked out) by id, consuming nothing (Spark batch reads of a dead-letter queue)"
+    ),
+)
 @on_queue_leader
 async def browse(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
     """GET /api/queues/{q}/messages?from=&to=&limit=&max_bytes=: the messages the queue holds, ready or
@@ -243,6 +400,20 @@ async def browse(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
     return deliveries_response(request, rows)
 
 
+@route(
+    "GET",
+    QUEUE + "/messages/peek",
+    access=Access.READ,
+    summary="peek: the ready message at a 1-based position in delivery order, without consuming it",
+    responses={"200": "one delivery", "404": "no_message: fewer ready messages than the position"},
+    content={"200": ONE_DELIVERY},
+    query=(parameter("position", {"type": "integer", "minimum": 1}, required=True),),
+    about=(
+        "peek: the ready message at 1-based position N in delivery order, as one delivery, "
+        "consuming nothing; 404 `no_message` past the last (`quorumq-queues peek Q N`, "
+        "`client.peek(q, n)`)"
+    ),
+)
 @on_queue_leader
 async def peek(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
     """GET /api/queues/{q}/messages/peek?position=N: the ready message at 1-based position N in delivery
@@ -262,6 +433,21 @@ def _delivery_response(request: web.Request, row: MessageRow) -> web.Response:
     return web.Response(body=bytes(json_deliveries([row])[1:-1]), content_type=JSON, charset="utf-8")
 
 
+@route(
+    "POST",
+    QUEUE + "/get",
+    access=Access.READ,
+    summary="basic.get",
+    responses={"200": "deliveries"},
+    content={"200": DELIVERIES},
+    body=GetRequest,
+    about=(
+        'one-shot get (`"ack": "manual"/"auto"`, `"max_bytes"` of bodies as for a poll: an '
+        "auto-ack get takes only what it answers) and settling or touching what it returned "
+        "read only messages enqueued at or after a time (epoch ms or ISO-8601): dead-letter "
+        "queues read the Logstash way"
+    ),
+)
 @on_queue_leader
 async def basic_get(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
     """POST /api/queues/{q}/get: up to `count` messages, auto-acked or held for a manual ack, within the
@@ -270,15 +456,10 @@ async def basic_get(request: web.Request, queue: QueueDoor) -> web.StreamRespons
 
     With `since` (epoch ms or ISO-8601), only messages enqueued at or after it are returned.
     """
-    body = await json_object(request, optional=True)
-    count = field_int(body, "count", 1, minimum=1)
-    assert count is not None
-    if count > MAX_GET:
-        raise bad(f"count must be <= {MAX_GET}")
-    ack = field_str(body, "ack", "manual")
-    if ack not in ("manual", "auto"):
-        raise bad("ack must be 'manual' or 'auto'")
-    rows = await queue.get(count, ack == "auto", field_since(body), max_bytes_field(body))
+    body = await read_body_as(request, GetRequest)
+    count = 1 if body.count is None else body.count
+    max_bytes = DEFAULT_MAX_BYTES if body.max_bytes is None else body.max_bytes
+    rows = await queue.get(count, body.ack == "auto", moment_ms(body.since, "since"), max_bytes)
     request.app[METRICS].count_delivered(queue.name, rows)
     return deliveries_response(request, rows)
 
@@ -306,12 +487,36 @@ async def touch(request: web.Request, queue: QueueDoor, consumer: str | None) ->
     return web.json_response(touch_answer(queue.hold_ms(consumer, over_http=True), touched.warning))
 
 
+@route(
+    "POST",
+    QUEUE + "/touch",
+    access=Access.READ,
+    summary="extend the hold of got messages: each counts from now as just handed out",
+    responses={"200": "touched, with hold_ms", "409": "a node reads no touches yet (upgrade_in_progress)"},
+    body=TOUCH,
+)
 @on_queue_leader
 async def touch_got(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
     """POST /api/queues/{q}/touch: extend the hold of messages obtained by a manual-ack get."""
     return await touch(request, queue, None)
 
 
+@route(
+    "POST",
+    QUEUE + "/nack",
+    access=Access.READ,
+    summary="return or discard got messages",
+    responses={"200": "returned"},
+    body=SETTLE,
+)
+@route(
+    "POST",
+    QUEUE + "/ack",
+    access=Access.READ,
+    summary="settle got messages",
+    responses={"200": "settled"},
+    body=SETTLE,
+)
 @on_queue_leader
 async def settle_got(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
     """POST /api/queues/{q}/ack and /nack: settle messages obtained by a manual-ack get."""

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from aiohttp import WSCloseCode, web
 
+from api.access import Access
 from api.app_keys import CONFIG, STREAMS
 from api.auth import principal
+from api.endpoints import route
 from api.errors import ApiError
 from api.stream_connection import StreamConnection
 from api.stream_frames import OVERSIZE_FACTOR
@@ -13,6 +15,19 @@ from api.stream_frames import OVERSIZE_FACTOR
 HEARTBEAT_S = 15.0
 
 
+@route(
+    "GET",
+    "/api/stream",
+    access=Access.AUTHENTICATED,  # each operation then checks its own permission
+    summary="the streaming connection: a WebSocket carrying msgpack frames (docs/use/stream-protocol.md)",
+    responses={"101": "switching to the WebSocket protocol"},
+    about=(
+        "the streaming connection: a WebSocket of msgpack frames carrying pipelined publishes "
+        "(each confirmed after majority commit, as the 201 is) and pushed deliveries with "
+        "prefetch credit, acks and nacks "
+        "(docs/use/stream-protocol.md)"
+    ),
+)
 async def stream(request: web.Request) -> web.StreamResponse:
     """Upgrade to a WebSocket and serve its frames until it closes; then its consumers are cancelled."""
     ws = web.WebSocketResponse(

@@ -15,8 +15,10 @@ import logging
 import aiohttp
 from aiohttp import web
 
+from api.access import Access
 from api.app_keys import FORWARD_SESSION, METADATA, REVOKED_TOKENS, STATUS
 from api.auth import principal
+from api.endpoints import parameter, route
 from api.errors import ApiError
 from api.tokens import RevocationsFull
 
@@ -24,6 +26,14 @@ log = logging.getLogger(__name__)
 ONLY_HERE = "node"
 
 
+@route(
+    "DELETE",
+    "/api/tokens",
+    access=Access.AUTHENTICATED,  # the caller's own bearer token
+    summary="revoke the bearer token presented (log out): here, and on every member reached",
+    responses={"200": "the nodes that revoked it"},
+    query=(parameter("scope", {"type": "string", "enum": [ONLY_HERE]}),),
+)
 async def revoke_token(request: web.Request) -> web.StreamResponse:
     """DELETE /api/tokens[?scope=node]: 200 `{"revoked_on": [NODE, ...]}`, the members that will refuse
     the token from now on; 400 for credentials that are no bearer token."""

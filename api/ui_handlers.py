@@ -8,6 +8,8 @@ from pathlib import Path
 
 from aiohttp import web
 
+from api.access import Access
+from api.endpoints import route
 from api.errors import ApiError
 
 UI_DIR = Path(__file__).with_name("ui")
@@ -20,11 +22,25 @@ _HEADERS = {
 }
 
 
+@route(
+    "GET",
+    "/",
+    access=Access.PUBLIC,  # no data: the API calls the page makes log in
+    summary="the management UI's page (docs/use/ui.md)",
+    responses={"200": "HTML"},
+)
 async def index(request: web.Request) -> web.StreamResponse:
     """GET /: the UI's page."""
     return _file("index.html")
 
 
+@route(
+    "GET",
+    "/ui/{file}",
+    access=Access.PUBLIC,
+    summary="a file of the management UI",
+    responses={"200": "the file"},
+)
 async def asset(request: web.Request) -> web.StreamResponse:
     """GET /ui/{file}: one of the UI's files (404 for any other name)."""
     return _file(request.match_info["file"])

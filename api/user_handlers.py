@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, ClassVar
 
 from aiohttp import web
+from msgspec import UNSET, Meta, UnsetType
 
+from api.access import Access
 from api.app_keys import CONFIG, METADATA, METADATA_DOOR, PASSWORD_CHECKER
 from api.auth import principal
+from api.endpoints import route
 from api.errors import ApiError
 from api.forwarding import on_meta_leader
+from api.request_bodies import RequestBody, read_body_as
 from api.tokens import DEFAULT_TTL_S, MAX_TTL_S, issue_token
-from api.validation import bad, field_int, json_object
+from api.validation import bad
 from cluster.metadata.metadata_view import MetadataView
 from cluster.security.users import (
     GUEST,
+    KNOWN_TAGS,
     UserError,
     check_password,
     check_pattern,
@@ -27,15 +32,30 @@ from metadata_state.replies import Created, Invalid, NotFound, Reply
 USER = "/api/users/{user}"
 
 
-def add_routes(router: web.UrlDispatcher) -> None:
-    """Register the user management routes."""
-    router.add_get("/api/users", list_users)
-    router.add_get(USER, get_user)
-    router.add_put(USER, put_user)
-    router.add_delete(USER, delete_user)
-    router.add_put(USER + "/permissions", set_permissions)
-    router.add_get("/api/whoami", whoami)
-    router.add_post("/api/tokens", create_token)
+class UserChange(RequestBody):
+    """A user's password and tags: both needed for a new user; a field left out keeps what it was."""
+
+    password: str | UnsetType = UNSET
+    tags: Annotated[list[str], Meta(description=f"of {', '.join(sorted(KNOWN_TAGS))}")] | UnsetType = UNSET
+
+
+class Permissions(RequestBody):
+    """A user's permissions: RE2 regexes of the queue names it may configure, write and read ("" grants
+    nothing)."""
+
+    configure: str = ""
+    write: str = ""
+    read: str = ""
+
+
+class TokenRequest(RequestBody):
+    """A bearer token's lifetime."""
+
+    optional: ClassVar[bool] = True
+    ttl_s: Annotated[
+        Annotated[int, Meta(ge=1, le=MAX_TTL_S)] | None,
+        Meta(description=f"seconds it is valid (default {DEFAULT_TTL_S}; never beyond the caller's token)"),
+    ] = None
 
 
 def user_json(record: UserRecord) -> dict[str, Any]:
@@ -70,30 +90,38 @@ def _applied(reply: Reply) -> Reply:
     return reply
 
 
+@route("GET", "/api/users", access=Access.ADMINISTRATOR, summary="list users", responses={"200": "users"})
 async def list_users(request: web.Request) -> web.StreamResponse:
     """GET /api/users: every user with tags and permissions."""
     users = request.app[METADATA].users.values()
     return web.json_response([user_json(u) for u in sorted(users, key=lambda u: u.name)])
 
 
+@route("GET", USER, access=Access.ADMINISTRATOR, summary="one user", responses={"200": "the user"})
 async def get_user(request: web.Request) -> web.StreamResponse:
     """GET /api/users/{user}."""
     return web.json_response(user_json(_record(request.app[METADATA], _user_name(request))))
 
 
+@route(
+    "PUT",
+    USER,
+    access=Access.ADMINISTRATOR,
+    summary="create or update a user",
+    responses={"201": "created", "204": "updated", "409": "reserved name or last administrator"},
+    body=UserChange,
+)
 @on_meta_leader
 async def put_user(request: web.Request) -> web.StreamResponse:
     """PUT /api/users/{user} `{"password", "tags"}`: 201 created, 204 updated (no password keeps it)."""
     metadata = request.app[METADATA]
     name = _user_name(request)
-    body = await json_object(request)
-    unknown = set(body) - {"password", "tags"}
-    if unknown:
-        raise bad(f"unknown fields {sorted(unknown)}")
+    change = await read_body_as(request, UserChange)
     existing = metadata.users.get(name)
     try:
-        tags = check_tags(body.get("tags", existing.tags if existing else []))
-        password = check_password(body.get("password")) if "password" in body or existing is None else None
+        tags = check_tags((existing.tags if existing else []) if change.tags is UNSET else change.tags)
+        new_password = change.password is not UNSET or existing is None
+        password = check_password(change.password) if new_password else None
     except UserError as exc:
         raise bad(str(exc)) from exc
     if existing is not None and existing.is_administrator and ADMINISTRATOR not in tags:
@@ -111,6 +139,13 @@ def _refuse_losing_last_administrator(metadata: MetadataView, name: str) -> None
         raise ApiError(409, "last_administrator", f"'{name}' is the last administrator")
 
 
+@route(
+    "DELETE",
+    USER,
+    access=Access.ADMINISTRATOR,
+    summary="delete a user",
+    responses={"204": "deleted", "409": "yourself or the last administrator"},
+)
 @on_meta_leader
 async def delete_user(request: web.Request) -> web.StreamResponse:
     """DELETE /api/users/{user}: 204; never yourself nor the last administrator (409)."""
@@ -125,23 +160,35 @@ async def delete_user(request: web.Request) -> web.StreamResponse:
     return web.Response(status=204)
 
 
+@route(
+    "PUT",
+    USER + "/permissions",
+    access=Access.ADMINISTRATOR,
+    summary="set a user's configure/write/read regexes",
+    responses={"204": "set"},
+    body=Permissions,
+)
 @on_meta_leader
 async def set_permissions(request: web.Request) -> web.StreamResponse:
     """PUT /api/users/{user}/permissions `{"configure", "write", "read"}` (regexes; "" grants nothing)."""
     name = _user_name(request)
     _record(request.app[METADATA], name)
-    body = await json_object(request)
-    unknown = set(body) - {"configure", "write", "read"}
-    if unknown:
-        raise bad(f"unknown fields {sorted(unknown)}")
+    given = await read_body_as(request, Permissions)
     try:
-        patterns = [check_pattern(kind, body.get(kind, "")) for kind in ("configure", "write", "read")]
+        patterns = [check_pattern(kind, getattr(given, kind)) for kind in ("configure", "write", "read")]
     except UserError as exc:
         raise bad(str(exc)) from exc
     _applied(await request.app[METADATA_DOOR].set_permissions(name, *patterns))
     return web.Response(status=204)
 
 
+@route(
+    "GET",
+    "/api/whoami",
+    access=Access.AUTHENTICATED,
+    summary="the caller's name, tags and permissions",
+    responses={"200": "the caller"},
+)
 async def whoami(request: web.Request) -> web.StreamResponse:
     """GET /api/whoami: the caller's name, tags and permissions."""
     caller = principal(request)
@@ -150,17 +197,18 @@ async def whoami(request: web.Request) -> web.StreamResponse:
     return web.json_response({"name": caller.name, "tags": tags, "permissions": permissions})
 
 
+@route(
+    "POST",
+    "/api/tokens",
+    access=Access.AUTHENTICATED,
+    summary="issue a bearer token",
+    responses={"201": "token and expiry"},
+    body=TokenRequest,
+)
 async def create_token(request: web.Request) -> web.StreamResponse:
     """POST /api/tokens `{"ttl_s"}`: 201 `{"token", "expires_ms"}`, a bearer token for the caller, expiring
     no later than the token the caller presented, if it presented one."""
-    body = await json_object(request, optional=True)
-    unknown = set(body) - {"ttl_s"}
-    if unknown:
-        raise bad(f"unknown fields {sorted(unknown)}")
-    ttl_s = field_int(body, "ttl_s", DEFAULT_TTL_S, minimum=1)
-    assert ttl_s is not None
-    if ttl_s > MAX_TTL_S:
-        raise bad(f"ttl_s must be at most {MAX_TTL_S}")
+    ttl_s = (await read_body_as(request, TokenRequest)).ttl_s or DEFAULT_TTL_S
     record = request.app[METADATA].users.get(principal(request).name)
     if record is None:
         raise ApiError(400, "bad_request", "tokens are issued to stored users, not to the built-in ones")

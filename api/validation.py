@@ -143,7 +143,7 @@ def field_str(body: dict[str, Any], name: str, default: str | None = None) -> st
     value = body.get(name, default)
     if value is not None and not isinstance(value, str):
         raise bad(f"{name} must be a string")
-    if value is not None and not _is_utf8(value):
+    if value is not None and not is_utf8(value):
         raise bad(f"{name} must be valid UTF-8 text (no lone surrogates)")
     return value
 
@@ -157,8 +157,13 @@ def field_bool(body: dict[str, Any], name: str, default: bool) -> bool:
 
 
 def field_since(body: dict[str, Any], name: str = "since") -> int | None:
-    """An optional time, such as the `since` of a get or consumer: epoch milliseconds or ISO-8601."""
-    value = body.get(name)
+    """An optional time, such as a consumer's `since`: epoch milliseconds or ISO-8601."""
+    return moment_ms(body.get(name), name)
+
+
+def moment_ms(value: object, name: str) -> int | None:
+    """The time `value` gives (epoch milliseconds or ISO-8601; None: none) in epoch milliseconds; a 400
+    naming field `name` for anything else."""
     if value is None:
         return None
     try:
@@ -321,7 +326,8 @@ def _text_body(index: int, text: str, encoding: Any) -> bytes:
     raise bad(f"{_where(index)}.encoding must be one of {', '.join(ENCODINGS)}")
 
 
-def _is_utf8(text: str) -> bool:
+def is_utf8(text: str) -> bool:
+    """Whether `text` is valid UTF-8 text: JSON may carry a lone surrogate ("\\ud800"), which is not."""
     try:
         text.encode()
     except UnicodeEncodeError:

@@ -14,7 +14,7 @@ import msgpack
 from support.eventually import eventually
 
 from api.access import Access
-from api.auth import ROUTE_ACCESS
+from api.app import ENDPOINTS
 from cli.node_processes import HARNESS_HEADERS, NodeProcess
 from cluster.replication.transport import FRAME_HEADER, Handshake
 from quorumq.auth import basic_header
@@ -112,7 +112,8 @@ def concrete(path: str, **values: str) -> str:
 
 def protected_routes() -> list[tuple[str, str, Access]]:
     """Every route that needs credentials (all but the public ones)."""
-    return [(m, p, a) for (m, p), a in sorted(ROUTE_ACCESS.items()) if a is not Access.PUBLIC]
+    routes = [(e.method, e.path, e.access) for e in ENDPOINTS if e.access is not Access.PUBLIC]
+    return sorted(routes, key=lambda route: route[:2])
 
 
 def non_loopback_address() -> str | None:

@@ -1,0 +1,270 @@
+"""The JSON Schemas the OpenAPI document gives by hand: of the answers it describes (deliveries, the
+health report), and of the bodies read without a `RequestBody` struct because a stream frame carries
+them too (a publish, a consumer's options, a settle or a touch: `api.validation`,
+`api.consumer_options`, `api.settle_options`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from api.deliveries import MAX_BYTES_ABOUT, MaxBytes
+from api.endpoints import BodySchema, Content
+from api.request_bodies import Moment
+from cluster.queues.queue_limits import INT64_MAX, MAX_REASON_CHARS, MESSAGE_PRIORITY_MAX
+
+JSON = "application/json"
+MSGPACK = "application/msgpack"
+Schema = dict[str, Any]
+
+INT64: Schema = {"type": "integer", "minimum": 0, "maximum": INT64_MAX}
+IDS: Schema = {"type": "array", "minItems": 1, "items": INT64}
+SINCE: Schema = {
+    **msgspec.json.schema(Moment),
+    "description": "read only messages enqueued at or after this time (epoch ms or ISO-8601)",
+}
+MAX_BYTES: Schema = {**msgspec.json.schema(MaxBytes), "description": MAX_BYTES_ABOUT}
+
+
+def _object(properties: dict[str, Schema], required: tuple[str, ...] = ()) -> Schema:
+    """An object of these properties and no others."""
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": properties,
+        **({"required": list(required)} if required else {}),
+    }
+
+
+MESSAGE: Schema = {
+    "type": "object",
+    "required": ["body"],
+    "additionalProperties": False,
+    "properties": {
+        "body": {"type": "string"},
+        "encoding": {"enum": ["utf8", "base64"]},
+        "headers": {"type": "object"},
+        "expiration": INT64,
+        "delay": {**INT64, "description": "ms the message waits in the queue before it is ready"},
+        "not_before": {
+            "description": "the time it is ready from (epoch ms or ISO-8601), instead of delay",
+            "type": ["integer", "string"],
+        },
+        "priority": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": MESSAGE_PRIORITY_MAX,
+            "description": "higher levels are served first; above the queue's top (31, or x-max-priority) "
+            "taken as the top",
+        },
+    },
+}
+PACKED_MESSAGE: Schema = {
+    **MESSAGE,
+    "properties": {
+        **MESSAGE["properties"],
+        "body": {
+            "type": "string",
+            "description": "bin: the raw body, stored as binary (JSON readers get base64); "
+            "str: as in JSON (text, or base64 text with encoding base64)",
+        },
+    },
+}
+
+
+def _publish(message: Schema) -> Schema:
+    return _object(
+        {
+            "messages": {"type": "array", "minItems": 1, "items": message},
+            "publisher": {"type": "string"},
+            "seq": INT64,
+        },
+        ("messages",),
+    )
+
+
+PUBLISH = BodySchema(_publish(MESSAGE), packed=_publish(PACKED_MESSAGE))
+SETTLE = BodySchema(
+    _object(
+        {
+            "ids": IDS,
+            "requeue": {
+                "type": "boolean",
+                "description": "nack only: back to the queue (default) or dead-lettered",
+            },
+            "failed": {
+                "type": "boolean",
+                "description": "nack with requeue: counts toward x-delivery-limit (default); false does not",
+            },
+            "reason": {
+                "type": "string",
+                "maxLength": MAX_REASON_CHARS,
+                "description": "nack without requeue: kept as reason-text in the dead letter's x-death",
+            },
+            "delay": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "nack with requeue: ms the messages wait before they are ready again (0: "
+                "at once, whatever the queue's x-delayed-retry-*)",
+            },
+        },
+        ("ids",),
+    )
+)
+TOUCH = BodySchema(_object({"ids": IDS}, ("ids",)))
+CONSUMER_OPTIONS = BodySchema(
+    {
+        "type": "object",
+        "properties": {
+            "prefetch": {"type": "integer", "minimum": 1, "maximum": 65535},
+            "priority": {"type": "integer"},
+            "timeout": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "the consumer timeout (ms): a delivery held this long without an ack, nack "
+                "or touch ends the consumer (default: the queue's x-consumer-timeout, else the node's)",
+            },
+            "durable": {"type": "boolean"},
+            "name": {"type": "string"},
+            "since": SINCE,
+            "auto_ack": {
+                "type": "boolean",
+                "description": "AMQP's no-ack: each poll's deliveries are settled as they are handed out "
+                "(never with durable)",
+            },
+        },
+    },
+    required=False,
+)
+
+DELIVERY: Schema = {
+    "type": "object",
+    "required": [
+        "id",
+        "body",
+        "encoding",
+        "headers",
+        "delivery_count",
+        "redelivered",
+        "acquired_count",
+        "published_at",
+    ],
+    "properties": {
+        "id": {"type": "integer", "minimum": 0},
+        "body": {"type": "string"},
+        "encoding": {"enum": ["utf8", "base64"]},
+        "headers": {"type": "object"},
+        "delivery_count": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "failed deliveries before this one",
+        },
+        "redelivered": {"type": "boolean", "description": "handed out before (acquired_count > 0)"},
+        "acquired_count": {"type": "integer", "minimum": 0, "description": "hand-outs before this one"},
+        "published_at": {"type": "integer", "description": "enqueue time, ms since the epoch"},
+        "seq": {"type": "integer", "description": "a durable consumer's delivery sequence number"},
+        "priority": {"type": "integer", "minimum": 1, "description": "the message's level; absent for 0"},
+    },
+}
+PACKED_DELIVERY: Schema = {
+    **DELIVERY,
+    "properties": {
+        **DELIVERY["properties"],
+        "body": {"type": "string", "description": "bin: the raw body, whatever it was published as"},
+        "encoding": {"enum": ["utf8", "base64"], "description": "how it was published: text or binary"},
+    },
+}
+DELIVERIES: Content = {
+    JSON: {"schema": {"type": "array", "items": DELIVERY}},
+    MSGPACK: {"schema": {"type": "array", "items": PACKED_DELIVERY}},
+}
+ONE_DELIVERY: Content = {JSON: {"schema": DELIVERY}, MSGPACK: {"schema": PACKED_DELIVERY}}
+
+GROUP_IDS: Schema = {"type": "array", "items": {"type": "string"}}
+DAMAGE: Schema = {
+    "description": "a damaged database this node set aside (decision 0011); null when none was found",
+    "type": ["object", "null"],
+    "required": ["reason", "found_ms", "moved_to", "repairing"],
+    "properties": {
+        "reason": {"type": "string", "description": "what was found damaged (RocksDB's Corruption, ...)"},
+        "found_ms": {"type": "integer", "description": "when, in ms since the epoch"},
+        "moved_to": {"type": "string", "description": "where the damaged copy is kept (DATA_DIR/damaged-N)"},
+        "repairing": {
+            "type": "boolean",
+            "description": "true until every group of this node holds it as a voter of its new incarnation",
+        },
+    },
+}
+FORMAT: Schema = {
+    "type": "object",
+    "required": ["reads", "writes"],
+    "properties": {
+        "reads": {"type": "integer", "description": "the newest version this node reads"},
+        "writes": {
+            "type": "integer",
+            "description": "the version it writes: its newest once every other node of the cluster reads it",
+        },
+    },
+}
+FORMATS: Schema = {
+    "description": (
+        "which version of each replicated format this node reads and writes (docs/internals/cluster.md)"
+    ),
+    "type": "object",
+    "required": ["queue_operations", "metadata"],
+    "properties": {"queue_operations": FORMAT, "metadata": FORMAT},
+}
+STORE_CHECK: Schema = {
+    "description": "the read of the whole database a node makes once after it starts (decision 0016)",
+    "type": "object",
+    "required": ["done", "checked_bytes"],
+    "properties": {
+        "done": {"type": "boolean", "description": "true once every key and value was read without damage"},
+        "checked_bytes": {"type": "integer", "description": "bytes of keys and values read so far"},
+    },
+}
+HEALTH: Content = {
+    JSON: {
+        "schema": {
+            "type": "object",
+            "required": [
+                "node",
+                "status",
+                "metadata_leader",
+                "groups_hosted",
+                "groups_led",
+                "damage",
+                "store_check",
+            ],
+            "properties": {
+                "node": {"type": "string"},
+                "status": {"enum": ["ok", "no_quorum", "initialising", "halted"]},
+                "metadata_leader": {"type": ["string", "null"]},
+                "groups_hosted": {"type": "integer"},
+                "groups_led": {"type": "integer"},
+                "groups_without_leader": GROUP_IDS,
+                "groups_repairing": GROUP_IDS,
+                "groups_halted": {
+                    "type": "array",
+                    "description": (
+                        "groups whose replica here cannot read the committed entry at index: halted there"
+                    ),
+                    "items": {
+                        "type": "object",
+                        "required": ["group", "index", "reason"],
+                        "properties": {
+                            "group": {"type": "string"},
+                            "index": {"type": "integer"},
+                            "reason": {"type": "string"},
+                        },
+                    },
+                },
+                "queues": {"type": "integer"},
+                "damage": DAMAGE,
+                "store_check": STORE_CHECK,
+                "formats": FORMATS,
+            },
+        }
+    }
+}
