@@ -13,6 +13,7 @@ from aiohttp import web
 from api.app_keys import STATUS
 from api.auth import Unauthenticated
 from api.errors import ApiError, error_json
+from api.json_codec import json_answer
 from api.login_throttle import LoginThrottled
 from cluster.errors import (
     BadRequest,
@@ -55,6 +56,7 @@ _NODE_ERRORS: dict[type[NodeError], int] = {
     ResourceAlarmed: 503,
 }
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}
+_RETRY_AFTER_S = {error.code: error.retry_after_s for error in (FormatsNotYetKnown, ResourceAlarmed)}
 
 
 def error_answer(app: web.Application, exc: Exception, what: str) -> Answer:
@@ -87,6 +89,16 @@ def _hints(app: web.Application, exc: NodeError) -> dict[str, object]:
     if isinstance(exc, ResourceAlarmed):
         return {"node": exc.node, "resource": exc.resource}
     return {}
+
+
+def passed_on_answer(status: int, body: dict[str, object]) -> web.Response:
+    """The answer another node gave a request passed on to it (a forwarded publish's `[status, body]`),
+    with the `Retry-After` its error says, as that node would have answered it."""
+    response = json_answer(body, status=status)
+    retry_after = _RETRY_AFTER_S.get(str(body.get("error"))) if status >= 400 else None
+    if retry_after is not None:
+        response.headers["Retry-After"] = str(retry_after)
+    return response
 
 
 @web.middleware

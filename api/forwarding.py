@@ -134,7 +134,10 @@ async def _proxy(
     headers = {**headers, **await vouch(request, request.method, url, data)}
     async with session.request(request.method, url, data=data, headers=headers) as answer:
         body = await answer.read()
-        return web.Response(status=answer.status, body=body, content_type=answer.content_type)
+        response = web.Response(status=answer.status, body=body, content_type=answer.content_type)
+        if "Retry-After" in answer.headers:  # the leader says when to retry: the client hears it
+            response.headers["Retry-After"] = answer.headers["Retry-After"]
+        return response
 
 
 def _queue_leader_now(queues: QueueDirectory, name: str) -> str | None:

@@ -24,6 +24,7 @@ from api.deliveries import (
     wants_msgpack,
 )
 from api.endpoints import QUEUE, parameter, route
+from api.error_answers import passed_on_answer
 from api.errors import ApiError
 from api.forwarding import (
     client_node,
@@ -34,7 +35,6 @@ from api.forwarding import (
     on_queue_leader,
     queue_route,
 )
-from api.json_codec import json_answer
 from api.paging import PAGING_QUERY, listed
 from api.publish_job import read_publish
 from api.publishing import PUBLISH_ACCESS, forwards_over_peers, publish_on_route
@@ -181,7 +181,7 @@ async def publish(request: web.Request) -> web.StreamResponse:
     job = await read_publish(request)
     caller, hops = principal(request).name, hops_of(request)
     status, body = await publish_on_route(request.app, name, job, caller, hops, to_leader)
-    return json_answer(body, status=status)
+    return passed_on_answer(status, body)
 
 
 @route(

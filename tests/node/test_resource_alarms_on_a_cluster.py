@@ -1,7 +1,8 @@
 """Resource alarms on real nodes (docs/operate/operations.md, "Resource alarms"): a node whose data
 directory's filesystem fills below its `disk_free_limit` holds back publishes to the queues with a replica
 on it, and only those, while consumers drain; a publishing stream is told `blocked`, then `unblocked`
-once space is freed, and publishing resumes by itself. A node above its memory watermark does the same.
+once space is freed, and publishing resumes by itself; a refused publish says when to retry on every
+node, the leader's answer passed on by the others too. A node above its memory watermark does the same.
 The full disk is a real 64 MiB tmpfs filled by a real file (root mounts it, as CI runs)."""
 
 from __future__ import annotations
@@ -100,6 +101,9 @@ async def test_a_full_disk_holds_back_the_queues_on_its_node_while_consumers_dra
         await client.ack_got("spread", [m.id for m in got])
         nodes = {n["name"]: n for n in await client.nodes()}
         assert nodes["node3"]["disk_free_alarm"] is True and nodes["node1"]["disk_free_alarm"] is False
+    for node in cluster.nodes:  # the leader's answer, and the same answer passed on by the others
+        for size in (1, 2 * MIB):  # passed on over the peer transport, and (a large body) over HTTP
+            assert await _raw_publish(node.url, "spread", size) == (503, "resource_alarm", "5"), node.name
         assert nodes["node3"]["disk_free_limit"] == DISK_FREE_LIMIT
 
     async with raw_stream(node1.url) as stream:
@@ -118,6 +122,17 @@ async def test_a_full_disk_holds_back_the_queues_on_its_node_while_consumers_dra
     assert await _alarms(node1.url) == (200, {"status": "ok"})
     async with Client([node1.url], timeout=30.0) as client:
         assert [m.body for m in await client.browse("spread")] == [b"after"]  # nothing held back got in
+
+
+async def _raw_publish(url: str, queue: str, size: int) -> tuple[int, str, str | None]:
+    """The status, error code and Retry-After of a publish of a `size`-byte body to the node at `url`."""
+    message = {"messages": [{"body": "x" * size}]}
+    async with (
+        aiohttp.ClientSession(headers=HARNESS_HEADERS) as http,
+        http.post(f"{url}/api/queues/{queue}/messages", json=message) as answer,
+    ):
+        body = await answer.json()
+        return answer.status, body.get("error"), answer.headers.get("Retry-After")
 
 
 async def _alarms_named(url: str, node: str) -> bool:
