@@ -15,6 +15,7 @@ import contextlib
 import logging
 from pathlib import Path
 
+from cli.first_event import first_of
 from cluster.config import NodeConfig
 from cluster.node import Node
 from cluster.resource_alarms import MARGIN_FLOOR
@@ -48,7 +49,7 @@ async def run_node(config: NodeConfig, stopping: asyncio.Event) -> None:
             failure = f"the node could not start: {exc}"
         else:
             log.info("node %s serving HTTP on %s, Raft on %s", config.node, config.http, config.raft)
-            await _first_of(stopping, node.write_failed)
+            await first_of(stopping, node.write_failed)
             await runner.cleanup()
             await node.stop()
             if node.write_failure is None:
@@ -61,16 +62,6 @@ async def run_node(config: NodeConfig, stopping: asyncio.Event) -> None:
             await _room_or_stop(data_dir, stopping)
         finally:
             await paused.cleanup()
-
-
-async def _first_of(*events: asyncio.Event) -> None:
-    """Wait until one of `events` is set."""
-    waits = [asyncio.ensure_future(event.wait()) for event in events]
-    try:
-        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for wait in waits:
-            wait.cancel()
 
 
 async def _room_or_stop(data_dir: Path, stopping: asyncio.Event) -> None:

@@ -22,6 +22,7 @@ from typing import Protocol
 import aiohttp
 from yarl import URL
 
+from cli.first_event import first_of
 from quorumq import Client
 
 CRASHED = "crashed"
@@ -78,7 +79,7 @@ class CrashableClient:
                 task.result()  # a life ends on its own only at `stop` (or with an error, raised here)
                 continue
             self._crashed.set()
-            await _first_of(self._revived, stop)
+            await first_of(self._revived, stop)
             self._revived.clear()
             self._crashed.clear()
 
@@ -125,12 +126,3 @@ class CrashableClient:
             self._armed = False
             self._crashed_request = f"{method} {url.path}"
             asyncio.get_running_loop().call_soon(self._task.cancel)
-
-
-async def _first_of(*events: asyncio.Event) -> None:
-    waiters = [asyncio.ensure_future(event.wait()) for event in events]
-    try:
-        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for waiter in waiters:
-            waiter.cancel()

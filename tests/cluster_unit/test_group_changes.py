@@ -7,6 +7,7 @@ made to move before the leader's own write of a change is durable.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import pytest
 from gated_cluster import GROUP, NAMES, Node
@@ -51,6 +52,18 @@ async def test_rule_a_membership_change_is_confirmed_only_once_applied_on_the_le
     assert changes.settled_conf(GROUP) == ConfState(voters=("a", "b"))
 
 
+async def _leading_linked(nodes: dict[str, Node]) -> tuple[GroupChanges, Callable[[], dict[str, bool]]]:
+    """a leading the group, linked with every peer and settled: its changes, which count a peer up while
+    its link is, and its links."""
+    leader = nodes["a"]
+    leader.host.campaign(GROUP)
+    await eventually(lambda: leader.host.groups[GROUP].raft.is_leader, "a to lead")
+    linked = leader.transport.peers
+    changes = GroupChanges(leader.host, lambda peer: peer == "a" or linked().get(peer, False))
+    await eventually(lambda: all(linked().values()) and changes.settled_conf(GROUP), "a linked and settled")
+    return changes, linked
+
+
 async def test_rule_a_new_member_that_goes_unreachable_ends_its_catch_up_early(
     nodes: dict[str, Node], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -58,12 +71,7 @@ async def test_rule_a_new_member_that_goes_unreachable_ends_its_catch_up_early(
     forgotten) meanwhile ends the wait once it has been unreachable for a while, answered `node_down`,
     so the caller is not kept waiting for the full minute (whole-node seed 201342)."""
     monkeypatch.setattr(group_changes, "CATCH_UP_DOWN_S", 0.5)
-    leader = nodes["a"]
-    leader.host.campaign(GROUP)
-    await eventually(lambda: leader.host.groups[GROUP].raft.is_leader, "a to lead")
-    linked = leader.transport.peers
-    changes = GroupChanges(leader.host, lambda peer: peer == "a" or linked().get(peer, False))
-    await eventually(lambda: all(linked().values()) and changes.settled_conf(GROUP), "a linked and settled")
+    changes, _ = await _leading_linked(nodes)
     await changes.remove(GROUP, "c")
     await nodes["c"].transport.stop()
     with pytest.raises(MembershipRefused) as refused:
@@ -75,12 +83,7 @@ async def test_rule_a_learner_is_promoted_only_while_it_is_up_seed_5103326(nodes
     """A queue's leader, its only voter, promoted a learner that had caught up and then stopped for
     good: the group of two voters needed the dead one for every commit and never served again. A
     learner that is unreachable is neither promotable nor promoted."""
-    leader = nodes["a"]
-    leader.host.campaign(GROUP)
-    await eventually(lambda: leader.host.groups[GROUP].raft.is_leader, "a to lead")
-    linked = leader.transport.peers
-    changes = GroupChanges(leader.host, lambda peer: peer == "a" or linked().get(peer, False))
-    await eventually(lambda: all(linked().values()) and changes.settled_conf(GROUP), "a linked and settled")
+    changes, linked = await _leading_linked(nodes)
     await changes.remove(GROUP, "c")
     await changes.remove(GROUP, "b")
     await changes.change(GROUP, changes.new_learner("c"))
