@@ -67,6 +67,7 @@ from cluster.security.tls import http_client_context, http_server_context
 from cluster.steady_clock import steady_wall_ms
 
 ACCESS_LOGGER = "quorumq.access"
+SHUTDOWN_TIMEOUT_S = 10.0  # a stopping node waits this long for requests in flight (long-polls, forwards)
 ACCESS_LOG_FORMAT = '%a "%r" %s %b %Tf "%{User-Agent}i"'
 """Each request answered, at info: peer, request line, status, body bytes, seconds, user agent (the
 request id and queue come with the record, `cluster.node_logging`)."""
@@ -175,6 +176,7 @@ async def serve(node: Node) -> web.AppRunner:
         access_log=logging.getLogger(ACCESS_LOGGER),
         access_log_format=ACCESS_LOG_FORMAT,
         keepalive_timeout=keepalive_s,
+        shutdown_timeout=SHUTDOWN_TIMEOUT_S,
     )
     await runner.setup()
     tls = http_server_context(config)

@@ -1,11 +1,9 @@
 """What a node's HTTP port answers while the node is stopped after a failed write, until its disk has
-room again (`cli.node_command`): every request 503 `resource_alarm`, naming the node and its disk, with
+room again (`cli.node_lifecycle`): every request 503 `resource_alarm`, naming the node and its disk, with
 `Retry-After`, so that clients go to another node or come back later instead of meeting a closed
 port."""
 
 from __future__ import annotations
-
-import logging
 
 from aiohttp import web
 
@@ -16,8 +14,6 @@ from cluster.config import NodeConfig
 from cluster.errors import ResourceAlarmed
 from cluster.resource_alarms import DISK
 from cluster.security.tls import http_server_context
-
-log = logging.getLogger(__name__)
 
 
 def create_paused_app(config: NodeConfig, failure: str) -> web.Application:

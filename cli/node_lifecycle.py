@@ -1,12 +1,12 @@
 """A node's life in the server process, through failed writes (issue 40): a write the disk refuses
 stops the node, not the process.
 
-The node runs until it is told to stop, or until its disk refuses a write (`Node.write_failed`). Then it
+The node runs until it is told to stop, or until its disk refuses a write (`Node.disk_full`). Then it
 stops as a restart would (what it had written stays; nothing it had not is acknowledged), gives back
 its disk ballast, and its HTTP port answers 503 `resource_alarm` (`api.paused_app`) until the disk has
 `RESUME_FREE_BYTES` free again; the node then starts again on what its disk holds, exactly as after a
-restart, and catches up with its groups. A node that cannot open its database for want of disk waits
-the same way."""
+restart, and catches up with its groups. A node that cannot start for want of disk waits the same way;
+any other failure ends the process as before."""
 
 from __future__ import annotations
 
@@ -18,13 +18,13 @@ from pathlib import Path
 from cli.first_event import first_of
 from cluster.config import NodeConfig
 from cluster.node import Node
-from cluster.resource_alarms import MARGIN_FLOOR
 from cluster.resource_usage import disk_free, memory_total
 from cluster.store.disk_ballast import ensure_ballast, release_ballast
+from raft_log.storage.database import out_of_space
 
 log = logging.getLogger("quorumq")
 
-RESUME_FREE_BYTES = MARGIN_FLOOR  # enough to open the database and write its log again
+RESUME_FREE_BYTES = 64 * 1024 * 1024  # RocksDB's memtable, which opening the database may flush
 ROOM_POLL_S = 1.0
 
 
@@ -44,17 +44,19 @@ async def run_node(config: NodeConfig, stopping: asyncio.Event) -> None:
         try:
             runner = await serve(node)
         except Exception as exc:
-            if disk_free(data_dir) >= RESUME_FREE_BYTES:
+            with contextlib.suppress(Exception):  # what it opened before it failed
+                await node.stop()
+            if not out_of_space(exc):
                 raise
             failure = f"the node could not start: {exc}"
         else:
             log.info("node %s serving HTTP on %s, Raft on %s", config.node, config.http, config.raft)
-            await first_of(stopping, node.write_failed)
+            await first_of(stopping, node.disk_full)
             await runner.cleanup()
             await node.stop()
-            if node.write_failure is None:
+            if node.disk_full_error is None:
                 return
-            failure = str(node.write_failure)
+            failure = str(node.disk_full_error)
         release_ballast(data_dir)
         log.error("node %s stopped: %s; it starts again once its disk has room", config.node, failure)
         paused = await serve_paused(config, failure)

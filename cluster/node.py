@@ -120,8 +120,8 @@ class Node:
         )
         self.redrives = RedriveDispatcher(publisher, self._declared)
         self._join_url: str | None = None
-        self.write_failed = asyncio.Event()  # the disk refused a write: the server stops this node
-        self.write_failure: BaseException | None = None
+        self.disk_full = asyncio.Event()  # the disk refused a write for want of space: the server stops it
+        self.disk_full_error: BaseException | None = None
         self._joiner = joiner
         self._tasks: list[asyncio.Task] = []
         self._reconcile_scheduled = False
@@ -163,7 +163,7 @@ class Node:
             rng=random.Random(self.env.rng.getrandbits(64)),
             on_control=self._on_control,
             on_fatal=self.env.on_fatal,
-            on_write_failed=self._on_write_failed,
+            on_disk_full=self._on_disk_full,
         )
         self._build_parts(self.host, self.store, damage)
         self.alarms.check()
@@ -224,12 +224,13 @@ class Node:
         changes = GroupChanges(host, self._status.is_up)
         self._membership = Membership(self, self._metadata_door, changes, META_GROUP)
 
-    def _on_write_failed(self, failure: BaseException) -> None:
-        """The disk refused a write (`RaftHost.write_failed`): the Raft groups stopped, and the alarm says
-        the disk; whoever runs the node stops it and starts it again when the disk has room."""
-        self.write_failure = failure
-        self.alarms.write_failed(str(failure))
-        self.write_failed.set()
+    def _on_disk_full(self, failure: BaseException) -> None:
+        """The disk refused a write for want of space (`RaftHost.disk_full`): the Raft groups stopped, and
+        the alarm says the disk; whoever runs the node stops it and starts it again when the disk has
+        room."""
+        self.disk_full_error = failure
+        self.alarms.disk_refused_write(str(failure))
+        self.disk_full.set()
 
     async def stop(self) -> None:
         """Stop cleanly: timers, groups, transport, storage (what is staged is written unless a write
@@ -242,7 +243,7 @@ class Node:
             await self.host.stop()
         await self.transport.stop()
         if self.store is not None:
-            if self.write_failure is None:
+            if not self.store.failed:
                 self.store.commit(sync=True)
             self.store.close()
 

@@ -76,7 +76,7 @@ class ResourceAlarms:
         self.raised = frozenset(raised)
         self._tell()
 
-    def write_failed(self, reason: str) -> None:
+    def disk_refused_write(self, reason: str) -> None:
         """The disk refused a write: the disk alarm is raised whatever the last reading said."""
         if DISK not in self.raised:
             log.warning("disk alarm raised: a write failed (%s)", reason)

@@ -230,11 +230,11 @@ class RaftHost:
         on_control: Callable[[str, dict[str, Any]], None] | None = None,
         inline_fsync_max_ms: float = 1.0,
         on_fatal: Callable[[str], NoReturn] = exit_on_fatal,
-        on_write_failed: Callable[[BaseException], None] | None = None,
+        on_disk_full: Callable[[BaseException], None] | None = None,
     ) -> None:
         """`on_fatal` is called, inside the handler of the exception, when stepping or processing fails;
-        with `on_write_failed`, a write the disk refused (`NodeStore.write_failure`) stops the host instead
-        (`write_failed`) and is handed to it."""
+        with `on_disk_full`, a write the disk refused for want of space (`NodeStore.full_disk`) stops the
+        host instead (`disk_full`) and is handed to it."""
         self.node = node
         self.store = store
         self.transport = transport
@@ -251,8 +251,8 @@ class RaftHost:
         self._hint_ticks: dict[str, int] = {}  # when each hint was last announced
         self._on_control_hook = on_control
         self._fatal = on_fatal
-        self._on_write_failed = on_write_failed
-        self.write_failed: BaseException | None = None  # once set, nothing is stepped, written or sent
+        self._on_disk_full = on_disk_full
+        self.disk_full: BaseException | None = None  # once set, nothing is stepped, written or sent
         self._dirty: set[str] = set()
         self._wake = asyncio.Event()
         self.inline_fsync_max_s = inline_fsync_max_ms / 1000
@@ -350,8 +350,8 @@ class RaftHost:
             raise ProposalFailed(f"group {gid} is not hosted here", self.leader_of(gid))
         if group.halted is not None:
             raise ProposalFailed(f"group {gid} halted here: {group.halted.reason}", self.leader_of(gid))
-        if self.write_failed is not None:
-            raise ProposalFailed(f"a write failed here: {self.write_failed}")
+        if self.disk_full is not None:
+            raise ProposalFailed(f"a write failed here: {self.disk_full}")
         if not group.raft.is_leader:
             raise ProposalFailed(f"not the leader of {gid}", group.raft.leader)
         future = group.batcher.submit(op)
@@ -364,7 +364,7 @@ class RaftHost:
         Raises ProposalFailed when not the leader, and the core's ConfChangeInProgressError,
         InvalidConfChangeError or ProposalDroppedError."""
         group = self.groups.get(gid)
-        if group is None or not group.leading or self.write_failed is not None:
+        if group is None or not group.leading or self.disk_full is not None:
             raise ProposalFailed(f"not the leader of {gid}", self.leader_of(gid))
         index = group.raft.propose_conf_change(change)
         self._touch(gid)
@@ -406,7 +406,7 @@ class RaftHost:
             group = self.groups.get(message.group)
             halted = group is not None and group.halted is not None  # a halted replica steps nothing
             if (
-                self.write_failed is not None
+                self.disk_full is not None
                 or group is None
                 or halted
                 or message.frm != peer
@@ -511,7 +511,7 @@ class RaftHost:
 
     def tick(self) -> None:
         """One tick of every group's clock (and, every few, a leader announcement to the peers)."""
-        if self.write_failed is not None:
+        if self.disk_full is not None:
             return
         self._ticks += 1
         for gid, group in self.groups.items():
@@ -542,26 +542,27 @@ class RaftHost:
             try:
                 await self.process_once()
             except Exception:
-                if self._on_write_failed is None or self.store.write_failure is None:
+                if self._on_disk_full is None or self.store.full_disk is None:
                     self._fatal("processing ready groups")
-                self._stop_on_write_failure(self.store.write_failure)
+                self._stop_on_full_disk(self.store.full_disk)
                 return
             if self._wake.is_set():
                 # More work is waiting (a long tail to apply): let the loop serve its sockets first, as
                 # `wait()` on a set event would go on without yielding.
                 await asyncio.sleep(0)
 
-    def _stop_on_write_failure(self, failure: BaseException) -> None:
+    def _stop_on_full_disk(self, failure: BaseException) -> None:
         """The disk refused a round's write: nothing of that round was acknowledged, voted or sent but a
         leader's appends, which ask followers to persist and acknowledge nothing. The in-memory cores
         are ahead of the disk, so the host steps, ticks and writes nothing more; only a reopen of the
-        store, as a restart does, is truthful (docs/internals/raft.md, "A failed write")."""
-        self.write_failed = failure
+        store, as a restart does, is truthful (docs/internals/raft.md, "A write the disk refuses")."""
+        self.disk_full = failure
         log.error("a write failed (%s): this node's Raft groups stop until it restarts", failure)
         for group in self.groups.values():
             group.batcher.fail(ProposalFailed(f"a write failed here: {failure}"), in_flight=True)
-        assert self._on_write_failed is not None
-        self._on_write_failed(failure)
+            self._step_down(group)  # its door and workers (dead letters, redrives) stop serving
+        assert self._on_disk_full is not None
+        self._on_disk_full(failure)
 
     async def process_once(self) -> None:
         """One group-commit round over every group touched since the last one."""
@@ -779,6 +780,10 @@ class RaftHost:
         group.batcher.fail(
             ProposalFailed(f"group {group.gid} halted on {self.node}: {reason}"), in_flight=True
         )
+        self._step_down(group)
+
+    def _step_down(self, group: Group) -> None:
+        """The replica here no longer serves as the group's leader (whatever its core still thinks)."""
         if group.was_leader:
             group.was_leader = False
             self.leader_changes += 1

@@ -20,40 +20,41 @@ BALLAST = "disk-ballast"
 SHARE_OF_DISK = 100  # at most one hundredth of the filesystem
 
 
-def ballast_size(data_dir: Path, most: int) -> int:
+def _ballast_size(data_dir: Path, most: int) -> int:
     """The ballast's size on the filesystem holding `data_dir`, at most `most` bytes."""
     return min(most, shutil.disk_usage(data_dir).total // SHARE_OF_DISK)
 
 
-def ensure_ballast(data_dir: Path, most: int, keep_free: int) -> int:
-    """Make the ballast (of `ballast_size`) unless it exists, or the disk would keep less than
-    `keep_free` bytes free beside it; returns the ballast's size now (0: none)."""
+def ensure_ballast(data_dir: Path, most: int, keep_free: int) -> None:
+    """Make the ballast (`_ballast_size`) unless it is there whole, or the disk would keep less than
+    `keep_free` bytes free beside it; with `most` 0, remove any. A filesystem that cannot preallocate
+    (no `posix_fallocate`) gets none."""
     path = data_dir / BALLAST
-    if path.exists():
-        return path.stat().st_size
-    size = ballast_size(data_dir, most)
-    if size <= 0 or shutil.disk_usage(data_dir).free - size < keep_free:
-        return 0
+    size = _ballast_size(data_dir, most)
+    held = path.stat().st_size if path.exists() else 0
+    if held and held >= size > 0:
+        return
+    path.unlink(missing_ok=True)  # none wanted, or less than wanted (a crash while it was made)
+    allocate = getattr(os, "posix_fallocate", None)
+    if size <= 0 or allocate is None or shutil.disk_usage(data_dir).free - size < keep_free:
+        return
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        os.posix_fallocate(descriptor, 0, size)  # blocks really taken, not a sparse promise
+        allocate(descriptor, 0, size)  # blocks really taken, not a sparse promise
         os.fsync(descriptor)
     except OSError as exc:
         log.warning("no disk ballast made: %s", exc)
-        os.close(descriptor)
         path.unlink(missing_ok=True)
-        return 0
-    os.close(descriptor)
+        return
+    finally:
+        os.close(descriptor)
     log.info("a disk ballast of %d bytes set aside in %s", size, path)
-    return size
 
 
-def release_ballast(data_dir: Path) -> int:
-    """Delete the ballast, if any; returns the bytes given back."""
+def release_ballast(data_dir: Path) -> None:
+    """Delete the ballast, if any."""
     path = data_dir / BALLAST
     with contextlib.suppress(FileNotFoundError):
         size = path.stat().st_size
         path.unlink()
         log.warning("the disk ballast (%d bytes) is given back after a failed write", size)
-        return size
-    return 0

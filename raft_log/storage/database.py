@@ -6,10 +6,21 @@ that loses what was never synced on a simulated power failure (`raft_log.testing
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Iterator
 from typing import Protocol
 
 from ..types import StorageError
+
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+_NO_SPACE_TEXTS = ("No space left on device", "Disk quota exceeded")  # RocksDB's IO errors say so
+
+
+def out_of_space(exc: BaseException) -> bool:
+    """Whether a write failed for want of space (ENOSPC, EDQUOT), as the OS or RocksDB reports it."""
+    if isinstance(exc, OSError) and exc.errno in _NO_SPACE:
+        return True
+    return any(text in str(exc) for text in _NO_SPACE_TEXTS)
 
 
 class DatabaseCorruptionError(StorageError):

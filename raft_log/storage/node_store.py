@@ -35,7 +35,7 @@ from ..types import (
     UnavailableError,
 )
 from . import keys, records
-from .database import Database, DatabaseCorruptionError, WriteBatch
+from .database import Database, DatabaseCorruptionError, WriteBatch, out_of_space
 from .rocksdb_database import RocksDatabase
 
 log = logging.getLogger(__name__)
@@ -110,7 +110,7 @@ class NodeStore:
         self._staged: dict[bytes, bytes | None] = {}
         self._groups: dict[GroupId, GroupLog] = {}
         self._failed: BaseException | None = None
-        self._write_failure: BaseException | None = None  # a write refused by the disk (ENOSPC, EIO)
+        self._full_disk: BaseException | None = None  # a write refused for want of space
         self._closed = False
         self._taken = 0  # tickets handed out by take()
         self._written = 0  # tickets whose batch is in the database (or failed)
@@ -258,8 +258,8 @@ class NodeStore:
                 self._damaged(exc)
                 raise
             except BaseException as exc:
-                if self._failed is None:
-                    self._write_failure = exc
+                if self._failed is None and out_of_space(exc):
+                    self._full_disk = exc
                 self._failed = self._failed or exc
                 raise
             finally:
@@ -267,11 +267,16 @@ class NodeStore:
                 self._turn.notify_all()
 
     @property
-    def write_failure(self) -> BaseException | None:
-        """What made the first failed write fail when the database refused it (a full disk, an I/O error),
-        not for damage it found: the store is unusable (`write_taken`), and a reopen shows what was
-        written."""
-        return self._write_failure
+    def failed(self) -> bool:
+        """Whether a write failed: the store takes nothing more (`write_taken`)."""
+        return self._failed is not None
+
+    @property
+    def full_disk(self) -> BaseException | None:
+        """The error of the first failed write when the disk refused it for want of space (`out_of_space`):
+        the store is unusable (`write_taken`), and a reopen shows what was written. Any other failed
+        write is not one a node can wait out (an I/O error may have left the batch half there)."""
+        return self._full_disk
 
     def finish(self, taken: TakenBatch) -> None:
         """After `write_taken`, on the store's loop: drop the in-memory view of what is now written.
