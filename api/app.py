@@ -67,10 +67,10 @@ from cluster.security.tls import http_client_context, http_server_context
 from cluster.steady_clock import steady_wall_ms
 
 ACCESS_LOGGER = "quorumq.access"
-SHUTDOWN_TIMEOUT_S = 10.0  # a stopping node waits this long for requests in flight (long-polls, forwards)
 ACCESS_LOG_FORMAT = '%a "%r" %s %b %Tf "%{User-Agent}i"'
 """Each request answered, at info: peer, request line, status, body bytes, seconds, user agent (the
 request id and queue come with the record, `cluster.node_logging`)."""
+SHUTDOWN_TIMEOUT_S = 10.0  # a stopping node waits this long for requests in flight (long-polls, forwards)
 ENDPOINTS = declared(
     # queue_handlers first: the dispatcher tries the routes under /api/queues in the order they are added
     # (their paths never overlap), and the one served most, publish, is the first it declares

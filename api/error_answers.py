@@ -91,11 +91,17 @@ def _hints(app: web.Application, exc: NodeError) -> dict[str, object]:
     return {}
 
 
+def _retry_after_s(status: int, body: dict[str, object]) -> int | None:
+    """The seconds the error answered as `status` and `body` says to wait before a retry, if it says."""
+    return _RETRY_AFTER_S.get(str(body.get("error"))) if status >= 400 else None
+
+
 def passed_on_answer(status: int, body: dict[str, object]) -> web.Response:
-    """The answer another node gave a request passed on to it (a forwarded publish's `[status, body]`),
-    with the `Retry-After` its error says, as that node would have answered it."""
+    """The answer `[status, body]` as a response with the `Retry-After` its error says: another node's
+    answer to a request passed on to it (a forwarded publish) as that node would have given it, or an
+    answer made without an exception (a paused node's)."""
     response = json_answer(body, status=status)
-    retry_after = _RETRY_AFTER_S.get(str(body.get("error"))) if status >= 400 else None
+    retry_after = _retry_after_s(status, body)
     if retry_after is not None:
         response.headers["Retry-After"] = str(retry_after)
     return response
@@ -114,6 +120,7 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
             raise  # not an error (a redirect)
         status, body = error_answer(request.app, exc, f"{request.method} {request.path}")
         response = web.json_response(body, status=status)
-        if isinstance(exc, FormatsNotYetKnown | ResourceAlarmed | LoginThrottled):
-            response.headers["Retry-After"] = str(exc.retry_after_s)
+        retry_after = exc.retry_after_s if isinstance(exc, LoginThrottled) else _retry_after_s(status, body)
+        if retry_after is not None:
+            response.headers["Retry-After"] = str(retry_after)
         return response

@@ -9,7 +9,8 @@ from aiohttp import web
 
 from api.app_keys import CONFIG
 from api.browser_guard import secure_headers
-from api.errors import error_response
+from api.error_answers import passed_on_answer
+from api.errors import error_json
 from cluster.config import NodeConfig
 from cluster.errors import ResourceAlarmed
 from cluster.resource_alarms import DISK
@@ -21,17 +22,16 @@ def create_paused_app(config: NodeConfig, failure: str) -> web.Application:
     node = config.node
     alarmed = ResourceAlarmed(node, DISK)
 
+    body = error_json(
+        alarmed.code,
+        f"{alarmed}; a write failed ({failure}) and the node restarts once its disk has room",
+        node=node,
+        resource=DISK,
+        paused=True,
+    )
+
     async def paused(request: web.Request) -> web.StreamResponse:
-        response = error_response(
-            503,
-            alarmed.code,
-            f"{alarmed}; a write failed ({failure}) and the node restarts once its disk has room",
-            node=node,
-            resource=DISK,
-            paused=True,
-        )
-        response.headers["Retry-After"] = str(alarmed.retry_after_s)
-        return response
+        return passed_on_answer(503, body)
 
     app = web.Application()
     app[CONFIG] = config

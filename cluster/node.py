@@ -121,7 +121,6 @@ class Node:
         self.redrives = RedriveDispatcher(publisher, self._declared)
         self._join_url: str | None = None
         self.disk_full = asyncio.Event()  # the disk refused a write for want of space: the server stops it
-        self.disk_full_error: BaseException | None = None
         self._joiner = joiner
         self._tasks: list[asyncio.Task] = []
         self._reconcile_scheduled = False
@@ -228,9 +227,13 @@ class Node:
         """The disk refused a write for want of space (`RaftHost.disk_full`): the Raft groups stopped, and
         the alarm says the disk; whoever runs the node stops it and starts it again when the disk has
         room."""
-        self.disk_full_error = failure
         self.alarms.disk_refused_write(str(failure))
         self.disk_full.set()
+
+    @property
+    def disk_full_error(self) -> BaseException | None:
+        """The write the disk refused for want of space, once it did (`NodeStore.full_disk`)."""
+        return self.store.full_disk if self.store is not None else None
 
     async def stop(self) -> None:
         """Stop cleanly: timers, groups, transport, storage (what is staged is written unless a write

@@ -252,7 +252,6 @@ class RaftHost:
         self._on_control_hook = on_control
         self._fatal = on_fatal
         self._on_disk_full = on_disk_full
-        self.disk_full: BaseException | None = None  # once set, nothing is stepped, written or sent
         self._dirty: set[str] = set()
         self._wake = asyncio.Event()
         self.inline_fsync_max_s = inline_fsync_max_ms / 1000
@@ -342,6 +341,12 @@ class RaftHost:
         if hint is None or self._ticks - self._hint_ticks[gid] > LEADER_HINT_TICKS:
             return None
         return hint[0]
+
+    @property
+    def disk_full(self) -> BaseException | None:
+        """The write the disk refused for want of space (`NodeStore.full_disk`): once there, nothing is
+        stepped, ticked, proposed or written."""
+        return self.store.full_disk
 
     def submit(self, gid: str, op: Any) -> asyncio.Future:
         """Propose an operation through the group's batcher; fails fast when not the leader."""
@@ -556,7 +561,6 @@ class RaftHost:
         leader's appends, which ask followers to persist and acknowledge nothing. The in-memory cores
         are ahead of the disk, so the host steps, ticks and writes nothing more; only a reopen of the
         store, as a restart does, is truthful (docs/internals/raft.md, "A write the disk refuses")."""
-        self.disk_full = failure
         log.error("a write failed (%s): this node's Raft groups stop until it restarts", failure)
         for group in self.groups.values():
             group.batcher.fail(ProposalFailed(f"a write failed here: {failure}"), in_flight=True)

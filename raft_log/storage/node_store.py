@@ -110,7 +110,6 @@ class NodeStore:
         self._staged: dict[bytes, bytes | None] = {}
         self._groups: dict[GroupId, GroupLog] = {}
         self._failed: BaseException | None = None
-        self._full_disk: BaseException | None = None  # a write refused for want of space
         self._closed = False
         self._taken = 0  # tickets handed out by take()
         self._written = 0  # tickets whose batch is in the database (or failed)
@@ -258,8 +257,6 @@ class NodeStore:
                 self._damaged(exc)
                 raise
             except BaseException as exc:
-                if self._failed is None and out_of_space(exc):
-                    self._full_disk = exc
                 self._failed = self._failed or exc
                 raise
             finally:
@@ -276,7 +273,8 @@ class NodeStore:
         """The error of the first failed write when the disk refused it for want of space (`out_of_space`):
         the store is unusable (`write_taken`), and a reopen shows what was written. Any other failed
         write is not one a node can wait out (an I/O error may have left the batch half there)."""
-        return self._full_disk
+        failure = self._failed
+        return failure if failure is not None and out_of_space(failure) else None
 
     def finish(self, taken: TakenBatch) -> None:
         """After `write_taken`, on the store's loop: drop the in-memory view of what is now written.

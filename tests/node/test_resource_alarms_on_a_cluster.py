@@ -7,10 +7,8 @@ The full disk is a real 64 MiB tmpfs filled by a real file (root mounts it, as C
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +16,7 @@ import aiohttp
 import pytest
 from raw_stream import publish, raw_stream
 from support.eventually import eventually
+from support.small_disk import small_disk
 
 from cli.node_processes import HARNESS_HEADERS, ProcessCluster, plan_cluster, wait_healthy
 from quorumq import Client, ResourceAlarmError
@@ -27,22 +26,11 @@ DISK_SIZE = 64 * MIB
 DISK_FREE_LIMIT = 24 * MIB
 
 
-@contextlib.contextmanager
-def small_disk(path: Path) -> Iterator[Path]:
-    """A tmpfs of DISK_SIZE mounted at `path` for the test's length."""
-    path.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK_SIZE}", "tmpfs", str(path)], check=True)
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", "-l", str(path)], check=False)
-
-
 @pytest.fixture
 def cluster_with_a_small_disk(tmp_path: Path) -> Iterator[ProcessCluster]:
     """Three nodes; node3's data directory is on its own small disk."""
     nodes = plan_cluster(3, tmp_path)
-    with small_disk(nodes[2].data_dir):
+    with small_disk(nodes[2].data_dir, DISK_SIZE):
         env = {**os.environ, "QUORUMQ_DISK_FREE_LIMIT": str(DISK_FREE_LIMIT)}
         for node in nodes:
             node.env = env

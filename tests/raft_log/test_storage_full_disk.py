@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.small_disk import small_disk
 
 from raft_log.storage import database
 from raft_log.storage.database import out_of_space
@@ -20,16 +19,6 @@ from raft_log.testing.simulated_database import SimulatedDatabase
 from raft_log.types import ConfState, StorageError
 
 MIB = 1024 * 1024
-
-
-@contextlib.contextmanager
-def small_disk(path: Path, size: int) -> Iterator[Path]:
-    path.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], check=True)
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", "-l", str(path)], check=False)
 
 
 def fill(disk: Path) -> Path:
