@@ -1,6 +1,6 @@
 """The whole-node simulation (docs/decisions/0017): real nodes, clients and faults on one seed.
 
-`NODE_SIM_SEEDS` (default 3000) and `NODE_SIM_SECONDS` (virtual seconds of faults per seed, default 10)
+`NODE_SIM_SEEDS` (default 2000) and `NODE_SIM_SECONDS` (virtual seconds of faults per seed, default 10)
 size the random run; a failure names its seed, and `python -m node_simulation --first-seed S --seeds 1
 --seconds N` replays it. Seeds run in subprocesses with a fixed hash seed (the runner's own rule), as
 many at once as the machine has cores.
@@ -27,7 +27,7 @@ from node_simulation.history import Violation
 from node_simulation.simulation import NodeSimulation
 
 ROOT = Path(__file__).resolve().parents[2]
-SEEDS = int(os.environ.get("NODE_SIM_SEEDS", "3000"))
+SEEDS = int(os.environ.get("NODE_SIM_SEEDS", "2000"))
 SECONDS = float(os.environ.get("NODE_SIM_SECONDS", "10"))
 BATCHES = 10
 
