@@ -10,15 +10,17 @@ from aiohttp import web
 from api.access import Access
 from api.app_keys import METRICS
 from api.auth import principal
-from api.consumer_options import consumer_options
+from api.consumer_options import ConsumerRequest
 from api.consumer_owners import own_consumer
 from api.deliveries import deliveries_response, max_bytes_query
 from api.durable_handlers import register_durable
 from api.endpoints import CONSUMER, QUEUE, parameter, route
 from api.forwarding import on_queue_leader
 from api.queue_handlers import settle, touch
-from api.schemas import CONSUMER_OPTIONS, DELIVERIES, MAX_BYTES, SETTLE, TOUCH
-from api.validation import MAX_POLL, MAX_WAIT_S, json_object, query_number
+from api.request_bodies import read_body_as
+from api.schemas import DELIVERIES, MAX_BYTES
+from api.settle_options import Ack, Nack, Touch
+from api.validation import MAX_POLL, MAX_WAIT_S, query_number
 from cluster.queues.queue_door import QueueDoor
 
 TAG_SHOWN = 8
@@ -64,7 +66,7 @@ async def list_consumers(request: web.Request, queue: QueueDoor) -> web.StreamRe
     access=Access.READ,
     summary="register a consumer",
     responses={"201": "consumer tag", "409": "the queue is being deleted", "429": "too many consumers"},
-    body=CONSUMER_OPTIONS,
+    body=ConsumerRequest,
     about=(
         '`{"prefetch", "priority", "timeout", "auto_ack"}` -> 201 `{"consumer": tag, '
         "\"hold_ms\"}`; `timeout` is the consumer's own consumer timeout (ms; else the queue's "
@@ -81,14 +83,13 @@ async def list_consumers(request: web.Request, queue: QueueDoor) -> web.StreamRe
 @on_queue_leader
 async def register_consumer(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
     """POST /api/queues/{q}/consumers: 201 with the new consumer's tag."""
-    body = await json_object(request, optional=True)
-    if body.get("durable") is True:
-        return await register_durable(request, queue, body)
-    options = consumer_options(body)
+    options = await read_body_as(request, ConsumerRequest)
+    if options.durable:
+        return await register_durable(request, queue, options)
     tag = await queue.register_consumer(
         options.prefetch,
         options.priority,
-        options.timeout_ms,
+        options.timeout,
         options.since_ms,
         options.auto_ack,
         owner=principal(request).name,
@@ -136,7 +137,7 @@ async def deliveries(request: web.Request, queue: QueueDoor) -> web.StreamRespon
     access=Access.READ,
     summary="return or discard deliveries",
     responses={"200": "returned", "410": ENDED},
-    body=SETTLE,
+    body=Nack,
     about=(
         'settle / return (`"failed": false`: a plain return, not counted toward '
         '`x-delivery-limit`; `"delay": ms`: it waits that long before it is ready again; '
@@ -150,7 +151,7 @@ async def deliveries(request: web.Request, queue: QueueDoor) -> web.StreamRespon
     access=Access.READ,
     summary="settle deliveries",
     responses={"200": "settled", "410": ENDED},
-    body=SETTLE,
+    body=Ack,
 )
 @on_queue_leader
 async def settle_consumer(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
@@ -168,7 +169,7 @@ async def settle_consumer(request: web.Request, queue: QueueDoor) -> web.StreamR
         "409": "a node reads no touches yet (upgrade_in_progress)",
         "410": ENDED,
     },
-    body=TOUCH,
+    body=Touch,
     about=(
         '`{"ids"}`: lease extension for slow work; each id counts from now as just handed out '
         '-> 200 `{"hold_ms"}` (the client\'s `message.process()` does it every half hold)'

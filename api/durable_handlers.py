@@ -8,7 +8,7 @@ consumers' DELETE.
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, ClassVar
 
 from aiohttp import web
 from msgspec import Meta
@@ -16,20 +16,20 @@ from msgspec import Meta
 from api.access import Access
 from api.app_keys import CONFIG
 from api.auth import principal
+from api.consumer_options import ConsumerRequest
 from api.consumer_owners import own_consumer
 from api.deliveries import deliveries_response
 from api.endpoints import CONSUMER, parameter, route
 from api.forwarding import on_queue_leader
 from api.request_bodies import Moment, RequestBody, read_body_as
 from api.schemas import DELIVERIES
-from api.validation import MAX_POLL, bad, check_durable_name, field_str, moment_ms, query_int
+from api.validation import MAX_POLL, bad, check_durable_name, moment_ms, query_int
 from cluster.queues.consumer_names import OWNER_MARK
 from cluster.queues.queue_door import QueueDoor
 from cluster.queues.queue_limits import INT64_MAX
 from cluster.queues.queue_results import Position
 
 MAX_CHECKOUT = 10000
-_REGISTER_FIELDS = {"durable", "name", "prefetch", "priority"}
 
 
 class Checkout(RequestBody):
@@ -54,15 +54,15 @@ class SettleBelow(RequestBody, forbid_unknown_fields=False):
     below: Annotated[int, Meta(ge=0, le=INT64_MAX, description="settle every delivery numbered below")]
 
 
-async def register_durable(request: web.Request, queue: QueueDoor, body: dict[str, Any]) -> web.Response:
+async def register_durable(request: web.Request, queue: QueueDoor, body: ConsumerRequest) -> web.Response:
     """POST /api/queues/{q}/consumers with {"durable": true, "name": c}: 201 with the sequence position.
 
     Registering an existing durable consumer again is allowed and changes nothing. Its name is checked
     as a queue name is (`check_durable_name`)."""
-    unknown = set(body) - _REGISTER_FIELDS
-    if unknown:
-        raise bad(f"unknown fields {sorted(unknown)} for a durable consumer (it never times out)")
-    name = field_str(body, "name")
+    extras = body.durable_extras()
+    if extras:
+        raise bad(f"unknown fields {extras} for a durable consumer (it never times out)")
+    name = body.name
     if not name:
         raise bad("a durable consumer needs a non-empty string name")
     check_durable_name(name, request.app[CONFIG].max_queue_name_length)

@@ -39,13 +39,12 @@ from api.paging import PAGING_QUERY, listed
 from api.publish_job import read_publish
 from api.publishing import PUBLISH_ACCESS, forwards_over_peers, publish_on_route
 from api.request_bodies import Moment, RequestBody, read_body_as
-from api.schemas import DELIVERIES, MAX_BYTES, ONE_DELIVERY, PUBLISH, SETTLE, TOUCH
-from api.settle_options import settle_options, touch_answer, touch_ids
+from api.schemas import DELIVERIES, MAX_BYTES, ONE_DELIVERY, PUBLISH
+from api.settle_options import SETTLES, Ack, Nack, Touch, settle_options, touch_answer
 from api.validation import (
     MAX_POLL,
     MSGPACK,
     check_queue_name,
-    json_object,
     moment_ms,
     query_flag,
     query_int,
@@ -467,9 +466,8 @@ async def basic_get(request: web.Request, queue: QueueDoor) -> web.StreamRespons
 async def settle(request: web.Request, queue: QueueDoor, consumer: str | None) -> web.StreamResponse:
     """Ack (settle) or nack (return, plain with failed=false, or discard with requeue=false and an optional
     reason) delivered messages."""
-    body = await json_object(request)
     kind = request.path.rsplit("/", 1)[-1]
-    options = settle_options(body, kind)
+    options = settle_options(await read_body_as(request, SETTLES[kind]))
     settled = await queue.settle(
         options.ids, consumer, options.outcome, options.failed, options.reason, options.delay_ms
     )
@@ -482,7 +480,7 @@ async def settle(request: web.Request, queue: QueueDoor, consumer: str | None) -
 async def touch(request: web.Request, queue: QueueDoor, consumer: str | None) -> web.StreamResponse:
     """Extend the hold of delivered messages: each counts from now as just handed out, for the consumer
     timeout and the lease."""
-    ids = touch_ids(await json_object(request))
+    ids = tuple((await read_body_as(request, Touch)).ids)
     touched = await queue.touch(ids, consumer)
     return web.json_response(touch_answer(queue.hold_ms(consumer, over_http=True), touched.warning))
 
@@ -493,7 +491,7 @@ async def touch(request: web.Request, queue: QueueDoor, consumer: str | None) ->
     access=Access.READ,
     summary="extend the hold of got messages: each counts from now as just handed out",
     responses={"200": "touched, with hold_ms", "409": "a node reads no touches yet (upgrade_in_progress)"},
-    body=TOUCH,
+    body=Touch,
 )
 @on_queue_leader
 async def touch_got(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
@@ -507,7 +505,7 @@ async def touch_got(request: web.Request, queue: QueueDoor) -> web.StreamRespons
     access=Access.READ,
     summary="return or discard got messages",
     responses={"200": "returned"},
-    body=SETTLE,
+    body=Nack,
 )
 @route(
     "POST",
@@ -515,7 +513,7 @@ async def touch_got(request: web.Request, queue: QueueDoor) -> web.StreamRespons
     access=Access.READ,
     summary="settle got messages",
     responses={"200": "settled"},
-    body=SETTLE,
+    body=Ack,
 )
 @on_queue_leader
 async def settle_got(request: web.Request, queue: QueueDoor) -> web.StreamResponse:

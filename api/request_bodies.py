@@ -27,6 +27,7 @@ _WHERE = re.compile(r"(?P<what>.*?)(?: - at `\$(?P<path>.*)`)?", re.DOTALL)
 _EXPECTED = re.compile(r"Expected `(?P<types>[^`]+)`(?:, got `(?P<got>[^`]+)`)?(?P<bound>.*)", re.DOTALL)
 _MISSING = re.compile(r"Object missing required field `(?P<name>[^`]+)`")
 _INVALID_ENUM = re.compile(r"Invalid enum value (?P<value>.+)", re.DOTALL)
+_UNKNOWN = re.compile(r"Object contains unknown field `(?P<name>[^`]+)`")
 _KINDS = {
     "int": "an integer",
     "float": "a number",
@@ -41,25 +42,33 @@ _KINDS = {
 class RequestBody(msgspec.Struct, forbid_unknown_fields=True):
     """Base of the request bodies read into structs. A body may have only the fields of its struct
     (unless the struct says `forbid_unknown_fields=False`: the endpoint ignores others); a request may
-    leave the body out when the struct is `optional` (every field then has its default)."""
+    leave the body out when the struct is `optional` (every field then has its default), and send it as
+    msgpack when it is `packed`."""
 
     optional: ClassVar[bool] = False
+    packed: ClassVar[bool] = False
 
 
 async def read_body_as(request: web.Request, kind: type[B]) -> B:
-    """The request's JSON body as a `kind`: 400 for a body that is no JSON object, fields `kind` does not
-    have (all of them named), text that is not valid UTF-8 (a lone surrogate), or a field missing or of
-    the wrong type or bounds."""
-    body = await json_object(request, optional=kind.optional)
+    """The request's JSON body as a `kind` (`body_as`); 400 for a body that is no JSON object."""
+    return body_as(await json_object(request, optional=kind.optional), kind)
+
+
+def body_as(body: dict[Any, Any], kind: type[B], *, texts_checked: bool = False) -> B:
+    """`body` (a JSON object, a msgpack map or a stream frame's fields) as a `kind`, a field given as null
+    taken as left out (its default): 400 for fields `kind` does not have (all of them named), a field
+    missing or of the wrong type or bounds, or text that is not valid UTF-8 (a lone surrogate; unless the
+    caller checks its texts itself, `texts_checked`)."""
     if kind.__struct_config__.forbid_unknown_fields:
         unknown = body.keys() - set(kind.__struct_encode_fields__)
         if unknown:
             raise bad(f"unknown fields {sorted(unknown, key=str)}")
-    not_text = _not_utf8(body, "")
-    if not_text is not None:
-        raise bad(f"{not_text or 'body'} must be valid UTF-8 text (no lone surrogates)")
+    if not texts_checked:
+        not_text = _not_utf8(body, "")
+        if not_text is not None:
+            raise bad(f"{not_text or 'body'} must be valid UTF-8 text (no lone surrogates)")
     try:
-        return msgspec.convert(body, kind, strict=True)
+        return msgspec.convert({k: v for k, v in body.items() if v is not None}, kind, strict=True)
     except msgspec.ValidationError as exc:
         raise bad(_reason(str(exc), kind)) from exc
 
@@ -91,6 +100,8 @@ def _reason(error: str, kind: type[RequestBody]) -> str:
     if missing := _MISSING.fullmatch(what):
         return f"{path + '.' if path else ''}{missing['name']} is required"
     subject = path or "body"
+    if unknown := _UNKNOWN.fullmatch(what):
+        return f"{subject} has unknown fields [{unknown['name']!r}]"
     if expected := _EXPECTED.fullmatch(what):
         kinds = _either([_KINDS.get(t, t) for t in expected["types"].split(" | ")])
         got = f", got {_KINDS.get(expected['got'], expected['got'])}" if expected["got"] else ""

@@ -12,7 +12,7 @@ import msgspec
 from api.deliveries import MAX_BYTES_ABOUT, MaxBytes
 from api.endpoints import BodySchema, Content
 from api.request_bodies import Moment
-from cluster.queues.queue_limits import INT64_MAX, MAX_REASON_CHARS, MESSAGE_PRIORITY_MAX
+from cluster.queues.queue_limits import INT64_MAX, MESSAGE_PRIORITY_MAX
 
 JSON = "application/json"
 MSGPACK = "application/msgpack"
@@ -85,59 +85,6 @@ def _publish(message: Schema) -> Schema:
 
 
 PUBLISH = BodySchema(_publish(MESSAGE), packed=_publish(PACKED_MESSAGE))
-SETTLE = BodySchema(
-    _object(
-        {
-            "ids": IDS,
-            "requeue": {
-                "type": "boolean",
-                "description": "nack only: back to the queue (default) or dead-lettered",
-            },
-            "failed": {
-                "type": "boolean",
-                "description": "nack with requeue: counts toward x-delivery-limit (default); false does not",
-            },
-            "reason": {
-                "type": "string",
-                "maxLength": MAX_REASON_CHARS,
-                "description": "nack without requeue: kept as reason-text in the dead letter's x-death",
-            },
-            "delay": {
-                "type": "integer",
-                "minimum": 0,
-                "description": "nack with requeue: ms the messages wait before they are ready again (0: "
-                "at once, whatever the queue's x-delayed-retry-*)",
-            },
-        },
-        ("ids",),
-    )
-)
-TOUCH = BodySchema(_object({"ids": IDS}, ("ids",)))
-CONSUMER_OPTIONS = BodySchema(
-    {
-        "type": "object",
-        "properties": {
-            "prefetch": {"type": "integer", "minimum": 1, "maximum": 65535},
-            "priority": {"type": "integer"},
-            "timeout": {
-                "type": "integer",
-                "minimum": 1,
-                "description": "the consumer timeout (ms): a delivery held this long without an ack, nack "
-                "or touch ends the consumer (default: the queue's x-consumer-timeout, else the node's)",
-            },
-            "durable": {"type": "boolean"},
-            "name": {"type": "string"},
-            "since": SINCE,
-            "auto_ack": {
-                "type": "boolean",
-                "description": "AMQP's no-ack: each poll's deliveries are settled as they are handed out "
-                "(never with durable)",
-            },
-        },
-    },
-    required=False,
-)
-
 DELIVERY: Schema = {
     "type": "object",
     "required": [

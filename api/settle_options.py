@@ -1,20 +1,60 @@
 """What an ack, a nack or a touch asks for (`POST .../ack`, `.../nack` and `.../touch`, an `ack`,
-`nack` or `touch` frame on the stream), read and checked in one place."""
+`nack` or `touch` frame on the stream), declared once: each struct checks the body and gives its schema."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
-from api.validation import bad, field_bool, field_int, field_str, message_ids
-from cluster.queues.queue_limits import MAX_REASON_CHARS
+from msgspec import Meta
+
+from api.request_bodies import RequestBody
+from api.validation import bad
+from cluster.queues.queue_limits import INT64_MAX, MAX_REASON_CHARS
 from cluster.queues.queue_results import Outcome
 
-FIELDS = {
-    "ack": frozenset({"ids"}),
-    "nack": frozenset({"ids", "requeue", "failed", "reason", "delay"}),
-    "touch": frozenset({"ids"}),
-}
+Ids = Annotated[
+    list[Annotated[int, Meta(ge=0, le=INT64_MAX)]],
+    Meta(min_length=1, description="the ids of messages delivered to the caller"),
+]
+
+
+class Ack(RequestBody):
+    """Settle delivered messages: they leave the queue."""
+
+    ids: Ids
+
+
+class Touch(RequestBody):
+    """Extend the hold of delivered messages."""
+
+    ids: Ids
+
+
+class Nack(RequestBody):
+    """Give delivered messages back: to the queue (a failed delivery unless `failed` is false), after
+    `delay` ms when given; or, without `requeue`, to the dead letters with an optional `reason`."""
+
+    ids: Ids
+    requeue: Annotated[bool, Meta(description="back to the queue (default) or dead-lettered")] = True
+    failed: Annotated[
+        bool, Meta(description="with requeue: counts toward x-delivery-limit (default); false does not")
+    ] = True
+    reason: Annotated[
+        Annotated[str, Meta(max_length=MAX_REASON_CHARS)] | None,
+        Meta(description="without requeue: kept as reason-text in the dead letter's x-death"),
+    ] = None
+    delay: Annotated[
+        Annotated[int, Meta(ge=0, le=INT64_MAX)] | None,
+        Meta(
+            description="with requeue: ms the messages wait before they are ready again (0: at once, "
+            "whatever the queue's x-delayed-retry-*)"
+        ),
+    ] = None
+
+
+SETTLES: dict[str, type[Ack] | type[Nack]] = {"ack": Ack, "nack": Nack}
+"""The body of each kind of settle, by the name of its path and of its stream frame."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,31 +70,18 @@ class SettleOptions:
     delay_ms: int | None = None
 
 
-def settle_options(body: dict[str, Any], op: str) -> SettleOptions:
-    """The options of an `ack` or `nack` body (400 for a bad value, or a reason on a nack that requeues)."""
-    ids = message_ids(body)
-    if op == "ack":
+def settle_options(body: Ack | Nack) -> SettleOptions:
+    """What an ack or a nack body asks for (400 for a reason on a nack that requeues, or a delay on one
+    that does not)."""
+    ids = tuple(body.ids)
+    if isinstance(body, Ack):
         return SettleOptions(ids, Outcome.ACK)
-    requeue = field_bool(body, "requeue", True)
-    failed = field_bool(body, "failed", True)
-    reason = field_str(body, "reason")
-    delay = field_int(body, "delay", None, minimum=0)
-    if reason is not None:
-        if requeue:
-            raise bad("reason goes with a nack that does not requeue: it is kept with the dead letter")
-        if len(reason) > MAX_REASON_CHARS:
-            raise bad(f"reason must be at most {MAX_REASON_CHARS} characters, got {len(reason)}")
-    if delay is not None and not requeue:
+    if body.reason is not None and body.requeue:
+        raise bad("reason goes with a nack that does not requeue: it is kept with the dead letter")
+    if body.delay is not None and not body.requeue:
         raise bad("delay goes with a nack that requeues: the message waits that long before it is ready")
-    return SettleOptions(ids, Outcome.REQUEUE if requeue else Outcome.DISCARD, failed, reason, delay)
-
-
-def touch_ids(body: dict[str, Any]) -> tuple[int, ...]:
-    """The ids a touch extends the hold of (400 for another field or a bad id)."""
-    unknown = set(body) - FIELDS["touch"]
-    if unknown:
-        raise bad(f"unknown fields {sorted(unknown, key=str)}")
-    return message_ids(body)
+    outcome = Outcome.REQUEUE if body.requeue else Outcome.DISCARD
+    return SettleOptions(ids, outcome, body.failed, body.reason, body.delay)
 
 
 def touch_answer(hold_ms: int, warning: str | None) -> dict[str, Any]:

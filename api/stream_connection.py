@@ -20,8 +20,7 @@ from api import stream_frames as frames
 from api.access import Access, Principal
 from api.app_keys import ALARMS, CONFIG, METADATA, METRICS, QUEUES, STATUS, WALL_MS
 from api.auth import Unauthenticated, require
-from api.consumer_options import FIELDS as CONSUMER_FIELDS
-from api.consumer_options import consumer_options
+from api.consumer_options import ConsumerOptions
 from api.consumer_owners import own_consumer
 from api.error_answers import error_answer
 from api.errors import ApiError
@@ -29,8 +28,8 @@ from api.forwarding import NO_LEADER_WAIT_S, queue_route
 from api.limits import check_consumer_room
 from api.publish_job import publish_of
 from api.publishing import MAX_PEER_FORWARD_BYTES, publish_on_route
-from api.settle_options import FIELDS as SETTLE_FIELDS
-from api.settle_options import settle_options, touch_answer, touch_ids
+from api.request_bodies import body_as
+from api.settle_options import SETTLES, Touch, settle_options, touch_answer
 from api.stream_consumer import LEADER_MOVED, StreamConsumer
 from api.stream_frames import BadFrame, Frame
 from api.stream_standing import CREDENTIALS_GONE, PERMISSION_REVOKED, StreamStanding
@@ -198,7 +197,7 @@ class StreamConnection:
         """Register (or resume) a consumer: answer, then deliver (never a delivery before the answer)."""
         name = self._queue(frame, Access.READ)
         resumed = field_str(frame.fields, "tag")
-        options = consumer_options(frame.fields, CONSUMER_FIELDS | {"tag"})
+        options = body_as(_untagged(frame), ConsumerOptions)
         queue = await self._led(name)
         if resumed is not None:
             resumed = self._own(queue, resumed)
@@ -211,7 +210,7 @@ class StreamConnection:
             tag = await queue.register_consumer(
                 options.prefetch,
                 options.priority,
-                options.timeout_ms,
+                options.timeout,
                 options.since_ms,
                 options.auto_ack,
                 owner=self._caller.name,
@@ -238,10 +237,7 @@ class StreamConnection:
 
     async def _settle(self, frame: Frame) -> bytes:
         name = self._queue(frame, Access.READ)
-        unknown = set(frame.fields) - SETTLE_FIELDS[frame.op] - {"tag"}
-        if unknown:
-            raise bad(f"unknown fields {sorted(unknown, key=str)}")
-        tag, options = self._tag(frame), settle_options(frame.fields, frame.op)
+        tag, options = self._tag(frame), settle_options(body_as(_untagged(frame), SETTLES[frame.op]))
         queue = await self._led(name)
         tag = self._own(queue, tag)
         settled = await queue.settle(
@@ -254,7 +250,7 @@ class StreamConnection:
     async def _touch(self, frame: Frame) -> bytes:
         name = self._queue(frame, Access.READ)
         tag = self._tag(frame)
-        ids = touch_ids({k: v for k, v in frame.fields.items() if k != "tag"})
+        ids = tuple(body_as(_untagged(frame), Touch).ids)
         queue = await self._led(name)
         tag = self._own(queue, tag)
         touched = await queue.touch(ids, tag)
@@ -349,6 +345,11 @@ class StreamConnection:
         except QueueNotFound:
             return None
         return {"leader": leader, "leader_http": self._app[STATUS].node_http(leader)}
+
+
+def _untagged(frame: Frame) -> dict[str, object]:
+    """A frame's fields but its consumer tag: the body of its consume, settle or touch."""
+    return {name: value for name, value in frame.fields.items() if name != "tag"}
 
 
 def _id(frame: Frame) -> int:
