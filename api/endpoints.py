@@ -30,15 +30,6 @@ H = TypeVar("H", bound=Handler)
 
 
 @dataclass(frozen=True)
-class BodySchema:
-    """The schema of a body read by hand, and of its msgpack form (`packed`) when it may come as one."""
-
-    json: Schema
-    packed: Schema | None = None
-    required: bool = True
-
-
-@dataclass(frozen=True)
 class Endpoint:
     """One endpoint: `method` on the route `path` (a template such as `/api/queues/{q}`), served by
     `handler` to callers that pass `access`.
@@ -57,7 +48,7 @@ class Endpoint:
     about: str = ""
     content: Mapping[str, Content] = field(default_factory=dict)
     query: tuple[Schema, ...] = ()
-    body: type[RequestBody] | BodySchema | None = None
+    body: type[RequestBody] | None = None
 
 
 _DECLARED: list[Endpoint] = []
@@ -74,7 +65,7 @@ def route(
     about: str = "",
     content: Mapping[str, Content] | None = None,
     query: tuple[Schema, ...] = (),
-    body: type[RequestBody] | BodySchema | None = None,
+    body: type[RequestBody] | None = None,
 ) -> Callable[[H], H]:
     """Declare the decorated handler as the endpoint serving `method` on `path` (the fields of
     `Endpoint`); a handler may serve several. Each method and path is declared once (ValueError)."""

@@ -15,7 +15,7 @@ from aiohttp import web
 
 from api.access import Access
 from api.app_keys import OPENAPI
-from api.endpoints import BodySchema, Endpoint, Schema, route
+from api.endpoints import Endpoint, Schema, route
 from api.request_bodies import RequestBody
 from api.schemas import JSON, MSGPACK
 
@@ -136,16 +136,12 @@ def _operation(endpoint: Endpoint, bodies: dict[type[RequestBody], Schema]) -> d
         operation["description"] = endpoint.about
     if public:
         operation["security"] = []
-    if isinstance(endpoint.body, BodySchema):
-        content = {JSON: {"schema": endpoint.body.json}}
-        if endpoint.body.packed is not None:
-            content[MSGPACK] = {"schema": endpoint.body.packed}
-        operation["requestBody"] = {"required": endpoint.body.required, "content": content}
-    elif endpoint.body is not None:
+    if endpoint.body is not None:
         body = endpoint.body
+        schema = {"schema": bodies[body]}
         operation["requestBody"] = {
             "required": not body.optional,
-            "content": {JSON: {"schema": bodies[body]}},
+            "content": {JSON: schema} | ({MSGPACK: schema} if body.packed else {}),
         }
     if endpoint.query:
         operation["parameters"] = list(endpoint.query)

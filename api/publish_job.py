@@ -1,30 +1,73 @@
-"""A publish as the API takes it: read and checked from the request's body on the node the client called
-(`read_publish`), and run on the queue's leader (`PublishJob.run`), whether the request reached it over
-HTTP or was forwarded over the peer transport (`api.forwarded_publish`)."""
+"""A publish as the API takes it: its body declared once (`PublishBody`: the checks and the OpenAPI
+schema), read and checked on the node the client called (`read_publish`, or `publish_of` for a stream
+frame), and run on the queue's leader (`PublishJob.run`), whether the request reached it over HTTP or
+was forwarded over the peer transport (`api.forwarded_publish`)."""
 
 from __future__ import annotations
 
+import binascii
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, ClassVar
 
+import msgspec
 from aiohttp import web
+from msgspec import Meta
 
 from api.app_keys import CONFIG, METRICS, WALL_MS
+from api.errors import ApiError
 from api.limits import check_message_headers
-from api.validation import (
-    bad,
-    field_int,
-    field_str,
-    publish_object,
-    published_delays,
-    published_messages,
-    published_priorities,
-)
+from api.request_bodies import Moment, RequestBody, body_as
+from api.validation import Encoding, bad, is_utf8, publish_object
 from cluster.config import NodeConfig
 from cluster.queues.queue_door import QueueDoor
+from cluster.queues.queue_limits import INT64_MAX, MESSAGE_PRIORITY_MAX
 from cluster.replication.stored_message import StoredMessage
+from quorumq.moments import epoch_ms
+
+MAX_BATCH_MESSAGES = 10000
+Milliseconds = Annotated[int, Meta(ge=0, le=INT64_MAX)]
+
+
+class PublishedMessage(msgspec.Struct, forbid_unknown_fields=True):
+    """One message of a publish: its body and what the queue does with it."""
+
+    body: Annotated[
+        Any,
+        Meta(
+            extra_json_schema={
+                "type": "string",
+                "description": "text, or base64 text with encoding base64; in msgpack also bin: the raw "
+                "body, stored as binary (JSON readers get base64)",
+            }
+        ),
+    ]
+    encoding: Encoding | None = None
+    headers: dict[str, Any] = {}
+    expiration: Annotated[Milliseconds | None, Meta(description="ms it may wait before it expires")] = None
+    delay: Annotated[Milliseconds | None, Meta(description="ms it waits in the queue before it is ready")] = (
+        None
+    )
+    not_before: Annotated[
+        Moment | None, Meta(description="the time it is ready from (epoch ms or ISO-8601), instead of delay")
+    ] = None
+    priority: Annotated[
+        Annotated[int, Meta(ge=0, le=MESSAGE_PRIORITY_MAX)] | None,
+        Meta(
+            description="higher levels are served first; above the queue's top (31, or x-max-priority) "
+            "taken as the top"
+        ),
+    ] = None
+
+
+class PublishBody(RequestBody):
+    """A publish: its messages, and the publisher's id and seq that deduplicate a resend."""
+
+    packed: ClassVar[bool] = True
+    messages: Annotated[list[PublishedMessage], Meta(min_length=1)]
+    publisher: str | None = None
+    seq: Milliseconds | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,18 +98,75 @@ async def read_publish(request: web.Request) -> PublishJob:
     return publish_of(await publish_object(request), request.app[CONFIG], request.app[WALL_MS]())
 
 
-def publish_of(body: dict[str, Any], config: NodeConfig, now_ms: int) -> PublishJob:
-    """The publish a publish body (`messages`, `publisher`, `seq`) asks for, within the node's limits;
-    `now_ms` (the node's wall clock) turns a `not_before` into a delay."""
-    unknown = set(body) - {"messages", "publisher", "seq"}
-    if unknown:
-        raise bad(f"unknown fields {sorted(unknown, key=str)}")
-    messages = published_messages(body, config.max_message_bytes)
-    for index, (message, _) in enumerate(messages):
-        check_message_headers(index, message.headers, config)
-    publisher = field_str(body, "publisher")
-    seq = field_int(body, "seq", None)
-    if (publisher is None) != (seq is None):
+def publish_of(body: dict[Any, Any], config: NodeConfig, now_ms: int) -> PublishJob:
+    """The publish a publish body (`PublishBody`) asks for, within the node's limits (413 beyond
+    MAX_BATCH_MESSAGES messages, or a body beyond the node's `max_message_bytes`); `now_ms` (the node's
+    wall clock) turns a `not_before` into a delay."""
+    raw = body.get("messages")
+    if isinstance(raw, list) and len(raw) > MAX_BATCH_MESSAGES:
+        raise ApiError(413, "too_large", f"at most {MAX_BATCH_MESSAGES} messages per request")
+    publish = body_as(body, PublishBody, texts_checked=True)  # each text is checked where it is used
+    if (publish.publisher is None) != (publish.seq is None):
         raise bad("publisher and seq go together")
-    delays = published_delays(body, now_ms)
-    return PublishJob(messages, publisher, seq, delays, published_priorities(body))
+    if publish.publisher is not None and not is_utf8(publish.publisher):
+        raise bad("publisher must be valid UTF-8 text (no lone surrogates)")
+    messages = [_stored(index, message, config) for index, message in enumerate(publish.messages)]
+    delays = [_delay(index, message, now_ms) for index, message in enumerate(publish.messages)]
+    priorities = [message.priority or 0 for message in publish.messages]
+    return PublishJob(
+        messages,
+        publish.publisher,
+        publish.seq,
+        delays if any(delays) else None,  # a delay of 0, or a time passed, is none
+        priorities if any(priorities) else None,
+    )
+
+
+def _stored(index: int, message: PublishedMessage, config: NodeConfig) -> tuple[StoredMessage, int | None]:
+    """Message `index` as the queue stores it, with its expiration."""
+    body = message.body
+    if isinstance(body, bytes):  # msgpack bin: the raw body, stored as binary
+        if message.encoding not in (None, "base64"):
+            raise bad(f"{_where(index)}.encoding of a binary body must be base64 (or left out)")
+        data, encoding = body, "base64"
+    elif isinstance(body, str):
+        encoding = message.encoding or "utf8"
+        data = _text_body(index, body, encoding)
+    else:
+        raise bad(f"{_where(index)}.body must be a string (or bin in msgpack)")
+    if len(data) > config.max_message_bytes:
+        raise ApiError(
+            413, "too_large", f"{_where(index)} is {len(data)} bytes; the limit is {config.max_message_bytes}"
+        )
+    check_message_headers(index, message.headers, config)
+    return StoredMessage(data, message.headers, encoding), message.expiration
+
+
+def _text_body(index: int, text: str, encoding: str) -> bytes:
+    """The bytes of a string body: its UTF-8, or what its base64 decodes to."""
+    if encoding == "utf8":
+        try:
+            return text.encode()
+        except UnicodeEncodeError as exc:  # a lone surrogate ("\ud800") is valid JSON but not UTF-8
+            raise bad(f"{_where(index)}.body is not valid UTF-8 text: {exc.reason}") from exc
+    try:
+        return binascii.a2b_base64(text, strict_mode=True)  # what b64decode(validate=True) runs
+    except (binascii.Error, ValueError) as exc:
+        raise bad(f"{_where(index)}.body is not valid base64") from exc
+
+
+def _delay(index: int, message: PublishedMessage, now_ms: int) -> int | None:
+    """The ms message `index` waits before it is ready: its `delay`, or how far its `not_before` is ahead
+    of `now_ms` (a time passed is no delay)."""
+    if message.not_before is None:
+        return message.delay or None
+    if message.delay is not None:
+        raise bad(f"{_where(index)} gives both delay and not_before")
+    try:
+        return max(epoch_ms(message.not_before) - now_ms, 0) or None
+    except ValueError as exc:
+        raise bad(f"{_where(index)}.not_before must be epoch milliseconds or an ISO-8601 time") from exc
+
+
+def _where(index: int) -> str:
+    return f"messages[{index}]"

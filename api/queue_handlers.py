@@ -36,10 +36,10 @@ from api.forwarding import (
     queue_route,
 )
 from api.paging import PAGING_QUERY, listed
-from api.publish_job import read_publish
+from api.publish_job import PublishBody, read_publish
 from api.publishing import PUBLISH_ACCESS, forwards_over_peers, publish_on_route
 from api.request_bodies import Moment, RequestBody, read_body_as
-from api.schemas import DELIVERIES, MAX_BYTES, ONE_DELIVERY, PUBLISH
+from api.schemas import DELIVERIES, MAX_BYTES, ONE_DELIVERY
 from api.settle_options import SETTLES, Ack, Nack, Touch, settle_options, touch_answer
 from api.validation import (
     MAX_POLL,
@@ -148,7 +148,7 @@ def queue_json(request: web.Request, name: str, queue: QueueDoor | None) -> dict
         "422": "too many headers",
         "507": "queue full",
     },
-    body=PUBLISH,
+    body=PublishBody,
     about=(
         'publish (each message `{"body", "encoding", "headers", "expiration", "delay" or '
         '"not_before", "priority"}`: a delayed message waits in the queue, counted in '

@@ -23,7 +23,7 @@ Moment = (
 )
 """A time a body gives: epoch milliseconds or ISO-8601 (read by `api.validation.moment_ms`)."""
 
-_WHERE = re.compile(r"(?P<what>.*?)(?: - at `\$(?P<path>.*)`)?", re.DOTALL)
+_WHERE = re.compile(r"(?P<what>.*?)(?: - at (?P<key>`key` in )?`\$(?P<path>.*)`)?", re.DOTALL)
 _EXPECTED = re.compile(r"Expected `(?P<types>[^`]+)`(?:, got `(?P<got>[^`]+)`)?(?P<bound>.*)", re.DOTALL)
 _MISSING = re.compile(r"Object missing required field `(?P<name>[^`]+)`")
 _INVALID_ENUM = re.compile(r"Invalid enum value (?P<value>.+)", re.DOTALL)
@@ -100,6 +100,8 @@ def _reason(error: str, kind: type[RequestBody]) -> str:
     if missing := _MISSING.fullmatch(what):
         return f"{path + '.' if path else ''}{missing['name']} is required"
     subject = path or "body"
+    if where["key"]:
+        return f"{subject} must have string keys"
     if unknown := _UNKNOWN.fullmatch(what):
         return f"{subject} has unknown fields [{unknown['name']!r}]"
     if expected := _EXPECTED.fullmatch(what):
@@ -116,12 +118,30 @@ def _either(choices: list[str]) -> str:
     return " or ".join([", ".join(choices[:-1]), choices[-1]] if len(choices) > 2 else choices)
 
 
-def _choices(kind: type[RequestBody], name: str) -> tuple[Any, ...]:
-    """The values field `name` of `kind` may take when it is a Literal, else none."""
-    info = msgspec.inspect.type_info(kind)
-    assert isinstance(info, msgspec.inspect.StructType)
-    for field in info.fields:
-        if field.encode_name == name:
-            given = field.type.type if isinstance(field.type, msgspec.inspect.Metadata) else field.type
-            return given.values if isinstance(given, msgspec.inspect.LiteralType) else ()
-    return ()
+def _choices(kind: type[RequestBody], path: str) -> tuple[Any, ...]:
+    """The values the field at `path` ("a", "a[0].b") of `kind` may take when it is a Literal, else none."""
+    given: msgspec.inspect.Type = msgspec.inspect.type_info(kind)
+    for name in re.sub(r"\[\d+\]", "", path).split("."):
+        struct = _inner(given, msgspec.inspect.StructType)
+        field = next((f for f in struct.fields if f.encode_name == name), None) if struct else None
+        if field is None:
+            return ()
+        given = field.type
+    literal = _inner(given, msgspec.inspect.LiteralType)
+    return literal.values if literal is not None else ()
+
+
+T = TypeVar("T", bound=msgspec.inspect.Type)
+
+
+def _inner(given: msgspec.inspect.Type, wanted: type[T]) -> T | None:
+    """The `wanted` kind of type `given` is, or holds as a list's items or a union's member."""
+    if isinstance(given, msgspec.inspect.Metadata):
+        given = given.type
+    if isinstance(given, wanted):
+        return given
+    if isinstance(given, msgspec.inspect.ListType):
+        return _inner(given.item_type, wanted)
+    if isinstance(given, msgspec.inspect.UnionType):
+        return next((t for t in (_inner(m, wanted) for m in given.types) if t is not None), None)
+    return None

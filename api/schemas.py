@@ -1,7 +1,6 @@
 """The JSON Schemas the OpenAPI document gives by hand: of the answers it describes (deliveries, the
-health report), and of the bodies read without a `RequestBody` struct because a stream frame carries
-them too (a publish, a consumer's options, a settle or a touch: `api.validation`,
-`api.consumer_options`, `api.settle_options`)."""
+health report) and of the `max_bytes` query parameter. Request bodies are `RequestBody` structs,
+whose schemas msgspec gives."""
 
 from __future__ import annotations
 
@@ -10,81 +9,14 @@ from typing import Any
 import msgspec
 
 from api.deliveries import MAX_BYTES_ABOUT, MaxBytes
-from api.endpoints import BodySchema, Content
-from api.request_bodies import Moment
-from cluster.queues.queue_limits import INT64_MAX, MESSAGE_PRIORITY_MAX
+from api.endpoints import Content
 
 JSON = "application/json"
 MSGPACK = "application/msgpack"
 Schema = dict[str, Any]
 
-INT64: Schema = {"type": "integer", "minimum": 0, "maximum": INT64_MAX}
-IDS: Schema = {"type": "array", "minItems": 1, "items": INT64}
-SINCE: Schema = {
-    **msgspec.json.schema(Moment),
-    "description": "read only messages enqueued at or after this time (epoch ms or ISO-8601)",
-}
 MAX_BYTES: Schema = {**msgspec.json.schema(MaxBytes), "description": MAX_BYTES_ABOUT}
 
-
-def _object(properties: dict[str, Schema], required: tuple[str, ...] = ()) -> Schema:
-    """An object of these properties and no others."""
-    return {
-        "type": "object",
-        "additionalProperties": False,
-        "properties": properties,
-        **({"required": list(required)} if required else {}),
-    }
-
-
-MESSAGE: Schema = {
-    "type": "object",
-    "required": ["body"],
-    "additionalProperties": False,
-    "properties": {
-        "body": {"type": "string"},
-        "encoding": {"enum": ["utf8", "base64"]},
-        "headers": {"type": "object"},
-        "expiration": INT64,
-        "delay": {**INT64, "description": "ms the message waits in the queue before it is ready"},
-        "not_before": {
-            "description": "the time it is ready from (epoch ms or ISO-8601), instead of delay",
-            "type": ["integer", "string"],
-        },
-        "priority": {
-            "type": "integer",
-            "minimum": 0,
-            "maximum": MESSAGE_PRIORITY_MAX,
-            "description": "higher levels are served first; above the queue's top (31, or x-max-priority) "
-            "taken as the top",
-        },
-    },
-}
-PACKED_MESSAGE: Schema = {
-    **MESSAGE,
-    "properties": {
-        **MESSAGE["properties"],
-        "body": {
-            "type": "string",
-            "description": "bin: the raw body, stored as binary (JSON readers get base64); "
-            "str: as in JSON (text, or base64 text with encoding base64)",
-        },
-    },
-}
-
-
-def _publish(message: Schema) -> Schema:
-    return _object(
-        {
-            "messages": {"type": "array", "minItems": 1, "items": message},
-            "publisher": {"type": "string"},
-            "seq": INT64,
-        },
-        ("messages",),
-    )
-
-
-PUBLISH = BodySchema(_publish(MESSAGE), packed=_publish(PACKED_MESSAGE))
 DELIVERY: Schema = {
     "type": "object",
     "required": [

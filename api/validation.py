@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import binascii
 import re
-from typing import Any
+from typing import Any, Literal, get_args
 
 import msgpack
 from aiohttp import web
@@ -12,15 +11,14 @@ from aiohttp import web
 from api.app_keys import CONFIG
 from api.errors import ApiError
 from api.json_codec import json_value
-from cluster.queues.queue_limits import INT64_MAX, MESSAGE_PRIORITY_MAX
-from cluster.replication.stored_message import StoredMessage
+from cluster.queues.queue_limits import INT64_MAX
 from quorumq.moments import epoch_ms
 
 MSGPACK = "application/msgpack"
 QUEUE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:\-]*")  # full-matched: no trailing newline
-ENCODINGS = ("utf8", "base64")
-MESSAGE_FIELDS = frozenset({"body", "encoding", "headers", "expiration", "delay", "not_before", "priority"})
-MAX_BATCH_MESSAGES = 10000
+Encoding = Literal["utf8", "base64"]
+"""How a message body is given in JSON: as text, or as base64 text of raw bytes."""
+ENCODINGS: tuple[str, ...] = get_args(Encoding)
 MAX_POLL = 10000
 MAX_WAIT_S = 60.0
 MAX_VALUES = 1 << 19
@@ -219,113 +217,6 @@ def query_flag(request: web.Request, name: str) -> bool:
     return raw in ("true", "1")
 
 
-def published_messages(body: dict[str, Any], max_bytes: int) -> list[tuple[StoredMessage, int | None]]:
-    """The `messages` of a publish body: decoded bodies, headers and optional expiration (ms).
-
-    A body is a string (utf8, or base64 with `"encoding": "base64"`) or, in msgpack, bin (raw bytes)."""
-    raw = body.get("messages")
-    if not isinstance(raw, list) or not raw:
-        raise bad("messages must be a non-empty list")
-    if len(raw) > MAX_BATCH_MESSAGES:
-        raise ApiError(413, "too_large", f"at most {MAX_BATCH_MESSAGES} messages per request")
-    return [_published_message(i, m, max_bytes) for i, m in enumerate(raw)]
-
-
-def published_delays(body: dict[str, Any], now_ms: int) -> list[int | None] | None:
-    """Each message's delay in ms, from its `delay` (ms) or its `not_before` (epoch ms or ISO-8601, as
-    far ahead of `now_ms`; a time passed is no delay), or None when no message of the (already checked)
-    publish body has either: the common case costs one look at each message."""
-    messages = body["messages"]
-    if not any("delay" in message or "not_before" in message for message in messages):
-        return None
-    delays = [_delay(index, message, now_ms) for index, message in enumerate(messages)]
-    return delays if any(delays) else None  # a delay of 0, or a time passed, is none
-
-
-def published_priorities(body: dict[str, Any]) -> list[int] | None:
-    """Each message's `priority` (0 to 255, as AMQP; absent is 0), or None when no message of the
-    (already checked) publish body has one above 0."""
-    messages = body["messages"]
-    if not any("priority" in message for message in messages):
-        return None
-    priorities = [_priority(index, message) for index, message in enumerate(messages)]
-    return priorities if any(priorities) else None
-
-
-def _priority(index: int, message: dict[str, Any]) -> int:
-    priority = message.get("priority")
-    if priority is None:  # null is the default, as for the other optional fields
-        return 0
-    if (
-        isinstance(priority, bool)
-        or not isinstance(priority, int)
-        or not 0 <= priority <= MESSAGE_PRIORITY_MAX
-    ):
-        raise bad(f"{_where(index)}.priority must be an integer from 0 to {MESSAGE_PRIORITY_MAX}")
-    return priority
-
-
-def _delay(index: int, message: dict[str, Any], now_ms: int) -> int | None:
-    delay, not_before = message.get("delay"), message.get("not_before")
-    if delay is not None and not_before is not None:
-        raise bad(f"{_where(index)} gives both delay and not_before")
-    if delay is not None:
-        if isinstance(delay, bool) or not isinstance(delay, int) or not 0 <= delay <= INT64_MAX:
-            raise bad(f"{_where(index)}.delay must be a non-negative integer (milliseconds)")
-        return delay or None
-    if not_before is None:
-        return None
-    try:
-        return max(epoch_ms(not_before) - now_ms, 0) or None
-    except ValueError as exc:
-        raise bad(f"{_where(index)}.not_before must be epoch milliseconds or an ISO-8601 time") from exc
-
-
-def _published_message(index: int, raw: Any, max_bytes: int) -> tuple[StoredMessage, int | None]:
-    # Runs once per published message: the `messages[i]` label is only formatted for an error.
-    if not isinstance(raw, dict):
-        raise bad(f"{_where(index)} must be an object")
-    if not raw.keys() <= MESSAGE_FIELDS:
-        raise bad(f"{_where(index)} has unknown fields {sorted(raw.keys() - MESSAGE_FIELDS, key=str)}")
-    text = raw.get("body")
-    if isinstance(text, bytes):  # msgpack bin: the raw body, stored as binary
-        encoding = raw.get("encoding", "base64")
-        if encoding != "base64":
-            raise bad(f"{_where(index)}.encoding of a binary body must be base64 (or left out)")
-        data = text
-    elif isinstance(text, str):
-        encoding = raw.get("encoding", "utf8")
-        data = _text_body(index, text, encoding)
-    else:
-        raise bad(f"{_where(index)}.body must be a string (or bin in msgpack)")
-    if len(data) > max_bytes:
-        raise ApiError(413, "too_large", f"{_where(index)} is {len(data)} bytes; the limit is {max_bytes}")
-    headers = raw.get("headers", {})
-    if not isinstance(headers, dict) or (headers and not all(isinstance(k, str) for k in headers)):
-        raise bad(f"{_where(index)}.headers must be an object")
-    expiration = raw.get("expiration")
-    if expiration is not None and (
-        isinstance(expiration, bool) or not isinstance(expiration, int) or not 0 <= expiration <= INT64_MAX
-    ):
-        raise bad(f"{_where(index)}.expiration must be a non-negative integer (milliseconds)")
-    return StoredMessage(data, headers, encoding), expiration
-
-
-def _text_body(index: int, text: str, encoding: Any) -> bytes:
-    """The bytes of a string body: its UTF-8, or what its base64 decodes to."""
-    if encoding == "utf8":
-        try:
-            return text.encode()
-        except UnicodeEncodeError as exc:  # a lone surrogate ("\ud800") is valid JSON but not UTF-8
-            raise bad(f"{_where(index)}.body is not valid UTF-8 text: {exc.reason}") from exc
-    if encoding == "base64":
-        try:
-            return binascii.a2b_base64(text, strict_mode=True)  # what b64decode(validate=True) runs
-        except (binascii.Error, ValueError) as exc:
-            raise bad(f"{_where(index)}.body is not valid base64") from exc
-    raise bad(f"{_where(index)}.encoding must be one of {', '.join(ENCODINGS)}")
-
-
 def is_utf8(text: str) -> bool:
     """Whether `text` is valid UTF-8 text: JSON may carry a lone surrogate ("\\ud800"), which is not."""
     try:
@@ -333,7 +224,3 @@ def is_utf8(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-def _where(index: int) -> str:
-    return f"messages[{index}]"

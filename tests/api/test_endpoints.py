@@ -65,7 +65,9 @@ def test_each_struct_body_is_the_schema_of_its_operation_in_the_document() -> No
         assert isinstance(endpoint.body, type) and issubclass(endpoint.body, RequestBody)
         name = endpoint.body.__name__
         body = document["paths"][endpoint.path][endpoint.method.lower()]["requestBody"]
-        assert body["content"] == {"application/json": {"schema": {"$ref": REFERENCE.format(name=name)}}}
+        schema = {"schema": {"$ref": REFERENCE.format(name=name)}}
+        packed = {"application/msgpack": schema} if endpoint.body.packed else {}
+        assert body["content"] == {"application/json": schema} | packed
         assert body["required"] is not endpoint.body.optional
         _, made = msgspec.json.schema_components([endpoint.body], ref_template=REFERENCE)
         assert document["components"]["schemas"][name] == made[name]

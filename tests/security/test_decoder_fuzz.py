@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 
 from api.errors import ApiError
 from api.forwarded_publish import PUBLISH, decode_frame
-from api.limits import check_message_headers
+from api.publish_job import publish_of
 from api.stream_frames import CLIENT_OPS, HELLO_MAX_BYTES, BadFrame, read_frame
 from api.tokens import verify_token
-from api.validation import MAX_VALUES, msgpack_object, published_messages
+from api.validation import MAX_VALUES, msgpack_object
 from cluster.config import Address, NodeConfig
 from cluster.metadata.metadata_app import MetadataApp
 from cluster.queues.queue_limits import INT64_MAX
@@ -195,11 +195,16 @@ def test_queue_entries_apply_or_raise_unreadable_entry_and_keep_a_consistent_sta
     assert restored.stats() == replica.machine.stats()
 
 
+SMALL_MESSAGES = NodeConfig(
+    "n1", Path("/nonexistent"), Address("127.0.0.1", 1), Address("127.0.0.1", 2), max_message_bytes=1024
+)
+
+
 @FUZZ
 @given(values)
 def test_publish_bodies_parse_or_answer_a_4xx(body: Any) -> None:
     try:
-        published_messages(body if isinstance(body, dict) else {"messages": body}, 1024)
+        publish_of(body if isinstance(body, dict) else {"messages": body}, SMALL_MESSAGES, 0)
     except ApiError as exc:
         assert 400 <= exc.status < 500
 
@@ -220,11 +225,8 @@ publish_maps = st.fixed_dictionaries(
 @FUZZ
 @given(st.one_of(wire_bytes, publish_maps.map(msgpack.packb)))
 def test_msgpack_publish_bodies_parse_or_answer_a_4xx_and_what_parses_can_be_logged(data: bytes) -> None:
-    config = NodeConfig("n1", Path("/nonexistent"), Address("127.0.0.1", 1), Address("127.0.0.1", 2))
     try:
-        messages = published_messages(msgpack_object(data), 1024)
-        for index, (message, _) in enumerate(messages):
-            check_message_headers(index, message.headers, config)
+        messages = publish_of(msgpack_object(data), SMALL_MESSAGES, 0).messages
     except ApiError as exc:
         assert 400 <= exc.status < 500
         return

@@ -13,8 +13,8 @@ import pytest
 from security_helpers import ADMIN, Answer, call, eventually_body
 from support.eventually import eventually
 
+from api.publish_job import MAX_BATCH_MESSAGES
 from api.publishing import MAX_PEER_FORWARD_BYTES
-from api.validation import MAX_BATCH_MESSAGES
 from cli.node_processes import ProcessCluster, plan_cluster, wait_healthy
 
 LIMITS = {
