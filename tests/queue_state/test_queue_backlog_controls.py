@@ -6,11 +6,28 @@ hand-outs (`x-dequeue-window`, rsyslog's dequeue time frame), judged on the time
 
 from __future__ import annotations
 
+import msgpack
 import pytest
+from queue_state_helpers import delivered, enqueue, make_machine
 
 from queue_state.arguments import parse_arguments
 from queue_state.command_codec import arguments_version, encode_command, encode_command_v0
-from queue_state.commands import ApplyPolicy, EntryMeta, UpdateConfig
+from queue_state.commands import (
+    ApplyPolicy,
+    Checkout,
+    DurableCheckout,
+    EntryMeta,
+    Get,
+    RedriveCheckout,
+    Return,
+    Settle,
+    StartRedrive,
+    Tick,
+    UpdateConfig,
+)
+from queue_state.dequeue_window import DAY_MS, MINUTE_MS
+from queue_state.effects import Deliveries, Enqueued
+from queue_state.machine import QueueMachine
 
 BACKLOG_ARGUMENTS = {
     "x-max-unacked": 4,
@@ -35,3 +52,177 @@ def test_rule_the_backlog_controls_travel_from_operations_version_10_only(argume
                 encode_command(command, version)
     with pytest.raises(ValueError):
         encode_command_v0(EntryMeta(0), declared)
+
+
+DAY = DAY_MS
+HOUR = 60 * MINUTE_MS
+NOON = 10 * DAY + 12 * HOUR  # some noon, UTC
+
+
+def held(machine: QueueMachine) -> int:
+    return machine.stats().messages_unacknowledged
+
+
+# x-max-unacked (AMPS's MaxBacklog)
+
+
+def test_rule_at_the_unacked_cap_nothing_is_handed_out_until_a_settle_makes_room() -> None:
+    m = make_machine(max_unacked=3)
+    m.apply(EntryMeta(1), Checkout("a", prefetch=5))
+    m.apply(EntryMeta(1), Checkout("b", prefetch=5))
+    _, effects = enqueue(m, 2, count=10)
+    assert sorted(delivered(effects)) == [1, 2, 3] and held(m) == 3
+    for auto_ack in (False, True):  # gets included
+        reply, _ = m.apply(EntryMeta(3), Get("g", 5, auto_ack))
+        assert reply == Deliveries(())
+    assert m.next_deadline_ms() is None  # room comes with a settle or a return, not with time
+    _, effects = m.apply(EntryMeta(4), Settle((1,), None))
+    assert delivered(effects) == [4] and held(m) == 3
+    _, effects = m.apply(EntryMeta(5), Return((2,), None, failed=False))
+    assert delivered(effects) == [5] and held(m) == 3  # 2 went back behind the others
+
+
+def test_rule_under_the_cap_each_consumers_prefetch_still_applies() -> None:
+    m = make_machine(max_unacked=10)
+    m.apply(EntryMeta(1), Checkout("c", prefetch=2))
+    _, effects = enqueue(m, 2, count=5)
+    assert delivered(effects, "c") == [1, 2]
+
+
+def test_rule_a_get_or_a_durable_checkout_takes_no_more_than_the_room_under_the_cap() -> None:
+    m = make_machine(max_unacked=3)
+    enqueue(m, 1, count=10)
+    reply, _ = m.apply(EntryMeta(2), Get("g", 2, auto_ack=False))
+    assert [d.id for d in reply.deliveries] == [1, 2]
+    position, _ = m.apply(EntryMeta(3), DurableCheckout("spark", 5))
+    assert (position.settled, position.end) == (0, 1)  # one of five: the cap was one away
+    reply, _ = m.apply(EntryMeta(4), Get("g2", 1, auto_ack=True))
+    assert reply == Deliveries(())
+
+
+def test_rule_a_lowered_cap_hands_nothing_out_until_the_queue_is_below_it() -> None:
+    m = make_machine()
+    m.apply(EntryMeta(1), Checkout("c", prefetch=10))
+    enqueue(m, 2, count=6)  # c holds 1..6
+    m.apply(EntryMeta(3), UpdateConfig(parse_arguments({"x-max-unacked": 4})))
+    enqueue(m, 4, count=2)
+    _, effects = m.apply(EntryMeta(5), Settle((1, 2), "c"))
+    assert delivered(effects) == [] and held(m) == 4
+    _, effects = m.apply(EntryMeta(6), Settle((3,), "c"))
+    assert delivered(effects) == [7] and held(m) == 4
+
+
+def test_rule_a_redrive_task_is_not_held_back_by_the_backlog_controls() -> None:
+    """Its worker takes an empty checkout for the end of its task: holding it back would end it early."""
+    m = make_machine(max_unacked=1, dequeue_interval_ms=1000, dequeue_window="00:00-00:01")
+    enqueue(m, NOON, count=3)
+    m.apply(EntryMeta(NOON), StartRedrive("t", "orders"))
+    position, _ = m.apply(EntryMeta(NOON + 1), RedriveCheckout("t", 1, 3))
+    assert (position.settled, position.end) == (0, 3)
+
+
+# x-dequeue-interval-ms (rsyslog's DequeueSlowdown)
+
+
+def test_rule_one_hand_out_per_interval_for_the_whole_queue_woken_by_a_tick() -> None:
+    m = make_machine(dequeue_interval_ms=100)
+    m.apply(EntryMeta(0), Checkout("a", prefetch=10))
+    m.apply(EntryMeta(0), Checkout("b", prefetch=10))
+    _, effects = enqueue(m, 1000, count=5)
+    assert delivered(effects) == [1]  # the first at once
+    assert m.next_deadline_ms() == 1100  # the leader's Tick arrives then
+    _, effects = m.apply(EntryMeta(1050), Tick())
+    assert delivered(effects) == []
+    reply, _ = m.apply(EntryMeta(1099), Get("g", 3, auto_ack=True))
+    assert reply == Deliveries(())
+    _, effects = m.apply(EntryMeta(1100), Tick())
+    assert delivered(effects, "b") == [2]  # round-robin goes on where it was
+    reply, _ = m.apply(EntryMeta(1200), Get("g", 3, auto_ack=True))
+    assert [d.id for d in reply.deliveries] == [3]  # a get is one hand-out of one
+    _, effects = m.apply(EntryMeta(9000), Tick())
+    assert delivered(effects) == [4]  # no catching up after a quiet while
+    assert m.next_deadline_ms() == 9100
+
+
+def test_rule_the_interval_wakes_the_queue_only_when_someone_could_take() -> None:
+    m = make_machine(dequeue_interval_ms=100, max_unacked=1)
+    enqueue(m, 0, count=3)
+    m.apply(EntryMeta(0), Get("g", 1, auto_ack=True))
+    assert m.next_deadline_ms() is None  # no consumer: a get asks for itself
+    m.apply(EntryMeta(10), Checkout("c", prefetch=1))
+    assert m.next_deadline_ms() == 100
+    m.apply(EntryMeta(100), Tick())
+    assert held(m) == 1 and m.next_deadline_ms() is None  # at its prefetch and at the cap
+    m.apply(EntryMeta(150), Settle((2,), "c"))
+    assert m.next_deadline_ms() == 200
+
+
+def test_rule_a_queue_that_stops_pacing_hands_out_at_once_and_keeps_no_time() -> None:
+    m = make_machine(dequeue_interval_ms=1000)
+    m.apply(EntryMeta(0), Checkout("c", prefetch=10))
+    enqueue(m, 0, count=3)
+    _, effects = m.apply(EntryMeta(10), UpdateConfig(parse_arguments({})))
+    assert delivered(effects) == [2, 3]
+    assert msgpack.unpackb(next(iter(m.snapshot_chunks())))["version"] < 10
+
+
+# x-dequeue-window (rsyslog's dequeue time frame)
+
+
+def test_rule_outside_the_window_messages_wait_and_its_opening_wakes_the_queue() -> None:
+    m = make_machine(dequeue_window="22:00-06:00")
+    m.apply(EntryMeta(NOON), Checkout("c", prefetch=10))
+    reply, effects = enqueue(m, NOON, count=2)
+    assert isinstance(reply, Enqueued) and delivered(effects) == []  # publishes still taken
+    assert m.apply(EntryMeta(NOON), Get("g", 1, auto_ack=True))[0] == Deliveries(())
+    opens = 10 * DAY + 22 * HOUR
+    assert m.next_deadline_ms() == opens
+    _, effects = m.apply(EntryMeta(opens), Tick())
+    assert delivered(effects) == [1, 2]
+    _, effects = enqueue(m, 11 * DAY + 6 * HOUR - 1, count=1)  # past midnight: still open
+    assert delivered(effects) == [3]
+    _, effects = enqueue(m, 11 * DAY + 6 * HOUR, count=1)  # closed again
+    assert delivered(effects) == [] and m.next_deadline_ms() == 11 * DAY + 22 * HOUR
+
+
+def test_rule_with_an_interval_and_a_window_the_next_hand_out_waits_for_both() -> None:
+    m = make_machine(dequeue_interval_ms=HOUR, dequeue_window="12:00-12:30")
+    m.apply(EntryMeta(NOON), Checkout("c", prefetch=10))
+    _, effects = enqueue(m, NOON, count=3)
+    assert delivered(effects) == [1]
+    assert m.next_deadline_ms() == NOON + DAY  # an hour on, the window is closed: tomorrow's noon
+    _, effects = m.apply(EntryMeta(NOON + DAY), Tick())
+    assert delivered(effects) == [2]
+
+
+# Snapshots
+
+
+def test_a_paced_queue_snapshots_as_version_10_and_restores_its_pace() -> None:
+    m = make_machine(dequeue_interval_ms=100, max_unacked=5, dequeue_window="00:00-23:59")
+    m.apply(EntryMeta(0), Checkout("c", prefetch=10))
+    assert msgpack.unpackb(next(iter(m.snapshot_chunks())))["version"] < 10  # nothing handed out yet
+    enqueue(m, 40, count=3)
+    chunks = list(m.snapshot_chunks())
+    header = msgpack.unpackb(chunks[0])
+    assert (header["version"], header["paced_at"]) == (10, 40)
+    restored = QueueMachine.restore(chunks)
+    assert restored.config == m.config and restored.next_deadline_ms() == 140
+    assert list(restored.snapshot_chunks()) == chunks
+    _, effects = restored.apply(EntryMeta(139), Tick())
+    assert delivered(effects) == []
+
+
+def test_rule_a_snapshot_of_an_earlier_version_restores_as_a_queue_that_never_paced() -> None:
+    """Only a queue declared or changed at queue operations version 10 paces; its replicas may still
+    restore a snapshot written before it paced (of its first hand-out, say): without a time, it hands out
+    at once."""
+    m = make_machine(dequeue_interval_ms=100)
+    m.apply(EntryMeta(0), Checkout("c", prefetch=10, auto_ack=True))
+    enqueue(m, 40, count=2)
+    header, *rest = list(m.snapshot_chunks())
+    old = msgpack.unpackb(header)
+    del old["paced_at"]
+    restored = QueueMachine.restore([msgpack.packb({**old, "version": 9}), *rest])
+    _, effects = restored.apply(EntryMeta(41), Settle((1,), "c"))
+    assert delivered(effects) == [2]
