@@ -20,6 +20,9 @@ from __future__ import annotations
 
 from queue_state.arguments import INT64_MAX, QueueConfig
 
+DISCARDED = "discarded"
+"""The `dropped` reason of a message discarded as it arrived (`x-discard-mark`)."""
+
 
 def room(config: QueueConfig, now_ms: int, unacked: int, paced_at_ms: int | None) -> int:
     """How many messages the queue may hand out at `now_ms` while `unacked` are checked out: none outside
@@ -61,3 +64,12 @@ def paced_at(config: QueueConfig, now_ms: int, handed_out: int, paced_at_ms: int
     if config.dequeue_interval_ms is None:
         return None
     return now_ms if handed_out else paced_at_ms
+
+
+def discard_below(config: QueueConfig, ready: int) -> int:
+    """The priority below which a message published while the queue holds `ready` ready messages is
+    discarded: `x-discard-below-priority` once they number `x-discard-mark`, else 0 (none is)."""
+    mark, below = config.discard_mark, config.discard_below_priority
+    if mark is None or below is None or ready < mark:
+        return 0
+    return below

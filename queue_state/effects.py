@@ -72,9 +72,11 @@ Effect = Deliver | DeadLetter | ForgetBodies | QueueExpired
 
 @dataclass(frozen=True, slots=True)
 class Enqueued:
-    """The publish was taken; these ids were assigned, in message order."""
+    """The publish was taken; these ids were assigned, in message order, and those of them in `discarded`
+    were dropped as they arrived (`x-discard-mark`)."""
 
     ids: tuple[int, ...]
+    discarded: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

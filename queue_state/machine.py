@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from queue_state.arguments import MAX_PRIORITY, QueueConfig, parse_arguments
-from queue_state.backlog_controls import next_opening_ms, paced_at, room
+from queue_state.backlog_controls import DISCARDED, discard_below, next_opening_ms, paced_at, room
 from queue_state.commands import (
     ApplyPolicy,
     Cancel,
@@ -172,30 +172,41 @@ class QueueMachine:
         if any(message.priority for message in cmd.messages):
             top = self._config.top_priority
             priorities = [min(message.priority, top) for message in cmd.messages]
-        if any(message.delay_ms for message in cmd.messages):
-            self._enqueue_delayed(first_id, cmd.messages, expires, priorities)
+        below = discard_below(self._config, len(self._ready))
+        discarded: list[int] = []
+        if below > min(priorities or [0]) or any(message.delay_ms for message in cmd.messages):
+            discarded = self._enqueue_each(first_id, cmd.messages, expires, priorities, below)
         else:
             sizes = [message.size for message in cmd.messages]
             self._ready.push_new(first_id, sizes, self._now, expires, priorities)
+        if discarded:
+            _count(self._dropped, DISCARDED, len(discarded))
+            out.forget_all(discarded)
         if window is not None and cmd.seq is not None:
             window.record(cmd.seq, first_id, count)
-        return Enqueued(tuple(range(first_id, first_id + count)))
+        return Enqueued(tuple(range(first_id, first_id + count)), tuple(discarded))
 
-    def _enqueue_delayed(
+    def _enqueue_each(
         self,
         first_id: int,
         messages: tuple[NewMessage, ...],
         expires: list[int],
         priorities: list[int] | None,
-    ) -> None:
-        """A batch with delayed messages: each delayed one waits, the others join their level in order."""
+        below: int,
+    ) -> list[int]:
+        """A batch with delayed or discarded messages: each one below priority `below` is discarded, each
+        delayed one waits, the others join their level in order. Returns the ids discarded."""
+        discarded = []
         for offset, (new, expires_at) in enumerate(zip(messages, expires, strict=True)):
             priority = 0 if priorities is None else priorities[offset]
             message = ReadyMessage(first_id + offset, new.size, self._now, expires_at, 0, 0, priority)
-            if new.delay_ms:
+            if priority < below:
+                discarded.append(message.id)
+            elif new.delay_ms:
                 self._delayed.wait(message, _not_before(self._now, new.delay_ms), Destination.PUBLISHED)
             else:
                 self._ready.push(message)
+        return discarded
 
     def _checkout(self, cmd: Checkout, out: EffectCollector) -> Reply:
         if cmd.consumer in self._durables:

@@ -6,18 +6,23 @@ hand-outs (`x-dequeue-window`, rsyslog's dequeue time frame), judged on the time
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgpack
 import pytest
-from queue_state_helpers import delivered, enqueue, make_machine
+from queue_state_helpers import dead_lettered, delivered, enqueue, forgotten, make_machine
 
 from queue_state.arguments import parse_arguments
+from queue_state.backlog_controls import DISCARDED
 from queue_state.command_codec import arguments_version, encode_command, encode_command_v0
 from queue_state.commands import (
     ApplyPolicy,
     Checkout,
     DurableCheckout,
+    Enqueue,
     EntryMeta,
     Get,
+    NewMessage,
     RedriveCheckout,
     Return,
     Settle,
@@ -26,7 +31,7 @@ from queue_state.commands import (
     UpdateConfig,
 )
 from queue_state.dequeue_window import DAY_MS, MINUTE_MS
-from queue_state.effects import Deliveries, Enqueued
+from queue_state.effects import Deliveries, Duplicate, Enqueued, Rejected
 from queue_state.machine import QueueMachine
 
 BACKLOG_ARGUMENTS = {
@@ -193,6 +198,73 @@ def test_rule_with_an_interval_and_a_window_the_next_hand_out_waits_for_both() -
     assert m.next_deadline_ms() == NOON + DAY  # an hour on, the window is closed: tomorrow's noon
     _, effects = m.apply(EntryMeta(NOON + DAY), Tick())
     assert delivered(effects) == [2]
+
+
+# x-discard-mark with x-discard-below-priority (rsyslog's DiscardMark and DiscardSeverity)
+
+
+def publish(machine: QueueMachine, now: int, *priorities: int, delay: int | None = None, **kwargs: Any):
+    messages = tuple(NewMessage(10, None, delay, priority) for priority in priorities)
+    return machine.apply(EntryMeta(now), Enqueue(messages, **kwargs))
+
+
+def test_rule_at_the_mark_a_publish_below_the_priority_is_dropped_as_it_arrives() -> None:
+    m = make_machine(discard_mark=3, discard_below_priority=2)
+    publish(m, 1, 0, 0)
+    reply, effects = publish(m, 2, 0, 1)  # two ready when it arrived: under the mark, all taken
+    assert reply == Enqueued((3, 4)) and m.stats().messages_ready == 4
+    reply, effects = publish(m, 3, 0, 1, 2, 5)
+    assert reply == Enqueued((5, 6, 7, 8), discarded=(5, 6))  # answered as taken, the discarded named
+    assert forgotten(effects) == [5, 6] and not dead_lettered(effects)
+    assert [r.id for r in m.ready_messages()] == [8, 7, 4, 1, 2, 3]  # by priority, then id
+    assert m.stats().dropped == {DISCARDED: 2}
+
+
+def test_rule_the_mark_counts_ready_messages_only() -> None:
+    m = make_machine(discard_mark=2, discard_below_priority=1)
+    m.apply(EntryMeta(0), Checkout("c", prefetch=2))
+    publish(m, 1, 0, 0)  # both handed out
+    publish(m, 2, 0, delay=1000)  # waiting, not ready
+    reply, _ = publish(m, 3, 0)
+    assert reply.discarded == () and m.stats().messages_ready == 1
+
+
+def test_rule_a_batch_is_judged_as_it_arrives_as_reject_publish_judges_it() -> None:
+    m = make_machine(discard_mark=2, discard_below_priority=1)
+    publish(m, 1, 0)
+    reply, _ = publish(m, 2, 0, 0, 0)  # one ready when it arrived: the batch passes the mark whole
+    assert reply.discarded == () and m.stats().messages_ready == 4
+    assert publish(m, 3, 0)[0].discarded == (5,)
+
+
+def test_rule_a_priority_is_judged_as_the_queue_takes_it_and_a_delayed_message_is_no_exception() -> None:
+    m = make_machine(max_priority=2, discard_mark=0, discard_below_priority=3)
+    reply, _ = publish(m, 1, 200)  # taken as 2, the queue's top: below 3
+    assert reply.discarded == (1,)
+    reply, _ = publish(m, 2, 0, delay=500)
+    assert reply.discarded == (2,) and m.stats().messages == 0 and m.next_deadline_ms() is None
+
+
+def test_rule_below_priority_0_the_mark_discards_nothing() -> None:
+    m = make_machine(discard_mark=0, discard_below_priority=0)
+    assert publish(m, 1, 0, 0)[0].discarded == ()
+
+
+def test_rule_a_retried_publish_is_answered_as_first_and_nothing_is_discarded_twice() -> None:
+    m = make_machine(discard_mark=1, discard_below_priority=1)
+    publish(m, 1, 5)
+    first, _ = publish(m, 2, 0, 3, publisher="p", seq=1)
+    assert first == Enqueued((2, 3), discarded=(2,))
+    again, effects = publish(m, 3, 0, 3, publisher="p", seq=1)
+    assert again == Duplicate((2, 3)) and not forgotten(effects)
+    assert m.stats().dropped == {DISCARDED: 1}
+
+
+def test_rule_a_full_reject_publish_queue_refuses_before_anything_is_discarded() -> None:
+    m = make_machine(max_length=1, overflow="reject-publish", discard_mark=1, discard_below_priority=1)
+    publish(m, 1, 5)
+    assert isinstance(publish(m, 2, 0)[0], Rejected)
+    assert m.stats().dropped == {}
 
 
 # Snapshots
