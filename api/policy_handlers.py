@@ -39,6 +39,18 @@ DEFINITION = {
         "delayed-retry-min": _LIMIT,
         "delayed-retry-max": _LIMIT,
         "target-group-size": {"type": "integer", "minimum": 1},
+        "max-unacked": {"type": "integer", "minimum": 1},
+        "discard-mark": _LIMIT,
+        "discard-below-priority": {"type": "integer", "minimum": 0, "maximum": 31},
+        "dequeue-interval-ms": {"type": "integer", "minimum": 1},
+        "dequeue-window": {
+            "type": "string",
+            "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]-([01][0-9]|2[0-3]):[0-5][0-9]$",
+        },
+    },
+    "dependentRequired": {
+        "discard-mark": ["discard-below-priority"],
+        "discard-below-priority": ["discard-mark"],
     },
 }
 """The policy keys and their values, for the OpenAPI document (`checked_policy` checks a definition)."""
@@ -105,7 +117,9 @@ async def get_policy(request: web.Request) -> web.StreamResponse:
         "(policy keys: `max-length`, `max-length-bytes`, `overflow`, `message-ttl`, "
         "`expires`, `delivery-limit`, `dead-letter-queue`, `dead-letter-strategy`, "
         "`lease-period`, `consumer-timeout`, `delayed-retry-type`/`-min`/`-max`, "
-        "`target-group-size`); the queue's own value wins, except for limits, where the "
+        "`target-group-size`, and the backlog controls `max-unacked`, `discard-mark` with "
+        "`discard-below-priority`, `dequeue-interval-ms`, `dequeue-window`); the queue's own "
+        "value wins, except for limits (`max-unacked` among them), where the "
         "stricter wins; `GET /api/queues/{q}` shows `policy` and `effective_arguments` "
         '(`quorumq policies set|clear|list`; docs/internals/queue_state.md, "Policies")'
     ),
