@@ -729,10 +729,9 @@ class QueueMachine:
         """The earliest entry time at which a Tick would change something (TTL, lease, a delayed message's
         time, expiry, publishers, a hand-out the dequeue interval or window holds back)."""
         deadlines = []
-        if self._ready and self._consumers.someone_has_credit:
-            opening = next_opening_ms(self._config, self._now, len(self._holder_of), self._paced_at)
-            if opening is not None:
-                deadlines.append(opening)
+        opening = next_opening_ms(self._config, self._now, len(self._holder_of), self._paced_at)
+        if opening is not None and self._ready and self._consumers.someone_has_credit:
+            deadlines.append(opening)
         head_expiry = self._ready.head_expires_at()
         if head_expiry != NO_EXPIRY:
             deadlines.append(head_expiry + 1)
