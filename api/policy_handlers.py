@@ -14,7 +14,7 @@ from api.errors import ApiError
 from api.forwarding import on_meta_leader
 from api.request_bodies import RequestBody, read_body_as
 from api.validation import bad, check_queue_name
-from cluster.queues.policies import PolicyError, checked_policy
+from cluster.queues.policies import PolicyError, checked_policy, policy_version
 from metadata_state.codec import POLICY_CODEC_VERSION
 from metadata_state.records import PolicyRecord
 from metadata_state.replies import Created, NotFound
@@ -107,7 +107,7 @@ async def get_policy(request: web.Request) -> web.StreamResponse:
     responses={
         "201": "created",
         "204": "replaced",
-        "409": "a node reads no policies yet (upgrade_in_progress)",
+        "409": "a node reads no policies or not all of its keys yet (upgrade_in_progress)",
     },
     body=Policy,
     about=(
@@ -138,6 +138,7 @@ async def put_policy(request: web.Request) -> web.StreamResponse:
     if target is not None:
         check_queue_name(target, request.app[CONFIG].max_queue_name_length)
     _require_policies_read_everywhere(request)
+    request.app[FORMATS].require_queue_ops(policy_version(policy), "not all of these policy keys")
     door = request.app[METADATA_DOOR]
     try:
         reply = await door.set_policy(policy.name, policy.pattern, policy.definition, policy.priority)
