@@ -165,9 +165,11 @@ class ConsumerRegistry:
         return None
 
     @property
-    def someone_has_credit(self) -> bool:
-        """Whether `next_with_credit` would find a consumer to serve (it is not asked: it turns the
-        rotation)."""
+    def someone_could_take(self) -> bool:
+        """Whether a consumer could take a message now: one `next_with_credit` would find to serve (it is
+        not asked: it turns the rotation), or a reader with room under its prefetch (it takes with gets)."""
+        if any(consumer.is_reader and consumer.has_credit for consumer in self._by_name.values()):
+            return True
         if self._single_active:
             return self._active is not None and self._active.has_credit
         return any(consumer.has_credit for rotation in self._rotations.values() for consumer in rotation)

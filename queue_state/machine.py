@@ -730,7 +730,7 @@ class QueueMachine:
         time, expiry, publishers, a hand-out the dequeue interval or window holds back)."""
         deadlines = []
         opening = next_opening_ms(self._config, self._now, len(self._holder_of), self._paced_at)
-        if opening is not None and self._ready and self._consumers.someone_has_credit:
+        if opening is not None and self._ready and self._consumers.someone_could_take:
             deadlines.append(opening)
         head_expiry = self._ready.head_expires_at()
         if head_expiry != NO_EXPIRY:

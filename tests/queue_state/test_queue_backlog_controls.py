@@ -162,6 +162,18 @@ def test_rule_the_interval_wakes_the_queue_only_when_someone_could_take() -> Non
     assert m.next_deadline_ms() == 200
 
 
+def test_rule_the_interval_wakes_the_queue_for_a_reader_with_room() -> None:
+    """A reader takes with gets, never served: its room under its prefetch still wants a Tick, which
+    wakes its waiting get."""
+    m = make_machine(dequeue_interval_ms=100)
+    m.apply(EntryMeta(0), Checkout("r", prefetch=1, since_ms=0))
+    enqueue(m, 0, count=3)
+    m.apply(EntryMeta(0), Get("r", 1, auto_ack=False))
+    assert held(m) == 1 and m.next_deadline_ms() is None  # at its prefetch
+    m.apply(EntryMeta(50), Settle((1,), "r"))
+    assert m.next_deadline_ms() == 100
+
+
 def test_rule_a_queue_that_stops_pacing_hands_out_at_once_and_keeps_no_time() -> None:
     m = make_machine(dequeue_interval_ms=1000)
     m.apply(EntryMeta(0), Checkout("c", prefetch=10))

@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 from queue_state_strategies import DURABLE_NAMES, DURABLE_POOL, IDS, NAME_POOL, NAMES, configs, new_messages
 
-from queue_state.backlog_controls import DISCARDED
+from queue_state.backlog_controls import DISCARDED, next_opening_ms
 from queue_state.commands import (
     Cancel,
     Checkout,
@@ -471,16 +471,16 @@ class QueueInvariants(RuleBasedStateMachine):
     @invariant()
     def a_hand_out_held_back_by_time_has_a_tick_due(self) -> None:
         """A ready message a consumer has credit for, under the cap, that the serve step left: the dequeue
-        window or interval held it back, so the leader must be told when to come back."""
+        window or interval held it back, so the leader must be told when to come back. So too while they
+        hold a hand-out back from a reader with room (its waiting get is woken by the Tick)."""
         config = self.machine.config
-        someone = any(
-            c.active and c.since_ms is None and c.unacknowledged < c.prefetch
-            for c in self.machine.consumers()
-        )
-        under_cap = (
-            config.max_unacked is None or self.machine.stats().messages_unacknowledged < config.max_unacked
-        )
-        if self.machine.stats().messages_ready and someone and under_cap:
+        consumers = self.machine.consumers()
+        unacked = self.machine.stats().messages_unacknowledged
+        served = any(c.active and c.since_ms is None and c.unacknowledged < c.prefetch for c in consumers)
+        reader = any(c.since_ms is not None and c.unacknowledged < c.prefetch for c in consumers)
+        held_back = next_opening_ms(config, self.machine.now_ms, unacked, self.paced_at) is not None
+        under_cap = config.max_unacked is None or unacked < config.max_unacked
+        if self.machine.stats().messages_ready and under_cap and (served or (reader and held_back)):
             assert self.machine.next_deadline_ms() is not None, "held back with no Tick due"
 
     @invariant()
