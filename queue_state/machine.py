@@ -172,6 +172,8 @@ class QueueMachine:
         if any(message.priority for message in cmd.messages):
             top = self._config.top_priority
             priorities = [min(message.priority, top) for message in cmd.messages]
+        if self._config.discard_mark is not None:  # the mark counts no message already expired
+            self._expire_heads(out)
         below = discard_below(self._config, len(self._ready))
         discarded: list[int] = []
         if below > min(priorities or [0]) or any(message.delay_ms for message in cmd.messages):

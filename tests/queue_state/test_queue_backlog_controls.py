@@ -241,6 +241,14 @@ def test_rule_the_mark_counts_ready_messages_only() -> None:
     assert reply.discarded == () and m.stats().messages_ready == 1
 
 
+def test_rule_the_mark_counts_no_message_expired_when_the_publish_arrives() -> None:
+    m = make_machine(discard_mark=1, discard_below_priority=1, message_ttl=10)
+    publish(m, 0, 0)
+    reply, effects = publish(m, 100, 0)  # the first expired at 10: none ready
+    assert reply.discarded == () and forgotten(effects) == [1]
+    assert [r.id for r in m.ready_messages()] == [2]
+
+
 def test_rule_a_batch_is_judged_as_it_arrives_as_reject_publish_judges_it() -> None:
     m = make_machine(discard_mark=2, discard_below_priority=1)
     publish(m, 1, 0)
