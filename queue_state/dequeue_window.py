@@ -9,6 +9,7 @@ clock.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -25,8 +26,10 @@ class DequeueWindow:
     closes_ms: int
 
     @classmethod
+    @functools.lru_cache(maxsize=256)
     def parse(cls, text: str) -> DequeueWindow:
-        """The window `"HH:MM-HH:MM"` says; ValueError for any other text, or an empty window."""
+        """The window `"HH:MM-HH:MM"` says (cached: a queue asks it on every apply and timer); ValueError
+        for any other text, or an empty window."""
         found = _FORM.fullmatch(text)
         if found is None:
             raise ValueError(f'must be "HH:MM-HH:MM" (UTC, 00:00 to 23:59), got {text!r}')

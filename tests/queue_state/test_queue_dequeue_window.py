@@ -62,3 +62,8 @@ def test_the_next_opening_is_open_and_nothing_before_it_is(opens: int, closes: i
     if found > now:
         assert not window.is_open(found - 1)
         assert not window.is_open(now)
+
+
+def test_rule_a_window_s_text_is_parsed_once() -> None:
+    """Every apply and leader timer asks a paced queue's window: its text is parsed only the first time."""
+    assert DequeueWindow.parse("21:07-03:09") is DequeueWindow.parse("21:07-03:09")
