@@ -73,7 +73,8 @@ Effect = Deliver | DeadLetter | ForgetBodies | QueueExpired
 @dataclass(frozen=True, slots=True)
 class Enqueued:
     """The publish was taken; these ids were assigned, in message order, and those of them in `discarded`
-    were dropped as they arrived (`x-discard-mark`)."""
+    were dropped as they arrived (`x-discard-mark`). Only the machine's reply carries `discarded` today:
+    the door's `Published` and the HTTP answer do not."""
 
     ids: tuple[int, ...]
     discarded: tuple[int, ...] = ()
