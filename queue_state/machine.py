@@ -557,7 +557,7 @@ class QueueMachine:
         self, limit: TakeLimit, window: Window | None, out: EffectCollector
     ) -> list[ReadyMessage]:
         """What a get or a durable consumer's checkout takes: `_take_ready` within what the backlog controls
-        allow now."""
+        allow now (lowering `limit.count`: each caller's limit is its own, made for this command)."""
         limit.count = min(limit.count, self._room())
         taken = self._take_ready(limit, window, out)
         self._handed_out(len(taken))

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from queue_state.arguments import (
+    DISCARD_ARGUMENTS,
     RUNTIME_ARGUMENTS,
     ArgumentError,
     QueueConfig,
@@ -47,6 +48,9 @@ POLICY_KEYS: dict[str, str] = {
 }
 """A policy definition's keys, each with the queue argument it sets: every runtime argument."""
 assert set(POLICY_KEYS.values()) == RUNTIME_ARGUMENTS
+_DISCARD_KEYS = tuple(
+    key for argument in DISCARD_ARGUMENTS for key, a in POLICY_KEYS.items() if a == argument
+)
 
 _STRICTER_WINS = frozenset(
     {"x-max-length", "x-max-length-bytes", "x-message-ttl", "x-expires", "x-delivery-limit", "x-max-unacked"}
@@ -81,7 +85,7 @@ def definition_arguments(definition: object) -> dict[str, Any]:
         except ArgumentError as exc:
             raise ArgumentError(key, exc.reason) from exc
         arguments[argument] = definition[key]
-    check_discard_pair(definition, ("discard-mark", "discard-below-priority"))
+    check_discard_pair(definition, _DISCARD_KEYS)
     return arguments
 
 
