@@ -126,7 +126,8 @@ class _NodeCollector(Collector):
         )
         dropped = CounterMetricFamily(
             "quorumq_queue_messages_dropped",
-            "Messages that left for a reason with no dead-letter target, by reason",
+            "Messages that left without being dead-lettered (no target, or discarded as they arrived)"
+            ", by reason",
             labels=["queue", "reason"],
         )
         for queue in self.queues.leading_doors():

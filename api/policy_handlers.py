@@ -14,7 +14,7 @@ from api.errors import ApiError
 from api.forwarding import on_meta_leader
 from api.request_bodies import RequestBody, read_body_as
 from api.validation import bad, check_queue_name
-from cluster.queues.policies import PolicyError, checked_policy
+from cluster.queues.policies import PolicyError, checked_policy, policy_version
 from metadata_state.codec import POLICY_CODEC_VERSION
 from metadata_state.records import PolicyRecord
 from metadata_state.replies import Created, NotFound
@@ -39,6 +39,18 @@ DEFINITION = {
         "delayed-retry-min": _LIMIT,
         "delayed-retry-max": _LIMIT,
         "target-group-size": {"type": "integer", "minimum": 1},
+        "max-unacked": {"type": "integer", "minimum": 1},
+        "discard-mark": _LIMIT,
+        "discard-below-priority": {"type": "integer", "minimum": 0, "maximum": 31},
+        "dequeue-interval-ms": {"type": "integer", "minimum": 1},
+        "dequeue-window": {
+            "type": "string",
+            "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]-([01][0-9]|2[0-3]):[0-5][0-9]$",
+        },
+    },
+    "dependentRequired": {
+        "discard-mark": ["discard-below-priority"],
+        "discard-below-priority": ["discard-mark"],
     },
 }
 """The policy keys and their values, for the OpenAPI document (`checked_policy` checks a definition)."""
@@ -95,7 +107,7 @@ async def get_policy(request: web.Request) -> web.StreamResponse:
     responses={
         "201": "created",
         "204": "replaced",
-        "409": "a node reads no policies yet (upgrade_in_progress)",
+        "409": "a node reads no policies or not all of its keys yet (upgrade_in_progress)",
     },
     body=Policy,
     about=(
@@ -105,7 +117,9 @@ async def get_policy(request: web.Request) -> web.StreamResponse:
         "(policy keys: `max-length`, `max-length-bytes`, `overflow`, `message-ttl`, "
         "`expires`, `delivery-limit`, `dead-letter-queue`, `dead-letter-strategy`, "
         "`lease-period`, `consumer-timeout`, `delayed-retry-type`/`-min`/`-max`, "
-        "`target-group-size`); the queue's own value wins, except for limits, where the "
+        "`target-group-size`, and the backlog controls `max-unacked`, `discard-mark` with "
+        "`discard-below-priority`, `dequeue-interval-ms`, `dequeue-window`); the queue's own "
+        "value wins, except for limits (`max-unacked` among them), where the "
         "stricter wins; `GET /api/queues/{q}` shows `policy` and `effective_arguments` "
         '(`quorumq policies set|clear|list`; docs/internals/queue_state.md, "Policies")'
     ),
@@ -124,6 +138,7 @@ async def put_policy(request: web.Request) -> web.StreamResponse:
     if target is not None:
         check_queue_name(target, request.app[CONFIG].max_queue_name_length)
     _require_policies_read_everywhere(request)
+    request.app[FORMATS].require_queue_ops(policy_version(policy), "not all of these policy keys")
     door = request.app[METADATA_DOOR]
     try:
         reply = await door.set_policy(policy.name, policy.pattern, policy.definition, policy.priority)

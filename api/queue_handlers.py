@@ -158,8 +158,10 @@ def queue_json(request: web.Request, name: str, queue: QueueDoor | None) -> dict
         'same ids (`"duplicate": true`; `"ids": []` once forgotten, past 1024 later seqs); '
         "409 `seq_too_old` (nothing enqueued) for a seq below that window not known to have "
         "been enqueued; 409 `queue_deleting` while a guarded delete removes the queue; 507 "
-        "when a `reject-publish` queue is full; 413 over the size limits (the body's "
-        "`max_request_bytes`, and the replicated operation's 64 MiB less 64 KiB: "
+        "when a `reject-publish` queue is full (a queue holding its `x-discard-mark` of ready "
+        "messages answers 201 with every id but drops those below its "
+        "`x-discard-below-priority`, counted in its `dropped.discarded`); 413 over the size "
+        "limits (the body's `max_request_bytes`, and the replicated operation's 64 MiB less 64 KiB: "
         'docs/operate/security.md "Limits"); 503 `resource_alarm` while a node holding a '
         "replica of the queue is in a disk or memory alarm (docs/operate/operations.md "
         '"Resource alarms")'
@@ -190,7 +192,14 @@ async def publish(request: web.Request) -> web.StreamResponse:
     summary="declare a queue",
     responses={"201": "created", "204": "exists with these arguments", "409": "exists with other arguments"},
     body=QueueDeclaration,
-    about='declare (`{"arguments": {...}}`): 201 created, 204 same, 409 different, 400 bad argument',
+    about=(
+        'declare (`{"arguments": {...}}`, RabbitMQ\'s names, and the backlog controls: '
+        "`x-max-unacked` (no hand-out while that many are unacked), `x-discard-mark` with "
+        "`x-discard-below-priority` (at that many ready, a publish below that priority is "
+        "dropped), `x-dequeue-interval-ms` (one hand-out per interval), `x-dequeue-window` "
+        '(`"HH:MM-HH:MM"` UTC: hand-outs only then); docs/internals/queue_state.md, '
+        '"Backlog controls"): 201 created, 204 same, 409 different, 400 bad argument'
+    ),
 )
 @on_meta_leader
 async def declare_queue(request: web.Request) -> web.StreamResponse:
@@ -214,7 +223,9 @@ async def declare_queue(request: web.Request) -> web.StreamResponse:
     about=(
         "change arguments at runtime like a policy (dead-letter target/strategy, limits, "
         "TTLs, `x-consumer-timeout`, `x-delayed-retry-type`/`-min`/`-max`: returns wait `min "
-        "* 2^(n-1)` ms, capped at max, before they are ready again)"
+        "* 2^(n-1)` ms, capped at max, before they are ready again; the backlog controls "
+        "`x-max-unacked`, `x-discard-mark`/`x-discard-below-priority`, "
+        "`x-dequeue-interval-ms`, `x-dequeue-window`)"
     ),
 )
 @on_queue_leader

@@ -13,8 +13,8 @@ from cli.command_group import Settings, pass_settings
 @click.group("policies")
 def policies_group() -> None:
     """Manage policies: runtime arguments (limits, TTLs, dead-lettering, delivery limit, consumer
-    timeout, delayed retry, target group size) for every queue whose name a pattern matches, now and
-    declared later."""
+    timeout, delayed retry, target group size, backlog controls) for every queue whose name a pattern
+    matches, now and declared later."""
 
 
 def _definition(value: str) -> dict[str, object]:
@@ -39,7 +39,7 @@ def set_policy(settings: Settings, name: str, pattern: str, definition: str, pri
     DEFINITION, a JSON object of policy keys such as '{"max-length": 1000, "delivery-limit": 5}'.
 
     Where a queue declared an argument too, its own value wins, except for the limits (max-length,
-    max-length-bytes, message-ttl, expires, delivery-limit), where the stricter wins."""
+    max-length-bytes, message-ttl, expires, delivery-limit, max-unacked), where the stricter wins."""
     with settings.connect() as client:
         created = client.set_policy(name, pattern, _definition(definition), priority=priority)
     output.print_line(f"policy '{name}' {'created' if created else 'replaced'}")

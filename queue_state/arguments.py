@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
+
+from queue_state.dequeue_window import DequeueWindow
 
 INT64_MAX = 2**63 - 1
 DEFAULT_DELIVERY_LIMIT = 20
@@ -16,6 +18,8 @@ DEFAULT_RETRY_MAX_MS = 60000
 MAX_PRIORITY = 31
 """The highest message priority a queue has (RabbitMQ 4.3's 32 levels); `x-max-priority` may lower it."""
 AT_LEAST_ONCE_RULE = "at-least-once dead-lettering requires x-overflow reject-publish"
+DISCARD_ARGUMENTS = ("x-discard-mark", "x-discard-below-priority")
+"""The discard mark and the priority below which it discards: set together, or neither."""
 
 
 class ArgumentError(ValueError):
@@ -50,6 +54,11 @@ class QueueConfig:
     delayed_retry_min: int | None = None
     delayed_retry_max: int | None = None
     max_priority: int | None = None
+    max_unacked: int | None = None
+    discard_mark: int | None = None
+    discard_below_priority: int | None = None
+    dequeue_interval_ms: int | None = None
+    dequeue_window: str | None = None
 
     @property
     def top_priority(self) -> int:
@@ -74,6 +83,11 @@ class QueueConfig:
         low = DEFAULT_RETRY_MIN_MS if self.delayed_retry_min is None else self.delayed_retry_min
         high = max(low, DEFAULT_RETRY_MAX_MS if self.delayed_retry_max is None else self.delayed_retry_max)
         return min(low << min(max(returns - 1, 0), 62), high)
+
+    @property
+    def window(self) -> DequeueWindow | None:
+        """The `x-dequeue-window` outside which the queue hands nothing out, if any."""
+        return None if self.dequeue_window is None else DequeueWindow.parse(self.dequeue_window)
 
     @property
     def rejects_publish(self) -> bool:
@@ -120,6 +134,16 @@ def _one_of(*choices: str) -> Callable[[Any], str | None]:
     return check
 
 
+def _window(value: Any) -> str | None:
+    if type(value) is not str:
+        return f'must be a string "HH:MM-HH:MM", got {type(value).__name__}'
+    try:
+        DequeueWindow.parse(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 def _queue_name(value: Any) -> str | None:
     if type(value) is not str or not value:
         return f"must be a non-empty string, got {value!r}"
@@ -152,6 +176,11 @@ _ARGUMENTS: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "x-delayed-retry-min": ("delayed_retry_min", _integer(0)),
     "x-delayed-retry-max": ("delayed_retry_max", _integer(0)),
     "x-max-priority": ("max_priority", _integer(0, MAX_PRIORITY)),
+    "x-max-unacked": ("max_unacked", _integer(1)),
+    "x-discard-mark": ("discard_mark", _integer(0)),
+    "x-discard-below-priority": ("discard_below_priority", _integer(0, MAX_PRIORITY)),
+    "x-dequeue-interval-ms": ("dequeue_interval_ms", _integer(1)),
+    "x-dequeue-window": ("dequeue_window", _window),
 }
 
 RUNTIME_ARGUMENTS = frozenset(
@@ -170,6 +199,11 @@ RUNTIME_ARGUMENTS = frozenset(
         "x-delayed-retry-min",
         "x-delayed-retry-max",
         "x-quorum-target-group-size",
+        "x-max-unacked",
+        "x-discard-mark",
+        "x-discard-below-priority",
+        "x-dequeue-interval-ms",
+        "x-dequeue-window",
     }
 )
 """The arguments a queue may change at runtime, like a RabbitMQ policy (its leader applies a change as an
@@ -236,6 +270,15 @@ def check_argument(argument: str, value: Any) -> None:
         raise ArgumentError(argument, problem)
 
 
+def check_discard_pair(given: Collection[str], names: Sequence[str] = DISCARD_ARGUMENTS) -> None:
+    """Raise `ArgumentError` naming whichever of `names` (the discard mark's and its priority's, by their
+    argument or policy key names) `given` has without the other: either one alone means nothing."""
+    present = [name for name in names if name in given]
+    if len(present) == 1:
+        missing = next(name for name in names if name not in given)
+        raise ArgumentError(present[0], f"needs {missing} as well (the mark discards below a priority)")
+
+
 def parse_arguments(args: dict[str, Any]) -> QueueConfig:
     """Validate RabbitMQ-style queue arguments; raise `ArgumentError` naming the first bad one."""
     if not isinstance(args, dict):
@@ -244,6 +287,7 @@ def parse_arguments(args: dict[str, Any]) -> QueueConfig:
     for argument in sorted(args, key=str):
         check_argument(argument, args[argument])
         values[config_field(argument)] = args[argument]
+    check_discard_pair(args)
     config = QueueConfig(**values)
     if config.dead_letter_strategy == "at-least-once" and not config.rejects_publish:
         raise ArgumentError("x-dead-letter-strategy", AT_LEAST_ONCE_RULE)

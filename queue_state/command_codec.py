@@ -1,15 +1,15 @@
 """The wire forms of queue commands, by the version of the queue operation that carries them.
 
-Versions 1 to 9 (`encode_command`, `decode_command`): the msgpack-ready list `[tag, {field: value}]`.
+Versions 1 to 10 (`encode_command`, `decode_command`): the msgpack-ready list `[tag, {field: value}]`.
 Fields travel by name and a field equal to its default is left off, so a field added later with a default
 replays entries written before it (and a node that predates the field reads every command that leaves
 it at its default); a field the record does not have, or a missing one without a default, is an error.
 A field added with a later version (`_ADDED_IN`: Checkout's `since_ms` in 2; Return's and Cancel's
 `failed` and Discard's `reason` in 3; Checkout's `auto_ack` in 9) cannot be written in an earlier one,
 nor can a command added later (`Touch`, 4; `ApplyPolicy`, 7; the redrive commands, 8), an
-`UpdateConfig` setting an argument added later (`x-consumer-timeout`, 4; the `x-delayed-retry-*` ones,
-5; `x-max-priority`, 6), or an `Enqueue` of a message with a delay (5; Return's `delay_ms` too) or a
-priority (6).
+`UpdateConfig` or `ApplyPolicy` setting an argument added later (`x-consumer-timeout`, 4; the
+`x-delayed-retry-*` ones, 5; `x-max-priority`, 6; the backlog controls, 10), or an `Enqueue` of a
+message with a delay (5; Return's `delay_ms` too) or a priority (6).
 
 Version 0 (`encode_command_v0`, `decode_command_v0`): msgpack bytes of `[tag, now_ms, values...]`, the
 values positional in `_V0_FIELDS` order, with the time the entry envelope carries since version 1. It
@@ -123,7 +123,7 @@ _V0_FIELDS: dict[type[Command], tuple[str, ...]] = {
 }
 _V0_SHORTER: dict[type[Command], int] = {DurableCheckout: 2}
 
-NAMED_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9)
+NAMED_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
 """The operation versions whose commands travel in the named-field form."""
 # The version a field of the named form was added in, when after version 1: an older node refuses it.
 _ADDED_IN: dict[type[Command], dict[str, int]] = {
@@ -138,6 +138,9 @@ REDRIVE_VERSION = 8
 """The version with redrive tasks (`StartRedrive`, `RedriveCheckout`, `RedriveSettle`, `EndRedrive`)."""
 AUTO_ACK_VERSION = 9
 """The version with auto-ack consumers (`Checkout.auto_ack`)."""
+BACKLOG_VERSION = 10
+"""The version with the backlog controls: the arguments `x-max-unacked`, `x-discard-mark`,
+`x-discard-below-priority`, `x-dequeue-interval-ms` and `x-dequeue-window`."""
 # The version a command was added in, when after version 1 (version 0 has none of them either).
 _COMMAND_ADDED_IN: dict[type[Command], int] = {
     Touch: 4,
@@ -155,6 +158,11 @@ _ARGUMENT_ADDED_IN: dict[str, int] = {
     "x-delayed-retry-min": 5,
     "x-delayed-retry-max": 5,
     "x-max-priority": 6,
+    "x-max-unacked": BACKLOG_VERSION,
+    "x-discard-mark": BACKLOG_VERSION,
+    "x-discard-below-priority": BACKLOG_VERSION,
+    "x-dequeue-interval-ms": BACKLOG_VERSION,
+    "x-dequeue-window": BACKLOG_VERSION,
 }
 DELAYED_MESSAGE_VERSION = 5
 """The version in which a message to enqueue may carry a delay (`NewMessage.delay_ms`)."""
@@ -217,8 +225,9 @@ def _from_wire(field_name: str, value: Any) -> Any:
 
 
 def encode_command(cmd: Command, version: int = NAMED_VERSIONS[-1]) -> list[Any]:
-    """The named form of a command in operation `version` (1 to 8): `[tag, {field: value}]`, fields at
-    their default left off. ValueError for a field `version` has no place for that is not at its default."""
+    """The named form of a command in operation `version` (of `NAMED_VERSIONS`): `[tag, {field: value}]`,
+    fields at their default left off. ValueError for a field `version` has no place for that is not at its
+    default."""
     if version not in NAMED_VERSIONS:
         raise ValueError(f"no named command form in version {version}")
     kind = type(cmd)
@@ -235,7 +244,7 @@ def encode_command(cmd: Command, version: int = NAMED_VERSIONS[-1]) -> list[Any]
 
 
 def decode_command(wire: Any) -> Command:
-    """The command of a named form (version 1 to 8); anything else raises `CommandDecodeError`."""
+    """The command of a named form (any of `NAMED_VERSIONS`); anything else raises `CommandDecodeError`."""
     with _decode_errors():
         if type(wire) is not list or len(wire) != 2 or type(wire[1]) is not dict:
             raise CommandDecodeError("not a command [tag, {field: value}]")

@@ -164,6 +164,16 @@ class ConsumerRegistry:
                     return consumer
         return None
 
+    @property
+    def someone_could_take(self) -> bool:
+        """Whether a consumer could take a message now: one `next_with_credit` would find to serve (it is
+        not asked: it turns the rotation), or a reader with room under its prefetch (it takes with gets)."""
+        if any(consumer.is_reader and consumer.has_credit for consumer in self._by_name.values()):
+            return True
+        if self._single_active:
+            return self._active is not None and self._active.has_credit
+        return any(consumer.has_credit for rotation in self._rotations.values() for consumer in rotation)
+
     def served_in_a_row(self, consumer: Consumer) -> int:
         """How many messages in a row `consumer`, just returned by `next_with_credit`, is served before
         the order would turn to another: all its credit when it is the active one or alone at its

@@ -72,9 +72,12 @@ Effect = Deliver | DeadLetter | ForgetBodies | QueueExpired
 
 @dataclass(frozen=True, slots=True)
 class Enqueued:
-    """The publish was taken; these ids were assigned, in message order."""
+    """The publish was taken; these ids were assigned, in message order, and those of them in `discarded`
+    were dropped as they arrived (`x-discard-mark`). Only the machine's reply carries `discarded` today:
+    the door's `Published` and the HTTP answer do not."""
 
     ids: tuple[int, ...]
+    discarded: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

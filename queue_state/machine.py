@@ -3,8 +3,8 @@
 `apply(meta, cmd)` mutates the state and returns `(reply, effects)`; it reads no clock (time is
 `max(last seen, meta.now_ms)`, the time of the entry the command came in) and performs no I/O. After
 every command the machine first makes ready the delayed messages whose time came, and after it expires
-messages at the heads, hands ready messages to consumers with credit (the highest priority first) and
-enforces drop-head length limits (the lowest priority first).
+messages at the heads, hands ready messages to consumers with credit (the highest priority first; as
+many as the backlog controls allow) and enforces drop-head length limits (the lowest priority first).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from queue_state.arguments import MAX_PRIORITY, QueueConfig, parse_arguments
+from queue_state.backlog_controls import DISCARDED, discard_below, next_opening_ms, paced_at, room
 from queue_state.commands import (
     ApplyPolicy,
     Cancel,
@@ -101,6 +102,7 @@ class QueueMachine:
         self._sealed = False
         self._redrives: dict[str, RedriveTask] = {}
         self._redrive_serial = 0
+        self._paced_at: int | None = None  # the last hand-out under an x-dequeue-interval-ms
 
     @property
     def next_id(self) -> int:
@@ -170,30 +172,43 @@ class QueueMachine:
         if any(message.priority for message in cmd.messages):
             top = self._config.top_priority
             priorities = [min(message.priority, top) for message in cmd.messages]
-        if any(message.delay_ms for message in cmd.messages):
-            self._enqueue_delayed(first_id, cmd.messages, expires, priorities)
+        if self._config.discard_mark is not None:  # the mark counts no message already expired
+            self._expire_heads(out)
+        below = discard_below(self._config, len(self._ready))
+        discarded: list[int] = []
+        if below > min(priorities or [0]) or any(message.delay_ms for message in cmd.messages):
+            discarded = self._enqueue_each(first_id, cmd.messages, expires, priorities, below)
         else:
             sizes = [message.size for message in cmd.messages]
             self._ready.push_new(first_id, sizes, self._now, expires, priorities)
+        if discarded:
+            _count(self._dropped, DISCARDED, len(discarded))
+            out.forget_all(discarded)
         if window is not None and cmd.seq is not None:
             window.record(cmd.seq, first_id, count)
-        return Enqueued(tuple(range(first_id, first_id + count)))
+        return Enqueued(tuple(range(first_id, first_id + count)), tuple(discarded))
 
-    def _enqueue_delayed(
+    def _enqueue_each(
         self,
         first_id: int,
         messages: tuple[NewMessage, ...],
         expires: list[int],
         priorities: list[int] | None,
-    ) -> None:
-        """A batch with delayed messages: each delayed one waits, the others join their level in order."""
+        below: int,
+    ) -> list[int]:
+        """A batch with delayed or discarded messages: each one below priority `below` is discarded, each
+        delayed one waits, the others join their level in order. Returns the ids discarded."""
+        discarded = []
         for offset, (new, expires_at) in enumerate(zip(messages, expires, strict=True)):
             priority = 0 if priorities is None else priorities[offset]
             message = ReadyMessage(first_id + offset, new.size, self._now, expires_at, 0, 0, priority)
-            if new.delay_ms:
+            if priority < below:
+                discarded.append(message.id)
+            elif new.delay_ms:
                 self._delayed.wait(message, _not_before(self._now, new.delay_ms), Destination.PUBLISHED)
             else:
                 self._ready.push(message)
+        return discarded
 
     def _checkout(self, cmd: Checkout, out: EffectCollector) -> Reply:
         if cmd.consumer in self._durables:
@@ -268,7 +283,7 @@ class QueueMachine:
         if reader is not None and reader.is_reader:
             count, since_ms = min(count, reader.prefetch - len(reader.held)), reader.since_ms
         deliveries: list[Delivery] = []
-        for message in self._take_ready(TakeLimit(count), since_window(since_ms), out):
+        for message in self._hand_out_ready(TakeLimit(count), since_window(since_ms), out):
             deliveries.append(message.delivery())
             if cmd.auto_ack:
                 out.forget(message.id)
@@ -317,6 +332,7 @@ class QueueMachine:
         self._declared, self._policy = declared, policy
         self._config = effective_config(declared, policy.arguments, self.name)
         self._consumers.set_single_active(bool(self._config.single_active_consumer))
+        self._paced_at = paced_at(self._config, self._now, 0, self._paced_at)
         if was_at_least_once and not self._config.dead_letters_at_least_once:
             ids = self._dead_letters.drop_all()
             _count(self._dropped, STRATEGY_CHANGED, len(ids))
@@ -333,16 +349,12 @@ class QueueMachine:
             durable = self._durables[cmd.consumer] = DurableHolder(cmd.consumer)
         elif self._redrive_of(cmd.consumer) is not None:
             return Failure("name_in_use", f"{cmd.consumer!r} is a redrive task's consumer")
-        limit = TakeLimit(cmd.count, cmd.max_bytes)
-        return self._number_for(durable, limit, since_window(cmd.since_ms), out)
+        taken = self._hand_out_ready(TakeLimit(cmd.count, cmd.max_bytes), since_window(cmd.since_ms), out)
+        return self._number(durable, taken)
 
-    def _number_for(
-        self, durable: DurableHolder, limit: TakeLimit, window: Window | None, out: EffectCollector
-    ) -> DurablePosition:
-        """Check out the ready messages `limit` admits (those of the window, when given) to a durable
-        consumer, numbering each."""
+    def _number(self, durable: DurableHolder, taken: list[ReadyMessage]) -> DurablePosition:
+        """Check out ready messages just taken to a durable consumer, numbering each."""
         self._mark_used()
-        taken = self._take_ready(limit, window, out)
         for message in taken:
             self._hold(durable, message, self._now)
             durable.number(message.id)
@@ -384,7 +396,7 @@ class QueueMachine:
             return task
         durable = self._durables[task.consumer]
         window = (task.since_ms or 0, task.until_ms, task.end_id)
-        return self._number_for(durable, TakeLimit(cmd.count), window, out)
+        return self._number(durable, self._take_ready(TakeLimit(cmd.count), window, out))
 
     def _redrive_settle(self, cmd: RedriveSettle, out: EffectCollector) -> Reply:
         task = self._running_redrive(cmd.task, cmd.serial)
@@ -479,19 +491,24 @@ class QueueMachine:
     # Moving messages
 
     def _serve(self, out: EffectCollector) -> None:
-        """Expire the head, deliver to consumers with credit, then drop the head while over a limit."""
+        """Expire the head, deliver to consumers with credit as far as the backlog controls allow, then
+        drop the head while over a limit."""
+        allowed, handed_out = self._room(), 0
         while True:
             self._expire_heads(out)
-            if not self._ready:
+            if not self._ready or handed_out == allowed:
                 break
             consumer = self._consumers.next_with_credit()
             if consumer is None:
                 break
             # a run for one consumer, as one at a time would give it: the other heads cannot expire
             # meanwhile (the clock stands still within a command and they do not move)
-            messages = self._ready.pop_run(self._consumers.served_in_a_row(consumer), self._now)
+            run = min(self._consumers.served_in_a_row(consumer), allowed - handed_out)
+            messages = self._ready.pop_run(run, self._now)
             self._hold_all(consumer, messages, self._now)
             out.deliver_all(consumer.name, [message.delivery() for message in messages])
+            handed_out += len(messages)
+        self._handed_out(handed_out)
         if not self._config.rejects_publish:
             while self._over_limit() and (oldest := self._pop_oldest()) is not None:
                 self._dead_letter(oldest, "maxlen", out)
@@ -527,6 +544,24 @@ class QueueMachine:
             self._ready.push(message)
         else:
             self._ready.push_return(message)
+
+    def _room(self) -> int:
+        """How many messages the backlog controls let the queue hand out now."""
+        return room(self._config, self._now, len(self._holder_of), self._paced_at)
+
+    def _handed_out(self, count: int) -> None:
+        """`count` messages were just handed out (a dequeue interval counts from now when any was)."""
+        self._paced_at = paced_at(self._config, self._now, count, self._paced_at)
+
+    def _hand_out_ready(
+        self, limit: TakeLimit, window: Window | None, out: EffectCollector
+    ) -> list[ReadyMessage]:
+        """What a get or a durable consumer's checkout takes: `_take_ready` within what the backlog controls
+        allow now (lowering `limit.count`: each caller's limit is its own, made for this command)."""
+        limit.count = min(limit.count, self._room())
+        taken = self._take_ready(limit, window, out)
+        self._handed_out(len(taken))
+        return taken
 
     def _take_ready(
         self, limit: TakeLimit, window: Window | None, out: EffectCollector
@@ -694,8 +729,11 @@ class QueueMachine:
 
     def next_deadline_ms(self) -> int | None:
         """The earliest entry time at which a Tick would change something (TTL, lease, a delayed message's
-        time, expiry, publishers)."""
+        time, expiry, publishers, a hand-out the dequeue interval or window holds back)."""
         deadlines = []
+        opening = next_opening_ms(self._config, self._now, len(self._holder_of), self._paced_at)
+        if opening is not None and self._ready and self._consumers.someone_could_take:
+            deadlines.append(opening)
         head_expiry = self._ready.head_expires_at()
         if head_expiry != NO_EXPIRY:
             deadlines.append(head_expiry + 1)
@@ -836,13 +874,15 @@ class QueueMachine:
             {"policy": [applied.name, dict(applied.arguments), applied.revision]} if applied.revision else {}
         )
         redriven = bool(self._redrive_serial)
+        paced = {} if self._paced_at is None else {"paced_at": self._paced_at}
         version = (
-            9 if self._consumers.has_auto_ack else 8 if redriven else 7 if policy
+            10 if paced else 9 if self._consumers.has_auto_ack else 8 if redriven else 7 if policy
             else 6 if prioritised else 5 if delaying else 4 if counting else 3 if readers else 2
         )  # fmt: skip
         yield snapshot_header(
             version,
             **policy,
+            **paced,
             name=self.name,
             config=self._declared.to_arguments(),
             now=self._now,
@@ -932,6 +972,7 @@ class QueueMachine:
         machine._dead_lettered = dict(header["dead_lettered"])
         machine._dropped = dict(header["dropped"])
         machine._sealed = header["sealed"]
+        machine._paced_at = header.get("paced_at")
         machine._consumers = ConsumerRegistry.from_wire(
             bool(machine._config.single_active_consumer), header["consumers"]
         )

@@ -4,8 +4,9 @@ declared one (RabbitMQ's rule).
 A policy's definition names runtime arguments without their `x-` prefix, as RabbitMQ's policy keys do
 (`max-length`, `delivery-limit`, `target-group-size` for `x-quorum-target-group-size`, ...). Where a
 queue declared an argument and its policy sets it too, the declared value wins, except for the limits
-(`max-length`, `max-length-bytes`, `message-ttl`, `expires`, `delivery-limit`), where the stricter wins;
-a delivery limit of -1 is no limit, so any other is stricter.
+(`max-length`, `max-length-bytes`, `message-ttl`, `expires`, `delivery-limit`, `max-unacked`), where the
+stricter wins; a delivery limit of -1 is no limit, so any other is stricter. `discard-mark` and
+`discard-below-priority` go together in a definition, as in a declare.
 """
 
 from __future__ import annotations
@@ -14,7 +15,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from queue_state.arguments import RUNTIME_ARGUMENTS, ArgumentError, QueueConfig, check_argument, config_field
+from queue_state.arguments import (
+    DISCARD_ARGUMENTS,
+    RUNTIME_ARGUMENTS,
+    ArgumentError,
+    QueueConfig,
+    check_argument,
+    check_discard_pair,
+    config_field,
+)
 
 POLICY_KEYS: dict[str, str] = {
     "dead-letter-queue": "x-dead-letter-queue",
@@ -31,12 +40,20 @@ POLICY_KEYS: dict[str, str] = {
     "delayed-retry-min": "x-delayed-retry-min",
     "delayed-retry-max": "x-delayed-retry-max",
     "target-group-size": "x-quorum-target-group-size",
+    "max-unacked": "x-max-unacked",
+    "discard-mark": "x-discard-mark",
+    "discard-below-priority": "x-discard-below-priority",
+    "dequeue-interval-ms": "x-dequeue-interval-ms",
+    "dequeue-window": "x-dequeue-window",
 }
 """A policy definition's keys, each with the queue argument it sets: every runtime argument."""
 assert set(POLICY_KEYS.values()) == RUNTIME_ARGUMENTS
+_DISCARD_KEYS = tuple(
+    key for argument in DISCARD_ARGUMENTS for key, a in POLICY_KEYS.items() if a == argument
+)
 
 _STRICTER_WINS = frozenset(
-    {"x-max-length", "x-max-length-bytes", "x-message-ttl", "x-expires", "x-delivery-limit"}
+    {"x-max-length", "x-max-length-bytes", "x-message-ttl", "x-expires", "x-delivery-limit", "x-max-unacked"}
 )
 
 
@@ -68,6 +85,7 @@ def definition_arguments(definition: object) -> dict[str, Any]:
         except ArgumentError as exc:
             raise ArgumentError(key, exc.reason) from exc
         arguments[argument] = definition[key]
+    check_discard_pair(definition, _DISCARD_KEYS)
     return arguments
 
 
@@ -79,6 +97,7 @@ def check_policy_arguments(arguments: object) -> None:
         if argument not in RUNTIME_ARGUMENTS:
             raise ArgumentError(str(argument), "not a runtime argument a policy may set")
         check_argument(argument, value)
+    check_discard_pair(arguments)
 
 
 def effective_config(declared: QueueConfig, policy: Mapping[str, Any], queue: str) -> QueueConfig:

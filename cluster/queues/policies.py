@@ -19,6 +19,7 @@ from typing import Any
 from cluster.security.users import UserError, check_pattern, compiled_pattern
 from metadata_state.records import PolicyRecord
 from queue_state.arguments import INT64_MAX, ArgumentError, QueueConfig, parse_arguments
+from queue_state.command_codec import arguments_version
 from queue_state.policy import NO_POLICY, AppliedPolicy, definition_arguments, effective_config
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,12 @@ def checked_policy(name: object, pattern: object, definition: object, priority: 
     return PolicyRecord(name, pattern, definition, priority)
 
 
+def policy_version(policy: PolicyRecord) -> int:
+    """The first queue operations version whose nodes all read checked `policy`'s arguments: it is set
+    only once every node reads that version, as a queue declared with them is."""
+    return arguments_version(definition_arguments(policy.definition))
+
+
 def matching_policy(policies: Iterable[PolicyRecord], queue: str) -> PolicyRecord | None:
     """The policy queue `queue` applies: of those whose pattern matches its name, the highest priority,
     then the least name; None when none matches."""
@@ -56,16 +63,18 @@ def matching_policy(policies: Iterable[PolicyRecord], queue: str) -> PolicyRecor
     return min(matching, key=lambda p: (-p.priority, p.name), default=None)
 
 
-def applied_policy(policies: Iterable[PolicyRecord], queue: str) -> AppliedPolicy:
-    """What queue `queue` applies of the policies: the matching one's name and arguments, or NO_POLICY."""
+def applied_policy(policies: Iterable[PolicyRecord], queue: str) -> AppliedPolicy | None:
+    """What queue `queue` applies of the policies: the matching one's name and arguments, or NO_POLICY;
+    None when the matching one names what this node does not read (set through a node of a later
+    version): the queue keeps the policy it applies."""
     policy = matching_policy(policies, queue)
     if policy is None:
         return NO_POLICY
     try:
         return AppliedPolicy(policy.name, definition_arguments(policy.definition))
     except ArgumentError as exc:  # checked when set; a node of a later version may know more keys
-        log.warning("policy %s is not applied: %s", policy.name, exc)
-        return NO_POLICY
+        log.warning("policy %s is not applied here: %s", policy.name, exc)
+        return None
 
 
 def policy_in_force(
@@ -74,5 +83,5 @@ def policy_in_force(
     """The name of the policy queue `queue` declared with `arguments` applies ("" for none) and its
     configuration in force, as the metadata's policies make them (what its machine reaches once its
     leader applied them)."""
-    chosen = applied_policy(policies, queue)
+    chosen = applied_policy(policies, queue) or NO_POLICY
     return chosen.name, effective_config(parse_arguments(dict(arguments)), chosen.arguments, queue)

@@ -239,6 +239,7 @@ class QueueDoor:
         self._tick_in_flight = False
         self._delete_due_ms: int | None = None
         self._policy_in_flight: int | None = None  # the revision of the policies proposed
+        self._policy_unreadable = 0  # the last revision whose policy this node cannot read
         replica.listener = self
 
     @property
@@ -268,21 +269,28 @@ class QueueDoor:
         """The name of the policy the queue applies ("" for none)."""
         return self._replica.machine.policy.name
 
-    def apply_policy(self, revision: int, choose: Callable[[], AppliedPolicy]) -> bool:
+    def apply_policy(self, revision: int, choose: Callable[[], AppliedPolicy | None]) -> bool:
         """On the leader, put the policy `choose()` picks at the metadata's policies `revision` into the
         queue's log, unless the queue applies that revision (or a later one) already or is about to; not
-        before every node reads queue operations with policies (the next call retries). Each revision is
-        proposed once at a time, so the choice is made only once per revision. True when proposed."""
+        before every node reads queue operations with policies and the policy's arguments (the next call
+        retries). A choice of None (a policy this node cannot read) keeps the queue's policy, and is not
+        asked again for that revision. Each revision is proposed once at a time. True when proposed."""
         if (
             not self.is_leader
             or self._replica.machine.policy.revision >= revision
-            or (self._policy_in_flight or 0) >= revision
+            or max(self._policy_in_flight or 0, self._policy_unreadable) >= revision
             or self._formats.writes_queue_ops() < POLICY_OP_VERSION
         ):
             return False
         policy = choose()
+        if policy is None:
+            self._policy_unreadable = revision
+            return False
+        arguments = dict(policy.arguments)
+        if arguments_version(arguments) > self._formats.writes_queue_ops():
+            return False
         self._policy_in_flight = revision
-        command = ApplyPolicy(policy.name, dict(policy.arguments), revision)
+        command = ApplyPolicy(policy.name, arguments, revision)
         proposal = asyncio.ensure_future(self._submit(command))
         proposal.add_done_callback(functools.partial(self._policy_proposed, revision))
         return True

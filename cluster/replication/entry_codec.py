@@ -6,6 +6,9 @@ batcher merges the proposals that arrive together into one entry (`cluster/repli
 back, finds where they lie with `entry_body_spans`). A metadata operation is a command of
 `metadata_state.codec`. A queue operation has its own envelope:
 
+- version 10: `[10, now_ms, command, bodies]`, as version 9, where a configuration (an `UpdateConfig`'s,
+  an `ApplyPolicy`'s arguments) may set the backlog controls (`x-max-unacked`, `x-discard-mark` with
+  `x-discard-below-priority`, `x-dequeue-interval-ms`, `x-dequeue-window`);
 - version 9: `[9, now_ms, command, bodies]`, as version 8, where a `Checkout` may carry `auto_ack`;
 - version 8: `[8, now_ms, command, bodies]`, as version 7, where the command may be a redrive task's
   (`StartRedrive`, `RedriveCheckout`, `EndRedrive`);
@@ -26,7 +29,7 @@ back, finds where they lie with `entry_body_spans`). A metadata operation is a c
 - version 0: `[command bytes, bodies]`, the time inside the positional command bytes
   (`decode_command_v0`).
 
-All decode into the same `QueueOp`, so logs written before version 9 (or 8 to 1) replay (snapshots never
+All decode into the same `QueueOp`, so logs written before version 10 (or 9 to 1) replay (snapshots never
 held operations). A leader writes the newest version every node of the cluster said it reads
 (`cluster/replication/codec_reads.py`); a command with a field that version has no place for is not written
 (the leader builds it only when `op_version()` allows, `cluster/queues/queue_door.py`).
@@ -61,7 +64,7 @@ from queue_state.command_codec import (
 from queue_state.commands import Command, Enqueue, EntryMeta, InvalidCommand
 from raft_log.msgpack_parts import array_header
 
-QUEUE_OP_VERSION = 9
+QUEUE_OP_VERSION = 10
 """The newest version of the queue operation envelope this node reads and may write."""
 READER_OP_VERSION = 2
 """The first version in which a consumer reading from a time is registered through the log."""

@@ -4,6 +4,7 @@ raised as `cluster.errors` named for what they mean."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -17,9 +18,11 @@ from support.eventually import eventually
 from api.access import Principal
 from api.consumer_owners import own_consumer
 from cluster.errors import BadRequest, LogGap, QueueConflict, QueueFull, Refused, UnknownConsumer
+from cluster.queues.policies import applied_policy
 from cluster.queues.queue_results import MessageRow, Outcome, Position, Published, Settled
 from cluster.replication.entry_codec import QUEUE_OP_VERSION, QueueOp, decode_queue_op, entry_ops, op_bodies
 from cluster.replication.stored_message import StoredMessage
+from metadata_state.records import PolicyRecord
 from queue_state.commands import Cancel, Checkout, ConsumerDown, Return
 from queue_state.policy import AppliedPolicy
 
@@ -367,3 +370,45 @@ async def test_rule_a_consumer_name_of_no_owner_stays_usable_while_the_queue_has
     assert own_consumer(door, caller, tag) == tag
     assert own_consumer(door, caller, "spark-old") == "spark-old"
     assert own_consumer(door, caller, "spark-new") == "spark-new~alice"
+
+
+async def test_rule_a_policy_naming_keys_a_node_does_not_read_is_refused_409(
+    running: InProcessNode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node that reads queue operations 9 would not apply `max-unacked`: no such policy is set."""
+    policy = {"pattern": "^d-policy-keys$", "definition": {"max-unacked": 2}}
+    with monkeypatch.context() as older_member:
+        older_member.setattr(running.node.formats.queue_operations, "version_for", lambda others: 9)
+        status, body = await running.call("PUT", "/api/policies/unacked", json=policy)
+        assert (status, body["error"]) == (409, "upgrade_in_progress")
+    assert "unacked" not in running.node.metadata.policies
+
+
+async def test_rule_a_policy_the_cluster_cannot_write_is_applied_once_every_node_reads_it(
+    running: InProcessNode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a node reads queue operations 9, a policy with `x-max-unacked` is not proposed and its
+    revision not recorded: the same revision applies once every node reads it."""
+    door = await running.declare("d-policy-later")
+    unacked = AppliedPolicy("unacked", {"x-max-unacked": 2}, 301)
+    with monkeypatch.context() as older_member:
+        older_member.setattr(running.node.formats.queue_operations, "version_for", lambda others: 9)
+        assert not door.apply_policy(301, lambda: unacked)
+    assert door.policy == ""
+    assert door.apply_policy(301, lambda: unacked)
+    await eventually(lambda: door.policy == "unacked", "the policy applied")
+
+
+async def test_rule_a_leader_that_cannot_parse_a_policy_keeps_the_queue_s_policy(
+    running: InProcessNode,
+) -> None:
+    """A policy with a key this build does not know (set through a node of a later version) is not
+    proposed as no policy over the one the queue applies."""
+    door = await running.declare("d-policy-unknown", {"x-max-length": 10})
+    assert door.apply_policy(401, lambda: AppliedPolicy("small", {"x-max-length": 2}, 401))
+    await eventually(lambda: door.policy == "small", "the policy applied")
+    later = [PolicyRecord("later", "^d-policy-unknown$", {"from-a-later-version": 1})]
+    assert not door.apply_policy(402, functools.partial(applied_policy, later, "d-policy-unknown"))
+    assert not door.apply_policy(402, functools.partial(applied_policy, later, "d-policy-unknown"))
+    await asyncio.sleep(0.2)
+    assert door.policy == "small" and door.effective_definition()["x-max-length"] == 2

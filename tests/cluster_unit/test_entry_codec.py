@@ -207,10 +207,9 @@ def test_version_8_is_version_7_under_its_own_number_with_redrive_tasks() -> Non
 
 
 def test_version_9_is_version_8_under_its_own_number_with_auto_ack_consumers() -> None:
-    assert QUEUE_OP_VERSION == 9
-    assert encode_queue_op(EntryMeta(7), Tick()) == [9, 7, [10, {}], None]
+    assert encode_queue_op(EntryMeta(7), Tick(), version=9) == [9, 7, [10, {}], None]
     command = Checkout("c", 10, auto_ack=True)
-    op = encode_queue_op(EntryMeta(7), command)
+    op = encode_queue_op(EntryMeta(7), command, version=9)
     assert op[:3] == [9, 7, [2, {"consumer": "c", "prefetch": 10, "auto_ack": True}]]
     assert decode_queue_op(through_an_entry(op)).command == command
     for version in range(9):  # a node of that version would refuse it: it is never written
@@ -218,6 +217,29 @@ def test_version_9_is_version_8_under_its_own_number_with_auto_ack_consumers() -
             encode_queue_op(EntryMeta(7), command, None, version)
     plain = encode_queue_op(EntryMeta(7), Checkout("c", 10), version=2)  # the default is left off
     assert plain[:3] == [2, 7, [2, {"consumer": "c", "prefetch": 10}]]
+
+
+def test_version_10_is_version_9_under_its_own_number_with_the_backlog_controls() -> None:
+    assert QUEUE_OP_VERSION == 10
+    assert encode_queue_op(EntryMeta(7), Tick()) == [10, 7, [10, {}], None]
+    paced = {"x-queue-type": "quorum", "x-dequeue-interval-ms": 50, "x-dequeue-window": "22:00-06:00"}
+    for command, wire in [
+        (UpdateConfig(parse_arguments(paced)), [11, {"config": paced}]),
+        (
+            ApplyPolicy("cap", {"x-max-unacked": 8}, 2),
+            [18, {"policy": "cap", "arguments": {"x-max-unacked": 8}, "revision": 2}],
+        ),
+    ]:
+        op = encode_queue_op(EntryMeta(7), command)
+        assert op[:3] == [10, 7, wire]
+        assert decode_queue_op(through_an_entry(op)).command == command
+        for version in range(10):  # a node of that version would refuse it: it is never written
+            with pytest.raises(ValueError):
+                encode_queue_op(EntryMeta(7), command, None, version)
+    with pytest.raises(CommandDecodeError, match="reads up to 9"):  # nor read by a node of version 9
+        decode_queue_op(
+            through_an_entry(encode_queue_op(EntryMeta(7), UpdateConfig(parse_arguments(paced)))), 9
+        )
 
 
 def test_rule_a_build_reads_no_version_newer_than_its_own() -> None:

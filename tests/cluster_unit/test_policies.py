@@ -35,7 +35,7 @@ def test_a_queue_applies_the_matching_definition_as_arguments() -> None:
     assert applied_policy([LIMITS], "orders.eu") == AppliedPolicy("limits", {"x-max-length": 5})
     assert applied_policy([LIMITS], "audit") is NO_POLICY
     unknown_key = PolicyRecord("later", ".*", {"from-a-later-version": 1})
-    assert applied_policy([unknown_key], "audit") is NO_POLICY
+    assert applied_policy([unknown_key], "audit") is None
     name, in_force = policy_in_force({"x-max-length": 3}, [LIMITS], "orders.eu")
     assert name == "limits"
     assert in_force.max_length == 3  # the stricter

@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from queue_state.arguments import QueueConfig, parse_arguments
+from queue_state.command_codec import arguments_version
 from queue_state.commands import (
     ApplyPolicy,
     Cancel,
@@ -42,6 +43,8 @@ TIMES = st.integers(min_value=0, max_value=2_000)
 IDS = st.tuples(*[st.integers(min_value=1, max_value=40)] * 2) | st.tuples(st.integers(1, 40))
 
 
+WINDOWS = st.sampled_from(["23:00-00:01", "01:00-02:00"])
+"""Dequeue windows open, and closed, at every time the tests use (the first minutes of the epoch)."""
 TASKS = st.sampled_from(["t1", "t2"])
 SERIALS = st.integers(1, 3)
 REDRIVE_CONSUMERS = st.sampled_from(["redrive:t1", "redrive:t2"])
@@ -55,14 +58,19 @@ POLICY_ARGUMENTS = st.fixed_dictionaries(
         "x-dead-letter-strategy": st.sampled_from(["at-most-once", "at-least-once"]),
         "x-message-ttl": st.integers(0, 300),
         "x-lease-period": st.integers(1, 300),
+        "x-max-unacked": st.integers(1, 4),
+        "x-dequeue-interval-ms": st.integers(1, 100),
+        "x-dequeue-window": WINDOWS,
     },
 )
 
 
 @st.composite
 def configs(draw: st.DrawFn) -> QueueConfig:
-    """Queue configurations that exercise limits, TTLs, leases, dead-lettering and SAC."""
+    """Queue configurations that exercise limits, TTLs, leases, dead-lettering, SAC and the backlog
+    controls."""
     overflow = draw(st.sampled_from([None, "drop-head", "reject-publish"]))
+    discard_mark = draw(st.none() | st.integers(0, 6))
     arguments = {
         "x-max-length": draw(st.none() | st.integers(0, 8)),
         "x-max-length-bytes": draw(st.none() | st.integers(0, 200)),
@@ -81,6 +89,11 @@ def configs(draw: st.DrawFn) -> QueueConfig:
         "x-delayed-retry-min": draw(st.none() | st.integers(0, 100)),
         "x-delayed-retry-max": draw(st.none() | st.integers(0, 400)),
         "x-max-priority": draw(st.none() | st.integers(0, 2)),
+        "x-max-unacked": draw(st.none() | st.integers(1, 4)),
+        "x-discard-mark": discard_mark,
+        "x-discard-below-priority": None if discard_mark is None else draw(st.integers(0, 3)),
+        "x-dequeue-interval-ms": draw(st.none() | st.integers(1, 100)),
+        "x-dequeue-window": draw(st.none() | WINDOWS),
     }
     return parse_arguments({k: v for k, v in arguments.items() if v is not None})
 
@@ -153,6 +166,13 @@ command_lists = st.lists(st.tuples(metas, commands), max_size=60)
 
 
 _ADDED_IN_7_OR_LATER = (ApplyPolicy, StartRedrive, RedriveCheckout, RedriveSettle, EndRedrive)
+_BACKLOG_CONTROLS = ("max_unacked", "discard_mark", "dequeue_interval_ms", "dequeue_window")
+
+
+def _written_before_version_10(command: Command) -> bool:
+    if isinstance(command, UpdateConfig):
+        return all(getattr(command.config, name) is None for name in _BACKLOG_CONTROLS)
+    return not isinstance(command, ApplyPolicy) or arguments_version(command.arguments) < 10
 
 
 def _written_before_version_6(command: Command) -> bool:
@@ -161,7 +181,7 @@ def _written_before_version_6(command: Command) -> bool:
     if isinstance(command, Checkout) and command.auto_ack:  # version 9
         return False
     if isinstance(command, UpdateConfig):
-        return command.config.max_priority is None
+        return command.config.max_priority is None and _written_before_version_10(command)
     if isinstance(command, Enqueue):
         return not any(message.priority for message in command.messages)
     return True
@@ -198,6 +218,8 @@ def _written_before_version_2(command: Command) -> bool:
     return not reader and _written_before_version_3(command)
 
 
+commands_before_version_10 = commands.filter(_written_before_version_10)
+"""Commands version 9 reads: no backlog control (a configuration's or a policy's)."""
 commands_before_version_6 = commands.filter(_written_before_version_6)
 """Commands version 5 reads: no priority (a message's, the x-max-priority argument)."""
 commands_before_version_5 = commands.filter(_written_before_version_5)

@@ -8,6 +8,7 @@ import pytest
 
 from queue_state.arguments import (
     AT_LEAST_ONCE_RULE,
+    DISCARD_ARGUMENTS,
     ArgumentError,
     QueueConfig,
     QueueDefaults,
@@ -35,6 +36,11 @@ EVERY_ARGUMENT = {
     "x-delayed-retry-min": 500,
     "x-delayed-retry-max": 30_000,
     "x-max-priority": 9,
+    "x-max-unacked": 100,
+    "x-discard-mark": 5000,
+    "x-discard-below-priority": 3,
+    "x-dequeue-interval-ms": 20,
+    "x-dequeue-window": "22:00-06:00",
 }
 
 
@@ -60,6 +66,11 @@ def test_every_argument_is_accepted_into_its_field() -> None:
         delayed_retry_min=500,
         delayed_retry_max=30_000,
         max_priority=9,
+        max_unacked=100,
+        discard_mark=5000,
+        discard_below_priority=3,
+        dequeue_interval_ms=20,
+        dequeue_window="22:00-06:00",
     )
 
 
@@ -86,6 +97,12 @@ def test_to_arguments_is_canonical_so_redeclares_compare_equal() -> None:
     }
     reordered = dict(reversed(list(EVERY_ARGUMENT.items())))
     assert list(parse_arguments(reordered).to_arguments()) == list(config.to_arguments())
+
+
+_ITS_PAIR = {
+    "x-discard-mark": {"x-discard-below-priority": 1},
+    "x-discard-below-priority": {"x-discard-mark": 1},
+}
 
 
 @pytest.mark.parametrize(
@@ -116,13 +133,23 @@ def test_to_arguments_is_canonical_so_redeclares_compare_equal() -> None:
         ("x-delayed-retry-min", -1),
         ("x-delayed-retry-max", "5s"),
         ("x-lease-period", 0),
+        ("x-max-unacked", 0),
+        ("x-max-unacked", "10"),
+        ("x-discard-mark", -1),
+        ("x-discard-below-priority", 32),
+        ("x-discard-below-priority", -1),
+        ("x-dequeue-interval-ms", 0),
+        ("x-dequeue-interval-ms", 1.5),
+        ("x-dequeue-window", "22:00"),
+        ("x-dequeue-window", "08:00-08:00"),
+        ("x-dequeue-window", 2200),
         ("x-unknown", 1),
         ("max-length", 1),
     ],
 )
 def test_bad_values_are_rejected_naming_the_argument(argument: str, value: object) -> None:
     with pytest.raises(ArgumentError) as caught:
-        parse_arguments({argument: value})
+        parse_arguments({argument: value, **_ITS_PAIR.get(argument, {})})
     assert caught.value.argument == argument
     assert caught.value.reason
 
@@ -135,6 +162,17 @@ def test_at_least_once_requires_overflow_reject_publish(overflow: str | None) ->
     with pytest.raises(ArgumentError) as caught:
         parse_arguments(arguments)
     assert (caught.value.argument, caught.value.reason) == ("x-dead-letter-strategy", AT_LEAST_ONCE_RULE)
+
+
+@pytest.mark.parametrize("given", DISCARD_ARGUMENTS)
+def test_rule_the_discard_mark_and_its_priority_are_set_together(given: str) -> None:
+    with pytest.raises(ArgumentError, match="needs") as caught:
+        parse_arguments({given: 3})
+    assert caught.value.argument == given
+    other = next(argument for argument in DISCARD_ARGUMENTS if argument != given)
+    assert other in caught.value.reason
+    both = parse_arguments({"x-discard-mark": 10, "x-discard-below-priority": 0})
+    assert (both.discard_mark, both.discard_below_priority) == (10, 0)
 
 
 def test_non_dict_arguments_are_rejected() -> None:

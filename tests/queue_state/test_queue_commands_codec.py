@@ -19,6 +19,7 @@ from queue_state_strategies import (
     commands_before_version_4,
     commands_before_version_5,
     commands_before_version_6,
+    commands_before_version_10,
     metas,
 )
 
@@ -62,8 +63,13 @@ from queue_state.commands import (
 
 
 @given(commands)
-def test_every_command_survives_a_version_6_round_trip(cmd: Command) -> None:
+def test_every_command_survives_a_round_trip_in_the_newest_version(cmd: Command) -> None:
     assert decode_command(encode_command(cmd)) == cmd
+
+
+@given(commands_before_version_10)
+def test_every_command_without_a_version_10_form_survives_a_version_9_round_trip(cmd: Command) -> None:
+    assert decode_command(encode_command(cmd, 9)) == cmd
 
 
 @given(commands_before_version_6)

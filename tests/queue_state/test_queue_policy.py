@@ -30,6 +30,9 @@ def test_a_definition_names_runtime_arguments_without_their_prefix() -> None:
         ({"overflow": "drop-tail"}, "overflow"),
         ({}, "definition"),
         ([1], "definition"),
+        ({"discard-mark": 10}, "discard-mark"),  # only with the priority below which it discards
+        ({"discard-below-priority": 2, "max-length": 9}, "discard-below-priority"),
+        ({"dequeue-window": "8-17"}, "dequeue-window"),
     ]:
         with pytest.raises(ArgumentError) as raised:
             definition_arguments(wrong)
@@ -58,6 +61,33 @@ def test_rule_the_delivery_limit_in_force_is_the_stricter_of_both(own: int | Non
     limit = effective_config(declared, {"x-delivery-limit": theirs}, "q").delivery_limit_in_force
     limits = [given for given in (own, theirs) if given is not None and given >= 0]
     assert limit == (min(limits) if limits else None)
+
+
+@given(own=st.one_of(st.none(), st.integers(1, 50)), theirs=st.integers(1, 50))
+def test_rule_the_max_unacked_in_force_is_the_smaller_of_both(own: int | None, theirs: int) -> None:
+    declared = parse_arguments({} if own is None else {"x-max-unacked": own})
+    in_force = effective_config(declared, definition_arguments({"max-unacked": theirs}), "q").max_unacked
+    assert in_force == (theirs if own is None else min(own, theirs))
+
+
+def test_the_backlog_controls_are_policy_keys_where_the_declared_value_wins_but_for_the_cap() -> None:
+    declared = parse_arguments(
+        {"x-dequeue-interval-ms": 10, "x-discard-mark": 100, "x-discard-below-priority": 2}
+    )
+    policy = definition_arguments(
+        {
+            "max-unacked": 5,
+            "dequeue-interval-ms": 1000,
+            "dequeue-window": "01:00-05:00",
+            "discard-mark": 1,
+            "discard-below-priority": 9,
+        }
+    )
+    config = effective_config(declared, policy, "q")
+    assert (config.max_unacked, config.dequeue_window) == (5, "01:00-05:00")  # unset: the policy's
+    assert (config.dequeue_interval_ms, config.discard_mark, config.discard_below_priority) == (10, 100, 2)
+    with pytest.raises(InvalidCommand, match="needs"):
+        ApplyPolicy("p", {"x-discard-mark": 3}, 1)  # a decoded policy keeps the pair too
 
 
 def test_every_runtime_argument_has_a_policy_key() -> None:

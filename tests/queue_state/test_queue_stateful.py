@@ -14,6 +14,12 @@ Priorities (feature 1) against a model: a message keeps the priority it was publ
 the queue's top priority when above it; nothing is handed out while a ready message of a higher level
 waits; never-returned messages of one level go out in id order; drop-head drops nothing while a message
 of a lower level is left.
+
+The backlog controls (issue 40, slice 4) against their rules: nothing is handed out past
+`x-max-unacked`, outside the dequeue window, or sooner than the dequeue interval after the last paced
+hand-out (one at a time); a publish is discarded exactly when the queue held the mark of ready messages
+and the message's priority is below the discard priority; and a ready message that a consumer could
+take but the controls hold back always has a Tick due for it.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 from queue_state_strategies import DURABLE_NAMES, DURABLE_POOL, IDS, NAME_POOL, NAMES, configs, new_messages
 
+from queue_state.backlog_controls import DISCARDED, next_opening_ms
 from queue_state.commands import (
     Cancel,
     Checkout,
@@ -89,6 +96,7 @@ class QueueInvariants(RuleBasedStateMachine):
         self.durable_read_end: dict[str, int] = {}  # consumer -> the end of what was read back
         self.delayed_ever: set[int] = set()  # ids that waited for a time: outside FIFO order
         self.not_before: dict[int, int] = {}  # id -> the time before which it may not be handed out
+        self.paced_at: int | None = None  # the last hand-out while a dequeue interval was in force
 
     def _apply(self, meta, cmd):
         before_pending = set(self.machine.dead_letter_ids())
@@ -105,7 +113,14 @@ class QueueInvariants(RuleBasedStateMachine):
         durable_before = {name: self._durable_held(name) for name in DURABLE_POOL}
         readers = {c.name for c in self.machine.consumers() if c.since_ms is not None}
         reads = isinstance(cmd, Get) and not cmd.auto_ack and cmd.holder in readers
+        now = max(self.machine.now_ms, meta.now_ms)
+        ready = list(self.machine.ready_messages())
+        live = sum(m.expires_at >= now for m in ready)  # at most these expire before the mark's count
+        due = sum(self.not_before.get(m.id, 0) <= now for m in self.machine.delayed_messages())
+        ready_before = (len(ready), live, due)
+        durable_ends = {info.name: info.end for info in self.machine.durable_consumers()}
         reply, effects = self.machine.apply(meta, cmd)
+        self._check_backlog_controls(cmd, reply, effects, ready_before, durable_ends)
         self._note_delays(meta, cmd, reply)
         self._check_durable_moves(cmd, reply, durable_before)
         self.entered_dlx_pending |= set(self.machine.dead_letter_ids()) - before_pending
@@ -161,6 +176,37 @@ class QueueInvariants(RuleBasedStateMachine):
         kinds = [type(e) for e in effects]
         if DeadLetter in kinds and ForgetBodies in kinds:
             assert kinds.index(ForgetBodies) > max(i for i, k in enumerate(kinds) if k is DeadLetter)
+
+    def _check_backlog_controls(self, cmd, reply, effects, ready_before, durable_ends) -> None:
+        """What this command handed out (deliveries, a get's, a durable checkout's) the controls in force
+        allowed, and what it discarded is what the mark and priority say: the ready messages a publish
+        meets are those before it plus any delayed ones that came due at its time."""
+        config, now = self.machine.config, self.machine.now_ms
+        count = sum(len(e.deliveries) for e in effects if isinstance(e, Deliver))
+        if isinstance(cmd, Get) and isinstance(reply, Deliveries):
+            count += len(reply.deliveries)
+        if isinstance(cmd, DurableCheckout) and isinstance(reply, DurablePosition):
+            count += reply.end - max(durable_ends.get(cmd.consumer, 0), reply.settled)
+        if count:
+            unacked = self.machine.stats().messages_unacknowledged
+            assert config.max_unacked is None or unacked <= config.max_unacked, "handed out past the cap"
+            assert config.window is None or config.window.is_open(now), "handed out outside the window"
+        interval = config.dequeue_interval_ms
+        if interval is None:
+            self.paced_at = None
+        elif count:
+            assert count == 1, "more than one hand-out in an interval"
+            assert self.paced_at is None or now >= self.paced_at + interval, "handed out within the interval"
+            self.paced_at = now
+        if isinstance(reply, Enqueued):
+            mark, below = config.discard_mark, config.discard_below_priority
+            ready, live, due = ready_before  # the mark counts the due delayed, not the expired
+            for message_id, message in zip(reply.ids, cmd.messages, strict=True):
+                low = mark is not None and min(message.priority, config.top_priority) < below
+                if message_id in reply.discarded:
+                    assert low and ready + due >= mark, "discarded under the mark or at its priority"
+                else:
+                    assert not low or live < mark, "kept a message the mark discards"
 
     def _check_priorities(self, handed_out, effects) -> None:
         """Every message has the priority it was taken with; what was served (from the head) leaves no
@@ -263,6 +309,8 @@ class QueueInvariants(RuleBasedStateMachine):
             self.durable_read_end[cmd.consumer] = max(first_new, reply.end)
 
     def _removal_reason(self, cmd, reply, message_id: int) -> str:
+        if isinstance(reply, Enqueued) and message_id in reply.discarded:
+            return DISCARDED
         if isinstance(cmd, DurableSettle) and message_id in self.held_before:
             return "settled"
         if isinstance(cmd, Settle) and message_id in cmd.ids and message_id in self.held_before:
@@ -424,6 +472,21 @@ class QueueInvariants(RuleBasedStateMachine):
         assert set(live) | set(self.removed) == set(self.sizes), "a message went missing"
 
     @invariant()
+    def a_hand_out_held_back_by_time_has_a_tick_due(self) -> None:
+        """A ready message a consumer has credit for, under the cap, that the serve step left: the dequeue
+        window or interval held it back, so the leader must be told when to come back. So too while they
+        hold a hand-out back from a reader with room (its waiting get is woken by the Tick)."""
+        config = self.machine.config
+        consumers = self.machine.consumers()
+        unacked = self.machine.stats().messages_unacknowledged
+        served = any(c.active and c.since_ms is None and c.unacknowledged < c.prefetch for c in consumers)
+        reader = any(c.since_ms is not None and c.unacknowledged < c.prefetch for c in consumers)
+        held_back = next_opening_ms(config, self.machine.now_ms, unacked, self.paced_at) is not None
+        under_cap = config.max_unacked is None or unacked < config.max_unacked
+        if self.machine.stats().messages_ready and under_cap and (served or (reader and held_back)):
+            assert self.machine.next_deadline_ms() is not None, "held back with no Tick due"
+
+    @invariant()
     def peek_follows_the_serve_order(self) -> None:
         ready = list(self.machine.ready_messages())
         for position in {1, len(ready) // 2 + 1, len(ready), len(ready) + 1} - {0}:
@@ -455,8 +518,11 @@ class QueueInvariants(RuleBasedStateMachine):
     def removals_are_counted_by_reason(self) -> None:
         stats = self.machine.stats()
         reasons = Counter(self.removed.values())
-        assert sum(stats.dropped.values()) == reasons["dropped"] + reasons[STRATEGY_CHANGED]
+        assert (
+            sum(stats.dropped.values()) == reasons["dropped"] + reasons[STRATEGY_CHANGED] + reasons[DISCARDED]
+        )
         assert stats.dropped.get(STRATEGY_CHANGED, 0) == reasons[STRATEGY_CHANGED]
+        assert stats.dropped.get(DISCARDED, 0) == reasons[DISCARDED]
         assert sum(stats.dead_lettered.values()) == self.dead_letter_effects + len(self.entered_dlx_pending)
 
 
