@@ -13,6 +13,7 @@ import contextlib
 from cluster.errors import NodeError
 from cluster.membership.group_changes import MembershipRefused
 from cluster.node import Node
+from cluster.queues.policies import checked_policy, policy_version
 from cluster.queues.queue_door import QueueDoor
 from cluster.replication.stored_message import StoredMessage
 from metadata_state.codec import POLICY_CODEC_VERSION
@@ -126,6 +127,7 @@ class Operator:
         if leader is None:
             return
         timeout = self.requests.rng.choice([None, 20_000, 40_000])
+        cap = self.requests.rng.choice([None, 100, 1000])  # a backlog control: needs every node to read it
 
         async def change(node: Node) -> None:
             node.formats.require_metadata(POLICY_CODEC_VERSION, "no policies")  # as the handler does
@@ -133,7 +135,10 @@ class Operator:
                 await node.metadata_door.clear_policy(POLICY)
             else:
                 pattern = f"^({'|'.join(QUEUE_ARGUMENTS)})$"
-                await node.metadata_door.set_policy(POLICY, pattern, {"consumer-timeout": timeout}, 0)
+                definition = {"consumer-timeout": timeout} | ({} if cap is None else {"max-unacked": cap})
+                policy = checked_policy(POLICY, pattern, definition, 0)
+                node.formats.require_queue_ops(policy_version(policy), "not all of these policy keys")
+                await node.metadata_door.set_policy(POLICY, pattern, definition, 0)
 
         with contextlib.suppress(ValueError):  # a node said it reads an older codec since the check: 409
             await self.requests.ask(leader.name, change)
