@@ -61,15 +61,28 @@ def test_corrupt_schedule_loses_nothing(netns_ready: None, tmp_path: Path) -> No
 @pytest.mark.timeout(150)
 def test_disk_schedule_refuses_publishes_only_with_resource_alarm(netns_ready: None, tmp_path: Path) -> None:
     """Disks fill (one node's, a leader's, every node's) and free again: publishers are held back by the
-    disk alarm and told `resource_alarm` when their wait runs out, nothing else fails, and publishing
-    resumes by itself after each heal."""
+    disk alarm and told `resource_alarm` when their wait runs out, nothing else fails, nothing fails
+    outside a fault, and publishing resumes by itself after each heal.
+
+    A retry sent late in a publish's wait may still be on the wire when the client's deadline passes: a
+    `timeout` (outcome unknown) is the same holding back, so it is allowed, but only during a fault."""
     config = RunConfig(duration=25, nemeses=("disk",), seed=1, nodes=3, out_dir=tmp_path)
     result = run_passing(config)
-    outcomes = [
-        op
-        for op in read_history(result.run_dir / "history.jsonl")
-        if op.f == "enqueue" and op.type != "invoke"
-    ]
-    refused = {op.error for op in outcomes if op.type != "ok"}
-    assert refused == {"resource_alarm"}, verdict_text(result)
-    assert all(gap.from_heal is not None for gap in result.availability), verdict_text(result)
+    logged = [json.loads(line) for line in (result.run_dir / "nemesis.jsonl").read_text().splitlines()]
+    started = {e["window"]: e["time"] for e in logged if e["event"] == "start"}
+    windows = [(started[e["window"]], e["time"]) for e in logged if e["event"] == "stop"]
+    invoked: dict[tuple[str, int | None], float] = {}
+    refused: dict[str | None, list[int | None]] = {}
+    for op in read_history(result.run_dir / "history.jsonl"):
+        if op.f != "enqueue":
+            continue
+        if op.type == "invoke":
+            invoked[(op.process, op.value)] = op.time
+        elif op.type != "ok":
+            began = invoked[(op.process, op.value)]
+            during = any(began < stop and op.time > start for start, stop in windows)
+            refused.setdefault(op.error if during else f"{op.error} outside a fault", []).append(op.value)
+    text = verdict_text(result)
+    assert "resource_alarm" in refused, text
+    assert set(refused) <= {"resource_alarm", "timeout"}, f"{refused}\n{text}"
+    assert all(gap.from_heal is not None for gap in result.availability), text
