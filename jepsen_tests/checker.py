@@ -7,14 +7,17 @@ lost      = enqueues - dequeues                     recovered = ok - enqueues (o
 wrong_queue = values dequeued from a queue other than the one they were published to or its
               dead-letter queue
 protocol_errors = ok enqueues whose 2xx answer broke the API contract (e.g. fewer ids than messages)
+refused_otherwise = publishes that failed, while only a disk alarm held them back, with an error the
+            alarm does not give (jepsen_tests.disk_refusals)
 exercised = how many completed ops used each queue feature the workload draws and the server took
             (ok enqueues with a priority, requeueing nacks with a delay that were answered 2xx, ok
             dequeues whose touch before the ack was answered 2xx): the sets above cover them, and a
             run that used none did not test them
 
 The history is valid iff nothing is lost, nothing unexpected or from the wrong queue was dequeued, no
-confirm broke the protocol, and duplicates that no fault explains stay within their bound
-(jepsen_tests.duplicates); recovered values (a publish answered info that did land) are reported.
+confirm broke the protocol, no publish was refused otherwise during a disk alarm, and duplicates that
+no fault explains stay within their bound (jepsen_tests.duplicates); recovered values (a publish
+answered info that did land) are reported.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from jepsen_tests.disk_refusals import refused_otherwise
 from jepsen_tests.duplicates import Duplicates, classify_duplicates, completed_dequeues
 from jepsen_tests.history import Op
 from jepsen_tests.nemesis_log import FaultSpan
@@ -48,19 +52,22 @@ class TotalQueueVerdict:
     failed_enqueues: int = 0
     wrong_queue: dict[int, tuple[str, str]] = field(default_factory=dict)
     protocol_errors: list[int] = field(default_factory=list)
+    refused_otherwise: dict[int, str] = field(default_factory=dict)
     duplicates: Duplicates = field(default_factory=lambda: Duplicates(0))
     notes: list[str] = field(default_factory=list)
     exercised: dict[str, int] = field(default_factory=dict)
 
     @property
     def valid(self) -> bool:
-        """True iff nothing was lost, invented, misrouted or confirmed against the protocol, and the
-        duplicates no fault explains are within their bound."""
+        """True iff nothing was lost, invented, misrouted or confirmed against the protocol, no publish was
+        refused otherwise during a disk alarm, and the duplicates no fault explains are within their
+        bound."""
         return (
             not self.lost
             and not self.unexpected
             and not self.wrong_queue
             and not self.protocol_errors
+            and not self.refused_otherwise
             and self.duplicates.within_bound
         )
 
@@ -80,12 +87,14 @@ class TotalQueueVerdict:
             "recovered_count": len(self.recovered),
             "wrong_queue_count": len(self.wrong_queue),
             "protocol_error_count": len(self.protocol_errors),
+            "refused_otherwise_count": len(self.refused_otherwise),
             "lost": self.lost,
             "unexpected": self.unexpected,
             "duplicated": {str(v): n for v, n in self.duplicated.items()},
             "recovered": self.recovered,
             "wrong_queue": {str(v): list(queues) for v, queues in self.wrong_queue.items()},
             "protocol_errors": self.protocol_errors,
+            "refused_otherwise": {str(v): error for v, error in self.refused_otherwise.items()},
             "duplicates": self.duplicates.to_dict(),
             "notes": self.notes,
             "exercised": self.exercised,
@@ -106,6 +115,7 @@ class TotalQueueVerdict:
             ("recovered", self.recovered),
             ("wrong queue", sorted(self.wrong_queue)),
             ("protocol errors", self.protocol_errors),
+            ("refused otherwise during a disk alarm", sorted(self.refused_otherwise)),
         ):
             shown = values[:SHOWN_VALUES]
             more = f" … and {len(values) - SHOWN_VALUES} more" if len(values) > SHOWN_VALUES else ""
@@ -121,7 +131,7 @@ class TotalQueueVerdict:
 
 def check_total_queue(history: Iterable[Op], faults: Sequence[FaultSpan] = ()) -> TotalQueueVerdict:
     """Apply the total-queue model to a history (ops of every queue together; values are unique);
-    `faults` are the fault windows that may explain duplicates."""
+    `faults` are the fault windows that may explain duplicates and that the disk alarm's rule reads."""
     ops = list(history)
     attempts: Counter[int] = Counter()
     enqueues: Counter[int] = Counter()
@@ -180,6 +190,7 @@ def check_total_queue(history: Iterable[Op], faults: Sequence[FaultSpan] = ()) -
         failed_enqueues=len(failed),
         wrong_queue=dict(sorted(wrong_queue.items())),
         protocol_errors=sorted(protocol_errors),
+        refused_otherwise=refused_otherwise(ops, faults),
         duplicates=classify_duplicates(completed_dequeues(ops), faults),
         notes=notes,
         exercised=dict(sorted(exercised.items())),

@@ -31,8 +31,8 @@ HONEST_TTL_MARGIN_S = 600.0
 
 @dataclass(frozen=True)
 class RunConfig:
-    """What to run: workload seconds, nemesis families, seed, node count, queues (1-3 from the seed).
-    The default families are all but `disk`, which a run asks for by name (docs/operate/jepsen.md)."""
+    """What to run: workload seconds, nemesis families (every family by default), seed, node count,
+    queues (1-3 from the seed)."""
 
     duration: float = 60.0
     nemeses: tuple[str, ...] = (
@@ -45,6 +45,7 @@ class RunConfig:
         "clock",
         "client",
         "power",
+        "disk",
     )
     seed: int = 0
     nodes: int = 5
