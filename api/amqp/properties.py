@@ -1,0 +1,121 @@
+"""AMQP basic properties and headers ↔ a quorumq message's fields.
+
+A published message keeps its body as raw bytes (stored as binary, which JSON readers get as base64),
+its `priority` and `expiration` as the message's own fields, and its headers. Every other property
+travels as a header named `x-amqp-<property>` (`x-amqp-content-type`, `x-amqp-message-id`, ...), so an
+HTTP or Python consumer sees it, and a message published over HTTP with such a header reaches an AMQP
+consumer with the property set. A delivery takes those headers back out into its properties and adds
+`x-delivery-count` once the message has failed a delivery, as RabbitMQ's quorum queues do.
+
+Header values are JSON values in quorumq. A field table's other types are converted on the way in and
+do not come back as they were: a byte array becomes its text when it is UTF-8, else base64 text; a
+timestamp becomes epoch seconds; a decimal becomes its text.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import decimal
+from collections.abc import Mapping
+from typing import Any
+
+from pamqp import commands
+
+from api.amqp.reply_codes import PRECONDITION_FAILED, channel_error
+from cluster.queues.queue_results import MessageRow
+
+PROPERTY_PREFIX = "x-amqp-"
+DELIVERY_COUNT = "x-delivery-count"
+TEXT_PROPERTIES = (
+    "content_type",
+    "content_encoding",
+    "correlation_id",
+    "reply_to",
+    "message_id",
+    "message_type",
+    "user_id",
+    "app_id",
+)
+"""The short-string properties kept as headers (`message_type` is AMQP's `type`; `cluster_id` is
+deprecated and must be empty, so it is not kept)."""
+_HEADER_OF = {
+    name: PROPERTY_PREFIX + ("type" if name == "message_type" else name).replace("_", "-")
+    for name in TEXT_PROPERTIES
+}
+_HEADER_OF["delivery_mode"] = PROPERTY_PREFIX + "delivery-mode"
+_HEADER_OF["timestamp"] = PROPERTY_PREFIX + "timestamp"
+_PROPERTY_OF = {header: name for name, header in _HEADER_OF.items()}
+
+
+def published_fields(properties: commands.Basic.Properties, body: bytes) -> dict[str, Any]:
+    """The fields of one message of a publish body (`api.publish_job.PublishedMessage`) for an AMQP
+    message: its body, headers, priority and expiration. An expiration that is not a count of ms is a
+    PRECONDITION_FAILED channel error, as RabbitMQ answers it."""
+    headers = {str(key): json_value(value) for key, value in (properties.headers or {}).items()}
+    for name, header in _HEADER_OF.items():
+        value = getattr(properties, name)
+        if value is not None:
+            headers[header] = json_value(value)
+    fields: dict[str, Any] = {"body": bytes(body), "headers": headers}
+    if properties.priority is not None:
+        fields["priority"] = properties.priority
+    if properties.expiration is not None:
+        fields["expiration"] = _expiration_ms(properties.expiration)
+    return fields
+
+
+def _expiration_ms(text: str) -> int:
+    if not text.isascii() or not text.isdigit():
+        raise channel_error(PRECONDITION_FAILED, f"invalid expiration '{text}': not a count of milliseconds")
+    return int(text)
+
+
+def delivery_properties(row: MessageRow) -> commands.Basic.Properties:
+    """The properties of a delivered message: its headers but the `x-amqp-*` ones, which become the
+    properties they name, its priority, and `x-delivery-count` once it failed a delivery."""
+    headers: dict[str, Any] = {}
+    properties: dict[str, Any] = {}
+    for key, value in row.headers.items():
+        name = _PROPERTY_OF.get(key)
+        if name is None:
+            headers[key] = value
+        else:
+            properties[name] = _property_value(name, value)
+    if row.delivery_count:
+        headers[DELIVERY_COUNT] = row.delivery_count
+    if row.priority:
+        properties["priority"] = min(row.priority, 255)
+    return commands.Basic.Properties(headers=headers or None, **properties)
+
+
+def _property_value(name: str, value: Any) -> Any:
+    """A property's value from its header; one of the wrong type (set over HTTP) is dropped to None."""
+    if name == "timestamp":
+        if isinstance(value, int) and not isinstance(value, bool):
+            return datetime.datetime.fromtimestamp(value, tz=datetime.UTC)
+        return None
+    if name == "delivery_mode":
+        return value if value in (1, 2) else None
+    return value if isinstance(value, str) and len(value.encode()) <= 255 else None
+
+
+def json_value(value: Any) -> Any:
+    """A field-table value as a JSON value (see the module's note on what does not come back as it was)."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, bytes | bytearray):
+        try:
+            return bytes(value).decode()
+        except UnicodeDecodeError:
+            return base64.b64encode(value).decode()
+    if isinstance(value, datetime.datetime):
+        stamp = value if value.tzinfo is not None else value.replace(tzinfo=datetime.UTC)
+        return int(stamp.timestamp())
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {str(key): json_value(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_value(item) for item in value]
+    return str(value)

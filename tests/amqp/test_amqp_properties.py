@@ -1,0 +1,97 @@
+"""AMQP properties and headers ↔ a quorumq message (`api.amqp.properties`): what a publish stores, what
+a delivery gives back, and what a field table's non-JSON values become."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+
+import pytest
+from pamqp import commands
+
+from api.amqp.properties import delivery_properties, json_value, published_fields
+from api.amqp.reply_codes import PRECONDITION_FAILED, AmqpError
+from cluster.queues.queue_results import MessageRow
+
+STAMP = datetime.datetime(2026, 11, 29, 12, 0, tzinfo=datetime.UTC)
+
+
+def row(headers: dict[str, object], delivery_count: int = 0, priority: int = 0) -> MessageRow:
+    return MessageRow(7, b"body", "base64", headers, delivery_count, delivery_count > 0, 0, priority=priority)
+
+
+def test_every_property_survives_a_publish_and_a_delivery() -> None:
+    sent = commands.Basic.Properties(
+        content_type="application/json",
+        content_encoding="gzip",
+        headers={"tenant": "acme", "attempt": 2},
+        delivery_mode=2,
+        priority=4,
+        correlation_id="c-1",
+        reply_to="replies",
+        expiration="60000",
+        message_id="m-1",
+        timestamp=STAMP,
+        message_type="order.created",
+        user_id="alice",
+        app_id="shop",
+    )
+    fields = published_fields(sent, b"\x00{}")
+    assert fields["body"] == b"\x00{}"
+    assert (fields["priority"], fields["expiration"]) == (4, 60000)
+    assert fields["headers"] == {
+        "tenant": "acme",
+        "attempt": 2,
+        "x-amqp-content-type": "application/json",
+        "x-amqp-content-encoding": "gzip",
+        "x-amqp-delivery-mode": 2,
+        "x-amqp-correlation-id": "c-1",
+        "x-amqp-reply-to": "replies",
+        "x-amqp-message-id": "m-1",
+        "x-amqp-timestamp": int(STAMP.timestamp()),
+        "x-amqp-type": "order.created",
+        "x-amqp-user-id": "alice",
+        "x-amqp-app-id": "shop",
+    }
+    got = delivery_properties(row(fields["headers"], priority=4))
+    for name in (
+        "content_type",
+        "content_encoding",
+        "delivery_mode",
+        "priority",
+        "correlation_id",
+        "reply_to",
+        "message_id",
+        "timestamp",
+        "message_type",
+        "user_id",
+        "app_id",
+    ):
+        assert getattr(got, name) == getattr(sent, name), name
+    assert got.headers == {"tenant": "acme", "attempt": 2}
+    assert got.expiration is None  # a delivered message's expiration is not told back, as RabbitMQ
+
+
+def test_a_redelivery_after_a_failed_delivery_carries_x_delivery_count() -> None:
+    assert delivery_properties(row({})).headers is None
+    assert delivery_properties(row({}, delivery_count=2)).headers == {"x-delivery-count": 2}
+
+
+def test_a_property_header_of_the_wrong_type_set_over_http_is_left_out() -> None:
+    got = delivery_properties(
+        row({"x-amqp-timestamp": "yesterday", "x-amqp-delivery-mode": 7, "x-amqp-app-id": 5})
+    )
+    assert (got.timestamp, got.delivery_mode, got.app_id) == (None, None, None)
+
+
+@pytest.mark.parametrize("expiration", ["-1", "1.5", "soon", "\uff11\uff12"])  # the last: fullwidth digits
+def test_an_expiration_that_is_not_a_count_of_ms_closes_the_channel(expiration: str) -> None:
+    with pytest.raises(AmqpError) as refused:
+        published_fields(commands.Basic.Properties(expiration=expiration), b"")
+    assert (refused.value.code, refused.value.connection) == (PRECONDITION_FAILED, False)
+
+
+def test_field_table_values_become_json_values() -> None:
+    assert json_value({"a": [b"text", b"\xff\x00", decimal.Decimal("1.50"), STAMP, None, True, 1.5]}) == {
+        "a": ["text", "/wA=", "1.50", int(STAMP.timestamp()), None, True, 1.5]
+    }
