@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 
@@ -142,12 +143,28 @@ async def _basic(request: web.Request, value: str) -> Principal:
         raise Unauthenticated("malformed basic credentials") from exc
     if not sep:
         raise Unauthenticated("malformed basic credentials")
+    guest = functools.partial(
+        admit_guest,
+        request.app[CONFIG],
+        request.app[METADATA],
+        is_loopback(request),
+        from_another_origin(request),
+    )
+    return await password_login(request.app, name, password, request.remote, guest)
+
+
+async def password_login(
+    app: web.Application, name: str, password: str, remote: str | None, admit_guest: Callable[[], None]
+) -> Principal:
+    """The principal of user `name` logging in with `password` from address `remote` (HTTP Basic, an AMQP
+    connection's SASL), checked and throttled per source; `admit_guest` refuses the built-in guest
+    (Unauthenticated) where it may not log in. Unauthenticated for wrong credentials."""
     if name == GUEST:  # never a stored user: refused at once, no check, no failed login
-        _admit_guest(request)
-    throttle, source = request.app[LOGIN_THROTTLE], source_key(request.remote)
+        admit_guest()
+    throttle, source = app[LOGIN_THROTTLE], source_key(remote)
     throttle.refuse_if_blocked(source)
-    metadata = request.app[METADATA]
-    checker, record = request.app[PASSWORD_CHECKER], metadata.users.get(name)
+    metadata = app[METADATA]
+    checker, record = app[PASSWORD_CHECKER], metadata.users.get(name)
     known = None if record is None else await checker.known_outcome(record, password)  # never `guest`
     if known is not None:  # no check of its own, so no place among its source's checks
         if not known:
@@ -174,19 +191,18 @@ async def _basic(request: web.Request, value: str) -> Principal:
         throttle.end(source, failed)
 
 
-def _admit_guest(request: web.Request) -> None:
-    """Unauthenticated unless the built-in guest may log in on this request: while this node keeps it
-    (`guest_enabled`), from loopback, and not from a page of another origin (decision 0020)."""
-    config, metadata = request.app[CONFIG], request.app[METADATA]
+def admit_guest(config: NodeConfig, metadata: MetadataView, loopback: bool, other_origin: bool) -> None:
+    """Unauthenticated unless the built-in guest may log in: while this node keeps it (`guest_enabled`),
+    from `loopback`, and not for a page of `other_origin` (decision 0020)."""
     if config.loopback_guest is False:
         raise Unauthenticated("the guest user is disabled on this node")
     if not guest_enabled(config, metadata):
         raise Unauthenticated(
             "the guest user is off on this node: an administrator exists (or is bootstrapped)"
         )
-    if not is_loopback(request):
+    if not loopback:
         raise Unauthenticated("the guest user may only connect from loopback")
-    if from_another_origin(request):
+    if other_origin:
         raise Unauthenticated("the guest user is refused to a page of another origin")
 
 

@@ -28,6 +28,7 @@ def _settings_epilog() -> str:
 @click.option("--data-dir", type=click.Path(path_type=Path), help="Where the node keeps its data.")
 @click.option("--http", "http", help="HOST:PORT for the HTTP API (default port 8080).")
 @click.option("--raft", "raft", help="HOST:PORT for Raft traffic between nodes.")
+@click.option("--amqp", "amqp", help="HOST:PORT for the AMQP 0-9-1 listener (default: none).")
 @click.option("--seed", "seeds", multiple=True, help="NAME@HOST:RAFTPORT of an initial member (repeat).")
 @click.option("--join", help="http://HOST:PORT of a running member to join through.")
 @click.option("--advertise-http", help="The HTTP URL other nodes use to reach this one.")
@@ -44,6 +45,7 @@ def server(
     data_dir: Path | None,
     http: str | None,
     raft: str | None,
+    amqp: str | None,
     seeds: tuple[str, ...],
     join: str | None,
     advertise_http: str | None,
@@ -60,6 +62,7 @@ def server(
         "data_dir": data_dir,
         "http": http,
         "raft": raft,
+        "amqp": amqp,
         "seeds": seeds,
         "join": join,
         "advertise_http": advertise_http,

@@ -30,6 +30,7 @@ ROOM_POLL_S = 1.0
 
 async def run_node(config: NodeConfig, stopping: asyncio.Event) -> None:
     """Serve the node until `stopping` is set, starting it again after each failed write."""
+    from api.amqp.listener import AmqpListener
     from api.app import serve
     from api.join_requester import HttpJoinRequester
     from api.paused_app import serve_paused
@@ -51,7 +52,11 @@ async def run_node(config: NodeConfig, stopping: asyncio.Event) -> None:
             failure = f"the node could not start: {exc}"
         else:
             log.info("node %s serving HTTP on %s, Raft on %s", config.node, config.http, config.raft)
+            amqp = AmqpListener(runner.app)
+            if config.amqp is not None:
+                await amqp.start(config.amqp)
             await first_of(stopping, node.disk_full)
+            await amqp.close()
             await runner.cleanup()
             await node.stop()
             if node.disk_full_error is None:

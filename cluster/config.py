@@ -178,6 +178,10 @@ class NodeConfig:
     join: str | None = field(
         default=None, metadata=about("http://HOST:PORT of a running member to join the cluster through.")
     )
+    amqp: Address | None = field(
+        default=None,
+        metadata=about("HOST:PORT the AMQP 0-9-1 listener serves on (none: no listener; RabbitMQ uses 5672)."),
+    )
     cluster_secret: str = field(
         default="",
         metadata=about(
@@ -354,6 +358,7 @@ _COERCE: dict[str, Callable[[Any], Any]] = {
     "http": lambda v: Address.parse(str(v), what="http"),
     "raft": lambda v: Address.parse(str(v), what="raft"),
     "advertise_raft": lambda v: Address.parse(str(v), what="advertise_raft"),
+    "amqp": lambda v: Address.parse(str(v), what="amqp"),
     "seeds": lambda v: tuple(Seed.parse(s) for s in (v.split(",") if isinstance(v, str) else v) if s),
     "disk_free_limit": lambda v: v if isinstance(v, ResourceLimit) else ResourceLimit.disk(str(v)),
     "vm_memory_high_watermark": lambda v: v if isinstance(v, ResourceLimit) else ResourceLimit.memory(str(v)),

@@ -1,0 +1,448 @@
+"""One AMQP channel: its methods served in the order they arrive, with RabbitMQ's semantics for quorum
+queues, through `NodeCalls`.
+
+Publishes do not hold up the methods behind them: a channel's publishes to one queue that arrive while
+the previous batch to it is in flight go out as the next batch (one Raft entry for many messages), each
+batch deduplicated by the channel's publisher id and a seq, so a retry inside the node never enqueues a
+message twice. In confirm mode each message is acked once quorumq answered its batch 201 (a majority
+committed it), nacked when quorumq refused it for certain or gave no answer in time. A publish to a
+queue that does not exist is unroutable, as to RabbitMQ's default exchange: dropped, or returned first
+when `mandatory`, and confirmed either way.
+
+Deliveries (to consumers and gets) take the channel's delivery tags, from 1. A consumer is a task that
+polls its queue for as many messages as its prefetch leaves room for and writes each as a
+`basic.deliver`; when quorumq ends the consumer (its queue deleted, its timeout) the channel tells the
+client with `basic.cancel`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import secrets
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pamqp import commands
+from pamqp.base import Frame
+from pamqp.body import ContentBody
+from pamqp.frame import FrameTypes
+from pamqp.header import ContentHeader
+
+from api.amqp.confirms import ConfirmTags
+from api.amqp.content import Content, ContentAssembly
+from api.amqp.node_calls import NodeCalls
+from api.amqp.properties import delivery_properties, json_value, published_fields
+from api.amqp.reply_codes import (
+    ACCESS_REFUSED,
+    NO_ROUTE,
+    NOT_ALLOWED,
+    NOT_FOUND,
+    NOT_IMPLEMENTED,
+    PRECONDITION_FAILED,
+    AmqpError,
+    channel_error,
+)
+from cluster.queues.queue_results import MessageRow
+
+log = logging.getLogger(__name__)
+
+MAX_BATCH = 1000  # messages of one publish batch (the HTTP API's limit per request)
+PUBLISH_RETRY_S = 60.0  # how long a batch is retried while quorumq cannot answer it (no leader)
+RETRY_PAUSE_S = 0.2
+MAX_PENDING_BYTES = 64 * 1024 * 1024  # bodies a channel holds unconfirmed before it stops reading
+DEFAULT_EXCHANGE = ""
+
+
+class Wire(Protocol):
+    """What a channel needs of its connection."""
+
+    frame_max: int
+
+    async def send(self, channel: int, frames: Iterable[FrameTypes]) -> None:
+        """Write `frames` on `channel` together, then wait while the client is behind."""
+        ...
+
+    async def refuse(self, channel: int, error: AmqpError) -> None:
+        """Close `channel` (or the connection) for `error`, found outside the channel's methods."""
+        ...
+
+
+@dataclass
+class _Held:
+    """A delivery not settled yet: its queue, its quorumq consumer (None for a get) and message id."""
+
+    queue: str
+    consumer: str | None
+    message: int
+
+
+@dataclass
+class _Pending:
+    """A message waiting for its batch: its confirm tag (0 outside confirm mode) and what it came as."""
+
+    tag: int
+    content: Content
+    fields: dict[str, Any]
+
+
+class Channel:
+    """Channel `number` of a connection, for the user `node` acts for."""
+
+    def __init__(self, number: int, wire: Wire, node: NodeCalls, max_body_bytes: int) -> None:
+        self.number = number
+        self._wire = wire
+        self._node = node
+        self._content = ContentAssembly(max_body_bytes)
+        self._confirms: ConfirmTags | None = None
+        self._publisher = f"amqp-{secrets.token_hex(8)}"
+        self._batches = itertools.count(1)
+        self._pending: dict[str, list[_Pending]] = {}
+        self._publishing: dict[str, asyncio.Task[None]] = {}
+        self._pending_bytes = 0
+        self._room = asyncio.Event()
+        self._room.set()
+        self._prefetch = 0
+        self._tags = itertools.count(1)
+        self._held: dict[int, _Held] = {}
+        self._consumers: dict[
+            str, tuple[str, str, asyncio.Task[None]]
+        ] = {}  # ctag -> queue, quorumq tag, task
+        self.closed = False
+        self._methods: dict[type[Frame], Callable[[Any], Awaitable[Frame | None]]] = {
+            commands.Queue.Declare: self._queue_declare,
+            commands.Queue.Delete: self._queue_delete,
+            commands.Queue.Purge: self._queue_purge,
+            commands.Queue.Bind: self._bind,
+            commands.Queue.Unbind: self._bind,
+            commands.Exchange.Declare: self._exchange,
+            commands.Exchange.Delete: self._exchange,
+            commands.Exchange.Bind: self._exchange,
+            commands.Exchange.Unbind: self._exchange,
+            commands.Basic.Qos: self._qos,
+            commands.Basic.Consume: self._consume,
+            commands.Basic.Cancel: self._cancel,
+            commands.Basic.Get: self._get,
+            commands.Basic.Ack: self._ack,
+            commands.Basic.Nack: self._nack,
+            commands.Basic.Reject: self._reject,
+            commands.Basic.Recover: self._recover,
+            commands.Confirm.Select: self._confirm_select,
+            commands.Tx.Select: self._tx,
+            commands.Tx.Commit: self._tx,
+            commands.Tx.Rollback: self._tx,
+            commands.Channel.Flow: self._flow,
+        }
+
+    # -- frames ------------------------------------------------------------------------------------
+
+    async def method(self, frame: Frame) -> None:
+        """Serve a method frame (in order with the channel's others); a content-carrying publish only
+        starts its content."""
+        if isinstance(frame, commands.Basic.Publish):
+            self._content.start(frame)
+            return
+        if self._content.expecting:
+            self._content.start(commands.Basic.Publish())  # raises: a method inside a message's content
+        serve = self._methods.get(type(frame))
+        if serve is None:
+            raise channel_error(NOT_IMPLEMENTED, f"{frame.name} is not served on a channel")
+        answer = await serve(frame)
+        if answer is not None and not getattr(frame, "nowait", False):
+            await self._wire.send(self.number, [answer])
+
+    async def header(self, header: ContentHeader) -> None:
+        """A content header: a message is whole when its body is empty."""
+        content = self._content.header(header)
+        if content is not None:
+            await self._published(content)
+
+    async def body(self, body: ContentBody) -> None:
+        """A content body frame: a message is whole once its last one arrived."""
+        content = self._content.body(body)
+        if content is not None:
+            await self._published(content)
+
+    async def close(self) -> None:
+        """The channel ends (closed by either side, or its connection ended): its consumers end and what
+        they and its gets hold returns to the queues. Publishes in flight run to their end; their confirms
+        go nowhere."""
+        self.closed = True
+        consumers, self._consumers = self._consumers, {}
+        for queue, tag, task in consumers.values():
+            task.cancel()
+            with contextlib.suppress(AmqpError, OSError):
+                await self._node.cancel(queue, tag)
+        got = [held for held in self._held.values() if held.consumer is None]
+        self._held.clear()
+        for (queue, _), group in itertools.groupby(sorted(got, key=_key), key=_key):
+            with contextlib.suppress(AmqpError, OSError):
+                await self._node.settle(queue, None, [h.message for h in group], ack=False, requeue=True)
+
+    # -- publishing -----------------------------------------------------------------------------------
+
+    async def _published(self, content: Content) -> None:
+        method = content.method
+        if method.exchange not in (DEFAULT_EXCHANGE, "amq.default"):
+            raise channel_error(NOT_FOUND, f"no exchange '{method.exchange}' in vhost '/'")
+        fields = published_fields(content.properties, content.body)
+        tag = self._confirms.take()[0] if self._confirms is not None else 0
+        self._pending.setdefault(method.routing_key, []).append(_Pending(tag, content, fields))
+        self._pending_bytes += len(content.body)
+        if method.routing_key not in self._publishing:
+            task = asyncio.create_task(self._publish_batches(method.routing_key))
+            self._publishing[method.routing_key] = task
+        if self._pending_bytes > MAX_PENDING_BYTES:
+            self._room.clear()
+            await self._room.wait()  # the connection reads no more until confirms make room
+
+    async def _publish_batches(self, queue: str) -> None:
+        try:
+            while self._pending.get(queue):
+                batch, self._pending[queue] = (
+                    self._pending[queue][:MAX_BATCH],
+                    self._pending[queue][MAX_BATCH:],
+                )
+                status, body = await self._publish_batch(queue, batch)
+                self._pending_bytes -= sum(len(p.content.body) for p in batch)
+                if self._pending_bytes <= MAX_PENDING_BYTES:
+                    self._room.set()
+                await self._answer_batch(queue, batch, status, body)
+        except AmqpError as exc:
+            await self._wire.refuse(self.number, exc)
+        finally:
+            self._publishing.pop(queue, None)
+
+    async def _publish_batch(self, queue: str, batch: list[_Pending]) -> tuple[int, dict[str, Any]]:
+        """quorumq's answer to one batch, retried with the same seq (so never enqueued twice) while it
+        has none to give (503: no leader, an outcome unknown, a resource alarm), for PUBLISH_RETRY_S."""
+        seq = next(self._batches)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + PUBLISH_RETRY_S
+        while True:
+            status, body = await self._node.publish(queue, [p.fields for p in batch], self._publisher, seq)
+            if status != 503 or loop.time() >= deadline or self.closed:
+                return status, body
+            await asyncio.sleep(RETRY_PAUSE_S)
+
+    async def _answer_batch(
+        self, queue: str, batch: list[_Pending], status: int, body: dict[str, Any]
+    ) -> None:
+        if 200 <= status < 300:
+            await self._confirm(batch, ack=True)
+        elif status == 404 and body.get("error") == "not_found":  # no such queue: unroutable
+            for pending in batch:
+                if pending.content.method.mandatory:
+                    await self._return(pending.content)
+            await self._confirm(batch, ack=True)
+        elif status == 403:
+            raise channel_error(ACCESS_REFUSED, str(body.get("reason", "access refused")))
+        elif status in (400, 413, 422):
+            raise channel_error(PRECONDITION_FAILED, str(body.get("reason", "the message was refused")))
+        elif self._confirms is not None:  # refused (a full queue) or no answer in time: the client decides
+            await self._confirm(batch, ack=False)
+        else:
+            log.info("an AMQP publish to %s was not enqueued (%d %s)", queue, status, body.get("error"))
+
+    async def _confirm(self, batch: list[_Pending], ack: bool) -> None:
+        if self._confirms is None or self.closed:
+            return
+        frames: list[Frame] = []
+        for run in _runs(p.tag for p in batch):
+            for confirm in self._confirms.settle(run, ack):
+                kind = commands.Basic.Ack if ack else commands.Basic.Nack
+                frames.append(kind(delivery_tag=confirm.delivery_tag, multiple=confirm.multiple))
+        await self._wire.send(self.number, frames)
+
+    async def _return(self, content: Content) -> None:
+        method = content.method
+        returned = commands.Basic.Return(
+            reply_code=NO_ROUTE,
+            reply_text="NO_ROUTE",
+            exchange=method.exchange,
+            routing_key=method.routing_key,
+        )
+        await self._wire.send(
+            self.number, [returned, *self._content_frames(content.properties, content.body)]
+        )
+
+    # -- queues --------------------------------------------------------------------------------------
+
+    async def _queue_declare(self, method: commands.Queue.Declare) -> Frame:
+        name = method.queue or f"amq.gen-{secrets.token_urlsafe(16).replace('_', '-')}"
+        if not method.passive:
+            for flag, wrong in (("non-durable", not method.durable), ("exclusive", method.exclusive)):
+                if wrong:
+                    raise channel_error(PRECONDITION_FAILED, f"invalid property '{flag}' for queue '{name}'")
+            if method.auto_delete:
+                raise channel_error(PRECONDITION_FAILED, f"invalid property 'auto-delete' for queue '{name}'")
+            arguments = {str(k): json_value(v) for k, v in (method.arguments or {}).items()}
+            await self._node.declare(name, arguments)
+        ready, consumers = await self._node.counts(name)
+        return commands.Queue.DeclareOk(queue=name, message_count=ready, consumer_count=consumers)
+
+    async def _queue_delete(self, method: commands.Queue.Delete) -> Frame:
+        try:
+            ready, _ = await self._node.counts(method.queue)
+        except AmqpError as exc:
+            if exc.code == NOT_FOUND:  # RabbitMQ answers a delete of no queue with delete-ok
+                return commands.Queue.DeleteOk(message_count=0)
+            raise
+        await self._node.delete(method.queue, method.if_unused, method.if_empty)
+        return commands.Queue.DeleteOk(message_count=ready)
+
+    async def _queue_purge(self, method: commands.Queue.Purge) -> Frame:
+        return commands.Queue.PurgeOk(message_count=await self._node.purge(method.queue))
+
+    async def _bind(self, method: commands.Queue.Bind | commands.Queue.Unbind) -> Frame:
+        if method.exchange in (DEFAULT_EXCHANGE, "amq.default"):
+            raise channel_error(ACCESS_REFUSED, "operation not permitted on the default exchange")
+        raise channel_error(NOT_FOUND, f"no exchange '{method.exchange}' in vhost '/'")
+
+    async def _exchange(self, method: Frame) -> Frame:
+        raise channel_error(NOT_IMPLEMENTED, f"{method.name}: only the default exchange is served yet")
+
+    # -- consuming ------------------------------------------------------------------------------------
+
+    async def _qos(self, method: commands.Basic.Qos) -> Frame:
+        if method.prefetch_size:
+            raise channel_error(NOT_IMPLEMENTED, "prefetch_size != 0")
+        self._prefetch = method.prefetch_count
+        return commands.Basic.QosOk()
+
+    async def _consume(self, method: commands.Basic.Consume) -> Frame | None:
+        ctag = method.consumer_tag or f"amq.ctag-{secrets.token_urlsafe(16)}"
+        if ctag in self._consumers:
+            raise channel_error(NOT_ALLOWED, f"attempt to reuse consumer tag '{ctag}'")
+        if method.exclusive:
+            raise channel_error(
+                PRECONDITION_FAILED, "exclusive consumers are not served; use x-single-active-consumer"
+            )
+        priority = (method.arguments or {}).get("x-priority", 0)
+        if not isinstance(priority, int) or isinstance(priority, bool):
+            raise channel_error(PRECONDITION_FAILED, f"x-priority must be an integer, got {priority!r}")
+        tag = await self._node.register(method.queue, self._prefetch, priority, method.no_ack)
+        ok = commands.Basic.ConsumeOk(consumer_tag=ctag)
+        if not method.nowait:
+            await self._wire.send(self.number, [ok])
+        task = asyncio.create_task(self._deliver(ctag, method.queue, tag, method.no_ack, self._prefetch))
+        self._consumers[ctag] = (method.queue, tag, task)
+        return None  # consume-ok went out before the first delivery
+
+    async def _deliver(self, ctag: str, queue: str, tag: str, no_ack: bool, prefetch: int) -> None:
+        try:
+            while not self.closed:
+                rows = await self._node.poll(queue, tag, prefetch or MAX_BATCH)
+                for row in rows:
+                    delivery = next(self._tags)
+                    if not no_ack:
+                        self._held[delivery] = _Held(queue, tag, row.id)
+                    deliver = commands.Basic.Deliver(
+                        consumer_tag=ctag,
+                        delivery_tag=delivery,
+                        redelivered=row.redelivered,
+                        exchange=DEFAULT_EXCHANGE,
+                        routing_key=queue,
+                    )
+                    await self._wire.send(self.number, [deliver, *self._row_frames(row)])
+        except AmqpError as exc:  # quorumq ended it: its queue is gone, or its timeout
+            if self._consumers.pop(ctag, None) is not None and not self.closed:
+                log.info("AMQP consumer %s of %s ended: %s", ctag, queue, exc.reason)
+                await self._wire.send(self.number, [commands.Basic.Cancel(consumer_tag=ctag, nowait=True)])
+
+    async def _cancel(self, method: commands.Basic.Cancel) -> Frame:
+        mine = self._consumers.pop(method.consumer_tag or "", None)
+        if mine is not None:
+            queue, tag, task = mine
+            task.cancel()
+            await self._node.cancel(queue, tag)
+        return commands.Basic.CancelOk(consumer_tag=method.consumer_tag)
+
+    async def _get(self, method: commands.Basic.Get) -> Frame | None:
+        row = await self._node.get(method.queue, method.no_ack)
+        if row is None:
+            return commands.Basic.GetEmpty()
+        delivery = next(self._tags)
+        if not method.no_ack:
+            self._held[delivery] = _Held(method.queue, None, row.id)
+        ready, _ = await self._node.counts(method.queue)
+        ok = commands.Basic.GetOk(
+            delivery_tag=delivery,
+            redelivered=row.redelivered,
+            exchange=DEFAULT_EXCHANGE,
+            routing_key=method.queue,
+            message_count=ready,
+        )
+        await self._wire.send(self.number, [ok, *self._row_frames(row)])
+        return None  # get-ok went out with its content
+
+    async def _ack(self, method: commands.Basic.Ack) -> None:
+        await self._settle(method.delivery_tag, method.multiple, ack=True, requeue=False)
+
+    async def _nack(self, method: commands.Basic.Nack) -> None:
+        await self._settle(method.delivery_tag, method.multiple, ack=False, requeue=method.requeue)
+
+    async def _reject(self, method: commands.Basic.Reject) -> None:
+        await self._settle(method.delivery_tag or 0, False, ack=False, requeue=method.requeue)
+
+    async def _recover(self, method: commands.Basic.Recover) -> Frame:
+        if not method.requeue:
+            raise channel_error(NOT_IMPLEMENTED, "basic.recover with requeue=false")
+        await self._settle(0, True, ack=False, requeue=True)
+        return commands.Basic.RecoverOk()
+
+    async def _settle(self, delivery_tag: int, multiple: bool, ack: bool, requeue: bool) -> None:
+        if multiple:
+            tags = [t for t in self._held if delivery_tag == 0 or t <= delivery_tag]
+        elif delivery_tag in self._held:
+            tags = [delivery_tag]
+        else:
+            raise channel_error(PRECONDITION_FAILED, f"unknown delivery tag {delivery_tag}")
+        held = [self._held.pop(t) for t in tags]
+        for (queue, consumer), group in itertools.groupby(sorted(held, key=_key), key=_key):
+            await self._node.settle(queue, consumer, [h.message for h in group], ack, requeue)
+
+    async def _confirm_select(self, method: commands.Confirm.Select) -> Frame:
+        if self._confirms is None:
+            self._confirms = ConfirmTags()
+        return commands.Confirm.SelectOk()
+
+    async def _tx(self, method: Frame) -> Frame:
+        raise channel_error(NOT_IMPLEMENTED, "transactions are not served; use publisher confirms")
+
+    async def _flow(self, method: commands.Channel.Flow) -> Frame:
+        if not method.active:
+            raise channel_error(NOT_IMPLEMENTED, "channel.flow(active=false)")
+        return commands.Channel.FlowOk(active=True)
+
+    # -- content -----------------------------------------------------------------------------------
+
+    def _row_frames(self, row: MessageRow) -> list[ContentHeader | ContentBody]:
+        return self._content_frames(delivery_properties(row), bytes(row.body))
+
+    def _content_frames(
+        self, properties: commands.Basic.Properties, body: bytes
+    ) -> list[ContentHeader | ContentBody]:
+        """A message's content header and its body in frames that fit the connection's frame_max."""
+        room = self._wire.frame_max - 8  # a frame's header and end octet
+        parts: list[ContentHeader | ContentBody] = [ContentHeader(body_size=len(body), properties=properties)]
+        parts += [ContentBody(body[at : at + room]) for at in range(0, len(body), room)]
+        return parts
+
+
+def _key(held: _Held) -> tuple[str, str | None]:
+    return held.queue, held.consumer
+
+
+def _runs(tags: Iterable[int]) -> list[range]:
+    """`tags` (ascending) as runs of consecutive tags."""
+    runs: list[range] = []
+    for tag in tags:
+        if runs and runs[-1].stop == tag:
+            runs[-1] = range(runs[-1].start, tag + 1)
+        else:
+            runs.append(range(tag, tag + 1))
+    return runs

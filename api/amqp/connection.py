@@ -1,0 +1,316 @@
+"""One AMQP 0-9-1 connection: the opening (protocol header, start, SASL, tune, open), heartbeats, its
+channels, and its closing, with RabbitMQ's behaviour.
+
+Frames are read one at a time, within the negotiated `frame_max`. Each channel serves its methods in
+order in a task of its own, so a slow operation on one channel (a declare that waits for the metadata
+leader) does not hold up another. An error of a channel closes that channel (`channel.close`; frames
+on it are dropped until the client's `close-ok`), an error of the connection closes the connection
+(`connection.close`, then the socket). A peer silent for two heartbeat intervals is gone. However a
+connection ends, its channels end with it, and what their consumers and gets held returns to the
+queues at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from collections.abc import Iterable
+from importlib.metadata import version
+from typing import TypeVar
+
+from aiohttp import web
+from pamqp import commands
+from pamqp.base import Frame
+from pamqp.body import ContentBody
+from pamqp.frame import FrameTypes
+from pamqp.header import ContentHeader
+from pamqp.heartbeat import Heartbeat
+
+from api.amqp.channel import Channel
+from api.amqp.frame_io import PROTOCOL_HEADER, WrongProtocol, encode_frame, read_frame, read_protocol_header
+from api.amqp.negotiation import (
+    CHANNEL_MAX,
+    FRAME_MAX,
+    FRAME_MIN,
+    HEARTBEAT_S,
+    LOCALES,
+    MECHANISMS,
+    Tuning,
+    server_properties,
+    settle_tuning,
+)
+from api.amqp.node_calls import NodeCalls
+from api.amqp.reply_codes import (
+    ACCESS_REFUSED,
+    CHANNEL_ERROR,
+    COMMAND_INVALID,
+    CONNECTION_FORCED,
+    INTERNAL_ERROR,
+    NOT_ALLOWED,
+    AmqpError,
+    channel_error,
+    connection_error,
+)
+from api.amqp.sasl import credentials
+from api.app_keys import CONFIG, METADATA
+from api.auth import Unauthenticated, admit_guest, password_login
+from api.login_throttle import LoginThrottled
+from cluster.config import is_loopback_host
+
+log = logging.getLogger(__name__)
+
+VERSION = version("quorumq")
+OPENING_TIMEOUT_S = 10.0  # RabbitMQ's handshake_timeout
+CLOSE_OK_WAIT_S = 3.0  # how long a connection closed by the server waits for the client's close-ok
+VHOST = "/"
+M = TypeVar("M", bound=Frame)
+
+
+class AmqpConnection:
+    """The node's side of one AMQP connection on `reader`/`writer`."""
+
+    def __init__(
+        self, app: web.Application, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        self._app = app
+        self._reader = reader
+        self._writer = writer
+        peer = writer.get_extra_info("peername")
+        self._peer: str | None = peer[0] if isinstance(peer, tuple) else None
+        self._tuning = Tuning(CHANNEL_MAX, FRAME_MAX, HEARTBEAT_S)
+        self.frame_max = FRAME_MIN
+        self._channels: dict[int, Channel] = {}
+        self._inboxes: dict[int, asyncio.Queue[FrameTypes | None]] = {}
+        self._workers: set[asyncio.Task[None]] = set()
+        self._closing: set[int] = set()  # channels the server closed, waiting for the client's close-ok
+        self._node: NodeCalls | None = None
+        self._heard = asyncio.Event()
+        self._ending = False
+
+    async def serve(self) -> None:
+        """Serve the connection until it ends."""
+        try:
+            try:
+                await read_protocol_header(self._reader)
+            except WrongProtocol as exc:
+                log.info("AMQP connection from %s refused: %s", self._peer, exc)
+                self._writer.write(PROTOCOL_HEADER)
+                return
+            async with asyncio.timeout(OPENING_TIMEOUT_S):
+                user = await self._open()
+            log.info("AMQP connection from %s opened for user %s", self._peer, user)
+            await self._run()
+        except AmqpError as exc:
+            await self._close_connection(exc)
+        except (asyncio.IncompleteReadError, ConnectionError, TimeoutError):
+            pass  # the peer went away, or never finished opening
+        finally:
+            await self._end()
+
+    # -- opening ---------------------------------------------------------------------------------------
+
+    async def _open(self) -> str:
+        start = commands.Connection.Start(
+            server_properties=server_properties(VERSION, self._app[CONFIG].node),
+            mechanisms=MECHANISMS,
+            locales=LOCALES,
+        )
+        await self.send(0, [start])
+        start_ok = await self._expect(commands.Connection.StartOk)
+        given = credentials(start_ok.mechanism, start_ok.response)
+        config, metadata = self._app[CONFIG], self._app[METADATA]
+        guest = functools.partial(admit_guest, config, metadata, is_loopback_host(self._peer or ""), False)
+        try:
+            principal = await password_login(self._app, given.user, given.password, self._peer, guest)
+        except (Unauthenticated, LoginThrottled) as exc:
+            raise connection_error(
+                ACCESS_REFUSED,
+                f"Login was refused using authentication mechanism {start_ok.mechanism}: {exc}",
+            ) from None
+        self._node = NodeCalls(self._app, principal.name)
+        await self.send(0, [commands.Connection.Tune(CHANNEL_MAX, FRAME_MAX, HEARTBEAT_S)])
+        tune_ok = await self._expect(commands.Connection.TuneOk)
+        try:
+            self._tuning = settle_tuning(
+                Tuning(CHANNEL_MAX, FRAME_MAX, HEARTBEAT_S),
+                tune_ok.channel_max,
+                tune_ok.frame_max,
+                tune_ok.heartbeat,
+            )
+        except ValueError as exc:
+            raise connection_error(NOT_ALLOWED, str(exc)) from None
+        self.frame_max = self._tuning.frame_max or FRAME_MAX
+        opened = await self._expect(commands.Connection.Open)
+        if opened.virtual_host != VHOST:
+            raise connection_error(NOT_ALLOWED, f"vhost '{opened.virtual_host}' not found")
+        await self.send(0, [commands.Connection.OpenOk()])
+        return principal.name
+
+    async def _expect(self, kind: type[M]) -> M:
+        """The next frame, which must be a `kind` on channel 0."""
+        channel, frame = await read_frame(self._reader, self.frame_max)
+        if channel != 0 or not isinstance(frame, kind):
+            raise connection_error(
+                COMMAND_INVALID, f"expected {kind.name}, got {getattr(frame, 'name', frame)}"
+            )
+        return frame
+
+    # -- running ------------------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        beats = asyncio.create_task(self._heartbeats()) if self._tuning.heartbeat_s else None
+        try:
+            while not self._ending:
+                channel, frame = await read_frame(self._reader, self.frame_max)
+                self._heard.set()
+                if isinstance(frame, Heartbeat):
+                    continue
+                if channel == 0:
+                    if await self._connection_method(frame):
+                        return
+                    continue
+                await self._channel_frame(channel, frame)
+        finally:
+            if beats is not None:
+                beats.cancel()
+
+    async def _heartbeats(self) -> None:
+        """Send a heartbeat every half interval; end the connection after two intervals of silence."""
+        interval = self._tuning.heartbeat_s
+        silent = 0.0
+        while True:
+            self._heard.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(interval / 2):
+                    await self._heard.wait()
+            silent = 0.0 if self._heard.is_set() else silent + interval / 2
+            if silent >= 2 * interval:
+                log.info("AMQP connection from %s missed its heartbeats", self._peer)
+                self._writer.close()
+                return
+            await self.send(0, [Heartbeat()])
+
+    async def _connection_method(self, frame: FrameTypes) -> bool:
+        """Serve a frame on channel 0; True once the connection is closed."""
+        if isinstance(frame, commands.Connection.Close):
+            await self.send(0, [commands.Connection.CloseOk()])
+            return True
+        if isinstance(frame, commands.Connection.CloseOk):
+            return True
+        raise connection_error(COMMAND_INVALID, f"{getattr(frame, 'name', frame)} is not served on channel 0")
+
+    async def _channel_frame(self, number: int, frame: FrameTypes) -> None:
+        if number in self._closing:  # dropped until the client's close-ok
+            if isinstance(frame, commands.Channel.CloseOk):
+                self._closing.discard(number)
+            return
+        if isinstance(frame, commands.Channel.Open):
+            if number in self._channels or (self._tuning.channel_max and number > self._tuning.channel_max):
+                raise connection_error(CHANNEL_ERROR, f"channel {number} cannot be opened")
+            assert self._node is not None
+            self._channels[number] = Channel(number, self, self._node, self._app[CONFIG].max_message_bytes)
+            inbox: asyncio.Queue[FrameTypes | None] = asyncio.Queue()
+            self._inboxes[number] = inbox
+            worker = asyncio.create_task(self._channel_worker(self._channels[number], inbox))
+            self._workers.add(worker)
+            worker.add_done_callback(self._workers.discard)
+            await self.send(number, [commands.Channel.OpenOk()])
+            return
+        waiting = self._inboxes.get(number)
+        if waiting is None:
+            raise connection_error(CHANNEL_ERROR, f"channel {number} is not open")
+        await waiting.put(frame)
+
+    async def _channel_worker(self, channel: Channel, inbox: asyncio.Queue[FrameTypes | None]) -> None:
+        """Serve one channel's frames in order until it closes."""
+        while (frame := await inbox.get()) is not None:
+            try:
+                if isinstance(frame, commands.Channel.Close):
+                    await self._forget(channel)
+                    await self.send(channel.number, [commands.Channel.CloseOk()])
+                    return
+                if isinstance(frame, ContentHeader):
+                    await channel.header(frame)
+                elif isinstance(frame, ContentBody):
+                    await channel.body(frame)
+                elif isinstance(frame, Frame):
+                    await channel.method(frame)
+                else:  # a heartbeat or protocol header on a channel
+                    raise connection_error(COMMAND_INVALID, f"{frame.name} on channel {channel.number}")
+            except AmqpError as exc:
+                await self.refuse(channel.number, exc)
+                if not exc.connection:
+                    return
+            except Exception:
+                log.exception("serving AMQP channel %d of %s", channel.number, self._peer)
+                await self.refuse(
+                    channel.number, channel_error(INTERNAL_ERROR, "the node failed to serve it")
+                )
+                return
+
+    async def refuse(self, channel: int, error: AmqpError) -> None:
+        """Close `channel` for `error` (the connection, for a connection error)."""
+        if error.connection:
+            await self._close_connection(error)
+            self._writer.close()
+            return
+        mine = self._channels.get(channel)
+        if mine is None or channel in self._closing:
+            return
+        self._closing.add(channel)
+        await self._forget(mine)
+        close = commands.Channel.Close(reply_code=error.code, reply_text=error.text, class_id=0, method_id=0)
+        await self.send(channel, [close])
+
+    async def _forget(self, channel: Channel) -> None:
+        """The channel ends: it stops taking frames, and what it held returns."""
+        self._channels.pop(channel.number, None)
+        inbox = self._inboxes.pop(channel.number, None)
+        if inbox is not None:
+            inbox.put_nowait(None)
+        await channel.close()
+
+    # -- writing and closing ------------------------------------------------------------------------
+
+    async def send(self, channel: int, frames: Iterable[FrameTypes]) -> None:
+        """Write `frames` on `channel` together, then wait while the client is behind."""
+        if self._writer.is_closing():
+            return
+        self._writer.write(b"".join(encode_frame(frame, channel) for frame in frames))
+        with contextlib.suppress(ConnectionError):
+            await self._writer.drain()
+
+    async def _close_connection(self, error: AmqpError) -> None:
+        """Send `connection.close` for `error` and wait a moment for the client's close-ok."""
+        if self._ending:
+            return
+        self._ending = True
+        log.info("AMQP connection from %s closed: %s", self._peer, error.text)
+        close = commands.Connection.Close(
+            reply_code=error.code, reply_text=error.text, class_id=0, method_id=0
+        )
+        await self.send(0, [close])
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(CLOSE_OK_WAIT_S):
+                while True:
+                    _, frame = await read_frame(self._reader, self.frame_max)
+                    if isinstance(frame, commands.Connection.CloseOk):
+                        return
+
+    async def _end(self) -> None:
+        """The connection is over: its channels end (what they held returns), the socket closes."""
+        self._ending = True
+        for channel in list(self._channels.values()):
+            await self._forget(channel)
+        for worker in list(self._workers):
+            worker.cancel()
+        self._writer.close()
+        with contextlib.suppress(Exception):
+            await self._writer.wait_closed()
+
+    async def shutdown(self) -> None:
+        """The node stops: tell the client (CONNECTION_FORCED), as RabbitMQ does when it shuts down."""
+        await self._close_connection(connection_error(CONNECTION_FORCED, "broker forced connection closure"))
+        self._writer.close()

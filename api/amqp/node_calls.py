@@ -1,0 +1,168 @@
+"""What an AMQP connection asks of the node, for the user it authenticated.
+
+Queue operations go through the node's own HTTP API, asserted for that user with a node assertion as a
+forwarded request is (`NodeCaller.headers`): the request then takes the path any HTTP request takes,
+to whichever node serves it, with every check it gets there (permissions, arguments, alarms, formats).
+So the listener holds no rule of its own about queues. Publishes take the publish path the streaming
+connection takes (`publish_on_route`): to the queue's leader here or over the peer transport, answered
+once a majority committed them.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+from collections.abc import Sequence
+from typing import Any
+
+import aiohttp
+import msgpack
+from aiohttp import web
+
+from api.access import Access
+from api.amqp.reply_codes import for_answer
+from api.app_keys import CALLER, CONFIG, FORWARD_SESSION, METADATA, QUEUES, STATUS, WALL_MS
+from api.auth import require, vouched_principal
+from api.consumer_options import MAX_PREFETCH
+from api.error_answers import error_answer
+from api.forwarding import queue_route
+from api.publish_job import publish_of
+from api.publishing import publish_on_route
+from api.validation import MSGPACK
+from cluster.queues.queue_results import MessageRow
+
+POLL_WAIT_S = 5  # how long a consumer's poll waits on its queue before it asks again
+POLL_MAX = 1000  # the most deliveries one poll asks for (the consumer's prefetch bounds it too)
+
+
+class NodeCalls:
+    """The node's operations for `user`, as an AMQP connection calls them. Each raises the AmqpError
+    quorumq's refusal translates into (`reply_codes.for_answer`)."""
+
+    def __init__(self, app: web.Application, user: str) -> None:
+        self._app = app
+        self.user = user
+
+    # -- queues --------------------------------------------------------------------------------------
+
+    async def declare(self, queue: str, arguments: dict[str, Any]) -> None:
+        """Declare `queue` (durable, a quorum queue) with `arguments`; an existing queue with the same
+        arguments is fine."""
+        await self._call("PUT", _queue_path(queue), {"arguments": arguments})
+
+    async def counts(self, queue: str) -> tuple[int, int]:
+        """The queue's ready messages and consumers, as its leader counts them (NOT_FOUND when it is
+        not declared)."""
+        stats = await self._call("GET", _queue_path(queue))
+        return int(stats.get("messages_ready", 0)), int(stats.get("consumers", 0))
+
+    async def delete(self, queue: str, if_unused: bool, if_empty: bool) -> None:
+        """Delete `queue`, with RabbitMQ's guards."""
+        query = {k: "true" for k, on in (("if_unused", if_unused), ("if_empty", if_empty)) if on}
+        path = _queue_path(queue) + ("?" + urllib.parse.urlencode(query) if query else "")
+        await self._call("DELETE", path)
+
+    async def purge(self, queue: str) -> int:
+        """Remove the queue's ready messages; how many there were."""
+        return int((await self._call("DELETE", _queue_path(queue) + "/contents")).get("purged", 0))
+
+    # -- reading ---------------------------------------------------------------------------------------
+
+    async def get(self, queue: str, auto_ack: bool) -> MessageRow | None:
+        """One message of `queue` (settled at once with `auto_ack`, else held for a settle), if one is
+        ready."""
+        body = {"count": 1, "ack": "auto" if auto_ack else "manual"}
+        rows = await self._call("POST", _queue_path(queue) + "/get", body)
+        return _row(rows[0]) if rows else None
+
+    async def register(self, queue: str, prefetch: int, priority: int, auto_ack: bool) -> str:
+        """A new consumer of `queue`: its tag. A prefetch of 0 (AMQP's "no limit") is the most a
+        consumer may hold."""
+        body = {"prefetch": prefetch or MAX_PREFETCH, "priority": priority, "auto_ack": auto_ack}
+        return str((await self._call("POST", _queue_path(queue) + "/consumers", body))["consumer"])
+
+    async def poll(self, queue: str, consumer: str, most: int) -> list[MessageRow]:
+        """Up to `most` deliveries for `consumer`, waiting up to POLL_WAIT_S for the first."""
+        query = urllib.parse.urlencode({"max": min(most, POLL_MAX), "wait": POLL_WAIT_S})
+        path = f"{_consumer_path(queue, consumer)}/deliveries?{query}"
+        return [_row(item) for item in await self._call("GET", path)]
+
+    async def settle(
+        self, queue: str, consumer: str | None, ids: Sequence[int], ack: bool, requeue: bool = True
+    ) -> None:
+        """Ack `ids` (`ack`), or return them (`requeue`) or discard them (dead-lettered when the queue
+        says so); of `consumer`, or of gets when None."""
+        base = _queue_path(queue) if consumer is None else _consumer_path(queue, consumer)
+        body: dict[str, Any] = {"ids": list(ids)}
+        if not ack:
+            body["requeue"] = requeue
+        await self._call("POST", f"{base}/{'ack' if ack else 'nack'}", body)
+
+    async def cancel(self, queue: str, consumer: str) -> None:
+        """End `consumer`: what it holds returns to the queue."""
+        await self._call("DELETE", _consumer_path(queue, consumer))
+
+    # -- publishing -----------------------------------------------------------------------------------
+
+    async def publish(
+        self, queue: str, messages: list[dict[str, Any]], publisher: str, seq: int
+    ) -> tuple[int, dict[str, Any]]:
+        """Publish `messages` (publish-body message maps) to `queue`, deduplicated by `publisher` and
+        `seq`: the status and body quorumq answers (201 once a majority committed them)."""
+        app = self._app
+        try:
+            require(vouched_principal(app[CONFIG], app[METADATA], self.user), Access.WRITE, queue)
+            body = {"messages": messages, "publisher": publisher, "seq": seq}
+            job = publish_of(body, app[CONFIG], app[WALL_MS]())
+            route = await queue_route(app[QUEUES], app[STATUS], queue)
+            return await publish_on_route(app, queue, job, self.user, 0, route)
+        except Exception as exc:
+            return error_answer(app, exc, "an AMQP publish")
+
+    # -- the HTTP API --------------------------------------------------------------------------------
+
+    async def _call(self, method: str, path: str, payload: object = None) -> Any:
+        """What this node's HTTP API answers `method path` with `payload` (JSON) for the user (deliveries
+        in msgpack, so bodies stay bytes); its refusal as an AmqpError."""
+        config = self._app[CONFIG]
+        url = config.http_url.rstrip("/") + path
+        body = b"" if payload is None else json.dumps(payload).encode()
+        headers = await self._app[CALLER].headers(method, url, body, user=self.user, to=config.node)
+        headers["Accept"] = MSGPACK
+        if payload is not None:
+            headers["Content-Type"] = "application/json"
+        session: aiohttp.ClientSession = self._app[FORWARD_SESSION]
+        async with session.request(method, url, data=body or None, headers=headers) as answer:
+            data = await answer.read()
+            status = answer.status
+            decoded = msgpack.unpackb(data) if data and answer.content_type == MSGPACK else _json(data)
+        if status >= 300:
+            raise for_answer(status, decoded if isinstance(decoded, dict) else {})
+        return decoded if decoded is not None else {}
+
+
+def _json(data: bytes) -> Any:
+    return json.loads(data) if data else None
+
+
+def _queue_path(queue: str) -> str:
+    return "/api/queues/" + urllib.parse.quote(queue, safe="")
+
+
+def _consumer_path(queue: str, consumer: str) -> str:
+    return f"{_queue_path(queue)}/consumers/{urllib.parse.quote(consumer, safe='')}"
+
+
+def _row(item: dict[str, Any]) -> MessageRow:
+    """A delivery as the API answers it in msgpack, as a row."""
+    return MessageRow(
+        int(item["id"]),
+        bytes(item["body"]),
+        str(item.get("encoding", "base64")),
+        dict(item.get("headers") or {}),
+        int(item.get("delivery_count", 0)),
+        bool(item.get("redelivered", False)),
+        int(item.get("published_at", 0)),
+        acquired_count=int(item.get("acquired_count", 0)),
+        priority=int(item.get("priority", 0)),
+    )
