@@ -10,6 +10,7 @@ from pathlib import Path
 import pika
 import pika.exceptions
 import pytest
+from pika.adapters.blocking_connection import BlockingChannel
 
 from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER, ProcessCluster, free_ports
 
@@ -29,11 +30,14 @@ def amqp_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
         cluster.stop()
 
 
-@pytest.fixture
-def channel(amqp_port: int) -> Iterator[pika.adapters.blocking_connection.BlockingChannel]:
+def connect(port: int) -> pika.BlockingConnection:
     credentials = pika.PlainCredentials(HARNESS_USER, HARNESS_PASSWORD)
-    parameters = pika.ConnectionParameters("127.0.0.1", amqp_port, credentials=credentials)
-    connection = pika.BlockingConnection(parameters)
+    return pika.BlockingConnection(pika.ConnectionParameters("127.0.0.1", port, credentials=credentials))
+
+
+@pytest.fixture
+def channel(amqp_port: int) -> Iterator[BlockingChannel]:
+    connection = connect(amqp_port)
     try:
         yield connection.channel()
     finally:
@@ -41,11 +45,11 @@ def channel(amqp_port: int) -> Iterator[pika.adapters.blocking_connection.Blocki
             connection.close()
 
 
-def declare(channel: pika.adapters.blocking_connection.BlockingChannel, queue: str) -> None:
+def declare(channel: BlockingChannel, queue: str) -> None:
     channel.queue_declare(queue, durable=True, arguments={"x-queue-type": "quorum"})
 
 
-def test_a_confirmed_publish_is_got_with_its_properties_and_acked(channel) -> None:  # type: ignore[no-untyped-def]
+def test_a_confirmed_publish_is_got_with_its_properties_and_acked(channel: BlockingChannel) -> None:
     declare(channel, "got")
     channel.confirm_delivery()
     properties = pika.BasicProperties(
@@ -62,7 +66,7 @@ def test_a_confirmed_publish_is_got_with_its_properties_and_acked(channel) -> No
     assert channel.queue_declare("got", passive=True).method.message_count == 0
 
 
-def test_a_consumer_gets_a_nacked_message_again_with_its_delivery_count(channel) -> None:  # type: ignore[no-untyped-def]
+def test_a_consumer_gets_a_nacked_message_again_with_its_delivery_count(channel: BlockingChannel) -> None:
     declare(channel, "consumed")
     channel.confirm_delivery()
     for i in range(3):
@@ -82,13 +86,13 @@ def test_a_consumer_gets_a_nacked_message_again_with_its_delivery_count(channel)
     assert sorted(seen) == [(b"m0", False, None), (b"m0", True, 1), (b"m1", False, None), (b"m2", False, None)]
 
 
-def test_quorum_queues_refuse_what_rabbitmq_refuses_for_them(channel) -> None:  # type: ignore[no-untyped-def]
+def test_quorum_queues_refuse_what_rabbitmq_refuses_for_them(channel: BlockingChannel) -> None:
     with pytest.raises(pika.exceptions.ChannelClosedByBroker) as refused:
         channel.queue_declare("excl", durable=True, exclusive=True)
     assert refused.value.reply_code == 406 and "exclusive" in refused.value.reply_text
 
 
-def test_a_passive_declare_of_no_queue_is_not_found(channel) -> None:  # type: ignore[no-untyped-def]
+def test_a_passive_declare_of_no_queue_is_not_found(channel: BlockingChannel) -> None:
     with pytest.raises(pika.exceptions.ChannelClosedByBroker) as refused:
         channel.queue_declare("never-declared", passive=True)
     assert refused.value.reply_code == 404
@@ -100,3 +104,49 @@ def test_a_wrong_password_is_refused(amqp_port: int) -> None:
     )
     with pytest.raises(pika.exceptions.ProbableAuthenticationError):
         pika.BlockingConnection(parameters)
+
+
+def test_a_mandatory_publish_to_no_queue_is_returned_and_confirmed(channel: BlockingChannel) -> None:
+    channel.confirm_delivery()
+    with pytest.raises(pika.exceptions.UnroutableError) as returned:
+        channel.basic_publish("", "no-such-queue", b"lost?", mandatory=True)
+    assert [m.body for m in returned.value.messages] == [b"lost?"]
+    channel.basic_publish("", "no-such-queue", b"dropped")  # not mandatory: dropped, confirmed
+
+
+def test_a_closed_connection_returns_what_its_consumer_held(amqp_port: int) -> None:
+    first = connect(amqp_port)
+    channel = first.channel()
+    declare(channel, "held")
+    channel.confirm_delivery()
+    channel.basic_publish("", "held", b"one")
+    channel.basic_qos(prefetch_count=10)
+    method, _, body = next(channel.consume("held", inactivity_timeout=10))
+    assert body == b"one" and not method.redelivered
+    first.close()  # never acked
+    second = connect(amqp_port)
+    try:
+        method, _, body = second.channel().basic_get("held", auto_ack=True)
+        assert (body, method.redelivered) == (b"one", True)
+    finally:
+        second.close()
+
+
+def test_guarded_deletes_purges_and_transactions_as_rabbitmq_answers_them(amqp_port: int) -> None:
+    connection = connect(amqp_port)
+    try:
+        channel = connection.channel()
+        declare(channel, "guarded")
+        channel.confirm_delivery()
+        channel.basic_publish("", "guarded", b"x")
+        with pytest.raises(pika.exceptions.ChannelClosedByBroker) as refused:
+            channel.queue_delete("guarded", if_empty=True)
+        assert refused.value.reply_code == 406
+        channel = connection.channel()
+        assert channel.queue_purge("guarded").method.message_count == 1
+        assert channel.queue_delete("guarded", if_empty=True).method.message_count == 0
+        with pytest.raises(pika.exceptions.ChannelClosedByBroker) as refused:
+            channel.tx_select()
+        assert refused.value.reply_code == 540
+    finally:
+        connection.close()
