@@ -180,7 +180,7 @@ class NodeConfig:
     )
     amqp: Address | None = field(
         default=None,
-        metadata=about("HOST:PORT the AMQP 0-9-1 listener serves on (none: no listener; RabbitMQ uses 5672)."),
+        metadata=about("HOST:PORT the AMQP 0-9-1 listener serves on (none: no listener; RabbitMQ: 5672)."),
     )
     cluster_secret: str = field(
         default="",

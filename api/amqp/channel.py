@@ -335,7 +335,7 @@ class Channel:
     async def _deliver(self, ctag: str, queue: str, tag: str, no_ack: bool, prefetch: int) -> None:
         try:
             while not self.closed:
-                rows = await self._node.poll(queue, tag, prefetch or MAX_BATCH)
+                rows = await self._node.poll(queue, tag, prefetch or MAX_BATCH, no_ack)
                 for row in rows:
                     delivery = next(self._tags)
                     if not no_ack:
@@ -348,7 +348,7 @@ class Channel:
                         routing_key=queue,
                     )
                     await self._wire.send(self.number, [deliver, *self._row_frames(row)])
-        except AmqpError as exc:  # quorumq ended it: its queue is gone, or its timeout
+        except AmqpError as exc:  # quorumq ended it (its queue is gone, its timeout), or no leader for long
             if self._consumers.pop(ctag, None) is not None and not self.closed:
                 log.info("AMQP consumer %s of %s ended: %s", ctag, queue, exc.reason)
                 await self._wire.send(self.number, [commands.Basic.Cancel(consumer_tag=ctag, nowait=True)])

@@ -10,6 +10,7 @@ once a majority committed them.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import urllib.parse
 from collections.abc import Sequence
@@ -33,6 +34,10 @@ from cluster.queues.queue_results import MessageRow
 
 POLL_WAIT_S = 5  # how long a consumer's poll waits on its queue before it asks again
 POLL_MAX = 1000  # the most deliveries one poll asks for (the consumer's prefetch bounds it too)
+RETRY_S = 30.0  # how long a call is made again while its queue has no leader to answer it
+RETRY_PAUSE_S = 0.2
+_NOTHING_DONE = ("no_leader",)  # a 503 that says nothing was done
+_RETRIED = ("no_leader", "outcome_unknown")
 
 
 class NodeCalls:
@@ -72,20 +77,22 @@ class NodeCalls:
         """One message of `queue` (settled at once with `auto_ack`, else held for a settle), if one is
         ready."""
         body = {"count": 1, "ack": "auto" if auto_ack else "manual"}
-        rows = await self._call("POST", _queue_path(queue) + "/get", body)
+        rows = await self._call("POST", _queue_path(queue) + "/get", body, repeatable=not auto_ack)
         return _row(rows[0]) if rows else None
 
     async def register(self, queue: str, prefetch: int, priority: int, auto_ack: bool) -> str:
         """A new consumer of `queue`: its tag. A prefetch of 0 (AMQP's "no limit") is the most a
         consumer may hold."""
         body = {"prefetch": prefetch or MAX_PREFETCH, "priority": priority, "auto_ack": auto_ack}
-        return str((await self._call("POST", _queue_path(queue) + "/consumers", body))["consumer"])
+        answer = await self._call("POST", _queue_path(queue) + "/consumers", body, repeatable=False)
+        return str(answer["consumer"])
 
-    async def poll(self, queue: str, consumer: str, most: int) -> list[MessageRow]:
-        """Up to `most` deliveries for `consumer`, waiting up to POLL_WAIT_S for the first."""
+    async def poll(self, queue: str, consumer: str, most: int, auto_ack: bool) -> list[MessageRow]:
+        """Up to `most` deliveries for `consumer`, waiting up to POLL_WAIT_S for the first (an auto-ack
+        consumer's poll is not made again after an unknown outcome: it may have taken messages)."""
         query = urllib.parse.urlencode({"max": min(most, POLL_MAX), "wait": POLL_WAIT_S})
         path = f"{_consumer_path(queue, consumer)}/deliveries?{query}"
-        return [_row(item) for item in await self._call("GET", path)]
+        return [_row(item) for item in await self._call("GET", path, repeatable=not auto_ack)]
 
     async def settle(
         self, queue: str, consumer: str | None, ids: Sequence[int], ack: bool, requeue: bool = True
@@ -121,9 +128,24 @@ class NodeCalls:
 
     # -- the HTTP API --------------------------------------------------------------------------------
 
-    async def _call(self, method: str, path: str, payload: object = None) -> Any:
+    async def _call(self, method: str, path: str, payload: object = None, *, repeatable: bool = True) -> Any:
         """What this node's HTTP API answers `method path` with `payload` (JSON) for the user (deliveries
-        in msgpack, so bodies stay bytes); its refusal as an AmqpError."""
+        in msgpack, so bodies stay bytes); its refusal as an AmqpError. While the answer is a 503 for
+        want of a leader (an election, a leader change), the call is made again for up to RETRY_S; one
+        whose outcome is unknown only when it is `repeatable` (not an auto-ack get, which may have
+        taken a message, nor a consumer's registration)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + RETRY_S
+        while True:
+            status, decoded = await self._call_once(method, path, payload)
+            retry = status == 503 and decoded.get("error") in (_RETRIED if repeatable else _NOTHING_DONE)
+            if status < 300:
+                return decoded
+            if not retry or loop.time() >= deadline:
+                raise for_answer(status, decoded)
+            await asyncio.sleep(RETRY_PAUSE_S)
+
+    async def _call_once(self, method: str, path: str, payload: object) -> tuple[int, Any]:
         config = self._app[CONFIG]
         url = config.http_url.rstrip("/") + path
         body = b"" if payload is None else json.dumps(payload).encode()
@@ -137,8 +159,8 @@ class NodeCalls:
             status = answer.status
             decoded = msgpack.unpackb(data) if data and answer.content_type == MSGPACK else _json(data)
         if status >= 300:
-            raise for_answer(status, decoded if isinstance(decoded, dict) else {})
-        return decoded if decoded is not None else {}
+            return status, decoded if isinstance(decoded, dict) else {}
+        return status, decoded if decoded is not None else {}
 
 
 def _json(data: bytes) -> Any:

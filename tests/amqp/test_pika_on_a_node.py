@@ -5,7 +5,6 @@ refusals where quorumq, like RabbitMQ's quorum queues, has none to give."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pika
 import pika.exceptions
@@ -83,7 +82,12 @@ def test_a_consumer_gets_a_nacked_message_again_with_its_delivery_count(channel:
         if len(seen) == 4:
             break
     channel.cancel()
-    assert sorted(seen) == [(b"m0", False, None), (b"m0", True, 1), (b"m1", False, None), (b"m2", False, None)]
+    assert sorted(seen) == [
+        (b"m0", False, None),
+        (b"m0", True, 1),
+        (b"m1", False, None),
+        (b"m2", False, None),
+    ]
 
 
 def test_quorum_queues_refuse_what_rabbitmq_refuses_for_them(channel: BlockingChannel) -> None:
