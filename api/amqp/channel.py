@@ -126,7 +126,6 @@ class Channel:
             commands.Basic.Consume: self._consume,
             commands.Basic.Cancel: self._cancel,
             commands.Basic.Get: self._get,
-            commands.Basic.Ack: self._ack,
             commands.Basic.Nack: self._nack,
             commands.Basic.Reject: self._reject,
             commands.Basic.Recover: self._recover,
@@ -379,8 +378,15 @@ class Channel:
         await self._wire.send(self.number, [ok, *self._row_frames(row)])
         return None  # get-ok went out with its content
 
-    async def _ack(self, method: commands.Basic.Ack) -> None:
-        await self._settle(method.delivery_tag, method.multiple, ack=True, requeue=False)
+    async def ack(self, acks: list[commands.Basic.Ack]) -> None:
+        """Serve acks that arrived one after another: every delivery they name settled at once, in one
+        call per queue and consumer."""
+        if self._content.expecting:
+            self._content.start(commands.Basic.Publish())  # raises: a method inside a message's content
+        tags: set[int] = set()
+        for method in acks:
+            tags.update(self._named(method.delivery_tag or 0, method.multiple) - tags)
+        await self._settle_tags(tags, ack=True, requeue=False)
 
     async def _nack(self, method: commands.Basic.Nack) -> None:
         await self._settle(method.delivery_tag, method.multiple, ack=False, requeue=method.requeue)
@@ -395,13 +401,19 @@ class Channel:
         return commands.Basic.RecoverOk()
 
     async def _settle(self, delivery_tag: int, multiple: bool, ack: bool, requeue: bool) -> None:
+        await self._settle_tags(self._named(delivery_tag, multiple), ack, requeue)
+
+    def _named(self, delivery_tag: int, multiple: bool) -> set[int]:
+        """The held deliveries a settle names: with `multiple` every one up to `delivery_tag` (0: all),
+        else that one (PRECONDITION_FAILED when it is not held)."""
         if multiple:
-            tags = [t for t in self._held if delivery_tag == 0 or t <= delivery_tag]
-        elif delivery_tag in self._held:
-            tags = [delivery_tag]
-        else:
+            return {t for t in self._held if delivery_tag == 0 or t <= delivery_tag}
+        if delivery_tag not in self._held:
             raise channel_error(PRECONDITION_FAILED, f"unknown delivery tag {delivery_tag}")
-        held = [self._held.pop(t) for t in tags]
+        return {delivery_tag}
+
+    async def _settle_tags(self, tags: set[int], ack: bool, requeue: bool) -> None:
+        held = [self._held.pop(t) for t in sorted(tags)]
         for (queue, consumer), group in itertools.groupby(sorted(held, key=_key), key=_key):
             await self._node.settle(queue, consumer, [h.message for h in group], ack, requeue)
 

@@ -195,6 +195,7 @@ class AmqpConnection:
     async def _connection_method(self, frame: FrameTypes) -> bool:
         """Serve a frame on channel 0; True once the connection is closed."""
         if isinstance(frame, commands.Connection.Close):
+            await self._finish_channels()
             await self.send(0, [commands.Connection.CloseOk()])
             return True
         if isinstance(frame, commands.Connection.CloseOk):
@@ -224,14 +225,23 @@ class AmqpConnection:
         await waiting.put(frame)
 
     async def _channel_worker(self, channel: Channel, inbox: asyncio.Queue[FrameTypes | None]) -> None:
-        """Serve one channel's frames in order until it closes."""
-        while (frame := await inbox.get()) is not None:
+        """Serve one channel's frames in order until it closes. Acks that wait one after another are
+        served together (one settle per consumer, not one per ack)."""
+        carried: FrameTypes | None = None
+        while (frame := carried or await inbox.get()) is not None:
+            carried = None
             try:
                 if isinstance(frame, commands.Channel.Close):
                     await self._forget(channel)
                     await self.send(channel.number, [commands.Channel.CloseOk()])
                     return
-                if isinstance(frame, ContentHeader):
+                if isinstance(frame, commands.Basic.Ack):
+                    acks = [frame]
+                    while not inbox.empty() and isinstance(carried := inbox.get_nowait(), commands.Basic.Ack):
+                        acks.append(carried)
+                        carried = None
+                    await channel.ack(acks)
+                elif isinstance(frame, ContentHeader):
                     await channel.header(frame)
                 elif isinstance(frame, ContentBody):
                     await channel.body(frame)
@@ -263,6 +273,14 @@ class AmqpConnection:
         await self._forget(mine)
         close = commands.Channel.Close(reply_code=error.code, reply_text=error.text, class_id=0, method_id=0)
         await self.send(channel, [close])
+
+    async def _finish_channels(self) -> None:
+        """Let every channel serve the frames that came before the client closed the connection (its
+        last acks), for up to CLOSE_OK_WAIT_S, as RabbitMQ serves them before it closes."""
+        for inbox in self._inboxes.values():
+            inbox.put_nowait(None)
+        if self._workers:
+            await asyncio.wait(set(self._workers), timeout=CLOSE_OK_WAIT_S)
 
     async def _forget(self, channel: Channel) -> None:
         """The channel ends: it stops taking frames, and what it held returns."""

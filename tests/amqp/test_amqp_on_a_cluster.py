@@ -51,7 +51,7 @@ def test_what_one_node_confirms_a_consumer_on_another_receives(amqp_urls: list[s
             channel.basic_publish("", "across", f"m{i}".encode())
         reading = consumer.channel()
         reading.basic_qos(prefetch_count=5)
-        got = []
+        got: list[bytes] = []
         for method, _, body in reading.consume("across", inactivity_timeout=15):
             assert method is not None, got
             got.append(body)

@@ -11,22 +11,9 @@ import pika.exceptions
 import pytest
 from pika.adapters.blocking_connection import BlockingChannel
 
-from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER, ProcessCluster, free_ports
+from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER
 
 pytestmark = pytest.mark.process
-
-
-@pytest.fixture(scope="module")
-def amqp_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
-    """One node serving AMQP on a free port, for the whole module (each test uses queues of its own)."""
-    port = free_ports(1)[0]
-    cluster = ProcessCluster.start(
-        tmp_path_factory.mktemp("amqp"), count=1, extra_args=[f"--amqp=127.0.0.1:{port}"]
-    )
-    try:
-        yield port
-    finally:
-        cluster.stop()
 
 
 def connect(port: int) -> pika.BlockingConnection:
@@ -71,7 +58,7 @@ def test_a_consumer_gets_a_nacked_message_again_with_its_delivery_count(channel:
     for i in range(3):
         channel.basic_publish("", "consumed", f"m{i}".encode())
     channel.basic_qos(prefetch_count=2)
-    seen = []
+    seen: list[tuple[bytes, bool, int | None]] = []
     for method, properties, body in channel.consume("consumed", inactivity_timeout=10):
         assert method is not None, seen
         seen.append((body, method.redelivered, (properties.headers or {}).get("x-delivery-count")))
@@ -154,3 +141,24 @@ def test_guarded_deletes_purges_and_transactions_as_rabbitmq_answers_them(amqp_p
         assert refused.value.reply_code == 540
     finally:
         connection.close()
+
+
+def test_acks_sent_just_before_the_channels_close_are_served_first(amqp_port: int) -> None:
+    connection = connect(amqp_port)
+    channel = connection.channel()
+    declare(channel, "last-acks")
+    channel.confirm_delivery()
+    for i in range(100):
+        channel.basic_publish("", "last-acks", f"m{i}".encode())
+    channel.basic_qos(prefetch_count=100)
+    for count, (method, _, _) in enumerate(channel.consume("last-acks", inactivity_timeout=10), start=1):
+        assert method is not None
+        channel.basic_ack(method.delivery_tag)  # one at a time, none waited for
+        if count == 100:
+            break
+    connection.close()
+    check = connect(amqp_port)
+    try:
+        assert check.channel().queue_declare("last-acks", passive=True).method.message_count == 0
+    finally:
+        check.close()

@@ -1,0 +1,87 @@
+"""A client that sends its last acks and `connection.close` in one go, without closing its channels
+first (as RabbitMQ's Java client does): the acks are served before the connection ends, as RabbitMQ
+serves them, rather than the messages they settle being returned. Spoken frame by frame with pamqp, so
+the acks and the close leave in one write."""
+
+from __future__ import annotations
+
+import socket
+
+import pika
+import pytest
+from pamqp import commands, frame
+from pamqp.header import ContentHeader
+
+from api.amqp.frame_io import PROTOCOL_HEADER
+from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER
+
+pytestmark = pytest.mark.process
+
+COUNT = 50
+
+
+class RawClient:
+    """Just enough of an AMQP client: frames written as given, read one at a time."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.buffer = b""
+
+    def send(self, *frames: tuple[int, object]) -> None:
+        self.sock.sendall(b"".join(frame.marshal(value, channel) for channel, value in frames))  # type: ignore[arg-type]
+
+    def receive(self) -> object:
+        while True:
+            try:
+                used, _, value = frame.unmarshal(self.buffer)
+            except Exception:
+                chunk = self.sock.recv(65536)
+                assert chunk, "the connection ended"
+                self.buffer += chunk
+                continue
+            self.buffer = self.buffer[used:]
+            return value
+
+    def until(self, kind: type) -> object:
+        while not isinstance(value := self.receive(), kind):
+            pass
+        return value
+
+
+def test_acks_sent_with_the_connection_close_are_served_before_it_ends(amqp_port: int) -> None:
+    credentials = pika.PlainCredentials(HARNESS_USER, HARNESS_PASSWORD)
+    setup = pika.BlockingConnection(
+        pika.ConnectionParameters("127.0.0.1", amqp_port, credentials=credentials)
+    )
+    channel = setup.channel()
+    channel.queue_declare("closing", durable=True)
+    channel.confirm_delivery()
+    for i in range(COUNT):
+        channel.basic_publish("", "closing", f"m{i}".encode())
+
+    client = RawClient(amqp_port)
+    client.sock.sendall(PROTOCOL_HEADER)
+    client.until(commands.Connection.Start)
+    response = f"\0{HARNESS_USER}\0{HARNESS_PASSWORD}"
+    client.send((0, commands.Connection.StartOk(client_properties={}, mechanism="PLAIN", response=response)))
+    client.until(commands.Connection.Tune)
+    client.send((0, commands.Connection.TuneOk(channel_max=16, frame_max=131072, heartbeat=0)))
+    client.send((0, commands.Connection.Open(virtual_host="/")))
+    client.until(commands.Connection.OpenOk)
+    client.send((1, commands.Channel.Open()))
+    client.until(commands.Channel.OpenOk)
+    tags = []
+    for _ in range(COUNT):
+        client.send((1, commands.Basic.Get(queue="closing", no_ack=False)))
+        got = client.until(commands.Basic.GetOk)
+        client.until(ContentHeader)
+        tags.append(got.delivery_tag)  # type: ignore[attr-defined]
+    client.send(
+        *[(1, commands.Basic.Ack(delivery_tag=tag)) for tag in tags],
+        (0, commands.Connection.Close(reply_code=200, reply_text="bye", class_id=0, method_id=0)),
+    )
+    client.until(commands.Connection.CloseOk)
+    client.sock.close()
+
+    assert channel.queue_declare("closing", passive=True).method.message_count == 0
+    setup.close()

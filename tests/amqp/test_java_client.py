@@ -1,0 +1,52 @@
+"""RabbitMQ's Java client (Debian's amqp-client 5, the one the benchmarks drive RabbitMQ with) against a
+node's AMQP listener, through the benchmark's own program (bench/java/Bench.java): it declares a quorum
+queue, publishes with confirms, waiting for each, and drains it with manual acks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pika
+import pytest
+
+from bench.java_runner import compile_bench
+from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER
+
+pytestmark = pytest.mark.process
+
+COUNT = 500
+
+
+def bench(classpath: str, mode: str, url: str, *options: str) -> dict[str, object]:
+    """Run Bench.java in `mode` and return its report (it fails the test on any failure it counts)."""
+    argv = ["java", "-cp", classpath, "Bench", mode, "--uris", url, *options]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report.get("failures", 0) == 0, report
+    return report
+
+
+def test_the_java_client_publishes_with_confirms_and_drains_with_acks(amqp_port: int, tmp_path: Path) -> None:
+    classpath = compile_bench(tmp_path / "classes")
+    url = f"amqp://{HARNESS_USER}:{HARNESS_PASSWORD}@127.0.0.1:{amqp_port}"  # a bare "/" is vhost ""
+    bench(classpath, "declare", url, "--queue", "java")
+    assert (
+        bench(classpath, "fill", url, "--queue", "java", "--count", str(COUNT), "--size", "100")["messages"]
+        == COUNT
+    )
+    credentials = pika.PlainCredentials(HARNESS_USER, HARNESS_PASSWORD)
+    connection = pika.BlockingConnection(
+        pika.ConnectionParameters("127.0.0.1", amqp_port, credentials=credentials)
+    )
+    try:
+        channel = connection.channel()
+        assert channel.queue_declare("java", passive=True).method.message_count == COUNT
+        # it acks with `multiple` every prefetch/4 messages: 40 leaves none of the 500 unacked at the end
+        drained = bench(classpath, "drain", url, "--queue", "java", "--count", str(COUNT), "--prefetch", "40")
+        assert drained["messages"] == COUNT
+        assert channel.queue_declare("java", passive=True).method.message_count == 0
+    finally:
+        connection.close()
