@@ -70,6 +70,10 @@ class Wire(Protocol):
         """Close `channel` (or the connection) for `error`, found outside the channel's methods."""
         ...
 
+    def publishing(self) -> None:
+        """A channel of the connection published (it is told of resource alarms from now on)."""
+        ...
+
 
 @dataclass
 class _Held:
@@ -187,6 +191,7 @@ class Channel:
         method = content.method
         if method.exchange not in (DEFAULT_EXCHANGE, "amq.default"):
             raise channel_error(NOT_FOUND, f"no exchange '{method.exchange}' in vhost '/'")
+        self._wire.publishing()
         fields = published_fields(content.properties, content.body)
         tag = self._confirms.take()[0] if self._confirms is not None else 0
         self._pending.setdefault(method.routing_key, []).append(_Pending(tag, content, fields))

@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from importlib.metadata import version
 from typing import TypeVar
 
@@ -54,7 +54,7 @@ from api.amqp.reply_codes import (
     connection_error,
 )
 from api.amqp.sasl import credentials
-from api.app_keys import CONFIG, METADATA
+from api.app_keys import ALARMS, CONFIG, METADATA
 from api.auth import Unauthenticated, admit_guest, password_login
 from api.login_throttle import LoginThrottled
 from cluster.config import is_loopback_host
@@ -88,6 +88,11 @@ class AmqpConnection:
         self._node: NodeCalls | None = None
         self._heard = asyncio.Event()
         self._ending = False
+        self._told_blocked = False  # the client said it takes connection.blocked (its capabilities)
+        self._publishing = False  # alarms are told to a connection once it published, as on the stream
+        self._told: dict[str, list[str]] = {}
+        self._notices: set[asyncio.Task[None]] = set()
+        self._unwatch: Callable[[], None] | None = None
 
     async def serve(self) -> None:
         """Serve the connection until it ends."""
@@ -119,6 +124,8 @@ class AmqpConnection:
         )
         await self.send(0, [start])
         start_ok = await self._expect(commands.Connection.StartOk)
+        capabilities = (start_ok.client_properties or {}).get("capabilities")
+        self._told_blocked = isinstance(capabilities, dict) and capabilities.get("connection.blocked") is True
         given = credentials(start_ok.mechanism, start_ok.response)
         config, metadata = self._app[CONFIG], self._app[METADATA]
         guest = functools.partial(admit_guest, config, metadata, is_loopback_host(self._peer or ""), False)
@@ -146,6 +153,7 @@ class AmqpConnection:
         if opened.virtual_host != VHOST:
             raise connection_error(NOT_ALLOWED, f"vhost '{opened.virtual_host}' not found")
         await self.send(0, [commands.Connection.OpenOk()])
+        self._unwatch = self._app[ALARMS].watch(self._alarms_changed)
         return principal.name
 
     async def _expect(self, kind: type[M]) -> M:
@@ -290,6 +298,30 @@ class AmqpConnection:
             inbox.put_nowait(None)
         await channel.close()
 
+    # -- resource alarms ------------------------------------------------------------------------------
+
+    def publishing(self) -> None:
+        """A channel of this connection published: from now on it is told of resource alarms."""
+        if not self._publishing:
+            self._publishing = True
+            self._alarms_changed()
+
+    def _alarms_changed(self) -> None:
+        """Send `connection.blocked` (naming the nodes in alarm) when alarms begin or change, and
+        `connection.unblocked` when the last ends, to a client that takes them and has published."""
+        alarmed = self._app[ALARMS].alarmed()
+        if not self._told_blocked or not self._publishing or self._ending or alarmed == self._told:
+            return
+        self._told = alarmed
+        if alarmed:
+            nodes = "; ".join(f"{node}: {', '.join(alarms)}" for node, alarms in alarmed.items())
+            notice: Frame = commands.Connection.Blocked(reason=f"resource alarm ({nodes})"[:255])
+        else:
+            notice = commands.Connection.Unblocked()
+        task = asyncio.get_running_loop().create_task(self.send(0, [notice]))
+        self._notices.add(task)
+        task.add_done_callback(self._notices.discard)
+
     # -- writing and closing ------------------------------------------------------------------------
 
     async def send(self, channel: int, frames: Iterable[FrameTypes]) -> None:
@@ -320,6 +352,8 @@ class AmqpConnection:
     async def _end(self) -> None:
         """The connection is over: its channels end (what they held returns), the socket closes."""
         self._ending = True
+        if self._unwatch is not None:
+            self._unwatch()
         for channel in list(self._channels.values()):
             await self._forget(channel)
         for worker in list(self._workers):

@@ -22,7 +22,7 @@ CAPABILITIES = {
     "publisher_confirms": True,
     "basic.nack": True,
     "consumer_cancel_notify": True,
-    "connection.blocked": False,  # not sent yet: issue 42, slice 3
+    "connection.blocked": True,
     "authentication_failure_close": True,
     "per_consumer_qos": True,
     "exchange_exchange_bindings": False,

@@ -38,7 +38,7 @@ def test_asking_for_more_than_offered_or_a_tiny_frame_is_refused(
 
 def test_the_server_names_the_capabilities_clients_look_for() -> None:
     capabilities = server_properties("0.1.0", "node1")["capabilities"]
-    for name in ("publisher_confirms", "basic.nack", "consumer_cancel_notify", "per_consumer_qos"):
+    for name in ("publisher_confirms", "basic.nack", "consumer_cancel_notify", "connection.blocked"):
         assert capabilities[name] is True
 
 
