@@ -36,11 +36,12 @@ def wait_ready(nodes: list[NodeProcess], console: Console) -> None:
 def node_table(nodes: list[NodeProcess]) -> Table:
     """The table printed once the cluster is ready."""
     table = Table(title="quorumq local cluster")
-    for column in ("node", "http", "raft", "pid"):
+    for column in ("node", "http", "raft", "amqp", "pid"):
         table.add_column(column)
     for node in nodes:
         pid = str(node.process.pid) if node.process else "-"
-        table.add_row(node.name, node.url, f"{node.host}:{node.raft_port}", pid)
+        amqp = f"amqp://{node.host}:{node.amqp_port}" if node.amqp_port else "-"
+        table.add_row(node.name, node.url, f"{node.host}:{node.raft_port}", amqp, pid)
     return table
 
 
@@ -100,17 +101,27 @@ def _interrupt(signum: int, frame: object) -> None:
     show_default=True,
     help="Play this many hosts with loopback addresses 127.0.0.1.. (several nodes per host, one per core).",
 )
+@click.option(
+    "--amqp-port",
+    type=click.IntRange(0, 65000),
+    default=5672,
+    show_default=True,
+    help="Node i serves AMQP 0-9-1 on this port + i - 1 (0: no AMQP listener).",
+)
 @click.option("--demo/--no-demo", default=False, help="Show a publish/confirm/consume round trip.")
 @click.option("--once", is_flag=True, help="Stop the cluster after it is ready (and the demo ran).")
-def start(count: int, base_port: int, data_dir: Path, hosts: int, demo: bool, once: bool) -> None:
+def start(
+    count: int, base_port: int, data_dir: Path, hosts: int, amqp_port: int, demo: bool, once: bool
+) -> None:
     """Start NODES nodes on 127.0.0.1 (or on HOSTS loopback addresses) in the foreground; Ctrl-C (or
     SIGTERM) stops them cleanly."""
     signal.signal(signal.SIGTERM, _interrupt)
     console = Console()
     ports = [base_port + i for i in range(count)] + [base_port + 100 + i for i in range(count)]
     nodes = plan_cluster(count, data_dir.resolve(), ports=ports, hosts=loopback_hosts(count, hosts))
-    for node in nodes:
+    for index, node in enumerate(nodes):
         node.supervised = True
+        node.amqp_port = amqp_port + index if amqp_port else None
         node.start()
     try:
         wait_ready(nodes, console)

@@ -74,6 +74,7 @@ class NodeProcess:
     data_dir: Path
     log_path: Path
     seeds: list[str] = field(default_factory=list)
+    amqp_port: int | None = None  # its AMQP 0-9-1 listener's port, on its host (None: no listener)
     extra_args: list[str] = field(default_factory=list)
     env: dict[str, str] | None = None
     process: subprocess.Popen | None = None
@@ -112,6 +113,7 @@ class NodeProcess:
             f"--http={self.host}:{self.http_port}",
             f"--raft={self.host}:{self.raft_port}",
             *(f"--seed={s}" for s in self.seeds),
+            *([] if self.amqp_port is None else [f"--amqp={self.host}:{self.amqp_port}"]),
             *self.extra_args,
         ]
 

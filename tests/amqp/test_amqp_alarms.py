@@ -36,7 +36,7 @@ def node_on_a_small_disk(tmp_path: Path) -> Iterator[tuple[int, Path]]:
     port = free_ports(1)[0]
     with small_disk(node.data_dir, 64 * MIB):
         node.env = {**os.environ, "QUORUMQ_DISK_FREE_LIMIT": str(24 * MIB)}
-        node.extra_args = [f"--amqp=127.0.0.1:{port}"]
+        node.amqp_port = port
         node.start()
         cluster = ProcessCluster([node])
         try:

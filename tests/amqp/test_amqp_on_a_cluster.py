@@ -32,7 +32,7 @@ def amqp_urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
     cluster = ProcessCluster(nodes)
     try:
         for node in nodes:
-            node.extra_args = [f"--amqp={node.host}:{port}"]
+            node.amqp_port = port
             node.start()
         wait_healthy(nodes)
         yield [f"amqp://{HARNESS_USER}:{HARNESS_PASSWORD}@{node.host}:{port}/%2F" for node in nodes]
