@@ -29,6 +29,9 @@ def _settings_epilog() -> str:
 @click.option("--http", "http", help="HOST:PORT for the HTTP API (default port 8080).")
 @click.option("--raft", "raft", help="HOST:PORT for Raft traffic between nodes.")
 @click.option("--amqp", "amqp", help="HOST:PORT for the AMQP 0-9-1 listener (default: none).")
+@click.option(
+    "--amqps", "amqps", help="HOST:PORT for AMQP over TLS, with the node's tls_cert (default: none)."
+)
 @click.option("--seed", "seeds", multiple=True, help="NAME@HOST:RAFTPORT of an initial member (repeat).")
 @click.option("--join", help="http://HOST:PORT of a running member to join through.")
 @click.option("--advertise-http", help="The HTTP URL other nodes use to reach this one.")
@@ -46,6 +49,7 @@ def server(
     http: str | None,
     raft: str | None,
     amqp: str | None,
+    amqps: str | None,
     seeds: tuple[str, ...],
     join: str | None,
     advertise_http: str | None,
@@ -63,6 +67,7 @@ def server(
         "http": http,
         "raft": raft,
         "amqp": amqp,
+        "amqps": amqps,
         "seeds": seeds,
         "join": join,
         "advertise_http": advertise_http,

@@ -53,8 +53,7 @@ async def run_node(config: NodeConfig, stopping: asyncio.Event) -> None:
         else:
             log.info("node %s serving HTTP on %s, Raft on %s", config.node, config.http, config.raft)
             amqp = AmqpListener(runner.app)
-            if config.amqp is not None:
-                await amqp.start(config.amqp)
+            await amqp.start(config)
             await first_of(stopping, node.disk_full)
             await amqp.close()
             await runner.cleanup()

@@ -182,6 +182,10 @@ class NodeConfig:
         default=None,
         metadata=about("HOST:PORT the AMQP 0-9-1 listener serves on (none: no listener; RabbitMQ: 5672)."),
     )
+    amqps: Address | None = field(
+        default=None,
+        metadata=about("HOST:PORT the AMQP listener serves over TLS on, with tls_cert (RabbitMQ: 5671)."),
+    )
     cluster_secret: str = field(
         default="",
         metadata=about(
@@ -359,6 +363,7 @@ _COERCE: dict[str, Callable[[Any], Any]] = {
     "raft": lambda v: Address.parse(str(v), what="raft"),
     "advertise_raft": lambda v: Address.parse(str(v), what="advertise_raft"),
     "amqp": lambda v: Address.parse(str(v), what="amqp"),
+    "amqps": lambda v: Address.parse(str(v), what="amqps"),
     "seeds": lambda v: tuple(Seed.parse(s) for s in (v.split(",") if isinstance(v, str) else v) if s),
     "disk_free_limit": lambda v: v if isinstance(v, ResourceLimit) else ResourceLimit.disk(str(v)),
     "vm_memory_high_watermark": lambda v: v if isinstance(v, ResourceLimit) else ResourceLimit.memory(str(v)),

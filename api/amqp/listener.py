@@ -1,5 +1,6 @@
-"""The AMQP 0-9-1 listener of a node: a TCP server on the node's `amqp` address whose every connection
-is an `AmqpConnection`, started beside the HTTP API (`cli.node_lifecycle`) and closed before it."""
+"""The AMQP 0-9-1 listener of a node: TCP servers on the node's `amqp` address and, over TLS with the
+node's certificate, its `amqps` address, whose every connection is an `AmqpConnection`; started beside
+the HTTP API (`cli.node_lifecycle`) and closed before it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import logging
 from aiohttp import web
 
 from api.amqp.connection import AmqpConnection
-from cluster.config import Address
+from cluster.config import NodeConfig
+from cluster.security.tls import amqps_server_context
 
 log = logging.getLogger(__name__)
 
@@ -20,13 +22,21 @@ class AmqpListener:
 
     def __init__(self, app: web.Application) -> None:
         self._app = app
-        self._server: asyncio.Server | None = None
+        self._servers: list[asyncio.Server] = []
         self._connections: dict[AmqpConnection, asyncio.Task[None]] = {}
 
-    async def start(self, address: Address) -> None:
-        """Listen on `address`."""
-        self._server = await asyncio.start_server(self._accept, address.host, address.port)
-        log.info("AMQP 0-9-1 listener on %s", address)
+    async def start(self, config: NodeConfig) -> None:
+        """Listen on the addresses `config` gives (`amqp`, `amqps`), if any."""
+        if config.amqp is not None:
+            self._servers.append(await asyncio.start_server(self._accept, config.amqp.host, config.amqp.port))
+            log.info("AMQP 0-9-1 listener on %s", config.amqp)
+        if config.amqps is not None:
+            tls = amqps_server_context(config)
+            address = config.amqps
+            self._servers.append(
+                await asyncio.start_server(self._accept, address.host, address.port, ssl=tls)
+            )
+            log.info("AMQP 0-9-1 listener over TLS on %s", address)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         connection = AmqpConnection(self._app, reader, writer)
@@ -40,8 +50,8 @@ class AmqpListener:
 
     async def close(self) -> None:
         """Stop listening, close every connection (CONNECTION_FORCED) and wait for them to end."""
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         connections = dict(self._connections)
         for connection in connections:
             with contextlib.suppress(Exception):
@@ -49,5 +59,5 @@ class AmqpListener:
         for task in connections.values():
             task.cancel()
         await asyncio.gather(*connections.values(), return_exceptions=True)
-        if self._server is not None:
-            await self._server.wait_closed()
+        for server in self._servers:
+            await server.wait_closed()

@@ -1,4 +1,5 @@
-"""TLS contexts (Python `ssl`) for the HTTP API and the Raft transport, from certificate paths in config.
+"""TLS contexts (Python `ssl`) for the HTTP API, the AMQP listener's `amqps` address and the Raft transport,
+from certificate paths in config.
 
 Raft connections are mutual TLS: both ends present a certificate signed by the cluster's CA (`tls_ca`);
 node names are still proven by the HMAC handshake, so peer certificates are not matched to host names.
@@ -53,3 +54,8 @@ def http_server_context(config: NodeConfig) -> ssl.SSLContext | None:
 def http_client_context(config: NodeConfig) -> ssl.SSLContext | None:
     """What a node uses to call another node's HTTPS API (the cluster CA), else None for plain HTTP."""
     return client_context(config, check_hostname=True) if config.tls_http else None
+
+
+def amqps_server_context(config: NodeConfig) -> ssl.SSLContext:
+    """The TLS context of the AMQP listener's `amqps` address (client certificates not asked for)."""
+    return server_context(config, require_client_cert=False)
