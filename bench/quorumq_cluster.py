@@ -18,14 +18,19 @@ class QuorumqCluster:
     def start(
         cls, data_dir: Path, count: int = 3, *, hosts: int = 1, prefix: Sequence[str] = ()
     ) -> QuorumqCluster:
-        """Start `count` nodes with empty data dirs on `hosts` loopback hosts, each behind `prefix`, and
-        wait until they are healthy."""
-        return cls(ProcessCluster.start(data_dir, count, hosts=hosts, prefix=prefix))
+        """Start `count` nodes with empty data dirs on `hosts` loopback hosts, each behind `prefix` and
+        serving AMQP too, and wait until they are healthy."""
+        return cls(ProcessCluster.start(data_dir, count, hosts=hosts, prefix=prefix, amqp=True))
 
     @property
     def urls(self) -> list[str]:
         """Every node's HTTP base URL."""
         return self.processes.urls
+
+    @property
+    def amqp_urls(self) -> list[str]:
+        """Every node's AMQP URL (the Java client's way in)."""
+        return self.processes.amqp_urls
 
     def pids(self) -> dict[str, int]:
         """Node name to process id, for the nodes that run."""

@@ -24,7 +24,7 @@ from bench.workloads import WorkloadResult, prefill
 KIB = 1024
 BROKERS = ("quorumq", "rabbitmq")
 CLIENTS = {
-    "quorumq": ("python", "wrk"),
+    "quorumq": ("python", "wrk", "java"),
     "rabbitmq": ("java", "aio-pika"),
 }
 CLIENT_CHOICES = tuple(f"{broker}:{client}" for broker, clients in CLIENTS.items() for client in clients)
@@ -189,6 +189,11 @@ async def _measure(
             from bench.wrk_runner import WrkRunner
 
             runners["wrk, JSON"] = WrkRunner(cluster.urls)
+        if "java" in wanted:  # the same client that drives RabbitMQ, through the AMQP listener
+            from bench.java_runner import JavaRunner
+
+            assert isinstance(cluster, QuorumqCluster)
+            runners["Java client, AMQP"] = JavaRunner(cluster.amqp_urls, work_dir / "java-classes")
     else:
         from bench.driver_rabbitmq import RabbitDriver  # aio-pika is in the bench extra
         from bench.java_runner import JavaRunner

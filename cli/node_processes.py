@@ -278,12 +278,14 @@ class ProcessCluster:
         env: dict[str, str] | None = None,
         hosts: int = 1,
         prefix: Sequence[str] = (),
+        amqp: bool = False,
     ) -> ProcessCluster:
         """Start `count` nodes on free loopback ports (extra QUORUMQ_* settings in `env`), spread over
-        `hosts` loopback addresses (`loopback_hosts`), each behind `prefix` (e.g. `taskset -c 0`), and
-        wait for health."""
+        `hosts` loopback addresses (`loopback_hosts`), each behind `prefix` (e.g. `taskset -c 0`), with
+        an AMQP listener on a free port each when `amqp`, and wait for health."""
         nodes = plan_cluster(count, data_dir, hosts=loopback_hosts(count, hosts))
-        for node in nodes:
+        for node, port in zip(nodes, free_ports(count) if amqp else [None] * count, strict=True):
+            node.amqp_port = port
             node.extra_args = list(extra_args)
             node.env = {**os.environ, **env} if env else None
             node.start(prefix)
@@ -299,6 +301,15 @@ class ProcessCluster:
     def urls(self) -> list[str]:
         """Every node's HTTP base URL."""
         return [n.url for n in self.nodes]
+
+    @property
+    def amqp_urls(self) -> list[str]:
+        """Every AMQP listener's URL, logging in as the harness administrator."""
+        return [
+            f"amqp://{HARNESS_USER}:{HARNESS_PASSWORD}@{n.host}:{n.amqp_port}"
+            for n in self.nodes
+            if n.amqp_port
+        ]
 
     def node(self, name: str) -> NodeProcess:
         """A node by name."""

@@ -1,5 +1,6 @@
 """RabbitMQ's side of the benchmark runs through its Java client (bench/java/Bench.java) against a real
-RabbitMQ node from Debian's rabbitmq-server, and the table puts quorumq's ratio against it."""
+RabbitMQ node from Debian's rabbitmq-server, the same client drives quorumq through its AMQP listener,
+and the table puts quorumq's ratio against RabbitMQ's."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from bench.java_runner import JavaRunner
+from bench.quorumq_cluster import QuorumqCluster
 from bench.rabbitmq_cluster import RabbitCluster
 from bench.report import rows
 from bench.specs import Drain, Flow, Publish
@@ -34,10 +36,29 @@ def rabbit() -> Iterator[RabbitCluster]:
         shutil.rmtree(base, ignore_errors=True)
 
 
+@pytest.fixture(scope="module")
+def quorumq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[QuorumqCluster]:
+    cluster = QuorumqCluster.start(tmp_path_factory.mktemp("quorumq-java"), count=1)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
 def test_the_java_client_publishes_drains_and_flows_with_latencies(
     rabbit: RabbitCluster, tmp_path: Path
 ) -> None:
-    runner = JavaRunner(rabbit.urls, tmp_path / "classes")
+    run_every_mode(JavaRunner(rabbit.urls, tmp_path / "classes"))
+
+
+def test_the_same_java_client_drives_quorumq_through_its_amqp_listener(
+    quorumq: QuorumqCluster, tmp_path: Path
+) -> None:
+    run_every_mode(JavaRunner(quorumq.amqp_urls, tmp_path / "classes"))
+
+
+def run_every_mode(runner: JavaRunner) -> None:
+    """Publish, drain and flow a little through `runner`, and check what it reports."""
 
     async def run_all() -> list[WorkloadResult]:
         specs = [
