@@ -53,11 +53,13 @@ async def run_node(config: NodeConfig, stopping: asyncio.Event) -> None:
         else:
             log.info("node %s serving HTTP on %s, Raft on %s", config.node, config.http, config.raft)
             amqp = AmqpListener(runner.app)
-            await amqp.start(config)
-            await first_of(stopping, node.disk_full)
-            await amqp.close()
-            await runner.cleanup()
-            await node.stop()
+            try:
+                await amqp.start(config)
+                await first_of(stopping, node.disk_full)
+            finally:
+                await amqp.close()
+                await runner.cleanup()
+                await node.stop()
             if node.disk_full_error is None:
                 return
             failure = str(node.disk_full_error)

@@ -18,7 +18,6 @@ client with `basic.cancel`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
 import secrets
@@ -38,6 +37,7 @@ from api.amqp.node_calls import NodeCalls
 from api.amqp.properties import delivery_properties, json_value, published_fields
 from api.amqp.reply_codes import (
     ACCESS_REFUSED,
+    INTERNAL_ERROR,
     NO_ROUTE,
     NOT_ALLOWED,
     NOT_FOUND,
@@ -112,6 +112,7 @@ class Channel:
         self._prefetch = 0
         self._tags = itertools.count(1)
         self._held: dict[int, _Held] = {}
+        self._draining: set[tuple[str, str]] = set()  # cancelled consumers still holding deliveries
         self._consumers: dict[
             str, tuple[str, str, asyncio.Task[None]]
         ] = {}  # ctag -> queue, quorumq tag, task
@@ -175,15 +176,19 @@ class Channel:
         go nowhere."""
         self.closed = True
         consumers, self._consumers = self._consumers, {}
-        for queue, tag, task in consumers.values():
+        for _, _, task in consumers.values():
             task.cancel()
-            with contextlib.suppress(AmqpError, OSError):
-                await self._node.cancel(queue, tag)
+        cancelled = {(queue, tag) for queue, tag, _ in consumers.values()} | set(self._draining)
+        self._draining.clear()
         got = [held for held in self._held.values() if held.consumer is None]
         self._held.clear()
+        for queue, tag in cancelled:
+            await _best_effort(self._node.cancel(queue, tag), f"cancelling consumer {tag} of {queue}")
         for (queue, _), group in itertools.groupby(sorted(got, key=_key), key=_key):
-            with contextlib.suppress(AmqpError, OSError):
-                await self._node.settle(queue, None, [h.message for h in group], ack=False, requeue=True)
+            ids = [h.message for h in group]
+            await _best_effort(
+                self._node.settle(queue, None, ids, ack=False, requeue=True), f"returning gets of {queue}"
+            )
 
     # -- publishing -----------------------------------------------------------------------------------
 
@@ -191,6 +196,12 @@ class Channel:
         method = content.method
         if method.exchange not in (DEFAULT_EXCHANGE, "amq.default"):
             raise channel_error(NOT_FOUND, f"no exchange '{method.exchange}' in vhost '/'")
+        user_id = content.properties.user_id
+        if user_id and user_id != self._node.user:  # as RabbitMQ: no message claims another user
+            raise channel_error(
+                PRECONDITION_FAILED,
+                f"user_id property set to '{user_id}' but authenticated user was '{self._node.user}'",
+            )
         self._wire.publishing()
         fields = published_fields(content.properties, content.body)
         tag = self._confirms.take()[0] if self._confirms is not None else 0
@@ -217,6 +228,9 @@ class Channel:
                 await self._answer_batch(queue, batch, status, body)
         except AmqpError as exc:
             await self._wire.refuse(self.number, exc)
+        except Exception:
+            log.exception("publishing a batch to %s on AMQP channel %d", queue, self.number)
+            await self._wire.refuse(self.number, channel_error(INTERNAL_ERROR, "the node failed to publish"))
         finally:
             self._publishing.pop(queue, None)
 
@@ -255,7 +269,7 @@ class Channel:
         if self._confirms is None or self.closed:
             return
         frames: list[Frame] = []
-        for run in _runs(p.tag for p in batch):
+        for run in _runs(p.tag for p in batch if p.tag):  # 0: published before confirm.select
             for confirm in self._confirms.settle(run, ack):
                 kind = commands.Basic.Ack if ack else commands.Basic.Nack
                 frames.append(kind(delivery_tag=confirm.delivery_tag, multiple=confirm.multiple))
@@ -352,9 +366,13 @@ class Channel:
                         routing_key=queue,
                     )
                     await self._wire.send(self.number, [deliver, *self._row_frames(row)])
-        except AmqpError as exc:  # quorumq ended it (its queue is gone, its timeout), or no leader for long
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # quorumq ended it (its queue is gone, its timeout), no leader for long
             if self._consumers.pop(ctag, None) is not None and not self.closed:
-                log.info("AMQP consumer %s of %s ended: %s", ctag, queue, exc.reason)
+                log.info("AMQP consumer %s of %s ended: %s", ctag, queue, exc)
+                if not isinstance(exc, AmqpError):
+                    await _best_effort(self._node.cancel(queue, tag), f"cancelling consumer {tag} of {queue}")
                 await self._wire.send(self.number, [commands.Basic.Cancel(consumer_tag=ctag, nowait=True)])
 
     async def _cancel(self, method: commands.Basic.Cancel) -> Frame:
@@ -362,7 +380,10 @@ class Channel:
         if mine is not None:
             queue, tag, task = mine
             task.cancel()
-            await self._node.cancel(queue, tag)
+            if any(held.consumer == tag for held in self._held.values()):
+                self._draining.add((queue, tag))  # what it holds stays settleable, as on RabbitMQ
+            else:
+                await self._node.cancel(queue, tag)
         return commands.Basic.CancelOk(consumer_tag=method.consumer_tag)
 
     async def _get(self, method: commands.Basic.Get) -> Frame | None:
@@ -372,7 +393,10 @@ class Channel:
         delivery = next(self._tags)
         if not method.no_ack:
             self._held[delivery] = _Held(method.queue, None, row.id)
-        ready, _ = await self._node.counts(method.queue)
+        try:
+            ready, _ = await self._node.counts(method.queue)
+        except AmqpError:  # the message is taken: answer it, with a count not known
+            ready = 0
         ok = commands.Basic.GetOk(
             delivery_tag=delivery,
             redelivered=row.redelivered,
@@ -418,9 +442,18 @@ class Channel:
         return {delivery_tag}
 
     async def _settle_tags(self, tags: set[int], ack: bool, requeue: bool) -> None:
-        held = [self._held.pop(t) for t in sorted(tags)]
-        for (queue, consumer), group in itertools.groupby(sorted(held, key=_key), key=_key):
-            await self._node.settle(queue, consumer, [h.message for h in group], ack, requeue)
+        held = sorted(((t, self._held[t]) for t in tags), key=lambda item: _key(item[1]))
+        for (queue, consumer), group in itertools.groupby(held, key=lambda item: _key(item[1])):
+            settled = list(group)
+            holder = consumer or None
+            await self._node.settle(queue, holder, [h.message for _, h in settled], ack, requeue)
+            for tag, _ in settled:
+                self._held.pop(tag, None)
+            if (queue, consumer) in self._draining and not any(
+                h.consumer == consumer for h in self._held.values()
+            ):
+                self._draining.discard((queue, consumer))  # its last delivery settled: it ends now
+                await self._node.cancel(queue, consumer)
 
     async def _confirm_select(self, method: commands.Confirm.Select) -> Frame:
         if self._confirms is None:
@@ -450,8 +483,17 @@ class Channel:
         return parts
 
 
-def _key(held: _Held) -> tuple[str, str | None]:
-    return held.queue, held.consumer
+def _key(held: _Held) -> tuple[str, str]:
+    """What settles a held delivery: its queue and consumer ("" for a get), comparable for sorting."""
+    return held.queue, held.consumer or ""
+
+
+async def _best_effort(call: Awaitable[object], what: str) -> None:
+    """Await `call`, logging rather than raising what fails: cleanup goes on with the rest."""
+    try:
+        await call
+    except Exception as exc:
+        log.info("AMQP cleanup: %s failed: %s", what, exc)
 
 
 def _runs(tags: Iterable[int]) -> list[range]:

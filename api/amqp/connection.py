@@ -64,6 +64,7 @@ log = logging.getLogger(__name__)
 VERSION = version("quorumq")
 OPENING_TIMEOUT_S = 10.0  # RabbitMQ's handshake_timeout
 CLOSE_OK_WAIT_S = 3.0  # how long a connection closed by the server waits for the client's close-ok
+INBOX_FRAMES = 256  # frames a channel may have waiting before the connection reads no more
 VHOST = "/"
 M = TypeVar("M", bound=Frame)
 
@@ -85,6 +86,8 @@ class AmqpConnection:
         self._inboxes: dict[int, asyncio.Queue[FrameTypes | None]] = {}
         self._workers: set[asyncio.Task[None]] = set()
         self._closing: set[int] = set()  # channels the server closed, waiting for the client's close-ok
+        self._rooms: dict[int, asyncio.Event] = {}  # set while a channel's inbox has room
+        self._closed_by_server = False  # connection.close sent: only close-ok counts now
         self._node: NodeCalls | None = None
         self._heard = asyncio.Event()
         self._ending = False
@@ -109,6 +112,8 @@ class AmqpConnection:
             await self._run()
         except AmqpError as exc:
             await self._close_connection(exc)
+            with contextlib.suppress(Exception):
+                await self._run(heartbeats=False)  # until the client's close-ok, or the socket closes
         except (asyncio.IncompleteReadError, ConnectionError, TimeoutError):
             pass  # the peer went away, or never finished opening
         finally:
@@ -167,10 +172,12 @@ class AmqpConnection:
 
     # -- running ------------------------------------------------------------------------------------
 
-    async def _run(self) -> None:
-        beats = asyncio.create_task(self._heartbeats()) if self._tuning.heartbeat_s else None
+    async def _run(self, heartbeats: bool = True) -> None:
+        """Read frames until the connection is closed (by either side: after the server's
+        `connection.close`, only the client's `close-ok` or `close` counts)."""
+        beats = asyncio.create_task(self._heartbeats()) if heartbeats and self._tuning.heartbeat_s else None
         try:
-            while not self._ending:
+            while True:
                 channel, frame = await read_frame(self._reader, self.frame_max)
                 self._heard.set()
                 if isinstance(frame, Heartbeat):
@@ -178,8 +185,8 @@ class AmqpConnection:
                 if channel == 0:
                     if await self._connection_method(frame):
                         return
-                    continue
-                await self._channel_frame(channel, frame)
+                elif not self._closed_by_server:
+                    await self._channel_frame(channel, frame)
         finally:
             if beats is not None:
                 beats.cancel()
@@ -198,21 +205,27 @@ class AmqpConnection:
                 log.info("AMQP connection from %s missed its heartbeats", self._peer)
                 self._writer.close()
                 return
-            await self.send(0, [Heartbeat()])
+            if not self._writer.is_closing():  # not waiting on a client that stopped reading
+                self._writer.write(encode_frame(Heartbeat(), 0))
 
     async def _connection_method(self, frame: FrameTypes) -> bool:
         """Serve a frame on channel 0; True once the connection is closed."""
         if isinstance(frame, commands.Connection.Close):
-            await self._finish_channels()
+            if not self._closed_by_server:
+                await self._finish_channels()
             await self.send(0, [commands.Connection.CloseOk()])
             return True
         if isinstance(frame, commands.Connection.CloseOk):
             return True
+        if self._closed_by_server:
+            return False
         raise connection_error(COMMAND_INVALID, f"{getattr(frame, 'name', frame)} is not served on channel 0")
 
     async def _channel_frame(self, number: int, frame: FrameTypes) -> None:
-        if number in self._closing:  # dropped until the client's close-ok
-            if isinstance(frame, commands.Channel.CloseOk):
+        if number in self._closing:  # dropped until the client's close-ok, or its own close crossing ours
+            if isinstance(frame, commands.Channel.Close):
+                await self.send(number, [commands.Channel.CloseOk()])
+            if isinstance(frame, commands.Channel.Close | commands.Channel.CloseOk):
                 self._closing.discard(number)
             return
         if isinstance(frame, commands.Channel.Open):
@@ -222,6 +235,8 @@ class AmqpConnection:
             self._channels[number] = Channel(number, self, self._node, self._app[CONFIG].max_message_bytes)
             inbox: asyncio.Queue[FrameTypes | None] = asyncio.Queue()
             self._inboxes[number] = inbox
+            self._rooms[number] = asyncio.Event()
+            self._rooms[number].set()
             worker = asyncio.create_task(self._channel_worker(self._channels[number], inbox))
             self._workers.add(worker)
             worker.add_done_callback(self._workers.discard)
@@ -230,14 +245,24 @@ class AmqpConnection:
         waiting = self._inboxes.get(number)
         if waiting is None:
             raise connection_error(CHANNEL_ERROR, f"channel {number} is not open")
-        await waiting.put(frame)
+        waiting.put_nowait(frame)
+        if waiting.qsize() >= INBOX_FRAMES:  # read no more until the channel caught up: TCP pushes back
+            room = self._rooms[number]
+            room.clear()
+            await room.wait()
 
     async def _channel_worker(self, channel: Channel, inbox: asyncio.Queue[FrameTypes | None]) -> None:
-        """Serve one channel's frames in order until it closes. Acks that wait one after another are
-        served together (one settle per consumer, not one per ack)."""
-        carried: FrameTypes | None = None
-        while (frame := carried or await inbox.get()) is not None:
-            carried = None
+        """Serve one channel's frames in order until it closes (frames left once it closed are dropped).
+        Acks that wait one after another are served together (one settle per consumer, not one per
+        ack)."""
+        pushed: list[FrameTypes | None] = []
+        while True:
+            frame = pushed.pop() if pushed else await inbox.get()
+            room = self._rooms.get(channel.number)
+            if room is not None and inbox.qsize() < INBOX_FRAMES // 2:
+                room.set()
+            if frame is None or channel.closed:
+                return
             try:
                 if isinstance(frame, commands.Channel.Close):
                     await self._forget(channel)
@@ -245,9 +270,12 @@ class AmqpConnection:
                     return
                 if isinstance(frame, commands.Basic.Ack):
                     acks = [frame]
-                    while not inbox.empty() and isinstance(carried := inbox.get_nowait(), commands.Basic.Ack):
-                        acks.append(carried)
-                        carried = None
+                    while not inbox.empty():
+                        following = inbox.get_nowait()
+                        if not isinstance(following, commands.Basic.Ack):
+                            pushed.append(following)
+                            break
+                        acks.append(following)
                     await channel.ack(acks)
                 elif isinstance(frame, ContentHeader):
                     await channel.header(frame)
@@ -259,8 +287,7 @@ class AmqpConnection:
                     raise connection_error(COMMAND_INVALID, f"{frame.name} on channel {channel.number}")
             except AmqpError as exc:
                 await self.refuse(channel.number, exc)
-                if not exc.connection:
-                    return
+                return
             except Exception:
                 log.exception("serving AMQP channel %d of %s", channel.number, self._peer)
                 await self.refuse(
@@ -272,7 +299,6 @@ class AmqpConnection:
         """Close `channel` for `error` (the connection, for a connection error)."""
         if error.connection:
             await self._close_connection(error)
-            self._writer.close()
             return
         mine = self._channels.get(channel)
         if mine is None or channel in self._closing:
@@ -296,6 +322,9 @@ class AmqpConnection:
         inbox = self._inboxes.pop(channel.number, None)
         if inbox is not None:
             inbox.put_nowait(None)
+        room = self._rooms.pop(channel.number, None)
+        if room is not None:
+            room.set()  # a reader waiting for its room reads on (what follows is dropped)
         await channel.close()
 
     # -- resource alarms ------------------------------------------------------------------------------
@@ -333,31 +362,29 @@ class AmqpConnection:
             await self._writer.drain()
 
     async def _close_connection(self, error: AmqpError) -> None:
-        """Send `connection.close` for `error` and wait a moment for the client's close-ok."""
-        if self._ending:
+        """Send `connection.close` for `error`. The reader then waits for the client's close-ok, for
+        CLOSE_OK_WAIT_S at most: the socket closes then."""
+        if self._closed_by_server or self._ending:
             return
-        self._ending = True
+        self._closed_by_server = True
         log.info("AMQP connection from %s closed: %s", self._peer, error.text)
         close = commands.Connection.Close(
             reply_code=error.code, reply_text=error.text, class_id=0, method_id=0
         )
         await self.send(0, [close])
-        with contextlib.suppress(Exception):
-            async with asyncio.timeout(CLOSE_OK_WAIT_S):
-                while True:
-                    _, frame = await read_frame(self._reader, self.frame_max)
-                    if isinstance(frame, commands.Connection.CloseOk):
-                        return
+        asyncio.get_running_loop().call_later(CLOSE_OK_WAIT_S, self._writer.close)
 
     async def _end(self) -> None:
         """The connection is over: its channels end (what they held returns), the socket closes."""
         self._ending = True
         if self._unwatch is not None:
             self._unwatch()
+        workers = list(self._workers)
+        for worker in workers:
+            worker.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
         for channel in list(self._channels.values()):
             await self._forget(channel)
-        for worker in list(self._workers):
-            worker.cancel()
         self._writer.close()
         with contextlib.suppress(Exception):
             await self._writer.wait_closed()
@@ -365,4 +392,3 @@ class AmqpConnection:
     async def shutdown(self) -> None:
         """The node stops: tell the client (CONNECTION_FORCED), as RabbitMQ does when it shuts down."""
         await self._close_connection(connection_error(CONNECTION_FORCED, "broker forced connection closure"))
-        self._writer.close()

@@ -10,7 +10,7 @@ import logging
 
 from aiohttp import web
 
-from api.amqp.connection import AmqpConnection
+from api.amqp.connection import CLOSE_OK_WAIT_S, AmqpConnection
 from cluster.config import NodeConfig
 from cluster.security.tls import amqps_server_context
 
@@ -56,6 +56,8 @@ class AmqpListener:
         for connection in connections:
             with contextlib.suppress(Exception):
                 await connection.shutdown()
+        if connections:  # each waits for its client's close-ok, then the rest are cut
+            await asyncio.wait(set(connections.values()), timeout=CLOSE_OK_WAIT_S)
         for task in connections.values():
             task.cancel()
         await asyncio.gather(*connections.values(), return_exceptions=True)

@@ -30,6 +30,7 @@ from api.forwarding import queue_route
 from api.publish_job import publish_of
 from api.publishing import publish_on_route
 from api.validation import MSGPACK
+from cluster.errors import NotLeader, QueueNotFound
 from cluster.queues.queue_results import MessageRow
 
 POLL_WAIT_S = 5  # how long a consumer's poll waits on its queue before it asks again
@@ -115,13 +116,21 @@ class NodeCalls:
         self, queue: str, messages: list[dict[str, Any]], publisher: str, seq: int
     ) -> tuple[int, dict[str, Any]]:
         """Publish `messages` (publish-body message maps) to `queue`, deduplicated by `publisher` and
-        `seq`: the status and body quorumq answers (201 once a majority committed them)."""
+        `seq`: the status and body quorumq answers (201 once a majority committed them; 404 only when
+        a metadata leader knows no such queue, a 503 `no_leader` while there is none)."""
         app = self._app
         try:
             require(vouched_principal(app[CONFIG], app[METADATA], self.user), Access.WRITE, queue)
             body = {"messages": messages, "publisher": publisher, "seq": seq}
             job = publish_of(body, app[CONFIG], app[WALL_MS]())
-            route = await queue_route(app[QUEUES], app[STATUS], queue)
+            try:
+                route = await queue_route(app[QUEUES], app[STATUS], queue)
+            except QueueNotFound:
+                if app[STATUS].meta_leader() is None:  # not known here, and no metadata leader to ask
+                    raise NotLeader(
+                        f"no metadata leader to tell whether queue '{queue}' exists", None
+                    ) from None
+                raise
             return await publish_on_route(app, queue, job, self.user, 0, route)
         except Exception as exc:
             return error_answer(app, exc, "an AMQP publish")

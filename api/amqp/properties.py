@@ -52,7 +52,11 @@ def published_fields(properties: commands.Basic.Properties, body: bytes) -> dict
     """The fields of one message of a publish body (`api.publish_job.PublishedMessage`) for an AMQP
     message: its body, headers, priority and expiration. An expiration that is not a count of ms is a
     PRECONDITION_FAILED channel error, as RabbitMQ answers it."""
-    headers = {str(key): json_value(value) for key, value in (properties.headers or {}).items()}
+    headers = {  # the properties say what the x-amqp-* headers hold, never a header of the same name
+        str(key): json_value(value)
+        for key, value in (properties.headers or {}).items()
+        if not str(key).startswith(PROPERTY_PREFIX)
+    }
     for name, header in _HEADER_OF.items():
         value = getattr(properties, name)
         if value is not None:
@@ -79,7 +83,7 @@ def delivery_properties(row: MessageRow) -> commands.Basic.Properties:
     for key, value in row.headers.items():
         name = _PROPERTY_OF.get(key)
         if name is None:
-            headers[key] = value
+            headers[key] = _table_value(value)
         else:
             properties[name] = _property_value(name, value)
     if row.delivery_count:
@@ -93,11 +97,25 @@ def _property_value(name: str, value: Any) -> Any:
     """A property's value from its header; one of the wrong type (set over HTTP) is dropped to None."""
     if name == "timestamp":
         if isinstance(value, int) and not isinstance(value, bool):
-            return datetime.datetime.fromtimestamp(value, tz=datetime.UTC)
+            try:
+                return datetime.datetime.fromtimestamp(value, tz=datetime.UTC)
+            except (OverflowError, OSError, ValueError):
+                return None
         return None
     if name == "delivery_mode":
         return value if value in (1, 2) else None
     return value if isinstance(value, str) and len(value.encode()) <= 255 else None
+
+
+def _table_value(value: Any) -> Any:
+    """A header's JSON value as a field table can carry it: an integer beyond 64 bits as its text."""
+    if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63:
+        return str(value)
+    if isinstance(value, dict):
+        return {key: _table_value(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_table_value(item) for item in value]
+    return value
 
 
 def json_value(value: Any) -> Any:

@@ -44,9 +44,11 @@ def test_the_java_client_publishes_with_confirms_and_drains_with_acks(amqp_port:
     try:
         channel = connection.channel()
         assert channel.queue_declare("java", passive=True).method.message_count == COUNT
-        # it acks with `multiple` every prefetch/4 messages: 40 leaves none of the 500 unacked at the end
+        # It acks with `multiple` every prefetch/4 messages (10 here), and closes once it counted the 500th
+        # delivery, which it counts before acking: that last ack may leave after the close (the program
+        # races itself), and then its 10 messages return, as they would to RabbitMQ.
         drained = bench(classpath, "drain", url, "--queue", "java", "--count", str(COUNT), "--prefetch", "40")
         assert drained["messages"] == COUNT
-        assert channel.queue_declare("java", passive=True).method.message_count == 0
+        assert channel.queue_declare("java", passive=True).method.message_count in (0, 10)
     finally:
         connection.close()

@@ -162,3 +162,56 @@ def test_acks_sent_just_before_the_channels_close_are_served_first(amqp_port: in
         assert check.channel().queue_declare("last-acks", passive=True).method.message_count == 0
     finally:
         check.close()
+
+
+def test_review_confirm_select_after_unconfirmed_publishes_still_confirms_what_follows(
+    channel: BlockingChannel,
+) -> None:
+    declare(channel, "late-confirms")
+    for i in range(50):
+        channel.basic_publish("", "late-confirms", f"before{i}".encode())  # no confirms asked yet
+    channel.confirm_delivery()
+    channel.basic_publish("", "late-confirms", b"after")  # returns once confirmed
+    assert channel.queue_declare("late-confirms", passive=True).method.message_count == 51
+
+
+def test_review_one_ack_settles_a_get_and_a_consumers_delivery_of_one_queue(channel: BlockingChannel) -> None:
+    declare(channel, "mixed-holders")
+    channel.confirm_delivery()
+    channel.basic_publish("", "mixed-holders", b"got")
+    channel.basic_publish("", "mixed-holders", b"consumed")
+    got, _, _ = channel.basic_get("mixed-holders", auto_ack=False)
+    method, _, body = next(channel.consume("mixed-holders", inactivity_timeout=10))
+    assert body == b"consumed" and method.delivery_tag > got.delivery_tag
+    channel.basic_ack(method.delivery_tag, multiple=True)  # both, across a get and a consumer
+    channel.cancel()
+    assert channel.queue_declare("mixed-holders", passive=True).method.message_count == 0
+
+
+def test_review_a_cancelled_consumers_deliveries_may_still_be_acked(channel: BlockingChannel) -> None:
+    """As on RabbitMQ (Celery's warm shutdown cancels, then acks the tasks it finishes): a delivery
+    made before the cancel is acked after it, and is not delivered again."""
+    declare(channel, "cancel-then-ack")
+    channel.confirm_delivery()
+    channel.basic_publish("", "cancel-then-ack", b"work")
+    delivered: list[int] = []
+    channel.basic_qos(prefetch_count=1)
+    tag = channel.basic_consume(
+        "cancel-then-ack", lambda _ch, method, _p, _b: delivered.append(method.delivery_tag)
+    )
+    while not delivered:
+        channel.connection.process_data_events(time_limit=1)
+    channel.basic_cancel(tag)
+    channel.basic_ack(delivered[0])
+    assert channel.queue_declare("cancel-then-ack", passive=True).method.message_count == 0
+    assert channel.basic_get("cancel-then-ack", auto_ack=True) == (None, None, None)
+    assert channel.is_open
+
+
+def test_review_a_user_id_other_than_the_connections_user_is_refused(channel: BlockingChannel) -> None:
+    declare(channel, "user-id")
+    channel.confirm_delivery()
+    channel.basic_publish("", "user-id", b"mine", pika.BasicProperties(user_id=HARNESS_USER))
+    with pytest.raises(pika.exceptions.ChannelClosedByBroker) as refused:
+        channel.basic_publish("", "user-id", b"forged", pika.BasicProperties(user_id="someone-else"))
+    assert refused.value.reply_code == 406
