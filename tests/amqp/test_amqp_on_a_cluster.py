@@ -10,34 +10,16 @@ from collections.abc import Iterator
 import aio_pika
 import pika
 import pytest
-
-from cli.node_processes import (
-    HARNESS_PASSWORD,
-    HARNESS_USER,
-    ProcessCluster,
-    free_ports,
-    loopback_hosts,
-    plan_cluster,
-    wait_healthy,
-)
+from amqp_nodes import amqp_cluster
 
 pytestmark = pytest.mark.process
 
 
 @pytest.fixture(scope="module")
 def amqp_urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
-    """Three nodes, each on its own loopback address with its AMQP listener on the same port."""
-    port = free_ports(1)[0]
-    nodes = plan_cluster(3, tmp_path_factory.mktemp("amqp3"), hosts=loopback_hosts(3, 3))
-    cluster = ProcessCluster(nodes)
-    try:
-        for node in nodes:
-            node.amqp_port = port
-            node.start()
-        wait_healthy(nodes)
-        yield [f"amqp://{HARNESS_USER}:{HARNESS_PASSWORD}@{node.host}:{port}/%2F" for node in nodes]
-    finally:
-        cluster.stop()
+    """The AMQP URL of each of three nodes."""
+    with amqp_cluster(tmp_path_factory.mktemp("amqp3")) as cluster:
+        yield [f"{url}/%2F" for url in cluster.amqp_urls]
 
 
 def test_what_one_node_confirms_a_consumer_on_another_receives(amqp_urls: list[str]) -> None:

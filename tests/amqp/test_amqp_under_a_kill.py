@@ -11,16 +11,9 @@ from collections.abc import Iterator
 import pika
 import pika.exceptions
 import pytest
+from amqp_nodes import amqp_cluster
 
-from cli.node_processes import (
-    HARNESS_PASSWORD,
-    HARNESS_USER,
-    ProcessCluster,
-    free_ports,
-    loopback_hosts,
-    plan_cluster,
-    wait_healthy,
-)
+from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER, ProcessCluster, wait_healthy
 from quorumq import SyncClient
 
 pytestmark = [pytest.mark.process, pytest.mark.faults]
@@ -28,19 +21,10 @@ pytestmark = [pytest.mark.process, pytest.mark.faults]
 QUEUE = "killed-leader"
 
 
-@pytest.fixture(name="cluster")
-def three_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
-    port = free_ports(1)[0]
-    nodes = plan_cluster(3, tmp_path_factory.mktemp("amqp-kill"), hosts=loopback_hosts(3, 3))
-    processes = ProcessCluster(nodes)
-    try:
-        for node in nodes:
-            node.amqp_port = port
-            node.start()
-        wait_healthy(nodes)
-        yield processes
-    finally:
-        processes.stop()
+@pytest.fixture
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
+    with amqp_cluster(tmp_path_factory.mktemp("amqp-kill")) as nodes:
+        yield nodes
 
 
 def connect(host: str, port: int) -> pika.BlockingConnection:
