@@ -297,7 +297,9 @@ class Channel:
                     raise channel_error(PRECONDITION_FAILED, f"invalid property '{flag}' for queue '{name}'")
             if method.auto_delete:
                 raise channel_error(PRECONDITION_FAILED, f"invalid property 'auto-delete' for queue '{name}'")
-            arguments = {str(k): json_value(v) for k, v in (method.arguments or {}).items()}
+            arguments = _declared_arguments(
+                {str(k): json_value(v) for k, v in (method.arguments or {}).items()}
+            )
             await self._node.declare(name, arguments)
         ready, consumers = await self._node.counts(name)
         return commands.Queue.DeclareOk(queue=name, message_count=ready, consumer_count=consumers)
@@ -481,6 +483,27 @@ class Channel:
         parts: list[ContentHeader | ContentBody] = [ContentHeader(body_size=len(body), properties=properties)]
         parts += [ContentBody(body[at : at + room]) for at in range(0, len(body), room)]
         return parts
+
+
+def _declared_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
+    """A declare's arguments as quorumq takes them. Dead-lettering through the default exchange
+    (`x-dead-letter-exchange` "" with `x-dead-letter-routing-key` Q, RabbitMQ's common way to name a
+    dead-letter queue) is `x-dead-letter-queue` Q, which routes the same; any other exchange waits for
+    exchanges (PRECONDITION_FAILED)."""
+    if "x-dead-letter-exchange" not in arguments:
+        return arguments
+    arguments = dict(arguments)
+    exchange = arguments.pop("x-dead-letter-exchange")
+    key = arguments.pop("x-dead-letter-routing-key", None)
+    if exchange not in (DEFAULT_EXCHANGE, "amq.default") or not isinstance(key, str) or not key:
+        raise channel_error(
+            PRECONDITION_FAILED,
+            "x-dead-letter-exchange: only the default exchange, with an x-dead-letter-routing-key naming "
+            "the dead-letter queue, is served (or give x-dead-letter-queue)",
+        )
+    if arguments.setdefault("x-dead-letter-queue", key) != key:
+        raise channel_error(PRECONDITION_FAILED, "x-dead-letter-queue and x-dead-letter-routing-key differ")
+    return arguments
 
 
 def _key(held: _Held) -> tuple[str, str]:

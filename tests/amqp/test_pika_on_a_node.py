@@ -10,6 +10,7 @@ import pika
 import pika.exceptions
 import pytest
 from pika.adapters.blocking_connection import BlockingChannel
+from support.eventually import eventually_sync
 
 from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER
 
@@ -214,4 +215,26 @@ def test_review_a_user_id_other_than_the_connections_user_is_refused(channel: Bl
     channel.basic_publish("", "user-id", b"mine", pika.BasicProperties(user_id=HARNESS_USER))
     with pytest.raises(pika.exceptions.ChannelClosedByBroker) as refused:
         channel.basic_publish("", "user-id", b"forged", pika.BasicProperties(user_id="someone-else"))
+    assert refused.value.reply_code == 406
+
+
+def test_dead_lettering_through_the_default_exchange_reaches_the_queue_its_routing_key_names(
+    channel: BlockingChannel,
+) -> None:
+    declare(channel, "orders-dlq")
+    arguments = {
+        "x-queue-type": "quorum",
+        "x-dead-letter-exchange": "",
+        "x-dead-letter-routing-key": "orders-dlq",
+        "x-dead-letter-strategy": "at-most-once",
+    }
+    channel.queue_declare("orders-dl", durable=True, arguments=arguments)
+    channel.confirm_delivery()
+    channel.basic_publish("", "orders-dl", b"poison")
+    method, _, _ = channel.basic_get("orders-dl", auto_ack=False)
+    channel.basic_reject(method.delivery_tag, requeue=False)
+    got = eventually_sync(lambda: channel.basic_get("orders-dlq", auto_ack=True)[2], "the dead letter")
+    assert got == b"poison"
+    with pytest.raises(pika.exceptions.ChannelClosedByBroker) as refused:
+        channel.queue_declare("to-an-exchange", durable=True, arguments={"x-dead-letter-exchange": "dlx"})
     assert refused.value.reply_code == 406
