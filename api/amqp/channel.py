@@ -112,7 +112,7 @@ class Channel:
         self._prefetch = 0
         self._tags = itertools.count(1)
         self._held: dict[int, _Held] = {}
-        self._draining: set[tuple[str, str]] = set()  # cancelled consumers still holding deliveries
+        self._returned: set[int] = set()  # deliveries of cancelled consumers: back in their queue
         self._consumers: dict[
             str, tuple[str, str, asyncio.Task[None]]
         ] = {}  # ctag -> queue, quorumq tag, task
@@ -178,8 +178,8 @@ class Channel:
         consumers, self._consumers = self._consumers, {}
         for _, _, task in consumers.values():
             task.cancel()
-        cancelled = {(queue, tag) for queue, tag, _ in consumers.values()} | set(self._draining)
-        self._draining.clear()
+        cancelled = {(queue, tag) for queue, tag, _ in consumers.values()}
+        self._room.set()  # a publish waiting for room goes no further
         got = [held for held in self._held.values() if held.consumer is None]
         self._held.clear()
         for queue, tag in cancelled:
@@ -358,8 +358,6 @@ class Channel:
                 rows = await self._node.poll(queue, tag, prefetch or MAX_BATCH, no_ack)
                 for row in rows:
                     delivery = next(self._tags)
-                    if not no_ack:
-                        self._held[delivery] = _Held(queue, tag, row.id)
                     deliver = commands.Basic.Deliver(
                         consumer_tag=ctag,
                         delivery_tag=delivery,
@@ -367,25 +365,41 @@ class Channel:
                         exchange=DEFAULT_EXCHANGE,
                         routing_key=queue,
                     )
-                    await self._wire.send(self.number, [deliver, *self._row_frames(row)])
+                    frames = [deliver, *self._row_frames(row)]
+                    if not no_ack:
+                        self._held[delivery] = _Held(queue, tag, row.id)
+                    await self._wire.send(self.number, frames)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # quorumq ended it (its queue is gone, its timeout), no leader for long
             if self._consumers.pop(ctag, None) is not None and not self.closed:
                 log.info("AMQP consumer %s of %s ended: %s", ctag, queue, exc)
+                self._forget_holds(tag)
                 if not isinstance(exc, AmqpError):
                     await _best_effort(self._node.cancel(queue, tag), f"cancelling consumer {tag} of {queue}")
                 await self._wire.send(self.number, [commands.Basic.Cancel(consumer_tag=ctag, nowait=True)])
+
+    def stop_deliveries(self) -> None:
+        """Deliver no more (the connection is closing): what consumers hold returns when the channel
+        closes."""
+        for _, _, task in self._consumers.values():
+            task.cancel()
+
+    def _forget_holds(self, tag: str) -> None:
+        """Consumer `tag` ended and what it held went back to its queue: settling those deliveries
+        later is accepted and does nothing (they are delivered again)."""
+        returned = {delivery for delivery, held in self._held.items() if held.consumer == tag}
+        for delivery in returned:
+            del self._held[delivery]
+        self._returned |= returned
 
     async def _cancel(self, method: commands.Basic.Cancel) -> Frame:
         mine = self._consumers.pop(method.consumer_tag or "", None)
         if mine is not None:
             queue, tag, task = mine
             task.cancel()
-            if any(held.consumer == tag for held in self._held.values()):
-                self._draining.add((queue, tag))  # what it holds stays settleable, as on RabbitMQ
-            else:
-                await self._node.cancel(queue, tag)
+            self._forget_holds(tag)
+            await self._node.cancel(queue, tag)  # what it held returns to the queue
         return commands.Basic.CancelOk(consumer_tag=method.consumer_tag)
 
     async def _get(self, method: commands.Basic.Get) -> Frame | None:
@@ -436,9 +450,14 @@ class Channel:
 
     def _named(self, delivery_tag: int, multiple: bool) -> set[int]:
         """The held deliveries a settle names: with `multiple` every one up to `delivery_tag` (0: all),
-        else that one (PRECONDITION_FAILED when it is not held)."""
+        else that one (none when its consumer was cancelled since; PRECONDITION_FAILED when it was never
+        handed out or is settled already)."""
         if multiple:
+            self._returned = {t for t in self._returned if delivery_tag != 0 and t > delivery_tag}
             return {t for t in self._held if delivery_tag == 0 or t <= delivery_tag}
+        if delivery_tag in self._returned:  # its consumer was cancelled: it went back to the queue
+            self._returned.discard(delivery_tag)
+            return set()
         if delivery_tag not in self._held:
             raise channel_error(PRECONDITION_FAILED, f"unknown delivery tag {delivery_tag}")
         return {delivery_tag}
@@ -451,11 +470,6 @@ class Channel:
             await self._node.settle(queue, holder, [h.message for _, h in settled], ack, requeue)
             for tag, _ in settled:
                 self._held.pop(tag, None)
-            if (queue, consumer) in self._draining and not any(
-                h.consumer == consumer for h in self._held.values()
-            ):
-                self._draining.discard((queue, consumer))  # its last delivery settled: it ends now
-                await self._node.cancel(queue, consumer)
 
     async def _confirm_select(self, method: commands.Confirm.Select) -> Frame:
         if self._confirms is None:

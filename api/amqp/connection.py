@@ -88,6 +88,7 @@ class AmqpConnection:
         self._closing: set[int] = set()  # channels the server closed, waiting for the client's close-ok
         self._rooms: dict[int, asyncio.Event] = {}  # set while a channel's inbox has room
         self._closed_by_server = False  # connection.close sent: only close-ok counts now
+        self._paused = False  # the reader waits for a channel's room (the client is held back)
         self._node: NodeCalls | None = None
         self._heard = asyncio.Event()
         self._ending = False
@@ -200,10 +201,11 @@ class AmqpConnection:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(interval / 2):
                     await self._heard.wait()
-            silent = 0.0 if self._heard.is_set() else silent + interval / 2
+            heard = self._heard.is_set() or self._paused  # a client held back by the server is not silent
+            silent = 0.0 if heard else silent + interval / 2
             if silent >= 2 * interval:
                 log.info("AMQP connection from %s missed its heartbeats", self._peer)
-                self._writer.close()
+                self._abort()
                 return
             if not self._writer.is_closing():  # not waiting on a client that stopped reading
                 self._writer.write(encode_frame(Heartbeat(), 0))
@@ -211,6 +213,8 @@ class AmqpConnection:
     async def _connection_method(self, frame: FrameTypes) -> bool:
         """Serve a frame on channel 0; True once the connection is closed."""
         if isinstance(frame, commands.Connection.Close):
+            for channel in self._channels.values():
+                channel.stop_deliveries()  # the client would drop them: no-ack messages would be lost
             if not self._closed_by_server:
                 await self._finish_channels()
             await self.send(0, [commands.Connection.CloseOk()])
@@ -222,10 +226,10 @@ class AmqpConnection:
         raise connection_error(COMMAND_INVALID, f"{getattr(frame, 'name', frame)} is not served on channel 0")
 
     async def _channel_frame(self, number: int, frame: FrameTypes) -> None:
-        if number in self._closing:  # dropped until the client's close-ok, or its own close crossing ours
-            if isinstance(frame, commands.Channel.Close):
+        if number in self._closing:  # dropped until the client's close-ok (its own close crossing ours
+            if isinstance(frame, commands.Channel.Close):  # is answered, and its close-ok still awaited)
                 await self.send(number, [commands.Channel.CloseOk()])
-            if isinstance(frame, commands.Channel.Close | commands.Channel.CloseOk):
+            elif isinstance(frame, commands.Channel.CloseOk):
                 self._closing.discard(number)
             return
         if isinstance(frame, commands.Channel.Open):
@@ -244,12 +248,18 @@ class AmqpConnection:
             return
         waiting = self._inboxes.get(number)
         if waiting is None:
+            if isinstance(frame, commands.Channel.CloseOk):
+                return  # a late answer to a close of ours that crossed the client's own
             raise connection_error(CHANNEL_ERROR, f"channel {number} is not open")
         waiting.put_nowait(frame)
         if waiting.qsize() >= INBOX_FRAMES:  # read no more until the channel caught up: TCP pushes back
             room = self._rooms[number]
             room.clear()
-            await room.wait()
+            self._paused = True
+            try:
+                await room.wait()
+            finally:
+                self._paused = False
 
     async def _channel_worker(self, channel: Channel, inbox: asyncio.Queue[FrameTypes | None]) -> None:
         """Serve one channel's frames in order until it closes (frames left once it closed are dropped).
@@ -257,10 +267,10 @@ class AmqpConnection:
         ack)."""
         pushed: list[FrameTypes | None] = []
         while True:
-            frame = pushed.pop() if pushed else await inbox.get()
             room = self._rooms.get(channel.number)
             if room is not None and inbox.qsize() < INBOX_FRAMES // 2:
                 room.set()
+            frame = pushed.pop() if pushed else await inbox.get()
             if frame is None or channel.closed:
                 return
             try:
@@ -286,6 +296,8 @@ class AmqpConnection:
                 else:  # a heartbeat or protocol header on a channel
                     raise connection_error(COMMAND_INVALID, f"{frame.name} on channel {channel.number}")
             except AmqpError as exc:
+                for waiting in pushed:  # back where refuse looks for a close that crossed
+                    inbox.put_nowait(waiting)
                 await self.refuse(channel.number, exc)
                 return
             except Exception:
@@ -304,9 +316,12 @@ class AmqpConnection:
         if mine is None or channel in self._closing:
             return
         self._closing.add(channel)
-        await self._forget(mine)
+        waiting, crossed = self._inboxes.get(channel), False
+        while waiting is not None and not waiting.empty():  # what the client sent meanwhile is dropped,
+            crossed |= isinstance(waiting.get_nowait(), commands.Channel.Close)  # but its close is answered
         close = commands.Channel.Close(reply_code=error.code, reply_text=error.text, class_id=0, method_id=0)
-        await self.send(channel, [close])
+        await self.send(channel, [close, *([commands.Channel.CloseOk()] if crossed else [])])
+        await self._forget(mine)
 
     async def _finish_channels(self) -> None:
         """Let every channel serve the frames that came before the client closed the connection (its
@@ -368,11 +383,16 @@ class AmqpConnection:
             return
         self._closed_by_server = True
         log.info("AMQP connection from %s closed: %s", self._peer, error.text)
+        asyncio.get_running_loop().call_later(CLOSE_OK_WAIT_S, self._abort)
+        for channel in self._channels.values():
+            channel.stop_deliveries()
+        for room in self._rooms.values():
+            room.set()  # a reader waiting for a channel's room reads on, to the close-ok
         close = commands.Connection.Close(
             reply_code=error.code, reply_text=error.text, class_id=0, method_id=0
         )
-        await self.send(0, [close])
-        asyncio.get_running_loop().call_later(CLOSE_OK_WAIT_S, self._writer.close)
+        if not self._writer.is_closing():
+            self._writer.write(encode_frame(close, 0))  # not waiting on a client that may not read
 
     async def _end(self) -> None:
         """The connection is over: its channels end (what they held returns), the socket closes."""
@@ -388,6 +408,12 @@ class AmqpConnection:
         self._writer.close()
         with contextlib.suppress(Exception):
             await self._writer.wait_closed()
+
+    def _abort(self) -> None:
+        """End the connection now, whatever the client reads or writes: the reader fails at once."""
+        for room in self._rooms.values():
+            room.set()
+        self._writer.transport.abort()
 
     async def shutdown(self) -> None:
         """The node stops: tell the client (CONNECTION_FORCED), as RabbitMQ does when it shuts down."""

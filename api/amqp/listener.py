@@ -5,7 +5,6 @@ the HTTP API (`cli.node_lifecycle`) and closed before it."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
 from aiohttp import web
@@ -53,9 +52,7 @@ class AmqpListener:
         for server in self._servers:
             server.close()
         connections = dict(self._connections)
-        for connection in connections:
-            with contextlib.suppress(Exception):
-                await connection.shutdown()
+        await asyncio.gather(*(connection.shutdown() for connection in connections), return_exceptions=True)
         if connections:  # each waits for its client's close-ok, then the rest are cut
             await asyncio.wait(set(connections.values()), timeout=CLOSE_OK_WAIT_S)
         for task in connections.values():

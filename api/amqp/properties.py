@@ -96,7 +96,7 @@ def delivery_properties(row: MessageRow) -> commands.Basic.Properties:
 def _property_value(name: str, value: Any) -> Any:
     """A property's value from its header; one of the wrong type (set over HTTP) is dropped to None."""
     if name == "timestamp":
-        if isinstance(value, int) and not isinstance(value, bool):
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63:
             try:
                 return datetime.datetime.fromtimestamp(value, tz=datetime.UTC)
             except (OverflowError, OSError, ValueError):

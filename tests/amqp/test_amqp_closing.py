@@ -85,3 +85,28 @@ def test_acks_sent_with_the_connection_close_are_served_before_it_ends(amqp_port
 
     assert channel.queue_declare("closing", passive=True).method.message_count == 0
     setup.close()
+
+
+def test_review_a_channel_close_crossing_the_servers_keeps_the_connection(amqp_port: int) -> None:
+    """The client closes a channel as the server closes it for an error: each answers the other's close
+    with close-ok, as the spec asks, and the connection goes on."""
+    client = RawClient(amqp_port)
+    client.sock.sendall(PROTOCOL_HEADER)
+    client.until(commands.Connection.Start)
+    response = f"\0{HARNESS_USER}\0{HARNESS_PASSWORD}"
+    client.send((0, commands.Connection.StartOk(client_properties={}, mechanism="PLAIN", response=response)))
+    client.until(commands.Connection.Tune)
+    client.send((0, commands.Connection.TuneOk(channel_max=16, frame_max=131072, heartbeat=0)))
+    client.send((0, commands.Connection.Open(virtual_host="/")))
+    client.until(commands.Connection.OpenOk)
+    client.send((1, commands.Channel.Open()))
+    client.until(commands.Channel.OpenOk)
+    closing = commands.Channel.Close(reply_code=200, reply_text="bye", class_id=0, method_id=0)
+    client.send((1, commands.Basic.Ack(delivery_tag=99)), (1, closing))  # an error, and our close with it
+    client.until(commands.Channel.Close)  # the server's, for the unknown tag
+    client.until(commands.Channel.CloseOk)  # its answer to ours
+    client.send((1, commands.Channel.CloseOk()), (2, commands.Channel.Open()))
+    client.until(commands.Channel.OpenOk)
+    client.send((0, commands.Connection.Close(reply_code=200, reply_text="bye", class_id=0, method_id=0)))
+    client.until(commands.Connection.CloseOk)
+    client.sock.close()

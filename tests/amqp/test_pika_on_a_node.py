@@ -189,9 +189,13 @@ def test_review_one_ack_settles_a_get_and_a_consumers_delivery_of_one_queue(chan
     assert channel.queue_declare("mixed-holders", passive=True).method.message_count == 0
 
 
-def test_review_a_cancelled_consumers_deliveries_may_still_be_acked(channel: BlockingChannel) -> None:
-    """As on RabbitMQ (Celery's warm shutdown cancels, then acks the tasks it finishes): a delivery
-    made before the cancel is acked after it, and is not delivered again."""
+def test_review_settling_a_cancelled_consumers_delivery_is_accepted_and_it_comes_again(
+    channel: BlockingChannel,
+) -> None:
+    """Unlike RabbitMQ, which keeps them on the channel, a cancel returns what the consumer held (a
+    consumer quorumq keeps would be handed more): an ack of one afterwards (Celery's warm shutdown
+    cancels, then acks the tasks it finishes) is accepted, the channel stays open, and the message is
+    delivered again."""
     declare(channel, "cancel-then-ack")
     channel.confirm_delivery()
     channel.basic_publish("", "cancel-then-ack", b"work")
@@ -204,8 +208,8 @@ def test_review_a_cancelled_consumers_deliveries_may_still_be_acked(channel: Blo
         channel.connection.process_data_events(time_limit=1)
     channel.basic_cancel(tag)
     channel.basic_ack(delivered[0])
-    assert channel.queue_declare("cancel-then-ack", passive=True).method.message_count == 0
-    assert channel.basic_get("cancel-then-ack", auto_ack=True) == (None, None, None)
+    method, _, body = channel.basic_get("cancel-then-ack", auto_ack=True)
+    assert (body, method.redelivered) == (b"work", True)
     assert channel.is_open
 
 
@@ -238,3 +242,27 @@ def test_dead_lettering_through_the_default_exchange_reaches_the_queue_its_routi
     with pytest.raises(pika.exceptions.ChannelClosedByBroker) as refused:
         channel.queue_declare("to-an-exchange", durable=True, arguments={"x-dead-letter-exchange": "dlx"})
     assert refused.value.reply_code == 406
+
+
+def test_review_a_consumer_acking_each_of_many_deliveries_is_never_stuck(channel: BlockingChannel) -> None:
+    """With no prefetch limit, hundreds of acks wait for the channel at once: the connection reads on."""
+    declare(channel, "many-acks")
+    channel.confirm_delivery()
+    for i in range(600):
+        channel.basic_publish("", "many-acks", f"m{i}".encode())
+    acked: list[bytes] = []
+
+    def on_message(ch: BlockingChannel, method: object, _: object, body: bytes) -> None:
+        ch.basic_ack(method.delivery_tag)  # type: ignore[attr-defined]
+        acked.append(body)
+
+    channel.basic_consume("many-acks", on_message)
+    deadline = 60
+    while len(acked) < 600 and deadline > 0:
+        channel.connection.process_data_events(time_limit=1)
+        deadline -= 1
+    assert len(acked) == 600
+    channel.cancel()
+    assert eventually_sync(
+        lambda: channel.queue_declare("many-acks", passive=True).method.message_count == 0, "the acks settled"
+    )
