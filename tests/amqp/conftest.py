@@ -7,17 +7,21 @@ from collections.abc import Iterator
 
 import pytest
 
-from cli.node_processes import ProcessCluster, free_ports
+from cli.node_processes import NodeProcess, ProcessCluster
 
 
 @pytest.fixture(scope="package")
-def amqp_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
-    """The AMQP port of one node started for the tests that use it."""
-    port = free_ports(1)[0]
-    cluster = ProcessCluster.start(
-        tmp_path_factory.mktemp("amqp"), count=1, extra_args=[f"--amqp=127.0.0.1:{port}"]
-    )
+def amqp_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeProcess]:
+    """One node started for the tests that use it, with its AMQP listener."""
+    cluster = ProcessCluster.start(tmp_path_factory.mktemp("amqp"), count=1, amqp=True)
     try:
-        yield port
+        yield cluster.nodes[0]
     finally:
         cluster.stop()
+
+
+@pytest.fixture
+def amqp_port(amqp_node: NodeProcess) -> int:
+    """The shared node's AMQP port."""
+    assert amqp_node.amqp_port is not None
+    return amqp_node.amqp_port
