@@ -31,6 +31,7 @@ from pamqp.body import ContentBody
 from pamqp.frame import FrameTypes
 from pamqp.header import ContentHeader
 
+from api.amqp.byte_budget import ByteBudget
 from api.amqp.confirms import ConfirmTags
 from api.amqp.content import Content, ContentAssembly
 from api.amqp.node_calls import NodeCalls
@@ -53,7 +54,6 @@ log = logging.getLogger(__name__)
 MAX_BATCH = 1000  # messages of one publish batch (the HTTP API's limit per request)
 PUBLISH_RETRY_S = 60.0  # how long a batch is retried while quorumq cannot answer it (no leader)
 RETRY_PAUSE_S = 0.2
-MAX_PENDING_BYTES = 64 * 1024 * 1024  # bodies a channel holds unconfirmed before it stops reading
 DEFAULT_EXCHANGE = ""
 
 
@@ -96,19 +96,19 @@ class _Pending:
 class Channel:
     """Channel `number` of a connection, for the user `node` acts for."""
 
-    def __init__(self, number: int, wire: Wire, node: NodeCalls, max_body_bytes: int) -> None:
+    def __init__(
+        self, number: int, wire: Wire, node: NodeCalls, max_body_bytes: int, budget: ByteBudget
+    ) -> None:
         self.number = number
         self._wire = wire
         self._node = node
+        self._budget = budget
         self._content = ContentAssembly(max_body_bytes)
         self._confirms: ConfirmTags | None = None
         self._publisher = f"amqp-{secrets.token_hex(8)}"
         self._batches = itertools.count(1)
         self._pending: dict[str, list[_Pending]] = {}
         self._publishing: dict[str, asyncio.Task[None]] = {}
-        self._pending_bytes = 0
-        self._room = asyncio.Event()
-        self._room.set()
         self._prefetch = 0
         self._tags = itertools.count(1)
         self._held: dict[int, _Held] = {}
@@ -179,7 +179,6 @@ class Channel:
         for _, _, task in consumers.values():
             task.cancel()
         cancelled = {(queue, tag) for queue, tag, _ in consumers.values()}
-        self._room.set()  # a publish waiting for room goes no further
         got = [held for held in self._held.values() if held.consumer is None]
         self._held.clear()
         for queue, tag in cancelled:
@@ -206,13 +205,11 @@ class Channel:
         fields = published_fields(content.properties, content.body)
         tag = self._confirms.take()[0] if self._confirms is not None else 0
         self._pending.setdefault(method.routing_key, []).append(_Pending(tag, content, fields))
-        self._pending_bytes += len(content.body)
+        self._budget.take(len(content.body))
         if method.routing_key not in self._publishing:
             task = asyncio.create_task(self._publish_batches(method.routing_key))
             self._publishing[method.routing_key] = task
-        if self._pending_bytes > MAX_PENDING_BYTES:
-            self._room.clear()
-            await self._room.wait()  # the connection reads no more until confirms make room
+        await self._budget.room()  # the connection reads no more until confirms make room
 
     async def _publish_batches(self, queue: str) -> None:
         try:
@@ -221,10 +218,10 @@ class Channel:
                     self._pending[queue][:MAX_BATCH],
                     self._pending[queue][MAX_BATCH:],
                 )
-                status, body = await self._publish_batch(queue, batch)
-                self._pending_bytes -= sum(len(p.content.body) for p in batch)
-                if self._pending_bytes <= MAX_PENDING_BYTES:
-                    self._room.set()
+                try:
+                    status, body = await self._publish_batch(queue, batch)
+                finally:
+                    self._budget.give(sum(len(p.content.body) for p in batch))
                 await self._answer_batch(queue, batch, status, body)
         except AmqpError as exc:
             await self._wire.refuse(self.number, exc)
@@ -233,6 +230,8 @@ class Channel:
             await self._wire.refuse(self.number, channel_error(INTERNAL_ERROR, "the node failed to publish"))
         finally:
             self._publishing.pop(queue, None)
+            left = self._pending.pop(queue, [])  # not sent (the channel failed): nothing holds them now
+            self._budget.give(sum(len(p.content.body) for p in left))
 
     async def _publish_batch(self, queue: str, batch: list[_Pending]) -> tuple[int, dict[str, Any]]:
         """quorumq's answer to one batch, retried with the same seq (so never enqueued twice) while it

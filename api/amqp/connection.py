@@ -28,6 +28,7 @@ from pamqp.frame import FrameTypes
 from pamqp.header import ContentHeader
 from pamqp.heartbeat import Heartbeat
 
+from api.amqp.byte_budget import ByteBudget
 from api.amqp.channel import Channel
 from api.amqp.frame_io import PROTOCOL_HEADER, WrongProtocol, encode_frame, read_frame, read_protocol_header
 from api.amqp.negotiation import (
@@ -89,6 +90,7 @@ class AmqpConnection:
         self._rooms: dict[int, asyncio.Event] = {}  # set while a channel's inbox has room
         self._closed_by_server = False  # connection.close sent: only close-ok counts now
         self._paused = False  # the reader waits for a channel's room (the client is held back)
+        self._budget = ByteBudget()  # unconfirmed bodies of all its channels
         self._node: NodeCalls | None = None
         self._heard = asyncio.Event()
         self._ending = False
@@ -236,7 +238,8 @@ class AmqpConnection:
             if number in self._channels or (self._tuning.channel_max and number > self._tuning.channel_max):
                 raise connection_error(CHANNEL_ERROR, f"channel {number} cannot be opened")
             assert self._node is not None
-            self._channels[number] = Channel(number, self, self._node, self._app[CONFIG].max_message_bytes)
+            max_body = self._app[CONFIG].max_message_bytes
+            self._channels[number] = Channel(number, self, self._node, max_body, self._budget)
             inbox: asyncio.Queue[FrameTypes | None] = asyncio.Queue()
             self._inboxes[number] = inbox
             self._rooms[number] = asyncio.Event()
