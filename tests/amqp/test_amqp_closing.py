@@ -5,47 +5,17 @@ the acks and the close leave in one write."""
 
 from __future__ import annotations
 
-import socket
-
 import pika
 import pytest
-from pamqp import commands, frame
+from pamqp import commands
 from pamqp.header import ContentHeader
+from raw_client import RawClient
 
-from api.amqp.frame_io import PROTOCOL_HEADER
 from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER
 
 pytestmark = pytest.mark.process
 
 COUNT = 50
-
-
-class RawClient:
-    """Just enough of an AMQP client: frames written as given, read one at a time."""
-
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-        self.buffer = b""
-
-    def send(self, *frames: tuple[int, object]) -> None:
-        self.sock.sendall(b"".join(frame.marshal(value, channel) for channel, value in frames))  # type: ignore[arg-type]
-
-    def receive(self) -> object:
-        while True:
-            try:
-                used, _, value = frame.unmarshal(self.buffer)
-            except Exception:
-                chunk = self.sock.recv(65536)
-                assert chunk, "the connection ended"
-                self.buffer += chunk
-                continue
-            self.buffer = self.buffer[used:]
-            return value
-
-    def until(self, kind: type) -> object:
-        while not isinstance(value := self.receive(), kind):
-            pass
-        return value
 
 
 def test_acks_sent_with_the_connection_close_are_served_before_it_ends(amqp_port: int) -> None:
@@ -59,17 +29,7 @@ def test_acks_sent_with_the_connection_close_are_served_before_it_ends(amqp_port
     for i in range(COUNT):
         channel.basic_publish("", "closing", f"m{i}".encode())
 
-    client = RawClient(amqp_port)
-    client.sock.sendall(PROTOCOL_HEADER)
-    client.until(commands.Connection.Start)
-    response = f"\0{HARNESS_USER}\0{HARNESS_PASSWORD}"
-    client.send((0, commands.Connection.StartOk(client_properties={}, mechanism="PLAIN", response=response)))
-    client.until(commands.Connection.Tune)
-    client.send((0, commands.Connection.TuneOk(channel_max=16, frame_max=131072, heartbeat=0)))
-    client.send((0, commands.Connection.Open(virtual_host="/")))
-    client.until(commands.Connection.OpenOk)
-    client.send((1, commands.Channel.Open()))
-    client.until(commands.Channel.OpenOk)
+    client = RawClient.opened(amqp_port)
     tags = []
     for _ in range(COUNT):
         client.send((1, commands.Basic.Get(queue="closing", no_ack=False)))
@@ -90,17 +50,7 @@ def test_acks_sent_with_the_connection_close_are_served_before_it_ends(amqp_port
 def test_review_a_channel_close_crossing_the_servers_keeps_the_connection(amqp_port: int) -> None:
     """The client closes a channel as the server closes it for an error: each answers the other's close
     with close-ok, as the spec asks, and the connection goes on."""
-    client = RawClient(amqp_port)
-    client.sock.sendall(PROTOCOL_HEADER)
-    client.until(commands.Connection.Start)
-    response = f"\0{HARNESS_USER}\0{HARNESS_PASSWORD}"
-    client.send((0, commands.Connection.StartOk(client_properties={}, mechanism="PLAIN", response=response)))
-    client.until(commands.Connection.Tune)
-    client.send((0, commands.Connection.TuneOk(channel_max=16, frame_max=131072, heartbeat=0)))
-    client.send((0, commands.Connection.Open(virtual_host="/")))
-    client.until(commands.Connection.OpenOk)
-    client.send((1, commands.Channel.Open()))
-    client.until(commands.Channel.OpenOk)
+    client = RawClient.opened(amqp_port)
     closing = commands.Channel.Close(reply_code=200, reply_text="bye", class_id=0, method_id=0)
     client.send((1, commands.Basic.Ack(delivery_tag=99)), (1, closing))  # an error, and our close with it
     client.until(commands.Channel.Close)  # the server's, for the unknown tag

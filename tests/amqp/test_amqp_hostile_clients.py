@@ -12,7 +12,7 @@ import pika
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pamqp import commands, frame
+from raw_client import RawClient
 
 from api.amqp.frame_io import PROTOCOL_HEADER
 from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER
@@ -20,38 +20,6 @@ from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER
 pytestmark = pytest.mark.process
 
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-
-
-def opened(port: int) -> socket.socket:
-    """A socket past the opening (logged in, tuned, vhost opened), with channel 1 open."""
-    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-    sock.sendall(PROTOCOL_HEADER)
-    read_until(sock, commands.Connection.Start)
-    response = f"\0{HARNESS_USER}\0{HARNESS_PASSWORD}"
-    start_ok = commands.Connection.StartOk(client_properties={}, mechanism="PLAIN", response=response)
-    sock.sendall(frame.marshal(start_ok, 0))
-    read_until(sock, commands.Connection.Tune)
-    sock.sendall(frame.marshal(commands.Connection.TuneOk(channel_max=8, frame_max=131072, heartbeat=0), 0))
-    sock.sendall(frame.marshal(commands.Connection.Open(virtual_host="/"), 0))
-    read_until(sock, commands.Connection.OpenOk)
-    sock.sendall(frame.marshal(commands.Channel.Open(), 1))
-    read_until(sock, commands.Channel.OpenOk)
-    return sock
-
-
-def read_until(sock: socket.socket, kind: type) -> object:
-    buffer = b""
-    while True:
-        try:
-            used, _, value = frame.unmarshal(buffer)
-        except Exception:
-            chunk = sock.recv(65536)
-            assert chunk, f"the connection ended before {kind.__name__}"
-            buffer += chunk
-            continue
-        buffer = buffer[used:]
-        if isinstance(value, kind):
-            return value
 
 
 def ends(sock: socket.socket) -> bytes:
@@ -96,7 +64,7 @@ def test_a_client_that_does_not_speak_amqp_gets_the_header_and_the_door(
 def test_random_frames_after_the_opening_close_the_connection_and_nothing_else(
     amqp_port: int, payloads: list[bytes]
 ) -> None:
-    sock = opened(amqp_port)
+    sock = RawClient.opened(amqp_port).sock
     hostile = b""
     for index, payload in enumerate(payloads):
         kind = (1, 2, 3, 8, 7)[index % 5]
@@ -107,7 +75,7 @@ def test_random_frames_after_the_opening_close_the_connection_and_nothing_else(
 
 
 def test_a_frame_declaring_gigabytes_is_refused_unread_and_the_node_serves_on(amqp_port: int) -> None:
-    sock = opened(amqp_port)
+    sock = RawClient.opened(amqp_port).sock
     sock.sendall(struct.pack(">BHI", 3, 1, 0xFFFFFFF0))
     assert b"FRAME_ERROR" in ends(sock)
     still_serves(amqp_port)
