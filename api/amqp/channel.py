@@ -34,7 +34,7 @@ from pamqp.header import ContentHeader
 from api.amqp.byte_budget import ByteBudget
 from api.amqp.confirms import ConfirmTags
 from api.amqp.content import Content, ContentAssembly
-from api.amqp.node_calls import NodeCalls
+from api.amqp.node_calls import NodeCalls, again_while
 from api.amqp.properties import delivery_properties, json_value, published_fields
 from api.amqp.reply_codes import (
     ACCESS_REFUSED,
@@ -53,8 +53,8 @@ log = logging.getLogger(__name__)
 
 MAX_BATCH = 1000  # messages of one publish batch (the HTTP API's limit per request)
 PUBLISH_RETRY_S = 60.0  # how long a batch is retried while quorumq cannot answer it (no leader)
-RETRY_PAUSE_S = 0.2
 DEFAULT_EXCHANGE = ""
+DEFAULT_EXCHANGE_NAMES = (DEFAULT_EXCHANGE, "amq.default")  # the two names clients give it
 
 
 class Wire(Protocol):
@@ -193,7 +193,7 @@ class Channel:
 
     async def _published(self, content: Content) -> None:
         method = content.method
-        if method.exchange not in (DEFAULT_EXCHANGE, "amq.default"):
+        if method.exchange not in DEFAULT_EXCHANGE_NAMES:
             raise channel_error(NOT_FOUND, f"no exchange '{method.exchange}' in vhost '/'")
         user_id = content.properties.user_id
         if user_id and user_id != self._node.user:  # as RabbitMQ: no message claims another user
@@ -237,13 +237,13 @@ class Channel:
         """quorumq's answer to one batch, retried with the same seq (so never enqueued twice) while it
         has none to give (503: no leader, an outcome unknown, a resource alarm), for PUBLISH_RETRY_S."""
         seq = next(self._batches)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + PUBLISH_RETRY_S
-        while True:
-            status, body = await self._node.publish(queue, [p.fields for p in batch], self._publisher, seq)
-            if status != 503 or loop.time() >= deadline or self.closed:
-                return status, body
-            await asyncio.sleep(RETRY_PAUSE_S)
+        messages = [p.fields for p in batch]
+        return await again_while(
+            lambda: self._node.publish(queue, messages, self._publisher, seq),
+            lambda status, _: status == 503,
+            PUBLISH_RETRY_S,
+            stop=lambda: self.closed,
+        )
 
     async def _answer_batch(
         self, queue: str, batch: list[_Pending], status: int, body: dict[str, Any]
@@ -317,7 +317,7 @@ class Channel:
         return commands.Queue.PurgeOk(message_count=await self._node.purge(method.queue))
 
     async def _bind(self, method: commands.Queue.Bind | commands.Queue.Unbind) -> Frame:
-        if method.exchange in (DEFAULT_EXCHANGE, "amq.default"):
+        if method.exchange in DEFAULT_EXCHANGE_NAMES:
             raise channel_error(ACCESS_REFUSED, "operation not permitted on the default exchange")
         raise channel_error(NOT_FOUND, f"no exchange '{method.exchange}' in vhost '/'")
 
@@ -508,7 +508,7 @@ def _declared_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
     arguments = dict(arguments)
     exchange = arguments.pop("x-dead-letter-exchange")
     key = arguments.pop("x-dead-letter-routing-key", None)
-    if exchange not in (DEFAULT_EXCHANGE, "amq.default") or not isinstance(key, str) or not key:
+    if exchange not in DEFAULT_EXCHANGE_NAMES or not isinstance(key, str) or not key:
         raise channel_error(
             PRECONDITION_FAILED,
             "x-dead-letter-exchange: only the default exchange, with an x-dead-letter-routing-key naming "

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import aiohttp
@@ -39,6 +39,23 @@ RETRY_S = 30.0  # how long a call is made again while its queue has no leader to
 RETRY_PAUSE_S = 0.2
 _NOTHING_DONE = ("no_leader",)  # a 503 that says nothing was done
 _RETRIED = ("no_leader", "outcome_unknown")
+
+
+async def again_while(
+    attempt: Callable[[], Awaitable[tuple[int, Any]]],
+    retry: Callable[[int, Any], bool],
+    seconds: float,
+    stop: Callable[[], bool] = lambda: False,
+) -> tuple[int, Any]:
+    """The status and answer of `attempt()`, made again every RETRY_PAUSE_S while `retry(status, answer)`
+    says so, for up to `seconds` or until `stop()`."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while True:
+        status, answer = await attempt()
+        if not retry(status, answer) or loop.time() >= deadline or stop():
+            return status, answer
+        await asyncio.sleep(RETRY_PAUSE_S)
 
 
 class NodeCalls:
@@ -143,16 +160,15 @@ class NodeCalls:
         want of a leader (an election, a leader change), the call is made again for up to RETRY_S; one
         whose outcome is unknown only when it is `repeatable` (not an auto-ack get, which may have
         taken a message, nor a consumer's registration)."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + RETRY_S
-        while True:
-            status, decoded = await self._call_once(method, path, payload)
-            retry = status == 503 and decoded.get("error") in (_RETRIED if repeatable else _NOTHING_DONE)
-            if status < 300:
-                return decoded
-            if not retry or loop.time() >= deadline:
-                raise for_answer(status, decoded)
-            await asyncio.sleep(RETRY_PAUSE_S)
+        retried = _RETRIED if repeatable else _NOTHING_DONE
+        status, decoded = await again_while(
+            lambda: self._call_once(method, path, payload),
+            lambda status, answer: status == 503 and answer.get("error") in retried,
+            RETRY_S,
+        )
+        if status < 300:
+            return decoded
+        raise for_answer(status, decoded)
 
     async def _call_once(self, method: str, path: str, payload: object) -> tuple[int, Any]:
         config = self._app[CONFIG]
