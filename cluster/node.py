@@ -303,6 +303,8 @@ class Node:
             self.host.on_frame(peer, kind, body)
 
     def _on_link_lost(self, peer: str) -> None:
+        if self.host is not None:
+            self.host.wake_shared(peer)  # it may be restarting: its groups must not wait on a quiet leader
         self.peer_requests.link_lost(peer)
         self.alarms.link_lost(peer)
         if self._formats is not None:

@@ -44,6 +44,9 @@ log = logging.getLogger(__name__)
 
 CAMPAIGN_TRANSFER = b"transfer"
 """Vote context of an election started by MsgTimeoutNow: voters skip their leader lease for it."""
+QUIESCE = b"quiesce"
+"""Heartbeat context of a leader going quiet: a follower holding everything it commits goes quiet too.
+A node that predates quiescence answers it as any heartbeat and stays awake."""
 
 _FROM_LEADER = (MessageType.APP, MessageType.HEARTBEAT, MessageType.SNAP)
 
@@ -117,6 +120,7 @@ class RaftNode:
         self._election_elapsed = 0
         self._heartbeat_elapsed = 0
         self._randomized_election_timeout = config.election_tick
+        self._quiet = False
         self._lead_transferee: NodeId | None = None
         self._pending_conf_index = 0
         self._pending_reads = PendingReads()
@@ -156,6 +160,12 @@ class RaftNode:
     def is_leader(self) -> bool:
         return self._role is Role.LEADER
 
+    @property
+    def quiet(self) -> bool:
+        """Whether the group is quiescent here: ticks count for nothing until an input wakes it (see
+        `quiesce`)."""
+        return self._quiet
+
     def entry_term(self, index: int) -> int | None:
         """Term of this node's entry at `index` (persisted or not), None if compacted or absent."""
         if index == 0:
@@ -168,6 +178,7 @@ class RaftNode:
         pr = self._tracker.progress.get(node) if self.is_leader and node != self.id else None
         if pr is None:
             return False
+        self.wake()
         pr.lost_entries(0)
         self._send_appends(node)
         return True
@@ -203,7 +214,9 @@ class RaftNode:
     # ------------------------------------------------------------------ inputs
 
     def tick(self) -> None:
-        """One unit of logical time passed."""
+        """One unit of logical time passed (none while quiet)."""
+        if self._quiet:
+            return
         if self.is_leader:
             self._tick_leader()
         else:
@@ -214,17 +227,20 @@ class RaftNode:
 
     def campaign(self) -> None:
         """Start an election now (a pre-vote first when enabled); no-op for a leader or a non-voter."""
+        self.wake()
         if not self.is_leader:
             self._campaign(_Campaign.PRE_ELECTION if self.config.pre_vote else _Campaign.ELECTION)
 
     def propose(self, data: bytes) -> int:
         """Append `data` to the log; returns its index. Raises rather than dropping the proposal."""
         self._check_can_propose()
+        self.wake()
         return self._append_entry(EntryKind.NORMAL, data)
 
     def propose_conf_change(self, change: ConfChange) -> int:
         """Propose a single-server membership change; it takes effect when it commits."""
         self._check_can_propose()
+        self.wake()
         if self._pending_conf_index > self._log.committed:
             raise ConfChangeInProgressError(f"change at {self._pending_conf_index} is not committed yet")
         if self._log.term(self._log.committed) != self._term:
@@ -241,6 +257,7 @@ class RaftNode:
             return
         if not self._tracker.is_voter(to):
             raise ValueError(f"{to} is not a voter")
+        self.wake()
         self._lead_transferee = to
         self._election_elapsed = 0
         if self._tracker.progress[to].match == self._log.last_index():
@@ -254,6 +271,7 @@ class RaftNode:
         `context` must be unique among outstanding reads. Reads pending on a leader that steps down
         are forgotten: the caller retries after its timeout.
         """
+        self.wake()
         if self.is_leader:
             self._leader_read(context, self.id)
         elif self._role is Role.FOLLOWER and self._lead is not None:
@@ -265,6 +283,19 @@ class RaftNode:
         """Handle one message from a peer."""
         if msg.group != self.config.group or msg.to != self.id:
             raise ValueError(f"message for {msg.group}/{msg.to} stepped into {self.config.group}/{self.id}")
+        if not self._quiet:
+            self._step(msg)
+            return
+        if not self._keeps_quiet(msg):
+            self.wake()
+            self._step(msg)
+            return
+        sent = len(self._messages)
+        self._step(msg)
+        if self.is_leader and len(self._messages) > sent:
+            self.wake()  # the answer asked for more than the quiet leader had sent (a repair, lost entries)
+
+    def _step(self, msg: Message) -> None:
         is_vote_request = msg.type in (MessageType.VOTE, MessageType.PRE_VOTE)
         if is_vote_request and self.is_leader and msg.frm not in self._tracker.progress:
             self._answer_non_member(msg)
@@ -290,6 +321,62 @@ class RaftNode:
             self._step_follower(msg)
         else:
             self._step_candidate(msg)
+
+    # ------------------------------------------------------------------ quiescence
+
+    def can_quiesce(self) -> bool:
+        """Whether this leader has nothing in flight: every entry it holds is written, committed, applied
+        and matched by every member, none of which is repairing, with no hand-over and no read pending."""
+        last = self._log.last_index()
+        if (
+            not self.is_leader
+            or self._quiet
+            or self._lead_transferee is not None
+            or self._pending_reads.last_context()
+            or self._reads_awaiting_commit
+            or self._log.committed != last
+            or self._log.applied != last
+            or self._log.stable_last_index() != last
+            or self._log.term(last) != self._term
+        ):
+            return False
+        return all(
+            pr.match == last and pr.state is ProgressState.REPLICATE and not pr.repairing
+            for node, pr in self._tracker.progress.items()
+            if node != self.id
+        )
+
+    def quiesce(self) -> None:
+        """Go quiet (a leader that `can_quiesce`): tell each member in a last heartbeat, and count no
+        ticks until an input wakes the group. The driver wakes it when a member it shares the group with
+        may have gone (`wake`): a quiet follower counts no ticks either, so it would never elect another
+        leader by itself."""
+        if not self.can_quiesce():
+            raise ValueError("a leader quiesces only with nothing in flight (can_quiesce)")
+        for node in self._tracker.progress:
+            if node != self.id:
+                self._send(MessageType.HEARTBEAT, node, commit=self._log.committed, context=QUIESCE)
+        self._quiet = True
+
+    def wake(self) -> None:
+        """Leave quiet: ticks count again, from a fresh election timeout (for a leader, a fresh check of
+        its quorum). Any input but the answers to a quiet leader's last heartbeat wakes the group."""
+        if not self._quiet:
+            return
+        self._quiet = False
+        self._election_elapsed = 0
+        self._heartbeat_elapsed = 0
+        if self.is_leader:
+            self._tracker.reset_recent_active(self.id)
+
+    def _keeps_quiet(self, msg: Message) -> bool:
+        """Whether a quiet replica takes `msg` without waking: a follower its leader's quiescing
+        heartbeat, a leader its members' plain answers in its term."""
+        if msg.term != self._term:
+            return False
+        if self.is_leader:
+            return msg.type in (MessageType.HEARTBEAT_RESP, MessageType.APP_RESP) and not msg.reject
+        return msg.type is MessageType.HEARTBEAT and msg.context == QUIESCE and msg.frm == self._lead
 
     # ------------------------------------------------------------------ Ready / advance
 
@@ -381,6 +468,7 @@ class RaftNode:
             self._term = term
             self._vote = None
         self._lead = None
+        self._quiet = False
         self._election_elapsed = 0
         self._heartbeat_elapsed = 0
         self._randomized_election_timeout = self.config.election_tick + self._rng.randrange(
@@ -537,6 +625,8 @@ class RaftNode:
                 self._send(
                     MessageType.HEARTBEAT_RESP, msg.frm, context=msg.context, reject=lost, reject_hint=held
                 )
+                if msg.context == QUIESCE:  # quiet when it holds and commits what the leader does
+                    self._quiet = self._repair is None and self._log.committed == msg.commit == held
             else:
                 self._handle_snapshot_chunk(msg)
         elif msg.type is MessageType.TIMEOUT_NOW:

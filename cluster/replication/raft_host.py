@@ -36,6 +36,7 @@ from typing import Any, NoReturn, Protocol
 import msgpack
 
 from cluster.replication.peer_links import PeerLinks
+from cluster.replication.peer_liveness import PeerLiveness
 from cluster.replication.proposals import ProposalBatcher, ProposalFailed
 from cluster.replication.raft_metrics import RaftMetrics
 from cluster.replication.transport import KIND_CONTROL, KIND_RAFT
@@ -51,6 +52,8 @@ from raft_log.types import ConfState, Entry, EntryKind, Snapshot
 log = logging.getLogger(__name__)
 
 LEADER_ANNOUNCE_EVERY_TICKS = 10
+BEAT = msgpack.packb({})
+"""The beat each node sends every peer every heartbeat: an empty control map (`PeerLiveness`)."""
 # A peer's leader announcement counts for this long: a node cut off from that peer must not keep it.
 LEADER_HINT_TICKS = 3 * LEADER_ANNOUNCE_EVERY_TICKS
 FATAL_EXIT_CODE = 70
@@ -261,6 +264,8 @@ class RaftHost:
         self._ticks = 0
         self.dropped_messages = 0
         self._peer_incarnations: dict[str, str] = {}  # the incarnation each peer proved last
+        # A peer unheard for longer than an election timeout and a half is silent (beats are 5x denser).
+        self.liveness = PeerLiveness(election_ticks + election_ticks // 2)
         self.leader_changes = 0
         self.applied_data_bytes = 0  # entry data applied by every group since this host started
         self.metrics = RaftMetrics()
@@ -401,6 +406,7 @@ class RaftHost:
 
     def on_frame(self, peer: str, kind: int, body: bytes) -> None:
         """Transport callback: a Raft message to step, or a peer's leader announcement."""
+        self.liveness.heard(peer, self._ticks)
         self._note_incarnation(peer)
         if kind == KIND_RAFT:
             try:
@@ -437,6 +443,7 @@ class RaftHost:
         self._peer_incarnations[peer] = proved
         if known:
             log.warning("peer %s is a new incarnation (was %s): its replicas start over", peer, known)
+            self.wake_shared(peer)
             for gid, group in self.groups.items():
                 if group.halted is None and group.raft.peer_lost_log(peer):
                     self._touch(gid)
@@ -515,21 +522,58 @@ class RaftHost:
             self.tick()
 
     def tick(self) -> None:
-        """One tick of every group's clock (and, every few, a leader announcement to the peers)."""
+        """One tick of every awake group's clock; a leader with nothing in flight quiesces its group.
+        Every heartbeat, a beat to each peer; every few, a leader announcement."""
         if self.disk_full is not None:
             return
         self._ticks += 1
+        peers = self.transport.peers()
+        for peer in self.liveness.fell_silent(peers, self._ticks):
+            log.info("peer %s is silent: waking the groups this node shares with it", peer)
+            self.wake_shared(peer)
         for gid, group in self.groups.items():
-            if group.halted is not None:
+            if group.halted is not None or group.raft.quiet:
                 continue
             if group.held_ticks and not group.raft.is_leader:
                 group.held_ticks -= 1
                 continue
             group.raft.tick()
+            if self._may_quiesce(group):
+                group.raft.quiesce()
             self._dirty.add(gid)
+        if self._ticks % self.heartbeat_ticks == 0:
+            for peer in peers:
+                self.transport.send(peer, "", KIND_CONTROL, BEAT)
         if self._ticks % LEADER_ANNOUNCE_EVERY_TICKS == 0:
             self._announce_leaders()
         self._wake.set()
+
+    def _may_quiesce(self, group: Group) -> bool:
+        """Whether `group`'s leader may go quiet: its core has nothing in flight, nothing waits to be
+        proposed or applied here, and this node hears every other member (`PeerLiveness`)."""
+        raft = group.raft
+        return (
+            raft.can_quiesce()
+            and not group.batcher.has_pending()
+            and not group.batcher.in_flight
+            and all(
+                self.liveness.live(node)
+                for node in (*raft.conf.voters, *raft.conf.learners)
+                if node != self.node
+            )
+        )
+
+    def wake_shared(self, peer: str) -> None:
+        """Wake every quiet group `peer` is a member of: it went silent, lost its link or came back as a
+        new incarnation, so those groups must watch their leader (or their quorum) again."""
+        for group in self.groups.values():
+            conf = group.raft.conf
+            if group.raft.quiet and (peer in conf.voters or peer in conf.learners):
+                group.raft.wake()
+
+    def quiet_groups(self) -> int:
+        """How many of this node's groups are quiet."""
+        return sum(1 for group in self.groups.values() if group.raft.quiet)
 
     def _announce_leaders(self) -> None:
         led = {gid: [self.node, g.raft.term] for gid, g in self.groups.items() if g.leading}

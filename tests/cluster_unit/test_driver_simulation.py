@@ -110,7 +110,7 @@ def test_rule_entries_damaged_on_disk_never_lose_a_confirmed_publish() -> None:
 
 
 WIPE_SEEDS = int(os.environ.get("DRIVER_SIM_WIPE_SEEDS", "100"))
-WIPES = Faults(weights=(*Faults().weights[:-1], ("wipe", 1)))
+WIPES = Faults(weights=(*Faults().weights[:-1], ("wipe", 2)))
 
 
 def _wiped_majority(sim: Simulation) -> bool:

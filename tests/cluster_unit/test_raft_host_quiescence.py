@@ -1,0 +1,64 @@
+"""Idle groups cost nothing (issue 40, slice 5): a host quiesces a group with nothing in flight, sends only
+one beat per peer while every group is quiet, and wakes the groups it shares with a peer that falls
+silent, so failure detection still works. Real RaftHosts and RocksDB, stepped by the test."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from stepped_cluster import GROUP, NAMES, SteppedCluster, publish_op
+
+from cluster.replication.transport import KIND_RAFT
+
+OTHERS = ("b", "c")
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[SteppedCluster]:
+    cluster = SteppedCluster(tmp_path)
+    cluster.elect("a")
+    cluster.until(lambda: all(cluster.group(name).raft.quiet for name in NAMES))
+    yield cluster
+    cluster.close()
+
+
+def _tick_all(cluster: SteppedCluster, among: tuple[str, ...] = NAMES) -> None:
+    for name in among:
+        cluster.hosts[name].tick()
+
+
+def test_an_idle_group_goes_quiet_on_every_member_and_sends_only_beats(cluster: SteppedCluster) -> None:
+    for _ in range(50):  # five election timeouts
+        _tick_all(cluster)
+        assert not any(frame.kind == KIND_RAFT for frame in cluster.network.in_flight)
+        assert not any(cluster.hosts[name].has_work() for name in NAMES)
+        cluster.settle()
+    assert cluster.group("a").raft.is_leader
+    assert all(cluster.hosts[name].quiet_groups() == 1 for name in NAMES)
+
+
+async def test_a_proposal_wakes_the_group_and_commits(cluster: SteppedCluster) -> None:
+    future = cluster.hosts["a"].submit(GROUP, publish_op(b"wake up"))
+    cluster.settle()
+    assert future.done() and future.exception() is None
+    assert all(cluster.group(name).applied == cluster.group("a").applied for name in NAMES)
+    cluster.until(lambda: all(cluster.group(name).raft.quiet for name in NAMES))
+
+
+def test_rule_a_silent_leaders_followers_wake_and_elect_another(cluster: SteppedCluster) -> None:
+    """The leader's node stops answering: b and c hear no beat from it, wake and elect one of them."""
+    cluster.until(lambda: any(cluster.group(name).raft.is_leader for name in OTHERS), among=OTHERS)
+    assert not any(cluster.group(name).raft.quiet for name in OTHERS)
+
+
+def test_a_quiet_leader_cut_off_wakes_and_steps_down(cluster: SteppedCluster) -> None:
+    """Cut off, the quiet leader hears no beat: it wakes, finds no quorum and steps down."""
+    cluster.until(lambda: not cluster.group("a").raft.is_leader, among=("a",))
+
+
+def test_a_lost_link_wakes_the_groups_shared_with_that_peer(cluster: SteppedCluster) -> None:
+    cluster.hosts["b"].wake_shared("a")
+    assert not cluster.group("b").raft.quiet
+    assert cluster.group("c").raft.quiet

@@ -1,0 +1,137 @@
+"""Quiescence: a leader with nothing in flight goes quiet with its followers, ticks count for nothing
+while quiet, and any input but the followers' answers wakes the group (docs/internals/raft.md)."""
+
+from __future__ import annotations
+
+import pytest
+from raft_harness import Harness
+
+from raft_log.core import QUIESCE
+from raft_log.messages import MessageType
+from raft_log.ready import Role
+
+
+def _quiet_group() -> Harness:
+    """Three voters, `a` leading, one entry committed everywhere, then quiesced."""
+    h = Harness()
+    a = h.elect("a")
+    a.propose(b"x")
+    h.stabilize()
+    h.tick_all(1)  # a round of heartbeats: every follower has acknowledged everything
+    assert a.can_quiesce()
+    a.quiesce()
+    h.stabilize()
+    return h
+
+
+def test_leader_with_everything_matched_quiesces_and_followers_follow() -> None:
+    h = _quiet_group()
+    assert all(h[node].quiet for node in "abc")
+
+
+def test_ticks_count_for_nothing_while_quiet() -> None:
+    """Far past any election timeout, no follower campaigns and the leader neither beats nor steps down."""
+    h = _quiet_group()
+    for _ in range(100):
+        for node in "abc":
+            h[node].tick()
+        assert not any(h[node].has_ready() for node in "abc")
+    assert h["a"].role is Role.LEADER
+    assert h["b"].leader == "a" and h["c"].leader == "a"
+
+
+def test_leader_with_an_unmatched_follower_cannot_quiesce() -> None:
+    h = Harness()
+    a = h.elect("a")
+    h.isolated.add("c")
+    a.propose(b"x")
+    h.stabilize()
+    assert not a.can_quiesce()
+    with pytest.raises(ValueError):
+        a.quiesce()
+
+
+def test_leader_with_an_unapplied_entry_cannot_quiesce() -> None:
+    h = Harness()
+    a = h.elect("a")
+    a.propose(b"x")
+    assert not a.can_quiesce()  # neither written nor committed nor applied yet
+
+
+def test_a_proposal_wakes_the_leader_and_its_appends_wake_the_followers() -> None:
+    h = _quiet_group()
+    h["a"].propose(b"y")
+    assert not h["a"].quiet
+    h.stabilize()
+    assert not h["b"].quiet and not h["c"].quiet
+    assert h.data_applied("b")[-1] == b"y"
+
+
+def test_the_leaders_answers_keep_it_quiet() -> None:
+    """The followers' heartbeat answers to the quiescing beat arrive after the leader went quiet."""
+    h = Harness()
+    a = h.elect("a")
+    h.tick_all(1)
+    a.quiesce()
+    for message in h.take(MessageType.HEARTBEAT):
+        assert message.context == QUIESCE
+        h.deliver(message)
+    answers = h.take(MessageType.HEARTBEAT_RESP)
+    assert len(answers) == 2
+    for message in answers:
+        h.deliver(message)
+    assert a.quiet and not a.has_ready()
+
+
+def test_a_follower_missing_the_commit_stays_awake_and_its_campaign_wakes_the_leader() -> None:
+    """A follower that does not hold what the leader commits stays awake; when its election timer fires,
+    its pre-vote wakes the quiet leader (which ignores it, being in its lease) and the leader's beats
+    settle the follower again."""
+    h = Harness()
+    a = h.elect("a")
+    h.tick_all(1)
+    a.quiesce()
+    for message in h.take(MessageType.HEARTBEAT):
+        if message.to != "c":  # c never hears the quiescing beat
+            h.deliver(message)
+    h.stabilize()
+    assert h["b"].quiet and not h["c"].quiet
+    for _ in range(30):
+        h["c"].tick()
+        h.stabilize()
+        if not a.quiet:
+            break
+    assert not a.quiet and a.role is Role.LEADER
+    h.tick_all(2)
+    assert h["c"].leader == "a" and h["c"].role is Role.FOLLOWER
+
+
+def test_a_wake_gives_a_follower_a_whole_election_timeout_then_it_elects() -> None:
+    """What the driver does when the leader's node falls silent: followers wake, and elect another."""
+    h = _quiet_group()
+    h.isolated.add("a")
+    h["b"].wake()
+    h["c"].wake()
+    for _ in range(40):
+        h.tick_all(1)
+        if h["b"].is_leader or h["c"].is_leader:
+            break
+    assert h["b"].is_leader or h["c"].is_leader
+
+
+def test_a_woken_leader_checks_its_quorum_afresh() -> None:
+    """A quiet leader cut off from its followers, once woken, steps down within two election timeouts."""
+    h = _quiet_group()
+    h.isolated.update("bc")
+    h["a"].wake()
+    h.tick_all(2 * 10)
+    assert h["a"].role is Role.FOLLOWER
+
+
+def test_a_vote_request_wakes_a_quiet_follower() -> None:
+    h = _quiet_group()
+    h.isolated.add("a")
+    h["c"].wake()
+    h["c"].campaign()
+    h.stabilize()
+    assert not h["b"].quiet
