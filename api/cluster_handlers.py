@@ -41,6 +41,7 @@ async def health(request: web.Request) -> web.StreamResponse:
         "metadata_leader": status.meta_leader(),
         "groups_hosted": groups.hosted,
         "groups_led": groups.led,
+        "groups_quiet": groups.quiet,
         "groups_without_leader": groups.without_leader,
         "groups_repairing": groups.repairing,
         "groups_halted": [

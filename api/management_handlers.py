@@ -151,6 +151,7 @@ def _own_report(request: web.Request) -> dict[str, Any]:
         "partitions": sorted(name for name in members if not status.is_up(name)),
         "raft_groups": groups.hosted,
         "raft_groups_led": groups.led,
+        "raft_groups_quiet": groups.quiet,
         "queues_led": groups.led - int(status.meta_leader() == status.name),
     }
 

@@ -172,9 +172,11 @@ class _NodeCollector(Collector):
         led.add_metric([], groups.led)
         hosted = _gauge("quorumq_raft_groups", "Raft groups hosted on this node")
         hosted.add_metric([], groups.hosted)
+        quiet = _gauge("quorumq_raft_groups_quiet", "Raft groups quiet on this node: idle, ticking no clock")
+        quiet.add_metric([], groups.quiet)
         changes = CounterMetricFamily("quorumq_raft_leader_changes", "Leadership changes seen on this node")
         changes.add_metric([], self.status.leader_changes)
-        yield from (term, last, commit, applied, snapshot, log_bytes, leader, led, hosted, changes)
+        yield from (term, last, commit, applied, snapshot, log_bytes, leader, led, hosted, quiet, changes)
 
 
 class _Shown:

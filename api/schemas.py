@@ -122,6 +122,7 @@ HEALTH: Content = {
                 "metadata_leader": {"type": ["string", "null"]},
                 "groups_hosted": {"type": "integer"},
                 "groups_led": {"type": "integer"},
+                "groups_quiet": {"type": "integer", "description": "groups idle here: they tick no clock"},
                 "groups_without_leader": GROUP_IDS,
                 "groups_repairing": GROUP_IDS,
                 "groups_halted": {

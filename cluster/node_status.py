@@ -37,11 +37,13 @@ class LivePeers(Protocol):
 
 @dataclass(frozen=True)
 class GroupsSummary:
-    """The Raft groups this node hosts: how many, how many it leads, the queue groups without a known
-    leader, the groups still repairing their log and those halted here (an entry this node cannot read)."""
+    """The Raft groups this node hosts: how many, how many it leads, how many are quiet (idle, costing no
+    ticks), the queue groups without a known leader, the groups still repairing their log and those halted
+    here (an entry this node cannot read)."""
 
     hosted: int
     led: int
+    quiet: int
     without_leader: list[str]
     repairing: list[str]
     halted: dict[str, Halted]
@@ -151,6 +153,7 @@ class NodeStatus:
         return GroupsSummary(
             hosted=len(groups),
             led=sum(1 for group in groups.values() if group.leading),
+            quiet=sum(1 for group in groups.values() if group.raft.quiet),
             without_leader=sorted(
                 gid for gid in groups if gid != self._meta_group and self._raft.leader_of(gid) is None
             ),

@@ -27,6 +27,11 @@ class HostedQueue(Protocol):
     @property
     def is_leader(self) -> bool: ...
 
+    @property
+    def quiet(self) -> bool:
+        """Whether the queue's group is quiet here: idle, with every member holding all it commits."""
+        ...
+
 
 class NodeView(Protocol):
     """This node's view of itself and its cluster (`NodeStatus`)."""

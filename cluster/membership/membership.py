@@ -15,6 +15,10 @@ from cluster.metadata.metadata_door import MetadataDoor
 log = logging.getLogger(__name__)
 
 UPKEEP_EVERY_S = 0.5
+QUIET_UPKEEP_EVERY_PASSES = 20
+"""A queue whose group is quiet (idle, every member holding all it commits) has its members healed one
+pass in this many: what a heal answers (a new incarnation, a change to finish) wakes the group first,
+save for the metadata's list of members, which a group can go quiet before aligning."""
 
 
 class Membership:
@@ -60,13 +64,18 @@ class Membership:
     async def run(self) -> None:
         """Bind or replace incarnations, promote caught-up learners, heal interrupted changes, grow groups
         towards their target."""
+        passes = 0
         while True:
             await asyncio.sleep(UPKEEP_EVERY_S)
             self._watch_changes()
+            passes += 1
+            every_queue = passes % QUIET_UPKEEP_EVERY_PASSES == 0
             try:
                 await self.cluster.heal()
                 for name in sorted(self.node.queues):
-                    await self.queues.heal(name)
+                    queue = self.node.queues.get(name)
+                    if queue is not None and (every_queue or not queue.quiet):
+                        await self.queues.heal(name)
                 await self.group_size.run_if_due()
             except Exception as exc:  # upkeep retries next round; a request may have raced it
                 log.info("membership upkeep: %s", exc)

@@ -149,6 +149,10 @@ class Replicator(Protocol):
         """A future resolved with the operation's reply once its entry is committed and applied here."""
         ...
 
+    def is_quiet(self, gid: str) -> bool:
+        """Whether group `gid` is quiet here (`RaftNode.quiesce`)."""
+        ...
+
 
 class QueueFormats(Protocol):
     """Which queue operations version the cluster reads (`FormatVersions`)."""
@@ -238,6 +242,8 @@ class QueueDoor:
         self._catching_up: int | None = None  # the leadership whose catch-up Tick is on its way
         self._tick_in_flight = False
         self._delete_due_ms: int | None = None
+        self._deadline_ms: int | None = None  # the machine's next deadline, as of the last entry applied
+        self._deadline_stale = True  # an entry was applied (or leadership changed) since it was read
         self._policy_in_flight: int | None = None  # the revision of the policies proposed
         self._policy_unreadable = 0  # the last revision whose policy this node cannot read
         replica.listener = self
@@ -246,6 +252,11 @@ class QueueDoor:
     def is_leader(self) -> bool:
         """True while this node leads the queue's group."""
         return self._replica.is_leader
+
+    @property
+    def quiet(self) -> bool:
+        """True while the queue's group is quiet here: idle, with every member holding all it commits."""
+        return self._host.is_quiet(self.group)
 
     @property
     def serving(self) -> bool:
@@ -810,11 +821,15 @@ class QueueDoor:
         config = self._replica.machine.config
         return config.dead_letter_queue if config.dead_letters_at_least_once else None
 
+    def dead_letters_pending(self) -> bool:
+        """Whether dead letters wait to go at least once (in the state applied here)."""
+        return self.dead_letter_target() is not None and self._replica.machine.stats().dlx_pending > 0
+
     async def dlx_checkout(self, worker: str, prefetch: int) -> list[tuple[int, StoredMessage, int]]:
         """Up to `prefetch` pending dead letters checked out to `worker` (taking them over from another),
         each (id, message with this death recorded in its headers, priority); none without a pending
         one."""
-        if self.dead_letter_target() is None or not self._replica.machine.stats().dlx_pending:
+        if not self.dead_letters_pending():
             return []
         reply = await self._submit(self._command(DlxCheckout, worker, prefetch))
         if not isinstance(reply, Deliveries):
@@ -877,8 +892,8 @@ class QueueDoor:
             limit.take(message.size)
         return max(limit.taken, 1)
 
-    async def wait_applied(self, timeout: float) -> None:
-        """Wait until this leader applies another entry of the queue (or the timeout passes)."""
+    async def wait_applied(self, timeout: float | None) -> None:
+        """Wait until this leader applies another entry of the queue (or the timeout, if any, passes)."""
         self._applied.clear()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._applied.wait(), timeout)
@@ -890,8 +905,10 @@ class QueueDoor:
         self._clock.observe(now_ms)
 
     def entry_applied(self) -> None:
-        """Wake what waits for this leader to apply an entry (`wait_applied`)."""
+        """Wake what waits for this leader to apply an entry (`wait_applied`); the timer reads the
+        state's next deadline again."""
         self._applied.set()
+        self._deadline_stale = True
 
     def effects_applied(self, effects: list[Any]) -> None:
         """Act on what the state machine asks of its leader: deliveries to sessions (once serving),
@@ -908,6 +925,7 @@ class QueueDoor:
 
     def role_changed(self, is_leader: bool) -> None:
         """Sessions are this leadership's own: a new leader serves consumers once it caught up."""
+        self._deadline_stale = True
         self._sessions.close_all()
         self._serving.clear()
         self._node.leadership_changed(self, is_leader)
@@ -942,13 +960,18 @@ class QueueDoor:
         every DELETE_RETRY_MS until it is gone."""
         if not self.is_leader:
             return
+        if self._deadline_stale:  # the deadline is the applied state's: it moves only with it
+            self._deadline_ms, self._deadline_stale = self._replica.machine.next_deadline_ms(), False
+        sealed = self._replica.machine.sealed
+        if not (sealed or self._sessions.sessions) and self._deadline_ms is None and self._serving.is_set():
+            return  # nothing can be due: an idle queue costs no clock reading
         now = self._now()
-        if self._replica.machine.sealed:
+        if sealed:
             self._delete_due_ms = self._delete_due_ms or now + DELETE_RETRY_MS
             if now >= self._delete_due_ms:
                 self._delete_due_ms = now + DELETE_RETRY_MS
                 self._node.request_delete(self.name, self.group)
-        deadline = self._replica.machine.next_deadline_ms()
+        deadline = self._deadline_ms
         if deadline is not None and deadline <= now and not self._tick_in_flight:
             self._tick_in_flight = True
             self._fire(self._command(Tick), done=self._tick_done)

@@ -121,7 +121,8 @@ class QueueHosting:
         drop the replicas of queues that no longer list this node once their group removed it."""
         self._drop_removed()
         for queue in list(self._queues.values()):
-            queue.on_timer()
+            if queue.is_leader:
+                queue.on_timer()
 
     def _drop_removed(self) -> None:
         for name in list(self._unlisted):
@@ -148,8 +149,10 @@ class QueueHosting:
         changed = []
         for name, queue in list(self._queues.items()):
             info = declared.get(name)
+            if not queue.serving or info is None:
+                continue
             current = queue.definition()
-            if queue.serving and info is not None and info.arguments != current:
+            if info.arguments != current:
                 changed.append(SetArguments(name, info.group, current))
         return changed
 

@@ -256,6 +256,7 @@ class RaftHost:
         self._fatal = on_fatal
         self._on_disk_full = on_disk_full
         self._dirty: set[str] = set()
+        self._awake: dict[str, None] = {}  # the groups ticks visit (in order): every group not found quiet
         self._wake = asyncio.Event()
         self.inline_fsync_max_s = inline_fsync_max_ms / 1000
         self._fsync_s = 0.0  # a moving average of synced write times
@@ -313,6 +314,7 @@ class RaftHost:
             self.store.drop_group(gid, tombstone=tombstone)
             self.store.commit(sync=True)
         self._dirty.discard(gid)
+        self._awake.pop(gid, None)
 
     def lists_member(self, gid: str, node: str) -> bool:
         """Whether the membership this node's replica of group `gid` knows committed lists `node` (as a
@@ -320,6 +322,11 @@ class RaftHost:
         group = self.groups.get(gid)
         conf = group.raft.conf if group is not None else ConfState()
         return node in conf.voters or node in conf.learners
+
+    def is_quiet(self, gid: str) -> bool:
+        """Whether group `gid` is hosted here and quiet (`RaftNode.quiesce`)."""
+        group = self.groups.get(gid)
+        return group is not None and group.raft.quiet
 
     def hold_elections(self, gid: str, ticks: int) -> None:
         """Keep a group's election timer still for `ticks` (it still answers messages meanwhile)."""
@@ -512,7 +519,10 @@ class RaftHost:
         return bool(self._dirty)
 
     def _touch(self, gid: str) -> None:
+        """An input reached group `gid` (which may have woken it): the next round has work, the ticks
+        visit it again."""
         self._dirty.add(gid)
+        self._awake[gid] = None
         self._wake.set()
 
     async def _tick_loop(self) -> None:
@@ -531,8 +541,10 @@ class RaftHost:
         for peer in self.liveness.fell_silent(peers, self._ticks):
             log.info("peer %s is silent: waking the groups this node shares with it", peer)
             self.wake_shared(peer)
-        for gid, group in self.groups.items():
-            if group.halted is not None or group.raft.quiet:
+        for gid in list(self._awake):
+            group = self.groups.get(gid)
+            if group is None or group.halted is not None or group.raft.quiet:
+                del self._awake[gid]
                 continue
             if group.held_ticks and not group.raft.is_leader:
                 group.held_ticks -= 1
@@ -554,6 +566,7 @@ class RaftHost:
         raft = group.raft
         return (
             raft.can_quiesce()
+            and not raft.conf.learners  # a learner waits for its promotion, which the group's upkeep does
             and not group.batcher.has_pending()
             and not group.batcher.in_flight
             and all(
@@ -570,10 +583,7 @@ class RaftHost:
             conf = group.raft.conf
             if group.raft.quiet and (peer in conf.voters or peer in conf.learners):
                 group.raft.wake()
-
-    def quiet_groups(self) -> int:
-        """How many of this node's groups are quiet."""
-        return sum(1 for group in self.groups.values() if group.raft.quiet)
+                self._awake[group.gid] = None
 
     def _announce_leaders(self) -> None:
         led = {gid: [self.node, g.raft.term] for gid, g in self.groups.items() if g.leading}

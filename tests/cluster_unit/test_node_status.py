@@ -28,7 +28,7 @@ def raft_group(
     halted: Any = None,
 ) -> Any:
     conf = ConfState(voters=voters, learners=learners, incarnations=((ME, incarnation),))
-    raft = SimpleNamespace(conf=conf, is_leader=is_leader, repair=repair)
+    raft = SimpleNamespace(conf=conf, is_leader=is_leader, repair=repair, quiet=False)
     return SimpleNamespace(raft=raft, halted=halted, leading=is_leader and halted is None)
 
 

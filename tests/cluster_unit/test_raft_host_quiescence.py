@@ -36,7 +36,7 @@ def test_an_idle_group_goes_quiet_on_every_member_and_sends_only_beats(cluster: 
         assert not any(cluster.hosts[name].has_work() for name in NAMES)
         cluster.settle()
     assert cluster.group("a").raft.is_leader
-    assert all(cluster.hosts[name].quiet_groups() == 1 for name in NAMES)
+    assert all(cluster.group(name).raft.quiet for name in NAMES)
 
 
 async def test_a_proposal_wakes_the_group_and_commits(cluster: SteppedCluster) -> None:

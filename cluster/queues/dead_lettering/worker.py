@@ -47,6 +47,10 @@ class DeadLetterSource(Protocol):
         """The queue dead letters go to at least once, or None when they do not."""
         ...
 
+    def dead_letters_pending(self) -> bool:
+        """Whether dead letters wait to go at least once (in the state applied here)."""
+        ...
+
     async def dlx_checkout(self, worker: str, prefetch: int) -> list[tuple[int, StoredMessage, int]]:
         """Up to `prefetch` pending dead letters checked out to `worker`, each (id, message, priority)."""
         ...
@@ -55,8 +59,8 @@ class DeadLetterSource(Protocol):
         """The target confirmed these: they leave the source."""
         ...
 
-    async def wait_applied(self, timeout: float) -> None:
-        """Wait until the source applies another entry (or the timeout passes)."""
+    async def wait_applied(self, timeout: float | None) -> None:
+        """Wait until the source applies another entry (or the timeout, if any, passes)."""
         ...
 
 
@@ -106,7 +110,9 @@ class DeadLetterWorker:
             try:
                 batch = await self._checkout()
                 if not batch:
-                    await self.leader.wait_applied(IDLE_WAIT_S)
+                    # With none pending, only an applied entry can bring one: an idle queue costs nothing.
+                    pending = self.leader.dead_letters_pending()
+                    await self.leader.wait_applied(IDLE_WAIT_S if pending else None)
                     continue
                 log.debug("queue %s: %d dead letters checked out", self.leader.name, len(batch))
                 await self._deliver(batch)
