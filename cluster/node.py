@@ -432,7 +432,10 @@ class Node:
         await self.directory.delete_sealed(name, group)
 
     def leadership_changed(self, door: QueueDoor, is_leader: bool) -> None:
-        """The workers beside a queue's leader (at-least-once dead letters, redrive tasks) follow it."""
+        """The leader's timers and the workers beside it (at-least-once dead letters, redrive tasks)
+        follow a queue's leadership."""
+        assert self._hosting is not None
+        self._hosting.leadership_changed(door, is_leader)
         self.dead_letters.leadership_changed(door, is_leader)
         self.redrives.leadership_changed(door, is_leader)
 

@@ -81,6 +81,7 @@ class QueueHosting:
         self._new_door = new_door
         self._hold_ticks = hold_ticks
         self._queues: dict[str, QueueDoor] = {}
+        self._led: dict[str, QueueDoor] = {}  # the hosted queues this node leads (`leadership_changed`)
         self._unlisted: set[str] = set()  # hosted queues the metadata no longer lists this node in
 
     @property
@@ -120,9 +121,15 @@ class QueueHosting:
         """Run the leader timers of every hosted queue (TTL, leases, queue expiry, consumer timeouts), and
         drop the replicas of queues that no longer list this node once their group removed it."""
         self._drop_removed()
-        for queue in list(self._queues.values()):
-            if queue.is_leader:
-                queue.on_timer()
+        for queue in list(self._led.values()):
+            queue.on_timer()
+
+    def leadership_changed(self, door: QueueDoor, is_leader: bool) -> None:
+        """This node started or stopped leading queue `door`: its timers run while it leads."""
+        if is_leader and self._queues.get(door.name) is door:
+            self._led[door.name] = door
+        elif self._led.get(door.name) is door:
+            del self._led[door.name]
 
     def _drop_removed(self) -> None:
         for name in list(self._unlisted):
@@ -132,6 +139,7 @@ class QueueHosting:
     def _drop(self, name: str, why: str, *, tombstone: bool) -> None:
         """Stop hosting queue `name` and drop its replica."""
         queue = self._queues.pop(name)
+        self._led.pop(name, None)
         self._unlisted.discard(name)
         self._groups.close_group(queue.group, drop=True, tombstone=tombstone)
         log.info("queue %s: replica of group %s dropped: %s", name, queue.group, why)
