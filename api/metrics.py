@@ -235,6 +235,13 @@ class Metrics:
             ["op"],
             registry=self.registry,
         )
+        self.overloaded = Counter(
+            "quorumq_publishes_overloaded",
+            "Publishes refused 503 overloaded here: the queue's leader held as many proposals not yet "
+            "applied as it takes",
+            ["queue"],
+            registry=self.registry,
+        )
         self.confirm_seconds = Histogram(
             "quorumq_publish_confirm_seconds",
             "Time from a publish request to its majority confirm (Raft commit + apply)",

@@ -21,6 +21,7 @@ from api.limits import check_message_headers
 from api.request_bodies import Moment, RequestBody, body_as
 from api.validation import Encoding, bad, is_utf8, publish_object
 from cluster.config import NodeConfig
+from cluster.errors import Overloaded
 from cluster.queues.queue_door import QueueDoor
 from cluster.queues.queue_limits import INT64_MAX, MESSAGE_PRIORITY_MAX
 from cluster.replication.stored_message import StoredMessage
@@ -84,10 +85,14 @@ class PublishJob:
     async def run(self, app: web.Application, queue: QueueDoor) -> dict[str, Any]:
         """Publish on the queue's leader: the 201 answer's body once a majority has the messages."""
         started = time.perf_counter()
-        published = await queue.publish(
-            self.messages, self.publisher, self.seq, self.delays, priorities=self.priorities
-        )
         metrics = app[METRICS]
+        try:
+            published = await queue.publish(
+                self.messages, self.publisher, self.seq, self.delays, priorities=self.priorities
+            )
+        except Overloaded:
+            metrics.overloaded.labels(queue.name).inc()
+            raise
         metrics.confirm_seconds.observe(time.perf_counter() - started)
         metrics.count_published(queue.name, len(published.ids))
         return {"ids": published.ids, "duplicate": published.duplicate}

@@ -200,8 +200,10 @@ class DoorHost(Protocol):
         """The queue started a redrive task: run its worker."""
         ...
 
-    def check_publish(self, group: str) -> None:
-        """Refuse (`ResourceAlarmed`) a publish while a member of `group` is in a resource alarm."""
+    def check_publish(self, queue: str, group: str) -> None:
+        """Refuse a publish to `queue` (of `group`) while a member of the group is in a resource alarm
+        (`ResourceAlarmed`), or while its leader holds as many proposals not yet applied as it takes
+        (`Overloaded`)."""
         ...
 
 
@@ -370,8 +372,9 @@ class QueueDoor:
         queue is full and rejects publishes; Refused `seq_too_old` when the seq is too old for the
         publisher's window to tell whether it was enqueued, `queue_deleting` once sealed,
         `upgrade_in_progress` for delays or priorities while a node of the cluster reads none;
-        ResourceAlarmed while a member of the queue's group is in a resource alarm (decision 0024), unless
-        the publish is one the queue answers without enqueueing (a retry whose answer was lost)."""
+        ResourceAlarmed while a member of the queue's group is in a resource alarm (decision 0024), and
+        Overloaded while this leader holds as many of the group's proposals not yet applied as it takes,
+        unless the publish is one the queue answers without enqueueing (a retry whose answer was lost)."""
         with _invalid_is_bad_request():
             if delays is None and priorities is None:
                 sizes = tuple(NewMessage(len(m.body), expiration) for m, expiration in messages)
@@ -385,7 +388,7 @@ class QueueDoor:
                     )
                 )
         if publisher is None or seq is None or not self._replica.machine.publish_answered(publisher, seq):
-            self._node.check_publish(self.group)
+            self._node.check_publish(self.name, self.group)
         reply = await self._submit(self._command(Enqueue, sizes, publisher, seq), [m for m, _ in messages])
         if isinstance(reply, Rejected):
             raise QueueFull(f"queue '{self.name}' is full: {reply.reason}")
