@@ -260,3 +260,26 @@ async def test_an_overloaded_publish_whose_retry_after_is_past_the_deadline_rais
         with pytest.raises(OverloadedError) as raised:
             await client.publish("q", [b"a"])
     assert attempts == 1 and raised.value.retry_after_s == 5.0
+
+
+async def test_a_publish_asks_the_node_to_wait_for_room_and_waits_as_long_for_its_answer() -> None:
+    """`wait_ms` goes in the body as `wait`; the request's deadline grows by it, so a node that answers
+    after waiting that long (less than the wait, more than the timeout here) is still heard."""
+    queue = DedupQueue()
+    waits: list[object] = []
+
+    async def publish(request: web.Request) -> web.Response:
+        body = await published(request)
+        waits.append(body.get("wait"))
+        if body.get("wait"):
+            await asyncio.sleep(0.6)  # the node waiting for room: longer than the client's timeout
+        return queue.confirm(body)
+
+    app = web.Application()
+    app.router.add_post("/api/queues/{q}/messages", publish)
+    async with serve(app) as node, Client([node], timeout=0.5) as client:
+        assert await client.publish("q", [b"a"], wait_ms=2000) == [0]
+        assert await client.publish("q", [b"b"]) == [1]
+        async with client.publisher("q", wait_ms=1500) as pub:
+            await pub.send(b"c")
+    assert waits == [2000, None, 1500]
