@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from node_helpers import running_cluster
 
 from cli.node_processes import ProcessCluster
 from quorumq import Client
@@ -31,12 +32,8 @@ PEAK_RSS_BOUND = 256 * MIB
 
 @pytest.fixture
 def bounded_cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[ProcessCluster]:
-    cluster = ProcessCluster.start(tmp_path, env={"QUORUMQ_MAX_UNAPPLIED_PROPOSAL_BYTES": str(4 * MIB)})
-    yield cluster
-    cluster.stop()
-    report = getattr(request.node, "rep_call", None)
-    if report is not None and report.failed:
-        print(cluster.log_tails())
+    """Three nodes whose leaders hold at most 4 MiB of proposals not yet applied per queue."""
+    yield from running_cluster(tmp_path, request, 3, {"QUORUMQ_MAX_UNAPPLIED_PROPOSAL_BYTES": str(4 * MIB)})
 
 
 def _reset_peak_rss(pid: int) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from node_helpers import running_cluster
 from raw_stream import publish, raw_stream
 
 from cli.node_processes import HARNESS_HEADERS, ProcessCluster
@@ -26,12 +27,7 @@ QUEUE = "tight"
 @pytest.fixture
 def tight_node(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[ProcessCluster]:
     """One node whose leaders hold at most one operation not yet applied per queue."""
-    cluster = ProcessCluster.start(tmp_path, count=1, env={"QUORUMQ_MAX_UNAPPLIED_PROPOSALS": "1"})
-    yield cluster
-    cluster.stop()
-    report = getattr(request.node, "rep_call", None)
-    if report is not None and report.failed:
-        print(cluster.log_tails())
+    yield from running_cluster(tmp_path, request, 1, {"QUORUMQ_MAX_UNAPPLIED_PROPOSALS": "1"})
 
 
 async def _publish(http: aiohttp.ClientSession, url: str, seq: int) -> tuple[int, dict[str, Any], str | None]:
