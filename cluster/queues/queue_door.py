@@ -396,6 +396,8 @@ class QueueDoor:
                     )
                 )
         bodies = [m for m, _ in messages]
+        if not wait_ms:
+            return await self._enqueue(sizes, publisher, seq, bodies)
         deadline = asyncio.get_running_loop().time() + wait_ms / 1000
         while True:
             limited = self._limited()
@@ -438,12 +440,11 @@ class QueueDoor:
         loop = asyncio.get_running_loop()
         self._publishes_waiting += 1
         try:
-            while self.is_leader and self._limited() == refused_in:
-                remaining = deadline - loop.time()
-                if remaining <= 0:
-                    return False
+            while (remaining := deadline - loop.time()) > 0:
+                if not self.is_leader or self._limited() != refused_in:
+                    return True
                 await self.wait_applied(remaining)
-            return True
+            return False
         finally:
             self._publishes_waiting -= 1
 
@@ -932,7 +933,8 @@ class QueueDoor:
         return max(limit.taken, 1)
 
     async def wait_applied(self, timeout: float) -> None:
-        """Wait until this leader applies another entry of the queue (or the timeout passes)."""
+        """Wait until this leader applies another entry of the queue (or stops or starts leading it, or the
+        timeout passes)."""
         self._applied.clear()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._applied.wait(), timeout)
