@@ -24,6 +24,7 @@ from cluster.errors import (
     NodeNotFound,
     NotLeader,
     OutcomeUnknown,
+    Overloaded,
     QueueConflict,
     QueueFull,
     QueueNotFound,
@@ -54,9 +55,12 @@ _NODE_ERRORS: dict[type[NodeError], int] = {
     OutcomeUnknown: 503,
     FormatsNotYetKnown: 503,
     ResourceAlarmed: 503,
+    Overloaded: 503,
 }
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}
-_RETRY_AFTER_S = {error.code: error.retry_after_s for error in (FormatsNotYetKnown, ResourceAlarmed)}
+_RETRY_AFTER_S = {
+    error.code: error.retry_after_s for error in (FormatsNotYetKnown, ResourceAlarmed, Overloaded)
+}
 
 
 def error_answer(app: web.Application, exc: Exception, what: str) -> Answer:
@@ -83,16 +87,19 @@ def error_answer(app: web.Application, exc: Exception, what: str) -> Answer:
 
 def _hints(app: web.Application, exc: NodeError) -> dict[str, object]:
     """What an answer to a node error adds: where the leader is (a 503 that knows it), which node is in
-    which resource alarm."""
+    which resource alarm, which queue is overloaded."""
     if isinstance(exc, NotLeader) and exc.leader:
         return {"leader": exc.leader, "leader_http": app[STATUS].node_http(exc.leader)}
     if isinstance(exc, ResourceAlarmed):
         return {"node": exc.node, "resource": exc.resource}
+    if isinstance(exc, Overloaded):
+        return {"queue": exc.queue}
     return {}
 
 
-def _retry_after_s(status: int, body: dict[str, object]) -> int | None:
-    """The seconds the error answered as `status` and `body` says to wait before a retry, if it says."""
+def retry_after_s(status: int, body: dict[str, object]) -> int | None:
+    """The seconds the error answered as `status` and `body` says to wait before a retry, if it says
+    (`Retry-After` on HTTP, `retry_after` in a stream's error frame)."""
     return _RETRY_AFTER_S.get(str(body.get("error"))) if status >= 400 else None
 
 
@@ -101,7 +108,7 @@ def passed_on_answer(status: int, body: dict[str, object]) -> web.Response:
     answer to a request passed on to it (a forwarded publish) as that node would have given it, or an
     answer made without an exception (a paused node's)."""
     response = json_answer(body, status=status)
-    retry_after = _retry_after_s(status, body)
+    retry_after = retry_after_s(status, body)
     if retry_after is not None:
         response.headers["Retry-After"] = str(retry_after)
     return response
@@ -120,7 +127,7 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
             raise  # not an error (a redirect)
         status, body = error_answer(request.app, exc, f"{request.method} {request.path}")
         response = web.json_response(body, status=status)
-        retry_after = exc.retry_after_s if isinstance(exc, LoginThrottled) else _retry_after_s(status, body)
+        retry_after = exc.retry_after_s if isinstance(exc, LoginThrottled) else retry_after_s(status, body)
         if retry_after is not None:
             response.headers["Retry-After"] = str(retry_after)
         return response

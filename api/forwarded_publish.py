@@ -3,7 +3,9 @@
 `["publish", queue, user, hops, publisher, seq, [[body, headers, encoding, expiration], ...]]`, and,
 when a message has a delay, the delays as an eighth element (only once every node reads queue
 operations version 5); when a message has a priority, the priorities as a ninth, the eighth then None
-without delays (version 6). `user` is the caller the forwarding node vouches for.
+without delays (version 6); when the publish waits for room in a full queue, its wait in ms as a tenth,
+the eighth and ninth then None when there are none (a leader of an earlier version refuses it, 400).
+`user` is the caller the forwarding node vouches for.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any
 
 from api.publish_job import PublishJob
 from api.validation import ENCODINGS, bad
-from cluster.queues.queue_limits import INT64_MAX, MESSAGE_PRIORITY_MAX
+from cluster.queues.queue_limits import INT64_MAX, MAX_PUBLISH_WAIT_MS, MESSAGE_PRIORITY_MAX
 from cluster.replication.stored_message import StoredMessage
 
 PUBLISH = "publish"
@@ -22,10 +24,14 @@ def publish_frame(name: str, user: str, hops: int, job: PublishJob) -> list[Any]
     """The frame forwarding `job` to queue `name` for `user`, after `hops` nodes."""
     messages = [[m.body, m.headers, m.encoding, expiration] for m, expiration in job.messages]
     frame = [PUBLISH, name, user, hops, job.publisher, job.seq, messages]
-    if job.delays is not None or job.priorities is not None:  # only to a leader that reads them
+    if (
+        job.delays is not None or job.priorities is not None or job.wait_ms
+    ):  # only to a leader that reads them
         frame.append(None if job.delays is None else list(job.delays))
-    if job.priorities is not None:
-        frame.append(list(job.priorities))
+    if job.priorities is not None or job.wait_ms:
+        frame.append(None if job.priorities is None else list(job.priorities))
+    if job.wait_ms:
+        frame.append(job.wait_ms)
     return frame
 
 
@@ -35,6 +41,7 @@ def decode_frame(request: Any) -> tuple[str, str, int, PublishJob]:
         tag, name, user, hops, publisher, seq, messages, *more = request
         delays = more[0] if more else None
         priorities = more[1] if len(more) > 1 else None
+        wait_ms = more[2] if len(more) > 2 else 0
         stored = [
             (StoredMessage(body, headers, encoding), expires) for body, headers, encoding, expires in messages
         ]
@@ -49,13 +56,15 @@ def decode_frame(request: Any) -> tuple[str, str, int, PublishJob]:
         and (publisher is None or isinstance(publisher, str))
         and (seq is None or _is_int64(seq))
         and all(_well_formed(message, expires) for message, expires in stored)
-        and len(more) <= 2
+        and len(more) <= 3
         and (delays is None or _well_formed_delays(delays, len(stored)))
         and (priorities is None or _well_formed_priorities(priorities, len(stored)))
+        and type(wait_ms) is int
+        and 0 <= wait_ms <= MAX_PUBLISH_WAIT_MS
     )
     if not well_formed:
         raise bad("malformed forwarded publish")
-    return name, user, hops, PublishJob(stored, publisher, seq, delays, priorities)
+    return name, user, hops, PublishJob(stored, publisher, seq, delays, priorities, wait_ms)
 
 
 def _well_formed_delays(delays: Any, count: int) -> bool:

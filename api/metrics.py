@@ -119,6 +119,11 @@ class _NodeCollector(Collector):
             " letters waiting for their at-least-once move)",
             ["queue", "state"],
         )
+        publishes_waiting = _gauge(
+            "quorumq_queue_publishes_waiting",
+            "Publishes waiting on a queue's leader for room in the full queue (their wait)",
+            ["queue"],
+        )
         dead_lettered = CounterMetricFamily(
             _QUEUE + "messages_dead_lettered",
             "Messages dead-lettered to a target queue, by reason (replicated: they survive a leader change)",
@@ -139,11 +144,22 @@ class _NodeCollector(Collector):
             consumers.add_metric([name], stats.consumers)
             waiting.add_metric([name, "delayed"], stats.messages_delayed)
             waiting.add_metric([name, "dlx"], stats.messages_dlx)
+            publishes_waiting.add_metric([name], queue.publishes_waiting)
             for reason, count in sorted(stats.dead_lettered.items()):
                 dead_lettered.add_metric([name, reason], count)
             for reason, count in sorted(stats.dropped.items()):
                 dropped.add_metric([name, reason], count)
-        yield from (ready, unacked, total, size, consumers, waiting, dead_lettered, dropped)
+        yield from (
+            ready,
+            unacked,
+            total,
+            size,
+            consumers,
+            waiting,
+            publishes_waiting,
+            dead_lettered,
+            dropped,
+        )
 
     def _raft(self) -> Iterator[Metric]:
         labels = ["queue", "group"]
@@ -235,6 +251,13 @@ class Metrics:
             "quorumq_stream_operations",
             "Operations received on streaming connections (GET /api/stream), by op",
             ["op"],
+            registry=self.registry,
+        )
+        self.overloaded = Counter(
+            "quorumq_publishes_overloaded",
+            "Publishes refused 503 overloaded here: the queue's leader held as many proposals not yet "
+            "applied as it takes",
+            ["queue"],
             registry=self.registry,
         )
         self.confirm_seconds = Histogram(

@@ -49,7 +49,9 @@ UNAVAILABLE = (
     "error `formats_not_yet_known` (and `Retry-After`) the request needs a format version not every node "
     "has said it reads yet (retry); with error `resource_alarm` (and `Retry-After`, the body naming "
     "`node` and `resource`) a publish was held back because a node holding a replica of the queue is "
-    "in a disk or memory alarm (retry once consumers drained or space was freed)"
+    "in a disk or memory alarm (retry once consumers drained or space was freed); with error "
+    "`overloaded` (and `Retry-After`, the body naming the `queue`) a publish was held back because the "
+    "queue's leader holds as many proposals not yet applied as it takes (retry after `Retry-After`)"
 )
 WIRE_FORMATS = (
     "Publishes may also be sent as msgpack (`Content-Type: application/msgpack`, the same map with each "

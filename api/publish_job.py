@@ -21,8 +21,9 @@ from api.limits import check_message_headers
 from api.request_bodies import Moment, RequestBody, body_as
 from api.validation import Encoding, bad, is_utf8, publish_object
 from cluster.config import NodeConfig
+from cluster.errors import Overloaded
 from cluster.queues.queue_door import QueueDoor
-from cluster.queues.queue_limits import INT64_MAX, MESSAGE_PRIORITY_MAX
+from cluster.queues.queue_limits import INT64_MAX, MAX_PUBLISH_WAIT_MS, MESSAGE_PRIORITY_MAX
 from cluster.replication.stored_message import StoredMessage
 from quorumq.moments import epoch_ms
 
@@ -62,32 +63,53 @@ class PublishedMessage(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class PublishBody(RequestBody):
-    """A publish: its messages, and the publisher's id and seq that deduplicate a resend."""
+    """A publish: its messages, the publisher's id and seq that deduplicate a resend, and how long it
+    waits for room in a full reject-publish queue."""
 
     packed: ClassVar[bool] = True
     messages: Annotated[list[PublishedMessage], Meta(min_length=1)]
     publisher: str | None = None
     seq: Milliseconds | None = None
+    wait: Annotated[
+        int,
+        Meta(
+            ge=0,
+            le=MAX_PUBLISH_WAIT_MS,
+            description="ms a publish to a full reject-publish queue waits for room before it is "
+            "answered 507",
+        ),
+    ] = 0
 
 
 @dataclass(frozen=True, slots=True)
 class PublishJob:
     """The messages (each with its optional expiration in ms), the publisher's id and seq, if any, each
-    message's delay in ms when any message has one, and each one's priority when any has one."""
+    message's delay in ms when any message has one, each one's priority when any has one, and the ms it
+    waits for room in a full reject-publish queue."""
 
     messages: Sequence[tuple[StoredMessage, int | None]]
     publisher: str | None
     seq: int | None
     delays: Sequence[int | None] | None = None
     priorities: Sequence[int] | None = None
+    wait_ms: int = 0
 
     async def run(self, app: web.Application, queue: QueueDoor) -> dict[str, Any]:
         """Publish on the queue's leader: the 201 answer's body once a majority has the messages."""
         started = time.perf_counter()
-        published = await queue.publish(
-            self.messages, self.publisher, self.seq, self.delays, priorities=self.priorities
-        )
         metrics = app[METRICS]
+        try:
+            published = await queue.publish(
+                self.messages,
+                self.publisher,
+                self.seq,
+                self.delays,
+                priorities=self.priorities,
+                wait_ms=self.wait_ms,
+            )
+        except Overloaded:
+            metrics.overloaded.labels(queue.name).inc()
+            raise
         metrics.confirm_seconds.observe(time.perf_counter() - started)
         metrics.count_published(queue.name, len(published.ids))
         return {"ids": published.ids, "duplicate": published.duplicate}
@@ -119,6 +141,7 @@ def publish_of(body: dict[Any, Any], config: NodeConfig, now_ms: int) -> Publish
         publish.seq,
         delays if any(delays) else None,  # a delay of 0, or a time passed, is none
         priorities if any(priorities) else None,
+        publish.wait,
     )
 
 

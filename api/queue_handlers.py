@@ -146,7 +146,7 @@ def queue_json(request: web.Request, name: str, queue: QueueDoor | None) -> dict
         "409": "seq_too_old (seq below the dedup window, status unknown) or queue_deleting",
         "413": "too large",
         "422": "too many headers",
-        "507": "queue full",
+        "507": "queue full (once its wait is up)",
     },
     body=PublishBody,
     about=(
@@ -158,20 +158,25 @@ def queue_json(request: web.Request, name: str, queue: QueueDoor | None) -> dict
         'same ids (`"duplicate": true`; `"ids": []` once forgotten, past 1024 later seqs); '
         "409 `seq_too_old` (nothing enqueued) for a seq below that window not known to have "
         "been enqueued; 409 `queue_deleting` while a guarded delete removes the queue; 507 "
-        "when a `reject-publish` queue is full (a queue holding its `x-discard-mark` of ready "
+        "when a `reject-publish` queue is full, once its `wait` (ms, 0-30000, 0 by default) for "
+        "room is up: the queue's leader tries it again as gets, acks, purges, expiries or a new "
+        "limit make room, with its `publisher`+`seq` (a queue holding its `x-discard-mark` of ready "
         "messages answers 201 with every id but drops those below its "
         "`x-discard-below-priority`, counted in its `dropped.discarded`); 413 over the size "
         "limits (the body's `max_request_bytes`, and the replicated operation's 64 MiB less 64 KiB: "
         'docs/operate/security.md "Limits"); 503 `resource_alarm` while a node holding a '
         "replica of the queue is in a disk or memory alarm (docs/operate/operations.md "
-        '"Resource alarms")'
+        '"Resource alarms"); 503 `overloaded` (with `Retry-After`, nothing enqueued) while the '
+        "queue's leader holds as many proposals not yet applied as it takes "
+        '(docs/operate/operations.md "Overload")'
     ),
 )
 async def publish(request: web.Request) -> web.StreamResponse:
     """POST /api/queues/{q}/messages: 201 with ids once a majority has the messages.
 
-    A full reject-publish queue is 507; a seq too old for the publisher's dedup window to tell whether
-    it was enqueued is 409 `seq_too_old` (nothing enqueued). The body is JSON, or msgpack
+    A full reject-publish queue is 507 (once the publish's `wait` for room is up); a seq too old for the
+    publisher's dedup window to tell whether it was enqueued is 409 `seq_too_old` (nothing enqueued).
+    The body is JSON, or msgpack
     (`Content-Type: application/msgpack`, bodies as bin); the answer is JSON. Served on the queue's
     leader: forwarded there over the peer transport when it can be (`api.publishing`), else over
     HTTP."""

@@ -11,6 +11,7 @@ from typing import Any
 import msgpack
 
 from api.deliveries import delivery_parts
+from api.error_answers import retry_after_s
 from api.errors import ApiError
 from api.validation import bad, msgpack_object
 from cluster.queues.queue_limits import INT64_MAX
@@ -100,8 +101,11 @@ def answer(op: str, frame_id: int, body: dict[str, Any]) -> bytes:
 
 
 def error(frame_id: int | None, status: int, body: dict[str, Any]) -> bytes:
-    """An error answer: the status and JSON error body the HTTP endpoint would give."""
-    return msgpack.packb({"op": "error", "id": frame_id, "status": status, **body})
+    """An error answer: the status and JSON error body the HTTP endpoint would give, and its
+    `Retry-After` as `retry_after` when it has one."""
+    retry_after = retry_after_s(status, body)
+    extra = {} if retry_after is None else {"retry_after": retry_after}
+    return msgpack.packb({"op": "error", "id": frame_id, "status": status, **body, **extra})
 
 
 def deliver(tag: str, rows: Sequence[MessageRow]) -> bytes:

@@ -157,6 +157,13 @@ def describe_ids(ids: Sequence[int]) -> str:
 @click.option(
     "--window", type=click.IntRange(min=1), default=16, show_default=True, help="Requests in flight."
 )
+@click.option(
+    "--wait",
+    type=click.IntRange(min=0, max=30000),
+    default=0,
+    metavar="MS",
+    help="How long a publish to a full reject-publish queue waits for room before it is refused.",
+)
 @pass_settings
 def publish(
     settings: Settings,
@@ -170,12 +177,13 @@ def publish(
     source: BinaryIO | None,
     batch: int,
     window: int,
+    wait: int,
 ) -> None:
     """Publish messages to QUEUE and print the ids the cluster confirmed."""
     headers = parse_pairs(header_pairs, "--header")
     messages = messages_to_publish(bodies, source, count, size, headers, delay, priority)
     with settings.connect() as client, output.progress(f"publishing to '{queue}'", len(messages)) as bar:
-        ids = client.publish_all(queue, messages, window=window, batch=batch, sent=bar.advance)
+        ids = client.publish_all(queue, messages, window=window, batch=batch, sent=bar.advance, wait_ms=wait)
     if settings.formatter == "json":
         output.print_json({"queue": queue, "published": len(ids), "ids": ids})
     else:

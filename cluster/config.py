@@ -203,6 +203,22 @@ class NodeConfig:
     batch_delay_ms: float = field(
         default=0.0, metadata=about("How long a leader waits to gather proposals into one entry.", minimum=0)
     )
+    max_unapplied_proposals: int = field(
+        default=50_000,
+        metadata=about(
+            "Operations a queue's leader holds not yet applied (proposed, or waiting to be) before it "
+            "refuses publishes with 503 overloaded.",
+            minimum=1,
+        ),
+    )
+    max_unapplied_proposal_bytes: int = field(
+        default=64 * 1024 * 1024,
+        metadata=about(
+            "Encoded bytes of those operations before a queue's leader refuses publishes with 503 "
+            "overloaded.",
+            minimum=1,
+        ),
+    )
     snapshot_every_entries: int = field(
         default=20000, metadata=about("Entries between a group's snapshots.", minimum=1)
     )

@@ -108,6 +108,22 @@ class ResourceAlarmed(NodeError):
         self.resource = resource
 
 
+class Overloaded(NodeError):
+    """A publish to a queue whose leader holds as many proposals not yet applied as it takes
+    (`max_unapplied_proposals`, `max_unapplied_proposal_bytes`): nothing was enqueued; retry after
+    `retry_after_s`, once the group has caught up."""
+
+    code = "overloaded"
+    retry_after_s = 1
+
+    def __init__(self, queue: str) -> None:
+        super().__init__(
+            f"queue '{queue}' has as many publishes waiting for its replicas as its leader takes: retry"
+            " shortly"
+        )
+        self.queue = queue
+
+
 class QueueFull(NodeError):
     """The queue is at its length limit and its overflow rule is reject-publish: nothing was enqueued."""
 

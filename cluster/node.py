@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from cluster.config import Address, ConfigError, NodeConfig
+from cluster.errors import Overloaded
 from cluster.membership.group_changes import GroupChanges
 from cluster.membership.join import JoinRequester
 from cluster.membership.membership import Membership
@@ -443,9 +444,13 @@ class Node:
         """Run the worker of the redrive task the queue started (`RedriveDispatcher.ensure`)."""
         self.redrives.ensure(door)
 
-    def check_publish(self, group: str) -> None:
-        """Refuse a publish to `group` while one of its voters or learners, as this node's replica knows
-        them, is in a resource alarm (`ResourceAlarms.check_publish`)."""
+    def check_publish(self, queue: str, group: str) -> None:
+        """Refuse a publish to `queue` (of `group`) while one of its voters or learners, as this node's
+        replica knows them, is in a resource alarm (`ResourceAlarms.check_publish`), or while its group
+        holds as many proposals not yet applied as this node's settings take (Overloaded)."""
         assert self.host is not None
-        conf = self.host.groups[group].conf
-        self.alarms.check_publish((*conf.voters, *conf.learners))
+        hosted = self.host.groups[group]
+        self.alarms.check_publish((*hosted.conf.voters, *hosted.conf.learners))
+        config = self.config
+        if hosted.batcher.holds_at_least(config.max_unapplied_proposals, config.max_unapplied_proposal_bytes):
+            raise Overloaded(queue)

@@ -34,7 +34,7 @@ def test_the_page_lists_every_operation_with_its_description_and_body() -> None:
     count = sum(1 for item in document["paths"].values() for method in item if method != "parameters")
     assert page.count("\n## ") == count
     assert "## PUT /api/queues/{q}" in page and "409 different, 400 bad argument" in page
-    publish = "Body (`application/json` or `application/msgpack`): A publish: its messages, and the"
+    publish = "Body (`application/json` or `application/msgpack`): A publish: its messages, the publisher"
     assert publish in page and "`messages` (array, required)" in page
 
 

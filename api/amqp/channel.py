@@ -235,7 +235,8 @@ class Channel:
 
     async def _publish_batch(self, queue: str, batch: list[_Pending]) -> tuple[int, dict[str, Any]]:
         """quorumq's answer to one batch, retried with the same seq (so never enqueued twice) while it
-        has none to give (503: no leader, an outcome unknown, a resource alarm), for PUBLISH_RETRY_S."""
+        has none to give (503: no leader, an outcome unknown, a resource alarm, an overloaded leader),
+        for PUBLISH_RETRY_S."""
         seq = next(self._batches)
         messages = [p.fields for p in batch]
         return await again_while(

@@ -198,12 +198,15 @@ class Client:
         *,
         publisher: str | None = None,
         seq: int | None = None,
+        wait_ms: int = 0,
     ) -> list[int]:
         """Publish `messages` in one request and return their ids once a majority confirmed them.
 
         `publisher`/`seq` default to this client's id and next sequence number; a request that fails
         with a connection error, a timeout or a 503 is retried with the same pair, which the server
-        answers with the same ids without enqueuing again. Raises RejectedPublishError when full,
+        answers with the same ids without enqueuing again. `wait_ms` (at most 30000): how long the
+        server waits for room in a full reject-publish queue before it refuses the publish (the request's
+        timeout grows by as much). Raises RejectedPublishError when full,
         SeqTooOldError when the seq is too old for the server to tell whether it was enqueued (it was
         not now), QuorumqError `ids_forgotten` when it was enqueued so long ago that its ids are
         forgotten, and ProtocolError when the confirm carries no ids or fewer ids than messages."""
@@ -215,6 +218,8 @@ class Client:
             "publisher": publisher or self.publisher_id,
             "seq": next(self._publish_seq) if seq is None else seq,
         }
+        if wait_ms:
+            body["wait"] = wait_ms
         reply = await self._transport.request(
             "POST",
             queue_path(queue, "messages"),
@@ -222,6 +227,7 @@ class Client:
             retry_sent=True,
             body_type=self._message_type,
             stream=self._stream_op("publish", queue, body),
+            timeout=self._transport.timeout + wait_ms / 1000,
         )
         try:
             ids = [int(message_id) for message_id in reply.payload["ids"]]
@@ -238,9 +244,10 @@ class Client:
             )
         return ids
 
-    def publisher(self, queue: str, *, window: int = 64, batch: int = 100) -> Publisher:
-        """A pipelined publisher: `async with client.publisher(q) as pub: confirm = await pub.send(m)`."""
-        return Publisher(self, queue, window=window, batch=batch)
+    def publisher(self, queue: str, *, window: int = 64, batch: int = 100, wait_ms: int = 0) -> Publisher:
+        """A pipelined publisher: `async with client.publisher(q) as pub: confirm = await pub.send(m)`;
+        each of its publishes waits up to `wait_ms` for room in a full queue (`publish`)."""
+        return Publisher(self, queue, window=window, batch=batch, wait_ms=wait_ms)
 
     async def publish_all(
         self,
@@ -250,11 +257,13 @@ class Client:
         window: int = 64,
         batch: int = 100,
         sent: Callable[[int], None] | None = None,
+        wait_ms: int = 0,
     ) -> list[int]:
         """Publish many messages through a pipelined Publisher; returns their ids in order. `sent(n)` is
-        told of every `batch` messages handed to the publisher, and of the last ones (a progress display)."""
+        told of every `batch` messages handed to the publisher, and of the last ones (a progress display);
+        `wait_ms` as for `publish`."""
         confirms = []
-        async with self.publisher(queue, window=window, batch=batch) as pub:
+        async with self.publisher(queue, window=window, batch=batch, wait_ms=wait_ms) as pub:
             for message in messages:
                 confirms.append(await pub.send(message))
                 if sent is not None and len(confirms) % batch == 0:

@@ -6,7 +6,8 @@ from typing import Any
 
 class QuorumqError(Exception):
     """A request failed: `status` is the HTTP status (0 when no response arrived), `code` and `reason`
-    come from the server's `{"error", "reason"}` body, `leader`/`leader_http` from a 503 leader hint."""
+    come from the server's `{"error", "reason"}` body, `leader`/`leader_http` from a 503 leader hint,
+    `retry_after_s` from its `Retry-After` (a stream's error frame: `retry_after`), when it gives one."""
 
     def __init__(
         self,
@@ -15,6 +16,7 @@ class QuorumqError(Exception):
         reason: str,
         leader: str | None = None,
         leader_http: str | None = None,
+        retry_after_s: float | None = None,
     ) -> None:
         super().__init__(f"{code}: {reason}" if reason else code)
         self.status = status
@@ -22,6 +24,7 @@ class QuorumqError(Exception):
         self.reason = reason
         self.leader = leader
         self.leader_http = leader_http
+        self.retry_after_s = retry_after_s
 
 
 class BadRequestError(QuorumqError):
@@ -78,6 +81,12 @@ class ResourceAlarmError(UnavailableError):
     until the request's timeout."""
 
 
+class OverloadedError(UnavailableError):
+    """503 `overloaded`: the queue's leader holds as many publishes not yet replicated as it takes, and
+    the publish was held back: nothing was enqueued. Retried after the answer's `Retry-After` until the
+    request's timeout."""
+
+
 class RejectedPublishError(QuorumqError):
     """507: the queue is full and its overflow mode is reject-publish; nothing was enqueued."""
 
@@ -129,6 +138,7 @@ _ERRORS_BY_CODE: dict[tuple[int, str], type[QuorumqError]] = {
     (409, "seq_too_old"): SeqTooOldError,
     (503, "outcome_unknown"): OutcomeUnknownError,
     (503, "resource_alarm"): ResourceAlarmError,
+    (503, "overloaded"): OverloadedError,
 }
 
 
@@ -143,6 +153,16 @@ def error_from_response(status: int, payload: Any) -> QuorumqError:
             str(payload.get("reason", "")),
             leader=payload.get("leader"),
             leader_http=payload.get("leader_http"),
+            retry_after_s=_seconds(payload.get("retry_after")),
         )
     text = payload if isinstance(payload, str) else ""
     return error_class(status, f"http_{status}", text.strip()[:500])
+
+
+def _seconds(value: Any) -> float | None:
+    """A `Retry-After` in seconds (a number, or its text), or None when it is not one."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        return None
+    return seconds if 0 <= seconds < float("inf") else None

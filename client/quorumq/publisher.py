@@ -17,14 +17,18 @@ class Publisher:
     it (or failed with the request's QuorumqError); `send` waits while a full batch is already waiting
     for a free window slot. `flush()` waits for every confirm and raises the first failure since the
     previous flush. Leaving `async with` flushes (or, on an exception, cancels what is unconfirmed).
+    Each request waits up to `wait_ms` for room in a full reject-publish queue (`Client.publish`).
     """
 
-    def __init__(self, client: "Client", queue: str, *, window: int = 64, batch: int = 100) -> None:
+    def __init__(
+        self, client: "Client", queue: str, *, window: int = 64, batch: int = 100, wait_ms: int = 0
+    ) -> None:
         if window < 1 or batch < 1:
             raise ValueError("window and batch must be at least 1")
         self._client = client
         self._queue = queue
         self._batch = batch
+        self._wait_ms = wait_ms
         self._slots = asyncio.Semaphore(window)
         # Plain events rather than a Condition: send() runs once per message and must stay cheap.
         self._has_work = asyncio.Event()  # pending messages, or closing
@@ -136,7 +140,8 @@ class Publisher:
 
     async def _publish(self, batch: list[tuple[Publishable, asyncio.Future[int]]]) -> None:
         try:
-            ids = await self._client.publish(self._queue, [message for message, _ in batch])
+            messages = [message for message, _ in batch]
+            ids = await self._client.publish(self._queue, messages, wait_ms=self._wait_ms)
         except Exception as exc:
             for _, confirm in batch:
                 if not confirm.done():

@@ -1,10 +1,12 @@
 """The client's one retry policy: what a request retries, how long it waits, and until when.
 
 A request is retried after a 503 (no leader yet, a leader that moved, a node cut off from the others, a
-resource alarm) and, when it is safe to send again (reads, deduplicated publishes), after it got no
-answer; a node that refused the connection is left for the next one at once. A resource alarm lasts
-until consumers drained or space was freed: its retry waits `pause_s` (half to all of it). Between other
-attempts the wait is full jitter: random between 0 and BACKOFF_START_S * 2**(attempt - 1), at most
+resource alarm, an overloaded leader) and, when it is safe to send again (reads, deduplicated
+publishes), after it got no answer; a node that refused the connection is left for the next one at once.
+A publish the node held back (a resource alarm, which lasts until consumers drained or space was freed;
+an overloaded leader, which says when to come back) waits its `pause_s`, and up to half as long again,
+so that publishers held back together do not come back in step. Between other attempts the wait is full
+jitter: random between 0 and BACKOFF_START_S * 2**(attempt - 1), at most
 BACKOFF_MAX_S. No attempt starts, and no wait
 ends, past the request's deadline. (Hand-written rather than tenacity: the client depends only on aiohttp
 and msgpack; docs/decisions/0013-client-distribution.md.)
@@ -28,7 +30,8 @@ T = TypeVar("T")
 class RetryableFailure(Exception):
     """An attempt failed in a way the next attempt may not. `error` is what the request raises if no time
     is left for another; `at_once` when the request was certainly not sent (no connection), so the next
-    node is tried without waiting; `pause_s` when the node asked for a pause (a resource alarm)."""
+    node is tried without waiting; `pause_s` when the node held the request back (a resource alarm, an
+    overloaded leader): the next attempt waits at least that long."""
 
     def __init__(self, error: QuorumqError, *, at_once: bool = False, pause_s: float = 0.0) -> None:
         super().__init__(str(error))
@@ -39,11 +42,11 @@ class RetryableFailure(Exception):
 
 def wait_before_retry(attempt_number: int, failure: RetryableFailure) -> float:
     """How long to wait after attempt `attempt_number` (from 1) failed with `failure`: nothing after a
-    refused connection, the pause it asked for, else full jitter."""
+    refused connection, its pause and up to half as long again, else full jitter."""
     if failure.at_once:
         return 0.0
     if failure.pause_s:
-        return random.uniform(failure.pause_s / 2, failure.pause_s)
+        return random.uniform(failure.pause_s, 1.5 * failure.pause_s)
     ceiling = BACKOFF_START_S * 2 ** min(attempt_number - 1, _MAX_DOUBLINGS)
     return random.uniform(0, min(ceiling, BACKOFF_MAX_S))
 

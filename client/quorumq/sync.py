@@ -196,12 +196,14 @@ class SyncClient:
         window: int = 64,
         batch: int = 100,
         sent: Callable[[int], None] | None = None,
+        wait_ms: int = 0,
     ) -> list[int]:
         """Publish many messages through a pipelined publisher; returns their ids in order. Each batch of
         sends and the final flush is a call of its own within call_timeout, the whole is unbounded.
-        `sent(n)` is told of each batch handed to the publisher (a progress display)."""
+        `sent(n)` is told of each batch handed to the publisher (a progress display); `wait_ms` as for
+        `Client.publish`."""
         iterator = iter(messages)
-        with self.publisher(queue, window=window, batch=batch) as pub:
+        with self.publisher(queue, window=window, batch=batch, wait_ms=wait_ms) as pub:
             confirms = []
             while chunk := list(itertools.islice(iterator, batch)):
                 confirms += pub.send_all(chunk)
@@ -209,11 +211,11 @@ class SyncClient:
                     sent(len(chunk))
         return [confirm.result() for confirm in confirms]
 
-    def publisher(self, queue: str, *, window: int = 64, batch: int = 100) -> SyncPublisher:
+    def publisher(self, queue: str, *, window: int = 64, batch: int = 100, wait_ms: int = 0) -> SyncPublisher:
         """A pipelined publisher: `with client.publisher(q) as pub: confirm = pub.send(m)`; leaving the
-        block flushes it (quorumq.sync_publisher)."""
+        block flushes it (quorumq.sync_publisher); `wait_ms` as for `Client.publish`."""
         here = self._in_this_process()
-        publisher = here.client.publisher(queue, window=window, batch=batch)
+        publisher = here.client.publisher(queue, window=window, batch=batch, wait_ms=wait_ms)
         return SyncPublisher(publisher, functools.partial(self._call, here))
 
     def _call(self, here: _InProcess, coroutine: Coroutine[Any, Any, T], name: str) -> T:

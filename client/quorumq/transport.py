@@ -18,6 +18,7 @@ from quorumq.auth import ClientCredentials
 from quorumq.errors import (
     NoNodeAvailableError,
     OutcomeUnknownError,
+    OverloadedError,
     QuorumqError,
     ResourceAlarmError,
     TransportError,
@@ -31,6 +32,7 @@ from quorumq.stream import ConsumerSink
 
 DEFAULT_UNRESPONSIVE_AFTER = 0.5
 RESOURCE_ALARM_PAUSE_S = 1.0  # a publish held back by a resource alarm is tried again after this
+OVERLOADED_PAUSE_S = 1.0  # ... by an overloaded leader whose answer gives no Retry-After
 JSON = "application/json"
 MSGPACK = "application/msgpack"
 
@@ -223,8 +225,9 @@ class NodeTransport:
         if isinstance(error, OutcomeUnknownError):
             pending.uncertain = error
         pending.last_error = pending.uncertain or error  # a later refusal does not make it certain
-        if isinstance(error, ResourceAlarmError):
-            raise RetryableFailure(pending.last_error, pause_s=RESOURCE_ALARM_PAUSE_S)
+        pause_s = _held_back_pause_s(error)
+        if pause_s:
+            raise RetryableFailure(pending.last_error, pause_s=pause_s)
         pending.hinted = _hint(error, base)
         if pending.hinted is None and base == self.current_node:
             self._advance()  # this node knows no leader (it may be cut off): ask the next one
@@ -310,7 +313,11 @@ class NodeTransport:
                 ssl=self._credentials.ssl,
             ) as response:
                 self._watch(base).heard(asyncio.get_running_loop().time())
-                return response.status, await _read_payload(response)
+                payload = await _read_payload(response)
+                retry_after = response.headers.get("Retry-After")
+                if retry_after is not None and isinstance(payload, dict):  # as a stream's error frame has it
+                    payload.setdefault("retry_after", retry_after)
+                return response.status, payload
         except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
             raise ConnectFailed(str(exc)) from exc
         except TimeoutError as exc:
@@ -331,6 +338,17 @@ def _pass_on(answer: "asyncio.Future[tuple[int, Any]]", attempt: "asyncio.Future
         answer.set_exception(failure)
     else:
         answer.set_result(attempt.result())
+
+
+def _held_back_pause_s(error: QuorumqError) -> float:
+    """How long a publish the node held back waits before it is tried again (0: it was not held back):
+    an overloaded leader's Retry-After, a resource alarm's RESOURCE_ALARM_PAUSE_S (its Retry-After, 5 s,
+    would keep publishers away long after the alarm clears)."""
+    if isinstance(error, OverloadedError):
+        return OVERLOADED_PAUSE_S if error.retry_after_s is None else error.retry_after_s
+    if isinstance(error, ResourceAlarmError):
+        return RESOURCE_ALARM_PAUSE_S
+    return 0.0
 
 
 def _hint(error: QuorumqError, base: str) -> str | None:

@@ -56,7 +56,7 @@ from cluster.replication.entry_codec import (
 )
 from cluster.replication.proposals import ProposalFailed, not_committed
 from cluster.replication.stored_message import StoredMessage
-from queue_state.arguments import RUNTIME_ARGUMENTS, ArgumentError, parse_arguments
+from queue_state.arguments import RUNTIME_ARGUMENTS, ArgumentError, QueueConfig, parse_arguments
 from queue_state.command_codec import arguments_version
 from queue_state.commands import (
     MAX_REASON_CHARS,
@@ -204,8 +204,10 @@ class DoorHost(Protocol):
         """The queue started a redrive task: run its worker."""
         ...
 
-    def check_publish(self, group: str) -> None:
-        """Refuse (`ResourceAlarmed`) a publish while a member of `group` is in a resource alarm."""
+    def check_publish(self, queue: str, group: str) -> None:
+        """Refuse a publish to `queue` (of `group`) while a member of the group is in a resource alarm
+        (`ResourceAlarmed`), or while its leader holds as many proposals not yet applied as it takes
+        (`Overloaded`)."""
         ...
 
 
@@ -246,6 +248,7 @@ class QueueDoor:
         self._deadline_stale = True  # an entry was applied (or leadership changed) since it was read
         self._policy_in_flight: int | None = None  # the revision of the policies proposed
         self._policy_unreadable = 0  # the last revision whose policy this node cannot read
+        self._publishes_waiting = 0
         replica.listener = self
 
     @property
@@ -257,6 +260,11 @@ class QueueDoor:
     def quiet(self) -> bool:
         """True while the queue's group is quiet here: idle, with every member holding all it commits."""
         return self._host.is_quiet(self.group)
+
+    @property
+    def publishes_waiting(self) -> int:
+        """How many publishes wait here for room in the full queue (`publish`'s `wait_ms`)."""
+        return self._publishes_waiting
 
     @property
     def serving(self) -> bool:
@@ -373,16 +381,19 @@ class QueueDoor:
         delays: Sequence[int | None] | None = None,
         *,
         priorities: Sequence[int] | None = None,
+        wait_ms: int = 0,
     ) -> Published:
         """Enqueue a batch (each message with its optional expiration in ms, with `delays` the ms each
         waits before it is ready, with `priorities` each one's priority) once a majority has it.
 
-        With `publisher` and `seq` a retry is answered with the first answer's ids. QueueFull when the
-        queue is full and rejects publishes; Refused `seq_too_old` when the seq is too old for the
-        publisher's window to tell whether it was enqueued, `queue_deleting` once sealed,
+        With `publisher` and `seq` a retry is answered with the first answer's ids (the same pair goes
+        with every attempt). QueueFull when the queue is full and rejects publishes, and stays so for
+        `wait_ms` (`_until_room`); Refused `seq_too_old` when the seq is too old for the publisher's
+        window to tell whether it was enqueued, `queue_deleting` once sealed,
         `upgrade_in_progress` for delays or priorities while a node of the cluster reads none;
-        ResourceAlarmed while a member of the queue's group is in a resource alarm (decision 0024), unless
-        the publish is one the queue answers without enqueueing (a retry whose answer was lost)."""
+        ResourceAlarmed while a member of the queue's group is in a resource alarm (decision 0024), and
+        Overloaded while this leader holds as many of the group's proposals not yet applied as it takes,
+        unless the publish is one the queue answers without enqueueing (a retry whose answer was lost)."""
         with _invalid_is_bad_request():
             if delays is None and priorities is None:
                 sizes = tuple(NewMessage(len(m.body), expiration) for m, expiration in messages)
@@ -395,14 +406,58 @@ class QueueDoor:
                         messages, delays or [None] * count, priorities or [0] * count, strict=True
                     )
                 )
+        bodies = [m for m, _ in messages]
+        if not wait_ms:
+            return await self._enqueue(sizes, publisher, seq, bodies)
+        deadline = asyncio.get_running_loop().time() + wait_ms / 1000
+        while True:
+            limited = self._limited()
+            try:
+                return await self._enqueue(sizes, publisher, seq, bodies)
+            except QueueFull:
+                if not await self._until_room(limited, deadline):
+                    raise
+
+    async def _enqueue(
+        self,
+        sizes: tuple[NewMessage, ...],
+        publisher: str | None,
+        seq: int | None,
+        bodies: list[StoredMessage],
+    ) -> Published:
+        """One attempt at a publish (`publish`)."""
         if publisher is None or seq is None or not self._replica.machine.publish_answered(publisher, seq):
-            self._node.check_publish(self.group)
-        reply = await self._submit(self._command(Enqueue, sizes, publisher, seq), [m for m, _ in messages])
+            self._node.check_publish(self.name, self.group)
+        reply = await self._submit(self._command(Enqueue, sizes, publisher, seq), bodies)
         if isinstance(reply, Rejected):
             raise QueueFull(f"queue '{self.name}' is full: {reply.reason}")
         if isinstance(reply, Enqueued | Duplicate):
             return Published(list(reply.ids or ()), isinstance(reply, Duplicate))
         raise _refusal(reply)
+
+    def _limited(self) -> tuple[int, int, QueueConfig]:
+        """What room in a full queue depends on, as this replica applied it: the messages its length
+        limits count (all but those consumers hold) and their bytes, and its configuration (the limits)."""
+        stats = self._replica.machine.stats()
+        counted = stats.messages - stats.messages_unacknowledged
+        return counted, stats.message_bytes - stats.message_bytes_unacknowledged, self._replica.machine.config
+
+    async def _until_room(self, refused_in: tuple[int, int, QueueConfig], deadline: float) -> bool:
+        """After a publish was refused for want of room in the state `refused_in` (`_limited`), wait until
+        the applied state is another (an ack, a get, a purge, an expiry or a new limit may have made room),
+        or this node stops leading (then the next attempt says so): True; False once the loop's time
+        reaches `deadline`. Each entry applied wakes the wait; a refused publish changes nothing it
+        compares, so waiting publishers do not wake each other."""
+        loop = asyncio.get_running_loop()
+        self._publishes_waiting += 1
+        try:
+            while (remaining := deadline - loop.time()) > 0:
+                if not self.is_leader or self._limited() != refused_in:
+                    return True
+                await self.wait_applied(remaining)
+            return False
+        finally:
+            self._publishes_waiting -= 1
 
     async def get(
         self, count: int, auto_ack: bool, since_ms: int | None, max_bytes: int | None = None
@@ -893,7 +948,8 @@ class QueueDoor:
         return max(limit.taken, 1)
 
     async def wait_applied(self, timeout: float | None) -> None:
-        """Wait until this leader applies another entry of the queue (or the timeout, if any, passes)."""
+        """Wait until this leader applies another entry of the queue (or stops or starts leading it, or the
+        timeout, if any, passes)."""
         self._applied.clear()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._applied.wait(), timeout)
@@ -924,10 +980,12 @@ class QueueDoor:
                 self._node.request_delete(self.name, self.group)
 
     def role_changed(self, is_leader: bool) -> None:
-        """Sessions are this leadership's own: a new leader serves consumers once it caught up."""
+        """Sessions are this leadership's own: a new leader serves consumers once it caught up. What
+        waits for this leader to apply an entry is woken (`wait_applied`): it may lead no more."""
         self._deadline_stale = True
         self._sessions.close_all()
         self._serving.clear()
+        self._applied.set()
         self._node.leadership_changed(self, is_leader)
         if is_leader:
             self._leadership += 1

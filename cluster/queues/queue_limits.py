@@ -5,4 +5,7 @@ from __future__ import annotations
 from queue_state.arguments import INT64_MAX
 from queue_state.commands import MAX_REASON_CHARS, MESSAGE_PRIORITY_MAX
 
-__all__ = ["INT64_MAX", "MAX_REASON_CHARS", "MESSAGE_PRIORITY_MAX"]
+__all__ = ["INT64_MAX", "MAX_PUBLISH_WAIT_MS", "MAX_REASON_CHARS", "MESSAGE_PRIORITY_MAX"]
+
+MAX_PUBLISH_WAIT_MS = 30_000
+"""The longest a publish may wait for room in a full reject-publish queue (`QueueDoor.publish`)."""

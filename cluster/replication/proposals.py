@@ -48,16 +48,29 @@ def not_committed(failure: ProposalFailed) -> NotLeader:
 class _InFlight:
     term: int
     futures: list[asyncio.Future]
+    operations: int = 0  # how many operations it carries (none: a watched entry)
+    size: int = 0  # their encoded bytes
     proposed_at: float = field(default_factory=time.perf_counter)
 
 
 @dataclass
 class ProposalBatcher:
-    """Collects operations for one group and tracks the entries that carry them until applied."""
+    """Collects operations for one group and tracks the entries that carry them until applied, and how
+    many operations (and encoded bytes of them) it holds so: pending, or in entries awaited."""
 
     pending_ops: list[bytes] = field(default_factory=list)  # each already msgpack-encoded
     pending_futures: list[asyncio.Future] = field(default_factory=list)
     in_flight: dict[int, _InFlight] = field(default_factory=dict)
+    held_operations: int = field(default=0, init=False)
+    held_bytes: int = field(default=0, init=False)
+    # the operations `take` handed out last and their bytes, until proposed or refused
+    _taken: tuple[int, int] = field(default=(0, 0), init=False, repr=False)
+
+    def holds_at_least(self, operations: int, size: int) -> bool:
+        """True when the operations not yet applied (pending, or in entries awaited) number `operations`
+        or more, or add up to `size` encoded bytes or more: the bound beyond which a leader takes no
+        more publishes for the group (`cluster.errors.Overloaded`)."""
+        return self.held_operations >= operations or self.held_bytes >= size
 
     def submit(self, op: Any) -> asyncio.Future:
         """Queue an operation for the next entry; the future gets its result once applied.
@@ -75,6 +88,8 @@ class ProposalBatcher:
         future = asyncio.get_running_loop().create_future()
         self.pending_ops.append(packed)
         self.pending_futures.append(future)
+        self.held_operations += 1
+        self.held_bytes += len(packed)
         return future
 
     def has_pending(self) -> bool:
@@ -91,20 +106,24 @@ class ProposalBatcher:
         data = entry_payload(self.pending_ops[:count])
         futures = self.pending_futures[:count]
         del self.pending_ops[:count], self.pending_futures[:count]
+        self._taken = (count, size)
         return data, futures
 
     def proposed(self, index: int, term: int, futures: list[asyncio.Future]) -> None:
         """Remember that the entry at `index` of `term` carries these operations. An entry still awaited
         at that index (of an earlier term, which this node's log no longer holds) may yet commit
         elsewhere: its callers are answered that its outcome is unknown."""
-        replaced = self.in_flight.pop(index, None)
-        if replaced is not None:
+        if index in self.in_flight:
+            replaced = self._settle(index)
             _fail(replaced.futures, ProposalFailed("entry replaced in this node's log", outcome_unknown=True))
-        self.in_flight[index] = _InFlight(term, futures)
+        self.in_flight[index] = _InFlight(term, futures, *self._taken)
+        self._taken = (0, 0)
 
     def refuse(self, futures: list[asyncio.Future], error: ProposalFailed) -> None:
         """Fail operations `take` handed out that could not be proposed (those whose caller gave up
         already stay as they are)."""
+        self._release(*self._taken)
+        self._taken = (0, 0)
         _fail(futures, error)
 
     def watch(self, index: int, term: int) -> asyncio.Future:
@@ -123,9 +142,9 @@ class ProposalBatcher:
     def applied(self, index: int, term: int, results: list[Any]) -> float | None:
         """Resolve the futures of the entry applied at `index` (None for those without a result), or fail
         them if another entry won. The seconds since it was proposed here, when it was and it won."""
-        flight = self.in_flight.pop(index, None)
-        if flight is None:
+        if index not in self.in_flight:
             return None
+        flight = self._settle(index)
         if flight.term != term:
             _fail(flight.futures, ProposalFailed("entry was overwritten by a newer leader"))
             return None
@@ -155,18 +174,28 @@ class ProposalBatcher:
         if gone:
             unknown = ProposalFailed("entry no longer in this node's log", leader, outcome_unknown=True)
             for index in gone:
-                _fail(self.in_flight.pop(index).futures, unknown)
+                _fail(self._settle(index).futures, unknown)
 
     def fail(self, error: ProposalFailed, *, in_flight: bool = False) -> None:
         """Fail pending operations (and, with `in_flight`, every entry still awaited, whose outcome is
         unknown: it may still commit)."""
         _fail(self.pending_futures, error)
+        self._release(len(self.pending_ops), sum(map(len, self.pending_ops)))
         self.pending_ops, self.pending_futures = [], []
         if in_flight:
             unknown = ProposalFailed(str(error), error.leader, outcome_unknown=True)
-            for flight in self.in_flight.values():
-                _fail(flight.futures, unknown)
-            self.in_flight.clear()
+            for index in list(self.in_flight):
+                _fail(self._settle(index).futures, unknown)
+
+    def _settle(self, index: int) -> _InFlight:
+        """Stop awaiting the entry at `index`: what it carries is held no more."""
+        flight = self.in_flight.pop(index)
+        self._release(flight.operations, flight.size)
+        return flight
+
+    def _release(self, operations: int, size: int) -> None:
+        self.held_operations -= operations
+        self.held_bytes -= size
 
 
 def _fail(futures: list[asyncio.Future], error: Exception) -> None:

@@ -24,6 +24,7 @@ class FakeNode:
         self.queues: dict[str, FakeQueue] = {}
         self.next_id = 1
         self.next_consumer = 1
+        self.publish_waits: list[int] = []  # each publish's `wait` (0 when it gives none)
 
     def app(self) -> web.Application:
         app = web.Application()
@@ -101,6 +102,7 @@ class FakeNode:
             body = msgpack.unpackb(await request.read())
         else:
             body = await request.json()
+        self.publish_waits.append(body.get("wait", 0))
         ids = []
         for message in body["messages"]:
             queue.ready.append((self.next_id, message))

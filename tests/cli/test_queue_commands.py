@@ -53,6 +53,7 @@ def test_declare_of_existing_queue_with_same_arguments_says_so_in_json(node_addr
         (["publish", "q"], "nothing to publish"),
         (["publish", "q", "body", "--size", "10"], "--size generates bodies"),
         (["publish", "q", "--count", "0"], "--count"),
+        (["publish", "q", "body", "--wait", "30001"], "--wait"),
         (["consume", "q", "--no-ack", "--nack"], "exclude each other"),
         (["consume", "q", "--no-ack", "--leave-unacked"], "exclude each other"),
         (["consume", "q", "--no-ack", "--work", "1"], "settled already"),
@@ -104,6 +105,13 @@ def test_publish_bodies_headers_and_file_lines(node_address: str, fake_node: Fak
     sent = [message for _, message in fake_node.queues["q"].ready]
     assert [message["body"] for message in sent] == ["one", "two", "one", "a", b"\xff"]
     assert sent[0]["headers"] == {"k": 1}
+
+
+def test_publish_waits_for_room_as_long_as_asked(node_address: str, fake_node: FakeNode) -> None:
+    run(node_address, "declare", "q")
+    assert run(node_address, "publish", "q", "one", "--wait", "2500")[0] == 0
+    assert run(node_address, "publish", "q", "two")[0] == 0
+    assert fake_node.publish_waits == [2500, 0]
 
 
 def test_publish_generates_bodies_of_the_requested_size(node_address: str, fake_node: FakeNode) -> None:

@@ -13,6 +13,7 @@ from quorumq import (
     QuorumqError,
     RejectedPublishError,
 )
+from quorumq.errors import OverloadedError, error_from_response
 
 
 @pytest.mark.parametrize(
@@ -74,3 +75,17 @@ async def test_declare_reports_created_then_existing_and_conflict() -> None:
         assert await client.declare("q", {"x-max-length": 10}) is False
         with pytest.raises(ConflictError):
             await client.declare("q", {"x-max-length": 11})
+
+
+@pytest.mark.parametrize("retry_after", [1, "1", "2.5"])
+def test_a_retry_after_is_read_as_seconds(
+    retry_after: object,
+) -> None:
+    error = error_from_response(503, {"error": "overloaded", "reason": "r", "retry_after": retry_after})
+    assert isinstance(error, OverloadedError) and error.retry_after_s == float(str(retry_after))
+
+
+@pytest.mark.parametrize("retry_after", [None, "soon", -1, "inf"])
+def test_a_missing_or_unreadable_retry_after_is_none(retry_after: object) -> None:
+    error = error_from_response(503, {"error": "overloaded", "reason": "r", "retry_after": retry_after})
+    assert error.retry_after_s is None

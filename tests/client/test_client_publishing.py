@@ -10,6 +10,7 @@ from client_fakes import error, published, serve
 from quorumq import (
     Client,
     ConflictError,
+    OverloadedError,
     ProtocolError,
     QuorumqError,
     RejectedPublishError,
@@ -214,3 +215,71 @@ async def test_publisher_left_by_an_exception_cancels_unconfirmed_messages() -> 
                 await arrived.wait()
                 raise KeyError("stop")
     assert [confirm.cancelled() for confirm in confirms] == [True, True]
+
+
+def _overloaded(retry_after: str) -> web.Response:
+    answer = error(
+        503, "overloaded", "queue 'q' has as many publishes waiting as its leader takes", queue="q"
+    )
+    answer.headers["Retry-After"] = retry_after
+    return answer
+
+
+async def test_an_overloaded_publish_is_sent_again_with_its_seq_no_sooner_than_its_retry_after() -> None:
+    """503 `overloaded` enqueued nothing: the client waits what the node's Retry-After says (0.3 s here;
+    a node says whole seconds), then sends the same publisher and seq again."""
+    queue = DedupQueue()
+    loop = asyncio.get_running_loop()
+    sent_at: list[float] = []
+
+    async def publish(request: web.Request) -> web.Response:
+        body = await published(request)
+        sent_at.append(loop.time())
+        queue.requests.append((body["publisher"], body["seq"]))
+        return _overloaded("0.3") if len(sent_at) == 1 else queue.confirm(body)
+
+    app = web.Application()
+    app.router.add_post("/api/queues/{q}/messages", publish)
+    async with serve(app) as node, Client([node]) as client:
+        assert await client.publish("q", [b"a"]) == [0]
+    assert queue.requests == [(client.publisher_id, 1)] * 2
+    assert sent_at[1] - sent_at[0] >= 0.3
+
+
+async def test_an_overloaded_publish_whose_retry_after_is_past_the_deadline_raises_at_once() -> None:
+    attempts = 0
+
+    async def publish(request: web.Request) -> web.Response:
+        nonlocal attempts
+        attempts += 1
+        return _overloaded("5")
+
+    app = web.Application()
+    app.router.add_post("/api/queues/{q}/messages", publish)
+    async with serve(app) as node, Client([node], timeout=1.0) as client:
+        with pytest.raises(OverloadedError) as raised:
+            await client.publish("q", [b"a"])
+    assert attempts == 1 and raised.value.retry_after_s == 5.0
+
+
+async def test_a_publish_asks_the_node_to_wait_for_room_and_waits_as_long_for_its_answer() -> None:
+    """`wait_ms` goes in the body as `wait`; the request's deadline grows by it, so a node that answers
+    after waiting that long (less than the wait, more than the timeout here) is still heard."""
+    queue = DedupQueue()
+    waits: list[object] = []
+
+    async def publish(request: web.Request) -> web.Response:
+        body = await published(request)
+        waits.append(body.get("wait"))
+        if body.get("wait"):
+            await asyncio.sleep(0.6)  # the node waiting for room: longer than the client's timeout
+        return queue.confirm(body)
+
+    app = web.Application()
+    app.router.add_post("/api/queues/{q}/messages", publish)
+    async with serve(app) as node, Client([node], timeout=0.5) as client:
+        assert await client.publish("q", [b"a"], wait_ms=2000) == [0]
+        assert await client.publish("q", [b"b"]) == [1]
+        async with client.publisher("q", wait_ms=1500) as pub:
+            await pub.send(b"c")
+    assert waits == [2000, None, 1500]

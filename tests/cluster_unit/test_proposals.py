@@ -159,3 +159,70 @@ async def test_rule_an_entry_proposed_at_the_index_of_one_still_awaited_answers_
     assert isinstance(failure, ProposalFailed) and failure.outcome_unknown
     batcher.applied(3, 2, [])
     assert newer.result() is None
+
+
+def _held(batcher: ProposalBatcher) -> tuple[int, int]:
+    return batcher.held_operations, batcher.held_bytes
+
+
+async def test_rule_a_batcher_holds_each_operation_from_its_submit_until_its_entry_is_applied() -> None:
+    """The bound counts what a leader keeps in memory for a group: operations pending, and operations in
+    entries proposed and not applied yet."""
+    batcher = ProposalBatcher()
+    ops = [["publish", i, b"x" * 100] for i in range(3)]
+    sizes = [len(msgpack.packb(op)) for op in ops]
+    futures = [batcher.submit(op) for op in ops]
+    assert _held(batcher) == (3, sum(sizes))
+    batcher.proposed(7, 1, batcher.take()[1])
+    assert _held(batcher) == (3, sum(sizes))
+    later = batcher.submit(ops[0])
+    assert _held(batcher) == (4, sum(sizes) + sizes[0])
+    batcher.applied(7, 1, [None] * 3)
+    assert _held(batcher) == (1, sizes[0]) and all(f.done() for f in futures)
+    batcher.proposed(8, 1, batcher.take()[1])
+    batcher.applied(8, 1, [None])
+    assert _held(batcher) == (0, 0) and later.done()
+
+
+async def test_rule_the_bound_is_reached_at_either_limit_and_left_once_applied() -> None:
+    batcher = ProposalBatcher()
+    size = len(msgpack.packb(["publish", b"x" * 100]))
+    assert not batcher.holds_at_least(1, 1)
+    for _ in range(2):
+        batcher.submit(["publish", b"x" * 100])
+    assert batcher.holds_at_least(2, 10 * size)  # by operations
+    assert batcher.holds_at_least(10, 2 * size)  # by bytes
+    assert not batcher.holds_at_least(3, 2 * size + 1)
+    batcher.proposed(1, 1, batcher.take()[1])
+    batcher.applied(1, 1, [])
+    assert not batcher.holds_at_least(1, 1)
+
+
+async def test_rule_operations_that_fail_or_are_refused_are_held_no_more() -> None:
+    """Whatever ends an operation's wait (refused at proposal, lost leadership, an entry overwritten,
+    replaced or gone from the log) releases its share of the bound: a leader that lost its entries takes
+    publishes again."""
+    batcher = ProposalBatcher()
+    batcher.submit(["a"])
+    batcher.refuse(batcher.take()[1], ProposalFailed("not the leader"))
+    assert _held(batcher) == (0, 0)
+    for index in (1, 2, 3):
+        batcher.submit(["b", index])
+        batcher.proposed(index, 1, batcher.take()[1])
+    batcher.submit(["pending"])
+    batcher.applied(1, 2, [])  # overwritten by a newer leader's entry
+    batcher.proposed(2, 2, [])  # replaced at its index
+    batcher.forget_replaced({3: 2}.get, None, None)  # gone from the log
+    assert _held(batcher) == (1, len(msgpack.packb(["pending"])))
+    batcher.submit(["c"])
+    batcher.proposed(4, 2, batcher.take()[1])
+    batcher.fail(ProposalFailed("lost leadership"), in_flight=True)
+    assert _held(batcher) == (0, 0) and not batcher.in_flight
+
+
+async def test_rule_a_watched_entry_counts_no_operation() -> None:
+    batcher = ProposalBatcher()
+    batcher.watch(1, 1)
+    assert _held(batcher) == (0, 0)
+    batcher.applied(1, 1, [])
+    assert _held(batcher) == (0, 0)

@@ -6,30 +6,21 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from node_helpers import running_cluster
 
 from cli.node_processes import ProcessCluster
-
-
-def _running(tmp_path: Path, request: pytest.FixtureRequest, count: int) -> Iterator[ProcessCluster]:
-    """A fresh cluster of `count` nodes; node logs are printed when the test fails."""
-    running = ProcessCluster.start(tmp_path, count=count)
-    yield running
-    running.stop()
-    report = getattr(request.node, "rep_call", None)
-    if report is not None and report.failed:
-        print(running.log_tails())
 
 
 @pytest.fixture
 def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[ProcessCluster]:
     """A fresh 3-node cluster per test."""
-    yield from _running(tmp_path, request, 3)
+    yield from running_cluster(tmp_path, request, 3)
 
 
 @pytest.fixture
 def one_node(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[ProcessCluster]:
     """A fresh one-node cluster per test, for client behaviour that needs a real node but no replicas."""
-    yield from _running(tmp_path, request, 1)
+    yield from running_cluster(tmp_path, request, 1)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

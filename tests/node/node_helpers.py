@@ -6,7 +6,10 @@ import json
 import re
 import time
 import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
 
+import pytest
 from support.eventually import eventually
 
 from cli.node_processes import HARNESS_HEADERS, NodeProcess, ProcessCluster, wait_until
@@ -14,6 +17,19 @@ from cluster.replication.entry_codec import QUEUE_OP_VERSION
 from quorumq import Client, SyncClient
 
 ANNOUNCED_TIMEOUT_S = 10.0  # every node tells its peers what it reads each second
+
+
+def running_cluster(
+    tmp_path: Path, request: pytest.FixtureRequest, count: int, env: dict[str, str] | None = None
+) -> Iterator[ProcessCluster]:
+    """A fresh cluster of `count` nodes (extra QUORUMQ_* settings in `env`) for a fixture to yield from;
+    node logs are printed when the test fails."""
+    running = ProcessCluster.start(tmp_path, count=count, env=env)
+    yield running
+    running.stop()
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        print(running.log_tails())
 
 
 def local_queues(url: str) -> dict[str, dict]:

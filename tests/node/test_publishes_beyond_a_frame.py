@@ -12,6 +12,7 @@ from typing import Any
 import aiohttp
 import msgpack
 import pytest
+from node_helpers import running_cluster
 from raw_stream import publish, raw_stream
 
 from cli.node_processes import HARNESS_HEADERS, ProcessCluster
@@ -27,12 +28,7 @@ def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[ProcessC
     """A 3-node cluster whose followers stand only after 3 s without a leader: a node taking a 64 MiB
     body in (copies of it read, decoded and encoded on its loop) may stall for a few heartbeats on a
     loaded machine, and a leader change would answer these publishes 503 instead."""
-    running = ProcessCluster.start(tmp_path, count=3, env={"QUORUMQ_ELECTION_TICKS": "30"})
-    yield running
-    running.stop()
-    report = getattr(request.node, "rep_call", None)
-    if report is not None and report.failed:
-        print(running.log_tails())
+    yield from running_cluster(tmp_path, request, 3, {"QUORUMQ_ELECTION_TICKS": "30"})
 
 
 def _of_size(size: int, **fields: Any) -> bytes:
