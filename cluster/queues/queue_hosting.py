@@ -109,13 +109,16 @@ class QueueHosting:
                     )
             self._drop_removed()
         stored = frozenset() if replayed else frozenset(self._store.group_ids())
+        created = False
         for info in declared.values():
             if (
                 self._name in info.members
                 and info.name not in self._queues
                 and (replayed or info.group in stored)
             ):
-                self._host(info, registered.get(self._name))
+                created |= self._host(info, registered.get(self._name))
+        if created:  # one fsync for every group created, before any round runs for them
+            self._store.commit(sync=True)
 
     def on_timer(self) -> None:
         """Run the leader timers of every hosted queue (TTL, leases, queue expiry, consumer timeouts), and
@@ -164,8 +167,9 @@ class QueueHosting:
                 changed.append(SetArguments(name, info.group, current))
         return changed
 
-    def _host(self, info: QueueInfo, mine: NodeInfo | None) -> None:
-        """Open the group of queue `info`; `mine` is this node's registration (None before one)."""
+    def _host(self, info: QueueInfo, mine: NodeInfo | None) -> bool:
+        """Open the group of queue `info`; `mine` is this node's registration (None before one). True
+        when its log was created, unwritten: the caller commits it before it yields."""
         existing = info.group in self._store.group_ids()
         voters: list[str] = []
         if existing:
@@ -174,13 +178,13 @@ class QueueHosting:
             bootstraps = self._bootstraps(info, mine)
             if bootstraps is None:
                 log.info("queue %s: hosted once this node's registration is applied", info.name)
-                return
+                return False
             group_log, voters = self._new_group_log(info, bootstraps)
         replica = QueueReplica(info.name, info.group, parse_arguments(info.arguments), group_log, self._reads)
         self._queues[info.name] = self._new_door(info, replica)
         self._groups.open_group(info.group, replica)
         if existing or not voters or info.membership_changed:
-            return  # as it was, waits for the leader to add it, or bootstraps late: a leader is elected
+            return not existing  # waits for the leader to add it, or bootstraps late: a leader is elected
         if voters[0] == self._name:
             self._groups.campaign(info.group)
         else:
@@ -189,6 +193,7 @@ class QueueHosting:
             # while lets its retry win, so placement (client-local, balanced) holds; if the placed
             # node is down, the others elect a leader once the hold is over.
             self._groups.hold_elections(info.group, self._hold_ticks)
+        return True
 
     def _bootstraps(self, info: QueueInfo, mine: NodeInfo | None) -> bool | None:
         """Whether this node bootstraps queue `info`'s group as an initial member; None while that waits
@@ -236,5 +241,4 @@ class QueueHosting:
         group_log = self._store.create_group(
             info.group, ConfState(voters=tuple(initial), incarnations=incarnations)
         )
-        self._store.commit(sync=True)
         return group_log, initial
