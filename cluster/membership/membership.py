@@ -15,6 +15,9 @@ from cluster.metadata.metadata_door import MetadataDoor
 log = logging.getLogger(__name__)
 
 UPKEEP_EVERY_S = 0.5
+UPKEEP_YIELD_EVERY = 100
+"""Upkeep lets the loop run other work after this many queues: a pass over thousands of queues would
+otherwise hold it for as long as peers take to deem this node silent."""
 QUIET_UPKEEP_EVERY_PASSES = 20
 """A queue whose group is quiet (idle, every member holding all it commits) has its members healed one
 pass in this many: what a heal answers (a new incarnation, a change to finish) wakes the group first,
@@ -72,10 +75,12 @@ class Membership:
             every_queue = passes % QUIET_UPKEEP_EVERY_PASSES == 0
             try:
                 await self.cluster.heal()
-                for name in sorted(self.node.queues):
+                for position, name in enumerate(sorted(self.node.queues)):
                     queue = self.node.queues.get(name)
                     if queue is not None and (every_queue or not queue.quiet):
                         await self.queues.heal(name)
+                    if position % UPKEEP_YIELD_EVERY == UPKEEP_YIELD_EVERY - 1:
+                        await asyncio.sleep(0)  # a heal that changes nothing never yields: let others run
                 await self.group_size.run_if_due()
             except Exception as exc:  # upkeep retries next round; a request may have raced it
                 log.info("membership upkeep: %s", exc)

@@ -577,13 +577,21 @@ class RaftHost:
         )
 
     def wake_shared(self, peer: str) -> None:
-        """Wake every quiet group `peer` is a member of: it went silent, lost its link or came back as a
-        new incarnation, so those groups must watch their leader (or their quorum) again."""
+        """`peer` went silent, lost its link or came back as a new incarnation: wake the quiet groups it
+        leads, which must elect another leader should it be gone, and those this node leads that no longer
+        hear a majority, which must step down. The others keep still: their leader is heard, and waking
+        thousands of groups at once would only load the nodes it spares."""
         for group in self.groups.values():
-            conf = group.raft.conf
-            if group.raft.quiet and (peer in conf.voters or peer in conf.learners):
-                group.raft.wake()
+            raft = group.raft
+            if raft.quiet and (raft.leader == peer or (raft.is_leader and not self._hears_majority(raft))):
+                raft.wake()
                 self._awake[group.gid] = None
+
+    def _hears_majority(self, raft: RaftNode) -> bool:
+        """Whether this node hears a majority of the group's voters (itself included)."""
+        voters = raft.conf.voters
+        heard = sum(1 for voter in voters if voter == self.node or self.liveness.live(voter))
+        return 2 * heard > len(voters)
 
     def _announce_leaders(self) -> None:
         led = {gid: [self.node, g.raft.term] for gid, g in self.groups.items() if g.leading}

@@ -58,7 +58,16 @@ def test_a_quiet_leader_cut_off_wakes_and_steps_down(cluster: SteppedCluster) ->
     cluster.until(lambda: not cluster.group("a").raft.is_leader, among=("a",))
 
 
-def test_a_lost_link_wakes_the_groups_shared_with_that_peer(cluster: SteppedCluster) -> None:
+def test_a_lost_link_to_the_leader_wakes_its_followers_group(cluster: SteppedCluster) -> None:
     cluster.hosts["b"].wake_shared("a")
     assert not cluster.group("b").raft.quiet
     assert cluster.group("c").raft.quiet
+
+
+def test_losing_a_follower_wakes_neither_the_leader_holding_a_majority_nor_the_other_follower(
+    cluster: SteppedCluster,
+) -> None:
+    """Waking every shared group on each lost peer would wake thousands of groups whose leader is heard."""
+    cluster.hosts["a"].wake_shared("c")
+    cluster.hosts["b"].wake_shared("c")
+    assert cluster.group("a").raft.quiet and cluster.group("b").raft.quiet
