@@ -103,6 +103,17 @@ class JavaRunner:
             rate=spec.rate,
         )
 
+    async def declare_many(self, prefix: str, count: int, channels: int) -> WorkloadResult:
+        """Declare quorum queues `prefix`0..`count`-1 (queue i through node i mod n), `channels` at once;
+        the result counts the queues declared and the seconds after the connections were open."""
+        return await self._java("declare-many", prefix=prefix, queues=count, channels=channels)
+
+    async def publish_each(self, prefix: str, count: int, channels: int, body_size: int) -> WorkloadResult:
+        """One confirmed message of `body_size` bytes to each of those queues, `channels` at once."""
+        return await self._java(
+            "publish-each", prefix=prefix, queues=count, channels=channels, size=body_size
+        )
+
     async def fill(self, queue: str, count: int, body_size: int) -> None:
         """Declare `queue` afresh on node 0 and put `count` confirmed messages in it."""
         await self._java("declare", queue=queue)

@@ -11,6 +11,10 @@
 //   drain    --uris U --queue Q --count N --prefetch K      consume N with manual acks (AMQP)
 //   flow     --uris U --queues K --size B --duration S --in-flight F --prefetch K [--rate R]
 //            publish and consume at once on K queues (queue i on node i); latency is send to delivery
+//   declare-many  --uris U --prefix P --queues N --channels C
+//            declare quorum queues P0..P(N-1) (queue i through node i mod n), C channels at once
+//   publish-each  --uris U --prefix P --queues N --channels C --size B
+//            one confirmed message to each of those queues, C channels at once
 // --uris is comma-separated amqp:// URLs; with --spread publisher i (and in flow queue i) uses node i mod n.
 
 import com.rabbitmq.client.AMQP;
@@ -64,6 +68,8 @@ public final class Bench {
             case "publish": messages = bench.publish(); break;
             case "drain": messages = bench.drain(); break;
             case "flow": messages = bench.flow(); break;
+            case "declare-many": messages = bench.eachQueue(false); break;
+            case "publish-each": messages = bench.eachQueue(true); break;
             default: throw new IllegalArgumentException("unknown mode " + args[0]);
         }
         double seconds = (System.nanoTime() - started) / 1e9;
@@ -127,6 +133,71 @@ public final class Bench {
             Channel channel = connection.createChannel();
             channel.queueDelete(queue);
             channel.queueDeclare(queue, true, false, false, QUORUM);
+        }
+    }
+
+    /**
+     * Declare (or, with `publish`, publish one confirmed message to) queues P0..P(N-1): C worker threads,
+     * worker w taking queues w, w+C, ..., each through a channel on node i mod n (RabbitMQ puts a new
+     * quorum queue's leader on the node the client is connected to). The connections are opened before
+     * the clock starts; every call waits for its answer (queue.declare-ok, or the confirm).
+     */
+    private long eachQueue(boolean publish) throws Exception {
+        String prefix = option("prefix");
+        int queues = intOption("queues");
+        int workers = intOption("channels");
+        byte[] body = new byte[publish ? intOption("size") : 0];
+        int nodes = uris().length;
+        List<Connection> connections = new ArrayList<>();
+        List<List<Channel>> channels = new ArrayList<>();
+        AtomicLong done = new AtomicLong();
+        try {
+            for (int node = 0; node < nodes; node++) {
+                connections.add(amqp(node));
+            }
+            for (int w = 0; w < workers; w++) {
+                List<Channel> perNode = new ArrayList<>();
+                for (Connection connection : connections) {
+                    Channel channel = connection.createChannel();
+                    if (publish) {
+                        channel.confirmSelect();
+                    }
+                    perNode.add(channel);
+                }
+                channels.add(perNode);
+            }
+            List<Thread> threads = new ArrayList<>();
+            long started = System.nanoTime();
+            for (int w = 0; w < workers; w++) {
+                int worker = w;
+                Thread thread = new Thread(() -> {
+                    try {
+                        for (int i = worker; i < queues; i += workers) {
+                            Channel channel = channels.get(worker).get(i % nodes);
+                            if (publish) {
+                                channel.basicPublish("", prefix + i, MessageProperties.PERSISTENT_BASIC, body);
+                                channel.waitForConfirmsOrDie(120_000);
+                            } else {
+                                channel.queueDeclare(prefix + i, true, false, false, QUORUM);
+                            }
+                            done.incrementAndGet();
+                        }
+                    } catch (Exception e) {
+                        failures.incrementAndGet();
+                    }
+                });
+                thread.start();
+                threads.add(thread);
+            }
+            for (Thread thread : threads) {
+                thread.join();
+            }
+            measured = (System.nanoTime() - started) / 1e9;
+            return done.get();
+        } finally {
+            for (Connection connection : connections) {
+                connection.abort();
+            }
         }
     }
 
