@@ -1,0 +1,292 @@
+"""Cost that grows with queues, not with work (issue 40 item 6): many idle quorum queues on each broker.
+
+    python -m bench.idle_queues [--queues 2000] [--large [10000]] [--broker quorumq --broker rabbitmq]
+                                [--concurrency 32] [--settle-seconds 10] [--idle-seconds 30] [--results FILE]
+
+For each broker, on a fresh 3-node cluster on this machine: declare N quorum queues (the declare rate;
+bench/many_queues.py says through which client), publish one confirmed message to each, wait a settle
+period, then sum the CPU of the three node processes (each with its children) over an idle window, in
+cores (CPU seconds / wall seconds), with each node's peak RSS meanwhile. On quorumq, then stop one node
+gracefully and time its start until every queue is online on it (bench/queues_online.py says what that
+means). `--large` runs the same on quorumq alone with more queues (10,000 by default), after the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from bench.compare import CONSOLE_WIDTH, RESULTS_DIR, commit
+from bench.drivers import Cluster
+from bench.java_runner import JavaRunner
+from bench.machine import describe_machine, rabbitmq_version
+from bench.many_queues import JavaManyQueues, ManyQueues, QuorumqManyQueues
+from bench.queues_online import Restart, restart_until_online
+from bench.quorumq_cluster import QuorumqCluster
+from bench.rabbitmq_cluster import RabbitCluster
+from bench.resources import UsageSampler
+from bench.suite import BROKERS, running_cluster
+
+NAMES = {"quorumq": "quorumq", "rabbitmq": "RabbitMQ"}
+RESTARTED_NODE = 0
+LARGE_IDLE_CORES = 0.2
+ONLINE_WITHIN_S = 10.0
+COLUMNS = (
+    "broker",
+    "queues",
+    "declare queues/s",
+    "publish msg/s",
+    "idle cores (3 nodes)",
+    "idle CPU s per node",
+    "peak RSS MiB per node",
+    "load (1 min) at idle start",
+    "restart: healthy s",
+    "restart: all online s",
+)
+TARGET_COLUMNS = ("target (issue 40)", "measured", "met")
+
+
+@dataclass(frozen=True)
+class IdleRun:
+    """One broker with `queues` queues holding one message each: how fast they were made, and what the
+    nodes cost doing nothing with them."""
+
+    broker: str  # as --broker names it
+    client: str
+    queues: int
+    declare_seconds: float
+    publish_seconds: float
+    idle_seconds: float
+    node_cpu_seconds: dict[str, float]
+    node_rss_bytes: dict[str, int]
+    load_at_idle: float
+    restart: Restart | None
+
+    @property
+    def declare_rate(self) -> float:
+        """Queues declared per second."""
+        return self.queues / self.declare_seconds
+
+    @property
+    def publish_rate(self) -> float:
+        """Confirmed one-message publishes per second."""
+        return self.queues / self.publish_seconds
+
+    @property
+    def idle_cores(self) -> float:
+        """The three nodes' CPU over the idle window, in cores."""
+        return sum(self.node_cpu_seconds.values()) / self.idle_seconds
+
+
+def _many_queues(broker: str, cluster: Cluster, work_dir: Path, concurrency: int) -> ManyQueues:
+    if broker == "quorumq":
+        return QuorumqManyQueues(cluster.urls, concurrency)
+    assert isinstance(cluster, RabbitCluster)
+    runner = JavaRunner(cluster.urls, work_dir / "java-classes")
+    many = JavaManyQueues(runner, concurrency)
+    limits = sorted({node.open_files() for node in cluster.nodes})
+    many.description += f"; RabbitMQ nodes' open-files limit {'/'.join(map(str, limits))}"
+    return many
+
+
+async def _fill(many: ManyQueues, queues: int) -> tuple[float, float]:
+    return await many.declare(queues), await many.publish_each(queues)
+
+
+def measure(
+    broker: str, queues: int, work_dir: Path, concurrency: int, settle: float, idle: float
+) -> IdleRun:
+    """A fresh cluster of `broker` under `work_dir`: declare and fill `queues` queues, settle, measure
+    the idle window and, on quorumq, restart a node until every queue is online on it."""
+    with running_cluster(broker, work_dir) as cluster:
+        many = _many_queues(broker, cluster, work_dir, concurrency)
+        declare_seconds, publish_seconds = asyncio.run(_fill(many, queues))
+        time.sleep(settle)  # elections, flushes and snapshots after the declares and publishes end
+        load = os.getloadavg()[0]
+        started = time.monotonic()
+        with UsageSampler(cluster.pids()) as sampler:
+            time.sleep(idle)
+        idle_seconds = time.monotonic() - started
+        restart = None
+        if isinstance(cluster, QuorumqCluster):
+            restart = asyncio.run(restart_until_online(cluster, RESTARTED_NODE, queues, messages=1))
+    return IdleRun(
+        broker=broker,
+        client=many.description,
+        queues=queues,
+        declare_seconds=declare_seconds,
+        publish_seconds=publish_seconds,
+        idle_seconds=idle_seconds,
+        node_cpu_seconds={name: usage.cpu_seconds for name, usage in sampler.usage.items()},
+        node_rss_bytes={name: usage.peak_rss_bytes for name, usage in sampler.usage.items()},
+        load_at_idle=load,
+        restart=restart,
+    )
+
+
+def rows(runs: list[IdleRun]) -> list[list[str]]:
+    """One row per run, in COLUMNS order."""
+    return [
+        [
+            NAMES[run.broker],
+            f"{run.queues:,}",
+            f"{run.declare_rate:,.0f}",
+            f"{run.publish_rate:,.0f}",
+            f"{run.idle_cores:.3f}",
+            " / ".join(f"{cpu:.2f}" for cpu in run.node_cpu_seconds.values()),
+            " / ".join(f"{rss / 2**20:,.0f}" for rss in run.node_rss_bytes.values()),
+            f"{run.load_at_idle:.2f}",
+            f"{run.restart.healthy_seconds:.1f}" if run.restart else "-",
+            f"{run.restart.online_seconds:.1f}" if run.restart else "-",
+        ]
+        for run in runs
+    ]
+
+
+def _met(ok: bool) -> str:
+    return "met" if ok else "not met"
+
+
+def targets(runs: list[IdleRun]) -> list[list[str]]:
+    """Issue 40's targets for idle queues, each with what this run measured and whether it is met."""
+    ours = [run for run in runs if run.broker == "quorumq"]
+    theirs = {run.queues: run for run in runs if run.broker == "rabbitmq"}
+    table = []
+    for run in ours:
+        if (anchor := theirs.get(run.queues)) is not None:
+            table.append(
+                [
+                    f"idle CPU at {run.queues:,} queues <= RabbitMQ's in the same run",
+                    f"{run.idle_cores:.3f} vs {anchor.idle_cores:.3f} cores",
+                    _met(run.idle_cores <= anchor.idle_cores),
+                ]
+            )
+            table.append(
+                [
+                    "declare rate >= RabbitMQ's",
+                    f"{run.declare_rate:,.0f} vs {anchor.declare_rate:,.0f} queues/s",
+                    _met(run.declare_rate >= anchor.declare_rate),
+                ]
+            )
+    large = [run for run in ours if run.queues >= 10_000]
+    table.append(
+        [
+            f"10,000 queues idle below {LARGE_IDLE_CORES} cores",
+            ", ".join(f"{run.idle_cores:.3f} cores at {run.queues:,}" for run in large) or "not run",
+            _met(all(run.idle_cores < LARGE_IDLE_CORES for run in large)) if large else "-",
+        ]
+    )
+    for run in ours:
+        if run.restart is not None:
+            online = run.restart.online_seconds
+            table.append(
+                [
+                    f"a restarted node has every queue online in < {ONLINE_WITHIN_S:.0f} s",
+                    f"{online:.1f} s at {run.queues:,} queues",
+                    _met(online < ONLINE_WITHIN_S),
+                ]
+            )
+    return table
+
+
+def _rich(title: str, columns: tuple[str, ...], body: list[list[str]]) -> Table:
+    table = Table(*columns, title=title)
+    for row in body:
+        table.add_row(*row)
+    return table
+
+
+def _markdown_table(columns: tuple[str, ...], body: list[list[str]]) -> list[str]:
+    return [
+        "| " + " | ".join(columns) + " |",
+        "|" + "---|" * len(columns),
+        *("| " + " | ".join(row) + " |" for row in body),
+    ]
+
+
+def markdown(runs: list[IdleRun], machine: dict[str, str], command: str, settle: float) -> str:
+    """The results file: command, machine, clients, the runs and the targets."""
+    lines = ["Command:", "", f"    {command}", "", "Machine:", ""]
+    lines += [f"- {label}: {value}" for label, value in machine.items()]
+    lines += ["", "Declared and published through:", ""]
+    lines += [f"- {NAMES[run.broker]}, {run.queues:,} queues: {run.client}" for run in runs]
+    lines += [
+        "",
+        f"Idle: after a settle of {settle:g} s, the CPU of the three node processes (and their children)",
+        "over the idle window, in cores; RSS is each node's peak during that window. Restart (quorumq):",
+        "node1 stopped with SIGTERM (graceful) and started again, timed from starting its process until",
+        "it answers /api/health (healthy), and until its own replica of every queue has a known leader",
+        "and the message published before the restart (all online; bench/queues_online.py).",
+        "",
+        *_markdown_table(COLUMNS, rows(runs)),
+        "",
+        *_markdown_table(TARGET_COLUMNS, targets(runs)),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+@click.command()
+@click.option("--queues", type=int, default=2000, show_default=True, help="queues on each broker")
+@click.option(
+    "--large",
+    type=int,
+    is_flag=False,
+    flag_value=10_000,
+    default=None,
+    help="also run quorumq alone with this many queues [default when given: 10000]",
+)
+@click.option("--broker", "brokers", multiple=True, type=click.Choice(BROKERS), default=BROKERS)
+@click.option(
+    "--concurrency", type=int, default=32, show_default=True, help="declares or publishes in flight"
+)
+@click.option("--settle-seconds", type=float, default=10.0, show_default=True)
+@click.option("--idle-seconds", type=float, default=30.0, show_default=True)
+@click.option(
+    "--results",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="results file [default: bench/results/<date>-<commit>-idle.md]",
+)
+def main(
+    queues: int,
+    large: int | None,
+    brokers: tuple[str, ...],
+    concurrency: int,
+    settle_seconds: float,
+    idle_seconds: float,
+    results: Path | None,
+) -> None:
+    """Measure the declare rate and the idle cost of many quorum queues on each broker."""
+    console = Console(width=CONSOLE_WIDTH)
+    machine = describe_machine()  # the load average before the runs
+    plan = [(broker, queues) for broker in brokers] + ([("quorumq", large)] if large else [])
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="quorumq-idle-") as work_dir:
+        Path(work_dir).chmod(0o755)  # RabbitMQ nodes run as the rabbitmq user
+        for broker, count in plan:
+            console.print(f"[bold]{broker}[/]: {count:,} queues on a fresh 3-node cluster")
+            run_dir = Path(work_dir) / f"{broker}-{count}"
+            runs.append(measure(broker, count, run_dir, concurrency, settle_seconds, idle_seconds))
+    console.print(_rich("idle quorum queues (3 nodes each, one machine)", COLUMNS, rows(runs)))
+    console.print(_rich("issue 40's targets", TARGET_COLUMNS, targets(runs)))
+    if "rabbitmq" in brokers:
+        machine["RabbitMQ (Debian package)"] = rabbitmq_version()  # installed by the run when it was missing
+    command = "python -m bench.idle_queues " + shlex.join(sys.argv[1:])
+    results = results or RESULTS_DIR / f"{time.strftime('%Y-%m-%d')}-{commit()}-idle.md"
+    results.parent.mkdir(parents=True, exist_ok=True)
+    results.write_text("# Idle queues\n\n" + markdown(runs, machine, command, settle_seconds))
+    console.print(f"written to {results}")
+
+
+if __name__ == "__main__":
+    main()

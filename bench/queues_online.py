@@ -1,0 +1,103 @@
+"""How long a restarted quorumq node takes to have every queue it hosts online again.
+
+The node is stopped gracefully (SIGTERM, `QuorumqCluster.stop_node`) and started again on its data. The
+clock runs from starting its process. Two moments are reported, both asked of that node alone:
+
+- healthy: `GET /api/health` answers 200 (a metadata leader known, the node registered);
+- online: its health report counts a hosted Raft group for every queue (and the metadata's) and none
+  without a known leader or still repairing its log, and then `GET /api/queues?local=true` (each queue
+  as this node's own replica reports it) shows every queue with a leader and with the `messages` it held
+  before the restart: each replica here has rejoined its group and applied what was committed.
+
+Both are polled every POLL_S up to a deadline; the cheap health report is polled first so that the
+whole listing is not asked for every POLL_S while the node is still starting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+from bench.quorumq_cluster import QuorumqCluster
+from quorumq.auth import resolve_credentials
+
+POLL_S = 0.1
+TIMEOUT_S = 300.0
+REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=30.0)
+
+
+@dataclass(frozen=True)
+class Restart:
+    """Seconds from starting the node's process until it was healthy, and until every queue was online."""
+
+    node: str
+    healthy_seconds: float
+    online_seconds: float
+
+
+async def _get(session: aiohttp.ClientSession, url: str, **params: str) -> Any:
+    """The JSON answer of a GET, or None while the node refuses, fails or is not ready."""
+    try:
+        async with session.get(url, params=params) as response:
+            return await response.json() if response.status == 200 else None
+    except (aiohttp.ClientError, TimeoutError):
+        return None
+
+
+def _groups_settled(health: Any, queues: int) -> bool:
+    return (
+        health is not None
+        and health["groups_hosted"] >= queues + 1  # the metadata group and one per queue
+        and not health["groups_without_leader"]
+        and not health["groups_repairing"]
+    )
+
+
+def _all_online(listing: Any, queues: int, messages: int) -> bool:
+    if listing is None:
+        return False
+    online = [q for q in listing if q.get("leader") is not None and q.get("messages") == messages]
+    return len(online) >= queues
+
+
+async def _until(check: Callable[[], Awaitable[bool]], deadline: float, what: str) -> float:
+    """Poll the coroutine function `check` every POLL_S until true; the perf_counter it was first true."""
+    while not await check():
+        if time.perf_counter() > deadline:
+            raise TimeoutError(f"{what} not within {TIMEOUT_S:.0f}s")
+        await asyncio.sleep(POLL_S)
+    return time.perf_counter()
+
+
+async def restart_until_online(cluster: QuorumqCluster, index: int, queues: int, messages: int) -> Restart:
+    """Stop node `index`, start it again, and time it until healthy and until all `queues` queues (each
+    holding `messages`) are online on it."""
+    node = cluster.processes.nodes[index]
+    await asyncio.to_thread(cluster.stop_node, index)
+    started = time.perf_counter()
+    await asyncio.to_thread(cluster.start_node, index)
+    deadline = started + TIMEOUT_S
+    headers = resolve_credentials(None, None, None).headers  # the loopback guest, or QUORUMQ_USER
+    async with aiohttp.ClientSession(timeout=REQUEST_TIMEOUT, headers=headers) as session:
+
+        async def healthy() -> bool:
+            return await _get(session, f"{node.url}/api/health") is not None
+
+        async def groups_settled() -> bool:
+            return _groups_settled(await _get(session, f"{node.url}/api/health"), queues)
+
+        async def online() -> bool:
+            listing = await _get(
+                session, f"{node.url}/api/queues", local="true", columns="name,leader,messages"
+            )
+            return _all_online(listing, queues, messages)
+
+        healthy_at = await _until(healthy, deadline, f"{node.name} healthy")
+        await _until(groups_settled, deadline, f"{node.name} hosting {queues} queue groups with leaders")
+        online_at = await _until(online, deadline, f"{node.name} serving {queues} queues")
+    return Restart(node.name, healthy_at - started, online_at - started)
