@@ -170,28 +170,20 @@ public final class Bench {
             long started = System.nanoTime();
             for (int w = 0; w < workers; w++) {
                 int worker = w;
-                Thread thread = new Thread(() -> {
-                    try {
-                        for (int i = worker; i < queues; i += workers) {
-                            Channel channel = channels.get(worker).get(i % nodes);
-                            if (publish) {
-                                channel.basicPublish("", prefix + i, MessageProperties.PERSISTENT_BASIC, body);
-                                channel.waitForConfirmsOrDie(120_000);
-                            } else {
-                                channel.queueDeclare(prefix + i, true, false, false, QUORUM);
-                            }
-                            done.incrementAndGet();
+                threads.add(spawn(() -> {
+                    for (int i = worker; i < queues; i += workers) {
+                        Channel channel = channels.get(worker).get(i % nodes);
+                        if (publish) {
+                            channel.basicPublish("", prefix + i, MessageProperties.PERSISTENT_BASIC, body);
+                            channel.waitForConfirmsOrDie(120_000);
+                        } else {
+                            channel.queueDeclare(prefix + i, true, false, false, QUORUM);
                         }
-                    } catch (Exception e) {
-                        failures.incrementAndGet();
+                        done.incrementAndGet();
                     }
-                });
-                thread.start();
-                threads.add(thread);
+                }));
             }
-            for (Thread thread : threads) {
-                thread.join();
-            }
+            joinAll(threads);
             measured = (System.nanoTime() - started) / 1e9;
             return done.get();
         } finally {
@@ -286,9 +278,7 @@ public final class Bench {
         long start = System.nanoTime();
         until = start + (long) (duration * 1e9);
         go.countDown();
-        for (Thread thread : threads) {
-            thread.join();
-        }
+        joinAll(threads);
         measured = (System.nanoTime() - start) / 1e9;
         return total.get();
     }
@@ -342,6 +332,29 @@ public final class Bench {
         }
     }
 
+    interface Task {
+        void run() throws Exception;
+    }
+
+    /** A started thread running `task`; an exception it throws counts as a failure. */
+    private Thread spawn(Task task) {
+        Thread thread = new Thread(() -> {
+            try {
+                task.run();
+            } catch (Exception e) {
+                failures.incrementAndGet();
+            }
+        });
+        thread.start();
+        return thread;
+    }
+
+    private static void joinAll(List<Thread> threads) throws InterruptedException {
+        for (Thread thread : threads) {
+            thread.join();
+        }
+    }
+
     interface OnBody {
         void accept(byte[] body);
     }
@@ -390,32 +403,24 @@ public final class Bench {
                 Connection publisherConnection = amqp(q);
                 connections.add(publisherConnection);
                 ConfirmingChannel publisher = new ConfirmingChannel(publisherConnection, inFlight, false);
-                Thread thread = new Thread(() -> {
-                    try {
-                        long count = 0;
-                        long now;
-                        while ((now = System.nanoTime()) < until) {
-                            if (rate > 0 && count >= (now - started) / 1e9 * rate) {
-                                Thread.sleep(1);
-                                continue;
-                            }
-                            byte[] body = new byte[size];
-                            ByteBuffer.wrap(body).putLong(System.nanoTime());
-                            publisher.send(queue, body);
-                            count++;
+                threads.add(spawn(() -> {
+                    long count = 0;
+                    long now;
+                    while ((now = System.nanoTime()) < until) {
+                        if (rate > 0 && count >= (now - started) / 1e9 * rate) {
+                            Thread.sleep(1);
+                            continue;
                         }
-                        publisher.flush();
-                        sent.addAndGet(publisher.confirmed.get());
-                    } catch (Exception e) {
-                        failures.incrementAndGet();
+                        byte[] body = new byte[size];
+                        ByteBuffer.wrap(body).putLong(System.nanoTime());
+                        publisher.send(queue, body);
+                        count++;
                     }
-                });
-                thread.start();
-                threads.add(thread);
+                    publisher.flush();
+                    sent.addAndGet(publisher.confirmed.get());
+                }));
             }
-            for (Thread thread : threads) {
-                thread.join();
-            }
+            joinAll(threads);
             long deadline = System.nanoTime() + 30_000_000_000L;
             while (received.get() < sent.get() && System.nanoTime() < deadline) {
                 Thread.sleep(10);
