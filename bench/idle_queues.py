@@ -29,12 +29,14 @@ from rich.table import Table
 from bench.compare import CONSOLE_WIDTH, RESULTS_DIR, commit
 from bench.drivers import Cluster
 from bench.java_runner import JavaRunner
+from bench.leader_changes import leader_changes
 from bench.machine import describe_machine, rabbitmq_version
 from bench.many_queues import JavaManyQueues, ManyQueues, QuorumqManyQueues
+from bench.queues_online import TIMEOUT_S as RESTART_TIMEOUT_S
 from bench.queues_online import Restart, restart_until_online
 from bench.quorumq_cluster import QuorumqCluster
 from bench.rabbitmq_cluster import RabbitCluster
-from bench.resources import UsageSampler
+from bench.resources import UsageSampler, machine_busy_seconds
 from bench.suite import BROKERS, running_cluster
 
 NAMES = {"quorumq": "quorumq", "rabbitmq": "RabbitMQ"}
@@ -49,6 +51,8 @@ COLUMNS = (
     "idle cores (3 nodes)",
     "idle CPU s per node",
     "peak RSS MiB per node",
+    "machine busy cores (all processes)",
+    "leader changes in idle window",
     "load (1 min) at idle start",
     "restart: healthy s",
     "restart: all online s",
@@ -69,6 +73,8 @@ class IdleRun:
     idle_seconds: float
     node_cpu_seconds: dict[str, float]
     node_rss_bytes: dict[str, int]
+    machine_busy_cores: float
+    leader_changes: int | None  # quorumq only (bench/leader_changes.py)
     load_at_idle: float
     restart: Restart | None
 
@@ -113,10 +119,14 @@ def measure(
         declare_seconds, publish_seconds = asyncio.run(_fill(many, queues))
         time.sleep(settle)  # elections, flushes and snapshots after the declares and publishes end
         load = os.getloadavg()[0]
-        started = time.monotonic()
+        quorumq = isinstance(cluster, QuorumqCluster)
+        changes = asyncio.run(leader_changes(cluster.urls)) if quorumq else 0
+        started, busy = time.monotonic(), machine_busy_seconds()
         with UsageSampler(cluster.pids()) as sampler:
             time.sleep(idle)
         idle_seconds = time.monotonic() - started
+        busy_cores = (machine_busy_seconds() - busy) / idle_seconds
+        changed = asyncio.run(leader_changes(cluster.urls)) - changes if quorumq else None
         restart = None
         if isinstance(cluster, QuorumqCluster):
             restart = asyncio.run(restart_until_online(cluster, RESTARTED_NODE, queues, messages=1))
@@ -129,9 +139,15 @@ def measure(
         idle_seconds=idle_seconds,
         node_cpu_seconds={name: usage.cpu_seconds for name, usage in sampler.usage.items()},
         node_rss_bytes={name: usage.peak_rss_bytes for name, usage in sampler.usage.items()},
+        machine_busy_cores=busy_cores,
+        leader_changes=changed,
         load_at_idle=load,
         restart=restart,
     )
+
+
+def _seconds(value: float | None) -> str:
+    return f"{value:.1f}" if value is not None else f"not reached in {RESTART_TIMEOUT_S:.0f}"
 
 
 def rows(runs: list[IdleRun]) -> list[list[str]]:
@@ -145,9 +161,11 @@ def rows(runs: list[IdleRun]) -> list[list[str]]:
             f"{run.idle_cores:.3f}",
             " / ".join(f"{cpu:.2f}" for cpu in run.node_cpu_seconds.values()),
             " / ".join(f"{rss / 2**20:,.0f}" for rss in run.node_rss_bytes.values()),
+            f"{run.machine_busy_cores:.2f}",
+            "-" if run.leader_changes is None else f"{run.leader_changes:,}",
             f"{run.load_at_idle:.2f}",
-            f"{run.restart.healthy_seconds:.1f}" if run.restart else "-",
-            f"{run.restart.online_seconds:.1f}" if run.restart else "-",
+            _seconds(run.restart.healthy_seconds) if run.restart else "-",
+            _seconds(run.restart.online_seconds) if run.restart else "-",
         ]
         for run in runs
     ]
@@ -192,8 +210,10 @@ def targets(runs: list[IdleRun]) -> list[list[str]]:
             table.append(
                 [
                     f"a restarted node has every queue online in < {ONLINE_WITHIN_S:.0f} s",
-                    f"{online:.1f} s at {run.queues:,} queues",
-                    _met(online < ONLINE_WITHIN_S),
+                    f"{_seconds(online)} s at {run.queues:,} queues".replace(
+                        "(not reached) s", "(not reached)"
+                    ),
+                    _met(online is not None and online < ONLINE_WITHIN_S),
                 ]
             )
     return table
@@ -223,7 +243,10 @@ def markdown(runs: list[IdleRun], machine: dict[str, str], command: str, settle:
     lines += [
         "",
         f"Idle: after a settle of {settle:g} s, the CPU of the three node processes (and their children)",
-        "over the idle window, in cores; RSS is each node's peak during that window. Restart (quorumq):",
+        "over the idle window, in cores; RSS is each node's peak during that window. Machine busy: every",
+        "process's CPU over the window (/proc/stat); near the core count the nodes were starved, and their",
+        "idle figure is a floor. Leader changes (quorumq): groups that started or stopped leading, summed",
+        "over the nodes (/metrics); an idle cluster that keeps its leaders has none. Restart (quorumq):",
         "node1 stopped with SIGTERM (graceful) and started again, timed from starting its process until",
         "it answers /api/health (healthy), and until its own replica of every queue has a known leader",
         "and the message published before the restart (all online; bench/queues_online.py).",

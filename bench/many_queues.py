@@ -16,7 +16,7 @@ from quorumq import Client
 PREFIX = "idle-"
 BODY = b"x" * 16
 QUORUM = {"x-queue-type": "quorum"}
-TIMEOUT_S = 120.0
+TIMEOUT_S = 600.0  # a declare waits for its queue's first election, slow on a saturated node
 
 
 def queue_name(index: int) -> str:
