@@ -103,15 +103,20 @@ class JavaRunner:
             rate=spec.rate,
         )
 
-    async def declare_many(self, prefix: str, count: int, channels: int) -> WorkloadResult:
-        """Declare quorum queues `prefix`0..`count`-1 (queue i through node i mod n), `channels` at once;
-        the result counts the queues declared and the seconds after the connections were open."""
-        return await self._java("declare-many", prefix=prefix, queues=count, channels=channels)
-
-    async def publish_each(self, prefix: str, count: int, channels: int, body_size: int) -> WorkloadResult:
-        """One confirmed message of `body_size` bytes to each of those queues, `channels` at once."""
+    async def declare_many(self, prefix: str, count: int, channels: int, deadline: float) -> WorkloadResult:
+        """Declare quorum queues `prefix`0..`count`-1 (queue i through node i mod n), `channels` at once,
+        taking no new one after `deadline` seconds; the result counts the queues declared, `prefix`0 on
+        without a gap, and the seconds after the connections were open."""
         return await self._java(
-            "publish-each", prefix=prefix, queues=count, channels=channels, size=body_size
+            "declare-many", prefix=prefix, queues=count, channels=channels, deadline=deadline
+        )
+
+    async def publish_each(
+        self, prefix: str, count: int, channels: int, body_size: int, deadline: float
+    ) -> WorkloadResult:
+        """One confirmed message of `body_size` bytes to each of those queues, likewise."""
+        return await self._java(
+            "publish-each", prefix=prefix, queues=count, channels=channels, size=body_size, deadline=deadline
         )
 
     async def fill(self, queue: str, count: int, body_size: int) -> None:

@@ -6,8 +6,9 @@ clock runs from starting its process. Two moments are reported, both asked of th
 - healthy: `GET /api/health` answers 200 (a metadata leader known, the node registered);
 - online: its health report counts a hosted Raft group for every queue (and the metadata's) and none
   without a known leader or still repairing its log, and then `GET /api/queues?local=true` (each queue
-  as this node's own replica reports it) shows every queue with a leader and with the `messages` it held
-  before the restart: each replica here has rejoined its group and applied what was committed.
+  as this node's own replica reports it) shows every queue with a leader, and every queue that was given
+  a message before the restart with that message: each replica here has rejoined its group and applied
+  what was committed.
 
 Both are polled every POLL_S up to a deadline (TIMEOUT_S after the start; past it the moment is reported
 as not reached); the cheap health report is polled first so that the whole listing is not asked for
@@ -60,11 +61,11 @@ def _groups_settled(health: Any, queues: int) -> bool:
     )
 
 
-def _all_online(listing: Any, queues: int, messages: int) -> bool:
+def _all_online(listing: Any, queues: int, with_message: int) -> bool:
     if listing is None:
         return False
-    online = [q for q in listing if q.get("leader") is not None and q.get("messages") == messages]
-    return len(online) >= queues
+    led = [row for row in listing if row.get("leader") is not None]
+    return len(led) >= queues and sum(1 for row in led if row.get("messages") == 1) >= with_message
 
 
 async def _until(check: Callable[[], Awaitable[bool]], deadline: float) -> float | None:
@@ -77,9 +78,11 @@ async def _until(check: Callable[[], Awaitable[bool]], deadline: float) -> float
     return time.perf_counter()
 
 
-async def restart_until_online(cluster: QuorumqCluster, index: int, queues: int, messages: int) -> Restart:
-    """Stop node `index`, start it again, and time it until healthy and until all `queues` queues (each
-    holding `messages`) are online on it."""
+async def restart_until_online(
+    cluster: QuorumqCluster, index: int, queues: int, with_message: int
+) -> Restart:
+    """Stop node `index`, start it again, and time it until healthy and until all `queues` queues are
+    online on it, `with_message` of them holding the one message each was given."""
     node = cluster.processes.nodes[index]
     await asyncio.to_thread(cluster.stop_node, index)
     started = time.perf_counter()
@@ -98,7 +101,7 @@ async def restart_until_online(cluster: QuorumqCluster, index: int, queues: int,
             listing = await _get(
                 session, f"{node.url}/api/queues", local="true", columns="name,leader,messages"
             )
-            return _all_online(listing, queues, messages)
+            return _all_online(listing, queues, with_message)
 
         healthy_at = await _until(healthy, deadline)
         settled_at = await _until(groups_settled, deadline) if healthy_at else None

@@ -11,10 +11,11 @@
 //   drain    --uris U --queue Q --count N --prefetch K      consume N with manual acks (AMQP)
 //   flow     --uris U --queues K --size B --duration S --in-flight F --prefetch K [--rate R]
 //            publish and consume at once on K queues (queue i on node i); latency is send to delivery
-//   declare-many  --uris U --prefix P --queues N --channels C
-//            declare quorum queues P0..P(N-1) (queue i through node i mod n), C channels at once
-//   publish-each  --uris U --prefix P --queues N --channels C --size B
-//            one confirmed message to each of those queues, C channels at once
+//   declare-many  --uris U --prefix P --queues N --channels C --deadline S
+//            declare quorum queues P0..P(N-1) (queue i through node i mod n), C channels at once, taking
+//            no new queue after S seconds; messages = K, the queues declared (P0..P(K-1))
+//   publish-each  --uris U --prefix P --queues N --channels C --size B --deadline S
+//            one confirmed message to each of those queues, C channels at once, likewise
 // --uris is comma-separated amqp:// URLs; with --spread publisher i (and in flow queue i) uses node i mod n.
 
 import com.rabbitmq.client.AMQP;
@@ -39,6 +40,7 @@ import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 public final class Bench {
@@ -137,10 +139,12 @@ public final class Bench {
     }
 
     /**
-     * Declare (or, with `publish`, publish one confirmed message to) queues P0..P(N-1): C worker threads,
-     * worker w taking queues w, w+C, ..., each through a channel on node i mod n (RabbitMQ puts a new
-     * quorum queue's leader on the node the client is connected to). The connections are opened before
-     * the clock starts; every call waits for its answer (queue.declare-ok, or the confirm).
+     * Declare (or, with `publish`, publish one confirmed message to) queues P0..P(N-1): C worker threads
+     * each taking the next queue while the deadline has not passed, each queue i through a channel on
+     * node i mod n (RabbitMQ puts a new quorum queue's leader on the node the client is connected to).
+     * A queue is only taken before the deadline and every queue taken is finished, so the queues done
+     * are P0..P(K-1). The connections are opened before the clock starts; every call waits for its
+     * answer (queue.declare-ok, or the confirm).
      */
     private long eachQueue(boolean publish) throws Exception {
         String prefix = option("prefix");
@@ -151,6 +155,7 @@ public final class Bench {
         List<Connection> connections = new ArrayList<>();
         List<List<Channel>> channels = new ArrayList<>();
         AtomicLong done = new AtomicLong();
+        AtomicInteger next = new AtomicInteger();
         try {
             for (int node = 0; node < nodes; node++) {
                 connections.add(amqp(node));
@@ -168,10 +173,12 @@ public final class Bench {
             }
             List<Thread> threads = new ArrayList<>();
             long started = System.nanoTime();
+            long stopAt = started + (long) (Double.parseDouble(option("deadline")) * 1e9);
             for (int w = 0; w < workers; w++) {
                 int worker = w;
                 threads.add(spawn(() -> {
-                    for (int i = worker; i < queues; i += workers) {
+                    int i;
+                    while (System.nanoTime() < stopAt && (i = next.getAndIncrement()) < queues) {
                         Channel channel = channels.get(worker).get(i % nodes);
                         if (publish) {
                             channel.basicPublish("", prefix + i, MessageProperties.PERSISTENT_BASIC, body);
