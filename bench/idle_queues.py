@@ -20,6 +20,7 @@ import os
 import shlex
 import sys
 import tempfile
+import textwrap
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -266,15 +267,19 @@ def markdown(runs: list[IdleRun], machine: dict[str, str], command: str, setting
     lines += [f"- {NAMES[run.broker]}, {run.queues:,} queues: {run.client}" for run in runs]
     lines += [
         "",
-        f"Declaring and publishing each take no new queue after {settings.deadline:g} s. Idle: after a",
-        f"settle of {settings.settle:g} s, the CPU of the three node processes (and their children)",
-        "over the idle window, in cores; RSS is each node's peak during that window. Machine busy: every",
-        "process's CPU over the window (/proc/stat); near the core count the nodes were starved, and their",
-        "idle figure is a floor. Leader changes (quorumq): groups that started or stopped leading, summed",
-        "over the nodes (/metrics); an idle cluster that keeps its leaders has none. Restart (quorumq):",
-        "node1 stopped with SIGTERM (graceful) and started again, timed from starting its process until",
-        "it answers /api/health (healthy), and until its own replica of every queue has a known leader",
-        "and the message published before the restart (all online; bench/queues_online.py).",
+        textwrap.fill(
+            f"Declaring and publishing each take no new queue after {settings.deadline:g} s. Idle: after "
+            f"a settle of {settings.settle:g} s, the CPU of the three node processes (and their children) "
+            "over the idle window, in cores; RSS is each node's peak during that window. Machine busy: "
+            "every process's CPU over the window (/proc/stat); near the core count the nodes were starved, "
+            "and their idle figure is a floor. Leader changes (quorumq): groups that started or stopped "
+            "leading, summed over the nodes (/metrics); an idle cluster that keeps its leaders has none. "
+            "Restart (quorumq): node1 stopped with SIGTERM (graceful) and started again, timed from "
+            "starting its process until it answers /api/health (healthy), and until its own replica of "
+            "every queue has a known leader and the message published before the restart (all online; "
+            "bench/queues_online.py).",
+            width=100,
+        ),
         "",
         *_markdown_table(COLUMNS, rows(runs)),
         "",
@@ -343,7 +348,7 @@ def main(
     console.print(_rich("issue 40's targets", TARGET_COLUMNS, targets(runs)))
     if "rabbitmq" in brokers:
         machine["RabbitMQ (Debian package)"] = rabbitmq_version()  # installed by the run when it was missing
-    command = "python -m bench.idle_queues " + shlex.join(sys.argv[1:])
+    command = " ".join(["python -m bench.idle_queues", shlex.join(sys.argv[1:])]).rstrip()
     results = results or RESULTS_DIR / f"{time.strftime('%Y-%m-%d')}-{commit()}-idle.md"
     results.parent.mkdir(parents=True, exist_ok=True)
     results.write_text("# Idle queues\n\n" + markdown(runs, machine, command, settings))

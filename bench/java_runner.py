@@ -47,10 +47,11 @@ class JavaRunner:
     def __init__(self, urls: list[str], build_dir: Path) -> None:
         self.urls = [url.rstrip("/") for url in urls]  # the Java client reads a bare "/" as vhost ""
         self.classpath = compile_bench(build_dir)
-        version = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0]
+        java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0]
+        self.library = f"RabbitMQ Java client (amqp-client 5, Debian), {java}"
         self.description = (
-            f"RabbitMQ Java client (amqp-client 5, Debian), {version}; a connection and a confirming "
-            "channel per publisher or consumer (bench/java/Bench.java)"
+            f"{self.library}; a connection and a confirming channel per publisher or consumer "
+            "(bench/java/Bench.java)"
         )
 
     def supports(self, spec: Spec) -> bool:

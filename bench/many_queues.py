@@ -113,7 +113,8 @@ class JavaManyQueues:
         self.runner = runner
         self.concurrency = concurrency
         self.description = (
-            f"{runner.description}; {concurrency} channels in flight, queue i through node i mod 3"
+            f"{runner.library} (bench/java/Bench.java), one connection per node, {concurrency} threads "
+            "each with a channel on each, queue i through node i mod 3; each publish waits for its confirm"
         )
 
     async def declare(self, count: int, deadline: float) -> Done:
