@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-unit check format bench bench-compare clean java
+.PHONY: run test test-unit check format bench bench-compare bench-idle clean java
 
 $(STAMP): pyproject.toml client/pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -51,6 +51,12 @@ bench: $(STAMP)
 bench-compare: $(STAMP)
 	$(BIN)/pip install -q -e '.[bench]'
 	$(BIN)/python -m bench.compare $(ARGS)
+
+# Many idle quorum queues on quorumq and RabbitMQ: declare rate, idle CPU and RSS, restart to online
+# (docs/benchmarks.md "Idle queues"); ARGS="--broker quorumq --large"
+bench-idle: $(STAMP)
+	$(BIN)/pip install -q -e '.[bench]'
+	$(BIN)/python -m bench.idle_queues $(ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cancel .ruff_cache

@@ -47,10 +47,11 @@ class JavaRunner:
     def __init__(self, urls: list[str], build_dir: Path) -> None:
         self.urls = [url.rstrip("/") for url in urls]  # the Java client reads a bare "/" as vhost ""
         self.classpath = compile_bench(build_dir)
-        version = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0]
+        java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0]
+        self.library = f"RabbitMQ Java client (amqp-client 5, Debian), {java}"
         self.description = (
-            f"RabbitMQ Java client (amqp-client 5, Debian), {version}; a connection and a confirming "
-            "channel per publisher or consumer (bench/java/Bench.java)"
+            f"{self.library}; a connection and a confirming channel per publisher or consumer "
+            "(bench/java/Bench.java)"
         )
 
     def supports(self, spec: Spec) -> bool:
@@ -101,6 +102,22 @@ class JavaRunner:
             in_flight=spec.in_flight,
             prefetch=spec.prefetch,
             rate=spec.rate,
+        )
+
+    async def declare_many(self, prefix: str, count: int, channels: int, deadline: float) -> WorkloadResult:
+        """Declare quorum queues `prefix`0..`count`-1 (queue i through node i mod n), `channels` at once,
+        taking no new one after `deadline` seconds; the result counts the queues declared, `prefix`0 on
+        without a gap, and the seconds after the connections were open."""
+        return await self._java(
+            "declare-many", prefix=prefix, queues=count, channels=channels, deadline=deadline
+        )
+
+    async def publish_each(
+        self, prefix: str, count: int, channels: int, body_size: int, deadline: float
+    ) -> WorkloadResult:
+        """One confirmed message of `body_size` bytes to each of those queues, likewise."""
+        return await self._java(
+            "publish-each", prefix=prefix, queues=count, channels=channels, size=body_size, deadline=deadline
         )
 
     async def fill(self, queue: str, count: int, body_size: int) -> None:

@@ -1,4 +1,5 @@
-"""CPU seconds and peak RSS of broker node processes (each with its descendants), read from /proc."""
+"""CPU seconds and peak RSS of broker node processes (each with its descendants), and the CPU the whole
+machine was busy with, read from /proc."""
 
 from __future__ import annotations
 
@@ -56,6 +57,14 @@ def cpu_seconds(pid: int) -> float:
 def rss_bytes(pid: int) -> int:
     """The resident memory of a process and its descendants now."""
     return sum(_rss(p) for p in descendants(pid))
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds the machine's cores have spent neither idle nor waiting for I/O since boot (user,
+    nice, system, irq, softirq and steal); over an interval, how many cores everything running used."""
+    fields = [int(value) for value in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle, iowait = fields[3], fields[4]
+    return (sum(fields[:8]) - idle - iowait) / CLOCK_TICKS  # guest time is counted in user already
 
 
 class UsageSampler:

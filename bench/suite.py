@@ -153,7 +153,7 @@ async def run_client(
 
 
 @contextlib.contextmanager
-def _running(broker: str, work_dir: Path) -> Iterator[Cluster]:
+def running_cluster(broker: str, work_dir: Path) -> Iterator[Cluster]:
     """A fresh 3-node cluster of `broker` under `work_dir`, stopped whatever happens."""
     cluster: Cluster
     if broker == "quorumq":
@@ -219,5 +219,5 @@ async def _measure(
 def run_broker(broker: str, options: Options, work_dir: Path, step: Step = lambda _: None) -> list[BrokerRun]:
     """Start `broker`'s cluster, run the selected clients against it, and stop it whatever happens;
     `step` is told what runs at each step (the benchmark's progress)."""
-    with _running(broker, work_dir) as cluster:
+    with running_cluster(broker, work_dir) as cluster:
         return asyncio.run(_measure(broker, cluster, options, work_dir, step))

@@ -11,6 +11,11 @@
 //   drain    --uris U --queue Q --count N --prefetch K      consume N with manual acks (AMQP)
 //   flow     --uris U --queues K --size B --duration S --in-flight F --prefetch K [--rate R]
 //            publish and consume at once on K queues (queue i on node i); latency is send to delivery
+//   declare-many  --uris U --prefix P --queues N --channels C --deadline S
+//            declare quorum queues P0..P(N-1) (queue i through node i mod n), C channels at once, taking
+//            no new queue after S seconds; messages = K, the queues declared (P0..P(K-1))
+//   publish-each  --uris U --prefix P --queues N --channels C --size B --deadline S
+//            one confirmed message to each of those queues, C channels at once, likewise
 // --uris is comma-separated amqp:// URLs; with --spread publisher i (and in flow queue i) uses node i mod n.
 
 import com.rabbitmq.client.AMQP;
@@ -35,6 +40,7 @@ import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 public final class Bench {
@@ -64,6 +70,8 @@ public final class Bench {
             case "publish": messages = bench.publish(); break;
             case "drain": messages = bench.drain(); break;
             case "flow": messages = bench.flow(); break;
+            case "declare-many": messages = bench.eachQueue(false); break;
+            case "publish-each": messages = bench.eachQueue(true); break;
             default: throw new IllegalArgumentException("unknown mode " + args[0]);
         }
         double seconds = (System.nanoTime() - started) / 1e9;
@@ -127,6 +135,68 @@ public final class Bench {
             Channel channel = connection.createChannel();
             channel.queueDelete(queue);
             channel.queueDeclare(queue, true, false, false, QUORUM);
+        }
+    }
+
+    /**
+     * Declare (or, with `publish`, publish one confirmed message to) queues P0..P(N-1): C worker threads
+     * each taking the next queue while the deadline has not passed, each queue i through a channel on
+     * node i mod n (RabbitMQ puts a new quorum queue's leader on the node the client is connected to).
+     * A queue is only taken before the deadline and every queue taken is finished, so the queues done
+     * are P0..P(K-1). The connections are opened before the clock starts; every call waits for its
+     * answer (queue.declare-ok, or the confirm).
+     */
+    private long eachQueue(boolean publish) throws Exception {
+        String prefix = option("prefix");
+        int queues = intOption("queues");
+        int workers = intOption("channels");
+        byte[] body = new byte[publish ? intOption("size") : 0];
+        int nodes = uris().length;
+        List<Connection> connections = new ArrayList<>();
+        List<List<Channel>> channels = new ArrayList<>();
+        AtomicLong done = new AtomicLong();
+        AtomicInteger next = new AtomicInteger();
+        try {
+            for (int node = 0; node < nodes; node++) {
+                connections.add(amqp(node));
+            }
+            for (int w = 0; w < workers; w++) {
+                List<Channel> perNode = new ArrayList<>();
+                for (Connection connection : connections) {
+                    Channel channel = connection.createChannel();
+                    if (publish) {
+                        channel.confirmSelect();
+                    }
+                    perNode.add(channel);
+                }
+                channels.add(perNode);
+            }
+            List<Thread> threads = new ArrayList<>();
+            long started = System.nanoTime();
+            long stopAt = started + (long) (Double.parseDouble(option("deadline")) * 1e9);
+            for (int w = 0; w < workers; w++) {
+                int worker = w;
+                threads.add(spawn(() -> {
+                    int i;
+                    while (System.nanoTime() < stopAt && (i = next.getAndIncrement()) < queues) {
+                        Channel channel = channels.get(worker).get(i % nodes);
+                        if (publish) {
+                            channel.basicPublish("", prefix + i, MessageProperties.PERSISTENT_BASIC, body);
+                            channel.waitForConfirmsOrDie(120_000);
+                        } else {
+                            channel.queueDeclare(prefix + i, true, false, false, QUORUM);
+                        }
+                        done.incrementAndGet();
+                    }
+                }));
+            }
+            joinAll(threads);
+            measured = (System.nanoTime() - started) / 1e9;
+            return done.get();
+        } finally {
+            for (Connection connection : connections) {
+                connection.abort();
+            }
         }
     }
 
@@ -215,9 +285,7 @@ public final class Bench {
         long start = System.nanoTime();
         until = start + (long) (duration * 1e9);
         go.countDown();
-        for (Thread thread : threads) {
-            thread.join();
-        }
+        joinAll(threads);
         measured = (System.nanoTime() - start) / 1e9;
         return total.get();
     }
@@ -271,6 +339,29 @@ public final class Bench {
         }
     }
 
+    interface Task {
+        void run() throws Exception;
+    }
+
+    /** A started thread running `task`; an exception it throws counts as a failure. */
+    private Thread spawn(Task task) {
+        Thread thread = new Thread(() -> {
+            try {
+                task.run();
+            } catch (Exception e) {
+                failures.incrementAndGet();
+            }
+        });
+        thread.start();
+        return thread;
+    }
+
+    private static void joinAll(List<Thread> threads) throws InterruptedException {
+        for (Thread thread : threads) {
+            thread.join();
+        }
+    }
+
     interface OnBody {
         void accept(byte[] body);
     }
@@ -319,32 +410,24 @@ public final class Bench {
                 Connection publisherConnection = amqp(q);
                 connections.add(publisherConnection);
                 ConfirmingChannel publisher = new ConfirmingChannel(publisherConnection, inFlight, false);
-                Thread thread = new Thread(() -> {
-                    try {
-                        long count = 0;
-                        long now;
-                        while ((now = System.nanoTime()) < until) {
-                            if (rate > 0 && count >= (now - started) / 1e9 * rate) {
-                                Thread.sleep(1);
-                                continue;
-                            }
-                            byte[] body = new byte[size];
-                            ByteBuffer.wrap(body).putLong(System.nanoTime());
-                            publisher.send(queue, body);
-                            count++;
+                threads.add(spawn(() -> {
+                    long count = 0;
+                    long now;
+                    while ((now = System.nanoTime()) < until) {
+                        if (rate > 0 && count >= (now - started) / 1e9 * rate) {
+                            Thread.sleep(1);
+                            continue;
                         }
-                        publisher.flush();
-                        sent.addAndGet(publisher.confirmed.get());
-                    } catch (Exception e) {
-                        failures.incrementAndGet();
+                        byte[] body = new byte[size];
+                        ByteBuffer.wrap(body).putLong(System.nanoTime());
+                        publisher.send(queue, body);
+                        count++;
                     }
-                });
-                thread.start();
-                threads.add(thread);
+                    publisher.flush();
+                    sent.addAndGet(publisher.confirmed.get());
+                }));
             }
-            for (Thread thread : threads) {
-                thread.join();
-            }
+            joinAll(threads);
             long deadline = System.nanoTime() + 30_000_000_000L;
             while (received.get() < sent.get() && System.nanoTime() < deadline) {
                 Thread.sleep(10);
