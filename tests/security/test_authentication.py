@@ -41,10 +41,10 @@ async def test_health_tells_a_caller_without_credentials_only_what_the_threat_mo
     answer = await call("GET", secured.urls[0] + "/api/health")
     body = answer.body
     assert set(body) == {
-        "status", "node", "metadata_leader", "groups_hosted", "groups_led", "queues", "groups_without_leader",
-        "groups_repairing", "groups_halted", "damage", "store_check", "formats",
+        "status", "node", "metadata_leader", "groups_hosted", "groups_led", "groups_quiet", "queues",
+        "groups_without_leader", "groups_repairing", "groups_halted", "damage", "store_check", "formats",
     }, body  # fmt: skip
-    counts = (body["groups_hosted"], body["groups_led"], body["queues"])
+    counts = (body["groups_hosted"], body["groups_led"], body["groups_quiet"], body["queues"])
     assert all(type(count) is int for count in counts), body
     assert (body["status"], body["node"], body["damage"]) == ("ok", "node1", None), body
     assert set(body["store_check"]) == {"done", "checked_bytes"}, body
