@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from jepsen_tests.history import Op
 from jepsen_tests.nemesis_log import NemesisLog
-from jepsen_tests.summary import BEGIN, END, main, percentile
+from jepsen_tests.summary import BEGIN, END, main, markers, percentile
 
 COMMAND = "quorumq-jepsen run --time 20 --seed 1 --repeat 2 --nodes 3"
 
@@ -149,3 +149,24 @@ def test_the_tables_replace_only_the_marked_section_and_again_the_same(runs: Pat
     unmarked.write_text("no markers\n")
     refused = CliRunner().invoke(main, [str(runs), "--into", str(unmarked)])
     assert refused.exit_code == 2 and "markers" in refused.output
+
+
+def test_a_named_section_is_replaced_between_its_own_markers_and_the_default_is_left(
+    runs: Path, tmp_path: Path
+) -> None:
+    disk_begin, disk_end = markers("disk")
+    assert (
+        disk_begin.startswith("<!-- jepsen-summary-disk:begin ")
+        and disk_end == "<!-- jepsen-summary-disk:end -->"
+    )
+    doc = tmp_path / "jepsen.md"
+    doc.write_text(f"{BEGIN}\nold tables\n{END}\n{disk_begin}\nold disk tables\n{disk_end}\nafter\n")
+    answer = CliRunner().invoke(main, [str(runs), "--into", str(doc), "--section", "disk"])
+    assert answer.exit_code == 0, answer.output
+    text = doc.read_text()
+    assert text.startswith(f"{BEGIN}\nold tables\n{END}\n{disk_begin}\n3 runs in 2 groups")
+    assert "old disk tables" not in text and text.endswith(f"{disk_end}\nafter\n")
+    missing = CliRunner().invoke(main, [str(runs), "--into", str(doc), "--section", "power"])
+    assert missing.exit_code == 2 and "jepsen-summary-power:begin" in missing.output
+    without_into = CliRunner().invoke(main, [str(runs), "--section", "disk"])
+    assert without_into.exit_code == 2 and "--into" in without_into.output
