@@ -284,6 +284,12 @@ class Node:
         return self._hosting.queues
 
     @property
+    def led_queues(self) -> Mapping[str, QueueDoor]:
+        """The door of every queue this node leads, by name."""
+        assert self._hosting is not None, "the node is not started"
+        return self._hosting.led
+
+    @property
     def metadata_door(self) -> MetadataDoor:
         """Where this node proposes metadata commands."""
         assert self._metadata_door is not None, "the node is not started"
@@ -305,7 +311,7 @@ class Node:
 
     def _on_link_lost(self, peer: str) -> None:
         if self.host is not None:
-            self.host.wake_shared(peer)  # it may be restarting: its groups must not wait on a quiet leader
+            self.host.link_lost(peer)
         self.peer_requests.link_lost(peer)
         self.alarms.link_lost(peer)
         if self._formats is not None:
@@ -353,7 +359,7 @@ class Node:
             for command in self._hosting.changed_arguments(self.metadata.queues):
                 door.relay(command)
             self._hosting.apply_policies(self.metadata.policies.values(), self.metadata.policies_revision)
-            self.redrives.ensure_all(queue for queue in self._hosting.queues.values() if queue.is_leader)
+            self.redrives.ensure_all(list(self.led_queues.values()))
             await asyncio.sleep(SYNC_EVERY_S)
 
     async def _timer_loop(self) -> None:
@@ -439,6 +445,11 @@ class Node:
         self._hosting.leadership_changed(door, is_leader)
         self.dead_letters.leadership_changed(door, is_leader)
         self.redrives.leadership_changed(door, is_leader)
+
+    def timer_wanted(self, door: QueueDoor) -> None:
+        """Run the queue's timer again while it is led here (`QueueHosting.timer_wanted`)."""
+        assert self._hosting is not None
+        self._hosting.timer_wanted(door)
 
     def redrive_started(self, door: QueueDoor) -> None:
         """Run the worker of the redrive task the queue started (`RedriveDispatcher.ensure`)."""

@@ -93,6 +93,9 @@ class MembershipHost(Protocol):
     def queues(self) -> Mapping[str, HostedQueue]: ...
 
     @property
+    def led_queues(self) -> Mapping[str, HostedQueue]: ...
+
+    @property
     def status(self) -> NodeView: ...
 
     @property

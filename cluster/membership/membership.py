@@ -20,8 +20,9 @@ UPKEEP_YIELD_EVERY = 100
 otherwise hold it for as long as peers take to deem this node silent."""
 QUIET_UPKEEP_EVERY_PASSES = 20
 """A queue whose group is quiet (idle, every member holding all it commits) has its members healed one
-pass in this many: what a heal answers (a new incarnation, a change to finish) wakes the group first,
-save for the metadata's list of members, which a group can go quiet before aligning."""
+pass in this many (a twentieth of them each pass, so no pass heals them all): what a heal answers (a new
+incarnation, a change to finish) wakes the group first, save for the metadata's list of members, which a
+group can go quiet before aligning."""
 
 
 class Membership:
@@ -59,7 +60,7 @@ class Membership:
         """Reconcile soon when a joined node was promoted, a node forgotten, or this node took over
         queues (their previous leader may have stopped before reconciling)."""
         voters = frozenset(self.node.status.cluster_members())
-        led = frozenset(name for name, queue in self.node.queues.items() if queue.is_leader)
+        led = frozenset(self.node.led_queues)
         if voters != self._known_voters or not led <= self._known_led:
             self.group_size.trigger()
         self._known_voters, self._known_led = voters, led
@@ -72,12 +73,13 @@ class Membership:
             await asyncio.sleep(UPKEEP_EVERY_S)
             self._watch_changes()
             passes += 1
-            every_queue = passes % QUIET_UPKEEP_EVERY_PASSES == 0
+            share = passes % QUIET_UPKEEP_EVERY_PASSES
             try:
                 await self.cluster.heal()
                 for position, name in enumerate(sorted(self.node.queues)):
                     queue = self.node.queues.get(name)
-                    if queue is not None and (every_queue or not queue.quiet):
+                    in_share = position % QUIET_UPKEEP_EVERY_PASSES == share
+                    if queue is not None and (in_share or not queue.quiet):
                         await self.queues.heal(name)
                     if position % UPKEEP_YIELD_EVERY == UPKEEP_YIELD_EVERY - 1:
                         await asyncio.sleep(0)  # a heal that changes nothing never yields: let others run

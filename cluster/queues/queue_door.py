@@ -204,6 +204,11 @@ class DoorHost(Protocol):
         """The queue started a redrive task: run its worker."""
         ...
 
+    def timer_wanted(self, door: QueueDoor) -> None:
+        """Something may have come due on the queue since its `on_timer` said nothing could: call that
+        again while this node leads it."""
+        ...
+
     def check_publish(self, queue: str, group: str) -> None:
         """Refuse a publish to `queue` (of `group`) while a member of the group is in a resource alarm
         (`ResourceAlarmed`), or while its leader holds as many proposals not yet applied as it takes
@@ -274,10 +279,16 @@ class QueueDoor:
 
     # -- what the queue is ------------------------------------------------------------------------
 
+    @property
+    def declared_config(self) -> QueueConfig:
+        """The queue's declared configuration as this replica applied it (runtime changes included, its
+        policy's not): a new object whenever it changes."""
+        return self._replica.machine.declared_config
+
     def definition(self) -> dict[str, Any]:
         """The queue's declared arguments as this replica applied them (canonical, runtime changes
         included, its policy's not)."""
-        return self._replica.machine.declared_config.to_arguments()
+        return self.declared_config.to_arguments()
 
     def effective_definition(self) -> dict[str, Any]:
         """The arguments in force: the declared ones overlaid by the queue's policy."""
@@ -471,6 +482,8 @@ class QueueDoor:
             count = self._fitting(count, since_ms, max_bytes)
         command = self._command(Get, holder, count, auto_ack, since_ms)
         session = None if auto_ack else self._sessions.open_get(holder)
+        if session is not None:
+            self._node.timer_wanted(self)
         try:
             reply = await self._submit(command)
         finally:
@@ -582,6 +595,7 @@ class QueueDoor:
             self._formats.require_queue_ops(AUTO_ACK_OP_VERSION, "no auto-ack consumers")
         tag = self._node.new_token() if owner is None else owned(self._node.new_token(), owner)
         session = self._sessions.register(tag, timeout_ms, since_ms, prefetch, auto_ack)
+        self._node.timer_wanted(self)
         if since_ms is not None and not self._formats.reads_queue_ops(READER_OP_VERSION):
             session.unlogged = True
             return tag
@@ -965,6 +979,7 @@ class QueueDoor:
         state's next deadline again."""
         self._applied.set()
         self._deadline_stale = True
+        self._node.timer_wanted(self)
 
     def effects_applied(self, effects: list[Any]) -> None:
         """Act on what the state machine asks of its leader: deliveries to sessions (once serving),
@@ -1011,18 +1026,20 @@ class QueueDoor:
             return  # another leadership, or none: the timer tries again while this one leads
         self._sessions.reopen_holders()
         self._serving.set()
+        self._node.timer_wanted(self)
 
-    def on_timer(self) -> None:
+    def on_timer(self) -> bool:
         """Called periodically on the leader: due Ticks and ended consumers (once it caught up, else its
         catch-up Tick again) go through the log, and a sealed queue's deletion is asked of the metadata
-        every DELETE_RETRY_MS until it is gone."""
+        every DELETE_RETRY_MS until it is gone. False when nothing can come due until an entry applies or
+        a session opens, which call `DoorHost.timer_wanted`: an idle queue costs no call meanwhile."""
         if not self.is_leader:
-            return
+            return False
         if self._deadline_stale:  # the deadline is the applied state's: it moves only with it
             self._deadline_ms, self._deadline_stale = self._replica.machine.next_deadline_ms(), False
         sealed = self._replica.machine.sealed
         if not (sealed or self._sessions.sessions) and self._deadline_ms is None and self._serving.is_set():
-            return  # nothing can be due: an idle queue costs no clock reading
+            return False
         now = self._now()
         if sealed:
             self._delete_due_ms = self._delete_due_ms or now + DELETE_RETRY_MS
@@ -1035,7 +1052,7 @@ class QueueDoor:
             self._fire(self._command(Tick), done=self._tick_done)
         if not self._serving.is_set():
             self._catch_up()
-            return
+            return True
         plain_returns = functools.partial(self._formats.reads_queue_ops, COUNTING_OP_VERSION)
         for tag, reason, plain in self._sessions.due_ends(now, plain_returns):
             log.info("queue %s: consumer %s ended: %s", self.name, tag, reason)
@@ -1045,6 +1062,7 @@ class QueueDoor:
                 command = self._command(ConsumerDown, tag)
             self._sessions.end(tag, reason)
             self._fire(command, done=functools.partial(self._end_done, tag))
+        return True
 
     def _tick_done(self, committed: bool) -> None:
         self._tick_in_flight = False
@@ -1054,6 +1072,7 @@ class QueueDoor:
         while it serves (the holder's session opened again), else by the next leader's."""
         if not committed:
             self._sessions.end_not_committed(tag, reopen=self._serving.is_set())
+            self._node.timer_wanted(self)
 
     def _fire(self, command: Command, done: Callable[[bool], None] | None = None) -> None:
         """Replicate a command nobody waits for; `done(committed)` once its fate here is known."""

@@ -32,7 +32,7 @@ from cluster.queues.queue_replica import QueueReplica
 from cluster.replication.entry_codec import QUEUE_OP_VERSION
 from metadata_state.commands import SetArguments
 from metadata_state.records import NodeInfo, PolicyRecord, QueueInfo
-from queue_state.arguments import parse_arguments
+from queue_state.arguments import QueueConfig, parse_arguments
 from raft_log.storage.node_store import GroupLog, NodeStore
 from raft_log.types import ConfState
 
@@ -82,12 +82,20 @@ class QueueHosting:
         self._hold_ticks = hold_ticks
         self._queues: dict[str, QueueDoor] = {}
         self._led: dict[str, QueueDoor] = {}  # the hosted queues this node leads (`leadership_changed`)
+        self._timed: dict[str, QueueDoor] = {}  # those of them whose timer may find something due
         self._unlisted: set[str] = set()  # hosted queues the metadata no longer lists this node in
+        # each led queue's declaration and applied configuration, last found equal (`changed_arguments`)
+        self._agreed: dict[str, tuple[QueueInfo, QueueConfig]] = {}
 
     @property
     def queues(self) -> Mapping[str, QueueDoor]:
         """The door of every queue hosted here, by queue name (leading or following)."""
         return self._queues
+
+    @property
+    def led(self) -> Mapping[str, QueueDoor]:
+        """The door of every queue this node leads, by queue name."""
+        return self._led
 
     def reconcile(
         self, declared: Mapping[str, QueueInfo], registered: Mapping[str, NodeInfo], replayed: bool
@@ -121,18 +129,27 @@ class QueueHosting:
             self._store.commit(sync=True)
 
     def on_timer(self) -> None:
-        """Run the leader timers of every hosted queue (TTL, leases, queue expiry, consumer timeouts), and
-        drop the replicas of queues that no longer list this node once their group removed it."""
+        """Run the leader timers of the queues led here (TTL, leases, queue expiry, consumer timeouts),
+        but not of those whose timer found nothing could come due, until they want it again
+        (`timer_wanted`); drop the replicas of queues that no longer list this node once their group
+        removed it."""
         self._drop_removed()
-        for queue in list(self._led.values()):
-            queue.on_timer()
+        for queue in list(self._timed.values()):
+            if not queue.on_timer() and self._timed.get(queue.name) is queue:
+                del self._timed[queue.name]
+
+    def timer_wanted(self, door: QueueDoor) -> None:
+        """Something may come due on queue `door`: its timer runs again while this node leads it."""
+        if self._led.get(door.name) is door:
+            self._timed[door.name] = door
 
     def leadership_changed(self, door: QueueDoor, is_leader: bool) -> None:
         """This node started or stopped leading queue `door`: its timers run while it leads."""
         if is_leader and self._queues.get(door.name) is door:
-            self._led[door.name] = door
+            self._led[door.name] = self._timed[door.name] = door
         elif self._led.get(door.name) is door:
             del self._led[door.name]
+            self._timed.pop(door.name, None)
 
     def _drop_removed(self) -> None:
         for name in list(self._unlisted):
@@ -143,6 +160,8 @@ class QueueHosting:
         """Stop hosting queue `name` and drop its replica."""
         queue = self._queues.pop(name)
         self._led.pop(name, None)
+        self._timed.pop(name, None)
+        self._agreed.pop(name, None)
         self._unlisted.discard(name)
         self._groups.close_group(queue.group, drop=True, tombstone=tombstone)
         log.info("queue %s: replica of group %s dropped: %s", name, queue.group, why)
@@ -151,26 +170,32 @@ class QueueHosting:
         """Have each queue this node leads apply the policy the metadata's `policies`, at `revision`,
         choose for it (a queue that applies that revision already costs a comparison)."""
         chosen = list(policies)
-        for name, queue in list(self._queues.items()):
+        for name, queue in list(self._led.items()):
             queue.apply_policy(revision, functools.partial(applied_policy, chosen, name))
 
     def changed_arguments(self, declared: Mapping[str, QueueInfo]) -> list[SetArguments]:
         """The commands recording the arguments of queues this node leads (and serves: it applied all its
         predecessors committed) that were changed at runtime and differ from those `declared`."""
         changed = []
-        for name, queue in list(self._queues.items()):
+        for name, queue in list(self._led.items()):
             info = declared.get(name)
             if not queue.serving or info is None:
                 continue
-            current = queue.definition()
+            config = queue.declared_config
+            agreed = self._agreed.get(name)
+            if agreed is not None and agreed[0] is info and agreed[1] is config:
+                continue  # neither changed since they were found equal
+            current = config.to_arguments()
             if info.arguments != current:
                 changed.append(SetArguments(name, info.group, current))
+            else:
+                self._agreed[name] = (info, config)
         return changed
 
     def _host(self, info: QueueInfo, mine: NodeInfo | None) -> bool:
         """Open the group of queue `info`; `mine` is this node's registration (None before one). True
         when its log was created, unwritten: the caller commits it before it yields."""
-        existing = info.group in self._store.group_ids()
+        existing = self._store.has_group(info.group)
         voters: list[str] = []
         if existing:
             group_log = self._store.group(info.group)

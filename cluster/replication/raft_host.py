@@ -35,6 +35,7 @@ from typing import Any, NoReturn, Protocol
 
 import msgpack
 
+from cluster.replication.leader_hints import LeaderHints
 from cluster.replication.peer_links import PeerLinks
 from cluster.replication.peer_liveness import PeerLiveness
 from cluster.replication.proposals import ProposalBatcher, ProposalFailed
@@ -52,10 +53,9 @@ from raft_log.types import ConfState, Entry, EntryKind, Snapshot
 log = logging.getLogger(__name__)
 
 LEADER_ANNOUNCE_EVERY_TICKS = 10
+LEADER_REREAD_EVERY = 30
 BEAT = msgpack.packb({})
 """The beat each node sends every peer every heartbeat: an empty control map (`PeerLiveness`)."""
-# A peer's leader announcement counts for this long: a node cut off from that peer must not keep it.
-LEADER_HINT_TICKS = 3 * LEADER_ANNOUNCE_EVERY_TICKS
 FATAL_EXIT_CODE = 70
 DEFAULT_SNAPSHOT_EVERY_BYTES = 64 << 20
 SNAPSHOT_SIZE_FACTOR = 4
@@ -250,8 +250,6 @@ class RaftHost:
         self.batch_delay_s = batch_delay_ms / 1000
         self.rng = rng
         self.groups: dict[str, Group] = {}
-        self.leader_hints: dict[str, tuple[str, int]] = {}
-        self._hint_ticks: dict[str, int] = {}  # when each hint was last announced
         self._on_control_hook = on_control
         self._fatal = on_fatal
         self._on_disk_full = on_disk_full
@@ -267,6 +265,11 @@ class RaftHost:
         self._peer_incarnations: dict[str, str] = {}  # the incarnation each peer proved last
         # A peer unheard for longer than an election timeout and a half is silent (beats are 5x denser).
         self.liveness = PeerLiveness(election_ticks + election_ticks // 2)
+        self.hints = LeaderHints(node, self.liveness.live)
+        self._led: dict[str, int] = {}  # the groups led here and their terms, as last read
+        self._led_read_at: tuple[int, int] | None = None  # (leader_changes, _groups_changes) then
+        self._groups_changes = 0  # groups opened or closed
+        self._announcements = 0
         self.leader_changes = 0
         self.applied_data_bytes = 0  # entry data applied by every group since this host started
         self.metrics = RaftMetrics()
@@ -277,7 +280,7 @@ class RaftHost:
 
     def open_group(self, gid: str, app: GroupApp, bootstrap: ConfState | None = None) -> Group:
         """Host a group: from its stored log, or created empty with `bootstrap` membership."""
-        if gid in self.store.group_ids():
+        if self.store.has_group(gid):
             group_log = self.store.group(gid)
         else:
             group_log = self.store.create_group(gid, bootstrap or ConfState())
@@ -299,6 +302,7 @@ class RaftHost:
         group = Group(gid, raft, group_log, app, applied=meta.index, applied_term=meta.term, conf=meta.conf)
         group.snapshot_index = group.previous_snapshot_index = snapshot.meta.index
         self.groups[gid] = group
+        self._groups_changes += 1
         self._touch(gid)
         return group
 
@@ -306,11 +310,12 @@ class RaftHost:
         """Stop hosting a group; with `drop`, delete its log and application data, leaving a tombstone
         unless told the group id will never be used again (`NodeStore.drop_group`)."""
         group = self.groups.pop(gid, None)
+        self._groups_changes += 1
         if group is not None:
             group.batcher.fail(ProposalFailed(f"group {gid} closed"), in_flight=True)
             if group.was_leader:
                 group.app.role_changed(False)
-        if drop and gid in self.store.group_ids():
+        if drop and self.store.has_group(gid):
             self.store.drop_group(gid, tombstone=tombstone)
             self.store.commit(sync=True)
         self._dirty.discard(gid)
@@ -349,10 +354,7 @@ class RaftHost:
                 return group.raft.leader
             if group.raft.role in (Role.PRE_CANDIDATE, Role.CANDIDATE):
                 return None  # it heard no leader for an election timeout: hints (from leaders) are as old
-        hint = self.leader_hints.get(gid)
-        if hint is None or self._ticks - self._hint_ticks[gid] > LEADER_HINT_TICKS:
-            return None
-        return hint[0]
+        return self.hints.leader(gid)
 
     @property
     def disk_full(self) -> BaseException | None:
@@ -491,24 +493,12 @@ class RaftHost:
             control = msgpack.unpackb(body, raw=False)
             if not isinstance(control, dict):
                 raise TypeError("control frame is not a map")
-            announced = control.pop("leaders", None)
-            if announced is not None:
-                self._learn_leaders(peer, announced)
+            self.hints.learn(peer, control)
         except (ValueError, KeyError, TypeError, msgpack.UnpackException) as exc:
             log.warning("dropping malformed control frame from %s: %s", peer, exc)
             return
         if control and self._on_control_hook is not None:
             self._on_control_hook(peer, control)
-
-    def _learn_leaders(self, peer: str, announced: dict[str, list]) -> None:
-        for gid, (leader, term) in announced.items():
-            known = self.leader_hints.get(gid)
-            if known is None or known[1] <= term:
-                self.leader_hints[gid] = (leader, term)
-                self._hint_ticks[gid] = self._ticks
-        for gid, hint in list(self.leader_hints.items()):
-            if hint[0] == peer and gid not in announced:
-                del self.leader_hints[gid], self._hint_ticks[gid]
 
     def send_control(self, peer: str, control: dict[str, Any]) -> bool:
         """Send a small control map (not a Raft message) to a peer."""
@@ -576,6 +566,12 @@ class RaftHost:
             )
         )
 
+    def link_lost(self, peer: str) -> None:
+        """`peer`'s link closed: it may be restarting, so the quiet groups it leads must not wait on it
+        (`wake_shared`), and it is told which groups this node leads afresh (`LeaderHints`)."""
+        self.wake_shared(peer)
+        self.hints.link_lost(peer)
+
     def wake_shared(self, peer: str) -> None:
         """`peer` went silent, lost its link or came back as a new incarnation: wake the quiet groups it
         leads, which must elect another leader should it be gone, and those this node leads that no longer
@@ -594,9 +590,14 @@ class RaftHost:
         return 2 * heard > len(voters)
 
     def _announce_leaders(self) -> None:
-        led = {gid: [self.node, g.raft.term] for gid, g in self.groups.items() if g.leading}
-        for peer in self.transport.peers():
-            self.send_control(peer, {"leaders": led})
+        """Tell the peers which groups this node leads (`LeaderHints`), read again from the groups only
+        once leadership here changed or groups came or went (or every LEADER_REREAD_EVERY announcements)."""
+        self._announcements += 1
+        key = (self.leader_changes, self._groups_changes)
+        if key != self._led_read_at or self._announcements % LEADER_REREAD_EVERY == 0:
+            self._led = {gid: g.raft.term for gid, g in self.groups.items() if g.leading}
+            self._led_read_at = key
+        self.hints.announce(self._led, self.transport.peers(), self.send_control)
 
     async def _process_loop(self) -> None:
         while True:

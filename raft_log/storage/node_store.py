@@ -109,6 +109,8 @@ class NodeStore:
         self._batch = db.new_batch()
         self._staged: dict[bytes, bytes | None] = {}
         self._groups: dict[GroupId, GroupLog] = {}
+        self._appended: set[GroupLog] = set()  # groups that appended entries since the last trim
+        self._trimmed_all_at: int | None = None  # the per-group budget of the last trim of every group
         self._failed: BaseException | None = None
         self._closed = False
         self._taken = 0  # tickets handed out by take()
@@ -183,6 +185,10 @@ class NodeStore:
         """The ids of every group, sorted."""
         return sorted(self._groups)
 
+    def has_group(self, gid: GroupId) -> bool:
+        """Whether group `gid` has a log here."""
+        return gid in self._groups
+
     def group(self, gid: GroupId) -> GroupLog:
         """The log of group `gid` (the same object on every call); raises `KeyError` if unknown."""
         return self._groups[gid]
@@ -208,6 +214,7 @@ class NodeStore:
         caller knows the id is never used again (a deleted queue's); its `GroupLog` refuses further
         writes."""
         group = self._groups.pop(gid)
+        self._appended.discard(group)
         group._dropped = True
         self._delete(keys.registry_key(gid))
         if tombstone:
@@ -277,7 +284,9 @@ class NodeStore:
         return failure if failure is not None and out_of_space(failure) else None
 
     def finish(self, taken: TakenBatch) -> None:
-        """After `write_taken`, on the store's loop: drop the in-memory view of what is now written.
+        """After `write_taken`, on the store's loop: drop the in-memory view of what is now written, and
+        trim the recent entries of the groups that appended since (of every group once each one's share
+        of the budget shrank by a quarter: groups were added).
 
         The view is kept when more was staged or taken since, so reads still see those changes.
         """
@@ -285,8 +294,12 @@ class NodeStore:
         if taken.ticket == self._taken and self._batch.is_empty():
             self._staged.clear()
             budget = max(MIN_RECENT_ENTRY_BYTES, RECENT_ENTRY_BYTES // max(1, len(self._groups)))
-            for group in self._groups.values():
+            trimmed: Iterable[GroupLog] = self._appended
+            if self._trimmed_all_at is None or budget < self._trimmed_all_at * 3 // 4:
+                trimmed, self._trimmed_all_at = list(self._groups.values()), budget  # groups were added
+            for group in trimmed:
                 group._committed(budget)
+            self._appended = set()
 
     def read_through(self, after: bytes | None, max_bytes: int) -> tuple[bytes | None, int]:
         """Read committed keys and values in key order, from just after `after` (from the first key when
@@ -462,6 +475,7 @@ class GroupLog:
             key = self._keys.entry(entry.index)
             store._write(key, records.encode_entry(key, entry))
         self._last_index = entries[-1].index
+        store._appended.add(self)
         kept = len(self._recent)
         self._recent_base, self._recent = _splice(
             first if self._recent_base is None else self._recent_base, self._recent, first, entries

@@ -42,6 +42,9 @@ class AloneHost:
     def leadership_changed(self, *_: object) -> None:
         pass
 
+    def timer_wanted(self, *_: object) -> None:
+        pass
+
     def redrive_started(self, *_: object) -> None:
         pass
 

@@ -47,15 +47,26 @@ class Groups:
 
 def new_door(info: QueueInfo, replica: QueueReplica) -> Any:
     """A stand-in for the queue's `QueueDoor`: following, its arguments as declared."""
-    arguments = dict(info.arguments)
     return SimpleNamespace(
         name=info.name,
         group=info.group,
         is_leader=False,
         serving=False,
-        definition=lambda: arguments,
-        on_timer=lambda: None,
+        declared_config=Config(dict(info.arguments)),
+        on_timer=lambda: False,
     )
+
+
+class Config:
+    """A stand-in for a replica's applied `QueueConfig`, counting how often it is read as arguments."""
+
+    def __init__(self, arguments: dict[str, Any]) -> None:
+        self.arguments = arguments
+        self.read = 0
+
+    def to_arguments(self) -> dict[str, Any]:
+        self.read += 1
+        return self.arguments
 
 
 def hosting_on(store: NodeStore, *, joined: bool = False) -> tuple[QueueHosting, Groups]:
@@ -234,12 +245,62 @@ def test_rule_arguments_changed_at_runtime_are_recorded_by_a_leader_that_serves(
     hosting.reconcile(metadata, registered(store), True)
     assert hosting.changed_arguments(metadata) == []
     for door in hosting.queues.values():
-        door.definition = lambda: {"x-max-length": 5}
-    hosting.queues["led"].is_leader = True
+        door.declared_config = Config({"x-max-length": 5})
+    led = hosting.queues["led"]
+    led.is_leader = True
+    hosting.leadership_changed(led, True)
     assert hosting.changed_arguments(metadata) == []  # it may not have applied what its predecessor did
-    hosting.queues["led"].serving = True
+    led.serving = True
     assert hosting.changed_arguments(metadata) == [SetArguments("led", "q1", {"x-max-length": 5})]
     assert hosting.changed_arguments({}) == []  # deleted meanwhile: nothing to record
+
+
+def test_a_led_queue_found_as_declared_is_read_again_only_once_either_changes(store: NodeStore) -> None:
+    hosting, _ = hosting_on(store)
+    metadata = declared(queue("led", "q1", [ME]))
+    hosting.reconcile(metadata, registered(store), True)
+    led = hosting.queues["led"]
+    led.is_leader = led.serving = True
+    hosting.leadership_changed(led, True)
+    for _ in range(3):
+        assert hosting.changed_arguments(metadata) == []
+    assert led.declared_config.read == 1
+    led.declared_config = Config({"x-max-length": 5})  # changed at runtime
+    assert hosting.changed_arguments(metadata) == [SetArguments("led", "q1", {"x-max-length": 5})]
+    recorded = declared(QueueInfo("led", "q1", {"x-max-length": 5}, [ME], 1, [ME]))
+    assert hosting.changed_arguments(recorded) == hosting.changed_arguments(recorded) == []
+    assert led.declared_config.read == 2
+
+
+def test_rule_a_led_queue_whose_timer_finds_nothing_due_is_called_again_only_once_it_wants_it(
+    store: NodeStore,
+) -> None:
+    hosting, _ = hosting_on(store)
+    hosting.reconcile(declared(queue("led", "q1", [ME])), registered(store), True)
+    door = hosting.queues["led"]
+    calls: list[bool] = []
+    due = [False]
+
+    def on_timer() -> bool:
+        calls.append(due[0])
+        return due[0]
+
+    door.on_timer = on_timer
+    hosting.on_timer()
+    assert calls == []  # followed: no timer
+    hosting.leadership_changed(door, True)
+    hosting.on_timer()
+    hosting.on_timer()
+    assert calls == [False]  # nothing could come due: not called again
+    due[0] = True
+    hosting.timer_wanted(door)  # an entry applied, a session opened
+    hosting.on_timer()
+    hosting.on_timer()
+    assert calls == [False, True, True]
+    hosting.leadership_changed(door, False)
+    hosting.timer_wanted(door)
+    hosting.on_timer()
+    assert calls == [False, True, True]  # led elsewhere now
 
 
 def test_an_initial_member_the_declaration_did_not_record_hosts_once_registered_as_its_first_database(

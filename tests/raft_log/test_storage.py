@@ -718,6 +718,34 @@ def test_the_newest_written_entries_are_read_from_memory_older_ones_from_the_dat
     store.close()
 
 
+def test_a_write_trims_the_groups_that_appended_and_every_group_once_their_shares_shrink(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(storage_module, "RECENT_ENTRY_BYTES", 8192)
+    monkeypatch.setattr(storage_module, "MIN_RECENT_ENTRY_BYTES", 1024)
+    store = NodeStore.open(db_path)
+    busy, idle = store.create_group("busy", CONF), store.create_group("idle", CONF)
+    for gid in ("g3", "g4"):
+        store.create_group(gid, CONF)
+    size = 1900 // 2 - storage_module.ENTRY_OVERHEAD_BYTES
+    idle.append(entries(1, 3, term=1, size=size))
+    store.commit()
+    assert idle._recent_bytes == 1900  # within its share of four groups (2048)
+    store.create_group("g5", CONF)
+    busy.append(entries(1, 2, term=1, size=10))
+    store.commit()
+    assert idle._recent_bytes == 1900  # over a share of five (1638), but shares shrank by less than a quarter
+    for gid in ("g6", "g7"):
+        store.create_group(gid, CONF)
+    busy.append(entries(2, 3, term=1, size=10))
+    store.commit()
+    assert idle._recent_bytes <= 8192 // 7  # they shrank by more: every group is trimmed
+    idle.append(entries(3, 5, term=1, size=size))
+    store.commit()
+    assert idle._recent_bytes <= 8192 // 7  # a group that appended is trimmed
+    store.close()
+
+
 @pytest.mark.parametrize("size", [0, 1, 255, 256, 65535, 65536, 1 << 20])
 def test_an_entry_record_is_the_sealed_msgpack_of_its_fields(size: int) -> None:
     key = GroupKeys("g").entry(7)
