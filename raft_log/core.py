@@ -121,6 +121,7 @@ class RaftNode:
         self._heartbeat_elapsed = 0
         self._randomized_election_timeout = config.election_tick
         self._quiet = False
+        self._woken_idle = False  # a follower the driver woke that has taken no message since (`rest`)
         self._lead_transferee: NodeId | None = None
         self._pending_conf_index = 0
         self._pending_reads = PendingReads()
@@ -283,6 +284,7 @@ class RaftNode:
         """Handle one message from a peer."""
         if msg.group != self.config.group or msg.to != self.id:
             raise ValueError(f"message for {msg.group}/{msg.to} stepped into {self.config.group}/{self.id}")
+        self._woken_idle = False
         if not self._quiet:
             self._step(msg)
             return
@@ -364,10 +366,20 @@ class RaftNode:
         if not self._quiet:
             return
         self._quiet = False
+        self._woken_idle = not self.is_leader
         self._election_elapsed = 0
         self._heartbeat_elapsed = 0
         if self.is_leader:
             self._tracker.reset_recent_active(self.id)
+
+    def rest(self) -> bool:
+        """Go quiet again, a follower woken by the driver (`wake`) that has taken no message since and
+        still follows the leader it knew: the driver thought that leader gone and hears it again, and
+        nothing it sent or any other member sent says the group moved on. True when it went quiet."""
+        if self._quiet or not self._woken_idle or self._role is not Role.FOLLOWER or self._lead is None:
+            return False
+        self._quiet, self._woken_idle = True, False
+        return True
 
     def _keeps_quiet(self, msg: Message) -> bool:
         """Whether a quiet replica takes `msg` without waking: a follower its leader's quiescing
@@ -469,6 +481,7 @@ class RaftNode:
             self._vote = None
         self._lead = None
         self._quiet = False
+        self._woken_idle = False
         self._election_elapsed = 0
         self._heartbeat_elapsed = 0
         self._randomized_election_timeout = self.config.election_tick + self._rng.randrange(

@@ -18,10 +18,13 @@ class PeerLiveness:
         self._heard: dict[str, int] = {}
         self._silent: set[str] = set()
 
-    def heard(self, peer: str, tick: int) -> None:
-        """A frame from `peer` arrived at `tick`."""
+    def heard(self, peer: str, tick: int) -> bool:
+        """A frame from `peer` arrived at `tick`; True when the peer was silent until then."""
         self._heard[peer] = tick
-        self._silent.discard(peer)
+        if peer in self._silent:
+            self._silent.discard(peer)
+            return True
+        return False
 
     def fell_silent(self, peers: Iterable[str], tick: int) -> list[str]:
         """The `peers` unheard for more than `silent_after_ticks` at `tick` that were not silent before

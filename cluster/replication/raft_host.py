@@ -270,6 +270,7 @@ class RaftHost:
         self._led_read_at: tuple[int, int] | None = None  # (leader_changes, _groups_changes) then
         self._groups_changes = 0  # groups opened or closed
         self._announcements = 0
+        self._woken_for: dict[str, set[str]] = {}  # per silent peer, the groups it leads woken here
         self.leader_changes = 0
         self.applied_data_bytes = 0  # entry data applied by every group since this host started
         self.metrics = RaftMetrics()
@@ -415,7 +416,8 @@ class RaftHost:
 
     def on_frame(self, peer: str, kind: int, body: bytes) -> None:
         """Transport callback: a Raft message to step, or a peer's leader announcement."""
-        self.liveness.heard(peer, self._ticks)
+        if self.liveness.heard(peer, self._ticks):
+            self._rest_followers_of(peer)
         self._note_incarnation(peer)
         if kind == KIND_RAFT:
             try:
@@ -577,11 +579,24 @@ class RaftHost:
         leads, which must elect another leader should it be gone, and those this node leads that no longer
         hear a majority, which must step down. The others keep still: their leader is heard, and waking
         thousands of groups at once would only load the nodes it spares."""
+        woken = self._woken_for.setdefault(peer, set())
         for group in self.groups.values():
             raft = group.raft
             if raft.quiet and (raft.leader == peer or (raft.is_leader and not self._hears_majority(raft))):
                 raft.wake()
                 self._awake[group.gid] = None
+                if raft.leader == peer:
+                    woken.add(group.gid)
+
+    def _rest_followers_of(self, peer: str) -> None:
+        """`peer` is heard again after it fell silent: the groups it leads that `wake_shared` woke here
+        and that took no message since go quiet again (`RaftNode.rest`). Else a pause of the peer's
+        process, longer than the silence takes but shorter than an election, would have every group it
+        leads elect another leader: it stays quiet as their leader, so woken followers hear nothing."""
+        for gid in self._woken_for.pop(peer, ()):
+            group = self.groups.get(gid)
+            if group is not None and group.halted is None and group.raft.leader == peer:
+                group.raft.rest()
 
     def _hears_majority(self, raft: RaftNode) -> bool:
         """Whether this node hears a majority of the group's voters (itself included)."""

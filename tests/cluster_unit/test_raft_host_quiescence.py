@@ -71,3 +71,20 @@ def test_losing_a_follower_wakes_neither_the_leader_holding_a_majority_nor_the_o
     cluster.hosts["a"].wake_shared("c")
     cluster.hosts["b"].wake_shared("c")
     assert cluster.group("a").raft.quiet and cluster.group("b").raft.quiet
+
+
+def test_rule_followers_woken_by_a_pause_of_their_leader_go_quiet_again_when_it_is_heard(
+    cluster: SteppedCluster,
+) -> None:
+    """The leader's process pauses long enough for b and c to deem it silent, then runs on before they
+    elect: they hear its beats again and go quiet, and it keeps leading in its term (before, they stayed
+    awake, heard nothing from their quiet leader and elected another: on a loaded node with thousands of
+    groups, every pause churned the leadership of all the groups it led)."""
+    term = cluster.group("a").raft.term
+    cluster.until(lambda: not any(cluster.group(name).raft.quiet for name in OTHERS), among=OTHERS)
+    cluster.until(lambda: all(cluster.group(name).raft.quiet for name in OTHERS))
+    for _ in range(50):  # five election timeouts
+        _tick_all(cluster)
+        cluster.settle()
+    assert cluster.group("a").raft.is_leader and cluster.group("a").raft.term == term
+    assert all(cluster.group(name).raft.quiet for name in NAMES)

@@ -135,3 +135,21 @@ def test_a_vote_request_wakes_a_quiet_follower() -> None:
     h["c"].campaign()
     h.stabilize()
     assert not h["b"].quiet
+
+
+def test_a_follower_woken_by_the_driver_rests_only_if_it_took_no_message_since() -> None:
+    """`rest`: the driver woke followers for a leader it thought gone and hears again."""
+    h = _quiet_group()
+    for node in "abc":
+        h[node].wake()
+    assert not h["a"].rest()  # a leader never rests: it goes quiet by `quiesce`
+    h.tick_all(2)  # a's heartbeats reach b and c
+    assert not h["b"].rest() and not h["c"].rest()
+    h = _quiet_group()
+    h["b"].wake()
+    h["b"].tick()
+    assert h["b"].rest() and h["b"].quiet and h["b"].leader == "a"
+    assert not h["b"].rest()  # already quiet
+    h["c"].wake()
+    h["c"].campaign()
+    assert not h["c"].rest()  # a candidate follows no leader
