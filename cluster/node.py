@@ -65,6 +65,10 @@ log = logging.getLogger(__name__)
 
 META_GROUP = "meta"
 SYNC_EVERY_S = 1.0
+SYNC_EVERY_QUEUE_PASSES = 10
+"""The sync loop visits the queues led here that changed since its last pass (`take_changed`), and every
+queue led here once in this many passes (what a pass did may not have taken: a relay lost, a proposal
+refused)."""
 NEW_GROUP_HOLD_ELECTIONS = 2
 
 
@@ -338,16 +342,19 @@ class Node:
     async def _sync_loop(self) -> None:
         """Keep the metadata in step with this node: its addresses, and the arguments of queues it
         leads that were changed at runtime (through the metadata leader); have the queues it leads apply
-        their policies and run their redrive tasks (again, for a queue whose leadership it took since);
-        check this node's resource alarms; tell peers which version of each replicated format this node
-        reads, whether it serves peer requests, where the registered nodes are (`AddressExchange`) and
-        which alarms it is in."""
+        their policies and run their redrive tasks (again, for a queue whose leadership it took since):
+        each pass for the queues that changed since, every SYNC_EVERY_QUEUE_PASSES for all; check this
+        node's resource alarms; tell peers which version of each replicated format this node reads,
+        whether it serves peer requests, where the registered nodes are (`AddressExchange`) and which
+        alarms it is in."""
         assert self.host is not None and self.store is not None and self._hosting is not None
         door = self.metadata_door
         mine = NodeInfo(
             self.name, self.config.http_url, str(self.config.raft_address), self.store.incarnation
         )
+        passes = 0
         while True:
+            passes += 1
             self.alarms.check()
             addresses = self._addresses.announcement()
             for peer in self.transport.peers():
@@ -356,10 +363,12 @@ class Node:
             registered = self.metadata.nodes.get(self.name)
             if registered is None or not registered.same_registration(mine):
                 door.relay(RegisterNode(mine.name, mine.http, mine.raft, mine.incarnation))
-            for command in self._hosting.changed_arguments(self.metadata.queues):
+            led = self._hosting.take_changed(every=passes % SYNC_EVERY_QUEUE_PASSES == 0)
+            for command in self._hosting.changed_arguments(self.metadata.queues, led):
                 door.relay(command)
-            self._hosting.apply_policies(self.metadata.policies.values(), self.metadata.policies_revision)
-            self.redrives.ensure_all(list(self.led_queues.values()))
+            policies = self.metadata.policies.values()
+            self._hosting.apply_policies(policies, self.metadata.policies_revision, led)
+            self.redrives.ensure_all(led)
             await asyncio.sleep(SYNC_EVERY_S)
 
     async def _timer_loop(self) -> None:

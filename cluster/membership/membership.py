@@ -76,8 +76,8 @@ class Membership:
             share = passes % QUIET_UPKEEP_EVERY_PASSES
             try:
                 await self.cluster.heal()
-                for position, name in enumerate(sorted(self.node.queues)):
-                    queue = self.node.queues.get(name)
+                for position, name in enumerate(sorted(self.node.led_queues)):  # heal acts on led queues
+                    queue = self.node.led_queues.get(name)
                     in_share = position % QUIET_UPKEEP_EVERY_PASSES == share
                     if queue is not None and (in_share or not queue.quiet):
                         await self.queues.heal(name)

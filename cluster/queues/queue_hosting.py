@@ -83,6 +83,7 @@ class QueueHosting:
         self._queues: dict[str, QueueDoor] = {}
         self._led: dict[str, QueueDoor] = {}  # the hosted queues this node leads (`leadership_changed`)
         self._timed: dict[str, QueueDoor] = {}  # those of them whose timer may find something due
+        self._changed: dict[str, QueueDoor] = {}  # those of them changed since `take_changed`
         self._unlisted: set[str] = set()  # hosted queues the metadata no longer lists this node in
         # each led queue's declaration and applied configuration, last found equal (`changed_arguments`)
         self._agreed: dict[str, tuple[QueueInfo, QueueConfig]] = {}
@@ -139,14 +140,15 @@ class QueueHosting:
                 del self._timed[queue.name]
 
     def timer_wanted(self, door: QueueDoor) -> None:
-        """Something may come due on queue `door`: its timer runs again while this node leads it."""
+        """Something may come due on queue `door` (it applied an entry, opened a session): its timer runs
+        again while this node leads it, and `take_changed` names it."""
         if self._led.get(door.name) is door:
-            self._timed[door.name] = door
+            self._timed[door.name] = self._changed[door.name] = door
 
     def leadership_changed(self, door: QueueDoor, is_leader: bool) -> None:
         """This node started or stopped leading queue `door`: its timers run while it leads."""
         if is_leader and self._queues.get(door.name) is door:
-            self._led[door.name] = self._timed[door.name] = door
+            self._led[door.name] = self._timed[door.name] = self._changed[door.name] = door
         elif self._led.get(door.name) is door:
             del self._led[door.name]
             self._timed.pop(door.name, None)
@@ -161,23 +163,42 @@ class QueueHosting:
         queue = self._queues.pop(name)
         self._led.pop(name, None)
         self._timed.pop(name, None)
+        self._changed.pop(name, None)
         self._agreed.pop(name, None)
         self._unlisted.discard(name)
         self._groups.close_group(queue.group, drop=True, tombstone=tombstone)
         log.info("queue %s: replica of group %s dropped: %s", name, queue.group, why)
 
-    def apply_policies(self, policies: Iterable[PolicyRecord], revision: int) -> None:
-        """Have each queue this node leads apply the policy the metadata's `policies`, at `revision`,
-        choose for it (a queue that applies that revision already costs a comparison)."""
-        chosen = list(policies)
-        for name, queue in list(self._led.items()):
-            queue.apply_policy(revision, functools.partial(applied_policy, chosen, name))
+    def take_changed(self, every: bool) -> list[QueueDoor]:
+        """The queues led here that applied an entry, opened a session or were taken over since the last
+        call (`timer_wanted`, `leadership_changed`); with `every`, all the queues led here."""
+        changed = (
+            list(self._led.values())
+            if every
+            else [door for name, door in self._changed.items() if self._led.get(name) is door]
+        )
+        self._changed.clear()
+        return changed
 
-    def changed_arguments(self, declared: Mapping[str, QueueInfo]) -> list[SetArguments]:
-        """The commands recording the arguments of queues this node leads (and serves: it applied all its
-        predecessors committed) that were changed at runtime and differ from those `declared`."""
+    def apply_policies(
+        self, policies: Iterable[PolicyRecord], revision: int, led: Iterable[QueueDoor] | None = None
+    ) -> None:
+        """Have each queue this node leads (of `led`, when given) apply the policy the metadata's
+        `policies`, at `revision`, choose for it (a queue that applies that revision already costs a
+        comparison)."""
+        chosen = list(policies)
+        for queue in list(self._led.values()) if led is None else led:
+            queue.apply_policy(revision, functools.partial(applied_policy, chosen, queue.name))
+
+    def changed_arguments(
+        self, declared: Mapping[str, QueueInfo], led: Iterable[QueueDoor]
+    ) -> list[SetArguments]:
+        """The commands recording the arguments of the queues of `led` this node leads (and serves: it
+        applied all its predecessors committed) that were changed at runtime and differ from those
+        `declared`."""
         changed = []
-        for name, queue in list(self._led.items()):
+        for queue in led:
+            name = queue.name
             info = declared.get(name)
             if not queue.serving or info is None:
                 continue

@@ -239,20 +239,40 @@ def test_while_the_metadata_replays_only_groups_the_database_holds_are_opened_an
     assert groups.calls[1:] == [("close", "q1", True, False), ("open", "q2"), ("campaign", "q2")]
 
 
+def changed(hosting: QueueHosting, metadata: Mapping[str, QueueInfo]) -> list[SetArguments]:
+    """The arguments every led queue changed at runtime, as a sync pass over all of them finds them."""
+    return hosting.changed_arguments(metadata, hosting.take_changed(every=True))
+
+
+def test_a_sync_pass_visits_the_led_queues_changed_since_the_last(store: NodeStore) -> None:
+    hosting, _ = hosting_on(store)
+    hosting.reconcile(declared(queue("one", "q1", [ME]), queue("two", "q2", [ME])), registered(store), True)
+    one, two = hosting.queues["one"], hosting.queues["two"]
+    hosting.timer_wanted(one)
+    assert hosting.take_changed(every=False) == []  # followed: not visited
+    hosting.leadership_changed(one, True)
+    hosting.leadership_changed(two, True)
+    assert hosting.take_changed(every=False) == [one, two]  # taken over
+    assert hosting.take_changed(every=False) == []
+    hosting.timer_wanted(two)  # it applied an entry
+    assert hosting.take_changed(every=False) == [two]
+    assert hosting.take_changed(every=True) == [one, two]
+
+
 def test_rule_arguments_changed_at_runtime_are_recorded_by_a_leader_that_serves(store: NodeStore) -> None:
     hosting, _ = hosting_on(store)
     metadata = declared(queue("led", "q1", [ME]), queue("followed", "q2", ["b", ME]))
     hosting.reconcile(metadata, registered(store), True)
-    assert hosting.changed_arguments(metadata) == []
+    assert changed(hosting, metadata) == []
     for door in hosting.queues.values():
         door.declared_config = Config({"x-max-length": 5})
     led = hosting.queues["led"]
     led.is_leader = True
     hosting.leadership_changed(led, True)
-    assert hosting.changed_arguments(metadata) == []  # it may not have applied what its predecessor did
+    assert changed(hosting, metadata) == []  # it may not have applied what its predecessor did
     led.serving = True
-    assert hosting.changed_arguments(metadata) == [SetArguments("led", "q1", {"x-max-length": 5})]
-    assert hosting.changed_arguments({}) == []  # deleted meanwhile: nothing to record
+    assert changed(hosting, metadata) == [SetArguments("led", "q1", {"x-max-length": 5})]
+    assert changed(hosting, {}) == []  # deleted meanwhile: nothing to record
 
 
 def test_a_led_queue_found_as_declared_is_read_again_only_once_either_changes(store: NodeStore) -> None:
@@ -263,12 +283,12 @@ def test_a_led_queue_found_as_declared_is_read_again_only_once_either_changes(st
     led.is_leader = led.serving = True
     hosting.leadership_changed(led, True)
     for _ in range(3):
-        assert hosting.changed_arguments(metadata) == []
+        assert changed(hosting, metadata) == []
     assert led.declared_config.read == 1
     led.declared_config = Config({"x-max-length": 5})  # changed at runtime
-    assert hosting.changed_arguments(metadata) == [SetArguments("led", "q1", {"x-max-length": 5})]
+    assert changed(hosting, metadata) == [SetArguments("led", "q1", {"x-max-length": 5})]
     recorded = declared(QueueInfo("led", "q1", {"x-max-length": 5}, [ME], 1, [ME]))
-    assert hosting.changed_arguments(recorded) == hosting.changed_arguments(recorded) == []
+    assert changed(hosting, recorded) == changed(hosting, recorded) == []
     assert led.declared_config.read == 2
 
 
