@@ -455,10 +455,11 @@ class Node:
         self.dead_letters.leadership_changed(door, is_leader)
         self.redrives.leadership_changed(door, is_leader)
 
-    def timer_wanted(self, door: QueueDoor) -> None:
-        """Run the queue's timer again while it is led here (`QueueHosting.timer_wanted`)."""
+    def queue_changed(self, door: QueueDoor) -> None:
+        """While the queue is led here, run its timer again and have the sync pass visit it
+        (`QueueHosting.queue_changed`)."""
         assert self._hosting is not None
-        self._hosting.timer_wanted(door)
+        self._hosting.queue_changed(door)
 
     def redrive_started(self, door: QueueDoor) -> None:
         """Run the worker of the redrive task the queue started (`RedriveDispatcher.ensure`)."""

@@ -179,7 +179,7 @@ class RaftNode:
         pr = self._tracker.progress.get(node) if self.is_leader and node != self.id else None
         if pr is None:
             return False
-        self.wake()
+        self._wake()
         pr.lost_entries(0)
         self._send_appends(node)
         return True
@@ -228,20 +228,20 @@ class RaftNode:
 
     def campaign(self) -> None:
         """Start an election now (a pre-vote first when enabled); no-op for a leader or a non-voter."""
-        self.wake()
+        self._wake()
         if not self.is_leader:
             self._campaign(_Campaign.PRE_ELECTION if self.config.pre_vote else _Campaign.ELECTION)
 
     def propose(self, data: bytes) -> int:
         """Append `data` to the log; returns its index. Raises rather than dropping the proposal."""
         self._check_can_propose()
-        self.wake()
+        self._wake()
         return self._append_entry(EntryKind.NORMAL, data)
 
     def propose_conf_change(self, change: ConfChange) -> int:
         """Propose a single-server membership change; it takes effect when it commits."""
         self._check_can_propose()
-        self.wake()
+        self._wake()
         if self._pending_conf_index > self._log.committed:
             raise ConfChangeInProgressError(f"change at {self._pending_conf_index} is not committed yet")
         if self._log.term(self._log.committed) != self._term:
@@ -258,7 +258,7 @@ class RaftNode:
             return
         if not self._tracker.is_voter(to):
             raise ValueError(f"{to} is not a voter")
-        self.wake()
+        self._wake()
         self._lead_transferee = to
         self._election_elapsed = 0
         if self._tracker.progress[to].match == self._log.last_index():
@@ -272,7 +272,7 @@ class RaftNode:
         `context` must be unique among outstanding reads. Reads pending on a leader that steps down
         are forgotten: the caller retries after its timeout.
         """
-        self.wake()
+        self._wake()
         if self.is_leader:
             self._leader_read(context, self.id)
         elif self._role is Role.FOLLOWER and self._lead is not None:
@@ -289,13 +289,13 @@ class RaftNode:
             self._step(msg)
             return
         if not self._keeps_quiet(msg):
-            self.wake()
+            self._wake()
             self._step(msg)
             return
         sent = len(self._messages)
         self._step(msg)
         if self.is_leader and len(self._messages) > sent:
-            self.wake()  # the answer asked for more than the quiet leader had sent (a repair, lost entries)
+            self._wake()  # the answer asked for more than the quiet leader had sent (a repair, lost entries)
 
     def _step(self, msg: Message) -> None:
         is_vote_request = msg.type in (MessageType.VOTE, MessageType.PRE_VOTE)
@@ -363,10 +363,15 @@ class RaftNode:
     def wake(self) -> None:
         """Leave quiet: ticks count again, from a fresh election timeout (for a leader, a fresh check of
         its quorum). Any input but the answers to a quiet leader's last heartbeat wakes the group."""
+        if self._quiet:
+            self._wake()
+            self._woken_idle = not self.is_leader
+
+    def _wake(self) -> None:
+        """Leave quiet on an input (`wake` is the driver's); nothing when awake."""
         if not self._quiet:
             return
         self._quiet = False
-        self._woken_idle = not self.is_leader
         self._election_elapsed = 0
         self._heartbeat_elapsed = 0
         if self.is_leader:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import zlib
 
 from cluster.membership.cluster_members import ClusterMembers
 from cluster.membership.group_changes import GroupChanges
@@ -20,9 +21,9 @@ UPKEEP_YIELD_EVERY = 100
 otherwise hold it for as long as peers take to deem this node silent."""
 QUIET_UPKEEP_EVERY_PASSES = 20
 """A queue whose group is quiet (idle, every member holding all it commits) has its members healed one
-pass in this many (a twentieth of them each pass, so no pass heals them all): what a heal answers (a new
-incarnation, a change to finish) wakes the group first, save for the metadata's list of members, which a
-group can go quiet before aligning."""
+pass in this many (a twentieth of them each pass, by a hash of the name, so no pass heals them all):
+what a heal answers (a new incarnation, a change to finish) wakes the group first, save for the
+metadata's list of members, which a group can go quiet before aligning."""
 
 
 class Membership:
@@ -78,7 +79,7 @@ class Membership:
                 await self.cluster.heal()
                 for position, name in enumerate(sorted(self.node.led_queues)):  # heal acts on led queues
                     queue = self.node.led_queues.get(name)
-                    in_share = position % QUIET_UPKEEP_EVERY_PASSES == share
+                    in_share = zlib.crc32(name.encode()) % QUIET_UPKEEP_EVERY_PASSES == share
                     if queue is not None and (in_share or not queue.quiet):
                         await self.queues.heal(name)
                     if position % UPKEEP_YIELD_EVERY == UPKEEP_YIELD_EVERY - 1:

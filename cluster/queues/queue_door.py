@@ -204,9 +204,10 @@ class DoorHost(Protocol):
         """The queue started a redrive task: run its worker."""
         ...
 
-    def timer_wanted(self, door: QueueDoor) -> None:
-        """Something may have come due on the queue since its `on_timer` said nothing could: call that
-        again while this node leads it."""
+    def queue_changed(self, door: QueueDoor) -> None:
+        """The queue applied an entry or opened a session: while this node leads it, its timer runs
+        again (something may come due since `on_timer` said nothing could), and the node's sync pass
+        visits it."""
         ...
 
     def check_publish(self, queue: str, group: str) -> None:
@@ -483,7 +484,7 @@ class QueueDoor:
         command = self._command(Get, holder, count, auto_ack, since_ms)
         session = None if auto_ack else self._sessions.open_get(holder)
         if session is not None:
-            self._node.timer_wanted(self)
+            self._node.queue_changed(self)
         try:
             reply = await self._submit(command)
         finally:
@@ -595,7 +596,7 @@ class QueueDoor:
             self._formats.require_queue_ops(AUTO_ACK_OP_VERSION, "no auto-ack consumers")
         tag = self._node.new_token() if owner is None else owned(self._node.new_token(), owner)
         session = self._sessions.register(tag, timeout_ms, since_ms, prefetch, auto_ack)
-        self._node.timer_wanted(self)
+        self._node.queue_changed(self)
         if since_ms is not None and not self._formats.reads_queue_ops(READER_OP_VERSION):
             session.unlogged = True
             return tag
@@ -979,7 +980,7 @@ class QueueDoor:
         state's next deadline again."""
         self._applied.set()
         self._deadline_stale = True
-        self._node.timer_wanted(self)
+        self._node.queue_changed(self)
 
     def effects_applied(self, effects: list[Any]) -> None:
         """Act on what the state machine asks of its leader: deliveries to sessions (once serving),
@@ -1026,13 +1027,13 @@ class QueueDoor:
             return  # another leadership, or none: the timer tries again while this one leads
         self._sessions.reopen_holders()
         self._serving.set()
-        self._node.timer_wanted(self)
+        self._node.queue_changed(self)
 
     def on_timer(self) -> bool:
         """Called periodically on the leader: due Ticks and ended consumers (once it caught up, else its
         catch-up Tick again) go through the log, and a sealed queue's deletion is asked of the metadata
         every DELETE_RETRY_MS until it is gone. False when nothing can come due until an entry applies or
-        a session opens, which call `DoorHost.timer_wanted`: an idle queue costs no call meanwhile."""
+        a session opens, which call `DoorHost.queue_changed`: an idle queue costs no call meanwhile."""
         if not self.is_leader:
             return False
         if self._deadline_stale:  # the deadline is the applied state's: it moves only with it
@@ -1072,7 +1073,7 @@ class QueueDoor:
         while it serves (the holder's session opened again), else by the next leader's."""
         if not committed:
             self._sessions.end_not_committed(tag, reopen=self._serving.is_set())
-            self._node.timer_wanted(self)
+            self._node.queue_changed(self)
 
     def _fire(self, command: Command, done: Callable[[bool], None] | None = None) -> None:
         """Replicate a command nobody waits for; `done(committed)` once its fate here is known."""

@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 from cluster.queues.policies import applied_policy
 from cluster.queues.queue_door import QueueDoor
@@ -85,8 +85,8 @@ class QueueHosting:
         self._timed: dict[str, QueueDoor] = {}  # those of them whose timer may find something due
         self._changed: dict[str, QueueDoor] = {}  # those of them changed since `take_changed`
         self._unlisted: set[str] = set()  # hosted queues the metadata no longer lists this node in
-        # each led queue's declaration and applied configuration, last found equal (`changed_arguments`)
-        self._agreed: dict[str, tuple[QueueInfo, QueueConfig]] = {}
+        # each led queue's applied configuration as last read, and its arguments (`changed_arguments`)
+        self._arguments: dict[str, tuple[QueueConfig, dict[str, Any]]] = {}
 
     @property
     def queues(self) -> Mapping[str, QueueDoor]:
@@ -132,16 +132,16 @@ class QueueHosting:
     def on_timer(self) -> None:
         """Run the leader timers of the queues led here (TTL, leases, queue expiry, consumer timeouts),
         but not of those whose timer found nothing could come due, until they want it again
-        (`timer_wanted`); drop the replicas of queues that no longer list this node once their group
+        (`queue_changed`); drop the replicas of queues that no longer list this node once their group
         removed it."""
         self._drop_removed()
         for queue in list(self._timed.values()):
             if not queue.on_timer() and self._timed.get(queue.name) is queue:
                 del self._timed[queue.name]
 
-    def timer_wanted(self, door: QueueDoor) -> None:
-        """Something may come due on queue `door` (it applied an entry, opened a session): its timer runs
-        again while this node leads it, and `take_changed` names it."""
+    def queue_changed(self, door: QueueDoor) -> None:
+        """Queue `door` applied an entry or opened a session: while this node leads it, its timer runs
+        again (something may come due) and `take_changed` names it."""
         if self._led.get(door.name) is door:
             self._timed[door.name] = self._changed[door.name] = door
 
@@ -164,14 +164,14 @@ class QueueHosting:
         self._led.pop(name, None)
         self._timed.pop(name, None)
         self._changed.pop(name, None)
-        self._agreed.pop(name, None)
+        self._arguments.pop(name, None)
         self._unlisted.discard(name)
         self._groups.close_group(queue.group, drop=True, tombstone=tombstone)
         log.info("queue %s: replica of group %s dropped: %s", name, queue.group, why)
 
     def take_changed(self, every: bool) -> list[QueueDoor]:
         """The queues led here that applied an entry, opened a session or were taken over since the last
-        call (`timer_wanted`, `leadership_changed`); with `every`, all the queues led here."""
+        call (`queue_changed`, `leadership_changed`); with `every`, all the queues led here."""
         changed = (
             list(self._led.values())
             if every
@@ -203,14 +203,11 @@ class QueueHosting:
             if not queue.serving or info is None:
                 continue
             config = queue.declared_config
-            agreed = self._agreed.get(name)
-            if agreed is not None and agreed[0] is info and agreed[1] is config:
-                continue  # neither changed since they were found equal
-            current = config.to_arguments()
-            if info.arguments != current:
-                changed.append(SetArguments(name, info.group, current))
-            else:
-                self._agreed[name] = (info, config)
+            read = self._arguments.get(name)
+            if read is None or read[0] is not config:
+                read = self._arguments[name] = (config, config.to_arguments())
+            if info.arguments != read[1]:
+                changed.append(SetArguments(name, info.group, read[1]))
         return changed
 
     def _host(self, info: QueueInfo, mine: NodeInfo | None) -> bool:

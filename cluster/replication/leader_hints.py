@@ -6,7 +6,8 @@ changes (`READS_CHANGES_KEY` in its own whole announcement), the whole map (`LEA
 a link and every `WHOLE_EVERY` announcements; between them only what changed (`CHANGES_KEY`: a group
 led since, with its term, or None for one led no more), and nothing at all when nothing changed, so idle
 groups cost no traffic. A peer that never said so (an older build) gets the whole map every time, as
-before. A send that fails, or a lost link, sends the whole map next.
+before. A send that fails, a link down when it is time to announce, or a lost link, sends the whole map
+next.
 
 A hint counts while the peer that announced it is heard (`live`, `PeerLiveness`): a node cut off from
 that peer must not keep it.
@@ -14,7 +15,7 @@ that peer must not keep it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 LEADERS_KEY = "leaders"
@@ -43,10 +44,14 @@ class LeaderHints:
         hint = self._hints.get(gid)
         return hint[0] if hint is not None and self._live(hint[0]) else None
 
-    def announce(self, led: Mapping[str, int], peers: Iterable[str], send: Send) -> None:
-        """Tell each of `peers` through `send` that this node leads `led` (group -> term): the whole
-        map, or what changed since it was last told."""
-        for peer in peers:
+    def announce(self, led: Mapping[str, int], peers: Mapping[str, bool], send: Send) -> None:
+        """Tell each of `peers` whose link is up (peer -> up) through `send` that this node leads `led`
+        (group -> term): the whole map, or what changed since it was last told. A peer whose link is down
+        is told nothing, and the whole map once it is up (what was queued for it may have been dropped)."""
+        for peer, up in peers.items():
+            if not up:
+                self._told.pop(peer, None)
+                continue
             told = self._told.get(peer)
             since = self._since_whole.get(peer, 0)
             if told is None or peer not in self._reads_changes or since >= WHOLE_EVERY:

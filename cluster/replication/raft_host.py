@@ -53,7 +53,6 @@ from raft_log.types import ConfState, Entry, EntryKind, Snapshot
 log = logging.getLogger(__name__)
 
 LEADER_ANNOUNCE_EVERY_TICKS = 10
-LEADER_REREAD_EVERY = 30
 BEAT = msgpack.packb({})
 """The beat each node sends every peer every heartbeat: an empty control map (`PeerLiveness`)."""
 FATAL_EXIT_CODE = 70
@@ -265,12 +264,11 @@ class RaftHost:
         self._peer_incarnations: dict[str, str] = {}  # the incarnation each peer proved last
         # A peer unheard for longer than an election timeout and a half is silent (beats are 5x denser).
         self.liveness = PeerLiveness(election_ticks + election_ticks // 2)
-        self.hints = LeaderHints(node, self.liveness.live)
+        self.hints = LeaderHints(node, self._hears)
         self._led: dict[str, int] = {}  # the groups led here and their terms, as last read
         self._led_read_at: tuple[int, int] | None = None  # (leader_changes, _groups_changes) then
         self._groups_changes = 0  # groups opened or closed
-        self._announcements = 0
-        self._woken_for: dict[str, set[str]] = {}  # per silent peer, the groups it leads woken here
+        self._woken_for: dict[str, set[str]] = {}  # per silent peer, the groups it leads woken for that
         self.leader_changes = 0
         self.applied_data_bytes = 0  # entry data applied by every group since this host started
         self.metrics = RaftMetrics()
@@ -454,6 +452,7 @@ class RaftHost:
         self._peer_incarnations[peer] = proved
         if known:
             log.warning("peer %s is a new incarnation (was %s): its replicas start over", peer, known)
+            self._woken_for.pop(peer, None)  # its groups' leader, if it led any, is not coming back
             self.wake_shared(peer)
             for gid, group in self.groups.items():
                 if group.halted is None and group.raft.peer_lost_log(peer):
@@ -532,7 +531,7 @@ class RaftHost:
         peers = self.transport.peers()
         for peer in self.liveness.fell_silent(peers, self._ticks):
             log.info("peer %s is silent: waking the groups this node shares with it", peer)
-            self.wake_shared(peer)
+            self.wake_shared(peer, silent=True)
         for gid in list(self._awake):
             group = self.groups.get(gid)
             if group is None or group.halted is not None or group.raft.quiet:
@@ -570,23 +569,28 @@ class RaftHost:
 
     def link_lost(self, peer: str) -> None:
         """`peer`'s link closed: it may be restarting, so the quiet groups it leads must not wait on it
-        (`wake_shared`), and it is told which groups this node leads afresh (`LeaderHints`)."""
+        (`wake_shared`), nor go quiet again should it be heard (a restarted process leads nothing: only a
+        paused one keeps its links), and it is told which groups this node leads afresh (`LeaderHints`)."""
+        self._woken_for.pop(peer, None)
         self.wake_shared(peer)
         self.hints.link_lost(peer)
 
-    def wake_shared(self, peer: str) -> None:
-        """`peer` went silent, lost its link or came back as a new incarnation: wake the quiet groups it
+    def wake_shared(self, peer: str, *, silent: bool = False) -> None:
+        """`peer` went `silent`, lost its link or came back as a new incarnation: wake the quiet groups it
         leads, which must elect another leader should it be gone, and those this node leads that no longer
         hear a majority, which must step down. The others keep still: their leader is heard, and waking
-        thousands of groups at once would only load the nodes it spares."""
-        woken = self._woken_for.setdefault(peer, set())
+        thousands of groups at once would only load the nodes it spares. Those woken for a silent leader
+        may go quiet again once it is heard (`_rest_followers_of`)."""
+        woken = []
         for group in self.groups.values():
             raft = group.raft
             if raft.quiet and (raft.leader == peer or (raft.is_leader and not self._hears_majority(raft))):
                 raft.wake()
                 self._awake[group.gid] = None
-                if raft.leader == peer:
-                    woken.add(group.gid)
+                if silent and raft.leader == peer:
+                    woken.append(group.gid)
+        if woken:
+            self._woken_for.setdefault(peer, set()).update(woken)
 
     def _rest_followers_of(self, peer: str) -> None:
         """`peer` is heard again after it fell silent: the groups it leads that `wake_shared` woke here
@@ -598,6 +602,10 @@ class RaftHost:
             if group is not None and group.halted is None and group.raft.leader == peer:
                 group.raft.rest()
 
+    def _hears(self, peer: str) -> bool:
+        """Whether `peer` is a peer still (not forgotten) that this node hears (`PeerLiveness`)."""
+        return peer in self.transport.peers() and self.liveness.live(peer)
+
     def _hears_majority(self, raft: RaftNode) -> bool:
         """Whether this node hears a majority of the group's voters (itself included)."""
         voters = raft.conf.voters
@@ -606,10 +614,9 @@ class RaftHost:
 
     def _announce_leaders(self) -> None:
         """Tell the peers which groups this node leads (`LeaderHints`), read again from the groups only
-        once leadership here changed or groups came or went (or every LEADER_REREAD_EVERY announcements)."""
-        self._announcements += 1
+        once leadership here changed (a halted replica steps down too) or groups came or went."""
         key = (self.leader_changes, self._groups_changes)
-        if key != self._led_read_at or self._announcements % LEADER_REREAD_EVERY == 0:
+        if key != self._led_read_at:
             self._led = {gid: g.raft.term for gid, g in self.groups.items() if g.leading}
             self._led_read_at = key
         self.hints.announce(self._led, self.transport.peers(), self.send_control)

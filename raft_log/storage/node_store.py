@@ -286,7 +286,8 @@ class NodeStore:
     def finish(self, taken: TakenBatch) -> None:
         """After `write_taken`, on the store's loop: drop the in-memory view of what is now written, and
         trim the recent entries of the groups that appended since (of every group once each one's share
-        of the budget shrank by a quarter: groups were added).
+        of the budget shrank by a quarter: groups were added; an idle group keeps at most the share it
+        was last trimmed to, so all of them together hold at most about twice the budget).
 
         The view is kept when more was staged or taken since, so reads still see those changes.
         """

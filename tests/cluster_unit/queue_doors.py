@@ -42,7 +42,7 @@ class AloneHost:
     def leadership_changed(self, *_: object) -> None:
         pass
 
-    def timer_wanted(self, *_: object) -> None:
+    def queue_changed(self, *_: object) -> None:
         pass
 
     def redrive_started(self, *_: object) -> None:

@@ -143,7 +143,9 @@ def test_without_the_incarnation_check_a_wiped_disk_loses_a_confirmed_publish(
 ) -> None:
     """A host that takes a wiped node's messages as its old incarnation's (issue 17, finding 7)."""
     monkeypatch.setattr(RaftHost, "_same_incarnation", lambda self, group, peer: True)
-    with pytest.raises(InvariantViolation):  # seed 276 finds it (first of the 300)
+    # Seed 276 finds it, the first of these 300: fewer frames between idle nodes since leader
+    # announcements carry only changes (the network draws a delay per frame) moved the schedules.
+    with pytest.raises(InvariantViolation):
         for seed in range(3 * WIPE_SEEDS):
             with contextlib.suppress(LivenessViolation):
                 Simulation(seed, voters=3 + 2 * (seed % 2), faults=WIPES).run(STEPS)

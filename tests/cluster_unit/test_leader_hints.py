@@ -35,16 +35,16 @@ def test_a_peer_that_reads_changes_gets_the_whole_map_once_then_only_what_change
     a.learn("b", {LEADERS_KEY: {}, READS_CHANGES_KEY: 1})  # b said it reads changes
     wire = Wire({"b": b})
 
-    a.announce({"g1": 3, "g2": 5}, ["b"], wire.send)
+    a.announce({"g1": 3, "g2": 5}, {"b": True}, wire.send)
     assert wire.sent[-1][1] == {LEADERS_KEY: {"g1": ["a", 3], "g2": ["a", 5]}, READS_CHANGES_KEY: 1}
     assert b.leader("g1") == b.leader("g2") == "a"
 
     wire.sent.clear()
     for _ in range(5):
-        a.announce({"g1": 3, "g2": 5}, ["b"], wire.send)
+        a.announce({"g1": 3, "g2": 5}, {"b": True}, wire.send)
     assert wire.sent == []  # nothing changed: nothing sent
 
-    a.announce({"g1": 3, "g3": 7}, ["b"], wire.send)
+    a.announce({"g1": 3, "g3": 7}, {"b": True}, wire.send)
     assert wire.sent == [("b", {CHANGES_KEY: {"g3": ["a", 7], "g2": None}})]
     assert (b.leader("g1"), b.leader("g2"), b.leader("g3")) == ("a", None, "a")
 
@@ -55,7 +55,7 @@ def test_an_older_peer_gets_the_whole_map_every_time() -> None:
     a.learn("b", {LEADERS_KEY: {}})  # an older build: it does not say it reads changes
     wire = Wire({"b": b})
     for _ in range(3):
-        a.announce({"g1": 3}, ["b"], wire.send)
+        a.announce({"g1": 3}, {"b": True}, wire.send)
     whole = {LEADERS_KEY: {"g1": ["a", 3]}, READS_CHANGES_KEY: 1}
     assert [control for _, control in wire.sent] == [whole] * 3
 
@@ -65,22 +65,28 @@ def test_the_whole_map_again_after_a_failed_send_a_lost_link_and_every_so_often(
     b = LeaderHints("b", lambda peer: True)
     a.learn("b", {LEADERS_KEY: {}, READS_CHANGES_KEY: 1})
     wire = Wire({"b": b})
-    a.announce({"g1": 3}, ["b"], wire.send)
+    a.announce({"g1": 3}, {"b": True}, wire.send)
 
     wire.up = False
-    a.announce({"g1": 3, "g2": 4}, ["b"], wire.send)  # lost
+    a.announce({"g1": 3, "g2": 4}, {"b": True}, wire.send)  # lost
     wire.up = True
-    a.announce({"g1": 3, "g2": 4}, ["b"], wire.send)
+    a.announce({"g1": 3, "g2": 4}, {"b": True}, wire.send)
     assert LEADERS_KEY in wire.sent[-1][1] and b.leader("g2") == "a"
 
     a.link_lost("b")
     a.learn("b", {LEADERS_KEY: {}, READS_CHANGES_KEY: 1})
-    a.announce({"g1": 3, "g2": 4}, ["b"], wire.send)
+    a.announce({"g1": 3, "g2": 4}, {"b": True}, wire.send)
     assert LEADERS_KEY in wire.sent[-1][1]
 
     wire.sent.clear()
+    a.announce({"g1": 3, "g2": 4, "g3": 5}, {"b": False}, wire.send)  # queued frames may be dropped
+    assert wire.sent == []
+    a.announce({"g1": 3, "g2": 4, "g3": 5}, {"b": True}, wire.send)
+    assert LEADERS_KEY in wire.sent[-1][1] and b.leader("g3") == "a"
+
+    wire.sent.clear()
     for _ in range(WHOLE_EVERY + 1):
-        a.announce({"g1": 3, "g2": 4}, ["b"], wire.send)
+        a.announce({"g1": 3, "g2": 4, "g3": 5}, {"b": True}, wire.send)
     assert [LEADERS_KEY in control for _, control in wire.sent] == [True]
 
 

@@ -11,6 +11,7 @@ import pytest
 from stepped_cluster import GROUP, NAMES, SteppedCluster, publish_op
 
 from cluster.replication.transport import KIND_RAFT
+from raft_log.types import Repair
 
 OTHERS = ("b", "c")
 
@@ -88,3 +89,18 @@ def test_rule_followers_woken_by_a_pause_of_their_leader_go_quiet_again_when_it_
         cluster.settle()
     assert cluster.group("a").raft.is_leader and cluster.group("a").raft.term == term
     assert all(cluster.group(name).raft.quiet for name in NAMES)
+
+
+def test_rule_followers_of_a_restarted_leader_do_not_rest(cluster: SteppedCluster) -> None:
+    """The leader's process dies (its links close), comes back before its followers elect, and is heard:
+    a restarted process leads nothing, so they must not go quiet following it. Here its replica may not
+    campaign (it repairs its log, as after a power loss): resting, b and c would wait for it forever."""
+    for name in OTHERS:
+        cluster.hosts[name].link_lost("a")
+        cluster.group(name).raft._randomized_election_timeout = 19  # elect only after the silence
+    cluster.restart("a")
+    cluster.group("a").raft._repair = Repair("entry missing", 5, 5)
+    for _ in range(16):  # long enough for b and c to deem a silent, not to elect
+        cluster.settle(OTHERS)
+        _tick_all(cluster, OTHERS)
+    cluster.until(lambda: any(cluster.group(name).raft.is_leader for name in OTHERS))

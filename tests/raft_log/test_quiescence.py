@@ -153,3 +153,14 @@ def test_a_follower_woken_by_the_driver_rests_only_if_it_took_no_message_since()
     h["c"].wake()
     h["c"].campaign()
     assert not h["c"].rest()  # a candidate follows no leader
+
+
+def test_rule_a_follower_woken_by_a_message_does_not_rest() -> None:
+    """Only the driver's `wake` marks a follower that may rest: a vote request that woke it says the
+    group may be moving on."""
+    h = _quiet_group()
+    h.isolated.add("a")
+    h["c"].wake()
+    h["c"].campaign()
+    h.stabilize()
+    assert not h["b"].quiet and not h["b"].rest()
