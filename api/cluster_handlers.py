@@ -94,5 +94,5 @@ async def alarms_check(request: web.Request) -> web.StreamResponse:
 async def metrics(request: web.Request) -> web.StreamResponse:
     """GET /metrics: Prometheus text format, a queue's series only for callers who may see the queue."""
     shows = queues_shown(request.get(PRINCIPAL_KEY), request.app[METADATA])
-    payload = request.app[METRICS].exposition(shows)
+    payload = await request.app[METRICS].exposition(shows)
     return web.Response(body=payload, headers={"Content-Type": CONTENT_TYPE_LATEST})

@@ -6,8 +6,12 @@ A scrape shows a queue's series only to those who may see the queue (`queues_sho
 
 from __future__ import annotations
 
+import asyncio
 import copy
-from collections.abc import Callable, Iterator, Sequence
+import functools
+from collections.abc import Callable, Iterator, Mapping, Sequence, Set
+from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client import (
     GC_COLLECTOR,
@@ -24,9 +28,9 @@ from prometheus_client.registry import Collector
 from api.access import Principal
 from api.message_rates import MessageRates
 from cluster.metadata.metadata_view import MetadataView
-from cluster.node_status import NodeStatus
+from cluster.node_status import GroupsSummary, GroupState, NodeStatus
 from cluster.queues.queue_directory import QueueDirectory
-from cluster.queues.queue_results import MessageRow
+from cluster.queues.queue_results import MessageRow, QueueCounts
 from cluster.replication.raft_metrics import RaftMetrics
 from cluster.resource_alarms import ResourceAlarms
 
@@ -52,15 +56,40 @@ def _gauge(name: str, documentation: str, labels: list[str] | None = None) -> Ga
     return GaugeMetricFamily(name, documentation, labels=labels)
 
 
-class _NodeCollector(Collector):
-    """Read from the node when scraped: the queues it leads (RabbitMQ's per-queue names, as
-    rabbitmq_prometheus's detailed metrics give them), the Raft groups it hosts, and the store check's
+@dataclass(frozen=True)
+class _NodeReading:
+    """What a scrape reads of the node, on its loop (`read_node`): the queues it leads with their counts
+    and waiting publishes, the Raft groups it hosts, the store check's progress, its resources."""
+
+    queues: list[tuple[str, QueueCounts, int]]
+    groups: list[GroupState]
+    summary: GroupsSummary
+    leader_changes: int
+    store_checked_bytes: int
+    store_check_done: bool
+    resources: Mapping[str, Any]
+
+
+def read_node(queues: QueueDirectory, status: NodeStatus, alarms: ResourceAlarms) -> _NodeReading:
+    """Read the node's state for a scrape (plain values: the series are made from them elsewhere)."""
+    return _NodeReading(
+        [(door.name, door.stats(), door.publishes_waiting) for door in queues.leading_doors()],
+        status.group_states(),
+        status.groups(),
+        status.leader_changes,
+        status.store_check.checked_bytes,
+        status.store_check.done,
+        alarms.report(),
+    )
+
+
+class _NodeSeries(Collector):
+    """The series of a `_NodeReading`: the queues the node leads (RabbitMQ's per-queue names, as
+    rabbitmq_prometheus's detailed metrics give them), the Raft groups it hosts, the store check's
     progress, and its resources against its alarms' limits (rabbitmq_prometheus's names)."""
 
-    def __init__(self, queues: QueueDirectory, status: NodeStatus, alarms: ResourceAlarms) -> None:
-        self.queues = queues
-        self.status = status
-        self.alarms = alarms
+    def __init__(self, reading: _NodeReading) -> None:
+        self.reading = reading
 
     def collect(self) -> Iterator[Metric]:
         yield from self._queues()
@@ -68,15 +97,15 @@ class _NodeCollector(Collector):
         checked = _gauge(
             "quorumq_store_checked_bytes", "Bytes the read of the whole database after start has verified"
         )
-        checked.add_metric([], self.status.store_check.checked_bytes)
+        checked.add_metric([], self.reading.store_checked_bytes)
         yield checked
         check_done = _gauge("quorumq_store_check_done", "1 once the database was read through")
-        check_done.add_metric([], int(self.status.store_check.done))
+        check_done.add_metric([], int(self.reading.store_check_done))
         yield check_done
         yield from self._resources()
 
     def _resources(self) -> Iterator[Metric]:
-        report = self.alarms.report()
+        report = self.reading.resources
         for name, about, value in (
             (
                 "quorumq_disk_space_available_bytes",
@@ -135,8 +164,7 @@ class _NodeCollector(Collector):
             ", by reason",
             labels=["queue", "reason"],
         )
-        for queue in self.queues.leading_doors():
-            stats, name = queue.stats(), queue.name
+        for name, stats, publishes in self.reading.queues:
             ready.add_metric([name], stats.messages_ready)
             unacked.add_metric([name], stats.messages_unacknowledged)
             total.add_metric([name], stats.messages)
@@ -144,7 +172,7 @@ class _NodeCollector(Collector):
             consumers.add_metric([name], stats.consumers)
             waiting.add_metric([name, "delayed"], stats.messages_delayed)
             waiting.add_metric([name, "dlx"], stats.messages_dlx)
-            publishes_waiting.add_metric([name], queue.publishes_waiting)
+            publishes_waiting.add_metric([name], publishes)
             for reason, count in sorted(stats.dead_lettered.items()):
                 dead_lettered.add_metric([name, reason], count)
             for reason, count in sorted(stats.dropped.items()):
@@ -174,7 +202,7 @@ class _NodeCollector(Collector):
             labels,
         )
         leader = _gauge("quorumq_raft_leader", "1 where this node leads the group", labels)
-        for group in self.status.group_states():
+        for group in self.reading.groups:
             at = [group.queue, group.group]
             term.add_metric(at, group.term)
             last.add_metric(at, group.last_index)
@@ -183,7 +211,7 @@ class _NodeCollector(Collector):
             snapshot.add_metric(at, group.snapshot_index)
             log_bytes.add_metric(at, group.applied_bytes)
             leader.add_metric(at, int(group.role == "leader"))
-        groups = self.status.groups()
+        groups = self.reading.summary
         led = _gauge("quorumq_raft_groups_led", "Raft groups this node leads")
         led.add_metric([], groups.led)
         hosted = _gauge("quorumq_raft_groups", "Raft groups hosted on this node")
@@ -191,23 +219,26 @@ class _NodeCollector(Collector):
         quiet = _gauge("quorumq_raft_groups_quiet", "Raft groups quiet on this node: idle, ticking no clock")
         quiet.add_metric([], groups.quiet)
         changes = CounterMetricFamily("quorumq_raft_leader_changes", "Leadership changes seen on this node")
-        changes.add_metric([], self.status.leader_changes)
+        changes.add_metric([], self.reading.leader_changes)
         yield from (term, last, commit, applied, snapshot, log_bytes, leader, led, hosted, quiet, changes)
 
 
-class _Shown:
-    """A registry as a scrape shows it: series labelled with a queue (a Raft group's too, which names its
-    queue, or none for the metadata group) only where `shows` the queue."""
+class _Read:
+    """Series already read, as a scrape shows them: those labelled with a queue (a Raft group's too, which
+    names its queue, or none for the metadata group) only for the queues `shown` (all with None)."""
 
-    def __init__(self, registry: CollectorRegistry, shows: QueueFilter) -> None:
-        self._registry = registry
-        self._shows = shows
+    def __init__(self, families: list[Metric], shown: Set[str] | None) -> None:
+        self._families = families
+        self._shown = shown
 
     def collect(self) -> Iterator[Metric]:
-        for metric in self._registry.collect():
+        if self._shown is None:
+            yield from self._families
+            return
+        for metric in self._families:
             shown = copy.copy(metric)
             shown.samples = [
-                s for s in metric.samples if "queue" not in s.labels or self._shows(s.labels["queue"])
+                s for s in metric.samples if "queue" not in s.labels or s.labels["queue"] in self._shown
             ]
             yield shown
 
@@ -266,12 +297,24 @@ class Metrics:
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
             registry=self.registry,
         )
-        self.registry.register(_NodeCollector(queues, status, alarms))
+        self._read_node = functools.partial(read_node, queues, status, alarms)
 
-    def exposition(self, shows: QueueFilter | None) -> bytes:
+    async def exposition(self, shows: QueueFilter | None) -> bytes:
         """The Prometheus text of a scrape: every series, or with `shows` only those of the queues it
-        shows (and those of no queue)."""
-        return generate_latest(self.registry if shows is None else _Shown(self.registry, shows))
+        shows (and those of no queue). The series are read on the loop (they read the node's state) and
+        formatted in a thread: at 10,000 queues formatting takes about a second, a stall of the loop
+        close to the time after which peers deem the node silent."""
+        own, node = list(self.registry.collect()), self._read_node()
+        shown = None
+        if shows is not None:
+            named = {name for name, _, _ in node.queues} | {group.queue for group in node.groups}
+            named.update(s.labels["queue"] for metric in own for s in metric.samples if "queue" in s.labels)
+            shown = {name for name in named if shows(name)}
+        return await asyncio.to_thread(self._exposition, own, node, shown)
+
+    @staticmethod
+    def _exposition(own: list[Metric], node: _NodeReading, shown: Set[str] | None) -> bytes:
+        return generate_latest(_Read([*own, *_NodeSeries(node).collect()], shown))
 
     def count_published(self, queue: str, amount: int) -> None:
         """Messages of `queue` confirmed here."""
