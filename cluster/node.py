@@ -377,7 +377,7 @@ class Node:
         assert self._hosting is not None and self._replay is not None
         while True:
             await asyncio.sleep(self.config.tick_ms / 1000)
-            self._hosting.on_timer()
+            self._hosting.on_timer(self.env.monotonic_ms())
             self._replay.over()
 
     # -- reconciliation with the metadata -------------------------------------------------------

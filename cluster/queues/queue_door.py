@@ -1029,18 +1029,22 @@ class QueueDoor:
         self._serving.set()
         self._node.queue_changed(self)
 
-    def on_timer(self) -> bool:
+    def on_timer(self) -> float | None:
         """Called periodically on the leader: due Ticks and ended consumers (once it caught up, else its
         catch-up Tick again) go through the log, and a sealed queue's deletion is asked of the metadata
-        every DELETE_RETRY_MS until it is gone. False when nothing can come due until an entry applies or
-        a session opens, which call `DoorHost.queue_changed`: an idle queue costs no call meanwhile."""
+        every DELETE_RETRY_MS until it is gone. Answers in how many ms it must be called again (0: at the
+        next tick), or None when nothing can come due until an entry applies or a session opens, which
+        call `DoorHost.queue_changed`: an idle queue costs no call meanwhile."""
         if not self.is_leader:
-            return False
+            return None
         if self._deadline_stale:  # the deadline is the applied state's: it moves only with it
             self._deadline_ms, self._deadline_stale = self._replica.machine.next_deadline_ms(), False
         sealed = self._replica.machine.sealed
-        if not (sealed or self._sessions.sessions) and self._deadline_ms is None and self._serving.is_set():
-            return False
+        if not (sealed or self._sessions.sessions) and self._serving.is_set():
+            if self._deadline_ms is None:
+                return None
+            if (wait := self._deadline_ms - self._now()) > 0:
+                return wait  # only the applied state's deadline can come due: not before it
         now = self._now()
         if sealed:
             self._delete_due_ms = self._delete_due_ms or now + DELETE_RETRY_MS
@@ -1053,7 +1057,7 @@ class QueueDoor:
             self._fire(self._command(Tick), done=self._tick_done)
         if not self._serving.is_set():
             self._catch_up()
-            return True
+            return 0
         plain_returns = functools.partial(self._formats.reads_queue_ops, COUNTING_OP_VERSION)
         for tag, reason, plain in self._sessions.due_ends(now, plain_returns):
             log.info("queue %s: consumer %s ended: %s", self.name, tag, reason)
@@ -1063,7 +1067,7 @@ class QueueDoor:
                 command = self._command(ConsumerDown, tag)
             self._sessions.end(tag, reason)
             self._fire(command, done=functools.partial(self._end_done, tag))
-        return True
+        return 0
 
     def _tick_done(self, committed: bool) -> None:
         self._tick_in_flight = False

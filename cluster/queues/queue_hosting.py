@@ -22,7 +22,10 @@ only groups the database holds are opened then; none is created, closed or dropp
 from __future__ import annotations
 
 import functools
+import heapq
+import itertools
 import logging
+import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
@@ -82,7 +85,10 @@ class QueueHosting:
         self._hold_ticks = hold_ticks
         self._queues: dict[str, QueueDoor] = {}
         self._led: dict[str, QueueDoor] = {}  # the hosted queues this node leads (`leadership_changed`)
-        self._timed: dict[str, QueueDoor] = {}  # those of them whose timer may find something due
+        self._timed: dict[str, QueueDoor] = {}  # those of them whose timer runs at every call
+        self._visit_at: dict[str, tuple[float, QueueDoor]] = {}  # those whose timer runs later, and when
+        self._later: list[tuple[float, int, QueueDoor]] = []  # the same as a heap (stale entries skipped)
+        self._pushes = itertools.count()
         self._changed: dict[str, QueueDoor] = {}  # those of them changed since `take_changed`
         self._unlisted: set[str] = set()  # hosted queues the metadata no longer lists this node in
         # each led queue's applied configuration as last read, and its arguments (`changed_arguments`)
@@ -129,15 +135,27 @@ class QueueHosting:
         if created:  # one fsync for every group created, before any round runs for them
             self._store.commit(sync=True)
 
-    def on_timer(self) -> None:
-        """Run the leader timers of the queues led here (TTL, leases, queue expiry, consumer timeouts),
-        but not of those whose timer found nothing could come due, until they want it again
+    def on_timer(self, now_ms: float) -> None:
+        """Run the leader timers of the queues led here (TTL, leases, queue expiry, consumer timeouts):
+        at every call those that asked for it, at `now_ms` (a monotonic clock's) those that named a later
+        time, and those whose timer found nothing could come due not until they want it again
         (`queue_changed`); drop the replicas of queues that no longer list this node once their group
         removed it."""
         self._drop_removed()
+        while self._later and self._later[0][0] <= now_ms:
+            due, _, door = heapq.heappop(self._later)
+            if self._visit_at.get(door.name) == (due, door):  # else visited or dropped since
+                del self._visit_at[door.name]
+                if self._led.get(door.name) is door:
+                    self._timed[door.name] = door
         for queue in list(self._timed.values()):
-            if not queue.on_timer() and self._timed.get(queue.name) is queue:
-                del self._timed[queue.name]
+            wait = queue.on_timer()
+            if wait == 0 or self._timed.get(queue.name) is not queue:
+                continue
+            del self._timed[queue.name]
+            if wait is not None and (due := now_ms + wait) < self._visit_at.get(queue.name, (math.inf,))[0]:
+                self._visit_at[queue.name] = (due, queue)
+                heapq.heappush(self._later, (due, next(self._pushes), queue))
 
     def queue_changed(self, door: QueueDoor) -> None:
         """Queue `door` applied an entry or opened a session: while this node leads it, its timer runs
@@ -152,6 +170,7 @@ class QueueHosting:
         elif self._led.get(door.name) is door:
             del self._led[door.name]
             self._timed.pop(door.name, None)
+            self._visit_at.pop(door.name, None)
 
     def _drop_removed(self) -> None:
         for name in list(self._unlisted):
@@ -163,6 +182,7 @@ class QueueHosting:
         queue = self._queues.pop(name)
         self._led.pop(name, None)
         self._timed.pop(name, None)
+        self._visit_at.pop(name, None)
         self._changed.pop(name, None)
         self._arguments.pop(name, None)
         self._unlisted.discard(name)

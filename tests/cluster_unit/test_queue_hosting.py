@@ -53,7 +53,7 @@ def new_door(info: QueueInfo, replica: QueueReplica) -> Any:
         is_leader=False,
         serving=False,
         declared_config=Config(dict(info.arguments)),
-        on_timer=lambda: False,
+        on_timer=lambda: None,
     )
 
 
@@ -215,10 +215,10 @@ def test_a_queue_no_longer_listing_this_node_keeps_its_replica_until_its_group_r
     hosting.reconcile(declared(queue("moved", "q1", ["b", ME])), registered(store), True)
     groups.calls.clear()
     hosting.reconcile(declared(queue("moved", "q1", ["b", "c"])), registered(store), True)
-    hosting.on_timer()
+    hosting.on_timer(0)
     assert groups.calls == [] and "moved" in hosting.queues  # the metadata may be behind the group
     groups.removed.add("q1")
-    hosting.on_timer()
+    hosting.on_timer(0)
     assert groups.calls == [("close", "q1", True, True)] and "moved" not in hosting.queues  # tombstoned
 
 
@@ -233,7 +233,7 @@ def test_while_the_metadata_replays_only_groups_the_database_holds_are_opened_an
         declared(new), registered(store), False
     )  # an older state: the queue deleted, declared again later
     groups.removed.add("q1")
-    restarted.on_timer()
+    restarted.on_timer(0)
     assert groups.calls == [("open", "q1")] and set(restarted.queues) == {"stored"}
     restarted.reconcile(declared(new), registered(store), True)
     assert groups.calls[1:] == [("close", "q1", True, False), ("open", "q2"), ("campaign", "q2")]
@@ -302,29 +302,39 @@ def test_rule_a_led_queue_whose_timer_finds_nothing_due_is_called_again_only_onc
     hosting, _ = hosting_on(store)
     hosting.reconcile(declared(queue("led", "q1", [ME])), registered(store), True)
     door = hosting.queues["led"]
-    calls: list[bool] = []
-    due = [False]
+    calls: list[float] = []
+    wait: list[float | None] = [None]
 
-    def on_timer() -> bool:
-        calls.append(due[0])
-        return due[0]
+    def on_timer() -> float | None:
+        calls.append(now)
+        return wait[0]
 
     door.on_timer = on_timer
-    hosting.on_timer()
+    now = 0.0
+    hosting.on_timer(now)
     assert calls == []  # followed: no timer
     hosting.leadership_changed(door, True)
-    hosting.on_timer()
-    hosting.on_timer()
-    assert calls == [False]  # nothing could come due: not called again
-    due[0] = True
+    hosting.on_timer(now)
+    hosting.on_timer(now)
+    assert calls == [0]  # nothing could come due: not called again
+    wait[0] = 0
     hosting.queue_changed(door)  # an entry applied, a session opened
-    hosting.on_timer()
-    hosting.on_timer()
-    assert calls == [False, True, True]
+    for now in (100, 200):
+        hosting.on_timer(now)
+    assert calls == [0, 100, 200]  # something is due at every tick
+    wait[0] = 1000
+    for now in (300, 400, 1200, 1300):
+        hosting.on_timer(now)
+    assert calls == [0, 100, 200, 300, 1300]  # not before the time it named
+    hosting.queue_changed(door)
+    for now in (1400, 1500):
+        hosting.on_timer(now)
+    assert calls == [0, 100, 200, 300, 1300, 1400]  # told: at once, and again at its time only
     hosting.leadership_changed(door, False)
     hosting.queue_changed(door)
-    hosting.on_timer()
-    assert calls == [False, True, True]  # led elsewhere now
+    for now in (2400, 3000):
+        hosting.on_timer(now)
+    assert calls == [0, 100, 200, 300, 1300, 1400]  # led elsewhere now
 
 
 def test_an_initial_member_the_declaration_did_not_record_hosts_once_registered_as_its_first_database(
