@@ -695,12 +695,17 @@ def test_corruption_found_by_a_read_names_group_and_index(store, db_path):
     store.close()
 
 
+def _budgeted_store(db_path: Path, monkeypatch: pytest.MonkeyPatch, *, total: int, least: int) -> NodeStore:
+    """A store whose groups share `total` bytes of recent entries, at least `least` each."""
+    monkeypatch.setattr(storage_module, "RECENT_ENTRY_BYTES", total)
+    monkeypatch.setattr(storage_module, "MIN_RECENT_ENTRY_BYTES", least)
+    return NodeStore.open(db_path)
+
+
 def test_the_newest_written_entries_are_read_from_memory_older_ones_from_the_database(
     db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(storage_module, "RECENT_ENTRY_BYTES", 4096)
-    monkeypatch.setattr(storage_module, "MIN_RECENT_ENTRY_BYTES", 4096)
-    store = NodeStore.open(db_path)
+    store = _budgeted_store(db_path, monkeypatch, total=4096, least=4096)
     group = store.create_group("g", CONF)
     big = 4096 // 4 + 1  # four of them do not fit in the group's share
     written = entries(1, 7, term=1, size=big)
@@ -721,9 +726,7 @@ def test_the_newest_written_entries_are_read_from_memory_older_ones_from_the_dat
 def test_a_write_trims_the_groups_that_appended_and_every_group_once_their_shares_shrink(
     db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(storage_module, "RECENT_ENTRY_BYTES", 8192)
-    monkeypatch.setattr(storage_module, "MIN_RECENT_ENTRY_BYTES", 1024)
-    store = NodeStore.open(db_path)
+    store = _budgeted_store(db_path, monkeypatch, total=8192, least=1024)
     busy, idle = store.create_group("busy", CONF), store.create_group("idle", CONF)
     for gid in ("g3", "g4"):
         store.create_group(gid, CONF)
