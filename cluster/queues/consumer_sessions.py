@@ -124,8 +124,11 @@ class ConsumerSessions:
         now: Callable[[], int],
         consumer_timeout_ms: int,
         idle_timeout_ms: int,
+        opened: Callable[[], None],
     ) -> None:
+        """`opened` is called each time a session is created (its timeouts may come due)."""
         self.sessions: dict[str, ConsumerSession] = {}
+        self._opened = opened
         self._queue = queue
         self._replica = replica
         self._now = now
@@ -213,6 +216,7 @@ class ConsumerSessions:
         session = self.sessions.get(tag)
         if session is None:
             session = self.sessions[tag] = ConsumerSession(tag, timeout_ms, now_ms)
+            self._opened()
         session.timeout_ms = timeout_ms
         session.last_active_ms = now_ms
         return session

@@ -240,7 +240,12 @@ class QueueDoor:
         self._host = host
         self._clock = clock
         self._sessions = ConsumerSessions(
-            name, replica, self._now, consumer_timeout_ms, consumer_idle_timeout_ms
+            name,
+            replica,
+            self._now,
+            consumer_timeout_ms,
+            consumer_idle_timeout_ms,
+            opened=functools.partial(node.queue_changed, self),
         )
         self._node = node
         self._formats = formats
@@ -483,8 +488,6 @@ class QueueDoor:
             count = self._fitting(count, since_ms, max_bytes)
         command = self._command(Get, holder, count, auto_ack, since_ms)
         session = None if auto_ack else self._sessions.open_get(holder)
-        if session is not None:
-            self._node.queue_changed(self)
         try:
             reply = await self._submit(command)
         finally:
@@ -596,7 +599,6 @@ class QueueDoor:
             self._formats.require_queue_ops(AUTO_ACK_OP_VERSION, "no auto-ack consumers")
         tag = self._node.new_token() if owner is None else owned(self._node.new_token(), owner)
         session = self._sessions.register(tag, timeout_ms, since_ms, prefetch, auto_ack)
-        self._node.queue_changed(self)
         if since_ms is not None and not self._formats.reads_queue_ops(READER_OP_VERSION):
             session.unlogged = True
             return tag
@@ -1077,7 +1079,6 @@ class QueueDoor:
         while it serves (the holder's session opened again), else by the next leader's."""
         if not committed:
             self._sessions.end_not_committed(tag, reopen=self._serving.is_set())
-            self._node.queue_changed(self)
 
     def _fire(self, command: Command, done: Callable[[bool], None] | None = None) -> None:
         """Replicate a command nobody waits for; `done(committed)` once its fate here is known."""
