@@ -56,6 +56,8 @@ async def run_node(config: NodeConfig, stopping: asyncio.Event) -> None:
             try:
                 await amqp.start(config)
                 await first_of(stopping, node.disk_full)
+                if node.disk_full_error is None:
+                    await node.hand_over_leadership()
             finally:
                 await amqp.close()
                 await runner.cleanup()

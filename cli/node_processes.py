@@ -172,11 +172,21 @@ class NodeProcess:
 
     def stop(self, timeout: float = 15.0) -> None:
         """SIGTERM and wait; SIGKILL if it does not stop in time."""
+        self.terminate()
+        self.wait_stopped(timeout)
+
+    def terminate(self) -> None:
+        """SIGTERM: the node hands its leadership over and stops (`wait_stopped`)."""
         if self.process is None:
             return
         with self._lock:
             self._stopped = True
         self.signal(signal.SIGTERM)
+
+    def wait_stopped(self, timeout: float = 15.0) -> None:
+        """Wait for a terminated node to exit; SIGKILL if it does not in time."""
+        if self.process is None:
+            return
         try:
             self.process.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -316,9 +326,11 @@ class ProcessCluster:
         return next(n for n in self.nodes if n.name == name)
 
     def stop(self) -> None:
-        """Stop every node."""
+        """Stop every node, all at once: none hands its leadership to another that is stopping."""
         for node in self.nodes:
-            node.stop()
+            node.terminate()
+        for node in self.nodes:
+            node.wait_stopped()
 
     def log_tails(self, lines: int = 40) -> str:
         """The end of every node's log, for failure reports."""

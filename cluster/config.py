@@ -200,6 +200,14 @@ class NodeConfig:
         default=5, metadata=about("Ticks without a leader before a follower stands.", minimum=2)
     )
     heartbeat_ticks: int = field(default=2, metadata=about("Ticks between a leader's heartbeats.", minimum=1))
+    stop_hand_over_ms: int = field(
+        default=10_000,
+        metadata=about(
+            "How long a node told to stop waits for the groups it leads to hand leadership to other "
+            "members (0: it stops at once, and they elect leaders after a timeout).",
+            minimum=0,
+        ),
+    )
     batch_delay_ms: float = field(
         default=0.0, metadata=about("How long a leader waits to gather proposals into one entry.", minimum=0)
     )

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import math
 import random
 from collections.abc import Mapping
 from pathlib import Path
@@ -239,6 +240,29 @@ class Node:
     def disk_full_error(self) -> BaseException | None:
         """The write the disk refused for want of space, once it did (`NodeStore.full_disk`)."""
         return self.store.full_disk if self.store is not None else None
+
+    async def hand_over_leadership(self) -> None:
+        """Before a graceful stop: have every group led here hand leadership to another member
+        (`RaftHost.hand_over_leadership`), asking again each election timeout, until every group asked
+        settled (`HandOver`), none could be asked, or `stop_hand_over_ms` passed."""
+        host = self.host
+        if host is None or host.disk_full is not None or not self.config.stop_hand_over_ms:
+            return
+        loop = asyncio.get_running_loop()
+        tick_s = self.config.tick_ms / 1000
+        began = loop.time()
+        deadline = began + self.config.stop_hand_over_ms / 1000
+        asked_at = -math.inf
+        while loop.time() < deadline:
+            if loop.time() - asked_at >= self.config.election_ticks * tick_s:
+                if not host.hand_over_leadership():
+                    break
+                asked_at = loop.time()
+            elif not host.handing_over():
+                break
+            await asyncio.sleep(tick_s)
+        still = sum(1 for group in host.groups.values() if group.leading)
+        log.info("handed leadership over in %.2f s; %d groups still led here", loop.time() - began, still)
 
     async def stop(self) -> None:
         """Stop cleanly: timers, groups, transport, storage (what is staged is written unless a write

@@ -5,9 +5,9 @@ sessions, timers, membership, dead-letter workers, peer requests), given a simul
 (`cluster.node_environment`): a virtual wall clock with its own skew, the loop's time, randomness and
 tokens drawn from the seed, a `SimulatedDatabase` that loses unsynced writes on power loss, and the
 simulated network (`network.SimNetwork`). Clients (`clients.Clients`) enter where the HTTP handlers do.
-Faults are crashes, power losses (one node or all), partitions, broken links, restarts (on older
-builds too), a spare node joining and being forgotten (`node_churn.NodeChurn`) and, once a run, a
-node's data directory lost (`_wipe_one`).
+Faults are crashes, graceful stops (leadership handed over first), power losses (one node or all),
+partitions, broken links, restarts (on older builds too), a spare node joining and being forgotten
+(`node_churn.NodeChurn`) and, once a run, a node's data directory lost (`_wipe_one`).
 
 After the faults the network heals and every node runs; within a bound every queue must have a
 leader that serves, every request must have been answered, every confirmed message must still be in
@@ -92,6 +92,7 @@ class Faults:
     calm: int = 20
     join: int = 2  # the spare node joins (on an empty data directory)
     forget: int = 4  # the spare node stops for good and is forgotten (`loss_survivable`)
+    stop: int = 2  # a node hands leadership over and stops, as `quorumq server` does when told to
     mean_gap_s: float = 0.4  # virtual time between two faults, on average
 
 
@@ -100,6 +101,7 @@ class SimStats:
     """What a run did."""
 
     crashes: int = 0
+    stops: int = 0
     power_losses: int = 0
     partitions: int = 0
     broken_links: int = 0
@@ -277,6 +279,7 @@ class NodeSimulation:
             (lambda: None, f.calm),
             (self.churn.join, f.join),  # last: without churn (weight 0) the choices draw as before
             (self.churn.forget, f.forget),
+            (self._stop_one, f.stop),
         ]
         action = self.rng.choices([a for a, _ in actions], [w for _, w in actions])[0]
         action()
@@ -356,8 +359,9 @@ class NodeSimulation:
         node.db.reopen()
         return NodeStore.recover(node.db, lambda: f"{node.name}.{node.incarnation}"), None
 
-    def kill(self, node: SimNode, *, power_loss: bool = False) -> None:
-        """The process dies (as SIGKILL); with `power_loss` the disk also loses what was not synced."""
+    def kill(self, node: SimNode, *, power_loss: bool = False, graceful: bool = False) -> None:
+        """The process dies (as SIGKILL); with `power_loss` the disk also loses what was not synced.
+        `graceful`: it ends after a stop's hand-over instead (counted as a stop, not a crash)."""
         if node.process is not None and node.process.alive:
             node.process.alive = False
             node.db.close()
@@ -368,7 +372,8 @@ class NodeSimulation:
                     answer.exception()  # its waiter may have died too: not an error left unseen
             node.requests.clear()
             node.serving.clear()
-            self.stats.crashes += not power_loss
+            self.stats.crashes += not power_loss and not graceful
+            self.stats.stops += graceful
         if power_loss:
             node.db.lose_power(self.rng.randrange(node.db.unsynced_writes + 1))
 
@@ -415,6 +420,23 @@ class NodeSimulation:
         alive = self._alive()
         if len(alive) > 1:
             self.kill(self.rng.choice(alive))
+
+    def _stop_one(self) -> None:
+        """A node told to stop: it hands leadership over (`Node.hand_over_leadership`), then its process
+        ends, losing nothing (unless another fault came first)."""
+        alive = self._alive()
+        if len(alive) > 1:
+            node = self.rng.choice(alive)
+            if node.running is not None and node.context is not None:
+                stopping = node.running.hand_over_leadership()
+                task = self.loop.create_task(stopping, context=node.context.copy())
+                proc = node.process
+                task.add_done_callback(lambda _: self._end_stop(node, proc))
+
+    def _end_stop(self, node: SimNode, proc: Process | None) -> None:
+        """The stop's process ends, unless it died first or the run healed meanwhile (it keeps running)."""
+        if node.process is proc and proc is not None and proc.alive and not self._healed:
+            self.kill(node, graceful=True)
 
     def _power_loss(self) -> None:
         victims = list(self.nodes.values())

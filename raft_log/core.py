@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -160,6 +161,11 @@ class RaftNode:
     @property
     def is_leader(self) -> bool:
         return self._role is Role.LEADER
+
+    @property
+    def committed(self) -> int:
+        """The highest index this replica knows committed."""
+        return self._log.committed
 
     @property
     def quiet(self) -> bool:
@@ -384,6 +390,28 @@ class RaftNode:
         if self._quiet or not self._woken_idle or self._role is not Role.FOLLOWER or self._lead is None:
             return False
         self._quiet, self._woken_idle = True, False
+        return True
+
+    def follow_quietly(self, leader: NodeId, term: int) -> bool:
+        """Follow `leader` and go quiet, a follower that knows no leader of its term `term` and has
+        committed every entry it holds: the driver heard `leader`, a voter, say it leads this group in
+        that very term (a term has one leader), so this is what its quiescing heartbeat would do. That
+        heartbeat's commit index is not needed: a quiet leader has every member match its whole log,
+        which it committed, and a replica's log is durable where its commit index need not be, so one
+        that committed all it holds lacks nothing; and a leader that is not quiet sends on, which wakes
+        this replica. For a restarted replica, whose groups would otherwise each stand for election
+        against quiet leaders. True when it did."""
+        if (
+            self._quiet
+            or self._role is not Role.FOLLOWER
+            or self._lead is not None
+            or term != self._term
+            or leader == self.id
+            or not self._tracker.is_voter(leader)
+            or self._log.committed != self._log.last_index()
+        ):
+            return False
+        self._lead, self._quiet, self._woken_idle = leader, True, False
         return True
 
     def _keeps_quiet(self, msg: Message) -> bool:
@@ -851,12 +879,32 @@ class RaftNode:
         Simply stepping down can deadlock: a remaining voter that has not yet learned the removal
         committed still needs the removed node's vote, which its shorter log may never win.
         """
-        progress = self._tracker.progress
-        best = max(
-            self._tracker.voters,
-            key=lambda voter: (not progress[voter].repairing, progress[voter].match, voter),  # it cannot run
+        best = self._most_caught_up(sorted(self._tracker.voters, reverse=True))
+        if best is not None:
+            self.transfer_leadership(best)
+
+    def hand_over(self, among: Sequence[NodeId]) -> NodeId | None:
+        """A leader asks the most up-to-date of the voters `among` (the first of them when equal) that is
+        not repairing its log to take over (`transfer_leadership`): a graceful stop's hand-over. The
+        voter asked, or None when there is none (nothing is asked then)."""
+        if not self.is_leader:
+            raise NotLeaderError(self._lead)
+        best = self._most_caught_up(
+            [node for node in among if node != self.id and self._tracker.is_voter(node)]
         )
+        if best is None or self._tracker.progress[best].repairing:
+            return None
         self.transfer_leadership(best)
+        return best
+
+    def _most_caught_up(self, voters: Sequence[NodeId]) -> NodeId | None:
+        """Of `voters`, one that can run (not repairing) before one that cannot, then the one matching
+        the most of this leader's log, then the first; None for none."""
+        progress = self._tracker.progress
+        rank = {voter: -position for position, voter in enumerate(voters)}
+        return max(
+            voters, key=lambda v: (not progress[v].repairing, progress[v].match, rank[v]), default=None
+        )
 
     def _check_can_propose(self) -> None:
         if not self.is_leader:

@@ -41,8 +41,18 @@ class LeaderHints:
 
     def leader(self, gid: str) -> str | None:
         """The leader a heard peer announced for `gid`, if any."""
+        hint = self.hint(gid)
+        return hint[0] if hint is not None else None
+
+    def hint(self, gid: str) -> tuple[str, int] | None:
+        """The leader a heard peer announced for `gid` and the term it announced, if any."""
         hint = self._hints.get(gid)
-        return hint[0] if hint is not None and self._live(hint[0]) else None
+        return hint if hint is not None and self._live(hint[0]) else None
+
+    def owes_whole(self, peer: str) -> bool:
+        """Whether `peer` is told the whole map at the next announcement (a new or lost link, or a send
+        that failed): it may be a process that just started, with groups that know no leader yet."""
+        return peer not in self._told
 
     def announce(self, led: Mapping[str, int], peers: Mapping[str, bool], send: Send) -> None:
         """Tell each of `peers` whose link is up (peer -> up) through `send` that this node leads `led`
@@ -72,9 +82,10 @@ class LeaderHints:
         else:
             self._told.pop(peer, None)  # the next announcement is whole
 
-    def learn(self, peer: str, control: dict[str, Any]) -> None:
-        """Take (and remove from `control`) what `peer` announced of the groups it leads. Raises
-        TypeError or ValueError on a malformed announcement."""
+    def learn(self, peer: str, control: dict[str, Any]) -> list[str]:
+        """Take (and remove from `control`) what `peer` announced of the groups it leads; the groups it
+        announced a leader of. Raises TypeError or ValueError on a malformed announcement."""
+        announced: list[str] = []
         whole = control.pop(LEADERS_KEY, None)
         changes = control.pop(CHANGES_KEY, None)
         reads_changes = control.pop(READS_CHANGES_KEY, None)
@@ -87,6 +98,7 @@ class LeaderHints:
                 self._reads_changes.discard(peer)
             for gid, (leader, term) in whole.items():
                 self._take(gid, leader, term)
+            announced.extend(whole)
             for gid in [gid for gid, hint in self._hints.items() if hint[0] == peer and gid not in whole]:
                 del self._hints[gid]
         if changes is not None:
@@ -96,8 +108,10 @@ class LeaderHints:
                 if told is not None:
                     leader, term = told
                     self._take(gid, leader, term)
+                    announced.append(gid)
                 elif (hint := self._hints.get(gid)) is not None and hint[0] == peer:
                     del self._hints[gid]
+        return announced
 
     def _take(self, gid: str, leader: str, term: int) -> None:
         known = self._hints.get(gid)

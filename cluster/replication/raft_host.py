@@ -28,13 +28,14 @@ import logging
 import os
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, Protocol
 
 import msgpack
 
+from cluster.replication.hand_over import HandOver
 from cluster.replication.leader_hints import LeaderHints
 from cluster.replication.peer_links import PeerLinks
 from cluster.replication.peer_liveness import PeerLiveness
@@ -54,6 +55,8 @@ log = logging.getLogger(__name__)
 
 LEADER_ANNOUNCE_EVERY_TICKS = 10
 BEAT = msgpack.packb({})
+STOPPING_KEY = "stopping"
+"""A control key: the node that sends it is handing leadership over to stop (`hand_over_leadership`)."""
 """The beat each node sends every peer every heartbeat: an empty control map (`PeerLiveness`)."""
 FATAL_EXIT_CODE = 70
 DEFAULT_SNAPSHOT_EVERY_BYTES = 64 << 20
@@ -118,7 +121,10 @@ class _ExportingStorage:
         self._app = app
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._log, name)
+        value = getattr(self._log, name)
+        if callable(value):
+            setattr(self, name, value)  # a bound method: looked up here once, not on every call
+        return value
 
     def snapshot(self) -> Snapshot:
         stored = self._log.snapshot()
@@ -269,6 +275,10 @@ class RaftHost:
         self._led_read_at: tuple[int, int] | None = None  # (leader_changes, _groups_changes) then
         self._groups_changes = 0  # groups opened or closed
         self._woken_for: dict[str, set[str]] = {}  # per silent peer, the groups it leads woken for that
+        self._links_lost: set[str] = set()  # peers whose link closed, not heard from since
+        self._stopping = False  # handing leadership over before a graceful stop
+        self._hand_over = HandOver(self.groups, self._touch)
+        self._peers_stopping: set[str] = set()  # peers that said so, on links still open
         self.leader_changes = 0
         self.applied_data_bytes = 0  # entry data applied by every group since this host started
         self.metrics = RaftMetrics()
@@ -303,6 +313,7 @@ class RaftHost:
         self.groups[gid] = group
         self._groups_changes += 1
         self._touch(gid)
+        self._follow_hinted((gid,))
         return group
 
     def close_group(self, gid: str, *, drop: bool, tombstone: bool = True) -> None:
@@ -388,6 +399,26 @@ class RaftHost:
         self._touch(gid)
         return index, group.raft.term
 
+    def hand_over_leadership(self) -> int:
+        """Before a graceful stop: ask every group led here to hand leadership to another voter this node
+        hears and that is not stopping too (`HandOver.ask`); the number of groups asked or still settling.
+        Peers are told this node is stopping (`STOPPING_KEY`): when a whole cluster stops, leadership does
+        not go round."""
+        if not self._stopping:
+            self._stopping = True
+            for peer in self.transport.peers():
+                self.send_control(peer, {STOPPING_KEY: 1})
+        takers = {
+            peer
+            for peer, up in self.transport.peers().items()
+            if up and self.liveness.live(peer) and peer not in self._peers_stopping
+        }
+        return self._hand_over.ask(takers)
+
+    def handing_over(self) -> bool:
+        """Whether a group asked to hand leadership over has not yet settled here (`HandOver.pending`)."""
+        return self._hand_over.pending()
+
     def transfer_leadership(self, gid: str, to: str) -> None:
         """Ask the group's leader (this node) to hand leadership to voter `to`."""
         group = self.groups.get(gid)
@@ -416,6 +447,9 @@ class RaftHost:
         """Transport callback: a Raft message to step, or a peer's leader announcement."""
         if self.liveness.heard(peer, self._ticks):
             self._rest_followers_of(peer)
+        if peer in self._links_lost:
+            self._links_lost.discard(peer)
+            self._announce_leaders()  # it may have restarted: its groups learn their leaders now
         self._note_incarnation(peer)
         if kind == KIND_RAFT:
             try:
@@ -494,10 +528,13 @@ class RaftHost:
             control = msgpack.unpackb(body, raw=False)
             if not isinstance(control, dict):
                 raise TypeError("control frame is not a map")
-            self.hints.learn(peer, control)
+            announced = self.hints.learn(peer, control)
+            if control.pop(STOPPING_KEY, None):
+                self._peers_stopping.add(peer)
         except (ValueError, KeyError, TypeError, msgpack.UnpackException) as exc:
             log.warning("dropping malformed control frame from %s: %s", peer, exc)
             return
+        self._follow_hinted(announced)
         if control and self._on_control_hook is not None:
             self._on_control_hook(peer, control)
 
@@ -574,6 +611,8 @@ class RaftHost:
         self._woken_for.pop(peer, None)
         self.wake_shared(peer)
         self.hints.link_lost(peer)
+        self._links_lost.add(peer)
+        self._peers_stopping.discard(peer)  # whatever comes back on a new link is a process that started
 
     def wake_shared(self, peer: str, *, silent: bool = False) -> None:
         """`peer` went `silent`, lost its link or came back as a new incarnation: wake the quiet groups it
@@ -601,6 +640,16 @@ class RaftHost:
             group = self.groups.get(gid)
             if group is not None and group.halted is None and group.raft.leader == peer:
                 group.raft.rest()
+
+    def _follow_hinted(self, gids: Iterable[str]) -> None:
+        """The groups of `gids` hosted here that know no leader of their term follow the one a heard peer
+        announced for that very term, and go quiet (`RaftNode.follow_quietly`): a restarted node's
+        replicas would otherwise each stand for election after a timeout, and wake their quiet leaders."""
+        for gid in gids:
+            group = self.groups.get(gid)
+            hint = self.hints.hint(gid) if group is not None and group.halted is None else None
+            if group is not None and hint is not None and group.raft.follow_quietly(*hint):
+                self._touch(gid)
 
     def _hears(self, peer: str) -> bool:
         """Whether `peer` is a peer still (not forgotten) that this node hears (`PeerLiveness`)."""

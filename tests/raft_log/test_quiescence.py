@@ -3,6 +3,8 @@ while quiet, and any input but the followers' answers wakes the group (docs/inte
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from raft_harness import Harness
 
@@ -164,3 +166,73 @@ def test_rule_a_follower_woken_by_a_message_does_not_rest() -> None:
     h["c"].campaign()
     h.stabilize()
     assert not h["b"].quiet and not h["b"].rest()
+
+
+def _restarted(h: Harness, node: str) -> None:
+    """`node` starts again on its storage (which keeps its hard state, commit index included)."""
+    h.add(node, h.storages[node], applied=h[node].committed)
+
+
+def test_rule_a_restarted_follower_that_committed_all_it_holds_follows_its_terms_leader_quietly() -> None:
+    """`follow_quietly`: the driver heard `a` announce it leads in b's own term; b committed everything it
+    holds, so nothing a quiescing heartbeat would bring is missing. It follows `a` and stays quiet for
+    any number of ticks, sending nothing (before, every restarted replica stood for election after a
+    timeout, and its pre-vote woke the quiet leader)."""
+    h = _quiet_group()
+    term = h["a"].term
+    _restarted(h, "b")
+    assert h["b"].leader is None and not h["b"].quiet
+    assert h["b"].follow_quietly("a", term)
+    assert h["b"].quiet and h["b"].leader == "a" and h["b"].role is Role.FOLLOWER
+    for _ in range(100):
+        h["b"].tick()
+    h.process("b")
+    assert not h.take()  # no campaign, no message at all
+    assert not h["b"].follow_quietly("a", term)  # already quiet
+
+
+def test_rule_follow_quietly_only_a_voter_announced_for_the_replicas_own_term() -> None:
+    h = _quiet_group()
+    term = h["a"].term
+    _restarted(h, "b")
+    assert not h["b"].follow_quietly("a", term + 1)  # a newer term: this replica would have to move to it
+    assert not h["b"].follow_quietly("a", term - 1)
+    assert not h["b"].follow_quietly("b", term)  # itself
+    assert not h["b"].follow_quietly("z", term)  # not a voter
+    h["b"].campaign()
+    assert not h["b"].follow_quietly("a", term)  # a (pre-)candidate follows no one
+
+
+def test_rule_a_restarted_follower_missing_its_commit_index_does_not_follow_quietly() -> None:
+    """A commit index is not synced: a replica whose log holds entries beyond what it knows committed
+    would stay behind the quiet leader for as long as the group is idle (whole-node seed 2, with a
+    power loss). It stays awake; its campaign wakes the leader, whose beats bring the commit index."""
+    h = _quiet_group()
+    term = h["a"].term
+    storage = h.storages["b"]
+    hard_state, _ = storage.initial_state()
+    storage.set_hard_state(replace(hard_state, commit=hard_state.commit - 1))
+    h.add("b", storage, applied=hard_state.commit - 1)
+    assert not h["b"].follow_quietly("a", term)
+    assert not h["b"].quiet
+
+
+def test_hand_over_asks_the_most_caught_up_voter_among_those_given() -> None:
+    h = Harness()
+    a = h.elect("a")
+    h.isolated.add("c")
+    a.propose(b"x")
+    h.stabilize()  # b matches a's log, c does not
+    assert a.hand_over(["c", "b"]) == "b"
+    h.isolated.clear()
+    h.stabilize()
+    assert h["b"].is_leader and not a.is_leader
+
+
+def test_hand_over_asks_no_one_without_another_voter_given() -> None:
+    h = Harness()
+    a = h.elect("a")
+    assert a.hand_over(["a", "z"]) is None
+    assert a.hand_over([]) is None
+    h.stabilize()
+    assert a.is_leader

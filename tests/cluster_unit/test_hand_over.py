@@ -1,0 +1,74 @@
+"""A graceful stop hands leadership over, and a restarted replica follows the leader its peers announce
+(issue 40: a restarted node with every queue online in less than 10 s). Real RaftHosts and RocksDB,
+stepped by the test."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from stepped_cluster import NAMES, SteppedCluster
+
+from raft_log.ready import Role
+
+OTHERS = ("b", "c")
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[SteppedCluster]:
+    cluster = SteppedCluster(tmp_path)
+    cluster.elect("a")
+    cluster.until(lambda: all(cluster.group(name).raft.quiet for name in NAMES))
+    yield cluster
+    cluster.close()
+
+
+def _restart(cluster: SteppedCluster, name: str) -> None:
+    """`name`'s process stops and starts again: its links close, which the others notice."""
+    cluster.restart(name)
+    for other in NAMES:
+        if other != name:
+            cluster.hosts[other].link_lost(name)
+
+
+def test_rule_a_restarted_follower_follows_the_announced_leader_without_an_election(
+    cluster: SteppedCluster,
+) -> None:
+    """b restarts: the first frame a hears from it has a announce its groups to b at once, and b's replica,
+    which knows no leader of its own term, follows a quietly: nothing wakes the group on a or c (before,
+    b stood for election after its timeout, and its pre-vote woke the quiet group on a and c)."""
+    term = cluster.group("a").raft.term
+    _restart(cluster, "b")
+    assert cluster.group("b").raft.leader is None
+    for _ in range(50):  # five election timeouts
+        for name in NAMES:
+            cluster.hosts[name].tick()
+        cluster.settle()
+        assert cluster.group("a").raft.quiet and cluster.group("c").raft.quiet  # nothing woke them
+    b = cluster.group("b").raft
+    assert b.quiet and b.leader == "a" and b.term == term and b.role is Role.FOLLOWER
+    assert cluster.group("a").raft.is_leader and cluster.group("a").raft.term == term
+
+
+def test_a_stopping_leader_hands_its_groups_over_and_restarts_following(cluster: SteppedCluster) -> None:
+    a = cluster.hosts["a"]
+    assert a.hand_over_leadership() == 1
+    cluster.until(lambda: not a.handing_over())
+    taker = cluster.group("b").raft.leader
+    assert taker in OTHERS and cluster.group(taker).raft.is_leader
+    assert cluster.group("a").raft.leader == taker
+    _restart(cluster, "a")
+    cluster.until(lambda: cluster.group("a").raft.quiet and cluster.group("a").raft.leader == taker)
+    assert cluster.group(taker).raft.is_leader
+
+
+def test_rule_no_group_is_handed_to_a_peer_that_is_stopping(cluster: SteppedCluster) -> None:
+    """When a whole cluster stops, leadership must not go round among the stopping nodes until each
+    runs out of time: a stopping node tells its peers, and none hands it a group."""
+    for name in OTHERS:
+        assert cluster.hosts[name].hand_over_leadership() == 0  # they lead nothing, and say they stop
+    cluster.settle()
+    assert cluster.hosts["a"].hand_over_leadership() == 0
+    cluster.settle()
+    assert cluster.group("a").raft.is_leader
