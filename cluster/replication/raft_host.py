@@ -55,9 +55,9 @@ log = logging.getLogger(__name__)
 
 LEADER_ANNOUNCE_EVERY_TICKS = 10
 BEAT = msgpack.packb({})
+"""The beat each node sends every peer every heartbeat: an empty control map (`PeerLiveness`)."""
 STOPPING_KEY = "stopping"
 """A control key: the node that sends it is handing leadership over to stop (`hand_over_leadership`)."""
-"""The beat each node sends every peer every heartbeat: an empty control map (`PeerLiveness`)."""
 FATAL_EXIT_CODE = 70
 DEFAULT_SNAPSHOT_EVERY_BYTES = 64 << 20
 SNAPSHOT_SIZE_FACTOR = 4
