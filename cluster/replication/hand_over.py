@@ -18,44 +18,50 @@ if TYPE_CHECKING:
 
 
 class HandOver:
-    """The groups of one node asked to hand their leadership over."""
+    """The groups of one node asked to hand their leadership over, and to whom."""
 
     def __init__(self, groups: Mapping[str, Group], touch: Callable[[str], None]) -> None:
         """`groups` are the node's groups (read live); `touch(gid)` has a group's Ready taken."""
         self._groups = groups
         self._touch = touch
-        self._asked: set[str] = set()
+        self._asked: dict[str, str] = {}  # group -> the voter asked to take it over
+        self._takers: Collection[str] = ()
 
     def ask(self, takers: Collection[str]) -> int:
         """Ask each group led here to hand leadership to the most caught-up of its voters among `takers`
         (between equals, one spread by a hash of the group and the voter). A leader drops a hand-over
         not done within an election timeout; asking again retries it. The number of groups asked now
-        or asked before and not yet settled with a leader among `takers` (one that is stopping too, or
-        gone, may never commit its term here)."""
-        asked = set()
+        or asked before and still awaited (`pending`)."""
+        self._takers = takers
+        asked = {}
         for gid, group in self._groups.items():
             if group.leading:
                 voters = sorted(
                     (voter for voter in group.raft.conf.voters if voter in takers),
                     key=lambda voter: zlib.crc32(f"{gid}/{voter}".encode()),
                 )
-                if group.raft.hand_over(voters) is not None:
+                if (voter := group.raft.hand_over(voters)) is not None:
                     self._touch(gid)
-                    asked.add(gid)
-            elif gid in self._asked and not _settled(group) and group.raft.leader in (None, *takers):
-                asked.add(gid)  # its new leader is still to be heard of, or still to commit its term here
+                    asked[gid] = voter
+            elif (voter := self._asked.get(gid)) is not None and self._awaited(group, voter):
+                asked[gid] = voter
         self._asked = asked
         return len(asked)
 
     def pending(self) -> bool:
-        """Whether a group asked is hosted here and not settled yet."""
+        """Whether a group asked is hosted here and still awaited: not settled, and its leader, or the
+        voter asked while it knows none, among the takers (one that stops too, or is gone, may never
+        commit its term here)."""
         return any(
-            not _settled(group)
-            for gid in self._asked
+            self._awaited(group, voter)
+            for gid, voter in self._asked.items()
             if (group := self._groups.get(gid)) is not None and group.halted is None
         )
 
-
-def _settled(group: Group) -> bool:
-    raft = group.raft
-    return not raft.is_leader and raft.leader is not None and raft.entry_term(raft.committed) == raft.term
+    def _awaited(self, group: Group, voter: str) -> bool:
+        raft = group.raft
+        if raft.is_leader:
+            return True
+        if raft.leader is None:
+            return voter in self._takers
+        return raft.leader in self._takers and raft.entry_term(raft.committed) != raft.term

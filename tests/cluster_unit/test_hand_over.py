@@ -72,3 +72,49 @@ def test_rule_no_group_is_handed_to_a_peer_that_is_stopping(cluster: SteppedClus
     assert cluster.hosts["a"].hand_over_leadership() == 0
     cluster.settle()
     assert cluster.group("a").raft.is_leader
+
+
+def test_rule_a_group_asked_of_a_peer_that_then_stops_goes_to_another(cluster: SteppedCluster) -> None:
+    """A whole cluster stopping: a asks a voter before it hears that voter stops too. The next ask (each
+    election timeout) hands the group to a voter that is not stopping, and nothing waits on the one that
+    stopped (before, a waited for it until `stop_hand_over_ms` ran out: 10 s per node)."""
+    a = cluster.hosts["a"]
+    assert a.hand_over_leadership() == 1
+    asked = cluster.group("a").raft._lead_transferee
+    other = next(name for name in OTHERS if name != asked)
+    cluster.round("a")
+    cluster.network.in_flight.clear()  # the request never reaches the voter asked
+    assert cluster.hosts[asked].hand_over_leadership() == 0  # it stops: it leads nothing, and says so
+    cluster.settle(("a", asked))
+    cluster.network.in_flight.clear()
+    assert a.hand_over_leadership() == 1
+    cluster.until(lambda: not a.handing_over(), among=("a", other))
+    assert cluster.group(other).raft.is_leader and cluster.group("a").raft.leader == other
+
+
+def _deliver_only(cluster: SteppedCluster, frm: str, to: str) -> None:
+    """Deliver the frames in flight from `frm` to `to`; drop every other."""
+    frames, cluster.network.in_flight[:] = list(cluster.network.in_flight), []
+    for frame in frames:
+        if frame.frm == frm and frame.to == to:
+            cluster.hosts[to].on_frame(frame.frm, frame.kind, frame.body)
+
+
+def test_rule_nothing_waits_on_a_voter_that_took_the_vote_and_then_stopped(cluster: SteppedCluster) -> None:
+    """a hands its group over; the voter asked stands, has a's vote (a follows no one in the new term
+    yet), and stops before it wins. a must not wait for that group until its time runs out."""
+    a = cluster.hosts["a"]
+    assert a.hand_over_leadership() == 1
+    asked = cluster.group("a").raft._lead_transferee
+    assert asked is not None
+    cluster.round("a")
+    _deliver_only(cluster, "a", asked)  # its MsgTimeoutNow
+    cluster.round(asked)
+    _deliver_only(cluster, asked, "a")  # its vote request
+    cluster.round("a")
+    cluster.network.in_flight.clear()  # a's vote is lost with the voter
+    assert cluster.group("a").raft.leader is None and not cluster.group("a").raft.is_leader
+    cluster.hosts[asked].hand_over_leadership()  # it stops, and says so
+    _deliver_only(cluster, asked, "a")
+    assert a.hand_over_leadership() == 0
+    assert not a.handing_over()
