@@ -26,7 +26,15 @@ COLUMNS = (
     "quorumq / RabbitMQ's fastest",
 )
 
-BACKLOG_COLUMNS = ("broker", "N messages x body", "bytes/msg home node", "bytes/msg all nodes", "restart s")
+BACKLOG_COLUMNS = (
+    "broker",
+    "N messages x body",
+    "fill s",
+    "bytes/msg home node",
+    "bytes/msg all nodes",
+    "restart s",
+    "RSS MiB per node: before -> after fill (its peak), peak in restart, serving",
+)
 
 
 def _number(value: float, digits: int = 0) -> str:
@@ -109,9 +117,11 @@ def backlog_rows(runs: list[BrokerRun]) -> list[list[str]]:
                 [
                     run.broker,
                     f"{b.messages:,} x {b.body_size} B",
+                    f"{b.fill_seconds:,.0f}",
                     f"{b.home_bytes_per_message:,.0f}",
                     f"{b.cluster_bytes_per_message:,.0f}",
                     f"{b.restart_seconds:.1f}",
+                    b.rss_summary(),
                 ]
             )
     return table
@@ -150,7 +160,8 @@ def markdown(runs: list[BrokerRun], machine: dict[str, str], command: str) -> st
             "",
             "Backlog: one queue filled with N messages; RSS growth per message on the queue's home node",
             "and summed over all three nodes; then the home node is stopped and started again, timed until",
-            "a request to it alone reports the whole backlog (the new leader may answer through it).",
+            "a request to it alone reports the whole backlog (the new leader may answer through it). Each",
+            "node's RSS is sampled every 0.1 s through the fill and from the restart until the node serves.",
             "",
             "| " + " | ".join(BACKLOG_COLUMNS) + " |",
             "|" + "---|" * len(BACKLOG_COLUMNS),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,6 +60,11 @@ def rss_bytes(pid: int) -> int:
     return sum(_rss(p) for p in descendants(pid))
 
 
+def own_rss_bytes(pid: int) -> int:
+    """The resident memory of one process alone (a benchmark whose children are the broker's nodes)."""
+    return _rss(pid)
+
+
 def machine_busy_seconds() -> float:
     """CPU seconds the machine's cores have spent neither idle nor waiting for I/O since boot (user,
     nice, system, irq, softirq and steal); over an interval, how many cores everything running used."""
@@ -70,13 +76,15 @@ def machine_busy_seconds() -> float:
 class UsageSampler:
     """Samples RSS of every node in a background thread; leaving `with` fills `usage` (CPU, peak RSS).
 
-    Use as `with UsageSampler({"node1": pid, ...}) as sampler: ...; sampler.usage`.
+    Use as `with UsageSampler({"node1": pid, ...}) as sampler: ...; sampler.usage`; `rss` reads one
+    process's RSS (by default with its descendants).
     """
 
-    def __init__(self, pids: dict[str, int]) -> None:
+    def __init__(self, pids: dict[str, int], rss: Callable[[int], int] = rss_bytes) -> None:
         self._pids = pids
+        self._rss = rss
         self._cpu_start = {name: cpu_seconds(pid) for name, pid in pids.items()}
-        self._peak = {name: rss_bytes(pid) for name, pid in pids.items()}
+        self._peak = {name: rss(pid) for name, pid in pids.items()}
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self.usage: dict[str, NodeUsage] = {}
@@ -96,4 +104,4 @@ class UsageSampler:
     def _sample(self) -> None:
         while not self._done.wait(SAMPLE_INTERVAL_S):
             for name, pid in self._pids.items():
-                self._peak[name] = max(self._peak[name], rss_bytes(pid))
+                self._peak[name] = max(self._peak[name], self._rss(pid))
