@@ -41,6 +41,9 @@ from raft_log.types import ConfState
 
 log = logging.getLogger(__name__)
 
+STALE_VISITS = 64
+"""Stale entries the timers' heap may hold beyond twice the live ones before it is rebuilt."""
+
 NewDoor = Callable[[QueueInfo, QueueReplica], QueueDoor]
 
 
@@ -86,8 +89,10 @@ class QueueHosting:
         self._queues: dict[str, QueueDoor] = {}
         self._led: dict[str, QueueDoor] = {}  # the hosted queues this node leads (`leadership_changed`)
         self._timed: dict[str, QueueDoor] = {}  # those of them whose timer runs at every call
-        self._visit_at: dict[str, tuple[float, QueueDoor]] = {}  # those whose timer runs later, and when
-        self._later: list[tuple[float, int, QueueDoor]] = []  # the same as a heap (stale entries skipped)
+        self._visit_at: dict[str, float] = {}  # those whose timer runs later, and when
+        # the same as a heap of (when, push, name); a stale entry (visited, dropped) is skipped, and holds no
+        # door: a dropped queue's replica must not live on until the time its timer named
+        self._later: list[tuple[float, int, str]] = []
         self._pushes = itertools.count()
         self._changed: dict[str, QueueDoor] = {}  # those of them changed since `take_changed`
         self._unlisted: set[str] = set()  # hosted queues the metadata no longer lists this node in
@@ -143,19 +148,22 @@ class QueueHosting:
         removed it."""
         self._drop_removed()
         while self._later and self._later[0][0] <= now_ms:
-            due, _, door = heapq.heappop(self._later)
-            if self._visit_at.get(door.name) == (due, door):  # else visited or dropped since
-                del self._visit_at[door.name]
-                if self._led.get(door.name) is door:
-                    self._timed[door.name] = door
+            due, _, name = heapq.heappop(self._later)
+            if self._visit_at.get(name) == due:  # else visited or dropped since
+                del self._visit_at[name]
+                if (door := self._led.get(name)) is not None:
+                    self._timed[name] = door
         for queue in list(self._timed.values()):
             wait = queue.on_timer()
             if wait == 0 or self._timed.get(queue.name) is not queue:
                 continue
             del self._timed[queue.name]
-            if wait is not None and (due := now_ms + wait) < self._visit_at.get(queue.name, (math.inf,))[0]:
-                self._visit_at[queue.name] = (due, queue)
-                heapq.heappush(self._later, (due, next(self._pushes), queue))
+            if wait is not None and (due := now_ms + wait) < self._visit_at.get(queue.name, math.inf):
+                self._visit_at[queue.name] = due
+                heapq.heappush(self._later, (due, next(self._pushes), queue.name))
+        if len(self._later) > 2 * len(self._visit_at) + STALE_VISITS:  # mostly stale: keep what counts
+            self._later = [(due, next(self._pushes), name) for name, due in self._visit_at.items()]
+            heapq.heapify(self._later)
 
     def queue_changed(self, door: QueueDoor) -> None:
         """Queue `door` applied an entry or opened a session: while this node leads it, its timer runs
