@@ -101,7 +101,7 @@ async def measure_backlog(
         fill_seconds=fill_seconds,
         rss_before=before,
         rss_after=after,
-        fill_peak_rss={name: usage.peak_rss_bytes for name, usage in fill_sampler.usage.items()},
-        restart_peak_rss={name: usage.peak_rss_bytes for name, usage in restart_sampler.usage.items()},
+        fill_peak_rss=fill_sampler.peak_rss,
+        restart_peak_rss=restart_sampler.peak_rss,
         rss_serving=serving,
     )

@@ -148,7 +148,7 @@ def measure(broker: str, settings: Settings, work_dir: Path) -> IdleRun:
         published=published,
         idle_seconds=idle_seconds,
         node_cpu_seconds={name: usage.cpu_seconds for name, usage in sampler.usage.items()},
-        node_rss_bytes={name: usage.peak_rss_bytes for name, usage in sampler.usage.items()},
+        node_rss_bytes=sampler.peak_rss,
         machine_busy_cores=busy_cores,
         leader_changes=changed,
         load_at_idle=load,

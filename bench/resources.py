@@ -101,6 +101,11 @@ class UsageSampler:
             for name, pid in self._pids.items()
         }
 
+    @property
+    def peak_rss(self) -> dict[str, int]:
+        """Each node's peak RSS while sampled (once the `with` is left)."""
+        return {name: usage.peak_rss_bytes for name, usage in self.usage.items()}
+
     def _sample(self) -> None:
         while not self._done.wait(SAMPLE_INTERVAL_S):
             for name, pid in self._pids.items():

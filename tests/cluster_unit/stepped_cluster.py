@@ -128,6 +128,14 @@ class SteppedCluster:
                 self.hosts[name].tick()
         raise AssertionError("the condition never held")
 
+    @classmethod
+    def quiet(cls, path: Path) -> SteppedCluster:
+        """A cluster whose group `a` leads, gone quiet on every member."""
+        cluster = cls(path)
+        cluster.elect("a")
+        cluster.until(lambda: all(cluster.group(name).raft.quiet for name in NAMES))
+        return cluster
+
     def elect(self, name: str, among: tuple[str, ...] = NAMES) -> None:
         """Make `name` campaign and wait until it leads, with the others `among` following it."""
         self.hosts[name].campaign(GROUP)

@@ -17,9 +17,7 @@ OTHERS = ("b", "c")
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[SteppedCluster]:
-    cluster = SteppedCluster(tmp_path)
-    cluster.elect("a")
-    cluster.until(lambda: all(cluster.group(name).raft.quiet for name in NAMES))
+    cluster = SteppedCluster.quiet(tmp_path)
     yield cluster
     cluster.close()
 
