@@ -30,7 +30,14 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=20.0, help="virtual seconds of faults per seed")
     parser.add_argument("--nodes", type=int, default=4)
     parser.add_argument(
-        "--no-churn", action="store_true", help="no spare node joins or is forgotten (seeds run as before it)"
+        "--no-churn",
+        action="store_true",
+        help="no spare node joins or is forgotten, and no node stops gracefully (seeds run as before them)",
+    )
+    parser.add_argument(
+        "--no-stops",
+        action="store_true",
+        help="no node stops gracefully (seeds run as before graceful stops)",
     )
     parser.add_argument(
         "--json", action="store_true", help="end with one JSON line: the faults and what the clients did"
@@ -43,7 +50,10 @@ def main() -> int:
     failed: list[int] = []
     started = time.monotonic()
     for seed in range(args.first_seed, args.first_seed + args.seeds):
-        sim = NodeSimulation(seed, args.nodes, Faults(join=0, forget=0) if args.no_churn else None)
+        faults = (
+            Faults(join=0, forget=0, stop=0) if args.no_churn else Faults(stop=0) if args.no_stops else None
+        )
+        sim = NodeSimulation(seed, args.nodes, faults)
         try:
             total.add(sim.run(args.seconds))
             print(f"seed {seed}: ok ({sim.trace_digest})", flush=True)

@@ -400,7 +400,8 @@ class RaftNode:
         which it committed, and a replica's log is durable where its commit index need not be, so one
         that committed all it holds lacks nothing; and a leader that is not quiet sends on, which wakes
         this replica. For a restarted replica, whose groups would otherwise each stand for election
-        against quiet leaders. True when it did."""
+        against quiet leaders. Not while it repairs its log: a repair ends only on what a leader of the
+        group sends. True when it did."""
         if (
             self._quiet
             or self._role is not Role.FOLLOWER
@@ -409,6 +410,7 @@ class RaftNode:
             or leader == self.id
             or not self._tracker.is_voter(leader)
             or self._log.committed != self._log.last_index()
+            or self._repair is not None  # only what the group sends it ends a repair
         ):
             return False
         self._lead, self._quiet, self._woken_idle = leader, True, False

@@ -275,7 +275,7 @@ class RaftHost:
         self._led_read_at: tuple[int, int] | None = None  # (leader_changes, _groups_changes) then
         self._groups_changes = 0  # groups opened or closed
         self._woken_for: dict[str, set[str]] = {}  # per silent peer, the groups it leads woken for that
-        self._links_lost: set[str] = set()  # peers whose link closed, not heard from since
+        self._links_lost: set[str] = set()  # peers whose link closed, not told the whole map since
         self._stopping = False  # handing leadership over before a graceful stop
         self._hand_over = HandOver(self.groups, self._touch)
         self._peers_stopping: set[str] = set()  # peers that said so, on links still open
@@ -447,9 +447,10 @@ class RaftHost:
         """Transport callback: a Raft message to step, or a peer's leader announcement."""
         if self.liveness.heard(peer, self._ticks):
             self._rest_followers_of(peer)
-        if peer in self._links_lost:
-            self._links_lost.discard(peer)
+        if peer in self._links_lost and self.transport.peers().get(peer):  # this node's link to it is up
             self._announce_leaders()  # it may have restarted: its groups learn their leaders now
+            if not self.hints.owes_whole(peer):
+                self._links_lost.discard(peer)
         self._note_incarnation(peer)
         if kind == KIND_RAFT:
             try:
@@ -648,7 +649,12 @@ class RaftHost:
         for gid in gids:
             group = self.groups.get(gid)
             hint = self.hints.hint(gid) if group is not None and group.halted is None else None
-            if group is not None and hint is not None and group.raft.follow_quietly(*hint):
+            if (
+                group is not None
+                and hint is not None
+                and self._same_incarnation(group, hint[0])  # else `_admits` would drop what it sends
+                and group.raft.follow_quietly(*hint)
+            ):
                 self._touch(gid)
 
     def _hears(self, peer: str) -> bool:

@@ -4,13 +4,20 @@ stepped by the test."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from stepped_cluster import NAMES, SteppedCluster
+from stepped_cluster import GROUP, NAMES, SteppedCluster, _fatal, publish_op
 
+from cluster.queues.queue_replica import QueueReplica
+from cluster.replication.raft_host import RaftHost
+from cluster.testing.simulated_network import SimulatedNetwork
+from queue_state.arguments import QueueConfig
 from raft_log.ready import Role
+from raft_log.storage.node_store import NodeStore
+from raft_log.types import ConfState
 
 OTHERS = ("b", "c")
 
@@ -79,6 +86,7 @@ def test_rule_a_group_asked_of_a_peer_that_then_stops_goes_to_another(cluster: S
     a = cluster.hosts["a"]
     assert a.hand_over_leadership() == 1
     asked = cluster.group("a").raft._lead_transferee
+    assert asked is not None
     other = next(name for name in OTHERS if name != asked)
     cluster.round("a")
     cluster.network.in_flight.clear()  # the request never reaches the voter asked
@@ -116,3 +124,90 @@ def test_rule_nothing_waits_on_a_voter_that_took_the_vote_and_then_stopped(clust
     _deliver_only(cluster, asked, "a")
     assert a.hand_over_leadership() == 0
     assert not a.handing_over()
+
+
+class _LaggingConfCluster(SteppedCluster):
+    """c's stored membership records an earlier incarnation of a (a was wiped and added again, and c's
+    configuration lags); a and b record a as it runs."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.snapshot_every, self.replica_classes = path, 1000, {}
+        self.network = SimulatedNetwork()
+        self.stores, self.hosts, self.replicas = {}, {}, {}
+        stores = {name: NodeStore.open(path / name) for name in NAMES}
+        incarnations = {name: store.incarnation for name, store in stores.items()}
+        for name, store in stores.items():
+            recorded = dict(incarnations, a="a-before-its-wipe") if name == "c" else incarnations
+            self.network.add(name)
+            conf = ConfState(voters=NAMES, incarnations=tuple(sorted(recorded.items())))
+            store.create_group(GROUP, conf)
+            store.commit(sync=True)
+            self._start(name, store)
+
+
+async def test_rule_a_replica_recording_another_incarnation_of_the_leader_does_not_follow_it_quietly(
+    tmp_path: Path,
+) -> None:
+    """Following quietly sets no admitted leader: a replica whose configuration records another
+    incarnation of the announced leader would then drop everything it sends for the rest of the term
+    (`_admits`, seed 8001837) and never catch up (reviewer's finding 1). It stands for election instead,
+    which has the leader send to it, and catches up."""
+    cluster = _LaggingConfCluster(tmp_path)
+    cluster.elect("a")
+    cluster.until(lambda: all(cluster.group(name).raft.quiet for name in NAMES))
+    _restart(cluster, "c")
+    for _ in range(20):
+        for name in NAMES:
+            cluster.hosts[name].tick()
+        cluster.settle()
+    cluster.hosts["a"].submit(GROUP, publish_op(b"x"))
+    cluster.until(lambda: cluster.group("c").applied == cluster.group("a").applied)
+    cluster.close()
+
+
+class _ProductionTicks(SteppedCluster):
+    """Elections after 5 to 10 ticks, beats every 2, as `quorumq server` runs."""
+
+    def _start(self, name: str, store: NodeStore) -> None:
+        self.network.incarnations[name] = store.incarnation
+        host = RaftHost(
+            name,
+            store,
+            self.network.transport(name),
+            tick_ms=100,
+            election_ticks=5,
+            heartbeat_ticks=2,
+            snapshot_every=self.snapshot_every,
+            batch_delay_ms=0,
+            rng=random.Random(name),
+            on_fatal=_fatal,
+        )
+        replica = QueueReplica("q", GROUP, QueueConfig(), store.group(GROUP))
+        host.open_group(GROUP, replica)
+        self.stores[name], self.hosts[name], self.replicas[name] = store, host, replica
+
+
+def test_rule_the_announcement_to_a_restarted_node_waits_for_this_nodes_link_to_it(tmp_path: Path) -> None:
+    """b restarts; its frames reach a and c before their own links to b are back (each node dials its
+    own, with a backoff of up to a second). The announcement is sent once a's link is up, not dropped
+    with the first frame and left to the next announcement a second later, by when b's replica stood for
+    election and woke a's quiet group (reviewer's finding 4)."""
+    cluster = _ProductionTicks.quiet(tmp_path)
+    cluster.restart("b")
+    down = {"a", "c"}
+    for name in down:
+        cluster.hosts[name].link_lost("b")
+        transport = cluster.hosts[name].transport
+        peers = transport.peers
+        transport.peers = lambda peers=peers, name=name: {  # type: ignore[method-assign,misc]
+            peer: up and not (peer == "b" and name in down) for peer, up in peers().items()
+        }
+    for tick in range(60):
+        if tick == 3:  # before b's replica stands (5 to 10 ticks)
+            down.clear()
+        for name in NAMES:
+            cluster.hosts[name].tick()
+        cluster.settle()
+        assert cluster.group("a").raft.quiet
+    assert cluster.group("b").raft.quiet and cluster.group("b").raft.leader == "a"
+    cluster.close()

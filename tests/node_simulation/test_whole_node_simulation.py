@@ -217,8 +217,10 @@ def test_the_checker_catches_a_durable_log_read_again_differently() -> None:
 
 
 # Seeds that found a bug, each run again as it failed (a subprocess: the hash seed is the runner's); those
-# found before a spare node joined and was forgotten run without that, as they did.
+# found before a spare node joined and was forgotten run without that, and those found before graceful
+# stops without those, as they did.
 NO_CHURN = "--no-churn"
+NO_STOPS = "--no-stops"
 
 
 def _seed_keeps_every_promise(seed: int, seconds: float, *options: str) -> None:
@@ -261,32 +263,32 @@ def test_rule_a_replica_that_knows_no_leader_of_its_term_follows_a_new_incarnati
 def test_rule_a_join_waits_until_the_metadata_leader_registered_its_addresses_seed_114() -> None:
     """n5 joined before the seeds had registered: the answer listed no peer, so n5 knew none, could answer
     no frame of the metadata leader and stayed an empty learner for good."""
-    _seed_keeps_every_promise(114, 10.0)
+    _seed_keeps_every_promise(114, 10.0, NO_STOPS)
 
 
 def test_rule_a_node_without_metadata_learns_where_its_leader_is_seed_1129() -> None:
     """n1, wiped, started again from its seeds while the metadata leader was n5, which joined later: n1
     knew no address for n5, could answer none of its frames and never received the metadata."""
-    _seed_keeps_every_promise(1129, 10.0)
+    _seed_keeps_every_promise(1129, 10.0, NO_STOPS)
 
 
 def test_rule_a_node_whose_metadata_lags_learns_where_a_newer_leader_is_seed_3077() -> None:
     """n3 was down while n5 joined and came to lead the metadata group; n3's metadata, which registered
     n3 itself, named no n5, so n3 refused n5's links and never caught up."""
-    _seed_keeps_every_promise(3077, 10.0)
+    _seed_keeps_every_promise(3077, 10.0, NO_STOPS)
 
 
 def test_rule_a_replica_keeps_following_the_leader_whose_snapshot_configured_it_seed_200441() -> None:
     """n5, added to a queue as an empty learner, installed the leader's index-0 snapshot, whose membership
     recorded the leader n3's old incarnation; it then dropped everything n3's new incarnation sent in
     the same term, and never caught up."""
-    _seed_keeps_every_promise(200441, 20.0)
+    _seed_keeps_every_promise(200441, 20.0, NO_STOPS)
 
 
 def test_rule_a_leader_that_joined_later_learns_where_an_unregistered_seed_is_seed_1900() -> None:
     """n3, a seed, had not registered when n5 joined and came to lead the metadata: no registry named n3,
     so n5 never reached it, and n3 could not register with a leader that did not know it."""
-    _seed_keeps_every_promise(1900, 10.0)
+    _seed_keeps_every_promise(1900, 10.0, NO_STOPS)
 
 
 def test_rule_an_initial_member_declared_before_it_registered_bootstraps_it_late_seed_201869() -> None:
@@ -294,7 +296,7 @@ def test_rule_an_initial_member_declared_before_it_registered_bootstraps_it_late
     n4; n4's metadata lagged past a membership change, after which only a recorded incarnation let an
     initial member bootstrap late: n4 opened the group empty, voted for nobody, and no leader was
     elected."""
-    _seed_keeps_every_promise(201869, 20.0)
+    _seed_keeps_every_promise(201869, 20.0, NO_STOPS)
 
 
 def test_rule_a_queue_is_placed_on_registered_nodes_while_there_are_enough_seed_1524() -> None:
@@ -302,18 +304,24 @@ def test_rule_a_queue_is_placed_on_registered_nodes_while_there_are_enough_seed_
     was wiped before the group elected anyone, and n3 alone never elected a leader: the clients' declare
     went unanswered for ever and the run never ended (it now fails once the clients are busy past
     their bound)."""
-    _seed_keeps_every_promise(1524, 10.0)
+    _seed_keeps_every_promise(1524, 10.0, NO_STOPS)
 
 
 def test_rule_a_joined_node_that_restarts_knowing_no_peer_asks_its_join_url_again_seed_4100379() -> None:
     """n5 joined, then every node went down before n5 had applied any metadata: started again, n5 knew the
     address of no peer (a joined node has no seeds, and its join answer was only in memory) and refused
     the hellos of all, so it never received the metadata that names them and did not serve."""
-    _seed_keeps_every_promise(4100379, 10.0)
+    _seed_keeps_every_promise(4100379, 10.0, NO_STOPS)
 
 
 def test_rule_a_learner_is_promoted_only_while_it_is_up_seed_5103326() -> None:
     """n5, a learner of queue "strict" that had caught up, was stopped and forgotten; the queue's leader
     n1, then its only voter, promoted it all the same, and the group of two voters, one gone for good,
     never committed again."""
-    _seed_keeps_every_promise(5103326, 10.0)
+    _seed_keeps_every_promise(5103326, 10.0, NO_STOPS)
+
+
+def test_rule_a_replica_missing_its_commit_index_does_not_follow_quietly_seed_2() -> None:
+    """After a power loss a replica held more than it knew committed; following its quiet leader on an
+    announcement, it stayed behind for as long as the queue was idle ("replicas apart")."""
+    _seed_keeps_every_promise(2, 10.0)

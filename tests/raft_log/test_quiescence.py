@@ -11,6 +11,7 @@ from raft_harness import Harness
 from raft_log.core import QUIESCE
 from raft_log.messages import MessageType
 from raft_log.ready import Role
+from raft_log.types import Repair
 
 
 def _quiet_group() -> Harness:
@@ -236,3 +237,20 @@ def test_hand_over_asks_no_one_without_another_voter_given() -> None:
     assert a.hand_over([]) is None
     h.stabilize()
     assert a.is_leader
+
+
+def test_rule_a_repairing_replica_does_not_follow_quietly() -> None:
+    """A repair ends only on what a leader of the group sends (its commit covering what the replica
+    lost): an announcement heard from another node must not end it, or the replica would vote again with
+    its vote in that term unknown (reviewer's finding 3)."""
+    h = _quiet_group()
+    term = h["a"].term
+    last = h["b"].status().last_index
+    h.add(
+        "b",
+        h.storages["b"],
+        applied=h["b"].committed,
+        repair=Repair("hard state unreadable", None, last, last),
+    )
+    assert not h["b"].follow_quietly("a", term)
+    assert h["b"].repair is not None and not h["b"].quiet
