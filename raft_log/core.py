@@ -366,6 +366,17 @@ class RaftNode:
                 self._send(MessageType.HEARTBEAT, node, commit=self._log.committed, context=QUIESCE)
         self._quiet = True
 
+    def remind(self, node: NodeId) -> bool:
+        """A quiet leader sends member `node` its quiescing heartbeat again, and stays quiet: `node`'s
+        process restarted and may have missed it, or lost the commit index it carried (not synced). A
+        replica that cannot stand for election (a learner, or a voter whose configuration does not yet
+        say so) would otherwise wait for the group's next write. True when it was sent."""
+        pr = self._tracker.progress.get(node)
+        if not (self.is_leader and self._quiet) or pr is None or node == self.id:
+            return False
+        self._send(MessageType.HEARTBEAT, node, commit=min(pr.match, self._log.committed), context=QUIESCE)
+        return True
+
     def wake(self) -> None:
         """Leave quiet: ticks count again, from a fresh election timeout (for a leader, a fresh check of
         its quorum). Any input but the answers to a quiet leader's last heartbeat wakes the group."""

@@ -451,6 +451,7 @@ class RaftHost:
             self._announce_leaders()  # it may have restarted: its groups learn their leaders now
             if not self.hints.owes_whole(peer):
                 self._links_lost.discard(peer)
+                self._remind_quiet(peer)
         self._note_incarnation(peer)
         if kind == KIND_RAFT:
             try:
@@ -641,6 +642,14 @@ class RaftHost:
             group = self.groups.get(gid)
             if group is not None and group.halted is None and group.raft.leader == peer:
                 group.raft.rest()
+
+    def _remind_quiet(self, peer: str) -> None:
+        """`peer` is back after its link closed: each quiet group led here that it is a member of sends it
+        the quiescing heartbeat again (`RaftNode.remind`), which brings its replica the leader and the
+        commit index, and leaves the group quiet."""
+        for gid, group in self.groups.items():
+            if group.halted is None and group.raft.quiet and group.raft.remind(peer):
+                self._touch(gid)
 
     def _follow_hinted(self, gids: Iterable[str]) -> None:
         """The groups of `gids` hosted here that know no leader of their term follow the one a heard peer

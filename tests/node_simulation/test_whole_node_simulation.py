@@ -325,3 +325,9 @@ def test_rule_a_replica_missing_its_commit_index_does_not_follow_quietly_seed_2(
     """After a power loss a replica held more than it knew committed; following its quiet leader on an
     announcement, it stayed behind for as long as the queue was idle ("replicas apart")."""
     _seed_keeps_every_promise(2, 10.0)
+
+
+def test_rule_a_quiet_leader_reminds_a_member_back_from_a_crash_seed_20001239() -> None:
+    """n1, a learner being promoted, held the promotion but not its commit when it crashed; back, it
+    could not stand for election, and the group's leader, quiet, never told it the commit."""
+    _seed_keeps_every_promise(20001239, 10.0)

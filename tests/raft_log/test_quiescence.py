@@ -254,3 +254,21 @@ def test_rule_a_repairing_replica_does_not_follow_quietly() -> None:
     )
     assert not h["b"].follow_quietly("a", term)
     assert h["b"].repair is not None and not h["b"].quiet
+
+
+def test_rule_a_quiet_leader_reminds_a_restarted_member_of_its_commit_and_stays_quiet() -> None:
+    """A member restarted knowing less committed than it holds (the commit index is not synced), and
+    unable to stand for election (a learner, or a voter whose configuration does not say so yet), would
+    wait for the group's next write: nothing it does wakes the quiet leader (whole-node seed 20001239).
+    The leader's driver, hearing it back, has the leader send its quiescing heartbeat again."""
+    h = _quiet_group()
+    storage = h.storages["c"]
+    hard_state, _ = storage.initial_state()
+    storage.set_hard_state(replace(hard_state, commit=hard_state.commit - 1))
+    h.add("c", storage, applied=hard_state.commit - 1)
+    assert h["c"].committed < h["a"].committed and not h["c"].quiet
+    assert h["a"].remind("c")
+    assert not h["b"].remind("c")  # only a quiet leader reminds
+    h.stabilize()
+    assert h["c"].committed == h["a"].committed and h["c"].quiet and h["c"].leader == "a"
+    assert h["a"].quiet
