@@ -447,12 +447,12 @@ class RaftHost:
         """Transport callback: a Raft message to step, or a peer's leader announcement."""
         if self.liveness.heard(peer, self._ticks):
             self._rest_followers_of(peer)
+        self._note_incarnation(peer)  # first: a new incarnation's groups wake, and are not reminded
         if peer in self._links_lost and self.transport.peers().get(peer):  # this node's link to it is up
             self._announce_leaders()  # it may have restarted: its groups learn their leaders now
             if not self.hints.owes_whole(peer):
                 self._links_lost.discard(peer)
                 self._remind_quiet(peer)
-        self._note_incarnation(peer)
         if kind == KIND_RAFT:
             try:
                 message = decode_message(body)
