@@ -184,8 +184,8 @@ def rows(runs: list[ConsumeRun]) -> list[list[str]]:
         [
             str(run.prefetch),
             f"{run.messages} x {_mib(run.body_size)} MiB",
-            f"{run.fill_seconds:.1f}",
-            f"{run.consume_seconds:.1f}",
+            f"{run.fill_seconds:.3f}",
+            f"{run.consume_seconds:.3f}",
             run.leader,
             "; ".join(
                 f"{name} {_mib(run.rss_empty[name])} -> {_mib(run.rss_filled[name])} "
