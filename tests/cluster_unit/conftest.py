@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from gated_cluster import Node, gated_cluster
+from stepped_cluster import SteppedCluster
 
 from raft_log.storage.node_store import NodeStore
 
@@ -24,3 +25,11 @@ def store(tmp_path: Path) -> Iterator[NodeStore]:
     opened = NodeStore.open(tmp_path / "db")
     yield opened
     opened.close()
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[SteppedCluster]:
+    """A stepped cluster whose group `a` leads, quiet on every member (`SteppedCluster.quiet`)."""
+    cluster = SteppedCluster.quiet(tmp_path)
+    yield cluster
+    cluster.close()

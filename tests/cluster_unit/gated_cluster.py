@@ -163,7 +163,11 @@ async def gated_cluster(
         store.commit(sync=True)
         holder: list[RaftHost] = []  # the transport is made before the host it hands frames to
         transport = Transport(
-            name, Address("127.0.0.1", port), "secret", lambda *f, h=holder: h[0].on_frame(*f)
+            name,
+            Address("127.0.0.1", port),
+            "secret",
+            lambda *f, h=holder: h[0].on_frame(*f),
+            on_link_lost=lambda peer, h=holder: h[0].link_lost(peer),  # as a Node wires it
         )
         host = RaftHost(
             name,

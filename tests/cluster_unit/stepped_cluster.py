@@ -41,6 +41,10 @@ class SteppedCluster:
     """Nodes a, b and c, voters of GROUP; `snapshot_every` entries between local snapshots. `replicas`
     gives a node's replica another class (one that reads what this version does not, say)."""
 
+    tick_ms = 10
+    election_ticks = 10
+    heartbeat_ticks = 1
+
     def __init__(
         self,
         path: Path,
@@ -67,9 +71,9 @@ class SteppedCluster:
             name,
             store,
             self.network.transport(name),
-            tick_ms=10,
-            election_ticks=10,
-            heartbeat_ticks=1,
+            tick_ms=self.tick_ms,
+            election_ticks=self.election_ticks,
+            heartbeat_ticks=self.heartbeat_ticks,
             snapshot_every=self.snapshot_every,
             batch_delay_ms=0,
             rng=random.Random(name),

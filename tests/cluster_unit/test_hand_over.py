@@ -4,29 +4,16 @@ stepped by the test."""
 
 from __future__ import annotations
 
-import random
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-from stepped_cluster import GROUP, NAMES, SteppedCluster, _fatal, publish_op
+from stepped_cluster import GROUP, NAMES, SteppedCluster, publish_op
 
-from cluster.queues.queue_replica import QueueReplica
-from cluster.replication.raft_host import RaftHost
 from cluster.testing.simulated_network import SimulatedNetwork
-from queue_state.arguments import QueueConfig
 from raft_log.ready import Role
 from raft_log.storage.node_store import NodeStore
 from raft_log.types import ConfState
 
 OTHERS = ("b", "c")
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[SteppedCluster]:
-    cluster = SteppedCluster.quiet(tmp_path)
-    yield cluster
-    cluster.close()
 
 
 def _restart(cluster: SteppedCluster, name: str) -> None:
@@ -168,23 +155,9 @@ async def test_rule_a_replica_recording_another_incarnation_of_the_leader_does_n
 class _ProductionTicks(SteppedCluster):
     """Elections after 5 to 10 ticks, beats every 2, as `quorumq server` runs."""
 
-    def _start(self, name: str, store: NodeStore) -> None:
-        self.network.incarnations[name] = store.incarnation
-        host = RaftHost(
-            name,
-            store,
-            self.network.transport(name),
-            tick_ms=100,
-            election_ticks=5,
-            heartbeat_ticks=2,
-            snapshot_every=self.snapshot_every,
-            batch_delay_ms=0,
-            rng=random.Random(name),
-            on_fatal=_fatal,
-        )
-        replica = QueueReplica("q", GROUP, QueueConfig(), store.group(GROUP))
-        host.open_group(GROUP, replica)
-        self.stores[name], self.hosts[name], self.replicas[name] = store, host, replica
+    tick_ms = 100
+    election_ticks = 5
+    heartbeat_ticks = 2
 
 
 def test_rule_the_announcement_to_a_restarted_node_waits_for_this_nodes_link_to_it(tmp_path: Path) -> None:

@@ -4,23 +4,12 @@ silent, so failure detection still works. Real RaftHosts and RocksDB, stepped by
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 from stepped_cluster import GROUP, NAMES, SteppedCluster, publish_op
 
 from cluster.replication.transport import KIND_RAFT
 from raft_log.types import Repair
 
 OTHERS = ("b", "c")
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[SteppedCluster]:
-    cluster = SteppedCluster.quiet(tmp_path)
-    yield cluster
-    cluster.close()
 
 
 def _tick_all(cluster: SteppedCluster, among: tuple[str, ...] = NAMES) -> None:

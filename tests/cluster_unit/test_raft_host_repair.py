@@ -37,7 +37,13 @@ async def restart(nodes: dict[str, Node], name: str, tmp_path: Path, damaged: in
     damage_entry(tmp_path / name, damaged)
     store = GatedStore.open(tmp_path / name)
     holder: list[RaftHost] = []
-    transport = Transport(name, old.transport.listen, "secret", lambda *f, h=holder: h[0].on_frame(*f))
+    transport = Transport(
+        name,
+        old.transport.listen,
+        "secret",
+        lambda *f, h=holder: h[0].on_frame(*f),
+        on_link_lost=lambda peer, h=holder: h[0].link_lost(peer),  # as a Node wires it
+    )
     host = restarted_host(name, store, transport, tick_ms=50, election_ticks=20)
     holder.append(host)
     node = nodes[name] = Node(name, store, transport, host, MetadataApp(lambda: None))
