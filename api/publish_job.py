@@ -23,8 +23,13 @@ from api.validation import Encoding, bad, is_utf8, publish_object
 from cluster.config import NodeConfig
 from cluster.errors import Overloaded
 from cluster.queues.queue_door import QueueDoor
-from cluster.queues.queue_limits import INT64_MAX, MAX_PUBLISH_WAIT_MS, MESSAGE_PRIORITY_MAX
-from cluster.replication.stored_message import StoredMessage
+from cluster.queues.queue_limits import (
+    INT64_MAX,
+    MAX_DEDUPE_ID_CHARS,
+    MAX_PUBLISH_WAIT_MS,
+    MESSAGE_PRIORITY_MAX,
+)
+from cluster.replication.stored_message import MESSAGE_ID_HEADER, StoredMessage
 from quorumq.moments import epoch_ms
 
 MAX_BATCH_MESSAGES = 10000
@@ -58,6 +63,13 @@ class PublishedMessage(msgspec.Struct, forbid_unknown_fields=True):
         Meta(
             description="higher levels are served first; above the queue's top (31, or x-max-priority) "
             "taken as the top"
+        ),
+    ] = None
+    message_id: Annotated[
+        Annotated[str, Meta(min_length=1, max_length=MAX_DEDUPE_ID_CHARS)] | None,
+        Meta(
+            description="the message's id (AMQP's message_id, kept as the header x-amqp-message-id); a "
+            "queue with x-dedupe-window takes a message whose id it took within the window as a duplicate"
         ),
     ] = None
 
@@ -112,7 +124,10 @@ class PublishJob:
             raise
         metrics.confirm_seconds.observe(time.perf_counter() - started)
         metrics.count_published(queue.name, len(published.ids))
-        return {"ids": published.ids, "duplicate": published.duplicate}
+        answer: dict[str, Any] = {"ids": published.ids, "duplicate": published.duplicate}
+        if published.duplicates:
+            answer["duplicates"] = published.duplicates
+        return answer
 
 
 async def read_publish(request: web.Request) -> PublishJob:
@@ -162,7 +177,23 @@ def _stored(index: int, message: PublishedMessage, config: NodeConfig) -> tuple[
             413, "too_large", f"{_where(index)} is {len(data)} bytes; the limit is {config.max_message_bytes}"
         )
     check_message_headers(index, message.headers, config)
-    return StoredMessage(data, message.headers, encoding), message.expiration
+    return StoredMessage(data, _with_message_id(index, message), encoding), message.expiration
+
+
+def _with_message_id(index: int, message: PublishedMessage) -> dict[str, Any]:
+    """Message `index`'s headers, its `message_id` kept as `MESSAGE_ID_HEADER` (400 when a header of that
+    name says otherwise, or holds an id longer than MAX_DEDUPE_ID_CHARS)."""
+    headers = message.headers
+    given = headers.get(MESSAGE_ID_HEADER)
+    if message.message_id is None:
+        if isinstance(given, str) and len(given) > MAX_DEDUPE_ID_CHARS:
+            raise bad(
+                f"{_where(index)}.headers.{MESSAGE_ID_HEADER} is longer than {MAX_DEDUPE_ID_CHARS} characters"
+            )
+        return headers
+    if given is not None and given != message.message_id:
+        raise bad(f"{_where(index)} gives message_id and a different header {MESSAGE_ID_HEADER}")
+    return {**headers, MESSAGE_ID_HEADER: message.message_id}
 
 
 def _text_body(index: int, text: str, encoding: str) -> bytes:

@@ -151,11 +151,14 @@ def queue_json(request: web.Request, name: str, queue: QueueDoor | None) -> dict
     body=PublishBody,
     about=(
         'publish (each message `{"body", "encoding", "headers", "expiration", "delay" or '
-        '"not_before", "priority"}`: a delayed message waits in the queue, counted in '
+        '"not_before", "priority", "message_id"}`: a delayed message waits in the queue, counted in '
         "`messages_delayed`, then takes its FIFO place by id; `priority` 0-255, served "
         "strictly highest first, above the queue's top (31, or `x-max-priority`) taken as the "
         'top); 201 `{"ids"}` after majority commit; same `publisher`+`seq` again answers the '
-        'same ids (`"duplicate": true`; `"ids": []` once forgotten, past 1024 later seqs); '
+        'same ids (`"duplicate": true`; `"ids": []` once forgotten, past 1024 later seqs); a '
+        "message whose `message_id` a queue with `x-dedupe-window` took within the window is not "
+        'enqueued again: its position is listed in `"duplicates"` and its id is the first one\'s '
+        '(`"duplicate": true` when every message was one); '
         "409 `seq_too_old` (nothing enqueued) for a seq below that window not known to have "
         "been enqueued; 409 `queue_deleting` while a guarded delete removes the queue; 507 "
         "when a `reject-publish` queue is full, once its `wait` (ms, 0-30000, 0 by default) for "
@@ -203,7 +206,9 @@ async def publish(request: web.Request) -> web.StreamResponse:
         "`x-discard-below-priority` (at that many ready, a publish below that priority is "
         "dropped), `x-dequeue-interval-ms` (one hand-out per interval), `x-dequeue-window` "
         '(`"HH:MM-HH:MM"` UTC: hand-outs only then); docs/internals/queue_state.md, '
-        '"Backlog controls"): 201 created, 204 same, 409 different, 400 bad argument'
+        '"Backlog controls"; and `x-dedupe-window` (ms) with `x-dedupe-max` (ids, 100000 by default): '
+        "a message whose `message_id` the queue took within the window is a duplicate, "
+        "docs/use/deduplication.md): 201 created, 204 same, 409 different, 400 bad argument"
     ),
 )
 @on_meta_leader
@@ -230,7 +235,8 @@ async def declare_queue(request: web.Request) -> web.StreamResponse:
         "TTLs, `x-consumer-timeout`, `x-delayed-retry-type`/`-min`/`-max`: returns wait `min "
         "* 2^(n-1)` ms, capped at max, before they are ready again; the backlog controls "
         "`x-max-unacked`, `x-discard-mark`/`x-discard-below-priority`, "
-        "`x-dequeue-interval-ms`, `x-dequeue-window`)"
+        "`x-dequeue-interval-ms`, `x-dequeue-window`; the deduplication window `x-dedupe-window`, "
+        "`x-dedupe-max`)"
     ),
 )
 @on_queue_leader
@@ -273,7 +279,8 @@ def _check_dead_letter_target(request: web.Request, queue: str, arguments: dict[
     about=(
         "definition and stats (`messages`, `messages_ready`, `messages_ready_by_priority`, "
         "`messages_delayed`, `messages_unacknowledged`, `message_bytes`, `consumers`, "
-        "`leader`, `members`, `online`, `dead_lettered`)"
+        "`leader`, `members`, `online`, `dead_lettered`; `dedupe_ids`, `dedupe_evicted`, "
+        "`dedupe_refused`: the deduplication window's ids held, let go early, duplicates refused)"
     ),
 )
 @on_queue_leader

@@ -107,9 +107,10 @@ def messages_to_publish(
     headers: dict[str, Any],
     delay_ms: int | None = None,
     priority: int = 0,
+    message_id: str | None = None,
 ) -> list[Message]:
     """The messages `publish` sends: given bodies (cycled to --count) or generated ones, each delayed by
-    `delay_ms` when given, each at `priority`."""
+    `delay_ms` when given, each at `priority`, each with `message_id` when given."""
     given: list[bytes | str] = list(bodies)
     if source is not None:
         given.extend(body_from_line(line) for line in source.read().splitlines())
@@ -121,7 +122,10 @@ def messages_to_publish(
         chosen = list(itertools.islice(itertools.cycle(given), count or len(given)))
     else:
         chosen = [synthetic_body(index, size) for index in range(1, (count or 1) + 1)]
-    return [Message(body, headers=headers or None, delay_ms=delay_ms, priority=priority) for body in chosen]
+    return [
+        Message(body, headers=headers or None, delay_ms=delay_ms, priority=priority, message_id=message_id)
+        for body in chosen
+    ]
 
 
 def describe_ids(ids: Sequence[int]) -> str:
@@ -150,6 +154,12 @@ def describe_ids(ids: Sequence[int]) -> str:
     help="Each message's priority: the queue serves higher ones first (above its top, 31 or "
     "x-max-priority, taken as the top).",
 )
+@click.option(
+    "--message-id",
+    metavar="ID",
+    help="Each message's id (AMQP's message_id): a queue with x-dedupe-window enqueues a message whose id "
+    "it took within the window only once, and confirms the first one's id.",
+)
 @click.option("--file", "source", type=click.File("rb"), help="Publish each line of this file ('-': stdin).")
 @click.option(
     "--batch", type=click.IntRange(min=1), default=100, show_default=True, help="Messages a request."
@@ -174,6 +184,7 @@ def publish(
     header_pairs: tuple[str, ...],
     delay: int | None,
     priority: int,
+    message_id: str | None,
     source: BinaryIO | None,
     batch: int,
     window: int,
@@ -181,7 +192,7 @@ def publish(
 ) -> None:
     """Publish messages to QUEUE and print the ids the cluster confirmed."""
     headers = parse_pairs(header_pairs, "--header")
-    messages = messages_to_publish(bodies, source, count, size, headers, delay, priority)
+    messages = messages_to_publish(bodies, source, count, size, headers, delay, priority, message_id)
     with settings.connect() as client, output.progress(f"publishing to '{queue}'", len(messages)) as bar:
         ids = client.publish_all(queue, messages, window=window, batch=batch, sent=bar.advance, wait_ms=wait)
     if settings.formatter == "json":

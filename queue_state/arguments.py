@@ -18,6 +18,8 @@ DEFAULT_RETRY_MAX_MS = 60000
 MAX_PRIORITY = 31
 """The highest message priority a queue has (RabbitMQ 4.3's 32 levels); `x-max-priority` may lower it."""
 AT_LEAST_ONCE_RULE = "at-least-once dead-lettering requires x-overflow reject-publish"
+MAX_DEDUPE_MAX = 1_000_000
+"""The most message ids `x-dedupe-max` lets a queue's deduplication window hold."""
 DISCARD_ARGUMENTS = ("x-discard-mark", "x-discard-below-priority")
 """The discard mark and the priority below which it discards: set together, or neither."""
 
@@ -59,6 +61,8 @@ class QueueConfig:
     discard_below_priority: int | None = None
     dequeue_interval_ms: int | None = None
     dequeue_window: str | None = None
+    dedupe_window: int | None = None
+    dedupe_max: int | None = None
 
     @property
     def top_priority(self) -> int:
@@ -181,6 +185,8 @@ _ARGUMENTS: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "x-discard-below-priority": ("discard_below_priority", _integer(0, MAX_PRIORITY)),
     "x-dequeue-interval-ms": ("dequeue_interval_ms", _integer(1)),
     "x-dequeue-window": ("dequeue_window", _window),
+    "x-dedupe-window": ("dedupe_window", _integer(1)),
+    "x-dedupe-max": ("dedupe_max", _integer(1, MAX_DEDUPE_MAX)),
 }
 
 RUNTIME_ARGUMENTS = frozenset(
@@ -204,6 +210,8 @@ RUNTIME_ARGUMENTS = frozenset(
         "x-discard-below-priority",
         "x-dequeue-interval-ms",
         "x-dequeue-window",
+        "x-dedupe-window",
+        "x-dedupe-max",
     }
 )
 """The arguments a queue may change at runtime, like a RabbitMQ policy (its leader applies a change as an

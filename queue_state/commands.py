@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from queue_state.arguments import INT64_MAX, ArgumentError, QueueConfig
+from queue_state.dedupe_window import MAX_DEDUPE_ID_CHARS
 from queue_state.policy import check_policy_arguments
 from queue_state.redrive import ENDED_STATES
 
@@ -78,13 +79,16 @@ class EntryMeta:
 @dataclass(frozen=True, slots=True)
 class NewMessage:
     """A message to enqueue: body size in bytes, an optional per-message TTL in ms, an optional delay in
-    ms before it is ready (queue operations version 5; its TTL counts from the publish) and a priority
-    (queue operations version 6; 0 to 255 as AMQP allows, taken as the queue's top priority when above)."""
+    ms before it is ready (queue operations version 5; its TTL counts from the publish), a priority
+    (queue operations version 6; 0 to 255 as AMQP allows, taken as the queue's top priority when above)
+    and the message id a queue with a deduplication window takes it by (queue operations version 11; at
+    most MAX_DEDUPE_ID_CHARS characters)."""
 
     size: int
     expiration_ms: int | None = None
     delay_ms: int | None = None
     priority: int = 0
+    dedupe_id: str | None = None
 
     def __post_init__(self) -> None:
         _check_int("size", self.size)
@@ -93,6 +97,12 @@ class NewMessage:
         if type(self.priority) is not int or not 0 <= self.priority <= MESSAGE_PRIORITY_MAX:
             raise InvalidCommand(
                 f"priority must be an integer in [0, {MESSAGE_PRIORITY_MAX}], got {self.priority!r}"
+            )
+        if self.dedupe_id is not None and (
+            type(self.dedupe_id) is not str or not 0 < len(self.dedupe_id) <= MAX_DEDUPE_ID_CHARS
+        ):
+            raise InvalidCommand(
+                f"dedupe_id must be a string of 1 to {MAX_DEDUPE_ID_CHARS} characters, got {self.dedupe_id!r}"
             )
 
 

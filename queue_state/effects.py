@@ -73,11 +73,23 @@ Effect = Deliver | DeadLetter | ForgetBodies | QueueExpired
 @dataclass(frozen=True, slots=True)
 class Enqueued:
     """The publish was taken; these ids were assigned, in message order, and those of them in `discarded`
-    were dropped as they arrived (`x-discard-mark`). Only the machine's reply carries `discarded` today:
-    the door's `Published` and the HTTP answer do not."""
+    were dropped as they arrived (`x-discard-mark`). `duplicates` pairs the position of each message the
+    deduplication window refused (`x-dedupe-window`; its assigned id was not enqueued) with the id its
+    message id first got. Only the machine's reply carries `discarded`: the door's `Published` and the
+    HTTP answer do not."""
 
     ids: tuple[int, ...]
     discarded: tuple[int, ...] = ()
+    duplicates: tuple[tuple[int, int], ...] = ()
+
+    def answered_ids(self) -> tuple[int, ...]:
+        """The ids a publisher is answered: the assigned ones, a duplicate's replaced by its first id."""
+        if not self.duplicates:
+            return self.ids
+        ids = list(self.ids)
+        for position, first_id in self.duplicates:
+            ids[position] = first_id
+        return tuple(ids)
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,12 +45,14 @@ from queue_state.commands import (
 )
 from queue_state.consumers import Consumer, ConsumerInfo, ConsumerRegistry, Holder
 from queue_state.dead_letters import DeadLetterQueue
+from queue_state.dedupe_window import DEFAULT_DEDUPE_MAX, DedupeWindow
 from queue_state.delayed import DelayedMessages, Destination
 from queue_state.durable import DurableHolder, DurableInfo
 from queue_state.effects import (
     Acked,
     Deliveries,
     Delivery,
+    Duplicate,
     DurablePosition,
     Effect,
     EffectCollector,
@@ -95,6 +97,7 @@ class QueueMachine:
         self._held_bytes = 0
         self._dead_letters = DeadLetterQueue()
         self._publishers = PublisherDedup()
+        self._dedupe = DedupeWindow()
         self._dead_lettered: dict[str, int] = {}
         self._dropped: dict[str, int] = {}
         self._last_active_ms: int | None = None
@@ -155,17 +158,24 @@ class QueueMachine:
         if self._sealed:
             return self._deleting()
         self._mark_used()
+        self._dedupe.pass_time(self._now, self._config.dedupe_window)
+        deduplicating = self._config.dedupe_window is not None
+        message_ids = [message.dedupe_id for message in cmd.messages] if deduplicating else []
         window = None
         if cmd.publisher is not None:
             window = self._publishers.touch(cmd.publisher, self._now)
             if cmd.seq is not None:
                 not_new = self._publishers.answer_if_not_new(cmd.publisher, cmd.seq)
                 if not_new is not None:
-                    return not_new
-        if self._config.rejects_publish and self._over_limit(headroom=1):
-            return Rejected("reject-publish: the queue is at its length limit")
+                    return self._as_first_answered(not_new, message_ids)
         first_id, count = self._next_id, len(cmd.messages)
+        duplicates = self._dedupe.duplicates(message_ids, first_id) if message_ids else {}
+        if len(duplicates) < count and self._config.rejects_publish and self._over_limit(headroom=1):
+            return Rejected("reject-publish: the queue is at its length limit")
         self._next_id += count
+        if message_ids:
+            most = self._config.dedupe_max or DEFAULT_DEDUPE_MAX
+            self._dedupe.take(message_ids, first_id, duplicates, self._now, most)
         queue_ttl = self._config.message_ttl
         expires = [_expires_at(self._now, queue_ttl, message.expiration_ms) for message in cmd.messages]
         priorities = None
@@ -176,17 +186,19 @@ class QueueMachine:
             self._expire_heads(out)
         below = discard_below(self._config, len(self._ready))
         discarded: list[int] = []
-        if below > min(priorities or [0]) or any(message.delay_ms for message in cmd.messages):
-            discarded = self._enqueue_each(first_id, cmd.messages, expires, priorities, below)
+        if duplicates or below > min(priorities or [0]) or any(message.delay_ms for message in cmd.messages):
+            discarded = self._enqueue_each(first_id, cmd.messages, expires, priorities, below, duplicates)
         else:
             sizes = [message.size for message in cmd.messages]
             self._ready.push_new(first_id, sizes, self._now, expires, priorities)
         if discarded:
             _count(self._dropped, DISCARDED, len(discarded))
             out.forget_all(discarded)
+        if duplicates:
+            out.forget_all([first_id + position for position in duplicates])
         if window is not None and cmd.seq is not None:
             window.record(cmd.seq, first_id, count)
-        return Enqueued(tuple(range(first_id, first_id + count)), tuple(discarded))
+        return Enqueued(tuple(range(first_id, first_id + count)), tuple(discarded), tuple(duplicates.items()))
 
     def _enqueue_each(
         self,
@@ -195,11 +207,15 @@ class QueueMachine:
         expires: list[int],
         priorities: list[int] | None,
         below: int,
+        duplicates: dict[int, int],
     ) -> list[int]:
-        """A batch with delayed or discarded messages: each one below priority `below` is discarded, each
-        delayed one waits, the others join their level in order. Returns the ids discarded."""
+        """A batch with delayed, discarded or duplicate messages: a duplicate (its position in
+        `duplicates`) is not enqueued, each one below priority `below` is discarded, each delayed one
+        waits, the others join their level in order. Returns the ids discarded."""
         discarded = []
         for offset, (new, expires_at) in enumerate(zip(messages, expires, strict=True)):
+            if offset in duplicates:
+                continue
             priority = 0 if priorities is None else priorities[offset]
             message = ReadyMessage(first_id + offset, new.size, self._now, expires_at, 0, 0, priority)
             if priority < below:
@@ -209,6 +225,18 @@ class QueueMachine:
             else:
                 self._ready.push(message)
         return discarded
+
+    def _as_first_answered(self, not_new: Duplicate | Failure, message_ids: list[str | None]) -> Reply:
+        """A (publisher, seq) retry's answer, each id of a message whose message id the deduplication
+        window holds being the one the window answers for it (as the first publish was answered)."""
+        if not isinstance(not_new, Duplicate) or not_new.ids is None or not message_ids:
+            return not_new
+        ids = list(not_new.ids)
+        for position, message_id in enumerate(message_ids[: len(ids)]):
+            first = None if message_id is None else self._dedupe.first_id(message_id)
+            if first is not None:
+                ids[position] = first
+        return Duplicate(tuple(ids))
 
     def _checkout(self, cmd: Checkout, out: EffectCollector) -> Reply:
         if cmd.consumer in self._durables:
@@ -301,6 +329,7 @@ class QueueMachine:
 
     def _tick(self, cmd: Tick, out: EffectCollector) -> Reply:
         self._publishers.forget_idle(self._now)
+        self._dedupe.pass_time(self._now, self._config.dedupe_window)
         lease = self._config.lease_period
         if lease is not None:
             for holder in [*self._consumers, *self._get_holders.values()]:
@@ -333,6 +362,7 @@ class QueueMachine:
         self._config = effective_config(declared, policy.arguments, self.name)
         self._consumers.set_single_active(bool(self._config.single_active_consumer))
         self._paced_at = paced_at(self._config, self._now, 0, self._paced_at)
+        self._dedupe.pass_time(self._now, self._config.dedupe_window)
         if was_at_least_once and not self._config.dead_letters_at_least_once:
             ids = self._dead_letters.drop_all()
             _count(self._dropped, STRATEGY_CHANGED, len(ids))
@@ -725,6 +755,9 @@ class QueueMachine:
             publishers=len(self._publishers),
             dead_lettered=dict(self._dead_lettered),
             dropped=dict(self._dropped),
+            dedupe_ids=len(self._dedupe),
+            dedupe_evicted=self._dedupe.evicted,
+            dedupe_refused=self._dedupe.refused,
         )
 
     def next_deadline_ms(self) -> int | None:
@@ -875,9 +908,11 @@ class QueueMachine:
         )
         redriven = bool(self._redrive_serial)
         paced = {} if self._paced_at is None else {"paced_at": self._paced_at}
+        deduplicated = bool(len(self._dedupe) or self._dedupe.evicted or self._dedupe.refused)
         version = (
-            10 if paced else 9 if self._consumers.has_auto_ack else 8 if redriven else 7 if policy
-            else 6 if prioritised else 5 if delaying else 4 if counting else 3 if readers else 2
+            11 if deduplicated else 10 if paced else 9 if self._consumers.has_auto_ack else 8 if redriven
+            else 7 if policy else 6 if prioritised else 5 if delaying else 4 if counting else 3 if readers
+            else 2
         )  # fmt: skip
         yield snapshot_header(
             version,
@@ -911,6 +946,8 @@ class QueueMachine:
             yield pack_chunk(
                 "redrives", [self._redrive_serial, [t.to_wire() for t in self._redrives.values()]]
             )
+        if deduplicated:
+            yield pack_chunk("dedupe", self._dedupe.to_wire())
         publishers = self._publishers.to_wire()
         for start in range(0, len(publishers), _PUBLISHERS_PER_CHUNK):
             yield pack_chunk("publishers", publishers[start : start + _PUBLISHERS_PER_CHUNK])
@@ -1000,6 +1037,8 @@ class QueueMachine:
             elif kind == "redrives":
                 machine._redrive_serial, rows = payload
                 machine._redrives = {row[0]: RedriveTask.of_wire(row) for row in rows}
+            elif kind == "dedupe":
+                machine._dedupe = DedupeWindow.of_wire(payload)
             elif kind == "publishers":
                 machine._publishers.extend_from_wire(payload)
             else:

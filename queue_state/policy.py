@@ -45,6 +45,8 @@ POLICY_KEYS: dict[str, str] = {
     "discard-below-priority": "x-discard-below-priority",
     "dequeue-interval-ms": "x-dequeue-interval-ms",
     "dequeue-window": "x-dequeue-window",
+    "dedupe-window": "x-dedupe-window",
+    "dedupe-max": "x-dedupe-max",
 }
 """A policy definition's keys, each with the queue argument it sets: every runtime argument."""
 assert set(POLICY_KEYS.values()) == RUNTIME_ARGUMENTS

@@ -13,7 +13,9 @@ class QueueStats:
     at-least-once pending); `dropped[reason]` counts messages removed for a reason with no target, and
     `dropped["dead_letter_strategy_changed"]` pending dead letters dropped by leaving at-least-once.
     `messages_delayed` counts messages waiting for their time (in `messages`, not in `messages_ready`);
-    `messages_ready_by_priority` the ready ones of each priority level holding any.
+    `messages_ready_by_priority` the ready ones of each priority level holding any. `dedupe_ids` counts
+    the message ids the deduplication window holds, `dedupe_evicted` those it let go early (at
+    `x-dedupe-max`), `dedupe_refused` the messages it refused as duplicates.
     """
 
     messages_ready: int
@@ -30,3 +32,6 @@ class QueueStats:
     messages_ready_by_priority: dict[int, int] = field(default_factory=dict)
     dead_lettered: dict[str, int] = field(default_factory=dict)
     dropped: dict[str, int] = field(default_factory=dict)
+    dedupe_ids: int = 0
+    dedupe_evicted: int = 0
+    dedupe_refused: int = 0

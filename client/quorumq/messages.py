@@ -16,13 +16,16 @@ class Message:
     (JSON values), per-message `expiration` in milliseconds (counted from the publish) and `delay_ms`,
     how long it waits in the queue before it is ready (delayed delivery; every node at queue operations
     version 5), and `priority` (0 to 255; the queue serves its higher levels first and takes one above its
-    top, 31 or `x-max-priority`, as the top; every node at queue operations version 6)."""
+    top, 31 or `x-max-priority`, as the top; every node at queue operations version 6), and `message_id`
+    (AMQP's; a queue with `x-dedupe-window` does not enqueue again a message whose id it took within the
+    window, and answers its publish with the first one's id)."""
 
     body: bytes | str
     headers: dict[str, Any] | None = None
     expiration: int | None = None
     delay_ms: int | None = None
     priority: int = 0
+    message_id: str | None = None
 
 
 Publishable = bytes | str | Message
@@ -61,9 +64,9 @@ def encode_message(message: Publishable, *, packed: bool = False) -> dict[str, A
     (bytes as bin, str as str), for JSON bytes go as base64."""
     if isinstance(message, Message):
         body, headers, expiration, delay = message.body, message.headers, message.expiration, message.delay_ms
-        priority = message.priority
+        priority, message_id = message.priority, message.message_id
     else:  # a bare body, the common case: no Message is built for it
-        body, headers, expiration, delay, priority = message, None, None, None, 0
+        body, headers, expiration, delay, priority, message_id = message, None, None, None, 0, None
     if isinstance(body, bytes | bytearray | memoryview):
         wire: dict[str, Any] = (
             {"body": body}
@@ -82,6 +85,8 @@ def encode_message(message: Publishable, *, packed: bool = False) -> dict[str, A
         wire["delay"] = delay
     if priority:
         wire["priority"] = priority
+    if message_id is not None:
+        wire["message_id"] = message_id
     return wire
 
 

@@ -165,8 +165,9 @@ class QueueFormats(Protocol):
         """Refused `upgrade_in_progress` (or FormatsNotYetKnown) unless every node reads `version`."""
         ...
 
-    def require_publish(self, delays: bool, priorities: bool) -> None:
-        """As `require_queue_ops`, for a publish with delays, priorities, or both."""
+    def require_publish(self, delays: bool, priorities: bool, message_ids: bool = False) -> None:
+        """As `require_queue_ops`, for a publish with delays, priorities, message ids for a deduplication
+        window, or several."""
         ...
 
     def reads_queue_ops(self, version: int) -> bool:
@@ -353,6 +354,9 @@ class QueueDoor:
             next_id=self._replica.machine.next_id,
             messages_delayed=stats.messages_delayed,
             messages_ready_by_priority=dict(stats.messages_ready_by_priority),
+            dedupe_ids=stats.dedupe_ids,
+            dedupe_evicted=stats.dedupe_evicted,
+            dedupe_refused=stats.dedupe_refused,
         )
 
     async def update_arguments(self, changes: dict[str, Any]) -> dict[str, Any]:
@@ -411,16 +415,23 @@ class QueueDoor:
         ResourceAlarmed while a member of the queue's group is in a resource alarm (decision 0024), and
         Overloaded while this leader holds as many of the group's proposals not yet applied as it takes,
         unless the publish is one the queue answers without enqueueing (a retry whose answer was lost)."""
+        message_ids = self._message_ids(messages)
         with _invalid_is_bad_request():
-            if delays is None and priorities is None:
+            if delays is None and priorities is None and message_ids is None:
                 sizes = tuple(NewMessage(len(m.body), expiration) for m, expiration in messages)
             else:
-                self._formats.require_publish(delays is not None, priorities is not None)
+                self._formats.require_publish(
+                    delays is not None, priorities is not None, message_ids is not None
+                )
                 count = len(messages)
                 sizes = tuple(
-                    NewMessage(len(m.body), expiration, delay, priority)
-                    for (m, expiration), delay, priority in zip(
-                        messages, delays or [None] * count, priorities or [0] * count, strict=True
+                    NewMessage(len(m.body), expiration, delay, priority, message_id)
+                    for (m, expiration), delay, priority, message_id in zip(
+                        messages,
+                        delays or [None] * count,
+                        priorities or [0] * count,
+                        message_ids or [None] * count,
+                        strict=True,
                     )
                 )
         bodies = [m for m, _ in messages]
@@ -435,6 +446,14 @@ class QueueDoor:
                 if not await self._until_room(limited, deadline):
                     raise
 
+    def _message_ids(self, messages: Sequence[tuple[StoredMessage, int | None]]) -> list[str | None] | None:
+        """Each message's id, for a queue with a deduplication window (as this replica applied its
+        configuration) when a message has one; None otherwise."""
+        if self._replica.machine.config.dedupe_window is None:
+            return None
+        message_ids = [m.message_id for m, _ in messages]
+        return message_ids if any(message_ids) else None
+
     async def _enqueue(
         self,
         sizes: tuple[NewMessage, ...],
@@ -448,8 +467,11 @@ class QueueDoor:
         reply = await self._submit(self._command(Enqueue, sizes, publisher, seq), bodies)
         if isinstance(reply, Rejected):
             raise QueueFull(f"queue '{self.name}' is full: {reply.reason}")
-        if isinstance(reply, Enqueued | Duplicate):
-            return Published(list(reply.ids or ()), isinstance(reply, Duplicate))
+        if isinstance(reply, Enqueued):
+            refused = [position for position, _ in reply.duplicates]
+            return Published(list(reply.answered_ids()), len(refused) == len(reply.ids), refused)
+        if isinstance(reply, Duplicate):
+            return Published(list(reply.ids or ()), True)
         raise _refusal(reply)
 
     def _limited(self) -> tuple[int, int, QueueConfig]:

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from queue_state.arguments import INT64_MAX
 from queue_state.commands import MAX_REASON_CHARS, MESSAGE_PRIORITY_MAX
+from queue_state.dedupe_window import MAX_DEDUPE_ID_CHARS
 
-__all__ = ["INT64_MAX", "MAX_PUBLISH_WAIT_MS", "MAX_REASON_CHARS", "MESSAGE_PRIORITY_MAX"]
+__all__ = [
+    "INT64_MAX",
+    "MAX_DEDUPE_ID_CHARS",
+    "MAX_PUBLISH_WAIT_MS",
+    "MAX_REASON_CHARS",
+    "MESSAGE_PRIORITY_MAX",
+]
 
 MAX_PUBLISH_WAIT_MS = 30_000
 """The longest a publish may wait for room in a full reject-publish queue (`QueueDoor.publish`)."""

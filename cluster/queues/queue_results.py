@@ -54,10 +54,13 @@ class MessageRow:
 @dataclass(frozen=True, slots=True)
 class Published:
     """A publish the queue took: the ids of its messages, in order (empty for a duplicate whose ids
-    left the publisher's window); `duplicate` when (publisher, seq) was enqueued before."""
+    left the publisher's window); `duplicate` when (publisher, seq) was enqueued before, or every message
+    was a duplicate by its message id; `duplicates` the positions of the messages the queue's
+    deduplication window refused, each answered with the id its message id first got."""
 
     ids: list[int]
     duplicate: bool
+    duplicates: list[int] = field(default_factory=list)
 
 
 class Outcome(Enum):
@@ -91,8 +94,8 @@ class Position:
 class QueueCounts:
     """A queue's counters on its leader: messages and bytes by where they are (`messages_delayed`: waiting
     for their time; `messages_ready_by_priority`: the ready ones of each level holding any), consumers,
-    messages that left with a reason (`dead_lettered` to a target, `dropped` without one) and the next
-    message id."""
+    messages that left with a reason (`dead_lettered` to a target, `dropped` without one), the next
+    message id, and the deduplication window's ids held, let go early and duplicates refused."""
 
     messages: int
     messages_ready: int
@@ -106,6 +109,9 @@ class QueueCounts:
     next_id: int
     messages_delayed: int = 0
     messages_ready_by_priority: dict[int, int] = field(default_factory=dict)
+    dedupe_ids: int = 0
+    dedupe_evicted: int = 0
+    dedupe_refused: int = 0
 
 
 @dataclass(frozen=True, slots=True)

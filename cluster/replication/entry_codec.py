@@ -6,6 +6,8 @@ batcher merges the proposals that arrive together into one entry (`cluster/repli
 back, finds where they lie with `entry_body_spans`). A metadata operation is a command of
 `metadata_state.codec`. A queue operation has its own envelope:
 
+- version 11: `[11, now_ms, command, bodies]`, as version 10, where a message to enqueue may carry the
+  message id a deduplication window takes it by, and a configuration `x-dedupe-window` and `x-dedupe-max`;
 - version 10: `[10, now_ms, command, bodies]`, as version 9, where a configuration (an `UpdateConfig`'s,
   an `ApplyPolicy`'s arguments) may set the backlog controls (`x-max-unacked`, `x-discard-mark` with
   `x-discard-below-priority`, `x-dequeue-interval-ms`, `x-dequeue-window`);
@@ -29,7 +31,7 @@ back, finds where they lie with `entry_body_spans`). A metadata operation is a c
 - version 0: `[command bytes, bodies]`, the time inside the positional command bytes
   (`decode_command_v0`).
 
-All decode into the same `QueueOp`, so logs written before version 10 (or 9 to 1) replay (snapshots never
+All decode into the same `QueueOp`, so logs written before version 11 (or 10 to 1) replay (snapshots never
 held operations). A leader writes the newest version every node of the cluster said it reads
 (`cluster/replication/codec_reads.py`); a command with a field that version has no place for is not written
 (the leader builds it only when `op_version()` allows, `cluster/queues/queue_door.py`).
@@ -50,6 +52,7 @@ import msgpack
 from cluster.replication.stored_message import BodySpan, StoredMessage
 from queue_state.command_codec import (
     AUTO_ACK_VERSION,
+    DEDUPE_VERSION,
     DELAYED_MESSAGE_VERSION,
     NAMED_VERSIONS,
     POLICY_VERSION,
@@ -64,7 +67,7 @@ from queue_state.command_codec import (
 from queue_state.commands import Command, Enqueue, EntryMeta, InvalidCommand
 from raft_log.msgpack_parts import array_header
 
-QUEUE_OP_VERSION = 10
+QUEUE_OP_VERSION = 11
 """The newest version of the queue operation envelope this node reads and may write."""
 READER_OP_VERSION = 2
 """The first version in which a consumer reading from a time is registered through the log."""
@@ -83,6 +86,8 @@ REDRIVE_OP_VERSION = REDRIVE_VERSION
 """The first version with redrive tasks (`StartRedrive`, `RedriveCheckout`, `EndRedrive`)."""
 AUTO_ACK_OP_VERSION = AUTO_ACK_VERSION
 """The first version with auto-ack consumers (`Checkout.auto_ack`)."""
+DEDUPE_OP_VERSION = DEDUPE_VERSION
+"""The first version with deduplication windows: a message's id, `x-dedupe-window`, `x-dedupe-max`."""
 
 
 class EntryDecodeError(ValueError):

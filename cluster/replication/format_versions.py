@@ -24,7 +24,12 @@ from typing import Any
 
 from cluster.errors import FormatsNotYetKnown, Refused
 from cluster.replication.codec_reads import CodecReads
-from cluster.replication.entry_codec import DELAY_OP_VERSION, PRIORITY_OP_VERSION, QUEUE_OP_VERSION
+from cluster.replication.entry_codec import (
+    DEDUPE_OP_VERSION,
+    DELAY_OP_VERSION,
+    PRIORITY_OP_VERSION,
+    QUEUE_OP_VERSION,
+)
 from metadata_state.codec import CODEC_VERSION
 
 QUEUE_OPS_KEY = "queue_codec"
@@ -83,13 +88,16 @@ class FormatVersions:
         while that is only not known yet, or Refused `upgrade_in_progress` (a node reads `what`)."""
         self._require(self.queue_operations, version, what)
 
-    def require_publish(self, delays: bool, priorities: bool) -> None:
+    def require_publish(self, delays: bool, priorities: bool, message_ids: bool = False) -> None:
         """As `require_queue_ops`, for what a publish carries: delays need DELAY_OP_VERSION, priorities
-        PRIORITY_OP_VERSION. The one gate of both, asked by the node that takes a publish and its leader."""
+        PRIORITY_OP_VERSION, message ids for a deduplication window DEDUPE_OP_VERSION. The one gate of
+        them, asked by the node that takes a publish and its leader."""
         if delays:
             self.require_queue_ops(DELAY_OP_VERSION, "no delays")
         if priorities:
             self.require_queue_ops(PRIORITY_OP_VERSION, "no priorities")
+        if message_ids:
+            self.require_queue_ops(DEDUPE_OP_VERSION, "no deduplication windows")
 
     def reads_queue_ops(self, version: int) -> bool:
         """Whether every node of the cluster reads queue operations `version` (False: a node said it

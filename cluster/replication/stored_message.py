@@ -5,6 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+MESSAGE_ID_HEADER = "x-amqp-message-id"
+"""The header that holds a message's id: AMQP's `message_id` property (`api/amqp/properties.py`), the
+HTTP publish's `message_id`, what a queue's deduplication window takes a message by."""
+
 
 @dataclass(slots=True)
 class StoredMessage:
@@ -16,6 +20,12 @@ class StoredMessage:
     body: bytes | memoryview  # a body read back from the log is a view into the entry that carries it
     headers: dict[str, Any]
     encoding: str
+
+    @property
+    def message_id(self) -> str | None:
+        """The message's id (`MESSAGE_ID_HEADER`), when it has one that is text."""
+        value = self.headers.get(MESSAGE_ID_HEADER)
+        return value if isinstance(value, str) and value else None
 
 
 BodySpan = tuple[int, int, int, str]

@@ -219,9 +219,29 @@ def test_version_9_is_version_8_under_its_own_number_with_auto_ack_consumers() -
     assert plain[:3] == [2, 7, [2, {"consumer": "c", "prefetch": 10}]]
 
 
+def test_version_11_is_version_10_under_its_own_number_with_the_dedupe_window() -> None:
+    assert QUEUE_OP_VERSION == 11
+    assert encode_queue_op(EntryMeta(7), Tick()) == [11, 7, [10, {}], None]
+    windowed = {"x-queue-type": "quorum", "x-dedupe-window": 60000, "x-dedupe-max": 10}
+    publish = Enqueue((NewMessage(3, None, None, 0, "order-1"),))
+    for command, wire in [
+        (UpdateConfig(parse_arguments(windowed)), [11, {"config": windowed}]),
+        (publish, [1, {"messages": [[3, None, None, 0, "order-1"]]}]),
+    ]:
+        op = encode_queue_op(
+            EntryMeta(7), command, [StoredMessage(b"abc", {}, "utf8")] if command is publish else None
+        )
+        assert op[:3] == [11, 7, wire]
+        assert decode_queue_op(through_an_entry(op)).command == command
+        for version in range(11):  # a node of that version would refuse it: it is never written
+            with pytest.raises(ValueError):
+                encode_queue_op(EntryMeta(7), command, None, version)
+    with pytest.raises(CommandDecodeError, match="reads up to 10"):  # nor read by a node of version 10
+        decode_queue_op(through_an_entry(encode_queue_op(EntryMeta(7), publish)), 10)
+
+
 def test_version_10_is_version_9_under_its_own_number_with_the_backlog_controls() -> None:
-    assert QUEUE_OP_VERSION == 10
-    assert encode_queue_op(EntryMeta(7), Tick()) == [10, 7, [10, {}], None]
+    assert encode_queue_op(EntryMeta(7), Tick(), version=10) == [10, 7, [10, {}], None]
     paced = {"x-queue-type": "quorum", "x-dequeue-interval-ms": 50, "x-dequeue-window": "22:00-06:00"}
     for command, wire in [
         (UpdateConfig(parse_arguments(paced)), [11, {"config": paced}]),
@@ -230,7 +250,7 @@ def test_version_10_is_version_9_under_its_own_number_with_the_backlog_controls(
             [18, {"policy": "cap", "arguments": {"x-max-unacked": 8}, "revision": 2}],
         ),
     ]:
-        op = encode_queue_op(EntryMeta(7), command)
+        op = encode_queue_op(EntryMeta(7), command, version=10)
         assert op[:3] == [10, 7, wire]
         assert decode_queue_op(through_an_entry(op)).command == command
         for version in range(10):  # a node of that version would refuse it: it is never written
@@ -238,7 +258,8 @@ def test_version_10_is_version_9_under_its_own_number_with_the_backlog_controls(
                 encode_queue_op(EntryMeta(7), command, None, version)
     with pytest.raises(CommandDecodeError, match="reads up to 9"):  # nor read by a node of version 9
         decode_queue_op(
-            through_an_entry(encode_queue_op(EntryMeta(7), UpdateConfig(parse_arguments(paced)))), 9
+            through_an_entry(encode_queue_op(EntryMeta(7), UpdateConfig(parse_arguments(paced)), version=10)),
+            9,
         )
 
 

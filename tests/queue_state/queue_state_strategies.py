@@ -67,8 +67,8 @@ POLICY_ARGUMENTS = st.fixed_dictionaries(
 
 @st.composite
 def configs(draw: st.DrawFn) -> QueueConfig:
-    """Queue configurations that exercise limits, TTLs, leases, dead-lettering, SAC and the backlog
-    controls."""
+    """Queue configurations that exercise limits, TTLs, leases, dead-lettering, SAC, the backlog
+    controls and deduplication windows."""
     overflow = draw(st.sampled_from([None, "drop-head", "reject-publish"]))
     discard_mark = draw(st.none() | st.integers(0, 6))
     arguments = {
@@ -94,6 +94,8 @@ def configs(draw: st.DrawFn) -> QueueConfig:
         "x-discard-below-priority": None if discard_mark is None else draw(st.integers(0, 3)),
         "x-dequeue-interval-ms": draw(st.none() | st.integers(1, 100)),
         "x-dequeue-window": draw(st.none() | WINDOWS),
+        "x-dedupe-window": draw(st.none() | st.integers(1, 200)),
+        "x-dedupe-max": draw(st.none() | st.integers(1, 4)),
     }
     return parse_arguments({k: v for k, v in arguments.items() if v is not None})
 
@@ -104,6 +106,7 @@ new_messages = st.builds(
     st.none() | st.integers(0, 300),
     st.none() | st.integers(1, 200),
     st.sampled_from([0, 0, 0, 1, 2, 3, 255]),
+    st.none() | st.sampled_from(["a", "b", "c"]),
 )
 
 commands = st.one_of(
@@ -169,10 +172,21 @@ _ADDED_IN_7_OR_LATER = (ApplyPolicy, StartRedrive, RedriveCheckout, RedriveSettl
 _BACKLOG_CONTROLS = ("max_unacked", "discard_mark", "dequeue_interval_ms", "dequeue_window")
 
 
+def _written_before_version_11(command: Command) -> bool:
+    if isinstance(command, UpdateConfig):
+        return command.config.dedupe_window is None and command.config.dedupe_max is None
+    if isinstance(command, Enqueue):
+        return all(message.dedupe_id is None for message in command.messages)
+    return not isinstance(command, ApplyPolicy) or arguments_version(command.arguments) < 11
+
+
 def _written_before_version_10(command: Command) -> bool:
     if isinstance(command, UpdateConfig):
-        return all(getattr(command.config, name) is None for name in _BACKLOG_CONTROLS)
-    return not isinstance(command, ApplyPolicy) or arguments_version(command.arguments) < 10
+        backlog_controls = (getattr(command.config, name) for name in _BACKLOG_CONTROLS)
+        return all(value is None for value in backlog_controls) and _written_before_version_11(command)
+    if isinstance(command, ApplyPolicy):
+        return arguments_version(command.arguments) < 10
+    return _written_before_version_11(command)
 
 
 def _written_before_version_6(command: Command) -> bool:
@@ -183,7 +197,9 @@ def _written_before_version_6(command: Command) -> bool:
     if isinstance(command, UpdateConfig):
         return command.config.max_priority is None and _written_before_version_10(command)
     if isinstance(command, Enqueue):
-        return not any(message.priority for message in command.messages)
+        return not any(message.priority for message in command.messages) and _written_before_version_10(
+            command
+        )
     return True
 
 
@@ -218,6 +234,8 @@ def _written_before_version_2(command: Command) -> bool:
     return not reader and _written_before_version_3(command)
 
 
+commands_before_version_11 = commands.filter(_written_before_version_11)
+"""Commands version 10 reads: no deduplication window (a configuration's, a policy's, a message's id)."""
 commands_before_version_10 = commands.filter(_written_before_version_10)
 """Commands version 9 reads: no backlog control (a configuration's or a policy's)."""
 commands_before_version_6 = commands.filter(_written_before_version_6)

@@ -41,6 +41,8 @@ EVERY_ARGUMENT = {
     "x-discard-below-priority": 3,
     "x-dequeue-interval-ms": 20,
     "x-dequeue-window": "22:00-06:00",
+    "x-dedupe-window": 120_000,
+    "x-dedupe-max": 5000,
 }
 
 
@@ -71,6 +73,8 @@ def test_every_argument_is_accepted_into_its_field() -> None:
         discard_below_priority=3,
         dequeue_interval_ms=20,
         dequeue_window="22:00-06:00",
+        dedupe_window=120_000,
+        dedupe_max=5000,
     )
 
 
@@ -139,6 +143,10 @@ _ITS_PAIR = {
         ("x-discard-below-priority", 32),
         ("x-discard-below-priority", -1),
         ("x-dequeue-interval-ms", 0),
+        ("x-dedupe-window", 0),
+        ("x-dedupe-window", "2m"),
+        ("x-dedupe-max", 0),
+        ("x-dedupe-max", 1_000_001),
         ("x-dequeue-interval-ms", 1.5),
         ("x-dequeue-window", "22:00"),
         ("x-dequeue-window", "08:00-08:00"),

@@ -20,6 +20,11 @@ The backlog controls (issue 40, slice 4) against their rules: nothing is handed 
 hand-out (one at a time); a publish is discarded exactly when the queue held the mark of ready messages
 and the message's priority is below the discard priority; and a ready message that a consumer could
 take but the controls hold back always has a Tick due for it.
+
+The deduplication window (issue 41) against its rules: a message is refused as a duplicate only while
+the window in force holds the message id, and is answered with the id the latest message enqueued with
+that id got; a message id is never enqueued twice within the window unless the window let it go at its
+`x-dedupe-max` or changed; a refused message is never enqueued (its body is forgotten at once).
 """
 
 from __future__ import annotations
@@ -97,6 +102,11 @@ class QueueInvariants(RuleBasedStateMachine):
         self.delayed_ever: set[int] = set()  # ids that waited for a time: outside FIFO order
         self.not_before: dict[int, int] = {}  # id -> the time before which it may not be handed out
         self.paced_at: int | None = None  # the last hand-out while a dequeue interval was in force
+        # message id -> (id, time, removals, changes, evicted): the latest message enqueued with it, when,
+        # how many times the window had been removed and changed then, and how many ids it had evicted
+        self.dedupe_first: dict[str, tuple[int, int, int, int, int]] = {}
+        self.dedupe_removals = 0  # the window was removed: it forgot every id
+        self.dedupe_changes = 0  # the window changed: a shorter one may have let ids go early
 
     def _apply(self, meta, cmd):
         before_pending = set(self.machine.dead_letter_ids())
@@ -119,7 +129,14 @@ class QueueInvariants(RuleBasedStateMachine):
         due = sum(self.not_before.get(m.id, 0) <= now for m in self.machine.delayed_messages())
         ready_before = (len(ready), live, due)
         durable_ends = {info.name: info.end for info in self.machine.durable_consumers()}
+        window_before = self.machine.config.dedupe_window
+        evicted_before = self.machine.stats().dedupe_evicted
         reply, effects = self.machine.apply(meta, cmd)
+        if self.machine.config.dedupe_window != window_before:
+            self.dedupe_changes += 1
+            self.dedupe_removals += self.machine.config.dedupe_window is None
+        if isinstance(reply, Enqueued):
+            self._check_dedupe(cmd, reply, evicted_before)
         self._check_backlog_controls(cmd, reply, effects, ready_before, durable_ends)
         self._note_delays(meta, cmd, reply)
         self._check_durable_moves(cmd, reply, durable_before)
@@ -201,12 +218,32 @@ class QueueInvariants(RuleBasedStateMachine):
         if isinstance(reply, Enqueued):
             mark, below = config.discard_mark, config.discard_below_priority
             ready, live, due = ready_before  # the mark counts the due delayed, not the expired
-            for message_id, message in zip(reply.ids, cmd.messages, strict=True):
+            refused = dict(reply.duplicates)
+            for position, (message_id, message) in enumerate(zip(reply.ids, cmd.messages, strict=True)):
                 low = mark is not None and min(message.priority, config.top_priority) < below
-                if message_id in reply.discarded:
+                if position in refused:
+                    assert message_id not in reply.discarded, "a duplicate counted as discarded"
+                elif message_id in reply.discarded:
                     assert low and ready + due >= mark, "discarded under the mark or at its priority"
                 else:
                     assert not low or live < mark, "kept a message the mark discards"
+
+    def _check_dedupe(self, cmd, reply, evicted_before: int) -> None:
+        window = self.machine.config.dedupe_window
+        refused = dict(reply.duplicates)
+        now = self.machine.now_ms
+        for position, (message_id, message) in enumerate(zip(reply.ids, cmd.messages, strict=True)):
+            key = message.dedupe_id if window is not None else None
+            earlier = None if key is None else self.dedupe_first.get(key)
+            held = earlier is not None and earlier[2] == self.dedupe_removals and now < earlier[1] + window
+            if position in refused:
+                assert held, "refused as a duplicate outside the window"
+                assert refused[position] == earlier[0], "a duplicate answered with another id"
+            elif key is not None:
+                let_go = earlier is None or earlier[3] != self.dedupe_changes or evicted_before > earlier[4]
+                assert not held or let_go, "a message id enqueued twice within the window"
+                entry = (message_id, now, self.dedupe_removals, self.dedupe_changes, evicted_before)
+                self.dedupe_first[key] = entry
 
     def _check_priorities(self, handed_out, effects) -> None:
         """Every message has the priority it was taken with; what was served (from the head) leaves no
@@ -311,6 +348,8 @@ class QueueInvariants(RuleBasedStateMachine):
     def _removal_reason(self, cmd, reply, message_id: int) -> str:
         if isinstance(reply, Enqueued) and message_id in reply.discarded:
             return DISCARDED
+        if isinstance(reply, Enqueued) and message_id in {reply.ids[p] for p, _ in reply.duplicates}:
+            return "duplicate"
         if isinstance(cmd, DurableSettle) and message_id in self.held_before:
             return "settled"
         if isinstance(cmd, Settle) and message_id in cmd.ids and message_id in self.held_before:
