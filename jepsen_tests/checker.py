@@ -9,13 +9,17 @@ wrong_queue = values dequeued from a queue other than the one they were publishe
 protocol_errors = ok enqueues whose 2xx answer broke the API contract (e.g. fewer ids than messages)
 refused_otherwise = publishes that failed, while only a disk alarm held them back, with an error the
             alarm does not give (jepsen_tests.disk_refusals)
+enqueued_twice, resend_dequeued = a message id whose two values both came out, or whose resent value came
+            out although the first was confirmed before (jepsen_tests.message_ids); a resend counts as
+            an attempt, never as an enqueue
 exercised = how many completed ops used each queue feature the workload draws and the server took
             (ok enqueues with a priority, requeueing nacks with a delay that were answered 2xx, ok
             dequeues whose touch before the ack was answered 2xx): the sets above cover them, and a
             run that used none did not test them
 
 The history is valid iff nothing is lost, nothing unexpected or from the wrong queue was dequeued, no
-confirm broke the protocol, no publish was refused otherwise during a disk alarm, and duplicates that
+confirm broke the protocol, no publish was refused otherwise during a disk alarm, no message id was
+enqueued twice, and duplicates that
 no fault explains stay within their bound (jepsen_tests.duplicates); recovered values (a publish
 answered info that did land) are reported.
 """
@@ -30,6 +34,7 @@ from typing import Any
 from jepsen_tests.disk_refusals import refused_otherwise
 from jepsen_tests.duplicates import Duplicates, classify_duplicates, completed_dequeues
 from jepsen_tests.history import Op
+from jepsen_tests.message_ids import check_message_ids
 from jepsen_tests.nemesis_log import FaultSpan
 from jepsen_tests.workload import dead_letter_queue
 
@@ -54,20 +59,24 @@ class TotalQueueVerdict:
     protocol_errors: list[int] = field(default_factory=list)
     refused_otherwise: dict[int, str] = field(default_factory=dict)
     duplicates: Duplicates = field(default_factory=lambda: Duplicates(0))
+    enqueued_twice: dict[int, int] = field(default_factory=dict)
+    resend_dequeued: dict[int, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     exercised: dict[str, int] = field(default_factory=dict)
 
     @property
     def valid(self) -> bool:
         """True iff nothing was lost, invented, misrouted or confirmed against the protocol, no publish was
-        refused otherwise during a disk alarm, and the duplicates no fault explains are within their
-        bound."""
+        refused otherwise during a disk alarm, no message id was enqueued twice, and the duplicates no
+        fault explains are within their bound."""
         return (
             not self.lost
             and not self.unexpected
             and not self.wrong_queue
             and not self.protocol_errors
             and not self.refused_otherwise
+            and not self.enqueued_twice
+            and not self.resend_dequeued
             and self.duplicates.within_bound
         )
 
@@ -95,6 +104,8 @@ class TotalQueueVerdict:
             "wrong_queue": {str(v): list(queues) for v, queues in self.wrong_queue.items()},
             "protocol_errors": self.protocol_errors,
             "refused_otherwise": {str(v): error for v, error in self.refused_otherwise.items()},
+            "enqueued_twice": {str(v): w for v, w in self.enqueued_twice.items()},
+            "resend_dequeued": {str(v): w for v, w in self.resend_dequeued.items()},
             "duplicates": self.duplicates.to_dict(),
             "notes": self.notes,
             "exercised": self.exercised,
@@ -116,6 +127,8 @@ class TotalQueueVerdict:
             ("wrong queue", sorted(self.wrong_queue)),
             ("protocol errors", self.protocol_errors),
             ("refused otherwise during a disk alarm", sorted(self.refused_otherwise)),
+            ("message ids enqueued twice", sorted(self.enqueued_twice)),
+            ("resends dequeued after a confirmed first", sorted(self.resend_dequeued)),
         ):
             shown = values[:SHOWN_VALUES]
             more = f" … and {len(values) - SHOWN_VALUES} more" if len(values) > SHOWN_VALUES else ""
@@ -148,7 +161,11 @@ def check_total_queue(history: Iterable[Op], faults: Sequence[FaultSpan] = ()) -
         feature = _EXERCISED.get((op.f, op.type, (op.detail or "").partition("=")[0]))
         if feature is not None:
             exercised[feature] += 1
-        if op.f == "enqueue":
+        if op.f == "resend" and op.type == "invoke":
+            attempts[op.value] += 1
+            if op.queue is not None:
+                home[op.value] = op.queue
+        elif op.f == "enqueue":
             if op.type == "invoke":
                 attempts[op.value] += 1
                 if op.queue is not None:
@@ -177,6 +194,7 @@ def check_total_queue(history: Iterable[Op], faults: Sequence[FaultSpan] = ()) -
     notes += [
         f"{v} went into {a} and came out of {b}" for v, (a, b) in list(wrong_queue.items())[:SHOWN_VALUES]
     ]
+    enqueued_twice, resend_dequeued = check_message_ids(ops, dequeues)
     return TotalQueueVerdict(
         attempt_count=sum(attempts.values()),
         enqueue_count=sum(enqueues.values()),
@@ -192,6 +210,8 @@ def check_total_queue(history: Iterable[Op], faults: Sequence[FaultSpan] = ()) -
         protocol_errors=sorted(protocol_errors),
         refused_otherwise=refused_otherwise(ops, faults),
         duplicates=classify_duplicates(completed_dequeues(ops), faults),
+        enqueued_twice=enqueued_twice,
+        resend_dequeued=resend_dequeued,
         notes=notes,
         exercised=dict(sorted(exercised.items())),
     )
@@ -199,6 +219,7 @@ def check_total_queue(history: Iterable[Op], faults: Sequence[FaultSpan] = ()) -
 
 _EXERCISED = {
     ("enqueue", "ok", "priority"): "published with a priority",
+    ("resend", "ok", "first"): "resent under a message id",
     ("dequeue", "fail", "delay"): "nacked with a delay",
     ("dequeue", "ok", "touched"): "touched before the ack",
 }

@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import IO, Literal
 
 OpType = Literal["invoke", "ok", "fail", "info"]
-OpFunction = Literal["enqueue", "dequeue"]
+OpFunction = Literal["enqueue", "dequeue", "resend"]
 
 
 @dataclass(frozen=True)
 class Op:
     """One history line: who (`process`), what (`f`, `value`, `queue`), how it ended (`type`), when, and
-    how it was done when that is worth counting (`detail`: `priority=N`, `delay=MS`, `touched`)."""
+    how it was done when that is worth counting (`detail`: `priority=N`, `delay=MS`, `touched`, `first=V`)."""
 
     process: str
     type: OpType

@@ -27,6 +27,8 @@ from quorumq import SyncClient
 DRAIN_TIMEOUT_S = 90.0
 CONVERGENCE_TIMEOUT_S = 30.0
 HONEST_TTL_MARGIN_S = 600.0
+DEDUPE_WINDOW_MS = 7 * 24 * 3600 * 1000
+"""The work queues' deduplication window: longer than any run plus any clock fault (a day at most)."""
 
 
 @dataclass(frozen=True)
@@ -145,7 +147,8 @@ def declare_queues(cluster: JepsenCluster, queues: Sequence[str], ttl_ms: int) -
     at-least-once dead-letter queue that the workload's rejections go to. Both get a TTL
     (`honest_ttl_ms`) that only leader time running ahead (a clock fault) can reach; the dead-letter
     queue, read only by the final drain, holds a backlog of ready messages for such a fault to
-    expire. `expired_early` counts expiries."""
+    expire. `expired_early` counts expiries. A work queue deduplicates by message id over
+    DEDUPE_WINDOW_MS (`jepsen_tests.message_ids`)."""
     common = {"x-quorum-initial-group-size": len(cluster.nodes), "x-message-ttl": ttl_ms}
     with SyncClient(cluster.urls, timeout=30.0) as client:
         for queue in queues:
@@ -157,6 +160,7 @@ def declare_queues(cluster: JepsenCluster, queues: Sequence[str], ttl_ms: int) -
                     "x-dead-letter-queue": dead_letter_queue(queue),
                     "x-dead-letter-strategy": "at-least-once",
                     "x-overflow": "reject-publish",
+                    "x-dedupe-window": DEDUPE_WINDOW_MS,
                 },
             )
 

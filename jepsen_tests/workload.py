@@ -17,6 +17,12 @@ The queue features of issue 22 are in the mix, so the checker covers them under 
 carry a priority, a nack with requeue may carry a delay (the value waits in the queue before it is
 handed out again), and a consumer may touch a batch before it acks it. Each such op says so in its
 `detail`, which the verdict counts (`exercised`).
+
+The deduplication window of issue 41 too: a publish may carry a message id, and is then followed by a
+resend of a new value under the same id (`f` `resend`, detail `first=<value>`), as a producer that lost
+track of its first attempt does. The work queues' window outlasts any clock fault, so at most one value
+of the two may ever be dequeued, and none of the resend's once the first was confirmed before it
+(`jepsen_tests.message_ids`).
 """
 
 from __future__ import annotations
@@ -74,6 +80,7 @@ class WorkloadConfig:
     priorities: tuple[int, ...] = (0, 0, 0, 0, 3, 9)  # drawn for each publish
     nack_delays_ms: tuple[int | None, ...] = (None, 100, 400)  # drawn for each requeueing nack
     touch_probability: float = 0.2
+    resend_probability: float = 0.1  # a publish carries a message id, and a new value is resent under it
 
 
 def dead_letter_queue(queue: str) -> str:
@@ -146,22 +153,43 @@ class Workload:
             value = next(self._values)
             priority = rng.choice(self.config.priorities)
             detail = f"priority={priority}" if priority else None
-            record = functools.partial(self.history.record, process, f="enqueue", value=value, queue=queue)
-            record("invoke", detail=detail)
-            try:
-                await client.publish(queue, [Message(str(value), priority=priority)])
-            except ProtocolError as exc:  # a 2xx: confirmed, but the answer broke the protocol
-                record("ok", error=exc.code, detail=detail)
-            except DEFINITE_PUBLISH_FAILURES as exc:
-                record("fail", error=exc.code, detail=detail)
-            except QuorumqError as exc:
-                record("info", error=exc.code, detail=detail)
-            except asyncio.CancelledError:
-                record("info", error=CRASHED, detail=detail)
-                raise
-            else:
-                record("ok", detail=detail)
+            message_id = f"m{value}" if rng.random() < self.config.resend_probability else None
+            message = Message(str(value), priority=priority, message_id=message_id)
+            await self._publish_and_record(client, process, "enqueue", queue, value, message, detail)
+            if message_id is not None:
+                resent = next(self._values)
+                again = Message(str(resent), message_id=message_id)
+                await self._publish_and_record(
+                    client, process, "resend", queue, resent, again, f"first={value}"
+                )
             await asyncio.sleep(pause)
+
+    async def _publish_and_record(
+        self,
+        client: Client,
+        process: str,
+        f: str,
+        queue: str,
+        value: int,
+        message: Message,
+        detail: str | None,
+    ) -> None:
+        """Publish one value and record its invoke and outcome as `f`."""
+        record = functools.partial(self.history.record, process, f=f, value=value, queue=queue)
+        record("invoke", detail=detail)
+        try:
+            await client.publish(queue, [message])
+        except ProtocolError as exc:  # a 2xx: confirmed, but the answer broke the protocol
+            record("ok", error=exc.code, detail=detail)
+        except DEFINITE_PUBLISH_FAILURES as exc:
+            record("fail", error=exc.code, detail=detail)
+        except QuorumqError as exc:
+            record("info", error=exc.code, detail=detail)
+        except asyncio.CancelledError:
+            record("info", error=CRASHED, detail=detail)
+            raise
+        else:
+            record("ok", detail=detail)
 
     async def _consumer(
         self, process: str, queue: str, rng: random.Random, stop: asyncio.Event, client: Client

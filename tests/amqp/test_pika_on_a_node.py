@@ -53,6 +53,24 @@ def test_a_confirmed_publish_is_got_with_its_properties_and_acked(channel: Block
     assert channel.queue_declare("got", passive=True).method.message_count == 0
 
 
+def test_a_message_id_sent_again_to_a_dedupe_queue_is_confirmed_and_enqueued_once(
+    channel: BlockingChannel,
+) -> None:
+    """AMQP's message_id is the id a queue's deduplication window takes (docs/use/deduplication.md)."""
+    channel.queue_declare(
+        "deduped", durable=True, arguments={"x-queue-type": "quorum", "x-dedupe-window": 600000}
+    )
+    channel.confirm_delivery()
+    for body in (b"first", b"again"):
+        channel.basic_publish(
+            "", "deduped", body, pika.BasicProperties(message_id="order-17"), mandatory=True
+        )
+    channel.basic_publish("", "deduped", b"other", pika.BasicProperties(message_id="order-18"))
+    assert channel.queue_declare("deduped", passive=True).method.message_count == 2
+    bodies = [channel.basic_get("deduped", auto_ack=True)[2] for _ in range(2)]
+    assert bodies == [b"first", b"other"]
+
+
 def test_a_consumer_gets_a_nacked_message_again_with_its_delivery_count(channel: BlockingChannel) -> None:
     declare(channel, "consumed")
     channel.confirm_delivery()

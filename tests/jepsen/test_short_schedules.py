@@ -29,9 +29,10 @@ def run_passing(config: RunConfig) -> RunResult:
     assert result.verdict.lost == [], text
     assert result.verdict.unexpected == [], text
     assert result.verdict.refused_otherwise == {}, text
+    assert (result.verdict.enqueued_twice, result.verdict.resend_dequeued) == ({}, {}), text
     assert result.convergence.agreed, text
     assert result.verdict.enqueue_count > 100, text  # the workload really ran
-    assert len(result.verdict.exercised) == 3, text  # priorities, delayed nacks and touches among it
+    assert len(result.verdict.exercised) == 4, text  # priorities, delayed nacks, touches, resends by id
     assert result.schedule, text
     return result
 

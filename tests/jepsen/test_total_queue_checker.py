@@ -210,3 +210,34 @@ def test_the_verdict_counts_the_queue_features_completed_ops_used() -> None:
     assert verdict.to_dict()["exercised"] == verdict.exercised
     assert "exercised: nacked with a delay 1" in verdict.summary()
     assert Op.from_json(history[1].to_json()) == history[1]  # the detail survives the history file
+
+
+def resend(first: int, value: int, outcome: OpType, time: float) -> list[Op]:
+    """A new value resent under the message id `first` was published with (`jepsen_tests.message_ids`)."""
+    invoked = Op("p0", "invoke", "resend", value, time, detail=f"first={first}")
+    return [invoked, Op("p0", outcome, "resend", value, time + 0.1, detail=f"first={first}")]
+
+
+def test_a_resend_answered_as_a_duplicate_is_neither_lost_nor_dequeued_and_valid() -> None:
+    history = [*enqueue(1, "ok"), *resend(1, 2, "ok", 1.0), *dequeue(1)]
+    verdict = check_total_queue(history)
+    assert verdict.valid, verdict.summary()
+    assert verdict.lost == [] and verdict.exercised == {"resent under a message id": 1}
+
+
+def test_both_values_of_one_message_id_dequeued_are_enqueued_twice_and_invalid() -> None:
+    history = [*enqueue(1, "info"), *resend(1, 2, "ok", 1.0), *dequeue(1), *dequeue(2)]
+    verdict = check_total_queue(history)
+    assert not verdict.valid
+    assert verdict.enqueued_twice == {1: 2} and verdict.unexpected == []
+
+
+def test_a_resend_dequeued_after_its_first_was_confirmed_is_invalid_but_may_land_for_an_unknown_first() -> (
+    None
+):
+    confirmed = [op("p0", "invoke", "enqueue", 1, 0.0), op("p0", "ok", "enqueue", 1, 0.5)]
+    verdict = check_total_queue([*confirmed, *resend(1, 2, "ok", 1.0), *dequeue(2)])
+    assert not verdict.valid and verdict.resend_dequeued == {1: 2}
+    unknown = check_total_queue([*enqueue(1, "info"), *resend(1, 2, "ok", 1.0), *dequeue(2)])
+    assert unknown.valid, unknown.summary()
+    assert unknown.recovered == [2]
