@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import aiohttp
 
 from jepsen_tests.client_life import CRASHED, CrashableClient, CrashedClient, Life
-from jepsen_tests.history import HistoryWriter, OpType
+from jepsen_tests.history import HistoryWriter, OpFunction, OpType
 from quorumq import (
     BadRequestError,
     Client,
@@ -168,7 +168,7 @@ class Workload:
         self,
         client: Client,
         process: str,
-        f: str,
+        f: OpFunction,
         queue: str,
         value: int,
         message: Message,
