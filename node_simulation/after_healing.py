@@ -3,7 +3,7 @@
 Within a bound of healing every queue serves from a leader and its replicas hold what the leader holds,
 every node serves, deleted queues stay deleted; within the consumers' idle bound nothing is held by the
 consumers that went away; nothing confirmed is missing beyond what unanswered at-most-once requests may
-have taken, and each message kept the id its confirm named.
+have taken, each message kept the id its confirm named, and a queue published to holds no body twice.
 """
 
 from __future__ import annotations
@@ -92,7 +92,11 @@ class AfterHealing:
                 rows = await self.requests.at_door(name, queue, _browse_all)
             except (NodeError, ConnectionError, GaveUp):
                 continue
-            return {bytes(row.body): row.id for row in rows}
+            held = {bytes(row.body): row.id for row in rows}
+            if queue in PUBLISHED_TO and len(held) < len(rows):
+                twice = sorted(body for body in held if sum(bytes(row.body) == body for row in rows) > 1)
+                raise Violation(f"queue {queue} holds {twice[:5]} more than once")
+            return held
         return None
 
     async def _unacked(self, queue: str) -> int | None:

@@ -24,7 +24,7 @@ from cluster.queues.queue_door import QueueDoor
 from cluster.queues.queue_replica import QueueReplica
 from cluster.queues.queue_results import MessageRow, Outcome, Position
 from cluster.replication.proposals import MAX_OPERATION_BYTES
-from cluster.replication.stored_message import StoredMessage
+from cluster.replication.stored_message import MESSAGE_ID_HEADER, StoredMessage
 from node_simulation.after_healing import AfterHealing
 from node_simulation.cluster_operator import Operator
 from node_simulation.history import Violation
@@ -104,12 +104,12 @@ class Clients:
             bodies = [f"{publisher}/{seq}/{i}".encode() for i in range(self.requests.rng.randrange(1, 4))]
             history = self.stats.histories[queue]
             history.maybe.update(bodies)
-            messages = [(StoredMessage(body, {}, "utf8"), None) for body in bodies]
-            with_seq = (
-                self.requests.rng.random() < 0.7
-            )  # without a seq a publish is sent once: a retry could duplicate
+            messages = [(StoredMessage(body, _headers(queue, body), "utf8"), None) for body in bodies]
+            with_seq = self.requests.rng.random() < 0.7
             job = PublishJob(messages, publisher if with_seq else None, seq if with_seq else None)
-            for _ in range(PUBLISH_ATTEMPTS if with_seq else 1):
+            # without a seq or message ids a publish is sent once: a retry could duplicate
+            safe_to_retry = with_seq or "x-dedupe-window" in QUEUE_ARGUMENTS[queue]
+            for _ in range(PUBLISH_ATTEMPTS if safe_to_retry else 1):
                 try:
                     ids = await self._publish(queue, job)
                 except (NodeError, ConnectionError, GaveUp):
@@ -335,3 +335,8 @@ def _polled_checked(
         return rows
 
     return poll
+
+
+def _headers(queue: str, body: bytes) -> dict[str, Any]:
+    """A published message's headers: its body as its id on a queue with a deduplication window."""
+    return {MESSAGE_ID_HEADER: body.decode()} if "x-dedupe-window" in QUEUE_ARGUMENTS[queue] else {}

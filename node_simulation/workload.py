@@ -19,7 +19,7 @@ QUEUE_ARGUMENTS: dict[str, dict[str, Any]] = {  # declared in this order
         "x-dead-letter-strategy": "at-least-once",
     },
     AUTO: {"x-quorum-initial-group-size": 3},
-    STREAM: {"x-quorum-initial-group-size": 3},
+    STREAM: {"x-quorum-initial-group-size": 3, "x-dedupe-window": 3_600_000},
 }
 PUBLISHED_TO = (STRICT, AUTO, STREAM)
 """Queue `strict` only ever has manual consumers and gets, so every message confirmed to it must be in it,
@@ -27,7 +27,9 @@ in its dead-letter target or acknowledged at the end. Queue `auto` also has auto
 so a confirmed message may be missing only as many times as such a request went unanswered could have
 taken (at most once allows losing what a failed request took, never what an answered one took). Queue
 `stream` is read by a durable consumer as Spark reads one: every read of a delivery sequence number
-must give the same message, and what it settled is gone."""
+must give the same message, and what it settled is gone. Queue `stream` also deduplicates by message id:
+every message published to it carries its body as its id, so its window is in every entry, snapshot and
+replay; no published queue may ever hold one body twice."""
 
 
 @dataclass
