@@ -264,6 +264,9 @@ const pages = {
         stat("unacked", info.messages_unacknowledged, "queue-unacked"),
         stat("total", info.messages, "queue-total"),
         stat("delayed", info.messages_delayed),
+        ...(info.effective_arguments && info.effective_arguments["x-dedupe-window"] !== undefined
+          ? [stat("dedupe ids", info.dedupe_ids, "queue-dedupe-ids"), stat("duplicates refused", info.dedupe_refused, "queue-dedupe-refused")]
+          : []),
         stat("consumers", info.consumers),
         stat("leader", info.leader, "queue-leader"),
         stat("publish/s", rate(info.message_stats, "publish").toFixed(1)),
@@ -307,13 +310,18 @@ const pages = {
         if (headers) message.headers = headers;
         const priority = Number(field(form, "priority") || 0);
         if (priority) message.priority = priority;
+        const messageId = field(form, "message_id");
+        if (messageId) message.message_id = messageId;
         const count = Math.max(1, Number(field(form, "count") || 1));
         const answer = await api("POST", `${q(name)}/messages`, { messages: Array.from({ length: count }, () => message) });
-        await show(el("p", { text: `published ${answer.ids.length}, ids ${answer.ids.join(", ")}` }));
+        const duplicates = (answer.duplicates || []).length;
+        const refused = duplicates ? ` (${duplicates} duplicate${duplicates > 1 ? "s" : ""} by message id, not enqueued again)` : "";
+        await show(el("p", { text: `published ${answer.ids.length}, ids ${answer.ids.join(", ")}${refused}` }));
       }, false) },
       el("label", {}, "Body", el("textarea", { name: "body", required: true })),
       el("label", {}, "Headers (JSON)", el("input", { name: "headers", placeholder: '{"k": "v"}' })),
       el("label", {}, "Priority", el("input", { name: "priority", type: "number", min: 0, max: 255, value: 0 })),
+      el("label", {}, "Message id", el("input", { name: "message_id", maxlength: 256, placeholder: "deduplicates with x-dedupe-window" })),
       el("label", {}, "Copies", el("input", { name: "count", type: "number", min: 1, max: 1000, value: 1 })),
       el("button", { type: "submit", text: "Publish" })),
       el("h2", { text: "Get and peek" }),

@@ -350,3 +350,20 @@ def test_w15_clearing_a_policy_asks_first(cluster: ProcessCluster, browser: WebD
             lambda _: "w15-doomed-policy" not in {p["name"] for p in client.policies()},
             "the policy cleared",
         )
+
+
+def test_the_publish_form_sends_a_message_id_and_the_queue_page_counts_the_duplicates(
+    cluster: ProcessCluster, browser: WebDriver
+) -> None:
+    with SyncClient(cluster.urls, auth=(HARNESS_USER, HARNESS_PASSWORD)) as client:
+        client.declare("ui-payments", {"x-dedupe-window": 3_600_000})
+    log_in(browser, cluster)
+    go(browser, cluster, "queue/ui-payments")
+    until(browser, lambda d: d.find_elements(By.ID, "publish-form"), "the queue page")
+    fill(browser, "publish-form", body="pay 7", message_id="pay-7", count="3")
+    until(
+        browser, lambda d: "2 duplicates by message id" in text_of(d, "queue-result"), "the duplicates told"
+    )
+    until(browser, lambda d: stat(d, "queue-ready") == "1", "one ready message")
+    assert stat(browser, "queue-dedupe-refused") == "2"
+    assert stat(browser, "queue-dedupe-ids") == "1"
