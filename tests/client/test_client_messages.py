@@ -115,6 +115,14 @@ def test_any_body_survives_encoding_and_decoding(body: bytes | str) -> None:
     assert decode_delivery({"id": 1, **packed}, Delivery).body == expected
 
 
+def test_a_message_id_goes_on_the_wire_only_when_given() -> None:
+    assert encode_message(Message("pay", message_id="order-17"), packed=True) == {
+        "body": "pay",
+        "message_id": "order-17",
+    }
+    assert "message_id" not in encode_message(Message("pay"), packed=True)
+
+
 def test_an_unknown_wire_format_is_refused() -> None:
     with pytest.raises(ValueError, match="wire"):
         Client(["127.0.0.1:1"], wire="xml")  # type: ignore[arg-type]
