@@ -16,6 +16,9 @@ FIXTURE = Path(__file__).parent.parent / "fixtures" / "replay_v0"
 VOLATILE = {"leader", "online", "node", "state", "message_stats"}  # the last three added since, as RabbitMQ's
 ADDED_SINCE = {
     "messages_delayed": 0,
+    "dedupe_ids": 0,
+    "dedupe_evicted": 0,
+    "dedupe_refused": 0,
     "policy": None,
     "vhost": "/",
     "type": "quorum",
