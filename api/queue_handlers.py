@@ -50,7 +50,7 @@ from api.validation import (
     query_int,
     queue_name,
 )
-from cluster.queues.policies import policy_in_force
+from cluster.queues.policies import applied_names, policy_in_force
 from cluster.queues.queue_door import QueueDoor
 from cluster.queues.queue_limits import INT64_MAX
 from cluster.queues.queue_results import MessageRow
@@ -111,10 +111,11 @@ def queue_json(request: web.Request, name: str, queue: QueueDoor | None) -> dict
     queues, status = request.app[QUEUES], request.app[STATUS]
     info = queues.info(name)
     if queue is not None:
-        arguments, policy, effective = queue.definition(), queue.policy, queue.effective_definition()
+        arguments, effective = queue.definition(), queue.effective_definition()
+        policy, operator_policy = applied_names(queue.policy)
     else:
         arguments = info.arguments
-        policy, in_force = policy_in_force(arguments, request.app[METADATA].policies.values(), name)
+        policy, operator_policy, in_force = policy_in_force(arguments, request.app[METADATA].policy_set, name)
         effective = in_force.to_arguments()
     leader = queues.leader_of(name)
     online = [m for m in info.members if status.is_up(m)]
@@ -122,6 +123,7 @@ def queue_json(request: web.Request, name: str, queue: QueueDoor | None) -> dict
         "name": name,
         "arguments": arguments,
         "policy": policy or None,
+        "operator_policy": operator_policy or None,
         "effective_arguments": effective,
         "leader": leader,
         "members": info.members,

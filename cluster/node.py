@@ -390,8 +390,7 @@ class Node:
             led = self._hosting.take_changed(every=passes % SYNC_EVERY_QUEUE_PASSES == 0)
             for command in self._hosting.changed_arguments(self.metadata.queues, led):
                 door.relay(command)
-            policies = self.metadata.policies.values()
-            self._hosting.apply_policies(policies, self.metadata.policies_revision, led)
+            self._hosting.apply_policies(self.metadata.policy_set, self.metadata.policies_revision, led)
             self.redrives.ensure_all(led)
             await asyncio.sleep(SYNC_EVERY_S)
 
@@ -419,7 +418,7 @@ class Node:
             if peer.name != self.name:
                 self.transport.set_peer(peer.name, Address.parse(peer.raft, what="raft"))
         self._hosting.reconcile(self.metadata.queues, self.metadata.nodes, self._replay.over())
-        self._hosting.apply_policies(self.metadata.policies.values(), self.metadata.policies_revision)
+        self._hosting.apply_policies(self.metadata.policy_set, self.metadata.policies_revision)
         self.membership.metadata_changed()
 
     def _new_queue_door(self, info: QueueInfo, replica: QueueReplica) -> QueueDoor:

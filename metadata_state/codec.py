@@ -1,6 +1,8 @@
 """The wire form of metadata commands (inside the metadata group's entries and relayed in control
 frames), versioned.
 
+- Version 3: `[3, tag, {field: value}]`, as version 2, where a policy's command may carry `operator`
+  (an operator policy's); versions 1 and 2 leave it off, and cannot write an operator policy's.
 - Version 2: `[2, tag, {field: value}]`, as version 1, where a command may be a policy's (`SetPolicy`,
   `ClearPolicy`).
 - Version 1: `[1, tag, {field: value}]`, fields by name, so a field added later with a default still
@@ -38,9 +40,11 @@ from metadata_state.commands import (
     SetPolicy,
 )
 
-CODEC_VERSION = 2
+CODEC_VERSION = 3
 POLICY_CODEC_VERSION = 2
 """The first version with policies: a node that reads an older one refuses their commands."""
+OPERATOR_POLICY_CODEC_VERSION = 3
+"""The first version with operator policies (`SetPolicy.operator`, `ClearPolicy.operator`)."""
 
 _TAGS: dict[type[Command], str] = {
     RegisterNode: "register_node",
@@ -57,6 +61,11 @@ _TAGS: dict[type[Command], str] = {
     ClearPolicy: "clear_policy",
 }
 _ADDED_IN: dict[type[Command], int] = {SetPolicy: POLICY_CODEC_VERSION, ClearPolicy: POLICY_CODEC_VERSION}
+_FIELD_ADDED_IN: dict[tuple[type[Command], str], int] = {
+    (SetPolicy, "operator"): OPERATOR_POLICY_CODEC_VERSION,
+    (ClearPolicy, "operator"): OPERATOR_POLICY_CODEC_VERSION,
+}
+"""A field added after its command, with the version it came in: left off before it while at its default."""
 _KINDS: dict[str, type[Command]] = {tag: kind for kind, tag in _TAGS.items()}
 _FIELDS: dict[type[Command], tuple[str, ...]] = {kind: tuple(f.name for f in fields(kind)) for kind in _TAGS}
 
@@ -71,9 +80,14 @@ def encode(command: Command, version: int = CODEC_VERSION) -> list[Any]:
     if _ADDED_IN.get(kind, 0) > version:
         raise ValueError(f"{kind.__name__} cannot be written in metadata codec version {version!r}")
     values = {name: _to_wire(getattr(command, name)) for name in _FIELDS[kind]}
+    for name in list(values):
+        if _FIELD_ADDED_IN.get((kind, name), 0) > version and values.pop(name):  # each defaults to False
+            raise ValueError(
+                f"{kind.__name__}.{name} cannot be written in metadata codec version {version!r}"
+            )
     if version == 0:
         return [_TAGS[kind], *values.values()]
-    if version in (1, 2):
+    if version in (1, 2, 3):
         return [version, _TAGS[kind], values]
     raise ValueError(f"no metadata codec version {version!r}")
 
@@ -86,7 +100,7 @@ def decode(value: object, reads: int = CODEC_VERSION) -> Command:
     head = value[0]
     if type(head) is str:
         return _decode_version_0(head, value[1:])
-    if type(head) is int and head in (1, 2):
+    if type(head) is int and head in (1, 2, 3):
         if head > reads:
             raise MetadataDecodeError(f"metadata codec version {head}: this node reads up to {reads}")
         if len(value) == 3:
@@ -113,7 +127,11 @@ def _decode_named(version: int, tag: object, named: object) -> Command:
         raise MetadataDecodeError(f"{tag} is not a command of metadata codec version {version}")
     if not isinstance(named, dict):
         raise MetadataDecodeError(f"the fields of {tag} are a map, got {named!r}")
-    unknown = sorted(map(str, set(named) - set(_FIELDS[kind])))
+    unknown = sorted(
+        str(name)
+        for name in named
+        if name not in _FIELDS[kind] or _FIELD_ADDED_IN.get((kind, name), 0) > version
+    )
     if unknown:
         raise MetadataDecodeError(f"{tag} has no fields {unknown} (written by a later version?)")
     return _build(kind, named)

@@ -29,6 +29,11 @@ def _check_string_tuple(name: str, value: object) -> None:
         raise InvalidCommand(f"{name} must be a tuple of strings, got {value!r}")
 
 
+def _check_bool(name: str, value: object) -> None:
+    if type(value) is not bool:
+        raise InvalidCommand(f"{name} must be a boolean, got {value!r}")
+
+
 def _check_arguments(value: object) -> None:
     if type(value) is not dict or not all(type(key) is str for key in value):
         raise InvalidCommand(f"arguments and definitions are maps with string keys, got {value!r}")
@@ -166,28 +171,33 @@ class SetPermissions:
 @dataclass(frozen=True, slots=True)
 class SetPolicy:
     """Create or replace policy `policy` (checked by the proposer:
-    `cluster.queues.policies.checked_policy`)."""
+    `cluster.queues.policies.checked_policy`); with `operator`, the operator policy of that name (metadata
+    codec version 3), whose limits apply over the queues' own and their policy's."""
 
     policy: str
     pattern: str
     definition: dict[str, Any]
     priority: int
+    operator: bool = False
 
     def __post_init__(self) -> None:
         _check_strings(self, "policy", "pattern")
         _check_arguments(self.definition)
         if type(self.priority) is not int:
             raise InvalidCommand(f"priority must be an integer, got {self.priority!r}")
+        _check_bool("operator", self.operator)
 
 
 @dataclass(frozen=True, slots=True)
 class ClearPolicy:
-    """Remove policy `policy`."""
+    """Remove policy `policy` (with `operator`, the operator policy of that name)."""
 
     policy: str
+    operator: bool = False
 
     def __post_init__(self) -> None:
         _check_strings(self, "policy")
+        _check_bool("operator", self.operator)
 
 
 Command: TypeAlias = (

@@ -63,6 +63,7 @@ class MetadataMachine:
     users_initialised: bool = False
     policies: dict[str, PolicyRecord] = field(default_factory=dict)
     policies_revision: int = 0
+    operator_policies: dict[str, PolicyRecord] = field(default_factory=dict)
 
     def apply(self, command: Command) -> Reply:
         """Apply one command and return its reply."""
@@ -210,18 +211,21 @@ class MetadataMachine:
         return Ok()
 
     def _set_policy(self, command: SetPolicy) -> Reply:
-        """Create or replace a policy; every change of the policies counts one more revision, which a
+        """Create or replace a policy (an operator policy: `operator_policies`); every change of either
+        counts one more revision, which a
         queue applies its policy under, so that a leader whose metadata lags cannot bring back an older
         choice (`queue_state/policy.py`)."""
-        existed = command.policy in self.policies
-        self.policies[command.policy] = PolicyRecord(
+        policies = self.operator_policies if command.operator else self.policies
+        existed = command.policy in policies
+        policies[command.policy] = PolicyRecord(
             command.policy, command.pattern, dict(command.definition), command.priority
         )
         self.policies_revision += 1
         return Updated() if existed else Created()
 
     def _clear_policy(self, command: ClearPolicy) -> Reply:
-        if self.policies.pop(command.policy, None) is None:
-            return NotFound(f"no policy {command.policy!r}")
+        policies = self.operator_policies if command.operator else self.policies
+        if policies.pop(command.policy, None) is None:
+            return NotFound(f"no {'operator ' if command.operator else ''}policy {command.policy!r}")
         self.policies_revision += 1
         return Ok()

@@ -90,3 +90,12 @@ class PolicyRecord:
     pattern: str
     definition: dict[str, Any]
     priority: int = 0
+
+
+@dataclass(frozen=True)
+class PolicySet:
+    """The metadata's policies as queues apply them: the users' (`user`) and the operator policies
+    (`operator`, whose limits apply over the others')."""
+
+    user: tuple[PolicyRecord, ...] = ()
+    operator: tuple[PolicyRecord, ...] = ()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from typing import Any
 
 import msgpack
 
@@ -15,15 +16,16 @@ from metadata_state.records import NodeInfo, PolicyRecord, QueueInfo, UserRecord
 # node that reads only version 3 restores a cluster's metadata that never had policies); 5: nodes with
 # `earlier_incarnation`, written only once a node came back as another incarnation; 6: queues keep
 # `initial_members` past a fenced membership change, written only once one was applied (a version that
-# reads 5 takes initial members for a membership never changed). Versions 1 and 2 are only read, through
-# `legacy_formats` (docs/internals/formats.md lists every version).
-SNAPSHOT_VERSION = 6
+# reads 5 takes initial members for a membership never changed); 7: `operator_policies`, written only while
+# one exists. Versions 1 and 2 are only read, through `legacy_formats` (docs/internals/formats.md lists
+# every version).
+SNAPSHOT_VERSION = 7
 
 
 def encode_snapshot(machine: MetadataMachine) -> bytes:
     """The whole state as msgpack, in the oldest version that holds it."""
     nodes = [_node_fields(n) for n in machine.nodes.values()]
-    policies = (
+    policies: dict[str, Any] = (
         {
             "policies": [asdict(p) for p in machine.policies.values()],
             "policies_revision": machine.policies_revision,
@@ -31,6 +33,8 @@ def encode_snapshot(machine: MetadataMachine) -> bytes:
         if machine.policies_revision
         else {}
     )
+    if machine.operator_policies:
+        policies["operator_policies"] = [asdict(p) for p in machine.operator_policies.values()]
     data: bytes = msgpack.packb(
         {
             "version": _version(machine, nodes, bool(policies)),
@@ -47,6 +51,8 @@ def encode_snapshot(machine: MetadataMachine) -> bytes:
 
 def _version(machine: MetadataMachine, nodes: list[dict[str, str]], policies: bool) -> int:
     """The oldest snapshot version that holds the state."""
+    if machine.operator_policies:
+        return 7
     if any(q.initial_members and q.membership_changed for q in machine.queues.values()):
         return 6
     if any("earlier_incarnation" in n for n in nodes):
@@ -67,7 +73,7 @@ def decode_snapshot(data: bytes) -> MetadataMachine:
     a later one; versions 1 and 2 through `legacy_formats`); fields an earlier version lacks get their
     defaults (a version-1 queue is UNFENCED; nodes and queues of versions 1 and 2 know no incarnations;
     versions before 4, no policies; before 5, no earlier incarnations; before 6, a queue whose membership
-    changed lists no initial members)."""
+    changed lists no initial members; before 7, no operator policies)."""
     raw = msgpack.unpackb(data, raw=False)
     version = legacy_formats.snapshot_version(raw)
     if version in legacy_formats.SNAPSHOT_VERSIONS:
@@ -82,4 +88,5 @@ def decode_snapshot(data: bytes) -> MetadataMachine:
         users_initialised=raw["users_initialised"],
         policies={p["name"]: PolicyRecord(**p) for p in raw.get("policies", [])},
         policies_revision=raw.get("policies_revision", 0),
+        operator_policies={p["name"]: PolicyRecord(**p) for p in raw.get("operator_policies", [])},
     )

@@ -7,6 +7,10 @@ queue declared an argument and its policy sets it too, the declared value wins, 
 (`max-length`, `max-length-bytes`, `message-ttl`, `expires`, `delivery-limit`, `max-unacked`), where the
 stricter wins; a delivery limit of -1 is no limit, so any other is stricter. `discard-mark` and
 `discard-below-priority` go together in a definition, as in a declare.
+
+An operator policy (RabbitMQ's `operator_policy`, set by administrators) sets only limits, and applies
+over the queue's own arguments and its policy alike: the smallest of the three wins
+(`with_operator_limits`).
 """
 
 from __future__ import annotations
@@ -57,6 +61,10 @@ _DISCARD_KEYS = tuple(
 _STRICTER_WINS = frozenset(
     {"x-max-length", "x-max-length-bytes", "x-message-ttl", "x-expires", "x-delivery-limit", "x-max-unacked"}
 )
+OPERATOR_POLICY_KEYS = tuple(
+    sorted(key for key, argument in POLICY_KEYS.items() if argument in _STRICTER_WINS)
+)
+"""The keys an operator policy may set: the limits, where the stricter value wins."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +97,27 @@ def definition_arguments(definition: object) -> dict[str, Any]:
         arguments[argument] = definition[key]
     check_discard_pair(definition, _DISCARD_KEYS)
     return arguments
+
+
+def operator_definition_arguments(definition: object) -> dict[str, Any]:
+    """As `definition_arguments`, for an operator policy, whose keys are the limits only
+    (`OPERATOR_POLICY_KEYS`, RabbitMQ's operator policies)."""
+    arguments = definition_arguments(definition)
+    for argument in arguments:
+        if argument not in _STRICTER_WINS:
+            key = next(key for key, a in POLICY_KEYS.items() if a == argument)
+            raise ArgumentError(key, f"not an operator policy key; known: {', '.join(OPERATOR_POLICY_KEYS)}")
+    return arguments
+
+
+def with_operator_limits(policy: Mapping[str, Any], operator: Mapping[str, Any]) -> dict[str, Any]:
+    """A policy's arguments with an operator policy's limits over them: of a limit both set, the
+    stricter; one only the operator policy sets, its. `effective_config` then takes the stricter of that
+    and the queue's own, so the smallest of the three applies."""
+    merged = dict(policy)
+    for argument, value in operator.items():
+        merged[argument] = value if argument not in merged else _stricter(merged[argument], value)
+    return merged
 
 
 def check_policy_arguments(arguments: object) -> None:

@@ -58,7 +58,7 @@ class GroupSizeReconciler:
         """The queue's target group size (0 when it has none)."""
         try:
             arguments = self.node.directory.info(name).arguments
-            _, in_force = policy_in_force(arguments, self.node.metadata.policies.values(), name)
+            _, _, in_force = policy_in_force(arguments, self.node.metadata.policy_set, name)
             wanted = in_force.target_group_size
         except ArgumentError:
             wanted = None

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Callable, Mapping
 
 from cluster.metadata.metadata_app import MetadataApp
-from metadata_state.records import NodeInfo, PolicyRecord, QueueInfo, UserRecord
+from metadata_state.records import NodeInfo, PolicyRecord, PolicySet, QueueInfo, UserRecord
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +60,17 @@ class MetadataView:
     def policies(self) -> Mapping[str, PolicyRecord]:
         """Policies by name."""
         return self._app.state.policies
+
+    @property
+    def operator_policies(self) -> Mapping[str, PolicyRecord]:
+        """Operator policies by name."""
+        return self._app.state.operator_policies
+
+    @property
+    def policy_set(self) -> PolicySet:
+        """Every policy and operator policy, as queues apply them."""
+        state = self._app.state
+        return PolicySet(tuple(state.policies.values()), tuple(state.operator_policies.values()))
 
     @property
     def policies_revision(self) -> int:

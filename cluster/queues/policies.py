@@ -6,7 +6,9 @@ for a prefix, `^dlq$` for one queue), here run by RE2, linear in the name. A que
 policy of the highest priority, of several with that priority the one whose name sorts first, and none
 when no pattern matches. What it applies is the policy's definition as queue arguments
 (`queue_state.policy`), which the queue's leader puts into the queue's log (`ApplyPolicy`) whenever
-the metadata's choice differs from the queue's.
+the metadata's choice differs from the queue's. A matching operator policy (set by administrators,
+limits only) applies over both: the smallest of the queue's own limit, its policy's and the operator
+policy's is in force.
 """
 
 from __future__ import annotations
@@ -17,10 +19,17 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from cluster.security.users import UserError, check_pattern, compiled_pattern
-from metadata_state.records import PolicyRecord
+from metadata_state.records import PolicyRecord, PolicySet
 from queue_state.arguments import INT64_MAX, ArgumentError, QueueConfig, parse_arguments
 from queue_state.command_codec import arguments_version
-from queue_state.policy import NO_POLICY, AppliedPolicy, definition_arguments, effective_config
+from queue_state.policy import (
+    NO_POLICY,
+    AppliedPolicy,
+    definition_arguments,
+    effective_config,
+    operator_definition_arguments,
+    with_operator_limits,
+)
 
 log = logging.getLogger(__name__)
 
@@ -31,15 +40,17 @@ class PolicyError(ValueError):
     """A policy's name, pattern, priority or definition is not acceptable."""
 
 
-def checked_policy(name: object, pattern: object, definition: object, priority: object) -> PolicyRecord:
-    """The policy these make, or `PolicyError`."""
+def checked_policy(
+    name: object, pattern: object, definition: object, priority: object, operator: bool = False
+) -> PolicyRecord:
+    """The policy these make (an operator policy's definition sets limits only), or `PolicyError`."""
     if not isinstance(name, str) or not POLICY_NAME.fullmatch(name):
         raise PolicyError("policy names are 1-128 characters of letters, digits, '.', '_', ':', '@' or '-'")
     if not isinstance(pattern, str) or not pattern:
         raise PolicyError("pattern must be a non-empty regular expression")
     try:
         check_pattern("pattern", pattern)
-        definition_arguments(definition)
+        (operator_definition_arguments if operator else definition_arguments)(definition)
     except UserError as exc:
         raise PolicyError(str(exc)) from exc
     except ArgumentError as exc:
@@ -63,25 +74,46 @@ def matching_policy(policies: Iterable[PolicyRecord], queue: str) -> PolicyRecor
     return min(matching, key=lambda p: (-p.priority, p.name), default=None)
 
 
-def applied_policy(policies: Iterable[PolicyRecord], queue: str) -> AppliedPolicy | None:
-    """What queue `queue` applies of the policies: the matching one's name and arguments, or NO_POLICY;
-    None when the matching one names what this node does not read (set through a node of a later
-    version): the queue keeps the policy it applies."""
-    policy = matching_policy(policies, queue)
-    if policy is None:
+def applied_policy(policies: PolicySet, queue: str) -> AppliedPolicy | None:
+    """What queue `queue` applies of the policies: the matching policy's arguments with the matching
+    operator policy's limits over them (`with_operator_limits`), named after both (`applied_name`), or
+    NO_POLICY when neither matches; None when one names what this node does not read (set through a
+    node of a later version): the queue keeps the policy it applies."""
+    policy = matching_policy(policies.user, queue)
+    operator = matching_policy(policies.operator, queue)
+    if policy is None and operator is None:
         return NO_POLICY
     try:
-        return AppliedPolicy(policy.name, definition_arguments(policy.definition))
+        arguments = {} if policy is None else definition_arguments(policy.definition)
+        if operator is not None:
+            arguments = with_operator_limits(arguments, definition_arguments(operator.definition))
     except ArgumentError as exc:  # checked when set; a node of a later version may know more keys
-        log.warning("policy %s is not applied here: %s", policy.name, exc)
+        log.warning("queue %s applies no new policy here: %s", queue, exc)
         return None
+    return AppliedPolicy(applied_name(policy, operator), arguments)
+
+
+def applied_name(policy: PolicyRecord | None, operator: PolicyRecord | None) -> str:
+    """The name a queue's machine records for what it applies: the policy's, then `+` and the operator
+    policy's when one applies (no policy name holds a `+`)."""
+    name = "" if policy is None else policy.name
+    return name if operator is None else f"{name}+{operator.name}"
+
+
+def applied_names(name: str) -> tuple[str, str]:
+    """The policy's and the operator policy's names of an `applied_name` ("" for none)."""
+    policy, _, operator = name.partition("+")
+    return policy, operator
 
 
 def policy_in_force(
-    arguments: Mapping[str, Any], policies: Iterable[PolicyRecord], queue: str
-) -> tuple[str, QueueConfig]:
-    """The name of the policy queue `queue` declared with `arguments` applies ("" for none) and its
-    configuration in force, as the metadata's policies make them (what its machine reaches once its
-    leader applied them)."""
+    arguments: Mapping[str, Any], policies: PolicySet, queue: str
+) -> tuple[str, str, QueueConfig]:
+    """The names of the policy and the operator policy queue `queue` declared with `arguments` applies
+    ("" for none) and its configuration in force, as the metadata's policies make them (what its machine
+    reaches once its leader applied them)."""
     chosen = applied_policy(policies, queue) or NO_POLICY
-    return chosen.name, effective_config(parse_arguments(dict(arguments)), chosen.arguments, queue)
+    policy = matching_policy(policies.user, queue)
+    operator = matching_policy(policies.operator, queue)
+    in_force = effective_config(parse_arguments(dict(arguments)), chosen.arguments, queue)
+    return "" if policy is None else policy.name, "" if operator is None else operator.name, in_force

@@ -34,7 +34,7 @@ from cluster.queues.queue_door import QueueDoor
 from cluster.queues.queue_replica import QueueReplica
 from cluster.replication.entry_codec import QUEUE_OP_VERSION
 from metadata_state.commands import SetArguments
-from metadata_state.records import NodeInfo, PolicyRecord, QueueInfo
+from metadata_state.records import NodeInfo, PolicySet, QueueInfo
 from queue_state.arguments import QueueConfig, parse_arguments
 from raft_log.storage.node_store import GroupLog, NodeStore
 from raft_log.types import ConfState
@@ -209,14 +209,13 @@ class QueueHosting:
         return changed
 
     def apply_policies(
-        self, policies: Iterable[PolicyRecord], revision: int, led: Iterable[QueueDoor] | None = None
+        self, policies: PolicySet, revision: int, led: Iterable[QueueDoor] | None = None
     ) -> None:
         """Have each queue this node leads (of `led`, when given) apply the policy the metadata's
-        `policies`, at `revision`, choose for it (a queue that applies that revision already costs a
-        comparison)."""
-        chosen = list(policies)
+        `policies` (with its operator policies), at `revision`, choose for it (a queue that applies that
+        revision already costs a comparison)."""
         for queue in list(self._led.values()) if led is None else led:
-            queue.apply_policy(revision, functools.partial(applied_policy, chosen, queue.name))
+            queue.apply_policy(revision, functools.partial(applied_policy, policies, queue.name))
 
     def changed_arguments(
         self, declared: Mapping[str, QueueInfo], led: Iterable[QueueDoor]

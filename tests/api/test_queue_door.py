@@ -22,7 +22,7 @@ from cluster.queues.policies import applied_policy
 from cluster.queues.queue_results import MessageRow, Outcome, Position, Published, Settled
 from cluster.replication.entry_codec import QUEUE_OP_VERSION, QueueOp, decode_queue_op, entry_ops, op_bodies
 from cluster.replication.stored_message import StoredMessage
-from metadata_state.records import PolicyRecord
+from metadata_state.records import PolicyRecord, PolicySet
 from queue_state.commands import Cancel, Checkout, ConsumerDown, Return
 from queue_state.policy import AppliedPolicy
 
@@ -407,7 +407,7 @@ async def test_rule_a_leader_that_cannot_parse_a_policy_keeps_the_queue_s_policy
     door = await running.declare("d-policy-unknown", {"x-max-length": 10})
     assert door.apply_policy(401, lambda: AppliedPolicy("small", {"x-max-length": 2}, 401))
     await eventually(lambda: door.policy == "small", "the policy applied")
-    later = [PolicyRecord("later", "^d-policy-unknown$", {"from-a-later-version": 1})]
+    later = PolicySet((PolicyRecord("later", "^d-policy-unknown$", {"from-a-later-version": 1}),))
     assert not door.apply_policy(402, functools.partial(applied_policy, later, "d-policy-unknown"))
     assert not door.apply_policy(402, functools.partial(applied_policy, later, "d-policy-unknown"))
     await asyncio.sleep(0.2)

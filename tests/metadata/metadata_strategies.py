@@ -42,6 +42,6 @@ commands: st.SearchStrategy[Command] = st.one_of(
     st.builds(PutUser, NAMES, TEXT, st.lists(st.sampled_from(("administrator", "monitoring"))).map(tuple)),
     st.builds(DeleteUser, NAMES),
     st.builds(SetPermissions, NAMES, TEXT, TEXT, TEXT),
-    st.builds(SetPolicy, NAMES, TEXT, ARGUMENTS, st.integers(-(2**63), 2**63 - 1)),
-    st.builds(ClearPolicy, NAMES),
+    st.builds(SetPolicy, NAMES, TEXT, ARGUMENTS, st.integers(-(2**63), 2**63 - 1), st.booleans()),
+    st.builds(ClearPolicy, NAMES, st.booleans()),
 )

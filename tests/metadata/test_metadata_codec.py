@@ -11,7 +11,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from metadata_strategies import commands
 
-from metadata_state.codec import CODEC_VERSION, POLICY_CODEC_VERSION, MetadataDecodeError, decode, encode
+from metadata_state.codec import (
+    CODEC_VERSION,
+    OPERATOR_POLICY_CODEC_VERSION,
+    POLICY_CODEC_VERSION,
+    MetadataDecodeError,
+    decode,
+    encode,
+)
 from metadata_state.commands import (
     BootstrapUsers,
     ClearPolicy,
@@ -33,24 +40,31 @@ def through_msgpack(value: object) -> object:
     return msgpack.unpackb(msgpack.packb(value), raw=False)
 
 
-@given(commands, st.sampled_from([0, 1, 2]))
+def _first_version(command: Command) -> int:
+    """The first codec version that can write `command`."""
+    if isinstance(command, SetPolicy | ClearPolicy):
+        return OPERATOR_POLICY_CODEC_VERSION if command.operator else POLICY_CODEC_VERSION
+    return 0
+
+
+@given(commands, st.sampled_from([0, 1, 2, 3]))
 def test_every_command_survives_an_encode_decode_round_trip_in_each_version(
     command: Command, version: int
 ) -> None:
-    if isinstance(command, SetPolicy | ClearPolicy) and version < POLICY_CODEC_VERSION:
+    if version < _first_version(command):
         with pytest.raises(ValueError, match="cannot be written"):
             encode(command, version)
         return
     assert decode(through_msgpack(encode(command, version))) == command
 
 
-@given(commands, st.sampled_from([0, 1, 2]), st.sampled_from([1, 2]))
+@given(commands, st.sampled_from([0, 1, 2, 3]), st.sampled_from([1, 2, 3]))
 def test_a_build_reads_the_versions_up_to_its_own_and_refuses_later_ones(
     command: Command, version: int, reads: int
 ) -> None:
     """An older build's metadata halts at a command of a later codec version instead of misreading it
     (the whole-node simulation rolls nodes back to a build reading version 1)."""
-    if isinstance(command, SetPolicy | ClearPolicy) and version < POLICY_CODEC_VERSION:
+    if version < _first_version(command):
         return
     written = through_msgpack(encode(command, version))
     if version > reads:
@@ -61,13 +75,27 @@ def test_a_build_reads_the_versions_up_to_its_own_and_refuses_later_ones(
 
 
 def test_new_commands_are_written_as_a_version_tag_and_named_fields() -> None:
-    assert CODEC_VERSION == 2
+    assert CODEC_VERSION == 3
     assert encode(SetMembers("q", "q1.q", ("a", "b"), (3, 1))) == [
-        2,
+        3,
         "set_members",
         {"queue": "q", "group": "q1.q", "members": ["a", "b"], "fence": [3, 1]},
     ]
-    assert encode(ClearPolicy("p")) == [2, "clear_policy", {"policy": "p"}]
+    assert encode(ClearPolicy("p")) == [3, "clear_policy", {"policy": "p", "operator": False}]
+    assert encode(ClearPolicy("p"), 2) == [2, "clear_policy", {"policy": "p"}]
+
+
+def test_rule_an_operator_policy_is_only_of_version_3_so_older_nodes_never_get_one() -> None:
+    operator = SetPolicy("cap", ".*", {"max-length": 10}, 0, operator=True)
+    for version in (0, 1, 2):
+        with pytest.raises(ValueError, match="cannot be written"):
+            encode(operator, version)
+    written = through_msgpack(encode(operator))
+    assert decode(written) == operator
+    with pytest.raises(MetadataDecodeError, match="this node reads up to 2"):
+        decode(written, 2)
+    with pytest.raises(MetadataDecodeError, match="no fields"):  # a version-2 form with the field: refused
+        decode([2, "clear_policy", {"policy": "p", "operator": True}])
 
 
 def test_rule_a_policy_command_is_only_of_version_2_so_older_nodes_never_get_one() -> None:
@@ -125,7 +153,7 @@ def test_a_version_1_entry_without_a_field_that_has_a_default_takes_the_default(
         ["declare", "q", {}, ["a"], "soon"],
         ["declare", "q", {1: 2}, ["a"], 1],
         ["put_user", "alice", "h", "monitoring"],
-        [3, "delete", {"queue": "q", "group": "g"}],  # a later version
+        [4, "delete", {"queue": "q", "group": "g"}],  # a later version
         [1, "delete", {"queue": "q", "group": "g", "why": "later field"}],
         [1, "delete", ["q", "g"]],
         [1, "delete"],

@@ -33,3 +33,26 @@ def test_a_snapshot_keeps_policies_in_version_4_once_there_was_one() -> None:
     state.apply(ClearPolicy("ttl"))
     data = encode_snapshot(state)  # no policy left, but a revision a queue may have applied
     assert msgpack.unpackb(data)["version"] == 4 and decode_snapshot(data).policies_revision == 2
+
+
+def test_an_operator_policy_lives_beside_the_policies_and_counts_in_the_same_revision() -> None:
+    state = MetadataMachine()
+    assert state.apply(SetPolicy("cap", ".*", {"max-length": 5}, 0)) == Created()
+    assert state.apply(SetPolicy("cap", ".*", {"max-length": 100}, 0, operator=True)) == Created()
+    assert state.policies["cap"].definition == {"max-length": 5}
+    assert state.operator_policies == {"cap": PolicyRecord("cap", ".*", {"max-length": 100}, 0)}
+    assert state.apply(ClearPolicy("cap", operator=True)) == Ok()
+    assert isinstance(state.apply(ClearPolicy("cap", operator=True)), NotFound)
+    assert state.operator_policies == {} and "cap" in state.policies
+    assert state.policies_revision == 3
+
+
+def test_a_snapshot_keeps_operator_policies_in_version_7_only_while_there_is_one() -> None:
+    state = MetadataMachine()
+    state.apply(SetPolicy("cap", ".*", {"max-length": 100}, 4, operator=True))
+    data = encode_snapshot(state)
+    assert msgpack.unpackb(data)["version"] == 7
+    restored = decode_snapshot(data)
+    assert restored.operator_policies == state.operator_policies and restored.policies == {}
+    state.apply(ClearPolicy("cap", operator=True))
+    assert msgpack.unpackb(encode_snapshot(state))["version"] == 4
