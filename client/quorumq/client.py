@@ -55,8 +55,8 @@ def _user_path(name: str, *parts: str) -> str:
     return "/".join(["/api/users", *(quote(segment, safe="") for segment in (name, *parts))])
 
 
-def _policy_path(name: str) -> str:
-    return f"/api/policies/{quote(name, safe='')}"
+def _policy_path(name: str, operator: bool = False) -> str:
+    return f"/api/{'operator-policies' if operator else 'policies'}/{quote(name, safe='')}"
 
 
 class Client:
@@ -654,22 +654,33 @@ class Client:
         body = {"configure": configure, "write": write, "read": read}
         await self._transport.request("PUT", _user_path(name, "permissions"), body=body, retry_sent=True)
 
-    async def policies(self) -> list[dict[str, Any]]:
-        """Every policy: name, pattern, definition and priority (administrators only)."""
-        return (await self._transport.request("GET", "/api/policies", retry_sent=True)).payload
+    async def policies(self, *, operator: bool = False) -> list[dict[str, Any]]:
+        """Every policy (with `operator`, every operator policy): name, pattern, definition and priority
+        (administrators only)."""
+        path = "/api/operator-policies" if operator else "/api/policies"
+        return (await self._transport.request("GET", path, retry_sent=True)).payload
 
     async def set_policy(
-        self, name: str, pattern: str, definition: dict[str, Any], *, priority: int = 0
+        self,
+        name: str,
+        pattern: str,
+        definition: dict[str, Any],
+        *,
+        priority: int = 0,
+        operator: bool = False,
     ) -> bool:
         """Create or replace policy `name`: queues whose name `pattern` matches (anywhere, as in RabbitMQ)
-        apply `definition` (policy keys such as `max-length`); True when it was created."""
+        apply `definition` (policy keys such as `max-length`); with `operator`, the operator policy
+        `name`, whose limits apply over the queues' own and their policy's. True when it was created."""
         body = {"pattern": pattern, "definition": definition, "priority": priority}
-        reply = await self._transport.request("PUT", _policy_path(name), body=body, retry_sent=True)
+        path = _policy_path(name, operator)
+        reply = await self._transport.request("PUT", path, body=body, retry_sent=True)
         return reply.status == 201
 
-    async def clear_policy(self, name: str) -> None:
-        """Remove policy `name`: its queues return to their declared arguments."""
-        await self._transport.request("DELETE", _policy_path(name))
+    async def clear_policy(self, name: str, *, operator: bool = False) -> None:
+        """Remove policy `name` (with `operator`, the operator policy): its queues return to their
+        declared arguments."""
+        await self._transport.request("DELETE", _policy_path(name, operator))
 
     async def create_token(self, ttl_s: int | None = None) -> tuple[str, int]:
         """A bearer token for the caller and its expiry (ms since the epoch)."""

@@ -122,13 +122,15 @@ class MetadataDoor:
         """Set a user's permission patterns."""
         return await self._submit(SetPermissions(user, configure, write, read))
 
-    async def set_policy(self, policy: str, pattern: str, definition: dict[str, Any], priority: int) -> Reply:
-        """Create or replace a policy (checked by the caller)."""
-        return await self._submit(SetPolicy(policy, pattern, definition, priority))
+    async def set_policy(
+        self, policy: str, pattern: str, definition: dict[str, Any], priority: int, operator: bool = False
+    ) -> Reply:
+        """Create or replace a policy, or with `operator` an operator policy (checked by the caller)."""
+        return await self._submit(SetPolicy(policy, pattern, definition, priority, operator))
 
-    async def clear_policy(self, policy: str) -> Reply:
-        """Remove a policy."""
-        return await self._submit(ClearPolicy(policy))
+    async def clear_policy(self, policy: str, operator: bool = False) -> Reply:
+        """Remove a policy, or with `operator` an operator policy."""
+        return await self._submit(ClearPolicy(policy, operator))
 
     async def _submit(self, command: Command) -> Reply:
         try:

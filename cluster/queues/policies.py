@@ -24,12 +24,25 @@ from queue_state.arguments import INT64_MAX, ArgumentError, QueueConfig, parse_a
 from queue_state.command_codec import arguments_version
 from queue_state.policy import (
     NO_POLICY,
+    OPERATOR_POLICY_KEYS,
     AppliedPolicy,
     definition_arguments,
     effective_config,
     operator_definition_arguments,
     with_operator_limits,
 )
+
+__all__ = [
+    "OPERATOR_POLICY_KEYS",
+    "PolicyError",
+    "applied_name",
+    "applied_names",
+    "applied_policy",
+    "checked_policy",
+    "matching_policy",
+    "policy_in_force",
+    "policy_version",
+]
 
 log = logging.getLogger(__name__)
 
