@@ -274,6 +274,7 @@ const pages = {
       el("h2", { text: "Arguments" }),
       table([{ title: "declared", value: (r) => el("pre", { text: JSON.stringify(r.arguments, null, 1) }) },
         { title: "policy", value: (r) => r.policy },
+        { title: "operator policy", value: (r) => r.operator_policy },
         { title: "in force", value: (r) => el("pre", { text: JSON.stringify(r.effective_arguments, null, 1) }) }], [info]),
       el("h2", { text: "Replicas" }),
       table([
@@ -420,23 +421,31 @@ const pages = {
   },
 
   async policies(main) {
-    const policies = await api("GET", "/api/policies");
+    const [policies, operatorPolicies] = await Promise.all([api("GET", "/api/policies"), api("GET", "/api/operator-policies")]);
+    // An operator policy sets limits only, over each matching queue's own and its policy's (the smallest wins).
+    const policyTable = (kind, path, rows, id) => table([
+      { title: "Name", value: (p) => p.name },
+      { title: "Pattern", value: (p) => p.pattern },
+      { title: "Priority", num: true, value: (p) => p.priority },
+      { title: "Definition", value: (p) => el("pre", { text: JSON.stringify(p.definition) }) },
+      { title: "", value: (p) => el("button", { class: "danger", type: "button", onclick: confirmed(`Clear ${kind} '${p.name}'?`, () => api("DELETE", `${path}/${encodeURIComponent(p.name)}`)), text: "Clear" }) },
+    ], rows, { empty: `No ${kind}.`, id });
     main.replaceChildren(
       el("h1", { text: "Policies" }),
-      table([
-        { title: "Name", value: (p) => p.name },
-        { title: "Pattern", value: (p) => p.pattern },
-        { title: "Priority", num: true, value: (p) => p.priority },
-        { title: "Definition", value: (p) => el("pre", { text: JSON.stringify(p.definition) }) },
-        { title: "", value: (p) => el("button", { class: "danger", type: "button", onclick: confirmed(`Clear policy '${p.name}'?`, () => api("DELETE", `/api/policies/${encodeURIComponent(p.name)}`)), text: "Clear" }) },
-      ], policies, { empty: "No policies." }),
+      policyTable("policy", "/api/policies", policies, "policies-table"),
+      el("h2", { text: "Operator policies" }),
+      policyTable("operator policy", "/api/operator-policies", operatorPolicies, "operator-policies-table"),
       el("h2", { text: "Set a policy" }),
       el("form", { class: "inline", id: "policy-form", onsubmit: action((event) => {
         const form = event.target;
-        return api("PUT", `/api/policies/${encodeURIComponent(field(form, "name"))}`, {
+        const path = field(form, "kind") === "operator" ? "/api/operator-policies" : "/api/policies";
+        return api("PUT", `${path}/${encodeURIComponent(field(form, "name"))}`, {
           pattern: field(form, "pattern"), priority: Number(field(form, "priority") || 0), definition: jsonField(form, "definition", {}),
         });
       }) },
+      el("label", {}, "Kind", el("select", { name: "kind" },
+        el("option", { value: "policy", text: "policy" }),
+        el("option", { value: "operator", text: "operator policy (limits over every matching queue's)" }))),
       el("label", {}, "Name", el("input", { name: "name", required: true })),
       el("label", {}, "Pattern (RE2)", el("input", { name: "pattern", required: true })),
       el("label", {}, "Priority", el("input", { name: "priority", type: "number", value: 0 })),

@@ -356,9 +356,9 @@ def test_the_publish_form_sends_a_message_id_and_the_queue_page_counts_the_dupli
     cluster: ProcessCluster, browser: WebDriver
 ) -> None:
     with SyncClient(cluster.urls, auth=(HARNESS_USER, HARNESS_PASSWORD)) as client:
-        client.declare("ui-payments", {"x-dedupe-window": 3_600_000})
+        client.declare("ui-deduped", {"x-dedupe-window": 3_600_000})
     log_in(browser, cluster)
-    go(browser, cluster, "queue/ui-payments")
+    go(browser, cluster, "queue/ui-deduped")
     until(browser, lambda d: d.find_elements(By.ID, "publish-form"), "the queue page")
     fill(browser, "publish-form", body="pay 7", message_id="pay-7", count="3")
     until(
@@ -367,3 +367,31 @@ def test_the_publish_form_sends_a_message_id_and_the_queue_page_counts_the_dupli
     until(browser, lambda d: stat(d, "queue-ready") == "1", "one ready message")
     assert stat(browser, "queue-dedupe-refused") == "2"
     assert stat(browser, "queue-dedupe-ids") == "1"
+
+
+def test_the_policies_page_sets_an_operator_policy_and_the_queue_page_names_it(
+    cluster: ProcessCluster, browser: WebDriver
+) -> None:
+    with SyncClient(cluster.urls, auth=(HARNESS_USER, HARNESS_PASSWORD)) as client:
+        client.declare("ui-capped", {"x-max-length": 1000})
+    log_in(browser, cluster)
+    go(browser, cluster, "policies")
+    until(browser, lambda d: d.find_elements(By.ID, "policy-form"), "the policies page")
+    fill(
+        browser,
+        "policy-form",
+        kind="operator",
+        name="ui-cap",
+        pattern="^ui-capped$",
+        definition='{"max-length": 7}',
+    )
+    until(browser, lambda d: "ui-cap" in text_of(d, "operator-policies-table"), "the operator policy listed")
+    assert "ui-cap" not in text_of(browser, "policies-table")
+
+    def capped(d: WebDriver) -> bool:
+        go(d, cluster, "queue/ui-capped")  # the page again: the queue's leader applies it meanwhile
+        until(d, lambda d: d.find_elements(By.ID, "publish-form"), "the queue page")
+        shown = d.find_element(By.ID, "main").text
+        return "ui-cap" in shown and '"x-max-length": 7' in shown
+
+    until(browser, capped, "the queue page naming the operator policy and its limit in force")
