@@ -16,10 +16,12 @@ from cluster.node import Node
 from cluster.queues.policies import checked_policy, policy_version
 from cluster.queues.queue_door import QueueDoor
 from cluster.replication.stored_message import StoredMessage
-from metadata_state.codec import POLICY_CODEC_VERSION
+from metadata_state.codec import OPERATOR_POLICY_CODEC_VERSION, POLICY_CODEC_VERSION
 from node_simulation.requests import ClientRequests, GaveUp
 from node_simulation.workload import QUEUE_ARGUMENTS, ClientStats
 
+OPERATOR_CAP = 500
+"""The operator policy's `max-unacked`: over the policy's cap of 100 or 1000, the smallest wins."""
 SCRATCH = tuple(f"scratch-{i}" for i in range(3))  # declared and deleted again and again
 POLICY = "simulation"
 FILLER_BYTES = 256 * 1024  # one metadata entry of filler (a user record): the metadata grows between changes
@@ -122,7 +124,8 @@ class Operator:
         self.stats.deleted.add(queue)
 
     async def _change_policy(self) -> None:
-        """Set (or clear) a policy over the simulation's queues: each leader applies it through its log."""
+        """Set (or clear) a policy over the simulation's queues, and an operator policy capping what it
+        hands out with it: each leader applies them through its log."""
         leader = self.requests.sim.meta_leader()
         if leader is None:
             return
@@ -131,14 +134,24 @@ class Operator:
 
         async def change(node: Node) -> None:
             node.formats.require_metadata(POLICY_CODEC_VERSION, "no policies")  # as the handler does
+            pattern = f"^({'|'.join(QUEUE_ARGUMENTS)})$"
             if timeout is None:
                 await node.metadata_door.clear_policy(POLICY)
             else:
-                pattern = f"^({'|'.join(QUEUE_ARGUMENTS)})$"
                 definition = {"consumer-timeout": timeout} | ({} if cap is None else {"max-unacked": cap})
                 policy = checked_policy(POLICY, pattern, definition, 0)
                 node.formats.require_queue_ops(policy_version(policy), "not all of these policy keys")
                 await node.metadata_door.set_policy(POLICY, pattern, definition, 0)
+            # an operator cap over the policy's, as the operator-policy handler sets and clears it
+            node.formats.require_metadata(OPERATOR_POLICY_CODEC_VERSION, "no operator policies")
+            if cap is None:
+                await node.metadata_door.clear_policy(POLICY, operator=True)
+            else:
+                ceiling = {"max-unacked": OPERATOR_CAP}
+                node.formats.require_queue_ops(
+                    policy_version(checked_policy(POLICY, pattern, ceiling, 0, True)), ""
+                )
+                await node.metadata_door.set_policy(POLICY, pattern, ceiling, 0, operator=True)
 
         with contextlib.suppress(ValueError):  # a node said it reads an older codec since the check: 409
             await self.requests.ask(leader.name, change)

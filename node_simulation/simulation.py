@@ -40,7 +40,7 @@ from cluster.replication.raft_host import Group
 from cluster.resource_usage import ResourceUsage
 from cluster.store.store_damage import Damage
 from metadata_state.codec import CODEC_VERSION as METADATA_CODEC_VERSION
-from metadata_state.codec import POLICY_CODEC_VERSION
+from metadata_state.codec import OPERATOR_POLICY_CODEC_VERSION, POLICY_CODEC_VERSION
 from node_simulation.clients import Clients
 from node_simulation.history import Violation
 from node_simulation.join_requester import SimJoinRequester
@@ -64,6 +64,7 @@ CLIENTS_BOUND_S = 120.0  # every client has finished its work this long after he
 REAL_LIMIT_S = 300.0  # real seconds a run may take (one takes about one): past it, it fails as overrun
 OLDEST_BUILD = QUEUE_OP_VERSION - 3  # the oldest build a node is rolled back to
 OLDEST_BUILD_METADATA = POLICY_CODEC_VERSION - 1  # which also predates policies (metadata codec 2)
+OLDER_BUILD_METADATA = OPERATOR_POLICY_CODEC_VERSION - 1  # the other older builds predate operator policies
 AMPLE_RESOURCES = ResourceUsage(disk_free=1 << 40, memory_used=1 << 28, memory_total=1 << 34)  # no alarm
 REPLAY_CRASH = 0.25  # the share of restarts that crash again soon (while replaying, catching up)
 
@@ -464,7 +465,7 @@ class NodeSimulation:
         if node.reads == QUEUE_OP_VERSION:
             node.reads = QUEUE_OP_VERSION - self.rng.randint(1, 3)
             oldest = node.reads == OLDEST_BUILD
-            node.reads_metadata = OLDEST_BUILD_METADATA if oldest else METADATA_CODEC_VERSION
+            node.reads_metadata = OLDEST_BUILD_METADATA if oldest else OLDER_BUILD_METADATA
             self.stats.rollbacks += 1
             self.stats.metadata_rollbacks += oldest
         else:
