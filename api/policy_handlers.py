@@ -254,7 +254,11 @@ async def delete_policy(request: web.Request) -> web.StreamResponse:
     OPERATOR_POLICY,
     access=Access.ADMINISTRATOR,
     summary="remove an operator policy: its queues return to their own and their policy's limits",
-    responses={"204": "removed", "409": "a node reads no operator policies yet (upgrade_in_progress)"},
+    responses={
+        "204": "removed",
+        "404": "no such operator policy",
+        "409": "a node reads no operator policies yet (upgrade_in_progress)",
+    },
 )
 @on_meta_leader
 async def delete_operator_policy(request: web.Request) -> web.StreamResponse:

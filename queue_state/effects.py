@@ -94,9 +94,11 @@ class Enqueued:
 
 @dataclass(frozen=True, slots=True)
 class Duplicate:
-    """The (publisher, seq) was enqueued before: its ids, or None when they were trimmed from the window."""
+    """The (publisher, seq) was enqueued before: its ids as first answered, or None when they were trimmed
+    from the window; `duplicates` as the first `Enqueued` answered them."""
 
     ids: tuple[int, ...] | None
+    duplicates: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

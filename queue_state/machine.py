@@ -52,7 +52,6 @@ from queue_state.effects import (
     Acked,
     Deliveries,
     Delivery,
-    Duplicate,
     DurablePosition,
     Effect,
     EffectCollector,
@@ -167,15 +166,12 @@ class QueueMachine:
             if cmd.seq is not None:
                 not_new = self._publishers.answer_if_not_new(cmd.publisher, cmd.seq)
                 if not_new is not None:
-                    return self._as_first_answered(not_new, message_ids)
+                    return not_new
         first_id, count = self._next_id, len(cmd.messages)
         duplicates = self._dedupe.duplicates(message_ids, first_id) if message_ids else {}
         if len(duplicates) < count and self._config.rejects_publish and self._over_limit(headroom=1):
             return Rejected("reject-publish: the queue is at its length limit")
         self._next_id += count
-        if message_ids:
-            most = self._config.dedupe_max or DEFAULT_DEDUPE_MAX
-            self._dedupe.take(message_ids, first_id, duplicates, self._now, most)
         queue_ttl = self._config.message_ttl
         expires = [_expires_at(self._now, queue_ttl, message.expiration_ms) for message in cmd.messages]
         priorities = None
@@ -185,6 +181,10 @@ class QueueMachine:
         if self._config.discard_mark is not None:  # the mark counts no message already expired
             self._expire_heads(out)
         below = discard_below(self._config, len(self._ready))
+        if message_ids and below:  # a message dropped as it arrives is no duplicate, and takes no id
+            levels = priorities or [0] * count
+            message_ids = [None if levels[p] < below else m for p, m in enumerate(message_ids)]
+            duplicates = self._dedupe.duplicates(message_ids, first_id)
         discarded: list[int] = []
         if duplicates or below > min(priorities or [0]) or any(message.delay_ms for message in cmd.messages):
             discarded = self._enqueue_each(first_id, cmd.messages, expires, priorities, below, duplicates)
@@ -194,11 +194,15 @@ class QueueMachine:
         if discarded:
             _count(self._dropped, DISCARDED, len(discarded))
             out.forget_all(discarded)
+        if message_ids:
+            most = self._config.dedupe_max or DEFAULT_DEDUPE_MAX
+            self._dedupe.take(message_ids, first_id, duplicates, self._now, most)
+        refused = tuple(duplicates.items())
         if duplicates:
             out.forget_all([first_id + position for position in duplicates])
         if window is not None and cmd.seq is not None:
-            window.record(cmd.seq, first_id, count)
-        return Enqueued(tuple(range(first_id, first_id + count)), tuple(discarded), tuple(duplicates.items()))
+            window.record(cmd.seq, first_id, count, refused)
+        return Enqueued(tuple(range(first_id, first_id + count)), tuple(discarded), refused)
 
     def _enqueue_each(
         self,
@@ -225,18 +229,6 @@ class QueueMachine:
             else:
                 self._ready.push(message)
         return discarded
-
-    def _as_first_answered(self, not_new: Duplicate | Failure, message_ids: list[str | None]) -> Reply:
-        """A (publisher, seq) retry's answer, each id of a message whose message id the deduplication
-        window holds being the one the window answers for it (as the first publish was answered)."""
-        if not isinstance(not_new, Duplicate) or not_new.ids is None or not message_ids:
-            return not_new
-        ids = list(not_new.ids)
-        for position, message_id in enumerate(message_ids[: len(ids)]):
-            first = None if message_id is None else self._dedupe.first_id(message_id)
-            if first is not None:
-                ids[position] = first
-        return Duplicate(tuple(ids))
 
     def _checkout(self, cmd: Checkout, out: EffectCollector) -> Reply:
         if cmd.consumer in self._durables:

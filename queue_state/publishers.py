@@ -26,28 +26,44 @@ IDLE_MS = 60 * 60 * 1000
 SEQ_TOO_OLD = "seq_too_old"
 
 
-class PublisherWindow:
-    """One publisher's watermark, floor and recent seqs (each mapped to (first id, message count))."""
+Refused = tuple[tuple[int, int], ...]
+"""The messages of a publish a deduplication window refused: (position, the id answered for it)."""
 
-    __slots__ = ("_order", "floor", "last_seen_ms", "seen", "watermark")
+
+class PublisherWindow:
+    """One publisher's watermark, floor and recent seqs (each mapped to (first id, message count)), and of
+    those, the messages a deduplication window refused (`refused`: answered with another id)."""
+
+    __slots__ = ("_order", "floor", "last_seen_ms", "refused", "seen", "watermark")
 
     def __init__(
-        self, watermark: int, floor: int, last_seen_ms: int, seen: dict[int, tuple[int, int]]
+        self,
+        watermark: int,
+        floor: int,
+        last_seen_ms: int,
+        seen: dict[int, tuple[int, int]],
+        refused: dict[int, Refused] | None = None,
     ) -> None:
         self.watermark = watermark
         self.floor = floor
         self.last_seen_ms = last_seen_ms
         self.seen = seen
+        self.refused = refused or {}
         self._order = list(seen)
         heapq.heapify(self._order)
         self._raise_watermark()
 
     def answer_if_not_new(self, seq: int) -> Duplicate | Failure | None:
-        """The answer to a seq that must not be enqueued (a duplicate, or too old to tell); None if new."""
+        """The answer to a seq that must not be enqueued (a duplicate, or too old to tell); None if new.
+        A duplicate is answered as the first publish was, each refused message with the id it was given."""
         first_and_count = self.seen.get(seq)
         if first_and_count is not None:
             first_id, count = first_and_count
-            return Duplicate(tuple(range(first_id, first_id + count)))
+            refused = self.refused.get(seq, ())
+            ids = list(range(first_id, first_id + count))
+            for position, answered in refused:
+                ids[position] = answered
+            return Duplicate(tuple(ids), refused)
         if seq >= self.floor:
             return None
         if 0 < seq <= self.watermark:
@@ -59,13 +75,16 @@ class PublisherWindow:
             " enqueued now (publish it again with a new seq)",
         )
 
-    def record(self, seq: int, first_id: int, count: int) -> None:
+    def record(self, seq: int, first_id: int, count: int, refused: Refused = ()) -> None:
         self.seen[seq] = (first_id, count)
+        if refused:
+            self.refused[seq] = refused
         heapq.heappush(self._order, seq)
         self._raise_watermark()
         while len(self.seen) > WINDOW_SIZE:
             evicted = heapq.heappop(self._order)
             del self.seen[evicted]
+            self.refused.pop(evicted, None)
             self.floor = max(self.floor, evicted + 1)
 
     def _raise_watermark(self) -> None:
@@ -108,15 +127,26 @@ class PublisherDedup:
         return None if oldest is None else oldest.last_seen_ms + IDLE_MS
 
     def to_wire(self) -> list[Any]:
-        """Rows `[publisher, watermark, floor, last_seen_ms, [[seq, first_id, count], ...]]`."""
+        """Rows `[publisher, watermark, floor, last_seen_ms, [[seq, first_id, count], ...]]`; a seq whose
+        messages a deduplication window refused has `[[position, answered id], ...]` fourth (snapshot
+        version 11)."""
         return [
-            [publisher, w.watermark, w.floor, w.last_seen_ms, [[s, *v] for s, v in w.seen.items()]]
+            [publisher, w.watermark, w.floor, w.last_seen_ms, [_seen_row(w, s, v) for s, v in w.seen.items()]]
             for publisher, w in self._windows.items()
         ]
 
     def extend_from_wire(self, publishers: list[Any]) -> None:
         """Add `to_wire` rows."""
         for publisher, watermark, floor, last_seen_ms, seen in publishers:
+            refused = {row[0]: tuple((p, a) for p, a in row[3]) for row in seen if len(row) > 3}
             self._windows[publisher] = PublisherWindow(
-                watermark, floor, last_seen_ms, {seq: (first_id, count) for seq, first_id, count in seen}
+                watermark, floor, last_seen_ms, {row[0]: (row[1], row[2]) for row in seen}, refused
             )
+
+
+def _seen_row(window: PublisherWindow, seq: int, first_and_count: tuple[int, int]) -> list[Any]:
+    refused = window.refused.get(seq)
+    row: list[Any] = [seq, *first_and_count]
+    if refused:
+        row.append([list(pair) for pair in refused])
+    return row

@@ -31,7 +31,7 @@ from cluster.errors import (
 )
 from cluster.queues.consumer_names import owned
 from cluster.queues.consumer_sessions import ConsumerSession, ConsumerSessions
-from cluster.queues.dead_lettering.messages import with_death
+from cluster.queues.dead_lettering.messages import DEATHS, with_death
 from cluster.queues.leader_clock import LeaderClock
 from cluster.queues.queue_replica import AutoAcked, QueueReplica
 from cluster.queues.queue_results import (
@@ -448,10 +448,11 @@ class QueueDoor:
 
     def _message_ids(self, messages: Sequence[tuple[StoredMessage, int | None]]) -> list[str | None] | None:
         """Each message's id, for a queue with a deduplication window (as this replica applied its
-        configuration) when a message has one; None otherwise."""
+        configuration) when a message has one; None otherwise. A dead letter (it carries `x-death`: dead-
+        lettered or redriven here) has none: it is the same message coming back, never a duplicate."""
         if self._replica.machine.config.dedupe_window is None:
             return None
-        message_ids = [m.message_id for m, _ in messages]
+        message_ids = [None if DEATHS in m.headers else m.message_id for m, _ in messages]
         return message_ids if any(message_ids) else None
 
     async def _enqueue(
@@ -471,7 +472,7 @@ class QueueDoor:
             refused = [position for position, _ in reply.duplicates]
             return Published(list(reply.answered_ids()), len(refused) == len(reply.ids), refused)
         if isinstance(reply, Duplicate):
-            return Published(list(reply.ids or ()), True)
+            return Published(list(reply.ids or ()), True, [position for position, _ in reply.duplicates])
         raise _refusal(reply)
 
     def _limited(self) -> tuple[int, int, QueueConfig]:

@@ -79,3 +79,33 @@ def test_the_cli_publishes_with_a_message_id(cluster: ProcessCluster) -> None:
     taken = run([*node, "get", "cli-dedupe", "--count", "5"])
     assert taken.exit_code == 0, taken.output
     assert [row["body"] for row in json.loads(taken.stdout)] == ["once"]
+
+
+async def test_rule_a_dead_letter_redriven_into_a_dedupe_queue_is_enqueued_again(
+    cluster: ProcessCluster,
+) -> None:
+    """Review finding: the redrive of a rejected message back into its queue was refused as a duplicate
+    of itself (its id still in the window) and confirmed, so it left the dead-letter queue and was in
+    neither. A message that carries `x-death` is never taken as a duplicate."""
+    async with Client(cluster.urls, timeout=30.0) as client:
+        await client.declare("refunds.dlq")
+        await client.declare("refunds", {"x-dedupe-window": HOUR_MS, "x-dead-letter-queue": "refunds.dlq"})
+        await client.publish("refunds", [Message("refund 9", message_id="refund-9")])
+        (taken,) = await client.get("refunds", count=1, ack="manual")
+        await client.nack_got("refunds", [taken.id], requeue=False)
+
+        async def dead_lettered() -> bool:
+            return (await client.queue("refunds.dlq"))["messages"] == 1
+
+        await eventually(
+            dead_lettered, "the rejected refund in the dead-letter queue", timeout=30, interval=0.1
+        )
+        task = await client.start_redrive("refunds.dlq")
+
+        async def redriven() -> bool:
+            (shown,) = [t for t in await client.redrives("refunds.dlq") if t["task"] == task["task"]]
+            return shown["state"] == "completed"
+
+        await eventually(redriven, "the redrive completed", timeout=30, interval=0.1)
+        back = await client.get("refunds", count=5, ack="auto")
+    assert [m.text for m in back] == ["refund 9"]

@@ -91,7 +91,7 @@ def test_a_publisher_seq_resend_is_answered_as_first_answered_with_its_duplicate
     first = publish(m, 2000, "a", "b", publisher="p", seq=1)
     assert isinstance(first, Enqueued) and answered(first) == (1, 3)
     resend = publish(m, 3000, "a", "b", publisher="p", seq=1)
-    assert resend == Duplicate((1, 3))
+    assert resend == Duplicate((1, 3), ((0, 1),))
     assert m.stats().messages == 2
 
 
@@ -193,3 +193,47 @@ def test_rule_a_message_id_travels_from_operations_version_11_only_and_decodes_b
 def test_a_message_id_is_short_text(bad: Any) -> None:
     with pytest.raises(InvalidCommand):
         NewMessage(1, dedupe_id=bad)
+
+
+def test_rule_a_seq_retry_is_answered_as_first_answered_after_the_window_let_the_id_go() -> None:
+    """Review finding: a (publisher, seq) retry was answered from the window as it is now, so once the
+    window let the id go it named the id its duplicate was given (never enqueued), or another message's."""
+    m = make_machine(dedupe_window=WINDOW)
+    publish(m, 1000, "x")
+    first = publish(m, 2000, "x", publisher="p", seq=5)
+    assert isinstance(first, Enqueued) and answered(first) == (1,)
+    assert publish(m, 1000 + WINDOW + 10, "y") is not None  # the window lets "x" go
+    assert publish(m, 1000 + WINDOW + 11, "x", publisher="p", seq=5) == Duplicate((1,), ((0, 1),))
+    publish(m, 1000 + WINDOW + 12, "x")  # another message takes "x" again
+    assert publish(m, 1000 + WINDOW + 13, "x", publisher="p", seq=5) == Duplicate((1,), ((0, 1),))
+
+
+def test_rule_a_seq_retry_answers_survive_a_snapshot() -> None:
+    m = make_machine(dedupe_window=WINDOW)
+    publish(m, 1000, "x")
+    publish(m, 2000, "x", None, publisher="p", seq=1)
+    restored = QueueMachine.restore(m.snapshot_chunks())
+    assert publish(restored, 3000, "x", None, publisher="p", seq=1) == Duplicate((1, 3), ((0, 1),))
+
+
+def test_rule_a_message_dropped_as_it_arrived_takes_no_id_in_the_window() -> None:
+    """Review finding: a message discarded at the discard mark kept its id in the window, so its resend
+    was refused for good although the queue never held it."""
+    m = make_machine(dedupe_window=WINDOW, discard_mark=1, discard_below_priority=1)
+    publish(m, 1000, None)
+    dropped = publish(m, 1001, "low")
+    assert isinstance(dropped, Enqueued) and dropped.discarded == dropped.ids
+    m.apply(EntryMeta(1002), Purge())
+    resent = publish(m, 1003, "low")
+    assert isinstance(resent, Enqueued) and not resent.duplicates and not resent.discarded
+
+
+def test_rule_a_message_dropped_as_it_arrived_makes_no_later_one_of_its_batch_a_duplicate() -> None:
+    """Found by the stateful model: of two messages of one batch with one id, the first dropped at the
+    discard mark, the second (at a priority kept) was refused as its duplicate, so neither was enqueued."""
+    m = make_machine(dedupe_window=WINDOW, discard_mark=0, discard_below_priority=1)
+    messages = (NewMessage(10, dedupe_id="b"), NewMessage(10, priority=5, dedupe_id="b"))
+    reply, _ = m.apply(EntryMeta(1000), Enqueue(messages))
+    assert isinstance(reply, Enqueued)
+    assert reply.discarded == (1,) and reply.duplicates == ()
+    assert m.stats().messages == 1 and m.stats().dedupe_ids == 1

@@ -24,7 +24,9 @@ take but the controls hold back always has a Tick due for it.
 The deduplication window (issue 41) against its rules: a message is refused as a duplicate only while
 the window in force holds the message id, and is answered with the id the latest message enqueued with
 that id got; a message id is never enqueued twice within the window unless the window let it go at its
-`x-dedupe-max` or changed; a refused message is never enqueued (its body is forgotten at once).
+`x-dedupe-max` or changed; a refused message is never enqueued (its body is forgotten at once); and a
+(publisher, seq) retry is answered with the ids its first publish was answered, whatever the window
+holds since.
 """
 
 from __future__ import annotations
@@ -58,7 +60,15 @@ from queue_state.commands import (
     UpdateConfig,
 )
 from queue_state.durable import DurableLogGap
-from queue_state.effects import DeadLetter, Deliver, Deliveries, DurablePosition, Enqueued, ForgetBodies
+from queue_state.effects import (
+    DeadLetter,
+    Deliver,
+    Deliveries,
+    Duplicate,
+    DurablePosition,
+    Enqueued,
+    ForgetBodies,
+)
 from queue_state.machine import STRATEGY_CHANGED, QueueMachine
 
 HOLDER_NAMES = tuple(dict.fromkeys((*NAME_POOL, *DURABLE_POOL)))
@@ -107,6 +117,9 @@ class QueueInvariants(RuleBasedStateMachine):
         self.dedupe_first: dict[str, tuple[int, int, int, int, int]] = {}
         self.dedupe_removals = 0  # the window was removed: it forgot every id
         self.dedupe_changes = 0  # the window changed: a shorter one may have let ids go early
+        self.seq_answers: dict[
+            int, tuple[int, ...]
+        ] = {}  # publisher p's seq -> the ids its publish was answered
 
     def _apply(self, meta, cmd):
         before_pending = set(self.machine.dead_letter_ids())
@@ -137,6 +150,10 @@ class QueueInvariants(RuleBasedStateMachine):
             self.dedupe_removals += self.machine.config.dedupe_window is None
         if isinstance(reply, Enqueued):
             self._check_dedupe(cmd, reply, evicted_before)
+            if cmd.seq is not None:
+                self.seq_answers[cmd.seq] = reply.answered_ids()
+        if isinstance(reply, Duplicate) and reply.ids is not None and cmd.seq in self.seq_answers:
+            assert reply.ids == self.seq_answers[cmd.seq], "a seq retry answered otherwise than at first"
         self._check_backlog_controls(cmd, reply, effects, ready_before, durable_ends)
         self._note_delays(meta, cmd, reply)
         self._check_durable_moves(cmd, reply, durable_before)
@@ -239,7 +256,7 @@ class QueueInvariants(RuleBasedStateMachine):
             if position in refused:
                 assert held, "refused as a duplicate outside the window"
                 assert refused[position] == earlier[0], "a duplicate answered with another id"
-            elif key is not None:
+            elif key is not None and message_id not in reply.discarded:  # a dropped one takes no id
                 let_go = earlier is None or earlier[3] != self.dedupe_changes or evicted_before > earlier[4]
                 assert not held or let_go, "a message id enqueued twice within the window"
                 entry = (message_id, now, self.dedupe_removals, self.dedupe_changes, evicted_before)

@@ -7,13 +7,16 @@ from typing import Any
 from cluster.replication.stored_message import StoredMessage
 from queue_state.effects import Delivery
 
+DEATHS = "x-death"
+"""The header of a dead letter's history: a message carrying it was dead-lettered."""
+
 
 def with_death(
     headers: dict[str, Any], queue: str, reason: str, now_ms: int, reason_text: str | None = None
 ) -> dict[str, Any]:
     """Headers with this death recorded: `x-death` counts per (queue, reason), newest first; the entry
     carries the newest death's `reason-text` (what a rejecting consumer said) when it has one."""
-    deaths = [dict(d) for d in headers.get("x-death", []) if isinstance(d, dict)]
+    deaths = [dict(d) for d in headers.get(DEATHS, []) if isinstance(d, dict)]
     for death in deaths:
         if death.get("queue") == queue and death.get("reason") == reason:
             death["count"] = int(death.get("count", 0)) + 1
@@ -28,7 +31,7 @@ def with_death(
     if reason_text is not None:
         death["reason-text"] = reason_text
     updated = dict(headers)
-    updated["x-death"] = deaths
+    updated[DEATHS] = deaths
     updated.setdefault("x-first-death-queue", queue)
     updated.setdefault("x-first-death-reason", reason)
     return updated

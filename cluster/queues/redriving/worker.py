@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from cluster.errors import NotLeader, UnknownConsumer
-from cluster.queues.dead_lettering.messages import priorities_of
+from cluster.queues.dead_lettering.messages import DEATHS, priorities_of
 from cluster.queues.dead_lettering.worker import MAX_BACKOFF_S, MIN_BACKOFF_S, ConfirmedPublisher
 from cluster.queues.queue_results import MessageRow, Position
 from cluster.replication.stored_message import StoredMessage
@@ -192,7 +192,7 @@ class RedriveWorker:
 
 def _source_queue(headers: dict[str, Any]) -> str | None:
     """The queue a dead letter died in last (its newest `x-death` entry's), if it names one."""
-    deaths: Sequence[Any] = headers.get("x-death") or ()
+    deaths: Sequence[Any] = headers.get(DEATHS) or ()
     newest = deaths[0] if isinstance(deaths, list) and deaths else None
     queue = newest.get("queue") if isinstance(newest, dict) else None
     return queue if isinstance(queue, str) and queue else None
