@@ -21,7 +21,7 @@ from jepsen_tests.nemesis import nemeses_named
 from jepsen_tests.nemesis_log import NemesisLog, read_fault_spans
 from jepsen_tests.provenance import Provenance, provenance
 from jepsen_tests.schedule import FaultWindow, plan_schedule
-from jepsen_tests.workload import Workload, WorkloadConfig, dead_letter_queue
+from jepsen_tests.workload import RESEND_PROBABILITY, Workload, WorkloadConfig, dead_letter_queue
 from quorumq import SyncClient
 
 DRAIN_TIMEOUT_S = 90.0
@@ -177,9 +177,10 @@ async def exercise(
     """Workload under the schedule, then heal, wait for quorum, drain, count early expiries and compare
     the replicas."""
     log = NemesisLog(history.path.with_name("nemesis.jsonl"), history.now)
-    workload = Workload(
-        cluster.urls, history, WorkloadConfig(queues, config.publishers, config.consumers), rng
+    workload_config = WorkloadConfig(
+        queues, config.publishers, config.consumers, resend_probability=RESEND_PROBABILITY
     )
+    workload = Workload(cluster.urls, history, workload_config, rng)
     cluster.clients = workload
     stop = asyncio.Event()
     clients = asyncio.create_task(workload.run(stop))

@@ -20,9 +20,10 @@ handed out again), and a consumer may touch a batch before it acks it. Each such
 
 The deduplication window of issue 41 too: a publish may carry a message id, and is then followed by a
 resend of a new value under the same id (`f` `resend`, detail `first=<value>`), as a producer that lost
-track of its first attempt does. The work queues' window outlasts any clock fault, so at most one value
-of the two may ever be dequeued, and none of the resend's once the first was confirmed before it
-(`jepsen_tests.message_ids`).
+track of its first attempt does. The runner's work queues deduplicate, over a window that outlasts any
+clock fault, so its publishers do it (`RESEND_PROBABILITY`; a queue without a window would take both):
+at most one value of the two may ever be dequeued, and none of the resend's once the first was
+confirmed before it (`jepsen_tests.message_ids`).
 """
 
 from __future__ import annotations
@@ -80,7 +81,12 @@ class WorkloadConfig:
     priorities: tuple[int, ...] = (0, 0, 0, 0, 3, 9)  # drawn for each publish
     nack_delays_ms: tuple[int | None, ...] = (None, 100, 400)  # drawn for each requeueing nack
     touch_probability: float = 0.2
-    resend_probability: float = 0.1  # a publish carries a message id, and a new value is resent under it
+    resend_probability: float = 0.0  # a publish carries a message id, and a new value is resent under it:
+    # only to queues that deduplicate by message id (the runner's, RESEND_PROBABILITY)
+
+
+RESEND_PROBABILITY = 0.1
+"""How often the runner's publishers resend under a message id (its work queues deduplicate)."""
 
 
 def dead_letter_queue(queue: str) -> str:
@@ -153,7 +159,8 @@ class Workload:
             value = next(self._values)
             priority = rng.choice(self.config.priorities)
             detail = f"priority={priority}" if priority else None
-            message_id = f"m{value}" if rng.random() < self.config.resend_probability else None
+            resends = self.config.resend_probability  # drawn only when on: other runs draw as before
+            message_id = f"m{value}" if resends and rng.random() < resends else None
             message = Message(str(value), priority=priority, message_id=message_id)
             await self._publish_and_record(client, process, "enqueue", queue, value, message, detail)
             if message_id is not None:
