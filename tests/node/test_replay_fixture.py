@@ -20,6 +20,7 @@ ADDED_SINCE = {
     "dedupe_evicted": 0,
     "dedupe_refused": 0,
     "policy": None,
+    "operator_policy": None,
     "vhost": "/",
     "type": "quorum",
     "durable": True,
