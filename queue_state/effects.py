@@ -84,12 +84,18 @@ class Enqueued:
 
     def answered_ids(self) -> tuple[int, ...]:
         """The ids a publisher is answered: the assigned ones, a duplicate's replaced by its first id."""
-        if not self.duplicates:
-            return self.ids
-        ids = list(self.ids)
-        for position, first_id in self.duplicates:
-            ids[position] = first_id
-        return tuple(ids)
+        return answered_ids(self.ids, self.duplicates)
+
+
+def answered_ids(assigned: tuple[int, ...], duplicates: tuple[tuple[int, int], ...]) -> tuple[int, ...]:
+    """The ids a publish is answered: those `assigned`, each (position, first id) of `duplicates` in its
+    place."""
+    if not duplicates:
+        return assigned
+    ids = list(assigned)
+    for position, first_id in duplicates:
+        ids[position] = first_id
+    return tuple(ids)
 
 
 @dataclass(frozen=True, slots=True)

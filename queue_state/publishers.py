@@ -19,7 +19,7 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
-from queue_state.effects import Duplicate, Failure
+from queue_state.effects import Duplicate, Failure, answered_ids
 
 WINDOW_SIZE = 1024
 IDLE_MS = 60 * 60 * 1000
@@ -60,10 +60,7 @@ class PublisherWindow:
         if first_and_count is not None:
             first_id, count = first_and_count
             refused = self.refused.get(seq, ())
-            ids = list(range(first_id, first_id + count))
-            for position, answered in refused:
-                ids[position] = answered
-            return Duplicate(tuple(ids), refused)
+            return Duplicate(answered_ids(tuple(range(first_id, first_id + count)), refused), refused)
         if seq >= self.floor:
             return None
         if 0 < seq <= self.watermark:

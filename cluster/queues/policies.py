@@ -92,8 +92,11 @@ def applied_policy(policies: PolicySet, queue: str) -> AppliedPolicy | None:
     operator policy's limits over them (`with_operator_limits`), named after both (`applied_name`), or
     NO_POLICY when neither matches; None when one names what this node does not read (set through a
     node of a later version): the queue keeps the policy it applies."""
-    policy = matching_policy(policies.user, queue)
-    operator = matching_policy(policies.operator, queue)
+    return _applied(matching_policy(policies.user, queue), matching_policy(policies.operator, queue), queue)
+
+
+def _applied(policy: PolicyRecord | None, operator: PolicyRecord | None, queue: str) -> AppliedPolicy | None:
+    """`applied_policy` of the policy and the operator policy that match queue `queue`."""
     if policy is None and operator is None:
         return NO_POLICY
     try:
@@ -125,8 +128,8 @@ def policy_in_force(
     """The names of the policy and the operator policy queue `queue` declared with `arguments` applies
     ("" for none) and its configuration in force, as the metadata's policies make them (what its machine
     reaches once its leader applied them)."""
-    chosen = applied_policy(policies, queue) or NO_POLICY
     policy = matching_policy(policies.user, queue)
     operator = matching_policy(policies.operator, queue)
+    chosen = _applied(policy, operator, queue) or NO_POLICY
     in_force = effective_config(parse_arguments(dict(arguments)), chosen.arguments, queue)
     return "" if policy is None else policy.name, "" if operator is None else operator.name, in_force
