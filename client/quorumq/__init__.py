@@ -3,6 +3,9 @@
 async with Client(["127.0.0.1:8080", "127.0.0.1:8081"]) as client:
     await client.declare("orders", {"x-delivery-limit": 5})
     ids = await client.publish("orders", [b"raw bytes", "text", Message("x", headers={"k": 1})])
+    await client.declare_exchange("events", "topic")
+    await client.bind("events", "orders", "order.*")
+    routed = await client.publish_to_exchange("events", "placed", "order.placed")  # routed.routed["orders"]
     async with client.subscribe("orders") as sub:
         async for message in sub:
             async with message.process():  # ack when the block ends, nack (requeue) when it raises
@@ -38,6 +41,7 @@ from quorumq.errors import (
 )
 from quorumq.incoming import IncomingMessage
 from quorumq.messages import Delivery, Message, Publishable
+from quorumq.publish_answers import RoutedPublish
 from quorumq.publisher import Publisher
 from quorumq.subscription import Subscription
 from quorumq.sync import SyncClient
@@ -68,6 +72,7 @@ __all__ = [
     "QuorumqError",
     "RejectedPublishError",
     "ResourceAlarmError",
+    "RoutedPublish",
     "SeqTooOldError",
     "SequencePosition",
     "Subscription",

@@ -12,7 +12,7 @@ from urllib.parse import quote
 import aiohttp
 
 from quorumq.auth import Auth, resolve_credentials
-from quorumq.errors import NotFoundError, ProtocolError, QuorumqError
+from quorumq.errors import NotFoundError, QuorumqError
 from quorumq.hold_keeper import HoldKeeper
 from quorumq.incoming import IncomingMessage, settled_through
 from quorumq.messages import (
@@ -24,7 +24,16 @@ from quorumq.messages import (
     encode_message,
     nack_body,
 )
+from quorumq.publish_answers import RoutedPublish, confirmed_ids, routed_publish
 from quorumq.publisher import Publisher
+from quorumq.routing_paths import (
+    VHOST,
+    Destination,
+    binding_path,
+    bindings_path,
+    exchange_path,
+    exchanges_path,
+)
 from quorumq.stream import ConsumerSink
 from quorumq.subscription import Subscription
 from quorumq.transport import DEFAULT_UNRESPONSIVE_AFTER, JSON, MSGPACK, NodeTransport
@@ -213,13 +222,7 @@ class Client:
         batch = as_message_list(messages)
         if not batch:
             return []
-        body = {
-            "messages": [encode_message(message, packed=self._packed) for message in batch],
-            "publisher": publisher or self.publisher_id,
-            "seq": next(self._publish_seq) if seq is None else seq,
-        }
-        if wait_ms:
-            body["wait"] = wait_ms
+        body = self._publish_body(batch, publisher, seq, wait_ms)
         reply = await self._transport.request(
             "POST",
             queue_path(queue, "messages"),
@@ -229,20 +232,21 @@ class Client:
             stream=self._stream_op("publish", queue, body),
             timeout=self._transport.timeout + wait_ms / 1000,
         )
-        try:
-            ids = [int(message_id) for message_id in reply.payload["ids"]]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ProtocolError(
-                reply.status, "bad_response", f"publish answer without ids: {reply.payload!r}"
-            ) from exc
-        if not ids and reply.payload.get("duplicate"):
-            enqueued = f"seq {body['seq']} of publisher {body['publisher']} was enqueued long ago"
-            raise QuorumqError(reply.status, "ids_forgotten", enqueued + "; its ids are forgotten")
-        if len(ids) != len(batch):
-            raise ProtocolError(
-                reply.status, "short_ids", f"{len(batch)} messages published but {len(ids)} ids"
-            )
-        return ids
+        return confirmed_ids(reply.status, reply.payload, len(batch), body["publisher"], body["seq"])
+
+    def _publish_body(
+        self, batch: list[Publishable], publisher: str | None, seq: int | None, wait_ms: int
+    ) -> dict[str, Any]:
+        """A publish's body: the encoded messages, the publisher and seq (this client's id and next seq
+        unless given), the wait for room when there is one."""
+        body = {
+            "messages": [encode_message(message, packed=self._packed) for message in batch],
+            "publisher": publisher or self.publisher_id,
+            "seq": next(self._publish_seq) if seq is None else seq,
+        }
+        if wait_ms:
+            body["wait"] = wait_ms
+        return body
 
     def publisher(self, queue: str, *, window: int = 64, batch: int = 100, wait_ms: int = 0) -> Publisher:
         """A pipelined publisher: `async with client.publisher(q) as pub: confirm = await pub.send(m)`;
@@ -271,6 +275,161 @@ class Client:
         if sent is not None and len(confirms) % batch:
             sent(len(confirms) % batch)
         return [confirm.result() for confirm in confirms]
+
+    # Exchanges and bindings (RabbitMQ's, in the virtual host `/`)
+
+    async def declare_exchange(
+        self,
+        name: str,
+        type: str,
+        *,
+        durable: bool = True,
+        auto_delete: bool = False,
+        internal: bool = False,
+        arguments: dict[str, Any] | None = None,
+    ) -> bool:
+        """Declare exchange `name` of `type` (direct, fanout, topic or headers); True if it was created,
+        False if it existed with the same definition. `auto_delete`: deleted once its last binding as a
+        source is; `internal`: it takes publishes only from other exchanges; `arguments` may name an
+        `alternate-exchange` for what it cannot route. Every exchange is replicated: `durable` is kept for
+        what AMQP clients declare.
+
+        Raises ConflictError (`precondition_failed`) if it exists with another definition, ForbiddenError
+        for a reserved name (`amq.*`), BadRequestError for a bad type or argument."""
+        body = {
+            "type": type,
+            "durable": durable,
+            "auto_delete": auto_delete,
+            "internal": internal,
+            "arguments": arguments or {},
+        }
+        reply = await self._transport.request("PUT", exchange_path(name), body=body, retry_sent=True)
+        return reply.status == 201
+
+    async def delete_exchange(self, name: str, *, if_unused: bool = False) -> None:
+        """Delete exchange `name` and every binding from or to it (with `if_unused`, only when it is the
+        source of no binding: ConflictError otherwise)."""
+        params = {"if-unused": "true"} if if_unused else None
+        await self._transport.request("DELETE", exchange_path(name), params=params)
+
+    async def exchanges(self) -> list[dict[str, Any]]:
+        """Every exchange the caller holds a permission on, the default ("") and built-in ones included:
+        name, type, durable, auto_delete, internal, arguments."""
+        return (await self._transport.request("GET", exchanges_path(), retry_sent=True)).payload
+
+    async def exchange(self, name: str) -> dict[str, Any]:
+        """One exchange's definition ("" the default exchange)."""
+        return (await self._transport.request("GET", exchange_path(name), retry_sent=True)).payload
+
+    async def bind(
+        self, exchange: str, queue: str, routing_key: str = "", arguments: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Bind `exchange` to `queue` with `routing_key` (and `arguments`: a headers binding's tests, with
+        `x-match`); binding again with the same key and arguments changes nothing. Returns the binding:
+        source, destination, destination_type, routing_key, arguments, properties_key."""
+        return await self._bind(exchange, "q", queue, routing_key, arguments)
+
+    async def bind_exchange(
+        self, source: str, destination: str, routing_key: str = "", arguments: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Bind exchange `source` to exchange `destination`, as `bind` does to a queue."""
+        return await self._bind(source, "e", destination, routing_key, arguments)
+
+    async def unbind(
+        self, exchange: str, queue: str, routing_key: str = "", arguments: dict[str, Any] | None = None
+    ) -> None:
+        """Remove the binding of `exchange` to `queue` with this routing key and these arguments
+        (NotFoundError when there is none)."""
+        await self._unbind(exchange, "q", queue, routing_key, arguments)
+
+    async def unbind_exchange(
+        self, source: str, destination: str, routing_key: str = "", arguments: dict[str, Any] | None = None
+    ) -> None:
+        """Remove the binding of exchange `source` to exchange `destination`, as `unbind` does."""
+        await self._unbind(source, "e", destination, routing_key, arguments)
+
+    async def bindings(self, *, source: str | None = None) -> list[dict[str, Any]]:
+        """Every binding the caller holds a permission on the source or destination of (with `source`,
+        those of that exchange), as `bind` returns them."""
+        path = bindings_path() if source is None else exchange_path(source, "bindings", "source")
+        return (await self._transport.request("GET", path, retry_sent=True)).payload
+
+    async def _bind(
+        self,
+        source: str,
+        kind: Destination,
+        destination: str,
+        routing_key: str,
+        arguments: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        body = {"routing_key": routing_key, "arguments": arguments or {}}
+        path = binding_path(source, kind, destination)
+        return (await self._transport.request("POST", path, body=body, retry_sent=True)).payload
+
+    async def _unbind(
+        self,
+        source: str,
+        kind: Destination,
+        destination: str,
+        routing_key: str,
+        arguments: dict[str, Any] | None,
+    ) -> None:
+        """Delete the binding of these properties, named by the properties key its listing gives."""
+        path = binding_path(source, kind, destination)
+        listed = (await self._transport.request("GET", path, retry_sent=True)).payload
+        wanted = (routing_key, arguments or {})
+        found = next((b for b in listed if (b["routing_key"], b["arguments"]) == wanted), None)
+        if found is None:
+            raise NotFoundError(
+                404,
+                "not_found",
+                f"no binding of '{source}' to '{destination}' with routing key '{routing_key}'",
+            )
+        await self._transport.request(
+            "DELETE", binding_path(source, kind, destination, found["properties_key"])
+        )
+
+    async def publish_to_exchange(
+        self,
+        exchange: str,
+        messages: Publishable | Iterable[Publishable],
+        routing_key: str = "",
+        *,
+        mandatory: bool = False,
+        publisher: str | None = None,
+        seq: int | None = None,
+        wait_ms: int = 0,
+    ) -> RoutedPublish:
+        """Publish `messages` through `exchange` ("" the default exchange, which routes to the queue
+        `routing_key` names) with `routing_key` (and each message's headers, for a headers exchange), and
+        return what each queue reached confirmed once every one committed its copies.
+
+        Routed on the node that takes it, once that node applied every routing change this client heard
+        of (its own declares and binds included, made through any node). Retried as `publish` is, with the
+        same `publisher` and `seq`, which every queue deduplicates. Messages that reach no queue are
+        listed in `unroutable`, not raised: with `mandatory` (AMQP's flag) a caller that must not lose
+        them reads it. Raises what `publish` raises when a queue refused its copies (the copies the other
+        queues confirmed stay: a retry with the same `publisher` and `seq` adds only what is missing),
+        NotFoundError for no such exchange, ForbiddenError for an internal one."""
+        batch = as_message_list(messages)
+        if not batch:
+            return RoutedPublish({}, {}, [])
+        body = self._publish_body(batch, publisher, seq, wait_ms)
+        body["routing_key"] = routing_key
+        if mandatory:
+            body["mandatory"] = True
+        frame = {"op": "publish", "exchange": exchange, "vhost": VHOST, **body} if self._stream else None
+        reply = await self._transport.request(
+            "POST",
+            exchange_path(exchange, "publish"),
+            body=body,
+            retry_sent=True,
+            body_type=self._message_type,
+            stream=frame,
+            timeout=self._transport.timeout + wait_ms / 1000,
+            after_routing=True,
+        )
+        return routed_publish(reply.status, reply.payload, len(batch), body["publisher"], body["seq"])
 
     # Consumers
 

@@ -28,6 +28,7 @@ from quorumq.fork import ForkSafeConnector, ProcessOwner
 from quorumq.node_streams import NodeStreams
 from quorumq.node_watch import NodeWatch
 from quorumq.retry import RetryableFailure, retrying
+from quorumq.routing_revision import RoutingRevision
 from quorumq.stream import ConsumerSink
 
 DEFAULT_UNRESPONSIVE_AFTER = 0.5
@@ -80,6 +81,7 @@ class _Pending:
     deadline: float
     stream: Mapping[str, Any] | None = None
     sink: ConsumerSink | None = None
+    after_routing: bool = False
     hinted: str | None = None
     unreachable: set[str] = field(default_factory=set)
     last_error: QuorumqError | None = None
@@ -116,6 +118,8 @@ class NodeTransport:
     waited for, so a slow request is not multiplied across nodes.
     With `stream`, a request that has a form on the streaming connection is sent over the node's stream
     (quorumq.node_streams) instead, under the same policy; a node that offers none gets it over HTTP.
+    It remembers the highest routing revision a node's answer named (quorumq.routing_revision) and sends
+    it with the requests flagged `after_routing` (publishes to exchanges).
     A transport serves only the process that created it: in a forked child it raises ForkedClientError
     and leaves the parent's connections alone (quorumq.fork).
     """
@@ -145,6 +149,7 @@ class NodeTransport:
         self._owner = ProcessOwner("quorumq.Client")
         self._current = 0
         self._watches: dict[str, NodeWatch] = {}
+        self._routing_revision = RoutingRevision()
         self._streams = NodeStreams(self._session_for_loop, credentials, self._watch) if stream else None
 
     @property
@@ -177,6 +182,7 @@ class NodeTransport:
         stream: Mapping[str, Any] | None = None,
         sink: ConsumerSink | None = None,
         prefer: str | None = None,
+        after_routing: bool = False,
     ) -> Reply:
         """Send `method path` (with `body` as JSON or msgpack, `body_type`) and return the first 2xx answer.
 
@@ -188,11 +194,14 @@ class NodeTransport:
 
         `stream` is the same request as an operation of the streaming connection (its `op` and fields),
         sent that way when this transport uses streams (a `consume` registers `sink` for its deliveries);
-        `prefer` is the node to try first (the one whose stream holds a consumer)."""
+        `prefer` is the node to try first (the one whose stream holds a consumer); `after_routing` asks the
+        node to act only once it applied the routing changes this transport heard of."""
         self._owner.check()
         deadline = asyncio.get_running_loop().time() + (self.timeout if timeout is None else timeout)
         encoded = _Body(body, body_type, answer_type)
-        pending = _Pending(method, path, encoded, params, retry_sent, accept, deadline, stream, sink, prefer)
+        pending = _Pending(
+            method, path, encoded, params, retry_sent, accept, deadline, stream, sink, after_routing, prefer
+        )
         return await retrying(functools.partial(self._try_once, pending), deadline)
 
     async def _try_once(self, pending: "_Pending") -> Reply:
@@ -237,13 +246,16 @@ class NodeTransport:
         """One attempt at `pending` on `base`: over its stream when the request has a stream form and the
         node takes one, else over HTTP. A `retry_sent` request is under the node's watch
         (quorumq.node_watch): NoAnswer("unresponsive") when the node stops answering."""
+        revision = self._routing_revision if pending.after_routing else None
         if pending.stream is not None and self._streams is not None:
             connection = await self._streams.to(base, min(self.connect_timeout, remaining))
             if connection is not None:
-                return await connection.call(
-                    pending.stream, remaining, pending.sink, watched=pending.retry_sent
-                )
-        attempt = self._attempt(pending.method, base, pending.path, pending.body, pending.params, remaining)
+                frame = pending.stream if revision is None else revision.frame(pending.stream)
+                return await connection.call(frame, remaining, pending.sink, watched=pending.retry_sent)
+        headers = {} if revision is None else revision.headers()
+        attempt = self._attempt(
+            pending.method, base, pending.path, pending.body, pending.params, remaining, headers
+        )
         if not pending.retry_sent:
             return await attempt
         loop = asyncio.get_running_loop()
@@ -300,6 +312,7 @@ class NodeTransport:
         body: _Body,
         params: Mapping[str, str] | None,
         remaining: float,
+        headers: Mapping[str, str],
     ) -> tuple[int, Any]:
         timeout = aiohttp.ClientTimeout(total=remaining, sock_connect=min(self.connect_timeout, remaining))
         try:
@@ -309,10 +322,11 @@ class NodeTransport:
                 data=body.data,
                 params=params,
                 timeout=timeout,
-                headers={**self._credentials.headers, **body.headers},
+                headers={**self._credentials.headers, **body.headers, **headers},
                 ssl=self._credentials.ssl,
             ) as response:
                 self._watch(base).heard(asyncio.get_running_loop().time())
+                self._routing_revision.heard(response.headers)
                 payload = await _read_payload(response)
                 retry_after = response.headers.get("Retry-After")
                 if retry_after is not None and isinstance(payload, dict):  # as a stream's error frame has it

@@ -35,6 +35,7 @@ def publish_blocking(nodes: list[str]) -> int:
         reveal_type(client.get("orders", count=2))
         reveal_type(client.durable_checkout("orders", "reader", 10))
         reveal_type(client.create_token(ttl_s=60))
+        reveal_type(client.publish_to_exchange("events", "one order", "order.eu", mandatory=True))
         try:
             stats = client.queue("orders")
         except NotFoundError:
@@ -89,6 +90,7 @@ def test_sync_calls_have_the_async_methods_result_types(mypy_report: str) -> Non
         "list[quorumq.messages.Delivery]",
         "SequencePosition",
         "tuple[str, int]",
+        "RoutedPublish",
     ]
     assert len(revealed) == len(results) + 1
     for kind, result in zip(revealed, results, strict=False):
