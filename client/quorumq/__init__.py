@@ -16,7 +16,7 @@ with SyncClient(["127.0.0.1:8080"]) as client, client.publisher("orders") as pub
 """
 
 from quorumq.auth import Auth
-from quorumq.client import DEFAULT_PREFETCH, Client, SequencePosition, Wire, queue_path
+from quorumq.client import DEFAULT_PREFETCH, Client, ExchangeType, SequencePosition, Wire, queue_path
 from quorumq.errors import (
     BadRequestError,
     CallTimeoutError,
@@ -57,6 +57,7 @@ __all__ = [
     "ConflictError",
     "ConsumerEndedError",
     "Delivery",
+    "ExchangeType",
     "ForbiddenError",
     "ForkedClientError",
     "IncomingMessage",

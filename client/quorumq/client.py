@@ -42,6 +42,7 @@ DEFAULT_PREFETCH = 100
 NO_MESSAGE = "no_message"
 _NOT_READY = frozenset({503})
 Wire = Literal["msgpack", "json"]
+ExchangeType = Literal["direct", "fanout", "topic", "headers"]
 
 
 class SequencePosition(NamedTuple):
@@ -281,7 +282,7 @@ class Client:
     async def declare_exchange(
         self,
         name: str,
-        type: str,
+        type: ExchangeType,
         *,
         durable: bool = True,
         auto_delete: bool = False,
