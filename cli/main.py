@@ -3,6 +3,7 @@
 import contextlib
 import itertools
 import json
+import sys
 import time
 from collections.abc import Sequence
 from importlib.metadata import version
@@ -11,7 +12,14 @@ from typing import Any, BinaryIO, Literal
 import click
 
 from cli import output
-from cli.command_group import QuorumqGroup, Settings, global_options, pass_settings, settings
+from cli.command_group import (
+    EXIT_SERVER_ERROR,
+    QuorumqGroup,
+    Settings,
+    global_options,
+    pass_settings,
+    settings,
+)
 from quorumq import Message, NotFoundError, QuorumqError, SyncClient
 
 
@@ -136,8 +144,20 @@ def describe_ids(ids: Sequence[int]) -> str:
 
 
 @cli.command()
-@click.argument("queue")
+@click.argument("queue", required=False)
 @click.argument("bodies", nargs=-1)
+@click.option(
+    "-e",
+    "--exchange",
+    metavar="NAME",
+    help="Publish through this exchange ('' the default one) instead of to QUEUE: every argument is a BODY.",
+)
+@click.option("-k", "--routing-key", metavar="KEY", help="With --exchange: the messages' routing key.")
+@click.option(
+    "--mandatory",
+    is_flag=True,
+    help="With --exchange: exit 1 when some messages reached no queue (AMQP's mandatory flag).",
+)
 @click.option("--count", type=click.IntRange(min=1), help="How many messages (given bodies are cycled).")
 @click.option("--size", type=click.IntRange(min=0), help="Generate bodies of this many bytes.")
 @click.option("--header", "header_pairs", multiple=True, metavar="KEY=VALUE", help="A header; repeatable.")
@@ -165,7 +185,11 @@ def describe_ids(ids: Sequence[int]) -> str:
     "--batch", type=click.IntRange(min=1), default=100, show_default=True, help="Messages a request."
 )
 @click.option(
-    "--window", type=click.IntRange(min=1), default=16, show_default=True, help="Requests in flight."
+    "--window",
+    type=click.IntRange(min=1),
+    default=16,
+    show_default=True,
+    help="Requests in flight to QUEUE (through an exchange, one at a time).",
 )
 @click.option(
     "--wait",
@@ -177,8 +201,11 @@ def describe_ids(ids: Sequence[int]) -> str:
 @pass_settings
 def publish(
     settings: Settings,
-    queue: str,
+    queue: str | None,
     bodies: tuple[str, ...],
+    exchange: str | None,
+    routing_key: str | None,
+    mandatory: bool,
     count: int | None,
     size: int | None,
     header_pairs: tuple[str, ...],
@@ -190,15 +217,81 @@ def publish(
     window: int,
     wait: int,
 ) -> None:
-    """Publish messages to QUEUE and print the ids the cluster confirmed."""
+    """Publish messages to QUEUE, or through an exchange with --exchange, and print the ids the cluster
+    confirmed."""
+    if exchange is not None:
+        bodies = bodies if queue is None else (queue, *bodies)
+    elif queue is None:
+        raise click.UsageError("give the QUEUE to publish to, or --exchange")
+    elif routing_key is not None or mandatory:
+        raise click.UsageError("--routing-key and --mandatory go with --exchange")
     headers = parse_pairs(header_pairs, "--header")
     messages = messages_to_publish(bodies, source, count, size, headers, delay, priority, message_id)
+    if exchange is not None:
+        publish_through(settings, exchange, routing_key or "", messages, batch, wait, mandatory)
+    elif queue is not None:
+        publish_to(settings, queue, messages, batch, window, wait)
+
+
+def publish_to(
+    settings: Settings, queue: str, messages: Sequence[Message], batch: int, window: int, wait_ms: int
+) -> None:
+    """Publish `messages` to `queue` through a pipelined publisher and print the ids it confirmed."""
     with settings.connect() as client, output.progress(f"publishing to '{queue}'", len(messages)) as bar:
-        ids = client.publish_all(queue, messages, window=window, batch=batch, sent=bar.advance, wait_ms=wait)
+        ids = client.publish_all(
+            queue, messages, window=window, batch=batch, sent=bar.advance, wait_ms=wait_ms
+        )
     if settings.formatter == "json":
         output.print_json({"queue": queue, "published": len(ids), "ids": ids})
     else:
         output.print_line(f"published {len(ids)} message(s) to '{queue}', confirmed ids {describe_ids(ids)}")
+
+
+def publish_through(
+    settings: Settings,
+    exchange: str,
+    routing_key: str,
+    messages: Sequence[Message],
+    batch: int,
+    wait_ms: int,
+    mandatory: bool,
+) -> None:
+    """Publish `messages` through `exchange`, a request of `batch` at a time, and print what each queue
+    confirmed; with `mandatory`, exit 1 when some reached no queue."""
+    named = f"exchange '{exchange}'" if exchange else "the default exchange"
+    routed: dict[str, list[int]] = {}
+    unroutable: list[int] = []
+    with settings.connect() as client, output.progress(f"publishing through {named}", len(messages)) as bar:
+        for start in range(0, len(messages), batch):
+            chunk = messages[start : start + batch]
+            answer = client.publish_to_exchange(
+                exchange, chunk, routing_key, mandatory=mandatory, wait_ms=wait_ms
+            )
+            for queue, ids in answer.routed.items():
+                routed.setdefault(queue, []).extend(ids)
+            unroutable.extend(start + position for position in answer.unroutable)
+            bar.advance(len(chunk))
+    if settings.formatter == "json":
+        output.print_json(
+            {
+                "exchange": exchange,
+                "routing_key": routing_key,
+                "published": len(messages),
+                "routed": routed,
+                "unroutable": unroutable,
+            }
+        )
+    else:
+        output.print_line(
+            f"published {len(messages)} message(s) through {named} (routing key '{routing_key}')"
+        )
+        for queue, ids in routed.items():
+            output.print_line(f"  to '{queue}': confirmed ids {describe_ids(ids)}")
+        if unroutable:
+            output.print_line(f"  {len(unroutable)} message(s) reached no queue and were dropped")
+    if mandatory and unroutable:
+        click.echo(f"Error: {len(unroutable)} message(s) reached no queue (unroutable)", err=True)
+        sys.exit(EXIT_SERVER_ERROR)
 
 
 @cli.command()
