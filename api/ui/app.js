@@ -7,6 +7,9 @@ const AUTH_KEY = "quorumq.auth";
 const REFRESH_MS = 5000;
 const HISTORY_POINTS = 120; // ten minutes of overview samples, one every REFRESH_MS
 const RATES = [["publish", "#2764c5"], ["deliver_get", "#18794e"], ["ack", "#b26b00"], ["redeliver", "#b42318"]];
+const EXCHANGE_TYPES = ["direct", "fanout", "topic", "headers"];
+const REVISION_HEADER = "X-Quorumq-Routing-Revision";
+const DETAIL_PAGES = { queue: "queues", exchange: "exchanges" }; // a page of one object, and the list it is in
 
 const state = {
   auth: sessionStorage.getItem(AUTH_KEY),
@@ -14,6 +17,7 @@ const state = {
   history: [],
   timer: null,
   queues: { page: 1, size: 20, name: "", sort: "name", reverse: false },
+  routingRevision: 0, // the highest an answer named: a publish to an exchange waits for it (docs/use/routing.md)
 };
 
 class ApiError extends Error {
@@ -24,8 +28,8 @@ class ApiError extends Error {
   }
 }
 
-async function api(method, path, body, auth = state.auth) {
-  const headers = { Accept: "application/json" };
+async function api(method, path, body, auth = state.auth, extraHeaders = {}) {
+  const headers = { Accept: "application/json", ...extraHeaders };
   if (auth) headers.Authorization = auth;
   if (body !== undefined) headers["Content-Type"] = "application/json";
   let answer;
@@ -34,6 +38,7 @@ async function api(method, path, body, auth = state.auth) {
   } catch (err) {
     throw new ApiError(0, "unreachable", `the node did not answer: ${err.message}`);
   }
+  state.routingRevision = Math.max(state.routingRevision, Number(answer.headers.get(REVISION_HEADER)) || 0);
   const text = await answer.text();
   let data = null;
   try { data = text ? JSON.parse(text) : null; } catch (err) { data = { error: "bad_answer", reason: text.slice(0, 200) }; }
@@ -119,6 +124,15 @@ function queueLink(name) { return link(`#/queue/${encodeURIComponent(name)}`, na
 
 function q(name) { return `/api/queues/${encodeURIComponent(name)}`; }
 
+// An exchange's path: the default exchange, "", is `amq.default` in a path.
+function x(name) { return `/api/exchanges/%2F/${encodeURIComponent(name || "amq.default")}`; }
+
+function exchangeLink(name) { return link(`#/exchange/${encodeURIComponent(name || "amq.default")}`, name || "(AMQP default)"); }
+
+function bindingPath(source, destinationType, destination) {
+  return `/api/bindings/%2F/e/${encodeURIComponent(source)}/${destinationType === "queue" ? "q" : "e"}/${encodeURIComponent(destination)}`;
+}
+
 function showError(err, where) {
   const message = err instanceof ApiError ? err.message : `unexpected: ${err.message || err}`;
   if (where) { where.replaceChildren(el("div", { class: "error", role: "alert", text: message })); return; }
@@ -144,6 +158,10 @@ function action(work, refresh = true) {
 }
 
 function field(form, name) { return form.elements[name].value.trim(); }
+
+function checkbox(name, label, checked = false) {
+  return el("label", { class: "check" }, el("input", { name, type: "checkbox", checked }), label);
+}
 
 function jsonField(form, name, fallback) {
   const raw = field(form, name);
@@ -245,8 +263,8 @@ const pages = {
   },
 
   async queue(main, name) {
-    const [info, members, consumers, nodes] = await Promise.all([
-      api("GET", q(name)), api("GET", `${q(name)}/members`), api("GET", `${q(name)}/consumers`), api("GET", "/api/nodes"),
+    const [info, members, consumers, nodes, bindings] = await Promise.all([
+      api("GET", q(name)), api("GET", `${q(name)}/members`), api("GET", `${q(name)}/consumers`), api("GET", "/api/nodes"), api("GET", "/api/bindings"),
     ]);
     const result = el("div", { class: "result", id: "queue-result" });
     const memberNames = members.members.map((m) => m.node);
@@ -276,6 +294,9 @@ const pages = {
         { title: "policy", value: (r) => r.policy },
         { title: "operator policy", value: (r) => r.operator_policy },
         { title: "in force", value: (r) => el("pre", { text: JSON.stringify(r.effective_arguments, null, 1) }) }], [info]),
+      el("h2", { text: "Bindings" }),
+      bindingTable([{ title: "From exchange", value: (b) => exchangeLink(b.source) }],
+        bindings.filter((b) => b.destination_type === "queue" && b.destination === name), "queue-bindings-table"),
       el("h2", { text: "Replicas" }),
       table([
         { title: "Node", value: (m) => m.node },
@@ -306,23 +327,14 @@ const pages = {
       el("h2", { text: "Publish" }),
       el("form", { class: "inline", id: "publish-form", onsubmit: action(async (event) => {
         const form = event.target;
-        const message = { body: form.elements.body.value };
-        const headers = jsonField(form, "headers", null);
-        if (headers) message.headers = headers;
-        const priority = Number(field(form, "priority") || 0);
-        if (priority) message.priority = priority;
-        const messageId = field(form, "message_id");
-        if (messageId) message.message_id = messageId;
+        const message = messageOf(form);
         const count = Math.max(1, Number(field(form, "count") || 1));
         const answer = await api("POST", `${q(name)}/messages`, { messages: Array.from({ length: count }, () => message) });
         const duplicates = (answer.duplicates || []).length;
         const refused = duplicates ? ` (${duplicates} duplicate${duplicates > 1 ? "s" : ""} by message id, not enqueued again)` : "";
         await show(el("p", { text: `published ${answer.ids.length}, ids ${answer.ids.join(", ")}${refused}` }));
       }, false) },
-      el("label", {}, "Body", el("textarea", { name: "body", required: true })),
-      el("label", {}, "Headers (JSON)", el("input", { name: "headers", placeholder: '{"k": "v"}' })),
-      el("label", {}, "Priority", el("input", { name: "priority", type: "number", min: 0, max: 255, value: 0 })),
-      el("label", {}, "Message id", el("input", { name: "message_id", maxlength: 256, placeholder: "deduplicates with x-dedupe-window" })),
+      messageFields(),
       el("label", {}, "Copies", el("input", { name: "count", type: "number", min: 1, max: 1000, value: 1 })),
       el("button", { type: "submit", text: "Publish" })),
       el("h2", { text: "Get and peek" }),
@@ -360,6 +372,99 @@ const pages = {
           await api("DELETE", q(name));
           window.location.hash = "#/queues";
         }, false), text: "Delete queue" })));
+  },
+
+  async exchanges(main) {
+    const exchanges = await api("GET", "/api/exchanges");
+    main.replaceChildren(
+      el("h1", { text: "Exchanges" }),
+      table([
+        { title: "Name", value: (e) => exchangeLink(e.name) },
+        { title: "Type", value: (e) => e.type },
+        { title: "Flags", value: (e) => exchangeFlags(e) },
+        { title: "Alternate exchange", value: (e) => e.arguments["alternate-exchange"] },
+      ], exchanges, { id: "exchanges-table" }),
+      el("h2", { text: "Declare an exchange" }),
+      el("form", { class: "inline", id: "exchange-form", onsubmit: action((event) => {
+        const form = event.target;
+        const alternate = field(form, "alternate");
+        return api("PUT", x(field(form, "name")), {
+          type: field(form, "type"),
+          durable: form.elements.durable.checked,
+          auto_delete: form.elements.auto_delete.checked,
+          internal: form.elements.internal.checked,
+          arguments: { ...jsonField(form, "arguments", {}), ...(alternate ? { "alternate-exchange": alternate } : {}) },
+        });
+      }) },
+      el("label", {}, "Name", el("input", { name: "name", required: true })),
+      el("label", {}, "Type", el("select", { name: "type" }, EXCHANGE_TYPES.map((t) => el("option", { value: t, text: t })))),
+      checkbox("durable", "durable", true),
+      checkbox("auto_delete", "auto-delete"),
+      checkbox("internal", "internal"),
+      el("label", {}, "Alternate exchange", el("input", { name: "alternate" })),
+      el("label", {}, "Arguments (JSON)", el("textarea", { name: "arguments", placeholder: '{"alternate-exchange": "unrouted"}' })),
+      el("button", { type: "submit", text: "Declare exchange" })));
+  },
+
+  async exchange(main, pathName) {
+    const info = await api("GET", x(pathName));
+    const name = info.name; // "" for the default exchange, which takes no bindings and cannot be deleted
+    const bindings = name ? await api("GET", `${x(name)}/bindings/source`) : [];
+    const result = el("div", { class: "result", id: "exchange-result" });
+    main.replaceChildren(
+      el("h1", {}, "Exchange ", el("span", { id: "exchange-name", text: name || "(AMQP default)" })),
+      table([
+        { title: "Type", value: (e) => e.type },
+        { title: "Flags", value: (e) => exchangeFlags(e) },
+        { title: "Arguments", value: (e) => el("pre", { text: JSON.stringify(e.arguments) }) },
+      ], [info]),
+      ...(name ? [
+        el("h2", { text: "Bindings from this exchange" }),
+        bindingTable([
+          { title: "Destination", value: (b) => (b.destination_type === "queue" ? queueLink(b.destination) : exchangeLink(b.destination)) },
+          { title: "Type", value: (b) => b.destination_type },
+        ], bindings, "bindings-table"),
+        el("form", { class: "inline", id: "bind-form", onsubmit: action((event) => {
+          const form = event.target;
+          return api("POST", bindingPath(name, field(form, "destination_type"), field(form, "destination")), {
+            routing_key: field(form, "routing_key"), arguments: jsonField(form, "arguments", {}),
+          });
+        }) },
+        el("label", {}, "Bind to", el("select", { name: "destination_type" },
+          el("option", { value: "queue", text: "queue" }),
+          el("option", { value: "exchange", text: "exchange" }))),
+        el("label", {}, "Destination", el("input", { name: "destination", required: true })),
+        el("label", {}, "Routing key", el("input", { name: "routing_key" })),
+        el("label", {}, "Arguments (JSON)", el("textarea", { name: "arguments", placeholder: '{"x-match": "any"}' })),
+        el("button", { type: "submit", text: "Bind" })),
+      ] : [el("p", { class: "note", text: "The default exchange routes a message to the queue its routing key names; it takes no bindings." })]),
+      el("h2", { text: "Publish" }),
+      el("form", { class: "inline", id: "exchange-publish-form", onsubmit: action(async (event) => {
+        const form = event.target;
+        const mandatory = form.elements.mandatory.checked;
+        const answer = await api("POST", `${x(name)}/publish`,
+          { routing_key: field(form, "routing_key"), mandatory, messages: [messageOf(form)] },
+          state.auth, { [REVISION_HEADER]: state.routingRevision }); // routed once this node knows our bindings
+        const routed = Object.entries(answer.routed).map(([queue, copy]) => el("li", {}, queueLink(queue), ` (id ${copy.ids.join(", ")})`));
+        result.replaceChildren(routed.length
+          ? el("div", {}, "routed to", el("ul", { id: "routed" }, routed))
+          : el("p", { text: `unroutable: it reached no queue${mandatory ? " (returned, mandatory)" : " and was dropped"}` }));
+      }, false) },
+      el("label", {}, "Routing key", el("input", { name: "routing_key" })),
+      messageFields(),
+      checkbox("mandatory", "mandatory"),
+      el("button", { type: "submit", text: "Publish" })),
+      result,
+      ...(name && !name.startsWith("amq.") ? [ // amq.* are the built-in exchanges
+        el("h2", { text: "Danger" }),
+        el("form", { class: "inline", id: "delete-exchange", onsubmit: action(async (event) => {
+          if (!window.confirm(`Delete exchange '${name}' and its bindings?`)) return;
+          await api("DELETE", `${x(name)}${event.target.elements.if_unused.checked ? "?if-unused=true" : ""}`);
+          window.location.hash = "#/exchanges";
+        }, false) },
+        checkbox("if_unused", "only if it is the source of no binding"),
+        el("button", { class: "danger", type: "submit", text: "Delete exchange" })),
+      ] : []));
   },
 
   async nodes(main) {
@@ -479,6 +584,43 @@ function nodeAlarms(n) {
     : "none";
 }
 
+// A publish form's message fields, and the message they make.
+function messageFields() {
+  return [
+    el("label", {}, "Body", el("textarea", { name: "body", required: true })),
+    el("label", {}, "Headers (JSON)", el("input", { name: "headers", placeholder: '{"k": "v"}' })),
+    el("label", {}, "Priority", el("input", { name: "priority", type: "number", min: 0, max: 255, value: 0 })),
+    el("label", {}, "Message id", el("input", { name: "message_id", maxlength: 256, placeholder: "deduplicates with x-dedupe-window" })),
+  ];
+}
+
+function messageOf(form) {
+  const message = { body: form.elements.body.value };
+  const headers = jsonField(form, "headers", null);
+  if (headers) message.headers = headers;
+  const priority = Number(field(form, "priority") || 0);
+  if (priority) message.priority = priority;
+  const messageId = field(form, "message_id");
+  if (messageId) message.message_id = messageId;
+  return message;
+}
+
+// Bindings after the `leading` columns that name their ends, each with its unbind button (which asks first).
+function bindingTable(leading, rows, id) {
+  return table([
+    ...leading,
+    { title: "Routing key", value: (b) => b.routing_key },
+    { title: "Arguments", value: (b) => el("pre", { text: JSON.stringify(b.arguments) }) },
+    { title: "", value: (b) => el("button", { class: "secondary", type: "button", text: "Unbind", onclick: confirmed(
+      `Unbind ${b.destination_type} '${b.destination}' from exchange '${b.source}' (routing key '${b.routing_key}')?`,
+      () => api("DELETE", `${bindingPath(b.source, b.destination_type, b.destination)}/${encodeURIComponent(b.properties_key)}`)) }) },
+  ], rows, { id, empty: "No bindings." });
+}
+
+function exchangeFlags(e) {
+  return [e.durable && "durable", e.auto_delete && "auto-delete", e.internal && "internal"].filter(Boolean);
+}
+
 function deliveryTable(rows) {
   return table([
     { title: "Id", num: true, value: (d) => d.id },
@@ -551,9 +693,9 @@ async function render() {
   const main = document.getElementById("main");
   if (!state.auth) { showLogin(main); return; }
   const [page, ...rest] = (window.location.hash.replace(/^#\//, "") || "overview").split("/");
-  const name = page === "queue" ? decodeURIComponent(rest.join("/")) : undefined;
+  const name = page in DETAIL_PAGES ? decodeURIComponent(rest.join("/")) : undefined;
   const draw = pages[page] || pages.overview;
-  for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("current", a.dataset.page === (page === "queue" ? "queues" : page));
+  for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("current", a.dataset.page === (DETAIL_PAGES[page] || page));
   try {
     await draw(main, name);
   } catch (err) {

@@ -1,12 +1,13 @@
 """The management UI in a real browser (Debian's chromium, headless, driven by its chromedriver through
 selenium) against a real 3-node cluster: log in, see the nodes, declare a queue, publish, watch the
-counts and the publish rate move, get, peek, purge, move the leader, the other pages, an error shown
-where it happened. Each page's screenshot is saved under docs/screenshots/ (linked from the README)."""
+counts and the publish rate move, get, peek, purge, move the leader, declare, bind, publish through and
+delete an exchange, the other pages, an error shown where it happened. Each page's screenshot is saved
+under docs/screenshots/ (linked from the README)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,8 @@ import pytest
 from browser_harness import chromium, click, until
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
-from selenium.webdriver.support.expected_conditions import alert_is_present
+from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support.expected_conditions import alert_is_present, staleness_of
 from selenium.webdriver.support.ui import Select
 
 from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER, ProcessCluster
@@ -49,11 +51,15 @@ def stat(driver: WebDriver, element_id: str) -> str:
     return text_of(driver, element_id).split("\n")[0]
 
 
-def fill(driver: WebDriver, form_id: str, **values: str) -> None:
+def fill(driver: WebDriver, form_id: str, **values: str | bool) -> None:
+    """Fill form `form_id` (a checkbox takes a bool) and submit it."""
     form = driver.find_element(By.ID, form_id)
     for name, value in values.items():
         field = form.find_element(By.NAME, name)
-        if field.tag_name == "select":
+        if isinstance(value, bool):
+            if field.is_selected() != value:
+                field.click()
+        elif field.tag_name == "select":
             Select(field).select_by_value(value)
         else:
             field.clear()
@@ -395,3 +401,143 @@ def test_the_policies_page_sets_an_operator_policy_and_the_queue_page_names_it(
         return "ui-cap" in shown and '"x-max-length": 7' in shown
 
     until(browser, capped, "the queue page naming the operator policy and its limit in force")
+
+
+def drawn_after_change(
+    driver: WebDriver, before: WebElement, check: Callable[[WebDriver], Any], what: str
+) -> None:
+    """Wait until the page, drawn again once a change it made answered (`before` gone), shows `check`;
+    reloaded meanwhile, as the node it talks to applies a change of the metadata leader a moment later."""
+    until(driver, staleness_of(before), f"the page drawn again before {what}")
+
+    def shown(d: WebDriver) -> bool:
+        if check(d):
+            return True
+        d.refresh()
+        until(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#main h1, #main .error"), "the page reloaded")
+        return bool(check(d))
+
+    until(driver, shown, what)
+
+
+def change(
+    driver: WebDriver, form_id: str, check: Callable[[WebDriver], Any], what: str, **values: str | bool
+) -> None:
+    """Submit form `form_id` with `values` and wait until the page shows `check`."""
+    form = driver.find_element(By.ID, form_id)
+    fill(driver, form_id, **values)
+    drawn_after_change(driver, form, check, what)
+
+
+def shows(element_id: str, wanted: str) -> Callable[[WebDriver], bool]:
+    """A check that element `element_id` shows `wanted`."""
+    return lambda d: wanted in text_of(d, element_id)
+
+
+def unbind_button(routing_key: str) -> Callable[[WebDriver], Any]:
+    """A finder of the Unbind button of the binding with `routing_key`."""
+
+    def find(d: WebDriver) -> Any:
+        buttons = d.find_elements(By.XPATH, f"//tr[td[text()='{routing_key}']]//button[text()='Unbind']")
+        return buttons[0] if buttons else None
+
+    return find
+
+
+def test_the_exchanges_page_declares_binds_publishes_through_and_deletes_a_topic_exchange(
+    cluster: ProcessCluster, browser: WebDriver
+) -> None:
+    with SyncClient(cluster.urls, auth=(HARNESS_USER, HARNESS_PASSWORD)) as client:
+        for queue in ("ui-eu-orders", "ui-all-orders"):
+            client.declare(queue)
+        log_in(browser, cluster)
+        go(browser, cluster, "exchanges")
+        until(browser, lambda d: "(AMQP default)" in text_of(d, "exchanges-table"), "the default exchange")
+        fill(browser, "exchange-form", name="amq.ui", type="topic")
+        until(
+            browser, lambda d: "'amq.' are reserved" in text_of(d, "error"), "the refusal of a reserved name"
+        )
+        change(
+            browser,
+            "exchange-form",
+            shows("exchanges-table", "ui-unrouted"),
+            "the exchange listed with its alternate exchange",
+            name="ui-events",
+            type="topic",
+            alternate="ui-unrouted",
+        )
+        screenshot(browser, "exchanges")
+
+        click(browser, lambda d: d.find_element(By.LINK_TEXT, "ui-events"), "the exchange's link")
+        until(browser, lambda d: d.find_elements(By.ID, "bind-form"), "the exchange's page")
+        for queue, key in (("ui-eu-orders", "order.*.eu"), ("ui-all-orders", "order.#")):
+            change(
+                browser,
+                "bind-form",
+                shows("bindings-table", key),
+                f"the binding of {queue}",
+                destination_type="queue",
+                destination=queue,
+                routing_key=key,
+            )
+        assert browser.execute_script("return state.routingRevision") > 0  # what the publish waits for
+        fill(
+            browser,
+            "exchange-publish-form",
+            routing_key="order.17.eu",
+            body="order 17",
+            headers='{"region": "eu"}',
+            mandatory=True,
+        )
+        until(
+            browser,
+            lambda d: (
+                {"ui-eu-orders", "ui-all-orders"} <= set(text_of(d, "routed").replace("(", " ").split())
+            ),
+            "the message routed to both queues",
+        )
+        screenshot(browser, "exchange")
+        fill(browser, "exchange-publish-form", routing_key="invoice.17", body="invoice 17", headers="")
+        until(browser, lambda d: "unroutable" in text_of(d, "exchange-result"), "the unroutable message told")
+        for queue in ("ui-eu-orders", "ui-all-orders"):
+            got = client.browse(queue)
+            assert [(m.body, m.headers.get("region")) for m in got] == [(b"order 17", "eu")], (queue, got)
+
+        fill(browser, "delete-exchange", if_unused=True)
+        until(browser, alert_is_present(), "the question").accept()
+        until(browser, lambda d: "precondition_failed" in text_of(d, "error"), "the refusal: it has bindings")
+
+        go(browser, cluster, "exchange/amq.default")
+        until(browser, lambda d: "takes no bindings" in text_of(d, "main"), "the default exchange's page")
+        fill(browser, "exchange-publish-form", routing_key="ui-all-orders", body="by the queue's name")
+        until(browser, lambda d: "ui-all-orders" in text_of(d, "routed"), "routed to the queue it names")
+
+        go(browser, cluster, "queue/ui-eu-orders")
+        until(browser, lambda d: "ui-events" in text_of(d, "queue-bindings-table"), "the queue's binding")
+        table = browser.find_element(By.ID, "queue-bindings-table")
+        click(browser, unbind_button("order.*.eu"), "the queue page's Unbind button")
+        until(browser, alert_is_present(), "the question").accept()
+        drawn_after_change(
+            browser, table, lambda d: unbind_button("order.*.eu")(d) is None, "the queue unbound"
+        )
+
+        go(browser, cluster, "exchange/ui-events")
+        until(browser, lambda d: "order.#" in text_of(d, "bindings-table"), "the other binding")
+        table = browser.find_element(By.ID, "bindings-table")
+        click(browser, unbind_button("order.#"), "the exchange page's Unbind button")
+        until(browser, alert_is_present(), "the question").accept()
+        drawn_after_change(browser, table, lambda d: "No bindings." in text_of(d, "main"), "no bindings left")
+
+        form = browser.find_element(By.ID, "delete-exchange")
+        fill(browser, "delete-exchange", if_unused=True)
+        until(browser, alert_is_present(), "the question").accept()
+        drawn_after_change(
+            browser,
+            form,
+            lambda d: (
+                "amq.topic" in text_of(d, "exchanges-table")
+                and "ui-events" not in text_of(d, "exchanges-table")
+            ),
+            "the exchanges without the deleted one",
+        )
+        assert "ui-events" not in {x["name"] for x in client.exchanges()}
