@@ -1,13 +1,16 @@
 """One AMQP channel: its methods served in the order they arrive, with RabbitMQ's semantics for quorum
-queues, through `NodeCalls`.
+queues, through `NodeCalls` (its exchange and binding methods by `ExchangeMethods`).
 
-Publishes do not hold up the methods behind them: a channel's publishes to one queue that arrive while
-the previous batch to it is in flight go out as the next batch (one Raft entry for many messages), each
-batch deduplicated by the channel's publisher id and a seq, so a retry inside the node never enqueues a
-message twice. In confirm mode each message is acked once quorumq answered its batch 201 (a majority
-committed it), nacked when quorumq refused it for certain or gave no answer in time. A publish to a
-queue that does not exist is unroutable, as to RabbitMQ's default exchange: dropped, or returned first
-when `mandatory`, and confirmed either way.
+Publishes do not hold up the methods behind them: a channel's publishes to one queue through the default
+exchange, or through another exchange with one routing key, that arrive while the previous batch of
+theirs is in flight go out as the next batch (one Raft entry per queue for many messages), each batch
+deduplicated by the channel's publisher id and a seq, so a retry inside the node never enqueues a
+message twice in a queue. A batch through an exchange is routed on this node, to every queue its
+bindings reach. In confirm mode each message is acked once quorumq answered its batch 201 (a majority of
+each queue it reached committed it), nacked when quorumq refused it for certain or gave no answer in
+time. A message that reaches no queue (no queue of its routing key's name through the default exchange,
+no binding that matches) is dropped, or returned first when `mandatory`, and confirmed either way, as
+RabbitMQ does.
 
 Deliveries (to consumers and gets) take the channel's delivery tags, from 1. A consumer is a task that
 polls its queue for as many messages as its prefetch leaves room for and writes each as a
@@ -34,10 +37,10 @@ from pamqp.header import ContentHeader
 from api.amqp.byte_budget import ByteBudget
 from api.amqp.confirms import ConfirmTags
 from api.amqp.content import Content, ContentAssembly
+from api.amqp.exchange_methods import ExchangeMethods
 from api.amqp.node_calls import NodeCalls, again_while
-from api.amqp.properties import delivery_properties, json_value, published_fields
+from api.amqp.properties import delivery_properties, json_table, published_fields
 from api.amqp.reply_codes import (
-    ACCESS_REFUSED,
     INTERNAL_ERROR,
     NO_ROUTE,
     NOT_ALLOWED,
@@ -46,6 +49,7 @@ from api.amqp.reply_codes import (
     PRECONDITION_FAILED,
     AmqpError,
     channel_error,
+    for_answer,
 )
 from cluster.queues.queue_results import MessageRow
 
@@ -73,6 +77,15 @@ class Wire(Protocol):
     def publishing(self) -> None:
         """A channel of the connection published (it is told of resource alarms from now on)."""
         ...
+
+
+@dataclass(frozen=True)
+class _Route:
+    """Where a channel's publishes go, which those of one batch share: the exchange ("" the default one)
+    and the routing key."""
+
+    exchange: str
+    routing_key: str
 
 
 @dataclass
@@ -107,8 +120,8 @@ class Channel:
         self._confirms: ConfirmTags | None = None
         self._publisher = f"amqp-{secrets.token_hex(8)}"
         self._batches = itertools.count(1)
-        self._pending: dict[str, list[_Pending]] = {}
-        self._publishing: dict[str, asyncio.Task[None]] = {}
+        self._pending: dict[_Route, list[_Pending]] = {}
+        self._publishing: dict[_Route, asyncio.Task[None]] = {}
         self._prefetch = 0
         self._tags = itertools.count(1)
         self._held: dict[int, _Held] = {}
@@ -117,16 +130,17 @@ class Channel:
             str, tuple[str, str, asyncio.Task[None]]
         ] = {}  # ctag -> queue, quorumq tag, task
         self.closed = False
+        routing = ExchangeMethods(node)
         self._methods: dict[type[Frame], Callable[[Any], Awaitable[Frame | None]]] = {
             commands.Queue.Declare: self._queue_declare,
             commands.Queue.Delete: self._queue_delete,
             commands.Queue.Purge: self._queue_purge,
-            commands.Queue.Bind: self._bind,
-            commands.Queue.Unbind: self._bind,
-            commands.Exchange.Declare: self._exchange,
-            commands.Exchange.Delete: self._exchange,
-            commands.Exchange.Bind: self._exchange,
-            commands.Exchange.Unbind: self._exchange,
+            commands.Queue.Bind: routing.bind_queue,
+            commands.Queue.Unbind: routing.unbind_queue,
+            commands.Exchange.Declare: routing.declare,
+            commands.Exchange.Delete: routing.delete,
+            commands.Exchange.Bind: routing.bind_exchange,
+            commands.Exchange.Unbind: routing.unbind_exchange,
             commands.Basic.Qos: self._qos,
             commands.Basic.Consume: self._consume,
             commands.Basic.Cancel: self._cancel,
@@ -193,8 +207,6 @@ class Channel:
 
     async def _published(self, content: Content) -> None:
         method = content.method
-        if method.exchange not in DEFAULT_EXCHANGE_NAMES:
-            raise channel_error(NOT_FOUND, f"no exchange '{method.exchange}' in vhost '/'")
         user_id = content.properties.user_id
         if user_id and user_id != self._node.user:  # as RabbitMQ: no message claims another user
             raise channel_error(
@@ -204,66 +216,84 @@ class Channel:
         self._wire.publishing()
         fields = published_fields(content.properties, content.body)
         tag = self._confirms.take()[0] if self._confirms is not None else 0
-        self._pending.setdefault(method.routing_key, []).append(_Pending(tag, content, fields))
+        exchange = DEFAULT_EXCHANGE if method.exchange in DEFAULT_EXCHANGE_NAMES else method.exchange
+        route = _Route(exchange, method.routing_key)
+        self._pending.setdefault(route, []).append(_Pending(tag, content, fields))
         self._budget.take(len(content.body))
-        if method.routing_key not in self._publishing:
-            task = asyncio.create_task(self._publish_batches(method.routing_key))
-            self._publishing[method.routing_key] = task
+        if route not in self._publishing:
+            self._publishing[route] = asyncio.create_task(self._publish_batches(route))
         await self._budget.room()  # the connection reads no more until confirms make room
 
-    async def _publish_batches(self, queue: str) -> None:
+    async def _publish_batches(self, route: _Route) -> None:
         try:
-            while self._pending.get(queue):
-                batch, self._pending[queue] = (
-                    self._pending[queue][:MAX_BATCH],
-                    self._pending[queue][MAX_BATCH:],
+            while self._pending.get(route):
+                batch, self._pending[route] = (
+                    self._pending[route][:MAX_BATCH],
+                    self._pending[route][MAX_BATCH:],
                 )
                 try:
-                    status, body = await self._publish_batch(queue, batch)
+                    status, body = await self._publish_batch(route, batch)
                 finally:
                     self._budget.give(sum(len(p.content.body) for p in batch))
-                await self._answer_batch(queue, batch, status, body)
+                await self._answer_batch(route, batch, status, body)
         except AmqpError as exc:
             await self._wire.refuse(self.number, exc)
         except Exception:
-            log.exception("publishing a batch to %s on AMQP channel %d", queue, self.number)
+            log.exception("publishing a batch to %s on AMQP channel %d", route, self.number)
             await self._wire.refuse(self.number, channel_error(INTERNAL_ERROR, "the node failed to publish"))
         finally:
-            self._publishing.pop(queue, None)
-            left = self._pending.pop(queue, [])  # not sent (the channel failed): nothing holds them now
+            self._publishing.pop(route, None)
+            left = self._pending.pop(route, [])  # not sent (the channel failed): nothing holds them now
             self._budget.give(sum(len(p.content.body) for p in left))
 
-    async def _publish_batch(self, queue: str, batch: list[_Pending]) -> tuple[int, dict[str, Any]]:
-        """quorumq's answer to one batch, retried with the same seq (so never enqueued twice) while it
-        has none to give (503: no leader, an outcome unknown, a resource alarm, an overloaded leader),
-        for PUBLISH_RETRY_S."""
+    async def _publish_batch(self, route: _Route, batch: list[_Pending]) -> tuple[int, dict[str, Any]]:
+        """quorumq's answer to one batch: to the queue the routing key names through the default
+        exchange, else through the exchange. Retried with the same seq (so never enqueued twice in a
+        queue) while there is none to give (503: no leader, an outcome unknown, a resource alarm, an
+        overloaded leader, routing changes of the connection's own not applied here yet) or a queue
+        it was routed to is gone since (404 beside the copies routed: routed again), for
+        PUBLISH_RETRY_S."""
         seq = next(self._batches)
         messages = [p.fields for p in batch]
+        exchange, key = route.exchange, route.routing_key
+        if exchange == DEFAULT_EXCHANGE:
+            return await again_while(
+                lambda: self._node.publish(key, messages, self._publisher, seq),
+                lambda status, _: status == 503,
+                PUBLISH_RETRY_S,
+                stop=lambda: self.closed,
+            )
+        mandatory = any(p.content.method.mandatory for p in batch)
         return await again_while(
-            lambda: self._node.publish(queue, messages, self._publisher, seq),
-            lambda status, _: status == 503,
+            lambda: self._node.publish_to_exchange(exchange, key, messages, self._publisher, seq, mandatory),
+            lambda status, body: status == 503 or (status == 404 and "routed" in body),
             PUBLISH_RETRY_S,
             stop=lambda: self.closed,
         )
 
     async def _answer_batch(
-        self, queue: str, batch: list[_Pending], status: int, body: dict[str, Any]
+        self, route: _Route, batch: list[_Pending], status: int, body: dict[str, Any]
     ) -> None:
+        """Confirm a batch quorumq took, after returning its `mandatory` messages that reached no queue
+        (listed `unroutable`; all of them for no queue of the name through the default exchange), as
+        RabbitMQ orders them; close the channel for what RabbitMQ closes it for (no such exchange, no
+        permission, an internal exchange, a message refused); else nack it."""
         if 200 <= status < 300:
-            await self._confirm(batch, ack=True)
-        elif status == 404 and body.get("error") == "not_found":  # no such queue: unroutable
-            for pending in batch:
-                if pending.content.method.mandatory:
-                    await self._return(pending.content)
-            await self._confirm(batch, ack=True)
-        elif status == 403:
-            raise channel_error(ACCESS_REFUSED, str(body.get("reason", "access refused")))
-        elif status in (400, 413, 422):
-            raise channel_error(PRECONDITION_FAILED, str(body.get("reason", "the message was refused")))
+            unroutable = [batch[position] for position in body.get("unroutable", ())]
+        elif status == 404 and body.get("error") == "not_found" and route.exchange == DEFAULT_EXCHANGE:
+            unroutable = batch
+        elif status in (400, 403, 404, 413, 422):
+            raise for_answer(status, body)
         elif self._confirms is not None:  # refused (a full queue) or no answer in time: the client decides
             await self._confirm(batch, ack=False)
+            return
         else:
-            log.info("an AMQP publish to %s was not enqueued (%d %s)", queue, status, body.get("error"))
+            log.info("an AMQP publish to %s was not enqueued (%d %s)", route, status, body.get("error"))
+            return
+        for pending in unroutable:
+            if pending.content.method.mandatory:
+                await self._return(pending.content)
+        await self._confirm(batch, ack=True)
 
     async def _confirm(self, batch: list[_Pending], ack: bool) -> None:
         if self._confirms is None or self.closed:
@@ -297,9 +327,7 @@ class Channel:
                     raise channel_error(PRECONDITION_FAILED, f"invalid property '{flag}' for queue '{name}'")
             if method.auto_delete:
                 raise channel_error(PRECONDITION_FAILED, f"invalid property 'auto-delete' for queue '{name}'")
-            arguments = _declared_arguments(
-                {str(k): json_value(v) for k, v in (method.arguments or {}).items()}
-            )
+            arguments = _declared_arguments(json_table(method.arguments))
             await self._node.declare(name, arguments)
         ready, consumers = await self._node.counts(name)
         return commands.Queue.DeclareOk(queue=name, message_count=ready, consumer_count=consumers)
@@ -316,14 +344,6 @@ class Channel:
 
     async def _queue_purge(self, method: commands.Queue.Purge) -> Frame:
         return commands.Queue.PurgeOk(message_count=await self._node.purge(method.queue))
-
-    async def _bind(self, method: commands.Queue.Bind | commands.Queue.Unbind) -> Frame:
-        if method.exchange in DEFAULT_EXCHANGE_NAMES:
-            raise channel_error(ACCESS_REFUSED, "operation not permitted on the default exchange")
-        raise channel_error(NOT_FOUND, f"no exchange '{method.exchange}' in vhost '/'")
-
-    async def _exchange(self, method: Frame) -> Frame:
-        raise channel_error(NOT_IMPLEMENTED, f"{method.name}: only the default exchange is served yet")
 
     # -- consuming ------------------------------------------------------------------------------------
 

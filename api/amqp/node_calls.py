@@ -1,11 +1,16 @@
 """What an AMQP connection asks of the node, for the user it authenticated.
 
-Queue operations go through the node's own HTTP API, asserted for that user with a node assertion as a
-forwarded request is (`NodeCaller.headers`): the request then takes the path any HTTP request takes,
-to whichever node serves it, with every check it gets there (permissions, arguments, alarms, formats).
-So the listener holds no rule of its own about queues. Publishes take the publish path the streaming
-connection takes (`publish_on_route`): to the queue's leader here or over the peer transport, answered
-once a majority committed them.
+Queue, exchange and binding operations go through the node's own HTTP API, asserted for that user with a
+node assertion as a forwarded request is (`NodeCaller.headers`): the request then takes the path any
+HTTP request takes, to whichever node serves it, with every check it gets there (permissions,
+arguments, alarms, formats). So the listener holds no rule of its own about queues or exchanges.
+Publishes take the publish path the streaming connection takes: `publish_on_route` to a queue's leader
+here or over the peer transport, answered once a majority committed them, and `publish_to_exchange`
+through an exchange, routed here.
+
+The connection reads its own routing changes: it keeps the highest routing revision their answers named
+(`routing_revision`) and routes a publish through an exchange, or answers a passive declare, only once
+this node applied it.
 """
 
 from __future__ import annotations
@@ -26,12 +31,17 @@ from api.app_keys import CALLER, CONFIG, FORWARD_SESSION, METADATA, QUEUES, STAT
 from api.auth import require, vouched_principal
 from api.consumer_options import MAX_PREFETCH
 from api.error_answers import error_answer
+from api.errors import ApiError
+from api.exchange_publishing import exchange_to_publish, publish_to_exchange, require_publisher
 from api.forwarding import queue_route
-from api.publish_job import publish_of
+from api.publish_job import PublishJob, publish_of
 from api.publishing import publish_on_route
+from api.routing_names import DEFAULT_EXCHANGE_PATH_NAME
+from api.routing_revision import CATCH_UP_S, ROUTING_REVISION_HEADER, caught_up
 from api.validation import MSGPACK
 from cluster.errors import NotLeader, QueueNotFound
 from cluster.queues.queue_results import MessageRow
+from metadata_state.records import DEFAULT_VHOST, QUEUE_DESTINATION, BindingRecord
 
 POLL_WAIT_S = 5  # how long a consumer's poll waits on its queue before it asks again
 POLL_MAX = 1000  # the most deliveries one poll asks for (the consumer's prefetch bounds it too)
@@ -65,6 +75,7 @@ class NodeCalls:
     def __init__(self, app: web.Application, user: str) -> None:
         self._app = app
         self.user = user
+        self.routing_revision = 0  # the highest the connection's routing changes were answered with
 
     # -- queues --------------------------------------------------------------------------------------
 
@@ -88,6 +99,48 @@ class NodeCalls:
     async def purge(self, queue: str) -> int:
         """Remove the queue's ready messages; how many there were."""
         return int((await self._call("DELETE", _queue_path(queue) + "/contents")).get("purged", 0))
+
+    # -- exchanges and bindings ----------------------------------------------------------------------
+
+    async def declare_exchange(
+        self,
+        name: str,
+        kind: str,
+        durable: bool,
+        auto_delete: bool,
+        internal: bool,
+        arguments: dict[str, Any],
+    ) -> None:
+        """Declare exchange `name`; an existing one with the same definition is fine."""
+        definition = {
+            "type": kind,
+            "durable": durable,
+            "auto_delete": auto_delete,
+            "internal": internal,
+            "arguments": arguments,
+        }
+        await self._call("PUT", _exchange_path(name), definition)
+
+    async def check_exchange(self, name: str) -> None:
+        """NOT_FOUND unless exchange `name` exists, as this node knows once it applied the connection's own
+        routing changes (or after CATCH_UP_S, as it knows then)."""
+        await caught_up(self._app[METADATA], self.routing_revision, CATCH_UP_S)
+        await self._call("GET", _exchange_path(name))
+
+    async def delete_exchange(self, name: str, if_unused: bool) -> None:
+        """Delete exchange `name` with every binding from or to it (`if_unused`: only while it is the
+        source of none)."""
+        await self._call("DELETE", _exchange_path(name) + ("?if-unused=true" if if_unused else ""))
+
+    async def bind(self, binding: BindingRecord) -> None:
+        """Add `binding`; the same binding again is fine."""
+        body = {"routing_key": binding.routing_key, "arguments": binding.arguments}
+        await self._call("POST", _binding_path(binding), body)
+
+    async def unbind(self, binding: BindingRecord) -> None:
+        """Remove `binding` (NOT_FOUND when there is none)."""
+        name = urllib.parse.quote(binding.properties_key, safe="")
+        await self._call("DELETE", f"{_binding_path(binding)}/{name}")
 
     # -- reading ---------------------------------------------------------------------------------------
 
@@ -138,8 +191,7 @@ class NodeCalls:
         app = self._app
         try:
             require(vouched_principal(app[CONFIG], app[METADATA], self.user), Access.WRITE, queue)
-            body = {"messages": messages, "publisher": publisher, "seq": seq}
-            job = publish_of(body, app[CONFIG], app[WALL_MS]())
+            job = self._job(messages, publisher, seq)
             try:
                 route = await queue_route(app[QUEUES], app[STATUS], queue)
             except QueueNotFound:
@@ -152,6 +204,38 @@ class NodeCalls:
         except Exception as exc:
             return error_answer(app, exc, "an AMQP publish")
 
+    async def publish_to_exchange(
+        self,
+        exchange: str,
+        routing_key: str,
+        messages: list[dict[str, Any]],
+        publisher: str,
+        seq: int,
+        mandatory: bool,
+    ) -> tuple[int, dict[str, Any]]:
+        """Publish `messages` through `exchange` by `routing_key` (and their headers), routed here once this
+        node applied the connection's own routing changes: the status and body `publish_to_exchange`
+        answers (201 once every queue reached committed its copy; 200 with `mandatory` when some reached
+        none, listed in `unroutable`; 404 for no such exchange, 403 for an internal one; a 503
+        `metadata_behind` after CATCH_UP_S without that revision)."""
+        app = self._app
+        try:
+            metadata = app[METADATA]
+            revision = self.routing_revision
+            if not await caught_up(metadata, revision, CATCH_UP_S):
+                raise ApiError(503, "metadata_behind", f"routing revision {revision} is not applied here yet")
+            if exchange_to_publish(metadata, DEFAULT_VHOST, exchange) is None:
+                raise ApiError(404, "not_found", f"no exchange '{exchange}' in vhost '{DEFAULT_VHOST}'")
+            require_publisher(vouched_principal(app[CONFIG], metadata, self.user), exchange, routing_key)
+            job = self._job(messages, publisher, seq)
+            return await publish_to_exchange(app, DEFAULT_VHOST, exchange, routing_key, job, mandatory)
+        except Exception as exc:
+            return error_answer(app, exc, "an AMQP publish through an exchange")
+
+    def _job(self, messages: list[dict[str, Any]], publisher: str, seq: int) -> PublishJob:
+        body = {"messages": messages, "publisher": publisher, "seq": seq}
+        return publish_of(body, self._app[CONFIG], self._app[WALL_MS]())
+
     # -- the HTTP API --------------------------------------------------------------------------------
 
     async def _call(self, method: str, path: str, payload: object = None, *, repeatable: bool = True) -> Any:
@@ -159,7 +243,8 @@ class NodeCalls:
         in msgpack, so bodies stay bytes); its refusal as an AmqpError. While the answer is a 503 for
         want of a leader (an election, a leader change), the call is made again for up to RETRY_S; one
         whose outcome is unknown only when it is `repeatable` (not an auto-ack get, which may have
-        taken a message, nor a consumer's registration)."""
+        taken a message, nor a consumer's registration). A routing revision an answer names raises
+        `routing_revision` to it."""
         retried = _RETRIED if repeatable else _NOTHING_DONE
         status, decoded = await again_while(
             lambda: self._call_once(method, path, payload),
@@ -182,6 +267,9 @@ class NodeCalls:
         async with session.request(method, url, data=body or None, headers=headers) as answer:
             data = await answer.read()
             status = answer.status
+            revision = answer.headers.get(ROUTING_REVISION_HEADER, "")
+            if revision.isdigit():
+                self.routing_revision = max(self.routing_revision, int(revision))
             decoded = msgpack.unpackb(data) if data and answer.content_type == MSGPACK else _json(data)
         if status >= 300:
             return status, decoded if isinstance(decoded, dict) else {}
@@ -194,6 +282,24 @@ def _json(data: bytes) -> Any:
 
 def _queue_path(queue: str) -> str:
     return "/api/queues/" + urllib.parse.quote(queue, safe="")
+
+
+def _exchange_path(exchange: str) -> str:
+    return "/api/exchanges/%2F/" + _exchange_segment(exchange)
+
+
+def _binding_path(binding: BindingRecord) -> str:
+    """The path of the bindings between `binding`'s source and destination."""
+    if binding.destination_type == QUEUE_DESTINATION:
+        destination = "q/" + urllib.parse.quote(binding.destination, safe="")
+    else:
+        destination = "e/" + _exchange_segment(binding.destination)
+    return f"/api/bindings/%2F/e/{_exchange_segment(binding.source)}/{destination}"
+
+
+def _exchange_segment(exchange: str) -> str:
+    """An exchange's name in a path (the default exchange's as `amq.default`)."""
+    return urllib.parse.quote(exchange or DEFAULT_EXCHANGE_PATH_NAME, safe="")
 
 
 def _consumer_path(queue: str, consumer: str) -> str:

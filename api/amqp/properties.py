@@ -118,6 +118,11 @@ def _table_value(value: Any) -> Any:
     return value
 
 
+def json_table(table: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A field table (a method's arguments) as a map of JSON values."""
+    return {str(key): json_value(value) for key, value in (table or {}).items()}
+
+
 def json_value(value: Any) -> Any:
     """A field-table value as a JSON value (see the module's note on what does not come back as it was)."""
     if value is None or isinstance(value, bool | int | float | str):

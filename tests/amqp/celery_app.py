@@ -1,6 +1,7 @@
 """A Celery application on quorumq's AMQP listener, as tests/amqp/test_celery.py runs it: late acks, one
-task at a time, its queue on the default exchange (exchanges of its own wait for issue 41, so remote
-control, events and native delayed delivery, which need them, are off). The broker URL comes from
+task at a time, its queue on the default exchange; remote control and events off (their queues are
+non-durable auto-delete ones, which quorum queues refuse), and native delayed delivery too (it
+dead-letters through exchanges of its own, not served yet). The broker URL comes from
 QUORUMQ_CELERY_BROKER."""
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ app.conf.update(
     task_default_exchange="",
     task_default_routing_key="celery-tasks",
     # Every quorumq queue is a quorum queue; saying so would make Celery set up its native delayed
-    # delivery, which needs exchanges of its own.
+    # delivery, which dead-letters through exchanges of its own.
     task_queues=[Queue("celery-tasks", Exchange(""), routing_key="celery-tasks")],
     worker_enable_remote_control=False,
     worker_send_task_events=False,

@@ -68,3 +68,22 @@ def test_aio_pika_publishes_with_confirms_and_consumes_through_any_node(amqp_url
         return got
 
     assert asyncio.run(asyncio.wait_for(scenario(), 60)) == [f"a{i}".encode() for i in range(10)]
+
+
+def test_a_binding_routes_the_next_publish_of_its_connection_on_every_node(amqp_urls: list[str]) -> None:
+    """The connection waits until its node applied its own routing changes (made on the metadata leader)
+    before it routes: a publish right after a bind is never unroutable, whichever node serves it."""
+    for node, url in enumerate(amqp_urls):
+        connection = pika.BlockingConnection(pika.URLParameters(url))
+        try:
+            channel = connection.channel()
+            channel.queue_declare(f"bound-{node}", durable=True, arguments={"x-queue-type": "quorum"})
+            channel.confirm_delivery()
+            for round in range(10):
+                exchange = f"fresh-{node}-{round}"
+                channel.exchange_declare(exchange, "direct")
+                channel.queue_bind(f"bound-{node}", exchange, "k")
+                channel.basic_publish(exchange, "k", b"routed", mandatory=True)  # UnroutableError if missed
+            assert channel.queue_declare(f"bound-{node}", passive=True).method.message_count == 10
+        finally:
+            connection.close()
