@@ -1,6 +1,8 @@
 """The wire form of metadata commands (inside the metadata group's entries and relayed in control
 frames), versioned.
 
+- Version 4: `[4, tag, {field: value}]`, as version 3, where a command may be an exchange's or a
+  binding's (`DeclareExchange`, `DeleteExchange`, `Bind`, `Unbind`).
 - Version 3: `[3, tag, {field: value}]`, as version 2, where a policy's command may carry `operator`
   (an operator policy's); versions 1 and 2 leave it off, and cannot write an operator policy's.
 - Version 2: `[2, tag, {field: value}]`, as version 1, where a command may be a policy's (`SetPolicy`,
@@ -24,11 +26,14 @@ from dataclasses import fields
 from typing import Any
 
 from metadata_state.commands import (
+    Bind,
     BootstrapUsers,
     ClearPolicy,
     Command,
     Declare,
+    DeclareExchange,
     Delete,
+    DeleteExchange,
     DeleteUser,
     ForgetNode,
     InvalidCommand,
@@ -38,13 +43,16 @@ from metadata_state.commands import (
     SetMembers,
     SetPermissions,
     SetPolicy,
+    Unbind,
 )
 
-CODEC_VERSION = 3
+CODEC_VERSION = 4
 POLICY_CODEC_VERSION = 2
 """The first version with policies: a node that reads an older one refuses their commands."""
 OPERATOR_POLICY_CODEC_VERSION = 3
 """The first version with operator policies (`SetPolicy.operator`, `ClearPolicy.operator`)."""
+EXCHANGE_CODEC_VERSION = 4
+"""The first version with exchanges and bindings: `DeclareExchange`, `DeleteExchange`, `Bind`, `Unbind`."""
 
 _TAGS: dict[type[Command], str] = {
     RegisterNode: "register_node",
@@ -59,8 +67,19 @@ _TAGS: dict[type[Command], str] = {
     SetPermissions: "set_permissions",
     SetPolicy: "set_policy",
     ClearPolicy: "clear_policy",
+    DeclareExchange: "declare_exchange",
+    DeleteExchange: "delete_exchange",
+    Bind: "bind",
+    Unbind: "unbind",
 }
-_ADDED_IN: dict[type[Command], int] = {SetPolicy: POLICY_CODEC_VERSION, ClearPolicy: POLICY_CODEC_VERSION}
+_ADDED_IN: dict[type[Command], int] = {
+    SetPolicy: POLICY_CODEC_VERSION,
+    ClearPolicy: POLICY_CODEC_VERSION,
+    DeclareExchange: EXCHANGE_CODEC_VERSION,
+    DeleteExchange: EXCHANGE_CODEC_VERSION,
+    Bind: EXCHANGE_CODEC_VERSION,
+    Unbind: EXCHANGE_CODEC_VERSION,
+}
 _FIELD_ADDED_IN: dict[tuple[type[Command], str], int] = {
     (SetPolicy, "operator"): OPERATOR_POLICY_CODEC_VERSION,
     (ClearPolicy, "operator"): OPERATOR_POLICY_CODEC_VERSION,
@@ -87,7 +106,7 @@ def encode(command: Command, version: int = CODEC_VERSION) -> list[Any]:
             )
     if version == 0:
         return [_TAGS[kind], *values.values()]
-    if version in (1, 2, 3):
+    if 1 <= version <= CODEC_VERSION:
         return [version, _TAGS[kind], values]
     raise ValueError(f"no metadata codec version {version!r}")
 
@@ -100,7 +119,7 @@ def decode(value: object, reads: int = CODEC_VERSION) -> Command:
     head = value[0]
     if type(head) is str:
         return _decode_version_0(head, value[1:])
-    if type(head) is int and head in (1, 2, 3):
+    if type(head) is int and 1 <= head <= CODEC_VERSION:
         if head > reads:
             raise MetadataDecodeError(f"metadata codec version {head}: this node reads up to {reads}")
         if len(value) == 3:

@@ -1,5 +1,5 @@
-"""The metadata machine: applies one command to the node registry, the queues, the users and the
-policies.
+"""The metadata machine: applies one command to the node registry, the queues, the users, the policies,
+and the exchanges with their bindings.
 
 Deterministic like every state machine here: placement, creation times and password hashes are chosen
 by the proposer and arrive inside the command; `apply` only checks and records them, and a command it
@@ -9,19 +9,28 @@ A queue's member list is written by the leader of the queue's group (`SetMembers
 fence (term, sequence): the group's term in which that leader decided it and the rank of the decision
 among that leader's decisions. A list whose fence is older than the applied one is refused, so a
 deposed leader cannot undo what its successor decided (docs/decisions/0007-members-fence.md).
+
+Exchanges and bindings follow RabbitMQ's rules: the default exchange ("") is implicit and takes no
+bindings, the BUILTIN_EXCHANGES exist in every vhost without a declare, deleting an exchange or a queue
+removes the bindings from and to it, and an `auto_delete` exchange goes once it is the source of no
+binding after one was removed. Queues live in DEFAULT_VHOST until vhosts land.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import assert_never
+from typing import Any, TypeAlias, assert_never
 
 from metadata_state.commands import (
+    Bind,
     BootstrapUsers,
     ClearPolicy,
     Command,
     Declare,
+    DeclareExchange,
     Delete,
+    DeleteExchange,
     DeleteUser,
     ForgetNode,
     PutUser,
@@ -30,10 +39,18 @@ from metadata_state.commands import (
     SetMembers,
     SetPermissions,
     SetPolicy,
+    Unbind,
 )
 from metadata_state.records import (
     ADMINISTRATOR,
+    BUILTIN_EXCHANGES,
+    DEFAULT_VHOST,
+    EXCHANGE_DESTINATION,
+    EXCHANGE_TYPES,
     FULL_ACCESS,
+    QUEUE_DESTINATION,
+    BindingRecord,
+    ExchangeRecord,
     NodeInfo,
     PolicyRecord,
     QueueInfo,
@@ -43,6 +60,7 @@ from metadata_state.replies import (
     Conflict,
     Created,
     Exists,
+    InUse,
     Invalid,
     NotFound,
     Ok,
@@ -50,6 +68,9 @@ from metadata_state.replies import (
     Stale,
     Updated,
 )
+
+BindingKey: TypeAlias = tuple[str, str, str, str, str, str]
+"""`BindingRecord.key`: vhost, source, destination type, destination, routing key, arguments digest."""
 
 
 @dataclass
@@ -64,6 +85,11 @@ class MetadataMachine:
     policies: dict[str, PolicyRecord] = field(default_factory=dict)
     policies_revision: int = 0
     operator_policies: dict[str, PolicyRecord] = field(default_factory=dict)
+    exchanges: dict[tuple[str, str], ExchangeRecord] = field(default_factory=dict)
+    """Declared exchanges by (vhost, name); the builtin ones are implicit (`exchange`)."""
+    bindings: dict[BindingKey, BindingRecord] = field(default_factory=dict)
+    routing_revision: int = 0
+    """How many applied commands changed the exchanges or the bindings."""
 
     def apply(self, command: Command) -> Reply:
         """Apply one command and return its reply."""
@@ -92,8 +118,25 @@ class MetadataMachine:
                 return self._set_policy(command)
             case ClearPolicy():
                 return self._clear_policy(command)
+            case DeclareExchange():
+                return self._declare_exchange(command)
+            case DeleteExchange():
+                return self._delete_exchange(command)
+            case Bind():
+                return self._bind(command)
+            case Unbind():
+                return self._unbind(command)
             case _:
                 assert_never(command)
+
+    def exchange(self, vhost: str, name: str) -> ExchangeRecord | None:
+        """Exchange `name` of `vhost`: the declared one, or a builtin's record (every vhost has them);
+        None when there is none, and for the default exchange ("")."""
+        declared = self.exchanges.get((vhost, name))
+        if declared is not None:
+            return declared
+        kind = BUILTIN_EXCHANGES.get(name)
+        return None if kind is None else ExchangeRecord(vhost, name, kind)
 
     def _register_node(self, command: RegisterNode) -> Reply:
         """Record a node's addresses and incarnation; a new incarnation where another was registered
@@ -146,6 +189,13 @@ class MetadataMachine:
         if isinstance(existing, NotFound):
             return existing
         del self.queues[command.queue]
+        if self._remove_bindings(
+            lambda b: (
+                (b.vhost, b.destination_type, b.destination)
+                == (DEFAULT_VHOST, QUEUE_DESTINATION, command.queue)
+            )
+        ):
+            self.routing_revision += 1
         return Ok()
 
     def _set_members(self, command: SetMembers) -> Reply:
@@ -229,3 +279,126 @@ class MetadataMachine:
             return NotFound(f"no {'operator ' if command.operator else ''}policy {command.policy!r}")
         self.policies_revision += 1
         return Ok()
+
+    def _declare_exchange(self, command: DeclareExchange) -> Reply:
+        """Create an exchange; one of that name already (builtin or declared) `Exists` with the same
+        definition, else is a `Conflict` naming its own."""
+        if not command.exchange:
+            return Invalid("the default exchange cannot be declared")
+        if command.type not in EXCHANGE_TYPES:
+            return Invalid(f"no exchange type {command.type!r} (one of {', '.join(EXCHANGE_TYPES)})")
+        declared = ExchangeRecord(
+            command.vhost,
+            command.exchange,
+            command.type,
+            command.durable,
+            command.auto_delete,
+            command.internal,
+            dict(command.arguments),
+        )
+        existing = self.exchange(command.vhost, command.exchange)
+        if existing is not None:
+            definition = _definition(existing)
+            return Exists() if definition == _definition(declared) else Conflict(definition)
+        self.exchanges[(command.vhost, command.exchange)] = declared
+        self.routing_revision += 1
+        return Created()
+
+    def _delete_exchange(self, command: DeleteExchange) -> Reply:
+        """Delete a declared exchange with every binding from or to it (`if_unused`: only while it is
+        the source of none)."""
+        vhost, name = command.vhost, command.exchange
+        if not name or name in BUILTIN_EXCHANGES:
+            return Invalid(f"exchange {name!r} cannot be deleted")
+        if (vhost, name) not in self.exchanges:
+            return NotFound(f"no exchange {name!r} in vhost {vhost!r}")
+        if command.if_unused and any(b.vhost == vhost and b.source == name for b in self.bindings.values()):
+            return InUse(f"exchange {name!r} is the source of a binding")
+        del self.exchanges[(vhost, name)]
+        self._remove_bindings(
+            lambda b: (
+                b.vhost == vhost
+                and (
+                    b.source == name or (b.destination_type == EXCHANGE_DESTINATION and b.destination == name)
+                )
+            )
+        )
+        self.routing_revision += 1
+        return Ok()
+
+    def _bind(self, command: Bind) -> Reply:
+        binding = _binding(command)
+        vhost = binding.vhost
+        if not binding.source:
+            return Invalid("the default exchange takes no bindings")
+        if binding.destination_type not in (QUEUE_DESTINATION, EXCHANGE_DESTINATION):
+            return Invalid(f"no destination type {binding.destination_type!r}")
+        if binding.destination_type == EXCHANGE_DESTINATION and not binding.destination:
+            return Invalid("the default exchange cannot be bound to")
+        if self.exchange(vhost, binding.source) is None:
+            return NotFound(f"no exchange {binding.source!r} in vhost {vhost!r}")
+        if binding.destination_type == QUEUE_DESTINATION:
+            if vhost != DEFAULT_VHOST or binding.destination not in self.queues:
+                return NotFound(f"no queue {binding.destination!r} in vhost {vhost!r}")
+        elif self.exchange(vhost, binding.destination) is None:
+            return NotFound(f"no exchange {binding.destination!r} in vhost {vhost!r}")
+        if binding.key in self.bindings:
+            return Exists()
+        self.bindings[binding.key] = binding
+        self.routing_revision += 1
+        return Created()
+
+    def _unbind(self, command: Unbind) -> Reply:
+        key = _binding(command).key
+        if key not in self.bindings:
+            return NotFound(f"no binding {key}")
+        self._remove_bindings(lambda b: b.key == key)
+        self.routing_revision += 1
+        return Ok()
+
+    def _remove_bindings(self, picked: Callable[[BindingRecord], bool]) -> bool:
+        """Remove the bindings `picked` selects, then every `auto_delete` exchange this left the source of
+        none with the bindings to it, and so on; whether any binding was removed."""
+        gone = [b for b in self.bindings.values() if picked(b)]
+        removed = bool(gone)
+        while gone:
+            for binding in gone:
+                del self.bindings[binding.key]
+            sources = {(b.vhost, b.source) for b in self.bindings.values()}
+            emptied = {
+                key: None
+                for b in gone
+                if (key := (b.vhost, b.source)) not in sources
+                and (exchange := self.exchanges.get(key)) is not None
+                and exchange.auto_delete
+            }
+            for key in emptied:
+                del self.exchanges[key]
+            gone = [
+                b
+                for b in self.bindings.values()
+                if b.destination_type == EXCHANGE_DESTINATION and (b.vhost, b.destination) in emptied
+            ]
+        return removed
+
+
+def _definition(exchange: ExchangeRecord) -> dict[str, Any]:
+    """What declaring an exchange again must repeat, as a `Conflict` names it."""
+    return {
+        "type": exchange.type,
+        "durable": exchange.durable,
+        "auto_delete": exchange.auto_delete,
+        "internal": exchange.internal,
+        "arguments": dict(exchange.arguments),
+    }
+
+
+def _binding(command: Bind | Unbind) -> BindingRecord:
+    return BindingRecord(
+        command.vhost,
+        command.source,
+        command.destination,
+        command.destination_type,
+        command.routing_key,
+        dict(command.arguments),
+    )

@@ -18,16 +18,20 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import Any, Protocol
 
 from cluster.replication.proposals import ProposalFailed, not_committed
 from metadata_state.codec import CODEC_VERSION, MetadataDecodeError, decode, encode
 from metadata_state.commands import (
+    Bind,
     BootstrapUsers,
     ClearPolicy,
     Command,
     Declare,
+    DeclareExchange,
     Delete,
+    DeleteExchange,
     DeleteUser,
     ForgetNode,
     PutUser,
@@ -35,7 +39,9 @@ from metadata_state.commands import (
     SetMembers,
     SetPermissions,
     SetPolicy,
+    Unbind,
 )
+from metadata_state.records import BindingRecord
 from metadata_state.replies import Reply
 
 log = logging.getLogger(__name__)
@@ -131,6 +137,37 @@ class MetadataDoor:
     async def clear_policy(self, policy: str, operator: bool = False) -> Reply:
         """Remove a policy, or with `operator` an operator policy."""
         return await self._submit(ClearPolicy(policy, operator))
+
+    # The exchanges' and bindings' commands are of metadata codec EXCHANGE_CODEC_VERSION: the caller
+    # requires every node to read it (`FormatVersions.require_metadata`); in an older one, ValueError.
+
+    async def declare_exchange(
+        self,
+        vhost: str,
+        exchange: str,
+        type: str,
+        durable: bool,
+        auto_delete: bool,
+        internal: bool,
+        arguments: dict[str, Any],
+    ) -> Reply:
+        """Declare an exchange (checked by the caller)."""
+        return await self._submit(
+            DeclareExchange(vhost, exchange, type, durable, auto_delete, internal, arguments)
+        )
+
+    async def delete_exchange(self, vhost: str, exchange: str, if_unused: bool) -> Reply:
+        """Delete an exchange and the bindings from and to it (with `if_unused`, only while it is the
+        source of none)."""
+        return await self._submit(DeleteExchange(vhost, exchange, if_unused))
+
+    async def bind(self, binding: BindingRecord) -> Reply:
+        """Add `binding`."""
+        return await self._submit(Bind(**asdict(binding)))
+
+    async def unbind(self, binding: BindingRecord) -> Reply:
+        """Remove `binding`."""
+        return await self._submit(Unbind(**asdict(binding)))
 
     async def _submit(self, command: Command) -> Reply:
         try:

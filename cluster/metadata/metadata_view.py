@@ -7,15 +7,26 @@ import logging
 from collections.abc import Callable, Mapping
 
 from cluster.metadata.metadata_app import MetadataApp
-from metadata_state.records import NodeInfo, PolicyRecord, PolicySet, QueueInfo, UserRecord
+from metadata_state.machine import BindingKey, MetadataMachine
+from metadata_state.records import (
+    BUILTIN_EXCHANGES,
+    DEFAULT_VHOST,
+    BindingRecord,
+    ExchangeRecord,
+    NodeInfo,
+    PolicyRecord,
+    PolicySet,
+    QueueInfo,
+    UserRecord,
+)
 
 log = logging.getLogger(__name__)
 
 
 class MetadataView:
-    """The node registry, the queue definitions, the users and the policies of the metadata this node
-    applied, and whether this node leads the metadata group. Each read sees the latest state (a snapshot
-    installed replaces the machine)."""
+    """The node registry, the queue definitions, the users, the policies, the exchanges and the bindings of
+    the metadata this node applied, and whether this node leads the metadata group. Each read sees the
+    latest state (a snapshot installed replaces the machine)."""
 
     def __init__(self, app: MetadataApp) -> None:
         self._app = app
@@ -77,6 +88,34 @@ class MetadataView:
         """How many times the policies changed (the revision queues apply them under)."""
         return self._app.state.policies_revision
 
+    def exchange(self, vhost: str, name: str) -> ExchangeRecord | None:
+        """Exchange `name` of `vhost`, declared or builtin; None when there is none, and for the default
+        exchange ("")."""
+        return self._app.state.exchange(vhost, name)
+
+    def exchanges_in(self, vhost: str) -> list[ExchangeRecord]:
+        """The exchanges of `vhost` by name: the declared ones, and the builtin ones in DEFAULT_VHOST (the
+        one vhost until vhosts land)."""
+        state = self._app.state
+        exchanges = [e for (v, _), e in state.exchanges.items() if v == vhost]
+        if vhost == DEFAULT_VHOST:
+            exchanges += _builtins(state, vhost)
+        return sorted(exchanges, key=lambda e: e.name)
+
+    def bindings_in(self, vhost: str) -> list[BindingRecord]:
+        """The bindings of `vhost`, by key."""
+        return sorted((b for b in self._app.state.bindings.values() if b.vhost == vhost), key=lambda b: b.key)
+
+    @property
+    def bindings(self) -> Mapping[BindingKey, BindingRecord]:
+        """Every binding, by `BindingRecord.key`."""
+        return self._app.state.bindings
+
+    @property
+    def routing_revision(self) -> int:
+        """How many applied commands changed the exchanges or the bindings."""
+        return self._app.state.routing_revision
+
     @property
     def is_leader(self) -> bool:
         """True while this node leads the metadata group."""
@@ -85,3 +124,8 @@ class MetadataView:
     def queues_on(self, node: str) -> list[QueueInfo]:
         """The queues listing `node` among their members."""
         return [info for info in self._app.state.queues.values() if node in info.members]
+
+
+def _builtins(state: MetadataMachine, vhost: str) -> list[ExchangeRecord]:
+    """The builtin exchanges of `vhost`."""
+    return [e for name in BUILTIN_EXCHANGES if (e := state.exchange(vhost, name)) is not None]

@@ -5,11 +5,14 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from metadata_state.commands import (
+    Bind,
     BootstrapUsers,
     ClearPolicy,
     Command,
     Declare,
+    DeclareExchange,
     Delete,
+    DeleteExchange,
     DeleteUser,
     ForgetNode,
     PutUser,
@@ -18,7 +21,9 @@ from metadata_state.commands import (
     SetMembers,
     SetPermissions,
     SetPolicy,
+    Unbind,
 )
+from metadata_state.records import BUILTIN_EXCHANGES, DEFAULT_VHOST, EXCHANGE_TYPES
 
 TEXT = st.text(max_size=12)
 NAMES = st.sampled_from(("a", "b", "c", "q", "alice"))
@@ -30,6 +35,16 @@ ARGUMENTS = st.dictionaries(
     max_size=3,
 )
 GROUPS = st.sampled_from(("q1.q", "q2.q", "q1.a"))
+VHOSTS = st.sampled_from((DEFAULT_VHOST, DEFAULT_VHOST, "other"))
+EXCHANGES = st.sampled_from(("", "x", "y", "z", *BUILTIN_EXCHANGES))
+EXCHANGE_KINDS = st.sampled_from((*EXCHANGE_TYPES, "x-unknown"))
+DESTINATION_TYPES = st.sampled_from(("queue", "queue", "exchange", "stream"))
+# Destinations name queues (NAMES) and exchanges alike, so that binds find both.
+DESTINATIONS = NAMES | EXCHANGES
+ROUTING_KEYS = st.sampled_from(("", "k", "a.*", "#"))
+BINDING_ARGUMENTS = st.dictionaries(
+    st.sampled_from(("x-match", "h")), st.sampled_from(("all", "any", 1)), max_size=2
+)
 
 commands: st.SearchStrategy[Command] = st.one_of(
     st.builds(RegisterNode, NAMES, TEXT, TEXT, TEXT),
@@ -44,4 +59,53 @@ commands: st.SearchStrategy[Command] = st.one_of(
     st.builds(SetPermissions, NAMES, TEXT, TEXT, TEXT),
     st.builds(SetPolicy, NAMES, TEXT, ARGUMENTS, st.integers(-(2**63), 2**63 - 1), st.booleans()),
     st.builds(ClearPolicy, NAMES, st.booleans()),
+    st.builds(
+        DeclareExchange,
+        VHOSTS,
+        EXCHANGES,
+        EXCHANGE_KINDS,
+        st.booleans(),
+        st.booleans(),
+        st.booleans(),
+        ARGUMENTS,
+    ),
+    st.builds(DeleteExchange, VHOSTS, EXCHANGES, st.booleans()),
+    st.builds(Bind, VHOSTS, EXCHANGES, DESTINATIONS, DESTINATION_TYPES, ROUTING_KEYS, BINDING_ARGUMENTS),
+    st.builds(Unbind, VHOSTS, EXCHANGES, DESTINATIONS, DESTINATION_TYPES, ROUTING_KEYS, BINDING_ARGUMENTS),
+)
+
+# Commands among few queues and exchanges, mostly of "/" and well formed, so that binds, cascades and
+# auto-deletes happen.
+ROUTED_QUEUES = st.sampled_from(("a", "b"))
+ROUTED_EXCHANGES = st.sampled_from(("x", "y", "z", "amq.direct"))
+ROUTED_VHOSTS = st.sampled_from((DEFAULT_VHOST,) * 5 + ("other",))
+routing_commands: st.SearchStrategy[Command] = st.one_of(
+    st.builds(Declare, ROUTED_QUEUES, st.just({}), st.just(("n1",)), st.just(0)),
+    st.builds(Delete, ROUTED_QUEUES, st.sampled_from([f"q{i}.{q}" for i in range(1, 6) for q in "ab"])),
+    ROUTED_EXCHANGES.flatmap(  # x and y auto-delete: declared again alike, they exist
+        lambda name: st.builds(
+            DeclareExchange,
+            ROUTED_VHOSTS,
+            st.just(name),
+            st.just("direct"),
+            st.just(True),
+            st.just(name in "xy"),
+            st.just(False),
+            st.just({}),
+        )
+    ),
+    st.builds(DeleteExchange, ROUTED_VHOSTS, ROUTED_EXCHANGES, st.booleans()),
+    *(
+        st.builds(
+            kind,
+            ROUTED_VHOSTS,
+            ROUTED_EXCHANGES,
+            destination,
+            st.just(destination_type),
+            st.sampled_from(("", "k")),
+            st.just({}),
+        )
+        for kind in (Bind, Bind, Unbind)
+        for destination, destination_type in ((ROUTED_QUEUES, "queue"), (ROUTED_EXCHANGES, "exchange"))
+    ),
 )

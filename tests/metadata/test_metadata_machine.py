@@ -1,5 +1,6 @@
 """The metadata machine's rules for queues and users, each checked on the typed commands and replies;
-and that it is deterministic and refuses without changing anything."""
+and that it is deterministic and refuses without changing anything (exchanges and bindings:
+`test_metadata_exchanges.py`)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from metadata_state.commands import (
 )
 from metadata_state.machine import MetadataMachine
 from metadata_state.records import UserRecord
-from metadata_state.replies import Conflict, Created, Exists, Invalid, NotFound, Ok, Stale, Updated
+from metadata_state.replies import Conflict, Created, Exists, InUse, Invalid, NotFound, Ok, Stale, Updated
 from metadata_state.snapshot import decode_snapshot, encode_snapshot
 
 LIMITED = {"x-max-length": 5}
@@ -113,5 +114,5 @@ def test_a_refused_command_changes_nothing(log: list[Command]) -> None:
     state = MetadataMachine()
     for command in log:
         before = copy.deepcopy(state)
-        if isinstance(state.apply(command), Invalid | NotFound | Stale | Conflict | Exists):
+        if isinstance(state.apply(command), Invalid | NotFound | Stale | Conflict | Exists | InUse):
             assert state == before, command
