@@ -7,6 +7,7 @@ import logging
 from collections.abc import Callable, Mapping
 
 from cluster.metadata.metadata_app import MetadataApp
+from cluster.routing.routing_table import RoutingTable
 from metadata_state.machine import BindingKey, MetadataMachine
 from metadata_state.records import (
     BUILTIN_EXCHANGES,
@@ -31,6 +32,7 @@ class MetadataView:
     def __init__(self, app: MetadataApp) -> None:
         self._app = app
         self._watchers: set[Callable[[], None]] = set()
+        self._routing: tuple[MetadataMachine, int, RoutingTable] | None = None
 
     def watch(self, watcher: Callable[[], None]) -> Callable[[], None]:
         """Call `watcher` each time this node applied a change of the metadata (users and permissions
@@ -115,6 +117,20 @@ class MetadataView:
     def routing_revision(self) -> int:
         """How many applied commands changed the exchanges or the bindings."""
         return self._app.state.routing_revision
+
+    @property
+    def routing_table(self) -> RoutingTable:
+        """The exchanges and bindings as publishes are routed by them: built again once they changed (or a
+        snapshot replaced the machine). Builtin exchanges are in it for DEFAULT_VHOST and every vhost a
+        binding is of."""
+        state, built = self._app.state, self._routing
+        if built is not None and built[0] is state and built[1] == state.routing_revision:
+            return built[2]
+        vhosts = dict.fromkeys([DEFAULT_VHOST, *(b.vhost for b in state.bindings.values())])
+        exchanges = [*(e for vhost in vhosts for e in _builtins(state, vhost)), *state.exchanges.values()]
+        table = RoutingTable(exchanges, state.bindings.values())
+        self._routing = (state, state.routing_revision, table)
+        return table
 
     @property
     def is_leader(self) -> bool:

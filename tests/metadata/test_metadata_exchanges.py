@@ -397,6 +397,24 @@ def test_the_view_lists_declared_and_builtin_exchanges_and_the_bindings_by_vhost
     assert view.routing_revision == 5
 
 
+def test_the_views_routing_table_follows_the_bindings_and_a_restored_snapshot() -> None:
+    app = MetadataApp(lambda: None)
+    view = MetadataView(app)
+    app.state.apply(Declare("q", {}, ("n1",), 0))
+    app.state.apply(declare("x", "fanout"))
+
+    def routed() -> frozenset[str]:
+        return view.routing_table.route(V, "x", "", {}, lambda queue: True)
+
+    assert routed() == frozenset()
+    assert view.routing_table is view.routing_table  # built once per revision
+    app.state.apply(to_queue("x", "q"))
+    assert routed() == {"q"}
+    app.restore(encode_snapshot(MetadataMachine()))
+    assert routed() == frozenset()
+    assert view.routing_table.route(V, "amq.fanout", "", {}, lambda queue: True) == frozenset()
+
+
 class ApplyingHost:
     """A metadata leader's Raft host that applies each proposal to `state` at once."""
 
