@@ -12,9 +12,11 @@ import aiohttp
 from aiohttp import web
 
 from api import (
+    binding_handlers,
     cluster_handlers,
     consumer_handlers,
     durable_handlers,
+    exchange_handlers,
     management_handlers,
     membership_handlers,
     openapi,
@@ -85,6 +87,8 @@ ENDPOINTS = declared(
     user_handlers,
     token_revocation,
     policy_handlers,
+    exchange_handlers,
+    binding_handlers,
     openapi,
     ui_handlers,
 )

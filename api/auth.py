@@ -234,11 +234,15 @@ def principal(request: web.Request) -> Principal:
     return request[PRINCIPAL_KEY]
 
 
-def require(caller: Principal, access: Access, queue: str | None, why: str = "") -> None:
-    """403 `forbidden`, naming the permission and the queue (and `why` it is needed), unless `caller`
-    passes `access`."""
+def require(
+    caller: Principal, access: Access, queue: str | None, why: str = "", resource: str = "queue"
+) -> None:
+    """403 `forbidden`, naming the permission and the queue (or the `resource` of that name: an exchange;
+    and `why` it is needed), unless `caller` passes `access`."""
     if not caller.may(access, queue):
-        target = f" on queue '{queue}'" if queue is not None and access is not Access.ADMINISTRATOR else ""
+        target = (
+            f" on {resource} '{queue}'" if queue is not None and access is not Access.ADMINISTRATOR else ""
+        )
         raise ApiError(403, "forbidden", f"user '{caller.name}' lacks {access.value} permission{target}{why}")
 
 

@@ -33,6 +33,7 @@ from aiohttp import web
 
 from api.app_keys import FORWARD_SESSION, METRICS, QUEUES, STATUS
 from api.auth import UnknownDestination, vouch
+from api.routing_revision import ROUTING_REVISION_HEADER
 from api.validation import bad, queue_name
 from cluster.errors import NotLeader, OutcomeUnknown, QueueNotFound
 from cluster.node_status import NodeStatus
@@ -47,6 +48,9 @@ _HOP_COUNTS = {str(hops): hops for hops in range(MAX_HOPS + 1)}  # what a node m
 FORWARD_TIMEOUT_S = 90.0
 LEADER_RECHECK_S = 0.1  # how often a pending forward compares its target with the leader known now
 NO_LEADER_WAIT_S = 2.0  # how long a request on a queue whose leader this node does not know waits for one
+PASSED_BACK = ("Retry-After", "Location", ROUTING_REVISION_HEADER)
+"""The headers of a forwarded request's answer the client hears: when to retry, what was created, and
+the routing revision a change was applied at."""
 
 T = TypeVar("T")
 QueueHandler = Callable[[web.Request, QueueDoor], Awaitable[web.StreamResponse]]
@@ -135,8 +139,9 @@ async def _proxy(
     async with session.request(request.method, url, data=data, headers=headers) as answer:
         body = await answer.read()
         response = web.Response(status=answer.status, body=body, content_type=answer.content_type)
-        if "Retry-After" in answer.headers:  # the leader says when to retry: the client hears it
-            response.headers["Retry-After"] = answer.headers["Retry-After"]
+        for name in PASSED_BACK:
+            if name in answer.headers:
+                response.headers[name] = answer.headers[name]
         return response
 
 

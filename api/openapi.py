@@ -31,6 +31,10 @@ PATH_PARAMETERS: dict[str, Schema] = {
     "task": {"type": "string", "minLength": 1},
     "node": {"type": "string", "minLength": 1},
     "file": {"type": "string", "minLength": 1},
+    "vhost": {"type": "string", "description": "a virtual host: `%2F` for `/`, the only one yet"},
+    "exchange": {"type": "string", "minLength": 1, "description": "`amq.default` for the default exchange"},
+    "destination": {"type": "string", "minLength": 1},
+    "props": {"type": "string", "description": "a binding's properties key"},
 }
 ERROR: Schema = {
     "type": "object",

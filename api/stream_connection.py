@@ -24,11 +24,13 @@ from api.consumer_options import ConsumerOptions
 from api.consumer_owners import own_consumer
 from api.error_answers import error_answer
 from api.errors import ApiError
+from api.exchange_publishing import exchange_to_publish, publish_to_exchange, require_publisher, route_fields
 from api.forwarding import NO_LEADER_WAIT_S, queue_route
 from api.limits import check_consumer_room
 from api.publish_job import publish_of
 from api.publishing import MAX_PEER_FORWARD_BYTES, publish_on_route
 from api.request_bodies import body_as
+from api.routing_revision import CATCH_UP_S, caught_up
 from api.settle_options import SETTLES, Touch, settle_options, touch_answer
 from api.stream_consumer import LEADER_MOVED, StreamConsumer
 from api.stream_frames import BadFrame, Frame
@@ -37,6 +39,7 @@ from api.validation import bad, check_queue_name, field_str
 from cluster.errors import NodeError, NotLeader, QueueNotFound
 from cluster.queues.queue_door import QueueDoor
 from cluster.steady_clock import steady_wall_ms
+from metadata_state.records import DEFAULT_VHOST
 
 log = logging.getLogger(__name__)
 
@@ -178,18 +181,52 @@ class StreamConnection:
     # -- operations ----------------------------------------------------------------------------------
 
     async def _publish(self, frame: Frame) -> bytes:
+        if "exchange" in frame.fields:
+            return await self._publish_to_exchange(frame)
         name = self._queue(frame, Access.WRITE)
-        if not self._publishing:  # told before its first answer
-            self._publishing = True
-            notice = self._alarm_notice()
-            if notice is not None:
-                await self._send(notice)
+        await self._first_publish()
         job = publish_of(frame.fields, self._app[CONFIG], self._app[WALL_MS]())
         route = await queue_route(self._app[QUEUES], self._app[STATUS], name)
         if route is not None and frame.size > MAX_PEER_FORWARD_BYTES:  # too large for the peer transport
             raise NotLeader(f"this node does not lead queue '{name}'", route.target)
         status, body = await publish_on_route(self._app, name, job, self._caller.name, 0, route)
         if status != 201:
+            return frames.error(frame.id, status, body)
+        return frames.answer("confirm", _id(frame), body)
+
+    async def _first_publish(self) -> None:
+        """Tell a connection of the alarms in effect before the answer to its first publish."""
+        if not self._publishing:
+            self._publishing = True
+            notice = self._alarm_notice()
+            if notice is not None:
+                await self._send(notice)
+
+    async def _publish_to_exchange(self, frame: Frame) -> bytes:
+        """A publish through an exchange (`exchange`, `routing_key`, `mandatory`, and the `vhost` and
+        `routing_revision` to wait for, if any): `confirm` with the routed answer once every target
+        committed its copy."""
+        fields = frame.fields
+        vhost = fields.pop("vhost", None) or DEFAULT_VHOST
+        name = fields.pop("exchange")
+        revision = fields.pop("routing_revision", None)
+        if not isinstance(name, str) or vhost != DEFAULT_VHOST:
+            raise bad("exchange must be a string, in vhost '/'")
+        if revision is not None and not (type(revision) is int and revision >= 0):
+            raise bad("routing_revision must be a non-negative integer")
+        metadata = self._app[METADATA]
+        if revision is not None and not await caught_up(metadata, revision, CATCH_UP_S):
+            raise ApiError(
+                503, "metadata_behind", f"this node has not applied routing revision {revision} yet"
+            )
+        if exchange_to_publish(metadata, vhost, name) is None:
+            raise ApiError(404, "not_found", f"no exchange '{name}' in vhost '{vhost}'")
+        routing_key, mandatory = route_fields(fields)
+        require_publisher(self._standing.current(), name, routing_key)
+        await self._first_publish()
+        job = publish_of(fields, self._app[CONFIG], self._app[WALL_MS]())
+        status, body = await publish_to_exchange(self._app, vhost, name, routing_key, job, mandatory)
+        if status >= 300:
             return frames.error(frame.id, status, body)
         return frames.answer("confirm", _id(frame), body)
 

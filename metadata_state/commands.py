@@ -200,6 +200,72 @@ class ClearPolicy:
         _check_bool("operator", self.operator)
 
 
+@dataclass(frozen=True, slots=True)
+class DeclareExchange:
+    """Declare exchange `exchange` of vhost `vhost` (checked by the proposer:
+    `cluster.routing.exchange_checks`; metadata codec version 4)."""
+
+    vhost: str
+    exchange: str
+    type: str
+    durable: bool
+    auto_delete: bool
+    internal: bool
+    arguments: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        _check_strings(self, "vhost", "exchange", "type")
+        for name in ("durable", "auto_delete", "internal"):
+            _check_bool(name, getattr(self, name))
+        _check_arguments(self.arguments)
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteExchange:
+    """Delete an exchange and every binding from or to it; with `if_unused`, only while it is the source
+    of no binding."""
+
+    vhost: str
+    exchange: str
+    if_unused: bool = False
+
+    def __post_init__(self) -> None:
+        _check_strings(self, "vhost", "exchange")
+        _check_bool("if_unused", self.if_unused)
+
+
+@dataclass(frozen=True, slots=True)
+class Bind:
+    """Bind exchange `source` to the queue or exchange (`destination_type`) `destination`."""
+
+    vhost: str
+    source: str
+    destination: str
+    destination_type: str
+    routing_key: str
+    arguments: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        _check_strings(self, "vhost", "source", "destination", "destination_type", "routing_key")
+        _check_arguments(self.arguments)
+
+
+@dataclass(frozen=True, slots=True)
+class Unbind:
+    """Remove the binding a `Bind` with these fields made."""
+
+    vhost: str
+    source: str
+    destination: str
+    destination_type: str
+    routing_key: str
+    arguments: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        _check_strings(self, "vhost", "source", "destination", "destination_type", "routing_key")
+        _check_arguments(self.arguments)
+
+
 Command: TypeAlias = (
     RegisterNode
     | ForgetNode
@@ -213,6 +279,10 @@ Command: TypeAlias = (
     | SetPermissions
     | SetPolicy
     | ClearPolicy
+    | DeclareExchange
+    | DeleteExchange
+    | Bind
+    | Unbind
 )
 
 

@@ -1,7 +1,10 @@
-"""What the metadata holds: the nodes of the cluster, the declared queues, the users, the policies."""
+"""What the metadata holds: the nodes of the cluster, the declared queues, the users, the policies, the
+exchanges and their bindings."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,3 +102,69 @@ class PolicySet:
 
     user: tuple[PolicyRecord, ...] = ()
     operator: tuple[PolicyRecord, ...] = ()
+
+
+DEFAULT_VHOST = "/"
+"""The one virtual host until vhosts land (docs/internals/design-routing.md, slice 1)."""
+EXCHANGE_TYPES = ("direct", "fanout", "topic", "headers")
+BUILTIN_EXCHANGES = {
+    "amq.direct": "direct",
+    "amq.fanout": "fanout",
+    "amq.topic": "topic",
+    "amq.headers": "headers",
+    "amq.match": "headers",
+}
+"""The exchanges every vhost has without a declare, as RabbitMQ's (the default exchange, "", routes by
+queue name and takes no bindings)."""
+QUEUE_DESTINATION = "queue"
+EXCHANGE_DESTINATION = "exchange"
+
+
+@dataclass
+class ExchangeRecord:
+    """A declared exchange: its `type` (one of EXCHANGE_TYPES) and RabbitMQ's flags; `arguments` may
+    name an `alternate-exchange` for what it cannot route. An exchange is replicated whether `durable` or
+    not (the flag is kept for the clients that declare it); an `auto_delete` one goes once its last
+    binding as a source does; an `internal` one takes publishes only from other exchanges."""
+
+    vhost: str
+    name: str
+    type: str
+    durable: bool = True
+    auto_delete: bool = False
+    internal: bool = False
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BindingRecord:
+    """A binding from exchange `source` to a queue or exchange (`destination_type`) `destination`, with a
+    routing key and arguments (a headers binding's tests). Two binds with the same `key` are one binding."""
+
+    vhost: str
+    source: str
+    destination: str
+    destination_type: str
+    routing_key: str
+    arguments: dict[str, Any] = field(default_factory=dict, hash=False)
+
+    @property
+    def properties_key(self) -> str:
+        """RabbitMQ's name for the binding among those of its source and destination: the routing key,
+        followed by `~` and a digest of the arguments when it has any; `~` alone for neither (a path
+        segment cannot be empty). Two bindings may share one only when a routing key itself contains
+        `~` (`key`, not this, tells bindings apart)."""
+        if not self.arguments:
+            return self.routing_key or "~"
+        return f"{self.routing_key}~{self._arguments_digest}"
+
+    @property
+    def key(self) -> tuple[str, str, str, str, str, str]:
+        """What identifies the binding: its vhost, source, destination, routing key and arguments."""
+        digest = self._arguments_digest if self.arguments else ""
+        return (self.vhost, self.source, self.destination_type, self.destination, self.routing_key, digest)
+
+    @property
+    def _arguments_digest(self) -> str:
+        canonical = json.dumps(self.arguments, sort_keys=True, separators=(",", ":"), default=repr)
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]

@@ -59,4 +59,11 @@ class Invalid:
     reason: str
 
 
-Reply: TypeAlias = Ok | Created | Updated | Exists | Conflict | Stale | NotFound | Invalid
+@dataclass(frozen=True, slots=True)
+class InUse:
+    """An exchange deleted `if_unused` is still the source of a binding; nothing changed."""
+
+    reason: str
+
+
+Reply: TypeAlias = Ok | Created | Updated | Exists | Conflict | Stale | NotFound | Invalid | InUse

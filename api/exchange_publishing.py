@@ -1,0 +1,140 @@
+"""A publish to an exchange: routed on the node the client called, from the metadata it applied
+(`RoutingTable`), then published to each target queue the way a publish to that queue is
+(`publish_routed`: here when this node leads it, else over the peer transport), all at once.
+
+The answer is RabbitMQ's confirm: 201 once every target queue committed its copy. Each copy carries the
+publisher's `publisher` and `seq`, so a retry after a partial failure enqueues only the copies that were
+missing (each queue deduplicates them). A copy goes to a queue's leader for the node itself
+(`NODE_PRINCIPAL`): the caller's right to write to the exchange was checked here, and RabbitMQ asks no
+more of a publisher than that.
+
+Messages that reach no queue are dropped, or with `mandatory` reported: listed in `"unroutable"` and
+answered 200 instead of 201 (the others were published).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from aiohttp import web
+
+from api.access import Access, Principal
+from api.app_keys import METADATA
+from api.auth import require
+from api.error_answers import error_answer
+from api.errors import ApiError
+from api.publish_job import PublishJob
+from api.publishing import Answer, publish_routed
+from api.validation import is_utf8
+from cluster.metadata.metadata_view import MetadataView
+from cluster.security.peer_auth import NODE_PRINCIPAL
+from metadata_state.records import DEFAULT_VHOST, ExchangeRecord
+
+DEFAULT_EXCHANGE = ExchangeRecord(DEFAULT_VHOST, "", "direct")
+"""The default exchange: it routes a message to the queue its routing key names."""
+
+
+async def publish_to_exchange(
+    app: web.Application,
+    vhost: str,
+    exchange: str,
+    routing_key: str,
+    job: PublishJob,
+    mandatory: bool,
+    hops: int = 0,
+) -> Answer:
+    """Route each message of `job` from `exchange` (known here, not internal, the caller's right to
+    write to it checked) by `routing_key` and its headers, and publish its copies: the status and body of
+    the answer. Every target's own answer is kept under `"routed"`; a target that failed makes the
+    answer its error (the first in name order), with the copies that were confirmed beside it."""
+    metadata = app[METADATA]
+    table = metadata.routing_table
+    known = metadata.queues.__contains__
+    positions: dict[str, list[int]] = {}
+    unroutable: list[int] = []
+    for position, (message, _expiration) in enumerate(job.messages):
+        targets = table.route(vhost, exchange, routing_key, message.headers, known)
+        if not targets:
+            unroutable.append(position)
+        for queue in targets:
+            positions.setdefault(queue, []).append(position)
+    queues = sorted(positions)
+    answers = await asyncio.gather(
+        *(_publish_copies(app, queue, _part(job, positions[queue]), hops) for queue in queues)
+    )
+    routed: dict[str, dict[str, Any]] = {}
+    failed: dict[str, tuple[int, dict[str, Any]]] = {}
+    for queue, (status, body) in zip(queues, answers, strict=True):
+        if status >= 300:
+            failed[queue] = (status, body)
+            continue
+        if len(positions[queue]) < len(job.messages):
+            body = {**body, "positions": positions[queue]}
+        routed[queue] = body
+    if failed:
+        queue = min(failed)
+        status, error = failed[queue]
+        others = {name: body for name, (_, body) in failed.items() if name != queue}
+        return status, {**error, "queue": queue, "routed": routed, "failed": others}
+    answer: dict[str, Any] = {"routed": routed}
+    if unroutable:
+        answer["unroutable"] = unroutable
+    return (200 if mandatory and unroutable else 201), answer
+
+
+async def _publish_copies(app: web.Application, queue: str, job: PublishJob, hops: int) -> Answer:
+    try:
+        return await publish_routed(app, queue, job, NODE_PRINCIPAL, hops)
+    except Exception as exc:  # answered per queue: one target's failure is not the others'
+        return error_answer(app, exc, f"a publish routed to queue '{queue}'")
+
+
+def _part(job: PublishJob, positions: Sequence[int]) -> PublishJob:
+    """The messages of `job` at `positions`, with their delays and priorities."""
+    if len(positions) == len(job.messages):
+        return job
+    return replace(
+        job,
+        messages=[job.messages[p] for p in positions],
+        delays=None if job.delays is None else _picked(job.delays, positions),
+        priorities=None if job.priorities is None else _picked(job.priorities, positions),
+    )
+
+
+def _picked(values: Sequence[Any], positions: Sequence[int]) -> list[Any]:
+    return [values[p] for p in positions]
+
+
+def exchange_to_publish(metadata: MetadataView, vhost: str, name: str) -> ExchangeRecord | None:
+    """The exchange a publish names ("" the default one), None when this node knows no such exchange; 403
+    for an internal exchange, which takes publishes only from other exchanges."""
+    record = DEFAULT_EXCHANGE if name == "" else metadata.exchange(vhost, name)
+    if record is not None and record.internal:
+        raise ApiError(403, "forbidden", f"exchange '{name}' is internal: it takes publishes from exchanges")
+    return record
+
+
+def require_publisher(caller: Principal, exchange: str, routing_key: str) -> None:
+    """403 unless `caller` may write to `exchange`, or through the default exchange to the queue the
+    routing key names (as a publish to that queue asks)."""
+    if exchange:
+        require(caller, Access.WRITE, exchange, resource="exchange")
+    else:
+        require(caller, Access.WRITE, routing_key)
+
+
+def route_fields(body: dict[Any, Any]) -> tuple[str, bool]:
+    """Take `routing_key` (text, "" when left out) and `mandatory` (a boolean, false when left out) out
+    of a publish body to an exchange, leaving a publish body."""
+    routing_key = body.pop("routing_key", None)
+    mandatory = body.pop("mandatory", None)
+    if routing_key is None:
+        routing_key = ""
+    if not isinstance(routing_key, str) or not is_utf8(routing_key) or len(routing_key.encode()) > 255:
+        raise ApiError(400, "bad_request", "routing_key must be text of at most 255 bytes")
+    if mandatory is not None and not isinstance(mandatory, bool):
+        raise ApiError(400, "bad_request", "mandatory must be a boolean")
+    return routing_key, bool(mandatory)
