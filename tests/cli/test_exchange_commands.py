@@ -88,7 +88,7 @@ class FakeRouting:
 
     async def bind(self, request: web.Request) -> web.Response:
         body = await request.json()
-        key = body["routing_key"] + ("~digest" if body["arguments"] else "")
+        key = body["routing_key"] + "~digest" if body["arguments"] else body["routing_key"] or "~"
         binding = {
             "source": request.match_info["x"],
             "destination": request.match_info["d"],
