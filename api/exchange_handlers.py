@@ -17,17 +17,18 @@ from api.error_answers import passed_on_answer
 from api.errors import ApiError
 from api.exchange_publishing import (
     DEFAULT_EXCHANGE,
-    exchange_to_publish,
+    exchange_known,
     publish_to_exchange,
     require_publisher,
     route_fields,
+    unknown_exchange,
 )
 from api.forwarding import forward, hops_of, on_meta_leader
 from api.json_codec import json_answer
 from api.publish_job import PublishBody, publish_of
 from api.request_bodies import RequestBody, read_body_as
 from api.routing_names import exchange_of, require_read_everywhere, upgrade_refused, vhost_of
-from api.routing_revision import await_revision, with_revision
+from api.routing_revision import await_revision, revision_of, with_revision
 from api.validation import bad, publish_object, query_flag
 from cluster.routing.exchange_checks import (
     RoutingError,
@@ -243,12 +244,11 @@ def _refused(reply: object) -> ApiError:
 async def publish(request: web.Request) -> web.StreamResponse:
     """POST /api/exchanges/{vhost}/{exchange}/publish."""
     vhost, name = vhost_of(request), exchange_of(request)
-    await await_revision(request)
     status = request.app[STATUS]
-    if exchange_to_publish(request.app[METADATA], vhost, name) is None:
+    if not await exchange_known(request.app[METADATA], vhost, name, revision_of(request)):
         if status.meta_leader() not in (None, status.name):  # it may know what this node has not applied
             return await forward(request, status.meta_leader(), status.meta_leader)
-        raise ApiError(404, "not_found", f"no exchange '{name}' in vhost '{vhost}'")
+        raise unknown_exchange(vhost, name)
     body = await publish_object(request)
     routing_key, mandatory = route_fields(body)
     require_publisher(principal(request), name, routing_key)

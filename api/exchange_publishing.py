@@ -28,6 +28,7 @@ from api.error_answers import error_answer
 from api.errors import ApiError
 from api.publish_job import PublishJob
 from api.publishing import Answer, publish_routed
+from api.routing_revision import applied_revision
 from api.validation import is_utf8
 from cluster.metadata.metadata_view import MetadataView
 from cluster.security.peer_auth import NODE_PRINCIPAL
@@ -108,13 +109,20 @@ def _picked(values: Sequence[Any], positions: Sequence[int]) -> list[Any]:
     return [values[p] for p in positions]
 
 
-def exchange_to_publish(metadata: MetadataView, vhost: str, name: str) -> ExchangeRecord | None:
-    """The exchange a publish names ("" the default one), None when this node knows no such exchange; 403
-    for an internal exchange, which takes publishes only from other exchanges."""
+async def exchange_known(metadata: MetadataView, vhost: str, name: str, revision: int | None) -> bool:
+    """Whether this node knows the exchange a publish names ("" the default one), once it applied the
+    routing `revision` the publisher saw (503 `metadata_behind` after a while without it); 403 for an
+    internal exchange, which takes publishes only from other exchanges."""
+    await applied_revision(metadata, revision)
     record = DEFAULT_EXCHANGE if name == "" else metadata.exchange(vhost, name)
     if record is not None and record.internal:
         raise ApiError(403, "forbidden", f"exchange '{name}' is internal: it takes publishes from exchanges")
-    return record
+    return record is not None
+
+
+def unknown_exchange(vhost: str, name: str) -> ApiError:
+    """The answer to a publish through an exchange nobody declared."""
+    return ApiError(404, "not_found", f"no exchange '{name}' in vhost '{vhost}'")
 
 
 def require_publisher(caller: Principal, exchange: str, routing_key: str) -> None:

@@ -24,18 +24,28 @@ def with_revision(response: web.StreamResponse, metadata: MetadataView) -> web.S
 
 
 async def await_revision(request: web.Request) -> None:
-    """Return once this node applied the routing revision the request names (at once when it names
-    none); 400 for one that is no number, 503 `metadata_behind` after CATCH_UP_S without it."""
+    """Return once this node applied the routing revision the request names (`revision_of`)."""
+    await applied_revision(request.app[METADATA], revision_of(request))
+
+
+def revision_of(request: web.Request) -> int | None:
+    """The routing revision the request names, None for none; 400 for one that is no number."""
     raw = request.headers.get(ROUTING_REVISION_HEADER)
     if raw is None:
-        return
+        return None
     if not raw.isdigit() or len(raw) > 19:
         raise ApiError(400, "bad_request", f"{ROUTING_REVISION_HEADER} must be a non-negative integer")
-    if not await caught_up(request.app[METADATA], int(raw), CATCH_UP_S):
+    return int(raw)
+
+
+async def applied_revision(metadata: MetadataView, revision: int | None) -> None:
+    """Return once this node applied routing `revision` (at once for None); 503 `metadata_behind` after
+    CATCH_UP_S without it."""
+    if revision is not None and not await caught_up(metadata, revision, CATCH_UP_S):
         raise ApiError(
             503,
             "metadata_behind",
-            f"this node has not applied routing revision {raw} yet; try again, or another node",
+            f"this node has not applied routing revision {revision} yet; try again, or another node",
         )
 
 

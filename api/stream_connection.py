@@ -24,13 +24,18 @@ from api.consumer_options import ConsumerOptions
 from api.consumer_owners import own_consumer
 from api.error_answers import error_answer
 from api.errors import ApiError
-from api.exchange_publishing import exchange_to_publish, publish_to_exchange, require_publisher, route_fields
+from api.exchange_publishing import (
+    exchange_known,
+    publish_to_exchange,
+    require_publisher,
+    route_fields,
+    unknown_exchange,
+)
 from api.forwarding import NO_LEADER_WAIT_S, queue_route
 from api.limits import check_consumer_room
 from api.publish_job import publish_of
 from api.publishing import MAX_PEER_FORWARD_BYTES, publish_on_route
 from api.request_bodies import body_as
-from api.routing_revision import CATCH_UP_S, caught_up
 from api.settle_options import SETTLES, Touch, settle_options, touch_answer
 from api.stream_consumer import LEADER_MOVED, StreamConsumer
 from api.stream_frames import BadFrame, Frame
@@ -214,13 +219,8 @@ class StreamConnection:
             raise bad("exchange must be a string, in vhost '/'")
         if revision is not None and not (type(revision) is int and revision >= 0):
             raise bad("routing_revision must be a non-negative integer")
-        metadata = self._app[METADATA]
-        if revision is not None and not await caught_up(metadata, revision, CATCH_UP_S):
-            raise ApiError(
-                503, "metadata_behind", f"this node has not applied routing revision {revision} yet"
-            )
-        if exchange_to_publish(metadata, vhost, name) is None:
-            raise ApiError(404, "not_found", f"no exchange '{name}' in vhost '{vhost}'")
+        if not await exchange_known(self._app[METADATA], vhost, name, revision):
+            raise unknown_exchange(vhost, name)
         routing_key, mandatory = route_fields(fields)
         require_publisher(self._standing.current(), name, routing_key)
         await self._first_publish()

@@ -31,8 +31,12 @@ from api.app_keys import CALLER, CONFIG, FORWARD_SESSION, METADATA, QUEUES, STAT
 from api.auth import require, vouched_principal
 from api.consumer_options import MAX_PREFETCH
 from api.error_answers import error_answer
-from api.errors import ApiError
-from api.exchange_publishing import exchange_to_publish, publish_to_exchange, require_publisher
+from api.exchange_publishing import (
+    exchange_known,
+    publish_to_exchange,
+    require_publisher,
+    unknown_exchange,
+)
 from api.forwarding import queue_route
 from api.publish_job import PublishJob, publish_of
 from api.publishing import publish_on_route
@@ -221,11 +225,8 @@ class NodeCalls:
         app = self._app
         try:
             metadata = app[METADATA]
-            revision = self.routing_revision
-            if not await caught_up(metadata, revision, CATCH_UP_S):
-                raise ApiError(503, "metadata_behind", f"routing revision {revision} is not applied here yet")
-            if exchange_to_publish(metadata, DEFAULT_VHOST, exchange) is None:
-                raise ApiError(404, "not_found", f"no exchange '{exchange}' in vhost '{DEFAULT_VHOST}'")
+            if not await exchange_known(metadata, DEFAULT_VHOST, exchange, self.routing_revision):
+                raise unknown_exchange(DEFAULT_VHOST, exchange)
             require_publisher(vouched_principal(app[CONFIG], metadata, self.user), exchange, routing_key)
             job = self._job(messages, publisher, seq)
             return await publish_to_exchange(app, DEFAULT_VHOST, exchange, routing_key, job, mandatory)
