@@ -16,6 +16,7 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from api.exchange_publishing import publish_to_exchange
 from api.publish_job import PublishJob
 from api.publishing import publish_routed
 from cluster.errors import BadRequest, LogGap, NodeError, OutcomeUnknown, Refused, UnknownConsumer
@@ -25,18 +26,30 @@ from cluster.queues.queue_replica import QueueReplica
 from cluster.queues.queue_results import MessageRow, Outcome, Position
 from cluster.replication.proposals import MAX_OPERATION_BYTES
 from cluster.replication.stored_message import MESSAGE_ID_HEADER, StoredMessage
+from metadata_state.records import DEFAULT_VHOST
 from node_simulation.after_healing import AfterHealing
 from node_simulation.cluster_operator import Operator
+from node_simulation.exchange_requests import bind, declare_exchange
 from node_simulation.history import Violation
 from node_simulation.request_errors import NodeUnreachable
 from node_simulation.requests import ClientRequests, GaveUp
-from node_simulation.workload import AUTO, PUBLISHED_TO, QUEUE_ARGUMENTS, STREAM, STRICT, ClientStats
+from node_simulation.workload import (
+    AUTO,
+    FANNED_TO,
+    FANOUT,
+    PUBLISHED_TO,
+    QUEUE_ARGUMENTS,
+    STREAM,
+    STRICT,
+    ClientStats,
+)
 
 if TYPE_CHECKING:
     from node_simulation.simulation import NodeSimulation
 
 PUBLISH_ATTEMPTS = 20
 OVERSIZED_SHARE = 0.004  # of publishes: one message larger than an operation between nodes may be
+FANOUT_SHARE = 0.15  # of publishes: through exchange `fan`, to every queue bound to it
 POLL_WAIT_S = 1.0
 GUEST = "guest"  # the loopback guest: the user a forwarded publish is made for
 DURABLE = "spark"  # the durable consumer's name
@@ -84,13 +97,20 @@ class Clients:
             async def declare(node: Node, queue: str = queue, arguments: dict[str, Any] = arguments) -> str:
                 return await node.directory.declare(queue, arguments, None)
 
-            while True:
-                try:
-                    await self.requests.ask(self.requests.node_for(None), declare)
-                    break
-                except (NodeError, ConnectionError, GaveUp):
-                    await self.requests.pause(0.5)
+            await self._until_done(declare)
+        await self._until_done(declare_exchange(FANOUT, "fanout"))
+        for queue in FANNED_TO:
+            await self._until_done(bind(FANOUT, queue))
         self.requests.declared.set()
+
+    async def _until_done(self, call: Callable[[Node], Awaitable[Any]]) -> None:
+        """`call` on any node (the metadata leader takes it) until one answers."""
+        while True:
+            try:
+                await self.requests.ask(self.requests.node_for(None), call)
+                return
+            except (NodeError, ConnectionError, GaveUp):
+                await self.requests.pause(0.5)
 
     async def _publisher(self, publisher: str) -> None:
         await self.requests.declared.wait()
@@ -102,6 +122,9 @@ class Clients:
                 await self._publish_oversized(queue, f"{publisher}/{seq}/oversized".encode())
                 continue
             bodies = [f"{publisher}/{seq}/{i}".encode() for i in range(self.requests.rng.randrange(1, 4))]
+            if self.requests.rng.random() < FANOUT_SHARE:
+                await self._publish_fanned(publisher, seq, bodies)
+                continue
             history = self.stats.histories[queue]
             history.maybe.update(bodies)
             messages = [(StoredMessage(body, _headers(queue, body), "utf8"), None) for body in bodies]
@@ -120,6 +143,35 @@ class Clients:
                     self.sim.stats.confirmed += len(bodies)
                     break
                 await self.requests.pause()
+            await self.requests.pause()
+
+    async def _publish_fanned(self, publisher: str, seq: int, bodies: list[bytes]) -> None:
+        """Publish through exchange `fan` on any node, with a seq (a retry enqueues only missing copies),
+        until every copy is confirmed: each confirmed copy goes into its queue's history, those of a
+        publish refused for another queue's sake included."""
+        for queue in FANNED_TO:
+            self.stats.histories[queue].maybe.update(bodies)
+        messages = [(StoredMessage(body, {}, "utf8"), None) for body in bodies]
+        job = PublishJob(messages, publisher, seq)
+
+        async def routed(node: Node) -> tuple[int, dict[str, Any]]:
+            return await publish_to_exchange(self.sim.app_of(node), DEFAULT_VHOST, FANOUT, "", job, False)
+
+        for _ in range(PUBLISH_ATTEMPTS):
+            try:
+                status, body = await self.requests.ask(
+                    self.requests.rng.choice(sorted(self.sim.nodes)), routed
+                )
+            except (NodeError, ConnectionError, GaveUp):
+                await self.requests.pause()
+                continue
+            for queue, answer in body.get("routed", {}).items():
+                if queue in FANNED_TO:
+                    self.stats.histories[queue].published(bodies, list(answer["ids"]))
+                    self.sim.stats.confirmed += len(bodies)
+            if status == 201:
+                self.stats.fanned_out += 1
+                return
             await self.requests.pause()
 
     async def _publish_oversized(self, queue: str, prefix: bytes) -> None:

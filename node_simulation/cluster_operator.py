@@ -17,8 +17,9 @@ from cluster.queues.policies import checked_policy, policy_version
 from cluster.queues.queue_door import QueueDoor
 from cluster.replication.stored_message import StoredMessage
 from metadata_state.codec import OPERATOR_POLICY_CODEC_VERSION, POLICY_CODEC_VERSION
+from node_simulation.exchange_requests import bind
 from node_simulation.requests import ClientRequests, GaveUp
-from node_simulation.workload import QUEUE_ARGUMENTS, ClientStats
+from node_simulation.workload import FANOUT, QUEUE_ARGUMENTS, ClientStats
 
 OPERATOR_CAP = 500
 """The operator policy's `max-unacked`: over the policy's cap of 100 or 1000, the smallest wins."""
@@ -99,7 +100,8 @@ class Operator:
         self.stats.leaders_moved += 1
 
     async def _scratch(self, queue: str) -> None:
-        """Declare a queue, publish to it, delete it: once deleted, no node may bring it back."""
+        """Declare a queue, bind it to exchange `fan`, publish to it, delete it: once deleted, no node may
+        bring it back, nor keep a binding to it."""
         self.stats.deleted.discard(queue)
 
         async def declare(node: Node) -> str:
@@ -116,6 +118,7 @@ class Operator:
 
         await self.requests.ask(self.requests.node_for(None), declare)
         with contextlib.suppress(NodeError, ConnectionError, GaveUp):
+            await self.requests.ask(self.requests.node_for(None), bind(FANOUT, queue))
             await self.requests.at_door(self.requests.node_for(queue), queue, publish)
             await self.requests.at_door(self.requests.node_for(queue), queue, purge)
         await self.requests.ask(

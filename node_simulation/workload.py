@@ -22,6 +22,11 @@ QUEUE_ARGUMENTS: dict[str, dict[str, Any]] = {  # declared in this order
     STREAM: {"x-quorum-initial-group-size": 3, "x-dedupe-window": 3_600_000},
 }
 PUBLISHED_TO = (STRICT, AUTO, STREAM)
+FANOUT = "fan"
+FANNED_TO = (STRICT, AUTO)
+"""The queues bound to exchange `fan` (and the operator's scratch queues, while they live): a publish
+through it is a copy in each, confirmed once each committed its copy, each recorded in that queue's
+history."""
 """Queue `strict` only ever has manual consumers and gets, so every message confirmed to it must be in it,
 in its dead-letter target or acknowledged at the end. Queue `auto` also has auto-ack gets and consumers,
 so a confirmed message may be missing only as many times as such a request went unanswered could have
@@ -45,6 +50,7 @@ class ClientStats:
     leaders_moved: int = 0
     filler_bytes: int = 0
     policies_changed: int = 0
+    fanned_out: int = 0  # publishes through exchange `fan` confirmed by every queue it reached
     # scratch queues whose delete was answered and that were not declared since
     deleted: set[str] = field(default_factory=set)
     stale_replicas: dict[str, list[str]] = field(default_factory=dict)  # queue -> non-members hosting it

@@ -88,7 +88,7 @@ def test_a_seed_replays_exactly() -> None:
 def test_faults_of_every_kind_happen() -> None:
     """Seven runs are as hostile as they claim: crashes, power losses, partitions, broken links, restarts,
     rollbacks to older builds, a spare node joining and forgotten, oversized publishes, forwarded
-    publishes, membership changes, leadership transfers and metadata between them, with work still
+    publishes, publishes fanned out through an exchange, membership changes, leadership transfers and metadata between them, with work still
     done. They run as the runner runs them (its fixed hash seed): in this process the counts depended
     on its own hash seed, and a leadership transfer (to a node drawn among all, member or not) happened
     in some and not in others."""
@@ -110,7 +110,14 @@ def test_faults_of_every_kind_happen() -> None:
     ):
         assert faults[kind], kind
     assert faults["confirmed"] > 500 and faults["delivered"] > 500
-    for kind in ("forwarded", "members_added", "members_removed", "leaders_moved", "abandoned_consumers"):
+    for kind in (
+        "forwarded",
+        "members_added",
+        "members_removed",
+        "leaders_moved",
+        "abandoned_consumers",
+        "fanned_out",
+    ):
         assert clients[kind], kind
     assert summary["most_filler_bytes"] > 2 << 20  # more metadata than one apply round
 
