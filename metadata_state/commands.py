@@ -39,6 +39,23 @@ def _check_arguments(value: object) -> None:
         raise InvalidCommand(f"arguments and definitions are maps with string keys, got {value!r}")
 
 
+def _check_routing_arguments(value: object) -> None:
+    """A map of JSON values with string keys at every depth: what a binding's key digests on every
+    replica (`BindingRecord.properties_key`)."""
+    _check_arguments(value)
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            if not all(type(key) is str for key in item):
+                raise InvalidCommand(f"routing arguments have string keys at every depth, got {value!r}")
+            pending.extend(item.values())
+        elif isinstance(item, list | tuple):
+            pending.extend(item)
+        elif item is not None and type(item) not in (str, int, float, bool):
+            raise InvalidCommand(f"routing arguments are JSON values, got {item!r}")
+
+
 @dataclass(frozen=True, slots=True)
 class RegisterNode:
     """Record a node's addresses and the incarnation (database) it runs from ("" when unknown)."""
@@ -217,7 +234,7 @@ class DeclareExchange:
         _check_strings(self, "vhost", "exchange", "type")
         for name in ("durable", "auto_delete", "internal"):
             _check_bool(name, getattr(self, name))
-        _check_arguments(self.arguments)
+        _check_routing_arguments(self.arguments)
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,7 +264,7 @@ class Bind:
 
     def __post_init__(self) -> None:
         _check_strings(self, "vhost", "source", "destination", "destination_type", "routing_key")
-        _check_arguments(self.arguments)
+        _check_routing_arguments(self.arguments)
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,7 +280,7 @@ class Unbind:
 
     def __post_init__(self) -> None:
         _check_strings(self, "vhost", "source", "destination", "destination_type", "routing_key")
-        _check_arguments(self.arguments)
+        _check_routing_arguments(self.arguments)
 
 
 Command: TypeAlias = (

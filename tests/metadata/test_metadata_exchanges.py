@@ -28,6 +28,7 @@ from metadata_state.commands import (
     DeclareExchange,
     Delete,
     DeleteExchange,
+    InvalidCommand,
     SetPolicy,
     Unbind,
 )
@@ -451,3 +452,19 @@ async def test_the_door_proposes_exchanges_and_bindings_once_every_node_reads_ve
     assert await door.unbind(binding) == Ok()
     assert await door.delete_exchange(V, "x", if_unused=True) == Ok()
     assert host.state.exchanges == {} and host.state.bindings == {}
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [{"h": {1: "a", "b": 2}}, {"h": [{"k": {2: 3}}]}, {"h": b"bytes"}, {"h": {"x", "y"}}],
+)
+def test_bind_arguments_are_json_values_all_the_way_down(arguments: dict[str, object]) -> None:
+    """A binding's arguments are digested into its key by every replica: a map with keys that are not
+    text at any depth (which no JSON digest sorts), or a value JSON has no form for, is refused when the
+    command is made, so it never reaches the log, where every replica would fail on it."""
+    with pytest.raises(InvalidCommand):
+        Bind("/", "x", "q", "queue", "", arguments)
+    with pytest.raises(InvalidCommand):
+        Unbind("/", "x", "q", "queue", "", arguments)
+    with pytest.raises(InvalidCommand):
+        DeclareExchange("/", "x", "direct", True, False, False, arguments)
