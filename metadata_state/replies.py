@@ -13,7 +13,7 @@ class Ok:
 
 @dataclass(frozen=True, slots=True)
 class Created:
-    """A queue (with its new group) or a user, or the user table, was created."""
+    """A queue (with its new group), a user, the user table, an exchange or a binding was created."""
 
     group: str | None = None
 
@@ -25,15 +25,15 @@ class Updated:
 
 @dataclass(frozen=True, slots=True)
 class Exists:
-    """Nothing to do: the queue (with its group) exists with the same arguments, or the user table was
-    initialised already."""
+    """Nothing to do: the queue (with its group) or exchange exists with the same arguments, the binding
+    exists, or the user table was initialised already."""
 
     group: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Conflict:
-    """The queue exists with other arguments (these)."""
+    """The queue or exchange exists with other arguments (these; an exchange's whole definition)."""
 
     arguments: dict[str, Any]
 
@@ -47,7 +47,8 @@ class Stale:
 
 @dataclass(frozen=True, slots=True)
 class NotFound:
-    """The node, queue (of that group) or user the command names does not exist; nothing changed."""
+    """The node, queue (of that group), user, exchange or binding the command names does not exist;
+    nothing changed."""
 
     reason: str
 
