@@ -2,6 +2,10 @@
 (`RoutingTable`), then published to each target queue the way a publish to that queue is
 (`publish_routed`: here when this node leads it, else over the peer transport), all at once.
 
+A copy routed through a named exchange keeps the exchange and its routing key in its headers
+(`routed_headers`: `x-amqp-exchange`, `x-amqp-routing-key`), as an AMQP message keeps them, for its
+consumers and for dead-lettering by its own routing key.
+
 The answer is RabbitMQ's confirm: 201 once every target queue committed its copy. Each copy carries the
 publisher's `publisher` and `seq`, so a retry after a partial failure enqueues only the copies that were
 missing (each queue deduplicates them). A copy goes to a queue's leader for the node itself
@@ -31,6 +35,7 @@ from api.publishing import Answer, publish_routed
 from api.routing_revision import applied_revision
 from api.validation import is_utf8
 from cluster.metadata.metadata_view import MetadataView
+from cluster.replication.stored_message import StoredMessage, routed_headers
 from cluster.security.peer_auth import NODE_PRINCIPAL
 from metadata_state.records import DEFAULT_VHOST, ExchangeRecord
 
@@ -63,6 +68,8 @@ async def publish_to_exchange(
         for queue in targets:
             positions.setdefault(queue, []).append(position)
     queues = sorted(positions)
+    if exchange:
+        job = _routed_through(job, exchange, routing_key)
     answers = await asyncio.gather(
         *(_publish_copies(app, queue, _part(job, positions[queue]), hops) for queue in queues)
     )
@@ -91,6 +98,15 @@ async def _publish_copies(app: web.Application, queue: str, job: PublishJob, hop
         return await publish_routed(app, queue, job, NODE_PRINCIPAL, hops)
     except Exception as exc:  # answered per queue: one target's failure is not the others'
         return error_answer(app, exc, f"a publish routed to queue '{queue}'")
+
+
+def _routed_through(job: PublishJob, exchange: str, routing_key: str) -> PublishJob:
+    """`job` with each message's headers naming the exchange and routing key it was routed by."""
+    messages = [
+        (StoredMessage(m.body, routed_headers(m.headers, exchange, routing_key), m.encoding), expiration)
+        for m, expiration in job.messages
+    ]
+    return replace(job, messages=messages)
 
 
 def _part(job: PublishJob, positions: Sequence[int]) -> PublishJob:

@@ -52,6 +52,7 @@ from api.amqp.reply_codes import (
     for_answer,
 )
 from cluster.queues.queue_results import MessageRow
+from cluster.replication.stored_message import published_route
 
 log = logging.getLogger(__name__)
 
@@ -378,12 +379,13 @@ class Channel:
                 rows = await self._node.poll(queue, tag, prefetch or MAX_BATCH, no_ack)
                 for row in rows:
                     delivery = next(self._tags)
+                    exchange, routing_key = published_route(row.headers, queue)
                     deliver = commands.Basic.Deliver(
                         consumer_tag=ctag,
                         delivery_tag=delivery,
                         redelivered=row.redelivered,
-                        exchange=DEFAULT_EXCHANGE,
-                        routing_key=queue,
+                        exchange=exchange,
+                        routing_key=routing_key,
                     )
                     frames = [deliver, *self._row_frames(row)]
                     if not no_ack:
@@ -433,11 +435,12 @@ class Channel:
             ready, _ = await self._node.counts(method.queue)
         except AmqpError:  # the message is taken: answer it, with a count not known
             ready = 0
+        exchange, routing_key = published_route(row.headers, method.queue)
         ok = commands.Basic.GetOk(
             delivery_tag=delivery,
             redelivered=row.redelivered,
-            exchange=DEFAULT_EXCHANGE,
-            routing_key=method.queue,
+            exchange=exchange,
+            routing_key=routing_key,
             message_count=ready,
         )
         await self._wire.send(self.number, [ok, *self._row_frames(row)])

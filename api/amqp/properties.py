@@ -5,7 +5,9 @@ its `priority` and `expiration` as the message's own fields, and its headers. Ev
 travels as a header named `x-amqp-<property>` (`x-amqp-content-type`, `x-amqp-message-id`, ...), so an
 HTTP or Python consumer sees it, and a message published over HTTP with such a header reaches an AMQP
 consumer with the property set. A delivery takes those headers back out into its properties and adds
-`x-delivery-count` once the message has failed a delivery, as RabbitMQ's quorum queues do.
+`x-delivery-count` once the message has failed a delivery, as RabbitMQ's quorum queues do; the named
+exchange and routing key a message was routed by (`x-amqp-exchange`, `x-amqp-routing-key`) go into
+its `basic.deliver` or `get-ok` instead (`published_route`).
 
 Header values are JSON values in quorumq. A field table's other types are converted on the way in and
 do not come back as they were: a byte array becomes its text when it is UTF-8, else base64 text; a
@@ -24,6 +26,7 @@ from pamqp import commands
 
 from api.amqp.reply_codes import PRECONDITION_FAILED, channel_error
 from cluster.queues.queue_results import MessageRow
+from cluster.replication.stored_message import ROUTE_HEADERS
 
 PROPERTY_PREFIX = "x-amqp-"
 DELIVERY_COUNT = "x-delivery-count"
@@ -77,10 +80,13 @@ def _expiration_ms(text: str) -> int:
 
 def delivery_properties(row: MessageRow) -> commands.Basic.Properties:
     """The properties of a delivered message: its headers but the `x-amqp-*` ones, which become the
-    properties they name, its priority, and `x-delivery-count` once it failed a delivery."""
+    properties they name (the exchange and routing key go into the method instead: `published_route`),
+    its priority, and `x-delivery-count` once it failed a delivery."""
     headers: dict[str, Any] = {}
     properties: dict[str, Any] = {}
     for key, value in row.headers.items():
+        if key in ROUTE_HEADERS:
+            continue
         name = _PROPERTY_OF.get(key)
         if name is None:
             headers[key] = _table_value(value)

@@ -90,6 +90,26 @@ def test_topic_bindings_match_one_word_with_star_and_any_words_with_hash(channel
     assert drained(channel, "topic-hash") == [b"orders.eu", b"orders.eu.paris", b"orders"]
 
 
+def test_a_delivery_names_the_exchange_and_routing_key_its_message_was_published_with(
+    channel: BlockingChannel,
+) -> None:
+    queues(channel, "routed-by")
+    channel.exchange_declare("routes", "topic")
+    channel.queue_bind("routed-by", "routes", "order.#")
+    channel.basic_publish("routes", "order.17.eu", b"o", pika.BasicProperties(headers={"tenant": "acme"}))
+    channel.basic_publish("", "routed-by", b"direct")
+    got, properties, _ = channel.basic_get("routed-by", auto_ack=True)
+    assert (got.exchange, got.routing_key, properties.headers) == (
+        "routes",
+        "order.17.eu",
+        {"tenant": "acme"},
+    )
+    for delivered, _, body in channel.consume("routed-by", auto_ack=True, inactivity_timeout=30):
+        assert (delivered.exchange, delivered.routing_key, body) == ("", "routed-by", b"direct")
+        break
+    channel.cancel()
+
+
 def test_headers_bindings_match_all_or_any_of_their_headers(channel: BlockingChannel) -> None:
     queues(channel, "headers-all", "headers-any")
     channel.exchange_declare("by-headers", "headers")

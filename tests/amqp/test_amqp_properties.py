@@ -12,6 +12,7 @@ from pamqp import commands
 from api.amqp.properties import delivery_properties, json_value, published_fields
 from api.amqp.reply_codes import PRECONDITION_FAILED, AmqpError
 from cluster.queues.queue_results import MessageRow
+from cluster.replication.stored_message import published_route, routed_headers
 
 STAMP = datetime.datetime(2026, 11, 29, 12, 0, tzinfo=datetime.UTC)
 
@@ -82,6 +83,30 @@ def test_a_property_header_of_the_wrong_type_set_over_http_is_left_out() -> None
         row({"x-amqp-timestamp": "yesterday", "x-amqp-delivery-mode": 7, "x-amqp-app-id": 5})
     )
     assert (got.timestamp, got.delivery_mode, got.app_id) == (None, None, None)
+
+
+def test_the_exchange_and_routing_key_a_message_was_routed_by_go_to_the_method_not_the_headers() -> None:
+    routed = routed_headers({"tenant": "acme"}, "events", "order.17.eu")
+    assert routed == {"tenant": "acme", "x-amqp-exchange": "events", "x-amqp-routing-key": "order.17.eu"}
+    assert published_route(routed, "eu-orders") == ("events", "order.17.eu")
+    assert delivery_properties(row(routed)).headers == {"tenant": "acme"}
+    by_name = routed_headers(routed, "", "dlq")  # the default exchange routes by the queue's name
+    assert by_name == {"tenant": "acme"} and published_route(by_name, "dlq") == ("", "dlq")
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"x-amqp-exchange": "events"},
+        {"x-amqp-exchange": "", "x-amqp-routing-key": "k"},
+        {"x-amqp-exchange": 5, "x-amqp-routing-key": "k"},
+        {"x-amqp-exchange": "events", "x-amqp-routing-key": "k" * 256},
+    ],
+)
+def test_route_headers_set_over_http_that_amqp_cannot_carry_read_as_the_queue_s_own(
+    headers: dict[str, object],
+) -> None:
+    assert published_route(headers, "jobs") == ("", "jobs")
 
 
 @pytest.mark.parametrize("expiration", ["-1", "1.5", "soon", "\uff11\uff12"])  # the last: fullwidth digits
