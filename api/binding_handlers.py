@@ -7,6 +7,7 @@ revision after them (`api.routing_revision`)."""
 from __future__ import annotations
 
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from aiohttp import web
 from msgspec import Meta
@@ -19,7 +20,7 @@ from api.errors import ApiError
 from api.forwarding import on_meta_leader
 from api.json_codec import json_answer
 from api.request_bodies import RequestBody, read_body_as
-from api.routing_names import exchange_of, require_read_everywhere, upgrade_refused, vhost_of
+from api.routing_names import MAX_ROUTING_KEY_BYTES, exchange_of, proposed, require_read_everywhere, vhost_of
 from api.routing_revision import await_revision, with_revision
 from api.validation import bad
 from cluster.routing.exchange_checks import RoutingError, checked_binding_arguments, checked_exchange_name
@@ -36,7 +37,7 @@ class Binding(RequestBody):
     """A binding's routing key and arguments (a headers binding's tests, with `x-match`)."""
 
     optional = True
-    routing_key: Annotated[str, Meta(max_length=255)] = ""
+    routing_key: Annotated[str, Meta(max_length=MAX_ROUTING_KEY_BYTES)] = ""
     arguments: dict[str, Any] = {}
 
 
@@ -178,11 +179,23 @@ async def get_binding(request: web.Request) -> web.StreamResponse:
 
 
 def _named(request: web.Request) -> BindingRecord:
+    """The one binding the path names; 409 when its properties key names several (a routing key with a
+    `~` in it can look like another binding's key and digest): none is picked for the caller."""
     props = request.match_info["props"]
-    found = next((b for b in _matching(request) if b.properties_key == props), None)
-    if found is None:
+    found = [b for b in _matching(request) if b.properties_key == props]
+    if not found:
         raise ApiError(404, "not_found", f"no binding '{props}' between these")
-    return found
+    if len(found) > 1:
+        raise ApiError(409, "ambiguous", f"'{props}' names {len(found)} bindings between these")
+    return found[0]
+
+
+def _location(binding: BindingRecord) -> str:
+    """The path of one binding, each segment percent-encoded (a routing key may hold any character)."""
+    kind = "q" if binding.destination_type == QUEUE_DESTINATION else "e"
+    segments = (binding.vhost, binding.source, binding.destination, binding.properties_key)
+    vhost, source, destination, props = (quote(segment, safe="") for segment in segments)
+    return f"{BINDINGS}/{vhost}/e/{source}/{kind}/{destination}/{props}"
 
 
 @route(
@@ -190,7 +203,7 @@ def _named(request: web.Request) -> BindingRecord:
     TO_QUEUE,
     access=Access.WRITE,
     summary="bind an exchange to a queue",
-    responses={"201": "bound (Location names the binding)", "404": "no such exchange or queue"},
+    responses={"201": "bound (Location is the binding's path)", "404": "no such exchange or queue"},
     body=Binding,
     about=(
         '`{"routing_key", "arguments"}`: needs write permission on the queue and read permission on '
@@ -203,7 +216,7 @@ def _named(request: web.Request) -> BindingRecord:
     TO_EXCHANGE,
     access=Access.AUTHENTICATED,
     summary="bind an exchange to an exchange",
-    responses={"201": "bound (Location names the binding)", "404": "no such exchange"},
+    responses={"201": "bound (Location is the binding's path)", "404": "no such exchange"},
     body=Binding,
     about="as a binding to a queue; needs write permission on the destination and read on the source",
 )
@@ -215,6 +228,8 @@ async def bind(request: web.Request) -> web.StreamResponse:
     require(caller, Access.WRITE, destination, resource=kind)
     require(caller, Access.READ, source, resource="exchange")
     given = await read_body_as(request, Binding)
+    if len(given.routing_key.encode()) > MAX_ROUTING_KEY_BYTES:
+        raise bad(f"routing_key is at most {MAX_ROUTING_KEY_BYTES} bytes of UTF-8")
     exchange = request.app[METADATA].exchange(vhost, source)
     if exchange is None:
         raise ApiError(404, "not_found", f"no exchange '{source}' in vhost '{vhost}'")
@@ -224,16 +239,13 @@ async def bind(request: web.Request) -> web.StreamResponse:
         raise bad(str(exc)) from exc
     require_read_everywhere(request)
     binding = BindingRecord(vhost, source, destination, kind, given.routing_key, arguments)
-    try:
-        reply = await request.app[METADATA_DOOR].bind(binding)
-    except ValueError as exc:  # a node said it reads an older codec since the check
-        raise upgrade_refused() from exc
+    reply = await proposed(request.app[METADATA_DOOR].bind(binding))
     if isinstance(reply, NotFound):
         raise ApiError(404, "not_found", reply.reason)
     if not isinstance(reply, (Created, Exists)):
         raise bad(getattr(reply, "reason", str(reply)))
     response = json_answer(binding_json(binding), status=201)
-    response.headers["Location"] = binding.properties_key
+    response.headers["Location"] = _location(binding)
     return with_revision(response, request.app[METADATA])
 
 
@@ -259,10 +271,7 @@ async def unbind(request: web.Request) -> web.StreamResponse:
     require(caller, Access.WRITE, binding.destination, resource=binding.destination_type)
     require(caller, Access.READ, binding.source, resource="exchange")
     require_read_everywhere(request)
-    try:
-        reply = await request.app[METADATA_DOOR].unbind(binding)
-    except ValueError as exc:
-        raise upgrade_refused() from exc
+    reply = await proposed(request.app[METADATA_DOOR].unbind(binding))
     if isinstance(reply, NotFound):
         raise ApiError(404, "not_found", reply.reason)
     return with_revision(web.Response(status=204), request.app[METADATA])

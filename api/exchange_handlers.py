@@ -27,7 +27,7 @@ from api.forwarding import forward, hops_of, on_meta_leader
 from api.json_codec import json_answer
 from api.publish_job import PublishBody, publish_of
 from api.request_bodies import RequestBody, read_body_as
-from api.routing_names import exchange_of, require_read_everywhere, upgrade_refused, vhost_of
+from api.routing_names import exchange_of, proposed, require_read_everywhere, vhost_of
 from api.routing_revision import await_revision, revision_of, with_revision
 from api.validation import bad, publish_object, query_flag
 from cluster.routing.exchange_checks import (
@@ -36,6 +36,7 @@ from cluster.routing.exchange_checks import (
     checked_exchange_type,
     is_reserved,
 )
+from cluster.routing.routing_table import ALTERNATE_EXCHANGE
 from metadata_state.records import BUILTIN_EXCHANGES, DEFAULT_VHOST, ExchangeRecord
 from metadata_state.replies import Conflict, Created, Exists, InUse, Invalid, NotFound
 
@@ -157,15 +158,18 @@ async def declare_exchange(request: web.Request) -> web.StreamResponse:
         arguments = checked_exchange_arguments(given.arguments)
     except RoutingError as exc:
         raise bad(str(exc)) from exc
+    alternate = arguments.get(ALTERNATE_EXCHANGE)
+    if isinstance(alternate, str):  # what it cannot route goes there: RabbitMQ's rights for that
+        require(principal(request), Access.READ, name, " to give it an alternate exchange", "exchange")
+        require(principal(request), Access.WRITE, alternate, " to make it an alternate exchange", "exchange")
     if is_reserved(name) and BUILTIN_EXCHANGES.get(name) != kind:
         raise ApiError(403, "forbidden", f"exchange names starting with 'amq.' are reserved ('{name}')")
     require_read_everywhere(request)
-    try:
-        reply = await request.app[METADATA_DOOR].declare_exchange(
+    reply = await proposed(
+        request.app[METADATA_DOOR].declare_exchange(
             vhost, name, kind, given.durable, given.auto_delete, given.internal, arguments
         )
-    except ValueError as exc:  # a node said it reads an older codec since the check
-        raise upgrade_refused() from exc
+    )
     metadata = request.app[METADATA]
     if isinstance(reply, Created):
         return with_revision(json_answer({"exchange": name, "vhost": vhost}, status=201), metadata)
@@ -198,10 +202,7 @@ async def delete_exchange(request: web.Request) -> web.StreamResponse:
         raise ApiError(403, "forbidden", f"the built-in exchange '{name}' cannot be deleted")
     require_read_everywhere(request)
     if_unused = query_flag(request, "if-unused") or query_flag(request, "if_unused")
-    try:
-        reply = await request.app[METADATA_DOOR].delete_exchange(vhost, name, if_unused)
-    except ValueError as exc:
-        raise upgrade_refused() from exc
+    reply = await proposed(request.app[METADATA_DOOR].delete_exchange(vhost, name, if_unused))
     if isinstance(reply, InUse):
         raise ApiError(409, "precondition_failed", reply.reason)
     if isinstance(reply, (NotFound, Invalid)):
@@ -244,14 +245,14 @@ def _refused(reply: object) -> ApiError:
 async def publish(request: web.Request) -> web.StreamResponse:
     """POST /api/exchanges/{vhost}/{exchange}/publish."""
     vhost, name = vhost_of(request), exchange_of(request)
+    body = await publish_object(request)
+    routing_key, mandatory = route_fields(body)
+    require_publisher(principal(request), name, routing_key)  # first: a refused caller learns nothing more
     status = request.app[STATUS]
     if not await exchange_known(request.app[METADATA], vhost, name, revision_of(request)):
         if status.meta_leader() not in (None, status.name):  # it may know what this node has not applied
             return await forward(request, status.meta_leader(), status.meta_leader)
         raise unknown_exchange(vhost, name)
-    body = await publish_object(request)
-    routing_key, mandatory = route_fields(body)
-    require_publisher(principal(request), name, routing_key)
     job = publish_of(body, request.app[CONFIG], request.app[WALL_MS]())
     answer = await publish_to_exchange(
         request.app, vhost, name, routing_key, job, mandatory, hops_of(request)

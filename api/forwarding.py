@@ -118,6 +118,8 @@ async def forward(
         "Content-Type": request.headers.get("Content-Type", "application/json"),
         "Accept": request.headers.get("Accept", "application/json"),
     }
+    if ROUTING_REVISION_HEADER in request.headers:  # what the caller read, for the node it goes to
+        headers[ROUTING_REVISION_HEADER] = request.headers[ROUTING_REVISION_HEADER]
     session: aiohttp.ClientSession = request.app[FORWARD_SESSION]
     body, url = await request.read(), url + request.path_qs
     request.app[METRICS].forwarded.labels("http").inc()

@@ -3,6 +3,8 @@ changes."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from aiohttp import web
 
 from api.app_keys import FORMATS
@@ -10,8 +12,12 @@ from api.errors import ApiError
 from api.validation import bad
 from cluster.routing.exchange_checks import RoutingError, checked_exchange_name
 from metadata_state.codec import EXCHANGE_CODEC_VERSION
+from metadata_state.commands import InvalidCommand
 from metadata_state.records import DEFAULT_VHOST
+from metadata_state.replies import Reply
 
+MAX_ROUTING_KEY_BYTES = 255
+"""AMQP's short string: the longest routing key, in bytes of UTF-8."""
 DEFAULT_EXCHANGE_PATH_NAME = "amq.default"
 """How RabbitMQ's management API names the default exchange ("") in a path."""
 
@@ -44,7 +50,15 @@ def require_read_everywhere(request: web.Request) -> None:
     request.app[FORMATS].require_metadata(EXCHANGE_CODEC_VERSION, "no exchanges")
 
 
-def upgrade_refused() -> ApiError:
-    """The answer to a routing change refused because a node said since the check that it reads an older
-    metadata codec."""
-    return ApiError(409, "upgrade_in_progress", "a node of the cluster reads no exchanges or bindings yet")
+async def proposed(change: Awaitable[Reply]) -> Reply:
+    """The metadata's reply to a routing change: 400 for arguments no command takes (`InvalidCommand`:
+    too deep, too many values), 409 `upgrade_in_progress` when a node said since the check that it reads
+    an older metadata codec (the door cannot write the command)."""
+    try:
+        return await change
+    except InvalidCommand as exc:
+        raise bad(str(exc)) from exc
+    except ValueError as exc:
+        raise ApiError(
+            409, "upgrade_in_progress", "a node of the cluster reads no exchanges or bindings yet"
+        ) from exc

@@ -39,21 +39,34 @@ def _check_arguments(value: object) -> None:
         raise InvalidCommand(f"arguments and definitions are maps with string keys, got {value!r}")
 
 
+MAX_ARGUMENT_DEPTH = 16
+"""How deep an exchange's or binding's arguments may nest (a map or list in another counts one more)."""
+MAX_ARGUMENT_VALUES = 1024
+"""How many values (keys, elements and scalars) an exchange's or binding's arguments may hold."""
+
+
 def _check_routing_arguments(value: object) -> None:
-    """A map of JSON values with string keys at every depth: what a binding's key digests on every
-    replica (`BindingRecord.properties_key`)."""
+    """A map of JSON values with string keys at every depth, at most MAX_ARGUMENT_DEPTH deep and of
+    MAX_ARGUMENT_VALUES values: what a binding's key digests, and a snapshot encodes, on every replica."""
     _check_arguments(value)
-    pending = [value]
+    pending: list[tuple[object, int]] = [(value, 1)]
+    values = 0
     while pending:
-        item = pending.pop()
+        item, depth = pending.pop()
+        values += 1
+        if depth > MAX_ARGUMENT_DEPTH:
+            raise InvalidCommand(f"routing arguments nest at most {MAX_ARGUMENT_DEPTH} deep")
+        if values > MAX_ARGUMENT_VALUES:
+            raise InvalidCommand(f"routing arguments hold at most {MAX_ARGUMENT_VALUES} values")
         if isinstance(item, dict):
             if not all(type(key) is str for key in item):
-                raise InvalidCommand(f"routing arguments have string keys at every depth, got {value!r}")
-            pending.extend(item.values())
+                raise InvalidCommand("routing arguments have string keys at every depth")
+            values += len(item)
+            pending.extend((child, depth + 1) for child in item.values())
         elif isinstance(item, list | tuple):
-            pending.extend(item)
+            pending.extend((child, depth + 1) for child in item)
         elif item is not None and type(item) not in (str, int, float, bool):
-            raise InvalidCommand(f"routing arguments are JSON values, got {item!r}")
+            raise InvalidCommand(f"routing arguments are JSON values, got {type(item).__name__}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,8 @@ from metadata_state.commands import (
     DeclareExchange,
     Delete,
     DeleteExchange,
+    MAX_ARGUMENT_DEPTH,
+    MAX_ARGUMENT_VALUES,
     InvalidCommand,
     SetPolicy,
     Unbind,
@@ -468,3 +470,22 @@ def test_bind_arguments_are_json_values_all_the_way_down(arguments: dict[str, ob
         Unbind("/", "x", "q", "queue", "", arguments)
     with pytest.raises(InvalidCommand):
         DeclareExchange("/", "x", "direct", True, False, False, arguments)
+
+
+def test_routing_arguments_nested_past_the_limit_are_refused() -> None:
+    """Review finding (deep arguments): an exchange declared with arguments nested hundreds of levels deep
+    passed every check, and each node then failed making its metadata snapshot (a recursion past
+    Python's limit), again after every restart. Arguments deeper than MAX_ARGUMENT_DEPTH, or holding
+    more than MAX_ARGUMENT_VALUES values, are refused when the command is made; at the limit, the
+    snapshot round trip works."""
+    deep: object = "x"
+    for _ in range(MAX_ARGUMENT_DEPTH - 2):
+        deep = {"a": deep}
+    at_limit = {"nested": deep}  # the arguments, and 14 maps in them, and "x": 16 deep
+    with pytest.raises(InvalidCommand, match="deep"):
+        DeclareExchange("/", "x", "direct", True, False, False, {"too": at_limit})
+    with pytest.raises(InvalidCommand, match="values"):
+        Bind("/", "x", "q", "queue", "", {"many": list(range(MAX_ARGUMENT_VALUES))})
+    machine = MetadataMachine()
+    machine.apply(DeclareExchange("/", "x", "direct", True, False, False, at_limit))
+    assert decode_snapshot(encode_snapshot(machine)).exchanges == machine.exchanges

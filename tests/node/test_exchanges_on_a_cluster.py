@@ -157,6 +157,8 @@ async def test_refusals(cluster: ProcessCluster, http: Http) -> None:
         await client.declare("jobs")
         await client.put_user("writer", "s3cret-writer")
         await client.set_permissions("writer", write="^tasks$", read=".*")
+        await client.put_user("sneak", "s3cret-sneak")
+        await client.set_permissions("sneak", configure="^mine$", write="^mine$", read="^mine$")
     await http.call(0, "PUT", "/api/exchanges/%2F/tasks", {"type": "direct"})
     await http.call(0, "POST", "/api/bindings/%2F/e/tasks/q/jobs", {"routing_key": "run"})
     status, answer = await http.call(1, "PUT", "/api/exchanges/%2F/tasks", {"type": "topic"})
@@ -183,3 +185,46 @@ async def test_refusals(cluster: ProcessCluster, http: Http) -> None:
         assert status == 403, answer
         status, answer = await as_writer.call(0, "PUT", "/api/exchanges/%2F/mine", {"type": "fanout"})
         assert status == 403, answer
+
+    sneak = {"Authorization": basic_header("sneak", "s3cret-sneak")}
+    async with aiohttp.ClientSession(headers=sneak) as session:
+        as_sneak = Http(session, cluster.urls)
+        # review finding: an alternate exchange is where unroutable messages go, so making one needs write
+        # permission on it (RabbitMQ's rule), else a user could route into queues they cannot write to
+        declared = {"type": "direct", "arguments": {"alternate-exchange": "tasks"}}
+        status, answer = await as_sneak.call(0, "PUT", "/api/exchanges/%2F/mine", declared)
+        assert status == 403 and "alternate" in answer["reason"], answer
+        status, answer = await as_sneak.call(0, "PUT", "/api/exchanges/%2F/mine", {"type": "direct"})
+        assert status == 201, answer
+        # review finding: a caller without the right to publish learns nothing of an exchange
+        status, answer = await as_sneak.publish(1, "no-such", "", {"messages": [{"body": "z"}]})
+        assert status == 403, answer
+
+
+async def test_binding_names_are_paths_and_never_pick_among_several(
+    cluster: ProcessCluster, http: Http
+) -> None:
+    """Review findings: the answer to a bind named the binding by its raw properties key in `Location`,
+    which a routing key with a line break made an answer aiohttp refused to send (for a bind that was
+    committed); and a properties key that names two bindings (the routing keys "" and "~", each without
+    arguments, are both "~") made an unbind remove whichever came first. `Location` is now the binding's
+    percent-encoded path, and a properties key naming several bindings is refused with 409."""
+    async with Client(cluster.urls, timeout=30.0) as client:
+        await client.declare("lines")
+    await http.call(0, "PUT", "/api/exchanges/%2F/keys", {"type": "direct"})
+    async with http.session.post(
+        cluster.urls[1] + "/api/bindings/%2F/e/keys/q/lines", json={"routing_key": "a\nb"}
+    ) as answer:
+        assert answer.status == 201, await answer.text()
+        location = answer.headers["Location"]
+    assert location == "/api/bindings/%2F/e/keys/q/lines/a%0Ab"
+    status, found = await http.call(0, "GET", location)
+    assert status == 200 and found["routing_key"] == "a\nb", found
+
+    for key in ("", "~"):
+        status, _ = await http.call(2, "POST", "/api/bindings/%2F/e/keys/q/lines", {"routing_key": key})
+        assert status == 201
+    status, answer = await http.call(1, "DELETE", "/api/bindings/%2F/e/keys/q/lines/~")
+    assert status == 409 and answer["error"] == "ambiguous", answer
+    status, listed = await http.call(0, "GET", "/api/bindings/%2F/e/keys/q/lines")
+    assert sorted(b["routing_key"] for b in listed) == ["", "a\nb", "~"]
