@@ -16,7 +16,8 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from api.exchange_publishing import publish_to_exchange
+from api.app_keys import METADATA
+from api.exchange_publishing import exchange_known, publish_to_exchange
 from api.publish_job import PublishJob
 from api.publishing import publish_routed
 from cluster.errors import BadRequest, LogGap, NodeError, OutcomeUnknown, Refused, UnknownConsumer
@@ -155,7 +156,10 @@ class Clients:
         job = PublishJob(messages, publisher, seq)
 
         async def routed(node: Node) -> tuple[int, dict[str, Any]]:
-            return await publish_to_exchange(self.sim.app_of(node), DEFAULT_VHOST, FANOUT, "", job, False)
+            app = self.sim.app_of(node)
+            if not await exchange_known(app[METADATA], DEFAULT_VHOST, FANOUT, None):
+                return 404, {}  # this node has not applied the declare yet: as the edges answer
+            return await publish_to_exchange(app, DEFAULT_VHOST, FANOUT, "", job, False)
 
         for _ in range(PUBLISH_ATTEMPTS):
             try:
@@ -167,8 +171,9 @@ class Clients:
                 continue
             for queue, answer in body.get("routed", {}).items():
                 if queue in FANNED_TO:
-                    self.stats.histories[queue].published(bodies, list(answer["ids"]))
-                    self.sim.stats.confirmed += len(bodies)
+                    history = self.stats.histories[queue]
+                    self.sim.stats.confirmed += sum(body not in history.confirmed for body in bodies)
+                    history.published(bodies, list(answer["ids"]))
             if status == 201:
                 self.stats.fanned_out += 1
                 return

@@ -22,11 +22,6 @@ QUEUE_ARGUMENTS: dict[str, dict[str, Any]] = {  # declared in this order
     STREAM: {"x-quorum-initial-group-size": 3, "x-dedupe-window": 3_600_000},
 }
 PUBLISHED_TO = (STRICT, AUTO, STREAM)
-FANOUT = "fan"
-FANNED_TO = (STRICT, AUTO)
-"""The queues bound to exchange `fan` (and the operator's scratch queues, while they live): a publish
-through it is a copy in each, confirmed once each committed its copy, each recorded in that queue's
-history."""
 """Queue `strict` only ever has manual consumers and gets, so every message confirmed to it must be in it,
 in its dead-letter target or acknowledged at the end. Queue `auto` also has auto-ack gets and consumers,
 so a confirmed message may be missing only as many times as such a request went unanswered could have
@@ -35,6 +30,11 @@ taken (at most once allows losing what a failed request took, never what an answ
 must give the same message, and what it settled is gone. Queue `stream` also deduplicates by message id:
 every message published to it carries its body as its id, so its window is in every entry, snapshot and
 replay; no published queue may ever hold one body twice."""
+FANOUT = "fan"
+FANNED_TO = (STRICT, AUTO)
+"""The queues bound to exchange `fan` (and the operator's scratch queues, while they live): a publish
+through it is a copy in each, confirmed once each committed its copy, each recorded in that queue's
+history."""
 
 
 @dataclass
