@@ -62,7 +62,7 @@ async def publish_to_exchange(
     positions: dict[str, list[int]] = {}
     unroutable: list[int] = []
     for position, (message, _expiration) in enumerate(job.messages):
-        targets = table.route(vhost, exchange, routing_key, message.headers, known)
+        targets = table.route(vhost, exchange, routing_key, message.headers, message.body, known)
         if not targets:
             unroutable.append(position)
         for queue in targets:

@@ -9,7 +9,8 @@ import math
 import unicodedata
 from typing import Any
 
-from cluster.routing.headers_match import KINDS, MATCH
+from cluster.routing.content_filter import FILTER, FilterError, compile_filter
+from cluster.routing.headers_match import KINDS, MATCH, tested
 from cluster.routing.routing_table import ALTERNATE_EXCHANGE
 from metadata_state.records import EXCHANGE_TYPES
 
@@ -62,16 +63,21 @@ def checked_exchange_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 def checked_binding_arguments(exchange_type: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a binding's `arguments`, if they are JSON values and, on a headers exchange, `x-match`
-    is one of KINDS and every value it tests is a JSON scalar or None (a list or map never matches)."""
+    """A copy of a binding's `arguments`, if they are JSON values, any `x-filter` compiles (within its
+    bounds: `compile_filter`), and, on a headers exchange, `x-match` is one of KINDS and every value it
+    tests is a JSON scalar or None (a list or map never matches)."""
     _check_json(arguments, "binding arguments")
+    if FILTER in arguments:
+        try:
+            compile_filter(arguments[FILTER])
+        except FilterError as exc:
+            raise RoutingError(f"invalid arg '{FILTER}': {exc}") from None
     if exchange_type == "headers":
         kind = arguments.get(MATCH, "all")
         if kind not in KINDS:
             raise RoutingError(f"Invalid x-match field value {kind!r}; expected {', '.join(KINDS)}")
-        with_x = kind.endswith("-with-x")
-        for name, value in arguments.items():
-            if name != MATCH and (with_x or not name.startswith("x-")) and isinstance(value, list | dict):
+        for name, value in tested(arguments):
+            if isinstance(value, list | dict):
                 raise RoutingError(f"headers binding argument {name!r} tests {value!r}: not a scalar")
     return dict(arguments)
 

@@ -1,12 +1,15 @@
 """Headers bindings, matched as RabbitMQ matches them: a binding's arguments name headers and values,
 and its `x-match` says how many must match: `all` (the default) or `any`; arguments whose name starts
-with `x-` take no part, unless `x-match` is `all-with-x` or `any-with-x`. An argument with no value
-(None) asks only that the header be there."""
+with `x-` take no part, unless `x-match` is `all-with-x` or `any-with-x` (`x-match` itself and the
+content filter `x-filter` never do). An argument with no value (None) asks only that the header be
+there."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+from cluster.routing.content_filter import FILTER
 
 MATCH = "x-match"
 KINDS = ("all", "any", "all-with-x", "any-with-x")
@@ -22,14 +25,20 @@ def headers_match(binding: Mapping[str, Any], headers: Mapping[str, Any]) -> boo
     kind = binding.get(MATCH, "all")
     if kind not in KINDS:
         raise BadHeadersBinding(f"x-match must be one of {', '.join(KINDS)}, got {kind!r}")
-    with_x = kind.endswith("-with-x")
-    tests = [
+    results = (
+        name in headers and (value is None or _same(headers[name], value)) for name, value in tested(binding)
+    )
+    return all(results) if kind.startswith("all") else any(results)
+
+
+def tested(binding: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The arguments of a headers binding that test headers, as (name, value), by its `x-match`."""
+    with_x = str(binding.get(MATCH, "all")).endswith("-with-x")
+    return [
         (name, value)
         for name, value in binding.items()
-        if name != MATCH and (with_x or not name.startswith("x-"))
+        if name not in (MATCH, FILTER) and (with_x or not name.startswith("x-"))
     ]
-    results = (name in headers and (value is None or _same(headers[name], value)) for name, value in tests)
-    return all(results) if kind.startswith("all") else any(results)
 
 
 def _same(got: Any, wanted: Any) -> bool:

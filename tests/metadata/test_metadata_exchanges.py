@@ -407,7 +407,7 @@ def test_the_views_routing_table_follows_the_bindings_and_a_restored_snapshot() 
     app.state.apply(declare("x", "fanout"))
 
     def routed() -> frozenset[str]:
-        return view.routing_table.route(V, "x", "", {}, lambda queue: True)
+        return view.routing_table.route(V, "x", "", {}, b"", lambda queue: True)
 
     assert routed() == frozenset()
     assert view.routing_table is view.routing_table  # built once per revision
@@ -415,7 +415,7 @@ def test_the_views_routing_table_follows_the_bindings_and_a_restored_snapshot() 
     assert routed() == {"q"}
     app.restore(encode_snapshot(MetadataMachine()))
     assert routed() == frozenset()
-    assert view.routing_table.route(V, "amq.fanout", "", {}, lambda queue: True) == frozenset()
+    assert view.routing_table.route(V, "amq.fanout", "", {}, b"", lambda queue: True) == frozenset()
 
 
 class ApplyingHost:
