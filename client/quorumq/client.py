@@ -316,11 +316,11 @@ class Client:
     async def exchanges(self) -> list[dict[str, Any]]:
         """Every exchange the caller holds a permission on, the default ("") and built-in ones included:
         name, type, durable, auto_delete, internal, arguments."""
-        return (await self._transport.request("GET", exchanges_path(), retry_sent=True)).payload
+        return (await self._transport.request("GET", exchanges_path(), retry_sent=True, after_routing=True)).payload
 
     async def exchange(self, name: str) -> dict[str, Any]:
         """One exchange's definition ("" the default exchange)."""
-        return (await self._transport.request("GET", exchange_path(name), retry_sent=True)).payload
+        return (await self._transport.request("GET", exchange_path(name), retry_sent=True, after_routing=True)).payload
 
     async def bind(
         self, exchange: str, queue: str, routing_key: str = "", arguments: dict[str, Any] | None = None
@@ -353,7 +353,7 @@ class Client:
         """Every binding the caller holds a permission on the source or destination of (with `source`,
         those of that exchange), as `bind` returns them."""
         path = bindings_path() if source is None else exchange_path(source, "bindings", "source")
-        return (await self._transport.request("GET", path, retry_sent=True)).payload
+        return (await self._transport.request("GET", path, retry_sent=True, after_routing=True)).payload
 
     async def _bind(
         self,
@@ -377,7 +377,7 @@ class Client:
     ) -> None:
         """Delete the binding of these properties, named by the properties key its listing gives."""
         path = binding_path(source, kind, destination)
-        listed = (await self._transport.request("GET", path, retry_sent=True)).payload
+        listed = (await self._transport.request("GET", path, retry_sent=True, after_routing=True)).payload
         wanted = (routing_key, arguments or {})
         found = next((b for b in listed if (b["routing_key"], b["arguments"]) == wanted), None)
         if found is None:

@@ -119,7 +119,8 @@ class NodeTransport:
     With `stream`, a request that has a form on the streaming connection is sent over the node's stream
     (quorumq.node_streams) instead, under the same policy; a node that offers none gets it over HTTP.
     It remembers the highest routing revision a node's answer named (quorumq.routing_revision) and sends
-    it with the requests flagged `after_routing` (publishes to exchanges).
+    it with the requests flagged `after_routing` (publishes to exchanges, listings of exchanges and
+    bindings).
     A transport serves only the process that created it: in a forked child it raises ForkedClientError
     and leaves the parent's connections alone (quorumq.fork).
     """
