@@ -2,10 +2,15 @@
 
 attempts  = values of every invoked enqueue        enqueues = values of ok enqueues
 dequeues  = values of ok dequeues (the drain too)  ok        = dequeues ∩ attempts
-unexpected = dequeued values never attempted        duplicated = values dequeued more than once
-lost      = enqueues - dequeues                     recovered = ok - enqueues (outcome was unknown)
-wrong_queue = values dequeued from a queue other than the one they were published to or its
-              dead-letter queue
+unexpected = dequeued values never attempted        lost      = enqueues - dequeues
+duplicated = values one copy of which was dequeued more than once (a value published to one queue has
+             one copy, one published through a fanout exchange a copy in each bound queue; a copy is
+             dequeued from its queue or that queue's dead-letter queue)
+recovered = ok - enqueues (outcome was unknown)
+wrong_queue = values dequeued from a queue other than the ones they were published to (the queue, or
+              the queues bound to the exchange) or their dead-letter queues
+fanout_missing = values confirmed through a fanout exchange of which a bound queue's copy was never
+              dequeued (jepsen_tests.fanout)
 protocol_errors = ok enqueues whose 2xx answer broke the API contract (e.g. fewer ids than messages)
 refused_otherwise = publishes that failed, while only a disk alarm held them back, with an error the
             alarm does not give (jepsen_tests.disk_refusals)
@@ -13,15 +18,15 @@ enqueued_twice, resend_dequeued = a message id whose two values both came out, o
             out although the first was confirmed before (jepsen_tests.message_ids); a resend counts as
             an attempt, never as an enqueue
 exercised = how many completed ops used each queue feature the workload draws and the server took
-            (ok enqueues with a priority, requeueing nacks with a delay that were answered 2xx, ok
-            dequeues whose touch before the ack was answered 2xx): the sets above cover them, and a
-            run that used none did not test them
+            (ok enqueues with a priority or through a fanout exchange, ok resends, requeueing nacks
+            with a delay that were answered 2xx, ok dequeues whose touch before the ack was answered
+            2xx): the sets above cover them, and a run that used none did not test them
 
-The history is valid iff nothing is lost, nothing unexpected or from the wrong queue was dequeued, no
-confirm broke the protocol, no publish was refused otherwise during a disk alarm, no message id was
-enqueued twice, and duplicates that
-no fault explains stay within their bound (jepsen_tests.duplicates); recovered values (a publish
-answered info that did land) are reported.
+The history is valid iff nothing is lost (no value, no copy of a fanned one), nothing unexpected or
+from the wrong queue was dequeued, no confirm broke the protocol, no publish was refused otherwise
+during a disk alarm, no message id was enqueued twice, and duplicates that no fault explains stay
+within their bound (jepsen_tests.duplicates); recovered values (a publish answered info that did land)
+are reported.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from typing import Any
 
 from jepsen_tests.disk_refusals import refused_otherwise
 from jepsen_tests.duplicates import Duplicates, classify_duplicates, completed_dequeues
+from jepsen_tests.fanout import FANOUT, check_fanout, fanned_queues
 from jepsen_tests.history import Op
 from jepsen_tests.message_ids import check_message_ids
 from jepsen_tests.nemesis_log import FaultSpan
@@ -61,16 +67,18 @@ class TotalQueueVerdict:
     duplicates: Duplicates = field(default_factory=lambda: Duplicates(0))
     enqueued_twice: dict[int, int] = field(default_factory=dict)
     resend_dequeued: dict[int, int] = field(default_factory=dict)
+    fanout_missing: dict[int, list[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     exercised: dict[str, int] = field(default_factory=dict)
 
     @property
     def valid(self) -> bool:
-        """True iff nothing was lost, invented, misrouted or confirmed against the protocol, no publish was
-        refused otherwise during a disk alarm, no message id was enqueued twice, and the duplicates no
-        fault explains are within their bound."""
+        """True iff nothing was lost (no copy of a fanned value either), invented, misrouted or confirmed
+        against the protocol, no publish was refused otherwise during a disk alarm, no message id was
+        enqueued twice, and the duplicates no fault explains are within their bound."""
         return (
             not self.lost
+            and not self.fanout_missing
             and not self.unexpected
             and not self.wrong_queue
             and not self.protocol_errors
@@ -97,6 +105,7 @@ class TotalQueueVerdict:
             "wrong_queue_count": len(self.wrong_queue),
             "protocol_error_count": len(self.protocol_errors),
             "refused_otherwise_count": len(self.refused_otherwise),
+            "fanout_missing_count": len(self.fanout_missing),
             "lost": self.lost,
             "unexpected": self.unexpected,
             "duplicated": {str(v): n for v, n in self.duplicated.items()},
@@ -106,6 +115,7 @@ class TotalQueueVerdict:
             "refused_otherwise": {str(v): error for v, error in self.refused_otherwise.items()},
             "enqueued_twice": {str(v): w for v, w in self.enqueued_twice.items()},
             "resend_dequeued": {str(v): w for v, w in self.resend_dequeued.items()},
+            "fanout_missing": {str(v): queues for v, queues in self.fanout_missing.items()},
             "duplicates": self.duplicates.to_dict(),
             "notes": self.notes,
             "exercised": self.exercised,
@@ -121,6 +131,7 @@ class TotalQueueVerdict:
         ]
         for name, values in (
             ("lost", self.lost),
+            ("copies missing from a fanout's queues", sorted(self.fanout_missing)),
             ("unexpected", self.unexpected),
             ("duplicated", sorted(self.duplicated)),
             ("recovered", self.recovered),
@@ -149,7 +160,8 @@ def check_total_queue(history: Iterable[Op], faults: Sequence[FaultSpan] = ()) -
     attempts: Counter[int] = Counter()
     enqueues: Counter[int] = Counter()
     dequeues: Counter[int] = Counter()
-    home: dict[int, str] = {}
+    routes: dict[str, tuple[str, ...]] = {}
+    home: dict[int, tuple[str, tuple[str, ...]]] = {}
     wrong_queue: dict[int, tuple[str, str]] = {}
     failed: set[int] = set()
     protocol_errors: list[int] = []
@@ -161,32 +173,28 @@ def check_total_queue(history: Iterable[Op], faults: Sequence[FaultSpan] = ()) -
         feature = _EXERCISED.get((op.f, op.type, (op.detail or "").partition("=")[0]))
         if feature is not None:
             exercised[feature] += 1
-        if op.f == "resend" and op.type == "invoke":
+        if op.f in ("enqueue", "resend") and op.type == "invoke":
             attempts[op.value] += 1
             if op.queue is not None:
-                home[op.value] = op.queue
-        elif op.f == "enqueue":
-            if op.type == "invoke":
-                attempts[op.value] += 1
-                if op.queue is not None:
-                    home[op.value] = op.queue
-            elif op.type == "ok":
-                enqueues[op.value] += 1
-                if op.error is not None:
-                    protocol_errors.append(op.value)
-            elif op.type == "info":
-                info_enqueues += 1
-            else:
-                failed.add(op.value)
+                fanned = fanned_queues(op.detail)
+                if fanned:
+                    routes[op.queue] = fanned
+                home[op.value] = (op.queue, routes.get(op.queue, (op.queue,)))
+        elif op.f == "enqueue" and op.type == "ok":
+            enqueues[op.value] += 1
+            if op.error is not None:
+                protocol_errors.append(op.value)
+        elif op.f == "enqueue" and op.type == "info":
+            info_enqueues += 1
+        elif op.f == "enqueue" and op.type == "fail":
+            failed.add(op.value)
         elif op.f == "dequeue" and op.type == "ok":
             dequeues[op.value] += 1
-            went_in = home.get(op.value)
-            if (
-                went_in is not None
-                and op.queue is not None
-                and op.queue not in (went_in, dead_letter_queue(went_in))
-            ):
+            went_in, queues = home.get(op.value, ("", ()))
+            if queues and op.queue is not None and op.queue not in _may_come_out_of(queues):
                 wrong_queue[op.value] = (went_in, op.queue)
+    completed = completed_dequeues(ops)
+    copies = Counter((dequeue.value, dequeue.copy) for dequeue in completed)
     ok = dequeues & attempts
     unexpected = Counter({v: n for v, n in dequeues.items() if v not in attempts})
     failed_but_dequeued = sorted(failed & set(dequeues))
@@ -194,7 +202,13 @@ def check_total_queue(history: Iterable[Op], faults: Sequence[FaultSpan] = ()) -
     notes += [
         f"{v} went into {a} and came out of {b}" for v, (a, b) in list(wrong_queue.items())[:SHOWN_VALUES]
     ]
-    enqueued_twice, resend_dequeued = check_message_ids(ops, dequeues)
+    fanout_missing = check_fanout(ops, copies)
+    notes += [
+        f"{v} was confirmed through a fanout exchange and never came out of {', '.join(queues)}"
+        for v, queues in list(fanout_missing.items())[:SHOWN_VALUES]
+    ]
+    duplicated = {value for (value, _copy), n in copies.items() if n > 1}
+    enqueued_twice, resend_dequeued = check_message_ids(ops, copies)
     return TotalQueueVerdict(
         attempt_count=sum(attempts.values()),
         enqueue_count=sum(enqueues.values()),
@@ -202,23 +216,30 @@ def check_total_queue(history: Iterable[Op], faults: Sequence[FaultSpan] = ()) -
         ok=sorted(ok),
         lost=sorted(enqueues - dequeues),
         unexpected=sorted(unexpected),
-        duplicated={v: n for v, n in sorted(dequeues.items()) if n > 1},
+        duplicated={v: dequeues[v] for v in sorted(duplicated)},
         recovered=sorted(ok - enqueues),
         info_enqueues=info_enqueues,
         failed_enqueues=len(failed),
         wrong_queue=dict(sorted(wrong_queue.items())),
         protocol_errors=sorted(protocol_errors),
         refused_otherwise=refused_otherwise(ops, faults),
-        duplicates=classify_duplicates(completed_dequeues(ops), faults),
+        duplicates=classify_duplicates(completed, faults),
         enqueued_twice=enqueued_twice,
         resend_dequeued=resend_dequeued,
+        fanout_missing=fanout_missing,
         notes=notes,
         exercised=dict(sorted(exercised.items())),
     )
 
 
+def _may_come_out_of(queues: Iterable[str]) -> set[str]:
+    """The queues a value published to `queues` may be dequeued from: those and their dead-letter queues."""
+    return {out for queue in queues for out in (queue, dead_letter_queue(queue))}
+
+
 _EXERCISED = {
     ("enqueue", "ok", "priority"): "published with a priority",
+    ("enqueue", "ok", FANOUT): "published through a fanout exchange",
     ("resend", "ok", "first"): "resent under a message id",
     ("dequeue", "fail", "delay"): "nacked with a delay",
     ("dequeue", "ok", "touched"): "touched before the ack",

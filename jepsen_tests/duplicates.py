@@ -1,8 +1,9 @@
 """Why values were dequeued more than once: each redelivery's cause, the rates, and the bound.
 
-Every `ok` dequeue of a value after its first is a duplicated dequeue. It is put down to the `ok` dequeue
-of the same value just before it (`earlier`: delivered at its invoke, acked at its completion), first
-cause that applies:
+Every `ok` dequeue of a copy of a value after its first is a duplicated dequeue (a value published through
+a fanout exchange has a copy in each bound queue; a copy comes out of its queue or that queue's
+dead-letter queue). It is put down to the `ok` dequeue of the same copy just before it (`earlier`:
+delivered at its invoke, acked at its completion), first cause that applies:
 
 - `ack-lost`: the earlier ack failed, or its consumer crashed mid-ack (the op carries an error), so the
   message stayed unsettled and came back;
@@ -25,7 +26,7 @@ from typing import Any
 
 from jepsen_tests.history import Op
 from jepsen_tests.nemesis_log import FaultSpan
-from jepsen_tests.workload import CONSUMER_TIMEOUT_MS
+from jepsen_tests.workload import CONSUMER_TIMEOUT_MS, dead_letter_source
 
 CAUSES = ("ack-lost", "fault", "consumer-timeout", "unexplained")
 EXPLAINED_BY_FAULTS = frozenset({"ack-lost", "fault"})
@@ -35,12 +36,14 @@ NO_FAULT_BOUND = 0.005
 
 @dataclass(frozen=True)
 class Dequeue:
-    """One completed `ok` dequeue: when it was delivered and acked, and the ack's error if any."""
+    """One completed `ok` dequeue: when it was delivered and acked, the ack's error if any, and the queue
+    the copy it took was enqueued in."""
 
     value: int
     delivered: float
     acked: float
     error: str | None
+    copy: str | None = None
 
 
 @dataclass(frozen=True)
@@ -105,18 +108,19 @@ def completed_dequeues(history: Iterable[Op]) -> list[Dequeue]:
         else:
             start = delivered.pop(key, op.time)
             if op.type == "ok":
-                done.append(Dequeue(op.value, start, op.time, op.error))
+                copy = None if op.queue is None else dead_letter_source(op.queue)
+                done.append(Dequeue(op.value, start, op.time, op.error, copy))
     return done
 
 
 def classify_duplicates(dequeues: Sequence[Dequeue], faults: Sequence[FaultSpan]) -> Duplicates:
     """The cause of every duplicated dequeue in `dequeues`, given the faults that were in force."""
-    earlier: dict[int, Dequeue] = {}
+    earlier: dict[tuple[int, str | None], Dequeue] = {}
     causes: dict[str, int] = {}
     values: dict[str, list[int]] = {}
     for dequeue in sorted(dequeues, key=lambda d: d.acked):
-        before = earlier.get(dequeue.value)
-        earlier[dequeue.value] = dequeue
+        before = earlier.get((dequeue.value, dequeue.copy))
+        earlier[dequeue.value, dequeue.copy] = dequeue
         if before is None:
             continue
         cause = _cause(before, faults)

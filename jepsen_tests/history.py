@@ -22,7 +22,8 @@ OpFunction = Literal["enqueue", "dequeue", "resend"]
 @dataclass(frozen=True)
 class Op:
     """One history line: who (`process`), what (`f`, `value`, `queue`), how it ended (`type`), when, and
-    how it was done when that is worth counting (`detail`: `priority=N`, `delay=MS`, `touched`, `first=V`)."""
+    how it was done when that is worth counting (`detail`: `priority=N`, `delay=MS`, `touched`, `first=V`,
+    `fanout=Q1,Q2`; `queue` is then the exchange)."""
 
     process: str
     type: OpType

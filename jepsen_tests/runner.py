@@ -21,7 +21,13 @@ from jepsen_tests.nemesis import nemeses_named
 from jepsen_tests.nemesis_log import NemesisLog, read_fault_spans
 from jepsen_tests.provenance import Provenance, provenance
 from jepsen_tests.schedule import FaultWindow, plan_schedule
-from jepsen_tests.workload import RESEND_PROBABILITY, Workload, WorkloadConfig, dead_letter_queue
+from jepsen_tests.workload import (
+    FANOUT_PROBABILITY,
+    RESEND_PROBABILITY,
+    Workload,
+    WorkloadConfig,
+    dead_letter_queue,
+)
 from quorumq import SyncClient
 
 DRAIN_TIMEOUT_S = 90.0
@@ -97,6 +103,13 @@ def run(config: RunConfig, progress: Callable[[str], None] = print, command: str
     run_dir = new_run_dir(config)
     rng = random.Random(config.seed)
     queues = tuple(f"jepsen-{i}" for i in range(config.queues or rng.randint(1, 3)))
+    workload_config = WorkloadConfig(
+        queues,
+        config.publishers,
+        config.consumers,
+        resend_probability=RESEND_PROBABILITY,
+        fanout_probability=FANOUT_PROBABILITY,
+    )
     schedule = plan_schedule(config.seed, config.duration, config.nemeses)
     progress(f"run {run_dir}: {config.nodes} nodes, queues {', '.join(queues)}, {len(schedule)} faults")
     with NetnsHosts(config.nodes) as hosts:
@@ -105,12 +118,12 @@ def run(config: RunConfig, progress: Callable[[str], None] = print, command: str
         )
         try:
             cluster.start_all()
-            declare_queues(cluster, queues, honest_ttl_ms(config.duration))
+            declare_queues(cluster, workload_config.consumed_queues, honest_ttl_ms(config.duration))
             progress(f"cluster ready on bridge {hosts.bridge}; workload and nemeses running")
             history = HistoryWriter(run_dir / "history.jsonl")
             try:
                 drain_left, expired, convergence = asyncio.run(
-                    exercise(cluster, queues, schedule, config, history, rng, progress)
+                    exercise(cluster, workload_config, schedule, config, history, rng, progress)
                 )
             finally:
                 history.close()
@@ -148,7 +161,8 @@ def declare_queues(cluster: JepsenCluster, queues: Sequence[str], ttl_ms: int) -
     (`honest_ttl_ms`) that only leader time running ahead (a clock fault) can reach; the dead-letter
     queue, read only by the final drain, holds a backlog of ready messages for such a fault to
     expire. `expired_early` counts expiries. A work queue deduplicates by message id over
-    DEDUPE_WINDOW_MS (`jepsen_tests.message_ids`)."""
+    DEDUPE_WINDOW_MS (`jepsen_tests.message_ids`). The fanout exchange's queues are declared so too
+    (the workload's publishers declare the exchange and bind them)."""
     common = {"x-quorum-initial-group-size": len(cluster.nodes), "x-message-ttl": ttl_ms}
     with SyncClient(cluster.urls, timeout=30.0) as client:
         for queue in queues:
@@ -167,19 +181,17 @@ def declare_queues(cluster: JepsenCluster, queues: Sequence[str], ttl_ms: int) -
 
 async def exercise(
     cluster: JepsenCluster,
-    queues: tuple[str, ...],
+    workload_config: WorkloadConfig,
     schedule: list[FaultWindow],
     config: RunConfig,
     history: HistoryWriter,
     rng: random.Random,
     progress: Callable[[str], None],
 ) -> tuple[dict[str, int], dict[str, int], Convergence]:
-    """Workload under the schedule, then heal, wait for quorum, drain, count early expiries and compare
-    the replicas."""
+    """Workload under the schedule (its faults aimed at the work queues), then heal, wait for quorum,
+    drain, count early expiries and compare the replicas of every queue the workload consumes."""
     log = NemesisLog(history.path.with_name("nemesis.jsonl"), history.now)
-    workload_config = WorkloadConfig(
-        queues, config.publishers, config.consumers, resend_probability=RESEND_PROBABILITY
-    )
+    queues, consumed = workload_config.queues, workload_config.consumed_queues
     workload = Workload(cluster.urls, history, workload_config, rng)
     cluster.clients = workload
     stop = asyncio.Event()
@@ -193,15 +205,15 @@ async def exercise(
         await asyncio.to_thread(cluster.heal_everything)
         log.write("heal-all")
     progress("healed; waiting for quorum")
-    await asyncio.to_thread(cluster.wait_for_quorum, list(queues))
+    await asyncio.to_thread(cluster.wait_for_quorum, list(consumed))
     log.write("quorum")
     progress("draining")
     drain_left = await workload.drain(DRAIN_TIMEOUT_S)
     log.write("drained", left=drain_left)
-    every_queue = [*queues, *(dead_letter_queue(q) for q in queues)]
+    every_queue = [*consumed, *(dead_letter_queue(q) for q in consumed)]
     expired = await asyncio.to_thread(expired_early, cluster, every_queue)
     node_urls = {node.name: node.url for node in cluster.nodes}
-    convergence = await wait_for_convergence(node_urls, queues, CONVERGENCE_TIMEOUT_S)
+    convergence = await wait_for_convergence(node_urls, consumed, CONVERGENCE_TIMEOUT_S)
     return drain_left, expired, convergence
 
 

@@ -24,6 +24,19 @@ track of its first attempt does. The runner's work queues deduplicate, over a wi
 clock fault, so its publishers do it (`RESEND_PROBABILITY`; a queue without a window would take both):
 at most one value of the two may ever be dequeued, and none of the resend's once the first was
 confirmed before it (`jepsen_tests.message_ids`).
+
+And its exchanges: a publish may go through a fanout exchange bound to queues of its own (`fan-a`,
+`fan-b`; an op `enqueue` whose `queue` is the exchange and whose detail is `fanout=fan-a,fan-b`), and
+is confirmed once every bound queue committed its copy, so each copy must be dequeued from its queue
+(`jepsen_tests.fanout`). It carries no priority; a resend under its message id goes through the
+exchange too. A refusal of such a publish is one queue's, and the others may have taken their copy, so
+it is `info`, never `fail`. A publisher declares the exchange and binds its queues at the start of
+every life, as an application declares what it publishes to when it connects: the answers name the
+routing revision, which its publishes through the exchange carry, so a node routes them only once it
+applied the bindings (read your writes). A confirm that names fewer queues than are bound is `ok` with
+the error `short_routed`, a protocol error. One consumer more per fanout queue takes its deliveries as
+the others do. The runner turns it on (`FANOUT_PROBABILITY`); its fanout queues are declared as its
+work queues are, deduplication window and dead-letter queue included.
 """
 
 from __future__ import annotations
@@ -38,6 +51,7 @@ from dataclasses import dataclass
 import aiohttp
 
 from jepsen_tests.client_life import CRASHED, CrashableClient, CrashedClient, Life
+from jepsen_tests.fanout import fanout_detail
 from jepsen_tests.history import HistoryWriter, OpFunction, OpType
 from quorumq import (
     BadRequestError,
@@ -63,7 +77,11 @@ CONSUMER_TIMEOUT_MS = 5000
 RETRY_PAUSE_S = 0.2
 POLL_WAIT_S = 1.0
 CRASH_WAIT_S = 5.0
+SHORT_ROUTED = "short_routed"
 PROCESS_PREFIXES = {"publisher": "pub", "consumer": "con"}
+DEAD_LETTER_SUFFIX = "-dlq"
+FANOUT_EXCHANGE = "jepsen-fanout"
+FANOUT_QUEUES = ("fan-a", "fan-b")
 
 
 @dataclass(frozen=True)
@@ -83,15 +101,33 @@ class WorkloadConfig:
     touch_probability: float = 0.2
     resend_probability: float = 0.0  # a publish carries a message id, and a new value is resent under it:
     # only to queues that deduplicate by message id (the runner's, RESEND_PROBABILITY)
+    fanout_probability: float = 0.0  # a publish goes through `fanout_exchange` to every `fanout_queues`:
+    # only where those queues exist (the runner's, FANOUT_PROBABILITY)
+    fanout_exchange: str = FANOUT_EXCHANGE
+    fanout_queues: tuple[str, ...] = FANOUT_QUEUES
+
+    @property
+    def consumed_queues(self) -> tuple[str, ...]:
+        """The work queues, and the fanout's queues when publishes go through it (dead-letter queues
+        aside)."""
+        return (*self.queues, *self.fanout_queues) if self.fanout_probability else self.queues
 
 
 RESEND_PROBABILITY = 0.1
 """How often the runner's publishers resend under a message id (its work queues deduplicate)."""
+FANOUT_PROBABILITY = 0.1
+"""How often the runner's publishers publish through the fanout exchange (it declares the queues)."""
 
 
 def dead_letter_queue(queue: str) -> str:
     """Where a work queue's rejected messages go (at-least-once dead-lettering)."""
-    return f"{queue}-dlq"
+    return f"{queue}{DEAD_LETTER_SUFFIX}"
+
+
+def dead_letter_source(queue: str) -> str:
+    """The queue whose rejected messages `queue` holds, or `queue` itself when it is no dead-letter
+    queue: where a value dequeued from it was enqueued."""
+    return queue.removesuffix(DEAD_LETTER_SUFFIX)
 
 
 class Workload:
@@ -131,6 +167,12 @@ class Workload:
             lives[name] = functools.partial(
                 self._consumer, name, queue, random.Random(self.rng.random()), stop
             )
+        fanout_queues = self.config.fanout_queues if self.config.fanout_probability else ()
+        for i, queue in enumerate(fanout_queues, start=self.config.consumers):
+            name = f"{PROCESS_PREFIXES['consumer']}{i}"
+            lives[name] = functools.partial(
+                self._consumer, name, queue, random.Random(self.rng.random()), stop
+            )
         self._clients = {
             name: CrashableClient(name, life, functools.partial(self._client, stream=name in streamed))
             for name, life in lives.items()
@@ -154,22 +196,54 @@ class Workload:
 
     async def _publisher(self, process: str, rng: random.Random, stop: asyncio.Event, client: Client) -> None:
         pause = 1.0 / self.config.publish_rate
+        fanout = self.config.fanout_probability  # drawn only when on, as resends are
+        if fanout and not await self._declare_fanout(client, stop):
+            return
         while not stop.is_set():
-            queue = rng.choice(self.config.queues)
-            value = next(self._values)
-            priority = rng.choice(self.config.priorities)
-            detail = f"priority={priority}" if priority else None
+            fanned = bool(fanout) and rng.random() < fanout
+            if fanned:
+                queue, value, priority = self.config.fanout_exchange, next(self._values), 0
+                detail: str | None = fanout_detail(self.config.fanout_queues)
+            else:
+                queue = rng.choice(self.config.queues)
+                value = next(self._values)
+                priority = rng.choice(self.config.priorities)
+                detail = f"priority={priority}" if priority else None
             resends = self.config.resend_probability  # drawn only when on: other runs draw as before
             message_id = f"m{value}" if resends and rng.random() < resends else None
             message = Message(str(value), priority=priority, message_id=message_id)
-            await self._publish_and_record(client, process, "enqueue", queue, value, message, detail)
+            await self._publish_and_record(client, process, "enqueue", queue, value, message, detail, fanned)
             if message_id is not None:
                 resent = next(self._values)
                 again = Message(str(resent), message_id=message_id)
                 await self._publish_and_record(
-                    client, process, "resend", queue, resent, again, f"first={value}"
+                    client, process, "resend", queue, resent, again, f"first={value}", fanned
                 )
             await asyncio.sleep(pause)
+
+    async def _declare_fanout(self, client: Client, stop: asyncio.Event) -> bool:
+        """Declare the fanout exchange and bind its queues (again: the answers name the routing revision
+        the client's publishes through it then carry), retrying until done; False if `stop` came first."""
+        exchange = self.config.fanout_exchange
+        while not stop.is_set():
+            try:
+                await client.declare_exchange(exchange, "fanout")
+                for queue in self.config.fanout_queues:
+                    await client.bind(exchange, queue)
+            except QuorumqError:
+                await asyncio.sleep(RETRY_PAUSE_S)
+            else:
+                return True
+        return False
+
+    async def _send(self, client: Client, queue: str, message: Message, fanned: bool) -> str | None:
+        """Publish `message` to `queue`, or through the fanout exchange `queue` names when `fanned`; the
+        error of a confirm that names fewer queues than the exchange is bound to, else None."""
+        if not fanned:
+            await client.publish(queue, [message])
+            return None
+        routed = (await client.publish_to_exchange(queue, [message])).routed
+        return None if set(routed) == set(self.config.fanout_queues) else SHORT_ROUTED
 
     async def _publish_and_record(
         self,
@@ -180,23 +254,25 @@ class Workload:
         value: int,
         message: Message,
         detail: str | None,
+        fanned: bool = False,
     ) -> None:
-        """Publish one value and record its invoke and outcome as `f`."""
+        """Publish one value (through the fanout exchange `queue` when `fanned`) and record its invoke and
+        outcome as `f`."""
         record = functools.partial(self.history.record, process, f=f, value=value, queue=queue)
         record("invoke", detail=detail)
         try:
-            await client.publish(queue, [message])
+            error = await self._send(client, queue, message, fanned)
         except ProtocolError as exc:  # a 2xx: confirmed, but the answer broke the protocol
             record("ok", error=exc.code, detail=detail)
-        except DEFINITE_PUBLISH_FAILURES as exc:
-            record("fail", error=exc.code, detail=detail)
+        except DEFINITE_PUBLISH_FAILURES as exc:  # through an exchange: one queue's, others may hold it
+            record("info" if fanned else "fail", error=exc.code, detail=detail)
         except QuorumqError as exc:
             record("info", error=exc.code, detail=detail)
         except asyncio.CancelledError:
             record("info", error=CRASHED, detail=detail)
             raise
         else:
-            record("ok", detail=detail)
+            record("ok", error=error, detail=detail)
 
     async def _consumer(
         self, process: str, queue: str, rng: random.Random, stop: asyncio.Event, client: Client
@@ -364,9 +440,9 @@ class Workload:
         await self.cancel_orphans()
         left = {}
         async with self._client() as client:
-            for queue in self.config.queues:
+            for queue in self.config.consumed_queues:
                 left[queue] = await self._drain_queue(client, queue, timeout)
-            for queue in self.config.queues:
+            for queue in self.config.consumed_queues:
                 left[dead_letter_queue(queue)] = await self._drain_queue(
                     client, dead_letter_queue(queue), timeout
                 )

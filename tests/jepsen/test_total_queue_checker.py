@@ -241,3 +241,77 @@ def test_a_resend_dequeued_after_its_first_was_confirmed_is_invalid_but_may_land
     unknown = check_total_queue([*enqueue(1, "info"), *resend(1, 2, "ok", 1.0), *dequeue(2)])
     assert unknown.valid, unknown.summary()
     assert unknown.recovered == [2]
+
+
+FANNED = "fanout=fan-a,fan-b"
+
+
+def fanned(value: int, outcome: OpType, time: float = 0.0) -> list[Op]:
+    """A publish of `value` through the exchange `fan`, bound to fan-a and fan-b (`jepsen_tests.fanout`)."""
+    invoked = Op("p0", "invoke", "enqueue", value, time, "fan", detail=FANNED)
+    return [invoked, Op("p0", outcome, "enqueue", value, time + 0.1, "fan", detail=FANNED)]
+
+
+def dequeue_from(queue: str, value: int, time: float = 1.0, process: str = "c0") -> list[Op]:
+    return [
+        Op(process, "invoke", "dequeue", value, time, queue),
+        Op(process, "ok", "dequeue", value, time, queue),
+    ]
+
+
+def test_a_value_confirmed_through_the_exchange_out_of_both_queues_is_valid_and_not_duplicated() -> None:
+    history = [*fanned(1, "ok"), *dequeue_from("fan-a", 1), *dequeue_from("fan-b-dlq", 1, process="drain")]
+    verdict = check_total_queue(history)
+    assert verdict.valid, verdict.summary()
+    assert (verdict.lost, verdict.fanout_missing, verdict.duplicated, verdict.wrong_queue) == ([], {}, {}, {})
+    assert verdict.duplicates.count == 0
+    assert verdict.exercised == {"published through a fanout exchange": 1}
+    again = check_total_queue([*history, *dequeue_from("fan-a", 1, 2.0, "c1")])
+    assert again.duplicated == {1: 3} and again.duplicates.count == 1  # fan-a's copy came out twice
+
+
+def test_a_value_confirmed_through_the_exchange_missing_from_one_queue_is_fanout_missing_and_invalid() -> (
+    None
+):
+    verdict = check_total_queue([*fanned(1, "ok"), *fanned(2, "ok"), *dequeue_from("fan-a", 1)])
+    assert not verdict.valid
+    assert verdict.fanout_missing == {1: ["fan-b"], 2: ["fan-a", "fan-b"]}
+    assert verdict.lost == [2]  # no copy at all: lost as well
+    assert verdict.to_dict()["fanout_missing"] == {"1": ["fan-b"], "2": ["fan-a", "fan-b"]}
+    assert "1 was confirmed through a fanout exchange and never came out of fan-b" in verdict.summary()
+
+
+def test_a_value_fanned_out_with_an_unknown_or_refused_outcome_may_miss_a_copy() -> None:
+    history = [*fanned(1, "info"), *fanned(2, "info"), *dequeue_from("fan-b", 1)]
+    verdict = check_total_queue(history)
+    assert verdict.valid, verdict.summary()
+    assert verdict.recovered == [1] and verdict.fanout_missing == {}
+
+
+def test_only_values_published_through_the_exchange_come_out_of_its_queues() -> None:
+    history = [
+        at("p0", "invoke", "enqueue", 1, 0.0, "jepsen-0"),
+        at("p0", "ok", "enqueue", 1, 0.1, "jepsen-0"),
+        *fanned(2, "ok"),
+        *dequeue_from("jepsen-0", 1),
+        *dequeue_from("fan-a", 1),  # published to jepsen-0 only
+        *dequeue_from("fan-a", 2),
+        *dequeue_from("jepsen-0", 2),  # fanned, but jepsen-0 is not bound
+    ]
+    verdict = check_total_queue(history)
+    assert not verdict.valid
+    assert verdict.wrong_queue == {1: ("jepsen-0", "fan-a"), 2: ("fan", "jepsen-0")}
+
+
+def test_a_resend_through_the_exchange_is_judged_queue_by_queue() -> None:
+    resent = [
+        Op("p0", "invoke", "resend", 2, 1.0, "fan", detail="first=1"),
+        Op("p0", "ok", "resend", 2, 1.1, "fan", detail="first=1"),
+    ]
+    first_unknown = [*fanned(1, "info"), *resent]
+    landed_apart = [*first_unknown, *dequeue_from("fan-a", 1, 2.0), *dequeue_from("fan-b", 2, 2.0)]
+    verdict = check_total_queue(landed_apart)
+    assert verdict.valid, verdict.summary()  # the first reached fan-a only, the resend fan-b only
+    assert verdict.wrong_queue == {} and verdict.enqueued_twice == {}
+    both_in_one = check_total_queue([*landed_apart, *dequeue_from("fan-a", 2, 3.0)])
+    assert not both_in_one.valid and both_in_one.enqueued_twice == {1: 2}

@@ -113,3 +113,65 @@ async def test_a_consumer_nacks_with_a_delay_and_touches_and_counts_only_what_wa
     ops, sent = await _consume_against(tmp_path, touching, 404)  # refused: acked, not counted as touched
     assert sent["ack"] == [{"ids": [1, 2, 3]}]
     assert check_total_queue(ops).exercised == {}
+
+
+async def test_a_fanned_publish_carries_the_routing_revision_and_a_confirm_short_of_a_queue_is_an_error(
+    tmp_path: Path,
+) -> None:
+    """The publisher declares the exchange and binds both queues, then publishes through it with the
+    routing revision the answers named; a confirm naming one queue of the two is a protocol error."""
+    calls: list[tuple[str, str | None]] = []
+    answered = asyncio.Event()
+    revision = {"X-Quorumq-Routing-Revision": "7"}
+
+    async def declare(request: web.Request) -> web.Response:
+        calls.append((f"declare {request.match_info['name']}", (await request.json())["type"]))
+        return web.Response(status=204, headers=revision)
+
+    async def bind(request: web.Request) -> web.Response:
+        calls.append((f"bind {request.match_info['q']}", None))
+        return web.json_response({}, status=201, headers=revision)
+
+    async def publish(request: web.Request) -> web.Response:
+        calls.append(("publish", request.headers.get("X-Quorumq-Routing-Revision")))
+        routed = {"fan-a": {"ids": [len(calls)], "duplicate": False}}
+        if len(calls) == 4:  # the first: both queues
+            routed["fan-b"] = {"ids": [len(calls)], "duplicate": False}
+        else:
+            answered.set()
+        return web.json_response({"routed": routed}, status=201)
+
+    app = web.Application()
+    app.router.add_put("/api/exchanges/{vhost}/{name}", declare)
+    app.router.add_post("/api/bindings/{vhost}/e/{name}/q/{q}", bind)
+    app.router.add_post("/api/exchanges/{vhost}/{name}/publish", publish)
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    history = HistoryWriter(tmp_path / "history.jsonl")
+    config = WorkloadConfig(("q",), 1, 0, fanout_probability=1.0)
+    workload = Workload([str(server.make_url("")).rstrip("/")], history, config, random.Random(1))
+    stop = asyncio.Event()
+    running = asyncio.create_task(workload.run(stop))
+    try:
+        await asyncio.wait_for(answered.wait(), 10)
+    finally:
+        stop.set()
+        await running
+        await server.close()
+        history.close()
+    assert calls[:5] == [
+        ("declare jepsen-fanout", "fanout"),
+        ("bind fan-a", None),
+        ("bind fan-b", None),
+        ("publish", "7"),
+        ("publish", "7"),
+    ]
+    ops = read_history(history.path)
+    confirms = [(op.type, op.queue, op.error, op.detail) for op in ops if op.type != "invoke"]
+    assert confirms[:2] == [
+        ("ok", "jepsen-fanout", None, "fanout=fan-a,fan-b"),
+        ("ok", "jepsen-fanout", "short_routed", "fanout=fan-a,fan-b"),
+    ]
+    verdict = check_total_queue(ops)
+    assert verdict.protocol_errors == [op.value for op in ops if op.error == "short_routed"]
+    assert verdict.exercised["published through a fanout exchange"] == len(confirms)
