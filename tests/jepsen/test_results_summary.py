@@ -107,6 +107,7 @@ def test_runs_are_grouped_by_command_line_with_their_counts(runs: Path) -> None:
         "fail": "0",
         "dequeued": "5",
         "lost": "2",
+        "copies missing": "0",
         "unexpected": "0",
         "wrong queue": "0",
         "protocol errors": "0",
