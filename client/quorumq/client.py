@@ -316,11 +316,15 @@ class Client:
     async def exchanges(self) -> list[dict[str, Any]]:
         """Every exchange the caller holds a permission on, the default ("") and built-in ones included:
         name, type, durable, auto_delete, internal, arguments."""
-        return (await self._transport.request("GET", exchanges_path(), retry_sent=True, after_routing=True)).payload
+        return (
+            await self._transport.request("GET", exchanges_path(), retry_sent=True, after_routing=True)
+        ).payload
 
     async def exchange(self, name: str) -> dict[str, Any]:
         """One exchange's definition ("" the default exchange)."""
-        return (await self._transport.request("GET", exchange_path(name), retry_sent=True, after_routing=True)).payload
+        return (
+            await self._transport.request("GET", exchange_path(name), retry_sent=True, after_routing=True)
+        ).payload
 
     async def bind(
         self, exchange: str, queue: str, routing_key: str = "", arguments: dict[str, Any] | None = None

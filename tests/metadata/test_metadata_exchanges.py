@@ -22,14 +22,14 @@ from cluster.metadata.metadata_view import MetadataView
 from cluster.replication.format_versions import FormatVersions
 from metadata_state.codec import EXCHANGE_CODEC_VERSION, decode
 from metadata_state.commands import (
+    MAX_ARGUMENT_DEPTH,
+    MAX_ARGUMENT_VALUES,
     Bind,
     Command,
     Declare,
     DeclareExchange,
     Delete,
     DeleteExchange,
-    MAX_ARGUMENT_DEPTH,
-    MAX_ARGUMENT_VALUES,
     InvalidCommand,
     SetPolicy,
     Unbind,

@@ -88,10 +88,10 @@ def test_a_seed_replays_exactly() -> None:
 def test_faults_of_every_kind_happen() -> None:
     """Seven runs are as hostile as they claim: crashes, power losses, partitions, broken links, restarts,
     rollbacks to older builds, a spare node joining and forgotten, oversized publishes, forwarded
-    publishes, publishes fanned out through an exchange, membership changes, leadership transfers and metadata between them, with work still
-    done. They run as the runner runs them (its fixed hash seed): in this process the counts depended
-    on its own hash seed, and a leadership transfer (to a node drawn among all, member or not) happened
-    in some and not in others."""
+    publishes, publishes fanned out through an exchange, membership changes, leadership transfers and
+    metadata between them, with work still done. They run as the runner runs them (its fixed hash
+    seed): in this process the counts depended on its own hash seed, and a leadership transfer (to a
+    node drawn among all, member or not) happened in some and not in others."""
     run = _run(79, 7, 30.0, "--json")
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
     summary = json.loads(run.stdout.splitlines()[-1])
