@@ -141,13 +141,13 @@ def unknown_exchange(vhost: str, name: str) -> ApiError:
     return ApiError(404, "not_found", f"no exchange '{name}' in vhost '{vhost}'")
 
 
-def require_publisher(caller: Principal, exchange: str, routing_key: str) -> None:
+def require_publisher(caller: Principal, exchange: str, routing_key: str, why: str = "") -> None:
     """403 unless `caller` may write to `exchange`, or through the default exchange to the queue the
-    routing key names (as a publish to that queue asks)."""
+    routing key names (as a publish to that queue asks); the refusal says `why` it is needed."""
     if exchange:
-        require(caller, Access.WRITE, exchange, resource="exchange")
+        require(caller, Access.WRITE, exchange, why, resource="exchange")
     else:
-        require(caller, Access.WRITE, routing_key)
+        require(caller, Access.WRITE, routing_key, why)
 
 
 def route_fields(body: dict[Any, Any]) -> tuple[str, bool]:

@@ -17,6 +17,7 @@ from api.forwarding import on_meta_leader
 from api.request_bodies import RequestBody, read_body_as
 from api.validation import bad, check_queue_name
 from cluster.queues.policies import OPERATOR_POLICY_KEYS, PolicyError, checked_policy, policy_version
+from cluster.routing.exchange_checks import RoutingError, checked_exchange_name
 from metadata_state.codec import OPERATOR_POLICY_CODEC_VERSION, POLICY_CODEC_VERSION
 from metadata_state.records import PolicyRecord
 from metadata_state.replies import Created, NotFound
@@ -49,6 +50,8 @@ _KEYS: dict[str, dict[str, Any]] = {
     },
     "dedupe-window": {"type": "integer", "minimum": 1},
     "dedupe-max": {"type": "integer", "minimum": 1, "maximum": 1_000_000},
+    "dead-letter-exchange": {"type": "string", "maxLength": 255},
+    "dead-letter-routing-key": {"type": "string", "maxLength": 255},
 }
 DEFINITION = {
     "minProperties": 1,
@@ -58,6 +61,7 @@ DEFINITION = {
         "discard-mark": ["discard-below-priority"],
         "discard-below-priority": ["discard-mark"],
     },
+    "not": {"required": ["dead-letter-queue", "dead-letter-exchange"]},
 }
 """The policy keys and their values, for the OpenAPI document (`checked_policy` checks a definition)."""
 OPERATOR_DEFINITION = {
@@ -168,12 +172,14 @@ def _found(request: web.Request, policies: Mapping[str, PolicyRecord], kind: str
         "every queue whose name the RE2 `pattern` matches (anywhere, as in RabbitMQ), now or "
         "declared later, applies the definition of the highest-priority matching policy "
         "(policy keys: `max-length`, `max-length-bytes`, `overflow`, `message-ttl`, "
-        "`expires`, `delivery-limit`, `dead-letter-queue`, `dead-letter-strategy`, "
+        "`expires`, `delivery-limit`, `dead-letter-queue` or `dead-letter-exchange` with "
+        "`dead-letter-routing-key`, `dead-letter-strategy`, "
         "`lease-period`, `consumer-timeout`, `delayed-retry-type`/`-min`/`-max`, "
         "`target-group-size`, and the backlog controls `max-unacked`, `discard-mark` with "
         "`discard-below-priority`, `dequeue-interval-ms`, `dequeue-window`, and the deduplication "
         "window `dedupe-window`, `dedupe-max`); the queue's own "
-        "value wins, except for limits (`max-unacked` among them), where the "
+        "value wins (its own way of dead-lettering, to a queue or through an exchange, whole), "
+        "except for limits (`max-unacked` among them), where the "
         "stricter wins; `GET /api/queues/{q}` shows `policy` and `effective_arguments` "
         '(`quorumq policies set|clear|list`; docs/internals/queue_state.md, "Policies")'
     ),
@@ -224,6 +230,12 @@ async def _put(request: web.Request, operator: bool) -> web.Response:
     target = policy.definition.get("dead-letter-queue")
     if target is not None:
         check_queue_name(target, request.app[CONFIG].max_queue_name_length)
+    exchange = policy.definition.get("dead-letter-exchange")
+    if exchange:
+        try:
+            checked_exchange_name(exchange)
+        except RoutingError as exc:
+            raise bad(f"definition dead-letter-exchange: {exc}") from exc
     _require_read_everywhere(request, operator)
     request.app[FORMATS].require_queue_ops(policy_version(policy), "not all of these policy keys")
     door = request.app[METADATA_DOOR]

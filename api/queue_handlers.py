@@ -26,6 +26,7 @@ from api.deliveries import (
 from api.endpoints import QUEUE, parameter, route
 from api.error_answers import passed_on_answer
 from api.errors import ApiError
+from api.exchange_publishing import require_publisher
 from api.forwarding import (
     client_node,
     forward,
@@ -44,6 +45,7 @@ from api.settle_options import SETTLES, Ack, Nack, Touch, settle_options, touch_
 from api.validation import (
     MAX_POLL,
     MSGPACK,
+    bad,
     check_queue_name,
     moment_ms,
     query_flag,
@@ -54,6 +56,7 @@ from cluster.queues.policies import applied_names, policy_in_force
 from cluster.queues.queue_door import QueueDoor
 from cluster.queues.queue_limits import INT64_MAX
 from cluster.queues.queue_results import MessageRow
+from cluster.routing.exchange_checks import RoutingError, checked_exchange_name
 
 MAX_GET = 1000
 RABBITMQ_QUEUE_FIELDS = {
@@ -210,7 +213,9 @@ async def publish(request: web.Request) -> web.StreamResponse:
         '(`"HH:MM-HH:MM"` UTC: hand-outs only then); docs/internals/queue_state.md, '
         '"Backlog controls"; and `x-dedupe-window` (ms) with `x-dedupe-max` (ids, 100000 by default): '
         "a message whose `message_id` the queue took within the window is a duplicate, "
-        "docs/use/deduplication.md): 201 created, 204 same, 409 different, 400 bad argument"
+        "docs/use/deduplication.md; dead letters go to `x-dead-letter-queue` or through "
+        "`x-dead-letter-exchange` by `x-dead-letter-routing-key` or their own, not both, "
+        "docs/use/routing.md): 201 created, 204 same, 409 different, 400 bad argument"
     ),
 )
 @on_meta_leader
@@ -233,7 +238,8 @@ async def declare_queue(request: web.Request) -> web.StreamResponse:
     responses={"200": "the queue"},
     body=ArgumentChanges,
     about=(
-        "change arguments at runtime like a policy (dead-letter target/strategy, limits, "
+        "change arguments at runtime like a policy (dead-letter queue or exchange and routing "
+        "key, strategy, limits, "
         "TTLs, `x-consumer-timeout`, `x-delayed-retry-type`/`-min`/`-max`: returns wait `min "
         "* 2^(n-1)` ms, capped at max, before they are ready again; the backlog controls "
         "`x-max-unacked`, `x-discard-mark`/`x-discard-below-priority`, "
@@ -256,13 +262,25 @@ async def update_queue(request: web.Request, queue: QueueDoor) -> web.StreamResp
 
 
 def _check_dead_letter_target(request: web.Request, queue: str, arguments: dict[str, Any]) -> None:
-    """Dead-lettering publishes into the `x-dead-letter-queue` being set: its name must be valid and the
-    caller needs write permission on it (403 otherwise). Absent, null (removed) or not a string (400
-    from the argument parser) there is nothing to check."""
+    """Dead-lettering publishes into the `x-dead-letter-queue` being set, or through the
+    `x-dead-letter-exchange`: its name must be valid and the caller needs write permission on it as a
+    publish there does (403 otherwise; through the default exchange, on the queue the
+    `x-dead-letter-routing-key` names, or without one on ""). Absent, null (removed) or not a string
+    (400 from the argument parser) there is nothing to check."""
+    why = f" (the dead-letter target of '{queue}')"
     target = arguments.get("x-dead-letter-queue")
     if isinstance(target, str) and target:
         check_queue_name(target, request.app[CONFIG].max_queue_name_length)
-        require(principal(request), Access.WRITE, target, f" (the dead-letter target of '{queue}')")
+        require(principal(request), Access.WRITE, target, why)
+    exchange = arguments.get("x-dead-letter-exchange")
+    if isinstance(exchange, str):
+        if exchange:
+            try:
+                checked_exchange_name(exchange)
+            except RoutingError as exc:
+                raise bad(f"x-dead-letter-exchange: {exc}") from exc
+        key = arguments.get("x-dead-letter-routing-key")
+        require_publisher(principal(request), exchange, key if isinstance(key, str) else "", why)
 
 
 @route(

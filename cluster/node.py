@@ -37,6 +37,7 @@ from cluster.node_status import NodeStatus
 from cluster.queues.allocator import IdleTrim
 from cluster.queues.dead_lettering.dispatcher import DeadLetterDispatcher
 from cluster.queues.dead_lettering.publisher import ClusterPublisher, RemotePublisher
+from cluster.queues.dead_lettering.routes import DeadLetterRouter
 from cluster.queues.leader_clock import LeaderClock
 from cluster.queues.queue_directory import QueueDirectory
 from cluster.queues.queue_door import QueueDoor
@@ -121,8 +122,9 @@ class Node:
         self._membership: Membership | None = None
         self._replay: MetadataReplay | None = None
         self._publisher = publisher = ClusterPublisher(self._led_here)
+        router = DeadLetterRouter(lambda: self.metadata.routing_table, self._declared)
         self.dead_letters = DeadLetterDispatcher(
-            publisher, self._declared, config.dead_letter_prefetch, new_token=self.env.new_token
+            publisher, router, config.dead_letter_prefetch, new_token=self.env.new_token
         )
         self.redrives = RedriveDispatcher(publisher, self._declared)
         self._join_url: str | None = None

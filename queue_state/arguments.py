@@ -18,6 +18,8 @@ DEFAULT_RETRY_MAX_MS = 60000
 MAX_PRIORITY = 31
 """The highest message priority a queue has (RabbitMQ 4.3's 32 levels); `x-max-priority` may lower it."""
 AT_LEAST_ONCE_RULE = "at-least-once dead-lettering requires x-overflow reject-publish"
+DEAD_LETTER_WAYS = ("x-dead-letter-queue", "x-dead-letter-exchange")
+"""The two ways to name where dead letters go, a queue or an exchange: one, or neither."""
 MAX_DEDUPE_MAX = 1_000_000
 """The most message ids `x-dedupe-max` lets a queue's deduplication window hold."""
 DISCARD_ARGUMENTS = ("x-discard-mark", "x-discard-below-priority")
@@ -31,6 +33,15 @@ class ArgumentError(ValueError):
         super().__init__(f"{argument}: {reason}")
         self.argument = argument
         self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetterRoute:
+    """Where a queue's dead letters go: through `exchange` ("" the default exchange, which routes to the
+    queue the routing key names) by `routing_key`, or by each letter's own routing key when None."""
+
+    exchange: str
+    routing_key: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +74,8 @@ class QueueConfig:
     dequeue_window: str | None = None
     dedupe_window: int | None = None
     dedupe_max: int | None = None
+    dead_letter_exchange: str | None = None
+    dead_letter_routing_key: str | None = None
 
     @property
     def top_priority(self) -> int:
@@ -99,11 +112,21 @@ class QueueConfig:
         return self.overflow == "reject-publish"
 
     @property
+    def dead_letter_route(self) -> DeadLetterRoute | None:
+        """Where dead letters go, None without a target: `x-dead-letter-queue` Q routes as the default
+        exchange does with Q as the routing key (RabbitMQ's way to name a queue)."""
+        if self.dead_letter_queue is not None:
+            return DeadLetterRoute("", self.dead_letter_queue)
+        if self.dead_letter_exchange is not None:
+            return DeadLetterRoute(self.dead_letter_exchange, self.dead_letter_routing_key)
+        return None
+
+    @property
     def dead_letters_at_least_once(self) -> bool:
         """At-least-once dead-lettering is in force only with a target and reject-publish."""
         return (
             self.dead_letter_strategy == "at-least-once"
-            and self.dead_letter_queue is not None
+            and self.dead_letter_route is not None
             and self.rejects_publish
         )
 
@@ -154,6 +177,17 @@ def _queue_name(value: Any) -> str | None:
     return None
 
 
+def _short_text(value: Any) -> str | None:
+    """AMQP's short string: at most 255 bytes of UTF-8 (a name or a routing key)."""
+    if type(value) is not str:
+        return f"must be a string, got {type(value).__name__}"
+    try:
+        size = len(value.encode())
+    except UnicodeEncodeError:
+        return "must be valid UTF-8 text"
+    return f"must be at most 255 bytes of UTF-8, got {size}" if size > 255 else None
+
+
 def _boolean(value: Any) -> str | None:
     if type(value) is not bool:
         return f"must be a boolean, got {type(value).__name__}"
@@ -187,6 +221,8 @@ _ARGUMENTS: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "x-dequeue-window": ("dequeue_window", _window),
     "x-dedupe-window": ("dedupe_window", _integer(1)),
     "x-dedupe-max": ("dedupe_max", _integer(1, MAX_DEDUPE_MAX)),
+    "x-dead-letter-exchange": ("dead_letter_exchange", _short_text),
+    "x-dead-letter-routing-key": ("dead_letter_routing_key", _short_text),
 }
 
 RUNTIME_ARGUMENTS = frozenset(
@@ -212,6 +248,8 @@ RUNTIME_ARGUMENTS = frozenset(
         "x-dequeue-window",
         "x-dedupe-window",
         "x-dedupe-max",
+        "x-dead-letter-exchange",
+        "x-dead-letter-routing-key",
     }
 )
 """The arguments a queue may change at runtime, like a RabbitMQ policy (its leader applies a change as an
@@ -287,6 +325,13 @@ def check_discard_pair(given: Collection[str], names: Sequence[str] = DISCARD_AR
         raise ArgumentError(present[0], f"needs {missing} as well (the mark discards below a priority)")
 
 
+def check_one_dead_letter_way(given: Collection[str], names: Sequence[str] = DEAD_LETTER_WAYS) -> None:
+    """Raise `ArgumentError` when `given` has both of `names` (the dead-letter queue's and exchange's, by
+    their argument or policy key names): dead letters go to a queue or through an exchange."""
+    if all(name in given for name in names):
+        raise ArgumentError(names[1], f"cannot be given with {names[0]}: dead letters go one way")
+
+
 def parse_arguments(args: dict[str, Any]) -> QueueConfig:
     """Validate RabbitMQ-style queue arguments; raise `ArgumentError` naming the first bad one."""
     if not isinstance(args, dict):
@@ -296,6 +341,9 @@ def parse_arguments(args: dict[str, Any]) -> QueueConfig:
         check_argument(argument, args[argument])
         values[config_field(argument)] = args[argument]
     check_discard_pair(args)
+    check_one_dead_letter_way(args)
+    if "x-dead-letter-routing-key" in args and "x-dead-letter-exchange" not in args:
+        raise ArgumentError("x-dead-letter-routing-key", "needs x-dead-letter-exchange, as RabbitMQ's does")
     config = QueueConfig(**values)
     if config.dead_letter_strategy == "at-least-once" and not config.rejects_publish:
         raise ArgumentError("x-dead-letter-strategy", AT_LEAST_ONCE_RULE)

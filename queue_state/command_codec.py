@@ -1,6 +1,6 @@
 """The wire forms of queue commands, by the version of the queue operation that carries them.
 
-Versions 1 to 11 (`encode_command`, `decode_command`): the msgpack-ready list `[tag, {field: value}]`.
+Versions 1 to 12 (`encode_command`, `decode_command`): the msgpack-ready list `[tag, {field: value}]`.
 Fields travel by name and a field equal to its default is left off, so a field added later with a default
 replays entries written before it (and a node that predates the field reads every command that leaves
 it at its default); a field the record does not have, or a missing one without a default, is an error.
@@ -9,8 +9,8 @@ A field added with a later version (`_ADDED_IN`: Checkout's `since_ms` in 2; Ret
 nor can a command added later (`Touch`, 4; `ApplyPolicy`, 7; the redrive commands, 8), an
 `UpdateConfig` or `ApplyPolicy` setting an argument added later (`x-consumer-timeout`, 4; the
 `x-delayed-retry-*` ones, 5; `x-max-priority`, 6; the backlog controls, 10; `x-dedupe-window` and
-`x-dedupe-max`, 11), or an `Enqueue` of a message with a delay (5; Return's `delay_ms` too), a priority
-(6) or a `dedupe_id` (11).
+`x-dedupe-max`, 11; `x-dead-letter-exchange` and `x-dead-letter-routing-key`, 12), or an `Enqueue`
+of a message with a delay (5; Return's `delay_ms` too), a priority (6) or a `dedupe_id` (11).
 
 Version 0 (`encode_command_v0`, `decode_command_v0`): msgpack bytes of `[tag, now_ms, values...]`, the
 values positional in `_V0_FIELDS` order, with the time the entry envelope carries since version 1. It
@@ -124,7 +124,7 @@ _V0_FIELDS: dict[type[Command], tuple[str, ...]] = {
 }
 _V0_SHORTER: dict[type[Command], int] = {DurableCheckout: 2}
 
-NAMED_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
+NAMED_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)
 """The operation versions whose commands travel in the named-field form."""
 # The version a field of the named form was added in, when after version 1: an older node refuses it.
 _ADDED_IN: dict[type[Command], dict[str, int]] = {
@@ -145,6 +145,9 @@ BACKLOG_VERSION = 10
 DEDUPE_VERSION = 11
 """The version with deduplication windows: a message's `dedupe_id`, the arguments `x-dedupe-window` and
 `x-dedupe-max`."""
+DEAD_LETTER_EXCHANGE_VERSION = 12
+"""The version with dead-lettering through an exchange: the arguments `x-dead-letter-exchange` and
+`x-dead-letter-routing-key`."""
 # The version a command was added in, when after version 1 (version 0 has none of them either).
 _COMMAND_ADDED_IN: dict[type[Command], int] = {
     Touch: 4,
@@ -169,6 +172,8 @@ _ARGUMENT_ADDED_IN: dict[str, int] = {
     "x-dequeue-window": BACKLOG_VERSION,
     "x-dedupe-window": DEDUPE_VERSION,
     "x-dedupe-max": DEDUPE_VERSION,
+    "x-dead-letter-exchange": DEAD_LETTER_EXCHANGE_VERSION,
+    "x-dead-letter-routing-key": DEAD_LETTER_EXCHANGE_VERSION,
 }
 DELAYED_MESSAGE_VERSION = 5
 """The version in which a message to enqueue may carry a delay (`NewMessage.delay_ms`)."""

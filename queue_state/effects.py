@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from queue_state.arguments import DeadLetterRoute
+
 
 @dataclass(slots=True)
 class Delivery:
@@ -40,14 +42,14 @@ class Deliver:
 
 @dataclass(frozen=True, slots=True)
 class DeadLetter:
-    """At-most-once dead-lettering: publish these to `target` with x-death, then forget them.
+    """At-most-once dead-lettering: publish these with x-death along `route`, then forget them.
 
     `reason` is one of `rejected`, `expired`, `maxlen`, `delivery_limit`; `reason_text` is what the
     consumer that rejected them said (`Discard.reason`), if anything.
     """
 
     reason: str
-    target: str | None
+    route: DeadLetterRoute
     deliveries: tuple[Delivery, ...]
     reason_text: str | None = None
 
@@ -174,7 +176,7 @@ class EffectCollector:
 
     def __init__(self) -> None:
         self._deliveries: dict[str, list[Delivery]] = {}
-        self._dead_letters: dict[tuple[str, str | None, str | None], list[Delivery]] = {}
+        self._dead_letters: dict[tuple[str, DeadLetterRoute, str | None], list[Delivery]] = {}
         self._forgotten: list[int] = []
         self._queue_expired = False
 
@@ -182,9 +184,9 @@ class EffectCollector:
         self._deliveries.setdefault(consumer, []).extend(deliveries)
 
     def dead_letter(
-        self, reason: str, target: str | None, delivery: Delivery, reason_text: str | None = None
+        self, reason: str, route: DeadLetterRoute, delivery: Delivery, reason_text: str | None = None
     ) -> None:
-        self._dead_letters.setdefault((reason, target, reason_text), []).append(delivery)
+        self._dead_letters.setdefault((reason, route, reason_text), []).append(delivery)
 
     def forget(self, message_id: int) -> None:
         self._forgotten.append(message_id)
@@ -200,8 +202,8 @@ class EffectCollector:
             Deliver(consumer, tuple(deliveries)) for consumer, deliveries in self._deliveries.items()
         ]
         effects.extend(
-            DeadLetter(reason, target, tuple(deliveries), text)
-            for (reason, target, text), deliveries in self._dead_letters.items()
+            DeadLetter(reason, route, tuple(deliveries), text)
+            for (reason, route, text), deliveries in self._dead_letters.items()
         )
         if self._forgotten:
             effects.append(ForgetBodies(tuple(self._forgotten)))

@@ -676,15 +676,15 @@ class QueueMachine:
     def _dead_letter(
         self, message: ReadyMessage, reason: str, out: EffectCollector, reason_text: str | None = None
     ) -> None:
-        target = self._config.dead_letter_queue
+        route = self._config.dead_letter_route
         if self._config.dead_letters_at_least_once:
             self._dead_letters.add(message, reason, reason_text)
             _count(self._dead_lettered, reason)
             return
-        if target is None:
+        if route is None:
             _count(self._dropped, reason)
         else:
-            out.dead_letter(reason, target, message.delivery(), reason_text)
+            out.dead_letter(reason, route, message.delivery(), reason_text)
             _count(self._dead_lettered, reason)
         out.forget(message.id)
 

@@ -6,7 +6,10 @@ A policy's definition names runtime arguments without their `x-` prefix, as Rabb
 queue declared an argument and its policy sets it too, the declared value wins, except for the limits
 (`max-length`, `max-length-bytes`, `message-ttl`, `expires`, `delivery-limit`, `max-unacked`), where the
 stricter wins; a delivery limit of -1 is no limit, so any other is stricter. `discard-mark` and
-`discard-below-priority` go together in a definition, as in a declare.
+`discard-below-priority` go together in a definition, as in a declare. Dead letters go one way, to a
+queue (`dead-letter-queue`) or through an exchange (`dead-letter-exchange`, `dead-letter-routing-key`):
+a definition gives at most one, and a queue that declared one way keeps it whole, whatever way its
+policy gives.
 
 An operator policy (RabbitMQ's `operator_policy`, set by administrators) sets only limits, and applies
 over the queue's own arguments and its policy alike: the smallest of the three wins
@@ -20,12 +23,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from queue_state.arguments import (
+    DEAD_LETTER_WAYS,
     DISCARD_ARGUMENTS,
     RUNTIME_ARGUMENTS,
     ArgumentError,
     QueueConfig,
     check_argument,
     check_discard_pair,
+    check_one_dead_letter_way,
     config_field,
 )
 
@@ -51,12 +56,18 @@ POLICY_KEYS: dict[str, str] = {
     "dequeue-window": "x-dequeue-window",
     "dedupe-window": "x-dedupe-window",
     "dedupe-max": "x-dedupe-max",
+    "dead-letter-exchange": "x-dead-letter-exchange",
+    "dead-letter-routing-key": "x-dead-letter-routing-key",
 }
 """A policy definition's keys, each with the queue argument it sets: every runtime argument."""
 assert set(POLICY_KEYS.values()) == RUNTIME_ARGUMENTS
 _DISCARD_KEYS = tuple(
     key for argument in DISCARD_ARGUMENTS for key, a in POLICY_KEYS.items() if a == argument
 )
+_DEAD_LETTER_WAY_KEYS = tuple(
+    key for argument in DEAD_LETTER_WAYS for key, a in POLICY_KEYS.items() if a == argument
+)
+_EXCHANGE_WAY = ("x-dead-letter-exchange", "x-dead-letter-routing-key")
 
 _STRICTER_WINS = frozenset(
     {"x-max-length", "x-max-length-bytes", "x-message-ttl", "x-expires", "x-delivery-limit", "x-max-unacked"}
@@ -96,6 +107,7 @@ def definition_arguments(definition: object) -> dict[str, Any]:
             raise ArgumentError(key, exc.reason) from exc
         arguments[argument] = definition[key]
     check_discard_pair(definition, _DISCARD_KEYS)
+    check_one_dead_letter_way(definition, _DEAD_LETTER_WAY_KEYS)
     return arguments
 
 
@@ -129,16 +141,20 @@ def check_policy_arguments(arguments: object) -> None:
             raise ArgumentError(str(argument), "not a runtime argument a policy may set")
         check_argument(argument, value)
     check_discard_pair(arguments)
+    check_one_dead_letter_way(arguments)
 
 
 def effective_config(declared: QueueConfig, policy: Mapping[str, Any], queue: str) -> QueueConfig:
     """`declared` overlaid by a policy's arguments for queue `queue`: each argument the queue leaves unset
     takes the policy's value; of a limit set by both, the stricter applies; any other declared value
     stays. A policy's dead-letter target naming the queue itself is left out (a dead-letter queue a
-    broad pattern matches would dead-letter into itself, for ever)."""
+    broad pattern matches would dead-letter into itself, for ever), and so is its way of dead-lettering
+    when the queue declared the other one."""
     changes = {}
     for argument, value in policy.items():
         if argument == "x-dead-letter-queue" and value == queue:
+            continue
+        if _other_dead_letter_way(declared, argument):
             continue
         name = config_field(argument)
         own = getattr(declared, name)
@@ -147,6 +163,13 @@ def effective_config(declared: QueueConfig, policy: Mapping[str, Any], queue: st
         elif argument in _STRICTER_WINS:
             changes[name] = _stricter(own, value)
     return replace(declared, **changes) if changes else declared
+
+
+def _other_dead_letter_way(declared: QueueConfig, argument: str) -> bool:
+    """Whether a policy's `argument` names a way of dead-lettering other than the one `declared` names."""
+    if argument == "x-dead-letter-queue":
+        return declared.dead_letter_exchange is not None
+    return argument in _EXCHANGE_WAY and declared.dead_letter_queue is not None
 
 
 def _stricter(own: int, policy: int) -> int:

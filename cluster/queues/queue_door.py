@@ -56,7 +56,13 @@ from cluster.replication.entry_codec import (
 )
 from cluster.replication.proposals import ProposalFailed, not_committed
 from cluster.replication.stored_message import StoredMessage
-from queue_state.arguments import RUNTIME_ARGUMENTS, ArgumentError, QueueConfig, parse_arguments
+from queue_state.arguments import (
+    RUNTIME_ARGUMENTS,
+    ArgumentError,
+    DeadLetterRoute,
+    QueueConfig,
+    parse_arguments,
+)
 from queue_state.command_codec import arguments_version
 from queue_state.commands import (
     MAX_REASON_CHARS,
@@ -911,14 +917,14 @@ class QueueDoor:
 
     # -- at-least-once dead letters -----------------------------------------------------------------
 
-    def dead_letter_target(self) -> str | None:
-        """The queue dead letters go to at least once, or None when they do not (then none are pending)."""
+    def dead_letter_route(self) -> DeadLetterRoute | None:
+        """Where dead letters go at least once, or None when they do not (then none are pending)."""
         config = self._replica.machine.config
-        return config.dead_letter_queue if config.dead_letters_at_least_once else None
+        return config.dead_letter_route if config.dead_letters_at_least_once else None
 
     def dead_letters_pending(self) -> bool:
         """Whether dead letters wait to go at least once (in the state applied here)."""
-        return self.dead_letter_target() is not None and self._replica.machine.stats().dlx_pending > 0
+        return self.dead_letter_route() is not None and self._replica.machine.stats().dlx_pending > 0
 
     async def dlx_checkout(self, worker: str, prefetch: int) -> list[tuple[int, StoredMessage, int]]:
         """Up to `prefetch` pending dead letters checked out to `worker` (taking them over from another),

@@ -219,9 +219,31 @@ def test_version_9_is_version_8_under_its_own_number_with_auto_ack_consumers() -
     assert plain[:3] == [2, 7, [2, {"consumer": "c", "prefetch": 10}]]
 
 
+def test_version_12_is_version_11_under_its_own_number_with_dead_lettering_through_an_exchange() -> None:
+    assert QUEUE_OP_VERSION == 12
+    assert encode_queue_op(EntryMeta(7), Tick()) == [12, 7, [10, {}], None]
+    routed = {"x-queue-type": "quorum", "x-dead-letter-exchange": "dlx", "x-dead-letter-routing-key": "dead"}
+    for command, wire in [
+        (UpdateConfig(parse_arguments(routed)), [11, {"config": routed}]),
+        (
+            ApplyPolicy("p", {"x-dead-letter-exchange": ""}, 2),
+            [18, {"policy": "p", "arguments": {"x-dead-letter-exchange": ""}, "revision": 2}],
+        ),
+    ]:
+        op = encode_queue_op(EntryMeta(7), command)
+        assert op[:3] == [12, 7, wire]
+        assert decode_queue_op(through_an_entry(op)).command == command
+        for version in range(12):  # a node of that version would refuse it: it is never written
+            with pytest.raises(ValueError):
+                encode_queue_op(EntryMeta(7), command, None, version)
+    with pytest.raises(CommandDecodeError, match="reads up to 11"):  # nor read by a node of version 11
+        decode_queue_op(
+            through_an_entry(encode_queue_op(EntryMeta(7), UpdateConfig(parse_arguments(routed)))), 11
+        )
+
+
 def test_version_11_is_version_10_under_its_own_number_with_the_dedupe_window() -> None:
-    assert QUEUE_OP_VERSION == 11
-    assert encode_queue_op(EntryMeta(7), Tick()) == [11, 7, [10, {}], None]
+    assert encode_queue_op(EntryMeta(7), Tick(), version=11) == [11, 7, [10, {}], None]
     windowed = {"x-queue-type": "quorum", "x-dedupe-window": 60000, "x-dedupe-max": 10}
     publish = Enqueue((NewMessage(3, None, None, 0, "order-1"),))
     for command, wire in [
@@ -229,7 +251,7 @@ def test_version_11_is_version_10_under_its_own_number_with_the_dedupe_window() 
         (publish, [1, {"messages": [[3, None, None, 0, "order-1"]]}]),
     ]:
         op = encode_queue_op(
-            EntryMeta(7), command, [StoredMessage(b"abc", {}, "utf8")] if command is publish else None
+            EntryMeta(7), command, [StoredMessage(b"abc", {}, "utf8")] if command is publish else None, 11
         )
         assert op[:3] == [11, 7, wire]
         assert decode_queue_op(through_an_entry(op)).command == command
@@ -237,7 +259,7 @@ def test_version_11_is_version_10_under_its_own_number_with_the_dedupe_window() 
             with pytest.raises(ValueError):
                 encode_queue_op(EntryMeta(7), command, None, version)
     with pytest.raises(CommandDecodeError, match="reads up to 10"):  # nor read by a node of version 10
-        decode_queue_op(through_an_entry(encode_queue_op(EntryMeta(7), publish)), 10)
+        decode_queue_op(through_an_entry(encode_queue_op(EntryMeta(7), publish, version=11)), 10)
 
 
 def test_version_10_is_version_9_under_its_own_number_with_the_backlog_controls() -> None:

@@ -61,22 +61,29 @@ POLICY_ARGUMENTS = st.fixed_dictionaries(
         "x-max-unacked": st.integers(1, 4),
         "x-dequeue-interval-ms": st.integers(1, 100),
         "x-dequeue-window": WINDOWS,
+        "x-dead-letter-exchange": st.sampled_from(["dlx", ""]),
+        "x-dead-letter-routing-key": st.sampled_from(["dead", "q"]),
     },
-)
+).filter(lambda arguments: not {"x-dead-letter-queue", "x-dead-letter-exchange"} <= arguments.keys())
 
 
 @st.composite
 def configs(draw: st.DrawFn) -> QueueConfig:
-    """Queue configurations that exercise limits, TTLs, leases, dead-lettering, SAC, the backlog
-    controls and deduplication windows."""
+    """Queue configurations that exercise limits, TTLs, leases, dead-lettering (to a queue or through an
+    exchange), SAC, the backlog controls and deduplication windows."""
     overflow = draw(st.sampled_from([None, "drop-head", "reject-publish"]))
     discard_mark = draw(st.none() | st.integers(0, 6))
+    dead_letters = draw(st.sampled_from([None, "queue", "exchange"]))
     arguments = {
         "x-max-length": draw(st.none() | st.integers(0, 8)),
         "x-max-length-bytes": draw(st.none() | st.integers(0, 200)),
         "x-overflow": overflow,
         "x-delivery-limit": draw(st.none() | st.integers(-1, 3)),
-        "x-dead-letter-queue": draw(st.none() | st.just("dlq")),
+        "x-dead-letter-queue": "dlq" if dead_letters == "queue" else None,
+        "x-dead-letter-exchange": draw(st.sampled_from(["dlx", ""])) if dead_letters == "exchange" else None,
+        "x-dead-letter-routing-key": draw(st.none() | st.just("dead"))
+        if dead_letters == "exchange"
+        else None,
         "x-dead-letter-strategy": "at-least-once"
         if overflow == "reject-publish" and draw(st.booleans())
         else None,
@@ -172,9 +179,16 @@ _ADDED_IN_7_OR_LATER = (ApplyPolicy, StartRedrive, RedriveCheckout, RedriveSettl
 _BACKLOG_CONTROLS = ("max_unacked", "discard_mark", "dequeue_interval_ms", "dequeue_window")
 
 
+def _written_before_version_12(command: Command) -> bool:
+    if isinstance(command, UpdateConfig):
+        return command.config.dead_letter_exchange is None and command.config.dead_letter_routing_key is None
+    return not isinstance(command, ApplyPolicy) or arguments_version(command.arguments) < 12
+
+
 def _written_before_version_11(command: Command) -> bool:
     if isinstance(command, UpdateConfig):
-        return command.config.dedupe_window is None and command.config.dedupe_max is None
+        windowless = command.config.dedupe_window is None and command.config.dedupe_max is None
+        return windowless and _written_before_version_12(command)
     if isinstance(command, Enqueue):
         return all(message.dedupe_id is None for message in command.messages)
     return not isinstance(command, ApplyPolicy) or arguments_version(command.arguments) < 11
@@ -234,6 +248,8 @@ def _written_before_version_2(command: Command) -> bool:
     return not reader and _written_before_version_3(command)
 
 
+commands_before_version_12 = commands.filter(_written_before_version_12)
+"""Commands version 11 reads: no dead-lettering through an exchange (a configuration's or a policy's)."""
 commands_before_version_11 = commands.filter(_written_before_version_11)
 """Commands version 10 reads: no deduplication window (a configuration's, a policy's, a message's id)."""
 commands_before_version_10 = commands.filter(_written_before_version_10)

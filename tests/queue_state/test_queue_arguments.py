@@ -44,6 +44,8 @@ EVERY_ARGUMENT = {
     "x-dedupe-window": 120_000,
     "x-dedupe-max": 5000,
 }
+THROUGH_AN_EXCHANGE = {"x-dead-letter-exchange": "dlx", "x-dead-letter-routing-key": "dead"}
+"""The other way of dead-lettering, which EVERY_ARGUMENT cannot name beside `x-dead-letter-queue`."""
 
 
 def test_every_argument_is_accepted_into_its_field() -> None:
@@ -78,10 +80,17 @@ def test_every_argument_is_accepted_into_its_field() -> None:
     )
 
 
+def test_dead_lettering_through_an_exchange_is_accepted_into_its_fields() -> None:
+    config = parse_arguments(THROUGH_AN_EXCHANGE)
+    assert config == QueueConfig(dead_letter_exchange="dlx", dead_letter_routing_key="dead")
+    assert parse_arguments({"x-dead-letter-exchange": ""}).dead_letter_exchange == ""  # the default one
+
+
 def test_every_config_field_has_an_argument() -> None:
     fields = {f.name for f in dataclasses.fields(QueueConfig)}
     assert set(parse_arguments(EVERY_ARGUMENT).to_arguments()) == set(EVERY_ARGUMENT)
-    assert len(fields) == len(EVERY_ARGUMENT)
+    assert set(parse_arguments(THROUGH_AN_EXCHANGE).to_arguments()) == {"x-queue-type", *THROUGH_AN_EXCHANGE}
+    assert len(fields) == len(EVERY_ARGUMENT | THROUGH_AN_EXCHANGE)
 
 
 def test_unset_arguments_are_none_and_the_type_defaults_to_quorum() -> None:
@@ -106,6 +115,7 @@ def test_to_arguments_is_canonical_so_redeclares_compare_equal() -> None:
 _ITS_PAIR = {
     "x-discard-mark": {"x-discard-below-priority": 1},
     "x-discard-below-priority": {"x-discard-mark": 1},
+    "x-dead-letter-routing-key": {"x-dead-letter-exchange": "dlx"},
 }
 
 
@@ -128,6 +138,12 @@ _ITS_PAIR = {
         ("x-dead-letter-queue", ""),
         ("x-dead-letter-queue", 7),
         ("x-dead-letter-strategy", "exactly-once"),
+        ("x-dead-letter-exchange", 7),
+        ("x-dead-letter-exchange", None),
+        ("x-dead-letter-exchange", "x" * 256),
+        ("x-dead-letter-exchange", "\ud800"),
+        ("x-dead-letter-routing-key", "é" * 128),
+        ("x-dead-letter-routing-key", ["a"]),
         ("x-message-ttl", -5),
         ("x-expires", 0),
         ("x-single-active-consumer", 1),

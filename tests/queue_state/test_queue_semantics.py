@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from queue_state_helpers import dead_lettered, delivered, enqueue, forgotten, make_machine
 
+from queue_state.arguments import DeadLetterRoute
 from queue_state.commands import (
     Cancel,
     Checkout,
@@ -156,7 +157,7 @@ def test_delivery_limit_three_allows_four_deliveries_then_dead_letters() -> None
         counts.append(m.checked_out("c")[0].delivery_count)
     assert counts == [0, 1, 2, 3]
     _, effects = m.apply(EntryMeta(4), Return((1,)))
-    assert effects[0] == DeadLetter("delivery_limit", "dlq", effects[0].deliveries)
+    assert effects[0] == DeadLetter("delivery_limit", DeadLetterRoute("", "dlq"), effects[0].deliveries)
     assert effects[0].deliveries[0].delivery_count == 4
     assert effects[-1] == ForgetBodies((1,))
     assert m.stats().dead_lettered == {"delivery_limit": 1}
@@ -345,7 +346,7 @@ def test_at_most_once_dead_letter_effect_comes_before_forgetting_bodies() -> Non
     m.apply(EntryMeta(1), Get("h", count=2, auto_ack=False))
     _, effects = m.apply(EntryMeta(2), Discard((1, 2), "h"))
     assert [type(e) for e in effects] == [DeadLetter, ForgetBodies]
-    assert effects[0].reason == "rejected" and effects[0].target == "dlq"
+    assert effects[0].reason == "rejected" and effects[0].route == DeadLetterRoute("", "dlq")
     assert m.stats().dead_lettered == {"rejected": 2}
 
 

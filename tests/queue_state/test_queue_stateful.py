@@ -2,7 +2,8 @@
 
 The test keeps its own ledger from replies and effects only: every id ever enqueued (with its size),
 and every id whose body was forgotten together with why it left. The machine's ready, checked-out and
-dlx-pending sets must partition the live ids exactly. Durable consumers' deliveries keep their
+dlx-pending sets must partition the live ids exactly; a dead letter sent at most once names the route
+in force (a queue, or an exchange and routing key). Durable consumers' deliveries keep their
 sequence numbers and read back unchanged until they leave by a settle, a cancel or the consumer's nack.
 
 Counting (issue 22, feature 5) against a model: a message comes back from its holder one more time
@@ -201,6 +202,8 @@ class QueueInvariants(RuleBasedStateMachine):
             if consumer.name in served:
                 assert consumer.unacknowledged <= consumer.prefetch, "a consumer served beyond its prefetch"
         reasons = {d.id: e.reason for e in effects if isinstance(e, DeadLetter) for d in e.deliveries}
+        routes = {e.route for e in effects if isinstance(e, DeadLetter)}
+        assert routes <= {self.machine.config.dead_letter_route}, "dead-lettered along a route not in force"
         self.dead_letter_effects += len(reasons)
         forgotten = [i for e in effects if isinstance(e, ForgetBodies) for i in e.ids]
         assert len(forgotten) == len(set(forgotten)), "a body forgotten twice in one command"

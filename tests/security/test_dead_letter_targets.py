@@ -1,6 +1,7 @@
 """Dead-letter targets are authorised: naming a queue as `x-dead-letter-queue`, when declaring a queue
-or changing it, needs write permission on that target, since dead-lettering publishes into it; a target
-named before stays in force until it is changed."""
+or changing it, needs write permission on that target, since dead-lettering publishes into it, and
+naming an `x-dead-letter-exchange` what a publish through it needs; a target named before stays in force
+until it is changed."""
 
 from __future__ import annotations
 
@@ -67,6 +68,28 @@ async def test_a_dead_letter_target_is_a_valid_queue_name(carol: ProcessCluster,
         "PUT", carol.urls[0] + "/api/queues/carol-named", authorization=CAROL, json=_dead_lettering_to(target)
     )
     assert answer.status in (400, 414), answer.body
+
+
+async def test_naming_a_dead_letter_exchange_needs_what_a_publish_through_it_needs(
+    carol: ProcessCluster,
+) -> None:
+    url = carol.urls[2] + "/api/queues/carol-routed"
+    for arguments, exchange in [
+        ({"x-dead-letter-exchange": "admin-dlx"}, "exchange 'admin-dlx'"),
+        ({"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "admin-dlq"}, "queue 'admin-dlq'"),
+    ]:
+        refused = await call("PUT", url, authorization=CAROL, json={"arguments": arguments})
+        assert refused.status == 403, refused.body
+        assert "write" in refused.body["reason"] and exchange in refused.body["reason"], refused.body
+    bad = await call("PUT", url, authorization=CAROL, json={"arguments": {"x-dead-letter-exchange": "c\n"}})
+    assert bad.status == 400 and "x-dead-letter-exchange" in bad.body["reason"], bad.body
+    allowed = await call(
+        "PUT", url, authorization=CAROL, json={"arguments": {"x-dead-letter-exchange": "carol-dlx"}}
+    )
+    assert allowed.status == 201, allowed.body
+    moved = {"x-dead-letter-exchange": None, "x-dead-letter-queue": "admin-dlq"}
+    refused = await call("PATCH", url, authorization=CAROL, json={"arguments": moved})
+    assert refused.status == 403, refused.body
 
 
 async def _dead_letter_one(url: str, credentials: str, body: str) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cluster.replication.stored_message import StoredMessage
+from cluster.replication.stored_message import StoredMessage, published_route
 from queue_state.effects import Delivery
 
 DEATHS = "x-death"
@@ -15,7 +15,9 @@ def with_death(
     headers: dict[str, Any], queue: str, reason: str, now_ms: int, reason_text: str | None = None
 ) -> dict[str, Any]:
     """Headers with this death recorded: `x-death` counts per (queue, reason), newest first; the entry
-    carries the newest death's `reason-text` (what a rejecting consumer said) when it has one."""
+    carries the newest death's `reason-text` (what a rejecting consumer said) when it has one. A new
+    entry names, as RabbitMQ's does, the `exchange` and `routing-keys` the message had reached the
+    queue by (`published_route`)."""
     deaths = [dict(d) for d in headers.get(DEATHS, []) if isinstance(d, dict)]
     for death in deaths:
         if death.get("queue") == queue and death.get("reason") == reason:
@@ -26,7 +28,15 @@ def with_death(
             deaths.insert(0, death)
             break
     else:
-        death = {"queue": queue, "reason": reason, "count": 1, "time": now_ms}
+        exchange, routing_key = published_route(headers, queue)
+        death = {
+            "queue": queue,
+            "reason": reason,
+            "count": 1,
+            "time": now_ms,
+            "exchange": exchange,
+            "routing-keys": [routing_key],
+        }
         deaths.insert(0, death)
     if reason_text is not None:
         death["reason-text"] = reason_text
@@ -71,15 +81,10 @@ def dead_letter_messages(
     held: list[tuple[Delivery, StoredMessage]],
     now_ms: int,
     reason_text: str | None = None,
-) -> list[tuple[StoredMessage, int | None]]:
-    """The messages to publish to the dead-letter target, bodies untouched (copied out of the entries
-    they were read from, which they would keep in memory while they wait), no expiration."""
+) -> list[StoredMessage]:
+    """The dead letters to route on, this death recorded, bodies untouched (copied out of the entries they
+    were read from, which they would keep in memory while they wait)."""
     return [
-        (
-            StoredMessage(
-                bytes(m.body), with_death(m.headers, source, reason, now_ms, reason_text), m.encoding
-            ),
-            None,
-        )
+        StoredMessage(bytes(m.body), with_death(m.headers, source, reason, now_ms, reason_text), m.encoding)
         for _, m in held
     ]

@@ -1,11 +1,14 @@
 """The at-least-once dead-letter worker of one source queue, running beside the source's leader.
 
-It checks out pending dead letters (`DeadLetterSource.dlx_checkout`), publishes them to the target
-queue with confirms (`ConfirmedPublisher`), and only then settles them in the source (`dlx_settle`), in
-parts that fit one publish (`publish_parts`), each its own seq. A failed publish (target missing, full,
-without quorum, unreachable) is retried with backoff and the same publisher/seq, so the target
-deduplicates a retry of the same part. When leadership moves, the new leader's worker takes over the
-unsettled ones: duplicates are possible, loss is not.
+It checks out pending dead letters (`DeadLetterSource.dlx_checkout`), routes them along the source's
+route each time it sends them (`DeadLetterRouter`: the queues may change with the bindings), publishes
+them to every queue they reach with confirms (`ConfirmedPublisher`), in parts that fit one publish
+(`queue_parts`), and settles each in the source (`dlx_settle`) only once every queue it reaches
+confirmed it. A letter that reaches no queue (an exchange without a matching binding, a missing queue)
+or whose publish failed (target full, without quorum, unreachable) waits in the source and is sent
+again with backoff; a part sent again goes as the same publisher and seq, so its target deduplicates
+it. When leadership moves, the new leader's worker takes over the unsettled ones: duplicates are
+possible, loss is not.
 """
 
 from __future__ import annotations
@@ -16,8 +19,10 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from cluster.errors import NotLeader
-from cluster.queues.dead_lettering.messages import priorities_of, publish_parts
+from cluster.queues.dead_lettering.messages import priorities_of
+from cluster.queues.dead_lettering.routes import DeadLetterRouter, RoutedLetters, queue_parts
 from cluster.replication.stored_message import StoredMessage
+from queue_state.arguments import DeadLetterRoute
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +48,8 @@ class DeadLetterSource(Protocol):
     @property
     def is_leader(self) -> bool: ...
 
-    def dead_letter_target(self) -> str | None:
-        """The queue dead letters go to at least once, or None when they do not."""
+    def dead_letter_route(self) -> DeadLetterRoute | None:
+        """Where dead letters go at least once, or None when they do not."""
         ...
 
     def dead_letters_pending(self) -> bool:
@@ -81,12 +86,14 @@ class ConfirmedPublisher(Protocol):
 
 
 class DeadLetterWorker:
-    """Moves one source queue's pending dead letters to its target, at least once."""
+    """Moves one source queue's pending dead letters to the queues `router` routes them to, at least
+    once."""
 
     def __init__(
         self,
         leader: DeadLetterSource,
         publisher: ConfirmedPublisher,
+        router: DeadLetterRouter,
         prefetch: int = DEFAULT_PREFETCH,
         *,
         worker_id: str,
@@ -94,6 +101,7 @@ class DeadLetterWorker:
         """`worker_id` names the worker's checkouts in the queue."""
         self.leader = leader
         self.publisher = publisher
+        self.router = router
         self.prefetch = prefetch
         self.worker_id = worker_id
         self._seq = 0
@@ -129,38 +137,73 @@ class DeadLetterWorker:
             return []
 
     async def _deliver(self, batch: list[Letter]) -> None:
-        for part in publish_parts([len(message.body) for _, message, _ in batch]):
-            if not await self._deliver_part(batch[part]):
-                return
-
-    async def _deliver_part(self, batch: list[Letter]) -> bool:
-        """Publish letters and settle them; False when they are left to the next leader's worker, or
-        dropped with the strategy."""
-        self._seq += 1
+        """Send the batch round after round until each letter is settled; return early when the rest are
+        left to the next leader's worker, or dropped with the strategy."""
+        confirmed: dict[int, set[str]] = {message_id: set() for message_id, _, _ in batch}  # by which queues
+        seqs: dict[tuple[int, ...], int] = {}  # the letters of a part: its seq, the same every round
         backoff = MIN_BACKOFF_S
-        messages: list[tuple[StoredMessage, int | None]] = [(message, None) for _, message, _ in batch]
-        priorities = priorities_of([priority for _, _, priority in batch])
-        while True:
-            target = self.leader.dead_letter_target()
-            if target is None:
-                return False  # the strategy changed: the state machine dropped the pending letters
+        while batch:
+            route = self.leader.dead_letter_route()
+            if route is None:
+                return  # the strategy changed: the state machine dropped the pending letters
+            routed = self.router.route(route, self.leader.name, [message for _, message, _ in batch])
+            reached = dict(zip((message_id for message_id, _, _ in batch), routed.queues, strict=True))
+            missing = [queues - confirmed[message_id] for message_id, queues in reached.items()]
+            sends = queue_parts(routed.messages, missing).items()
+            await asyncio.gather(
+                *(self._publish(q, parts, batch, routed, confirmed, seqs) for q, parts in sends)
+            )
+            done = {
+                message_id
+                for message_id, queues in reached.items()
+                if queues and queues <= confirmed[message_id]
+            }
+            if done and not await self._settle(tuple(sorted(done))):
+                return
+            self.published += len(done)
+            batch = [letter for letter in batch if letter[0] not in done]
+            if batch:
+                unroutable = sum(1 for queues in reached.values() if not queues)
+                if unroutable:
+                    log.info("queue %s: %d dead letters reach no queue; kept", self.leader.name, unroutable)
+                backoff = MIN_BACKOFF_S if done else min(backoff * 2, MAX_BACKOFF_S)
+                await asyncio.sleep(backoff)
+
+    async def _publish(
+        self,
+        queue: str,
+        parts: list[list[int]],
+        batch: list[Letter],
+        routed: RoutedLetters,
+        confirmed: dict[int, set[str]],
+        seqs: dict[tuple[int, ...], int],
+    ) -> None:
+        """Publish the parts of the letters `queue` still needs, in order, noting each it confirmed; stop
+        at the first that fails (a later part waits for it, as its letters came later)."""
+        for part in parts:
+            ids = tuple(batch[p][0] for p in part)
+            if ids not in seqs:
+                self._seq += 1
+                seqs[ids] = self._seq
+            messages: list[tuple[StoredMessage, int | None]] = [(routed.messages[p], None) for p in part]
+            priorities = priorities_of([batch[p][2] for p in part])
             try:
-                await self.publisher.publish_confirmed(
-                    target, messages, self.worker_id, self._seq, priorities
-                )
-                break
+                await self.publisher.publish_confirmed(queue, messages, self.worker_id, seqs[ids], priorities)
             except Exception as exc:  # any failure: keep the letters, try again later
                 self.retries += 1
-                log.info("queue %s: dead-letter publish to %s failed: %s", self.leader.name, target, exc)
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, MAX_BACKOFF_S)
-        self.published += len(batch)
-        ids = tuple(message_id for message_id, _, _ in batch)
+                log.info("queue %s: dead-letter publish to %s failed: %s", self.leader.name, queue, exc)
+                return
+            for message_id in ids:
+                confirmed[message_id].add(queue)
+
+    async def _settle(self, ids: tuple[int, ...]) -> bool:
+        """Settle letters every queue they reach confirmed; False when they are left to the next
+        leader's worker (which publishes them again: a duplicate, never a loss)."""
         while True:
             try:
                 await self.leader.dlx_settle(ids)
                 return True
             except NotLeader:
                 if not self.leader.is_leader:
-                    return False  # the next leader's worker re-publishes (a duplicate, never a loss)
+                    return False
                 await asyncio.sleep(MIN_BACKOFF_S)
