@@ -523,21 +523,19 @@ class Channel:
 
 
 def _declared_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
-    """A declare's arguments as quorumq takes them. Dead-lettering through the default exchange
-    (`x-dead-letter-exchange` "" with `x-dead-letter-routing-key` Q, RabbitMQ's common way to name a
-    dead-letter queue) is `x-dead-letter-queue` Q, which routes the same; any other exchange waits for
-    exchanges (PRECONDITION_FAILED)."""
-    if "x-dead-letter-exchange" not in arguments:
+    """A declare's arguments as quorumq takes them: `x-dead-letter-exchange` (`amq.default` is the
+    default exchange, "") and `x-dead-letter-routing-key` as given, checked where any declare is, but
+    through the default exchange with a routing key Q, RabbitMQ's common way to name a dead-letter queue,
+    as `x-dead-letter-queue` Q: it routes the same, and a queue declared so before this listener took
+    exchanges keeps its arguments, so that its declare still matches them."""
+    exchange = arguments.get("x-dead-letter-exchange")
+    if exchange is None or exchange not in DEFAULT_EXCHANGE_NAMES:
         return arguments
-    arguments = dict(arguments)
-    exchange = arguments.pop("x-dead-letter-exchange")
-    key = arguments.pop("x-dead-letter-routing-key", None)
-    if exchange not in DEFAULT_EXCHANGE_NAMES or not isinstance(key, str) or not key:
-        raise channel_error(
-            PRECONDITION_FAILED,
-            "x-dead-letter-exchange: only the default exchange, with an x-dead-letter-routing-key naming "
-            "the dead-letter queue, is served (or give x-dead-letter-queue)",
-        )
+    arguments = {**arguments, "x-dead-letter-exchange": DEFAULT_EXCHANGE}
+    key = arguments.get("x-dead-letter-routing-key")
+    if not isinstance(key, str) or not key:
+        return arguments
+    del arguments["x-dead-letter-exchange"], arguments["x-dead-letter-routing-key"]
     if arguments.setdefault("x-dead-letter-queue", key) != key:
         raise channel_error(PRECONDITION_FAILED, "x-dead-letter-queue and x-dead-letter-routing-key differ")
     return arguments

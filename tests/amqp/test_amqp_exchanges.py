@@ -15,6 +15,7 @@ import pika
 import pika.exceptions
 import pytest
 from pika.adapters.blocking_connection import BlockingChannel
+from support.eventually import eventually_sync
 
 from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER
 
@@ -108,6 +109,46 @@ def test_a_delivery_names_the_exchange_and_routing_key_its_message_was_published
         assert (delivered.exchange, delivered.routing_key, body) == ("", "routed-by", b"direct")
         break
     channel.cancel()
+
+
+def test_a_dead_letter_exchange_routes_rejected_messages_by_their_own_or_the_queue_s_routing_key(
+    channel: BlockingChannel,
+) -> None:
+    queues(channel, "dlx-caught")
+    channel.exchange_declare("dlx-events", "topic")
+    channel.exchange_declare("dlx", "topic")
+    channel.queue_bind("dlx-caught", "dlx", "order.#")
+    for queue, key in (("dlx-own", None), ("dlx-keyed", "order.keyed")):
+        arguments = {"x-queue-type": "quorum", "x-dead-letter-exchange": "dlx"}
+        if key is not None:
+            arguments["x-dead-letter-routing-key"] = key
+        channel.queue_declare(queue, durable=True, arguments=arguments)
+        channel.queue_declare(queue, durable=True, arguments=arguments)  # the same again: fine
+        channel.queue_bind(queue, "dlx-events", "order.7")
+    channel.basic_publish("dlx-events", "order.7", b"poison")
+    for queue in ("dlx-own", "dlx-keyed"):
+        method, _, _ = channel.basic_get(queue, auto_ack=False)
+        channel.basic_reject(method.delivery_tag, requeue=False)
+    caught = {}
+
+    def both_caught() -> bool:
+        method, properties, body = channel.basic_get("dlx-caught", auto_ack=True)
+        if method is not None:
+            (death,) = properties.headers["x-death"]
+            caught[death["queue"]] = (method.exchange, method.routing_key, death["exchange"], body)
+        return len(caught) == 2
+
+    eventually_sync(both_caught, "both dead letters")
+    assert caught == {
+        "dlx-own": ("dlx", "order.7", "dlx-events", b"poison"),
+        "dlx-keyed": ("dlx", "order.keyed", "dlx-events", b"poison"),
+    }
+    for refused in ({"x-dead-letter-exchange": "bad\nname"}, {"x-dead-letter-routing-key": "k"}):
+        code = refusal(
+            channel.connection,
+            lambda ch, args=refused: ch.queue_declare("dlx-refused", durable=True, arguments=args),
+        )
+        assert code == 406
 
 
 def test_headers_bindings_match_all_or_any_of_their_headers(channel: BlockingChannel) -> None:
