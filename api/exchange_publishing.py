@@ -19,7 +19,7 @@ answered 200 instead of 201 (the others were published).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -33,7 +33,7 @@ from api.errors import ApiError
 from api.publish_job import PublishJob
 from api.publishing import Answer, publish_routed
 from api.routing_revision import applied_revision
-from api.validation import is_utf8
+from api.validation import QUEUE_NAME, is_utf8
 from cluster.metadata.metadata_view import MetadataView
 from cluster.replication.stored_message import StoredMessage, routed_headers
 from cluster.security.peer_auth import NODE_PRINCIPAL
@@ -58,7 +58,8 @@ async def publish_to_exchange(
     answer its error (the first in name order), with the copies that were confirmed beside it."""
     metadata = app[METADATA]
     table = metadata.routing_table
-    known = metadata.queues.__contains__
+    # the default exchange names its queue: one this node has not applied yet is asked for all the same
+    known = _queue_name if exchange == "" else metadata.queues.__contains__
     positions: dict[str, list[int]] = {}
     unroutable: list[int] = []
     for position, (message, _expiration) in enumerate(job.messages):
@@ -73,24 +74,70 @@ async def publish_to_exchange(
     answers = await asyncio.gather(
         *(_publish_copies(app, queue, _part(job, positions[queue]), hops) for queue in queues)
     )
+    listed = metadata.queues.__contains__
+    return exchange_answer(
+        dict(zip(queues, answers, strict=True)), positions, len(job.messages), unroutable, mandatory, listed
+    )
+
+
+def exchange_answer(
+    answers: dict[str, Answer],
+    positions: dict[str, list[int]],
+    count: int,
+    unroutable: list[int],
+    mandatory: bool,
+    listed: Callable[[str], bool],
+) -> Answer:
+    """The answer to a publish of `count` messages through an exchange, from each target queue's answer
+    to the copies of the messages at its `positions`:
+    - a copy answered 404 for a queue this node's metadata no longer lists (`listed`) is gone, as
+      RabbitMQ drops a copy for a deleted queue; its messages count as unroutable unless another queue
+      took them; a 404 for a queue still listed is a 503 (its leader may not have applied it yet);
+    - a queue that answered a retried seq with fewer ids than this attempt routed it messages took the
+      missing ones in no attempt: 409 `routing_changed` (routed otherwise than the first time);
+    - with any failure, the answer is a retryable one (503) if there is one, else the first by name,
+      naming its `queue`, with the copies confirmed (`routed`) and the other failures (`failed`);
+    - else 201 (200 with `mandatory` when some messages reached no queue), `routed` per queue, with
+      `positions` for a queue that took only some messages, and `unroutable`."""
     routed: dict[str, dict[str, Any]] = {}
-    failed: dict[str, tuple[int, dict[str, Any]]] = {}
-    for queue, (status, body) in zip(queues, answers, strict=True):
-        if status >= 300:
-            failed[queue] = (status, body)
+    failed: dict[str, Answer] = {}
+    taken: set[int] = set()
+    for queue, (status, body) in answers.items():
+        if status == 404 and not listed(queue):
             continue
-        if len(positions[queue]) < len(job.messages):
-            body = {**body, "positions": positions[queue]}
-        routed[queue] = body
+        taken.update(positions[queue])
+        if status == 404:
+            failed[queue] = (
+                503,
+                {**body, "error": "no_leader", "reason": f"queue '{queue}': {body['reason']}"},
+            )
+        elif status >= 300:
+            failed[queue] = (status, body)
+        elif len(body.get("ids", ())) != len(positions[queue]):
+            reason = (
+                f"queue '{queue}' answered this publisher's seq with {len(body.get('ids', ()))} ids for the "
+                f"{len(positions[queue])} messages routed to it now: the seq was routed otherwise before "
+                "(or long ago), and some of them are not in it"
+            )
+            failed[queue] = (409, {"error": "routing_changed", "reason": reason})
+        else:
+            routed[queue] = (
+                body if len(positions[queue]) == count else {**body, "positions": positions[queue]}
+            )
     if failed:
-        queue = min(failed)
+        queue = min(failed, key=lambda name: (failed[name][0] != 503, name))
         status, error = failed[queue]
         others = {name: body for name, (_, body) in failed.items() if name != queue}
         return status, {**error, "queue": queue, "routed": routed, "failed": others}
+    unroutable = sorted({*unroutable, *(p for qp in positions.values() for p in qp if p not in taken)})
     answer: dict[str, Any] = {"routed": routed}
     if unroutable:
         answer["unroutable"] = unroutable
     return (200 if mandatory and unroutable else 201), answer
+
+
+def _queue_name(name: str) -> bool:
+    return QUEUE_NAME.fullmatch(name) is not None
 
 
 async def _publish_copies(app: web.Application, queue: str, job: PublishJob, hops: int) -> Answer:
