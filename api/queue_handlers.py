@@ -40,6 +40,7 @@ from api.paging import PAGING_QUERY, listed
 from api.publish_job import PublishBody, read_publish
 from api.publishing import PUBLISH_ACCESS, forwards_over_peers, publish_on_route
 from api.request_bodies import Moment, RequestBody, read_body_as
+from api.routing_revision import with_revision
 from api.schemas import DELIVERIES, MAX_BYTES, ONE_DELIVERY
 from api.settle_options import SETTLES, Ack, Nack, Touch, settle_options, touch_answer
 from api.validation import (
@@ -385,7 +386,7 @@ async def delete_queue(request: web.Request) -> web.StreamResponse:
 @on_meta_leader
 async def _delete(request: web.Request) -> web.StreamResponse:
     await request.app[QUEUES].delete(queue_name(request))
-    return web.Response(status=204)
+    return with_revision(web.Response(status=204), request.app[METADATA])  # its bindings went with it
 
 
 @on_queue_leader
