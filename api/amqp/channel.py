@@ -100,11 +100,19 @@ class _Held:
 
 @dataclass
 class _Pending:
-    """A message waiting for its batch: its confirm tag (0 outside confirm mode) and what it came as."""
+    """A message waiting for its batch: its confirm tag (0 outside confirm mode), what it came as, and
+    where it goes."""
 
     tag: int
     content: Content
     fields: dict[str, Any]
+    route: _Route
+
+
+_Lane = _Route | None
+"""A channel's publishes that go in order, one batch at a time: those to one queue through the default
+exchange (its route), or every one through a named exchange (None), which may reach any queue: RabbitMQ
+keeps a channel's publishes in order in each queue they reach."""
 
 
 class Channel:
@@ -121,8 +129,8 @@ class Channel:
         self._confirms: ConfirmTags | None = None
         self._publisher = f"amqp-{secrets.token_hex(8)}"
         self._batches = itertools.count(1)
-        self._pending: dict[_Route, list[_Pending]] = {}
-        self._publishing: dict[_Route, asyncio.Task[None]] = {}
+        self._pending: dict[_Lane, list[_Pending]] = {}
+        self._publishing: dict[_Lane, asyncio.Task[None]] = {}
         self._prefetch = 0
         self._tags = itertools.count(1)
         self._held: dict[int, _Held] = {}
@@ -219,19 +227,25 @@ class Channel:
         tag = self._confirms.take()[0] if self._confirms is not None else 0
         exchange = DEFAULT_EXCHANGE if method.exchange in DEFAULT_EXCHANGE_NAMES else method.exchange
         route = _Route(exchange, method.routing_key)
-        self._pending.setdefault(route, []).append(_Pending(tag, content, fields))
+        lane = route if exchange == DEFAULT_EXCHANGE else None
+        self._pending.setdefault(lane, []).append(_Pending(tag, content, fields, route))
         self._budget.take(len(content.body))
-        if route not in self._publishing:
-            self._publishing[route] = asyncio.create_task(self._publish_batches(route))
+        if lane not in self._publishing:
+            self._publishing[lane] = asyncio.create_task(self._publish_batches(lane))
         await self._budget.room()  # the connection reads no more until confirms make room
 
-    async def _publish_batches(self, route: _Route) -> None:
+    async def _publish_batches(self, lane: _Lane) -> None:
+        """Publish the lane's messages in order, a batch at a time: each batch the next ones that share
+        a route, up to MAX_BATCH."""
+        route = lane
         try:
-            while self._pending.get(route):
-                batch, self._pending[route] = (
-                    self._pending[route][:MAX_BATCH],
-                    self._pending[route][MAX_BATCH:],
+            while pending := self._pending.get(lane):
+                route = pending[0].route
+                size = next(
+                    (n for n, p in enumerate(pending[:MAX_BATCH]) if p.route != route),
+                    min(len(pending), MAX_BATCH),
                 )
+                batch, self._pending[lane] = pending[:size], pending[size:]
                 try:
                     status, body = await self._publish_batch(route, batch)
                 finally:
@@ -243,8 +257,8 @@ class Channel:
             log.exception("publishing a batch to %s on AMQP channel %d", route, self.number)
             await self._wire.refuse(self.number, channel_error(INTERNAL_ERROR, "the node failed to publish"))
         finally:
-            self._publishing.pop(route, None)
-            left = self._pending.pop(route, [])  # not sent (the channel failed): nothing holds them now
+            self._publishing.pop(lane, None)
+            left = self._pending.pop(lane, [])  # not sent (the channel failed): nothing holds them now
             self._budget.give(sum(len(p.content.body) for p in left))
 
     async def _publish_batch(self, route: _Route, batch: list[_Pending]) -> tuple[int, dict[str, Any]]:

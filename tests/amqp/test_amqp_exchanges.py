@@ -7,6 +7,7 @@ internal exchange)."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -306,3 +307,29 @@ def test_aio_pika_routes_by_topic_with_confirms(amqp_port: int) -> None:
             return got
 
     assert asyncio.run(asyncio.wait_for(scenario(), 60)) == ["orders.eu", "invoices.eu"]
+
+
+def test_a_channels_publishes_through_exchanges_stay_in_order_in_each_queue(
+    connection: pika.BlockingConnection, channel: BlockingChannel
+) -> None:
+    """Review finding (order): publishes through an exchange were batched per exchange and routing key,
+    the batches of different keys running at once, so a channel's messages reaching one queue by two
+    keys (or two exchanges) could land out of order; RabbitMQ keeps a channel's order in each queue."""
+    queues(channel, "in-order")
+    channel.exchange_declare("order-topic", "topic", durable=True)
+    channel.exchange_declare("order-direct", "direct", durable=True)
+    channel.queue_bind("in-order", "order-topic", "#")
+    channel.queue_bind("in-order", "order-direct", "d")
+    unconfirmed = connection.channel()  # no confirms: the publishes are pipelined
+    sent = []
+    for i in range(300):
+        exchange, key = [("order-topic", "a.x"), ("order-topic", "b.y"), ("order-direct", "d")][i % 3]
+        body = f"m{i:03d}".encode()
+        unconfirmed.basic_publish(exchange, key, body)
+        sent.append(body)
+    got: list[bytes] = []
+    deadline = time.monotonic() + 30.0
+    while len(got) < len(sent) and time.monotonic() < deadline:  # pika's channels are for one thread
+        got.extend(drained(channel, "in-order"))
+        connection.sleep(0.05)
+    assert got == sent
