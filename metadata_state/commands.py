@@ -7,6 +7,7 @@ take raises `InvalidCommand`; the codec turns that into `MetadataDecodeError`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -45,9 +46,10 @@ MAX_ARGUMENT_VALUES = 1024
 """How many values (keys, elements and scalars) an exchange's or binding's arguments may hold."""
 
 
-def _check_routing_arguments(value: object) -> None:
+def check_routing_arguments(value: object) -> None:
     """A map of JSON values with string keys at every depth, at most MAX_ARGUMENT_DEPTH deep and of
-    MAX_ARGUMENT_VALUES values: what a binding's key digests, and a snapshot encodes, on every replica."""
+    MAX_ARGUMENT_VALUES values, numbers finite: what a binding's key digests, and a snapshot encodes, on
+    every replica (the edge checks a declare or bind with it first, `cluster.routing.exchange_checks`)."""
     _check_arguments(value)
     pending: list[tuple[object, int]] = [(value, 1)]
     values = 0
@@ -63,8 +65,10 @@ def _check_routing_arguments(value: object) -> None:
                 raise InvalidCommand("routing arguments have string keys at every depth")
             values += len(item)
             pending.extend((child, depth + 1) for child in item.values())
-        elif isinstance(item, list | tuple):
+        elif type(item) is list:
             pending.extend((child, depth + 1) for child in item)
+        elif type(item) is float and not math.isfinite(item):
+            raise InvalidCommand(f"routing arguments are JSON values, got {item!r}")
         elif item is not None and type(item) not in (str, int, float, bool):
             raise InvalidCommand(f"routing arguments are JSON values, got {type(item).__name__}")
 
@@ -247,7 +251,7 @@ class DeclareExchange:
         _check_strings(self, "vhost", "exchange", "type")
         for name in ("durable", "auto_delete", "internal"):
             _check_bool(name, getattr(self, name))
-        _check_routing_arguments(self.arguments)
+        check_routing_arguments(self.arguments)
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,7 +281,7 @@ class Bind:
 
     def __post_init__(self) -> None:
         _check_strings(self, "vhost", "source", "destination", "destination_type", "routing_key")
-        _check_routing_arguments(self.arguments)
+        check_routing_arguments(self.arguments)
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,7 +297,7 @@ class Unbind:
 
     def __post_init__(self) -> None:
         _check_strings(self, "vhost", "source", "destination", "destination_type", "routing_key")
-        _check_routing_arguments(self.arguments)
+        check_routing_arguments(self.arguments)
 
 
 Command: TypeAlias = (

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 
 from cluster.metadata.metadata_app import MetadataApp
 from cluster.routing.routing_table import RoutingTable
-from metadata_state.machine import BindingKey, MetadataMachine
+from metadata_state.machine import MetadataMachine
 from metadata_state.records import (
     BUILTIN_EXCHANGES,
     DEFAULT_VHOST,
@@ -107,11 +107,6 @@ class MetadataView:
     def bindings_in(self, vhost: str) -> list[BindingRecord]:
         """The bindings of `vhost`, by key."""
         return sorted((b for b in self._app.state.bindings.values() if b.vhost == vhost), key=lambda b: b.key)
-
-    @property
-    def bindings(self) -> Mapping[BindingKey, BindingRecord]:
-        """Every binding, by `BindingRecord.key`."""
-        return self._app.state.bindings
 
     @property
     def routing_revision(self) -> int:

@@ -5,13 +5,13 @@ published to: the caller refuses declaring one (HTTP 403, AMQP ACCESS_REFUSED) b
 
 from __future__ import annotations
 
-import math
 import unicodedata
 from typing import Any
 
 from cluster.routing.content_filter import FILTER, FilterError, compile_filter
 from cluster.routing.headers_match import KINDS, MATCH, tested
 from cluster.routing.routing_table import ALTERNATE_EXCHANGE
+from metadata_state.commands import InvalidCommand, check_routing_arguments
 from metadata_state.records import EXCHANGE_TYPES
 
 RESERVED_PREFIX = "amq."
@@ -83,18 +83,9 @@ def checked_binding_arguments(exchange_type: str, arguments: dict[str, Any]) -> 
 
 
 def _check_json(arguments: dict[str, Any], what: str) -> None:
-    """Raise unless `arguments` is a map of JSON values: strings, finite numbers, booleans, None, and
-    lists and string-keyed maps of them."""
-    pending: list[Any] = [arguments]
-    while pending:
-        value = pending.pop()
-        if isinstance(value, dict):
-            if not all(isinstance(key, str) for key in value):
-                raise RoutingError(f"{what}: a map's keys must be strings, got {list(value)!r}")
-            pending.extend(value.values())
-        elif isinstance(value, list):
-            pending.extend(value)
-        elif isinstance(value, float) and not math.isfinite(value):
-            raise RoutingError(f"{what}: {value!r} is not a JSON number")
-        elif value is not None and not isinstance(value, str | int | float):
-            raise RoutingError(f"{what}: {value!r} is not a JSON value")
+    """Raise unless `arguments` is what a routing command takes (`check_routing_arguments`: JSON values
+    with string keys, finite numbers, bounded in depth and size)."""
+    try:
+        check_routing_arguments(arguments)
+    except InvalidCommand as exc:
+        raise RoutingError(f"{what}: {exc}") from exc

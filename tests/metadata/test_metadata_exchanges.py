@@ -396,7 +396,7 @@ def test_the_view_lists_declared_and_builtin_exchanges_and_the_bindings_by_vhost
     assert view.exchange(V, "alpha") == app.state.exchanges[(V, "alpha")]
     assert view.exchange(V, "") is None and view.exchange(V, "beta") is None
     assert [b.source for b in view.bindings_in(V)] == ["amq.direct", "zeta"]
-    assert view.bindings_in("other") == [] and len(view.bindings) == 2
+    assert view.bindings_in("other") == []
     assert view.routing_revision == 5
 
 
