@@ -269,8 +269,9 @@ class DeleteExchange:
 
 
 @dataclass(frozen=True, slots=True)
-class Bind:
-    """Bind exchange `source` to the queue or exchange (`destination_type`) `destination`."""
+class _BindingCommand:
+    """The fields of a binding: from exchange `source` to the queue or exchange (`destination_type`)
+    `destination`, with a routing key and arguments."""
 
     vhost: str
     source: str
@@ -285,19 +286,13 @@ class Bind:
 
 
 @dataclass(frozen=True, slots=True)
-class Unbind:
+class Bind(_BindingCommand):
+    """Bind exchange `source` to the queue or exchange (`destination_type`) `destination`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Unbind(_BindingCommand):
     """Remove the binding a `Bind` with these fields made."""
-
-    vhost: str
-    source: str
-    destination: str
-    destination_type: str
-    routing_key: str
-    arguments: dict[str, Any]
-
-    def __post_init__(self) -> None:
-        _check_strings(self, "vhost", "source", "destination", "destination_type", "routing_key")
-        check_routing_arguments(self.arguments)
 
 
 Command: TypeAlias = (
