@@ -32,6 +32,10 @@ PATH_VALUES = {
     "{user}": "someone",
     "{policy}": "some-policy",
     "{task}": "t1",
+    "{vhost}": "%2F",
+    "{exchange}": "alice-x",  # one alice may use: the route's rule on `q` decides
+    "{destination}": "alice-y",
+    "{props}": "~",
 }
 
 
