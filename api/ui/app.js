@@ -17,7 +17,7 @@ const state = {
   history: [],
   timer: null,
   queues: { page: 1, size: 20, name: "", sort: "name", reverse: false },
-  routingRevision: 0, // the highest an answer named: a publish to an exchange waits for it (docs/use/routing.md)
+  routingRevision: 0, // the highest an answer named: sent with every request (docs/use/routing.md)
 };
 
 class ApiError extends Error {
@@ -28,9 +28,11 @@ class ApiError extends Error {
   }
 }
 
-async function api(method, path, body, auth = state.auth, extraHeaders = {}) {
-  const headers = { Accept: "application/json", ...extraHeaders };
+async function api(method, path, body, auth = state.auth) {
+  const headers = { Accept: "application/json" };
   if (auth) headers.Authorization = auth;
+  // every read of exchanges and bindings, and a publish through one, waits for our own routing changes
+  if (state.routingRevision) headers[REVISION_HEADER] = String(state.routingRevision);
   if (body !== undefined) headers["Content-Type"] = "application/json";
   let answer;
   try {
@@ -443,8 +445,7 @@ const pages = {
         const form = event.target;
         const mandatory = form.elements.mandatory.checked;
         const answer = await api("POST", `${x(name)}/publish`,
-          { routing_key: field(form, "routing_key"), mandatory, messages: [messageOf(form)] },
-          state.auth, { [REVISION_HEADER]: state.routingRevision }); // routed once this node knows our bindings
+          { routing_key: field(form, "routing_key"), mandatory, messages: [messageOf(form)] });
         const routed = Object.entries(answer.routed).map(([queue, copy]) => el("li", {}, queueLink(queue), ` (id ${copy.ids.join(", ")})`));
         result.replaceChildren(routed.length
           ? el("div", {}, "routed to", el("ul", { id: "routed" }, routed))
