@@ -163,14 +163,14 @@ async def list_between(request: web.Request) -> web.StreamResponse:
     TO_QUEUE + "/{props}",
     access=Access.ANY_QUEUE_PERMISSION,
     summary="one binding of an exchange to a queue",
-    responses={"200": "the binding", "404": "no such binding"},
+    responses={"200": "the binding", "404": "no such binding", "409": "the key names several (ambiguous)"},
 )
 @route(
     "GET",
     TO_EXCHANGE + "/{props}",
     access=Access.AUTHENTICATED,
     summary="one binding of an exchange to an exchange",
-    responses={"200": "the binding", "404": "no such binding"},
+    responses={"200": "the binding", "404": "no such binding", "409": "the key names several (ambiguous)"},
 )
 async def get_binding(request: web.Request) -> web.StreamResponse:
     """GET /api/bindings/{vhost}/e/{exchange}/q/{q}/{props} (or /e/{destination}/{props})."""
@@ -254,14 +254,14 @@ async def bind(request: web.Request) -> web.StreamResponse:
     TO_QUEUE + "/{props}",
     access=Access.WRITE,
     summary="unbind an exchange from a queue",
-    responses={"204": "unbound", "404": "no such binding"},
+    responses={"204": "unbound", "404": "no such binding", "409": "the key names several (ambiguous)"},
 )
 @route(
     "DELETE",
     TO_EXCHANGE + "/{props}",
     access=Access.AUTHENTICATED,
     summary="unbind an exchange from an exchange",
-    responses={"204": "unbound", "404": "no such binding"},
+    responses={"204": "unbound", "404": "no such binding", "409": "the key names several (ambiguous)"},
 )
 @on_meta_leader
 async def unbind(request: web.Request) -> web.StreamResponse:
