@@ -19,6 +19,7 @@ from api.endpoints import route
 from api.errors import ApiError
 from api.forwarding import on_meta_leader
 from api.json_codec import json_answer
+from api.limits import check_routing_room
 from api.request_bodies import RequestBody, read_body_as
 from api.routing_names import MAX_ROUTING_KEY_BYTES, exchange_of, proposed, require_read_everywhere, vhost_of
 from api.routing_revision import await_revision, with_revision
@@ -239,6 +240,8 @@ async def bind(request: web.Request) -> web.StreamResponse:
         raise bad(str(exc)) from exc
     require_read_everywhere(request)
     binding = BindingRecord(vhost, source, destination, kind, given.routing_key, arguments)
+    if not request.app[METADATA].has_binding(binding):
+        check_routing_room(request.app, bindings=1)
     reply = await proposed(request.app[METADATA_DOOR].bind(binding))
     if isinstance(reply, NotFound):
         raise ApiError(404, "not_found", reply.reason)

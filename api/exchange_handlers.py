@@ -25,6 +25,7 @@ from api.exchange_publishing import (
 )
 from api.forwarding import forward, hops_of, on_meta_leader
 from api.json_codec import json_answer
+from api.limits import check_routing_room
 from api.publish_job import PublishBody, publish_of
 from api.request_bodies import RequestBody, read_body_as
 from api.routing_names import exchange_of, proposed, require_read_everywhere, vhost_of
@@ -165,6 +166,8 @@ async def declare_exchange(request: web.Request) -> web.StreamResponse:
     if is_reserved(name) and BUILTIN_EXCHANGES.get(name) != kind:
         raise ApiError(403, "forbidden", f"exchange names starting with 'amq.' are reserved ('{name}')")
     require_read_everywhere(request)
+    if request.app[METADATA].exchange(vhost, name) is None:
+        check_routing_room(request.app, exchanges=1)
     reply = await proposed(
         request.app[METADATA_DOOR].declare_exchange(
             vhost, name, kind, given.durable, given.auto_delete, given.internal, arguments

@@ -6,6 +6,9 @@
   allowed ones 400 (`api.validation.check_queue_name`, run by the auth middleware before any
   permission pattern sees the name);
 - a queue accepts at most `max_consumers_per_queue` consumers (429, checked wherever a replica is);
+- the cluster holds at most `max_exchanges` declared exchanges and `max_bindings` bindings (429, checked
+  on the metadata leader before a new one is proposed): every node rebuilds its routing table from them
+  at each change, and a headers exchange tests its bindings one by one per message;
 - a published message carries at most `max_message_headers` headers (422) of at most
   `max_header_bytes` as JSON (413), holding only values both JSON and msgpack can carry (400).
 """
@@ -20,7 +23,7 @@ from typing import Any
 import msgpack
 from aiohttp import web
 
-from api.app_keys import CONFIG, QUEUES
+from api.app_keys import CONFIG, METADATA, QUEUES
 from api.endpoints import QUEUE
 from api.errors import ApiError
 from cluster.config import NodeConfig
@@ -83,6 +86,16 @@ def check_consumer_room(app: web.Application, queue: str) -> None:
         raise ApiError(
             429, "too_many_consumers", f"queue '{queue}' already has {consumers} consumers (limit {limit})"
         )
+
+
+def check_routing_room(app: web.Application, exchanges: int = 0, bindings: int = 0) -> None:
+    """429 when adding `exchanges` exchanges or `bindings` bindings would pass `max_exchanges` or
+    `max_bindings` (as this node, the metadata leader, applied them)."""
+    config, metadata = app[CONFIG], app[METADATA]
+    if exchanges and metadata.exchange_count + exchanges > config.max_exchanges:
+        raise ApiError(429, "too_many_exchanges", f"the cluster holds its {config.max_exchanges} exchanges")
+    if bindings and metadata.binding_count + bindings > config.max_bindings:
+        raise ApiError(429, "too_many_bindings", f"the cluster holds its {config.max_bindings} bindings")
 
 
 def check_message_headers(index: int, headers: dict[str, Any], config: NodeConfig) -> None:

@@ -318,6 +318,12 @@ class NodeConfig:
     max_consumers_per_queue: int = field(
         default=1000, metadata=about("Consumers a queue accepts.", minimum=1)
     )
+    max_exchanges: int = field(
+        default=10_000, metadata=about("Exchanges the cluster accepts (beside the built-in ones).", minimum=0)
+    )
+    max_bindings: int = field(
+        default=100_000, metadata=about("Bindings the cluster accepts, of every exchange.", minimum=0)
+    )
     request_read_timeout_ms: int = field(
         default=30000, metadata=about("How long a request body may take to arrive.", minimum=1)
     )

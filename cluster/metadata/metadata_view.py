@@ -109,6 +109,20 @@ class MetadataView:
         return sorted((b for b in self._app.state.bindings.values() if b.vhost == vhost), key=lambda b: b.key)
 
     @property
+    def exchange_count(self) -> int:
+        """How many exchanges were declared (the built-in ones not counted)."""
+        return len(self._app.state.exchanges)
+
+    def has_binding(self, binding: BindingRecord) -> bool:
+        """Whether a binding with `binding`'s key exists."""
+        return binding.key in self._app.state.bindings
+
+    @property
+    def binding_count(self) -> int:
+        """How many bindings there are, of every exchange and vhost."""
+        return len(self._app.state.bindings)
+
+    @property
     def routing_revision(self) -> int:
         """How many applied commands changed the exchanges or the bindings."""
         return self._app.state.routing_revision

@@ -19,6 +19,8 @@ from cli.node_processes import ProcessCluster, plan_cluster, wait_healthy
 
 LIMITS = {
     "QUORUMQ_MAX_CONSUMERS_PER_QUEUE": "2",
+    "QUORUMQ_MAX_EXCHANGES": "2",
+    "QUORUMQ_MAX_BINDINGS": "2",
     "QUORUMQ_MAX_MESSAGE_HEADERS": "4",
     "QUORUMQ_MAX_HEADER_BYTES": "200",
     "QUORUMQ_MAX_REQUEST_BYTES": "100000",
@@ -185,3 +187,34 @@ async def test_rule_a_forwarded_publish_is_held_to_the_limits_of_the_node_the_cl
         assert passed.status == 201, passed.body  # not checked by the node called
     finally:
         cluster.stop()
+
+
+async def test_exchanges_and_bindings_past_their_limits_are_429(limited: ProcessCluster) -> None:
+    """Review finding (unbounded routing): every routing change makes every node rebuild its table, and
+    a headers exchange tests its bindings one by one per message, so the cluster holds at most
+    `max_exchanges` declared exchanges and `max_bindings` bindings; declaring or binding again what
+    exists still answers as before."""
+    base = limited.urls[1]
+    assert (await call("PUT", base + "/api/queues/bound", authorization=ADMIN, json={})).status == 201
+    for name in ("x1", "x2"):
+        declared = await call(
+            "PUT", f"{base}/api/exchanges/%2F/{name}", authorization=ADMIN, json={"type": "fanout"}
+        )
+        assert declared.status == 201, declared.body
+    third = await call("PUT", base + "/api/exchanges/%2F/x3", authorization=ADMIN, json={"type": "fanout"})
+    assert third.status == 429 and third.body["error"] == "too_many_exchanges", third.body
+    again = await call("PUT", base + "/api/exchanges/%2F/x1", authorization=ADMIN, json={"type": "fanout"})
+    assert again.status == 204
+    for key in ("a", "b"):
+        bound = await call(
+            "POST", base + "/api/bindings/%2F/e/x1/q/bound", authorization=ADMIN, json={"routing_key": key}
+        )
+        assert bound.status == 201, bound.body
+    third = await call(
+        "POST", base + "/api/bindings/%2F/e/x1/q/bound", authorization=ADMIN, json={"routing_key": "c"}
+    )
+    assert third.status == 429 and third.body["error"] == "too_many_bindings", third.body
+    again = await call(
+        "POST", base + "/api/bindings/%2F/e/x1/q/bound", authorization=ADMIN, json={"routing_key": "a"}
+    )
+    assert again.status == 201
