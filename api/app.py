@@ -27,6 +27,7 @@ from api import (
     token_revocation,
     ui_handlers,
     user_handlers,
+    vhost_handlers,
 )
 from api.app_keys import (
     ALARMS,
@@ -52,7 +53,7 @@ from api.app_keys import (
 from api.auth import auth_middleware, bootstrap_users
 from api.browser_guard import browser_guard, secure_headers
 from api.consumer_revocation import end_revoked_consumers
-from api.endpoints import declared
+from api.endpoints import declared, in_vhost
 from api.error_answers import error_middleware
 from api.forwarding import FORWARD_TIMEOUT_S
 from api.limits import limits_middleware
@@ -89,6 +90,7 @@ ENDPOINTS = declared(
     policy_handlers,
     exchange_handlers,
     binding_handlers,
+    vhost_handlers,
     openapi,
     ui_handlers,
 )
@@ -139,12 +141,15 @@ def create_app(node: Node) -> web.Application:
 
 
 def add_routes(router: web.UrlDispatcher) -> None:
-    """Register every endpoint (`ENDPOINTS`), in its order; a GET answers HEAD too."""
-    for endpoint in ENDPOINTS:
+    """Register every endpoint (`ENDPOINTS`), in its order, then each queue endpoint's path for a queue
+    of a named vhost (`in_vhost`); a GET answers HEAD too."""
+    paths = [(e, e.path) for e in ENDPOINTS]
+    paths += [(e, aliased) for e in ENDPOINTS if (aliased := in_vhost(e.path)) is not None]
+    for endpoint, path in paths:
         if endpoint.method == "GET":
-            router.add_get(endpoint.path, endpoint.handler)
+            router.add_get(path, endpoint.handler)
         else:
-            router.add_route(endpoint.method, endpoint.path, endpoint.handler)
+            router.add_route(endpoint.method, path, endpoint.handler)
 
 
 async def _sample_rates(app: web.Application) -> AsyncIterator[None]:

@@ -38,7 +38,7 @@ from api.limits import read_body
 from api.password_checker import PasswordChecker
 from api.request_ids import REQUEST_ID_HEADER
 from api.tokens import verify_token
-from api.validation import check_queue_name
+from api.validation import queue_name
 from cluster import node_logging
 from cluster.config import ConfigError, NodeConfig, is_loopback_host
 from cluster.errors import NotLeader
@@ -59,6 +59,7 @@ from cluster.security.users import (
     check_user_name,
 )
 from cluster.steady_clock import steady_wall_ms
+from metadata_state.vhost_names import DEFAULT_VHOST, split
 
 log = logging.getLogger(__name__)
 
@@ -229,21 +230,38 @@ def _known_user(metadata: MetadataView, name: str, expires_ms: int | None = None
     return Principal.of(record, expires_ms)
 
 
+def names_a_vhost(request: web.Request) -> bool:
+    """Whether a one-segment queue path's `{q}` names a vhost (no queue of `/` takes a vhost's name):
+    `GET /api/queues/{vhost}` is then that vhost's listing, as RabbitMQ's."""
+    return "vhost" not in request.match_info and request.app[METADATA].has_vhost(request.match_info["q"])
+
+
 def principal(request: web.Request) -> Principal:
     """The principal the middleware authenticated for this request."""
     return request[PRINCIPAL_KEY]
 
 
 def require(
-    caller: Principal, access: Access, queue: str | None, why: str = "", resource: str = "queue"
+    caller: Principal,
+    access: Access,
+    queue: str | None,
+    why: str = "",
+    resource: str = "queue",
+    vhost: str | None = None,
 ) -> None:
-    """403 `forbidden`, naming the permission and the queue (or the `resource` of that name: an exchange;
-    and `why` it is needed), unless `caller` passes `access`."""
-    if not caller.may(access, queue):
-        target = (
-            f" on {resource} '{queue}'" if queue is not None and access is not Access.ADMINISTRATOR else ""
+    """403 `forbidden`, naming the permission and the queue (a `qualified` name; or, in `vhost`, the
+    `resource` of that name: an exchange; and `why` it is needed), unless `caller` passes `access`."""
+    if queue is None:
+        if not caller.may(access, None):
+            raise ApiError(403, "forbidden", f"user '{caller.name}' lacks {access.value} permission{why}")
+        return
+    where, name = (vhost, queue) if vhost is not None else split(queue)
+    if not caller.may_in(access, where, name):
+        target = "" if access is Access.ADMINISTRATOR else f" on {resource} '{name}'"
+        place = f" in vhost '{where}'" if target and where != DEFAULT_VHOST else ""
+        raise ApiError(
+            403, "forbidden", f"user '{caller.name}' lacks {access.value} permission{target}{place}{why}"
         )
-        raise ApiError(403, "forbidden", f"user '{caller.name}' lacks {access.value} permission{target}{why}")
 
 
 class UnknownDestination(aiohttp.ClientError):
@@ -278,9 +296,10 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     caller = await authenticate(request)
     if caller is None:
         raise Unauthenticated("authentication required")
-    queue = request.match_info.get("q")
-    if queue is not None:  # validated before any permission pattern sees it
-        check_queue_name(queue, request.app[CONFIG].max_queue_name_length)
+    # validated before any permission pattern sees it
+    queue = queue_name(request) if "q" in request.match_info else None
+    if access is Access.QUEUE_OR_VHOST:
+        access = Access.AUTHENTICATED if names_a_vhost(request) else Access.ANY_QUEUE_PERMISSION
     require(caller, access, queue)
     request[PRINCIPAL_KEY] = caller
     return await handler(request)

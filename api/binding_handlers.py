@@ -58,7 +58,11 @@ def binding_json(record: BindingRecord) -> dict[str, Any]:
 def _answer(request: web.Request, bindings: list[BindingRecord]) -> web.Response:
     caller = principal(request)
     return json_answer(
-        [binding_json(b) for b in bindings if caller.lists(b.source) or caller.lists(b.destination)]
+        [
+            binding_json(b)
+            for b in bindings
+            if caller.lists_in(b.vhost, b.source) or caller.lists_in(b.vhost, b.destination)
+        ]
     )
 
 
@@ -70,7 +74,8 @@ def _in_vhost(request: web.Request, vhost: str) -> list[BindingRecord]:
 async def list_bindings(request: web.Request) -> web.StreamResponse:
     """GET /api/bindings: those the caller holds a permission on the source or destination of."""
     await await_revision(request)
-    return _answer(request, _in_vhost(request, "/"))
+    metadata = request.app[METADATA]
+    return _answer(request, [b for vhost in metadata.vhosts for b in metadata.bindings_in(vhost.name)])
 
 
 @route(
@@ -131,7 +136,7 @@ def _between(request: web.Request) -> tuple[str, str, str, str]:
 
 def _matching(request: web.Request) -> list[BindingRecord]:
     vhost, source, kind, destination = _between(request)
-    require(principal(request), Access.ANY_QUEUE_PERMISSION, source, resource="exchange")
+    require(principal(request), Access.ANY_QUEUE_PERMISSION, source, resource="exchange", vhost=vhost)
     return [
         b
         for b in _in_vhost(request, vhost)
@@ -226,8 +231,8 @@ async def bind(request: web.Request) -> web.StreamResponse:
     """POST /api/bindings/{vhost}/e/{exchange}/q/{q} (or /e/{destination}): 201."""
     vhost, source, kind, destination = _between(request)
     caller = principal(request)
-    require(caller, Access.WRITE, destination, resource=kind)
-    require(caller, Access.READ, source, resource="exchange")
+    require(caller, Access.WRITE, destination, resource=kind, vhost=vhost)
+    require(caller, Access.READ, source, resource="exchange", vhost=vhost)
     given = await read_body_as(request, Binding)
     if len(given.routing_key.encode()) > MAX_ROUTING_KEY_BYTES:
         raise bad(f"routing_key is at most {MAX_ROUTING_KEY_BYTES} bytes of UTF-8")
@@ -271,8 +276,8 @@ async def unbind(request: web.Request) -> web.StreamResponse:
     """DELETE /api/bindings/{vhost}/e/{exchange}/q/{q}/{props} (or /e/{destination}/{props}): 204."""
     binding = _named(request)
     caller = principal(request)
-    require(caller, Access.WRITE, binding.destination, resource=binding.destination_type)
-    require(caller, Access.READ, binding.source, resource="exchange")
+    require(caller, Access.WRITE, binding.destination, resource=binding.destination_type, vhost=binding.vhost)
+    require(caller, Access.READ, binding.source, resource="exchange", vhost=binding.vhost)
     require_read_everywhere(request)
     reply = await proposed(request.app[METADATA_DOOR].unbind(binding))
     if isinstance(reply, NotFound):

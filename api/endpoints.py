@@ -6,6 +6,13 @@ still read by hand (one a stream frame carries too) gives its schema as a `BodyS
 registers the endpoints of the handler modules it names (`declared`); a route registered any other way
 has no declared access rule, so it needs an administrator (`access_rule`): no endpoint is open by
 accident.
+
+Every endpoint of a queue (`/api/queues/{q}...`) or a policy (`/api/policies/{policy}`, and operator
+policies') is served in a named vhost too, at RabbitMQ's path (`/api/queues/{vhost}/{q}...`,
+`/api/policies/{vhost}/{policy}`: `in_vhost`), with the same access rule; the one-segment paths are the
+default vhost's. Those paths are registered after all others, so a queue path's own words
+(`queue_path_words`) win over a queue of that name in a vhost, which is why no such queue may be
+declared there.
 """
 
 from __future__ import annotations
@@ -21,6 +28,13 @@ from api.access import Access
 from api.request_bodies import RequestBody
 
 QUEUE = "/api/queues/{q}"
+VHOST_QUEUE = "/api/queues/{vhost}/{q}"
+IN_A_VHOST = {
+    QUEUE: VHOST_QUEUE,
+    "/api/policies/{policy}": "/api/policies/{vhost}/{policy}",
+    "/api/operator-policies/{policy}": "/api/operator-policies/{vhost}/{policy}",
+}
+"""The one-segment paths of the default vhost's queues and policies, and their paths in a named vhost."""
 CONSUMER = QUEUE + "/consumers/{tag}"
 Schema = dict[str, Any]
 Content = Mapping[str, Schema]
@@ -78,9 +92,27 @@ def route(
         )
         _DECLARED.append(endpoint)
         _ACCESS[(method, path)] = access
+        aliased = in_vhost(path)
+        if aliased is not None:
+            _ACCESS[(method, aliased)] = access
         return handler
 
     return declare
+
+
+def in_vhost(path: str) -> str | None:
+    """The path serving a queue's or a policy's endpoint `path` in a named vhost (None for any other)."""
+    for default, named in IN_A_VHOST.items():
+        if path == default or path.startswith(default + "/"):
+            return named + path.removeprefix(default)
+    return None
+
+
+def queue_path_words() -> frozenset[str]:
+    """The words that follow a queue in the declared queue paths (`messages`, `get`, ...): no queue of a
+    vhost other than `/` may take one as its name, since `/api/queues/{x}/{word}` is that word's
+    endpoint for queue x of `/`."""
+    return frozenset(e.path.split("/")[4] for e in _DECLARED if e.path.startswith(QUEUE + "/"))
 
 
 def parameter(name: str, schema: Schema, *, required: bool = False) -> Schema:

@@ -4,6 +4,7 @@ delete (on the metadata leader), and publish through one (`api.exchange_publishi
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Any
 
 from aiohttp import web
@@ -17,9 +18,8 @@ from api.error_answers import passed_on_answer
 from api.errors import ApiError
 from api.exchange_publishing import (
     DEFAULT_EXCHANGE,
-    exchange_known,
     publish_to_exchange,
-    require_publisher,
+    publishes_through,
     route_fields,
     unknown_exchange,
 )
@@ -38,7 +38,7 @@ from cluster.routing.exchange_checks import (
     is_reserved,
 )
 from cluster.routing.routing_table import ALTERNATE_EXCHANGE
-from metadata_state.records import BUILTIN_EXCHANGES, DEFAULT_VHOST, ExchangeRecord
+from metadata_state.records import BUILTIN_EXCHANGES, ExchangeRecord
 from metadata_state.replies import Conflict, Created, Exists, InUse, Invalid, NotFound
 
 EXCHANGES = "/api/exchanges"
@@ -78,10 +78,14 @@ def exchange_json(record: ExchangeRecord) -> dict[str, Any]:
     }
 
 
-def _visible(request: web.Request) -> list[dict[str, Any]]:
-    caller = principal(request)
-    exchanges = [DEFAULT_EXCHANGE, *request.app[METADATA].exchanges_in(DEFAULT_VHOST)]
-    return [exchange_json(x) for x in exchanges if caller.lists(x.name or "amq.default")]
+def _visible(request: web.Request, vhosts: list[str]) -> list[dict[str, Any]]:
+    caller, metadata = principal(request), request.app[METADATA]
+    return [
+        exchange_json(x)
+        for vhost in vhosts
+        for x in [replace(DEFAULT_EXCHANGE, vhost=vhost), *metadata.exchanges_in(vhost)]
+        if caller.lists_in(vhost, x.name or "amq.default")
+    ]
 
 
 @route(
@@ -94,7 +98,7 @@ def _visible(request: web.Request) -> list[dict[str, Any]]:
 async def list_exchanges(request: web.Request) -> web.StreamResponse:
     """GET /api/exchanges: the default exchange, the built-in `amq.*` ones and every declared one."""
     await await_revision(request)
-    return json_answer(_visible(request))
+    return json_answer(_visible(request, [v.name for v in request.app[METADATA].vhosts]))
 
 
 @route(
@@ -107,8 +111,7 @@ async def list_exchanges(request: web.Request) -> web.StreamResponse:
 async def list_vhost_exchanges(request: web.Request) -> web.StreamResponse:
     """GET /api/exchanges/{vhost}."""
     await await_revision(request)
-    vhost_of(request)
-    return json_answer(_visible(request))
+    return json_answer(_visible(request, [vhost_of(request)]))
 
 
 @route(
@@ -122,8 +125,16 @@ async def get_exchange(request: web.Request) -> web.StreamResponse:
     """GET /api/exchanges/{vhost}/{exchange}."""
     await await_revision(request)
     vhost, name = vhost_of(request), exchange_of(request)
-    require(principal(request), Access.ANY_QUEUE_PERMISSION, name or "amq.default", resource="exchange")
-    record = DEFAULT_EXCHANGE if name == "" else request.app[METADATA].exchange(vhost, name)
+    require(
+        principal(request),
+        Access.ANY_QUEUE_PERMISSION,
+        name or "amq.default",
+        resource="exchange",
+        vhost=vhost,
+    )
+    record = (
+        replace(DEFAULT_EXCHANGE, vhost=vhost) if name == "" else request.app[METADATA].exchange(vhost, name)
+    )
     if record is None:
         raise ApiError(404, "not_found", f"no exchange '{name}' in vhost '{vhost}'")
     return json_answer(exchange_json(record))
@@ -152,7 +163,7 @@ async def get_exchange(request: web.Request) -> web.StreamResponse:
 async def declare_exchange(request: web.Request) -> web.StreamResponse:
     """PUT /api/exchanges/{vhost}/{exchange}: 201 created, 204 the same exists, 409 another exists."""
     vhost, name = vhost_of(request), exchange_of(request, default=False)
-    require(principal(request), Access.CONFIGURE, name, resource="exchange")
+    require(principal(request), Access.CONFIGURE, name, resource="exchange", vhost=vhost)
     given = await read_body_as(request, ExchangeDeclaration)
     try:
         kind = checked_exchange_type(given.type)
@@ -161,8 +172,9 @@ async def declare_exchange(request: web.Request) -> web.StreamResponse:
         raise bad(str(exc)) from exc
     alternate = arguments.get(ALTERNATE_EXCHANGE)
     if isinstance(alternate, str):  # what it cannot route goes there: RabbitMQ's rights for that
-        require(principal(request), Access.READ, name, " to give it an alternate exchange", "exchange")
-        require(principal(request), Access.WRITE, alternate, " to make it an alternate exchange", "exchange")
+        caller = principal(request)
+        require(caller, Access.READ, name, " to give it an alternate exchange", "exchange", vhost)
+        require(caller, Access.WRITE, alternate, " to make it an alternate exchange", "exchange", vhost)
     if is_reserved(name) and BUILTIN_EXCHANGES.get(name) != kind:
         raise ApiError(403, "forbidden", f"exchange names starting with 'amq.' are reserved ('{name}')")
     require_read_everywhere(request)
@@ -200,7 +212,7 @@ async def declare_exchange(request: web.Request) -> web.StreamResponse:
 async def delete_exchange(request: web.Request) -> web.StreamResponse:
     """DELETE /api/exchanges/{vhost}/{exchange}[?if-unused=true]: 204; with every binding from or to it."""
     vhost, name = vhost_of(request), exchange_of(request, default=False)
-    require(principal(request), Access.CONFIGURE, name, resource="exchange")
+    require(principal(request), Access.CONFIGURE, name, resource="exchange", vhost=vhost)
     if name in BUILTIN_EXCHANGES:
         raise ApiError(403, "forbidden", f"the built-in exchange '{name}' cannot be deleted")
     require_read_everywhere(request)
@@ -250,9 +262,8 @@ async def publish(request: web.Request) -> web.StreamResponse:
     vhost, name = vhost_of(request), exchange_of(request)
     body = await publish_object(request)
     routing_key, mandatory = route_fields(body)
-    require_publisher(principal(request), name, routing_key)  # first: a refused caller learns nothing more
-    status = request.app[STATUS]
-    if not await exchange_known(request.app[METADATA], vhost, name, revision_of(request)):
+    status, metadata, caller = request.app[STATUS], request.app[METADATA], principal(request)
+    if not await publishes_through(metadata, caller, vhost, name, routing_key, revision_of(request)):
         if status.meta_leader() not in (None, status.name):  # it may know what this node has not applied
             return await forward(request, status.meta_leader(), status.meta_leader)
         raise unknown_exchange(vhost, name)

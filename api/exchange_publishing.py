@@ -37,7 +37,8 @@ from api.validation import QUEUE_NAME, is_utf8
 from cluster.metadata.metadata_view import MetadataView
 from cluster.replication.stored_message import StoredMessage, routed_headers
 from cluster.security.peer_auth import NODE_PRINCIPAL
-from metadata_state.records import DEFAULT_VHOST, ExchangeRecord
+from metadata_state.records import ExchangeRecord
+from metadata_state.vhost_names import DEFAULT_VHOST, name_in_vhost
 
 DEFAULT_EXCHANGE = ExchangeRecord(DEFAULT_VHOST, "", "direct")
 """The default exchange: it routes a message to the queue its routing key names."""
@@ -106,22 +107,23 @@ def exchange_answer(
         if status == 404 and not listed(queue):
             continue
         taken.update(positions[queue])
+        shown = name_in_vhost(queue)  # as the caller names it, in the vhost it published to
         if status == 404:
-            failed[queue] = (
+            failed[shown] = (
                 503,
-                {**body, "error": "no_leader", "reason": f"queue '{queue}': {body['reason']}"},
+                {**body, "error": "no_leader", "reason": f"queue '{shown}': {body['reason']}"},
             )
         elif status >= 300:
-            failed[queue] = (status, body)
+            failed[shown] = (status, body)
         elif len(body.get("ids", ())) != len(positions[queue]):
             reason = (
-                f"queue '{queue}' answered this publisher's seq with {len(body.get('ids', ()))} ids for the "
+                f"queue '{shown}' answered this publisher's seq with {len(body.get('ids', ()))} ids for the "
                 f"{len(positions[queue])} messages routed to it now: the seq was routed otherwise before "
                 "(or long ago), and some of them are not in it"
             )
-            failed[queue] = (409, {"error": "routing_changed", "reason": reason})
+            failed[shown] = (409, {"error": "routing_changed", "reason": reason})
         else:
-            routed[queue] = (
+            routed[shown] = (
                 body if len(positions[queue]) == count else {**body, "positions": positions[queue]}
             )
     if failed:
@@ -137,7 +139,7 @@ def exchange_answer(
 
 
 def _queue_name(name: str) -> bool:
-    return QUEUE_NAME.fullmatch(name) is not None
+    return QUEUE_NAME.fullmatch(name_in_vhost(name)) is not None
 
 
 async def _publish_copies(app: web.Application, queue: str, job: PublishJob, hops: int) -> Answer:
@@ -188,13 +190,28 @@ def unknown_exchange(vhost: str, name: str) -> ApiError:
     return ApiError(404, "not_found", f"no exchange '{name}' in vhost '{vhost}'")
 
 
-def require_publisher(caller: Principal, exchange: str, routing_key: str, why: str = "") -> None:
-    """403 unless `caller` may write to `exchange`, or through the default exchange to the queue the
-    routing key names (as a publish to that queue asks); the refusal says `why` it is needed."""
+async def publishes_through(
+    metadata: MetadataView,
+    caller: Principal,
+    vhost: str,
+    exchange: str,
+    routing_key: str,
+    revision: int | None,
+) -> bool:
+    """What every edge asks before a publish through an exchange: 403 unless `caller` may publish through
+    `exchange` of `vhost` by `routing_key` (first: a refused caller learns nothing of what exists), then
+    whether this node knows the exchange (`exchange_known`)."""
+    require_publisher(caller, vhost, exchange, routing_key)
+    return await exchange_known(metadata, vhost, exchange, revision)
+
+
+def require_publisher(caller: Principal, vhost: str, exchange: str, routing_key: str, why: str = "") -> None:
+    """403 unless `caller` may write to `exchange` of `vhost`, or through the default exchange to the
+    queue the routing key names (as a publish to that queue asks); the refusal says `why` it is needed."""
     if exchange:
-        require(caller, Access.WRITE, exchange, why, resource="exchange")
+        require(caller, Access.WRITE, exchange, why, resource="exchange", vhost=vhost)
     else:
-        require(caller, Access.WRITE, routing_key, why)
+        require(caller, Access.WRITE, routing_key, why, vhost=vhost)
 
 
 def route_fields(body: dict[Any, Any]) -> tuple[str, bool]:

@@ -24,13 +24,14 @@ import msgpack
 from aiohttp import web
 
 from api.app_keys import CONFIG, METADATA, QUEUES
-from api.endpoints import QUEUE
+from api.endpoints import QUEUE, VHOST_QUEUE
 from api.errors import ApiError
+from api.validation import queue_name
 from cluster.config import NodeConfig
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-CONSUMERS_ROUTE = QUEUE + "/consumers"
-PUBLISH_ROUTE = QUEUE + "/messages"
+CONSUMERS_ROUTES = (QUEUE + "/consumers", VHOST_QUEUE + "/consumers")
+PUBLISH_ROUTES = (QUEUE + "/messages", VHOST_QUEUE + "/messages")
 CONTROL_BODY_BYTES = 1024 * 1024
 """The largest body of a request other than a publish: what it decodes to costs little (W5)."""
 
@@ -38,17 +39,16 @@ CONTROL_BODY_BYTES = 1024 * 1024
 @web.middleware
 async def limits_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Enforce the request-level limits, then run the handler."""
-    queue = request.match_info.get("q")
     resource = request.match_info.route.resource
     canonical = resource.canonical if resource else None
-    publishes = request.method == "POST" and canonical == PUBLISH_ROUTE
+    publishes = request.method == "POST" and canonical in PUBLISH_ROUTES
     if not publishes:
         _check_control_body(request, request.content_length)
     body = await read_body(request)
     if not publishes:
         _check_control_body(request, len(body))
-    if queue is not None and request.method == "POST" and canonical == CONSUMERS_ROUTE:
-        check_consumer_room(request.app, queue)
+    if request.method == "POST" and canonical in CONSUMERS_ROUTES:
+        check_consumer_room(request.app, queue_name(request))
     return await handler(request)
 
 

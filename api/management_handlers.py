@@ -1,7 +1,7 @@
 """The read side of RabbitMQ's management API that monitoring tools use (Telegraf's and Datadog's RabbitMQ
 inputs, `rabbitmqadmin list|show`): `/api/overview`, `/api/nodes` and `/api/nodes/{node}` with RabbitMQ's
-field names beside ours. The queues' side is `queue_handlers.list_queues` (also at `/api/queues/%2F`,
-the only vhost)."""
+field names beside ours. The queues' side is `queue_handlers.list_queues` (and a vhost's, at
+`/api/queues/{vhost}`); the vhosts' is `vhost_handlers`."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from aiohttp import web
 
 from api.access import Access
 from api.app_keys import OPENAPI
-from api.endpoints import Endpoint, Schema, route
+from api.endpoints import Endpoint, Schema, in_vhost, route
 from api.request_bodies import RequestBody
 from api.schemas import JSON, MSGPACK
 
@@ -31,7 +31,7 @@ PATH_PARAMETERS: dict[str, Schema] = {
     "task": {"type": "string", "minLength": 1},
     "node": {"type": "string", "minLength": 1},
     "file": {"type": "string", "minLength": 1},
-    "vhost": {"type": "string", "description": "a virtual host: `%2F` for `/`, the only one yet"},
+    "vhost": {"type": "string", "description": "a virtual host: `%2F` for `/`"},
     "exchange": {"type": "string", "minLength": 1, "description": "`amq.default` for the default exchange"},
     "destination": {"type": "string", "minLength": 1},
     "props": {"type": "string", "description": "a binding's properties key"},
@@ -67,6 +67,9 @@ WHO: dict[Access, str] = {
     Access.METRICS: "any authenticated user (anyone on a node with `metrics_public`)",
     Access.AUTHENTICATED: "any authenticated user",
     Access.ANY_QUEUE_PERMISSION: "a user with any permission (configure, write or read) on the queue",
+    Access.QUEUE_OR_VHOST: (
+        "a user with any permission on the queue; when the path names a vhost, any authenticated user"
+    ),
     Access.CONFIGURE: "a user with configure permission on the queue",
     Access.WRITE: "a user with write permission on the queue",
     Access.READ: "a user with read permission on the queue",
@@ -86,6 +89,12 @@ def spec(endpoints: Sequence[Endpoint]) -> dict[str, Any]:
     for endpoint in endpoints:
         item = paths.setdefault(endpoint.path, _path_parameters(endpoint.path))
         item[endpoint.method.lower()] = _operation(endpoint, bodies)
+    for endpoint in endpoints:  # after every other path, as they are registered
+        alias = in_vhost(endpoint.path)
+        if alias is not None:
+            item = paths.setdefault(alias, _path_parameters(alias))
+            same = {"x-same-as": f"{endpoint.method} {endpoint.path}"}
+            item[endpoint.method.lower()] = {**_operation(endpoint, bodies), **same}
     return {
         "openapi": "3.1.0",
         "info": {

@@ -15,12 +15,14 @@ from api.endpoints import route
 from api.errors import ApiError
 from api.forwarding import on_meta_leader
 from api.request_bodies import RequestBody, read_body_as
+from api.routing_names import vhost_of
 from api.validation import bad, check_queue_name
 from cluster.queues.policies import OPERATOR_POLICY_KEYS, PolicyError, checked_policy, policy_version
 from cluster.routing.exchange_checks import RoutingError, checked_exchange_name
-from metadata_state.codec import OPERATOR_POLICY_CODEC_VERSION, POLICY_CODEC_VERSION
+from metadata_state.codec import OPERATOR_POLICY_CODEC_VERSION, POLICY_CODEC_VERSION, VHOST_CODEC_VERSION
 from metadata_state.records import PolicyRecord
 from metadata_state.replies import Created, NotFound
+from metadata_state.vhost_names import DEFAULT_VHOST, qualified
 
 POLICY = "/api/policies/{policy}"
 OPERATOR_POLICY = "/api/operator-policies/{policy}"
@@ -95,6 +97,7 @@ class OperatorPolicy(RequestBody):
 def policy_json(record: PolicyRecord) -> dict[str, Any]:
     """A policy as the API shows it."""
     return {
+        "vhost": record.vhost,
         "name": record.name,
         "pattern": record.pattern,
         "definition": record.definition,
@@ -126,7 +129,13 @@ async def list_operator_policies(request: web.Request) -> web.StreamResponse:
     return _listed(request.app[METADATA].operator_policies)
 
 
-@route("GET", POLICY, access=Access.ADMINISTRATOR, summary="one policy", responses={"200": "the policy"})
+@route(
+    "GET",
+    POLICY,
+    access=Access.ADMINISTRATOR,
+    summary="one policy of `/` (or, naming no such policy but a vhost, that vhost's policies)",
+    responses={"200": "the policy, or the vhost's policies"},
+)
 async def get_policy(request: web.Request) -> web.StreamResponse:
     """GET /api/policies/{policy}."""
     return _found(request, request.app[METADATA].policies, "policy")
@@ -144,16 +153,28 @@ async def get_operator_policy(request: web.Request) -> web.StreamResponse:
     return _found(request, request.app[METADATA].operator_policies, "operator policy")
 
 
-def _listed(policies: Mapping[str, PolicyRecord]) -> web.Response:
-    return web.json_response([policy_json(policies[name]) for name in sorted(policies)])
+def _listed(policies: Mapping[str, PolicyRecord], vhost: str | None = None) -> web.Response:
+    """The policies (of `vhost`, when it names one) by vhost, then name."""
+    records = sorted(policies.values(), key=lambda p: (p.vhost != DEFAULT_VHOST, p.vhost, p.name))
+    return web.json_response([policy_json(p) for p in records if vhost in (None, p.vhost)])
 
 
 def _found(request: web.Request, policies: Mapping[str, PolicyRecord], kind: str) -> web.Response:
-    name = request.match_info["policy"]
-    record = policies.get(name)
-    if record is None:
-        raise ApiError(404, "not_found", f"no {kind} '{name}'")
-    return web.json_response(policy_json(record))
+    """The policy the path names; a one-segment path naming no policy of `/` but a vhost lists that
+    vhost's (RabbitMQ's `/api/policies/{vhost}`)."""
+    vhost, name = _named(request)
+    record = policies.get(qualified(vhost, name))
+    if record is not None:
+        return web.json_response(policy_json(record))
+    if "vhost" not in request.match_info and request.app[METADATA].has_vhost(name):
+        return _listed(policies, name)
+    raise ApiError(404, "not_found", f"no {kind} '{name}' in vhost '{vhost}'")
+
+
+def _named(request: web.Request) -> tuple[str, str]:
+    """The vhost (`/` for a one-segment path) and the policy name the path names."""
+    vhost = request.match_info.get("vhost")
+    return (DEFAULT_VHOST if vhost is None else vhost_of(request)), request.match_info["policy"]
 
 
 @route(
@@ -219,7 +240,7 @@ async def put_operator_policy(request: web.Request) -> web.StreamResponse:
 
 
 async def _put(request: web.Request, operator: bool) -> web.Response:
-    name = request.match_info["policy"]
+    vhost, name = _named(request)
     given: Policy | OperatorPolicy = (
         await read_body_as(request, OperatorPolicy) if operator else await read_body_as(request, Policy)
     )
@@ -236,12 +257,12 @@ async def _put(request: web.Request, operator: bool) -> web.Response:
             checked_exchange_name(exchange)
         except RoutingError as exc:
             raise bad(f"definition dead-letter-exchange: {exc}") from exc
-    _require_read_everywhere(request, operator)
+    _require_read_everywhere(request, operator, vhost)
     request.app[FORMATS].require_queue_ops(policy_version(policy), "not all of these policy keys")
     door = request.app[METADATA_DOOR]
     try:
         reply = await door.set_policy(
-            policy.name, policy.pattern, policy.definition, policy.priority, operator
+            policy.name, policy.pattern, policy.definition, policy.priority, operator, vhost
         )
     except ValueError as exc:  # a node said it reads an older codec since the check
         raise _upgrade_in_progress() from exc
@@ -279,13 +300,14 @@ async def delete_operator_policy(request: web.Request) -> web.StreamResponse:
 
 
 async def _delete(request: web.Request, operator: bool) -> web.Response:
-    name = request.match_info["policy"]
+    vhost, name = _named(request)
     metadata = request.app[METADATA]
-    if name not in (metadata.operator_policies if operator else metadata.policies):
-        raise ApiError(404, "not_found", f"no {'operator ' if operator else ''}policy '{name}'")
-    _require_read_everywhere(request, operator)
+    if qualified(vhost, name) not in (metadata.operator_policies if operator else metadata.policies):
+        kind = "operator policy" if operator else "policy"
+        raise ApiError(404, "not_found", f"no {kind} '{name}' in vhost '{vhost}'")
+    _require_read_everywhere(request, operator, vhost)
     try:
-        reply = await request.app[METADATA_DOOR].clear_policy(name, operator)
+        reply = await request.app[METADATA_DOOR].clear_policy(name, operator, vhost)
     except ValueError as exc:
         raise _upgrade_in_progress() from exc
     if isinstance(reply, NotFound):
@@ -293,10 +315,13 @@ async def _delete(request: web.Request, operator: bool) -> web.Response:
     return web.Response(status=204)
 
 
-def _require_read_everywhere(request: web.Request, operator: bool) -> None:
+def _require_read_everywhere(request: web.Request, operator: bool, vhost: str) -> None:
     """409 `upgrade_in_progress` until every node reads the metadata commands of policies (of operator
-    policies, with `operator`; 503 `formats_not_yet_known` while a node has not said what it reads)."""
-    if operator:
+    policies, with `operator`; of a vhost but `/`'s, with vhosts; 503 `formats_not_yet_known` while a
+    node has not said what it reads)."""
+    if vhost != DEFAULT_VHOST:
+        request.app[FORMATS].require_metadata(VHOST_CODEC_VERSION, "no vhosts")
+    elif operator:
         request.app[FORMATS].require_metadata(OPERATOR_POLICY_CODEC_VERSION, "no operator policies")
     else:
         request.app[FORMATS].require_metadata(POLICY_CODEC_VERSION, "no policies")

@@ -11,7 +11,7 @@ from msgspec import Meta
 
 from api.access import Access
 from api.app_keys import CONFIG, METADATA, METRICS, QUEUES, STATUS
-from api.auth import principal, require
+from api.auth import names_a_vhost, principal, require
 from api.deliveries import (
     DEFAULT_MAX_BYTES,
     JSON,
@@ -23,7 +23,7 @@ from api.deliveries import (
     msgpack_delivery,
     wants_msgpack,
 )
-from api.endpoints import QUEUE, parameter, route
+from api.endpoints import QUEUE, parameter, queue_path_words, route
 from api.error_answers import passed_on_answer
 from api.errors import ApiError
 from api.exchange_publishing import require_publisher
@@ -40,6 +40,7 @@ from api.paging import PAGING_QUERY, listed
 from api.publish_job import PublishBody, read_publish
 from api.publishing import PUBLISH_ACCESS, forwards_over_peers, publish_on_route
 from api.request_bodies import Moment, RequestBody, read_body_as
+from api.routing_names import existing_vhost
 from api.routing_revision import with_revision
 from api.schemas import DELIVERIES, MAX_BYTES, ONE_DELIVERY
 from api.settle_options import SETTLES, Ack, Nack, Touch, settle_options, touch_answer
@@ -58,17 +59,17 @@ from cluster.queues.queue_door import QueueDoor
 from cluster.queues.queue_limits import INT64_MAX
 from cluster.queues.queue_results import MessageRow
 from cluster.routing.exchange_checks import RoutingError, checked_exchange_name
+from metadata_state.vhost_names import DEFAULT_VHOST, qualified, split
 
 MAX_GET = 1000
 RABBITMQ_QUEUE_FIELDS = {
-    "vhost": "/",
     "type": "quorum",
     "durable": True,
     "auto_delete": False,
     "exclusive": False,
 }
 """The fields of RabbitMQ's management API every queue here has the same value of."""
-VHOST_QUEUES = "/api/queues/%2F"  # RabbitMQ's paths name the vhost; "/" is the only one
+VHOST_QUEUES = "/api/queues/%2F"  # RabbitMQ's path for the default vhost's queues
 QUEUES_QUERY = (
     *PAGING_QUERY,
     parameter("local", {"type": "boolean"}),
@@ -123,8 +124,10 @@ def queue_json(request: web.Request, name: str, queue: QueueDoor | None) -> dict
         effective = in_force.to_arguments()
     leader = queues.leader_of(name)
     online = [m for m in info.members if status.is_up(m)]
+    vhost, name_in_it = split(name)
     result: dict[str, Any] = {
-        "name": name,
+        "name": name_in_it,
+        "vhost": vhost,
         "arguments": arguments,
         "policy": policy or None,
         "operator_policy": operator_policy or None,
@@ -223,11 +226,15 @@ async def publish(request: web.Request) -> web.StreamResponse:
 async def declare_queue(request: web.Request) -> web.StreamResponse:
     """PUT /api/queues/{q}: 201 created, 204 already there with the same arguments, 409 otherwise."""
     name = queue_name(request)
+    vhost, name_in_it = split(name)
+    if vhost != DEFAULT_VHOST and name_in_it in queue_path_words():
+        raise bad(f"'{name_in_it}' is a word of the queue paths: no queue of a vhost but '/' takes it")
+    existing_vhost(request.app[METADATA], vhost)
     arguments = (await read_body_as(request, QueueDeclaration)).arguments
     _check_dead_letter_target(request, name, arguments)
     outcome = await request.app[QUEUES].declare(name, arguments, client_node(request))
     if outcome == "created":
-        return web.json_response({"queue": name}, status=201)
+        return web.json_response({"queue": name_in_it, "vhost": vhost}, status=201)
     return web.Response(status=204)
 
 
@@ -268,11 +275,12 @@ def _check_dead_letter_target(request: web.Request, queue: str, arguments: dict[
     publish there does (403 otherwise; through the default exchange, on the queue the
     `x-dead-letter-routing-key` names, or without one on ""). Absent, null (removed) or not a string
     (400 from the argument parser) there is nothing to check."""
-    why = f" (the dead-letter target of '{queue}')"
+    vhost, name = split(queue)
+    why = f" (the dead-letter target of '{name}')"
     target = arguments.get("x-dead-letter-queue")
     if isinstance(target, str) and target:
         check_queue_name(target, request.app[CONFIG].max_queue_name_length)
-        require(principal(request), Access.WRITE, target, why)
+        require(principal(request), Access.WRITE, qualified(vhost, target), why)
     exchange = arguments.get("x-dead-letter-exchange")
     if isinstance(exchange, str):
         if exchange:
@@ -281,32 +289,35 @@ def _check_dead_letter_target(request: web.Request, queue: str, arguments: dict[
             except RoutingError as exc:
                 raise bad(f"x-dead-letter-exchange: {exc}") from exc
         key = arguments.get("x-dead-letter-routing-key")
-        require_publisher(principal(request), exchange, key if isinstance(key, str) else "", why)
+        require_publisher(principal(request), vhost, exchange, key if isinstance(key, str) else "", why)
 
 
-@route(
-    "GET",
-    VHOST_QUEUES + "/{q}",
-    access=Access.ANY_QUEUE_PERMISSION,
-    summary="one queue (RabbitMQ's path, as GET /api/queues/{q})",
-    responses={"200": "queue"},
-)
 @route(
     "GET",
     QUEUE,
-    access=Access.ANY_QUEUE_PERMISSION,
-    summary="a queue's statistics",
-    responses={"200": "the queue"},
+    access=Access.QUEUE_OR_VHOST,
+    summary="a queue's statistics, or a vhost's queues",
+    responses={"200": "the queue, or the vhost's queues"},
     about=(
         "definition and stats (`messages`, `messages_ready`, `messages_ready_by_priority`, "
         "`messages_delayed`, `messages_unacknowledged`, `message_bytes`, `consumers`, "
         "`leader`, `members`, `online`, `dead_lettered`; `dedupe_ids`, `dedupe_evicted`, "
-        "`dedupe_refused`: the deduplication window's ids held, let go early, duplicates refused)"
+        "`dedupe_refused`: the deduplication window's ids held, let go early, duplicates refused); "
+        "needs a permission on the queue. When `{q}` names a vhost (no queue of `/` may take a "
+        "vhost's name), that vhost's queues, as `GET /api/queues` lists them (RabbitMQ's "
+        "`/api/queues/{vhost}`: any authenticated user, who sees the queues it holds a permission on)"
     ),
+    query=QUEUES_QUERY,
 )
+async def get_queue_or_vhost(request: web.Request) -> web.StreamResponse:
+    """GET /api/queues/{q}: the queue, or the vhost's queues when `{q}` names a vhost."""
+    if names_a_vhost(request):
+        return web.json_response(listed(request, await visible_queues(request, request.match_info["q"])))
+    return await _get_queue(request)
+
+
 @on_queue_leader
-async def get_queue(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
-    """GET /api/queues/{q} (and RabbitMQ's /api/queues/%2F/{q})."""
+async def _get_queue(request: web.Request, queue: QueueDoor) -> web.StreamResponse:
     return web.json_response(queue_json(request, queue.name, queue))
 
 
@@ -314,10 +325,15 @@ async def get_queue(request: web.Request, queue: QueueDoor) -> web.StreamRespons
     "GET",
     VHOST_QUEUES,
     access=Access.AUTHENTICATED,
-    summary=LIST_QUEUES + " (RabbitMQ's path: %2F, the only vhost)",
+    summary=LIST_QUEUES + " (RabbitMQ's path: %2F, the default vhost's)",
     responses={"200": "queues"},
     query=QUEUES_QUERY,
 )
+async def list_default_vhost_queues(request: web.Request) -> web.StreamResponse:
+    """GET /api/queues/%2F: the default vhost's queues, as `GET /api/queues` lists them."""
+    return web.json_response(listed(request, await visible_queues(request, DEFAULT_VHOST)))
+
+
 @route(
     "GET",
     "/api/queues",
@@ -327,18 +343,20 @@ async def get_queue(request: web.Request, queue: QueueDoor) -> web.StreamRespons
     query=QUEUES_QUERY,
 )
 async def list_queues(request: web.Request) -> web.StreamResponse:
-    """GET /api/queues (and RabbitMQ's /api/queues/%2F): the queues the caller may see, filtered, sorted
-    and paged as RabbitMQ's management API does (`api.paging`)."""
+    """GET /api/queues: the queues of every vhost the caller may see, filtered, sorted and paged as
+    RabbitMQ's management API does (`api.paging`)."""
     return web.json_response(listed(request, await visible_queues(request)))
 
 
-async def visible_queues(request: web.Request) -> list[dict[str, Any]]:
-    """Every queue the caller may see (`Principal.lists`), as its leader answers for it: led here, or in
-    one call to each other leader for all it leads (`?led=true`), else from a replica here or the
-    metadata. With `?local=true` a replica here answers for its queue, leading or not (this node's own
-    view); with `?led=true` only the queues led here are listed."""
+async def visible_queues(request: web.Request, vhost: str | None = None) -> list[dict[str, Any]]:
+    """Every queue (of `vhost`, when it names one) the caller may see (`Principal.lists`), as its leader
+    answers for it: led here, or in one call to each other leader for all it leads (`?led=true`), else
+    from a replica here or the metadata. With `?local=true` a replica here answers for its queue, leading
+    or not (this node's own view); with `?led=true` only the queues led here are listed."""
     caller, queues = principal(request), request.app[QUEUES]
-    names = [name for name in queues.names() if caller.lists(name)]
+    names = [
+        name for name in queues.names() if caller.lists(name) and (vhost is None or split(name)[0] == vhost)
+    ]
     if query_flag(request, "led"):
         return [
             queue_json(request, n, door) for n in names if (door := queues.hosted_door(n)) and door.is_leader
@@ -358,7 +376,7 @@ async def visible_queues(request: web.Request) -> list[dict[str, Any]]:
     )
     for rows in led_elsewhere:
         for row in rows if isinstance(rows, list) else []:
-            answered.setdefault(row["name"], row)
+            answered.setdefault(qualified(row.get("vhost", DEFAULT_VHOST), row["name"]), row)
     return [answered.get(name) or queue_json(request, name, queues.hosted_door(name)) for name in names]
 
 

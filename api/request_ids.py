@@ -12,8 +12,9 @@ import uuid
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from api.validation import QUEUE_NAME
+from api.validation import QUEUE_NAME, VHOST_NAME
 from cluster import node_logging
+from metadata_state.vhost_names import DEFAULT_VHOST, qualified
 
 REQUEST_ID_HEADER = "X-Request-Id"
 _SANE = re.compile(r"[A-Za-z0-9._:-]{1,64}")
@@ -26,7 +27,10 @@ async def request_id_middleware(request: web.Request, handler: Handler) -> web.S
     current = given if _SANE.fullmatch(given) else uuid.uuid4().hex[:16]
     node_logging.request_id.set(current)
     named = request.match_info.get("q")  # the route is matched before the middlewares
-    node_logging.queue.set(named if named and QUEUE_NAME.fullmatch(named) else None)  # no forged log line
+    vhost = request.match_info.get("vhost", DEFAULT_VHOST)
+    sane_vhost = vhost == DEFAULT_VHOST or VHOST_NAME.fullmatch(vhost)
+    sane = named is not None and QUEUE_NAME.fullmatch(named) is not None and sane_vhost
+    node_logging.queue.set(qualified(vhost, named) if named is not None and sane else None)  # no forged line
     response = await handler(request)
     if not response.prepared:
         response.headers[REQUEST_ID_HEADER] = current

@@ -7,13 +7,13 @@ from collections.abc import Awaitable
 
 from aiohttp import web
 
-from api.app_keys import FORMATS
+from api.app_keys import FORMATS, METADATA
 from api.errors import ApiError
-from api.validation import bad
+from api.validation import bad, check_vhost_name
+from cluster.metadata.metadata_view import MetadataView
 from cluster.routing.exchange_checks import RoutingError, checked_exchange_name
 from metadata_state.codec import EXCHANGE_CODEC_VERSION
 from metadata_state.commands import InvalidCommand
-from metadata_state.records import DEFAULT_VHOST
 from metadata_state.replies import Reply
 
 MAX_ROUTING_KEY_BYTES = 255
@@ -23,9 +23,14 @@ DEFAULT_EXCHANGE_PATH_NAME = "amq.default"
 
 
 def vhost_of(request: web.Request) -> str:
-    """The vhost the path names (`%2F` is `/`): 404 for any other until vhosts land."""
-    vhost = request.match_info["vhost"]
-    if vhost != DEFAULT_VHOST:
+    """The vhost the path names (`%2F` is `/`): 400 for a malformed name, 404 for one that does not
+    exist."""
+    return existing_vhost(request.app[METADATA], check_vhost_name(request.match_info["vhost"]))
+
+
+def existing_vhost(metadata: MetadataView, vhost: str) -> str:
+    """`vhost`, or 404 when it does not exist."""
+    if not metadata.has_vhost(vhost):
         raise ApiError(404, "not_found", f"no vhost '{vhost}'")
     return vhost
 

@@ -25,9 +25,8 @@ from api.consumer_owners import own_consumer
 from api.error_answers import error_answer
 from api.errors import ApiError
 from api.exchange_publishing import (
-    exchange_known,
     publish_to_exchange,
-    require_publisher,
+    publishes_through,
     route_fields,
     unknown_exchange,
 )
@@ -36,15 +35,16 @@ from api.limits import check_consumer_room
 from api.publish_job import publish_of
 from api.publishing import MAX_PEER_FORWARD_BYTES, publish_on_route
 from api.request_bodies import body_as
+from api.routing_names import existing_vhost
 from api.settle_options import SETTLES, Touch, settle_options, touch_answer
 from api.stream_consumer import LEADER_MOVED, StreamConsumer
 from api.stream_frames import BadFrame, Frame
 from api.stream_standing import CREDENTIALS_GONE, PERMISSION_REVOKED, StreamStanding
-from api.validation import bad, check_queue_name, field_str
+from api.validation import bad, check_queue_name, check_vhost_name, field_str
 from cluster.errors import NodeError, NotLeader, QueueNotFound
 from cluster.queues.queue_door import QueueDoor
 from cluster.steady_clock import steady_wall_ms
-from metadata_state.records import DEFAULT_VHOST
+from metadata_state.vhost_names import DEFAULT_VHOST, qualified
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +63,7 @@ class StreamConnection:
         self._standing = StreamStanding(app[CONFIG], app[METADATA], caller)
         self._max_frame = app[CONFIG].max_request_bytes
         self._version: int | None = None
+        self._vhost = DEFAULT_VHOST
         self._slots = asyncio.Semaphore(MAX_IN_FLIGHT)
         self._tasks: set[asyncio.Task[None]] = set()
         self._consumers: dict[str, tuple[StreamConsumer, asyncio.Task[None]]] = {}
@@ -134,6 +135,12 @@ class StreamConnection:
         if not common:
             speaks = f"no common version; this node speaks {list(frames.VERSIONS)}"
             await self._refuse(None, ApiError(400, "unsupported_version", speaks))
+            await self._ws.close()
+            return
+        try:
+            self._vhost = self._hello_vhost(frame.fields.get("vhost", DEFAULT_VHOST))
+        except ApiError as exc:
+            await self._refuse(None, exc)
             await self._ws.close()
             return
         self._version = max(common)
@@ -212,17 +219,17 @@ class StreamConnection:
         `routing_revision` to wait for, if any): `confirm` with the routed answer once every target
         committed its copy."""
         fields = frame.fields
-        vhost = fields.pop("vhost", None) or DEFAULT_VHOST
+        vhost = fields.pop("vhost", None) or self._vhost
         name = fields.pop("exchange")
         revision = fields.pop("routing_revision", None)
-        if not isinstance(name, str) or vhost != DEFAULT_VHOST:
-            raise bad("exchange must be a string, in vhost '/'")
+        if not isinstance(name, str) or vhost != self._vhost:
+            raise bad(f"exchange must be a string, in the connection's vhost '{self._vhost}'")
         if revision is not None and not (type(revision) is int and revision >= 0):
             raise bad("routing_revision must be a non-negative integer")
-        if not await exchange_known(self._app[METADATA], vhost, name, revision):
-            raise unknown_exchange(vhost, name)
         routing_key, mandatory = route_fields(fields)
-        require_publisher(self._standing.current(), name, routing_key)
+        caller = self._standing.current()
+        if not await publishes_through(self._app[METADATA], caller, vhost, name, routing_key, revision):
+            raise unknown_exchange(vhost, name)
         await self._first_publish()
         job = publish_of(fields, self._app[CONFIG], self._app[WALL_MS]())
         status, body = await publish_to_exchange(self._app, vhost, name, routing_key, job, mandatory)
@@ -308,14 +315,22 @@ class StreamConnection:
 
     # -- helpers -------------------------------------------------------------------------------------
 
+    def _hello_vhost(self, vhost: object) -> str:
+        """The vhost a hello names (`/` when it names none), which must exist."""
+        if not isinstance(vhost, str):
+            raise bad("vhost must be a string")
+        return existing_vhost(self._app[METADATA], check_vhost_name(vhost))
+
     def _queue(self, frame: Frame, access: Access) -> str:
-        """The frame's queue (taken out of its fields), which the caller may access so."""
+        """The `qualified` name of the frame's queue (taken out of its fields) in the connection's vhost,
+        which the caller may access so."""
         name = frame.fields.pop("queue", None)
         if not isinstance(name, str):
             raise bad("queue must be a string")
         check_queue_name(name, self._app[CONFIG].max_queue_name_length)
-        require(self._standing.current(), access, name)
-        return name
+        queue = qualified(self._vhost, name)
+        require(self._standing.current(), access, queue)
+        return queue
 
     @staticmethod
     def _tag(frame: Frame) -> str:

@@ -12,6 +12,7 @@ from api.app_keys import CONFIG
 from api.errors import ApiError
 from api.json_codec import json_value
 from cluster.queues.queue_limits import INT64_MAX
+from metadata_state.vhost_names import DEFAULT_VHOST, qualified
 from quorumq.moments import epoch_ms
 
 MSGPACK = "application/msgpack"
@@ -42,6 +43,20 @@ def check_queue_name(name: str, max_length: int) -> str:
     return name
 
 
+VHOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:\-]{0,63}")  # full-matched
+
+
+def check_vhost_name(name: str) -> str:
+    """`name` when it names a vhost: `/`, or 1-64 letters, digits, '.', '_', ':' and '-' starting with a
+    letter or digit (no `/`: decision 0029); 400 otherwise."""
+    if name != DEFAULT_VHOST and not VHOST_NAME.fullmatch(name):
+        raise bad(
+            f"vhost name {name!r} must be '/' or 1-64 characters of letters, digits, '.', '_', ':' or '-', "
+            "starting with a letter or digit"
+        )
+    return name
+
+
 def check_durable_name(name: str, max_length: int) -> str:
     """`name` when it is a valid durable consumer name: as a queue name, 400 otherwise (W12)."""
     if len(name) > max_length or not QUEUE_NAME.fullmatch(name):
@@ -56,8 +71,10 @@ def _name_rule(max_length: int) -> str:
 
 
 def queue_name(request: web.Request) -> str:
-    """The `{q}` of the path, checked against the allowed length and characters."""
-    return check_queue_name(request.match_info["q"], request.app[CONFIG].max_queue_name_length)
+    """The `qualified` name of the queue the path names: `{q}`, of `{vhost}` when the path names one (else
+    of the default vhost), each checked against the allowed length and characters."""
+    name = check_queue_name(request.match_info["q"], request.app[CONFIG].max_queue_name_length)
+    return qualified(check_vhost_name(request.match_info.get("vhost", DEFAULT_VHOST)), name)
 
 
 async def json_object(request: web.Request, *, optional: bool = False) -> dict[str, Any]:

@@ -7,10 +7,12 @@ from cli.node_command import server
 from cli.policies import policies_group
 from cli.redrive import list_redrives, redrive
 from cli.users import users_group
+from cli.vhosts import vhosts_group
 
 cli.add_command(server)
 cli.add_command(cluster_group)
 cli.add_command(users_group)
+cli.add_command(vhosts_group)
 cli.add_command(policies_group)
 cli.add_command(exchanges_group)
 cli.add_command(bindings_group)

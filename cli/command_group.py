@@ -37,14 +37,23 @@ class Settings:
     password: str | None = None
     token: str | None = None
     ca_file: str | None = None
+    vhost: str = "/"
 
-    def connect(self) -> SyncClient:
-        """A client for the configured nodes (a bad address is a usage error); credentials and the CA
-        file not given here come from QUORUMQ_USER/PASSWORD/TOKEN/CA_FILE (quorumq.auth)."""
+    def connect(self, vhost: str | None = None) -> SyncClient:
+        """A client for the configured nodes (a bad address is a usage error), naming the queues of
+        `vhost` (default: --vhost's); credentials and the CA file not given here come from
+        QUORUMQ_USER/PASSWORD/TOKEN/CA_FILE (quorumq.auth)."""
         auth = (self.user, self.password or "") if self.user else None
         tls = ssl.create_default_context(cafile=self.ca_file) if self.ca_file else None
         try:
-            return SyncClient(self.nodes, timeout=self.timeout, auth=auth, token=self.token, tls=tls)
+            return SyncClient(
+                self.nodes,
+                timeout=self.timeout,
+                auth=auth,
+                token=self.token,
+                tls=tls,
+                vhost=self.vhost if vhost is None else vhost,
+            )
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--node") from exc
 
@@ -161,6 +170,13 @@ def global_options(what: str, timeout: Callable[[Any], Any]) -> Callable[[Callab
         click.option("--token", help="A bearer token instead of a user (default $QUORUMQ_TOKEN)."),
         click.option(
             "--ca-file", type=click.Path(exists=True, dir_okay=False), help="CA bundle for HTTPS nodes."
+        ),
+        click.option(
+            "-p",
+            "--vhost",
+            default="/",
+            show_default=True,
+            help="The virtual host whose queues, exchanges and policies the command names.",
         ),
     ]
 

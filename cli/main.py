@@ -507,6 +507,7 @@ def _settled(settings: Settings, queue: str, ids: Sequence[int], what: str, warn
 
 
 QUEUE_COLUMNS = {  # table column: field of the queue's stats
+    "vhost": "vhost",
     "name": "name",
     "messages": "messages",
     "ready": "messages_ready",
@@ -520,9 +521,9 @@ QUEUE_COLUMNS = {  # table column: field of the queue's stats
 @cli.command()
 @pass_settings
 def queues(settings: Settings) -> None:
-    """List queues with their message counts, consumers, leader and members."""
+    """List the queues of --vhost with their message counts, consumers, leader and members."""
     with settings.connect() as client:
-        listed = client.queues()
+        listed = [q for q in client.queues() if q.get("vhost", "/") == settings.vhost]
     if settings.formatter == "json":
         output.print_json(listed)
     else:

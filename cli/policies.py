@@ -85,5 +85,8 @@ def list_policies(settings: Settings, operator: bool) -> None:
     if settings.formatter == "json":
         output.print_json(policies)
         return
-    rows = [[p["name"], p["pattern"], str(p["priority"]), json.dumps(p["definition"])] for p in policies]
-    output.print_table(["name", "pattern", "priority", "definition"], rows)
+    rows = [
+        [p.get("vhost", "/"), p["name"], p["pattern"], str(p["priority"]), json.dumps(p["definition"])]
+        for p in policies
+    ]
+    output.print_table(["vhost", "name", "pattern", "priority", "definition"], rows)

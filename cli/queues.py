@@ -4,7 +4,9 @@ Exit codes follow rabbitmq-queues: 0 done, 64 usage error, 69 no node reachable 
 check_if_node_is_quorum_critical) the check failed, 70 the cluster refused or failed the operation.
 """
 
+import contextlib
 import sys
+from collections.abc import Callable, Iterator
 from importlib.metadata import version
 from typing import Any
 
@@ -20,7 +22,6 @@ from cli.command_group import (
     settings,
 )
 from cli.replica_plans import (
-    VHOST,
     grow_targets,
     grow_to_count_additions,
     leader_counts,
@@ -28,6 +29,7 @@ from cli.replica_plans import (
     quorum_critical,
     rebalance_moves,
     shrink_targets,
+    vhost_of,
 )
 from quorumq import QuorumqError, SyncClient
 
@@ -129,85 +131,141 @@ def _print_member_rows(
         output.print_table(columns, ([r[c] for c in columns] for r in shown))
 
 
+VhostClients = Callable[[str], SyncClient]
+"""The client naming the queues of a vhost."""
+Change = tuple[str, str, str]
+"""A replica to add or remove: its queue's vhost, the queue's name, the node."""
+
+
+@contextlib.contextmanager
+def vhost_clients(settings: Settings, client: SyncClient) -> Iterator[VhostClients]:
+    """Clients by vhost: `client` for --vhost's, another opened for each other vhost the first time it is
+    asked for, all of them closed after."""
+    opened = {settings.vhost: client}
+    with contextlib.ExitStack() as stack:
+
+        def of(vhost: str) -> SyncClient:
+            if vhost not in opened:
+                opened[vhost] = stack.enter_context(settings.connect(vhost))
+            return opened[vhost]
+
+        yield of
+
+
 def _change_each(
-    client: SyncClient, changes: list[tuple[str, str]], sizes: dict[str, int], add: bool
+    clients: VhostClients, changes: list[Change], sizes: dict[tuple[str, str], int], add: bool
 ) -> list[dict[str, Any]]:
-    """Add (or remove) a replica of each (queue, node) of `changes`, with a progress bar: a row per change
-    with the queue's size after it (`sizes`, updated as they go) and `ok` or the error."""
-    change = client.add_member if add else client.delete_member
+    """Add (or remove) each replica of `changes`, with a progress bar: a row per change with the queue's
+    size after it (`sizes` by vhost and name, updated as they go) and `ok` or the error."""
     rows = []
-    for queue, node in output.progressing(changes, "adding replicas" if add else "removing replicas"):
+    for vhost, queue, node in output.progressing(changes, "adding replicas" if add else "removing replicas"):
+        client = clients(vhost)
+        change = client.add_member if add else client.delete_member
         try:
-            sizes[queue], result = len(change(queue, node)["members"]), "ok"
+            sizes[(vhost, queue)], result = len(change(queue, node)["members"]), "ok"
         except QuorumqError as exc:
             result = f"error: {exc.reason or exc.code}"
-        rows.append({"vhost": VHOST, "name": queue, "node": node, "size": sizes[queue], "result": result})
+        size = sizes[(vhost, queue)]
+        rows.append({"vhost": vhost, "name": queue, "node": node, "size": size, "result": result})
     return rows
+
+
+def _sizes(queues: list[dict[str, Any]]) -> dict[tuple[str, str], int]:
+    return {(vhost_of(q), q["name"]): len(q["members"]) for q in queues}
+
+
+VHOST_PATTERN = click.option(
+    "--vhost-pattern", help="Only queues of the vhosts whose name matches this regular expression."
+)
 
 
 @cli.command("grow")
 @click.argument("node")
 @click.argument("strategy", type=click.Choice(["all", "even"]))
 @click.option("--queue-pattern", help="Only queues whose name matches this regular expression.")
+@VHOST_PATTERN
 @click.option("--errors-only", is_flag=True, help="Show only the queues that failed.")
 @pass_settings
-def grow(settings: Settings, node: str, strategy: str, queue_pattern: str | None, errors_only: bool) -> None:
-    """Add a replica on NODE to every matching queue (`all`) or those with an even member count."""
-    with settings.connect() as client:
+def grow(
+    settings: Settings,
+    node: str,
+    strategy: str,
+    queue_pattern: str | None,
+    vhost_pattern: str | None,
+    errors_only: bool,
+) -> None:
+    """Add a replica on NODE to every matching queue (`all`) or those with an even member count, in
+    every vhost (or those --vhost-pattern matches)."""
+    with settings.connect() as client, vhost_clients(settings, client) as clients:
         _require_node(client, node)
-        queues = grow_targets(client.queues(), node, strategy, queue_pattern)
-        sizes = {q["name"]: len(q["members"]) for q in queues}
-        rows = _change_each(client, [(q["name"], node) for q in queues], sizes, add=True)
+        queues = grow_targets(client.queues(), node, strategy, queue_pattern, vhost_pattern)
+        changes = [(vhost_of(q), q["name"], node) for q in queues]
+        rows = _change_each(clients, changes, _sizes(queues), add=True)
     _print_member_rows(settings, rows, errors_only)
 
 
 @cli.command("grow_to_count")
 @click.argument("count", type=click.IntRange(min=1))
 @click.option("--queue-pattern", help="Only queues whose name matches this regular expression.")
+@VHOST_PATTERN
 @click.option("--errors-only", is_flag=True, help="Show only the queues that failed.")
 @pass_settings
-def grow_to_count(settings: Settings, count: int, queue_pattern: str | None, errors_only: bool) -> None:
+def grow_to_count(
+    settings: Settings, count: int, queue_pattern: str | None, vhost_pattern: str | None, errors_only: bool
+) -> None:
     """Add replicas until every matching queue has COUNT (or one on every running node), each on the
     running node hosting the fewest replicas."""
-    with settings.connect() as client:
+    with settings.connect() as client, vhost_clients(settings, client) as clients:
         running = sorted(n["name"] for n in client.nodes() if n["status"] == "up")
         queues = client.queues()
-        additions = grow_to_count_additions(queues, running, count, queue_pattern)
-        sizes = {q["name"]: len(q["members"]) for q in queues}
-        rows = _change_each(client, [(a.queue, a.node) for a in additions], sizes, add=True)
+        additions = grow_to_count_additions(queues, running, count, queue_pattern, vhost_pattern)
+        changes = [(a.vhost, a.queue, a.node) for a in additions]
+        rows = _change_each(clients, changes, _sizes(queues), add=True)
     _print_member_rows(settings, rows, errors_only, GROWN_COLUMNS)
 
 
 @cli.command("shrink")
 @click.argument("node")
+@VHOST_PATTERN
 @click.option("--errors-only", is_flag=True, help="Show only the queues that failed.")
 @pass_settings
-def shrink(settings: Settings, node: str, errors_only: bool) -> None:
-    """Remove NODE's replica from every queue that has one (e.g. before decommissioning NODE)."""
-    with settings.connect() as client:
-        queues = shrink_targets(client.queues(), node)
-        sizes = {q["name"]: len(q["members"]) for q in queues}
-        rows = _change_each(client, [(q["name"], node) for q in queues], sizes, add=False)
+def shrink(settings: Settings, node: str, vhost_pattern: str | None, errors_only: bool) -> None:
+    """Remove NODE's replica from every queue that has one (e.g. before decommissioning NODE), in every
+    vhost (or those --vhost-pattern matches)."""
+    with settings.connect() as client, vhost_clients(settings, client) as clients:
+        queues = shrink_targets(client.queues(), node, vhost_pattern)
+        changes = [(vhost_of(q), q["name"], node) for q in queues]
+        rows = _change_each(clients, changes, _sizes(queues), add=False)
     _print_member_rows(settings, rows, errors_only)
 
 
 @cli.command("rebalance")
 @click.argument("queue_type", required=False, type=click.Choice(["quorum", "all"]), default="all")
 @click.option("--queue-pattern", help="Only queues whose name matches this regular expression.")
+@VHOST_PATTERN
 @pass_settings
-def rebalance(settings: Settings, queue_type: str, queue_pattern: str | None) -> None:
+def rebalance(
+    settings: Settings, queue_type: str, queue_pattern: str | None, vhost_pattern: str | None
+) -> None:
     """Spread queue leaders evenly over the running nodes by leadership transfer (members stay)."""
-    with settings.connect() as client:
+    with settings.connect() as client, vhost_clients(settings, client) as clients:
         running = sorted(n["name"] for n in client.nodes() if n["status"] == "up")
-        queues = matching(client.queues(), queue_pattern)
+        queues = matching(client.queues(), queue_pattern, vhost_pattern)
         before = leader_counts(queues, running)
         failures = []
         for move in rebalance_moves(queues, running):
             try:
-                client.transfer_leader(move.queue, move.target)
+                clients(move.vhost).transfer_leader(move.queue, move.target)
             except QuorumqError as exc:
-                failures.append({"queue": move.queue, "target": move.target, "error": exc.reason or exc.code})
-        after = leader_counts(matching(client.queues(), queue_pattern), running)
+                failures.append(
+                    {
+                        "vhost": move.vhost,
+                        "queue": move.queue,
+                        "target": move.target,
+                        "error": exc.reason or exc.code,
+                    }
+                )
+        after = leader_counts(matching(client.queues(), queue_pattern, vhost_pattern), running)
     rows = [{"node": n, "leaders_before": before[n], "leaders_after": after[n]} for n in running]
     if settings.formatter == "json":
         output.print_json({"nodes": rows, "failures": failures})
@@ -217,7 +275,9 @@ def rebalance(settings: Settings, queue_type: str, queue_pattern: str | None) ->
         ([r["node"], r["leaders_before"], r["leaders_after"]] for r in rows),
     )
     for failure in failures:
-        output.print_line(f"queue '{failure['queue']}' stayed: {failure['error']}")
+        output.print_line(
+            f"queue '{failure['queue']}' in vhost '{failure['vhost']}' stayed: {failure['error']}"
+        )
 
 
 @cli.command("transfer_leadership")
@@ -243,24 +303,29 @@ def transfer_leadership(settings: Settings, queue: str, node: str | None) -> Non
 
 @cli.command("force_checkpoint")
 @click.option("--queue-pattern", help="Only queues whose name matches this regular expression.")
+@VHOST_PATTERN
 @click.option("--errors-only", is_flag=True, help="Show only the replicas that failed.")
 @pass_settings
-def force_checkpoint(settings: Settings, queue_pattern: str | None, errors_only: bool) -> None:
+def force_checkpoint(
+    settings: Settings, queue_pattern: str | None, vhost_pattern: str | None, errors_only: bool
+) -> None:
     """Make every replica of every matching queue take a snapshot now (the log before it is then
     released as soon as the next one allows)."""
-    with settings.connect() as client:
+    with settings.connect() as client, vhost_clients(settings, client) as clients:
         replicas = [
-            (q["name"], m) for q in matching(client.queues(), queue_pattern) for m in sorted(q["members"])
+            (vhost_of(q), q["name"], m)
+            for q in matching(client.queues(), queue_pattern, vhost_pattern)
+            for m in sorted(q["members"])
         ]
         rows = []
-        for queue, node in output.progressing(replicas, "taking snapshots"):
+        for vhost, queue, node in output.progressing(replicas, "taking snapshots"):
             try:
-                status = client.checkpoint(queue, node)
+                status = clients(vhost).checkpoint(queue, node)
                 index, result = status["snapshot_index"], "requested" if status.get("requested") else "ok"
             except QuorumqError as exc:
                 index, result = None, f"error: {exc.reason or exc.code}"
             rows.append(
-                {"vhost": VHOST, "name": queue, "node": node, "snapshot_index": index, "result": result}
+                {"vhost": vhost, "name": queue, "node": node, "snapshot_index": index, "result": result}
             )
     shown = [r for r in rows if not r["result"].startswith(("ok", "requested"))] if errors_only else rows
     if settings.formatter == "json":
@@ -277,21 +342,23 @@ def check_if_new_quorum_queue_replicas_have_finished_initial_sync(
 ) -> None:
     """Fail (exit 69) while a replica on NODE (default: the node talked to) is not yet a voter that its
     queue's leader reaches: one added lately still catching up, or one on a node that is down."""
-    with settings.connect() as client:
+    with settings.connect() as client, vhost_clients(settings, client) as clients:
         node = node or client.health()["node"]
         _require_node(client, node)
         behind = []
         for queue in matching(client.queues(), None):
             if node in queue["members"]:
-                rows = client.members(queue["name"])["members"]
+                vhost = vhost_of(queue)
+                rows = clients(vhost).members(queue["name"])["members"]
                 replica: dict[str, Any] = next((m for m in rows if m["node"] == node), {})
                 if not _synced(replica):
-                    behind.append({"queue": queue["name"], **{k: replica.get(k) for k in SYNC_FIELDS}})
+                    fields = {k: replica.get(k) for k in SYNC_FIELDS}
+                    behind.append({"vhost": vhost, "queue": queue["name"], **fields})
     if settings.formatter == "json":
         output.print_json({"node": node, "not_synced": behind})
     for row in [] if settings.formatter == "json" else behind:
         output.print_line(
-            f"quorum queue '{row['queue']}' in vhost '{VHOST}' has a replica on {node} that has not"
+            f"quorum queue '{row['queue']}' in vhost '{row['vhost']}' has a replica on {node} that has not"
             f" finished its initial sync ({row['membership']}, {row['raft_state']})"
         )
     if not behind and settings.formatter != "json":
@@ -352,12 +419,12 @@ def check_if_node_is_quorum_critical(settings: Settings, node: str) -> None:
         up = {n["name"] for n in client.nodes() if n["status"] == "up"}
         critical = quorum_critical(client.queues(), node, up)
     if settings.formatter == "json":
-        output.print_json({"node": node, "quorum_critical": critical})
+        output.print_json({"node": node, "quorum_critical": [{"vhost": v, "name": n} for v, n in critical]})
     elif critical:
         output.print_line(f"There are quorum queues that would lose their quorum if node {node} stopped:")
-        for name in critical:
+        for vhost, name in critical:
             output.print_line(
-                f"quorum queue '{name}' in vhost '{VHOST}' will become unavailable if node {node} stops"
+                f"quorum queue '{name}' in vhost '{vhost}' will become unavailable if node {node} stops"
             )
     else:
         output.print_line(f"Node {node} is not quorum critical for any quorum queue")

@@ -48,16 +48,11 @@ def list_users(settings: Settings) -> None:
         output.print_json(users)
         return
     rows = [
-        [
-            u["name"],
-            ",".join(u["tags"]),
-            u["permissions"]["configure"],
-            u["permissions"]["write"],
-            u["permissions"]["read"],
-        ]
+        [u["name"], ",".join(u["tags"]), vhost, given["configure"], given["write"], given["read"]]
         for u in users
+        for vhost, given in u.get("vhost_permissions", {"/": u["permissions"]}).items()
     ]
-    output.print_table(["name", "tags", "configure", "write", "read"], rows)
+    output.print_table(["name", "tags", "vhost", "configure", "write", "read"], rows)
 
 
 @users_group.command("set-permissions")
@@ -67,10 +62,10 @@ def list_users(settings: Settings) -> None:
 @click.option("--read", default="", help="Regex of queues NAME may consume from, get and ack.")
 @pass_settings
 def set_permissions(settings: Settings, name: str, configure: str, write: str, read: str) -> None:
-    """Set the configure/write/read regexes of user NAME.
+    """Set the configure/write/read regexes of user NAME in the vhost of --vhost.
 
-    Each regex (RE2 syntax) must match a whole queue name: 'alice-.*' grants alice-1, 'alice-' only
-    the queue named alice-; "" grants nothing, ".*" everything."""
+    Each regex (RE2 syntax) must match a whole queue (or exchange) name: 'alice-.*' grants alice-1,
+    'alice-' only the queue named alice-; "" grants nothing, ".*" everything."""
     with settings.connect() as client:
         client.set_permissions(name, configure=configure, write=write, read=read)
-    output.print_line(f"permissions of '{name}' set")
+    output.print_line(f"permissions of '{name}' in vhost '{settings.vhost}' set")

@@ -1,6 +1,9 @@
 """The wire form of metadata commands (inside the metadata group's entries and relayed in control
 frames), versioned.
 
+- Version 5: `[5, tag, {field: value}]`, as version 4, where a command may be a vhost's
+  (`DeclareVhost`, `DeleteVhost`) or `ClearPermissions`, and `SetPermissions`, `SetPolicy` and
+  `ClearPolicy` may carry a `vhost` other than `/` (earlier versions leave it off).
 - Version 4: `[4, tag, {field: value}]`, as version 3, where a command may be an exchange's or a
   binding's (`DeclareExchange`, `DeleteExchange`, `Bind`, `Unbind`).
 - Version 3: `[3, tag, {field: value}]`, as version 2, where a policy's command may carry `operator`
@@ -28,13 +31,16 @@ from typing import Any
 from metadata_state.commands import (
     Bind,
     BootstrapUsers,
+    ClearPermissions,
     ClearPolicy,
     Command,
     Declare,
     DeclareExchange,
+    DeclareVhost,
     Delete,
     DeleteExchange,
     DeleteUser,
+    DeleteVhost,
     ForgetNode,
     InvalidCommand,
     PutUser,
@@ -46,13 +52,16 @@ from metadata_state.commands import (
     Unbind,
 )
 
-CODEC_VERSION = 4
+CODEC_VERSION = 5
 POLICY_CODEC_VERSION = 2
 """The first version with policies: a node that reads an older one refuses their commands."""
 OPERATOR_POLICY_CODEC_VERSION = 3
 """The first version with operator policies (`SetPolicy.operator`, `ClearPolicy.operator`)."""
-EXCHANGE_CODEC_VERSION = 4
+EXCHANGE_CODEC_VERSION = 5
 """The first version with exchanges and bindings: `DeclareExchange`, `DeleteExchange`, `Bind`, `Unbind`."""
+VHOST_CODEC_VERSION = 5
+"""The first version with virtual hosts: `DeclareVhost`, `DeleteVhost`, `ClearPermissions`, and a
+`vhost` on `SetPermissions`, `SetPolicy` and `ClearPolicy`."""
 
 _TAGS: dict[type[Command], str] = {
     RegisterNode: "register_node",
@@ -71,6 +80,9 @@ _TAGS: dict[type[Command], str] = {
     DeleteExchange: "delete_exchange",
     Bind: "bind",
     Unbind: "unbind",
+    DeclareVhost: "declare_vhost",
+    DeleteVhost: "delete_vhost",
+    ClearPermissions: "clear_permissions",
 }
 _ADDED_IN: dict[type[Command], int] = {
     SetPolicy: POLICY_CODEC_VERSION,
@@ -79,14 +91,23 @@ _ADDED_IN: dict[type[Command], int] = {
     DeleteExchange: EXCHANGE_CODEC_VERSION,
     Bind: EXCHANGE_CODEC_VERSION,
     Unbind: EXCHANGE_CODEC_VERSION,
+    DeclareVhost: VHOST_CODEC_VERSION,
+    DeleteVhost: VHOST_CODEC_VERSION,
+    ClearPermissions: VHOST_CODEC_VERSION,
 }
 _FIELD_ADDED_IN: dict[tuple[type[Command], str], int] = {
     (SetPolicy, "operator"): OPERATOR_POLICY_CODEC_VERSION,
     (ClearPolicy, "operator"): OPERATOR_POLICY_CODEC_VERSION,
+    (SetPermissions, "vhost"): VHOST_CODEC_VERSION,
+    (SetPolicy, "vhost"): VHOST_CODEC_VERSION,
+    (ClearPolicy, "vhost"): VHOST_CODEC_VERSION,
 }
 """A field added after its command, with the version it came in: left off before it while at its default."""
 _KINDS: dict[str, type[Command]] = {tag: kind for kind, tag in _TAGS.items()}
 _FIELDS: dict[type[Command], tuple[str, ...]] = {kind: tuple(f.name for f in fields(kind)) for kind in _TAGS}
+_DEFAULTS: dict[tuple[type[Command], str], Any] = {
+    (kind, f.name): f.default for kind in _TAGS for f in fields(kind) if (kind, f.name) in _FIELD_ADDED_IN
+}
 
 
 class MetadataDecodeError(ValueError):
@@ -100,7 +121,7 @@ def encode(command: Command, version: int = CODEC_VERSION) -> list[Any]:
         raise ValueError(f"{kind.__name__} cannot be written in metadata codec version {version!r}")
     values = {name: _to_wire(getattr(command, name)) for name in _FIELDS[kind]}
     for name in list(values):
-        if _FIELD_ADDED_IN.get((kind, name), 0) > version and values.pop(name):  # each defaults to False
+        if _FIELD_ADDED_IN.get((kind, name), 0) > version and values.pop(name) != _DEFAULTS[(kind, name)]:
             raise ValueError(
                 f"{kind.__name__}.{name} cannot be written in metadata codec version {version!r}"
             )

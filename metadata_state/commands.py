@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from metadata_state.records import UNFENCED
+from metadata_state.vhost_names import DEFAULT_VHOST
 
 
 class InvalidCommand(ValueError):
@@ -191,31 +192,70 @@ class DeleteUser:
 
 @dataclass(frozen=True, slots=True)
 class SetPermissions:
-    """Set a user's three permission patterns."""
+    """Set a user's three permission patterns in `vhost` (one other than DEFAULT_VHOST: metadata codec
+    version 5)."""
 
     user: str
     configure: str
     write: str
     read: str
+    vhost: str = DEFAULT_VHOST
 
     def __post_init__(self) -> None:
-        _check_strings(self, "user", "configure", "write", "read")
+        _check_strings(self, "user", "configure", "write", "read", "vhost")
+
+
+@dataclass(frozen=True, slots=True)
+class ClearPermissions:
+    """Take a user's permissions in `vhost` away (metadata codec version 5)."""
+
+    user: str
+    vhost: str
+
+    def __post_init__(self) -> None:
+        _check_strings(self, "user", "vhost")
+
+
+@dataclass(frozen=True, slots=True)
+class DeclareVhost:
+    """Create virtual host `vhost`, or update its description and tags (metadata codec version 5)."""
+
+    vhost: str
+    description: str
+    tags: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        _check_strings(self, "vhost", "description")
+        _check_string_tuple("tags", self.tags)
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteVhost:
+    """Delete virtual host `vhost` with its exchanges, bindings, policies and the permissions users hold
+    in it, while it holds no queue (metadata codec version 5)."""
+
+    vhost: str
+
+    def __post_init__(self) -> None:
+        _check_strings(self, "vhost")
 
 
 @dataclass(frozen=True, slots=True)
 class SetPolicy:
-    """Create or replace policy `policy` (checked by the proposer:
+    """Create or replace policy `policy` of `vhost` (checked by the proposer:
     `cluster.queues.policies.checked_policy`); with `operator`, the operator policy of that name (metadata
-    codec version 3), whose limits apply over the queues' own and their policy's."""
+    codec version 3), whose limits apply over the queues' own and their policy's. A vhost other than
+    DEFAULT_VHOST needs metadata codec version 5."""
 
     policy: str
     pattern: str
     definition: dict[str, Any]
     priority: int
     operator: bool = False
+    vhost: str = DEFAULT_VHOST
 
     def __post_init__(self) -> None:
-        _check_strings(self, "policy", "pattern")
+        _check_strings(self, "policy", "pattern", "vhost")
         _check_arguments(self.definition)
         if type(self.priority) is not int:
             raise InvalidCommand(f"priority must be an integer, got {self.priority!r}")
@@ -224,13 +264,14 @@ class SetPolicy:
 
 @dataclass(frozen=True, slots=True)
 class ClearPolicy:
-    """Remove policy `policy` (with `operator`, the operator policy of that name)."""
+    """Remove policy `policy` of `vhost` (with `operator`, the operator policy of that name)."""
 
     policy: str
     operator: bool = False
+    vhost: str = DEFAULT_VHOST
 
     def __post_init__(self) -> None:
-        _check_strings(self, "policy")
+        _check_strings(self, "policy", "vhost")
         _check_bool("operator", self.operator)
 
 
@@ -312,6 +353,9 @@ Command: TypeAlias = (
     | DeleteExchange
     | Bind
     | Unbind
+    | DeclareVhost
+    | DeleteVhost
+    | ClearPermissions
 )
 
 

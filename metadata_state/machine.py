@@ -13,7 +13,13 @@ deposed leader cannot undo what its successor decided (docs/decisions/0007-membe
 Exchanges and bindings follow RabbitMQ's rules: the default exchange ("") is implicit and takes no
 bindings, the BUILTIN_EXCHANGES exist in every vhost without a declare, deleting an exchange or a queue
 removes the bindings from and to it, and an `auto_delete` exchange goes once it is the source of no
-binding after one was removed. Queues live in DEFAULT_VHOST until vhosts land.
+binding after one was removed.
+
+Virtual hosts (docs/decisions/0029-the-vhost-is-part-of-a-name.md): DEFAULT_VHOST always exists, others
+are declared. A queue is keyed by its `qualified` name, and is declared only in a vhost that exists; a
+queue of DEFAULT_VHOST may not take a vhost's name, nor a vhost a queue of DEFAULT_VHOST's (a one-segment
+`/api/queues/{x}` names either). A vhost is deleted only while it holds no queue, with its exchanges,
+bindings, policies and the permissions in it.
 """
 
 from __future__ import annotations
@@ -25,13 +31,16 @@ from typing import Any, TypeAlias, assert_never
 from metadata_state.commands import (
     Bind,
     BootstrapUsers,
+    ClearPermissions,
     ClearPolicy,
     Command,
     Declare,
     DeclareExchange,
+    DeclareVhost,
     Delete,
     DeleteExchange,
     DeleteUser,
+    DeleteVhost,
     ForgetNode,
     PutUser,
     RegisterNode,
@@ -44,7 +53,6 @@ from metadata_state.commands import (
 from metadata_state.records import (
     ADMINISTRATOR,
     BUILTIN_EXCHANGES,
-    DEFAULT_VHOST,
     EXCHANGE_DESTINATION,
     EXCHANGE_TYPES,
     FULL_ACCESS,
@@ -55,6 +63,7 @@ from metadata_state.records import (
     PolicyRecord,
     QueueInfo,
     UserRecord,
+    VhostRecord,
 )
 from metadata_state.replies import (
     Conflict,
@@ -68,6 +77,7 @@ from metadata_state.replies import (
     Stale,
     Updated,
 )
+from metadata_state.vhost_names import DEFAULT_VHOST, SEPARATOR, qualified, split
 
 BindingKey: TypeAlias = tuple[str, str, str, str, str, str]
 """`BindingRecord.key`: vhost, source, destination type, destination, routing key, arguments digest."""
@@ -83,6 +93,7 @@ class MetadataMachine:
     users: dict[str, UserRecord] = field(default_factory=dict)
     users_initialised: bool = False
     policies: dict[str, PolicyRecord] = field(default_factory=dict)
+    """The policies by `qualified` name (vhost and name), as `operator_policies`."""
     policies_revision: int = 0
     operator_policies: dict[str, PolicyRecord] = field(default_factory=dict)
     exchanges: dict[tuple[str, str], ExchangeRecord] = field(default_factory=dict)
@@ -90,6 +101,8 @@ class MetadataMachine:
     bindings: dict[BindingKey, BindingRecord] = field(default_factory=dict)
     routing_revision: int = 0
     """How many applied commands changed the exchanges or the bindings."""
+    vhosts: dict[str, VhostRecord] = field(default_factory=dict)
+    """The declared vhosts by name (DEFAULT_VHOST is implicit: `has_vhost`)."""
 
     def apply(self, command: Command) -> Reply:
         """Apply one command and return its reply."""
@@ -126,8 +139,18 @@ class MetadataMachine:
                 return self._bind(command)
             case Unbind():
                 return self._unbind(command)
+            case DeclareVhost():
+                return self._declare_vhost(command)
+            case DeleteVhost():
+                return self._delete_vhost(command)
+            case ClearPermissions():
+                return self._clear_permissions(command)
             case _:
                 assert_never(command)
+
+    def has_vhost(self, vhost: str) -> bool:
+        """Whether `vhost` exists (DEFAULT_VHOST always does)."""
+        return vhost == DEFAULT_VHOST or vhost in self.vhosts
 
     def exchange(self, vhost: str, name: str) -> ExchangeRecord | None:
         """Exchange `name` of `vhost`: the declared one, or a builtin's record (every vhost has them);
@@ -135,7 +158,7 @@ class MetadataMachine:
         declared = self.exchanges.get((vhost, name))
         if declared is not None:
             return declared
-        kind = BUILTIN_EXCHANGES.get(name)
+        kind = BUILTIN_EXCHANGES.get(name) if self.has_vhost(vhost) else None
         return None if kind is None else ExchangeRecord(vhost, name, kind)
 
     def _register_node(self, command: RegisterNode) -> Reply:
@@ -162,6 +185,11 @@ class MetadataMachine:
             if existing.arguments == command.arguments:
                 return Exists(existing.group)
             return Conflict(existing.arguments)
+        vhost = split(name)[0]
+        if not self.has_vhost(vhost):
+            return NotFound(f"no vhost {vhost!r}")
+        if name in self.vhosts:
+            return Invalid(f"{name!r} names a vhost: a queue of {DEFAULT_VHOST!r} cannot take it")
         if not command.members:
             return Invalid("a queue needs at least one member")
         members = list(command.members)
@@ -189,11 +217,9 @@ class MetadataMachine:
         if isinstance(existing, NotFound):
             return existing
         del self.queues[command.queue]
+        vhost, name = split(command.queue)
         if self._remove_bindings(
-            lambda b: (
-                (b.vhost, b.destination_type, b.destination)
-                == (DEFAULT_VHOST, QUEUE_DESTINATION, command.queue)
-            )
+            lambda b: (b.vhost, b.destination_type, b.destination) == (vhost, QUEUE_DESTINATION, name)
         ):
             self.routing_revision += 1
         return Ok()
@@ -257,7 +283,58 @@ class MetadataMachine:
         existing = self.users.get(command.user)
         if existing is None:
             return NotFound(f"no user {command.user!r}")
-        existing.configure, existing.write, existing.read = command.configure, command.write, command.read
+        if not self.has_vhost(command.vhost):
+            return NotFound(f"no vhost {command.vhost!r}")
+        if command.vhost == DEFAULT_VHOST:
+            existing.configure, existing.write, existing.read = command.configure, command.write, command.read
+        else:
+            existing.vhost_permissions[command.vhost] = [command.configure, command.write, command.read]
+        return Ok()
+
+    def _clear_permissions(self, command: ClearPermissions) -> Reply:
+        existing = self.users.get(command.user)
+        if existing is None:
+            return NotFound(f"no user {command.user!r}")
+        if command.vhost == DEFAULT_VHOST:
+            existing.configure = existing.write = existing.read = ""
+        elif existing.vhost_permissions.pop(command.vhost, None) is None:
+            return NotFound(f"user {command.user!r} has no permissions in vhost {command.vhost!r}")
+        return Ok()
+
+    def _declare_vhost(self, command: DeclareVhost) -> Reply:
+        """Create a vhost, or update a declared one's description and tags."""
+        name = command.vhost
+        if name == DEFAULT_VHOST:
+            return Invalid(f"vhost {DEFAULT_VHOST!r} always exists")
+        if name in self.queues:
+            return Invalid(f"{name!r} names a queue of {DEFAULT_VHOST!r}: a vhost cannot take it")
+        existed = name in self.vhosts
+        self.vhosts[name] = VhostRecord(name, command.description, list(command.tags))
+        return Updated() if existed else Created()
+
+    def _delete_vhost(self, command: DeleteVhost) -> Reply:
+        """Delete a vhost holding no queue, with everything else of it."""
+        vhost = command.vhost
+        if vhost == DEFAULT_VHOST:
+            return Invalid(f"vhost {DEFAULT_VHOST!r} cannot be deleted")
+        if vhost not in self.vhosts:
+            return NotFound(f"no vhost {vhost!r}")
+        if any(split(name)[0] == vhost for name in self.queues):
+            return InUse(f"vhost {vhost!r} holds queues")
+        del self.vhosts[vhost]
+        for user in self.users.values():
+            user.vhost_permissions.pop(vhost, None)
+        for policies in (self.policies, self.operator_policies):
+            gone = [key for key, policy in policies.items() if policy.vhost == vhost]
+            for key in gone:
+                del policies[key]
+            if gone:
+                self.policies_revision += 1
+        routing = [exchange for exchange in self.exchanges if exchange[0] == vhost]
+        for exchange in routing:
+            del self.exchanges[exchange]
+        if self._remove_bindings(lambda b: b.vhost == vhost) or routing:
+            self.routing_revision += 1
         return Ok()
 
     def _set_policy(self, command: SetPolicy) -> Reply:
@@ -265,17 +342,20 @@ class MetadataMachine:
         counts one more revision, which a
         queue applies its policy under, so that a leader whose metadata lags cannot bring back an older
         choice (`queue_state/policy.py`)."""
+        if not self.has_vhost(command.vhost):
+            return NotFound(f"no vhost {command.vhost!r}")
         policies = self.operator_policies if command.operator else self.policies
-        existed = command.policy in policies
-        policies[command.policy] = PolicyRecord(
-            command.policy, command.pattern, dict(command.definition), command.priority
+        key = qualified(command.vhost, command.policy)
+        existed = key in policies
+        policies[key] = PolicyRecord(
+            command.policy, command.pattern, dict(command.definition), command.priority, command.vhost
         )
         self.policies_revision += 1
         return Updated() if existed else Created()
 
     def _clear_policy(self, command: ClearPolicy) -> Reply:
         policies = self.operator_policies if command.operator else self.policies
-        if policies.pop(command.policy, None) is None:
+        if policies.pop(qualified(command.vhost, command.policy), None) is None:
             return NotFound(f"no {'operator ' if command.operator else ''}policy {command.policy!r}")
         self.policies_revision += 1
         return Ok()
@@ -285,6 +365,8 @@ class MetadataMachine:
         definition, else is a `Conflict` naming its own."""
         if not command.exchange:
             return Invalid("the default exchange cannot be declared")
+        if not self.has_vhost(command.vhost):
+            return NotFound(f"no vhost {command.vhost!r}")
         if command.type not in EXCHANGE_TYPES:
             return Invalid(f"no exchange type {command.type!r} (one of {', '.join(EXCHANGE_TYPES)})")
         declared = ExchangeRecord(
@@ -331,6 +413,8 @@ class MetadataMachine:
         vhost = binding.vhost
         if not binding.source:
             return Invalid("the default exchange takes no bindings")
+        if not self.has_vhost(vhost):
+            return NotFound(f"no vhost {vhost!r}")
         if binding.destination_type not in (QUEUE_DESTINATION, EXCHANGE_DESTINATION):
             return Invalid(f"no destination type {binding.destination_type!r}")
         if binding.destination_type == EXCHANGE_DESTINATION and not binding.destination:
@@ -338,7 +422,7 @@ class MetadataMachine:
         if self.exchange(vhost, binding.source) is None:
             return NotFound(f"no exchange {binding.source!r} in vhost {vhost!r}")
         if binding.destination_type == QUEUE_DESTINATION:
-            if vhost != DEFAULT_VHOST or binding.destination not in self.queues:
+            if SEPARATOR in binding.destination or qualified(vhost, binding.destination) not in self.queues:
                 return NotFound(f"no queue {binding.destination!r} in vhost {vhost!r}")
         elif self.exchange(vhost, binding.destination) is None:
             return NotFound(f"no exchange {binding.destination!r} in vhost {vhost!r}")

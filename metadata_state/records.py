@@ -8,6 +8,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from metadata_state.vhost_names import DEFAULT_VHOST
+
 ADMINISTRATOR = "administrator"
 FULL_ACCESS = ".*"
 NO_ACCESS = ""
@@ -65,10 +67,17 @@ class QueueInfo:
         return self.members_fence != list(UNFENCED)
 
 
+Permissions = tuple[str, str, str]
+"""A user's configure, write and read patterns in one vhost."""
+NO_PERMISSIONS: Permissions = (NO_ACCESS, NO_ACCESS, NO_ACCESS)
+
+
 @dataclass
 class UserRecord:
-    """One user: the encoded password hash, tags, and the three permission regexes (`cluster.security.users`
-    hashes passwords and matches patterns; the metadata only records them)."""
+    """One user: the encoded password hash, tags, and per vhost three permission regexes
+    (`cluster.security.users` hashes passwords and matches patterns; the metadata only records them).
+    `configure`, `write` and `read` are the patterns in DEFAULT_VHOST (as before vhosts);
+    `vhost_permissions` those in other vhosts, `[configure, write, read]` by vhost."""
 
     name: str
     password_hash: str
@@ -76,23 +85,40 @@ class UserRecord:
     configure: str = NO_ACCESS
     write: str = NO_ACCESS
     read: str = NO_ACCESS
+    vhost_permissions: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def is_administrator(self) -> bool:
         """True for users tagged `administrator`."""
         return ADMINISTRATOR in self.tags
 
+    def permissions_in(self, vhost: str) -> Permissions | None:
+        """The user's patterns in `vhost`; None where it was given none (DEFAULT_VHOST's always exist)."""
+        if vhost == DEFAULT_VHOST:
+            return (self.configure, self.write, self.read)
+        patterns = self.vhost_permissions.get(vhost)
+        return None if patterns is None else (patterns[0], patterns[1], patterns[2])
+
+    def all_permissions(self) -> dict[str, Permissions]:
+        """The user's patterns by vhost, DEFAULT_VHOST's first, then by vhost name."""
+        given = {DEFAULT_VHOST: (self.configure, self.write, self.read)}
+        for vhost in sorted(self.vhost_permissions):
+            patterns = self.vhost_permissions[vhost]
+            given[vhost] = (patterns[0], patterns[1], patterns[2])
+        return given
+
 
 @dataclass
 class PolicyRecord:
-    """A policy: queues whose name `pattern` matches apply its `definition` (policy keys, as
-    `queue_state.policy` reads them); of several matching, the one of highest `priority`, then of the
+    """A policy of `vhost`: its queues whose name `pattern` matches apply its `definition` (policy keys,
+    as `queue_state.policy` reads them); of several matching, the one of highest `priority`, then of the
     least name (`cluster.queues.policies` matches and checks them; the metadata only records them)."""
 
     name: str
     pattern: str
     definition: dict[str, Any]
     priority: int = 0
+    vhost: str = DEFAULT_VHOST
 
 
 @dataclass(frozen=True)
@@ -104,8 +130,6 @@ class PolicySet:
     operator: tuple[PolicyRecord, ...] = ()
 
 
-DEFAULT_VHOST = "/"
-"""The one virtual host until vhosts land (docs/internals/design-routing.md, slice 1)."""
 EXCHANGE_TYPES = ("direct", "fanout", "topic", "headers")
 BUILTIN_EXCHANGES = {
     "amq.direct": "direct",
@@ -118,6 +142,16 @@ BUILTIN_EXCHANGES = {
 queue name and takes no bindings)."""
 QUEUE_DESTINATION = "queue"
 EXCHANGE_DESTINATION = "exchange"
+
+
+@dataclass
+class VhostRecord:
+    """A virtual host other than DEFAULT_VHOST (which every cluster has): its own namespace of queues,
+    exchanges, bindings and policies, and the permissions users hold in it."""
+
+    name: str
+    description: str = ""
+    tags: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -27,10 +27,10 @@ from cluster.queues.queue_replica import QueueReplica
 from cluster.queues.queue_results import MessageRow, Outcome, Position
 from cluster.replication.proposals import MAX_OPERATION_BYTES
 from cluster.replication.stored_message import MESSAGE_ID_HEADER, StoredMessage
-from metadata_state.records import DEFAULT_VHOST
+from metadata_state.vhost_names import DEFAULT_VHOST
 from node_simulation.after_healing import AfterHealing
 from node_simulation.cluster_operator import Operator
-from node_simulation.exchange_requests import bind, declare_exchange
+from node_simulation.exchange_requests import bind, declare_exchange, declare_vhost
 from node_simulation.history import Violation
 from node_simulation.request_errors import NodeUnreachable
 from node_simulation.requests import ClientRequests, GaveUp
@@ -42,6 +42,7 @@ from node_simulation.workload import (
     QUEUE_ARGUMENTS,
     STREAM,
     STRICT,
+    VHOST,
     ClientStats,
 )
 
@@ -93,6 +94,7 @@ class Clients:
     # -- workers ------------------------------------------------------------------------------------
 
     async def _declare_all(self) -> None:
+        await self._until_done(declare_vhost(VHOST))
         for queue, arguments in QUEUE_ARGUMENTS.items():
 
             async def declare(node: Node, queue: str = queue, arguments: dict[str, Any] = arguments) -> str:

@@ -1,13 +1,24 @@
-"""The routing changes the simulation's clients make, as their HTTP handlers make them: on the metadata
-leader, once every node reads exchanges and bindings."""
+"""The routing and vhost changes the simulation's clients make, as their HTTP handlers make them: on the
+metadata leader, once every node reads exchanges and bindings (vhosts)."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
 from cluster.node import Node
-from metadata_state.codec import EXCHANGE_CODEC_VERSION
-from metadata_state.records import DEFAULT_VHOST, QUEUE_DESTINATION, BindingRecord
+from metadata_state.codec import EXCHANGE_CODEC_VERSION, VHOST_CODEC_VERSION
+from metadata_state.records import QUEUE_DESTINATION, BindingRecord
+from metadata_state.vhost_names import DEFAULT_VHOST
+
+
+def declare_vhost(vhost: str) -> Callable[[Node], Awaitable[object]]:
+    """Declare `vhost`."""
+
+    async def declare(node: Node) -> object:
+        node.formats.require_metadata(VHOST_CODEC_VERSION, "no vhosts")
+        return await node.metadata_door.declare_vhost(vhost, "", [])
+
+    return declare
 
 
 def declare_exchange(exchange: str, kind: str) -> Callable[[Node], Awaitable[object]]:

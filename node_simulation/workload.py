@@ -7,7 +7,9 @@ from typing import Any
 
 from node_simulation.history import QueueHistory
 
-STRICT, AUTO, DEAD, STREAM = "strict", "auto", "dead", "stream"
+VHOST = "sim"
+"""A vhost besides `/`: queue `stream` lives in it, known to the cluster by its qualified name."""
+STRICT, AUTO, DEAD, STREAM = "strict", "auto", "dead", f"{VHOST}/stream"
 QUEUE_ARGUMENTS: dict[str, dict[str, Any]] = {  # declared in this order
     DEAD: {"x-quorum-initial-group-size": 3},
     STRICT: {
@@ -29,7 +31,7 @@ taken (at most once allows losing what a failed request took, never what an answ
 `stream` is read by a durable consumer as Spark reads one: every read of a delivery sequence number
 must give the same message, and what it settled is gone. Queue `stream` also deduplicates by message id:
 every message published to it carries its body as its id, so its window is in every entry, snapshot and
-replay; no published queue may ever hold one body twice."""
+replay; no published queue may ever hold one body twice. It is of vhost `sim`, declared first."""
 FANOUT = "fan"
 FANNED_TO = (STRICT, AUTO)
 """The queues bound to exchange `fan` (and the operator's scratch queues, while they live): a publish

@@ -31,12 +31,14 @@ COMMON = ("400", "401", "403", "404", "415", "421", "503")  # answers every rout
 
 def render(document: dict[str, Any]) -> str:
     """The Markdown page for an OpenAPI document."""
-    operations = [
+    every = [
         (method, path, item[method])
         for path, item in document["paths"].items()
         for method in METHODS
         if method in item
     ]
+    operations = [(m, p, op) for m, p, op in every if "x-same-as" not in op]
+    aliases = sorted({p for _, p, op in every if "x-same-as" in op})
     lines = [
         "# HTTP API",
         "",
@@ -55,6 +57,16 @@ def render(document: dict[str, Any]) -> str:
         "",
     ]
     lines += _common_answers(operations)
+    if aliases:
+        lines += [
+            "",
+            "Every queue and policy endpoint below (`/api/queues/{q}...`, `/api/policies/{policy}`,",
+            "`/api/operator-policies/{policy}`) is served in any virtual host too, at RabbitMQ's path",
+            "(`/api/queues/{vhost}/{q}...`, `/api/policies/{vhost}/{policy}`, ...; `%2F` for `/`) with the",
+            "same rules and answers (docs/use/vhosts.md); the one-segment path is the default vhost's. The",
+            f"document lists each of them ({len(aliases)} paths) with `x-same-as` naming its one-segment",
+            "operation.",
+        ]
     lines += ["", "| method and path | what |", "|---|---|"]
     lines += [
         f"| [`{m.upper()} {p}`](#{slug(f'{m.upper()} {p}')}) | {_cell(op['summary'])} |"

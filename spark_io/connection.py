@@ -25,7 +25,8 @@ HIDDEN = "<hidden>"
 @dataclass(frozen=True)
 class Connection:
     """`nodes` (comma-separated HTTP(S) addresses), `user` with `password` or `passwordFile`, or `token`
-    (a bearer token), and `caFile` (a PEM bundle to verify HTTPS nodes with).
+    (a bearer token), `caFile` (a PEM bundle to verify HTTPS nodes with) and `vhost` (the virtual host of
+    the queues named, `/` by default).
 
     Without credentials the clients fall back to QUORUMQ_USER/QUORUMQ_PASSWORD/QUORUMQ_TOKEN in the
     environment of each process, then to `guest:guest`; without `caFile` to QUORUMQ_CA_FILE, then the
@@ -37,6 +38,7 @@ class Connection:
     password_file: str | None = None
     token: str | None = None
     ca_file: str | None = None
+    vhost: str = "/"
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> Connection:
@@ -53,7 +55,8 @@ class Connection:
             raise OptionError("option 'password'/'passwordFile' needs option 'user'")
         if user is not None and password is None and password_file is None:
             raise OptionError(f"option 'user' ({user}) needs 'password' or 'passwordFile'")
-        return cls(nodes, user, password, password_file, token, options.get("caFile") or None)
+        vhost = options.get("vhost") or "/"
+        return cls(nodes, user, password, password_file, token, options.get("caFile") or None, vhost)
 
     def __repr__(self) -> str:
         shown = {
@@ -63,6 +66,7 @@ class Connection:
             "password_file": self.password_file,
             "token": HIDDEN if self.token else None,
             "ca_file": self.ca_file,
+            "vhost": None if self.vhost == "/" else self.vhost,
         }
         return "Connection(" + ", ".join(f"{k}={v!r}" for k, v in shown.items() if v is not None) + ")"
 
@@ -74,7 +78,7 @@ class Connection:
 
     def client_arguments(self) -> dict[str, Any]:
         """Keyword arguments for Client/SyncClient; reads `passwordFile` and `caFile` here."""
-        arguments: dict[str, Any] = {"timeout": REQUEST_TIMEOUT_S}
+        arguments: dict[str, Any] = {"timeout": REQUEST_TIMEOUT_S, "vhost": self.vhost}
         if self.user is not None:
             arguments["auth"] = (self.user, self._password())
         if self.token is not None:

@@ -59,6 +59,7 @@ from api.app_keys import ALARMS, CONFIG, METADATA
 from api.auth import Unauthenticated, admit_guest, password_login
 from api.login_throttle import LoginThrottled
 from cluster.config import is_loopback_host
+from metadata_state.vhost_names import DEFAULT_VHOST
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +67,6 @@ VERSION = version("quorumq")
 OPENING_TIMEOUT_S = 10.0  # RabbitMQ's handshake_timeout
 CLOSE_OK_WAIT_S = 3.0  # how long a connection closed by the server waits for the client's close-ok
 INBOX_FRAMES = 256  # frames a channel may have waiting before the connection reads no more
-VHOST = "/"
 M = TypeVar("M", bound=Frame)
 
 
@@ -144,7 +144,6 @@ class AmqpConnection:
                 ACCESS_REFUSED,
                 f"Login was refused using authentication mechanism {start_ok.mechanism}: {exc}",
             ) from None
-        self._node = NodeCalls(self._app, principal.name)
         await self.send(0, [commands.Connection.Tune(CHANNEL_MAX, FRAME_MAX, HEARTBEAT_S)])
         tune_ok = await self._expect(commands.Connection.TuneOk)
         try:
@@ -158,8 +157,14 @@ class AmqpConnection:
             raise connection_error(NOT_ALLOWED, str(exc)) from None
         self.frame_max = self._tuning.frame_max or FRAME_MAX
         opened = await self._expect(commands.Connection.Open)
-        if opened.virtual_host != VHOST:
-            raise connection_error(NOT_ALLOWED, f"vhost '{opened.virtual_host}' not found")
+        vhost = opened.virtual_host or DEFAULT_VHOST
+        if not metadata.has_vhost(vhost):
+            raise connection_error(NOT_ALLOWED, f"vhost '{vhost}' not found")
+        if vhost != DEFAULT_VHOST and not principal.holds_rights_in(vhost):  # `/` refuses per operation
+            raise connection_error(
+                NOT_ALLOWED, f"access to vhost '{vhost}' refused for user '{principal.name}'"
+            )
+        self._node = NodeCalls(self._app, principal.name, vhost)
         await self.send(0, [commands.Connection.OpenOk()])
         self._unwatch = self._app[ALARMS].watch(self._alarms_changed)
         return principal.name

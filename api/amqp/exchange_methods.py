@@ -16,7 +16,7 @@ from pamqp.base import Frame
 from api.amqp.node_calls import NodeCalls
 from api.amqp.properties import json_table
 from api.amqp.reply_codes import NOT_FOUND, AmqpError
-from metadata_state.records import DEFAULT_VHOST, EXCHANGE_DESTINATION, QUEUE_DESTINATION, BindingRecord
+from metadata_state.records import EXCHANGE_DESTINATION, QUEUE_DESTINATION, BindingRecord
 
 
 class ExchangeMethods:
@@ -51,19 +51,27 @@ class ExchangeMethods:
         return commands.Exchange.DeleteOk()
 
     async def bind_queue(self, method: commands.Queue.Bind) -> Frame:
-        await self._node.bind(_binding(method.exchange, QUEUE_DESTINATION, method.queue, method))
+        await self._node.bind(
+            _binding(self._node.vhost, method.exchange, QUEUE_DESTINATION, method.queue, method)
+        )
         return commands.Queue.BindOk()
 
     async def unbind_queue(self, method: commands.Queue.Unbind) -> Frame:
-        await self._unbind(_binding(method.exchange, QUEUE_DESTINATION, method.queue, method))
+        await self._unbind(
+            _binding(self._node.vhost, method.exchange, QUEUE_DESTINATION, method.queue, method)
+        )
         return commands.Queue.UnbindOk()
 
     async def bind_exchange(self, method: commands.Exchange.Bind) -> Frame:
-        await self._node.bind(_binding(method.source, EXCHANGE_DESTINATION, method.destination, method))
+        await self._node.bind(
+            _binding(self._node.vhost, method.source, EXCHANGE_DESTINATION, method.destination, method)
+        )
         return commands.Exchange.BindOk()
 
     async def unbind_exchange(self, method: commands.Exchange.Unbind) -> Frame:
-        await self._unbind(_binding(method.source, EXCHANGE_DESTINATION, method.destination, method))
+        await self._unbind(
+            _binding(self._node.vhost, method.source, EXCHANGE_DESTINATION, method.destination, method)
+        )
         return commands.Exchange.UnbindOk()
 
     async def _unbind(self, binding: BindingRecord) -> None:
@@ -82,6 +90,7 @@ class ExchangeMethods:
 
 
 def _binding(
+    vhost: str,
     source: str,
     kind: str,
     destination: str,
@@ -89,6 +98,4 @@ def _binding(
 ) -> BindingRecord:
     """The binding a bind or unbind names, its arguments (`x-match` and a headers binding's tests) as
     quorumq keeps them."""
-    return BindingRecord(
-        DEFAULT_VHOST, source, destination, kind, method.routing_key, json_table(method.arguments)
-    )
+    return BindingRecord(vhost, source, destination, kind, method.routing_key, json_table(method.arguments))

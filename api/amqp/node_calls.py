@@ -32,9 +32,8 @@ from api.auth import require, vouched_principal
 from api.consumer_options import MAX_PREFETCH
 from api.error_answers import error_answer
 from api.exchange_publishing import (
-    exchange_known,
     publish_to_exchange,
-    require_publisher,
+    publishes_through,
     unknown_exchange,
 )
 from api.forwarding import queue_route
@@ -45,7 +44,8 @@ from api.routing_revision import CATCH_UP_S, ROUTING_REVISION_HEADER, caught_up
 from api.validation import MSGPACK
 from cluster.errors import NotLeader, QueueNotFound
 from cluster.queues.queue_results import MessageRow
-from metadata_state.records import DEFAULT_VHOST, QUEUE_DESTINATION, BindingRecord
+from metadata_state.records import QUEUE_DESTINATION, BindingRecord
+from metadata_state.vhost_names import DEFAULT_VHOST, qualified
 
 POLL_WAIT_S = 5  # how long a consumer's poll waits on its queue before it asks again
 POLL_MAX = 1000  # the most deliveries one poll asks for (the consumer's prefetch bounds it too)
@@ -76,9 +76,10 @@ class NodeCalls:
     """The node's operations for `user`, as an AMQP connection calls them. Each raises the AmqpError
     quorumq's refusal translates into (`reply_codes.for_answer`)."""
 
-    def __init__(self, app: web.Application, user: str) -> None:
+    def __init__(self, app: web.Application, user: str, vhost: str = DEFAULT_VHOST) -> None:
         self._app = app
         self.user = user
+        self.vhost = vhost
         self.routing_revision = 0  # the highest the connection's routing changes were answered with
 
     # -- queues --------------------------------------------------------------------------------------
@@ -86,23 +87,23 @@ class NodeCalls:
     async def declare(self, queue: str, arguments: dict[str, Any]) -> None:
         """Declare `queue` (durable, a quorum queue) with `arguments`; an existing queue with the same
         arguments is fine."""
-        await self._call("PUT", _queue_path(queue), {"arguments": arguments})
+        await self._call("PUT", self._queue_path(queue), {"arguments": arguments})
 
     async def counts(self, queue: str) -> tuple[int, int]:
         """The queue's ready messages and consumers, as its leader counts them (NOT_FOUND when it is
         not declared)."""
-        stats = await self._call("GET", _queue_path(queue))
+        stats = await self._call("GET", self._queue_path(queue))
         return int(stats.get("messages_ready", 0)), int(stats.get("consumers", 0))
 
     async def delete(self, queue: str, if_unused: bool, if_empty: bool) -> None:
         """Delete `queue`, with RabbitMQ's guards."""
         query = {k: "true" for k, on in (("if_unused", if_unused), ("if_empty", if_empty)) if on}
-        path = _queue_path(queue) + ("?" + urllib.parse.urlencode(query) if query else "")
+        path = self._queue_path(queue) + ("?" + urllib.parse.urlencode(query) if query else "")
         await self._call("DELETE", path)
 
     async def purge(self, queue: str) -> int:
         """Remove the queue's ready messages; how many there were."""
-        return int((await self._call("DELETE", _queue_path(queue) + "/contents")).get("purged", 0))
+        return int((await self._call("DELETE", self._queue_path(queue) + "/contents")).get("purged", 0))
 
     # -- exchanges and bindings ----------------------------------------------------------------------
 
@@ -123,28 +124,28 @@ class NodeCalls:
             "internal": internal,
             "arguments": arguments,
         }
-        await self._call("PUT", _exchange_path(name), definition)
+        await self._call("PUT", self._exchange_path(name), definition)
 
     async def check_exchange(self, name: str) -> None:
         """NOT_FOUND unless exchange `name` exists, as this node knows once it applied the connection's own
         routing changes (or after CATCH_UP_S, as it knows then)."""
         await caught_up(self._app[METADATA], self.routing_revision, CATCH_UP_S)
-        await self._call("GET", _exchange_path(name))
+        await self._call("GET", self._exchange_path(name))
 
     async def delete_exchange(self, name: str, if_unused: bool) -> None:
         """Delete exchange `name` with every binding from or to it (`if_unused`: only while it is the
         source of none)."""
-        await self._call("DELETE", _exchange_path(name) + ("?if-unused=true" if if_unused else ""))
+        await self._call("DELETE", self._exchange_path(name) + ("?if-unused=true" if if_unused else ""))
 
     async def bind(self, binding: BindingRecord) -> None:
         """Add `binding`; the same binding again is fine."""
         body = {"routing_key": binding.routing_key, "arguments": binding.arguments}
-        await self._call("POST", _binding_path(binding), body)
+        await self._call("POST", self._binding_path(binding), body)
 
     async def unbind(self, binding: BindingRecord) -> None:
         """Remove `binding` (NOT_FOUND when there is none)."""
         name = urllib.parse.quote(binding.properties_key, safe="")
-        await self._call("DELETE", f"{_binding_path(binding)}/{name}")
+        await self._call("DELETE", f"{self._binding_path(binding)}/{name}")
 
     # -- reading ---------------------------------------------------------------------------------------
 
@@ -152,21 +153,21 @@ class NodeCalls:
         """One message of `queue` (settled at once with `auto_ack`, else held for a settle), if one is
         ready."""
         body = {"count": 1, "ack": "auto" if auto_ack else "manual"}
-        rows = await self._call("POST", _queue_path(queue) + "/get", body, repeatable=not auto_ack)
+        rows = await self._call("POST", self._queue_path(queue) + "/get", body, repeatable=not auto_ack)
         return _row(rows[0]) if rows else None
 
     async def register(self, queue: str, prefetch: int, priority: int, auto_ack: bool) -> str:
         """A new consumer of `queue`: its tag. A prefetch of 0 (AMQP's "no limit") is the most a
         consumer may hold."""
         body = {"prefetch": prefetch or MAX_PREFETCH, "priority": priority, "auto_ack": auto_ack}
-        answer = await self._call("POST", _queue_path(queue) + "/consumers", body, repeatable=False)
+        answer = await self._call("POST", self._queue_path(queue) + "/consumers", body, repeatable=False)
         return str(answer["consumer"])
 
     async def poll(self, queue: str, consumer: str, most: int, auto_ack: bool) -> list[MessageRow]:
         """Up to `most` deliveries for `consumer`, waiting up to POLL_WAIT_S for the first (an auto-ack
         consumer's poll is not made again after an unknown outcome: it may have taken messages)."""
         query = urllib.parse.urlencode({"max": min(most, POLL_MAX), "wait": POLL_WAIT_S})
-        path = f"{_consumer_path(queue, consumer)}/deliveries?{query}"
+        path = f"{self._consumer_path(queue, consumer)}/deliveries?{query}"
         return [_row(item) for item in await self._call("GET", path, repeatable=not auto_ack)]
 
     async def settle(
@@ -174,7 +175,7 @@ class NodeCalls:
     ) -> None:
         """Ack `ids` (`ack`), or return them (`requeue`) or discard them (dead-lettered when the queue
         says so); of `consumer`, or of gets when None."""
-        base = _queue_path(queue) if consumer is None else _consumer_path(queue, consumer)
+        base = self._queue_path(queue) if consumer is None else self._consumer_path(queue, consumer)
         body: dict[str, Any] = {"ids": list(ids)}
         if not ack:
             body["requeue"] = requeue
@@ -182,7 +183,7 @@ class NodeCalls:
 
     async def cancel(self, queue: str, consumer: str) -> None:
         """End `consumer`: what it holds returns to the queue."""
-        await self._call("DELETE", _consumer_path(queue, consumer))
+        await self._call("DELETE", self._consumer_path(queue, consumer))
 
     # -- publishing -----------------------------------------------------------------------------------
 
@@ -194,6 +195,7 @@ class NodeCalls:
         a metadata leader knows no such queue, a 503 `no_leader` while there is none)."""
         app = self._app
         try:
+            queue = qualified(self.vhost, queue)
             require(vouched_principal(app[CONFIG], app[METADATA], self.user), Access.WRITE, queue)
             job = self._job(messages, publisher, seq)
             try:
@@ -225,11 +227,13 @@ class NodeCalls:
         app = self._app
         try:
             metadata = app[METADATA]
-            if not await exchange_known(metadata, DEFAULT_VHOST, exchange, self.routing_revision):
-                raise unknown_exchange(DEFAULT_VHOST, exchange)
-            require_publisher(vouched_principal(app[CONFIG], metadata, self.user), exchange, routing_key)
+            caller = vouched_principal(app[CONFIG], metadata, self.user)
+            if not await publishes_through(
+                metadata, caller, self.vhost, exchange, routing_key, self.routing_revision
+            ):
+                raise unknown_exchange(self.vhost, exchange)
             job = self._job(messages, publisher, seq)
-            return await publish_to_exchange(app, DEFAULT_VHOST, exchange, routing_key, job, mandatory)
+            return await publish_to_exchange(app, self.vhost, exchange, routing_key, job, mandatory)
         except Exception as exc:
             return error_answer(app, exc, "an AMQP publish through an exchange")
 
@@ -276,35 +280,39 @@ class NodeCalls:
             return status, decoded if isinstance(decoded, dict) else {}
         return status, decoded if decoded is not None else {}
 
+    # -- paths in the connection's vhost --------------------------------------------------------------
+
+    def _queue_path(self, queue: str) -> str:
+        if self.vhost == DEFAULT_VHOST:
+            return "/api/queues/" + urllib.parse.quote(queue, safe="")
+        return "/api/queues/" + "/".join(urllib.parse.quote(part, safe="") for part in (self.vhost, queue))
+
+    def _exchange_path(self, exchange: str) -> str:
+        return f"/api/exchanges/{self._vhost_segment}/{_exchange_segment(exchange)}"
+
+    def _binding_path(self, binding: BindingRecord) -> str:
+        """The path of the bindings between `binding`'s source and destination."""
+        if binding.destination_type == QUEUE_DESTINATION:
+            destination = "q/" + urllib.parse.quote(binding.destination, safe="")
+        else:
+            destination = "e/" + _exchange_segment(binding.destination)
+        return f"/api/bindings/{self._vhost_segment}/e/{_exchange_segment(binding.source)}/{destination}"
+
+    def _consumer_path(self, queue: str, consumer: str) -> str:
+        return f"{self._queue_path(queue)}/consumers/{urllib.parse.quote(consumer, safe='')}"
+
+    @property
+    def _vhost_segment(self) -> str:
+        return urllib.parse.quote(self.vhost, safe="")
+
 
 def _json(data: bytes) -> Any:
     return json.loads(data) if data else None
 
 
-def _queue_path(queue: str) -> str:
-    return "/api/queues/" + urllib.parse.quote(queue, safe="")
-
-
-def _exchange_path(exchange: str) -> str:
-    return "/api/exchanges/%2F/" + _exchange_segment(exchange)
-
-
-def _binding_path(binding: BindingRecord) -> str:
-    """The path of the bindings between `binding`'s source and destination."""
-    if binding.destination_type == QUEUE_DESTINATION:
-        destination = "q/" + urllib.parse.quote(binding.destination, safe="")
-    else:
-        destination = "e/" + _exchange_segment(binding.destination)
-    return f"/api/bindings/%2F/e/{_exchange_segment(binding.source)}/{destination}"
-
-
 def _exchange_segment(exchange: str) -> str:
     """An exchange's name in a path (the default exchange's as `amq.default`)."""
     return urllib.parse.quote(exchange or DEFAULT_EXCHANGE_PATH_NAME, safe="")
-
-
-def _consumer_path(queue: str, consumer: str) -> str:
-    return f"{_queue_path(queue)}/consumers/{urllib.parse.quote(consumer, safe='')}"
 
 
 def _row(item: dict[str, Any]) -> MessageRow:

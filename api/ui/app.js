@@ -4,6 +4,7 @@
 "use strict";
 
 const AUTH_KEY = "quorumq.auth";
+const VHOST_KEY = "quorumq.vhost";
 const REFRESH_MS = 5000;
 const HISTORY_POINTS = 120; // ten minutes of overview samples, one every REFRESH_MS
 const RATES = [["publish", "#2764c5"], ["deliver_get", "#18794e"], ["ack", "#b26b00"], ["redeliver", "#b42318"]];
@@ -13,6 +14,7 @@ const DETAIL_PAGES = { queue: "queues", exchange: "exchanges" }; // a page of on
 
 const state = {
   auth: sessionStorage.getItem(AUTH_KEY),
+  vhost: sessionStorage.getItem(VHOST_KEY) || "/", // the vhost whose queues and exchanges the pages show
   admin: false,
   history: [],
   timer: null,
@@ -124,15 +126,21 @@ function link(href, label) { return el("a", { href, text: label }); }
 
 function queueLink(name) { return link(`#/queue/${encodeURIComponent(name)}`, name); }
 
-function q(name) { return `/api/queues/${encodeURIComponent(name)}`; }
+// The selected vhost in a path (`/` is `%2F`): RabbitMQ's `/api/queues/{vhost}/{name}`, and the queues of `/`
+// at their one-segment path.
+function v() { return encodeURIComponent(state.vhost); }
+
+function q(name) {
+  return state.vhost === "/" ? `/api/queues/${encodeURIComponent(name)}` : `/api/queues/${v()}/${encodeURIComponent(name)}`;
+}
 
 // An exchange's path: the default exchange, "", is `amq.default` in a path.
-function x(name) { return `/api/exchanges/%2F/${encodeURIComponent(name || "amq.default")}`; }
+function x(name) { return `/api/exchanges/${v()}/${encodeURIComponent(name || "amq.default")}`; }
 
 function exchangeLink(name) { return link(`#/exchange/${encodeURIComponent(name || "amq.default")}`, name || "(AMQP default)"); }
 
 function bindingPath(source, destinationType, destination) {
-  return `/api/bindings/%2F/e/${encodeURIComponent(source)}/${destinationType === "queue" ? "q" : "e"}/${encodeURIComponent(destination)}`;
+  return `/api/bindings/${v()}/e/${encodeURIComponent(source)}/${destinationType === "queue" ? "q" : "e"}/${encodeURIComponent(destination)}`;
 }
 
 function showError(err, where) {
@@ -226,7 +234,7 @@ const pages = {
     const view = state.queues;
     const params = new URLSearchParams({ page: view.page, page_size: view.size, sort: view.sort, sort_reverse: view.reverse });
     if (view.name) { params.set("name", view.name); }
-    const page = await api("GET", `/api/queues?${params}`);
+    const page = await api("GET", `/api/queues/${v()}?${params}`);
     const filter = el("input", { id: "queue-filter", placeholder: "filter by name", value: view.name });
     filter.addEventListener("change", () => { view.name = filter.value.trim(); view.page = 1; render(); });
     const sortBy = (key) => { view.reverse = view.sort === key ? !view.reverse : false; view.sort = key; render(); };
@@ -266,7 +274,7 @@ const pages = {
 
   async queue(main, name) {
     const [info, members, consumers, nodes, bindings] = await Promise.all([
-      api("GET", q(name)), api("GET", `${q(name)}/members`), api("GET", `${q(name)}/consumers`), api("GET", "/api/nodes"), api("GET", "/api/bindings"),
+      api("GET", q(name)), api("GET", `${q(name)}/members`), api("GET", `${q(name)}/consumers`), api("GET", "/api/nodes"), api("GET", `/api/bindings/${v()}`),
     ]);
     const result = el("div", { class: "result", id: "queue-result" });
     const memberNames = members.members.map((m) => m.node);
@@ -377,7 +385,7 @@ const pages = {
   },
 
   async exchanges(main) {
-    const exchanges = await api("GET", "/api/exchanges");
+    const exchanges = await api("GET", `/api/exchanges/${v()}`);
     main.replaceChildren(
       el("h1", { text: "Exchanges" }),
       table([
@@ -473,7 +481,7 @@ const pages = {
   },
 
   async "dead-letters"(main) {
-    const queues = (await api("GET", "/api/queues")).filter((row) => row.effective_arguments);
+    const queues = (await api("GET", `/api/queues/${v()}`)).filter((row) => row.effective_arguments);
     const sources = queues.filter((row) => row.effective_arguments["x-dead-letter-queue"]);
     const byName = Object.fromEntries(queues.map((row) => [row.name, row]));
     const targets = [...new Set(sources.map((row) => row.effective_arguments["x-dead-letter-queue"]))];
@@ -531,10 +539,11 @@ const pages = {
     // An operator policy sets limits only, over each matching queue's own and its policy's (the smallest wins).
     const policyTable = (kind, path, rows, id) => table([
       { title: "Name", value: (p) => p.name },
+      { title: "Vhost", value: (p) => p.vhost },
       { title: "Pattern", value: (p) => p.pattern },
       { title: "Priority", num: true, value: (p) => p.priority },
       { title: "Definition", value: (p) => el("pre", { text: JSON.stringify(p.definition) }) },
-      { title: "", value: (p) => el("button", { class: "danger", type: "button", onclick: confirmed(`Clear ${kind} '${p.name}'?`, () => api("DELETE", `${path}/${encodeURIComponent(p.name)}`)), text: "Clear" }) },
+      { title: "", value: (p) => el("button", { class: "danger", type: "button", onclick: confirmed(`Clear ${kind} '${p.name}'?`, () => api("DELETE", `${path}/${encodeURIComponent(p.vhost)}/${encodeURIComponent(p.name)}`)), text: "Clear" }) },
     ], rows, { empty: `No ${kind}.`, id });
     main.replaceChildren(
       el("h1", { text: "Policies" }),
@@ -545,7 +554,7 @@ const pages = {
       el("form", { class: "inline", id: "policy-form", onsubmit: action((event) => {
         const form = event.target;
         const path = field(form, "kind") === "operator" ? "/api/operator-policies" : "/api/policies";
-        return api("PUT", `${path}/${encodeURIComponent(field(form, "name"))}`, {
+        return api("PUT", `${path}/${v()}/${encodeURIComponent(field(form, "name"))}`, {
           pattern: field(form, "pattern"), priority: Number(field(form, "priority") || 0), definition: jsonField(form, "definition", {}),
         });
       }) },
@@ -556,7 +565,7 @@ const pages = {
       el("label", {}, "Pattern (RE2)", el("input", { name: "pattern", required: true })),
       el("label", {}, "Priority", el("input", { name: "priority", type: "number", value: 0 })),
       el("label", {}, "Definition (JSON)", el("textarea", { name: "definition", placeholder: '{"max-length": 100000}', required: true })),
-      el("button", { type: "submit", text: "Set policy" })));
+      el("button", { type: "submit", text: `Set policy in vhost ${state.vhost}` })));
   },
 };
 
@@ -709,6 +718,7 @@ async function render() {
 function showLogin(main) {
   document.getElementById("nav").hidden = true;
   document.getElementById("logout").hidden = true;
+  document.getElementById("vhost-choice").hidden = true;
   document.getElementById("who").textContent = "";
   main.replaceChildren(document.getElementById("login-form").content.cloneNode(true));
   const form = document.getElementById("login");
@@ -763,12 +773,35 @@ async function start() {
   document.getElementById("logout").hidden = false;
   document.getElementById("nav").hidden = false;
   for (const a of document.querySelectorAll("#nav a[data-admin]")) a.hidden = !state.admin;
+  await showVhosts();
   await render();
+}
+
+// The vhost selector: the vhosts the user holds permissions in (all, for an administrator); choosing one
+// shows its queues, exchanges and dead letters.
+async function showVhosts() {
+  const names = (await api("GET", "/api/vhosts")).map((row) => row.name);
+  if (!names.includes(state.vhost)) state.vhost = names.includes("/") ? "/" : names[0] || "/";
+  const select = document.getElementById("vhost");
+  select.replaceChildren(...names.map((name) => el("option", { value: name, text: name, selected: name === state.vhost })));
+  document.getElementById("vhost-choice").hidden = names.length < 2; // with only `/`, as before vhosts
+}
+
+function chooseVhost(event) {
+  state.vhost = event.target.value;
+  sessionStorage.setItem(VHOST_KEY, state.vhost);
+  clearError();
+  if (window.location.hash.startsWith("#/queue/") || window.location.hash.startsWith("#/exchange/")) {
+    window.location.hash = `#/${DETAIL_PAGES[window.location.hash.split("/")[1]]}`; // that one is of the other vhost
+  } else {
+    render();
+  }
 }
 
 window.addEventListener("hashchange", () => { clearError(); render(); });
 document.addEventListener("DOMContentLoaded", () => {
   document.getElementById("logout").addEventListener("click", revokeAndLogOut);
+  document.getElementById("vhost").addEventListener("change", chooseVhost);
   if (state.auth) start().catch((err) => { showError(err); logOut(); });
   else render();
 });

@@ -11,6 +11,7 @@ from urllib.parse import quote
 
 import aiohttp
 
+from quorumq import routing_paths
 from quorumq.auth import Auth, resolve_credentials
 from quorumq.errors import NotFoundError, QuorumqError
 from quorumq.hold_keeper import HoldKeeper
@@ -27,7 +28,6 @@ from quorumq.messages import (
 from quorumq.publish_answers import RoutedPublish, confirmed_ids, routed_publish
 from quorumq.publisher import Publisher
 from quorumq.routing_paths import (
-    VHOST,
     Destination,
     binding_path,
     bindings_path,
@@ -54,19 +54,19 @@ class SequencePosition(NamedTuple):
     taken_bytes: int = 0
 
 
-@functools.lru_cache(maxsize=1024)
-def queue_path(queue: str, *parts: str) -> str:
-    """The URL path of a queue resource, each segment percent-encoded (remembered: every publish and ack
-    needs one)."""
-    return "/".join(["/api/queues", *(quote(segment, safe="") for segment in (queue, *parts))])
+queue_path = functools.lru_cache(maxsize=1024)(routing_paths.queue_path)
+"""`routing_paths.queue_path`, remembered: every publish and ack needs one."""
 
 
 def _user_path(name: str, *parts: str) -> str:
     return "/".join(["/api/users", *(quote(segment, safe="") for segment in (name, *parts))])
 
 
-def _policy_path(name: str, operator: bool = False) -> str:
-    return f"/api/{'operator-policies' if operator else 'policies'}/{quote(name, safe='')}"
+def _policy_path(vhost: str, name: str, operator: bool = False) -> str:
+    kind = "operator-policies" if operator else "policies"
+    if vhost == routing_paths.DEFAULT_VHOST:
+        return f"/api/{kind}/{quote(name, safe='')}"
+    return f"/api/{kind}/{quote(vhost, safe='')}/{quote(name, safe='')}"
 
 
 class Client:
@@ -85,6 +85,7 @@ class Client:
     `stream`: publishes and subscriptions travel over one streaming connection per node (GET /api/stream,
     msgpack frames, pipelined; quorumq.stream) under the same retry policy, and over HTTP with a node
     that does not offer it. The default: on with the msgpack wire, off with "json".
+    `vhost`: the virtual host whose queues, exchanges and bindings this client names (`/` by default).
     Use as `async with Client([...]) as client:` or call `close()`.
     """
 
@@ -101,6 +102,7 @@ class Client:
         tls: ssl.SSLContext | bool | None = None,
         wire: Wire = "msgpack",
         stream: bool | None = None,
+        vhost: str = "/",
     ) -> None:
         if wire not in ("msgpack", "json"):
             raise ValueError(f"wire must be 'msgpack' or 'json', not {wire!r}")
@@ -114,7 +116,9 @@ class Client:
             session=session,
             credentials=credentials,
             stream=self._stream,
+            vhost=vhost,
         )
+        self._vhost = vhost
         self.publisher_id = uuid.uuid4().hex
         self._publish_seq = itertools.count(1)
         self._packed = wire == "msgpack"
@@ -145,7 +149,7 @@ class Client:
 
         Raises ConflictError if it exists with different arguments, BadRequestError for bad ones."""
         reply = await self._transport.request(
-            "PUT", queue_path(queue), body={"arguments": arguments or {}}, retry_sent=True
+            "PUT", queue_path(self._vhost, queue), body={"arguments": arguments or {}}, retry_sent=True
         )
         return reply.status == 201
 
@@ -154,11 +158,11 @@ class Client:
         params = {
             name: "true" for name, wanted in (("if_empty", if_empty), ("if_unused", if_unused)) if wanted
         }
-        await self._transport.request("DELETE", queue_path(queue), params=params)
+        await self._transport.request("DELETE", queue_path(self._vhost, queue), params=params)
 
     async def purge(self, queue: str) -> int:
         """Remove every ready message of `queue`; returns how many were removed."""
-        reply = await self._transport.request("DELETE", queue_path(queue, "contents"))
+        reply = await self._transport.request("DELETE", queue_path(self._vhost, queue, "contents"))
         return _count_from(reply.payload, "purged")
 
     async def start_redrive(
@@ -179,21 +183,25 @@ class Client:
         fields = {"task": task or uuid.uuid4().hex, "to": to, "since": since, "until": until, "rate": rate}
         body = {name: value for name, value in fields.items() if value is not None}
         reply = await self._transport.request(
-            "POST", queue_path(queue, "redrive"), body=body, retry_sent=True
+            "POST", queue_path(self._vhost, queue, "redrive"), body=body, retry_sent=True
         )
         return dict(reply.payload)
 
     async def redrives(self, queue: str) -> list[dict[str, Any]]:
         """`queue`'s redrive tasks, the running one and the last ended, with their progress."""
-        return (await self._transport.request("GET", queue_path(queue, "redrive"), retry_sent=True)).payload
+        return (
+            await self._transport.request("GET", queue_path(self._vhost, queue, "redrive"), retry_sent=True)
+        ).payload
 
     async def cancel_redrive(self, queue: str, task: str) -> None:
         """Cancel a redrive task: what it had taken and not moved goes back to `queue`."""
-        await self._transport.request("DELETE", queue_path(queue, "redrive", task), retry_sent=True)
+        await self._transport.request(
+            "DELETE", queue_path(self._vhost, queue, "redrive", task), retry_sent=True
+        )
 
     async def queue(self, queue: str) -> dict[str, Any]:
         """The statistics and definition of one queue."""
-        return (await self._transport.request("GET", queue_path(queue), retry_sent=True)).payload
+        return (await self._transport.request("GET", queue_path(self._vhost, queue), retry_sent=True)).payload
 
     async def queues(self) -> list[dict[str, Any]]:
         """The statistics and definitions of every queue."""
@@ -226,7 +234,7 @@ class Client:
         body = self._publish_body(batch, publisher, seq, wait_ms)
         reply = await self._transport.request(
             "POST",
-            queue_path(queue, "messages"),
+            queue_path(self._vhost, queue, "messages"),
             body=body,
             retry_sent=True,
             body_type=self._message_type,
@@ -304,26 +312,32 @@ class Client:
             "internal": internal,
             "arguments": arguments or {},
         }
-        reply = await self._transport.request("PUT", exchange_path(name), body=body, retry_sent=True)
+        reply = await self._transport.request(
+            "PUT", exchange_path(self._vhost, name), body=body, retry_sent=True
+        )
         return reply.status == 201
 
     async def delete_exchange(self, name: str, *, if_unused: bool = False) -> None:
         """Delete exchange `name` and every binding from or to it (with `if_unused`, only when it is the
         source of no binding: ConflictError otherwise)."""
         params = {"if-unused": "true"} if if_unused else None
-        await self._transport.request("DELETE", exchange_path(name), params=params)
+        await self._transport.request("DELETE", exchange_path(self._vhost, name), params=params)
 
     async def exchanges(self) -> list[dict[str, Any]]:
         """Every exchange the caller holds a permission on, the default ("") and built-in ones included:
         name, type, durable, auto_delete, internal, arguments."""
         return (
-            await self._transport.request("GET", exchanges_path(), retry_sent=True, after_routing=True)
+            await self._transport.request(
+                "GET", exchanges_path(self._vhost), retry_sent=True, after_routing=True
+            )
         ).payload
 
     async def exchange(self, name: str) -> dict[str, Any]:
         """One exchange's definition ("" the default exchange)."""
         return (
-            await self._transport.request("GET", exchange_path(name), retry_sent=True, after_routing=True)
+            await self._transport.request(
+                "GET", exchange_path(self._vhost, name), retry_sent=True, after_routing=True
+            )
         ).payload
 
     async def bind(
@@ -356,7 +370,11 @@ class Client:
     async def bindings(self, *, source: str | None = None) -> list[dict[str, Any]]:
         """Every binding the caller holds a permission on the source or destination of (with `source`,
         those of that exchange), as `bind` returns them."""
-        path = bindings_path() if source is None else exchange_path(source, "bindings", "source")
+        path = (
+            bindings_path(self._vhost)
+            if source is None
+            else exchange_path(self._vhost, source, "bindings", "source")
+        )
         return (await self._transport.request("GET", path, retry_sent=True, after_routing=True)).payload
 
     async def _bind(
@@ -368,7 +386,7 @@ class Client:
         arguments: dict[str, Any] | None,
     ) -> dict[str, Any]:
         body = {"routing_key": routing_key, "arguments": arguments or {}}
-        path = binding_path(source, kind, destination)
+        path = binding_path(self._vhost, source, kind, destination)
         return (await self._transport.request("POST", path, body=body, retry_sent=True)).payload
 
     async def _unbind(
@@ -380,7 +398,7 @@ class Client:
         arguments: dict[str, Any] | None,
     ) -> None:
         """Delete the binding of these properties, named by the properties key its listing gives."""
-        path = binding_path(source, kind, destination)
+        path = binding_path(self._vhost, source, kind, destination)
         listed = (await self._transport.request("GET", path, retry_sent=True, after_routing=True)).payload
         wanted = (routing_key, arguments or {})
         found = next((b for b in listed if (b["routing_key"], b["arguments"]) == wanted), None)
@@ -391,7 +409,7 @@ class Client:
                 f"no binding of '{source}' to '{destination}' with routing key '{routing_key}'",
             )
         await self._transport.request(
-            "DELETE", binding_path(source, kind, destination, found["properties_key"])
+            "DELETE", binding_path(self._vhost, source, kind, destination, found["properties_key"])
         )
 
     async def publish_to_exchange(
@@ -423,10 +441,12 @@ class Client:
         body["routing_key"] = routing_key
         if mandatory:
             body["mandatory"] = True
-        frame = {"op": "publish", "exchange": exchange, "vhost": VHOST, **body} if self._stream else None
+        frame = (
+            {"op": "publish", "exchange": exchange, "vhost": self._vhost, **body} if self._stream else None
+        )
         reply = await self._transport.request(
             "POST",
-            exchange_path(exchange, "publish"),
+            exchange_path(self._vhost, exchange, "publish"),
             body=body,
             retry_sent=True,
             body_type=self._message_type,
@@ -468,7 +488,7 @@ class Client:
             body["durable"] = True
         if name is not None:
             body["name"] = name
-        reply = await self._transport.request("POST", queue_path(queue, "consumers"), body=body)
+        reply = await self._transport.request("POST", queue_path(self._vhost, queue, "consumers"), body=body)
         return _tag_from(reply.payload)
 
     async def _subscribe(
@@ -482,7 +502,7 @@ class Client:
         frame = None if tag is None else {"tag": tag}
         reply = await self._transport.request(
             "POST",
-            queue_path(queue, "consumers"),
+            queue_path(self._vhost, queue, "consumers"),
             body=body,
             stream=self._stream_op("consume", queue, {**body, **(frame or {})}),
             sink=sink,
@@ -505,7 +525,7 @@ class Client:
             try:
                 reply = await self._transport.request(
                     self._poll_method,
-                    queue_path(queue, "consumers", tag, "deliveries"),
+                    queue_path(self._vhost, queue, "consumers", tag, "deliveries"),
                     params={"max": str(max), "wait": str(wait)},
                     timeout=self._transport.timeout + wait,
                     answer_type=self._message_type,
@@ -575,7 +595,7 @@ class Client:
         """Touch for consumer `tag`: on the stream of the node `via` when given, else over HTTP."""
         body = {"ids": ids}
         frame = self._stream_op("touch", queue, {"tag": tag, **body}) if via else None
-        path = queue_path(queue, "consumers", tag, "touch")
+        path = queue_path(self._vhost, queue, "consumers", tag, "touch")
         reply = await self._transport.request("POST", path, body=body, stream=frame, prefer=via)
         return _hold_from(reply.payload)
 
@@ -589,13 +609,15 @@ class Client:
         """Ack or nack (`kind`) for consumer `tag`: on the stream of the node `via` (the one delivering
         to the consumer) when given, else over HTTP."""
         frame = self._stream_op(kind, queue, {"tag": tag, **body}) if via else None
-        path = queue_path(queue, "consumers", tag, kind)
+        path = queue_path(self._vhost, queue, "consumers", tag, kind)
         await self._transport.request("POST", path, body=body, stream=frame, prefer=via)
 
     async def _cancel(self, queue: str, tag: str, via: str | None = None) -> None:
         """Cancel consumer `tag`, on the stream of the node `via` when given, else over HTTP."""
         frame = self._stream_op("cancel", queue, {"tag": tag}) if via else None
-        await self._transport.request("DELETE", queue_path(queue, "consumers", tag), stream=frame, prefer=via)
+        await self._transport.request(
+            "DELETE", queue_path(self._vhost, queue, "consumers", tag), stream=frame, prefer=via
+        )
 
     def _stream_op(self, op: str, queue: str, fields: dict[str, Any]) -> dict[str, Any] | None:
         """Operation `op` on `queue` as a stream frame, when this client uses streams."""
@@ -624,7 +646,7 @@ class Client:
         if since is not None:
             body["since"] = since
         reply = await self._transport.request(
-            "POST", queue_path(queue, "get"), body=body, answer_type=self._message_type
+            "POST", queue_path(self._vhost, queue, "get"), body=body, answer_type=self._message_type
         )
         if ack == "auto":
             return decode_deliveries(reply.payload, Delivery)
@@ -638,11 +660,13 @@ class Client:
     async def ack_got(self, queue: str, ids: Iterable[int]) -> str | None:
         """Settle messages taken by `get` with manual ack; the server's warning when some of them were
         not held (settled already, or returned by the consumer timeout), else None."""
-        return await self._settle(queue_path(queue, "ack"), {"ids": list(ids)})
+        return await self._settle(queue_path(self._vhost, queue, "ack"), {"ids": list(ids)})
 
     async def touch_got(self, queue: str, ids: Iterable[int]) -> int:
         """Extend the hold of messages taken by `get` with manual ack (as `touch` for a consumer)."""
-        reply = await self._transport.request("POST", queue_path(queue, "touch"), body={"ids": list(ids)})
+        reply = await self._transport.request(
+            "POST", queue_path(self._vhost, queue, "touch"), body={"ids": list(ids)}
+        )
         return _hold_from(reply.payload)
 
     async def nack_got(
@@ -658,7 +682,7 @@ class Client:
         """Return (or discard/dead-letter) messages taken by `get` with manual ack (`failed`, `reason`
         and `delay_ms` as for `nack`); the warning as for `ack_got`."""
         body = nack_body(list(ids), requeue, failed, reason, delay_ms)
-        return await self._settle(queue_path(queue, "nack"), body)
+        return await self._settle(queue_path(self._vhost, queue, "nack"), body)
 
     async def browse(
         self, queue: str, from_: int = 0, to: int | None = None, limit: int = 1000
@@ -670,7 +694,7 @@ class Client:
             params["to"] = str(to)
         reply = await self._transport.request(
             "GET",
-            queue_path(queue, "messages"),
+            queue_path(self._vhost, queue, "messages"),
             params=params,
             retry_sent=True,
             answer_type=self._message_type,
@@ -683,7 +707,7 @@ class Client:
         try:
             reply = await self._transport.request(
                 "GET",
-                queue_path(queue, "messages", "peek"),
+                queue_path(self._vhost, queue, "messages", "peek"),
                 params={"position": str(position)},
                 retry_sent=True,
                 answer_type=self._message_type,
@@ -698,7 +722,7 @@ class Client:
         """A durable consumer's unsettled deliveries numbered from `from_` to `to` (non-destructive)."""
         reply = await self._transport.request(
             "GET",
-            queue_path(queue, "consumers", name, "log"),
+            queue_path(self._vhost, queue, "consumers", name, "log"),
             params={"from": str(from_), "to": str(to)},
             retry_sent=True,
             answer_type=self._message_type,
@@ -725,14 +749,17 @@ class Client:
         if max_bytes is not None:
             body["max_bytes"] = max_bytes
         reply = await self._transport.request(
-            "POST", queue_path(queue, "consumers", name, "checkout"), body=body, retry_sent=True
+            "POST", queue_path(self._vhost, queue, "consumers", name, "checkout"), body=body, retry_sent=True
         )
         return _position_from(reply.payload)
 
     async def durable_settle(self, queue: str, name: str, below: int) -> SequencePosition:
         """Settle every delivery of durable consumer `name` numbered below `below` (idempotent)."""
         reply = await self._transport.request(
-            "POST", queue_path(queue, "consumers", name, "settle"), body={"below": below}, retry_sent=True
+            "POST",
+            queue_path(self._vhost, queue, "consumers", name, "settle"),
+            body={"below": below},
+            retry_sent=True,
         )
         return _position_from(reply.payload)
 
@@ -742,32 +769,42 @@ class Client:
         """The queue's consumers (durable ones last): tag (its first characters only; a durable consumer's
         whole name, `NAME~OWNER`), prefetch, priority, active, unacknowledged, timeout_ms, since_ms,
         auto_ack, durable."""
-        reply = await self._transport.request("GET", queue_path(queue, "consumers"), retry_sent=True)
+        reply = await self._transport.request(
+            "GET", queue_path(self._vhost, queue, "consumers"), retry_sent=True
+        )
         return reply.payload
 
     async def members(self, queue: str) -> Any:
         """The queue's replica set, as the server reports it."""
-        return (await self._transport.request("GET", queue_path(queue, "members"), retry_sent=True)).payload
+        return (
+            await self._transport.request("GET", queue_path(self._vhost, queue, "members"), retry_sent=True)
+        ).payload
 
     async def add_member(self, queue: str, node: str) -> Any:
         """Add a replica of `queue` on `node`."""
         return (
-            await self._transport.request("POST", queue_path(queue, "members"), body={"node": node})
+            await self._transport.request(
+                "POST", queue_path(self._vhost, queue, "members"), body={"node": node}
+            )
         ).payload
 
     async def delete_member(self, queue: str, node: str) -> Any:
         """Remove the replica of `queue` on `node`."""
-        return (await self._transport.request("DELETE", queue_path(queue, "members", node))).payload
+        return (
+            await self._transport.request("DELETE", queue_path(self._vhost, queue, "members", node))
+        ).payload
 
     async def checkpoint(self, queue: str, node: str) -> Any:
         """Make `node`'s replica of `queue` take a snapshot now (RabbitMQ's force_checkpoint); its status."""
-        path = queue_path(queue, "members", node, "checkpoint")
+        path = queue_path(self._vhost, queue, "members", node, "checkpoint")
         return (await self._transport.request("POST", path, retry_sent=True)).payload
 
     async def transfer_leader(self, queue: str, node: str) -> Any:
         """Hand the leadership of `queue` to its voting member `node` (no membership change)."""
         return (
-            await self._transport.request("POST", queue_path(queue, "leader"), body={"node": node})
+            await self._transport.request(
+                "POST", queue_path(self._vhost, queue, "leader"), body={"node": node}
+            )
         ).payload
 
     async def forget_node(self, node: str) -> None:
@@ -814,13 +851,34 @@ class Client:
     async def set_permissions(
         self, name: str, *, configure: str = "", write: str = "", read: str = ""
     ) -> None:
-        """Set a user's configure/write/read regexes on queue names ("" grants nothing)."""
+        """Set a user's configure/write/read regexes on queue and exchange names ("" grants nothing), in
+        this client's vhost."""
         body = {"configure": configure, "write": write, "read": read}
-        await self._transport.request("PUT", _user_path(name, "permissions"), body=body, retry_sent=True)
+        if self._vhost == routing_paths.DEFAULT_VHOST:  # the path every version serves
+            path = _user_path(name, "permissions")
+        else:
+            path = "/api/permissions/" + "/".join(quote(part, safe="") for part in (self._vhost, name))
+        await self._transport.request("PUT", path, body=body, retry_sent=True)
+
+    async def vhosts(self) -> list[dict[str, Any]]:
+        """The vhosts the caller holds permissions in (all, for administrators): name, description, tags."""
+        return (await self._transport.request("GET", "/api/vhosts", retry_sent=True)).payload
+
+    async def declare_vhost(self, name: str, *, description: str = "", tags: Sequence[str] = ()) -> bool:
+        """Create vhost `name` or update its description and tags (administrators); True if created."""
+        body = {"description": description, "tags": list(tags)}
+        path = "/api/vhosts/" + quote(name, safe="")
+        reply = await self._transport.request("PUT", path, body=body, retry_sent=True)
+        return reply.status == 201
+
+    async def delete_vhost(self, name: str) -> None:
+        """Delete vhost `name` with its exchanges, bindings, policies and permissions (ConflictError
+        while it holds a queue)."""
+        await self._transport.request("DELETE", "/api/vhosts/" + quote(name, safe=""))
 
     async def policies(self, *, operator: bool = False) -> list[dict[str, Any]]:
-        """Every policy (with `operator`, every operator policy): name, pattern, definition and priority
-        (administrators only)."""
+        """Every policy of every vhost (with `operator`, every operator policy): vhost, name, pattern,
+        definition and priority (administrators only)."""
         path = "/api/operator-policies" if operator else "/api/policies"
         return (await self._transport.request("GET", path, retry_sent=True)).payload
 
@@ -833,18 +891,19 @@ class Client:
         priority: int = 0,
         operator: bool = False,
     ) -> bool:
-        """Create or replace policy `name`: queues whose name `pattern` matches (anywhere, as in RabbitMQ)
-        apply `definition` (policy keys such as `max-length`); with `operator`, the operator policy
-        `name`, whose limits apply over the queues' own and their policy's. True when it was created."""
+        """Create or replace policy `name` of this client's vhost: its queues whose name `pattern` matches
+        (anywhere, as in RabbitMQ) apply `definition` (policy keys such as `max-length`); with `operator`,
+        the operator policy `name`, whose limits apply over the queues' own and their policy's. True when
+        it was created."""
         body = {"pattern": pattern, "definition": definition, "priority": priority}
-        path = _policy_path(name, operator)
+        path = _policy_path(self._vhost, name, operator)
         reply = await self._transport.request("PUT", path, body=body, retry_sent=True)
         return reply.status == 201
 
     async def clear_policy(self, name: str, *, operator: bool = False) -> None:
         """Remove policy `name` (with `operator`, the operator policy): its queues return to their
         declared arguments."""
-        await self._transport.request("DELETE", _policy_path(name, operator))
+        await self._transport.request("DELETE", _policy_path(self._vhost, name, operator))
 
     async def create_token(self, ttl_s: int | None = None) -> tuple[str, int]:
         """A bearer token for the caller and its expiry (ms since the epoch)."""

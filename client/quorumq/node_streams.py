@@ -23,8 +23,10 @@ class NodeStreams:
         session: Callable[[], aiohttp.ClientSession],
         credentials: ClientCredentials,
         watch: Callable[[str], NodeWatch],
+        vhost: str = "/",
     ) -> None:
         self._session = session
+        self._vhost = vhost
         self._credentials = credentials
         self._watch = watch
         self._open: dict[str, StreamConnection] = {}
@@ -65,6 +67,7 @@ class NodeStreams:
             tls=credentials.ssl,
             timeout=timeout,
             watch=self._watch(base),
+            vhost=self._vhost,
         )
 
     def _opened(self, base: str, done: asyncio.Future[StreamConnection]) -> None:

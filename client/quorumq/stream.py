@@ -76,8 +76,10 @@ class StreamConnection:
         tls: ssl.SSLContext | bool,
         timeout: float,
         watch: NodeWatch,
+        vhost: str = "/",
     ) -> "StreamConnection":
-        """Connect and say hello within `timeout`; `watch` is the node's (quorumq.node_watch).
+        """Connect and say hello within `timeout`, in `vhost` (the queues its operations name are of it);
+        `watch` is the node's (quorumq.node_watch).
         StreamUnavailable when the node answers the upgrade otherwise than by switching to a WebSocket;
         ConnectFailed when it cannot be reached, or does not answer in time (no operation was sent
         either way)."""
@@ -87,7 +89,10 @@ class StreamConnection:
                     base + "/api/stream", headers=headers, ssl=tls, heartbeat=HEARTBEAT_S, max_msg_size=0
                 )
                 try:
-                    await ws.send_bytes(msgpack.packb({"op": "hello", "versions": [VERSION]}))
+                    hello_frame = {"op": "hello", "versions": [VERSION]}
+                    if vhost != "/":
+                        hello_frame["vhost"] = vhost
+                    await ws.send_bytes(msgpack.packb(hello_frame))
                     hello = _frame(await ws.receive())
                 except BaseException:
                     await ws.close()

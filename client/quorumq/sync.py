@@ -87,6 +87,7 @@ class SyncClient:
         tls: ssl.SSLContext | bool | None = None,
         wire: Wire = "msgpack",
         stream: bool | None = None,
+        vhost: str = "/",
     ) -> None:
         if call_timeout is None:
             call_timeout = timeout + CALL_TIMEOUT_ALLOWANCE
@@ -104,6 +105,7 @@ class SyncClient:
             tls=tls,
             wire=wire,
             stream=stream,
+            vhost=vhost,
         )
         # One lock per process, created on first use there: a lock held by another thread at fork()
         # would stay held forever in the child (dict.setdefault is atomic).
@@ -193,6 +195,9 @@ class SyncClient:
     put_user = _Blocking(Client.put_user)
     delete_user = _Blocking(Client.delete_user)
     set_permissions = _Blocking(Client.set_permissions)
+    vhosts = _Blocking(Client.vhosts)
+    declare_vhost = _Blocking(Client.declare_vhost)
+    delete_vhost = _Blocking(Client.delete_vhost)
     policies = _Blocking(Client.policies)
     set_policy = _Blocking(Client.set_policy)
     clear_policy = _Blocking(Client.clear_policy)

@@ -135,6 +135,7 @@ class NodeTransport:
         session: aiohttp.ClientSession | None,
         credentials: ClientCredentials,
         stream: bool = False,
+        vhost: str = "/",
     ) -> None:
         if isinstance(nodes, str):
             nodes = [nodes]
@@ -151,7 +152,9 @@ class NodeTransport:
         self._current = 0
         self._watches: dict[str, NodeWatch] = {}
         self._routing_revision = RoutingRevision()
-        self._streams = NodeStreams(self._session_for_loop, credentials, self._watch) if stream else None
+        self._streams = (
+            NodeStreams(self._session_for_loop, credentials, self._watch, vhost) if stream else None
+        )
 
     @property
     def current_node(self) -> str:

@@ -18,7 +18,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from dataclasses import asdict
 from typing import Any, Protocol
 
 from cluster.replication.proposals import ProposalFailed, not_committed
@@ -26,13 +25,16 @@ from metadata_state.codec import CODEC_VERSION, MetadataDecodeError, decode, enc
 from metadata_state.commands import (
     Bind,
     BootstrapUsers,
+    ClearPermissions,
     ClearPolicy,
     Command,
     Declare,
     DeclareExchange,
+    DeclareVhost,
     Delete,
     DeleteExchange,
     DeleteUser,
+    DeleteVhost,
     ForgetNode,
     PutUser,
     RegisterNode,
@@ -43,6 +45,7 @@ from metadata_state.commands import (
 )
 from metadata_state.records import BindingRecord
 from metadata_state.replies import Reply
+from metadata_state.vhost_names import DEFAULT_VHOST
 
 log = logging.getLogger(__name__)
 
@@ -124,19 +127,43 @@ class MetadataDoor:
         """Delete a user."""
         return await self._submit(DeleteUser(user))
 
-    async def set_permissions(self, user: str, configure: str, write: str, read: str) -> Reply:
-        """Set a user's permission patterns."""
-        return await self._submit(SetPermissions(user, configure, write, read))
+    async def set_permissions(
+        self, user: str, configure: str, write: str, read: str, vhost: str = DEFAULT_VHOST
+    ) -> Reply:
+        """Set a user's permission patterns in `vhost`."""
+        return await self._submit(SetPermissions(user, configure, write, read, vhost))
 
     async def set_policy(
-        self, policy: str, pattern: str, definition: dict[str, Any], priority: int, operator: bool = False
+        self,
+        policy: str,
+        pattern: str,
+        definition: dict[str, Any],
+        priority: int,
+        operator: bool = False,
+        vhost: str = DEFAULT_VHOST,
     ) -> Reply:
-        """Create or replace a policy, or with `operator` an operator policy (checked by the caller)."""
-        return await self._submit(SetPolicy(policy, pattern, definition, priority, operator))
+        """Create or replace a policy of `vhost`, or with `operator` an operator policy (checked by the
+        caller)."""
+        return await self._submit(SetPolicy(policy, pattern, definition, priority, operator, vhost))
 
-    async def clear_policy(self, policy: str, operator: bool = False) -> Reply:
-        """Remove a policy, or with `operator` an operator policy."""
-        return await self._submit(ClearPolicy(policy, operator))
+    async def clear_policy(self, policy: str, operator: bool = False, vhost: str = DEFAULT_VHOST) -> Reply:
+        """Remove a policy of `vhost`, or with `operator` an operator policy."""
+        return await self._submit(ClearPolicy(policy, operator, vhost))
+
+    # The vhosts' commands, and the commands above naming a vhost other than DEFAULT_VHOST, are of
+    # metadata codec VHOST_CODEC_VERSION: the caller requires every node to read it.
+
+    async def declare_vhost(self, vhost: str, description: str, tags: list[str]) -> Reply:
+        """Create a vhost, or update its description and tags."""
+        return await self._submit(DeclareVhost(vhost, description, tuple(tags)))
+
+    async def delete_vhost(self, vhost: str) -> Reply:
+        """Delete a vhost that holds no queue, with everything else of it."""
+        return await self._submit(DeleteVhost(vhost))
+
+    async def clear_permissions(self, user: str, vhost: str) -> Reply:
+        """Take a user's permissions in `vhost` away."""
+        return await self._submit(ClearPermissions(user, vhost))
 
     # The exchanges' and bindings' commands are of metadata codec EXCHANGE_CODEC_VERSION: the caller
     # requires every node to read it (`FormatVersions.require_metadata`); in an older one, ValueError.
@@ -163,11 +190,11 @@ class MetadataDoor:
 
     async def bind(self, binding: BindingRecord) -> Reply:
         """Add `binding`."""
-        return await self._submit(Bind(**asdict(binding)))
+        return await self._submit(Bind(*_binding_fields(binding)))
 
     async def unbind(self, binding: BindingRecord) -> Reply:
         """Remove `binding`."""
-        return await self._submit(Unbind(**asdict(binding)))
+        return await self._submit(Unbind(*_binding_fields(binding)))
 
     async def _submit(self, command: Command) -> Reply:
         try:
@@ -251,3 +278,15 @@ def _relayed_commands(peer: str, control: dict[str, Any]) -> list[Command]:
 def _ignore_outcome(future: asyncio.Future[Any]) -> None:
     if not future.cancelled():
         future.exception()
+
+
+def _binding_fields(binding: BindingRecord) -> tuple[str, str, str, str, str, dict[str, Any]]:
+    """The fields of a `Bind` or `Unbind` of `binding`."""
+    return (
+        binding.vhost,
+        binding.source,
+        binding.destination,
+        binding.destination_type,
+        binding.routing_key,
+        binding.arguments,
+    )

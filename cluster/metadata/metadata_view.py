@@ -11,7 +11,6 @@ from cluster.routing.routing_table import RoutingTable
 from metadata_state.machine import MetadataMachine
 from metadata_state.records import (
     BUILTIN_EXCHANGES,
-    DEFAULT_VHOST,
     BindingRecord,
     ExchangeRecord,
     NodeInfo,
@@ -19,7 +18,9 @@ from metadata_state.records import (
     PolicySet,
     QueueInfo,
     UserRecord,
+    VhostRecord,
 )
+from metadata_state.vhost_names import DEFAULT_VHOST
 
 log = logging.getLogger(__name__)
 
@@ -90,19 +91,27 @@ class MetadataView:
         """How many times the policies changed (the revision queues apply them under)."""
         return self._app.state.policies_revision
 
+    def has_vhost(self, vhost: str) -> bool:
+        """Whether `vhost` exists (DEFAULT_VHOST always does)."""
+        return self._app.state.has_vhost(vhost)
+
+    @property
+    def vhosts(self) -> list[VhostRecord]:
+        """Every vhost by name, DEFAULT_VHOST's first."""
+        declared = self._app.state.vhosts
+        return [VhostRecord(DEFAULT_VHOST), *(declared[name] for name in sorted(declared))]
+
     def exchange(self, vhost: str, name: str) -> ExchangeRecord | None:
         """Exchange `name` of `vhost`, declared or builtin; None when there is none, and for the default
         exchange ("")."""
         return self._app.state.exchange(vhost, name)
 
     def exchanges_in(self, vhost: str) -> list[ExchangeRecord]:
-        """The exchanges of `vhost` by name: the declared ones, and the builtin ones in DEFAULT_VHOST (the
-        one vhost until vhosts land)."""
+        """The exchanges of `vhost` by name: the declared ones and the builtin ones (none for a vhost
+        that does not exist)."""
         state = self._app.state
         exchanges = [e for (v, _), e in state.exchanges.items() if v == vhost]
-        if vhost == DEFAULT_VHOST:
-            exchanges += _builtins(state, vhost)
-        return sorted(exchanges, key=lambda e: e.name)
+        return sorted([*exchanges, *_builtins(state, vhost)], key=lambda e: e.name)
 
     def bindings_in(self, vhost: str) -> list[BindingRecord]:
         """The bindings of `vhost`, by key."""

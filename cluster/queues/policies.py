@@ -20,6 +20,7 @@ from typing import Any
 
 from cluster.security.users import UserError, check_pattern, compiled_pattern
 from metadata_state.records import PolicyRecord, PolicySet
+from metadata_state.vhost_names import split
 from queue_state.arguments import INT64_MAX, ArgumentError, QueueConfig, parse_arguments
 from queue_state.command_codec import arguments_version
 from queue_state.policy import (
@@ -81,9 +82,14 @@ def policy_version(policy: PolicyRecord) -> int:
 
 
 def matching_policy(policies: Iterable[PolicyRecord], queue: str) -> PolicyRecord | None:
-    """The policy queue `queue` applies: of those whose pattern matches its name, the highest priority,
-    then the least name; None when none matches."""
-    matching = [p for p in policies if (compiled := compiled_pattern(p.pattern)) and compiled.search(queue)]
+    """The policy queue `queue` (a `qualified` name) applies: of those of its vhost whose pattern matches
+    its name in it, the highest priority, then the least name; None when none matches."""
+    vhost, name = split(queue)
+    matching = [
+        p
+        for p in policies
+        if p.vhost == vhost and (compiled := compiled_pattern(p.pattern)) and compiled.search(name)
+    ]
     return min(matching, key=lambda p: (-p.priority, p.name), default=None)
 
 

@@ -16,6 +16,7 @@ from cluster.queues.queue_door import QueueDoor, QueueFormats
 from metadata_state.commands import Delete
 from metadata_state.records import QueueInfo
 from metadata_state.replies import Conflict, Created, Exists, Invalid, NotFound
+from metadata_state.vhost_names import DEFAULT_VHOST, split
 from queue_state.arguments import (
     ArgumentError,
     QueueConfig,
@@ -48,6 +49,12 @@ class ClusterView(Protocol):
     def cluster_members(self) -> list[str]: ...
 
     def meta_leader(self) -> str | None: ...
+
+
+def unknown_queue(name: str) -> str:
+    """What says that queue `name` (a `qualified` name) is not declared."""
+    vhost, name_in_it = split(name)
+    return f"no queue '{name_in_it}'" + ("" if vhost == DEFAULT_VHOST else f" in vhost '{vhost}'")
 
 
 class QueueDirectory:
@@ -83,7 +90,7 @@ class QueueDirectory:
         """A declared queue, or QueueNotFound."""
         info = self._metadata.queues.get(name)
         if info is None:
-            raise QueueNotFound(f"no queue '{name}'")
+            raise QueueNotFound(unknown_queue(name))
         return info
 
     def leader_of(self, name: str) -> str | None:

@@ -17,6 +17,7 @@ from cluster.routing.content_filter import FILTER, ContentFilter, FilterError, M
 from cluster.routing.headers_match import headers_match
 from cluster.routing.topic_trie import TopicTrie
 from metadata_state.records import EXCHANGE_DESTINATION, QUEUE_DESTINATION, BindingRecord, ExchangeRecord
+from metadata_state.vhost_names import SEPARATOR, qualified
 
 DEFAULT_EXCHANGE = ""
 ALTERNATE_EXCHANGE = "alternate-exchange"
@@ -139,12 +140,13 @@ class RoutingTable:
         body: bytes | memoryview,
         queue_exists: Callable[[str], bool],
     ) -> frozenset[str]:
-        """The queues of `vhost` a message with `headers` and `body` published to `exchange` goes to:
-        those its bindings reach, through exchange destinations and alternate exchanges, for which
-        `queue_exists`. An exchange takes its alternate only when its own bindings match no destination
-        at all (a queue that is gone or an exchange that routes nowhere still counts as one; a binding
-        whose filter fails the message does not). An unknown exchange routes nowhere. A binding's filter
-        is evaluated at most once, and the body decoded at most once, when a filter first reads it."""
+        """The queues of `vhost` (by `qualified` name) a message with `headers` and `body` published to
+        `exchange` goes to: those its bindings reach, through exchange destinations and alternate
+        exchanges, for which `queue_exists`. An exchange takes its alternate only when its own bindings
+        match no destination at all (a queue that is gone or an exchange that routes nowhere still counts
+        as one; a binding whose filter fails the message does not). An unknown exchange routes nowhere.
+        A binding's filter is evaluated at most once, and the body decoded at most once, when a filter
+        first reads it."""
         content = MessageContent(headers, body)
         queues: set[str] = set()
         visited = {exchange}
@@ -152,7 +154,7 @@ class RoutingTable:
         while pending:
             name = pending.pop()
             if name == DEFAULT_EXCHANGE:
-                queues.add(routing_key)
+                queues.add(routing_key)  # a key naming a queue of another vhost reaches none
                 continue
             matcher = self._matchers.get((vhost, name))
             if matcher is None:
@@ -171,4 +173,5 @@ class RoutingTable:
                 elif destination not in visited:
                     visited.add(destination)
                     pending.append(destination)
-        return frozenset(queue for queue in queues if queue_exists(queue))
+        reached = (qualified(vhost, queue) for queue in queues if SEPARATOR not in queue)
+        return frozenset(queue for queue in reached if queue_exists(queue))

@@ -15,10 +15,11 @@ import aio_pika
 import pika
 import pika.exceptions
 import pytest
+import requests
 from pika.adapters.blocking_connection import BlockingChannel
 from support.eventually import eventually_sync
 
-from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER
+from cli.node_processes import HARNESS_HEADERS, HARNESS_PASSWORD, HARNESS_USER, NodeProcess
 
 pytestmark = pytest.mark.process
 
@@ -333,3 +334,24 @@ def test_a_channels_publishes_through_exchanges_stay_in_order_in_each_queue(
         got.extend(drained(channel, "in-order"))
         connection.sleep(0.05)
     assert got == sent
+
+
+def test_rule_a_publisher_without_the_right_learns_nothing_of_an_exchange(
+    amqp_node: NodeProcess, amqp_port: int
+) -> None:
+    """Review finding: a publish through an exchange nobody declared was answered NOT_FOUND before the
+    publisher's right was checked; as RabbitMQ's channel (and our HTTP and stream), ACCESS_REFUSED
+    comes first, so a user without the right cannot probe for exchanges' names."""
+    admin = requests.Session()
+    admin.headers.update(HARNESS_HEADERS)
+    assert admin.put(f"{amqp_node.url}/api/users/amqp-prober", json={"password": "s3cret-prober"}).ok
+    assert admin.put(f"{amqp_node.url}/api/users/amqp-prober/permissions", json={"write": "^granted$"}).ok
+    credentials = pika.PlainCredentials("amqp-prober", "s3cret-prober")
+    parameters = pika.ConnectionParameters("127.0.0.1", amqp_port, credentials=credentials)
+    for exchange, code in (("never-declared", 403), ("granted", 404)):
+        with pika.BlockingConnection(parameters) as prober:
+            channel = prober.channel()
+            channel.confirm_delivery()
+            with pytest.raises(pika.exceptions.ChannelClosedByBroker) as refused:
+                channel.basic_publish(exchange, "", b"x")
+            assert refused.value.reply_code == code, (exchange, refused.value)

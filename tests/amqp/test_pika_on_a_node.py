@@ -9,10 +9,11 @@ from collections.abc import Iterator
 import pika
 import pika.exceptions
 import pytest
+import requests
 from pika.adapters.blocking_connection import BlockingChannel
 from support.eventually import eventually_sync
 
-from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER
+from cli.node_processes import HARNESS_HEADERS, HARNESS_PASSWORD, HARNESS_USER, NodeProcess
 
 pytestmark = pytest.mark.process
 
@@ -289,3 +290,30 @@ def test_review_a_consumer_acking_each_of_many_deliveries_is_never_stuck(channel
     assert eventually_sync(
         lambda: channel.queue_declare("many-acks", passive=True).method.message_count == 0, "the acks settled"
     )
+
+
+def test_a_connection_to_a_vhost_works_in_that_vhost_only(amqp_node: NodeProcess, amqp_port: int) -> None:
+    """pika's `virtual_host` names the vhost of every queue the connection declares, publishes to and
+    gets from (docs/use/vhosts.md); a vhost that does not exist is refused at `connection.open`."""
+    session = requests.Session()
+    session.headers.update(HARNESS_HEADERS)
+    assert session.put(f"{amqp_node.url}/api/vhosts/pika-tenant", json={}).status_code == 201
+    credentials = pika.PlainCredentials(HARNESS_USER, HARNESS_PASSWORD)
+    parameters = pika.ConnectionParameters(
+        "127.0.0.1", amqp_port, virtual_host="pika-tenant", credentials=credentials
+    )
+    with pika.BlockingConnection(parameters) as connection:
+        tenant = connection.channel()
+        tenant.confirm_delivery()
+        declare(tenant, "tenant-orders")
+        tenant.basic_publish("", "tenant-orders", b"in the tenant")
+        _, _, body = tenant.basic_get("tenant-orders", auto_ack=True)
+        assert body == b"in the tenant"
+    listed = session.get(f"{amqp_node.url}/api/queues/pika-tenant").json()
+    assert [(q["vhost"], q["name"]) for q in listed] == [("pika-tenant", "tenant-orders")]
+    assert session.get(f"{amqp_node.url}/api/queues/tenant-orders").status_code == 404  # not of `/`
+    missing = pika.ConnectionParameters(
+        "127.0.0.1", amqp_port, virtual_host="missing", credentials=credentials
+    )
+    with pytest.raises(pika.exceptions.ProbableAccessDeniedError):
+        pika.BlockingConnection(missing)

@@ -363,7 +363,7 @@ async def test_rule_a_consumer_name_of_no_owner_stays_usable_while_the_queue_has
     """Consumers registered by a version before owners (`api.consumer_owners`) keep their names, readers,
     plain consumers and durable ones alike; a name the queue does not have is the caller's own."""
     door = await running.declare("d-owners")
-    caller = Principal("alice", administrator=False, read=".*")
+    caller = Principal("alice", administrator=False, permissions={"/": ("", "", ".*")})
     tag = await door.register_consumer(1, 0, None, None)  # no owner: as an earlier version registered it
     await door.register_durable("spark-old")
     assert door.has_consumer(tag) and door.has_consumer("spark-old") and not door.has_consumer("spark-new")

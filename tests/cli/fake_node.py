@@ -76,6 +76,7 @@ class FakeNode:
     @staticmethod
     def describe(name: str, queue: FakeQueue) -> dict[str, Any]:
         return {
+            "vhost": "/",
             "name": name,
             "messages": len(queue.ready) + len(queue.unacked),
             "messages_ready": len(queue.ready),

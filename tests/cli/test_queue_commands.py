@@ -162,6 +162,7 @@ def test_queues_table_and_json_show_the_same_queues(node_address: str) -> None:
     assert code == 0
     lines = out.splitlines()  # not a terminal: tab-separated, as RabbitMQ's CLIs print for programs
     assert lines[0].split("\t") == [
+        "vhost",
         "name",
         "messages",
         "ready",
@@ -170,7 +171,7 @@ def test_queues_table_and_json_show_the_same_queues(node_address: str) -> None:
         "leader",
         "members",
     ]
-    assert lines[1].split("\t") == ["alpha", "2", "2", "0", "0", "n1", "n1, n2, n3"]
+    assert lines[1].split("\t") == ["/", "alpha", "2", "2", "0", "0", "n1", "n1, n2, n3"]
     code, out, _ = run(node_address, "--formatter", "json", "queues")
     assert [(queue["name"], queue["messages_ready"]) for queue in json.loads(out)] == [("alpha", 2)]
 

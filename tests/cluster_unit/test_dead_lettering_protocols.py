@@ -23,7 +23,8 @@ from cluster.replication.entry_codec import encode_queue_op
 from cluster.replication.proposals import ProposalBatcher
 from cluster.replication.stored_message import StoredMessage
 from cluster.routing.routing_table import RoutingTable
-from metadata_state.records import DEFAULT_VHOST, QUEUE_DESTINATION, BindingRecord, ExchangeRecord
+from metadata_state.records import QUEUE_DESTINATION, BindingRecord, ExchangeRecord
+from metadata_state.vhost_names import DEFAULT_VHOST
 from queue_state.arguments import DeadLetterRoute
 from queue_state.commands import Enqueue, EntryMeta, NewMessage
 from queue_state.effects import DeadLetter, Delivery

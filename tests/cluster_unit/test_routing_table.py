@@ -18,13 +18,13 @@ from cluster.routing.headers_match import KINDS, headers_match
 from cluster.routing.routing_table import RoutingTable
 from metadata_state.records import (
     BUILTIN_EXCHANGES,
-    DEFAULT_VHOST,
     EXCHANGE_DESTINATION,
     EXCHANGE_TYPES,
     QUEUE_DESTINATION,
     BindingRecord,
     ExchangeRecord,
 )
+from metadata_state.vhost_names import DEFAULT_VHOST, qualified
 
 VHOSTS = [DEFAULT_VHOST, "other"]
 VHOST = st.one_of(st.just(DEFAULT_VHOST), st.sampled_from(VHOSTS))  # mostly "/", so that routes meet
@@ -153,7 +153,8 @@ def naive_route(
                 queues |= route(binding.destination)
         return queues
 
-    return {queue for queue in route(exchange) if queue_exists(queue)}
+    reached = {qualified(vhost, queue) for queue in route(exchange) if "/" not in queue}
+    return {queue for queue in reached if queue_exists(queue)}
 
 
 @settings(max_examples=200, deadline=None)
@@ -310,7 +311,7 @@ def test_vhosts_are_apart_and_the_builtins_route_like_declared_exchanges() -> No
         ],
     )
     assert route(table, "amq.topic", "shop.eu") == {"eu"}
-    assert table.route("other", "amq.topic", "shop.eu", {}, b"", every_queue) == {"other-eu"}
+    assert table.route("other", "amq.topic", "shop.eu", {}, b"", every_queue) == {"other/other-eu"}
     assert route(table, "x") == set()
     assert table.route("other", "x", "", {}, b"", every_queue) == frozenset()
 
@@ -398,3 +399,11 @@ def test_each_binding_filter_runs_once_and_the_body_is_decoded_once_only_when_re
     decoded.clear()
     assert route(table, "f", "", {"h": 1}, b'{"n": 1}') == {"c"}
     assert decoded == []
+
+
+def test_rule_a_routing_key_naming_a_queue_of_another_vhost_reaches_none() -> None:
+    """The default exchange routes by queue name within the publisher's vhost: `other/q` from `/`
+    does not name queue q of vhost `other` (decision 0029)."""
+    table = RoutingTable([], [])
+    assert table.route(DEFAULT_VHOST, "", "other/q", {}, b"", every_queue) == frozenset()
+    assert table.route("other", "", "q", {}, b"", every_queue) == {"other/q"}

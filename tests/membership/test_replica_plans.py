@@ -44,8 +44,8 @@ def test_shrink_picks_every_queue_with_a_replica_on_the_node() -> None:
 def test_node_is_quorum_critical_when_without_it_fewer_than_a_majority_stay_up() -> None:
     queues = [queue("three", ["n1", "n2", "n3"]), queue("five", NODES), queue("other", ["n4", "n5"])]
     up = {"n1", "n2", "n4", "n5"}  # n3 is down
-    assert quorum_critical(queues, "n1", up) == ["three"]
-    assert quorum_critical(queues, "n4", up) == ["other"]
+    assert quorum_critical(queues, "n1", up) == [("/", "three")]
+    assert quorum_critical(queues, "n4", up) == [("/", "other")]
     assert quorum_critical(queues, "n1", set(NODES)) == []
 
 

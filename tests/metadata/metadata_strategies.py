@@ -7,13 +7,16 @@ from hypothesis import strategies as st
 from metadata_state.commands import (
     Bind,
     BootstrapUsers,
+    ClearPermissions,
     ClearPolicy,
     Command,
     Declare,
     DeclareExchange,
+    DeclareVhost,
     Delete,
     DeleteExchange,
     DeleteUser,
+    DeleteVhost,
     ForgetNode,
     PutUser,
     RegisterNode,
@@ -23,7 +26,8 @@ from metadata_state.commands import (
     SetPolicy,
     Unbind,
 )
-from metadata_state.records import BUILTIN_EXCHANGES, DEFAULT_VHOST, EXCHANGE_TYPES
+from metadata_state.records import BUILTIN_EXCHANGES, EXCHANGE_TYPES
+from metadata_state.vhost_names import DEFAULT_VHOST
 
 TEXT = st.text(max_size=12)
 NAMES = st.sampled_from(("a", "b", "c", "q", "alice"))
@@ -56,9 +60,12 @@ commands: st.SearchStrategy[Command] = st.one_of(
     st.builds(BootstrapUsers, NAMES | st.just(""), TEXT),
     st.builds(PutUser, NAMES, TEXT, st.lists(st.sampled_from(("administrator", "monitoring"))).map(tuple)),
     st.builds(DeleteUser, NAMES),
-    st.builds(SetPermissions, NAMES, TEXT, TEXT, TEXT),
-    st.builds(SetPolicy, NAMES, TEXT, ARGUMENTS, st.integers(-(2**63), 2**63 - 1), st.booleans()),
-    st.builds(ClearPolicy, NAMES, st.booleans()),
+    st.builds(SetPermissions, NAMES, TEXT, TEXT, TEXT, VHOSTS),
+    st.builds(ClearPermissions, NAMES, VHOSTS),
+    st.builds(SetPolicy, NAMES, TEXT, ARGUMENTS, st.integers(-(2**63), 2**63 - 1), st.booleans(), VHOSTS),
+    st.builds(ClearPolicy, NAMES, st.booleans(), VHOSTS),
+    st.builds(DeclareVhost, VHOSTS | NAMES, TEXT, st.lists(TEXT, max_size=2).map(tuple)),
+    st.builds(DeleteVhost, VHOSTS | NAMES),
     st.builds(
         DeclareExchange,
         VHOSTS,
@@ -76,12 +83,19 @@ commands: st.SearchStrategy[Command] = st.one_of(
 
 # Commands among few queues and exchanges, mostly of "/" and well formed, so that binds, cascades and
 # auto-deletes happen.
-ROUTED_QUEUES = st.sampled_from(("a", "b"))
+ROUTED_QUEUES = st.sampled_from(("a", "b", "other/a"))  # by qualified name
+BOUND_QUEUES = st.sampled_from(("a", "b"))  # by name in the binding's vhost
 ROUTED_EXCHANGES = st.sampled_from(("x", "y", "z", "amq.direct"))
 ROUTED_VHOSTS = st.sampled_from((DEFAULT_VHOST,) * 5 + ("other",))
 routing_commands: st.SearchStrategy[Command] = st.one_of(
     st.builds(Declare, ROUTED_QUEUES, st.just({}), st.just(("n1",)), st.just(0)),
-    st.builds(Delete, ROUTED_QUEUES, st.sampled_from([f"q{i}.{q}" for i in range(1, 6) for q in "ab"])),
+    st.builds(
+        Delete,
+        ROUTED_QUEUES,
+        st.sampled_from([f"q{i}.{q}" for i in range(1, 6) for q in ("a", "b", "other/a")]),
+    ),
+    st.builds(DeclareVhost, st.just("other"), st.just(""), st.just(())),
+    st.builds(DeleteVhost, st.just("other")),
     ROUTED_EXCHANGES.flatmap(  # x and y auto-delete: declared again alike, they exist
         lambda name: st.builds(
             DeclareExchange,
@@ -106,6 +120,6 @@ routing_commands: st.SearchStrategy[Command] = st.one_of(
             st.just({}),
         )
         for kind in (Bind, Bind, Unbind)
-        for destination, destination_type in ((ROUTED_QUEUES, "queue"), (ROUTED_EXCHANGES, "exchange"))
+        for destination, destination_type in ((BOUND_QUEUES, "queue"), (ROUTED_EXCHANGES, "exchange"))
     ),
 )

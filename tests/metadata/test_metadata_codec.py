@@ -16,6 +16,7 @@ from metadata_state.codec import (
     EXCHANGE_CODEC_VERSION,
     OPERATOR_POLICY_CODEC_VERSION,
     POLICY_CODEC_VERSION,
+    VHOST_CODEC_VERSION,
     MetadataDecodeError,
     decode,
     encode,
@@ -23,13 +24,16 @@ from metadata_state.codec import (
 from metadata_state.commands import (
     Bind,
     BootstrapUsers,
+    ClearPermissions,
     ClearPolicy,
     Command,
     Declare,
     DeclareExchange,
+    DeclareVhost,
     Delete,
     DeleteExchange,
     DeleteUser,
+    DeleteVhost,
     ForgetNode,
     PutUser,
     RegisterNode,
@@ -55,6 +59,10 @@ def through_msgpack(value: object) -> object:
 
 def _first_version(command: Command) -> int:
     """The first codec version that can write `command`."""
+    if isinstance(command, DeclareVhost | DeleteVhost | ClearPermissions):
+        return VHOST_CODEC_VERSION
+    if isinstance(command, SetPolicy | ClearPolicy | SetPermissions) and command.vhost != "/":
+        return VHOST_CODEC_VERSION
     if isinstance(command, SetPolicy | ClearPolicy):
         return OPERATOR_POLICY_CODEC_VERSION if command.operator else POLICY_CODEC_VERSION
     if isinstance(command, DeclareExchange | DeleteExchange | Bind | Unbind):
@@ -90,16 +98,21 @@ def test_a_build_reads_the_versions_up_to_its_own_and_refuses_later_ones(
 
 
 def test_new_commands_are_written_as_a_version_tag_and_named_fields() -> None:
-    assert CODEC_VERSION == 4
+    assert CODEC_VERSION == 5
     assert encode(SetMembers("q", "q1.q", ("a", "b"), (3, 1))) == [
-        4,
+        5,
         "set_members",
         {"queue": "q", "group": "q1.q", "members": ["a", "b"], "fence": [3, 1]},
     ]
-    assert encode(ClearPolicy("p")) == [4, "clear_policy", {"policy": "p", "operator": False}]
+    assert encode(ClearPolicy("p")) == [
+        5,
+        "clear_policy",
+        {"policy": "p", "operator": False, "vhost": "/"},
+    ]
+    assert encode(ClearPolicy("p"), 4) == [4, "clear_policy", {"policy": "p", "operator": False}]
     assert encode(ClearPolicy("p"), 2) == [2, "clear_policy", {"policy": "p"}]
     assert encode(DeleteExchange("/", "logs")) == [
-        4,
+        5,
         "delete_exchange",
         {"vhost": "/", "exchange": "logs", "if_unused": False},
     ]
@@ -122,8 +135,8 @@ def test_rule_an_operator_policy_is_only_of_version_3_so_older_nodes_never_get_o
 def test_rule_an_exchange_or_binding_command_is_only_of_version_4_so_older_nodes_never_get_one(
     command: Command,
 ) -> None:
-    version, tag, named = encode(command)
-    assert version == EXCHANGE_CODEC_VERSION and decode(through_msgpack([version, tag, named])) == command
+    version, tag, named = encode(command, EXCHANGE_CODEC_VERSION)
+    assert decode(through_msgpack([version, tag, named])) == command
     for older in range(EXCHANGE_CODEC_VERSION):
         with pytest.raises(ValueError, match="cannot be written"):
             encode(command, older)

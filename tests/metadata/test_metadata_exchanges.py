@@ -28,6 +28,7 @@ from metadata_state.commands import (
     Command,
     Declare,
     DeclareExchange,
+    DeclareVhost,
     Delete,
     DeleteExchange,
     InvalidCommand,
@@ -37,7 +38,6 @@ from metadata_state.commands import (
 from metadata_state.machine import MetadataMachine
 from metadata_state.records import (
     BUILTIN_EXCHANGES,
-    DEFAULT_VHOST,
     EXCHANGE_DESTINATION,
     QUEUE_DESTINATION,
     BindingRecord,
@@ -45,6 +45,7 @@ from metadata_state.records import (
 )
 from metadata_state.replies import Conflict, Created, Exists, InUse, Invalid, NotFound, Ok
 from metadata_state.snapshot import SNAPSHOT_VERSION, decode_snapshot, encode_snapshot
+from metadata_state.vhost_names import DEFAULT_VHOST, qualified, split
 
 V = DEFAULT_VHOST
 
@@ -74,7 +75,7 @@ def machine(*log: Command) -> MetadataMachine:
 
 
 def test_an_exchange_is_declared_once_and_again_only_with_the_same_definition() -> None:
-    state = MetadataMachine()
+    state = machine(DeclareVhost("other", "", ()))
     logs = DeclareExchange(V, "logs", "topic", True, False, False, {"alternate-exchange": "nowhere"})
     assert state.apply(logs) == Created()  # its alternate exchange need not exist
     assert state.exchanges == {
@@ -110,7 +111,7 @@ def test_the_default_exchange_and_unknown_types_cannot_be_declared() -> None:
 
 @pytest.mark.parametrize("vhost", [V, "other"])
 def test_a_builtin_exchange_exists_in_every_vhost_with_its_type_and_default_flags(vhost: str) -> None:
-    state = MetadataMachine()
+    state = machine(DeclareVhost("other", "", ()))
     for name, kind in BUILTIN_EXCHANGES.items():
         assert state.apply(DeclareExchange(vhost, name, kind, True, False, False, {})) == Exists()
         assert state.exchange(vhost, name) == ExchangeRecord(vhost, name, kind, durable=True)
@@ -170,13 +171,14 @@ def test_a_bind_needs_a_named_source_and_a_known_kind_of_destination() -> None:
 
 def test_a_bind_needs_its_source_and_destination_to_exist() -> None:
     state = machine(
+        DeclareVhost("other", "", ()),
         Declare("q", {}, ("n1",), 0),
         declare("x"),
         DeclareExchange("other", "x", "direct", True, False, False, {}),
     )
     assert isinstance(state.apply(to_queue("missing", "q")), NotFound)
     assert isinstance(state.apply(to_queue("x", "missing")), NotFound)
-    assert isinstance(state.apply(to_queue("x", "q", vhost="other")), NotFound)  # queues live in "/"
+    assert isinstance(state.apply(to_queue("x", "q", vhost="other")), NotFound)  # q is of "/"
     assert isinstance(state.apply(to_exchange("x", "missing")), NotFound)
     assert state.bindings == {}
     assert state.apply(to_queue("amq.topic", "q", "a.#")) == Created()
@@ -275,7 +277,7 @@ def _bound_things_exist(state: MetadataMachine) -> None:
         assert key == binding.key
         assert binding.source and state.exchange(binding.vhost, binding.source) is not None
         if binding.destination_type == QUEUE_DESTINATION:
-            assert binding.vhost == V and binding.destination in state.queues
+            assert qualified(binding.vhost, binding.destination) in state.queues
         else:
             assert state.exchange(binding.vhost, binding.destination) is not None
 
@@ -286,7 +288,7 @@ def aimed(state: MetadataMachine, data: st.DataObject) -> Command:
     exchanges = [*state.exchanges, (V, "amq.direct")]
     held: list[Command] = [
         *(
-            to_queue(name, queue, key, vhost)
+            to_queue(name, split(queue)[1], key, vhost)
             for vhost, name in exchanges
             for queue in state.queues
             for key in "ab"
@@ -352,7 +354,7 @@ def test_a_snapshot_keeps_exchanges_and_bindings_in_version_8_once_they_changed(
     )
     data = encode_snapshot(state)
     raw = msgpack.unpackb(data)
-    assert raw["version"] == SNAPSHOT_VERSION == 8
+    assert raw["version"] == 8 and SNAPSHOT_VERSION == 9
     assert "properties_key" not in raw["bindings"][0]
     assert decode_snapshot(data) == state
     state.apply(DeleteExchange(V, "h"))
@@ -381,6 +383,7 @@ def test_the_view_lists_declared_and_builtin_exchanges_and_the_bindings_by_vhost
     app = MetadataApp(lambda: None)
     view = MetadataView(app)
     for command in (
+        DeclareVhost("other", "", ()),
         Declare("q", {}, ("n1",), 0),
         declare("zeta"),
         declare("alpha", "fanout"),
@@ -391,7 +394,8 @@ def test_the_view_lists_declared_and_builtin_exchanges_and_the_bindings_by_vhost
         app.state.apply(command)
     names = [e.name for e in view.exchanges_in(V)]
     assert names == sorted(["alpha", "zeta", *BUILTIN_EXCHANGES])
-    assert [e.name for e in view.exchanges_in("other")] == ["beta"]
+    assert [e.name for e in view.exchanges_in("other")] == sorted(["beta", *BUILTIN_EXCHANGES])
+    assert view.exchanges_in("missing") == []
     assert view.exchange(V, "amq.match") == ExchangeRecord(V, "amq.match", "headers", durable=True)
     assert view.exchange(V, "alpha") == app.state.exchanges[(V, "alpha")]
     assert view.exchange(V, "") is None and view.exchange(V, "beta") is None

@@ -11,6 +11,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from raw_stream import raw_stream
 
 from cli.node_processes import ProcessCluster
 from quorumq import Client
@@ -228,3 +229,26 @@ async def test_binding_names_are_paths_and_never_pick_among_several(
     assert status == 409 and answer["error"] == "ambiguous", answer
     status, listed = await http.call(0, "GET", "/api/bindings/%2F/e/keys/q/lines")
     assert sorted(b["routing_key"] for b in listed) == ["", "a\nb", "~"]
+
+
+async def test_rule_a_stream_publisher_without_the_right_learns_nothing_of_an_exchange(
+    cluster: ProcessCluster,
+) -> None:
+    """Review finding: the stream answered 404 for an exchange nobody declared before it checked the
+    publisher's right, so a user without any could probe for exchanges' names; as over HTTP (and AMQP,
+    as RabbitMQ's), the right is checked first (`api.exchange_publishing.publishes_through`)."""
+    async with Client(cluster.urls, timeout=30.0) as client:
+        await client.put_user("prober", "s3cret-prober")
+        await client.set_permissions("prober", write="^granted$")
+        await client.declare_exchange("hidden", "fanout")
+    prober = {"Authorization": basic_header("prober", "s3cret-prober")}
+    async with raw_stream(cluster.urls[1], prober) as stream:
+        for exchange in ("hidden", "never-declared"):
+            answer = await stream.call(
+                op="publish", id=1, exchange=exchange, routing_key="", messages=[{"body": b"x"}]
+            )
+            assert (answer["op"], answer["status"]) == ("error", 403), (exchange, answer)
+        answer = await stream.call(
+            op="publish", id=2, exchange="granted", routing_key="", messages=[{"body": b"x"}]
+        )
+        assert (answer["op"], answer["status"]) == ("error", 404), answer  # may write: told it is missing

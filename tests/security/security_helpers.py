@@ -15,6 +15,7 @@ from support.eventually import eventually
 
 from api.access import Access
 from api.app import ENDPOINTS
+from api.endpoints import in_vhost
 from cli.node_processes import HARNESS_HEADERS, NodeProcess
 from cluster.replication.transport import FRAME_HEADER, Handshake
 from quorumq.auth import basic_header
@@ -115,9 +116,11 @@ def concrete(path: str, **values: str) -> str:
 
 
 def protected_routes() -> list[tuple[str, str, Access]]:
-    """Every route that needs credentials (all but the public ones)."""
-    routes = [(e.method, e.path, e.access) for e in ENDPOINTS if e.access is not Access.PUBLIC]
-    return sorted(routes, key=lambda route: route[:2])
+    """Every route that needs credentials (all but the public ones), a queue's at its one-segment path
+    and at RabbitMQ's `/api/queues/{vhost}/{q}...` (`{vhost}` is `%2F`)."""
+    declared = [(e.method, e.path, e.access) for e in ENDPOINTS if e.access is not Access.PUBLIC]
+    aliased = [(method, alias, access) for method, path, access in declared if (alias := in_vhost(path))]
+    return sorted([*declared, *aliased], key=lambda route: route[:2])
 
 
 def non_loopback_address() -> str | None:

@@ -14,7 +14,14 @@ from quorumq.auth import basic_header
 
 ALICE = basic_header("alice", "alice-pw")
 WRITER = basic_header("writer", "writer-pw")
-PER_QUEUE = {Access.CONFIGURE, Access.WRITE, Access.READ, Access.ANY_QUEUE_PERMISSION, Access.CONFIGURE_ADMIN}
+PER_QUEUE = {
+    Access.CONFIGURE,
+    Access.WRITE,
+    Access.READ,
+    Access.ANY_QUEUE_PERMISSION,
+    Access.QUEUE_OR_VHOST,  # "other" names no vhost
+    Access.CONFIGURE_ADMIN,
+}
 
 
 @pytest.fixture(scope="module")

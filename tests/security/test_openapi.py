@@ -10,7 +10,7 @@ from security_helpers import ADMIN, call
 
 from api.access import Access
 from api.app import ENDPOINTS, add_routes
-from api.endpoints import access_rule
+from api.endpoints import access_rule, in_vhost
 from api.openapi import spec
 from cli.node_processes import ProcessCluster
 
@@ -46,6 +46,7 @@ def test_every_route_is_registered_once_with_the_access_rule_its_endpoint_declar
     registered = registered_routes()
     assert [route for route, count in Counter(registered).items() if count > 1] == []
     declared = {(e.method, e.path): e.access for e in ENDPOINTS}
+    declared |= {(e.method, alias): e.access for e in ENDPOINTS if (alias := in_vhost(e.path)) is not None}
     assert set(registered) == set(declared)
     assert all(access_rule(method, path) is declared[(method, path)] for method, path in registered)
     assert access_rule("HEAD", "/api/queues") is declared[("GET", "/api/queues")]

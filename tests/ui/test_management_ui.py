@@ -541,3 +541,28 @@ def test_the_exchanges_page_declares_binds_publishes_through_and_deletes_a_topic
             "the exchanges without the deleted one",
         )
         assert "ui-events" not in {x["name"] for x in client.exchanges()}
+
+
+def test_the_vhost_selector_shows_a_vhosts_queues_and_publishes_into_them(
+    cluster: ProcessCluster, browser: WebDriver
+) -> None:
+    """With a vhost besides `/`, the header offers it; chosen, the pages show its queues and a publish
+    goes to its queue (docs/use/vhosts.md)."""
+    with SyncClient(cluster.urls, auth=(HARNESS_USER, HARNESS_PASSWORD)) as admin:
+        admin.declare_vhost("ui-tenant")
+    with SyncClient(cluster.urls, auth=(HARNESS_USER, HARNESS_PASSWORD), vhost="ui-tenant") as tenant:
+        tenant.declare("ui-tenant-q")
+        log_in(browser, cluster)
+        browser.refresh()  # the selector lists the vhosts when the page starts
+        choice = until(browser, lambda d: d.find_elements(By.ID, "vhost"), "the vhost selector")[0]
+        until(browser, lambda _: choice.is_displayed(), "the selector shown")
+        Select(choice).select_by_value("ui-tenant")
+        go(browser, cluster, "queues")
+        until(browser, lambda d: "ui-tenant-q" in text_of(d, "queues-table"), "the vhost's queue listed")
+        assert "ui-deduped" not in text_of(browser, "queues-table")  # a queue of `/`
+        go(browser, cluster, "queue/ui-tenant-q")
+        until(browser, lambda d: d.find_elements(By.ID, "publish-form"), "the queue page")
+        fill(browser, "publish-form", body="tenant order")
+        until(browser, lambda d: stat(d, "queue-ready") == "1", "one ready message")
+        assert [d.body for d in tenant.get("ui-tenant-q", 5, ack="auto")] == [b"tenant order"]
+        Select(browser.find_element(By.ID, "vhost")).select_by_value("/")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from cluster.queues.dead_lettering.messages import publish_parts
 from cluster.replication.stored_message import StoredMessage, published_route, routed_headers
 from cluster.routing.routing_table import RoutingTable
-from metadata_state.records import DEFAULT_VHOST
+from metadata_state.vhost_names import vhost_of
 from queue_state.arguments import DeadLetterRoute
 
 
@@ -49,7 +49,7 @@ class DeadLetterRouter:
             headers = routed_headers(letter.headers, route.exchange, key)
             messages.append(StoredMessage(letter.body, headers, letter.encoding))
             queues.append(
-                table.route(DEFAULT_VHOST, route.exchange, key, headers, letter.body, self._declared)
+                table.route(vhost_of(source), route.exchange, key, headers, letter.body, self._declared)
             )
         return RoutedLetters(messages, queues)
 
