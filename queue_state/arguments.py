@@ -76,6 +76,7 @@ class QueueConfig:
     dedupe_max: int | None = None
     dead_letter_exchange: str | None = None
     dead_letter_routing_key: str | None = None
+    message_groups: bool | None = None
 
     @property
     def top_priority(self) -> int:
@@ -223,6 +224,7 @@ _ARGUMENTS: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "x-dedupe-max": ("dedupe_max", _integer(1, MAX_DEDUPE_MAX)),
     "x-dead-letter-exchange": ("dead_letter_exchange", _short_text),
     "x-dead-letter-routing-key": ("dead_letter_routing_key", _short_text),
+    "x-message-groups": ("message_groups", _boolean),
 }
 
 RUNTIME_ARGUMENTS = frozenset(
