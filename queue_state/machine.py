@@ -543,8 +543,18 @@ class QueueMachine:
     # Moving messages
 
     def _serve(self, out: EffectCollector) -> None:
-        """Expire the head, deliver to consumers with credit as far as the backlog controls allow, then
-        drop the head while over a limit."""
+        """Hand out, then drop the head while over a limit; hand out again when that freed a group (it
+        dropped the message that blocked one, waiting for a delay)."""
+        self._hand_out(out)
+        if not self._config.rejects_publish:
+            blocked = self._groups.blocked
+            while self._over_limit() and (oldest := self._pop_oldest()) is not None:
+                self._dead_letter(oldest, "maxlen", out)
+            if self._groups.blocked < blocked:
+                self._hand_out(out)
+
+    def _hand_out(self, out: EffectCollector) -> None:
+        """Expire the head, deliver to consumers with credit as far as the backlog controls allow."""
         allowed, handed_out = self._room(), 0
         while True:
             self._expire_heads(out)
@@ -564,9 +574,6 @@ class QueueMachine:
             out.deliver_all(consumer.name, [message.delivery() for message in messages])
             handed_out += len(messages)
         self._handed_out(handed_out)
-        if not self._config.rejects_publish:
-            while self._over_limit() and (oldest := self._pop_oldest()) is not None:
-                self._dead_letter(oldest, "maxlen", out)
 
     def _pop_oldest(self) -> ReadyMessage | None:
         """What drop-head drops: the lowest priority first, and within it the oldest, waiting or ready
