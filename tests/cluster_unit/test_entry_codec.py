@@ -219,9 +219,30 @@ def test_version_9_is_version_8_under_its_own_number_with_auto_ack_consumers() -
     assert plain[:3] == [2, 7, [2, {"consumer": "c", "prefetch": 10}]]
 
 
+def test_version_13_is_version_12_under_its_own_number_with_message_groups() -> None:
+    assert QUEUE_OP_VERSION == 13
+    assert encode_queue_op(EntryMeta(7), Tick()) == [13, 7, [10, {}], None]
+    grouped = {"x-queue-type": "quorum", "x-message-groups": True}
+    publish = Enqueue((NewMessage(3, group="order-1"), NewMessage(4)))
+    for command, wire in [
+        (UpdateConfig(parse_arguments(grouped)), [11, {"config": grouped}]),
+        (publish, [1, {"messages": [[3, None, None, 0, None, "order-1"], [4, None]]}]),
+    ]:
+        bodies = [StoredMessage(b"abc", {}, "utf8"), StoredMessage(b"abcd", {}, "utf8")]
+        op = encode_queue_op(EntryMeta(7), command, bodies if command is publish else None)
+        assert op[:3] == [13, 7, wire]
+        assert decode_queue_op(through_an_entry(op)).command == command
+        for version in range(13):  # a node of that version would refuse it: it is never written
+            with pytest.raises(ValueError):
+                encode_queue_op(EntryMeta(7), command, None, version)
+    with pytest.raises(CommandDecodeError, match="reads up to 12"):  # nor read by a node of version 12
+        decode_queue_op(
+            through_an_entry(encode_queue_op(EntryMeta(7), UpdateConfig(parse_arguments(grouped)))), 12
+        )
+
+
 def test_version_12_is_version_11_under_its_own_number_with_dead_lettering_through_an_exchange() -> None:
-    assert QUEUE_OP_VERSION == 12
-    assert encode_queue_op(EntryMeta(7), Tick()) == [12, 7, [10, {}], None]
+    assert encode_queue_op(EntryMeta(7), Tick(), version=12) == [12, 7, [10, {}], None]
     routed = {"x-queue-type": "quorum", "x-dead-letter-exchange": "dlx", "x-dead-letter-routing-key": "dead"}
     for command, wire in [
         (UpdateConfig(parse_arguments(routed)), [11, {"config": routed}]),
@@ -230,7 +251,7 @@ def test_version_12_is_version_11_under_its_own_number_with_dead_lettering_throu
             [18, {"policy": "p", "arguments": {"x-dead-letter-exchange": ""}, "revision": 2}],
         ),
     ]:
-        op = encode_queue_op(EntryMeta(7), command)
+        op = encode_queue_op(EntryMeta(7), command, None, 12)
         assert op[:3] == [12, 7, wire]
         assert decode_queue_op(through_an_entry(op)).command == command
         for version in range(12):  # a node of that version would refuse it: it is never written
@@ -238,7 +259,8 @@ def test_version_12_is_version_11_under_its_own_number_with_dead_lettering_throu
                 encode_queue_op(EntryMeta(7), command, None, version)
     with pytest.raises(CommandDecodeError, match="reads up to 11"):  # nor read by a node of version 11
         decode_queue_op(
-            through_an_entry(encode_queue_op(EntryMeta(7), UpdateConfig(parse_arguments(routed)))), 11
+            through_an_entry(encode_queue_op(EntryMeta(7), UpdateConfig(parse_arguments(routed)), None, 12)),
+            11,
         )
 
 
