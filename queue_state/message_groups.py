@@ -24,26 +24,20 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
+from queue_state.arguments import SHORT_TEXT_BYTES, short_text_problem
 from queue_state.messages import NO_EXPIRY, ReadyMessage, TakeLimit, Window
 
 NO_GROUP = 0
 """The group number of a message without a group (or of a queue without groups)."""
-MAX_GROUP_BYTES = 255
+MAX_GROUP_BYTES = SHORT_TEXT_BYTES
 """The longest group name, in UTF-8 bytes (AMQP's short string)."""
 _COMPACT_AFTER = 32
 
 
 def group_name_problem(name: object) -> str | None:
-    """Why `name` cannot name a group (text of 1 to MAX_GROUP_BYTES UTF-8 bytes), or None when it can."""
-    if type(name) is not str:
-        return f"must be a string, got {type(name).__name__}"
-    try:
-        size = len(name.encode())
-    except UnicodeEncodeError:
-        return "must be valid UTF-8 text"
-    if not 0 < size <= MAX_GROUP_BYTES:
-        return f"must be 1 to {MAX_GROUP_BYTES} bytes of UTF-8, got {size}"
-    return None
+    """Why `name` cannot name a group (AMQP's short string, not empty: 1 to MAX_GROUP_BYTES bytes of
+    UTF-8), or None when it can."""
+    return short_text_problem(name) or (None if name else "must not be empty")
 
 
 class _GroupFifo:
