@@ -672,9 +672,7 @@ class QueueMachine:
         grouped, ready = self._groups.head(), self._ready.head()
         if grouped is None or ready is None:
             return ready if grouped is None else grouped
-        if grouped.priority != ready.priority:
-            return grouped if grouped.priority > ready.priority else ready
-        return grouped if grouped.id < ready.id else ready
+        return grouped if _goes_first(grouped, ready) else ready
 
     def _servable(self) -> bool:
         """Whether a ready message may be handed out (not every group is blocked)."""
@@ -940,9 +938,13 @@ class QueueMachine:
 
     def ready_messages(self) -> Iterator[ReadyMessage]:
         """Ready messages in the order they will be served (the highest priority first; within a level
-        returns first, then main and the due published ones by id). On a queue with message groups these
-        are the ungrouped ones, and the groups' follow (`MessageGroups.__iter__`)."""
-        return itertools.chain(self._ready, self._groups)
+        returns first, then main and the due published ones by id). On a queue with message groups, first
+        those hand-outs would take were nothing settled meanwhile, in that order (`_next_ready`'s rule
+        between the ungrouped ones and the heads of the groups whose turn it is), then the groups'
+        others (`MessageGroups.behind_heads`)."""
+        if not self._groups:
+            return iter(self._ready)
+        return itertools.chain(_in_turn(iter(self._ready), self._groups.heads()), self._groups.behind_heads())
 
     def delayed_messages(self) -> list[ReadyMessage]:
         """The messages waiting for their time (not ready yet), in no particular order."""
@@ -955,9 +957,10 @@ class QueueMachine:
         RabbitMQ's peek does)."""
         if position < 1:
             raise ValueError(f"position must be 1 or more, got {position}")
-        found = self._ready.at(position - 1)
-        if found is None and self._groups:
-            found = next(itertools.islice(self._groups, position - 1 - len(self._ready), None), None)
+        if self._groups:
+            found = next(itertools.islice(self.ready_messages(), position - 1, None), None)
+        else:
+            found = self._ready.at(position - 1)
         return None if found is None else found.delivery()
 
     def browse(self, first_id: int, end_id: int, limit: int) -> list[Delivery]:
@@ -1164,6 +1167,33 @@ class QueueMachine:
         for *message, since_ms, seq in numbered:
             self._hold(durable, ReadyMessage.of_wire(message), since_ms)
             durable.number(message[0], seq)
+
+
+def _goes_first(grouped: ReadyMessage, ready: ReadyMessage) -> bool:
+    """Whether a group's head is handed out before an ungrouped ready message: the higher priority first,
+    then the lower id (the older)."""
+    if grouped.priority != ready.priority:
+        return grouped.priority > ready.priority
+    return grouped.id < ready.id
+
+
+def _in_turn(ready: Iterator[ReadyMessage], heads: Iterator[ReadyMessage]) -> Iterator[ReadyMessage]:
+    """Ungrouped ready messages in serve order and groups' heads in turn order, merged as hand-outs take
+    them (`_goes_first`)."""
+    grouped, plain = next(heads, None), next(ready, None)
+    while grouped is not None and plain is not None:
+        if _goes_first(grouped, plain):
+            yield grouped
+            grouped = next(heads, None)
+        else:
+            yield plain
+            plain = next(ready, None)
+    if grouped is not None:
+        yield grouped
+        yield from heads
+    if plain is not None:
+        yield plain
+        yield from ready
 
 
 def _not_before(now: int, delay_ms: int) -> int:

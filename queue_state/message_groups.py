@@ -20,6 +20,7 @@ against the heads when read. Nothing here reads a clock or depends on the order 
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
@@ -281,13 +282,28 @@ class MessageGroups:
     # reading
 
     def __iter__(self) -> Iterator[ReadyMessage]:
-        """Every grouped ready message: the groups whose turn it is in turn order (the highest priority
-        first), then the others (blocked) in the order they first had a ready message; each group's in
-        group order."""
-        waiting = [group for priority in sorted(self._rings, reverse=True) for group in self._rings[priority]]
-        blocked = [group for group in self._fifos if group not in self._level_of]
-        for group in waiting + blocked:
-            yield from self._fifos[group]
+        """Every grouped ready message: `heads`, then `behind_heads`."""
+        yield from self.heads()
+        yield from self.behind_heads()
+
+    def heads(self) -> Iterator[ReadyMessage]:
+        """The heads of the groups whose turn it is, in the order `pop` would take them were none
+        settled (the highest priority first, then turn order)."""
+        for group in self._in_turn():
+            yield self._fifos[group].first()
+
+    def behind_heads(self) -> Iterator[ReadyMessage]:
+        """The grouped ready messages `heads` leaves out: those behind the heads of the groups whose turn
+        it is, in turn order, then the blocked groups' in the order they first had a ready message; each
+        group's in group order."""
+        for group in self._in_turn():
+            yield from itertools.islice(self._fifos[group], 1, None)
+        for group in self._fifos:
+            if group not in self._level_of:
+                yield from self._fifos[group]
+
+    def _in_turn(self) -> list[int]:
+        return [group for priority in sorted(self._rings, reverse=True) for group in self._rings[priority]]
 
     def between(self, first_id: int, end_id: int) -> list[ReadyMessage]:
         """The messages with ids from `first_id` to below `end_id` (a scan; in no particular order)."""

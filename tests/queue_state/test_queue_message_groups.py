@@ -243,12 +243,14 @@ def test_length_limits_count_grouped_messages_and_drop_the_oldest_head(overflow:
         assert m.stats().messages_ready == 2 and not dead_lettered(effects)
 
 
-def test_peek_and_browse_show_grouped_messages() -> None:
+def test_peek_shows_what_hand_outs_take_next_then_what_waits_behind_a_group_s_head() -> None:
     m = grouped()
     publish(m, 1, "a", None, "a", "b")
-    assert [m.peek(p).id for p in (1, 2, 3, 4)] == [2, 1, 3, 4]  # type: ignore[union-attr]
+    assert [m.peek(p).id for p in (1, 2, 3, 4)] == [1, 2, 4, 3]  # type: ignore[union-attr]
     assert m.peek(5) is None
     assert [d.id for d in m.browse(1, 10, 10)] == [1, 2, 3, 4]
+    apply(m, 2, Checkout("c", prefetch=3))
+    assert [d.id for d in m.checked_out("c")] == [1, 2, 4]
 
 
 def test_a_group_name_is_kept_once_and_let_go_with_the_group_s_last_message() -> None:
