@@ -11,16 +11,16 @@ blocker is settled, dead-lettered, or back at its head, so groups take turns and
 Priorities order the heads of groups, never the messages within one.
 
 A group's name is interned: a message carries its group's number (`ReadyMessage.group`; 0, NO_GROUP,
-for none), and the name is kept once, for as long as a message of the group is in the queue anywhere
-(ready, out or waiting). Only heads expire and are dropped by length limits, as in `ReadyMessages`; two
-heaps of heads find the next to expire and the oldest of the lowest priority, their entries checked
-against the heads when read. Nothing here reads a clock or depends on the order of a hash.
+for none), and the group is kept once, one record with its name, for as long as a message of it is in
+the queue anywhere (ready, out or waiting). Only heads expire and are dropped by length limits, as in
+`ReadyMessages`; two heaps of heads find the next to expire and the oldest of the lowest priority,
+their entries checked against the heads when read. Nothing here reads a clock or depends on the order
+of a hash.
 """
 
 from __future__ import annotations
 
 import heapq
-import itertools
 from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
@@ -41,46 +41,51 @@ def group_name_problem(name: object) -> str | None:
     return short_text_problem(name) or (None if name else "must not be empty")
 
 
-class _GroupFifo:
-    """One group's ready messages in group order, consumed from a moving head."""
+class _Group:
+    """One group with a message in the queue: its name, how many of its messages the queue holds
+    wherever they are, its ready messages in group order (consumed from a moving head), the id of the
+    message out that blocks it, and the priority of the ring it waits its turn in."""
 
-    __slots__ = ("_head", "_items")
+    __slots__ = ("blocker", "head", "items", "level", "live", "name")
 
-    def __init__(self) -> None:
-        self._items: list[ReadyMessage] = []
-        self._head = 0
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.live = 0
+        self.items: list[ReadyMessage] = []
+        self.head = 0
+        self.blocker: int | None = None
+        self.level: int | None = None
 
-    def __len__(self) -> int:
-        return len(self._items) - self._head
-
-    def __iter__(self) -> Iterator[ReadyMessage]:
-        return iter(self._items[self._head :])
+    def ready(self) -> int:
+        return len(self.items) - self.head
 
     def first(self) -> ReadyMessage:
-        return self._items[self._head]
+        return self.items[self.head]
 
-    def append(self, message: ReadyMessage) -> None:
-        self._items.append(message)
+    def waiting(self) -> list[ReadyMessage]:
+        return self.items[self.head :]
 
     def append_left(self, message: ReadyMessage) -> None:
-        if self._head:
-            self._head -= 1
-            self._items[self._head] = message
+        if self.head:
+            self.head -= 1
+            self.items[self.head] = message
         else:
-            self._items.insert(0, message)
+            self.items.insert(0, message)
 
     def insert_by_id(self, message: ReadyMessage) -> None:
         """Before the first message with a higher id (a scan of the group)."""
-        items = self._items
-        at = next((i for i in range(self._head, len(items)) if items[i].id > message.id), len(items))
+        items = self.items
+        at = next((i for i in range(self.head, len(items)) if items[i].id > message.id), len(items))
         items.insert(at, message)
 
     def pop_left(self) -> ReadyMessage:
-        message = self._items[self._head]
-        self._head += 1
-        if self._head >= _COMPACT_AFTER and self._head * 2 >= len(self._items):
-            del self._items[: self._head]
-            self._head = 0
+        message = self.items[self.head]
+        self.head += 1
+        if self.head >= _COMPACT_AFTER and self.head * 2 >= len(self.items):
+            del self.items[: self.head]
+            self.head = 0
+        elif self.head == len(self.items):
+            self.items, self.head = [], 0
         return message
 
 
@@ -94,24 +99,18 @@ class MessageGroups:
         "_by_priority",
         "_bytes",
         "_count",
-        "_fifos",
-        "_level_of",
-        "_live",
+        "_groups",
         "_names",
         "_next_number",
         "_rings",
-        "_texts",
     )
 
     def __init__(self) -> None:
         self._names: dict[str, int] = {}
-        self._texts: dict[int, str] = {}
-        self._live: dict[int, int] = {}  # group -> its messages in the queue, wherever they are
+        self._groups: dict[int, _Group] = {}  # the groups with a message in the queue, by number
         self._next_number = NO_GROUP + 1
-        self._fifos: dict[int, _GroupFifo] = {}  # only groups with a ready message
-        self._blocked: dict[int, int] = {}  # group -> the id of the message out that blocks it
+        self._blocked = 0
         self._rings: dict[int, OrderedDict[int, None]] = {}  # priority -> groups waiting their turn
-        self._level_of: dict[int, int] = {}  # group -> the priority of the ring it waits in
         self._by_expiry: list[tuple[int, int, int]] = []  # (expires_at, id, group) of heads, a heap
         self._by_age: list[tuple[int, int, int]] = []  # (priority, id, group) of heads, a heap
         self._by_priority: dict[int, int] = {}
@@ -125,71 +124,70 @@ class MessageGroups:
         number = self._names.get(name)
         if number is None:
             number = self._names[name] = self._next_number
-            self._texts[number] = name
+            self._groups[number] = _Group(name)
             self._next_number += 1
-        self._live[number] = self._live.get(number, 0) + 1
+        self._groups[number].live += 1
         return number
 
     def leave(self, message: ReadyMessage) -> None:
         """`message` left the queue for good (settled, dead-lettered, dropped, purged): its group is no
-        longer blocked if it was the blocker, and its name is let go with its group's last message."""
-        group = message.group
-        if group == NO_GROUP:
+        longer blocked if it was the blocker, and the group is let go with its last message."""
+        if message.group == NO_GROUP:
             return
-        if self._blocked.get(group) == message.id:
-            del self._blocked[group]
-            self._place(group)
-        left = self._live[group] - 1
-        if left:
-            self._live[group] = left
-        else:
-            del self._live[group], self._names[self._texts.pop(group)]
-
-    def name(self, group: int) -> str:
-        return self._texts[group]
+        group = self._groups[message.group]
+        if group.blocker == message.id:
+            self._unblock(message.group)
+        group.live -= 1
+        if not group.live:
+            del self._groups[message.group], self._names[group.name]
 
     @property
     def groups(self) -> int:
         """How many groups have a message in the queue."""
-        return len(self._live)
+        return len(self._groups)
 
     @property
     def blocked(self) -> int:
         """How many groups have a message out."""
-        return len(self._blocked)
+        return self._blocked
 
-    def blocker(self, group: int) -> int | None:
-        """The id of the message out that blocks `group`, if one does."""
-        return self._blocked.get(group)
+    def _block(self, number: int, message_id: int) -> None:
+        self._groups[number].blocker = message_id
+        self._blocked += 1
+        self._unring(number)
+
+    def _unblock(self, number: int) -> None:
+        self._groups[number].blocker = None
+        self._blocked -= 1
+        self._place(number)
 
     # adding ready messages
 
     def push(self, message: ReadyMessage) -> None:
         """A new message at the tail of its group."""
         self._add(message)
-        fifo = self._fifos.get(message.group)
-        if fifo is None:
-            fifo = self._fifos[message.group] = _GroupFifo()
-            fifo.append(message)
+        group = self._groups[message.group]
+        group.items.append(message)
+        if group.ready() == 1:
             self._head_changed(message.group)
-        else:
-            fifo.append(message)
 
     def push_due(self, message: ReadyMessage) -> None:
         """A published message whose time came: among its group by id."""
         self._add(message)
-        fifo = self._fifos.setdefault(message.group, _GroupFifo())
-        fifo.insert_by_id(message)
-        if fifo.first() is message:
+        group = self._groups[message.group]
+        group.insert_by_id(message)
+        if group.first() is message:
             self._head_changed(message.group)
 
     def push_returned(self, message: ReadyMessage) -> None:
         """The blocker back from its holder, ready again: at the head of its group, which it no longer
         blocks (it goes to the back of its ring)."""
         self._add(message)
-        self._fifos.setdefault(message.group, _GroupFifo()).append_left(message)
-        if self._blocked.get(message.group) == message.id:
-            del self._blocked[message.group]
+        group = self._groups[message.group]
+        group.append_left(message)
+        if group.blocker == message.id:
+            group.blocker = None
+            self._blocked -= 1
         self._head_changed(message.group)
 
     def _add(self, message: ReadyMessage) -> None:
@@ -209,7 +207,7 @@ class MessageGroups:
     def head(self) -> ReadyMessage | None:
         """The message `pop` takes: the head of the group whose turn it is at the highest priority."""
         ring = self._top_ring()
-        return None if ring is None else self._fifos[next(iter(ring))].first()
+        return None if ring is None else self._groups[next(iter(ring))].first()
 
     def pop(self) -> ReadyMessage:
         """Take the head of the group whose turn it is at the highest priority, blocking the group (there
@@ -217,31 +215,32 @@ class MessageGroups:
         ring = self._top_ring()
         if ring is None:
             raise IndexError("no group's turn")
-        group = next(iter(ring))
-        self._unring(group)
-        self._blocked[group] = self._fifos[group].first().id
-        return self._pop_head(group)
+        number = next(iter(ring))
+        self._block(number, self._groups[number].first().id)
+        return self._pop_head(number)
 
     def take_in(self, window: Window, limit: TakeLimit) -> list[ReadyMessage]:
         """Take the heads in `window` of the groups whose turn it is, as `limit` admits, in turn order (the
         highest priority first), blocking each; the other groups keep their turn (a scan of the ring)."""
         since_ms, until_ms, end_id = window
         taken: list[ReadyMessage] = []
-        for priority in sorted(self._rings, reverse=True):
-            for group in list(self._rings[priority]):
-                head = self._fifos[group].first()
-                if not (since_ms <= head.enqueued_at <= until_ms and head.id < end_id):
-                    continue
-                if not limit.admits(head.size):
-                    return taken
-                limit.take(head.size)
-                self._unring(group)
-                self._blocked[group] = head.id
-                taken.append(self._pop_head(group))
+        for number in self._in_turn():
+            head = self._groups[number].first()
+            if not (since_ms <= head.enqueued_at <= until_ms and head.id < end_id):
+                continue
+            if not limit.admits(head.size):
+                break
+            limit.take(head.size)
+            self._block(number, head.id)
+            taken.append(self._pop_head(number))
         return taken
 
     def _top_ring(self) -> OrderedDict[int, None] | None:
         return self._rings[max(self._rings)] if self._rings else None
+
+    def _in_turn(self) -> list[int]:
+        """The groups whose turn it is, the highest priority first, then in turn order."""
+        return [number for priority in sorted(self._rings, reverse=True) for number in self._rings[priority]]
 
     # expiry and length limits: heads only
 
@@ -251,9 +250,9 @@ class MessageGroups:
         expired = []
         heap = self._by_expiry
         while heap and heap[0][0] < now_ms:
-            _, message_id, group = heapq.heappop(heap)
-            if self._is_head(message_id, group):
-                expired.append(self._pop_head(group))
+            _, message_id, number = heapq.heappop(heap)
+            if self._is_head(message_id, number):
+                expired.append(self._pop_head(number))
         return expired
 
     def head_expires_at(self) -> int:
@@ -271,9 +270,9 @@ class MessageGroups:
         self._drop_stale(self._by_age)
         return self._pop_head(self._by_age[0][2])
 
-    def _is_head(self, message_id: int, group: int) -> bool:
-        fifo = self._fifos.get(group)
-        return fifo is not None and fifo.first().id == message_id
+    def _is_head(self, message_id: int, number: int) -> bool:
+        group = self._groups.get(number)
+        return group is not None and group.ready() > 0 and group.first().id == message_id
 
     def _drop_stale(self, heap: list[tuple[int, int, int]]) -> None:
         while heap and not self._is_head(heap[0][1], heap[0][2]):
@@ -289,21 +288,18 @@ class MessageGroups:
     def heads(self) -> Iterator[ReadyMessage]:
         """The heads of the groups whose turn it is, in the order `pop` would take them were none
         settled (the highest priority first, then turn order)."""
-        for group in self._in_turn():
-            yield self._fifos[group].first()
+        for number in self._in_turn():
+            yield self._groups[number].first()
 
     def behind_heads(self) -> Iterator[ReadyMessage]:
         """The grouped ready messages `heads` leaves out: those behind the heads of the groups whose turn
-        it is, in turn order, then the blocked groups' in the order they first had a ready message; each
-        group's in group order."""
-        for group in self._in_turn():
-            yield from itertools.islice(self._fifos[group], 1, None)
-        for group in self._fifos:
-            if group not in self._level_of:
-                yield from self._fifos[group]
-
-    def _in_turn(self) -> list[int]:
-        return [group for priority in sorted(self._rings, reverse=True) for group in self._rings[priority]]
+        it is, in turn order, then the blocked groups' in the order the groups came; each group's in
+        group order."""
+        for number in self._in_turn():
+            yield from self._groups[number].waiting()[1:]
+        for group in self._groups.values():
+            if group.level is None:
+                yield from group.waiting()
 
     def between(self, first_id: int, end_id: int) -> list[ReadyMessage]:
         """The messages with ids from `first_id` to below `end_id` (a scan; in no particular order)."""
@@ -316,9 +312,9 @@ class MessageGroups:
     def clear(self) -> list[ReadyMessage]:
         """Remove every ready message (`__iter__` order); the groups stay blocked as they were."""
         messages = list(self)
-        self._fifos.clear()
+        for group in self._groups.values():
+            group.items, group.head, group.level = [], 0, None
         self._rings.clear()
-        self._level_of.clear()
         self._by_expiry.clear()
         self._by_age.clear()
         self._by_priority.clear()
@@ -327,9 +323,8 @@ class MessageGroups:
 
     # keeping the rings and heaps
 
-    def _pop_head(self, group: int) -> ReadyMessage:
-        fifo = self._fifos[group]
-        message = fifo.pop_left()
+    def _pop_head(self, number: int) -> ReadyMessage:
+        message = self._groups[number].pop_left()
         self._count -= 1
         self._bytes -= message.size
         left = self._by_priority[message.priority] - 1
@@ -337,45 +332,44 @@ class MessageGroups:
             self._by_priority[message.priority] = left
         else:
             del self._by_priority[message.priority]
-        if not fifo:
-            del self._fifos[group]
-        self._head_changed(group)
+        self._head_changed(number)
         return message
 
-    def _head_changed(self, group: int) -> None:
-        """Note `group`'s new head in the heaps and put the group where its head and block say."""
-        fifo = self._fifos.get(group)
-        if fifo is not None:
-            head = fifo.first()
+    def _head_changed(self, number: int) -> None:
+        """Note group `number`'s new head in the heaps and put the group where its head and block say."""
+        group = self._groups[number]
+        if group.ready():
+            head = group.first()
             if head.expires_at != NO_EXPIRY:
-                heapq.heappush(self._by_expiry, (head.expires_at, head.id, group))
-            heapq.heappush(self._by_age, (head.priority, head.id, group))
-            if len(self._by_age) + len(self._by_expiry) > 4 * len(self._fifos) + 128:
+                heapq.heappush(self._by_expiry, (head.expires_at, head.id, number))
+            heapq.heappush(self._by_age, (head.priority, head.id, number))
+            if len(self._by_age) + len(self._by_expiry) > 4 * len(self._groups) + 128:
                 self._rebuild_heaps()  # let go of the entries of heads long gone
-        self._place(group)
+        self._place(number)
 
-    def _place(self, group: int) -> None:
-        """Put `group` in the ring of its head's priority when it has a ready message and is not
+    def _place(self, number: int) -> None:
+        """Put group `number` in the ring of its head's priority when it has a ready message and is not
         blocked (it keeps its turn if it waits there already), out of every ring otherwise."""
-        fifo = self._fifos.get(group)
-        level = None if fifo is None or group in self._blocked else fifo.first().priority
-        if self._level_of.get(group) == level:
+        group = self._groups[number]
+        level = group.first().priority if group.ready() and group.blocker is None else None
+        if group.level == level:
             return
-        self._unring(group)
+        self._unring(number)
         if level is not None:
-            self._rings.setdefault(level, OrderedDict())[group] = None
-            self._level_of[group] = level
+            self._rings.setdefault(level, OrderedDict())[number] = None
+            group.level = level
 
-    def _unring(self, group: int) -> None:
-        level = self._level_of.pop(group, None)
-        if level is not None:
-            ring = self._rings[level]
-            del ring[group]
+    def _unring(self, number: int) -> None:
+        group = self._groups[number]
+        if group.level is not None:
+            ring = self._rings[group.level]
+            del ring[number]
             if not ring:
-                del self._rings[level]
+                del self._rings[group.level]
+            group.level = None
 
     def _rebuild_heaps(self) -> None:
-        heads = [(group, fifo.first()) for group, fifo in self._fifos.items()]
+        heads = [(number, group.first()) for number, group in self._groups.items() if group.ready()]
         self._by_expiry = [(m.expires_at, m.id, g) for g, m in heads if m.expires_at != NO_EXPIRY]
         self._by_age = [(m.priority, m.id, g) for g, m in heads]
         heapq.heapify(self._by_expiry)
@@ -385,17 +379,19 @@ class MessageGroups:
 
     def to_wire(self, rows_per_chunk: int) -> Iterator[list[Any]]:
         """The `groups` chunks' payloads: `["names", [[number, name, live], ...]]` slices (in the order the
-        names came), `["messages", [row, ...]]` slices (each group's ready messages in group order, the
-        groups in the order they first had one; a row is a message's eight fields, its group last), then
-        `["state", [next_number, [[group, blocker id], ...], [[priority, [group, ...]], ...]]]`: the
-        blocked groups, and each ring in turn order."""
-        names = [[number, name, self._live[number]] for number, name in self._texts.items()]
+        groups came), `["messages", [row, ...]]` slices (each group's ready messages in group order, the
+        groups in that order; a row is a message's eight fields, its group last), then `["state",
+        [next_number, [[group, blocker id], ...], [[priority, [group, ...]], ...]]]`: the blocked
+        groups, and each ring in turn order."""
+        names = [[number, group.name, group.live] for number, group in self._groups.items()]
         for start in range(0, len(names), rows_per_chunk):
             yield ["names", names[start : start + rows_per_chunk]]
-        rows = [list(message) for fifo in self._fifos.values() for message in fifo]
+        rows = [list(message) for group in self._groups.values() for message in group.waiting()]
         for start in range(0, len(rows), rows_per_chunk):
             yield ["messages", rows[start : start + rows_per_chunk]]
-        blocked = [[group, message_id] for group, message_id in self._blocked.items()]
+        blocked = [
+            [number, group.blocker] for number, group in self._groups.items() if group.blocker is not None
+        ]
         rings = [[priority, list(ring)] for priority, ring in self._rings.items()]
         yield ["state", [self._next_number, blocked, rings]]
 
@@ -403,18 +399,22 @@ class MessageGroups:
         """Restore one `to_wire` payload (call `restored` after the last)."""
         if part == "names":
             for number, name, live in payload:
-                self._names[name], self._texts[number], self._live[number] = number, name, live
+                group = self._groups[number] = _Group(name)
+                group.live, self._names[name] = live, number
         elif part == "messages":
             for row in payload:
                 message = ReadyMessage.of_wire(row)
                 self._add(message)
-                self._fifos.setdefault(message.group, _GroupFifo()).append(message)
+                self._groups[message.group].items.append(message)
         elif part == "state":
             self._next_number, blocked, rings = payload
-            self._blocked = {group: message_id for group, message_id in blocked}
-            for priority, groups in rings:
-                self._rings[priority] = OrderedDict.fromkeys(groups)
-                self._level_of.update(dict.fromkeys(groups, priority))
+            for number, message_id in blocked:
+                self._groups[number].blocker = message_id
+            self._blocked = len(blocked)
+            for priority, numbers in rings:
+                self._rings[priority] = OrderedDict.fromkeys(numbers)
+                for number in numbers:
+                    self._groups[number].level = priority
         else:
             raise ValueError(f"unknown groups part {part!r}")
 
