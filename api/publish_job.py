@@ -26,10 +26,12 @@ from cluster.queues.queue_door import QueueDoor
 from cluster.queues.queue_limits import (
     INT64_MAX,
     MAX_DEDUPE_ID_CHARS,
+    MAX_GROUP_BYTES,
     MAX_PUBLISH_WAIT_MS,
     MESSAGE_PRIORITY_MAX,
+    group_name_problem,
 )
-from cluster.replication.stored_message import MESSAGE_ID_HEADER, StoredMessage
+from cluster.replication.stored_message import GROUP_HEADER, MESSAGE_ID_HEADER, StoredMessage
 from quorumq.moments import epoch_ms
 
 MAX_BATCH_MESSAGES = 10000
@@ -70,6 +72,14 @@ class PublishedMessage(msgspec.Struct, forbid_unknown_fields=True):
         Meta(
             description="the message's id (AMQP's message_id, kept as the header x-amqp-message-id); a "
             "queue with x-dedupe-window takes a message whose id it took within the window as a duplicate"
+        ),
+    ] = None
+    group: Annotated[
+        str | None,
+        Meta(
+            description=f"the message's group (1 to {MAX_GROUP_BYTES} bytes of UTF-8, kept as the header "
+            f"{GROUP_HEADER}, which may give it instead): a queue with x-message-groups hands out one "
+            "message of a group at a time, in order"
         ),
     ] = None
 
@@ -177,7 +187,8 @@ def _stored(index: int, message: PublishedMessage, config: NodeConfig) -> tuple[
             413, "too_large", f"{_where(index)} is {len(data)} bytes; the limit is {config.max_message_bytes}"
         )
     check_message_headers(index, message.headers, config)
-    return StoredMessage(data, _with_message_id(index, message), encoding), message.expiration
+    headers = _with_group(index, message, _with_message_id(index, message))
+    return StoredMessage(data, headers, encoding), message.expiration
 
 
 def _with_message_id(index: int, message: PublishedMessage) -> dict[str, Any]:
@@ -194,6 +205,20 @@ def _with_message_id(index: int, message: PublishedMessage) -> dict[str, Any]:
     if given is not None and given != message.message_id:
         raise bad(f"{_where(index)} gives message_id and a different header {MESSAGE_ID_HEADER}")
     return {**headers, MESSAGE_ID_HEADER: message.message_id}
+
+
+def _with_group(index: int, message: PublishedMessage, headers: dict[str, Any]) -> dict[str, Any]:
+    """`headers` of message `index` with its `group` kept as `GROUP_HEADER` (the field wins over the
+    header); 400 naming the field, or the header, when the group it gives cannot name one."""
+    if message.group is None:
+        given = headers.get(GROUP_HEADER)
+        if given is not None and (problem := group_name_problem(given)) is not None:
+            raise bad(f"{_where(index)}.headers.{GROUP_HEADER} {problem}")
+        return headers
+    problem = group_name_problem(message.group)
+    if problem is not None:
+        raise bad(f"{_where(index)}.group {problem}")
+    return {**headers, GROUP_HEADER: message.group}
 
 
 def _text_body(index: int, text: str, encoding: str) -> bytes:

@@ -160,14 +160,16 @@ def queue_json(request: web.Request, name: str, queue: QueueDoor | None) -> dict
     body=PublishBody,
     about=(
         'publish (each message `{"body", "encoding", "headers", "expiration", "delay" or '
-        '"not_before", "priority", "message_id"}`: a delayed message waits in the queue, counted in '
+        '"not_before", "priority", "message_id", "group"}`: a delayed message waits in the queue, counted in '
         "`messages_delayed`, then takes its FIFO place by id; `priority` 0-255, served "
         "strictly highest first, above the queue's top (31, or `x-max-priority`) taken as the "
         'top); 201 `{"ids"}` after majority commit; same `publisher`+`seq` again answers the '
         'same ids (`"duplicate": true`; `"ids": []` once forgotten, past 1024 later seqs); a '
         "message whose `message_id` a queue with `x-dedupe-window` took within the window is not "
         'enqueued again: its position is listed in `"duplicates"` and its id is the first one\'s '
-        '(`"duplicate": true` when every message was one); '
+        '(`"duplicate": true` when every message was one); a queue with `x-message-groups` hands '
+        "out one message of a `group` (or header `x-group-id`; 1-255 bytes of UTF-8, else 400) at "
+        "a time, in order (docs/use/message-groups.md); "
         "409 `seq_too_old` (nothing enqueued) for a seq below that window not known to have "
         "been enqueued; 409 `queue_deleting` while a guarded delete removes the queue; 507 "
         "when a `reject-publish` queue is full, once its `wait` (ms, 0-30000, 0 by default) for "
@@ -219,7 +221,9 @@ async def publish(request: web.Request) -> web.StreamResponse:
         "a message whose `message_id` the queue took within the window is a duplicate, "
         "docs/use/deduplication.md; dead letters go to `x-dead-letter-queue` or through "
         "`x-dead-letter-exchange` by `x-dead-letter-routing-key` or their own, not both, "
-        "docs/use/routing.md): 201 created, 204 same, 409 different, 400 bad argument"
+        "docs/use/routing.md; `x-message-groups` (true: one message of a group out at a time, "
+        "in order, fixed at declaration, docs/use/message-groups.md)): 201 created, 204 same, "
+        "409 different, 400 bad argument"
     ),
 )
 @on_meta_leader
@@ -302,7 +306,8 @@ def _check_dead_letter_target(request: web.Request, queue: str, arguments: dict[
         "definition and stats (`messages`, `messages_ready`, `messages_ready_by_priority`, "
         "`messages_delayed`, `messages_unacknowledged`, `message_bytes`, `consumers`, "
         "`leader`, `members`, `online`, `dead_lettered`; `dedupe_ids`, `dedupe_evicted`, "
-        "`dedupe_refused`: the deduplication window's ids held, let go early, duplicates refused); "
+        "`dedupe_refused`: the deduplication window's ids held, let go early, duplicates refused; "
+        "`groups`, `groups_blocked`: the message groups holding a message, and those with one out); "
         "needs a permission on the queue. When `{q}` names a vhost (no queue of `/` may take a "
         "vhost's name), that vhost's queues, as `GET /api/queues` lists them (RabbitMQ's "
         "`/api/queues/{vhost}`: any authenticated user, who sees the queues it holds a permission on)"

@@ -116,9 +116,10 @@ def messages_to_publish(
     delay_ms: int | None = None,
     priority: int = 0,
     message_id: str | None = None,
+    group: str | None = None,
 ) -> list[Message]:
     """The messages `publish` sends: given bodies (cycled to --count) or generated ones, each delayed by
-    `delay_ms` when given, each at `priority`, each with `message_id` when given."""
+    `delay_ms` when given, each at `priority`, each with `message_id` and in `group` when given."""
     given: list[bytes | str] = list(bodies)
     if source is not None:
         given.extend(body_from_line(line) for line in source.read().splitlines())
@@ -131,7 +132,14 @@ def messages_to_publish(
     else:
         chosen = [synthetic_body(index, size) for index in range(1, (count or 1) + 1)]
     return [
-        Message(body, headers=headers or None, delay_ms=delay_ms, priority=priority, message_id=message_id)
+        Message(
+            body,
+            headers=headers or None,
+            delay_ms=delay_ms,
+            priority=priority,
+            message_id=message_id,
+            group=group,
+        )
         for body in chosen
     ]
 
@@ -180,6 +188,12 @@ def describe_ids(ids: Sequence[int]) -> str:
     help="Each message's id (AMQP's message_id): a queue with x-dedupe-window enqueues a message whose id "
     "it took within the window only once, and confirms the first one's id.",
 )
+@click.option(
+    "--group",
+    metavar="GROUP",
+    help="Each message's group (1 to 255 bytes): a queue with x-message-groups hands out one message of a "
+    "group at a time, in the order published.",
+)
 @click.option("--file", "source", type=click.File("rb"), help="Publish each line of this file ('-': stdin).")
 @click.option(
     "--batch", type=click.IntRange(min=1), default=100, show_default=True, help="Messages a request."
@@ -212,6 +226,7 @@ def publish(
     delay: int | None,
     priority: int,
     message_id: str | None,
+    group: str | None,
     source: BinaryIO | None,
     batch: int,
     window: int,
@@ -226,7 +241,7 @@ def publish(
     elif routing_key is not None or mandatory:
         raise click.UsageError("--routing-key and --mandatory go with --exchange")
     headers = parse_pairs(header_pairs, "--header")
-    messages = messages_to_publish(bodies, source, count, size, headers, delay, priority, message_id)
+    messages = messages_to_publish(bodies, source, count, size, headers, delay, priority, message_id, group)
     if exchange is not None:
         publish_through(settings, exchange, routing_key or "", messages, batch, wait, mandatory)
     elif queue is not None:

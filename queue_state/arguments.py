@@ -22,6 +22,8 @@ DEAD_LETTER_WAYS = ("x-dead-letter-queue", "x-dead-letter-exchange")
 """The two ways to name where dead letters go, a queue or an exchange: one, or neither."""
 MAX_DEDUPE_MAX = 1_000_000
 """The most message ids `x-dedupe-max` lets a queue's deduplication window hold."""
+SHORT_TEXT_BYTES = 255
+"""The longest AMQP short string, in bytes of UTF-8."""
 DISCARD_ARGUMENTS = ("x-discard-mark", "x-discard-below-priority")
 """The discard mark and the priority below which it discards: set together, or neither."""
 
@@ -76,6 +78,7 @@ class QueueConfig:
     dedupe_max: int | None = None
     dead_letter_exchange: str | None = None
     dead_letter_routing_key: str | None = None
+    message_groups: bool | None = None
 
     @property
     def top_priority(self) -> int:
@@ -177,15 +180,18 @@ def _queue_name(value: Any) -> str | None:
     return None
 
 
-def _short_text(value: Any) -> str | None:
-    """AMQP's short string: at most 255 bytes of UTF-8 (a name or a routing key)."""
+def short_text_problem(value: Any) -> str | None:
+    """Why `value` is not AMQP's short string, at most SHORT_TEXT_BYTES bytes of UTF-8 (a name, a
+    routing key, a group), or None when it is one."""
     if type(value) is not str:
         return f"must be a string, got {type(value).__name__}"
     try:
         size = len(value.encode())
     except UnicodeEncodeError:
         return "must be valid UTF-8 text"
-    return f"must be at most 255 bytes of UTF-8, got {size}" if size > 255 else None
+    return (
+        f"must be at most {SHORT_TEXT_BYTES} bytes of UTF-8, got {size}" if size > SHORT_TEXT_BYTES else None
+    )
 
 
 def _boolean(value: Any) -> str | None:
@@ -221,8 +227,9 @@ _ARGUMENTS: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "x-dequeue-window": ("dequeue_window", _window),
     "x-dedupe-window": ("dedupe_window", _integer(1)),
     "x-dedupe-max": ("dedupe_max", _integer(1, MAX_DEDUPE_MAX)),
-    "x-dead-letter-exchange": ("dead_letter_exchange", _short_text),
-    "x-dead-letter-routing-key": ("dead_letter_routing_key", _short_text),
+    "x-dead-letter-exchange": ("dead_letter_exchange", short_text_problem),
+    "x-dead-letter-routing-key": ("dead_letter_routing_key", short_text_problem),
+    "x-message-groups": ("message_groups", _boolean),
 }
 
 RUNTIME_ARGUMENTS = frozenset(

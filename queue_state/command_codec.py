@@ -1,6 +1,6 @@
 """The wire forms of queue commands, by the version of the queue operation that carries them.
 
-Versions 1 to 12 (`encode_command`, `decode_command`): the msgpack-ready list `[tag, {field: value}]`.
+Versions 1 to 13 (`encode_command`, `decode_command`): the msgpack-ready list `[tag, {field: value}]`.
 Fields travel by name and a field equal to its default is left off, so a field added later with a default
 replays entries written before it (and a node that predates the field reads every command that leaves
 it at its default); a field the record does not have, or a missing one without a default, is an error.
@@ -9,8 +9,9 @@ A field added with a later version (`_ADDED_IN`: Checkout's `since_ms` in 2; Ret
 nor can a command added later (`Touch`, 4; `ApplyPolicy`, 7; the redrive commands, 8), an
 `UpdateConfig` or `ApplyPolicy` setting an argument added later (`x-consumer-timeout`, 4; the
 `x-delayed-retry-*` ones, 5; `x-max-priority`, 6; the backlog controls, 10; `x-dedupe-window` and
-`x-dedupe-max`, 11; `x-dead-letter-exchange` and `x-dead-letter-routing-key`, 12), or an `Enqueue`
-of a message with a delay (5; Return's `delay_ms` too), a priority (6) or a `dedupe_id` (11).
+`x-dedupe-max`, 11; `x-dead-letter-exchange` and `x-dead-letter-routing-key`, 12; `x-message-groups`,
+13), or an `Enqueue` of a message with a delay (5; Return's `delay_ms` too), a priority (6), a
+`dedupe_id` (11) or a `group` (13).
 
 Version 0 (`encode_command_v0`, `decode_command_v0`): msgpack bytes of `[tag, now_ms, values...]`, the
 values positional in `_V0_FIELDS` order, with the time the entry envelope carries since version 1. It
@@ -18,8 +19,9 @@ decodes into the same record plus its `EntryMeta`, and is still written while a 
 group may run a version that reads nothing else (`cluster/replication/entry_codec.py`).
 
 Values are the same in both: ids as a list, each `NewMessage` as `[size, expiration_ms]` (and its
-`delay_ms` third when it has one or a priority, which comes fourth when it is not 0, and its `dedupe_id`
-fifth when it has one), a `QueueConfig` as its canonical arguments. Decoding raises only `CommandDecodeError`.
+`delay_ms` third when it has one or a priority, which comes fourth when it is not 0, its `dedupe_id`
+fifth when it has one or a group, which comes sixth), a `QueueConfig` as its canonical arguments.
+Decoding raises only `CommandDecodeError`.
 """
 
 from __future__ import annotations
@@ -124,7 +126,7 @@ _V0_FIELDS: dict[type[Command], tuple[str, ...]] = {
 }
 _V0_SHORTER: dict[type[Command], int] = {DurableCheckout: 2}
 
-NAMED_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)
+NAMED_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)
 """The operation versions whose commands travel in the named-field form."""
 # The version a field of the named form was added in, when after version 1: an older node refuses it.
 _ADDED_IN: dict[type[Command], dict[str, int]] = {
@@ -148,6 +150,8 @@ DEDUPE_VERSION = 11
 DEAD_LETTER_EXCHANGE_VERSION = 12
 """The version with dead-lettering through an exchange: the arguments `x-dead-letter-exchange` and
 `x-dead-letter-routing-key`."""
+MESSAGE_GROUPS_VERSION = 13
+"""The version with ordered message groups: a message's `group`, the argument `x-message-groups`."""
 # The version a command was added in, when after version 1 (version 0 has none of them either).
 _COMMAND_ADDED_IN: dict[type[Command], int] = {
     Touch: 4,
@@ -174,6 +178,7 @@ _ARGUMENT_ADDED_IN: dict[str, int] = {
     "x-dedupe-max": DEDUPE_VERSION,
     "x-dead-letter-exchange": DEAD_LETTER_EXCHANGE_VERSION,
     "x-dead-letter-routing-key": DEAD_LETTER_EXCHANGE_VERSION,
+    "x-message-groups": MESSAGE_GROUPS_VERSION,
 }
 DELAYED_MESSAGE_VERSION = 5
 """The version in which a message to enqueue may carry a delay (`NewMessage.delay_ms`)."""
@@ -195,6 +200,8 @@ def _content_version(cmd: Command) -> int:
     if type(cmd) is ApplyPolicy:
         return max(POLICY_VERSION, arguments_version(cmd.arguments))
     if type(cmd) is Enqueue:
+        if any(message.group is not None for message in cmd.messages):
+            return MESSAGE_GROUPS_VERSION
         if any(message.dedupe_id is not None for message in cmd.messages):
             return DEDUPE_VERSION
         if any(message.priority for message in cmd.messages):
@@ -213,6 +220,15 @@ def _to_wire(value: Any) -> Any:
     if type(value) is tuple:
         return [_to_wire(item) for item in value]
     if type(value) is NewMessage:
+        if value.group is not None:
+            return [
+                value.size,
+                value.expiration_ms,
+                value.delay_ms,
+                value.priority,
+                value.dedupe_id,
+                value.group,
+            ]
         if value.dedupe_id is not None:
             return [value.size, value.expiration_ms, value.delay_ms, value.priority, value.dedupe_id]
         if value.priority:
@@ -229,7 +245,8 @@ def _from_wire(field_name: str, value: Any) -> Any:
     if field_name == "messages":
         if type(value) is not list or any(type(message) is not list for message in value):
             raise InvalidCommand(
-                "messages must be a list of [size, expiration_ms(, delay_ms(, priority(, dedupe_id)))]"
+                "messages must be a list of "
+                "[size, expiration_ms(, delay_ms(, priority(, dedupe_id(, group))))]"
             )
         return tuple(NewMessage(*message) for message in value)
     if field_name == "ids":

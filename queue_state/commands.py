@@ -14,6 +14,7 @@ from typing import Any
 
 from queue_state.arguments import INT64_MAX, ArgumentError, QueueConfig
 from queue_state.dedupe_window import MAX_DEDUPE_ID_CHARS
+from queue_state.message_groups import group_name_problem
 from queue_state.policy import check_policy_arguments
 from queue_state.redrive import ENDED_STATES
 
@@ -81,14 +82,16 @@ class NewMessage:
     """A message to enqueue: body size in bytes, an optional per-message TTL in ms, an optional delay in
     ms before it is ready (queue operations version 5; its TTL counts from the publish), a priority
     (queue operations version 6; 0 to 255 as AMQP allows, taken as the queue's top priority when above)
-    and the message id a queue with a deduplication window takes it by (queue operations version 11; at
-    most MAX_DEDUPE_ID_CHARS characters)."""
+    the message id a queue with a deduplication window takes it by (queue operations version 11; at
+    most MAX_DEDUPE_ID_CHARS characters) and the group a queue with message groups orders it in (queue
+    operations version 13; 1 to MAX_GROUP_BYTES bytes of UTF-8)."""
 
     size: int
     expiration_ms: int | None = None
     delay_ms: int | None = None
     priority: int = 0
     dedupe_id: str | None = None
+    group: str | None = None
 
     def __post_init__(self) -> None:
         _check_int("size", self.size)
@@ -104,6 +107,8 @@ class NewMessage:
             raise InvalidCommand(
                 f"dedupe_id must be a string of 1 to {MAX_DEDUPE_ID_CHARS} characters, got {self.dedupe_id!r}"
             )
+        if self.group is not None and (problem := group_name_problem(self.group)) is not None:
+            raise InvalidCommand(f"group {problem}")
 
 
 @dataclass(frozen=True, slots=True)

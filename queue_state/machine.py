@@ -5,11 +5,16 @@
 every command the machine first makes ready the delayed messages whose time came, and after it expires
 messages at the heads, hands ready messages to consumers with credit (the highest priority first; as
 many as the backlog controls allow) and enforces drop-head length limits (the lowest priority first).
+
+A queue with `x-message-groups` keeps the ready messages that name a group apart
+(`queue_state/message_groups.py`): a hand-out takes the next message of the two, its ungrouped ready
+messages and the heads of the groups whose turn it is, by priority and then by id.
 """
 
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Any
@@ -62,6 +67,7 @@ from queue_state.effects import (
     Rejected,
     Reply,
 )
+from queue_state.message_groups import NO_GROUP, MessageGroups
 from queue_state.messages import NO_EXPIRY, HeldMessage, ReadyMessage, TakeLimit, Window, since_window
 from queue_state.policy import NO_POLICY, AppliedPolicy, effective_config
 from queue_state.publishers import PublisherDedup
@@ -88,6 +94,7 @@ class QueueMachine:
         self._now = 0
         self._next_id = 1
         self._ready = ReadyMessages()
+        self._groups = MessageGroups()  # the ready messages of groups, on a queue with message groups
         self._delayed = DelayedMessages()
         self._consumers = ConsumerRegistry(bool(config.single_active_consumer))
         self._get_holders: dict[str, Holder] = {}
@@ -180,13 +187,19 @@ class QueueMachine:
             priorities = [min(message.priority, top) for message in cmd.messages]
         if self._config.discard_mark is not None:  # the mark counts no message already expired
             self._expire_heads(out)
-        below = discard_below(self._config, len(self._ready))
+        below = discard_below(self._config, self._ready_count())
         if message_ids and below:  # a message dropped as it arrives is no duplicate, and takes no id
             levels = priorities or [0] * count
             message_ids = [None if levels[p] < below else m for p, m in enumerate(message_ids)]
             duplicates = self._dedupe.duplicates(message_ids, first_id)
         discarded: list[int] = []
-        if duplicates or below > min(priorities or [0]) or any(message.delay_ms for message in cmd.messages):
+        grouping = self._config.message_groups and any(message.group for message in cmd.messages)
+        if (
+            duplicates
+            or grouping
+            or below > min(priorities or [0])
+            or any(message.delay_ms for message in cmd.messages)
+        ):
             discarded = self._enqueue_each(first_id, cmd.messages, expires, priorities, below, duplicates)
         else:
             sizes = [message.size for message in cmd.messages]
@@ -213,19 +226,25 @@ class QueueMachine:
         below: int,
         duplicates: dict[int, int],
     ) -> list[int]:
-        """A batch with delayed, discarded or duplicate messages: a duplicate (its position in
+        """A batch with delayed, discarded, duplicate or grouped messages: a duplicate (its position in
         `duplicates`) is not enqueued, each one below priority `below` is discarded, each delayed one
-        waits, the others join their level in order. Returns the ids discarded."""
+        waits, the others join their level (or, on a queue with message groups, their group) in order.
+        Returns the ids discarded."""
         discarded = []
+        grouping = self._config.message_groups
         for offset, (new, expires_at) in enumerate(zip(messages, expires, strict=True)):
             if offset in duplicates:
                 continue
             priority = 0 if priorities is None else priorities[offset]
-            message = ReadyMessage(first_id + offset, new.size, self._now, expires_at, 0, 0, priority)
             if priority < below:
-                discarded.append(message.id)
-            elif new.delay_ms:
+                discarded.append(first_id + offset)
+                continue
+            group = self._groups.enter(new.group) if grouping and new.group is not None else NO_GROUP
+            message = ReadyMessage(first_id + offset, new.size, self._now, expires_at, 0, 0, priority, group)
+            if new.delay_ms:
                 self._delayed.wait(message, _not_before(self._now, new.delay_ms), Destination.PUBLISHED)
+            elif group:
+                self._groups.push(message)
             else:
                 self._ready.push(message)
         return discarded
@@ -270,6 +289,8 @@ class QueueMachine:
             return failure
         ids = [message.id for message in messages]
         out.forget_all(ids)
+        for message in messages:
+            self._groups.leave(message)
         return Acked(tuple(ids), failure)
 
     def _return(self, cmd: Return, out: EffectCollector) -> Reply:
@@ -307,6 +328,7 @@ class QueueMachine:
             deliveries.append(message.delivery())
             if cmd.auto_ack:
                 out.forget(message.id)
+                self._groups.leave(message)
             elif reader is not None and reader.is_reader:
                 self._hold(reader, message, self._now)
             else:
@@ -315,7 +337,11 @@ class QueueMachine:
         return Deliveries(tuple(deliveries))
 
     def _purge(self, cmd: Purge, out: EffectCollector) -> Reply:
-        ids = self._ready.clear() + self._delayed.clear()
+        """Remove every ready and delayed message; a group blocked by a delayed one is blocked no more."""
+        grouped, delayed = self._groups.clear(), list(self._delayed)
+        ids = self._ready.clear() + [message.id for message in grouped] + self._delayed.clear()
+        for message in (*grouped, *delayed):
+            self._groups.leave(message)
         out.forget_all(ids)
         return Purged(len(ids))
 
@@ -337,7 +363,9 @@ class QueueMachine:
         return Ok()
 
     def _update_config(self, cmd: UpdateConfig, out: EffectCollector) -> Reply:
-        return self._configure(cmd.config, self._policy, out)
+        """A configuration changed at runtime; `x-message-groups` stays as declared (not a runtime one)."""
+        declared = replace(cmd.config, message_groups=self._declared.message_groups)
+        return self._configure(declared, self._policy, out)
 
     def _apply_policy(self, cmd: ApplyPolicy, out: EffectCollector) -> Reply:
         """Apply the policy chosen at `cmd.revision`, unless the queue applies a later revision's choice
@@ -406,7 +434,7 @@ class QueueMachine:
             cmd.task, self._redrive_serial, cmd.target, cmd.since_ms, until_ms, self._next_id, cmd.rate,
             self._now, 0,
         )  # fmt: skip
-        task.total = sum(1 for message in self._ready if task.in_window(message.id, message.enqueued_at))
+        task.total = sum(1 for m in self.ready_messages() if task.in_window(m.id, m.enqueued_at))
         self._redrives.pop(cmd.task, None)  # an ended task of that name leaves for the new one
         self._redrives[cmd.task] = task
         self._durables[task.consumer] = DurableHolder(task.consumer)
@@ -475,7 +503,7 @@ class QueueMachine:
             return Failure("beyond_sequence", f"{durable.name!r} has handed out only {durable.next_seq}")
         ids = durable.ids_below(below)
         for message_id in ids:
-            self._release(durable, message_id)
+            self._groups.leave(self._release(durable, message_id))
         out.forget_all(ids)
         durable.settled_below = max(durable.settled_below, below)
         return DurablePosition(durable.settled_below, durable.next_seq)
@@ -483,7 +511,9 @@ class QueueMachine:
     def _seal(self, cmd: Seal, out: EffectCollector) -> Reply:
         """Seal when the conditions hold in this state; a sealed queue answers Ok whatever they ask."""
         if not self._sealed:
-            if cmd.if_empty and (self._ready or self._delayed or self._holder_of or len(self._dead_letters)):
+            if cmd.if_empty and (
+                self._ready_count() or self._delayed or self._holder_of or len(self._dead_letters)
+            ):
                 return Failure("not_empty", f"queue '{self.name}' is not empty")
             if cmd.if_unused and len(self._consumers):
                 return Failure("in_use", f"queue '{self.name}' has consumers")
@@ -513,12 +543,22 @@ class QueueMachine:
     # Moving messages
 
     def _serve(self, out: EffectCollector) -> None:
-        """Expire the head, deliver to consumers with credit as far as the backlog controls allow, then
-        drop the head while over a limit."""
+        """Hand out, then drop the head while over a limit; hand out again when that freed a group (it
+        dropped the message that blocked one, waiting for a delay)."""
+        self._hand_out(out)
+        if not self._config.rejects_publish:
+            blocked = self._groups.blocked
+            while self._over_limit() and (oldest := self._pop_oldest()) is not None:
+                self._dead_letter(oldest, "maxlen", out)
+            if self._groups.blocked < blocked:
+                self._hand_out(out)
+
+    def _hand_out(self, out: EffectCollector) -> None:
+        """Expire the head, deliver to consumers with credit as far as the backlog controls allow."""
         allowed, handed_out = self._room(), 0
         while True:
             self._expire_heads(out)
-            if not self._ready or handed_out == allowed:
+            if handed_out == allowed or not self._servable():
                 break
             consumer = self._consumers.next_with_credit()
             if consumer is None:
@@ -526,43 +566,54 @@ class QueueMachine:
             # a run for one consumer, as one at a time would give it: the other heads cannot expire
             # meanwhile (the clock stands still within a command and they do not move)
             run = min(self._consumers.served_in_a_row(consumer), allowed - handed_out)
-            messages = self._ready.pop_run(run, self._now)
+            if self._groups:
+                messages = self._take_in_turn(TakeLimit(run), out)
+            else:
+                messages = self._ready.pop_run(run, self._now)
             self._hold_all(consumer, messages, self._now)
             out.deliver_all(consumer.name, [message.delivery() for message in messages])
             handed_out += len(messages)
         self._handed_out(handed_out)
-        if not self._config.rejects_publish:
-            while self._over_limit() and (oldest := self._pop_oldest()) is not None:
-                self._dead_letter(oldest, "maxlen", out)
 
     def _pop_oldest(self) -> ReadyMessage | None:
         """What drop-head drops: the lowest priority first, and within it the oldest, waiting or ready
-        (the next ready one of that level, or a waiting one with a lower id); None when the queue holds
-        neither."""
+        (the next ready one of that level, a group's head, or a waiting one with a lower id); None when
+        the queue holds none."""
         waiting = self._delayed.lowest() if self._delayed else None
         ready = self._ready.lowest()
-        if waiting is not None and (ready is None or waiting < ready):
-            return self._delayed.pop_waiting(waiting[1])
-        return None if ready is None else self._ready.pop_lowest()
+        grouped = self._groups.lowest() if self._groups else None
+        oldest = min((key for key in (waiting, ready, grouped) if key is not None), default=None)
+        if oldest is None:
+            return None
+        if oldest == waiting:
+            return self._delayed.pop_waiting(oldest[1])
+        return self._ready.pop_lowest() if oldest == ready else self._groups.pop_lowest()
 
     def _expire_heads(self, out: EffectCollector) -> None:
-        for message in self._ready.expire_heads(self._now):
+        expired = self._ready.expire_heads(self._now)
+        if self._groups:
+            expired += self._groups.expire_heads(self._now)
+        for message in expired:
             self._dead_letter(message, "expired", out)
 
     def _come_due(self) -> None:
         """Delayed messages whose time came: returned ones go back where a return goes now, published
-        ones take their place among their level's ready messages by id."""
+        ones take their place among their level's (or their group's) ready messages by id."""
         if self._delayed:
             for message, destination in self._delayed.come_due(self._now):
-                if destination is Destination.PUBLISHED:
-                    self._ready.push_due(message)
-                else:
+                if destination is Destination.RETURNED:
                     self._push_returned(message)
+                elif message.group:
+                    self._groups.push_due(message)
+                else:
+                    self._ready.push_due(message)
 
     def _push_returned(self, message: ReadyMessage) -> None:
-        """A message back to ready: to its level's returns with a delivery limit, else to its level's
-        tail."""
-        if self._config.delivery_limit_in_force is None:
+        """A message back to ready: a group's to the head of its group, which it no longer blocks; another
+        to its level's returns with a delivery limit, else to its level's tail."""
+        if message.group:
+            self._groups.push_returned(message)
+        elif self._config.delivery_limit_in_force is None:
             self._ready.push(message)
         else:
             self._ready.push_return(message)
@@ -589,15 +640,47 @@ class QueueMachine:
         self, limit: TakeLimit, window: Window | None, out: EffectCollector
     ) -> list[ReadyMessage]:
         """Remove the ready messages `limit` admits: in serve order (the highest level first, its returns
-        first), or with a `window` the first ones in it, the others staying where they are."""
+        first), or with a `window` the first ones in it (then the heads in it of groups whose turn it is),
+        the others staying where they are."""
         self._expire_heads(out)
         if window is not None:
-            return self._ready.take_in(window, limit)
+            taken = self._ready.take_in(window, limit)
+            return taken + self._groups.take_in(window, limit) if self._groups else taken
+        if self._groups:
+            return self._take_in_turn(limit, out)
         expired: list[ReadyMessage] = []
         taken = self._ready.take(limit, self._now, expired)
         for message in expired:
             self._dead_letter(message, "expired", out)
         return taken
+
+    def _take_in_turn(self, limit: TakeLimit, out: EffectCollector) -> list[ReadyMessage]:
+        """On a queue with message groups, remove the messages `limit` admits one at a time, each the next
+        of the two kinds (`_next_ready`), expiring heads after each (the heads must not be expired to begin
+        with); a group's head blocks its group."""
+        taken = []
+        while (head := self._next_ready()) is not None and limit.admits(head.size):
+            message = self._groups.pop() if head.group else self._ready.pop()
+            limit.take(message.size)
+            taken.append(message)
+            self._expire_heads(out)
+        return taken
+
+    def _next_ready(self) -> ReadyMessage | None:
+        """The message a hand-out takes next: of the next ungrouped ready message and the head of the group
+        whose turn it is, the one of higher priority, else the one of lower id (the older)."""
+        grouped, ready = self._groups.head(), self._ready.head()
+        if grouped is None or ready is None:
+            return ready if grouped is None else grouped
+        return grouped if _goes_first(grouped, ready) else ready
+
+    def _servable(self) -> bool:
+        """Whether a ready message may be handed out (not every group is blocked)."""
+        return bool(self._ready) or (bool(self._groups) and self._groups.head() is not None)
+
+    def _ready_count(self) -> int:
+        """How many messages are ready, grouped or not."""
+        return len(self._ready) + len(self._groups)
 
     def _hold(self, holder: Holder, message: ReadyMessage, since_ms: int) -> None:
         self._hold_all(holder, (message,), since_ms)
@@ -676,6 +759,9 @@ class QueueMachine:
     def _dead_letter(
         self, message: ReadyMessage, reason: str, out: EffectCollector, reason_text: str | None = None
     ) -> None:
+        if message.group:  # it leaves its group, which it no longer blocks if it did
+            self._groups.leave(message)
+            message = message._replace(group=NO_GROUP)
         route = self._config.dead_letter_route
         if self._config.dead_letters_at_least_once:
             self._dead_letters.add(message, reason, reason_text)
@@ -693,10 +779,10 @@ class QueueMachine:
     def _limited_count_and_bytes(self) -> tuple[int, int]:
         """What length limits count: ready and delayed plus dead letters pending, never checked-out
         messages."""
-        ready, delayed, dead = self._ready, self._delayed, self._dead_letters
+        ready, grouped, delayed, dead = self._ready, self._groups, self._delayed, self._dead_letters
         return (
-            len(ready) + len(delayed) + len(dead),
-            ready.total_bytes + delayed.total_bytes + dead.total_bytes,
+            len(ready) + len(grouped) + len(delayed) + len(dead),
+            ready.total_bytes + grouped.total_bytes + delayed.total_bytes + dead.total_bytes,
         )
 
     def _over_limit(self, headroom: int = 0) -> bool:
@@ -729,7 +815,7 @@ class QueueMachine:
 
     def stats(self) -> QueueStats:
         """Counts and bytes by where messages are, and counts of messages that left with a reason."""
-        ready, ready_bytes = len(self._ready), self._ready.total_bytes
+        ready, ready_bytes = self._ready_count(), self._ready.total_bytes + self._groups.total_bytes
         unacked, dlx = len(self._holder_of), len(self._dead_letters)
         delayed, delayed_bytes = len(self._delayed), self._delayed.total_bytes
         return QueueStats(
@@ -742,7 +828,7 @@ class QueueMachine:
             message_bytes_unacknowledged=self._held_bytes,
             message_bytes_dlx=self._dead_letters.total_bytes,
             messages_delayed=delayed,
-            messages_ready_by_priority=self._ready.counts(),
+            messages_ready_by_priority=self._ready_by_priority(),
             consumers=len(self._consumers),
             publishers=len(self._publishers),
             dead_lettered=dict(self._dead_lettered),
@@ -750,16 +836,27 @@ class QueueMachine:
             dedupe_ids=len(self._dedupe),
             dedupe_evicted=self._dedupe.evicted,
             dedupe_refused=self._dedupe.refused,
+            groups=self._groups.groups,
+            groups_blocked=self._groups.blocked,
         )
+
+    def _ready_by_priority(self) -> dict[int, int]:
+        """How many ready messages each level holding any has, grouped or not, highest first."""
+        counts = self._ready.counts()
+        if not self._groups:
+            return counts
+        for priority, count in self._groups.counts().items():
+            counts[priority] = counts.get(priority, 0) + count
+        return dict(sorted(counts.items(), reverse=True))
 
     def next_deadline_ms(self) -> int | None:
         """The earliest entry time at which a Tick would change something (TTL, lease, a delayed message's
         time, expiry, publishers, a hand-out the dequeue interval or window holds back)."""
         deadlines = []
         opening = next_opening_ms(self._config, self._now, len(self._holder_of), self._paced_at)
-        if opening is not None and self._ready and self._consumers.someone_could_take:
+        if opening is not None and self._servable() and self._consumers.someone_could_take:
             deadlines.append(opening)
-        head_expiry = self._ready.head_expires_at()
+        head_expiry = min(self._ready.head_expires_at(), self._groups.head_expires_at())
         if head_expiry != NO_EXPIRY:
             deadlines.append(head_expiry + 1)
         due = self._delayed.next_due_ms()
@@ -841,8 +938,13 @@ class QueueMachine:
 
     def ready_messages(self) -> Iterator[ReadyMessage]:
         """Ready messages in the order they will be served (the highest priority first; within a level
-        returns first, then main and the due published ones by id)."""
-        return iter(self._ready)
+        returns first, then main and the due published ones by id). On a queue with message groups, first
+        those hand-outs would take were nothing settled meanwhile, in that order (`_next_ready`'s rule
+        between the ungrouped ones and the heads of the groups whose turn it is), then the groups'
+        others (`MessageGroups.behind_heads`)."""
+        if not self._groups:
+            return iter(self._ready)
+        return itertools.chain(_in_turn(iter(self._ready), self._groups.heads()), self._groups.behind_heads())
 
     def delayed_messages(self) -> list[ReadyMessage]:
         """The messages waiting for their time (not ready yet), in no particular order."""
@@ -855,7 +957,10 @@ class QueueMachine:
         RabbitMQ's peek does)."""
         if position < 1:
             raise ValueError(f"position must be 1 or more, got {position}")
-        found = self._ready.at(position - 1)
+        if self._groups:
+            found = next(itertools.islice(self.ready_messages(), position - 1, None), None)
+        else:
+            found = self._ready.at(position - 1)
         return None if found is None else found.delivery()
 
     def browse(self, first_id: int, end_id: int, limit: int) -> list[Delivery]:
@@ -867,7 +972,9 @@ class QueueMachine:
             if first_id <= message_id < end_id
         ]
         delayed = [message for message in self._delayed if first_id <= message.id < end_id]
-        found = self._ready.between(first_id, end_id) + held + delayed
+        found = (
+            self._ready.between(first_id, end_id) + self._groups.between(first_id, end_id) + held + delayed
+        )
         return [message.delivery() for message in heapq.nsmallest(limit, found)]
 
     def redrives(self) -> list[RedriveTask]:
@@ -891,7 +998,8 @@ class QueueMachine:
         prioritised = self._has_priorities()
         delaying = bool(self._delayed) or any(True for _ in self._ready.due_messages())
         counting = prioritised or delaying or not self._counts_fit_version_3()
-        width = 7 if prioritised else 6 if counting else 5  # message row fields before versions 6 and 4
+        grouped = bool(self._declared.message_groups)
+        width = 8 if grouped else 7 if prioritised else 6 if counting else 5  # before versions 12, 6 and 4
         delayed = self._delayed.to_wire(width, self._ready.due_messages())
         readers = self._consumers.has_readers
         applied = self._policy
@@ -902,9 +1010,9 @@ class QueueMachine:
         paced = {} if self._paced_at is None else {"paced_at": self._paced_at}
         deduplicated = bool(len(self._dedupe) or self._dedupe.evicted or self._dedupe.refused)
         version = (
-            11 if deduplicated else 10 if paced else 9 if self._consumers.has_auto_ack else 8 if redriven
-            else 7 if policy else 6 if prioritised else 5 if delaying else 4 if counting else 3 if readers
-            else 2
+            12 if grouped else 11 if deduplicated else 10 if paced else 9 if self._consumers.has_auto_ack
+            else 8 if redriven else 7 if policy else 6 if prioritised else 5 if delaying else 4 if counting
+            else 3 if readers else 2
         )  # fmt: skip
         yield snapshot_header(
             version,
@@ -940,6 +1048,9 @@ class QueueMachine:
             )
         if deduplicated:
             yield pack_chunk("dedupe", self._dedupe.to_wire())
+        if grouped:
+            for part in self._groups.to_wire(_ROWS_PER_CHUNK):
+                yield pack_chunk("groups", part)
         publishers = self._publishers.to_wire()
         for start in range(0, len(publishers), _PUBLISHERS_PER_CHUNK):
             yield pack_chunk("publishers", publishers[start : start + _PUBLISHERS_PER_CHUNK])
@@ -1031,10 +1142,13 @@ class QueueMachine:
                 machine._redrives = {row[0]: RedriveTask.of_wire(row) for row in rows}
             elif kind == "dedupe":
                 machine._dedupe = DedupeWindow.of_wire(payload)
+            elif kind == "groups":
+                machine._groups.extend_from_wire(*payload)
             elif kind == "publishers":
                 machine._publishers.extend_from_wire(payload)
             else:
                 raise SnapshotError(f"unknown snapshot chunk {kind!r}")
+        machine._groups.restored()
         return machine
 
     def _restore_held(self, name: str, is_consumer: bool, held: list[list[int]]) -> None:
@@ -1053,6 +1167,33 @@ class QueueMachine:
         for *message, since_ms, seq in numbered:
             self._hold(durable, ReadyMessage.of_wire(message), since_ms)
             durable.number(message[0], seq)
+
+
+def _goes_first(grouped: ReadyMessage, ready: ReadyMessage) -> bool:
+    """Whether a group's head is handed out before an ungrouped ready message: the higher priority first,
+    then the lower id (the older)."""
+    if grouped.priority != ready.priority:
+        return grouped.priority > ready.priority
+    return grouped.id < ready.id
+
+
+def _in_turn(ready: Iterator[ReadyMessage], heads: Iterator[ReadyMessage]) -> Iterator[ReadyMessage]:
+    """Ungrouped ready messages in serve order and groups' heads in turn order, merged as hand-outs take
+    them (`_goes_first`)."""
+    grouped, plain = next(heads, None), next(ready, None)
+    while grouped is not None and plain is not None:
+        if _goes_first(grouped, plain):
+            yield grouped
+            grouped = next(heads, None)
+        else:
+            yield plain
+            plain = next(ready, None)
+    if grouped is not None:
+        yield grouped
+        yield from heads
+    if plain is not None:
+        yield plain
+        yield from ready
 
 
 def _not_before(now: int, delay_ms: int) -> int:

@@ -26,7 +26,8 @@ class ReadyMessage(NamedTuple):
 
     `delivery_count` counts the hand-outs that failed, `acquired` every hand-out that ended in a return
     (so, while the message is held, the hand-outs before this one): both only grow when it comes back.
-    `priority` is its level (0 to `MAX_PRIORITY`, as the queue took it)."""
+    `priority` is its level (0 to `MAX_PRIORITY`, as the queue took it); `group` the number of its group on
+    a queue with message groups (`queue_state/message_groups.py`), 0 for none."""
 
     id: int
     size: int
@@ -35,18 +36,20 @@ class ReadyMessage(NamedTuple):
     delivery_count: int
     acquired: int
     priority: int = 0
+    group: int = 0
 
     @classmethod
     def of_wire(cls, values: list[int]) -> ReadyMessage:
-        """A message from its snapshot row: seven integers, the six of snapshots before priorities
-        (level 0), or the five of snapshots before the acquired count, which was then equal to the
-        delivery count (every return counted as a failure)."""
+        """A message from its snapshot row: eight integers (a grouped queue's, snapshot version 12), the
+        seven of snapshots without groups, the six of snapshots before priorities (level 0), or the five
+        of snapshots before the acquired count, which was then equal to the delivery count (every return
+        counted as a failure)."""
         if len(values) == 5:
             values = [*values, values[4]]
-        id_, size, enqueued_at, expires_at, delivery_count, acquired, *priority = values
-        if len(priority) > 1:
+        id_, size, enqueued_at, expires_at, delivery_count, acquired, *rest = values
+        if len(rest) > 2:
             raise ValueError(f"a message row has {len(values)} fields")
-        return cls(id_, size, enqueued_at, expires_at, delivery_count, acquired, *priority)
+        return cls(id_, size, enqueued_at, expires_at, delivery_count, acquired, *rest)
 
     def delivery(self) -> Delivery:
         return Delivery(

@@ -52,6 +52,11 @@ class _Level:
         self.due_bytes -= message.size
         return message
 
+    def head(self) -> ReadyMessage:
+        if self._next_is_due():
+            return self.due[0][1]
+        return (self.returns or self.main).at(0)
+
     def head_size(self) -> int:
         if self._next_is_due():
             return self.due[0][1].size
@@ -197,6 +202,15 @@ class ReadyMessages:
         if level is None:
             raise IndexError("no ready message")
         return level
+
+    def head(self) -> ReadyMessage | None:
+        """The message served next, if any."""
+        level = self._top()
+        return None if level is None else level.head()
+
+    def pop(self) -> ReadyMessage:
+        """Take the message served next (there must be one)."""
+        return self._top_level().pop()
 
     def pop_run(self, count: int, now_ms: int) -> list[ReadyMessage]:
         """Up to `count` messages of the highest level in serve order, none expired before `now_ms`."""

@@ -25,7 +25,11 @@ header's `paced_at` (when the queue last handed out under its `x-dequeue-interva
 while the queue paces its hand-outs (queue operations version 10); an earlier version restores with none,
 as a queue that never paced. Version 11 adds a `dedupe` chunk (`[evicted, refused, [[message id, first
 id, at_ms], ...]]`: the deduplication window, oldest first, and its counters) and is written while the
-window holds an id or counted one (queue operations version 11). Versions before 4
+window holds an id or counted one (queue operations version 11). Version 12 adds message groups: an
+eighth field of every message row (its group's number, 0 for none) and `groups` chunks
+(`MessageGroups.to_wire`: the groups' names, their ready messages and which are blocked and whose turn
+it is), and is written by every queue with `x-message-groups` (queue operations version 13). Versions
+before 4
 restore with each message's acquired count equal to its delivery count, versions before 6 with every
 message at level 0. Version 1 is only read: `SnapshotReader` hands it to `queue_state.legacy_formats`
 first (docs/internals/formats.md lists every version).
@@ -40,10 +44,10 @@ import msgpack
 
 from queue_state import legacy_formats
 
-SNAPSHOT_VERSION = 11  # 2: publishers' watermarks, `sealed`; 3: readers' times; 4: acquired counts, reasons;
+SNAPSHOT_VERSION = 12  # 2: publishers' watermarks, `sealed`; 3: readers' times; 4: acquired counts, reasons;
 # 5: delayed messages; 6: priorities; 7: the applied policy; 8: redrive tasks; 9: auto-ack consumers;
-# 10: the time of the last paced hand-out; 11: the deduplication window
-WRITTEN_VERSIONS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
+# 10: the time of the last paced hand-out; 11: the deduplication window; 12: message groups
+WRITTEN_VERSIONS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)
 """The versions a queue writes: the oldest that holds its state (`QueueMachine.snapshot_chunks`)."""
 READABLE_VERSIONS = (*legacy_formats.SNAPSHOT_VERSIONS, *WRITTEN_VERSIONS)
 END_OF_SNAPSHOT = "end"

@@ -15,7 +15,9 @@ class QueueStats:
     `messages_delayed` counts messages waiting for their time (in `messages`, not in `messages_ready`);
     `messages_ready_by_priority` the ready ones of each priority level holding any. `dedupe_ids` counts
     the message ids the deduplication window holds, `dedupe_evicted` those it let go early (at
-    `x-dedupe-max`), `dedupe_refused` the messages it refused as duplicates.
+    `x-dedupe-max`), `dedupe_refused` the messages it refused as duplicates. On a queue with message
+    groups, `groups` counts the groups that have a message in the queue, and `groups_blocked` those that
+    have one out (held, or back and waiting for a delay), which hold back the rest of their group.
     """
 
     messages_ready: int
@@ -35,3 +37,5 @@ class QueueStats:
     dedupe_ids: int = 0
     dedupe_evicted: int = 0
     dedupe_refused: int = 0
+    groups: int = 0
+    groups_blocked: int = 0

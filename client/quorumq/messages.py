@@ -18,7 +18,9 @@ class Message:
     version 5), and `priority` (0 to 255; the queue serves its higher levels first and takes one above its
     top, 31 or `x-max-priority`, as the top; every node at queue operations version 6), and `message_id`
     (AMQP's; a queue with `x-dedupe-window` does not enqueue again a message whose id it took within the
-    window, and answers its publish with the first one's id)."""
+    window, and answers its publish with the first one's id), and `group` (1 to 255 bytes of UTF-8, kept
+    as the header `x-group-id`; a queue with `x-message-groups` hands out one message of a group at a
+    time, in the group's order; every node at queue operations version 13)."""
 
     body: bytes | str
     headers: dict[str, Any] | None = None
@@ -26,7 +28,11 @@ class Message:
     delay_ms: int | None = None
     priority: int = 0
     message_id: str | None = None
+    group: str | None = None
 
+
+GROUP_HEADER = "x-group-id"
+"""The header a message's group travels in."""
 
 Publishable = bytes | str | Message
 
@@ -38,7 +44,8 @@ class Delivery:
     `delivery_count` counts the failed deliveries before this one (what `x-delivery-limit` compares),
     `acquired_count` every hand-out before this one (`redelivered` when above 0). `seq` (a durable
     consumer's delivery sequence number) and `published_at` (enqueue time, ms since the epoch) are set
-    when the server reports them; `priority` is the level the queue keeps the message at."""
+    when the server reports them; `priority` is the level the queue keeps the message at, `group` the
+    message's group (its header `x-group-id`), if it has one."""
 
     id: int
     body: bytes
@@ -49,6 +56,11 @@ class Delivery:
     published_at: int | None = None
     acquired_count: int = 0
     priority: int = 0
+
+    @property
+    def group(self) -> str | None:
+        value = self.headers.get(GROUP_HEADER)
+        return value if isinstance(value, str) else None
 
     @property
     def text(self) -> str:
@@ -64,9 +76,17 @@ def encode_message(message: Publishable, *, packed: bool = False) -> dict[str, A
     (bytes as bin, str as str), for JSON bytes go as base64."""
     if isinstance(message, Message):
         body, headers, expiration, delay = message.body, message.headers, message.expiration, message.delay_ms
-        priority, message_id = message.priority, message.message_id
+        priority, message_id, group = message.priority, message.message_id, message.group
     else:  # a bare body, the common case: no Message is built for it
-        body, headers, expiration, delay, priority, message_id = message, None, None, None, 0, None
+        body, headers, expiration, delay, priority, message_id, group = (
+            message,
+            None,
+            None,
+            None,
+            0,
+            None,
+            None,
+        )
     if isinstance(body, bytes | bytearray | memoryview):
         wire: dict[str, Any] = (
             {"body": body}
@@ -87,6 +107,8 @@ def encode_message(message: Publishable, *, packed: bool = False) -> dict[str, A
         wire["priority"] = priority
     if message_id is not None:
         wire["message_id"] = message_id
+    if group is not None:
+        wire["group"] = group
     return wire
 
 

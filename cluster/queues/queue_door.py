@@ -171,9 +171,11 @@ class QueueFormats(Protocol):
         """Refused `upgrade_in_progress` (or FormatsNotYetKnown) unless every node reads `version`."""
         ...
 
-    def require_publish(self, delays: bool, priorities: bool, message_ids: bool = False) -> None:
+    def require_publish(
+        self, delays: bool, priorities: bool, message_ids: bool = False, groups: bool = False
+    ) -> None:
         """As `require_queue_ops`, for a publish with delays, priorities, message ids for a deduplication
-        window, or several."""
+        window, groups for a queue with message groups, or several."""
         ...
 
     def reads_queue_ops(self, version: int) -> bool:
@@ -363,6 +365,8 @@ class QueueDoor:
             dedupe_ids=stats.dedupe_ids,
             dedupe_evicted=stats.dedupe_evicted,
             dedupe_refused=stats.dedupe_refused,
+            groups=stats.groups,
+            groups_blocked=stats.groups_blocked,
         )
 
     async def update_arguments(self, changes: dict[str, Any]) -> dict[str, Any]:
@@ -421,22 +425,23 @@ class QueueDoor:
         ResourceAlarmed while a member of the queue's group is in a resource alarm (decision 0024), and
         Overloaded while this leader holds as many of the group's proposals not yet applied as it takes,
         unless the publish is one the queue answers without enqueueing (a retry whose answer was lost)."""
-        message_ids = self._message_ids(messages)
+        message_ids, groups = self._message_ids(messages), self._groups(messages)
         with _invalid_is_bad_request():
-            if delays is None and priorities is None and message_ids is None:
+            if delays is None and priorities is None and message_ids is None and groups is None:
                 sizes = tuple(NewMessage(len(m.body), expiration) for m, expiration in messages)
             else:
                 self._formats.require_publish(
-                    delays is not None, priorities is not None, message_ids is not None
+                    delays is not None, priorities is not None, message_ids is not None, groups is not None
                 )
                 count = len(messages)
                 sizes = tuple(
-                    NewMessage(len(m.body), expiration, delay, priority, message_id)
-                    for (m, expiration), delay, priority, message_id in zip(
+                    NewMessage(len(m.body), expiration, delay, priority, message_id, group)
+                    for (m, expiration), delay, priority, message_id, group in zip(
                         messages,
                         delays or [None] * count,
                         priorities or [0] * count,
                         message_ids or [None] * count,
+                        groups or [None] * count,
                         strict=True,
                     )
                 )
@@ -460,6 +465,14 @@ class QueueDoor:
             return None
         message_ids = [None if DEATHS in m.headers else m.message_id for m, _ in messages]
         return message_ids if any(message_ids) else None
+
+    def _groups(self, messages: Sequence[tuple[StoredMessage, int | None]]) -> list[str | None] | None:
+        """Each message's group, for a queue with message groups when a message has one; None otherwise
+        (a group on another queue stays in the message's headers only)."""
+        if not self._replica.machine.config.message_groups:
+            return None
+        groups = [m.group for m, _ in messages]
+        return groups if any(groups) else None
 
     async def _enqueue(
         self,

@@ -95,7 +95,8 @@ class QueueCounts:
     """A queue's counters on its leader: messages and bytes by where they are (`messages_delayed`: waiting
     for their time; `messages_ready_by_priority`: the ready ones of each level holding any), consumers,
     messages that left with a reason (`dead_lettered` to a target, `dropped` without one), the next
-    message id, and the deduplication window's ids held, let go early and duplicates refused."""
+    message id, the deduplication window's ids held, let go early and duplicates refused, and the message
+    groups holding a message and those blocked by one out."""
 
     messages: int
     messages_ready: int
@@ -112,6 +113,8 @@ class QueueCounts:
     dedupe_ids: int = 0
     dedupe_evicted: int = 0
     dedupe_refused: int = 0
+    groups: int = 0
+    groups_blocked: int = 0
 
 
 @dataclass(frozen=True, slots=True)

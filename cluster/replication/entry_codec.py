@@ -6,6 +6,8 @@ batcher merges the proposals that arrive together into one entry (`cluster/repli
 back, finds where they lie with `entry_body_spans`). A metadata operation is a command of
 `metadata_state.codec`. A queue operation has its own envelope:
 
+- version 13: `[13, now_ms, command, bodies]`, as version 12, where a message to enqueue may carry the
+  group a queue with message groups orders it in, and a configuration `x-message-groups`;
 - version 12: `[12, now_ms, command, bodies]`, as version 11, where a configuration may set
   `x-dead-letter-exchange` and `x-dead-letter-routing-key`;
 - version 11: `[11, now_ms, command, bodies]`, as version 10, where a message to enqueue may carry the
@@ -33,7 +35,7 @@ back, finds where they lie with `entry_body_spans`). A metadata operation is a c
 - version 0: `[command bytes, bodies]`, the time inside the positional command bytes
   (`decode_command_v0`).
 
-All decode into the same `QueueOp`, so logs written before version 12 (or 11 to 1) replay (snapshots never
+All decode into the same `QueueOp`, so logs written before version 13 (or 12 to 1) replay (snapshots never
 held operations). A leader writes the newest version every node of the cluster said it reads
 (`cluster/replication/codec_reads.py`); a command with a field that version has no place for is not written
 (the leader builds it only when `op_version()` allows, `cluster/queues/queue_door.py`).
@@ -56,6 +58,7 @@ from queue_state.command_codec import (
     AUTO_ACK_VERSION,
     DEDUPE_VERSION,
     DELAYED_MESSAGE_VERSION,
+    MESSAGE_GROUPS_VERSION,
     NAMED_VERSIONS,
     POLICY_VERSION,
     PRIORITY_MESSAGE_VERSION,
@@ -69,7 +72,7 @@ from queue_state.command_codec import (
 from queue_state.commands import Command, Enqueue, EntryMeta, InvalidCommand
 from raft_log.msgpack_parts import array_header
 
-QUEUE_OP_VERSION = 12
+QUEUE_OP_VERSION = 13
 """The newest version of the queue operation envelope this node reads and may write."""
 READER_OP_VERSION = 2
 """The first version in which a consumer reading from a time is registered through the log."""
@@ -90,6 +93,8 @@ AUTO_ACK_OP_VERSION = AUTO_ACK_VERSION
 """The first version with auto-ack consumers (`Checkout.auto_ack`)."""
 DEDUPE_OP_VERSION = DEDUPE_VERSION
 """The first version with deduplication windows: a message's id, `x-dedupe-window`, `x-dedupe-max`."""
+GROUPS_OP_VERSION = MESSAGE_GROUPS_VERSION
+"""The first version with ordered message groups: a message's group, `x-message-groups`."""
 
 
 class EntryDecodeError(ValueError):

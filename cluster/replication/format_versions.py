@@ -27,6 +27,7 @@ from cluster.replication.codec_reads import CodecReads
 from cluster.replication.entry_codec import (
     DEDUPE_OP_VERSION,
     DELAY_OP_VERSION,
+    GROUPS_OP_VERSION,
     PRIORITY_OP_VERSION,
     QUEUE_OP_VERSION,
 )
@@ -88,16 +89,21 @@ class FormatVersions:
         while that is only not known yet, or Refused `upgrade_in_progress` (a node reads `what`)."""
         self._require(self.queue_operations, version, what)
 
-    def require_publish(self, delays: bool, priorities: bool, message_ids: bool = False) -> None:
+    def require_publish(
+        self, delays: bool, priorities: bool, message_ids: bool = False, groups: bool = False
+    ) -> None:
         """As `require_queue_ops`, for what a publish carries: delays need DELAY_OP_VERSION, priorities
-        PRIORITY_OP_VERSION, message ids for a deduplication window DEDUPE_OP_VERSION. The one gate of
-        them, asked by the node that takes a publish and its leader."""
+        PRIORITY_OP_VERSION, message ids for a deduplication window DEDUPE_OP_VERSION, groups for a queue
+        with message groups GROUPS_OP_VERSION. The one gate of them, asked by the node that takes a
+        publish and its leader."""
         if delays:
             self.require_queue_ops(DELAY_OP_VERSION, "no delays")
         if priorities:
             self.require_queue_ops(PRIORITY_OP_VERSION, "no priorities")
         if message_ids:
             self.require_queue_ops(DEDUPE_OP_VERSION, "no deduplication windows")
+        if groups:
+            self.require_queue_ops(GROUPS_OP_VERSION, "no message groups")
 
     def reads_queue_ops(self, version: int) -> bool:
         """Whether every node of the cluster reads queue operations `version` (False: a node said it

@@ -6,9 +6,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
+from queue_state.message_groups import group_name_problem
+
 MESSAGE_ID_HEADER = "x-amqp-message-id"
 """The header that holds a message's id: AMQP's `message_id` property (`api/amqp/properties.py`), the
 HTTP publish's `message_id`, what a queue's deduplication window takes a message by."""
+GROUP_HEADER = "x-group-id"
+"""The header that holds a message's group: the HTTP and stream publish's `group`, or the header as a
+publisher (an AMQP one among them) sets it; what a queue with message groups orders it by."""
 EXCHANGE_HEADER = "x-amqp-exchange"
 """The header that holds the named exchange a message was routed through (AMQP's `basic.deliver`
 `exchange`)."""
@@ -60,6 +65,13 @@ class StoredMessage:
         """The message's id (`MESSAGE_ID_HEADER`), when it has one that is text."""
         value = self.headers.get(MESSAGE_ID_HEADER)
         return value if isinstance(value, str) and value else None
+
+    @property
+    def group(self) -> str | None:
+        """The message's group (`GROUP_HEADER`), when it has one that can name a group (a header set
+        before groups were checked at the edge may not: its message then has none)."""
+        value = self.headers.get(GROUP_HEADER)
+        return value if value is not None and group_name_problem(value) is None else None
 
 
 BodySpan = tuple[int, int, int, str]

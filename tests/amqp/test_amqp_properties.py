@@ -120,3 +120,11 @@ def test_field_table_values_become_json_values() -> None:
     assert json_value({"a": [b"text", b"\xff\x00", decimal.Decimal("1.50"), STAMP, None, True, 1.5]}) == {
         "a": ["text", "/wA=", "1.50", int(STAMP.timestamp()), None, True, 1.5]
     }
+
+
+def test_a_group_travels_as_the_header_x_group_id_both_ways() -> None:
+    """An AMQP publisher names a message's group by the header `x-group-id`, which the publish keeps
+    (`api/publish_job.py` takes it as the group) and a delivery gives back in its headers table."""
+    published = published_fields(commands.Basic.Properties(headers={"x-group-id": "order-7"}), b"x")
+    assert published["headers"] == {"x-group-id": "order-7"}
+    assert delivery_properties(row({"x-group-id": "order-7"})).headers == {"x-group-id": "order-7"}

@@ -123,6 +123,17 @@ def test_a_message_id_goes_on_the_wire_only_when_given() -> None:
     assert "message_id" not in encode_message(Message("pay"), packed=True)
 
 
+def test_a_group_goes_on_the_wire_only_when_given_and_comes_back_in_its_header() -> None:
+    assert encode_message(Message("ship", group="order-17"), packed=True) == {
+        "body": "ship",
+        "group": "order-17",
+    }
+    assert "group" not in encode_message(Message("ship"), packed=True)
+    delivery = decode_delivery({"id": 1, "body": "ship", "headers": {"x-group-id": "order-17"}}, Delivery)
+    assert delivery.group == "order-17"
+    assert decode_delivery({"id": 2, "body": "ship"}, Delivery).group is None
+
+
 def test_an_unknown_wire_format_is_refused() -> None:
     with pytest.raises(ValueError, match="wire"):
         Client(["127.0.0.1:1"], wire="xml")  # type: ignore[arg-type]

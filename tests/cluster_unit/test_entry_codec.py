@@ -219,47 +219,53 @@ def test_version_9_is_version_8_under_its_own_number_with_auto_ack_consumers() -
     assert plain[:3] == [2, 7, [2, {"consumer": "c", "prefetch": 10}]]
 
 
+def _written_only_from(version: int, command: Command, wire: list, bodies: list | None = None) -> None:
+    """`command` travels as `wire` in an operation of `version`, which decodes back to it; no earlier
+    version writes it (its node would refuse it), nor does a node of the version before read it."""
+    op = encode_queue_op(EntryMeta(7), command, bodies, version)
+    assert op[:3] == [version, 7, wire]
+    assert decode_queue_op(through_an_entry(op)).command == command
+    for older in range(version):
+        with pytest.raises(ValueError):
+            encode_queue_op(EntryMeta(7), command, None, older)
+    with pytest.raises(CommandDecodeError, match=f"reads up to {version - 1}"):
+        decode_queue_op(through_an_entry(op), version - 1)
+
+
+def test_version_13_is_version_12_under_its_own_number_with_message_groups() -> None:
+    assert QUEUE_OP_VERSION == 13
+    assert encode_queue_op(EntryMeta(7), Tick()) == [13, 7, [10, {}], None]
+    grouped = {"x-queue-type": "quorum", "x-message-groups": True}
+    _written_only_from(13, UpdateConfig(parse_arguments(grouped)), [11, {"config": grouped}])
+    _written_only_from(
+        13,
+        Enqueue((NewMessage(3, group="order-1"), NewMessage(4))),
+        [1, {"messages": [[3, None, None, 0, None, "order-1"], [4, None]]}],
+        [StoredMessage(b"abc", {}, "utf8"), StoredMessage(b"abcd", {}, "utf8")],
+    )
+
+
 def test_version_12_is_version_11_under_its_own_number_with_dead_lettering_through_an_exchange() -> None:
-    assert QUEUE_OP_VERSION == 12
-    assert encode_queue_op(EntryMeta(7), Tick()) == [12, 7, [10, {}], None]
+    assert encode_queue_op(EntryMeta(7), Tick(), version=12) == [12, 7, [10, {}], None]
     routed = {"x-queue-type": "quorum", "x-dead-letter-exchange": "dlx", "x-dead-letter-routing-key": "dead"}
-    for command, wire in [
-        (UpdateConfig(parse_arguments(routed)), [11, {"config": routed}]),
-        (
-            ApplyPolicy("p", {"x-dead-letter-exchange": ""}, 2),
-            [18, {"policy": "p", "arguments": {"x-dead-letter-exchange": ""}, "revision": 2}],
-        ),
-    ]:
-        op = encode_queue_op(EntryMeta(7), command)
-        assert op[:3] == [12, 7, wire]
-        assert decode_queue_op(through_an_entry(op)).command == command
-        for version in range(12):  # a node of that version would refuse it: it is never written
-            with pytest.raises(ValueError):
-                encode_queue_op(EntryMeta(7), command, None, version)
-    with pytest.raises(CommandDecodeError, match="reads up to 11"):  # nor read by a node of version 11
-        decode_queue_op(
-            through_an_entry(encode_queue_op(EntryMeta(7), UpdateConfig(parse_arguments(routed)))), 11
-        )
+    _written_only_from(12, UpdateConfig(parse_arguments(routed)), [11, {"config": routed}])
+    _written_only_from(
+        12,
+        ApplyPolicy("p", {"x-dead-letter-exchange": ""}, 2),
+        [18, {"policy": "p", "arguments": {"x-dead-letter-exchange": ""}, "revision": 2}],
+    )
 
 
 def test_version_11_is_version_10_under_its_own_number_with_the_dedupe_window() -> None:
     assert encode_queue_op(EntryMeta(7), Tick(), version=11) == [11, 7, [10, {}], None]
     windowed = {"x-queue-type": "quorum", "x-dedupe-window": 60000, "x-dedupe-max": 10}
-    publish = Enqueue((NewMessage(3, None, None, 0, "order-1"),))
-    for command, wire in [
-        (UpdateConfig(parse_arguments(windowed)), [11, {"config": windowed}]),
-        (publish, [1, {"messages": [[3, None, None, 0, "order-1"]]}]),
-    ]:
-        op = encode_queue_op(
-            EntryMeta(7), command, [StoredMessage(b"abc", {}, "utf8")] if command is publish else None, 11
-        )
-        assert op[:3] == [11, 7, wire]
-        assert decode_queue_op(through_an_entry(op)).command == command
-        for version in range(11):  # a node of that version would refuse it: it is never written
-            with pytest.raises(ValueError):
-                encode_queue_op(EntryMeta(7), command, None, version)
-    with pytest.raises(CommandDecodeError, match="reads up to 10"):  # nor read by a node of version 10
-        decode_queue_op(through_an_entry(encode_queue_op(EntryMeta(7), publish, version=11)), 10)
+    _written_only_from(11, UpdateConfig(parse_arguments(windowed)), [11, {"config": windowed}])
+    _written_only_from(
+        11,
+        Enqueue((NewMessage(3, None, None, 0, "order-1"),)),
+        [1, {"messages": [[3, None, None, 0, "order-1"]]}],
+        [StoredMessage(b"abc", {}, "utf8")],
+    )
 
 
 def test_version_10_is_version_9_under_its_own_number_with_the_backlog_controls() -> None:

@@ -19,6 +19,8 @@ ADDED_SINCE = {
     "dedupe_ids": 0,
     "dedupe_evicted": 0,
     "dedupe_refused": 0,
+    "groups": 0,
+    "groups_blocked": 0,
     "policy": None,
     "operator_policy": None,
     "vhost": "/",

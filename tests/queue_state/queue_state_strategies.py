@@ -70,7 +70,7 @@ POLICY_ARGUMENTS = st.fixed_dictionaries(
 @st.composite
 def configs(draw: st.DrawFn) -> QueueConfig:
     """Queue configurations that exercise limits, TTLs, leases, dead-lettering (to a queue or through an
-    exchange), SAC, the backlog controls and deduplication windows."""
+    exchange), SAC, the backlog controls, deduplication windows and message groups."""
     overflow = draw(st.sampled_from([None, "drop-head", "reject-publish"]))
     discard_mark = draw(st.none() | st.integers(0, 6))
     dead_letters = draw(st.sampled_from([None, "queue", "exchange"]))
@@ -103,6 +103,7 @@ def configs(draw: st.DrawFn) -> QueueConfig:
         "x-dequeue-window": draw(st.none() | WINDOWS),
         "x-dedupe-window": draw(st.none() | st.integers(1, 200)),
         "x-dedupe-max": draw(st.none() | st.integers(1, 4)),
+        "x-message-groups": draw(st.none() | st.booleans()),
     }
     return parse_arguments({k: v for k, v in arguments.items() if v is not None})
 
@@ -114,6 +115,7 @@ new_messages = st.builds(
     st.none() | st.integers(1, 200),
     st.sampled_from([0, 0, 0, 1, 2, 3, 255]),
     st.none() | st.sampled_from(["a", "b", "c"]),
+    st.none() | st.sampled_from(["g1", "g2", "g3"]),
 )
 
 commands = st.one_of(
@@ -179,10 +181,21 @@ _ADDED_IN_7_OR_LATER = (ApplyPolicy, StartRedrive, RedriveCheckout, RedriveSettl
 _BACKLOG_CONTROLS = ("max_unacked", "discard_mark", "dequeue_interval_ms", "dequeue_window")
 
 
+def _written_before_version_13(command: Command) -> bool:
+    if isinstance(command, UpdateConfig):
+        return command.config.message_groups is None
+    if isinstance(command, Enqueue):
+        return all(message.group is None for message in command.messages)
+    return True
+
+
 def _written_before_version_12(command: Command) -> bool:
     if isinstance(command, UpdateConfig):
-        return command.config.dead_letter_exchange is None and command.config.dead_letter_routing_key is None
-    return not isinstance(command, ApplyPolicy) or arguments_version(command.arguments) < 12
+        exchange = command.config.dead_letter_exchange, command.config.dead_letter_routing_key
+        return exchange == (None, None) and _written_before_version_13(command)
+    if isinstance(command, ApplyPolicy):
+        return arguments_version(command.arguments) < 12
+    return _written_before_version_13(command)
 
 
 def _written_before_version_11(command: Command) -> bool:
@@ -190,7 +203,8 @@ def _written_before_version_11(command: Command) -> bool:
         windowless = command.config.dedupe_window is None and command.config.dedupe_max is None
         return windowless and _written_before_version_12(command)
     if isinstance(command, Enqueue):
-        return all(message.dedupe_id is None for message in command.messages)
+        no_ids = all(message.dedupe_id is None for message in command.messages)
+        return no_ids and _written_before_version_12(command)
     return not isinstance(command, ApplyPolicy) or arguments_version(command.arguments) < 11
 
 
@@ -248,6 +262,8 @@ def _written_before_version_2(command: Command) -> bool:
     return not reader and _written_before_version_3(command)
 
 
+commands_before_version_13 = commands.filter(_written_before_version_13)
+"""Commands version 12 reads: no message groups (a configuration's, a message's group)."""
 commands_before_version_12 = commands.filter(_written_before_version_12)
 """Commands version 11 reads: no dead-lettering through an exchange (a configuration's or a policy's)."""
 commands_before_version_11 = commands.filter(_written_before_version_11)

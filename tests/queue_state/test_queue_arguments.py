@@ -43,6 +43,7 @@ EVERY_ARGUMENT = {
     "x-dequeue-window": "22:00-06:00",
     "x-dedupe-window": 120_000,
     "x-dedupe-max": 5000,
+    "x-message-groups": True,
 }
 THROUGH_AN_EXCHANGE = {"x-dead-letter-exchange": "dlx", "x-dead-letter-routing-key": "dead"}
 """The other way of dead-lettering, which EVERY_ARGUMENT cannot name beside `x-dead-letter-queue`."""
@@ -77,6 +78,7 @@ def test_every_argument_is_accepted_into_its_field() -> None:
         dequeue_window="22:00-06:00",
         dedupe_window=120_000,
         dedupe_max=5000,
+        message_groups=True,
     )
 
 
@@ -163,6 +165,8 @@ _ITS_PAIR = {
         ("x-dedupe-window", "2m"),
         ("x-dedupe-max", 0),
         ("x-dedupe-max", 1_000_001),
+        ("x-message-groups", 1),
+        ("x-message-groups", "true"),
         ("x-dequeue-interval-ms", 1.5),
         ("x-dequeue-window", "22:00"),
         ("x-dequeue-window", "08:00-08:00"),

@@ -22,6 +22,7 @@ from queue_state_strategies import (
     commands_before_version_10,
     commands_before_version_11,
     commands_before_version_12,
+    commands_before_version_13,
     metas,
 )
 
@@ -67,6 +68,11 @@ from queue_state.commands import (
 @given(commands)
 def test_every_command_survives_a_round_trip_in_the_newest_version(cmd: Command) -> None:
     assert decode_command(encode_command(cmd)) == cmd
+
+
+@given(commands_before_version_13)
+def test_every_command_without_a_version_13_form_survives_a_version_12_round_trip(cmd: Command) -> None:
+    assert decode_command(encode_command(cmd, 12)) == cmd
 
 
 @given(commands_before_version_12)

@@ -28,6 +28,14 @@ that id got; a message id is never enqueued twice within the window unless the w
 `x-dedupe-max` or changed; a refused message is never enqueued (its body is forgotten at once); and a
 (publisher, seq) retry is answered with the ids its first publish was answered, whatever the window
 holds since.
+
+Message groups (issue 41, slice 6) against their rules, on a queue with `x-message-groups`: a group's
+messages are first handed out in publish order (but those published with a delay, which join their
+group when their time comes), a hand-out never leaves an older message of its group ready behind it (a
+redelivery is of the group's head), a group never has two messages out (held, or back and waiting for a
+delay) and is counted blocked exactly while it has one, and `groups` counts the groups with a message
+in the queue. The order of never-returned messages and of priorities is then checked among the
+ungrouped messages and the heads of the groups whose turn it is.
 """
 
 from __future__ import annotations
@@ -118,6 +126,9 @@ class QueueInvariants(RuleBasedStateMachine):
         self.dedupe_first: dict[str, tuple[int, int, int, int, int]] = {}
         self.dedupe_removals = 0  # the window was removed: it forgot every id
         self.dedupe_changes = 0  # the window changed: a shorter one may have let ids go early
+        self.group_of: dict[int, str] = {}  # id -> its group, on a queue with message groups
+        self.last_first_in_group: dict[str, int] = {}  # group -> the highest id first handed out
+        self.published_delayed: set[int] = set()  # ids published with a delay: they join later
         self.seq_answers: dict[
             int, tuple[int, ...]
         ] = {}  # publisher p's seq -> the ids its publish was answered
@@ -165,6 +176,10 @@ class QueueInvariants(RuleBasedStateMachine):
             for message_id, message in zip(reply.ids, cmd.messages, strict=True):
                 self.sizes[message_id] = message.size
                 self.priority_of.setdefault(message_id, min(message.priority, top))
+                if self.machine.config.message_groups and message.group is not None:
+                    self.group_of[message_id] = message.group
+                if message.delay_ms:
+                    self.published_delayed.add(message_id)
         if isinstance(reply, Deliveries) and isinstance(cmd, Get) and cmd.since_ms is None and not reads:
             handed_out += reply.deliveries  # a reader from a time skips older ones on purpose
         if reads and reply.deliveries:
@@ -173,10 +188,12 @@ class QueueInvariants(RuleBasedStateMachine):
             assert all(d.enqueued_at_ms >= reader.since_ms for d in reply.deliveries), (
                 "a reader read too early"
             )
+        self._check_group_order(cmd, reply, effects, durable_ends)
         for e in effects:
             if isinstance(e, Deliver):
-                for level in {d.priority for d in e.deliveries}:
-                    ids = [d.id for d in e.deliveries if d.acquired_count == 0 and d.priority == level]
+                ungrouped = [d for d in e.deliveries if d.id not in self.group_of]
+                for level in {d.priority for d in ungrouped}:
+                    ids = [d.id for d in ungrouped if d.acquired_count == 0 and d.priority == level]
                     assert ids == sorted(ids), "a consumer got never-returned messages out of order"
         self._check_priorities(handed_out, effects)
         new_pending = set(self.machine.dead_letter_ids()) - before_pending
@@ -188,7 +205,10 @@ class QueueInvariants(RuleBasedStateMachine):
             first_time = [
                 d.id
                 for d in handed_out
-                if d.acquired_count == 0 and d.id not in self.delayed_ever and d.priority == level
+                if d.acquired_count == 0
+                and d.id not in self.delayed_ever
+                and d.priority == level
+                and d.id not in self.group_of
             ]
             if first_time:
                 last = self.last_first_delivery.get(level, 0)
@@ -265,9 +285,58 @@ class QueueInvariants(RuleBasedStateMachine):
                 entry = (message_id, now, self.dedupe_removals, self.dedupe_changes, evicted_before)
                 self.dedupe_first[key] = entry
 
+    def _check_group_order(self, cmd, reply, effects, durable_ends) -> None:
+        """Every hand-out of a grouped message (delivered, got, checked out by a durable consumer): first
+        ones in publish order within the group, and none leaves an older message of its group ready."""
+        handed = [d for e in effects if isinstance(e, Deliver) for d in e.deliveries]
+        if isinstance(cmd, Get) and isinstance(reply, Deliveries):
+            handed += reply.deliveries
+        if isinstance(cmd, DurableCheckout) and isinstance(reply, DurablePosition):
+            start = max(durable_ends.get(cmd.consumer, 0), reply.settled)
+            handed += [d for _, d in self.machine.durable_log(cmd.consumer, start, reply.end)]
+        ready = [m.id for m in self.machine.ready_messages() if m.id not in self.published_delayed]
+        for delivery in handed:
+            group = self.group_of.get(delivery.id)
+            if group is None:
+                continue
+            if delivery.acquired_count == 0 and delivery.id not in self.published_delayed:
+                assert delivery.id > self.last_first_in_group.get(group, 0), "a group's messages out of order"
+                self.last_first_in_group[group] = delivery.id
+            behind = [i for i in ready if self.group_of.get(i) == group and i < delivery.id]
+            assert not behind, f"handed out {delivery.id} before {behind} of its group"
+
+    def _out(self) -> dict[str, list[int]]:
+        """Each group's messages out: held by someone, or back from a holder and waiting for a delay."""
+        held = [d.id for name in HOLDER_NAMES for d in self.machine.checked_out(name)]
+        back = [m.id for m in self.machine.delayed_messages() if m.acquired]
+        out: dict[str, list[int]] = {}
+        for message_id in held + back:
+            if message_id in self.group_of:
+                out.setdefault(self.group_of[message_id], []).append(message_id)
+        return out
+
+    def _heads(self, handed_out=()) -> tuple[list, list]:
+        """The ready messages a hand-out may take next (the ungrouped ones and the heads of the groups
+        not blocked: each group's first in `ready_messages`), and the heads of every group. The groups of
+        messages `handed_out` count as blocked: they were while this command handed out (an auto-ack
+        get's messages leave their groups once it took them)."""
+        out = {**self._out(), **{self.group_of[d.id]: [d.id] for d in handed_out if d.id in self.group_of}}
+        free, heads, seen = [], [], set()
+        for message in self.machine.ready_messages():
+            group = self.group_of.get(message.id)
+            if group is None:
+                free.append(message)
+            elif group not in seen:
+                seen.add(group)
+                heads.append(message)
+                if group not in out:
+                    free.append(message)
+        return free, heads
+
     def _check_priorities(self, handed_out, effects) -> None:
         """Every message has the priority it was taken with; what was served (from the head) leaves no
-        ready message of a higher level behind; what drop-head dropped leaves none of a lower one."""
+        message a hand-out could take of a higher level behind; what drop-head dropped leaves none of a
+        lower one (a group's messages but its head do not count)."""
         ready = list(self.machine.ready_messages())
         waiting = self.machine.delayed_messages()
         held = [d for name in HOLDER_NAMES for d in self.machine.checked_out(name)]
@@ -275,13 +344,17 @@ class QueueInvariants(RuleBasedStateMachine):
             assert message.priority == self.priority_of[message.id], "a message changed its priority"
         for delivery in [*held, *handed_out]:
             assert delivery.priority == self.priority_of[delivery.id], "a delivery changed its priority"
-        top_ready = max((message.priority for message in ready), default=-1)
+        free, heads = self._heads(handed_out)
+        top_ready = max((message.priority for message in free), default=-1)
         for delivery in handed_out:
             assert delivery.priority >= top_ready, "handed out while a higher priority was ready"
         dropped = [
             d for e in effects if isinstance(e, DeadLetter) and e.reason == "maxlen" for d in e.deliveries
         ]
-        lowest_left = min((message.priority for message in [*ready, *waiting]), default=None)
+        ungrouped = [m for m in ready if m.id not in self.group_of]
+        dropped_from = {self.group_of.get(d.id) for d in dropped}  # their heads came after the drop
+        heads = [m for m in heads if self.group_of[m.id] not in dropped_from]
+        lowest_left = min((message.priority for message in [*ungrouped, *heads, *waiting]), default=None)
         for delivery in dropped:
             assert lowest_left is None or delivery.priority <= lowest_left, "dropped above a lower priority"
 
@@ -294,7 +367,7 @@ class QueueInvariants(RuleBasedStateMachine):
                 if message.delay_ms:
                     self.not_before[message_id] = meta.now_ms + message.delay_ms
         if isinstance(cmd, Return) and cmd.delay_ms:
-            for message_id in set(cmd.ids) & delayed:
+            for message_id in set(cmd.ids) & delayed & self.held_before:
                 self.not_before[message_id] = meta.now_ms + cmd.delay_ms
 
     def _check_counts(self, cmd, reply, effects, held_counts, ready_counts, limit, new_pending, expired):
@@ -542,8 +615,22 @@ class QueueInvariants(RuleBasedStateMachine):
         reader = any(c.since_ms is not None and c.unacknowledged < c.prefetch for c in consumers)
         held_back = next_opening_ms(config, self.machine.now_ms, unacked, self.paced_at) is not None
         under_cap = config.max_unacked is None or unacked < config.max_unacked
-        if self.machine.stats().messages_ready and under_cap and (served or (reader and held_back)):
+        servable = bool(self._heads()[0])
+        if servable and under_cap and (served or (reader and held_back)):
             assert self.machine.next_deadline_ms() is not None, "held back with no Tick due"
+
+    @invariant()
+    def a_group_has_one_message_out_at_most_and_is_blocked_by_it(self) -> None:
+        out = self._out()
+        assert all(len(ids) == 1 for ids in out.values()), f"a group with two messages out: {out}"
+        stats = self.machine.stats()
+        assert stats.groups_blocked == len(out), "a group blocked without a message out, or not blocked"
+        live = [
+            *(m.id for m in self.machine.ready_messages()),
+            *(m.id for m in self.machine.delayed_messages()),
+            *(d.id for name in HOLDER_NAMES for d in self.machine.checked_out(name)),
+        ]
+        assert stats.groups == len({self.group_of[i] for i in live if i in self.group_of}), "groups counted"
 
     @invariant()
     def peek_follows_the_serve_order(self) -> None:
