@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import zlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +27,7 @@ from cluster.queues.queue_door import QueueDoor
 from cluster.queues.queue_replica import QueueReplica
 from cluster.queues.queue_results import MessageRow, Outcome, Position
 from cluster.replication.proposals import MAX_OPERATION_BYTES
-from cluster.replication.stored_message import MESSAGE_ID_HEADER, StoredMessage
+from cluster.replication.stored_message import GROUP_HEADER, MESSAGE_ID_HEADER, StoredMessage
 from metadata_state.vhost_names import DEFAULT_VHOST
 from node_simulation.after_healing import AfterHealing
 from node_simulation.cluster_operator import Operator
@@ -38,6 +39,7 @@ from node_simulation.workload import (
     AUTO,
     FANNED_TO,
     FANOUT,
+    GROUPS,
     PUBLISHED_TO,
     QUEUE_ARGUMENTS,
     STREAM,
@@ -397,5 +399,11 @@ def _polled_checked(
 
 
 def _headers(queue: str, body: bytes) -> dict[str, Any]:
-    """A published message's headers: its body as its id on a queue with a deduplication window."""
-    return {MESSAGE_ID_HEADER: body.decode()} if "x-dedupe-window" in QUEUE_ARGUMENTS[queue] else {}
+    """A published message's headers: its body as its id on a queue with a deduplication window, and on
+    a grouped queue one of GROUPS for three messages in four (chosen by the body)."""
+    arguments = QUEUE_ARGUMENTS[queue]
+    headers: dict[str, Any] = {MESSAGE_ID_HEADER: body.decode()} if "x-dedupe-window" in arguments else {}
+    group = zlib.crc32(body) % (len(GROUPS) + 1)
+    if arguments.get("x-message-groups") and group < len(GROUPS):
+        headers[GROUP_HEADER] = GROUPS[group]
+    return headers

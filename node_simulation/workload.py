@@ -19,12 +19,14 @@ QUEUE_ARGUMENTS: dict[str, dict[str, Any]] = {  # declared in this order
         "x-overflow": "reject-publish",
         "x-dead-letter-queue": DEAD,
         "x-dead-letter-strategy": "at-least-once",
+        "x-message-groups": True,
     },
     AUTO: {"x-quorum-initial-group-size": 3},
     STREAM: {"x-quorum-initial-group-size": 3, "x-dedupe-window": 3_600_000},
 }
 PUBLISHED_TO = (STRICT, AUTO, STREAM)
-"""Queue `strict` only ever has manual consumers and gets, so every message confirmed to it must be in it,
+"""Queue `strict` hands out its messages by group (most name one of GROUPS: `_headers`) and only ever has
+manual consumers and gets, so every message confirmed to it must be in it,
 in its dead-letter target or acknowledged at the end. Queue `auto` also has auto-ack gets and consumers,
 so a confirmed message may be missing only as many times as such a request went unanswered could have
 taken (at most once allows losing what a failed request took, never what an answered one took). Queue
@@ -32,6 +34,8 @@ taken (at most once allows losing what a failed request took, never what an answ
 must give the same message, and what it settled is gone. Queue `stream` also deduplicates by message id:
 every message published to it carries its body as its id, so its window is in every entry, snapshot and
 replay; no published queue may ever hold one body twice. It is of vhost `sim`, declared first."""
+GROUPS = ("g0", "g1", "g2")
+"""The message groups of queue `strict`."""
 FANOUT = "fan"
 FANNED_TO = (STRICT, AUTO)
 """The queues bound to exchange `fan` (and the operator's scratch queues, while they live): a publish

@@ -295,6 +295,9 @@ const pages = {
         ...(info.effective_arguments && info.effective_arguments["x-dedupe-window"] !== undefined
           ? [stat("dedupe ids", info.dedupe_ids, "queue-dedupe-ids"), stat("duplicates refused", info.dedupe_refused, "queue-dedupe-refused")]
           : []),
+        ...(info.effective_arguments && info.effective_arguments["x-message-groups"]
+          ? [stat("groups", info.groups, "queue-groups"), stat("groups with one out", info.groups_blocked, "queue-groups-blocked")]
+          : []),
         stat("consumers", info.consumers),
         stat("leader", info.leader, "queue-leader"),
         stat("publish/s", rate(info.message_stats, "publish").toFixed(1)),
@@ -601,6 +604,7 @@ function messageFields() {
     el("label", {}, "Headers (JSON)", el("input", { name: "headers", placeholder: '{"k": "v"}' })),
     el("label", {}, "Priority", el("input", { name: "priority", type: "number", min: 0, max: 255, value: 0 })),
     el("label", {}, "Message id", el("input", { name: "message_id", maxlength: 256, placeholder: "deduplicates with x-dedupe-window" })),
+    el("label", {}, "Group", el("input", { name: "group", maxlength: 255, placeholder: "one at a time, in order, with x-message-groups" })),
   ];
 }
 
@@ -612,6 +616,8 @@ function messageOf(form) {
   if (priority) message.priority = priority;
   const messageId = field(form, "message_id");
   if (messageId) message.message_id = messageId;
+  const group = field(form, "group");
+  if (group) message.group = group;
   return message;
 }
 

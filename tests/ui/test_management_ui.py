@@ -543,6 +543,25 @@ def test_the_exchanges_page_declares_binds_publishes_through_and_deletes_a_topic
         assert "ui-events" not in {x["name"] for x in client.exchanges()}
 
 
+def test_the_publish_form_names_a_group_and_the_queue_page_counts_the_groups(
+    cluster: ProcessCluster, browser: WebDriver
+) -> None:
+    """A grouped queue's page shows its groups, and the publish form's group reaches the message
+    (docs/use/message-groups.md)."""
+    with SyncClient(cluster.urls, auth=(HARNESS_USER, HARNESS_PASSWORD)) as client:
+        client.declare("ui-grouped", {"x-message-groups": True})
+        log_in(browser, cluster)
+        go(browser, cluster, "queue/ui-grouped")
+        until(browser, lambda d: d.find_elements(By.ID, "publish-form"), "the queue page")
+        fill(browser, "publish-form", body="order 1 of acme", group="acme", count="2")
+        until(browser, lambda d: stat(d, "queue-ready") == "2", "two ready messages")
+        until(browser, lambda d: stat(d, "queue-groups") == "1", "one group")
+        taken = client.get("ui-grouped", 5, ack="manual")
+        assert [d.group for d in taken] == ["acme"]  # one of a group out at a time
+        browser.refresh()
+        until(browser, lambda d: stat(d, "queue-groups-blocked") == "1", "the group waiting for its message")
+
+
 def test_the_vhost_selector_shows_a_vhosts_queues_and_publishes_into_them(
     cluster: ProcessCluster, browser: WebDriver
 ) -> None:
