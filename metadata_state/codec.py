@@ -57,7 +57,7 @@ POLICY_CODEC_VERSION = 2
 """The first version with policies: a node that reads an older one refuses their commands."""
 OPERATOR_POLICY_CODEC_VERSION = 3
 """The first version with operator policies (`SetPolicy.operator`, `ClearPolicy.operator`)."""
-EXCHANGE_CODEC_VERSION = 5
+EXCHANGE_CODEC_VERSION = 4
 """The first version with exchanges and bindings: `DeclareExchange`, `DeleteExchange`, `Bind`, `Unbind`."""
 VHOST_CODEC_VERSION = 5
 """The first version with virtual hosts: `DeclareVhost`, `DeleteVhost`, `ClearPermissions`, and a

@@ -7,7 +7,13 @@ from __future__ import annotations
 import msgpack
 import pytest
 
-from metadata_state.codec import VHOST_CODEC_VERSION, MetadataDecodeError, decode, encode
+from metadata_state.codec import (
+    EXCHANGE_CODEC_VERSION,
+    VHOST_CODEC_VERSION,
+    MetadataDecodeError,
+    decode,
+    encode,
+)
 from metadata_state.commands import (
     Bind,
     ClearPermissions,
@@ -179,3 +185,46 @@ def test_a_command_of_the_default_vhost_is_written_as_before() -> None:
         {"policy": "p", "pattern": ".*", "definition": {}, "priority": 0},
     ]
     assert decode(["set_permissions", "bob", "c", "w", "r"]) == SetPermissions("bob", "c", "w", "r")
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        [
+            4,
+            "declare_exchange",
+            {
+                "vhost": "/",
+                "exchange": "logs",
+                "type": "topic",
+                "durable": True,
+                "auto_delete": False,
+                "internal": False,
+                "arguments": {},
+            },
+        ],
+        [
+            4,
+            "bind",
+            {
+                "vhost": "/",
+                "source": "logs",
+                "destination": "q",
+                "destination_type": "queue",
+                "routing_key": "#",
+                "arguments": {},
+            },
+        ],
+        [4, "delete_exchange", {"vhost": "/", "exchange": "logs", "if_unused": False}],
+    ],
+    ids=lambda written: written[1],
+)
+def test_rule_an_exchange_command_the_release_before_vhosts_logged_still_decodes(
+    written: list[object],
+) -> None:
+    """Review finding: vhosts raised the exchanges' codec version with the codec's, so an exchange or
+    binding the previous release logged in version 4 no longer decoded, halting the metadata group of an
+    upgraded node; and exchanges were refused until every node read version 5."""
+    assert EXCHANGE_CODEC_VERSION == 4
+    command = decode(written)
+    assert encode(command, 4) == written
