@@ -78,8 +78,15 @@ class ConsumerRevocation:
             return False
 
     def _users_now(self) -> Hashable:
-        """What of the users decides reading: who exists, with which read pattern and tags."""
-        return frozenset((u.name, u.read, tuple(u.tags)) for u in self._metadata.users.values())
+        """What of the users decides reading: who exists, with which read pattern in each vhost and tags."""
+        return frozenset(
+            (
+                u.name,
+                tuple((vhost, read) for vhost, (_, _, read) in u.all_permissions().items()),
+                tuple(u.tags),
+            )
+            for u in self._metadata.users.values()
+        )
 
 
 async def end_revoked_consumers(app: web.Application) -> AsyncIterator[None]:

@@ -20,6 +20,7 @@ from api.validation import bad, check_queue_name, moment_ms
 from cluster.queues.queue_door import QueueDoor
 from cluster.queues.queue_limits import INT64_MAX
 from cluster.queues.queue_results import RedriveProgress
+from metadata_state.vhost_names import name_in_vhost, qualified, split
 
 TASK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@\-]{0,127}")  # full-matched
 TASK_NAMES = "1-128 characters of letters, digits, '.', '_', ':', '@' or '-'"
@@ -49,7 +50,7 @@ def task_json(task: RedriveProgress) -> dict[str, Any]:
     return {
         "task": task.task,
         "state": task.state,
-        "to": task.target,
+        "to": None if task.target is None else name_in_vhost(task.target),
         "since": task.since_ms,
         "until": task.until_ms,
         "rate": task.rate,
@@ -91,12 +92,13 @@ async def start_redrive(request: web.Request, queue: QueueDoor) -> web.StreamRes
         raise bad(f"task names are {TASK_NAMES}")
     target = body.to
     caller = principal(request)
+    vhost, name = split(queue.name)
     require(caller, Access.READ, queue.name, " (a redrive takes the queue's messages)")
     if target is None:
         require(caller, Access.CONFIGURE_ADMIN, queue.name, " (a redrive to the queues x-death names)")
-    else:
-        check_queue_name(target, request.app[CONFIG].max_queue_name_length)
-        require(caller, Access.WRITE, target, f" (the redrive target of '{queue.name}')")
+    else:  # a queue of the same vhost
+        target = qualified(vhost, check_queue_name(target, request.app[CONFIG].max_queue_name_length))
+        require(caller, Access.WRITE, target, f" (the redrive target of '{name}')")
         if target == queue.name:
             raise bad("a queue cannot redrive into itself")
         request.app[QUEUES].info(target)  # 404 when there is no such queue

@@ -144,6 +144,13 @@ def check_policy_arguments(arguments: object) -> None:
     check_one_dead_letter_way(arguments)
 
 
+def names_itself(target: str, queue: str) -> bool:
+    """Whether dead-letter target `target`, a queue's name as `queue`'s own arguments give it (within its
+    vhost), names `queue`, the cluster's name of it (`vhost/name` in a vhost other than `/`: decision
+    0029; a queue's name holds no `/`)."""
+    return queue == target or queue.endswith("/" + target)
+
+
 def effective_config(declared: QueueConfig, policy: Mapping[str, Any], queue: str) -> QueueConfig:
     """`declared` overlaid by a policy's arguments for queue `queue`: each argument the queue leaves unset
     takes the policy's value; of a limit set by both, the stricter applies; any other declared value
@@ -152,7 +159,7 @@ def effective_config(declared: QueueConfig, policy: Mapping[str, Any], queue: st
     when the queue declared the other one."""
     changes = {}
     for argument, value in policy.items():
-        if argument == "x-dead-letter-queue" and value == queue:
+        if argument == "x-dead-letter-queue" and names_itself(value, queue):
             continue
         if _other_dead_letter_way(declared, argument):
             continue

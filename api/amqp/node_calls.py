@@ -41,7 +41,7 @@ from api.publish_job import PublishJob, publish_of
 from api.publishing import publish_on_route
 from api.routing_names import DEFAULT_EXCHANGE_PATH_NAME
 from api.routing_revision import CATCH_UP_S, ROUTING_REVISION_HEADER, caught_up
-from api.validation import MSGPACK
+from api.validation import MSGPACK, QUEUE_NAME
 from cluster.errors import NotLeader, QueueNotFound
 from cluster.queues.queue_results import MessageRow
 from metadata_state.records import QUEUE_DESTINATION, BindingRecord
@@ -93,6 +93,8 @@ class NodeCalls:
         """The queue's ready messages and consumers, as its leader counts them (NOT_FOUND when it is
         not declared)."""
         stats = await self._call("GET", self._queue_path(queue))
+        if not isinstance(stats, dict):  # `/api/queues/{x}` lists vhost x: no queue is named so
+            raise for_answer(404, {"error": "not_found", "reason": f"no queue '{queue}'"})
         return int(stats.get("messages_ready", 0)), int(stats.get("consumers", 0))
 
     async def delete(self, queue: str, if_unused: bool, if_empty: bool) -> None:
@@ -195,6 +197,8 @@ class NodeCalls:
         a metadata leader knows no such queue, a 503 `no_leader` while there is none)."""
         app = self._app
         try:
+            if not QUEUE_NAME.fullmatch(queue):  # a key naming no queue of this vhost: unroutable
+                raise QueueNotFound(f"no queue '{queue}' in vhost '{self.vhost}'")
             queue = qualified(self.vhost, queue)
             require(vouched_principal(app[CONFIG], app[METADATA], self.user), Access.WRITE, queue)
             job = self._job(messages, publisher, seq)

@@ -317,3 +317,23 @@ def test_a_connection_to_a_vhost_works_in_that_vhost_only(amqp_node: NodeProcess
     )
     with pytest.raises(pika.exceptions.ProbableAccessDeniedError):
         pika.BlockingConnection(missing)
+
+
+def test_rule_a_routing_key_naming_another_vhosts_queue_reaches_nothing(
+    amqp_node: NodeProcess, channel: BlockingChannel
+) -> None:
+    """Review finding: a publish through the default exchange on a connection to `/` with the routing key
+    `tenant/queue` was enqueued in vhost tenant's queue (AMQP qualified the key as a name of `/`); and a
+    passive declare naming a vhost read its listing as a queue's stats (541). A key names a queue of the
+    connection's own vhost, and a vhost's name is no queue (docs/use/vhosts.md)."""
+    session = requests.Session()
+    session.headers.update(HARNESS_HEADERS)
+    assert session.put(f"{amqp_node.url}/api/vhosts/pika-other", json={}).status_code == 201
+    assert session.put(f"{amqp_node.url}/api/queues/pika-other/target", json={}).status_code == 201
+    channel.confirm_delivery()
+    with pytest.raises(pika.exceptions.UnroutableError):
+        channel.basic_publish("", "pika-other/target", b"sideways", mandatory=True)
+    assert session.get(f"{amqp_node.url}/api/queues/pika-other/target").json()["messages"] == 0
+    with pytest.raises(pika.exceptions.ChannelClosedByBroker) as refused:
+        channel.queue_declare("pika-other", passive=True)
+    assert refused.value.reply_code == 404, refused.value

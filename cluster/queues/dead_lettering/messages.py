@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from cluster.replication.stored_message import StoredMessage, published_route
+from metadata_state.vhost_names import name_in_vhost
 from queue_state.effects import Delivery
 
 DEATHS = "x-death"
@@ -14,10 +15,12 @@ DEATHS = "x-death"
 def with_death(
     headers: dict[str, Any], queue: str, reason: str, now_ms: int, reason_text: str | None = None
 ) -> dict[str, Any]:
-    """Headers with this death recorded: `x-death` counts per (queue, reason), newest first; the entry
-    carries the newest death's `reason-text` (what a rejecting consumer said) when it has one. A new
-    entry names, as RabbitMQ's does, the `exchange` and `routing-keys` the message had reached the
-    queue by (`published_route`)."""
+    """Headers with this death in `queue` (the cluster's name of it) recorded: `x-death` counts per
+    (queue, reason), newest first; the entry carries the newest death's `reason-text` (what a rejecting
+    consumer said) when it has one. A new entry names, as RabbitMQ's does, the `exchange` and
+    `routing-keys` the message had reached the queue by (`published_route`). The headers name the queue
+    as its vhost does (`orders` for the cluster's `acme/orders`), as a publisher there named it."""
+    queue = name_in_vhost(queue)
     deaths = [dict(d) for d in headers.get(DEATHS, []) if isinstance(d, dict)]
     for death in deaths:
         if death.get("queue") == queue and death.get("reason") == reason:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from cluster.queues.dead_lettering.messages import publish_parts
 from cluster.replication.stored_message import StoredMessage, published_route, routed_headers
 from cluster.routing.routing_table import RoutingTable
-from metadata_state.vhost_names import vhost_of
+from metadata_state.vhost_names import name_in_vhost, vhost_of
 from queue_state.arguments import DeadLetterRoute
 
 
@@ -44,7 +44,9 @@ class DeadLetterRouter:
         messages, queues = [], []
         for letter in letters:
             key = (
-                published_route(letter.headers, source)[1] if route.routing_key is None else route.routing_key
+                published_route(letter.headers, name_in_vhost(source))[1]
+                if route.routing_key is None
+                else route.routing_key
             )
             headers = routed_headers(letter.headers, route.exchange, key)
             messages.append(StoredMessage(letter.body, headers, letter.encoding))

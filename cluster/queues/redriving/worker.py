@@ -25,6 +25,7 @@ from cluster.queues.dead_lettering.messages import DEATHS, priorities_of
 from cluster.queues.dead_lettering.worker import MAX_BACKOFF_S, MIN_BACKOFF_S, ConfirmedPublisher
 from cluster.queues.queue_results import MessageRow, Position
 from cluster.replication.stored_message import StoredMessage
+from metadata_state.vhost_names import SEPARATOR, qualified, vhost_of
 from queue_state.redrive import COMPLETED, FAILED, RUNNING, RedriveTask
 
 log = logging.getLogger(__name__)
@@ -146,10 +147,13 @@ class RedriveWorker:
                 move.cancel()
 
     def _target(self, task: RedriveTask, row: MessageRow) -> str:
-        """Where message `row` goes, or TaskFailed when it cannot go anywhere."""
-        target = task.target or _source_queue(row.headers)
+        """Where message `row` goes (the task's target, or the queue of the source's vhost its x-death
+        names), or TaskFailed when it cannot go anywhere."""
+        target = task.target or _source_queue(row.headers, vhost_of(self.source.name))
         if target is None:
-            raise TaskFailed(f"message {row.id} names no queue in x-death; redrive it with a target")
+            raise TaskFailed(
+                f"message {row.id} names no queue of its vhost in x-death; redrive it with a target"
+            )
         if target == self.source.name:
             raise TaskFailed(f"message {row.id} died in this queue itself; redrive it with a target")
         if not self._declared(target):
@@ -190,9 +194,13 @@ class RedriveWorker:
             self._target(task, row)  # the target may have been deleted meanwhile
 
 
-def _source_queue(headers: dict[str, Any]) -> str | None:
-    """The queue a dead letter died in last (its newest `x-death` entry's), if it names one."""
+def _source_queue(headers: dict[str, Any], vhost: str) -> str | None:
+    """The cluster's name of the queue of `vhost` a dead letter died in last (its newest `x-death`
+    entry's, which names it within its vhost), if it names one; none for a name holding a `/` (a
+    publisher may forge x-death: it never reaches another vhost's queue)."""
     deaths: Sequence[Any] = headers.get(DEATHS) or ()
     newest = deaths[0] if isinstance(deaths, list) and deaths else None
     queue = newest.get("queue") if isinstance(newest, dict) else None
-    return queue if isinstance(queue, str) and queue else None
+    if not isinstance(queue, str) or not queue or SEPARATOR in queue:
+        return None
+    return qualified(vhost, queue)
