@@ -170,13 +170,14 @@ def check_total_queue(history: Iterable[Op], faults: Sequence[FaultSpan] = ()) -
     for op in ops:
         if op.value is None:
             continue
-        feature = _EXERCISED.get((op.f, op.type, (op.detail or "").partition("=")[0]))
-        if feature is not None:
-            exercised[feature] += 1
+        for name in op.facts:
+            feature = _EXERCISED.get((op.f, op.type, name))
+            if feature is not None:
+                exercised[feature] += 1
         if op.f in ("enqueue", "resend") and op.type == "invoke":
             attempts[op.value] += 1
             if op.queue is not None:
-                fanned = fanned_queues(op.detail)
+                fanned = fanned_queues(op)
                 if fanned:
                     routes[op.queue] = fanned
                 home[op.value] = (op.queue, routes.get(op.queue, (op.queue,)))
@@ -244,4 +245,4 @@ _EXERCISED = {
     ("dequeue", "fail", "delay"): "nacked with a delay",
     ("dequeue", "ok", "touched"): "touched before the ack",
 }
-"""Which completed ops count as using a feature, by (f, type, the detail's name)."""
+"""Which completed ops count as using a feature, by (f, type, the name of a fact of their detail)."""
