@@ -10,8 +10,29 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from jepsen_tests.checker import check_total_queue
-from jepsen_tests.history import HistoryWriter, read_history
+from jepsen_tests.history import HistoryWriter, Op, read_history
 from jepsen_tests.workload import Workload, WorkloadConfig
+
+
+async def _run_until(
+    tmp_path: Path, app: web.Application, config: WorkloadConfig, done: asyncio.Event
+) -> list[Op]:
+    """Run the workload of `config` against `app`, its one node, until `done` is set; the ops it recorded
+    (in a history file of its own under `tmp_path`)."""
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    history = HistoryWriter(tmp_path / f"history-{len(list(tmp_path.iterdir()))}.jsonl")
+    workload = Workload([str(server.make_url("")).rstrip("/")], history, config, random.Random(1))
+    stop = asyncio.Event()
+    running = asyncio.create_task(workload.run(stop))
+    try:
+        await asyncio.wait_for(done.wait(), 10)
+    finally:
+        stop.set()
+        await running
+        await server.close()
+        history.close()
+    return read_history(history.path)
 
 
 async def test_a_confirm_with_fewer_ids_than_messages_is_recorded_as_a_protocol_error(tmp_path: Path) -> None:
@@ -23,22 +44,7 @@ async def test_a_confirm_with_fewer_ids_than_messages_is_recorded_as_a_protocol_
 
     app = web.Application()
     app.router.add_post("/api/queues/{q}/messages", short)
-    server = TestServer(app, host="127.0.0.1")
-    await server.start_server()
-    history = HistoryWriter(tmp_path / "history.jsonl")
-    workload = Workload(
-        [str(server.make_url("")).rstrip("/")], history, WorkloadConfig(("q",), 1, 0), random.Random(1)
-    )
-    stop = asyncio.Event()
-    running = asyncio.create_task(workload.run(stop))
-    try:
-        await asyncio.wait_for(answered.wait(), 10)
-    finally:
-        stop.set()
-        await running
-        await server.close()
-        history.close()
-    ops = read_history(history.path)
+    ops = await _run_until(tmp_path, app, WorkloadConfig(("q",), 1, 0), answered)
     confirms = [(op.type, op.error) for op in ops if op.f == "enqueue" and op.type != "invoke"]
     assert confirms and set(confirms) == {("ok", "short_ids")}
     verdict = check_total_queue(ops)
@@ -80,21 +86,7 @@ async def _consume_against(tmp_path: Path, config: WorkloadConfig, touch_status:
     app.router.add_post("/api/queues/{q}/consumers/{tag}/deliveries", deliveries)
     app.router.add_post("/api/queues/{q}/consumers/{tag}/{verb}", settle)
     app.router.add_delete("/api/queues/{q}/consumers/{tag}", cancel)
-    server = TestServer(app, host="127.0.0.1")
-    await server.start_server()
-    history = HistoryWriter(tmp_path / f"history-{len(list(tmp_path.iterdir()))}.jsonl")
-    workload = Workload([str(server.make_url("")).rstrip("/")], history, config, random.Random(1))
-    stop = asyncio.Event()
-    running = asyncio.create_task(workload.run(stop))
-    try:
-        await asyncio.wait_for(settled.wait(), 10)
-        await asyncio.sleep(0.1)
-    finally:
-        stop.set()
-        await running
-        await server.close()
-        history.close()
-    return read_history(history.path), sent
+    return await _run_until(tmp_path, app, config, settled), sent
 
 
 async def test_a_consumer_nacks_with_a_delay_and_touches_and_counts_only_what_was_taken(
@@ -145,20 +137,7 @@ async def test_a_fanned_publish_carries_the_routing_revision_and_a_confirm_short
     app.router.add_put("/api/exchanges/{vhost}/{name}", declare)
     app.router.add_post("/api/bindings/{vhost}/e/{name}/q/{q}", bind)
     app.router.add_post("/api/exchanges/{vhost}/{name}/publish", publish)
-    server = TestServer(app, host="127.0.0.1")
-    await server.start_server()
-    history = HistoryWriter(tmp_path / "history.jsonl")
-    config = WorkloadConfig(("q",), 1, 0, fanout_probability=1.0)
-    workload = Workload([str(server.make_url("")).rstrip("/")], history, config, random.Random(1))
-    stop = asyncio.Event()
-    running = asyncio.create_task(workload.run(stop))
-    try:
-        await asyncio.wait_for(answered.wait(), 10)
-    finally:
-        stop.set()
-        await running
-        await server.close()
-        history.close()
+    ops = await _run_until(tmp_path, app, WorkloadConfig(("q",), 1, 0, fanout_probability=1.0), answered)
     assert calls[:5] == [
         ("declare jepsen-fanout", "fanout"),
         ("bind fan-a", None),
@@ -166,7 +145,6 @@ async def test_a_fanned_publish_carries_the_routing_revision_and_a_confirm_short
         ("publish", "7"),
         ("publish", "7"),
     ]
-    ops = read_history(history.path)
     confirms = [(op.type, op.queue, op.error, op.detail) for op in ops if op.type != "invoke"]
     assert confirms[:2] == [
         ("ok", "jepsen-fanout", None, "fanout=fan-a,fan-b"),
