@@ -82,12 +82,13 @@ def _out_of_order(ops: Sequence[Op]) -> dict[int, int]:
             and grouped[op.value][0] == op.queue
         ):
             first_out.setdefault(op.value, position)
-    last_out: dict[str, tuple[int, int]] = {}  # group → (first dequeue, value) of its latest out, confirmed
+    last_out: dict[tuple[str, str], tuple[int, int]] = {}  # (queue, group) → (first dequeue, value) of
+    # its confirmed value first out last
     behind: dict[int, tuple[int, int]] = {}  # value → last_out of its group when it was published
     for op in ops:
         if op.f not in ("enqueue", "resend") or op.value not in grouped:
             continue
-        group = grouped[op.value][1]
+        group = grouped[op.value]
         if op.type == "invoke" and group in last_out:
             behind[op.value] = last_out[group]
         elif op.type == "ok" and op.value in first_out:

@@ -181,3 +181,14 @@ def test_a_resend_under_a_message_id_stands_in_its_first_values_group() -> None:
     )
     assert not verdict.valid
     assert verdict.group_order == {3: 2}
+
+
+def test_a_group_is_one_queues_and_orders_nothing_in_another() -> None:
+    elsewhere = [*publish(2, "g0"), *batch("c1", 1, (2, "g0")), *settled("c1", "ok", 2)]
+    verdict = check(
+        publish(1, "g0"),
+        [replace(op, queue="grp2") for op in elsewhere],  # grp2's g0, after grp's 1 was confirmed
+        batch("c0", 2, (1, "g0")),
+        settled("c0", "ok", 1),
+    )
+    assert verdict.valid, verdict.summary()
