@@ -11,6 +11,9 @@ wrong_queue = values dequeued from a queue other than the ones they were publish
               the queues bound to the exchange) or their dead-letter queues
 fanout_missing = values confirmed through a fanout exchange of which a bound queue's copy was never
               dequeued (jepsen_tests.fanout)
+group_overlap, group_order = values of one group that came in one batch to one consumer, and values
+            of a group that first came out of the grouped queue before a value of their group that was
+            confirmed before they were published (jepsen_tests.message_groups)
 protocol_errors = ok enqueues whose 2xx answer broke the API contract (e.g. fewer ids than messages)
 refused_otherwise = publishes that failed, while only a disk alarm held them back, with an error the
             alarm does not give (jepsen_tests.disk_refusals)
@@ -18,15 +21,15 @@ enqueued_twice, resend_dequeued = a message id whose two values both came out, o
             out although the first was confirmed before (jepsen_tests.message_ids); a resend counts as
             an attempt, never as an enqueue
 exercised = how many completed ops used each queue feature the workload draws and the server took
-            (ok enqueues with a priority or through a fanout exchange, ok resends, requeueing nacks
-            with a delay that were answered 2xx, ok dequeues whose touch before the ack was answered
-            2xx): the sets above cover them, and a run that used none did not test them
+            (ok enqueues with a priority, through a fanout exchange or in a group, ok resends,
+            requeueing nacks with a delay that were answered 2xx, ok dequeues whose touch before the ack
+            was answered 2xx): the sets above cover them, and a run that used none did not test them
 
 The history is valid iff nothing is lost (no value, no copy of a fanned one), nothing unexpected or
 from the wrong queue was dequeued, no confirm broke the protocol, no publish was refused otherwise
-during a disk alarm, no message id was enqueued twice, and duplicates that no fault explains stay
-within their bound (jepsen_tests.duplicates); recovered values (a publish answered info that did land)
-are reported.
+during a disk alarm, no message id was enqueued twice, no group had two values out at once or one out
+of order, and duplicates that no fault explains stay within their bound (jepsen_tests.duplicates);
+recovered values (a publish answered info that did land) are reported.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from jepsen_tests.disk_refusals import refused_otherwise
 from jepsen_tests.duplicates import Duplicates, classify_duplicates, completed_dequeues
 from jepsen_tests.fanout import FANOUT, check_fanout, fanned_queues
 from jepsen_tests.history import Op
+from jepsen_tests.message_groups import GROUP, check_groups
 from jepsen_tests.message_ids import check_message_ids
 from jepsen_tests.nemesis_log import FaultSpan
 from jepsen_tests.workload import dead_letter_queue
@@ -68,6 +72,8 @@ class TotalQueueVerdict:
     enqueued_twice: dict[int, int] = field(default_factory=dict)
     resend_dequeued: dict[int, int] = field(default_factory=dict)
     fanout_missing: dict[int, list[str]] = field(default_factory=dict)
+    group_overlap: dict[int, int] = field(default_factory=dict)
+    group_order: dict[int, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     exercised: dict[str, int] = field(default_factory=dict)
 
@@ -75,7 +81,8 @@ class TotalQueueVerdict:
     def valid(self) -> bool:
         """True iff nothing was lost (no copy of a fanned value either), invented, misrouted or confirmed
         against the protocol, no publish was refused otherwise during a disk alarm, no message id was
-        enqueued twice, and the duplicates no fault explains are within their bound."""
+        enqueued twice, no group had two values out at once or one out of order, and the duplicates no
+        fault explains are within their bound."""
         return (
             not self.lost
             and not self.fanout_missing
@@ -85,6 +92,8 @@ class TotalQueueVerdict:
             and not self.refused_otherwise
             and not self.enqueued_twice
             and not self.resend_dequeued
+            and not self.group_overlap
+            and not self.group_order
             and self.duplicates.within_bound
         )
 
@@ -106,6 +115,8 @@ class TotalQueueVerdict:
             "protocol_error_count": len(self.protocol_errors),
             "refused_otherwise_count": len(self.refused_otherwise),
             "fanout_missing_count": len(self.fanout_missing),
+            "group_overlap_count": len(self.group_overlap),
+            "group_order_count": len(self.group_order),
             "lost": self.lost,
             "unexpected": self.unexpected,
             "duplicated": {str(v): n for v, n in self.duplicated.items()},
@@ -116,6 +127,8 @@ class TotalQueueVerdict:
             "enqueued_twice": {str(v): w for v, w in self.enqueued_twice.items()},
             "resend_dequeued": {str(v): w for v, w in self.resend_dequeued.items()},
             "fanout_missing": {str(v): queues for v, queues in self.fanout_missing.items()},
+            "group_overlap": {str(v): w for v, w in self.group_overlap.items()},
+            "group_order": {str(v): w for v, w in self.group_order.items()},
             "duplicates": self.duplicates.to_dict(),
             "notes": self.notes,
             "exercised": self.exercised,
@@ -140,6 +153,8 @@ class TotalQueueVerdict:
             ("refused otherwise during a disk alarm", sorted(self.refused_otherwise)),
             ("message ids enqueued twice", sorted(self.enqueued_twice)),
             ("resends dequeued after a confirmed first", sorted(self.resend_dequeued)),
+            ("values out with another of their group", sorted(self.group_overlap)),
+            ("values out before one ahead of them in their group", sorted(self.group_order)),
         ):
             shown = values[:SHOWN_VALUES]
             more = f" … and {len(values) - SHOWN_VALUES} more" if len(values) > SHOWN_VALUES else ""
@@ -170,13 +185,14 @@ def check_total_queue(history: Iterable[Op], faults: Sequence[FaultSpan] = ()) -
     for op in ops:
         if op.value is None:
             continue
-        feature = _EXERCISED.get((op.f, op.type, (op.detail or "").partition("=")[0]))
-        if feature is not None:
-            exercised[feature] += 1
+        for name in op.facts:
+            feature = _EXERCISED.get((op.f, op.type, name))
+            if feature is not None:
+                exercised[feature] += 1
         if op.f in ("enqueue", "resend") and op.type == "invoke":
             attempts[op.value] += 1
             if op.queue is not None:
-                fanned = fanned_queues(op.detail)
+                fanned = fanned_queues(op)
                 if fanned:
                     routes[op.queue] = fanned
                 home[op.value] = (op.queue, routes.get(op.queue, (op.queue,)))
@@ -207,6 +223,14 @@ def check_total_queue(history: Iterable[Op], faults: Sequence[FaultSpan] = ()) -
         f"{v} was confirmed through a fanout exchange and never came out of {', '.join(queues)}"
         for v, queues in list(fanout_missing.items())[:SHOWN_VALUES]
     ]
+    group_overlap, group_order = check_groups(ops)
+    notes += [
+        f"{v} came in one batch with {w} of its group" for v, w in list(group_overlap.items())[:SHOWN_VALUES]
+    ]
+    notes += [
+        f"{v} came out of its group's queue before {w}, confirmed in its group before {v} was published"
+        for v, w in list(group_order.items())[:SHOWN_VALUES]
+    ]
     duplicated = {value for (value, _copy), n in copies.items() if n > 1}
     enqueued_twice, resend_dequeued = check_message_ids(ops, copies)
     return TotalQueueVerdict(
@@ -227,6 +251,8 @@ def check_total_queue(history: Iterable[Op], faults: Sequence[FaultSpan] = ()) -
         enqueued_twice=enqueued_twice,
         resend_dequeued=resend_dequeued,
         fanout_missing=fanout_missing,
+        group_overlap=group_overlap,
+        group_order=group_order,
         notes=notes,
         exercised=dict(sorted(exercised.items())),
     )
@@ -240,8 +266,9 @@ def _may_come_out_of(queues: Iterable[str]) -> set[str]:
 _EXERCISED = {
     ("enqueue", "ok", "priority"): "published with a priority",
     ("enqueue", "ok", FANOUT): "published through a fanout exchange",
+    ("enqueue", "ok", GROUP): "published in a group",
     ("resend", "ok", "first"): "resent under a message id",
     ("dequeue", "fail", "delay"): "nacked with a delay",
     ("dequeue", "ok", "touched"): "touched before the ack",
 }
-"""Which completed ops count as using a feature, by (f, type, the detail's name)."""
+"""Which completed ops count as using a feature, by (f, type, the name of a fact of their detail)."""

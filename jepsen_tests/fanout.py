@@ -31,10 +31,10 @@ def fanout_detail(queues: Iterable[str]) -> str:
     return f"{FANOUT}={','.join(queues)}"
 
 
-def fanned_queues(detail: str | None) -> tuple[str, ...]:
+def fanned_queues(op: Op) -> tuple[str, ...]:
     """The queues an enqueue's detail says it was fanned out to (none for a publish to one queue)."""
-    name, _, queues = (detail or "").partition("=")
-    return tuple(queues.split(",")) if name == FANOUT and queues else ()
+    queues = op.facts.get(FANOUT)
+    return tuple(queues.split(",")) if queues else ()
 
 
 def check_fanout(ops: Iterable[Op], copies: Mapping[tuple[int, str | None], int]) -> dict[int, list[str]]:
@@ -42,7 +42,7 @@ def check_fanout(ops: Iterable[Op], copies: Mapping[tuple[int, str | None], int]
     copies came out (`copies`: ok dequeues per value and copy)."""
     missing: dict[int, list[str]] = {}
     for op in ops:
-        queues = fanned_queues(op.detail)
+        queues = fanned_queues(op)
         if op.f == "enqueue" and op.type == "ok" and op.value is not None and queues:
             absent = [queue for queue in queues if not copies.get((op.value, queue))]
             if absent:

@@ -22,8 +22,9 @@ OpFunction = Literal["enqueue", "dequeue", "resend"]
 @dataclass(frozen=True)
 class Op:
     """One history line: who (`process`), what (`f`, `value`, `queue`), how it ended (`type`), when, and
-    how it was done when that is worth counting (`detail`: `priority=N`, `delay=MS`, `touched`, `first=V`,
-    `fanout=Q1,Q2`; `queue` is then the exchange)."""
+    how it was done when that is worth counting (`detail`: facts separated by spaces, each a name or
+    `name=value`: `priority=N`, `delay=MS`, `touched`, `first=V`, `fanout=Q1,Q2` (`queue` is then the
+    exchange), `group=G`, `batch=N`; read them with `facts`)."""
 
     process: str
     type: OpType
@@ -33,6 +34,12 @@ class Op:
     queue: str | None = None
     error: str | None = None
     detail: str | None = None
+
+    @property
+    def facts(self) -> dict[str, str]:
+        """The detail's facts, name → value ("" for a bare name such as `touched`)."""
+        named = (fact.partition("=") for fact in (self.detail or "").split())
+        return {name: value for name, _, value in named}
 
     def to_json(self) -> str:
         """The op as one compact JSON line (None fields left out)."""

@@ -28,10 +28,9 @@ def resends(ops: Iterable[Op]) -> dict[int, tuple[int, float]]:
     """Each resent value with the value first published under its message id and when it was invoked."""
     found = {}
     for op in ops:
-        if op.f == "resend" and op.type == "invoke" and op.value is not None and op.detail is not None:
-            name, _, first = op.detail.partition("=")
-            if name == FIRST:
-                found[op.value] = (int(first), op.time)
+        first = op.facts.get(FIRST)
+        if op.f == "resend" and op.type == "invoke" and op.value is not None and first:
+            found[op.value] = (int(first), op.time)
     return found
 
 

@@ -23,6 +23,7 @@ from jepsen_tests.provenance import Provenance, provenance
 from jepsen_tests.schedule import FaultWindow, plan_schedule
 from jepsen_tests.workload import (
     FANOUT_PROBABILITY,
+    GROUPS_PROBABILITY,
     RESEND_PROBABILITY,
     Workload,
     WorkloadConfig,
@@ -109,6 +110,7 @@ def run(config: RunConfig, progress: Callable[[str], None] = print, command: str
         config.consumers,
         resend_probability=RESEND_PROBABILITY,
         fanout_probability=FANOUT_PROBABILITY,
+        groups_probability=GROUPS_PROBABILITY,
     )
     schedule = plan_schedule(config.seed, config.duration, config.nemeses)
     progress(f"run {run_dir}: {config.nodes} nodes, queues {', '.join(queues)}, {len(schedule)} faults")
@@ -118,7 +120,8 @@ def run(config: RunConfig, progress: Callable[[str], None] = print, command: str
         )
         try:
             cluster.start_all()
-            declare_queues(cluster, workload_config.consumed_queues, honest_ttl_ms(config.duration))
+            ttl_ms = honest_ttl_ms(config.duration)
+            declare_queues(cluster, workload_config.consumed_queues, ttl_ms, workload_config.grouped_queues)
             progress(f"cluster ready on bridge {hosts.bridge}; workload and nemeses running")
             history = HistoryWriter(run_dir / "history.jsonl")
             try:
@@ -155,14 +158,17 @@ def honest_ttl_ms(duration: float) -> int:
     return int((HONEST_TTL_MARGIN_S + 2 * duration) * 1000)
 
 
-def declare_queues(cluster: JepsenCluster, queues: Sequence[str], ttl_ms: int) -> None:
+def declare_queues(
+    cluster: JepsenCluster, queues: Sequence[str], ttl_ms: int, grouped: Sequence[str] = ()
+) -> None:
     """Declare each queue with a replica on every node, so every fault touches it, and an
     at-least-once dead-letter queue that the workload's rejections go to. Both get a TTL
     (`honest_ttl_ms`) that only leader time running ahead (a clock fault) can reach; the dead-letter
     queue, read only by the final drain, holds a backlog of ready messages for such a fault to
     expire. `expired_early` counts expiries. A work queue deduplicates by message id over
     DEDUPE_WINDOW_MS (`jepsen_tests.message_ids`). The fanout exchange's queues are declared so too
-    (the workload's publishers declare the exchange and bind them)."""
+    (the workload's publishers declare the exchange and bind them), and so are the `grouped` ones, with
+    `x-message-groups` (their dead-letter queues without: they order nothing)."""
     common = {"x-quorum-initial-group-size": len(cluster.nodes), "x-message-ttl": ttl_ms}
     with SyncClient(cluster.urls, timeout=30.0) as client:
         for queue in queues:
@@ -175,6 +181,7 @@ def declare_queues(cluster: JepsenCluster, queues: Sequence[str], ttl_ms: int) -
                     "x-dead-letter-strategy": "at-least-once",
                     "x-overflow": "reject-publish",
                     "x-dedupe-window": DEDUPE_WINDOW_MS,
+                    **({"x-message-groups": True} if queue in grouped else {}),
                 },
             )
 

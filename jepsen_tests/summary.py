@@ -103,9 +103,9 @@ def summary_markdown(runs: Sequence[RunRecord], broken_off: Sequence[Path]) -> s
         f"{sum(r.passed for r in runs)} passed.",
         "",
         "| command | commit | nodes | schedules | passed | attempts | confirmed | info | fail | dequeued "
-        "| lost | copies missing | unexpected | wrong queue | protocol errors | duplicated | recovered "
-        "| faults |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| lost | copies missing | group overlap | group order | unexpected | wrong queue | protocol errors "
+        "| duplicated | recovered | faults |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for (command, commit), members in groups.items():
         verdicts = [r.verdict for r in members]
@@ -117,6 +117,8 @@ def summary_markdown(runs: Sequence[RunRecord], broken_off: Sequence[Path]) -> s
             sum(v.dequeue_count for v in verdicts),
             sum(len(v.lost) for v in verdicts),
             sum(len(v.fanout_missing) for v in verdicts),
+            sum(len(v.group_overlap) for v in verdicts),
+            sum(len(v.group_order) for v in verdicts),
             sum(len(v.unexpected) for v in verdicts),
             sum(len(v.wrong_queue) for v in verdicts),
             sum(len(v.protocol_errors) for v in verdicts),

@@ -37,6 +37,16 @@ applied the bindings (read your writes). A confirm that names fewer queues than 
 the error `short_routed`, a protocol error. One consumer more per fanout queue takes its deliveries as
 the others do. The runner turns it on (`FANOUT_PROBABILITY`); its fanout queues are declared as its
 work queues are, deduplication window and dead-letter queue included.
+
+And its ordered message groups: a publish may go to a grouped queue of its own (`grp`, declared with
+`x-message-groups: true`) in one of a few groups (`g0`-`g3`), its detail naming the group
+(`group=g2`, beside its priority), and a resend under its message id goes there in the same group. Two
+consumers more take that queue's deliveries as the others do, and each dequeue from it (the drain's
+too) names at its invoke the batch it came in and the group the delivery carried (`batch=N group=g2`,
+batches numbered across the workload), so that the checker sees which values a consumer held at once
+and in which order each group came out (`jepsen_tests.message_groups`). The runner turns it on
+(`GROUPS_PROBABILITY`) and declares the grouped queue as its work queues, deduplication window and
+dead-letter queue included.
 """
 
 from __future__ import annotations
@@ -53,6 +63,7 @@ import aiohttp
 from jepsen_tests.client_life import CRASHED, CrashableClient, CrashedClient, Life
 from jepsen_tests.fanout import fanout_detail
 from jepsen_tests.history import HistoryWriter, OpFunction, OpType
+from jepsen_tests.message_groups import group_detail, held_detail
 from quorumq import (
     BadRequestError,
     Client,
@@ -82,6 +93,10 @@ PROCESS_PREFIXES = {"publisher": "pub", "consumer": "con"}
 DEAD_LETTER_SUFFIX = "-dlq"
 FANOUT_EXCHANGE = "jepsen-fanout"
 FANOUT_QUEUES = ("fan-a", "fan-b")
+GROUPS_QUEUE = "grp"
+GROUPS = ("g0", "g1", "g2", "g3")
+GROUPS_CONSUMERS = 2
+"""How many consumers take the grouped queue's deliveries, so that its groups go to several at once."""
 
 
 @dataclass(frozen=True)
@@ -105,18 +120,30 @@ class WorkloadConfig:
     # only where those queues exist (the runner's, FANOUT_PROBABILITY)
     fanout_exchange: str = FANOUT_EXCHANGE
     fanout_queues: tuple[str, ...] = FANOUT_QUEUES
+    groups_probability: float = 0.0  # a publish goes to `groups_queue` in one of `groups`: only where that
+    # queue exists with `x-message-groups` (the runner's, GROUPS_PROBABILITY)
+    groups_queue: str = GROUPS_QUEUE
+    groups: tuple[str, ...] = GROUPS
+
+    @property
+    def grouped_queues(self) -> tuple[str, ...]:
+        """The grouped queue when publishes go to it, else none."""
+        return (self.groups_queue,) if self.groups_probability else ()
 
     @property
     def consumed_queues(self) -> tuple[str, ...]:
-        """The work queues, and the fanout's queues when publishes go through it (dead-letter queues
-        aside)."""
-        return (*self.queues, *self.fanout_queues) if self.fanout_probability else self.queues
+        """The work queues, the fanout's queues when publishes go through it and the grouped queue when
+        publishes go to it (dead-letter queues aside)."""
+        fanned = self.fanout_queues if self.fanout_probability else ()
+        return (*self.queues, *fanned, *self.grouped_queues)
 
 
 RESEND_PROBABILITY = 0.1
 """How often the runner's publishers resend under a message id (its work queues deduplicate)."""
 FANOUT_PROBABILITY = 0.1
 """How often the runner's publishers publish through the fanout exchange (it declares the queues)."""
+GROUPS_PROBABILITY = 0.1
+"""How often the runner's publishers publish to the grouped queue (it declares it)."""
 
 
 def dead_letter_queue(queue: str) -> str:
@@ -141,6 +168,7 @@ class Workload:
         self.config = config
         self.rng = rng
         self._values = itertools.count()
+        self._batches = itertools.count()
         self._orphans: set[tuple[str, str]] = set()
         self._clients: dict[str, CrashableClient] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -168,7 +196,8 @@ class Workload:
                 self._consumer, name, queue, random.Random(self.rng.random()), stop
             )
         fanout_queues = self.config.fanout_queues if self.config.fanout_probability else ()
-        for i, queue in enumerate(fanout_queues, start=self.config.consumers):
+        grouped = [queue for queue in self.config.grouped_queues for _ in range(GROUPS_CONSUMERS)]
+        for i, queue in enumerate((*fanout_queues, *grouped), start=self.config.consumers):
             name = f"{PROCESS_PREFIXES['consumer']}{i}"
             lives[name] = functools.partial(
                 self._consumer, name, queue, random.Random(self.rng.random()), stop
@@ -196,26 +225,32 @@ class Workload:
 
     async def _publisher(self, process: str, rng: random.Random, stop: asyncio.Event, client: Client) -> None:
         pause = 1.0 / self.config.publish_rate
-        fanout = self.config.fanout_probability  # drawn only when on, as resends are
+        fanout = self.config.fanout_probability  # drawn only when on, as resends and groups are
+        groups = self.config.groups_probability
         if fanout and not await self._declare_fanout(client, stop):
             return
         while not stop.is_set():
             fanned = bool(fanout) and rng.random() < fanout
+            group = None
             if fanned:
                 queue, value, priority = self.config.fanout_exchange, next(self._values), 0
                 detail: str | None = fanout_detail(self.config.fanout_queues)
             else:
-                queue = rng.choice(self.config.queues)
+                grouped = bool(groups) and rng.random() < groups
+                queue = self.config.groups_queue if grouped else rng.choice(self.config.queues)
                 value = next(self._values)
                 priority = rng.choice(self.config.priorities)
-                detail = f"priority={priority}" if priority else None
+                group = rng.choice(self.config.groups) if grouped else None
+                facts = [group_detail(group)] if group is not None else []
+                facts += [f"priority={priority}"] if priority else []
+                detail = " ".join(facts) or None
             resends = self.config.resend_probability  # drawn only when on: other runs draw as before
             message_id = f"m{value}" if resends and rng.random() < resends else None
-            message = Message(str(value), priority=priority, message_id=message_id)
+            message = Message(str(value), priority=priority, message_id=message_id, group=group)
             await self._publish_and_record(client, process, "enqueue", queue, value, message, detail, fanned)
             if message_id is not None:
                 resent = next(self._values)
-                again = Message(str(resent), message_id=message_id)
+                again = Message(str(resent), message_id=message_id, group=group)
                 await self._publish_and_record(
                     client, process, "resend", queue, resent, again, f"first={value}", fanned
                 )
@@ -319,7 +354,7 @@ class Workload:
         """Process deliveries until `stop`, an error, or a random cancel in the middle of a batch."""
         while not stop.is_set():
             batch = await client.deliveries(queue, tag, max=10, wait=POLL_WAIT_S)
-            self._record(process, "invoke", queue, batch)
+            self._record_held(process, queue, batch)
             cut = len(batch)
             if batch and rng.random() < self.config.cancel_probability:
                 cut = rng.randrange(len(batch))
@@ -432,6 +467,16 @@ class Workload:
         for delivery in deliveries:
             self.history.record(process, type_, "dequeue", int(delivery.body), queue, error, detail)
 
+    def _record_held(self, process: str, queue: str, batch: Sequence[Delivery]) -> None:
+        """A dequeue invoke per delivery of one poll's answer; from a grouped queue each names the batch
+        (numbered across the workload) and the group the delivery carried."""
+        if queue not in self.config.grouped_queues:
+            self._record(process, "invoke", queue, batch)
+            return
+        number = next(self._batches)
+        for delivery in batch:
+            self._record(process, "invoke", queue, [delivery], detail=held_detail(number, delivery.group))
+
     async def drain(self, timeout: float) -> dict[str, int]:
         """Consume and ack every queue, then its dead-letter queue, until empty; returns what is left.
 
@@ -458,7 +503,7 @@ class Workload:
                 while loop.time() < deadline:
                     batch = await client.deliveries(queue, tag, max=200, wait=POLL_WAIT_S)
                     if batch:
-                        self._record("drain", "invoke", queue, batch)
+                        self._record_held("drain", queue, batch)
                         await self._ack_and_record("drain", client, queue, tag, batch)
                         continue
                     remaining = int((await client.queue(queue))["messages"])

@@ -1,7 +1,7 @@
 """The CI short form of the suite: a few ~25 s randomized schedules with every default nemesis family,
 one of corruption and kills, one of power failures only and one of full disks, which must lose nothing
-(no copy of a value published through the fanout exchange either) and dequeue nothing unexpected, with
-replicas that agree afterwards."""
+(no copy of a value published through the fanout exchange either), dequeue nothing unexpected, hand out
+each message group's values one at a time and in order, with replicas that agree afterwards."""
 
 from __future__ import annotations
 
@@ -32,9 +32,11 @@ def run_passing(config: RunConfig) -> RunResult:
     assert result.verdict.refused_otherwise == {}, text
     assert (result.verdict.enqueued_twice, result.verdict.resend_dequeued) == ({}, {}), text
     assert result.verdict.fanout_missing == {}, text
+    assert (result.verdict.group_overlap, result.verdict.group_order) == ({}, {}), text
     assert result.convergence.agreed, text
     assert result.verdict.enqueue_count > 100, text  # the workload really ran
-    assert len(result.verdict.exercised) == 5, text  # priorities, delayed nacks, touches, resends, fan-out
+    assert len(result.verdict.exercised) == 6, text  # priorities, delayed nacks, touches, resends, fan-out,
+    # message groups
     assert result.schedule, text
     return result
 

@@ -105,6 +105,13 @@ def test_history_lines_round_trip_through_json() -> None:
     assert '"value"' not in lines[-1]
 
 
+def test_a_detail_holds_facts_separated_by_spaces() -> None:
+    grouped = Op("p0", "ok", "enqueue", 1, 0.0, "grp", detail="group=g1 priority=9")
+    assert grouped.facts == {"group": "g1", "priority": "9"}
+    assert Op("c0", "ok", "dequeue", 1, 0.0, detail="touched").facts == {"touched": ""}
+    assert Op("c0", "ok", "dequeue", 1, 0.0).facts == {}
+
+
 def at(
     process: str, type_: OpType, f: str, value: int, time: float, queue: str, error: str | None = None
 ) -> Op:

@@ -6,12 +6,34 @@ import asyncio
 import random
 from pathlib import Path
 
+import msgpack
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from jepsen_tests.checker import check_total_queue
-from jepsen_tests.history import HistoryWriter, read_history
-from jepsen_tests.workload import Workload, WorkloadConfig
+from jepsen_tests.history import HistoryWriter, Op, read_history
+from jepsen_tests.workload import GROUPS, Workload, WorkloadConfig
+
+
+async def _run_until(
+    tmp_path: Path, app: web.Application, config: WorkloadConfig, done: asyncio.Event
+) -> list[Op]:
+    """Run the workload of `config` against `app`, its one node, until `done` is set; the ops it recorded
+    (in a history file of its own under `tmp_path`)."""
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    history = HistoryWriter(tmp_path / f"history-{len(list(tmp_path.iterdir()))}.jsonl")
+    workload = Workload([str(server.make_url("")).rstrip("/")], history, config, random.Random(1))
+    stop = asyncio.Event()
+    running = asyncio.create_task(workload.run(stop))
+    try:
+        await asyncio.wait_for(done.wait(), 10)
+    finally:
+        stop.set()
+        await running
+        await server.close()
+        history.close()
+    return read_history(history.path)
 
 
 async def test_a_confirm_with_fewer_ids_than_messages_is_recorded_as_a_protocol_error(tmp_path: Path) -> None:
@@ -23,22 +45,7 @@ async def test_a_confirm_with_fewer_ids_than_messages_is_recorded_as_a_protocol_
 
     app = web.Application()
     app.router.add_post("/api/queues/{q}/messages", short)
-    server = TestServer(app, host="127.0.0.1")
-    await server.start_server()
-    history = HistoryWriter(tmp_path / "history.jsonl")
-    workload = Workload(
-        [str(server.make_url("")).rstrip("/")], history, WorkloadConfig(("q",), 1, 0), random.Random(1)
-    )
-    stop = asyncio.Event()
-    running = asyncio.create_task(workload.run(stop))
-    try:
-        await asyncio.wait_for(answered.wait(), 10)
-    finally:
-        stop.set()
-        await running
-        await server.close()
-        history.close()
-    ops = read_history(history.path)
+    ops = await _run_until(tmp_path, app, WorkloadConfig(("q",), 1, 0), answered)
     confirms = [(op.type, op.error) for op in ops if op.f == "enqueue" and op.type != "invoke"]
     assert confirms and set(confirms) == {("ok", "short_ids")}
     verdict = check_total_queue(ops)
@@ -46,22 +53,35 @@ async def test_a_confirm_with_fewer_ids_than_messages_is_recorded_as_a_protocol_
     assert not verdict.valid
 
 
-async def _consume_against(tmp_path: Path, config: WorkloadConfig, touch_status: int) -> tuple[list, dict]:
-    """Run one consumer of `config` against a node that hands out values 1-3 once, answers every
-    settle, and answers touches with `touch_status`; the ops it recorded and the bodies it sent."""
+async def _consume_against(
+    tmp_path: Path,
+    config: WorkloadConfig,
+    touch_status: int = 200,
+    answers: tuple[tuple[tuple[int, str | None], ...], ...] = (((1, None), (2, None), (3, None)),),
+) -> tuple[list[Op], dict[str, list]]:
+    """Run the consumers of `config` against a node whose polls answer `answers` in turn, one each (value
+    and group per delivery), then nothing; it answers every settle, and touches with `touch_status`. The
+    ops recorded and the bodies sent, once a settle came after the last answer."""
     sent: dict[str, list] = {"nack": [], "touch": [], "ack": []}
-    handed = asyncio.Event()
+    waiting = list(answers)
     settled = asyncio.Event()
 
     async def consume(request: web.Request) -> web.Response:
         return web.json_response({"consumer": "t", "hold_ms": 5000}, status=201)
 
     async def deliveries(request: web.Request) -> web.Response:
-        if handed.is_set():
-            await asyncio.sleep(0.05)
+        if not waiting:
+            await asyncio.sleep(0.05)  # a long poll that finds nothing
             return web.json_response([])
-        handed.set()
-        rows = [{"id": i, "body": str(i), "encoding": "utf8", "headers": {}} for i in (1, 2, 3)]
+        rows = [
+            {
+                "id": value,
+                "body": str(value),
+                "encoding": "utf8",
+                "headers": {"x-group-id": group} if group else {},
+            }
+            for value, group in waiting.pop(0)
+        ]
         return web.json_response(rows)
 
     async def settle(request: web.Request) -> web.Response:
@@ -69,7 +89,8 @@ async def _consume_against(tmp_path: Path, config: WorkloadConfig, touch_status:
         sent[verb].append(await request.json())
         if verb == "touch":
             return web.json_response({"hold_ms": 5000}, status=touch_status)
-        settled.set()
+        if not waiting:
+            settled.set()
         return web.json_response({})
 
     async def cancel(request: web.Request) -> web.Response:
@@ -80,21 +101,7 @@ async def _consume_against(tmp_path: Path, config: WorkloadConfig, touch_status:
     app.router.add_post("/api/queues/{q}/consumers/{tag}/deliveries", deliveries)
     app.router.add_post("/api/queues/{q}/consumers/{tag}/{verb}", settle)
     app.router.add_delete("/api/queues/{q}/consumers/{tag}", cancel)
-    server = TestServer(app, host="127.0.0.1")
-    await server.start_server()
-    history = HistoryWriter(tmp_path / f"history-{len(list(tmp_path.iterdir()))}.jsonl")
-    workload = Workload([str(server.make_url("")).rstrip("/")], history, config, random.Random(1))
-    stop = asyncio.Event()
-    running = asyncio.create_task(workload.run(stop))
-    try:
-        await asyncio.wait_for(settled.wait(), 10)
-        await asyncio.sleep(0.1)
-    finally:
-        stop.set()
-        await running
-        await server.close()
-        history.close()
-    return read_history(history.path), sent
+    return await _run_until(tmp_path, app, config, settled), sent
 
 
 async def test_a_consumer_nacks_with_a_delay_and_touches_and_counts_only_what_was_taken(
@@ -145,20 +152,7 @@ async def test_a_fanned_publish_carries_the_routing_revision_and_a_confirm_short
     app.router.add_put("/api/exchanges/{vhost}/{name}", declare)
     app.router.add_post("/api/bindings/{vhost}/e/{name}/q/{q}", bind)
     app.router.add_post("/api/exchanges/{vhost}/{name}/publish", publish)
-    server = TestServer(app, host="127.0.0.1")
-    await server.start_server()
-    history = HistoryWriter(tmp_path / "history.jsonl")
-    config = WorkloadConfig(("q",), 1, 0, fanout_probability=1.0)
-    workload = Workload([str(server.make_url("")).rstrip("/")], history, config, random.Random(1))
-    stop = asyncio.Event()
-    running = asyncio.create_task(workload.run(stop))
-    try:
-        await asyncio.wait_for(answered.wait(), 10)
-    finally:
-        stop.set()
-        await running
-        await server.close()
-        history.close()
+    ops = await _run_until(tmp_path, app, WorkloadConfig(("q",), 1, 0, fanout_probability=1.0), answered)
     assert calls[:5] == [
         ("declare jepsen-fanout", "fanout"),
         ("bind fan-a", None),
@@ -166,7 +160,6 @@ async def test_a_fanned_publish_carries_the_routing_revision_and_a_confirm_short
         ("publish", "7"),
         ("publish", "7"),
     ]
-    ops = read_history(history.path)
     confirms = [(op.type, op.queue, op.error, op.detail) for op in ops if op.type != "invoke"]
     assert confirms[:2] == [
         ("ok", "jepsen-fanout", None, "fanout=fan-a,fan-b"),
@@ -175,3 +168,43 @@ async def test_a_fanned_publish_carries_the_routing_revision_and_a_confirm_short
     verdict = check_total_queue(ops)
     assert verdict.protocol_errors == [op.value for op in ops if op.error == "short_routed"]
     assert verdict.exercised["published through a fanout exchange"] == len(confirms)
+
+
+async def test_a_grouped_publish_names_its_group_on_the_wire_and_in_its_detail(tmp_path: Path) -> None:
+    published: list[dict] = []
+    answered = asyncio.Event()
+
+    async def publish(request: web.Request) -> web.Response:
+        published.extend(msgpack.unpackb(await request.read())["messages"])
+        if len(published) == 5:
+            answered.set()
+        return web.json_response({"ids": [len(published)]}, status=201)
+
+    app = web.Application()
+    app.router.add_post("/api/queues/{q}/messages", publish)
+    ops = await _run_until(tmp_path, app, WorkloadConfig(("q",), 1, 0, groups_probability=1.0), answered)
+    publishes = [op for op in ops if op.f == "enqueue" and op.type == "invoke"]
+    assert {op.queue for op in publishes} == {"grp"}
+    wire = [(message["group"], message.get("priority", 0)) for message in published]
+    assert [(op.facts["group"], int(op.facts.get("priority", 0))) for op in publishes[: len(wire)]] == wire
+    assert {group for group, _ in wire} <= set(GROUPS)
+    verdict = check_total_queue(ops)
+    assert verdict.exercised["published in a group"] == sum(
+        op.type == "ok" for op in ops if op.f == "enqueue"
+    )
+
+
+async def test_the_grouped_queues_consumers_record_each_delivery_with_its_batch_and_group(
+    tmp_path: Path,
+) -> None:
+    """So that the checker sees two values of a group in one answer (the second answer here)."""
+    quiet = {"nack_probability": 0, "reject_probability": 0, "cancel_probability": 0, "touch_probability": 0}
+    config = WorkloadConfig(("q",), 0, 0, groups_probability=1.0, **quiet)  # the grouped queue's two only
+    answers = (((1000, "g0"), (1001, "g1")), ((1002, "g0"), (1003, "g0")))
+    ops, sent = await _consume_against(tmp_path, config, answers=answers)
+    assert sorted(id_ for body in sent["ack"] for id_ in body["ids"]) == [1000, 1001, 1002, 1003]
+    held = {op.value: op.facts for op in ops if op.f == "dequeue" and op.type == "invoke"}
+    assert [held[v]["group"] for v in (1000, 1001, 1002, 1003)] == ["g0", "g1", "g0", "g0"]
+    assert held[1000]["batch"] == held[1001]["batch"] != held[1002]["batch"] == held[1003]["batch"]
+    assert {op.process for op in ops if op.f == "dequeue"} <= {"con0", "con1"}
+    assert check_total_queue(ops).group_overlap == {1003: 1002}
