@@ -79,6 +79,7 @@ from queue_state.stats import QueueStats
 STRATEGY_CHANGED = "dead_letter_strategy_changed"
 QUEUE_DELETING = "queue_deleting"
 UNKNOWN_CONSUMER = "unknown_consumer"
+DELAYED_IN_A_GROUP = "delayed_in_a_group"
 _ROWS_PER_CHUNK = 65536
 _PUBLISHERS_PER_CHUNK = 64
 
@@ -163,6 +164,11 @@ class QueueMachine:
     def _enqueue(self, cmd: Enqueue, out: EffectCollector) -> Reply:
         if self._sealed:
             return self._deleting()
+        if self._config.message_groups and any(m.group is not None and m.delay_ms for m in cmd.messages):
+            return Failure(  # it would wait out of its group's order, or hold its group back unseen
+                DELAYED_IN_A_GROUP,
+                "a message of a group takes no delay: its group hands out in publish order (as SQS FIFO)",
+            )
         self._mark_used()
         self._dedupe.pass_time(self._now, self._config.dedupe_window)
         deduplicating = self._config.dedupe_window is not None
@@ -598,13 +604,11 @@ class QueueMachine:
 
     def _come_due(self) -> None:
         """Delayed messages whose time came: returned ones go back where a return goes now, published
-        ones take their place among their level's (or their group's) ready messages by id."""
+        ones (never of a group: `_enqueue`) take their place among their level's ready messages by id."""
         if self._delayed:
             for message, destination in self._delayed.come_due(self._now):
                 if destination is Destination.RETURNED:
                     self._push_returned(message)
-                elif message.group:
-                    self._groups.push_due(message)
                 else:
                     self._ready.push_due(message)
 

@@ -72,12 +72,6 @@ class _Group:
         else:
             self.items.insert(0, message)
 
-    def insert_by_id(self, message: ReadyMessage) -> None:
-        """Before the first message with a higher id (a scan of the group)."""
-        items = self.items
-        at = next((i for i in range(self.head, len(items)) if items[i].id > message.id), len(items))
-        items.insert(at, message)
-
     def pop_left(self) -> ReadyMessage:
         message = self.items[self.head]
         self.head += 1
@@ -169,14 +163,6 @@ class MessageGroups:
         group = self._groups[message.group]
         group.items.append(message)
         if group.ready() == 1:
-            self._head_changed(message.group)
-
-    def push_due(self, message: ReadyMessage) -> None:
-        """A published message whose time came: among its group by id."""
-        self._add(message)
-        group = self._groups[message.group]
-        group.insert_by_id(message)
-        if group.first() is message:
             self._head_changed(message.group)
 
     def push_returned(self, message: ReadyMessage) -> None:

@@ -34,8 +34,8 @@ from queue_state.commands import (
     Settle,
     Tick,
 )
-from queue_state.effects import Deliveries, Effect
-from queue_state.machine import QueueMachine
+from queue_state.effects import Deliveries, Effect, Enqueued, Failure
+from queue_state.machine import DELAYED_IN_A_GROUP, QueueMachine
 from queue_state.message_groups import MAX_GROUP_BYTES
 
 
@@ -345,7 +345,7 @@ from queue_state.arguments import parse_arguments
 from queue_state.commands import (
     Checkout, ConsumerDown, Discard, Enqueue, EntryMeta, NewMessage, Return, Settle
 )
-from queue_state.machine import QueueMachine
+from queue_state.machine import DELAYED_IN_A_GROUP, QueueMachine
 draw = random.Random(7)
 m = QueueMachine("q", parse_arguments({"x-message-groups": True, "x-max-priority": 3, "x-message-ttl": 500}))
 names = [f"order-{i}" for i in range(30)] + [None]
@@ -383,3 +383,15 @@ def test_replicas_agree_whatever_their_hash_seed() -> None:
         for seed in ("1", "2", "3")
     }
     assert len(runs) == 1
+
+
+def test_rule_a_message_of_a_group_takes_no_delay() -> None:
+    """Review finding: a published delay took a message out of its group's order (its successors went
+    first) and, once due, scanned its whole group to find its place (quadratic with a long group). A
+    grouped queue refuses it, as SQS FIFO has no per-message delay; a message without a group may wait."""
+    m = grouped()
+    reply, effects = m.apply(EntryMeta(1), Enqueue((NewMessage(10, delay_ms=100, group="a"),)))
+    assert isinstance(reply, Failure) and reply.code == DELAYED_IN_A_GROUP, reply
+    assert effects == [] and m.stats().messages == 0
+    reply, _ = m.apply(EntryMeta(2), Enqueue((NewMessage(10, delay_ms=100), NewMessage(10, group="a"))))
+    assert isinstance(reply, Enqueued), reply
