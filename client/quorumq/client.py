@@ -200,8 +200,11 @@ class Client:
         )
 
     async def queue(self, queue: str) -> dict[str, Any]:
-        """The statistics and definition of one queue."""
-        return (await self._transport.request("GET", queue_path(self._vhost, queue), retry_sent=True)).payload
+        """The statistics and definition of one queue (NotFoundError for a name no queue has)."""
+        reply = await self._transport.request("GET", queue_path(self._vhost, queue), retry_sent=True)
+        if not isinstance(reply.payload, dict):  # `/api/queues/{x}` lists vhost x, which no queue is named
+            raise NotFoundError(404, "not_found", f"no queue '{queue}': it names a vhost")
+        return reply.payload
 
     async def queues(self) -> list[dict[str, Any]]:
         """The statistics and definitions of every queue."""

@@ -17,7 +17,7 @@ from support.eventually import eventually
 from cli.app import cli as quorumq_command
 from cli.node_processes import HARNESS_HEADERS, ProcessCluster
 from cli.queues import cli as queues_command
-from quorumq import Client, ForbiddenError
+from quorumq import Client, ForbiddenError, NotFoundError
 from quorumq.auth import basic_header
 
 TENANT = "tenant"
@@ -91,6 +91,8 @@ async def test_a_vhost_is_its_own_namespace_of_queues_exchanges_and_policies(
         assert sorted((q["vhost"], q["name"]) for q in listed) == [("/", "orders"), (TENANT, "orders")]
         status, listed = await http.call(0, "GET", f"/api/queues/{TENANT}")  # a vhost's listing
         assert status == 200 and [(q["vhost"], q["name"]) for q in listed] == [(TENANT, "orders")]
+        with pytest.raises(NotFoundError):  # `/api/queues/tenant` lists vhost tenant: no queue of `/`
+            await default.queue(TENANT)
         status, listed = await http.call(0, "GET", "/api/queues/%2F")
         assert [(q["vhost"], q["name"]) for q in listed] == [("/", "orders")]
 
