@@ -210,7 +210,7 @@ class MessageGroups:
         highest priority first), blocking each; the other groups keep their turn (a scan of the ring)."""
         since_ms, until_ms, end_id = window
         taken: list[ReadyMessage] = []
-        for number in self._in_turn():
+        for number in list(self._in_turn()):  # taking a head takes its group out of its ring
             head = self._groups[number].first()
             if not (since_ms <= head.enqueued_at <= until_ms and head.id < end_id):
                 continue
@@ -224,9 +224,12 @@ class MessageGroups:
     def _top_ring(self) -> OrderedDict[int, None] | None:
         return self._rings[max(self._rings)] if self._rings else None
 
-    def _in_turn(self) -> list[int]:
-        """The groups whose turn it is, the highest priority first, then in turn order."""
-        return [number for priority in sorted(self._rings, reverse=True) for number in self._rings[priority]]
+    def _in_turn(self) -> Iterator[int]:
+        """The groups whose turn it is, the highest priority first, then in turn order: read as far as
+        needed (a peek or a get's fit reads the first few of many groups), so a caller that changes the
+        rings meanwhile takes a list of it first."""
+        for priority in sorted(self._rings, reverse=True):
+            yield from self._rings[priority]
 
     # expiry and length limits: heads only
 
