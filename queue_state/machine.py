@@ -950,6 +950,14 @@ class QueueMachine:
             return iter(self._ready)
         return itertools.chain(_in_turn(iter(self._ready), self._groups.heads()), self._groups.behind_heads())
 
+    def take_order(self, windowed: bool) -> Iterator[ReadyMessage]:
+        """Ready messages in the order a get takes them: `ready_messages` for a get, and for one from a
+        time (`windowed`) on a queue with message groups the ungrouped ones first, then the heads of the
+        groups whose turn it is (`_take_ready`'s order)."""
+        if windowed and self._groups:
+            return itertools.chain(iter(self._ready), self._groups.heads())
+        return self.ready_messages()
+
     def delayed_messages(self) -> list[ReadyMessage]:
         """The messages waiting for their time (not ready yet), in no particular order."""
         return list(self._delayed)

@@ -994,11 +994,12 @@ class QueueDoor:
         return self._replica.bodies.rows(deliveries, max_bytes)
 
     def _fitting(self, count: int, since_ms: int | None, max_bytes: int) -> int:
-        """How many of the first `count` ready messages (in serve order, enqueued at or after `since_ms`
-        when given) have bodies adding up to at most `max_bytes` in the applied state (1 at least),
-        looking at no more than FIT_SCAN messages."""
+        """How many of the first `count` ready messages (in the order the get takes them, enqueued at or
+        after `since_ms` when given) have bodies adding up to at most `max_bytes` in the applied state (1
+        at least), looking at no more than FIT_SCAN messages."""
         limit = TakeLimit(count, max_bytes)
-        for message in itertools.islice(self._replica.machine.ready_messages(), FIT_SCAN):
+        taken_in = self._replica.machine.take_order(windowed=since_ms is not None)
+        for message in itertools.islice(taken_in, FIT_SCAN):
             if since_ms is not None and message.enqueued_at < since_ms:
                 continue
             if not limit.admits(message.size):
