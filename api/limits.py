@@ -24,14 +24,14 @@ import msgpack
 from aiohttp import web
 
 from api.app_keys import CONFIG, METADATA, QUEUES
-from api.endpoints import QUEUE, VHOST_QUEUE
+from api.endpoints import QUEUE, in_vhost
 from api.errors import ApiError
 from api.validation import queue_name
 from cluster.config import NodeConfig
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-CONSUMERS_ROUTES = (QUEUE + "/consumers", VHOST_QUEUE + "/consumers")
-PUBLISH_ROUTES = (QUEUE + "/messages", VHOST_QUEUE + "/messages")
+CONSUMERS_ROUTES = (QUEUE + "/consumers", in_vhost(QUEUE + "/consumers"))
+PUBLISH_ROUTES = (QUEUE + "/messages", in_vhost(QUEUE + "/messages"))
 CONTROL_BODY_BYTES = 1024 * 1024
 """The largest body of a request other than a publish: what it decodes to costs little (W5)."""
 

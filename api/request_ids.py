@@ -12,7 +12,7 @@ import uuid
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from api.validation import QUEUE_NAME, VHOST_NAME
+from api.validation import QUEUE_NAME, is_vhost_name
 from cluster import node_logging
 from metadata_state.vhost_names import DEFAULT_VHOST, qualified
 
@@ -28,9 +28,10 @@ async def request_id_middleware(request: web.Request, handler: Handler) -> web.S
     node_logging.request_id.set(current)
     named = request.match_info.get("q")  # the route is matched before the middlewares
     vhost = request.match_info.get("vhost", DEFAULT_VHOST)
-    sane_vhost = vhost == DEFAULT_VHOST or VHOST_NAME.fullmatch(vhost)
-    sane = named is not None and QUEUE_NAME.fullmatch(named) is not None and sane_vhost
-    node_logging.queue.set(qualified(vhost, named) if named is not None and sane else None)  # no forged line
+    logged = None  # no forged log line: only a well-formed name is logged
+    if named is not None and QUEUE_NAME.fullmatch(named) and is_vhost_name(vhost):
+        logged = qualified(vhost, named)
+    node_logging.queue.set(logged)
     response = await handler(request)
     if not response.prepared:
         response.headers[REQUEST_ID_HEADER] = current

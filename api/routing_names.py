@@ -25,12 +25,12 @@ DEFAULT_EXCHANGE_PATH_NAME = "amq.default"
 def vhost_of(request: web.Request) -> str:
     """The vhost the path names (`%2F` is `/`): 400 for a malformed name, 404 for one that does not
     exist."""
-    return existing_vhost(request.app[METADATA], check_vhost_name(request.match_info["vhost"]))
+    return existing_vhost(request.app[METADATA], request.match_info["vhost"])
 
 
 def existing_vhost(metadata: MetadataView, vhost: str) -> str:
-    """`vhost`, or 404 when it does not exist."""
-    if not metadata.has_vhost(vhost):
+    """`vhost`: 400 for a malformed name (`check_vhost_name`), 404 for one that does not exist."""
+    if not metadata.has_vhost(check_vhost_name(vhost)):
         raise ApiError(404, "not_found", f"no vhost '{vhost}'")
     return vhost
 

@@ -40,7 +40,7 @@ from api.settle_options import SETTLES, Touch, settle_options, touch_answer
 from api.stream_consumer import LEADER_MOVED, StreamConsumer
 from api.stream_frames import BadFrame, Frame
 from api.stream_standing import CREDENTIALS_GONE, PERMISSION_REVOKED, StreamStanding
-from api.validation import bad, check_queue_name, check_vhost_name, field_str
+from api.validation import bad, check_queue_name, field_str
 from cluster.errors import NodeError, NotLeader, QueueNotFound
 from cluster.queues.queue_door import QueueDoor
 from cluster.steady_clock import steady_wall_ms
@@ -319,7 +319,7 @@ class StreamConnection:
         """The vhost a hello names (`/` when it names none), which must exist."""
         if not isinstance(vhost, str):
             raise bad("vhost must be a string")
-        return existing_vhost(self._app[METADATA], check_vhost_name(vhost))
+        return existing_vhost(self._app[METADATA], vhost)
 
     def _queue(self, frame: Frame, access: Access) -> str:
         """The `qualified` name of the frame's queue (taken out of its fields) in the connection's vhost,

@@ -46,10 +46,15 @@ def check_queue_name(name: str, max_length: int) -> str:
 VHOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:\-]{0,63}")  # full-matched
 
 
+def is_vhost_name(name: str) -> bool:
+    """Whether `name` may name a vhost: `/`, or 1-64 letters, digits, '.', '_', ':' and '-' starting with
+    a letter or digit (no `/`: decision 0029)."""
+    return name == DEFAULT_VHOST or VHOST_NAME.fullmatch(name) is not None
+
+
 def check_vhost_name(name: str) -> str:
-    """`name` when it names a vhost: `/`, or 1-64 letters, digits, '.', '_', ':' and '-' starting with a
-    letter or digit (no `/`: decision 0029); 400 otherwise."""
-    if name != DEFAULT_VHOST and not VHOST_NAME.fullmatch(name):
+    """`name` when it may name a vhost (`is_vhost_name`), 400 otherwise."""
+    if not is_vhost_name(name):
         raise bad(
             f"vhost name {name!r} must be '/' or 1-64 characters of letters, digits, '.', '_', ':' or '-', "
             "starting with a letter or digit"
