@@ -33,6 +33,8 @@ from quorumq.routing_paths import (
     bindings_path,
     exchange_path,
     exchanges_path,
+    permission_path,
+    vhost_path,
 )
 from quorumq.stream import ConsumerSink
 from quorumq.subscription import Subscription
@@ -63,10 +65,7 @@ def _user_path(name: str, *parts: str) -> str:
 
 
 def _policy_path(vhost: str, name: str, operator: bool = False) -> str:
-    kind = "operator-policies" if operator else "policies"
-    if vhost == routing_paths.DEFAULT_VHOST:
-        return f"/api/{kind}/{quote(name, safe='')}"
-    return f"/api/{kind}/{quote(vhost, safe='')}/{quote(name, safe='')}"
+    return vhost_path("operator-policies" if operator else "policies", vhost, name)
 
 
 class Client:
@@ -860,7 +859,7 @@ class Client:
         if self._vhost == routing_paths.DEFAULT_VHOST:  # the path every version serves
             path = _user_path(name, "permissions")
         else:
-            path = "/api/permissions/" + "/".join(quote(part, safe="") for part in (self._vhost, name))
+            path = permission_path(self._vhost, name)
         await self._transport.request("PUT", path, body=body, retry_sent=True)
 
     async def vhosts(self) -> list[dict[str, Any]]:

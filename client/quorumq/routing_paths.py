@@ -1,5 +1,5 @@
-"""The URL paths of exchanges and bindings, in the shapes of RabbitMQ's management API, each in a virtual
-host (`/`, the default one, is written `%2F` in a path)."""
+"""The URL paths of what belongs to a virtual host (queues, policies, permissions, exchanges, bindings),
+in the shapes of RabbitMQ's management API (`/`, the default vhost, is written `%2F` in a path)."""
 
 from typing import Literal
 from urllib.parse import quote
@@ -39,9 +39,19 @@ def binding_path(
     return "/api/bindings/" + _segments(vhost, "e", source, kind, destination, *one)
 
 
+def vhost_path(kind: str, vhost: str, name: str, *parts: str) -> str:
+    """The path of `name` of `vhost` among `/api/{kind}/`, and of `parts` below it: RabbitMQ's
+    `/api/{kind}/{vhost}/{name}`, or for the default vhost the one-segment `/api/{kind}/{name}`, which
+    every version of the server serves."""
+    named = (name,) if vhost == DEFAULT_VHOST else (vhost, name)
+    return f"/api/{kind}/" + _segments(*named, *parts)
+
+
+def permission_path(vhost: str, user: str) -> str:
+    """The path of `user`'s permissions in `vhost`."""
+    return "/api/permissions/" + _segments(vhost, user)
+
+
 def queue_path(vhost: str, queue: str, *parts: str) -> str:
-    """The URL path of queue `queue` of `vhost` (RabbitMQ's `/api/queues/{vhost}/{queue}`; the one-segment
-    `/api/queues/{queue}` of the default vhost), and of `parts` below it."""
-    if vhost == DEFAULT_VHOST:
-        return "/api/queues/" + _segments(queue, *parts)
-    return "/api/queues/" + _segments(vhost, queue, *parts)
+    """The URL path of queue `queue` of `vhost` (`vhost_path`), and of `parts` below it."""
+    return vhost_path("queues", vhost, queue, *parts)
