@@ -59,7 +59,7 @@ from cluster.queues.queue_door import QueueDoor
 from cluster.queues.queue_limits import INT64_MAX
 from cluster.queues.queue_results import MessageRow
 from cluster.routing.exchange_checks import RoutingError, checked_exchange_name
-from metadata_state.vhost_names import DEFAULT_VHOST, qualified, split
+from metadata_state.vhost_names import DEFAULT_VHOST, qualified, split, vhost_of
 
 MAX_GET = 1000
 RABBITMQ_QUEUE_FIELDS = {
@@ -360,7 +360,7 @@ async def visible_queues(request: web.Request, vhost: str | None = None) -> list
     or not (this node's own view); with `?led=true` only the queues led here are listed."""
     caller, queues = principal(request), request.app[QUEUES]
     names = [
-        name for name in queues.names() if caller.lists(name) and (vhost is None or split(name)[0] == vhost)
+        name for name in queues.names() if caller.lists(name) and (vhost is None or vhost_of(name) == vhost)
     ]
     if query_flag(request, "led"):
         return [

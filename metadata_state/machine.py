@@ -77,7 +77,7 @@ from metadata_state.replies import (
     Stale,
     Updated,
 )
-from metadata_state.vhost_names import DEFAULT_VHOST, SEPARATOR, qualified, split
+from metadata_state.vhost_names import DEFAULT_VHOST, SEPARATOR, qualified, split, vhost_of
 
 BindingKey: TypeAlias = tuple[str, str, str, str, str, str]
 """`BindingRecord.key`: vhost, source, destination type, destination, routing key, arguments digest."""
@@ -185,7 +185,7 @@ class MetadataMachine:
             if existing.arguments == command.arguments:
                 return Exists(existing.group)
             return Conflict(existing.arguments)
-        vhost = split(name)[0]
+        vhost = vhost_of(name)
         if not self.has_vhost(vhost):
             return NotFound(f"no vhost {vhost!r}")
         if name in self.vhosts:
@@ -319,7 +319,7 @@ class MetadataMachine:
             return Invalid(f"vhost {DEFAULT_VHOST!r} cannot be deleted")
         if vhost not in self.vhosts:
             return NotFound(f"no vhost {vhost!r}")
-        if any(split(name)[0] == vhost for name in self.queues):
+        if any(vhost_of(name) == vhost for name in self.queues):
             return InUse(f"vhost {vhost!r} holds queues")
         del self.vhosts[vhost]
         for user in self.users.values():

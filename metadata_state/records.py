@@ -92,15 +92,9 @@ class UserRecord:
         """True for users tagged `administrator`."""
         return ADMINISTRATOR in self.tags
 
-    def permissions_in(self, vhost: str) -> Permissions | None:
-        """The user's patterns in `vhost`; None where it was given none (DEFAULT_VHOST's always exist)."""
-        if vhost == DEFAULT_VHOST:
-            return (self.configure, self.write, self.read)
-        patterns = self.vhost_permissions.get(vhost)
-        return None if patterns is None else (patterns[0], patterns[1], patterns[2])
-
     def all_permissions(self) -> dict[str, Permissions]:
-        """The user's patterns by vhost, DEFAULT_VHOST's first, then by vhost name."""
+        """The user's patterns by vhost (those it was given: DEFAULT_VHOST's always), DEFAULT_VHOST's
+        first, then by vhost name."""
         given = {DEFAULT_VHOST: (self.configure, self.write, self.read)}
         for vhost in sorted(self.vhost_permissions):
             patterns = self.vhost_permissions[vhost]
@@ -146,8 +140,8 @@ EXCHANGE_DESTINATION = "exchange"
 
 @dataclass
 class VhostRecord:
-    """A virtual host other than DEFAULT_VHOST (which every cluster has): its own namespace of queues,
-    exchanges, bindings and policies, and the permissions users hold in it."""
+    """A virtual host: its own namespace of queues, exchanges, bindings and policies, and the permissions
+    users hold in it (the metadata records those other than DEFAULT_VHOST, which every cluster has)."""
 
     name: str
     description: str = ""

@@ -98,14 +98,14 @@ def test_deleting_a_vhost_takes_its_exchanges_bindings_policies_and_permissions_
     )
     assert set(state.policies) == {"tenant/cap", "cap"}
     assert state.policies["tenant/cap"].vhost == TENANT and state.policies["cap"].vhost == DEFAULT_VHOST
-    assert state.users["alice"].permissions_in(TENANT) == (".*", ".*", ".*")
+    assert state.users["alice"].all_permissions()[TENANT] == (".*", ".*", ".*")
     routing, policies = state.routing_revision, state.policies_revision
     assert state.apply(DeleteVhost(TENANT)) == Ok()
     assert state.exchanges == {} and state.bindings == {} and state.routing_revision == routing + 1
     assert set(state.policies) == {"cap"} and state.operator_policies == {}
     assert state.policies_revision > policies
-    assert state.users["alice"].permissions_in(TENANT) is None
-    assert state.users["alice"].permissions_in(DEFAULT_VHOST) == ("^a", "", "")
+    assert TENANT not in state.users["alice"].all_permissions()
+    assert state.users["alice"].all_permissions()[DEFAULT_VHOST] == ("^a", "", "")
 
 
 def test_permissions_are_per_vhost_and_cleared_one_vhost_at_a_time() -> None:
