@@ -948,7 +948,9 @@ class QueueMachine:
         others (`MessageGroups.behind_heads`)."""
         if not self._groups:
             return iter(self._ready)
-        return itertools.chain(_in_turn(iter(self._ready), self._groups.heads()), self._groups.behind_heads())
+        return itertools.chain(
+            _hand_out_order(iter(self._ready), self._groups.heads()), self._groups.behind_heads()
+        )
 
     def take_order(self, windowed: bool) -> Iterator[ReadyMessage]:
         """Ready messages in the order a get takes them: `ready_messages` for a get, and for one from a
@@ -1189,7 +1191,7 @@ def _goes_first(grouped: ReadyMessage, ready: ReadyMessage) -> bool:
     return grouped.id < ready.id
 
 
-def _in_turn(ready: Iterator[ReadyMessage], heads: Iterator[ReadyMessage]) -> Iterator[ReadyMessage]:
+def _hand_out_order(ready: Iterator[ReadyMessage], heads: Iterator[ReadyMessage]) -> Iterator[ReadyMessage]:
     """Ungrouped ready messages in serve order and groups' heads in turn order, merged as hand-outs take
     them (`_goes_first`)."""
     grouped, plain = next(heads, None), next(ready, None)
