@@ -74,6 +74,11 @@ def main() -> None:
     show_default=True,
 )
 @click.option("--keep-data", is_flag=True, help="Keep the nodes' data directories.")
+@click.option(
+    "--amqp",
+    is_flag=True,
+    help="AMQP client mode: publishers and consumers more over AMQP 0-9-1 (aio-pika), to every node.",
+)
 def run_command(
     duration: float,
     nemeses: tuple[str, ...],
@@ -83,6 +88,7 @@ def run_command(
     repeat: int,
     out_dir: Path,
     keep_data: bool,
+    amqp: bool,
 ) -> None:
     """Run schedules; prints each verdict and exits 1 if any run failed its check or broke off."""
     # A process started in the background of a non-interactive shell inherits SIGINT ignored; put
@@ -96,7 +102,7 @@ def run_command(
     with output.progress("fault-injection runs", repeat, beside_output=True) as bar:
         for run_seed in range(seed, seed + repeat):
             config = RunConfig(
-                duration, nemeses, run_seed, nodes, queues, out_dir=out_dir, keep_data=keep_data
+                duration, nemeses, run_seed, nodes, queues, out_dir=out_dir, keep_data=keep_data, amqp=amqp
             )
             if not _one_run(config, command, bar.say):
                 failed.append(run_seed)

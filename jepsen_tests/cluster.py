@@ -24,16 +24,23 @@ from quorumq import QuorumqError, SyncClient
 
 HTTP_PORT = 8080
 RAFT_PORT = 9080
+AMQP_PORT = 5672
 READY_TIMEOUT_S = 90.0
 
 
 class JepsenCluster:
     """Node processes on `hosts` (node i in namespace i), their data under `data_dir` (on lazy
     filesystems with `lazy_fs`); with `fake_clocks`, every node runs under a wall clock the clock
-    nemesis can move (`clocks`)."""
+    nemesis can move (`clocks`); with `amqp`, every node has an AMQP listener on AMQP_PORT."""
 
     def __init__(
-        self, hosts: NetnsHosts, data_dir: Path, *, lazy_fs: bool = False, fake_clocks: bool = False
+        self,
+        hosts: NetnsHosts,
+        data_dir: Path,
+        *,
+        lazy_fs: bool = False,
+        fake_clocks: bool = False,
+        amqp: bool = False,
     ) -> None:
         self.hosts = hosts
         count = len(hosts.hosts)
@@ -47,6 +54,7 @@ class JepsenCluster:
         )
         for node in self.nodes:
             node.supervised = True  # as under compose: a node that found damage is started again
+            node.amqp_port = AMQP_PORT if amqp else None
         self.paused: set[str] = set()
         self.clients: ClientCrasher | None = None  # the running workload, for the `client` nemesis
         self.clocks = FakeClocks(data_dir / "clocks", self.names) if fake_clocks else None
@@ -75,6 +83,11 @@ class JepsenCluster:
     def urls(self) -> list[str]:
         """Every node's HTTP base URL (reachable from the root namespace)."""
         return self.processes.urls
+
+    @property
+    def amqp_urls(self) -> list[str]:
+        """Every node's AMQP URL, logging in as the harness administrator (none without listeners)."""
+        return self.processes.amqp_urls
 
     def node(self, name: str) -> NodeProcess:
         """A node by name."""

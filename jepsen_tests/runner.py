@@ -24,6 +24,7 @@ from jepsen_tests.schedule import FaultWindow, plan_schedule
 from jepsen_tests.workload import (
     FANOUT_PROBABILITY,
     GROUPS_PROBABILITY,
+    GROUPS_QUEUE,
     RESEND_PROBABILITY,
     Workload,
     WorkloadConfig,
@@ -34,6 +35,8 @@ from quorumq import SyncClient
 DRAIN_TIMEOUT_S = 90.0
 CONVERGENCE_TIMEOUT_S = 30.0
 HONEST_TTL_MARGIN_S = 600.0
+AMQP_PUBLISHERS = 2
+"""How many publishers more the AMQP client mode runs."""
 DEDUPE_WINDOW_MS = 7 * 24 * 3600 * 1000
 """The work queues' deduplication window: longer than any run plus any clock fault (a day at most)."""
 
@@ -41,7 +44,7 @@ DEDUPE_WINDOW_MS = 7 * 24 * 3600 * 1000
 @dataclass(frozen=True)
 class RunConfig:
     """What to run: workload seconds, nemesis families (every family by default), seed, node count,
-    queues (1-3 from the seed)."""
+    queues (1-3 from the seed), and whether AMQP clients join the workload."""
 
     duration: float = 60.0
     nemeses: tuple[str, ...] = (
@@ -63,6 +66,8 @@ class RunConfig:
     consumers: int = 3
     out_dir: Path = Path("runs")
     keep_data: bool = False
+    amqp: bool = False  # AMQP client mode: AMQP_PUBLISHERS and a consumer of the first work queue and
+    # of the grouped queue more, over AMQP 0-9-1 to the nodes' listeners
 
     @property
     def lazy_fs(self) -> bool:
@@ -111,12 +116,18 @@ def run(config: RunConfig, progress: Callable[[str], None] = print, command: str
         resend_probability=RESEND_PROBABILITY,
         fanout_probability=FANOUT_PROBABILITY,
         groups_probability=GROUPS_PROBABILITY,
+        amqp_publishers=AMQP_PUBLISHERS if config.amqp else 0,
+        amqp_consumed=(queues[0], GROUPS_QUEUE) if config.amqp else (),
     )
     schedule = plan_schedule(config.seed, config.duration, config.nemeses)
     progress(f"run {run_dir}: {config.nodes} nodes, queues {', '.join(queues)}, {len(schedule)} faults")
     with NetnsHosts(config.nodes) as hosts:
         cluster = JepsenCluster(
-            hosts, run_dir / "data", lazy_fs=config.lazy_fs, fake_clocks="clock" in config.nemeses
+            hosts,
+            run_dir / "data",
+            lazy_fs=config.lazy_fs,
+            fake_clocks="clock" in config.nemeses,
+            amqp=config.amqp,
         )
         try:
             cluster.start_all()
@@ -199,7 +210,7 @@ async def exercise(
     drain, count early expiries and compare the replicas of every queue the workload consumes."""
     log = NemesisLog(history.path.with_name("nemesis.jsonl"), history.now)
     queues, consumed = workload_config.queues, workload_config.consumed_queues
-    workload = Workload(cluster.urls, history, workload_config, rng)
+    workload = Workload(cluster.urls, history, workload_config, rng, cluster.amqp_urls)
     cluster.clients = workload
     stop = asyncio.Event()
     clients = asyncio.create_task(workload.run(stop))
@@ -274,4 +285,6 @@ def equivalent_command(config: RunConfig) -> str:
     words += ["--seed", str(config.seed), "--nodes", str(config.nodes)]
     if config.queues is not None:
         words += ["--queues", str(config.queues)]
+    if config.amqp:
+        words.append("--amqp")
     return shlex.join(words)

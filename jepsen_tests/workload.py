@@ -47,6 +47,15 @@ batches numbered across the workload), so that the checker sees which values a c
 and in which order each group came out (`jepsen_tests.message_groups`). The runner turns it on
 (`GROUPS_PROBABILITY`) and declares the grouped queue as its work queues, deduplication window and
 dead-letter queue included.
+
+In the runner's AMQP client mode (`amqp_publishers`, `amqp_consumed`) some clients more speak AMQP 0-9-1
+through aio-pika, as RabbitMQ applications do, each to one node's listener (`jepsen_tests.amqp_links`),
+drawn afresh whenever its connection breaks. Its publishers draw and record as the others, priorities,
+resends, fan-out and groups included; a publish not confirmed by `basic.ack` is `info` (quorumq nacks
+what it refused and what it could not confirm in time alike). Its consumers take deliveries with a
+prefetch and manual acks, nack and reject as the others, cancel mid-batch by closing their connection
+(which hands the rest back), and neither touch nor delay nacks (AMQP has neither). The `client` nemesis
+crashes the HTTP and stream clients only; the AMQP ones face the node and network faults.
 """
 
 from __future__ import annotations
@@ -60,9 +69,11 @@ from dataclasses import dataclass
 
 import aiohttp
 
+from jepsen_tests.amqp_links import AmqpConsumeLink, AmqpPublishLink
 from jepsen_tests.client_life import CRASHED, CrashableClient, CrashedClient, Life
 from jepsen_tests.fanout import fanout_detail
 from jepsen_tests.history import HistoryWriter, OpFunction, OpType
+from jepsen_tests.links import ConsumeLink, HttpConsumeLink, HttpPublishLink, PublishLink
 from jepsen_tests.message_groups import group_detail, held_detail
 from quorumq import (
     BadRequestError,
@@ -88,8 +99,8 @@ CONSUMER_TIMEOUT_MS = 5000
 RETRY_PAUSE_S = 0.2
 POLL_WAIT_S = 1.0
 CRASH_WAIT_S = 5.0
-SHORT_ROUTED = "short_routed"
 PROCESS_PREFIXES = {"publisher": "pub", "consumer": "con"}
+AMQP_PREFIXES = {"publisher": "apub", "consumer": "acon"}
 DEAD_LETTER_SUFFIX = "-dlq"
 FANOUT_EXCHANGE = "jepsen-fanout"
 FANOUT_QUEUES = ("fan-a", "fan-b")
@@ -124,6 +135,8 @@ class WorkloadConfig:
     # queue exists with `x-message-groups` (the runner's, GROUPS_PROBABILITY)
     groups_queue: str = GROUPS_QUEUE
     groups: tuple[str, ...] = GROUPS
+    amqp_publishers: int = 0  # publishers more, over AMQP 0-9-1 (the runner's AMQP client mode)
+    amqp_consumed: tuple[str, ...] = ()  # a consumer more over AMQP 0-9-1 for each of these queues
 
     @property
     def grouped_queues(self) -> tuple[str, ...]:
@@ -161,9 +174,15 @@ class Workload:
     """Clients against `urls` recording into `history`; `rng` decides every client's choices."""
 
     def __init__(
-        self, urls: Sequence[str], history: HistoryWriter, config: WorkloadConfig, rng: random.Random
+        self,
+        urls: Sequence[str],
+        history: HistoryWriter,
+        config: WorkloadConfig,
+        rng: random.Random,
+        amqp_urls: Sequence[str] = (),
     ) -> None:
         self.urls = list(urls)
+        self.amqp_urls = list(amqp_urls)
         self.history = history
         self.config = config
         self.rng = rng
@@ -206,7 +225,17 @@ class Workload:
             name: CrashableClient(name, life, functools.partial(self._client, stream=name in streamed))
             for name, life in lives.items()
         }
-        await asyncio.gather(*(client.run(stop) for client in self._clients.values()))
+        amqp = [
+            self._amqp_publisher(f"{AMQP_PREFIXES['publisher']}{i}", random.Random(self.rng.random()), stop)
+            for i in range(self.config.amqp_publishers)
+        ]
+        amqp += [
+            self._amqp_consumer(
+                f"{AMQP_PREFIXES['consumer']}{i}", queue, random.Random(self.rng.random()), stop
+            )
+            for i, queue in enumerate(self.config.amqp_consumed)
+        ]
+        await asyncio.gather(*(client.run(stop) for client in self._clients.values()), *amqp)
 
     def crash_client(self, role: str, rng: random.Random) -> CrashedClient:
         """From another thread (the nemesis'): crash one running publisher or consumer, drawn with `rng`,
@@ -224,12 +253,28 @@ class Workload:
         return CrashedClient(client.process, request, revive)
 
     async def _publisher(self, process: str, rng: random.Random, stop: asyncio.Event, client: Client) -> None:
+        await self._publish_until(process, rng, stop, HttpPublishLink(client))
+
+    async def _amqp_publisher(self, process: str, rng: random.Random, stop: asyncio.Event) -> None:
+        """An AMQP publisher: a connection to a node drawn with `rng`, again whenever it breaks."""
+        while not stop.is_set():
+            try:
+                url = rng.choice(self.amqp_urls)
+                async with AmqpPublishLink.opened(url, self.config.publish_timeout) as link:
+                    await self._publish_until(process, rng, stop, link)
+            except QuorumqError:
+                await asyncio.sleep(RETRY_PAUSE_S)
+
+    async def _publish_until(
+        self, process: str, rng: random.Random, stop: asyncio.Event, link: PublishLink
+    ) -> None:
+        """Publish drawn values through `link` until `stop` or until the link breaks."""
         pause = 1.0 / self.config.publish_rate
         fanout = self.config.fanout_probability  # drawn only when on, as resends and groups are
         groups = self.config.groups_probability
-        if fanout and not await self._declare_fanout(client, stop):
+        if fanout and not await self._declare_fanout(link, stop):
             return
-        while not stop.is_set():
+        while not stop.is_set() and not link.broken:
             fanned = bool(fanout) and rng.random() < fanout
             group = None
             if fanned:
@@ -247,42 +292,31 @@ class Workload:
             resends = self.config.resend_probability  # drawn only when on: other runs draw as before
             message_id = f"m{value}" if resends and rng.random() < resends else None
             message = Message(str(value), priority=priority, message_id=message_id, group=group)
-            await self._publish_and_record(client, process, "enqueue", queue, value, message, detail, fanned)
+            await self._publish_and_record(link, process, "enqueue", queue, value, message, detail, fanned)
             if message_id is not None:
                 resent = next(self._values)
                 again = Message(str(resent), message_id=message_id, group=group)
                 await self._publish_and_record(
-                    client, process, "resend", queue, resent, again, f"first={value}", fanned
+                    link, process, "resend", queue, resent, again, f"first={value}", fanned
                 )
             await asyncio.sleep(pause)
 
-    async def _declare_fanout(self, client: Client, stop: asyncio.Event) -> bool:
-        """Declare the fanout exchange and bind its queues (again: the answers name the routing revision
-        the client's publishes through it then carry), retrying until done; False if `stop` came first."""
-        exchange = self.config.fanout_exchange
-        while not stop.is_set():
+    async def _declare_fanout(self, link: PublishLink, stop: asyncio.Event) -> bool:
+        """Declare the fanout exchange and bind its queues through `link` (again: its publishes through
+        the exchange then route by them), retrying until done; False if `stop` came first or the link
+        broke."""
+        while not stop.is_set() and not link.broken:
             try:
-                await client.declare_exchange(exchange, "fanout")
-                for queue in self.config.fanout_queues:
-                    await client.bind(exchange, queue)
+                await link.declare_fanout(self.config.fanout_exchange, self.config.fanout_queues)
             except QuorumqError:
                 await asyncio.sleep(RETRY_PAUSE_S)
             else:
                 return True
         return False
 
-    async def _send(self, client: Client, queue: str, message: Message, fanned: bool) -> str | None:
-        """Publish `message` to `queue`, or through the fanout exchange `queue` names when `fanned`; the
-        error of a confirm that names fewer queues than the exchange is bound to, else None."""
-        if not fanned:
-            await client.publish(queue, [message])
-            return None
-        routed = (await client.publish_to_exchange(queue, [message])).routed
-        return None if set(routed) == set(self.config.fanout_queues) else SHORT_ROUTED
-
     async def _publish_and_record(
         self,
-        client: Client,
+        link: PublishLink,
         process: str,
         f: OpFunction,
         queue: str,
@@ -296,7 +330,7 @@ class Workload:
         record = functools.partial(self.history.record, process, f=f, value=value, queue=queue)
         record("invoke", detail=detail)
         try:
-            error = await self._send(client, queue, message, fanned)
+            error = await link.send(queue, message, self.config.fanout_queues if fanned else ())
         except ProtocolError as exc:  # a 2xx: confirmed, but the answer broke the protocol
             record("ok", error=exc.code, detail=detail)
         except DEFINITE_PUBLISH_FAILURES as exc:  # through an exchange: one queue's, others may hold it
@@ -320,7 +354,9 @@ class Workload:
                 await asyncio.sleep(RETRY_PAUSE_S)
                 continue
             try:
-                await self._consume_until_cancelled(process, client, queue, tag, rng, stop)
+                await self._consume_until_cancelled(
+                    process, HttpConsumeLink(client, queue, tag), queue, rng, stop
+                )
             except QuorumqError:
                 await asyncio.sleep(RETRY_PAUSE_S)  # the consumer may be gone; its unacked return
             await self._cancel(client, queue, tag)
@@ -342,38 +378,39 @@ class Workload:
                 self._orphans.discard((queue, tag))
                 await self._cancel(client, queue, tag)
 
-    async def _consume_until_cancelled(
-        self,
-        process: str,
-        client: Client,
-        queue: str,
-        tag: str,
-        rng: random.Random,
-        stop: asyncio.Event,
-    ) -> None:
-        """Process deliveries until `stop`, an error, or a random cancel in the middle of a batch."""
+    async def _amqp_consumer(self, process: str, queue: str, rng: random.Random, stop: asyncio.Event) -> None:
+        """An AMQP consumer of `queue`: a connection to a node drawn with `rng`, again whenever it breaks
+        or the consumer cancels itself (closing the connection hands back what it held unacked)."""
+        prefetch = rng.randint(1, 10)
         while not stop.is_set():
-            batch = await client.deliveries(queue, tag, max=10, wait=POLL_WAIT_S)
+            try:
+                async with AmqpConsumeLink.opened(rng.choice(self.amqp_urls), queue, prefetch) as link:
+                    await self._consume_until_cancelled(process, link, queue, rng, stop)
+            except QuorumqError:
+                await asyncio.sleep(RETRY_PAUSE_S)
+
+    async def _consume_until_cancelled(
+        self, process: str, link: ConsumeLink, queue: str, rng: random.Random, stop: asyncio.Event
+    ) -> None:
+        """Process `queue`'s deliveries through `link` until `stop`, an error, or a random cancel in the
+        middle of a batch."""
+        while not stop.is_set():
+            batch = await link.deliveries(max=10, wait=POLL_WAIT_S)
             self._record_held(process, queue, batch)
             cut = len(batch)
             if batch and rng.random() < self.config.cancel_probability:
                 cut = rng.randrange(len(batch))
-            await self._settle(process, client, queue, tag, batch[:cut], rng)
+            await self._settle(process, link, queue, batch[:cut], rng)
             if cut < len(batch):
                 self._record(process, "fail", queue, batch[cut:])
                 return  # the caller cancels the consumer, which returns the unacked rest
 
     async def _settle(
-        self,
-        process: str,
-        client: Client,
-        queue: str,
-        tag: str,
-        batch: Sequence[Delivery],
-        rng: random.Random,
+        self, process: str, link: ConsumeLink, queue: str, batch: Sequence[Delivery], rng: random.Random
     ) -> None:
-        """Ack most of `batch` (touching it first, sometimes), nack (requeue, sometimes with a delay) some
-        and reject a few to the dead-letter queue; an ack that fails raises after recording. A rejected
+        """Ack most of `batch` (touching it first, sometimes, where the link can), nack (requeue, sometimes
+        with a delay where the link can) some and reject a few to the dead-letter queue; an ack that fails
+        raises after recording. A rejected
         value is not dequeued here: it must reach the dead-letter queue, whose drain dequeues it, or the
         checker reports it lost."""
         draws = [(d, rng.random()) for d in batch]
@@ -384,32 +421,29 @@ class Workload:
             if 0 <= draw - self.config.nack_probability < self.config.reject_probability
         ]
         acked = [d for d in batch if d not in nacked and d not in rejected]
-        delay = rng.choice(self.config.nack_delays_ms)
+        delay = rng.choice(self.config.nack_delays_ms) if link.delays_nacks else None
         for handed_back, requeue in ((nacked, True), (rejected, False)):
             if handed_back:
-                await self._nack_and_record(process, client, queue, tag, handed_back, requeue, delay)
+                await self._nack_and_record(process, link, queue, handed_back, requeue, delay)
         touched = False
-        if acked and rng.random() < self.config.touch_probability:
+        if acked and link.touches and rng.random() < self.config.touch_probability:
             try:
-                await client.touch(queue, tag, [d.id for d in acked])
+                await link.touch([d.id for d in acked])
                 touched = True
             except QuorumqError:
                 pass  # a touch that fails changes nothing the ack needs, and is not counted
             except asyncio.CancelledError:
                 self._record(process, "fail", queue, acked, CRASHED)  # never acked: they come back
                 raise
-        failure = await self._ack_and_record(
-            process, client, queue, tag, acked, "touched" if touched else None
-        )
+        failure = await self._ack_and_record(process, link, queue, acked, "touched" if touched else None)
         if failure is not None:
             raise failure
 
     async def _nack_and_record(
         self,
         process: str,
-        client: Client,
+        link: ConsumeLink,
         queue: str,
-        tag: str,
         deliveries: Sequence[Delivery],
         requeue: bool,
         delay_ms: int | None,
@@ -420,7 +454,7 @@ class Workload:
         wait = delay_ms if requeue else None
         detail = None
         try:
-            await client.nack(queue, tag, [d.id for d in deliveries], requeue=requeue, delay_ms=wait)
+            await link.nack([d.id for d in deliveries], requeue, wait)
             detail = None if wait is None else f"delay={wait}"
         except QuorumqError:
             pass
@@ -430,9 +464,8 @@ class Workload:
     async def _ack_and_record(
         self,
         process: str,
-        client: Client,
+        link: ConsumeLink,
         queue: str,
-        tag: str,
         deliveries: Sequence[Delivery],
         detail: str | None = None,
     ) -> QuorumqError | None:
@@ -444,7 +477,7 @@ class Workload:
         failure: QuorumqError | None = None
         error: str | None = None
         try:
-            await client.ack(queue, tag, [d.id for d in deliveries])
+            await link.ack([d.id for d in deliveries])
         except QuorumqError as exc:
             failure, error = exc, exc.code
         except asyncio.CancelledError:
@@ -500,11 +533,12 @@ class Workload:
         while loop.time() < deadline:
             try:
                 tag = await client.consume(queue, prefetch=200, timeout_ms=CONSUMER_TIMEOUT_MS)
+                link = HttpConsumeLink(client, queue, tag)
                 while loop.time() < deadline:
-                    batch = await client.deliveries(queue, tag, max=200, wait=POLL_WAIT_S)
+                    batch = await link.deliveries(max=200, wait=POLL_WAIT_S)
                     if batch:
                         self._record_held("drain", queue, batch)
-                        await self._ack_and_record("drain", client, queue, tag, batch)
+                        await self._ack_and_record("drain", link, queue, batch)
                         continue
                     remaining = int((await client.queue(queue))["messages"])
                     if remaining == 0:
