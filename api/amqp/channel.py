@@ -13,9 +13,9 @@ no binding that matches) is dropped, or returned first when `mandatory`, and con
 RabbitMQ does.
 
 Deliveries (to consumers and gets) take the channel's delivery tags, from 1. A consumer is a task that
-polls its queue for as many messages as its prefetch leaves room for and writes each as a
-`basic.deliver`; when quorumq ends the consumer (its queue deleted, its timeout) the channel tells the
-client with `basic.cancel`.
+polls its queue for as many messages as its prefetch leaves room for and writes them as `basic.deliver`s,
+many to a write (DELIVERY_WRITE_BYTES); when quorumq ends the consumer (its queue deleted, its timeout)
+the channel tells the client with `basic.cancel`.
 """
 
 from __future__ import annotations
@@ -57,6 +57,9 @@ from cluster.replication.stored_message import published_route
 log = logging.getLogger(__name__)
 
 MAX_BATCH = 1000  # messages of one publish batch (the HTTP API's limit per request)
+DELIVERY_WRITE_BYTES = 256 * 1024
+"""A poll's deliveries go out in writes of about this many body bytes: one system call for many
+messages, and no more buffered than this beyond what the client has read."""
 PUBLISH_RETRY_S = 60.0  # how long a batch is retried while quorumq cannot answer it (no leader)
 DEFAULT_EXCHANGE = ""
 DEFAULT_EXCHANGE_NAMES = (DEFAULT_EXCHANGE, "amq.default")  # the two names clients give it
@@ -391,6 +394,8 @@ class Channel:
         try:
             while not self.closed:
                 rows = await self._node.poll(queue, tag, prefetch or MAX_BATCH, no_ack)
+                frames: list[FrameTypes] = []
+                body_bytes = 0
                 for row in rows:
                     delivery = next(self._tags)
                     exchange, routing_key = published_route(row.headers, queue)
@@ -401,9 +406,14 @@ class Channel:
                         exchange=exchange,
                         routing_key=routing_key,
                     )
-                    frames = [deliver, *self._row_frames(row)]
+                    frames += [deliver, *self._row_frames(row)]
+                    body_bytes += len(row.body)
                     if not no_ack:
                         self._held[delivery] = _Held(queue, tag, row.id)
+                    if body_bytes >= DELIVERY_WRITE_BYTES:
+                        await self._wire.send(self.number, frames)
+                        frames, body_bytes = [], 0
+                if frames:
                     await self._wire.send(self.number, frames)
         except asyncio.CancelledError:
             raise

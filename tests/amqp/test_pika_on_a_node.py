@@ -292,6 +292,31 @@ def test_review_a_consumer_acking_each_of_many_deliveries_is_never_stuck(channel
     )
 
 
+def test_deliveries_of_one_poll_beyond_one_write_arrive_whole_in_order_with_their_tags(
+    channel: BlockingChannel,
+) -> None:
+    """A consumer's deliveries go out many to a write, in writes of about DELIVERY_WRITE_BYTES of bodies:
+    twelve 100 KiB bodies (several writes for one poll) arrive whole, in order, tagged 1 to 12."""
+    declare(channel, "big-writes")
+    channel.confirm_delivery()
+    bodies = [bytes([i]) * (100 * 1024) for i in range(12)]
+    for body in bodies:
+        channel.basic_publish("", "big-writes", body)
+    got: list[tuple[int, bytes]] = []
+
+    def on_message(ch: BlockingChannel, method: object, _: object, body: bytes) -> None:
+        got.append((method.delivery_tag, body))  # type: ignore[attr-defined]
+
+    channel.basic_qos(prefetch_count=12)
+    channel.basic_consume("big-writes", on_message)
+    deadline = 60
+    while len(got) < len(bodies) and deadline > 0:
+        channel.connection.process_data_events(time_limit=1)
+        deadline -= 1
+    assert got == list(enumerate(bodies, start=1))
+    channel.basic_ack(12, multiple=True)
+
+
 def test_a_connection_to_a_vhost_works_in_that_vhost_only(amqp_node: NodeProcess, amqp_port: int) -> None:
     """pika's `virtual_host` names the vhost of every queue the connection declares, publishes to and
     gets from (docs/use/vhosts.md); a vhost that does not exist is refused at `connection.open`."""
