@@ -24,7 +24,7 @@ import asyncio
 import itertools
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -58,8 +58,8 @@ log = logging.getLogger(__name__)
 
 MAX_BATCH = 1000  # messages of one publish batch (the HTTP API's limit per request)
 DELIVERY_WRITE_BYTES = 256 * 1024
-"""A poll's deliveries go out in writes of about this many body bytes: one system call for many
-messages, and no more buffered than this beyond what the client has read."""
+"""A poll's deliveries go out in writes of about this many body bytes (or one larger body): one system
+call for many messages, each write waiting while the client is behind."""
 PUBLISH_RETRY_S = 60.0  # how long a batch is retried while quorumq cannot answer it (no leader)
 DEFAULT_EXCHANGE = ""
 DEFAULT_EXCHANGE_NAMES = (DEFAULT_EXCHANGE, "amq.default")  # the two names clients give it
@@ -394,27 +394,11 @@ class Channel:
         try:
             while not self.closed:
                 rows = await self._node.poll(queue, tag, prefetch or MAX_BATCH, no_ack)
-                frames: list[FrameTypes] = []
-                body_bytes = 0
-                for row in rows:
-                    delivery = next(self._tags)
-                    exchange, routing_key = published_route(row.headers, queue)
-                    deliver = commands.Basic.Deliver(
-                        consumer_tag=ctag,
-                        delivery_tag=delivery,
-                        redelivered=row.redelivered,
-                        exchange=exchange,
-                        routing_key=routing_key,
-                    )
-                    frames += [deliver, *self._row_frames(row)]
-                    body_bytes += len(row.body)
-                    if not no_ack:
-                        self._held[delivery] = _Held(queue, tag, row.id)
-                    if body_bytes >= DELIVERY_WRITE_BYTES:
-                        await self._wire.send(self.number, frames)
-                        frames, body_bytes = [], 0
-                if frames:
-                    await self._wire.send(self.number, frames)
+                for chunk in _write_chunks(rows):
+                    # Tags are given as their deliveries are written (`send` writes before it first
+                    # waits): the client sees a channel's tags in order, and a `multiple` ack names
+                    # only deliveries that went out.
+                    await self._wire.send(self.number, self._delivered(ctag, queue, tag, no_ack, chunk))
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # quorumq ended it (its queue is gone, its timeout), no leader for long
@@ -424,6 +408,27 @@ class Channel:
                 if not isinstance(exc, AmqpError):
                     await _best_effort(self._node.cancel(queue, tag), f"cancelling consumer {tag} of {queue}")
                 await self._wire.send(self.number, [commands.Basic.Cancel(consumer_tag=ctag, nowait=True)])
+
+    def _delivered(
+        self, ctag: str, queue: str, tag: str, no_ack: bool, rows: list[MessageRow]
+    ) -> list[FrameTypes]:
+        """The frames of `rows` as consumer `ctag`'s deliveries, each given the channel's next tag and
+        held until settled (unless `no_ack`)."""
+        frames: list[FrameTypes] = []
+        for row in rows:
+            delivery = next(self._tags)
+            exchange, routing_key = published_route(row.headers, queue)
+            deliver = commands.Basic.Deliver(
+                consumer_tag=ctag,
+                delivery_tag=delivery,
+                redelivered=row.redelivered,
+                exchange=exchange,
+                routing_key=routing_key,
+            )
+            frames += [deliver, *self._row_frames(row)]
+            if not no_ack:
+                self._held[delivery] = _Held(queue, tag, row.id)
+        return frames
 
     def stop_deliveries(self) -> None:
         """Deliver no more (the connection is closing): what consumers hold returns when the channel
@@ -544,6 +549,20 @@ class Channel:
         parts: list[ContentHeader | ContentBody] = [ContentHeader(body_size=len(body), properties=properties)]
         parts += [ContentBody(body[at : at + room]) for at in range(0, len(body), room)]
         return parts
+
+
+def _write_chunks(rows: list[MessageRow]) -> Iterator[list[MessageRow]]:
+    """`rows` in runs of about DELIVERY_WRITE_BYTES of bodies (a body larger than that alone)."""
+    chunk: list[MessageRow] = []
+    body_bytes = 0
+    for row in rows:
+        chunk.append(row)
+        body_bytes += len(row.body)
+        if body_bytes >= DELIVERY_WRITE_BYTES:
+            yield chunk
+            chunk, body_bytes = [], 0
+    if chunk:
+        yield chunk
 
 
 def _declared_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
