@@ -3,9 +3,12 @@ it: one connection per link to one node's listener, which reaches every queue's 
 
 A publish link has a channel in confirm mode and sends one message at a time: its `basic.ack` is the
 confirm. Anything else is an unknown outcome, never a certain refusal: quorumq nacks a publish it
-refused *or* could not confirm in time (docs/use/amqp.md), and a timeout or a lost connection leaves the
-publish in flight. The message's priority, id (what a deduplication window takes) and group (the header
-`x-group-id`) travel as AMQP properties and headers. A fanout publish's confirm names no queues, so
+refused *or* could not confirm in time (docs/use/amqp.md), a timeout (error `timeout`, as the HTTP
+client's) or a lost connection leaves the publish in flight, and a publish returned as unroutable
+(`returned`: its queue or binding not there yet) is no confirm either. The message's priority, id (what
+a deduplication window takes) and group (the header `x-group-id`) travel as AMQP properties and
+headers; aio-pika gives a publish without an id a random one, so every AMQP publish passes a work
+queue's deduplication window under an id of its own. A fanout publish's confirm names no queues, so
 unlike an HTTP one it cannot be caught short-routed.
 
 A consume link has a consumer with manual acks and a prefetch; its deliveries wait in an inbox until the
@@ -13,8 +16,9 @@ workload polls them. An ack or nack is fire-and-forget in AMQP: one lost with th
 delivery unacked, and the listener hands every unacked delivery of a closed connection back at once.
 AMQP has no touch and no delayed nack, so the link offers neither.
 
-A link whose connection closed (a killed node, missed heartbeats) is `broken`; its client connects
-again, to a node drawn afresh.
+A link whose connection or channel closed (a killed node, missed heartbeats), or whose consumer quorumq
+cancelled (its queue gone, its timeout), is `broken`: it hands out nothing more, not even what reached
+its inbox before (back in the queue already), and its client connects again, to a node drawn afresh.
 """
 
 from __future__ import annotations
@@ -25,7 +29,9 @@ from collections.abc import AsyncIterator, Sequence
 
 import aio_pika
 import aio_pika.abc
+import aio_pika.exceptions
 import aiormq.exceptions
+from pamqp import commands
 
 from quorumq import Delivery, Message, QuorumqError
 from quorumq.messages import GROUP_HEADER
@@ -33,20 +39,25 @@ from quorumq.messages import GROUP_HEADER
 HEARTBEAT_S = 5
 """The heartbeat the client asks for: a connection to a node cut off is found dead within two."""
 CONNECT_TIMEOUT_S = 2.0
-AMQP_FAILURES = (
-    aiormq.exceptions.AMQPError,
-    aiormq.exceptions.ChannelInvalidStateError,
-    OSError,
-    TimeoutError,
-)
-"""What aio-pika raises for a refusal, a nack, a closed channel or connection, or no answer in time."""
+AMQP_FAILURES = aio_pika.exceptions.CONNECTION_EXCEPTIONS
+"""What aio-pika raises for a refusal, a nack or return, a closed channel or connection, or no answer in
+time (TimeoutError is an OSError)."""
 NACKED = "nacked"
+RETURNED = "returned"
+TIMEOUT = "timeout"
 CLOSED = "connection_closed"
 
 
 def unknown(exc: BaseException) -> QuorumqError:
     """An AMQP failure as the workload's error: no answer it could rely on (status 0)."""
-    code = NACKED if isinstance(exc, aiormq.exceptions.DeliveryError) else type(exc).__name__
+    if isinstance(exc, TimeoutError):
+        code = TIMEOUT
+    elif isinstance(exc, aiormq.exceptions.PublishError):
+        code = RETURNED
+    elif isinstance(exc, aiormq.exceptions.DeliveryError):
+        code = NACKED
+    else:
+        code = type(exc).__name__
     return QuorumqError(0, code, str(exc))
 
 
@@ -80,7 +91,7 @@ class AmqpPublishLink:
         async with connected(url) as connection:
             link = cls(connection, timeout)
             try:
-                link._channel = await connection.channel(publisher_confirms=True)
+                link._channel = await connection.channel(publisher_confirms=True, on_return_raises=True)
             except AMQP_FAILURES as exc:
                 raise unknown(exc) from exc
             yield link
@@ -135,6 +146,7 @@ class AmqpConsumeLink:
     def __init__(self, connection: aio_pika.abc.AbstractConnection) -> None:
         self._connection = connection
         self._channel: aio_pika.abc.AbstractChannel | None = None
+        self._cancelled = False
         self._inbox: asyncio.Queue[aio_pika.abc.AbstractIncomingMessage] = asyncio.Queue()
         self._held: dict[int, aio_pika.abc.AbstractIncomingMessage] = {}
         self._next_id = 0
@@ -149,25 +161,43 @@ class AmqpConsumeLink:
             try:
                 channel = link._channel = await connection.channel()
                 await channel.set_qos(prefetch_count=prefetch)
+                underlay = await channel.get_underlay_channel()
+                underlay.on_consumer_cancel_callbacks.add(link._on_cancel)
                 consumed = await channel.get_queue(queue, ensure=False)
                 await consumed.consume(link._inbox.put, no_ack=False)
             except AMQP_FAILURES as exc:
                 raise unknown(exc) from exc
             yield link
 
+    @property
+    def broken(self) -> bool:
+        """Whether the connection or channel closed or quorumq cancelled the consumer."""
+        closed = self._connection.is_closed or self._channel is None or self._channel.is_closed
+        return closed or self._cancelled
+
+    async def _on_cancel(self, frame: commands.Basic.Cancel) -> None:
+        self._cancelled = True
+
     async def deliveries(self, max: int, wait: float) -> list[Delivery]:
-        """What arrived, up to `max`, waiting up to `wait` for the first; a QuorumqError once the
-        channel or connection closed and nothing is left in the inbox."""
+        """What arrived, up to `max`, waiting up to `wait` for the first; a QuorumqError once the link is
+        broken (what its inbox still holds went back to the queue)."""
+        self._raise_when_broken()
         try:
             first = await asyncio.wait_for(self._inbox.get(), wait)
         except TimeoutError:
-            if self._connection.is_closed or self._channel is None or self._channel.is_closed:
-                raise QuorumqError(0, CLOSED, "the AMQP connection or channel closed") from None
+            self._raise_when_broken()
             return []
+        self._raise_when_broken()
         batch = [first]
         while len(batch) < max and not self._inbox.empty():
             batch.append(self._inbox.get_nowait())
         return [self._held_as_delivery(message) for message in batch]
+
+    def _raise_when_broken(self) -> None:
+        if self.broken:
+            raise QuorumqError(
+                0, CLOSED, "the AMQP connection or channel closed, or the consumer was cancelled"
+            )
 
     def _held_as_delivery(self, message: aio_pika.abc.AbstractIncomingMessage) -> Delivery:
         """A delivery the workload settles by an id of the link's own (delivery tags restart with each

@@ -77,7 +77,7 @@ def main() -> None:
 @click.option(
     "--amqp",
     is_flag=True,
-    help="AMQP client mode: publishers and consumers more over AMQP 0-9-1 (aio-pika), to every node.",
+    help="AMQP client mode: more publishers and consumers, over AMQP 0-9-1 (aio-pika), on every node.",
 )
 def run_command(
     duration: float,

@@ -48,14 +48,15 @@ and in which order each group came out (`jepsen_tests.message_groups`). The runn
 (`GROUPS_PROBABILITY`) and declares the grouped queue as its work queues, deduplication window and
 dead-letter queue included.
 
-In the runner's AMQP client mode (`amqp_publishers`, `amqp_consumed`) some clients more speak AMQP 0-9-1
+In the runner's AMQP client mode (`amqp_publishers`, `amqp_consumed`) further clients speak AMQP 0-9-1
 through aio-pika, as RabbitMQ applications do, each to one node's listener (`jepsen_tests.amqp_links`),
 drawn afresh whenever its connection breaks. Its publishers draw and record as the others, priorities,
 resends, fan-out and groups included; a publish not confirmed by `basic.ack` is `info` (quorumq nacks
-what it refused and what it could not confirm in time alike). Its consumers take deliveries with a
-prefetch and manual acks, nack and reject as the others, cancel mid-batch by closing their connection
-(which hands the rest back), and neither touch nor delay nacks (AMQP has neither). The `client` nemesis
-crashes the HTTP and stream clients only; the AMQP ones face the node and network faults.
+what it refused and what it could not confirm in time alike; a return or a timeout is no confirm). Its
+consumers take deliveries with a prefetch and manual acks, nack and reject as the others, cancel
+mid-batch by closing their connection (which hands the rest back), and neither touch nor delay nacks
+(AMQP has neither). The `client` nemesis crashes the HTTP and stream clients only; the AMQP ones face
+the node and network faults.
 """
 
 from __future__ import annotations
@@ -69,7 +70,6 @@ from dataclasses import dataclass
 
 import aiohttp
 
-from jepsen_tests.amqp_links import AmqpConsumeLink, AmqpPublishLink
 from jepsen_tests.client_life import CRASHED, CrashableClient, CrashedClient, Life
 from jepsen_tests.fanout import fanout_detail
 from jepsen_tests.history import HistoryWriter, OpFunction, OpType
@@ -257,6 +257,8 @@ class Workload:
 
     async def _amqp_publisher(self, process: str, rng: random.Random, stop: asyncio.Event) -> None:
         """An AMQP publisher: a connection to a node drawn with `rng`, again whenever it breaks."""
+        from jepsen_tests.amqp_links import AmqpPublishLink  # aio-pika (the dev extra): AMQP mode only
+
         while not stop.is_set():
             try:
                 url = rng.choice(self.amqp_urls)
@@ -381,6 +383,8 @@ class Workload:
     async def _amqp_consumer(self, process: str, queue: str, rng: random.Random, stop: asyncio.Event) -> None:
         """An AMQP consumer of `queue`: a connection to a node drawn with `rng`, again whenever it breaks
         or the consumer cancels itself (closing the connection hands back what it held unacked)."""
+        from jepsen_tests.amqp_links import AmqpConsumeLink  # aio-pika (the dev extra): AMQP mode only
+
         prefetch = rng.randint(1, 10)
         while not stop.is_set():
             try:

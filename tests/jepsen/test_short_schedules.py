@@ -20,6 +20,7 @@ pytestmark = pytest.mark.faults
 SCHEDULES = [(1, 3), (2, 5), (3, 3)]  # (seed, nodes)
 POWER_SEED = 32  # on 3 nodes over 25 s it draws power random-node, all, then rolling
 DISK_SEED = 14  # on 3 nodes over 25 s it fills a leader's disk to its alarm, then every disk to the last byte
+AMQP_SEED = 32  # on 3 nodes over 25 s it draws a partition, a kill, then a full disk
 
 
 def run_passing(config: RunConfig) -> RunResult:
@@ -87,13 +88,21 @@ def test_disk_schedule_refuses_publishes_only_with_resource_alarm(netns_ready: N
 
 
 @pytest.mark.timeout(150)
-def test_amqp_clients_under_kills_and_partitions_lose_nothing(netns_ready: None, tmp_path: Path) -> None:
+def test_amqp_clients_under_a_partition_a_kill_and_a_full_disk_lose_nothing(
+    netns_ready: None, tmp_path: Path
+) -> None:
     """The AMQP client mode: aio-pika publishers with confirms and consumers with manual acks, each on
-    one node's listener, through every node killed at once and a partition. Nothing an AMQP publisher
-    saw confirmed is lost, the checker's other rules hold for their values as for every other, and they
-    really ran on both sides of the faults (connections broken and made again)."""
+    one node's listener, through a partition, a kill and a full disk (AMQP_SEED). Nothing an AMQP
+    publisher saw confirmed is lost, the checker's other rules hold for their values as for every other
+    (the disk alarm's among them: a publish held back is a `timeout`), and they really ran on both sides
+    of the faults (connections broken and made again)."""
     config = RunConfig(
-        duration=25, nemeses=("kill", "partition"), seed=1, nodes=3, out_dir=tmp_path, amqp=True
+        duration=25,
+        nemeses=("kill", "partition", "disk"),
+        seed=AMQP_SEED,
+        nodes=3,
+        out_dir=tmp_path,
+        amqp=True,
     )
     result = run_passing(config)
     text = verdict_text(result)
