@@ -173,6 +173,11 @@ class GroupChanges:
                 return member, recorded
         return None
 
+    def awaits_replacement(self, gid: str, member: str) -> bool:
+        """Whether `member` connected as another incarnation than this node's replica of `gid` records
+        for it: it holds nothing of the group until the group's leader replaces it."""
+        return self._came_back_as_another(self.host.groups[gid].conf, member)
+
     def _came_back_as_another(self, conf: ConfState, member: str) -> bool:
         """Whether `member` (not this node) proved another incarnation than `conf` records for it."""
         recorded = conf.incarnation_of(member)

@@ -28,10 +28,13 @@ log = logging.getLogger(__name__)
 class GroupSizeReconciler:
     """Runs the target-group-size step of every queue this node leads when it is due."""
 
-    def __init__(self, node: MembershipHost, members: QueueMembers, changes: GroupChanges) -> None:
+    def __init__(
+        self, node: MembershipHost, members: QueueMembers, changes: GroupChanges, meta_group: str
+    ) -> None:
         self.node = node
         self.members = members
         self.changes = changes
+        self._meta_group = meta_group
         self._due = asyncio.get_running_loop().time() + node.config.membership_interval_ms / 1000
 
     def trigger(self) -> None:
@@ -65,12 +68,15 @@ class GroupSizeReconciler:
         return wanted or self.node.config.target_group_size
 
     def _can_host(self, node: str) -> bool:
-        """Whether `node` runs, connected, as the database it registered: a node that came back as
-        another incarnation holds no metadata yet, so it hosts nothing until its new database is
-        registered, and waiting for it to catch up would only hold the upkeep up (a replacement of it in
-        the metadata group among what waits)."""
+        """Whether `node` runs, connected, as the database it registered and the metadata group records:
+        a node that came back as another incarnation holds no metadata until the metadata group replaced
+        it (it registers its new database before that, relaying through any peer), so it hosts nothing,
+        and waiting for it to catch up would only hold the upkeep up (that replacement among what
+        waits)."""
         registered = self.node.metadata.nodes.get(node)
         if registered is None or not self.node.status.is_up(node):
+            return False
+        if self.changes.awaits_replacement(self._meta_group, node):
             return False
         return not registered.incarnation or self.changes.proved_incarnation(node) == registered.incarnation
 

@@ -36,7 +36,7 @@ class Membership:
         self.changes = changes
         self.queues = QueueMembers(node, door, changes)
         self.cluster = ClusterMembers(node, door, changes, meta_group)
-        self.group_size = GroupSizeReconciler(node, self.queues, changes)
+        self.group_size = GroupSizeReconciler(node, self.queues, changes, meta_group)
         self._known_nodes: frozenset[str] = frozenset()
         self._known_queues: frozenset[str] = frozenset()
         self._known_policies_revision = 0

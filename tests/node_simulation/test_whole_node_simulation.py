@@ -253,6 +253,14 @@ def test_rule_a_queue_grows_only_onto_a_node_running_as_the_database_it_register
     _seed_keeps_every_promise(2608, 10.0, NO_CHURN)
 
 
+def test_rule_a_queue_grows_only_onto_a_node_the_metadata_group_replaced_seed_57003522() -> None:
+    """n1, wiped, registered its new database at once (a node without metadata relays its registration to
+    the leader); n4, leading the metadata and queue "strict", grew "strict" onto it and waited 60 s for it
+    to catch up, while the same upkeep loop held back n1's replacement in the metadata group, without
+    which n1 received no metadata and hosted nothing."""
+    _seed_keeps_every_promise(57003522, 10.0)
+
+
 def test_rule_an_initial_member_that_never_hosted_its_queue_bootstraps_it_as_declared_seed_5100173() -> None:
     """n3's metadata applied the queue's declaration and its first membership change in one reconcile; the
     change had emptied the initial members, so n3 opened the group empty while the others counted it as
