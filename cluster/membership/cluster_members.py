@@ -105,7 +105,8 @@ class ClusterMembers:
     def _registered_outside(self) -> str | None:
         """A registered node that runs (connected, having proved an incarnation) but is neither voter nor
         learner of the metadata group: a replacement or a join cut short between its two changes. (A wiped
-        node cannot register its new incarnation before it holds the metadata: it is added as it proves.)"""
+        node registers its new incarnation at once, relaying through a peer, while the group still lists
+        its old one: it is replaced, `settle_incarnations`, rather than added.)"""
         members = self._members()
         for name in sorted(self.node.metadata.nodes):
             if name not in members and self.node.status.is_up(name) and self.changes.proved_incarnation(name):

@@ -245,8 +245,9 @@ class GroupChanges:
 
     async def caught_up(self, gid: str, node: str, timeout: float = CATCH_UP_TIMEOUT_S) -> None:
         """Wait until `node` holds everything the leader had committed one poll earlier; `node_down` once
-        it has been unreachable for `CATCH_UP_DOWN_S` (stopped, or forgotten), `catch_up_timeout` after
-        `timeout`."""
+        it has been unreachable for `CATCH_UP_DOWN_S` (stopped, or forgotten) or came back as another
+        incarnation than the group records (wiped: it can catch up only once replaced),
+        `catch_up_timeout` after `timeout`."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         target: int | None = None
@@ -265,6 +266,8 @@ class GroupChanges:
                 down_since = now
             if down_since is not None and now - down_since > CATCH_UP_DOWN_S:
                 raise MembershipRefused("node_down", f"{node} went unreachable while catching up with {gid}")
+            if self._came_back_as_another(status.conf, node):
+                raise MembershipRefused("node_down", f"{node} came back wiped while catching up with {gid}")
             if now > deadline:
                 raise MembershipRefused("catch_up_timeout", f"{node} did not catch up with {gid} in time")
             target = status.commit

@@ -68,11 +68,10 @@ class GroupSizeReconciler:
         return wanted or self.node.config.target_group_size
 
     def _can_host(self, node: str) -> bool:
-        """Whether `node` runs, connected, as the database it registered and the metadata group records:
-        a node that came back as another incarnation holds no metadata until the metadata group replaced
-        it (it registers its new database before that, relaying through any peer), so it hosts nothing,
-        and waiting for it to catch up would only hold the upkeep up (that replacement among what
-        waits)."""
+        """Whether `node` runs, connected, as the database it registered, and not as another incarnation
+        than the metadata group records for it: a wiped node holds no metadata until the metadata group
+        replaced it (it registers its new database before that, relaying through a peer), so it would
+        host nothing, and the step would wait a minute for it to catch up."""
         registered = self.node.metadata.nodes.get(node)
         if registered is None or not self.node.status.is_up(node):
             return False

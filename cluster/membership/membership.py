@@ -67,8 +67,24 @@ class Membership:
         self._known_voters, self._known_led = voters, led
 
     async def run(self) -> None:
-        """Bind or replace incarnations, promote caught-up learners, heal interrupted changes, grow groups
-        towards their target."""
+        """Bind or replace incarnations, promote caught-up learners, heal interrupted changes; and, in a
+        task of its own (a step may wait a minute for a new member to catch up, which must not hold the
+        rest up: the metadata group's healing least of all), grow groups towards their target."""
+        sizing = asyncio.create_task(self._grow_groups())
+        try:
+            await self._heal_groups()
+        finally:
+            sizing.cancel()
+
+    async def _grow_groups(self) -> None:
+        while True:
+            await asyncio.sleep(UPKEEP_EVERY_S)
+            try:
+                await self.group_size.run_if_due()
+            except Exception as exc:  # the next round tries again
+                log.info("membership upkeep: %s", exc)
+
+    async def _heal_groups(self) -> None:
         passes = 0
         while True:
             await asyncio.sleep(UPKEEP_EVERY_S)
@@ -84,6 +100,5 @@ class Membership:
                         await self.queues.heal(name)
                     if position % UPKEEP_YIELD_EVERY == UPKEEP_YIELD_EVERY - 1:
                         await asyncio.sleep(0)  # a heal that changes nothing never yields: let others run
-                await self.group_size.run_if_due()
             except Exception as exc:  # upkeep retries next round; a request may have raced it
                 log.info("membership upkeep: %s", exc)
