@@ -414,9 +414,8 @@ class Workload:
     ) -> None:
         """Ack most of `batch` (touching it first, sometimes, where the link can), nack (requeue, sometimes
         with a delay where the link can) some and reject a few to the dead-letter queue; an ack that fails
-        raises after recording. A rejected
-        value is not dequeued here: it must reach the dead-letter queue, whose drain dequeues it, or the
-        checker reports it lost."""
+        raises after recording. A rejected value is not dequeued here: it must reach the dead-letter
+        queue, whose drain dequeues it, or the checker reports it lost."""
         draws = [(d, rng.random()) for d in batch]
         nacked = [d for d, draw in draws if draw < self.config.nack_probability]
         rejected = [
