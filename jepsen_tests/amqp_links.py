@@ -76,6 +76,11 @@ async def connected(url: str) -> AsyncIterator[aio_pika.abc.AbstractConnection]:
             await asyncio.wait_for(connection.close(), CONNECT_TIMEOUT_S)
 
 
+def closed(connection: aio_pika.abc.AbstractConnection, channel: aio_pika.abc.AbstractChannel | None) -> bool:
+    """Whether a link's connection or its channel (None before it opened) is closed."""
+    return connection.is_closed or channel is None or channel.is_closed
+
+
 class AmqpPublishLink:
     """Publishes with confirms on one channel of `connection`, each confirm awaited up to `timeout`."""
 
@@ -98,7 +103,7 @@ class AmqpPublishLink:
 
     @property
     def broken(self) -> bool:
-        return self._connection.is_closed or self._channel is None or self._channel.is_closed
+        return closed(self._connection, self._channel)
 
     def _open_channel(self) -> aio_pika.abc.AbstractChannel:
         if self._channel is None or self.broken:
@@ -172,8 +177,7 @@ class AmqpConsumeLink:
     @property
     def broken(self) -> bool:
         """Whether the connection or channel closed or quorumq cancelled the consumer."""
-        closed = self._connection.is_closed or self._channel is None or self._channel.is_closed
-        return closed or self._cancelled
+        return closed(self._connection, self._channel) or self._cancelled
 
     async def _on_cancel(self, frame: commands.Basic.Cancel) -> None:
         self._cancelled = True
