@@ -12,13 +12,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from quorumq import Client, Delivery
 from spark_io.calls import call
 from spark_io.connection import Connection
 from spark_io.options import SourceOptions
-from spark_io.rows import Row, delivery_row
+from spark_io.rows import delivery_batch
 
 BROWSE_PAGE = 10000  # the server's limit per browse request
 
@@ -35,24 +36,27 @@ class IdRange(InputPartition):
     headers: str
 
 
-def read_ids(part: IdRange) -> Iterator[Row]:
-    """The rows of the messages in `part` that the queue holds (and enqueued at or after `since_ms`)."""
+def read_ids(part: IdRange) -> Iterator[pa.RecordBatch]:
+    """The messages in `part` that the queue holds (and enqueued at or after `since_ms`), one record batch
+    per page browsed."""
 
-    async def fetch(client: Client) -> list[Delivery]:
-        found: list[Delivery] = []
+    async def fetch(client: Client) -> list[list[Delivery]]:
+        pages: list[list[Delivery]] = []
         start = part.first
         while start < part.end:
             page = await client.browse(part.queue, start, to=part.end, limit=BROWSE_PAGE)
-            found.extend(page)
+            pages.append(page)
             if len(page) < BROWSE_PAGE:
                 break
             start = page[-1].id + 1
-        return found
+        return pages
 
     since = part.since_ms
-    for delivery in call(part.connection, fetch):
-        if since is None or (delivery.published_at is not None and delivery.published_at >= since):
-            yield delivery_row(part.queue, delivery, part.headers)
+    for page in call(part.connection, fetch):
+        if since is not None:
+            page = [d for d in page if d.published_at is not None and d.published_at >= since]
+        if page:
+            yield delivery_batch(part.queue, page, part.headers)
 
 
 class QuorumqBatchReader(DataSourceReader):
@@ -79,5 +83,5 @@ class QuorumqBatchReader(DataSourceReader):
             for at in starts
         ]
 
-    def read(self, partition: IdRange) -> Iterator[Row]:  # type: ignore[override]
+    def read(self, partition: IdRange) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
         return read_ids(partition)

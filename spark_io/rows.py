@@ -1,4 +1,5 @@
-"""The rows format("quorumq") reads, and how a delivery becomes one.
+"""The rows format("quorumq") reads, and how deliveries become them: one Arrow record batch per page of
+deliveries, handed to Spark as it is (no Python row per message for Spark to convert).
 
 Headers are a MAP<STRING, STRING> (text values as they are, any other JSON value as its JSON text), or
 with the option `headersFormat` = `json` one JSON object string, as before the map existed.
@@ -7,10 +8,10 @@ with the option `headersFormat` = `json` one JSON object string, as before the m
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from datetime import UTC, datetime
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql.types import (
     BinaryType,
     BooleanType,
@@ -28,8 +29,6 @@ from spark_io.option_values import one_of
 
 HEADERS_FORMATS = ("map", "json")
 READ_FROM = "quorumq.read_from"
-
-Row = tuple[int, bytes, Any, int, datetime | None, str, int | None, bool]
 
 
 def headers_format(options: Mapping[str, str]) -> str:
@@ -55,25 +54,44 @@ def source_schema(headers: str) -> StructType:
     )
 
 
-def delivery_row(queue: str, delivery: Delivery, headers: str) -> Row:
-    """One row: `published_at` in UTC, `seq` the durable consumer's sequence number (None when browsed)."""
-    published = None
-    if delivery.published_at is not None:
-        published = datetime.fromtimestamp(delivery.published_at / 1000, tz=UTC)
-    if headers == "map":
-        shown: Any = {name: _text(value) for name, value in delivery.headers.items()}
-    else:
-        shown = _json(delivery.headers)
-    return (
-        delivery.id,
-        delivery.body,
-        shown,
-        delivery.delivery_count,
-        published,
-        queue,
-        delivery.seq,
-        delivery.redelivered,
+def arrow_schema(headers: str) -> pa.Schema:
+    """`source_schema(headers)` in Arrow, as Spark expects a reader's batches (timestamps in UTC)."""
+    shown = pa.map_(pa.string(), pa.string()) if headers == "map" else pa.string()
+    return pa.schema(
+        [
+            ("id", pa.int64()),
+            ("body", pa.binary()),
+            ("headers", shown),
+            ("delivery_count", pa.int32()),
+            ("published_at", pa.timestamp("us", tz="UTC")),
+            ("queue", pa.string()),
+            ("seq", pa.int64()),
+            ("redelivered", pa.bool_()),
+        ]
     )
+
+
+def delivery_batch(queue: str, deliveries: Sequence[Delivery], headers: str) -> pa.RecordBatch:
+    """The rows of `deliveries` as one record batch: `published_at` in UTC, `seq` the durable consumer's
+    sequence number (null when browsed)."""
+    schema = arrow_schema(headers)
+    if headers == "map":
+        shown: list[Any] = [[(name, _text(value)) for name, value in d.headers.items()] for d in deliveries]
+    else:
+        shown = [_json(d.headers) for d in deliveries]
+    published = [None if d.published_at is None else d.published_at * 1000 for d in deliveries]
+    columns = [
+        [d.id for d in deliveries],
+        [d.body for d in deliveries],
+        shown,
+        [d.delivery_count for d in deliveries],
+        published,
+        [queue] * len(deliveries),
+        [d.seq for d in deliveries],
+        [d.redelivered for d in deliveries],
+    ]
+    arrays = [pa.array(values, type=field.type) for values, field in zip(columns, schema, strict=True)]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def _text(value: Any) -> str:

@@ -11,13 +11,14 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from quorumq import Client, ConflictError, Delivery, SequencePosition, SyncClient
 from spark_io.calls import call, refusals_explained
 from spark_io.connection import Connection
 from spark_io.options import SourceOptions
-from spark_io.rows import Row, delivery_row
+from spark_io.rows import delivery_batch
 
 try:  # PySpark 4.2+: admission control, Trigger.AvailableNow, reportLatestOffset
     from pyspark.sql.streaming.datasource import (
@@ -52,21 +53,22 @@ class LogRange(InputPartition):
     headers: str
 
 
-def read_range(part: LogRange) -> Iterator[Row]:
-    """The rows of a LogRange, read from the queue's leader; raises SequenceGap if any is missing."""
+def read_range(part: LogRange) -> Iterator[pa.RecordBatch]:
+    """The rows of a LogRange, read from the queue's leader a page at a time, one record batch per page;
+    raises SequenceGap if any delivery is missing."""
 
-    async def fetch(client: Client) -> list[Delivery]:
-        deliveries: list[Delivery] = []
+    async def fetch(client: Client) -> list[list[Delivery]]:
+        pages: list[list[Delivery]] = []
         for chunk_start in range(part.first, part.end, LOG_CHUNK):
             chunk_end = min(chunk_start + LOG_CHUNK, part.end)
             chunk = await client.consumer_log(part.queue, part.consumer, chunk_start, chunk_end)
             if [d.seq for d in chunk] != list(range(chunk_start, chunk_end)):
                 raise SequenceGap(f"{part.consumer}: log [{chunk_start}, {chunk_end}) came back incomplete")
-            deliveries.extend(chunk)
-        return deliveries
+            pages.append(chunk)
+        return pages
 
-    for delivery in call(part.connection, fetch):
-        yield delivery_row(part.queue, delivery, part.headers)
+    for page in call(part.connection, fetch):
+        yield delivery_batch(part.queue, page, part.headers)
 
 
 class QuorumqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -192,7 +194,7 @@ class QuorumqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             for at in range(first, last, size)
         ]
 
-    def read(self, partition: LogRange) -> Iterator[Row]:  # type: ignore[override]
+    def read(self, partition: LogRange) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
         return read_range(partition)
 
     def commit(self, end: dict) -> None:
