@@ -1,14 +1,18 @@
 """Rows/s of the Spark source draining a backlog: a local 3-node cluster, Spark local[2], parquet sink.
 
-`python -m bench.spark_source [--messages 200000] [--per-trigger 50000] [--body-bytes 100]
-[--partition-size 10000]` publishes the backlog, then times one Trigger.AvailableNow query (checkouts,
-log reads from the leader, parquet write, settles) taking at most `--per-trigger` messages a micro-batch.
+    python -m bench.spark_source [--messages 200000] [--per-trigger 50000] [--body-bytes 100] \
+        [--partition-size 10000] [--workers N]
+
+publishes the backlog, then times one Trigger.AvailableNow query (checkouts, log reads from the leader,
+parquet write, settles) taking at most `--per-trigger` messages a micro-batch.
 It prints rows/s end to end, inside all micro-batches, and inside the micro-batches after the first: the
 first pays Spark's start-up for a Python source (its planner and worker processes), once per query.
 
 Beside it, the same query over a source that makes the same rows in memory (`bench.spark_floor`): what
 Spark and the row conversion cost without the queue, so the gap between the two is the reading itself.
-A small query over that source runs first, so both start with the JVM equally warm.
+A small query over that source runs first, so both start with the JVM equally warm. With `--workers N`
+Spark runs on a standalone cluster of N one-core workers (`bench.spark_standalone`), executors in JVMs
+of their own, instead of in the driver's JVM.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.resources import cpu_seconds
+from bench.spark_standalone import StandaloneCluster
 from cli.node_processes import ProcessCluster
 from quorumq import Client
 
@@ -89,6 +94,12 @@ def main() -> None:
     parser.add_argument("--per-trigger", type=int, default=50_000)
     parser.add_argument("--body-bytes", type=int, default=100)
     parser.add_argument("--partition-size", type=int, default=10_000)
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        help="a Spark standalone cluster of this many 1-core workers (0: local[2])",
+    )
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from bench.spark_floor import FloorDataSource
@@ -96,11 +107,12 @@ def main() -> None:
 
     work = Path(tempfile.mkdtemp(prefix="quorumq-spark-bench-"))
     cluster = ProcessCluster.start(work / "cluster")
+    standalone = StandaloneCluster.start(work / "spark", args.workers) if args.workers else None
     try:
         started = time.perf_counter()
         asyncio.run(_publish_backlog(cluster.urls, "backlog", args.messages, args.body_bytes))
         print(f"published {args.messages} messages in {time.perf_counter() - started:.1f} s")
-        spark = local_session("quorumq-bench")
+        spark = local_session("quorumq-bench", "local[2]" if standalone is None else standalone.master_url)
         spark.dataSource.register(FloorDataSource)
         shared = {"partitionSize": str(args.partition_size), "maxMessagesPerTrigger": str(args.per_trigger)}
         floor_options = {"messages": str(args.messages), "bodyBytes": str(args.body_bytes), **shared}
@@ -119,6 +131,8 @@ def main() -> None:
         _report("floor (the same rows made in memory)", *floor)
         spark.stop()
     finally:
+        if standalone is not None:
+            standalone.stop()
         cluster.stop()
 
 

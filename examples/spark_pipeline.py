@@ -2,13 +2,15 @@
 
     python examples/spark_pipeline.py --nodes http://127.0.0.1:8080,http://127.0.0.1:8081 \\
         --checkpoint /tmp/orders-ckpt --output /tmp/order-totals [--trigger available-now|SECONDS] \\
-        [--user etl --password-file /run/secrets/etl-password | --token TOKEN] [--ca-file ca.pem]
+        [--user etl --password-file /run/secrets/etl-password | --token TOKEN] [--ca-file ca.pem] \\
+        [--master spark://spark-master:7077]
 
 Orders are JSON bodies like {"order": "o-1", "items": [{"price": 2.5, "qty": 2}]}. Every micro-batch is
 written once to OUTPUT/batch=N (overwritten if Spark replays batch N) and published to the
 `order-totals` queue under a publisher id made from the batch id, so a replay adds nothing there either.
 The Spark UI is on (its address is printed first); each batch prints a progress line with its size and
-the backlog still waiting in the queue.
+the backlog still waiting in the queue. Spark runs in this process (`local[2]`) unless `--master` names a
+cluster's master, e.g. a Spark standalone cluster's, whose executors then read and write the queues.
 """
 
 from __future__ import annotations
@@ -135,8 +137,9 @@ def main() -> None:
     parser.add_argument("--password-file", help="a file holding the password, read where clients run")
     parser.add_argument("--token", help="a bearer token instead of a user and password")
     parser.add_argument("--ca-file", help="CA bundle to verify HTTPS nodes with")
+    parser.add_argument("--master", default="local[2]", help="Spark master URL (default: local[2])")
     args = parser.parse_args()
-    spark = local_session("quorumq-orders-pipeline", ui=True)
+    spark = local_session("quorumq-orders-pipeline", args.master, ui=True)
     print(f"Spark UI at {spark.sparkContext.uiWebUrl}", flush=True)
     spark.streams.addListener(ProgressPrinter())
     start(spark, args).awaitTermination()

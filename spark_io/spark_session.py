@@ -17,8 +17,9 @@ def register(spark: SparkSession) -> SparkSession:
 
 
 def local_session(app_name: str, master: str = "local[2]", *, ui: bool = False) -> SparkSession:
-    """A small local session whose Python workers run this interpreter, with format("quorumq") registered;
-    `ui` turns the Spark UI on (port 4040, or the next free one)."""
+    """A small session whose Python workers run this interpreter, with format("quorumq") registered:
+    in this process by default, or with a cluster's `master` URL (e.g. `spark://host:7077`, a standalone
+    cluster) on its executors; `ui` turns the Spark UI on (port 4040, or the next free one)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (
         SparkSession.builder.master(master)
