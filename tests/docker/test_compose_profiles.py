@@ -80,3 +80,39 @@ async def test_spark_profile_runs_the_example_pipeline_against_the_cluster(
         totals = {t["order"]: t["total"] for t in map(json.loads, await take_all(client, "order-totals"))}
         assert totals == {f"o-{i}": 2.5 * i for i in range(1, 21)}
         assert (await client.queue("orders"))["messages"] == 0
+
+
+@pytest.mark.slow
+async def test_spark_cluster_profile_runs_the_pipeline_on_the_standalone_workers(
+    new_project: ProjectFactory,
+) -> None:
+    project = new_project(THREE_NODES, [BASE_FILE])
+    spark_wheels = [REPO / "scripts/build-docker-wheels.sh", "--spark"]
+    await asyncio.to_thread(run, spark_wheels, timeout=BUILD_TIMEOUT_S)
+    await asyncio.to_thread(project.compose, "--profile", "spark", "build", "spark", timeout=BUILD_TIMEOUT_S)
+    await asyncio.to_thread(project.up)
+    await asyncio.to_thread(project.wait_health, project.nodes)
+    cluster = ("spark-master", "spark-worker-1", "spark-worker-2")
+    try:
+        await asyncio.to_thread(
+            project.compose, "--profile", "spark-cluster", "up", "-d", "--no-build", *cluster
+        )
+        orders = [{"order": f"o-{i}", "items": [{"price": 2.5, "qty": i}]} for i in range(1, 41)]
+        async with project.client() as client:
+            await client.declare("orders")
+            await client.declare("order-totals")
+            await client.publish("orders", [json.dumps(order) for order in orders])
+            await asyncio.to_thread(
+                project.compose, "--profile", "spark-cluster", "run", "--rm", "spark-driver",
+                "/opt/quorumq/examples/spark_pipeline.py", "--master=spark://spark-master:7077",
+                "--nodes=http://node1:8080,http://node2:8080,http://node3:8080",
+                "--checkpoint=/var/lib/quorumq/checkpoint", "--output=/var/lib/quorumq/order-totals",
+                "--trigger=available-now", "--max-messages=10", timeout=BUILD_TIMEOUT_S,
+            )  # fmt: skip
+            totals = {t["order"]: t["total"] for t in map(json.loads, await take_all(client, "order-totals"))}
+            assert totals == {f"o-{i}": 2.5 * i for i in range(1, 41)}
+            assert (await client.queue("orders"))["messages"] == 0
+        workers = await asyncio.to_thread(project.compose, "--profile", "spark-cluster", "logs", *cluster[1:])
+        assert workers.stdout.count("Asked to launch executor") >= 2, workers.stdout[-3000:]
+    finally:
+        await asyncio.to_thread(project.compose, "--profile", "spark-cluster", "down", "-v", check=False)
