@@ -37,9 +37,11 @@ from pamqp.header import ContentHeader
 from api.amqp.byte_budget import ByteBudget
 from api.amqp.confirms import ConfirmTags
 from api.amqp.content import Content, ContentAssembly
+from api.amqp.delivery_frames import content_frames, deliver_frame, row_content
 from api.amqp.exchange_methods import ExchangeMethods
+from api.amqp.frame_io import encode_frame
 from api.amqp.node_calls import NodeCalls, again_while
-from api.amqp.properties import delivery_properties, json_table, published_fields
+from api.amqp.properties import json_table, published_fields
 from api.amqp.reply_codes import (
     INTERNAL_ERROR,
     NO_ROUTE,
@@ -72,6 +74,10 @@ class Wire(Protocol):
 
     async def send(self, channel: int, frames: Iterable[FrameTypes]) -> None:
         """Write `frames` on `channel` together, then wait while the client is behind."""
+        ...
+
+    async def write(self, encoded: bytes) -> None:
+        """Write frames encoded already, then wait while the client is behind."""
         ...
 
     async def refuse(self, channel: int, error: AmqpError) -> None:
@@ -331,9 +337,9 @@ class Channel:
             exchange=method.exchange,
             routing_key=method.routing_key,
         )
-        await self._wire.send(
-            self.number, [returned, *self._content_frames(content.properties, content.body)]
-        )
+        properties = content.properties.marshal()
+        frames = content_frames(self.number, properties, content.body, self._wire.frame_max)
+        await self._wire.write(encode_frame(returned, self.number) + frames)
 
     # -- queues --------------------------------------------------------------------------------------
 
@@ -398,7 +404,7 @@ class Channel:
                     # Tags are given as their deliveries are written (`send` writes before it first
                     # waits): the client sees a channel's tags in order, and a `multiple` ack names
                     # only deliveries that went out.
-                    await self._wire.send(self.number, self._delivered(ctag, queue, tag, no_ack, chunk))
+                    await self._wire.write(self._delivered(ctag, queue, tag, no_ack, chunk))
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # quorumq ended it (its queue is gone, its timeout), no leader for long
@@ -409,26 +415,21 @@ class Channel:
                     await _best_effort(self._node.cancel(queue, tag), f"cancelling consumer {tag} of {queue}")
                 await self._wire.send(self.number, [commands.Basic.Cancel(consumer_tag=ctag, nowait=True)])
 
-    def _delivered(
-        self, ctag: str, queue: str, tag: str, no_ack: bool, rows: list[MessageRow]
-    ) -> list[FrameTypes]:
-        """The frames of `rows` as consumer `ctag`'s deliveries, each given the channel's next tag and
-        held until settled (unless `no_ack`)."""
-        frames: list[FrameTypes] = []
+    def _delivered(self, ctag: str, queue: str, tag: str, no_ack: bool, rows: list[MessageRow]) -> bytes:
+        """The frames of `rows` as consumer `ctag`'s deliveries, encoded, each given the channel's next
+        tag and held until settled (unless `no_ack`)."""
+        frames: list[bytes] = []
+        channel, frame_max = self.number, self._wire.frame_max
         for row in rows:
             delivery = next(self._tags)
             exchange, routing_key = published_route(row.headers, queue)
-            deliver = commands.Basic.Deliver(
-                consumer_tag=ctag,
-                delivery_tag=delivery,
-                redelivered=row.redelivered,
-                exchange=exchange,
-                routing_key=routing_key,
+            frames += (
+                deliver_frame(channel, ctag, delivery, row.redelivered, exchange, routing_key),
+                row_content(channel, row, frame_max),
             )
-            frames += [deliver, *self._row_frames(row)]
             if not no_ack:
                 self._held[delivery] = _Held(queue, tag, row.id)
-        return frames
+        return b"".join(frames)
 
     def stop_deliveries(self) -> None:
         """Deliver no more (the connection is closing): what consumers hold returns when the channel
@@ -472,7 +473,9 @@ class Channel:
             routing_key=routing_key,
             message_count=ready,
         )
-        await self._wire.send(self.number, [ok, *self._row_frames(row)])
+        await self._wire.write(
+            encode_frame(ok, self.number) + row_content(self.number, row, self._wire.frame_max)
+        )
         return None  # get-ok went out with its content
 
     async def ack(self, acks: list[commands.Basic.Ack]) -> None:
@@ -535,20 +538,6 @@ class Channel:
         if not method.active:
             raise channel_error(NOT_IMPLEMENTED, "channel.flow(active=false)")
         return commands.Channel.FlowOk(active=True)
-
-    # -- content -----------------------------------------------------------------------------------
-
-    def _row_frames(self, row: MessageRow) -> list[ContentHeader | ContentBody]:
-        return self._content_frames(delivery_properties(row), bytes(row.body))
-
-    def _content_frames(
-        self, properties: commands.Basic.Properties, body: bytes
-    ) -> list[ContentHeader | ContentBody]:
-        """A message's content header and its body in frames that fit the connection's frame_max."""
-        room = self._wire.frame_max - 8  # a frame's header and end octet
-        parts: list[ContentHeader | ContentBody] = [ContentHeader(body_size=len(body), properties=properties)]
-        parts += [ContentBody(body[at : at + room]) for at in range(0, len(body), room)]
-        return parts
 
 
 def _write_chunks(rows: list[MessageRow]) -> Iterator[list[MessageRow]]:

@@ -378,9 +378,13 @@ class AmqpConnection:
 
     async def send(self, channel: int, frames: Iterable[FrameTypes]) -> None:
         """Write `frames` on `channel` together, then wait while the client is behind."""
+        await self.write(b"".join(encode_frame(frame, channel) for frame in frames))
+
+    async def write(self, encoded: bytes) -> None:
+        """Write frames encoded already, then wait while the client is behind."""
         if self._writer.is_closing():
             return
-        self._writer.write(b"".join(encode_frame(frame, channel) for frame in frames))
+        self._writer.write(encoded)
         with contextlib.suppress(ConnectionError):
             await self._writer.drain()
 

@@ -13,11 +13,12 @@ import asyncio
 from collections.abc import Iterable
 from typing import cast
 
-from pamqp import commands
+from pamqp import commands, frame
 from pamqp.frame import FrameTypes
 
 from api.amqp.byte_budget import ByteBudget
 from api.amqp.channel import DELIVERY_WRITE_BYTES, Channel
+from api.amqp.frame_io import encode_frame
 from api.amqp.node_calls import NodeCalls
 from api.amqp.reply_codes import AmqpError
 from cluster.queues.queue_results import MessageRow
@@ -38,7 +39,10 @@ class HoldingWire:
         self._big_writes = 0
 
     async def send(self, channel: int, frames: Iterable[FrameTypes]) -> None:
-        delivers = [f for f in frames if isinstance(f, commands.Basic.Deliver)]
+        await self.write(b"".join(encode_frame(f, channel) for f in frames))
+
+    async def write(self, encoded: bytes) -> None:
+        delivers = [f for f in _frames(encoded) if isinstance(f, commands.Basic.Deliver)]
         self.tags += [d.delivery_tag for d in delivers]  # the bytes are written here, before any wait
         async with self.written:
             self.written.notify_all()
@@ -57,6 +61,16 @@ class HoldingWire:
 
     def publishing(self) -> None:
         pass
+
+
+def _frames(encoded: bytes) -> list[FrameTypes]:
+    """The frames in `encoded`, decoded by pamqp one after another."""
+    frames = []
+    while encoded:
+        used, _, decoded = frame.unmarshal(encoded)
+        frames.append(decoded)
+        encoded = encoded[used:]
+    return frames
 
 
 class ListNode:
