@@ -6,7 +6,8 @@ HTTP request takes, to whichever node serves it, with every check it gets there 
 arguments, alarms, formats). So the listener holds no rule of its own about queues or exchanges.
 Publishes take the publish path the streaming connection takes: `publish_on_route` to a queue's leader
 here or over the peer transport, answered once a majority committed them, and `publish_to_exchange`
-through an exchange, routed here.
+through an exchange, routed here. A consumer's poll of a queue this node leads is served by the queue's
+door, as the streaming connection's consumers are, with the deliveries handler's checks (`_poll_here`).
 
 The connection reads its own routing changes: it keeps the highest routing revision their answers named
 (`routing_revision`) and routes a publish through an exchange, or answers a passive declare, only once
@@ -27,9 +28,11 @@ from aiohttp import web
 
 from api.access import Access
 from api.amqp.reply_codes import for_answer
-from api.app_keys import CALLER, CONFIG, FORWARD_SESSION, METADATA, QUEUES, STATUS, WALL_MS
+from api.app_keys import CALLER, CONFIG, FORWARD_SESSION, METADATA, METRICS, QUEUES, STATUS, WALL_MS
 from api.auth import require, vouched_principal
 from api.consumer_options import MAX_PREFETCH
+from api.consumer_owners import own_consumer
+from api.deliveries import DEFAULT_MAX_BYTES
 from api.error_answers import error_answer
 from api.exchange_publishing import (
     publish_to_exchange,
@@ -49,6 +52,7 @@ from metadata_state.vhost_names import DEFAULT_VHOST, qualified
 
 POLL_WAIT_S = 5  # how long a consumer's poll waits on its queue before it asks again
 POLL_MAX = 1000  # the most deliveries one poll asks for (the consumer's prefetch bounds it too)
+LOCAL_POLL_WAIT_S = 1.0  # how long a poll of a queue led here waits before leadership is looked at again
 RETRY_S = 30.0  # how long a call is made again while its queue has no leader to answer it
 RETRY_PAUSE_S = 0.2
 _NOTHING_DONE = ("no_leader",)  # a 503 that says nothing was done
@@ -166,11 +170,46 @@ class NodeCalls:
         return str(answer["consumer"])
 
     async def poll(self, queue: str, consumer: str, most: int, auto_ack: bool) -> list[MessageRow]:
-        """Up to `most` deliveries for `consumer`, waiting up to POLL_WAIT_S for the first (an auto-ack
-        consumer's poll is not made again after an unknown outcome: it may have taken messages)."""
-        query = urllib.parse.urlencode({"max": min(most, POLL_MAX), "wait": POLL_WAIT_S})
+        """Up to `most` deliveries for `consumer`, waiting for the first: from the queue's door when this
+        node leads it (`_poll_here`), else through the HTTP API, forwarded to its leader, up to
+        POLL_WAIT_S (an auto-ack consumer's poll is not made again after an unknown outcome: it may have
+        taken messages)."""
+        most = min(most, POLL_MAX)
+        retried = _RETRIED if not auto_ack else _NOTHING_DONE
+        here = await self._poll_here(queue, consumer, most, retried)
+        if here is not None:
+            return here
+        query = urllib.parse.urlencode({"max": most, "wait": POLL_WAIT_S})
         path = f"{self._consumer_path(queue, consumer)}/deliveries?{query}"
         return [_row(item) for item in await self._call("GET", path, repeatable=not auto_ack)]
+
+    async def _poll_here(
+        self, queue: str, consumer: str, most: int, retried: Sequence[str]
+    ) -> list[MessageRow] | None:
+        """What the deliveries handler does, without its HTTP round trip, for a queue this node leads:
+        the user's read permission, the consumer the user's own, the poll (up to LOCAL_POLL_WAIT_S, so
+        a leadership lost meanwhile is seen soon), the delivery metrics. None when this node does not
+        lead the queue, or the poll failed as a call through the HTTP API would be made again for
+        (`retried`): the caller goes through the API then."""
+        app = self._app
+        name = qualified(self.vhost, queue)
+        try:
+            door = app[QUEUES].leading_door(name)
+        except (NotLeader, QueueNotFound):
+            return None
+        try:
+            caller = vouched_principal(app[CONFIG], app[METADATA], self.user)
+            require(caller, Access.READ, name)
+            rows = await door.poll(
+                own_consumer(door, caller, consumer), most, LOCAL_POLL_WAIT_S, DEFAULT_MAX_BYTES
+            )
+        except Exception as exc:
+            status, answer = error_answer(app, exc, "an AMQP consumer's poll")
+            if status == 503 and answer.get("error") in retried:
+                return None
+            raise for_answer(status, answer) from None
+        app[METRICS].count_delivered(door.name, rows)
+        return rows
 
     async def settle(
         self, queue: str, consumer: str | None, ids: Sequence[int], ack: bool, requeue: bool = True

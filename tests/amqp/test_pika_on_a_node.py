@@ -14,6 +14,7 @@ from pika.adapters.blocking_connection import BlockingChannel
 from support.eventually import eventually_sync
 
 from cli.node_processes import HARNESS_HEADERS, HARNESS_PASSWORD, HARNESS_USER, NodeProcess
+from quorumq import SyncClient
 
 pytestmark = pytest.mark.process
 
@@ -362,3 +363,39 @@ def test_rule_a_routing_key_naming_another_vhosts_queue_reaches_nothing(
     with pytest.raises(pika.exceptions.ChannelClosedByBroker) as refused:
         channel.queue_declare("pika-other", passive=True)
     assert refused.value.reply_code == 404, refused.value
+
+
+def test_a_consumer_whose_read_permission_is_revoked_is_cancelled_at_its_next_poll(
+    amqp_node: NodeProcess,
+) -> None:
+    """The consumer's polls are served by the queue's door on its leader (no HTTP request): each still
+    checks the user's permission, so a revoked one ends the consumer and nothing more reaches it."""
+    with SyncClient([amqp_node.url]) as admin:
+        admin.declare("revoked")
+        admin.put_user("reader", "reader-pass-1")
+        admin.set_permissions("reader", read="^revoked$")
+        assert amqp_node.amqp_port is not None
+        credentials = pika.PlainCredentials("reader", "reader-pass-1")
+        parameters = pika.ConnectionParameters("127.0.0.1", amqp_node.amqp_port, credentials=credentials)
+        connection = pika.BlockingConnection(parameters)
+        try:
+            channel = connection.channel()
+            got: list[bytes] = []
+            cancelled: list[object] = []
+            channel.add_on_cancel_callback(cancelled.append)
+            channel.basic_consume("revoked", lambda _ch, _m, _p, body: got.append(body), auto_ack=True)
+            admin.publish("revoked", ["before"])
+
+            def received(what: list) -> bool:
+                connection.process_data_events(time_limit=0.05)
+                return bool(what)
+
+            eventually_sync(lambda: received(got), "the message published before the revocation", timeout=10)
+            admin.set_permissions("reader", read="^nothing$")
+            eventually_sync(lambda: received(cancelled), "the consumer cancelled by the node", timeout=15)
+            admin.publish("revoked", ["after"])
+            connection.process_data_events(time_limit=0.5)
+            assert got == [b"before"]
+        finally:
+            if connection.is_open:
+                connection.close()
