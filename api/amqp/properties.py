@@ -30,6 +30,7 @@ from cluster.replication.stored_message import ROUTE_HEADERS
 
 PROPERTY_PREFIX = "x-amqp-"
 DELIVERY_COUNT = "x-delivery-count"
+FLOAT32_MAX = 3.4028234663852886e38  # the largest float a field table carries (pamqp writes 32-bit floats)
 TEXT_PROPERTIES = (
     "content_type",
     "content_encoding",
@@ -114,9 +115,12 @@ def _property_value(name: str, value: Any) -> Any:
 
 
 def _table_value(value: Any) -> Any:
-    """A header's JSON value as a field table can carry it: an integer beyond 64 bits as its text."""
+    """A header's JSON value as a field table can carry it: an integer beyond 64 bits, or a number beyond
+    a 32-bit float's range (pamqp writes floats so), as its text."""
     if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63:
         return str(value)
+    if isinstance(value, float) and not abs(value) <= FLOAT32_MAX:
+        return repr(value)
     if isinstance(value, dict):
         return {key: _table_value(item) for key, item in value.items()}
     if isinstance(value, list):

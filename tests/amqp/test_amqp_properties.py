@@ -128,3 +128,11 @@ def test_a_group_travels_as_the_header_x_group_id_both_ways() -> None:
     published = published_fields(commands.Basic.Properties(headers={"x-group-id": "order-7"}), b"x")
     assert published["headers"] == {"x-group-id": "order-7"}
     assert delivery_properties(row({"x-group-id": "order-7"})).headers == {"x-group-id": "order-7"}
+
+
+def test_a_float_header_a_field_table_cannot_carry_goes_as_its_text() -> None:
+    """pamqp writes floats as 32-bit floats: a JSON number beyond their range (set over HTTP) is delivered
+    as its text, as an integer beyond 64 bits is, instead of failing the delivery (and the consumer)."""
+    got = delivery_properties(row({"huge": 1e300, "nested": {"tiny": -1e300}, "fine": 0.5}))
+    assert got.headers == {"huge": "1e+300", "nested": {"tiny": "-1e+300"}, "fine": 0.5}
+    commands.Basic.Properties(headers=got.headers).marshal()
