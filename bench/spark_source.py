@@ -77,7 +77,7 @@ def _report(name: str, elapsed: float, progress: list[dict], rows: int) -> None:
     if inside:
         print(f"  {rows / inside:,.0f} rows/s inside micro-batches ({inside:.1f} s)")
     later = progress[1:]
-    if later:
+    if later and sum(ms(p) for p in later):
         later_rows = sum(int(p["numInputRows"]) for p in later)
         later_s = sum(ms(p) for p in later) / 1000
         first = (
@@ -107,8 +107,10 @@ def main() -> None:
 
     work = Path(tempfile.mkdtemp(prefix="quorumq-spark-bench-"))
     cluster = ProcessCluster.start(work / "cluster")
-    standalone = StandaloneCluster.start(work / "spark", args.workers) if args.workers else None
+    standalone = None
     try:
+        if args.workers:
+            standalone = StandaloneCluster.start(work / "spark", args.workers)
         started = time.perf_counter()
         asyncio.run(_publish_backlog(cluster.urls, "backlog", args.messages, args.body_bytes))
         print(f"published {args.messages} messages in {time.perf_counter() - started:.1f} s")

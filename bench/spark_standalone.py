@@ -88,11 +88,11 @@ class StandaloneCluster:
         return cluster
 
     def _launch(self, name: str, main_class: str, *arguments: str) -> None:
-        log = (self.work / f"{name}.log").open("wb")
         command = [spark_class(), main_class, *arguments]
-        self.processes.append(
-            subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=_environment())
-        )
+        with (self.work / f"{name}.log").open("wb") as log:  # the child keeps its own descriptor
+            self.processes.append(
+                subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=_environment())
+            )
 
     def state(self) -> dict:
         """The master's view of the cluster (its web UI's JSON: workers, applications)."""

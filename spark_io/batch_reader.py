@@ -43,11 +43,11 @@ def read_ids(part: IdRange) -> Iterator[pa.RecordBatch]:
     async def fetch(client: Client) -> list[list[Delivery]]:
         pages: list[list[Delivery]] = []
         start = part.first
-        while start < part.end:
+        while start < part.end:  # a page may end early: at BROWSE_PAGE messages or the answer's byte budget
             page = await client.browse(part.queue, start, to=part.end, limit=BROWSE_PAGE)
-            pages.append(page)
-            if len(page) < BROWSE_PAGE:
+            if not page:
                 break
+            pages.append(page)
             start = page[-1].id + 1
         return pages
 

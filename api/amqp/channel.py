@@ -401,7 +401,7 @@ class Channel:
             while not self.closed:
                 rows = await self._node.poll(queue, tag, prefetch or MAX_BATCH, no_ack)
                 for chunk in _write_chunks(rows):
-                    # Tags are given as their deliveries are written (`send` writes before it first
+                    # Tags are given as their deliveries are written (`write` writes before it first
                     # waits): the client sees a channel's tags in order, and a `multiple` ack names
                     # only deliveries that went out.
                     await self._wire.write(self._delivered(ctag, queue, tag, no_ack, chunk))

@@ -64,8 +64,12 @@ def content_frames(channel: int, properties: bytes, body: bytes | memoryview, fr
 def encoded_properties(row: MessageRow) -> bytes:
     """The row's delivery properties as a content header carries them (flags, then values)."""
     try:
-        typed = tuple((name, type(value), value) for name, value in row.headers.items())  # 1 is not True
-        key: object = (typed, row.delivery_count, row.priority)
+        key: object = (
+            tuple(map(_typed, row.headers.items())),
+            row.delivery_count,
+            row.acquired_count,
+            row.priority,
+        )
         encoded = _properties.get(key)
     except TypeError:  # a header holds a table or an array: not kept
         return delivery_properties(row).marshal()
@@ -74,6 +78,12 @@ def encoded_properties(row: MessageRow) -> bytes:
             _properties.clear()
         encoded = _properties[key] = delivery_properties(row).marshal()
     return encoded
+
+
+def _typed(item: tuple[str, object]) -> tuple[object, ...]:
+    """A header in a key that tells apart values Python holds equal: 1, True and 1.0, 0.0 and -0.0."""
+    name, value = item
+    return (name, float, value.hex()) if isinstance(value, float) else (name, type(value), value)
 
 
 def _shortstr(text: str) -> bytes:

@@ -160,7 +160,7 @@ class NodeCalls:
         ready."""
         body = {"count": 1, "ack": "auto" if auto_ack else "manual"}
         rows = await self._call("POST", self._queue_path(queue) + "/get", body, repeatable=not auto_ack)
-        return _row(rows[0]) if rows else None
+        return answered_row(rows[0]) if rows else None
 
     async def register(self, queue: str, prefetch: int, priority: int, auto_ack: bool) -> str:
         """A new consumer of `queue`: its tag. A prefetch of 0 (AMQP's "no limit") is the most a
@@ -181,7 +181,7 @@ class NodeCalls:
             return here
         query = urllib.parse.urlencode({"max": most, "wait": POLL_WAIT_S})
         path = f"{self._consumer_path(queue, consumer)}/deliveries?{query}"
-        return [_row(item) for item in await self._call("GET", path, repeatable=not auto_ack)]
+        return [answered_row(item) for item in await self._call("GET", path, repeatable=not auto_ack)]
 
     async def _poll_here(
         self, queue: str, consumer: str, most: int, retried: Sequence[str]
@@ -358,7 +358,7 @@ def _exchange_segment(exchange: str) -> str:
     return urllib.parse.quote(exchange or DEFAULT_EXCHANGE_PATH_NAME, safe="")
 
 
-def _row(item: dict[str, Any]) -> MessageRow:
+def answered_row(item: dict[str, Any]) -> MessageRow:
     """A delivery as the API answers it in msgpack, as a row."""
     return MessageRow(
         int(item["id"]),

@@ -30,6 +30,7 @@ from cluster.replication.stored_message import ROUTE_HEADERS
 
 PROPERTY_PREFIX = "x-amqp-"
 DELIVERY_COUNT = "x-delivery-count"
+ACQUIRED_COUNT = "x-acquired-count"
 FLOAT32_MAX = 3.4028234663852886e38  # the largest float a field table carries (pamqp writes 32-bit floats)
 TEXT_PROPERTIES = (
     "content_type",
@@ -93,6 +94,8 @@ def delivery_properties(row: MessageRow) -> commands.Basic.Properties:
             headers[key] = _table_value(value)
         else:
             properties[name] = _property_value(name, value)
+    if row.acquired_count:  # as the HTTP API's deliveries carry it (RabbitMQ 4.x's annotation)
+        headers[ACQUIRED_COUNT] = row.acquired_count
     if row.delivery_count:
         headers[DELIVERY_COUNT] = row.delivery_count
     if row.priority:

@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import datetime
 import decimal
+from dataclasses import replace
 
+import msgpack
 import pytest
 from pamqp import commands
 
+from api.amqp.delivery_frames import encoded_properties
+from api.amqp.node_calls import answered_row
 from api.amqp.properties import delivery_properties, json_value, published_fields
 from api.amqp.reply_codes import PRECONDITION_FAILED, AmqpError
+from api.deliveries import msgpack_delivery
 from cluster.queues.queue_results import MessageRow
 from cluster.replication.stored_message import published_route, routed_headers
 
@@ -136,3 +141,18 @@ def test_a_float_header_a_field_table_cannot_carry_goes_as_its_text() -> None:
     got = delivery_properties(row({"huge": 1e300, "nested": {"tiny": -1e300}, "fine": 0.5}))
     assert got.headers == {"huge": "1e+300", "nested": {"tiny": "-1e+300"}, "fine": 0.5}
     commands.Basic.Properties(headers=got.headers).marshal()
+
+
+def test_a_redelivery_carries_x_acquired_count_whether_polled_at_the_door_or_over_http() -> None:
+    """A consumer on the queue's leader gets rows from the queue's door; on another node, rows read back
+    from the HTTP answer (whose headers hold the counts): both deliver the same AMQP headers."""
+    at_the_door = MessageRow(7, b"m", "base64", {"k": "v"}, 1, True, 0, acquired_count=2)
+    over_http = answered_row(msgpack.unpackb(msgpack_delivery(at_the_door)))
+    assert delivery_properties(at_the_door).headers == {
+        "k": "v",
+        "x-acquired-count": 2,
+        "x-delivery-count": 1,
+    }
+    assert delivery_properties(over_http).headers == delivery_properties(at_the_door).headers
+    assert encoded_properties(at_the_door) == delivery_properties(at_the_door).marshal()
+    assert encoded_properties(replace(at_the_door, acquired_count=3)) != encoded_properties(at_the_door)

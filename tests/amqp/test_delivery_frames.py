@@ -86,7 +86,7 @@ def test_a_rows_content_frames_are_pamqps_split_at_frame_max(
 
 
 def test_kept_properties_tell_apart_values_python_holds_equal() -> None:
-    for value in (1, True, 1.0, "1"):
+    for value in (1, True, 1.0, "1", 0.0, -0.0, 0, False):
         row = _row({"n": value})
         assert encoded_properties(row) == delivery_properties(row).marshal()
 

@@ -238,6 +238,22 @@ def test_a_batch_read_copies_a_dead_letter_queue_into_a_table_without_consuming_
     )
 
 
+def test_a_batch_read_takes_every_message_of_a_partition_beyond_one_answers_byte_budget(
+    spark, cluster: ProcessCluster
+) -> None:
+    """A browse answers at most 8 MiB of bodies: a 12 MiB partition is read in several pages, not cut
+    at the first one's end."""
+    body = b"x" * 4096
+    ids = run(cluster.urls, lambda client: _declare_and_publish(client, "wide-bodies", [body] * 3000))
+    read = spark.read.format("quorumq").option("nodes", ",".join(cluster.urls)).option("queue", "wide-bodies")
+    assert sorted(r.id for r in read.load().select("id").collect()) == sorted(ids)
+
+
+async def _declare_and_publish(client: Client, queue: str, bodies: list[bytes]) -> list[int]:
+    await client.declare(queue)
+    return await client.publish_all(queue, bodies, batch=500)
+
+
 def test_a_stream_since_a_time_takes_only_newer_messages_with_their_sequence_and_redelivered_flag(
     spark, cluster: ProcessCluster, tmp_path: Path
 ) -> None:
