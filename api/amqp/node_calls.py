@@ -6,8 +6,8 @@ HTTP request takes, to whichever node serves it, with every check it gets there 
 arguments, alarms, formats). So the listener holds no rule of its own about queues or exchanges.
 Publishes take the publish path the streaming connection takes: `publish_on_route` to a queue's leader
 here or over the peer transport, answered once a majority committed them, and `publish_to_exchange`
-through an exchange, routed here. A consumer's poll of a queue this node leads is served by the queue's
-door, as the streaming connection's consumers are, with the deliveries handler's checks (`_poll_here`).
+through an exchange, routed here. A consumer's polls and settles of a queue this node leads are served at
+the queue's door, as the streaming connection's are, with the handlers' checks (`_at_door`).
 
 The connection reads its own routing changes: it keeps the highest routing revision their answers named
 (`routing_revision`) and routes a publish through an exchange, or answers a passive declare, only once
@@ -20,13 +20,13 @@ import asyncio
 import json
 import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 import msgpack
 from aiohttp import web
 
-from api.access import Access
+from api.access import Access, Principal
 from api.amqp.reply_codes import for_answer
 from api.app_keys import CALLER, CONFIG, FORWARD_SESSION, METADATA, METRICS, QUEUES, STATUS, WALL_MS
 from api.auth import require, vouched_principal
@@ -42,10 +42,13 @@ from api.exchange_publishing import (
 from api.forwarding import queue_route
 from api.publish_job import PublishJob, publish_of
 from api.publishing import publish_on_route
+from api.request_bodies import body_as
 from api.routing_names import DEFAULT_EXCHANGE_PATH_NAME
 from api.routing_revision import CATCH_UP_S, ROUTING_REVISION_HEADER, caught_up
+from api.settle_options import SETTLES, settle_options
 from api.validation import MSGPACK, QUEUE_NAME
 from cluster.errors import NotLeader, QueueNotFound
+from cluster.queues.queue_door import QueueDoor
 from cluster.queues.queue_results import MessageRow
 from metadata_state.records import QUEUE_DESTINATION, BindingRecord
 from metadata_state.vhost_names import DEFAULT_VHOST, qualified
@@ -57,6 +60,7 @@ RETRY_S = 30.0  # how long a call is made again while its queue has no leader to
 RETRY_PAUSE_S = 0.2
 _NOTHING_DONE = ("no_leader",)  # a 503 that says nothing was done
 _RETRIED = ("no_leader", "outcome_unknown")
+T = TypeVar("T")
 
 
 async def again_while(
@@ -171,26 +175,61 @@ class NodeCalls:
 
     async def poll(self, queue: str, consumer: str, most: int, auto_ack: bool) -> list[MessageRow]:
         """Up to `most` deliveries for `consumer`, waiting for the first: from the queue's door when this
-        node leads it (`_poll_here`), else through the HTTP API, forwarded to its leader, up to
-        POLL_WAIT_S (an auto-ack consumer's poll is not made again after an unknown outcome: it may have
-        taken messages)."""
+        node leads it (up to LOCAL_POLL_WAIT_S, so a leadership lost meanwhile is seen soon), else
+        through the HTTP API, forwarded to its leader, up to POLL_WAIT_S (an auto-ack consumer's poll is
+        not made again after an unknown outcome: it may have taken messages)."""
         most = min(most, POLL_MAX)
-        retried = _RETRIED if not auto_ack else _NOTHING_DONE
-        here = await self._poll_here(queue, consumer, most, retried)
+
+        async def at_door(door: QueueDoor, caller: Principal) -> list[MessageRow]:
+            owned = own_consumer(door, caller, consumer)
+            rows = await door.poll(owned, most, LOCAL_POLL_WAIT_S, DEFAULT_MAX_BYTES)
+            self._app[METRICS].count_delivered(door.name, rows)
+            return rows
+
+        retried = _NOTHING_DONE if auto_ack else _RETRIED
+        here = await self._at_door(queue, at_door, "an AMQP consumer's poll", retried)
         if here is not None:
             return here
         query = urllib.parse.urlencode({"max": most, "wait": POLL_WAIT_S})
         path = f"{self._consumer_path(queue, consumer)}/deliveries?{query}"
         return [answered_row(item) for item in await self._call("GET", path, repeatable=not auto_ack)]
 
-    async def _poll_here(
-        self, queue: str, consumer: str, most: int, retried: Sequence[str]
-    ) -> list[MessageRow] | None:
-        """What the deliveries handler does, without its HTTP round trip, for a queue this node leads:
-        the user's read permission, the consumer the user's own, the poll (up to LOCAL_POLL_WAIT_S, so
-        a leadership lost meanwhile is seen soon), the delivery metrics. None when this node does not
-        lead the queue, or the poll failed as a call through the HTTP API would be made again for
-        (`retried`): the caller goes through the API then."""
+    async def settle(
+        self, queue: str, consumer: str | None, ids: Sequence[int], ack: bool, requeue: bool = True
+    ) -> None:
+        """Ack `ids` (`ack`), or return them (`requeue`) or discard them (dead-lettered when the queue
+        says so); of `consumer`, or of gets when None: at the queue's door when this node leads it, else
+        through the HTTP API."""
+        kind = "ack" if ack else "nack"
+        body: dict[str, Any] = {"ids": list(ids)}
+        if not ack:
+            body["requeue"] = requeue
+
+        async def at_door(door: QueueDoor, caller: Principal) -> bool:
+            options = settle_options(body_as(body, SETTLES[kind]))
+            holder = None if consumer is None else own_consumer(door, caller, consumer)
+            await door.settle(
+                options.ids, holder, options.outcome, options.failed, options.reason, options.delay_ms
+            )
+            self._app[METRICS].count_settled(door.name, kind, len(options.ids))
+            return True
+
+        if await self._at_door(queue, at_door, "an AMQP settle", _RETRIED) is None:
+            base = self._queue_path(queue) if consumer is None else self._consumer_path(queue, consumer)
+            await self._call("POST", f"{base}/{kind}", body)
+
+    async def _at_door(
+        self,
+        queue: str,
+        action: Callable[[QueueDoor, Principal], Awaitable[T]],
+        what: str,
+        retried: Sequence[str],
+    ) -> T | None:
+        """`action` as the queue's handler runs it on the leader, without the HTTP round trip, when this
+        node leads the queue: for the user (`vouched_principal`) with read permission on it, its errors
+        answered as the API answers them. None when this node does not lead the queue, or the action
+        failed as a call through the HTTP API would be made again for (`retried`): the caller goes
+        through the API then."""
         app = self._app
         name = qualified(self.vhost, queue)
         try:
@@ -200,27 +239,12 @@ class NodeCalls:
         try:
             caller = vouched_principal(app[CONFIG], app[METADATA], self.user)
             require(caller, Access.READ, name)
-            rows = await door.poll(
-                own_consumer(door, caller, consumer), most, LOCAL_POLL_WAIT_S, DEFAULT_MAX_BYTES
-            )
+            return await action(door, caller)
         except Exception as exc:
-            status, answer = error_answer(app, exc, "an AMQP consumer's poll")
+            status, answer = error_answer(app, exc, what)
             if status == 503 and answer.get("error") in retried:
                 return None
             raise for_answer(status, answer) from None
-        app[METRICS].count_delivered(door.name, rows)
-        return rows
-
-    async def settle(
-        self, queue: str, consumer: str | None, ids: Sequence[int], ack: bool, requeue: bool = True
-    ) -> None:
-        """Ack `ids` (`ack`), or return them (`requeue`) or discard them (dead-lettered when the queue
-        says so); of `consumer`, or of gets when None."""
-        base = self._queue_path(queue) if consumer is None else self._consumer_path(queue, consumer)
-        body: dict[str, Any] = {"ids": list(ids)}
-        if not ack:
-            body["requeue"] = requeue
-        await self._call("POST", f"{base}/{'ack' if ack else 'nack'}", body)
 
     async def cancel(self, queue: str, consumer: str) -> None:
         """End `consumer`: what it holds returns to the queue."""
