@@ -19,9 +19,9 @@ class RawClient:
         self.buffer = b""
 
     @classmethod
-    def opened(cls, port: int) -> RawClient:
-        """A client past the opening (logged in as the harness administrator, tuned with no
-        heartbeats, vhost `/` open) with channel 1 open."""
+    def opened(cls, port: int, heartbeat: int = 0) -> RawClient:
+        """A client past the opening (logged in as the harness administrator, tuned with `heartbeat`
+        seconds between heartbeats, none by default, vhost `/` open) with channel 1 open."""
         client = cls(port)
         client.sock.sendall(PROTOCOL_HEADER)
         client.until(commands.Connection.Start)
@@ -30,7 +30,7 @@ class RawClient:
             (0, commands.Connection.StartOk(client_properties={}, mechanism="PLAIN", response=response))
         )
         client.until(commands.Connection.Tune)
-        client.send((0, commands.Connection.TuneOk(channel_max=16, frame_max=131072, heartbeat=0)))
+        client.send((0, commands.Connection.TuneOk(channel_max=16, frame_max=131072, heartbeat=heartbeat)))
         client.send((0, commands.Connection.Open(virtual_host="/")))
         client.until(commands.Connection.OpenOk)
         client.send((1, commands.Channel.Open()))
