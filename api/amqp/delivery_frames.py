@@ -8,6 +8,7 @@ still marshalled by pamqp, once per distinct set (a consumer's messages mostly s
 
 from __future__ import annotations
 
+import functools
 import struct
 
 from pamqp.constants import FRAME_BODY, FRAME_END_CHAR, FRAME_HEADER, FRAME_METHOD
@@ -86,6 +87,7 @@ def _typed(item: tuple[str, object]) -> tuple[object, ...]:
     return (name, float, value.hex()) if isinstance(value, float) else (name, type(value), value)
 
 
+@functools.lru_cache(maxsize=4096)  # consumer tags, exchanges and routing keys repeat
 def _shortstr(text: str) -> bytes:
     encoded = text.encode()
     if len(encoded) > 255:
