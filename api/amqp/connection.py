@@ -204,9 +204,9 @@ class AmqpConnection:
         interval = self._tuning.heartbeat_s
         silent = 0.0
         while True:
-            self._heard = False
             await asyncio.sleep(interval / 2)  # a timer: frames heard meanwhile only mark the client alive
             heard = self._heard or self._paused  # a client held back by the server is not silent
+            self._heard = False
             silent = 0.0 if heard else silent + interval / 2
             if silent >= 2 * interval:
                 log.info("AMQP connection from %s missed its heartbeats", self._peer)
