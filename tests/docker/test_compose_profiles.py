@@ -8,8 +8,19 @@ import json
 
 import pytest
 from client_helpers import take_all
-from compose_project import BASE_FILE, BUILD_TIMEOUT_S, FIVE_FILE, JOIN_FILE, REPO, ProjectFactory, run
+from compose_project import (
+    BASE_FILE,
+    BUILD_TIMEOUT_S,
+    FIVE_FILE,
+    JOIN_FILE,
+    REPO,
+    ComposeProject,
+    ProjectFactory,
+    run,
+)
 from support.eventually import eventually
+
+from quorumq import Client
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -53,23 +64,39 @@ async def test_node_added_later_joins_and_a_queue_grows_onto_it(new_project: Pro
         assert "node4" in (await fourth.queue("grown"))["members"]
 
 
-@pytest.mark.slow
-async def test_spark_profile_runs_the_example_pipeline_against_the_cluster(
-    new_project: ProjectFactory,
-) -> None:
-    if not SPARK_EXAMPLE.exists():
-        pytest.skip(f"{SPARK_EXAMPLE.relative_to(REPO)} is not there yet")
+async def _running_with_the_spark_image(new_project: ProjectFactory) -> ComposeProject:
+    """A 3-node project, healthy, with the Spark image built as docs/use/docker.md says."""
     project = new_project(THREE_NODES, [BASE_FILE])
     spark_wheels = [REPO / "scripts/build-docker-wheels.sh", "--spark"]
     await asyncio.to_thread(run, spark_wheels, timeout=BUILD_TIMEOUT_S)
     await asyncio.to_thread(project.compose, "--profile", "spark", "build", "spark", timeout=BUILD_TIMEOUT_S)
     await asyncio.to_thread(project.up)
     await asyncio.to_thread(project.wait_health, project.nodes)
-    orders = [{"order": f"o-{i}", "items": [{"price": 2.5, "qty": i}]} for i in range(1, 21)]
+    return project
+
+
+async def _publish_orders(client: Client, count: int) -> None:
+    await client.declare("orders")
+    await client.declare("order-totals")
+    orders = [{"order": f"o-{i}", "items": [{"price": 2.5, "qty": i}]} for i in range(1, count + 1)]
+    await client.publish("orders", [json.dumps(order) for order in orders])
+
+
+async def _each_total_once(client: Client, count: int) -> None:
+    totals = {t["order"]: t["total"] for t in map(json.loads, await take_all(client, "order-totals"))}
+    assert totals == {f"o-{i}": 2.5 * i for i in range(1, count + 1)}
+    assert (await client.queue("orders"))["messages"] == 0
+
+
+@pytest.mark.slow
+async def test_spark_profile_runs_the_example_pipeline_against_the_cluster(
+    new_project: ProjectFactory,
+) -> None:
+    if not SPARK_EXAMPLE.exists():
+        pytest.skip(f"{SPARK_EXAMPLE.relative_to(REPO)} is not there yet")
+    project = await _running_with_the_spark_image(new_project)
     async with project.client() as client:
-        await client.declare("orders")
-        await client.declare("order-totals")
-        await client.publish("orders", [json.dumps(order) for order in orders])
+        await _publish_orders(client, 20)
         await asyncio.to_thread(
             project.compose, "--profile", "spark", "run", "--rm", "spark",
             "/opt/quorumq/examples/spark_pipeline.py",
@@ -77,31 +104,21 @@ async def test_spark_profile_runs_the_example_pipeline_against_the_cluster(
             "--checkpoint=/var/lib/quorumq/checkpoint", "--output=/var/lib/quorumq/order-totals",
             "--trigger=available-now", timeout=BUILD_TIMEOUT_S,
         )  # fmt: skip
-        totals = {t["order"]: t["total"] for t in map(json.loads, await take_all(client, "order-totals"))}
-        assert totals == {f"o-{i}": 2.5 * i for i in range(1, 21)}
-        assert (await client.queue("orders"))["messages"] == 0
+        await _each_total_once(client, 20)
 
 
 @pytest.mark.slow
 async def test_spark_cluster_profile_runs_the_pipeline_on_the_standalone_workers(
     new_project: ProjectFactory,
 ) -> None:
-    project = new_project(THREE_NODES, [BASE_FILE])
-    spark_wheels = [REPO / "scripts/build-docker-wheels.sh", "--spark"]
-    await asyncio.to_thread(run, spark_wheels, timeout=BUILD_TIMEOUT_S)
-    await asyncio.to_thread(project.compose, "--profile", "spark", "build", "spark", timeout=BUILD_TIMEOUT_S)
-    await asyncio.to_thread(project.up)
-    await asyncio.to_thread(project.wait_health, project.nodes)
+    project = await _running_with_the_spark_image(new_project)
     cluster = ("spark-master", "spark-worker-1", "spark-worker-2")
     try:
         await asyncio.to_thread(
             project.compose, "--profile", "spark-cluster", "up", "-d", "--no-build", *cluster
         )
-        orders = [{"order": f"o-{i}", "items": [{"price": 2.5, "qty": i}]} for i in range(1, 41)]
         async with project.client() as client:
-            await client.declare("orders")
-            await client.declare("order-totals")
-            await client.publish("orders", [json.dumps(order) for order in orders])
+            await _publish_orders(client, 40)
             await asyncio.to_thread(
                 project.compose, "--profile", "spark-cluster", "run", "--rm", "spark-driver",
                 "/opt/quorumq/examples/spark_pipeline.py", "--master=spark://spark-master:7077",
@@ -109,9 +126,7 @@ async def test_spark_cluster_profile_runs_the_pipeline_on_the_standalone_workers
                 "--checkpoint=/var/lib/quorumq/checkpoint", "--output=/var/lib/quorumq/order-totals",
                 "--trigger=available-now", "--max-messages=10", timeout=BUILD_TIMEOUT_S,
             )  # fmt: skip
-            totals = {t["order"]: t["total"] for t in map(json.loads, await take_all(client, "order-totals"))}
-            assert totals == {f"o-{i}": 2.5 * i for i in range(1, 41)}
-            assert (await client.queue("orders"))["messages"] == 0
+            await _each_total_once(client, 40)
         for worker in cluster[1:]:  # each worker ran an executor of the pipeline
             logs = await asyncio.to_thread(project.compose, "--profile", "spark-cluster", "logs", worker)
             assert "Asked to launch executor" in logs.stdout, logs.stdout[-3000:]
