@@ -17,9 +17,9 @@ from pyspark.sql.types import StructType
 
 from quorumq import Delivery
 from spark_io.rows import delivery_batch, source_schema
+from spark_io.source import LOG_CHUNK
 
 PUBLISHED_AT_MS = 1_700_000_000_000
-PAGE = 10_000  # the real source's log read per request
 
 
 @dataclass(frozen=True)
@@ -57,10 +57,10 @@ class FloorStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: Span) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
         body = b"x" * partition.body_bytes
-        for at in range(partition.first, partition.end, PAGE):
+        for at in range(partition.first, partition.end, LOG_CHUNK):  # a batch per page, as the source reads
             page = [
                 Delivery(seq, body, {}, 0, False, seq, PUBLISHED_AT_MS)
-                for seq in range(at, min(at + PAGE, partition.end))
+                for seq in range(at, min(at + LOG_CHUNK, partition.end))
             ]
             yield delivery_batch("floor", page, "map")
 

@@ -77,9 +77,9 @@ def _report(name: str, elapsed: float, progress: list[dict], rows: int) -> None:
     if inside:
         print(f"  {rows / inside:,.0f} rows/s inside micro-batches ({inside:.1f} s)")
     later = progress[1:]
-    if later and sum(ms(p) for p in later):
+    later_s = sum(ms(p) for p in later) / 1000
+    if later_s:
         later_rows = sum(int(p["numInputRows"]) for p in later)
-        later_s = sum(ms(p) for p in later) / 1000
         first = (
             f"first micro-batch {int(progress[0]['numInputRows']):,} rows in {ms(progress[0]) / 1000:.1f} s"
         )
