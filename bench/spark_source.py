@@ -102,10 +102,15 @@ def main() -> None:
     )
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    with tempfile.TemporaryDirectory(prefix="quorumq-spark-bench-") as work_dir:
+        _run(args, Path(work_dir))
+
+
+def _run(args: argparse.Namespace, work: Path) -> None:
+    """Publish the backlog, then drain it with both sources on the Spark `args` asks for, in `work`."""
     from bench.spark_floor import FloorDataSource
     from spark_io.spark_session import local_session
 
-    work = Path(tempfile.mkdtemp(prefix="quorumq-spark-bench-"))
     cluster = ProcessCluster.start(work / "cluster")
     standalone = None
     try:

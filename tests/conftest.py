@@ -3,11 +3,17 @@ process on real sockets, a browser), `docker` or `spark`. `make test-unit` runs 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 TESTS = Path(__file__).parent
+
+# Every node a test starts as a process would set 64 MiB of disk aside (cluster/store/disk_ballast.py):
+# over a thousand node starts, more disk than a CI machine may have. A 1 MiB ballast still exercises it;
+# the tests of the ballast itself choose their sizes.
+os.environ.setdefault("QUORUMQ_DISK_BALLAST_BYTES", str(1 << 20))
 
 pytest_plugins = ["support.time_report"]
 
