@@ -102,7 +102,7 @@ class StandaloneCluster:
     def alive_workers(self) -> int:
         try:
             return int(self.state()["aliveworkers"])
-        except OSError:  # the master is not listening yet
+        except (OSError, ValueError):  # not listening yet, or its UI just up answered a page, not JSON
             return 0
 
     def stop(self) -> None:
