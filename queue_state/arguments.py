@@ -339,7 +339,7 @@ def check_one_dead_letter_way(given: Collection[str], names: Sequence[str] = DEA
         raise ArgumentError(names[1], f"cannot be given with {names[0]}: dead letters go one way")
 
 
-def parse_arguments(args: dict[str, Any]) -> QueueConfig:
+def parse_arguments(args: object) -> QueueConfig:
     """Validate RabbitMQ-style queue arguments; raise `ArgumentError` naming the first bad one."""
     if not isinstance(args, dict):
         raise ArgumentError("arguments", f"must be an object, got {type(args).__name__}")

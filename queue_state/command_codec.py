@@ -101,7 +101,7 @@ _DEFAULTS: dict[type[Command], dict[str, Any]] = {
     kind: {f.name: f.default for f in fields(kind) if f.default is not MISSING} for kind in _TAGS
 }
 _REQUIRED: dict[type[Command], frozenset[str]] = {
-    kind: frozenset(_FIELD_NAMES[kind]) - _DEFAULTS[kind].keys() for kind in _TAGS
+    kind: frozenset(_FIELD_NAMES[kind]).difference(_DEFAULTS[kind]) for kind in _TAGS
 }
 
 # Version 0, frozen as it was written: each command's positional fields after `now_ms`, and how many of
@@ -286,7 +286,7 @@ def decode_command(wire: Any) -> Command:
         unknown = [name for name in values if name not in _FIELD_NAMES[kind]]
         if unknown:
             raise CommandDecodeError(f"{kind.__name__} has no field {unknown}")
-        missing = sorted(_REQUIRED[kind] - values.keys())
+        missing = sorted(_REQUIRED[kind].difference(values))
         if missing:
             raise CommandDecodeError(f"{kind.__name__} lacks {missing}")
         return kind(**{name: _from_wire(name, value) for name, value in values.items()})

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-SNAPSHOT_VERSIONS = (1,)
+SNAPSHOT_VERSIONS: tuple[int, ...] = (1,)
 """The snapshot versions read here; none is written any more."""
 
 

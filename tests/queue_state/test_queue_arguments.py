@@ -205,7 +205,7 @@ def test_rule_the_discard_mark_and_its_priority_are_set_together(given: str) -> 
 
 def test_non_dict_arguments_are_rejected() -> None:
     with pytest.raises(ArgumentError):
-        parse_arguments(["x-max-length", 1])  # type: ignore[arg-type]
+        parse_arguments(["x-max-length", 1])
 
 
 def test_at_least_once_is_in_force_only_with_a_target_and_reject_publish() -> None:
