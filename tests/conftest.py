@@ -12,7 +12,8 @@ TESTS = Path(__file__).parent
 
 # Every node a test starts as a process would set 64 MiB of disk aside (cluster/store/disk_ballast.py):
 # over a thousand node starts, more disk than a CI machine may have. A 1 MiB ballast still exercises it;
-# the tests of the ballast itself choose their sizes.
+# the tests of the ballast itself choose their sizes, and the fault suite keeps the node's own
+# (tests/jepsen/conftest.py).
 os.environ.setdefault("QUORUMQ_DISK_BALLAST_BYTES", str(1 << 20))
 
 pytest_plugins = ["support.time_report"]

@@ -7,9 +7,19 @@ from collections.abc import Iterator
 import pytest
 from netns_cluster import QUEUE, running_cluster
 
+from cluster.config import NodeConfig
 from jepsen_tests.cluster import JepsenCluster
 from jepsen_tests.hosts import unavailable_reason
 from quorumq import SyncClient
+
+
+@pytest.fixture(scope="module", autouse=True)
+def production_ballast() -> Iterator[None]:
+    """The node's own disk ballast for the fault suite, whose full disks give it back (tests/conftest.py
+    sets a smaller one for every other test)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("QUORUMQ_DISK_BALLAST_BYTES", str(NodeConfig.disk_ballast_bytes))
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,6 @@ import pytest
 from netns_cluster import QUEUE, running_cluster
 from support.eventually import eventually_sync
 
-from cluster.config import NodeConfig
 from cluster.store.disk_ballast import BALLAST
 from jepsen_tests.cluster import JepsenCluster
 from jepsen_tests.lazy_mount import unavailable_reason
@@ -105,8 +104,7 @@ def test_rule_a_write_the_disk_refuses_pauses_the_node_until_it_has_room_losing_
 
 @pytest.mark.timeout(300)
 def test_rule_a_node_gives_back_its_ballast_after_a_failed_write_and_serves_on(tmp_path: Path) -> None:
-    default = str(NodeConfig.disk_ballast_bytes)  # tests/conftest.py sets a smaller one for other tests
-    with running_cluster(tmp_path, lazy_fs=True, settings={"QUORUMQ_DISK_BALLAST_BYTES": default}) as cluster:
+    with running_cluster(tmp_path, lazy_fs=True) as cluster:  # the node's own ballast (conftest.py)
         ballasts = {node.name: (node.data_dir / BALLAST).stat().st_size for node in cluster.nodes}
         assert all(ballasts.values()), ballasts
         publish_and_fill(cluster)
