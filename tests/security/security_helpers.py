@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import time
 from collections.abc import AsyncIterable, AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -16,8 +17,9 @@ from support.eventually import eventually
 from api.access import Access
 from api.app import ENDPOINTS
 from api.endpoints import in_vhost
-from cli.node_processes import HARNESS_HEADERS, NodeProcess
+from cli.node_processes import HARNESS_HEADERS, HARNESS_SECRET, NodeProcess
 from cluster.replication.transport import FRAME_HEADER, Handshake
+from cluster.security.peer_auth import sign_assertion
 from quorumq.auth import basic_header
 
 ADMIN = HARNESS_HEADERS["Authorization"]
@@ -26,6 +28,17 @@ MAX_LAG_S = 1.0
 """How long a node's event loop may be seen blocked while it serves hostile input (generous: the machine
 running the tests is shared; an unbounded decode of a few MiB blocks for seconds)."""
 PROBE_INTERVAL_S = 0.02
+
+
+def harness_assertion(
+    user: str, method: str, target: str, digest: str, *, to: str, secret: str = HARNESS_SECRET
+) -> str:
+    """A node assertion made by the test process, dated by the wall clock now rather than by the
+    process's steady clock: the test process outlives every step of the wall clock, the nodes it talks to
+    were started after them (see test_harness_clock)."""
+    return sign_assertion(secret, user, method, target, digest, time.time_ns() // 1_000_000, to=to)
+
+
 PATH_VALUES = {
     "{q}": "sec-q",
     "{tag}": "t1",

@@ -12,10 +12,18 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from security_helpers import ADMIN, NO_GUEST, call, concrete, eventually_status, protected_routes
+from security_helpers import (
+    ADMIN,
+    NO_GUEST,
+    call,
+    concrete,
+    eventually_status,
+    harness_assertion,
+    protected_routes,
+)
 
-from cli.node_processes import HARNESS_SECRET, READY_TIMEOUT_S, ProcessCluster, plan_cluster, wait_healthy
-from cluster.security.peer_auth import NODE_AUTH_HEADER, body_digest, sign_assertion
+from cli.node_processes import READY_TIMEOUT_S, ProcessCluster, plan_cluster, wait_healthy
+from cluster.security.peer_auth import NODE_AUTH_HEADER, body_digest
 from quorumq.auth import basic_header
 
 
@@ -95,12 +103,14 @@ async def test_wrong_credentials_are_401(secured: ProcessCluster, authorization:
 
 async def test_a_forged_node_assertion_is_401(secured: ProcessCluster) -> None:
     empty = body_digest(b"")
-    forged = sign_assertion("not-the-cluster-secret", "@node", "GET", "/api/queues", empty, to="node1")
+    forged = harness_assertion(
+        "@node", "GET", "/api/queues", empty, to="node1", secret="not-the-cluster-secret"
+    )
     answer = await _with_header(secured.urls[0] + "/api/queues", forged)
     assert answer == 401
-    other_path = sign_assertion(HARNESS_SECRET, "@node", "GET", "/api/users", empty, to="node1")
+    other_path = harness_assertion("@node", "GET", "/api/users", empty, to="node1")
     assert await _with_header(secured.urls[0] + "/api/queues", other_path) == 401
-    genuine = sign_assertion(HARNESS_SECRET, "@node", "GET", "/api/queues", empty, to="node1")
+    genuine = harness_assertion("@node", "GET", "/api/queues", empty, to="node1")
     assert await _with_header(secured.urls[0] + "/api/queues", genuine) == 200
 
 

@@ -11,12 +11,12 @@ import os
 import time
 from pathlib import Path
 
-from security_helpers import ADMIN, add_user, call, eventually_status, loop_lag, peak_rss
+from security_helpers import ADMIN, add_user, call, eventually_status, harness_assertion, loop_lag, peak_rss
 
 from api.login_throttle import LOGIN_FAILURES, MAX_CHECKS_IN_FLIGHT
 from api.password_checker import PASSWORD_CHECKS_AT_ONCE
-from cli.node_processes import HARNESS_PASSWORD, HARNESS_SECRET, HARNESS_USER, NodeProcess, ProcessCluster
-from cluster.security.peer_auth import NODE_AUTH_HEADER, body_digest, sign_assertion
+from cli.node_processes import HARNESS_PASSWORD, HARNESS_USER, NodeProcess, ProcessCluster
+from cluster.security.peer_auth import NODE_AUTH_HEADER, body_digest
 from cluster.security.users import hash_password, verify_password
 from quorumq.auth import basic_header
 
@@ -131,10 +131,10 @@ async def test_many_logins_of_one_client_at_once_share_one_check_and_are_all_let
 
 def _malformed(node: str) -> list[dict[str, str]]:
     """Credentials refused for their form or their signature, never for a password: their headers."""
-    forged = sign_assertion(
-        "not-the-cluster-secret", "@node", "GET", "/api/whoami", body_digest(b""), to=node
+    forged = harness_assertion(
+        "@node", "GET", "/api/whoami", body_digest(b""), to=node, secret="not-the-cluster-secret"
     )
-    replayed = sign_assertion(HARNESS_SECRET, "@node", "GET", "/api/queues", body_digest(b""), to=node)
+    replayed = harness_assertion("@node", "GET", "/api/queues", body_digest(b""), to=node)
     return [
         {"Authorization": "Basic %%%not-base64"},
         {"Authorization": "Basic " + base64.b64encode(b"no-colon").decode()},

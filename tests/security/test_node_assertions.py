@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from aiohttp import web
-from security_helpers import ADMIN, NO_GUEST, add_user, call
+from security_helpers import ADMIN, NO_GUEST, add_user, call, harness_assertion
 from support.eventually import eventually
 
 from api.forwarding import HOPS_HEADER
@@ -31,10 +31,8 @@ from cluster.security.peer_auth import (
     NODE_AUTH_HEADER,
     body_digest,
     derived_key,
-    sign_assertion,
     verify_assertion,
 )
-from cluster.steady_clock import steady_wall_ms
 from jepsen_tests.fake_clocks import INSTALL_HINT, FakeClocks, libfaketime
 
 HOUR_S = 3600
@@ -42,9 +40,7 @@ HOUR_S = 3600
 
 def _assertion(user: str, method: str, target: str, body: bytes = b"", to: str = "node1") -> dict[str, str]:
     """The header a node sends to make `method target` with `body` as `user` on node `to`."""
-    headers = {
-        NODE_AUTH_HEADER: sign_assertion(HARNESS_SECRET, user, method, target, body_digest(body), to=to)
-    }
+    headers = {NODE_AUTH_HEADER: harness_assertion(user, method, target, body_digest(body), to=to)}
     return {**headers, "Content-Type": "application/json"} if body else headers
 
 
@@ -88,7 +84,7 @@ async def test_an_assertion_for_one_request_does_not_authorise_another(secured: 
 
 def _old_format(user: str, method: str, path: str) -> str:
     """An assertion as nodes made them before they were bound to the query, the body and a nonce."""
-    expires = steady_wall_ms() + 60_000
+    expires = time.time_ns() // 1_000_000 + 60_000
     message = "\x00".join((user, str(expires), method, path)).encode()
     mac = hmac.new(derived_key(HARNESS_SECRET, "node-auth"), message, hashlib.sha256).hexdigest()
     return f"{user};{expires};{mac}"
@@ -139,8 +135,8 @@ async def test_a_forged_assertion_is_refused_before_the_body_is_read(secured: Pr
     """Only a genuine assertion makes a node read (and hash) a body: a forged one with a large body
     announced and never sent is 401 at once, not after the body's read timeout."""
     node = urlsplit(secured.urls[0])
-    forged = sign_assertion(
-        "not-the-secret", "@node", "POST", "/api/queues/na-big/messages", "0" * 64, to="node1"
+    forged = harness_assertion(
+        "@node", "POST", "/api/queues/na-big/messages", "0" * 64, to="node1", secret="not-the-secret"
     )
     reader, writer = await asyncio.open_connection(node.hostname, node.port)
     try:

@@ -18,14 +18,14 @@ from pathlib import Path
 
 import msgpack
 import pytest
-from security_helpers import ADMIN, NO_GUEST, call
+from security_helpers import ADMIN, NO_GUEST, call, harness_assertion
 from support.eventually import eventually
 
 from cli.dev_tls import make_certificates
 from cli.node_processes import HARNESS_SECRET, NodeProcess, ProcessCluster, free_ports
 from cluster.config import Address
 from cluster.replication.transport import FRAME_HEADER, KIND_RAFT, Transport
-from cluster.security.peer_auth import NODE_AUTH_HEADER, body_digest, sign_assertion
+from cluster.security.peer_auth import NODE_AUTH_HEADER, body_digest
 
 RELAY_DEADLINE_S = 60.0
 
@@ -131,9 +131,7 @@ async def test_w1_a_node_assertion_of_another_user_cannot_join_a_node(secured: P
     data = json.dumps({"name": "node9", "http": "http://127.0.0.1:1", "raft": "127.0.0.1:2"}).encode()
     for url, node in zip(secured.urls, secured.nodes, strict=True):
         digest = body_digest(data)
-        vouched = sign_assertion(
-            HARNESS_SECRET, "quorumq-harness", "POST", "/api/nodes", digest, to=node.name
-        )
+        vouched = harness_assertion("quorumq-harness", "POST", "/api/nodes", digest, to=node.name)
         headers = {NODE_AUTH_HEADER: vouched, "Content-Type": "application/json"}
         answer = await call("POST", url + "/api/nodes", data=data, headers=headers)
         assert answer.status == 403, (node.name, answer.body)

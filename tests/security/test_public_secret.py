@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from security_helpers import call
+from security_helpers import call, harness_assertion
 
 from cli.command_group import EXIT_USAGE
 from cli.node_processes import ProcessCluster, free_ports, plan_cluster, wait_healthy
 from cluster.security.cluster_secret import SECRET_FILE
-from cluster.security.peer_auth import NODE_AUTH_HEADER, body_digest, sign_assertion
+from cluster.security.peer_auth import NODE_AUTH_HEADER, body_digest
 
 START_TIMEOUT_S = 60
 
@@ -41,7 +41,9 @@ def test_a_node_reachable_off_loopback_exits_without_a_secret_of_its_own(
 
 
 async def test_the_development_secret_forges_no_node_assertion(secured: ProcessCluster) -> None:
-    forged = sign_assertion("quorumq-dev-secret", "@node", "GET", "/api/users", body_digest(b""), to="node1")
+    forged = harness_assertion(
+        "@node", "GET", "/api/users", body_digest(b""), to="node1", secret="quorumq-dev-secret"
+    )
     answer = await call("GET", secured.urls[0] + "/api/users", headers={NODE_AUTH_HEADER: forged})
     assert answer.status == 401, answer.body
 

@@ -1,0 +1,34 @@
+"""The test process signs node assertions as a peer started with the nodes it talks to would.
+
+Each node dates assertions by its steady clock, anchored to the wall clock when it started, and refuses
+those made before it started (they could have been used before a restart). The test process runs for the
+whole suite: a step of the wall clock since it started (CI's machine stepped tens of seconds in an hour)
+leaves its own steady clock behind every node started after the step, which then refuses all its
+assertions as made before the node started.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from security_helpers import harness_assertion
+
+from cli.node_processes import HARNESS_SECRET
+from cluster import steady_clock
+from cluster.security.peer_auth import body_digest, verify_assertion
+from cluster.security.replay_guard import ReplayGuard
+
+STEP_MS = 30_000
+
+
+def test_harness_assertions_are_accepted_by_a_node_started_after_a_clock_step(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(steady_clock, "_WALL_AT_START_NS", steady_clock._WALL_AT_START_NS - STEP_MS * 10**6)
+    started_ms = time.time_ns() // 1_000_000  # a node started now, after the test process's clock stepped
+    guard = ReplayGuard(since_ms=started_ms)
+    value = harness_assertion("@node", "GET", "/api/whoami", body_digest(b""), to="node1")
+    asserted = verify_assertion(HARNESS_SECRET, value, "GET", "/api/whoami", started_ms, node="node1")
+    assert asserted is not None
+    assert guard.first_use(asserted.nonce, asserted.expires_ms, started_ms, by=asserted.user)
