@@ -2,9 +2,9 @@
 
 Each node dates assertions by its steady clock, anchored to the wall clock when it started, and refuses
 those made before it started (they could have been used before a restart). The test process runs for the
-whole suite: a step of the wall clock since it started (CI's machine stepped tens of seconds in an hour)
-leaves its own steady clock behind every node started after the step, which then refuses all its
-assertions as made before the node started.
+whole suite: a step of the wall clock since it started (CI's machine stepped, within an hour, by more than
+a test module's nodes had been up) leaves its own steady clock behind every node started after the step,
+which then refuses all its assertions as made before the node started.
 """
 
 from __future__ import annotations
