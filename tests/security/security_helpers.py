@@ -30,15 +30,6 @@ running the tests is shared; an unbounded decode of a few MiB blocks for seconds
 PROBE_INTERVAL_S = 0.02
 
 
-def harness_assertion(
-    user: str, method: str, target: str, digest: str, *, to: str, secret: str = HARNESS_SECRET
-) -> str:
-    """A node assertion made by the test process, dated by the wall clock now rather than by the
-    process's steady clock: the test process outlives every step of the wall clock, the nodes it talks to
-    were started after them (see test_harness_clock)."""
-    return sign_assertion(secret, user, method, target, digest, time.time_ns() // 1_000_000, to=to)
-
-
 PATH_VALUES = {
     "{q}": "sec-q",
     "{tag}": "t1",
@@ -51,6 +42,21 @@ PATH_VALUES = {
     "{destination}": "alice-y",
     "{props}": "~",
 }
+
+
+def wall_ms() -> int:
+    """The wall clock now, in ms since the epoch: the time the test process dates and checks node
+    assertions by (see test_harness_clock)."""
+    return time.time_ns() // 1_000_000
+
+
+def harness_assertion(
+    user: str, method: str, target: str, digest: str, *, to: str, secret: str = HARNESS_SECRET
+) -> str:
+    """A node assertion made by the test process, dated by the wall clock now. Its steady clock keeps the
+    offset the wall clock had when the suite started; a node's keeps the offset from the node's own start,
+    which the wall clock now gives unless it stepped while the node ran."""
+    return sign_assertion(secret, user, method, target, digest, wall_ms(), to=to)
 
 
 class Answer(NamedTuple):

@@ -1,10 +1,10 @@
-"""The test process signs node assertions as a peer started with the nodes it talks to would.
+"""The test process dates the node assertions it makes by the wall clock, not by its steady clock.
 
 Each node dates assertions by its steady clock, anchored to the wall clock when it started, and refuses
 those made before it started (they could have been used before a restart). The test process runs for the
-whole suite: a step of the wall clock since it started (CI's machine stepped, within an hour, by more than
-a test module's nodes had been up) leaves its own steady clock behind every node started after the step,
-which then refuses all its assertions as made before the node started.
+whole suite: after a step of the wall clock (on CI's machine it moved ahead of the monotonic clock during
+one run), its steady clock lags every node started since by the step, and each such node refused its
+assertions as made before the node started for the first step-length of its uptime.
 """
 
 from __future__ import annotations

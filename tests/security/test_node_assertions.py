@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from aiohttp import web
-from security_helpers import ADMIN, NO_GUEST, add_user, call, harness_assertion
+from security_helpers import ADMIN, NO_GUEST, add_user, call, harness_assertion, wall_ms
 from support.eventually import eventually
 
 from api.forwarding import HOPS_HEADER
@@ -84,7 +84,7 @@ async def test_an_assertion_for_one_request_does_not_authorise_another(secured: 
 
 def _old_format(user: str, method: str, path: str) -> str:
     """An assertion as nodes made them before they were bound to the query, the body and a nonce."""
-    expires = time.time_ns() // 1_000_000 + 60_000
+    expires = wall_ms() + 60_000
     message = "\x00".join((user, str(expires), method, path)).encode()
     mac = hmac.new(derived_key(HARNESS_SECRET, "node-auth"), message, hashlib.sha256).hexdigest()
     return f"{user};{expires};{mac}"
@@ -329,7 +329,7 @@ async def test_rule_a_node_that_knows_only_an_address_asserts_for_the_name_its_h
         await runner.cleanup()
     assert [name for name, _, _ in joins[:2]] == ["seed-node", "renamed-node"], joins
     for name, assertion, body in joins:
-        meant = verify_assertion(HARNESS_SECRET, assertion, "POST", "/api/nodes", node=name)
+        meant = verify_assertion(HARNESS_SECRET, assertion, "POST", "/api/nodes", wall_ms(), node=name)
         assert meant is not None and meant.user == "@node" and meant.body_sha256 == body_digest(body), name
         for other in {"seed-node", "renamed-node", "node1"} - {name}:
             assert verify_assertion(HARNESS_SECRET, assertion, "POST", "/api/nodes", node=other) is None

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 import msgpack
 import pytest
-from security_helpers import ADMIN, call, eventually_body, raft_handshake
+from security_helpers import ADMIN, call, eventually_body, harness_assertion, raft_handshake
 
 from api.forwarded_publish import PUBLISH
 from cli.node_processes import HARNESS_SECRET, HARNESS_USER, ProcessCluster
@@ -48,7 +48,9 @@ async def test_raft_port_welcomes_only_known_peers_with_the_secret(secured: Proc
 async def test_a_node_without_the_secret_cannot_join(secured: ProcessCluster) -> None:
     body = {"name": "node9", "http": "http://127.0.0.1:1", "raft": "127.0.0.1:2"}
     data = json.dumps(body).encode()
-    forged = sign_assertion("wrong-secret", "@node", "POST", "/api/nodes", body_digest(data), to="node1")
+    forged = harness_assertion(
+        "@node", "POST", "/api/nodes", body_digest(data), to="node1", secret="wrong-secret"
+    )
     headers = {NODE_AUTH_HEADER: forged, "Content-Type": "application/json"}
     answer = await call("POST", secured.urls[0] + "/api/nodes", data=data, headers=headers)
     assert answer.status == 401
