@@ -349,7 +349,7 @@ def test_rule_a_quiet_leader_reminds_a_member_back_from_a_crash_seed_20001239() 
 
 
 @pytest.mark.xfail(strict=True, reason="open: found in the last minutes of a session; see the docstring")
-def test_seed_62007279_a_queue_serves_again_after_graceful_stops_among_older_builds() -> None:
+def test_seed_62007279_a_queue_serves_again_after_graceful_stops_and_churn() -> None:
     """60 s after healing no node led queue "auto": n3 stood for election with voters (n3, n1) while n1's
     replica was empty (term 0, no configuration), so no majority could form. The run has graceful stops
     and churn (it passes without either); it failed the same on d5285ef. Strict: once fixed, drop the

@@ -28,8 +28,6 @@ MAX_LAG_S = 1.0
 """How long a node's event loop may be seen blocked while it serves hostile input (generous: the machine
 running the tests is shared; an unbounded decode of a few MiB blocks for seconds)."""
 PROBE_INTERVAL_S = 0.02
-
-
 PATH_VALUES = {
     "{q}": "sec-q",
     "{tag}": "t1",

@@ -9,10 +9,8 @@ assertions as made before the node started for the first step-length of its upti
 
 from __future__ import annotations
 
-import time
-
 import pytest
-from security_helpers import harness_assertion
+from security_helpers import harness_assertion, wall_ms
 
 from cli.node_processes import HARNESS_SECRET
 from cluster import steady_clock
@@ -26,7 +24,7 @@ def test_harness_assertions_are_accepted_by_a_node_started_after_a_clock_step(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(steady_clock, "_WALL_AT_START_NS", steady_clock._WALL_AT_START_NS - STEP_MS * 10**6)
-    started_ms = time.time_ns() // 1_000_000  # a node started now, after the test process's clock stepped
+    started_ms = wall_ms()  # a node started now, after the test process's clock stepped
     guard = ReplayGuard(since_ms=started_ms)
     value = harness_assertion("@node", "GET", "/api/whoami", body_digest(b""), to="node1")
     asserted = verify_assertion(HARNESS_SECRET, value, "GET", "/api/whoami", started_ms, node="node1")
