@@ -498,9 +498,13 @@ class NodeSimulation:
         good, or of one, has no majority left: no node can elect a leader for it (nor should,
         docs/operate/operations.md). A member wiped before its incarnation is recorded is taken for the
         replica it was: a limit left open (docs/operate/membership.md, "Incarnations"). Every node must
-        run, so that its replicas can be read (a down one's log may hold a change nobody else has)."""
+        run and host every replica its database holds, so that each can be read (a down one's log, or a
+        replica its node does not run while its metadata is behind or halted on an older build, may hold
+        a change nobody else has)."""
         running = {sim_node.name: sim_node.running for sim_node in self.nodes.values()}
         if any(node is None or node.store is None or node.host is None for node in running.values()):
+            return False
+        if any(set(node.store.group_ids()) - set(node.host.groups) for node in running.values() if node):
             return False
         runs_as = {other: node.store.incarnation for other, node in running.items() if node and node.store}
         for node in running.values():

@@ -348,10 +348,9 @@ def test_rule_a_quiet_leader_reminds_a_member_back_from_a_crash_seed_20001239() 
     _seed_keeps_every_promise(20001239, 10.0)
 
 
-@pytest.mark.xfail(strict=True, reason="open: found in the last minutes of a session; see the docstring")
-def test_seed_62007279_a_queue_serves_again_after_graceful_stops_and_churn() -> None:
-    """60 s after healing no node led queue "auto": n3 stood for election with voters (n3, n1) while n1's
-    replica was empty (term 0, no configuration), so no majority could form. The run has graceful stops
-    and churn (it passes without either); it failed the same on d5285ef. Strict: once fixed, drop the
-    mark."""
+def test_seed_62007279_no_wipe_while_a_node_holds_a_replica_it_does_not_run() -> None:
+    """Queue "auto" was shrunk to voters (n3, n1); n1 and n3 then ran an older build whose metadata halted,
+    so neither ran its replica of the group, and the fault model, reading only the replicas nodes ran,
+    took n1's loss for survivable and wiped it: no majority of (n3, n1) was left, and 60 s after healing
+    no node led the queue. A node's data directory is lost only while every replica it holds runs."""
     _seed_keeps_every_promise(62007279, 20.0)
