@@ -348,7 +348,7 @@ def test_rule_a_quiet_leader_reminds_a_member_back_from_a_crash_seed_20001239() 
     _seed_keeps_every_promise(20001239, 10.0)
 
 
-def test_seed_62007279_no_wipe_while_a_node_holds_a_replica_it_does_not_run() -> None:
+def test_rule_no_wipe_while_a_node_holds_a_replica_it_does_not_run_seed_62007279() -> None:
     """Queue "auto" was shrunk to voters (n3, n1); n1 and n3 then ran an older build whose metadata halted,
     so neither ran its replica of the group, and the fault model, reading only the replicas nodes ran,
     took n1's loss for survivable and wiped it: no majority of (n3, n1) was left, and 60 s after healing
