@@ -303,7 +303,7 @@ class NodeSimulation:
     def _close(self) -> None:
         for node in self.nodes.values():
             if node.process is not None:
-                node.process.alive = False
+                node.process.kill()
         self.loop.close()
         self._dir.cleanup()
 
@@ -364,7 +364,7 @@ class NodeSimulation:
         """The process dies (as SIGKILL); with `power_loss` the disk also loses what was not synced.
         `graceful`: it ends after a stop's hand-over instead (counted as a stop, not a crash)."""
         if node.process is not None and node.process.alive:
-            node.process.alive = False
+            node.process.kill()
             node.db.close()
             self.network.detach(node.name)
             for answer in node.requests:
@@ -504,11 +504,11 @@ class NodeSimulation:
         running = {sim_node.name: sim_node.running for sim_node in self.nodes.values()}
         if any(node is None or node.store is None or node.host is None for node in running.values()):
             return False
-        if any(set(node.store.group_ids()) - set(node.host.groups) for node in running.values() if node):
-            return False
         runs_as = {other: node.store.incarnation for other, node in running.items() if node and node.store}
         for node in running.values():
-            assert node is not None and node.host is not None
+            assert node is not None and node.host is not None and node.store is not None
+            if set(node.store.group_ids()) - set(node.host.groups):
+                return False
             for group in list(node.host.groups.values()):
                 confs = _confs_ahead(group)
                 if confs is None or any(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import inspect
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor
@@ -30,6 +31,15 @@ class Process:
     name: str
     alive: bool = True
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
+
+    def kill(self) -> None:
+        """End the process: nothing of it runs again. A coroutine of its that never started is closed
+        (it has nothing to unwind, and collected unstarted it would warn that it was never awaited)."""
+        self.alive = False
+        for task in self.tasks:
+            coro = task.get_coro()
+            if inspect.iscoroutine(coro) and inspect.getcoroutinestate(coro) == inspect.CORO_CREATED:
+                coro.close()
 
     def hold(self, task: asyncio.Task[Any]) -> None:
         if len(self.tasks) > 1024 and self.alive:
