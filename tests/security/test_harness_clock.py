@@ -9,6 +9,8 @@ assertions as made before the node started for the first step-length of its upti
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from security_helpers import harness_assertion, wall_ms
 
@@ -23,7 +25,8 @@ STEP_MS = 30_000
 def test_harness_assertions_are_accepted_by_a_node_started_after_a_clock_step(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(steady_clock, "_WALL_AT_START_NS", steady_clock._WALL_AT_START_NS - STEP_MS * 10**6)
+    lagging = steady_clock.SteadyClock(wall_ns=lambda: time.time_ns() - STEP_MS * 10**6)
+    monkeypatch.setattr(steady_clock, "_CLOCK", lagging)  # started before the wall clock stepped ahead
     started_ms = wall_ms()  # a node started now, after the test process's clock stepped
     guard = ReplayGuard(since_ms=started_ms)
     value = harness_assertion("@node", "GET", "/api/whoami", body_digest(b""), to="node1")
