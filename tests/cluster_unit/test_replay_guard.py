@@ -29,6 +29,17 @@ def test_a_full_guard_refuses_instead_of_forgetting_early() -> None:
     assert not guard.first_use(b"b", expires_ms=90_000, now_ms=61_000, by="n")
 
 
+def test_rule_a_nonce_checked_by_a_stale_clock_after_it_was_forgotten_is_refused() -> None:
+    """A request's clock is read before its body: a replay whose body arrives slowly is checked as of a
+    time when its assertion was valid, while another request meanwhile swept its nonce away as expired.
+    The guard refuses a nonce it may have forgotten, whatever time the caller read."""
+    guard = ReplayGuard(since_ms=0)
+    assert guard.first_use(b"a", expires_ms=60_000, now_ms=0, by="n")
+    assert guard.first_use(b"b", expires_ms=120_000, now_ms=61_000, by="n")  # sweeps `a` away
+    assert not guard.first_use(b"a", expires_ms=60_000, now_ms=59_000, by="n")  # the replay, read at 59 s
+    assert guard.first_use(b"c", expires_ms=119_000, now_ms=59_000, by="n")  # a slow request still valid
+
+
 def test_an_assertion_issued_before_the_guard_started_is_refused() -> None:
     started = 1_000_000
     guard = ReplayGuard(since_ms=started)
