@@ -59,13 +59,14 @@ class ReplayGuard:
 
     def first_use(self, nonce: bytes, expires_ms: int, now_ms: int, *, by: str) -> bool:
         """True the first time `nonce` (of an assertion for principal `by`, valid until `expires_ms`) is
-        seen, False for a replay; raises ReplayGuardFull when it cannot remember one more (for `by`, or
+        seen, False for a replay or for one already expired by the latest time the guard was given (it may
+        have forgotten its nonce: a caller's `now_ms` is read before the body, and may be older); raises ReplayGuardFull when it cannot remember one more (for `by`, or
         at all), IssuedBeforeGuard when it was issued (by the signer's steady clock) before `since_ms`."""
         if expires_ms - ASSERTION_TTL_MS < self.since_ms:
             raise IssuedBeforeGuard("node assertion made before this node started")
         self._forget_expired(now_ms)
-        if nonce in self._seen:
-            return False
+        if nonce in self._seen or expires_ms // 1000 + 1 <= self._swept_s:
+            return False  # used, or expired by a later reading than `now_ms` and maybe forgotten since
         if self._held[by] >= self.per_principal:
             raise ReplayGuardFull(
                 f"{self._held[by]} node assertions for {by!r} are still within their validity"
@@ -79,7 +80,7 @@ class ReplayGuard:
 
     def _forget_expired(self, now_ms: int) -> None:
         now_s = now_ms // 1000
-        if now_s == self._swept_s:
+        if now_s <= self._swept_s:  # a caller's reading older than another's: nothing more expired
             return
         self._swept_s = now_s
         for second in [s for s in self._forget_at if s <= now_s]:
