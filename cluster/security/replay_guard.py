@@ -59,9 +59,10 @@ class ReplayGuard:
 
     def first_use(self, nonce: bytes, expires_ms: int, now_ms: int, *, by: str) -> bool:
         """True the first time `nonce` (of an assertion for principal `by`, valid until `expires_ms`) is
-        seen, False for a replay or for one already expired by the latest time the guard was given (it may
-        have forgotten its nonce: a caller's `now_ms` is read before the body, and may be older); raises ReplayGuardFull when it cannot remember one more (for `by`, or
-        at all), IssuedBeforeGuard when it was issued (by the signer's steady clock) before `since_ms`."""
+        seen; False for a replay, or for one already expired by the latest time the guard was given (it
+        may have forgotten the nonce: a caller reads `now_ms` before the body, so it may be older).
+        Raises ReplayGuardFull when it cannot remember one more (for `by`, or at all), IssuedBeforeGuard
+        when it was issued (by the signer's steady clock) before `since_ms`."""
         if expires_ms - ASSERTION_TTL_MS < self.since_ms:
             raise IssuedBeforeGuard("node assertion made before this node started")
         self._forget_expired(now_ms)
