@@ -100,9 +100,14 @@ def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 
 async def _run(config: NodeConfig) -> None:
     from cli.node_lifecycle import run_node
+    from cluster.steady_clock import watch
 
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stopping.set)
-    await run_node(config, stopping)
+    watching = asyncio.create_task(watch())
+    try:
+        await run_node(config, stopping)
+    finally:
+        watching.cancel()

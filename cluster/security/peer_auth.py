@@ -27,11 +27,13 @@ from yarl import URL
 
 from cluster.config import NodeConfig
 from cluster.security.tls import http_client_context
-from cluster.steady_clock import steady_wall_ms
+from cluster.steady_clock import STEP_HOLD_NS, steady_wall_ms
 
 NODE_AUTH_HEADER = "X-Quorumq-Node-Auth"
 NODE_PRINCIPAL = "@node"
 ASSERTION_TTL_MS = 60_000
+# A clock step is followed only once no assertion made before it can still be valid (the replay guard).
+assert STEP_HOLD_NS > ASSERTION_TTL_MS * 1_000_000
 ASSERTION_VERSION = "v3"
 NONCE_BYTES = 16
 DIGEST_IN_THREAD_BYTES = 1 << 20  # hashlib releases the GIL: larger bodies are hashed off the event loop

@@ -51,9 +51,9 @@ def wall_ms() -> int:
 def harness_assertion(
     user: str, method: str, target: str, digest: str, *, to: str, secret: str = HARNESS_SECRET
 ) -> str:
-    """A node assertion made by the test process, dated by the wall clock now. Its steady clock keeps the
-    offset the wall clock had when the suite started; a node's keeps the offset from the node's own start,
-    which the wall clock now gives unless it stepped while the node ran."""
+    """A node assertion made by the test process, dated by the wall clock now. Its steady clock follows a
+    step of the wall clock only minutes after it (`cluster/steady_clock.py`); a node started since dates
+    its start by the wall clock as it was then."""
     return sign_assertion(secret, user, method, target, digest, wall_ms(), to=to)
 
 

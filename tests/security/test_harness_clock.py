@@ -3,8 +3,8 @@
 Each node dates assertions by its steady clock, anchored to the wall clock when it started, and refuses
 those made before it started (they could have been used before a restart). The test process runs for the
 whole suite: after a step of the wall clock (on CI's machine it moved ahead of the monotonic clock during
-one run), its steady clock lags every node started since by the step, and each such node refused its
-assertions as made before the node started for the first step-length of its uptime.
+one run), its steady clock lags every node started since by the step until it follows the step (minutes
+later), and each such node refused its assertions as made before the node started meanwhile.
 """
 
 from __future__ import annotations

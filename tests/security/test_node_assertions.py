@@ -261,7 +261,8 @@ async def test_rule_a_wall_clock_that_jumps_after_the_start_breaks_no_assertion_
     tmp_path: Path,
 ) -> None:
     """Assertions and tokens carry expiry times by the steady clock (the wall clock at start plus the
-    monotonic time since), so a node whose wall clock jumps an hour ahead, then an hour behind, still
+    monotonic time since, following only a step that held minutes), so a node whose wall clock jumps an
+    hour ahead, then an hour behind, still
     signs what the others accept and accepts what they sign. By its wall clock instead, each jump puts its
     assertions and tokens an hour out of the others' window (and theirs out of its own)."""
     nodes = plan_cluster(3, tmp_path / "data")
