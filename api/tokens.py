@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import msgpack
 
-from cluster.security.peer_auth import derived_key
+from cluster.security.peer_auth import ASSERTION_TTL_MS, derived_key
 from cluster.security.users import password_generation
 from cluster.steady_clock import steady_wall_ms
 from metadata_state.records import UserRecord
@@ -67,8 +67,8 @@ def verify_token(
     now_s: float | None = None,
     revoked: Container[str] = (),
 ) -> TokenClaims | None:
-    """The claims of a genuine, unexpired, unrevoked token (not among `revoked`); None for anything
-    else."""
+    """The claims of a genuine, unexpired, unrevoked token (not among `revoked`) that expires within
+    MAX_TTL_S of `now_s` (and the 60 s nodes' clocks may be apart); None for anything else."""
     if len(token) > MAX_TOKEN_CHARS or token in revoked:
         return None
     prefix, _, rest = token.partition(".")
@@ -82,6 +82,8 @@ def verify_token(
     now_s = steady_wall_ms() / 1000 if now_s is None else now_s
     record = users.get(name) if isinstance(name, str) else None
     if record is None or not isinstance(expires_ms, int) or expires_ms <= now_s * 1000:
+        return None
+    if expires_ms > (now_s + MAX_TTL_S) * 1000 + ASSERTION_TTL_MS:  # minted by a clock too far ahead
         return None
     if generation != password_generation(record.password_hash):
         return None
