@@ -117,14 +117,17 @@ async def authenticate(request: web.Request) -> Principal | None:
 
 async def _asserted_user(request: web.Request, secret: str, assertion: str) -> str:
     """The user a node assertion names, if it was made for exactly this request and is used once. The
-    body is read only once the assertion proved genuine."""
-    now_ms = steady_wall_ms()
+    body is read only once the assertion proved genuine; the assertion must still be valid when it has
+    arrived (the replay guard forgets nonces once expired, by the latest time it was given)."""
     node = request.app[CONFIG].node
-    asserted = verify_assertion(secret, assertion, request.method, request.raw_path, now_ms, node=node)
+    asserted = verify_assertion(secret, assertion, request.method, request.raw_path, node=node)
     if asserted is None:
         raise Unauthenticated("invalid node assertion")
     if await body_digest_off_loop(await read_body(request)) != asserted.body_sha256:
         raise Unauthenticated("the body is not the one the node assertion was made for")
+    now_ms = steady_wall_ms()
+    if now_ms > asserted.expires_ms:
+        raise Unauthenticated("node assertion expired while its body was read")
     try:
         if not request.app[REPLAY_GUARD].first_use(
             asserted.nonce, asserted.expires_ms, now_ms, by=asserted.user

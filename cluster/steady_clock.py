@@ -7,7 +7,7 @@ STEP_HOLD_NS is taken for the truth (a clock set right after the node started: a
 before NTP synced, a VM resumed from suspend, during which the monotonic clock stood) and followed: at
 once when the wall clock is ahead, at half rate when it is behind, so this clock never goes back (a
 nonce forgotten once its assertion expired stays expired, `cluster/security/replay_guard.py`). A server
-reads it every READ_EVERY_S (`watch`), so the hold counts from the step on every node of a host alike.
+reads it every READ_EVERY_S (`watch`), so the hold counts from the step on every server of a host alike.
 Nodes must run with clocks within ASSERTION_TTL_MS of each other; see docs/decisions/0010-leader-clock.md.
 """
 
@@ -53,38 +53,41 @@ class SteadyClock:
         """The steady time now, in milliseconds since the epoch."""
         with self._lock:
             monotonic = self._monotonic_ns()
-            self._follow(self._wall_ns() - monotonic, monotonic)
-            return (monotonic + self._offset_ns) // 1_000_000
+            followed = self._follow(self._wall_ns() - monotonic, monotonic)
+            now_ms = (monotonic + self._offset_ns) // 1_000_000
+        if followed is not None:  # logged outside the lock: a handler may read the clock
+            log.warning(
+                "the wall clock has read %+.3f s from this node's steady clock for %d s: following it%s",
+                followed / 1e9,
+                STEP_HOLD_NS // 1_000_000_000,
+                "" if followed > 0 else " at half rate",
+            )
+        return now_ms
 
-    def _follow(self, wall_offset: int, monotonic: int) -> None:
+    def _follow(self, wall_offset: int, monotonic: int) -> int | None:
         """Move the offset towards `wall_offset` once it held: all at once forward, else by half the
         monotonic time since it held or since the last reading (the time given then runs at half rate
-        until it meets the wall clock's)."""
+        until it meets the wall clock's). The step, when this reading is the first to follow it."""
         last, self._last_ns = self._last_ns, monotonic
         if abs(wall_offset - self._offset_ns) <= STEP_TOLERANCE_NS:
             self._step = None
-            return
+            return None
         step = self._step
         if step is None or abs(wall_offset - step[0]) > STEP_TOLERANCE_NS:
             self._step = (wall_offset, monotonic)  # a new step (or the wall clock moved again)
-            return
+            return None
         held_since = step[1] + STEP_HOLD_NS
         if last < held_since and monotonic - last > READ_GAP_NS:
             self._step = (wall_offset, monotonic)  # not watched through the hold: it starts again
-            return
+            return None
         if monotonic < held_since:
-            return
-        if last < held_since:
-            log.warning(
-                "the wall clock has read %+.3f s from this node's steady clock for %d s: following it%s",
-                (wall_offset - self._offset_ns) / 1e9,
-                STEP_HOLD_NS // 1_000_000_000,
-                "" if wall_offset > self._offset_ns else " at half rate",
-            )
+            return None
+        followed = wall_offset - self._offset_ns if last < held_since else None
         if wall_offset > self._offset_ns:
             self._offset_ns = wall_offset
         else:
             self._offset_ns = max(wall_offset, self._offset_ns - (monotonic - max(last, held_since)) // 2)
+        return followed
 
 
 _CLOCK = SteadyClock()

@@ -60,13 +60,14 @@ class ReplayGuard:
     def first_use(self, nonce: bytes, expires_ms: int, now_ms: int, *, by: str) -> bool:
         """True the first time `nonce` (of an assertion for principal `by`, valid until `expires_ms`) is
         seen; False for a replay, or for one already expired by the latest time the guard was given (it
-        may have forgotten the nonce: a caller reads `now_ms` before the body, so it may be older).
+        may have forgotten the nonce; a `now_ms` older than that reading, as another thread's, proves
+        nothing).
         Raises ReplayGuardFull when it cannot remember one more (for `by`, or at all), IssuedBeforeGuard
         when it was issued (by the signer's steady clock) before `since_ms`."""
         if expires_ms - ASSERTION_TTL_MS < self.since_ms:
             raise IssuedBeforeGuard("node assertion made before this node started")
         self._forget_expired(now_ms)
-        if nonce in self._seen or expires_ms // 1000 + 1 <= self._swept_s:
+        if nonce in self._seen or _forget_after(expires_ms) <= self._swept_s:
             return False  # used, or expired by a later reading than `now_ms` and maybe forgotten since
         if self._held[by] >= self.per_principal:
             raise ReplayGuardFull(
@@ -76,7 +77,7 @@ class ReplayGuard:
             raise ReplayGuardFull(f"{len(self._seen)} node assertions are still within their validity")
         self._seen.add(nonce)
         self._held[by] += 1
-        self._forget_at.setdefault(expires_ms // 1000 + 1, []).append((nonce, by))
+        self._forget_at.setdefault(_forget_after(expires_ms), []).append((nonce, by))
         return True
 
     def _forget_expired(self, now_ms: int) -> None:
@@ -90,3 +91,8 @@ class ReplayGuard:
                 self._held[by] -= 1
                 if not self._held[by]:
                     del self._held[by]
+
+
+def _forget_after(expires_ms: int) -> int:
+    """The second from which a nonce valid until `expires_ms` is forgotten (once it is swept)."""
+    return expires_ms // 1000 + 1
