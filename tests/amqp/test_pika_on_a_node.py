@@ -55,25 +55,6 @@ def test_a_confirmed_publish_is_got_with_its_properties_and_acked(channel: Block
     assert channel.queue_declare("got", passive=True).method.message_count == 0
 
 
-def test_rule_a_float_header_is_delivered_as_the_double_it_is(
-    amqp_node: NodeProcess, channel: BlockingChannel
-) -> None:
-    """A JSON number is a 64-bit double, as RabbitMQ delivers a double: a delivery writes it so too, not as
-    a 32-bit float that turns 19.99 into 19.989999771118164 (nor a number beyond a float's range as its
-    text), nested or not."""
-    session = requests.Session()
-    session.headers.update(HARNESS_HEADERS)
-    declare(channel, "doubles")
-    headers = {"amount": 19.99, "nested": {"rate": 0.1, "list": [1e300, -2.5e-310]}, "whole": 3.0}
-    message = {"body": "priced", "headers": headers}
-    published = session.post(f"{amqp_node.url}/api/queues/doubles/messages", json={"messages": [message]})
-    assert published.status_code == 201, published.text
-    method, got, _ = channel.basic_get("doubles", auto_ack=True)
-    assert method is not None
-    assert got.headers == headers
-    assert isinstance(got.headers["whole"], float)
-
-
 def test_a_message_id_sent_again_to_a_dedupe_queue_is_confirmed_and_enqueued_once(
     channel: BlockingChannel,
 ) -> None:
