@@ -2,8 +2,9 @@
 
 pamqp builds, validates and marshals an object per frame, about 11 µs for a 1 KiB delivery: a quarter of
 an AMQP consumer's node time went there. These frames are packed with `struct`; only the properties are
-still marshalled by pamqp, once per distinct set (a consumer's messages mostly share theirs).
-`tests/amqp/test_delivery_frames.py` holds the bytes to pamqp's own.
+still marshalled by pamqp (but for the headers' floats, written as doubles: `field_tables`), once per
+distinct set (a consumer's messages mostly share theirs). `tests/amqp/test_delivery_frames.py` holds the
+bytes to pamqp's own, and what pamqp reads back from them to the row's properties.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import struct
 
 from pamqp.constants import FRAME_BODY, FRAME_END_CHAR, FRAME_HEADER, FRAME_METHOD
 
-from api.amqp.properties import delivery_properties
+from api.amqp.properties import marshalled_delivery_properties
 from cluster.queues.queue_results import MessageRow
 
 PROPERTIES_KEPT = 1024
@@ -47,7 +48,7 @@ def deliver_frame(
 
 
 def row_content(channel: int, row: MessageRow, frame_max: int) -> bytes:
-    """The content header and body frames of a delivered row (`delivery_properties`)."""
+    """The content header and body frames of a delivered row (`marshalled_delivery_properties`)."""
     return content_frames(channel, encoded_properties(row), row.body, frame_max)
 
 
@@ -73,11 +74,11 @@ def encoded_properties(row: MessageRow) -> bytes:
         )
         encoded = _properties.get(key)
     except TypeError:  # a header holds a table or an array: not kept
-        return delivery_properties(row).marshal()
+        return marshalled_delivery_properties(row)
     if encoded is None:
         if len(_properties) >= PROPERTIES_KEPT:
             _properties.clear()
-        encoded = _properties[key] = delivery_properties(row).marshal()
+        encoded = _properties[key] = marshalled_delivery_properties(row)
     return encoded
 
 

@@ -11,7 +11,8 @@ its `basic.deliver` or `get-ok` instead (`published_route`).
 
 Header values are JSON values in quorumq. A field table's other types are converted on the way in and
 do not come back as they were: a byte array becomes its text when it is UTF-8, else base64 text; a
-timestamp becomes epoch seconds; a decimal becomes its text.
+timestamp becomes epoch seconds; a decimal becomes its text; a 32-bit float comes back as the same
+number in a double, as every number is delivered (`field_tables`).
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from __future__ import annotations
 import base64
 import datetime
 import decimal
+import struct
 from collections.abc import Mapping
 from typing import Any
 
 from pamqp import commands
 
+from api.amqp.field_tables import field_table
 from api.amqp.reply_codes import PRECONDITION_FAILED, channel_error
 from cluster.queues.queue_results import MessageRow
 from cluster.replication.stored_message import ROUTE_HEADERS
@@ -31,7 +34,8 @@ from cluster.replication.stored_message import ROUTE_HEADERS
 PROPERTY_PREFIX = "x-amqp-"
 DELIVERY_COUNT = "x-delivery-count"
 ACQUIRED_COUNT = "x-acquired-count"
-FLOAT32_MAX = 3.4028234663852886e38  # the largest float a field table carries (pamqp writes 32-bit floats)
+_FLAGS = struct.Struct(">H")  # which properties a content header carries, in their order
+_CONTENT_TYPE, _CONTENT_ENCODING, _HEADERS = 1 << 15, 1 << 14, 1 << 13
 TEXT_PROPERTIES = (
     "content_type",
     "content_encoding",
@@ -84,6 +88,29 @@ def delivery_properties(row: MessageRow) -> commands.Basic.Properties:
     """The properties of a delivered message: its headers but the `x-amqp-*` ones, which become the
     properties they name (the exchange and routing key go into the method instead: `published_route`),
     its priority, and `x-delivery-count` once it failed a delivery."""
+    headers, properties = _delivery_fields(row)
+    return commands.Basic.Properties(headers=headers or None, **properties)
+
+
+def marshalled_delivery_properties(row: MessageRow) -> bytes:
+    """`delivery_properties` as a content header carries them (flags, then values), with the headers'
+    floats as doubles (`field_tables`)."""
+    headers, properties = _delivery_fields(row)
+    marshalled = commands.Basic.Properties(**properties).marshal()
+    if not headers:
+        return marshalled
+    (flags,) = _FLAGS.unpack_from(marshalled)
+    at = _FLAGS.size
+    for flag in (_CONTENT_TYPE, _CONTENT_ENCODING):  # the short strings before the headers
+        if flags & flag:
+            at += 1 + marshalled[at]
+    return (
+        _FLAGS.pack(flags | _HEADERS) + marshalled[_FLAGS.size : at] + field_table(headers) + marshalled[at:]
+    )
+
+
+def _delivery_fields(row: MessageRow) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The headers and the other properties of `delivery_properties`."""
     headers: dict[str, Any] = {}
     properties: dict[str, Any] = {}
     for key, value in row.headers.items():
@@ -100,7 +127,7 @@ def delivery_properties(row: MessageRow) -> commands.Basic.Properties:
         headers[DELIVERY_COUNT] = row.delivery_count
     if row.priority:
         properties["priority"] = min(row.priority, 255)
-    return commands.Basic.Properties(headers=headers or None, **properties)
+    return headers, properties
 
 
 def _property_value(name: str, value: Any) -> Any:
@@ -118,12 +145,9 @@ def _property_value(name: str, value: Any) -> Any:
 
 
 def _table_value(value: Any) -> Any:
-    """A header's JSON value as a field table can carry it: an integer beyond 64 bits, or a number beyond
-    a 32-bit float's range (pamqp writes floats so), as its text."""
+    """A header's JSON value as a field table can carry it: an integer beyond 64 bits as its text."""
     if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63:
         return str(value)
-    if isinstance(value, float) and not abs(value) <= FLOAT32_MAX:
-        return repr(value)
     if isinstance(value, dict):
         return {key: _table_value(item) for key, item in value.items()}
     if isinstance(value, list):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import struct
 from dataclasses import replace
 
 import msgpack
@@ -13,7 +14,12 @@ from pamqp import commands
 
 from api.amqp.delivery_frames import encoded_properties
 from api.amqp.node_calls import answered_row
-from api.amqp.properties import delivery_properties, json_value, published_fields
+from api.amqp.properties import (
+    delivery_properties,
+    json_value,
+    marshalled_delivery_properties,
+    published_fields,
+)
 from api.amqp.reply_codes import PRECONDITION_FAILED, AmqpError
 from api.deliveries import msgpack_delivery
 from cluster.queues.queue_results import MessageRow
@@ -135,12 +141,18 @@ def test_a_group_travels_as_the_header_x_group_id_both_ways() -> None:
     assert delivery_properties(row({"x-group-id": "order-7"})).headers == {"x-group-id": "order-7"}
 
 
-def test_a_float_header_a_field_table_cannot_carry_goes_as_its_text() -> None:
-    """pamqp writes floats as 32-bit floats: a JSON number beyond their range (set over HTTP) is delivered
-    as its text, as an integer beyond 64 bits is, instead of failing the delivery (and the consumer)."""
-    got = delivery_properties(row({"huge": 1e300, "nested": {"tiny": -1e300}, "fine": 0.5}))
-    assert got.headers == {"huge": "1e+300", "nested": {"tiny": "-1e+300"}, "fine": 0.5}
-    commands.Basic.Properties(headers=got.headers).marshal()
+def test_a_float_header_is_written_as_a_double_and_a_huge_integer_as_its_text() -> None:
+    """pamqp writes floats as 32-bit floats, which hold neither 19.99 nor 1e300: headers are written as
+    doubles ('d'), as RabbitMQ relays a double; an integer beyond 64 bits (set over HTTP) is delivered as
+    its text instead of failing the delivery (and the consumer)."""
+    headers = {"huge": 1e300, "nested": {"tiny": -1e300, "list": [19.99]}, "fine": 0.5, "big": 2**70}
+    got = delivery_properties(row(headers))
+    assert got.headers == {**headers, "big": str(2**70)}
+    marshalled = marshalled_delivery_properties(row(headers))
+    assert b"d" + struct.pack(">d", 19.99) in marshalled
+    read_back = commands.Basic.Properties()
+    read_back.unmarshal(struct.unpack_from(">H", marshalled)[0], marshalled[2:])
+    assert read_back.headers == got.headers
 
 
 def test_a_redelivery_carries_x_acquired_count_whether_polled_at_the_door_or_over_http() -> None:
